@@ -1,0 +1,17 @@
+/*
+ * rlock.h - umbrella header: Redisson-compatible distributed locks for C.
+ *
+ * Include this one header. See README.md for an example and
+ * docs/ARCHITECTURE.md for how the library is put together.
+ */
+#ifndef RLOCK_H
+#define RLOCK_H
+
+#include "rlock/export.h"
+#include "rlock/version.h"
+#include "rlock/errors.h"
+#include "rlock/config.h"
+#include "rlock/client.h"
+#include "rlock/lock.h"
+
+#endif /* RLOCK_H */

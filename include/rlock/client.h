@@ -1,0 +1,80 @@
+/*
+ * rlock/client.h - the connection to Redis that every lock uses.
+ *
+ * Threading: a client may be shared by any number of threads; every
+ * function here and in lock.h is safe to call concurrently on one client.
+ * Each client runs one background thread of its own, which renews leases
+ * (the watchdog), receives unlock messages for waiting threads, and calls
+ * the lost-lock callback. rlock_client_free() stops and joins it.
+ *
+ * Connections are opened on demand and re-opened after a failure, so a
+ * client survives a server restart. While the server is unreachable,
+ * operations fail with RLOCK_EIO (or RLOCK_ETIMEOUT) instead of hanging.
+ */
+#ifndef RLOCK_CLIENT_H
+#define RLOCK_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "export.h"
+
+RLOCK_BEGIN_DECLS
+
+typedef struct rlock_client rlock_client;
+
+/**
+ * Create a client.
+ *
+ * The client does not connect here: the first operation does, so creating
+ * a client for a server that is down succeeds. The client gets a random
+ * version-4 UUID (36 lower-case characters) as its identity, which it uses
+ * in the owner field of every lock it takes.
+ *
+ * @param out receives the client; free it with rlock_client_free().
+ * @param cfg the configuration to copy, or NULL for the defaults.
+ * @return RLOCK_OK, RLOCK_EINVAL, RLOCK_ENOMEM, or RLOCK_EIO when the
+ *         background thread cannot be started.
+ */
+RLOCK_EXTERN int rlock_client_new(rlock_client **out, const rlock_config *cfg);
+
+/**
+ * Stop the background thread, close every connection and free the client.
+ *
+ * Locks still held are not released: they expire after their lease (for
+ * watchdog-renewed locks, within one watchdog timeout). Every lock object
+ * made from this client must be freed first, and no other thread may be
+ * inside a call on this client. NULL is accepted and ignored.
+ */
+RLOCK_EXTERN void rlock_client_free(rlock_client *client);
+
+/**
+ * The client's identity, a 36-character lower-case UUID. Borrowed: valid
+ * as long as the client.
+ */
+RLOCK_EXTERN const char *rlock_client_id(const rlock_client *client);
+
+/**
+ * The owner field this client writes for the calling thread:
+ * "<client id>:<thread id>". Writes at most `size` bytes including the
+ * terminating NUL.
+ * @return RLOCK_OK, or RLOCK_EINVAL if an argument is NULL or `size` is
+ *         too small (RLOCK_OWNER_MAX is always enough).
+ */
+RLOCK_EXTERN int rlock_client_owner(char *buf, size_t size,
+                                    const rlock_client *client);
+
+/** Buffer size that always holds an owner field and its NUL. */
+#define RLOCK_OWNER_MAX 64
+
+/**
+ * Round trip a PING on a command connection.
+ * @param rtt_us if not NULL, receives the round-trip time in microseconds.
+ * @return RLOCK_OK, RLOCK_EIO, RLOCK_ETIMEOUT, RLOCK_EAUTH, ...
+ */
+RLOCK_EXTERN int rlock_client_ping(rlock_client *client, int64_t *rtt_us);
+
+RLOCK_END_DECLS
+
+#endif /* RLOCK_CLIENT_H */

@@ -1,0 +1,95 @@
+/*
+ * rlock/config.h - client configuration, one typed setter per option.
+ *
+ * A config is a plain value object: create it, set what differs from the
+ * defaults, pass it to rlock_client_new(), which copies it, then free it.
+ * A config is not thread-safe; use it from one thread at a time.
+ *
+ * Every setter validates its argument and returns RLOCK_EINVAL with a
+ * message (see rlock_error_last()) when it is out of range; the config is
+ * left unchanged in that case.
+ */
+#ifndef RLOCK_CONFIG_H
+#define RLOCK_CONFIG_H
+
+#include <stdint.h>
+
+#include "export.h"
+
+RLOCK_BEGIN_DECLS
+
+typedef struct rlock_config rlock_config;
+
+/** Largest duration any rlock call accepts: 365 days in milliseconds. */
+#define RLOCK_MAX_DURATION_MS ((int64_t)365 * 24 * 3600 * 1000)
+
+/**
+ * Called on the client's background thread when the watchdog finds that a
+ * lock this client held (and was renewing) is gone: it expired or was
+ * deleted by someone else. The holder's next release of that lock returns
+ * RLOCK_ELOST.
+ *
+ * @param name     the lock's name (borrowed for the duration of the call)
+ * @param owner    the hold's owner field, "<client id>:<thread id>"
+ * @param userdata as given to rlock_config_set_lost_callback()
+ *
+ * No library lock is held during the call. The callback must not block for
+ * long (it delays renewals and wake-ups) and must not free the client.
+ */
+typedef void (*rlock_lost_fn)(const char *name, const char *owner,
+                              void *userdata);
+
+/**
+ * Create a config holding the defaults.
+ * @param out receives the new config; the caller frees it with
+ *            rlock_config_free().
+ * @return RLOCK_OK, RLOCK_EINVAL (out is NULL) or RLOCK_ENOMEM.
+ */
+RLOCK_EXTERN int rlock_config_new(rlock_config **out);
+
+/** Free a config. NULL is accepted and ignored. */
+RLOCK_EXTERN void rlock_config_free(rlock_config *cfg);
+
+/**
+ * The server to use. Default "redis://127.0.0.1:6379".
+ * Accepted forms: redis://[[user]:password@]host[:port][/db] (host may be
+ * an IPv6 address in brackets; user and password may be %-encoded) and
+ * unix://[[user]:password@]/path/to/socket[?db=N].
+ * The string is copied.
+ */
+RLOCK_EXTERN int rlock_config_set_url(rlock_config *cfg, const char *url);
+
+/** Bound on establishing a connection, 1 ms to 1 hour. Default 2000 ms. */
+RLOCK_EXTERN int rlock_config_set_connect_timeout_ms(rlock_config *cfg,
+                                                     int64_t ms);
+
+/** Bound on one command's round trip, 1 ms to 1 hour. Default 3000 ms. */
+RLOCK_EXTERN int rlock_config_set_command_timeout_ms(rlock_config *cfg,
+                                                     int64_t ms);
+
+/**
+ * The lease of a lock taken without an explicit lease; the watchdog renews
+ * such a lock every third of it while it is held. 30 ms to
+ * RLOCK_MAX_DURATION_MS. Default 30000 ms (Redisson's lockWatchdogTimeout).
+ */
+RLOCK_EXTERN int rlock_config_set_watchdog_timeout_ms(rlock_config *cfg,
+                                                      int64_t ms);
+
+/**
+ * Most connections the client opens for commands (the subscriber
+ * connection is extra). A caller that finds them all busy waits for one,
+ * bounded by the command timeout. 1 to 1024. Default 64.
+ */
+RLOCK_EXTERN int rlock_config_set_pool_size(rlock_config *cfg, int size);
+
+/**
+ * Ask to be told when a watchdog-renewed lock is found lost (see
+ * rlock_lost_fn). Pass NULL to remove. Default: none.
+ */
+RLOCK_EXTERN int rlock_config_set_lost_callback(rlock_config *cfg,
+                                                rlock_lost_fn fn,
+                                                void *userdata);
+
+RLOCK_END_DECLS
+
+#endif /* RLOCK_CONFIG_H */

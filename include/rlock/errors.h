@@ -1,0 +1,69 @@
+/*
+ * rlock/errors.h - status codes and the thread-local last error.
+ *
+ * Every fallible rlock function returns an int: RLOCK_OK (0) on success or
+ * one of the negative codes below. Codes are only ever appended; a value is
+ * never renumbered or reused. Each function documents the codes a caller
+ * should expect from it; anything else is an infrastructure failure
+ * (RLOCK_EIO, RLOCK_ETIMEOUT, RLOCK_EPROTO, RLOCK_ESERVER, RLOCK_ENOMEM).
+ *
+ * The detail of the most recent failure on the calling thread is available
+ * from rlock_error_last(). It is thread-local, so a client shared by many
+ * threads never mixes up their messages.
+ */
+#ifndef RLOCK_ERRORS_H
+#define RLOCK_ERRORS_H
+
+#include "export.h"
+
+RLOCK_BEGIN_DECLS
+
+typedef enum rlock_status {
+  RLOCK_OK = 0,
+  /** An argument was NULL, empty, too long, out of range or malformed. */
+  RLOCK_EINVAL = -1,
+  /** Memory allocation failed. */
+  RLOCK_ENOMEM = -2,
+  /** The server could not be reached or the connection broke. */
+  RLOCK_EIO = -3,
+  /** The server did not answer within the command timeout. */
+  RLOCK_ETIMEOUT = -4,
+  /** The server answered something this library cannot interpret. */
+  RLOCK_EPROTO = -5,
+  /** The server answered with an error reply (READONLY, OOM, ...). */
+  RLOCK_ESERVER = -6,
+  /** Authentication or database selection was refused. */
+  RLOCK_EAUTH = -7,
+  /** The lock's key exists but holds a value of another type. */
+  RLOCK_EWRONGTYPE = -8,
+  /** Not acquired: another owner held the lock for the whole wait. */
+  RLOCK_ELOCKED = -9,
+  /** The calling thread does not hold the lock it tried to release. */
+  RLOCK_ENOTHELD = -10,
+  /** The lock was held by this thread but expired or was deleted. */
+  RLOCK_ELOST = -11,
+  /** The client is shutting down. */
+  RLOCK_ECLOSED = -12
+} rlock_status;
+
+/** Detail of the last failure on the calling thread. */
+typedef struct rlock_error {
+  int code;            /**< the rlock_status value returned */
+  const char *message; /**< one line of English; never NULL */
+} rlock_error;
+
+/**
+ * The last error recorded on the calling thread.
+ *
+ * Never NULL. The pointer and its message belong to the library and stay
+ * valid until the next rlock call on the same thread. After a success the
+ * content is unspecified (it may still describe an older failure).
+ */
+RLOCK_EXTERN const rlock_error *rlock_error_last(void);
+
+/** A short static description of a status code ("unknown error" if none). */
+RLOCK_EXTERN const char *rlock_strerror(int code);
+
+RLOCK_END_DECLS
+
+#endif /* RLOCK_ERRORS_H */

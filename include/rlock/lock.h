@@ -1,0 +1,165 @@
+/*
+ * rlock/lock.h - the reentrant lock, wire-compatible with Redisson's RLock.
+ *
+ * Layout in Redis (shared with Java programs using Redisson): a hash at the
+ * lock's name whose one field "<client id>:<thread id>" holds the hold
+ * count, with a PEXPIRE lease; the final release publishes "0" on
+ * "redisson_lock__channel:{<name>}".
+ *
+ * Ownership is per thread: the thread that acquires is the one that must
+ * release, and a thread that already holds the lock acquires it again at
+ * once (the hold count goes up). A lock object carries no per-thread state,
+ * so one object may be shared by any number of threads.
+ *
+ * Leases: a lock acquired with lease_ms == RLOCK_LEASE_WATCHDOG gets the
+ * client's watchdog timeout as its lease and is renewed by the client's
+ * background thread every third of it until the final release. A lock
+ * acquired with an explicit lease expires after it, held or not.
+ *
+ * Waiting: a thread that has to wait subscribes to the lock's channel and
+ * sleeps until an unlock message or the holder's remaining lease runs out,
+ * whichever is first; it never polls.
+ *
+ * Names: 1 to RLOCK_MAX_NAME_LEN bytes. A name containing '{' must contain
+ * a non-empty hash tag ("{tag}") so that the lock's channel lands in the
+ * same Redis Cluster slot as the lock.
+ */
+#ifndef RLOCK_LOCK_H
+#define RLOCK_LOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "client.h"
+#include "export.h"
+
+RLOCK_BEGIN_DECLS
+
+typedef struct rlock_lock rlock_lock;
+typedef struct rlock_lock_info rlock_lock_info;
+
+/** Longest lock name accepted, in bytes. */
+#define RLOCK_MAX_NAME_LEN 1024
+/** wait_ms value meaning "wait for as long as it takes". */
+#define RLOCK_WAIT_FOREVER ((int64_t)-1)
+/** lease_ms value meaning "no fixed lease: the watchdog renews it". */
+#define RLOCK_LEASE_WATCHDOG ((int64_t)0)
+
+/**
+ * Create a lock object for `name` on `client`. Does no I/O.
+ * @param out receives the lock; free it with rlock_lock_free() before the
+ *            client is freed.
+ * @param name copied.
+ * @return RLOCK_OK, RLOCK_EINVAL (NULL argument, bad name) or RLOCK_ENOMEM.
+ */
+RLOCK_EXTERN int rlock_lock_new(rlock_lock **out, rlock_client *client,
+                                const char *name);
+
+/**
+ * Free a lock object. Holds taken through it are not released (they are
+ * held by the thread, not the object). NULL is accepted and ignored.
+ */
+RLOCK_EXTERN void rlock_lock_free(rlock_lock *lock);
+
+/** The lock's name. Borrowed: valid as long as the lock object. */
+RLOCK_EXTERN const char *rlock_lock_name(const rlock_lock *lock);
+
+/**
+ * Acquire, waiting as long as it takes, with a watchdog-renewed lease.
+ * Same as rlock_lock_try_acquire(lock, RLOCK_WAIT_FOREVER,
+ * RLOCK_LEASE_WATCHDOG).
+ */
+RLOCK_EXTERN int rlock_lock_acquire(rlock_lock *lock);
+
+/**
+ * Acquire, waiting as long as it takes, with a fixed lease.
+ * Same as rlock_lock_try_acquire(lock, RLOCK_WAIT_FOREVER, lease_ms).
+ */
+RLOCK_EXTERN int rlock_lock_acquire_lease(rlock_lock *lock, int64_t lease_ms);
+
+/**
+ * Acquire, waiting at most `wait_ms`.
+ *
+ * @param wait_ms 0 to try once, a positive bound, or RLOCK_WAIT_FOREVER.
+ * @param lease_ms RLOCK_LEASE_WATCHDOG, or a lease of 1 ms to
+ *                 RLOCK_MAX_DURATION_MS after which the lock expires.
+ *                 Re-acquiring resets the lease to the new value.
+ * @return RLOCK_OK when the calling thread now holds the lock (once more);
+ *         RLOCK_ELOCKED when another owner held it for the whole wait;
+ *         RLOCK_EINVAL for a bad duration; RLOCK_EWRONGTYPE when the key
+ *         holds something that is not a lock; RLOCK_EIO / RLOCK_ETIMEOUT
+ *         when the server cannot be reached.
+ */
+RLOCK_EXTERN int rlock_lock_try_acquire(rlock_lock *lock, int64_t wait_ms,
+                                        int64_t lease_ms);
+
+/**
+ * Release one hold of the calling thread. The last release deletes the
+ * lock, stops its renewal and wakes one waiter.
+ *
+ * @return RLOCK_OK;
+ *         RLOCK_ENOTHELD when the calling thread does not hold it (nothing
+ *         changes on the server);
+ *         RLOCK_ELOST when this thread held it but it expired or was
+ *         deleted meanwhile (the thread's local record is cleared);
+ *         RLOCK_EIO / RLOCK_ETIMEOUT when the server cannot be reached (the
+ *         lock is no longer renewed and expires after its lease).
+ */
+RLOCK_EXTERN int rlock_lock_release(rlock_lock *lock);
+
+/**
+ * Delete the lock whoever holds it and wake one waiter.
+ * @param deleted if not NULL, receives 1 when a lock was deleted, 0 when
+ *                there was none.
+ * @return RLOCK_OK, RLOCK_EWRONGTYPE, RLOCK_EIO, ...
+ */
+RLOCK_EXTERN int rlock_lock_force_release(int *deleted, rlock_lock *lock);
+
+/**
+ * Whether the calling thread's hold is still good, answered locally with
+ * no round trip: RLOCK_OK while it holds the lock, RLOCK_ELOST once the
+ * watchdog found the hold gone, RLOCK_ENOTHELD when it holds nothing here.
+ */
+RLOCK_EXTERN int rlock_lock_check(rlock_lock *lock);
+
+/** Whether anyone holds the lock: *locked = 1 or 0. */
+RLOCK_EXTERN int rlock_lock_is_locked(int *locked, rlock_lock *lock);
+
+/** Whether the calling thread holds the lock: *held = 1 or 0. */
+RLOCK_EXTERN int rlock_lock_is_held(int *held, rlock_lock *lock);
+
+/** The calling thread's hold count on the server (0 when not held). */
+RLOCK_EXTERN int rlock_lock_hold_count(int64_t *count, rlock_lock *lock);
+
+/**
+ * The lock's remaining time to live in milliseconds: -2 when it is not
+ * locked, -1 when it has no expiry (set by a foreign client).
+ */
+RLOCK_EXTERN int rlock_lock_ttl(int64_t *ttl_ms, rlock_lock *lock);
+
+/**
+ * Read the lock's whole state in one atomic step: its TTL and every holder
+ * with its hold count.
+ * @param out receives a snapshot; free it with rlock_lock_info_free().
+ * @return RLOCK_OK, RLOCK_EWRONGTYPE, RLOCK_EIO, ...
+ */
+RLOCK_EXTERN int rlock_lock_inspect(rlock_lock_info **out, rlock_lock *lock);
+
+/** 1 if the snapshot saw the lock held, else 0. */
+RLOCK_EXTERN int rlock_lock_info_locked(const rlock_lock_info *info);
+/** TTL in ms at the time of the snapshot (-2 absent, -1 no expiry). */
+RLOCK_EXTERN int64_t rlock_lock_info_ttl_ms(const rlock_lock_info *info);
+/** Number of holders in the snapshot (0 or 1 for a reentrant lock). */
+RLOCK_EXTERN size_t rlock_lock_info_holder_count(const rlock_lock_info *info);
+/** Owner field of holder `i`, or NULL when out of range. Borrowed. */
+RLOCK_EXTERN const char *rlock_lock_info_holder_owner(
+    const rlock_lock_info *info, size_t i);
+/** Hold count of holder `i`, or 0 when out of range. */
+RLOCK_EXTERN int64_t rlock_lock_info_holder_holds(const rlock_lock_info *info,
+                                                  size_t i);
+/** Free a snapshot. NULL is accepted and ignored. */
+RLOCK_EXTERN void rlock_lock_info_free(rlock_lock_info *info);
+
+RLOCK_END_DECLS
+
+#endif /* RLOCK_LOCK_H */

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Install the Debian packages rlock needs to build, test and demo, when they
+# are missing. Safe to run repeatedly; does nothing when all are present.
+set -euo pipefail
+
+PKGS=(build-essential cmake pkg-config libhiredis-dev libcmocka-dev
+      redis-server redis-tools redis-sentinel valgrind python3)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+    || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "rlock: installing ${missing[*]}" >&2
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Debian's packages start system-wide servers where an init system runs;
+# rlock never uses them (tests and demo start their own on free ports).

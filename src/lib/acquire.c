@@ -1,0 +1,99 @@
+/*
+ * acquire.c - the acquire loop shared by every lock kind.
+ *
+ * Waiting never polls: after a failed attempt the waiter subscribes to
+ * the kind's channel, and only once the server has confirmed the
+ * subscription does it try again (an unlock published before that could
+ * not have reached it). Then it sleeps until an unlock message or until
+ * the holder's TTL runs out, whichever is first, and tries again.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "common.h"
+#include "lock_int.h"
+
+int rlock__check_wait(int64_t wait_ms) {
+  if (wait_ms == RLOCK_WAIT_FOREVER)
+    return RLOCK_OK;
+  if (wait_ms < 0 || wait_ms > RLOCK_MAX_DURATION_MS)
+    return rlock__err(RLOCK_EINVAL,
+                      "wait must be 0..%" PRId64 " ms or RLOCK_WAIT_FOREVER "
+                      "(got %" PRId64 ")",
+                      RLOCK_MAX_DURATION_MS, wait_ms);
+  return RLOCK_OK;
+}
+
+int rlock__check_lease(int64_t lease_ms) {
+  if (lease_ms < 0 || lease_ms > RLOCK_MAX_DURATION_MS)
+    return rlock__err(RLOCK_EINVAL,
+                      "lease must be 1..%" PRId64 " ms or "
+                      "RLOCK_LEASE_WATCHDOG (got %" PRId64 ")",
+                      RLOCK_MAX_DURATION_MS, lease_ms);
+  return RLOCK_OK;
+}
+
+int rlock__wrongtype(const rlock_lock *l, int rc) {
+  if (rc == RLOCK_EWRONGTYPE)
+    rlock__err(rc, "key '%s' holds a value that is not a %s", l->name,
+               l->kind->label);
+  return rc;
+}
+
+/* Sleep bound for one round: the holder's TTL (at least 1 ms, so a lock
+ * about to expire is not hammered), capped by the caller's deadline. */
+static int64_t round_until(int64_t ttl_ms, int64_t deadline) {
+  if (ttl_ms < 0)
+    return deadline;
+  int64_t until = rlock__now_us() + (ttl_ms > 0 ? ttl_ms : 1) * 1000;
+  return until < deadline ? until : deadline;
+}
+
+static int wait_and_retry(rlock_lock *l, const char *owner, int64_t lease,
+                          int64_t wait_ms, int64_t deadline, int64_t *ttl) {
+  rlock_client *c = l->client;
+  char chbuf[RLOCK_MAX_NAME_LEN + 128];
+  const char *ch = l->kind->channel(l, owner, chbuf, sizeof chbuf);
+  rlock__sub *sub;
+  int rc = rlock__sub_acquire(c, ch, deadline, &sub);
+  if (rc == RLOCK__EDEADLINE)
+    return RLOCK_ELOCKED;
+  if (rc != RLOCK_OK)
+    return rc;
+  for (;;) {
+    rc = l->kind->attempt(l, owner, lease, wait_ms, ttl);
+    if (rc != RLOCK_ELOCKED || rlock__now_us() >= deadline)
+      break;
+    rlock__sub_wait(c, sub, round_until(*ttl, deadline));
+  }
+  rlock__sub_release(c, sub);
+  return rc;
+}
+
+int rlock__acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms) {
+  if (l == NULL)
+    return rlock__err(RLOCK_EINVAL, "lock is NULL");
+  int rc = rlock__check_wait(wait_ms);
+  if (rc == RLOCK_OK)
+    rc = rlock__check_lease(lease_ms);
+  if (rc != RLOCK_OK)
+    return rc;
+  rlock_client *c = l->client;
+  char owner[RLOCK_OWNER_MAX];
+  rlock__owner(c, owner);
+  int64_t lease = lease_ms > 0 ? lease_ms : c->cfg.watchdog_timeout_ms;
+  int64_t deadline = rlock__deadline_after_ms(wait_ms);
+  int64_t ttl = -1;
+
+  rc = l->kind->attempt(l, owner, lease, wait_ms, &ttl);
+  if (rc == RLOCK_ELOCKED && wait_ms != 0)
+    rc = wait_and_retry(l, owner, lease, wait_ms, deadline, &ttl);
+  if (rc != RLOCK_OK && l->kind->give_up != NULL && wait_ms != 0)
+    l->kind->give_up(l, owner, wait_ms);
+  if (rc == RLOCK_ELOCKED)
+    return rlock__err(rc, "%s '%s' is held by another owner (remaining "
+                      "lease %" PRId64 " ms)", l->kind->label, l->name, ttl);
+  if (rc != RLOCK_OK)
+    return rlock__wrongtype(l, rc);
+  return rlock__hold_push(c, l->name, owner, lease_ms);
+}

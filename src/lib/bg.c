@@ -1,0 +1,88 @@
+/*
+ * bg.c - the background thread: one poll() loop driving pub/sub and the
+ * watchdog.
+ */
+#include "bg.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "client_int.h"
+#include "common.h"
+
+void rlock__bg_wake(rlock_client *c) {
+  uint64_t one = 1;
+  ssize_t n;
+  do
+    n = write(c->bg.wake_fd, &one, sizeof one);
+  while (n < 0 && errno == EINTR);
+}
+
+static void drain_wake(int fd) {
+  uint64_t v;
+  ssize_t n;
+  do
+    n = read(fd, &v, sizeof v);
+  while (n < 0 && errno == EINTR);
+}
+
+static int poll_timeout_ms(int64_t next_us) {
+  if (next_us == INT64_MAX)
+    return -1;
+  int64_t ms = rlock__ms_left(next_us);
+  return ms > 60000 ? 60000 : (int)ms;
+}
+
+static void *bg_main(void *arg) {
+  rlock_client *c = arg;
+  int readable = 0;
+  while (!atomic_load(&c->bg.stop)) {
+    int64_t next_ps = rlock__pubsub_service(c, readable);
+    int64_t next_wd = rlock__watchdog_service(c);
+    int64_t next = next_ps < next_wd ? next_ps : next_wd;
+    struct pollfd fds[2] = {{.fd = c->bg.wake_fd, .events = POLLIN},
+                            {.fd = rlock__pubsub_fd(c), .events = POLLIN}};
+    int nfds = fds[1].fd >= 0 ? 2 : 1;
+    int rc = poll(fds, (nfds_t)nfds, poll_timeout_ms(next));
+    readable = rc > 0 && nfds == 2 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR));
+    if (rc > 0 && (fds[0].revents & POLLIN))
+      drain_wake(c->bg.wake_fd);
+  }
+  return NULL;
+}
+
+int rlock__bg_start(rlock_client *c) {
+  c->bg.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (c->bg.wake_fd < 0)
+    return rlock__err(RLOCK_EIO, "eventfd failed: %s", strerror(errno));
+  atomic_init(&c->bg.stop, 0);
+  /* The thread inherits a fully blocked signal mask: signals meant for the
+   * application (SIGINT, SIGTERM, ...) must never land on it. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int err = pthread_create(&c->bg.thread, NULL, bg_main, c);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (err != 0) {
+    close(c->bg.wake_fd);
+    return rlock__err(RLOCK_EIO, "cannot start background thread: %s",
+                      strerror(err));
+  }
+  c->bg.started = 1;
+  return RLOCK_OK;
+}
+
+void rlock__bg_stop(rlock_client *c) {
+  if (!c->bg.started)
+    return;
+  atomic_store(&c->bg.stop, 1);
+  rlock__bg_wake(c);
+  pthread_join(c->bg.thread, NULL);
+  close(c->bg.wake_fd);
+  c->bg.started = 0;
+}

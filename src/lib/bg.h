@@ -1,0 +1,31 @@
+/*
+ * bg.h - the client's one background thread.
+ *
+ * It owns the subscriber connection (pubsub.c) and runs lease renewal
+ * (watchdog.c): a poll() loop over an eventfd that user threads write to
+ * when they need it, and the subscriber socket, with a timeout taken from
+ * the earliest time either part asks for. It blocks every signal so that
+ * signals reach the application's threads.
+ */
+#ifndef RLOCK_BG_H
+#define RLOCK_BG_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+typedef struct rlock_client rlock_client;
+
+typedef struct rlock__bg {
+  pthread_t thread;
+  int started;
+  int wake_fd;
+  atomic_int stop;
+} rlock__bg;
+
+int rlock__bg_start(rlock_client *c);
+void rlock__bg_stop(rlock_client *c);
+
+/* Make the background thread re-run its services soon. Any thread. */
+void rlock__bg_wake(rlock_client *c);
+
+#endif /* RLOCK_BG_H */

@@ -1,0 +1,120 @@
+/*
+ * client.c - client lifecycle, identity and PING.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "client_int.h"
+#include "common.h"
+
+/* A random version-4 UUID in canonical lower-case form, as Redisson's
+ * client id. */
+static int make_uuid(char out[37]) {
+  unsigned char b[16];
+  size_t got = 0;
+  while (got < sizeof b) {
+    ssize_t n = getrandom(b + got, sizeof b - got, 0);
+    if (n < 0 && errno != EINTR)
+      return rlock__err(RLOCK_EIO, "getrandom failed: %s", strerror(errno));
+    if (n > 0)
+      got += (size_t)n;
+  }
+  b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+  b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+  snprintf(out, 37,
+           "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+           "%02x%02x%02x%02x%02x%02x",
+           b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10],
+           b[11], b[12], b[13], b[14], b[15]);
+  return RLOCK_OK;
+}
+
+int rlock_client_new(rlock_client **out, const rlock_config *cfg) {
+  if (out == NULL)
+    return rlock__err(RLOCK_EINVAL, "rlock_client_new: out is NULL");
+  *out = NULL;
+  rlock_client *c = calloc(1, sizeof *c);
+  if (c == NULL)
+    return rlock__err(RLOCK_ENOMEM, "out of memory");
+  int rc = cfg ? rlock__config_copy(&c->cfg, cfg) : rlock__config_defaults(&c->cfg);
+  if (rc != RLOCK_OK) {
+    free(c);
+    return rc;
+  }
+  if ((rc = make_uuid(c->id)) != RLOCK_OK)
+    goto fail_cfg;
+  rc = rlock__pool_init(&c->pool, &c->cfg.endpoint, c->cfg.pool_size,
+                        c->cfg.connect_timeout_ms, c->cfg.command_timeout_ms);
+  if (rc != RLOCK_OK)
+    goto fail_cfg;
+  if ((rc = rlock__pubsub_init(&c->ps)) != RLOCK_OK)
+    goto fail_pool;
+  if ((rc = rlock__watchdog_init(&c->wd, c->cfg.watchdog_timeout_ms)) !=
+      RLOCK_OK)
+    goto fail_pubsub;
+  if ((rc = rlock__bg_start(c)) != RLOCK_OK)
+    goto fail_watchdog;
+  *out = c;
+  return RLOCK_OK;
+
+fail_watchdog:
+  rlock__watchdog_destroy(&c->wd);
+fail_pubsub:
+  rlock__pubsub_destroy(&c->ps);
+fail_pool:
+  rlock__pool_destroy(&c->pool);
+fail_cfg:
+  rlock__config_clear(&c->cfg);
+  free(c);
+  return rc;
+}
+
+void rlock_client_free(rlock_client *c) {
+  if (c == NULL)
+    return;
+  rlock__bg_stop(c);
+  rlock__watchdog_destroy(&c->wd);
+  rlock__pubsub_destroy(&c->ps);
+  rlock__pool_destroy(&c->pool);
+  rlock__config_clear(&c->cfg);
+  free(c);
+}
+
+const char *rlock_client_id(const rlock_client *c) {
+  return c ? c->id : NULL;
+}
+
+void rlock__owner(const rlock_client *c, char *buf) {
+  snprintf(buf, RLOCK_OWNER_MAX, "%s:%" PRIu64, c->id, rlock__thread_id());
+}
+
+int rlock_client_owner(char *buf, size_t size, const rlock_client *c) {
+  if (buf == NULL || c == NULL)
+    return rlock__err(RLOCK_EINVAL, "rlock_client_owner: NULL argument");
+  char tmp[RLOCK_OWNER_MAX];
+  rlock__owner(c, tmp);
+  if (strlen(tmp) >= size)
+    return rlock__err(RLOCK_EINVAL, "rlock_client_owner: buffer of %zu bytes "
+                                    "is too small", size);
+  memcpy(buf, tmp, strlen(tmp) + 1);
+  return RLOCK_OK;
+}
+
+int rlock_client_ping(rlock_client *c, int64_t *rtt_us) {
+  if (c == NULL)
+    return rlock__err(RLOCK_EINVAL, "rlock_client_ping: client is NULL");
+  const char *argv[1] = {"PING"};
+  redisReply *r;
+  int64_t t0 = rlock__now_us();
+  int rc = rlock__cmd(c, "", 1, argv, NULL, &r);
+  if (rc != RLOCK_OK)
+    return rc;
+  if (rtt_us != NULL)
+    *rtt_us = rlock__now_us() - t0;
+  freeReplyObject(r);
+  return RLOCK_OK;
+}

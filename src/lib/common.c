@@ -1,0 +1,125 @@
+/*
+ * common.c - last-error storage, monotonic time, thread ids.
+ */
+#include "common.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ERRBUF_SIZE 512
+
+static _Thread_local char errbuf[ERRBUF_SIZE];
+static _Thread_local rlock_error last_error = {RLOCK_OK, ""};
+
+int rlock__err(int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(errbuf, sizeof errbuf, fmt, ap);
+  va_end(ap);
+  last_error.code = code;
+  last_error.message = errbuf;
+  return code;
+}
+
+const rlock_error *rlock_error_last(void) {
+  if (last_error.message == NULL)
+    last_error.message = "";
+  return &last_error;
+}
+
+const char *rlock_strerror(int code) {
+  switch (code) {
+  case RLOCK_OK: return "success";
+  case RLOCK_EINVAL: return "invalid argument";
+  case RLOCK_ENOMEM: return "out of memory";
+  case RLOCK_EIO: return "server unreachable or connection lost";
+  case RLOCK_ETIMEOUT: return "server did not answer in time";
+  case RLOCK_EPROTO: return "unexpected reply from server";
+  case RLOCK_ESERVER: return "server returned an error";
+  case RLOCK_EAUTH: return "authentication or database selection refused";
+  case RLOCK_EWRONGTYPE: return "key holds a value that is not a lock";
+  case RLOCK_ELOCKED: return "lock is held by another owner";
+  case RLOCK_ENOTHELD: return "lock is not held by the caller";
+  case RLOCK_ELOST: return "lock was lost while held";
+  case RLOCK_ECLOSED: return "client is shutting down";
+  default: return "unknown error";
+  }
+}
+
+int64_t rlock__now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t rlock__deadline_after_ms(int64_t ms) {
+  if (ms < 0)
+    return INT64_MAX;
+  return rlock__now_us() + ms * 1000;
+}
+
+int64_t rlock__ms_left(int64_t deadline_us) {
+  if (deadline_us == INT64_MAX)
+    return INT64_MAX;
+  int64_t left = deadline_us - rlock__now_us();
+  return left <= 0 ? 0 : (left + 999) / 1000;
+}
+
+int rlock__cond_init(pthread_cond_t *cv) {
+  pthread_condattr_t attr;
+  int rc = pthread_condattr_init(&attr);
+  if (rc == 0)
+    rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  if (rc == 0)
+    rc = pthread_cond_init(cv, &attr);
+  pthread_condattr_destroy(&attr);
+  return rc;
+}
+
+int rlock__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu,
+                           int64_t deadline_us) {
+  if (deadline_us == INT64_MAX)
+    return pthread_cond_wait(cv, mu);
+  if (rlock__now_us() >= deadline_us)
+    return ETIMEDOUT;
+  struct timespec ts = {.tv_sec = deadline_us / 1000000,
+                        .tv_nsec = (deadline_us % 1000000) * 1000};
+  int rc = pthread_cond_timedwait(cv, mu, &ts);
+  return rc == ETIMEDOUT ? ETIMEDOUT : 0;
+}
+
+char *rlock__strndup(const char *s, size_t n) {
+  char *p = malloc(n + 1);
+  if (p == NULL)
+    return NULL;
+  memcpy(p, s, n);
+  p[n] = '\0';
+  return p;
+}
+
+char *rlock__strdup(const char *s) { return rlock__strndup(s, strlen(s)); }
+
+/* Cached per thread: gettid() is a system call and the owner field is
+ * built on every lock operation. 0 means "not looked up yet". */
+static _Thread_local uint64_t cached_tid;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void reset_tid_in_child(void) { cached_tid = 0; }
+
+static void install_atfork(void) {
+  pthread_atfork(NULL, NULL, reset_tid_in_child);
+}
+
+uint64_t rlock__thread_id(void) {
+  if (cached_tid == 0) {
+    pthread_once(&atfork_once, install_atfork);
+    cached_tid = (uint64_t)syscall(SYS_gettid);
+  }
+  return cached_tid;
+}

@@ -1,0 +1,51 @@
+/*
+ * common.h - internal helpers shared by every library source: error
+ * recording, monotonic time, allocation and small string utilities.
+ * Internal functions are named rlock__*; nothing here is public API.
+ */
+#ifndef RLOCK_COMMON_H
+#define RLOCK_COMMON_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rlock/errors.h"
+
+#if defined(__GNUC__)
+#define RLOCK_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define RLOCK_PRINTF(a, b)
+#endif
+
+/* Record `code` and a formatted message as the calling thread's last
+ * error; returns `code` so callers can `return rlock__err(...)`. */
+int rlock__err(int code, const char *fmt, ...) RLOCK_PRINTF(2, 3);
+
+/* Monotonic clock. Every lease, TTL and timeout in the library uses it. */
+int64_t rlock__now_us(void);
+
+/* A deadline `ms` from now in monotonic microseconds; ms < 0 means none
+ * (INT64_MAX). */
+int64_t rlock__deadline_after_ms(int64_t ms);
+
+/* Milliseconds left until `deadline_us`, rounded up, never negative. */
+int64_t rlock__ms_left(int64_t deadline_us);
+
+/* Initialise a condition variable that waits on the monotonic clock. */
+int rlock__cond_init(pthread_cond_t *cv);
+
+/* Wait on `cv` until signalled or `deadline_us` (monotonic, INT64_MAX for
+ * none) passes. Returns 0 when signalled (possibly spuriously), ETIMEDOUT
+ * once the deadline has passed. */
+int rlock__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu,
+                           int64_t deadline_us);
+
+char *rlock__strdup(const char *s);
+char *rlock__strndup(const char *s, size_t n);
+
+/* The calling thread's id (Linux tid), cached per thread and reset in the
+ * child after fork(). */
+uint64_t rlock__thread_id(void);
+
+#endif /* RLOCK_COMMON_H */

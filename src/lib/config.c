@@ -1,0 +1,118 @@
+/*
+ * config.c - the client configuration and its typed, validating setters.
+ */
+#include "config_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+#define HOUR_MS ((int64_t)3600 * 1000)
+
+int rlock__config_defaults(rlock_config *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  cfg->connect_timeout_ms = 2000;
+  cfg->command_timeout_ms = 3000;
+  cfg->watchdog_timeout_ms = 30000;
+  cfg->pool_size = 64;
+  return rlock__endpoint_parse(&cfg->endpoint, RLOCK_DEFAULT_URL);
+}
+
+int rlock__config_copy(rlock_config *dst, const rlock_config *src) {
+  *dst = *src;
+  return rlock__endpoint_copy(&dst->endpoint, &src->endpoint);
+}
+
+void rlock__config_clear(rlock_config *cfg) {
+  rlock__endpoint_clear(&cfg->endpoint);
+}
+
+int rlock_config_new(rlock_config **out) {
+  if (out == NULL)
+    return rlock__err(RLOCK_EINVAL, "rlock_config_new: out is NULL");
+  *out = NULL;
+  rlock_config *cfg = malloc(sizeof *cfg);
+  if (cfg == NULL)
+    return rlock__err(RLOCK_ENOMEM, "out of memory");
+  int rc = rlock__config_defaults(cfg);
+  if (rc != RLOCK_OK) {
+    free(cfg);
+    return rc;
+  }
+  *out = cfg;
+  return RLOCK_OK;
+}
+
+void rlock_config_free(rlock_config *cfg) {
+  if (cfg == NULL)
+    return;
+  rlock__config_clear(cfg);
+  free(cfg);
+}
+
+#define CHECK_CFG(cfg, fn)                                                     \
+  do {                                                                         \
+    if ((cfg) == NULL)                                                         \
+      return rlock__err(RLOCK_EINVAL, fn ": config is NULL");                  \
+  } while (0)
+
+static int check_range(const char *what, int64_t v, int64_t lo, int64_t hi) {
+  if (v < lo || v > hi)
+    return rlock__err(RLOCK_EINVAL,
+                      "%s must be between %lld and %lld ms (got %lld)", what,
+                      (long long)lo, (long long)hi, (long long)v);
+  return RLOCK_OK;
+}
+
+int rlock_config_set_url(rlock_config *cfg, const char *url) {
+  CHECK_CFG(cfg, "rlock_config_set_url");
+  rlock__endpoint ep;
+  int rc = rlock__endpoint_parse(&ep, url);
+  if (rc != RLOCK_OK)
+    return rc;
+  rlock__endpoint_clear(&cfg->endpoint);
+  cfg->endpoint = ep;
+  return RLOCK_OK;
+}
+
+int rlock_config_set_connect_timeout_ms(rlock_config *cfg, int64_t ms) {
+  CHECK_CFG(cfg, "rlock_config_set_connect_timeout_ms");
+  int rc = check_range("connect timeout", ms, 1, HOUR_MS);
+  if (rc == RLOCK_OK)
+    cfg->connect_timeout_ms = ms;
+  return rc;
+}
+
+int rlock_config_set_command_timeout_ms(rlock_config *cfg, int64_t ms) {
+  CHECK_CFG(cfg, "rlock_config_set_command_timeout_ms");
+  int rc = check_range("command timeout", ms, 1, HOUR_MS);
+  if (rc == RLOCK_OK)
+    cfg->command_timeout_ms = ms;
+  return rc;
+}
+
+int rlock_config_set_watchdog_timeout_ms(rlock_config *cfg, int64_t ms) {
+  CHECK_CFG(cfg, "rlock_config_set_watchdog_timeout_ms");
+  int rc = check_range("watchdog timeout", ms, 30, RLOCK_MAX_DURATION_MS);
+  if (rc == RLOCK_OK)
+    cfg->watchdog_timeout_ms = ms;
+  return rc;
+}
+
+int rlock_config_set_pool_size(rlock_config *cfg, int size) {
+  CHECK_CFG(cfg, "rlock_config_set_pool_size");
+  if (size < 1 || size > 1024)
+    return rlock__err(RLOCK_EINVAL, "pool size must be 1..1024 (got %d)",
+                      size);
+  cfg->pool_size = size;
+  return RLOCK_OK;
+}
+
+int rlock_config_set_lost_callback(rlock_config *cfg, rlock_lost_fn fn,
+                                   void *userdata) {
+  CHECK_CFG(cfg, "rlock_config_set_lost_callback");
+  cfg->lost_fn = fn;
+  cfg->lost_userdata = fn ? userdata : NULL;
+  return RLOCK_OK;
+}

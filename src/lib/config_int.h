@@ -1,0 +1,33 @@
+/*
+ * config_int.h - the definition behind the opaque rlock_config.
+ */
+#ifndef RLOCK_CONFIG_INT_H
+#define RLOCK_CONFIG_INT_H
+
+#include <stdint.h>
+
+#include "endpoint.h"
+#include "rlock/config.h"
+
+#define RLOCK_DEFAULT_URL "redis://127.0.0.1:6379"
+
+struct rlock_config {
+  rlock__endpoint endpoint;
+  int64_t connect_timeout_ms;
+  int64_t command_timeout_ms;
+  int64_t watchdog_timeout_ms;
+  int pool_size;
+  rlock_lost_fn lost_fn;
+  void *lost_userdata;
+};
+
+/* Fill `cfg` with the defaults; RLOCK_ENOMEM on failure. */
+int rlock__config_defaults(rlock_config *cfg);
+
+/* Deep copy into zeroed `dst`. */
+int rlock__config_copy(rlock_config *dst, const rlock_config *src);
+
+/* Free what `cfg` owns (not cfg itself). */
+void rlock__config_clear(rlock_config *cfg);
+
+#endif /* RLOCK_CONFIG_INT_H */

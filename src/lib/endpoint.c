@@ -1,0 +1,200 @@
+/*
+ * endpoint.c - URL parsing:
+ *   redis://[[user]:password@]host[:port][/db]
+ *   unix://[[user]:password@]/path[?db=N]
+ */
+#include "endpoint.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+#define MAX_URL_LEN 4096
+
+static int hexval(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
+/* Copy [s, s+n) decoding %XX escapes; NULL on a bad escape or no memory. */
+static char *decode(const char *s, size_t n) {
+  char *out = malloc(n + 1), *o = out;
+  if (out == NULL)
+    return NULL;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == '%') {
+      if (i + 2 >= n) {
+        free(out);
+        return NULL;
+      }
+      int h = hexval(s[i + 1]), l = hexval(s[i + 2]);
+      if (h < 0 || l < 0) {
+        free(out);
+        return NULL;
+      }
+      *o++ = (char)(h * 16 + l);
+      i += 2;
+    } else {
+      *o++ = s[i];
+    }
+  }
+  *o = '\0';
+  return out;
+}
+
+static int parse_int(const char *s, size_t n, long lo, long hi, int *out) {
+  if (n == 0 || n > 10)
+    return -1;
+  long v = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] < '0' || s[i] > '9')
+      return -1;
+    v = v * 10 + (s[i] - '0');
+  }
+  if (v < lo || v > hi)
+    return -1;
+  *out = (int)v;
+  return 0;
+}
+
+/* Parse "[[user]:password@]" at the front of [s, end); advances *s. */
+static int parse_userinfo(rlock__endpoint *ep, const char **s,
+                          const char *end) {
+  const char *at = memchr(*s, '@', (size_t)(end - *s));
+  if (at == NULL)
+    return 0;
+  const char *colon = memchr(*s, ':', (size_t)(at - *s));
+  if (colon == NULL)
+    return rlock__err(RLOCK_EINVAL, "URL credentials must be "
+                                    "[user]:password@ (missing ':')");
+  if (colon > *s && (ep->user = decode(*s, (size_t)(colon - *s))) == NULL)
+    return rlock__err(RLOCK_EINVAL, "URL user has a bad %%-escape");
+  if ((ep->password = decode(colon + 1, (size_t)(at - colon - 1))) == NULL)
+    return rlock__err(RLOCK_EINVAL, "URL password has a bad %%-escape");
+  *s = at + 1;
+  return 0;
+}
+
+static int parse_hostport(rlock__endpoint *ep, const char *s, const char *end) {
+  const char *host = s, *host_end, *port = NULL;
+  if (*s == '[') {
+    host = s + 1;
+    host_end = memchr(host, ']', (size_t)(end - host));
+    if (host_end == NULL)
+      return rlock__err(RLOCK_EINVAL, "URL has '[' without ']' around host");
+    if (host_end + 1 < end) {
+      if (host_end[1] != ':')
+        return rlock__err(RLOCK_EINVAL, "URL has junk after ']'");
+      port = host_end + 2;
+    }
+  } else {
+    host_end = memchr(s, ':', (size_t)(end - s));
+    if (host_end != NULL)
+      port = host_end + 1;
+    else
+      host_end = end;
+  }
+  if (host_end == host)
+    return rlock__err(RLOCK_EINVAL, "URL has no host");
+  ep->port = 6379;
+  if (port != NULL && parse_int(port, (size_t)(end - port), 1, 65535,
+                                &ep->port) != 0)
+    return rlock__err(RLOCK_EINVAL, "URL port must be a number 1..65535");
+  ep->host = rlock__strndup(host, (size_t)(host_end - host));
+  return ep->host ? RLOCK_OK : rlock__err(RLOCK_ENOMEM, "out of memory");
+}
+
+static int parse_redis(rlock__endpoint *ep, const char *s) {
+  const char *end = s + strlen(s);
+  const char *slash = memchr(s, '/', (size_t)(end - s));
+  const char *auth_end = slash ? slash : end;
+  int rc = parse_userinfo(ep, &s, auth_end);
+  if (rc != RLOCK_OK)
+    return rc;
+  if ((rc = parse_hostport(ep, s, auth_end)) != RLOCK_OK)
+    return rc;
+  if (slash != NULL && slash + 1 < end &&
+      parse_int(slash + 1, (size_t)(end - slash - 1), 0, 1000000, &ep->db))
+    return rlock__err(RLOCK_EINVAL, "URL database must be a number after '/'");
+  return RLOCK_OK;
+}
+
+static int parse_unix(rlock__endpoint *ep, const char *s) {
+  const char *end = s + strlen(s);
+  const char *q = strchr(s, '?');
+  const char *path_end = q ? q : end;
+  int rc = parse_userinfo(ep, &s, path_end);
+  if (rc != RLOCK_OK)
+    return rc;
+  if (*s != '/')
+    return rlock__err(RLOCK_EINVAL, "unix:// URL needs an absolute path");
+  if ((size_t)(path_end - s) >= 108)
+    return rlock__err(RLOCK_EINVAL, "unix socket path is too long");
+  if (q != NULL && (strncmp(q, "?db=", 4) != 0 ||
+                    parse_int(q + 4, (size_t)(end - q - 4), 0, 1000000,
+                              &ep->db) != 0))
+    return rlock__err(RLOCK_EINVAL, "unix:// URL accepts only ?db=N");
+  ep->unix_path = rlock__strndup(s, (size_t)(path_end - s));
+  return ep->unix_path ? RLOCK_OK : rlock__err(RLOCK_ENOMEM, "out of memory");
+}
+
+int rlock__endpoint_parse(rlock__endpoint *ep, const char *url) {
+  int rc;
+  memset(ep, 0, sizeof *ep);
+  if (url == NULL || *url == '\0')
+    return rlock__err(RLOCK_EINVAL, "URL is empty");
+  if (strlen(url) > MAX_URL_LEN)
+    return rlock__err(RLOCK_EINVAL, "URL is longer than %d bytes", MAX_URL_LEN);
+  if (strncmp(url, "redis://", 8) == 0)
+    rc = parse_redis(ep, url + 8);
+  else if (strncmp(url, "unix://", 7) == 0)
+    rc = parse_unix(ep, url + 7);
+  else
+    rc = rlock__err(RLOCK_EINVAL,
+                    "URL must start with redis:// or unix:// (got '%.40s')",
+                    url);
+  if (rc != RLOCK_OK)
+    rlock__endpoint_clear(ep);
+  return rc;
+}
+
+static int dup_opt(char **dst, const char *src) {
+  *dst = NULL;
+  return src == NULL || (*dst = rlock__strdup(src)) != NULL ? 0 : -1;
+}
+
+int rlock__endpoint_copy(rlock__endpoint *dst, const rlock__endpoint *src) {
+  *dst = *src;
+  if (dup_opt(&dst->host, src->host) || dup_opt(&dst->unix_path, src->unix_path) ||
+      dup_opt(&dst->user, src->user) || dup_opt(&dst->password, src->password)) {
+    rlock__endpoint_clear(dst);
+    return rlock__err(RLOCK_ENOMEM, "out of memory");
+  }
+  return RLOCK_OK;
+}
+
+void rlock__endpoint_clear(rlock__endpoint *ep) {
+  free(ep->host);
+  free(ep->unix_path);
+  free(ep->user);
+  free(ep->password);
+  memset(ep, 0, sizeof *ep);
+}
+
+const char *rlock__endpoint_str(const rlock__endpoint *ep, char *buf,
+                                unsigned size) {
+  if (ep->unix_path != NULL)
+    snprintf(buf, size, "%s", ep->unix_path);
+  else if (strchr(ep->host, ':') != NULL)
+    snprintf(buf, size, "[%s]:%d", ep->host, ep->port);
+  else
+    snprintf(buf, size, "%s:%d", ep->host, ep->port);
+  return buf;
+}

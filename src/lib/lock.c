@@ -1,0 +1,161 @@
+/*
+ * lock.c - the reentrant lock (Redisson RLock): object lifecycle, the
+ * acquire attempt, release and force release.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "lock_int.h"
+#include "names.h"
+
+#define UNLOCK_MESSAGE "0"
+
+static int attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
+                   int64_t wait_ms, int64_t *ttl_ms) {
+  (void)wait_ms;
+  char lease[24];
+  snprintf(lease, sizeof lease, "%" PRId64, lease_ms);
+  const char *kv[3] = {l->name, lease, owner};
+  redisReply *r;
+  int rc = rlock__cmd_script(l->client, &rlock__script_lock_acquire, 1, 2, kv,
+                             NULL, &r);
+  if (rc != RLOCK_OK)
+    return rc;
+  if (r->type == REDIS_REPLY_NIL) {
+    rc = RLOCK_OK;
+  } else if (r->type == REDIS_REPLY_INTEGER) {
+    *ttl_ms = r->integer;
+    rc = RLOCK_ELOCKED;
+  } else {
+    rc = rlock__err(RLOCK_EPROTO, "lock script returned reply type %d",
+                    r->type);
+  }
+  freeReplyObject(r);
+  return rc;
+}
+
+static const char *channel(rlock_lock *l, const char *owner, char *buf,
+                           size_t size) {
+  (void)owner, (void)buf, (void)size;
+  return l->channel;
+}
+
+static const rlock__kind reentrant_kind = {"lock", attempt, channel, NULL};
+
+int rlock_lock_new(rlock_lock **out, rlock_client *client, const char *name) {
+  if (out == NULL || client == NULL)
+    return rlock__err(RLOCK_EINVAL, "rlock_lock_new: %s is NULL",
+                      out ? "client" : "out");
+  *out = NULL;
+  int rc = rlock__name_check(name, "lock name");
+  if (rc != RLOCK_OK)
+    return rc;
+  rlock_lock *l = calloc(1, sizeof *l);
+  if (l == NULL)
+    return rlock__err(RLOCK_ENOMEM, "out of memory");
+  l->client = client;
+  l->kind = &reentrant_kind;
+  l->name = rlock__strdup(name);
+  l->channel = rlock__name_prefixed("redisson_lock__channel", name);
+  if (l->name == NULL || l->channel == NULL) {
+    rlock_lock_free(l);
+    return rlock__err(RLOCK_ENOMEM, "out of memory");
+  }
+  *out = l;
+  return RLOCK_OK;
+}
+
+void rlock_lock_free(rlock_lock *l) {
+  if (l == NULL)
+    return;
+  free(l->name);
+  free(l->channel);
+  free(l);
+}
+
+const char *rlock_lock_name(const rlock_lock *l) { return l ? l->name : NULL; }
+
+int rlock_lock_acquire(rlock_lock *l) {
+  return rlock__acquire(l, RLOCK_WAIT_FOREVER, RLOCK_LEASE_WATCHDOG);
+}
+
+int rlock_lock_acquire_lease(rlock_lock *l, int64_t lease_ms) {
+  if (lease_ms == 0)
+    return rlock__err(RLOCK_EINVAL, "lease must be at least 1 ms; use "
+                                    "rlock_lock_acquire() for the watchdog");
+  return rlock__acquire(l, RLOCK_WAIT_FOREVER, lease_ms);
+}
+
+int rlock_lock_try_acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms) {
+  return rlock__acquire(l, wait_ms, lease_ms);
+}
+
+/* Interpret the release script's answer given what we knew locally. */
+static int release_result(rlock_lock *l, const char *owner, int state,
+                          const redisReply *r) {
+  if (r->type == REDIS_REPLY_NIL) {
+    if (state == RLOCK__HOLD_NONE)
+      return rlock__err(RLOCK_ENOTHELD, "lock '%s' is not held by this "
+                        "thread (%s)", l->name, owner);
+    return rlock__err(RLOCK_ELOST, "lock '%s' was lost before release: it "
+                      "expired or was deleted while held", l->name);
+  }
+  if (r->type != REDIS_REPLY_INTEGER)
+    return rlock__err(RLOCK_EPROTO, "unlock script returned reply type %d",
+                      r->type);
+  if (r->integer == 1) /* deleted: nothing of ours is left on the server */
+    rlock__hold_forget(l->client, l->name, owner);
+  return RLOCK_OK;
+}
+
+int rlock_lock_release(rlock_lock *l) {
+  if (l == NULL)
+    return rlock__err(RLOCK_EINVAL, "lock is NULL");
+  char owner[RLOCK_OWNER_MAX], keep[24];
+  rlock__owner(l->client, owner);
+  int state;
+  int64_t keep_ms;
+  /* Stop renewal first: a release must never be outlived by renewal. */
+  rlock__hold_pop(l->client, l->name, owner, &state, &keep_ms);
+  snprintf(keep, sizeof keep, "%" PRId64, keep_ms);
+  const char *kv[6] = {l->name, l->channel, UNLOCK_MESSAGE, keep, owner,
+                       "PUBLISH"};
+  redisReply *r;
+  int rc = rlock__cmd_script(l->client, &rlock__script_lock_release, 2, 4, kv,
+                             NULL, &r);
+  if (rc != RLOCK_OK)
+    return rlock__wrongtype(l, rc);
+  rc = release_result(l, owner, state, r);
+  freeReplyObject(r);
+  return rc;
+}
+
+int rlock_lock_force_release(int *deleted, rlock_lock *l) {
+  if (l == NULL)
+    return rlock__err(RLOCK_EINVAL, "lock is NULL");
+  rlock__hold_mark_lost(l->client, l->name);
+  const char *kv[4] = {l->name, l->channel, UNLOCK_MESSAGE, "PUBLISH"};
+  redisReply *r;
+  int rc = rlock__cmd_script(l->client, &rlock__script_lock_force_release, 2,
+                             2, kv, NULL, &r);
+  if (rc != RLOCK_OK)
+    return rlock__wrongtype(l, rc);
+  if (r->type != REDIS_REPLY_INTEGER)
+    rc = rlock__err(RLOCK_EPROTO, "force-unlock script returned type %d",
+                    r->type);
+  else if (deleted != NULL)
+    *deleted = r->integer == 1;
+  freeReplyObject(r);
+  return rc;
+}
+
+int rlock_lock_check(rlock_lock *l) {
+  if (l == NULL)
+    return rlock__err(RLOCK_EINVAL, "lock is NULL");
+  char owner[RLOCK_OWNER_MAX];
+  rlock__owner(l->client, owner);
+  return rlock__hold_check(l->client, l->name, owner);
+}

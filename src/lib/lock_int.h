@@ -1,0 +1,52 @@
+/*
+ * lock_int.h - the definition behind rlock_lock and the contract between
+ * the generic acquire loop (acquire.c) and each lock kind.
+ *
+ * A kind supplies one acquisition attempt (a script) and the channel its
+ * waiters listen on; acquire.c supplies everything else: validation, the
+ * subscribe-then-retry loop bounded by the holder's TTL, and recording the
+ * hold for the watchdog. The fair lock adds give_up (leave the queue).
+ */
+#ifndef RLOCK_LOCK_INT_H
+#define RLOCK_LOCK_INT_H
+
+#include <stdint.h>
+
+#include "client_int.h"
+#include "rlock/lock.h"
+
+typedef struct rlock__kind {
+  const char *label; /* "lock", for messages */
+  /* One attempt. RLOCK_OK: acquired. RLOCK_ELOCKED: held by another owner
+   * and *ttl_ms is its remaining lease (-1: no expiry). Anything else is a
+   * failure with the last error set. Must not set the last error on
+   * RLOCK_ELOCKED (the loop writes the final message). */
+  int (*attempt)(rlock_lock *l, const char *owner, int64_t lease_ms,
+                 int64_t wait_ms, int64_t *ttl_ms);
+  /* The channel `owner` waits on; may be l->channel. */
+  const char *(*channel)(rlock_lock *l, const char *owner, char *buf,
+                         size_t size);
+  /* Called when a waiting acquisition gives up; may be NULL. */
+  void (*give_up)(rlock_lock *l, const char *owner, int64_t wait_ms);
+} rlock__kind;
+
+struct rlock_lock {
+  rlock_client *client;
+  const rlock__kind *kind;
+  char *name;
+  char *channel; /* redisson_lock__channel:{name} */
+};
+
+/* Validate durations for the public API. */
+int rlock__check_wait(int64_t wait_ms);
+int rlock__check_lease(int64_t lease_ms);
+
+/* The generic acquire: attempt, then subscribe and retry on every wake-up
+ * or when the holder's TTL runs out, until acquired or `wait_ms` passes.
+ * Records the hold (lease_ms 0 = watchdog) on success. */
+int rlock__acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms);
+
+/* Set a clearer message when a command failed on a wrong-type key. */
+int rlock__wrongtype(const rlock_lock *l, int rc);
+
+#endif /* RLOCK_LOCK_INT_H */

@@ -1,0 +1,115 @@
+/*
+ * map.c - chained hash table with FNV-1a hashing, doubling at load 1.
+ */
+#include "map.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static size_t hash_bytes(const char *key, size_t len) {
+  size_t h = (size_t)1469598103934665603ULL;
+  for (size_t i = 0; i < len; i++) {
+    h ^= (unsigned char)key[i];
+    h *= (size_t)1099511628211ULL;
+  }
+  return h;
+}
+
+static rlock__map_node **find_slot(const rlock__map *m, const char *key,
+                                   size_t keylen, size_t h) {
+  rlock__map_node **slot = &m->buckets[h & (m->nbuckets - 1)];
+  while (*slot != NULL) {
+    rlock__map_node *n = *slot;
+    if (n->hash == h && n->keylen == keylen && memcmp(n->key, key, keylen) == 0)
+      return slot;
+    slot = &n->next;
+  }
+  return slot;
+}
+
+void *rlock__map_get(const rlock__map *m, const char *key, size_t keylen) {
+  if (m->count == 0)
+    return NULL;
+  rlock__map_node *n = *find_slot(m, key, keylen, hash_bytes(key, keylen));
+  return n ? n->value : NULL;
+}
+
+static int grow(rlock__map *m) {
+  size_t nb = m->nbuckets ? m->nbuckets * 2 : 16;
+  rlock__map_node **b = calloc(nb, sizeof *b);
+  if (b == NULL)
+    return -1;
+  for (size_t i = 0; i < m->nbuckets; i++) {
+    rlock__map_node *n = m->buckets[i];
+    while (n != NULL) {
+      rlock__map_node *next = n->next;
+      n->next = b[n->hash & (nb - 1)];
+      b[n->hash & (nb - 1)] = n;
+      n = next;
+    }
+  }
+  free(m->buckets);
+  m->buckets = b;
+  m->nbuckets = nb;
+  return 0;
+}
+
+int rlock__map_put(rlock__map *m, const char *key, size_t keylen, void *value) {
+  if (m->count >= m->nbuckets && grow(m) != 0)
+    return -1;
+  size_t h = hash_bytes(key, keylen);
+  rlock__map_node **slot = find_slot(m, key, keylen, h);
+  if (*slot != NULL) {
+    (*slot)->value = value;
+    return 0;
+  }
+  rlock__map_node *n = malloc(sizeof *n + keylen + 1);
+  if (n == NULL)
+    return -1;
+  n->next = NULL;
+  n->hash = h;
+  n->keylen = keylen;
+  n->value = value;
+  memcpy(n->key, key, keylen);
+  n->key[keylen] = '\0';
+  *slot = n;
+  m->count++;
+  return 0;
+}
+
+void *rlock__map_del(rlock__map *m, const char *key, size_t keylen) {
+  if (m->count == 0)
+    return NULL;
+  rlock__map_node **slot = find_slot(m, key, keylen, hash_bytes(key, keylen));
+  rlock__map_node *n = *slot;
+  if (n == NULL)
+    return NULL;
+  void *value = n->value;
+  *slot = n->next;
+  free(n);
+  m->count--;
+  return value;
+}
+
+void rlock__map_each(const rlock__map *m,
+                     void (*fn)(const char *, size_t, void *, void *),
+                     void *arg) {
+  for (size_t i = 0; i < m->nbuckets; i++)
+    for (rlock__map_node *n = m->buckets[i]; n != NULL; n = n->next)
+      fn(n->key, n->keylen, n->value, arg);
+}
+
+void rlock__map_clear(rlock__map *m) {
+  for (size_t i = 0; i < m->nbuckets; i++) {
+    rlock__map_node *n = m->buckets[i];
+    while (n != NULL) {
+      rlock__map_node *next = n->next;
+      free(n);
+      n = next;
+    }
+  }
+  free(m->buckets);
+  m->buckets = NULL;
+  m->nbuckets = 0;
+  m->count = 0;
+}

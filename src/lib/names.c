@@ -1,0 +1,50 @@
+/*
+ * names.c - lock names and derived key/channel names.
+ */
+#include "names.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "rlock/lock.h"
+
+/* Redis Cluster's rule: the tag is what lies between the first '{' and
+ * the first '}' after it, when that is non-empty. */
+static int has_valid_tag(const char *name) {
+  const char *open = strchr(name, '{');
+  if (open == NULL)
+    return 1;
+  const char *close = strchr(open + 1, '}');
+  return close != NULL && close > open + 1;
+}
+
+int rlock__name_check(const char *name, const char *what) {
+  if (name == NULL)
+    return rlock__err(RLOCK_EINVAL, "%s is NULL", what);
+  size_t len = strnlen(name, RLOCK_MAX_NAME_LEN + 1);
+  if (len == 0)
+    return rlock__err(RLOCK_EINVAL, "%s is empty", what);
+  if (len > RLOCK_MAX_NAME_LEN)
+    return rlock__err(RLOCK_EINVAL, "%s is longer than %d bytes", what,
+                      RLOCK_MAX_NAME_LEN);
+  if (!has_valid_tag(name))
+    return rlock__err(RLOCK_EINVAL,
+                      "%s '%s' contains '{' but no non-empty {tag}; its "
+                      "channel would hash to another cluster slot",
+                      what, name);
+  return RLOCK_OK;
+}
+
+char *rlock__name_prefixed(const char *prefix, const char *name) {
+  size_t len = strlen(prefix) + strlen(name) + 4;
+  char *out = malloc(len);
+  if (out == NULL)
+    return NULL;
+  if (strchr(name, '{') != NULL)
+    snprintf(out, len, "%s:%s", prefix, name);
+  else
+    snprintf(out, len, "%s:{%s}", prefix, name);
+  return out;
+}

@@ -1,0 +1,19 @@
+/*
+ * names.h - lock name validation and the Redisson naming rules for the
+ * keys and channels derived from a lock's name.
+ */
+#ifndef RLOCK_NAMES_H
+#define RLOCK_NAMES_H
+
+#include <stddef.h>
+
+/* RLOCK_OK, or RLOCK_EINVAL with a message for a NULL, empty, oversized
+ * name, or one containing '{' without a non-empty {tag} (its derived keys
+ * would land in another Redis Cluster slot). `what` names the argument. */
+int rlock__name_check(const char *name, const char *what);
+
+/* Redisson's prefix form: "prefix:{name}", or "prefix:name" when name
+ * already contains '{'. malloc'ed; NULL when out of memory. */
+char *rlock__name_prefixed(const char *prefix, const char *name);
+
+#endif /* RLOCK_NAMES_H */

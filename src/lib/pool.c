@@ -1,0 +1,90 @@
+/*
+ * pool.c - a bounded LIFO pool of command connections.
+ */
+#include "pool.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "common.h"
+
+int rlock__pool_init(rlock__pool *p, const rlock__endpoint *ep, int max,
+                     int64_t connect_ms, int64_t command_ms) {
+  *p = (rlock__pool){.max = max, .connect_ms = connect_ms,
+                     .command_ms = command_ms};
+  p->idle = calloc((size_t)max, sizeof *p->idle);
+  if (p->idle == NULL)
+    return rlock__err(RLOCK_ENOMEM, "out of memory");
+  int rc = rlock__endpoint_copy(&p->ep, ep);
+  if (rc != RLOCK_OK) {
+    free(p->idle);
+    return rc;
+  }
+  pthread_mutex_init(&p->mu, NULL);
+  rlock__cond_init(&p->cv);
+  return RLOCK_OK;
+}
+
+void rlock__pool_destroy(rlock__pool *p) {
+  for (int i = 0; i < p->nidle; i++)
+    rlock__conn_close(p->idle[i]);
+  free(p->idle);
+  rlock__endpoint_clear(&p->ep);
+  pthread_mutex_destroy(&p->mu);
+  pthread_cond_destroy(&p->cv);
+}
+
+/* Pop a usable idle connection, closing stale ones. Called locked. */
+static rlock__conn *pop_idle(rlock__pool *p) {
+  while (p->nidle > 0) {
+    rlock__conn *c = p->idle[--p->nidle];
+    if (!rlock__conn_stale(c))
+      return c;
+    rlock__conn_close(c);
+    p->total--;
+  }
+  return NULL;
+}
+
+int rlock__pool_get(rlock__pool *p, rlock__conn **out) {
+  int64_t deadline = rlock__deadline_after_ms(p->command_ms);
+  pthread_mutex_lock(&p->mu);
+  for (;;) {
+    if ((*out = pop_idle(p)) != NULL) {
+      pthread_mutex_unlock(&p->mu);
+      return RLOCK_OK;
+    }
+    if (p->total < p->max)
+      break;
+    if (rlock__cond_wait_until(&p->cv, &p->mu, deadline) == ETIMEDOUT) {
+      pthread_mutex_unlock(&p->mu);
+      return rlock__err(RLOCK_ETIMEOUT,
+                        "all %d connections stayed busy for %lld ms", p->max,
+                        (long long)p->command_ms);
+    }
+  }
+  p->total++; /* reserve the slot, then connect without the mutex */
+  pthread_mutex_unlock(&p->mu);
+  int rc = rlock__conn_open(out, &p->ep, p->connect_ms, p->command_ms);
+  if (rc != RLOCK_OK) {
+    pthread_mutex_lock(&p->mu);
+    p->total--;
+    pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+  }
+  return rc;
+}
+
+void rlock__pool_put(rlock__pool *p, rlock__conn *c) {
+  pthread_mutex_lock(&p->mu);
+  if (c->broken || p->closed) {
+    p->total--;
+    pthread_mutex_unlock(&p->mu);
+    rlock__conn_close(c);
+    pthread_cond_signal(&p->cv);
+    return;
+  }
+  p->idle[p->nidle++] = c;
+  pthread_cond_signal(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+}

@@ -1,0 +1,411 @@
+/*
+ * pubsub.c - shared subscriptions, wake-up permits, and the subscriber
+ * connection driven by the background thread.
+ */
+#include "pubsub.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client_int.h"
+#include "common.h"
+
+#define BACKOFF_MIN_MS 25
+#define BACKOFF_MAX_MS 1000
+
+int rlock__pubsub_init(rlock__pubsub *ps) {
+  memset(ps, 0, sizeof *ps);
+  ps->backoff_ms = BACKOFF_MIN_MS;
+  return pthread_mutex_init(&ps->mu, NULL) == 0
+             ? RLOCK_OK
+             : rlock__err(RLOCK_ENOMEM, "cannot create a mutex");
+}
+
+static void sub_free(rlock__sub *s) {
+  pthread_cond_destroy(&s->cv);
+  free(s->channel);
+  free(s);
+}
+
+static void free_entry(const char *k, size_t kl, void *v, void *arg) {
+  (void)k, (void)kl, (void)arg;
+  sub_free(v);
+}
+
+void rlock__pubsub_destroy(rlock__pubsub *ps) {
+  rlock__map_each(&ps->subs, free_entry, NULL);
+  rlock__map_clear(&ps->subs);
+  rlock__conn_close(ps->conn);
+  pthread_mutex_destroy(&ps->mu);
+}
+
+/* Find or create the subscription for `channel`. Called locked. */
+static rlock__sub *sub_get(rlock__pubsub *ps, const char *channel) {
+  size_t len = strlen(channel);
+  rlock__sub *s = rlock__map_get(&ps->subs, channel, len);
+  if (s != NULL)
+    return s;
+  s = calloc(1, sizeof *s);
+  if (s == NULL || (s->channel = rlock__strndup(channel, len)) == NULL) {
+    free(s);
+    return NULL;
+  }
+  s->chlen = len;
+  rlock__cond_init(&s->cv);
+  if (rlock__map_put(&ps->subs, s->channel, len, s) != 0) {
+    sub_free(s);
+    return NULL;
+  }
+  return s;
+}
+
+/* Drop one reference; returns 1 when the background thread must act.
+ * Called locked. */
+static int sub_unref(rlock__pubsub *ps, rlock__sub *s) {
+  if (--s->refs > 0)
+    return 0;
+  s->permits = 0;
+  ps->dirty = 1;
+  return 1;
+}
+
+/* Wait, locked, until `s` is confirmed. */
+static int wait_active(rlock_client *c, rlock__sub *s, int64_t deadline_us) {
+  rlock__pubsub *ps = &c->ps;
+  uint64_t gen = ps->fail_gen;
+  int64_t bound = rlock__deadline_after_ms(c->cfg.connect_timeout_ms +
+                                           c->cfg.command_timeout_ms);
+  int64_t until = deadline_us < bound ? deadline_us : bound;
+  while (s->state != RLOCK__SUB_ACTIVE) {
+    if (ps->fail_gen != gen)
+      return rlock__err(ps->fail_code, "cannot subscribe to %s: %s",
+                        s->channel, ps->fail_msg);
+    if (rlock__cond_wait_until(&s->cv, &ps->mu, until) != ETIMEDOUT)
+      continue;
+    if (s->state == RLOCK__SUB_ACTIVE)
+      break;
+    if (until == deadline_us)
+      return RLOCK__EDEADLINE;
+    return rlock__err(RLOCK_ETIMEOUT, "subscription to %s not confirmed "
+                      "within %lld ms", s->channel,
+                      (long long)(c->cfg.connect_timeout_ms +
+                                  c->cfg.command_timeout_ms));
+  }
+  return RLOCK_OK;
+}
+
+int rlock__sub_acquire(rlock_client *c, const char *channel,
+                       int64_t deadline_us, rlock__sub **out) {
+  rlock__pubsub *ps = &c->ps;
+  pthread_mutex_lock(&ps->mu);
+  rlock__sub *s = sub_get(ps, channel);
+  if (s == NULL) {
+    pthread_mutex_unlock(&ps->mu);
+    return rlock__err(RLOCK_ENOMEM, "out of memory");
+  }
+  s->refs++;
+  if (s->state != RLOCK__SUB_ACTIVE) {
+    ps->dirty = 1;
+    pthread_mutex_unlock(&ps->mu);
+    rlock__bg_wake(c);
+    pthread_mutex_lock(&ps->mu);
+  }
+  int rc = wait_active(c, s, deadline_us);
+  int wake = rc != RLOCK_OK && sub_unref(ps, s);
+  pthread_mutex_unlock(&ps->mu);
+  if (wake)
+    rlock__bg_wake(c);
+  *out = rc == RLOCK_OK ? s : NULL;
+  return rc;
+}
+
+int rlock__sub_wait(rlock_client *c, rlock__sub *s, int64_t until_us) {
+  rlock__pubsub *ps = &c->ps;
+  pthread_mutex_lock(&ps->mu);
+  s->waiting++;
+  while (s->permits == 0 &&
+         rlock__cond_wait_until(&s->cv, &ps->mu, until_us) != ETIMEDOUT)
+    ;
+  int got = s->permits > 0;
+  if (got)
+    s->permits--;
+  s->waiting--;
+  pthread_mutex_unlock(&ps->mu);
+  return got;
+}
+
+void rlock__sub_release(rlock_client *c, rlock__sub *s) {
+  pthread_mutex_lock(&c->ps.mu);
+  int wake = sub_unref(&c->ps, s);
+  pthread_mutex_unlock(&c->ps.mu);
+  if (wake)
+    rlock__bg_wake(c);
+}
+
+int rlock__pubsub_fd(rlock_client *c) {
+  return c->ps.conn ? c->ps.conn->fd : -1; /* conn: background thread only */
+}
+
+/* ---- background-thread side ------------------------------------------ */
+
+/* Release wake-ups for a message: "1" wakes every waiting thread, anything
+ * else one (Redisson's UNLOCK_MESSAGE "0"). Permits never exceed the
+ * number of local users, so a burst of messages cannot pile up. */
+static void deliver(rlock__sub *s, const char *payload) {
+  if (strcmp(payload, "1") == 0) {
+    s->permits += s->waiting > 0 ? s->waiting : 1;
+    pthread_cond_broadcast(&s->cv);
+  } else {
+    s->permits++;
+    pthread_cond_signal(&s->cv);
+  }
+  if (s->permits > s->refs)
+    s->permits = s->refs;
+}
+
+static void on_confirm(rlock__pubsub *ps, rlock__sub *s, int subscribed) {
+  if (!subscribed) {
+    s->state = RLOCK__SUB_NONE;
+    ps->dirty = 1;
+    return;
+  }
+  if (s->state == RLOCK__SUB_PENDING)
+    s->state = RLOCK__SUB_ACTIVE;
+  if (s->resub) { /* we may have missed unlocks while disconnected */
+    s->resub = 0;
+    s->permits += s->waiting;
+  }
+  if (s->refs == 0)
+    ps->dirty = 1;
+  pthread_cond_broadcast(&s->cv);
+}
+
+/* Handle one reply on the subscriber connection. */
+static void on_push(rlock__pubsub *ps, const redisReply *r) {
+  if (r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
+      r->element[0]->type != REDIS_REPLY_STRING ||
+      r->element[1]->type != REDIS_REPLY_STRING)
+    return;
+  const char *kind = r->element[0]->str;
+  const redisReply *ch = r->element[1];
+  pthread_mutex_lock(&ps->mu);
+  rlock__sub *s = rlock__map_get(&ps->subs, ch->str, ch->len);
+  if (s != NULL) {
+    if (strcmp(kind, "message") == 0 &&
+        r->element[2]->type == REDIS_REPLY_STRING)
+      deliver(s, r->element[2]->str);
+    else if (strcmp(kind, "subscribe") == 0)
+      on_confirm(ps, s, 1);
+    else if (strcmp(kind, "unsubscribe") == 0)
+      on_confirm(ps, s, 0);
+  }
+  pthread_mutex_unlock(&ps->mu);
+}
+
+static void mark_lost(const char *k, size_t kl, void *v, void *arg) {
+  (void)k, (void)kl, (void)arg;
+  rlock__sub *s = v;
+  if (s->state != RLOCK__SUB_NONE && s->refs > 0)
+    s->resub = 1;
+  s->state = RLOCK__SUB_NONE;
+}
+
+/* The subscriber connection broke: every subscription must be redone. */
+static void drop_conn(rlock_client *c) {
+  rlock__pubsub *ps = &c->ps;
+  pthread_mutex_lock(&ps->mu);
+  rlock__conn *conn = ps->conn;
+  ps->conn = NULL;
+  rlock__map_each(&ps->subs, mark_lost, NULL);
+  ps->dirty = 1;
+  ps->reconnect_at_us = rlock__now_us();
+  pthread_mutex_unlock(&ps->mu);
+  rlock__conn_close(conn);
+}
+
+static void read_pushes(rlock_client *c) {
+  if (rlock__conn_read_some(c->ps.conn) != RLOCK_OK) {
+    drop_conn(c);
+    return;
+  }
+  for (;;) {
+    redisReply *r;
+    if (rlock__conn_take_reply(c->ps.conn, &r) != RLOCK_OK) {
+      drop_conn(c);
+      return;
+    }
+    if (r == NULL)
+      return;
+    on_push(&c->ps, r);
+    freeReplyObject(r);
+  }
+}
+
+typedef struct plan {
+  const char **sub;
+  const char **unsub;
+  size_t *sublen;
+  size_t *unsublen;
+  int nsub;
+  int nunsub;
+  rlock__sub **dead;
+  int ndead;
+  int wanted; /* some subscription has local users */
+} plan;
+
+static void plan_entry(const char *k, size_t kl, void *v, void *arg) {
+  (void)k, (void)kl;
+  plan *p = arg;
+  rlock__sub *s = v;
+  if (s->refs > 0)
+    p->wanted = 1;
+  if (s->refs > 0 && s->state == RLOCK__SUB_NONE) {
+    s->state = RLOCK__SUB_PENDING;
+    p->sublen[p->nsub] = s->chlen;
+    p->sub[p->nsub++] = s->channel;
+  } else if (s->refs == 0 && s->state == RLOCK__SUB_ACTIVE) {
+    s->state = RLOCK__SUB_UNSUB_PENDING;
+    p->unsublen[p->nunsub] = s->chlen;
+    p->unsub[p->nunsub++] = s->channel;
+  } else if (s->refs == 0 && s->state == RLOCK__SUB_NONE) {
+    p->dead[p->ndead++] = s;
+  }
+}
+
+static int plan_alloc(plan *p, size_t n) {
+  memset(p, 0, sizeof *p);
+  n += 1; /* room for the command word */
+  p->sub = malloc(n * sizeof *p->sub);
+  p->unsub = malloc(n * sizeof *p->unsub);
+  p->sublen = malloc(n * sizeof *p->sublen);
+  p->unsublen = malloc(n * sizeof *p->unsublen);
+  p->dead = malloc(n * sizeof *p->dead);
+  return p->sub && p->unsub && p->sublen && p->unsublen && p->dead ? 0 : -1;
+}
+
+static void plan_free(plan *p) {
+  free(p->sub);
+  free(p->unsub);
+  free(p->sublen);
+  free(p->unsublen);
+  free(p->dead);
+}
+
+/* Send one (UN)SUBSCRIBE naming every channel in `chans` (whose slot 0 is
+ * reserved for the command word). Channel names are copied into the
+ * command buffer while the mutex is held, as entries may go away. */
+static int format_cmd(char **buf, const char *word, const char **chans,
+                      size_t *lens, int n) {
+  if (n == 0)
+    return 0;
+  memmove(chans + 1, chans, (size_t)n * sizeof *chans);
+  memmove(lens + 1, lens, (size_t)n * sizeof *lens);
+  chans[0] = word;
+  lens[0] = strlen(word);
+  long len = rlock__conn_format(buf, n + 1, chans, lens);
+  return len < 0 ? -1 : (int)len;
+}
+
+/* Work out and encode what the server must be told. Returns 0, or -1 when
+ * out of memory (retried on the next pass). */
+static int reconcile(rlock__pubsub *ps, char **subcmd, int *sublen,
+                     char **unsubcmd, int *unsublen, int *wanted) {
+  plan p;
+  pthread_mutex_lock(&ps->mu);
+  *wanted = 0;
+  if (!ps->dirty) {
+    *wanted = ps->subs.count > 0;
+    pthread_mutex_unlock(&ps->mu);
+    return 0;
+  }
+  if (plan_alloc(&p, ps->subs.count) != 0) {
+    pthread_mutex_unlock(&ps->mu);
+    plan_free(&p);
+    return -1;
+  }
+  rlock__map_each(&ps->subs, plan_entry, &p);
+  if (ps->conn == NULL) { /* nothing sent: undo the state changes */
+    for (int i = 0; i < p.nsub; i++)
+      ((rlock__sub *)rlock__map_get(&ps->subs, p.sub[i], p.sublen[i]))->state =
+          RLOCK__SUB_NONE;
+    p.nsub = p.nunsub = 0;
+  } else {
+    ps->dirty = 0;
+  }
+  *sublen = format_cmd(subcmd, "SUBSCRIBE", p.sub, p.sublen, p.nsub);
+  *unsublen = format_cmd(unsubcmd, "UNSUBSCRIBE", p.unsub, p.unsublen, p.nunsub);
+  for (int i = 0; i < p.ndead; i++) {
+    rlock__map_del(&ps->subs, p.dead[i]->channel, p.dead[i]->chlen);
+    sub_free(p.dead[i]);
+  }
+  *wanted = p.wanted || p.nunsub > 0;
+  pthread_mutex_unlock(&ps->mu);
+  plan_free(&p);
+  return *sublen < 0 || *unsublen < 0 ? -1 : 0;
+}
+
+/* Connect the subscriber when someone needs it; on failure tell the
+ * threads waiting for a confirmation and back off. */
+static int64_t ensure_conn(rlock_client *c) {
+  rlock__pubsub *ps = &c->ps;
+  int64_t now = rlock__now_us();
+  if (now < ps->reconnect_at_us)
+    return ps->reconnect_at_us;
+  rlock__conn *conn;
+  int rc = rlock__conn_open(&conn, &c->cfg.endpoint, c->cfg.connect_timeout_ms,
+                            c->cfg.command_timeout_ms);
+  pthread_mutex_lock(&ps->mu);
+  if (rc == RLOCK_OK) {
+    ps->conn = conn;
+    ps->backoff_ms = BACKOFF_MIN_MS;
+    ps->dirty = 1;
+  } else {
+    ps->fail_gen++;
+    ps->fail_code = rc;
+    snprintf(ps->fail_msg, sizeof ps->fail_msg, "%s",
+             rlock_error_last()->message);
+    ps->reconnect_at_us = rlock__now_us() + ps->backoff_ms * 1000;
+    ps->backoff_ms = ps->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
+                                                         : ps->backoff_ms * 2;
+    for (size_t i = 0; i < ps->subs.nbuckets; i++)
+      for (rlock__map_node *n = ps->subs.buckets[i]; n; n = n->next)
+        pthread_cond_broadcast(&((rlock__sub *)n->value)->cv);
+  }
+  pthread_mutex_unlock(&ps->mu);
+  return rc == RLOCK_OK ? INT64_MAX : ps->reconnect_at_us;
+}
+
+int64_t rlock__pubsub_service(rlock_client *c, int readable) {
+  rlock__pubsub *ps = &c->ps;
+  if (ps->conn != NULL && readable)
+    read_pushes(c);
+  char *subcmd = NULL, *unsubcmd = NULL;
+  int sublen = 0, unsublen = 0, wanted = 0;
+  if (reconcile(ps, &subcmd, &sublen, &unsubcmd, &unsublen, &wanted) != 0) {
+    free(subcmd);
+    free(unsubcmd);
+    return rlock__now_us() + BACKOFF_MAX_MS * 1000; /* out of memory */
+  }
+  if (ps->conn == NULL) {
+    free(subcmd);
+    free(unsubcmd);
+    if (!wanted)
+      return INT64_MAX;
+    int64_t next = ensure_conn(c);
+    return ps->conn != NULL ? rlock__pubsub_service(c, 0) : next;
+  }
+  int rc = RLOCK_OK;
+  if (sublen > 0)
+    rc = rlock__conn_send(ps->conn, subcmd, (size_t)sublen);
+  if (rc == RLOCK_OK && unsublen > 0)
+    rc = rlock__conn_send(ps->conn, unsubcmd, (size_t)unsublen);
+  free(subcmd);
+  free(unsubcmd);
+  if (rc != RLOCK_OK) {
+    drop_conn(c);
+    return rlock__now_us();
+  }
+  return INT64_MAX;
+}

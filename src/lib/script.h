@@ -1,0 +1,25 @@
+/*
+ * script.h - the Lua scripts every lock operation runs, embedded at build
+ * time from the .lua files in src/lib/scripts/ together with their SHA1
+ * (cmake/embed_scripts.cmake), so EVALSHA needs no hashing at run time.
+ */
+#ifndef RLOCK_SCRIPT_H
+#define RLOCK_SCRIPT_H
+
+#include <stddef.h>
+
+typedef struct rlock__script {
+  const char *name; /* file stem, for messages */
+  const char *sha;  /* 40 lower-case hex digits */
+  const char *text;
+  size_t len;
+} rlock__script;
+
+/* One declaration per file in src/lib/scripts/. */
+extern const rlock__script rlock__script_lock_acquire;
+extern const rlock__script rlock__script_lock_release;
+extern const rlock__script rlock__script_lock_force_release;
+extern const rlock__script rlock__script_lock_inspect;
+extern const rlock__script rlock__script_renew;
+
+#endif /* RLOCK_SCRIPT_H */

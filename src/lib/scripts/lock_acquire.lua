@@ -1,0 +1,11 @@
+-- Acquire the reentrant lock (Redisson RLock layout).
+-- KEYS[1] lock name.  ARGV[1] lease in ms, ARGV[2] owner "<uuid>:<thread>".
+-- Returns nil when acquired (first hold or re-entry, lease reset to ARGV[1]),
+-- otherwise the holder's remaining TTL in ms (-1: the key has no expiry).
+if redis.call('exists', KEYS[1]) == 0
+    or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+return redis.call('pttl', KEYS[1])

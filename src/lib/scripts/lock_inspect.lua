@@ -1,0 +1,12 @@
+-- Snapshot a lock atomically. KEYS[1] lock name.
+-- Returns {type, pttl, field1, value1, field2, value2, ...}; type is
+-- 'none' for an absent key and any other type name for a foreign key.
+local t = redis.call('type', KEYS[1]).ok
+local out = {t, redis.call('pttl', KEYS[1])}
+if t == 'hash' then
+  local h = redis.call('hgetall', KEYS[1])
+  for i = 1, #h do
+    out[#out + 1] = h[i]
+  end
+end
+return out

@@ -1,0 +1,16 @@
+-- Release one hold of the reentrant lock (Redisson RLock layout).
+-- KEYS[1] lock name, KEYS[2] its channel redisson_lock__channel:{name}.
+-- ARGV[1] unlock message "0", ARGV[2] lease to keep when holds remain,
+-- ARGV[3] owner, ARGV[4] publish command (PUBLISH, or SPUBLISH in cluster).
+-- Returns nil when ARGV[3] holds nothing, 0 when holds remain, 1 when the
+-- lock was deleted (and one waiter notified).
+if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+  return nil
+end
+if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  return 0
+end
+redis.call('del', KEYS[1])
+redis.call(ARGV[4], KEYS[2], ARGV[1])
+return 1

@@ -1,0 +1,16 @@
+-- Watchdog renewal of many locks in one call (Redisson's renewal, batched).
+-- KEYS[i] lock name; ARGV[1] lease in ms; ARGV[i + 1] owner of KEYS[i].
+-- For each i: if the owner still holds KEYS[i], PEXPIRE it and emit 1,
+-- else emit 0. A lock found gone is never re-created. A key that became
+-- another type counts as gone instead of failing the whole batch.
+local out = {}
+for i = 1, #KEYS do
+  local held = redis.pcall('hexists', KEYS[i], ARGV[i + 1])
+  if held == 1 then
+    redis.call('pexpire', KEYS[i], ARGV[1])
+    out[i] = 1
+  else
+    out[i] = 0
+  end
+end
+return out

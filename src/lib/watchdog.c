@@ -1,0 +1,205 @@
+/*
+ * watchdog.c - local hold records and batched lease renewal.
+ */
+#include "watchdog.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client_int.h"
+#include "common.h"
+
+int rlock__watchdog_init(rlock__watchdog *wd, int64_t timeout_ms) {
+  memset(wd, 0, sizeof *wd);
+  wd->period_us = timeout_ms * 1000 / 3;
+  /* After a failed renewal try again sooner, but not in a tight loop. */
+  wd->retry_us = wd->period_us / 4 > 1000000 ? 1000000 : wd->period_us / 4;
+  return pthread_mutex_init(&wd->mu, NULL) == 0
+             ? RLOCK_OK
+             : rlock__err(RLOCK_ENOMEM, "cannot create a mutex");
+}
+
+static void hold_free(rlock__hold *h) {
+  free(h->name);
+  free(h->owner);
+  free(h->leases);
+  free(h);
+}
+
+static void free_entry(const char *k, size_t kl, void *v, void *arg) {
+  (void)k, (void)kl, (void)arg;
+  hold_free(v);
+}
+
+void rlock__watchdog_destroy(rlock__watchdog *wd) {
+  rlock__map_each(&wd->holds, free_entry, NULL);
+  rlock__map_clear(&wd->holds);
+  pthread_mutex_destroy(&wd->mu);
+}
+
+/* Map key: name NUL owner. Returns its length; buf must hold both. */
+static size_t make_key(char *buf, const char *name, size_t nlen,
+                       const char *owner) {
+  size_t olen = strlen(owner);
+  memcpy(buf, name, nlen);
+  buf[nlen] = '\0';
+  memcpy(buf + nlen + 1, owner, olen);
+  return nlen + 1 + olen;
+}
+
+#define KEYBUF(name) (strlen(name) + RLOCK_OWNER_MAX + 2)
+
+static rlock__hold *hold_new(const char *name, const char *owner) {
+  rlock__hold *h = calloc(1, sizeof *h);
+  if (h == NULL)
+    return NULL;
+  h->name = rlock__strdup(name);
+  h->owner = rlock__strdup(owner);
+  h->cap = 4;
+  h->leases = malloc(h->cap * sizeof *h->leases);
+  if (h->name == NULL || h->owner == NULL || h->leases == NULL) {
+    hold_free(h);
+    return NULL;
+  }
+  return h;
+}
+
+static int push_level(rlock__hold *h, int64_t lease_ms) {
+  if (h->depth == h->cap) {
+    int64_t *l = realloc(h->leases, 2 * h->cap * sizeof *l);
+    if (l == NULL)
+      return -1;
+    h->leases = l;
+    h->cap *= 2;
+  }
+  h->leases[h->depth++] = lease_ms;
+  if (lease_ms == 0)
+    h->wd_levels++;
+  return 0;
+}
+
+/* Arm the renewal timer if it is idle; returns 1 when the background
+ * thread must be told. Called locked. Keeping the timer armed between
+ * holds means a lock/unlock loop does not wake the thread each time. */
+static int arm(rlock__watchdog *wd) {
+  if (wd->armed)
+    return 0;
+  wd->armed = 1;
+  wd->next_tick_us = rlock__now_us() + wd->period_us;
+  return 1;
+}
+
+int rlock__hold_push(rlock_client *c, const char *name, const char *owner,
+                     int64_t lease_ms) {
+  rlock__watchdog *wd = &c->wd;
+  size_t nlen = strlen(name);
+  char *key = malloc(KEYBUF(name));
+  if (key == NULL)
+    return rlock__err(RLOCK_ENOMEM, "out of memory");
+  size_t klen = make_key(key, name, nlen, owner);
+  int wake = 0, rc = RLOCK_OK;
+  pthread_mutex_lock(&wd->mu);
+  rlock__hold *h = rlock__map_get(&wd->holds, key, klen);
+  if (h == NULL && (h = hold_new(name, owner)) != NULL &&
+      rlock__map_put(&wd->holds, key, klen, h) != 0) {
+    hold_free(h);
+    h = NULL;
+  }
+  if (h == NULL || push_level(h, lease_ms) != 0) {
+    rc = rlock__err(RLOCK_ENOMEM, "out of memory");
+  } else {
+    h->lost = 0;
+    h->gen = ++wd->next_gen;
+    wake = lease_ms == 0 && arm(wd);
+  }
+  pthread_mutex_unlock(&wd->mu);
+  free(key);
+  if (wake)
+    rlock__bg_wake(c);
+  return rc;
+}
+
+/* Look up under the mutex with a temporary key. */
+static rlock__hold *find(rlock__watchdog *wd, const char *name,
+                         const char *owner, char *key, size_t *klen) {
+  *klen = make_key(key, name, strlen(name), owner);
+  return rlock__map_get(&wd->holds, key, *klen);
+}
+
+void rlock__hold_pop(rlock_client *c, const char *name, const char *owner,
+                     int *state, int64_t *keep_lease_ms) {
+  rlock__watchdog *wd = &c->wd;
+  char *key = malloc(KEYBUF(name));
+  size_t klen;
+  *state = RLOCK__HOLD_NONE;
+  *keep_lease_ms = c->cfg.watchdog_timeout_ms;
+  if (key == NULL)
+    return; /* treated as unknown: the server still decides */
+  pthread_mutex_lock(&wd->mu);
+  rlock__hold *h = find(wd, name, owner, key, &klen);
+  if (h != NULL) {
+    *state = h->lost ? RLOCK__HOLD_LOST : RLOCK__HOLD_HELD;
+    int64_t top = h->leases[--h->depth];
+    if (top == 0)
+      h->wd_levels--;
+    if (h->depth > 0 && h->leases[h->depth - 1] > 0)
+      *keep_lease_ms = h->leases[h->depth - 1];
+    h->gen = ++wd->next_gen;
+    if (h->depth == 0 || h->lost) {
+      rlock__map_del(&wd->holds, key, klen);
+      hold_free(h);
+    }
+  }
+  pthread_mutex_unlock(&wd->mu);
+  free(key);
+}
+
+void rlock__hold_forget(rlock_client *c, const char *name, const char *owner) {
+  rlock__watchdog *wd = &c->wd;
+  char *key = malloc(KEYBUF(name));
+  size_t klen;
+  if (key == NULL)
+    return;
+  pthread_mutex_lock(&wd->mu);
+  rlock__hold *h = find(wd, name, owner, key, &klen);
+  if (h != NULL) {
+    rlock__map_del(&wd->holds, key, klen);
+    hold_free(h);
+  }
+  pthread_mutex_unlock(&wd->mu);
+  free(key);
+}
+
+static void mark_if_named(const char *k, size_t kl, void *v, void *arg) {
+  (void)kl;
+  rlock__hold *h = v;
+  if (strcmp(k, arg) == 0) { /* the key starts with name NUL */
+    h->lost = 1;
+    h->gen++;
+  }
+}
+
+void rlock__hold_mark_lost(rlock_client *c, const char *name) {
+  pthread_mutex_lock(&c->wd.mu);
+  rlock__map_each(&c->wd.holds, mark_if_named, (void *)name);
+  pthread_mutex_unlock(&c->wd.mu);
+}
+
+int rlock__hold_check(rlock_client *c, const char *name, const char *owner) {
+  char *key = malloc(KEYBUF(name));
+  size_t klen;
+  if (key == NULL)
+    return rlock__err(RLOCK_ENOMEM, "out of memory");
+  pthread_mutex_lock(&c->wd.mu);
+  rlock__hold *h = find(&c->wd, name, owner, key, &klen);
+  int rc = h == NULL ? RLOCK_ENOTHELD : h->lost ? RLOCK_ELOST : RLOCK_OK;
+  pthread_mutex_unlock(&c->wd.mu);
+  free(key);
+  if (rc == RLOCK_ENOTHELD)
+    return rlock__err(rc, "lock '%s' is not held by this thread", name);
+  if (rc == RLOCK_ELOST)
+    return rlock__err(rc, "lock '%s' was lost: it expired or was deleted "
+                          "while held", name);
+  return rc;
+}

@@ -1,0 +1,82 @@
+/*
+ * watchdog.h - this client's record of the locks its threads hold, and
+ * the lease renewal built on it.
+ *
+ * Every successful acquisition pushes one level onto the (name, owner)
+ * record with its lease (0 = watchdog lease); every release pops one level
+ * *before* the release script is sent, so renewal can never outlive a
+ * release (Redisson #7272). A record is renewed while any of its levels is
+ * a watchdog level. The background thread renews all such records every
+ * third of the watchdog timeout, up to RLOCK__RENEW_BATCH locks per
+ * script call. A renewal that finds the lock gone marks the record lost
+ * (never re-takes it) and reports it through the lost-lock callback; the
+ * owner's next release then returns RLOCK_ELOST.
+ *
+ * Locking: guarded by rlock__watchdog.mu; the renewal round trip runs with
+ * the mutex released, and its results are applied only to records whose
+ * generation has not changed meanwhile.
+ */
+#ifndef RLOCK_WATCHDOG_H
+#define RLOCK_WATCHDOG_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "map.h"
+
+typedef struct rlock_client rlock_client;
+
+#define RLOCK__RENEW_BATCH 100
+
+typedef struct rlock__hold {
+  char *name;
+  char *owner;
+  int64_t *leases; /* one per level; 0 = watchdog */
+  size_t depth;
+  size_t cap;
+  size_t wd_levels; /* levels with lease 0 */
+  int lost;
+  uint64_t gen; /* changes on every local change */
+} rlock__hold;
+
+typedef struct rlock__watchdog {
+  pthread_mutex_t mu;
+  rlock__map holds; /* name NUL owner -> rlock__hold* */
+  uint64_t next_gen;
+  int armed;             /* a renewal tick is scheduled */
+  int64_t next_tick_us;
+  int64_t period_us;
+  int64_t retry_us; /* sooner tick after a failed renewal */
+} rlock__watchdog;
+
+/* Result of rlock__hold_pop(): what this client knew of the hold. */
+enum rlock__hold_state { RLOCK__HOLD_NONE, RLOCK__HOLD_HELD, RLOCK__HOLD_LOST };
+
+int rlock__watchdog_init(rlock__watchdog *wd, int64_t timeout_ms);
+void rlock__watchdog_destroy(rlock__watchdog *wd);
+
+/* Record one more hold of (name, owner) with `lease_ms` (0 = watchdog).
+ * RLOCK_ENOMEM on failure. */
+int rlock__hold_push(rlock_client *c, const char *name, const char *owner,
+                     int64_t lease_ms);
+
+/* Remove one level. *state tells what was known; *keep_lease_ms is the
+ * lease the remaining holds should keep (the level below's lease, or the
+ * watchdog timeout). */
+void rlock__hold_pop(rlock_client *c, const char *name, const char *owner,
+                     int *state, int64_t *keep_lease_ms);
+
+/* Forget the (name, owner) record entirely (the server released it). */
+void rlock__hold_forget(rlock_client *c, const char *name, const char *owner);
+
+/* Mark every local hold of `name` lost (after a force release). */
+void rlock__hold_mark_lost(rlock_client *c, const char *name);
+
+/* RLOCK_OK, RLOCK_ELOST or RLOCK_ENOTHELD for (name, owner), locally. */
+int rlock__hold_check(rlock_client *c, const char *name, const char *owner);
+
+/* Background thread: renew when due. Returns the next time it wants to
+ * run (monotonic us) or INT64_MAX when nothing is renewed. */
+int64_t rlock__watchdog_service(rlock_client *c);
+
+#endif /* RLOCK_WATCHDOG_H */
