@@ -1,0 +1,159 @@
+/* Unit tests: every public function validates its arguments without any
+ * server (the client never connects until an operation needs it). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "rlock.h"
+
+/* Check a status code and that the message mentions `needle` (if any). */
+static void check_rc(int rc, int code, const char *needle, const char *expr) {
+  if (rc != code)
+    fail_msg("%s returned %d (%s), expected %d", expr, rc,
+             rlock_error_last()->message, code);
+  if (needle != NULL && strstr(rlock_error_last()->message, needle) == NULL)
+    fail_msg("%s: message '%s' does not mention '%s'", expr,
+             rlock_error_last()->message, needle);
+}
+
+#define ASSERT_RC(expr, code, needle) check_rc((expr), (code), (needle), #expr)
+
+static void test_config_setters(void **state) {
+  (void)state;
+  rlock_config *cfg;
+  ASSERT_RC(rlock_config_new(NULL), RLOCK_EINVAL, "NULL");
+  assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
+  ASSERT_RC(rlock_config_set_url(NULL, "redis://h"), RLOCK_EINVAL, "NULL");
+  ASSERT_RC(rlock_config_set_url(cfg, NULL), RLOCK_EINVAL, "empty");
+  ASSERT_RC(rlock_config_set_url(cfg, "nope"), RLOCK_EINVAL, "redis://");
+  ASSERT_RC(rlock_config_set_connect_timeout_ms(cfg, 0), RLOCK_EINVAL, "between");
+  ASSERT_RC(rlock_config_set_connect_timeout_ms(cfg, -5), RLOCK_EINVAL, "-5");
+  ASSERT_RC(rlock_config_set_command_timeout_ms(cfg, INT64_MAX), RLOCK_EINVAL, NULL);
+  ASSERT_RC(rlock_config_set_watchdog_timeout_ms(cfg, 10), RLOCK_EINVAL, "watchdog");
+  ASSERT_RC(rlock_config_set_watchdog_timeout_ms(cfg, RLOCK_MAX_DURATION_MS + 1),
+            RLOCK_EINVAL, NULL);
+  ASSERT_RC(rlock_config_set_pool_size(cfg, 0), RLOCK_EINVAL, "pool");
+  ASSERT_RC(rlock_config_set_pool_size(cfg, 5000), RLOCK_EINVAL, "pool");
+  ASSERT_RC(rlock_config_set_url(cfg, "redis://127.0.0.1:1"), RLOCK_OK, NULL);
+  ASSERT_RC(rlock_config_set_watchdog_timeout_ms(cfg, 1000), RLOCK_OK, NULL);
+  ASSERT_RC(rlock_config_set_pool_size(cfg, 8), RLOCK_OK, NULL);
+  ASSERT_RC(rlock_config_set_lost_callback(cfg, NULL, NULL), RLOCK_OK, NULL);
+  rlock_config_free(cfg);
+  rlock_config_free(NULL);
+}
+
+static void test_client_identity(void **state) {
+  (void)state;
+  rlock_client *c;
+  ASSERT_RC(rlock_client_new(NULL, NULL), RLOCK_EINVAL, NULL);
+  assert_int_equal(rlock_client_new(&c, NULL), RLOCK_OK);
+  const char *id = rlock_client_id(c);
+  assert_int_equal(strlen(id), 36);
+  for (int i = 0; i < 36; i++) {
+    if (i == 8 || i == 13 || i == 18 || i == 23)
+      assert_int_equal(id[i], '-');
+    else
+      assert_non_null(strchr("0123456789abcdef", id[i]));
+  }
+  assert_int_equal(id[14], '4'); /* version 4 */
+  assert_non_null(strchr("89ab", id[19]));
+  char owner[RLOCK_OWNER_MAX];
+  assert_int_equal(rlock_client_owner(owner, sizeof owner, c), RLOCK_OK);
+  assert_memory_equal(owner, id, 36);
+  assert_int_equal(owner[36], ':');
+  ASSERT_RC(rlock_client_owner(owner, 10, c), RLOCK_EINVAL, "small");
+  ASSERT_RC(rlock_client_owner(NULL, 10, c), RLOCK_EINVAL, NULL);
+  rlock_client *c2;
+  assert_int_equal(rlock_client_new(&c2, NULL), RLOCK_OK);
+  assert_string_not_equal(rlock_client_id(c2), id);
+  rlock_client_free(c2);
+  rlock_client_free(c);
+  rlock_client_free(NULL);
+}
+
+static void test_lock_names(void **state) {
+  (void)state;
+  rlock_client *c;
+  rlock_lock *l;
+  assert_int_equal(rlock_client_new(&c, NULL), RLOCK_OK);
+  ASSERT_RC(rlock_lock_new(NULL, c, "x"), RLOCK_EINVAL, "NULL");
+  ASSERT_RC(rlock_lock_new(&l, NULL, "x"), RLOCK_EINVAL, "client");
+  ASSERT_RC(rlock_lock_new(&l, c, NULL), RLOCK_EINVAL, "NULL");
+  ASSERT_RC(rlock_lock_new(&l, c, ""), RLOCK_EINVAL, "empty");
+  char big[RLOCK_MAX_NAME_LEN + 2];
+  memset(big, 'n', sizeof big - 1);
+  big[sizeof big - 1] = '\0';
+  ASSERT_RC(rlock_lock_new(&l, c, big), RLOCK_EINVAL, "longer");
+  ASSERT_RC(rlock_lock_new(&l, c, "a{}b"), RLOCK_EINVAL, "tag");
+  ASSERT_RC(rlock_lock_new(&l, c, "a{b"), RLOCK_EINVAL, "tag");
+  big[RLOCK_MAX_NAME_LEN] = '\0';
+  ASSERT_RC(rlock_lock_new(&l, c, big), RLOCK_OK, NULL);
+  rlock_lock_free(l);
+  ASSERT_RC(rlock_lock_new(&l, c, "{user42}:orders"), RLOCK_OK, NULL);
+  assert_string_equal(rlock_lock_name(l), "{user42}:orders");
+  rlock_lock_free(l);
+  rlock_lock_free(NULL);
+  rlock_client_free(c);
+}
+
+static void test_lock_durations(void **state) {
+  (void)state;
+  rlock_client *c;
+  rlock_lock *l;
+  assert_int_equal(rlock_client_new(&c, NULL), RLOCK_OK);
+  assert_int_equal(rlock_lock_new(&l, c, "durations"), RLOCK_OK);
+  ASSERT_RC(rlock_lock_try_acquire(l, -2, 0), RLOCK_EINVAL, "wait");
+  ASSERT_RC(rlock_lock_try_acquire(l, RLOCK_MAX_DURATION_MS + 1, 0),
+            RLOCK_EINVAL, "wait");
+  ASSERT_RC(rlock_lock_try_acquire(l, 0, -1), RLOCK_EINVAL, "lease");
+  ASSERT_RC(rlock_lock_try_acquire(l, 0, INT64_MAX), RLOCK_EINVAL, "lease");
+  ASSERT_RC(rlock_lock_acquire_lease(l, 0), RLOCK_EINVAL, "lease");
+  ASSERT_RC(rlock_lock_acquire_lease(l, -100), RLOCK_EINVAL, "lease");
+  ASSERT_RC(rlock_lock_try_acquire(NULL, 0, 0), RLOCK_EINVAL, "NULL");
+  ASSERT_RC(rlock_lock_release(NULL), RLOCK_EINVAL, "NULL");
+  ASSERT_RC(rlock_lock_force_release(NULL, NULL), RLOCK_EINVAL, "NULL");
+  ASSERT_RC(rlock_lock_check(NULL), RLOCK_EINVAL, "NULL");
+  int flag;
+  int64_t n;
+  rlock_lock_info *info;
+  ASSERT_RC(rlock_lock_is_locked(NULL, l), RLOCK_EINVAL, "NULL");
+  ASSERT_RC(rlock_lock_is_locked(&flag, NULL), RLOCK_EINVAL, "NULL");
+  ASSERT_RC(rlock_lock_is_held(NULL, l), RLOCK_EINVAL, "NULL");
+  ASSERT_RC(rlock_lock_hold_count(NULL, l), RLOCK_EINVAL, "NULL");
+  ASSERT_RC(rlock_lock_hold_count(&n, NULL), RLOCK_EINVAL, "NULL");
+  ASSERT_RC(rlock_lock_ttl(NULL, l), RLOCK_EINVAL, "NULL");
+  ASSERT_RC(rlock_lock_inspect(NULL, l), RLOCK_EINVAL, "NULL");
+  ASSERT_RC(rlock_lock_inspect(&info, NULL), RLOCK_EINVAL, "NULL");
+  /* Nothing held locally: answered without a server. */
+  ASSERT_RC(rlock_lock_check(l), RLOCK_ENOTHELD, "not held");
+  assert_int_equal(rlock_lock_info_holder_count(NULL), 0);
+  assert_null(rlock_lock_info_holder_owner(NULL, 0));
+  rlock_lock_info_free(NULL);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
+static void test_strerror(void **state) {
+  (void)state;
+  for (int code = RLOCK_ECLOSED; code <= RLOCK_OK; code++)
+    assert_string_not_equal(rlock_strerror(code), "unknown error");
+  assert_string_equal(rlock_strerror(-999), "unknown error");
+  assert_non_null(rlock_error_last());
+  assert_non_null(rlock_error_last()->message);
+  assert_int_equal(rlock_version(), RLOCK_VERSION_HEX);
+  assert_non_null(strchr(rlock_version_string(), '.'));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_config_setters),
+      cmocka_unit_test(test_client_identity),
+      cmocka_unit_test(test_lock_names),
+      cmocka_unit_test(test_lock_durations),
+      cmocka_unit_test(test_strerror),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
