@@ -1,0 +1,158 @@
+/*
+ * fixture.h - helpers shared by the integration tests: clients pointed at
+ * a harness server, status assertions that print the library's message,
+ * and small raw-Redis checks.
+ */
+#ifndef RLOCK_TEST_FIXTURE_H
+#define RLOCK_TEST_FIXTURE_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "rlock.h"
+#include "rt_server.h"
+#include "rt_util.h"
+
+/* Fail unless `expr` returns `code`; print the library's last message. */
+static inline void fx_check(int rc, int code, const char *expr,
+                            const char *file, int line) {
+  if (rc != code)
+    fail_msg("%s:%d: %s returned %d (%s: %s), expected %d", file, line, expr,
+             rc, rlock_strerror(rc), rlock_error_last()->message, code);
+}
+#define RC(expr, code) fx_check((expr), (code), #expr, __FILE__, __LINE__)
+#define OK(expr) RC(expr, RLOCK_OK)
+
+/* Upper bounds on durations are multiplied by $RLOCK_TEST_TIME_SCALE
+ * (default 1) so instrumented builds (valgrind, TSan) keep testing the
+ * behaviour; lower bounds never move. */
+static inline long long fx_scale(long long hi) {
+  const char *s = getenv("RLOCK_TEST_TIME_SCALE");
+  long long k = s ? atoll(s) : 1;
+  return hi * (k > 0 ? k : 1);
+}
+
+/* Assert a value lies in [lo, hi]. */
+#define ASSERT_RANGE(v, lo, hi)                                                \
+  do {                                                                         \
+    long long v_ = (long long)(v);                                             \
+    if (v_ < (long long)(lo) || v_ > (long long)(hi))                          \
+      fail_msg("%s = %lld, expected between %lld and %lld", #v, v_,            \
+               (long long)(lo), (long long)(hi));                              \
+  } while (0)
+
+/* Assert an elapsed time in ms lies in [lo, hi * time scale]. */
+#define ASSERT_BETWEEN(v, lo, hi) ASSERT_RANGE(v, lo, fx_scale(hi))
+
+/* A client for `srv` with the given watchdog timeout (0: default). */
+static inline rlock_client *fx_client_opts(const char *url, int64_t watchdog,
+                                           rlock_lost_fn lost, void *ud) {
+  rlock_config *cfg;
+  rlock_client *c;
+  OK(rlock_config_new(&cfg));
+  OK(rlock_config_set_url(cfg, url));
+  OK(rlock_config_set_connect_timeout_ms(cfg, 1000));
+  OK(rlock_config_set_command_timeout_ms(cfg, 2000));
+  if (watchdog > 0)
+    OK(rlock_config_set_watchdog_timeout_ms(cfg, watchdog));
+  if (lost != NULL)
+    OK(rlock_config_set_lost_callback(cfg, lost, ud));
+  OK(rlock_client_new(&c, cfg));
+  rlock_config_free(cfg);
+  return c;
+}
+
+static inline rlock_client *fx_client(rt_server *srv, int64_t watchdog) {
+  return fx_client_opts(rt_server_url(srv), watchdog, NULL, NULL);
+}
+
+static inline rlock_lock *fx_lock(rlock_client *c, const char *name) {
+  rlock_lock *l;
+  OK(rlock_lock_new(&l, c, name));
+  return l;
+}
+
+/* The owner field this thread writes through client `c`. */
+static inline void fx_owner(rlock_client *c, char *buf) {
+  OK(rlock_client_owner(buf, RLOCK_OWNER_MAX, c));
+}
+
+/* Wait up to `ms` for EXISTS key to become `want`; returns elapsed ms or
+ * fails the test. */
+static inline int64_t fx_wait_exists(rt_server *s, const char *key, int want,
+                                     int64_t ms) {
+  int64_t t0 = rt_now_ms();
+  while (rt_cmd_int(s, "EXISTS %s", key) != want) {
+    if (rt_now_ms() - t0 > ms)
+      fail_msg("key '%s' still %s after %lld ms", key,
+               want ? "absent" : "present", (long long)ms);
+    rt_sleep_ms(10);
+  }
+  return rt_now_ms() - t0;
+}
+
+/* HGET key field as an integer; -1 when the field is absent. */
+static inline long long fx_hget(rt_server *s, const char *key,
+                                const char *field) {
+  redisReply *r = rt_cmd(s, "HGET %s %s", key, field);
+  long long v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : -1;
+  freeReplyObject(r);
+  return v;
+}
+
+/* Child processes re-execute the test binary (saved from argv[0] by
+ * fx_main) with "--child ROLE ARGS...", so they start as fresh single-
+ * threaded processes: forking a multi-threaded test and creating threads
+ * in the child is unsupported under ThreadSanitizer. */
+static const char *fx_argv0;
+
+/* Start `argv0 --child args...`; when `out_fd` is not NULL the child's
+ * stdout is a pipe whose read end is returned there. */
+static inline pid_t fx_spawn_child(const char *const *args, int *out_fd) {
+  int fds[2] = {-1, -1};
+  if (out_fd != NULL && pipe(fds) != 0)
+    fail_msg("pipe failed");
+  pid_t pid = fork();
+  if (pid < 0)
+    fail_msg("fork failed");
+  if (pid == 0) {
+    rt_forked_child();
+    const char *argv[16] = {fx_argv0, "--child"};
+    int n = 2;
+    for (int i = 0; args[i] != NULL && n < 15; i++)
+      argv[n++] = args[i];
+    argv[n] = NULL;
+    if (out_fd != NULL) {
+      dup2(fds[1], STDOUT_FILENO);
+      close(fds[0]);
+      close(fds[1]);
+    }
+    execv(fx_argv0, (char *const *)argv);
+    _exit(127);
+  }
+  if (out_fd != NULL) {
+    close(fds[1]);
+    *out_fd = fds[0];
+  }
+  return pid;
+}
+
+/* Run the tests, or the child role when started by fx_spawn_child. */
+#define FX_MAIN(tests, setup, teardown, child_fn)                              \
+  int main(int argc, char **argv) {                                            \
+    fx_argv0 = argv[0];                                                        \
+    if (argc > 2 && strcmp(argv[1], "--child") == 0)                           \
+      return child_fn(argc - 2, argv + 2);                                     \
+    return cmocka_run_group_tests(tests, setup, teardown);                     \
+  }
+
+#endif /* RLOCK_TEST_FIXTURE_H */

@@ -1,0 +1,279 @@
+/* Integration: the reentrant lock's operations and data layout against a
+ * real redis-server. */
+#include "fixture.h"
+
+#include <regex.h>
+
+static rt_server *srv;
+
+static int setup(void **state) {
+  (void)state;
+  srv = rt_server_start(NULL);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  rt_server_free(srv);
+  return 0;
+}
+
+static void test_reentrant_counts(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, 0);
+  rlock_lock *l = fx_lock(c, "basic:reentrant");
+  char owner[RLOCK_OWNER_MAX];
+  fx_owner(c, owner);
+  int64_t n;
+  for (int i = 1; i <= 3; i++) {
+    OK(rlock_lock_acquire(l));
+    OK(rlock_lock_hold_count(&n, l));
+    assert_int_equal(n, i);
+    assert_int_equal(fx_hget(srv, "basic:reentrant", owner), i);
+  }
+  for (int i = 2; i >= 0; i--) {
+    OK(rlock_lock_release(l));
+    OK(rlock_lock_hold_count(&n, l));
+    assert_int_equal(n, i);
+  }
+  assert_int_equal(rt_cmd_int(srv, "EXISTS basic:reentrant"), 0);
+  RC(rlock_lock_release(l), RLOCK_ENOTHELD);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
+static void test_layout_is_redissons(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, 0);
+  rlock_lock *l = fx_lock(c, "basic:layout");
+  OK(rlock_lock_acquire(l));
+  redisReply *r = rt_cmd(srv, "TYPE basic:layout");
+  assert_string_equal(r->str, "hash");
+  freeReplyObject(r);
+  r = rt_cmd(srv, "HGETALL basic:layout");
+  assert_int_equal(r->elements, 2);
+  regex_t re;
+  assert_int_equal(regcomp(&re, "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-"
+                                "[89ab][0-9a-f]{3}-[0-9a-f]{12}:[0-9]+$",
+                           REG_EXTENDED | REG_NOSUB), 0);
+  assert_int_equal(regexec(&re, r->element[0]->str, 0, NULL, 0), 0);
+  regfree(&re);
+  char expect[RLOCK_OWNER_MAX];
+  snprintf(expect, sizeof expect, "%s:%ld", rlock_client_id(c),
+           (long)syscall(SYS_gettid));
+  assert_string_equal(r->element[0]->str, expect);
+  assert_string_equal(r->element[1]->str, "1");
+  freeReplyObject(r);
+  ASSERT_RANGE(rt_cmd_int(srv, "PTTL basic:layout"), 29000, 30000);
+  OK(rlock_lock_release(l));
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
+typedef struct other {
+  rlock_lock *lock;
+  int rc;
+  int held;
+} other;
+
+static void *release_from_other_thread(void *arg) {
+  other *o = arg;
+  o->rc = rlock_lock_release(o->lock);
+  rlock_lock_is_held(&o->held, o->lock);
+  return NULL;
+}
+
+static void test_release_by_non_holder(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, 0);
+  rlock_lock *l = fx_lock(c, "basic:nonholder");
+  OK(rlock_lock_acquire(l));
+  other o = {.lock = l, .held = -1};
+  pthread_t t;
+  pthread_create(&t, NULL, release_from_other_thread, &o);
+  pthread_join(t, NULL);
+  assert_int_equal(o.rc, RLOCK_ENOTHELD);
+  assert_int_equal(o.held, 0);
+  int held;
+  OK(rlock_lock_is_held(&held, l));
+  assert_int_equal(held, 1);
+  /* Another client (another process, as far as Redis can tell) too. */
+  rlock_client *c2 = fx_client(srv, 0);
+  rlock_lock *l2 = fx_lock(c2, "basic:nonholder");
+  RC(rlock_lock_release(l2), RLOCK_ENOTHELD);
+  assert_non_null(strstr(rlock_error_last()->message, "not held"));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS basic:nonholder"), 1);
+  OK(rlock_lock_release(l));
+  rlock_lock_free(l2);
+  rlock_client_free(c2);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
+static void test_lease_expiry(void **state) {
+  (void)state;
+  rlock_client *a = fx_client(srv, 0), *b = fx_client(srv, 0);
+  rlock_lock *la = fx_lock(a, "basic:lease"), *lb = fx_lock(b, "basic:lease");
+  OK(rlock_lock_acquire_lease(la, 300));
+  ASSERT_RANGE(rt_cmd_int(srv, "PTTL basic:lease"), 1, 300);
+  RC(rlock_lock_try_acquire(lb, 0, 0), RLOCK_ELOCKED);
+  int64_t t0 = rt_now_ms();
+  OK(rlock_lock_try_acquire(lb, 5000, 0)); /* wakes when the lease ends */
+  ASSERT_BETWEEN(rt_now_ms() - t0, 0, 1500);
+  RC(rlock_lock_release(la), RLOCK_ELOST);
+  assert_non_null(strstr(rlock_error_last()->message, "lost"));
+  OK(rlock_lock_release(lb));
+  rlock_lock_free(la);
+  rlock_lock_free(lb);
+  rlock_client_free(a);
+  rlock_client_free(b);
+}
+
+static void test_reentry_keeps_explicit_lease(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, 0);
+  rlock_lock *l = fx_lock(c, "basic:relase");
+  for (int i = 0; i < 3; i++)
+    OK(rlock_lock_acquire_lease(l, 10000));
+  OK(rlock_lock_release(l));
+  OK(rlock_lock_release(l));
+  int64_t ttl;
+  OK(rlock_lock_ttl(&ttl, l));
+  ASSERT_RANGE(ttl, 9000, 10000);
+  OK(rlock_lock_release(l));
+  OK(rlock_lock_ttl(&ttl, l));
+  assert_int_equal(ttl, -2);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
+static void test_force_release(void **state) {
+  (void)state;
+  rlock_client *a = fx_client(srv, 0), *b = fx_client(srv, 0);
+  rlock_lock *la = fx_lock(a, "basic:force"), *lb = fx_lock(b, "basic:force");
+  int deleted = -1, locked;
+  OK(rlock_lock_force_release(&deleted, lb));
+  assert_int_equal(deleted, 0);
+  OK(rlock_lock_acquire(la));
+  OK(rlock_lock_force_release(&deleted, lb));
+  assert_int_equal(deleted, 1);
+  OK(rlock_lock_is_locked(&locked, lb));
+  assert_int_equal(locked, 0);
+  RC(rlock_lock_release(la), RLOCK_ELOST);
+  /* Force-releasing one's own lock: the holder sees it lost locally. */
+  OK(rlock_lock_acquire(la));
+  OK(rlock_lock_force_release(&deleted, la));
+  assert_int_equal(deleted, 1);
+  RC(rlock_lock_check(la), RLOCK_ELOST);
+  RC(rlock_lock_release(la), RLOCK_ELOST);
+  RC(rlock_lock_check(la), RLOCK_ENOTHELD);
+  rlock_lock_free(la);
+  rlock_lock_free(lb);
+  rlock_client_free(a);
+  rlock_client_free(b);
+}
+
+static void expect_wrongtype(rlock_lock *l, const char *key) {
+  int flag;
+  int64_t n;
+  rlock_lock_info *info;
+  RC(rlock_lock_try_acquire(l, 0, 0), RLOCK_EWRONGTYPE);
+  assert_non_null(strstr(rlock_error_last()->message, key));
+  RC(rlock_lock_try_acquire(l, 200, 1000), RLOCK_EWRONGTYPE);
+  RC(rlock_lock_release(l), RLOCK_EWRONGTYPE);
+  RC(rlock_lock_force_release(NULL, l), RLOCK_EWRONGTYPE);
+  RC(rlock_lock_is_locked(&flag, l), RLOCK_EWRONGTYPE);
+  RC(rlock_lock_is_held(&flag, l), RLOCK_EWRONGTYPE);
+  RC(rlock_lock_hold_count(&n, l), RLOCK_EWRONGTYPE);
+  RC(rlock_lock_ttl(&n, l), RLOCK_EWRONGTYPE);
+  RC(rlock_lock_inspect(&info, l), RLOCK_EWRONGTYPE);
+}
+
+static void test_wrong_type_loses_nothing(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, 0);
+  freeReplyObject(rt_cmd(srv, "SET basic:string precious"));
+  freeReplyObject(rt_cmd(srv, "RPUSH basic:list a b"));
+  rlock_lock *ls = fx_lock(c, "basic:string"), *ll = fx_lock(c, "basic:list");
+  expect_wrongtype(ls, "basic:string");
+  expect_wrongtype(ll, "basic:list");
+  redisReply *r = rt_cmd(srv, "GET basic:string");
+  assert_string_equal(r->str, "precious");
+  freeReplyObject(r);
+  assert_int_equal(rt_cmd_int(srv, "LLEN basic:list"), 2);
+  assert_int_equal(rt_cmd_int(srv, "PTTL basic:string"), -1);
+  rlock_lock_free(ls);
+  rlock_lock_free(ll);
+  rlock_client_free(c);
+}
+
+static void test_inspect(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, 0);
+  rlock_lock *l = fx_lock(c, "basic:inspect");
+  rlock_lock_info *info;
+  OK(rlock_lock_inspect(&info, l));
+  assert_int_equal(rlock_lock_info_locked(info), 0);
+  assert_int_equal(rlock_lock_info_ttl_ms(info), -2);
+  assert_int_equal(rlock_lock_info_holder_count(info), 0);
+  rlock_lock_info_free(info);
+  OK(rlock_lock_acquire_lease(l, 20000));
+  OK(rlock_lock_acquire_lease(l, 20000));
+  OK(rlock_lock_inspect(&info, l));
+  char owner[RLOCK_OWNER_MAX];
+  fx_owner(c, owner);
+  assert_int_equal(rlock_lock_info_locked(info), 1);
+  ASSERT_RANGE(rlock_lock_info_ttl_ms(info), 19000, 20000);
+  assert_int_equal(rlock_lock_info_holder_count(info), 1);
+  assert_string_equal(rlock_lock_info_holder_owner(info, 0), owner);
+  assert_int_equal(rlock_lock_info_holder_holds(info, 0), 2);
+  assert_null(rlock_lock_info_holder_owner(info, 1));
+  rlock_lock_info_free(info);
+  int locked;
+  OK(rlock_lock_is_locked(&locked, l));
+  assert_int_equal(locked, 1);
+  OK(rlock_lock_release(l));
+  OK(rlock_lock_release(l));
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
+static void test_try_once_and_tagged_channel(void **state) {
+  (void)state;
+  rlock_client *a = fx_client(srv, 0), *b = fx_client(srv, 0);
+  const char *name = "{user42}:orders";
+  rlock_lock *la = fx_lock(a, name), *lb = fx_lock(b, name);
+  redisContext *sub = rt_server_connect(srv);
+  redisReply *r = redisCommand(sub, "SUBSCRIBE redisson_lock__channel:{user42}:orders");
+  freeReplyObject(r);
+  OK(rlock_lock_acquire_lease(la, 60000));
+  int64_t t0 = rt_now_ms();
+  RC(rlock_lock_try_acquire(lb, 0, 0), RLOCK_ELOCKED);
+  ASSERT_BETWEEN(rt_now_ms() - t0, 0, 1000);
+  assert_non_null(strstr(rlock_error_last()->message, "held by another"));
+  OK(rlock_lock_release(la));
+  assert_int_equal(redisGetReply(sub, (void **)&r), REDIS_OK);
+  assert_string_equal(r->element[0]->str, "message");
+  assert_string_equal(r->element[2]->str, "0");
+  freeReplyObject(r);
+  redisFree(sub);
+  rlock_lock_free(la);
+  rlock_lock_free(lb);
+  rlock_client_free(a);
+  rlock_client_free(b);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_reentrant_counts),
+      cmocka_unit_test(test_layout_is_redissons),
+      cmocka_unit_test(test_release_by_non_holder),
+      cmocka_unit_test(test_lease_expiry),
+      cmocka_unit_test(test_reentry_keeps_explicit_lease),
+      cmocka_unit_test(test_force_release),
+      cmocka_unit_test(test_wrong_type_loses_nothing),
+      cmocka_unit_test(test_inspect),
+      cmocka_unit_test(test_try_once_and_tagged_channel),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}

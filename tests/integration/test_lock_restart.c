@@ -1,0 +1,148 @@
+/* Integration: the server restarting or going away while locks are held
+ * or awaited. Operations during an outage must fail with a clear error,
+ * never hang, and the client must recover by itself afterwards. */
+#include "fixture.h"
+
+#include <stdatomic.h>
+
+#define WD 600
+
+static rt_server *srv;
+
+static int setup(void **state) {
+  (void)state;
+  srv = rt_server_start(NULL);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  rt_server_free(srv);
+  return 0;
+}
+
+static void count_lost(const char *name, const char *owner, void *ud) {
+  (void)name, (void)owner;
+  atomic_fetch_add((atomic_int *)ud, 1);
+}
+
+static void test_restart_while_holding(void **state) {
+  (void)state;
+  atomic_int lost = 0;
+  rlock_client *c = fx_client_opts(rt_server_url(srv), WD, count_lost, &lost);
+  rlock_lock *l = fx_lock(c, "restart:hold");
+  OK(rlock_lock_acquire(l));
+  rt_server_restart(srv); /* data lost */
+  int64_t t0 = rt_now_ms();
+  while (atomic_load(&lost) == 0 && rt_now_ms() - t0 < 3000)
+    rt_sleep_ms(10);
+  assert_int_equal(atomic_load(&lost), 1);
+  RC(rlock_lock_check(l), RLOCK_ELOST);
+  RC(rlock_lock_release(l), RLOCK_ELOST);
+  /* The same client takes it again, and renewal works again. */
+  OK(rlock_lock_acquire(l));
+  rt_sleep_ms(3 * WD);
+  OK(rlock_lock_check(l));
+  ASSERT_RANGE(rt_cmd_int(srv, "PTTL restart:hold"), 1, WD);
+  OK(rlock_lock_release(l));
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
+typedef struct waiter {
+  rlock_client *c;
+  const char *name;
+  int64_t wait_ms;
+  int rc;
+  int64_t done_at;
+  char msg[256];
+} waiter;
+
+static void *waiter_main(void *arg) {
+  waiter *w = arg;
+  rlock_lock *l;
+  w->rc = rlock_lock_new(&l, w->c, w->name);
+  if (w->rc == RLOCK_OK) {
+    w->rc = rlock_lock_try_acquire(l, w->wait_ms, 0);
+    snprintf(w->msg, sizeof w->msg, "%s", rlock_error_last()->message);
+    w->done_at = rt_now_ms();
+    if (w->rc == RLOCK_OK)
+      rlock_lock_release(l);
+    rlock_lock_free(l);
+  }
+  return NULL;
+}
+
+static void test_restart_while_waiting(void **state) {
+  (void)state;
+  rlock_client *holder = fx_client(srv, 0), *wc = fx_client(srv, 0);
+  rlock_lock *l = fx_lock(holder, "restart:wait");
+  OK(rlock_lock_acquire_lease(l, 60000));
+  waiter w = {.c = wc, .name = "restart:wait", .wait_ms = 30000};
+  pthread_t t;
+  pthread_create(&t, NULL, waiter_main, &w);
+  rt_sleep_ms(300);
+  rt_server_restart(srv); /* the holder's lock is gone with the data */
+  int64_t back = rt_now_ms();
+  pthread_join(t, NULL);
+  OK(w.rc);
+  /* Woken when its subscription came back, not by the 60 s lease. */
+  ASSERT_BETWEEN(w.done_at - back, 0, 3000);
+  rlock_lock_free(l);
+  rlock_client_free(holder);
+  rlock_client_free(wc);
+}
+
+static void test_outage_fails_fast_then_recovers(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, 0);
+  rlock_lock *l = fx_lock(c, "restart:outage");
+  OK(rlock_client_ping(c, NULL));
+  rt_server_stop(srv);
+  int64_t t0 = rt_now_ms();
+  RC(rlock_lock_acquire(l), RLOCK_EIO);
+  ASSERT_BETWEEN(rt_now_ms() - t0, 0, 3000);
+  char port[16];
+  snprintf(port, sizeof port, "%d", rt_server_port(srv));
+  assert_non_null(strstr(rlock_error_last()->message, port));
+  RC(rlock_client_ping(c, NULL), RLOCK_EIO);
+  rlock_lock_info *info;
+  RC(rlock_lock_inspect(&info, l), RLOCK_EIO);
+  RC(rlock_lock_release(l), RLOCK_EIO);
+  rt_server_start_again(srv);
+  OK(rlock_lock_acquire(l));
+  OK(rlock_lock_release(l));
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
+static void test_outage_while_waiting_ends_with_error(void **state) {
+  (void)state;
+  rlock_client *holder = fx_client(srv, 0), *wc = fx_client(srv, 0);
+  rlock_lock *l = fx_lock(holder, "restart:down");
+  OK(rlock_lock_acquire_lease(l, 1500));
+  waiter w = {.c = wc, .name = "restart:down", .wait_ms = RLOCK_WAIT_FOREVER};
+  pthread_t t;
+  pthread_create(&t, NULL, waiter_main, &w);
+  rt_sleep_ms(300);
+  rt_server_stop(srv);
+  int64_t down = rt_now_ms();
+  pthread_join(t, NULL); /* must not hang on a dead server */
+  assert_true(w.rc == RLOCK_EIO || w.rc == RLOCK_ETIMEOUT);
+  assert_non_null(strstr(w.msg, "127.0.0.1"));
+  ASSERT_BETWEEN(w.done_at - down, 0, 1500 + 3000);
+  rt_server_start_again(srv);
+  rlock_lock_free(l);
+  rlock_client_free(holder);
+  rlock_client_free(wc);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_restart_while_holding),
+      cmocka_unit_test(test_restart_while_waiting),
+      cmocka_unit_test(test_outage_fails_fast_then_recovers),
+      cmocka_unit_test(test_outage_while_waiting_ends_with_error),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}

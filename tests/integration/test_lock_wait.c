@@ -1,0 +1,265 @@
+/* Integration: waiting for a lock (pub/sub wake-ups, timing bounds) and
+ * mutual exclusion under contention from threads and processes. */
+#include "fixture.h"
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+static rt_server *srv;
+
+static int setup(void **state) {
+  (void)state;
+  srv = rt_server_start(NULL);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  rt_server_free(srv);
+  return 0;
+}
+
+/* Hold `name` from a foreign owner (as another process would) with a long
+ * lease, straight in Redis. */
+static void hold_foreign(const char *name, int lease_ms) {
+  freeReplyObject(rt_cmd(srv, "HSET %s 00000000-0000-4000-8000-000000000000:1 1", name));
+  freeReplyObject(rt_cmd(srv, "PEXPIRE %s %d", name, lease_ms));
+}
+
+static void test_try_acquire_timing(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, 0);
+  rlock_lock *l = fx_lock(c, "wait:timing");
+  hold_foreign("wait:timing", 60000);
+  int64_t t0 = rt_now_ms();
+  RC(rlock_lock_try_acquire(l, 500, 0), RLOCK_ELOCKED);
+  ASSERT_BETWEEN(rt_now_ms() - t0, 500, 2000);
+  t0 = rt_now_ms();
+  RC(rlock_lock_try_acquire(l, 0, 0), RLOCK_ELOCKED);
+  ASSERT_BETWEEN(rt_now_ms() - t0, 0, 500);
+  freeReplyObject(rt_cmd(srv, "DEL wait:timing"));
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
+typedef struct waiter {
+  rlock_client *client;
+  const char *name;
+  int64_t wait_ms;
+  int64_t hold_ms;
+  int rc;
+  _Atomic int64_t acquired_at; /* read by the test while the waiter runs */
+} waiter;
+
+static void *waiter_main(void *arg) {
+  waiter *w = arg;
+  rlock_lock *l;
+  if (rlock_lock_new(&l, w->client, w->name) != RLOCK_OK) {
+    w->rc = -999;
+    return NULL;
+  }
+  w->rc = rlock_lock_try_acquire(l, w->wait_ms, 0);
+  if (w->rc == RLOCK_OK) {
+    atomic_store(&w->acquired_at, rt_now_ms());
+    rt_sleep_ms(w->hold_ms);
+    w->rc = rlock_lock_release(l);
+  }
+  rlock_lock_free(l);
+  return NULL;
+}
+
+static void test_unlock_message_wakes_waiter(void **state) {
+  (void)state;
+  rlock_client *holder = fx_client(srv, 0), *wc = fx_client(srv, 0);
+  rlock_lock *l = fx_lock(holder, "wait:wake");
+  OK(rlock_lock_acquire_lease(l, 60000)); /* long TTL: polling would show */
+  waiter w = {.client = wc, .name = "wait:wake", .wait_ms = 20000};
+  pthread_t t;
+  pthread_create(&t, NULL, waiter_main, &w);
+  rt_sleep_ms(300); /* let it subscribe and sleep */
+  int64_t released = rt_now_ms();
+  OK(rlock_lock_release(l));
+  pthread_join(t, NULL);
+  OK(w.rc);
+  ASSERT_BETWEEN(atomic_load(&w.acquired_at) - released, 0, 250);
+  rlock_lock_free(l);
+  rlock_client_free(holder);
+  rlock_client_free(wc);
+}
+
+static long long evalsha_calls(void) {
+  redisReply *r = rt_cmd(srv, "INFO commandstats");
+  const char *p = strstr(r->str, "cmdstat_evalsha:calls=");
+  long long n = p ? atoll(p + strlen("cmdstat_evalsha:calls=")) : 0;
+  freeReplyObject(r);
+  return n;
+}
+
+static void test_one_message_wakes_one_waiter(void **state) {
+  (void)state;
+  rlock_client *holder = fx_client(srv, 0), *wc = fx_client(srv, 0);
+  rlock_lock *l = fx_lock(holder, "wait:one");
+  OK(rlock_lock_acquire_lease(l, 60000));
+  waiter w[3];
+  pthread_t t[3];
+  for (int i = 0; i < 3; i++) {
+    w[i] = (waiter){.client = wc, .name = "wait:one", .wait_ms = 30000,
+                    .hold_ms = 1500};
+    pthread_create(&t[i], NULL, waiter_main, &w[i]);
+  }
+  rt_sleep_ms(400);
+  freeReplyObject(rt_cmd(srv, "CONFIG RESETSTAT"));
+  OK(rlock_lock_release(l));
+  rt_sleep_ms(500);
+  int acquired = 0;
+  for (int i = 0; i < 3; i++)
+    acquired += atomic_load(&w[i].acquired_at) != 0;
+  assert_int_equal(acquired, 1);
+  /* The release plus one attempt: the other two waiters slept on. */
+  assert_int_equal(evalsha_calls(), 2);
+  for (int i = 0; i < 3; i++) {
+    pthread_join(t[i], NULL);
+    OK(w[i].rc);
+  }
+  rlock_lock_free(l);
+  rlock_client_free(holder);
+  rlock_client_free(wc);
+}
+
+static long long numsub(const char *channel) {
+  redisReply *r = rt_cmd(srv, "PUBSUB NUMSUB %s", channel);
+  long long n = r->element[1]->integer;
+  freeReplyObject(r);
+  return n;
+}
+
+static void test_subscription_shared_and_released(void **state) {
+  (void)state;
+  rlock_client *holder = fx_client(srv, 0), *wc = fx_client(srv, 0);
+  rlock_lock *l = fx_lock(holder, "wait:shared");
+  OK(rlock_lock_acquire_lease(l, 60000));
+  waiter w[4];
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++) {
+    w[i] = (waiter){.client = wc, .name = "wait:shared", .wait_ms = 30000};
+    pthread_create(&t[i], NULL, waiter_main, &w[i]);
+  }
+  rt_sleep_ms(400);
+  assert_int_equal(numsub("redisson_lock__channel:{wait:shared}"), 1);
+  OK(rlock_lock_release(l));
+  for (int i = 0; i < 4; i++) {
+    pthread_join(t[i], NULL);
+    OK(w[i].rc);
+  }
+  int64_t t0 = rt_now_ms();
+  while (numsub("redisson_lock__channel:{wait:shared}") != 0) {
+    if (rt_now_ms() - t0 > 2000)
+      fail_msg("subscription still present after the last waiter left");
+    rt_sleep_ms(10);
+  }
+  rlock_lock_free(l);
+  rlock_client_free(holder);
+  rlock_client_free(wc);
+}
+
+/* Lock, GET, SET +1, unlock: loses updates unless the lock excludes. */
+static int increment_loop(rlock_client *c, const char *url, const char *name,
+                          int n) {
+  rlock_lock *l;
+  int port = atoi(strrchr(url, ':') + 1);
+  redisContext *raw = redisConnect("127.0.0.1", port);
+  int rc = rlock_lock_new(&l, c, name);
+  for (int i = 0; rc == RLOCK_OK && i < n; i++) {
+    if ((rc = rlock_lock_acquire(l)) != RLOCK_OK)
+      break;
+    redisReply *r = redisCommand(raw, "GET %s:counter", name);
+    long long v = r && r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
+    freeReplyObject(r);
+    freeReplyObject(redisCommand(raw, "SET %s:counter %lld", name, v + 1));
+    rc = rlock_lock_release(l);
+  }
+  rlock_lock_free(l);
+  redisFree(raw);
+  return rc;
+}
+
+typedef struct incr_arg {
+  rlock_client *c;
+  int rc;
+} incr_arg;
+
+static void *incr_thread(void *arg) {
+  incr_arg *a = arg;
+  a->rc = increment_loop(a->c, rt_server_url(srv), "wait:mutex-threads", 100);
+  return NULL;
+}
+
+static void test_mutual_exclusion_threads(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, 0);
+  incr_arg a[8];
+  pthread_t t[8];
+  for (int i = 0; i < 8; i++) {
+    a[i] = (incr_arg){.c = c};
+    pthread_create(&t[i], NULL, incr_thread, &a[i]);
+  }
+  for (int i = 0; i < 8; i++) {
+    pthread_join(t[i], NULL);
+    OK(a[i].rc);
+  }
+  redisReply *r = rt_cmd(srv, "GET wait:mutex-threads:counter");
+  assert_string_equal(r->str, "800");
+  freeReplyObject(r);
+  rlock_client_free(c);
+}
+
+static void test_mutual_exclusion_processes(void **state) {
+  (void)state;
+  pid_t pids[4];
+  const char *args[] = {"increment", rt_server_url(srv), NULL};
+  for (int i = 0; i < 4; i++)
+    pids[i] = fx_spawn_child(args, NULL);
+  for (int i = 0; i < 4; i++) {
+    int status;
+    assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+  }
+  redisReply *r = rt_cmd(srv, "GET wait:mutex-procs:counter");
+  assert_string_equal(r->str, "400");
+  freeReplyObject(r);
+}
+
+/* Child role "increment URL": 100 locked increments from a new client. */
+static int child_main(int argc, char **argv) {
+  if (argc != 2 || strcmp(argv[0], "increment") != 0)
+    return 64;
+  rlock_client *c;
+  rlock_config *cfg;
+  int rc = rlock_config_new(&cfg);
+  if (rc == RLOCK_OK)
+    rc = rlock_config_set_url(cfg, argv[1]);
+  if (rc == RLOCK_OK)
+    rc = rlock_client_new(&c, cfg);
+  rlock_config_free(cfg);
+  if (rc == RLOCK_OK) {
+    rc = increment_loop(c, argv[1], "wait:mutex-procs", 100);
+    rlock_client_free(c);
+  }
+  if (rc != RLOCK_OK)
+    fprintf(stderr, "child: %s\n", rlock_error_last()->message);
+  return rc == RLOCK_OK ? 0 : 1;
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_try_acquire_timing),
+    cmocka_unit_test(test_unlock_message_wakes_waiter),
+    cmocka_unit_test(test_one_message_wakes_one_waiter),
+    cmocka_unit_test(test_subscription_shared_and_released),
+    cmocka_unit_test(test_mutual_exclusion_threads),
+    cmocka_unit_test(test_mutual_exclusion_processes),
+};
+
+FX_MAIN(tests, setup, teardown, child_main)

@@ -1,0 +1,230 @@
+/* Integration: lease renewal by the watchdog, its end at release, crashed
+ * holders, and lost-lock detection. Uses short watchdog timeouts so that
+ * "three timeouts" take seconds, not minutes. */
+#include "fixture.h"
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#define WD 600 /* ms: renewal every 200 ms */
+
+static rt_server *srv;
+
+static int setup(void **state) {
+  (void)state;
+  srv = rt_server_start(NULL);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  rt_server_free(srv);
+  return 0;
+}
+
+typedef struct lost_log {
+  atomic_int calls;
+  char name[128];
+  char owner[RLOCK_OWNER_MAX];
+} lost_log;
+
+static void on_lost(const char *name, const char *owner, void *ud) {
+  lost_log *log = ud;
+  snprintf(log->name, sizeof log->name, "%s", name);
+  snprintf(log->owner, sizeof log->owner, "%s", owner);
+  atomic_fetch_add(&log->calls, 1);
+}
+
+static void test_renewal_beyond_three_timeouts(void **state) {
+  (void)state;
+  lost_log log = {0};
+  rlock_client *c = fx_client_opts(rt_server_url(srv), WD, on_lost, &log);
+  rlock_lock *l = fx_lock(c, "wd:renew");
+  OK(rlock_lock_acquire(l));
+  for (int i = 0; i < 8; i++) { /* 4 timeouts in all */
+    rt_sleep_ms(WD / 2);
+    ASSERT_RANGE(rt_cmd_int(srv, "PTTL wd:renew"), 1, WD);
+  }
+  OK(rlock_lock_check(l));
+  assert_int_equal(atomic_load(&log.calls), 0);
+  OK(rlock_lock_release(l));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS wd:renew"), 0);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
+static void test_renewal_stops_at_release(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, WD);
+  rlock_lock *l = fx_lock(c, "wd:stop");
+  char owner[RLOCK_OWNER_MAX];
+  fx_owner(c, owner);
+  OK(rlock_lock_acquire(l));
+  OK(rlock_lock_acquire(l));
+  OK(rlock_lock_release(l));
+  rt_sleep_ms(WD + 200); /* one hold left: still renewed */
+  assert_int_equal(fx_hget(srv, "wd:stop", owner), 1);
+  OK(rlock_lock_release(l));
+  /* Re-create the very same hold behind the library's back: a renewal
+   * still running would keep it alive. */
+  freeReplyObject(rt_cmd(srv, "HSET wd:stop %s 1", owner));
+  freeReplyObject(rt_cmd(srv, "PEXPIRE wd:stop 300"));
+  fx_wait_exists(srv, "wd:stop", 0, 1000);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
+static void test_lease_lock_not_renewed(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, WD);
+  rlock_lock *l = fx_lock(c, "wd:lease"), *w = fx_lock(c, "wd:other");
+  OK(rlock_lock_acquire(w)); /* keeps the watchdog busy meanwhile */
+  OK(rlock_lock_acquire_lease(l, 400));
+  int64_t gone = fx_wait_exists(srv, "wd:lease", 0, 2000);
+  ASSERT_BETWEEN(gone, 250, 1000);
+  RC(rlock_lock_release(l), RLOCK_ELOST);
+  OK(rlock_lock_release(w));
+  rlock_lock_free(l);
+  rlock_lock_free(w);
+  rlock_client_free(c);
+}
+
+static void test_mixed_leases_follow_the_hold_stack(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, WD);
+  rlock_lock *l = fx_lock(c, "wd:mixed");
+  /* Watchdog hold under a lease hold: renewal continues after the lease
+   * hold is released. */
+  OK(rlock_lock_acquire(l));
+  OK(rlock_lock_acquire_lease(l, 5000));
+  OK(rlock_lock_release(l));
+  rt_sleep_ms(3 * WD);
+  OK(rlock_lock_check(l));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS wd:mixed"), 1);
+  OK(rlock_lock_release(l));
+  /* Lease hold under a watchdog hold: once the watchdog hold is released
+   * the lock keeps the outer lease and expires with it. */
+  OK(rlock_lock_acquire_lease(l, 700));
+  OK(rlock_lock_acquire(l));
+  rt_sleep_ms(WD + 300);
+  assert_int_equal(rt_cmd_int(srv, "EXISTS wd:mixed"), 1);
+  OK(rlock_lock_release(l));
+  ASSERT_RANGE(rt_cmd_int(srv, "PTTL wd:mixed"), 500, 700);
+  fx_wait_exists(srv, "wd:mixed", 0, 1500);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
+static void test_crashed_holder_frees_within_timeout(void **state) {
+  (void)state;
+  int out;
+  const char *args[] = {"hold", rt_server_url(srv), "wd:crash", "1000", NULL};
+  pid_t pid = fx_spawn_child(args, &out);
+  char b;
+  assert_int_equal(read(out, &b, 1), 1); /* it holds the lock now */
+  close(out);
+  rt_sleep_ms(1500); /* longer than its lease: only renewal keeps it */
+  assert_int_equal(rt_cmd_int(srv, "EXISTS wd:crash"), 1);
+  kill(pid, SIGKILL);
+  int status;
+  waitpid(pid, &status, 0);
+  int64_t killed = rt_now_ms();
+  rlock_client *c = fx_client(srv, 0);
+  rlock_lock *l = fx_lock(c, "wd:crash");
+  OK(rlock_lock_try_acquire(l, 5000, 0));
+  ASSERT_BETWEEN(rt_now_ms() - killed, 0, 1000 + 300);
+  OK(rlock_lock_release(l));
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
+static void test_lost_lock_is_reported_not_retaken(void **state) {
+  (void)state;
+  lost_log log = {0};
+  rlock_client *c = fx_client_opts(rt_server_url(srv), WD, on_lost, &log);
+  rlock_lock *l = fx_lock(c, "wd:lost");
+  char owner[RLOCK_OWNER_MAX];
+  fx_owner(c, owner);
+  OK(rlock_lock_acquire(l));
+  freeReplyObject(rt_cmd(srv, "DEL wd:lost"));
+  int64_t t0 = rt_now_ms();
+  while (atomic_load(&log.calls) == 0 && rt_now_ms() - t0 < 2000)
+    rt_sleep_ms(10);
+  assert_int_equal(atomic_load(&log.calls), 1);
+  assert_string_equal(log.name, "wd:lost");
+  assert_string_equal(log.owner, owner);
+  RC(rlock_lock_check(l), RLOCK_ELOST);
+  rt_sleep_ms(WD);
+  assert_int_equal(rt_cmd_int(srv, "EXISTS wd:lost"), 0);
+  assert_int_equal(atomic_load(&log.calls), 1);
+  RC(rlock_lock_release(l), RLOCK_ELOST);
+  RC(rlock_lock_check(l), RLOCK_ENOTHELD);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
+static long long evalsha_calls(void) {
+  redisReply *r = rt_cmd(srv, "INFO commandstats");
+  const char *p = strstr(r->str, "cmdstat_evalsha:calls=");
+  long long n = p ? atoll(p + strlen("cmdstat_evalsha:calls=")) : 0;
+  freeReplyObject(r);
+  return n;
+}
+
+static void test_renewals_are_batched(void **state) {
+  (void)state;
+  enum { N = 250 };
+  rlock_client *c = fx_client(srv, WD);
+  rlock_lock *l[N];
+  char name[32];
+  for (int i = 0; i < N; i++) {
+    snprintf(name, sizeof name, "wd:batch:%d", i);
+    l[i] = fx_lock(c, name);
+    OK(rlock_lock_acquire(l[i]));
+  }
+  freeReplyObject(rt_cmd(srv, "CONFIG RESETSTAT"));
+  rt_sleep_ms(2 * WD);
+  long long calls = evalsha_calls();
+  /* About 6 ticks of 3 batches each; one call per lock would be 1500. */
+  ASSERT_RANGE(calls, 3, 60);
+  for (int i = 0; i < N; i++) {
+    snprintf(name, sizeof name, "wd:batch:%d", i);
+    ASSERT_RANGE(rt_cmd_int(srv, "PTTL %s", name), 1, WD);
+    OK(rlock_lock_release(l[i]));
+    rlock_lock_free(l[i]);
+  }
+  rlock_client_free(c);
+}
+
+/* Child role "hold URL NAME WATCHDOG_MS": acquire with the watchdog,
+ * write one byte to stdout, then wait to be killed. */
+static int child_main(int argc, char **argv) {
+  if (argc != 4 || strcmp(argv[0], "hold") != 0)
+    return 64;
+  rlock_config *cfg;
+  rlock_client *c;
+  rlock_lock *l;
+  if (rlock_config_new(&cfg) || rlock_config_set_url(cfg, argv[1]) ||
+      rlock_config_set_watchdog_timeout_ms(cfg, atoll(argv[3])) ||
+      rlock_client_new(&c, cfg) || rlock_lock_new(&l, c, argv[2]) ||
+      rlock_lock_acquire(l))
+    return 1;
+  if (write(STDOUT_FILENO, "x", 1) != 1)
+    return 1;
+  for (;;)
+    pause();
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_renewal_beyond_three_timeouts),
+    cmocka_unit_test(test_renewal_stops_at_release),
+    cmocka_unit_test(test_lease_lock_not_renewed),
+    cmocka_unit_test(test_mixed_leases_follow_the_hold_stack),
+    cmocka_unit_test(test_crashed_holder_frees_within_timeout),
+    cmocka_unit_test(test_lost_lock_is_reported_not_retaken),
+    cmocka_unit_test(test_renewals_are_batched),
+};
+
+FX_MAIN(tests, setup, teardown, child_main)

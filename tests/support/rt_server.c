@@ -1,0 +1,611 @@
+/*
+ * rt_server.c - start, stop and talk to real redis-server processes.
+ *
+ * Process bookkeeping (registry, cleanup on exit and signals, the spawner
+ * thread) lives in rt_proc.c; this file is about redis-server itself:
+ *   1. finding redis-server
+ *   2. one start attempt: directory, log, command line, readiness
+ *   3. the public lifecycle API
+ *   4. connections and rt_cmd()
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include "rt_server.h"
+#include "rt_proc.h"
+#include "rt_util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <setjmp.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#define RT_START_TIMEOUT_MS 10000
+#define RT_STOP_TIMEOUT_MS 5000
+#define RT_CONNECT_TIMEOUT_MS 2000
+#define RT_CMD_TIMEOUT_MS 15000
+/* A fresh port is tried this many times when the port was taken. */
+#define RT_START_PORT_ATTEMPTS 5
+/* start_again keeps its port, so it waits for it instead: attempts x 200 ms. */
+#define RT_RESTART_PORT_ATTEMPTS 25
+
+struct rt_server {
+    int slot;               /* rt_proc registry slot: holds the pid */
+    int port;
+    char port_str[16];
+    char url[48];
+    char dir[RT_PROC_PATH_MAX];
+    char sock_path[RT_PROC_PATH_MAX + 16];   /* fits sun_path: see make_temp_dir() */
+    char log_path[RT_PROC_PATH_MAX + 16];
+    char **extra;           /* owned copy of extra_args, NULL-terminated */
+    const char *password;   /* from "--requirepass PW" in extra, or NULL */
+    const char **argv;      /* full redis-server command line, NULL-terminated */
+    off_t log_mark;         /* log size when the latest start attempt began */
+    atomic_uint generation; /* bumped each time the server comes up */
+
+    /* The connection rt_cmd() uses. Tagged with the generation and process
+       it was opened in, so a restart or a fork makes it be replaced. */
+    pthread_mutex_t conn_mu;
+    redisContext *conn;
+    unsigned conn_gen;
+    pid_t conn_pid;
+};
+
+static void fail_with(const char *msg)
+{
+    fail_msg("%s", msg);
+}
+
+/* ------------------------------------------------------------------------ */
+/* 1. Finding redis-server                                                  */
+/* ------------------------------------------------------------------------ */
+
+static char g_redis_bin[PATH_MAX];
+static char g_init_error[256];
+static pthread_once_t g_init_once = PTHREAD_ONCE_INIT;
+
+/* $RLOCK_REDIS_SERVER, else redis-server on PATH. */
+static bool find_redis_server(char *out, size_t cap)
+{
+    const char *env = getenv("RLOCK_REDIS_SERVER");
+    if (env && *env) {
+        snprintf(out, cap, "%s", env);
+        return access(out, X_OK) == 0;
+    }
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/bin:/usr/bin:/bin";
+    while (*path) {
+        size_t len = strcspn(path, ":");
+        int n = snprintf(out, cap, "%.*s/redis-server", (int)len, path);
+        if (len > 0 && n > 0 && (size_t)n < cap && access(out, X_OK) == 0)
+            return true;
+        path += len + (path[len] == ':');
+    }
+    return false;
+}
+
+static void init_once(void)
+{
+    if (!find_redis_server(g_redis_bin, sizeof g_redis_bin)) {
+        snprintf(g_init_error, sizeof g_init_error,
+                 "rt_server: no executable redis-server (set RLOCK_REDIS_SERVER "
+                 "or put it on PATH)");
+        return;
+    }
+    rt_proc_init();
+}
+
+/* ------------------------------------------------------------------------ */
+/* 2. One start attempt                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* mkdtemp under $TMPDIR, or /tmp when $TMPDIR is unset or too deep for the
+   socket path to fit sun_path. */
+static bool make_temp_dir(char *out, size_t cap)
+{
+    static const char leaf[] = "/rlock-rt-XXXXXX";
+    static const char sock[] = "/redis.sock";
+    const char *base = getenv("TMPDIR");
+    if (!base || !*base || strlen(base) + sizeof leaf + sizeof sock > cap)
+        base = "/tmp";
+    snprintf(out, cap, "%s%s", base, leaf);
+    return mkdtemp(out) != NULL;
+}
+
+static off_t file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? st.st_size : 0;
+}
+
+/* The last cap-1 bytes the log gained since the current start attempt
+   began, NUL-terminated. */
+static void read_new_log(const rt_server *s, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    int fd = open(s->log_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    off_t end = file_size(s->log_path);
+    off_t from = s->log_mark;
+    if (end - from > (off_t)cap - 1)
+        from = end - (off_t)cap + 1;
+    ssize_t n = from < end ? pread(fd, buf, (size_t)(end - from), from) : 0;
+    buf[n > 0 ? n : 0] = '\0';
+    close(fd);
+}
+
+static void print_log_tail(const rt_server *s)
+{
+    char tail[4096];
+    read_new_log(s, tail, sizeof tail);
+    fprintf(stderr, "---- tail of %s ----\n%s%s---- end of log ----\n", s->log_path,
+            tail, tail[0] && tail[strlen(tail) - 1] != '\n' ? "\n" : "");
+}
+
+static void describe_status(int status, char *buf, size_t cap)
+{
+    if (status == -1)
+        snprintf(buf, cap, "exited (reaped elsewhere)");
+    else if (WIFEXITED(status))
+        snprintf(buf, cap, "exited with status %d", WEXITSTATUS(status));
+    else if (WIFSIGNALED(status))
+        snprintf(buf, cap, "was killed by signal %d", WTERMSIG(status));
+    else
+        snprintf(buf, cap, "ended with wait status %#x", status);
+}
+
+/* True when the server answers PING on its unix socket: that is our own
+   process (the socket is in our private directory), and redis binds its TCP
+   port before the unix socket, so the port is listening too. Any reply but
+   -LOADING counts, so -NOAUTH from a --requirepass server does. */
+static bool answers_ping(const rt_server *s)
+{
+    redisContext *c = redisConnectUnixWithTimeout(s->sock_path,
+                                                  (struct timeval){ 0, 200000 });
+    bool ok = false;
+    if (c && !c->err && redisSetTimeout(c, (struct timeval){ 1, 0 }) == REDIS_OK) {
+        redisReply *r = redisCommand(c, "PING");
+        ok = r && !(r->type == REDIS_REPLY_ERROR && strncmp(r->str, "LOADING", 7) == 0);
+        freeReplyObject(r);
+    }
+    redisFree(c);
+    return ok;
+}
+
+enum launch_result { LAUNCH_OK, LAUNCH_PORT_TAKEN, LAUNCH_FAILED };
+
+static enum launch_result await_ready(rt_server *s, pid_t pid, char *why, size_t cap)
+{
+    int64_t deadline = rt_now_ms() + RT_START_TIMEOUT_MS;
+    for (;;) {
+        int status;
+        if (rt_proc_wait_exit(s->slot, pid, 0, &status)) {
+            char log[16384], how[64];
+            read_new_log(s, log, sizeof log);
+            describe_status(status, how, sizeof how);
+            snprintf(why, cap, "%.300s on port %d %s during startup", g_redis_bin, s->port, how);
+            return strstr(log, "Address already in use") ? LAUNCH_PORT_TAKEN : LAUNCH_FAILED;
+        }
+        if (answers_ping(s)) {
+            atomic_fetch_add(&s->generation, 1);
+            return LAUNCH_OK;
+        }
+        if (rt_now_ms() >= deadline) {
+            kill(pid, SIGKILL);
+            rt_proc_wait_exit(s->slot, pid, -1, NULL);
+            snprintf(why, cap, "redis-server on port %d did not answer PING within %d ms",
+                     s->port, RT_START_TIMEOUT_MS);
+            return LAUNCH_FAILED;
+        }
+        rt_sleep_ms(10);
+    }
+}
+
+/* Start the process once on s->port and wait until it answers. */
+static enum launch_result launch(rt_server *s, char *why, size_t cap)
+{
+    s->log_mark = file_size(s->log_path);
+
+    int log_fd = open(s->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (log_fd < 0) {
+        snprintf(why, cap, "cannot open %s: %s", s->log_path, strerror(errno));
+        return LAUNCH_FAILED;
+    }
+    int pid = rt_proc_spawn(s->slot, g_redis_bin, s->argv, log_fd);
+    close(log_fd);
+    if (pid < 0) {
+        snprintf(why, cap, "cannot start %.300s: %s", g_redis_bin, strerror(-pid));
+        return LAUNCH_FAILED;
+    }
+    return await_ready(s, (pid_t)pid, why, cap);
+}
+
+/* ------------------------------------------------------------------------ */
+/* 3. Lifecycle                                                             */
+/* ------------------------------------------------------------------------ */
+
+static void server_destroy(rt_server *s)
+{
+    if (s->conn)
+        redisFree(s->conn);
+    pthread_mutex_destroy(&s->conn_mu);
+    if (s->extra)
+        for (char **a = s->extra; *a; a++)
+            free(*a);
+    free(s->extra);
+    free(s->argv);
+    free(s);
+}
+
+static bool copy_extra_args(rt_server *s, const char *const *extra)
+{
+    size_t n = 0;
+    while (extra && extra[n])
+        n++;
+    s->extra = calloc(n + 1, sizeof *s->extra);
+    if (!s->extra)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (!(s->extra[i] = strdup(extra[i])))
+            return false;
+        if (i > 0 && strcmp(extra[i - 1], "--requirepass") == 0)
+            s->password = s->extra[i];
+    }
+    return true;
+}
+
+static bool build_argv(rt_server *s)
+{
+    const char *const base[] = {
+        g_redis_bin,
+        "--port", s->port_str, "--bind", "127.0.0.1",
+        "--unixsocket", s->sock_path, "--unixsocketperm", "700",
+        "--dir", s->dir, "--logfile", s->log_path,
+        "--save", "", "--appendonly", "no",
+        "--daemonize", "no", "--protected-mode", "no",
+    };
+    size_t nbase = sizeof base / sizeof *base, nextra = 0;
+    while (s->extra[nextra])
+        nextra++;
+    s->argv = calloc(nbase + nextra + 1, sizeof *s->argv);
+    if (!s->argv)
+        return false;
+    memcpy(s->argv, base, sizeof base);
+    for (size_t i = 0; i < nextra; i++)
+        s->argv[nbase + i] = s->extra[i];
+    return true;
+}
+
+/* A server object with its directory and registry slot, not yet started.
+   NULL with the reason in `why`. */
+static rt_server *server_new(const char *const *extra, char *why, size_t cap)
+{
+    rt_server *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(why, cap, "out of memory");
+        return NULL;
+    }
+    s->slot = -1;
+    pthread_mutex_init(&s->conn_mu, NULL);
+    if (!copy_extra_args(s, extra) || !build_argv(s)) {
+        snprintf(why, cap, "out of memory");
+        server_destroy(s);
+        return NULL;
+    }
+    if (!make_temp_dir(s->dir, sizeof s->dir)) {
+        snprintf(why, cap, "mkdtemp(%s): %s", s->dir, strerror(errno));
+        server_destroy(s);
+        return NULL;
+    }
+    snprintf(s->sock_path, sizeof s->sock_path, "%s/redis.sock", s->dir);
+    snprintf(s->log_path, sizeof s->log_path, "%s/redis.log", s->dir);
+    s->slot = rt_proc_claim(s->dir);
+    if (s->slot < 0) {
+        snprintf(why, cap, "too many servers at once");
+        rt_proc_remove_tree(s->dir);
+        server_destroy(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* The port and what derives from it; fixed once rt_server_start() returns,
+   so the getters need no lock. */
+static void set_port(rt_server *s, int port)
+{
+    s->port = port;
+    snprintf(s->port_str, sizeof s->port_str, "%d", port);
+    snprintf(s->url, sizeof s->url, "redis://127.0.0.1:%d", port);
+}
+
+/* Fails the test unless called in the process that owns the servers. */
+static bool require_owner(const char *fn)
+{
+    if (rt_proc_is_owner())
+        return true;
+    char msg[160];
+    snprintf(msg, sizeof msg, "%s: called in a forked child; only the process "
+             "that started a server may start, stop or free it", fn);
+    fail_with(msg);
+    return false;
+}
+
+rt_server *rt_server_start(const char *const *extra_args)
+{
+    char why[512];
+    pthread_once(&g_init_once, init_once);
+    if (g_init_error[0]) {
+        fail_with(g_init_error);
+        return NULL;
+    }
+    if (!require_owner("rt_server_start"))
+        return NULL;
+    rt_server *s = server_new(extra_args, why, sizeof why);
+    if (!s) {
+        fail_with(why);
+        return NULL;
+    }
+    enum launch_result r = LAUNCH_PORT_TAKEN;
+    for (int i = 0; i < RT_START_PORT_ATTEMPTS && r == LAUNCH_PORT_TAKEN; i++) {
+        int port = rt_free_port();
+        if (port < 0) {
+            snprintf(why, sizeof why, "no free port: %s", strerror(errno));
+            r = LAUNCH_FAILED;
+            break;
+        }
+        set_port(s, port);
+        r = launch(s, why, sizeof why);
+    }
+    if (r == LAUNCH_OK)
+        return s;
+    print_log_tail(s);
+    rt_proc_remove_tree(s->dir);
+    rt_proc_release(s->slot);
+    server_destroy(s);
+    fail_with(why);
+    return NULL;
+}
+
+int rt_server_port(const rt_server *s) { return s->port; }
+const char *rt_server_url(const rt_server *s) { return s->url; }
+const char *rt_server_unix_path(const rt_server *s) { return s->sock_path; }
+const char *rt_server_dir(const rt_server *s) { return s->dir; }
+pid_t rt_server_pid(const rt_server *s) { return rt_proc_pid(s->slot); }
+
+static void stop_with(rt_server *s, int sig, const char *fn)
+{
+    if (!require_owner(fn))
+        return;
+    pid_t pid = rt_proc_pid(s->slot);
+    if (pid <= 0)
+        return;
+    kill(pid, sig);
+    kill(pid, SIGCONT);   /* a frozen server must see the SIGTERM now */
+    if (sig == SIGKILL || !rt_proc_wait_exit(s->slot, pid, RT_STOP_TIMEOUT_MS, NULL)) {
+        kill(pid, SIGKILL);
+        rt_proc_wait_exit(s->slot, pid, -1, NULL);
+    }
+}
+
+void rt_server_stop(rt_server *s) { stop_with(s, SIGTERM, "rt_server_stop"); }
+void rt_server_kill(rt_server *s) { stop_with(s, SIGKILL, "rt_server_kill"); }
+
+static void signal_running(rt_server *s, int sig, const char *fn)
+{
+    if (!require_owner(fn))
+        return;
+    pid_t pid = rt_proc_pid(s->slot);
+    if (pid <= 0) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "%s: %s is not running", fn, s->url);
+        fail_with(msg);
+        return;
+    }
+    kill(pid, sig);
+}
+
+void rt_server_freeze(rt_server *s) { signal_running(s, SIGSTOP, "rt_server_freeze"); }
+void rt_server_thaw(rt_server *s) { signal_running(s, SIGCONT, "rt_server_thaw"); }
+
+void rt_server_start_again(rt_server *s)
+{
+    char why[512];
+    if (!require_owner("rt_server_start_again"))
+        return;
+    if (rt_proc_pid(s->slot) > 0) {
+        snprintf(why, sizeof why, "rt_server_start_again: %s is still running", s->url);
+        fail_with(why);
+        return;
+    }
+    /* The port must stay the same; if something grabbed it meanwhile (an
+       outgoing connection's local port, say), it is usually soon released. */
+    enum launch_result r = launch(s, why, sizeof why);
+    for (int i = 1; i < RT_RESTART_PORT_ATTEMPTS && r == LAUNCH_PORT_TAKEN; i++) {
+        rt_sleep_ms(200);
+        r = launch(s, why, sizeof why);
+    }
+    if (r == LAUNCH_OK)
+        return;
+    print_log_tail(s);
+    fail_with(why);
+}
+
+void rt_server_restart(rt_server *s)
+{
+    rt_server_stop(s);
+    rt_server_start_again(s);
+}
+
+void rt_server_free(rt_server *s)
+{
+    if (!s)
+        return;
+    /* In a forked child only the child's copy of the object goes away. */
+    if (rt_proc_is_owner()) {
+        rt_server_stop(s);
+        rt_proc_remove_tree(s->dir);
+        rt_proc_release(s->slot);
+    }
+    server_destroy(s);
+}
+
+void rt_forked_child(void)
+{
+    rt_proc_disown();
+}
+
+/* ------------------------------------------------------------------------ */
+/* 4. Connections and rt_cmd()                                              */
+/* ------------------------------------------------------------------------ */
+
+static struct timeval ms_to_tv(int ms)
+{
+    return (struct timeval){ .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+}
+
+redisContext *rt_server_connect(const rt_server *s)
+{
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", s->port,
+                                              ms_to_tv(RT_CONNECT_TIMEOUT_MS));
+    if (c && !c->err)
+        return c;
+    char msg[256];
+    snprintf(msg, sizeof msg, "rt_server_connect(%s): %s", s->url,
+             c ? c->errstr : "out of memory");
+    redisFree(c);
+    fail_with(msg);
+    return NULL;
+}
+
+/* A connection for rt_cmd(), authenticated if the server wants a password. */
+static redisContext *open_cmd_conn(const rt_server *s, char *why, size_t cap)
+{
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", s->port,
+                                              ms_to_tv(RT_CONNECT_TIMEOUT_MS));
+    if (!c || c->err) {
+        snprintf(why, cap, "cannot connect: %s", c ? c->errstr : "out of memory");
+        redisFree(c);
+        return NULL;
+    }
+    redisSetTimeout(c, ms_to_tv(RT_CMD_TIMEOUT_MS));
+    if (s->password) {
+        redisReply *r = redisCommand(c, "AUTH %s", s->password);
+        bool ok = r && r->type != REDIS_REPLY_ERROR;
+        if (!ok)
+            snprintf(why, cap, "AUTH failed: %s", r ? r->str : c->errstr);
+        freeReplyObject(r);
+        if (!ok) {
+            redisFree(c);
+            return NULL;
+        }
+    }
+    return c;
+}
+
+/* Whether the cached connection can be used as is. A connection with
+   something to read while idle has been closed by the server (or is out of
+   step): checking before sending means a command is never sent twice. */
+static bool cmd_conn_usable(const rt_server *s)
+{
+    if (!s->conn || s->conn->err || s->conn_pid != getpid() ||
+        s->conn_gen != atomic_load(&s->generation))
+        return false;
+    struct pollfd p = { .fd = s->conn->fd, .events = POLLIN };
+    return poll(&p, 1, 0) == 0;
+}
+
+/* The reply, or NULL with the reason in `why`. */
+static redisReply *vcmd(rt_server *s, const char *fmt, va_list ap, char *why, size_t cap)
+{
+    redisReply *r = NULL;
+    pthread_mutex_lock(&s->conn_mu);
+    if (!cmd_conn_usable(s)) {
+        redisFree(s->conn);
+        s->conn_gen = atomic_load(&s->generation);
+        s->conn_pid = getpid();
+        s->conn = open_cmd_conn(s, why, cap);
+    }
+    if (s->conn) {
+        r = redisvCommand(s->conn, fmt, ap);
+        if (!r) {
+            snprintf(why, cap, "%s", s->conn->errstr);
+            redisFree(s->conn);
+            s->conn = NULL;
+        }
+    }
+    pthread_mutex_unlock(&s->conn_mu);
+    return r;
+}
+
+static void fail_cmd(const rt_server *s, const char *fmt, const char *why)
+{
+    char msg[768];
+    snprintf(msg, sizeof msg, "rt_cmd(%s, \"%s\"): %s", s->url, fmt, why);
+    fail_with(msg);
+}
+
+redisReply *rt_cmd(rt_server *s, const char *fmt, ...)
+{
+    char why[256];
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = vcmd(s, fmt, ap, why, sizeof why);
+    va_end(ap);
+    if (!r)
+        fail_cmd(s, fmt, why);
+    return r;
+}
+
+static void describe_reply(const redisReply *r, char *buf, size_t cap)
+{
+    switch (r->type) {
+    case REDIS_REPLY_STRING: snprintf(buf, cap, "string \"%s\"", r->str); break;
+    case REDIS_REPLY_STATUS: snprintf(buf, cap, "status %s", r->str); break;
+    case REDIS_REPLY_ERROR: snprintf(buf, cap, "error %s", r->str); break;
+    case REDIS_REPLY_ARRAY: snprintf(buf, cap, "array of %zu", r->elements); break;
+    case REDIS_REPLY_NIL: snprintf(buf, cap, "nil"); break;
+    default: snprintf(buf, cap, "reply type %d", r->type); break;
+    }
+}
+
+long long rt_cmd_int(rt_server *s, const char *fmt, ...)
+{
+    char why[256];
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = vcmd(s, fmt, ap, why, sizeof why);
+    va_end(ap);
+    if (!r) {
+        fail_cmd(s, fmt, why);
+        return 0;
+    }
+    if (r->type == REDIS_REPLY_INTEGER) {
+        long long v = r->integer;
+        freeReplyObject(r);
+        return v;
+    }
+    char got[200];
+    describe_reply(r, got, sizeof got);
+    freeReplyObject(r);
+    snprintf(why, sizeof why, "expected an integer, got %s", got);
+    fail_cmd(s, fmt, why);
+    return 0;
+}

@@ -1,0 +1,30 @@
+/*
+ * rt_util.h - small helpers shared by the test-support library and tests:
+ * monotonic time, sleeping, and free loopback ports.
+ *
+ * Everything here is thread-safe.
+ */
+#ifndef RT_UTIL_H
+#define RT_UTIL_H
+
+#include <stdint.h>
+
+/* CLOCK_MONOTONIC in milliseconds / microseconds (arbitrary epoch). */
+int64_t rt_now_ms(void);
+int64_t rt_now_us(void);
+
+/* Sleep for ms milliseconds (<= 0: return at once). Sleeps the full time even
+   when a signal handler interrupts it. */
+void rt_sleep_ms(int64_t ms);
+
+/*
+ * A TCP port on 127.0.0.1 that was free a moment ago: the kernel picks it for
+ * a socket bound to port 0, which is then closed. Another process may take
+ * it before the caller binds it, so callers must cope with EADDRINUSE
+ * (rt_server retries with another port). Within one process a port is never
+ * handed out twice, so two servers started back to back cannot collide.
+ * Returns -1 (with errno set) only if no socket can be bound at all.
+ */
+int rt_free_port(void);
+
+#endif /* RT_UTIL_H */
