@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it (.ci/run calls exactly this):
+# installs missing Debian packages, then builds and runs every suite
+# (unit, integration against real redis-server processes, fault) in four
+# configurations: a -Werror build, ASan+UBSan, TSan, and valgrind memcheck.
+# Each test binary starts and stops its own servers on free loopback ports.
+#
+#   scripts/test.sh            all four configurations
+#   scripts/test.sh release    just one: release | asan | tsan | valgrind
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+
+JOBS=$(nproc 2>/dev/null || echo 2)
+VALGRIND="valgrind;--quiet;--leak-check=full;--show-leak-kinds=definite,indirect"
+VALGRIND+=";--errors-for-leak-kinds=definite,indirect;--error-exitcode=99"
+VALGRIND+=";--suppressions=$PWD/tests/valgrind.supp"
+
+# run NAME CMAKE_ARGS...: configure build-test-NAME, build, run ctest.
+run() {
+  local name=$1 dir=build-test-$1
+  shift
+  echo "==> $name"
+  cmake -S . -B "$dir" -DRLOCK_WERROR=ON "$@" >/dev/null
+  cmake --build "$dir" -j"$JOBS" >/dev/null
+  (cd "$dir" && ctest --output-on-failure -j2)
+}
+
+suite() {
+  case $1 in
+  release) run release -DCMAKE_BUILD_TYPE=RelWithDebInfo ;;
+  asan) ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+          run asan -DCMAKE_BUILD_TYPE=Debug -DRLOCK_SANITIZE=address,undefined \
+          -DRLOCK_TEST_TIME_SCALE=2 ;;
+  # die_after_fork=0: tests fork child processes that create clients (and
+  # so threads); the children only run rlock code.
+  tsan) TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 die_after_fork=0" \
+          run tsan -DCMAKE_BUILD_TYPE=Debug -DRLOCK_SANITIZE=thread \
+          -DRLOCK_TEST_TIME_SCALE=3 ;;
+  valgrind) run valgrind -DCMAKE_BUILD_TYPE=Debug "-DRLOCK_TEST_LAUNCHER=$VALGRIND" \
+              -DRLOCK_TEST_TIME_SCALE=8 ;;
+  *) echo "unknown suite '$1' (release, asan, tsan, valgrind)" >&2; exit 64 ;;
+  esac
+}
+
+if [ $# -gt 0 ]; then
+  for s in "$@"; do suite "$s"; done
+else
+  for s in release asan tsan valgrind; do suite "$s"; done
+fi
+echo "==> all suites passed"
