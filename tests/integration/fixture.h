@@ -109,6 +109,30 @@ static inline long long fx_hget(rt_server *s, const char *key,
   return v;
 }
 
+/* The server most suites share: started once per test binary. */
+static rt_server *srv;
+
+static inline int fx_setup(void **state) {
+  (void)state;
+  srv = rt_server_start(NULL);
+  return 0;
+}
+
+static inline int fx_teardown(void **state) {
+  (void)state;
+  rt_server_free(srv);
+  return 0;
+}
+
+/* How many EVALSHA calls `s` has served since its last CONFIG RESETSTAT. */
+static inline long long fx_evalsha_calls(rt_server *s) {
+  redisReply *r = rt_cmd(s, "INFO commandstats");
+  const char *p = strstr(r->str, "cmdstat_evalsha:calls=");
+  long long n = p ? atoll(p + strlen("cmdstat_evalsha:calls=")) : 0;
+  freeReplyObject(r);
+  return n;
+}
+
 /* Child processes re-execute the test binary (saved from argv[0] by
  * fx_main) with "--child ROLE ARGS...", so they start as fresh single-
  * threaded processes: forking a multi-threaded test and creating threads

@@ -57,20 +57,6 @@ static const char *REDISSON_RENEW =
 
 #define JAVA_OWNER "6f1e2b3c-4d5e-4f60-8a7b-9c0d1e2f3a4b:57"
 
-static rt_server *srv;
-
-static int setup(void **state) {
-  (void)state;
-  srv = rt_server_start(NULL);
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  rt_server_free(srv);
-  return 0;
-}
-
 static redisReply *java_lock(const char *name, const char *owner) {
   return rt_cmd(srv, "EVAL %s 1 %s 30000 %s", REDISSON_LOCK, name, owner);
 }
@@ -232,5 +218,5 @@ int main(void) {
       cmocka_unit_test(test_rlock_hold_looks_like_redisson_hold),
       cmocka_unit_test(test_redisson_waiter_notified_by_rlock),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, fx_setup, fx_teardown);
 }

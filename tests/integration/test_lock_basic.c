@@ -4,20 +4,6 @@
 
 #include <regex.h>
 
-static rt_server *srv;
-
-static int setup(void **state) {
-  (void)state;
-  srv = rt_server_start(NULL);
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  rt_server_free(srv);
-  return 0;
-}
-
 static void test_reentrant_counts(void **state) {
   (void)state;
   rlock_client *c = fx_client(srv, 0);
@@ -275,5 +261,5 @@ int main(void) {
       cmocka_unit_test(test_inspect),
       cmocka_unit_test(test_try_once_and_tagged_channel),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, fx_setup, fx_teardown);
 }

@@ -7,20 +7,6 @@
 
 #define WD 600
 
-static rt_server *srv;
-
-static int setup(void **state) {
-  (void)state;
-  srv = rt_server_start(NULL);
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  rt_server_free(srv);
-  return 0;
-}
-
 static void count_lost(const char *name, const char *owner, void *ud) {
   (void)name, (void)owner;
   atomic_fetch_add((atomic_int *)ud, 1);
@@ -144,5 +130,5 @@ int main(void) {
       cmocka_unit_test(test_outage_fails_fast_then_recovers),
       cmocka_unit_test(test_outage_while_waiting_ends_with_error),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, fx_setup, fx_teardown);
 }

@@ -7,20 +7,6 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
-static rt_server *srv;
-
-static int setup(void **state) {
-  (void)state;
-  srv = rt_server_start(NULL);
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  rt_server_free(srv);
-  return 0;
-}
-
 /* Hold `name` from a foreign owner (as another process would) with a long
  * lease, straight in Redis. */
 static void hold_foreign(const char *name, int lease_ms) {
@@ -89,14 +75,6 @@ static void test_unlock_message_wakes_waiter(void **state) {
   rlock_client_free(wc);
 }
 
-static long long evalsha_calls(void) {
-  redisReply *r = rt_cmd(srv, "INFO commandstats");
-  const char *p = strstr(r->str, "cmdstat_evalsha:calls=");
-  long long n = p ? atoll(p + strlen("cmdstat_evalsha:calls=")) : 0;
-  freeReplyObject(r);
-  return n;
-}
-
 static void test_one_message_wakes_one_waiter(void **state) {
   (void)state;
   rlock_client *holder = fx_client(srv, 0), *wc = fx_client(srv, 0);
@@ -118,7 +96,7 @@ static void test_one_message_wakes_one_waiter(void **state) {
     acquired += atomic_load(&w[i].acquired_at) != 0;
   assert_int_equal(acquired, 1);
   /* The release plus one attempt: the other two waiters slept on. */
-  assert_int_equal(evalsha_calls(), 2);
+  assert_int_equal(fx_evalsha_calls(srv), 2);
   for (int i = 0; i < 3; i++) {
     pthread_join(t[i], NULL);
     OK(w[i].rc);
@@ -262,4 +240,4 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_mutual_exclusion_processes),
 };
 
-FX_MAIN(tests, setup, teardown, child_main)
+FX_MAIN(tests, fx_setup, fx_teardown, child_main)

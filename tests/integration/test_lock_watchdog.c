@@ -10,20 +10,6 @@
 
 #define WD 600 /* ms: renewal every 200 ms */
 
-static rt_server *srv;
-
-static int setup(void **state) {
-  (void)state;
-  srv = rt_server_start(NULL);
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  rt_server_free(srv);
-  return 0;
-}
-
 typedef struct lost_log {
   atomic_int calls;
   char name[128];
@@ -165,14 +151,6 @@ static void test_lost_lock_is_reported_not_retaken(void **state) {
   rlock_client_free(c);
 }
 
-static long long evalsha_calls(void) {
-  redisReply *r = rt_cmd(srv, "INFO commandstats");
-  const char *p = strstr(r->str, "cmdstat_evalsha:calls=");
-  long long n = p ? atoll(p + strlen("cmdstat_evalsha:calls=")) : 0;
-  freeReplyObject(r);
-  return n;
-}
-
 static void test_renewals_are_batched(void **state) {
   (void)state;
   enum { N = 250 };
@@ -186,7 +164,7 @@ static void test_renewals_are_batched(void **state) {
   }
   freeReplyObject(rt_cmd(srv, "CONFIG RESETSTAT"));
   rt_sleep_ms(2 * WD);
-  long long calls = evalsha_calls();
+  long long calls = fx_evalsha_calls(srv);
   /* About 6 ticks of 3 batches each; one call per lock would be 1500. */
   ASSERT_RANGE(calls, 3, 60);
   for (int i = 0; i < N; i++) {
@@ -227,4 +205,4 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_renewals_are_batched),
 };
 
-FX_MAIN(tests, setup, teardown, child_main)
+FX_MAIN(tests, fx_setup, fx_teardown, child_main)
