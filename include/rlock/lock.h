@@ -117,8 +117,10 @@ RLOCK_EXTERN int rlock_lock_force_release(int *deleted, rlock_lock *lock);
 
 /**
  * Whether the calling thread's hold is still good, answered locally with
- * no round trip: RLOCK_OK while it holds the lock, RLOCK_ELOST once the
- * watchdog found the hold gone, RLOCK_ENOTHELD when it holds nothing here.
+ * no round trip: RLOCK_OK while it holds the lock; RLOCK_ELOST once the
+ * watchdog found the hold gone, or once a fixed lease has run out (timed
+ * on the monotonic clock from when the acquisition was sent, so it errs
+ * on the early side); RLOCK_ENOTHELD when it holds nothing here.
  */
 RLOCK_EXTERN int rlock_lock_check(rlock_lock *lock);
 

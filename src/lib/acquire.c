@@ -49,8 +49,11 @@ static int64_t round_until(int64_t ttl_ms, int64_t deadline) {
   return until < deadline ? until : deadline;
 }
 
+/* Subscribe, then attempt on every wake-up. *sent is when the last attempt
+ * was sent. */
 static int wait_and_retry(rlock_lock *l, const char *owner, int64_t lease,
-                          int64_t wait_ms, int64_t deadline, int64_t *ttl) {
+                          int64_t wait_ms, int64_t deadline, int64_t *ttl,
+                          int64_t *sent) {
   rlock_client *c = l->client;
   char chbuf[RLOCK_MAX_NAME_LEN + 128];
   const char *ch = l->kind->channel(l, owner, chbuf, sizeof chbuf);
@@ -61,6 +64,7 @@ static int wait_and_retry(rlock_lock *l, const char *owner, int64_t lease,
   if (rc != RLOCK_OK)
     return rc;
   for (;;) {
+    *sent = rlock__now_us();
     rc = l->kind->attempt(l, owner, lease, wait_ms, ttl);
     if (rc != RLOCK_ELOCKED || rlock__now_us() >= deadline)
       break;
@@ -83,11 +87,11 @@ int rlock__acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms) {
   rlock__owner(c, owner);
   int64_t lease = lease_ms > 0 ? lease_ms : c->cfg.watchdog_timeout_ms;
   int64_t deadline = rlock__deadline_after_ms(wait_ms);
-  int64_t ttl = -1;
+  int64_t ttl = -1, sent = rlock__now_us();
 
   rc = l->kind->attempt(l, owner, lease, wait_ms, &ttl);
   if (rc == RLOCK_ELOCKED && wait_ms != 0)
-    rc = wait_and_retry(l, owner, lease, wait_ms, deadline, &ttl);
+    rc = wait_and_retry(l, owner, lease, wait_ms, deadline, &ttl, &sent);
   if (rc != RLOCK_OK && l->kind->give_up != NULL && wait_ms != 0)
     l->kind->give_up(l, owner, wait_ms);
   if (rc == RLOCK_ELOCKED)
@@ -95,5 +99,5 @@ int rlock__acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms) {
                       "lease %" PRId64 " ms)", l->kind->label, l->name, ttl);
   if (rc != RLOCK_OK)
     return rlock__wrongtype(l, rc);
-  return rlock__hold_push(c, l->name, owner, lease_ms);
+  return rlock__hold_push(c, l->name, owner, lease_ms, sent);
 }

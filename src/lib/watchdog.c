@@ -9,6 +9,7 @@
 
 #include "client_int.h"
 #include "common.h"
+#include "rlock/lock.h"
 
 int rlock__watchdog_init(rlock__watchdog *wd, int64_t timeout_ms) {
   memset(wd, 0, sizeof *wd);
@@ -48,7 +49,8 @@ static size_t make_key(char *buf, const char *name, size_t nlen,
   return nlen + 1 + olen;
 }
 
-#define KEYBUF(name) (strlen(name) + RLOCK_OWNER_MAX + 2)
+/* Names are validated to RLOCK_MAX_NAME_LEN, so keys fit on the stack. */
+#define KEYBUF_SIZE (RLOCK_MAX_NAME_LEN + RLOCK_OWNER_MAX + 2)
 
 static rlock__hold *hold_new(const char *name, const char *owner) {
   rlock__hold *h = calloc(1, sizeof *h);
@@ -91,13 +93,10 @@ static int arm(rlock__watchdog *wd) {
 }
 
 int rlock__hold_push(rlock_client *c, const char *name, const char *owner,
-                     int64_t lease_ms) {
+                     int64_t lease_ms, int64_t sent_us) {
   rlock__watchdog *wd = &c->wd;
-  size_t nlen = strlen(name);
-  char *key = malloc(KEYBUF(name));
-  if (key == NULL)
-    return rlock__err(RLOCK_ENOMEM, "out of memory");
-  size_t klen = make_key(key, name, nlen, owner);
+  char key[KEYBUF_SIZE];
+  size_t klen = make_key(key, name, strlen(name), owner);
   int wake = 0, rc = RLOCK_OK;
   pthread_mutex_lock(&wd->mu);
   rlock__hold *h = rlock__map_get(&wd->holds, key, klen);
@@ -111,10 +110,11 @@ int rlock__hold_push(rlock_client *c, const char *name, const char *owner,
   } else {
     h->lost = 0;
     h->gen = ++wd->next_gen;
+    /* Every acquisition resets the key's TTL to its own lease. */
+    h->expires_us = lease_ms > 0 ? sent_us + lease_ms * 1000 : INT64_MAX;
     wake = lease_ms == 0 && arm(wd);
   }
   pthread_mutex_unlock(&wd->mu);
-  free(key);
   if (wake)
     rlock__bg_wake(c);
   return rc;
@@ -130,12 +130,10 @@ static rlock__hold *find(rlock__watchdog *wd, const char *name,
 void rlock__hold_pop(rlock_client *c, const char *name, const char *owner,
                      int *state, int64_t *keep_lease_ms) {
   rlock__watchdog *wd = &c->wd;
-  char *key = malloc(KEYBUF(name));
+  char key[KEYBUF_SIZE];
   size_t klen;
   *state = RLOCK__HOLD_NONE;
   *keep_lease_ms = c->cfg.watchdog_timeout_ms;
-  if (key == NULL)
-    return; /* treated as unknown: the server still decides */
   pthread_mutex_lock(&wd->mu);
   rlock__hold *h = find(wd, name, owner, key, &klen);
   if (h != NULL) {
@@ -145,6 +143,7 @@ void rlock__hold_pop(rlock_client *c, const char *name, const char *owner,
       h->wd_levels--;
     if (h->depth > 0 && h->leases[h->depth - 1] > 0)
       *keep_lease_ms = h->leases[h->depth - 1];
+    h->expires_us = rlock__now_us() + *keep_lease_ms * 1000;
     h->gen = ++wd->next_gen;
     if (h->depth == 0 || h->lost) {
       rlock__map_del(&wd->holds, key, klen);
@@ -152,15 +151,12 @@ void rlock__hold_pop(rlock_client *c, const char *name, const char *owner,
     }
   }
   pthread_mutex_unlock(&wd->mu);
-  free(key);
 }
 
 void rlock__hold_forget(rlock_client *c, const char *name, const char *owner) {
   rlock__watchdog *wd = &c->wd;
-  char *key = malloc(KEYBUF(name));
+  char key[KEYBUF_SIZE];
   size_t klen;
-  if (key == NULL)
-    return;
   pthread_mutex_lock(&wd->mu);
   rlock__hold *h = find(wd, name, owner, key, &klen);
   if (h != NULL) {
@@ -168,7 +164,6 @@ void rlock__hold_forget(rlock_client *c, const char *name, const char *owner) {
     hold_free(h);
   }
   pthread_mutex_unlock(&wd->mu);
-  free(key);
 }
 
 static void mark_if_named(const char *k, size_t kl, void *v, void *arg) {
@@ -187,15 +182,16 @@ void rlock__hold_mark_lost(rlock_client *c, const char *name) {
 }
 
 int rlock__hold_check(rlock_client *c, const char *name, const char *owner) {
-  char *key = malloc(KEYBUF(name));
+  char key[KEYBUF_SIZE];
   size_t klen;
-  if (key == NULL)
-    return rlock__err(RLOCK_ENOMEM, "out of memory");
   pthread_mutex_lock(&c->wd.mu);
   rlock__hold *h = find(&c->wd, name, owner, key, &klen);
-  int rc = h == NULL ? RLOCK_ENOTHELD : h->lost ? RLOCK_ELOST : RLOCK_OK;
+  int rc = h == NULL   ? RLOCK_ENOTHELD
+           : h->lost ? RLOCK_ELOST
+           : h->wd_levels == 0 && rlock__now_us() >= h->expires_us
+               ? RLOCK_ELOST
+               : RLOCK_OK;
   pthread_mutex_unlock(&c->wd.mu);
-  free(key);
   if (rc == RLOCK_ENOTHELD)
     return rlock__err(rc, "lock '%s' is not held by this thread", name);
   if (rc == RLOCK_ELOST)

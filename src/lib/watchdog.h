@@ -35,6 +35,7 @@ typedef struct rlock__hold {
   size_t depth;
   size_t cap;
   size_t wd_levels; /* levels with lease 0 */
+  int64_t expires_us; /* monotonic; meaningful when wd_levels == 0 */
   int lost;
   uint64_t gen; /* changes on every local change */
 } rlock__hold;
@@ -55,10 +56,12 @@ enum rlock__hold_state { RLOCK__HOLD_NONE, RLOCK__HOLD_HELD, RLOCK__HOLD_LOST };
 int rlock__watchdog_init(rlock__watchdog *wd, int64_t timeout_ms);
 void rlock__watchdog_destroy(rlock__watchdog *wd);
 
-/* Record one more hold of (name, owner) with `lease_ms` (0 = watchdog).
+/* Record one more hold of (name, owner) with `lease_ms` (0 = watchdog),
+ * acquired by a request sent at `sent_us` (monotonic): a fixed lease is
+ * taken to end `lease_ms` after that, which errs on the early side.
  * RLOCK_ENOMEM on failure. */
 int rlock__hold_push(rlock_client *c, const char *name, const char *owner,
-                     int64_t lease_ms);
+                     int64_t lease_ms, int64_t sent_us);
 
 /* Remove one level. *state tells what was known; *keep_lease_ms is the
  * lease the remaining holds should keep (the level below's lease, or the
@@ -72,7 +75,8 @@ void rlock__hold_forget(rlock_client *c, const char *name, const char *owner);
 /* Mark every local hold of `name` lost (after a force release). */
 void rlock__hold_mark_lost(rlock_client *c, const char *name);
 
-/* RLOCK_OK, RLOCK_ELOST or RLOCK_ENOTHELD for (name, owner), locally. */
+/* RLOCK_OK, RLOCK_ELOST or RLOCK_ENOTHELD for (name, owner), locally:
+ * lost when the watchdog found it gone or its fixed lease has run out. */
 int rlock__hold_check(rlock_client *c, const char *name, const char *owner);
 
 /* Background thread: renew when due. Returns the next time it wants to

@@ -102,10 +102,12 @@ static void test_lease_expiry(void **state) {
   rlock_lock *la = fx_lock(a, "basic:lease"), *lb = fx_lock(b, "basic:lease");
   OK(rlock_lock_acquire_lease(la, 300));
   ASSERT_RANGE(rt_cmd_int(srv, "PTTL basic:lease"), 1, 300);
+  OK(rlock_lock_check(la));
   RC(rlock_lock_try_acquire(lb, 0, 0), RLOCK_ELOCKED);
   int64_t t0 = rt_now_ms();
   OK(rlock_lock_try_acquire(lb, 5000, 0)); /* wakes when the lease ends */
   ASSERT_BETWEEN(rt_now_ms() - t0, 0, 1500);
+  RC(rlock_lock_check(la), RLOCK_ELOST); /* known locally, no round trip */
   RC(rlock_lock_release(la), RLOCK_ELOST);
   assert_non_null(strstr(rlock_error_last()->message, "lost"));
   OK(rlock_lock_release(lb));
