@@ -1,0 +1,166 @@
+/*
+ * cli.h - shared declarations of the rlock command-line tool.
+ *
+ * The tool uses only the public library API (<rlock.h>). Every function
+ * that can fail in a way the user must hear about prints one line on
+ * stderr ("rlock: ...") itself and returns the process exit status to use,
+ * so a command can simply `return` what its helpers return.
+ */
+#ifndef RLOCK_CLI_H
+#define RLOCK_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <sysexits.h>
+
+#include <rlock.h>
+
+/* ---- exit statuses (sysexits.h names, plus the shell's) ---------------- */
+
+#define CLI_EXIT_NOTHING 1        /* unlock --force: no lock to delete */
+#define CLI_EXIT_NOEXEC 126       /* COMMAND found but not executable */
+#define CLI_EXIT_NOTFOUND 127     /* COMMAND not found */
+#define CLI_EXIT_SIGNAL_BASE 128  /* + N: killed by / interrupted by signal N */
+
+/* Returned by option parsers: no exit status yet, go on and do the work. */
+#define CLI_CONTINUE (-1)
+
+/* ---- global options (main.c) ------------------------------------------ */
+
+typedef struct cli_global {
+  const char *url;      /* -u URL, else $RLOCK_URL, else NULL (default) */
+  int url_from_env;     /* url came from $RLOCK_URL (for error messages) */
+  int64_t watchdog_ms;  /* --watchdog DUR, or 0 for the library default */
+} cli_global;
+
+/* The commands: argv[0] is the command's name; argv is NULL-terminated. */
+int cli_cmd_exec(const cli_global *g, int argc, char **argv);
+int cli_cmd_status(const cli_global *g, int argc, char **argv);
+int cli_cmd_unlock(const cli_global *g, int argc, char **argv);
+
+/* ---- errors and exit statuses (util.c) -------------------------------- */
+
+/* Print "rlock: <msg>" and "Try 'rlock --help'." on stderr; EX_USAGE. */
+int cli_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Print a --help text on stdout; returns 0, the exit status for it. */
+int cli_help(const char *text);
+
+/* Print "rlock: <msg>" on stderr and return `code`. */
+int cli_fail(int code, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* The exit status for a library status code (RLOCK_OK -> 0). */
+int cli_exit_for(int rc);
+
+/* Print the library's last error message as one line and return
+   cli_exit_for(rc). Call right after the failing library call. */
+int cli_lib_error(int rc);
+
+/* Report a getopt_long() failure (opterr is 0) as a usage error. `opt` is
+   what getopt returned ('?' or ':'); `argv` and `shortopts` as passed to
+   getopt_long(). Long-only options must use values >= 256. */
+int cli_bad_option(int opt, char **argv, const char *shortopts);
+
+/* Print s, replacing control characters with '?', so that a name or owner
+   from Redis cannot drive the terminal. */
+void cli_put_printable(FILE *out, const char *s);
+
+/* CLOCK_MONOTONIC in milliseconds. */
+int64_t cli_now_ms(void);
+
+/* ---- durations (duration.c) ------------------------------------------- */
+
+/*
+ * Parse "<digits><unit>" with unit ms, s, m or h ("0" alone is accepted
+ * too) into milliseconds, 0..RLOCK_MAX_DURATION_MS. On failure returns -1
+ * and points *why at a static explanation.
+ */
+int cli_parse_duration(const char *s, int64_t *ms, const char **why);
+
+/* Parse the argument of option `opt` (e.g. "-w"), printing a usage error
+   on failure: returns 0 or EX_USAGE. */
+int cli_duration_arg(const char *opt, const char *s, int64_t *ms);
+
+/* Human form of a non-negative duration: "250ms", "12.3s", "5m07s",
+   "2h05m". */
+void cli_format_ms(char *buf, size_t size, int64_t ms);
+
+/* ---- JSON (json.c) ----------------------------------------------------- */
+
+/* Write s as a JSON string literal (quotes included): control characters
+   escaped, valid UTF-8 passed through, invalid bytes as U+FFFD. */
+void cli_json_string(FILE *out, const char *s);
+
+/* ---- connecting (client.c) --------------------------------------------- */
+
+/*
+ * Make a client from the global options and a lock object for `name`.
+ * `lost` (may be NULL) becomes the lost-lock callback, with `ud`.
+ * Returns 0, or an exit status after printing why (bad URL or watchdog:
+ * EX_USAGE; bad name: EX_DATAERR; ...). On failure nothing is left to free.
+ */
+int cli_open(const cli_global *g, const char *name, rlock_lost_fn lost,
+             void *ud, rlock_client **client, rlock_lock **lock);
+
+/* Free what cli_open() made. */
+void cli_close(rlock_client *client, rlock_lock *lock);
+
+/* ---- signals (signals.c) ----------------------------------------------- */
+
+/*
+ * Catch SIGINT, SIGTERM and SIGHUP (those not ignored at start, which stay
+ * ignored, as a shell leaves them): the handler records the signal and
+ * forwards it to the child set with cli_signals_set_child(), if any.
+ * No SA_RESTART, so blocking calls in the main thread return EINTR.
+ */
+int cli_signals_install(void);
+
+/* The last signal caught, or 0. */
+int cli_signal_caught(void);
+
+/* Block / unblock the caught signals in the calling thread. */
+void cli_signals_block(void);
+void cli_signals_unblock(void);
+
+/* The child to forward to; 0 for none. Call with the signals blocked. */
+void cli_signals_set_child(pid_t pid);
+
+/* In a forked child: the dispositions rlock found at start, empty mask.
+   Async-signal-safe. */
+void cli_signals_reset_in_child(void);
+
+/* ---- the child process (path.c, spawn.c) -------------------------------- */
+
+/* Whether `cmd` names an executable file, directly or through $PATH:
+   0, or (after one line on stderr) 127 when not found, 126 when found but
+   not executable. */
+int cli_check_command(const char *cmd);
+
+/*
+ * Run argv (PATH search) and wait for it, forwarding caught signals.
+ * Returns its exit status as a shell reports it (status, or 128+N when
+ * killed by signal N; 126/127 when it cannot be executed), or -1 when no
+ * child could be started (after printing why). If a signal was caught
+ * before the child started, returns 128+N without starting it.
+ */
+int cli_spawn_wait(char **argv);
+
+/* ---- acquiring with progress (waiting.c) -------------------------------- */
+
+/* Returned by cli_acquire() when a signal interrupted the wait. */
+#define CLI_INTERRUPTED 1
+
+/*
+ * rlock_lock_try_acquire() with wait_ms (RLOCK_WAIT_FOREVER or 0..) cut
+ * into slices of at most 1 s, so that a caught signal ends the wait within
+ * a second. On a terminal (`show`), a line on stderr says who holds the
+ * lock while waiting. Returns RLOCK_OK (held), RLOCK_ELOCKED, another
+ * library status, or CLI_INTERRUPTED (not held).
+ */
+int cli_acquire(rlock_lock *lock, int64_t wait_ms, int64_t lease_ms,
+                int show);
+
+#endif /* RLOCK_CLI_H */

@@ -1,0 +1,46 @@
+/*
+ * client.c - a library client and lock object built from the global
+ * options, with each failure reported once and mapped to an exit status.
+ */
+#include "cli.h"
+
+/* Apply the global options; returns 0 or an exit status. A bad URL or
+ * watchdog is the user's typing, so it is a usage error. */
+static int configure(rlock_config *cfg, const cli_global *g,
+                     rlock_lost_fn lost, void *ud) {
+  if (g->url != NULL && rlock_config_set_url(cfg, g->url) != RLOCK_OK)
+    return cli_usage("invalid %s '%s': %s",
+                     g->url_from_env ? "$RLOCK_URL" : "URL", g->url,
+                     rlock_error_last()->message);
+  if (g->watchdog_ms != 0 &&
+      rlock_config_set_watchdog_timeout_ms(cfg, g->watchdog_ms) != RLOCK_OK)
+    return cli_usage("invalid --watchdog: %s", rlock_error_last()->message);
+  int rc = rlock_config_set_lost_callback(cfg, lost, ud);
+  return rc == RLOCK_OK ? 0 : cli_lib_error(rc);
+}
+
+int cli_open(const cli_global *g, const char *name, rlock_lost_fn lost,
+             void *ud, rlock_client **client, rlock_lock **lock) {
+  rlock_config *cfg;
+  *client = NULL;
+  *lock = NULL;
+  int rc = rlock_config_new(&cfg);
+  if (rc != RLOCK_OK)
+    return cli_lib_error(rc);
+  int status = configure(cfg, g, lost, ud);
+  if (status == 0 && (rc = rlock_client_new(client, cfg)) != RLOCK_OK)
+    status = cli_lib_error(rc);
+  rlock_config_free(cfg);
+  if (status == 0 && (rc = rlock_lock_new(lock, *client, name)) != RLOCK_OK)
+    status = cli_lib_error(rc); /* a bad name: EX_DATAERR */
+  if (status != 0) {
+    rlock_client_free(*client);
+    *client = NULL;
+  }
+  return status;
+}
+
+void cli_close(rlock_client *client, rlock_lock *lock) {
+  rlock_lock_free(lock);
+  rlock_client_free(client);
+}

@@ -1,0 +1,161 @@
+/*
+ * cmd_exec.c - `rlock exec`: hold a lock while a command runs.
+ *
+ *   rlock [-u URL] [--watchdog DUR] exec [-w DUR] [-l DUR] NAME -- COMMAND...
+ *
+ * Acquire (waiting in slices, see waiting.c), run COMMAND as a child
+ * (spawn.c) while the library's watchdog renews the lease, release, and
+ * exit with COMMAND's status.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+typedef struct exec_args {
+  int64_t wait_ms;  /* RLOCK_WAIT_FOREVER, or 0.. */
+  int64_t lease_ms; /* RLOCK_LEASE_WATCHDOG, or 1.. */
+  const char *name;
+  char **command; /* NULL-terminated */
+} exec_args;
+
+static const char exec_help[] =
+    "Usage: rlock [-u URL] [--watchdog DUR] exec [-w DUR] [-l DUR] NAME -- "
+    "COMMAND [ARG...]\n"
+    "\n"
+    "Acquire the lock NAME, run COMMAND while holding it, release it when\n"
+    "COMMAND exits, and exit with COMMAND's status. Signals INT, TERM and\n"
+    "HUP are passed on to COMMAND; the lock is released afterwards.\n"
+    "\n"
+    "Options:\n"
+    "  -w, --wait DUR    give up if the lock is not acquired within DUR\n"
+    "                    (0: try once); default: wait as long as it takes\n"
+    "  -l, --lease DUR   hold the lock for at most DUR (it then expires even\n"
+    "                    if COMMAND still runs); default: keep renewing it\n"
+    "                    while COMMAND runs (see --watchdog)\n"
+    "  -h, --help        show this help\n"
+    "\n"
+    "DUR is a whole number with a unit: 250ms, 10s, 5m, 1h.\n"
+    "\n"
+    "Exit status:\n"
+    "  N        COMMAND's exit status, once COMMAND has run\n"
+    "  128+N    COMMAND was killed by signal N, or rlock got signal N\n"
+    "           while waiting for the lock (COMMAND did not run)\n"
+    "  126      COMMAND is not executable\n"
+    "  127      COMMAND was not found\n"
+    "  64       usage error\n"
+    "  65       NAME is not usable: the key holds something else, or the\n"
+    "           name is invalid\n"
+    "  69       Redis unreachable, refusing or failing\n"
+    "  70       internal error\n"
+    "  71       system error (cannot fork, out of memory)\n"
+    "  75       lock not acquired within -w\n";
+
+static atomic_int lost_flag;
+
+/* Called on the library's background thread: just note it. */
+static void on_lost(const char *name, const char *owner, void *ud) {
+  (void)name, (void)owner, (void)ud;
+  atomic_store(&lost_flag, 1);
+}
+
+/* NAME -- COMMAND [ARG...]: `rest` holds the n words after the options;
+ * `dashdash_eaten` is set when getopt consumed a "--" before them. */
+static int parse_positional(char **rest, int n, int dashdash_eaten,
+                            exec_args *a) {
+  int k = 0;
+  while (k < n && strcmp(rest[k], "--") != 0)
+    k++;
+  if (n == 0)
+    return cli_usage("exec: missing NAME and COMMAND");
+  if (k == 0 || (k == n && dashdash_eaten))
+    return cli_usage("exec: missing NAME before '--'");
+  if (k == n && n == 1)
+    return cli_usage("exec: missing '-- COMMAND' after NAME '%s'", rest[0]);
+  if (k == n)
+    return cli_usage("exec: missing '--' between NAME and COMMAND");
+  if (k > 1 && rest[1][0] == '-')
+    return cli_usage("exec: option '%s' after NAME (options go before NAME)",
+                     rest[1]);
+  if (k > 1)
+    return cli_usage("exec: expected '--' after NAME '%s', got '%s'",
+                     rest[0], rest[1]);
+  if (k + 1 == n)
+    return cli_usage("exec: missing COMMAND after '--'");
+  a->name = rest[0];
+  a->command = rest + k + 1;
+  return CLI_CONTINUE;
+}
+
+#define EXEC_SHORTOPTS "+:w:l:h"
+
+static int parse_exec(int argc, char **argv, exec_args *a) {
+  static const struct option longopts[] = {
+      {"wait", required_argument, NULL, 'w'},
+      {"lease", required_argument, NULL, 'l'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  int c;
+  optind = 0; /* full re-initialisation: main.c used getopt already */
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, EXEC_SHORTOPTS, longopts, NULL)) != -1) {
+    if (c == 'h')
+      return cli_help(exec_help);
+    if (c != 'w' && c != 'l')
+      return cli_bad_option(c, argv, EXEC_SHORTOPTS);
+    int64_t *dst = c == 'w' ? &a->wait_ms : &a->lease_ms;
+    if (cli_duration_arg(c == 'w' ? "-w" : "-l", optarg, dst) != 0)
+      return EX_USAGE;
+    if (c == 'l' && a->lease_ms == 0)
+      return cli_usage("-l must be at least 1ms (leave it out to have the "
+                       "lock renewed while COMMAND runs)");
+  }
+  int eaten = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
+  return parse_positional(argv + optind, argc - optind, eaten, a);
+}
+
+/* After COMMAND: release, and say so if the lock did not last. The exit
+ * status stays COMMAND's either way: COMMAND did run, and the caller most
+ * needs to know how that went. */
+static void release_after(rlock_lock *lock, const exec_args *a) {
+  int lost = atomic_load(&lost_flag) || rlock_lock_check(lock) == RLOCK_ELOST;
+  int rc = rlock_lock_release(lock);
+  if (rc == RLOCK_ELOST || lost)
+    cli_fail(0, "warning: lock '%s' was lost while '%s' ran", a->name,
+             a->command[0]);
+  else if (rc != RLOCK_OK)
+    cli_fail(0, "warning: cannot release lock '%s' (it expires by itself): "
+                "%s", a->name, rlock_error_last()->message);
+}
+
+static int run_locked(rlock_lock *lock, const exec_args *a) {
+  int rc = cli_acquire(lock, a->wait_ms, a->lease_ms, isatty(STDERR_FILENO));
+  if (rc == CLI_INTERRUPTED)
+    return CLI_EXIT_SIGNAL_BASE + cli_signal_caught();
+  if (rc != RLOCK_OK)
+    return cli_lib_error(rc); /* RLOCK_ELOCKED: EX_TEMPFAIL */
+  int status = cli_spawn_wait(a->command);
+  release_after(lock, a);
+  return status < 0 ? EX_OSERR : status;
+}
+
+int cli_cmd_exec(const cli_global *g, int argc, char **argv) {
+  exec_args a = {RLOCK_WAIT_FOREVER, RLOCK_LEASE_WATCHDOG, NULL, NULL};
+  int status = parse_exec(argc, argv, &a);
+  if (status != CLI_CONTINUE)
+    return status;
+  if ((status = cli_check_command(a.command[0])) != 0)
+    return status; /* no point waiting for the lock */
+  if (cli_signals_install() != 0)
+    return cli_fail(EX_OSERR, "cannot catch signals: %s", strerror(errno));
+  rlock_client *client;
+  rlock_lock *lock;
+  status = cli_open(g, a.name, on_lost, NULL, &client, &lock);
+  if (status == 0)
+    status = run_locked(lock, &a);
+  cli_close(client, lock);
+  return status;
+}

@@ -1,0 +1,152 @@
+/*
+ * main.c - the rlock command-line tool: global options and dispatch to
+ * the commands (cmd_*.c).
+ *
+ *   rlock [-u URL] [--watchdog DUR] COMMAND [options] ...
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const char main_help[] =
+    "Usage: rlock [-u URL] [--watchdog DUR] exec [-w DUR] [-l DUR] NAME -- "
+    "COMMAND [ARG...]\n"
+    "       rlock [-u URL] status [--json] NAME\n"
+    "       rlock [-u URL] unlock --force NAME\n"
+    "\n"
+    "Redis distributed locks from the shell, compatible with Redisson's "
+    "RLock.\n"
+    "\n"
+    "Commands:\n"
+    "  exec     run COMMAND while holding the lock NAME\n"
+    "  status   show who holds the lock NAME (--json for scripts)\n"
+    "  unlock   delete the lock NAME whoever holds it (--force)\n"
+    "Run 'rlock COMMAND --help' for a command's options.\n"
+    "\n"
+    "Global options:\n"
+    "  -u, --url URL       the Redis server: redis://[[user]:password@]host"
+    "[:port][/db]\n"
+    "                      or unix://[[user]:password@]/path[?db=N]; default\n"
+    "                      $RLOCK_URL, else redis://127.0.0.1:6379\n"
+    "      --watchdog DUR  lease of a lock held by exec without -l, renewed\n"
+    "                      every third of it (default 30s, at least 30ms)\n"
+    "  -h, --help          show this help\n"
+    "      --version       show the version\n"
+    "\n"
+    "DUR is a whole number with a unit: 250ms, 10s, 5m, 1h (at most 365 "
+    "days).\n"
+    "\n"
+    "Exit status:\n"
+    "  0        success (exec: COMMAND's status, whatever it is)\n"
+    "  1        unlock --force: there was no lock to delete\n"
+    "  64       usage error\n"
+    "  65       NAME holds something that is not a lock, or is invalid\n"
+    "  69       Redis unreachable, refusing or failing\n"
+    "  70       internal error\n"
+    "  71       system error (cannot fork, out of memory)\n"
+    "  74       cannot write the output\n"
+    "  75       exec: lock not acquired within -w\n"
+    "  126/127  exec: COMMAND not executable / not found\n"
+    "  128+N    exec: COMMAND killed by signal N, or rlock got signal N\n"
+    "           while waiting for the lock\n";
+
+static const struct {
+  const char *name;
+  int (*run)(const cli_global *g, int argc, char **argv);
+} commands[] = {
+    {"exec", cli_cmd_exec},
+    {"status", cli_cmd_status},
+    {"unlock", cli_cmd_unlock},
+};
+
+#define MAIN_SHORTOPTS "+:u:h"
+enum { OPT_WATCHDOG = 256, OPT_VERSION };
+
+/* Returns CLI_CONTINUE with *g filled and optind at the command, or an
+ * exit status (after --help, --version or a usage error). */
+static int parse_global(int argc, char **argv, cli_global *g) {
+  static const struct option longopts[] = {
+      {"url", required_argument, NULL, 'u'},
+      {"watchdog", required_argument, NULL, OPT_WATCHDOG},
+      {"help", no_argument, NULL, 'h'},
+      {"version", no_argument, NULL, OPT_VERSION},
+      {NULL, 0, NULL, 0}};
+  int c;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, MAIN_SHORTOPTS, longopts, NULL)) != -1) {
+    switch (c) {
+    case 'h':
+      return cli_help(main_help);
+    case OPT_VERSION:
+      printf("rlock %s\n", rlock_version_string());
+      return 0;
+    case 'u':
+      if (g->url != NULL)
+        return cli_usage("only one -u URL may be given (several servers, "
+                         "for RedLock, are not supported yet)");
+      g->url = optarg;
+      break;
+    case OPT_WATCHDOG:
+      if (cli_duration_arg("--watchdog", optarg, &g->watchdog_ms) != 0)
+        return EX_USAGE;
+      if (g->watchdog_ms == 0)
+        return cli_usage("--watchdog must be at least 30ms");
+      break;
+    default:
+      return cli_bad_option(c, argv, MAIN_SHORTOPTS);
+    }
+  }
+  return CLI_CONTINUE;
+}
+
+static int dispatch(const cli_global *g, int argc, char **argv) {
+  if (argc == 0)
+    return cli_usage("missing command (exec, status or unlock)");
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (strcmp(argv[0], commands[i].name) == 0)
+      return commands[i].run(g, argc, argv);
+  return cli_usage("unknown command '%s' (expected exec, status or unlock)",
+                   argv[0]);
+}
+
+/* A closed standard fd would be reused by the first socket the library
+ * opens, and output meant for stdout would go to Redis. Occupy each closed
+ * one with /dev/null opened the other way round, so that using it still
+ * fails with EBADF, for rlock and for COMMAND, as if it were closed. */
+static void occupy_closed_std_fds(void) {
+  for (int fd = 0; fd <= 2; fd++)
+    if (fcntl(fd, F_GETFD) < 0 && errno == EBADF)
+      open("/dev/null", fd == STDIN_FILENO ? O_WRONLY : O_RDONLY);
+}
+
+/* Output that did not reach stdout (full disk, closed pipe) is a failure
+ * even when everything else worked. */
+static int flush_stdout(int status) {
+  if (fflush(stdout) == 0 && !ferror(stdout))
+    return status;
+  int err = errno;
+  if (status == 0)
+    status = EX_IOERR;
+  cli_fail(status, "cannot write to standard output: %s", strerror(err));
+  return status;
+}
+
+int main(int argc, char **argv) {
+  cli_global g = {NULL, 0, 0};
+  occupy_closed_std_fds(); /* lowest free fd first: it gets `fd` */
+  int status = parse_global(argc, argv, &g);
+  if (status == CLI_CONTINUE) {
+    const char *env = getenv("RLOCK_URL");
+    if (g.url == NULL && env != NULL && env[0] != '\0') {
+      g.url = env;
+      g.url_from_env = 1;
+    }
+    status = dispatch(&g, argc - optind, argv + optind);
+  }
+  return flush_stdout(status);
+}

@@ -1,0 +1,104 @@
+/*
+ * util.c - error reporting, the library-status to exit-status mapping and
+ * small output helpers shared by the commands.
+ */
+#include <ctype.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+static void vline(const char *fmt, va_list ap) {
+  fputs("rlock: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+}
+
+int cli_usage(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vline(fmt, ap);
+  va_end(ap);
+  fputs("Try 'rlock --help'.\n", stderr);
+  return EX_USAGE;
+}
+
+int cli_help(const char *text) {
+  fputs(text, stdout); /* a write error is reported by main() */
+  return 0;
+}
+
+int cli_fail(int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vline(fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+/* Infrastructure failures are "service unavailable" (the server is down,
+ * refuses us, or answers nonsense); bad input is a data error; the rest
+ * should not happen in this tool and is reported as an internal error. */
+int cli_exit_for(int rc) {
+  switch (rc) {
+  case RLOCK_OK:
+    return 0;
+  case RLOCK_EINVAL:
+  case RLOCK_EWRONGTYPE:
+    return EX_DATAERR;
+  case RLOCK_EIO:
+  case RLOCK_ETIMEOUT:
+  case RLOCK_EPROTO:
+  case RLOCK_ESERVER:
+  case RLOCK_EAUTH:
+    return EX_UNAVAILABLE;
+  case RLOCK_ELOCKED:
+    return EX_TEMPFAIL;
+  case RLOCK_ENOMEM:
+    return EX_OSERR;
+  default:
+    return EX_SOFTWARE;
+  }
+}
+
+int cli_lib_error(int rc) {
+  const char *msg = rlock_error_last()->message;
+  if (rlock_error_last()->code != rc || msg[0] == '\0')
+    msg = rlock_strerror(rc); /* the library left no detail for this one */
+  return cli_fail(cli_exit_for(rc), "%s", msg);
+}
+
+/* How getopt_long() reports (glibc): a missing argument can only happen at
+ * the last word, argv[optind - 1]. For an unknown long option optopt is 0
+ * and the word is argv[optind - 1]. A known option (optopt is one of ours)
+ * can only fail as "--long=value" for an option without argument. Else
+ * optopt is an unknown short option letter, maybe inside a cluster. */
+int cli_bad_option(int opt, char **argv, const char *shortopts) {
+  const char *word = argv[optind - 1];
+  int name_len = (int)strcspn(word, "=");
+  if (opt == ':' && strncmp(word, "--", 2) == 0)
+    return cli_usage("option '%s' needs an argument", word);
+  if (opt == ':')
+    return cli_usage("option '-%c' needs an argument", optopt);
+  if (optopt == 0)
+    return cli_usage("unknown option '%.*s'", name_len, word);
+  if (optopt >= 256 || (isalnum(optopt) && strchr(shortopts, optopt)))
+    return cli_usage("option '%.*s' takes no argument", name_len, word);
+  return cli_usage("unknown option '-%c'", optopt);
+}
+
+void cli_put_printable(FILE *out, const char *s) {
+  for (; *s != '\0'; s++) {
+    unsigned char ch = (unsigned char)*s;
+    fputc(ch < 0x20 || ch == 0x7f ? '?' : ch, out);
+  }
+}
+
+int64_t cli_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}

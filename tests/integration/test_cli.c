@@ -1,0 +1,806 @@
+/* Integration: the `rlock` command-line tool, run as a subprocess
+ * ($RLOCK_TEST_BINDIR/rlock) against a real redis-server. Each test uses
+ * its own lock names on one shared server. */
+#include "fixture.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+extern char **environ;
+
+/* srv: the binary's shared server (fixture.h) */
+static char cli[4096];     /* path of the rlock binary */
+static char url[64];       /* the server */
+static char dead_url[64];  /* a port where nothing listens */
+static double time_scale = 1;
+
+/* Upper bounds of timing assertions stretch for slow instrumented builds. */
+#define SCALED(ms) ((int64_t)((ms) * time_scale))
+/* A NULL-terminated argument list (without the program name). */
+#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+#define OUT_MAX 16384
+
+/* One rlock subprocess: stdout and stderr are captured through pipes. */
+typedef struct proc {
+  pid_t pid;
+  int fd[2];             /* read ends for stdout, stderr; -1 when closed */
+  char out[2][OUT_MAX];  /* what was read, NUL-terminated */
+  size_t len[2];
+  int status;            /* shell style: exit status, or 128+N */
+  int64_t started, ended;
+} proc;
+
+/* How to start one: NULL/-1/0 fields mean the defaults. */
+typedef struct proc_opts {
+  const char *rlock_url; /* value for $RLOCK_URL; NULL: unset */
+  int stderr_fd;         /* give the child this fd as stderr, if >= 0 */
+  int ignore_hup;        /* start rlock with SIGHUP ignored, as nohup does */
+} proc_opts;
+
+/* ---- subprocess plumbing ------------------------------------------------ */
+
+/* environ without RLOCK_URL, plus RLOCK_URL=`value` if not NULL. Built in
+ * the parent: the child of a threaded process must not call malloc. */
+static char **make_env(const char *value, char *slot, size_t size) {
+  size_t n = 0, k = 0;
+  while (environ[n] != NULL)
+    n++;
+  char **env = calloc(n + 2, sizeof *env);
+  assert_non_null(env);
+  for (size_t i = 0; i < n; i++)
+    if (strncmp(environ[i], "RLOCK_URL=", 10) != 0)
+      env[k++] = environ[i];
+  if (value != NULL) {
+    snprintf(slot, size, "RLOCK_URL=%s", value);
+    env[k++] = slot;
+  }
+  return env;
+}
+
+/* Known signal state for rlock, whatever the test was started with (a
+ * shell's background job starts with SIGINT ignored): default dispositions
+ * of the signals rlock handles, nothing blocked. Async-signal-safe. */
+static void child_signals(int ignore_hup) {
+  const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+  struct sigaction sa = {.sa_handler = SIG_DFL};
+  sigemptyset(&sa.sa_mask);
+  for (int i = 0; i < 3; i++) {
+    sa.sa_handler = sigs[i] == SIGHUP && ignore_hup ? SIG_IGN : SIG_DFL;
+    sigaction(sigs[i], &sa, NULL);
+  }
+  sigprocmask(SIG_SETMASK, &sa.sa_mask, NULL);
+}
+
+static void child_setup(int out_w, int err_w, const proc_opts *o) {
+  if (dup2(out_w, STDOUT_FILENO) < 0 ||
+      dup2(o->stderr_fd >= 0 ? o->stderr_fd : err_w, STDERR_FILENO) < 0)
+    _exit(126);
+  int devnull = open("/dev/null", O_RDONLY);
+  if (devnull < 0 || dup2(devnull, STDIN_FILENO) < 0)
+    _exit(126);
+  child_signals(o->ignore_hup);
+}
+
+static void proc_start_opts(proc *p, const proc_opts *o,
+                            const char *const *args) {
+  const char *argv[64] = {cli};
+  size_t n = 1;
+  for (; args[n - 1] != NULL; n++) {
+    assert_true(n < 63);
+    argv[n] = args[n - 1];
+  }
+  int pout[2], perr[2];
+  char slot[256];
+  assert_int_equal(pipe2(pout, O_CLOEXEC), 0);
+  assert_int_equal(pipe2(perr, O_CLOEXEC), 0);
+  char **env = make_env(o->rlock_url, slot, sizeof slot);
+  memset(p, 0, sizeof *p);
+  p->started = rt_now_ms();
+  p->pid = fork();
+  assert_true(p->pid >= 0);
+  if (p->pid == 0) {
+    child_setup(pout[1], perr[1], o);
+    execve(cli, (char *const *)argv, env);
+    _exit(127);
+  }
+  free(env);
+  close(pout[1]);
+  close(perr[1]);
+  p->fd[0] = pout[0];
+  p->fd[1] = perr[0];
+  fcntl(p->fd[0], F_SETFL, O_NONBLOCK);
+  fcntl(p->fd[1], F_SETFL, O_NONBLOCK);
+}
+
+static void proc_start(proc *p, const char *const *args) {
+  proc_opts o = {NULL, -1, 0};
+  proc_start_opts(p, &o, args);
+}
+
+/* Read what pipe i has now (keeping up to OUT_MAX - 1 bytes); closes it
+ * at EOF. */
+static void drain_one(proc *p, int i) {
+  while (p->fd[i] >= 0) {
+    char tmp[4096];
+    ssize_t n = read(p->fd[i], tmp, sizeof tmp);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && errno == EAGAIN)
+      return;
+    if (n <= 0) {
+      close(p->fd[i]);
+      p->fd[i] = -1;
+      return;
+    }
+    size_t keep = OUT_MAX - 1 - p->len[i];
+    keep = (size_t)n < keep ? (size_t)n : keep;
+    memcpy(p->out[i] + p->len[i], tmp, keep);
+    p->len[i] += keep;
+    p->out[i][p->len[i]] = '\0';
+  }
+}
+
+static void proc_drain(proc *p) {
+  drain_one(p, 0);
+  drain_one(p, 1);
+}
+
+static void proc_close_fds(proc *p) {
+  for (int i = 0; i < 2; i++)
+    if (p->fd[i] >= 0)
+      close(p->fd[i]), p->fd[i] = -1;
+}
+
+/* Wait for the process to exit (not for EOF: a command's background job may
+ * keep the pipes open), collecting its output. A process still running
+ * after timeout_ms is SIGKILLed and fails the test. Returns p->status. */
+static int proc_wait(proc *p, int64_t timeout_ms) {
+  int64_t deadline = rt_now_ms() + timeout_ms;
+  int st;
+  for (;;) {
+    proc_drain(p);
+    pid_t r = waitpid(p->pid, &st, WNOHANG);
+    assert_true(r >= 0);
+    if (r == p->pid)
+      break;
+    if (rt_now_ms() > deadline) {
+      kill(p->pid, SIGKILL);
+      waitpid(p->pid, &st, 0);
+      proc_close_fds(p);
+      fail_msg("rlock did not exit within %lld ms; stdout: %s; stderr: %s",
+               (long long)timeout_ms, p->out[0], p->out[1]);
+    }
+    struct pollfd fds[2] = {{.fd = p->fd[0], .events = POLLIN},
+                            {.fd = p->fd[1], .events = POLLIN}};
+    poll(fds, 2, 10);
+  }
+  p->ended = rt_now_ms();
+  proc_drain(p);
+  proc_close_fds(p);
+  p->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return p->status;
+}
+
+/* Run to completion (20 s at most, scaled). */
+static int run(proc *p, const char *const *args) {
+  proc_start(p, args);
+  return proc_wait(p, SCALED(20000));
+}
+
+/* Run and require `status`; prints the output when it differs. */
+static void run_expect(proc *p, int status, const char *const *args) {
+  if (run(p, args) != status)
+    fail_msg("rlock %s ... exited %d, expected %d; stdout: %s; stderr: %s",
+             args[0], p->status, status, p->out[0], p->out[1]);
+}
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static int count_lines(const char *s) {
+  int n = 0;
+  for (; *s != '\0'; s++)
+    n += *s == '\n';
+  return n;
+}
+
+/* A path in the server's temporary directory (removed with the server). */
+static const char *tmp_path(char *buf, size_t size, const char *file) {
+  snprintf(buf, size, "%s/%s", rt_server_dir(srv), file);
+  return buf;
+}
+
+static int file_exists(const char *path) { return access(path, F_OK) == 0; }
+
+/* The whole file, NUL-terminated, in a static buffer ("" if absent). */
+static const char *slurp(const char *path) {
+  static char buf[8192];
+  buf[0] = '\0';
+  FILE *f = fopen(path, "r");
+  if (f != NULL) {
+    buf[fread(buf, 1, sizeof buf - 1, f)] = '\0';
+    fclose(f);
+  }
+  return buf;
+}
+
+static void wait_file(const char *path, int64_t ms) {
+  int64_t t0 = rt_now_ms();
+  while (!file_exists(path)) {
+    if (rt_now_ms() - t0 > ms)
+      fail_msg("file '%s' did not appear within %lld ms", path, (long long)ms);
+    rt_sleep_ms(10);
+  }
+}
+
+/* Hold `name` as a foreign Redisson client would, straight in Redis. */
+static void hold_foreign(const char *name, const char *owner, int count,
+                         int lease_ms) {
+  freeReplyObject(rt_cmd(srv, "HSET %s %s %d", name, owner, count));
+  freeReplyObject(rt_cmd(srv, "PEXPIRE %s %d", name, lease_ms));
+}
+
+#define FOREIGN "00000000-0000-4000-8000-000000000000:1"
+
+/* The single owner field of the lock hash `name` (static buffer). */
+static const char *only_field(const char *name) {
+  static char field[RLOCK_OWNER_MAX];
+  redisReply *r = rt_cmd(srv, "HGETALL %s", name);
+  assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+  assert_int_equal(r->elements, 2);
+  snprintf(field, sizeof field, "%s", r->element[0]->str);
+  assert_string_equal(r->element[1]->str, "1");
+  freeReplyObject(r);
+  return field;
+}
+
+/* "<36-char uuid>:<thread id>" */
+static void assert_owner_shape(const char *f) {
+  assert_true(strlen(f) > 37);
+  assert_int_equal(f[8], '-');
+  assert_int_equal(f[36], ':');
+  for (const char *p = f + 37; *p != '\0'; p++)
+    assert_true(*p >= '0' && *p <= '9');
+}
+
+/* ---- fixture ------------------------------------------------------------ */
+
+static int setup(void **state) {
+  (void)state;
+  const char *dir = getenv("RLOCK_TEST_BINDIR");
+  const char *scale = getenv("RLOCK_TEST_TIME_SCALE");
+  if (scale != NULL && atof(scale) >= 1)
+    time_scale = atof(scale);
+  snprintf(cli, sizeof cli, "%s/rlock", dir != NULL ? dir : ".");
+  if (access(cli, X_OK) != 0) {
+    fprintf(stderr, "no rlock binary at %s (set RLOCK_TEST_BINDIR)\n", cli);
+    return -1;
+  }
+  fx_setup(state);
+  snprintf(url, sizeof url, "%s", rt_server_url(srv));
+  snprintf(dead_url, sizeof dead_url, "redis://127.0.0.1:%d", rt_free_port());
+  return 0;
+}
+
+static int teardown(void **state) { return fx_teardown(state); }
+
+/* ---- exec ---------------------------------------------------------------- */
+
+/* The command runs while the lock is held (watchdog lease), its output is
+ * its own, its status is rlock's, and the lock is gone afterwards. */
+static void test_exec_holds_lock_while_command_runs(void **state) {
+  (void)state;
+  const char *name = "cli:exec";
+  proc p;
+  proc_start(&p, ARGS("-u", url, "exec", name, "--", "sh", "-c",
+                      "echo out; echo err >&2; sleep 1; exit 3"));
+  fx_wait_exists(srv, name, 1, SCALED(5000));
+  assert_owner_shape(only_field(name));
+  ASSERT_BETWEEN(rt_cmd_int(srv, "PTTL %s", name), 20000, 30000);
+  assert_int_equal(proc_wait(&p, SCALED(10000)), 3);
+  assert_string_equal(p.out[0], "out\n");
+  assert_string_equal(p.out[1], "err\n");
+  assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
+}
+
+static void test_exec_exit_statuses(void **state) {
+  (void)state;
+  const char *name = "cli:status";
+  char noexec[512];
+  proc p;
+  run_expect(&p, 0, ARGS("-u", url, "exec", name, "--", "true"));
+  run_expect(&p, 128 + SIGKILL,
+             ARGS("-u", url, "exec", name, "--", "sh", "-c", "kill -KILL $$"));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
+
+  /* Not runnable: reported at once, without waiting for the lock (held
+   * elsewhere here, for a minute). */
+  hold_foreign(name, FOREIGN, 1, 60000);
+  run_expect(&p, 127, ARGS("-u", url, "exec", name, "--", "no-such-cmd-xyz"));
+  assert_int_equal(count_lines(p.out[1]), 1);
+  assert_non_null(strstr(p.out[1], "no-such-cmd-xyz"));
+  ASSERT_BETWEEN(p.ended - p.started, 0, SCALED(1000));
+
+  tmp_path(noexec, sizeof noexec, "not-executable");
+  FILE *f = fopen(noexec, "w");
+  assert_non_null(f);
+  fputs("#!/bin/sh\nexit 0\n", f);
+  fclose(f);
+  chmod(noexec, 0644);
+  run_expect(&p, 126, ARGS("-u", url, "exec", name, "--", noexec));
+  assert_int_equal(count_lines(p.out[1]), 1);
+  run_expect(&p, 126, ARGS("-u", url, "exec", name, "--", rt_server_dir(srv)));
+  assert_int_equal(fx_hget(srv, name, FOREIGN), 1);
+  freeReplyObject(rt_cmd(srv, "DEL %s", name));
+}
+
+/* -l gives a fixed lease; when it runs out under the command, rlock warns
+ * but keeps the command's status. */
+static void test_exec_lease_expiry_warns(void **state) {
+  (void)state;
+  const char *name = "cli:lease";
+  proc p;
+  proc_start(&p, ARGS("-u", url, "exec", "-l", "400ms", name, "--", "sleep",
+                      "1"));
+  fx_wait_exists(srv, name, 1, SCALED(5000));
+  ASSERT_BETWEEN(rt_cmd_int(srv, "PTTL %s", name), 1, 400);
+  assert_int_equal(proc_wait(&p, SCALED(10000)), 0);
+  assert_string_equal(p.out[1], "rlock: warning: lock 'cli:lease' was lost "
+                                "while 'sleep' ran\n");
+  assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
+}
+
+/* --watchdog sets the lease, which the watchdog keeps renewing. */
+static void test_exec_watchdog_renews(void **state) {
+  (void)state;
+  const char *name = "cli:watchdog";
+  proc p;
+  proc_start(&p, ARGS("-u", url, "--watchdog", "600ms", "exec", name, "--",
+                      "sleep", "2"));
+  fx_wait_exists(srv, name, 1, SCALED(5000));
+  ASSERT_BETWEEN(rt_cmd_int(srv, "PTTL %s", name), 1, 600);
+  rt_sleep_ms(1300); /* two leases: only renewal keeps it */
+  assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 1);
+  assert_int_equal(proc_wait(&p, SCALED(10000)), 0);
+  assert_string_equal(p.out[1], "");
+  assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
+}
+
+/* ---- waiting -------------------------------------------------------------- */
+
+static void test_exec_wait_bounds(void **state) {
+  (void)state;
+  const char *name = "cli:busy";
+  char ran[512];
+  proc p;
+  tmp_path(ran, sizeof ran, "busy-ran");
+  hold_foreign(name, FOREIGN, 1, 60000);
+
+  run_expect(&p, 75, ARGS("-u", url, "exec", "-w", "0", name, "--", "touch",
+                          ran));
+  ASSERT_BETWEEN(p.ended - p.started, 0, SCALED(1000));
+  assert_int_equal(count_lines(p.out[1]), 1);
+
+  run_expect(&p, 75, ARGS("-u", url, "exec", "-w", "500ms", name, "--",
+                          "touch", ran));
+  ASSERT_BETWEEN(p.ended - p.started, 500, SCALED(2500));
+  assert_int_equal(count_lines(p.out[1]), 1); /* not a terminal: silent */
+  assert_string_equal(p.out[0], "");
+
+  assert_false(file_exists(ran));
+  assert_int_equal(fx_hget(srv, name, FOREIGN), 1);
+  freeReplyObject(rt_cmd(srv, "DEL %s", name));
+}
+
+/* Several processes on one lock: each command runs alone, all of them run. */
+static void test_exec_processes_take_turns(void **state) {
+  (void)state;
+  enum { N = 4 };
+  char log[512], script[1200];
+  static proc p[N];
+  tmp_path(log, sizeof log, "turns.log");
+  snprintf(script, sizeof script,
+           "echo start $0 >> %s; sleep 0.2; echo end $0 >> %s", log, log);
+  const char *ids[N] = {"a", "b", "c", "d"};
+  for (int i = 0; i < N; i++)
+    proc_start(&p[i], ARGS("-u", url, "exec", "cli:turns", "--", "sh", "-c",
+                           script, ids[i]));
+  for (int i = 0; i < N; i++)
+    assert_int_equal(proc_wait(&p[i], SCALED(20000)), 0);
+
+  const char *s = slurp(log);
+  char seen[64] = "";
+  for (int i = 0; i < N; i++) {
+    char a[8], b[8];
+    int used = 0;
+    assert_int_equal(sscanf(s, "start %7s\nend %7s\n%n", a, b, &used), 2);
+    assert_string_equal(a, b); /* no other start between start and end */
+    assert_null(strstr(seen, a));
+    strcat(seen, a);
+    s += used;
+  }
+  assert_string_equal(s, "");
+}
+
+/* A waiting exec wakes when the holder releases, not at its lease's end. */
+static void test_exec_waiter_acquires_promptly(void **state) {
+  (void)state;
+  const char *name = "cli:handoff";
+  proc holder, waiter;
+  proc_start(&holder, ARGS("-u", url, "exec", name, "--", "sleep", "1"));
+  fx_wait_exists(srv, name, 1, SCALED(5000));
+  proc_start(&waiter, ARGS("-u", url, "exec", name, "--", "true"));
+  assert_int_equal(proc_wait(&holder, SCALED(10000)), 0);
+  assert_int_equal(proc_wait(&waiter, SCALED(10000)), 0);
+  ASSERT_BETWEEN(waiter.ended - holder.ended, 0, SCALED(1500));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
+}
+
+/* A terminal gets a progress line naming the holder; it is cleared. */
+static void test_exec_progress_on_terminal(void **state) {
+  (void)state;
+  const char *name = "cli:tty";
+  int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  assert_true(master >= 0);
+  assert_int_equal(grantpt(master), 0);
+  assert_int_equal(unlockpt(master), 0);
+  int slave = open(ptsname(master), O_RDWR | O_NOCTTY | O_CLOEXEC);
+  assert_true(slave >= 0);
+  hold_foreign(name, FOREIGN, 1, 60000);
+  proc p;
+  proc_opts o = {NULL, slave, 0};
+  proc_start_opts(&p, &o, ARGS("-u", url, "exec", "-w", "1500ms", name, "--",
+                               "true"));
+  close(slave);
+  assert_int_equal(proc_wait(&p, SCALED(10000)), 75);
+  char buf[8192];
+  size_t len = 0;
+  ssize_t n;
+  while (len < sizeof buf - 1 &&
+         (n = read(master, buf + len, sizeof buf - 1 - len)) > 0)
+    len += (size_t)n; /* ends with EIO once the slave side is all closed */
+  close(master);
+  buf[len] = '\0';
+  assert_non_null(strstr(buf, "\rrlock: waiting for 'cli:tty' held by "));
+  assert_non_null(strstr(buf, "(expires in "));
+  assert_non_null(strstr(buf, "is held by another owner"));
+  freeReplyObject(rt_cmd(srv, "DEL %s", name));
+}
+
+/* ---- signals ---------------------------------------------------------------- */
+
+/* INT, TERM and HUP reach the command; rlock exits with its status and
+ * releases the lock. */
+static void test_exec_forwards_signals(void **state) {
+  (void)state;
+  const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
+  const char *names[] = {"TERM", "INT", "HUP"};
+  const char *name = "cli:signal";
+  for (int i = 0; i < 3; i++) {
+    char got[512], ready[600], script[2048];
+    tmp_path(got, sizeof got, names[i]);
+    snprintf(ready, sizeof ready, "%s.ready", got);
+    snprintf(script, sizeof script,
+             "trap 'echo got > %s; kill $!; exit 7' %s; touch %s; "
+             "sleep 30 & wait", got, names[i], ready);
+    proc p;
+    proc_start(&p, ARGS("-u", url, "exec", name, "--", "sh", "-c", script));
+    wait_file(ready, SCALED(5000));
+    assert_int_equal(kill(p.pid, sigs[i]), 0);
+    assert_int_equal(proc_wait(&p, SCALED(5000)), 7);
+    assert_string_equal(slurp(got), "got\n");
+    assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
+  }
+}
+
+/* A signal while waiting ends the wait: 128+N, and COMMAND never runs. */
+static void test_exec_signal_while_waiting(void **state) {
+  (void)state;
+  const char *name = "cli:sigwait";
+  char ran[512];
+  tmp_path(ran, sizeof ran, "sigwait-ran");
+  hold_foreign(name, FOREIGN, 1, 60000);
+  proc p;
+  proc_start(&p, ARGS("-u", url, "exec", name, "--", "touch", ran));
+  rt_sleep_ms(300);
+  int64_t t0 = rt_now_ms();
+  assert_int_equal(kill(p.pid, SIGINT), 0);
+  assert_int_equal(proc_wait(&p, SCALED(5000)), 128 + SIGINT);
+  ASSERT_BETWEEN(p.ended - t0, 0, SCALED(1500));
+  assert_false(file_exists(ran));
+  assert_int_equal(fx_hget(srv, name, FOREIGN), 1);
+  freeReplyObject(rt_cmd(srv, "DEL %s", name));
+}
+
+/* A signal ignored when rlock starts (nohup) stays ignored, for rlock and
+ * for the command: neither dies of it, and the lock is used normally. */
+static void test_exec_keeps_ignored_signal_ignored(void **state) {
+  (void)state;
+  const char *name = "cli:nohup";
+  proc p;
+  proc_opts o = {NULL, -1, 1};
+  proc_start_opts(&p, &o, ARGS("-u", url, "exec", name, "--", "sh", "-c",
+                               "sleep 0.6; exit 5"));
+  fx_wait_exists(srv, name, 1, SCALED(5000));
+  assert_int_equal(kill(p.pid, SIGHUP), 0);
+  assert_int_equal(proc_wait(&p, SCALED(5000)), 5);
+  assert_string_equal(p.out[1], "");
+  assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
+}
+
+/* ---- status ------------------------------------------------------------------ */
+
+static void test_status_free(void **state) {
+  (void)state;
+  proc p;
+  run_expect(&p, 0, ARGS("-u", url, "status", "--json", "cli:free"));
+  assert_string_equal(p.out[0], "{\"name\": \"cli:free\", \"locked\": false, "
+                                "\"ttl_ms\": -2, \"holders\": []}\n");
+  assert_string_equal(p.out[1], "");
+  run_expect(&p, 0, ARGS("-u", url, "status", "cli:free"));
+  assert_string_equal(p.out[0], "cli:free: free\n");
+}
+
+/* The "ttl_ms" value of a status --json line. */
+static long long json_ttl(const char *json) {
+  const char *t = strstr(json, "\"ttl_ms\": ");
+  assert_non_null(t);
+  return strtoll(t + 10, NULL, 10);
+}
+
+/* While exec holds the lock, status reports exactly its owner field. */
+static void test_status_of_exec_holder(void **state) {
+  (void)state;
+  const char *name = "cli:held";
+  char want[256];
+  proc holder, p;
+  proc_start(&holder, ARGS("-u", url, "exec", name, "--", "sleep", "1"));
+  fx_wait_exists(srv, name, 1, SCALED(5000));
+  const char *field = only_field(name);
+  run_expect(&p, 0, ARGS("-u", url, "status", "--json", name));
+  snprintf(want, sizeof want,
+           "\"holders\": [{\"owner\": \"%s\", \"count\": 1}]}\n", field);
+  assert_non_null(strstr(p.out[0], "{\"name\": \"cli:held\", \"locked\": true"));
+  assert_non_null(strstr(p.out[0], want));
+  ASSERT_BETWEEN(json_ttl(p.out[0]), 20000, 30000);
+  assert_int_equal(count_lines(p.out[0]), 1);
+  assert_int_equal(proc_wait(&holder, SCALED(10000)), 0);
+}
+
+/* python3's json module must accept the output, names escaped right. */
+static void check_json_with_python(const char *json_file, const char *name) {
+  if (access("/usr/bin/python3", X_OK) != 0)
+    return; /* the C-side checks still ran */
+  const char *prog =
+      "import json,sys\n"
+      "d = json.load(open(sys.argv[1], encoding='utf-8'))\n"
+      "name = sys.argv[2].encode('utf-8', 'surrogateescape').decode()\n"
+      "assert d['name'] == name, d\n"
+      "assert d['locked'] is True and 50000 < d['ttl_ms'] <= 60000, d\n"
+      "assert d['holders'] == [{'owner': sys.argv[3], 'count': 2}], d\n";
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    execl("/usr/bin/python3", "python3", "-c", prog, json_file, name, FOREIGN,
+          (char *)NULL);
+    _exit(127);
+  }
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+static void test_status_json_escaping(void **state) {
+  (void)state;
+  const char *name = "cli:q\"b\\s\tc\x01 \xc3\xbc/\xe2\x82\xac";
+  char file[512];
+  proc p;
+  hold_foreign(name, FOREIGN, 2, 60000);
+  run_expect(&p, 0, ARGS("-u", url, "status", "--json", name));
+  assert_non_null(strstr(p.out[0], "{\"name\": \"cli:q\\\"b\\\\s\\tc\\u0001 "
+                                   "\xc3\xbc/\xe2\x82\xac\", \"locked\": true"));
+  assert_non_null(strstr(p.out[0], "\"holders\": [{\"owner\": \"" FOREIGN
+                                   "\", \"count\": 2}]}\n"));
+  FILE *f = fopen(tmp_path(file, sizeof file, "status.json"), "w");
+  assert_non_null(f);
+  fputs(p.out[0], f);
+  fclose(f);
+  check_json_with_python(file, name);
+
+  run_expect(&p, 0, ARGS("-u", url, "status", name));
+  assert_non_null(strstr(p.out[0], ": locked, expires in "));
+  assert_non_null(strstr(p.out[0], "\n  holder " FOREIGN " (2 holds)\n"));
+  freeReplyObject(rt_cmd(srv, "DEL %s", name));
+}
+
+/* ---- unlock --force -------------------------------------------------------- */
+
+static void test_unlock_force(void **state) {
+  (void)state;
+  const char *name = "cli:force";
+  proc holder, waiter, p;
+  proc_start(&holder, ARGS("-u", url, "exec", name, "--", "sleep", "20"));
+  fx_wait_exists(srv, name, 1, SCALED(5000));
+  proc_start(&waiter, ARGS("-u", url, "exec", name, "--", "true"));
+  rt_sleep_ms(300); /* the waiter is waiting */
+  run_expect(&p, 0, ARGS("-u", url, "unlock", "--force", name));
+  assert_int_equal(count_lines(p.out[0]), 1);
+  int64_t unlocked = p.ended;
+  assert_int_equal(proc_wait(&waiter, SCALED(5000)), 0);
+  ASSERT_BETWEEN(waiter.ended - unlocked, 0, SCALED(1500));
+
+  /* The holder's command goes on; when it ends, rlock says the lock was
+   * lost, and exits with the command's status (sleep killed by TERM). */
+  assert_int_equal(kill(holder.pid, SIGTERM), 0);
+  assert_int_equal(proc_wait(&holder, SCALED(5000)), 128 + SIGTERM);
+  assert_string_equal(holder.out[1], "rlock: warning: lock 'cli:force' was "
+                                     "lost while 'sleep' ran\n");
+
+  run_expect(&p, 1, ARGS("-u", url, "unlock", "--force", name));
+  assert_int_equal(count_lines(p.out[0]) + count_lines(p.out[1]), 1);
+  assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
+}
+
+/* ---- failures ------------------------------------------------------------- */
+
+static void test_unreachable_server(void **state) {
+  (void)state;
+  char ran[512];
+  proc p;
+  tmp_path(ran, sizeof ran, "unreachable-ran");
+  const char *const *cases[] = {
+      ARGS("-u", dead_url, "exec", "cli:x", "--", "touch", ran),
+      ARGS("-u", dead_url, "exec", "-w", "0", "cli:x", "--", "touch", ran),
+      ARGS("-u", dead_url, "status", "cli:x"),
+      ARGS("-u", dead_url, "status", "--json", "cli:x"),
+      ARGS("-u", dead_url, "unlock", "--force", "cli:x"),
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    run_expect(&p, 69, cases[i]);
+    assert_int_equal(count_lines(p.out[1]), 1);
+    assert_int_equal(strncmp(p.out[1], "rlock: ", 7), 0);
+    assert_string_equal(p.out[0], "");
+  }
+  assert_false(file_exists(ran));
+}
+
+static void test_wrong_type_key(void **state) {
+  (void)state;
+  const char *name = "cli:string";
+  proc p;
+  freeReplyObject(rt_cmd(srv, "SET %s not-a-lock", name));
+  const char *const *cases[] = {
+      ARGS("-u", url, "exec", name, "--", "true"),
+      ARGS("-u", url, "exec", "-w", "0", name, "--", "true"),
+      ARGS("-u", url, "status", name),
+      ARGS("-u", url, "status", "--json", name),
+      ARGS("-u", url, "unlock", "--force", name),
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    run_expect(&p, 65, cases[i]);
+    assert_int_equal(count_lines(p.out[1]), 1);
+    assert_string_equal(p.out[0], "");
+  }
+  redisReply *r = rt_cmd(srv, "GET %s", name);
+  assert_string_equal(r->str, "not-a-lock");
+  freeReplyObject(r);
+  freeReplyObject(rt_cmd(srv, "DEL %s", name));
+}
+
+/* Each is a usage error: 64, a reason and "Try 'rlock --help'.", nothing
+ * on stdout. $RLOCK_URL is a dead server, so none of them can get as far
+ * as doing anything. */
+static void test_usage_errors(void **state) {
+  (void)state;
+  static const char *const cases[][12] = {
+      {NULL},
+      {"frobnicate", "n"},
+      {"--bogus", "status", "n"},
+      {"-u", "redis://127.0.0.1:1", "-u", "redis://127.0.0.1:2", "status", "n"},
+      {"-u", "ftp://x", "status", "n"},
+      {"-u"},
+      {"--watchdog", "10ms", "status", "n"},
+      {"--watchdog", "0", "status", "n"},
+      {"exec"},
+      {"exec", "n"},
+      {"exec", "n", "--"},
+      {"exec", "--", "true"},
+      {"exec", "n", "true"},
+      {"exec", "n", "-w", "1s", "--", "true"},
+      {"exec", "-w", "5x", "n", "--", "true"},
+      {"exec", "-w", "-1s", "n", "--", "true"},
+      {"exec", "-w", "5", "n", "--", "true"},
+      {"exec", "-w", "1.5s", "n", "--", "true"},
+      {"exec", "-w", "", "n", "--", "true"},
+      {"exec", "-w", "99999999999999999999999ms", "n", "--", "true"},
+      {"exec", "-w", "8761h", "n", "--", "true"},
+      {"exec", "-l", "0", "n", "--", "true"},
+      {"exec", "-x", "n", "--", "true"},
+      {"exec", "--wait"},
+      {"status"},
+      {"status", "a", "b"},
+      {"status", "--json=yes", "a"},
+      {"unlock", "n"},
+      {"unlock", "--force"},
+  };
+  proc_opts o = {dead_url, -1, 0};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    proc p;
+    proc_start_opts(&p, &o, cases[i]);
+    proc_wait(&p, SCALED(10000));
+    if (p.status != 64 || count_lines(p.out[1]) != 2 ||
+        strstr(p.out[1], "\nTry 'rlock --help'.\n") == NULL || p.len[0] != 0)
+      fail_msg("case %zu (%s %s): exit %d; stdout: %s; stderr: %s", i,
+               cases[i][0] ? cases[i][0] : "", cases[i][0] && cases[i][1]
+               ? cases[i][1] : "", p.status, p.out[0], p.out[1]);
+  }
+}
+
+/* ---- help, version, environment ----------------------------------------------- */
+
+static void test_help_and_version(void **state) {
+  (void)state;
+  static const char *const cases[][3] = {
+      {"--help"}, {"-h"}, {"exec", "--help"}, {"exec", "-h"},
+      {"status", "--help"}, {"unlock", "--help"},
+  };
+  proc p;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    run_expect(&p, 0, cases[i]);
+    assert_string_equal(p.out[1], "");
+    assert_non_null(strstr(p.out[0], "Usage: rlock"));
+    assert_non_null(strstr(p.out[0], "Exit status:"));
+    assert_non_null(strstr(p.out[0], "  64 "));
+    assert_non_null(strstr(p.out[0], "  69 "));
+  }
+  run_expect(&p, 0, ARGS("exec", "--help"));
+  for (const char *const *s = ARGS("  75 ", "126", "127", "128+N"); *s; s++)
+    assert_non_null(strstr(p.out[0], *s));
+  char want[64];
+  snprintf(want, sizeof want, "rlock %s\n", rlock_version_string());
+  run_expect(&p, 0, ARGS("--version"));
+  assert_string_equal(p.out[0], want);
+}
+
+static void test_url_from_environment(void **state) {
+  (void)state;
+  proc p;
+  proc_opts env_ok = {url, -1, 0}, env_dead = {dead_url, -1, 0};
+  proc_start_opts(&p, &env_ok, ARGS("status", "cli:env"));
+  assert_int_equal(proc_wait(&p, SCALED(10000)), 0);
+  assert_string_equal(p.out[0], "cli:env: free\n");
+  proc_start_opts(&p, &env_dead, ARGS("status", "cli:env"));
+  assert_int_equal(proc_wait(&p, SCALED(10000)), 69);
+  proc_start_opts(&p, &env_dead, ARGS("-u", url, "status", "cli:env"));
+  assert_int_equal(proc_wait(&p, SCALED(10000)), 0); /* -u wins */
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_exec_holds_lock_while_command_runs),
+      cmocka_unit_test(test_exec_exit_statuses),
+      cmocka_unit_test(test_exec_lease_expiry_warns),
+      cmocka_unit_test(test_exec_watchdog_renews),
+      cmocka_unit_test(test_exec_wait_bounds),
+      cmocka_unit_test(test_exec_processes_take_turns),
+      cmocka_unit_test(test_exec_waiter_acquires_promptly),
+      cmocka_unit_test(test_exec_progress_on_terminal),
+      cmocka_unit_test(test_exec_forwards_signals),
+      cmocka_unit_test(test_exec_signal_while_waiting),
+      cmocka_unit_test(test_exec_keeps_ignored_signal_ignored),
+      cmocka_unit_test(test_status_free),
+      cmocka_unit_test(test_status_of_exec_holder),
+      cmocka_unit_test(test_status_json_escaping),
+      cmocka_unit_test(test_unlock_force),
+      cmocka_unit_test(test_unreachable_server),
+      cmocka_unit_test(test_wrong_type_key),
+      cmocka_unit_test(test_usage_errors),
+      cmocka_unit_test(test_help_and_version),
+      cmocka_unit_test(test_url_from_environment),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
