@@ -279,6 +279,11 @@ _Noreturn static void exec_child(const struct spawn_job *j)
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != j->parent)
         _exit(127);
 
+    /* A process group of its own: a signal a test sends to its own group
+       (kill(0, sig), or Ctrl-C at a terminal) does not reach the server
+       behind the harness's back; the handlers above take care of it. */
+    setpgid(0, 0);
+
     /* exec keeps the signal mask and ignored signals: reset both. */
     sigset_t none;
     sigemptyset(&none);

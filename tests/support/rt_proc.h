@@ -39,9 +39,9 @@ void rt_proc_release(int slot);
 /* The slot's live child, or 0. */
 pid_t rt_proc_pid(int slot);
 
-/* fork() + execve(bin, argv) on the spawner thread, with stdin /dev/null,
-   stdout and stderr on log_fd, no other inherited fd, default signal
-   dispositions and mask. The pid is in the slot from right after fork().
+/* fork() + execve(bin, argv) on the spawner thread, in a process group of
+   its own, with stdin /dev/null, stdout and stderr on log_fd, no other
+   inherited fd, default signal dispositions and mask. The pid is in the slot from right after fork().
    Returns the pid, or -errno. */
 int rt_proc_spawn(int slot, const char *bin, const char *const *argv, int log_fd);
 

@@ -19,7 +19,11 @@
  *    forking *thread* exits: servers may be started from short-lived threads.)
  *  - At exit(), and on SIGINT, SIGTERM, SIGHUP, SIGABRT, SIGSEGV and SIGBUS
  *    when the signal would terminate the process, every live server is
- *    SIGKILLed by pid and its directory removed.
+ *    SIGKILLed by pid and its directory removed. (When the test has its own
+ *    handler for such a signal, or cmocka does, that handler decides; if the
+ *    process dies, the servers still do, but their directories stay.)
+ *  - Each server runs in a process group of its own, so a signal a test
+ *    sends to its own group (kill(0, sig)) does not reach it.
  *  - A forked child (that does not exec) must call rt_forked_child() first
  *    and should leave with _exit(). The cleanup also checks that it runs in
  *    the process that started the servers, so a child that forgets can at
@@ -30,8 +34,8 @@
  *
  * Threading: rt_cmd(), rt_cmd_int(), rt_server_connect() and the getters may
  * be called from any thread, also while another thread stops or restarts the
- * server. The lifecycle calls (stop, kill, start_again, restart, free) on one
- * server must not race each other.
+ * server. The lifecycle calls (stop, kill, freeze, thaw, start_again,
+ * restart, free) on one server must not race each other.
  */
 #ifndef RT_SERVER_H
 #define RT_SERVER_H
@@ -112,8 +116,11 @@ long long rt_cmd_int(rt_server *s, const char *fmt, ...);
 
 /* Call in a freshly fork()ed child that does not exec: the child forgets the
    parent's servers, so its exit or death never touches them. The child may
-   still use rt_cmd()/rt_server_connect() on them, but must not start, stop
-   or free servers. */
+   still use rt_cmd()/rt_server_connect() on them (if no other thread of the
+   parent was inside rt_cmd() on the same server at the fork), but must not
+   start, stop, kill, freeze or thaw one. rt_server_free() in the child frees
+   just the child's copy of the object; worth doing before the child exits
+   under valgrind, which checks children for leaks too. */
 void rt_forked_child(void);
 
 #endif /* RT_SERVER_H */

@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,6 +31,13 @@ void rt_sleep_ms(int64_t ms)
     /* nanosleep() stores the time still to sleep in `left` on EINTR. */
     while (nanosleep(&left, &left) != 0 && errno == EINTR) {
     }
+}
+
+int64_t rt_scaled_ms(int64_t ms)
+{
+    const char *env = getenv("RLOCK_TEST_TIME_SCALE");
+    long long k = env ? atoll(env) : 1;
+    return ms * (k > 0 ? k : 1);
 }
 
 /*

@@ -17,6 +17,11 @@ int64_t rt_now_us(void);
    when a signal handler interrupts it. */
 void rt_sleep_ms(int64_t ms);
 
+/* An upper bound for a timing assertion: ms times $RLOCK_TEST_TIME_SCALE
+   (a positive integer, default 1), which slow instrumented builds set.
+   Lower bounds must not be scaled. */
+int64_t rt_scaled_ms(int64_t ms);
+
 /*
  * A TCP port on 127.0.0.1 that was free a moment ago: the kernel picks it for
  * a socket bound to port 0, which is then closed. Another process may take
