@@ -32,15 +32,6 @@ static inline void fx_check(int rc, int code, const char *expr,
 #define RC(expr, code) fx_check((expr), (code), #expr, __FILE__, __LINE__)
 #define OK(expr) RC(expr, RLOCK_OK)
 
-/* Upper bounds on durations are multiplied by $RLOCK_TEST_TIME_SCALE
- * (default 1) so instrumented builds (valgrind, TSan) keep testing the
- * behaviour; lower bounds never move. */
-static inline long long fx_scale(long long hi) {
-  const char *s = getenv("RLOCK_TEST_TIME_SCALE");
-  long long k = s ? atoll(s) : 1;
-  return hi * (k > 0 ? k : 1);
-}
-
 /* Assert a value lies in [lo, hi]. */
 #define ASSERT_RANGE(v, lo, hi)                                                \
   do {                                                                         \
@@ -50,8 +41,9 @@ static inline long long fx_scale(long long hi) {
                (long long)(lo), (long long)(hi));                              \
   } while (0)
 
-/* Assert an elapsed time in ms lies in [lo, hi * time scale]. */
-#define ASSERT_BETWEEN(v, lo, hi) ASSERT_RANGE(v, lo, fx_scale(hi))
+/* Assert an elapsed time in ms lies in [lo, hi]; the upper bound stretches
+ * by $RLOCK_TEST_TIME_SCALE for instrumented builds, the lower never. */
+#define ASSERT_BETWEEN(v, lo, hi) ASSERT_RANGE(v, lo, rt_scaled_ms(hi))
 
 /* A client for `srv` with the given watchdog timeout (0: default). */
 static inline rlock_client *fx_client_opts(const char *url, int64_t watchdog,
