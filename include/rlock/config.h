@@ -76,6 +76,16 @@ RLOCK_EXTERN int rlock_config_set_watchdog_timeout_ms(rlock_config *cfg,
                                                       int64_t ms);
 
 /**
+ * How long a fair-lock waiter that gave no wait time of its own may stay
+ * queued: its deadline in the queue is this far behind the waiter ahead
+ * of it (Redisson's fairLockWaitTimeout). A waiter not granted the lock by
+ * its deadline (a crashed one, say) is dropped from the queue; a live one
+ * re-queues at the tail. 1 ms to RLOCK_MAX_DURATION_MS. Default 300000 ms.
+ */
+RLOCK_EXTERN int rlock_config_set_fair_wait_timeout_ms(rlock_config *cfg,
+                                                       int64_t ms);
+
+/**
  * Most connections the client opens for commands (the subscriber
  * connection is extra). A caller that finds them all busy waits for one,
  * bounded by the command timeout. 1 to 1024. Default 64.

@@ -56,6 +56,19 @@ RLOCK_EXTERN int rlock_lock_new(rlock_lock **out, rlock_client *client,
                                 const char *name);
 
 /**
+ * Create a fair lock object for `name`: the same operations as a lock made
+ * by rlock_lock_new(), but waiters acquire in the order they arrived
+ * (Redisson's RFairLock). Waiters queue in "redisson_lock_queue:{<name>}"
+ * with deadlines in "redisson_lock_timeout:{<name>}" (epoch ms, so hosts
+ * sharing a fair lock need synchronised clocks); a release notifies only
+ * the head waiter, on "redisson_lock__channel:{<name>}:<owner>". A try with
+ * wait 0 never queues; a waiter that gives up leaves the queue at once.
+ * Does no I/O. Same return codes as rlock_lock_new().
+ */
+RLOCK_EXTERN int rlock_lock_new_fair(rlock_lock **out, rlock_client *client,
+                                     const char *name);
+
+/**
  * Free a lock object. Holds taken through it are not released (they are
  * held by the thread, not the object). NULL is accepted and ignored.
  */
@@ -151,7 +164,7 @@ RLOCK_EXTERN int rlock_lock_inspect(rlock_lock_info **out, rlock_lock *lock);
 RLOCK_EXTERN int rlock_lock_info_locked(const rlock_lock_info *info);
 /** TTL in ms at the time of the snapshot (-2 absent, -1 no expiry). */
 RLOCK_EXTERN int64_t rlock_lock_info_ttl_ms(const rlock_lock_info *info);
-/** Number of holders in the snapshot (0 or 1 for a reentrant lock). */
+/** Number of holders in the snapshot (0 or 1 for a reentrant or fair lock). */
 RLOCK_EXTERN size_t rlock_lock_info_holder_count(const rlock_lock_info *info);
 /** Owner field of holder `i`, or NULL when out of range. Borrowed. */
 RLOCK_EXTERN const char *rlock_lock_info_holder_owner(
@@ -159,6 +172,15 @@ RLOCK_EXTERN const char *rlock_lock_info_holder_owner(
 /** Hold count of holder `i`, or 0 when out of range. */
 RLOCK_EXTERN int64_t rlock_lock_info_holder_holds(const rlock_lock_info *info,
                                                   size_t i);
+/** Number of queued waiters in the snapshot (fair locks; else 0). */
+RLOCK_EXTERN size_t rlock_lock_info_queue_count(const rlock_lock_info *info);
+/** Owner field of queued waiter `i` (0 = next in line), or NULL. Borrowed. */
+RLOCK_EXTERN const char *rlock_lock_info_queue_owner(
+    const rlock_lock_info *info, size_t i);
+/** Milliseconds left before waiter `i`'s deadline in the queue (past it, a
+ * waiter is dropped when the queue is next touched); 0 when out of range. */
+RLOCK_EXTERN int64_t rlock_lock_info_queue_deadline_ms(
+    const rlock_lock_info *info, size_t i);
 /** Free a snapshot. NULL is accepted and ignored. */
 RLOCK_EXTERN void rlock_lock_info_free(rlock_lock_info *info);
 

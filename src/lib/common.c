@@ -58,6 +58,12 @@ int64_t rlock__now_us(void) {
   return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+int64_t rlock__epoch_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int64_t rlock__deadline_after_ms(int64_t ms) {
   if (ms < 0)
     return INT64_MAX;

@@ -25,6 +25,10 @@ int rlock__err(int code, const char *fmt, ...) RLOCK_PRINTF(2, 3);
 /* Monotonic clock. Every lease, TTL and timeout in the library uses it. */
 int64_t rlock__now_us(void);
 
+/* Wall-clock epoch milliseconds. Used only where Redis needs it: the fair
+ * lock's queue deadlines, which Java clients share. */
+int64_t rlock__epoch_ms(void);
+
 /* A deadline `ms` from now in monotonic microseconds; ms < 0 means none
  * (INT64_MAX). */
 int64_t rlock__deadline_after_ms(int64_t ms);

@@ -15,6 +15,7 @@ int rlock__config_defaults(rlock_config *cfg) {
   cfg->connect_timeout_ms = 2000;
   cfg->command_timeout_ms = 3000;
   cfg->watchdog_timeout_ms = 30000;
+  cfg->fair_wait_timeout_ms = 300000;
   cfg->pool_size = 64;
   return rlock__endpoint_parse(&cfg->endpoint, RLOCK_DEFAULT_URL);
 }
@@ -97,6 +98,14 @@ int rlock_config_set_watchdog_timeout_ms(rlock_config *cfg, int64_t ms) {
   int rc = check_range("watchdog timeout", ms, 30, RLOCK_MAX_DURATION_MS);
   if (rc == RLOCK_OK)
     cfg->watchdog_timeout_ms = ms;
+  return rc;
+}
+
+int rlock_config_set_fair_wait_timeout_ms(rlock_config *cfg, int64_t ms) {
+  CHECK_CFG(cfg, "rlock_config_set_fair_wait_timeout_ms");
+  int rc = check_range("fair wait timeout", ms, 1, RLOCK_MAX_DURATION_MS);
+  if (rc == RLOCK_OK)
+    cfg->fair_wait_timeout_ms = ms;
   return rc;
 }
 

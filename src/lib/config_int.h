@@ -16,6 +16,7 @@ struct rlock_config {
   int64_t connect_timeout_ms;
   int64_t command_timeout_ms;
   int64_t watchdog_timeout_ms;
+  int64_t fair_wait_timeout_ms;
   int pool_size;
   rlock_lost_fn lost_fn;
   void *lost_userdata;

@@ -1,6 +1,7 @@
 /*
- * lock.c - the reentrant lock (Redisson RLock): object lifecycle, the
- * acquire attempt, release and force release.
+ * lock.c - lock objects and the operations every kind shares (acquire
+ * entry points, release, force release, check); and the reentrant kind
+ * (Redisson RLock): its attempt, release and force-release scripts.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -13,6 +14,14 @@
 
 #define UNLOCK_MESSAGE "0"
 
+int rlock__lock_script(rlock_lock *l, const rlock__script *s, int nkeys,
+                       int nargs, const char **kv, redisReply **out) {
+  int rc = rlock__cmd_script(l->client, s, nkeys, nargs, kv, NULL, out);
+  return rc == RLOCK_OK ? rc : rlock__wrongtype(l, rc);
+}
+
+/* ---- the reentrant kind ------------------------------------------------ */
+
 static int attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
                    int64_t wait_ms, int64_t *ttl_ms) {
   (void)wait_ms;
@@ -20,8 +29,7 @@ static int attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
   snprintf(lease, sizeof lease, "%" PRId64, lease_ms);
   const char *kv[3] = {l->name, lease, owner};
   redisReply *r;
-  int rc = rlock__cmd_script(l->client, &rlock__script_lock_acquire, 1, 2, kv,
-                             NULL, &r);
+  int rc = rlock__lock_script(l, &rlock__script_lock_acquire, 1, 2, kv, &r);
   if (rc != RLOCK_OK)
     return rc;
   if (r->type == REDIS_REPLY_NIL) {
@@ -43,12 +51,36 @@ static const char *channel(rlock_lock *l, const char *owner, char *buf,
   return l->channel;
 }
 
-static const rlock__kind reentrant_kind = {"lock", attempt, channel, NULL};
+static int release(rlock_lock *l, const char *owner, int64_t keep_ms,
+                   redisReply **out) {
+  char keep[24];
+  snprintf(keep, sizeof keep, "%" PRId64, keep_ms);
+  const char *kv[6] = {l->name, l->channel, UNLOCK_MESSAGE, keep, owner,
+                       "PUBLISH"};
+  return rlock__lock_script(l, &rlock__script_lock_release, 2, 4, kv, out);
+}
 
-int rlock_lock_new(rlock_lock **out, rlock_client *client, const char *name) {
+static int force_release(rlock_lock *l, redisReply **out) {
+  const char *kv[4] = {l->name, l->channel, UNLOCK_MESSAGE, "PUBLISH"};
+  return rlock__lock_script(l, &rlock__script_lock_force_release, 2, 2, kv,
+                            out);
+}
+
+static int inspect(rlock_lock *l, redisReply **out) {
+  const char *kv[1] = {l->name};
+  return rlock__lock_script(l, &rlock__script_lock_inspect, 1, 0, kv, out);
+}
+
+static const rlock__kind reentrant_kind = {
+    "lock", attempt, channel, NULL, release, force_release, inspect};
+
+/* ---- lock objects ------------------------------------------------------ */
+
+int rlock__lock_alloc(rlock_lock **out, rlock_client *client, const char *name,
+                      const rlock__kind *kind, int fair) {
   if (out == NULL || client == NULL)
-    return rlock__err(RLOCK_EINVAL, "rlock_lock_new: %s is NULL",
-                      out ? "client" : "out");
+    return rlock__err(RLOCK_EINVAL, "cannot create a %s: %s is NULL",
+                      kind->label, out ? "client" : "out");
   *out = NULL;
   int rc = rlock__name_check(name, "lock name");
   if (rc != RLOCK_OK)
@@ -57,10 +89,15 @@ int rlock_lock_new(rlock_lock **out, rlock_client *client, const char *name) {
   if (l == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   l->client = client;
-  l->kind = &reentrant_kind;
+  l->kind = kind;
   l->name = rlock__strdup(name);
   l->channel = rlock__name_prefixed("redisson_lock__channel", name);
-  if (l->name == NULL || l->channel == NULL) {
+  if (fair) {
+    l->queue = rlock__name_prefixed("redisson_lock_queue", name);
+    l->timeouts = rlock__name_prefixed("redisson_lock_timeout", name);
+  }
+  if (l->name == NULL || l->channel == NULL ||
+      (fair && (l->queue == NULL || l->timeouts == NULL))) {
     rlock_lock_free(l);
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   }
@@ -68,11 +105,17 @@ int rlock_lock_new(rlock_lock **out, rlock_client *client, const char *name) {
   return RLOCK_OK;
 }
 
+int rlock_lock_new(rlock_lock **out, rlock_client *client, const char *name) {
+  return rlock__lock_alloc(out, client, name, &reentrant_kind, 0);
+}
+
 void rlock_lock_free(rlock_lock *l) {
   if (l == NULL)
     return;
   free(l->name);
   free(l->channel);
+  free(l->queue);
+  free(l->timeouts);
   free(l);
 }
 
@@ -93,16 +136,18 @@ int rlock_lock_try_acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms) {
   return rlock__acquire(l, wait_ms, lease_ms);
 }
 
-/* Interpret the release script's answer given what we knew locally. */
+/* Interpret a release script's answer given what we knew locally. */
 static int release_result(rlock_lock *l, const char *owner, int state,
                           const redisReply *r) {
-  if (r->type == REDIS_REPLY_NIL) {
-    if (state == RLOCK__HOLD_NONE)
-      return rlock__err(RLOCK_ENOTHELD, "lock '%s' is not held by this "
-                        "thread (%s)", l->name, owner);
-    return rlock__err(RLOCK_ELOST, "lock '%s' was lost before release: it "
-                      "expired or was deleted while held", l->name);
-  }
+  int gone = r->type == REDIS_REPLY_NIL ||
+             (r->type == REDIS_REPLY_INTEGER && r->integer == 2);
+  if (gone && state == RLOCK__HOLD_NONE)
+    return rlock__err(RLOCK_ENOTHELD, "%s '%s' is not held by this thread "
+                      "(%s)", l->kind->label, l->name, owner);
+  if (gone)
+    return rlock__err(RLOCK_ELOST, "%s '%s' was lost before release: it "
+                      "expired or was deleted while held", l->kind->label,
+                      l->name);
   if (r->type != REDIS_REPLY_INTEGER)
     return rlock__err(RLOCK_EPROTO, "unlock script returned reply type %d",
                       r->type);
@@ -114,20 +159,16 @@ static int release_result(rlock_lock *l, const char *owner, int state,
 int rlock_lock_release(rlock_lock *l) {
   if (l == NULL)
     return rlock__err(RLOCK_EINVAL, "lock is NULL");
-  char owner[RLOCK_OWNER_MAX], keep[24];
+  char owner[RLOCK_OWNER_MAX];
   rlock__owner(l->client, owner);
   int state;
   int64_t keep_ms;
   /* Stop renewal first: a release must never be outlived by renewal. */
   rlock__hold_pop(l->client, l->name, owner, &state, &keep_ms);
-  snprintf(keep, sizeof keep, "%" PRId64, keep_ms);
-  const char *kv[6] = {l->name, l->channel, UNLOCK_MESSAGE, keep, owner,
-                       "PUBLISH"};
   redisReply *r;
-  int rc = rlock__cmd_script(l->client, &rlock__script_lock_release, 2, 4, kv,
-                             NULL, &r);
+  int rc = l->kind->release(l, owner, keep_ms, &r);
   if (rc != RLOCK_OK)
-    return rlock__wrongtype(l, rc);
+    return rc;
   rc = release_result(l, owner, state, r);
   freeReplyObject(r);
   return rc;
@@ -137,12 +178,10 @@ int rlock_lock_force_release(int *deleted, rlock_lock *l) {
   if (l == NULL)
     return rlock__err(RLOCK_EINVAL, "lock is NULL");
   rlock__hold_mark_lost(l->client, l->name);
-  const char *kv[4] = {l->name, l->channel, UNLOCK_MESSAGE, "PUBLISH"};
   redisReply *r;
-  int rc = rlock__cmd_script(l->client, &rlock__script_lock_force_release, 2,
-                             2, kv, NULL, &r);
+  int rc = l->kind->force_release(l, &r);
   if (rc != RLOCK_OK)
-    return rlock__wrongtype(l, rc);
+    return rc;
   if (r->type != REDIS_REPLY_INTEGER)
     rc = rlock__err(RLOCK_EPROTO, "force-unlock script returned type %d",
                     r->type);

@@ -28,14 +28,35 @@ typedef struct rlock__kind {
                          size_t size);
   /* Called when a waiting acquisition gives up; may be NULL. */
   void (*give_up)(rlock_lock *l, const char *owner, int64_t wait_ms);
+  /* Run the release script: reply nil (not held), 0 (holds remain), 1
+   * (deleted) or 2 (the lock was already gone). */
+  int (*release)(rlock_lock *l, const char *owner, int64_t keep_ms,
+                 redisReply **out);
+  /* Run the force-release script: reply 1 (deleted) or 0. */
+  int (*force_release)(rlock_lock *l, redisReply **out);
+  /* Run the inspect script: reply {type, pttl, nfields, fields...,
+   * then queue owner/ms-left pairs}. */
+  int (*inspect)(rlock_lock *l, redisReply **out);
 } rlock__kind;
 
 struct rlock_lock {
   rlock_client *client;
   const rlock__kind *kind;
   char *name;
-  char *channel; /* redisson_lock__channel:{name} */
+  char *channel;  /* redisson_lock__channel:{name} */
+  char *queue;    /* fair lock: redisson_lock_queue:{name}, else NULL */
+  char *timeouts; /* fair lock: redisson_lock_timeout:{name}, else NULL */
 };
+
+/* Allocate a lock of `kind` with its name and channel (and, when
+ * `fair`, its queue and deadline keys). */
+int rlock__lock_alloc(rlock_lock **out, rlock_client *client, const char *name,
+                      const rlock__kind *kind, int fair);
+
+/* Run a script with kv of the lock's keys and arguments; maps WRONGTYPE to
+ * a message naming the lock. */
+int rlock__lock_script(rlock_lock *l, const rlock__script *s, int nkeys,
+                       int nargs, const char **kv, redisReply **out);
 
 /* Validate durations for the public API. */
 int rlock__check_wait(int64_t wait_ms);

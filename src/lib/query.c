@@ -8,12 +8,19 @@
 #include "common.h"
 #include "lock_int.h"
 
+/* One list of owners with a number each: holders with their hold
+ * counts, or queued waiters with the ms left before their deadline. */
+typedef struct owner_list {
+  size_t n;
+  char **owners;
+  int64_t *values;
+} owner_list;
+
 struct rlock_lock_info {
   int locked;
   int64_t ttl_ms;
-  size_t nholders;
-  char **owners;
-  int64_t *holds;
+  owner_list holders;
+  owner_list queue;
 };
 
 /* Run a plain command about the lock; maps WRONGTYPE to a clear message. */
@@ -85,40 +92,51 @@ int rlock_lock_ttl(int64_t *ttl_ms, rlock_lock *l) {
   return RLOCK_OK;
 }
 
-/* Fill holders from the field/value pairs after {type, pttl}. */
-static int fill_holders(rlock_lock_info *info, const redisReply *r) {
-  size_t pairs = (r->elements - 2) / 2;
-  info->owners = calloc(pairs ? pairs : 1, sizeof *info->owners);
-  info->holds = calloc(pairs ? pairs : 1, sizeof *info->holds);
-  if (info->owners == NULL || info->holds == NULL)
+/* Fill `list` from the `pairs` owner/value pairs starting at element
+ * `from` (values are integers or decimal strings). */
+static int fill_list(owner_list *list, const redisReply *r, size_t from,
+                     size_t pairs) {
+  list->owners = calloc(pairs ? pairs : 1, sizeof *list->owners);
+  list->values = calloc(pairs ? pairs : 1, sizeof *list->values);
+  if (list->owners == NULL || list->values == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   for (size_t i = 0; i < pairs; i++) {
-    const redisReply *f = r->element[2 + 2 * i], *v = r->element[3 + 2 * i];
-    if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
-      return rlock__err(RLOCK_EPROTO, "inspect returned a non-string field");
-    if ((info->owners[i] = rlock__strndup(f->str, f->len)) == NULL)
+    const redisReply *f = r->element[from + 2 * i];
+    const redisReply *v = r->element[from + 2 * i + 1];
+    if (f->type != REDIS_REPLY_STRING ||
+        (v->type != REDIS_REPLY_STRING && v->type != REDIS_REPLY_INTEGER))
+      return rlock__err(RLOCK_EPROTO, "inspect returned a malformed entry");
+    if ((list->owners[i] = rlock__strndup(f->str, f->len)) == NULL)
       return rlock__err(RLOCK_ENOMEM, "out of memory");
-    info->holds[i] = strtoll(v->str, NULL, 10);
-    info->nholders++;
+    list->values[i] = v->type == REDIS_REPLY_INTEGER ? v->integer
+                                                     : strtoll(v->str, NULL, 10);
+    list->n++;
   }
-  info->locked = 1;
   return RLOCK_OK;
 }
 
 static int parse_inspect(rlock_lock *l, const redisReply *r,
                          rlock_lock_info *info) {
-  if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
+  if (r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
       r->element[0]->type != REDIS_REPLY_STRING ||
-      r->element[1]->type != REDIS_REPLY_INTEGER)
+      r->element[1]->type != REDIS_REPLY_INTEGER ||
+      r->element[2]->type != REDIS_REPLY_INTEGER ||
+      r->element[2]->integer < 0 ||
+      (size_t)r->element[2]->integer > r->elements - 3 ||
+      (r->elements - 3 - (size_t)r->element[2]->integer) % 2 != 0)
     return rlock__err(RLOCK_EPROTO, "inspect returned an unexpected reply");
   const char *type = r->element[0]->str;
+  size_t nfields = (size_t)r->element[2]->integer;
   info->ttl_ms = r->element[1]->integer;
-  if (strcmp(type, "none") == 0)
-    return RLOCK_OK;
-  if (strcmp(type, "hash") != 0)
-    return rlock__err(RLOCK_EWRONGTYPE, "key '%s' holds a %s, not a lock",
-                      l->name, type);
-  return fill_holders(info, r);
+  if (strcmp(type, "none") != 0 && strcmp(type, "hash") != 0)
+    return rlock__err(RLOCK_EWRONGTYPE, "key '%s' holds a %s, not a %s",
+                      l->name, type, l->kind->label);
+  info->locked = strcmp(type, "hash") == 0;
+  int rc = fill_list(&info->holders, r, 3, nfields / 2);
+  if (rc == RLOCK_OK)
+    rc = fill_list(&info->queue, r, 3 + nfields,
+                   (r->elements - 3 - nfields) / 2);
+  return rc;
 }
 
 int rlock_lock_inspect(rlock_lock_info **out, rlock_lock *l) {
@@ -129,10 +147,8 @@ int rlock_lock_inspect(rlock_lock_info **out, rlock_lock *l) {
   rlock_lock_info *info = calloc(1, sizeof *info);
   if (info == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
-  const char *kv[1] = {l->name};
   redisReply *r;
-  int rc = rlock__cmd_script(l->client, &rlock__script_lock_inspect, 1, 0, kv,
-                             NULL, &r);
+  int rc = l->kind->inspect(l, &r);
   if (rc == RLOCK_OK) {
     rc = parse_inspect(l, r, info);
     freeReplyObject(r);
@@ -154,24 +170,43 @@ int64_t rlock_lock_info_ttl_ms(const rlock_lock_info *info) {
 }
 
 size_t rlock_lock_info_holder_count(const rlock_lock_info *info) {
-  return info ? info->nholders : 0;
+  return info ? info->holders.n : 0;
 }
 
 const char *rlock_lock_info_holder_owner(const rlock_lock_info *info,
                                          size_t i) {
-  return info && i < info->nholders ? info->owners[i] : NULL;
+  return info && i < info->holders.n ? info->holders.owners[i] : NULL;
 }
 
 int64_t rlock_lock_info_holder_holds(const rlock_lock_info *info, size_t i) {
-  return info && i < info->nholders ? info->holds[i] : 0;
+  return info && i < info->holders.n ? info->holders.values[i] : 0;
+}
+
+size_t rlock_lock_info_queue_count(const rlock_lock_info *info) {
+  return info ? info->queue.n : 0;
+}
+
+const char *rlock_lock_info_queue_owner(const rlock_lock_info *info,
+                                        size_t i) {
+  return info && i < info->queue.n ? info->queue.owners[i] : NULL;
+}
+
+int64_t rlock_lock_info_queue_deadline_ms(const rlock_lock_info *info,
+                                          size_t i) {
+  return info && i < info->queue.n ? info->queue.values[i] : 0;
+}
+
+static void list_free(owner_list *list) {
+  for (size_t i = 0; i < list->n; i++)
+    free(list->owners[i]);
+  free(list->owners);
+  free(list->values);
 }
 
 void rlock_lock_info_free(rlock_lock_info *info) {
   if (info == NULL)
     return;
-  for (size_t i = 0; i < info->nholders; i++)
-    free(info->owners[i]);
-  free(info->owners);
-  free(info->holds);
+  list_free(&info->holders);
+  list_free(&info->queue);
   free(info);
 }

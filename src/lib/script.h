@@ -21,5 +21,10 @@ extern const rlock__script rlock__script_lock_release;
 extern const rlock__script rlock__script_lock_force_release;
 extern const rlock__script rlock__script_lock_inspect;
 extern const rlock__script rlock__script_renew;
+extern const rlock__script rlock__script_fair_acquire;
+extern const rlock__script rlock__script_fair_release;
+extern const rlock__script rlock__script_fair_force_release;
+extern const rlock__script rlock__script_fair_leave;
+extern const rlock__script rlock__script_fair_inspect;
 
 #endif /* RLOCK_SCRIPT_H */

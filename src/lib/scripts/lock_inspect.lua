@@ -1,10 +1,12 @@
 -- Snapshot a lock atomically. KEYS[1] lock name.
--- Returns {type, pttl, field1, value1, field2, value2, ...}; type is
--- 'none' for an absent key and any other type name for a foreign key.
+-- Returns {type, pttl, nfields, field1, value1, ...}; type is 'none' for
+-- an absent key and any other type name for a foreign key. (The fair
+-- lock's inspect appends its queue after the fields.)
 local t = redis.call('type', KEYS[1]).ok
-local out = {t, redis.call('pttl', KEYS[1])}
+local out = {t, redis.call('pttl', KEYS[1]), 0}
 if t == 'hash' then
   local h = redis.call('hgetall', KEYS[1])
+  out[3] = #h
   for i = 1, #h do
     out[#out + 1] = h[i]
   end

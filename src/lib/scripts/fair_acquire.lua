@@ -1,0 +1,71 @@
+-- Acquire the fair lock (Redisson RFairLock layout), queueing if needed.
+-- KEYS[1] lock name, KEYS[2] queue redisson_lock_queue:{name},
+-- KEYS[3] deadlines redisson_lock_timeout:{name}, KEYS[4] channel prefix
+-- redisson_lock__channel:{name}.
+-- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] wait ms (the waiter's own
+-- budget, or the fair wait timeout), ARGV[4] now (epoch ms), ARGV[5]
+-- publish command, ARGV[6] "1" to queue, "0" to try once without queueing.
+-- Returns nil when acquired; otherwise how long to sleep at most (ms)
+-- before trying again. Unlike Redisson, a queued waiter that finds the
+-- lock free while another waiter is at the head is told to wait for the
+-- head's deadline instead of 0, so it sleeps (until notified) rather than
+-- spinning.
+local now = tonumber(ARGV[4])
+local purged = false
+while true do
+  local head = redis.call('lindex', KEYS[2], 0)
+  if head == false then break end
+  local deadline = tonumber(redis.call('zscore', KEYS[3], head))
+  if deadline == nil or deadline > now then break end
+  redis.call('zrem', KEYS[3], head)
+  redis.call('lpop', KEYS[2])
+  purged = true
+end
+
+local lock_free = redis.call('exists', KEYS[1]) == 0
+local head = redis.call('lindex', KEYS[2], 0)
+if lock_free and (head == false or head == ARGV[2]) then
+  redis.call('lpop', KEYS[2])
+  redis.call('zrem', KEYS[3], ARGV[2])
+  local waiters = redis.call('zrange', KEYS[3], 0, -1)
+  for i = 1, #waiters do
+    redis.call('zincrby', KEYS[3], -tonumber(ARGV[3]), waiters[i])
+  end
+  redis.call('hset', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+if purged and lock_free and head ~= false then
+  redis.call(ARGV[5], KEYS[4] .. ':' .. head, '0')
+end
+if ARGV[6] == '0' then
+  return 1
+end
+
+local function hint(ms)
+  if ms < 1 then return 1 end
+  return ms
+end
+if redis.call('zscore', KEYS[3], ARGV[2]) ~= false then
+  if not lock_free then
+    return hint(redis.call('pttl', KEYS[1]))
+  end
+  return hint(tonumber(redis.call('zscore', KEYS[3], head)) - now)
+end
+
+local base
+local last = redis.call('lindex', KEYS[2], -1)
+if last ~= false and last ~= ARGV[2] then
+  base = tonumber(redis.call('zscore', KEYS[3], last)) - now
+else
+  base = redis.call('pttl', KEYS[1])
+end
+if redis.call('zadd', KEYS[3], base + tonumber(ARGV[3]) + now, ARGV[2]) == 1 then
+  redis.call('rpush', KEYS[2], ARGV[2])
+end
+return hint(base)

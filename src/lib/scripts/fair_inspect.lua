@@ -1,0 +1,19 @@
+-- Snapshot a fair lock atomically. KEYS[1] lock, KEYS[2] queue, KEYS[3]
+-- deadlines. ARGV[1] now (epoch ms).
+-- Returns {type, pttl, nfields, field1, value1, ..., owner1, left1, ...}
+-- where the queue follows in order, each waiter with the milliseconds
+-- left before its deadline.
+local t = redis.call('type', KEYS[1]).ok
+local out = {t, redis.call('pttl', KEYS[1]), 0}
+if t == 'hash' then
+  local h = redis.call('hgetall', KEYS[1])
+  out[3] = #h
+  for i = 1, #h do out[#out + 1] = h[i] end
+end
+local queue = redis.call('lrange', KEYS[2], 0, -1)
+for i = 1, #queue do
+  local deadline = redis.call('zscore', KEYS[3], queue[i])
+  out[#out + 1] = queue[i]
+  out[#out + 1] = deadline and (tonumber(deadline) - tonumber(ARGV[1])) or -1
+end
+return out

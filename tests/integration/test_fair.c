@@ -1,0 +1,534 @@
+/* Integration: the fair lock — strict FIFO across threads and processes,
+ * waiters that crash or give up, no spinning, and interop with Redisson's
+ * fair-lock scripts as seed 002 quotes them. */
+#include "fixture.h"
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+/* RedissonFairLock.tryLockInnerAsync (seed 002; the article's rendering
+ * dropped "redis.call", restored here). KEYS name, queue, timeouts; ARGV
+ * lease, owner, wait, now. */
+static const char *JAVA_FAIR_LOCK =
+    "while true do "
+    "local firstThreadId2 = redis.call('lindex', KEYS[2], 0);"
+    "if firstThreadId2 == false then break; end;"
+    "local timeout = tonumber(redis.call('zscore', KEYS[3], firstThreadId2));"
+    "if timeout <= tonumber(ARGV[4]) then "
+    "redis.call('zrem', KEYS[3], firstThreadId2);"
+    "redis.call('lpop', KEYS[2]);"
+    "else break; end; end;"
+    "if (redis.call('exists', KEYS[1]) == 0) "
+    "and ((redis.call('exists', KEYS[2]) == 0) "
+    "or (redis.call('lindex', KEYS[2], 0) == ARGV[2])) then "
+    "redis.call('lpop', KEYS[2]);"
+    "redis.call('zrem', KEYS[3], ARGV[2]);"
+    "local keys = redis.call('zrange', KEYS[3], 0, -1);"
+    "for i = 1, #keys, 1 do "
+    "redis.call('zincrby', KEYS[3], -tonumber(ARGV[3]), keys[i]);"
+    "end;"
+    "redis.call('hset', KEYS[1], ARGV[2], 1);"
+    "redis.call('pexpire', KEYS[1], ARGV[1]);"
+    "return nil;"
+    "end;"
+    "if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then "
+    "redis.call('hincrby', KEYS[1], ARGV[2],1);"
+    "redis.call('pexpire', KEYS[1], ARGV[1]);"
+    "return nil;"
+    "end;"
+    "local timeout = redis.call('zscore', KEYS[3], ARGV[2]);"
+    "if timeout ~= false then "
+    "return timeout - tonumber(ARGV[3]) - tonumber(ARGV[4]);"
+    "end;"
+    "local lastThreadId = redis.call('lindex', KEYS[2], -1);"
+    "local ttl;"
+    "if lastThreadId ~= false and lastThreadId ~= ARGV[2] then "
+    "ttl = tonumber(redis.call('zscore', KEYS[3], lastThreadId)) - tonumber(ARGV[4]);"
+    "else "
+    "ttl = redis.call('pttl', KEYS[1]);"
+    "end;"
+    "local timeout = ttl + tonumber(ARGV[3]) + tonumber(ARGV[4]);"
+    "if redis.call('zadd', KEYS[3], timeout, ARGV[2]) == 1 then "
+    "redis.call('rpush', KEYS[2], ARGV[2]);"
+    "end;"
+    "return ttl;";
+
+/* RedissonFairLock.unlockInnerAsync (seed 002). KEYS name, queue,
+ * timeouts, channel; ARGV message, lease, owner, now. */
+static const char *JAVA_FAIR_UNLOCK =
+    "while true do "
+    "local firstThreadId2 = redis.call('lindex', KEYS[2], 0);"
+    "if firstThreadId2 == false then break; end; "
+    "local timeout = tonumber(redis.call('zscore', KEYS[3], firstThreadId2));"
+    "if timeout <= tonumber(ARGV[4]) then "
+    "redis.call('zrem', KEYS[3], firstThreadId2); "
+    "redis.call('lpop', KEYS[2]); "
+    "else break; end; end;"
+    "if (redis.call('exists', KEYS[1]) == 0) then "
+    "local nextThreadId = redis.call('lindex', KEYS[2], 0); "
+    "if nextThreadId ~= false then "
+    "redis.call('publish', KEYS[4] .. ':' .. nextThreadId, ARGV[1]); "
+    "end; "
+    "return 1; "
+    "end;"
+    "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then "
+    "return nil;"
+    "end; "
+    "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
+    "if (counter > 0) then "
+    "redis.call('pexpire', KEYS[1], ARGV[2]); "
+    "return 0; "
+    "end; "
+    "redis.call('del', KEYS[1]); "
+    "local nextThreadId = redis.call('lindex', KEYS[2], 0); "
+    "if nextThreadId ~= false then "
+    "redis.call('publish', KEYS[4] .. ':' .. nextThreadId, ARGV[1]); "
+    "end; "
+    "return 1; ";
+
+#define JAVA_OWNER "6f1e2b3c-4d5e-4f60-8a7b-9c0d1e2f3a4b:57"
+
+static long long epoch_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static rlock_lock *fair_lock(rlock_client *c, const char *name) {
+  rlock_lock *l;
+  OK(rlock_lock_new_fair(&l, c, name));
+  return l;
+}
+
+static long long queue_len(const char *name) {
+  return rt_cmd_int(srv, "LLEN redisson_lock_queue:{%s}", name);
+}
+
+static void wait_queue_len(const char *name, long long n) {
+  int64_t t0 = rt_now_ms();
+  while (queue_len(name) != n) {
+    if (rt_now_ms() - t0 > rt_scaled_ms(5000))
+      fail_msg("queue of '%s' has %lld waiters, expected %lld", name,
+               queue_len(name), n);
+    rt_sleep_ms(5);
+  }
+}
+
+static void assert_no_keys_left(const char *name) {
+  assert_int_equal(rt_cmd_int(srv, "EXISTS %s redisson_lock_queue:{%s} "
+                                   "redisson_lock_timeout:{%s}",
+                              name, name, name),
+                   0);
+}
+
+/* Each waiter, once it holds the lock, appends its index to NAME:order. */
+typedef struct fifo_waiter {
+  rlock_client *c;
+  const char *name;
+  int index;
+  int rc;
+} fifo_waiter;
+
+static void *fifo_thread(void *arg) {
+  fifo_waiter *w = arg;
+  rlock_lock *l;
+  if ((w->rc = rlock_lock_new_fair(&l, w->c, w->name)) != RLOCK_OK)
+    return NULL;
+  w->rc = rlock_lock_try_acquire(l, 30000, 0);
+  if (w->rc == RLOCK_OK) {
+    redisContext *raw = rt_server_connect(srv);
+    freeReplyObject(redisCommand(raw, "RPUSH %s:order %d", w->name, w->index));
+    redisFree(raw);
+    rt_sleep_ms(20);
+    w->rc = rlock_lock_release(l);
+  }
+  rlock_lock_free(l);
+  return NULL;
+}
+
+static void assert_order(const char *name, int n) {
+  redisReply *r = rt_cmd(srv, "LRANGE %s:order 0 -1", name);
+  assert_int_equal(r->elements, n);
+  for (int i = 0; i < n; i++)
+    assert_int_equal(atoi(r->element[i]->str), i);
+  freeReplyObject(r);
+  freeReplyObject(rt_cmd(srv, "DEL %s:order", name));
+}
+
+static void test_fifo_threads(void **state) {
+  (void)state;
+  enum { N = 6 };
+  rlock_client *holder = fx_client(srv, 0), *wc = fx_client(srv, 0);
+  rlock_lock *l = fair_lock(holder, "fair:threads");
+  for (int round = 0; round < 3; round++) {
+    OK(rlock_lock_acquire(l));
+    fifo_waiter w[N];
+    pthread_t t[N];
+    for (int i = 0; i < N; i++) { /* arrive one after another */
+      w[i] = (fifo_waiter){.c = wc, .name = "fair:threads", .index = i};
+      pthread_create(&t[i], NULL, fifo_thread, &w[i]);
+      wait_queue_len("fair:threads", i + 1);
+    }
+    OK(rlock_lock_release(l));
+    for (int i = 0; i < N; i++) {
+      pthread_join(t[i], NULL);
+      OK(w[i].rc);
+    }
+    assert_order("fair:threads", N);
+  }
+  assert_no_keys_left("fair:threads");
+  rlock_lock_free(l);
+  rlock_client_free(holder);
+  rlock_client_free(wc);
+}
+
+static void test_fifo_processes(void **state) {
+  (void)state;
+  enum { N = 4 };
+  rlock_client *holder = fx_client(srv, 0);
+  rlock_lock *l = fair_lock(holder, "fair:procs");
+  for (int round = 0; round < 2; round++) {
+    OK(rlock_lock_acquire(l));
+    pid_t pids[N];
+    char idx[N][8];
+    for (int i = 0; i < N; i++) {
+      snprintf(idx[i], sizeof idx[i], "%d", i);
+      const char *args[] = {"fifo", rt_server_url(srv), "fair:procs", idx[i],
+                            NULL};
+      pids[i] = fx_spawn_child(args, NULL);
+      wait_queue_len("fair:procs", i + 1);
+    }
+    OK(rlock_lock_release(l));
+    for (int i = 0; i < N; i++) {
+      int status;
+      assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+      assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    assert_order("fair:procs", N);
+  }
+  assert_no_keys_left("fair:procs");
+  rlock_lock_free(l);
+  rlock_client_free(holder);
+}
+
+static void test_crashed_waiter_is_purged(void **state) {
+  (void)state;
+  rlock_client *holder = fx_client(srv, 0), *wc = fx_client(srv, 0);
+  rlock_lock *l = fair_lock(holder, "fair:crash");
+  OK(rlock_lock_acquire_lease(l, 800));
+  int out;
+  const char *args[] = {"queue-and-hang", rt_server_url(srv), "fair:crash",
+                        "700", NULL};
+  pid_t pid = fx_spawn_child(args, &out);
+  wait_queue_len("fair:crash", 1);
+  fifo_waiter w = {.c = wc, .name = "fair:crash", .index = 0};
+  pthread_t t;
+  pthread_create(&t, NULL, fifo_thread, &w);
+  wait_queue_len("fair:crash", 2);
+  kill(pid, SIGKILL);
+  int status;
+  waitpid(pid, &status, 0);
+  close(out);
+  int64_t t0 = rt_now_ms();
+  pthread_join(t, NULL); /* the dead head's deadline is ~800 + 700 ms out */
+  OK(w.rc);
+  ASSERT_BETWEEN(rt_now_ms() - t0, 0, 3000);
+  assert_order("fair:crash", 1);
+  assert_no_keys_left("fair:crash");
+  RC(rlock_lock_release(l), RLOCK_ELOST); /* its lease ran out long ago */
+  rlock_lock_free(l);
+  rlock_client_free(holder);
+  rlock_client_free(wc);
+}
+
+static void test_give_up_leaves_queue_at_once(void **state) {
+  (void)state;
+  rlock_client *holder = fx_client(srv, 0), *wc = fx_client(srv, 0);
+  rlock_lock *l = fair_lock(holder, "fair:giveup"), *w = fair_lock(wc, "fair:giveup");
+  OK(rlock_lock_acquire_lease(l, 60000));
+  RC(rlock_lock_try_acquire(w, 0, 0), RLOCK_ELOCKED); /* never queues */
+  assert_int_equal(queue_len("fair:giveup"), 0);
+  RC(rlock_lock_try_acquire(w, 300, 0), RLOCK_ELOCKED);
+  assert_int_equal(rt_cmd_int(srv, "EXISTS redisson_lock_queue:{fair:giveup} "
+                                   "redisson_lock_timeout:{fair:giveup}"), 0);
+  OK(rlock_lock_release(l));
+  assert_no_keys_left("fair:giveup");
+  rlock_lock_free(l);
+  rlock_lock_free(w);
+  rlock_client_free(holder);
+  rlock_client_free(wc);
+}
+
+static void test_second_in_line_does_not_spin(void **state) {
+  (void)state;
+  /* A dead waiter heads the queue of a free lock for 1.5 s more. */
+  freeReplyObject(rt_cmd(srv, "RPUSH redisson_lock_queue:{fair:spin} dead:1"));
+  freeReplyObject(rt_cmd(srv, "ZADD redisson_lock_timeout:{fair:spin} %lld dead:1",
+                         epoch_ms() + 1500));
+  rlock_client *c = fx_client(srv, 0);
+  rlock_lock *l = fair_lock(c, "fair:spin");
+  freeReplyObject(rt_cmd(srv, "CONFIG RESETSTAT"));
+  int64_t t0 = rt_now_ms();
+  OK(rlock_lock_try_acquire(l, 10000, 0));
+  ASSERT_BETWEEN(rt_now_ms() - t0, 1000, 3000);
+  ASSERT_RANGE(fx_evalsha_calls(srv), 1, 10); /* not a tight loop */
+  OK(rlock_lock_release(l));
+  assert_no_keys_left("fair:spin");
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
+typedef struct timed_waiter {
+  rlock_client *c;
+  const char *name;
+  int rc;
+  _Atomic int64_t acquired_at;
+} timed_waiter;
+
+static void *timed_thread(void *arg) {
+  timed_waiter *w = arg;
+  rlock_lock *l;
+  if ((w->rc = rlock_lock_new_fair(&l, w->c, w->name)) != RLOCK_OK)
+    return NULL;
+  w->rc = rlock_lock_try_acquire(l, 20000, 0);
+  atomic_store(&w->acquired_at, rt_now_ms());
+  if (w->rc == RLOCK_OK)
+    w->rc = rlock_lock_release(l);
+  rlock_lock_free(l);
+  return NULL;
+}
+
+static void test_force_release_wakes_head(void **state) {
+  (void)state;
+  rlock_client *a = fx_client(srv, 0), *b = fx_client(srv, 0);
+  rlock_lock *l = fair_lock(a, "fair:force");
+  OK(rlock_lock_acquire_lease(l, 60000));
+  timed_waiter w = {.c = b, .name = "fair:force"};
+  pthread_t t;
+  pthread_create(&t, NULL, timed_thread, &w);
+  wait_queue_len("fair:force", 1);
+  rt_sleep_ms(100);
+  rlock_lock *other = fair_lock(b, "fair:force");
+  int deleted;
+  int64_t t0 = rt_now_ms();
+  OK(rlock_lock_force_release(&deleted, other));
+  assert_int_equal(deleted, 1);
+  pthread_join(t, NULL);
+  OK(w.rc);
+  ASSERT_BETWEEN(atomic_load(&w.acquired_at) - t0, 0, 300);
+  RC(rlock_lock_release(l), RLOCK_ELOST);
+  assert_no_keys_left("fair:force");
+  rlock_lock_free(l);
+  rlock_lock_free(other);
+  rlock_client_free(a);
+  rlock_client_free(b);
+}
+
+static void test_reentrancy_and_non_holder(void **state) {
+  (void)state;
+  rlock_client *a = fx_client(srv, 0), *b = fx_client(srv, 0);
+  rlock_lock *la = fair_lock(a, "fair:re"), *lb = fair_lock(b, "fair:re");
+  OK(rlock_lock_acquire(la));
+  OK(rlock_lock_try_acquire(la, 0, 0));
+  int64_t n;
+  OK(rlock_lock_hold_count(&n, la));
+  assert_int_equal(n, 2);
+  RC(rlock_lock_release(lb), RLOCK_ENOTHELD);
+  OK(rlock_lock_release(la));
+  OK(rlock_lock_release(la));
+  RC(rlock_lock_release(la), RLOCK_ENOTHELD);
+  assert_no_keys_left("fair:re");
+  rlock_lock_free(la);
+  rlock_lock_free(lb);
+  rlock_client_free(a);
+  rlock_client_free(b);
+}
+
+static void test_wrong_type_and_names(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, 0);
+  rlock_lock *l;
+  RC(rlock_lock_new_fair(&l, c, ""), RLOCK_EINVAL);
+  RC(rlock_lock_new_fair(&l, c, NULL), RLOCK_EINVAL);
+  RC(rlock_lock_new_fair(&l, c, "x{}"), RLOCK_EINVAL);
+  RC(rlock_lock_new_fair(NULL, c, "x"), RLOCK_EINVAL);
+  freeReplyObject(rt_cmd(srv, "SET fair:string precious"));
+  l = fair_lock(c, "fair:string");
+  RC(rlock_lock_try_acquire(l, 0, 0), RLOCK_EWRONGTYPE);
+  assert_non_null(strstr(rlock_error_last()->message, "fair lock"));
+  RC(rlock_lock_try_acquire(l, 200, 0), RLOCK_EWRONGTYPE);
+  RC(rlock_lock_force_release(NULL, l), RLOCK_EWRONGTYPE);
+  rlock_lock_info *info;
+  RC(rlock_lock_inspect(&info, l), RLOCK_EWRONGTYPE);
+  redisReply *r = rt_cmd(srv, "GET fair:string");
+  assert_string_equal(r->str, "precious");
+  freeReplyObject(r);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
+static void test_inspect_shows_queue(void **state) {
+  (void)state;
+  rlock_client *holder = fx_client(srv, 0), *wc = fx_client(srv, 0);
+  rlock_lock *l = fair_lock(holder, "fair:inspect");
+  OK(rlock_lock_acquire_lease(l, 10000));
+  timed_waiter w[2] = {{.c = wc, .name = "fair:inspect"},
+                       {.c = wc, .name = "fair:inspect"}};
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++) {
+    pthread_create(&t[i], NULL, timed_thread, &w[i]);
+    wait_queue_len("fair:inspect", i + 1);
+  }
+  rlock_lock_info *info;
+  OK(rlock_lock_inspect(&info, l));
+  assert_int_equal(rlock_lock_info_locked(info), 1);
+  assert_int_equal(rlock_lock_info_holder_count(info), 1);
+  assert_int_equal(rlock_lock_info_queue_count(info), 2);
+  /* Deadlines: lease left + 20 s wait, then 20 s more for the second. */
+  ASSERT_RANGE(rlock_lock_info_queue_deadline_ms(info, 0), 28000, 30000);
+  ASSERT_RANGE(rlock_lock_info_queue_deadline_ms(info, 1) -
+                   rlock_lock_info_queue_deadline_ms(info, 0),
+               19900, 20100);
+  redisReply *r = rt_cmd(srv, "LINDEX redisson_lock_queue:{fair:inspect} 0");
+  assert_string_equal(rlock_lock_info_queue_owner(info, 0), r->str);
+  freeReplyObject(r);
+  rlock_lock_info_free(info);
+  OK(rlock_lock_release(l));
+  for (int i = 0; i < 2; i++) {
+    pthread_join(t[i], NULL);
+    OK(w[i].rc);
+  }
+  rlock_lock_free(l);
+  rlock_client_free(holder);
+  rlock_client_free(wc);
+}
+
+static void test_lease_expiry_with_waiters(void **state) {
+  (void)state;
+  rlock_client *holder = fx_client(srv, 0), *wc = fx_client(srv, 0);
+  rlock_lock *l = fair_lock(holder, "fair:expiry");
+  OK(rlock_lock_acquire_lease(l, 500));
+  fifo_waiter w[2];
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++) {
+    w[i] = (fifo_waiter){.c = wc, .name = "fair:expiry", .index = i};
+    pthread_create(&t[i], NULL, fifo_thread, &w[i]);
+    wait_queue_len("fair:expiry", i + 1);
+  }
+  for (int i = 0; i < 2; i++) {
+    pthread_join(t[i], NULL);
+    OK(w[i].rc);
+  }
+  assert_order("fair:expiry", 2);
+  RC(rlock_lock_release(l), RLOCK_ELOST);
+  assert_no_keys_left("fair:expiry");
+  rlock_lock_free(l);
+  rlock_client_free(holder);
+  rlock_client_free(wc);
+}
+
+static void test_interop_rlock_waits_behind_redisson(void **state) {
+  (void)state;
+  const char *n = "fair:java-holds";
+  redisReply *r = rt_cmd(srv, "EVAL %s 3 %s redisson_lock_queue:{%s} "
+                              "redisson_lock_timeout:{%s} 30000 %s 300000 %lld",
+                         JAVA_FAIR_LOCK, n, n, n, JAVA_OWNER, epoch_ms());
+  assert_int_equal(r->type, REDIS_REPLY_NIL);
+  freeReplyObject(r);
+  rlock_client *c = fx_client(srv, 0);
+  timed_waiter w = {.c = c, .name = n};
+  pthread_t t;
+  pthread_create(&t, NULL, timed_thread, &w);
+  wait_queue_len(n, 1);
+  rt_sleep_ms(100);
+  int64_t t0 = rt_now_ms();
+  r = rt_cmd(srv, "EVAL %s 4 %s redisson_lock_queue:{%s} redisson_lock_timeout:{%s} "
+                  "redisson_lock__channel:{%s} 0 30000 %s %lld",
+             JAVA_FAIR_UNLOCK, n, n, n, n, JAVA_OWNER, epoch_ms());
+  assert_int_equal(r->integer, 1);
+  freeReplyObject(r);
+  pthread_join(t, NULL);
+  OK(w.rc);
+  ASSERT_BETWEEN(atomic_load(&w.acquired_at) - t0, 0, 250);
+  assert_no_keys_left(n);
+  rlock_client_free(c);
+}
+
+static void test_interop_redisson_waits_behind_rlock(void **state) {
+  (void)state;
+  const char *n = "fair:rlock-holds";
+  rlock_client *c = fx_client(srv, 0);
+  rlock_lock *l = fair_lock(c, n);
+  OK(rlock_lock_acquire(l));
+  redisReply *r = rt_cmd(srv, "EVAL %s 3 %s redisson_lock_queue:{%s} "
+                              "redisson_lock_timeout:{%s} 30000 %s 300000 %lld",
+                         JAVA_FAIR_LOCK, n, n, n, JAVA_OWNER, epoch_ms());
+  assert_int_equal(r->type, REDIS_REPLY_INTEGER); /* queued, with a ttl */
+  freeReplyObject(r);
+  assert_int_equal(queue_len(n), 1);
+  redisContext *sub = rt_server_connect(srv);
+  freeReplyObject(redisCommand(sub, "SUBSCRIBE redisson_lock__channel:{%s}:%s",
+                               n, JAVA_OWNER));
+  OK(rlock_lock_release(l));
+  assert_int_equal(redisGetReply(sub, (void **)&r), REDIS_OK);
+  assert_string_equal(r->element[0]->str, "message");
+  assert_string_equal(r->element[2]->str, "0");
+  freeReplyObject(r);
+  redisFree(sub);
+  r = rt_cmd(srv, "EVAL %s 3 %s redisson_lock_queue:{%s} "
+                  "redisson_lock_timeout:{%s} 30000 %s 300000 %lld",
+             JAVA_FAIR_LOCK, n, n, n, JAVA_OWNER, epoch_ms());
+  assert_int_equal(r->type, REDIS_REPLY_NIL); /* its turn */
+  freeReplyObject(r);
+  assert_int_equal(fx_hget(srv, n, JAVA_OWNER), 1);
+  freeReplyObject(rt_cmd(srv, "DEL %s", n));
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
+/* Child roles: "fifo URL NAME INDEX" (queue, record the turn, release) and
+ * "queue-and-hang URL NAME FAIR_WAIT_MS" (queue, then hang until killed). */
+static int child_main(int argc, char **argv) {
+  if (argc != 4)
+    return 64;
+  rlock_config *cfg;
+  rlock_client *c;
+  rlock_lock *l;
+  int hang = strcmp(argv[0], "queue-and-hang") == 0;
+  if (rlock_config_new(&cfg) || rlock_config_set_url(cfg, argv[1]) ||
+      (hang && rlock_config_set_fair_wait_timeout_ms(cfg, atoll(argv[3]))) ||
+      rlock_client_new(&c, cfg) || rlock_lock_new_fair(&l, c, argv[2]))
+    return 1;
+  rlock_config_free(cfg);
+  int rc = rlock_lock_try_acquire(l, hang ? RLOCK_WAIT_FOREVER : 30000, 0);
+  if (rc != RLOCK_OK)
+    return 2;
+  int port = atoi(strrchr(argv[1], ':') + 1);
+  redisContext *raw = redisConnect("127.0.0.1", port);
+  freeReplyObject(redisCommand(raw, "RPUSH %s:order %s", argv[2], argv[3]));
+  redisFree(raw);
+  rt_sleep_ms(20);
+  rc = rlock_lock_release(l);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+  return rc == RLOCK_OK ? 0 : 3;
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_fifo_threads),
+    cmocka_unit_test(test_fifo_processes),
+    cmocka_unit_test(test_crashed_waiter_is_purged),
+    cmocka_unit_test(test_give_up_leaves_queue_at_once),
+    cmocka_unit_test(test_second_in_line_does_not_spin),
+    cmocka_unit_test(test_force_release_wakes_head),
+    cmocka_unit_test(test_reentrancy_and_non_holder),
+    cmocka_unit_test(test_wrong_type_and_names),
+    cmocka_unit_test(test_inspect_shows_queue),
+    cmocka_unit_test(test_lease_expiry_with_waiters),
+    cmocka_unit_test(test_interop_rlock_waits_behind_redisson),
+    cmocka_unit_test(test_interop_redisson_waits_behind_rlock),
+};
+
+FX_MAIN(tests, fx_setup, fx_teardown, child_main)
