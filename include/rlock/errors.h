@@ -43,7 +43,9 @@ typedef enum rlock_status {
   /** The lock was held by this thread but expired or was deleted. */
   RLOCK_ELOST = -11,
   /** The client is shutting down. */
-  RLOCK_ECLOSED = -12
+  RLOCK_ECLOSED = -12,
+  /** The wait was given up because its cancel token fired. */
+  RLOCK_ECANCELED = -13
 } rlock_status;
 
 /** Detail of the last failure on the calling thread. */

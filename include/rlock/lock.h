@@ -37,6 +37,7 @@ RLOCK_BEGIN_DECLS
 
 typedef struct rlock_lock rlock_lock;
 typedef struct rlock_lock_info rlock_lock_info;
+typedef struct rlock_cancel rlock_cancel;
 
 /** Longest lock name accepted, in bytes. */
 #define RLOCK_MAX_NAME_LEN 1024
@@ -105,6 +106,44 @@ RLOCK_EXTERN int rlock_lock_acquire_lease(rlock_lock *lock, int64_t lease_ms);
  */
 RLOCK_EXTERN int rlock_lock_try_acquire(rlock_lock *lock, int64_t wait_ms,
                                         int64_t lease_ms);
+
+/**
+ * rlock_lock_try_acquire(), giving up early when `cancel` fires.
+ *
+ * @param cancel a token from rlock_cancel_new(), or NULL (then this is
+ *               exactly rlock_lock_try_acquire()).
+ * @return as rlock_lock_try_acquire(), plus RLOCK_ECANCELED when the
+ *         token fired before the lock was acquired (also when it had fired
+ *         before the call). A fair-lock waiter leaves the queue at once.
+ */
+RLOCK_EXTERN int rlock_lock_try_acquire_cancel(rlock_lock *lock,
+                                               int64_t wait_ms,
+                                               int64_t lease_ms,
+                                               rlock_cancel *cancel);
+
+/**
+ * Create a cancel token: a flag that makes waits using it give up.
+ * @param out receives the token; free it with rlock_cancel_free() once no
+ *            call uses it.
+ * @return RLOCK_OK, RLOCK_EINVAL (out is NULL) or RLOCK_ENOMEM.
+ */
+RLOCK_EXTERN int rlock_cancel_new(rlock_cancel **out);
+
+/** Free a token no call uses any more. NULL is accepted and ignored. */
+RLOCK_EXTERN void rlock_cancel_free(rlock_cancel *cancel);
+
+/**
+ * Fire the token: every wait using it returns RLOCK_ECANCELED within about
+ * 20 ms (a command already sent still completes first). Safe from any
+ * thread and from a signal handler. Stays fired until reset.
+ */
+RLOCK_EXTERN void rlock_cancel_fire(rlock_cancel *cancel);
+
+/** Clear a fired token so it can be used again. */
+RLOCK_EXTERN void rlock_cancel_reset(rlock_cancel *cancel);
+
+/** 1 if the token has fired (and not been reset), else 0. */
+RLOCK_EXTERN int rlock_cancel_fired(const rlock_cancel *cancel);
 
 /**
  * Release one hold of the calling thread. The last release deletes the

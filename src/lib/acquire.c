@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "cancel.h"
 #include "common.h"
 #include "lock_int.h"
 
@@ -53,12 +54,12 @@ static int64_t round_until(int64_t ttl_ms, int64_t deadline) {
  * was sent. */
 static int wait_and_retry(rlock_lock *l, const char *owner, int64_t lease,
                           int64_t wait_ms, int64_t deadline, int64_t *ttl,
-                          int64_t *sent) {
+                          int64_t *sent, const rlock_cancel *cancel) {
   rlock_client *c = l->client;
   char chbuf[RLOCK_MAX_NAME_LEN + 128];
   const char *ch = l->kind->channel(l, owner, chbuf, sizeof chbuf);
   rlock__sub *sub;
-  int rc = rlock__sub_acquire(c, ch, deadline, &sub);
+  int rc = rlock__sub_acquire(c, ch, deadline, cancel, &sub);
   if (rc == RLOCK__EDEADLINE)
     return RLOCK_ELOCKED;
   if (rc != RLOCK_OK)
@@ -68,13 +69,18 @@ static int wait_and_retry(rlock_lock *l, const char *owner, int64_t lease,
     rc = l->kind->attempt(l, owner, lease, wait_ms, ttl);
     if (rc != RLOCK_ELOCKED || rlock__now_us() >= deadline)
       break;
-    rlock__sub_wait(c, sub, round_until(*ttl, deadline));
+    rlock__sub_wait(c, sub, round_until(*ttl, deadline), cancel);
+    if (rlock__canceled(cancel)) {
+      rc = rlock__err(RLOCK_ECANCELED, "wait canceled");
+      break;
+    }
   }
   rlock__sub_release(c, sub);
   return rc;
 }
 
-int rlock__acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms) {
+int rlock__acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms,
+                   const rlock_cancel *cancel) {
   if (l == NULL)
     return rlock__err(RLOCK_EINVAL, "lock is NULL");
   int rc = rlock__check_wait(wait_ms);
@@ -82,6 +88,8 @@ int rlock__acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms) {
     rc = rlock__check_lease(lease_ms);
   if (rc != RLOCK_OK)
     return rc;
+  if (rlock__canceled(cancel))
+    return rlock__err(RLOCK_ECANCELED, "wait canceled before it began");
   rlock_client *c = l->client;
   char owner[RLOCK_OWNER_MAX];
   rlock__owner(c, owner);
@@ -91,7 +99,8 @@ int rlock__acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms) {
 
   rc = l->kind->attempt(l, owner, lease, wait_ms, &ttl);
   if (rc == RLOCK_ELOCKED && wait_ms != 0)
-    rc = wait_and_retry(l, owner, lease, wait_ms, deadline, &ttl, &sent);
+    rc = wait_and_retry(l, owner, lease, wait_ms, deadline, &ttl, &sent,
+                        cancel);
   if (rc != RLOCK_OK && l->kind->give_up != NULL && wait_ms != 0)
     l->kind->give_up(l, owner, wait_ms);
   if (rc == RLOCK_ELOCKED)

@@ -48,6 +48,7 @@ const char *rlock_strerror(int code) {
   case RLOCK_ENOTHELD: return "lock is not held by the caller";
   case RLOCK_ELOST: return "lock was lost while held";
   case RLOCK_ECLOSED: return "client is shutting down";
+  case RLOCK_ECANCELED: return "wait canceled";
   default: return "unknown error";
   }
 }

@@ -122,18 +122,23 @@ void rlock_lock_free(rlock_lock *l) {
 const char *rlock_lock_name(const rlock_lock *l) { return l ? l->name : NULL; }
 
 int rlock_lock_acquire(rlock_lock *l) {
-  return rlock__acquire(l, RLOCK_WAIT_FOREVER, RLOCK_LEASE_WATCHDOG);
+  return rlock__acquire(l, RLOCK_WAIT_FOREVER, RLOCK_LEASE_WATCHDOG, NULL);
 }
 
 int rlock_lock_acquire_lease(rlock_lock *l, int64_t lease_ms) {
   if (lease_ms == 0)
     return rlock__err(RLOCK_EINVAL, "lease must be at least 1 ms; use "
                                     "rlock_lock_acquire() for the watchdog");
-  return rlock__acquire(l, RLOCK_WAIT_FOREVER, lease_ms);
+  return rlock__acquire(l, RLOCK_WAIT_FOREVER, lease_ms, NULL);
 }
 
 int rlock_lock_try_acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms) {
-  return rlock__acquire(l, wait_ms, lease_ms);
+  return rlock__acquire(l, wait_ms, lease_ms, NULL);
+}
+
+int rlock_lock_try_acquire_cancel(rlock_lock *l, int64_t wait_ms,
+                                  int64_t lease_ms, rlock_cancel *cancel) {
+  return rlock__acquire(l, wait_ms, lease_ms, cancel);
 }
 
 /* Interpret a release script's answer given what we knew locally. */

@@ -63,9 +63,11 @@ int rlock__check_wait(int64_t wait_ms);
 int rlock__check_lease(int64_t lease_ms);
 
 /* The generic acquire: attempt, then subscribe and retry on every wake-up
- * or when the holder's TTL runs out, until acquired or `wait_ms` passes.
- * Records the hold (lease_ms 0 = watchdog) on success. */
-int rlock__acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms);
+ * or when the holder's TTL runs out, until acquired, `wait_ms` passes or
+ * `cancel` (may be NULL) fires. Records the hold (lease_ms 0 = watchdog)
+ * on success. */
+int rlock__acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms,
+                   const rlock_cancel *cancel);
 
 /* Set a clearer message when a command failed on a wrong-type key. */
 int rlock__wrongtype(const rlock_lock *l, int rc);

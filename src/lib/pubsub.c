@@ -72,7 +72,8 @@ static int sub_unref(rlock__pubsub *ps, rlock__sub *s) {
 }
 
 /* Wait, locked, until `s` is confirmed. */
-static int wait_active(rlock_client *c, rlock__sub *s, int64_t deadline_us) {
+static int wait_active(rlock_client *c, rlock__sub *s, int64_t deadline_us,
+                       const rlock_cancel *cancel) {
   rlock__pubsub *ps = &c->ps;
   uint64_t gen = ps->fail_gen;
   int64_t bound = rlock__deadline_after_ms(c->cfg.connect_timeout_ms +
@@ -82,7 +83,11 @@ static int wait_active(rlock_client *c, rlock__sub *s, int64_t deadline_us) {
     if (ps->fail_gen != gen)
       return rlock__err(ps->fail_code, "cannot subscribe to %s: %s",
                         s->channel, ps->fail_msg);
-    if (rlock__cond_wait_until(&s->cv, &ps->mu, until) != ETIMEDOUT)
+    if (rlock__canceled(cancel))
+      return rlock__err(RLOCK_ECANCELED, "wait canceled");
+    int64_t step = rlock__cancel_step(cancel, until);
+    if (rlock__cond_wait_until(&s->cv, &ps->mu, step) != ETIMEDOUT ||
+        step < until)
       continue;
     if (s->state == RLOCK__SUB_ACTIVE)
       break;
@@ -97,7 +102,8 @@ static int wait_active(rlock_client *c, rlock__sub *s, int64_t deadline_us) {
 }
 
 int rlock__sub_acquire(rlock_client *c, const char *channel,
-                       int64_t deadline_us, rlock__sub **out) {
+                       int64_t deadline_us, const rlock_cancel *cancel,
+                       rlock__sub **out) {
   rlock__pubsub *ps = &c->ps;
   pthread_mutex_lock(&ps->mu);
   rlock__sub *s = sub_get(ps, channel);
@@ -112,7 +118,7 @@ int rlock__sub_acquire(rlock_client *c, const char *channel,
     rlock__bg_wake(c);
     pthread_mutex_lock(&ps->mu);
   }
-  int rc = wait_active(c, s, deadline_us);
+  int rc = wait_active(c, s, deadline_us, cancel);
   int wake = rc != RLOCK_OK && sub_unref(ps, s);
   pthread_mutex_unlock(&ps->mu);
   if (wake)
@@ -121,13 +127,17 @@ int rlock__sub_acquire(rlock_client *c, const char *channel,
   return rc;
 }
 
-int rlock__sub_wait(rlock_client *c, rlock__sub *s, int64_t until_us) {
+int rlock__sub_wait(rlock_client *c, rlock__sub *s, int64_t until_us,
+                    const rlock_cancel *cancel) {
   rlock__pubsub *ps = &c->ps;
   pthread_mutex_lock(&ps->mu);
   s->waiting++;
-  while (s->permits == 0 &&
-         rlock__cond_wait_until(&s->cv, &ps->mu, until_us) != ETIMEDOUT)
-    ;
+  while (s->permits == 0 && !rlock__canceled(cancel)) {
+    int64_t step = rlock__cancel_step(cancel, until_us);
+    if (rlock__cond_wait_until(&s->cv, &ps->mu, step) == ETIMEDOUT &&
+        step == until_us)
+      break;
+  }
   int got = s->permits > 0;
   if (got)
     s->permits--;

@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "cancel.h"
 #include "conn.h"
 #include "map.h"
 
@@ -64,13 +65,16 @@ void rlock__pubsub_destroy(rlock__pubsub *ps);
  * has confirmed it, so that any unlock published after this returns will
  * reach us. Bounded by `deadline_us` (then RLOCK__EDEADLINE) and by the
  * connect + command timeouts (then RLOCK_ETIMEOUT); fails with the
- * subscriber's connection error when it cannot connect. */
+ * subscriber's connection error when it cannot connect, and with
+ * RLOCK_ECANCELED when `cancel` (may be NULL) fires. */
 int rlock__sub_acquire(rlock_client *c, const char *channel,
-                       int64_t deadline_us, rlock__sub **out);
+                       int64_t deadline_us, const rlock_cancel *cancel,
+                       rlock__sub **out);
 
-/* Sleep until a permit is released or `until_us` passes. Returns 1 when
- * woken by a message (permit taken), 0 on timeout. */
-int rlock__sub_wait(rlock_client *c, rlock__sub *s, int64_t until_us);
+/* Sleep until a permit is released, `until_us` passes or `cancel` (may be
+ * NULL) fires. Returns 1 when woken by a message (permit taken), else 0. */
+int rlock__sub_wait(rlock_client *c, rlock__sub *s, int64_t until_us,
+                    const rlock_cancel *cancel);
 
 /* Drop the reference taken by rlock__sub_acquire(). */
 void rlock__sub_release(rlock_client *c, rlock__sub *s);

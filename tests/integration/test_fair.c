@@ -261,6 +261,44 @@ static void test_give_up_leaves_queue_at_once(void **state) {
   rlock_client_free(wc);
 }
 
+typedef struct cancel_arg {
+  rlock_lock *lock;
+  rlock_cancel *cancel;
+  int rc;
+} cancel_arg;
+
+static void *cancel_thread(void *arg) {
+  cancel_arg *a = arg;
+  a->rc = rlock_lock_try_acquire_cancel(a->lock, RLOCK_WAIT_FOREVER, 0,
+                                        a->cancel);
+  return NULL;
+}
+
+static void test_canceled_waiter_leaves_queue(void **state) {
+  (void)state;
+  rlock_client *holder = fx_client(srv, 0), *wc = fx_client(srv, 0);
+  rlock_lock *l = fair_lock(holder, "fair:cancel");
+  rlock_lock *w = fair_lock(wc, "fair:cancel");
+  OK(rlock_lock_acquire_lease(l, 60000));
+  rlock_cancel *tok;
+  OK(rlock_cancel_new(&tok));
+  cancel_arg a = {.lock = w, .cancel = tok};
+  pthread_t t;
+  pthread_create(&t, NULL, cancel_thread, &a);
+  wait_queue_len("fair:cancel", 1);
+  rlock_cancel_fire(tok);
+  pthread_join(t, NULL);
+  RC(a.rc, RLOCK_ECANCELED);
+  assert_int_equal(queue_len("fair:cancel"), 0);
+  OK(rlock_lock_release(l));
+  assert_no_keys_left("fair:cancel");
+  rlock_cancel_free(tok);
+  rlock_lock_free(l);
+  rlock_lock_free(w);
+  rlock_client_free(holder);
+  rlock_client_free(wc);
+}
+
 static void test_second_in_line_does_not_spin(void **state) {
   (void)state;
   /* A dead waiter heads the queue of a free lock for 1.5 s more. */
@@ -521,6 +559,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_fifo_processes),
     cmocka_unit_test(test_crashed_waiter_is_purged),
     cmocka_unit_test(test_give_up_leaves_queue_at_once),
+    cmocka_unit_test(test_canceled_waiter_leaves_queue),
     cmocka_unit_test(test_second_in_line_does_not_spin),
     cmocka_unit_test(test_force_release_wakes_head),
     cmocka_unit_test(test_reentrancy_and_non_holder),

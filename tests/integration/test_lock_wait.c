@@ -142,6 +142,74 @@ static void test_subscription_shared_and_released(void **state) {
   rlock_client_free(wc);
 }
 
+typedef struct cancel_waiter {
+  rlock_lock *lock;
+  rlock_cancel *cancel;
+  int rc;
+  _Atomic int64_t done_at;
+} cancel_waiter;
+
+static void *cancel_waiter_main(void *arg) {
+  cancel_waiter *w = arg;
+  w->rc = rlock_lock_try_acquire_cancel(w->lock, RLOCK_WAIT_FOREVER, 0,
+                                        w->cancel);
+  atomic_store(&w->done_at, rt_now_ms());
+  return NULL;
+}
+
+static rlock_cancel *signal_token;
+static void fire_on_signal(int sig) {
+  (void)sig;
+  rlock_cancel_fire(signal_token);
+}
+
+static void test_cancel_ends_a_wait(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, 0);
+  rlock_lock *l = fx_lock(c, "wait:cancel");
+  hold_foreign("wait:cancel", 60000);
+  rlock_cancel *tok;
+  OK(rlock_cancel_new(&tok));
+  /* From another thread. */
+  cancel_waiter w = {.lock = l, .cancel = tok};
+  pthread_t t;
+  pthread_create(&t, NULL, cancel_waiter_main, &w);
+  rt_sleep_ms(300);
+  int64_t fired = rt_now_ms();
+  rlock_cancel_fire(tok);
+  pthread_join(t, NULL);
+  RC(w.rc, RLOCK_ECANCELED);
+  ASSERT_BETWEEN(atomic_load(&w.done_at) - fired, 0, 200);
+  assert_int_equal(rlock_cancel_fired(tok), 1);
+  /* Already fired: gives up before trying. */
+  RC(rlock_lock_try_acquire_cancel(l, 1000, 0, tok), RLOCK_ECANCELED);
+  /* From a signal handler, the case it is made for. */
+  rlock_cancel_reset(tok);
+  assert_int_equal(rlock_cancel_fired(tok), 0);
+  signal_token = tok;
+  struct sigaction sa = {.sa_handler = fire_on_signal}, old;
+  sigaction(SIGUSR1, &sa, &old);
+  w = (cancel_waiter){.lock = l, .cancel = tok};
+  pthread_create(&t, NULL, cancel_waiter_main, &w);
+  rt_sleep_ms(300);
+  fired = rt_now_ms();
+  pthread_kill(t, SIGUSR1);
+  pthread_join(t, NULL);
+  sigaction(SIGUSR1, &old, NULL);
+  RC(w.rc, RLOCK_ECANCELED);
+  ASSERT_BETWEEN(atomic_load(&w.done_at) - fired, 0, 200);
+  /* A token that never fires changes nothing. */
+  rlock_cancel_reset(tok);
+  freeReplyObject(rt_cmd(srv, "DEL wait:cancel"));
+  OK(rlock_lock_try_acquire_cancel(l, 1000, 0, tok));
+  OK(rlock_lock_release(l));
+  RC(rlock_cancel_new(NULL), RLOCK_EINVAL);
+  rlock_cancel_free(tok);
+  rlock_cancel_free(NULL);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
 /* Lock, GET, SET +1, unlock: loses updates unless the lock excludes. */
 static int increment_loop(rlock_client *c, const char *url, const char *name,
                           int n) {
@@ -236,6 +304,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_unlock_message_wakes_waiter),
     cmocka_unit_test(test_one_message_wakes_one_waiter),
     cmocka_unit_test(test_subscription_shared_and_released),
+    cmocka_unit_test(test_cancel_ends_a_wait),
     cmocka_unit_test(test_mutual_exclusion_threads),
     cmocka_unit_test(test_mutual_exclusion_processes),
 };
