@@ -64,7 +64,10 @@ RLOCK_EXTERN int rlock_lock_new(rlock_lock **out, rlock_client *client,
  * sharing a fair lock need synchronised clocks); a release notifies only
  * the head waiter, on "redisson_lock__channel:{<name>}:<owner>". A try with
  * wait 0 never queues; a waiter that gives up leaves the queue at once.
- * Does no I/O. Same return codes as rlock_lock_new().
+ * Its force release also wakes waiters of a non-fair lock of the same
+ * name, and its inspection also shows holders of one, so tools may use a
+ * fair lock object for any lock. Does no I/O. Same return codes as
+ * rlock_lock_new().
  */
 RLOCK_EXTERN int rlock_lock_new_fair(rlock_lock **out, rlock_client *client,
                                      const char *name);

@@ -102,8 +102,9 @@ void cli_json_string(FILE *out, const char *s);
  * Returns 0, or an exit status after printing why (bad URL or watchdog:
  * EX_USAGE; bad name: EX_DATAERR; ...). On failure nothing is left to free.
  */
-int cli_open(const cli_global *g, const char *name, rlock_lost_fn lost,
-             void *ud, rlock_client **client, rlock_lock **lock);
+int cli_open(const cli_global *g, const char *name, int fair,
+             rlock_lost_fn lost, void *ud, rlock_client **client,
+             rlock_lock **lock);
 
 /* Free what cli_open() made. */
 void cli_close(rlock_client *client, rlock_lock *lock);
@@ -120,6 +121,13 @@ int cli_signals_install(void);
 
 /* The last signal caught, or 0. */
 int cli_signal_caught(void);
+
+/* The token the signal handler fires, to end a wait for the lock; NULL
+ * before cli_signals_install(). */
+rlock_cancel *cli_cancel_token(void);
+
+/* Free the token (after the last wait). */
+void cli_signals_free(void);
 
 /* Block / unblock the caught signals in the calling thread. */
 void cli_signals_block(void);
@@ -154,10 +162,10 @@ int cli_spawn_wait(char **argv);
 #define CLI_INTERRUPTED 1
 
 /*
- * rlock_lock_try_acquire() with wait_ms (RLOCK_WAIT_FOREVER or 0..) cut
- * into slices of at most 1 s, so that a caught signal ends the wait within
- * a second. On a terminal (`show`), a line on stderr says who holds the
- * lock while waiting. Returns RLOCK_OK (held), RLOCK_ELOCKED, another
+ * rlock_lock_try_acquire_cancel() with wait_ms (RLOCK_WAIT_FOREVER or 0..)
+ * and the signal handler's cancel token, so that a caught signal ends the
+ * wait at once. On a terminal (`show`), a line on stderr says who holds
+ * the lock while waiting. Returns RLOCK_OK (held), RLOCK_ELOCKED, another
  * library status, or CLI_INTERRUPTED (not held).
  */
 int cli_acquire(rlock_lock *lock, int64_t wait_ms, int64_t lease_ms,

@@ -19,8 +19,9 @@ static int configure(rlock_config *cfg, const cli_global *g,
   return rc == RLOCK_OK ? 0 : cli_lib_error(rc);
 }
 
-int cli_open(const cli_global *g, const char *name, rlock_lost_fn lost,
-             void *ud, rlock_client **client, rlock_lock **lock) {
+int cli_open(const cli_global *g, const char *name, int fair,
+             rlock_lost_fn lost, void *ud, rlock_client **client,
+             rlock_lock **lock) {
   rlock_config *cfg;
   *client = NULL;
   *lock = NULL;
@@ -31,8 +32,12 @@ int cli_open(const cli_global *g, const char *name, rlock_lost_fn lost,
   if (status == 0 && (rc = rlock_client_new(client, cfg)) != RLOCK_OK)
     status = cli_lib_error(rc);
   rlock_config_free(cfg);
-  if (status == 0 && (rc = rlock_lock_new(lock, *client, name)) != RLOCK_OK)
-    status = cli_lib_error(rc); /* a bad name: EX_DATAERR */
+  if (status == 0) {
+    rc = fair ? rlock_lock_new_fair(lock, *client, name)
+              : rlock_lock_new(lock, *client, name);
+    if (rc != RLOCK_OK)
+      status = cli_lib_error(rc); /* a bad name: EX_DATAERR */
+  }
   if (status != 0) {
     rlock_client_free(*client);
     *client = NULL;

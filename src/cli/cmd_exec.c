@@ -18,13 +18,14 @@
 typedef struct exec_args {
   int64_t wait_ms;  /* RLOCK_WAIT_FOREVER, or 0.. */
   int64_t lease_ms; /* RLOCK_LEASE_WATCHDOG, or 1.. */
+  int fair;         /* --fair: first come, first served */
   const char *name;
   char **command; /* NULL-terminated */
 } exec_args;
 
 static const char exec_help[] =
-    "Usage: rlock [-u URL] [--watchdog DUR] exec [-w DUR] [-l DUR] NAME -- "
-    "COMMAND [ARG...]\n"
+    "Usage: rlock [-u URL] [--watchdog DUR] exec [--fair] [-w DUR] [-l DUR] "
+    "NAME -- COMMAND [ARG...]\n"
     "\n"
     "Acquire the lock NAME, run COMMAND while holding it, release it when\n"
     "COMMAND exits, and exit with COMMAND's status. Signals INT, TERM and\n"
@@ -36,6 +37,8 @@ static const char exec_help[] =
     "  -l, --lease DUR   hold the lock for at most DUR (it then expires even\n"
     "                    if COMMAND still runs); default: keep renewing it\n"
     "                    while COMMAND runs (see --watchdog)\n"
+    "      --fair        take NAME as a fair lock: waiters get it in the\n"
+    "                    order they asked (Redisson's RFairLock)\n"
     "  -h, --help        show this help\n"
     "\n"
     "DUR is a whole number with a unit: 250ms, 10s, 5m, 1h.\n"
@@ -91,11 +94,13 @@ static int parse_positional(char **rest, int n, int dashdash_eaten,
 }
 
 #define EXEC_SHORTOPTS "+:w:l:h"
+#define OPT_FAIR 256
 
 static int parse_exec(int argc, char **argv, exec_args *a) {
   static const struct option longopts[] = {
       {"wait", required_argument, NULL, 'w'},
       {"lease", required_argument, NULL, 'l'},
+      {"fair", no_argument, NULL, OPT_FAIR},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   int c;
@@ -104,6 +109,10 @@ static int parse_exec(int argc, char **argv, exec_args *a) {
   while ((c = getopt_long(argc, argv, EXEC_SHORTOPTS, longopts, NULL)) != -1) {
     if (c == 'h')
       return cli_help(exec_help);
+    if (c == OPT_FAIR) {
+      a->fair = 1;
+      continue;
+    }
     if (c != 'w' && c != 'l')
       return cli_bad_option(c, argv, EXEC_SHORTOPTS);
     int64_t *dst = c == 'w' ? &a->wait_ms : &a->lease_ms;
@@ -143,7 +152,7 @@ static int run_locked(rlock_lock *lock, const exec_args *a) {
 }
 
 int cli_cmd_exec(const cli_global *g, int argc, char **argv) {
-  exec_args a = {RLOCK_WAIT_FOREVER, RLOCK_LEASE_WATCHDOG, NULL, NULL};
+  exec_args a = {RLOCK_WAIT_FOREVER, RLOCK_LEASE_WATCHDOG, 0, NULL, NULL};
   int status = parse_exec(argc, argv, &a);
   if (status != CLI_CONTINUE)
     return status;
@@ -153,9 +162,10 @@ int cli_cmd_exec(const cli_global *g, int argc, char **argv) {
     return cli_fail(EX_OSERR, "cannot catch signals: %s", strerror(errno));
   rlock_client *client;
   rlock_lock *lock;
-  status = cli_open(g, a.name, on_lost, NULL, &client, &lock);
+  status = cli_open(g, a.name, a.fair, on_lost, NULL, &client, &lock);
   if (status == 0)
     status = run_locked(lock, &a);
   cli_close(client, lock);
+  cli_signals_free();
   return status;
 }

@@ -11,15 +11,18 @@ static const char status_help[] =
     "Usage: rlock [-u URL] status [--json] NAME\n"
     "\n"
     "Show whether the lock NAME is held, by whom (owner field\n"
-    "<client id>:<thread id> and hold count) and when it expires.\n"
+    "<client id>:<thread id> and hold count) and when it expires, and\n"
+    "for a fair lock the waiters queued for it, in order.\n"
     "\n"
     "Options:\n"
     "  --json       print one JSON object on one line:\n"
     "               {\"name\": \"NAME\", \"locked\": true|false, "
     "\"ttl_ms\": N,\n"
-    "                \"holders\": [{\"owner\": \"OWNER\", \"count\": N}]}\n"
+    "                \"holders\": [{\"owner\": \"OWNER\", \"count\": N}],\n"
+    "                \"queue\": [{\"owner\": \"OWNER\", \"deadline_ms\": N}]}\n"
     "               (ttl_ms is -2 when the lock is free, -1 when it has\n"
-    "               no expiry)\n"
+    "               no expiry; queue lists a fair lock's waiters in order,\n"
+    "               each with the ms left before its deadline)\n"
     "  -h, --help   show this help\n"
     "\n"
     "Exit status:\n"
@@ -40,7 +43,25 @@ static void print_json(const char *name, const rlock_lock_info *info) {
     cli_json_string(stdout, rlock_lock_info_holder_owner(info, i));
     printf(", \"count\": %" PRId64 "}", rlock_lock_info_holder_holds(info, i));
   }
+  fputs("], \"queue\": [", stdout);
+  for (size_t i = 0; i < rlock_lock_info_queue_count(info); i++) {
+    fputs(i > 0 ? ", {\"owner\": " : "{\"owner\": ", stdout);
+    cli_json_string(stdout, rlock_lock_info_queue_owner(info, i));
+    printf(", \"deadline_ms\": %" PRId64 "}",
+           rlock_lock_info_queue_deadline_ms(info, i));
+  }
   fputs("]}\n", stdout);
+}
+
+/* "  queued 1: OWNER (deadline in 4m59s)" for each fair-lock waiter. */
+static void print_queue(const rlock_lock_info *info) {
+  for (size_t i = 0; i < rlock_lock_info_queue_count(info); i++) {
+    char left[32];
+    cli_format_ms(left, sizeof left, rlock_lock_info_queue_deadline_ms(info, i));
+    printf("  queued %zu: ", i + 1);
+    cli_put_printable(stdout, rlock_lock_info_queue_owner(info, i));
+    printf(" (deadline in %s)\n", left);
+  }
 }
 
 /* "orders: locked, expires in 29.5s" + "  holder OWNER (2 holds)" lines. */
@@ -49,6 +70,7 @@ static void print_human(const char *name, const rlock_lock_info *info) {
   cli_put_printable(stdout, name);
   if (!rlock_lock_info_locked(info)) {
     fputs(": free\n", stdout);
+    print_queue(info);
     return;
   }
   char left[32] = "";
@@ -61,6 +83,7 @@ static void print_human(const char *name, const rlock_lock_info *info) {
     cli_put_printable(stdout, rlock_lock_info_holder_owner(info, i));
     printf(" (%" PRId64 " hold%s)\n", holds, holds == 1 ? "" : "s");
   }
+  print_queue(info);
 }
 
 #define STATUS_SHORTOPTS "+:h"
@@ -112,7 +135,7 @@ int cli_cmd_status(const cli_global *g, int argc, char **argv) {
     return status;
   rlock_client *client;
   rlock_lock *lock;
-  status = cli_open(g, name, NULL, NULL, &client, &lock);
+  status = cli_open(g, name, 1, NULL, NULL, &client, &lock);
   if (status == 0)
     status = show(lock, name, json);
   cli_close(client, lock);

@@ -25,10 +25,13 @@ static int ignored[NCAUGHT];
 
 static volatile sig_atomic_t last_signal;
 static volatile sig_atomic_t child_pid;
+/* Fired by the handler to end a wait for the lock (async-signal-safe). */
+static rlock_cancel *cancel_token;
 
 static void on_signal(int sig) {
   int saved = errno;
   last_signal = sig;
+  rlock_cancel_fire(cancel_token);
   pid_t child = (pid_t)child_pid;
   if (child > 0)
     kill(child, sig);
@@ -42,6 +45,8 @@ static void caught_set(sigset_t *set) {
 }
 
 int cli_signals_install(void) {
+  if (cancel_token == NULL && rlock_cancel_new(&cancel_token) != RLOCK_OK)
+    return -1;
   struct sigaction sa = {.sa_handler = on_signal, .sa_flags = 0};
   caught_set(&sa.sa_mask); /* one handler at a time */
   for (size_t i = 0; i < NCAUGHT; i++) {
@@ -56,6 +61,13 @@ int cli_signals_install(void) {
 }
 
 int cli_signal_caught(void) { return last_signal; }
+
+rlock_cancel *cli_cancel_token(void) { return cancel_token; }
+
+void cli_signals_free(void) {
+  rlock_cancel_free(cancel_token);
+  cancel_token = NULL;
+}
 
 void cli_signals_block(void) {
   sigset_t set;

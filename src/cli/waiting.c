@@ -1,15 +1,21 @@
 /*
- * waiting.c - acquire a lock in slices of at most a second, so that a
- * signal can end the wait (the library's wait does not return on EINTR),
- * and on a terminal show who holds the lock meanwhile.
+ * waiting.c - acquire a lock in one wait that a caught signal can end
+ * (the handler fires a cancel token), and on a terminal show who holds
+ * the lock meanwhile, refreshed every second by a display thread.
+ *
+ * One wait, not a series of short ones: a fair-lock waiter that gave up
+ * at the end of each short wait would lose its place in the queue.
  */
+#include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 
-#define SLICE_MS 1000
+#define REFRESH_MS 1000
 
 /* Columns available on stderr's terminal for the progress line. */
 static size_t line_room(void) {
@@ -89,36 +95,87 @@ static void progress_clear(size_t shown) {
   }
 }
 
-/* Milliseconds left before `deadline` (INT64_MAX: forever), at least 0. */
-static int64_t ms_left(int64_t deadline) {
-  if (deadline == INT64_MAX)
-    return INT64_MAX;
-  int64_t left = deadline - cli_now_ms();
-  return left > 0 ? left : 0;
+/* The display thread: redraw every REFRESH_MS until told to stop. */
+typedef struct progress {
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int stop;
+  rlock_lock *lock;
+  size_t shown;
+} progress;
+
+static void *progress_main(void *arg) {
+  progress *p = arg;
+  cli_signals_block(); /* signals are for the main thread */
+  pthread_mutex_lock(&p->mu);
+  while (!p->stop) {
+    pthread_mutex_unlock(&p->mu);
+    progress_show(p->lock, &p->shown);
+    pthread_mutex_lock(&p->mu);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += REFRESH_MS / 1000;
+    while (!p->stop && pthread_cond_timedwait(&p->cv, &p->mu, &ts) != ETIMEDOUT)
+      ;
+  }
+  pthread_mutex_unlock(&p->mu);
+  return NULL;
 }
 
-/* The first attempt does not wait, so -w 0 is exactly one try and a
- * terminal hears at once what it is waiting for. */
+/* Start the display thread; returns 0, or -1 when it cannot (then the
+ * wait simply goes on without it). */
+static int progress_start(progress *p, rlock_lock *lock) {
+  pthread_condattr_t attr;
+  *p = (progress){.lock = lock};
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(&p->cv, &attr);
+  pthread_condattr_destroy(&attr);
+  if (pthread_create(&p->thread, NULL, progress_main, p) == 0)
+    return 0;
+  pthread_cond_destroy(&p->cv);
+  pthread_mutex_destroy(&p->mu);
+  return -1;
+}
+
+static void progress_stop(progress *p) {
+  pthread_mutex_lock(&p->mu);
+  p->stop = 1;
+  pthread_cond_signal(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+  pthread_join(p->thread, NULL);
+  pthread_cond_destroy(&p->cv);
+  pthread_mutex_destroy(&p->mu);
+  progress_clear(p->shown);
+}
+
+/* The first attempt does not wait, so -w 0 is exactly one try (a fair
+ * lock's try without waiting never queues) and a terminal hears at once
+ * what it is waiting for. */
 int cli_acquire(rlock_lock *lock, int64_t wait_ms, int64_t lease_ms,
                 int show) {
-  int64_t deadline = wait_ms < 0 ? INT64_MAX : cli_now_ms() + wait_ms;
-  int64_t slice = 0, left;
-  size_t shown = 0;
-  int rc;
-  for (;;) {
-    rc = rlock_lock_try_acquire(lock, slice, lease_ms);
-    if (cli_signal_caught() != 0) {
-      if (rc == RLOCK_OK)
-        rlock_lock_release(lock);
-      rc = CLI_INTERRUPTED;
-      break;
+  rlock_cancel *cancel = cli_cancel_token();
+  int64_t start = cli_now_ms();
+  int rc = rlock_lock_try_acquire_cancel(lock, 0, lease_ms, cancel);
+  if (rc == RLOCK_ELOCKED && wait_ms != 0) {
+    int64_t left = wait_ms;
+    if (wait_ms != RLOCK_WAIT_FOREVER) {
+      left = wait_ms - (cli_now_ms() - start);
+      left = left > 0 ? left : 0;
     }
-    if (rc != RLOCK_ELOCKED || (left = ms_left(deadline)) == 0)
-      break;
-    slice = left < SLICE_MS ? left : SLICE_MS;
-    if (show)
-      progress_show(lock, &shown);
+    progress p;
+    int shown = show && progress_start(&p, lock) == 0;
+    rc = rlock_lock_try_acquire_cancel(lock, left, lease_ms, cancel);
+    if (shown)
+      progress_stop(&p);
   }
-  progress_clear(shown);
+  if (rc == RLOCK_ECANCELED)
+    return CLI_INTERRUPTED;
+  if (rc == RLOCK_OK && cli_signal_caught() != 0) {
+    rlock_lock_release(lock); /* the signal came first: do not run */
+    return CLI_INTERRUPTED;
+  }
   return rc;
 }

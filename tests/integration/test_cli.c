@@ -440,6 +440,64 @@ static void test_exec_waiter_acquires_promptly(void **state) {
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
 }
 
+static long long fair_queue_len(const char *name) {
+  return rt_cmd_int(srv, "LLEN redisson_lock_queue:{%s}", name);
+}
+
+static void wait_fair_queue(const char *name, long long n) {
+  int64_t t0 = rt_now_ms();
+  while (fair_queue_len(name) != n) {
+    if (rt_now_ms() - t0 > SCALED(5000))
+      fail_msg("fair queue of %s has %lld waiters, expected %lld", name,
+               fair_queue_len(name), n);
+    rt_sleep_ms(5);
+  }
+}
+
+/* exec --fair: waiters run in the order they queued; status shows the
+ * queue; a waiter stopped by a signal leaves the queue at once. */
+static void test_exec_fair_order_and_queue(void **state) {
+  (void)state;
+  const char *name = "cli:fair";
+  char log[512], script[700];
+  proc holder, w[4], p;
+  tmp_path(log, sizeof log, "fair.log");
+  snprintf(script, sizeof script, "echo $0 >> %s", log);
+  proc_start(&holder, ARGS("-u", url, "exec", "--fair", name, "--", "sleep",
+                           "1"));
+  fx_wait_exists(srv, name, 1, SCALED(5000));
+  const char *ids[4] = {"a", "b", "x", "c"};
+  for (int i = 0; i < 4; i++) {
+    proc_start(&w[i], ARGS("-u", url, "exec", "--fair", name, "--", "sh", "-c",
+                           script, ids[i]));
+    wait_fair_queue(name, i + 1);
+  }
+  run_expect(&p, 0, ARGS("-u", url, "status", "--json", name));
+  const char *q = strstr(p.out[0], "\"queue\": [{\"owner\": \"");
+  assert_non_null(q);
+  redisReply *r = rt_cmd(srv, "LRANGE redisson_lock_queue:{%s} 0 -1", name);
+  assert_int_equal(r->elements, 4);
+  const char *at = q;
+  for (size_t i = 0; i < r->elements; i++) { /* the same owners, in order */
+    at = strstr(at, r->element[i]->str);
+    assert_non_null(at);
+  }
+  freeReplyObject(r);
+  assert_non_null(strstr(p.out[0], "\"deadline_ms\": "));
+  assert_int_equal(kill(w[2].pid, SIGTERM), 0); /* "x" gives up */
+  assert_int_equal(proc_wait(&w[2], SCALED(5000)), 128 + SIGTERM);
+  assert_int_equal(fair_queue_len(name), 3);
+  assert_int_equal(proc_wait(&holder, SCALED(10000)), 0);
+  for (int i = 0; i < 4; i++)
+    if (i != 2)
+      assert_int_equal(proc_wait(&w[i], SCALED(10000)), 0);
+  assert_string_equal(slurp(log), "a\nb\nc\n");
+  assert_int_equal(rt_cmd_int(srv, "EXISTS %s redisson_lock_queue:{%s} "
+                                   "redisson_lock_timeout:{%s}",
+                              name, name, name),
+                   0);
+}
+
 /* A terminal gets a progress line naming the holder; it is cleared. */
 static void test_exec_progress_on_terminal(void **state) {
   (void)state;
@@ -539,7 +597,8 @@ static void test_status_free(void **state) {
   proc p;
   run_expect(&p, 0, ARGS("-u", url, "status", "--json", "cli:free"));
   assert_string_equal(p.out[0], "{\"name\": \"cli:free\", \"locked\": false, "
-                                "\"ttl_ms\": -2, \"holders\": []}\n");
+                                "\"ttl_ms\": -2, \"holders\": [], "
+                                "\"queue\": []}\n");
   assert_string_equal(p.out[1], "");
   run_expect(&p, 0, ARGS("-u", url, "status", "cli:free"));
   assert_string_equal(p.out[0], "cli:free: free\n");
@@ -563,7 +622,8 @@ static void test_status_of_exec_holder(void **state) {
   const char *field = only_field(name);
   run_expect(&p, 0, ARGS("-u", url, "status", "--json", name));
   snprintf(want, sizeof want,
-           "\"holders\": [{\"owner\": \"%s\", \"count\": 1}]}\n", field);
+           "\"holders\": [{\"owner\": \"%s\", \"count\": 1}], "
+           "\"queue\": []}\n", field);
   assert_non_null(strstr(p.out[0], "{\"name\": \"cli:held\", \"locked\": true"));
   assert_non_null(strstr(p.out[0], want));
   ASSERT_BETWEEN(json_ttl(p.out[0]), 20000, 30000);
@@ -581,7 +641,8 @@ static void check_json_with_python(const char *json_file, const char *name) {
       "name = sys.argv[2].encode('utf-8', 'surrogateescape').decode()\n"
       "assert d['name'] == name, d\n"
       "assert d['locked'] is True and 50000 < d['ttl_ms'] <= 60000, d\n"
-      "assert d['holders'] == [{'owner': sys.argv[3], 'count': 2}], d\n";
+      "assert d['holders'] == [{'owner': sys.argv[3], 'count': 2}], d\n"
+      "assert d['queue'] == [], d\n";
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
@@ -604,7 +665,7 @@ static void test_status_json_escaping(void **state) {
   assert_non_null(strstr(p.out[0], "{\"name\": \"cli:q\\\"b\\\\s\\tc\\u0001 "
                                    "\xc3\xbc/\xe2\x82\xac\", \"locked\": true"));
   assert_non_null(strstr(p.out[0], "\"holders\": [{\"owner\": \"" FOREIGN
-                                   "\", \"count\": 2}]}\n"));
+                                   "\", \"count\": 2}], \"queue\": []}\n"));
   FILE *f = fopen(tmp_path(file, sizeof file, "status.json"), "w");
   assert_non_null(f);
   fputs(p.out[0], f);
@@ -788,6 +849,7 @@ int main(void) {
       cmocka_unit_test(test_exec_wait_bounds),
       cmocka_unit_test(test_exec_processes_take_turns),
       cmocka_unit_test(test_exec_waiter_acquires_promptly),
+      cmocka_unit_test(test_exec_fair_order_and_queue),
       cmocka_unit_test(test_exec_progress_on_terminal),
       cmocka_unit_test(test_exec_forwards_signals),
       cmocka_unit_test(test_exec_signal_while_waiting),
