@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# Measure rlock against a throwaway redis-server, in one run:
+#   1. the server's EVALSHA ceiling (redis-benchmark, 50 connections, the
+#      library's acquire script) alternating with rlock-bench many, three
+#      rounds of each;
+#   2. rlock-bench uncontended and contended (4 processes, with and without
+#      200 us of think time);
+#   3. a summary checking the performance targets as ratios of figures
+#      measured in this same run (so a noisy, shared machine affects both
+#      sides of each ratio alike).
+#
+# Usage: scripts/bench.sh [--quick]
+#   --quick  a short run (seconds instead of a minute) for smoke-testing
+#
+# It is a measurement, not a test: a missed target prints MISS but the exit
+# status is 0; it is non-zero only when something failed to run.
+#
+# The server listens on a free loopback port with persistence off, and is
+# stopped by its pid when this script exits for any reason.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD="$ROOT/build-bench"
+QUICK=0
+
+# The comment block at the top of this file, without its '#'.
+usage() {
+  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' \
+      "${BASH_SOURCE[0]}"
+}
+
+for arg in "$@"; do
+  case "$arg" in
+    --quick) QUICK=1 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "bench.sh: unknown argument '$arg' (try --help)" >&2; exit 64 ;;
+  esac
+done
+
+if [ "$QUICK" -eq 1 ]; then
+  ROUNDS=1 CEIL_N=20000 MANY_S=1 UNC_OPS=2000 CON_OPS=300
+else
+  ROUNDS=3 CEIL_N=200000 MANY_S=5 UNC_OPS=20000 CON_OPS=2000
+fi
+
+# ---- build ------------------------------------------------------------------
+"$ROOT/scripts/deps.sh"
+echo "bench: building Release into $BUILD" >&2
+cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
+      -DRLOCK_BUILD_TESTS=OFF >/dev/null
+cmake --build "$BUILD" -j"$(nproc)" --target rlock-bench >/dev/null
+BENCH="$BUILD/rlock-bench"
+
+# ---- throwaway server -------------------------------------------------------
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/rlock-bench.XXXXXX")
+SERVER_PID=""
+
+cleanup() {
+  if [ -n "$SERVER_PID" ]; then
+    kill "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+  fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+free_port() {
+  python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])
+s.close()'
+}
+
+# Start redis-server on a free port; another process may grab the port
+# between picking and binding it, so try a few.
+start_server() {
+  local attempt i
+  for attempt in 1 2 3 4 5; do
+    PORT=$(free_port)
+    redis-server --bind 127.0.0.1 --port "$PORT" --save "" --appendonly no \
+                 --dir "$WORK" --logfile "$WORK/redis.log" &
+    SERVER_PID=$!
+    for i in $(seq 100); do
+      if ! kill -0 "$SERVER_PID" 2>/dev/null; then break; fi
+      if [ "$(redis-cli -p "$PORT" ping 2>/dev/null)" = "PONG" ]; then
+        return 0
+      fi
+      sleep 0.05
+    done
+    kill "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+    SERVER_PID=""
+    echo "bench: redis-server did not come up on port $PORT" \
+         "(attempt $attempt)" >&2
+  done
+  tail -n 20 "$WORK/redis.log" >&2 || true
+  return 1
+}
+
+start_server
+URL="redis://127.0.0.1:$PORT"
+echo "bench: redis-server pid $SERVER_PID on $URL" >&2
+
+# ---- measurements -----------------------------------------------------------
+RESULTS="$WORK/results.jsonl"
+: >"$RESULTS"
+
+# The acquire script exactly as the library embeds it (-x sends the file's
+# bytes, trailing newline included, so the SHA1 is the library's).
+ceiling() {
+  local lua="$ROOT/src/lib/scripts/lock_acquire.lua" sha want out rps fmt
+  sha=$(redis-cli -p "$PORT" -x script load <"$lua")
+  want=$(sha1sum "$lua" | cut -d' ' -f1)
+  if [ "$sha" != "$want" ]; then
+    echo "bench: SCRIPT LOAD returned '$sha', expected $want" >&2
+    return 1
+  fi
+  echo "bench: redis-benchmark EVALSHA, 50 connections, $CEIL_N requests" >&2
+  out=$(redis-benchmark -p "$PORT" -c 50 -n "$CEIL_N" -r 1000 -q \
+          evalsha "$sha" 1 key:__rand_int__ 30000 \
+          9f1c2b7e-4d3a-4e5f-8a6b-0c1d2e3f4a5b:1 | tr '\r' '\n')
+  rps=$(printf '%s\n' "$out" |
+        sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p' | tail -n 1)
+  if [ -z "$rps" ]; then
+    printf 'bench: cannot read redis-benchmark output:\n%s\n' "$out" >&2
+    return 1
+  fi
+  # Its 1000 keys hold leases of 30 s; drop them so they cost nothing later.
+  redis-cli -p "$PORT" flushall >/dev/null
+  fmt='{"workload":"evalsha_ceiling","connections":50,'
+  fmt+='"requests":%s,"requests_per_s":%s}\n'
+  printf "$fmt" "$CEIL_N" "$rps" >>"$RESULTS"
+}
+
+run_bench() {
+  echo "bench: rlock-bench $*" >&2
+  "$BENCH" -u "$URL" --json "$@" >>"$RESULTS"
+}
+
+# The ceiling and `many` come from two different programs and are
+# compared with each other, so they alternate, ROUNDS times: a noisy
+# neighbour then hits both sides of each round's ratio alike.
+for round in $(seq "$ROUNDS"); do
+  ceiling
+  run_bench many --threads 16 --seconds "$MANY_S"
+done
+run_bench uncontended --ops "$UNC_OPS"
+run_bench contended --procs 4 --ops "$CON_OPS"
+run_bench contended --procs 4 --ops "$CON_OPS" --think-us 200
+
+# ---- summary ----------------------------------------------------------------
+echo
+echo "== raw results (JSON, one per measurement) =="
+cat "$RESULTS"
+mkdir -p "$BUILD"
+cp "$RESULTS" "$BUILD/bench-last.jsonl"
+
+CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+REDIS_VER=$(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
+echo
+echo "== summary ($(nproc) CPUs, ${CPU:-unknown CPU}," \
+     "redis-server $REDIS_VER) =="
+python3 - "$RESULTS" <<'PY'
+import json
+import statistics
+import sys
+
+rows = [json.loads(line) for line in open(sys.argv[1])]
+def pick(kind):
+    return [r for r in rows if r["workload"] == kind]
+ceils, manys = pick("evalsha_ceiling"), pick("many")
+unc, cons = pick("uncontended")[0], pick("contended")
+
+def num(v, fmt="{:.1f}"):
+    return "n/a" if v is None else fmt.format(v)
+
+def check(ok, text):
+    print(("PASS " if ok else "MISS ") + text)
+
+# Round i's ceiling and many ran back to back.
+ratios = [2 * m["ops_per_s"] / c["requests_per_s"]
+          for c, m in zip(ceils, manys)]
+for i, (c, m) in enumerate(zip(ceils, manys)):
+    print(f"round {i + 1}: EVALSHA ceiling {c['requests_per_s']:.0f} req/s, "
+          f"many {m['ops_per_s']:.0f} pairs/s, ratio {ratios[i]:.2f}")
+print(f"uncontended: ping {num(unc['ping_rtt_us'])} us, lock+unlock p50 "
+      f"{num(unc['lock_unlock_p50_us'])} us "
+      f"(p99 {num(unc['lock_unlock_p99_us'])}), "
+      f"floor p50 {num(unc['floor_p50_us'])} us")
+for c in cons:
+    print(f"contended {c['procs']} procs, think {c['think_us']} us: "
+          f"{c['acquisitions_per_s']:.0f} acq/s, {c['handoffs']} handoffs, "
+          f"p50 {num(c['handoff_p50_us'])} us, "
+          f"p99 {num(c['handoff_p99_us'])} us, "
+          f"ping {num(c['ping_rtt_us'])} us, lost updates {c['lost_updates']}")
+print()
+
+r = unc["lock_unlock_vs_floor"]
+check(r is not None and r <= 1.15,
+      f"uncontended lock+unlock p50 <= 1.15 x floor p50: "
+      f"ratio {num(r, '{:.3f}')}")
+for c in cons:
+    tag = f"contended think {c['think_us']} us:"
+    rtts, p50 = c["handoff_rtts"], c["handoff_p50_us"]
+    check(rtts is not None and rtts <= 3.0,
+          f"{tag} handoff p50 <= 3 x ping RTT: {num(rtts, '{:.2f}')} RTT "
+          f"({num(p50)} us / {num(c['ping_rtt_us'])} us)")
+    check(p50 is not None and p50 < 1000,
+          f"{tag} handoff p50 < 1000 us: {num(p50)} us")
+    check(c["lost_updates"] == 0,
+          f"{tag} no lost updates: {c['lost_updates']}")
+ratio = statistics.median(ratios)
+check(ratio >= 0.7,
+      f"many: 2 x pairs/s >= 0.7 x EVALSHA ceiling: median ratio {ratio:.2f} "
+      f"over {len(ratios)} round(s) "
+      f"({', '.join(f'{x:.2f}' for x in ratios)})")
+PY

@@ -1,0 +1,149 @@
+/*
+ * bench.h - rlock-bench: shared declarations of the benchmark program.
+ *
+ * rlock-bench measures the library against a running server. Every figure
+ * is a wall-clock time on CLOCK_MONOTONIC. Three workloads:
+ *   uncontended  one thread, one lock: cost of a lock+unlock pair next to
+ *                the "floor" (the same two scripts sent from a bare
+ *                hiredis loop) and next to a PING round trip;
+ *   contended    N processes taking turns on one lock: throughput and the
+ *                release-to-next-holder handoff latency;
+ *   many         T threads of one process sharing one client over L locks:
+ *                lock+unlock pairs per second.
+ *
+ * Everything talks to the library through its public API, except the
+ * floor, which reuses the library's embedded scripts (script.h) so that it
+ * sends byte-for-byte the same EVALSHA commands.
+ *
+ * Exit status: 0 measured, 1 something failed while measuring (server
+ * down, unexpected reply, ...), 64 bad command line (one line on stderr).
+ */
+#ifndef RLOCK_BENCH_H
+#define RLOCK_BENCH_H
+
+#include <hiredis/hiredis.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rlock.h"
+
+#define BENCH_EXIT_FAIL 1
+#define BENCH_EXIT_USAGE 64
+
+/* uncontended: steps per block; each block runs on fresh connections
+ * (see bench_uncontended.c). */
+#define BENCH_BLOCK 1000
+
+/* The parsed command line. Fields a workload does not use keep their
+ * defaults; main.c rejects options that do not apply to the workload. */
+typedef struct bench_args {
+  const char *url;      /* -u, else $RLOCK_URL, else the default */
+  int json;             /* --json: one JSON object on one line */
+  const char *workload; /* "uncontended", "contended" or "many" */
+  long ops;             /* uncontended, contended: operations (per process) */
+  int procs;            /* contended: processes */
+  long think_us;        /* contended: pause outside the lock */
+  int threads;          /* many: threads */
+  int locks;            /* many: distinct lock names */
+  double seconds;       /* many: run time */
+} bench_args;
+
+/* ---- workloads (bench_<name>.c); each returns an exit status -------- */
+
+int bench_uncontended(const bench_args *a);
+int bench_contended(const bench_args *a);
+int bench_many(const bench_args *a);
+
+/* ---- stats.c: time and samples --------------------------------------- */
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+int64_t bench_now_ns(void);
+
+/* Sleep `us` microseconds on CLOCK_MONOTONIC (0: return at once). */
+void bench_sleep_us(long us);
+
+/* A preallocated series of durations in nanoseconds. push() never
+ * allocates, so it is safe in a timed loop; it drops samples beyond the
+ * capacity (callers size it exactly). */
+typedef struct bench_samples {
+  int64_t *v;
+  size_t n;
+  size_t cap;
+} bench_samples;
+
+int bench_samples_init(bench_samples *s, size_t cap); /* 0 or -1 (ENOMEM) */
+void bench_samples_push(bench_samples *s, int64_t ns);
+void bench_samples_free(bench_samples *s);
+
+/* The p-th percentile (0..100) of v[0..n) in microseconds, by linear
+ * interpolation between the closest ranks. Sorts v in place. n > 0. */
+double bench_percentile_us(int64_t *v, size_t n, double p);
+
+/* ---- report.c: the result listing ------------------------------------ */
+
+/* Prints "key: value" lines, or with json one object on one line whose
+ * first key is "workload". Values are numbers; NaN is printed as null. */
+typedef struct bench_report {
+  int json;
+  int fields;
+} bench_report;
+
+void bench_report_begin(bench_report *r, int json, const char *workload);
+void bench_report_num(bench_report *r, const char *key, double v,
+                      int decimals);
+void bench_report_int(bench_report *r, const char *key, long long v);
+void bench_report_end(bench_report *r);
+
+/* ---- url.c: where the server is, for the bare connections ------------- */
+
+/* The parts of a redis:// or unix:// URL (the forms rlock_config_set_url
+ * accepts) that a bare connection needs. Strings are malloc'ed. */
+typedef struct bench_url {
+  char *host;      /* NULL for a unix socket */
+  int port;
+  char *unix_path; /* NULL for TCP */
+  char *user;      /* NULL: AUTH with the password only */
+  char *password;  /* NULL: no AUTH */
+  int db;          /* SELECT when non-zero */
+} bench_url;
+
+/* 0, or -1 with a one-line reason in err. u is left empty on failure. */
+int bench_url_parse(bench_url *u, const char *url, char *err, size_t errsize);
+void bench_url_free(bench_url *u);
+
+/* ---- raw.c: bare hiredis connections ---------------------------------- */
+
+/* Open a blocking hiredis connection to the server `url` names, of the
+ * same kind the library opens (TCP_NODELAY, 3 s I/O timeout, AUTH and
+ * SELECT as the URL asks). NULL after printing why. */
+redisContext *bench_raw_connect(const char *url);
+
+/* Run one command; returns the reply, or NULL after printing why (error
+ * replies count as failures). The caller frees the reply. */
+redisReply *bench_raw_cmd(redisContext *c, int argc, const char **argv,
+                          const size_t *lens);
+
+/* Time `n` PINGs, one after the other, into `out`. 0 or -1 (printed). */
+int bench_raw_ping(redisContext *c, bench_samples *out, size_t n);
+
+/* ---- util.c: shared helpers ------------------------------------------- */
+
+/* Print "rlock-bench: <message>" on stderr; returns BENCH_EXIT_FAIL. */
+int bench_fail(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+
+/* Same, appending the library's status and last error message. */
+int bench_fail_rc(const char *what, int rc);
+
+/* A client for `url` with the library's defaults otherwise. NULL after
+ * printing why. */
+rlock_client *bench_client_new(const char *url);
+
+/* A "<uuid>:<tid>" string shaped like the library's owner fields, with a
+ * fresh random UUID (so it never equals a real client's). */
+void bench_fake_owner(char *buf, size_t size);
+
+/* `base` + ":" + decimal pid, for key names private to this run. */
+void bench_key(char *buf, size_t size, const char *base, long pid);
+
+#endif /* RLOCK_BENCH_H */

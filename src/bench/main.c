@@ -1,0 +1,220 @@
+/*
+ * main.c - rlock-bench: command line parsing and dispatch.
+ *
+ *   rlock-bench [-u URL] [--json] WORKLOAD [options]
+ *
+ * -u/--url and --json may appear anywhere. A usage error prints one line
+ * on stderr and exits 64; --help prints the full usage on stdout.
+ */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+#define DEFAULT_URL "redis://127.0.0.1:6379"
+
+static const char USAGE[] =
+    "usage: rlock-bench [-u URL] [--json] WORKLOAD [options]\n"
+    "\n"
+    "  -u, --url URL   server (default $RLOCK_URL, else " DEFAULT_URL ")\n"
+    "  --json          print one JSON object on one line\n"
+    "\n"
+    "workloads:\n"
+    "  uncontended [--ops K]     one thread, one lock: lock+unlock pairs\n"
+    "                            vs the same scripts from a bare hiredis\n"
+    "                            loop (K default 20000)\n"
+    "  contended --procs N --ops K [--think-us T]\n"
+    "                            N processes take turns on one lock, K\n"
+    "                            acquisitions each, pausing T us between\n"
+    "  many [--threads T] [--locks L] [--seconds S]\n"
+    "                            T threads, one client, random locks out\n"
+    "                            of L (defaults 16, 1000, 5)\n";
+
+enum { W_UNCONTENDED = 1, W_CONTENDED = 2, W_MANY = 4 };
+
+static const struct {
+  const char *name;
+  unsigned mask;
+} WORKLOADS[] = {{"uncontended", W_UNCONTENDED},
+                 {"contended", W_CONTENDED},
+                 {"many", W_MANY}};
+
+/* Workload options: which workloads take them and their valid range. */
+typedef struct opt_spec {
+  const char *name;
+  unsigned workloads;
+  double lo, hi;
+  int integer;
+} opt_spec;
+
+enum { O_OPS, O_PROCS, O_THINK, O_THREADS, O_LOCKS, O_SECONDS, O_COUNT };
+
+static const opt_spec OPTS[O_COUNT] = {
+    [O_OPS] = {"--ops", W_UNCONTENDED | W_CONTENDED, 1, 100000000, 1},
+    [O_PROCS] = {"--procs", W_CONTENDED, 1, 256, 1},
+    [O_THINK] = {"--think-us", W_CONTENDED, 0, 10000000, 1},
+    [O_THREADS] = {"--threads", W_MANY, 1, 256, 1},
+    [O_LOCKS] = {"--locks", W_MANY, 1, 1000000, 1},
+    [O_SECONDS] = {"--seconds", W_MANY, 0.1, 3600, 0},
+};
+
+typedef struct parsed {
+  bench_args args;
+  unsigned workload; /* W_* */
+  double val[O_COUNT];
+  int given[O_COUNT];
+  int help;
+} parsed;
+
+static int usage_error(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+
+static int usage_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("rlock-bench: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputs(" (see rlock-bench --help)\n", stderr);
+  va_end(ap);
+  return BENCH_EXIT_USAGE;
+}
+
+static int parse_value(const opt_spec *o, const char *s, double *out) {
+  char *end;
+  errno = 0;
+  double v = o->integer ? (double)strtol(s, &end, 10) : strtod(s, &end);
+  if (end == s || *end != '\0' || errno != 0 || !isfinite(v) || v < o->lo ||
+      v > o->hi)
+    return usage_error("%s takes %s from %.15g to %.15g (got '%s')", o->name,
+                       o->integer ? "an integer" : "a number", o->lo, o->hi,
+                       s);
+  *out = v;
+  return 0;
+}
+
+/* Split "--name=value" or take the next word as the value. */
+static int take_value(int argc, char **argv, int *i, const char *name,
+                      const char **value) {
+  size_t n = strlen(name);
+  if (argv[*i][n] == '=') {
+    *value = argv[*i] + n + 1;
+    return 0;
+  }
+  if (*i + 1 >= argc)
+    return usage_error("%s needs a value", name);
+  *value = argv[++*i];
+  return 0;
+}
+
+/* Does argv word `w` name option `name` (alone or as "name=...")? */
+static int is_opt(const char *w, const char *name) {
+  size_t n = strlen(name);
+  return strncmp(w, name, n) == 0 && (w[n] == '\0' || w[n] == '=');
+}
+
+static int parse_workload(parsed *p, const char *w) {
+  if (p->args.workload != NULL)
+    return usage_error("unexpected argument '%s'", w);
+  for (size_t i = 0; i < sizeof WORKLOADS / sizeof *WORKLOADS; i++)
+    if (strcmp(w, WORKLOADS[i].name) == 0) {
+      p->args.workload = WORKLOADS[i].name;
+      p->workload = WORKLOADS[i].mask;
+      return 0;
+    }
+  return usage_error("unknown workload '%s' (uncontended, contended, many)",
+                     w);
+}
+
+static int parse_word(parsed *p, int argc, char **argv, int *i) {
+  const char *w = argv[*i], *v = NULL;
+  if (strcmp(w, "-h") == 0 || strcmp(w, "--help") == 0)
+    return p->help = 1, 0;
+  if (strcmp(w, "--json") == 0)
+    return p->args.json = 1, 0;
+  if (strcmp(w, "-u") == 0 || is_opt(w, "--url")) {
+    int rc = take_value(argc, argv, i, w[1] == 'u' ? "-u" : "--url", &v);
+    return rc != 0 ? rc : (p->args.url = v, 0);
+  }
+  for (int o = 0; o < O_COUNT; o++)
+    if (is_opt(w, OPTS[o].name)) {
+      int rc = take_value(argc, argv, i, OPTS[o].name, &v);
+      if (rc == 0 && (rc = parse_value(&OPTS[o], v, &p->val[o])) == 0)
+        p->given[o] = 1;
+      return rc;
+    }
+  if (w[0] == '-')
+    return usage_error("unknown option '%s'", w);
+  return parse_workload(p, w);
+}
+
+/* Options must fit the workload; contended needs --procs and --ops. */
+static int check_combination(const parsed *p) {
+  if (p->args.workload == NULL)
+    return usage_error("no workload given (uncontended, contended, many)");
+  for (int o = 0; o < O_COUNT; o++)
+    if (p->given[o] && !(OPTS[o].workloads & p->workload))
+      return usage_error("%s does not apply to %s", OPTS[o].name,
+                         p->args.workload);
+  if (p->workload == W_CONTENDED && (!p->given[O_PROCS] || !p->given[O_OPS]))
+    return usage_error("contended needs --procs N and --ops K");
+  return 0;
+}
+
+static int check_url(const char *url) {
+  rlock_config *cfg;
+  if (rlock_config_new(&cfg) != RLOCK_OK)
+    return bench_fail("out of memory");
+  int rc = rlock_config_set_url(cfg, url);
+  rlock_config_free(cfg);
+  return rc == RLOCK_OK ? 0 : usage_error("%s", rlock_error_last()->message);
+}
+
+static void apply_values(parsed *p) {
+  bench_args *a = &p->args;
+  a->ops = p->given[O_OPS] ? (long)p->val[O_OPS] : 20000;
+  a->procs = (int)p->val[O_PROCS];
+  a->think_us = p->given[O_THINK] ? (long)p->val[O_THINK] : 0;
+  a->threads = p->given[O_THREADS] ? (int)p->val[O_THREADS] : 16;
+  a->locks = p->given[O_LOCKS] ? (int)p->val[O_LOCKS] : 1000;
+  a->seconds = p->given[O_SECONDS] ? p->val[O_SECONDS] : 5.0;
+  if (a->url == NULL)
+    a->url = getenv("RLOCK_URL");
+  if (a->url == NULL || a->url[0] == '\0')
+    a->url = DEFAULT_URL;
+}
+
+int main(int argc, char **argv) {
+  parsed p;
+  memset(&p, 0, sizeof p);
+  for (int i = 1; i < argc; i++) {
+    int rc = parse_word(&p, argc, argv, &i);
+    if (rc != 0)
+      return rc;
+  }
+  if (p.help) {
+    fputs(USAGE, stdout);
+    return 0;
+  }
+  int rc = check_combination(&p);
+  if (rc != 0)
+    return rc;
+  apply_values(&p);
+  if ((rc = check_url(p.args.url)) != 0)
+    return rc;
+  /* A server that goes away must fail a write, not kill the process. */
+  signal(SIGPIPE, SIG_IGN);
+  fflush(stdout);
+  switch (p.workload) {
+  case W_UNCONTENDED:
+    return bench_uncontended(&p.args);
+  case W_CONTENDED:
+    return bench_contended(&p.args);
+  default:
+    return bench_many(&p.args);
+  }
+}

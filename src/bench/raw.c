@@ -1,0 +1,106 @@
+/*
+ * raw.c - bare hiredis connections: the reference the library is compared
+ * against (PING round trip, the EVALSHA floor) and the side channel the
+ * contended workload uses for its counter.
+ */
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include "bench.h"
+
+/* Timeouts equal to the library's defaults, so a dead server fails the
+ * bench instead of hanging it. */
+#define CONNECT_TIMEOUT_MS 2000
+#define COMMAND_TIMEOUT_MS 3000
+
+static redisContext *open_socket(const bench_url *u) {
+  struct timeval tv = {CONNECT_TIMEOUT_MS / 1000, 0};
+  if (u->unix_path != NULL)
+    return redisConnectUnixWithTimeout(u->unix_path, tv);
+  redisContext *c = redisConnectWithTimeout(u->host, u->port, tv);
+  if (c != NULL && !c->err) {
+    /* The library sets TCP_NODELAY on its connections; do the same here
+     * (whatever hiredis does by default) so both pay the same latency. */
+    int one = 1;
+    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+  return c;
+}
+
+/* AUTH and SELECT as the URL asks. */
+static int login(redisContext *c, const bench_url *u) {
+  char db[16];
+  if (u->password != NULL) {
+    const char *argv[3] = {"AUTH", u->user ? u->user : u->password,
+                           u->password};
+    redisReply *r = bench_raw_cmd(c, u->user ? 3 : 2, argv, NULL);
+    if (r == NULL)
+      return -1;
+    freeReplyObject(r);
+  }
+  if (u->db != 0) {
+    snprintf(db, sizeof db, "%d", u->db);
+    const char *argv[2] = {"SELECT", db};
+    redisReply *r = bench_raw_cmd(c, 2, argv, NULL);
+    if (r == NULL)
+      return -1;
+    freeReplyObject(r);
+  }
+  return 0;
+}
+
+redisContext *bench_raw_connect(const char *url) {
+  bench_url u;
+  char err[128];
+  if (bench_url_parse(&u, url, err, sizeof err) != 0) {
+    bench_fail("%s", err);
+    return NULL;
+  }
+  redisContext *c = open_socket(&u);
+  if (c == NULL || c->err) {
+    bench_fail("cannot connect to %s: %s", url, c ? c->errstr : "no memory");
+    redisFree(c);
+    bench_url_free(&u);
+    return NULL;
+  }
+  struct timeval tv = {COMMAND_TIMEOUT_MS / 1000, 0};
+  redisSetTimeout(c, tv);
+  if (login(c, &u) != 0) {
+    redisFree(c);
+    c = NULL;
+  }
+  bench_url_free(&u);
+  return c;
+}
+
+redisReply *bench_raw_cmd(redisContext *c, int argc, const char **argv,
+                          const size_t *lens) {
+  redisReply *r = redisCommandArgv(c, argc, argv, lens);
+  if (r == NULL) {
+    bench_fail("%s: %s", argv[0], c->errstr);
+    return NULL;
+  }
+  if (r->type == REDIS_REPLY_ERROR) {
+    bench_fail("%s: server replied: %s", argv[0], r->str);
+    freeReplyObject(r);
+    return NULL;
+  }
+  return r;
+}
+
+int bench_raw_ping(redisContext *c, bench_samples *out, size_t n) {
+  const char *argv[1] = {"PING"};
+  for (size_t i = 0; i < n; i++) {
+    int64_t t0 = bench_now_ns();
+    redisReply *r = redisCommandArgv(c, 1, argv, NULL);
+    int64_t t1 = bench_now_ns();
+    if (r == NULL)
+      return bench_fail("PING: %s", c->errstr), -1;
+    freeReplyObject(r);
+    bench_samples_push(out, t1 - t0);
+  }
+  return 0;
+}
