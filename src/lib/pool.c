@@ -34,28 +34,21 @@ void rlock__pool_destroy(rlock__pool *p) {
   pthread_cond_destroy(&p->cv);
 }
 
-/* Pop a usable idle connection, closing stale ones. Called locked. */
-static rlock__conn *pop_idle(rlock__pool *p) {
-  while (p->nidle > 0) {
-    rlock__conn *c = p->idle[--p->nidle];
-    if (!rlock__conn_stale(c))
-      return c;
-    rlock__conn_close(c);
-    p->total--;
-  }
-  return NULL;
+/* Drop a connection that was counted in the pool. */
+static void discard(rlock__pool *p, rlock__conn *c) {
+  rlock__conn_close(c);
+  pthread_mutex_lock(&p->mu);
+  p->total--;
+  pthread_cond_signal(&p->cv);
+  pthread_mutex_unlock(&p->mu);
 }
 
-int rlock__pool_get(rlock__pool *p, rlock__conn **out) {
-  int64_t deadline = rlock__deadline_after_ms(p->command_ms);
+/* Take an idle connection, or reserve a slot for a new one (*out NULL),
+ * waiting while every connection is busy. Returns RLOCK_OK or
+ * RLOCK_ETIMEOUT. */
+static int take(rlock__pool *p, int64_t deadline, rlock__conn **out) {
   pthread_mutex_lock(&p->mu);
-  for (;;) {
-    if ((*out = pop_idle(p)) != NULL) {
-      pthread_mutex_unlock(&p->mu);
-      return RLOCK_OK;
-    }
-    if (p->total < p->max)
-      break;
+  while (p->nidle == 0 && p->total >= p->max) {
     if (rlock__cond_wait_until(&p->cv, &p->mu, deadline) == ETIMEDOUT) {
       pthread_mutex_unlock(&p->mu);
       return rlock__err(RLOCK_ETIMEOUT,
@@ -63,15 +56,32 @@ int rlock__pool_get(rlock__pool *p, rlock__conn **out) {
                         (long long)p->command_ms);
     }
   }
-  p->total++; /* reserve the slot, then connect without the mutex */
-  pthread_mutex_unlock(&p->mu);
-  int rc = rlock__conn_open(out, &p->ep, p->connect_ms, p->command_ms);
-  if (rc != RLOCK_OK) {
-    pthread_mutex_lock(&p->mu);
-    p->total--;
-    pthread_cond_signal(&p->cv);
-    pthread_mutex_unlock(&p->mu);
+  if (p->nidle > 0) {
+    *out = p->idle[--p->nidle];
+  } else {
+    *out = NULL;
+    p->total++; /* reserve the slot; connect without the mutex */
   }
+  pthread_mutex_unlock(&p->mu);
+  return RLOCK_OK;
+}
+
+int rlock__pool_get(rlock__pool *p, rlock__conn **out) {
+  int64_t deadline = rlock__deadline_after_ms(p->command_ms);
+  for (;;) {
+    int rc = take(p, deadline, out);
+    if (rc != RLOCK_OK)
+      return rc;
+    if (*out == NULL)
+      break;
+    /* The staleness probe is a system call: keep it out of the mutex. */
+    if (!rlock__conn_stale(*out))
+      return RLOCK_OK;
+    discard(p, *out);
+  }
+  int rc = rlock__conn_open(out, &p->ep, p->connect_ms, p->command_ms);
+  if (rc != RLOCK_OK)
+    discard(p, NULL);
   return rc;
 }
 
