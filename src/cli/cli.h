@@ -48,6 +48,10 @@ int cli_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print a --help text on stdout; returns 0, the exit status for it. */
 int cli_help(const char *text);
 
+/* The one NAME left in `rest` (n words) for command `cmd`: CLI_CONTINUE
+ * with *name set, or a usage error. */
+int cli_one_name(const char *cmd, int n, char **rest, const char **name);
+
 /* Print "rlock: <msg>" on stderr and return `code`. */
 int cli_fail(int code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

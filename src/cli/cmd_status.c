@@ -105,13 +105,7 @@ static int parse_status(int argc, char **argv, const char **name, int *json) {
       return cli_bad_option(c, argv, STATUS_SHORTOPTS);
     *json = 1;
   }
-  if (optind == argc)
-    return cli_usage("status: missing NAME");
-  if (argc - optind > 1)
-    return cli_usage("status: one NAME only (got '%s' after '%s')",
-                     argv[optind + 1], argv[optind]);
-  *name = argv[optind];
-  return CLI_CONTINUE;
+  return cli_one_name("status", argc - optind, argv + optind, name);
 }
 
 static int show(rlock_lock *lock, const char *name, int json) {

@@ -52,13 +52,7 @@ static int parse_unlock(int argc, char **argv, const char **name) {
   if (!force)
     return cli_usage("unlock: only 'unlock --force' is supported: a lock "
                      "belongs to its holder's thread, which rlock is not");
-  if (optind == argc)
-    return cli_usage("unlock: missing NAME");
-  if (argc - optind > 1)
-    return cli_usage("unlock: one NAME only (got '%s' after '%s')",
-                     argv[optind + 1], argv[optind]);
-  *name = argv[optind];
-  return CLI_CONTINUE;
+  return cli_one_name("unlock", argc - optind, argv + optind, name);
 }
 
 static int force_release(rlock_lock *lock, const char *name) {

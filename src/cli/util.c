@@ -26,6 +26,16 @@ int cli_usage(const char *fmt, ...) {
   return EX_USAGE;
 }
 
+int cli_one_name(const char *cmd, int n, char **rest, const char **name) {
+  if (n == 0)
+    return cli_usage("%s: missing NAME", cmd);
+  if (n > 1)
+    return cli_usage("%s: one NAME only (got '%s' after '%s')", cmd, rest[1],
+                     rest[0]);
+  *name = rest[0];
+  return CLI_CONTINUE;
+}
+
 int cli_help(const char *text) {
   fputs(text, stdout); /* a write error is reported by main() */
   return 0;

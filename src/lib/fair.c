@@ -33,19 +33,7 @@ static int attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
                         owner, wait, now, "PUBLISH", wait_ms != 0 ? "1" : "0"};
   redisReply *r;
   int rc = rlock__lock_script(l, &rlock__script_fair_acquire, 4, 6, kv, &r);
-  if (rc != RLOCK_OK)
-    return rc;
-  if (r->type == REDIS_REPLY_NIL) {
-    rc = RLOCK_OK;
-  } else if (r->type == REDIS_REPLY_INTEGER) {
-    *ttl_ms = r->integer;
-    rc = RLOCK_ELOCKED;
-  } else {
-    rc = rlock__err(RLOCK_EPROTO, "fair lock script returned reply type %d",
-                    r->type);
-  }
-  freeReplyObject(r);
-  return rc;
+  return rc == RLOCK_OK ? rlock__attempt_reply(l, r, ttl_ms) : rc;
 }
 
 static const char *channel(rlock_lock *l, const char *owner, char *buf,

@@ -20,6 +20,19 @@ int rlock__lock_script(rlock_lock *l, const rlock__script *s, int nkeys,
   return rc == RLOCK_OK ? rc : rlock__wrongtype(l, rc);
 }
 
+int rlock__attempt_reply(rlock_lock *l, redisReply *r, int64_t *ttl_ms) {
+  int rc = RLOCK_OK;
+  if (r->type == REDIS_REPLY_INTEGER) {
+    *ttl_ms = r->integer;
+    rc = RLOCK_ELOCKED;
+  } else if (r->type != REDIS_REPLY_NIL) {
+    rc = rlock__err(RLOCK_EPROTO, "%s acquire script returned reply type %d",
+                    l->kind->label, r->type);
+  }
+  freeReplyObject(r);
+  return rc;
+}
+
 /* ---- the reentrant kind ------------------------------------------------ */
 
 static int attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
@@ -30,19 +43,7 @@ static int attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
   const char *kv[3] = {l->name, lease, owner};
   redisReply *r;
   int rc = rlock__lock_script(l, &rlock__script_lock_acquire, 1, 2, kv, &r);
-  if (rc != RLOCK_OK)
-    return rc;
-  if (r->type == REDIS_REPLY_NIL) {
-    rc = RLOCK_OK;
-  } else if (r->type == REDIS_REPLY_INTEGER) {
-    *ttl_ms = r->integer;
-    rc = RLOCK_ELOCKED;
-  } else {
-    rc = rlock__err(RLOCK_EPROTO, "lock script returned reply type %d",
-                    r->type);
-  }
-  freeReplyObject(r);
-  return rc;
+  return rc == RLOCK_OK ? rlock__attempt_reply(l, r, ttl_ms) : rc;
 }
 
 static const char *channel(rlock_lock *l, const char *owner, char *buf,
