@@ -498,6 +498,27 @@ static void test_exec_fair_order_and_queue(void **state) {
                    0);
 }
 
+/* unlock --force on a fair lock wakes the head of its queue at once. */
+static void test_unlock_force_fair_wakes_head(void **state) {
+  (void)state;
+  const char *name = "cli:fair-force";
+  proc holder, waiter, p;
+  proc_start(&holder, ARGS("-u", url, "exec", "--fair", name, "--", "sleep",
+                           "20"));
+  fx_wait_exists(srv, name, 1, SCALED(5000));
+  proc_start(&waiter, ARGS("-u", url, "exec", "--fair", name, "--", "true"));
+  wait_fair_queue(name, 1);
+  rt_sleep_ms(100);
+  run_expect(&p, 0, ARGS("-u", url, "unlock", "--force", name));
+  assert_int_equal(proc_wait(&waiter, SCALED(5000)), 0);
+  ASSERT_BETWEEN(waiter.ended - p.ended, 0, SCALED(1000));
+  assert_int_equal(kill(holder.pid, SIGTERM), 0);
+  assert_int_equal(proc_wait(&holder, SCALED(5000)), 128 + SIGTERM);
+  assert_int_equal(rt_cmd_int(srv, "EXISTS %s redisson_lock_queue:{%s}", name,
+                              name),
+                   0);
+}
+
 /* A terminal gets a progress line naming the holder; it is cleared. */
 static void test_exec_progress_on_terminal(void **state) {
   (void)state;
@@ -850,6 +871,7 @@ int main(void) {
       cmocka_unit_test(test_exec_processes_take_turns),
       cmocka_unit_test(test_exec_waiter_acquires_promptly),
       cmocka_unit_test(test_exec_fair_order_and_queue),
+      cmocka_unit_test(test_unlock_force_fair_wakes_head),
       cmocka_unit_test(test_exec_progress_on_terminal),
       cmocka_unit_test(test_exec_forwards_signals),
       cmocka_unit_test(test_exec_signal_while_waiting),
