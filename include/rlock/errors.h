@@ -45,7 +45,10 @@ typedef enum rlock_status {
   /** The client is shutting down. */
   RLOCK_ECLOSED = -12,
   /** The wait was given up because its cancel token fired. */
-  RLOCK_ECANCELED = -13
+  RLOCK_ECANCELED = -13,
+  /** Waiting would deadlock: the caller holds a read hold on the
+   * read-write lock whose write hold it asked for. */
+  RLOCK_EDEADLK = -14
 } rlock_status;
 
 /** Detail of the last failure on the calling thread. */

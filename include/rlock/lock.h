@@ -73,6 +73,33 @@ RLOCK_EXTERN int rlock_lock_new_fair(rlock_lock **out, rlock_client *client,
                                      const char *name);
 
 /**
+ * Create the read half of the read-write lock `name` (Redisson's
+ * RReadWriteLock.readLock()): any number of threads may hold it at once,
+ * unless a writer holds the write half. Layout: a hash at `name` with
+ * "mode" = "read"|"write", "<owner>" = read hold count and
+ * "<owner>:write" = write hold count, plus one key per read hold,
+ * "{<name>}:<owner>:rwlock_timeout:<i>", with that hold's lease (so a
+ * crashed reader's holds expire while others keep theirs renewed); channel
+ * "redisson_rwlock:{<name>}". The writer may also take read holds; on its
+ * last write release the lock becomes a read lock it still holds.
+ * Does no I/O. Same return codes as rlock_lock_new().
+ */
+RLOCK_EXTERN int rlock_lock_new_read(rlock_lock **out, rlock_client *client,
+                                     const char *name);
+
+/**
+ * Create the write half of the read-write lock `name` (Redisson's
+ * RReadWriteLock.writeLock()): one thread at a time, and no readers
+ * meanwhile (see rlock_lock_new_read for the layout). Re-acquiring adds
+ * the new lease to what is left, as Redisson does. A thread that holds
+ * read holds on the lock cannot take the write half: acquiring returns
+ * RLOCK_EDEADLK at once (Redisson waits on itself for ever). Its hold
+ * count and is-held answers concern the write hold. Does no I/O.
+ */
+RLOCK_EXTERN int rlock_lock_new_write(rlock_lock **out, rlock_client *client,
+                                      const char *name);
+
+/**
  * Free a lock object. Holds taken through it are not released (they are
  * held by the thread, not the object). NULL is accepted and ignored.
  */
@@ -104,7 +131,8 @@ RLOCK_EXTERN int rlock_lock_acquire_lease(rlock_lock *lock, int64_t lease_ms);
  * @return RLOCK_OK when the calling thread now holds the lock (once more);
  *         RLOCK_ELOCKED when another owner held it for the whole wait;
  *         RLOCK_EINVAL for a bad duration; RLOCK_EWRONGTYPE when the key
- *         holds something that is not a lock; RLOCK_EIO / RLOCK_ETIMEOUT
+ *         holds something that is not a lock; RLOCK_EDEADLK when a write
+ *         lock's caller holds read holds on it; RLOCK_EIO / RLOCK_ETIMEOUT
  *         when the server cannot be reached.
  */
 RLOCK_EXTERN int rlock_lock_try_acquire(rlock_lock *lock, int64_t wait_ms,
@@ -202,11 +230,17 @@ RLOCK_EXTERN int rlock_lock_ttl(int64_t *ttl_ms, rlock_lock *lock);
  */
 RLOCK_EXTERN int rlock_lock_inspect(rlock_lock_info **out, rlock_lock *lock);
 
-/** 1 if the snapshot saw the lock held, else 0. */
+/** 1 if the snapshot saw the lock's key, else 0. (For a read-write lock
+ * see rlock_lock_info_mode: the key exists in either mode.) */
 RLOCK_EXTERN int rlock_lock_info_locked(const rlock_lock_info *info);
+/** A read-write lock's mode in the snapshot, "read" or "write"; NULL for
+ * other locks and when it was free. Borrowed. */
+RLOCK_EXTERN const char *rlock_lock_info_mode(const rlock_lock_info *info);
 /** TTL in ms at the time of the snapshot (-2 absent, -1 no expiry). */
 RLOCK_EXTERN int64_t rlock_lock_info_ttl_ms(const rlock_lock_info *info);
-/** Number of holders in the snapshot (0 or 1 for a reentrant or fair lock). */
+/** Number of holders in the snapshot (0 or 1 for a reentrant or fair lock;
+ * for a read-write lock each reader, and the writer, whose owner field
+ * ends in ":write"). */
 RLOCK_EXTERN size_t rlock_lock_info_holder_count(const rlock_lock_info *info);
 /** Owner field of holder `i`, or NULL when out of range. Borrowed. */
 RLOCK_EXTERN const char *rlock_lock_info_holder_owner(

@@ -108,5 +108,8 @@ int rlock__acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms,
                       "lease %" PRId64 " ms)", l->kind->label, l->name, ttl);
   if (rc != RLOCK_OK)
     return rlock__wrongtype(l, rc);
-  return rlock__hold_push(c, l->name, owner, lease_ms, sent);
+  char field[RLOCK_FIELD_MAX];
+  rlock__field(l, owner, field);
+  return rlock__hold_push(c, l->name, field, lease_ms, sent,
+                          l->kind->read_renewal ? l->base : NULL);
 }

@@ -49,6 +49,7 @@ const char *rlock_strerror(int code) {
   case RLOCK_ELOST: return "lock was lost while held";
   case RLOCK_ECLOSED: return "client is shutting down";
   case RLOCK_ECANCELED: return "wait canceled";
+  case RLOCK_EDEADLK: return "would deadlock: read holds cannot be upgraded";
   default: return "unknown error";
   }
 }

@@ -83,10 +83,18 @@ static int inspect(rlock_lock *l, redisReply **out) {
   return rlock__lock_script(l, &rlock__script_fair_inspect, 3, 1, kv, out);
 }
 
-static const rlock__kind fair_kind = {"fair lock", attempt, channel, give_up,
-                                      release, force_release, inspect};
+static const rlock__kind fair_kind = {
+    .label = "fair lock",
+    .field_suffix = "",
+    .attempt = attempt,
+    .channel = channel,
+    .give_up = give_up,
+    .release = release,
+    .force_release = force_release,
+    .inspect = inspect,
+};
 
 int rlock_lock_new_fair(rlock_lock **out, rlock_client *client,
                         const char *name) {
-  return rlock__lock_alloc(out, client, name, &fair_kind, 1);
+  return rlock__lock_alloc(out, client, name, &fair_kind, RLOCK__KEYS_FAIR);
 }

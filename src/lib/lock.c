@@ -73,12 +73,23 @@ static int inspect(rlock_lock *l, redisReply **out) {
 }
 
 static const rlock__kind reentrant_kind = {
-    "lock", attempt, channel, NULL, release, force_release, inspect};
+    .label = "lock",
+    .field_suffix = "",
+    .attempt = attempt,
+    .channel = channel,
+    .release = release,
+    .force_release = force_release,
+    .inspect = inspect,
+};
 
 /* ---- lock objects ------------------------------------------------------ */
 
+void rlock__field(const rlock_lock *l, const char *owner, char *buf) {
+  snprintf(buf, RLOCK_FIELD_MAX, "%s%s", owner, l->kind->field_suffix);
+}
+
 int rlock__lock_alloc(rlock_lock **out, rlock_client *client, const char *name,
-                      const rlock__kind *kind, int fair) {
+                      const rlock__kind *kind, enum rlock__keys keys) {
   if (out == NULL || client == NULL)
     return rlock__err(RLOCK_EINVAL, "cannot create a %s: %s is NULL",
                       kind->label, out ? "client" : "out");
@@ -92,13 +103,18 @@ int rlock__lock_alloc(rlock_lock **out, rlock_client *client, const char *name,
   l->client = client;
   l->kind = kind;
   l->name = rlock__strdup(name);
-  l->channel = rlock__name_prefixed("redisson_lock__channel", name);
-  if (fair) {
+  l->channel = rlock__name_prefixed(
+      keys == RLOCK__KEYS_RW ? "redisson_rwlock" : "redisson_lock__channel",
+      name);
+  if (keys == RLOCK__KEYS_FAIR) {
     l->queue = rlock__name_prefixed("redisson_lock_queue", name);
     l->timeouts = rlock__name_prefixed("redisson_lock_timeout", name);
   }
+  if (keys == RLOCK__KEYS_RW)
+    l->base = rlock__name_braced(name);
   if (l->name == NULL || l->channel == NULL ||
-      (fair && (l->queue == NULL || l->timeouts == NULL))) {
+      (keys == RLOCK__KEYS_FAIR && (l->queue == NULL || l->timeouts == NULL)) ||
+      (keys == RLOCK__KEYS_RW && l->base == NULL)) {
     rlock_lock_free(l);
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   }
@@ -107,7 +123,8 @@ int rlock__lock_alloc(rlock_lock **out, rlock_client *client, const char *name,
 }
 
 int rlock_lock_new(rlock_lock **out, rlock_client *client, const char *name) {
-  return rlock__lock_alloc(out, client, name, &reentrant_kind, 0);
+  return rlock__lock_alloc(out, client, name, &reentrant_kind,
+                           RLOCK__KEYS_PLAIN);
 }
 
 void rlock_lock_free(rlock_lock *l) {
@@ -117,6 +134,7 @@ void rlock_lock_free(rlock_lock *l) {
   free(l->channel);
   free(l->queue);
   free(l->timeouts);
+  free(l->base);
   free(l);
 }
 
@@ -142,14 +160,15 @@ int rlock_lock_try_acquire_cancel(rlock_lock *l, int64_t wait_ms,
   return rlock__acquire(l, wait_ms, lease_ms, cancel);
 }
 
-/* Interpret a release script's answer given what we knew locally. */
-static int release_result(rlock_lock *l, const char *owner, int state,
+/* Interpret a release script's answer given what we knew locally about
+ * the hold of `field`. */
+static int release_result(rlock_lock *l, const char *field, int state,
                           const redisReply *r) {
   int gone = r->type == REDIS_REPLY_NIL ||
              (r->type == REDIS_REPLY_INTEGER && r->integer == 2);
   if (gone && state == RLOCK__HOLD_NONE)
     return rlock__err(RLOCK_ENOTHELD, "%s '%s' is not held by this thread "
-                      "(%s)", l->kind->label, l->name, owner);
+                      "(%s)", l->kind->label, l->name, field);
   if (gone)
     return rlock__err(RLOCK_ELOST, "%s '%s' was lost before release: it "
                       "expired or was deleted while held", l->kind->label,
@@ -157,25 +176,26 @@ static int release_result(rlock_lock *l, const char *owner, int state,
   if (r->type != REDIS_REPLY_INTEGER)
     return rlock__err(RLOCK_EPROTO, "unlock script returned reply type %d",
                       r->type);
-  if (r->integer == 1) /* deleted: nothing of ours is left on the server */
-    rlock__hold_forget(l->client, l->name, owner);
+  if (r->integer == 1) /* our last hold went: nothing left to renew */
+    rlock__hold_forget(l->client, l->name, field);
   return RLOCK_OK;
 }
 
 int rlock_lock_release(rlock_lock *l) {
   if (l == NULL)
     return rlock__err(RLOCK_EINVAL, "lock is NULL");
-  char owner[RLOCK_OWNER_MAX];
+  char owner[RLOCK_OWNER_MAX], field[RLOCK_FIELD_MAX];
   rlock__owner(l->client, owner);
+  rlock__field(l, owner, field);
   int state;
   int64_t keep_ms;
   /* Stop renewal first: a release must never be outlived by renewal. */
-  rlock__hold_pop(l->client, l->name, owner, &state, &keep_ms);
+  rlock__hold_pop(l->client, l->name, field, &state, &keep_ms);
   redisReply *r;
   int rc = l->kind->release(l, owner, keep_ms, &r);
   if (rc != RLOCK_OK)
     return rc;
-  rc = release_result(l, owner, state, r);
+  rc = release_result(l, field, state, r);
   freeReplyObject(r);
   return rc;
 }
@@ -183,16 +203,21 @@ int rlock_lock_release(rlock_lock *l) {
 int rlock_lock_force_release(int *deleted, rlock_lock *l) {
   if (l == NULL)
     return rlock__err(RLOCK_EINVAL, "lock is NULL");
-  rlock__hold_mark_lost(l->client, l->name);
   redisReply *r;
   int rc = l->kind->force_release(l, &r);
   if (rc != RLOCK_OK)
     return rc;
-  if (r->type != REDIS_REPLY_INTEGER)
+  if (r->type != REDIS_REPLY_INTEGER) {
     rc = rlock__err(RLOCK_EPROTO, "force-unlock script returned type %d",
                     r->type);
-  else if (deleted != NULL)
-    *deleted = r->integer == 1;
+  } else {
+    /* Only a deletion ends local holds: a read lock's force release does
+     * nothing to a write-held lock, whose renewal must go on. */
+    if (r->integer == 1)
+      rlock__hold_mark_lost(l->client, l->name);
+    if (deleted != NULL)
+      *deleted = r->integer == 1;
+  }
   freeReplyObject(r);
   return rc;
 }
@@ -200,7 +225,8 @@ int rlock_lock_force_release(int *deleted, rlock_lock *l) {
 int rlock_lock_check(rlock_lock *l) {
   if (l == NULL)
     return rlock__err(RLOCK_EINVAL, "lock is NULL");
-  char owner[RLOCK_OWNER_MAX];
+  char owner[RLOCK_OWNER_MAX], field[RLOCK_FIELD_MAX];
   rlock__owner(l->client, owner);
-  return rlock__hold_check(l->client, l->name, owner);
+  rlock__field(l, owner, field);
+  return rlock__hold_check(l->client, l->name, field);
 }

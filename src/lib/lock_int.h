@@ -17,6 +17,12 @@
 
 typedef struct rlock__kind {
   const char *label; /* "lock", for messages */
+  /* The hash field of a hold is the owner plus this suffix (":write" for
+   * a write hold, else ""); hold records are kept per field, so a thread's
+   * read and write holds on one lock are renewed independently. */
+  const char *field_suffix;
+  /* Renew holds with renew_read.lua (read holds' timeout keys). */
+  int read_renewal;
   /* One attempt. RLOCK_OK: acquired. RLOCK_ELOCKED: held by another owner
    * and *ttl_ms is its remaining lease (-1: no expiry). Anything else is a
    * failure with the last error set. Must not set the last error on
@@ -37,6 +43,9 @@ typedef struct rlock__kind {
   /* Run the inspect script: reply {type, pttl, nfields, fields...,
    * then queue owner/ms-left pairs}. */
   int (*inspect)(rlock_lock *l, redisReply **out);
+  /* Whether the lock counts as locked given its inspected mode and
+   * holders; NULL: whenever the key exists. */
+  int (*locked)(const rlock_lock_info *info);
 } rlock__kind;
 
 struct rlock_lock {
@@ -46,12 +55,25 @@ struct rlock_lock {
   char *channel;  /* redisson_lock__channel:{name} */
   char *queue;    /* fair lock: redisson_lock_queue:{name}, else NULL */
   char *timeouts; /* fair lock: redisson_lock_timeout:{name}, else NULL */
+  char *base;     /* read-write lock: timeout-key base {name}, else NULL */
 };
 
-/* Allocate a lock of `kind` with its name and channel (and, when
- * `fair`, its queue and deadline keys). */
+/* Which extra keys rlock__lock_alloc derives. */
+enum rlock__keys { RLOCK__KEYS_PLAIN, RLOCK__KEYS_FAIR, RLOCK__KEYS_RW };
+
+/* Room for a hold's hash field: an owner plus ":write". */
+#define RLOCK_FIELD_MAX (RLOCK_OWNER_MAX + 8)
+
+/* The hash field of the calling thread's hold on `l`: owner + suffix. */
+void rlock__field(const rlock_lock *l, const char *owner, char *buf);
+
+/* Mode and holders of an inspected lock, for kinds' `locked` hooks. */
+const char *rlock__info_mode(const rlock_lock_info *info);
+
+/* Allocate a lock of `kind` with its name, the kind's channel and the
+ * extra keys `keys` asks for. */
 int rlock__lock_alloc(rlock_lock **out, rlock_client *client, const char *name,
-                      const rlock__kind *kind, int fair);
+                      const rlock__kind *kind, enum rlock__keys keys);
 
 /* Run a script with kv of the lock's keys and arguments; maps WRONGTYPE to
  * a message naming the lock. */

@@ -48,3 +48,13 @@ char *rlock__name_prefixed(const char *prefix, const char *name) {
     snprintf(out, len, "%s:{%s}", prefix, name);
   return out;
 }
+
+char *rlock__name_braced(const char *name) {
+  if (strchr(name, '{') != NULL)
+    return rlock__strdup(name);
+  size_t len = strlen(name) + 3;
+  char *out = malloc(len);
+  if (out != NULL)
+    snprintf(out, len, "{%s}", name);
+  return out;
+}

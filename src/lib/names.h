@@ -16,4 +16,8 @@ int rlock__name_check(const char *name, const char *what);
  * already contains '{'. malloc'ed; NULL when out of memory. */
 char *rlock__name_prefixed(const char *prefix, const char *name);
 
+/* Redisson's base for a read-write lock's timeout keys: "{name}", or
+ * the name itself when it already contains '{'. malloc'ed or NULL. */
+char *rlock__name_braced(const char *name);
+
 #endif /* RLOCK_NAMES_H */

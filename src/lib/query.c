@@ -18,6 +18,7 @@ typedef struct owner_list {
 
 struct rlock_lock_info {
   int locked;
+  char mode[8]; /* read-write locks: "read" or "write"; else "" */
   int64_t ttl_ms;
   owner_list holders;
   owner_list queue;
@@ -30,9 +31,21 @@ static int query(rlock_lock *l, int argc, const char **argv, redisReply **r) {
   return rlock__wrongtype(l, rlock__cmd(l->client, l->name, argc, argv, NULL, r));
 }
 
+/* A read-write lock half is locked by its kind's rule, from a snapshot. */
+static int locked_by_kind(int *locked, rlock_lock *l) {
+  rlock_lock_info *info;
+  int rc = rlock_lock_inspect(&info, l);
+  if (rc == RLOCK_OK)
+    *locked = l->kind->locked(info);
+  rlock_lock_info_free(info);
+  return rc;
+}
+
 int rlock_lock_is_locked(int *locked, rlock_lock *l) {
   if (locked == NULL)
     return rlock__err(RLOCK_EINVAL, "rlock_lock_is_locked: locked is NULL");
+  if (l != NULL && l->kind->locked != NULL)
+    return locked_by_kind(locked, l);
   const char *argv[2] = {"TYPE", l ? l->name : ""};
   redisReply *r;
   int rc = query(l, 2, argv, &r);
@@ -62,10 +75,12 @@ int rlock_lock_is_held(int *held, rlock_lock *l) {
 int rlock_lock_hold_count(int64_t *count, rlock_lock *l) {
   if (count == NULL)
     return rlock__err(RLOCK_EINVAL, "rlock_lock_hold_count: count is NULL");
-  char owner[RLOCK_OWNER_MAX] = "";
-  if (l != NULL)
+  char owner[RLOCK_OWNER_MAX], field[RLOCK_FIELD_MAX] = "";
+  if (l != NULL) {
     rlock__owner(l->client, owner);
-  const char *argv[3] = {"HGET", l ? l->name : "", owner};
+    rlock__field(l, owner, field);
+  }
+  const char *argv[3] = {"HGET", l ? l->name : "", field};
   redisReply *r;
   int rc = query(l, 3, argv, &r);
   if (rc != RLOCK_OK)
@@ -93,9 +108,10 @@ int rlock_lock_ttl(int64_t *ttl_ms, rlock_lock *l) {
 }
 
 /* Fill `list` from the `pairs` owner/value pairs starting at element
- * `from` (values are integers or decimal strings). */
+ * `from` (values are integers or decimal strings). A read-write lock's
+ * "mode" field is not a holder: it goes to `mode` when given. */
 static int fill_list(owner_list *list, const redisReply *r, size_t from,
-                     size_t pairs) {
+                     size_t pairs, char *mode, size_t mode_size) {
   list->owners = calloc(pairs ? pairs : 1, sizeof *list->owners);
   list->values = calloc(pairs ? pairs : 1, sizeof *list->values);
   if (list->owners == NULL || list->values == NULL)
@@ -106,9 +122,15 @@ static int fill_list(owner_list *list, const redisReply *r, size_t from,
     if (f->type != REDIS_REPLY_STRING ||
         (v->type != REDIS_REPLY_STRING && v->type != REDIS_REPLY_INTEGER))
       return rlock__err(RLOCK_EPROTO, "inspect returned a malformed entry");
-    if ((list->owners[i] = rlock__strndup(f->str, f->len)) == NULL)
+    if (mode != NULL && strcmp(f->str, "mode") == 0 &&
+        v->type == REDIS_REPLY_STRING) {
+      snprintf(mode, mode_size, "%s", v->str);
+      continue;
+    }
+    size_t k = list->n;
+    if ((list->owners[k] = rlock__strndup(f->str, f->len)) == NULL)
       return rlock__err(RLOCK_ENOMEM, "out of memory");
-    list->values[i] = v->type == REDIS_REPLY_INTEGER ? v->integer
+    list->values[k] = v->type == REDIS_REPLY_INTEGER ? v->integer
                                                      : strtoll(v->str, NULL, 10);
     list->n++;
   }
@@ -132,10 +154,11 @@ static int parse_inspect(rlock_lock *l, const redisReply *r,
     return rlock__err(RLOCK_EWRONGTYPE, "key '%s' holds a %s, not a %s",
                       l->name, type, l->kind->label);
   info->locked = strcmp(type, "hash") == 0;
-  int rc = fill_list(&info->holders, r, 3, nfields / 2);
+  int rc = fill_list(&info->holders, r, 3, nfields / 2, info->mode,
+                     sizeof info->mode);
   if (rc == RLOCK_OK)
     rc = fill_list(&info->queue, r, 3 + nfields,
-                   (r->elements - 3 - nfields) / 2);
+                   (r->elements - 3 - nfields) / 2, NULL, 0);
   return rc;
 }
 
@@ -163,6 +186,14 @@ int rlock_lock_inspect(rlock_lock_info **out, rlock_lock *l) {
 
 int rlock_lock_info_locked(const rlock_lock_info *info) {
   return info ? info->locked : 0;
+}
+
+const char *rlock_lock_info_mode(const rlock_lock_info *info) {
+  return info && info->mode[0] != '\0' ? info->mode : NULL;
+}
+
+const char *rlock__info_mode(const rlock_lock_info *info) {
+  return rlock_lock_info_mode(info);
 }
 
 int64_t rlock_lock_info_ttl_ms(const rlock_lock_info *info) {

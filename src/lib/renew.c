@@ -17,6 +17,7 @@
 typedef struct snap {
   char *name;
   char *owner;
+  char *base; /* read holds only */
   uint64_t gen;
 } snap;
 
@@ -26,49 +27,70 @@ typedef struct snap_list {
   size_t cap;
 } snap_list;
 
+/* Holds to renew, split by the script that renews them. */
+typedef struct snaps {
+  snap_list std;  /* renew.lua */
+  snap_list read; /* renew_read.lua */
+} snaps;
+
+static int snap_take(snap *s, const rlock__hold *h) {
+  s->name = rlock__strdup(h->name);
+  s->owner = rlock__strdup(h->owner);
+  s->base = h->base ? rlock__strdup(h->base) : NULL;
+  s->gen = h->gen;
+  if (s->name != NULL && s->owner != NULL && (h->base == NULL || s->base))
+    return 0;
+  free(s->name);
+  free(s->owner);
+  free(s->base);
+  return -1; /* out of memory: renewed next tick */
+}
+
 static void collect(const char *k, size_t kl, void *v, void *arg) {
   (void)k, (void)kl;
   rlock__hold *h = v;
-  snap_list *l = arg;
+  snaps *all = arg;
+  snap_list *l = h->base ? &all->read : &all->std;
   if (h->wd_levels == 0 || h->lost || l->n == l->cap)
     return;
-  snap *s = &l->items[l->n];
-  s->name = rlock__strdup(h->name);
-  s->owner = rlock__strdup(h->owner);
-  s->gen = h->gen;
-  if (s->name == NULL || s->owner == NULL) {
-    free(s->name);
-    free(s->owner);
-    return; /* out of memory: renewed next tick */
-  }
-  l->n++;
+  if (snap_take(&l->items[l->n], h) == 0)
+    l->n++;
 }
 
 static void snap_free(snap_list *l) {
   for (size_t i = 0; i < l->n; i++) {
     free(l->items[i].name);
     free(l->items[i].owner);
+    free(l->items[i].base);
   }
   free(l->items);
 }
 
-/* Renew items [from, from + n): one script call. On success writes 1/0 per
- * item into alive[]. */
-static int renew_batch(rlock_client *c, const snap *items, size_t n,
+/* Renew n holds with one script call; writes 1/0 per hold into alive[].
+ * Standard holds: KEYS names, ARGV lease then owners. Read holds: KEYS
+ * (name, base) pairs, ARGV lease then owners. */
+static int renew_batch(rlock_client *c, const snap *items, size_t n, int read,
                        int *alive) {
-  const char **kv = malloc((2 * n + 1) * sizeof *kv);
+  size_t nkeys = read ? 2 * n : n;
+  const char **kv = malloc((nkeys + n + 1) * sizeof *kv);
   if (kv == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   char lease[24];
   snprintf(lease, sizeof lease, "%" PRId64, c->cfg.watchdog_timeout_ms);
   for (size_t i = 0; i < n; i++) {
-    kv[i] = items[i].name;
-    kv[n + 1 + i] = items[i].owner;
+    if (read) {
+      kv[2 * i] = items[i].name;
+      kv[2 * i + 1] = items[i].base;
+    } else {
+      kv[i] = items[i].name;
+    }
+    kv[nkeys + 1 + i] = items[i].owner;
   }
-  kv[n] = lease;
+  kv[nkeys] = lease;
   redisReply *r;
-  int rc = rlock__cmd_script(c, &rlock__script_renew, (int)n, (int)n + 1, kv,
-                             NULL, &r);
+  int rc = rlock__cmd_script(
+      c, read ? &rlock__script_renew_read : &rlock__script_renew, (int)nkeys,
+      (int)n + 1, kv, NULL, &r);
   free(kv);
   if (rc != RLOCK_OK)
     return rc;
@@ -100,12 +122,12 @@ static int apply_gone(rlock__watchdog *wd, const snap *s) {
   return marked;
 }
 
-static void renew_all(rlock_client *c, snap_list *l) {
+static void renew_all(rlock_client *c, snap_list *l, int read) {
   int alive[RLOCK__RENEW_BATCH];
   for (size_t from = 0; from < l->n; from += RLOCK__RENEW_BATCH) {
     size_t n = l->n - from < RLOCK__RENEW_BATCH ? l->n - from
                                                  : RLOCK__RENEW_BATCH;
-    if (renew_batch(c, l->items + from, n, alive) != RLOCK_OK) {
+    if (renew_batch(c, l->items + from, n, read, alive) != RLOCK_OK) {
       pthread_mutex_lock(&c->wd.mu);
       int64_t retry = rlock__now_us() + c->wd.retry_us;
       if (retry < c->wd.next_tick_us)
@@ -121,26 +143,38 @@ static void renew_all(rlock_client *c, snap_list *l) {
   }
 }
 
+/* Allocate both lists for up to `n` holds each. Returns 0 or -1. */
+static int snaps_alloc(snaps *all, size_t n) {
+  *all = (snaps){0};
+  if (n == 0)
+    return 0;
+  all->std.items = malloc(n * sizeof *all->std.items);
+  all->read.items = malloc(n * sizeof *all->read.items);
+  all->std.cap = all->read.cap = n;
+  return all->std.items && all->read.items ? 0 : -1;
+}
+
 int64_t rlock__watchdog_service(rlock_client *c) {
   rlock__watchdog *wd = &c->wd;
-  snap_list l = {0};
+  snaps all;
   pthread_mutex_lock(&wd->mu);
   if (!wd->armed || rlock__now_us() < wd->next_tick_us) {
     int64_t next = wd->armed ? wd->next_tick_us : INT64_MAX;
     pthread_mutex_unlock(&wd->mu);
     return next;
   }
-  l.cap = wd->holds.count;
-  l.items = l.cap ? malloc(l.cap * sizeof *l.items) : NULL;
-  if (l.items != NULL)
-    rlock__map_each(&wd->holds, collect, &l);
+  int ok = snaps_alloc(&all, wd->holds.count) == 0;
+  if (ok)
+    rlock__map_each(&wd->holds, collect, &all);
   wd->next_tick_us = rlock__now_us() + wd->period_us;
-  if (l.n == 0 && (l.items != NULL || l.cap == 0))
+  if (ok && all.std.n + all.read.n == 0)
     wd->armed = 0; /* nothing to renew: idle until the next watchdog hold */
   pthread_mutex_unlock(&wd->mu);
 
-  renew_all(c, &l);
-  snap_free(&l);
+  renew_all(c, &all.std, 0);
+  renew_all(c, &all.read, 1);
+  snap_free(&all.std);
+  snap_free(&all.read);
 
   pthread_mutex_lock(&wd->mu);
   int64_t next = wd->armed ? wd->next_tick_us : INT64_MAX;

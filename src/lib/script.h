@@ -26,5 +26,11 @@ extern const rlock__script rlock__script_fair_release;
 extern const rlock__script rlock__script_fair_force_release;
 extern const rlock__script rlock__script_fair_leave;
 extern const rlock__script rlock__script_fair_inspect;
+extern const rlock__script rlock__script_read_acquire;
+extern const rlock__script rlock__script_read_release;
+extern const rlock__script rlock__script_write_acquire;
+extern const rlock__script rlock__script_write_release;
+extern const rlock__script rlock__script_rw_force_release;
+extern const rlock__script rlock__script_renew_read;
 
 #endif /* RLOCK_SCRIPT_H */

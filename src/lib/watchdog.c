@@ -24,6 +24,7 @@ int rlock__watchdog_init(rlock__watchdog *wd, int64_t timeout_ms) {
 static void hold_free(rlock__hold *h) {
   free(h->name);
   free(h->owner);
+  free(h->base);
   free(h->leases);
   free(h);
 }
@@ -50,17 +51,20 @@ static size_t make_key(char *buf, const char *name, size_t nlen,
 }
 
 /* Names are validated to RLOCK_MAX_NAME_LEN, so keys fit on the stack. */
-#define KEYBUF_SIZE (RLOCK_MAX_NAME_LEN + RLOCK_OWNER_MAX + 2)
+#define KEYBUF_SIZE (RLOCK_MAX_NAME_LEN + RLOCK_OWNER_MAX + 16)
 
-static rlock__hold *hold_new(const char *name, const char *owner) {
+static rlock__hold *hold_new(const char *name, const char *owner,
+                             const char *base) {
   rlock__hold *h = calloc(1, sizeof *h);
   if (h == NULL)
     return NULL;
   h->name = rlock__strdup(name);
   h->owner = rlock__strdup(owner);
+  h->base = base ? rlock__strdup(base) : NULL;
   h->cap = 4;
   h->leases = malloc(h->cap * sizeof *h->leases);
-  if (h->name == NULL || h->owner == NULL || h->leases == NULL) {
+  if (h->name == NULL || h->owner == NULL || h->leases == NULL ||
+      (base != NULL && h->base == NULL)) {
     hold_free(h);
     return NULL;
   }
@@ -93,14 +97,14 @@ static int arm(rlock__watchdog *wd) {
 }
 
 int rlock__hold_push(rlock_client *c, const char *name, const char *owner,
-                     int64_t lease_ms, int64_t sent_us) {
+                     int64_t lease_ms, int64_t sent_us, const char *base) {
   rlock__watchdog *wd = &c->wd;
   char key[KEYBUF_SIZE];
   size_t klen = make_key(key, name, strlen(name), owner);
   int wake = 0, rc = RLOCK_OK;
   pthread_mutex_lock(&wd->mu);
   rlock__hold *h = rlock__map_get(&wd->holds, key, klen);
-  if (h == NULL && (h = hold_new(name, owner)) != NULL &&
+  if (h == NULL && (h = hold_new(name, owner, base)) != NULL &&
       rlock__map_put(&wd->holds, key, klen, h) != 0) {
     hold_free(h);
     h = NULL;

@@ -30,7 +30,8 @@ typedef struct rlock_client rlock_client;
 
 typedef struct rlock__hold {
   char *name;
-  char *owner;
+  char *owner; /* the hash field: "<uuid>:<thread>" or "...:write" */
+  char *base;  /* read hold: timeout-key base for renew_read.lua; else NULL */
   int64_t *leases; /* one per level; 0 = watchdog */
   size_t depth;
   size_t cap;
@@ -58,10 +59,11 @@ void rlock__watchdog_destroy(rlock__watchdog *wd);
 
 /* Record one more hold of (name, owner) with `lease_ms` (0 = watchdog),
  * acquired by a request sent at `sent_us` (monotonic): a fixed lease is
- * taken to end `lease_ms` after that, which errs on the early side.
- * RLOCK_ENOMEM on failure. */
+ * taken to end `lease_ms` after that, which errs on the early side. A read
+ * hold passes its timeout-key `base` (renewed by renew_read.lua), others
+ * NULL. RLOCK_ENOMEM on failure. */
 int rlock__hold_push(rlock_client *c, const char *name, const char *owner,
-                     int64_t lease_ms, int64_t sent_us);
+                     int64_t lease_ms, int64_t sent_us, const char *base);
 
 /* Remove one level. *state tells what was known; *keep_lease_ms is the
  * lease the remaining holds should keep (the level below's lease, or the

@@ -1,0 +1,44 @@
+-- Release one read hold (Redisson RReadWriteLock layout).
+-- KEYS[1] lock, KEYS[2] channel redisson_rwlock:{name}, KEYS[3] this
+-- owner's timeout-key prefix, KEYS[4] the timeout-key base "{name}".
+-- ARGV[1] message "0", ARGV[2] owner, ARGV[3] publish command.
+-- Returns nil when the owner holds no read hold, 0 when the lock lives on
+-- (other holds remain), 1 when it was deleted, 2 when it was already gone.
+-- The lock's TTL is recomputed from the timeout keys still alive, so holds
+-- of crashed readers (keys expired) do not keep it.
+local mode = redis.call('hget', KEYS[1], 'mode')
+if mode == false then
+  redis.call(ARGV[3], KEYS[2], ARGV[1])
+  return 2
+end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+  return nil
+end
+local left = redis.call('hincrby', KEYS[1], ARGV[2], -1)
+if left == 0 then
+  redis.call('hdel', KEYS[1], ARGV[2])
+end
+redis.call('del', KEYS[3] .. ':' .. (left + 1))
+if redis.call('hlen', KEYS[1]) > 1 then
+  local max = -3
+  for _, field in ipairs(redis.call('hkeys', KEYS[1])) do
+    local n = tonumber(redis.call('hget', KEYS[1], field))
+    if n ~= nil then
+      for i = n, 1, -1 do
+        local t = redis.call('pttl', KEYS[4] .. ':' .. field ..
+                             ':rwlock_timeout:' .. i)
+        max = math.max(t, max)
+      end
+    end
+  end
+  if max > 0 then
+    redis.call('pexpire', KEYS[1], max)
+    return 0
+  end
+  if mode == 'write' then
+    return 0
+  end
+end
+redis.call('del', KEYS[1])
+redis.call(ARGV[3], KEYS[2], ARGV[1])
+return 1

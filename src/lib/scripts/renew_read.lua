@@ -1,0 +1,23 @@
+-- Watchdog renewal of read holds, batched. For each i: KEYS[2i-1] lock
+-- name, KEYS[2i] its timeout-key base "{name}"; ARGV[1] lease ms, ARGV[i+1]
+-- the owner. If the owner still has read holds, every one of its own
+-- timeout keys and the lock are extended and 1 is emitted, else 0. Only
+-- this owner's keys are touched, so a crashed reader's holds still expire
+-- while others renew (Redisson before 4.4 renewed everyone's).
+local out = {}
+for i = 1, #KEYS / 2 do
+  local name, base, owner = KEYS[2 * i - 1], KEYS[2 * i], ARGV[i + 1]
+  local n = tonumber(redis.pcall('hget', name, owner))
+  if type(n) == 'number' and n > 0 then
+    for c = n, 1, -1 do
+      redis.call('pexpire', base .. ':' .. owner .. ':rwlock_timeout:' .. c,
+                 ARGV[1])
+    end
+    local left = redis.call('pttl', name)
+    redis.call('pexpire', name, math.max(left, tonumber(ARGV[1])))
+    out[i] = 1
+  else
+    out[i] = 0
+  end
+end
+return out

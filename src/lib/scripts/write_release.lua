@@ -1,0 +1,29 @@
+-- Release one write hold (Redisson RReadWriteLock layout).
+-- KEYS[1] lock, KEYS[2] channel redisson_rwlock:{name}.
+-- ARGV[1] message "1" (wakes every waiter), ARGV[2] lease to keep when
+-- write holds remain, ARGV[3] write field "<owner>:write", ARGV[4] publish
+-- command. Returns nil when not held by ARGV[3], 0 when write holds
+-- remain, 1 when the last one went (the lock deleted, or downgraded to
+-- read when the same owner still has read holds), 2 when it was gone.
+-- Unlike Redisson, a downgrade also publishes, so waiting readers enter at
+-- once instead of at their TTL.
+local mode = redis.call('hget', KEYS[1], 'mode')
+if mode == false then
+  redis.call(ARGV[4], KEYS[2], ARGV[1])
+  return 2
+end
+if mode ~= 'write' or redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+  return nil
+end
+if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  return 0
+end
+redis.call('hdel', KEYS[1], ARGV[3])
+if redis.call('hlen', KEYS[1]) == 1 then
+  redis.call('del', KEYS[1])
+else
+  redis.call('hset', KEYS[1], 'mode', 'read')
+end
+redis.call(ARGV[4], KEYS[2], ARGV[1])
+return 1
