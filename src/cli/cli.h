@@ -106,7 +106,15 @@ void cli_json_string(FILE *out, const char *s);
  * Returns 0, or an exit status after printing why (bad URL or watchdog:
  * EX_USAGE; bad name: EX_DATAERR; ...). On failure nothing is left to free.
  */
-int cli_open(const cli_global *g, const char *name, int fair,
+/* Which lock a command opens: rlock exec's --fair, --read, --write. */
+typedef enum cli_kind {
+  CLI_LOCK,
+  CLI_FAIR,
+  CLI_READ,
+  CLI_WRITE
+} cli_kind;
+
+int cli_open(const cli_global *g, const char *name, cli_kind kind,
              rlock_lost_fn lost, void *ud, rlock_client **client,
              rlock_lock **lock);
 

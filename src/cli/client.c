@@ -19,7 +19,17 @@ static int configure(rlock_config *cfg, const cli_global *g,
   return rc == RLOCK_OK ? 0 : cli_lib_error(rc);
 }
 
-int cli_open(const cli_global *g, const char *name, int fair,
+static int new_lock(cli_kind kind, rlock_lock **lock, rlock_client *client,
+                    const char *name) {
+  switch (kind) {
+  case CLI_FAIR: return rlock_lock_new_fair(lock, client, name);
+  case CLI_READ: return rlock_lock_new_read(lock, client, name);
+  case CLI_WRITE: return rlock_lock_new_write(lock, client, name);
+  default: return rlock_lock_new(lock, client, name);
+  }
+}
+
+int cli_open(const cli_global *g, const char *name, cli_kind kind,
              rlock_lost_fn lost, void *ud, rlock_client **client,
              rlock_lock **lock) {
   rlock_config *cfg;
@@ -33,8 +43,7 @@ int cli_open(const cli_global *g, const char *name, int fair,
     status = cli_lib_error(rc);
   rlock_config_free(cfg);
   if (status == 0) {
-    rc = fair ? rlock_lock_new_fair(lock, *client, name)
-              : rlock_lock_new(lock, *client, name);
+    rc = new_lock(kind, lock, *client, name);
     if (rc != RLOCK_OK)
       status = cli_lib_error(rc); /* a bad name: EX_DATAERR */
   }

@@ -18,14 +18,14 @@
 typedef struct exec_args {
   int64_t wait_ms;  /* RLOCK_WAIT_FOREVER, or 0.. */
   int64_t lease_ms; /* RLOCK_LEASE_WATCHDOG, or 1.. */
-  int fair;         /* --fair: first come, first served */
+  cli_kind kind;    /* --fair, --read, --write, or a plain lock */
   const char *name;
   char **command; /* NULL-terminated */
 } exec_args;
 
 static const char exec_help[] =
-    "Usage: rlock [-u URL] [--watchdog DUR] exec [--fair] [-w DUR] [-l DUR] "
-    "NAME -- COMMAND [ARG...]\n"
+    "Usage: rlock [-u URL] [--watchdog DUR] exec [--fair|--read|--write]\n"
+    "             [-w DUR] [-l DUR] NAME -- COMMAND [ARG...]\n"
     "\n"
     "Acquire the lock NAME, run COMMAND while holding it, release it when\n"
     "COMMAND exits, and exit with COMMAND's status. Signals INT, TERM and\n"
@@ -39,6 +39,10 @@ static const char exec_help[] =
     "                    while COMMAND runs (see --watchdog)\n"
     "      --fair        take NAME as a fair lock: waiters get it in the\n"
     "                    order they asked (Redisson's RFairLock)\n"
+    "      --read        take the read half of the read-write lock NAME:\n"
+    "                    many readers may hold it at once\n"
+    "      --write       take the write half of the read-write lock NAME:\n"
+    "                    one writer and no readers\n"
     "  -h, --help        show this help\n"
     "\n"
     "DUR is a whole number with a unit: 250ms, 10s, 5m, 1h.\n"
@@ -95,12 +99,26 @@ static int parse_positional(char **rest, int n, int dashdash_eaten,
 
 #define EXEC_SHORTOPTS "+:w:l:h"
 #define OPT_FAIR 256
+#define OPT_READ 257
+#define OPT_WRITE 258
+
+/* --fair, --read and --write pick the lock's kind; at most one. */
+static int set_kind(exec_args *a, int opt) {
+  cli_kind k = opt == OPT_FAIR ? CLI_FAIR : opt == OPT_READ ? CLI_READ
+                                                            : CLI_WRITE;
+  if (a->kind != CLI_LOCK && a->kind != k)
+    return cli_usage("exec: --fair, --read and --write exclude each other");
+  a->kind = k;
+  return CLI_CONTINUE;
+}
 
 static int parse_exec(int argc, char **argv, exec_args *a) {
   static const struct option longopts[] = {
       {"wait", required_argument, NULL, 'w'},
       {"lease", required_argument, NULL, 'l'},
       {"fair", no_argument, NULL, OPT_FAIR},
+      {"read", no_argument, NULL, OPT_READ},
+      {"write", no_argument, NULL, OPT_WRITE},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   int c;
@@ -109,8 +127,10 @@ static int parse_exec(int argc, char **argv, exec_args *a) {
   while ((c = getopt_long(argc, argv, EXEC_SHORTOPTS, longopts, NULL)) != -1) {
     if (c == 'h')
       return cli_help(exec_help);
-    if (c == OPT_FAIR) {
-      a->fair = 1;
+    if (c == OPT_FAIR || c == OPT_READ || c == OPT_WRITE) {
+      int st = set_kind(a, c);
+      if (st != CLI_CONTINUE)
+        return st;
       continue;
     }
     if (c != 'w' && c != 'l')
@@ -152,7 +172,8 @@ static int run_locked(rlock_lock *lock, const exec_args *a) {
 }
 
 int cli_cmd_exec(const cli_global *g, int argc, char **argv) {
-  exec_args a = {RLOCK_WAIT_FOREVER, RLOCK_LEASE_WATCHDOG, 0, NULL, NULL};
+  exec_args a = {RLOCK_WAIT_FOREVER, RLOCK_LEASE_WATCHDOG, CLI_LOCK, NULL,
+                 NULL};
   int status = parse_exec(argc, argv, &a);
   if (status != CLI_CONTINUE)
     return status;
@@ -162,7 +183,7 @@ int cli_cmd_exec(const cli_global *g, int argc, char **argv) {
     return cli_fail(EX_OSERR, "cannot catch signals: %s", strerror(errno));
   rlock_client *client;
   rlock_lock *lock;
-  status = cli_open(g, a.name, a.fair, on_lost, NULL, &client, &lock);
+  status = cli_open(g, a.name, a.kind, on_lost, NULL, &client, &lock);
   if (status == 0)
     status = run_locked(lock, &a);
   cli_close(client, lock);

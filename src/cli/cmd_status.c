@@ -4,6 +4,8 @@
  */
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 
@@ -18,11 +20,14 @@ static const char status_help[] =
     "  --json       print one JSON object on one line:\n"
     "               {\"name\": \"NAME\", \"locked\": true|false, "
     "\"ttl_ms\": N,\n"
+    "                \"mode\": \"read\"|\"write\"|null,\n"
     "                \"holders\": [{\"owner\": \"OWNER\", \"count\": N}],\n"
     "                \"queue\": [{\"owner\": \"OWNER\", \"deadline_ms\": N}]}\n"
     "               (ttl_ms is -2 when the lock is free, -1 when it has\n"
     "               no expiry; queue lists a fair lock's waiters in order,\n"
-    "               each with the ms left before its deadline)\n"
+    "               each with the ms left before its deadline; mode is a\n"
+    "               read-write lock's, whose writer's owner ends in\n"
+    "               \":write\")\n"
     "  -h, --help   show this help\n"
     "\n"
     "Exit status:\n"
@@ -35,9 +40,12 @@ static void print_json(const char *name, const rlock_lock_info *info) {
   size_t n = rlock_lock_info_holder_count(info);
   fputs("{\"name\": ", stdout);
   cli_json_string(stdout, name);
-  printf(", \"locked\": %s, \"ttl_ms\": %" PRId64 ", \"holders\": [",
+  const char *mode = rlock_lock_info_mode(info);
+  printf(", \"locked\": %s, \"ttl_ms\": %" PRId64 ", \"mode\": %s%s%s, "
+         "\"holders\": [",
          rlock_lock_info_locked(info) ? "true" : "false",
-         rlock_lock_info_ttl_ms(info));
+         rlock_lock_info_ttl_ms(info), mode ? "\"" : "", mode ? mode : "null",
+         mode ? "\"" : "");
   for (size_t i = 0; i < n; i++) {
     fputs(i > 0 ? ", {\"owner\": " : "{\"owner\": ", stdout);
     cli_json_string(stdout, rlock_lock_info_holder_owner(info, i));
@@ -64,6 +72,24 @@ static void print_queue(const rlock_lock_info *info) {
   }
 }
 
+/* "  holder OWNER (2 holds)"; for a read-write lock "  reader OWNER (...)"
+ * or "  writer OWNER (...)" (the owner without its ":write" suffix). */
+static void print_holder(const rlock_lock_info *info, size_t i, int rw) {
+  const char *owner = rlock_lock_info_holder_owner(info, i);
+  int64_t holds = rlock_lock_info_holder_holds(info, i);
+  size_t n = strlen(owner);
+  int writer = rw && n > 6 && strcmp(owner + n - 6, ":write") == 0;
+  fputs(!rw ? "  holder " : writer ? "  writer " : "  reader ", stdout);
+  if (writer) {
+    char *bare = strndup(owner, n - 6);
+    cli_put_printable(stdout, bare ? bare : owner);
+    free(bare);
+  } else {
+    cli_put_printable(stdout, owner);
+  }
+  printf(" (%" PRId64 " hold%s)\n", holds, holds == 1 ? "" : "s");
+}
+
 /* "orders: locked, expires in 29.5s" + "  holder OWNER (2 holds)" lines. */
 static void print_human(const char *name, const rlock_lock_info *info) {
   int64_t ttl = rlock_lock_info_ttl_ms(info);
@@ -76,13 +102,11 @@ static void print_human(const char *name, const rlock_lock_info *info) {
   char left[32] = "";
   if (ttl >= 0)
     cli_format_ms(left, sizeof left, ttl);
-  printf(": locked, %s%s\n", ttl >= 0 ? "expires in " : "no expiry", left);
-  for (size_t i = 0; i < rlock_lock_info_holder_count(info); i++) {
-    int64_t holds = rlock_lock_info_holder_holds(info, i);
-    fputs("  holder ", stdout);
-    cli_put_printable(stdout, rlock_lock_info_holder_owner(info, i));
-    printf(" (%" PRId64 " hold%s)\n", holds, holds == 1 ? "" : "s");
-  }
+  const char *mode = rlock_lock_info_mode(info);
+  printf(": locked%s%s%s, %s%s\n", mode ? " for " : "", mode ? mode : "",
+         mode ? "ing" : "", ttl >= 0 ? "expires in " : "no expiry", left);
+  for (size_t i = 0; i < rlock_lock_info_holder_count(info); i++)
+    print_holder(info, i, mode != NULL);
   print_queue(info);
 }
 
@@ -129,7 +153,7 @@ int cli_cmd_status(const cli_global *g, int argc, char **argv) {
     return status;
   rlock_client *client;
   rlock_lock *lock;
-  status = cli_open(g, name, 1, NULL, NULL, &client, &lock);
+  status = cli_open(g, name, CLI_FAIR, NULL, NULL, &client, &lock);
   if (status == 0)
     status = show(lock, name, json);
   cli_close(client, lock);

@@ -73,7 +73,7 @@ int cli_cmd_unlock(const cli_global *g, int argc, char **argv) {
     return status;
   rlock_client *client;
   rlock_lock *lock;
-  status = cli_open(g, name, 1, NULL, NULL, &client, &lock);
+  status = cli_open(g, name, CLI_FAIR, NULL, NULL, &client, &lock);
   if (status == 0)
     status = force_release(lock, name);
   cli_close(client, lock);

@@ -519,6 +519,50 @@ static void test_unlock_force_fair_wakes_head(void **state) {
                    0);
 }
 
+/* exec --read: readers share; exec --write waits for them and excludes
+ * them; status shows the mode and who reads. */
+static void test_exec_read_write(void **state) {
+  (void)state;
+  const char *name = "cli:rw";
+  char log[512], script[1200];
+  proc r1, r2, w, p;
+  tmp_path(log, sizeof log, "rw.log");
+  snprintf(script, sizeof script, "echo start $0 >> %s; sleep 0.5; "
+                                  "echo end $0 >> %s", log, log);
+  proc_start(&r1, ARGS("-u", url, "exec", "--read", name, "--", "sh", "-c",
+                       script, "r1"));
+  proc_start(&r2, ARGS("-u", url, "exec", "--read", name, "--", "sh", "-c",
+                       script, "r2"));
+  int64_t t0 = rt_now_ms();
+  while (rt_cmd_int(srv, "HLEN %s", name) != 3) { /* mode + two readers */
+    if (rt_now_ms() - t0 > SCALED(5000))
+      fail_msg("the two readers did not hold the lock together");
+    rt_sleep_ms(5);
+  }
+  run_expect(&p, 0, ARGS("-u", url, "status", "--json", name));
+  assert_non_null(strstr(p.out[0], "\"mode\": \"read\""));
+  run_expect(&p, 0, ARGS("-u", url, "status", name));
+  assert_non_null(strstr(p.out[0], "locked for reading"));
+  assert_non_null(strstr(p.out[0], "  reader "));
+  proc_start(&w, ARGS("-u", url, "exec", "--write", name, "--", "sh", "-c",
+                      script, "w"));
+  assert_int_equal(proc_wait(&r1, SCALED(10000)), 0);
+  assert_int_equal(proc_wait(&r2, SCALED(10000)), 0);
+  assert_int_equal(proc_wait(&w, SCALED(10000)), 0);
+  const char *s = slurp(log);
+  /* Both readers start before either ends; the writer runs alone, last. */
+  const char *first_end = strstr(s, "end r");
+  assert_non_null(first_end);
+  assert_true(strstr(s, "start r1") < first_end);
+  assert_true(strstr(s, "start r2") < first_end);
+  const char *ws = strstr(s, "start w\nend w\n");
+  assert_non_null(ws);
+  assert_string_equal(ws, "start w\nend w\n");
+  run_expect(&p, 64, ARGS("-u", url, "exec", "--read", "--write", name, "--",
+                          "true"));
+  assert_non_null(strstr(p.out[1], "exclude each other"));
+}
+
 /* A terminal gets a progress line naming the holder; it is cleared. */
 static void test_exec_progress_on_terminal(void **state) {
   (void)state;
@@ -618,8 +662,8 @@ static void test_status_free(void **state) {
   proc p;
   run_expect(&p, 0, ARGS("-u", url, "status", "--json", "cli:free"));
   assert_string_equal(p.out[0], "{\"name\": \"cli:free\", \"locked\": false, "
-                                "\"ttl_ms\": -2, \"holders\": [], "
-                                "\"queue\": []}\n");
+                                "\"ttl_ms\": -2, \"mode\": null, "
+                                "\"holders\": [], \"queue\": []}\n");
   assert_string_equal(p.out[1], "");
   run_expect(&p, 0, ARGS("-u", url, "status", "cli:free"));
   assert_string_equal(p.out[0], "cli:free: free\n");
@@ -872,6 +916,7 @@ int main(void) {
       cmocka_unit_test(test_exec_waiter_acquires_promptly),
       cmocka_unit_test(test_exec_fair_order_and_queue),
       cmocka_unit_test(test_unlock_force_fair_wakes_head),
+      cmocka_unit_test(test_exec_read_write),
       cmocka_unit_test(test_exec_progress_on_terminal),
       cmocka_unit_test(test_exec_forwards_signals),
       cmocka_unit_test(test_exec_signal_while_waiting),
