@@ -5,7 +5,10 @@
 #      rounds of each;
 #   2. rlock-bench uncontended and contended (4 processes, with and without
 #      200 us of think time);
-#   3. a summary checking the performance targets as ratios of figures
+#   3. rlock-bench fair with 2, 11 and 101 processes (1, 10 and 100 waiters
+#      queued at each handoff), each with the server's EVALSHA time
+#      (INFO commandstats, reset before the run);
+#   4. a summary checking the performance targets as ratios of figures
 #      measured in this same run (so a noisy, shared machine affects both
 #      sides of each ratio alike).
 #
@@ -37,10 +40,14 @@ for arg in "$@"; do
   esac
 done
 
+# FAIR_RUNS: "processes:ops" per fair run. N processes queue about N-1
+# waiters; ops keep each run at about 3000 acquisitions (600 with --quick).
 if [ "$QUICK" -eq 1 ]; then
   ROUNDS=1 CEIL_N=20000 MANY_S=1 UNC_OPS=2000 CON_OPS=300
+  FAIR_RUNS="2:300 11:60 101:6"
 else
   ROUNDS=3 CEIL_N=200000 MANY_S=5 UNC_OPS=20000 CON_OPS=2000
+  FAIR_RUNS="2:1500 11:300 101:30"
 fi
 
 # ---- build ------------------------------------------------------------------
@@ -141,6 +148,21 @@ run_bench() {
   "$BENCH" -u "$URL" --json "$@" >>"$RESULTS"
 }
 
+# A fair run, then the server's EVALSHA count and time during it (every
+# script the library sends is an EVALSHA; the stats are reset first, and
+# nothing else talks to this server meanwhile).
+run_fair() {
+  local procs=$1 ops=$2 stats calls usec fmt
+  redis-cli -p "$PORT" config resetstat >/dev/null
+  run_bench fair --procs "$procs" --ops "$ops"
+  stats=$(redis-cli -p "$PORT" info commandstats | tr -d '\r' |
+          sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\),usec=\([0-9]*\),.*/\1 \2/p')
+  read -r calls usec <<<"${stats:-0 0}"
+  fmt='{"workload":"fair_server","procs":%s,"ops":%s,'
+  fmt+='"evalsha_calls":%s,"evalsha_usec":%s}\n'
+  printf "$fmt" "$procs" "$ops" "$calls" "$usec" >>"$RESULTS"
+}
+
 # The ceiling and `many` come from two different programs and are
 # compared with each other, so they alternate, ROUNDS times: a noisy
 # neighbour then hits both sides of each round's ratio alike.
@@ -151,6 +173,9 @@ done
 run_bench uncontended --ops "$UNC_OPS"
 run_bench contended --procs 4 --ops "$CON_OPS"
 run_bench contended --procs 4 --ops "$CON_OPS" --think-us 200
+for run in $FAIR_RUNS; do
+  run_fair "${run%%:*}" "${run##*:}"
+done
 
 # ---- summary ----------------------------------------------------------------
 echo
@@ -174,12 +199,42 @@ def pick(kind):
     return [r for r in rows if r["workload"] == kind]
 ceils, manys = pick("evalsha_ceiling"), pick("many")
 unc, cons = pick("uncontended")[0], pick("contended")
+fairs = pick("fair")
+servers = {s["procs"]: s for s in pick("fair_server")}
 
 def num(v, fmt="{:.1f}"):
     return "n/a" if v is None else fmt.format(v)
 
 def check(ok, text):
     print(("PASS " if ok else "MISS ") + text)
+
+def turns(c):
+    """The figures a contended or fair run shares, on one line."""
+    return (f"{c['acquisitions_per_s']:.0f} acq/s, {c['handoffs']} handoffs, "
+            f"p50 {num(c['handoff_p50_us'])} us, "
+            f"p99 {num(c['handoff_p99_us'])} us, "
+            f"ping {num(c['ping_rtt_us'])} us, "
+            f"lost updates {c['lost_updates']}")
+
+def server_us(f):
+    """Server EVALSHA time per acquisition and per call in a fair run."""
+    s = servers.get(f["procs"])
+    if s is None or s["evalsha_calls"] == 0:
+        return None, None
+    return (s["evalsha_usec"] / (f["procs"] * f["ops"]),
+            s["evalsha_usec"] / s["evalsha_calls"])
+
+def turn_checks(tag, c, absolute):
+    """Handoff in RTTs, (with absolute) under 1 ms, and no lost update."""
+    rtts, p50 = c["handoff_rtts"], c["handoff_p50_us"]
+    check(rtts is not None and rtts <= 3.0,
+          f"{tag} handoff p50 <= 3 x ping RTT: {num(rtts, '{:.2f}')} RTT "
+          f"({num(p50)} us / {num(c['ping_rtt_us'])} us)")
+    if absolute:
+        check(p50 is not None and p50 < 1000,
+              f"{tag} handoff p50 < 1000 us: {num(p50)} us")
+    check(c["lost_updates"] == 0,
+          f"{tag} no lost updates: {c['lost_updates']}")
 
 # Round i's ceiling and many ran back to back.
 ratios = [2 * m["ops_per_s"] / c["requests_per_s"]
@@ -193,10 +248,12 @@ print(f"uncontended: ping {num(unc['ping_rtt_us'])} us, lock+unlock p50 "
       f"floor p50 {num(unc['floor_p50_us'])} us")
 for c in cons:
     print(f"contended {c['procs']} procs, think {c['think_us']} us: "
-          f"{c['acquisitions_per_s']:.0f} acq/s, {c['handoffs']} handoffs, "
-          f"p50 {num(c['handoff_p50_us'])} us, "
-          f"p99 {num(c['handoff_p99_us'])} us, "
-          f"ping {num(c['ping_rtt_us'])} us, lost updates {c['lost_updates']}")
+          f"{turns(c)}")
+for f in fairs:
+    per_acq, per_call = server_us(f)
+    print(f"fair {f['procs']} procs ({num(f['queued'], '{:.0f}')} queued): "
+          f"{turns(f)}, server EVALSHA {num(per_acq)} us/acquisition "
+          f"({num(per_call, '{:.2f}')} us/call)")
 print()
 
 r = unc["lock_unlock_vs_floor"]
@@ -204,15 +261,20 @@ check(r is not None and r <= 1.15,
       f"uncontended lock+unlock p50 <= 1.15 x floor p50: "
       f"ratio {num(r, '{:.3f}')}")
 for c in cons:
-    tag = f"contended think {c['think_us']} us:"
-    rtts, p50 = c["handoff_rtts"], c["handoff_p50_us"]
-    check(rtts is not None and rtts <= 3.0,
-          f"{tag} handoff p50 <= 3 x ping RTT: {num(rtts, '{:.2f}')} RTT "
-          f"({num(p50)} us / {num(c['ping_rtt_us'])} us)")
-    check(p50 is not None and p50 < 1000,
-          f"{tag} handoff p50 < 1000 us: {num(p50)} us")
-    check(c["lost_updates"] == 0,
-          f"{tag} no lost updates: {c['lost_updates']}")
+    turn_checks(f"contended think {c['think_us']} us:", c, True)
+for f in fairs:
+    turn_checks(f"fair {num(f['queued'], '{:.0f}')} queued:", f, False)
+if len(fairs) >= 2:
+    # Fewest and most processes: 1 and 100 queued waiters.
+    lo, hi = fairs[0], fairs[-1]
+    a, b = lo["handoff_p50_us"], hi["handoff_p50_us"]
+    r = b / a if a and b else None
+    sa, sb = server_us(lo)[0], server_us(hi)[0]
+    check(r is not None and r <= 2.0,
+          f"fair handoff p50 with {num(hi['queued'], '{:.0f}')} queued <= "
+          f"2 x with {num(lo['queued'], '{:.0f}')}: ratio {num(r, '{:.2f}')} "
+          f"({num(b)} / {num(a)} us; server EVALSHA {num(sb)} / {num(sa)} "
+          f"us per acquisition)")
 ratio = statistics.median(ratios)
 check(ratio >= 0.7,
       f"many: 2 x pairs/s >= 0.7 x EVALSHA ceiling: median ratio {ratio:.2f} "

@@ -8,6 +8,8 @@
  *                hiredis loop) and next to a PING round trip;
  *   contended    N processes taking turns on one lock: throughput and the
  *                release-to-next-holder handoff latency;
+ *   fair         the same on a fair lock, where nearly every acquisition
+ *                is a handoff, with the queue depth at the handoffs;
  *   many         T threads of one process sharing one client over L locks:
  *                lock+unlock pairs per second.
  *
@@ -39,10 +41,12 @@
 typedef struct bench_args {
   const char *url;      /* -u, else $RLOCK_URL, else the default */
   int json;             /* --json: one JSON object on one line */
-  const char *workload; /* "uncontended", "contended" or "many" */
-  long ops;             /* uncontended, contended: operations (per process) */
-  int procs;            /* contended: processes */
-  long think_us;        /* contended: pause outside the lock */
+  const char *workload; /* "uncontended", "contended", "fair" or "many" */
+  int fair;             /* fair: bench_contended() on a fair lock */
+  long ops;             /* uncontended, contended, fair: operations (per
+                           process) */
+  int procs;            /* contended, fair: processes */
+  long think_us;        /* contended, fair: pause outside the lock */
   int threads;          /* many: threads */
   int locks;            /* many: distinct lock names */
   double seconds;       /* many: run time */
@@ -51,7 +55,7 @@ typedef struct bench_args {
 /* ---- workloads (bench_<name>.c); each returns an exit status -------- */
 
 int bench_uncontended(const bench_args *a);
-int bench_contended(const bench_args *a);
+int bench_contended(const bench_args *a); /* also fair (a->fair) */
 int bench_many(const bench_args *a);
 
 /* ---- stats.c: time and samples --------------------------------------- */
@@ -75,8 +79,10 @@ int bench_samples_init(bench_samples *s, size_t cap); /* 0 or -1 (ENOMEM) */
 void bench_samples_push(bench_samples *s, int64_t ns);
 void bench_samples_free(bench_samples *s);
 
-/* The p-th percentile (0..100) of v[0..n) in microseconds, by linear
- * interpolation between the closest ranks. Sorts v in place. n > 0. */
+/* The p-th percentile (0..100) of v[0..n), by linear interpolation
+ * between the closest ranks, in v's unit; NaN when n is 0. Sorts v in
+ * place. The _us form takes nanoseconds and returns microseconds. */
+double bench_percentile(int64_t *v, size_t n, double p);
 double bench_percentile_us(int64_t *v, size_t n, double p);
 
 /* ---- report.c: the result listing ------------------------------------ */
@@ -122,6 +128,12 @@ redisContext *bench_raw_connect(const char *url);
  * replies count as failures). The caller frees the reply. */
 redisReply *bench_raw_cmd(redisContext *c, int argc, const char **argv,
                           const size_t *lens);
+
+/* Pipelining: queue a command (0, or -1 printed), then read the replies
+ * in order with bench_raw_reply() (NULL after printing why, naming the
+ * command `what`; error replies count as failures). */
+int bench_raw_append(redisContext *c, int argc, const char **argv);
+redisReply *bench_raw_reply(redisContext *c, const char *what);
 
 /* Time `n` PINGs, one after the other, into `out`. 0 or -1 (printed). */
 int bench_raw_ping(redisContext *c, bench_samples *out, size_t n);

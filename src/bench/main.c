@@ -31,17 +31,23 @@ static const char USAGE[] =
     "  contended --procs N --ops K [--think-us T]\n"
     "                            N processes take turns on one lock, K\n"
     "                            acquisitions each, pausing T us between\n"
+    "  fair --procs N --ops K [--think-us T]\n"
+    "                            the same on a fair lock (about N-1\n"
+    "                            waiters queued at each handoff)\n"
     "  many [--threads T] [--locks L] [--seconds S]\n"
     "                            T threads, one client, random locks out\n"
     "                            of L (defaults 16, 1000, 5)\n";
 
-enum { W_UNCONTENDED = 1, W_CONTENDED = 2, W_MANY = 4 };
+enum { W_UNCONTENDED = 1, W_CONTENDED = 2, W_MANY = 4, W_FAIR = 8 };
+#define W_TURNS (W_CONTENDED | W_FAIR) /* processes taking turns */
+#define WORKLOAD_LIST "uncontended, contended, fair, many"
 
 static const struct {
   const char *name;
   unsigned mask;
 } WORKLOADS[] = {{"uncontended", W_UNCONTENDED},
                  {"contended", W_CONTENDED},
+                 {"fair", W_FAIR},
                  {"many", W_MANY}};
 
 /* Workload options: which workloads take them and their valid range. */
@@ -55,9 +61,9 @@ typedef struct opt_spec {
 enum { O_OPS, O_PROCS, O_THINK, O_THREADS, O_LOCKS, O_SECONDS, O_COUNT };
 
 static const opt_spec OPTS[O_COUNT] = {
-    [O_OPS] = {"--ops", W_UNCONTENDED | W_CONTENDED, 1, 100000000, 1},
-    [O_PROCS] = {"--procs", W_CONTENDED, 1, 256, 1},
-    [O_THINK] = {"--think-us", W_CONTENDED, 0, 10000000, 1},
+    [O_OPS] = {"--ops", W_UNCONTENDED | W_TURNS, 1, 100000000, 1},
+    [O_PROCS] = {"--procs", W_TURNS, 1, 256, 1},
+    [O_THINK] = {"--think-us", W_TURNS, 0, 10000000, 1},
     [O_THREADS] = {"--threads", W_MANY, 1, 256, 1},
     [O_LOCKS] = {"--locks", W_MANY, 1, 1000000, 1},
     [O_SECONDS] = {"--seconds", W_MANY, 0.1, 3600, 0},
@@ -126,8 +132,7 @@ static int parse_workload(parsed *p, const char *w) {
       p->workload = WORKLOADS[i].mask;
       return 0;
     }
-  return usage_error("unknown workload '%s' (uncontended, contended, many)",
-                     w);
+  return usage_error("unknown workload '%s' (" WORKLOAD_LIST ")", w);
 }
 
 static int parse_word(parsed *p, int argc, char **argv, int *i) {
@@ -152,16 +157,17 @@ static int parse_word(parsed *p, int argc, char **argv, int *i) {
   return parse_workload(p, w);
 }
 
-/* Options must fit the workload; contended needs --procs and --ops. */
+/* Options must fit the workload; contended and fair need --procs and
+ * --ops. */
 static int check_combination(const parsed *p) {
   if (p->args.workload == NULL)
-    return usage_error("no workload given (uncontended, contended, many)");
+    return usage_error("no workload given (" WORKLOAD_LIST ")");
   for (int o = 0; o < O_COUNT; o++)
     if (p->given[o] && !(OPTS[o].workloads & p->workload))
       return usage_error("%s does not apply to %s", OPTS[o].name,
                          p->args.workload);
-  if (p->workload == W_CONTENDED && (!p->given[O_PROCS] || !p->given[O_OPS]))
-    return usage_error("contended needs --procs N and --ops K");
+  if ((p->workload & W_TURNS) && (!p->given[O_PROCS] || !p->given[O_OPS]))
+    return usage_error("%s needs --procs N and --ops K", p->args.workload);
   return 0;
 }
 
@@ -177,6 +183,7 @@ static int check_url(const char *url) {
 static void apply_values(parsed *p) {
   bench_args *a = &p->args;
   a->ops = p->given[O_OPS] ? (long)p->val[O_OPS] : 20000;
+  a->fair = p->workload == W_FAIR;
   a->procs = (int)p->val[O_PROCS];
   a->think_us = p->given[O_THINK] ? (long)p->val[O_THINK] : 0;
   a->threads = p->given[O_THREADS] ? (int)p->val[O_THREADS] : 16;
@@ -213,6 +220,7 @@ int main(int argc, char **argv) {
   case W_UNCONTENDED:
     return bench_uncontended(&p.args);
   case W_CONTENDED:
+  case W_FAIR:
     return bench_contended(&p.args);
   default:
     return bench_many(&p.args);

@@ -76,19 +76,34 @@ redisContext *bench_raw_connect(const char *url) {
   return c;
 }
 
-redisReply *bench_raw_cmd(redisContext *c, int argc, const char **argv,
-                          const size_t *lens) {
-  redisReply *r = redisCommandArgv(c, argc, argv, lens);
-  if (r == NULL) {
-    bench_fail("%s: %s", argv[0], c->errstr);
+int bench_raw_append(redisContext *c, int argc, const char **argv) {
+  if (redisAppendCommandArgv(c, argc, argv, NULL) != REDIS_OK)
+    return bench_fail("%s: %s", argv[0], c->errstr), -1;
+  return 0;
+}
+
+redisReply *bench_raw_reply(redisContext *c, const char *what) {
+  void *p = NULL;
+  if (redisGetReply(c, &p) != REDIS_OK || p == NULL) {
+    bench_fail("%s: %s", what, c->errstr);
     return NULL;
   }
+  redisReply *r = p;
   if (r->type == REDIS_REPLY_ERROR) {
-    bench_fail("%s: server replied: %s", argv[0], r->str);
+    bench_fail("%s: server replied: %s", what, r->str);
     freeReplyObject(r);
     return NULL;
   }
   return r;
+}
+
+redisReply *bench_raw_cmd(redisContext *c, int argc, const char **argv,
+                          const size_t *lens) {
+  if (redisAppendCommandArgv(c, argc, argv, lens) != REDIS_OK) {
+    bench_fail("%s: %s", argv[0], c->errstr);
+    return NULL;
+  }
+  return bench_raw_reply(c, argv[0]);
 }
 
 int bench_raw_ping(redisContext *c, bench_samples *out, size_t n) {

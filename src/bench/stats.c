@@ -47,7 +47,7 @@ static int cmp_i64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-double bench_percentile_us(int64_t *v, size_t n, double p) {
+double bench_percentile(int64_t *v, size_t n, double p) {
   if (n == 0)
     return NAN;
   qsort(v, n, sizeof *v, cmp_i64);
@@ -55,5 +55,9 @@ double bench_percentile_us(int64_t *v, size_t n, double p) {
   size_t lo = (size_t)floor(pos);
   size_t hi = lo + 1 < n ? lo + 1 : lo;
   double frac = pos - (double)lo;
-  return ((double)v[lo] + frac * (double)(v[hi] - v[lo])) / 1000.0;
+  return (double)v[lo] + frac * (double)(v[hi] - v[lo]);
+}
+
+double bench_percentile_us(int64_t *v, size_t n, double p) {
+  return bench_percentile(v, n, p) / 1000.0;
 }
