@@ -13,5 +13,6 @@
 #include "rlock/config.h"
 #include "rlock/client.h"
 #include "rlock/lock.h"
+#include "rlock/multilock.h"
 
 #endif /* RLOCK_H */

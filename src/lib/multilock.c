@@ -1,0 +1,166 @@
+/*
+ * multilock.c - all-or-nothing acquisition of several locks.
+ *
+ * Members are taken in order, each with what is left of the caller's wait
+ * (a member waits through its own pub/sub machinery, so a MultiLock wakes
+ * as soon as the member blocking it is freed). Any failure releases the
+ * members already taken, in reverse order, before returning.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cancel.h"
+#include "common.h"
+#include "lock_int.h"
+#include "rlock/multilock.h"
+
+struct rlock_multilock {
+  size_t n;
+  rlock_lock *members[];
+};
+
+static int same_lock(const rlock_lock *a, const rlock_lock *b) {
+  return a->client == b->client && a->kind == b->kind &&
+         strcmp(a->name, b->name) == 0;
+}
+
+static int check_members(rlock_lock *const *members, size_t n) {
+  if (members == NULL || n == 0)
+    return rlock__err(RLOCK_EINVAL, "a MultiLock needs at least one member");
+  if (n > RLOCK_MAX_MEMBERS)
+    return rlock__err(RLOCK_EINVAL, "a MultiLock takes at most %d members "
+                      "(got %zu)", RLOCK_MAX_MEMBERS, n);
+  for (size_t i = 0; i < n; i++) {
+    if (members[i] == NULL)
+      return rlock__err(RLOCK_EINVAL, "MultiLock member %zu is NULL", i);
+    for (size_t j = 0; j < i; j++)
+      if (same_lock(members[i], members[j]))
+        return rlock__err(RLOCK_EINVAL, "MultiLock members %zu and %zu are "
+                          "the same %s '%s'", j, i, members[i]->kind->label,
+                          members[i]->name);
+  }
+  return RLOCK_OK;
+}
+
+int rlock_multilock_new(rlock_multilock **out, rlock_lock *const *members,
+                        size_t n) {
+  if (out == NULL)
+    return rlock__err(RLOCK_EINVAL, "rlock_multilock_new: out is NULL");
+  *out = NULL;
+  int rc = check_members(members, n);
+  if (rc != RLOCK_OK)
+    return rc;
+  rlock_multilock *m = malloc(sizeof *m + n * sizeof m->members[0]);
+  if (m == NULL)
+    return rlock__err(RLOCK_ENOMEM, "out of memory");
+  m->n = n;
+  memcpy(m->members, members, n * sizeof m->members[0]);
+  *out = m;
+  return RLOCK_OK;
+}
+
+void rlock_multilock_free(rlock_multilock *m) { free(m); }
+
+/* Release members [0, n) in reverse; keeps the caller's last error. */
+static void release_first(rlock_multilock *m, size_t n) {
+  rlock_error saved = *rlock_error_last();
+  char msg[512];
+  snprintf(msg, sizeof msg, "%s", saved.message);
+  while (n-- > 0)
+    rlock_lock_release(m->members[n]);
+  rlock__err(saved.code, "%s", msg);
+}
+
+/* Remaining wait for the next member: forever, or what is left (0 once
+ * the deadline passed: one last try). */
+static int64_t wait_left(int64_t wait_ms, int64_t deadline) {
+  return wait_ms == RLOCK_WAIT_FOREVER ? RLOCK_WAIT_FOREVER
+                                       : rlock__ms_left(deadline);
+}
+
+int rlock_multilock_try_acquire_cancel(rlock_multilock *m, int64_t wait_ms,
+                                       int64_t lease_ms,
+                                       rlock_cancel *cancel) {
+  if (m == NULL)
+    return rlock__err(RLOCK_EINVAL, "MultiLock is NULL");
+  int rc = rlock__check_wait(wait_ms);
+  if (rc == RLOCK_OK)
+    rc = rlock__check_lease(lease_ms);
+  if (rc != RLOCK_OK)
+    return rc;
+  int64_t deadline = rlock__deadline_after_ms(wait_ms), first = 0;
+  for (size_t i = 0; i < m->n; i++) {
+    rc = rlock__acquire(m->members[i], wait_left(wait_ms, deadline),
+                        lease_ms, cancel);
+    if (i == 0)
+      first = rlock__now_us();
+    if (rc != RLOCK_OK) {
+      release_first(m, i);
+      return rc;
+    }
+  }
+  if (lease_ms > 0 && rlock__now_us() - first >= lease_ms * 1000) {
+    rlock__err(RLOCK_ELOCKED, "the first member's lease of %lld ms ran out "
+               "before the last member was acquired", (long long)lease_ms);
+    release_first(m, m->n);
+    return RLOCK_ELOCKED;
+  }
+  return RLOCK_OK;
+}
+
+int rlock_multilock_try_acquire(rlock_multilock *m, int64_t wait_ms,
+                                int64_t lease_ms) {
+  return rlock_multilock_try_acquire_cancel(m, wait_ms, lease_ms, NULL);
+}
+
+int rlock_multilock_acquire(rlock_multilock *m) {
+  return rlock_multilock_try_acquire_cancel(m, RLOCK_WAIT_FOREVER,
+                                            RLOCK_LEASE_WATCHDOG, NULL);
+}
+
+int rlock_multilock_release(rlock_multilock *m) {
+  if (m == NULL)
+    return rlock__err(RLOCK_EINVAL, "MultiLock is NULL");
+  int first = RLOCK_OK;
+  rlock_error saved = {RLOCK_OK, ""};
+  char msg[512] = "";
+  for (size_t i = m->n; i-- > 0;) {
+    int rc = rlock_lock_release(m->members[i]);
+    if (rc != RLOCK_OK && first == RLOCK_OK) {
+      first = rc;
+      saved = *rlock_error_last();
+      snprintf(msg, sizeof msg, "%s", saved.message);
+    }
+  }
+  return first == RLOCK_OK ? RLOCK_OK : rlock__err(first, "%s", msg);
+}
+
+int rlock_multilock_is_held(int *held, rlock_multilock *m) {
+  if (held == NULL || m == NULL)
+    return rlock__err(RLOCK_EINVAL, "rlock_multilock_is_held: %s is NULL",
+                      held ? "MultiLock" : "held");
+  *held = 1;
+  for (size_t i = 0; i < m->n && *held; i++) {
+    int rc = rlock_lock_is_held(held, m->members[i]);
+    if (rc != RLOCK_OK)
+      return rc;
+  }
+  return RLOCK_OK;
+}
+
+static int cmp_names(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int rlock_names_sort(const char **names, size_t n) {
+  if (names == NULL && n > 0)
+    return rlock__err(RLOCK_EINVAL, "rlock_names_sort: names is NULL");
+  for (size_t i = 0; i < n; i++)
+    if (names[i] == NULL)
+      return rlock__err(RLOCK_EINVAL, "rlock_names_sort: name %zu is NULL",
+                        i);
+  if (n > 1)
+    qsort(names, n, sizeof *names, cmp_names);
+  return RLOCK_OK;
+}

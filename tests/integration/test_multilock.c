@@ -1,0 +1,215 @@
+/* Integration: MultiLock — all or nothing over locks of any kind, on one
+ * or several servers. */
+#include "fixture.h"
+
+#include <stdatomic.h>
+
+static void hold_foreign(rt_server *s, const char *name, int lease_ms) {
+  freeReplyObject(rt_cmd(s, "HSET %s 00000000-0000-4000-8000-000000000000:1 1",
+                         name));
+  freeReplyObject(rt_cmd(s, "PEXPIRE %s %d", name, lease_ms));
+}
+
+static rlock_multilock *multi(rlock_lock **members, size_t n) {
+  rlock_multilock *m;
+  OK(rlock_multilock_new(&m, members, n));
+  return m;
+}
+
+static void test_all_held_then_released(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, 0);
+  rlock_lock *l[3] = {fx_lock(c, "m:a"), fx_lock(c, "m:b"), fx_lock(c, "m:c")};
+  rlock_multilock *m = multi(l, 3);
+  char owner[RLOCK_OWNER_MAX];
+  fx_owner(c, owner);
+  OK(rlock_multilock_acquire(m));
+  int held;
+  OK(rlock_multilock_is_held(&held, m));
+  assert_int_equal(held, 1);
+  assert_int_equal(fx_hget(srv, "m:a", owner), 1);
+  assert_int_equal(fx_hget(srv, "m:b", owner), 1);
+  assert_int_equal(fx_hget(srv, "m:c", owner), 1);
+  OK(rlock_multilock_release(m));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS m:a m:b m:c"), 0);
+  OK(rlock_multilock_is_held(&held, m));
+  assert_int_equal(held, 0);
+  RC(rlock_multilock_release(m), RLOCK_ENOTHELD);
+  rlock_multilock_free(m);
+  for (int i = 0; i < 3; i++)
+    rlock_lock_free(l[i]);
+  rlock_client_free(c);
+}
+
+static void test_one_busy_member_fails_all(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, 0);
+  rlock_lock *l[3] = {fx_lock(c, "m:x1"), fx_lock(c, "m:x2"),
+                      fx_lock(c, "m:x3")};
+  rlock_multilock *m = multi(l, 3);
+  hold_foreign(srv, "m:x2", 60000);
+  RC(rlock_multilock_try_acquire(m, 0, 0), RLOCK_ELOCKED);
+  assert_non_null(strstr(rlock_error_last()->message, "m:x2"));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS m:x1 m:x3"), 0);
+  int64_t t0 = rt_now_ms();
+  RC(rlock_multilock_try_acquire(m, 300, 5000), RLOCK_ELOCKED);
+  ASSERT_BETWEEN(rt_now_ms() - t0, 300, 1500);
+  assert_int_equal(rt_cmd_int(srv, "EXISTS m:x1 m:x3"), 0);
+  RC(rlock_lock_check(l[0]), RLOCK_ENOTHELD); /* released locally too */
+  freeReplyObject(rt_cmd(srv, "DEL m:x2"));
+  rlock_multilock_free(m);
+  for (int i = 0; i < 3; i++)
+    rlock_lock_free(l[i]);
+  rlock_client_free(c);
+}
+
+typedef struct mwaiter {
+  rlock_multilock *m;
+  int rc;
+  _Atomic int64_t got_at;
+} mwaiter;
+
+static void *mwaiter_main(void *arg) {
+  mwaiter *w = arg;
+  w->rc = rlock_multilock_try_acquire(w->m, 10000, 0);
+  atomic_store(&w->got_at, rt_now_ms());
+  if (w->rc == RLOCK_OK)
+    w->rc = rlock_multilock_release(w->m);
+  return NULL;
+}
+
+static void test_waiter_wakes_when_blocker_freed(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, 0), *other = fx_client(srv, 0);
+  rlock_lock *l[2] = {fx_lock(c, "m:w1"), fx_lock(c, "m:w2")};
+  rlock_lock *blocker = fx_lock(other, "m:w2");
+  OK(rlock_lock_acquire_lease(blocker, 60000));
+  rlock_multilock *m = multi(l, 2);
+  mwaiter w = {.m = m};
+  pthread_t t;
+  pthread_create(&t, NULL, mwaiter_main, &w);
+  rt_sleep_ms(300);
+  int64_t t0 = rt_now_ms();
+  OK(rlock_lock_release(blocker));
+  pthread_join(t, NULL);
+  OK(w.rc);
+  ASSERT_BETWEEN(atomic_load(&w.got_at) - t0, 0, 300);
+  assert_int_equal(rt_cmd_int(srv, "EXISTS m:w1 m:w2"), 0);
+  rlock_multilock_free(m);
+  rlock_lock_free(l[0]);
+  rlock_lock_free(l[1]);
+  rlock_lock_free(blocker);
+  rlock_client_free(c);
+  rlock_client_free(other);
+}
+
+static void test_kinds_and_servers_mixed(void **state) {
+  (void)state;
+  rt_server *srv2 = rt_server_start(NULL);
+  rlock_client *c1 = fx_client(srv, 0), *c2 = fx_client(srv2, 0);
+  rlock_lock *l[4];
+  OK(rlock_lock_new(&l[0], c1, "m:plain"));
+  OK(rlock_lock_new_fair(&l[1], c2, "m:fair"));
+  OK(rlock_lock_new_read(&l[2], c1, "m:rw"));
+  OK(rlock_lock_new_write(&l[3], c2, "m:rw")); /* the same name elsewhere */
+  rlock_multilock *m = multi(l, 4);
+  OK(rlock_multilock_try_acquire(m, 1000, 20000));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS m:plain m:rw"), 2);
+  assert_int_equal(rt_cmd_int(srv2, "EXISTS m:fair m:rw"), 2);
+  redisReply *r = rt_cmd(srv2, "HGET m:rw mode");
+  assert_string_equal(r->str, "write");
+  freeReplyObject(r);
+  ASSERT_RANGE(rt_cmd_int(srv2, "PTTL m:fair"), 19000, 20000);
+  OK(rlock_multilock_release(m));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS m:plain m:rw"), 0);
+  assert_int_equal(rt_cmd_int(srv2, "EXISTS m:fair m:rw"), 0);
+  rlock_multilock_free(m);
+  for (int i = 0; i < 4; i++)
+    rlock_lock_free(l[i]);
+  rlock_client_free(c1);
+  rlock_client_free(c2);
+  rt_server_free(srv2);
+}
+
+static void test_failures_leave_nothing_held(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, 0);
+  rlock_lock *l[3] = {fx_lock(c, "m:f1"), fx_lock(c, "m:f2"),
+                      fx_lock(c, "m:f3")};
+  rlock_multilock *m = multi(l, 3);
+  freeReplyObject(rt_cmd(srv, "SET m:f3 precious")); /* wrong type last */
+  RC(rlock_multilock_try_acquire(m, 0, 0), RLOCK_EWRONGTYPE);
+  assert_non_null(strstr(rlock_error_last()->message, "m:f3"));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS m:f1 m:f2"), 0);
+  freeReplyObject(rt_cmd(srv, "DEL m:f3"));
+  /* A lease too short for a member that needs waiting for. */
+  hold_foreign(srv, "m:f2", 600);
+  RC(rlock_multilock_try_acquire(m, 3000, 300), RLOCK_ELOCKED);
+  assert_non_null(strstr(rlock_error_last()->message, "lease"));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS m:f1 m:f2 m:f3"), 0);
+  /* A fired cancel token. */
+  hold_foreign(srv, "m:f2", 60000);
+  rlock_cancel *tok;
+  OK(rlock_cancel_new(&tok));
+  rlock_cancel_fire(tok);
+  RC(rlock_multilock_try_acquire_cancel(m, 5000, 0, tok), RLOCK_ECANCELED);
+  assert_int_equal(rt_cmd_int(srv, "EXISTS m:f1 m:f3"), 0);
+  rlock_cancel_free(tok);
+  freeReplyObject(rt_cmd(srv, "DEL m:f2"));
+  rlock_multilock_free(m);
+  for (int i = 0; i < 3; i++)
+    rlock_lock_free(l[i]);
+  rlock_client_free(c);
+}
+
+static void test_bad_input_and_sort(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, 0);
+  rlock_lock *a = fx_lock(c, "m:dup"), *a2 = fx_lock(c, "m:dup"), *f;
+  OK(rlock_lock_new_fair(&f, c, "m:dup"));
+  rlock_multilock *m;
+  rlock_lock *dup[2] = {a, a2}, *withnull[2] = {a, NULL}, *kinds[2] = {a, f};
+  RC(rlock_multilock_new(&m, NULL, 0), RLOCK_EINVAL);
+  RC(rlock_multilock_new(&m, dup, 0), RLOCK_EINVAL);
+  RC(rlock_multilock_new(NULL, dup, 1), RLOCK_EINVAL);
+  RC(rlock_multilock_new(&m, withnull, 2), RLOCK_EINVAL);
+  RC(rlock_multilock_new(&m, dup, 2), RLOCK_EINVAL);
+  assert_non_null(strstr(rlock_error_last()->message, "same"));
+  RC(rlock_multilock_new(&m, dup, RLOCK_MAX_MEMBERS + 1), RLOCK_EINVAL);
+  OK(rlock_multilock_new(&m, kinds, 2)); /* different kinds: allowed */
+  RC(rlock_multilock_try_acquire(m, -7, 0), RLOCK_EINVAL);
+  RC(rlock_multilock_try_acquire(m, 0, -7), RLOCK_EINVAL);
+  RC(rlock_multilock_try_acquire(NULL, 0, 0), RLOCK_EINVAL);
+  RC(rlock_multilock_release(NULL), RLOCK_EINVAL);
+  int held;
+  RC(rlock_multilock_is_held(NULL, m), RLOCK_EINVAL);
+  RC(rlock_multilock_is_held(&held, NULL), RLOCK_EINVAL);
+  rlock_multilock_free(m);
+  rlock_multilock_free(NULL);
+  const char *names[4] = {"orders", "Orders", "inventory", "{t}:a"};
+  OK(rlock_names_sort(names, 4));
+  assert_string_equal(names[0], "Orders");
+  assert_string_equal(names[1], "inventory");
+  assert_string_equal(names[2], "orders");
+  assert_string_equal(names[3], "{t}:a");
+  const char *bad[2] = {"x", NULL};
+  RC(rlock_names_sort(bad, 2), RLOCK_EINVAL);
+  RC(rlock_names_sort(NULL, 2), RLOCK_EINVAL);
+  OK(rlock_names_sort(NULL, 0));
+  rlock_lock_free(a);
+  rlock_lock_free(a2);
+  rlock_lock_free(f);
+  rlock_client_free(c);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_all_held_then_released),
+      cmocka_unit_test(test_one_busy_member_fails_all),
+      cmocka_unit_test(test_waiter_wakes_when_blocker_freed),
+      cmocka_unit_test(test_kinds_and_servers_mixed),
+      cmocka_unit_test(test_failures_leave_nothing_held),
+      cmocka_unit_test(test_bad_input_and_sort),
+  };
+  return cmocka_run_group_tests(tests, fx_setup, fx_teardown);
+}
