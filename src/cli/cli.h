@@ -114,6 +114,10 @@ typedef enum cli_kind {
   CLI_WRITE
 } cli_kind;
 
+/* A lock object of `kind` for `name` (a library status). */
+int cli_lock_new(cli_kind kind, rlock_lock **lock, rlock_client *client,
+                 const char *name);
+
 int cli_open(const cli_global *g, const char *name, cli_kind kind,
              rlock_lost_fn lost, void *ud, rlock_client **client,
              rlock_lock **lock);

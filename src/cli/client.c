@@ -19,8 +19,8 @@ static int configure(rlock_config *cfg, const cli_global *g,
   return rc == RLOCK_OK ? 0 : cli_lib_error(rc);
 }
 
-static int new_lock(cli_kind kind, rlock_lock **lock, rlock_client *client,
-                    const char *name) {
+int cli_lock_new(cli_kind kind, rlock_lock **lock, rlock_client *client,
+                 const char *name) {
   switch (kind) {
   case CLI_FAIR: return rlock_lock_new_fair(lock, client, name);
   case CLI_READ: return rlock_lock_new_read(lock, client, name);
@@ -43,7 +43,7 @@ int cli_open(const cli_global *g, const char *name, cli_kind kind,
     status = cli_lib_error(rc);
   rlock_config_free(cfg);
   if (status == 0) {
-    rc = new_lock(kind, lock, *client, name);
+    rc = cli_lock_new(kind, lock, *client, name);
     if (rc != RLOCK_OK)
       status = cli_lib_error(rc); /* a bad name: EX_DATAERR */
   }

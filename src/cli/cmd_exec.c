@@ -19,17 +19,21 @@ typedef struct exec_args {
   int64_t wait_ms;  /* RLOCK_WAIT_FOREVER, or 0.. */
   int64_t lease_ms; /* RLOCK_LEASE_WATCHDOG, or 1.. */
   cli_kind kind;    /* --fair, --read, --write, or a plain lock */
-  const char *name;
+  const char *name; /* the first name */
+  char **names;     /* every NAME before "--": several make a MultiLock */
+  int nnames;
   char **command; /* NULL-terminated */
 } exec_args;
 
 static const char exec_help[] =
     "Usage: rlock [-u URL] [--watchdog DUR] exec [--fair|--read|--write]\n"
-    "             [-w DUR] [-l DUR] NAME -- COMMAND [ARG...]\n"
+    "             [-w DUR] [-l DUR] NAME [NAME...] -- COMMAND [ARG...]\n"
     "\n"
     "Acquire the lock NAME, run COMMAND while holding it, release it when\n"
     "COMMAND exits, and exit with COMMAND's status. Signals INT, TERM and\n"
     "HUP are passed on to COMMAND; the lock is released afterwards.\n"
+    "Several NAMEs are taken together, all or none (a MultiLock), in the\n"
+    "order given: give them in the same order everywhere (e.g. sorted).\n"
     "\n"
     "Options:\n"
     "  -w, --wait DUR    give up if the lock is not acquired within DUR\n"
@@ -84,15 +88,15 @@ static int parse_positional(char **rest, int n, int dashdash_eaten,
     return cli_usage("exec: missing '-- COMMAND' after NAME '%s'", rest[0]);
   if (k == n)
     return cli_usage("exec: missing '--' between NAME and COMMAND");
-  if (k > 1 && rest[1][0] == '-')
-    return cli_usage("exec: option '%s' after NAME (options go before NAME)",
-                     rest[1]);
-  if (k > 1)
-    return cli_usage("exec: expected '--' after NAME '%s', got '%s'",
-                     rest[0], rest[1]);
+  for (int i = 1; i < k; i++)
+    if (rest[i][0] == '-')
+      return cli_usage("exec: option '%s' after NAME (options go before "
+                       "NAME)", rest[i]);
   if (k + 1 == n)
     return cli_usage("exec: missing COMMAND after '--'");
   a->name = rest[0];
+  a->names = rest;
+  a->nnames = k;
   a->command = rest + k + 1;
   return CLI_CONTINUE;
 }
@@ -171,9 +175,71 @@ static int run_locked(rlock_lock *lock, const exec_args *a) {
   return status < 0 ? EX_OSERR : status;
 }
 
+/* After COMMAND ran under a MultiLock: name each member found lost, then
+ * release them all (the exit status stays COMMAND's). */
+static void release_multi(rlock_multilock *m, rlock_lock **locks,
+                          const exec_args *a) {
+  int warned = 0;
+  for (int i = 0; i < a->nnames; i++)
+    if (rlock_lock_check(locks[i]) == RLOCK_ELOST && ++warned)
+      cli_fail(0, "warning: lock '%s' was lost while '%s' ran", a->names[i],
+               a->command[0]);
+  int rc = rlock_multilock_release(m);
+  if ((rc == RLOCK_ELOST || atomic_load(&lost_flag)) && !warned)
+    cli_fail(0, "warning: a lock was lost while '%s' ran: %s", a->command[0],
+             rlock_error_last()->message);
+  else if (rc != RLOCK_OK && rc != RLOCK_ELOST)
+    cli_fail(0, "warning: cannot release every lock (they expire by "
+                "themselves): %s", rlock_error_last()->message);
+}
+
+/* Several names: one MultiLock, acquired in one cancelable wait. */
+static int run_multi(rlock_lock **locks, const exec_args *a) {
+  rlock_multilock *m;
+  int rc = rlock_multilock_new(&m, locks, (size_t)a->nnames);
+  if (rc != RLOCK_OK)
+    return cli_lib_error(rc);
+  rc = rlock_multilock_try_acquire_cancel(m, a->wait_ms, a->lease_ms,
+                                          cli_cancel_token());
+  int status;
+  if (rc == RLOCK_ECANCELED) {
+    status = CLI_EXIT_SIGNAL_BASE + cli_signal_caught();
+  } else if (rc != RLOCK_OK) {
+    status = cli_lib_error(rc); /* RLOCK_ELOCKED: EX_TEMPFAIL */
+  } else {
+    status = cli_spawn_wait(a->command);
+    release_multi(m, locks, a);
+    if (status < 0)
+      status = EX_OSERR;
+  }
+  rlock_multilock_free(m);
+  return status;
+}
+
+/* Open the client and the first lock, then one lock per further name. */
+static int exec_multi(const cli_global *g, const exec_args *a) {
+  rlock_client *client;
+  rlock_lock *locks[RLOCK_MAX_MEMBERS] = {NULL};
+  if (a->nnames > RLOCK_MAX_MEMBERS)
+    return cli_usage("exec: at most %d NAMEs", RLOCK_MAX_MEMBERS);
+  int status = cli_open(g, a->names[0], a->kind, on_lost, NULL, &client,
+                        &locks[0]);
+  for (int i = 1; status == 0 && i < a->nnames; i++) {
+    int rc = cli_lock_new(a->kind, &locks[i], client, a->names[i]);
+    if (rc != RLOCK_OK)
+      status = cli_lib_error(rc);
+  }
+  if (status == 0)
+    status = run_multi(locks, a);
+  for (int i = 1; i < a->nnames; i++)
+    rlock_lock_free(locks[i]);
+  cli_close(client, locks[0]);
+  return status;
+}
+
 int cli_cmd_exec(const cli_global *g, int argc, char **argv) {
   exec_args a = {RLOCK_WAIT_FOREVER, RLOCK_LEASE_WATCHDOG, CLI_LOCK, NULL,
-                 NULL};
+                 NULL, 0, NULL};
   int status = parse_exec(argc, argv, &a);
   if (status != CLI_CONTINUE)
     return status;
@@ -181,12 +247,16 @@ int cli_cmd_exec(const cli_global *g, int argc, char **argv) {
     return status; /* no point waiting for the lock */
   if (cli_signals_install() != 0)
     return cli_fail(EX_OSERR, "cannot catch signals: %s", strerror(errno));
-  rlock_client *client;
-  rlock_lock *lock;
-  status = cli_open(g, a.name, a.kind, on_lost, NULL, &client, &lock);
-  if (status == 0)
-    status = run_locked(lock, &a);
-  cli_close(client, lock);
+  if (a.nnames > 1) {
+    status = exec_multi(g, &a);
+  } else {
+    rlock_client *client;
+    rlock_lock *lock;
+    status = cli_open(g, a.name, a.kind, on_lost, NULL, &client, &lock);
+    if (status == 0)
+      status = run_locked(lock, &a);
+    cli_close(client, lock);
+  }
   cli_signals_free();
   return status;
 }

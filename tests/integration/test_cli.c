@@ -563,6 +563,30 @@ static void test_exec_read_write(void **state) {
   assert_non_null(strstr(p.out[1], "exclude each other"));
 }
 
+/* Several NAMEs: a MultiLock, all held while COMMAND runs, or none. */
+static void test_exec_several_names(void **state) {
+  (void)state;
+  char out_file[512], script[1200];
+  proc p;
+  tmp_path(out_file, sizeof out_file, "multi.out");
+  snprintf(script, sizeof script, "redis-cli -p %d exists cli:m1 cli:m2 "
+           "cli:m3 > %s", rt_server_port(srv), out_file);
+  run_expect(&p, 0, ARGS("-u", url, "exec", "cli:m1", "cli:m2", "cli:m3", "--",
+                         "sh", "-c", script));
+  assert_string_equal(slurp(out_file), "3\n");
+  assert_int_equal(rt_cmd_int(srv, "EXISTS cli:m1 cli:m2 cli:m3"), 0);
+  hold_foreign("cli:m2", FOREIGN, 1, 60000);
+  run_expect(&p, 75, ARGS("-u", url, "exec", "-w", "200ms", "cli:m1", "cli:m2",
+                          "cli:m3", "--", "true"));
+  assert_int_equal(count_lines(p.out[1]), 1);
+  assert_non_null(strstr(p.out[1], "cli:m2"));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS cli:m1 cli:m3"), 0);
+  freeReplyObject(rt_cmd(srv, "DEL cli:m2"));
+  run_expect(&p, 65, ARGS("-u", url, "exec", "cli:m1", "cli:m1", "--",
+                          "true"));
+  run_expect(&p, 64, ARGS("-u", url, "exec", "cli:m1", "-w", "--", "true"));
+}
+
 /* A terminal gets a progress line naming the holder; it is cleared. */
 static void test_exec_progress_on_terminal(void **state) {
   (void)state;
@@ -917,6 +941,7 @@ int main(void) {
       cmocka_unit_test(test_exec_fair_order_and_queue),
       cmocka_unit_test(test_unlock_force_fair_wakes_head),
       cmocka_unit_test(test_exec_read_write),
+      cmocka_unit_test(test_exec_several_names),
       cmocka_unit_test(test_exec_progress_on_terminal),
       cmocka_unit_test(test_exec_forwards_signals),
       cmocka_unit_test(test_exec_signal_while_waiting),
