@@ -14,5 +14,6 @@
 #include "rlock/client.h"
 #include "rlock/lock.h"
 #include "rlock/multilock.h"
+#include "rlock/redlock.h"
 
 #endif /* RLOCK_H */

@@ -122,6 +122,10 @@ int rlock__lock_alloc(rlock_lock **out, rlock_client *client, const char *name,
   return RLOCK_OK;
 }
 
+int rlock__lock_is_plain(const rlock_lock *l) {
+  return l->kind == &reentrant_kind;
+}
+
 int rlock_lock_new(rlock_lock **out, rlock_client *client, const char *name) {
   return rlock__lock_alloc(out, client, name, &reentrant_kind,
                            RLOCK__KEYS_PLAIN);

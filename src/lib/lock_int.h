@@ -91,6 +91,9 @@ int rlock__check_lease(int64_t lease_ms);
 int rlock__acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms,
                    const rlock_cancel *cancel);
 
+/* 1 when `l` is a reentrant lock (rlock_lock_new). */
+int rlock__lock_is_plain(const rlock_lock *l);
+
 /* Interpret an acquire script's reply and free it: nil is RLOCK_OK, an
  * integer RLOCK_ELOCKED with *ttl_ms set, anything else RLOCK_EPROTO. */
 int rlock__attempt_reply(rlock_lock *l, redisReply *r, int64_t *ttl_ms);

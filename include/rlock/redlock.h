@@ -1,0 +1,102 @@
+/*
+ * rlock/redlock.h - a quorum lock over independent servers (RedLock).
+ *
+ * One reentrant lock per server (each from its own client); the RedLock
+ * is held when a majority, N/2 + 1, of them is. Beyond Redisson's
+ * RedissonRedLock: the members are contacted in parallel and the outcome
+ * is decided as soon as the quorum is reached or can no longer be; the
+ * time left is computed on the monotonic clock as the lease minus the time
+ * spent acquiring minus a drift allowance of 1% of the lease plus 2 ms,
+ * and an acquisition that leaves nothing fails; and the caller learns
+ * which members were taken and why the others were not.
+ *
+ * Safety: a RedLock is only as safe as its assumptions (bounded clock
+ * drift and pauses; servers that do not lose keys on restart, so run them
+ * with persistence or delay their restarts by a lease). For correctness
+ * against paused holders, guard the resource with fencing tokens.
+ *
+ * Threading: like a lock object, a RedLock holds no per-thread state; its
+ * members must outlive it.
+ */
+#ifndef RLOCK_REDLOCK_H
+#define RLOCK_REDLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "export.h"
+#include "lock.h"
+
+RLOCK_BEGIN_DECLS
+
+typedef struct rlock_redlock rlock_redlock;
+typedef struct rlock_redlock_result rlock_redlock_result;
+
+/** Most members one RedLock accepts. */
+#define RLOCK_MAX_REDLOCK_MEMBERS 64
+
+/**
+ * Create a RedLock over `members`: reentrant locks (rlock_lock_new), each
+ * from a different client connected to a different server. The array is
+ * copied; the lock objects are borrowed and must outlive the RedLock.
+ * @return RLOCK_OK; RLOCK_EINVAL when out is NULL, there are no members or
+ *         too many, a member is NULL or not a reentrant lock, or two
+ *         members share a client or a server; RLOCK_ENOMEM.
+ */
+RLOCK_EXTERN int rlock_redlock_new(rlock_redlock **out,
+                                   rlock_lock *const *members, size_t n);
+
+/** Free a RedLock (not its members). NULL is accepted and ignored. */
+RLOCK_EXTERN void rlock_redlock_free(rlock_redlock *r);
+
+/**
+ * Acquire a quorum of members within `wait_ms` (0: one round), each with
+ * `lease_ms` (RLOCK_LEASE_WATCHDOG: the clients' watchdog timeouts, and
+ * the members taken are renewed). A round waits for a member at most 5% of
+ * the lease (10 ms to the command timeout) and stops as soon as the
+ * quorum is held or out of reach; a member not waited for may still take
+ * its lock on its server (rlock_redlock_release covers it; otherwise it
+ * expires with its lease). Rounds that miss the quorum release what they
+ * took and are retried after a short random pause until the wait runs
+ * out (contention only, when waiting for ever).
+ * @param result if not NULL, receives the outcome of the last round (also
+ *        on failure); free it with rlock_redlock_result_free().
+ * @return RLOCK_OK when the calling thread holds a quorum with validity
+ *         left; RLOCK_ELOCKED when it could not (members held elsewhere,
+ *         or too slow to leave any validity); the first member's transport
+ *         error (RLOCK_EIO, ...) when too few servers answered at all;
+ *         RLOCK_EINVAL for bad durations.
+ */
+RLOCK_EXTERN int rlock_redlock_try_acquire(rlock_redlock_result **result,
+                                           rlock_redlock *r, int64_t wait_ms,
+                                           int64_t lease_ms);
+
+/**
+ * Release every member, in parallel; members this thread never took are
+ * ignored.
+ * @return RLOCK_OK when every member this thread held was released;
+ *         RLOCK_ELOST when one had expired or was deleted meanwhile (the
+ *         others were released); else the first transport error.
+ */
+RLOCK_EXTERN int rlock_redlock_release(rlock_redlock *r);
+
+/** Milliseconds of validity left when the round ended: lease minus time
+ * spent minus drift; 0 when the quorum was not reached. Never larger than
+ * the lease. */
+RLOCK_EXTERN int64_t rlock_redlock_result_validity_ms(
+    const rlock_redlock_result *res);
+/** Number of members (the same order as given to rlock_redlock_new). */
+RLOCK_EXTERN size_t rlock_redlock_result_count(const rlock_redlock_result *res);
+/** RLOCK_OK when member `i` was taken, else why not (RLOCK_ELOCKED,
+ * RLOCK_EIO, RLOCK_ETIMEOUT, ...). */
+RLOCK_EXTERN int rlock_redlock_result_status(const rlock_redlock_result *res,
+                                             size_t i);
+/** A message for member `i` ("" when taken). Borrowed. */
+RLOCK_EXTERN const char *rlock_redlock_result_message(
+    const rlock_redlock_result *res, size_t i);
+/** Free a result. NULL is accepted and ignored. */
+RLOCK_EXTERN void rlock_redlock_result_free(rlock_redlock_result *res);
+
+RLOCK_END_DECLS
+
+#endif /* RLOCK_REDLOCK_H */

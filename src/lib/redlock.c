@@ -1,0 +1,132 @@
+/*
+ * redlock.c - the quorum lock over independent servers.
+ *
+ * One round sends the acquire script to every member at once (fanout.c)
+ * and stops as soon as a quorum is held or can no longer be. Validity is
+ * lease - elapsed - (1% of lease + 2 ms) on the monotonic clock. A round
+ * that fails releases every member (in parallel, ignoring those never
+ * taken) before the next round or the return.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common.h"
+#include "fanout.h"
+#include "lock_int.h"
+#include "redlock_int.h"
+
+static int same_server(const rlock_client *a, const rlock_client *b) {
+  const rlock__endpoint *x = &a->cfg.endpoint, *y = &b->cfg.endpoint;
+  if (x->unix_path || y->unix_path)
+    return x->unix_path && y->unix_path &&
+           strcmp(x->unix_path, y->unix_path) == 0;
+  return x->port == y->port && strcmp(x->host, y->host) == 0;
+}
+
+static int check_members(rlock_lock *const *members, size_t n) {
+  if (members == NULL || n == 0)
+    return rlock__err(RLOCK_EINVAL, "a RedLock needs at least one member");
+  if (n > RLOCK_MAX_REDLOCK_MEMBERS)
+    return rlock__err(RLOCK_EINVAL, "a RedLock takes at most %d members",
+                      RLOCK_MAX_REDLOCK_MEMBERS);
+  for (size_t i = 0; i < n; i++) {
+    if (members[i] == NULL)
+      return rlock__err(RLOCK_EINVAL, "RedLock member %zu is NULL", i);
+    if (!rlock__lock_is_plain(members[i]))
+      return rlock__err(RLOCK_EINVAL, "RedLock member %zu is a %s; members "
+                        "must be reentrant locks", i, members[i]->kind->label);
+    for (size_t j = 0; j < i; j++)
+      if (members[i]->client == members[j]->client ||
+          same_server(members[i]->client, members[j]->client))
+        return rlock__err(RLOCK_EINVAL, "RedLock members %zu and %zu use "
+                          "the same %s: a quorum needs independent servers",
+                          j, i, members[i]->client == members[j]->client
+                                    ? "client" : "server");
+  }
+  return RLOCK_OK;
+}
+
+int rlock_redlock_new(rlock_redlock **out, rlock_lock *const *members,
+                      size_t n) {
+  if (out == NULL)
+    return rlock__err(RLOCK_EINVAL, "rlock_redlock_new: out is NULL");
+  *out = NULL;
+  int rc = check_members(members, n);
+  if (rc != RLOCK_OK)
+    return rc;
+  rlock_redlock *r = malloc(sizeof *r + n * sizeof r->members[0]);
+  if (r == NULL)
+    return rlock__err(RLOCK_ENOMEM, "out of memory");
+  r->n = n;
+  r->quorum = n / 2 + 1;
+  memcpy(r->members, members, n * sizeof r->members[0]);
+  *out = r;
+  return RLOCK_OK;
+}
+
+void rlock_redlock_free(rlock_redlock *r) { free(r); }
+
+/* ---- one round --------------------------------------------------------- */
+
+static int taken(const rlock__fan *f) {
+  return f->done && f->rc == RLOCK_OK && f->reply->type == REDIS_REPLY_NIL;
+}
+
+/* Stop once the quorum is held, or once too many have refused. */
+static int decide(void *arg) {
+  rlock__round *rd = arg;
+  size_t yes = 0, no = 0;
+  for (size_t i = 0; i < rd->r->n; i++) {
+    yes += taken(&rd->fan[i]);
+    no += rd->fan[i].done && !taken(&rd->fan[i]);
+  }
+  return yes >= rd->r->quorum || no > rd->r->n - rd->r->quorum;
+}
+
+/* The lease member i is taken with, and the smallest of them. */
+static int64_t member_lease(const rlock_redlock *r, size_t i, int64_t lease) {
+  return lease > 0 ? lease : r->members[i]->client->cfg.watchdog_timeout_ms;
+}
+
+/* How long one round may wait for a member: 5% of the lease, within
+ * [10 ms, the client's command timeout]. */
+static int64_t node_timeout_ms(const rlock_redlock *r, int64_t lease_min) {
+  int64_t t = lease_min / 20, cap = r->members[0]->client->cfg.command_timeout_ms;
+  return t < 10 ? 10 : t > cap ? cap : t;
+}
+
+void rlock__redlock_round(rlock__round *rd, int64_t lease) {
+  rlock_redlock *r = rd->r;
+  rd->lease_min = INT64_MAX;
+  for (size_t i = 0; i < r->n; i++) {
+    rlock_lock *l = r->members[i];
+    int64_t li = member_lease(r, i, lease);
+    rd->lease_min = li < rd->lease_min ? li : rd->lease_min;
+    rlock__owner(l->client, rd->owner[i]);
+    snprintf(rd->lease[i], sizeof rd->lease[i], "%" PRId64, li);
+    rd->kv[i][0] = l->name;
+    rd->kv[i][1] = rd->lease[i];
+    rd->kv[i][2] = rd->owner[i];
+    rd->fan[i] = (rlock__fan){.client = l->client,
+                              .script = &rlock__script_lock_acquire,
+                              .nkeys = 1, .nargs = 2, .kv = rd->kv[i]};
+  }
+  rd->started = rlock__now_us();
+  rd->node_timeout_ms = node_timeout_ms(r, rd->lease_min);
+  rlock__fanout(rd->fan, r->n, rd->started + rd->node_timeout_ms * 1000,
+                decide, rd);
+  int64_t elapsed = (rlock__now_us() - rd->started + 999) / 1000;
+  rd->validity = rd->lease_min - elapsed - (rd->lease_min / 100 + 2);
+  rd->taken = 0;
+  for (size_t i = 0; i < r->n; i++)
+    rd->taken += taken(&rd->fan[i]);
+}
+
+void rlock__round_free(rlock__round *rd) {
+  for (size_t i = 0; i < rd->r->n; i++)
+    if (rd->fan[i].done && rd->fan[i].rc == RLOCK_OK)
+      freeReplyObject(rd->fan[i].reply);
+}

@@ -1,0 +1,44 @@
+/*
+ * redlock_int.h - internals shared by redlock.c (rounds, validation) and
+ * redlock_ops.c (the acquire loop, release, results).
+ */
+#ifndef RLOCK_REDLOCK_INT_H
+#define RLOCK_REDLOCK_INT_H
+
+#include "fanout.h"
+#include "lock_int.h"
+#include "rlock/redlock.h"
+
+struct rlock_redlock {
+  size_t n;
+  size_t quorum; /* n / 2 + 1 */
+  rlock_lock *members[];
+};
+
+struct rlock_redlock_result {
+  int64_t validity_ms;
+  size_t n;
+  int status[RLOCK_MAX_REDLOCK_MEMBERS];
+  char message[RLOCK_MAX_REDLOCK_MEMBERS][256];
+};
+
+/* One acquisition round over every member. */
+typedef struct rlock__round {
+  rlock_redlock *r;
+  rlock__fan fan[RLOCK_MAX_REDLOCK_MEMBERS];
+  char owner[RLOCK_MAX_REDLOCK_MEMBERS][RLOCK_OWNER_MAX];
+  char lease[RLOCK_MAX_REDLOCK_MEMBERS][24];
+  const char *kv[RLOCK_MAX_REDLOCK_MEMBERS][3];
+  int64_t started;   /* monotonic us */
+  int64_t lease_min; /* ms */
+  int64_t node_timeout_ms; /* how long a member may take in this round */
+  int64_t validity;  /* ms; may be <= 0 */
+  size_t taken;
+} rlock__round;
+
+/* Send the acquire script to every member at once; fills rd (rd->r set by
+ * the caller). Free the replies with rlock__round_free(). */
+void rlock__redlock_round(rlock__round *rd, int64_t lease_ms);
+void rlock__round_free(rlock__round *rd);
+
+#endif /* RLOCK_REDLOCK_INT_H */

@@ -1,0 +1,252 @@
+/*
+ * redlock_ops.c - RedLock acquisition rounds, release and results.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common.h"
+#include "redlock_int.h"
+
+/* Status and message of member i after a round. */
+static int member_status(const rlock__fan *f, char *msg, size_t size,
+                         const char *name) {
+  if (f->rc == RLOCK__EABANDONED) {
+    snprintf(msg, size, "not waited for: the quorum was decided without it");
+    return RLOCK_ETIMEOUT;
+  }
+  if (f->rc != RLOCK_OK) {
+    snprintf(msg, size, "%s", f->error);
+    return f->rc;
+  }
+  if (f->reply->type == REDIS_REPLY_NIL) {
+    msg[0] = '\0';
+    return RLOCK_OK;
+  }
+  if (f->reply->type == REDIS_REPLY_INTEGER) {
+    snprintf(msg, size, "lock '%s' is held by another owner (remaining lease "
+             "%lld ms)", name, (long long)f->reply->integer);
+    return RLOCK_ELOCKED;
+  }
+  snprintf(msg, size, "unexpected reply type %d", f->reply->type);
+  return RLOCK_EPROTO;
+}
+
+static void fill_result(rlock_redlock_result *res, const rlock__round *rd,
+                        int ok) {
+  res->n = rd->r->n;
+  res->validity_ms = ok ? rd->validity : 0;
+  for (size_t i = 0; i < res->n; i++)
+    res->status[i] = member_status(&rd->fan[i], res->message[i],
+                                   sizeof res->message[i],
+                                   rd->r->members[i]->name);
+}
+
+/* The call's status for a failed round, with a message that counts. */
+static int round_failure(const rlock__round *rd,
+                         const rlock_redlock_result *res) {
+  int code = RLOCK_OK;
+  for (size_t i = 0; i < res->n; i++)
+    if (res->status[i] == RLOCK_ELOCKED || rd->taken >= rd->r->quorum)
+      code = RLOCK_ELOCKED; /* held elsewhere, or too slow: not infra */
+  for (size_t i = 0; i < res->n && code == RLOCK_OK; i++)
+    if (res->status[i] != RLOCK_OK)
+      code = res->status[i];
+  if (code == RLOCK_OK)
+    code = RLOCK_ELOCKED;
+  for (size_t i = 0; i < res->n; i++)
+    if (res->status[i] != RLOCK_OK && res->status[i] != RLOCK_ETIMEOUT)
+      return rlock__err(code, "RedLock: %zu of %zu members taken (quorum "
+                        "%zu); member %zu: %s", rd->taken, res->n,
+                        rd->r->quorum, i, res->message[i]);
+  return rlock__err(code, "RedLock: %zu of %zu members taken (quorum %zu), "
+                    "validity left %" PRId64 " ms", rd->taken, res->n,
+                    rd->r->quorum, rd->validity);
+}
+
+/* The members one release concerns, and what is known of each. */
+typedef struct release_set {
+  size_t n;
+  size_t idx[RLOCK_MAX_REDLOCK_MEMBERS];   /* member indexes */
+  int state[RLOCK_MAX_REDLOCK_MEMBERS];    /* rlock__hold_pop's answer */
+  char owner[RLOCK_MAX_REDLOCK_MEMBERS][RLOCK_OWNER_MAX];
+  char keep[RLOCK_MAX_REDLOCK_MEMBERS][24];
+  const char *kv[RLOCK_MAX_REDLOCK_MEMBERS][6];
+  rlock__fan fan[RLOCK_MAX_REDLOCK_MEMBERS];
+} release_set;
+
+/* Prepare the release of member i: with `recorded`, pop this thread's
+ * record first (renewal must stop before the release is sent). */
+static void release_prepare(release_set *s, rlock_redlock *r, size_t i,
+                            int recorded) {
+  size_t k = s->n++;
+  rlock_lock *l = r->members[i];
+  int64_t keep_ms = l->client->cfg.watchdog_timeout_ms;
+  s->idx[k] = i;
+  s->state[k] = RLOCK__HOLD_NONE;
+  rlock__owner(l->client, s->owner[k]);
+  if (recorded)
+    rlock__hold_pop(l->client, l->name, s->owner[k], &s->state[k], &keep_ms);
+  snprintf(s->keep[k], sizeof s->keep[k], "%" PRId64, keep_ms);
+  const char *kv[6] = {l->name, l->channel, "0", s->keep[k], s->owner[k],
+                       "PUBLISH"};
+  memcpy(s->kv[k], kv, sizeof kv);
+  s->fan[k] = (rlock__fan){.client = l->client,
+                           .script = &rlock__script_lock_release,
+                           .nkeys = 2, .nargs = 4, .kv = s->kv[k]};
+}
+
+/* Release members in parallel, waiting until `deadline`: those in `which`
+ * (NULL: all). With `recorded`, a hold this thread recorded that is gone
+ * means lost; nil answers from members never taken are ignored. */
+static int release_members(rlock_redlock *r, int recorded, const int *which,
+                           int64_t deadline) {
+  release_set *s = calloc(1, sizeof *s);
+  if (s == NULL)
+    return rlock__err(RLOCK_ENOMEM, "out of memory");
+  for (size_t i = 0; i < r->n; i++)
+    if (which == NULL || which[i])
+      release_prepare(s, r, i, recorded);
+  rlock__fanout(s->fan, s->n, deadline, NULL, NULL);
+  int rc = RLOCK_OK;
+  for (size_t k = 0; k < s->n; k++) {
+    size_t i = s->idx[k];
+    rlock_lock *l = r->members[i];
+    rlock__fan *f = &s->fan[k];
+    int gone = f->rc == RLOCK_OK && f->reply->type == REDIS_REPLY_NIL;
+    if (f->rc == RLOCK_OK && f->reply->type == REDIS_REPLY_INTEGER &&
+        f->reply->integer == 1) /* our last hold of it went */
+      rlock__hold_forget(l->client, l->name, s->owner[k]);
+    if (s->state[k] != RLOCK__HOLD_NONE && rc == RLOCK_OK &&
+        (gone || f->rc != RLOCK_OK))
+      rc = gone ? rlock__err(RLOCK_ELOST, "RedLock member %zu ('%s') was "
+                             "lost before release", i, l->name)
+                : rlock__err(f->rc, "RedLock member %zu: %s", i, f->error);
+    if (f->rc == RLOCK_OK)
+      freeReplyObject(f->reply);
+  }
+  free(s);
+  return rc;
+}
+
+/* Record the holds of a successful round for release and renewal. */
+static int record(rlock__round *rd, int64_t lease) {
+  for (size_t i = 0; i < rd->r->n; i++) {
+    rlock_lock *l = rd->r->members[i];
+    if (rd->fan[i].done && rd->fan[i].rc == RLOCK_OK &&
+        rd->fan[i].reply->type == REDIS_REPLY_NIL &&
+        rlock__hold_push(l->client, l->name, rd->owner[i], lease,
+                         rd->started, NULL) != RLOCK_OK)
+      return RLOCK_ENOMEM;
+  }
+  return RLOCK_OK;
+}
+
+/* A short random pause between rounds (1 to 50 ms, capped by what is left
+ * of the wait), so contenders do not retry in lockstep. */
+static void pause_before_retry(int64_t deadline) {
+  uint64_t x = (uint64_t)rlock__now_us() * 6364136223846793005ULL +
+               rlock__thread_id();
+  int64_t ms = 1 + (int64_t)((x >> 33) % 50);
+  int64_t left = rlock__ms_left(deadline);
+  ms = ms < left ? ms : left;
+  struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
+  nanosleep(&ts, NULL);
+}
+
+/* Members a failed round must release: those it took, and those whose
+ * outcome is unknown (no answer, or a broken connection: the script may
+ * have run). A member that answered "held by another" is left alone, so a
+ * re-entrant hold of ours elsewhere is never decremented by mistake. */
+static void to_release(const rlock__round *rd, int *which) {
+  for (size_t i = 0; i < rd->r->n; i++) {
+    const rlock__fan *f = &rd->fan[i];
+    which[i] = !(f->done && f->rc == RLOCK_OK &&
+                 f->reply->type == REDIS_REPLY_INTEGER);
+  }
+}
+
+/* One round: OK (held and recorded) or a failure status, with the round's
+ * holds released. */
+static int one_round(rlock__round *rd, int64_t lease, rlock_redlock_result *res) {
+  int which[RLOCK_MAX_REDLOCK_MEMBERS];
+  rlock__redlock_round(rd, lease);
+  int ok = rd->taken >= rd->r->quorum && rd->validity > 0;
+  fill_result(res, rd, ok);
+  to_release(rd, which);
+  int rc = ok ? record(rd, lease) : round_failure(rd, res);
+  rlock__round_free(rd);
+  if (rc != RLOCK_OK) {
+    rlock_error saved = *rlock_error_last();
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", saved.message);
+    /* Best effort, bounded like the round: what cannot be released now
+     * expires with its lease. (ok: recording ran out of memory.) */
+    release_members(rd->r, ok, which,
+                    rlock__now_us() + rd->node_timeout_ms * 1000);
+    rlock__err(rc, "%s", msg);
+  }
+  return rc;
+}
+
+int rlock_redlock_try_acquire(rlock_redlock_result **result, rlock_redlock *r,
+                              int64_t wait_ms, int64_t lease_ms) {
+  if (result != NULL)
+    *result = NULL;
+  if (r == NULL)
+    return rlock__err(RLOCK_EINVAL, "RedLock is NULL");
+  int rc = rlock__check_wait(wait_ms);
+  if (rc == RLOCK_OK)
+    rc = rlock__check_lease(lease_ms);
+  if (rc != RLOCK_OK)
+    return rc;
+  rlock__round *rd = calloc(1, sizeof *rd);
+  rlock_redlock_result *res = calloc(1, sizeof *res);
+  if (rd == NULL || res == NULL) {
+    free(rd);
+    free(res);
+    return rlock__err(RLOCK_ENOMEM, "out of memory");
+  }
+  rd->r = r;
+  int64_t deadline = rlock__deadline_after_ms(wait_ms);
+  /* Retry contention until the wait runs out; an outage only within a
+   * finite wait (servers may come back), never for ever. */
+  while ((rc = one_round(rd, lease_ms, res)) != RLOCK_OK &&
+         rlock__now_us() < deadline &&
+         (rc == RLOCK_ELOCKED || wait_ms != RLOCK_WAIT_FOREVER))
+    pause_before_retry(deadline);
+  free(rd);
+  if (result != NULL)
+    *result = res;
+  else
+    free(res);
+  return rc;
+}
+
+int rlock_redlock_release(rlock_redlock *r) {
+  if (r == NULL)
+    return rlock__err(RLOCK_EINVAL, "RedLock is NULL");
+  return release_members(r, 1, NULL, rlock__deadline_after_ms(
+      r->members[0]->client->cfg.command_timeout_ms));
+}
+
+int64_t rlock_redlock_result_validity_ms(const rlock_redlock_result *res) {
+  return res ? res->validity_ms : 0;
+}
+
+size_t rlock_redlock_result_count(const rlock_redlock_result *res) {
+  return res ? res->n : 0;
+}
+
+int rlock_redlock_result_status(const rlock_redlock_result *res, size_t i) {
+  return res && i < res->n ? res->status[i] : RLOCK_EINVAL;
+}
+
+const char *rlock_redlock_result_message(const rlock_redlock_result *res,
+                                         size_t i) {
+  return res && i < res->n ? res->message[i] : "";
+}
+
+void rlock_redlock_result_free(rlock_redlock_result *res) { free(res); }
