@@ -71,6 +71,14 @@ RLOCK_EXTERN int rlock_redlock_try_acquire(rlock_redlock_result **result,
                                            rlock_redlock *r, int64_t wait_ms,
                                            int64_t lease_ms);
 
+/** rlock_redlock_try_acquire(), giving up when `cancel` fires (checked
+ * between rounds): RLOCK_ECANCELED, nothing held. */
+RLOCK_EXTERN int rlock_redlock_try_acquire_cancel(rlock_redlock_result **result,
+                                                  rlock_redlock *r,
+                                                  int64_t wait_ms,
+                                                  int64_t lease_ms,
+                                                  rlock_cancel *cancel);
+
 /**
  * Release every member, in parallel; members this thread never took are
  * ignored.

@@ -32,6 +32,8 @@
 typedef struct cli_global {
   const char *url;      /* -u URL, else $RLOCK_URL, else NULL (default) */
   int url_from_env;     /* url came from $RLOCK_URL (for error messages) */
+  const char *urls[RLOCK_MAX_REDLOCK_MEMBERS]; /* every -u; urls[0] == url */
+  int nurls;            /* how many -u: several make exec take a RedLock */
   int64_t watchdog_ms;  /* --watchdog DUR, or 0 for the library default */
 } cli_global;
 
@@ -113,6 +115,16 @@ typedef enum cli_kind {
   CLI_READ,
   CLI_WRITE
 } cli_kind;
+
+/* A client for server `url` (NULL: the default) with the global options;
+ * 0 or an exit status after printing why. */
+int cli_client_new(const cli_global *g, const char *url, rlock_lost_fn lost,
+                   void *ud, rlock_client **client);
+
+/* exec over several servers (-u given more than once): a RedLock on NAME
+ * around COMMAND. Returns the exit status. */
+int cli_exec_redlock(const cli_global *g, const char *name, int64_t wait_ms,
+                     int64_t lease_ms, char **command, rlock_lost_fn lost);
 
 /* A lock object of `kind` for `name` (a library status). */
 int cli_lock_new(cli_kind kind, rlock_lock **lock, rlock_client *client,

@@ -4,13 +4,13 @@
  */
 #include "cli.h"
 
-/* Apply the global options; returns 0 or an exit status. A bad URL or
- * watchdog is the user's typing, so it is a usage error. */
-static int configure(rlock_config *cfg, const cli_global *g,
+/* Apply the global options for server `url`; returns 0 or an exit status.
+ * A bad URL or watchdog is the user's typing, so it is a usage error. */
+static int configure(rlock_config *cfg, const cli_global *g, const char *url,
                      rlock_lost_fn lost, void *ud) {
-  if (g->url != NULL && rlock_config_set_url(cfg, g->url) != RLOCK_OK)
+  if (url != NULL && rlock_config_set_url(cfg, url) != RLOCK_OK)
     return cli_usage("invalid %s '%s': %s",
-                     g->url_from_env ? "$RLOCK_URL" : "URL", g->url,
+                     g->url_from_env ? "$RLOCK_URL" : "URL", url,
                      rlock_error_last()->message);
   if (g->watchdog_ms != 0 &&
       rlock_config_set_watchdog_timeout_ms(cfg, g->watchdog_ms) != RLOCK_OK)
@@ -29,19 +29,26 @@ int cli_lock_new(cli_kind kind, rlock_lock **lock, rlock_client *client,
   }
 }
 
-int cli_open(const cli_global *g, const char *name, cli_kind kind,
-             rlock_lost_fn lost, void *ud, rlock_client **client,
-             rlock_lock **lock) {
+int cli_client_new(const cli_global *g, const char *url, rlock_lost_fn lost,
+                   void *ud, rlock_client **client) {
   rlock_config *cfg;
   *client = NULL;
-  *lock = NULL;
   int rc = rlock_config_new(&cfg);
   if (rc != RLOCK_OK)
     return cli_lib_error(rc);
-  int status = configure(cfg, g, lost, ud);
+  int status = configure(cfg, g, url, lost, ud);
   if (status == 0 && (rc = rlock_client_new(client, cfg)) != RLOCK_OK)
     status = cli_lib_error(rc);
   rlock_config_free(cfg);
+  return status;
+}
+
+int cli_open(const cli_global *g, const char *name, cli_kind kind,
+             rlock_lost_fn lost, void *ud, rlock_client **client,
+             rlock_lock **lock) {
+  int rc;
+  *lock = NULL;
+  int status = cli_client_new(g, g->url, lost, ud, client);
   if (status == 0) {
     rc = cli_lock_new(kind, lock, *client, name);
     if (rc != RLOCK_OK)

@@ -247,7 +247,13 @@ int cli_cmd_exec(const cli_global *g, int argc, char **argv) {
     return status; /* no point waiting for the lock */
   if (cli_signals_install() != 0)
     return cli_fail(EX_OSERR, "cannot catch signals: %s", strerror(errno));
-  if (a.nnames > 1) {
+  if (g->nurls > 1 && (a.nnames > 1 || a.kind != CLI_LOCK))
+    status = cli_usage("exec: a RedLock (several -u) takes one NAME and no "
+                       "--fair, --read or --write");
+  else if (g->nurls > 1)
+    status = cli_exec_redlock(g, a.name, a.wait_ms, a.lease_ms, a.command,
+                              on_lost);
+  else if (a.nnames > 1) {
     status = exec_multi(g, &a);
   } else {
     rlock_client *client;

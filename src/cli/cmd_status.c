@@ -151,6 +151,8 @@ int cli_cmd_status(const cli_global *g, int argc, char **argv) {
   int status = parse_status(argc, argv, &name, &json);
   if (status != CLI_CONTINUE)
     return status;
+  if (g->nurls > 1)
+    return cli_usage("status: one -u URL only (several are for exec's RedLock)");
   rlock_client *client;
   rlock_lock *lock;
   status = cli_open(g, name, CLI_FAIR, NULL, NULL, &client, &lock);

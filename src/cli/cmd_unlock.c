@@ -71,6 +71,8 @@ int cli_cmd_unlock(const cli_global *g, int argc, char **argv) {
   int status = parse_unlock(argc, argv, &name);
   if (status != CLI_CONTINUE)
     return status;
+  if (g->nurls > 1)
+    return cli_usage("unlock: one -u URL only (several are for exec's RedLock)");
   rlock_client *client;
   rlock_lock *lock;
   status = cli_open(g, name, CLI_FAIR, NULL, NULL, &client, &lock);

@@ -32,7 +32,8 @@ static const char main_help[] =
     "  -u, --url URL       the Redis server: redis://[[user]:password@]host"
     "[:port][/db]\n"
     "                      or unix://[[user]:password@]/path[?db=N]; default\n"
-    "                      $RLOCK_URL, else redis://127.0.0.1:6379\n"
+    "                      $RLOCK_URL, else redis://127.0.0.1:6379; several\n"
+    "                      -u (independent servers) make exec take a RedLock\n"
     "      --watchdog DUR  lease of a lock held by exec without -l, renewed\n"
     "                      every third of it (default 30s, at least 30ms)\n"
     "  -h, --help          show this help\n"
@@ -86,10 +87,10 @@ static int parse_global(int argc, char **argv, cli_global *g) {
       printf("rlock %s\n", rlock_version_string());
       return 0;
     case 'u':
-      if (g->url != NULL)
-        return cli_usage("only one -u URL may be given (several servers, "
-                         "for RedLock, are not supported yet)");
-      g->url = optarg;
+      if (g->nurls == RLOCK_MAX_REDLOCK_MEMBERS)
+        return cli_usage("at most %d -u URLs", RLOCK_MAX_REDLOCK_MEMBERS);
+      g->urls[g->nurls++] = optarg;
+      g->url = g->urls[0];
       break;
     case OPT_WATCHDOG:
       if (cli_duration_arg("--watchdog", optarg, &g->watchdog_ms) != 0)
@@ -137,13 +138,14 @@ static int flush_stdout(int status) {
 }
 
 int main(int argc, char **argv) {
-  cli_global g = {NULL, 0, 0};
+  cli_global g = {.url = NULL};
   occupy_closed_std_fds(); /* lowest free fd first: it gets `fd` */
   int status = parse_global(argc, argv, &g);
   if (status == CLI_CONTINUE) {
     const char *env = getenv("RLOCK_URL");
     if (g.url == NULL && env != NULL && env[0] != '\0') {
-      g.url = env;
+      g.url = g.urls[0] = env;
+      g.nurls = 1;
       g.url_from_env = 1;
     }
     status = dispatch(&g, argc - optind, argv + optind);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cancel.h"
 #include "common.h"
 #include "redlock_int.h"
 
@@ -153,7 +154,7 @@ static void pause_before_retry(int64_t deadline) {
   int64_t left = rlock__ms_left(deadline);
   ms = ms < left ? ms : left;
   struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
-  nanosleep(&ts, NULL);
+  nanosleep(&ts, NULL); /* < RLOCK__CANCEL_STEP_MS * 3: no cancel check */
 }
 
 /* Members a failed round must release: those it took, and those whose
@@ -191,8 +192,9 @@ static int one_round(rlock__round *rd, int64_t lease, rlock_redlock_result *res)
   return rc;
 }
 
-int rlock_redlock_try_acquire(rlock_redlock_result **result, rlock_redlock *r,
-                              int64_t wait_ms, int64_t lease_ms) {
+int rlock_redlock_try_acquire_cancel(rlock_redlock_result **result,
+                                     rlock_redlock *r, int64_t wait_ms,
+                                     int64_t lease_ms, rlock_cancel *cancel) {
   if (result != NULL)
     *result = NULL;
   if (r == NULL)
@@ -213,8 +215,10 @@ int rlock_redlock_try_acquire(rlock_redlock_result **result, rlock_redlock *r,
   int64_t deadline = rlock__deadline_after_ms(wait_ms);
   /* Retry contention until the wait runs out; an outage only within a
    * finite wait (servers may come back), never for ever. */
-  while ((rc = one_round(rd, lease_ms, res)) != RLOCK_OK &&
-         rlock__now_us() < deadline &&
+  while ((rc = rlock__canceled(cancel)
+                    ? rlock__err(RLOCK_ECANCELED, "wait canceled")
+                    : one_round(rd, lease_ms, res)) != RLOCK_OK &&
+         rc != RLOCK_ECANCELED && rlock__now_us() < deadline &&
          (rc == RLOCK_ELOCKED || wait_ms != RLOCK_WAIT_FOREVER))
     pause_before_retry(deadline);
   free(rd);
@@ -223,6 +227,11 @@ int rlock_redlock_try_acquire(rlock_redlock_result **result, rlock_redlock *r,
   else
     free(res);
   return rc;
+}
+
+int rlock_redlock_try_acquire(rlock_redlock_result **result, rlock_redlock *r,
+                              int64_t wait_ms, int64_t lease_ms) {
+  return rlock_redlock_try_acquire_cancel(result, r, wait_ms, lease_ms, NULL);
 }
 
 int rlock_redlock_release(rlock_redlock *r) {

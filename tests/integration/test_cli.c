@@ -587,6 +587,48 @@ static void test_exec_several_names(void **state) {
   run_expect(&p, 64, ARGS("-u", url, "exec", "cli:m1", "-w", "--", "true"));
 }
 
+/* Several -u: a RedLock on NAME over independent servers. */
+static void test_exec_redlock(void **state) {
+  (void)state;
+  rt_server *s2 = rt_server_start(NULL), *s3 = rt_server_start(NULL);
+  const char *u2 = rt_server_url(s2), *u3 = rt_server_url(s3);
+  char out_file[512], script[1200];
+  proc p;
+  tmp_path(out_file, sizeof out_file, "redlock.out");
+  snprintf(script, sizeof script,
+           "for p in %d %d %d; do redis-cli -p $p exists cli:rl; done > %s",
+           rt_server_port(srv), rt_server_port(s2), rt_server_port(s3),
+           out_file);
+  run_expect(&p, 0, ARGS("-u", url, "-u", u2, "-u", u3, "exec", "cli:rl",
+                         "--", "sh", "-c", script));
+  const char *seen = slurp(out_file);
+  int held = (seen[0] == '1') + (seen[2] == '1') + (seen[4] == '1');
+  assert_true(held >= 2);
+  assert_int_equal(rt_cmd_int(srv, "EXISTS cli:rl"), 0);
+  assert_int_equal(rt_cmd_int(s2, "EXISTS cli:rl"), 0);
+  assert_int_equal(rt_cmd_int(s3, "EXISTS cli:rl"), 0);
+  hold_foreign("cli:rl", FOREIGN, 1, 60000); /* held on srv */
+  freeReplyObject(rt_cmd(s2, "HSET cli:rl " FOREIGN " 1"));
+  freeReplyObject(rt_cmd(s2, "PEXPIRE cli:rl 60000"));
+  run_expect(&p, 75, ARGS("-u", url, "-u", u2, "-u", u3, "exec", "-w",
+                          "200ms", "cli:rl", "--", "true"));
+  assert_int_equal(count_lines(p.out[1]), 1);
+  assert_int_equal(rt_cmd_int(s3, "EXISTS cli:rl"), 0); /* nothing left */
+  freeReplyObject(rt_cmd(srv, "DEL cli:rl"));
+  rt_server_stop(s2);
+  rt_server_stop(s3);
+  run_expect(&p, 69, ARGS("-u", url, "-u", u2, "-u", u3, "exec", "-w", "0",
+                          "cli:rl", "--", "true"));
+  assert_int_equal(count_lines(p.out[1]), 1);
+  run_expect(&p, 64, ARGS("-u", url, "-u", url, "exec", "cli:rl", "--",
+                          "true"));
+  run_expect(&p, 64, ARGS("-u", url, "-u", u2, "exec", "--fair", "cli:rl",
+                          "--", "true"));
+  run_expect(&p, 64, ARGS("-u", url, "-u", u2, "status", "cli:rl"));
+  rt_server_free(s2);
+  rt_server_free(s3);
+}
+
 /* A terminal gets a progress line naming the holder; it is cleared. */
 static void test_exec_progress_on_terminal(void **state) {
   (void)state;
@@ -942,6 +984,7 @@ int main(void) {
       cmocka_unit_test(test_unlock_force_fair_wakes_head),
       cmocka_unit_test(test_exec_read_write),
       cmocka_unit_test(test_exec_several_names),
+      cmocka_unit_test(test_exec_redlock),
       cmocka_unit_test(test_exec_progress_on_terminal),
       cmocka_unit_test(test_exec_forwards_signals),
       cmocka_unit_test(test_exec_signal_while_waiting),
