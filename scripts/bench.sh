@@ -8,9 +8,13 @@
 #   3. rlock-bench fair with 2, 11 and 101 processes (1, 10 and 100 waiters
 #      queued at each handoff), each with the server's EVALSHA time
 #      (INFO commandstats, reset before the run);
-#   4. a summary checking the performance targets as ratios of figures
+#   4. rlock-bench rw with 4 readers + 1 writer and 1 reader + 4 writers,
+#      each with and without 200 us of think time, and the server's
+#      EVALSHA count during each;
+#   5. a summary checking the performance targets as ratios of figures
 #      measured in this same run (so a noisy, shared machine affects both
-#      sides of each ratio alike).
+#      sides of each ratio alike); rw has no targets, its figures are
+#      printed.
 #
 # Usage: scripts/bench.sh [--quick]
 #   --quick  a short run (seconds instead of a minute) for smoke-testing
@@ -42,12 +46,16 @@ done
 
 # FAIR_RUNS: "processes:ops" per fair run. N processes queue about N-1
 # waiters; ops keep each run at about 3000 acquisitions (600 with --quick).
+# RW_RUNS: "readers:writers:ops:think_us" per rw run; ops keep each run at
+# about 2-3 s on a 2-vCPU machine (a tenth with --quick).
 if [ "$QUICK" -eq 1 ]; then
   ROUNDS=1 CEIL_N=20000 MANY_S=1 UNC_OPS=2000 CON_OPS=300
   FAIR_RUNS="2:300 11:60 101:6"
+  RW_RUNS="4:1:600:0 1:4:150:0 4:1:200:200 1:4:150:200"
 else
   ROUNDS=3 CEIL_N=200000 MANY_S=5 UNC_OPS=20000 CON_OPS=2000
   FAIR_RUNS="2:1500 11:300 101:30"
+  RW_RUNS="4:1:6000:0 1:4:1500:0 4:1:2000:200 1:4:1500:200"
 fi
 
 # ---- build ------------------------------------------------------------------
@@ -148,19 +156,36 @@ run_bench() {
   "$BENCH" -u "$URL" --json "$@" >>"$RESULTS"
 }
 
-# A fair run, then the server's EVALSHA count and time during it (every
-# script the library sends is an EVALSHA; the stats are reset first, and
+# Run rlock-bench with the server's statistics reset first, then append
+# the server's EVALSHA count and time during the run as a JSON line whose
+# other fields are TAG (every script the library sends is an EVALSHA, and
 # nothing else talks to this server meanwhile).
-run_fair() {
-  local procs=$1 ops=$2 stats calls usec fmt
+run_counted() {
+  local tag=$1 stats calls usec
+  shift
   redis-cli -p "$PORT" config resetstat >/dev/null
-  run_bench fair --procs "$procs" --ops "$ops"
+  run_bench "$@"
   stats=$(redis-cli -p "$PORT" info commandstats | tr -d '\r' |
           sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\),usec=\([0-9]*\),.*/\1 \2/p')
   read -r calls usec <<<"${stats:-0 0}"
-  fmt='{"workload":"fair_server","procs":%s,"ops":%s,'
-  fmt+='"evalsha_calls":%s,"evalsha_usec":%s}\n'
-  printf "$fmt" "$procs" "$ops" "$calls" "$usec" >>"$RESULTS"
+  printf '{%s,"evalsha_calls":%s,"evalsha_usec":%s}\n' \
+         "$tag" "$calls" "$usec" >>"$RESULTS"
+}
+
+run_fair() {
+  local procs=$1 ops=$2 tag
+  printf -v tag '"workload":"fair_server","procs":%s,"ops":%s' "$procs" "$ops"
+  run_counted "$tag" fair --procs "$procs" --ops "$ops"
+}
+
+# RUN is "readers:writers:ops:think_us".
+run_rw() {
+  local readers writers ops think tag fmt
+  IFS=: read -r readers writers ops think <<<"$1"
+  fmt='"workload":"rw_server","readers":%s,"writers":%s,"think_us":%s'
+  printf -v tag "$fmt" "$readers" "$writers" "$think"
+  run_counted "$tag" rw --readers "$readers" --writers "$writers" \
+              --ops "$ops" --think-us "$think"
 }
 
 # The ceiling and `many` come from two different programs and are
@@ -175,6 +200,9 @@ run_bench contended --procs 4 --ops "$CON_OPS"
 run_bench contended --procs 4 --ops "$CON_OPS" --think-us 200
 for run in $FAIR_RUNS; do
   run_fair "${run%%:*}" "${run##*:}"
+done
+for run in $RW_RUNS; do
+  run_rw "$run"
 done
 
 # ---- summary ----------------------------------------------------------------
@@ -201,6 +229,9 @@ ceils, manys = pick("evalsha_ceiling"), pick("many")
 unc, cons = pick("uncontended")[0], pick("contended")
 fairs = pick("fair")
 servers = {s["procs"]: s for s in pick("fair_server")}
+rws = pick("rw")
+rw_servers = {(s["readers"], s["writers"], s["think_us"]): s
+              for s in pick("rw_server")}
 
 def num(v, fmt="{:.1f}"):
     return "n/a" if v is None else fmt.format(v)
@@ -223,6 +254,34 @@ def server_us(f):
         return None, None
     return (s["evalsha_usec"] / (f["procs"] * f["ops"]),
             s["evalsha_usec"] / s["evalsha_calls"])
+
+def plural(n, word):
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+def rw_side(w, kind, procs):
+    """One kind's (read or write) handoffs and waits in an rw run."""
+    k = lambda name: w[f"{kind}_{name}"]
+    return (f"   {kind + ':':6} handoff p50 {num(k('handoff_p50_us'))} us, "
+            f"p99 {num(k('handoff_p99_us'))} us "
+            f"({k('handoffs')} of {procs * w['ops']}); "
+            f"wait mean {num(k('wait_mean_us'))} us, "
+            f"max {num(k('wait_max_ms'))} ms")
+
+def rw_lines(w):
+    """An rw run's figures, on three lines."""
+    s = rw_servers.get((w["readers"], w["writers"], w["think_us"]))
+    acq = (w["readers"] + w["writers"]) * w["ops"]
+    scripts = f"{s['evalsha_calls'] / acq:.2f}" if s else "n/a"
+    return (f"rw {plural(w['readers'], 'reader')} + "
+            f"{plural(w['writers'], 'writer')}, think {w['think_us']} us: "
+            f"reads {w['read_acquisitions_per_s']:.0f}/s "
+            f"(done at {w['read_seconds']:.2f} s), "
+            f"writes {w['write_acquisitions_per_s']:.0f}/s "
+            f"(done at {w['write_seconds']:.2f} s), "
+            f"{scripts} scripts/acquisition, ping {num(w['ping_rtt_us'])} us, "
+            f"lost updates {w['lost_updates']}\n"
+            f"{rw_side(w, 'read', w['readers'])}\n"
+            f"{rw_side(w, 'write', w['writers'])}")
 
 def turn_checks(tag, c, absolute):
     """Handoff in RTTs, (with absolute) under 1 ms, and no lost update."""
@@ -254,6 +313,8 @@ for f in fairs:
     print(f"fair {f['procs']} procs ({num(f['queued'], '{:.0f}')} queued): "
           f"{turns(f)}, server EVALSHA {num(per_acq)} us/acquisition "
           f"({num(per_call, '{:.2f}')} us/call)")
+for w in rws:
+    print(rw_lines(w))
 print()
 
 r = unc["lock_unlock_vs_floor"]

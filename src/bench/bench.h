@@ -2,7 +2,7 @@
  * bench.h - rlock-bench: shared declarations of the benchmark program.
  *
  * rlock-bench measures the library against a running server. Every figure
- * is a wall-clock time on CLOCK_MONOTONIC. Three workloads:
+ * is a wall-clock time on CLOCK_MONOTONIC. The workloads:
  *   uncontended  one thread, one lock: cost of a lock+unlock pair next to
  *                the "floor" (the same two scripts sent from a bare
  *                hiredis loop) and next to a PING round trip;
@@ -10,6 +10,9 @@
  *                release-to-next-holder handoff latency;
  *   fair         the same on a fair lock, where nearly every acquisition
  *                is a handoff, with the queue depth at the handoffs;
+ *   rw           R reader and W writer processes on one read-write lock:
+ *                read and write acquisitions per second and the handoff
+ *                latencies to writers and to readers;
  *   many         T threads of one process sharing one client over L locks:
  *                lock+unlock pairs per second.
  *
@@ -41,12 +44,15 @@
 typedef struct bench_args {
   const char *url;      /* -u, else $RLOCK_URL, else the default */
   int json;             /* --json: one JSON object on one line */
-  const char *workload; /* "uncontended", "contended", "fair" or "many" */
+  const char *workload; /* "uncontended", "contended", "fair", "rw" or
+                           "many" */
   int fair;             /* fair: bench_contended() on a fair lock */
-  long ops;             /* uncontended, contended, fair: operations (per
-                           process) */
+  long ops;             /* uncontended, contended, fair, rw: operations
+                           (per process) */
   int procs;            /* contended, fair: processes */
-  long think_us;        /* contended, fair: pause outside the lock */
+  int readers;          /* rw: reader processes */
+  int writers;          /* rw: writer processes */
+  long think_us;        /* contended, fair, rw: pause outside the lock */
   int threads;          /* many: threads */
   int locks;            /* many: distinct lock names */
   double seconds;       /* many: run time */
@@ -56,6 +62,7 @@ typedef struct bench_args {
 
 int bench_uncontended(const bench_args *a);
 int bench_contended(const bench_args *a); /* also fair (a->fair) */
+int bench_rw(const bench_args *a);
 int bench_many(const bench_args *a);
 
 /* ---- stats.c: time and samples --------------------------------------- */

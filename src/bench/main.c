@@ -34,13 +34,19 @@ static const char USAGE[] =
     "  fair --procs N --ops K [--think-us T]\n"
     "                            the same on a fair lock (about N-1\n"
     "                            waiters queued at each handoff)\n"
+    "  rw --readers R --writers W --ops K [--think-us T]\n"
+    "                            R readers and W writers on one read-write\n"
+    "                            lock, K acquisitions each, pausing T us\n"
+    "                            between\n"
     "  many [--threads T] [--locks L] [--seconds S]\n"
     "                            T threads, one client, random locks out\n"
     "                            of L (defaults 16, 1000, 5)\n";
 
-enum { W_UNCONTENDED = 1, W_CONTENDED = 2, W_MANY = 4, W_FAIR = 8 };
-#define W_TURNS (W_CONTENDED | W_FAIR) /* processes taking turns */
-#define WORKLOAD_LIST "uncontended, contended, fair, many"
+enum { W_UNCONTENDED = 1, W_CONTENDED = 2, W_MANY = 4, W_FAIR = 8, W_RW = 16 };
+#define W_TURNS (W_CONTENDED | W_FAIR | W_RW) /* processes taking turns */
+#define WORKLOAD_LIST "uncontended, contended, fair, rw, many"
+/* At most this many processes in a run (--procs; --readers + --writers). */
+#define MAX_PROCS 256
 
 static const struct {
   const char *name;
@@ -48,6 +54,7 @@ static const struct {
 } WORKLOADS[] = {{"uncontended", W_UNCONTENDED},
                  {"contended", W_CONTENDED},
                  {"fair", W_FAIR},
+                 {"rw", W_RW},
                  {"many", W_MANY}};
 
 /* Workload options: which workloads take them and their valid range. */
@@ -58,11 +65,23 @@ typedef struct opt_spec {
   int integer;
 } opt_spec;
 
-enum { O_OPS, O_PROCS, O_THINK, O_THREADS, O_LOCKS, O_SECONDS, O_COUNT };
+enum {
+  O_OPS,
+  O_PROCS,
+  O_READERS,
+  O_WRITERS,
+  O_THINK,
+  O_THREADS,
+  O_LOCKS,
+  O_SECONDS,
+  O_COUNT
+};
 
 static const opt_spec OPTS[O_COUNT] = {
     [O_OPS] = {"--ops", W_UNCONTENDED | W_TURNS, 1, 100000000, 1},
-    [O_PROCS] = {"--procs", W_TURNS, 1, 256, 1},
+    [O_PROCS] = {"--procs", W_CONTENDED | W_FAIR, 1, MAX_PROCS, 1},
+    [O_READERS] = {"--readers", W_RW, 1, MAX_PROCS - 1, 1},
+    [O_WRITERS] = {"--writers", W_RW, 1, MAX_PROCS - 1, 1},
     [O_THINK] = {"--think-us", W_TURNS, 0, 10000000, 1},
     [O_THREADS] = {"--threads", W_MANY, 1, 256, 1},
     [O_LOCKS] = {"--locks", W_MANY, 1, 1000000, 1},
@@ -157,6 +176,17 @@ static int parse_word(parsed *p, int argc, char **argv, int *i) {
   return parse_workload(p, w);
 }
 
+/* rw needs --readers, --writers and --ops, and at most MAX_PROCS
+ * processes in all. */
+static int check_rw(const parsed *p) {
+  if (!p->given[O_READERS] || !p->given[O_WRITERS] || !p->given[O_OPS])
+    return usage_error("rw needs --readers R, --writers W and --ops K");
+  if (p->val[O_READERS] + p->val[O_WRITERS] > MAX_PROCS)
+    return usage_error("--readers plus --writers is at most %d (got %.0f)",
+                       MAX_PROCS, p->val[O_READERS] + p->val[O_WRITERS]);
+  return 0;
+}
+
 /* Options must fit the workload; contended and fair need --procs and
  * --ops. */
 static int check_combination(const parsed *p) {
@@ -166,6 +196,8 @@ static int check_combination(const parsed *p) {
     if (p->given[o] && !(OPTS[o].workloads & p->workload))
       return usage_error("%s does not apply to %s", OPTS[o].name,
                          p->args.workload);
+  if (p->workload == W_RW)
+    return check_rw(p);
   if ((p->workload & W_TURNS) && (!p->given[O_PROCS] || !p->given[O_OPS]))
     return usage_error("%s needs --procs N and --ops K", p->args.workload);
   return 0;
@@ -185,6 +217,8 @@ static void apply_values(parsed *p) {
   a->ops = p->given[O_OPS] ? (long)p->val[O_OPS] : 20000;
   a->fair = p->workload == W_FAIR;
   a->procs = (int)p->val[O_PROCS];
+  a->readers = (int)p->val[O_READERS];
+  a->writers = (int)p->val[O_WRITERS];
   a->think_us = p->given[O_THINK] ? (long)p->val[O_THINK] : 0;
   a->threads = p->given[O_THREADS] ? (int)p->val[O_THREADS] : 16;
   a->locks = p->given[O_LOCKS] ? (int)p->val[O_LOCKS] : 1000;
@@ -222,6 +256,8 @@ int main(int argc, char **argv) {
   case W_CONTENDED:
   case W_FAIR:
     return bench_contended(&p.args);
+  case W_RW:
+    return bench_rw(&p.args);
   default:
     return bench_many(&p.args);
   }

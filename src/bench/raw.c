@@ -1,7 +1,7 @@
 /*
  * raw.c - bare hiredis connections: the reference the library is compared
  * against (PING round trip, the EVALSHA floor) and the side channel the
- * contended workload uses for its counter.
+ * contended, fair and rw workloads use for their counter.
  */
 #include <netinet/in.h>
 #include <netinet/tcp.h>

@@ -2,7 +2,7 @@
  * report.c - print results as "key: value" lines or as one JSON object.
  *
  * Keys are fixed identifiers chosen by the workloads (no escaping needed);
- * the workload name is one of three known words.
+ * the workload name is one of the known workloads' names.
  */
 #include <math.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@ static void key(bench_report *r, const char *k) {
   if (r->json)
     printf("%s\"%s\":", r->fields++ ? "," : "", k);
   else
-    printf("%-22s ", k);
+    printf("%-24s ", k);
 }
 
 static void end_field(const bench_report *r) {

@@ -1,0 +1,439 @@
+/*
+ * turns.c - processes taking turns on one lock name: the harness behind
+ * contended, fair and rw (see turns.h for the rounds and the handoff).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "turns.h"
+
+#define PING_CONNS 4
+#define PING_BURSTS 12
+#define PING_BURST_LEN 10
+#define PING_PAUSE_US 5000
+#define PINGS_PER_SIDE (PING_CONNS * PING_BURSTS * PING_BURST_LEN)
+
+static const turns_role *role_of(const turns_spec *sp, int idx) {
+  return sp->roles[idx < sp->split ? 0 : 1];
+}
+
+static int shm_map(turns_out *o, const turns_spec *sp) {
+  size_t hdr = (sizeof(turns_hdr) + 63) / 64 * 64;
+  size_t slots = (size_t)sp->procs * sizeof(turns_slot);
+  size_t area = (size_t)sp->procs * (size_t)sp->a->ops * sizeof(int64_t);
+  o->size = hdr + slots + area * (sp->queue != NULL ? 2 : 1);
+  void *p = mmap(NULL, o->size, PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    return -1;
+  o->hdr = p; /* the mapping is zero-filled */
+  o->slots = (turns_slot *)((char *)p + hdr);
+  o->samples = (int64_t *)((char *)p + hdr + slots);
+  o->queued = sp->queue ? (int64_t *)((char *)p + hdr + slots + area) : NULL;
+  return 0;
+}
+
+/* GET a counter; a missing key reads as 0. */
+static int read_counter(redisContext *raw, const char *key, long long *v) {
+  const char *get[2] = {"GET", key};
+  redisReply *r = bench_raw_cmd(raw, 2, get, NULL);
+  int ok = r != NULL;
+  *v = ok && r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
+  freeReplyObject(r); /* NULL is fine */
+  return ok ? 0 : -1;
+}
+
+/* Raise *t to v unless it is already later. */
+static void store_max(_Atomic int64_t *t, int64_t v) {
+  int64_t cur = atomic_load(t);
+  while (cur < v && !atomic_compare_exchange_weak(t, &cur, v))
+    ;
+}
+
+/* ---- child -------------------------------------------------------------- */
+
+typedef struct child {
+  const turns_spec *sp;
+  const turns_role *role;
+  turns_out *o;
+  int idx;
+  rlock_client *client;
+  rlock_lock *lock;
+  redisContext *raw;
+} child;
+
+/* This process's part of the sample areas. */
+typedef struct series {
+  int64_t *handoff;
+  int64_t *queued; /* NULL unless the spec has a queue */
+  size_t n;
+  int64_t wait_total, wait_max; /* time spent in rlock_lock_acquire */
+} series;
+
+/* Read both pipelined replies (SET, then with a queue LLEN). */
+static int set_replies(child *ch, int64_t *queued) {
+  redisReply *r = bench_raw_reply(ch->raw, "SET");
+  if (r == NULL)
+    return -1;
+  freeReplyObject(r);
+  if (ch->sp->queue == NULL)
+    return 0;
+  if ((r = bench_raw_reply(ch->raw, "LLEN")) == NULL)
+    return -1;
+  *queued = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+  freeReplyObject(r);
+  return 0;
+}
+
+/* The work done while holding. Exclusive: GET, +1 in C, SET, deliberately
+ * not atomic, so only the lock keeps increments from being lost; with a
+ * queue, LLEN of it is pipelined with the SET: *queued is the number of
+ * waiters just before the release, at no extra round trip. Shared: the
+ * GET alone. */
+static int hold(child *ch, int64_t *queued) {
+  long long v;
+  if (read_counter(ch->raw, ch->sp->counter, &v) != 0)
+    return -1;
+  if (!ch->role->exclusive)
+    return 0;
+  char buf[32];
+  snprintf(buf, sizeof buf, "%lld", v + 1);
+  const char *set[3] = {"SET", ch->sp->counter, buf};
+  const char *llen[2] = {"LLEN", ch->sp->queue};
+  if (bench_raw_append(ch->raw, 3, set) != 0 ||
+      (ch->sp->queue && bench_raw_append(ch->raw, 2, llen) != 0))
+    return -1;
+  return set_replies(ch, queued);
+}
+
+/* It was released while we waited: a handoff. */
+static void record_handoff(child *ch, series *s, int64_t got, int64_t last) {
+  s->handoff[s->n] = got - last;
+  if (s->queued != NULL)
+    s->queued[s->n] = atomic_load(&ch->o->hdr->last_release_queued);
+  s->n++;
+}
+
+/* Just before releasing: when, and (queue first, so whoever sees this
+ * release time sees it too) how many waited. */
+static void stamp_release(child *ch, int64_t queued) {
+  turns_hdr *h = ch->o->hdr;
+  if (ch->sp->queue != NULL)
+    atomic_store(&h->last_release_queued, queued);
+  int64_t now = bench_now_ns();
+  if (ch->role->exclusive)
+    atomic_store(&h->last_exclusive_release_ns, now);
+  store_max(&h->last_release_ns, now);
+}
+
+static int one_round(child *ch, series *s) {
+  turns_hdr *h = ch->o->hdr;
+  int64_t wait_from = bench_now_ns();
+  int rc = rlock_lock_acquire(ch->lock);
+  int64_t got = bench_now_ns();
+  if (rc != RLOCK_OK)
+    return bench_fail_rc("rlock_lock_acquire", rc);
+  s->wait_total += got - wait_from;
+  if (got - wait_from > s->wait_max)
+    s->wait_max = got - wait_from;
+  /* The release this process had to wait for (turns.h). */
+  int64_t last =
+      atomic_load(ch->role->exclusive ? &h->last_release_ns
+                                      : &h->last_exclusive_release_ns);
+  if (last > wait_from)
+    record_handoff(ch, s, got, last);
+  int64_t queued = 0;
+  if (hold(ch, &queued) != 0) {
+    rlock_lock_release(ch->lock); /* let the others finish */
+    return BENCH_EXIT_FAIL;
+  }
+  stamp_release(ch, queued);
+  if ((rc = rlock_lock_release(ch->lock)) != RLOCK_OK)
+    return bench_fail_rc("rlock_lock_release", rc);
+  bench_sleep_us(ch->sp->a->think_us);
+  return 0;
+}
+
+static int child_rounds(child *ch) {
+  size_t base = (size_t)ch->idx * (size_t)ch->sp->a->ops;
+  series s = {.handoff = ch->o->samples + base,
+              .queued = ch->o->queued ? ch->o->queued + base : NULL};
+  int rc = 0;
+  for (long i = 0; i < ch->sp->a->ops && rc == 0; i++)
+    rc = one_round(ch, &s);
+  turns_slot *slot = &ch->o->slots[ch->idx];
+  slot->end_ns = bench_now_ns();
+  slot->nsamples = s.n;
+  slot->wait_total_ns = s.wait_total;
+  slot->wait_max_ns = s.wait_max;
+  return rc;
+}
+
+/* Connect everything, say ready, wait for the start, run. */
+static int child_run(child *ch, int ready_fd, int go_fd) {
+  int64_t rtt;
+  /* Opens the client's first pool connection now, so that connecting is
+   * not part of the first round. */
+  int rc = rlock_client_ping(ch->client, &rtt);
+  if (rc != RLOCK_OK)
+    return bench_fail_rc("rlock_client_ping", rc);
+  if ((rc = ch->role->make(&ch->lock, ch->client, ch->sp->lock)) != RLOCK_OK)
+    return bench_fail_rc(ch->role->make_name, rc);
+  char c = 'r', buf;
+  if (write(ready_fd, &c, 1) != 1)
+    return bench_fail("child: cannot report ready");
+  close(ready_fd); /* so the parent sees EOF if a sibling dies early */
+  ssize_t got;
+  while ((got = read(go_fd, &buf, 1)) > 0 || (got < 0 && errno == EINTR))
+    ; /* EOF means go */
+  if (atomic_load(&ch->o->hdr->abort))
+    return BENCH_EXIT_FAIL;
+  return child_rounds(ch);
+}
+
+_Noreturn static void child_main(const turns_spec *sp, turns_out *o, int idx,
+                                 int ready_fd, int go_fd) {
+  child ch = {.sp = sp, .role = role_of(sp, idx), .o = o, .idx = idx};
+  int rc = BENCH_EXIT_FAIL;
+  ch.raw = bench_raw_connect(sp->a->url);
+  if (ch.raw != NULL && (ch.client = bench_client_new(sp->a->url)) != NULL)
+    rc = child_run(&ch, ready_fd, go_fd);
+  rlock_lock_free(ch.lock);
+  rlock_client_free(ch.client);
+  if (ch.raw != NULL)
+    redisFree(ch.raw);
+  fflush(stderr);
+  _exit(rc); /* not exit(): the parent's stdio buffers are not ours */
+}
+
+/* ---- parent ------------------------------------------------------------- */
+
+typedef struct run_state {
+  pid_t *pids;
+  int started;
+  int ready[2];
+  int go[2];
+} run_state;
+
+static int spawn(const turns_spec *sp, turns_out *o, run_state *st) {
+  fflush(stdout);
+  fflush(stderr);
+  for (int i = 0; i < sp->procs; i++) {
+    pid_t pid = fork();
+    if (pid < 0)
+      return bench_fail("fork failed");
+    if (pid == 0) {
+      close(st->ready[0]);
+      close(st->go[1]);
+      child_main(sp, o, i, st->ready[1], st->go[0]);
+    }
+    st->pids[st->started++] = pid;
+  }
+  return 0;
+}
+
+/* Wait until every child is ready (1) or one gave up (0). */
+static int all_ready(int procs, run_state *st) {
+  int n = 0;
+  char c;
+  close(st->ready[1]);
+  st->ready[1] = -1;
+  while (n < procs && read(st->ready[0], &c, 1) == 1)
+    n++;
+  return n == procs;
+}
+
+/* Reap every child we started (by pid); 0 when all exited with 0. */
+static int reap(run_state *st) {
+  int bad = 0;
+  for (int i = 0; i < st->started; i++) {
+    int status = 0;
+    pid_t got;
+    while ((got = waitpid(st->pids[i], &status, 0)) < 0 && errno == EINTR)
+      ;
+    bad |= got < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+  }
+  return bad ? bench_fail("a benchmark process failed") : 0;
+}
+
+/* Fork, start together, wait. o->t0 is when the start was given. */
+static int run_children(const turns_spec *sp, turns_out *o) {
+  run_state st = {.pids = calloc((size_t)sp->procs, sizeof(pid_t))};
+  if (st.pids == NULL || pipe(st.ready) != 0) {
+    free(st.pids);
+    return bench_fail("out of memory or file descriptors");
+  }
+  if (pipe(st.go) != 0) {
+    close(st.ready[0]);
+    close(st.ready[1]);
+    free(st.pids);
+    return bench_fail("out of file descriptors");
+  }
+  int rc = spawn(sp, o, &st);
+  if (rc == 0 && !all_ready(sp->procs, &st))
+    rc = bench_fail("a benchmark process could not start");
+  if (rc != 0)
+    atomic_store(&o->hdr->abort, 1);
+  o->t0 = bench_now_ns();
+  close(st.go[1]); /* go (or, with abort set, give up) */
+  close(st.go[0]);
+  close(st.ready[0]);
+  if (st.ready[1] >= 0)
+    close(st.ready[1]);
+  int reaped = reap(&st);
+  free(st.pids);
+  return rc != 0 ? rc : reaped;
+}
+
+/* DEL the spec's keys; with `counter` also read the counter first. */
+static int cleanup_keys(redisContext *raw, const turns_spec *sp,
+                        long long *counter) {
+  if (counter != NULL && read_counter(raw, sp->counter, counter) != 0)
+    return -1;
+  const char *del[1 + TURNS_MAX_KEYS] = {"DEL"};
+  int argc = 1;
+  for (int i = 0; i < TURNS_MAX_KEYS && sp->keys[i] != NULL; i++)
+    del[argc++] = sp->keys[i];
+  redisReply *r = bench_raw_cmd(raw, argc, del, NULL);
+  int ok = r != NULL;
+  freeReplyObject(r);
+  return ok ? 0 : -1;
+}
+
+/* PINGs over PING_CONNS fresh bare connections, in short bursts spread
+ * over about a quarter of a second, so that neither a transient stall nor
+ * one connection's latency mode (see bench_uncontended.c) sets the
+ * reference RTT: the children's connections are a random mix of modes. A
+ * burst's first PING follows a pause (a "cold" wake-up); the median is
+ * set by the others, back-to-back as in the uncontended workload. */
+static int ping_conns(const char *url, bench_samples *pings) {
+  for (int i = 0; i < PING_CONNS; i++) {
+    redisContext *raw = bench_raw_connect(url);
+    int rc = raw != NULL ? 0 : -1;
+    for (int b = 0; b < PING_BURSTS && rc == 0; b++) {
+      rc = bench_raw_ping(raw, pings, PING_BURST_LEN);
+      bench_sleep_us(PING_PAUSE_US);
+    }
+    if (raw != NULL)
+      redisFree(raw);
+    if (rc != 0)
+      return -1;
+  }
+  return 0;
+}
+
+/* Before and after the run: DEL the keys (after: read the counter first)
+ * and time PINGs, so the RTT comes from the same server in the same run,
+ * pooled from both ends of it. Every connection is closed before fork, so
+ * no child inherits one. */
+static int bracket(const turns_spec *sp, bench_samples *pings,
+                   long long *counter) {
+  redisContext *raw = bench_raw_connect(sp->a->url);
+  if (raw == NULL)
+    return -1;
+  int rc = cleanup_keys(raw, sp, counter);
+  redisFree(raw);
+  return rc == 0 ? ping_conns(sp->a->url, pings) : -1;
+}
+
+static void turns_free(turns_out *o) {
+  if (o->hdr != NULL)
+    munmap(o->hdr, o->size);
+  bench_samples_free(&o->pings);
+}
+
+int turns_run(const turns_spec *sp, turns_report_fn report) {
+  turns_out o;
+  memset(&o, 0, sizeof o);
+  int ok = bench_samples_init(&o.pings, 2 * PINGS_PER_SIDE) == 0 &&
+           shm_map(&o, sp) == 0;
+  if (!ok)
+    bench_fail("out of memory");
+  ok = ok && bracket(sp, &o.pings, NULL) == 0 && run_children(sp, &o) == 0 &&
+       bracket(sp, &o.pings, &o.counter) == 0 && report(sp, &o) == 0;
+  turns_free(&o);
+  return ok ? 0 : BENCH_EXIT_FAIL;
+}
+
+/* ---- results ------------------------------------------------------------ */
+
+double turns_seconds(const turns_out *o, int from, int to) {
+  int64_t end = 0;
+  for (int i = from; i < to; i++)
+    if (o->slots[i].end_ns > end)
+      end = o->slots[i].end_ns;
+  return (double)(end - o->t0) / 1e9;
+}
+
+double turns_rate(const turns_spec *sp, const turns_out *o, int from, int to) {
+  double rounds = (double)(to - from) * (double)sp->a->ops;
+  return rounds / turns_seconds(o, from, to);
+}
+
+long long turns_lost_updates(const turns_spec *sp, const turns_out *o) {
+  long long exclusive = 0;
+  for (int i = 0; i < sp->procs; i++)
+    exclusive += role_of(sp, i)->exclusive ? sp->a->ops : 0;
+  return exclusive - o->counter;
+}
+
+double turns_ping_us(turns_out *o) {
+  return bench_percentile_us(o->pings.v, o->pings.n, 50);
+}
+
+int64_t *turns_gather(const turns_spec *sp, const turns_out *o,
+                      const int64_t *area, int from, int to, size_t *n) {
+  size_t total = 0;
+  for (int i = from; i < to; i++)
+    total += o->slots[i].nsamples;
+  int64_t *out = malloc((total > 0 ? total : 1) * sizeof *out);
+  *n = 0;
+  for (int i = from; i < to && out != NULL; i++) {
+    const int64_t *s = area + (size_t)i * (size_t)sp->a->ops;
+    for (size_t j = 0; j < o->slots[i].nsamples; j++)
+      out[(*n)++] = s[j];
+  }
+  return out;
+}
+
+int turns_report_handoffs(bench_report *r, const turns_spec *sp,
+                          const turns_out *o, int from, int to,
+                          const char *prefix, double *p50) {
+  size_t n = 0;
+  int64_t *h = turns_gather(sp, o, o->samples, from, to, &n);
+  int ok = h != NULL;
+  /* Out of memory: n/a figures, so that the listing stays well-formed. */
+  *p50 = h != NULL ? bench_percentile_us(h, n, 50) : NAN;
+  char key[64];
+  snprintf(key, sizeof key, "%shandoffs", prefix);
+  bench_report_int(r, key, (long long)n);
+  snprintf(key, sizeof key, "%shandoff_p50_us", prefix);
+  bench_report_num(r, key, *p50, 1);
+  snprintf(key, sizeof key, "%shandoff_p99_us", prefix);
+  bench_report_num(r, key, h ? bench_percentile_us(h, n, 99) : NAN, 1);
+  free(h);
+  return ok ? 0 : (bench_fail("out of memory"), -1);
+}
+
+void turns_report_waits(bench_report *r, const turns_spec *sp,
+                        const turns_out *o, int from, int to,
+                        const char *prefix) {
+  int64_t total = 0, max = 0;
+  for (int i = from; i < to; i++) {
+    total += o->slots[i].wait_total_ns;
+    if (o->slots[i].wait_max_ns > max)
+      max = o->slots[i].wait_max_ns;
+  }
+  double rounds = (double)(to - from) * (double)sp->a->ops;
+  char key[64];
+  snprintf(key, sizeof key, "%swait_mean_us", prefix);
+  bench_report_num(r, key, (double)total / rounds / 1e3, 1);
+  snprintf(key, sizeof key, "%swait_max_ms", prefix);
+  bench_report_num(r, key, (double)max / 1e6, 1);
+}

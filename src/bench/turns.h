@@ -1,0 +1,141 @@
+/*
+ * turns.h - the harness of the workloads in which processes take turns on
+ * one lock name: contended, fair (bench_contended.c) and rw (bench_rw.c).
+ *
+ * Each process (forked before any client exists, so none inherits a
+ * client's background thread) makes its own client, its own lock object
+ * and a bare connection for a shared counter, then does K rounds of:
+ * acquire (wait forever, watchdog lease), work on the counter, release,
+ * T us of "think time" outside the lock. What a process does is its
+ * role: which lock object it makes, and whether its holds are exclusive.
+ *   exclusive  a non-atomic GET + SET increment of the counter, so a lost
+ *              update (final counter below the exclusive processes' K
+ *              each) would mean two exclusive holders at once;
+ *   shared     a GET only (a hold that costs a real round trip and never
+ *              changes the counter).
+ * Processes [0, split) play roles[0], the rest roles[1].
+ *
+ * Handoff latency: a MAP_SHARED page (mapped before fork) holds the
+ * CLOCK_MONOTONIC time taken just before each release: the latest release
+ * of any kind, and the latest exclusive release. Right after acquiring, a
+ * process records now minus the release it had to wait for, but only if
+ * that release came after it started waiting (a process that found the
+ * lock free did not wait, so there was no handoff to measure):
+ *   an exclusive holder waits until every holder has gone, so it counts
+ *   from the latest release of any kind;
+ *   a shared holder waits only for exclusive holders, so it counts from
+ *   the latest exclusive release.
+ * Shared holders release concurrently, so the "any kind" time is kept as
+ * a maximum (a process descheduled between reading the clock and storing
+ * it must not move it back). Exclusive releases are ordered by the lock
+ * itself. CLOCK_MONOTONIC is system-wide, so times from different
+ * processes compare.
+ *
+ * Start: children report ready on a pipe once connected, then block on a
+ * second pipe until the parent closes it, so all start together and the
+ * wall time excludes connection set-up.
+ */
+#ifndef RLOCK_BENCH_TURNS_H
+#define RLOCK_BENCH_TURNS_H
+
+#include <stdatomic.h>
+
+#include "bench.h"
+
+/* What a process does with the lock. */
+typedef struct turns_role {
+  int (*make)(rlock_lock **out, rlock_client *client, const char *name);
+  const char *make_name; /* for error messages */
+  int exclusive;         /* increments the counter; see above */
+} turns_role;
+
+#define TURNS_MAX_KEYS 4
+
+/* One run: who plays what, and on which keys. Strings are borrowed. */
+typedef struct turns_spec {
+  const bench_args *a; /* url, ops (per process), think_us */
+  int procs;
+  const turns_role *roles[2];
+  int split; /* processes [0, split) play roles[0], the others roles[1] */
+  const char *lock;
+  const char *counter;
+  /* fair: each exclusive holder reads this list's length (LLEN, pipelined
+   * with its SET) just before its release, and the next holder records
+   * it with its handoff sample; NULL for no such series. */
+  const char *queue;
+  const char *keys[TURNS_MAX_KEYS]; /* DEL'ed before and after; NULL-ended
+                                       when fewer */
+} turns_spec;
+
+/* The shared page(s): a header, then per-process slots, then samples. */
+typedef struct turns_hdr {
+  _Atomic int64_t last_release_ns;           /* any kind; 0 until one */
+  _Atomic int64_t last_exclusive_release_ns; /* 0 until one */
+  _Atomic int64_t last_release_queued;       /* LLEN before that release */
+  atomic_int abort;                          /* parent: do not start */
+} turns_hdr;
+
+typedef struct turns_slot {
+  int64_t end_ns;        /* when this process finished its last round */
+  size_t nsamples;       /* handoffs recorded in its sample range */
+  int64_t wait_total_ns; /* time spent in rlock_lock_acquire, in all */
+  int64_t wait_max_ns;   /* and in its longest call */
+} turns_slot;
+
+/* Sample areas are [procs * ops]: process i owns [i*ops, (i+1)*ops), and
+ * the queue length at sample j sits at the same index as the handoff. */
+typedef struct turns_out {
+  turns_hdr *hdr;
+  turns_slot *slots;   /* [procs] */
+  int64_t *samples;    /* handoff latencies, ns */
+  int64_t *queued;     /* only with spec->queue (else NULL) */
+  size_t size;         /* of the mapping */
+  bench_samples pings; /* before and after the run, see turns.c */
+  int64_t t0;          /* when the start was given */
+  long long counter;   /* final value */
+} turns_out;
+
+/* Prints a run's results; 0, or -1 after printing why. */
+typedef int (*turns_report_fn)(const turns_spec *sp, turns_out *o);
+
+/* Run the processes, then report; an exit status (failures printed). */
+int turns_run(const turns_spec *sp, turns_report_fn report);
+
+/* Seconds from the start to the last final release of processes
+ * [from, to). */
+double turns_seconds(const turns_out *o, int from, int to);
+
+/* Acquisitions per second of processes [from, to): their rounds over
+ * turns_seconds(). */
+double turns_rate(const turns_spec *sp, const turns_out *o, int from, int to);
+
+/* Exclusive rounds minus the final counter: anything but 0 means two
+ * exclusive holders at once. */
+long long turns_lost_updates(const turns_spec *sp, const turns_out *o);
+
+/* The median PING round trip around the run, in us. */
+double turns_ping_us(turns_out *o);
+
+/* The samples of processes [from, to) from one area (o->samples or
+ * o->queued) in one malloc'ed array; *n is their number. NULL when out
+ * of memory. */
+int64_t *turns_gather(const turns_spec *sp, const turns_out *o,
+                      const int64_t *area, int from, int to, size_t *n);
+
+/* Report the handoffs of processes [from, to) as "<prefix>handoffs",
+ * "<prefix>handoff_p50_us" and "<prefix>handoff_p99_us"; *p50 gets the
+ * median in us. 0, or -1 when out of memory (printed; the figures are
+ * then n/a, so the listing stays well-formed). */
+int turns_report_handoffs(bench_report *r, const turns_spec *sp,
+                          const turns_out *o, int from, int to,
+                          const char *prefix, double *p50);
+
+/* Report how long processes [from, to) spent acquiring, waits or not:
+ * "<prefix>wait_mean_us" per acquisition and "<prefix>wait_max_ms", the
+ * longest one. The handoff only covers the last step of a wait; these
+ * show a process that was kept waiting through many releases. */
+void turns_report_waits(bench_report *r, const turns_spec *sp,
+                        const turns_out *o, int from, int to,
+                        const char *prefix);
+
+#endif /* RLOCK_BENCH_TURNS_H */
