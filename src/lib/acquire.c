@@ -44,8 +44,8 @@ int rlock__wrongtype(const rlock_lock *l, int rc) {
 /* Sleep bound for one round: the holder's TTL (at least 1 ms, so a lock
  * about to expire is not hammered), capped by the caller's deadline. */
 static int64_t round_until(int64_t ttl_ms, int64_t deadline) {
-  if (ttl_ms < 0)
-    return deadline;
+  if (ttl_ms < 0 || ttl_ms > RLOCK_MAX_DURATION_MS)
+    return deadline; /* no expiry, or absurd: only a message or the wait */
   int64_t until = rlock__now_us() + (ttl_ms > 0 ? ttl_ms : 1) * 1000;
   return until < deadline ? until : deadline;
 }

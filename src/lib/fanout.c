@@ -150,11 +150,20 @@ static void settle(rlock__fan *reqs, size_t n, int abandoned) {
 
 void rlock__fanout(rlock__fan *reqs, size_t n, int64_t deadline_us,
                    int (*decide)(void *arg), void *arg) {
+  int64_t begun = rlock__now_us();
   for (size_t i = 0; i < n; i++)
     start(&reqs[i]);
+  /* Opening a connection to an unreachable server blocks up to the
+   * connect timeout: that time must not count against the others, whose
+   * replies may be waiting already. */
+  deadline_us += rlock__now_us() - begun;
   int decided = decide != NULL && decide(arg);
-  while (!decided && !all_done(reqs, n) && rlock__now_us() < deadline_us)
+  int polled = 0;
+  while (!decided && !all_done(reqs, n) &&
+         (!polled || rlock__now_us() < deadline_us)) {
+    polled = 1;
     if (poll_round(reqs, n, deadline_us) > 0 && decide != NULL)
       decided = decide(arg);
+  }
   settle(reqs, n, decided);
 }

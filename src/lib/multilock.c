@@ -96,7 +96,10 @@ int rlock_multilock_try_acquire_cancel(rlock_multilock *m, int64_t wait_ms,
     if (i == 0)
       first = rlock__now_us();
     if (rc != RLOCK_OK) {
-      release_first(m, i);
+      /* After a transport error the script may have run: release member i
+       * too (a no-op when it did not). */
+      int unsure = rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT;
+      release_first(m, unsure ? i + 1 : i);
       return rc;
     }
   }

@@ -14,8 +14,8 @@
  * the first '}' after it, when that is non-empty. */
 static int has_valid_tag(const char *name) {
   const char *open = strchr(name, '{');
-  if (open == NULL)
-    return 1;
+  if (open == NULL) /* a lone '}' would become the derived keys' tag */
+    return strchr(name, '}') == NULL;
   const char *close = strchr(open + 1, '}');
   return close != NULL && close > open + 1;
 }
@@ -31,8 +31,8 @@ int rlock__name_check(const char *name, const char *what) {
                       RLOCK_MAX_NAME_LEN);
   if (!has_valid_tag(name))
     return rlock__err(RLOCK_EINVAL,
-                      "%s '%s' contains '{' but no non-empty {tag}; its "
-                      "channel would hash to another cluster slot",
+                      "%s '%s' has '{' or '}' but no non-empty {tag}; its "
+                      "derived keys would hash to another cluster slot",
                       what, name);
   return RLOCK_OK;
 }

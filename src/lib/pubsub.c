@@ -138,9 +138,12 @@ int rlock__sub_wait(rlock_client *c, rlock__sub *s, int64_t until_us,
         step == until_us)
       break;
   }
-  int got = s->permits > 0;
+  /* A canceled waiter will not attempt: leave the wake-up to another. */
+  int got = s->permits > 0 && !rlock__canceled(cancel);
   if (got)
     s->permits--;
+  else if (s->permits > 0)
+    pthread_cond_signal(&s->cv);
   s->waiting--;
   pthread_mutex_unlock(&ps->mu);
   return got;
@@ -165,7 +168,7 @@ int rlock__pubsub_fd(rlock_client *c) {
  * number of local users, so a burst of messages cannot pile up. */
 static void deliver(rlock__sub *s, const char *payload) {
   if (strcmp(payload, "1") == 0) {
-    s->permits += s->waiting > 0 ? s->waiting : 1;
+    s->permits += s->refs; /* also those between an attempt and a sleep */
     pthread_cond_broadcast(&s->cv);
   } else {
     s->permits++;
@@ -185,7 +188,9 @@ static void on_confirm(rlock__pubsub *ps, rlock__sub *s, int subscribed) {
     s->state = RLOCK__SUB_ACTIVE;
   if (s->resub) { /* we may have missed unlocks while disconnected */
     s->resub = 0;
-    s->permits += s->waiting;
+    s->permits += s->refs;
+    if (s->permits > s->refs)
+      s->permits = s->refs;
   }
   if (s->refs == 0)
     ps->dirty = 1;

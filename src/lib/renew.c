@@ -128,12 +128,14 @@ static void renew_all(rlock_client *c, snap_list *l, int read) {
     size_t n = l->n - from < RLOCK__RENEW_BATCH ? l->n - from
                                                  : RLOCK__RENEW_BATCH;
     if (renew_batch(c, l->items + from, n, read, alive) != RLOCK_OK) {
+      /* Retry the whole tick soon rather than pay every remaining batch's
+       * timeout now: the thread also delivers wake-ups. */
       pthread_mutex_lock(&c->wd.mu);
       int64_t retry = rlock__now_us() + c->wd.retry_us;
       if (retry < c->wd.next_tick_us)
         c->wd.next_tick_us = retry;
       pthread_mutex_unlock(&c->wd.mu);
-      continue;
+      return;
     }
     for (size_t i = 0; i < n; i++)
       if (!alive[i] && apply_gone(&c->wd, &l->items[from + i]) &&

@@ -109,14 +109,18 @@ int rlock__hold_push(rlock_client *c, const char *name, const char *owner,
     hold_free(h);
     h = NULL;
   }
+  if (h != NULL && h->lost) { /* a new hold: the lost levels are gone */
+    h->depth = 0;
+    h->wd_levels = 0;
+    h->lost = 0;
+  }
   if (h == NULL || push_level(h, lease_ms) != 0) {
     rc = rlock__err(RLOCK_ENOMEM, "out of memory");
   } else {
-    h->lost = 0;
     h->gen = ++wd->next_gen;
     /* Every acquisition resets the key's TTL to its own lease. */
     h->expires_us = lease_ms > 0 ? sent_us + lease_ms * 1000 : INT64_MAX;
-    wake = lease_ms == 0 && arm(wd);
+    wake = h->wd_levels > 0 && arm(wd);
   }
   pthread_mutex_unlock(&wd->mu);
   if (wake)

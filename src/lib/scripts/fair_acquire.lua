@@ -16,7 +16,8 @@ while true do
   local head = redis.call('lindex', KEYS[2], 0)
   if head == false then break end
   local deadline = tonumber(redis.call('zscore', KEYS[3], head))
-  if deadline == nil or deadline > now then break end
+  -- a head without a deadline (the set evicted or edited) is stale too
+  if deadline ~= nil and deadline > now then break end
   redis.call('zrem', KEYS[3], head)
   redis.call('lpop', KEYS[2])
   purged = true
@@ -47,25 +48,35 @@ if ARGV[6] == '0' then
   return 1
 end
 
+-- How long to sleep at most: -1 (a holder without expiry) means "until
+-- notified"; otherwise at least 1 ms, never 0 (no spinning).
 local function hint(ms)
+  if ms == -1 then return -1 end
   if ms < 1 then return 1 end
   return ms
 end
+local function score(owner)
+  return tonumber(redis.call('zscore', KEYS[3], owner))
+end
 if redis.call('zscore', KEYS[3], ARGV[2]) ~= false then
-  if not lock_free then
+  local head_deadline = head and score(head)
+  if not lock_free or head_deadline == nil then
     return hint(redis.call('pttl', KEYS[1]))
   end
-  return hint(tonumber(redis.call('zscore', KEYS[3], head)) - now)
+  return hint(head_deadline - now)
 end
 
 local base
 local last = redis.call('lindex', KEYS[2], -1)
-if last ~= false and last ~= ARGV[2] then
-  base = tonumber(redis.call('zscore', KEYS[3], last)) - now
+local last_deadline = last and last ~= ARGV[2] and score(last)
+if last_deadline then
+  base = last_deadline - now
 else
   base = redis.call('pttl', KEYS[1])
 end
-if redis.call('zadd', KEYS[3], base + tonumber(ARGV[3]) + now, ARGV[2]) == 1 then
+local deadline = base + tonumber(ARGV[3]) + now -- Redisson's arithmetic
+if redis.call('zadd', KEYS[3], deadline, ARGV[2]) == 1 then
+  redis.call('lrem', KEYS[2], 0, ARGV[2]) -- never queue one owner twice
   redis.call('rpush', KEYS[2], ARGV[2])
 end
 return hint(base)

@@ -11,7 +11,8 @@ while true do
   local head = redis.call('lindex', KEYS[2], 0)
   if head == false then break end
   local deadline = tonumber(redis.call('zscore', KEYS[3], head))
-  if deadline == nil or deadline > now then break end
+  -- a head without a deadline (the set evicted or edited) is stale too
+  if deadline ~= nil and deadline > now then break end
   redis.call('zrem', KEYS[3], head)
   redis.call('lpop', KEYS[2])
 end

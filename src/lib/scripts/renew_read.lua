@@ -10,8 +10,11 @@ for i = 1, #KEYS / 2 do
   local n = tonumber(redis.pcall('hget', name, owner))
   if type(n) == 'number' and n > 0 then
     for c = n, 1, -1 do
-      redis.call('pexpire', base .. ':' .. owner .. ':rwlock_timeout:' .. c,
-                 ARGV[1])
+      -- Only ever extend: a hold taken with a longer explicit lease keeps it.
+      local key = base .. ':' .. owner .. ':rwlock_timeout:' .. c
+      if redis.call('pttl', key) < tonumber(ARGV[1]) then
+        redis.call('pexpire', key, ARGV[1])
+      end
     end
     local left = redis.call('pttl', name)
     redis.call('pexpire', name, math.max(left, tonumber(ARGV[1])))
