@@ -111,6 +111,12 @@ static int io_error(rlock__conn *c, const char *what, int err) {
                     strerror(err));
 }
 
+/* A signal restarts SO_RCVTIMEO/SO_SNDTIMEO from zero; frequent signals
+ * could otherwise keep a command waiting for ever. */
+static int past_deadline(const rlock__conn *c) {
+  return c->io_deadline_us != 0 && rlock__now_us() >= c->io_deadline_us;
+}
+
 long rlock__conn_format(char **out, int argc, const char **argv,
                         const size_t *lens) {
   int len = redisFormatCommandArgv(out, argc, argv, lens);
@@ -121,9 +127,9 @@ int rlock__conn_send(rlock__conn *c, const char *buf, size_t len) {
   while (len > 0) {
     ssize_t n = send(c->fd, buf, len, MSG_NOSIGNAL);
     if (n < 0) {
-      if (errno == EINTR)
+      if (errno == EINTR && !past_deadline(c))
         continue;
-      return io_error(c, "write", errno);
+      return io_error(c, "write", errno == EINTR ? ETIMEDOUT : errno);
     }
     buf += n;
     len -= (size_t)n;
@@ -154,9 +160,9 @@ int rlock__conn_read_some(rlock__conn *c) {
       }
       return RLOCK_OK;
     }
-    if (n < 0 && errno == EINTR)
+    if (n < 0 && errno == EINTR && !past_deadline(c))
       continue;
-    return io_error(c, "read", n == 0 ? 0 : errno);
+    return io_error(c, "read", n == 0 ? 0 : errno == EINTR ? ETIMEDOUT : errno);
   }
 }
 
@@ -176,9 +182,13 @@ int rlock__conn_call(rlock__conn *c, int argc, const char **argv,
   long len = rlock__conn_format(&cmd, argc, argv, lens);
   if (len < 0)
     return rlock__err(RLOCK_ENOMEM, "out of memory formatting a command");
+  c->io_deadline_us = rlock__deadline_after_ms(c->timeout_ms);
   int rc = rlock__conn_send(c, cmd, (size_t)len);
   free(cmd);
-  return rc == RLOCK_OK ? rlock__conn_recv(c, out) : rc;
+  if (rc == RLOCK_OK)
+    rc = rlock__conn_recv(c, out);
+  c->io_deadline_us = 0;
+  return rc;
 }
 
 int rlock__conn_stale(rlock__conn *c) {
@@ -237,6 +247,7 @@ int rlock__conn_open(rlock__conn **out, const rlock__endpoint *ep,
     return code;
   }
   set_io_timeout(c->fd, command_ms);
+  c->timeout_ms = command_ms;
   int rc = handshake(c, ep);
   if (rc != RLOCK_OK) {
     rlock__conn_close(c);

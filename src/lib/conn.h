@@ -24,6 +24,8 @@
 typedef struct rlock__conn {
   int fd;
   int broken;
+  int64_t timeout_ms;     /* the command timeout */
+  int64_t io_deadline_us; /* end of the current command, or 0 */
   redisReader *reader;
   char where[128]; /* "host:port" for messages */
 } rlock__conn;

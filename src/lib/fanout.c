@@ -63,8 +63,10 @@ static void start(rlock__fan *f) {
   f->error[0] = '\0';
   f->pool = rlock__route(f->client, f->kv[0]);
   int rc = rlock__pool_get(f->pool, &f->conn);
-  if (rc == RLOCK_OK)
+  if (rc == RLOCK_OK) {
+    f->conn->io_deadline_us = rlock__deadline_after_ms(f->conn->timeout_ms);
     rc = send_script(f, 0);
+  }
   if (rc != RLOCK_OK)
     finish(f, rc);
 }
@@ -142,8 +144,10 @@ static void settle(rlock__fan *reqs, size_t n, int abandoned) {
       finish(f, abandoned ? RLOCK__EABANDONED : RLOCK_ETIMEOUT);
       f->conn->broken = 1;
     }
-    if (f->conn != NULL)
+    if (f->conn != NULL) {
+      f->conn->io_deadline_us = 0;
       rlock__pool_put(f->pool, f->conn);
+    }
     f->conn = NULL;
   }
 }

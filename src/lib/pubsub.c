@@ -14,6 +14,9 @@
 
 #define BACKOFF_MIN_MS 25
 #define BACKOFF_MAX_MS 1000
+/* An idle subscriber connection is PINGed this often, so one that died
+ * silently (a NAT or proxy dropping the flow) is noticed. */
+#define PING_IDLE_US ((int64_t)30 * 1000 * 1000)
 
 int rlock__pubsub_init(rlock__pubsub *ps) {
   memset(ps, 0, sizeof *ps);
@@ -71,11 +74,12 @@ static int sub_unref(rlock__pubsub *ps, rlock__sub *s) {
   return 1;
 }
 
-/* Wait, locked, until `s` is confirmed. */
+/* Wait, locked, until `s` is confirmed. `gen` is the failure generation
+ * seen before the background thread was asked to subscribe: a failure
+ * recorded since then is this subscription's. */
 static int wait_active(rlock_client *c, rlock__sub *s, int64_t deadline_us,
-                       const rlock_cancel *cancel) {
+                       const rlock_cancel *cancel, uint64_t gen) {
   rlock__pubsub *ps = &c->ps;
-  uint64_t gen = ps->fail_gen;
   int64_t bound = rlock__deadline_after_ms(c->cfg.connect_timeout_ms +
                                            c->cfg.command_timeout_ms);
   int64_t until = deadline_us < bound ? deadline_us : bound;
@@ -112,13 +116,14 @@ int rlock__sub_acquire(rlock_client *c, const char *channel,
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   }
   s->refs++;
+  uint64_t gen = ps->fail_gen;
   if (s->state != RLOCK__SUB_ACTIVE) {
     ps->dirty = 1;
     pthread_mutex_unlock(&ps->mu);
     rlock__bg_wake(c);
     pthread_mutex_lock(&ps->mu);
   }
-  int rc = wait_active(c, s, deadline_us, cancel);
+  int rc = wait_active(c, s, deadline_us, cancel, gen);
   int wake = rc != RLOCK_OK && sub_unref(ps, s);
   pthread_mutex_unlock(&ps->mu);
   if (wake)
@@ -163,6 +168,8 @@ int rlock__pubsub_fd(rlock_client *c) {
 
 /* ---- background-thread side ------------------------------------------ */
 
+static void record_failure(rlock__pubsub *ps, int code, const char *msg);
+
 /* Release wake-ups for a message: "1" wakes every waiting thread, anything
  * else one (Redisson's UNLOCK_MESSAGE "0"). Permits never exceed the
  * number of local users, so a burst of messages cannot pile up. */
@@ -186,6 +193,7 @@ static void on_confirm(rlock__pubsub *ps, rlock__sub *s, int subscribed) {
   }
   if (s->state == RLOCK__SUB_PENDING)
     s->state = RLOCK__SUB_ACTIVE;
+  ps->backoff_ms = BACKOFF_MIN_MS; /* the connection works: reset */
   if (s->resub) { /* we may have missed unlocks while disconnected */
     s->resub = 0;
     s->permits += s->refs;
@@ -235,9 +243,28 @@ static void drop_conn(rlock_client *c) {
   ps->conn = NULL;
   rlock__map_each(&ps->subs, mark_lost, NULL);
   ps->dirty = 1;
-  ps->reconnect_at_us = rlock__now_us();
+  /* Back off even after a connection that opened fine: a server that
+   * accepts and then closes (maxclients) must not be hammered. */
+  ps->reconnect_at_us = rlock__now_us() + ps->backoff_ms * 1000;
+  ps->backoff_ms = ps->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
+                                                       : ps->backoff_ms * 2;
+  ps->ping_sent_us = 0;
   pthread_mutex_unlock(&ps->mu);
   rlock__conn_close(conn);
+}
+
+/* An error reply on the subscriber connection (an ACL refusing a
+ * channel, ...): waiters for a confirmation fail with the server's text,
+ * and the connection is redone after the back-off. */
+static void on_error_reply(rlock_client *c, const redisReply *r) {
+  int code = strncmp(r->str, "NOPERM", 6) == 0 || strncmp(r->str, "NOAUTH", 6) == 0
+                 ? RLOCK_EAUTH
+                 : RLOCK_ESERVER;
+  char msg[300];
+  snprintf(msg, sizeof msg, "redis %s: %s", c->ps.conn->where, r->str);
+  pthread_mutex_lock(&c->ps.mu);
+  record_failure(&c->ps, code, msg);
+  pthread_mutex_unlock(&c->ps.mu);
 }
 
 static void read_pushes(rlock_client *c) {
@@ -245,6 +272,8 @@ static void read_pushes(rlock_client *c) {
     drop_conn(c);
     return;
   }
+  c->ps.last_rx_us = rlock__now_us(); /* background thread only */
+  c->ps.ping_sent_us = 0;
   for (;;) {
     redisReply *r;
     if (rlock__conn_take_reply(c->ps.conn, &r) != RLOCK_OK) {
@@ -253,8 +282,16 @@ static void read_pushes(rlock_client *c) {
     }
     if (r == NULL)
       return;
-    on_push(&c->ps, r);
+    int failed = r->type == REDIS_REPLY_ERROR;
+    if (failed)
+      on_error_reply(c, r);
+    else
+      on_push(&c->ps, r);
     freeReplyObject(r);
+    if (failed) {
+      drop_conn(c);
+      return;
+    }
   }
 }
 
@@ -268,6 +305,7 @@ typedef struct plan {
   rlock__sub **dead;
   int ndead;
   int wanted; /* some subscription has local users */
+  int64_t now;
 } plan;
 
 static void plan_entry(const char *k, size_t kl, void *v, void *arg) {
@@ -278,10 +316,12 @@ static void plan_entry(const char *k, size_t kl, void *v, void *arg) {
     p->wanted = 1;
   if (s->refs > 0 && s->state == RLOCK__SUB_NONE) {
     s->state = RLOCK__SUB_PENDING;
+    s->sent_us = p->now;
     p->sublen[p->nsub] = s->chlen;
     p->sub[p->nsub++] = s->channel;
   } else if (s->refs == 0 && s->state == RLOCK__SUB_ACTIVE) {
     s->state = RLOCK__SUB_UNSUB_PENDING;
+    s->sent_us = p->now;
     p->unsublen[p->nunsub] = s->chlen;
     p->unsub[p->nunsub++] = s->channel;
   } else if (s->refs == 0 && s->state == RLOCK__SUB_NONE) {
@@ -291,6 +331,7 @@ static void plan_entry(const char *k, size_t kl, void *v, void *arg) {
 
 static int plan_alloc(plan *p, size_t n) {
   memset(p, 0, sizeof *p);
+  p->now = rlock__now_us();
   n += 1; /* room for the command word */
   p->sub = malloc(n * sizeof *p->sub);
   p->unsub = malloc(n * sizeof *p->unsub);
@@ -361,6 +402,20 @@ static int reconcile(rlock__pubsub *ps, char **subcmd, int *sublen,
   return *sublen < 0 || *unsublen < 0 ? -1 : 0;
 }
 
+static void broadcast(const char *k, size_t kl, void *v, void *arg) {
+  (void)k, (void)kl, (void)arg;
+  pthread_cond_broadcast(&((rlock__sub *)v)->cv);
+}
+
+/* Tell the threads waiting for a confirmation why none will come.
+ * Called locked. */
+static void record_failure(rlock__pubsub *ps, int code, const char *msg) {
+  ps->fail_gen++;
+  ps->fail_code = code;
+  snprintf(ps->fail_msg, sizeof ps->fail_msg, "%s", msg);
+  rlock__map_each(&ps->subs, broadcast, NULL);
+}
+
 /* Connect the subscriber when someone needs it; on failure tell the
  * threads waiting for a confirmation and back off. */
 static int64_t ensure_conn(rlock_client *c) {
@@ -374,22 +429,66 @@ static int64_t ensure_conn(rlock_client *c) {
   pthread_mutex_lock(&ps->mu);
   if (rc == RLOCK_OK) {
     ps->conn = conn;
-    ps->backoff_ms = BACKOFF_MIN_MS;
     ps->dirty = 1;
+    ps->last_rx_us = rlock__now_us();
+    ps->ping_sent_us = 0;
   } else {
-    ps->fail_gen++;
-    ps->fail_code = rc;
-    snprintf(ps->fail_msg, sizeof ps->fail_msg, "%s",
-             rlock_error_last()->message);
+    record_failure(ps, rc, rlock_error_last()->message);
     ps->reconnect_at_us = rlock__now_us() + ps->backoff_ms * 1000;
     ps->backoff_ms = ps->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
                                                          : ps->backoff_ms * 2;
-    for (size_t i = 0; i < ps->subs.nbuckets; i++)
-      for (rlock__map_node *n = ps->subs.buckets[i]; n; n = n->next)
-        pthread_cond_broadcast(&((rlock__sub *)n->value)->cv);
   }
   pthread_mutex_unlock(&ps->mu);
   return rc == RLOCK_OK ? INT64_MAX : ps->reconnect_at_us;
+}
+
+typedef struct health {
+  int64_t now;
+  int64_t timeout_us;
+  int64_t next; /* earliest pending confirmation's deadline */
+  int stale;    /* one is overdue */
+} health;
+
+static void check_pending(const char *k, size_t kl, void *v, void *arg) {
+  (void)k, (void)kl;
+  const rlock__sub *s = v;
+  health *h = arg;
+  if (s->state != RLOCK__SUB_PENDING && s->state != RLOCK__SUB_UNSUB_PENDING)
+    return;
+  int64_t due = s->sent_us + h->timeout_us;
+  if (h->now >= due)
+    h->stale = 1;
+  else if (due < h->next)
+    h->next = due;
+}
+
+/* The subscriber connection must keep answering: an (UN)SUBSCRIBE not
+ * confirmed, or a PING not answered, within the command timeout means it
+ * died silently (a NAT or proxy dropped it), and it is redone. An idle one
+ * is PINGed every PING_IDLE_US. Returns when to look again. */
+static int64_t check_health(rlock_client *c) {
+  rlock__pubsub *ps = &c->ps;
+  health h = {rlock__now_us(), c->cfg.command_timeout_ms * 1000, INT64_MAX, 0};
+  pthread_mutex_lock(&ps->mu);
+  rlock__map_each(&ps->subs, check_pending, &h);
+  pthread_mutex_unlock(&ps->mu);
+  if (ps->ping_sent_us != 0 && h.now >= ps->ping_sent_us + h.timeout_us)
+    h.stale = 1;
+  if (h.stale) {
+    drop_conn(c);
+    return h.now;
+  }
+  if (ps->ping_sent_us == 0 && h.now >= ps->last_rx_us + PING_IDLE_US) {
+    static const char ping[] = "*1\r\n$4\r\nPING\r\n";
+    if (rlock__conn_send(ps->conn, ping, sizeof ping - 1) != RLOCK_OK) {
+      drop_conn(c);
+      return h.now;
+    }
+    ps->ping_sent_us = h.now;
+  }
+  int64_t ping_due = ps->ping_sent_us ? ps->ping_sent_us + h.timeout_us
+                                      : ps->last_rx_us + PING_IDLE_US;
+  return ping_due < h.next ? ping_due : h.next;
 }
 
 int64_t rlock__pubsub_service(rlock_client *c, int readable) {
@@ -422,5 +521,5 @@ int64_t rlock__pubsub_service(rlock_client *c, int readable) {
     drop_conn(c);
     return rlock__now_us();
   }
-  return INT64_MAX;
+  return check_health(c);
 }

@@ -40,6 +40,7 @@ typedef struct rlock__sub {
   int permits; /* released wake-ups not yet taken */
   int waiting; /* threads blocked in rlock__sub_wait() */
   int resub;   /* re-subscribing after a lost connection */
+  int64_t sent_us; /* when the pending (UN)SUBSCRIBE went out */
   pthread_cond_t cv;
 } rlock__sub;
 
@@ -50,9 +51,11 @@ typedef struct rlock__pubsub {
   int dirty;         /* some subscription needs (un)subscribing */
   uint64_t fail_gen; /* bumped when connecting the subscriber fails */
   int fail_code;
-  char fail_msg[256];
+  char fail_msg[320];
   int64_t reconnect_at_us;
   int64_t backoff_ms;
+  int64_t last_rx_us;   /* last time the subscriber connection said anything */
+  int64_t ping_sent_us; /* an unanswered PING, or 0 */
 } rlock__pubsub;
 
 /* Internal status: the caller's own deadline passed while subscribing. */

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "rlock.h"
@@ -133,6 +134,70 @@ static void test_server_closed_idle_connection(void **state) {
   finish(f, c);
 }
 
+/* RESP for a SUBSCRIBE confirmation of `channel`. */
+static const char *confirm(char *buf, size_t size, const char *channel) {
+  snprintf(buf, size, "*3\r\n$9\r\nsubscribe\r\n$%zu\r\n%s\r\n:1\r\n",
+           strlen(channel), channel);
+  return buf;
+}
+
+static void test_silent_subscriber_is_replaced(void **state) {
+  (void)state;
+  char ok[128];
+  confirm(ok, sizeof ok, "redisson_lock__channel:{fault:silent}");
+  /* The fake talks on its newest connection only, so the first command
+   * connection is closed: the retry comes on a new one. */
+  const rt_fake_step s[] = {
+      {RT_ACCEPT}, {RT_EXPECT, "EVALSHA"}, {RT_SEND, ":60000\r\n"},
+      {RT_CLOSE},
+      {RT_ACCEPT}, {RT_EXPECT, "SUBSCRIBE"}, /* ... and silence */
+      {RT_ACCEPT}, {RT_EXPECT, "SUBSCRIBE"}, {RT_SEND, ok},
+      {RT_ACCEPT}, {RT_EXPECT, "EVALSHA"}, {RT_SEND, "$-1\r\n"}, /* got it */
+      {RT_END}};
+  rt_fake *f = rt_fake_start(s);
+  rlock_config *cfg;
+  rlock_client *c;
+  assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
+  assert_int_equal(rlock_config_set_url(cfg, rt_fake_url(f)), RLOCK_OK);
+  assert_int_equal(rlock_config_set_command_timeout_ms(cfg, 300), RLOCK_OK);
+  assert_int_equal(rlock_config_set_connect_timeout_ms(cfg, 500), RLOCK_OK);
+  assert_int_equal(rlock_client_new(&c, cfg), RLOCK_OK);
+  rlock_config_free(cfg);
+  rlock_lock *l;
+  assert_int_equal(rlock_lock_new(&l, c, "fault:silent"), RLOCK_OK);
+  int64_t t0 = rt_now_ms();
+  expect_rc(rlock_lock_try_acquire(l, 5000, 10000), RLOCK_OK, NULL);
+  int64_t took = rt_now_ms() - t0;
+  if (took < 250 || took > rt_scaled_ms(2000))
+    fail_msg("acquired after %lld ms; the silent subscriber should have "
+             "been replaced after about 300", (long long)took);
+  if (rt_fake_wait(f, 3000) != 0)
+    fail_msg("fake server script: %s", rt_fake_error(f));
+  rlock_lock_free(l);
+  rlock_client_free(c);
+  rt_fake_free(f);
+}
+
+static void test_subscribe_refused(void **state) {
+  (void)state;
+  static const rt_fake_step s[] = {
+      {RT_ACCEPT}, {RT_EXPECT, "EVALSHA"}, {RT_SEND, ":60000\r\n"},
+      {RT_ACCEPT}, {RT_EXPECT, "SUBSCRIBE"},
+      {RT_SEND, "-NOPERM this user has no permissions to access one of the "
+                "channels used as arguments\r\n"},
+      {RT_END}};
+  rt_fake *f = rt_fake_start(s);
+  rlock_client *c = client_for(f);
+  rlock_lock *l;
+  assert_int_equal(rlock_lock_new(&l, c, "fault:acl"), RLOCK_OK);
+  expect_rc(rlock_lock_try_acquire(l, 3000, 0), RLOCK_EAUTH, "NOPERM");
+  if (rt_fake_wait(f, 3000) != 0)
+    fail_msg("fake server script: %s", rt_fake_error(f));
+  rlock_lock_free(l);
+  rlock_client_free(c);
+  rt_fake_free(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_truncated_reply_then_close),
@@ -141,6 +206,8 @@ int main(void) {
       cmocka_unit_test(test_noscript_falls_back_to_eval),
       cmocka_unit_test(test_error_replies_are_mapped),
       cmocka_unit_test(test_server_closed_idle_connection),
+      cmocka_unit_test(test_silent_subscriber_is_replaced),
+      cmocka_unit_test(test_subscribe_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
