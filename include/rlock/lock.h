@@ -133,7 +133,9 @@ RLOCK_EXTERN int rlock_lock_acquire_lease(rlock_lock *lock, int64_t lease_ms);
  *         RLOCK_EINVAL for a bad duration; RLOCK_EWRONGTYPE when the key
  *         holds something that is not a lock; RLOCK_EDEADLK when a write
  *         lock's caller holds read holds on it; RLOCK_EIO / RLOCK_ETIMEOUT
- *         when the server cannot be reached.
+ *         when the server cannot be reached (if the connection broke
+ *         after the request was sent, the server may still have granted
+ *         the lock: it then expires with its lease).
  */
 RLOCK_EXTERN int rlock_lock_try_acquire(rlock_lock *lock, int64_t wait_ms,
                                         int64_t lease_ms);

@@ -110,6 +110,14 @@ int rlock__acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms,
     return rlock__wrongtype(l, rc);
   char field[RLOCK_FIELD_MAX];
   rlock__field(l, owner, field);
-  return rlock__hold_push(c, l->name, field, lease_ms, sent,
-                          l->kind->read_renewal ? l->base : NULL);
+  rc = rlock__hold_push(c, l->name, field, lease_ms, sent,
+                        l->kind->read_renewal ? l->base : NULL);
+  if (rc != RLOCK_OK) { /* held but untracked: give it back */
+    redisReply *r;
+    if (l->kind->release(l, owner, lease, &r) == RLOCK_OK)
+      freeReplyObject(r);
+    rlock__err(RLOCK_ENOMEM, "out of memory recording the hold of '%s' "
+               "(released)", l->name);
+  }
+  return rc;
 }
