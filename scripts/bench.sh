@@ -11,7 +11,10 @@
 #   4. rlock-bench rw with 4 readers + 1 writer and 1 reader + 4 writers,
 #      each with and without 200 us of think time, and the server's
 #      EVALSHA count during each;
-#   5. a summary checking the performance targets as ratios of figures
+#   5. rlock-bench redlock over the first 3 and over all 5 servers, three
+#      rounds alternating the two (a RedLock's lock+unlock next to a plain
+#      lock's on one server);
+#   6. a summary checking the performance targets as ratios of figures
 #      measured in this same run (so a noisy, shared machine affects both
 #      sides of each ratio alike); rw has no targets, its figures are
 #      printed.
@@ -22,8 +25,9 @@
 # It is a measurement, not a test: a missed target prints MISS but the exit
 # status is 0; it is non-zero only when something failed to run.
 #
-# The server listens on a free loopback port with persistence off, and is
-# stopped by its pid when this script exits for any reason.
+# Five servers listen on free loopback ports with persistence off; the
+# first serves every workload, the others only redlock. Each is stopped by
+# its pid when this script exits for any reason.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -48,12 +52,14 @@ done
 # waiters; ops keep each run at about 3000 acquisitions (600 with --quick).
 # RW_RUNS: "readers:writers:ops:think_us" per rw run; ops keep each run at
 # about 2-3 s on a 2-vCPU machine (a tenth with --quick).
+# REDLOCK_OPS: steps per redlock run (about 2 s with 5 servers).
 if [ "$QUICK" -eq 1 ]; then
-  ROUNDS=1 CEIL_N=20000 MANY_S=1 UNC_OPS=2000 CON_OPS=300
+  ROUNDS=1 CEIL_N=20000 MANY_S=1 UNC_OPS=2000 CON_OPS=300 REDLOCK_OPS=500
   FAIR_RUNS="2:300 11:60 101:6"
   RW_RUNS="4:1:600:0 1:4:150:0 4:1:200:200 1:4:150:200"
 else
   ROUNDS=3 CEIL_N=200000 MANY_S=5 UNC_OPS=20000 CON_OPS=2000
+  REDLOCK_OPS=5000
   FAIR_RUNS="2:1500 11:300 101:30"
   RW_RUNS="4:1:6000:0 1:4:1500:0 4:1:2000:200 1:4:1500:200"
 fi
@@ -66,15 +72,21 @@ cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
 cmake --build "$BUILD" -j"$(nproc)" --target rlock-bench >/dev/null
 BENCH="$BUILD/rlock-bench"
 
-# ---- throwaway server -------------------------------------------------------
+# ---- throwaway servers ------------------------------------------------------
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/rlock-bench.XXXXXX")
-SERVER_PID=""
+NSERVERS=5
+SERVER_PIDS=() # the servers started, by pid; PORTS[i] is SERVER_PIDS[i]'s
+
+stop_pid() {
+  kill "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+}
 
 cleanup() {
-  if [ -n "$SERVER_PID" ]; then
-    kill "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-  fi
+  local pid
+  for pid in "${SERVER_PIDS[@]}"; do
+    stop_pid "$pid"
+  done
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -90,35 +102,41 @@ print(s.getsockname()[1])
 s.close()'
 }
 
-# Start redis-server on a free port; another process may grab the port
-# between picking and binding it, so try a few.
+# Start redis-server number $1 on a free port and append its pid and port
+# to SERVER_PIDS and PORTS; another process may grab the port between
+# picking and binding it, so try a few.
 start_server() {
-  local attempt i
+  local n=$1 log="$WORK/redis-$1.log" attempt i port pid
   for attempt in 1 2 3 4 5; do
-    PORT=$(free_port)
-    redis-server --bind 127.0.0.1 --port "$PORT" --save "" --appendonly no \
-                 --dir "$WORK" --logfile "$WORK/redis.log" &
-    SERVER_PID=$!
+    port=$(free_port)
+    redis-server --bind 127.0.0.1 --port "$port" --save "" --appendonly no \
+                 --dir "$WORK" --logfile "$log" &
+    pid=$!
+    SERVER_PIDS+=("$pid")
     for i in $(seq 100); do
-      if ! kill -0 "$SERVER_PID" 2>/dev/null; then break; fi
-      if [ "$(redis-cli -p "$PORT" ping 2>/dev/null)" = "PONG" ]; then
+      if ! kill -0 "$pid" 2>/dev/null; then break; fi
+      if [ "$(redis-cli -p "$port" ping 2>/dev/null)" = "PONG" ]; then
+        PORTS+=("$port")
+        echo "bench: redis-server $n pid $pid on 127.0.0.1:$port" >&2
         return 0
       fi
       sleep 0.05
     done
-    kill "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-    SERVER_PID=""
-    echo "bench: redis-server did not come up on port $PORT" \
+    stop_pid "$pid"
+    unset 'SERVER_PIDS[-1]'
+    echo "bench: redis-server $n did not come up on port $port" \
          "(attempt $attempt)" >&2
   done
-  tail -n 20 "$WORK/redis.log" >&2 || true
+  tail -n 20 "$log" >&2 || true
   return 1
 }
 
-start_server
+PORTS=()
+for n in $(seq "$NSERVERS"); do
+  start_server "$n"
+done
+PORT=${PORTS[0]}
 URL="redis://127.0.0.1:$PORT"
-echo "bench: redis-server pid $SERVER_PID on $URL" >&2
 
 # ---- measurements -----------------------------------------------------------
 RESULTS="$WORK/results.jsonl"
@@ -154,6 +172,16 @@ ceiling() {
 run_bench() {
   echo "bench: rlock-bench $*" >&2
   "$BENCH" -u "$URL" --json "$@" >>"$RESULTS"
+}
+
+# A RedLock over the first $1 servers (one -u each).
+run_redlock() {
+  local urls=() i
+  for ((i = 0; i < $1; i++)); do
+    urls+=(-u "redis://127.0.0.1:${PORTS[i]}")
+  done
+  echo "bench: rlock-bench ${urls[*]} redlock --ops $REDLOCK_OPS" >&2
+  "$BENCH" "${urls[@]}" --json redlock --ops "$REDLOCK_OPS" >>"$RESULTS"
 }
 
 # Run rlock-bench with the server's statistics reset first, then append
@@ -204,6 +232,12 @@ done
 for run in $RW_RUNS; do
   run_rw "$run"
 done
+# Alternating, like the ceiling and many: each round's two runs meet the
+# same neighbours.
+for round in $(seq "$ROUNDS"); do
+  run_redlock 3
+  run_redlock 5
+done
 
 # ---- summary ----------------------------------------------------------------
 echo
@@ -232,6 +266,9 @@ servers = {s["procs"]: s for s in pick("fair_server")}
 rws = pick("rw")
 rw_servers = {(s["readers"], s["writers"], s["think_us"]): s
               for s in pick("rw_server")}
+redlocks = {}  # servers -> its runs, in round order
+for r in pick("redlock"):
+    redlocks.setdefault(r["servers"], []).append(r)
 
 def num(v, fmt="{:.1f}"):
     return "n/a" if v is None else fmt.format(v)
@@ -283,6 +320,40 @@ def rw_lines(w):
             f"{rw_side(w, 'read', w['readers'])}\n"
             f"{rw_side(w, 'write', w['writers'])}")
 
+def redlock_line(i, r):
+    """One redlock run's figures, on one line."""
+    return (f"redlock {r['servers']} servers, round {i + 1}: single p50 "
+            f"{num(r['single_p50_us'])} us (p99 {num(r['single_p99_us'])}), "
+            f"RedLock p50 {num(r['redlock_p50_us'])} us "
+            f"(p99 {num(r['redlock_p99_us'])}), ratio "
+            f"{num(r['ratio'], '{:.2f}')}, sequential estimate "
+            f"{num(r['sequential_estimate_us'])} us, PING fan-out "
+            f"{num(r['ping_fanout_ratio'], '{:.2f}')} x PING "
+            f"({num(r['ping_fanout_p50_us'])} / {num(r['ping_p50_us'])} us), "
+            f"validity {r['validity_min_ms']}..{r['validity_max_ms']} ms")
+
+def redlock_checks(n, runs):
+    """Median ratio <= 1.5 (next to the machine's PING fan-out), and
+    validity within the lease in every run."""
+    ratios = [r["ratio"] for r in runs if r["ratio"] is not None]
+    floors = [r["ping_fanout_ratio"] for r in runs
+              if r["ping_fanout_ratio"] is not None]
+    ratio = statistics.median(ratios) if ratios else None
+    floor = statistics.median(floors) if floors else None
+    check(ratio is not None and ratio <= 1.5,
+          f"redlock {n} servers: RedLock p50 <= 1.5 x single-server p50: "
+          f"median ratio {num(ratio, '{:.2f}')} over {plural(len(runs), 'round')} "
+          f"({', '.join(num(x, '{:.2f}') for x in ratios)}); "
+          f"sequential would be {n}; bare PING fan-out "
+          f"{num(floor, '{:.2f}')} x PING")
+    lo = min(r["validity_min_ms"] for r in runs)
+    hi = max(r["validity_max_ms"] for r in runs)
+    lease = runs[0]["lease_ms"]
+    check(0 < lo and hi <= lease,
+          f"redlock {n} servers: validity within the lease: {lo}..{hi} ms "
+          f"of {lease} ms ({sum(r['validity_samples'] for r in runs)} "
+          f"acquisitions)")
+
 def turn_checks(tag, c, absolute):
     """Handoff in RTTs, (with absolute) under 1 ms, and no lost update."""
     rtts, p50 = c["handoff_rtts"], c["handoff_p50_us"]
@@ -315,6 +386,9 @@ for f in fairs:
           f"({num(per_call, '{:.2f}')} us/call)")
 for w in rws:
     print(rw_lines(w))
+for n in sorted(redlocks):
+    for i, r in enumerate(redlocks[n]):
+        print(redlock_line(i, r))
 print()
 
 r = unc["lock_unlock_vs_floor"]
@@ -341,4 +415,6 @@ check(ratio >= 0.7,
       f"many: 2 x pairs/s >= 0.7 x EVALSHA ceiling: median ratio {ratio:.2f} "
       f"over {len(ratios)} round(s) "
       f"({', '.join(f'{x:.2f}' for x in ratios)})")
+for n in sorted(redlocks):
+    redlock_checks(n, redlocks[n])
 PY

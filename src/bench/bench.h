@@ -14,7 +14,10 @@
  *                read and write acquisitions per second and the handoff
  *                latencies to writers and to readers;
  *   many         T threads of one process sharing one client over L locks:
- *                lock+unlock pairs per second.
+ *                lock+unlock pairs per second;
+ *   redlock      one thread: a RedLock's lock+unlock over N servers next to
+ *                a plain lock's on the first of them, showing whether the
+ *                members are contacted in parallel.
  *
  * Everything talks to the library through its public API, except the
  * floor, which reuses the library's embedded scripts (script.h) so that it
@@ -39,16 +42,23 @@
  * (see bench_uncontended.c). */
 #define BENCH_BLOCK 1000
 
+/* Most servers (-u) in one run: a RedLock's most members. */
+#define BENCH_MAX_URLS RLOCK_MAX_REDLOCK_MEMBERS
+
 /* The parsed command line. Fields a workload does not use keep their
  * defaults; main.c rejects options that do not apply to the workload. */
 typedef struct bench_args {
-  const char *url;      /* -u, else $RLOCK_URL, else the default */
+  const char *url;      /* the first -u, else $RLOCK_URL, else the
+                           default: urls[0] */
+  const char *urls[BENCH_MAX_URLS]; /* every -u in order (redlock: the
+                                       servers); at least one */
+  int nurls;
   int json;             /* --json: one JSON object on one line */
-  const char *workload; /* "uncontended", "contended", "fair", "rw" or
-                           "many" */
+  const char *workload; /* "uncontended", "contended", "fair", "rw",
+                           "many" or "redlock" */
   int fair;             /* fair: bench_contended() on a fair lock */
-  long ops;             /* uncontended, contended, fair, rw: operations
-                           (per process) */
+  long ops;             /* uncontended, contended, fair, rw, redlock:
+                           operations (per process) */
   int procs;            /* contended, fair: processes */
   int readers;          /* rw: reader processes */
   int writers;          /* rw: writer processes */
@@ -64,6 +74,7 @@ int bench_uncontended(const bench_args *a);
 int bench_contended(const bench_args *a); /* also fair (a->fair) */
 int bench_rw(const bench_args *a);
 int bench_many(const bench_args *a);
+int bench_redlock(const bench_args *a);
 
 /* ---- stats.c: time and samples --------------------------------------- */
 
@@ -91,6 +102,8 @@ void bench_samples_free(bench_samples *s);
  * place. The _us form takes nanoseconds and returns microseconds. */
 double bench_percentile(int64_t *v, size_t n, double p);
 double bench_percentile_us(int64_t *v, size_t n, double p);
+/* The same over a series, in microseconds (sorts it). */
+double bench_samples_us(bench_samples *s, double p);
 
 /* ---- report.c: the result listing ------------------------------------ */
 
@@ -145,6 +158,12 @@ redisReply *bench_raw_reply(redisContext *c, const char *what);
 /* Time `n` PINGs, one after the other, into `out`. 0 or -1 (printed). */
 int bench_raw_ping(redisContext *c, bench_samples *out, size_t n);
 
+/* Time one PING fan-out into `out`: a PING written to each of the `n`
+ * connections, then every reply read; the servers work on theirs at the
+ * same time, so it costs about the slowest round trip, not the sum.
+ * 0 or -1 (printed). */
+int bench_raw_ping_fanout(redisContext *const *c, int n, bench_samples *out);
+
 /* ---- util.c: shared helpers ------------------------------------------- */
 
 /* Print "rlock-bench: <message>" on stderr; returns BENCH_EXIT_FAIL. */
@@ -164,5 +183,13 @@ void bench_fake_owner(char *buf, size_t size);
 
 /* `base` + ":" + decimal pid, for key names private to this run. */
 void bench_key(char *buf, size_t size, const char *base, long pid);
+
+/* How many blocks of BENCH_BLOCK steps `ops` steps take. */
+long bench_block_count(long ops);
+
+/* Run `ops` steps in blocks: block(arg, n) once per block, n its steps
+ * (BENCH_BLOCK, fewer in the last). 0, or -1 at the first block that
+ * fails (nonzero). */
+int bench_run_blocks(long ops, int (*block)(void *arg, long n), void *arg);
 
 #endif /* RLOCK_BENCH_H */

@@ -239,12 +239,20 @@ static int step(block *b, long i, series *s) {
   return 0;
 }
 
+/* What every block of a run needs. */
+typedef struct run {
+  const char *url, *name;
+  series *s;
+} run;
+
 /* One block on fresh connections: n steps, with a PING on the floor's
  * connection after every PING_EVERY-th. */
-static int run_block(const char *url, const char *name, long n, series *s) {
+static int run_block(void *arg, long n) {
+  const run *r = arg;
+  series *s = r->s;
   block b;
   int matched = 0;
-  int rc = open_block(url, name, &b, &matched);
+  int rc = open_block(r->url, r->name, &b, &matched);
   s->unmatched += rc == 0 && !matched;
   for (long i = 0; i < n && rc == 0; i++) {
     rc = step(&b, i, s);
@@ -256,21 +264,16 @@ static int run_block(const char *url, const char *name, long n, series *s) {
 }
 
 static int measure(const char *url, const char *name, long ops, series *s) {
-  long blocks = (ops + BENCH_BLOCK - 1) / BENCH_BLOCK;
   if (bench_samples_init(&s->rlock, (size_t)ops) != 0 ||
       bench_samples_init(&s->floor, (size_t)ops) != 0 ||
       bench_samples_init(&s->ping, (size_t)(ops / PING_EVERY + 1)) != 0)
     return bench_fail("out of memory"), -1;
-  for (long b = 0, done = 0; b < blocks; b++, done += BENCH_BLOCK) {
-    long n = ops - done < BENCH_BLOCK ? ops - done : BENCH_BLOCK;
-    if (run_block(url, name, n, s) != 0)
-      return -1;
-  }
-  return 0;
+  run r = {url, name, s};
+  return bench_run_blocks(ops, run_block, &r);
 }
 
 static void report(const bench_args *a, series *s) {
-  long blocks = (a->ops + BENCH_BLOCK - 1) / BENCH_BLOCK;
+  long blocks = bench_block_count(a->ops);
   double ping = bench_percentile_us(s->ping.v, s->ping.n, 50);
   double p50 = bench_percentile_us(s->rlock.v, s->rlock.n, 50);
   double p99 = bench_percentile_us(s->rlock.v, s->rlock.n, 99);

@@ -1,10 +1,11 @@
 /*
  * main.c - rlock-bench: command line parsing and dispatch.
  *
- *   rlock-bench [-u URL] [--json] WORKLOAD [options]
+ *   rlock-bench [-u URL]... [--json] WORKLOAD [options]
  *
- * -u/--url and --json may appear anywhere. A usage error prints one line
- * on stderr and exits 64; --help prints the full usage on stdout.
+ * -u/--url and --json may appear anywhere; -u may be repeated only for
+ * redlock (one server per -u). A usage error prints one line on stderr
+ * and exits 64; --help prints the full usage on stdout.
  */
 #include <errno.h>
 #include <math.h>
@@ -19,9 +20,10 @@
 #define DEFAULT_URL "redis://127.0.0.1:6379"
 
 static const char USAGE[] =
-    "usage: rlock-bench [-u URL] [--json] WORKLOAD [options]\n"
+    "usage: rlock-bench [-u URL]... [--json] WORKLOAD [options]\n"
     "\n"
-    "  -u, --url URL   server (default $RLOCK_URL, else " DEFAULT_URL ")\n"
+    "  -u, --url URL   server (default $RLOCK_URL, else " DEFAULT_URL ");\n"
+    "                  redlock: repeat it, once per server\n"
     "  --json          print one JSON object on one line\n"
     "\n"
     "workloads:\n"
@@ -40,11 +42,21 @@ static const char USAGE[] =
     "                            between\n"
     "  many [--threads T] [--locks L] [--seconds S]\n"
     "                            T threads, one client, random locks out\n"
-    "                            of L (defaults 16, 1000, 5)\n";
+    "                            of L (defaults 16, 1000, 5)\n"
+    "  redlock [--ops K]         one thread: RedLock lock+unlock over the\n"
+    "                            -u servers vs a lock on the first one\n"
+    "                            (K default 20000)\n";
 
-enum { W_UNCONTENDED = 1, W_CONTENDED = 2, W_MANY = 4, W_FAIR = 8, W_RW = 16 };
+enum {
+  W_UNCONTENDED = 1,
+  W_CONTENDED = 2,
+  W_MANY = 4,
+  W_FAIR = 8,
+  W_RW = 16,
+  W_REDLOCK = 32
+};
 #define W_TURNS (W_CONTENDED | W_FAIR | W_RW) /* processes taking turns */
-#define WORKLOAD_LIST "uncontended, contended, fair, rw, many"
+#define WORKLOAD_LIST "uncontended, contended, fair, rw, many, redlock"
 /* At most this many processes in a run (--procs; --readers + --writers). */
 #define MAX_PROCS 256
 
@@ -55,7 +67,8 @@ static const struct {
                  {"contended", W_CONTENDED},
                  {"fair", W_FAIR},
                  {"rw", W_RW},
-                 {"many", W_MANY}};
+                 {"many", W_MANY},
+                 {"redlock", W_REDLOCK}};
 
 /* Workload options: which workloads take them and their valid range. */
 typedef struct opt_spec {
@@ -78,7 +91,8 @@ enum {
 };
 
 static const opt_spec OPTS[O_COUNT] = {
-    [O_OPS] = {"--ops", W_UNCONTENDED | W_TURNS, 1, 100000000, 1},
+    [O_OPS] = {"--ops", W_UNCONTENDED | W_TURNS | W_REDLOCK, 1, 100000000,
+               1},
     [O_PROCS] = {"--procs", W_CONTENDED | W_FAIR, 1, MAX_PROCS, 1},
     [O_READERS] = {"--readers", W_RW, 1, MAX_PROCS - 1, 1},
     [O_WRITERS] = {"--writers", W_RW, 1, MAX_PROCS - 1, 1},
@@ -154,6 +168,13 @@ static int parse_workload(parsed *p, const char *w) {
   return usage_error("unknown workload '%s' (" WORKLOAD_LIST ")", w);
 }
 
+static int add_url(bench_args *a, const char *url) {
+  if (a->nurls == BENCH_MAX_URLS)
+    return usage_error("at most %d servers (-u)", BENCH_MAX_URLS);
+  a->urls[a->nurls++] = url;
+  return 0;
+}
+
 static int parse_word(parsed *p, int argc, char **argv, int *i) {
   const char *w = argv[*i], *v = NULL;
   if (strcmp(w, "-h") == 0 || strcmp(w, "--help") == 0)
@@ -162,7 +183,7 @@ static int parse_word(parsed *p, int argc, char **argv, int *i) {
     return p->args.json = 1, 0;
   if (strcmp(w, "-u") == 0 || is_opt(w, "--url")) {
     int rc = take_value(argc, argv, i, w[1] == 'u' ? "-u" : "--url", &v);
-    return rc != 0 ? rc : (p->args.url = v, 0);
+    return rc != 0 ? rc : add_url(&p->args, v);
   }
   for (int o = 0; o < O_COUNT; o++)
     if (is_opt(w, OPTS[o].name)) {
@@ -192,6 +213,9 @@ static int check_rw(const parsed *p) {
 static int check_combination(const parsed *p) {
   if (p->args.workload == NULL)
     return usage_error("no workload given (" WORKLOAD_LIST ")");
+  if (p->args.nurls > 1 && p->workload != W_REDLOCK)
+    return usage_error("-u given %d times: only redlock takes several "
+                       "servers", p->args.nurls);
   for (int o = 0; o < O_COUNT; o++)
     if (p->given[o] && !(OPTS[o].workloads & p->workload))
       return usage_error("%s does not apply to %s", OPTS[o].name,
@@ -223,10 +247,11 @@ static void apply_values(parsed *p) {
   a->threads = p->given[O_THREADS] ? (int)p->val[O_THREADS] : 16;
   a->locks = p->given[O_LOCKS] ? (int)p->val[O_LOCKS] : 1000;
   a->seconds = p->given[O_SECONDS] ? p->val[O_SECONDS] : 5.0;
-  if (a->url == NULL)
-    a->url = getenv("RLOCK_URL");
-  if (a->url == NULL || a->url[0] == '\0')
-    a->url = DEFAULT_URL;
+  if (a->nurls == 0) {
+    const char *env = getenv("RLOCK_URL");
+    a->urls[a->nurls++] = env != NULL && env[0] != '\0' ? env : DEFAULT_URL;
+  }
+  a->url = a->urls[0];
 }
 
 int main(int argc, char **argv) {
@@ -245,8 +270,9 @@ int main(int argc, char **argv) {
   if (rc != 0)
     return rc;
   apply_values(&p);
-  if ((rc = check_url(p.args.url)) != 0)
-    return rc;
+  for (int i = 0; i < p.args.nurls; i++)
+    if ((rc = check_url(p.args.urls[i])) != 0)
+      return rc;
   /* A server that goes away must fail a write, not kill the process. */
   signal(SIGPIPE, SIG_IGN);
   fflush(stdout);
@@ -258,6 +284,8 @@ int main(int argc, char **argv) {
     return bench_contended(&p.args);
   case W_RW:
     return bench_rw(&p.args);
+  case W_REDLOCK:
+    return bench_redlock(&p.args);
   default:
     return bench_many(&p.args);
   }

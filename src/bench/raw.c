@@ -106,6 +106,31 @@ redisReply *bench_raw_cmd(redisContext *c, int argc, const char **argv,
   return bench_raw_reply(c, argv[0]);
 }
 
+/* Write everything queued on c (hiredis flushes only in redisGetReply). */
+static int flush(redisContext *c) {
+  int done = 0;
+  while (!done)
+    if (redisBufferWrite(c, &done) != REDIS_OK)
+      return bench_fail("PING: %s", c->errstr), -1;
+  return 0;
+}
+
+int bench_raw_ping_fanout(redisContext *const *c, int n, bench_samples *out) {
+  const char *argv[1] = {"PING"};
+  int64_t t0 = bench_now_ns();
+  for (int i = 0; i < n; i++)
+    if (bench_raw_append(c[i], 1, argv) != 0 || flush(c[i]) != 0)
+      return -1;
+  for (int i = 0; i < n; i++) {
+    redisReply *r = bench_raw_reply(c[i], "PING");
+    if (r == NULL)
+      return -1;
+    freeReplyObject(r);
+  }
+  bench_samples_push(out, bench_now_ns() - t0);
+  return 0;
+}
+
 int bench_raw_ping(redisContext *c, bench_samples *out, size_t n) {
   const char *argv[1] = {"PING"};
   for (size_t i = 0; i < n; i++) {

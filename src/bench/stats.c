@@ -61,3 +61,7 @@ double bench_percentile(int64_t *v, size_t n, double p) {
 double bench_percentile_us(int64_t *v, size_t n, double p) {
   return bench_percentile(v, n, p) / 1000.0;
 }
+
+double bench_samples_us(bench_samples *s, double p) {
+  return bench_percentile_us(s->v, s->n, p);
+}

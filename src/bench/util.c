@@ -56,3 +56,14 @@ void bench_fake_owner(char *buf, size_t size) {
 void bench_key(char *buf, size_t size, const char *base, long pid) {
   snprintf(buf, size, "%s:%ld", base, pid);
 }
+
+long bench_block_count(long ops) {
+  return (ops + BENCH_BLOCK - 1) / BENCH_BLOCK;
+}
+
+int bench_run_blocks(long ops, int (*block)(void *arg, long n), void *arg) {
+  for (long done = 0; done < ops; done += BENCH_BLOCK)
+    if (block(arg, ops - done < BENCH_BLOCK ? ops - done : BENCH_BLOCK) != 0)
+      return -1;
+  return 0;
+}
