@@ -191,6 +191,27 @@ int rlock__conn_call(rlock__conn *c, int argc, const char **argv,
   return rc;
 }
 
+int rlock__conn_drain(rlock__conn *c, int64_t max_ms) {
+  int64_t deadline = rlock__deadline_after_ms(max_ms);
+  while (c->owed > 0) {
+    redisReply *r;
+    int rc = rlock__conn_take_reply(c, &r);
+    if (rc != RLOCK_OK)
+      return rc;
+    if (r != NULL) {
+      freeReplyObject(r);
+      c->owed--;
+      continue;
+    }
+    struct pollfd p = {.fd = c->fd, .events = POLLIN};
+    if (poll(&p, 1, (int)rlock__ms_left(deadline)) <= 0)
+      return io_error(c, "read", ETIMEDOUT); /* a slow server: drop it */
+    if ((rc = rlock__conn_read_some(c)) != RLOCK_OK)
+      return rc;
+  }
+  return RLOCK_OK;
+}
+
 int rlock__conn_stale(rlock__conn *c) {
   char b;
   ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);

@@ -25,6 +25,7 @@ typedef struct rlock__conn {
   int fd;
   int broken;
   int64_t timeout_ms;     /* the command timeout */
+  int owed;               /* replies still due to requests nobody awaits */
   int64_t io_deadline_us; /* end of the current command, or 0 */
   redisReader *reader;
   char where[128]; /* "host:port" for messages */
@@ -62,6 +63,11 @@ int rlock__conn_read_some(rlock__conn *c);
 
 /* Take one already-buffered reply, if any: *out is NULL when none. */
 int rlock__conn_take_reply(rlock__conn *c, redisReply **out);
+
+/* Read and discard the `owed` replies, waiting at most `max_ms` for them:
+ * RLOCK_OK when the connection is ready for a new command, else an error
+ * (the caller drops the connection). */
+int rlock__conn_drain(rlock__conn *c, int64_t max_ms);
 
 /* 1 when an idle connection can no longer be used: the server closed it
  * or sent something unsolicited. Costs one non-blocking recv(). */

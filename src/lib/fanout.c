@@ -133,8 +133,11 @@ static int all_done(const rlock__fan *reqs, size_t n) {
   return 1;
 }
 
-/* Give every connection back; pending ones are dropped (a late reply
- * must never be read as another command's). */
+/* Give every connection back. A request abandoned by the decision keeps
+ * its connection, which owes one reply: the next user drains it first
+ * (cheaper than reconnecting, and it keeps this request ahead of the
+ * next one on that server). A request that timed out drops its
+ * connection: its server is slow or gone. */
 static void settle(rlock__fan *reqs, size_t n, int abandoned) {
   for (size_t i = 0; i < n; i++) {
     rlock__fan *f = &reqs[i];
@@ -142,7 +145,10 @@ static void settle(rlock__fan *reqs, size_t n, int abandoned) {
       rlock__err(abandoned ? RLOCK__EABANDONED : RLOCK_ETIMEOUT,
                  "redis %s: no answer in time", f->conn->where);
       finish(f, abandoned ? RLOCK__EABANDONED : RLOCK_ETIMEOUT);
-      f->conn->broken = 1;
+      if (abandoned)
+        f->conn->owed++;
+      else
+        f->conn->broken = 1;
     }
     if (f->conn != NULL) {
       f->conn->io_deadline_us = 0;

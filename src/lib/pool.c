@@ -74,8 +74,11 @@ int rlock__pool_get(rlock__pool *p, rlock__conn **out) {
       return rc;
     if (*out == NULL)
       break;
-    /* The staleness probe is a system call: keep it out of the mutex. */
-    if (!rlock__conn_stale(*out))
+    /* Replies owed to abandoned requests come first; the staleness probe
+     * is a system call: both stay out of the mutex. */
+    if (((*out)->owed == 0 ||
+         rlock__conn_drain(*out, RLOCK__DRAIN_MS) == RLOCK_OK) &&
+        !rlock__conn_stale(*out))
       return RLOCK_OK;
     discard(p, *out);
   }

@@ -15,6 +15,10 @@
 #include "conn.h"
 #include "endpoint.h"
 
+/* How long a borrower waits for replies owed to abandoned requests (on a
+ * healthy server they are already there) before dropping the connection. */
+#define RLOCK__DRAIN_MS 20
+
 typedef struct rlock__pool {
   pthread_mutex_t mu;
   pthread_cond_t cv;  /* signalled when a connection is returned */
