@@ -120,23 +120,6 @@ void bench_report_num(bench_report *r, const char *key, double v,
 void bench_report_int(bench_report *r, const char *key, long long v);
 void bench_report_end(bench_report *r);
 
-/* ---- url.c: where the server is, for the bare connections ------------- */
-
-/* The parts of a redis:// or unix:// URL (the forms rlock_config_set_url
- * accepts) that a bare connection needs. Strings are malloc'ed. */
-typedef struct bench_url {
-  char *host;      /* NULL for a unix socket */
-  int port;
-  char *unix_path; /* NULL for TCP */
-  char *user;      /* NULL: AUTH with the password only */
-  char *password;  /* NULL: no AUTH */
-  int db;          /* SELECT when non-zero */
-} bench_url;
-
-/* 0, or -1 with a one-line reason in err. u is left empty on failure. */
-int bench_url_parse(bench_url *u, const char *url, char *err, size_t errsize);
-void bench_url_free(bench_url *u);
-
 /* ---- raw.c: bare hiredis connections ---------------------------------- */
 
 /* Open a blocking hiredis connection to the server `url` names, of the

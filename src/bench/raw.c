@@ -10,13 +10,14 @@
 #include <sys/time.h>
 
 #include "bench.h"
+#include "endpoint.h"
 
 /* Timeouts equal to the library's defaults, so a dead server fails the
  * bench instead of hanging it. */
 #define CONNECT_TIMEOUT_MS 2000
 #define COMMAND_TIMEOUT_MS 3000
 
-static redisContext *open_socket(const bench_url *u) {
+static redisContext *open_socket(const rlock__endpoint *u) {
   struct timeval tv = {CONNECT_TIMEOUT_MS / 1000, 0};
   if (u->unix_path != NULL)
     return redisConnectUnixWithTimeout(u->unix_path, tv);
@@ -31,7 +32,7 @@ static redisContext *open_socket(const bench_url *u) {
 }
 
 /* AUTH and SELECT as the URL asks. */
-static int login(redisContext *c, const bench_url *u) {
+static int login(redisContext *c, const rlock__endpoint *u) {
   char db[16];
   if (u->password != NULL) {
     const char *argv[3] = {"AUTH", u->user ? u->user : u->password,
@@ -53,17 +54,16 @@ static int login(redisContext *c, const bench_url *u) {
 }
 
 redisContext *bench_raw_connect(const char *url) {
-  bench_url u;
-  char err[128];
-  if (bench_url_parse(&u, url, err, sizeof err) != 0) {
-    bench_fail("%s", err);
+  rlock__endpoint u; /* the library's own parser (rlock_static) */
+  if (rlock__endpoint_parse(&u, url) != RLOCK_OK) {
+    bench_fail("%s", rlock_error_last()->message);
     return NULL;
   }
   redisContext *c = open_socket(&u);
   if (c == NULL || c->err) {
     bench_fail("cannot connect to %s: %s", url, c ? c->errstr : "no memory");
     redisFree(c);
-    bench_url_free(&u);
+    rlock__endpoint_clear(&u);
     return NULL;
   }
   struct timeval tv = {COMMAND_TIMEOUT_MS / 1000, 0};
@@ -72,7 +72,7 @@ redisContext *bench_raw_connect(const char *url) {
     redisFree(c);
     c = NULL;
   }
-  bench_url_free(&u);
+  rlock__endpoint_clear(&u);
   return c;
 }
 
