@@ -26,6 +26,7 @@ static void hold_free(rlock__hold *h) {
   free(h->owner);
   free(h->base);
   free(h->leases);
+  free(h->ends);
   free(h);
 }
 
@@ -63,7 +64,9 @@ static rlock__hold *hold_new(const char *name, const char *owner,
   h->base = base ? rlock__strdup(base) : NULL;
   h->cap = 4;
   h->leases = malloc(h->cap * sizeof *h->leases);
+  h->ends = malloc(h->cap * sizeof *h->ends);
   if (h->name == NULL || h->owner == NULL || h->leases == NULL ||
+      h->ends == NULL ||
       (base != NULL && h->base == NULL)) {
     hold_free(h);
     return NULL;
@@ -71,14 +74,19 @@ static rlock__hold *hold_new(const char *name, const char *owner,
   return h;
 }
 
-static int push_level(rlock__hold *h, int64_t lease_ms) {
+static int push_level(rlock__hold *h, int64_t lease_ms, int64_t end_us) {
   if (h->depth == h->cap) {
     int64_t *l = realloc(h->leases, 2 * h->cap * sizeof *l);
-    if (l == NULL)
+    if (l != NULL)
+      h->leases = l;
+    int64_t *e = realloc(h->ends, 2 * h->cap * sizeof *e);
+    if (e != NULL)
+      h->ends = e;
+    if (l == NULL || e == NULL)
       return -1;
-    h->leases = l;
     h->cap *= 2;
   }
+  h->ends[h->depth] = end_us;
   h->leases[h->depth++] = lease_ms;
   if (lease_ms == 0)
     h->wd_levels++;
@@ -114,12 +122,13 @@ int rlock__hold_push(rlock_client *c, const char *name, const char *owner,
     h->wd_levels = 0;
     h->lost = 0;
   }
-  if (h == NULL || push_level(h, lease_ms) != 0) {
+  int64_t end = lease_ms > 0 ? sent_us + lease_ms * 1000 : INT64_MAX;
+  if (h == NULL || push_level(h, lease_ms, end) != 0) {
     rc = rlock__err(RLOCK_ENOMEM, "out of memory");
   } else {
     h->gen = ++wd->next_gen;
     /* Every acquisition resets the key's TTL to its own lease. */
-    h->expires_us = lease_ms > 0 ? sent_us + lease_ms * 1000 : INT64_MAX;
+    h->expires_us = end;
     wake = h->wd_levels > 0 && arm(wd);
   }
   pthread_mutex_unlock(&wd->mu);
@@ -189,6 +198,18 @@ void rlock__hold_mark_lost(rlock_client *c, const char *name) {
   pthread_mutex_unlock(&c->wd.mu);
 }
 
+/* When a hold without watchdog levels runs out: a read hold lives while any
+ * of its own keys does (each level has its own lease); other locks carry
+ * the lease of their last acquisition or partial release. */
+static int64_t hold_end(const rlock__hold *h) {
+  if (h->base == NULL)
+    return h->expires_us;
+  int64_t end = 0;
+  for (size_t i = 0; i < h->depth; i++)
+    end = h->ends[i] > end ? h->ends[i] : end;
+  return end;
+}
+
 int rlock__hold_check(rlock_client *c, const char *name, const char *owner) {
   char key[KEYBUF_SIZE];
   size_t klen;
@@ -196,7 +217,7 @@ int rlock__hold_check(rlock_client *c, const char *name, const char *owner) {
   rlock__hold *h = find(&c->wd, name, owner, key, &klen);
   int rc = h == NULL   ? RLOCK_ENOTHELD
            : h->lost ? RLOCK_ELOST
-           : h->wd_levels == 0 && rlock__now_us() >= h->expires_us
+           : h->wd_levels == 0 && rlock__now_us() >= hold_end(h)
                ? RLOCK_ELOST
                : RLOCK_OK;
   pthread_mutex_unlock(&c->wd.mu);

@@ -33,6 +33,7 @@ typedef struct rlock__hold {
   char *owner; /* the hash field: "<uuid>:<thread>" or "...:write" */
   char *base;  /* read hold: timeout-key base for renew_read.lua; else NULL */
   int64_t *leases; /* one per level; 0 = watchdog */
+  int64_t *ends;   /* read holds: each level's own expiry (monotonic us) */
   size_t depth;
   size_t cap;
   size_t wd_levels; /* levels with lease 0 */

@@ -355,6 +355,25 @@ static void test_force_release_and_queries(void **state) {
   rlock_client_free(b);
 }
 
+/* Read holds each keep their own lease: after the later one is released,
+ * the lock lives only as long as the earlier one, and check says so. */
+static void test_check_follows_read_levels(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, 0);
+  rlock_lock *r = rd(c, "rw:levels");
+  OK(rlock_lock_acquire_lease(r, 1000));
+  rt_sleep_ms(500);
+  OK(rlock_lock_acquire_lease(r, 1000));
+  OK(rlock_lock_release(r)); /* the later hold goes; the first ends at 1 s */
+  OK(rlock_lock_check(r));
+  rt_sleep_ms(700);
+  RC(rlock_lock_check(r), RLOCK_ELOST);
+  assert_int_equal(rt_cmd_int(srv, "EXISTS rw:levels"), 0);
+  RC(rlock_lock_release(r), RLOCK_ELOST);
+  rlock_lock_free(r);
+  rlock_client_free(c);
+}
+
 static void test_bad_input(void **state) {
   (void)state;
   rlock_client *c = fx_client(srv, 0);
@@ -474,6 +493,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_read_release_keeps_write_renewal),
     cmocka_unit_test(test_crashed_reader_expires_while_others_renew),
     cmocka_unit_test(test_force_release_and_queries),
+    cmocka_unit_test(test_check_follows_read_levels),
     cmocka_unit_test(test_bad_input),
     cmocka_unit_test(test_history_has_no_overlaps),
 };
