@@ -27,6 +27,16 @@ int rlock__err(int code, const char *fmt, ...) {
   return code;
 }
 
+void rlock__error_save(rlock__saved_error *s) {
+  s->code = last_error.code;
+  snprintf(s->message, sizeof s->message, "%s",
+           last_error.message ? last_error.message : "");
+}
+
+int rlock__error_restore(const rlock__saved_error *s) {
+  return rlock__err(s->code, "%s", s->message);
+}
+
 const rlock_error *rlock_error_last(void) {
   if (last_error.message == NULL)
     last_error.message = "";

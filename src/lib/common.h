@@ -22,6 +22,18 @@
  * error; returns `code` so callers can `return rlock__err(...)`. */
 int rlock__err(int code, const char *fmt, ...) RLOCK_PRINTF(2, 3);
 
+/* A copy of the calling thread's last error, for code that must run
+ * cleanup calls (which may overwrite it) and then report the original. */
+typedef struct rlock__saved_error {
+  int code;
+  char message[512];
+} rlock__saved_error;
+
+void rlock__error_save(rlock__saved_error *s);
+
+/* Make `s` the last error again; returns its code. */
+int rlock__error_restore(const rlock__saved_error *s);
+
 /* Monotonic clock. Every lease, TTL and timeout in the library uses it. */
 int64_t rlock__now_us(void);
 

@@ -44,9 +44,9 @@ static const char *channel(rlock_lock *l, const char *owner, char *buf,
 
 /* Leave the queue; keeps the caller's last error (the reason it gave up). */
 static void give_up(rlock_lock *l, const char *owner, int64_t wait_ms) {
-  rlock_error saved = *rlock_error_last();
-  char msg[512], wait[24];
-  snprintf(msg, sizeof msg, "%s", saved.message);
+  rlock__saved_error saved;
+  char wait[24];
+  rlock__error_save(&saved);
   snprintf(wait, sizeof wait, "%" PRId64, fair_wait(l, wait_ms));
   const char *kv[7] = {l->name, l->queue, l->timeouts, l->channel, owner,
                        wait, "PUBLISH"};
@@ -54,7 +54,7 @@ static void give_up(rlock_lock *l, const char *owner, int64_t wait_ms) {
   if (rlock__lock_script(l, &rlock__script_fair_leave, 4, 3, kv, &r) ==
       RLOCK_OK)
     freeReplyObject(r);
-  rlock__err(saved.code, "%s", msg);
+  rlock__error_restore(&saved);
 }
 
 static int release(rlock_lock *l, const char *owner, int64_t keep_ms,

@@ -85,7 +85,9 @@ static const rlock__kind reentrant_kind = {
 /* ---- lock objects ------------------------------------------------------ */
 
 void rlock__field(const rlock_lock *l, const char *owner, char *buf) {
-  snprintf(buf, RLOCK_FIELD_MAX, "%s%s", owner, l->kind->field_suffix);
+  size_t n = strlen(owner), m = strlen(l->kind->field_suffix);
+  memcpy(buf, owner, n); /* on every operation: no snprintf */
+  memcpy(buf + n, l->kind->field_suffix, m + 1);
 }
 
 int rlock__lock_alloc(rlock_lock **out, rlock_client *client, const char *name,

@@ -67,8 +67,7 @@ enum rlock__keys { RLOCK__KEYS_PLAIN, RLOCK__KEYS_FAIR, RLOCK__KEYS_RW };
 /* The hash field of the calling thread's hold on `l`: owner + suffix. */
 void rlock__field(const rlock_lock *l, const char *owner, char *buf);
 
-/* Mode and holders of an inspected lock, for kinds' `locked` hooks. */
-const char *rlock__info_mode(const rlock_lock_info *info);
+
 
 /* Allocate a lock of `kind` with its name, the kind's channel and the
  * extra keys `keys` asks for. */

@@ -64,12 +64,11 @@ void rlock_multilock_free(rlock_multilock *m) { free(m); }
 
 /* Release members [0, n) in reverse; keeps the caller's last error. */
 static void release_first(rlock_multilock *m, size_t n) {
-  rlock_error saved = *rlock_error_last();
-  char msg[512];
-  snprintf(msg, sizeof msg, "%s", saved.message);
+  rlock__saved_error saved;
+  rlock__error_save(&saved);
   while (n-- > 0)
     rlock_lock_release(m->members[n]);
-  rlock__err(saved.code, "%s", msg);
+  rlock__error_restore(&saved);
 }
 
 /* Remaining wait for the next member: forever, or what is left (0 once
@@ -125,18 +124,12 @@ int rlock_multilock_acquire(rlock_multilock *m) {
 int rlock_multilock_release(rlock_multilock *m) {
   if (m == NULL)
     return rlock__err(RLOCK_EINVAL, "MultiLock is NULL");
-  int first = RLOCK_OK;
-  rlock_error saved = {RLOCK_OK, ""};
-  char msg[512] = "";
-  for (size_t i = m->n; i-- > 0;) {
-    int rc = rlock_lock_release(m->members[i]);
-    if (rc != RLOCK_OK && first == RLOCK_OK) {
-      first = rc;
-      saved = *rlock_error_last();
-      snprintf(msg, sizeof msg, "%s", saved.message);
-    }
-  }
-  return first == RLOCK_OK ? RLOCK_OK : rlock__err(first, "%s", msg);
+  rlock__saved_error first = {RLOCK_OK, ""};
+  for (size_t i = m->n; i-- > 0;)
+    if (rlock_lock_release(m->members[i]) != RLOCK_OK &&
+        first.code == RLOCK_OK)
+      rlock__error_save(&first);
+  return first.code == RLOCK_OK ? RLOCK_OK : rlock__error_restore(&first);
 }
 
 int rlock_multilock_is_held(int *held, rlock_multilock *m) {

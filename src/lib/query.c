@@ -192,9 +192,6 @@ const char *rlock_lock_info_mode(const rlock_lock_info *info) {
   return info && info->mode[0] != '\0' ? info->mode : NULL;
 }
 
-const char *rlock__info_mode(const rlock_lock_info *info) {
-  return rlock_lock_info_mode(info);
-}
 
 int64_t rlock_lock_info_ttl_ms(const rlock_lock_info *info) {
   return info ? info->ttl_ms : -2;

@@ -180,14 +180,13 @@ static int one_round(rlock__round *rd, int64_t lease, rlock_redlock_result *res)
   int rc = ok ? record(rd, lease) : round_failure(rd, res);
   rlock__round_free(rd);
   if (rc != RLOCK_OK) {
-    rlock_error saved = *rlock_error_last();
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s", saved.message);
+    rlock__saved_error saved;
+    rlock__error_save(&saved);
     /* Best effort, bounded like the round: what cannot be released now
      * expires with its lease. (ok: recording ran out of memory.) */
     release_members(rd->r, ok, which,
                     rlock__now_us() + rd->node_timeout_ms * 1000);
-    rlock__err(rc, "%s", msg);
+    rlock__error_restore(&saved);
   }
   return rc;
 }

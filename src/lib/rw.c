@@ -72,7 +72,7 @@ static int read_force(rlock_lock *l, redisReply **out) {
 /* Redisson's rule: locked for reading when read holds exist, also those a
  * writer took on top of its write hold. */
 static int read_locked(const rlock_lock_info *info) {
-  const char *mode = rlock__info_mode(info);
+  const char *mode = rlock_lock_info_mode(info);
   if (mode == NULL || strcmp(mode, "read") == 0)
     return mode != NULL;
   for (size_t i = 0; i < rlock_lock_info_holder_count(info); i++) {
@@ -133,7 +133,7 @@ static int write_force(rlock_lock *l, redisReply **out) {
 }
 
 static int write_locked(const rlock_lock_info *info) {
-  const char *mode = rlock__info_mode(info);
+  const char *mode = rlock_lock_info_mode(info);
   return mode != NULL && strcmp(mode, "write") == 0;
 }
 
