@@ -77,36 +77,35 @@ int rlock_config_set_url(rlock_config *cfg, const char *url) {
   return RLOCK_OK;
 }
 
+/* Validate and store one duration option. */
+static int set_ms(int64_t *field, const char *what, int64_t ms, int64_t lo,
+                  int64_t hi) {
+  int rc = check_range(what, ms, lo, hi);
+  if (rc == RLOCK_OK)
+    *field = ms;
+  return rc;
+}
+
 int rlock_config_set_connect_timeout_ms(rlock_config *cfg, int64_t ms) {
   CHECK_CFG(cfg, "rlock_config_set_connect_timeout_ms");
-  int rc = check_range("connect timeout", ms, 1, HOUR_MS);
-  if (rc == RLOCK_OK)
-    cfg->connect_timeout_ms = ms;
-  return rc;
+  return set_ms(&cfg->connect_timeout_ms, "connect timeout", ms, 1, HOUR_MS);
 }
 
 int rlock_config_set_command_timeout_ms(rlock_config *cfg, int64_t ms) {
   CHECK_CFG(cfg, "rlock_config_set_command_timeout_ms");
-  int rc = check_range("command timeout", ms, 1, HOUR_MS);
-  if (rc == RLOCK_OK)
-    cfg->command_timeout_ms = ms;
-  return rc;
+  return set_ms(&cfg->command_timeout_ms, "command timeout", ms, 1, HOUR_MS);
 }
 
 int rlock_config_set_watchdog_timeout_ms(rlock_config *cfg, int64_t ms) {
   CHECK_CFG(cfg, "rlock_config_set_watchdog_timeout_ms");
-  int rc = check_range("watchdog timeout", ms, 30, RLOCK_MAX_DURATION_MS);
-  if (rc == RLOCK_OK)
-    cfg->watchdog_timeout_ms = ms;
-  return rc;
+  return set_ms(&cfg->watchdog_timeout_ms, "watchdog timeout", ms, 30,
+                RLOCK_MAX_DURATION_MS);
 }
 
 int rlock_config_set_fair_wait_timeout_ms(rlock_config *cfg, int64_t ms) {
   CHECK_CFG(cfg, "rlock_config_set_fair_wait_timeout_ms");
-  int rc = check_range("fair wait timeout", ms, 1, RLOCK_MAX_DURATION_MS);
-  if (rc == RLOCK_OK)
-    cfg->fair_wait_timeout_ms = ms;
-  return rc;
+  return set_ms(&cfg->fair_wait_timeout_ms, "fair wait timeout", ms, 1,
+                RLOCK_MAX_DURATION_MS);
 }
 
 int rlock_config_set_pool_size(rlock_config *cfg, int size) {
