@@ -34,7 +34,10 @@ typedef enum rlock_status {
   RLOCK_ESERVER = -6,
   /** Authentication or database selection was refused. */
   RLOCK_EAUTH = -7,
-  /** The lock's key exists but holds a value of another type. */
+  /** The lock's key holds something that is not a lock of this family
+   * (another type, a hash that is not a lock, or a read-write lock where a
+   * reentrant or fair one was asked for, or the reverse); it was left
+   * untouched. */
   RLOCK_EWRONGTYPE = -8,
   /** Not acquired: another owner held the lock for the whole wait. */
   RLOCK_ELOCKED = -9,

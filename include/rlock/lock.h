@@ -23,6 +23,16 @@
  * Names: 1 to RLOCK_MAX_NAME_LEN bytes. A name containing '{' must contain
  * a non-empty hash tag ("{tag}") so that the lock's channel lands in the
  * same Redis Cluster slot as the lock.
+ *
+ * What counts as a lock: every lock, whoever wrote it (rlock, Redisson,
+ * another port), is a hash with a lease (an expiry) whose fields are
+ * positive integer hold counts, plus "mode" = "read"|"write" for a
+ * read-write lock; owner ids themselves are not judged. A key that is
+ * anything else (another type, a hash without an expiry, a field that is
+ * not a count) is never written or deleted: every operation on it returns
+ * RLOCK_EWRONGTYPE. So does one that mixes families on one name: a
+ * reentrant or fair lock where a read-write lock is held, or the reverse
+ * (Redisson lets both in; rlock refuses).
  */
 #ifndef RLOCK_LOCK_H
 #define RLOCK_LOCK_H
@@ -193,10 +203,12 @@ RLOCK_EXTERN int rlock_cancel_fired(const rlock_cancel *cancel);
 RLOCK_EXTERN int rlock_lock_release(rlock_lock *lock);
 
 /**
- * Delete the lock whoever holds it and wake one waiter.
+ * Delete the lock whoever holds it and wake one waiter (a fair lock
+ * object: a lock of any kind, waking its waiters wherever they listen).
  * @param deleted if not NULL, receives 1 when a lock was deleted, 0 when
  *                there was none.
- * @return RLOCK_OK, RLOCK_EWRONGTYPE, RLOCK_EIO, ...
+ * @return RLOCK_OK, RLOCK_EWRONGTYPE (the key is not a lock of this
+ *         family: left untouched), RLOCK_EIO, ...
  */
 RLOCK_EXTERN int rlock_lock_force_release(int *deleted, rlock_lock *lock);
 
@@ -209,7 +221,8 @@ RLOCK_EXTERN int rlock_lock_force_release(int *deleted, rlock_lock *lock);
  */
 RLOCK_EXTERN int rlock_lock_check(rlock_lock *lock);
 
-/** Whether anyone holds the lock: *locked = 1 or 0. */
+/** Whether anyone holds the lock: *locked = 1 or 0. RLOCK_EWRONGTYPE when
+ * the key is not a lock. */
 RLOCK_EXTERN int rlock_lock_is_locked(int *locked, rlock_lock *lock);
 
 /** Whether the calling thread holds the lock: *held = 1 or 0. */
@@ -220,13 +233,15 @@ RLOCK_EXTERN int rlock_lock_hold_count(int64_t *count, rlock_lock *lock);
 
 /**
  * The lock's remaining time to live in milliseconds: -2 when it is not
- * locked, -1 when it has no expiry (set by a foreign client).
+ * locked. (A hash with no expiry is not a lock: RLOCK_EWRONGTYPE.)
  */
 RLOCK_EXTERN int rlock_lock_ttl(int64_t *ttl_ms, rlock_lock *lock);
 
 /**
  * Read the lock's whole state in one atomic step: its TTL and every holder
- * with its hold count.
+ * with its hold count. Any lock layout is shown (a read-write lock through
+ * a reentrant lock object too); a key that is not a lock gives
+ * RLOCK_EWRONGTYPE.
  * @param out receives a snapshot; free it with rlock_lock_info_free().
  * @return RLOCK_OK, RLOCK_EWRONGTYPE, RLOCK_EIO, ...
  */
@@ -238,7 +253,7 @@ RLOCK_EXTERN int rlock_lock_info_locked(const rlock_lock_info *info);
 /** A read-write lock's mode in the snapshot, "read" or "write"; NULL for
  * other locks and when it was free. Borrowed. */
 RLOCK_EXTERN const char *rlock_lock_info_mode(const rlock_lock_info *info);
-/** TTL in ms at the time of the snapshot (-2 absent, -1 no expiry). */
+/** TTL in ms at the time of the snapshot (-2 when absent). */
 RLOCK_EXTERN int64_t rlock_lock_info_ttl_ms(const rlock_lock_info *info);
 /** Number of holders in the snapshot (0 or 1 for a reentrant or fair lock;
  * for a read-write lock each reader, and the writer, whose owner field

@@ -9,6 +9,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cancel.h"
 #include "common.h"
@@ -34,11 +35,19 @@ int rlock__check_lease(int64_t lease_ms) {
   return RLOCK_OK;
 }
 
+/* The scripts' refusals read "WRONGTYPE key <why>" (lockcheck.lua); a
+ * plain command on a key of another type gets Redis's own WRONGTYPE. */
 int rlock__wrongtype(const rlock_lock *l, int rc) {
-  if (rc == RLOCK_EWRONGTYPE)
-    rlock__err(rc, "key '%s' holds a value that is not a %s", l->name,
-               l->kind->label);
-  return rc;
+  if (rc != RLOCK_EWRONGTYPE)
+    return rc;
+  static const char tag[] = "WRONGTYPE key ";
+  const char *why = strstr(rlock_error_last()->message, tag);
+  if (why == NULL)
+    return rlock__err(rc, "key '%s' holds a value of another type, not a "
+                      "%s; left untouched", l->name, l->kind->label);
+  char copy[256]; /* the message is rewritten below */
+  snprintf(copy, sizeof copy, "%s", why + sizeof tag - 1);
+  return rlock__err(rc, "key '%s' %s; left untouched", l->name, copy);
 }
 
 /* Sleep bound for one round: the holder's TTL (at least 1 ms, so a lock
@@ -103,11 +112,14 @@ int rlock__acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms,
                         cancel);
   if (rc != RLOCK_OK && l->kind->give_up != NULL && wait_ms != 0)
     l->kind->give_up(l, owner, wait_ms);
+  if (rc == RLOCK_ELOCKED && ttl < 0)
+    return rlock__err(rc, "%s '%s' is held by another owner (no expiry)",
+                      l->kind->label, l->name);
   if (rc == RLOCK_ELOCKED)
     return rlock__err(rc, "%s '%s' is held by another owner (remaining "
                       "lease %" PRId64 " ms)", l->kind->label, l->name, ttl);
   if (rc != RLOCK_OK)
-    return rlock__wrongtype(l, rc);
+    return rc; /* rlock__lock_script worded a refusal already */
   char field[RLOCK_FIELD_MAX];
   rlock__field(l, owner, field);
   rc = rlock__hold_push(c, l->name, field, lease_ms, sent,

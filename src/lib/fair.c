@@ -10,10 +10,12 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common.h"
 #include "lock_int.h"
+#include "names.h"
 
 #define UNLOCK_MESSAGE "0"
 
@@ -67,13 +69,20 @@ static int release(rlock_lock *l, const char *owner, int64_t keep_ms,
   return rlock__lock_script(l, &rlock__script_fair_release, 4, 5, kv, out);
 }
 
+/* Deletes a lock of any kind (tools force-release a name without knowing
+ * its kind), so it also names the read-write channel to wake. */
 static int force_release(rlock_lock *l, redisReply **out) {
   char now[24];
   snprintf(now, sizeof now, "%" PRId64, rlock__epoch_ms());
-  const char *kv[7] = {l->name, l->queue, l->timeouts, l->channel,
-                       UNLOCK_MESSAGE, now, "PUBLISH"};
-  return rlock__lock_script(l, &rlock__script_fair_force_release, 4, 3, kv,
-                            out);
+  char *rw_channel = rlock__name_prefixed("redisson_rwlock", l->name);
+  if (rw_channel == NULL)
+    return rlock__err(RLOCK_ENOMEM, "out of memory");
+  const char *kv[8] = {l->name, l->queue, l->timeouts, l->channel,
+                       rw_channel, UNLOCK_MESSAGE, now, "PUBLISH"};
+  int rc = rlock__lock_script(l, &rlock__script_fair_force_release, 5, 3, kv,
+                              out);
+  free(rw_channel);
+  return rc;
 }
 
 static int inspect(rlock_lock *l, redisReply **out) {

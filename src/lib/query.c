@@ -31,34 +31,17 @@ static int query(rlock_lock *l, int argc, const char **argv, redisReply **r) {
   return rlock__wrongtype(l, rlock__cmd(l->client, l->name, argc, argv, NULL, r));
 }
 
-/* A read-write lock half is locked by its kind's rule, from a snapshot. */
-static int locked_by_kind(int *locked, rlock_lock *l) {
-  rlock_lock_info *info;
-  int rc = rlock_lock_inspect(&info, l);
-  if (rc == RLOCK_OK)
-    *locked = l->kind->locked(info);
-  rlock_lock_info_free(info);
-  return rc;
-}
-
+/* From a snapshot, so that a key which is not a lock is refused by the
+ * same rule as everywhere (lockcheck.lua); a read-write half is locked by
+ * its kind's rule. */
 int rlock_lock_is_locked(int *locked, rlock_lock *l) {
   if (locked == NULL)
     return rlock__err(RLOCK_EINVAL, "rlock_lock_is_locked: locked is NULL");
-  if (l != NULL && l->kind->locked != NULL)
-    return locked_by_kind(locked, l);
-  const char *argv[2] = {"TYPE", l ? l->name : ""};
-  redisReply *r;
-  int rc = query(l, 2, argv, &r);
-  if (rc != RLOCK_OK)
-    return rc;
-  if (r->type != REDIS_REPLY_STATUS)
-    rc = rlock__err(RLOCK_EPROTO, "TYPE returned reply type %d", r->type);
-  else if (strcmp(r->str, "none") == 0 || strcmp(r->str, "hash") == 0)
-    *locked = strcmp(r->str, "hash") == 0;
-  else
-    rc = rlock__err(RLOCK_EWRONGTYPE, "key '%s' holds a %s, not a lock",
-                    l->name, r->str);
-  freeReplyObject(r);
+  rlock_lock_info *info = NULL;
+  int rc = rlock_lock_inspect(&info, l);
+  if (rc == RLOCK_OK)
+    *locked = l->kind->locked ? l->kind->locked(info) : info->locked;
+  rlock_lock_info_free(info);
   return rc;
 }
 
@@ -137,7 +120,7 @@ static int fill_list(owner_list *list, const redisReply *r, size_t from,
   return RLOCK_OK;
 }
 
-static int parse_inspect(rlock_lock *l, const redisReply *r,
+static int parse_inspect(const redisReply *r,
                          rlock_lock_info *info) {
   if (r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
       r->element[0]->type != REDIS_REPLY_STRING ||
@@ -151,8 +134,7 @@ static int parse_inspect(rlock_lock *l, const redisReply *r,
   size_t nfields = (size_t)r->element[2]->integer;
   info->ttl_ms = r->element[1]->integer;
   if (strcmp(type, "none") != 0 && strcmp(type, "hash") != 0)
-    return rlock__err(RLOCK_EWRONGTYPE, "key '%s' holds a %s, not a %s",
-                      l->name, type, l->kind->label);
+    return rlock__err(RLOCK_EPROTO, "inspect returned key type '%s'", type);
   info->locked = strcmp(type, "hash") == 0;
   int rc = fill_list(&info->holders, r, 3, nfields / 2, info->mode,
                      sizeof info->mode);
@@ -173,7 +155,7 @@ int rlock_lock_inspect(rlock_lock_info **out, rlock_lock *l) {
   redisReply *r;
   int rc = l->kind->inspect(l, &r);
   if (rc == RLOCK_OK) {
-    rc = parse_inspect(l, r, info);
+    rc = parse_inspect(r, info);
     freeReplyObject(r);
   }
   if (rc != RLOCK_OK) {

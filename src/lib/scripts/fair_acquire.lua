@@ -9,7 +9,13 @@
 -- before trying again. Unlike Redisson, a queued waiter that finds the
 -- lock free while another waiter is at the head is told to wait for the
 -- head's deadline instead of 0, so it sleeps (until notified) rather than
--- spinning.
+-- spinning. A key that is not a plain or fair lock (lockcheck) is refused
+-- with a WRONGTYPE error before anything is written.
+-- @include lockcheck
+if redis.call('exists', KEYS[1]) == 1 then
+  local shape, refusal = lock_check(KEYS[1], 'plain')
+  if shape == nil then return refusal end
+end
 local now = tonumber(ARGV[4])
 local purged = false
 while true do

@@ -2,7 +2,12 @@
 -- deadlines. ARGV[1] now (epoch ms).
 -- Returns {type, pttl, nfields, field1, value1, ..., owner1, left1, ...}
 -- where the queue follows in order, each waiter with the milliseconds
--- left before its deadline.
+-- left before its deadline. Any lock layout is shown (tools inspect a
+-- name without knowing its kind); a key that is not a lock (lockcheck) is
+-- refused with a WRONGTYPE error.
+-- @include lockcheck
+local shape, refusal = lock_check(KEYS[1], 'any')
+if shape == nil then return refusal end
 local t = redis.call('type', KEYS[1]).ok
 local out = {t, redis.call('pttl', KEYS[1]), 0}
 if t == 'hash' then

@@ -28,8 +28,17 @@ if redis.call('exists', KEYS[1]) == 0 then
   notify_head()
   return 2
 end
-if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+local held = redis.pcall('hexists', KEYS[1], ARGV[3])
+if type(held) == 'table' then -- an error: not a hash
+  return redis.error_reply('WRONGTYPE key holds a ' ..
+                           redis.call('type', KEYS[1]).ok .. ', not a lock')
+end
+if held == 0 then
   return nil
+end
+if redis.call('hexists', KEYS[1], 'mode') == 1 then -- see lock_release.lua
+  return redis.error_reply('WRONGTYPE key holds a read-write lock, ' ..
+                           'not a plain or fair lock')
 end
 if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
   redis.call('pexpire', KEYS[1], ARGV[2])

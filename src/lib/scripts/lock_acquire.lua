@@ -1,9 +1,18 @@
 -- Acquire the reentrant lock (Redisson RLock layout).
--- KEYS[1] lock name.  ARGV[1] lease in ms, ARGV[2] owner "<uuid>:<thread>".
+-- KEYS[1] lock name.  ARGV[1] lease in ms, ARGV[2] owner (any string; rlock
+-- writes "<uuid>:<thread>").
 -- Returns nil when acquired (first hold or re-entry, lease reset to ARGV[1]),
--- otherwise the holder's remaining TTL in ms (-1: the key has no expiry).
-if redis.call('exists', KEYS[1]) == 0
-    or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+-- otherwise the holder's remaining TTL in ms. A key that is not a plain or
+-- fair lock (lockcheck) is refused with a WRONGTYPE error, untouched.
+-- @include lockcheck
+if redis.call('exists', KEYS[1]) == 0 then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+local shape, refusal = lock_check(KEYS[1], 'plain')
+if shape == nil then return refusal end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   return nil

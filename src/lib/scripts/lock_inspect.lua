@@ -1,7 +1,11 @@
 -- Snapshot a lock atomically. KEYS[1] lock name.
 -- Returns {type, pttl, nfields, field1, value1, ...}; type is 'none' for
--- an absent key and any other type name for a foreign key. (The fair
--- lock's inspect appends its queue after the fields.)
+-- an absent key, else 'hash'. A key that is not a lock of any kind
+-- (lockcheck) is refused with a WRONGTYPE error. (The fair lock's inspect
+-- appends its queue after the fields.)
+-- @include lockcheck
+local shape, refusal = lock_check(KEYS[1], 'any')
+if shape == nil then return refusal end
 local t = redis.call('type', KEYS[1]).ok
 local out = {t, redis.call('pttl', KEYS[1]), 0}
 if t == 'hash' then

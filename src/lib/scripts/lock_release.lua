@@ -3,9 +3,20 @@
 -- ARGV[1] unlock message "0", ARGV[2] lease to keep when holds remain,
 -- ARGV[3] owner, ARGV[4] publish command (PUBLISH, or SPUBLISH in cluster).
 -- Returns nil when ARGV[3] holds nothing, 0 when holds remain, 1 when the
--- lock was deleted (and one waiter notified).
-if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+-- lock was deleted (and one waiter notified). The owner's field proves the
+-- hash is a lock; only a read-write lock of the same owner could carry
+-- it, and that one is refused (WRONGTYPE), not decremented.
+local held = redis.pcall('hexists', KEYS[1], ARGV[3])
+if type(held) == 'table' then -- an error: not a hash
+  return redis.error_reply('WRONGTYPE key holds a ' ..
+                           redis.call('type', KEYS[1]).ok .. ', not a lock')
+end
+if held == 0 then
   return nil
+end
+if redis.call('hexists', KEYS[1], 'mode') == 1 then
+  return redis.error_reply('WRONGTYPE key holds a read-write lock, ' ..
+                           'not a plain or fair lock')
 end
 if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
   redis.call('pexpire', KEYS[1], ARGV[2])

@@ -4,9 +4,13 @@
 -- "<uuid>:<thread>", ARGV[3] the same owner's write field "<owner>:write".
 -- Each read hold i gets its own key KEYS[2]:i with the hold's lease, so a
 -- crashed reader's holds expire on their own. Returns nil when acquired,
--- else the lock's remaining TTL in ms.
-local mode = redis.call('hget', KEYS[1], 'mode')
-if mode == false then
+-- else the lock's remaining TTL in ms. A key that is not a read-write lock
+-- (lockcheck) is refused with a WRONGTYPE error before anything is
+-- written: Redisson would add a `mode` field to any hash.
+-- @include lockcheck
+local mode, refusal = lock_check(KEYS[1], 'rw')
+if mode == nil then return refusal end
+if mode == 'none' then
   redis.call('hset', KEYS[1], 'mode', 'read')
   redis.call('hset', KEYS[1], ARGV[2], 1)
   redis.call('set', KEYS[2] .. ':1', 1, 'px', ARGV[1])

@@ -5,9 +5,14 @@
 -- Returns nil when the owner holds no read hold, 0 when the lock lives on
 -- (other holds remain), 1 when it was deleted, 2 when it was already gone.
 -- The lock's TTL is recomputed from the timeout keys still alive, so holds
--- of crashed readers (keys expired) do not keep it.
-local mode = redis.call('hget', KEYS[1], 'mode')
-if mode == false then
+-- of crashed readers (keys expired) do not keep it. Hold counts come from
+-- the hash, so at most LOCK_PROBES timeout keys are probed; past that the
+-- lock keeps its current TTL (never shortened on a guess). A key that is
+-- not a read-write lock (lockcheck) is refused with a WRONGTYPE error.
+-- @include lockcheck
+local mode, refusal = lock_check(KEYS[1], 'rw')
+if mode == nil then return refusal end
+if mode == 'none' then
   redis.call(ARGV[3], KEYS[2], ARGV[1])
   return 2
 end
@@ -20,11 +25,13 @@ if left == 0 then
 end
 redis.call('del', KEYS[3] .. ':' .. (left + 1))
 if redis.call('hlen', KEYS[1]) > 1 then
-  local max = -3
+  local max, probes = -3, 0
   for _, field in ipairs(redis.call('hkeys', KEYS[1])) do
     local n = tonumber(redis.call('hget', KEYS[1], field))
     if n ~= nil then
       for i = n, 1, -1 do
+        if probes == LOCK_PROBES then return 0 end
+        probes = probes + 1
         local t = redis.call('pttl', KEYS[4] .. ':' .. field ..
                              ':rwlock_timeout:' .. i)
         max = math.max(t, max)

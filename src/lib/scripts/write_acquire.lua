@@ -4,9 +4,13 @@
 -- Returns nil when acquired (re-entry adds the lease to what is left, as
 -- Redisson does), the lock's remaining TTL in ms when held by others, or
 -- the status "UPGRADE" when the caller itself holds read holds: it would
--- wait on itself for ever (Redisson deadlocks there; we refuse).
-local mode = redis.call('hget', KEYS[1], 'mode')
-if mode == false then
+-- wait on itself for ever (Redisson deadlocks there; we refuse). A key
+-- that is not a read-write lock (lockcheck) is refused with a WRONGTYPE
+-- error before anything is written.
+-- @include lockcheck
+local mode, refusal = lock_check(KEYS[1], 'rw')
+if mode == nil then return refusal end
+if mode == 'none' then
   redis.call('hset', KEYS[1], 'mode', 'write')
   redis.call('hset', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])

@@ -6,9 +6,12 @@
 -- remain, 1 when the last one went (the lock deleted, or downgraded to
 -- read when the same owner still has read holds), 2 when it was gone.
 -- Unlike Redisson, a downgrade also publishes, so waiting readers enter at
--- once instead of at their TTL.
-local mode = redis.call('hget', KEYS[1], 'mode')
-if mode == false then
+-- once instead of at their TTL. A key that is not a read-write lock
+-- (lockcheck) is refused with a WRONGTYPE error.
+-- @include lockcheck
+local mode, refusal = lock_check(KEYS[1], 'rw')
+if mode == nil then return refusal end
+if mode == 'none' then
   redis.call(ARGV[4], KEYS[2], ARGV[1])
   return 2
 end
