@@ -103,8 +103,11 @@ static void print_human(const char *name, const rlock_lock_info *info) {
   if (ttl >= 0)
     cli_format_ms(left, sizeof left, ttl);
   const char *mode = rlock_lock_info_mode(info);
-  printf(": locked%s%s%s, %s%s\n", mode ? " for " : "", mode ? mode : "",
-         mode ? "ing" : "", ttl >= 0 ? "expires in " : "no expiry", left);
+  const char *what = mode == NULL               ? ""
+                     : strcmp(mode, "write") == 0 ? " for writing"
+                                                  : " for reading";
+  printf(": locked%s, %s%s\n", what, ttl >= 0 ? "expires in " : "no expiry",
+         left);
   for (size_t i = 0; i < rlock_lock_info_holder_count(info); i++)
     print_holder(info, i, mode != NULL);
   print_queue(info);

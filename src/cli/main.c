@@ -14,8 +14,9 @@
 #include "cli.h"
 
 static const char main_help[] =
-    "Usage: rlock [-u URL] [--watchdog DUR] exec [-w DUR] [-l DUR] NAME -- "
-    "COMMAND [ARG...]\n"
+    "Usage: rlock [-u URL]... [--watchdog DUR] exec [--fair|--read|--write] "
+    "[-w DUR] [-l DUR]\n"
+    "                  NAME [NAME...] -- COMMAND [ARG...]\n"
     "       rlock [-u URL] status [--json] NAME\n"
     "       rlock [-u URL] unlock --force NAME\n"
     "\n"

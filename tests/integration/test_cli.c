@@ -860,27 +860,73 @@ static void test_unreachable_server(void **state) {
   assert_false(file_exists(ran));
 }
 
-static void test_wrong_type_key(void **state) {
-  (void)state;
-  const char *name = "cli:string";
-  proc p;
-  freeReplyObject(rt_cmd(srv, "SET %s not-a-lock", name));
+/* Every command on `name` exits 65 with one line naming the key and
+ * saying `why`, prints nothing on stdout, and leaves the key as it was
+ * (compared with DUMP) and Redis answering. */
+static void refuse_key(const char *name, const char *why) {
+  redisReply *before = rt_cmd(srv, "DUMP %s", name);
+  assert_int_equal(before->type, REDIS_REPLY_STRING);
   const char *const *cases[] = {
       ARGS("-u", url, "exec", name, "--", "true"),
       ARGS("-u", url, "exec", "-w", "0", name, "--", "true"),
+      ARGS("-u", url, "exec", "--fair", "-w", "0", name, "--", "true"),
+      ARGS("-u", url, "exec", "--read", "-w", "0", name, "--", "true"),
+      ARGS("-u", url, "exec", "--write", "-w", "0", name, "--", "true"),
+      ARGS("-u", url, "exec", "--read", name, "--", "true"),
       ARGS("-u", url, "status", name),
       ARGS("-u", url, "status", "--json", name),
       ARGS("-u", url, "unlock", "--force", name),
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    proc p;
     run_expect(&p, 65, cases[i]);
-    assert_int_equal(count_lines(p.out[1]), 1);
-    assert_string_equal(p.out[0], "");
+    if (count_lines(p.out[1]) != 1 || strstr(p.out[1], name) == NULL ||
+        strstr(p.out[1], why) == NULL || p.len[0] != 0)
+      fail_msg("case %zu on '%s': stdout '%s', stderr '%s' (want '%s')", i,
+               name, p.out[0], p.out[1], why);
+    redisReply *after = rt_cmd(srv, "DUMP %s", name);
+    assert_int_equal(after->type, REDIS_REPLY_STRING);
+    if (after->len != before->len ||
+        memcmp(after->str, before->str, before->len) != 0)
+      fail_msg("case %zu changed key '%s'", i, name);
+    freeReplyObject(after);
   }
-  redisReply *r = rt_cmd(srv, "GET %s", name);
-  assert_string_equal(r->str, "not-a-lock");
-  freeReplyObject(r);
+  freeReplyObject(before);
+  redisReply *pong = rt_cmd(srv, "PING");
+  assert_string_equal(pong->str, "PONG");
+  freeReplyObject(pong);
   freeReplyObject(rt_cmd(srv, "DEL %s", name));
+}
+
+static void test_wrong_type_key(void **state) {
+  (void)state;
+  freeReplyObject(rt_cmd(srv, "SET cli:string not-a-lock"));
+  refuse_key("cli:string", "holds a string, not a lock");
+  freeReplyObject(rt_cmd(srv, "HSET user:42 name alice balance 20"));
+  refuse_key("user:42", "not a lock");
+  freeReplyObject(rt_cmd(srv, "HSET user:44 balance 99999999999"));
+  refuse_key("user:44", "no expiry, not a lock");
+}
+
+/* A plain lock and a read-write lock never share a name: the second
+ * family is refused (65), not queued behind the first or let in. */
+static void test_families_refused(void **state) {
+  (void)state;
+  const char *name = "cli:family";
+  proc p;
+  hold_foreign(name, FOREIGN, 1, 30000);
+  run_expect(&p, 65, ARGS("-u", url, "exec", "--read", "-w", "1s", name, "--",
+                          "true"));
+  assert_non_null(strstr(p.out[1], "not a read-write lock"));
+  freeReplyObject(rt_cmd(srv, "DEL %s", name));
+  freeReplyObject(rt_cmd(srv, "HSET %s mode write %s:write 1", name, FOREIGN));
+  freeReplyObject(rt_cmd(srv, "PEXPIRE %s 30000", name));
+  run_expect(&p, 65, ARGS("-u", url, "exec", "-w", "1s", name, "--", "true"));
+  assert_non_null(strstr(p.out[1], "holds a read-write lock"));
+  run_expect(&p, 0, ARGS("-u", url, "status", name));
+  assert_non_null(strstr(p.out[0], "locked for writing"));
+  run_expect(&p, 0, ARGS("-u", url, "unlock", "--force", name));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
 }
 
 /* Each is a usage error: 64, a reason and "Try 'rlock --help'.", nothing
@@ -949,6 +995,10 @@ static void test_help_and_version(void **state) {
     assert_non_null(strstr(p.out[0], "  64 "));
     assert_non_null(strstr(p.out[0], "  69 "));
   }
+  run_expect(&p, 0, ARGS("--help"));
+  for (const char *const *s = ARGS("--fair|--read|--write", "NAME [NAME...]",
+                                   "[-u URL]..."); *s; s++)
+    assert_non_null(strstr(p.out[0], *s));
   run_expect(&p, 0, ARGS("exec", "--help"));
   for (const char *const *s = ARGS("  75 ", "126", "127", "128+N"); *s; s++)
     assert_non_null(strstr(p.out[0], *s));
@@ -995,6 +1045,7 @@ int main(void) {
       cmocka_unit_test(test_unlock_force),
       cmocka_unit_test(test_unreachable_server),
       cmocka_unit_test(test_wrong_type_key),
+      cmocka_unit_test(test_families_refused),
       cmocka_unit_test(test_usage_errors),
       cmocka_unit_test(test_help_and_version),
       cmocka_unit_test(test_url_from_environment),
