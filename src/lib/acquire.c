@@ -59,6 +59,31 @@ static int64_t round_until(int64_t ttl_ms, int64_t deadline) {
   return until < deadline ? until : deadline;
 }
 
+/* One attempt: build the kind's call, run it, read its answer. */
+static int attempt(rlock_lock *l, const char *owner, int64_t lease,
+                   int64_t wait_ms, int64_t *ttl) {
+  rlock__call call;
+  rlock__reply *r;
+  l->kind->attempt(l, owner, lease, wait_ms, &call);
+  int rc = rlock__lock_run(l, &call, &r);
+  if (rc != RLOCK_OK)
+    return rc;
+  rc = rlock__attempt_result(l, r, ttl);
+  rlock__reply_free(r);
+  return rc;
+}
+
+/* Run a call whose outcome does not change the caller's: keeps the last
+ * error (the reason the caller is giving up or failing). */
+static void run_quietly(rlock_lock *l, rlock__call *call) {
+  rlock__saved_error saved;
+  rlock__reply *r;
+  rlock__error_save(&saved);
+  if (rlock__lock_run(l, call, &r) == RLOCK_OK)
+    rlock__reply_free(r);
+  rlock__error_restore(&saved);
+}
+
 /* Subscribe, then attempt on every wake-up. *sent is when the last attempt
  * was sent. */
 static int wait_and_retry(rlock_lock *l, const char *owner, int64_t lease,
@@ -75,7 +100,7 @@ static int wait_and_retry(rlock_lock *l, const char *owner, int64_t lease,
     return rc;
   for (;;) {
     *sent = rlock__now_us();
-    rc = l->kind->attempt(l, owner, lease, wait_ms, ttl);
+    rc = attempt(l, owner, lease, wait_ms, ttl);
     if (rc != RLOCK_ELOCKED || rlock__now_us() >= deadline)
       break;
     rlock__sub_wait(c, sub, round_until(*ttl, deadline), cancel);
@@ -106,12 +131,15 @@ int rlock__acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms,
   int64_t deadline = rlock__deadline_after_ms(wait_ms);
   int64_t ttl = -1, sent = rlock__now_us();
 
-  rc = l->kind->attempt(l, owner, lease, wait_ms, &ttl);
+  rc = attempt(l, owner, lease, wait_ms, &ttl);
   if (rc == RLOCK_ELOCKED && wait_ms != 0)
     rc = wait_and_retry(l, owner, lease, wait_ms, deadline, &ttl, &sent,
                         cancel);
-  if (rc != RLOCK_OK && l->kind->give_up != NULL && wait_ms != 0)
-    l->kind->give_up(l, owner, wait_ms);
+  rlock__call call;
+  if (rc != RLOCK_OK && l->kind->give_up != NULL && wait_ms != 0) {
+    l->kind->give_up(l, owner, wait_ms, &call);
+    run_quietly(l, &call);
+  }
   if (rc == RLOCK_ELOCKED && ttl < 0)
     return rlock__err(rc, "%s '%s' is held by another owner (no expiry)",
                       l->kind->label, l->name);
@@ -119,17 +147,16 @@ int rlock__acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms,
     return rlock__err(rc, "%s '%s' is held by another owner (remaining "
                       "lease %" PRId64 " ms)", l->kind->label, l->name, ttl);
   if (rc != RLOCK_OK)
-    return rc; /* rlock__lock_script worded a refusal already */
+    return rc; /* rlock__lock_run worded a refusal already */
   char field[RLOCK_FIELD_MAX];
   rlock__field(l, owner, field);
   rc = rlock__hold_push(c, l->name, field, lease_ms, sent,
                         l->kind->read_renewal ? l->base : NULL);
   if (rc != RLOCK_OK) { /* held but untracked: give it back */
-    redisReply *r;
-    if (l->kind->release(l, owner, lease, &r) == RLOCK_OK)
-      freeReplyObject(r);
     rlock__err(RLOCK_ENOMEM, "out of memory recording the hold of '%s' "
                "(released)", l->name);
+    l->kind->release(l, owner, lease, &call);
+    run_quietly(l, &call);
   }
   return rc;
 }

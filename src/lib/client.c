@@ -9,6 +9,7 @@
 #include <sys/random.h>
 
 #include "client_int.h"
+#include "cmd.h"
 #include "common.h"
 
 /* A random version-4 UUID in canonical lower-case form, as Redisson's
@@ -125,14 +126,15 @@ int rlock_client_owner(char *buf, size_t size, const rlock_client *c) {
 int rlock_client_ping(rlock_client *c, int64_t *rtt_us) {
   if (c == NULL)
     return rlock__err(RLOCK_EINVAL, "rlock_client_ping: client is NULL");
-  const char *argv[1] = {"PING"};
-  redisReply *r;
+  rlock__call call;
+  rlock__call_cmd(&call, "PING");
+  rlock__reply *r;
   int64_t t0 = rlock__now_us();
-  int rc = rlock__cmd(c, "", 1, argv, NULL, &r);
+  int rc = rlock__call_run(c, &call, &r);
   if (rc != RLOCK_OK)
     return rc;
   if (rtt_us != NULL)
     *rtt_us = rlock__now_us() - t0;
-  freeReplyObject(r);
+  rlock__reply_free(r);
   return RLOCK_OK;
 }

@@ -8,14 +8,11 @@
  * channel redisson_lock__channel:{name}:<owner>. A waiter that gives up
  * leaves the queue at once (fair_leave.lua, Redisson's acquireFailed).
  */
-#include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "common.h"
 #include "lock_int.h"
-#include "names.h"
 
 #define UNLOCK_MESSAGE "0"
 
@@ -25,17 +22,25 @@ static int64_t fair_wait(const rlock_lock *l, int64_t wait_ms) {
   return wait_ms > 0 ? wait_ms : l->client->cfg.fair_wait_timeout_ms;
 }
 
-static int attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
-                   int64_t wait_ms, int64_t *ttl_ms) {
-  char lease[24], wait[24], now[24];
-  snprintf(lease, sizeof lease, "%" PRId64, lease_ms);
-  snprintf(wait, sizeof wait, "%" PRId64, fair_wait(l, wait_ms));
-  snprintf(now, sizeof now, "%" PRId64, rlock__epoch_ms());
-  const char *kv[10] = {l->name, l->queue, l->timeouts, l->channel, lease,
-                        owner, wait, now, "PUBLISH", wait_ms != 0 ? "1" : "0"};
-  redisReply *r;
-  int rc = rlock__lock_script(l, &rlock__script_fair_acquire, 4, 6, kv, &r);
-  return rc == RLOCK_OK ? rlock__attempt_reply(l, r, ttl_ms) : rc;
+/* KEYS lock, queue, deadlines, channel prefix: every fair script's. */
+static void fair_keys(rlock_lock *l, rlock__call *call,
+                      const rlock__script *s) {
+  rlock__call_script(call, s);
+  rlock__call_key(call, l->name);
+  rlock__call_key(call, l->queue);
+  rlock__call_key(call, l->timeouts);
+  rlock__call_key(call, l->channel);
+}
+
+static void attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
+                    int64_t wait_ms, rlock__call *call) {
+  fair_keys(l, call, &rlock__script_fair_acquire);
+  rlock__call_num(call, lease_ms);
+  rlock__call_arg(call, owner);
+  rlock__call_num(call, fair_wait(l, wait_ms));
+  rlock__call_num(call, rlock__epoch_ms());
+  rlock__call_arg(call, rlock__publish_cmd(l->client));
+  rlock__call_arg(call, wait_ms != 0 ? "1" : "0");
 }
 
 static const char *channel(rlock_lock *l, const char *owner, char *buf,
@@ -44,52 +49,40 @@ static const char *channel(rlock_lock *l, const char *owner, char *buf,
   return buf;
 }
 
-/* Leave the queue; keeps the caller's last error (the reason it gave up). */
-static void give_up(rlock_lock *l, const char *owner, int64_t wait_ms) {
-  rlock__saved_error saved;
-  char wait[24];
-  rlock__error_save(&saved);
-  snprintf(wait, sizeof wait, "%" PRId64, fair_wait(l, wait_ms));
-  const char *kv[7] = {l->name, l->queue, l->timeouts, l->channel, owner,
-                       wait, "PUBLISH"};
-  redisReply *r;
-  if (rlock__lock_script(l, &rlock__script_fair_leave, 4, 3, kv, &r) ==
-      RLOCK_OK)
-    freeReplyObject(r);
-  rlock__error_restore(&saved);
+static void give_up(rlock_lock *l, const char *owner, int64_t wait_ms,
+                    rlock__call *call) {
+  fair_keys(l, call, &rlock__script_fair_leave);
+  rlock__call_arg(call, owner);
+  rlock__call_num(call, fair_wait(l, wait_ms));
+  rlock__call_arg(call, rlock__publish_cmd(l->client));
 }
 
-static int release(rlock_lock *l, const char *owner, int64_t keep_ms,
-                   redisReply **out) {
-  char keep[24], now[24];
-  snprintf(keep, sizeof keep, "%" PRId64, keep_ms);
-  snprintf(now, sizeof now, "%" PRId64, rlock__epoch_ms());
-  const char *kv[9] = {l->name, l->queue, l->timeouts, l->channel,
-                       UNLOCK_MESSAGE, keep, owner, now, "PUBLISH"};
-  return rlock__lock_script(l, &rlock__script_fair_release, 4, 5, kv, out);
+static void release(rlock_lock *l, const char *owner, int64_t keep_ms,
+                    rlock__call *call) {
+  fair_keys(l, call, &rlock__script_fair_release);
+  rlock__call_arg(call, UNLOCK_MESSAGE);
+  rlock__call_num(call, keep_ms);
+  rlock__call_arg(call, owner);
+  rlock__call_num(call, rlock__epoch_ms());
+  rlock__call_arg(call, rlock__publish_cmd(l->client));
 }
 
 /* Deletes a lock of any kind (tools force-release a name without knowing
  * its kind), so it also names the read-write channel to wake. */
-static int force_release(rlock_lock *l, redisReply **out) {
-  char now[24];
-  snprintf(now, sizeof now, "%" PRId64, rlock__epoch_ms());
-  char *rw_channel = rlock__name_prefixed("redisson_rwlock", l->name);
-  if (rw_channel == NULL)
-    return rlock__err(RLOCK_ENOMEM, "out of memory");
-  const char *kv[8] = {l->name, l->queue, l->timeouts, l->channel,
-                       rw_channel, UNLOCK_MESSAGE, now, "PUBLISH"};
-  int rc = rlock__lock_script(l, &rlock__script_fair_force_release, 5, 3, kv,
-                              out);
-  free(rw_channel);
-  return rc;
+static void force_release(rlock_lock *l, rlock__call *call) {
+  fair_keys(l, call, &rlock__script_fair_force_release);
+  rlock__call_key(call, l->rw_channel);
+  rlock__call_arg(call, UNLOCK_MESSAGE);
+  rlock__call_num(call, rlock__epoch_ms());
+  rlock__call_arg(call, rlock__publish_cmd(l->client));
 }
 
-static int inspect(rlock_lock *l, redisReply **out) {
-  char now[24];
-  snprintf(now, sizeof now, "%" PRId64, rlock__epoch_ms());
-  const char *kv[4] = {l->name, l->queue, l->timeouts, now};
-  return rlock__lock_script(l, &rlock__script_fair_inspect, 3, 1, kv, out);
+static void inspect(rlock_lock *l, rlock__call *call) {
+  rlock__call_script(call, &rlock__script_fair_inspect);
+  rlock__call_key(call, l->name);
+  rlock__call_key(call, l->queue);
+  rlock__call_key(call, l->timeouts);
+  rlock__call_num(call, rlock__epoch_ms());
 }
 
 static const rlock__kind fair_kind = {

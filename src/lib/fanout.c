@@ -19,88 +19,47 @@ static void finish(rlock__fan *f, int rc) {
     snprintf(f->error, sizeof f->error, "%s", rlock_error_last()->message);
 }
 
-/* Encode and send the script (EVALSHA, or EVAL when `eval`). */
-static int send_script(rlock__fan *f, int eval) {
-  int argc = 3 + f->nkeys + f->nargs;
-  const char **argv = malloc((size_t)argc * sizeof *argv);
-  size_t *lens = malloc((size_t)argc * sizeof *lens);
-  char nk[16];
-  int rc = RLOCK_OK;
-  if (argv == NULL || lens == NULL) {
-    rc = rlock__err(RLOCK_ENOMEM, "out of memory");
-    goto out;
-  }
-  snprintf(nk, sizeof nk, "%d", f->nkeys);
-  argv[0] = eval ? "EVAL" : "EVALSHA";
-  argv[1] = eval ? f->script->text : f->script->sha;
-  argv[2] = nk;
-  lens[0] = strlen(argv[0]);
-  lens[1] = eval ? f->script->len : 40;
-  lens[2] = strlen(nk);
-  for (int i = 0; i < f->nkeys + f->nargs; i++) {
-    argv[3 + i] = f->kv[i];
-    lens[3 + i] = strlen(f->kv[i]);
-  }
-  char *cmd;
-  long len = rlock__conn_format(&cmd, argc, argv, lens);
-  if (len < 0) {
-    rc = rlock__err(RLOCK_ENOMEM, "out of memory");
-    goto out;
-  }
-  rc = rlock__conn_send(f->conn, cmd, (size_t)len);
-  free(cmd);
-out:
-  free(argv);
-  free(lens);
+/* Encode and send what the request wants sent next. */
+static int send_next(rlock__fan *f) {
+  char *buf;
+  long len = rlock__req_encode(&f->req, &buf);
+  if (len < 0)
+    return rlock_error_last()->code;
+  int rc = rlock__conn_send(f->conn, buf, (size_t)len);
+  free(buf);
   return rc;
 }
 
 static void start(rlock__fan *f) {
   f->done = 0;
-  f->eval_sent = 0;
   f->reply = NULL;
   f->conn = NULL;
   f->error[0] = '\0';
-  f->pool = rlock__route(f->client, f->kv[0]);
+  rlock__req_init(&f->req, &f->call);
+  f->pool = rlock__route(f->client, rlock__call_route_key(&f->call));
   int rc = rlock__pool_get(f->pool, &f->conn);
-  if (rc == RLOCK_OK) {
+  if (rc != RLOCK_OK) {
+    f->conn = NULL;
+  } else {
     f->conn->io_deadline_us = rlock__deadline_after_ms(f->conn->timeout_ms);
-    rc = send_script(f, 0);
+    rc = send_next(f);
   }
   if (rc != RLOCK_OK)
     finish(f, rc);
 }
 
-/* Map an error reply to a status (WRONGTYPE, ...); frees it. */
-static int error_reply(rlock__fan *f, redisReply *r) {
-  int code = strstr(r->str, "WRONGTYPE") ? RLOCK_EWRONGTYPE
-             : strncmp(r->str, "NOAUTH", 6) == 0 ? RLOCK_EAUTH
-                                                 : RLOCK_ESERVER;
-  rlock__err(code, "redis %s: %s", f->conn->where, r->str);
-  freeReplyObject(r);
-  return code;
-}
-
-/* Read what arrived for `f`; finish it when its reply is complete. */
+/* Read what arrived for `f`; finish it when its request is done. */
 static void on_readable(rlock__fan *f) {
-  redisReply *r = NULL;
+  rlock__reply *r = NULL;
   int rc = rlock__conn_read_some(f->conn);
-  while (rc == RLOCK_OK && (rc = rlock__conn_take_reply(f->conn, &r)) ==
-                               RLOCK_OK && r != NULL) {
-    if (r->type == REDIS_REPLY_ERROR && !f->eval_sent &&
-        strncmp(r->str, "NOSCRIPT", 8) == 0) {
-      freeReplyObject(r);
-      f->eval_sent = 1;
-      rc = send_script(f, 1);
-      continue;
-    }
-    if (r->type == REDIS_REPLY_ERROR) {
-      finish(f, error_reply(f, r));
+  while (rc == RLOCK_OK && (rc = rlock__conn_take(f->conn, &r)) == RLOCK_OK &&
+         r != NULL) {
+    if (rlock__req_feed(&f->req, f->conn->where, r) == RLOCK__STEP_DONE) {
+      f->reply = f->req.reply;
+      finish(f, f->req.rc);
       return;
     }
-    f->reply = r;
-    finish(f, RLOCK_OK);
-    return;
+    rc = send_next(f);
   }
   if (rc != RLOCK_OK)
     finish(f, rc);
@@ -155,6 +114,7 @@ static void settle(rlock__fan *reqs, size_t n, int abandoned) {
       rlock__pool_put(f->pool, f->conn);
     }
     f->conn = NULL;
+    rlock__call_clear(&f->call);
   }
 }
 

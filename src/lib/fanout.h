@@ -2,9 +2,9 @@
  * fanout.h - one script on several servers at once, from one thread.
  *
  * Each request borrows a connection from its client's pool and sends its
- * script; then one poll() loop collects the replies as they come (EVAL
- * after NOSCRIPT included), so N servers cost about one round trip, not
- * N. After every completed request a `decide` callback may end the round
+ * call; then one poll() loop collects the replies as they come and feeds
+ * them to each call's request state machine (cmd.h: EVAL after NOSCRIPT,
+ * the error rule), so N servers cost about one round trip, not N. After every completed request a `decide` callback may end the round
  * early (a quorum reached, or no longer reachable): requests still pending
  * are then abandoned and their connections dropped, since a reply may
  * still be on its way.
@@ -12,12 +12,11 @@
 #ifndef RLOCK_FANOUT_H
 #define RLOCK_FANOUT_H
 
-#include <hiredis/hiredis.h>
 #include <stdint.h>
 
+#include "cmd.h"
 #include "conn.h"
 #include "pool.h"
-#include "script.h"
 
 typedef struct rlock_client rlock_client;
 
@@ -30,24 +29,22 @@ typedef struct rlock_client rlock_client;
 typedef struct rlock__fan {
   /* in */
   rlock_client *client;
-  const rlock__script *script;
-  int nkeys;
-  int nargs;
-  const char **kv; /* keys then arguments; routed by kv[0] */
+  rlock__call call; /* built by the caller (any kind's call builder) */
   /* out */
-  int rc;            /* RLOCK_OK (reply set), an error, RLOCK__EABANDONED */
-  redisReply *reply; /* on RLOCK_OK; the caller frees it */
-  char error[256];   /* the message when rc is an error */
+  int rc;              /* RLOCK_OK (reply set), an error, RLOCK__EABANDONED */
+  rlock__reply *reply; /* on RLOCK_OK; the caller frees it */
+  char error[256];     /* the message when rc is an error */
   /* private */
+  rlock__req req;
   rlock__pool *pool;
   rlock__conn *conn;
   int done;
-  int eval_sent;
 } rlock__fan;
 
 /* Run `n` requests concurrently until each is done, `deadline_us` passes
  * (pending ones fail with RLOCK_ETIMEOUT) or decide(arg) returns nonzero
- * after a completion (pending ones get RLOCK__EABANDONED). */
+ * after a completion (pending ones get RLOCK__EABANDONED). Clears every
+ * request's call. */
 void rlock__fanout(rlock__fan *reqs, size_t n, int64_t deadline_us,
                    int (*decide)(void *arg), void *arg);
 

@@ -14,36 +14,38 @@
 
 #define UNLOCK_MESSAGE "0"
 
-int rlock__lock_script(rlock_lock *l, const rlock__script *s, int nkeys,
-                       int nargs, const char **kv, redisReply **out) {
-  int rc = rlock__cmd_script(l->client, s, nkeys, nargs, kv, NULL, out);
+int rlock__lock_run(rlock_lock *l, rlock__call *call, rlock__reply **out) {
+  int rc = rlock__call_run(l->client, call, out);
   return rc == RLOCK_OK ? rc : rlock__wrongtype(l, rc);
 }
 
-int rlock__attempt_reply(rlock_lock *l, redisReply *r, int64_t *ttl_ms) {
-  int rc = RLOCK_OK;
-  if (r->type == REDIS_REPLY_INTEGER) {
+int rlock__attempt_result(const rlock_lock *l, const rlock__reply *r,
+                          int64_t *ttl_ms) {
+  if (r->type == RLOCK__R_NIL)
+    return RLOCK_OK;
+  if (r->type == RLOCK__R_INT) {
     *ttl_ms = r->integer;
-    rc = RLOCK_ELOCKED;
-  } else if (r->type != REDIS_REPLY_NIL) {
-    rc = rlock__err(RLOCK_EPROTO, "%s acquire script returned reply type %d",
-                    l->kind->label, r->type);
+    return RLOCK_ELOCKED;
   }
-  freeReplyObject(r);
-  return rc;
+  if (rlock__reply_is(r, "UPGRADE"))
+    return rlock__err(RLOCK_EDEADLK,
+                      "read-write lock '%s': this thread holds read holds, "
+                      "so waiting for the write hold would wait on itself; "
+                      "release the read holds first", l->name);
+  return rlock__err(RLOCK_EPROTO, "%s acquire script returned an "
+                    "unexpected reply type (%s)", l->kind->label,
+                    rlock__reply_type_name(r));
 }
 
 /* ---- the reentrant kind ------------------------------------------------ */
 
-static int attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
-                   int64_t wait_ms, int64_t *ttl_ms) {
+static void attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
+                    int64_t wait_ms, rlock__call *call) {
   (void)wait_ms;
-  char lease[24];
-  snprintf(lease, sizeof lease, "%" PRId64, lease_ms);
-  const char *kv[3] = {l->name, lease, owner};
-  redisReply *r;
-  int rc = rlock__lock_script(l, &rlock__script_lock_acquire, 1, 2, kv, &r);
-  return rc == RLOCK_OK ? rlock__attempt_reply(l, r, ttl_ms) : rc;
+  rlock__call_script(call, &rlock__script_lock_acquire);
+  rlock__call_key(call, l->name);
+  rlock__call_num(call, lease_ms);
+  rlock__call_arg(call, owner);
 }
 
 static const char *channel(rlock_lock *l, const char *owner, char *buf,
@@ -52,24 +54,28 @@ static const char *channel(rlock_lock *l, const char *owner, char *buf,
   return l->channel;
 }
 
-static int release(rlock_lock *l, const char *owner, int64_t keep_ms,
-                   redisReply **out) {
-  char keep[24];
-  snprintf(keep, sizeof keep, "%" PRId64, keep_ms);
-  const char *kv[6] = {l->name, l->channel, UNLOCK_MESSAGE, keep, owner,
-                       "PUBLISH"};
-  return rlock__lock_script(l, &rlock__script_lock_release, 2, 4, kv, out);
+static void release(rlock_lock *l, const char *owner, int64_t keep_ms,
+                    rlock__call *call) {
+  rlock__call_script(call, &rlock__script_lock_release);
+  rlock__call_key(call, l->name);
+  rlock__call_key(call, l->channel);
+  rlock__call_arg(call, UNLOCK_MESSAGE);
+  rlock__call_num(call, keep_ms);
+  rlock__call_arg(call, owner);
+  rlock__call_arg(call, rlock__publish_cmd(l->client));
 }
 
-static int force_release(rlock_lock *l, redisReply **out) {
-  const char *kv[4] = {l->name, l->channel, UNLOCK_MESSAGE, "PUBLISH"};
-  return rlock__lock_script(l, &rlock__script_lock_force_release, 2, 2, kv,
-                            out);
+static void force_release(rlock_lock *l, rlock__call *call) {
+  rlock__call_script(call, &rlock__script_lock_force_release);
+  rlock__call_key(call, l->name);
+  rlock__call_key(call, l->channel);
+  rlock__call_arg(call, UNLOCK_MESSAGE);
+  rlock__call_arg(call, rlock__publish_cmd(l->client));
 }
 
-static int inspect(rlock_lock *l, redisReply **out) {
-  const char *kv[1] = {l->name};
-  return rlock__lock_script(l, &rlock__script_lock_inspect, 1, 0, kv, out);
+static void inspect(rlock_lock *l, rlock__call *call) {
+  rlock__call_script(call, &rlock__script_lock_inspect);
+  rlock__call_key(call, l->name);
 }
 
 static const rlock__kind reentrant_kind = {
@@ -111,11 +117,13 @@ int rlock__lock_alloc(rlock_lock **out, rlock_client *client, const char *name,
   if (keys == RLOCK__KEYS_FAIR) {
     l->queue = rlock__name_prefixed("redisson_lock_queue", name);
     l->timeouts = rlock__name_prefixed("redisson_lock_timeout", name);
+    l->rw_channel = rlock__name_prefixed("redisson_rwlock", name);
   }
   if (keys == RLOCK__KEYS_RW)
     l->base = rlock__name_braced(name);
   if (l->name == NULL || l->channel == NULL ||
-      (keys == RLOCK__KEYS_FAIR && (l->queue == NULL || l->timeouts == NULL)) ||
+      (keys == RLOCK__KEYS_FAIR &&
+       (l->queue == NULL || l->timeouts == NULL || l->rw_channel == NULL)) ||
       (keys == RLOCK__KEYS_RW && l->base == NULL)) {
     rlock_lock_free(l);
     return rlock__err(RLOCK_ENOMEM, "out of memory");
@@ -141,6 +149,7 @@ void rlock_lock_free(rlock_lock *l) {
   free(l->queue);
   free(l->timeouts);
   free(l->base);
+  free(l->rw_channel);
   free(l);
 }
 
@@ -169,9 +178,9 @@ int rlock_lock_try_acquire_cancel(rlock_lock *l, int64_t wait_ms,
 /* Interpret a release script's answer given what we knew locally about
  * the hold of `field`. */
 static int release_result(rlock_lock *l, const char *field, int state,
-                          const redisReply *r) {
-  int gone = r->type == REDIS_REPLY_NIL ||
-             (r->type == REDIS_REPLY_INTEGER && r->integer == 2);
+                          const rlock__reply *r) {
+  int gone = r->type == RLOCK__R_NIL ||
+             (r->type == RLOCK__R_INT && r->integer == 2);
   if (gone && state == RLOCK__HOLD_NONE)
     return rlock__err(RLOCK_ENOTHELD, "%s '%s' is not held by this thread "
                       "(%s)", l->kind->label, l->name, field);
@@ -179,9 +188,9 @@ static int release_result(rlock_lock *l, const char *field, int state,
     return rlock__err(RLOCK_ELOST, "%s '%s' was lost before release: it "
                       "expired or was deleted while held", l->kind->label,
                       l->name);
-  if (r->type != REDIS_REPLY_INTEGER)
-    return rlock__err(RLOCK_EPROTO, "unlock script returned reply type %d",
-                      r->type);
+  if (r->type != RLOCK__R_INT)
+    return rlock__err(RLOCK_EPROTO, "unlock script returned a %s",
+                      rlock__reply_type_name(r));
   if (r->integer == 1) /* our last hold went: nothing left to renew */
     rlock__hold_forget(l->client, l->name, field);
   return RLOCK_OK;
@@ -197,25 +206,29 @@ int rlock_lock_release(rlock_lock *l) {
   int64_t keep_ms;
   /* Stop renewal first: a release must never be outlived by renewal. */
   rlock__hold_pop(l->client, l->name, field, &state, &keep_ms);
-  redisReply *r;
-  int rc = l->kind->release(l, owner, keep_ms, &r);
+  rlock__call call;
+  rlock__reply *r;
+  l->kind->release(l, owner, keep_ms, &call);
+  int rc = rlock__lock_run(l, &call, &r);
   if (rc != RLOCK_OK)
     return rc;
   rc = release_result(l, field, state, r);
-  freeReplyObject(r);
+  rlock__reply_free(r);
   return rc;
 }
 
 int rlock_lock_force_release(int *deleted, rlock_lock *l) {
   if (l == NULL)
     return rlock__err(RLOCK_EINVAL, "lock is NULL");
-  redisReply *r;
-  int rc = l->kind->force_release(l, &r);
+  rlock__call call;
+  rlock__reply *r;
+  l->kind->force_release(l, &call);
+  int rc = rlock__lock_run(l, &call, &r);
   if (rc != RLOCK_OK)
     return rc;
-  if (r->type != REDIS_REPLY_INTEGER) {
-    rc = rlock__err(RLOCK_EPROTO, "force-unlock script returned type %d",
-                    r->type);
+  if (r->type != RLOCK__R_INT) {
+    rc = rlock__err(RLOCK_EPROTO, "force-unlock script returned a %s",
+                    rlock__reply_type_name(r));
   } else {
     /* Only a deletion ends local holds: a read lock's force release does
      * nothing to a write-held lock, whose renewal must go on. */
@@ -224,7 +237,7 @@ int rlock_lock_force_release(int *deleted, rlock_lock *l) {
     if (deleted != NULL)
       *deleted = r->integer == 1;
   }
-  freeReplyObject(r);
+  rlock__reply_free(r);
   return rc;
 }
 

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "client_int.h"
+#include "cmd.h"
 #include "rlock/lock.h"
 
 typedef struct rlock__kind {
@@ -23,26 +24,30 @@ typedef struct rlock__kind {
   const char *field_suffix;
   /* Renew holds with renew_read.lua (read holds' timeout keys). */
   int read_renewal;
-  /* One attempt. RLOCK_OK: acquired. RLOCK_ELOCKED: held by another owner
-   * and *ttl_ms is its remaining lease (-1: no expiry). Anything else is a
-   * failure with the last error set. Must not set the last error on
-   * RLOCK_ELOCKED (the loop writes the final message). */
-  int (*attempt)(rlock_lock *l, const char *owner, int64_t lease_ms,
-                 int64_t wait_ms, int64_t *ttl_ms);
+  /* The kind's operations are calls it builds, never runs: the blocking
+   * path runs them (rlock__lock_run), RedLock fans them out, and an
+   * event loop could drive them. */
+  /* One attempt. Reply: nil = acquired; an integer = held by another
+   * owner, its remaining lease in ms; the status "UPGRADE" = the caller
+   * holds read holds of the lock whose write half it asks for. */
+  void (*attempt)(rlock_lock *l, const char *owner, int64_t lease_ms,
+                  int64_t wait_ms, rlock__call *call);
   /* The channel `owner` waits on; may be l->channel. */
   const char *(*channel)(rlock_lock *l, const char *owner, char *buf,
                          size_t size);
-  /* Called when a waiting acquisition gives up; may be NULL. */
-  void (*give_up)(rlock_lock *l, const char *owner, int64_t wait_ms);
-  /* Run the release script: reply nil (not held), 0 (holds remain), 1
-   * (deleted) or 2 (the lock was already gone). */
-  int (*release)(rlock_lock *l, const char *owner, int64_t keep_ms,
-                 redisReply **out);
-  /* Run the force-release script: reply 1 (deleted) or 0. */
-  int (*force_release)(rlock_lock *l, redisReply **out);
-  /* Run the inspect script: reply {type, pttl, nfields, fields...,
-   * then queue owner/ms-left pairs}. */
-  int (*inspect)(rlock_lock *l, redisReply **out);
+  /* Leave the wait queue when a waiting acquisition gives up; NULL for
+   * kinds without a queue. */
+  void (*give_up)(rlock_lock *l, const char *owner, int64_t wait_ms,
+                  rlock__call *call);
+  /* Release one hold. Reply: nil (not held), 0 (holds remain), 1 (the
+   * last hold went) or 2 (the lock was already gone). */
+  void (*release)(rlock_lock *l, const char *owner, int64_t keep_ms,
+                  rlock__call *call);
+  /* Force release. Reply: 1 (deleted) or 0. */
+  void (*force_release)(rlock_lock *l, rlock__call *call);
+  /* Inspect. Reply: {type, pttl, nfields, fields..., then queue
+   * owner/ms-left pairs}. */
+  void (*inspect)(rlock_lock *l, rlock__call *call);
   /* Whether the lock counts as locked given its inspected mode and
    * holders; NULL: whenever the key exists. */
   int (*locked)(const rlock_lock_info *info);
@@ -56,6 +61,8 @@ struct rlock_lock {
   char *queue;    /* fair lock: redisson_lock_queue:{name}, else NULL */
   char *timeouts; /* fair lock: redisson_lock_timeout:{name}, else NULL */
   char *base;     /* read-write lock: timeout-key base {name}, else NULL */
+  char *rw_channel; /* fair lock: redisson_rwlock:{name} (force release
+                       wakes a read-write lock's waiters), else NULL */
 };
 
 /* Which extra keys rlock__lock_alloc derives. */
@@ -74,10 +81,9 @@ void rlock__field(const rlock_lock *l, const char *owner, char *buf);
 int rlock__lock_alloc(rlock_lock **out, rlock_client *client, const char *name,
                       const rlock__kind *kind, enum rlock__keys keys);
 
-/* Run a script with kv of the lock's keys and arguments; maps WRONGTYPE to
- * a message naming the lock. */
-int rlock__lock_script(rlock_lock *l, const rlock__script *s, int nkeys,
-                       int nargs, const char **kv, redisReply **out);
+/* Run a call about the lock; words a WRONGTYPE refusal with the lock's
+ * name (rlock__wrongtype). */
+int rlock__lock_run(rlock_lock *l, rlock__call *call, rlock__reply **out);
 
 /* Validate durations for the public API. */
 int rlock__check_wait(int64_t wait_ms);
@@ -93,9 +99,11 @@ int rlock__acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms,
 /* 1 when `l` is a reentrant lock (rlock_lock_new). */
 int rlock__lock_is_plain(const rlock_lock *l);
 
-/* Interpret an acquire script's reply and free it: nil is RLOCK_OK, an
- * integer RLOCK_ELOCKED with *ttl_ms set, anything else RLOCK_EPROTO. */
-int rlock__attempt_reply(rlock_lock *l, redisReply *r, int64_t *ttl_ms);
+/* Interpret an attempt's reply (not freed): RLOCK_OK when acquired,
+ * RLOCK_ELOCKED with *ttl_ms set when held by another owner (no message
+ * set), RLOCK_EDEADLK for a refused upgrade, else RLOCK_EPROTO. */
+int rlock__attempt_result(const rlock_lock *l, const rlock__reply *r,
+                          int64_t *ttl_ms);
 
 /* Set a clearer message when a command failed on a wrong-type key. */
 int rlock__wrongtype(const rlock_lock *l, int rc);

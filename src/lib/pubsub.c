@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "client_int.h"
+#include "cmd.h"
 #include "common.h"
 
 #define BACKOFF_MIN_MS 25
@@ -206,22 +207,19 @@ static void on_confirm(rlock__pubsub *ps, rlock__sub *s, int subscribed) {
 }
 
 /* Handle one reply on the subscriber connection. */
-static void on_push(rlock__pubsub *ps, const redisReply *r) {
-  if (r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
-      r->element[0]->type != REDIS_REPLY_STRING ||
-      r->element[1]->type != REDIS_REPLY_STRING)
+static void on_push(rlock__pubsub *ps, const rlock__reply *r) {
+  if (r->type != RLOCK__R_ARRAY || r->n < 3 ||
+      r->elem[0]->type != RLOCK__R_STR || r->elem[1]->type != RLOCK__R_STR)
     return;
-  const char *kind = r->element[0]->str;
-  const redisReply *ch = r->element[1];
+  const rlock__reply *kind = r->elem[0], *ch = r->elem[1];
   pthread_mutex_lock(&ps->mu);
   rlock__sub *s = rlock__map_get(&ps->subs, ch->str, ch->len);
   if (s != NULL) {
-    if (strcmp(kind, "message") == 0 &&
-        r->element[2]->type == REDIS_REPLY_STRING)
-      deliver(s, r->element[2]->str);
-    else if (strcmp(kind, "subscribe") == 0)
+    if (rlock__reply_is(kind, "message") && r->elem[2]->type == RLOCK__R_STR)
+      deliver(s, r->elem[2]->str);
+    else if (rlock__reply_is(kind, "subscribe"))
       on_confirm(ps, s, 1);
-    else if (strcmp(kind, "unsubscribe") == 0)
+    else if (rlock__reply_is(kind, "unsubscribe"))
       on_confirm(ps, s, 0);
   }
   pthread_mutex_unlock(&ps->mu);
@@ -254,16 +252,13 @@ static void drop_conn(rlock_client *c) {
 }
 
 /* An error reply on the subscriber connection (an ACL refusing a
- * channel, ...): waiters for a confirmation fail with the server's text,
- * and the connection is redone after the back-off. */
-static void on_error_reply(rlock_client *c, const redisReply *r) {
-  int code = strncmp(r->str, "NOPERM", 6) == 0 || strncmp(r->str, "NOAUTH", 6) == 0
-                 ? RLOCK_EAUTH
-                 : RLOCK_ESERVER;
-  char msg[300];
-  snprintf(msg, sizeof msg, "redis %s: %s", c->ps.conn->where, r->str);
+ * channel, ...): waiters for a confirmation fail with the status the one
+ * error rule gives (cmd.h), and the connection is redone after the
+ * back-off. */
+static void on_error_reply(rlock_client *c, const rlock__reply *r) {
+  int code = rlock__error_status(c->ps.conn->where, r);
   pthread_mutex_lock(&c->ps.mu);
-  record_failure(&c->ps, code, msg);
+  record_failure(&c->ps, code, rlock_error_last()->message);
   pthread_mutex_unlock(&c->ps.mu);
 }
 
@@ -275,19 +270,19 @@ static void read_pushes(rlock_client *c) {
   c->ps.last_rx_us = rlock__now_us(); /* background thread only */
   c->ps.ping_sent_us = 0;
   for (;;) {
-    redisReply *r;
-    if (rlock__conn_take_reply(c->ps.conn, &r) != RLOCK_OK) {
+    rlock__reply *r;
+    if (rlock__conn_take(c->ps.conn, &r) != RLOCK_OK) {
       drop_conn(c);
       return;
     }
     if (r == NULL)
       return;
-    int failed = r->type == REDIS_REPLY_ERROR;
+    int failed = r->type == RLOCK__R_ERROR;
     if (failed)
       on_error_reply(c, r);
     else
       on_push(&c->ps, r);
-    freeReplyObject(r);
+    rlock__reply_free(r);
     if (failed) {
       drop_conn(c);
       return;

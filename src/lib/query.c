@@ -24,13 +24,6 @@ struct rlock_lock_info {
   owner_list queue;
 };
 
-/* Run a plain command about the lock; maps WRONGTYPE to a clear message. */
-static int query(rlock_lock *l, int argc, const char **argv, redisReply **r) {
-  if (l == NULL)
-    return rlock__err(RLOCK_EINVAL, "lock is NULL");
-  return rlock__wrongtype(l, rlock__cmd(l->client, l->name, argc, argv, NULL, r));
-}
-
 /* From a snapshot, so that a key which is not a lock is refused by the
  * same rule as everywhere (lockcheck.lua); a read-write half is locked by
  * its kind's rule. */
@@ -58,23 +51,27 @@ int rlock_lock_is_held(int *held, rlock_lock *l) {
 int rlock_lock_hold_count(int64_t *count, rlock_lock *l) {
   if (count == NULL)
     return rlock__err(RLOCK_EINVAL, "rlock_lock_hold_count: count is NULL");
-  char owner[RLOCK_OWNER_MAX], field[RLOCK_FIELD_MAX] = "";
-  if (l != NULL) {
-    rlock__owner(l->client, owner);
-    rlock__field(l, owner, field);
-  }
-  const char *argv[3] = {"HGET", l ? l->name : "", field};
-  redisReply *r;
-  int rc = query(l, 3, argv, &r);
+  if (l == NULL)
+    return rlock__err(RLOCK_EINVAL, "lock is NULL");
+  char owner[RLOCK_OWNER_MAX], field[RLOCK_FIELD_MAX];
+  rlock__owner(l->client, owner);
+  rlock__field(l, owner, field);
+  rlock__call call;
+  rlock__call_cmd(&call, "HGET");
+  rlock__call_key(&call, l->name);
+  rlock__call_arg(&call, field);
+  rlock__reply *r;
+  int rc = rlock__lock_run(l, &call, &r);
   if (rc != RLOCK_OK)
     return rc;
-  if (r->type == REDIS_REPLY_NIL)
+  if (r->type == RLOCK__R_NIL)
     *count = 0;
-  else if (r->type == REDIS_REPLY_STRING)
+  else if (r->type == RLOCK__R_STR)
     *count = strtoll(r->str, NULL, 10);
   else
-    rc = rlock__err(RLOCK_EPROTO, "HGET returned reply type %d", r->type);
-  freeReplyObject(r);
+    rc = rlock__err(RLOCK_EPROTO, "HGET returned a %s",
+                    rlock__reply_type_name(r));
+  rlock__reply_free(r);
   return rc;
 }
 
@@ -93,46 +90,46 @@ int rlock_lock_ttl(int64_t *ttl_ms, rlock_lock *l) {
 /* Fill `list` from the `pairs` owner/value pairs starting at element
  * `from` (values are integers or decimal strings). A read-write lock's
  * "mode" field is not a holder: it goes to `mode` when given. */
-static int fill_list(owner_list *list, const redisReply *r, size_t from,
+static int fill_list(owner_list *list, const rlock__reply *r, size_t from,
                      size_t pairs, char *mode, size_t mode_size) {
   list->owners = calloc(pairs ? pairs : 1, sizeof *list->owners);
   list->values = calloc(pairs ? pairs : 1, sizeof *list->values);
   if (list->owners == NULL || list->values == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   for (size_t i = 0; i < pairs; i++) {
-    const redisReply *f = r->element[from + 2 * i];
-    const redisReply *v = r->element[from + 2 * i + 1];
-    if (f->type != REDIS_REPLY_STRING ||
-        (v->type != REDIS_REPLY_STRING && v->type != REDIS_REPLY_INTEGER))
+    const rlock__reply *f = r->elem[from + 2 * i];
+    const rlock__reply *v = r->elem[from + 2 * i + 1];
+    if (f->type != RLOCK__R_STR ||
+        (v->type != RLOCK__R_STR && v->type != RLOCK__R_INT))
       return rlock__err(RLOCK_EPROTO, "inspect returned a malformed entry");
     if (mode != NULL && strcmp(f->str, "mode") == 0 &&
-        v->type == REDIS_REPLY_STRING) {
+        v->type == RLOCK__R_STR) {
       snprintf(mode, mode_size, "%s", v->str);
       continue;
     }
     size_t k = list->n;
     if ((list->owners[k] = rlock__strndup(f->str, f->len)) == NULL)
       return rlock__err(RLOCK_ENOMEM, "out of memory");
-    list->values[k] = v->type == REDIS_REPLY_INTEGER ? v->integer
+    list->values[k] = v->type == RLOCK__R_INT ? v->integer
                                                      : strtoll(v->str, NULL, 10);
     list->n++;
   }
   return RLOCK_OK;
 }
 
-static int parse_inspect(const redisReply *r,
+static int parse_inspect(const rlock__reply *r,
                          rlock_lock_info *info) {
-  if (r->type != REDIS_REPLY_ARRAY || r->elements < 3 ||
-      r->element[0]->type != REDIS_REPLY_STRING ||
-      r->element[1]->type != REDIS_REPLY_INTEGER ||
-      r->element[2]->type != REDIS_REPLY_INTEGER ||
-      r->element[2]->integer < 0 ||
-      (size_t)r->element[2]->integer > r->elements - 3 ||
-      (r->elements - 3 - (size_t)r->element[2]->integer) % 2 != 0)
+  if (r->type != RLOCK__R_ARRAY || r->n < 3 ||
+      r->elem[0]->type != RLOCK__R_STR ||
+      r->elem[1]->type != RLOCK__R_INT ||
+      r->elem[2]->type != RLOCK__R_INT ||
+      r->elem[2]->integer < 0 ||
+      (size_t)r->elem[2]->integer > r->n - 3 ||
+      (r->n - 3 - (size_t)r->elem[2]->integer) % 2 != 0)
     return rlock__err(RLOCK_EPROTO, "inspect returned an unexpected reply");
-  const char *type = r->element[0]->str;
-  size_t nfields = (size_t)r->element[2]->integer;
-  info->ttl_ms = r->element[1]->integer;
+  const char *type = r->elem[0]->str;
+  size_t nfields = (size_t)r->elem[2]->integer;
+  info->ttl_ms = r->elem[1]->integer;
   if (strcmp(type, "none") != 0 && strcmp(type, "hash") != 0)
     return rlock__err(RLOCK_EPROTO, "inspect returned key type '%s'", type);
   info->locked = strcmp(type, "hash") == 0;
@@ -140,7 +137,7 @@ static int parse_inspect(const redisReply *r,
                      sizeof info->mode);
   if (rc == RLOCK_OK)
     rc = fill_list(&info->queue, r, 3 + nfields,
-                   (r->elements - 3 - nfields) / 2, NULL, 0);
+                   (r->n - 3 - nfields) / 2, NULL, 0);
   return rc;
 }
 
@@ -152,11 +149,13 @@ int rlock_lock_inspect(rlock_lock_info **out, rlock_lock *l) {
   rlock_lock_info *info = calloc(1, sizeof *info);
   if (info == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
-  redisReply *r;
-  int rc = l->kind->inspect(l, &r);
+  rlock__call call;
+  rlock__reply *r;
+  l->kind->inspect(l, &call);
+  int rc = rlock__lock_run(l, &call, &r);
   if (rc == RLOCK_OK) {
     rc = parse_inspect(r, info);
-    freeReplyObject(r);
+    rlock__reply_free(r);
   }
   if (rc != RLOCK_OK) {
     rlock_lock_info_free(info);

@@ -7,8 +7,6 @@
  * that fails releases every member (in parallel, ignoring those never
  * taken) before the next round or the return.
  */
-#include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -72,7 +70,7 @@ void rlock_redlock_free(rlock_redlock *r) { free(r); }
 /* ---- one round --------------------------------------------------------- */
 
 static int taken(const rlock__fan *f) {
-  return f->done && f->rc == RLOCK_OK && f->reply->type == REDIS_REPLY_NIL;
+  return f->done && f->rc == RLOCK_OK && f->reply->type == RLOCK__R_NIL;
 }
 
 /* Stop once the quorum is held, or once too many have refused. */
@@ -106,13 +104,8 @@ void rlock__redlock_round(rlock__round *rd, int64_t lease) {
     int64_t li = member_lease(r, i, lease);
     rd->lease_min = li < rd->lease_min ? li : rd->lease_min;
     rlock__owner(l->client, rd->owner[i]);
-    snprintf(rd->lease[i], sizeof rd->lease[i], "%" PRId64, li);
-    rd->kv[i][0] = l->name;
-    rd->kv[i][1] = rd->lease[i];
-    rd->kv[i][2] = rd->owner[i];
-    rd->fan[i] = (rlock__fan){.client = l->client,
-                              .script = &rlock__script_lock_acquire,
-                              .nkeys = 1, .nargs = 2, .kv = rd->kv[i]};
+    rd->fan[i].client = l->client;
+    l->kind->attempt(l, rd->owner[i], li, 0, &rd->fan[i].call);
   }
   rd->started = rlock__now_us();
   rd->node_timeout_ms = node_timeout_ms(r, rd->lease_min);
@@ -128,5 +121,5 @@ void rlock__redlock_round(rlock__round *rd, int64_t lease) {
 void rlock__round_free(rlock__round *rd) {
   for (size_t i = 0; i < rd->r->n; i++)
     if (rd->fan[i].done && rd->fan[i].rc == RLOCK_OK)
-      freeReplyObject(rd->fan[i].reply);
+      rlock__reply_free(rd->fan[i].reply);
 }

@@ -27,8 +27,6 @@ typedef struct rlock__round {
   rlock_redlock *r;
   rlock__fan fan[RLOCK_MAX_REDLOCK_MEMBERS];
   char owner[RLOCK_MAX_REDLOCK_MEMBERS][RLOCK_OWNER_MAX];
-  char lease[RLOCK_MAX_REDLOCK_MEMBERS][24];
-  const char *kv[RLOCK_MAX_REDLOCK_MEMBERS][3];
   int64_t started;   /* monotonic us */
   int64_t lease_min; /* ms */
   int64_t node_timeout_ms; /* how long a member may take in this round */

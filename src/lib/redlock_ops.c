@@ -13,7 +13,7 @@
 
 /* Status and message of member i after a round. */
 static int member_status(const rlock__fan *f, char *msg, size_t size,
-                         const char *name) {
+                         const rlock_lock *l) {
   if (f->rc == RLOCK__EABANDONED) {
     snprintf(msg, size, "not waited for: the quorum was decided without it");
     return RLOCK_ETIMEOUT;
@@ -22,17 +22,16 @@ static int member_status(const rlock__fan *f, char *msg, size_t size,
     snprintf(msg, size, "%s", f->error);
     return f->rc;
   }
-  if (f->reply->type == REDIS_REPLY_NIL) {
-    msg[0] = '\0';
-    return RLOCK_OK;
-  }
-  if (f->reply->type == REDIS_REPLY_INTEGER) {
+  int64_t ttl = -1;
+  int rc = rlock__attempt_result(l, f->reply, &ttl);
+  if (rc == RLOCK_ELOCKED)
     snprintf(msg, size, "lock '%s' is held by another owner (remaining lease "
-             "%lld ms)", name, (long long)f->reply->integer);
-    return RLOCK_ELOCKED;
-  }
-  snprintf(msg, size, "unexpected reply type %d", f->reply->type);
-  return RLOCK_EPROTO;
+             "%lld ms)", l->name, (long long)ttl);
+  else if (rc != RLOCK_OK)
+    snprintf(msg, size, "%s", rlock_error_last()->message);
+  else
+    msg[0] = '\0';
+  return rc;
 }
 
 static void fill_result(rlock_redlock_result *res, const rlock__round *rd,
@@ -42,7 +41,7 @@ static void fill_result(rlock_redlock_result *res, const rlock__round *rd,
   for (size_t i = 0; i < res->n; i++)
     res->status[i] = member_status(&rd->fan[i], res->message[i],
                                    sizeof res->message[i],
-                                   rd->r->members[i]->name);
+                                   rd->r->members[i]);
 }
 
 /* The call's status for a failed round, with a message that counts. */
@@ -73,8 +72,6 @@ typedef struct release_set {
   size_t idx[RLOCK_MAX_REDLOCK_MEMBERS];   /* member indexes */
   int state[RLOCK_MAX_REDLOCK_MEMBERS];    /* rlock__hold_pop's answer */
   char owner[RLOCK_MAX_REDLOCK_MEMBERS][RLOCK_OWNER_MAX];
-  char keep[RLOCK_MAX_REDLOCK_MEMBERS][24];
-  const char *kv[RLOCK_MAX_REDLOCK_MEMBERS][6];
   rlock__fan fan[RLOCK_MAX_REDLOCK_MEMBERS];
 } release_set;
 
@@ -90,13 +87,8 @@ static void release_prepare(release_set *s, rlock_redlock *r, size_t i,
   rlock__owner(l->client, s->owner[k]);
   if (recorded)
     rlock__hold_pop(l->client, l->name, s->owner[k], &s->state[k], &keep_ms);
-  snprintf(s->keep[k], sizeof s->keep[k], "%" PRId64, keep_ms);
-  const char *kv[6] = {l->name, l->channel, "0", s->keep[k], s->owner[k],
-                       "PUBLISH"};
-  memcpy(s->kv[k], kv, sizeof kv);
-  s->fan[k] = (rlock__fan){.client = l->client,
-                           .script = &rlock__script_lock_release,
-                           .nkeys = 2, .nargs = 4, .kv = s->kv[k]};
+  s->fan[k].client = l->client;
+  l->kind->release(l, s->owner[k], keep_ms, &s->fan[k].call);
 }
 
 /* Release members in parallel, waiting until `deadline`: those in `which`
@@ -116,8 +108,8 @@ static int release_members(rlock_redlock *r, int recorded, const int *which,
     size_t i = s->idx[k];
     rlock_lock *l = r->members[i];
     rlock__fan *f = &s->fan[k];
-    int gone = f->rc == RLOCK_OK && f->reply->type == REDIS_REPLY_NIL;
-    if (f->rc == RLOCK_OK && f->reply->type == REDIS_REPLY_INTEGER &&
+    int gone = f->rc == RLOCK_OK && f->reply->type == RLOCK__R_NIL;
+    if (f->rc == RLOCK_OK && f->reply->type == RLOCK__R_INT &&
         f->reply->integer == 1) /* our last hold of it went */
       rlock__hold_forget(l->client, l->name, s->owner[k]);
     if (s->state[k] != RLOCK__HOLD_NONE && rc == RLOCK_OK &&
@@ -126,7 +118,7 @@ static int release_members(rlock_redlock *r, int recorded, const int *which,
                              "lost before release", i, l->name)
                 : rlock__err(f->rc, "RedLock member %zu: %s", i, f->error);
     if (f->rc == RLOCK_OK)
-      freeReplyObject(f->reply);
+      rlock__reply_free(f->reply);
   }
   free(s);
   return rc;
@@ -137,7 +129,7 @@ static int record(rlock__round *rd, int64_t lease) {
   for (size_t i = 0; i < rd->r->n; i++) {
     rlock_lock *l = rd->r->members[i];
     if (rd->fan[i].done && rd->fan[i].rc == RLOCK_OK &&
-        rd->fan[i].reply->type == REDIS_REPLY_NIL &&
+        rd->fan[i].reply->type == RLOCK__R_NIL &&
         rlock__hold_push(l->client, l->name, rd->owner[i], lease,
                          rd->started, NULL) != RLOCK_OK)
       return RLOCK_ENOMEM;
@@ -165,7 +157,7 @@ static void to_release(const rlock__round *rd, int *which) {
   for (size_t i = 0; i < rd->r->n; i++) {
     const rlock__fan *f = &rd->fan[i];
     which[i] = !(f->done && f->rc == RLOCK_OK &&
-                 f->reply->type == REDIS_REPLY_INTEGER);
+                 f->reply->type == RLOCK__R_INT);
   }
 }
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "client_int.h"
+#include "cmd.h"
 #include "common.h"
 
 typedef struct snap {
@@ -71,35 +72,27 @@ static void snap_free(snap_list *l) {
  * (name, base) pairs, ARGV lease then owners. */
 static int renew_batch(rlock_client *c, const snap *items, size_t n, int read,
                        int *alive) {
-  size_t nkeys = read ? 2 * n : n;
-  const char **kv = malloc((nkeys + n + 1) * sizeof *kv);
-  if (kv == NULL)
-    return rlock__err(RLOCK_ENOMEM, "out of memory");
-  char lease[24];
-  snprintf(lease, sizeof lease, "%" PRId64, c->cfg.watchdog_timeout_ms);
+  rlock__call call;
+  rlock__call_script(&call, read ? &rlock__script_renew_read
+                                 : &rlock__script_renew);
   for (size_t i = 0; i < n; i++) {
-    if (read) {
-      kv[2 * i] = items[i].name;
-      kv[2 * i + 1] = items[i].base;
-    } else {
-      kv[i] = items[i].name;
-    }
-    kv[nkeys + 1 + i] = items[i].owner;
+    rlock__call_key(&call, items[i].name);
+    if (read)
+      rlock__call_key(&call, items[i].base);
   }
-  kv[nkeys] = lease;
-  redisReply *r;
-  int rc = rlock__cmd_script(
-      c, read ? &rlock__script_renew_read : &rlock__script_renew, (int)nkeys,
-      (int)n + 1, kv, NULL, &r);
-  free(kv);
+  rlock__call_num(&call, c->cfg.watchdog_timeout_ms);
+  for (size_t i = 0; i < n; i++)
+    rlock__call_arg(&call, items[i].owner);
+  rlock__reply *r;
+  int rc = rlock__call_run(c, &call, &r);
   if (rc != RLOCK_OK)
     return rc;
-  if (r->type != REDIS_REPLY_ARRAY || r->elements != n)
+  if (r->type != RLOCK__R_ARRAY || r->n != n)
     rc = rlock__err(RLOCK_EPROTO, "renewal returned an unexpected reply");
   for (size_t i = 0; rc == RLOCK_OK && i < n; i++)
-    alive[i] = r->element[i]->type != REDIS_REPLY_INTEGER ||
-               r->element[i]->integer != 0;
-  freeReplyObject(r);
+    alive[i] = r->elem[i]->type != RLOCK__R_INT ||
+               r->elem[i]->integer != 0;
+  rlock__reply_free(r);
   return rc;
 }
 

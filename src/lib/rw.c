@@ -9,19 +9,11 @@
  * channel redisson_rwlock:{name}: a read release publishes "0" (wakes one
  * waiter), a write release "1" (wakes them all).
  */
-#include <inttypes.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "common.h"
 #include "lock_int.h"
 
-#define TP_MAX (RLOCK_MAX_NAME_LEN + RLOCK_OWNER_MAX + 32)
-
-/* This owner's timeout-key prefix: "{name}:<owner>:rwlock_timeout". */
-static void timeout_prefix(const rlock_lock *l, const char *owner, char *buf) {
-  snprintf(buf, TP_MAX, "%s:%s:rwlock_timeout", l->base, owner);
-}
 
 static const char *channel(rlock_lock *l, const char *owner, char *buf,
                            size_t size) {
@@ -29,44 +21,55 @@ static const char *channel(rlock_lock *l, const char *owner, char *buf,
   return l->channel;
 }
 
-static int inspect(rlock_lock *l, redisReply **out) {
-  const char *kv[1] = {l->name};
-  return rlock__lock_script(l, &rlock__script_lock_inspect, 1, 0, kv, out);
+static void inspect(rlock_lock *l, rlock__call *call) {
+  rlock__call_script(call, &rlock__script_lock_inspect);
+  rlock__call_key(call, l->name);
 }
 
-static int force_release(rlock_lock *l, const char *mode, const char *msg,
-                         redisReply **out) {
-  const char *kv[5] = {l->name, l->channel, msg, "PUBLISH", mode};
-  return rlock__lock_script(l, &rlock__script_rw_force_release, 2, 3, kv, out);
+static void force_release(rlock_lock *l, const char *mode, const char *msg,
+                          rlock__call *call) {
+  rlock__call_script(call, &rlock__script_rw_force_release);
+  rlock__call_key(call, l->name);
+  rlock__call_key(call, l->channel);
+  rlock__call_arg(call, msg);
+  rlock__call_arg(call, rlock__publish_cmd(l->client));
+  rlock__call_arg(call, mode);
 }
 
 /* ---- read ---------------------------------------------------------------- */
 
-static int read_attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
-                        int64_t wait_ms, int64_t *ttl_ms) {
+/* This owner's timeout-key prefix: "{name}:<owner>:rwlock_timeout". */
+static const char *timeout_prefix(rlock_lock *l, const char *owner,
+                                  rlock__call *call) {
+  return rlock__call_fmt(call, "%s:%s:rwlock_timeout", l->base, owner);
+}
+
+static void read_attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
+                         int64_t wait_ms, rlock__call *call) {
   (void)wait_ms;
-  char tp[TP_MAX], lease[24], wfield[RLOCK_FIELD_MAX];
-  timeout_prefix(l, owner, tp);
-  snprintf(lease, sizeof lease, "%" PRId64, lease_ms);
-  snprintf(wfield, sizeof wfield, "%s:write", owner);
-  const char *kv[5] = {l->name, tp, lease, owner, wfield};
-  redisReply *r;
-  int rc = rlock__lock_script(l, &rlock__script_read_acquire, 2, 3, kv, &r);
-  return rc == RLOCK_OK ? rlock__attempt_reply(l, r, ttl_ms) : rc;
+  rlock__call_script(call, &rlock__script_read_acquire);
+  rlock__call_key(call, l->name);
+  rlock__call_key(call, timeout_prefix(l, owner, call));
+  rlock__call_num(call, lease_ms);
+  rlock__call_arg(call, owner);
+  rlock__call_arg(call, rlock__call_fmt(call, "%s:write", owner));
 }
 
-static int read_release(rlock_lock *l, const char *owner, int64_t keep_ms,
-                        redisReply **out) {
+static void read_release(rlock_lock *l, const char *owner, int64_t keep_ms,
+                         rlock__call *call) {
   (void)keep_ms; /* read holds keep their own leases */
-  char tp[TP_MAX];
-  timeout_prefix(l, owner, tp);
-  const char *kv[7] = {l->name, l->channel, tp, l->base, "0", owner,
-                       "PUBLISH"};
-  return rlock__lock_script(l, &rlock__script_read_release, 4, 3, kv, out);
+  rlock__call_script(call, &rlock__script_read_release);
+  rlock__call_key(call, l->name);
+  rlock__call_key(call, l->channel);
+  rlock__call_key(call, timeout_prefix(l, owner, call));
+  rlock__call_key(call, l->base);
+  rlock__call_arg(call, "0");
+  rlock__call_arg(call, owner);
+  rlock__call_arg(call, rlock__publish_cmd(l->client));
 }
 
-static int read_force(rlock_lock *l, redisReply **out) {
-  return force_release(l, "read", "0", out);
+static void read_force(rlock_lock *l, rlock__call *call) {
+  force_release(l, "read", "0", call);
 }
 
 /* Redisson's rule: locked for reading when read holds exist, also those a
@@ -98,38 +101,29 @@ static const rlock__kind read_kind = {
 
 /* ---- write --------------------------------------------------------------- */
 
-static int write_attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
-                         int64_t wait_ms, int64_t *ttl_ms) {
+static void write_attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
+                          int64_t wait_ms, rlock__call *call) {
   (void)wait_ms;
-  char lease[24], field[RLOCK_FIELD_MAX];
-  snprintf(lease, sizeof lease, "%" PRId64, lease_ms);
-  rlock__field(l, owner, field);
-  const char *kv[4] = {l->name, lease, field, owner};
-  redisReply *r;
-  int rc = rlock__lock_script(l, &rlock__script_write_acquire, 1, 3, kv, &r);
-  if (rc != RLOCK_OK)
-    return rc;
-  if (r->type == REDIS_REPLY_STATUS && strcmp(r->str, "UPGRADE") == 0) {
-    freeReplyObject(r);
-    return rlock__err(RLOCK_EDEADLK,
-                      "read-write lock '%s': this thread holds read holds, "
-                      "so waiting for the write hold would wait on itself; "
-                      "release the read holds first", l->name);
-  }
-  return rlock__attempt_reply(l, r, ttl_ms);
+  rlock__call_script(call, &rlock__script_write_acquire);
+  rlock__call_key(call, l->name);
+  rlock__call_num(call, lease_ms);
+  rlock__call_arg(call, rlock__call_fmt(call, "%s:write", owner));
+  rlock__call_arg(call, owner);
 }
 
-static int write_release(rlock_lock *l, const char *owner, int64_t keep_ms,
-                         redisReply **out) {
-  char keep[24], field[RLOCK_FIELD_MAX];
-  snprintf(keep, sizeof keep, "%" PRId64, keep_ms);
-  rlock__field(l, owner, field);
-  const char *kv[6] = {l->name, l->channel, "1", keep, field, "PUBLISH"};
-  return rlock__lock_script(l, &rlock__script_write_release, 2, 4, kv, out);
+static void write_release(rlock_lock *l, const char *owner, int64_t keep_ms,
+                          rlock__call *call) {
+  rlock__call_script(call, &rlock__script_write_release);
+  rlock__call_key(call, l->name);
+  rlock__call_key(call, l->channel);
+  rlock__call_arg(call, "1");
+  rlock__call_num(call, keep_ms);
+  rlock__call_arg(call, rlock__call_fmt(call, "%s:write", owner));
+  rlock__call_arg(call, rlock__publish_cmd(l->client));
 }
 
-static int write_force(rlock_lock *l, redisReply **out) {
-  return force_release(l, "write", "1", out);
+static void write_force(rlock_lock *l, rlock__call *call) {
+  force_release(l, "write", "1", call);
 }
 
 static int write_locked(const rlock_lock_info *info) {

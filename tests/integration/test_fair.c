@@ -395,7 +395,8 @@ static void test_wrong_type_and_names(void **state) {
   freeReplyObject(rt_cmd(srv, "SET fair:string precious"));
   l = fair_lock(c, "fair:string");
   RC(rlock_lock_try_acquire(l, 0, 0), RLOCK_EWRONGTYPE);
-  assert_non_null(strstr(rlock_error_last()->message, "fair lock"));
+  assert_non_null(strstr(rlock_error_last()->message,
+                         "key 'fair:string' holds a string, not a lock"));
   RC(rlock_lock_try_acquire(l, 200, 0), RLOCK_EWRONGTYPE);
   RC(rlock_lock_force_release(NULL, l), RLOCK_EWRONGTYPE);
   rlock_lock_info *info;

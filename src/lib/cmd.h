@@ -1,0 +1,120 @@
+/*
+ * cmd.h - the command layer: the only door to Redis.
+ *
+ * Everything above it (lock kinds, queries, the watchdog, RedLock,
+ * pub/sub's error handling) describes what to run as an rlock__call: a
+ * script with its keys and arguments, or a plain command. The layer owns
+ * the rest: encoding (EVALSHA, EVAL on NOSCRIPT), picking the node that
+ * owns the call's key, following redirections, mapping every error reply
+ * to one status code by one rule (rlock__error_status), and handing back a
+ * typed rlock__reply. Nothing above it sees hiredis or a connection.
+ *
+ * A request (rlock__req) is a small state machine over one call: encode
+ * what to send next, feed it each reply, and it says whether it is done
+ * or what to send next (EVAL after NOSCRIPT, ...). rlock__call_run() runs
+ * one to completion on the caller's thread over a pooled connection; the
+ * fan-out (fanout.c) drives several at once from one poll loop; an event
+ * loop can drive the same machine without blocking.
+ */
+#ifndef RLOCK_CMD_H
+#define RLOCK_CMD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "reply.h"
+#include "script.h"
+
+typedef struct rlock_client rlock_client;
+
+/* Room for the strings a call formats itself (numbers, derived keys). */
+#define RLOCK__CALL_STORE 3072
+#define RLOCK__CALL_SMALL 16
+
+/* One command or script call. Keys come first, then arguments. Strings
+ * added with rlock__call_key/arg are borrowed and must outlive the call;
+ * those added with rlock__call_num/fmt live in the call itself. */
+typedef struct rlock__call {
+  const rlock__script *script; /* NULL: a plain command, kv[0] its name */
+  const char *word;            /* a plain command's name, else NULL */
+  int nkeys;
+  int n;          /* entries in kv: keys then arguments */
+  const char **kv;
+  int cap;
+  int failed;     /* out of memory or store while building */
+  size_t used;    /* bytes of store in use */
+  const char *small[RLOCK__CALL_SMALL];
+  char store[RLOCK__CALL_STORE];
+} rlock__call;
+
+/* Start a script call. */
+void rlock__call_script(rlock__call *call, const rlock__script *s);
+/* Start a plain command `word` (e.g. "HGET"): its keys, then arguments. */
+void rlock__call_cmd(rlock__call *call, const char *word);
+/* Append a key (before any argument). */
+void rlock__call_key(rlock__call *call, const char *key);
+/* Append an argument. */
+void rlock__call_arg(rlock__call *call, const char *arg);
+/* Append a decimal argument, stored in the call. */
+void rlock__call_num(rlock__call *call, int64_t v);
+/* Format a string into the call's store and return it (for a key or an
+ * argument), or "" when the store is full (the call then fails to run). */
+const char *rlock__call_fmt(rlock__call *call, const char *fmt, ...)
+    RLOCK_PRINTF(2, 3);
+/* Free what the call allocated. The call may be started again. */
+void rlock__call_clear(rlock__call *call);
+
+/* The key a call is routed by: its first key, or NULL for none. */
+const char *rlock__call_route_key(const rlock__call *call);
+
+/* Run a call to completion on the calling thread. RLOCK_OK with *out a
+ * reply that is not an error (caller frees it), or a status code from the
+ * transport or from rlock__error_status() with the last error set. A
+ * command that failed in flight is never re-sent (a script may have run);
+ * one the server refused before running it (NOSCRIPT) is. Clears the
+ * call. */
+int rlock__call_run(rlock_client *c, rlock__call *call, rlock__reply **out);
+
+/* The one rule from an error reply to a status code: WRONGTYPE ->
+ * RLOCK_EWRONGTYPE; NOAUTH, WRONGPASS, NOPERM -> RLOCK_EAUTH; anything
+ * else -> RLOCK_ESERVER. Sets the last error to "redis <where>: <text>".
+ * Every path that reads a reply (commands, fan-out, the subscriber) uses
+ * it. */
+int rlock__error_status(const char *where, const rlock__reply *err);
+
+/* The command lock scripts publish with: "PUBLISH", or "SPUBLISH" where
+ * the client uses sharded pub/sub. Scripts take it as an argument, as
+ * Redisson's do, so one script text serves both. */
+const char *rlock__publish_cmd(const rlock_client *c);
+
+/* ---- requests: the state machine under rlock__call_run ------------- */
+
+typedef enum rlock__step {
+  RLOCK__STEP_DONE,  /* finished: rc and reply set */
+  RLOCK__STEP_RESEND /* encode and send again on the same connection */
+} rlock__step;
+
+typedef struct rlock__req {
+  rlock__call *call;
+  int eval;           /* send the script's text (EVAL) */
+  int rc;             /* when done: RLOCK_OK or a status */
+  rlock__reply *reply; /* when done with RLOCK_OK; the caller frees it */
+} rlock__req;
+
+/* Start a request over `call` (which it borrows). */
+void rlock__req_init(rlock__req *q, rlock__call *call);
+
+/* Encode what to send next into a malloc'ed buffer (free with free()).
+ * Returns its length, or -1 with the last error set (RLOCK_ENOMEM, or
+ * RLOCK_EINVAL for a call that failed while being built). */
+long rlock__req_encode(rlock__req *q, char **buf);
+
+/* Feed one reply read from `where` (takes it). Returns the next step. */
+rlock__step rlock__req_feed(rlock__req *q, const char *where, rlock__reply *r);
+
+/* TEMPORARY: take one buffered reply as a typed tree (NULL when none). */
+#include "conn.h"
+int rlock__conn_take(rlock__conn *conn, rlock__reply **r);
+
+#endif /* RLOCK_CMD_H */
