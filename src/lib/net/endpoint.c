@@ -23,8 +23,7 @@ static int hexval(char c) {
   return -1;
 }
 
-/* Copy [s, s+n) decoding %XX escapes; NULL on a bad escape or no memory. */
-static char *decode(const char *s, size_t n) {
+char *rlock__url_decode(const char *s, size_t n) {
   char *out = malloc(n + 1), *o = out;
   if (out == NULL)
     return NULL;
@@ -49,7 +48,7 @@ static char *decode(const char *s, size_t n) {
   return out;
 }
 
-static int parse_int(const char *s, size_t n, long lo, long hi, int *out) {
+int rlock__url_int(const char *s, size_t n, long lo, long hi, int *out) {
   if (n == 0 || n > 10)
     return -1;
   long v = 0;
@@ -64,9 +63,8 @@ static int parse_int(const char *s, size_t n, long lo, long hi, int *out) {
   return 0;
 }
 
-/* Parse "[[user]:password@]" at the front of [s, end); advances *s. */
-static int parse_userinfo(rlock__endpoint *ep, const char **s,
-                          const char *end) {
+int rlock__url_userinfo(char **user, char **password, const char **s,
+                        const char *end) {
   const char *at = memchr(*s, '@', (size_t)(end - *s));
   if (at == NULL)
     return 0;
@@ -74,15 +72,22 @@ static int parse_userinfo(rlock__endpoint *ep, const char **s,
   if (colon == NULL)
     return rlock__err(RLOCK_EINVAL, "URL credentials must be "
                                     "[user]:password@ (missing ':')");
-  if (colon > *s && (ep->user = decode(*s, (size_t)(colon - *s))) == NULL)
+  if (colon > *s && (*user = rlock__url_decode(*s, (size_t)(colon - *s))) == NULL)
     return rlock__err(RLOCK_EINVAL, "URL user has a bad %%-escape");
-  if ((ep->password = decode(colon + 1, (size_t)(at - colon - 1))) == NULL)
+  if ((*password = rlock__url_decode(colon + 1, (size_t)(at - colon - 1))) ==
+      NULL)
     return rlock__err(RLOCK_EINVAL, "URL password has a bad %%-escape");
   *s = at + 1;
   return 0;
 }
 
-static int parse_hostport(rlock__endpoint *ep, const char *s, const char *end) {
+static int parse_userinfo(rlock__endpoint *ep, const char **s,
+                          const char *end) {
+  return rlock__url_userinfo(&ep->user, &ep->password, s, end);
+}
+
+int rlock__url_hostport(rlock__endpoint *ep, const char *s, const char *end,
+                        int default_port) {
   const char *host = s, *host_end, *port = NULL;
   if (*s == '[') {
     host = s + 1;
@@ -103,8 +108,8 @@ static int parse_hostport(rlock__endpoint *ep, const char *s, const char *end) {
   }
   if (host_end == host)
     return rlock__err(RLOCK_EINVAL, "URL has no host");
-  ep->port = 6379;
-  if (port != NULL && parse_int(port, (size_t)(end - port), 1, 65535,
+  ep->port = default_port;
+  if (port != NULL && rlock__url_int(port, (size_t)(end - port), 1, 65535,
                                 &ep->port) != 0)
     return rlock__err(RLOCK_EINVAL, "URL port must be a number 1..65535");
   ep->host = rlock__strndup(host, (size_t)(host_end - host));
@@ -118,10 +123,10 @@ static int parse_redis(rlock__endpoint *ep, const char *s) {
   int rc = parse_userinfo(ep, &s, auth_end);
   if (rc != RLOCK_OK)
     return rc;
-  if ((rc = parse_hostport(ep, s, auth_end)) != RLOCK_OK)
+  if ((rc = rlock__url_hostport(ep, s, auth_end, 6379)) != RLOCK_OK)
     return rc;
   if (slash != NULL && slash + 1 < end &&
-      parse_int(slash + 1, (size_t)(end - slash - 1), 0, 1000000, &ep->db))
+      rlock__url_int(slash + 1, (size_t)(end - slash - 1), 0, 1000000, &ep->db))
     return rlock__err(RLOCK_EINVAL, "URL database must be a number after '/'");
   return RLOCK_OK;
 }
@@ -138,7 +143,7 @@ static int parse_unix(rlock__endpoint *ep, const char *s) {
   if ((size_t)(path_end - s) >= 108)
     return rlock__err(RLOCK_EINVAL, "unix socket path is too long");
   if (q != NULL && (strncmp(q, "?db=", 4) != 0 ||
-                    parse_int(q + 4, (size_t)(end - q - 4), 0, 1000000,
+                    rlock__url_int(q + 4, (size_t)(end - q - 4), 0, 1000000,
                               &ep->db) != 0))
     return rlock__err(RLOCK_EINVAL, "unix:// URL accepts only ?db=N");
   ep->unix_path = rlock__strndup(s, (size_t)(path_end - s));
@@ -158,7 +163,8 @@ int rlock__endpoint_parse(rlock__endpoint *ep, const char *url) {
     rc = parse_unix(ep, url + 7);
   else
     rc = rlock__err(RLOCK_EINVAL,
-                    "URL must start with redis:// or unix:// (got '%.40s')",
+                    "URL must start with redis://, unix://, "
+                    "redis-cluster:// or redis-sentinel:// (got '%.40s')",
                     url);
   if (rc != RLOCK_OK)
     rlock__endpoint_clear(ep);
