@@ -7,6 +7,7 @@
  *   2. one start attempt: directory, log, command line, readiness
  *   3. the public lifecycle API
  *   4. connections and rt_cmd()
+ *   5. INFO, ROLE and bounded waits
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -53,6 +54,11 @@ struct rt_server {
     char dir[RT_PROC_PATH_MAX];
     char sock_path[RT_PROC_PATH_MAX + 16];   /* fits sun_path: see make_temp_dir() */
     char log_path[RT_PROC_PATH_MAX + 16];
+    char conf_path[RT_PROC_PATH_MAX + 16];   /* "" unless opts.config */
+    bool sentinel;          /* runs as Redis Sentinel */
+    bool cluster;           /* cluster mode, bus on cluster_port */
+    int cluster_port;
+    char cluster_port_str[16];
     char **extra;           /* owned copy of extra_args, NULL-terminated */
     const char *password;   /* from "--requirepass PW" in extra, or NULL */
     const char **argv;      /* full redis-server command line, NULL-terminated */
@@ -272,31 +278,67 @@ static bool copy_extra_args(rt_server *s, const char *const *extra)
     return true;
 }
 
-static bool build_argv(rt_server *s)
+/* The command line: binary, [config file], the harness's own options,
+   [--sentinel], [cluster options], extra args. The strings it points to
+   live in s and are filled in later (paths, ports). */
+static bool build_argv(rt_server *s, bool with_config)
 {
     const char *const base[] = {
-        g_redis_bin,
         "--port", s->port_str, "--bind", "127.0.0.1",
         "--unixsocket", s->sock_path, "--unixsocketperm", "700",
         "--dir", s->dir, "--logfile", s->log_path,
         "--save", "", "--appendonly", "no",
         "--daemonize", "no", "--protected-mode", "no",
     };
-    size_t nbase = sizeof base / sizeof *base, nextra = 0;
+    const char *const cluster[] = {
+        "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+        "--cluster-port", s->cluster_port_str,
+    };
+    size_t nbase = sizeof base / sizeof *base;
+    size_t ncluster = s->cluster ? sizeof cluster / sizeof *cluster : 0;
+    size_t nextra = 0;
     while (s->extra[nextra])
         nextra++;
-    s->argv = calloc(nbase + nextra + 1, sizeof *s->argv);
+    s->argv = calloc(2 + nbase + 1 + ncluster + nextra + 1, sizeof *s->argv);
     if (!s->argv)
         return false;
-    memcpy(s->argv, base, sizeof base);
+    size_t n = 0;
+    s->argv[n++] = g_redis_bin;
+    if (with_config)
+        s->argv[n++] = s->conf_path;   /* must come first */
+    for (size_t i = 0; i < nbase; i++)
+        s->argv[n++] = base[i];
+    if (s->sentinel)
+        s->argv[n++] = "--sentinel";
+    for (size_t i = 0; i < ncluster; i++)
+        s->argv[n++] = cluster[i];
     for (size_t i = 0; i < nextra; i++)
-        s->argv[nbase + i] = s->extra[i];
+        s->argv[n++] = s->extra[i];
     return true;
+}
+
+/* Write the config text to s->conf_path. */
+static bool write_config(const rt_server *s, const char *text, char *why, size_t cap)
+{
+    FILE *f = fopen(s->conf_path, "wex");
+    if (!f) {
+        snprintf(why, cap, "cannot create %s: %s", s->conf_path, strerror(errno));
+        return false;
+    }
+    size_t len = strlen(text);
+    bool ok = fwrite(text, 1, len, f) == len;
+    if (ok && len > 0 && text[len - 1] != '\n')
+        ok = fputc('\n', f) != EOF;
+    if (fclose(f) != 0)
+        ok = false;
+    if (!ok)
+        snprintf(why, cap, "cannot write %s: %s", s->conf_path, strerror(errno));
+    return ok;
 }
 
 /* A server object with its directory and registry slot, not yet started.
    NULL with the reason in `why`. */
-static rt_server *server_new(const char *const *extra, char *why, size_t cap)
+static rt_server *server_new(const rt_server_opts *o, char *why, size_t cap)
 {
     rt_server *s = calloc(1, sizeof *s);
     if (!s) {
@@ -304,8 +346,10 @@ static rt_server *server_new(const char *const *extra, char *why, size_t cap)
         return NULL;
     }
     s->slot = -1;
+    s->sentinel = o->sentinel;
+    s->cluster = o->cluster;
     pthread_mutex_init(&s->conn_mu, NULL);
-    if (!copy_extra_args(s, extra) || !build_argv(s)) {
+    if (!copy_extra_args(s, o->extra_args) || !build_argv(s, o->config != NULL)) {
         snprintf(why, cap, "out of memory");
         server_destroy(s);
         return NULL;
@@ -317,6 +361,14 @@ static rt_server *server_new(const char *const *extra, char *why, size_t cap)
     }
     snprintf(s->sock_path, sizeof s->sock_path, "%s/redis.sock", s->dir);
     snprintf(s->log_path, sizeof s->log_path, "%s/redis.log", s->dir);
+    if (o->config) {
+        snprintf(s->conf_path, sizeof s->conf_path, "%s/redis.conf", s->dir);
+        if (!write_config(s, o->config, why, cap)) {
+            rt_proc_remove_tree(s->dir);
+            server_destroy(s);
+            return NULL;
+        }
+    }
     s->slot = rt_proc_claim(s->dir);
     if (s->slot < 0) {
         snprintf(why, cap, "too many servers at once");
@@ -348,7 +400,27 @@ static bool require_owner(const char *fn)
     return false;
 }
 
+/* A fresh port for the cluster bus; false with the reason in `why`. */
+static bool set_cluster_port(rt_server *s, char *why, size_t cap)
+{
+    if (!s->cluster)
+        return true;
+    int port = rt_free_port();
+    if (port < 0) {
+        snprintf(why, cap, "no free port: %s", strerror(errno));
+        return false;
+    }
+    s->cluster_port = port;
+    snprintf(s->cluster_port_str, sizeof s->cluster_port_str, "%d", port);
+    return true;
+}
+
 rt_server *rt_server_start(const char *const *extra_args)
+{
+    return rt_server_start_opts(&(rt_server_opts){ .extra_args = extra_args });
+}
+
+rt_server *rt_server_start_opts(const rt_server_opts *opts)
 {
     char why[512];
     pthread_once(&g_init_once, init_once);
@@ -358,7 +430,11 @@ rt_server *rt_server_start(const char *const *extra_args)
     }
     if (!require_owner("rt_server_start"))
         return NULL;
-    rt_server *s = server_new(extra_args, why, sizeof why);
+    if (opts->sentinel && !opts->config) {
+        fail_with("rt_server_start_opts: a sentinel needs a config file");
+        return NULL;
+    }
+    rt_server *s = server_new(opts, why, sizeof why);
     if (!s) {
         fail_with(why);
         return NULL;
@@ -372,6 +448,10 @@ rt_server *rt_server_start(const char *const *extra_args)
             break;
         }
         set_port(s, port);
+        if (!set_cluster_port(s, why, sizeof why)) {
+            r = LAUNCH_FAILED;
+            break;
+        }
         r = launch(s, why, sizeof why);
     }
     if (r == LAUNCH_OK)
@@ -389,6 +469,11 @@ const char *rt_server_url(const rt_server *s) { return s->url; }
 const char *rt_server_unix_path(const rt_server *s) { return s->sock_path; }
 const char *rt_server_dir(const rt_server *s) { return s->dir; }
 pid_t rt_server_pid(const rt_server *s) { return rt_proc_pid(s->slot); }
+int rt_server_cluster_port(const rt_server *s) { return s->cluster_port; }
+const char *rt_server_config_path(const rt_server *s)
+{
+    return s->conf_path[0] ? s->conf_path : NULL;
+}
 
 static void stop_with(rt_server *s, int sig, const char *fn)
 {
@@ -532,8 +617,19 @@ static bool cmd_conn_usable(const rt_server *s)
     return poll(&p, 1, 0) == 0;
 }
 
+static void fail_reply(const rt_server *s, const char *fmt, redisReply *r, const char *expected);
+
+/* A command either as a format and its arguments, or as an argv. */
+struct cmd_spec {
+    const char *fmt;
+    va_list *ap;
+    int argc;
+    const char **argv;
+    const size_t *argvlen;
+};
+
 /* The reply, or NULL with the reason in `why`. */
-static redisReply *vcmd(rt_server *s, const char *fmt, va_list ap, char *why, size_t cap)
+static redisReply *run_cmd(rt_server *s, const struct cmd_spec *cmd, char *why, size_t cap)
 {
     redisReply *r = NULL;
     pthread_mutex_lock(&s->conn_mu);
@@ -544,7 +640,10 @@ static redisReply *vcmd(rt_server *s, const char *fmt, va_list ap, char *why, si
         s->conn = open_cmd_conn(s, why, cap);
     }
     if (s->conn) {
-        r = redisvCommand(s->conn, fmt, ap);
+        if (cmd->fmt)
+            r = redisvCommand(s->conn, cmd->fmt, *cmd->ap);
+        else
+            r = redisCommandArgv(s->conn, cmd->argc, cmd->argv, cmd->argvlen);
         if (!r) {
             snprintf(why, cap, "%s", s->conn->errstr);
             redisFree(s->conn);
@@ -555,6 +654,15 @@ static redisReply *vcmd(rt_server *s, const char *fmt, va_list ap, char *why, si
     return r;
 }
 
+static redisReply *vcmd(rt_server *s, const char *fmt, va_list ap, char *why, size_t cap)
+{
+    va_list copy;
+    va_copy(copy, ap);
+    redisReply *r = run_cmd(s, &(struct cmd_spec){ .fmt = fmt, .ap = &copy }, why, cap);
+    va_end(copy);
+    return r;
+}
+
 static void fail_cmd(const rt_server *s, const char *fmt, const char *why)
 {
     char msg[768];
@@ -562,15 +670,52 @@ static void fail_cmd(const rt_server *s, const char *fmt, const char *why)
     fail_with(msg);
 }
 
-redisReply *rt_cmd(rt_server *s, const char *fmt, ...)
+/* vcmd(), failing the test (and returning NULL) on an I/O error. */
+static redisReply *vcmd_or_fail(rt_server *s, const char *fmt, va_list ap)
 {
     char why[256];
-    va_list ap;
-    va_start(ap, fmt);
     redisReply *r = vcmd(s, fmt, ap, why, sizeof why);
-    va_end(ap);
     if (!r)
         fail_cmd(s, fmt, why);
+    return r;
+}
+
+redisReply *rt_cmd(rt_server *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = vcmd_or_fail(s, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+void rt_cmd_ok(rt_server *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = vcmd_or_fail(s, fmt, ap);
+    va_end(ap);
+    if (!r)
+        return;
+    if (r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0)
+        freeReplyObject(r);
+    else
+        fail_reply(s, fmt, r, "OK");
+}
+
+redisReply *rt_cmd_argv(rt_server *s, int argc, const char **argv, const size_t *argvlen)
+{
+    char why[256];
+    struct cmd_spec cmd = { .argc = argc, .argv = argv, .argvlen = argvlen };
+    redisReply *r = run_cmd(s, &cmd, why, sizeof why);
+    if (!r) {
+        char name[64] = "";
+        if (argc > 0) {
+            size_t len = argvlen ? argvlen[0] : strlen(argv[0]);
+            snprintf(name, sizeof name, "%.*s", (int)(len < 63 ? len : 63), argv[0]);
+        }
+        fail_cmd(s, name, why);
+    }
     return r;
 }
 
@@ -586,26 +731,94 @@ static void describe_reply(const redisReply *r, char *buf, size_t cap)
     }
 }
 
+/* Free an unexpected reply and fail the test, saying what came instead. */
+static void fail_reply(const rt_server *s, const char *fmt, redisReply *r, const char *expected)
+{
+    char got[200], why[256];
+    describe_reply(r, got, sizeof got);
+    freeReplyObject(r);
+    snprintf(why, sizeof why, "expected %s, got %s", expected, got);
+    fail_cmd(s, fmt, why);
+}
+
 long long rt_cmd_int(rt_server *s, const char *fmt, ...)
 {
-    char why[256];
     va_list ap;
     va_start(ap, fmt);
-    redisReply *r = vcmd(s, fmt, ap, why, sizeof why);
+    redisReply *r = vcmd_or_fail(s, fmt, ap);
     va_end(ap);
-    if (!r) {
-        fail_cmd(s, fmt, why);
+    if (!r)
         return 0;
-    }
     if (r->type == REDIS_REPLY_INTEGER) {
         long long v = r->integer;
         freeReplyObject(r);
         return v;
     }
-    char got[200];
-    describe_reply(r, got, sizeof got);
-    freeReplyObject(r);
-    snprintf(why, sizeof why, "expected an integer, got %s", got);
-    fail_cmd(s, fmt, why);
+    fail_reply(s, fmt, r, "an integer");
     return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* 5. INFO, ROLE and bounded waits                                          */
+/* ------------------------------------------------------------------------ */
+
+bool rt_info_value(const char *text, const char *field, char *out, size_t cap)
+{
+    if (cap > 0)
+        out[0] = '\0';
+    size_t flen = strlen(field);
+    for (const char *line = text; line && *line;) {
+        const char *end = strpbrk(line, "\r\n");
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        if (len > flen && strncmp(line, field, flen) == 0 && line[flen] == ':') {
+            if (cap > 0)
+                snprintf(out, cap, "%.*s", (int)(len - flen - 1), line + flen + 1);
+            return true;
+        }
+        line = end ? end + strspn(end, "\r\n") : NULL;
+    }
+    return false;
+}
+
+bool rt_server_info_field(rt_server *s, const char *section, const char *field,
+                          char *out, size_t cap)
+{
+    if (cap > 0)
+        out[0] = '\0';
+    redisReply *r = rt_cmd(s, "INFO %s", section);
+    if (!r)
+        return false;
+    bool found = r->type == REDIS_REPLY_STRING && rt_info_value(r->str, field, out, cap);
+    freeReplyObject(r);
+    return found;
+}
+
+void rt_server_role(rt_server *s, char *out, size_t cap)
+{
+    redisReply *r = rt_cmd(s, "ROLE");
+    if (!r)
+        return;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+        r->element[0]->type == REDIS_REPLY_STRING) {
+        snprintf(out, cap, "%s", r->element[0]->str);
+        freeReplyObject(r);
+        return;
+    }
+    fail_reply(s, "ROLE", r, "an array");
+}
+
+void rt_wait_until(rt_wait_pred pred, void *arg, int64_t timeout_ms, const char *what)
+{
+    char why[512] = "";
+    int64_t start = rt_now_ms();
+    while (!pred(arg, why, sizeof why)) {
+        if (rt_now_ms() - start >= timeout_ms) {
+            char msg[768];
+            snprintf(msg, sizeof msg, "%s: not done after %lld ms: %s", what,
+                     (long long)timeout_ms, why);
+            fail_with(msg);
+            return;
+        }
+        rt_sleep_ms(20);
+    }
 }

@@ -32,15 +32,22 @@
  *    them, i.e. must wait for its own children with waitpid(pid, ...) and
  *    never with waitpid(-1, ...) or wait().
  *
- * Threading: rt_cmd(), rt_cmd_int(), rt_server_connect() and the getters may
- * be called from any thread, also while another thread stops or restarts the
- * server. The lifecycle calls (stop, kill, freeze, thaw, start_again,
- * restart, free) on one server must not race each other.
+ * Threading: rt_cmd() and its variants (rt_cmd_int, rt_cmd_ok, rt_cmd_argv,
+ * rt_server_info_field, rt_server_role), rt_server_connect() and the getters
+ * may be called from any thread, also while another thread stops or restarts
+ * the server. The lifecycle calls (stop, kill, freeze, thaw, start_again,
+ * restart, free) on one server must not race each other. rt_info_value() is
+ * a pure function; rt_wait_until() runs its predicate on the calling thread.
+ *
+ * Topologies built on this: rt_cluster.h (Redis Cluster), rt_sentinel.h
+ * (a master, replicas and Sentinels).
  */
 #ifndef RT_SERVER_H
 #define RT_SERVER_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include <hiredis/hiredis.h>
@@ -57,6 +64,34 @@ typedef struct rt_server rt_server;
  */
 rt_server *rt_server_start(const char *const *extra_args);
 
+/* What rt_server_start_opts() starts; zero-initialise what is not needed. */
+typedef struct rt_server_opts {
+    /* As rt_server_start()'s extra_args. */
+    const char *const *extra_args;
+    /* NULL, or the text of a config file: it is written to <dir>/redis.conf
+       before the first start and passed as the first argument, ahead of the
+       harness's own options (which therefore override it). The file stays
+       in the directory for the server's life, so a server that rewrites its
+       config (CONFIG REWRITE, Sentinel) may, and start_again reuses it. */
+    const char *config;
+    /* Run as Redis Sentinel: `redis-server <config> --sentinel`, same
+       redis-server binary. Requires config (holding the `sentinel monitor`
+       lines); Sentinel rewrites it. */
+    bool sentinel;
+    /* Cluster mode: --cluster-enabled yes --cluster-config-file nodes.conf
+       (in the server's directory, so it survives start_again, and with it
+       the node id), and the cluster bus on a free port of its own
+       (--cluster-port, see rt_server_cluster_port()) rather than port+10000,
+       which may be out of range or taken. When a port turns out to be taken
+       both are picked anew. */
+    bool cluster;
+} rt_server_opts;
+
+/* rt_server_start() with options. rt_server_start(args) is
+   rt_server_start_opts(&(rt_server_opts){ .extra_args = args }). Same
+   contract: fails the test when the server does not come up. */
+rt_server *rt_server_start_opts(const rt_server_opts *opts);
+
 int rt_server_port(const rt_server *s);
 /* "redis://127.0.0.1:PORT"; valid until rt_server_free(). */
 const char *rt_server_url(const rt_server *s);
@@ -66,6 +101,11 @@ const char *rt_server_unix_path(const rt_server *s);
 const char *rt_server_dir(const rt_server *s);
 /* The server's pid, or 0 while it is stopped. */
 pid_t rt_server_pid(const rt_server *s);
+/* The cluster bus port of a server started with opts.cluster, else 0. */
+int rt_server_cluster_port(const rt_server *s);
+/* <dir>/redis.conf for a server started with opts.config, else NULL; valid
+   until rt_server_free(). */
+const char *rt_server_config_path(const rt_server *s);
 
 /* SIGTERM, wait for the process; SIGKILL if it is still there after 5 s.
    No-op if already stopped. */
@@ -113,6 +153,42 @@ redisReply *rt_cmd(rt_server *s, const char *fmt, ...);
 /* rt_cmd() for a command with an integer reply: returns the integer and
    fails the test on any other reply type. */
 long long rt_cmd_int(rt_server *s, const char *fmt, ...);
+
+/* rt_cmd() for a command that must answer +OK: fails the test, with the
+   reply, on anything else. */
+void rt_cmd_ok(rt_server *s, const char *fmt, ...);
+
+/* rt_cmd() for a command given as words (redisCommandArgv(): argvlen NULL
+   means NUL-terminated words), e.g. for a variable number of keys or binary
+   ones. Same contract as rt_cmd(). */
+redisReply *rt_cmd_argv(rt_server *s, int argc, const char **argv, const size_t *argvlen);
+
+/* INFO <section>, and the value of `field` in it ("field:value" line),
+   copied (truncated) into out. False, with out empty, when the reply has no
+   such field. Fails the test like rt_cmd() on an I/O error. Example:
+   rt_server_info_field(s, "replication", "master_link_status", buf, sizeof buf). */
+bool rt_server_info_field(rt_server *s, const char *section, const char *field,
+                          char *out, size_t cap);
+
+/* The value of `field` in text made of "field:value" lines (INFO, CLUSTER
+   INFO), copied (truncated) into out. False, with out empty, when there is
+   no such line. Pure function. */
+bool rt_info_value(const char *text, const char *field, char *out, size_t cap);
+
+/* The first element of ROLE: "master", "slave" or "sentinel", copied into
+   out. Fails the test on an I/O error or an unexpected reply. */
+void rt_server_role(rt_server *s, char *out, size_t cap);
+
+/*
+ * Poll pred(arg, why, cap) every 20 ms until it returns true; after
+ * timeout_ms (taken as is: scale it with rt_scaled_ms() as needed) fail the
+ * test with "<what>: not done after N ms: <why>", why being what pred wrote
+ * there last (the condition that does not hold yet). pred is always called
+ * at least once, and may itself fail the test. For waits on observable
+ * conditions, instead of fixed sleeps.
+ */
+typedef bool (*rt_wait_pred)(void *arg, char *why, size_t cap);
+void rt_wait_until(rt_wait_pred pred, void *arg, int64_t timeout_ms, const char *what);
 
 /* Call in a freshly fork()ed child that does not exec: the child forgets the
    parent's servers, so its exit or death never touches them. The child may
