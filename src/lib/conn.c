@@ -1,11 +1,17 @@
 /*
- * conn.c - TCP and unix-socket connections with timeouts, and the login
+ * conn.c - TCP and unix-socket connections with deadlines, and the login
  * handshake.
+ *
+ * All I/O goes through three small functions, stream_read, stream_write
+ * and stream_wait: "move some bytes now, or say which readiness to wait
+ * for" and "wait for it until a deadline". TLS will sit under them (a TLS
+ * read may want the socket writable, hence the `want` they report);
+ * everything above them only deals in deadlines.
  */
 #include "conn.h"
 
 #include <errno.h>
-#include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -18,67 +24,104 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "resolve.h"
 
-static int set_nonblock(int fd, int on) {
-  int flags = fcntl(fd, F_GETFL);
-  if (flags < 0)
-    return -1;
-  flags = on ? flags | O_NONBLOCK : flags & ~O_NONBLOCK;
-  return fcntl(fd, F_SETFL, flags);
-}
+/* ---- waiting ---------------------------------------------------------- */
 
-/* Finish a non-blocking connect within `ms`. Returns 0 or an errno. */
-static int wait_connected(int fd, int64_t ms) {
-  struct pollfd p = {.fd = fd, .events = POLLOUT};
-  int64_t deadline = rlock__deadline_after_ms(ms);
+/* Wait until `fd` has `events` or `deadline_us` passes. Returns 0 when
+ * ready (or failed: the next read or write says how), ETIMEDOUT, or an
+ * errno. Signals neither end the wait early nor stretch it. */
+static int wait_fd(int fd, short events, int64_t deadline_us) {
+  struct pollfd p = {.fd = fd, .events = events};
   for (;;) {
-    int rc = poll(&p, 1, (int)rlock__ms_left(deadline));
+    int64_t left = rlock__ms_left(deadline_us);
+    int ms = deadline_us == INT64_MAX ? -1
+             : left > INT_MAX         ? INT_MAX
+                                      : (int)left;
+    int rc = poll(&p, 1, ms);
     if (rc > 0)
-      break;
-    if (rc == 0)
+      return 0;
+    if (rc == 0 && rlock__now_us() >= deadline_us)
       return ETIMEDOUT;
-    if (errno != EINTR)
+    if (rc < 0 && errno != EINTR)
       return errno;
   }
-  int err = 0;
+}
+
+/* ---- the byte stream (the seam TLS will sit under) -------------------- */
+
+/* Read up to len bytes without waiting: > 0 bytes read, 0 end of stream,
+ * -1 with errno (EAGAIN: nothing yet; wait for *want). */
+static ssize_t stream_read(rlock__conn *c, char *buf, size_t len, short *want) {
+  ssize_t n;
+  do
+    n = recv(c->fd, buf, len, 0);
+  while (n < 0 && errno == EINTR);
+  *want = POLLIN;
+  return n;
+}
+
+/* Write up to len bytes without waiting: bytes written, or -1 with errno
+ * (EAGAIN: no room; wait for *want). */
+static ssize_t stream_write(rlock__conn *c, const char *buf, size_t len,
+                            short *want) {
+  ssize_t n;
+  do
+    n = send(c->fd, buf, len, MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  *want = POLLOUT;
+  return n;
+}
+
+/* Wait until the stream can move in the direction `want` asked for. */
+static int stream_wait(rlock__conn *c, short want, int64_t deadline_us) {
+  return wait_fd(c->fd, want, deadline_us);
+}
+
+/* ---- connecting ------------------------------------------------------- */
+
+/* Finish a non-blocking connect by `deadline_us`. Returns 0 or an errno. */
+static int wait_connected(int fd, int64_t deadline_us) {
+  int err = wait_fd(fd, POLLOUT, deadline_us);
+  if (err != 0)
+    return err;
   socklen_t len = sizeof err;
   if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
     return errno;
   return err;
 }
 
-/* Connect one address; returns the fd or -1 with *err set. */
-static int connect_addr(const struct sockaddr *sa, socklen_t salen,
-                        int family, int64_t ms, int *err) {
-  int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+/* Connect one address by `deadline_us`; returns the fd, non-blocking for
+ * good, or -1 with *err set. */
+static int connect_addr(const struct sockaddr *sa, socklen_t salen, int family,
+                        int64_t deadline_us, int *err) {
+  int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
     *err = errno;
     return -1;
   }
-  set_nonblock(fd, 1);
   int rc = connect(fd, sa, salen);
-  *err = rc == 0 ? 0 : errno == EINPROGRESS ? wait_connected(fd, ms) : errno;
+  *err = rc == 0                ? 0
+         : errno == EINPROGRESS ? wait_connected(fd, deadline_us)
+                                : errno;
   if (*err != 0) {
     close(fd);
     return -1;
   }
-  set_nonblock(fd, 0);
   return fd;
 }
 
-static int connect_tcp(const rlock__endpoint *ep, int64_t ms, int *err) {
-  char port[16];
-  snprintf(port, sizeof port, "%d", ep->port);
-  struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
-  int grc = getaddrinfo(ep->host, port, &hints, &res);
-  if (grc != 0) {
-    *err = grc == EAI_SYSTEM ? errno : EHOSTUNREACH;
-    return -1;
-  }
+/* Try the addresses in turn until one connects or time runs out. */
+static int connect_any(const struct addrinfo *res, int64_t deadline_us,
+                       int *err) {
   int fd = -1;
-  for (struct addrinfo *a = res; a != NULL && fd < 0; a = a->ai_next)
-    fd = connect_addr(a->ai_addr, a->ai_addrlen, a->ai_family, ms, err);
-  freeaddrinfo(res);
+  *err = EHOSTUNREACH; /* an empty list */
+  for (const struct addrinfo *a = res; a != NULL && fd < 0; a = a->ai_next) {
+    fd =
+        connect_addr(a->ai_addr, a->ai_addrlen, a->ai_family, deadline_us, err);
+    if (*err == ETIMEDOUT)
+      break;
+  }
   if (fd >= 0) {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -87,17 +130,39 @@ static int connect_tcp(const rlock__endpoint *ep, int64_t ms, int *err) {
   return fd;
 }
 
-static int connect_unix(const rlock__endpoint *ep, int64_t ms, int *err) {
+static int connect_unix(const rlock__endpoint *ep, int64_t deadline_us,
+                        int *err) {
   struct sockaddr_un sa = {.sun_family = AF_UNIX};
   snprintf(sa.sun_path, sizeof sa.sun_path, "%s", ep->unix_path);
-  return connect_addr((struct sockaddr *)&sa, sizeof sa, AF_UNIX, ms, err);
+  return connect_addr((struct sockaddr *)&sa, sizeof sa, AF_UNIX, deadline_us,
+                      err);
 }
 
-static void set_io_timeout(int fd, int64_t ms) {
-  struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+/* Resolve and connect c->fd within `connect_ms` in all: the lookup gets
+ * what it needs of it, the connect the rest. Records the error. */
+static int open_socket(rlock__conn *c, const rlock__endpoint *ep,
+                       int64_t connect_ms) {
+  int64_t deadline = rlock__deadline_after_ms(connect_ms);
+  int err = 0;
+  if (ep->unix_path != NULL) {
+    c->fd = connect_unix(ep, deadline, &err);
+  } else {
+    struct addrinfo *res;
+    char why[160];
+    int rc =
+        rlock__resolve(ep->host, ep->port, deadline, &res, why, sizeof why);
+    if (rc != RLOCK_OK)
+      return rlock__err(rc, "cannot connect to redis %s: %s", c->where, why);
+    c->fd = connect_any(res, deadline, &err);
+    freeaddrinfo(res);
+  }
+  if (c->fd >= 0)
+    return RLOCK_OK;
+  return rlock__err(err == ETIMEDOUT ? RLOCK_ETIMEOUT : RLOCK_EIO,
+                    "cannot connect to redis %s: %s", c->where, strerror(err));
 }
+
+/* ---- commands --------------------------------------------------------- */
 
 static int io_error(rlock__conn *c, const char *what, int err) {
   c->broken = 1;
@@ -111,10 +176,25 @@ static int io_error(rlock__conn *c, const char *what, int err) {
                     strerror(err));
 }
 
-/* A signal restarts SO_RCVTIMEO/SO_SNDTIMEO from zero; frequent signals
- * could otherwise keep a command waiting for ever. */
-static int past_deadline(const rlock__conn *c) {
-  return c->io_deadline_us != 0 && rlock__now_us() >= c->io_deadline_us;
+static int reader_error(rlock__conn *c, rlock__read_status st) {
+  c->broken = 1;
+  const char *why = rlock__reader_error(c->reader);
+  switch (st) {
+  case RLOCK__READ_TOO_LARGE:
+    return rlock__err(RLOCK_EPROTO, "redis %s: reply too large (%s)", c->where,
+                      why);
+  case RLOCK__READ_BAD:
+    return rlock__err(RLOCK_EPROTO, "redis %s: bad reply: %s", c->where, why);
+  default:
+    return rlock__err(RLOCK_ENOMEM, "out of memory reading a reply");
+  }
+}
+
+/* The deadline of the command under way, or one command timeout from now
+ * for I/O outside a command. */
+static int64_t io_deadline(const rlock__conn *c) {
+  return c->io_deadline_us != 0 ? c->io_deadline_us
+                                : rlock__deadline_after_ms(c->timeout_ms);
 }
 
 long rlock__conn_format(char **out, int argc, const char **argv,
@@ -124,56 +204,65 @@ long rlock__conn_format(char **out, int argc, const char **argv,
 }
 
 int rlock__conn_send(rlock__conn *c, const char *buf, size_t len) {
+  int64_t deadline = io_deadline(c);
   while (len > 0) {
-    ssize_t n = send(c->fd, buf, len, MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR && !past_deadline(c))
-        continue;
-      return io_error(c, "write", errno == EINTR ? ETIMEDOUT : errno);
+    short want;
+    ssize_t n = stream_write(c, buf, len, &want);
+    if (n > 0) {
+      buf += n;
+      len -= (size_t)n;
+      continue;
     }
-    buf += n;
-    len -= (size_t)n;
+    if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+      return io_error(c, "write", n == 0 ? 0 : errno);
+    int err = stream_wait(c, want, deadline);
+    if (err != 0)
+      return io_error(c, "write", err);
   }
   return RLOCK_OK;
 }
 
 int rlock__conn_take_reply(rlock__conn *c, redisReply **out) {
-  void *reply = NULL;
-  *out = NULL;
-  if (redisReaderGetReply(c->reader, &reply) != REDIS_OK) {
-    c->broken = 1;
-    return rlock__err(RLOCK_EPROTO, "redis %s: bad reply: %s", c->where,
-                      c->reader->errstr);
-  }
-  *out = reply;
-  return RLOCK_OK;
+  rlock__read_status st = rlock__reader_get(c->reader, out);
+  return st == RLOCK__READ_OK ? RLOCK_OK : reader_error(c, st);
+}
+
+/* One read into the reader. RLOCK_OK with *want 0 when bytes arrived, or
+ * with *want the readiness to wait for when none had; else an error. */
+static int fill(rlock__conn *c, short *want) {
+  char buf[16384];
+  ssize_t n = stream_read(c, buf, sizeof buf, want);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+    return RLOCK_OK;
+  if (n <= 0)
+    return io_error(c, "read", n == 0 ? 0 : errno);
+  *want = 0;
+  rlock__read_status st = rlock__reader_feed(c->reader, buf, (size_t)n);
+  return st == RLOCK__READ_OK ? RLOCK_OK : reader_error(c, st);
 }
 
 int rlock__conn_read_some(rlock__conn *c) {
-  char buf[16384];
-  for (;;) {
-    ssize_t n = recv(c->fd, buf, sizeof buf, 0);
-    if (n > 0) {
-      if (redisReaderFeed(c->reader, buf, (size_t)n) != REDIS_OK) {
-        c->broken = 1;
-        return rlock__err(RLOCK_ENOMEM, "out of memory reading a reply");
-      }
-      return RLOCK_OK;
-    }
-    if (n < 0 && errno == EINTR && !past_deadline(c))
-      continue;
-    return io_error(c, "read", n == 0 ? 0 : errno == EINTR ? ETIMEDOUT : errno);
-  }
+  short want;
+  return fill(c, &want);
 }
 
-int rlock__conn_recv(rlock__conn *c, redisReply **out) {
+/* Take one reply, reading and waiting for it until `deadline_us`. */
+static int recv_until(rlock__conn *c, redisReply **out, int64_t deadline_us) {
   for (;;) {
     int rc = rlock__conn_take_reply(c, out);
     if (rc != RLOCK_OK || *out != NULL)
       return rc;
-    if ((rc = rlock__conn_read_some(c)) != RLOCK_OK)
+    short want;
+    if ((rc = fill(c, &want)) != RLOCK_OK)
       return rc;
+    int err = want == 0 ? 0 : stream_wait(c, want, deadline_us);
+    if (err != 0)
+      return io_error(c, "read", err);
   }
+}
+
+int rlock__conn_recv(rlock__conn *c, redisReply **out) {
+  return recv_until(c, out, io_deadline(c));
 }
 
 int rlock__conn_call(rlock__conn *c, int argc, const char **argv,
@@ -195,28 +284,23 @@ int rlock__conn_drain(rlock__conn *c, int64_t max_ms) {
   int64_t deadline = rlock__deadline_after_ms(max_ms);
   while (c->owed > 0) {
     redisReply *r;
-    int rc = rlock__conn_take_reply(c, &r);
+    int rc = recv_until(c, &r, deadline); /* a slow server: drop it */
     if (rc != RLOCK_OK)
       return rc;
-    if (r != NULL) {
-      freeReplyObject(r);
-      c->owed--;
-      continue;
-    }
-    struct pollfd p = {.fd = c->fd, .events = POLLIN};
-    if (poll(&p, 1, (int)rlock__ms_left(deadline)) <= 0)
-      return io_error(c, "read", ETIMEDOUT); /* a slow server: drop it */
-    if ((rc = rlock__conn_read_some(c)) != RLOCK_OK)
-      return rc;
+    freeReplyObject(r);
+    c->owed--;
   }
   return RLOCK_OK;
 }
 
 int rlock__conn_stale(rlock__conn *c) {
-  char b;
-  ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-  return n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+  if (rlock__reader_buffered(c->reader) > 0)
+    return 1; /* unsolicited bytes, already read */
+  /* Readable while idle: end of stream, an error, or unsolicited bytes. */
+  return stream_wait(c, POLLIN, rlock__now_us()) != ETIMEDOUT;
 }
+
+/* ---- opening ---------------------------------------------------------- */
 
 /* Run one handshake command; an error reply becomes RLOCK_EAUTH. */
 static int handshake_call(rlock__conn *c, int argc, const char **argv) {
@@ -225,8 +309,8 @@ static int handshake_call(rlock__conn *c, int argc, const char **argv) {
   if (rc != RLOCK_OK)
     return rc;
   if (r->type == REDIS_REPLY_ERROR)
-    rc = rlock__err(RLOCK_EAUTH, "redis %s: %s refused: %s", c->where,
-                    argv[0], r->str);
+    rc = rlock__err(RLOCK_EAUTH, "redis %s: %s refused: %s", c->where, argv[0],
+                    r->str);
   freeReplyObject(r);
   return rc;
 }
@@ -251,25 +335,16 @@ int rlock__conn_open(rlock__conn **out, const rlock__endpoint *ep,
                      int64_t connect_ms, int64_t command_ms) {
   *out = NULL;
   rlock__conn *c = calloc(1, sizeof *c);
-  if (c == NULL || (c->reader = redisReaderCreate()) == NULL) {
+  if (c == NULL || (c->reader = rlock__reader_new()) == NULL) {
     free(c);
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   }
-  rlock__endpoint_str(ep, c->where, sizeof c->where);
-  int err = 0;
-  c->fd = ep->unix_path ? connect_unix(ep, connect_ms, &err)
-                        : connect_tcp(ep, connect_ms, &err);
-  if (c->fd < 0) {
-    int code = err == ETIMEDOUT ? RLOCK_ETIMEOUT : RLOCK_EIO;
-    rlock__err(code, "cannot connect to redis %s: %s", c->where,
-               strerror(err));
-    redisReaderFree(c->reader);
-    free(c);
-    return code;
-  }
-  set_io_timeout(c->fd, command_ms);
+  c->fd = -1;
   c->timeout_ms = command_ms;
-  int rc = handshake(c, ep);
+  rlock__endpoint_str(ep, c->where, sizeof c->where);
+  int rc = open_socket(c, ep, connect_ms);
+  if (rc == RLOCK_OK)
+    rc = handshake(c, ep);
   if (rc != RLOCK_OK) {
     rlock__conn_close(c);
     return rc;
@@ -283,6 +358,6 @@ void rlock__conn_close(rlock__conn *c) {
     return;
   if (c->fd >= 0)
     close(c->fd);
-  redisReaderFree(c->reader);
+  rlock__reader_free(c->reader);
   free(c);
 }

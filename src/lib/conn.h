@@ -1,16 +1,27 @@
 /*
  * conn.h - one connection to one server: our own socket, hiredis's RESP
- * encoder and reader.
+ * encoder, and a reader that bounds what a reply may cost (reader.h).
  *
  * We own the socket instead of using redisContext so that connect and
  * command timeouts, staleness checks and (later) TLS are under our
  * control; hiredis 0.14 has no TLS and no per-call timeouts.
  *
+ * The socket is non-blocking for its whole life. Every wait is a poll()
+ * bounded by an absolute monotonic deadline, so a timeout bounds the
+ * whole of what it covers, however the server dribbles its bytes:
+ *   - connect timeout: name lookup plus connect (plus nothing else);
+ *   - command timeout: one command's round trip, i.e. every send and
+ *     receive of it together (c->io_deadline_us).
+ * Nothing here depends on blocking sockets, so an event loop may drive a
+ * connection with rlock__conn_read_some() and its own poll.
+ *
  * A connection is used by one thread at a time (the pool hands it out).
- * The socket is blocking with SO_RCVTIMEO/SO_SNDTIMEO set to the command
- * timeout: a command costs exactly one write() and usually one read().
  * Any I/O or protocol failure marks the connection broken; a broken
- * connection is never reused.
+ * connection is never reused. A timeout is RLOCK_ETIMEOUT ("redis H:P: no
+ * answer in time (read)"), a closed or failed socket RLOCK_EIO, a reply
+ * over the reader's limits RLOCK_EPROTO ("redis H:P: reply too large
+ * (array of 2147483647 elements)"), unparsable bytes RLOCK_EPROTO ("bad
+ * reply: ...").
  */
 #ifndef RLOCK_CONN_H
 #define RLOCK_CONN_H
@@ -20,20 +31,27 @@
 #include <stdint.h>
 
 #include "endpoint.h"
+#include "reader.h"
 
 typedef struct rlock__conn {
-  int fd;
+  int fd; /* non-blocking; callers may poll it */
   int broken;
-  int64_t timeout_ms;     /* the command timeout */
-  int owed;               /* replies still due to requests nobody awaits */
-  int64_t io_deadline_us; /* end of the current command, or 0 */
-  redisReader *reader;
+  int64_t timeout_ms; /* the command timeout */
+  int owed;           /* replies still due to requests nobody awaits */
+  /* End of the command under way (monotonic us), shared by all its sends
+   * and receives; 0 outside a command. rlock__conn_call() sets it; a
+   * caller driving a command itself (fan-out) sets it before sending and
+   * clears it when done. */
+  int64_t io_deadline_us;
+  rlock__reader *reader;
   char where[128]; /* "host:port" for messages */
 } rlock__conn;
 
-/* Connect within `connect_ms`, set the command timeout, then AUTH and
- * SELECT as the endpoint asks. RLOCK_EIO, RLOCK_ETIMEOUT, RLOCK_EAUTH or
- * RLOCK_ENOMEM on failure. */
+/* Resolve and connect within `connect_ms` in all, set the command
+ * timeout, then AUTH and SELECT as the endpoint asks (one command timeout
+ * each). RLOCK_EIO (unreachable, refused, "name did not resolve (...)"),
+ * RLOCK_ETIMEOUT (connect or "name lookup did not finish in time"),
+ * RLOCK_EAUTH or RLOCK_ENOMEM on failure, with the last error set. */
 int rlock__conn_open(rlock__conn **out, const rlock__endpoint *ep,
                      int64_t connect_ms, int64_t command_ms);
 
@@ -45,32 +63,44 @@ void rlock__conn_close(rlock__conn *c);
 long rlock__conn_format(char **out, int argc, const char **argv,
                         const size_t *lens);
 
-/* Write all of buf. */
+/* Write all of buf, waiting for the socket as needed until
+ * c->io_deadline_us, or for one command timeout from now when no command
+ * is under way (the subscriber's SUBSCRIBE and PING). RLOCK_ETIMEOUT
+ * "(write)" or RLOCK_EIO on failure. */
 int rlock__conn_send(rlock__conn *c, const char *buf, size_t len);
 
-/* Block until one complete reply has arrived (bounded by the command
- * timeout) and hand it to the caller (free with freeReplyObject). */
+/* Wait until one complete reply has arrived and hand it to the caller
+ * (free with freeReplyObject). Bounded like rlock__conn_send(). */
 int rlock__conn_recv(rlock__conn *c, redisReply **out);
 
-/* Send one command and receive its reply. Error replies are returned as
- * replies (type REDIS_REPLY_ERROR); only transport failures fail. */
+/* Send one command and receive its reply, all within one command
+ * timeout. Error replies are returned as replies (type
+ * REDIS_REPLY_ERROR); only transport and protocol failures fail. */
 int rlock__conn_call(rlock__conn *c, int argc, const char **argv,
                      const size_t *lens, redisReply **out);
 
-/* Read what the socket has (one recv) into the reader, for a caller that
- * polled the fd readable. RLOCK_EIO on EOF or error. */
+/* Read what the socket has now (at most one buffer's worth) into the
+ * reader, never waiting: for a caller that polled c->fd readable. Returns
+ * RLOCK_OK also when nothing was there (a spurious wake-up: poll again);
+ * RLOCK_EIO on end of stream or a socket error, RLOCK_EPROTO when the
+ * bytes push the reply past the reader's limits. Checks no deadline: the
+ * caller's poll owns the time. Call rlock__conn_take_reply() until it has
+ * no reply before reading again. */
 int rlock__conn_read_some(rlock__conn *c);
 
-/* Take one already-buffered reply, if any: *out is NULL when none. */
+/* Take one already-buffered reply, if any: *out is NULL when none.
+ * RLOCK_EPROTO or RLOCK_ENOMEM (connection broken) when the buffered
+ * bytes are not a reply or too large. Never touches the socket. */
 int rlock__conn_take_reply(rlock__conn *c, redisReply **out);
 
-/* Read and discard the `owed` replies, waiting at most `max_ms` for them:
- * RLOCK_OK when the connection is ready for a new command, else an error
- * (the caller drops the connection). */
+/* Read and discard the `owed` replies, waiting at most `max_ms` for them
+ * in all: RLOCK_OK when the connection is ready for a new command, else an
+ * error (the connection is broken; the caller drops it). */
 int rlock__conn_drain(rlock__conn *c, int64_t max_ms);
 
-/* 1 when an idle connection can no longer be used: the server closed it
- * or sent something unsolicited. Costs one non-blocking recv(). */
+/* 1 when an idle connection can no longer be used: the server closed it,
+ * the socket failed, or bytes arrived that nobody asked for. Never waits
+ * (one poll() with a zero timeout). */
 int rlock__conn_stale(rlock__conn *c);
 
 #endif /* RLOCK_CONN_H */
