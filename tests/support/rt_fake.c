@@ -75,6 +75,8 @@ static const char *kind_name(rt_step_kind k)
     case RT_SEND: return "SEND";
     case RT_CLOSE: return "CLOSE";
     case RT_SLEEP: return "SLEEP";
+    case RT_TRICKLE: return "TRICKLE";
+    case RT_FLOOD: return "FLOOD";
     case RT_END: return "END";
     }
     return "?";
@@ -246,6 +248,32 @@ static bool step_expect(rt_fake *f, const char *want)
     return true;
 }
 
+/* Whether a send failed because the client has closed the connection. */
+static bool client_gone(int err)
+{
+    return err == EPIPE || err == ECONNRESET;
+}
+
+/* Write up to len bytes of data, waiting for room; the count written (> 0),
+   0 when the client has closed the connection, -1 when stopped or failed. */
+static ssize_t send_some(rt_fake *f, int fd, const char *data, size_t len)
+{
+    for (;;) {
+        ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
+        if (n > 0)
+            return n;
+        if (n < 0 && client_gone(errno))
+            return 0;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (!await_fd(f, fd, POLLOUT))
+                return -1;
+        } else if (n < 0 && errno != EINTR) {
+            set_error(f, "send: %s", strerror(errno));
+            return -1;
+        }
+    }
+}
+
 static bool step_send(rt_fake *f, const char *data)
 {
     if (!need_client(f))
@@ -253,16 +281,12 @@ static bool step_send(rt_fake *f, const char *data)
     int fd = current_fd(f);
     size_t len = strlen(data), off = 0;
     while (off < len) {
-        ssize_t n = send(fd, data + off, len - off, MSG_NOSIGNAL);
-        if (n >= 0) {
-            off += (size_t)n;
-        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            if (!await_fd(f, fd, POLLOUT))
-                return false;
-        } else if (errno != EINTR) {
-            set_error(f, "send: %s", strerror(errno));
+        ssize_t n = send_some(f, fd, data + off, len - off);
+        if (n == 0)
+            set_error(f, "send: the client closed the connection");
+        if (n <= 0)
             return false;
-        }
+        off += (size_t)n;
     }
     return true;
 }
@@ -278,6 +302,50 @@ static bool step_close(rt_fake *f)
         redisReaderFree(f->reader);
     f->reader = NULL;
     return true;
+}
+
+static bool step_trickle(rt_fake *f, const char *data, int ms)
+{
+    if (!need_client(f))
+        return false;
+    int fd = current_fd(f);
+    for (size_t i = 0; data[i] != '\0'; i++) {
+        if (i > 0) {
+            /* The pause ends early if the client hangs up meanwhile. */
+            switch (wait_fd(f, fd, POLLRDHUP, ms > 0 ? ms : 0)) {
+            case WAIT_TIMEOUT: break;
+            case WAIT_READY: return step_close(f); /* the client hung up */
+            case WAIT_ERROR: set_error(f, "poll: %s", strerror(errno)); return false;
+            default: return false;
+            }
+        }
+        ssize_t n = send_some(f, fd, data + i, 1);
+        if (n <= 0)
+            return n == 0 ? step_close(f) : false;
+    }
+    return true;
+}
+
+static bool step_flood(rt_fake *f, const char *unit)
+{
+    if (!need_client(f))
+        return false;
+    /* Whole copies of the unit, so a partial send resumes mid-unit. */
+    size_t ulen = strlen(unit), copies = 65536 / ulen + 1, len = copies * ulen;
+    char *buf = malloc(len);
+    if (!buf) {
+        set_error(f, "out of memory");
+        return false;
+    }
+    for (size_t i = 0; i < copies; i++)
+        memcpy(buf + i * ulen, unit, ulen);
+    int fd = current_fd(f);
+    size_t off = 0;
+    ssize_t n;
+    while ((n = send_some(f, fd, buf + off, len - off)) > 0)
+        off = (off + (size_t)n) % len;
+    free(buf);
+    return n == 0 ? step_close(f) : false;
 }
 
 static bool step_sleep(rt_fake *f, int ms)
@@ -297,6 +365,8 @@ static bool run_step(rt_fake *f, const rt_fake_step *st)
     case RT_SEND: return step_send(f, st->arg);
     case RT_CLOSE: return step_close(f);
     case RT_SLEEP: return step_sleep(f, st->ms);
+    case RT_TRICKLE: return step_trickle(f, st->arg, st->ms);
+    case RT_FLOOD: return step_flood(f, st->arg);
     case RT_END: break;
     }
     return false;
@@ -351,12 +421,18 @@ static bool copy_steps(rt_fake *f, const rt_fake_step *steps, char *why, size_t 
     size_t n = 0;
     for (; steps[n].kind != RT_END; n++) {
         rt_step_kind k = steps[n].kind;
-        if (k != RT_ACCEPT && k != RT_EXPECT && k != RT_SEND && k != RT_CLOSE && k != RT_SLEEP) {
+        if (k != RT_ACCEPT && k != RT_EXPECT && k != RT_SEND && k != RT_CLOSE && k != RT_SLEEP &&
+            k != RT_TRICKLE && k != RT_FLOOD) {
             snprintf(why, cap, "step %zu: unknown kind %d", n, (int)k);
             return false;
         }
-        if ((k == RT_EXPECT || k == RT_SEND) && !steps[n].arg) {
+        if ((k == RT_EXPECT || k == RT_SEND || k == RT_TRICKLE || k == RT_FLOOD) &&
+            !steps[n].arg) {
             snprintf(why, cap, "step %zu: %s needs arg", n, kind_name(k));
+            return false;
+        }
+        if (k == RT_FLOOD && steps[n].arg[0] == '\0') {
+            snprintf(why, cap, "step %zu: FLOOD needs a non-empty arg", n);
             return false;
         }
     }

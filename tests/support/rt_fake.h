@@ -18,7 +18,8 @@
  *   assert_int_equal(rt_fake_wait(f, 5000), 0);   // or print rt_fake_error(f)
  *   rt_fake_free(f);
  *
- * Connections: RT_EXPECT, RT_SEND and RT_CLOSE act on the most recently
+ * Connections: RT_EXPECT, RT_SEND, RT_TRICKLE, RT_FLOOD and RT_CLOSE act on
+ * the most recently
  * accepted connection that is still open. A later RT_ACCEPT leaves earlier
  * connections open (but silent). When the script ends, open connections
  * stay open, unanswered, until rt_fake_free(); so does the listening socket.
@@ -38,13 +39,23 @@ typedef enum {
                   truncated "$10\r\nabc") */
     RT_CLOSE,  /* close the connection */
     RT_SLEEP,  /* sleep ms milliseconds */
+    RT_TRICKLE, /* write arg one byte at a time, pausing ms milliseconds
+                   before each byte after the first: a server that keeps a
+                   reply coming but never finishes it in time. Ends early,
+                   without error, when the client closes the connection
+                   (the fake then closes its end too). */
+    RT_FLOOD,  /* write arg over and over, as fast as the client reads, until
+                  the client closes the connection (then the fake closes its
+                  end and the step ends without error) or the fake is freed:
+                  e.g. RT_SEND
+                  "$2147483647\r\n" then RT_FLOOD "xxxx". */
     RT_END,    /* end of the script: every step array ends with it */
 } rt_step_kind;
 
 typedef struct {
     rt_step_kind kind;
-    const char *arg; /* RT_EXPECT, RT_SEND */
-    int ms;          /* RT_SLEEP */
+    const char *arg; /* RT_EXPECT, RT_SEND, RT_TRICKLE, RT_FLOOD */
+    int ms;          /* RT_SLEEP, RT_TRICKLE */
 } rt_fake_step;
 
 /* Complete initializers for steps, so scripts compile cleanly also with
@@ -54,6 +65,8 @@ typedef struct {
 #define RT_STEP_SEND(bytes) { RT_SEND, (bytes), 0 }
 #define RT_STEP_CLOSE() { RT_CLOSE, 0, 0 }
 #define RT_STEP_SLEEP(ms) { RT_SLEEP, 0, (ms) }
+#define RT_STEP_TRICKLE(bytes, ms) { RT_TRICKLE, (bytes), (ms) }
+#define RT_STEP_FLOOD(bytes) { RT_FLOOD, (bytes), 0 }
 #define RT_STEP_END() { RT_END, 0, 0 }
 
 /* Start the fake and its script. The steps, arg strings included, are
