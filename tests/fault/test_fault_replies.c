@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fault.h"
 #include "rlock.h"
 #include "rt_fake.h"
 #include "rt_util.h"
@@ -23,21 +24,6 @@ static rlock_client *client_for(rt_fake *f) {
   assert_int_equal(rlock_client_new(&c, cfg), RLOCK_OK);
   rlock_config_free(cfg);
   return c;
-}
-
-static void finish(rt_fake *f, rlock_client *c) {
-  if (rt_fake_wait(f, 3000) != 0)
-    fail_msg("fake server script: %s", rt_fake_error(f));
-  rlock_client_free(c);
-  rt_fake_free(f);
-}
-
-static void expect_rc(int rc, int code, const char *needle) {
-  if (rc != code)
-    fail_msg("got %d (%s), expected %d", rc, rlock_error_last()->message,
-             code);
-  if (needle && strstr(rlock_error_last()->message, needle) == NULL)
-    fail_msg("message '%s' lacks '%s'", rlock_error_last()->message, needle);
 }
 
 static void test_truncated_reply_then_close(void **state) {
