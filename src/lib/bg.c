@@ -38,18 +38,23 @@ static int poll_timeout_ms(int64_t next_us) {
   return ms > 60000 ? 60000 : (int)ms;
 }
 
+/* Room for the wake-up fd and this many subscriber connections (one per
+ * cluster node with waiters); more are polled on later passes. */
+#define POLL_MAX 128
+
 static void *bg_main(void *arg) {
   rlock_client *c = arg;
-  int readable = 0;
+  struct pollfd fds[POLL_MAX + 1];
+  int n = 0; /* subscriber fds polled last time */
   while (!atomic_load(&c->bg.stop)) {
-    int64_t next_ps = rlock__pubsub_service(c, readable);
+    int64_t next_ps = rlock__pubsub_service(c, fds + 1, n);
     int64_t next_wd = rlock__watchdog_service(c);
     int64_t next = next_ps < next_wd ? next_ps : next_wd;
-    struct pollfd fds[2] = {{.fd = c->bg.wake_fd, .events = POLLIN},
-                            {.fd = rlock__pubsub_fd(c), .events = POLLIN}};
-    int nfds = fds[1].fd >= 0 ? 2 : 1;
-    int rc = poll(fds, (nfds_t)nfds, poll_timeout_ms(next));
-    readable = rc > 0 && nfds == 2 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR));
+    fds[0] = (struct pollfd){.fd = c->bg.wake_fd, .events = POLLIN};
+    n = rlock__pubsub_pollfds(c, fds + 1, POLL_MAX);
+    int rc = poll(fds, (nfds_t)n + 1, poll_timeout_ms(next));
+    if (rc <= 0)
+      n = 0; /* nothing to read; revents are not set */
     if (rc > 0 && (fds[0].revents & POLLIN))
       drain_wake(c->bg.wake_fd);
   }

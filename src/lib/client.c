@@ -48,12 +48,12 @@ int rlock_client_new(rlock_client **out, const rlock_config *cfg) {
   }
   if ((rc = make_uuid(c->id)) != RLOCK_OK)
     goto fail_cfg;
-  rc = rlock__pool_init(&c->pool, &c->cfg.endpoint, c->cfg.pool_size,
+  rc = rlock__topo_init(&c->topo, &c->cfg.target, c->cfg.pool_size,
                         c->cfg.connect_timeout_ms, c->cfg.command_timeout_ms);
   if (rc != RLOCK_OK)
     goto fail_cfg;
   if ((rc = rlock__pubsub_init(&c->ps)) != RLOCK_OK)
-    goto fail_pool;
+    goto fail_topo;
   if ((rc = rlock__watchdog_init(&c->wd, c->cfg.watchdog_timeout_ms)) !=
       RLOCK_OK)
     goto fail_pubsub;
@@ -66,8 +66,8 @@ fail_watchdog:
   rlock__watchdog_destroy(&c->wd);
 fail_pubsub:
   rlock__pubsub_destroy(&c->ps);
-fail_pool:
-  rlock__pool_destroy(&c->pool);
+fail_topo:
+  rlock__topo_destroy(&c->topo);
 fail_cfg:
   rlock__config_clear(&c->cfg);
   free(c);
@@ -80,7 +80,7 @@ void rlock_client_free(rlock_client *c) {
   rlock__bg_stop(c);
   rlock__watchdog_destroy(&c->wd);
   rlock__pubsub_destroy(&c->ps);
-  rlock__pool_destroy(&c->pool);
+  rlock__topo_destroy(&c->topo);
   rlock__config_clear(&c->cfg);
   free(c);
 }

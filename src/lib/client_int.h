@@ -8,7 +8,7 @@
 
 #include "bg.h"
 #include "config_int.h"
-#include "pool.h"
+#include "topo.h"
 #include "pubsub.h"
 #include "rlock/client.h"
 #include "script.h"
@@ -17,14 +17,11 @@
 struct rlock_client {
   rlock_config cfg;
   char id[37];
-  rlock__pool pool;
+  rlock__topo topo; /* the servers, and which serves a key */
   rlock__pubsub ps;
   rlock__watchdog wd;
   rlock__bg bg;
 };
-
-/* The pool serving `key`. */
-rlock__pool *rlock__route(rlock_client *c, const char *key);
 
 /* Write "<client id>:<thread id>" for the calling thread into buf
  * (RLOCK_OWNER_MAX bytes). */

@@ -89,33 +89,14 @@ const char *rlock__call_route_key(const rlock__call *call) {
   return call->nkeys > 0 ? call->kv[0] : NULL;
 }
 
-/* ---- the error rule ---------------------------------------------------- */
-
-static int starts(const rlock__reply *r, const char *prefix) {
-  return strncmp(r->str, prefix, strlen(prefix)) == 0;
-}
-
-int rlock__error_status(const char *where, const rlock__reply *err) {
-  int code = RLOCK_ESERVER;
-  /* Redis puts WRONGTYPE first; a script's error may follow "ERR ...". */
-  if (strstr(err->str, "WRONGTYPE") != NULL)
-    code = RLOCK_EWRONGTYPE;
-  else if (starts(err, "NOAUTH") || starts(err, "WRONGPASS") ||
-           starts(err, "NOPERM"))
-    code = RLOCK_EAUTH;
-  return rlock__err(code, "redis %s: %s", where, err->str);
-}
-
 /* ---- requests ---------------------------------------------------------- */
 
 void rlock__req_init(rlock__req *q, rlock__call *call) {
-  *q = (rlock__req){.call = call, .rc = RLOCK_OK};
+  *q = (rlock__req){.call = call, .rc = RLOCK_OK, .step = RLOCK__STEP_ROUTE};
 }
 
-long rlock__req_encode(rlock__req *q, char **buf) {
-  rlock__call *call = q->call;
-  if (call->failed)
-    return rlock__err(RLOCK_EINVAL, "a command was too large to build"), -1;
+/* Encode `call` (as EVAL when `eval`) into argv form and then RESP. */
+static long encode_call(const rlock__call *call, int eval, char **buf) {
   int head = call->script ? 3 : 1;
   int argc = head + call->n;
   const char *small_argv[RLOCK__CALL_SMALL + 3];
@@ -127,14 +108,14 @@ long rlock__req_encode(rlock__req *q, char **buf) {
     lens = malloc((size_t)argc * sizeof *lens);
   }
   long len = -1;
+  char nk[16];
   if (argv == NULL || lens == NULL)
     goto out;
-  char nk[16];
   if (call->script) {
     snprintf(nk, sizeof nk, "%d", call->nkeys);
-    argv[0] = q->eval ? "EVAL" : "EVALSHA";
-    argv[1] = q->eval ? call->script->text : call->script->sha;
-    lens[1] = q->eval ? call->script->len : 40;
+    argv[0] = eval ? "EVAL" : "EVALSHA";
+    argv[1] = eval ? call->script->text : call->script->sha;
+    lens[1] = eval ? call->script->len : 40;
     argv[2] = nk;
     lens[2] = strlen(nk);
   } else {
@@ -151,125 +132,201 @@ out:
     free(argv);
     free(lens);
   }
-  if (len < 0)
-    rlock__err(RLOCK_ENOMEM, "out of memory encoding a command");
   return len;
+}
+
+long rlock__req_encode(rlock__req *q, char **buf) {
+  if (q->call->failed)
+    return rlock__err(RLOCK_EINVAL, "a command was too large to build"), -1;
+  static const char asking[] = "*1\r\n$6\r\nASKING\r\n";
+  size_t pre = q->asking ? sizeof asking - 1 : 0;
+  char *cmd;
+  long len = encode_call(q->call, q->eval, &cmd);
+  char *out = len < 0 ? NULL : malloc(pre + (size_t)len);
+  if (out == NULL) {
+    if (len >= 0)
+      free(cmd);
+    return rlock__err(RLOCK_ENOMEM, "out of memory encoding a command"), -1;
+  }
+  memcpy(out, asking, pre);
+  memcpy(out + pre, cmd, (size_t)len);
+  free(cmd);
+  q->asking_reply = q->asking;
+  q->asking = 0;
+  *buf = out;
+  return (long)pre + len;
+}
+
+/* "MOVED 3999 127.0.0.1:6381" / "ASK 3999 127.0.0.1:6381". */
+static int parse_redirect(rlock__req *q, const rlock__reply *r) {
+  const char *p = strchr(r->str, ' ');
+  char *end;
+  unsigned long slot = p ? strtoul(p + 1, &end, 10) : 0;
+  if (p == NULL || *end != ' ' || slot >= 16384 ||
+      strlen(end + 1) >= sizeof q->addr || end[1] == '\0')
+    return -1;
+  q->slot = (unsigned)slot;
+  snprintf(q->addr, sizeof q->addr, "%s", end + 1);
+  return 0;
+}
+
+/* Refusals a server gives before running anything, which pass. */
+static int is_transient(const rlock__reply *r) {
+  static const char *const words[] = {"TRYAGAIN", "CLUSTERDOWN", "LOADING",
+                                      "READONLY", "MASTERDOWN"};
+  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+    if (rlock__reply_starts(r, words[i]))
+      return 1;
+  return 0;
+}
+
+static rlock__step feed_error(rlock__req *q, const char *where,
+                              rlock__reply *r) {
+  rlock__step step = RLOCK__STEP_DONE;
+  if (q->call->script != NULL && !q->eval && rlock__reply_starts(r, "NOSCRIPT")) {
+    q->eval = 1;
+    step = RLOCK__STEP_RESEND;
+  } else if ((rlock__reply_starts(r, "MOVED ") || rlock__reply_starts(r, "ASK ")) &&
+             parse_redirect(q, r) == 0) {
+    step = rlock__reply_starts(r, "MOVED ") ? RLOCK__STEP_MOVED : RLOCK__STEP_ASK;
+    q->rc = rlock__error_status(where, r); /* if it cannot be followed */
+  } else {
+    q->rc = rlock__error_status(where, r);
+    if (is_transient(r))
+      step = RLOCK__STEP_RETRY;
+  }
+  rlock__reply_free(r);
+  return step;
 }
 
 rlock__step rlock__req_feed(rlock__req *q, const char *where,
                             rlock__reply *r) {
-  if (r->type == RLOCK__R_ERROR && q->call->script != NULL && !q->eval &&
-      starts(r, "NOSCRIPT")) { /* refused before running: safe to resend */
-    rlock__reply_free(r);
-    q->eval = 1;
-    return RLOCK__STEP_RESEND;
+  if (q->asking_reply) { /* ASKING's +OK; the command's reply follows */
+    q->asking_reply = 0;
+    if (r->type != RLOCK__R_ERROR) {
+      rlock__reply_free(r);
+      return q->step = RLOCK__STEP_MORE;
+    }
   }
-  if (r->type == RLOCK__R_ERROR) {
-    q->rc = rlock__error_status(where, r);
-    rlock__reply_free(r);
-    return RLOCK__STEP_DONE;
-  }
+  if (r->type == RLOCK__R_ERROR)
+    return q->step = feed_error(q, where, r);
   q->reply = r;
   q->rc = RLOCK_OK;
-  return RLOCK__STEP_DONE;
+  return q->step = RLOCK__STEP_DONE;
 }
 
 /* ---- the blocking driver ----------------------------------------------- */
 
-rlock__pool *rlock__route(rlock_client *c, const char *key) {
-  (void)key; /* one server today; Cluster routes by slot here */
-  return &c->pool;
+/* Send what the request wants and read replies on `conn` until it needs
+ * another node or is done. Each send has one command timeout. RLOCK_OK
+ * with q->step set, or a transport failure. */
+static int converse(rlock__conn *conn, rlock__req *q) {
+  rlock__step step = RLOCK__STEP_RESEND;
+  int rc = RLOCK_OK;
+  while (rc == RLOCK_OK &&
+         (step == RLOCK__STEP_RESEND || step == RLOCK__STEP_MORE)) {
+    if (step == RLOCK__STEP_RESEND) {
+      char *buf;
+      long len = rlock__req_encode(q, &buf);
+      if (len < 0)
+        return rlock_error_last()->code;
+      conn->io_deadline_us = rlock__deadline_after_ms(conn->timeout_ms);
+      rc = rlock__conn_send(conn, buf, (size_t)len);
+      free(buf);
+    }
+    rlock__reply *r;
+    if (rc == RLOCK_OK && (rc = rlock__conn_recv(conn, &r)) == RLOCK_OK)
+      step = rlock__req_feed(q, conn->where, r);
+  }
+  conn->io_deadline_us = 0;
+  return rc;
 }
 
-/* TEMPORARY until the reader builds rlock__reply trees itself. */
-static rlock__reply *from_hiredis(const redisReply *h) {
-  rlock__reply *r = calloc(1, sizeof *r);
-  if (r == NULL)
-    return NULL;
-  switch (h->type) {
-  case REDIS_REPLY_INTEGER: r->type = RLOCK__R_INT; r->integer = h->integer; return r;
-  case REDIS_REPLY_NIL: r->type = RLOCK__R_NIL; return r;
-  case REDIS_REPLY_ARRAY:
-    r->type = RLOCK__R_ARRAY;
-    r->elem = calloc(h->elements ? h->elements : 1, sizeof *r->elem);
-    if (r->elem == NULL) { free(r); return NULL; }
-    for (size_t i = 0; i < h->elements; i++) {
-      if ((r->elem[i] = from_hiredis(h->element[i])) == NULL) {
-        rlock__reply_free(r);
-        return NULL;
-      }
-      r->n++;
-    }
-    return r;
+/* A short pause before retrying a refusal: 10, 20, 40 ... 500 ms, never
+ * past the deadline. */
+static void pause_retry(int attempt, int64_t deadline_us) {
+  int64_t ms = 10LL << (attempt < 6 ? attempt : 6);
+  ms = ms > 500 ? 500 : ms;
+  int64_t left = rlock__ms_left(deadline_us);
+  rlock__sleep_ms(ms < left ? ms : left);
+}
+
+/* Follow q->step to the node to try next. RLOCK_OK with *node set, or the
+ * status to give up with. */
+static int next_node(rlock_client *c, rlock__req *q, int64_t deadline_us,
+                     int *attempt, rlock__node **node) {
+  rlock__topo *t = &c->topo;
+  int can_move = t->target.kind != RLOCK__TOPO_SINGLE;
+  switch (q->step) {
+  case RLOCK__STEP_MOVED:
+  case RLOCK__STEP_ASK:
+    if (!can_move || ++q->redirects > RLOCK__MAX_REDIRECTS)
+      return can_move ? rlock__err(RLOCK_ESERVER, "redirected more than %d "
+                                   "times; last: %s", RLOCK__MAX_REDIRECTS,
+                                   rlock_error_last()->message)
+                      : rlock__err(q->rc, "%s (a cluster node: use a "
+                                   "redis-cluster:// URL)",
+                                   rlock_error_last()->message);
+    if (rlock__topo_node_at(t, q->addr, node) != RLOCK_OK)
+      return rlock_error_last()->code;
+    if (q->step == RLOCK__STEP_MOVED)
+      rlock__topo_moved(t, q->slot, *node);
+    q->asking = q->step == RLOCK__STEP_ASK;
+    return RLOCK_OK;
+  case RLOCK__STEP_RETRY:
+    if (!can_move || rlock__now_us() >= deadline_us)
+      return q->rc;
+    rlock__topo_refresh(t);
+    pause_retry((*attempt)++, deadline_us);
+    return rlock__topo_route(t, rlock__call_route_key(q->call), node);
   default:
-    r->type = h->type == REDIS_REPLY_STATUS ? RLOCK__R_STATUS
-              : h->type == REDIS_REPLY_ERROR ? RLOCK__R_ERROR : RLOCK__R_STR;
-    r->str = rlock__strndup(h->str, h->len);
-    r->len = h->len;
-    if (r->str == NULL) { free(r); return NULL; }
-    return r;
+    return rlock__topo_route(t, rlock__call_route_key(q->call), node);
   }
 }
 
-/* Send the request's next command and read its reply on `conn`, within
- * one command timeout. */
-static int exchange(rlock__conn *conn, rlock__req *q, rlock__reply **r) {
-  char *buf;
-  long len = rlock__req_encode(q, &buf);
-  if (len < 0)
-    return rlock_error_last()->code;
-  conn->io_deadline_us = rlock__deadline_after_ms(conn->timeout_ms);
-  int rc = rlock__conn_send(conn, buf, (size_t)len);
-  free(buf);
-  redisReply *h = NULL;
-  if (rc == RLOCK_OK)
-    rc = rlock__conn_recv(conn, &h);
-  conn->io_deadline_us = 0;
-  if (rc == RLOCK_OK && (*r = from_hiredis(h)) == NULL)
-    rc = rlock__err(RLOCK_ENOMEM, "out of memory");
-  if (h != NULL)
-    freeReplyObject(h);
+int rlock__req_run(rlock_client *c, rlock__req *q, int64_t deadline_us) {
+  int attempt = 0;
+  rlock__node *node;
+  int rc;
+  while ((rc = next_node(c, q, deadline_us, &attempt, &node)) == RLOCK_OK) {
+    rlock__conn *conn;
+    if ((rc = rlock__pool_get(&node->pool, &conn)) != RLOCK_OK) {
+      /* Nothing was sent: where the topology can change (a failover), try
+       * again on what it becomes. */
+      if (c->topo.target.kind == RLOCK__TOPO_SINGLE ||
+          rlock__now_us() >= deadline_us)
+        break;
+      q->step = RLOCK__STEP_RETRY;
+      q->rc = rc;
+      continue;
+    }
+    rc = converse(conn, q);
+    rlock__pool_put(&node->pool, conn);
+    if (rc != RLOCK_OK)
+      break; /* failed in flight: a script may have run; never resend */
+    if (q->step == RLOCK__STEP_DONE)
+      return q->rc;
+  }
+  q->rc = rc;
   return rc;
 }
 
-int rlock__conn_take(rlock__conn *conn, rlock__reply **r) {
-  redisReply *h = NULL;
-  *r = NULL;
-  int rc = rlock__conn_take_reply(conn, &h);
-  if (rc == RLOCK_OK && h != NULL && (*r = from_hiredis(h)) == NULL)
-    rc = rlock__err(RLOCK_ENOMEM, "out of memory");
-  if (h != NULL)
-    freeReplyObject(h);
-  return rc;
-}
-
-int rlock__call_run(rlock_client *c, rlock__call *call, rlock__reply **out) {
+int rlock__call_run_until(rlock_client *c, rlock__call *call,
+                          int64_t deadline_us, rlock__reply **out) {
+  int64_t floor = rlock__deadline_after_ms(c->cfg.connect_timeout_ms +
+                                           c->cfg.command_timeout_ms);
   rlock__req q;
   rlock__req_init(&q, call);
-  *out = NULL;
-  rlock__pool *pool = rlock__route(c, rlock__call_route_key(call));
-  rlock__conn *conn;
-  int rc = rlock__pool_get(pool, &conn);
-  if (rc != RLOCK_OK) {
-    rlock__call_clear(call);
-    return rc;
-  }
-  for (;;) {
-    rlock__reply *r;
-    if ((rc = exchange(conn, &q, &r)) != RLOCK_OK)
-      break;
-    if (rlock__req_feed(&q, conn->where, r) == RLOCK__STEP_DONE) {
-      rc = q.rc;
-      *out = q.reply;
-      break;
-    }
-  }
-  rlock__pool_put(pool, conn);
+  int rc = rlock__req_run(c, &q, deadline_us > floor ? deadline_us : floor);
+  *out = rc == RLOCK_OK ? q.reply : NULL;
   rlock__call_clear(call);
   return rc;
 }
 
-const char *rlock__publish_cmd(const rlock_client *c) {
-  (void)c; /* SPUBLISH comes with sharded pub/sub in a cluster */
-  return "PUBLISH";
+int rlock__call_run(rlock_client *c, rlock__call *call, rlock__reply **out) {
+  return rlock__call_run_until(c, call, 0, out);
+}
+
+const char *rlock__publish_cmd(rlock_client *c) {
+  return rlock__topo_sharded(&c->topo) ? "SPUBLISH" : "PUBLISH";
 }

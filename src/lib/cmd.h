@@ -72,35 +72,50 @@ const char *rlock__call_route_key(const rlock__call *call);
  * reply that is not an error (caller frees it), or a status code from the
  * transport or from rlock__error_status() with the last error set. A
  * command that failed in flight is never re-sent (a script may have run);
- * one the server refused before running it (NOSCRIPT) is. Clears the
- * call. */
+ * one the server refused before running it (NOSCRIPT, a redirection, a
+ * cluster that is down for now) is, on the right node, for up to the
+ * connect plus the command timeout. Clears the call. */
 int rlock__call_run(rlock_client *c, rlock__call *call, rlock__reply **out);
 
-/* The one rule from an error reply to a status code: WRONGTYPE ->
- * RLOCK_EWRONGTYPE; NOAUTH, WRONGPASS, NOPERM -> RLOCK_EAUTH; anything
- * else -> RLOCK_ESERVER. Sets the last error to "redis <where>: <text>".
- * Every path that reads a reply (commands, fan-out, the subscriber) uses
- * it. */
-int rlock__error_status(const char *where, const rlock__reply *err);
+/* rlock__call_run, retrying refusals until `deadline_us` (monotonic) when
+ * that is later: a waiter rides out a cluster failover within its wait. */
+int rlock__call_run_until(rlock_client *c, rlock__call *call,
+                          int64_t deadline_us, rlock__reply **out);
 
 /* The command lock scripts publish with: "PUBLISH", or "SPUBLISH" where
  * the client uses sharded pub/sub. Scripts take it as an argument, as
  * Redisson's do, so one script text serves both. */
-const char *rlock__publish_cmd(const rlock_client *c);
+const char *rlock__publish_cmd(rlock_client *c);
 
 /* ---- requests: the state machine under rlock__call_run ------------- */
 
 typedef enum rlock__step {
-  RLOCK__STEP_DONE,  /* finished: rc and reply set */
-  RLOCK__STEP_RESEND /* encode and send again on the same connection */
+  RLOCK__STEP_ROUTE,  /* not sent yet: route by the call's key */
+  RLOCK__STEP_DONE,   /* finished: rc and reply set */
+  RLOCK__STEP_MORE,   /* read another reply on the same connection */
+  RLOCK__STEP_RESEND, /* encode and send again on the same connection */
+  RLOCK__STEP_MOVED,  /* the key's slot moved to `addr` for good */
+  RLOCK__STEP_ASK,    /* this once, ask `addr` (a slot being migrated) */
+  RLOCK__STEP_RETRY   /* refused for now (TRYAGAIN, CLUSTERDOWN, LOADING,
+                         READONLY, MASTERDOWN): rc says why; back off,
+                         refresh the topology and route again */
 } rlock__step;
 
 typedef struct rlock__req {
   rlock__call *call;
-  int eval;           /* send the script's text (EVAL) */
-  int rc;             /* when done: RLOCK_OK or a status */
-  rlock__reply *reply; /* when done with RLOCK_OK; the caller frees it */
+  int eval;            /* send the script's text (EVAL) */
+  int asking;          /* precede the next send with ASKING */
+  int asking_reply;    /* ASKING's reply is the next one due */
+  int redirects;       /* MOVED and ASK followed so far */
+  rlock__step step;    /* the last step fed */
+  unsigned slot;       /* MOVED: the slot */
+  char addr[128];      /* MOVED, ASK: "host:port" */
+  int rc;              /* DONE or RETRY: RLOCK_OK or a status */
+  rlock__reply *reply; /* DONE with RLOCK_OK; the caller frees it */
 } rlock__req;
+
+/* Most redirections one request follows before giving up. */
+#define RLOCK__MAX_REDIRECTS 5
 
 /* Start a request over `call` (which it borrows). */
 void rlock__req_init(rlock__req *q, rlock__call *call);
@@ -110,11 +125,15 @@ void rlock__req_init(rlock__req *q, rlock__call *call);
  * RLOCK_EINVAL for a call that failed while being built). */
 long rlock__req_encode(rlock__req *q, char **buf);
 
-/* Feed one reply read from `where` (takes it). Returns the next step. */
+/* Feed one reply read from `where` (takes it). Returns the next step,
+ * also kept in q->step. Only replies the server gives before running a
+ * command (NOSCRIPT, MOVED, ASK, TRYAGAIN, ...) lead to a resend. */
 rlock__step rlock__req_feed(rlock__req *q, const char *where, rlock__reply *r);
 
-/* TEMPORARY: take one buffered reply as a typed tree (NULL when none). */
-#include "conn.h"
-int rlock__conn_take(rlock__conn *conn, rlock__reply **r);
+/* Run a request from where it stands (fresh, or after a step a fan-out
+ * handed over: MOVED, ASK, RETRY) to completion on the calling thread,
+ * retrying refusals and unreachable nodes until `deadline_us` where the
+ * topology can change. Returns q->rc; on RLOCK_OK q->reply is set. */
+int rlock__req_run(rlock_client *c, rlock__req *q, int64_t deadline_us);
 
 #endif /* RLOCK_CMD_H */

@@ -141,3 +141,9 @@ uint64_t rlock__thread_id(void) {
   }
   return cached_tid;
 }
+
+void rlock__sleep_ms(int64_t ms) {
+  struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
+  while (ms > 0 && nanosleep(&ts, &ts) != 0 && errno == EINTR)
+    ;
+}

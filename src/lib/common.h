@@ -45,6 +45,9 @@ int64_t rlock__epoch_ms(void);
  * (INT64_MAX). */
 int64_t rlock__deadline_after_ms(int64_t ms);
 
+/* Sleep `ms` milliseconds (all of them, across signal handlers). */
+void rlock__sleep_ms(int64_t ms);
+
 /* Milliseconds left until `deadline_us`, rounded up, never negative. */
 int64_t rlock__ms_left(int64_t deadline_us);
 

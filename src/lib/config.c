@@ -17,16 +17,16 @@ int rlock__config_defaults(rlock_config *cfg) {
   cfg->watchdog_timeout_ms = 30000;
   cfg->fair_wait_timeout_ms = 300000;
   cfg->pool_size = 64;
-  return rlock__endpoint_parse(&cfg->endpoint, RLOCK_DEFAULT_URL);
+  return rlock__target_parse(&cfg->target, RLOCK_DEFAULT_URL);
 }
 
 int rlock__config_copy(rlock_config *dst, const rlock_config *src) {
   *dst = *src;
-  return rlock__endpoint_copy(&dst->endpoint, &src->endpoint);
+  return rlock__target_copy(&dst->target, &src->target);
 }
 
 void rlock__config_clear(rlock_config *cfg) {
-  rlock__endpoint_clear(&cfg->endpoint);
+  rlock__target_clear(&cfg->target);
 }
 
 int rlock_config_new(rlock_config **out) {
@@ -68,12 +68,12 @@ static int check_range(const char *what, int64_t v, int64_t lo, int64_t hi) {
 
 int rlock_config_set_url(rlock_config *cfg, const char *url) {
   CHECK_CFG(cfg, "rlock_config_set_url");
-  rlock__endpoint ep;
-  int rc = rlock__endpoint_parse(&ep, url);
+  rlock__target t;
+  int rc = rlock__target_parse(&t, url);
   if (rc != RLOCK_OK)
     return rc;
-  rlock__endpoint_clear(&cfg->endpoint);
-  cfg->endpoint = ep;
+  rlock__target_clear(&cfg->target);
+  cfg->target = t;
   return RLOCK_OK;
 }
 

@@ -6,13 +6,13 @@
 
 #include <stdint.h>
 
-#include "endpoint.h"
+#include "target.h"
 #include "rlock/config.h"
 
 #define RLOCK_DEFAULT_URL "redis://127.0.0.1:6379"
 
 struct rlock_config {
-  rlock__endpoint endpoint;
+  rlock__target target; /* from the URL */
   int64_t connect_timeout_ms;
   int64_t command_timeout_ms;
   int64_t watchdog_timeout_ms;

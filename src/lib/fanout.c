@@ -36,8 +36,13 @@ static void start(rlock__fan *f) {
   f->conn = NULL;
   f->error[0] = '\0';
   rlock__req_init(&f->req, &f->call);
-  f->pool = rlock__route(f->client, rlock__call_route_key(&f->call));
-  int rc = rlock__pool_get(f->pool, &f->conn);
+  rlock__node *node;
+  int rc = rlock__topo_route(&f->client->topo, rlock__call_route_key(&f->call),
+                             &node);
+  if (rc == RLOCK_OK) {
+    f->pool = &node->pool;
+    rc = rlock__pool_get(f->pool, &f->conn);
+  }
   if (rc != RLOCK_OK) {
     f->conn = NULL;
   } else {
@@ -48,18 +53,34 @@ static void start(rlock__fan *f) {
     finish(f, rc);
 }
 
+/* The request must go to another node (a redirection, a cluster that is
+ * down for now): rare, so it finishes on the blocking path, bounded by
+ * the fan-out's deadline. Nothing ran, so the connection is reusable. */
+static void hand_over(rlock__fan *f, int64_t deadline_us) {
+  f->conn->io_deadline_us = 0;
+  rlock__pool_put(f->pool, f->conn);
+  f->conn = NULL;
+  int rc = rlock__req_run(f->client, &f->req, deadline_us);
+  f->reply = f->req.reply;
+  finish(f, rc);
+}
+
 /* Read what arrived for `f`; finish it when its request is done. */
-static void on_readable(rlock__fan *f) {
+static void on_readable(rlock__fan *f, int64_t deadline_us) {
   rlock__reply *r = NULL;
   int rc = rlock__conn_read_some(f->conn);
-  while (rc == RLOCK_OK && (rc = rlock__conn_take(f->conn, &r)) == RLOCK_OK &&
-         r != NULL) {
-    if (rlock__req_feed(&f->req, f->conn->where, r) == RLOCK__STEP_DONE) {
+  while (rc == RLOCK_OK &&
+         (rc = rlock__conn_take_reply(f->conn, &r)) == RLOCK_OK && r != NULL) {
+    rlock__step step = rlock__req_feed(&f->req, f->conn->where, r);
+    if (step == RLOCK__STEP_DONE) {
       f->reply = f->req.reply;
       finish(f, f->req.rc);
       return;
     }
-    rc = send_next(f);
+    if (step == RLOCK__STEP_RESEND)
+      rc = send_next(f);
+    else if (step != RLOCK__STEP_MORE)
+      return hand_over(f, deadline_us);
   }
   if (rc != RLOCK_OK)
     finish(f, rc);
@@ -79,7 +100,7 @@ static size_t poll_round(rlock__fan *reqs, size_t n, int64_t deadline) {
     return 0;
   for (size_t k = 0; k < m; k++)
     if (fds[k].revents != 0) {
-      on_readable(&reqs[idx[k]]);
+      on_readable(&reqs[idx[k]], deadline);
       finished += reqs[idx[k]].done;
     }
   return finished;

@@ -36,7 +36,7 @@ typedef struct rlock__fan {
   char error[256];     /* the message when rc is an error */
   /* private */
   rlock__req req;
-  rlock__pool *pool;
+  rlock__pool *pool; /* of the node the request was sent to */
   rlock__conn *conn;
   int done;
 } rlock__fan;

@@ -1,35 +1,44 @@
 /*
  * pubsub.h - unlock notifications for waiting threads.
  *
- * One subscriber connection per client, owned by the background thread.
  * One subscription per channel, shared by every local waiter of that
- * channel (reference counted) and dropped when the last one leaves.
- * Each subscription carries a counting semaphore: an unlock message "0"
+ * channel (reference counted) and dropped when the last one leaves. Each
+ * subscription carries a counting semaphore: an unlock message "0"
  * releases one permit (wakes one waiter), "1" releases one per waiting
  * thread (wakes all). A permit released while nobody waits is kept, so a
  * message that arrives between a waiter's attempt and its sleep is not
  * lost; a spurious wake-up only costs one extra attempt.
  *
- * Locking: everything below is guarded by rlock__pubsub.mu. Only the
- * background thread touches `conn`.
+ * Subscriber connections (subconn.c) belong to the background thread:
+ * with classic pub/sub one per client, on any node (a cluster forwards
+ * PUBLISH to every node); with sharded pub/sub (a cluster whose servers
+ * have it) one per node that owns a waited-for channel's slot, using
+ * SSUBSCRIBE. A subscription the server drops by itself (its slot moved:
+ * an unasked sunsubscribe), or whose connection breaks, is redone where
+ * its channel now lives and its waiters are woken once, as unlocks may
+ * have been missed meanwhile.
+ *
+ * Locking: subscriptions are guarded by rlock__pubsub.mu; each has a
+ * condition variable on it. Connections are the background thread's.
  */
 #ifndef RLOCK_PUBSUB_H
 #define RLOCK_PUBSUB_H
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 
 #include "cancel.h"
-#include "conn.h"
 #include "map.h"
 
 typedef struct rlock_client rlock_client;
+typedef struct rlock__subconn rlock__subconn;
 
 enum rlock__sub_state {
   RLOCK__SUB_NONE,          /* not subscribed on the server */
-  RLOCK__SUB_PENDING,       /* SUBSCRIBE sent, not confirmed */
+  RLOCK__SUB_PENDING,       /* (S)SUBSCRIBE sent, not confirmed */
   RLOCK__SUB_ACTIVE,        /* confirmed: messages will arrive */
-  RLOCK__SUB_UNSUB_PENDING  /* UNSUBSCRIBE sent, not confirmed */
+  RLOCK__SUB_UNSUB_PENDING  /* (S)UNSUBSCRIBE sent, not confirmed */
 };
 
 typedef struct rlock__sub {
@@ -39,23 +48,24 @@ typedef struct rlock__sub {
   int state;   /* enum rlock__sub_state */
   int permits; /* released wake-ups not yet taken */
   int waiting; /* threads blocked in rlock__sub_wait() */
-  int resub;   /* re-subscribing after a lost connection */
-  int64_t sent_us; /* when the pending (UN)SUBSCRIBE went out */
+  int resub;   /* re-subscribing after a lost connection or moved slot */
+  int64_t sent_us;    /* when the pending (UN)SUBSCRIBE went out */
+  rlock__subconn *on; /* the connection it is (to be) subscribed on */
+  uint64_t fail_gen;  /* bumped when subscribing it failed ... */
+  int fail_code;      /* ... with this status ... */
+  char fail_msg[320]; /* ... and message */
   pthread_cond_t cv;
 } rlock__sub;
 
 typedef struct rlock__pubsub {
   pthread_mutex_t mu;
-  rlock__map subs;   /* channel -> rlock__sub* */
-  rlock__conn *conn; /* subscriber connection, or NULL */
-  int dirty;         /* some subscription needs (un)subscribing */
-  uint64_t fail_gen; /* bumped when connecting the subscriber fails */
-  int fail_code;
-  char fail_msg[320];
-  int64_t reconnect_at_us;
-  int64_t backoff_ms;
-  int64_t last_rx_us;   /* last time the subscriber connection said anything */
-  int64_t ping_sent_us; /* an unanswered PING, or 0 */
+  rlock__map subs; /* channel -> rlock__sub* */
+  int dirty;       /* some subscription needs (un)subscribing */
+  int sharded;     /* SSUBSCRIBE on the slot owner (cluster); set by the
+                      background thread from the topology */
+  /* background thread only */
+  rlock__subconn **conns;
+  size_t nconns;
 } rlock__pubsub;
 
 /* Internal status: the caller's own deadline passed while subscribing. */
@@ -82,12 +92,33 @@ int rlock__sub_wait(rlock_client *c, rlock__sub *s, int64_t until_us,
 /* Drop the reference taken by rlock__sub_acquire(). */
 void rlock__sub_release(rlock_client *c, rlock__sub *s);
 
-/* Background thread: the fd to poll for messages, or -1. */
-int rlock__pubsub_fd(rlock_client *c);
+/* ---- background thread (subconn.c) ----------------------------------- */
 
-/* Background thread: read messages when `readable`, (re)connect, send
- * pending (UN)SUBSCRIBEs. Returns when it next wants to run (monotonic
- * us), INT64_MAX when only an event can give it work. */
-int64_t rlock__pubsub_service(rlock_client *c, int readable);
+/* Fill fds (room for `max`) with the subscriber connections to poll for
+ * input; returns how many. */
+int rlock__pubsub_pollfds(rlock_client *c, struct pollfd *fds, int max);
+
+/* Read what the polled connections have (fds as filled by
+ * rlock__pubsub_pollfds, revents set by poll; n may be 0), (re)connect,
+ * send pending (UN)SUBSCRIBEs, check the connections' health. Returns
+ * when it next wants to run (monotonic us), INT64_MAX when only an event
+ * can give it work. */
+int64_t rlock__pubsub_service(rlock_client *c, const struct pollfd *fds,
+                              int n);
+
+/* Called locked by the background side: deliver a message or a
+ * confirmation for `channel` (pubsub.c). `kind` is the push's first word
+ * without a leading 's' ("message", "subscribe", "unsubscribe"). */
+void rlock__pubsub_push(rlock__pubsub *ps, rlock__subconn *on,
+                        const char *kind, const char *channel, size_t chlen,
+                        const char *payload);
+
+/* Called locked: subscribing on `on` failed; its waiters are told. */
+void rlock__pubsub_fail(rlock__pubsub *ps, rlock__subconn *on, int code,
+                        const char *msg);
+
+/* Called locked: `on` broke or is being closed; its subscriptions must be
+ * redone (with `reroute`, on whatever node now owns their channel). */
+void rlock__pubsub_lost(rlock__pubsub *ps, rlock__subconn *on, int reroute);
 
 #endif /* RLOCK_PUBSUB_H */

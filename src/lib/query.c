@@ -2,6 +2,7 @@
  * query.c - read-only questions about a lock: is it locked, do I hold it,
  * how often, for how long, and the whole state at once.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -16,12 +16,22 @@
 #include "lock_int.h"
 #include "redlock_int.h"
 
-static int same_server(const rlock_client *a, const rlock_client *b) {
-  const rlock__endpoint *x = &a->cfg.endpoint, *y = &b->cfg.endpoint;
+static int same_endpoint(const rlock__endpoint *x, const rlock__endpoint *y) {
   if (x->unix_path || y->unix_path)
     return x->unix_path && y->unix_path &&
            strcmp(x->unix_path, y->unix_path) == 0;
   return x->port == y->port && strcmp(x->host, y->host) == 0;
+}
+
+/* Whether two clients may reach the same servers: any configured address
+ * (server, seed node or sentinel) in common. */
+static int same_server(const rlock_client *a, const rlock_client *b) {
+  const rlock__target *x = &a->cfg.target, *y = &b->cfg.target;
+  for (size_t i = 0; i < x->n; i++)
+    for (size_t j = 0; j < y->n; j++)
+      if (same_endpoint(&x->addrs[i], &y->addrs[j]))
+        return 1;
+  return 0;
 }
 
 static int check_members(rlock_lock *const *members, size_t n) {

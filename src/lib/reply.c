@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common.h"
+
 void rlock__reply_free(rlock__reply *r) {
   if (r == NULL)
     return;
@@ -25,4 +27,19 @@ const char *rlock__reply_type_name(const rlock__reply *r) {
   static const char *const names[] = {"nil",    "integer", "string",
                                       "status", "error",   "array"};
   return r == NULL ? "none" : names[r->type];
+}
+
+int rlock__reply_starts(const rlock__reply *r, const char *prefix) {
+  return r->str != NULL && strncmp(r->str, prefix, strlen(prefix)) == 0;
+}
+
+int rlock__error_status(const char *where, const rlock__reply *err) {
+  int code = RLOCK_ESERVER;
+  /* Redis puts WRONGTYPE first; a script's error may follow "ERR ...". */
+  if (strstr(err->str, "WRONGTYPE") != NULL)
+    code = RLOCK_EWRONGTYPE;
+  else if (rlock__reply_starts(err, "NOAUTH") || rlock__reply_starts(err, "WRONGPASS") ||
+           rlock__reply_starts(err, "NOPERM"))
+    code = RLOCK_EAUTH;
+  return rlock__err(code, "redis %s: %s", where, err->str);
 }

@@ -7,6 +7,9 @@
  * redisReply. Strings are NUL-terminated and may also contain NULs (use
  * len). A tree is owned by whoever received it and freed with
  * rlock__reply_free().
+ *
+ * rlock__error_status() is the one rule from an error reply to a status
+ * code, used by every path that reads replies.
  */
 #ifndef RLOCK_REPLY_H
 #define RLOCK_REPLY_H
@@ -38,7 +41,17 @@ void rlock__reply_free(rlock__reply *r);
 /* 1 when `r` is a string or status equal to `s`. */
 int rlock__reply_is(const rlock__reply *r, const char *s);
 
+/* 1 when `r` has text (string, status, error) starting with `prefix`. */
+int rlock__reply_starts(const rlock__reply *r, const char *prefix);
+
 /* A name for a reply type, for messages ("nil", "integer", ...). */
 const char *rlock__reply_type_name(const rlock__reply *r);
+
+/* The one rule from an error reply to a status code: WRONGTYPE ->
+ * RLOCK_EWRONGTYPE; NOAUTH, WRONGPASS, NOPERM -> RLOCK_EAUTH; anything
+ * else -> RLOCK_ESERVER. Sets the last error to "redis <where>: <text>".
+ * Every path that reads a reply (commands, fan-out, the subscriber) uses
+ * it. */
+int rlock__error_status(const char *where, const rlock__reply *err);
 
 #endif /* RLOCK_REPLY_H */

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <hiredis/hiredis.h>
+
 #include "reader.h"
 
 /* A growable byte string for building replies. */
@@ -65,7 +67,7 @@ static void put_bulk(buf *b, size_t n) {
  * freed) and returns the first failure, or RLOCK__READ_OK. */
 static rlock__read_status feed_all(rlock__reader *rd, const char *p,
                                    size_t len, size_t chunk,
-                                   redisReply **out, int *nreplies) {
+                                   rlock__reply **out, int *nreplies) {
   *out = NULL;
   *nreplies = 0;
   for (size_t off = 0; off < len; off += chunk) {
@@ -74,7 +76,7 @@ static rlock__read_status feed_all(rlock__reader *rd, const char *p,
     if (st != RLOCK__READ_OK)
       return st;
     for (;;) {
-      redisReply *r;
+      rlock__reply *r;
       if ((st = rlock__reader_get(rd, &r)) != RLOCK__READ_OK)
         return st;
       if (r == NULL)
@@ -83,7 +85,7 @@ static rlock__read_status feed_all(rlock__reader *rd, const char *p,
       if (*out == NULL)
         *out = r;
       else
-        freeReplyObject(r);
+        rlock__reply_free(r);
     }
   }
   return RLOCK__READ_OK;
@@ -91,7 +93,7 @@ static rlock__read_status feed_all(rlock__reader *rd, const char *p,
 
 /* Parse one whole reply with the bounded reader, in chunks. */
 static rlock__read_status bounded(const char *p, size_t len, size_t chunk,
-                                  redisReply **out, char *why, size_t cap) {
+                                  rlock__reply **out, char *why, size_t cap) {
   rlock__reader *rd = rlock__reader_new();
   assert_non_null(rd);
   int n;
@@ -104,8 +106,8 @@ static rlock__read_status bounded(const char *p, size_t len, size_t chunk,
 }
 
 /* The one reply in p..len, which must parse. */
-static redisReply *parse_ok(const char *p, size_t len, size_t chunk) {
-  redisReply *r;
+static rlock__reply *parse_ok(const char *p, size_t len, size_t chunk) {
+  rlock__reply *r;
   char why[128];
   if (bounded(p, len, chunk, &r, why, sizeof why) != RLOCK__READ_OK)
     fail_msg("refused: %s", why);
@@ -113,7 +115,7 @@ static redisReply *parse_ok(const char *p, size_t len, size_t chunk) {
 }
 
 static void expect_refused(const char *p, size_t len, const char *needle) {
-  redisReply *r;
+  rlock__reply *r;
   char why[128];
   assert_int_equal(bounded(p, len, 65536, &r, why, sizeof why),
                    RLOCK__READ_TOO_LARGE);
@@ -122,18 +124,27 @@ static void expect_refused(const char *p, size_t len, const char *needle) {
     fail_msg("refused for '%s', expected '%s'", why, needle);
 }
 
-static void same_tree(const redisReply *a, const redisReply *b) {
-  assert_int_equal(a->type, b->type);
+/* hiredis's reply type for ours. */
+static int hiredis_type(rlock__rtype t) {
+  static const int map[] = {REDIS_REPLY_NIL,    REDIS_REPLY_INTEGER,
+                            REDIS_REPLY_STRING, REDIS_REPLY_STATUS,
+                            REDIS_REPLY_ERROR,  REDIS_REPLY_ARRAY};
+  return map[t];
+}
+
+/* Our tree `a` holds what hiredis's own reader built as `b`. */
+static void same_tree(const rlock__reply *a, const redisReply *b) {
+  assert_int_equal(hiredis_type(a->type), b->type);
   assert_true(a->integer == b->integer);
   assert_int_equal(a->len, b->len);
-  assert_int_equal(a->elements, b->elements);
+  assert_int_equal(a->n, b->elements);
   if (a->str != NULL || b->str != NULL) {
     assert_non_null(a->str);
     assert_non_null(b->str);
     assert_memory_equal(a->str, b->str, a->len + 1); /* NUL included */
   }
-  for (size_t i = 0; i < a->elements; i++)
-    same_tree(a->element[i], b->element[i]);
+  for (size_t i = 0; i < a->n; i++)
+    same_tree(a->elem[i], b->element[i]);
 }
 
 static void test_ordinary_replies_parse_as_before(void **state) {
@@ -159,9 +170,9 @@ static void test_ordinary_replies_parse_as_before(void **state) {
     assert_int_equal(redisReaderGetReply(ref, &want), REDIS_OK);
     assert_non_null(want);
     for (size_t chunk = 1; chunk <= cases[i].len; chunk *= 3) {
-      redisReply *got = parse_ok(cases[i].bytes, cases[i].len, chunk);
-      same_tree(want, got);
-      freeReplyObject(got);
+      rlock__reply *got = parse_ok(cases[i].bytes, cases[i].len, chunk);
+      same_tree(got, want);
+      rlock__reply_free(got);
     }
     freeReplyObject(want);
     redisReaderFree(ref);
@@ -173,12 +184,12 @@ static void test_depth_limit(void **state) {
   buf b = {0};
   put_repeated(&b, "*1\r\n", RLOCK__REPLY_MAX_DEPTH);
   puts_(&b, ":1\r\n");
-  redisReply *r = parse_ok(b.p, b.len, 3);
-  const redisReply *e = r;
+  rlock__reply *r = parse_ok(b.p, b.len, 3);
+  const rlock__reply *e = r;
   for (int d = 0; d < RLOCK__REPLY_MAX_DEPTH; d++)
-    e = e->element[0];
-  assert_int_equal(e->type, REDIS_REPLY_INTEGER);
-  freeReplyObject(r);
+    e = e->elem[0];
+  assert_int_equal(e->type, RLOCK__R_INT);
+  rlock__reply_free(r);
   b.len = 0;
   put_repeated(&b, "*1\r\n", RLOCK__REPLY_MAX_DEPTH + 1);
   puts_(&b, ":1\r\n");
@@ -193,9 +204,9 @@ static void test_array_at_and_over_the_limit(void **state) {
   (void)state;
   buf b = {0};
   put_full_array(&b, ":1\r\n");
-  redisReply *r = parse_ok(b.p, b.len, 16384);
-  assert_int_equal(r->elements, RLOCK__REPLY_MAX_ELEMENTS);
-  freeReplyObject(r);
+  rlock__reply *r = parse_ok(b.p, b.len, 16384);
+  assert_int_equal(r->n, RLOCK__REPLY_MAX_ELEMENTS);
+  rlock__reply_free(r);
   /* Over it: refused from the header alone, nothing else sent. */
   char head[32];
   snprintf(head, sizeof head, "*%d\r\n", RLOCK__REPLY_MAX_ELEMENTS + 1);
@@ -220,12 +231,12 @@ static void test_each_reply_gets_its_own_budget(void **state) {
   for (int i = 0; i < 2; i++)
     put_full_array(&b, "$1\r\nx\r\n");
   rlock__reader *rd = rlock__reader_new();
-  redisReply *r;
+  rlock__reply *r;
   int n;
   assert_int_equal(feed_all(rd, b.p, b.len, 65536, &r, &n), RLOCK__READ_OK);
   assert_int_equal(n, 2);
   assert_int_equal(rlock__reader_buffered(rd), 0);
-  freeReplyObject(r);
+  rlock__reply_free(r);
   rlock__reader_free(rd);
   free(b.p);
 }
@@ -234,9 +245,9 @@ static void test_string_limits(void **state) {
   (void)state;
   buf b = {0};
   put_bulk(&b, RLOCK__REPLY_MAX_BULK);
-  redisReply *r = parse_ok(b.p, b.len, 1 << 20);
+  rlock__reply *r = parse_ok(b.p, b.len, 1 << 20);
   assert_int_equal(r->len, RLOCK__REPLY_MAX_BULK);
-  freeReplyObject(r);
+  rlock__reply_free(r);
   b.len = 0;
   put_bulk(&b, RLOCK__REPLY_MAX_BULK + 1);
   expect_refused(b.p, b.len, "string of 16777217 bytes");
@@ -254,7 +265,7 @@ static void test_string_limits(void **state) {
 static void test_bulk_header_then_flood(void **state) {
   (void)state;
   rlock__reader *rd = rlock__reader_new();
-  redisReply *r;
+  rlock__reply *r;
   assert_int_equal(rlock__reader_feed(rd, "$2147483647\r\n", 13),
                    RLOCK__READ_OK);
   assert_int_equal(rlock__reader_get(rd, &r), RLOCK__READ_OK);
@@ -283,7 +294,7 @@ static void test_bulk_header_then_flood(void **state) {
 
 static void test_not_resp(void **state) {
   (void)state;
-  redisReply *r;
+  rlock__reply *r;
   char why[128];
   assert_int_equal(bounded("!bogus\r\n", 8, 8, &r, why, sizeof why),
                    RLOCK__READ_BAD);
@@ -296,7 +307,7 @@ static void test_not_resp(void **state) {
 static void test_partial_replies_are_freed(void **state) {
   (void)state;
   rlock__reader *rd = rlock__reader_new();
-  redisReply *r;
+  rlock__reply *r;
   int n;
   static const char refused[] = "*3\r\n$2\r\nab\r\n*2\r\n:1\r\n*9999999\r\n";
   assert_int_equal(feed_all(rd, refused, sizeof refused - 1, 5, &r, &n),

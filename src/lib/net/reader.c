@@ -11,6 +11,8 @@
  */
 #include "reader.h"
 
+#include <hiredis/hiredis.h>
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,16 +49,23 @@ static rlock__reader *budget(const redisReadTask *t) {
 }
 
 /* A new object of `type`, stored in its parent array (if any). */
-static redisReply *new_object(const redisReadTask *t, int type) {
-  redisReply *o = calloc(1, sizeof *o);
+static rlock__reply *new_object(const redisReadTask *t, rlock__rtype type) {
+  rlock__reply *o = calloc(1, sizeof *o);
   if (o == NULL)
     return NULL;
   o->type = type;
   if (t->parent != NULL) {
-    redisReply *parent = t->parent->obj;
-    parent->element[t->idx] = o;
+    rlock__reply *parent = t->parent->obj;
+    parent->elem[t->idx] = o;
   }
   return o;
+}
+
+/* hiredis's string-like task types as ours. */
+static rlock__rtype string_type(int type) {
+  return type == REDIS_REPLY_STATUS  ? RLOCK__R_STATUS
+         : type == REDIS_REPLY_ERROR ? RLOCK__R_ERROR
+                                     : RLOCK__R_STR;
 }
 
 static void *create_string(const redisReadTask *t, char *s, size_t len) {
@@ -68,7 +77,7 @@ static void *create_string(const redisReadTask *t, char *s, size_t len) {
   char *copy = rlock__strndup(s, len);
   if (copy == NULL)
     return NULL;
-  redisReply *o = new_object(t, t->type); /* string, status or error */
+  rlock__reply *o = new_object(t, string_type(t->type));
   if (o == NULL) {
     free(copy);
     return NULL;
@@ -94,23 +103,23 @@ static void *create_array(const redisReadTask *t, int n) {
     return refuse(rd, "array of %d elements", n);
   if ((size_t)n > RLOCK__REPLY_MAX_ELEMENTS - rd->elements)
     return refuse(rd, "over %d array elements", RLOCK__REPLY_MAX_ELEMENTS);
-  redisReply **element = NULL;
-  if (n > 0 && (element = calloc((size_t)n, sizeof *element)) == NULL)
+  rlock__reply **elem = NULL;
+  if (n > 0 && (elem = calloc((size_t)n, sizeof *elem)) == NULL)
     return NULL;
-  redisReply *o = new_object(t, REDIS_REPLY_ARRAY);
+  rlock__reply *o = new_object(t, RLOCK__R_ARRAY);
   if (o == NULL) {
-    free(element);
+    free(elem);
     return NULL;
   }
   rd->elements += (size_t)n;
-  o->element = element;
-  o->elements = (size_t)n;
+  o->elem = elem;
+  o->n = (size_t)n;
   return o;
 }
 
 static void *create_integer(const redisReadTask *t, long long v) {
   budget(t);
-  redisReply *o = new_object(t, REDIS_REPLY_INTEGER);
+  rlock__reply *o = new_object(t, RLOCK__R_INT);
   if (o != NULL)
     o->integer = v;
   return o;
@@ -118,11 +127,13 @@ static void *create_integer(const redisReadTask *t, long long v) {
 
 static void *create_nil(const redisReadTask *t) {
   budget(t);
-  return new_object(t, REDIS_REPLY_NIL);
+  return new_object(t, RLOCK__R_NIL);
 }
 
+static void free_object(void *o) { rlock__reply_free(o); }
+
 static redisReplyObjectFunctions bounded_functions = {
-    create_string, create_array, create_integer, create_nil, freeReplyObject,
+    create_string, create_array, create_integer, create_nil, free_object,
 };
 
 rlock__reader *rlock__reader_new(void) {
@@ -174,7 +185,7 @@ rlock__read_status rlock__reader_feed(rlock__reader *rd, const char *buf,
                                                       : failed(rd);
 }
 
-rlock__read_status rlock__reader_get(rlock__reader *rd, redisReply **out) {
+rlock__read_status rlock__reader_get(rlock__reader *rd, rlock__reply **out) {
   void *reply = NULL;
   *out = NULL;
   if (rd->refused)

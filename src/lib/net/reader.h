@@ -8,8 +8,9 @@
  * this reader builds replies with its own object functions and refuses
  * anything over the limits below before allocating for it.
  *
- * The replies are ordinary hiredis redisReply trees: free them with
- * freeReplyObject(). The limits are far above anything rlock needs (its
+ * The replies are rlock__reply trees (reply.h), built directly by the
+ * object functions, so nothing above the transport sees a redisReply:
+ * free them with rlock__reply_free(). The limits are far above anything rlock needs (its
  * largest reply is the inspection of a fair lock with a long queue: a
  * flat array of two strings per waiter), so no legitimate reply comes
  * near them. Worst case one reply costs roughly 1M objects of ~64 bytes
@@ -21,8 +22,9 @@
 #ifndef RLOCK_READER_H
 #define RLOCK_READER_H
 
-#include <hiredis/hiredis.h>
 #include <stddef.h>
+
+#include "reply.h"
 
 /* Elements of one array, and of all the arrays of one reply together
  * (counted when an array's header arrives, before anything is allocated
@@ -63,9 +65,9 @@ rlock__read_status rlock__reader_feed(rlock__reader *rd, const char *buf,
                                       size_t len);
 
 /* Take the next complete reply: *out is the reply (the caller frees it
- * with freeReplyObject), or NULL when none is complete yet. On failure
+ * with rlock__reply_free), or NULL when none is complete yet. On failure
  * *out is NULL, the partial reply is freed, and the failure is final. */
-rlock__read_status rlock__reader_get(rlock__reader *rd, redisReply **out);
+rlock__read_status rlock__reader_get(rlock__reader *rd, rlock__reply **out);
 
 /* Why the last call failed: "array of 2147483647 elements", hiredis's
  * "Protocol error, got ..." text, ... Valid until the next call. */

@@ -26,7 +26,6 @@
 #ifndef RLOCK_CONN_H
 #define RLOCK_CONN_H
 
-#include <hiredis/hiredis.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -70,14 +69,14 @@ long rlock__conn_format(char **out, int argc, const char **argv,
 int rlock__conn_send(rlock__conn *c, const char *buf, size_t len);
 
 /* Wait until one complete reply has arrived and hand it to the caller
- * (free with freeReplyObject). Bounded like rlock__conn_send(). */
-int rlock__conn_recv(rlock__conn *c, redisReply **out);
+ * (free with rlock__reply_free()). Bounded like rlock__conn_send(). */
+int rlock__conn_recv(rlock__conn *c, rlock__reply **out);
 
 /* Send one command and receive its reply, all within one command
  * timeout. Error replies are returned as replies (type
- * REDIS_REPLY_ERROR); only transport and protocol failures fail. */
+ * RLOCK__R_ERROR); only transport and protocol failures fail. */
 int rlock__conn_call(rlock__conn *c, int argc, const char **argv,
-                     const size_t *lens, redisReply **out);
+                     const size_t *lens, rlock__reply **out);
 
 /* Read what the socket has now (at most one buffer's worth) into the
  * reader, never waiting: for a caller that polled c->fd readable. Returns
@@ -91,7 +90,7 @@ int rlock__conn_read_some(rlock__conn *c);
 /* Take one already-buffered reply, if any: *out is NULL when none.
  * RLOCK_EPROTO or RLOCK_ENOMEM (connection broken) when the buffered
  * bytes are not a reply or too large. Never touches the socket. */
-int rlock__conn_take_reply(rlock__conn *c, redisReply **out);
+int rlock__conn_take_reply(rlock__conn *c, rlock__reply **out);
 
 /* Read and discard the `owed` replies, waiting at most `max_ms` for them
  * in all: RLOCK_OK when the connection is ready for a new command, else an

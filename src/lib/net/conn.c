@@ -10,6 +10,8 @@
  */
 #include "conn.h"
 
+#include <hiredis/hiredis.h>
+
 #include <errno.h>
 #include <limits.h>
 #include <netdb.h>
@@ -222,7 +224,7 @@ int rlock__conn_send(rlock__conn *c, const char *buf, size_t len) {
   return RLOCK_OK;
 }
 
-int rlock__conn_take_reply(rlock__conn *c, redisReply **out) {
+int rlock__conn_take_reply(rlock__conn *c, rlock__reply **out) {
   rlock__read_status st = rlock__reader_get(c->reader, out);
   return st == RLOCK__READ_OK ? RLOCK_OK : reader_error(c, st);
 }
@@ -247,7 +249,7 @@ int rlock__conn_read_some(rlock__conn *c) {
 }
 
 /* Take one reply, reading and waiting for it until `deadline_us`. */
-static int recv_until(rlock__conn *c, redisReply **out, int64_t deadline_us) {
+static int recv_until(rlock__conn *c, rlock__reply **out, int64_t deadline_us) {
   for (;;) {
     int rc = rlock__conn_take_reply(c, out);
     if (rc != RLOCK_OK || *out != NULL)
@@ -261,12 +263,12 @@ static int recv_until(rlock__conn *c, redisReply **out, int64_t deadline_us) {
   }
 }
 
-int rlock__conn_recv(rlock__conn *c, redisReply **out) {
+int rlock__conn_recv(rlock__conn *c, rlock__reply **out) {
   return recv_until(c, out, io_deadline(c));
 }
 
 int rlock__conn_call(rlock__conn *c, int argc, const char **argv,
-                     const size_t *lens, redisReply **out) {
+                     const size_t *lens, rlock__reply **out) {
   char *cmd;
   long len = rlock__conn_format(&cmd, argc, argv, lens);
   if (len < 0)
@@ -283,11 +285,11 @@ int rlock__conn_call(rlock__conn *c, int argc, const char **argv,
 int rlock__conn_drain(rlock__conn *c, int64_t max_ms) {
   int64_t deadline = rlock__deadline_after_ms(max_ms);
   while (c->owed > 0) {
-    redisReply *r;
+    rlock__reply *r;
     int rc = recv_until(c, &r, deadline); /* a slow server: drop it */
     if (rc != RLOCK_OK)
       return rc;
-    freeReplyObject(r);
+    rlock__reply_free(r);
     c->owed--;
   }
   return RLOCK_OK;
@@ -304,14 +306,14 @@ int rlock__conn_stale(rlock__conn *c) {
 
 /* Run one handshake command; an error reply becomes RLOCK_EAUTH. */
 static int handshake_call(rlock__conn *c, int argc, const char **argv) {
-  redisReply *r = NULL;
+  rlock__reply *r = NULL;
   int rc = rlock__conn_call(c, argc, argv, NULL, &r);
   if (rc != RLOCK_OK)
     return rc;
-  if (r->type == REDIS_REPLY_ERROR)
+  if (r->type == RLOCK__R_ERROR)
     rc = rlock__err(RLOCK_EAUTH, "redis %s: %s refused: %s", c->where, argv[0],
                     r->str);
-  freeReplyObject(r);
+  rlock__reply_free(r);
   return rc;
 }
 

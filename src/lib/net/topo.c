@@ -1,0 +1,302 @@
+/*
+ * topo.c - nodes, routing, and refreshing a cluster's slot map or
+ * Sentinel's master.
+ */
+#include "topo.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "common.h"
+#include "sentinel.h"
+
+/* ---- nodes ------------------------------------------------------------- */
+
+static void node_free(rlock__node *n) {
+  rlock__pool_destroy(&n->pool);
+  rlock__endpoint_clear(&n->ep);
+  free(n);
+}
+
+/* A new node for `ep` (taken over: cleared on failure too). */
+static int node_new(rlock__topo *t, rlock__endpoint *ep, rlock__node **out) {
+  rlock__node *n = calloc(1, sizeof *n);
+  if (n == NULL) {
+    rlock__endpoint_clear(ep);
+    return rlock__err(RLOCK_ENOMEM, "out of memory");
+  }
+  n->ep = *ep;
+  memset(ep, 0, sizeof *ep);
+  rlock__endpoint_str(&n->ep, n->where, sizeof n->where);
+  int rc = rlock__pool_init(&n->pool, &n->ep, t->pool_size, t->connect_ms,
+                            t->command_ms);
+  if (rc != RLOCK_OK) {
+    rlock__endpoint_clear(&n->ep);
+    free(n);
+    return rc;
+  }
+  *out = n;
+  return RLOCK_OK;
+}
+
+/* Append, locked. */
+static int node_add(rlock__topo *t, rlock__node *n) {
+  if (t->nnodes == t->cap) {
+    size_t cap = t->cap ? t->cap * 2 : 8;
+    rlock__node **v = realloc(t->nodes, cap * sizeof *v);
+    if (v == NULL)
+      return rlock__err(RLOCK_ENOMEM, "out of memory");
+    t->nodes = v;
+    t->cap = cap;
+  }
+  t->nodes[t->nnodes++] = n;
+  return RLOCK_OK;
+}
+
+/* Split "host:port" (the last ':' separates; "[v6]:port" too). */
+static int split_addr(const char *addr, char *host, size_t size, int *port) {
+  const char *colon = strrchr(addr, ':');
+  if (colon == NULL || colon == addr)
+    return -1;
+  const char *h = addr, *he = colon;
+  if (*h == '[' && he[-1] == ']')
+    h++, he--;
+  char *end;
+  long p = strtol(colon + 1, &end, 10);
+  if (*end != '\0' || p < 1 || p > 65535 || (size_t)(he - h) >= size)
+    return -1;
+  memcpy(host, h, (size_t)(he - h));
+  host[he - h] = '\0';
+  *port = (int)p;
+  return 0;
+}
+
+int rlock__topo_node_at(rlock__topo *t, const char *addr, rlock__node **out) {
+  char host[256];
+  int port;
+  if (split_addr(addr, host, sizeof host, &port) != 0)
+    return rlock__err(RLOCK_EPROTO, "bad node address '%.64s'", addr);
+  pthread_mutex_lock(&t->mu);
+  for (size_t i = 0; i < t->nnodes; i++)
+    if (t->nodes[i]->ep.port == port && t->nodes[i]->ep.host != NULL &&
+        strcmp(t->nodes[i]->ep.host, host) == 0) {
+      *out = t->nodes[i];
+      pthread_mutex_unlock(&t->mu);
+      return RLOCK_OK;
+    }
+  rlock__endpoint ep;
+  int rc = rlock__target_node(&t->target, host, port, &ep);
+  if (rc == RLOCK_OK)
+    rc = node_new(t, &ep, out);
+  if (rc == RLOCK_OK && (rc = node_add(t, *out)) != RLOCK_OK)
+    node_free(*out);
+  pthread_mutex_unlock(&t->mu);
+  return rc;
+}
+
+int rlock__topo_node_call(rlock__node *node, int argc, const char **argv,
+                          rlock__reply **out) {
+  rlock__conn *conn;
+  int rc = rlock__pool_get(&node->pool, &conn);
+  if (rc != RLOCK_OK)
+    return rc;
+  rc = rlock__conn_call(conn, argc, argv, NULL, out);
+  rlock__pool_put(&node->pool, conn);
+  return rc;
+}
+
+/* ---- lifecycle --------------------------------------------------------- */
+
+int rlock__topo_init(rlock__topo *t, const rlock__target *target,
+                     int pool_size, int64_t connect_ms, int64_t command_ms) {
+  memset(t, 0, sizeof *t);
+  t->pool_size = pool_size;
+  t->connect_ms = connect_ms;
+  t->command_ms = command_ms;
+  int rc = rlock__target_copy(&t->target, target);
+  if (rc != RLOCK_OK)
+    return rc;
+  pthread_mutex_init(&t->mu, NULL);
+  pthread_cond_init(&t->refreshed, NULL);
+  atomic_init(&t->sharded, target->kind != RLOCK__TOPO_CLUSTER ? 0
+                           : target->pubsub == RLOCK__PUBSUB_AUTO ? -1
+                           : target->pubsub == RLOCK__PUBSUB_SHARDED);
+  if (target->kind == RLOCK__TOPO_CLUSTER &&
+      (t->slots = calloc(RLOCK__SLOTS, sizeof *t->slots)) == NULL)
+    rc = rlock__err(RLOCK_ENOMEM, "out of memory");
+  if (rc == RLOCK_OK && target->kind == RLOCK__TOPO_SINGLE) {
+    rlock__endpoint ep;
+    rlock__node *n;
+    rc = rlock__endpoint_copy(&ep, &target->addrs[0]);
+    if (rc == RLOCK_OK && (rc = node_new(t, &ep, &n)) == RLOCK_OK &&
+        (rc = node_add(t, n)) != RLOCK_OK)
+      node_free(n);
+    if (rc == RLOCK_OK)
+      atomic_store(&t->primary, n);
+  }
+  if (rc != RLOCK_OK)
+    rlock__topo_destroy(t);
+  return rc;
+}
+
+void rlock__topo_destroy(rlock__topo *t) {
+  for (size_t i = 0; i < t->nnodes; i++)
+    node_free(t->nodes[i]);
+  free(t->nodes);
+  free((void *)t->slots);
+  rlock__target_clear(&t->target);
+  pthread_mutex_destroy(&t->mu);
+  pthread_cond_destroy(&t->refreshed);
+  memset(t, 0, sizeof *t);
+}
+
+/* ---- the cluster map --------------------------------------------------- */
+
+/* Install a map read from the cluster: every slot it names points at its
+ * master's node; slots it does not name keep no owner. */
+static int apply_map(rlock__topo *t, const rlock__range *rs, size_t n) {
+  rlock__node *first = NULL;
+  char addr[300];
+  for (size_t i = 0; i < n; i++) {
+    rlock__node *node;
+    snprintf(addr, sizeof addr, "%s:%d", rs[i].host, rs[i].port);
+    int rc = rlock__topo_node_at(t, addr, &node);
+    if (rc != RLOCK_OK)
+      return rc;
+    for (unsigned s = rs[i].from; s <= rs[i].to; s++)
+      atomic_store(&t->slots[s], node);
+    if (first == NULL)
+      first = node;
+  }
+  if (first != NULL)
+    atomic_store(&t->primary, first);
+  return RLOCK_OK;
+}
+
+/* Redisson's AUTO rule: sharded pub/sub where PUBSUB SHARDNUMSUB is
+ * accepted (Redis 7). */
+static int probe_sharded(rlock__node *node) {
+  const char *argv[2] = {"PUBSUB", "SHARDNUMSUB"};
+  rlock__reply *r;
+  if (rlock__topo_node_call(node, 2, argv, &r) != RLOCK_OK)
+    return -1; /* ask again next time */
+  int sharded = r->type != RLOCK__R_ERROR;
+  rlock__reply_free(r);
+  return sharded;
+}
+
+/* Read the map through the first node that answers: known nodes first
+ * (they are the live cluster), then the seeds. */
+static int refresh_cluster(rlock__topo *t) {
+  int rc = rlock__err(RLOCK_EIO, "cluster: no seed node configured");
+  size_t seed = 0;
+  for (size_t i = 0;; i++) {
+    rlock__node *node = NULL;
+    pthread_mutex_lock(&t->mu);
+    if (i < t->nnodes)
+      node = t->nodes[i];
+    pthread_mutex_unlock(&t->mu);
+    if (node == NULL) {
+      if (seed == t->target.n)
+        break;
+      char addr[300];
+      const rlock__endpoint *ep = &t->target.addrs[seed++];
+      snprintf(addr, sizeof addr, "%s:%d", ep->host, ep->port);
+      if ((rc = rlock__topo_node_at(t, addr, &node)) != RLOCK_OK)
+        return rc;
+    }
+    rlock__range *rs;
+    size_t n;
+    if ((rc = rlock__cluster_map(node, &rs, &n)) == RLOCK_OK) {
+      rc = apply_map(t, rs, n);
+      free(rs);
+      if (rc == RLOCK_OK && atomic_load(&t->sharded) < 0)
+        atomic_store(&t->sharded, probe_sharded(node));
+      return rc;
+    }
+    if (rc == RLOCK_ESERVER || rc == RLOCK_EAUTH || rc == RLOCK_ENOMEM)
+      return rc; /* another node would say the same */
+  }
+  return rc;
+}
+
+/* Refresh now unless another thread is at it (then, with `wait`, wait for
+ * it) or, without `force`, one ran within RLOCK__TOPO_REFRESH_MS. */
+static int refresh(rlock__topo *t, int force, int wait) {
+  pthread_mutex_lock(&t->mu);
+  int64_t now = rlock__now_us();
+  if (t->refreshing || (!force && now - t->refreshed_us <
+                                      RLOCK__TOPO_REFRESH_MS * 1000)) {
+    while (wait && t->refreshing)
+      pthread_cond_wait(&t->refreshed, &t->mu);
+    pthread_mutex_unlock(&t->mu);
+    return RLOCK_OK;
+  }
+  t->refreshing = 1;
+  t->refreshed_us = now;
+  pthread_mutex_unlock(&t->mu);
+  rlock__saved_error saved;
+  rlock__error_save(&saved);
+  int rc = t->target.kind == RLOCK__TOPO_CLUSTER ? refresh_cluster(t)
+                                                 : rlock__sentinel_refresh(t);
+  if (rc == RLOCK_OK)
+    rlock__error_restore(&saved);
+  pthread_mutex_lock(&t->mu);
+  t->refreshing = 0;
+  pthread_cond_broadcast(&t->refreshed);
+  pthread_mutex_unlock(&t->mu);
+  return rc;
+}
+
+void rlock__topo_refresh(rlock__topo *t) {
+  if (t->target.kind != RLOCK__TOPO_SINGLE)
+    refresh(t, 0, 0);
+}
+
+void rlock__topo_moved(rlock__topo *t, unsigned slot, rlock__node *node) {
+  if (t->slots != NULL && slot < RLOCK__SLOTS)
+    atomic_store(&t->slots[slot], node);
+  rlock__topo_refresh(t);
+}
+
+int rlock__topo_sharded(rlock__topo *t) {
+  int s = atomic_load(&t->sharded);
+  if (s < 0) {
+    rlock__node *any;
+    rlock__saved_error saved;
+    rlock__error_save(&saved);
+    if (rlock__topo_route(t, NULL, &any) == RLOCK_OK &&
+        atomic_load(&t->sharded) < 0)
+      refresh(t, 0, 1); /* the probe failed: try again (rate-limited) */
+    rlock__error_restore(&saved);
+    s = atomic_load(&t->sharded);
+  }
+  return s > 0;
+}
+
+/* ---- routing ----------------------------------------------------------- */
+
+rlock__node *rlock__topo_lookup(rlock__topo *t, const char *key) {
+  if (key == NULL || t->slots == NULL)
+    return atomic_load(&t->primary);
+  return atomic_load(&t->slots[rlock__slot(key, strlen(key))]);
+}
+
+int rlock__topo_route(rlock__topo *t, const char *key, rlock__node **out) {
+  if ((*out = rlock__topo_lookup(t, key)) != NULL)
+    return RLOCK_OK;
+  int rc = refresh(t, 1, 1);
+  if ((*out = rlock__topo_lookup(t, key)) != NULL)
+    return RLOCK_OK;
+  if (rc != RLOCK_OK)
+    return rc;
+  if (t->target.kind == RLOCK__TOPO_SENTINEL)
+    return rlock__err(RLOCK_EIO, "sentinel: no master known for '%s'",
+                      t->target.master);
+  return rlock__err(RLOCK_EIO, "cluster: no node serves slot %u of '%.64s' "
+                    "(the cluster is down or resharding)",
+                    rlock__slot(key, strlen(key)), key);
+}

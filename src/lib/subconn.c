@@ -1,0 +1,428 @@
+/*
+ * subconn.c - the background thread's side of pub/sub: subscriber
+ * connections, reading pushes, and telling the servers what to
+ * (un)subscribe.
+ */
+#include "subconn.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client_int.h"
+#include "cmd.h"
+#include "common.h"
+#include "pubsub.h"
+
+#define BACKOFF_MIN_MS 25
+#define BACKOFF_MAX_MS 1000
+/* An idle subscriber connection is PINGed this often, so one that died
+ * silently (a NAT or proxy dropping the flow) is noticed. */
+#define PING_IDLE_US ((int64_t)30 * 1000 * 1000)
+
+void rlock__subconn_free(rlock__subconn *sc) {
+  if (sc == NULL)
+    return;
+  rlock__conn_close(sc->conn);
+  free(sc);
+}
+
+static rlock__subconn *subconn_new(rlock__node *node) {
+  rlock__subconn *sc = calloc(1, sizeof *sc);
+  if (sc != NULL) {
+    sc->node = node;
+    sc->backoff_ms = BACKOFF_MIN_MS;
+  }
+  return sc;
+}
+
+/* ---- assigning subscriptions to connections ----------------------------- */
+
+/* The connection for `node` (NULL: the classic one), created if new. */
+static rlock__subconn *conn_for(rlock__pubsub *ps, rlock__node *node) {
+  for (size_t i = 0; i < ps->nconns; i++)
+    if (ps->conns[i]->node == node)
+      return ps->conns[i];
+  rlock__subconn **v = realloc(ps->conns, (ps->nconns + 1) * sizeof *v);
+  if (v == NULL)
+    return NULL;
+  ps->conns = v;
+  rlock__subconn *sc = subconn_new(node);
+  if (sc != NULL)
+    ps->conns[ps->nconns++] = sc;
+  return sc;
+}
+
+typedef struct assign {
+  rlock_client *c;
+  int unrouted; /* a channel's slot has no known owner yet */
+} assign;
+
+static void assign_entry(const char *k, size_t kl, void *v, void *arg) {
+  (void)k, (void)kl;
+  rlock__sub *s = v;
+  assign *a = arg;
+  rlock__pubsub *ps = &a->c->ps;
+  if (s->on != NULL || s->refs == 0)
+    return;
+  rlock__node *node = NULL;
+  if (ps->sharded &&
+      (node = rlock__topo_lookup(&a->c->topo, s->channel)) == NULL) {
+    a->unrouted = 1;
+    return;
+  }
+  s->on = conn_for(ps, node); /* NULL when out of memory: next pass */
+}
+
+/* Give every subscription that has users a connection. Returns 1 when a
+ * channel's slot owner is unknown (the caller refreshes the map). */
+static int assign_all(rlock_client *c) {
+  assign a = {c, 0};
+  pthread_mutex_lock(&c->ps.mu);
+  rlock__map_each(&c->ps.subs, assign_entry, &a);
+  pthread_mutex_unlock(&c->ps.mu);
+  return a.unrouted;
+}
+
+/* ---- connecting and dropping -------------------------------------------- */
+
+static void back_off(rlock__subconn *sc) {
+  sc->reconnect_at_us = rlock__now_us() + sc->backoff_ms * 1000;
+  sc->backoff_ms = sc->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
+                                                       : sc->backoff_ms * 2;
+}
+
+/* The connection broke (or must be redone): every subscription on it is
+ * redone after the back-off; sharded ones where their channel now lives. */
+static void drop(rlock_client *c, rlock__subconn *sc) {
+  pthread_mutex_lock(&c->ps.mu);
+  rlock__pubsub_lost(&c->ps, sc, c->ps.sharded);
+  pthread_mutex_unlock(&c->ps.mu);
+  rlock__conn_close(sc->conn);
+  sc->conn = NULL;
+  sc->ping_sent_us = 0;
+  /* Back off even after a connection that opened fine: a server that
+   * accepts and then closes (maxclients) must not be hammered. */
+  back_off(sc);
+  if (c->topo.target.kind != RLOCK__TOPO_SINGLE)
+    rlock__topo_refresh(&c->topo); /* a failover may be why */
+}
+
+/* Connect; on failure tell the threads waiting for a confirmation. */
+static void connect_sc(rlock_client *c, rlock__subconn *sc) {
+  rlock__node *node = sc->node;
+  int rc = node ? RLOCK_OK : rlock__topo_route(&c->topo, NULL, &node);
+  if (rc == RLOCK_OK)
+    rc = rlock__conn_open(&sc->conn, &node->ep, c->cfg.connect_timeout_ms,
+                          c->cfg.command_timeout_ms);
+  pthread_mutex_lock(&c->ps.mu);
+  if (rc == RLOCK_OK) {
+    c->ps.dirty = 1;
+    sc->last_rx_us = rlock__now_us();
+    sc->ping_sent_us = 0;
+  } else {
+    sc->conn = NULL;
+    rlock__pubsub_fail(&c->ps, sc, rc, rlock_error_last()->message);
+    back_off(sc);
+  }
+  pthread_mutex_unlock(&c->ps.mu);
+  if (rc != RLOCK_OK && c->topo.target.kind != RLOCK__TOPO_SINGLE)
+    rlock__topo_refresh(&c->topo);
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+/* The push's kind without sharded pub/sub's leading 's'. */
+static const char *push_kind(const rlock__reply *w) {
+  static const char *const sharded[] = {"smessage", "ssubscribe",
+                                        "sunsubscribe"};
+  for (int i = 0; i < 3; i++)
+    if (rlock__reply_is(w, sharded[i]))
+      return sharded[i] + 1;
+  return w->str;
+}
+
+static void on_push(rlock_client *c, rlock__subconn *sc, const rlock__reply *r) {
+  if (r->type != RLOCK__R_ARRAY || r->n < 3 ||
+      r->elem[0]->type != RLOCK__R_STR || r->elem[1]->type != RLOCK__R_STR)
+    return; /* ["pong", ""] and the like */
+  const rlock__reply *ch = r->elem[1], *p = r->elem[2];
+  pthread_mutex_lock(&c->ps.mu);
+  rlock__pubsub_push(&c->ps, sc, push_kind(r->elem[0]), ch->str, ch->len,
+                     p->type == RLOCK__R_STR ? p->str : NULL);
+  if (rlock__reply_is(r->elem[0], "ssubscribe") ||
+      rlock__reply_is(r->elem[0], "subscribe"))
+    sc->backoff_ms = BACKOFF_MIN_MS; /* the connection works: reset */
+  pthread_mutex_unlock(&c->ps.mu);
+}
+
+/* An error reply: MOVED (a sharded channel's slot is elsewhere) redoes the
+ * connection's subscriptions where they now belong; anything else (an
+ * ACL refusing a channel, ...) fails the waiters with the one error rule's
+ * status, and the connection is redone after the back-off. */
+static void on_error_reply(rlock_client *c, rlock__subconn *sc,
+                           const rlock__reply *r) {
+  if (strncmp(r->str, "MOVED ", 6) == 0) {
+    rlock__topo_refresh(&c->topo);
+    return;
+  }
+  int code = rlock__error_status(sc->conn->where, r);
+  pthread_mutex_lock(&c->ps.mu);
+  rlock__pubsub_fail(&c->ps, sc, code, rlock_error_last()->message);
+  pthread_mutex_unlock(&c->ps.mu);
+}
+
+static void read_pushes(rlock_client *c, rlock__subconn *sc) {
+  if (rlock__conn_read_some(sc->conn) != RLOCK_OK) {
+    drop(c, sc);
+    return;
+  }
+  sc->last_rx_us = rlock__now_us();
+  sc->ping_sent_us = 0;
+  for (;;) {
+    rlock__reply *r;
+    if (rlock__conn_take_reply(sc->conn, &r) != RLOCK_OK) {
+      drop(c, sc);
+      return;
+    }
+    if (r == NULL)
+      return;
+    int failed = r->type == RLOCK__R_ERROR;
+    if (failed)
+      on_error_reply(c, sc, r);
+    else
+      on_push(c, sc, r);
+    rlock__reply_free(r);
+    if (failed) {
+      drop(c, sc);
+      return;
+    }
+  }
+}
+
+/* ---- telling the server -------------------------------------------------- */
+
+/* The commands one connection must send, encoded while the mutex is held
+ * (channel names may go away once it is released). */
+typedef struct plan {
+  rlock_client *c;
+  rlock__subconn *sc;
+  int64_t now;
+  char *buf;
+  size_t len;
+  int failed;
+  int used;   /* subscriptions on this connection (any state) */
+  int wanted; /* ... of which some have users */
+} plan;
+
+static void append_cmd(plan *p, const char *word, const char *ch, size_t chlen) {
+  const char *argv[2] = {word, ch};
+  size_t lens[2] = {strlen(word), chlen};
+  char *cmd;
+  long n = rlock__conn_format(&cmd, 2, argv, lens);
+  char *buf = n < 0 ? NULL : realloc(p->buf, p->len + (size_t)n);
+  if (buf == NULL) {
+    free(n < 0 ? NULL : cmd);
+    p->failed = 1;
+    return;
+  }
+  memcpy(buf + p->len, cmd, (size_t)n);
+  free(cmd);
+  p->buf = buf;
+  p->len += (size_t)n;
+}
+
+static void plan_entry(const char *k, size_t kl, void *v, void *arg) {
+  (void)k, (void)kl;
+  rlock__sub *s = v;
+  plan *p = arg;
+  if (s->on != p->sc)
+    return;
+  int sharded = p->c->ps.sharded;
+  p->used = 1;
+  if (s->refs > 0)
+    p->wanted = 1;
+  if (p->sc->conn == NULL)
+    return;
+  if (s->refs > 0 && s->state == RLOCK__SUB_NONE) {
+    s->state = RLOCK__SUB_PENDING;
+    s->sent_us = p->now;
+    append_cmd(p, sharded ? "SSUBSCRIBE" : "SUBSCRIBE", s->channel, s->chlen);
+  } else if (s->refs == 0 && s->state == RLOCK__SUB_ACTIVE) {
+    s->state = RLOCK__SUB_UNSUB_PENDING;
+    s->sent_us = p->now;
+    append_cmd(p, sharded ? "SUNSUBSCRIBE" : "UNSUBSCRIBE", s->channel,
+               s->chlen);
+  }
+}
+
+/* Subscriptions nobody uses and that are off the server go; so does the
+ * connection of a sharded node they leave unused. */
+static void sweep_entry(const char *k, size_t kl, void *v, void *arg) {
+  (void)k, (void)kl;
+  rlock__sub *s = v;
+  rlock__sub ***dead = arg;
+  if (s->refs == 0 && s->state == RLOCK__SUB_NONE)
+    *(*dead)++ = s;
+}
+
+static void sweep(rlock__pubsub *ps) {
+  rlock__sub **dead = malloc((ps->subs.count + 1) * sizeof *dead), **end = dead;
+  if (dead == NULL)
+    return;
+  rlock__map_each(&ps->subs, sweep_entry, &end);
+  for (rlock__sub **d = dead; d < end; d++) {
+    rlock__map_del(&ps->subs, (*d)->channel, (*d)->chlen);
+    pthread_cond_destroy(&(*d)->cv);
+    free((*d)->channel);
+    free(*d);
+  }
+  free(dead);
+}
+
+/* Send what `sc` owes the server. Returns 0, or -1 when it must be
+ * dropped. Sets *used / *wanted. */
+static int reconcile(rlock_client *c, rlock__subconn *sc, int *used,
+                     int *wanted) {
+  plan p = {.c = c, .sc = sc, .now = rlock__now_us()};
+  pthread_mutex_lock(&c->ps.mu);
+  rlock__map_each(&c->ps.subs, plan_entry, &p);
+  pthread_mutex_unlock(&c->ps.mu);
+  *used = p.used;
+  *wanted = p.wanted;
+  int rc = RLOCK_OK;
+  if (p.len > 0)
+    rc = rlock__conn_send(sc->conn, p.buf, p.len);
+  free(p.buf);
+  if (p.failed) { /* out of memory: what was not sent is redone later */
+    pthread_mutex_lock(&c->ps.mu);
+    c->ps.dirty = 1;
+    pthread_mutex_unlock(&c->ps.mu);
+  }
+  return rc == RLOCK_OK ? 0 : -1;
+}
+
+/* ---- health --------------------------------------------------------------- */
+
+typedef struct health {
+  rlock__subconn *sc;
+  int64_t now;
+  int64_t timeout_us;
+  int64_t next; /* earliest pending confirmation's deadline */
+  int stale;    /* one is overdue */
+} health;
+
+static void check_pending(const char *k, size_t kl, void *v, void *arg) {
+  (void)k, (void)kl;
+  const rlock__sub *s = v;
+  health *h = arg;
+  if (s->on != h->sc || (s->state != RLOCK__SUB_PENDING &&
+                         s->state != RLOCK__SUB_UNSUB_PENDING))
+    return;
+  int64_t due = s->sent_us + h->timeout_us;
+  if (h->now >= due)
+    h->stale = 1;
+  else if (due < h->next)
+    h->next = due;
+}
+
+/* Returns when to look again; drops a connection that stopped answering. */
+static int64_t check_health(rlock_client *c, rlock__subconn *sc) {
+  health h = {sc, rlock__now_us(), c->cfg.command_timeout_ms * 1000,
+              INT64_MAX, 0};
+  pthread_mutex_lock(&c->ps.mu);
+  rlock__map_each(&c->ps.subs, check_pending, &h);
+  pthread_mutex_unlock(&c->ps.mu);
+  if (sc->ping_sent_us != 0 && h.now >= sc->ping_sent_us + h.timeout_us)
+    h.stale = 1;
+  if (!h.stale && sc->ping_sent_us == 0 &&
+      h.now >= sc->last_rx_us + PING_IDLE_US) {
+    static const char ping[] = "*1\r\n$4\r\nPING\r\n";
+    h.stale = rlock__conn_send(sc->conn, ping, sizeof ping - 1) != RLOCK_OK;
+    sc->ping_sent_us = h.now;
+  }
+  if (h.stale) {
+    drop(c, sc);
+    return h.now;
+  }
+  int64_t ping_due = sc->ping_sent_us ? sc->ping_sent_us + h.timeout_us
+                                      : sc->last_rx_us + PING_IDLE_US;
+  return ping_due < h.next ? ping_due : h.next;
+}
+
+/* ---- the service ---------------------------------------------------------- */
+
+int rlock__pubsub_pollfds(rlock_client *c, struct pollfd *fds, int max) {
+  int n = 0;
+  for (size_t i = 0; i < c->ps.nconns && n < max; i++)
+    if (c->ps.conns[i]->conn != NULL)
+      fds[n++] = (struct pollfd){.fd = c->ps.conns[i]->conn->fd,
+                                 .events = POLLIN};
+  return n;
+}
+
+static rlock__subconn *by_fd(rlock_client *c, int fd) {
+  for (size_t i = 0; i < c->ps.nconns; i++)
+    if (c->ps.conns[i]->conn != NULL && c->ps.conns[i]->conn->fd == fd)
+      return c->ps.conns[i];
+  return NULL;
+}
+
+/* Serve one connection (reconciling when something changed); returns when
+ * it next wants to run, or -1 when it is unused and may be closed. */
+static int64_t serve(rlock_client *c, rlock__subconn *sc, int dirty) {
+  if (dirty && reconcile(c, sc, &sc->used, &sc->wanted) != 0) {
+    drop(c, sc);
+    return rlock__now_us();
+  }
+  if (sc->conn == NULL) {
+    if (!sc->wanted)
+      return sc->used || sc->node == NULL ? INT64_MAX : -1;
+    if (rlock__now_us() < sc->reconnect_at_us)
+      return sc->reconnect_at_us;
+    connect_sc(c, sc);
+    return rlock__now_us(); /* subscribe on the next pass */
+  }
+  if (!sc->used && sc->node != NULL) /* a sharded node nobody needs now */
+    return -1;
+  return check_health(c, sc);
+}
+
+int64_t rlock__pubsub_service(rlock_client *c, const struct pollfd *fds,
+                              int n) {
+  rlock__pubsub *ps = &c->ps;
+  for (int i = 0; i < n; i++) {
+    rlock__subconn *sc = by_fd(c, fds[i].fd);
+    if (sc != NULL && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+      read_pushes(c, sc);
+  }
+  pthread_mutex_lock(&ps->mu);
+  int dirty = ps->dirty;
+  ps->dirty = 0;
+  ps->sharded = atomic_load(&c->topo.sharded) > 0;
+  pthread_mutex_unlock(&ps->mu);
+  int64_t next = INT64_MAX;
+  if (dirty && assign_all(c)) {
+    rlock__topo_refresh(&c->topo); /* learn who owns the new slots */
+    next = rlock__now_us() + RLOCK__TOPO_REFRESH_MS * 1000;
+    pthread_mutex_lock(&ps->mu);
+    ps->dirty = 1;
+    pthread_mutex_unlock(&ps->mu);
+  }
+  for (size_t i = 0; i < ps->nconns;) {
+    int64_t at = serve(c, ps->conns[i], dirty);
+    if (at < 0) { /* close an unused sharded connection */
+      rlock__subconn_free(ps->conns[i]);
+      ps->conns[i] = ps->conns[--ps->nconns];
+      continue;
+    }
+    next = at < next ? at : next;
+    i++;
+  }
+  if (dirty) {
+    pthread_mutex_lock(&ps->mu);
+    sweep(ps);
+    pthread_mutex_unlock(&ps->mu);
+  }
+  return next;
+}

@@ -1,0 +1,38 @@
+/*
+ * subconn.h - one subscriber connection, driven by the background thread.
+ *
+ * Classic pub/sub uses one, on whatever node the topology names for
+ * keyless commands (a cluster forwards PUBLISH everywhere). Sharded
+ * pub/sub uses one per node that owns a waited-for channel's slot, and
+ * closes it when no subscription needs it any more.
+ *
+ * Each reconnects with back-off (25 ms doubling to 1 s, reset only by a
+ * confirmed subscription, so a server that accepts and closes is not
+ * hammered) and is checked for silent death: an (UN)SUBSCRIBE not
+ * confirmed, or a PING (sent after 30 s of silence) not answered, within
+ * the command timeout makes it be dropped and redone.
+ */
+#ifndef RLOCK_SUBCONN_H
+#define RLOCK_SUBCONN_H
+
+#include <stdint.h>
+
+#include "conn.h"
+#include "pubsub.h"
+#include "topo.h"
+
+struct rlock__subconn {
+  rlock__node *node; /* sharded: the node it serves; classic: NULL */
+  rlock__conn *conn; /* NULL while disconnected */
+  int64_t reconnect_at_us;
+  int64_t backoff_ms;
+  int64_t last_rx_us;   /* last time the connection said anything */
+  int64_t ping_sent_us; /* an unanswered PING, or 0 */
+  int used;   /* subscriptions are assigned to it (as of the last change) */
+  int wanted; /* ... and some of them have users */
+};
+
+/* Close and free. NULL is ignored. */
+void rlock__subconn_free(rlock__subconn *sc);
+
+#endif /* RLOCK_SUBCONN_H */
