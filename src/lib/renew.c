@@ -13,12 +13,14 @@
 
 #include "client_int.h"
 #include "cmd.h"
+#include "slot.h"
 #include "common.h"
 
 typedef struct snap {
   char *name;
   char *owner;
   char *base; /* read holds only */
+  unsigned slot; /* the name's cluster slot */
   uint64_t gen;
 } snap;
 
@@ -39,6 +41,7 @@ static int snap_take(snap *s, const rlock__hold *h) {
   s->owner = rlock__strdup(h->owner);
   s->base = h->base ? rlock__strdup(h->base) : NULL;
   s->gen = h->gen;
+  s->slot = s->name ? rlock__slot(s->name, strlen(s->name)) : 0;
   if (s->name != NULL && s->owner != NULL && (h->base == NULL || s->base))
     return 0;
   free(s->name);
@@ -115,11 +118,30 @@ static int apply_gone(rlock__watchdog *wd, const snap *s) {
   return marked;
 }
 
+static int by_slot(const void *a, const void *b) {
+  unsigned x = ((const snap *)a)->slot, y = ((const snap *)b)->slot;
+  return (x > y) - (x < y);
+}
+
+/* How many holds from `from` go in one call: at most RLOCK__RENEW_BATCH,
+ * and in a cluster only holds of one slot (a script naming keys of two
+ * slots is refused with CROSSSLOT). */
+static size_t batch_size(const rlock_client *c, const snap_list *l,
+                         size_t from) {
+  int cluster = c->topo.target.kind == RLOCK__TOPO_CLUSTER;
+  size_t n = 1;
+  while (from + n < l->n && n < RLOCK__RENEW_BATCH &&
+         (!cluster || l->items[from + n].slot == l->items[from].slot))
+    n++;
+  return n;
+}
+
 static void renew_all(rlock_client *c, snap_list *l, int read) {
   int alive[RLOCK__RENEW_BATCH];
-  for (size_t from = 0; from < l->n; from += RLOCK__RENEW_BATCH) {
-    size_t n = l->n - from < RLOCK__RENEW_BATCH ? l->n - from
-                                                 : RLOCK__RENEW_BATCH;
+  if (c->topo.target.kind == RLOCK__TOPO_CLUSTER)
+    qsort(l->items, l->n, sizeof *l->items, by_slot);
+  for (size_t from = 0, n; from < l->n; from += n) {
+    n = batch_size(c, l, from);
     if (renew_batch(c, l->items + from, n, read, alive) != RLOCK_OK) {
       /* Retry the whole tick soon rather than pay every remaining batch's
        * timeout now: the thread also delivers wake-ups. */
