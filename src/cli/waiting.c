@@ -153,13 +153,16 @@ static void progress_stop(progress *p) {
 
 /* The first attempt does not wait, so -w 0 is exactly one try (a fair
  * lock's try without waiting never queues) and a terminal hears at once
- * what it is waiting for. */
+ * what it is waiting for. A first try that could not reach Redis is not
+ * the end of a wait either: behind Sentinel or a cluster, the waiting
+ * call rides out a failover within what is left of -w. */
 int cli_acquire(rlock_lock *lock, int64_t wait_ms, int64_t lease_ms,
                 int show) {
   rlock_cancel *cancel = cli_cancel_token();
   int64_t start = cli_now_ms();
   int rc = rlock_lock_try_acquire_cancel(lock, 0, lease_ms, cancel);
-  if (rc == RLOCK_ELOCKED && wait_ms != 0) {
+  int unreachable = rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT;
+  if ((rc == RLOCK_ELOCKED || unreachable) && wait_ms != 0) {
     int64_t left = wait_ms;
     if (wait_ms != RLOCK_WAIT_FOREVER) {
       left = wait_ms - (cli_now_ms() - start);

@@ -59,13 +59,14 @@ static int64_t round_until(int64_t ttl_ms, int64_t deadline) {
   return until < deadline ? until : deadline;
 }
 
-/* One attempt: build the kind's call, run it, read its answer. */
+/* One attempt: build the kind's call, run it (riding out a failover
+ * until the wait's deadline), read its answer. */
 static int attempt(rlock_lock *l, const char *owner, int64_t lease,
-                   int64_t wait_ms, int64_t *ttl) {
+                   int64_t wait_ms, int64_t deadline, int64_t *ttl) {
   rlock__call call;
   rlock__reply *r;
   l->kind->attempt(l, owner, lease, wait_ms, &call);
-  int rc = rlock__lock_run(l, &call, &r);
+  int rc = rlock__lock_run_until(l, &call, deadline, &r);
   if (rc != RLOCK_OK)
     return rc;
   rc = rlock__attempt_result(l, r, ttl);
@@ -100,7 +101,7 @@ static int wait_and_retry(rlock_lock *l, const char *owner, int64_t lease,
     return rc;
   for (;;) {
     *sent = rlock__now_us();
-    rc = attempt(l, owner, lease, wait_ms, ttl);
+    rc = attempt(l, owner, lease, wait_ms, deadline, ttl);
     if (rc != RLOCK_ELOCKED || rlock__now_us() >= deadline)
       break;
     rlock__sub_wait(c, sub, round_until(*ttl, deadline), cancel);
@@ -131,7 +132,7 @@ int rlock__acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms,
   int64_t deadline = rlock__deadline_after_ms(wait_ms);
   int64_t ttl = -1, sent = rlock__now_us();
 
-  rc = attempt(l, owner, lease, wait_ms, &ttl);
+  rc = attempt(l, owner, lease, wait_ms, deadline, &ttl);
   if (rc == RLOCK_ELOCKED && wait_ms != 0)
     rc = wait_and_retry(l, owner, lease, wait_ms, deadline, &ttl, &sent,
                         cancel);

@@ -42,19 +42,33 @@ static int poll_timeout_ms(int64_t next_us) {
  * cluster node with waiters); more are polled on later passes. */
 #define POLL_MAX 128
 
+/* The sentinel watch, when the client uses Sentinel. */
+static int64_t watch_service(rlock_client *c, int readable) {
+  if (c->topo.target.kind != RLOCK__TOPO_SENTINEL)
+    return INT64_MAX;
+  return rlock__sentinel_watch_service(&c->topo, &c->swatch, readable);
+}
+
 static void *bg_main(void *arg) {
   rlock_client *c = arg;
-  struct pollfd fds[POLL_MAX + 1];
-  int n = 0; /* subscriber fds polled last time */
+  struct pollfd fds[POLL_MAX + 2];
+  int n = 0;           /* subscriber fds polled last time */
+  int watch_ready = 0; /* the sentinel watch's fd was readable */
   while (!atomic_load(&c->bg.stop)) {
-    int64_t next_ps = rlock__pubsub_service(c, fds + 1, n);
-    int64_t next_wd = rlock__watchdog_service(c);
-    int64_t next = next_ps < next_wd ? next_ps : next_wd;
+    int64_t next = rlock__pubsub_service(c, fds + 2, n);
+    int64_t at = rlock__watchdog_service(c);
+    next = at < next ? at : next;
+    at = watch_service(c, watch_ready);
+    next = at < next ? at : next;
     fds[0] = (struct pollfd){.fd = c->bg.wake_fd, .events = POLLIN};
-    n = rlock__pubsub_pollfds(c, fds + 1, POLL_MAX);
-    int rc = poll(fds, (nfds_t)n + 1, poll_timeout_ms(next));
+    /* A negative fd is ignored by poll(). */
+    fds[1] = (struct pollfd){.fd = rlock__sentinel_watch_fd(&c->swatch),
+                             .events = POLLIN};
+    n = rlock__pubsub_pollfds(c, fds + 2, POLL_MAX);
+    int rc = poll(fds, (nfds_t)n + 2, poll_timeout_ms(next));
     if (rc <= 0)
       n = 0; /* nothing to read; revents are not set */
+    watch_ready = rc > 0 && fds[1].fd >= 0 && fds[1].revents != 0;
     if (rc > 0 && (fds[0].revents & POLLIN))
       drain_wake(c->bg.wake_fd);
   }

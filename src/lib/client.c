@@ -34,6 +34,8 @@ static int make_uuid(char out[37]) {
   return RLOCK_OK;
 }
 
+static void wake_bg(void *arg) { rlock__bg_wake(arg); }
+
 int rlock_client_new(rlock_client **out, const rlock_config *cfg) {
   if (out == NULL)
     return rlock__err(RLOCK_EINVAL, "rlock_client_new: out is NULL");
@@ -52,6 +54,8 @@ int rlock_client_new(rlock_client **out, const rlock_config *cfg) {
                         c->cfg.connect_timeout_ms, c->cfg.command_timeout_ms);
   if (rc != RLOCK_OK)
     goto fail_cfg;
+  c->topo.on_change = wake_bg;
+  c->topo.on_change_arg = c;
   if ((rc = rlock__pubsub_init(&c->ps)) != RLOCK_OK)
     goto fail_topo;
   if ((rc = rlock__watchdog_init(&c->wd, c->cfg.watchdog_timeout_ms)) !=
@@ -78,6 +82,7 @@ void rlock_client_free(rlock_client *c) {
   if (c == NULL)
     return;
   rlock__bg_stop(c);
+  rlock__sentinel_watch_close(&c->swatch);
   rlock__watchdog_destroy(&c->wd);
   rlock__pubsub_destroy(&c->ps);
   rlock__topo_destroy(&c->topo);

@@ -8,6 +8,7 @@
 
 #include "bg.h"
 #include "config_int.h"
+#include "sentinel.h"
 #include "topo.h"
 #include "pubsub.h"
 #include "rlock/client.h"
@@ -18,6 +19,7 @@ struct rlock_client {
   rlock_config cfg;
   char id[37];
   rlock__topo topo; /* the servers, and which serves a key */
+  rlock__sentinel_watch swatch; /* background thread: +switch-master */
   rlock__pubsub ps;
   rlock__watchdog wd;
   rlock__bg bg;

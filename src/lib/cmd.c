@@ -284,21 +284,35 @@ static int next_node(rlock_client *c, rlock__req *q, int64_t deadline_us,
   }
 }
 
+/* Whether a failure before anything was sent (no node known, a node
+ * unreachable) is worth another try: only where the topology can change
+ * (a failover), and only while the deadline lasts. */
+static int retry_unsent(rlock_client *c, rlock__req *q, int rc,
+                        int64_t deadline_us) {
+  if (c->topo.target.kind == RLOCK__TOPO_SINGLE ||
+      (rc != RLOCK_EIO && rc != RLOCK_ETIMEOUT) ||
+      rlock__now_us() >= deadline_us)
+    return 0;
+  q->step = RLOCK__STEP_RETRY;
+  q->rc = rc;
+  return 1;
+}
+
 int rlock__req_run(rlock_client *c, rlock__req *q, int64_t deadline_us) {
   int attempt = 0;
   rlock__node *node;
   int rc;
-  while ((rc = next_node(c, q, deadline_us, &attempt, &node)) == RLOCK_OK) {
+  for (;;) {
+    if ((rc = next_node(c, q, deadline_us, &attempt, &node)) != RLOCK_OK) {
+      if (retry_unsent(c, q, rc, deadline_us))
+        continue;
+      break;
+    }
     rlock__conn *conn;
     if ((rc = rlock__pool_get(&node->pool, &conn)) != RLOCK_OK) {
-      /* Nothing was sent: where the topology can change (a failover), try
-       * again on what it becomes. */
-      if (c->topo.target.kind == RLOCK__TOPO_SINGLE ||
-          rlock__now_us() >= deadline_us)
-        break;
-      q->step = RLOCK__STEP_RETRY;
-      q->rc = rc;
-      continue;
+      if (retry_unsent(c, q, rc, deadline_us))
+        continue;
+      break;
     }
     rc = converse(conn, q);
     rlock__pool_put(&node->pool, conn);

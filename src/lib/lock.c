@@ -14,9 +14,14 @@
 
 #define UNLOCK_MESSAGE "0"
 
-int rlock__lock_run(rlock_lock *l, rlock__call *call, rlock__reply **out) {
-  int rc = rlock__call_run(l->client, call, out);
+int rlock__lock_run_until(rlock_lock *l, rlock__call *call,
+                          int64_t deadline_us, rlock__reply **out) {
+  int rc = rlock__call_run_until(l->client, call, deadline_us, out);
   return rc == RLOCK_OK ? rc : rlock__wrongtype(l, rc);
+}
+
+int rlock__lock_run(rlock_lock *l, rlock__call *call, rlock__reply **out) {
+  return rlock__lock_run_until(l, call, 0, out);
 }
 
 int rlock__attempt_result(const rlock_lock *l, const rlock__reply *r,

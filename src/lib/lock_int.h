@@ -85,6 +85,10 @@ int rlock__lock_alloc(rlock_lock **out, rlock_client *client, const char *name,
  * name (rlock__wrongtype). */
 int rlock__lock_run(rlock_lock *l, rlock__call *call, rlock__reply **out);
 
+/* rlock__lock_run, riding out a failover until `deadline_us` (cmd.h). */
+int rlock__lock_run_until(rlock_lock *l, rlock__call *call,
+                          int64_t deadline_us, rlock__reply **out);
+
 /* Validate durations for the public API. */
 int rlock__check_wait(int64_t wait_ms);
 int rlock__check_lease(int64_t lease_ms);

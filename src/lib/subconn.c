@@ -115,6 +115,7 @@ static void connect_sc(rlock_client *c, rlock__subconn *sc) {
   if (rc == RLOCK_OK)
     rc = rlock__conn_open(&sc->conn, &node->ep, c->cfg.connect_timeout_ms,
                           c->cfg.command_timeout_ms);
+  sc->at = node;
   pthread_mutex_lock(&c->ps.mu);
   if (rc == RLOCK_OK) {
     c->ps.dirty = 1;
@@ -385,6 +386,13 @@ static int64_t serve(rlock_client *c, rlock__subconn *sc, int dirty) {
   }
   if (!sc->used && sc->node != NULL) /* a sharded node nobody needs now */
     return -1;
+  if (c->topo.target.kind == RLOCK__TOPO_SENTINEL &&
+      sc->at != atomic_load(&c->topo.primary)) {
+    /* Sentinel moved the master: the old one, even if alive, no longer
+     * sees the unlocks published on the new one. */
+    drop(c, sc);
+    return rlock__now_us();
+  }
   return check_health(c, sc);
 }
 

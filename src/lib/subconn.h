@@ -24,6 +24,7 @@
 struct rlock__subconn {
   rlock__node *node; /* sharded: the node it serves; classic: NULL */
   rlock__conn *conn; /* NULL while disconnected */
+  rlock__node *at;   /* the node conn is connected to */
   int64_t reconnect_at_us;
   int64_t backoff_ms;
   int64_t last_rx_us;   /* last time the connection said anything */

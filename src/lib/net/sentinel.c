@@ -64,8 +64,95 @@ int rlock__sentinel_refresh(rlock__topo *t) {
     if ((rc = rlock__topo_node_at(t, addr, &node)) != RLOCK_OK ||
         (rc = check_role(node)) != RLOCK_OK)
       continue;
-    atomic_store(&t->primary, node);
+    if (atomic_exchange(&t->primary, node) != node && t->on_change != NULL)
+      t->on_change(t->on_change_arg);
     return RLOCK_OK;
   }
   return rc;
+}
+
+/* ---- +switch-master --------------------------------------------------- */
+
+#define WATCH_BACKOFF_MIN_MS 100
+#define WATCH_BACKOFF_MAX_MS 5000
+
+int rlock__sentinel_watch_fd(const rlock__sentinel_watch *w) {
+  return w->conn ? w->conn->fd : -1;
+}
+
+void rlock__sentinel_watch_close(rlock__sentinel_watch *w) {
+  rlock__conn_close(w->conn);
+  w->conn = NULL;
+}
+
+static void watch_failed(rlock__sentinel_watch *w) {
+  rlock__sentinel_watch_close(w);
+  if (w->backoff_ms < WATCH_BACKOFF_MIN_MS)
+    w->backoff_ms = WATCH_BACKOFF_MIN_MS;
+  w->reconnect_at_us = rlock__now_us() + w->backoff_ms * 1000;
+  w->backoff_ms *= 2;
+  if (w->backoff_ms > WATCH_BACKOFF_MAX_MS)
+    w->backoff_ms = WATCH_BACKOFF_MAX_MS;
+}
+
+/* Subscribe on the first sentinel that takes it. */
+static void watch_connect(rlock__topo *t, rlock__sentinel_watch *w) {
+  static const char cmd[] = "*2\r\n$9\r\nSUBSCRIBE\r\n$14\r\n+switch-master\r\n";
+  rlock__saved_error saved;
+  rlock__error_save(&saved);
+  for (size_t i = 0; i < t->target.n && w->conn == NULL; i++) {
+    if (rlock__conn_open(&w->conn, &t->target.addrs[i], t->connect_ms,
+                         t->command_ms) != RLOCK_OK)
+      continue;
+    if (rlock__conn_send(w->conn, cmd, sizeof cmd - 1) != RLOCK_OK)
+      rlock__sentinel_watch_close(w);
+  }
+  rlock__error_restore(&saved);
+  if (w->conn == NULL)
+    watch_failed(w);
+  else
+    w->backoff_ms = WATCH_BACKOFF_MIN_MS;
+}
+
+/* "+switch-master" messages read "<name> <old ip> <old port> <new ip>
+ * <new port>". */
+static int names_our_master(const rlock__topo *t, const rlock__reply *r) {
+  if (r->type != RLOCK__R_ARRAY || r->n != 3 ||
+      !rlock__reply_is(r->elem[0], "message") ||
+      r->elem[2]->type != RLOCK__R_STR)
+    return 0;
+  size_t n = strlen(t->target.master);
+  return strncmp(r->elem[2]->str, t->target.master, n) == 0 &&
+         r->elem[2]->str[n] == ' ';
+}
+
+int64_t rlock__sentinel_watch_service(rlock__topo *t, rlock__sentinel_watch *w,
+                                      int readable) {
+  if (w->conn == NULL) {
+    if (rlock__now_us() < w->reconnect_at_us)
+      return w->reconnect_at_us;
+    watch_connect(t, w);
+    return w->conn ? INT64_MAX : w->reconnect_at_us;
+  }
+  if (!readable)
+    return INT64_MAX;
+  int switched = 0;
+  if (rlock__conn_read_some(w->conn) != RLOCK_OK) {
+    watch_failed(w);
+    return w->reconnect_at_us;
+  }
+  for (;;) {
+    rlock__reply *r;
+    if (rlock__conn_take_reply(w->conn, &r) != RLOCK_OK) {
+      watch_failed(w);
+      return w->reconnect_at_us;
+    }
+    if (r == NULL)
+      break;
+    switched |= names_our_master(t, r);
+    rlock__reply_free(r);
+  }
+  if (switched)
+    rlock__topo_refresh_now(t);
+  return INT64_MAX;
 }

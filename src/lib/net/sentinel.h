@@ -4,6 +4,7 @@
 #ifndef RLOCK_SENTINEL_H
 #define RLOCK_SENTINEL_H
 
+#include "conn.h"
 #include "topo.h"
 
 /* Ask the sentinels, in order, for the master named by the target (SENTINEL
@@ -13,5 +14,26 @@
  * no sentinel answered or none named a master that says it is one,
  * RLOCK_EAUTH when a sentinel or the master refused the credentials. */
 int rlock__sentinel_refresh(rlock__topo *t);
+
+/* The background thread's subscription to +switch-master on one sentinel
+ * (the first that answers, in order), so a failover is noticed as soon as
+ * Sentinel announces it rather than at the next failed command. */
+typedef struct rlock__sentinel_watch {
+  rlock__conn *conn;
+  int64_t reconnect_at_us;
+  int64_t backoff_ms;
+} rlock__sentinel_watch;
+
+/* The fd to poll, or -1. */
+int rlock__sentinel_watch_fd(const rlock__sentinel_watch *w);
+
+/* Connect and subscribe when needed, read what arrived when `readable`;
+ * a +switch-master for our master refreshes the topology at once. Returns
+ * when it next wants to run (monotonic us). Background thread only. */
+int64_t rlock__sentinel_watch_service(rlock__topo *t, rlock__sentinel_watch *w,
+                                      int readable);
+
+/* Close. */
+void rlock__sentinel_watch_close(rlock__sentinel_watch *w);
 
 #endif /* RLOCK_SENTINEL_H */

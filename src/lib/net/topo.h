@@ -54,6 +54,10 @@ typedef struct rlock__topo {
   rlock__node *_Atomic *slots;  /* cluster: RLOCK__SLOTS owners, or NULL */
   int refreshing;
   int64_t refreshed_us;          /* last refresh attempt (monotonic) */
+  /* Called (any thread, no lock held) when Sentinel's master changes, so
+   * the subscriber can follow it; set once before use. */
+  void (*on_change)(void *arg);
+  void *on_change_arg;
   atomic_int sharded; /* SSUBSCRIBE/SPUBLISH: 1, classic: 0, -1 until a
                          cluster in auto mode has been probed */
 } rlock__topo;
@@ -83,6 +87,10 @@ int rlock__topo_node_at(rlock__topo *t, const char *addr, rlock__node **out);
 /* MOVED: `slot` is now served by `node`. Also refreshes the whole map
  * when no refresh ran within RLOCK__TOPO_REFRESH_MS. */
 void rlock__topo_moved(rlock__topo *t, unsigned slot, rlock__node *node);
+
+/* Refresh now (waiting for one already running): the topology is known
+ * to have changed (Sentinel announced a new master). */
+void rlock__topo_refresh_now(rlock__topo *t);
 
 /* After a failure that may mean the topology changed (a node unreachable,
  * CLUSTERDOWN, READONLY): refresh unless one ran within
