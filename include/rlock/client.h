@@ -69,6 +69,12 @@ RLOCK_EXTERN int rlock_client_owner(char *buf, size_t size,
 #define RLOCK_OWNER_MAX 64
 
 /**
+ * What the client talks to, from its URL: "single" (one server),
+ * "cluster" or "sentinel". Static string; NULL when client is NULL.
+ */
+RLOCK_EXTERN const char *rlock_client_topology(const rlock_client *client);
+
+/**
  * Round trip a PING on a command connection.
  * @param rtt_us if not NULL, receives the round-trip time in microseconds.
  * @return RLOCK_OK, RLOCK_EIO, RLOCK_ETIMEOUT, RLOCK_EAUTH, ...

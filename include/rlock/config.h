@@ -51,11 +51,23 @@ RLOCK_EXTERN int rlock_config_new(rlock_config **out);
 RLOCK_EXTERN void rlock_config_free(rlock_config *cfg);
 
 /**
- * The server to use. Default "redis://127.0.0.1:6379".
- * Accepted forms: redis://[[user]:password@]host[:port][/db] (host may be
- * an IPv6 address in brackets; user and password may be %-encoded) and
- * unix://[[user]:password@]/path/to/socket[?db=N].
- * The string is copied.
+ * The servers to use. Default "redis://127.0.0.1:6379". The string is
+ * copied. Accepted forms (host may be an IPv6 address in brackets; user,
+ * password and parameters may be %-encoded):
+ *  - redis://[[user]:password@]host[:port][/db]: one server.
+ *  - unix://[[user]:password@]/path/to/socket[?db=N]: one server.
+ *  - redis-cluster://[[user]:password@]host:port[,host:port...]
+ *    [?pubsub=auto|classic|sharded]: a Redis Cluster, through any of these
+ *    seed nodes (any may be down). Keys are routed by slot; MOVED and ASK
+ *    are followed; refusals while the cluster heals (TRYAGAIN,
+ *    CLUSTERDOWN) and unreachable nodes are retried within each call's
+ *    deadline. pubsub: see rlock_config_set_pubsub_mode().
+ *  - redis-sentinel://[[user]:password@]host[:port][,host[:port]...][/db]
+ *    [?sentinel_user=U&sentinel_password=P]#MASTER: the master named
+ *    MASTER, found through these sentinels (port 26379 by default), which
+ *    log in with the sentinel_* parameters; the master with the
+ *    credentials before '@'. A failover is followed (Sentinel's
+ *    +switch-master, or the next failed command).
  */
 RLOCK_EXTERN int rlock_config_set_url(rlock_config *cfg, const char *url);
 
@@ -91,6 +103,27 @@ RLOCK_EXTERN int rlock_config_set_fair_wait_timeout_ms(rlock_config *cfg,
  * bounded by the command timeout. 1 to 1024. Default 64.
  */
 RLOCK_EXTERN int rlock_config_set_pool_size(rlock_config *cfg, int size);
+
+/** How lock channels use pub/sub on a cluster (Redisson's subscription
+ * modes): sharded pub/sub (SSUBSCRIBE on the node that owns a channel's
+ * slot; scripts SPUBLISH) or classic (SUBSCRIBE/PUBLISH). Java clients
+ * sharing a lock must use the same mode, or their wake-ups miss each
+ * other (waiters then wait for the holder's lease). */
+typedef enum rlock_pubsub_mode {
+  RLOCK_PUBSUB_AUTO = 0,    /**< sharded where the servers have it (Redis
+                                 7+: PUBSUB SHARDNUMSUB answers), as
+                                 Redisson's default */
+  RLOCK_PUBSUB_CLASSIC = 1, /**< always classic */
+  RLOCK_PUBSUB_SHARDED = 2  /**< always sharded */
+} rlock_pubsub_mode;
+
+/**
+ * Choose the pub/sub mode for a cluster; it wins over the URL's pubsub=
+ * parameter. Single servers and Sentinel always use classic pub/sub.
+ * Default: the URL's, else RLOCK_PUBSUB_AUTO.
+ * @return RLOCK_OK or RLOCK_EINVAL (NULL config, unknown mode).
+ */
+RLOCK_EXTERN int rlock_config_set_pubsub_mode(rlock_config *cfg, int mode);
 
 /**
  * Ask to be told when a watchdog-renewed lock is found lost (see

@@ -253,6 +253,10 @@ RLOCK_EXTERN int rlock_lock_info_locked(const rlock_lock_info *info);
 /** A read-write lock's mode in the snapshot, "read" or "write"; NULL for
  * other locks and when it was free. Borrowed. */
 RLOCK_EXTERN const char *rlock_lock_info_mode(const rlock_lock_info *info);
+/** The server that answered the snapshot, "host:port" (or a unix socket
+ * path): in a cluster, the master of the lock's slot; behind Sentinel, the
+ * master. Borrowed; NULL when info is NULL. */
+RLOCK_EXTERN const char *rlock_lock_info_node(const rlock_lock_info *info);
 /** TTL in ms at the time of the snapshot (-2 when absent). */
 RLOCK_EXTERN int64_t rlock_lock_info_ttl_ms(const rlock_lock_info *info);
 /** Number of holders in the snapshot (0 or 1 for a reentrant or fair lock;

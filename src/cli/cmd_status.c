@@ -22,12 +22,15 @@ static const char status_help[] =
     "\"ttl_ms\": N,\n"
     "                \"mode\": \"read\"|\"write\"|null,\n"
     "                \"holders\": [{\"owner\": \"OWNER\", \"count\": N}],\n"
-    "                \"queue\": [{\"owner\": \"OWNER\", \"deadline_ms\": N}]}\n"
-    "               (ttl_ms is -2 when the lock is free, -1 when it has\n"
-    "               no expiry; queue lists a fair lock's waiters in order,\n"
-    "               each with the ms left before its deadline; mode is a\n"
-    "               read-write lock's, whose writer's owner ends in\n"
-    "               \":write\")\n"
+    "                \"queue\": [{\"owner\": \"OWNER\", \"deadline_ms\": N}],\n"
+    "                \"node\": \"HOST:PORT\", \"topology\": \"single\"|\"cluster\"|\n"
+    "                \"sentinel\"}"
+    "               (ttl_ms is -2 when the lock is free; queue lists a fair\n"
+    "               lock's waiters in order, each with the ms left before\n"
+    "               its deadline; mode is a read-write lock's, whose\n"
+    "               writer's owner ends in \":write\"; node is the server\n"
+    "               that answered: in a cluster the master of the lock's\n"
+    "               slot, behind Sentinel the master)\n"
     "  -h, --help   show this help\n"
     "\n"
     "Exit status:\n"
@@ -36,7 +39,8 @@ static const char status_help[] =
     "  65   NAME holds something that is not a lock, or is invalid\n"
     "  69   Redis unreachable, refusing or failing\n";
 
-static void print_json(const char *name, const rlock_lock_info *info) {
+static void print_json(const char *name, const rlock_lock_info *info,
+                       const char *topology) {
   size_t n = rlock_lock_info_holder_count(info);
   fputs("{\"name\": ", stdout);
   cli_json_string(stdout, name);
@@ -58,7 +62,9 @@ static void print_json(const char *name, const rlock_lock_info *info) {
     printf(", \"deadline_ms\": %" PRId64 "}",
            rlock_lock_info_queue_deadline_ms(info, i));
   }
-  fputs("]}\n", stdout);
+  fputs("], \"node\": ", stdout);
+  cli_json_string(stdout, rlock_lock_info_node(info));
+  printf(", \"topology\": \"%s\"}\n", topology);
 }
 
 /* "  queued 1: OWNER (deadline in 4m59s)" for each fair-lock waiter. */
@@ -90,13 +96,25 @@ static void print_holder(const rlock_lock_info *info, size_t i, int rw) {
   printf(" (%" PRId64 " hold%s)\n", holds, holds == 1 ? "" : "s");
 }
 
+/* "  node 10.0.0.7:7002 (cluster)": where the lock lives, when the URL
+ * alone does not say (a cluster, Sentinel). */
+static void print_node(const rlock_lock_info *info, const char *topology) {
+  if (strcmp(topology, "single") == 0)
+    return;
+  fputs("  node ", stdout);
+  cli_put_printable(stdout, rlock_lock_info_node(info));
+  printf(" (%s)\n", topology);
+}
+
 /* "orders: locked, expires in 29.5s" + "  holder OWNER (2 holds)" lines. */
-static void print_human(const char *name, const rlock_lock_info *info) {
+static void print_human(const char *name, const rlock_lock_info *info,
+                        const char *topology) {
   int64_t ttl = rlock_lock_info_ttl_ms(info);
   cli_put_printable(stdout, name);
   if (!rlock_lock_info_locked(info)) {
     fputs(": free\n", stdout);
     print_queue(info);
+    print_node(info, topology);
     return;
   }
   char left[32] = "";
@@ -111,6 +129,7 @@ static void print_human(const char *name, const rlock_lock_info *info) {
   for (size_t i = 0; i < rlock_lock_info_holder_count(info); i++)
     print_holder(info, i, mode != NULL);
   print_queue(info);
+  print_node(info, topology);
 }
 
 #define STATUS_SHORTOPTS "+:h"
@@ -135,15 +154,17 @@ static int parse_status(int argc, char **argv, const char **name, int *json) {
   return cli_one_name("status", argc - optind, argv + optind, name);
 }
 
-static int show(rlock_lock *lock, const char *name, int json) {
+static int show(rlock_client *client, rlock_lock *lock, const char *name,
+                int json) {
   rlock_lock_info *info;
   int rc = rlock_lock_inspect(&info, lock);
   if (rc != RLOCK_OK)
     return cli_lib_error(rc);
+  const char *topology = rlock_client_topology(client);
   if (json)
-    print_json(name, info);
+    print_json(name, info, topology);
   else
-    print_human(name, info);
+    print_human(name, info, topology);
   rlock_lock_info_free(info);
   return 0;
 }
@@ -160,7 +181,7 @@ int cli_cmd_status(const cli_global *g, int argc, char **argv) {
   rlock_lock *lock;
   status = cli_open(g, name, CLI_FAIR, NULL, NULL, &client, &lock);
   if (status == 0)
-    status = show(lock, name, json);
+    status = show(client, lock, name, json);
   cli_close(client, lock);
   return status;
 }

@@ -50,6 +50,8 @@ int rlock_client_new(rlock_client **out, const rlock_config *cfg) {
   }
   if ((rc = make_uuid(c->id)) != RLOCK_OK)
     goto fail_cfg;
+  if (c->cfg.pubsub_mode >= 0) /* the setter wins over the URL */
+    c->cfg.target.pubsub = (rlock__pubsub_mode)c->cfg.pubsub_mode;
   rc = rlock__topo_init(&c->topo, &c->cfg.target, c->cfg.pool_size,
                         c->cfg.connect_timeout_ms, c->cfg.command_timeout_ms);
   if (rc != RLOCK_OK)
@@ -142,4 +144,8 @@ int rlock_client_ping(rlock_client *c, int64_t *rtt_us) {
     *rtt_us = rlock__now_us() - t0;
   rlock__reply_free(r);
   return RLOCK_OK;
+}
+
+const char *rlock_client_topology(const rlock_client *c) {
+  return c ? rlock__target_kind_name(&c->cfg.target) : NULL;
 }

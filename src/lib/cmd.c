@@ -22,6 +22,7 @@ static void call_start(rlock__call *call, const rlock__script *s,
   call->cap = RLOCK__CALL_SMALL;
   call->failed = 0;
   call->used = 0;
+  call->served_by[0] = '\0';
 }
 
 void rlock__call_script(rlock__call *call, const rlock__script *s) {
@@ -318,8 +319,11 @@ int rlock__req_run(rlock_client *c, rlock__req *q, int64_t deadline_us) {
     rlock__pool_put(&node->pool, conn);
     if (rc != RLOCK_OK)
       break; /* failed in flight: a script may have run; never resend */
-    if (q->step == RLOCK__STEP_DONE)
+    if (q->step == RLOCK__STEP_DONE) {
+      snprintf(q->call->served_by, sizeof q->call->served_by, "%s",
+               node->where);
       return q->rc;
+    }
   }
   q->rc = rc;
   return rc;

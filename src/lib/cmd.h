@@ -44,6 +44,8 @@ typedef struct rlock__call {
   int cap;
   int failed;     /* out of memory or store while building */
   size_t used;    /* bytes of store in use */
+  char served_by[128]; /* after a run: "host:port" of the node that
+                          answered, or "" */
   const char *small[RLOCK__CALL_SMALL];
   char store[RLOCK__CALL_STORE];
 } rlock__call;

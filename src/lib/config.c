@@ -17,6 +17,7 @@ int rlock__config_defaults(rlock_config *cfg) {
   cfg->watchdog_timeout_ms = 30000;
   cfg->fair_wait_timeout_ms = 300000;
   cfg->pool_size = 64;
+  cfg->pubsub_mode = -1;
   return rlock__target_parse(&cfg->target, RLOCK_DEFAULT_URL);
 }
 
@@ -122,5 +123,15 @@ int rlock_config_set_lost_callback(rlock_config *cfg, rlock_lost_fn fn,
   CHECK_CFG(cfg, "rlock_config_set_lost_callback");
   cfg->lost_fn = fn;
   cfg->lost_userdata = fn ? userdata : NULL;
+  return RLOCK_OK;
+}
+
+int rlock_config_set_pubsub_mode(rlock_config *cfg, int mode) {
+  CHECK_CFG(cfg, "rlock_config_set_pubsub_mode");
+  if (mode != RLOCK_PUBSUB_AUTO && mode != RLOCK_PUBSUB_CLASSIC &&
+      mode != RLOCK_PUBSUB_SHARDED)
+    return rlock__err(RLOCK_EINVAL, "pub/sub mode must be RLOCK_PUBSUB_AUTO, "
+                      "_CLASSIC or _SHARDED (got %d)", mode);
+  cfg->pubsub_mode = mode;
   return RLOCK_OK;
 }

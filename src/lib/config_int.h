@@ -13,6 +13,7 @@
 
 struct rlock_config {
   rlock__target target; /* from the URL */
+  int pubsub_mode;      /* rlock_pubsub_mode, or -1: the URL's */
   int64_t connect_timeout_ms;
   int64_t command_timeout_ms;
   int64_t watchdog_timeout_ms;

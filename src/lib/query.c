@@ -20,6 +20,7 @@ typedef struct owner_list {
 struct rlock_lock_info {
   int locked;
   char mode[8]; /* read-write locks: "read" or "write"; else "" */
+  char node[128]; /* the server that answered */
   int64_t ttl_ms;
   owner_list holders;
   owner_list queue;
@@ -155,6 +156,7 @@ int rlock_lock_inspect(rlock_lock_info **out, rlock_lock *l) {
   l->kind->inspect(l, &call);
   int rc = rlock__lock_run(l, &call, &r);
   if (rc == RLOCK_OK) {
+    snprintf(info->node, sizeof info->node, "%s", call.served_by);
     rc = parse_inspect(r, info);
     rlock__reply_free(r);
   }
@@ -174,6 +176,10 @@ const char *rlock_lock_info_mode(const rlock_lock_info *info) {
   return info && info->mode[0] != '\0' ? info->mode : NULL;
 }
 
+
+const char *rlock_lock_info_node(const rlock_lock_info *info) {
+  return info ? info->node : NULL;
+}
 
 int64_t rlock_lock_info_ttl_ms(const rlock_lock_info *info) {
   return info ? info->ttl_ms : -2;

@@ -727,9 +727,13 @@ static void test_status_free(void **state) {
   (void)state;
   proc p;
   run_expect(&p, 0, ARGS("-u", url, "status", "--json", "cli:free"));
-  assert_string_equal(p.out[0], "{\"name\": \"cli:free\", \"locked\": false, "
-                                "\"ttl_ms\": -2, \"mode\": null, "
-                                "\"holders\": [], \"queue\": []}\n");
+  char want[256];
+  snprintf(want, sizeof want,
+           "{\"name\": \"cli:free\", \"locked\": false, \"ttl_ms\": -2, "
+           "\"mode\": null, \"holders\": [], \"queue\": [], "
+           "\"node\": \"127.0.0.1:%d\", \"topology\": \"single\"}\n",
+           rt_server_port(srv));
+  assert_string_equal(p.out[0], want);
   assert_string_equal(p.out[1], "");
   run_expect(&p, 0, ARGS("-u", url, "status", "cli:free"));
   assert_string_equal(p.out[0], "cli:free: free\n");
@@ -754,7 +758,8 @@ static void test_status_of_exec_holder(void **state) {
   run_expect(&p, 0, ARGS("-u", url, "status", "--json", name));
   snprintf(want, sizeof want,
            "\"holders\": [{\"owner\": \"%s\", \"count\": 1}], "
-           "\"queue\": []}\n", field);
+           "\"queue\": [], \"node\": \"127.0.0.1:%d\", "
+           "\"topology\": \"single\"}\n", field, rt_server_port(srv));
   assert_non_null(strstr(p.out[0], "{\"name\": \"cli:held\", \"locked\": true"));
   assert_non_null(strstr(p.out[0], want));
   ASSERT_BETWEEN(json_ttl(p.out[0]), 20000, 30000);
@@ -773,7 +778,9 @@ static void check_json_with_python(const char *json_file, const char *name) {
       "assert d['name'] == name, d\n"
       "assert d['locked'] is True and 50000 < d['ttl_ms'] <= 60000, d\n"
       "assert d['holders'] == [{'owner': sys.argv[3], 'count': 2}], d\n"
-      "assert d['queue'] == [], d\n";
+      "assert d['queue'] == [], d\n"
+      "assert d['node'].startswith('127.0.0.1:'), d\n"
+      "assert d['topology'] == 'single', d\n";
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
@@ -796,7 +803,8 @@ static void test_status_json_escaping(void **state) {
   assert_non_null(strstr(p.out[0], "{\"name\": \"cli:q\\\"b\\\\s\\tc\\u0001 "
                                    "\xc3\xbc/\xe2\x82\xac\", \"locked\": true"));
   assert_non_null(strstr(p.out[0], "\"holders\": [{\"owner\": \"" FOREIGN
-                                   "\", \"count\": 2}], \"queue\": []}\n"));
+                                   "\", \"count\": 2}], \"queue\": [], "
+                                   "\"node\": \"127.0.0.1:"));
   FILE *f = fopen(tmp_path(file, sizeof file, "status.json"), "w");
   assert_non_null(f);
   fputs(p.out[0], f);
