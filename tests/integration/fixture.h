@@ -6,7 +6,10 @@
 #ifndef RLOCK_TEST_FIXTURE_H
 #define RLOCK_TEST_FIXTURE_H
 
+#include <errno.h>
+#include <poll.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "rlock.h"
@@ -162,12 +166,67 @@ static inline pid_t fx_spawn_child(const char *const *args, int *out_fd) {
   return pid;
 }
 
-/* Run the tests, or the child role when started by fx_spawn_child. */
+/* Read one line (without its '\n') from `fd`, a child's stdout pipe,
+ * waiting at most `ms` in all. Fails the test on timeout, EOF or an
+ * overlong line. Reads byte by byte, so nothing after the line is taken. */
+static inline void fx_read_line(int fd, char *buf, size_t size, int64_t ms) {
+  int64_t deadline = rt_now_ms() + ms;
+  size_t n = 0;
+  for (;;) {
+    int64_t left = deadline - rt_now_ms();
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (left <= 0 || poll(&p, 1, (int)left) == 0)
+      fail_msg("no line from the child within %lld ms (got '%.*s')",
+               (long long)ms, (int)n, buf);
+    char ch;
+    ssize_t got = read(fd, &ch, 1);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0)
+      fail_msg("the child closed its output before a full line ('%.*s')",
+               (int)n, buf);
+    if (ch == '\n')
+      break;
+    if (n + 1 >= size)
+      fail_msg("a line from the child is longer than %zu bytes", size);
+    buf[n++] = ch;
+  }
+  buf[n] = '\0';
+}
+
+/* Wait at most `ms` for child `pid` to exit and return its exit status
+ * (128 + signal when killed). On timeout the child is SIGKILLed by pid,
+ * reaped, and the test fails. */
+static inline int fx_wait_child(pid_t pid, int64_t ms) {
+  int64_t deadline = rt_now_ms() + ms;
+  int status;
+  for (;;) {
+    pid_t got = waitpid(pid, &status, WNOHANG);
+    if (got == pid)
+      break;
+    if (got < 0 && errno != EINTR)
+      fail_msg("waitpid(%d) failed", (int)pid);
+    if (rt_now_ms() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      fail_msg("child %d still running after %lld ms: killed", (int)pid,
+               (long long)ms);
+    }
+    rt_sleep_ms(5);
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Run the tests, or the child role when started by fx_spawn_child.
+ * $RLOCK_TEST_FILTER (a cmocka pattern, '*' and '?' allowed) runs only the
+ * tests whose names match, e.g. RLOCK_TEST_FILTER='test_wake_*'. */
 #define FX_MAIN(tests, setup, teardown, child_fn)                              \
   int main(int argc, char **argv) {                                            \
     fx_argv0 = argv[0];                                                        \
     if (argc > 2 && strcmp(argv[1], "--child") == 0)                           \
       return child_fn(argc - 2, argv + 2);                                     \
+    if (getenv("RLOCK_TEST_FILTER") != NULL)                                   \
+      cmocka_set_test_filter(getenv("RLOCK_TEST_FILTER"));                     \
     return cmocka_run_group_tests(tests, setup, teardown);                     \
   }
 
