@@ -126,6 +126,27 @@ typedef enum rlock_pubsub_mode {
 RLOCK_EXTERN int rlock_config_set_pubsub_mode(rlock_config *cfg, int mode);
 
 /**
+ * Confirm lock writes on replicas (Redisson's checkLockSyncedSlaves): where
+ * the master serving a lock has replicas connected (Sentinel, Cluster, or a
+ * plain master with replicas attached), each acquire, release, force
+ * release, renewal and fair-queue departure is followed on the same
+ * connection by WAIT <replicas> <timeout>. An acquisition no replica
+ * confirmed is undone for the same owner and tried again within the
+ * caller's wait, then fails with RLOCK_EREPLICA; a release no replica
+ * confirmed returns RLOCK_EREPLICA (it did happen on the master). Not
+ * confirming keeps a failover from losing a lock just taken, at the cost of
+ * one replication round trip per write. On (1) by default; 0 turns it off.
+ * The replica count is read from INFO replication, at most every 30 s.
+ * @return RLOCK_OK, or RLOCK_EINVAL for a NULL config.
+ */
+RLOCK_EXTERN int rlock_config_set_replica_sync(rlock_config *cfg, int on);
+
+/** How long WAIT waits for a replica, 1 ms to 60 s. Default 1000 ms
+ * (Redisson's slavesSyncTimeout). */
+RLOCK_EXTERN int rlock_config_set_replica_sync_timeout_ms(rlock_config *cfg,
+                                                          int64_t ms);
+
+/**
  * Ask to be told when a watchdog-renewed lock is found lost (see
  * rlock_lost_fn). Pass NULL to remove. Default: none.
  */

@@ -51,7 +51,12 @@ typedef enum rlock_status {
   RLOCK_ECANCELED = -13,
   /** Waiting would deadlock: the caller holds a read hold on the
    * read-write lock whose write hold it asked for. */
-  RLOCK_EDEADLK = -14
+  RLOCK_EDEADLK = -14,
+  /** No replica confirmed the write within the replica sync timeout
+   * (rlock_config_set_replica_sync): an acquisition was undone, a release
+   * happened on the master only (a failover may bring the lock back until
+   * its lease runs out). */
+  RLOCK_EREPLICA = -15
 } rlock_status;
 
 /** Detail of the last failure on the calling thread. */

@@ -64,6 +64,7 @@ int cli_exit_for(int rc) {
   case RLOCK_EPROTO:
   case RLOCK_ESERVER:
   case RLOCK_EAUTH:
+  case RLOCK_EREPLICA:
     return EX_UNAVAILABLE;
   case RLOCK_ELOCKED:
     return EX_TEMPFAIL;

@@ -59,30 +59,65 @@ static int64_t round_until(int64_t ttl_ms, int64_t deadline) {
   return until < deadline ? until : deadline;
 }
 
-/* One attempt: build the kind's call, run it (riding out a failover
- * until the wait's deadline), read its answer. */
-static int attempt(rlock_lock *l, const char *owner, int64_t lease,
-                   int64_t wait_ms, int64_t deadline, int64_t *ttl) {
-  rlock__call call;
-  rlock__reply *r;
-  l->kind->attempt(l, owner, lease, wait_ms, &call);
-  int rc = rlock__lock_run_until(l, &call, deadline, &r);
-  if (rc != RLOCK_OK)
-    return rc;
-  rc = rlock__attempt_result(l, r, ttl);
-  rlock__reply_free(r);
-  return rc;
-}
-
 /* Run a call whose outcome does not change the caller's: keeps the last
  * error (the reason the caller is giving up or failing). */
 static void run_quietly(rlock_lock *l, rlock__call *call) {
   rlock__saved_error saved;
   rlock__reply *r;
   rlock__error_save(&saved);
+  call->sync = 1;
   if (rlock__lock_run(l, call, &r) == RLOCK_OK)
     rlock__reply_free(r);
   rlock__error_restore(&saved);
+}
+
+/* An acquisition no replica confirmed is given back (Redisson does the
+ * same): a failover now would lose it, and another owner could take it. */
+static int undo_unconfirmed(rlock_lock *l, const char *owner, int64_t lease,
+                            const rlock__call *taken) {
+  rlock__err(RLOCK_EREPLICA, "%s '%s' was acquired on %s, but none of its "
+             "%d replicas confirmed it within %lld ms; it was given back",
+             l->kind->label, l->name, taken->served_by, taken->replicas,
+             (long long)l->client->cfg.replica_sync_timeout_ms);
+  rlock__call undo;
+  l->kind->release(l, owner, lease, &rlock__no_latch, &undo);
+  run_quietly(l, &undo);
+  return RLOCK_EREPLICA;
+}
+
+/* One attempt: build the kind's call, run it (riding out a failover
+ * until the wait's deadline), read its answer; confirmed on replicas
+ * where the master has them. */
+static int attempt_once(rlock_lock *l, const char *owner, int64_t lease,
+                        int64_t wait_ms, int64_t deadline, int64_t *ttl) {
+  rlock__call call;
+  rlock__reply *r;
+  l->kind->attempt(l, owner, lease, wait_ms, &call);
+  call.sync = 1;
+  int rc = rlock__lock_run_until(l, &call, deadline, &r);
+  if (rc != RLOCK_OK)
+    return rc;
+  rc = rlock__attempt_result(l, r, ttl);
+  rlock__reply_free(r);
+  if (rc == RLOCK_OK && rlock__call_unconfirmed(&call))
+    rc = undo_unconfirmed(l, owner, lease, &call);
+  return rc;
+}
+
+/* Pause between attempts whose acquisition no replica confirmed. */
+#define UNCONFIRMED_PAUSE_MS 50
+
+/* attempt_once, again after an unconfirmed acquisition while the wait
+ * lasts (a replica may be catching up). */
+static int attempt(rlock_lock *l, const char *owner, int64_t lease,
+                   int64_t wait_ms, int64_t deadline, int64_t *ttl) {
+  for (;;) {
+    int rc = attempt_once(l, owner, lease, wait_ms, deadline, ttl);
+    if (rc != RLOCK_EREPLICA ||
+        rlock__ms_left(deadline) <= UNCONFIRMED_PAUSE_MS)
+      return rc;
+    rlock__sleep_ms(UNCONFIRMED_PAUSE_MS);
+  }
 }
 
 /* Subscribe, then attempt on every wake-up. *sent is when the last attempt
@@ -156,7 +191,7 @@ int rlock__acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms,
   if (rc != RLOCK_OK) { /* held but untracked: give it back */
     rlock__err(RLOCK_ENOMEM, "out of memory recording the hold of '%s' "
                "(released)", l->name);
-    l->kind->release(l, owner, lease, &call);
+    l->kind->release(l, owner, lease, &rlock__no_latch, &call);
     run_quietly(l, &call);
   }
   return rc;

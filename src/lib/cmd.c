@@ -23,6 +23,9 @@ static void call_start(rlock__call *call, const rlock__script *s,
   call->failed = 0;
   call->used = 0;
   call->served_by[0] = '\0';
+  call->sync = 0;
+  call->replicas = 0;
+  call->acked = -1;
 }
 
 void rlock__call_script(rlock__call *call, const rlock__script *s) {
@@ -86,6 +89,10 @@ void rlock__call_clear(rlock__call *call) {
   call->n = call->nkeys = 0;
 }
 
+int rlock__call_unconfirmed(const rlock__call *call) {
+  return call->replicas > 0 && call->acked == 0;
+}
+
 const char *rlock__call_route_key(const rlock__call *call) {
   return call->nkeys > 0 ? call->kv[0] : NULL;
 }
@@ -93,7 +100,8 @@ const char *rlock__call_route_key(const rlock__call *call) {
 /* ---- requests ---------------------------------------------------------- */
 
 void rlock__req_init(rlock__req *q, rlock__call *call) {
-  *q = (rlock__req){.call = call, .rc = RLOCK_OK, .step = RLOCK__STEP_ROUTE};
+  *q = (rlock__req){.call = call, .rc = RLOCK_OK, .step = RLOCK__STEP_ROUTE,
+                    .acked = -1};
 }
 
 /* Encode `call` (as EVAL when `eval`) into argv form and then RESP. */
@@ -141,9 +149,16 @@ long rlock__req_encode(rlock__req *q, char **buf) {
     return rlock__err(RLOCK_EINVAL, "a command was too large to build"), -1;
   static const char asking[] = "*1\r\n$6\r\nASKING\r\n";
   size_t pre = q->asking ? sizeof asking - 1 : 0;
+  char wait[96] = "";
+  if (q->wait_n > 0)
+    snprintf(wait, sizeof wait, "*3\r\n$4\r\nWAIT\r\n$%d\r\n%d\r\n$%d\r\n%lld\r\n",
+             snprintf(NULL, 0, "%d", q->wait_n), q->wait_n,
+             snprintf(NULL, 0, "%lld", (long long)q->wait_ms),
+             (long long)q->wait_ms);
+  size_t post = strlen(wait);
   char *cmd;
   long len = encode_call(q->call, q->eval, &cmd);
-  char *out = len < 0 ? NULL : malloc(pre + (size_t)len);
+  char *out = len < 0 ? NULL : malloc(pre + (size_t)len + post);
   if (out == NULL) {
     if (len >= 0)
       free(cmd);
@@ -151,11 +166,13 @@ long rlock__req_encode(rlock__req *q, char **buf) {
   }
   memcpy(out, asking, pre);
   memcpy(out + pre, cmd, (size_t)len);
+  memcpy(out + pre + (size_t)len, wait, post);
   free(cmd);
   q->asking_reply = q->asking;
   q->asking = 0;
+  q->wait_due = q->wait_n > 0;
   *buf = out;
-  return (long)pre + len;
+  return (long)(pre + (size_t)len + post);
 }
 
 /* "MOVED 3999 127.0.0.1:6381" / "ASK 3999 127.0.0.1:6381". */
@@ -209,11 +226,25 @@ rlock__step rlock__req_feed(rlock__req *q, const char *where,
       return q->step = RLOCK__STEP_MORE;
     }
   }
-  if (r->type == RLOCK__R_ERROR)
-    return q->step = feed_error(q, where, r);
-  q->reply = r;
-  q->rc = RLOCK_OK;
-  return q->step = RLOCK__STEP_DONE;
+  if (q->wait_due == 2) { /* WAIT's reply: how many replicas confirmed */
+    q->wait_due = 0;
+    q->acked = r->type == RLOCK__R_INT ? (int)r->integer : -1;
+    rlock__reply_free(r);
+    return q->step = q->deferred;
+  }
+  rlock__step step = RLOCK__STEP_DONE;
+  if (r->type == RLOCK__R_ERROR) {
+    step = feed_error(q, where, r);
+  } else {
+    q->reply = r;
+    q->rc = RLOCK_OK;
+  }
+  if (q->wait_due == 1) { /* WAIT's reply follows on the same connection */
+    q->wait_due = 2;
+    q->deferred = step;
+    return q->step = RLOCK__STEP_MORE;
+  }
+  return q->step = step;
 }
 
 /* ---- the blocking driver ----------------------------------------------- */
@@ -231,7 +262,8 @@ static int converse(rlock__conn *conn, rlock__req *q) {
       long len = rlock__req_encode(q, &buf);
       if (len < 0)
         return rlock_error_last()->code;
-      conn->io_deadline_us = rlock__deadline_after_ms(conn->timeout_ms);
+      conn->io_deadline_us =
+          rlock__deadline_after_ms(conn->timeout_ms + q->wait_ms);
       rc = rlock__conn_send(conn, buf, (size_t)len);
       free(buf);
     }
@@ -309,6 +341,10 @@ int rlock__req_run(rlock_client *c, rlock__req *q, int64_t deadline_us) {
         continue;
       break;
     }
+    /* Asked before borrowing: the count may need the pool's connection. */
+    q->wait_n = q->call->sync && c->cfg.sync_replicas
+                    ? rlock__node_replicas(node) : 0;
+    q->wait_ms = q->wait_n > 0 ? c->cfg.replica_sync_timeout_ms : 0;
     rlock__conn *conn;
     if ((rc = rlock__pool_get(&node->pool, &conn)) != RLOCK_OK) {
       if (retry_unsent(c, q, rc, deadline_us))
@@ -322,6 +358,10 @@ int rlock__req_run(rlock_client *c, rlock__req *q, int64_t deadline_us) {
     if (q->step == RLOCK__STEP_DONE) {
       snprintf(q->call->served_by, sizeof q->call->served_by, "%s",
                node->where);
+      q->call->replicas = q->wait_n;
+      q->call->acked = q->acked;
+      if (q->wait_n > 0 && q->acked != q->wait_n)
+        rlock__node_replicas_stale(node); /* one left or came: ask again */
       return q->rc;
     }
   }

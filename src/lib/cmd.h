@@ -46,6 +46,9 @@ typedef struct rlock__call {
   size_t used;    /* bytes of store in use */
   char served_by[128]; /* after a run: "host:port" of the node that
                           answered, or "" */
+  int sync;     /* in: confirm on replicas with WAIT (a lock write) */
+  int replicas; /* after a run: replicas WAIT asked for (0: none sent) */
+  int acked;    /* after a run: replicas that confirmed, -1 when unknown */
   const char *small[RLOCK__CALL_SMALL];
   char store[RLOCK__CALL_STORE];
 } rlock__call;
@@ -66,6 +69,10 @@ const char *rlock__call_fmt(rlock__call *call, const char *fmt, ...)
     RLOCK_PRINTF(2, 3);
 /* Free what the call allocated. The call may be started again. */
 void rlock__call_clear(rlock__call *call);
+
+/* After a run with sync set: 1 when the node has replicas and none of
+ * them confirmed the write within the replica sync timeout. */
+int rlock__call_unconfirmed(const rlock__call *call);
 
 /* The key a call is routed by: its first key, or NULL for none. */
 const char *rlock__call_route_key(const rlock__call *call);
@@ -109,6 +116,12 @@ typedef struct rlock__req {
   int asking;          /* precede the next send with ASKING */
   int asking_reply;    /* ASKING's reply is the next one due */
   int redirects;       /* MOVED and ASK followed so far */
+  int wait_n;          /* send WAIT <wait_n> <wait_ms> after the command */
+  int64_t wait_ms;
+  int wait_due;        /* 1: the command's reply is next, then WAIT's;
+                          2: WAIT's reply is next */
+  rlock__step deferred; /* the command's step, acted on after WAIT's */
+  int acked;           /* WAIT's answer, -1 when none */
   rlock__step step;    /* the last step fed */
   unsigned slot;       /* MOVED: the slot */
   char addr[128];      /* MOVED, ASK: "host:port" */

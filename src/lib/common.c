@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -60,6 +61,7 @@ const char *rlock_strerror(int code) {
   case RLOCK_ECLOSED: return "client is shutting down";
   case RLOCK_ECANCELED: return "wait canceled";
   case RLOCK_EDEADLK: return "would deadlock: read holds cannot be upgraded";
+  case RLOCK_EREPLICA: return "no replica confirmed the write in time";
   default: return "unknown error";
   }
 }
@@ -146,4 +148,21 @@ void rlock__sleep_ms(int64_t ms) {
   struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
   while (ms > 0 && nanosleep(&ts, &ts) != 0 && errno == EINTR)
     ;
+}
+
+int rlock__random_hex(char *out, size_t n) {
+  unsigned char b[64];
+  size_t got = 0;
+  if (n > sizeof b)
+    return rlock__err(RLOCK_EINVAL, "rlock__random_hex: %zu bytes", n);
+  while (got < n) {
+    ssize_t k = getrandom(b + got, n - got, 0);
+    if (k < 0 && errno != EINTR)
+      return rlock__err(RLOCK_EIO, "getrandom failed: %s", strerror(errno));
+    if (k > 0)
+      got += (size_t)k;
+  }
+  for (size_t i = 0; i < n; i++)
+    snprintf(out + 2 * i, 3, "%02x", b[i]);
+  return RLOCK_OK;
 }

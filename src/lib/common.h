@@ -63,6 +63,10 @@ int rlock__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu,
 char *rlock__strdup(const char *s);
 char *rlock__strndup(const char *s, size_t n);
 
+/* 2 * n random hex digits (from getrandom) and a NUL into out. RLOCK_OK,
+ * or RLOCK_EIO when the kernel gives no randomness. */
+int rlock__random_hex(char *out, size_t n);
+
 /* The calling thread's id (Linux tid), cached per thread and reset in the
  * child after fork(). */
 uint64_t rlock__thread_id(void);

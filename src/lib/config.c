@@ -18,6 +18,8 @@ int rlock__config_defaults(rlock_config *cfg) {
   cfg->fair_wait_timeout_ms = 300000;
   cfg->pool_size = 64;
   cfg->pubsub_mode = -1;
+  cfg->sync_replicas = 1;
+  cfg->replica_sync_timeout_ms = 1000;
   return rlock__target_parse(&cfg->target, RLOCK_DEFAULT_URL);
 }
 
@@ -134,4 +136,16 @@ int rlock_config_set_pubsub_mode(rlock_config *cfg, int mode) {
                       "_CLASSIC or _SHARDED (got %d)", mode);
   cfg->pubsub_mode = mode;
   return RLOCK_OK;
+}
+
+int rlock_config_set_replica_sync(rlock_config *cfg, int on) {
+  CHECK_CFG(cfg, "rlock_config_set_replica_sync");
+  cfg->sync_replicas = on != 0;
+  return RLOCK_OK;
+}
+
+int rlock_config_set_replica_sync_timeout_ms(rlock_config *cfg, int64_t ms) {
+  CHECK_CFG(cfg, "rlock_config_set_replica_sync_timeout_ms");
+  return set_ms(&cfg->replica_sync_timeout_ms, "replica sync timeout", ms, 1,
+                60 * 1000);
 }

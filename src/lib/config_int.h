@@ -14,6 +14,8 @@
 struct rlock_config {
   rlock__target target; /* from the URL */
   int pubsub_mode;      /* rlock_pubsub_mode, or -1: the URL's */
+  int sync_replicas;    /* confirm writes with WAIT where replicas exist */
+  int64_t replica_sync_timeout_ms;
   int64_t connect_timeout_ms;
   int64_t command_timeout_ms;
   int64_t watchdog_timeout_ms;

@@ -58,13 +58,15 @@ static void give_up(rlock_lock *l, const char *owner, int64_t wait_ms,
 }
 
 static void release(rlock_lock *l, const char *owner, int64_t keep_ms,
-                    rlock__call *call) {
+                    const rlock__latch *latch, rlock__call *call) {
   fair_keys(l, call, &rlock__script_fair_release);
+  rlock__latch_key(l, latch, call);
   rlock__call_arg(call, UNLOCK_MESSAGE);
   rlock__call_num(call, keep_ms);
   rlock__call_arg(call, owner);
   rlock__call_num(call, rlock__epoch_ms());
   rlock__call_arg(call, rlock__publish_cmd(l->client));
+  rlock__latch_ttl(latch, call);
 }
 
 /* Deletes a lock of any kind (tools force-release a name without knowing

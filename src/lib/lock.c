@@ -42,6 +42,17 @@ int rlock__attempt_result(const rlock_lock *l, const rlock__reply *r,
                     rlock__reply_type_name(r));
 }
 
+const rlock__latch rlock__no_latch = {"-", 0};
+
+void rlock__latch_key(rlock_lock *l, const rlock__latch *latch,
+                      rlock__call *call) {
+  rlock__call_key(call, rlock__call_fmt(call, "%s:%s", l->latch, latch->id));
+}
+
+void rlock__latch_ttl(const rlock__latch *latch, rlock__call *call) {
+  rlock__call_num(call, latch->ttl_ms);
+}
+
 /* ---- the reentrant kind ------------------------------------------------ */
 
 static void attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
@@ -60,14 +71,16 @@ static const char *channel(rlock_lock *l, const char *owner, char *buf,
 }
 
 static void release(rlock_lock *l, const char *owner, int64_t keep_ms,
-                    rlock__call *call) {
+                    const rlock__latch *latch, rlock__call *call) {
   rlock__call_script(call, &rlock__script_lock_release);
   rlock__call_key(call, l->name);
   rlock__call_key(call, l->channel);
+  rlock__latch_key(l, latch, call);
   rlock__call_arg(call, UNLOCK_MESSAGE);
   rlock__call_num(call, keep_ms);
   rlock__call_arg(call, owner);
   rlock__call_arg(call, rlock__publish_cmd(l->client));
+  rlock__latch_ttl(latch, call);
 }
 
 static void force_release(rlock_lock *l, rlock__call *call) {
@@ -124,9 +137,10 @@ int rlock__lock_alloc(rlock_lock **out, rlock_client *client, const char *name,
     l->timeouts = rlock__name_prefixed("redisson_lock_timeout", name);
     l->rw_channel = rlock__name_prefixed("redisson_rwlock", name);
   }
+  l->latch = rlock__name_prefixed("redisson_unlock_latch", name);
   if (keys == RLOCK__KEYS_RW)
     l->base = rlock__name_braced(name);
-  if (l->name == NULL || l->channel == NULL ||
+  if (l->name == NULL || l->channel == NULL || l->latch == NULL ||
       (keys == RLOCK__KEYS_FAIR &&
        (l->queue == NULL || l->timeouts == NULL || l->rw_channel == NULL)) ||
       (keys == RLOCK__KEYS_RW && l->base == NULL)) {
@@ -155,6 +169,7 @@ void rlock_lock_free(rlock_lock *l) {
   free(l->timeouts);
   free(l->base);
   free(l->rw_channel);
+  free(l->latch);
   free(l);
 }
 
@@ -201,24 +216,67 @@ static int release_result(rlock_lock *l, const char *field, int state,
   return RLOCK_OK;
 }
 
+/* The latch of one release: where the topology can fail over, a request
+ * id (Redisson's, 32 hex digits) and a TTL covering every retry;
+ * otherwise none. */
+static void latch_for(const rlock_lock *l, rlock__latch *latch, char *id) {
+  const rlock_config *cfg = &l->client->cfg;
+  *latch = rlock__no_latch;
+  if (cfg->target.kind == RLOCK__TOPO_SINGLE || rlock__random_hex(id, 16))
+    return;
+  latch->id = id;
+  latch->ttl_ms = 2 * (cfg->connect_timeout_ms + cfg->command_timeout_ms +
+                       cfg->replica_sync_timeout_ms);
+}
+
+/* Whether to send a release again: it carries a latch (a repeat returns
+ * the first answer and releases nothing more), there is time, and it
+ * failed in flight or no replica confirmed it. */
+static int release_again(const rlock__latch *latch, int rc,
+                         const rlock__call *call, int64_t deadline) {
+  if (latch->ttl_ms == 0 || rlock__now_us() >= deadline)
+    return 0;
+  return rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT ||
+         (rc == RLOCK_OK && rlock__call_unconfirmed(call));
+}
+
 int rlock_lock_release(rlock_lock *l) {
   if (l == NULL)
     return rlock__err(RLOCK_EINVAL, "lock is NULL");
-  char owner[RLOCK_OWNER_MAX], field[RLOCK_FIELD_MAX];
+  char owner[RLOCK_OWNER_MAX], field[RLOCK_FIELD_MAX], id[33];
   rlock__owner(l->client, owner);
   rlock__field(l, owner, field);
   int state;
   int64_t keep_ms;
   /* Stop renewal first: a release must never be outlived by renewal. */
   rlock__hold_pop(l->client, l->name, field, &state, &keep_ms);
+  rlock__latch latch;
+  latch_for(l, &latch, id);
+  int64_t deadline = rlock__deadline_after_ms(
+      l->client->cfg.connect_timeout_ms + l->client->cfg.command_timeout_ms);
   rlock__call call;
-  rlock__reply *r;
-  l->kind->release(l, owner, keep_ms, &call);
-  int rc = rlock__lock_run(l, &call, &r);
+  rlock__reply *r = NULL;
+  int rc;
+  for (;;) {
+    l->kind->release(l, owner, keep_ms, &latch, &call);
+    call.sync = 1;
+    rc = rlock__lock_run(l, &call, &r);
+    if (!release_again(&latch, rc, &call, deadline))
+      break;
+    rlock__reply_free(r);
+    r = NULL;
+    rlock__sleep_ms(20);
+  }
   if (rc != RLOCK_OK)
     return rc;
   rc = release_result(l, field, state, r);
   rlock__reply_free(r);
+  if (rc == RLOCK_OK && rlock__call_unconfirmed(&call))
+    rc = rlock__err(RLOCK_EREPLICA, "%s '%s' was released on %s, but none "
+                    "of its %d replicas confirmed it within %lld ms: after a "
+                    "failover the lock may stay held until its lease runs out",
+                    l->kind->label, l->name, call.served_by, call.replicas,
+                    (long long)l->client->cfg.replica_sync_timeout_ms);
   return rc;
 }
 
@@ -228,6 +286,7 @@ int rlock_lock_force_release(int *deleted, rlock_lock *l) {
   rlock__call call;
   rlock__reply *r;
   l->kind->force_release(l, &call);
+  call.sync = 1;
   int rc = rlock__lock_run(l, &call, &r);
   if (rc != RLOCK_OK)
     return rc;
@@ -243,6 +302,11 @@ int rlock_lock_force_release(int *deleted, rlock_lock *l) {
       *deleted = r->integer == 1;
   }
   rlock__reply_free(r);
+  if (rc == RLOCK_OK && rlock__call_unconfirmed(&call))
+    rc = rlock__err(RLOCK_EREPLICA, "%s '%s' was force-released on %s, but "
+                    "no replica confirmed it within %lld ms", l->kind->label,
+                    l->name, call.served_by,
+                    (long long)l->client->cfg.replica_sync_timeout_ms);
   return rc;
 }
 

@@ -16,6 +16,17 @@
 #include "cmd.h"
 #include "rlock/lock.h"
 
+/* The unlock latch a release carries (scripts/include/latch.lua): the
+ * request id shared by every retry of one release, and the latch's TTL;
+ * a TTL of 0 means none (the release is never re-sent). */
+typedef struct rlock__latch {
+  const char *id;
+  int64_t ttl_ms;
+} rlock__latch;
+
+/* A release that is never re-sent. */
+extern const rlock__latch rlock__no_latch;
+
 typedef struct rlock__kind {
   const char *label; /* "lock", for messages */
   /* The hash field of a hold is the owner plus this suffix (":write" for
@@ -42,7 +53,7 @@ typedef struct rlock__kind {
   /* Release one hold. Reply: nil (not held), 0 (holds remain), 1 (the
    * last hold went) or 2 (the lock was already gone). */
   void (*release)(rlock_lock *l, const char *owner, int64_t keep_ms,
-                  rlock__call *call);
+                  const rlock__latch *latch, rlock__call *call);
   /* Force release. Reply: 1 (deleted) or 0. */
   void (*force_release)(rlock_lock *l, rlock__call *call);
   /* Inspect. Reply: {type, pttl, nfields, fields..., then queue
@@ -63,6 +74,7 @@ struct rlock_lock {
   char *base;     /* read-write lock: timeout-key base {name}, else NULL */
   char *rw_channel; /* fair lock: redisson_rwlock:{name} (force release
                        wakes a read-write lock's waiters), else NULL */
+  char *latch;      /* redisson_unlock_latch:{name}, + ":<id>" per unlock */
 };
 
 /* Which extra keys rlock__lock_alloc derives. */
@@ -80,6 +92,12 @@ void rlock__field(const rlock_lock *l, const char *owner, char *buf);
  * extra keys `keys` asks for. */
 int rlock__lock_alloc(rlock_lock **out, rlock_client *client, const char *name,
                       const rlock__kind *kind, enum rlock__keys keys);
+
+/* Add the latch key for `latch` to a release call (after its other keys)
+ * and, with rlock__latch_ttl, its TTL (after the other arguments). */
+void rlock__latch_key(rlock_lock *l, const rlock__latch *latch,
+                      rlock__call *call);
+void rlock__latch_ttl(const rlock__latch *latch, rlock__call *call);
 
 /* Run a call about the lock; words a WRONGTYPE refusal with the lock's
  * name (rlock__wrongtype). */

@@ -88,7 +88,7 @@ static void release_prepare(release_set *s, rlock_redlock *r, size_t i,
   if (recorded)
     rlock__hold_pop(l->client, l->name, s->owner[k], &s->state[k], &keep_ms);
   s->fan[k].client = l->client;
-  l->kind->release(l, s->owner[k], keep_ms, &s->fan[k].call);
+  l->kind->release(l, s->owner[k], keep_ms, &rlock__no_latch, &s->fan[k].call);
 }
 
 /* Release members in parallel, waiting until `deadline`: those in `which`

@@ -86,6 +86,7 @@ static int renew_batch(rlock_client *c, const snap *items, size_t n, int read,
   rlock__call_num(&call, c->cfg.watchdog_timeout_ms);
   for (size_t i = 0; i < n; i++)
     rlock__call_arg(&call, items[i].owner);
+  call.sync = 1; /* unconfirmed: extended again next tick */
   rlock__reply *r;
   int rc = rlock__call_run(c, &call, &r);
   if (rc != RLOCK_OK)

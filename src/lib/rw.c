@@ -56,16 +56,18 @@ static void read_attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
 }
 
 static void read_release(rlock_lock *l, const char *owner, int64_t keep_ms,
-                         rlock__call *call) {
+                         const rlock__latch *latch, rlock__call *call) {
   (void)keep_ms; /* read holds keep their own leases */
   rlock__call_script(call, &rlock__script_read_release);
   rlock__call_key(call, l->name);
   rlock__call_key(call, l->channel);
   rlock__call_key(call, timeout_prefix(l, owner, call));
   rlock__call_key(call, l->base);
+  rlock__latch_key(l, latch, call);
   rlock__call_arg(call, "0");
   rlock__call_arg(call, owner);
   rlock__call_arg(call, rlock__publish_cmd(l->client));
+  rlock__latch_ttl(latch, call);
 }
 
 static void read_force(rlock_lock *l, rlock__call *call) {
@@ -112,14 +114,16 @@ static void write_attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
 }
 
 static void write_release(rlock_lock *l, const char *owner, int64_t keep_ms,
-                          rlock__call *call) {
+                          const rlock__latch *latch, rlock__call *call) {
   rlock__call_script(call, &rlock__script_write_release);
   rlock__call_key(call, l->name);
   rlock__call_key(call, l->channel);
+  rlock__latch_key(l, latch, call);
   rlock__call_arg(call, "1");
   rlock__call_num(call, keep_ms);
   rlock__call_arg(call, rlock__call_fmt(call, "%s:write", owner));
   rlock__call_arg(call, rlock__publish_cmd(l->client));
+  rlock__latch_ttl(latch, call);
 }
 
 static void write_force(rlock_lock *l, rlock__call *call) {

@@ -30,6 +30,8 @@ static int node_new(rlock__topo *t, rlock__endpoint *ep, rlock__node **out) {
   }
   n->ep = *ep;
   memset(ep, 0, sizeof *ep);
+  atomic_init(&n->replicas, -1);
+  atomic_init(&n->replicas_us, 0);
   rlock__endpoint_str(&n->ep, n->where, sizeof n->where);
   int rc = rlock__pool_init(&n->pool, &n->ep, t->pool_size, t->connect_ms,
                             t->command_ms);
@@ -106,6 +108,38 @@ int rlock__topo_node_call(rlock__node *node, int argc, const char **argv,
   rc = rlock__conn_call(conn, argc, argv, NULL, out);
   rlock__pool_put(&node->pool, conn);
   return rc;
+}
+
+/* connected_slaves:N in an INFO reply, or -1. */
+static int parse_replicas(const rlock__reply *r) {
+  const char *p = r->type == RLOCK__R_STR ? strstr(r->str, "connected_slaves:")
+                                          : NULL;
+  return p ? atoi(p + strlen("connected_slaves:")) : -1;
+}
+
+int rlock__node_replicas(rlock__node *node) {
+  int n = atomic_load(&node->replicas);
+  int64_t now = rlock__now_us();
+  if (n >= 0 && now - atomic_load(&node->replicas_us) <
+                    (int64_t)RLOCK__REPLICAS_TTL_MS * 1000)
+    return n;
+  const char *argv[2] = {"INFO", "replication"};
+  rlock__reply *r;
+  rlock__saved_error saved;
+  rlock__error_save(&saved);
+  if (rlock__topo_node_call(node, 2, argv, &r) == RLOCK_OK) {
+    n = parse_replicas(r);
+    rlock__reply_free(r);
+  }
+  rlock__error_restore(&saved);
+  n = n < 0 ? 0 : n;
+  atomic_store(&node->replicas, n);
+  atomic_store(&node->replicas_us, now);
+  return n;
+}
+
+void rlock__node_replicas_stale(rlock__node *node) {
+  atomic_store(&node->replicas_us, 0);
 }
 
 /* ---- lifecycle --------------------------------------------------------- */

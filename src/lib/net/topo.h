@@ -39,7 +39,12 @@ typedef struct rlock__node {
   rlock__endpoint ep;
   char where[128]; /* "host:port", for messages */
   rlock__pool pool;
+  atomic_int replicas;        /* connected replicas (INFO), -1: not asked */
+  _Atomic int64_t replicas_us; /* when it was asked (monotonic) */
 } rlock__node;
+
+/* How long a node's replica count is trusted before it is asked again. */
+#define RLOCK__REPLICAS_TTL_MS 30000
 
 typedef struct rlock__topo {
   rlock__target target;
@@ -104,6 +109,15 @@ void rlock__topo_refresh(rlock__topo *t);
  * failure then counts as classic, and the call that needed it fails on
  * routing anyway). */
 int rlock__topo_sharded(rlock__topo *t);
+
+/* How many replicas `node` has connected (its INFO replication's
+ * connected_slaves), asked at most every RLOCK__REPLICAS_TTL_MS or after
+ * rlock__node_replicas_stale(); 0 when it cannot be asked (the call that
+ * needed it will find the node's trouble itself). */
+int rlock__node_replicas(rlock__node *node);
+
+/* A WAIT answered other than the count expected: ask again next time. */
+void rlock__node_replicas_stale(rlock__node *node);
 
 /* Run one command on `node` over a pooled connection: RLOCK_OK with *out
  * any reply (error replies included; caller frees), or a transport

@@ -1,11 +1,15 @@
 -- Release one hold of the fair lock (Redisson RFairLock layout).
 -- KEYS[1] lock, KEYS[2] queue, KEYS[3] deadlines, KEYS[4] channel prefix.
 -- ARGV[1] message "0", ARGV[2] lease to keep when holds remain, ARGV[3]
--- owner, ARGV[4] now (epoch ms), ARGV[5] publish command.
+-- owner, ARGV[4] now (epoch ms), ARGV[5] publish command. KEYS[5] the
+-- unlock latch, ARGV[6] its TTL in ms (0: none; latch.lua).
 -- Returns nil when ARGV[3] holds nothing, 0 when holds remain, 1 when the
 -- lock was deleted, 2 when the lock was already gone (expired). Whenever
 -- the lock ends up free, the waiter at the head of the queue is notified
 -- on its own channel.
+-- @include latch
+local replay = latch_get(KEYS[5], ARGV[6])
+if replay ~= nil then return replay end
 local now = tonumber(ARGV[4])
 while true do
   local head = redis.call('lindex', KEYS[2], 0)
@@ -26,7 +30,7 @@ end
 
 if redis.call('exists', KEYS[1]) == 0 then
   notify_head()
-  return 2
+  return latch_set(KEYS[5], ARGV[6], 2)
 end
 local held = redis.pcall('hexists', KEYS[1], ARGV[3])
 if type(held) == 'table' then -- an error: not a hash
@@ -42,8 +46,8 @@ if redis.call('hexists', KEYS[1], 'mode') == 1 then -- see lock_release.lua
 end
 if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
   redis.call('pexpire', KEYS[1], ARGV[2])
-  return 0
+  return latch_set(KEYS[5], ARGV[6], 0)
 end
 redis.call('del', KEYS[1])
 notify_head()
-return 1
+return latch_set(KEYS[5], ARGV[6], 1)

@@ -1,7 +1,8 @@
 -- Release one read hold (Redisson RReadWriteLock layout).
 -- KEYS[1] lock, KEYS[2] channel redisson_rwlock:{name}, KEYS[3] this
 -- owner's timeout-key prefix, KEYS[4] the timeout-key base "{name}".
--- ARGV[1] message "0", ARGV[2] owner, ARGV[3] publish command.
+-- ARGV[1] message "0", ARGV[2] owner, ARGV[3] publish command. KEYS[5]
+-- the unlock latch, ARGV[4] its TTL in ms (0: none; latch.lua).
 -- Returns nil when the owner holds no read hold, 0 when the lock lives on
 -- (other holds remain), 1 when it was deleted, 2 when it was already gone.
 -- The lock's TTL is recomputed from the timeout keys still alive, so holds
@@ -10,11 +11,14 @@
 -- lock keeps its current TTL (never shortened on a guess). A key that is
 -- not a read-write lock (lockcheck) is refused with a WRONGTYPE error.
 -- @include lockcheck
+-- @include latch
+local replay = latch_get(KEYS[5], ARGV[4])
+if replay ~= nil then return replay end
 local mode, refusal = lock_check(KEYS[1], 'rw')
 if mode == nil then return refusal end
 if mode == 'none' then
   redis.call(ARGV[3], KEYS[2], ARGV[1])
-  return 2
+  return latch_set(KEYS[5], ARGV[4], 2)
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
   return nil
@@ -30,7 +34,7 @@ if redis.call('hlen', KEYS[1]) > 1 then
     local n = tonumber(redis.call('hget', KEYS[1], field))
     if n ~= nil then
       for i = n, 1, -1 do
-        if probes == LOCK_PROBES then return 0 end
+        if probes == LOCK_PROBES then return latch_set(KEYS[5], ARGV[4], 0) end
         probes = probes + 1
         local t = redis.call('pttl', KEYS[4] .. ':' .. field ..
                              ':rwlock_timeout:' .. i)
@@ -40,12 +44,12 @@ if redis.call('hlen', KEYS[1]) > 1 then
   end
   if max > 0 then
     redis.call('pexpire', KEYS[1], max)
-    return 0
+    return latch_set(KEYS[5], ARGV[4], 0)
   end
   if mode == 'write' then
-    return 0
+    return latch_set(KEYS[5], ARGV[4], 0)
   end
 end
 redis.call('del', KEYS[1])
 redis.call(ARGV[3], KEYS[2], ARGV[1])
-return 1
+return latch_set(KEYS[5], ARGV[4], 1)
