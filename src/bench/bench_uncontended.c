@@ -55,8 +55,9 @@ typedef struct floor_cmds {
   redisContext *c;
   char owner[RLOCK_OWNER_MAX];
   char channel[RLOCK_MAX_NAME_LEN + 64];
+  char latch[RLOCK_MAX_NAME_LEN + 64];
   const char *acq[6];
-  const char *rel[9];
+  const char *rel[11];
 } floor_cmds;
 
 /* What one block runs on: a fresh client and a matched bare connection. */
@@ -76,10 +77,13 @@ static void floor_init(floor_cmds *f, redisContext *c, const char *name) {
   bench_fake_owner(f->owner, sizeof f->owner);
   /* Redisson's channel name, as the library publishes on it. */
   snprintf(f->channel, sizeof f->channel, "redisson_lock__channel:{%s}", name);
+  /* A single server's release carries no latch (TTL 0), as the library's. */
+  snprintf(f->latch, sizeof f->latch, "redisson_unlock_latch:{%s}:-", name);
   const char *acq[6] = {"EVALSHA", rlock__script_lock_acquire.sha, "1", name,
                         LEASE, f->owner};
-  const char *rel[9] = {"EVALSHA", rlock__script_lock_release.sha, "2", name,
-                        f->channel, "0", LEASE, f->owner, "PUBLISH"};
+  const char *rel[11] = {"EVALSHA", rlock__script_lock_release.sha, "3",
+                         name, f->channel, f->latch, "0", LEASE, f->owner,
+                         "PUBLISH", "0"};
   memcpy(f->acq, acq, sizeof acq);
   memcpy(f->rel, rel, sizeof rel);
 }
@@ -114,7 +118,7 @@ static int floor_pair(floor_cmds *f) {
   redisReply *a = redisCommandArgv(f->c, 6, f->acq, NULL);
   int ok = a != NULL && a->type == REDIS_REPLY_NIL;
   freeReplyObject(a);
-  redisReply *r = ok ? redisCommandArgv(f->c, 9, f->rel, NULL) : NULL;
+  redisReply *r = ok ? redisCommandArgv(f->c, 11, f->rel, NULL) : NULL;
   ok = r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
   freeReplyObject(r);
   if (!ok)

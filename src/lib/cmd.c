@@ -22,7 +22,7 @@ static void call_start(rlock__call *call, const rlock__script *s,
   call->cap = RLOCK__CALL_SMALL;
   call->failed = 0;
   call->used = 0;
-  call->served_by[0] = '\0';
+  call->served_by = "";
   call->sync = 0;
   call->replicas = 0;
   call->acked = -1;
@@ -158,6 +158,13 @@ long rlock__req_encode(rlock__req *q, char **buf) {
   size_t post = strlen(wait);
   char *cmd;
   long len = encode_call(q->call, q->eval, &cmd);
+  q->asking_reply = q->asking;
+  q->asking = 0;
+  q->wait_due = q->wait_n > 0;
+  if (len >= 0 && pre + post == 0) { /* the common case: the command alone */
+    *buf = cmd;
+    return len;
+  }
   char *out = len < 0 ? NULL : malloc(pre + (size_t)len + post);
   if (out == NULL) {
     if (len >= 0)
@@ -168,9 +175,6 @@ long rlock__req_encode(rlock__req *q, char **buf) {
   memcpy(out + pre, cmd, (size_t)len);
   memcpy(out + pre + (size_t)len, wait, post);
   free(cmd);
-  q->asking_reply = q->asking;
-  q->asking = 0;
-  q->wait_due = q->wait_n > 0;
   *buf = out;
   return (long)(pre + (size_t)len + post);
 }
@@ -356,8 +360,7 @@ int rlock__req_run(rlock_client *c, rlock__req *q, int64_t deadline_us) {
     if (rc != RLOCK_OK)
       break; /* failed in flight: a script may have run; never resend */
     if (q->step == RLOCK__STEP_DONE) {
-      snprintf(q->call->served_by, sizeof q->call->served_by, "%s",
-               node->where);
+      q->call->served_by = node->where;
       q->call->replicas = q->wait_n;
       q->call->acked = q->acked;
       if (q->wait_n > 0 && q->acked != q->wait_n)

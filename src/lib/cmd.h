@@ -44,8 +44,8 @@ typedef struct rlock__call {
   int cap;
   int failed;     /* out of memory or store while building */
   size_t used;    /* bytes of store in use */
-  char served_by[128]; /* after a run: "host:port" of the node that
-                          answered, or "" */
+  const char *served_by; /* after a run: "host:port" of the node that
+                            answered (valid as long as the client), or "" */
   int sync;     /* in: confirm on replicas with WAIT (a lock write) */
   int replicas; /* after a run: replicas WAIT asked for (0: none sent) */
   int acked;    /* after a run: replicas that confirmed, -1 when unknown */

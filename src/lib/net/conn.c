@@ -2,17 +2,25 @@
  * conn.c - TCP and unix-socket connections with deadlines, and the login
  * handshake.
  *
- * All I/O goes through three small functions, stream_read, stream_write
- * and stream_wait: "move some bytes now, or say which readiness to wait
- * for" and "wait for it until a deadline". TLS will sit under them (a TLS
- * read may want the socket writable, hence the `want` they report);
- * everything above them only deals in deadlines.
+ * All I/O goes through a few small functions, stream_read, stream_write,
+ * stream_wait and stream_read_wait: "move some bytes now, or say which
+ * readiness to wait for", "wait for it until a deadline", and "read,
+ * waiting at most until a deadline". TLS will sit under them (a TLS read
+ * may want the socket writable, hence the `want` they report); everything
+ * above them only deals in deadlines.
+ *
+ * The socket itself is in blocking mode with SO_RCVTIMEO: operations that
+ * must not wait say MSG_DONTWAIT, and a command waiting for its reply does
+ * one blocking recv() bounded by the time left (SO_RCVTIMEO is lowered
+ * when less is left), which costs one system call where poll() + recv()
+ * would cost two, on every command.
  */
 #include "conn.h"
 
 #include <hiredis/hiredis.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -57,10 +65,42 @@ static int wait_fd(int fd, short events, int64_t deadline_us) {
 static ssize_t stream_read(rlock__conn *c, char *buf, size_t len, short *want) {
   ssize_t n;
   do
-    n = recv(c->fd, buf, len, 0);
+    n = recv(c->fd, buf, len, MSG_DONTWAIT);
   while (n < 0 && errno == EINTR);
   *want = POLLIN;
   return n;
+}
+
+/* Set the socket's receive timeout to `ms` (at least 1) unless it is. */
+static void set_rcvtimeo(rlock__conn *c, int64_t ms) {
+  ms = ms < 1 ? 1 : ms;
+  if (c->rcvtimeo_ms == ms)
+    return;
+  struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+  if (setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0)
+    c->rcvtimeo_ms = ms;
+}
+
+/* Read up to len bytes, waiting for some until `deadline_us`: > 0 bytes
+ * read, 0 end of stream, -1 with errno (ETIMEDOUT once the deadline has
+ * passed). A receive timeout left higher than the time left is lowered
+ * first; one left lower (an earlier command's) only costs a retry. */
+static ssize_t stream_read_wait(rlock__conn *c, char *buf, size_t len,
+                                int64_t deadline_us) {
+  for (;;) {
+    int64_t left = rlock__ms_left(deadline_us);
+    if (left <= 0 || rlock__now_us() >= deadline_us) {
+      errno = ETIMEDOUT;
+      return -1;
+    }
+    if (c->rcvtimeo_ms > left || c->rcvtimeo_ms == 0)
+      set_rcvtimeo(c, left);
+    ssize_t n = recv(c->fd, buf, len, 0);
+    if (n >= 0 || (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK))
+      return n;
+    if (errno != EINTR)
+      set_rcvtimeo(c, rlock__ms_left(deadline_us)); /* it was lower */
+  }
 }
 
 /* Write up to len bytes without waiting: bytes written, or -1 with errno
@@ -69,10 +109,17 @@ static ssize_t stream_write(rlock__conn *c, const char *buf, size_t len,
                             short *want) {
   ssize_t n;
   do
-    n = send(c->fd, buf, len, MSG_NOSIGNAL);
+    n = send(c->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
   while (n < 0 && errno == EINTR);
   *want = POLLOUT;
   return n;
+}
+
+/* Whether the stream holds received bytes a read would return without the
+ * socket being readable (never for a plain socket; TLS buffers records). */
+static int stream_pending(const rlock__conn *c) {
+  (void)c;
+  return 0;
 }
 
 /* Wait until the stream can move in the direction `want` asked for. */
@@ -106,6 +153,11 @@ static int connect_addr(const struct sockaddr *sa, socklen_t salen, int family,
   *err = rc == 0                ? 0
          : errno == EINPROGRESS ? wait_connected(fd, deadline_us)
                                 : errno;
+  /* Blocking from now on: waits are bounded by SO_RCVTIMEO or poll(), and
+   * what must not wait says MSG_DONTWAIT. */
+  int flags = *err == 0 ? fcntl(fd, F_GETFL) : -1;
+  if (*err == 0 && (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0))
+    *err = errno;
   if (*err != 0) {
     close(fd);
     return -1;
@@ -248,18 +300,26 @@ int rlock__conn_read_some(rlock__conn *c) {
   return fill(c, &want);
 }
 
+/* Feed n bytes read into the reader, or report the read's failure. */
+static int fed(rlock__conn *c, const char *buf, ssize_t n) {
+  if (n <= 0)
+    return io_error(c, "read", n == 0 ? 0 : errno);
+  rlock__read_status st = rlock__reader_feed(c->reader, buf, (size_t)n);
+  return st == RLOCK__READ_OK ? RLOCK_OK : reader_error(c, st);
+}
+
 /* Take one reply, reading and waiting for it until `deadline_us`. */
 static int recv_until(rlock__conn *c, rlock__reply **out, int64_t deadline_us) {
+  char buf[16384];
   for (;;) {
     int rc = rlock__conn_take_reply(c, out);
     if (rc != RLOCK_OK || *out != NULL)
       return rc;
-    short want;
-    if ((rc = fill(c, &want)) != RLOCK_OK)
+    ssize_t n = stream_pending(c) ? recv(c->fd, buf, sizeof buf, MSG_DONTWAIT)
+                                  : stream_read_wait(c, buf, sizeof buf,
+                                                     deadline_us);
+    if ((rc = fed(c, buf, n)) != RLOCK_OK)
       return rc;
-    int err = want == 0 ? 0 : stream_wait(c, want, deadline_us);
-    if (err != 0)
-      return io_error(c, "read", err);
   }
 }
 

@@ -6,14 +6,18 @@
  * command timeouts, staleness checks and (later) TLS are under our
  * control; hiredis 0.14 has no TLS and no per-call timeouts.
  *
- * The socket is non-blocking for its whole life. Every wait is a poll()
- * bounded by an absolute monotonic deadline, so a timeout bounds the
- * whole of what it covers, however the server dribbles its bytes:
+ * Every wait is bounded by an absolute monotonic deadline, so a timeout
+ * bounds the whole of what it covers, however the server dribbles its
+ * bytes:
  *   - connect timeout: name lookup plus connect (plus nothing else);
  *   - command timeout: one command's round trip, i.e. every send and
  *     receive of it together (c->io_deadline_us).
- * Nothing here depends on blocking sockets, so an event loop may drive a
- * connection with rlock__conn_read_some() and its own poll.
+ * The socket is in blocking mode, but nothing but a command's wait for its
+ * reply ever blocks on it: sends, rlock__conn_read_some() and the
+ * staleness probe never wait (MSG_DONTWAIT, poll), so an event loop may
+ * drive a connection with rlock__conn_read_some() and its own poll. The
+ * reply wait is one recv() under an SO_RCVTIMEO no longer than the time
+ * left (one system call per command, where poll() + recv() take two).
  *
  * A connection is used by one thread at a time (the pool hands it out).
  * Any I/O or protocol failure marks the connection broken; a broken
@@ -33,7 +37,8 @@
 #include "reader.h"
 
 typedef struct rlock__conn {
-  int fd; /* non-blocking; callers may poll it */
+  int fd; /* callers may poll it; see above for blocking */
+  int64_t rcvtimeo_ms; /* the socket's SO_RCVTIMEO, 0 until set */
   int broken;
   int64_t timeout_ms; /* the command timeout */
   int owed;           /* replies still due to requests nobody awaits */
