@@ -75,63 +75,9 @@ BENCH="$BUILD/rlock-bench"
 # ---- throwaway servers ------------------------------------------------------
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/rlock-bench.XXXXXX")
 NSERVERS=5
-SERVER_PIDS=() # the servers started, by pid; PORTS[i] is SERVER_PIDS[i]'s
+# shellcheck source=scripts/bench_servers.sh
+. "$ROOT/scripts/bench_servers.sh"
 
-stop_pid() {
-  kill "$1" 2>/dev/null || true
-  wait "$1" 2>/dev/null || true
-}
-
-cleanup() {
-  local pid
-  for pid in "${SERVER_PIDS[@]}"; do
-    stop_pid "$pid"
-  done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 129' HUP
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-free_port() {
-  python3 -c 'import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()'
-}
-
-# Start redis-server number $1 on a free port and append its pid and port
-# to SERVER_PIDS and PORTS; another process may grab the port between
-# picking and binding it, so try a few.
-start_server() {
-  local n=$1 log="$WORK/redis-$1.log" attempt i port pid
-  for attempt in 1 2 3 4 5; do
-    port=$(free_port)
-    redis-server --bind 127.0.0.1 --port "$port" --save "" --appendonly no \
-                 --dir "$WORK" --logfile "$log" &
-    pid=$!
-    SERVER_PIDS+=("$pid")
-    for i in $(seq 100); do
-      if ! kill -0 "$pid" 2>/dev/null; then break; fi
-      if [ "$(redis-cli -p "$port" ping 2>/dev/null)" = "PONG" ]; then
-        PORTS+=("$port")
-        echo "bench: redis-server $n pid $pid on 127.0.0.1:$port" >&2
-        return 0
-      fi
-      sleep 0.05
-    done
-    stop_pid "$pid"
-    unset 'SERVER_PIDS[-1]'
-    echo "bench: redis-server $n did not come up on port $port" \
-         "(attempt $attempt)" >&2
-  done
-  tail -n 20 "$log" >&2 || true
-  return 1
-}
-
-PORTS=()
 for n in $(seq "$NSERVERS"); do
   start_server "$n"
 done
