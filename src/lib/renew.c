@@ -139,8 +139,8 @@ static size_t batch_size(const rlock_client *c, const snap_list *l,
 
 static void renew_all(rlock_client *c, snap_list *l, int read) {
   int alive[RLOCK__RENEW_BATCH];
-  if (c->topo.target.kind == RLOCK__TOPO_CLUSTER)
-    qsort(l->items, l->n, sizeof *l->items, by_slot);
+  if (c->topo.target.kind == RLOCK__TOPO_CLUSTER && l->n > 1)
+    qsort(l->items, l->n, sizeof *l->items, by_slot); /* items NULL when 0 */
   for (size_t from = 0, n; from < l->n; from += n) {
     n = batch_size(c, l, from);
     if (renew_batch(c, l->items + from, n, read, alive) != RLOCK_OK) {
