@@ -1,0 +1,1174 @@
+/* Integration: locks through Redis Sentinel, against real deployments
+ * (rt_sentinel: a master, one replica, three sentinels; failovers are the
+ * sentinels' own). Every lock must land on the master the sentinels name,
+ * a client must follow the master through a failover, a holder must learn
+ * whether its hold survived one, and waiters must never hang past their
+ * deadline. Timings (failover, time to the first lock on the new master)
+ * are printed as "[   TIME   ]" lines. */
+#include "fixture.h"
+#include "rt_sentinel.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#define MASTER_NAME "rlock-master"
+
+/* The deployment of the running group. */
+static rt_sentinel_group *grp;
+
+static void report(const char *what, int64_t ms) {
+  printf("[   TIME   ] %s: %lld ms\n", what, (long long)ms);
+  fflush(stdout);
+}
+
+static int setup_group(void **state) {
+  (void)state;
+  int64_t t0 = rt_now_ms();
+  grp = rt_sentinel_start(MASTER_NAME, 1, 3);
+  report("sentinel group start (1 master, 1 replica, 3 sentinels)",
+         rt_now_ms() - t0);
+  return 0;
+}
+
+static int teardown_group(void **state) {
+  (void)state;
+  rt_sentinel_free(grp);
+  grp = NULL;
+  return 0;
+}
+
+/* "redis-sentinel://CREDS[127.0.0.1:DEAD,]S1,S2,S3TAIL#MASTER": the
+ * group's sentinels, optionally behind a dead address; TAIL is "", "/db"
+ * or "?params". */
+static const char *group_url(char *buf, size_t size, const char *creds,
+                             int dead_port, const char *tail,
+                             const char *master) {
+  size_t n = (size_t)snprintf(buf, size, "redis-sentinel://%s", creds);
+  if (dead_port > 0)
+    n += (size_t)snprintf(buf + n, size - n, "127.0.0.1:%d,", dead_port);
+  for (int i = 0; i < rt_sentinel_nsentinels(grp); i++)
+    n += (size_t)snprintf(buf + n, size - n, "%s127.0.0.1:%d", i ? "," : "",
+                          rt_server_port(rt_sentinel_sentinel(grp, i)));
+  snprintf(buf + n, size - n, "%s#%s", tail, master);
+  return buf;
+}
+
+/* A client with its own connect and command timeouts. */
+static rlock_client *client_timed(const char *url, int64_t connect_ms,
+                                  int64_t command_ms) {
+  rlock_config *cfg;
+  rlock_client *c;
+  OK(rlock_config_new(&cfg));
+  OK(rlock_config_set_url(cfg, url));
+  OK(rlock_config_set_connect_timeout_ms(cfg, connect_ms));
+  OK(rlock_config_set_command_timeout_ms(cfg, command_ms));
+  OK(rlock_client_new(&c, cfg));
+  rlock_config_free(cfg);
+  return c;
+}
+
+static rlock_client *group_client(int64_t watchdog, rlock_lost_fn lost,
+                                  void *ud) {
+  return fx_client_opts(rt_sentinel_url(grp), watchdog, lost, ud);
+}
+
+/* Lost-lock callbacks of one client (only its background thread writes). */
+typedef struct lost_log {
+  atomic_int n;
+  char names[8][64];
+} lost_log;
+
+static void on_lost(const char *name, const char *owner, void *ud) {
+  (void)owner;
+  lost_log *log = ud;
+  int i = atomic_load(&log->n);
+  if (i < 8) {
+    snprintf(log->names[i], sizeof log->names[i], "%s", name);
+    atomic_store(&log->n, i + 1);
+  }
+}
+
+static int lost_has(lost_log *log, const char *name) {
+  int n = atomic_load(&log->n);
+  for (int i = 0; i < n; i++)
+    if (strcmp(log->names[i], name) == 0)
+      return 1;
+  return 0;
+}
+
+/* Wait up to `ms` for the callback to report `name`; elapsed ms, or -1. */
+static int64_t wait_lost(lost_log *log, const char *name, int64_t ms) {
+  int64_t t0 = rt_now_ms();
+  while (!lost_has(log, name)) {
+    if (rt_now_ms() - t0 > ms)
+      return -1;
+    rt_sleep_ms(10);
+  }
+  return rt_now_ms() - t0;
+}
+
+/* Raw probes on a data server. */
+static long long numsub(rt_server *s, const char *channel) {
+  redisReply *r = rt_cmd(s, "PUBSUB NUMSUB %s", channel);
+  long long n = r->type == REDIS_REPLY_ARRAY && r->elements == 2
+                    ? r->element[1]->integer
+                    : -1;
+  freeReplyObject(r);
+  return n;
+}
+
+static long long llen(rt_server *s, const char *key) {
+  return rt_cmd_int(s, "LLEN %s", key);
+}
+
+/* Wait up to `ms` until probe(s, arg) == want; fails the test otherwise. */
+static void wait_value(long long (*probe)(rt_server *, const char *),
+                       rt_server *s, const char *arg, long long want,
+                       int64_t ms) {
+  int64_t t0 = rt_now_ms();
+  long long v;
+  while ((v = probe(s, arg)) != want) {
+    if (rt_now_ms() - t0 > ms)
+      fail_msg("'%s' is %lld, not %lld, after %lld ms", arg, v, want,
+               (long long)ms);
+    rt_sleep_ms(10);
+  }
+}
+
+static void wait_subscribers(rt_server *s, const char *channel,
+                             long long want) {
+  wait_value(numsub, s, channel, want, rt_scaled_ms(5000));
+}
+
+/* After a failover: whether the watchdog hold of `owner` on `key` survived
+ * on the new master `nm`: 1 once it is seen renewed there, 0 once the
+ * lost-lock callback reported it, -1 when neither happened within `ms`
+ * (a hold gone silently, or renewal stuck). */
+static int hold_outcome(rt_server *nm, const char *key, const char *owner,
+                        lost_log *log, int64_t ms) {
+  long long prev = rt_cmd_int(nm, "PTTL %s", key), cur;
+  int64_t t0 = rt_now_ms();
+  for (;;) {
+    if (lost_has(log, key))
+      return 0;
+    cur = rt_cmd_int(nm, "PTTL %s", key);
+    if (cur > prev && fx_hget(nm, key, owner) >= 1)
+      return 1;
+    if (rt_now_ms() - t0 > ms)
+      return -1;
+    prev = cur;
+    rt_sleep_ms(20);
+  }
+}
+
+/* A thread that tries to acquire a lock once and releases it at once. */
+typedef struct waiter {
+  rlock_client *c;
+  const char *name;
+  char kind; /* 'r' reentrant, 'f' fair, 'R' read, 'W' write */
+  int64_t wait_ms;
+  atomic_int *turns; /* if set: acquisition order, from 1 */
+  int order;
+  int rc;
+  int64_t started, done_at;
+  char msg[256];
+  pthread_t thread;
+} waiter;
+
+static void *waiter_main(void *arg) {
+  waiter *w = arg;
+  rlock_lock *l;
+  w->rc = w->kind == 'f'   ? rlock_lock_new_fair(&l, w->c, w->name)
+          : w->kind == 'R' ? rlock_lock_new_read(&l, w->c, w->name)
+          : w->kind == 'W' ? rlock_lock_new_write(&l, w->c, w->name)
+                           : rlock_lock_new(&l, w->c, w->name);
+  if (w->rc != RLOCK_OK)
+    return NULL;
+  w->rc = rlock_lock_try_acquire(l, w->wait_ms, 10000);
+  w->done_at = rt_now_ms();
+  snprintf(w->msg, sizeof w->msg, "%s", rlock_error_last()->message);
+  if (w->rc == RLOCK_OK) {
+    if (w->turns != NULL)
+      w->order = atomic_fetch_add(w->turns, 1) + 1;
+    rlock_lock_release(l);
+  }
+  rlock_lock_free(l);
+  return NULL;
+}
+
+static void waiter_start(waiter *w) {
+  w->started = rt_now_ms();
+  assert_int_equal(pthread_create(&w->thread, NULL, waiter_main, w), 0);
+}
+
+static void waiter_join(waiter *w) { pthread_join(w->thread, NULL); }
+
+/* One byte from a child's pipe within `ms`, or 0. */
+static char read_byte(int fd, int64_t ms) {
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  char b = 0;
+  if (poll(&p, 1, (int)ms) == 1 && read(fd, &b, 1) == 1)
+    return b;
+  return 0;
+}
+
+/* Reap child `pid` within `ms` (SIGKILLed after that); its exit code. */
+static int reap(pid_t pid, int64_t ms) {
+  int status = 0;
+  int64_t t0 = rt_now_ms();
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (rt_now_ms() - t0 > ms) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      fail_msg("child %d did not exit within %lld ms", (int)pid,
+               (long long)ms);
+    }
+    rt_sleep_ms(5);
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* ---- 1. basics through the sentinel URL ------------------------------- */
+
+static void test_lock_status_on_master(void **state) {
+  (void)state;
+  rt_server *m = rt_sentinel_master(grp);
+  rlock_client *c = group_client(0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "sen:basic");
+  char owner[RLOCK_OWNER_MAX];
+  fx_owner(c, owner);
+  OK(rlock_client_ping(c, NULL));
+  OK(rlock_lock_try_acquire(l, 0, 20000));
+  OK(rlock_lock_acquire(l)); /* re-entered, now watchdog-renewed */
+  assert_int_equal(fx_hget(m, "sen:basic", owner), 2);
+  ASSERT_RANGE(rt_cmd_int(m, "PTTL sen:basic"), 20000, 30000);
+  int locked = 0, held = 0;
+  int64_t count = 0, ttl = 0;
+  OK(rlock_lock_is_locked(&locked, l));
+  OK(rlock_lock_is_held(&held, l));
+  OK(rlock_lock_hold_count(&count, l));
+  OK(rlock_lock_ttl(&ttl, l));
+  assert_int_equal(locked, 1);
+  assert_int_equal(held, 1);
+  assert_int_equal(count, 2);
+  ASSERT_RANGE(ttl, 20000, 30000);
+  rlock_lock_info *info;
+  OK(rlock_lock_inspect(&info, l));
+  assert_int_equal(rlock_lock_info_locked(info), 1);
+  assert_int_equal(rlock_lock_info_holder_count(info), 1);
+  assert_string_equal(rlock_lock_info_holder_owner(info, 0), owner);
+  assert_int_equal(rlock_lock_info_holder_holds(info, 0), 2);
+  rlock_lock_info_free(info);
+  OK(rlock_lock_check(l));
+  OK(rlock_lock_release(l));
+  OK(rlock_lock_release(l));
+  assert_int_equal(rt_cmd_int(m, "EXISTS sen:basic"), 0);
+  RC(rlock_lock_release(l), RLOCK_ENOTHELD);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
+static void test_database_from_url(void **state) {
+  (void)state;
+  char url[512];
+  rt_server *m = rt_sentinel_master(grp);
+  rlock_client *c = fx_client_opts(group_url(url, sizeof url, "", 0, "/5",
+                                             MASTER_NAME),
+                                   0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "sen:db5");
+  OK(rlock_lock_try_acquire(l, 0, 20000));
+  assert_int_equal(rt_cmd_int(m, "EXISTS sen:db5"), 0); /* not in db 0 */
+  redisContext *raw = rt_server_connect(m);
+  freeReplyObject(redisCommand(raw, "SELECT 5"));
+  redisReply *r = redisCommand(raw, "EXISTS sen:db5");
+  assert_non_null(r);
+  assert_int_equal(r->integer, 1);
+  freeReplyObject(r);
+  OK(rlock_lock_release(l));
+  r = redisCommand(raw, "EXISTS sen:db5");
+  assert_int_equal(r->integer, 0);
+  freeReplyObject(r);
+  redisFree(raw);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
+/* Another process waits for a lock this one holds, and is woken by the
+ * release's message (not by the holder's 30 s lease). */
+static void test_wait_and_wake_across_processes(void **state) {
+  (void)state;
+  rt_server *m = rt_sentinel_master(grp);
+  rlock_client *c = group_client(0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "sen:wake");
+  OK(rlock_lock_try_acquire(l, 0, 30000));
+  int out;
+  const char *args[] = {"wait", rt_sentinel_url(grp), "sen:wake", "20000",
+                        NULL};
+  pid_t pid = fx_spawn_child(args, &out);
+  wait_subscribers(m, "redisson_lock__channel:{sen:wake}", 1); /* the child waits, subscribed */
+  int64_t t0 = rt_now_ms();
+  OK(rlock_lock_release(l));
+  char b = read_byte(out, rt_scaled_ms(10000));
+  int64_t woke = rt_now_ms() - t0;
+  close(out);
+  assert_int_equal(reap(pid, rt_scaled_ms(5000)), 0);
+  if (b != 'O')
+    fail_msg("the child answered '%c' (O: acquired)", b ? b : '?');
+  report("wake-up of a waiting process after release", woke);
+  ASSERT_BETWEEN(woke, 0, 1000);
+  assert_int_equal(rt_cmd_int(m, "EXISTS sen:wake"), 0);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
+/* A child holds with the watchdog: renewed on the master beyond three
+ * timeouts; once it is killed, the lock frees within one timeout. */
+static void test_watchdog_renews_on_master(void **state) {
+  (void)state;
+  enum { WD = 600 };
+  rt_server *m = rt_sentinel_master(grp);
+  int out;
+  const char *args[] = {"hold", rt_sentinel_url(grp), "sen:wd", "600", NULL};
+  pid_t pid = fx_spawn_child(args, &out);
+  char b = read_byte(out, rt_scaled_ms(10000));
+  close(out);
+  if (b != 'H') {
+    kill(pid, SIGKILL);
+    reap(pid, 5000);
+    fail_msg("the child did not take the lock ('%c')", b ? b : '?');
+  }
+  for (int i = 0; i < 8; i++) { /* 4 timeouts */
+    rt_sleep_ms(WD / 2);
+    ASSERT_RANGE(rt_cmd_int(m, "PTTL sen:wd"), 1, WD);
+  }
+  kill(pid, SIGKILL);
+  reap(pid, 5000);
+  int64_t killed = rt_now_ms();
+  rlock_client *c = group_client(0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "sen:wd");
+  OK(rlock_lock_try_acquire(l, 5000, 0));
+  ASSERT_BETWEEN(rt_now_ms() - killed, 0, WD + 400);
+  OK(rlock_lock_release(l));
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
+static void test_lost_lock_reported(void **state) {
+  (void)state;
+  rt_server *m = rt_sentinel_master(grp);
+  lost_log log = {0};
+  rlock_client *c = group_client(600, on_lost, &log);
+  rlock_lock *l = fx_lock(c, "sen:lost");
+  OK(rlock_lock_acquire(l));
+  assert_int_equal(rt_cmd_int(m, "DEL sen:lost"), 1);
+  ASSERT_BETWEEN(wait_lost(&log, "sen:lost", 3000), 0, 1000);
+  RC(rlock_lock_check(l), RLOCK_ELOST);
+  RC(rlock_lock_release(l), RLOCK_ELOST);
+  assert_int_equal(rt_cmd_int(m, "EXISTS sen:lost"), 0);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
+static void test_fair_lock_order(void **state) {
+  (void)state;
+  rt_server *m = rt_sentinel_master(grp);
+  rlock_client *c = group_client(0, NULL, NULL),
+               *wc = group_client(0, NULL, NULL);
+  rlock_lock *l;
+  OK(rlock_lock_new_fair(&l, c, "sen:fair"));
+  OK(rlock_lock_try_acquire(l, 0, 30000));
+  atomic_int turns = 0;
+  waiter w[2];
+  for (int i = 0; i < 2; i++) {
+    w[i] = (waiter){.c = wc, .name = "sen:fair", .kind = 'f',
+                    .wait_ms = 10000, .turns = &turns};
+    waiter_start(&w[i]);
+    wait_value(llen, m, "redisson_lock_queue:{sen:fair}", i + 1,
+               rt_scaled_ms(5000));
+  }
+  rlock_lock_info *info;
+  OK(rlock_lock_inspect(&info, l));
+  assert_int_equal(rlock_lock_info_queue_count(info), 2);
+  rlock_lock_info_free(info);
+  OK(rlock_lock_release(l));
+  for (int i = 0; i < 2; i++) {
+    waiter_join(&w[i]);
+    if (w[i].rc != RLOCK_OK)
+      fail_msg("fair waiter %d: %d (%s)", i, w[i].rc, w[i].msg);
+    assert_int_equal(w[i].order, i + 1); /* in the order they queued */
+  }
+  assert_int_equal(rt_cmd_int(m, "EXISTS sen:fair"), 0);
+  assert_int_equal(rt_cmd_int(m, "EXISTS redisson_lock_queue:{sen:fair}"), 0);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+  rlock_client_free(wc);
+}
+
+static void test_read_write_lock(void **state) {
+  (void)state;
+  rt_server *m = rt_sentinel_master(grp);
+  rlock_client *a = group_client(0, NULL, NULL),
+               *b = group_client(0, NULL, NULL);
+  rlock_lock *ra, *rb;
+  OK(rlock_lock_new_read(&ra, a, "sen:rw"));
+  OK(rlock_lock_new_read(&rb, b, "sen:rw"));
+  OK(rlock_lock_try_acquire(ra, 0, 30000));
+  OK(rlock_lock_try_acquire(rb, 0, 30000)); /* readers share */
+  redisReply *r = rt_cmd(m, "HGET sen:rw mode");
+  assert_string_equal(r->str, "read");
+  freeReplyObject(r);
+  waiter w = {.c = b, .name = "sen:rw", .kind = 'W', .wait_ms = 10000};
+  waiter_start(&w);
+  wait_subscribers(m, "redisson_rwlock:{sen:rw}", 1);
+  OK(rlock_lock_release(ra));
+  int64_t t0 = rt_now_ms();
+  OK(rlock_lock_release(rb));
+  waiter_join(&w);
+  if (w.rc != RLOCK_OK)
+    fail_msg("writer: %d (%s)", w.rc, w.msg);
+  ASSERT_BETWEEN(w.done_at - t0, 0, 1000);
+  assert_int_equal(rt_cmd_int(m, "EXISTS sen:rw"), 0);
+  rlock_lock_free(ra);
+  rlock_lock_free(rb);
+  rlock_client_free(a);
+  rlock_client_free(b);
+}
+
+/* The first sentinel listed is a port where nothing listens. */
+static void test_dead_first_sentinel(void **state) {
+  (void)state;
+  char url[512];
+  group_url(url, sizeof url, "", rt_free_port(), "", MASTER_NAME);
+  rt_server *m = rt_sentinel_master(grp);
+  rlock_client *c = fx_client_opts(url, 0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "sen:deadfirst");
+  int64_t t0 = rt_now_ms();
+  OK(rlock_lock_try_acquire(l, 0, 20000));
+  report("first lock with a dead first sentinel", rt_now_ms() - t0);
+  ASSERT_BETWEEN(rt_now_ms() - t0, 0, 1000);
+  assert_int_equal(rt_cmd_int(m, "EXISTS sen:deadfirst"), 1);
+  OK(rlock_lock_release(l));
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
+/* A master name no sentinel knows is a mistake to report, not an outage
+ * to ride out: it fails within one round of asking, whatever the wait. */
+static void test_unknown_master_name(void **state) {
+  (void)state;
+  char url[512], msg[512];
+  group_url(url, sizeof url, "", 0, "", "no-such-master");
+  rlock_client *c = fx_client_opts(url, 0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "sen:nomaster");
+  int64_t t0 = rt_now_ms();
+  int rc = rlock_lock_try_acquire(l, 0, 20000);
+  int64_t took = rt_now_ms() - t0;
+  snprintf(msg, sizeof msg, "%s", rlock_error_last()->message);
+  int ping = rlock_client_ping(c, NULL);
+  t0 = rt_now_ms();
+  int rc_wait = rlock_lock_try_acquire(l, 8000, 20000);
+  int64_t took_wait = rt_now_ms() - t0;
+  rlock_lock_free(l);
+  rlock_client_free(c);
+  report("unknown master name: a call with an 8 s wait failed after",
+         took_wait);
+  assert_int_equal(rc, RLOCK_EIO);
+  ASSERT_BETWEEN(took, 0, 1000 + 2000 + 1000); /* connect + command */
+  if (strstr(msg, "no-such-master") == NULL)
+    fail_msg("the message does not name the master: %s", msg);
+  assert_int_equal(ping, RLOCK_EIO);
+  assert_int_equal(rc_wait, RLOCK_EIO);
+  ASSERT_BETWEEN(took_wait, 0, 1000 + 2000 + 1000);
+}
+
+/* ---- 3. graceful switch (SENTINEL FAILOVER) --------------------------- */
+
+/* A loopback port that accepts TCP connections (the kernel completes them
+ * into the backlog) and never answers: a hung sentinel that cannot be
+ * frozen under the harness's feet. Returns the listening fd. */
+static int black_hole(int *port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+      listen(fd, 64) != 0 || getsockname(fd, (struct sockaddr *)&a, &len))
+    fail_msg("cannot make a listening socket");
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
+/* A client taking a fresh lock, again and again, until one lands on
+ * `target` (the new master): how long after `since` it moved. */
+typedef struct mover {
+  rlock_client *c;
+  const char *name;
+  rt_server *target;
+  int64_t since;
+  int64_t moved; /* -1: not within the bound */
+  int on_old;    /* locks it took elsewhere meanwhile */
+  int errors;
+  char err[256];
+  pthread_t thread;
+} mover;
+
+static void *mover_main(void *arg) {
+  mover *m = arg;
+  rlock_lock *l;
+  m->moved = -1;
+  if (rlock_lock_new(&l, m->c, m->name) != RLOCK_OK)
+    return NULL;
+  while (rt_now_ms() - m->since < 15000) {
+    int rc = rlock_lock_try_acquire(l, 0, 10000);
+    if (rc != RLOCK_OK) {
+      m->errors++;
+      snprintf(m->err, sizeof m->err, "%d %s", rc, rlock_error_last()->message);
+      rt_sleep_ms(20);
+      continue;
+    }
+    int there = rt_cmd_int(m->target, "EXISTS %s", m->name) == 1;
+    rlock_lock_release(l); /* wherever it went */
+    if (there) {
+      m->moved = rt_now_ms() - m->since;
+      break;
+    }
+    m->on_old++;
+    rt_sleep_ms(20);
+  }
+  rlock_lock_free(l);
+  return NULL;
+}
+
+static void mover_report(const mover *m, const char *who) {
+  char what[160];
+  snprintf(what, sizeof what, "graceful switch: %s: first lock on the new "
+           "master, after the switch", who);
+  report(what, m->moved);
+  printf("[   INFO   ] %s: %d locks taken on the old master after the "
+         "switch, %d errors %s\n", who, m->on_old, m->errors, m->err);
+  fflush(stdout);
+}
+
+/* Connections subscribed to something on sentinel `s` (the clients'
+ * +switch-master watches): " sub=1 " entries of CLIENT LIST. */
+static long long watchers(rt_server *s, const char *unused) {
+  (void)unused;
+  redisReply *r = rt_cmd(s, "CLIENT LIST");
+  long long n = 0;
+  for (const char *p = r->str; p && (p = strstr(p, " sub=1 ")); p++)
+    n++;
+  freeReplyObject(r);
+  return n;
+}
+
+/* The master port sentinel `s` reports for `name`, or -1. */
+static long long reported_port(rt_server *s, const char *name) {
+  redisReply *r = rt_cmd(s, "SENTINEL get-master-addr-by-name %s", name);
+  long long port = r->type == REDIS_REPLY_ARRAY && r->elements == 2
+                       ? atoll(r->element[1]->str)
+                       : -1;
+  freeReplyObject(r);
+  return port;
+}
+
+/* Clients through SENTINEL FAILOVER: one holding a watchdog lock, one
+ * waiting for it, and one whose first sentinel is hung; the first
+ * sentinel of the others is stopped before the switch. The old master
+ * answers as a master until the sentinels demote it about 10 s later, so a
+ * client that only moved after a failed command would write there
+ * meanwhile: each must move as soon as the sentinels announce the switch
+ * (+switch-master; a sentinel learns of a switch within its 2 s hello
+ * period), and the held lock must be renewed on the new master. */
+static void test_graceful_switch(void **state) {
+  (void)state;
+  enum { WD = 3000 };
+  lost_log log = {0};
+  rlock_client *c = group_client(WD, on_lost, &log),
+               *wc = group_client(0, NULL, NULL);
+  rt_server *old = rt_sentinel_master(grp);
+  rlock_lock *held = fx_lock(c, "gf:held");
+  char owner[RLOCK_OWNER_MAX], url[512];
+  fx_owner(c, owner);
+  int hole_port, hole = black_hole(&hole_port);
+  rlock_client *deaf = client_timed(
+      group_url(url, sizeof url, "", hole_port, "", MASTER_NAME), 1000, 500);
+  rlock_lock *dl = fx_lock(deaf, "gf:deaf");
+  OK(rlock_lock_try_acquire(dl, 0, 10000)); /* it knows the master now */
+  OK(rlock_lock_release(dl));
+  rlock_lock_free(dl);
+  OK(rlock_lock_acquire(held));
+  fx_wait_exists(rt_sentinel_replica(grp, 0), "gf:held", 1, 5000);
+  waiter w = {.c = wc, .name = "gf:held", .wait_ms = 30000};
+  waiter_start(&w);
+  wait_subscribers(old, "redisson_lock__channel:{gf:held}", 1);
+  /* c's and wc's watches move to the next sentinel. */
+  rt_server *s0 = rt_sentinel_sentinel(grp, 0);
+  long long watching = watchers(s0, "");
+  assert_true(watching >= 2);
+  rt_server_stop(s0);
+  wait_value(watchers, rt_sentinel_sentinel(grp, 1), "", watching,
+             rt_scaled_ms(5000));
+
+  rt_sentinel_failover(grp, 30000);
+  int64_t switched = rt_now_ms();
+  rt_server *nm = rt_sentinel_master(grp);
+  report("graceful failover (SENTINEL FAILOVER)", rt_sentinel_failover_ms(grp));
+  mover mc = {.c = c, .name = "gf:probe", .target = nm, .since = switched},
+        md = {.c = deaf, .name = "gf:probe-deaf", .target = nm,
+              .since = switched};
+  assert_int_equal(pthread_create(&mc.thread, NULL, mover_main, &mc), 0);
+  assert_int_equal(pthread_create(&md.thread, NULL, mover_main, &md), 0);
+  pthread_join(mc.thread, NULL);
+  pthread_join(md.thread, NULL);
+  mover_report(&mc, "client");
+  mover_report(&md, "client whose first sentinel is hung");
+  rlock_client_free(deaf);
+  close(hole);
+  /* Back, s0 names the old master until it hears of the switch. */
+  rt_server_start_again(s0);
+  wait_value(reported_port, s0, MASTER_NAME, rt_server_port(nm),
+             rt_scaled_ms(10000));
+
+  /* The held lock went over by replication and is renewed there; the
+   * waiter is woken by its release. (Every thread is joined before the
+   * first assertion.) */
+  int outcome = hold_outcome(nm, "gf:held", owner, &log,
+                             rt_scaled_ms(WD / 3 + 1000));
+  int lost = atomic_load(&log.n), check = rlock_lock_check(held);
+  int64_t t0 = rt_now_ms();
+  int released = rlock_lock_release(held);
+  waiter_join(&w);
+  rlock_lock_free(held);
+  rlock_client_free(c);
+  rlock_client_free(wc);
+  report("graceful switch: waiter woken after the release", w.done_at - t0);
+
+  if (mc.moved < 0)
+    fail_msg("the client never took a lock on the new master");
+  ASSERT_BETWEEN(mc.moved, 0, 3000);
+  if (outcome != 1 || lost != 0)
+    fail_msg("gf:held after a graceful switch: %s, %d lost-lock callbacks",
+             outcome == 0 ? "reported lost" : "not renewed on the new master",
+             lost);
+  RC(check, RLOCK_OK);
+  RC(released, RLOCK_OK);
+  if (w.rc != RLOCK_OK)
+    fail_msg("waiter: %d (%s)", w.rc, w.msg);
+  ASSERT_BETWEEN(w.done_at - t0, 0, 1000);
+
+  /* A hung first sentinel must not leave the client deaf to the switch. */
+  if (md.moved < 0)
+    fail_msg("the client with a hung first sentinel never took a lock on "
+             "the new master");
+  ASSERT_BETWEEN(md.moved, 0, 3000);
+}
+
+/* ---- sentinels hung, then down (last: they stay down) ------------------ */
+
+static void test_sentinels_hung_then_down(void **state) {
+  (void)state;
+  enum { CONNECT = 300, COMMAND = 300 };
+  int n = rt_sentinel_nsentinels(grp);
+  rt_server *m = rt_sentinel_master(grp);
+  for (int i = 0; i < n; i++) /* an earlier failure may have left one down */
+    if (rt_server_pid(rt_sentinel_sentinel(grp, i)) == 0)
+      rt_server_start_again(rt_sentinel_sentinel(grp, i));
+  rlock_client *known = group_client(0, NULL, NULL);
+  rlock_lock *kl = fx_lock(known, "down:known");
+  OK(rlock_lock_try_acquire(kl, 0, 20000)); /* it knows the master now */
+  OK(rlock_lock_release(kl));
+
+  /* Hung sentinels accept connections and never answer. */
+  for (int i = 0; i < n; i++)
+    rt_server_freeze(rt_sentinel_sentinel(grp, i));
+  rlock_client *c = client_timed(rt_sentinel_url(grp), CONNECT, COMMAND);
+  rlock_lock *l = fx_lock(c, "down:fresh");
+  int64_t t0 = rt_now_ms();
+  int rc = rlock_lock_try_acquire(l, 0, 20000);
+  int64_t took = rt_now_ms() - t0;
+  report("first lock, all sentinels hung: failed after", took);
+  if (rc != RLOCK_EIO && rc != RLOCK_ETIMEOUT)
+    fail_msg("all sentinels hung: %d (%s)", rc, rlock_error_last()->message);
+  ASSERT_BETWEEN(took, 0, n * (CONNECT + COMMAND) + 1000);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+  for (int i = 0; i < n; i++)
+    rt_server_thaw(rt_sentinel_sentinel(grp, i));
+
+  /* Stopped sentinels refuse connections. */
+  for (int i = 0; i < n; i++)
+    rt_server_stop(rt_sentinel_sentinel(grp, i));
+  c = client_timed(rt_sentinel_url(grp), CONNECT, COMMAND);
+  l = fx_lock(c, "down:fresh");
+  t0 = rt_now_ms();
+  RC(rlock_lock_try_acquire(l, 0, 20000), RLOCK_EIO);
+  took = rt_now_ms() - t0;
+  report("first lock, all sentinels down: failed after", took);
+  ASSERT_BETWEEN(took, 0, n * CONNECT + 1000);
+  char port[16];
+  snprintf(port, sizeof port, "%d",
+           rt_server_port(rt_sentinel_sentinel(grp, n - 1)));
+  if (strstr(rlock_error_last()->message, port) == NULL)
+    fail_msg("the message does not name a sentinel: %s",
+             rlock_error_last()->message);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+
+  /* A client that knows the master does not need the sentinels. */
+  OK(rlock_lock_try_acquire(kl, 0, 20000));
+  assert_int_equal(rt_cmd_int(m, "EXISTS down:known"), 1);
+  OK(rlock_lock_release(kl));
+  rlock_lock_free(kl);
+  rlock_client_free(known);
+}
+
+/* A client made without the test harness (child processes, threads). */
+static int child_client(const char *url, int64_t watchdog, rlock_client **c) {
+  rlock_config *cfg;
+  int rc = rlock_config_new(&cfg);
+  if (rc == RLOCK_OK)
+    rc = rlock_config_set_url(cfg, url);
+  if (rc == RLOCK_OK && watchdog > 0)
+    rc = rlock_config_set_watchdog_timeout_ms(cfg, watchdog);
+  if (rc == RLOCK_OK)
+    rc = rlock_client_new(c, cfg);
+  rlock_config_free(cfg);
+  return rc;
+}
+
+/* ---- 2. the master killed ---------------------------------------------- */
+
+/* A fresh client, made after the master died (or hung), taking a lock
+ * with a generous wait until it succeeds. */
+typedef struct prober {
+  const char *name;
+  int64_t killed;
+  int first_rc;       /* the first call's status ... */
+  int64_t first_ms;   /* ... and when it returned, after the kill */
+  char first_msg[256];
+  int failures;
+  int64_t acquired_ms; /* -1: never */
+  pthread_t thread;
+} prober;
+
+static void *prober_main(void *arg) {
+  prober *p = arg;
+  rlock_client *c;
+  rlock_lock *l;
+  p->acquired_ms = -1;
+  p->first_rc = 1;
+  if (child_client(rt_sentinel_url(grp), 0, &c) != RLOCK_OK)
+    return NULL;
+  if (rlock_lock_new(&l, c, p->name) == RLOCK_OK) {
+    while (rt_now_ms() - p->killed < 40000) {
+      int rc = rlock_lock_try_acquire(l, 30000, 5000);
+      if (p->first_rc == 1) {
+        p->first_rc = rc;
+        p->first_ms = rt_now_ms() - p->killed;
+        snprintf(p->first_msg, sizeof p->first_msg, "%s",
+                 rlock_error_last()->message);
+      }
+      if (rc == RLOCK_OK) {
+        p->acquired_ms = rt_now_ms() - p->killed;
+        rlock_lock_release(l);
+        break;
+      }
+      p->failures++;
+      rt_sleep_ms(20);
+    }
+    rlock_lock_free(l);
+  }
+  rlock_client_free(c);
+  return NULL;
+}
+
+static void test_master_killed(void **state) {
+  (void)state;
+  enum { WD = 6000 }; /* renewal every 2 s */
+  lost_log log = {0};
+  rlock_client *h = group_client(WD, on_lost, &log),
+               *wc = group_client(0, NULL, NULL);
+  rt_server *old = rt_sentinel_master(grp), *rep = rt_sentinel_replica(grp, 0);
+  rlock_lock *kept = fx_lock(h, "kill:kept"), *gone = fx_lock(h, "kill:gone"),
+             *leased = fx_lock(h, "kill:leased");
+  char owner[RLOCK_OWNER_MAX];
+  fx_owner(h, owner);
+  OK(rlock_lock_acquire(kept));
+  OK(rlock_lock_acquire(gone));
+  OK(rlock_lock_acquire_lease(leased, 60000));
+  fx_wait_exists(rep, "kill:kept", 1, 5000);
+  fx_wait_exists(rep, "kill:gone", 1, 5000);
+  fx_wait_exists(rep, "kill:leased", 1, 5000);
+  /* As if the kill had come before these two writes reached the replica
+   * (asynchronous replication): the replica forgets them. */
+  rt_cmd_ok(rep, "CONFIG SET replica-read-only no");
+  assert_int_equal(rt_cmd_int(rep, "DEL kill:gone kill:leased"), 2);
+
+  waiter w_kept = {.c = wc, .name = "kill:kept", .wait_ms = 8000},
+         w_leased = {.c = wc, .name = "kill:leased", .wait_ms = 20000};
+  waiter_start(&w_kept);
+  waiter_start(&w_leased);
+  wait_subscribers(old, "redisson_lock__channel:{kill:kept}", 1);
+  wait_subscribers(old, "redisson_lock__channel:{kill:leased}", 1);
+
+  prober p = {.name = "kill:probe", .killed = rt_now_ms()};
+  rt_sentinel_kill_master(grp);
+  assert_int_equal(pthread_create(&p.thread, NULL, prober_main, &p), 0);
+  rt_sentinel_wait_failover(grp, 30000);
+  int64_t failover = rt_sentinel_failover_ms(grp);
+  rt_server *nm = rt_sentinel_master(grp);
+  long long left = rt_cmd_int(nm, "PTTL kill:kept");
+  int64_t switched = rt_now_ms();
+  report("failover after kill -9 of the master", failover);
+
+  /* Every thread is joined before the first assertion. */
+  rlock_lock *fresh = fx_lock(h, "kill:after");
+  int after = rlock_lock_try_acquire(fresh, 10000, 10000);
+  long long after_there = rt_cmd_int(nm, "EXISTS kill:after");
+  if (after == RLOCK_OK)
+    rlock_lock_release(fresh);
+  rlock_lock_free(fresh);
+  int64_t lost_after = wait_lost(&log, "kill:gone", rt_scaled_ms(WD + 5000));
+  int gone_check = rlock_lock_check(gone), gone_rel = rlock_lock_release(gone);
+  long long gone_there = rt_cmd_int(nm, "EXISTS kill:gone");
+  int survived = hold_outcome(nm, "kill:kept", owner, &log,
+                              rt_scaled_ms(WD / 3 + 3000));
+  int64_t outcome_after = rt_now_ms() - switched;
+  waiter_join(&w_kept);
+  waiter_join(&w_leased);
+  pthread_join(p.thread, NULL);
+  int kept_check = rlock_lock_check(kept);
+  long long kept_ttl = rt_cmd_int(nm, "PTTL kill:kept");
+  int kept_rel = rlock_lock_release(kept);
+  int leased_rel = rlock_lock_release(leased);
+  rlock_lock_free(kept);
+  rlock_lock_free(gone);
+  rlock_lock_free(leased);
+  rlock_client_free(h);
+  rlock_client_free(wc);
+
+  report("master killed: unreplicated hold reported lost, after the failover",
+         lost_after);
+  printf("[   INFO   ] master killed: the replicated watchdog hold (PTTL %lld "
+         "on the new master at the switch) %s after %lld ms\n", left,
+         survived == 1   ? "was renewed on the new master"
+         : survived == 0 ? "was reported lost"
+                         : "was neither renewed nor reported lost",
+         (long long)outcome_after);
+  report("master killed: waiter acquired the unreplicated lease lock, after "
+         "the kill", w_leased.done_at - p.killed);
+  printf("[   INFO   ] master killed: waiter on the replicated hold: %d (%s) "
+         "after %lld ms\n", w_kept.rc, w_kept.rc ? w_kept.msg : "ok",
+         (long long)(w_kept.done_at - w_kept.started));
+  printf("[   INFO   ] fresh client after the kill: first call %d after "
+         "%lld ms (%s), %d failed calls\n", p.first_rc,
+         (long long)p.first_ms, p.first_rc ? p.first_msg : "ok", p.failures);
+  report("master killed: first lock by a fresh client, after the kill",
+         p.acquired_ms);
+  fflush(stdout);
+
+  /* New locks work, from the holder's client too. */
+  RC(after, RLOCK_OK);
+  assert_int_equal(after_there, 1);
+  /* The hold the new master never saw is reported lost, never re-taken. */
+  if (lost_after < 0)
+    fail_msg("no lost-lock callback for kill:gone");
+  RC(gone_check, RLOCK_ELOST);
+  RC(gone_rel, RLOCK_ELOST);
+  assert_int_equal(gone_there, 0);
+  /* The replicated hold: kept and renewed on the new master, unless it
+   * expired during the failover; then it is reported lost. */
+  if (survived < 0)
+    fail_msg("kill:kept neither renewed on the new master nor reported lost");
+  ASSERT_BETWEEN(w_kept.done_at - w_kept.started, 0, 8000 + 3000 + 1000);
+  if (survived) {
+    RC(kept_check, RLOCK_OK);
+    if (w_kept.rc != RLOCK_ELOCKED && w_kept.rc != RLOCK_EIO &&
+        w_kept.rc != RLOCK_ETIMEOUT)
+      fail_msg("waiter on a surviving hold: %d (%s)", w_kept.rc, w_kept.msg);
+    ASSERT_RANGE(kept_ttl, 1, WD);
+    RC(kept_rel, RLOCK_OK);
+  } else {
+    RC(kept_check, RLOCK_ELOST);
+    RC(kept_rel, RLOCK_ELOST);
+  }
+  /* The waiter on the lease lock the new master never saw gets it once
+   * its subscription is back, not after the 60 s lease. */
+  if (w_leased.rc != RLOCK_OK)
+    fail_msg("waiter on kill:leased: %d (%s)", w_leased.rc, w_leased.msg);
+  ASSERT_BETWEEN(w_leased.done_at - p.killed, 0, failover + 5000);
+  RC(leased_rel, RLOCK_ELOST);
+  /* One call with a 30 s wait rides out the failover. */
+  if (p.acquired_ms < 0)
+    fail_msg("the fresh client never took a lock");
+  if (p.first_rc != RLOCK_OK)
+    fail_msg("the fresh client's first call, with a 30 s wait, failed "
+             "after %lld ms: %d (%s)", (long long)p.first_ms, p.first_rc,
+             p.first_msg);
+  ASSERT_BETWEEN(p.acquired_ms, 0, failover + 3000);
+}
+
+/* ---- the master hung (SIGSTOP) ---------------------------------------- */
+
+/* A hung master accepts connections and answers nothing: calls time out
+ * instead of being refused. The sentinels fail over; the holder's lock
+ * (replicated) must be renewed on the new master when it still has more
+ * time to live there than one command timeout (the holder may be inside
+ * a renewal to the hung master when the switch comes, but not in two);
+ * the waiter never gets it while it is held, and a fresh client's first
+ * call rides out the failover. */
+static void test_master_hung(void **state) {
+  (void)state;
+  enum { WD = 6000 };
+  lost_log log = {0};
+  rlock_client *h = group_client(WD, on_lost, &log),
+               *wc = group_client(0, NULL, NULL);
+  rt_server *old = rt_sentinel_master(grp);
+  rlock_lock *held = fx_lock(h, "hung:held");
+  char owner[RLOCK_OWNER_MAX];
+  fx_owner(h, owner);
+  OK(rlock_lock_acquire(held));
+  fx_wait_exists(rt_sentinel_replica(grp, 0), "hung:held", 1, 5000);
+  waiter w = {.c = wc, .name = "hung:held", .wait_ms = 8000};
+  waiter_start(&w);
+  wait_subscribers(old, "redisson_lock__channel:{hung:held}", 1);
+
+  prober p = {.name = "hung:probe", .killed = rt_now_ms()};
+  rt_server_freeze(old);
+  assert_int_equal(pthread_create(&p.thread, NULL, prober_main, &p), 0);
+  rt_sentinel_wait_failover(grp, 30000);
+  int64_t failover = rt_sentinel_failover_ms(grp);
+  rt_server *nm = rt_sentinel_master(grp);
+  long long left = rt_cmd_int(nm, "PTTL hung:held");
+  int64_t switched = rt_now_ms();
+  report("failover after the master hung (SIGSTOP)", failover);
+
+  int survived = hold_outcome(nm, "hung:held", owner, &log,
+                              rt_scaled_ms(WD / 3 + 4000));
+  int64_t outcome_after = rt_now_ms() - switched;
+  waiter_join(&w);
+  pthread_join(p.thread, NULL);
+  int check = rlock_lock_check(held), released = rlock_lock_release(held);
+  long long there = rt_cmd_int(nm, "EXISTS hung:held");
+  rt_server_thaw(old);
+  rlock_lock_free(held);
+  rlock_client_free(h);
+  rlock_client_free(wc);
+
+  printf("[   INFO   ] master hung: the replicated watchdog hold (PTTL %lld "
+         "on the new master at the switch) %s after %lld ms\n", left,
+         survived == 1   ? "was renewed on the new master"
+         : survived == 0 ? "was reported lost"
+                         : "was neither renewed nor reported lost",
+         (long long)outcome_after);
+  printf("[   INFO   ] master hung: waiter: %d (%s) after %lld ms\n", w.rc,
+         w.rc ? w.msg : "ok", (long long)(w.done_at - w.started));
+  printf("[   INFO   ] fresh client after the master hung: first call %d "
+         "after %lld ms (%s), %d failed calls\n", p.first_rc,
+         (long long)p.first_ms, p.first_rc ? p.first_msg : "ok", p.failures);
+  report("master hung: first lock by a fresh client, after the freeze",
+         p.acquired_ms);
+  fflush(stdout);
+
+  if (survived < 0)
+    fail_msg("hung:held neither renewed on the new master nor reported lost");
+  ASSERT_BETWEEN(w.done_at - w.started, 0, 8000 + 3000 + 1000);
+  if (survived) {
+    RC(check, RLOCK_OK);
+    if (w.rc != RLOCK_ELOCKED && w.rc != RLOCK_EIO && w.rc != RLOCK_ETIMEOUT)
+      fail_msg("waiter on a hold that survived: %d (%s)", w.rc, w.msg);
+    RC(released, RLOCK_OK);
+    assert_int_equal(there, 0);
+  } else {
+    RC(check, RLOCK_ELOST);
+    RC(released, RLOCK_ELOST);
+  }
+  if (p.first_rc != RLOCK_OK)
+    fail_msg("the fresh client's first call, with a 30 s wait, failed "
+             "after %lld ms: %d (%s)", (long long)p.first_ms, p.first_rc,
+             p.first_msg);
+  ASSERT_BETWEEN(p.acquired_ms, 0, failover + 3000 + 2000);
+  if (!survived && left > 2000 + rt_scaled_ms(500))
+    fail_msg("hung:held was lost, though it had %lld ms to live on the new "
+             "master at the switch (command timeout 2000 ms)", left);
+}
+
+/* ---- 4. passwords: the sentinels' own and the data nodes' --------------- */
+
+/* Both have characters that must be %-encoded in a URL. */
+#define DATA_PW "da:ta@pw"
+#define DATA_PW_URL "da%3Ata%40pw"
+#define SENT_PW "se/nt&pw"
+#define SENT_PW_URL "se%2Fnt%26pw"
+
+static rt_server *pw_master, *pw_sentinel;
+
+static int setup_passwords(void **state) {
+  (void)state;
+  pw_master = rt_server_start((const char *const[]){"--requirepass", DATA_PW,
+                                                    NULL});
+  rt_cmd_ok(pw_master, "ACL SETUSER app on >apppw ~* &* +@all");
+  char config[512];
+  snprintf(config, sizeof config,
+           "sentinel monitor pwm 127.0.0.1 %d 1\n"
+           "sentinel auth-pass pwm %s\n",
+           rt_server_port(pw_master), DATA_PW);
+  pw_sentinel = rt_server_start_opts(&(rt_server_opts){
+      .config = config,
+      .sentinel = true,
+      .extra_args = (const char *const[]){"--requirepass", SENT_PW, NULL}});
+  rt_cmd_ok(pw_sentinel, "ACL SETUSER sen on >senpw +@all");
+  return 0;
+}
+
+static int teardown_passwords(void **state) {
+  (void)state;
+  rt_server_free(pw_sentinel);
+  rt_server_free(pw_master);
+  return 0;
+}
+
+static const char *pw_url(char *buf, size_t size, const char *creds,
+                          const char *params) {
+  snprintf(buf, size, "redis-sentinel://%s127.0.0.1:%d%s#pwm", creds,
+           rt_server_port(pw_sentinel), params);
+  return buf;
+}
+
+/* Lock and release "pw:lock" through `url`: the key was on the master,
+ * written by a connection logged in as `user`. */
+static void lock_through(const char *url, const char *user) {
+  rlock_client *c = fx_client_opts(url, 0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "pw:lock");
+  OK(rlock_lock_try_acquire(l, 0, 20000));
+  assert_int_equal(rt_cmd_int(pw_master, "EXISTS pw:lock"), 1);
+  char want[64];
+  snprintf(want, sizeof want, " user=%s ", user);
+  redisReply *r = rt_cmd(pw_master, "CLIENT LIST");
+  int found = r->type == REDIS_REPLY_STRING && strstr(r->str, want) != NULL;
+  freeReplyObject(r);
+  if (!found)
+    fail_msg("no connection of user '%s' on the master", user);
+  OK(rlock_lock_release(l));
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
+static void test_passwords_in_url(void **state) {
+  (void)state;
+  char url[512];
+  lock_through(pw_url(url, sizeof url, ":" DATA_PW_URL "@",
+                      "?sentinel_password=" SENT_PW_URL),
+               "default");
+  /* ACL users on both sides. */
+  lock_through(pw_url(url, sizeof url, "app:apppw@",
+                      "?sentinel_user=sen&sentinel_password=senpw"),
+               "app");
+}
+
+/* `url` fails with `code`, and the message names `who` (a port). */
+static void refused(const char *url, int code, int who) {
+  rlock_client *c = fx_client_opts(url, 0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "pw:refused");
+  int rc = rlock_lock_try_acquire(l, 0, 20000);
+  char msg[512], port[16];
+  snprintf(msg, sizeof msg, "%s", rlock_error_last()->message);
+  snprintf(port, sizeof port, "%d", who);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+  if (rc != code || strstr(msg, port) == NULL)
+    fail_msg("%s: %d (%s), expected %d naming port %d", url, rc, msg, code,
+             who);
+}
+
+static void test_bad_credentials(void **state) {
+  (void)state;
+  char url[512];
+  int sp = rt_server_port(pw_sentinel), mp = rt_server_port(pw_master);
+  refused(pw_url(url, sizeof url, ":" DATA_PW_URL "@",
+                 "?sentinel_password=wrong"), RLOCK_EAUTH, sp);
+  refused(pw_url(url, sizeof url, ":wrong@", "?sentinel_password=" SENT_PW_URL),
+          RLOCK_EAUTH, mp);
+  refused(pw_url(url, sizeof url, "", "?sentinel_password=" SENT_PW_URL),
+          RLOCK_EAUTH, mp);
+  /* No sentinel password: the sentinel answers -NOAUTH. */
+  refused(pw_url(url, sizeof url, ":" DATA_PW_URL "@", ""), RLOCK_EAUTH, sp);
+}
+
+/* ---- child roles ------------------------------------------------------- */
+
+/* "wait URL NAME WAIT_MS": try to acquire; write 'O' (acquired, then
+ * released), 'L' (RLOCK_ELOCKED) or 'E'. "hold URL NAME WATCHDOG_MS":
+ * acquire with the watchdog, write 'H', wait to be killed. */
+static int child_main(int argc, char **argv) {
+  rlock_client *c;
+  rlock_lock *l;
+  if (argc != 4 || child_client(argv[1], strcmp(argv[0], "hold") == 0
+                                             ? atoll(argv[3]) : 0,
+                                &c) != RLOCK_OK)
+    return 64;
+  if (rlock_lock_new(&l, c, argv[2]) != RLOCK_OK)
+    return 1;
+  if (strcmp(argv[0], "hold") == 0) {
+    if (rlock_lock_acquire(l) != RLOCK_OK || write(STDOUT_FILENO, "H", 1) != 1)
+      return 1;
+    for (;;)
+      pause();
+  }
+  int rc = rlock_lock_try_acquire(l, atoll(argv[3]), 0);
+  char b = rc == RLOCK_OK ? 'O' : rc == RLOCK_ELOCKED ? 'L' : 'E';
+  if (write(STDOUT_FILENO, &b, 1) != 1)
+    return 1;
+  if (rc == RLOCK_OK)
+    rlock_lock_release(l);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  fx_argv0 = argv[0];
+  if (argc > 2 && strcmp(argv[1], "--child") == 0)
+    return child_main(argc - 2, argv + 2);
+  (void)srv;
+  if (getenv("RLOCK_TEST_FILTER") != NULL) /* as FX_MAIN */
+    cmocka_set_test_filter(getenv("RLOCK_TEST_FILTER"));
+  const struct CMUnitTest basics[] = {
+      cmocka_unit_test(test_lock_status_on_master),
+      cmocka_unit_test(test_database_from_url),
+      cmocka_unit_test(test_wait_and_wake_across_processes),
+      cmocka_unit_test(test_watchdog_renews_on_master),
+      cmocka_unit_test(test_lost_lock_reported),
+      cmocka_unit_test(test_fair_lock_order),
+      cmocka_unit_test(test_read_write_lock),
+      cmocka_unit_test(test_dead_first_sentinel),
+      cmocka_unit_test(test_unknown_master_name),
+      cmocka_unit_test(test_graceful_switch),
+      cmocka_unit_test(test_sentinels_hung_then_down),
+  };
+  const struct CMUnitTest killed[] = {
+      cmocka_unit_test(test_master_killed),
+  };
+  const struct CMUnitTest hung[] = {
+      cmocka_unit_test(test_master_hung),
+  };
+  const struct CMUnitTest passwords[] = {
+      cmocka_unit_test(test_passwords_in_url),
+      cmocka_unit_test(test_bad_credentials),
+  };
+  int failed = 0;
+  failed += cmocka_run_group_tests_name("sentinel: basics, graceful switch",
+                                        basics, setup_group, teardown_group);
+  failed += cmocka_run_group_tests_name("sentinel: master killed", killed,
+                                        setup_group, teardown_group);
+  failed += cmocka_run_group_tests_name("sentinel: master hung", hung,
+                                        setup_group, teardown_group);
+  failed += cmocka_run_group_tests_name("sentinel: passwords", passwords,
+                                        setup_passwords, teardown_passwords);
+  return failed;
+}
