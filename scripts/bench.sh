@@ -65,18 +65,13 @@ else
 fi
 
 # ---- build ------------------------------------------------------------------
-"$ROOT/scripts/deps.sh"
-echo "bench: building Release into $BUILD" >&2
-cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
-      -DRLOCK_BUILD_TESTS=OFF >/dev/null
-cmake --build "$BUILD" -j"$(nproc)" --target rlock-bench >/dev/null
-BENCH="$BUILD/rlock-bench"
+# shellcheck source=scripts/bench_common.sh
+. "$ROOT/scripts/bench_common.sh"
+build_bench
 
 # ---- throwaway servers ------------------------------------------------------
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/rlock-bench.XXXXXX")
 NSERVERS=5
-# shellcheck source=scripts/bench_servers.sh
-. "$ROOT/scripts/bench_servers.sh"
 
 for n in $(seq "$NSERVERS"); do
   start_server "$n"

@@ -23,16 +23,11 @@ case "${1:-}" in
   *) echo "bench_topology.sh: unknown argument '$1'" >&2; exit 64 ;;
 esac
 
-"$ROOT/scripts/deps.sh"
-echo "bench: building Release into $BUILD" >&2
-cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
-      -DRLOCK_BUILD_TESTS=OFF >/dev/null
-cmake --build "$BUILD" -j"$(nproc)" --target rlock-bench >/dev/null
-BENCH="$BUILD/rlock-bench"
+# shellcheck source=scripts/bench_common.sh
+. "$ROOT/scripts/bench_common.sh"
+build_bench
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/rlock-bench-topo.XXXXXX")
-# shellcheck source=scripts/bench_servers.sh
-. "$ROOT/scripts/bench_servers.sh"
 
 # Servers 1-3: cluster masters; 4: a lone server; 5: a master; 6: its
 # replica.

@@ -8,6 +8,7 @@
 -- the lock ends up free, the waiter at the head of the queue is notified
 -- on its own channel.
 -- @include latch
+-- @include holdcheck
 local replay = latch_get(KEYS[5], ARGV[6])
 if replay ~= nil then return replay end
 local now = tonumber(ARGV[4])
@@ -32,17 +33,10 @@ if redis.call('exists', KEYS[1]) == 0 then
   notify_head()
   return latch_set(KEYS[5], ARGV[6], 2)
 end
-local held = redis.pcall('hexists', KEYS[1], ARGV[3])
-if type(held) == 'table' then -- an error: not a hash
-  return redis.error_reply('WRONGTYPE key holds a ' ..
-                           redis.call('type', KEYS[1]).ok .. ', not a lock')
-end
+local held, refusal = hold_check(KEYS[1], ARGV[3])
+if held == nil then return refusal end
 if held == 0 then
   return nil
-end
-if redis.call('hexists', KEYS[1], 'mode') == 1 then -- see lock_release.lua
-  return redis.error_reply('WRONGTYPE key holds a read-write lock, ' ..
-                           'not a plain or fair lock')
 end
 if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
   redis.call('pexpire', KEYS[1], ARGV[2])

@@ -5,22 +5,16 @@
 -- KEYS[3] the unlock latch, ARGV[5] its TTL in ms (0: none; latch.lua).
 -- Returns nil when ARGV[3] holds nothing, 0 when holds remain, 1 when the
 -- lock was deleted (and one waiter notified). The owner's field proves the
--- hash is a lock; only a read-write lock of the same owner could carry
--- it, and that one is refused (WRONGTYPE), not decremented.
+-- hash is a lock (holdcheck.lua): a read-write lock of the same owner
+-- is refused (WRONGTYPE), not decremented.
 -- @include latch
+-- @include holdcheck
 local replay = latch_get(KEYS[3], ARGV[5])
 if replay ~= nil then return replay end
-local held = redis.pcall('hexists', KEYS[1], ARGV[3])
-if type(held) == 'table' then -- an error: not a hash
-  return redis.error_reply('WRONGTYPE key holds a ' ..
-                           redis.call('type', KEYS[1]).ok .. ', not a lock')
-end
+local held, refusal = hold_check(KEYS[1], ARGV[3])
+if held == nil then return refusal end
 if held == 0 then
   return nil
-end
-if redis.call('hexists', KEYS[1], 'mode') == 1 then
-  return redis.error_reply('WRONGTYPE key holds a read-write lock, ' ..
-                           'not a plain or fair lock')
 end
 if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
   redis.call('pexpire', KEYS[1], ARGV[2])

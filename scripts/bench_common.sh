@@ -1,11 +1,23 @@
-# Throwaway redis-server processes for the bench scripts (sourced, not
-# run). The caller sets WORK (a temporary directory, removed on exit).
-# Servers listen on free loopback ports with persistence off and are
-# stopped by their pids, never by name, when the calling script exits for
-# any reason.
+# What the bench scripts share (sourced, not run): building rlock-bench,
+# and throwaway redis-server processes. The caller sets ROOT (the source
+# tree) and BUILD, then WORK (a temporary directory, removed on exit)
+# before starting servers. Servers listen on free loopback ports with
+# persistence off and are stopped by their pids, never by name, when the
+# calling script exits for any reason.
 #
+#   build_bench               install what is missing, build Release into
+#                             $BUILD; sets BENCH to the rlock-bench binary
 #   start_server N [ARG...]   start server number N with extra ARGs;
 #                             appends to SERVER_PIDS and PORTS
+
+build_bench() {
+  "$ROOT/scripts/deps.sh"
+  echo "bench: building Release into $BUILD" >&2
+  cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
+        -DRLOCK_BUILD_TESTS=OFF >/dev/null
+  cmake --build "$BUILD" -j"$(nproc)" --target rlock-bench >/dev/null
+  BENCH="$BUILD/rlock-bench"
+}
 
 SERVER_PIDS=() # the servers started, by pid; PORTS[i] is SERVER_PIDS[i]'s
 PORTS=()
@@ -20,7 +32,7 @@ cleanup() {
   for pid in "${SERVER_PIDS[@]}"; do
     stop_pid "$pid"
   done
-  rm -rf "$WORK"
+  if [ -n "${WORK:-}" ]; then rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
 trap 'exit 129' HUP
