@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -217,22 +218,6 @@ static char read_byte(int fd, int64_t ms) {
   return 0;
 }
 
-/* Reap child `pid` within `ms` (SIGKILLed after that); its exit code. */
-static int reap(pid_t pid, int64_t ms) {
-  int status = 0;
-  int64_t t0 = rt_now_ms();
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (rt_now_ms() - t0 > ms) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      fail_msg("child %d did not exit within %lld ms", (int)pid,
-               (long long)ms);
-    }
-    rt_sleep_ms(5);
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 /* ---- 1. basics through the sentinel URL ------------------------------- */
 
 static void test_lock_status_on_master(void **state) {
@@ -310,13 +295,14 @@ static void test_wait_and_wake_across_processes(void **state) {
   const char *args[] = {"wait", rt_sentinel_url(grp), "sen:wake", "20000",
                         NULL};
   pid_t pid = fx_spawn_child(args, &out);
-  wait_subscribers(m, "redisson_lock__channel:{sen:wake}", 1); /* the child waits, subscribed */
+  /* The child waits, subscribed. */
+  wait_subscribers(m, "redisson_lock__channel:{sen:wake}", 1);
   int64_t t0 = rt_now_ms();
   OK(rlock_lock_release(l));
   char b = read_byte(out, rt_scaled_ms(10000));
   int64_t woke = rt_now_ms() - t0;
   close(out);
-  assert_int_equal(reap(pid, rt_scaled_ms(5000)), 0);
+  assert_int_equal(fx_wait_child(pid, rt_scaled_ms(5000)), 0);
   if (b != 'O')
     fail_msg("the child answered '%c' (O: acquired)", b ? b : '?');
   report("wake-up of a waiting process after release", woke);
@@ -339,7 +325,7 @@ static void test_watchdog_renews_on_master(void **state) {
   close(out);
   if (b != 'H') {
     kill(pid, SIGKILL);
-    reap(pid, 5000);
+    fx_wait_child(pid, 5000);
     fail_msg("the child did not take the lock ('%c')", b ? b : '?');
   }
   for (int i = 0; i < 8; i++) { /* 4 timeouts */
@@ -347,7 +333,7 @@ static void test_watchdog_renews_on_master(void **state) {
     ASSERT_RANGE(rt_cmd_int(m, "PTTL sen:wd"), 1, WD);
   }
   kill(pid, SIGKILL);
-  reap(pid, 5000);
+  fx_wait_child(pid, 5000);
   int64_t killed = rt_now_ms();
   rlock_client *c = group_client(0, NULL, NULL);
   rlock_lock *l = fx_lock(c, "sen:wd");
@@ -483,7 +469,9 @@ static void test_unknown_master_name(void **state) {
     fail_msg("the message does not name the master: %s", msg);
   assert_int_equal(ping, RLOCK_EIO);
   assert_int_equal(rc_wait, RLOCK_EIO);
-  ASSERT_BETWEEN(took_wait, 0, 1000 + 2000 + 1000);
+  if (took_wait >= 8000 / 2) /* as good as the whole wait, at any scale */
+    fail_msg("a master no sentinel knows was retried for %lld ms of an "
+             "8000 ms wait", (long long)took_wait);
 }
 
 /* ---- 3. graceful switch (SENTINEL FAILOVER) --------------------------- */
@@ -1115,6 +1103,7 @@ static int child_main(int argc, char **argv) {
   if (rlock_lock_new(&l, c, argv[2]) != RLOCK_OK)
     return 1;
   if (strcmp(argv[0], "hold") == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlives a failed test */
     if (rlock_lock_acquire(l) != RLOCK_OK || write(STDOUT_FILENO, "H", 1) != 1)
       return 1;
     for (;;)
@@ -1135,7 +1124,7 @@ int main(int argc, char **argv) {
   fx_argv0 = argv[0];
   if (argc > 2 && strcmp(argv[1], "--child") == 0)
     return child_main(argc - 2, argv + 2);
-  (void)srv;
+  (void)srv; /* fixture.h's single server: unused here */
   if (getenv("RLOCK_TEST_FILTER") != NULL) /* as FX_MAIN */
     cmocka_set_test_filter(getenv("RLOCK_TEST_FILTER"));
   const struct CMUnitTest basics[] = {
