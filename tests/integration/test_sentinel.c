@@ -775,6 +775,57 @@ static void *prober_main(void *arg) {
   return NULL;
 }
 
+/* Take the master down (SIGKILL, or SIGSTOP when `hang`) while `p`
+ * probes from a fresh client, and wait for the sentinels to fail over.
+ * Returns the new master; *left is `key`'s PTTL there at the switch. */
+static rt_server *fail_over(int hang, prober *p, const char *key,
+                            long long *left, int64_t *switched) {
+  p->killed = rt_now_ms();
+  if (hang)
+    rt_server_freeze(rt_sentinel_master(grp));
+  else
+    rt_sentinel_kill_master(grp);
+  assert_int_equal(pthread_create(&p->thread, NULL, prober_main, p), 0);
+  rt_sentinel_wait_failover(grp, 30000);
+  rt_server *nm = rt_sentinel_master(grp);
+  *left = rt_cmd_int(nm, "PTTL %s", key);
+  *switched = rt_now_ms();
+  report(hang ? "failover after the master hung (SIGSTOP)"
+              : "failover after kill -9 of the master",
+         rt_sentinel_failover_ms(grp));
+  return nm;
+}
+
+/* What became of a replicated watchdog hold and of the fresh client. */
+static void outage_report(const char *what, const prober *p, long long left,
+                          int survived, int64_t after) {
+  printf("[   INFO   ] %s: the replicated watchdog hold (PTTL %lld on the "
+         "new master at the switch) %s after %lld ms\n", what, left,
+         survived == 1   ? "was renewed on the new master"
+         : survived == 0 ? "was reported lost"
+                         : "was neither renewed nor reported lost",
+         (long long)after);
+  printf("[   INFO   ] %s: fresh client's first call: %d after %lld ms (%s), "
+         "%d failed calls\n", what, p->first_rc, (long long)p->first_ms,
+         p->first_rc ? p->first_msg : "ok", p->failures);
+  char line[128];
+  snprintf(line, sizeof line, "%s: first lock by a fresh client, after the "
+           "master went", what);
+  report(line, p->acquired_ms);
+}
+
+/* The fresh client's first call, with a 30 s wait, rode out the failover
+ * and got the lock within `bound_ms` of the master going. */
+static void assert_rode_out(const prober *p, int64_t bound_ms) {
+  if (p->acquired_ms < 0)
+    fail_msg("the fresh client never took a lock");
+  if (p->first_rc != RLOCK_OK)
+    fail_msg("the fresh client's first call, with a 30 s wait, failed "
+             "after %lld ms: %d (%s)", (long long)p->first_ms, p->first_rc,
+             p->first_msg);
+  ASSERT_BETWEEN(p->acquired_ms, 0, bound_ms);
+}
+
 static void test_master_killed(void **state) {
   (void)state;
   enum { WD = 6000 }; /* renewal every 2 s */
@@ -804,15 +855,11 @@ static void test_master_killed(void **state) {
   wait_subscribers(old, "redisson_lock__channel:{kill:kept}", 1);
   wait_subscribers(old, "redisson_lock__channel:{kill:leased}", 1);
 
-  prober p = {.name = "kill:probe", .killed = rt_now_ms()};
-  rt_sentinel_kill_master(grp);
-  assert_int_equal(pthread_create(&p.thread, NULL, prober_main, &p), 0);
-  rt_sentinel_wait_failover(grp, 30000);
+  prober p = {.name = "kill:probe"};
+  long long left;
+  int64_t switched;
+  rt_server *nm = fail_over(0, &p, "kill:kept", &left, &switched);
   int64_t failover = rt_sentinel_failover_ms(grp);
-  rt_server *nm = rt_sentinel_master(grp);
-  long long left = rt_cmd_int(nm, "PTTL kill:kept");
-  int64_t switched = rt_now_ms();
-  report("failover after kill -9 of the master", failover);
 
   /* Every thread is joined before the first assertion. */
   rlock_lock *fresh = fx_lock(h, "kill:after");
@@ -842,22 +889,12 @@ static void test_master_killed(void **state) {
 
   report("master killed: unreplicated hold reported lost, after the failover",
          lost_after);
-  printf("[   INFO   ] master killed: the replicated watchdog hold (PTTL %lld "
-         "on the new master at the switch) %s after %lld ms\n", left,
-         survived == 1   ? "was renewed on the new master"
-         : survived == 0 ? "was reported lost"
-                         : "was neither renewed nor reported lost",
-         (long long)outcome_after);
+  outage_report("master killed", &p, left, survived, outcome_after);
   report("master killed: waiter acquired the unreplicated lease lock, after "
          "the kill", w_leased.done_at - p.killed);
   printf("[   INFO   ] master killed: waiter on the replicated hold: %d (%s) "
          "after %lld ms\n", w_kept.rc, w_kept.rc ? w_kept.msg : "ok",
          (long long)(w_kept.done_at - w_kept.started));
-  printf("[   INFO   ] fresh client after the kill: first call %d after "
-         "%lld ms (%s), %d failed calls\n", p.first_rc,
-         (long long)p.first_ms, p.first_rc ? p.first_msg : "ok", p.failures);
-  report("master killed: first lock by a fresh client, after the kill",
-         p.acquired_ms);
   fflush(stdout);
 
   /* New locks work, from the holder's client too. */
@@ -891,14 +928,7 @@ static void test_master_killed(void **state) {
     fail_msg("waiter on kill:leased: %d (%s)", w_leased.rc, w_leased.msg);
   ASSERT_BETWEEN(w_leased.done_at - p.killed, 0, failover + 5000);
   RC(leased_rel, RLOCK_ELOST);
-  /* One call with a 30 s wait rides out the failover. */
-  if (p.acquired_ms < 0)
-    fail_msg("the fresh client never took a lock");
-  if (p.first_rc != RLOCK_OK)
-    fail_msg("the fresh client's first call, with a 30 s wait, failed "
-             "after %lld ms: %d (%s)", (long long)p.first_ms, p.first_rc,
-             p.first_msg);
-  ASSERT_BETWEEN(p.acquired_ms, 0, failover + 3000);
+  assert_rode_out(&p, failover + 3000);
 }
 
 /* ---- the master hung (SIGSTOP) ---------------------------------------- */
@@ -926,15 +956,11 @@ static void test_master_hung(void **state) {
   waiter_start(&w);
   wait_subscribers(old, "redisson_lock__channel:{hung:held}", 1);
 
-  prober p = {.name = "hung:probe", .killed = rt_now_ms()};
-  rt_server_freeze(old);
-  assert_int_equal(pthread_create(&p.thread, NULL, prober_main, &p), 0);
-  rt_sentinel_wait_failover(grp, 30000);
+  prober p = {.name = "hung:probe"};
+  long long left;
+  int64_t switched;
+  rt_server *nm = fail_over(1, &p, "hung:held", &left, &switched);
   int64_t failover = rt_sentinel_failover_ms(grp);
-  rt_server *nm = rt_sentinel_master(grp);
-  long long left = rt_cmd_int(nm, "PTTL hung:held");
-  int64_t switched = rt_now_ms();
-  report("failover after the master hung (SIGSTOP)", failover);
 
   int survived = hold_outcome(nm, "hung:held", owner, &log,
                               rt_scaled_ms(WD / 3 + 4000));
@@ -948,19 +974,9 @@ static void test_master_hung(void **state) {
   rlock_client_free(h);
   rlock_client_free(wc);
 
-  printf("[   INFO   ] master hung: the replicated watchdog hold (PTTL %lld "
-         "on the new master at the switch) %s after %lld ms\n", left,
-         survived == 1   ? "was renewed on the new master"
-         : survived == 0 ? "was reported lost"
-                         : "was neither renewed nor reported lost",
-         (long long)outcome_after);
+  outage_report("master hung", &p, left, survived, outcome_after);
   printf("[   INFO   ] master hung: waiter: %d (%s) after %lld ms\n", w.rc,
          w.rc ? w.msg : "ok", (long long)(w.done_at - w.started));
-  printf("[   INFO   ] fresh client after the master hung: first call %d "
-         "after %lld ms (%s), %d failed calls\n", p.first_rc,
-         (long long)p.first_ms, p.first_rc ? p.first_msg : "ok", p.failures);
-  report("master hung: first lock by a fresh client, after the freeze",
-         p.acquired_ms);
   fflush(stdout);
 
   if (survived < 0)
@@ -976,11 +992,7 @@ static void test_master_hung(void **state) {
     RC(check, RLOCK_ELOST);
     RC(released, RLOCK_ELOST);
   }
-  if (p.first_rc != RLOCK_OK)
-    fail_msg("the fresh client's first call, with a 30 s wait, failed "
-             "after %lld ms: %d (%s)", (long long)p.first_ms, p.first_rc,
-             p.first_msg);
-  ASSERT_BETWEEN(p.acquired_ms, 0, failover + 3000 + 2000);
+  assert_rode_out(&p, failover + 3000 + 2000);
   if (!survived && left > 2000 + rt_scaled_ms(500))
     fail_msg("hung:held was lost, though it had %lld ms to live on the new "
              "master at the switch (command timeout 2000 ms)", left);
