@@ -81,9 +81,9 @@ static void floor_init(floor_cmds *f, redisContext *c, const char *name) {
   snprintf(f->latch, sizeof f->latch, "redisson_unlock_latch:{%s}:-", name);
   const char *acq[6] = {"EVALSHA", rlock__script_lock_acquire.sha, "1", name,
                         LEASE, f->owner};
-  const char *rel[11] = {"EVALSHA", rlock__script_lock_release.sha, "3",
-                         name, f->channel, f->latch, "0", LEASE, f->owner,
-                         "PUBLISH", "0"};
+  const char *rel[11] = {"EVALSHA", rlock__script_lock_release.sha, "1",
+                         name, "0", LEASE, f->owner, "PUBLISH", "0",
+                         f->channel, f->latch};
   memcpy(f->acq, acq, sizeof acq);
   memcpy(f->rel, rel, sizeof rel);
 }

@@ -253,6 +253,21 @@ rlock__step rlock__req_feed(rlock__req *q, const char *where,
 
 /* ---- the blocking driver ----------------------------------------------- */
 
+/* The connection failed after the command's own reply, while WAIT's was
+ * due: the command ran, so its answer stands (what WAIT would have said
+ * is unknown, taken as "no replica confirmed"); anything else fails. */
+static int lost_wait_reply(rlock__req *q, int rc) {
+  if (q->wait_due == 2 && q->deferred == RLOCK__STEP_DONE) {
+    q->wait_due = 0;
+    q->acked = 0;
+    q->step = RLOCK__STEP_DONE;
+    return RLOCK_OK;
+  }
+  rlock__reply_free(q->reply);
+  q->reply = NULL;
+  return rc;
+}
+
 /* Send what the request wants and read replies on `conn` until it needs
  * another node or is done. Each send has one command timeout. RLOCK_OK
  * with q->step set, or a transport failure. */
@@ -276,7 +291,7 @@ static int converse(rlock__conn *conn, rlock__req *q) {
       step = rlock__req_feed(q, conn->where, r);
   }
   conn->io_deadline_us = 0;
-  return rc;
+  return rc == RLOCK_OK ? rc : lost_wait_reply(q, rc);
 }
 
 /* A short pause before retrying a refusal: 10, 20, 40 ... 500 ms, never
@@ -313,6 +328,8 @@ static int next_node(rlock_client *c, rlock__req *q, int64_t deadline_us,
   case RLOCK__STEP_RETRY:
     if (!can_move || rlock__now_us() >= deadline_us)
       return q->rc;
+    q->redirects = 0; /* a migration may ASK, TRYAGAIN, ASK ...: the
+                         deadline bounds those, not the redirect count */
     rlock__topo_refresh(t);
     pause_retry((*attempt)++, deadline_us);
     return rlock__topo_route(t, rlock__call_route_key(q->call), node);

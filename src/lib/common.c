@@ -19,10 +19,15 @@ static _Thread_local char errbuf[ERRBUF_SIZE];
 static _Thread_local rlock_error last_error = {RLOCK_OK, ""};
 
 int rlock__err(int code, const char *fmt, ...) {
+  /* Formatted aside first: an argument may be the last error itself
+   * (wording a lower layer's message), and vsnprintf into its own source
+   * is undefined. */
+  char tmp[sizeof errbuf];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(errbuf, sizeof errbuf, fmt, ap);
+  vsnprintf(tmp, sizeof tmp, fmt, ap);
   va_end(ap);
+  memcpy(errbuf, tmp, sizeof errbuf);
   last_error.code = code;
   last_error.message = errbuf;
   return code;

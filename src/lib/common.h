@@ -19,7 +19,8 @@
 #endif
 
 /* Record `code` and a formatted message as the calling thread's last
- * error; returns `code` so callers can `return rlock__err(...)`. */
+ * error; returns `code` so callers can `return rlock__err(...)`. The
+ * arguments may include the last error's own message. */
 int rlock__err(int code, const char *fmt, ...) RLOCK_PRINTF(2, 3);
 
 /* A copy of the calling thread's last error, for code that must run

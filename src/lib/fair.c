@@ -22,14 +22,19 @@ static int64_t fair_wait(const rlock_lock *l, int64_t wait_ms) {
   return wait_ms > 0 ? wait_ms : l->client->cfg.fair_wait_timeout_ms;
 }
 
-/* KEYS lock, queue, deadlines, channel prefix: every fair script's. */
+/* Every fair script's one declared key, the lock. Its channel prefix,
+ * queue and deadlines go last among the arguments (fair_names): a cluster
+ * migrating the slot refuses a call declaring keys that are absent, and
+ * the queue usually is. */
 static void fair_keys(rlock_lock *l, rlock__call *call,
                       const rlock__script *s) {
   rlock__call_script(call, s);
   rlock__call_key(call, l->name);
-  rlock__call_key(call, l->queue);
-  rlock__call_key(call, l->timeouts);
-  rlock__call_key(call, l->channel);
+}
+
+static void fair_names(rlock_lock *l, rlock__call *call) {
+  rlock__call_arg(call, l->queue);
+  rlock__call_arg(call, l->timeouts);
 }
 
 static void attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
@@ -41,6 +46,8 @@ static void attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
   rlock__call_num(call, rlock__epoch_ms());
   rlock__call_arg(call, rlock__publish_cmd(l->client));
   rlock__call_arg(call, wait_ms != 0 ? "1" : "0");
+  rlock__call_arg(call, l->channel);
+  fair_names(l, call);
 }
 
 static const char *channel(rlock_lock *l, const char *owner, char *buf,
@@ -55,36 +62,40 @@ static void give_up(rlock_lock *l, const char *owner, int64_t wait_ms,
   rlock__call_arg(call, owner);
   rlock__call_num(call, fair_wait(l, wait_ms));
   rlock__call_arg(call, rlock__publish_cmd(l->client));
+  rlock__call_arg(call, l->channel);
+  fair_names(l, call);
 }
 
 static void release(rlock_lock *l, const char *owner, int64_t keep_ms,
                     const rlock__latch *latch, rlock__call *call) {
   fair_keys(l, call, &rlock__script_fair_release);
-  rlock__latch_key(l, latch, call);
   rlock__call_arg(call, UNLOCK_MESSAGE);
   rlock__call_num(call, keep_ms);
   rlock__call_arg(call, owner);
   rlock__call_num(call, rlock__epoch_ms());
   rlock__call_arg(call, rlock__publish_cmd(l->client));
   rlock__latch_ttl(latch, call);
+  rlock__call_arg(call, l->channel);
+  rlock__latch_name(l, latch, call);
+  fair_names(l, call);
 }
 
 /* Deletes a lock of any kind (tools force-release a name without knowing
  * its kind), so it also names the read-write channel to wake. */
 static void force_release(rlock_lock *l, rlock__call *call) {
   fair_keys(l, call, &rlock__script_fair_force_release);
-  rlock__call_key(call, l->rw_channel);
   rlock__call_arg(call, UNLOCK_MESSAGE);
   rlock__call_num(call, rlock__epoch_ms());
   rlock__call_arg(call, rlock__publish_cmd(l->client));
+  rlock__call_arg(call, l->channel);
+  rlock__call_arg(call, l->rw_channel);
+  fair_names(l, call);
 }
 
 static void inspect(rlock_lock *l, rlock__call *call) {
-  rlock__call_script(call, &rlock__script_fair_inspect);
-  rlock__call_key(call, l->name);
-  rlock__call_key(call, l->queue);
-  rlock__call_key(call, l->timeouts);
+  fair_keys(l, call, &rlock__script_fair_inspect);
   rlock__call_num(call, rlock__epoch_ms());
+  fair_names(l, call);
 }
 
 static const rlock__kind fair_kind = {

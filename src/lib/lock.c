@@ -44,9 +44,9 @@ int rlock__attempt_result(const rlock_lock *l, const rlock__reply *r,
 
 const rlock__latch rlock__no_latch = {"-", 0};
 
-void rlock__latch_key(rlock_lock *l, const rlock__latch *latch,
-                      rlock__call *call) {
-  rlock__call_key(call, rlock__call_fmt(call, "%s:%s", l->latch, latch->id));
+void rlock__latch_name(rlock_lock *l, const rlock__latch *latch,
+                       rlock__call *call) {
+  rlock__call_arg(call, rlock__call_fmt(call, "%s:%s", l->latch, latch->id));
 }
 
 void rlock__latch_ttl(const rlock__latch *latch, rlock__call *call) {
@@ -74,21 +74,21 @@ static void release(rlock_lock *l, const char *owner, int64_t keep_ms,
                     const rlock__latch *latch, rlock__call *call) {
   rlock__call_script(call, &rlock__script_lock_release);
   rlock__call_key(call, l->name);
-  rlock__call_key(call, l->channel);
-  rlock__latch_key(l, latch, call);
   rlock__call_arg(call, UNLOCK_MESSAGE);
   rlock__call_num(call, keep_ms);
   rlock__call_arg(call, owner);
   rlock__call_arg(call, rlock__publish_cmd(l->client));
   rlock__latch_ttl(latch, call);
+  rlock__call_arg(call, l->channel);
+  rlock__latch_name(l, latch, call);
 }
 
 static void force_release(rlock_lock *l, rlock__call *call) {
   rlock__call_script(call, &rlock__script_lock_force_release);
   rlock__call_key(call, l->name);
-  rlock__call_key(call, l->channel);
   rlock__call_arg(call, UNLOCK_MESSAGE);
   rlock__call_arg(call, rlock__publish_cmd(l->client));
+  rlock__call_arg(call, l->channel);
 }
 
 static void inspect(rlock_lock *l, rlock__call *call) {

@@ -93,11 +93,13 @@ void rlock__field(const rlock_lock *l, const char *owner, char *buf);
 int rlock__lock_alloc(rlock_lock **out, rlock_client *client, const char *name,
                       const rlock__kind *kind, enum rlock__keys keys);
 
-/* Add the latch key for `latch` to a release call (after its other keys)
- * and, with rlock__latch_ttl, its TTL (after the other arguments). */
-void rlock__latch_key(rlock_lock *l, const rlock__latch *latch,
-                      rlock__call *call);
+/* Add the latch's TTL and its key's name to a release call, as arguments
+ * (where each script's header says). Names that are not keys of their
+ * own (channels, prefixes, the latch) go as ARGV: a cluster migrating the
+ * slot refuses a call naming absent keys (TRYAGAIN). */
 void rlock__latch_ttl(const rlock__latch *latch, rlock__call *call);
+void rlock__latch_name(rlock_lock *l, const rlock__latch *latch,
+                       rlock__call *call);
 
 /* Run a call about the lock; words a WRONGTYPE refusal with the lock's
  * name (rlock__wrongtype). */

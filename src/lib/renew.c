@@ -71,21 +71,20 @@ static void snap_free(snap_list *l) {
 }
 
 /* Renew n holds with one script call; writes 1/0 per hold into alive[].
- * Standard holds: KEYS names, ARGV lease then owners. Read holds: KEYS
- * (name, base) pairs, ARGV lease then owners. */
+ * KEYS the names; ARGV the lease, the owners, and for read holds then
+ * their timeout-key bases. */
 static int renew_batch(rlock_client *c, const snap *items, size_t n, int read,
                        int *alive) {
   rlock__call call;
   rlock__call_script(&call, read ? &rlock__script_renew_read
                                  : &rlock__script_renew);
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < n; i++)
     rlock__call_key(&call, items[i].name);
-    if (read)
-      rlock__call_key(&call, items[i].base);
-  }
   rlock__call_num(&call, c->cfg.watchdog_timeout_ms);
   for (size_t i = 0; i < n; i++)
     rlock__call_arg(&call, items[i].owner);
+  for (size_t i = 0; read && i < n; i++)
+    rlock__call_arg(&call, items[i].base);
   call.sync = 1; /* unconfirmed: extended again next tick */
   rlock__reply *r;
   int rc = rlock__call_run(c, &call, &r);

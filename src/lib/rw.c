@@ -30,10 +30,10 @@ static void force_release(rlock_lock *l, const char *mode, const char *msg,
                           rlock__call *call) {
   rlock__call_script(call, &rlock__script_rw_force_release);
   rlock__call_key(call, l->name);
-  rlock__call_key(call, l->channel);
   rlock__call_arg(call, msg);
   rlock__call_arg(call, rlock__publish_cmd(l->client));
   rlock__call_arg(call, mode);
+  rlock__call_arg(call, l->channel);
 }
 
 /* ---- read ---------------------------------------------------------------- */
@@ -49,10 +49,10 @@ static void read_attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
   (void)wait_ms;
   rlock__call_script(call, &rlock__script_read_acquire);
   rlock__call_key(call, l->name);
-  rlock__call_key(call, timeout_prefix(l, owner, call));
   rlock__call_num(call, lease_ms);
   rlock__call_arg(call, owner);
   rlock__call_arg(call, rlock__call_fmt(call, "%s:write", owner));
+  rlock__call_arg(call, timeout_prefix(l, owner, call));
 }
 
 static void read_release(rlock_lock *l, const char *owner, int64_t keep_ms,
@@ -60,14 +60,14 @@ static void read_release(rlock_lock *l, const char *owner, int64_t keep_ms,
   (void)keep_ms; /* read holds keep their own leases */
   rlock__call_script(call, &rlock__script_read_release);
   rlock__call_key(call, l->name);
-  rlock__call_key(call, l->channel);
-  rlock__call_key(call, timeout_prefix(l, owner, call));
-  rlock__call_key(call, l->base);
-  rlock__latch_key(l, latch, call);
   rlock__call_arg(call, "0");
   rlock__call_arg(call, owner);
   rlock__call_arg(call, rlock__publish_cmd(l->client));
   rlock__latch_ttl(latch, call);
+  rlock__call_arg(call, l->channel);
+  rlock__call_arg(call, timeout_prefix(l, owner, call));
+  rlock__call_arg(call, l->base);
+  rlock__latch_name(l, latch, call);
 }
 
 static void read_force(rlock_lock *l, rlock__call *call) {
@@ -117,13 +117,13 @@ static void write_release(rlock_lock *l, const char *owner, int64_t keep_ms,
                           const rlock__latch *latch, rlock__call *call) {
   rlock__call_script(call, &rlock__script_write_release);
   rlock__call_key(call, l->name);
-  rlock__call_key(call, l->channel);
-  rlock__latch_key(l, latch, call);
   rlock__call_arg(call, "1");
   rlock__call_num(call, keep_ms);
   rlock__call_arg(call, rlock__call_fmt(call, "%s:write", owner));
   rlock__call_arg(call, rlock__publish_cmd(l->client));
   rlock__latch_ttl(latch, call);
+  rlock__call_arg(call, l->channel);
+  rlock__latch_name(l, latch, call);
 }
 
 static void write_force(rlock_lock *l, rlock__call *call) {

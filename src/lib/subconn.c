@@ -124,6 +124,10 @@ static void connect_sc(rlock_client *c, rlock__subconn *sc) {
   } else {
     sc->conn = NULL;
     rlock__pubsub_fail(&c->ps, sc, rc, rlock_error_last()->message);
+    /* A sharded node that cannot be reached may have failed over: look its
+     * channels' owners up again (the map is refreshed below). */
+    if (sc->node != NULL)
+      rlock__pubsub_lost(&c->ps, sc, 1);
     back_off(sc);
   }
   pthread_mutex_unlock(&c->ps.mu);

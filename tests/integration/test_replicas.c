@@ -127,8 +127,8 @@ static long long release_with_latch(const char *name, const char *owner,
   snprintf(latch, sizeof latch, "redisson_unlock_latch:{%s}:%s", name, id);
   snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
   const rlock__script *s = &rlock__script_lock_release;
-  const char *argv[] = {"EVAL", s->text, "3", name, channel, latch,
-                        "0", "30000", owner, "PUBLISH", "10000"};
+  const char *argv[] = {"EVAL", s->text, "1", name, "0", "30000", owner,
+                        "PUBLISH", "10000", channel, latch};
   size_t lens[11];
   for (int i = 0; i < 11; i++)
     lens[i] = strlen(argv[i]);

@@ -1,5 +1,6 @@
--- Snapshot a fair lock atomically. KEYS[1] lock, KEYS[2] queue, KEYS[3]
--- deadlines. ARGV[1] now (epoch ms).
+-- Snapshot a fair lock atomically. KEYS[1] lock; ARGV[1] now (epoch ms),
+-- ARGV[2] queue, ARGV[3] deadlines (names, not declared keys: see
+-- fair_acquire.lua).
 -- Returns {type, pttl, nfields, field1, value1, ..., owner1, left1, ...}
 -- where the queue follows in order, each waiter with the milliseconds
 -- left before its deadline. Any lock layout is shown (tools inspect a
@@ -15,9 +16,9 @@ if t == 'hash' then
   out[3] = #h
   for i = 1, #h do out[#out + 1] = h[i] end
 end
-local queue = redis.call('lrange', KEYS[2], 0, -1)
+local queue = redis.call('lrange', ARGV[2], 0, -1)
 for i = 1, #queue do
-  local deadline = redis.call('zscore', KEYS[3], queue[i])
+  local deadline = redis.call('zscore', ARGV[3], queue[i])
   out[#out + 1] = queue[i]
   out[#out + 1] = deadline and (tonumber(deadline) - tonumber(ARGV[1])) or -1
 end

@@ -1,14 +1,16 @@
--- Watchdog renewal of read holds, batched. For each i: KEYS[2i-1] lock
--- name, KEYS[2i] its timeout-key base "{name}"; ARGV[1] lease ms, ARGV[i+1]
--- the owner. If the owner still has read holds, its own timeout keys (the
--- newest LOCK_PROBES of them: the count is read from the hash, which
--- anyone can write) and the lock are extended and 1 is emitted, else 0.
--- Only this owner's keys are touched, so a crashed reader's holds still
--- expire while others renew (Redisson before 4.4 renewed everyone's).
+-- Watchdog renewal of read holds, batched. For each i of n: KEYS[i] lock
+-- name; ARGV[1] lease ms, ARGV[1 + i] the owner, ARGV[1 + n + i] the
+-- lock's timeout-key base "{name}" (a name, not a key: see lock_release).
+-- If the owner still has read holds, its own timeout keys (the newest
+-- LOCK_PROBES of them: the count is read from the hash, which anyone can
+-- write) and the lock are extended and 1 is emitted, else 0. Only this
+-- owner's keys are touched, so a crashed reader's holds still expire while
+-- others renew (Redisson before 4.4 renewed everyone's).
 -- @include lockcheck
 local out = {}
-for i = 1, #KEYS / 2 do
-  local name, base, owner = KEYS[2 * i - 1], KEYS[2 * i], ARGV[i + 1]
+local locks = #KEYS
+for i = 1, locks do
+  local name, owner, base = KEYS[i], ARGV[i + 1], ARGV[1 + locks + i]
   local n = tonumber(redis.pcall('hget', name, owner))
   if type(n) == 'number' and n > 0 then
     for c = n, math.max(1, n - LOCK_PROBES + 1), -1 do
