@@ -56,9 +56,10 @@ static void *bg_main(void *arg) {
   int watch_ready = 0; /* the sentinel watch's fd was readable */
   while (!atomic_load(&c->bg.stop)) {
     int64_t next = rlock__pubsub_service(c, fds + 2, n);
-    int64_t at = rlock__watchdog_service(c);
+    /* A switch first: a renewal due now must go to the new master. */
+    int64_t at = watch_service(c, watch_ready);
     next = at < next ? at : next;
-    at = watch_service(c, watch_ready);
+    at = rlock__watchdog_service(c);
     next = at < next ? at : next;
     fds[0] = (struct pollfd){.fd = c->bg.wake_fd, .events = POLLIN};
     /* A negative fd is ignored by poll(). */

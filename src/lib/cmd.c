@@ -345,6 +345,7 @@ static int retry_unsent(rlock_client *c, rlock__req *q, int rc,
                         int64_t deadline_us) {
   if (c->topo.target.kind == RLOCK__TOPO_SINGLE ||
       (rc != RLOCK_EIO && rc != RLOCK_ETIMEOUT) ||
+      atomic_load(&c->topo.no_master) ||
       rlock__now_us() >= deadline_us)
     return 0;
   q->step = RLOCK__STEP_RETRY;

@@ -9,9 +9,10 @@
 #include "common.h"
 #include "conn.h"
 
-/* The master `s` names, as "host:port" in addr; RLOCK_OK or a failure. */
+/* The master `s` names, as "host:port" in addr; RLOCK_OK or a failure
+ * (*unknown set when the sentinel answered that it knows no such master). */
 static int ask_sentinel(rlock__topo *t, const rlock__endpoint *s, char *addr,
-                        size_t size) {
+                        size_t size, int *unknown) {
   rlock__conn *conn;
   int rc = rlock__conn_open(&conn, s, t->connect_ms, t->command_ms);
   if (rc != RLOCK_OK)
@@ -21,14 +22,16 @@ static int ask_sentinel(rlock__topo *t, const rlock__endpoint *s, char *addr,
   rlock__reply *r;
   rc = rlock__conn_call(conn, 3, argv, NULL, &r);
   if (rc == RLOCK_OK) {
-    if (r->type == RLOCK__R_ERROR)
-      rc = rlock__err(RLOCK_ESERVER, "sentinel %s: %s", conn->where, r->str);
+    if (r->type == RLOCK__R_ERROR) /* NOAUTH, WRONGPASS: RLOCK_EAUTH */
+      rc = rlock__err(rlock__error_status(conn->where, r), "sentinel %s: %s",
+                      conn->where, r->str);
     else if (r->type != RLOCK__R_ARRAY || r->n != 2 ||
              r->elem[0]->type != RLOCK__R_STR ||
-             r->elem[1]->type != RLOCK__R_STR)
+             r->elem[1]->type != RLOCK__R_STR) {
+      *unknown = 1;
       rc = rlock__err(RLOCK_EIO, "sentinel %s knows no master named '%s'",
                       conn->where, t->target.master);
-    else
+    } else
       snprintf(addr, size, "%s:%s", r->elem[0]->str, r->elem[1]->str);
     rlock__reply_free(r);
   }
@@ -55,11 +58,18 @@ static int check_role(rlock__node *node) {
 
 int rlock__sentinel_refresh(rlock__topo *t) {
   int rc = rlock__err(RLOCK_EIO, "sentinel: no sentinel configured");
+  int answered = 0, unknown = 0;
   for (size_t i = 0; i < t->target.n; i++) {
     char addr[300];
     rlock__node *node;
-    if ((rc = ask_sentinel(t, &t->target.addrs[i], addr, sizeof addr)) !=
-        RLOCK_OK)
+    int u = 0;
+    rc = ask_sentinel(t, &t->target.addrs[i], addr, sizeof addr, &u);
+    answered += rc == RLOCK_OK || u;
+    unknown += u;
+    /* A name every sentinel that answered does not know is a mistake in
+     * the URL, not an outage to ride out (cmd.c does not retry it). */
+    atomic_store(&t->no_master, answered > 0 && unknown == answered);
+    if (rc != RLOCK_OK)
       continue;
     if ((rc = rlock__topo_node_at(t, addr, &node)) != RLOCK_OK ||
         (rc = check_role(node)) != RLOCK_OK)
@@ -97,15 +107,21 @@ static void watch_failed(rlock__sentinel_watch *w) {
 
 /* Subscribe on the first sentinel that takes it. */
 static void watch_connect(rlock__topo *t, rlock__sentinel_watch *w) {
-  static const char cmd[] = "*2\r\n$9\r\nSUBSCRIBE\r\n$14\r\n+switch-master\r\n";
+  static const char *argv[2] = {"SUBSCRIBE", "+switch-master"};
   rlock__saved_error saved;
   rlock__error_save(&saved);
   for (size_t i = 0; i < t->target.n && w->conn == NULL; i++) {
     if (rlock__conn_open(&w->conn, &t->target.addrs[i], t->connect_ms,
                          t->command_ms) != RLOCK_OK)
       continue;
-    if (rlock__conn_send(w->conn, cmd, sizeof cmd - 1) != RLOCK_OK)
+    /* Only a confirmed subscription counts: a hung sentinel accepts the
+     * connection and would never tell of a switch. */
+    rlock__reply *r = NULL;
+    if (rlock__conn_call(w->conn, 2, argv, NULL, &r) != RLOCK_OK ||
+        r->type != RLOCK__R_ARRAY || r->n < 1 ||
+        !rlock__reply_is(r->elem[0], "subscribe"))
       rlock__sentinel_watch_close(w);
+    rlock__reply_free(r);
   }
   rlock__error_restore(&saved);
   if (w->conn == NULL)

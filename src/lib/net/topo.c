@@ -155,6 +155,7 @@ int rlock__topo_init(rlock__topo *t, const rlock__target *target,
     return rc;
   pthread_mutex_init(&t->mu, NULL);
   pthread_cond_init(&t->refreshed, NULL);
+  atomic_init(&t->no_master, 0);
   atomic_init(&t->sharded, target->kind != RLOCK__TOPO_CLUSTER ? 0
                            : target->pubsub == RLOCK__PUBSUB_AUTO ? -1
                            : target->pubsub == RLOCK__PUBSUB_SHARDED);

@@ -63,6 +63,8 @@ typedef struct rlock__topo {
    * the subscriber can follow it; set once before use. */
   void (*on_change)(void *arg);
   void *on_change_arg;
+  atomic_int no_master; /* Sentinel: every sentinel that answered the last
+                           refresh knows no master of that name */
   atomic_int sharded; /* SSUBSCRIBE/SPUBLISH: 1, classic: 0, -1 until a
                          cluster in auto mode has been probed */
 } rlock__topo;
