@@ -8,8 +8,12 @@
  * the lost-lock callback. rlock_client_free() stops and joins it.
  *
  * Connections are opened on demand and re-opened after a failure, so a
- * client survives a server restart. While the server is unreachable,
+ * client survives a server restart. While a single server is unreachable,
  * operations fail with RLOCK_EIO (or RLOCK_ETIMEOUT) instead of hanging.
+ * Behind Sentinel or a cluster, where a failover can make the servers
+ * reachable again, an operation retries until its deadline (the connect
+ * plus the command timeout, or an acquisition's wait: one that waits for
+ * ever keeps trying) and then fails the same way.
  */
 #ifndef RLOCK_CLIENT_H
 #define RLOCK_CLIENT_H

@@ -129,8 +129,10 @@ RLOCK_EXTERN int rlock_config_set_pubsub_mode(rlock_config *cfg, int mode);
  * Confirm lock writes on replicas (Redisson's checkLockSyncedSlaves): where
  * the master serving a lock has replicas connected (Sentinel, Cluster, or a
  * plain master with replicas attached), each acquire, release, force
- * release, renewal and fair-queue departure is followed on the same
- * connection by WAIT <replicas> <timeout>. An acquisition no replica
+ * release and fair-queue departure is followed on the same connection by
+ * WAIT <replicas> <timeout>. (Watchdog renewals are not: the background
+ * thread must not stall on a lagging replica; a missed renewal is made
+ * again a third of a lease later.) An acquisition no replica
  * confirmed is undone for the same owner and tried again within the
  * caller's wait, then fails with RLOCK_EREPLICA; a release no replica
  * confirmed returns RLOCK_EREPLICA (it did happen on the master). Not

@@ -85,7 +85,9 @@ static int renew_batch(rlock_client *c, const snap *items, size_t n, int read,
     rlock__call_arg(&call, items[i].owner);
   for (size_t i = 0; read && i < n; i++)
     rlock__call_arg(&call, items[i].base);
-  call.sync = 1; /* unconfirmed: extended again next tick */
+  /* No WAIT: the background thread, which also delivers wake-ups and
+   * follows failovers, must not stall on a lagging replica; a renewal the
+   * replica misses is made again next tick. */
   rlock__reply *r;
   int rc = rlock__call_run(c, &call, &r);
   if (rc != RLOCK_OK)
