@@ -59,6 +59,7 @@ static int check_role(rlock__node *node) {
 int rlock__sentinel_refresh(rlock__topo *t) {
   int rc = rlock__err(RLOCK_EIO, "sentinel: no sentinel configured");
   int answered = 0, unknown = 0;
+  rlock__node *refused = NULL; /* named already, and not a master now */
   for (size_t i = 0; i < t->target.n; i++) {
     char addr[300];
     rlock__node *node;
@@ -71,9 +72,14 @@ int rlock__sentinel_refresh(rlock__topo *t) {
     atomic_store(&t->no_master, answered > 0 && unknown == answered);
     if (rc != RLOCK_OK)
       continue;
-    if ((rc = rlock__topo_node_at(t, addr, &node)) != RLOCK_OK ||
-        (rc = check_role(node)) != RLOCK_OK)
+    if ((rc = rlock__topo_node_at(t, addr, &node)) != RLOCK_OK)
       continue;
+    if (node == refused) /* a hung master costs one timeout, not one each */
+      continue;
+    if ((rc = check_role(node)) != RLOCK_OK) {
+      refused = node;
+      continue;
+    }
     if (atomic_exchange(&t->primary, node) != node && t->on_change != NULL)
       t->on_change(t->on_change_arg);
     return RLOCK_OK;
