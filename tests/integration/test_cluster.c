@@ -19,15 +19,6 @@
 
 #include "rt_cluster.h"
 
-#if defined(__has_include)
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#endif
-#endif
-#ifndef RUNNING_ON_VALGRIND
-#define RUNNING_ON_VALGRIND 0
-#endif
-
 static rt_cluster *cl;
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -39,16 +30,10 @@ static void report(const char *what, double ms) {
 
 static rt_server *node(int i) { return rt_cluster_node(cl, i); }
 
-/* A check that ran into a known library bug (named by `bug`, described in
- * the test's comment): reported as skipped, not failed, so the suite stays
- * green until the fix; everything before the call was checked as usual.
- * RLOCK_TEST_KNOWN_BUGS=1 makes it fail instead (to verify a fix). */
-static void known_bug(const char *bug, const char *detail) {
-  printf("[  KNOWN   ] %s: %s\n", bug, detail);
-  fflush(stdout);
-  if (getenv("RLOCK_TEST_KNOWN_BUGS") != NULL)
-    fail_msg("known bug %s: %s", bug, detail);
-  skip();
+/* A check that a fixed library bug (named by `bug`, described in the
+ * test's comment) is back: fails the test. */
+static void regression(const char *bug, const char *detail) {
+  fail_msg("regression of %s: %s", bug, detail);
 }
 
 /* The node that owns `key`'s slot now. */
@@ -582,7 +567,8 @@ static void test_migration_under_locks(void **state) {
 /* Releases while the lock's slot is half-way through a migration: the
  * keys are on the importing node, the migrating node answers ASK.
  *
- * KNOWN BUG "BUG-2 release during migration" (src/lib/lock.c release(),
+ * Regression test for BUG-2 "release during migration" (fixed: scripts now
+ * declare only the lock's hash as a key). It was (src/lib/lock.c release(),
  * force_release(); fair.c fair_keys(); rw.c): the scripts declare the
  * channel (and the fair queue/timeout keys, the read-write timeout prefix
  * and base) as KEYS. These never exist (or need not), so the importing
@@ -593,11 +579,6 @@ static void test_migration_under_locks(void **state) {
  * was already popped, so the lock is left to expire with its lease. */
 static void test_release_during_migration(void **state) {
   (void)state;
-  /* Its failure message trips BUG-1, an overlapping copy valgrind counts
-   * as an error (exit 99) even when the test skips. */
-  if (RUNNING_ON_VALGRIND && getenv("RLOCK_TEST_KNOWN_BUGS") == NULL)
-    known_bug("BUG-2 release during migration", "not run under valgrind "
-              "(it trips BUG-1)");
   char seed[64], p[64], f[64], rw[64], fresh[64];
   rt_cluster_key_on(cl, 2, "migrel:", seed, sizeof seed);
   int slot = rt_cluster_slot_of(seed), from = 2, to = 0;
@@ -650,7 +631,7 @@ static void test_release_during_migration(void **state) {
   rlock_lock_free(lfresh);
   rlock_client_free(c);
   if (failed[0] != '\0')
-    known_bug("BUG-2 release during migration", failed);
+    regression("BUG-2 release during migration", failed);
 }
 
 /* ---- 5. watchdog over hundreds of slots ---------------------------------- */
@@ -807,11 +788,6 @@ static void test_wrong_url_kind(void **state) {
   assert_int_equal(exists_on(0, here), 1);
   OK(rlock_lock_release(l));
   rlock_lock_free(l);
-  if (RUNNING_ON_VALGRIND && getenv("RLOCK_TEST_KNOWN_BUGS") == NULL) {
-    rlock_client_free(c); /* the overlapping copy is a valgrind error */
-    known_bug("BUG-1 hint overwrites the message it quotes",
-              "not run under valgrind");
-  }
   l = fx_lock(c, elsewhere);
   RC(rlock_lock_try_acquire(l, 0, 0), RLOCK_ESERVER);
   char moved_msg[512];
@@ -821,7 +797,8 @@ static void test_wrong_url_kind(void **state) {
   rlock_client_free(c);
   if (strstr(moved_msg, "redis-cluster://") == NULL)
     fail_msg("no hint to use redis-cluster://: %s", moved_msg);
-  /* KNOWN BUG "BUG-1 hint overwrites the message it quotes" (src/lib/
+  /* Regression test for BUG-1 "hint overwrites the message it quotes"
+   * (fixed: rlock__err formats aside first). It was (src/lib/
    * cmd.c, next_node()): rlock__err(q->rc, "%s (a cluster node: use a
    * redis-cluster:// URL)", rlock_error_last()->message) formats the
    * thread's error buffer into itself (vsnprintf with overlapping source
@@ -829,7 +806,7 @@ static void test_wrong_url_kind(void **state) {
    * the server and the MOVED reply are lost. The "redirected more than %d
    * times; last: %s" message two lines above has the same fault. */
   if (strstr(moved_msg, "MOVED") == NULL)
-    known_bug("BUG-1 hint overwrites the message it quotes", moved_msg);
+    regression("BUG-1 hint overwrites the message it quotes", moved_msg);
 }
 
 /* ---- 8. MultiLock and RedLock with a cluster client ----------------------- */
@@ -1158,7 +1135,9 @@ static void *rider_main(void *arg) {
 /* kill -9 of the master holding a lock that another client waits for
  * (sharded mode), while new locks are being taken on its slots.
  *
- * KNOWN BUG "BUG-3 sharded subscription stuck on a dead node" (src/lib/
+ * Regression test for BUG-3 "sharded subscription stuck on a dead node"
+ * (fixed: a sharded subscriber that cannot reconnect looks its channels'
+ * owners up again). It was (src/lib/
  * subconn.c, connect_sc() / serve()): when the node of a sharded
  * subscriber connection dies, drop() reroutes its subscriptions, but the
  * slot map still names the dead node (CLUSTER SHARDS leaves out a shard
@@ -1264,7 +1243,7 @@ static void test_kill_master(void **state) {
              "after the release (holder's TTL bound, not the message): %s",
              moved ? "moved" : "not moved to the new master", ms,
              moved ? "" : why);
-    known_bug("BUG-3 sharded subscription stuck on a dead node", detail);
+    regression("BUG-3 sharded subscription stuck on a dead node", detail);
   }
 }
 
