@@ -3,10 +3,14 @@
 # installs missing Debian packages, then builds and runs every suite
 # (unit, integration against real redis-server processes, fault) in four
 # configurations: a -Werror build, ASan+UBSan, TSan, and valgrind memcheck.
+# The release suite also runs tests/consumer/check.sh: programs built
+# against rlock via add_subdirectory, FetchContent, find_package, pkg-config
+# and a static link, from a throwaway install prefix (about 30 s).
 # Each test binary starts and stops its own servers on free loopback ports.
 #
 #   scripts/test.sh            all four configurations
 #   scripts/test.sh release    just one: release | asan | tsan | valgrind
+#   scripts/test.sh consumer   only the consumer check
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -28,7 +32,10 @@ run() {
 
 suite() {
   case $1 in
-  release) run release -DCMAKE_BUILD_TYPE=RelWithDebInfo ;;
+  release) run release -DCMAKE_BUILD_TYPE=RelWithDebInfo
+           suite consumer ;;
+  consumer) echo "==> consumer"
+            tests/consumer/check.sh ;;
   asan) ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
           run asan -DCMAKE_BUILD_TYPE=Debug -DRLOCK_SANITIZE=address,undefined \
           -DRLOCK_TEST_TIME_SCALE=2 ;;
@@ -39,7 +46,7 @@ suite() {
           -DRLOCK_TEST_TIME_SCALE=3 ;;
   valgrind) run valgrind -DCMAKE_BUILD_TYPE=Debug "-DRLOCK_TEST_LAUNCHER=$VALGRIND" \
               -DRLOCK_TEST_TIME_SCALE=8 ;;
-  *) echo "unknown suite '$1' (release, asan, tsan, valgrind)" >&2; exit 64 ;;
+  *) echo "unknown suite '$1' (release, asan, tsan, valgrind, consumer)" >&2; exit 64 ;;
   esac
 }
 
