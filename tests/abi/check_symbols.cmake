@@ -1,9 +1,11 @@
-# Compares the rlock_* symbols librlock.so exports with a checked-in list.
+# Compares the symbols librlock.so exports (all rlock_*) with a checked-in
+# list.
 #   cmake -DNM=nm -DLIB=librlock.so -DLIST=rlock.symbols [-DUPDATE=ON]
 #         -P check_symbols.cmake
 # Fails, printing the difference, when a symbol was added (an accidental
 # export, or a new function whose list entry is missing) or removed (an ABI
 # break). UPDATE=ON rewrites the list from the library instead.
+cmake_minimum_required(VERSION 3.18)
 execute_process(COMMAND ${NM} -D --defined-only ${LIB}
                 OUTPUT_VARIABLE out RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
@@ -11,10 +13,17 @@ if(NOT rc EQUAL 0)
 endif()
 string(REPLACE "\n" ";" lines "${out}")
 set(actual)
+# Every defined dynamic symbol counts, not only rlock_* ones (a helper
+# from a statically linked dependency leaking out is an accidental export
+# too), except what some linkers define in every shared object.
+set(linker_symbols _init _fini _edata _end __bss_start)
 foreach(line IN LISTS lines)
   # "ADDRESS TYPE NAME[@VERSION]"
-  if(line MATCHES "^[0-9a-fA-F]* +[A-Za-z] +(rlock_[A-Za-z0-9_]*)")
-    list(APPEND actual ${CMAKE_MATCH_1})
+  if(line MATCHES "^[0-9a-fA-F]* +[A-Za-z] +([A-Za-z0-9_.]+)")
+    set(name ${CMAKE_MATCH_1})
+    if(NOT name IN_LIST linker_symbols)
+      list(APPEND actual ${name})
+    endif()
   endif()
 endforeach()
 list(REMOVE_DUPLICATES actual)
