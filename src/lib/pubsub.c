@@ -76,8 +76,13 @@ static int sub_unref(rlock__pubsub *ps, rlock__sub *s) {
 static int wait_active(rlock_client *c, rlock__sub *s, int64_t deadline_us,
                        const rlock_cancel *cancel, uint64_t gen) {
   rlock__pubsub *ps = &c->ps;
-  int64_t bound = rlock__deadline_after_ms(c->cfg.connect_timeout_ms +
-                                           c->cfg.command_timeout_ms);
+  /* One server: a subscription is confirmed within a connect and a
+   * command, or the server is gone. Behind Sentinel or a cluster, only the
+   * caller's deadline bounds it: a failover may take longer. */
+  int64_t bound = c->topo.target.kind != RLOCK__TOPO_SINGLE
+                      ? INT64_MAX
+                      : rlock__deadline_after_ms(c->cfg.connect_timeout_ms +
+                                                 c->cfg.command_timeout_ms);
   int64_t until = deadline_us < bound ? deadline_us : bound;
   while (s->state != RLOCK__SUB_ACTIVE) {
     if (s->fail_gen != gen)

@@ -76,10 +76,12 @@ void rlock__pubsub_destroy(rlock__pubsub *ps);
 
 /* Take a reference on `channel`'s subscription and wait until the server
  * has confirmed it, so that any unlock published after this returns will
- * reach us. Bounded by `deadline_us` (then RLOCK__EDEADLINE) and by the
- * connect + command timeouts (then RLOCK_ETIMEOUT); fails with the
- * subscriber's connection error when it cannot connect, and with
- * RLOCK_ECANCELED when `cancel` (may be NULL) fires. */
+ * reach us. Bounded by `deadline_us` (then RLOCK__EDEADLINE) and, with one
+ * server, by the connect + command timeouts (then RLOCK_ETIMEOUT), failing
+ * with the subscriber's connection error when it cannot connect (behind
+ * Sentinel or a cluster the subscriber keeps trying through a failover
+ * until the deadline); fails with an error reply's status (an ACL refusing
+ * the channel) and with RLOCK_ECANCELED when `cancel` (may be NULL) fires. */
 int rlock__sub_acquire(rlock_client *c, const char *channel,
                        int64_t deadline_us, const rlock_cancel *cancel,
                        rlock__sub **out);

@@ -123,10 +123,14 @@ static void connect_sc(rlock_client *c, rlock__subconn *sc) {
     sc->ping_sent_us = 0;
   } else {
     sc->conn = NULL;
-    rlock__pubsub_fail(&c->ps, sc, rc, rlock_error_last()->message);
-    /* A sharded node that cannot be reached may have failed over: look its
-     * channels' owners up again (the map is refreshed below). */
-    if (sc->node != NULL)
+    /* One server that cannot be reached fails the threads waiting for a
+     * confirmation. Behind Sentinel or a cluster a failover may be under
+     * way: they keep waiting (within their own deadline) while the
+     * subscriber tries again, a sharded one where its channels' owners
+     * now are (the map is refreshed below). */
+    if (c->topo.target.kind == RLOCK__TOPO_SINGLE)
+      rlock__pubsub_fail(&c->ps, sc, rc, rlock_error_last()->message);
+    else if (sc->node != NULL)
       rlock__pubsub_lost(&c->ps, sc, 1);
     back_off(sc);
   }
