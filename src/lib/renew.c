@@ -30,10 +30,14 @@ typedef struct snap_list {
   size_t cap;
 } snap_list;
 
-/* Holds to renew, split by the script that renews them. */
+/* Holds to renew, split by the script that renews them, and holds found
+ * lost by time (to be told to the callback). */
 typedef struct snaps {
   snap_list std;  /* renew.lua */
   snap_list read; /* renew_read.lua */
+  snap_list expired;
+  int64_t now_us;
+  rlock__watchdog *wd;
 } snaps;
 
 static int snap_take(snap *s, const rlock__hold *h) {
@@ -55,10 +59,28 @@ static void collect(const char *k, size_t kl, void *v, void *arg) {
   rlock__hold *h = v;
   snaps *all = arg;
   snap_list *l = h->base ? &all->read : &all->std;
-  if (h->wd_levels == 0 || h->lost || l->n == l->cap)
+  if (h->wd_levels == 0 || h->lost)
     return;
-  if (snap_take(&l->items[l->n], h) == 0)
+  if (all->now_us >= h->vouched_us) {
+    /* A whole lease without a confirmed renewal: the server may have let
+     * it go, and another client may hold it now. Never renewed again. */
+    h->lost = 1;
+    h->gen = ++all->wd->next_gen;
+    l = &all->expired;
+    if (l->n < l->cap && snap_take(&l->items[l->n], h) == 0)
+      l->n++;
+    return;
+  }
+  if (l->n < l->cap && snap_take(&l->items[l->n], h) == 0) {
     l->n++;
+    h->inflight = 1;
+  }
+}
+
+static void tell_lost(rlock_client *c, const snap_list *l) {
+  for (size_t i = 0; c->cfg.lost_fn != NULL && i < l->n; i++)
+    c->cfg.lost_fn(l->items[i].name, l->items[i].owner,
+                   c->cfg.lost_userdata);
 }
 
 static void snap_free(snap_list *l) {
@@ -74,7 +96,7 @@ static void snap_free(snap_list *l) {
  * KEYS the names; ARGV the lease, the owners, and for read holds then
  * their timeout-key bases. */
 static int renew_batch(rlock_client *c, const snap *items, size_t n, int read,
-                       int *alive) {
+                       int *alive, int64_t *sent_us) {
   rlock__call call;
   rlock__call_script(&call, read ? &rlock__script_renew_read
                                  : &rlock__script_renew);
@@ -89,6 +111,7 @@ static int renew_batch(rlock_client *c, const snap *items, size_t n, int read,
    * follows failovers, must not stall on a lagging replica; a renewal the
    * replica misses is made again next tick. */
   rlock__reply *r;
+  *sent_us = rlock__now_us(); /* the new lease runs from here at the latest */
   int rc = rlock__call_run(c, &call, &r);
   if (rc != RLOCK_OK)
     return rc;
@@ -101,23 +124,54 @@ static int renew_batch(rlock_client *c, const snap *items, size_t n, int read,
   return rc;
 }
 
-/* Mark a record lost if it is still the one we renewed. Returns 1 when it
- * was marked (the holder must be told). */
-static int apply_gone(rlock__watchdog *wd, const snap *s) {
+/* Apply one renewal answer (alive: 1 renewed, 0 gone, -1 no answer) to
+ * the record, if it is still the one that was renewed: a record whose
+ * generation changed meanwhile (a release popped a level, or it was
+ * re-acquired) takes nothing from it, neither "confirmed" nor "gone".
+ * Clears the in-flight mark either way. Called locked. Returns 1 when the
+ * record was marked lost (the holder must be told). */
+static int apply_one(rlock__watchdog *wd, const snap *s, int alive,
+                     int64_t sent_us) {
+  char key[RLOCK_MAX_NAME_LEN + RLOCK_OWNER_MAX + 16];
   size_t nlen = strlen(s->name), olen = strlen(s->owner);
-  char *key = malloc(nlen + olen + 2);
-  if (key == NULL)
-    return 0;
+  if (nlen + olen + 2 > sizeof key)
+    return 0; /* cannot be: names and owners are bounded */
   memcpy(key, s->name, nlen + 1);
   memcpy(key + nlen + 1, s->owner, olen);
-  pthread_mutex_lock(&wd->mu);
   rlock__hold *h = rlock__map_get(&wd->holds, key, nlen + 1 + olen);
-  int marked = h != NULL && h->gen == s->gen && !h->lost && h->wd_levels > 0;
-  if (marked)
-    h->lost = 1;
-  pthread_mutex_unlock(&wd->mu);
-  free(key);
-  return marked;
+  if (h == NULL)
+    return 0;
+  h->inflight = 0;
+  if (h->gen != s->gen || h->lost || h->wd_levels == 0 || alive < 0)
+    return 0;
+  /* Too late: the lease ran out before the answer came, and the holder
+   * may have been told RLOCK_ELOST already; "lost" must not flip back. */
+  if (alive && rlock__now_us() < h->vouched_us) {
+    int64_t end = sent_us + wd->timeout_us;
+    if (end > h->vouched_us)
+      h->vouched_us = end;
+    return 0;
+  }
+  h->lost = 1;
+  h->gen = ++wd->next_gen;
+  return 1;
+}
+
+/* Apply answers to items[0..n) (alive NULL: no answers, just clear their
+ * in-flight marks), wake releases waiting for them, and tell the callback
+ * of the holds found gone. */
+static void apply_batch(rlock_client *c, const snap *items, size_t n,
+                        const int *alive, int64_t sent_us) {
+  int gone[RLOCK__RENEW_BATCH] = {0};
+  pthread_mutex_lock(&c->wd.mu);
+  for (size_t i = 0; i < n; i++)
+    gone[i % RLOCK__RENEW_BATCH] =
+        apply_one(&c->wd, &items[i], alive ? alive[i] : -1, sent_us);
+  pthread_cond_broadcast(&c->wd.settled);
+  pthread_mutex_unlock(&c->wd.mu);
+  for (size_t i = 0; alive != NULL && i < n; i++)
+    if (gone[i] && c->cfg.lost_fn != NULL)
+      c->cfg.lost_fn(items[i].name, items[i].owner, c->cfg.lost_userdata);
 }
 
 static int by_slot(const void *a, const void *b) {
@@ -144,7 +198,10 @@ static void renew_all(rlock_client *c, snap_list *l, int read) {
     qsort(l->items, l->n, sizeof *l->items, by_slot); /* items NULL when 0 */
   for (size_t from = 0, n; from < l->n; from += n) {
     n = batch_size(c, l, from);
-    if (renew_batch(c, l->items + from, n, read, alive) != RLOCK_OK) {
+    int64_t sent_us;
+    if (renew_batch(c, l->items + from, n, read, alive, &sent_us) !=
+        RLOCK_OK) {
+      apply_batch(c, l->items + from, l->n - from, NULL, 0);
       /* Retry the whole tick soon rather than pay every remaining batch's
        * timeout now: the thread also delivers wake-ups. */
       pthread_mutex_lock(&c->wd.mu);
@@ -154,11 +211,7 @@ static void renew_all(rlock_client *c, snap_list *l, int read) {
       pthread_mutex_unlock(&c->wd.mu);
       return;
     }
-    for (size_t i = 0; i < n; i++)
-      if (!alive[i] && apply_gone(&c->wd, &l->items[from + i]) &&
-          c->cfg.lost_fn != NULL)
-        c->cfg.lost_fn(l->items[from + i].name, l->items[from + i].owner,
-                       c->cfg.lost_userdata);
+    apply_batch(c, l->items + from, n, alive, sent_us);
   }
 }
 
@@ -169,8 +222,9 @@ static int snaps_alloc(snaps *all, size_t n) {
     return 0;
   all->std.items = malloc(n * sizeof *all->std.items);
   all->read.items = malloc(n * sizeof *all->read.items);
-  all->std.cap = all->read.cap = n;
-  return all->std.items && all->read.items ? 0 : -1;
+  all->expired.items = malloc(n * sizeof *all->expired.items);
+  all->std.cap = all->read.cap = all->expired.cap = n;
+  return all->std.items && all->read.items && all->expired.items ? 0 : -1;
 }
 
 int64_t rlock__watchdog_service(rlock_client *c) {
@@ -183,6 +237,8 @@ int64_t rlock__watchdog_service(rlock_client *c) {
     return next;
   }
   int ok = snaps_alloc(&all, wd->holds.count) == 0;
+  all.now_us = rlock__now_us();
+  all.wd = wd;
   if (ok)
     rlock__map_each(&wd->holds, collect, &all);
   wd->next_tick_us = rlock__now_us() + wd->period_us;
@@ -190,10 +246,12 @@ int64_t rlock__watchdog_service(rlock_client *c) {
     wd->armed = 0; /* nothing to renew: idle until the next watchdog hold */
   pthread_mutex_unlock(&wd->mu);
 
+  tell_lost(c, &all.expired);
   renew_all(c, &all.std, 0);
   renew_all(c, &all.read, 1);
   snap_free(&all.std);
   snap_free(&all.read);
+  snap_free(&all.expired);
 
   pthread_mutex_lock(&wd->mu);
   int64_t next = wd->armed ? wd->next_tick_us : INT64_MAX;

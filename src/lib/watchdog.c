@@ -16,9 +16,14 @@ int rlock__watchdog_init(rlock__watchdog *wd, int64_t timeout_ms) {
   wd->period_us = timeout_ms * 1000 / 3;
   /* After a failed renewal try again sooner, but not in a tight loop. */
   wd->retry_us = wd->period_us / 4 > 1000000 ? 1000000 : wd->period_us / 4;
-  return pthread_mutex_init(&wd->mu, NULL) == 0
-             ? RLOCK_OK
-             : rlock__err(RLOCK_ENOMEM, "cannot create a mutex");
+  wd->timeout_us = timeout_ms * 1000;
+  if (pthread_mutex_init(&wd->mu, NULL) != 0)
+    return rlock__err(RLOCK_ENOMEM, "cannot create a mutex");
+  if (pthread_cond_init(&wd->settled, NULL) != 0) {
+    pthread_mutex_destroy(&wd->mu);
+    return rlock__err(RLOCK_ENOMEM, "cannot create a condition variable");
+  }
+  return RLOCK_OK;
 }
 
 static void hold_free(rlock__hold *h) {
@@ -38,6 +43,7 @@ static void free_entry(const char *k, size_t kl, void *v, void *arg) {
 void rlock__watchdog_destroy(rlock__watchdog *wd) {
   rlock__map_each(&wd->holds, free_entry, NULL);
   rlock__map_clear(&wd->holds);
+  pthread_cond_destroy(&wd->settled);
   pthread_mutex_destroy(&wd->mu);
 }
 
@@ -129,6 +135,7 @@ int rlock__hold_push(rlock_client *c, const char *name, const char *owner,
     h->gen = ++wd->next_gen;
     /* Every acquisition resets the key's TTL to its own lease. */
     h->expires_us = end;
+    h->vouched_us = sent_us + (lease_ms > 0 ? lease_ms * 1000 : wd->timeout_us);
     wake = h->wd_levels > 0 && arm(wd);
   }
   pthread_mutex_unlock(&wd->mu);
@@ -153,6 +160,14 @@ void rlock__hold_pop(rlock_client *c, const char *name, const char *owner,
   *keep_lease_ms = c->cfg.watchdog_timeout_ms;
   pthread_mutex_lock(&wd->mu);
   rlock__hold *h = find(wd, name, owner, key, &klen);
+  /* Popping the last watchdog level while a renewal naming it is in
+   * flight: let that renewal land first, so that the release script's
+   * PEXPIRE (or DEL) is the last word on the key's TTL. */
+  while (h != NULL && h->inflight && h->depth > 0 &&
+         h->leases[h->depth - 1] == 0 && h->wd_levels == 1) {
+    pthread_cond_wait(&wd->settled, &wd->mu);
+    h = find(wd, name, owner, key, &klen);
+  }
   if (h != NULL) {
     *state = h->lost ? RLOCK__HOLD_LOST : RLOCK__HOLD_HELD;
     int64_t top = h->leases[--h->depth];
@@ -183,18 +198,26 @@ void rlock__hold_forget(rlock_client *c, const char *name, const char *owner) {
   pthread_mutex_unlock(&wd->mu);
 }
 
+typedef struct mark_ctx {
+  rlock__watchdog *wd;
+  const char *name;
+} mark_ctx;
+
 static void mark_if_named(const char *k, size_t kl, void *v, void *arg) {
   (void)kl;
   rlock__hold *h = v;
-  if (strcmp(k, arg) == 0) { /* the key starts with name NUL */
+  mark_ctx *m = arg;
+  if (strcmp(k, m->name) == 0) { /* the key starts with name NUL */
     h->lost = 1;
-    h->gen++;
+    /* From the shared counter: a record's generations never repeat. */
+    h->gen = ++m->wd->next_gen;
   }
 }
 
 void rlock__hold_mark_lost(rlock_client *c, const char *name) {
+  mark_ctx m = {&c->wd, name};
   pthread_mutex_lock(&c->wd.mu);
-  rlock__map_each(&c->wd.holds, mark_if_named, (void *)name);
+  rlock__map_each(&c->wd.holds, mark_if_named, &m);
   pthread_mutex_unlock(&c->wd.mu);
 }
 
@@ -218,6 +241,8 @@ int rlock__hold_check(rlock_client *c, const char *name, const char *owner) {
   int rc = h == NULL   ? RLOCK_ENOTHELD
            : h->lost ? RLOCK_ELOST
            : h->wd_levels == 0 && rlock__now_us() >= hold_end(h)
+               ? RLOCK_ELOST
+           : h->wd_levels > 0 && rlock__now_us() >= h->vouched_us
                ? RLOCK_ELOST
                : RLOCK_OK;
   pthread_mutex_unlock(&c->wd.mu);

@@ -10,7 +10,15 @@
  * third of the watchdog timeout, up to RLOCK__RENEW_BATCH locks per
  * script call. A renewal that finds the lock gone marks the record lost
  * (never re-takes it) and reports it through the lost-lock callback; the
- * owner's next release then returns RLOCK_ELOST.
+ * owner's next release then returns RLOCK_ELOST. A hold whose renewals
+ * fail is vouched for only until one watchdog lease after the send time
+ * of its last confirmed renewal (or acquisition): past that the server
+ * may have let it expire, so it counts as lost too (rlock__hold_check
+ * says RLOCK_ELOST at once; the next tick marks it and calls back).
+ *
+ * A renewal in flight is never let to outlive the release of the last
+ * watchdog level: rlock__hold_pop waits for it to come back before the
+ * release script is sent (see rlock__hold_pop).
  *
  * Locking: guarded by rlock__watchdog.mu; the renewal round trip runs with
  * the mutex released, and its results are applied only to records whose
@@ -38,18 +46,25 @@ typedef struct rlock__hold {
   size_t cap;
   size_t wd_levels; /* levels with lease 0 */
   int64_t expires_us; /* monotonic; meaningful when wd_levels == 0 */
+  /* Monotonic end of the lease last vouched for: the send time of the
+   * latest acquisition or confirmed renewal plus its lease. While
+   * wd_levels > 0 the hold counts as lost once this has passed. */
+  int64_t vouched_us;
   int lost;
+  int inflight; /* a renewal that names this record is in flight */
   uint64_t gen; /* changes on every local change */
 } rlock__hold;
 
 typedef struct rlock__watchdog {
   pthread_mutex_t mu;
+  pthread_cond_t settled; /* signalled when in-flight renewals end */
   rlock__map holds; /* name NUL owner -> rlock__hold* */
   uint64_t next_gen;
   int armed;             /* a renewal tick is scheduled */
   int64_t next_tick_us;
   int64_t period_us;
   int64_t retry_us; /* sooner tick after a failed renewal */
+  int64_t timeout_us; /* the watchdog lease */
 } rlock__watchdog;
 
 /* Result of rlock__hold_pop(): what this client knew of the hold. */
@@ -68,7 +83,12 @@ int rlock__hold_push(rlock_client *c, const char *name, const char *owner,
 
 /* Remove one level. *state tells what was known; *keep_lease_ms is the
  * lease the remaining holds should keep (the level below's lease, or the
- * watchdog timeout). */
+ * watchdog timeout). When this removes the last watchdog level of a
+ * record that a renewal in flight names, waits until that renewal's
+ * answer is in: otherwise its PEXPIRE could reach the server after the
+ * release script and stretch what is left (fixed-lease levels, or a new
+ * hold of the same owner) to the watchdog lease. Call from the holder's
+ * thread, never from the lost-lock callback. */
 void rlock__hold_pop(rlock_client *c, const char *name, const char *owner,
                      int *state, int64_t *keep_lease_ms);
 
@@ -79,10 +99,13 @@ void rlock__hold_forget(rlock_client *c, const char *name, const char *owner);
 void rlock__hold_mark_lost(rlock_client *c, const char *name);
 
 /* RLOCK_OK, RLOCK_ELOST or RLOCK_ENOTHELD for (name, owner), locally:
- * lost when the watchdog found it gone or its fixed lease has run out. */
+ * lost when the watchdog found it gone, its fixed lease has run out, or
+ * (watchdog holds) a whole watchdog lease passed since the send time of
+ * the last confirmed renewal or acquisition. */
 int rlock__hold_check(rlock_client *c, const char *name, const char *owner);
 
-/* Background thread: renew when due. Returns the next time it wants to
+/* Background thread: mark lost (and call back for) watchdog holds whose
+ * vouched-for lease ran out, then renew when due. Returns the next time it wants to
  * run (monotonic us) or INT64_MAX when nothing is renewed. */
 int64_t rlock__watchdog_service(rlock_client *c);
 

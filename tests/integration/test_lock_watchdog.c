@@ -176,6 +176,131 @@ static void test_renewals_are_batched(void **state) {
   rlock_client_free(c);
 }
 
+/* Poll rlock_lock_check() until it stops saying RLOCK_OK; returns the
+ * answer and sets *at to when (rt_now_ms). */
+static int wait_check_not_ok(rlock_lock *l, int64_t limit_ms, int64_t *at) {
+  int64_t t0 = rt_now_ms();
+  int rc;
+  while ((rc = rlock_lock_check(l)) == RLOCK_OK &&
+         rt_now_ms() - t0 < limit_ms)
+    rt_sleep_ms(5);
+  *at = rt_now_ms();
+  return rc;
+}
+
+static int64_t wait_calls(lost_log *log, int n, int64_t limit_ms) {
+  int64_t t0 = rt_now_ms();
+  while (atomic_load(&log->calls) < n && rt_now_ms() - t0 < limit_ms)
+    rt_sleep_ms(5);
+  return rt_now_ms();
+}
+
+/* A server outage: renewals fail, so the hold is vouched for only until a
+ * watchdog lease after the last confirmed renewal. The check says so on
+ * time, the callback follows within a renewal period, once. */
+static void run_outage(int freeze) {
+  rt_server *s = rt_server_start(NULL);
+  lost_log log = {0};
+  rlock_client *c = fx_client_opts(rt_server_url(s), WD, on_lost, &log);
+  rlock_lock *l = fx_lock(c, "wd:outage");
+  OK(rlock_lock_acquire(l));
+  rt_sleep_ms(WD / 2); /* at least one renewal confirmed meanwhile */
+  int64_t t0 = rt_now_ms();
+  if (freeze)
+    rt_server_freeze(s);
+  else
+    rt_server_stop(s);
+  int64_t lost_at;
+  RC(wait_check_not_ok(l, rt_scaled_ms(5 * WD), &lost_at), RLOCK_ELOST);
+  /* The last confirmed renewal was sent at most a period before t0. */
+  ASSERT_BETWEEN(lost_at - t0, WD - WD / 3 - 50, WD + 100);
+  print_message("check: lost %lld ms after the outage began\n",
+                (long long)(lost_at - t0));
+  if (!freeze) {
+    /* Renewals fail fast (refused): the tick notices within a period. */
+    int64_t told = wait_calls(&log, 1, rt_scaled_ms(5 * WD));
+    assert_int_equal(atomic_load(&log.calls), 1);
+    ASSERT_BETWEEN(told - lost_at, 0, WD / 3 + 200);
+    print_message("callback: %lld ms after the check said lost\n",
+                  (long long)(told - lost_at));
+    assert_string_equal(log.name, "wd:outage");
+    rt_sleep_ms(WD); /* more failing ticks: no second call */
+    assert_int_equal(atomic_load(&log.calls), 1);
+    RC(rlock_lock_check(l), RLOCK_ELOST);
+  } else {
+    /* The background thread is stuck in a renewal until the command
+     * timeout; the check answers without it. */
+    rt_server_thaw(s);
+    wait_calls(&log, 1, rt_scaled_ms(4000));
+    assert_int_equal(atomic_load(&log.calls), 1);
+  }
+  /* Stopped: the server may still be down. Frozen: renewals queued in
+   * the socket ran at the thaw and kept the key, which the release then
+   * deletes (RLOCK_OK) unless it expired first (RLOCK_ELOST). */
+  int rc = rlock_lock_release(l);
+  assert_true(rc == RLOCK_ELOST || (!freeze && rc == RLOCK_EIO) ||
+              (freeze && rc == RLOCK_OK));
+  RC(rlock_lock_check(l), RLOCK_ENOTHELD);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+  rt_server_free(s);
+}
+
+static void test_outage_loses_hold_within_a_lease(void **state) {
+  (void)state;
+  run_outage(0);
+}
+
+static void test_frozen_server_loses_hold_within_a_lease(void **state) {
+  (void)state;
+  run_outage(1);
+}
+
+/* Normal releases, also racing renewal ticks, never call back. */
+static void test_no_callback_after_release(void **state) {
+  (void)state;
+  lost_log log = {0};
+  rlock_client *c = fx_client_opts(rt_server_url(srv), 60, on_lost, &log);
+  rlock_lock *l = fx_lock(c, "wd:quiet");
+  int64_t t0 = rt_now_ms();
+  while (rt_now_ms() - t0 < 500) { /* renewal every 20 ms meanwhile */
+    OK(rlock_lock_acquire(l));
+    rt_sleep_ms(rt_now_ms() % 7);
+    OK(rlock_lock_release(l));
+  }
+  OK(rlock_lock_acquire(l));
+  rt_sleep_ms(300); /* five leases, renewed */
+  OK(rlock_lock_check(l));
+  OK(rlock_lock_release(l));
+  rt_sleep_ms(300); /* ticks after the release */
+  assert_int_equal(atomic_load(&log.calls), 0);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
+/* A renewal in flight while the last watchdog level is released must not
+ * stretch the fixed lease left below it to the watchdog lease. A 30 ms
+ * watchdog renews every 10 ms, so releases often meet a renewal. */
+static void test_inflight_renewal_does_not_stretch_fixed_lease(void **state) {
+  (void)state;
+  rlock_client *c = fx_client_opts(rt_server_url(srv), 30, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "wd:stretch");
+  for (int i = 0; i < 200; i++) {
+    OK(rlock_lock_acquire_lease(l, 5000));
+    OK(rlock_lock_acquire(l));
+    rt_sleep_ms(i % 11);
+    OK(rlock_lock_release(l)); /* PEXPIRE 5000: the fixed lease again */
+    rt_sleep_ms(12); /* a late renewal (PEXPIRE 30) would land by now */
+    long long ttl = rt_cmd_int(srv, "PTTL wd:stretch");
+    if (ttl < 4000)
+      fail_msg("iteration %d: PTTL %lld after the watchdog level went", i,
+               ttl);
+    OK(rlock_lock_release(l));
+  }
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
 /* Child role "hold URL NAME WATCHDOG_MS": acquire with the watchdog,
  * write one byte to stdout, then wait to be killed. */
 static int child_main(int argc, char **argv) {
@@ -203,6 +328,10 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_crashed_holder_frees_within_timeout),
     cmocka_unit_test(test_lost_lock_is_reported_not_retaken),
     cmocka_unit_test(test_renewals_are_batched),
+    cmocka_unit_test(test_outage_loses_hold_within_a_lease),
+    cmocka_unit_test(test_frozen_server_loses_hold_within_a_lease),
+    cmocka_unit_test(test_no_callback_after_release),
+    cmocka_unit_test(test_inflight_renewal_does_not_stretch_fixed_lease),
 };
 
 FX_MAIN(tests, fx_setup, fx_teardown, child_main)
