@@ -23,6 +23,7 @@
 #define CLI_EXIT_NOEXEC 126       /* COMMAND found but not executable */
 #define CLI_EXIT_NOTFOUND 127     /* COMMAND not found */
 #define CLI_EXIT_SIGNAL_BASE 128  /* + N: killed by / interrupted by signal N */
+#define CLI_EXIT_LOST 76          /* exec: lock lost, COMMAND terminated */
 
 /* Returned by option parsers: no exit status yet, go on and do the work. */
 #define CLI_CONTINUE (-1)
@@ -122,9 +123,12 @@ int cli_client_new(const cli_global *g, const char *url, rlock_lost_fn lost,
                    void *ud, rlock_client **client);
 
 /* exec over several servers (-u given more than once): a RedLock on NAME
- * around COMMAND. Returns the exit status. */
-int cli_exec_redlock(const cli_global *g, const char *name, int64_t wait_ms,
-                     int64_t lease_ms, char **command, rlock_lost_fn lost);
+ * around COMMAND (which gets SIGTERM if rlock dies, with `pdeath`). A lost
+ * member is only warned about: the quorum may still hold. Returns the
+ * exit status. */
+int cli_exec_redlock(const cli_global *g, int pdeath, const char *name,
+                     int64_t wait_ms, int64_t lease_ms, char **command,
+                     rlock_lost_fn lost);
 
 /* A lock object of `kind` for `name` (a library status). */
 int cli_lock_new(cli_kind kind, rlock_lock **lock, rlock_client *client,
@@ -181,8 +185,32 @@ int cli_check_command(const char *cmd);
  * killed by signal N; 126/127 when it cannot be executed), or -1 when no
  * child could be started (after printing why). If a signal was caught
  * before the child started, returns 128+N without starting it.
+ * The child gets SIGTERM should rlock die (PR_SET_PDEATHSIG). Call from
+ * the main thread: the death signal follows the thread that forked.
  */
 int cli_spawn_wait(char **argv);
+
+/* How cli_spawn_watch() watches the lock while the child runs. */
+typedef struct cli_watch {
+  /* Polled every period_ms and after cli_spawn_wake(): 1 when the lock is
+   * lost (then writes its name into `name`, size `size`), else 0. NULL:
+   * never lost. */
+  int (*lost)(void *ud, char *name, size_t size);
+  void *ud;
+  const char *argv0; /* for the message; set by cli_spawn_watch */
+  int64_t period_ms;
+  int64_t kill_after_ms; /* SIGTERM, then SIGKILL this much later */
+  int pdeath;            /* the child gets SIGTERM if rlock dies */
+} cli_watch;
+
+/* cli_spawn_wait() that also watches the lock: once w->lost says so,
+ * prints one line naming the lock, sends the child SIGTERM, SIGKILL after
+ * w->kill_after_ms, and (once it has exited) returns CLI_EXIT_LOST. */
+int cli_spawn_watch(char **argv, cli_watch *w);
+
+/* Have cli_spawn_watch() poll w->lost now. Async-signal-safe, any thread
+ * (the lost-lock callback). */
+void cli_spawn_wake(void);
 
 /* ---- acquiring with progress (waiting.c) -------------------------------- */
 

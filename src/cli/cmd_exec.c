@@ -23,15 +23,23 @@ typedef struct exec_args {
   char **names;     /* every NAME before "--": several make a MultiLock */
   int nnames;
   char **command; /* NULL-terminated */
+  int on_lost_ignore; /* --on-lost ignore */
+  int64_t kill_after_ms; /* --kill-after */
+  int64_t period_ms; /* how often to look at the lock: the renewal period */
 } exec_args;
 
 static const char exec_help[] =
     "Usage: rlock [-u URL] [--watchdog DUR] exec [--fair|--read|--write]\n"
-    "             [-w DUR] [-l DUR] NAME [NAME...] -- COMMAND [ARG...]\n"
+    "             [-w DUR] [-l DUR] [--on-lost ACTION] [--kill-after DUR]\n"
+    "             NAME [NAME...] -- COMMAND [ARG...]\n"
     "\n"
     "Acquire the lock NAME, run COMMAND while holding it, release it when\n"
     "COMMAND exits, and exit with COMMAND's status. Signals INT, TERM and\n"
-    "HUP are passed on to COMMAND; the lock is released afterwards.\n"
+    "HUP are passed on to COMMAND (a terminal's Ctrl-C reaches it once);\n"
+    "the lock is released afterwards. Should the renewed lock be lost while\n"
+    "COMMAND runs (deleted, expired, taken over, or not renewed for a whole\n"
+    "lease), COMMAND is terminated (see --on-lost). Should rlock die,\n"
+    "COMMAND gets SIGTERM.\n"
     "Several NAMEs are taken together, all or none (a MultiLock), in the\n"
     "order given: give them in the same order everywhere (e.g. sorted).\n"
     "\n"
@@ -47,6 +55,14 @@ static const char exec_help[] =
     "                    many readers may hold it at once\n"
     "      --write       take the write half of the read-write lock NAME:\n"
     "                    one writer and no readers\n"
+    "      --on-lost ACTION  what to do when the lock is lost while COMMAND\n"
+    "                    runs: 'terminate' (default) sends COMMAND SIGTERM\n"
+    "                    at once and exits with 76; 'ignore' lets it run\n"
+    "                    on, warns, and keeps its status (COMMAND then also\n"
+    "                    survives rlock's death). Applies to renewed locks,\n"
+    "                    not to -l; a RedLock only warns\n"
+    "      --kill-after DUR  after that SIGTERM, SIGKILL COMMAND if it still\n"
+    "                    runs DUR later; default 10s\n"
     "  -h, --help        show this help\n"
     "\n"
     "DUR is a whole number with a unit: 250ms, 10s, 5m, 1h.\n"
@@ -63,14 +79,47 @@ static const char exec_help[] =
     "  69       Redis unreachable, refusing or failing\n"
     "  70       internal error\n"
     "  71       system error (cannot fork, out of memory)\n"
-    "  75       lock not acquired within -w\n";
+    "  75       lock not acquired within -w\n"
+    "  76       the lock was lost while COMMAND ran, and COMMAND was\n"
+    "           terminated (--on-lost terminate)\n";
 
 static atomic_int lost_flag;
 
-/* Called on the library's background thread: just note it. */
+/* Called on the library's background thread: note it, and have the wait
+ * for COMMAND look at the lock now. */
 static void on_lost(const char *name, const char *owner, void *ud) {
   (void)name, (void)owner, (void)ud;
   atomic_store(&lost_flag, 1);
+  cli_spawn_wake();
+}
+
+/* What cli_spawn_watch() polls: the locks held, and their names. */
+typedef struct held {
+  rlock_lock **locks;
+  char **names;
+  int n;
+} held;
+
+/* The check answers locally for this (the main) thread's hold, timed on
+ * the monotonic clock: lost once deleted, expired, taken over, or not
+ * renewed for a whole watchdog lease. */
+static int held_lost(void *ud, char *name, size_t size) {
+  held *h = ud;
+  for (int i = 0; i < h->n; i++)
+    if (rlock_lock_check(h->locks[i]) == RLOCK_ELOST) {
+      snprintf(name, size, "%s", h->names[i]);
+      return 1;
+    }
+  return 0;
+}
+
+/* Run COMMAND, watching `n` locks as --on-lost says. */
+static int spawn_held(const exec_args *a, rlock_lock **locks, int n) {
+  held h = {locks, a->names, n};
+  int watch = !a->on_lost_ignore && a->lease_ms == RLOCK_LEASE_WATCHDOG;
+  cli_watch w = {watch ? held_lost : NULL, &h, NULL, a->period_ms,
+                 a->kill_after_ms, !a->on_lost_ignore};
+  return cli_spawn_watch(a->command, &w);
 }
 
 /* NAME -- COMMAND [ARG...]: `rest` holds the n words after the options;
@@ -105,6 +154,8 @@ static int parse_positional(char **rest, int n, int dashdash_eaten,
 #define OPT_FAIR 256
 #define OPT_READ 257
 #define OPT_WRITE 258
+#define OPT_ON_LOST 259
+#define OPT_KILL_AFTER 260
 
 /* --fair, --read and --write pick the lock's kind; at most one. */
 static int set_kind(exec_args *a, int opt) {
@@ -123,6 +174,8 @@ static int parse_exec(int argc, char **argv, exec_args *a) {
       {"fair", no_argument, NULL, OPT_FAIR},
       {"read", no_argument, NULL, OPT_READ},
       {"write", no_argument, NULL, OPT_WRITE},
+      {"on-lost", required_argument, NULL, OPT_ON_LOST},
+      {"kill-after", required_argument, NULL, OPT_KILL_AFTER},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   int c;
@@ -135,6 +188,18 @@ static int parse_exec(int argc, char **argv, exec_args *a) {
       int st = set_kind(a, c);
       if (st != CLI_CONTINUE)
         return st;
+      continue;
+    }
+    if (c == OPT_ON_LOST) {
+      if (strcmp(optarg, "ignore") != 0 && strcmp(optarg, "terminate") != 0)
+        return cli_usage("--on-lost: '%s' is neither 'terminate' nor "
+                         "'ignore'", optarg);
+      a->on_lost_ignore = strcmp(optarg, "ignore") == 0;
+      continue;
+    }
+    if (c == OPT_KILL_AFTER) {
+      if (cli_duration_arg("--kill-after", optarg, &a->kill_after_ms) != 0)
+        return EX_USAGE;
       continue;
     }
     if (c != 'w' && c != 'l')
@@ -153,9 +218,11 @@ static int parse_exec(int argc, char **argv, exec_args *a) {
 /* After COMMAND: release, and say so if the lock did not last. The exit
  * status stays COMMAND's either way: COMMAND did run, and the caller most
  * needs to know how that went. */
-static void release_after(rlock_lock *lock, const exec_args *a) {
+static void release_after(rlock_lock *lock, const exec_args *a, int said) {
   int lost = atomic_load(&lost_flag) || rlock_lock_check(lock) == RLOCK_ELOST;
   int rc = rlock_lock_release(lock);
+  if (said) /* the one line was printed when COMMAND was terminated */
+    return;
   if (rc == RLOCK_ELOST || lost)
     cli_fail(0, "warning: lock '%s' was lost while '%s' ran", a->name,
              a->command[0]);
@@ -170,16 +237,16 @@ static int run_locked(rlock_lock *lock, const exec_args *a) {
     return CLI_EXIT_SIGNAL_BASE + cli_signal_caught();
   if (rc != RLOCK_OK)
     return cli_lib_error(rc); /* RLOCK_ELOCKED: EX_TEMPFAIL */
-  int status = cli_spawn_wait(a->command);
-  release_after(lock, a);
+  int status = spawn_held(a, &lock, 1);
+  release_after(lock, a, status == CLI_EXIT_LOST);
   return status < 0 ? EX_OSERR : status;
 }
 
 /* After COMMAND ran under a MultiLock: name each member found lost, then
  * release them all (the exit status stays COMMAND's). */
 static void release_multi(rlock_multilock *m, rlock_lock **locks,
-                          const exec_args *a) {
-  int warned = 0;
+                          const exec_args *a, int said) {
+  int warned = said;
   for (int i = 0; i < a->nnames; i++)
     if (rlock_lock_check(locks[i]) == RLOCK_ELOST && ++warned)
       cli_fail(0, "warning: lock '%s' was lost while '%s' ran", a->names[i],
@@ -207,8 +274,8 @@ static int run_multi(rlock_lock **locks, const exec_args *a) {
   } else if (rc != RLOCK_OK) {
     status = cli_lib_error(rc); /* RLOCK_ELOCKED: EX_TEMPFAIL */
   } else {
-    status = cli_spawn_wait(a->command);
-    release_multi(m, locks, a);
+    status = spawn_held(a, locks, a->nnames);
+    release_multi(m, locks, a, status == CLI_EXIT_LOST);
     if (status < 0)
       status = EX_OSERR;
   }
@@ -239,10 +306,15 @@ static int exec_multi(const cli_global *g, const exec_args *a) {
 
 int cli_cmd_exec(const cli_global *g, int argc, char **argv) {
   exec_args a = {RLOCK_WAIT_FOREVER, RLOCK_LEASE_WATCHDOG, CLI_LOCK, NULL,
-                 NULL, 0, NULL};
+                 NULL, 0, NULL, 0, 10000, 0};
   int status = parse_exec(argc, argv, &a);
   if (status != CLI_CONTINUE)
     return status;
+  /* The renewal period: a lost lock is seen within one of it, at the
+   * latest, even should the callback never come. */
+  a.period_ms = (g->watchdog_ms != 0 ? g->watchdog_ms : 30000) / 3;
+  if (a.period_ms < 1)
+    a.period_ms = 1;
   if ((status = cli_check_command(a.command[0])) != 0)
     return status; /* no point waiting for the lock */
   if (cli_signals_install() != 0)
@@ -251,8 +323,8 @@ int cli_cmd_exec(const cli_global *g, int argc, char **argv) {
     status = cli_usage("exec: a RedLock (several -u) takes one NAME and no "
                        "--fair, --read or --write");
   else if (g->nurls > 1)
-    status = cli_exec_redlock(g, a.name, a.wait_ms, a.lease_ms, a.command,
-                              on_lost);
+    status = cli_exec_redlock(g, !a.on_lost_ignore, a.name, a.wait_ms,
+                              a.lease_ms, a.command, on_lost);
   else if (a.nnames > 1) {
     status = exec_multi(g, &a);
   } else {

@@ -50,8 +50,9 @@ static void release_after(redlock_run *run, const char *name, char **command) {
                 "by themselves): %s", name, rlock_error_last()->message);
 }
 
-int cli_exec_redlock(const cli_global *g, const char *name, int64_t wait_ms,
-                     int64_t lease_ms, char **command, rlock_lost_fn lost) {
+int cli_exec_redlock(const cli_global *g, int pdeath, const char *name,
+                     int64_t wait_ms, int64_t lease_ms, char **command,
+                     rlock_lost_fn lost) {
   redlock_run run = {0};
   int status = open_all(&run, g, name, lost);
   if (status == 0) {
@@ -62,7 +63,8 @@ int cli_exec_redlock(const cli_global *g, const char *name, int64_t wait_ms,
     } else if (rc != RLOCK_OK) {
       status = cli_lib_error(rc); /* RLOCK_ELOCKED: EX_TEMPFAIL */
     } else {
-      status = cli_spawn_wait(command);
+      cli_watch w = {NULL, NULL, NULL, 0, 0, pdeath};
+      status = cli_spawn_watch(command, &w);
       release_after(&run, name, command);
       if (status < 0)
         status = EX_OSERR;

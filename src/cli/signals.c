@@ -3,7 +3,9 @@
  * the command hears about them.
  *
  * The handler only records the signal and forwards it to the running
- * child with kill(), both async-signal-safe. The library's background
+ * child with kill(), both async-signal-safe; a SIGINT from the terminal
+ * is not forwarded, as the child, in the same foreground process group,
+ * got it too. The library's background
  * thread blocks every signal, so they are delivered to the main thread,
  * whose blocking calls (waitpid) then fail with EINTR: no SA_RESTART.
  *
@@ -28,12 +30,22 @@ static volatile sig_atomic_t child_pid;
 /* Fired by the handler to end a wait for the lock (async-signal-safe). */
 static rlock_cancel *cancel_token;
 
-static void on_signal(int sig) {
+/* Whether the child got this signal already: the terminal's interrupt
+ * key (si_code SI_KERNEL) signals the whole foreground process group,
+ * which COMMAND shares with rlock unless it moved. Forwarding it again
+ * would make one Ctrl-C two. */
+static int child_got_it(int sig, const siginfo_t *info, pid_t child) {
+  return sig == SIGINT && info != NULL && info->si_code == SI_KERNEL &&
+         getpgid(child) == getpgrp();
+}
+
+static void on_signal(int sig, siginfo_t *info, void *uctx) {
+  (void)uctx;
   int saved = errno;
   last_signal = sig;
   rlock_cancel_fire(cancel_token);
   pid_t child = (pid_t)child_pid;
-  if (child > 0)
+  if (child > 0 && !child_got_it(sig, info, child))
     kill(child, sig);
   errno = saved;
 }
@@ -47,7 +59,7 @@ static void caught_set(sigset_t *set) {
 int cli_signals_install(void) {
   if (cancel_token == NULL && rlock_cancel_new(&cancel_token) != RLOCK_OK)
     return -1;
-  struct sigaction sa = {.sa_handler = on_signal, .sa_flags = 0};
+  struct sigaction sa = {.sa_sigaction = on_signal, .sa_flags = SA_SIGINFO};
   caught_set(&sa.sa_mask); /* one handler at a time */
   for (size_t i = 0; i < NCAUGHT; i++) {
     struct sigaction old;

@@ -686,6 +686,178 @@ static void test_exec_forwards_signals(void **state) {
   }
 }
 
+/* ---- lost locks ------------------------------------------------------------ */
+
+/* The script for COMMAND: trap TERM into `got` (then `on_term`), say
+ * `ready`, then idle in short sleeps (so that a trap runs promptly). */
+static void idle_script(char *buf, size_t size, const char *got,
+                        const char *on_term, const char *ready) {
+  snprintf(buf, size,
+           "trap 'echo term >> %s; %s' TERM; touch %s; "
+           "while :; do sleep 0.05; done", got, on_term, ready);
+}
+
+/* The key deleted while COMMAND runs: within one renewal period (200 ms
+ * with --watchdog 600ms) COMMAND gets SIGTERM, one line names the lock,
+ * and rlock exits 76. */
+static void test_exec_lost_lock_terminates_command(void **state) {
+  (void)state;
+  const char *name = "cli:lost";
+  char got[512], ready[512], script[2048];
+  tmp_path(got, sizeof got, "lost-term");
+  tmp_path(ready, sizeof ready, "lost-ready");
+  idle_script(script, sizeof script, got, "exit 9", ready);
+  proc p;
+  proc_start(&p, ARGS("-u", url, "--watchdog", "600ms", "exec", name, "--",
+                      "sh", "-c", script));
+  wait_file(ready, SCALED(5000));
+  int64_t t0 = rt_now_ms();
+  freeReplyObject(rt_cmd(srv, "DEL %s", name));
+  assert_int_equal(proc_wait(&p, SCALED(5000)), 76);
+  print_message("exec: COMMAND ended %lld ms after the DEL\n",
+                (long long)(p.ended - t0));
+  ASSERT_BETWEEN(p.ended - t0, 0, 200 + 300);
+  assert_string_equal(slurp(got), "term\n");
+  assert_int_equal(count_lines(p.out[1]), 1);
+  assert_non_null(strstr(p.out[1], "lock 'cli:lost' was lost"));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
+}
+
+/* --on-lost ignore: COMMAND runs on past the loss and its status stays. */
+static void test_exec_on_lost_ignore_keeps_command(void **state) {
+  (void)state;
+  const char *name = "cli:lost-ignore";
+  char ready[512], go[512], script[2048];
+  tmp_path(ready, sizeof ready, "ignore-ready");
+  tmp_path(go, sizeof go, "ignore-go");
+  snprintf(script, sizeof script,
+           "touch %s; while [ ! -e %s ]; do sleep 0.02; done; exit 5", ready,
+           go);
+  proc p;
+  proc_start(&p, ARGS("-u", url, "--watchdog", "600ms", "exec", "--on-lost",
+                      "ignore", name, "--", "sh", "-c", script));
+  wait_file(ready, SCALED(5000));
+  freeReplyObject(rt_cmd(srv, "DEL %s", name));
+  rt_sleep_ms(3 * 200); /* three renewal periods: the loss is seen */
+  assert_int_equal(waitpid(p.pid, NULL, WNOHANG), 0); /* still running */
+  FILE *f = fopen(go, "w");
+  assert_non_null(f);
+  fclose(f);
+  assert_int_equal(proc_wait(&p, SCALED(5000)), 5);
+  assert_int_equal(count_lines(p.out[1]), 1);
+  assert_non_null(strstr(p.out[1], "warning: lock 'cli:lost-ignore' was "
+                                   "lost"));
+}
+
+/* A COMMAND that shrugs SIGTERM off is SIGKILLed --kill-after later. */
+static void test_exec_kill_after_escalates(void **state) {
+  (void)state;
+  const char *name = "cli:lost-kill";
+  char got[512], ready[512], script[2048];
+  tmp_path(got, sizeof got, "kill-term");
+  tmp_path(ready, sizeof ready, "kill-ready");
+  idle_script(script, sizeof script, got, ":", ready);
+  proc p;
+  proc_start(&p, ARGS("-u", url, "--watchdog", "600ms", "exec",
+                      "--kill-after", "500ms", name, "--", "sh", "-c",
+                      script));
+  wait_file(ready, SCALED(5000));
+  int64_t t0 = rt_now_ms();
+  freeReplyObject(rt_cmd(srv, "DEL %s", name));
+  assert_int_equal(proc_wait(&p, SCALED(5000)), 76);
+  print_message("kill-after: COMMAND ended %lld ms after the DEL\n",
+                (long long)(p.ended - t0));
+  ASSERT_BETWEEN(p.ended - t0, 500, 200 + 500 + 300);
+  assert_string_equal(slurp(got), "term\n"); /* TERM came, and was shrugged */
+  assert_int_equal(count_lines(p.out[1]), 1);
+}
+
+/* rlock SIGKILLed: COMMAND gets SIGTERM (PR_SET_PDEATHSIG). */
+static void test_exec_command_dies_with_rlock(void **state) {
+  (void)state;
+  const char *name = "cli:pdeath";
+  char got[512], ready[512], script[2048];
+  tmp_path(got, sizeof got, "pdeath-term");
+  tmp_path(ready, sizeof ready, "pdeath-ready");
+  idle_script(script, sizeof script, got, "exit 9", ready);
+  proc p;
+  proc_start(&p, ARGS("-u", url, "exec", name, "--", "sh", "-c", script));
+  wait_file(ready, SCALED(5000));
+  int64_t t0 = rt_now_ms();
+  assert_int_equal(kill(p.pid, SIGKILL), 0);
+  assert_int_equal(proc_wait(&p, SCALED(5000)), 128 + SIGKILL);
+  wait_file(got, SCALED(2000));
+  print_message("pdeath: COMMAND trapped TERM %lld ms after the kill\n",
+                (long long)(rt_now_ms() - t0));
+  freeReplyObject(rt_cmd(srv, "DEL %s", name));
+}
+
+/* Ctrl-C on a terminal: rlock runs in a new session with a pty as its
+ * controlling terminal; ^C written to the master signals the foreground
+ * process group, rlock and COMMAND alike. COMMAND counts one SIGINT per
+ * ^C. */
+static void test_exec_ctrl_c_reaches_command_once(void **state) {
+  (void)state;
+  const char *name = "cli:ctrlc";
+  char got[512], ready[512], go[512], script[2048];
+  tmp_path(got, sizeof got, "ctrlc-int");
+  tmp_path(ready, sizeof ready, "ctrlc-ready");
+  tmp_path(go, sizeof go, "ctrlc-go");
+  snprintf(script, sizeof script,
+           "trap 'echo int >> %s' INT; touch %s; "
+           "while [ ! -e %s ]; do sleep 0.02; done; exit 3", got, ready, go);
+  int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  assert_true(master >= 0);
+  assert_int_equal(grantpt(master), 0);
+  assert_int_equal(unlockpt(master), 0);
+  char slave_path[128];
+  snprintf(slave_path, sizeof slave_path, "%s", ptsname(master));
+  const char *argv[] = {cli, "-u", url, "exec", name, "--", "sh", "-c",
+                        script, NULL};
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    child_signals(0);
+    setsid(); /* then the first terminal opened becomes the controlling one */
+    int slave = open(slave_path, O_RDWR);
+    int devnull = open("/dev/null", O_RDWR);
+    if (slave < 0 || devnull < 0 || dup2(devnull, STDIN_FILENO) < 0 ||
+        dup2(devnull, STDOUT_FILENO) < 0 || dup2(devnull, STDERR_FILENO) < 0)
+      _exit(126);
+    execv(cli, (char *const *)argv);
+    _exit(127);
+  }
+  wait_file(ready, SCALED(5000));
+  /* A forwarded copy sent while the terminal's is still pending merges
+   * with it: repeat, so that a double delivery would show. */
+  for (int i = 1; i <= 10; i++) {
+    assert_int_equal(write(master, "\x03", 1), 1);
+    int64_t t1 = rt_now_ms();
+    while (count_lines(slurp(got)) < i && rt_now_ms() - t1 < SCALED(2000))
+      rt_sleep_ms(5);
+    rt_sleep_ms(50); /* a forwarded second SIGINT would have come by now */
+    assert_int_equal(count_lines(slurp(got)), i);
+  }
+  FILE *f = fopen(go, "w");
+  assert_non_null(f);
+  fclose(f);
+  int st;
+  int64_t t0 = rt_now_ms();
+  while (waitpid(pid, &st, WNOHANG) == 0) {
+    if (rt_now_ms() - t0 > SCALED(5000)) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &st, 0);
+      fail_msg("rlock did not exit");
+    }
+    rt_sleep_ms(10);
+  }
+  close(master);
+  assert_int_equal(count_lines(slurp(got)), 10);
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 3);
+  assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
+}
+
 /* A signal while waiting ends the wait: 128+N, and COMMAND never runs. */
 static void test_exec_signal_while_waiting(void **state) {
   (void)state;
@@ -1057,6 +1229,11 @@ int main(void) {
       cmocka_unit_test(test_usage_errors),
       cmocka_unit_test(test_help_and_version),
       cmocka_unit_test(test_url_from_environment),
+      cmocka_unit_test(test_exec_lost_lock_terminates_command),
+      cmocka_unit_test(test_exec_on_lost_ignore_keeps_command),
+      cmocka_unit_test(test_exec_kill_after_escalates),
+      cmocka_unit_test(test_exec_command_dies_with_rlock),
+      cmocka_unit_test(test_exec_ctrl_c_reaches_command_once),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
