@@ -25,9 +25,13 @@ typedef struct rlock_config rlock_config;
 
 /**
  * Called on the client's background thread when the watchdog finds that a
- * lock this client held (and was renewing) is gone: it expired or was
- * deleted by someone else. The holder's next release of that lock returns
- * RLOCK_ELOST.
+ * lock this client held (and was renewing) is gone: a renewal found it
+ * expired, deleted or taken over (within one renewal period, a third of
+ * the watchdog timeout), or renewals kept failing until a whole watchdog
+ * lease passed since the last confirmed one (it is noticed at the next
+ * renewal tick). Called once per lost hold, never after a normal release.
+ * The holder's next release of that lock returns RLOCK_ELOST, and
+ * rlock_lock_check() says so already.
  *
  * @param name     the lock's name (borrowed for the duration of the call)
  * @param owner    the hold's owner field, "<client id>:<thread id>"
