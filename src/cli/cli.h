@@ -179,17 +179,6 @@ void cli_signals_reset_in_child(void);
    not executable. */
 int cli_check_command(const char *cmd);
 
-/*
- * Run argv (PATH search) and wait for it, forwarding caught signals.
- * Returns its exit status as a shell reports it (status, or 128+N when
- * killed by signal N; 126/127 when it cannot be executed), or -1 when no
- * child could be started (after printing why). If a signal was caught
- * before the child started, returns 128+N without starting it.
- * The child gets SIGTERM should rlock die (PR_SET_PDEATHSIG). Call from
- * the main thread: the death signal follows the thread that forked.
- */
-int cli_spawn_wait(char **argv);
-
 /* How cli_spawn_watch() watches the lock while the child runs. */
 typedef struct cli_watch {
   /* Polled every period_ms and after cli_spawn_wake(): 1 when the lock is
@@ -203,9 +192,19 @@ typedef struct cli_watch {
   int pdeath;            /* the child gets SIGTERM if rlock dies */
 } cli_watch;
 
-/* cli_spawn_wait() that also watches the lock: once w->lost says so,
- * prints one line naming the lock, sends the child SIGTERM, SIGKILL after
- * w->kill_after_ms, and (once it has exited) returns CLI_EXIT_LOST. */
+/*
+ * Run argv (PATH search) and wait for it, forwarding caught signals.
+ * Returns its exit status as a shell reports it (status, or 128+N when
+ * killed by signal N; 126/127 when it cannot be executed), or -1 when no
+ * child could be started (after printing why). If a signal was caught
+ * before the child started, returns 128+N without starting it.
+ * With w->pdeath the child gets SIGTERM should rlock die
+ * (PR_SET_PDEATHSIG); call from the main thread, as the death signal
+ * follows the thread that forked, and the main thread lives as long as
+ * rlock. With w->lost, watches the lock too: once it says so, prints one
+ * line naming the lock, sends the child SIGTERM, SIGKILL after
+ * w->kill_after_ms, and (once it has exited) returns CLI_EXIT_LOST.
+ */
 int cli_spawn_watch(char **argv, cli_watch *w);
 
 /* Have cli_spawn_watch() poll w->lost now. Async-signal-safe, any thread

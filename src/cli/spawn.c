@@ -188,11 +188,6 @@ static int wait_child(pid_t pid, const cli_watch *w, int *lost) {
   return status;
 }
 
-int cli_spawn_wait(char **argv) {
-  cli_watch w = {NULL, NULL, NULL, 0, 0, 1};
-  return cli_spawn_watch(argv, &w);
-}
-
 int cli_spawn_watch(char **argv, cli_watch *w) {
   w->argv0 = argv[0];
   wake_init();
