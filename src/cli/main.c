@@ -58,6 +58,8 @@ static const char main_help[] =
     "  71       system error (cannot fork, out of memory)\n"
     "  74       cannot write the output\n"
     "  75       exec: lock not acquired within -w\n"
+    "  76       exec: the lock was lost while COMMAND ran; COMMAND was\n"
+    "           terminated (see exec's --on-lost)\n"
     "  126/127  exec: COMMAND not executable / not found\n"
     "  128+N    exec: COMMAND killed by signal N, or rlock got signal N\n"
     "           while waiting for the lock\n";
