@@ -144,39 +144,47 @@ out:
   return len;
 }
 
+/* "WAIT <n> <ms>", encoded into a malloc'ed buffer; -1 when out of
+ * memory. */
+static long encode_wait(const rlock__req *q, char **buf) {
+  char n[16], ms[24];
+  snprintf(n, sizeof n, "%d", q->wait_n);
+  snprintf(ms, sizeof ms, "%lld", (long long)q->wait_ms);
+  const char *argv[3] = {"WAIT", n, ms};
+  return rlock__conn_format(buf, 3, argv, NULL);
+}
+
 long rlock__req_encode(rlock__req *q, char **buf) {
   if (q->call->failed)
     return rlock__err(RLOCK_EINVAL, "a command was too large to build"), -1;
   static const char asking[] = "*1\r\n$6\r\nASKING\r\n";
   size_t pre = q->asking ? sizeof asking - 1 : 0;
-  char wait[96] = "";
-  if (q->wait_n > 0)
-    snprintf(wait, sizeof wait, "*3\r\n$4\r\nWAIT\r\n$%d\r\n%d\r\n$%d\r\n%lld\r\n",
-             snprintf(NULL, 0, "%d", q->wait_n), q->wait_n,
-             snprintf(NULL, 0, "%lld", (long long)q->wait_ms),
-             (long long)q->wait_ms);
-  size_t post = strlen(wait);
-  char *cmd;
+  char *cmd, *wait = NULL;
   long len = encode_call(q->call, q->eval, &cmd);
+  long post = q->wait_n > 0 && len >= 0 ? encode_wait(q, &wait) : 0;
   q->asking_reply = q->asking;
   q->asking = 0;
   q->wait_due = q->wait_n > 0;
-  if (len >= 0 && pre + post == 0) { /* the common case: the command alone */
+  if (len >= 0 && pre == 0 && post == 0) { /* the common case */
     *buf = cmd;
     return len;
   }
-  char *out = len < 0 ? NULL : malloc(pre + (size_t)len + post);
-  if (out == NULL) {
-    if (len >= 0)
-      free(cmd);
-    return rlock__err(RLOCK_ENOMEM, "out of memory encoding a command"), -1;
+  char *out = len < 0 || post < 0
+                  ? NULL
+                  : malloc(pre + (size_t)len + (size_t)post);
+  if (out != NULL) {
+    memcpy(out, asking, pre);
+    memcpy(out + pre, cmd, (size_t)len);
+    if (post > 0)
+      memcpy(out + pre + (size_t)len, wait, (size_t)post);
   }
-  memcpy(out, asking, pre);
-  memcpy(out + pre, cmd, (size_t)len);
-  memcpy(out + pre + (size_t)len, wait, post);
-  free(cmd);
+  if (len >= 0)
+    free(cmd);
+  free(wait);
+  if (out == NULL)
+    return rlock__err(RLOCK_ENOMEM, "out of memory encoding a command"), -1;
   *buf = out;
-  return (long)(pre + (size_t)len + post);
+  return (long)(pre + (size_t)len + (size_t)post);
 }
 
 /* "MOVED 3999 127.0.0.1:6381" / "ASK 3999 127.0.0.1:6381". */

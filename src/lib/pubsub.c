@@ -163,6 +163,26 @@ void rlock__sub_release(rlock_client *c, rlock__sub *s) {
     rlock__bg_wake(c);
 }
 
+static void sweep_entry(const char *k, size_t kl, void *v, void *arg) {
+  (void)k, (void)kl;
+  rlock__sub *s = v;
+  rlock__sub ***dead = arg;
+  if (s->refs == 0 && s->state == RLOCK__SUB_NONE)
+    *(*dead)++ = s;
+}
+
+void rlock__pubsub_sweep(rlock__pubsub *ps) {
+  rlock__sub **dead = malloc((ps->subs.count + 1) * sizeof *dead), **end = dead;
+  if (dead == NULL)
+    return; /* swept next time */
+  rlock__map_each(&ps->subs, sweep_entry, &end);
+  for (rlock__sub **d = dead; d < end; d++) {
+    rlock__map_del(&ps->subs, (*d)->channel, (*d)->chlen);
+    sub_free(*d);
+  }
+  free(dead);
+}
+
 /* ---- what the background thread's pushes do ------------------------- */
 
 /* Release wake-ups for a message: "1" wakes every waiting thread, anything

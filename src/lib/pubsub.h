@@ -119,6 +119,10 @@ void rlock__pubsub_push(rlock__pubsub *ps, rlock__subconn *on,
 void rlock__pubsub_fail(rlock__pubsub *ps, rlock__subconn *on, int code,
                         const char *msg);
 
+/* Called locked: free the subscriptions nobody uses that are off the
+ * server. */
+void rlock__pubsub_sweep(rlock__pubsub *ps);
+
 /* Called locked: `on` broke or is being closed; its subscriptions must be
  * redone (with `reroute`, on whatever node now owns their channel). */
 void rlock__pubsub_lost(rlock__pubsub *ps, rlock__subconn *on, int reroute);

@@ -265,30 +265,6 @@ static void plan_entry(const char *k, size_t kl, void *v, void *arg) {
   }
 }
 
-/* Subscriptions nobody uses and that are off the server go; so does the
- * connection of a sharded node they leave unused. */
-static void sweep_entry(const char *k, size_t kl, void *v, void *arg) {
-  (void)k, (void)kl;
-  rlock__sub *s = v;
-  rlock__sub ***dead = arg;
-  if (s->refs == 0 && s->state == RLOCK__SUB_NONE)
-    *(*dead)++ = s;
-}
-
-static void sweep(rlock__pubsub *ps) {
-  rlock__sub **dead = malloc((ps->subs.count + 1) * sizeof *dead), **end = dead;
-  if (dead == NULL)
-    return;
-  rlock__map_each(&ps->subs, sweep_entry, &end);
-  for (rlock__sub **d = dead; d < end; d++) {
-    rlock__map_del(&ps->subs, (*d)->channel, (*d)->chlen);
-    pthread_cond_destroy(&(*d)->cv);
-    free((*d)->channel);
-    free(*d);
-  }
-  free(dead);
-}
-
 /* Send what `sc` owes the server. Returns 0, or -1 when it must be
  * dropped. Sets *used / *wanted. */
 static int reconcile(rlock_client *c, rlock__subconn *sc, int *used,
@@ -437,7 +413,7 @@ int64_t rlock__pubsub_service(rlock_client *c, const struct pollfd *fds,
   }
   if (dirty) {
     pthread_mutex_lock(&ps->mu);
-    sweep(ps);
+    rlock__pubsub_sweep(ps);
     pthread_mutex_unlock(&ps->mu);
   }
   return next;

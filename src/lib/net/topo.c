@@ -81,6 +81,11 @@ int rlock__topo_node_at(rlock__topo *t, const char *addr, rlock__node **out) {
   int port;
   if (split_addr(addr, host, sizeof host, &port) != 0)
     return rlock__err(RLOCK_EPROTO, "bad node address '%.64s'", addr);
+  return rlock__topo_node(t, host, port, out);
+}
+
+int rlock__topo_node(rlock__topo *t, const char *host, int port,
+                     rlock__node **out) {
   pthread_mutex_lock(&t->mu);
   for (size_t i = 0; i < t->nnodes; i++)
     if (t->nodes[i]->ep.port == port && t->nodes[i]->ep.host != NULL &&
@@ -194,11 +199,9 @@ void rlock__topo_destroy(rlock__topo *t) {
  * master's node; slots it does not name keep no owner. */
 static int apply_map(rlock__topo *t, const rlock__range *rs, size_t n) {
   rlock__node *first = NULL;
-  char addr[300];
   for (size_t i = 0; i < n; i++) {
     rlock__node *node;
-    snprintf(addr, sizeof addr, "%s:%d", rs[i].host, rs[i].port);
-    int rc = rlock__topo_node_at(t, addr, &node);
+    int rc = rlock__topo_node(t, rs[i].host, rs[i].port, &node);
     if (rc != RLOCK_OK)
       return rc;
     for (unsigned s = rs[i].from; s <= rs[i].to; s++)
@@ -237,10 +240,8 @@ static int refresh_cluster(rlock__topo *t) {
     if (node == NULL) {
       if (seed == t->target.n)
         break;
-      char addr[300];
       const rlock__endpoint *ep = &t->target.addrs[seed++];
-      snprintf(addr, sizeof addr, "%s:%d", ep->host, ep->port);
-      if ((rc = rlock__topo_node_at(t, addr, &node)) != RLOCK_OK)
+      if ((rc = rlock__topo_node(t, ep->host, ep->port, &node)) != RLOCK_OK)
         return rc;
     }
     rlock__range *rs;

@@ -87,6 +87,11 @@ int rlock__topo_route(rlock__topo *t, const char *key, rlock__node **out);
  * when not known yet. (NULL key: the node for keyless commands.) */
 rlock__node *rlock__topo_lookup(rlock__topo *t, const char *key);
 
+/* The node at host:port, added if new (with the target's data
+ * credentials). */
+int rlock__topo_node(rlock__topo *t, const char *host, int port,
+                     rlock__node **out);
+
 /* The node at "host:port" (as a MOVED or ASK error names it), added if
  * new. */
 int rlock__topo_node_at(rlock__topo *t, const char *addr, rlock__node **out);
