@@ -185,6 +185,23 @@ void rlock__hold_pop(rlock_client *c, const char *name, const char *owner,
   pthread_mutex_unlock(&wd->mu);
 }
 
+void rlock__hold_relet(rlock_client *c, const char *name, const char *owner,
+                       int64_t lease_ms, int64_t sent_us) {
+  char key[KEYBUF_SIZE];
+  size_t klen;
+  int64_t end = sent_us + lease_ms * 1000;
+  pthread_mutex_lock(&c->wd.mu);
+  rlock__hold *h = find(&c->wd, name, owner, key, &klen);
+  if (h != NULL && !h->lost) {
+    for (size_t i = 0; i < h->depth; i++)
+      if (h->leases[i] > 0)
+        h->ends[i] = end;
+    h->expires_us = end;
+    h->gen = ++c->wd.next_gen;
+  }
+  pthread_mutex_unlock(&c->wd.mu);
+}
+
 void rlock__hold_forget(rlock_client *c, const char *name, const char *owner) {
   rlock__watchdog *wd = &c->wd;
   char key[KEYBUF_SIZE];

@@ -92,6 +92,13 @@ int rlock__hold_push(rlock_client *c, const char *name, const char *owner,
 void rlock__hold_pop(rlock_client *c, const char *name, const char *owner,
                      int *state, int64_t *keep_lease_ms);
 
+/* The lock's TTL was just set to `lease_ms` (> 0) by a request sent at
+ * `sent_us`, by the holder itself (a MultiLock giving every member its
+ * full lease): the fixed-lease levels of (name, owner) now end then.
+ * Watchdog levels are untouched. No-op when there is no record. */
+void rlock__hold_relet(rlock_client *c, const char *name, const char *owner,
+                       int64_t lease_ms, int64_t sent_us);
+
 /* Forget the (name, owner) record entirely (the server released it). */
 void rlock__hold_forget(rlock_client *c, const char *name, const char *owner);
 
