@@ -6,10 +6,28 @@
  * count, with a PEXPIRE lease; the final release publishes "0" on
  * "redisson_lock__channel:{<name>}".
  *
- * Ownership is per thread: the thread that acquires is the one that must
- * release, and a thread that already holds the lock acquires it again at
- * once (the hold count goes up). A lock object carries no per-thread state,
- * so one object may be shared by any number of threads.
+ * Owners: a hold belongs to an owner, a 64-bit number written after the
+ * client id in the hash field ("<client id>:<owner>", which Redisson reads
+ * as a Java thread id). By default the owner is the calling thread: the
+ * thread that acquires is the one that must release, and a thread that
+ * already holds the lock acquires it again at once (the hold count goes
+ * up). Each thread's number is handed out on first use from a process-wide
+ * counter and never reused, so a thread created after another exited never
+ * inherits its holds (Linux thread ids are reused; owner numbers are not).
+ * When a thread exits holding locks, their holds are abandoned: the
+ * watchdog stops renewing them, so each lock expires within its lease, and
+ * no other owner can release them (rlock_lock_force_release can). The
+ * lost-lock callback is not called for them.
+ *
+ * Explicit owners: event loops, coroutines and thread pools can pass an
+ * owner of their own (rlock_acquire_options.owner, and the *_owner
+ * functions) and acquire on one thread, release on another. Take numbers
+ * from rlock_owner_new(), which never collides with a thread's; any other
+ * non-zero number is used as given (say, to act for a Java thread id).
+ * Two owners exclude each other even on one thread. An explicit owner's
+ * watchdog holds are renewed until released or until the client is freed.
+ * A lock object carries no per-owner state, so one object may be shared by
+ * any number of threads.
  *
  * Leases: a lock acquired with lease_ms == RLOCK_LEASE_WATCHDOG gets the
  * client's watchdog timeout as its lease and is renewed by the client's
@@ -55,6 +73,59 @@ typedef struct rlock_cancel rlock_cancel;
 #define RLOCK_WAIT_FOREVER ((int64_t)-1)
 /** lease_ms value meaning "no fixed lease: the watchdog renews it". */
 #define RLOCK_LEASE_WATCHDOG ((int64_t)0)
+
+/** `owner` value meaning "the calling thread" (every short form uses it). */
+#define RLOCK_OWNER_THREAD ((uint64_t)0)
+
+/**
+ * An owner number never used before in this process, by a thread or by an
+ * earlier call: for holds that belong to a task rather than a thread.
+ * Thread-safe; never returns RLOCK_OWNER_THREAD.
+ */
+RLOCK_EXTERN uint64_t rlock_owner_new(void);
+
+/** The calling thread's owner number (what RLOCK_OWNER_THREAD stands for). */
+RLOCK_EXTERN uint64_t rlock_owner_thread(void);
+
+/**
+ * Options for an acquisition, one struct for every lock kind, MultiLock
+ * and RedLock. Initialise with RLOCK_ACQUIRE_OPTIONS_INIT or
+ * rlock_acquire_options_init() so that a program built against this
+ * header keeps working when later versions append fields.
+ */
+typedef struct rlock_acquire_options {
+  /** RLOCK_ACQUIRE_OPTIONS_VERSION: which fields the caller knows. */
+  unsigned int version;
+  /** 0 to try once, a bound in ms, or RLOCK_WAIT_FOREVER (the default). */
+  int64_t wait_ms;
+  /** RLOCK_LEASE_WATCHDOG (the default) or 1 to RLOCK_MAX_DURATION_MS. */
+  int64_t lease_ms;
+  /** Give up when this token fires (RLOCK_ECANCELED); NULL: never. */
+  rlock_cancel *cancel;
+  /** Who holds: RLOCK_OWNER_THREAD (the default) or any other number. */
+  uint64_t owner;
+  /** Out, fenced locks only: receives the fencing token of this
+   * acquisition. NULL (the default): not wanted. */
+  int64_t *token;
+} rlock_acquire_options;
+
+/** The version of rlock_acquire_options this header describes. */
+#define RLOCK_ACQUIRE_OPTIONS_VERSION 1
+
+/** Defaults: wait for ever, watchdog lease, no cancel token, the calling
+ * thread, no token wanted. */
+#define RLOCK_ACQUIRE_OPTIONS_INIT                                           \
+  { RLOCK_ACQUIRE_OPTIONS_VERSION, RLOCK_WAIT_FOREVER, RLOCK_LEASE_WATCHDOG, \
+    NULL, RLOCK_OWNER_THREAD, NULL }
+
+/**
+ * Fill `opts` with the defaults of RLOCK_ACQUIRE_OPTIONS_INIT.
+ * @param version RLOCK_ACQUIRE_OPTIONS_VERSION.
+ * @return RLOCK_OK, or RLOCK_EINVAL when opts is NULL or the version is
+ *         not one this library knows.
+ */
+RLOCK_EXTERN int rlock_acquire_options_init(rlock_acquire_options *opts,
+                                            unsigned int version);
 
 /**
  * Create a lock object for `name` on `client`. Does no I/O.
@@ -108,6 +179,44 @@ RLOCK_EXTERN int rlock_lock_new_read(rlock_lock **out, rlock_client *client,
  */
 RLOCK_EXTERN int rlock_lock_new_write(rlock_lock **out, rlock_client *client,
                                       const char *name);
+
+/**
+ * Create a fenced lock object for `name` (Redisson's RFencedLock): a
+ * reentrant lock (same hash, channel and waiting; it excludes a reentrant
+ * lock of the same name) whose every acquisition, re-entries included,
+ * increments the counter "redisson_lock_token:{<name>}" and returns the
+ * new value as its fencing token (rlock_acquire_options.token). Tokens
+ * only ever grow, across clients and processes, so a resource that
+ * remembers the highest token it has seen can refuse a stale holder: one
+ * paused past its lease while another owner took the lock. The counter has
+ * no expiry and survives releases. Does no I/O. Same return codes as
+ * rlock_lock_new().
+ */
+RLOCK_EXTERN int rlock_lock_new_fenced(rlock_lock **out, rlock_client *client,
+                                       const char *name);
+
+/**
+ * The latest fencing token issued for the lock's name (0 when none ever
+ * was): while the calling owner holds the lock, that is its own token.
+ * Any kind of lock object may ask.
+ * @return RLOCK_OK; RLOCK_EWRONGTYPE when the token key is not a counter;
+ *         RLOCK_EIO, ...
+ */
+RLOCK_EXTERN int rlock_lock_token(int64_t *token, rlock_lock *lock);
+
+/**
+ * Create a spin lock object for `name` (Redisson's RSpinLock): the
+ * reentrant lock's layout (it excludes a reentrant lock of the same name,
+ * from rlock or Redisson), but a waiter never subscribes: it retries after
+ * an exponential back-off with jitter, from 1 ms doubling up to 128 ms,
+ * bounded by the holder's remaining lease and the wait. For servers or
+ * proxies without pub/sub, and for many short waits where a subscription
+ * costs more than a few retries. Its release still publishes the unlock
+ * message, so waiters on a reentrant lock of the same name wake at once.
+ * Does no I/O. Same return codes as rlock_lock_new().
+ */
+RLOCK_EXTERN int rlock_lock_new_spin(rlock_lock **out, rlock_client *client,
+                                     const char *name);
 
 /**
  * Free a lock object. Holds taken through it are not released (they are
@@ -165,6 +274,18 @@ RLOCK_EXTERN int rlock_lock_try_acquire_cancel(rlock_lock *lock,
                                                rlock_cancel *cancel);
 
 /**
+ * Acquire with options (see rlock_acquire_options); every other acquire
+ * function is a short form of this one.
+ * @param opts NULL for the defaults (wait for ever, watchdog lease, the
+ *             calling thread).
+ * @return as rlock_lock_try_acquire_cancel(); RLOCK_EINVAL also for an
+ *         unknown options version, or a token asked of a lock that is not
+ *         fenced. On success *opts->token (when asked) is set.
+ */
+RLOCK_EXTERN int rlock_lock_acquire_opts(rlock_lock *lock,
+                                         const rlock_acquire_options *opts);
+
+/**
  * Create a cancel token: a flag that makes waits using it give up.
  * @param out receives the token; free it with rlock_cancel_free() once no
  *            call uses it.
@@ -202,6 +323,10 @@ RLOCK_EXTERN int rlock_cancel_fired(const rlock_cancel *cancel);
  */
 RLOCK_EXTERN int rlock_lock_release(rlock_lock *lock);
 
+/** rlock_lock_release() for the holds of `owner` (RLOCK_OWNER_THREAD: the
+ * calling thread's), from any thread. */
+RLOCK_EXTERN int rlock_lock_release_owner(rlock_lock *lock, uint64_t owner);
+
 /**
  * Delete the lock whoever holds it and wake one waiter (a fair lock
  * object: a lock of any kind, waking its waiters wherever they listen).
@@ -224,6 +349,9 @@ RLOCK_EXTERN int rlock_lock_force_release(int *deleted, rlock_lock *lock);
  */
 RLOCK_EXTERN int rlock_lock_check(rlock_lock *lock);
 
+/** rlock_lock_check() for the holds of `owner`. */
+RLOCK_EXTERN int rlock_lock_check_owner(rlock_lock *lock, uint64_t owner);
+
 /** Whether anyone holds the lock: *locked = 1 or 0. RLOCK_EWRONGTYPE when
  * the key is not a lock. */
 RLOCK_EXTERN int rlock_lock_is_locked(int *locked, rlock_lock *lock);
@@ -233,6 +361,14 @@ RLOCK_EXTERN int rlock_lock_is_held(int *held, rlock_lock *lock);
 
 /** The calling thread's hold count on the server (0 when not held). */
 RLOCK_EXTERN int rlock_lock_hold_count(int64_t *count, rlock_lock *lock);
+
+/** rlock_lock_is_held() for `owner`. */
+RLOCK_EXTERN int rlock_lock_is_held_owner(int *held, rlock_lock *lock,
+                                          uint64_t owner);
+
+/** rlock_lock_hold_count() for `owner`. */
+RLOCK_EXTERN int rlock_lock_hold_count_owner(int64_t *count, rlock_lock *lock,
+                                             uint64_t owner);
 
 /**
  * The lock's remaining time to live in milliseconds: -2 when it is not

@@ -89,7 +89,8 @@ static int undo_unconfirmed(rlock_lock *l, const char *owner, int64_t lease,
  * until the wait's deadline), read its answer; confirmed on replicas
  * where the master has them. */
 static int attempt_once(rlock_lock *l, const char *owner, int64_t lease,
-                        int64_t wait_ms, int64_t deadline, int64_t *ttl) {
+                        int64_t wait_ms, int64_t deadline, int64_t *ttl,
+                        int64_t *token) {
   rlock__call call;
   rlock__reply *r;
   l->kind->attempt(l, owner, lease, wait_ms, &call);
@@ -98,6 +99,8 @@ static int attempt_once(rlock_lock *l, const char *owner, int64_t lease,
   if (rc != RLOCK_OK)
     return rc;
   rc = rlock__attempt_result(l, r, ttl);
+  if (rc == RLOCK_OK)
+    *token = rlock__attempt_token(r);
   rlock__reply_free(r);
   if (rc == RLOCK_OK && rlock__call_unconfirmed(&call))
     rc = undo_unconfirmed(l, owner, lease, &call);
@@ -107,40 +110,51 @@ static int attempt_once(rlock_lock *l, const char *owner, int64_t lease,
 /* Pause between attempts whose acquisition no replica confirmed. */
 #define UNCONFIRMED_PAUSE_MS 50
 
+/* What one acquisition works with, resolved once. */
+typedef struct acq {
+  rlock_lock *l;
+  const char *owner; /* the hash field's owner part */
+  int64_t lease;     /* the lease sent: the watchdog's when 0 was asked */
+  int64_t wait_ms;
+  int64_t deadline;
+  const rlock_cancel *cancel;
+  int64_t ttl;   /* the holder's remaining lease from the last attempt */
+  int64_t sent;  /* when the last attempt was sent */
+  int64_t token; /* the last successful attempt's fencing token */
+} acq;
+
 /* attempt_once, again after an unconfirmed acquisition while the wait
  * lasts (a replica may be catching up). */
-static int attempt(rlock_lock *l, const char *owner, int64_t lease,
-                   int64_t wait_ms, int64_t deadline, int64_t *ttl) {
+static int attempt(acq *a) {
   for (;;) {
-    int rc = attempt_once(l, owner, lease, wait_ms, deadline, ttl);
+    a->sent = rlock__now_us();
+    int rc = attempt_once(a->l, a->owner, a->lease, a->wait_ms, a->deadline,
+                          &a->ttl, &a->token);
     if (rc != RLOCK_EREPLICA ||
-        rlock__ms_left(deadline) <= UNCONFIRMED_PAUSE_MS)
+        rlock__ms_left(a->deadline) <= UNCONFIRMED_PAUSE_MS)
       return rc;
     rlock__sleep_ms(UNCONFIRMED_PAUSE_MS);
   }
 }
 
-/* Subscribe, then attempt on every wake-up. *sent is when the last attempt
- * was sent. */
-static int wait_and_retry(rlock_lock *l, const char *owner, int64_t lease,
-                          int64_t wait_ms, int64_t deadline, int64_t *ttl,
-                          int64_t *sent, const rlock_cancel *cancel) {
+/* Subscribe, then attempt on every wake-up. */
+static int wait_and_retry(acq *a) {
+  rlock_lock *l = a->l;
   rlock_client *c = l->client;
   char chbuf[RLOCK_MAX_NAME_LEN + 128];
-  const char *ch = l->kind->channel(l, owner, chbuf, sizeof chbuf);
+  const char *ch = l->kind->channel(l, a->owner, chbuf, sizeof chbuf);
   rlock__sub *sub;
-  int rc = rlock__sub_acquire(c, ch, deadline, cancel, &sub);
+  int rc = rlock__sub_acquire(c, ch, a->deadline, a->cancel, &sub);
   if (rc == RLOCK__EDEADLINE)
     return RLOCK_ELOCKED;
   if (rc != RLOCK_OK)
     return rc;
   for (;;) {
-    *sent = rlock__now_us();
-    rc = attempt(l, owner, lease, wait_ms, deadline, ttl);
-    if (rc != RLOCK_ELOCKED || rlock__now_us() >= deadline)
+    rc = attempt(a);
+    if (rc != RLOCK_ELOCKED || rlock__now_us() >= a->deadline)
       break;
-    rlock__sub_wait(c, sub, round_until(*ttl, deadline), cancel);
-    if (rlock__canceled(cancel)) {
+    rlock__sub_wait(c, sub, round_until(a->ttl, a->deadline), a->cancel);
+    if (rlock__canceled(a->cancel)) {
       rc = rlock__err(RLOCK_ECANCELED, "wait canceled");
       break;
     }
@@ -149,50 +163,147 @@ static int wait_and_retry(rlock_lock *l, const char *owner, int64_t lease,
   return rc;
 }
 
-int rlock__acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms,
-                   const rlock_cancel *cancel) {
-  if (l == NULL)
-    return rlock__err(RLOCK_EINVAL, "lock is NULL");
-  int rc = rlock__check_wait(wait_ms);
-  if (rc == RLOCK_OK)
-    rc = rlock__check_lease(lease_ms);
-  if (rc != RLOCK_OK)
-    return rc;
-  if (rlock__canceled(cancel))
-    return rlock__err(RLOCK_ECANCELED, "wait canceled before it began");
-  rlock_client *c = l->client;
-  char owner[RLOCK_OWNER_MAX];
-  rlock__owner(c, owner);
-  int64_t lease = lease_ms > 0 ? lease_ms : c->cfg.watchdog_timeout_ms;
-  int64_t deadline = rlock__deadline_after_ms(wait_ms);
-  int64_t ttl = -1, sent = rlock__now_us();
+/* Redisson's spin back-off: from 1 ms, doubling to at most 128 ms, plus
+ * a random 0..failures-1 ms so that spinning waiters drift apart. */
+#define SPIN_FIRST_MS 1
+#define SPIN_MAX_MS 128
 
-  rc = attempt(l, owner, lease, wait_ms, deadline, &ttl);
-  if (rc == RLOCK_ELOCKED && wait_ms != 0)
-    rc = wait_and_retry(l, owner, lease, wait_ms, deadline, &ttl, &sent,
-                        cancel);
+static int64_t spin_next(int64_t cur, unsigned failures, uint64_t *seed) {
+  *seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
+  int64_t next = cur * 2 + (int64_t)((*seed >> 33) % failures);
+  return next < SPIN_MAX_MS ? next : SPIN_MAX_MS;
+}
+
+/* Sleep until `until_us`, in steps short enough to notice `cancel`. */
+static void sleep_until(int64_t until_us, const rlock_cancel *cancel) {
+  for (int64_t now = rlock__now_us(); now < until_us && !rlock__canceled(cancel);
+       now = rlock__now_us()) {
+    int64_t step = rlock__cancel_step(cancel, until_us) - now;
+    rlock__sleep_ms(step >= 1000 ? step / 1000 : 1);
+  }
+}
+
+/* The spin lock's wait: no subscription; back off, bounded by the
+ * holder's TTL and the deadline, then attempt again. */
+static int spin_and_retry(acq *a) {
+  uint64_t seed = (uint64_t)rlock__now_us() ^ rlock__thread_id();
+  int64_t delay = SPIN_FIRST_MS;
+  for (unsigned failures = 1;; failures++) {
+    int64_t until = rlock__now_us() + delay * 1000;
+    int64_t bound = round_until(a->ttl, a->deadline);
+    sleep_until(until < bound ? until : bound, a->cancel);
+    if (rlock__canceled(a->cancel))
+      return rlock__err(RLOCK_ECANCELED, "wait canceled");
+    int rc = attempt(a);
+    if (rc != RLOCK_ELOCKED || rlock__now_us() >= a->deadline)
+      return rc;
+    delay = spin_next(delay, failures, &seed);
+  }
+}
+
+int rlock__options(rlock_acquire_options *out,
+                   const rlock_acquire_options *in) {
+  rlock_acquire_options defaults = RLOCK_ACQUIRE_OPTIONS_INIT;
+  *out = defaults;
+  if (in == NULL)
+    return RLOCK_OK;
+  if (in->version < 1 || in->version > RLOCK_ACQUIRE_OPTIONS_VERSION)
+    return rlock__err(RLOCK_EINVAL, "rlock_acquire_options version %u is "
+                      "not one this library knows (1 to %d): initialise "
+                      "with RLOCK_ACQUIRE_OPTIONS_INIT", in->version,
+                      RLOCK_ACQUIRE_OPTIONS_VERSION);
+  *out = *in; /* version 1 is every field there is */
+  int rc = rlock__check_wait(out->wait_ms);
+  return rc == RLOCK_OK ? rlock__check_lease(out->lease_ms) : rc;
+}
+
+int rlock_acquire_options_init(rlock_acquire_options *opts,
+                               unsigned int version) {
+  if (opts == NULL)
+    return rlock__err(RLOCK_EINVAL, "rlock_acquire_options_init: opts is "
+                                    "NULL");
+  if (version < 1 || version > RLOCK_ACQUIRE_OPTIONS_VERSION)
+    return rlock__err(RLOCK_EINVAL, "rlock_acquire_options version %u is "
+                      "not one this library knows (1 to %d)", version,
+                      RLOCK_ACQUIRE_OPTIONS_VERSION);
+  rlock_acquire_options defaults = RLOCK_ACQUIRE_OPTIONS_INIT;
+  *opts = defaults;
+  opts->version = version;
+  return RLOCK_OK;
+}
+
+/* After a failed wait: leave the queue (fair lock), and word ELOCKED. */
+static int not_acquired(acq *a, int rc) {
+  rlock_lock *l = a->l;
   rlock__call call;
-  if (rc != RLOCK_OK && l->kind->give_up != NULL && wait_ms != 0) {
-    l->kind->give_up(l, owner, wait_ms, &call);
+  if (l->kind->give_up != NULL && a->wait_ms != 0) {
+    l->kind->give_up(l, a->owner, a->wait_ms, &call);
     run_quietly(l, &call);
   }
-  if (rc == RLOCK_ELOCKED && ttl < 0)
+  if (rc == RLOCK_ELOCKED && a->ttl < 0)
     return rlock__err(rc, "%s '%s' is held by another owner (no expiry)",
                       l->kind->label, l->name);
   if (rc == RLOCK_ELOCKED)
     return rlock__err(rc, "%s '%s' is held by another owner (remaining "
-                      "lease %" PRId64 " ms)", l->kind->label, l->name, ttl);
-  if (rc != RLOCK_OK)
-    return rc; /* rlock__lock_run worded a refusal already */
+                      "lease %" PRId64 " ms)", l->kind->label, l->name,
+                      a->ttl);
+  return rc; /* rlock__lock_run worded a refusal already */
+}
+
+/* Record the hold for renewal and rlock_lock_check; give it back when it
+ * cannot be recorded. */
+static int record(acq *a, int64_t lease_ms, uint64_t owner_number) {
+  rlock_lock *l = a->l;
   char field[RLOCK_FIELD_MAX];
-  rlock__field(l, owner, field);
-  rc = rlock__hold_push(c, l->name, field, lease_ms, sent,
-                        l->kind->read_renewal ? l->base : NULL);
-  if (rc != RLOCK_OK) { /* held but untracked: give it back */
+  rlock__field(l, a->owner, field);
+  int rc = rlock__hold_push_owned(l->client, l->name, field, lease_ms,
+                                  a->sent,
+                                  l->kind->read_renewal ? l->base : NULL,
+                                  owner_number);
+  if (rc != RLOCK_OK) {
     rlock__err(RLOCK_ENOMEM, "out of memory recording the hold of '%s' "
                "(released)", l->name);
-    l->kind->release(l, owner, lease, &rlock__no_latch, &call);
+    rlock__call call;
+    l->kind->release(l, a->owner, a->lease, &rlock__no_latch, &call);
     run_quietly(l, &call);
   }
   return rc;
+}
+
+int rlock__acquire_opts(rlock_lock *l, const rlock_acquire_options *o) {
+  if (l == NULL)
+    return rlock__err(RLOCK_EINVAL, "lock is NULL");
+  if (o->token != NULL && !l->kind->tokens)
+    return rlock__err(RLOCK_EINVAL, "%s '%s' issues no fencing tokens: "
+                      "create it with rlock_lock_new_fenced()",
+                      l->kind->label, l->name);
+  if (rlock__canceled(o->cancel))
+    return rlock__err(RLOCK_ECANCELED, "wait canceled before it began");
+  rlock_client *c = l->client;
+  char owner[RLOCK_OWNER_MAX];
+  rlock__owner_as(c, o->owner, owner);
+  acq a = {.l = l, .owner = owner, .wait_ms = o->wait_ms,
+           .lease = o->lease_ms > 0 ? o->lease_ms : c->cfg.watchdog_timeout_ms,
+           .deadline = rlock__deadline_after_ms(o->wait_ms),
+           .cancel = o->cancel, .ttl = -1};
+  int rc = attempt(&a);
+  if (rc == RLOCK_ELOCKED && o->wait_ms != 0)
+    rc = l->kind->spin ? spin_and_retry(&a) : wait_and_retry(&a);
+  if (rc != RLOCK_OK)
+    return not_acquired(&a, rc);
+  rc = record(&a, o->lease_ms, o->owner);
+  if (rc == RLOCK_OK && o->token != NULL)
+    *o->token = a.token;
+  return rc;
+}
+
+int rlock__acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms,
+                   const rlock_cancel *cancel) {
+  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
+  o.wait_ms = wait_ms;
+  o.lease_ms = lease_ms;
+  o.cancel = (rlock_cancel *)cancel;
+  rlock_acquire_options checked;
+  int rc = rlock__options(&checked, &o);
+  return rc == RLOCK_OK ? rlock__acquire_opts(l, &checked) : rc;
 }

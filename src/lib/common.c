@@ -2,6 +2,7 @@
  * common.c - last-error storage, monotonic time, thread ids.
  */
 #include "common.h"
+#include "owner.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -9,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -130,24 +130,7 @@ char *rlock__strndup(const char *s, size_t n) {
 
 char *rlock__strdup(const char *s) { return rlock__strndup(s, strlen(s)); }
 
-/* Cached per thread: gettid() is a system call and the owner field is
- * built on every lock operation. 0 means "not looked up yet". */
-static _Thread_local uint64_t cached_tid;
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-
-static void reset_tid_in_child(void) { cached_tid = 0; }
-
-static void install_atfork(void) {
-  pthread_atfork(NULL, NULL, reset_tid_in_child);
-}
-
-uint64_t rlock__thread_id(void) {
-  if (cached_tid == 0) {
-    pthread_once(&atfork_once, install_atfork);
-    cached_tid = (uint64_t)syscall(SYS_gettid);
-  }
-  return cached_tid;
-}
+uint64_t rlock__thread_id(void) { return rlock__thread_owner(); }
 
 void rlock__sleep_ms(int64_t ms) {
   struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};

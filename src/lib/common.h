@@ -68,8 +68,8 @@ char *rlock__strndup(const char *s, size_t n);
  * or RLOCK_EIO when the kernel gives no randomness. */
 int rlock__random_hex(char *out, size_t n);
 
-/* The calling thread's id (Linux tid), cached per thread and reset in the
- * child after fork(). */
+/* The calling thread's owner number (owner.h): never reused in the
+ * process, unlike a Linux thread id. */
 uint64_t rlock__thread_id(void);
 
 #endif /* RLOCK_COMMON_H */

@@ -26,7 +26,9 @@ int rlock__lock_run(rlock_lock *l, rlock__call *call, rlock__reply **out) {
 
 int rlock__attempt_result(const rlock_lock *l, const rlock__reply *r,
                           int64_t *ttl_ms) {
-  if (r->type == RLOCK__R_NIL)
+  if (r->type == RLOCK__R_NIL ||
+      (l->kind->tokens && r->type == RLOCK__R_ARRAY && r->n == 1 &&
+       r->elem[0]->type == RLOCK__R_INT))
     return RLOCK_OK;
   if (r->type == RLOCK__R_INT) {
     *ttl_ms = r->integer;
@@ -40,6 +42,10 @@ int rlock__attempt_result(const rlock_lock *l, const rlock__reply *r,
   return rlock__err(RLOCK_EPROTO, "%s acquire script returned an "
                     "unexpected reply type (%s)", l->kind->label,
                     rlock__reply_type_name(r));
+}
+
+int64_t rlock__attempt_token(const rlock__reply *r) {
+  return r->type == RLOCK__R_ARRAY && r->n == 1 ? r->elem[0]->integer : 0;
 }
 
 const rlock__latch rlock__no_latch = {"-", 0};
@@ -106,6 +112,40 @@ static const rlock__kind reentrant_kind = {
     .inspect = inspect,
 };
 
+/* The spin lock: the reentrant lock's scripts, a back-off for waiting. */
+static const rlock__kind spin_kind = {
+    .label = "spin lock",
+    .field_suffix = "",
+    .spin = 1,
+    .attempt = attempt,
+    .channel = channel,
+    .release = release,
+    .force_release = force_release,
+    .inspect = inspect,
+};
+
+/* The fenced lock: the reentrant lock whose acquisitions take a token. */
+static void fenced_attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
+                           int64_t wait_ms, rlock__call *call) {
+  (void)wait_ms;
+  rlock__call_script(call, &rlock__script_fenced_acquire);
+  rlock__call_key(call, l->name);
+  rlock__call_num(call, lease_ms);
+  rlock__call_arg(call, owner);
+  rlock__call_arg(call, l->token);
+}
+
+static const rlock__kind fenced_kind = {
+    .label = "fenced lock",
+    .field_suffix = "",
+    .tokens = 1,
+    .attempt = fenced_attempt,
+    .channel = channel,
+    .release = release,
+    .force_release = force_release,
+    .inspect = inspect,
+};
+
 /* ---- lock objects ------------------------------------------------------ */
 
 void rlock__field(const rlock_lock *l, const char *owner, char *buf) {
@@ -138,9 +178,11 @@ int rlock__lock_alloc(rlock_lock **out, rlock_client *client, const char *name,
     l->rw_channel = rlock__name_prefixed("redisson_rwlock", name);
   }
   l->latch = rlock__name_prefixed("redisson_unlock_latch", name);
+  l->token = rlock__name_prefixed("redisson_lock_token", name);
   if (keys == RLOCK__KEYS_RW)
     l->base = rlock__name_braced(name);
   if (l->name == NULL || l->channel == NULL || l->latch == NULL ||
+      l->token == NULL ||
       (keys == RLOCK__KEYS_FAIR &&
        (l->queue == NULL || l->timeouts == NULL || l->rw_channel == NULL)) ||
       (keys == RLOCK__KEYS_RW && l->base == NULL)) {
@@ -153,6 +195,17 @@ int rlock__lock_alloc(rlock_lock **out, rlock_client *client, const char *name,
 
 int rlock__lock_is_plain(const rlock_lock *l) {
   return l->kind == &reentrant_kind;
+}
+
+int rlock_lock_new_spin(rlock_lock **out, rlock_client *client,
+                        const char *name) {
+  return rlock__lock_alloc(out, client, name, &spin_kind, RLOCK__KEYS_PLAIN);
+}
+
+int rlock_lock_new_fenced(rlock_lock **out, rlock_client *client,
+                          const char *name) {
+  return rlock__lock_alloc(out, client, name, &fenced_kind,
+                           RLOCK__KEYS_PLAIN);
 }
 
 int rlock_lock_new(rlock_lock **out, rlock_client *client, const char *name) {
@@ -170,29 +223,49 @@ void rlock_lock_free(rlock_lock *l) {
   free(l->base);
   free(l->rw_channel);
   free(l->latch);
+  free(l->token);
   free(l);
 }
 
 const char *rlock_lock_name(const rlock_lock *l) { return l ? l->name : NULL; }
 
+void rlock__owner_as(const rlock_client *c, uint64_t owner, char *buf) {
+  if (owner == RLOCK_OWNER_THREAD)
+    rlock__owner(c, buf);
+  else
+    snprintf(buf, RLOCK_OWNER_MAX, "%s:%" PRIu64, c->id, owner);
+}
+
+int rlock_lock_acquire_opts(rlock_lock *l, const rlock_acquire_options *opts) {
+  rlock_acquire_options o;
+  int rc = rlock__options(&o, opts);
+  return rc == RLOCK_OK ? rlock__acquire_opts(l, &o) : rc;
+}
+
 int rlock_lock_acquire(rlock_lock *l) {
-  return rlock__acquire(l, RLOCK_WAIT_FOREVER, RLOCK_LEASE_WATCHDOG, NULL);
+  return rlock_lock_acquire_opts(l, NULL);
 }
 
 int rlock_lock_acquire_lease(rlock_lock *l, int64_t lease_ms) {
   if (lease_ms == 0)
     return rlock__err(RLOCK_EINVAL, "lease must be at least 1 ms; use "
                                     "rlock_lock_acquire() for the watchdog");
-  return rlock__acquire(l, RLOCK_WAIT_FOREVER, lease_ms, NULL);
+  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
+  o.lease_ms = lease_ms;
+  return rlock_lock_acquire_opts(l, &o);
 }
 
 int rlock_lock_try_acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms) {
-  return rlock__acquire(l, wait_ms, lease_ms, NULL);
+  return rlock_lock_try_acquire_cancel(l, wait_ms, lease_ms, NULL);
 }
 
 int rlock_lock_try_acquire_cancel(rlock_lock *l, int64_t wait_ms,
                                   int64_t lease_ms, rlock_cancel *cancel) {
-  return rlock__acquire(l, wait_ms, lease_ms, cancel);
+  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
+  o.wait_ms = wait_ms;
+  o.lease_ms = lease_ms;
+  o.cancel = cancel;
+  return rlock_lock_acquire_opts(l, &o);
 }
 
 /* Interpret a release script's answer given what we knew locally about
@@ -202,7 +275,7 @@ static int release_result(rlock_lock *l, const char *field, int state,
   int gone = r->type == RLOCK__R_NIL ||
              (r->type == RLOCK__R_INT && r->integer == 2);
   if (gone && state == RLOCK__HOLD_NONE)
-    return rlock__err(RLOCK_ENOTHELD, "%s '%s' is not held by this thread "
+    return rlock__err(RLOCK_ENOTHELD, "%s '%s' is not held by this owner "
                       "(%s)", l->kind->label, l->name, field);
   if (gone)
     return rlock__err(RLOCK_ELOST, "%s '%s' was lost before release: it "
@@ -241,10 +314,14 @@ static int release_again(const rlock__latch *latch, int rc,
 }
 
 int rlock_lock_release(rlock_lock *l) {
+  return rlock_lock_release_owner(l, RLOCK_OWNER_THREAD);
+}
+
+int rlock_lock_release_owner(rlock_lock *l, uint64_t owner_number) {
   if (l == NULL)
     return rlock__err(RLOCK_EINVAL, "lock is NULL");
   char owner[RLOCK_OWNER_MAX], field[RLOCK_FIELD_MAX], id[33];
-  rlock__owner(l->client, owner);
+  rlock__owner_as(l->client, owner_number, owner);
   rlock__field(l, owner, field);
   int state;
   int64_t keep_ms;
@@ -311,10 +388,14 @@ int rlock_lock_force_release(int *deleted, rlock_lock *l) {
 }
 
 int rlock_lock_check(rlock_lock *l) {
+  return rlock_lock_check_owner(l, RLOCK_OWNER_THREAD);
+}
+
+int rlock_lock_check_owner(rlock_lock *l, uint64_t owner_number) {
   if (l == NULL)
     return rlock__err(RLOCK_EINVAL, "lock is NULL");
   char owner[RLOCK_OWNER_MAX], field[RLOCK_FIELD_MAX];
-  rlock__owner(l->client, owner);
+  rlock__owner_as(l->client, owner_number, owner);
   rlock__field(l, owner, field);
   return rlock__hold_check(l->client, l->name, field);
 }

@@ -35,12 +35,17 @@ typedef struct rlock__kind {
   const char *field_suffix;
   /* Renew holds with renew_read.lua (read holds' timeout keys). */
   int read_renewal;
+  /* Waiters retry after a back-off instead of subscribing (spin lock). */
+  int spin;
+  /* Acquisitions issue fencing tokens: the attempt's reply is {token}. */
+  int tokens;
   /* The kind's operations are calls it builds, never runs: the blocking
    * path runs them (rlock__lock_run), RedLock fans them out, and an
    * event loop could drive them. */
-  /* One attempt. Reply: nil = acquired; an integer = held by another
-   * owner, its remaining lease in ms; the status "UPGRADE" = the caller
-   * holds read holds of the lock whose write half it asks for. */
+  /* One attempt. Reply: nil (or {token} for a kind with tokens) =
+   * acquired; an integer = held by another owner, its remaining lease in
+   * ms; the status "UPGRADE" = the caller holds read holds of the lock
+   * whose write half it asks for. */
   void (*attempt)(rlock_lock *l, const char *owner, int64_t lease_ms,
                   int64_t wait_ms, rlock__call *call);
   /* The channel `owner` waits on; may be l->channel. */
@@ -75,6 +80,7 @@ struct rlock_lock {
   char *rw_channel; /* fair lock: redisson_rwlock:{name} (force release
                        wakes a read-write lock's waiters), else NULL */
   char *latch;      /* redisson_unlock_latch:{name}, + ":<id>" per unlock */
+  char *token;      /* redisson_lock_token:{name}: fencing tokens */
 };
 
 /* Which extra keys rlock__lock_alloc derives. */
@@ -87,6 +93,10 @@ enum rlock__keys { RLOCK__KEYS_PLAIN, RLOCK__KEYS_FAIR, RLOCK__KEYS_RW };
 void rlock__field(const rlock_lock *l, const char *owner, char *buf);
 
 
+
+/* The owner field of `owner` (RLOCK_OWNER_THREAD: the calling thread's)
+ * into buf (RLOCK_OWNER_MAX bytes). */
+void rlock__owner_as(const rlock_client *c, uint64_t owner, char *buf);
 
 /* Allocate a lock of `kind` with its name, the kind's channel and the
  * extra keys `keys` asks for. */
@@ -113,10 +123,19 @@ int rlock__lock_run_until(rlock_lock *l, rlock__call *call,
 int rlock__check_wait(int64_t wait_ms);
 int rlock__check_lease(int64_t lease_ms);
 
-/* The generic acquire: attempt, then subscribe and retry on every wake-up
- * or when the holder's TTL runs out, until acquired, `wait_ms` passes or
- * `cancel` (may be NULL) fires. Records the hold (lease_ms 0 = watchdog)
- * on success. */
+/* Validate options given to a public entry point and copy the fields
+ * their version has into *out (the rest keep their defaults). */
+int rlock__options(rlock_acquire_options *out,
+                   const rlock_acquire_options *in);
+
+/* The generic acquire: attempt, then wait (subscribed, or backing off for
+ * a spin lock) and retry on every wake-up or when the holder's TTL runs
+ * out, until acquired, the wait passes or the cancel token fires. Records
+ * the hold (lease 0 = watchdog) for its owner on success and writes the
+ * fencing token where asked. `o` is validated (rlock__options). */
+int rlock__acquire_opts(rlock_lock *l, const rlock_acquire_options *o);
+
+/* rlock__acquire_opts for the calling thread, without a token. */
 int rlock__acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms,
                    const rlock_cancel *cancel);
 
@@ -128,6 +147,10 @@ int rlock__lock_is_plain(const rlock_lock *l);
  * set), RLOCK_EDEADLK for a refused upgrade, else RLOCK_EPROTO. */
 int rlock__attempt_result(const rlock_lock *l, const rlock__reply *r,
                           int64_t *ttl_ms);
+
+/* The fencing token in an acquired attempt's reply; 0 for kinds without
+ * tokens. */
+int64_t rlock__attempt_token(const rlock__reply *r);
 
 /* Set a clearer message when a command failed on a wrong-type key. */
 int rlock__wrongtype(const rlock_lock *l, int rc);

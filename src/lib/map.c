@@ -99,6 +99,24 @@ void rlock__map_each(const rlock__map *m,
       fn(n->key, n->keylen, n->value, arg);
 }
 
+void rlock__map_drop_if(rlock__map *m,
+                        int (*fn)(const char *, size_t, void *, void *),
+                        void *arg) {
+  for (size_t i = 0; i < m->nbuckets; i++) {
+    rlock__map_node **link = &m->buckets[i];
+    while (*link != NULL) {
+      rlock__map_node *n = *link;
+      if (fn(n->key, n->keylen, n->value, arg)) {
+        *link = n->next;
+        free(n);
+        m->count--;
+      } else {
+        link = &n->next;
+      }
+    }
+  }
+}
+
 void rlock__map_clear(rlock__map *m) {
   for (size_t i = 0; i < m->nbuckets; i++) {
     rlock__map_node *n = m->buckets[i];

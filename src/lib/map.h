@@ -39,6 +39,13 @@ void rlock__map_each(const rlock__map *m,
                                 void *arg),
                      void *arg);
 
+/* Call fn for every entry and remove those for which it returns nonzero
+ * (fn may free their values, not the map's own nodes). */
+void rlock__map_drop_if(rlock__map *m,
+                        int (*fn)(const char *key, size_t keylen, void *value,
+                                  void *arg),
+                        void *arg);
+
 /* Free the map's own memory (not the values). */
 void rlock__map_clear(rlock__map *m);
 

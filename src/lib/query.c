@@ -41,22 +41,31 @@ int rlock_lock_is_locked(int *locked, rlock_lock *l) {
 }
 
 int rlock_lock_is_held(int *held, rlock_lock *l) {
+  return rlock_lock_is_held_owner(held, l, RLOCK_OWNER_THREAD);
+}
+
+int rlock_lock_is_held_owner(int *held, rlock_lock *l, uint64_t owner) {
   int64_t count = 0;
   if (held == NULL)
     return rlock__err(RLOCK_EINVAL, "rlock_lock_is_held: held is NULL");
-  int rc = rlock_lock_hold_count(&count, l);
+  int rc = rlock_lock_hold_count_owner(&count, l, owner);
   if (rc == RLOCK_OK)
     *held = count > 0;
   return rc;
 }
 
 int rlock_lock_hold_count(int64_t *count, rlock_lock *l) {
+  return rlock_lock_hold_count_owner(count, l, RLOCK_OWNER_THREAD);
+}
+
+int rlock_lock_hold_count_owner(int64_t *count, rlock_lock *l,
+                                uint64_t owner_number) {
   if (count == NULL)
     return rlock__err(RLOCK_EINVAL, "rlock_lock_hold_count: count is NULL");
   if (l == NULL)
     return rlock__err(RLOCK_EINVAL, "lock is NULL");
   char owner[RLOCK_OWNER_MAX], field[RLOCK_FIELD_MAX];
-  rlock__owner(l->client, owner);
+  rlock__owner_as(l->client, owner_number, owner);
   rlock__field(l, owner, field);
   rlock__call call;
   rlock__call_cmd(&call, "HGET");
@@ -72,6 +81,34 @@ int rlock_lock_hold_count(int64_t *count, rlock_lock *l) {
     *count = strtoll(r->str, NULL, 10);
   else
     rc = rlock__err(RLOCK_EPROTO, "HGET returned a %s",
+                    rlock__reply_type_name(r));
+  rlock__reply_free(r);
+  return rc;
+}
+
+int rlock_lock_token(int64_t *token, rlock_lock *l) {
+  if (token == NULL || l == NULL)
+    return rlock__err(RLOCK_EINVAL, "rlock_lock_token: %s is NULL",
+                      token ? "lock" : "token");
+  rlock__call call;
+  rlock__call_cmd(&call, "GET");
+  rlock__call_key(&call, l->token);
+  rlock__reply *r;
+  int rc = rlock__call_run(l->client, &call, &r);
+  if (rc == RLOCK_EWRONGTYPE)
+    return rlock__err(rc, "token key '%s' holds a value of another type, "
+                      "not a counter", l->token);
+  if (rc != RLOCK_OK)
+    return rc;
+  char *end = NULL;
+  *token = 0;
+  if (r->type == RLOCK__R_STR)
+    *token = strtoll(r->str, &end, 10);
+  if (r->type == RLOCK__R_STR && (end == r->str || *end != '\0'))
+    rc = rlock__err(RLOCK_EWRONGTYPE, "token key '%s' holds '%.40s', not a "
+                    "counter", l->token, r->str);
+  else if (r->type != RLOCK__R_STR && r->type != RLOCK__R_NIL)
+    rc = rlock__err(RLOCK_EPROTO, "GET returned a %s",
                     rlock__reply_type_name(r));
   rlock__reply_free(r);
   return rc;

@@ -236,6 +236,7 @@ int64_t rlock__watchdog_service(rlock_client *c) {
     pthread_mutex_unlock(&wd->mu);
     return next;
   }
+  rlock__watchdog_reap(wd);
   int ok = snaps_alloc(&all, wd->holds.count) == 0;
   all.now_us = rlock__now_us();
   all.wd = wd;

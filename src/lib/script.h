@@ -17,6 +17,7 @@ typedef struct rlock__script {
 
 /* One declaration per file in src/lib/scripts/. */
 extern const rlock__script rlock__script_lock_acquire;
+extern const rlock__script rlock__script_fenced_acquire;
 extern const rlock__script rlock__script_lock_release;
 extern const rlock__script rlock__script_lock_force_release;
 extern const rlock__script rlock__script_lock_inspect;

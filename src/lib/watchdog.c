@@ -27,6 +27,7 @@ int rlock__watchdog_init(rlock__watchdog *wd, int64_t timeout_ms) {
 }
 
 static void hold_free(rlock__hold *h) {
+  rlock__life_unref(h->life);
   free(h->name);
   free(h->owner);
   free(h->base);
@@ -112,16 +113,32 @@ static int arm(rlock__watchdog *wd) {
 
 int rlock__hold_push(rlock_client *c, const char *name, const char *owner,
                      int64_t lease_ms, int64_t sent_us, const char *base) {
+  return rlock__hold_push_owned(c, name, owner, lease_ms, sent_us, base,
+                                RLOCK_OWNER_THREAD);
+}
+
+/* A new record's liveness: the calling thread's when it owns the hold. */
+static void hold_adopt(rlock__hold *h, uint64_t owner_number) {
+  if (owner_number == RLOCK_OWNER_THREAD)
+    h->life = rlock__thread_life_ref();
+}
+
+int rlock__hold_push_owned(rlock_client *c, const char *name,
+                           const char *owner, int64_t lease_ms,
+                           int64_t sent_us, const char *base,
+                           uint64_t owner_number) {
   rlock__watchdog *wd = &c->wd;
   char key[KEYBUF_SIZE];
   size_t klen = make_key(key, name, strlen(name), owner);
   int wake = 0, rc = RLOCK_OK;
   pthread_mutex_lock(&wd->mu);
   rlock__hold *h = rlock__map_get(&wd->holds, key, klen);
-  if (h == NULL && (h = hold_new(name, owner, base)) != NULL &&
-      rlock__map_put(&wd->holds, key, klen, h) != 0) {
-    hold_free(h);
-    h = NULL;
+  if (h == NULL && (h = hold_new(name, owner, base)) != NULL) {
+    hold_adopt(h, owner_number);
+    if (rlock__map_put(&wd->holds, key, klen, h) != 0) {
+      hold_free(h);
+      h = NULL;
+    }
   }
   if (h != NULL && h->lost) { /* a new hold: the lost levels are gone */
     h->depth = 0;
@@ -238,6 +255,19 @@ void rlock__hold_mark_lost(rlock_client *c, const char *name) {
   pthread_mutex_unlock(&c->wd.mu);
 }
 
+static int orphaned(const char *k, size_t kl, void *v, void *arg) {
+  (void)k, (void)kl, (void)arg;
+  rlock__hold *h = v;
+  if (!rlock__life_gone(h->life) || h->inflight)
+    return 0;
+  hold_free(h);
+  return 1;
+}
+
+void rlock__watchdog_reap(rlock__watchdog *wd) {
+  rlock__map_drop_if(&wd->holds, orphaned, NULL);
+}
+
 /* When a hold without watchdog levels runs out: a read hold lives while any
  * of its own keys does (each level has its own lease); other locks carry
  * the lease of their last acquisition or partial release. */
@@ -264,7 +294,8 @@ int rlock__hold_check(rlock_client *c, const char *name, const char *owner) {
                : RLOCK_OK;
   pthread_mutex_unlock(&c->wd.mu);
   if (rc == RLOCK_ENOTHELD)
-    return rlock__err(rc, "lock '%s' is not held by this thread", name);
+    return rlock__err(rc, "lock '%s' is not held by this owner (%s)", name,
+                      owner);
   if (rc == RLOCK_ELOST)
     return rlock__err(rc, "lock '%s' was lost: it expired or was deleted "
                           "while held", name);

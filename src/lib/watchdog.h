@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "map.h"
+#include "owner.h"
 
 typedef struct rlock_client rlock_client;
 
@@ -50,6 +51,9 @@ typedef struct rlock__hold {
    * latest acquisition or confirmed renewal plus its lease. While
    * wd_levels > 0 the hold counts as lost once this has passed. */
   int64_t vouched_us;
+  /* The owning thread's liveness (owner.h); NULL for an explicit owner.
+   * Once the thread has exited the record is dropped unrenewed. */
+  rlock__life *life;
   int lost;
   int inflight; /* a renewal that names this record is in flight */
   uint64_t gen; /* changes on every local change */
@@ -81,6 +85,13 @@ void rlock__watchdog_destroy(rlock__watchdog *wd);
 int rlock__hold_push(rlock_client *c, const char *name, const char *owner,
                      int64_t lease_ms, int64_t sent_us, const char *base);
 
+/* rlock__hold_push for an owner number: RLOCK_OWNER_THREAD (the calling
+ * thread: the record follows its liveness) or an explicit owner. */
+int rlock__hold_push_owned(rlock_client *c, const char *name,
+                           const char *owner, int64_t lease_ms,
+                           int64_t sent_us, const char *base,
+                           uint64_t owner_number);
+
 /* Remove one level. *state tells what was known; *keep_lease_ms is the
  * lease the remaining holds should keep (the level below's lease, or the
  * watchdog timeout). When this removes the last watchdog level of a
@@ -110,6 +121,11 @@ void rlock__hold_mark_lost(rlock_client *c, const char *name);
  * (watchdog holds) a whole watchdog lease passed since the send time of
  * the last confirmed renewal or acquisition. */
 int rlock__hold_check(rlock_client *c, const char *name, const char *owner);
+
+/* Background thread: drop the records of threads that exited (never
+ * renewed again, never reported lost: the locks expire within their
+ * lease). Done at each renewal tick. */
+void rlock__watchdog_reap(rlock__watchdog *wd);
 
 /* Background thread: mark lost (and call back for) watchdog holds whose
  * vouched-for lease ran out, then renew when due. Returns the next time it wants to

@@ -2,6 +2,7 @@
  * real redis-server. */
 #include "fixture.h"
 
+#include <inttypes.h>
 #include <regex.h>
 
 static void test_reentrant_counts(void **state) {
@@ -45,8 +46,8 @@ static void test_layout_is_redissons(void **state) {
   assert_int_equal(regexec(&re, r->element[0]->str, 0, NULL, 0), 0);
   regfree(&re);
   char expect[RLOCK_OWNER_MAX];
-  snprintf(expect, sizeof expect, "%s:%ld", rlock_client_id(c),
-           (long)syscall(SYS_gettid));
+  snprintf(expect, sizeof expect, "%s:%" PRIu64, rlock_client_id(c),
+           rlock_owner_thread());
   assert_string_equal(r->element[0]->str, expect);
   assert_string_equal(r->element[1]->str, "1");
   freeReplyObject(r);

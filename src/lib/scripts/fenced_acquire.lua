@@ -1,0 +1,31 @@
+-- Acquire the fenced lock (Redisson RFencedLock): the reentrant lock's
+-- layout, plus a counter, the token key, that every acquisition
+-- increments, re-entries included (as Redisson's does).
+-- KEYS[1] lock name. ARGV[1] lease in ms, ARGV[2] owner, ARGV[3] the token
+-- key redisson_lock_token:{name} (same slot as the lock; an argument, as
+-- the channels are, so a cluster migrating the slot never refuses the call
+-- for its absence).
+-- Returns {token} when acquired, otherwise the holder's remaining TTL in
+-- ms. The token is taken before anything else is written, so a token key
+-- that is not a counter (or a lock key that is not a lock: lockcheck) is
+-- refused with a WRONGTYPE error and nothing changes.
+-- @include lockcheck
+local function take()
+  local token = redis.pcall('incr', ARGV[3])
+  if type(token) == 'table' then
+    return redis.error_reply('WRONGTYPE key has a token key ' .. ARGV[3] ..
+                             ' that is not a counter')
+  end
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return {token}
+end
+if redis.call('exists', KEYS[1]) == 0 then
+  return take()
+end
+local shape, refusal = lock_check(KEYS[1], 'plain')
+if shape == nil then return refusal end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  return take()
+end
+return redis.call('pttl', KEYS[1])
