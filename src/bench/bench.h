@@ -20,8 +20,10 @@
  *                members are contacted in parallel.
  *
  * Everything talks to the library through its public API, except the
- * floor, which reuses the library's embedded scripts (script.h) so that it
- * sends byte-for-byte the same EVALSHA commands.
+ * floor (raw.c), which reuses the library's embedded scripts (script.h),
+ * so that it sends byte-for-byte the same EVALSHA commands, and its URL
+ * parser (rlock__endpoint_parse), so that it connects where the library
+ * would.
  *
  * Exit status: 0 measured, 1 something failed while measuring (server
  * down, unexpected reply, ...), 64 bad command line (one line on stderr).

@@ -4,10 +4,12 @@
  * Each request borrows a connection from its client's pool and sends its
  * call; then one poll() loop collects the replies as they come and feeds
  * them to each call's request state machine (cmd.h: EVAL after NOSCRIPT,
- * the error rule), so N servers cost about one round trip, not N. After every completed request a `decide` callback may end the round
- * early (a quorum reached, or no longer reachable): requests still pending
- * are then abandoned and their connections dropped, since a reply may
- * still be on its way.
+ * the error rule), so N servers cost about one round trip, not N. After
+ * every completed request a `decide` callback may end the round early (a
+ * quorum reached, or no longer reachable): requests still pending are then
+ * abandoned; each keeps its connection, marked as owing one reply, which
+ * the pool drains before lending it again (a late reply is never read as
+ * another command's). A request that timed out drops its connection.
  */
 #ifndef RLOCK_FANOUT_H
 #define RLOCK_FANOUT_H
