@@ -318,6 +318,136 @@ static void test_second_in_line_does_not_spin(void **state) {
   rlock_client_free(c);
 }
 
+/* A waiter that never releases: it takes the lock with a lease and
+ * leaves it to run out, as in Redisson's RedissonFairLockTest. */
+typedef struct lease_waiter {
+  rlock_client *c;
+  const char *name;
+  int64_t lease_ms;
+  atomic_int *turns; /* shared: the order of acquisition */
+  char owner[RLOCK_OWNER_MAX];
+  atomic_int started; /* owner is filled in */
+  atomic_int done;
+  int rc;
+  char why[256]; /* the thread's last error, when rc says one */
+  int turn;
+  _Atomic int64_t acquired_at;
+} lease_waiter;
+
+static void *lease_thread(void *arg) {
+  lease_waiter *w = arg;
+  rlock_lock *l = NULL;
+  w->rc = rlock_client_owner(w->owner, sizeof w->owner, w->c);
+  if (w->rc == RLOCK_OK)
+    w->rc = rlock_lock_new_fair(&l, w->c, w->name);
+  atomic_store(&w->started, 1);
+  if (w->rc == RLOCK_OK)
+    w->rc = rlock_lock_try_acquire(l, 10000, w->lease_ms);
+  if (w->rc == RLOCK_OK) {
+    w->turn = atomic_fetch_add(w->turns, 1);
+    atomic_store(&w->acquired_at, rt_now_ms());
+  } else {
+    snprintf(w->why, sizeof w->why, "%s", rlock_error_last()->message);
+  }
+  rlock_lock_free(l);
+  atomic_store(&w->done, 1);
+  return NULL;
+}
+
+/* Whether the waiter is in the queue, holds the lock, or is done. */
+static bool lease_waiter_arrived(void *arg, char *why, size_t cap) {
+  lease_waiter *w = arg;
+  if (!atomic_load(&w->started)) {
+    snprintf(why, cap, "thread not started");
+    return false;
+  }
+  if (atomic_load(&w->done) ||
+      rt_cmd_int(srv, "HEXISTS %s %s", w->name, w->owner) == 1)
+    return true;
+  redisReply *r = rt_cmd(srv, "LRANGE redisson_lock_queue:{%s} 0 -1", w->name);
+  bool queued = false;
+  for (size_t i = 0; i < r->elements && !queued; i++)
+    queued = strcmp(r->element[i]->str, w->owner) == 0;
+  freeReplyObject(r);
+  snprintf(why, cap, "%s neither queued nor holding", w->owner);
+  return queued;
+}
+
+/* Start n lease waiters on `name`, each once the one before has arrived,
+ * join them, and check they took turns in order, each as the lease
+ * before ran out. Returns ms from the first start to the last turn. */
+static int64_t run_lease_waiters(rlock_client *c, const char *name,
+                                 lease_waiter *w, int n, int64_t lease_ms) {
+  pthread_t t[16];
+  assert_true(n <= 16);
+  atomic_int turns = 0;
+  int64_t t0 = rt_now_ms();
+  for (int i = 0; i < n; i++) {
+    w[i] = (lease_waiter){.c = c, .name = name, .lease_ms = lease_ms,
+                          .turns = &turns};
+    pthread_create(&t[i], NULL, lease_thread, &w[i]);
+    rt_wait_until(lease_waiter_arrived, &w[i], rt_scaled_ms(5000),
+                  "the waiter to queue");
+  }
+  for (int i = 0; i < n; i++)
+    pthread_join(t[i], NULL);
+  for (int i = 0; i < n; i++) {
+    if (w[i].rc != RLOCK_OK)
+      fail_msg("waiter %d: %s (%s)", i, rlock_strerror(w[i].rc), w[i].why);
+    assert_int_equal(w[i].turn, i);
+  }
+  /* Each waits out the lease before it (less the time its predecessor's
+   * reply took to come back), and no longer than that lease plus slack:
+   * lease expiry is announced to nobody. */
+  for (int i = 1; i < n; i++) {
+    int64_t gap = atomic_load(&w[i].acquired_at) -
+                  atomic_load(&w[i - 1].acquired_at);
+    ASSERT_BETWEEN(gap, lease_ms - 100, lease_ms + 400);
+  }
+  return atomic_load(&w[n - 1].acquired_at) - t0;
+}
+
+static void test_leases_run_out_in_turn(void **state) {
+  (void)state;
+  enum { N = 8, LEASE_MS = 500 };
+  const char *name = "fair:leases";
+  rlock_client *c = fx_client(srv, 0);
+  lease_waiter w[N];
+  int64_t took = run_lease_waiters(c, name, w, N, LEASE_MS);
+  print_message("%d lease waiters (lease %d ms): the last took its turn "
+                "after %lld ms\n", N, LEASE_MS, (long long)took);
+  ASSERT_BETWEEN(took, (N - 1) * LEASE_MS - 100, N * LEASE_MS + 2000);
+  fx_wait_exists(srv, name, 0, rt_scaled_ms(2 * LEASE_MS));
+  assert_no_keys_left(name);
+  rlock_client_free(c);
+}
+
+/* Two waiters behind a holder that never releases: the second in line
+ * sleeps through both leases, waking only when one runs out or when it
+ * becomes the head, never polling. */
+static void test_second_waiter_sleeps_through_leases(void **state) {
+  (void)state;
+  enum { LEASE_MS = 600 };
+  const char *name = "fair:behind";
+  rlock_client *holder = fx_client(srv, 0), *c = fx_client(srv, 0);
+  rlock_lock *l = fair_lock(holder, name);
+  OK(rlock_lock_acquire_lease(l, LEASE_MS));
+  freeReplyObject(rt_cmd(srv, "CONFIG RESETSTAT"));
+  lease_waiter w[2];
+  run_lease_waiters(c, name, w, 2, LEASE_MS);
+  /* Per waiter: the queueing attempt, the one after subscribing, one or
+   * two as each lease before its turn runs out (a wake-up a millisecond
+   * early tries again), and for the second one more when it becomes the
+   * head: 8 to 12 in all. A poll would be hundreds. */
+  ASSERT_RANGE(fx_evalsha_calls(srv), 4, 16);
+  fx_wait_exists(srv, name, 0, rt_scaled_ms(2 * LEASE_MS));
+  assert_no_keys_left(name);
+  RC(rlock_lock_release(l), RLOCK_ELOST);
+  rlock_lock_free(l);
+  rlock_client_free(holder);
+  rlock_client_free(c);
+}
+
 typedef struct timed_waiter {
   rlock_client *c;
   const char *name;
@@ -562,6 +692,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_give_up_leaves_queue_at_once),
     cmocka_unit_test(test_canceled_waiter_leaves_queue),
     cmocka_unit_test(test_second_in_line_does_not_spin),
+    cmocka_unit_test(test_second_waiter_sleeps_through_leases),
+    cmocka_unit_test(test_leases_run_out_in_turn),
     cmocka_unit_test(test_force_release_wakes_head),
     cmocka_unit_test(test_reentrancy_and_non_holder),
     cmocka_unit_test(test_wrong_type_and_names),

@@ -5,12 +5,26 @@
 -- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] wait ms (the waiter's own
 -- budget, or the fair wait timeout), ARGV[4] now (epoch ms), ARGV[5]
 -- publish command, ARGV[6] "1" to queue, "0" to try once without queueing.
--- Returns nil when acquired; otherwise how long to sleep at most (ms)
--- before trying again. Unlike Redisson, a queued waiter that finds the
--- lock free while another waiter is at the head is told to wait for the
--- head's deadline instead of 0, so it sleeps (until notified) rather than
--- spinning. A key that is not a plain or fair lock (lockcheck) is refused
--- with a WRONGTYPE error before anything is written.
+-- Returns nil when acquired; otherwise how long to sleep at most (ms;
+-- -1: until notified) unless notified on the waiter's own channel first.
+-- What is stored (queue order, deadlines) keeps Redisson's arithmetic,
+-- since Java clients share it. What is answered is ours and differs from
+-- Redisson's on purpose, because a lease running out is announced to
+-- nobody, so a waiter must know when to look again by itself:
+-- * Lock held by another: its PTTL, for every waiter, so each one looks
+--   again when the lease runs out. (Redisson answers a new waiter the
+--   previous waiter's deadline, seconds away: behind holders that never
+--   release, it sleeps through its turn and times out.)
+-- * Lock free, another waiter at the head: the head's deadline, i.e.
+--   until notified. (Redisson answers 0, and its waiter spins.)
+-- * So whoever makes a waiter the head of a free or newly taken lock
+--   tells it: a queued waiter taking the lock notifies the new head,
+--   which looks again, finds the lock held and sleeps out the new lease;
+--   purging stale heads off a free lock here, and leaving the queue or
+--   releasing (fair_leave.lua, fair_release.lua), notify the head too.
+--   A Java head so notified merely tries once more.
+-- A key that is not a plain or fair lock (lockcheck) is refused with a
+-- WRONGTYPE error before anything is written.
 -- @include lockcheck
 -- Only the lock's hash is a declared key: the channel, and the queue and
 -- deadlines too, come as ARGV (same slot), so a cluster migrating the slot
@@ -47,6 +61,11 @@ if lock_free and (head == false or head == ARGV[2]) then
   end
   redis.call('hset', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
+  -- the new head may sleep until notified (it found the lock free)
+  local next_head = redis.call('lindex', queue, 0)
+  if next_head ~= false then
+    redis.call(ARGV[5], channel .. ':' .. next_head, '0')
+  end
   return nil
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
@@ -71,12 +90,16 @@ end
 local function score(owner)
   return tonumber(redis.call('zscore', timeouts, owner))
 end
-if redis.call('zscore', timeouts, ARGV[2]) ~= false then
-  local head_deadline = head and score(head)
-  if not lock_free or head_deadline == nil then
+-- The answer to a waiter in the queue (see the header).
+local function answer()
+  local head_deadline = lock_free and head and score(head)
+  if not head_deadline then
     return hint(redis.call('pttl', KEYS[1]))
   end
   return hint(head_deadline - now)
+end
+if redis.call('zscore', timeouts, ARGV[2]) ~= false then
+  return answer()
 end
 
 local base
@@ -92,4 +115,4 @@ if redis.call('zadd', timeouts, deadline, ARGV[2]) == 1 then
   redis.call('lrem', queue, 0, ARGV[2]) -- never queue one owner twice
   redis.call('rpush', queue, ARGV[2])
 end
-return hint(base)
+return answer()
