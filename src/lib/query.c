@@ -86,6 +86,37 @@ int rlock_lock_hold_count_owner(int64_t *count, rlock_lock *l,
   return rc;
 }
 
+/* Whether `s` (len bytes) is a counter by Redis's own rule (string2ll,
+ * what INCR accepts): "0", or an optional '-' and digits without a leading
+ * zero, within 64 bits. strtoll would also take " 5", "+5", "007", and
+ * clamp an overflow, all of which INCR, and so every acquisition, refuses. */
+static int parse_counter(const char *s, size_t len, int64_t *out) {
+  if (len == 1 && s[0] == '0') {
+    *out = 0;
+    return 1;
+  }
+  size_t i = s[0] == '-';
+  if (len == 0 || i >= len || s[i] < '1' || s[i] > '9')
+    return 0;
+  uint64_t v = 0;
+  for (; i < len; i++) {
+    unsigned d = (unsigned)(s[i] - '0');
+    if (s[i] < '0' || s[i] > '9' || v > (UINT64_MAX - d) / 10)
+      return 0;
+    v = v * 10 + d;
+  }
+  if (s[0] == '-') {
+    if (v > (uint64_t)INT64_MAX + 1)
+      return 0;
+    *out = v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v;
+  } else {
+    if (v > (uint64_t)INT64_MAX)
+      return 0;
+    *out = (int64_t)v;
+  }
+  return 1;
+}
+
 int rlock_lock_token(int64_t *token, rlock_lock *l) {
   if (token == NULL || l == NULL)
     return rlock__err(RLOCK_EINVAL, "rlock_lock_token: %s is NULL",
@@ -100,11 +131,8 @@ int rlock_lock_token(int64_t *token, rlock_lock *l) {
                       "not a counter", l->token);
   if (rc != RLOCK_OK)
     return rc;
-  char *end = NULL;
   *token = 0;
-  if (r->type == RLOCK__R_STR)
-    *token = strtoll(r->str, &end, 10);
-  if (r->type == RLOCK__R_STR && (end == r->str || *end != '\0'))
+  if (r->type == RLOCK__R_STR && !parse_counter(r->str, r->len, token))
     rc = rlock__err(RLOCK_EWRONGTYPE, "token key '%s' holds '%.40s', not a "
                     "counter", l->token, r->str);
   else if (r->type != RLOCK__R_STR && r->type != RLOCK__R_NIL)
