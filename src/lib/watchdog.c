@@ -117,9 +117,11 @@ int rlock__hold_push(rlock_client *c, const char *name, const char *owner,
                                 RLOCK_OWNER_THREAD);
 }
 
-/* A new record's liveness: the calling thread's when it owns the hold. */
+/* A new record's liveness: the calling thread's when it owns the hold
+ * (also when its number was passed explicitly: it is the same field). */
 static void hold_adopt(rlock__hold *h, uint64_t owner_number) {
-  if (owner_number == RLOCK_OWNER_THREAD)
+  if (owner_number == RLOCK_OWNER_THREAD ||
+      owner_number == rlock__thread_owner())
     h->life = rlock__thread_life_ref();
 }
 
