@@ -51,9 +51,13 @@ RLOCK_EXTERN int rlock_multilock_acquire(rlock_multilock *m);
 
 /**
  * Acquire every member within `wait_ms` in all (0: one try each).
- * @param lease_ms RLOCK_LEASE_WATCHDOG, or each member's lease. A member
- *        taken early has less of it left when the last one is taken; if
- *        the first member's lease ran out meanwhile, the attempt fails.
+ * @param lease_ms RLOCK_LEASE_WATCHDOG, or each member's lease. Once the
+ *        last member is taken, every member taken before it is given the
+ *        full lease again (one more round trip per such member), so each
+ *        member's lease runs from the end of the acquisition, not from
+ *        when that member was taken. A member whose lease ran out (or that
+ *        was deleted) before the last one was taken is not re-created: the
+ *        attempt fails with RLOCK_ELOCKED naming it.
  * @return RLOCK_OK when the calling thread holds every member; otherwise
  *         no member is held (those taken were released) and the status
  *         is the failing member's: RLOCK_ELOCKED, RLOCK_EWRONGTYPE,

@@ -3,12 +3,15 @@
  *
  * One reentrant lock per server (each from its own client); the RedLock
  * is held when a majority, N/2 + 1, of them is. Beyond Redisson's
- * RedissonRedLock: the members are contacted in parallel and the outcome
- * is decided as soon as the quorum is reached or can no longer be; the
- * time left is computed on the monotonic clock as the lease minus the time
- * spent acquiring minus a drift allowance of 1% of the lease plus 2 ms,
- * and an acquisition that leaves nothing fails; and the caller learns
- * which members were taken and why the others were not.
+ * RedissonRedLock: the members are contacted in parallel, and every free
+ * member is taken (and, with the watchdog, renewed), not just the first
+ * quorum to answer, so losing one member later (a server restarted
+ * without persistence) need not drop the lock below the quorum; a round
+ * ends early only once the quorum can no longer be reached; the time left
+ * is computed on the monotonic clock as the lease minus the time spent
+ * acquiring minus a drift allowance of 1% of the lease plus 2 ms, and an
+ * acquisition that leaves nothing fails; and the caller learns which
+ * members were taken and why the others were not.
  *
  * Safety: a RedLock is only as safe as its assumptions (bounded clock
  * drift and pauses; servers that do not lose keys on restart, so run them
@@ -52,11 +55,15 @@ RLOCK_EXTERN void rlock_redlock_free(rlock_redlock *r);
 /**
  * Acquire a quorum of members within `wait_ms` (0: one round), each with
  * `lease_ms` (RLOCK_LEASE_WATCHDOG: the clients' watchdog timeouts, and
- * the members taken are renewed). A round waits for a member at most 5% of
- * the lease (10 ms to the command timeout) and stops as soon as the
- * quorum is held or out of reach; a member not waited for may still take
- * its lock on its server (rlock_redlock_release covers it; otherwise it
- * expires with its lease). Rounds that miss the quorum release what they
+ * every member taken is renewed by its own client's watchdog). A round
+ * sends to every member at once and waits for every answer, each for at
+ * most 5% of the lease (10 ms to the command timeout), so every member
+ * that is free is taken, beyond the quorum too; a round stops sooner only
+ * once the quorum is out of reach. A slow or unreachable member therefore
+ * costs a successful round up to that member timeout (validity counts
+ * it). A member that did not answer in time may still take its lock on
+ * its server (rlock_redlock_release covers it; otherwise it expires with
+ * its lease, unrenewed). Rounds that miss the quorum release what they
  * took and are retried after a short random pause until the wait runs
  * out (contention only, when waiting for ever).
  * @param result if not NULL, receives the outcome of the last round (also

@@ -3,8 +3,11 @@
  *
  * Members are taken in order, each with what is left of the caller's wait
  * (a member waits through its own pub/sub machinery, so a MultiLock wakes
- * as soon as the member blocking it is freed). Any failure releases the
- * members already taken, in reverse order, before returning.
+ * as soon as the member blocking it is freed). With a fixed lease, once
+ * the last member is taken every earlier one is given the full lease
+ * again (Redisson's tryLock, step 5), so no member is left with less for
+ * having been taken first. Any failure releases the members already
+ * taken, in reverse order, before returning.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +16,7 @@
 #include "cancel.h"
 #include "common.h"
 #include "lock_int.h"
+#include "script.h"
 #include "rlock/multilock.h"
 
 struct rlock_multilock {
@@ -78,6 +82,58 @@ static int64_t wait_left(int64_t wait_ms, int64_t deadline) {
                                        : rlock__ms_left(deadline);
 }
 
+/* Give member i, held by `owner`, a fresh fixed lease of `lease_ms`, and
+ * tell its hold record when that now ends. It must still be held: its
+ * local record must vouch for it (a lease that ran out may have let
+ * another owner in and out meanwhile, which a read lock's shared hash
+ * would not show), and the server must still have its hash field.
+ * renew.lua (renew_read.lua for a read hold) re-sets the TTL only if the
+ * field exists, so a hold that is gone is never re-created. */
+static int relet(rlock_multilock *m, size_t i, const char *owner,
+                 int64_t lease_ms) {
+  rlock_lock *l = m->members[i];
+  char field[RLOCK_FIELD_MAX];
+  rlock__field(l, owner, field);
+  if (rlock__hold_check(l->client, l->name, field) != RLOCK_OK)
+    return rlock__err(RLOCK_ELOCKED, "MultiLock member %zu (%s '%s'): its "
+                      "lease of %lld ms ran out before the last member was "
+                      "acquired", i, l->kind->label, l->name,
+                      (long long)lease_ms);
+  rlock__call call;
+  int read = l->kind->read_renewal && l->base != NULL;
+  rlock__call_script(&call, read ? &rlock__script_renew_read
+                                 : &rlock__script_renew);
+  rlock__call_key(&call, l->name);
+  rlock__call_num(&call, lease_ms);
+  rlock__call_arg(&call, field);
+  if (read)
+    rlock__call_arg(&call, l->base);
+  rlock__reply *r;
+  int64_t sent = rlock__now_us(); /* the new lease runs from here at most */
+  int rc = rlock__lock_run(l, &call, &r);
+  if (rc != RLOCK_OK) {
+    char why[256];
+    snprintf(why, sizeof why, "%s", rlock_error_last()->message);
+    return rlock__err(rc, "MultiLock member %zu (%s '%s'): giving it the "
+                      "full lease failed: %s", i, l->kind->label, l->name,
+                      why);
+  }
+  int alive = r->type == RLOCK__R_ARRAY && r->n == 1 &&
+              r->elem[0]->type == RLOCK__R_INT;
+  int64_t answer = alive ? r->elem[0]->integer : -1;
+  rlock__reply_free(r);
+  if (!alive)
+    return rlock__err(RLOCK_EPROTO, "MultiLock member %zu (%s '%s'): "
+                      "unexpected reply to the lease renewal", i,
+                      l->kind->label, l->name);
+  if (answer == 0)
+    return rlock__err(RLOCK_ELOCKED, "MultiLock member %zu (%s '%s') was "
+                      "gone (expired or force-released) before the last "
+                      "member was acquired", i, l->kind->label, l->name);
+  rlock__hold_relet(l->client, l->name, field, lease_ms, sent);
+  return RLOCK_OK;
+}
+
 int rlock_multilock_try_acquire_cancel(rlock_multilock *m, int64_t wait_ms,
                                        int64_t lease_ms,
                                        rlock_cancel *cancel) {
@@ -88,12 +144,10 @@ int rlock_multilock_try_acquire_cancel(rlock_multilock *m, int64_t wait_ms,
     rc = rlock__check_lease(lease_ms);
   if (rc != RLOCK_OK)
     return rc;
-  int64_t deadline = rlock__deadline_after_ms(wait_ms), first = 0;
+  int64_t deadline = rlock__deadline_after_ms(wait_ms);
   for (size_t i = 0; i < m->n; i++) {
     rc = rlock__acquire(m->members[i], wait_left(wait_ms, deadline),
                         lease_ms, cancel);
-    if (i == 0)
-      first = rlock__now_us();
     if (rc != RLOCK_OK) {
       /* After a transport error the script may have run: release member i
        * too (a no-op when it did not). */
@@ -102,11 +156,16 @@ int rlock_multilock_try_acquire_cancel(rlock_multilock *m, int64_t wait_ms,
       return rc;
     }
   }
-  if (lease_ms > 0 && rlock__now_us() - first >= lease_ms * 1000) {
-    rlock__err(RLOCK_ELOCKED, "the first member's lease of %lld ms ran out "
-               "before the last member was acquired", (long long)lease_ms);
-    release_first(m, m->n);
-    return RLOCK_ELOCKED;
+  /* Every member is held: the earlier ones get their full lease again. The
+   * last was just taken with it. (Watchdog leases are renewed anyway.) */
+  for (size_t i = 0; lease_ms > 0 && i + 1 < m->n; i++) {
+    char owner[RLOCK_OWNER_MAX]; /* the calling thread, on i's client */
+    rlock__owner(m->members[i]->client, owner);
+    rc = relet(m, i, owner, lease_ms);
+    if (rc != RLOCK_OK) {
+      release_first(m, m->n);
+      return rc;
+    }
   }
   return RLOCK_OK;
 }

@@ -2,10 +2,14 @@
  * redlock.c - the quorum lock over independent servers.
  *
  * One round sends the acquire script to every member at once (fanout.c)
- * and stops as soon as a quorum is held or can no longer be. Validity is
- * lease - elapsed - (1% of lease + 2 ms) on the monotonic clock. A round
- * that fails releases every member (in parallel, ignoring those never
- * taken) before the next round or the return.
+ * and waits for every answer, up to the round's member timeout, so that
+ * every member free in that round is taken (and then renewed): losing one
+ * later, say on a server restarted without persistence, need not drop the
+ * lock below the quorum. It stops early only once the quorum is out of
+ * reach. Validity is lease - elapsed - (1% of lease +
+ * 2 ms) on the monotonic clock. A round that fails releases every member
+ * (in parallel, ignoring those never taken) before the next round or the
+ * return.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -83,15 +87,14 @@ static int taken(const rlock__fan *f) {
   return f->done && f->rc == RLOCK_OK && f->reply->type == RLOCK__R_NIL;
 }
 
-/* Stop once the quorum is held, or once too many have refused. */
+/* Stop early only once too many have refused for a quorum. Reaching the
+ * quorum is no reason to stop: members still to answer are taken too. */
 static int decide(void *arg) {
   rlock__round *rd = arg;
-  size_t yes = 0, no = 0;
-  for (size_t i = 0; i < rd->r->n; i++) {
-    yes += taken(&rd->fan[i]);
+  size_t no = 0;
+  for (size_t i = 0; i < rd->r->n; i++)
     no += rd->fan[i].done && !taken(&rd->fan[i]);
-  }
-  return yes >= rd->r->quorum || no > rd->r->n - rd->r->quorum;
+  return no > rd->r->n - rd->r->quorum;
 }
 
 /* The lease member i is taken with, and the smallest of them. */

@@ -34,8 +34,10 @@ typedef struct rlock__round {
   size_t taken;
 } rlock__round;
 
-/* Send the acquire script to every member at once; fills rd (rd->r set by
- * the caller). Free the replies with rlock__round_free(). */
+/* Send the acquire script to every member at once and collect every
+ * answer until the member timeout (sooner only once the quorum is out of
+ * reach); fills rd (rd->r set by the caller). Free the replies with
+ * rlock__round_free(). */
 void rlock__redlock_round(rlock__round *rd, int64_t lease_ms);
 void rlock__round_free(rlock__round *rd);
 

@@ -15,7 +15,7 @@
 static int member_status(const rlock__fan *f, char *msg, size_t size,
                          const rlock_lock *l) {
   if (f->rc == RLOCK__EABANDONED) {
-    snprintf(msg, size, "not waited for: the quorum was decided without it");
+    snprintf(msg, size, "not waited for: the quorum was out of reach");
     return RLOCK_ETIMEOUT;
   }
   if (f->rc != RLOCK_OK) {
@@ -124,7 +124,9 @@ static int release_members(rlock_redlock *r, int recorded, const int *which,
   return rc;
 }
 
-/* Record the holds of a successful round for release and renewal. */
+/* Record the holds of a successful round for release and renewal: every
+ * member taken, beyond the quorum too, on its own client (whose watchdog
+ * renews it with RLOCK_LEASE_WATCHDOG). */
 static int record(rlock__round *rd, int64_t lease) {
   for (size_t i = 0; i < rd->r->n; i++) {
     rlock_lock *l = rd->r->members[i];

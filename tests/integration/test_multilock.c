@@ -10,6 +10,36 @@ static void hold_foreign(rt_server *s, const char *name, int lease_ms) {
   freeReplyObject(rt_cmd(s, "PEXPIRE %s %d", name, lease_ms));
 }
 
+/* Subscribers of the unlock channel of lock `name` on `s`. */
+static long long subscribers(rt_server *s, const char *name) {
+  redisReply *r = rt_cmd(s, "PUBSUB NUMSUB redisson_lock__channel:{%s}",
+                         name);
+  long long n = r->type == REDIS_REPLY_ARRAY && r->elements == 2
+                    ? r->element[1]->integer
+                    : -1;
+  freeReplyObject(r);
+  return n;
+}
+
+typedef struct sub_want {
+  rt_server *s;
+  const char *name;
+} sub_want;
+
+static bool pred_subscribed(void *arg, char *why, size_t cap) {
+  sub_want *w = arg;
+  long long n = subscribers(w->s, w->name);
+  snprintf(why, cap, "%lld subscribers of '%s''s channel", n, w->name);
+  return n >= 1;
+}
+
+/* Wait until a waiter listens for the release of lock `name`. */
+static void wait_subscribed(rt_server *s, const char *name) {
+  sub_want w = {s, name};
+  rt_wait_until(pred_subscribed, &w, rt_scaled_ms(5000),
+                "a MultiLock waiter's subscription");
+}
+
 static rlock_multilock *multi(rlock_lock **members, size_t n) {
   rlock_multilock *m;
   OK(rlock_multilock_new(&m, members, n));
@@ -88,7 +118,7 @@ static void test_waiter_wakes_when_blocker_freed(void **state) {
   mwaiter w = {.m = m};
   pthread_t t;
   pthread_create(&t, NULL, mwaiter_main, &w);
-  rt_sleep_ms(300);
+  wait_subscribed(srv, "m:w2");
   int64_t t0 = rt_now_ms();
   OK(rlock_lock_release(blocker));
   pthread_join(t, NULL);
@@ -162,6 +192,150 @@ static void test_failures_leave_nothing_held(void **state) {
   rlock_client_free(c);
 }
 
+/* Holds a MultiLock's member from another client on its own thread, and
+ * lets it go once the MultiLock's waiter listens for it and the
+ * MultiLock's first member has aged on the server (its PTTL is at most
+ * lease - age_ms): conditions it observes, not a fixed sleep. With `drop`,
+ * it first deletes that member behind the MultiLock's back. */
+typedef struct blocker {
+  rlock_client *c;
+  rt_server *s;
+  const char *name;  /* the member it holds */
+  const char *first; /* the MultiLock's first member */
+  const char *drop;  /* NULL, or a member to DEL before letting go */
+  int64_t lease, age_ms;
+  _Atomic int state; /* 0 starting, 1 holding, 2 let go, -1 failed */
+} blocker;
+
+static void *blocker_main(void *arg) {
+  blocker *b = arg;
+  rlock_lock *l;
+  if (rlock_lock_new(&l, b->c, b->name) != RLOCK_OK ||
+      rlock_lock_try_acquire(l, 0, 60000) != RLOCK_OK) {
+    atomic_store(&b->state, -1);
+    return NULL;
+  }
+  atomic_store(&b->state, 1);
+  int64_t give_up = rt_now_ms() + rt_scaled_ms(15000);
+  int seen = 0;
+  while (!seen && rt_now_ms() < give_up) {
+    long long ttl = rt_cmd_int(b->s, "PTTL %s", b->first);
+    seen = subscribers(b->s, b->name) >= 1 && ttl > 0 &&
+           ttl <= b->lease - b->age_ms;
+    if (!seen)
+      rt_sleep_ms(10);
+  }
+  if (seen && b->drop != NULL)
+    freeReplyObject(rt_cmd(b->s, "DEL %s", b->drop));
+  int rc = rlock_lock_release(l);
+  rlock_lock_free(l);
+  atomic_store(&b->state, seen && rc == RLOCK_OK ? 2 : -1);
+  return NULL;
+}
+
+static bool pred_holding(void *arg, char *why, size_t cap) {
+  blocker *b = arg;
+  snprintf(why, cap, "blocker state %d", atomic_load(&b->state));
+  return atomic_load(&b->state) != 0;
+}
+
+static void blocker_start(blocker *b, pthread_t *t) {
+  pthread_create(t, NULL, blocker_main, b);
+  rt_wait_until(pred_holding, b, rt_scaled_ms(5000), "the blocker's hold");
+  assert_int_equal(atomic_load(&b->state), 1);
+}
+
+static bool pred_aged(void *arg, char *why, size_t cap) {
+  const char *key = arg;
+  long long ttl = rt_cmd_int(srv, "PTTL %s", key);
+  snprintf(why, cap, "PTTL %s = %lld", key, ttl);
+  return ttl < 800;
+}
+
+/* Redisson's tryLock step 5: once the last member is taken, every member
+ * has the full lease again, also the first, taken a second earlier. */
+static void test_lease_renewed_on_every_member(void **state) {
+  (void)state;
+  const int64_t lease = 3000, delay = 1000;
+  rlock_client *c = fx_client(srv, 0), *c3 = fx_client(srv, 0),
+               *other = fx_client(srv, 0);
+  rlock_lock *l[3];
+  OK(rlock_lock_new_read(&l[0], c, "m:L1"));  /* renew_read.lua */
+  OK(rlock_lock_new(&l[1], c, "m:L2"));       /* the one waited for */
+  OK(rlock_lock_new_write(&l[2], c3, "m:L3")); /* another client */
+  rlock_multilock *m = multi(l, 3);
+  blocker b = {.c = other, .s = srv, .name = "m:L2", .first = "m:L1",
+               .lease = lease, .age_ms = delay};
+  pthread_t t;
+  blocker_start(&b, &t);
+  int64_t t0 = rt_now_ms();
+  OK(rlock_multilock_try_acquire(m, 10000, lease));
+  int64_t took = rt_now_ms() - t0;
+  pthread_join(t, NULL);
+  assert_int_equal(atomic_load(&b.state), 2);
+  assert_true(took >= delay);
+  char owner[RLOCK_OWNER_MAX], tkey[256];
+  fx_owner(c, owner);
+  snprintf(tkey, sizeof tkey, "{m:L1}:%s:rwlock_timeout:1", owner);
+  long long ttl[3] = {rt_cmd_int(srv, "PTTL m:L1"),
+                      rt_cmd_int(srv, "PTTL m:L2"),
+                      rt_cmd_int(srv, "PTTL m:L3")};
+  print_message("acquired in %lld ms; PTTL m:L1 %lld, timeout key %lld, "
+                "m:L2 %lld, m:L3 %lld\n", (long long)took, ttl[0],
+                rt_cmd_int(srv, "PTTL %s", tkey), ttl[1], ttl[2]);
+  long long slack = rt_scaled_ms(400);
+  for (int i = 0; i < 3; i++)
+    ASSERT_RANGE(ttl[i], lease - slack, lease);
+  ASSERT_RANGE(rt_cmd_int(srv, "PTTL %s", tkey), lease - slack, lease);
+  /* Not shorter than the last member's by the time the first waited. */
+  assert_true(ttl[0] > ttl[2] - delay / 2);
+  /* The local record knows the new end: past the first member's original
+   * lease (the server's PTTL tells), it still vouches for it. */
+  char first[] = "m:L1";
+  rt_wait_until(pred_aged, first, rt_scaled_ms(5000), "m:L1 to age");
+  assert_true(rt_now_ms() - t0 > lease);
+  OK(rlock_lock_check(l[0]));
+  OK(rlock_lock_check(l[2]));
+  OK(rlock_multilock_release(m));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS m:L1 m:L2 m:L3 %s", tkey), 0);
+  rlock_multilock_free(m);
+  for (int i = 0; i < 3; i++)
+    rlock_lock_free(l[i]);
+  rlock_client_free(c);
+  rlock_client_free(c3);
+  rlock_client_free(other);
+}
+
+/* A member gone by the time the last is taken fails the MultiLock (it is
+ * not re-created), naming that member; nothing stays held. */
+static void test_member_gone_before_the_last_fails(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, 0), *other = fx_client(srv, 0);
+  rlock_lock *l[3] = {fx_lock(c, "m:g1"), fx_lock(c, "m:g2"),
+                      fx_lock(c, "m:g3")};
+  rlock_multilock *m = multi(l, 3);
+  blocker b = {.c = other, .s = srv, .name = "m:g2", .first = "m:g1",
+               .drop = "m:g1", .lease = 5000};
+  pthread_t t;
+  blocker_start(&b, &t);
+  RC(rlock_multilock_try_acquire(m, 10000, 5000), RLOCK_ELOCKED);
+  pthread_join(t, NULL);
+  assert_int_equal(atomic_load(&b.state), 2);
+  assert_non_null(strstr(rlock_error_last()->message, "'m:g1'"));
+  assert_non_null(strstr(rlock_error_last()->message, "gone"));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS m:g1 m:g2 m:g3"), 0);
+  for (int i = 0; i < 3; i++)
+    RC(rlock_lock_check(l[i]), RLOCK_ENOTHELD);
+  /* Usable again at once. */
+  OK(rlock_multilock_try_acquire(m, 0, 5000));
+  OK(rlock_multilock_release(m));
+  rlock_multilock_free(m);
+  for (int i = 0; i < 3; i++)
+    rlock_lock_free(l[i]);
+  rlock_client_free(c);
+  rlock_client_free(other);
+}
+
 static void test_bad_input_and_sort(void **state) {
   (void)state;
   rlock_client *c = fx_client(srv, 0);
@@ -209,6 +383,8 @@ int main(void) {
       cmocka_unit_test(test_waiter_wakes_when_blocker_freed),
       cmocka_unit_test(test_kinds_and_servers_mixed),
       cmocka_unit_test(test_failures_leave_nothing_held),
+      cmocka_unit_test(test_lease_renewed_on_every_member),
+      cmocka_unit_test(test_member_gone_before_the_last_fails),
       cmocka_unit_test(test_bad_input_and_sort),
   };
   return cmocka_run_group_tests(tests, fx_setup, fx_teardown);

@@ -46,17 +46,16 @@ static void test_all_up(void **state) {
   OK(rlock_redlock_try_acquire(&res, k.r, 0, 10000));
   assert_int_equal(rlock_redlock_result_count(res), 3);
   ASSERT_RANGE(rlock_redlock_result_validity_ms(res), 9000, 10000 - 102);
-  int taken = 0;
+  /* Every member is taken, not just the first quorum to answer. */
   for (int i = 0; i < 3; i++) {
-    if (rlock_redlock_result_status(res, i) != RLOCK_OK)
-      continue; /* decided without it: the quorum came first */
+    OK(rlock_redlock_result_status(res, i));
+    assert_string_equal(rlock_redlock_result_message(res, i), "");
     char owner[RLOCK_OWNER_MAX];
     fx_owner(k.c[i], owner);
     assert_int_equal(fx_hget(k.srv[i], "rl:all", owner), 1);
     ASSERT_RANGE(rt_cmd_int(k.srv[i], "PTTL rl:all"), 9000, 10000);
-    taken++;
+    OK(rlock_lock_check(k.l[i])); /* recorded on its own client */
   }
-  assert_true(taken >= 2);
   rlock_redlock_result_free(res);
   OK(rlock_redlock_release(k.r));
   for (int i = 0; i < 3; i++)
@@ -74,11 +73,10 @@ static void test_minority_down_still_acquires(void **state) {
   OK(rlock_redlock_try_acquire(&res, k.r, 0, 10000));
   assert_true(rlock_redlock_result_validity_ms(res) > 0);
   assert_true(rlock_redlock_result_validity_ms(res) <= 10000);
-  int taken = 0;
-  for (int i = 0; i < 5; i++)
-    taken += rlock_redlock_result_status(res, i) == RLOCK_OK;
-  assert_true(taken >= 3);
+  for (int i = 0; i < 5; i += 2)
+    OK(rlock_redlock_result_status(res, i));
   assert_int_equal(rlock_redlock_result_status(res, 1) == RLOCK_OK, 0);
+  assert_int_equal(rlock_redlock_result_status(res, 3) == RLOCK_OK, 0);
   assert_true(strlen(rlock_redlock_result_message(res, 1)) > 0);
   rlock_redlock_result_free(res);
   OK(rlock_redlock_release(k.r)); /* members never taken are ignored */
@@ -131,19 +129,24 @@ static void test_majority_held_elsewhere(void **state) {
   down(&k);
 }
 
-static void test_decides_early(void **state) {
+static void test_waits_for_all_decides_early_on_refusals(void **state) {
   (void)state;
   cluster k;
   up(&k, 5, "rl:early", 0);
   rt_server_freeze(k.srv[0]); /* answers nothing */
   rt_server_freeze(k.srv[1]);
-  /* Quorum (3) from the three live servers: no waiting for the frozen
-   * ones (the member timeout would be 1 s). */
+  /* Quorum (3) from the three live servers, but the round waits for the
+   * frozen ones up to the member timeout (5% of 20 s: 1 s), which the
+   * validity pays for. */
   int64_t t0 = rt_now_ms();
   rlock_redlock_result *res;
   OK(rlock_redlock_try_acquire(&res, k.r, 0, 20000));
-  ASSERT_BETWEEN(rt_now_ms() - t0, 0, 300);
+  ASSERT_BETWEEN(rt_now_ms() - t0, 1000, 1500);
   assert_int_equal(rlock_redlock_result_status(res, 0), RLOCK_ETIMEOUT);
+  assert_int_equal(rlock_redlock_result_status(res, 1), RLOCK_ETIMEOUT);
+  for (int i = 2; i < 5; i++)
+    OK(rlock_redlock_result_status(res, i));
+  ASSERT_RANGE(rlock_redlock_result_validity_ms(res), 1, 20000 - 1000 - 202);
   rlock_redlock_result_free(res);
   rt_server_thaw(k.srv[0]);
   rt_server_thaw(k.srv[1]);
@@ -163,13 +166,22 @@ static void test_decides_early(void **state) {
   down(&k);
 }
 
+/* Thaws a frozen member `ms` after the round is seen to have begun: once
+ * `key` exists on a quick member's server `watch`, so the round has been
+ * slowed by at least `ms` when the frozen member answers. */
 typedef struct thawer {
   rt_server *s;
   int ms;
+  rt_server *watch;
+  const char *key;
 } thawer;
 
 static void *thaw_later(void *arg) {
   thawer *t = arg;
+  int64_t give_up = rt_now_ms() + rt_scaled_ms(5000);
+  while (rt_cmd_int(t->watch, "EXISTS %s", t->key) == 0 &&
+         rt_now_ms() < give_up)
+    rt_sleep_ms(1);
   rt_sleep_ms(t->ms);
   rt_server_thaw(t->s);
   return NULL;
@@ -181,42 +193,161 @@ static void test_slow_member_eats_validity(void **state) {
   up(&k, 3, "rl:slow", 0);
   hold_foreign(k.srv[0], "rl:slow"); /* so the slow one is needed */
   rt_server_freeze(k.srv[2]);
-  thawer th = {k.srv[2], 120};
+  thawer th = {k.srv[2], 120, k.srv[1], "rl:slow"};
   pthread_t t;
   pthread_create(&t, NULL, thaw_later, &th);
   rlock_redlock_result *res;
-  OK(rlock_redlock_try_acquire(&res, k.r, 0, 4000)); /* node timeout 200 */
+  OK(rlock_redlock_try_acquire(&res, k.r, 0, 8000)); /* node timeout 400 */
   pthread_join(t, NULL);
   int64_t v = rlock_redlock_result_validity_ms(res);
-  /* lease - ~120 ms spent - drift (40 + 2) */
-  ASSERT_RANGE(v, 1, 4000 - 120 - 42);
+  /* lease - >= 120 ms spent - drift (80 + 2) */
+  ASSERT_RANGE(v, 1, 8000 - 120 - 82);
   rlock_redlock_result_free(res);
   OK(rlock_redlock_release(k.r));
   down(&k);
 }
 
+/* PTTL of every member, watched until each has gone back up (been
+ * renewed) at least once after `after_ms` (rt_now_ms). */
+typedef struct renewals {
+  cluster *k;
+  const char *name;
+  int skip; /* a member not watched, or -1 */
+  int64_t after_ms;
+  long long last[MAXS];
+  int renewed[MAXS];
+} renewals;
+
+static bool pred_renewed(void *arg, char *why, size_t cap) {
+  renewals *w = arg;
+  bool all = true;
+  int64_t now = rt_now_ms();
+  size_t at = 0;
+  why[0] = '\0';
+  for (int i = 0; i < w->k->n; i++) {
+    if (i == w->skip)
+      continue;
+    long long ttl = rt_cmd_int(w->k->srv[i], "PTTL %s", w->name);
+    if (ttl < 0)
+      fail_msg("member %d: '%s' is gone (PTTL %lld)", i, w->name, ttl);
+    if (w->last[i] > 0 && ttl > w->last[i] && now > w->after_ms)
+      w->renewed[i] = 1;
+    w->last[i] = ttl;
+    all = all && w->renewed[i];
+    if (at < cap) {
+      int n = snprintf(why + at, cap - at, "%smember %d PTTL %lld%s",
+                       at ? ", " : "", i, ttl,
+                       w->renewed[i] ? " renewed" : "");
+      at += n > 0 ? (size_t)n : 0;
+    }
+  }
+  return all;
+}
+
+static void wait_renewed(cluster *k, const char *name, int skip,
+                         int64_t after_ms) {
+  renewals w = {.k = k, .name = name, .skip = skip, .after_ms = after_ms};
+  rt_wait_until(pred_renewed, &w, rt_scaled_ms(after_ms - rt_now_ms() + 3000),
+                "every member's renewal");
+}
+
+/* Five servers: one held elsewhere, one slow to answer (frozen, thawed
+ * well within the member timeout). The three quick free members make the
+ * quorum, and the slow one is taken as well. */
+static void test_free_members_all_taken(void **state) {
+  (void)state;
+  cluster k;
+  up(&k, 5, "rl:allfree", 0);
+  hold_foreign(k.srv[4], "rl:allfree");
+  rt_server_freeze(k.srv[0]);
+  thawer th = {k.srv[0], 100, k.srv[1], "rl:allfree"};
+  pthread_t t;
+  pthread_create(&t, NULL, thaw_later, &th);
+  rlock_redlock_result *res;
+  /* Member timeout: 5% of 40 s, capped by the 2 s command timeout. */
+  OK(rlock_redlock_try_acquire(&res, k.r, 0, 40000));
+  pthread_join(t, NULL);
+  for (int i = 0; i < 4; i++) {
+    OK(rlock_redlock_result_status(res, i));
+    char owner[RLOCK_OWNER_MAX];
+    fx_owner(k.c[i], owner);
+    assert_int_equal(fx_hget(k.srv[i], "rl:allfree", owner), 1);
+    OK(rlock_lock_check(k.l[i]));
+  }
+  assert_int_equal(rlock_redlock_result_status(res, 4), RLOCK_ELOCKED);
+  assert_non_null(strstr(rlock_redlock_result_message(res, 4), "another"));
+  print_message("validity %lld ms\n",
+                (long long)rlock_redlock_result_validity_ms(res));
+  /* lease - >= 100 ms spent - drift (400 + 2) */
+  ASSERT_RANGE(rlock_redlock_result_validity_ms(res), 1, 40000 - 100 - 402);
+  rlock_redlock_result_free(res);
+  OK(rlock_redlock_release(k.r));
+  for (int i = 0; i < 4; i++)
+    assert_int_equal(rt_cmd_int(k.srv[i], "EXISTS rl:allfree"), 0);
+  assert_int_equal(fx_hget(k.srv[4], "rl:allfree",
+                           "00000000-0000-4000-8000-000000000000:1"), 1);
+  down(&k);
+}
+
+/* With the watchdog, every member taken is renewed by its own client:
+ * past more than one watchdog timeout, all of them are still held. */
+static void test_watchdog_renews_every_member(void **state) {
+  (void)state;
+  cluster k;
+  up(&k, 3, "rl:renew", 1000);
+  rlock_redlock_result *res;
+  OK(rlock_redlock_try_acquire(&res, k.r, 0, RLOCK_LEASE_WATCHDOG));
+  int64_t t0 = rt_now_ms();
+  for (int i = 0; i < 3; i++)
+    OK(rlock_redlock_result_status(res, i));
+  rlock_redlock_result_free(res);
+  /* Each member's PTTL goes back up after its first lease would have run
+   * out: renewed, so still there. */
+  wait_renewed(&k, "rl:renew", -1, t0 + 1000);
+  assert_true(rt_now_ms() - t0 > 1000);
+  print_message("every member renewed after %lld ms\n",
+                (long long)(rt_now_ms() - t0));
+  for (int i = 0; i < 3; i++) {
+    char owner[RLOCK_OWNER_MAX];
+    fx_owner(k.c[i], owner);
+    assert_int_equal(fx_hget(k.srv[i], "rl:renew", owner), 1);
+    OK(rlock_lock_check(k.l[i]));
+  }
+  OK(rlock_redlock_release(k.r));
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(rt_cmd_int(k.srv[i], "EXISTS rl:renew"), 0);
+  down(&k);
+}
+
+static bool pred_lost(void *arg, char *why, size_t cap) {
+  rlock_lock *l = arg;
+  int rc = rlock_lock_check(l);
+  snprintf(why, cap, "rlock_lock_check says %d", rc);
+  return rc == RLOCK_ELOST;
+}
+
+/* A member lost later (its server restarted without persistence) is found
+ * gone by its watchdog; the two others, both taken and renewed, still make
+ * the quorum. */
 static void test_restart_while_held(void **state) {
   (void)state;
   cluster k;
   up(&k, 3, "rl:restart", 600);
   rlock_redlock_result *res;
   OK(rlock_redlock_try_acquire(&res, k.r, 0, RLOCK_LEASE_WATCHDOG));
-  /* Restart a member that was taken (with an early decision, the third
-   * may have been left out). */
-  int v = -1;
-  for (int i = 0; i < 3 && v < 0; i++)
-    if (rlock_redlock_result_status(res, i) == RLOCK_OK)
-      v = i;
-  rlock_redlock_result_free(res);
-  assert_true(v >= 0);
-  rt_server_restart(k.srv[v]); /* that member's hold is gone */
-  rt_sleep_ms(3 * 600);        /* the others are renewed meanwhile */
   for (int i = 0; i < 3; i++)
-    if (i != v)
-      assert_int_equal(rt_cmd_int(k.srv[i], "EXISTS rl:restart"),
-                       rlock_lock_check(k.l[i]) == RLOCK_OK);
-  assert_int_equal(rt_cmd_int(k.srv[v], "EXISTS rl:restart"), 0);
-  RC(rlock_lock_check(k.l[v]), RLOCK_ELOST);
+    OK(rlock_redlock_result_status(res, i));
+  rlock_redlock_result_free(res);
+  rt_server_restart(k.srv[0]); /* that member's hold is gone */
+  rt_wait_until(pred_lost, k.l[0], rt_scaled_ms(5000),
+                "the restarted member to be found lost");
+  /* The others are renewed meanwhile, past their first lease. */
+  wait_renewed(&k, "rl:restart", 0, rt_now_ms() + 600);
+  for (int i = 1; i < 3; i++) {
+    assert_int_equal(rt_cmd_int(k.srv[i], "EXISTS rl:restart"), 1);
+    OK(rlock_lock_check(k.l[i]));
+  }
+  assert_int_equal(rt_cmd_int(k.srv[0], "EXISTS rl:restart"), 0);
   RC(rlock_redlock_release(k.r), RLOCK_ELOST);
   for (int i = 0; i < 3; i++)
     assert_int_equal(rt_cmd_int(k.srv[i], "EXISTS rl:restart"), 0);
@@ -269,7 +400,9 @@ int main(void) {
       cmocka_unit_test(test_minority_down_still_acquires),
       cmocka_unit_test(test_majority_down_fails_cleanly),
       cmocka_unit_test(test_majority_held_elsewhere),
-      cmocka_unit_test(test_decides_early),
+      cmocka_unit_test(test_waits_for_all_decides_early_on_refusals),
+      cmocka_unit_test(test_free_members_all_taken),
+      cmocka_unit_test(test_watchdog_renews_every_member),
       cmocka_unit_test(test_slow_member_eats_validity),
       cmocka_unit_test(test_restart_while_held),
       cmocka_unit_test(test_bad_input),
