@@ -15,7 +15,8 @@
  * canonical one (byte-wise by name).
  *
  * Threading: like a lock object, a MultiLock holds no per-thread state;
- * holds belong to the calling thread. Its members must outlive it.
+ * holds belong to the calling thread, or to the owner given in the
+ * options (lock.h: "Owners"). Its members must outlive it.
  */
 #ifndef RLOCK_MULTILOCK_H
 #define RLOCK_MULTILOCK_H
@@ -75,14 +76,35 @@ RLOCK_EXTERN int rlock_multilock_try_acquire_cancel(rlock_multilock *m,
                                                     rlock_cancel *cancel);
 
 /**
+ * Acquire every member with options (lock.h): the wait is for all members
+ * together, the lease each member's, the owner every member's holder.
+ * Every other MultiLock acquire function is a short form of this one.
+ * @param opts NULL for the defaults.
+ * @return as rlock_multilock_try_acquire(); RLOCK_ECANCELED when the
+ *         cancel token fired; RLOCK_EINVAL also for an unknown options
+ *         version or a token asked for (each fenced member has its own:
+ *         acquire it alone to get it).
+ */
+RLOCK_EXTERN int rlock_multilock_acquire_opts(
+    rlock_multilock *m, const rlock_acquire_options *opts);
+
+/**
  * Release one hold of every member, in reverse order. Every member is
  * released even when one fails; the first failure's status is returned
  * (RLOCK_ENOTHELD, RLOCK_ELOST, RLOCK_EIO, ...).
  */
 RLOCK_EXTERN int rlock_multilock_release(rlock_multilock *m);
 
+/** rlock_multilock_release() for the holds of `owner`, from any thread. */
+RLOCK_EXTERN int rlock_multilock_release_owner(rlock_multilock *m,
+                                               uint64_t owner);
+
 /** Whether the calling thread holds every member: *held = 1 or 0. */
 RLOCK_EXTERN int rlock_multilock_is_held(int *held, rlock_multilock *m);
+
+/** rlock_multilock_is_held() for `owner`. */
+RLOCK_EXTERN int rlock_multilock_is_held_owner(int *held, rlock_multilock *m,
+                                               uint64_t owner);
 
 /**
  * Sort lock names into rlock's canonical lock order (byte-wise, as

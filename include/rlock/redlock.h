@@ -18,8 +18,9 @@
  * with persistence or delay their restarts by a lease). For correctness
  * against paused holders, guard the resource with fencing tokens.
  *
- * Threading: like a lock object, a RedLock holds no per-thread state; its
- * members must outlive it.
+ * Threading: like a lock object, a RedLock holds no per-thread state;
+ * holds belong to the calling thread or the options' owner (lock.h:
+ * "Owners"). Its members must outlive it.
  */
 #ifndef RLOCK_REDLOCK_H
 #define RLOCK_REDLOCK_H
@@ -87,6 +88,19 @@ RLOCK_EXTERN int rlock_redlock_try_acquire_cancel(rlock_redlock_result **result,
                                                   rlock_cancel *cancel);
 
 /**
+ * Acquire a quorum with options (lock.h): the wait, each member's lease,
+ * the cancel token (checked between rounds) and the owner. The other
+ * RedLock acquire functions are short forms of this one.
+ * @param opts NULL for the defaults (wait for ever, watchdog leases).
+ * @return as rlock_redlock_try_acquire(); RLOCK_EINVAL also for an
+ *         unknown options version or a token asked for (a RedLock issues
+ *         none).
+ */
+RLOCK_EXTERN int rlock_redlock_acquire_opts(rlock_redlock_result **result,
+                                            rlock_redlock *r,
+                                            const rlock_acquire_options *opts);
+
+/**
  * Release every member, in parallel; members this thread never took are
  * ignored.
  * @return RLOCK_OK when every member this thread held was released;
@@ -94,6 +108,10 @@ RLOCK_EXTERN int rlock_redlock_try_acquire_cancel(rlock_redlock_result **result,
  *         others were released); else the first transport error.
  */
 RLOCK_EXTERN int rlock_redlock_release(rlock_redlock *r);
+
+/** rlock_redlock_release() for the holds of `owner`, from any thread. */
+RLOCK_EXTERN int rlock_redlock_release_owner(rlock_redlock *r,
+                                             uint64_t owner);
 
 /** Milliseconds of validity left when the round ended: lease minus time
  * spent minus drift; 0 when the quorum was not reached. Never larger than

@@ -66,12 +66,13 @@ int rlock_multilock_new(rlock_multilock **out, rlock_lock *const *members,
 
 void rlock_multilock_free(rlock_multilock *m) { free(m); }
 
-/* Release members [0, n) in reverse; keeps the caller's last error. */
-static void release_first(rlock_multilock *m, size_t n) {
+/* Release `owner`'s holds of members [0, n) in reverse; keeps the
+ * caller's last error. */
+static void release_first(rlock_multilock *m, size_t n, uint64_t owner) {
   rlock__saved_error saved;
   rlock__error_save(&saved);
   while (n-- > 0)
-    rlock_lock_release(m->members[n]);
+    rlock_lock_release_owner(m->members[n], owner);
   rlock__error_restore(&saved);
 }
 
@@ -134,40 +135,58 @@ static int relet(rlock_multilock *m, size_t i, const char *owner,
   return RLOCK_OK;
 }
 
-int rlock_multilock_try_acquire_cancel(rlock_multilock *m, int64_t wait_ms,
-                                       int64_t lease_ms,
-                                       rlock_cancel *cancel) {
-  if (m == NULL)
-    return rlock__err(RLOCK_EINVAL, "MultiLock is NULL");
-  int rc = rlock__check_wait(wait_ms);
-  if (rc == RLOCK_OK)
-    rc = rlock__check_lease(lease_ms);
-  if (rc != RLOCK_OK)
-    return rc;
-  int64_t deadline = rlock__deadline_after_ms(wait_ms);
+/* Take every member in order for the options' owner, each with what is
+ * left of the wait; all or none. */
+static int acquire_all(rlock_multilock *m, const rlock_acquire_options *o) {
+  int64_t deadline = rlock__deadline_after_ms(o->wait_ms);
+  rlock_acquire_options member = *o;
   for (size_t i = 0; i < m->n; i++) {
-    rc = rlock__acquire(m->members[i], wait_left(wait_ms, deadline),
-                        lease_ms, cancel);
+    member.wait_ms = wait_left(o->wait_ms, deadline);
+    int rc = rlock__acquire_opts(m->members[i], &member);
     if (rc != RLOCK_OK) {
       /* After a transport error the script may have run: release member i
        * too (a no-op when it did not). */
       int unsure = rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT;
-      release_first(m, unsure ? i + 1 : i);
+      release_first(m, unsure ? i + 1 : i, o->owner);
       return rc;
     }
   }
   /* Every member is held: the earlier ones get their full lease again. The
    * last was just taken with it. (Watchdog leases are renewed anyway.) */
-  for (size_t i = 0; lease_ms > 0 && i + 1 < m->n; i++) {
-    char owner[RLOCK_OWNER_MAX]; /* the calling thread, on i's client */
-    rlock__owner(m->members[i]->client, owner);
-    rc = relet(m, i, owner, lease_ms);
+  for (size_t i = 0; o->lease_ms > 0 && i + 1 < m->n; i++) {
+    char owner[RLOCK_OWNER_MAX]; /* the owner, on i's client */
+    rlock__owner_as(m->members[i]->client, o->owner, owner);
+    int rc = relet(m, i, owner, o->lease_ms);
     if (rc != RLOCK_OK) {
-      release_first(m, m->n);
+      release_first(m, m->n, o->owner);
       return rc;
     }
   }
   return RLOCK_OK;
+}
+
+int rlock_multilock_acquire_opts(rlock_multilock *m,
+                                 const rlock_acquire_options *opts) {
+  if (m == NULL)
+    return rlock__err(RLOCK_EINVAL, "MultiLock is NULL");
+  rlock_acquire_options o;
+  int rc = rlock__options(&o, opts);
+  if (rc != RLOCK_OK)
+    return rc;
+  if (o.token != NULL)
+    return rlock__err(RLOCK_EINVAL, "a MultiLock issues no fencing token "
+                      "(each fenced member has its own)");
+  return acquire_all(m, &o);
+}
+
+int rlock_multilock_try_acquire_cancel(rlock_multilock *m, int64_t wait_ms,
+                                       int64_t lease_ms,
+                                       rlock_cancel *cancel) {
+  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
+  o.wait_ms = wait_ms;
+  o.lease_ms = lease_ms;
+  o.cancel = cancel;
+  return rlock_multilock_acquire_opts(m, &o);
 }
 
 int rlock_multilock_try_acquire(rlock_multilock *m, int64_t wait_ms,
@@ -176,28 +195,36 @@ int rlock_multilock_try_acquire(rlock_multilock *m, int64_t wait_ms,
 }
 
 int rlock_multilock_acquire(rlock_multilock *m) {
-  return rlock_multilock_try_acquire_cancel(m, RLOCK_WAIT_FOREVER,
-                                            RLOCK_LEASE_WATCHDOG, NULL);
+  return rlock_multilock_acquire_opts(m, NULL);
 }
 
 int rlock_multilock_release(rlock_multilock *m) {
+  return rlock_multilock_release_owner(m, RLOCK_OWNER_THREAD);
+}
+
+int rlock_multilock_release_owner(rlock_multilock *m, uint64_t owner) {
   if (m == NULL)
     return rlock__err(RLOCK_EINVAL, "MultiLock is NULL");
   rlock__saved_error first = {RLOCK_OK, ""};
   for (size_t i = m->n; i-- > 0;)
-    if (rlock_lock_release(m->members[i]) != RLOCK_OK &&
+    if (rlock_lock_release_owner(m->members[i], owner) != RLOCK_OK &&
         first.code == RLOCK_OK)
       rlock__error_save(&first);
   return first.code == RLOCK_OK ? RLOCK_OK : rlock__error_restore(&first);
 }
 
 int rlock_multilock_is_held(int *held, rlock_multilock *m) {
+  return rlock_multilock_is_held_owner(held, m, RLOCK_OWNER_THREAD);
+}
+
+int rlock_multilock_is_held_owner(int *held, rlock_multilock *m,
+                                  uint64_t owner) {
   if (held == NULL || m == NULL)
     return rlock__err(RLOCK_EINVAL, "rlock_multilock_is_held: %s is NULL",
                       held ? "MultiLock" : "held");
   *held = 1;
   for (size_t i = 0; i < m->n && *held; i++) {
-    int rc = rlock_lock_is_held(held, m->members[i]);
+    int rc = rlock_lock_is_held_owner(held, m->members[i], owner);
     if (rc != RLOCK_OK)
       return rc;
   }

@@ -116,7 +116,7 @@ void rlock__redlock_round(rlock__round *rd, int64_t lease) {
     rlock_lock *l = r->members[i];
     int64_t li = member_lease(r, i, lease);
     rd->lease_min = li < rd->lease_min ? li : rd->lease_min;
-    rlock__owner(l->client, rd->owner[i]);
+    rlock__owner_as(l->client, rd->owner_number, rd->owner[i]);
     rd->fan[i].client = l->client;
     l->kind->attempt(l, rd->owner[i], li, 0, &rd->fan[i].call);
   }

@@ -75,16 +75,16 @@ typedef struct release_set {
   rlock__fan fan[RLOCK_MAX_REDLOCK_MEMBERS];
 } release_set;
 
-/* Prepare the release of member i: with `recorded`, pop this thread's
- * record first (renewal must stop before the release is sent). */
+/* Prepare the release of `owner`'s hold of member i: with `recorded`, pop
+ * its record first (renewal must stop before the release is sent). */
 static void release_prepare(release_set *s, rlock_redlock *r, size_t i,
-                            int recorded) {
+                            int recorded, uint64_t owner) {
   size_t k = s->n++;
   rlock_lock *l = r->members[i];
   int64_t keep_ms = l->client->cfg.watchdog_timeout_ms;
   s->idx[k] = i;
   s->state[k] = RLOCK__HOLD_NONE;
-  rlock__owner(l->client, s->owner[k]);
+  rlock__owner_as(l->client, owner, s->owner[k]);
   if (recorded)
     rlock__hold_pop(l->client, l->name, s->owner[k], &s->state[k], &keep_ms);
   s->fan[k].client = l->client;
@@ -94,14 +94,14 @@ static void release_prepare(release_set *s, rlock_redlock *r, size_t i,
 /* Release members in parallel, waiting until `deadline`: those in `which`
  * (NULL: all). With `recorded`, a hold this thread recorded that is gone
  * means lost; nil answers from members never taken are ignored. */
-static int release_members(rlock_redlock *r, int recorded, const int *which,
-                           int64_t deadline) {
+static int release_members(rlock_redlock *r, uint64_t owner, int recorded,
+                           const int *which, int64_t deadline) {
   release_set *s = calloc(1, sizeof *s);
   if (s == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   for (size_t i = 0; i < r->n; i++)
     if (which == NULL || which[i])
-      release_prepare(s, r, i, recorded);
+      release_prepare(s, r, i, recorded, owner);
   rlock__fanout(s->fan, s->n, deadline, NULL, NULL);
   int rc = RLOCK_OK;
   for (size_t k = 0; k < s->n; k++) {
@@ -132,8 +132,9 @@ static int record(rlock__round *rd, int64_t lease) {
     rlock_lock *l = rd->r->members[i];
     if (rd->fan[i].done && rd->fan[i].rc == RLOCK_OK &&
         rd->fan[i].reply->type == RLOCK__R_NIL &&
-        rlock__hold_push(l->client, l->name, rd->owner[i], lease,
-                         rd->started, NULL) != RLOCK_OK)
+        rlock__hold_push_owned(l->client, l->name, rd->owner[i], lease,
+                               rd->started, NULL, rd->owner_number) !=
+            RLOCK_OK)
       return RLOCK_ENOMEM;
   }
   return RLOCK_OK;
@@ -178,48 +179,67 @@ static int one_round(rlock__round *rd, int64_t lease, rlock_redlock_result *res)
     rlock__error_save(&saved);
     /* Best effort, bounded like the round: what cannot be released now
      * expires with its lease. (ok: recording ran out of memory.) */
-    release_members(rd->r, ok, which,
+    release_members(rd->r, rd->owner_number, ok, which,
                     rlock__now_us() + rd->node_timeout_ms * 1000);
     rlock__error_restore(&saved);
   }
   return rc;
 }
 
-int rlock_redlock_try_acquire_cancel(rlock_redlock_result **result,
-                                     rlock_redlock *r, int64_t wait_ms,
-                                     int64_t lease_ms, rlock_cancel *cancel) {
+/* Rounds until held, the wait runs out, or the cancel token fires. */
+static int acquire_rounds(rlock_redlock *r, const rlock_acquire_options *o,
+                          rlock_redlock_result *res) {
+  rlock__round *rd = calloc(1, sizeof *rd);
+  if (rd == NULL)
+    return rlock__err(RLOCK_ENOMEM, "out of memory");
+  rd->r = r;
+  rd->owner_number = o->owner;
+  int64_t deadline = rlock__deadline_after_ms(o->wait_ms);
+  int rc;
+  /* Retry contention until the wait runs out; an outage only within a
+   * finite wait (servers may come back), never for ever. */
+  while ((rc = rlock__canceled(o->cancel)
+                    ? rlock__err(RLOCK_ECANCELED, "wait canceled")
+                    : one_round(rd, o->lease_ms, res)) != RLOCK_OK &&
+         rc != RLOCK_ECANCELED && rlock__now_us() < deadline &&
+         (rc == RLOCK_ELOCKED || o->wait_ms != RLOCK_WAIT_FOREVER))
+    pause_before_retry(deadline);
+  free(rd);
+  return rc;
+}
+
+int rlock_redlock_acquire_opts(rlock_redlock_result **result,
+                               rlock_redlock *r,
+                               const rlock_acquire_options *opts) {
   if (result != NULL)
     *result = NULL;
   if (r == NULL)
     return rlock__err(RLOCK_EINVAL, "RedLock is NULL");
-  int rc = rlock__check_wait(wait_ms);
-  if (rc == RLOCK_OK)
-    rc = rlock__check_lease(lease_ms);
+  rlock_acquire_options o;
+  int rc = rlock__options(&o, opts);
   if (rc != RLOCK_OK)
     return rc;
-  rlock__round *rd = calloc(1, sizeof *rd);
+  if (o.token != NULL)
+    return rlock__err(RLOCK_EINVAL, "a RedLock issues no fencing token");
   rlock_redlock_result *res = calloc(1, sizeof *res);
-  if (rd == NULL || res == NULL) {
-    free(rd);
-    free(res);
+  if (res == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
-  }
-  rd->r = r;
-  int64_t deadline = rlock__deadline_after_ms(wait_ms);
-  /* Retry contention until the wait runs out; an outage only within a
-   * finite wait (servers may come back), never for ever. */
-  while ((rc = rlock__canceled(cancel)
-                    ? rlock__err(RLOCK_ECANCELED, "wait canceled")
-                    : one_round(rd, lease_ms, res)) != RLOCK_OK &&
-         rc != RLOCK_ECANCELED && rlock__now_us() < deadline &&
-         (rc == RLOCK_ELOCKED || wait_ms != RLOCK_WAIT_FOREVER))
-    pause_before_retry(deadline);
-  free(rd);
+  rc = acquire_rounds(r, &o, res);
   if (result != NULL)
     *result = res;
   else
     free(res);
   return rc;
+}
+
+int rlock_redlock_try_acquire_cancel(rlock_redlock_result **result,
+                                     rlock_redlock *r, int64_t wait_ms,
+                                     int64_t lease_ms, rlock_cancel *cancel) {
+  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
+  o.wait_ms = wait_ms;
+  o.lease_ms = lease_ms;
+  o.cancel = cancel;
+  return rlock_redlock_acquire_opts(result, r, &o);
 }
 
 int rlock_redlock_try_acquire(rlock_redlock_result **result, rlock_redlock *r,
@@ -228,9 +248,13 @@ int rlock_redlock_try_acquire(rlock_redlock_result **result, rlock_redlock *r,
 }
 
 int rlock_redlock_release(rlock_redlock *r) {
+  return rlock_redlock_release_owner(r, RLOCK_OWNER_THREAD);
+}
+
+int rlock_redlock_release_owner(rlock_redlock *r, uint64_t owner) {
   if (r == NULL)
     return rlock__err(RLOCK_EINVAL, "RedLock is NULL");
-  return release_members(r, 1, NULL, rlock__deadline_after_ms(
+  return release_members(r, owner, 1, NULL, rlock__deadline_after_ms(
       r->members[0]->client->cfg.command_timeout_ms));
 }
 

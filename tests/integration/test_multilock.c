@@ -336,6 +336,60 @@ static void test_member_gone_before_the_last_fails(void **state) {
   rlock_client_free(other);
 }
 
+typedef struct releaser {
+  rlock_multilock *m;
+  uint64_t owner;
+  int held_here; /* the releasing thread's own holds: none */
+  int rc;
+} releaser;
+
+static void *release_elsewhere(void *arg) {
+  releaser *x = arg;
+  OK(rlock_multilock_is_held(&x->held_here, x->m));
+  x->rc = rlock_multilock_release_owner(x->m, x->owner);
+  return NULL;
+}
+
+/* An explicit owner takes every member on this thread (one of them from
+ * another client); another thread releases them by that owner. */
+static void test_explicit_owner_across_threads(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, 0), *c2 = fx_client(srv, 0);
+  rlock_lock *l[3] = {fx_lock(c, "m:o1"), fx_lock(c2, "m:o2"),
+                      fx_lock(c, "m:o3")};
+  rlock_multilock *m = multi(l, 3);
+  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
+  o.owner = rlock_owner_new();
+  o.lease_ms = 20000;
+  OK(rlock_multilock_acquire_opts(m, &o));
+  int held;
+  OK(rlock_multilock_is_held_owner(&held, m, o.owner));
+  assert_int_equal(held, 1);
+  OK(rlock_multilock_is_held(&held, m)); /* the thread holds nothing */
+  assert_int_equal(held, 0);
+  char field[RLOCK_OWNER_MAX + 32];
+  snprintf(field, sizeof field, "%s:%llu", rlock_client_id(c2),
+           (unsigned long long)o.owner);
+  assert_int_equal(fx_hget(srv, "m:o2", field), 1);
+  releaser x = {m, o.owner, -1, -1};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, release_elsewhere, &x), 0);
+  pthread_join(t, NULL);
+  assert_int_equal(x.held_here, 0);
+  OK(x.rc);
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(rt_cmd_int(srv, "EXISTS m:o%d", i + 1), 0);
+  int64_t token;
+  o.token = &token;
+  RC(rlock_multilock_acquire_opts(m, &o), RLOCK_EINVAL);
+  assert_int_equal(rt_cmd_int(srv, "EXISTS m:o1"), 0);
+  rlock_multilock_free(m);
+  for (int i = 0; i < 3; i++)
+    rlock_lock_free(l[i]);
+  rlock_client_free(c);
+  rlock_client_free(c2);
+}
+
 static void test_bad_input_and_sort(void **state) {
   (void)state;
   rlock_client *c = fx_client(srv, 0);
@@ -385,6 +439,7 @@ int main(void) {
       cmocka_unit_test(test_failures_leave_nothing_held),
       cmocka_unit_test(test_lease_renewed_on_every_member),
       cmocka_unit_test(test_member_gone_before_the_last_fails),
+      cmocka_unit_test(test_explicit_owner_across_threads),
       cmocka_unit_test(test_bad_input_and_sort),
   };
   return cmocka_run_group_tests(tests, fx_setup, fx_teardown);

@@ -356,6 +356,57 @@ static void test_restart_while_held(void **state) {
   down(&k);
 }
 
+typedef struct releaser {
+  rlock_redlock *r;
+  uint64_t owner;
+  int thread_rc; /* the thread's own-thread release: not its hold */
+  int owner_rc;
+} releaser;
+
+static void *release_elsewhere(void *arg) {
+  releaser *x = arg;
+  x->thread_rc = rlock_redlock_release(x->r);
+  x->owner_rc = rlock_redlock_release_owner(x->r, x->owner);
+  return NULL;
+}
+
+/* An explicit owner takes the RedLock on this thread; another thread
+ * releases it by that owner. Options the RedLock refuses: a token. */
+static void test_explicit_owner_across_threads(void **state) {
+  (void)state;
+  cluster k;
+  up(&k, 3, "rl:owner", 0);
+  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
+  o.owner = rlock_owner_new();
+  o.wait_ms = 0;
+  o.lease_ms = 20000;
+  OK(rlock_redlock_acquire_opts(NULL, k.r, &o));
+  char field[RLOCK_OWNER_MAX + 32];
+  for (int i = 0; i < 3; i++) {
+    snprintf(field, sizeof field, "%s:%llu", rlock_client_id(k.c[i]),
+             (unsigned long long)o.owner);
+    assert_int_equal(fx_hget(k.srv[i], "rl:owner", field), 1);
+    OK(rlock_lock_check_owner(k.l[i], o.owner));
+  }
+  releaser x = {k.r, o.owner, 0, 0};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, release_elsewhere, &x), 0);
+  pthread_join(t, NULL);
+  OK(x.thread_rc); /* members this thread never took are ignored */
+  OK(x.owner_rc);
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(rt_cmd_int(k.srv[i], "EXISTS rl:owner"), 0);
+  int64_t token;
+  o.token = &token;
+  RC(rlock_redlock_acquire_opts(NULL, k.r, &o), RLOCK_EINVAL);
+  o.token = NULL;
+  o.version = 0;
+  RC(rlock_redlock_acquire_opts(NULL, k.r, &o), RLOCK_EINVAL);
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(rt_cmd_int(k.srv[i], "EXISTS rl:owner"), 0);
+  down(&k);
+}
+
 static void test_bad_input(void **state) {
   (void)state;
   rt_server *s = rt_server_start(NULL);
@@ -405,6 +456,7 @@ int main(void) {
       cmocka_unit_test(test_watchdog_renews_every_member),
       cmocka_unit_test(test_slow_member_eats_validity),
       cmocka_unit_test(test_restart_while_held),
+      cmocka_unit_test(test_explicit_owner_across_threads),
       cmocka_unit_test(test_bad_input),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
