@@ -858,8 +858,8 @@ static void test_multilock(void **state) {
   rlock_client_free(other);
 }
 
-/* Member i held elsewhere: refused, or not waited for once the others
- * made the quorum (the fan-out stops as soon as it is decided). */
+/* Member i held elsewhere: refused, or not waited for (the fan-out stops
+ * early once the quorum is out of reach). */
 static void check_refused(const rlock_redlock_result *res, size_t i) {
   int st = rlock_redlock_result_status(res, i);
   if (st != RLOCK_ELOCKED &&
