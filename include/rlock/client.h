@@ -7,6 +7,13 @@
  * (the watchdog), receives unlock messages for waiting threads, and calls
  * the lost-lock callback. rlock_client_free() stops and joins it.
  *
+ * Processes: a client belongs to the process that created it. In a child
+ * made by fork() every operation on an inherited client (and on its lock
+ * objects) fails at once with RLOCK_ECLOSED, and never touches the
+ * parent's connections; the child must create its own client. (The
+ * client's background thread does not exist in the child, and the copies
+ * of its sockets carry the parent's conversations.)
+ *
  * Connections are opened on demand and re-opened after a failure, so a
  * client survives a server restart. While a single server is unreachable,
  * operations fail with RLOCK_EIO (or RLOCK_ETIMEOUT) instead of hanging.
@@ -49,9 +56,26 @@ RLOCK_EXTERN int rlock_client_new(rlock_client **out, const rlock_config *cfg);
  * Locks still held are not released: they expire after their lease (for
  * watchdog-renewed locks, within one watchdog timeout). Every lock object
  * made from this client must be freed first, and no other thread may be
- * inside a call on this client. NULL is accepted and ignored.
+ * inside a call on this client.
+ *
+ * From the client's own background thread, i.e. from its lost-lock
+ * callback, the client cannot be freed (the thread would have to join
+ * itself): RLOCK_EDEADLK, and nothing happens. Free it from another thread
+ * (the callback may tell one to).
+ *
+ * In a fork()ed child of the process that created the client: RLOCK_ECLOSED,
+ * and nothing is released, deliberately. Stopping the (nonexistent)
+ * background thread, taking locks that threads of the parent may have held
+ * at the fork, or closing descriptors the child may since have reused
+ * would not be safe, so the client's memory and the child's copies of its
+ * descriptors (all close-on-exec) stay until the child exits or execs.
+ * Meanwhile those copies keep the parent's connections open on the
+ * server's side even after the parent closes them. Fork before creating
+ * clients where that matters.
+ *
+ * @return RLOCK_OK (also for NULL), RLOCK_EDEADLK or RLOCK_ECLOSED.
  */
-RLOCK_EXTERN void rlock_client_free(rlock_client *client);
+RLOCK_EXTERN int rlock_client_free(rlock_client *client);
 
 /**
  * The client's identity, a 36-character lower-case UUID. Borrowed: valid

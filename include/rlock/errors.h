@@ -45,12 +45,16 @@ typedef enum rlock_status {
   RLOCK_ENOTHELD = -10,
   /** The lock was held by this thread but expired or was deleted. */
   RLOCK_ELOST = -11,
-  /** The client is shutting down. */
+  /** The client is shutting down, or belongs to another process: this
+   * one is a fork()ed child of the process that created it, and must
+   * create its own client. */
   RLOCK_ECLOSED = -12,
   /** The wait was given up because its cancel token fired. */
   RLOCK_ECANCELED = -13,
   /** Waiting would deadlock: the caller holds a read hold on the
-   * read-write lock whose write hold it asked for. */
+   * read-write lock whose write hold it asked for; or rlock_client_free()
+   * was called on the client's own background thread (from its lost-lock
+   * callback), which it would have to join. */
   RLOCK_EDEADLK = -14,
   /** No replica confirmed the write within the replica sync timeout
    * (rlock_config_set_replica_sync): an acquisition was undone, a release

@@ -16,6 +16,10 @@
 #include "common.h"
 
 void rlock__bg_wake(rlock_client *c) {
+  /* In a fork()ed child there is no background thread, and the eventfd is
+   * shared with the parent's: a write would wake the parent's thread. */
+  if (!rlock__origin_ok(&c->origin))
+    return;
   uint64_t one = 1;
   ssize_t n;
   do

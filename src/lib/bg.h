@@ -25,7 +25,8 @@ typedef struct rlock__bg {
 int rlock__bg_start(rlock_client *c);
 void rlock__bg_stop(rlock_client *c);
 
-/* Make the background thread re-run its services soon. Any thread. */
+/* Make the background thread re-run its services soon. Any thread. Does
+ * nothing in a fork()ed child of the client's process (no thread there). */
 void rlock__bg_wake(rlock_client *c);
 
 #endif /* RLOCK_BG_H */

@@ -43,6 +43,7 @@ int rlock_client_new(rlock_client **out, const rlock_config *cfg) {
   rlock_client *c = calloc(1, sizeof *c);
   if (c == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
+  rlock__origin_here(&c->origin); /* first: registers the fork handler */
   int rc = cfg ? rlock__config_copy(&c->cfg, cfg) : rlock__config_defaults(&c->cfg);
   if (rc != RLOCK_OK) {
     free(c);
@@ -80,9 +81,26 @@ fail_cfg:
   return rc;
 }
 
-void rlock_client_free(rlock_client *c) {
+int rlock_client_free(rlock_client *c) {
   if (c == NULL)
-    return;
+    return RLOCK_OK;
+  /* In a fork()ed child, release nothing, deliberately: the background
+   * thread does not exist here; mutexes may have been held at the fork by
+   * threads that do not exist either, and condition variables waited on by
+   * them (destroying such a one blocks for ever); the descriptors are
+   * copies of the parent's sockets, which the child may even have closed
+   * and reused for something else by now. So the memory and the copies of
+   * the descriptors (all close-on-exec) stay until the child exits or
+   * execs. Checked first: the forking thread may have been this client's
+   * background thread (a lost-lock callback that forks). */
+  if (!rlock__origin_ok(&c->origin))
+    return rlock__origin_refuse(&c->origin);
+  /* The background thread cannot join itself: the lost-lock callback runs
+   * on it. */
+  if (c->bg.started && pthread_equal(pthread_self(), c->bg.thread))
+    return rlock__err(RLOCK_EDEADLK, "rlock_client_free called from the "
+                      "client's own background thread (lost-lock callback); "
+                      "free it from another thread");
   rlock__bg_stop(c);
   rlock__sentinel_watch_close(&c->swatch);
   rlock__watchdog_destroy(&c->wd);
@@ -90,6 +108,7 @@ void rlock_client_free(rlock_client *c) {
   rlock__topo_destroy(&c->topo);
   rlock__config_clear(&c->cfg);
   free(c);
+  return RLOCK_OK;
 }
 
 const char *rlock_client_id(const rlock_client *c) {

@@ -23,6 +23,8 @@ struct rlock_client {
   rlock__pubsub ps;
   rlock__watchdog wd;
   rlock__bg bg;
+  rlock__origin origin; /* the process that created it (net/pool.h): in a
+                           fork()ed child every operation is refused */
 };
 
 /* Write "<client id>:<thread id>" for the calling thread into buf

@@ -109,6 +109,11 @@ static int wait_active(rlock_client *c, rlock__sub *s, int64_t deadline_us,
 int rlock__sub_acquire(rlock_client *c, const char *channel,
                        int64_t deadline_us, const rlock_cancel *cancel,
                        rlock__sub **out) {
+  /* In a fork()ed child no background thread would ever subscribe. */
+  if (!rlock__origin_ok(&c->origin)) {
+    *out = NULL;
+    return rlock__origin_refuse(&c->origin);
+  }
   rlock__pubsub *ps = &c->ps;
   pthread_mutex_lock(&ps->mu);
   rlock__sub *s = sub_get(ps, channel);

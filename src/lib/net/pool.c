@@ -5,13 +5,45 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "common.h"
+
+/* ---- origin ------------------------------------------------------------ */
+
+atomic_uint rlock__fork_gen;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+/* Runs in the child of every fork(), before fork() returns there: one
+ * lock-free atomic add, async-signal-safe. */
+static void forked_child(void) {
+  atomic_fetch_add_explicit(&rlock__fork_gen, 1, memory_order_relaxed);
+}
+
+static void register_fork_handler(void) {
+  pthread_atfork(NULL, NULL, forked_child);
+}
+
+void rlock__origin_here(rlock__origin *o) {
+  pthread_once(&fork_once, register_fork_handler);
+  o->gen = atomic_load_explicit(&rlock__fork_gen, memory_order_relaxed);
+  o->pid = getpid();
+}
+
+int rlock__origin_refuse(const rlock__origin *o) {
+  return rlock__err(RLOCK_ECLOSED, "client was created in process %ld; this "
+                    "is a forked child (process %ld), which must create its "
+                    "own client (RLOCK_ECLOSED)", (long)o->pid,
+                    (long)getpid());
+}
+
+/* ---- the pool ---------------------------------------------------------- */
 
 int rlock__pool_init(rlock__pool *p, const rlock__endpoint *ep, int max,
                      int64_t connect_ms, int64_t command_ms) {
   *p = (rlock__pool){.max = max, .connect_ms = connect_ms,
                      .command_ms = command_ms};
+  rlock__origin_here(&p->origin);
   p->idle = calloc((size_t)max, sizeof *p->idle);
   if (p->idle == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
@@ -67,6 +99,12 @@ static int take(rlock__pool *p, int64_t deadline, rlock__conn **out) {
 }
 
 int rlock__pool_get(rlock__pool *p, rlock__conn **out) {
+  /* Before anything else: in a forked child the mutex may be held by a
+   * thread that does not exist here, and the sockets are the parent's. */
+  if (!rlock__origin_ok(&p->origin)) {
+    *out = NULL;
+    return rlock__origin_refuse(&p->origin);
+  }
   int64_t deadline = rlock__deadline_after_ms(p->command_ms);
   for (;;) {
     int rc = take(p, deadline, out);
