@@ -34,11 +34,13 @@ typedef struct rlock_config rlock_config;
  * rlock_lock_check() says so already.
  *
  * @param name     the lock's name (borrowed for the duration of the call)
- * @param owner    the hold's owner field, "<client id>:<thread id>"
+ * @param owner    the hold's owner field, "<client id>:<owner number>"
  * @param userdata as given to rlock_config_set_lost_callback()
  *
  * No library lock is held during the call. The callback must not block for
- * long (it delays renewals and wake-ups) and must not free the client.
+ * long (it delays renewals and wake-ups). It cannot free its own client:
+ * rlock_client_free() called from it returns RLOCK_EDEADLK and does
+ * nothing. Holds abandoned by a thread that exited are not reported.
  */
 typedef void (*rlock_lost_fn)(const char *name, const char *owner,
                               void *userdata);

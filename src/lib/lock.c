@@ -320,6 +320,8 @@ int rlock_lock_release(rlock_lock *l) {
 int rlock_lock_release_owner(rlock_lock *l, uint64_t owner_number) {
   if (l == NULL)
     return rlock__err(RLOCK_EINVAL, "lock is NULL");
+  if (!rlock__origin_ok(&l->client->origin)) /* before any hold record */
+    return rlock__origin_refuse(&l->client->origin);
   char owner[RLOCK_OWNER_MAX], field[RLOCK_FIELD_MAX], id[33];
   rlock__owner_as(l->client, owner_number, owner);
   rlock__field(l, owner, field);
@@ -394,6 +396,9 @@ int rlock_lock_check(rlock_lock *l) {
 int rlock_lock_check_owner(rlock_lock *l, uint64_t owner_number) {
   if (l == NULL)
     return rlock__err(RLOCK_EINVAL, "lock is NULL");
+  if (!rlock__origin_ok(&l->client->origin)) /* the records are the
+                                                parent's */
+    return rlock__origin_refuse(&l->client->origin);
   char owner[RLOCK_OWNER_MAX], field[RLOCK_FIELD_MAX];
   rlock__owner_as(l->client, owner_number, owner);
   rlock__field(l, owner, field);

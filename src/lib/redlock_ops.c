@@ -254,6 +254,9 @@ int rlock_redlock_release(rlock_redlock *r) {
 int rlock_redlock_release_owner(rlock_redlock *r, uint64_t owner) {
   if (r == NULL)
     return rlock__err(RLOCK_EINVAL, "RedLock is NULL");
+  for (size_t i = 0; i < r->n; i++) /* before any hold record */
+    if (!rlock__origin_ok(&r->members[i]->client->origin))
+      return rlock__origin_refuse(&r->members[i]->client->origin);
   return release_members(r, owner, 1, NULL, rlock__deadline_after_ms(
       r->members[0]->client->cfg.command_timeout_ms));
 }

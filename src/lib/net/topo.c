@@ -40,6 +40,7 @@ static int node_new(rlock__topo *t, rlock__endpoint *ep, rlock__node **out) {
     free(n);
     return rc;
   }
+  n->pool.origin = t->origin;
   *out = n;
   return RLOCK_OK;
 }
@@ -152,6 +153,7 @@ void rlock__node_replicas_stale(rlock__node *node) {
 int rlock__topo_init(rlock__topo *t, const rlock__target *target,
                      int pool_size, int64_t connect_ms, int64_t command_ms) {
   memset(t, 0, sizeof *t);
+  rlock__origin_here(&t->origin);
   t->pool_size = pool_size;
   t->connect_ms = connect_ms;
   t->command_ms = command_ms;
@@ -262,6 +264,8 @@ static int refresh_cluster(rlock__topo *t) {
 /* Refresh now unless another thread is at it (then, with `wait`, wait for
  * it) or, without `force`, one ran within RLOCK__TOPO_REFRESH_MS. */
 static int refresh(rlock__topo *t, int force, int wait) {
+  if (!rlock__origin_ok(&t->origin)) /* a refresh may be stuck mid-way */
+    return rlock__origin_refuse(&t->origin);
   pthread_mutex_lock(&t->mu);
   int64_t now = rlock__now_us();
   if (t->refreshing || (!force && now - t->refreshed_us <

@@ -67,6 +67,9 @@ typedef struct rlock__topo {
                            refresh knows no master of that name */
   atomic_int sharded; /* SSUBSCRIBE/SPUBLISH: 1, classic: 0, -1 until a
                          cluster in auto mode has been probed */
+  rlock__origin origin; /* the process the topology belongs to: every
+                           node's pool carries it, even one first met in a
+                           fork()ed child (which must not use it) */
 } rlock__topo;
 
 /* Set up from `target` (copied). Does no I/O for a single server; a
