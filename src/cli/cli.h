@@ -109,12 +109,15 @@ void cli_json_string(FILE *out, const char *s);
  * Returns 0, or an exit status after printing why (bad URL or watchdog:
  * EX_USAGE; bad name: EX_DATAERR; ...). On failure nothing is left to free.
  */
-/* Which lock a command opens: rlock exec's --fair, --read, --write. */
+/* Which lock a command opens: rlock exec's --fair, --read, --write,
+ * --fenced, --spin. */
 typedef enum cli_kind {
   CLI_LOCK,
   CLI_FAIR,
   CLI_READ,
-  CLI_WRITE
+  CLI_WRITE,
+  CLI_FENCED,
+  CLI_SPIN
 } cli_kind;
 
 /* A client for server `url` (NULL: the default) with the global options;
@@ -190,6 +193,7 @@ typedef struct cli_watch {
   int64_t period_ms;
   int64_t kill_after_ms; /* SIGTERM, then SIGKILL this much later */
   int pdeath;            /* the child gets SIGTERM if rlock dies */
+  char **envp;           /* the child's environment; NULL: rlock's own */
 } cli_watch;
 
 /*
@@ -217,13 +221,14 @@ void cli_spawn_wake(void);
 #define CLI_INTERRUPTED 1
 
 /*
- * rlock_lock_try_acquire_cancel() with wait_ms (RLOCK_WAIT_FOREVER or 0..)
- * and the signal handler's cancel token, so that a caught signal ends the
+ * rlock_lock_acquire_opts() with wait_ms (RLOCK_WAIT_FOREVER or 0..) and
+ * the signal handler's cancel token, so that a caught signal ends the
  * wait at once. On a terminal (`show`), a line on stderr says who holds
- * the lock while waiting. Returns RLOCK_OK (held), RLOCK_ELOCKED, another
- * library status, or CLI_INTERRUPTED (not held).
+ * the lock while waiting. `token` (a fenced lock's; else NULL) receives
+ * the acquisition's fencing token. Returns RLOCK_OK (held), RLOCK_ELOCKED,
+ * another library status, or CLI_INTERRUPTED (not held).
  */
 int cli_acquire(rlock_lock *lock, int64_t wait_ms, int64_t lease_ms,
-                int show);
+                int show, int64_t *token);
 
 #endif /* RLOCK_CLI_H */

@@ -25,6 +25,8 @@ int cli_lock_new(cli_kind kind, rlock_lock **lock, rlock_client *client,
   case CLI_FAIR: return rlock_lock_new_fair(lock, client, name);
   case CLI_READ: return rlock_lock_new_read(lock, client, name);
   case CLI_WRITE: return rlock_lock_new_write(lock, client, name);
+  case CLI_FENCED: return rlock_lock_new_fenced(lock, client, name);
+  case CLI_SPIN: return rlock_lock_new_spin(lock, client, name);
   default: return rlock_lock_new(lock, client, name);
   }
 }

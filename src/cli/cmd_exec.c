@@ -3,13 +3,16 @@
  *
  *   rlock [-u URL] [--watchdog DUR] exec [-w DUR] [-l DUR] NAME -- COMMAND...
  *
- * Acquire (waiting in slices, see waiting.c), run COMMAND as a child
- * (spawn.c) while the library's watchdog renews the lease, release, and
- * exit with COMMAND's status.
+ * Acquire (in one wait a signal can end, see waiting.c), run COMMAND as a
+ * child (spawn.c) while the library's watchdog renews the lease, release,
+ * and exit with COMMAND's status. With --fenced, COMMAND finds the
+ * acquisition's fencing token in $RLOCK_TOKEN.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -18,7 +21,8 @@
 typedef struct exec_args {
   int64_t wait_ms;  /* RLOCK_WAIT_FOREVER, or 0.. */
   int64_t lease_ms; /* RLOCK_LEASE_WATCHDOG, or 1.. */
-  cli_kind kind;    /* --fair, --read, --write, or a plain lock */
+  cli_kind kind;    /* --fair, --read, --write, --fenced, --spin, or a
+                       plain lock */
   const char *name; /* the first name */
   char **names;     /* every NAME before "--": several make a MultiLock */
   int nnames;
@@ -29,8 +33,9 @@ typedef struct exec_args {
 } exec_args;
 
 static const char exec_help[] =
-    "Usage: rlock [-u URL] [--watchdog DUR] exec [--fair|--read|--write]\n"
-    "             [-w DUR] [-l DUR] [--on-lost ACTION] [--kill-after DUR]\n"
+    "Usage: rlock [-u URL] [--watchdog DUR] exec\n"
+    "             [--fair|--read|--write|--fenced|--spin] [-w DUR] [-l DUR]\n"
+    "             [--on-lost ACTION] [--kill-after DUR]\n"
     "             NAME [NAME...] -- COMMAND [ARG...]\n"
     "\n"
     "Acquire the lock NAME, run COMMAND while holding it, release it when\n"
@@ -55,6 +60,19 @@ static const char exec_help[] =
     "                    many readers may hold it at once\n"
     "      --write       take the write half of the read-write lock NAME:\n"
     "                    one writer and no readers\n"
+    "      --fenced      take NAME as a fenced lock (Redisson's RFencedLock)\n"
+    "                    and give COMMAND this acquisition's fencing token in\n"
+    "                    $RLOCK_TOKEN (decimal), larger than any issued for\n"
+    "                    NAME before. Pass it to what COMMAND writes to,\n"
+    "                    which should refuse a token below the highest it\n"
+    "                    has seen: a holder paused past its lease while\n"
+    "                    another took over. One NAME and one -u only\n"
+    "      --spin        take NAME as a spin lock (Redisson's RSpinLock): wait\n"
+    "                    by retrying with back-off (1ms doubling to 128ms)\n"
+    "                    instead of listening for pub/sub unlock messages\n"
+    "                    (servers or proxies without pub/sub)\n"
+    "                    At most one of --fair, --read, --write, --fenced\n"
+    "                    and --spin\n"
     "      --on-lost ACTION  what to do when the lock is lost while COMMAND\n"
     "                    runs: 'terminate' (default) sends COMMAND SIGTERM\n"
     "                    at once and exits with 76; 'ignore' lets it run\n"
@@ -74,8 +92,8 @@ static const char exec_help[] =
     "  126      COMMAND is not executable\n"
     "  127      COMMAND was not found\n"
     "  64       usage error\n"
-    "  65       NAME is not usable: the key holds something else, or the\n"
-    "           name is invalid\n"
+    "  65       NAME is not usable: the key (or --fenced's token key)\n"
+    "           holds something else, or the name is invalid\n"
     "  69       Redis unreachable, refusing or failing\n"
     "  70       internal error\n"
     "  71       system error (cannot fork, out of memory)\n"
@@ -113,13 +131,36 @@ static int held_lost(void *ud, char *name, size_t size) {
   return 0;
 }
 
-/* Run COMMAND, watching `n` locks as --on-lost says. */
-static int spawn_held(const exec_args *a, rlock_lock **locks, int n) {
+/* Run COMMAND, watching `n` locks as --on-lost says, with `envp` as its
+ * environment (NULL: rlock's). */
+static int spawn_held(const exec_args *a, rlock_lock **locks, int n,
+                      char **envp) {
   held h = {locks, a->names, n};
   int watch = !a->on_lost_ignore && a->lease_ms == RLOCK_LEASE_WATCHDOG;
   cli_watch w = {watch ? held_lost : NULL, &h, NULL, a->period_ms,
-                 a->kill_after_ms, !a->on_lost_ignore};
+                 a->kill_after_ms, !a->on_lost_ignore, envp};
   return cli_spawn_watch(a->command, &w);
+}
+
+extern char **environ;
+
+/* rlock's environment with RLOCK_TOKEN=<token> in place of any inherited
+ * one, in `slot` (size `size`); NULL when out of memory. Built before the
+ * fork: the child of a threaded process must not allocate. Free the array
+ * only (its strings are environ's and `slot`). */
+static char **env_with_token(int64_t token, char *slot, size_t size) {
+  size_t n = 0, k = 0;
+  while (environ[n] != NULL)
+    n++;
+  char **env = calloc(n + 2, sizeof *env);
+  if (env == NULL)
+    return NULL;
+  for (size_t i = 0; i < n; i++)
+    if (strncmp(environ[i], "RLOCK_TOKEN=", 12) != 0)
+      env[k++] = environ[i];
+  snprintf(slot, size, "RLOCK_TOKEN=%" PRId64, token);
+  env[k] = slot;
+  return env;
 }
 
 /* NAME -- COMMAND [ARG...]: `rest` holds the n words after the options;
@@ -156,13 +197,20 @@ static int parse_positional(char **rest, int n, int dashdash_eaten,
 #define OPT_WRITE 258
 #define OPT_ON_LOST 259
 #define OPT_KILL_AFTER 260
+#define OPT_FENCED 261
+#define OPT_SPIN 262
 
-/* --fair, --read and --write pick the lock's kind; at most one. */
+/* --fair, --read, --write, --fenced and --spin pick the lock's kind; at
+ * most one. */
 static int set_kind(exec_args *a, int opt) {
-  cli_kind k = opt == OPT_FAIR ? CLI_FAIR : opt == OPT_READ ? CLI_READ
-                                                            : CLI_WRITE;
+  cli_kind k = opt == OPT_FAIR     ? CLI_FAIR
+               : opt == OPT_READ   ? CLI_READ
+               : opt == OPT_WRITE  ? CLI_WRITE
+               : opt == OPT_FENCED ? CLI_FENCED
+                                   : CLI_SPIN;
   if (a->kind != CLI_LOCK && a->kind != k)
-    return cli_usage("exec: --fair, --read and --write exclude each other");
+    return cli_usage("exec: --fair, --read, --write, --fenced and --spin "
+                     "exclude each other");
   a->kind = k;
   return CLI_CONTINUE;
 }
@@ -174,6 +222,8 @@ static int parse_exec(int argc, char **argv, exec_args *a) {
       {"fair", no_argument, NULL, OPT_FAIR},
       {"read", no_argument, NULL, OPT_READ},
       {"write", no_argument, NULL, OPT_WRITE},
+      {"fenced", no_argument, NULL, OPT_FENCED},
+      {"spin", no_argument, NULL, OPT_SPIN},
       {"on-lost", required_argument, NULL, OPT_ON_LOST},
       {"kill-after", required_argument, NULL, OPT_KILL_AFTER},
       {"help", no_argument, NULL, 'h'},
@@ -184,7 +234,8 @@ static int parse_exec(int argc, char **argv, exec_args *a) {
   while ((c = getopt_long(argc, argv, EXEC_SHORTOPTS, longopts, NULL)) != -1) {
     if (c == 'h')
       return cli_help(exec_help);
-    if (c == OPT_FAIR || c == OPT_READ || c == OPT_WRITE) {
+    if (c == OPT_FAIR || c == OPT_READ || c == OPT_WRITE ||
+        c == OPT_FENCED || c == OPT_SPIN) {
       int st = set_kind(a, c);
       if (st != CLI_CONTINUE)
         return st;
@@ -212,7 +263,12 @@ static int parse_exec(int argc, char **argv, exec_args *a) {
                        "lock renewed while COMMAND runs)");
   }
   int eaten = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
-  return parse_positional(argv + optind, argc - optind, eaten, a);
+  int st = parse_positional(argv + optind, argc - optind, eaten, a);
+  /* One token for COMMAND: several NAMEs would each issue their own. */
+  if (st == CLI_CONTINUE && a->kind == CLI_FENCED && a->nnames > 1)
+    return cli_usage("exec: --fenced takes one NAME (got '%s' after '%s')",
+                     a->names[1], a->names[0]);
+  return st;
 }
 
 /* After COMMAND: release, and say so if the lock did not last. The exit
@@ -232,12 +288,22 @@ static void release_after(rlock_lock *lock, const exec_args *a, int said) {
 }
 
 static int run_locked(rlock_lock *lock, const exec_args *a) {
-  int rc = cli_acquire(lock, a->wait_ms, a->lease_ms, isatty(STDERR_FILENO));
+  int64_t token = 0;
+  int fenced = a->kind == CLI_FENCED;
+  int rc = cli_acquire(lock, a->wait_ms, a->lease_ms, isatty(STDERR_FILENO),
+                       fenced ? &token : NULL);
   if (rc == CLI_INTERRUPTED)
     return CLI_EXIT_SIGNAL_BASE + cli_signal_caught();
   if (rc != RLOCK_OK)
     return cli_lib_error(rc); /* RLOCK_ELOCKED: EX_TEMPFAIL */
-  int status = spawn_held(a, &lock, 1);
+  char slot[64];
+  char **envp = fenced ? env_with_token(token, slot, sizeof slot) : NULL;
+  int status;
+  if (fenced && envp == NULL)
+    status = cli_fail(-1, "cannot start '%s': out of memory", a->command[0]);
+  else
+    status = spawn_held(a, &lock, 1, envp);
+  free(envp);
   release_after(lock, a, status == CLI_EXIT_LOST);
   return status < 0 ? EX_OSERR : status;
 }
@@ -274,7 +340,7 @@ static int run_multi(rlock_lock **locks, const exec_args *a) {
   } else if (rc != RLOCK_OK) {
     status = cli_lib_error(rc); /* RLOCK_ELOCKED: EX_TEMPFAIL */
   } else {
-    status = spawn_held(a, locks, a->nnames);
+    status = spawn_held(a, locks, a->nnames, NULL);
     release_multi(m, locks, a, status == CLI_EXIT_LOST);
     if (status < 0)
       status = EX_OSERR;
@@ -321,7 +387,7 @@ int cli_cmd_exec(const cli_global *g, int argc, char **argv) {
     return cli_fail(EX_OSERR, "cannot catch signals: %s", strerror(errno));
   if (g->nurls > 1 && (a.nnames > 1 || a.kind != CLI_LOCK))
     status = cli_usage("exec: a RedLock (several -u) takes one NAME and no "
-                       "--fair, --read or --write");
+                       "--fair, --read, --write, --fenced or --spin");
   else if (g->nurls > 1)
     status = cli_exec_redlock(g, !a.on_lost_ignore, a.name, a.wait_ms,
                               a.lease_ms, a.command, on_lost);

@@ -1,6 +1,7 @@
 /*
  * cmd_status.c - `rlock status [--json] NAME`: who holds a lock, and for
- * how long, from one atomic snapshot (rlock_lock_inspect).
+ * how long, from one atomic snapshot (rlock_lock_inspect); and the latest
+ * fencing token issued for NAME, if any (rlock_lock_token, one more read).
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -14,7 +15,10 @@ static const char status_help[] =
     "\n"
     "Show whether the lock NAME is held, by whom (owner field\n"
     "<client id>:<thread id> and hold count) and when it expires, and\n"
-    "for a fair lock the waiters queued for it, in order.\n"
+    "for a fair lock the waiters queued for it, in order. Once a fenced\n"
+    "lock (exec --fenced, Redisson's RFencedLock) has been taken on NAME,\n"
+    "also the latest fencing token issued for it (while NAME is held by a\n"
+    "fenced holder, that holder's token).\n"
     "\n"
     "Options:\n"
     "  --json       print one JSON object on one line:\n"
@@ -24,23 +28,26 @@ static const char status_help[] =
     "                \"holders\": [{\"owner\": \"OWNER\", \"count\": N}],\n"
     "                \"queue\": [{\"owner\": \"OWNER\", \"deadline_ms\": N}],\n"
     "                \"node\": \"HOST:PORT\", \"topology\": \"single\"|\"cluster\"|\n"
-    "                \"sentinel\"}"
+    "                \"sentinel\", \"token\": N}\n"
     "               (ttl_ms is -2 when the lock is free; queue lists a fair\n"
     "               lock's waiters in order, each with the ms left before\n"
     "               its deadline; mode is a read-write lock's, whose\n"
     "               writer's owner ends in \":write\"; node is the server\n"
     "               that answered: in a cluster the master of the lock's\n"
-    "               slot, behind Sentinel the master)\n"
+    "               slot, behind Sentinel the master; token, the latest\n"
+    "               fencing token, only once one has been issued)\n"
     "  -h, --help   show this help\n"
     "\n"
     "Exit status:\n"
     "  0    success, whether the lock is held or free\n"
     "  64   usage error\n"
-    "  65   NAME holds something that is not a lock, or is invalid\n"
+    "  65   NAME holds something that is not a lock (or its token key\n"
+    "       something that is not a counter), or NAME is invalid\n"
     "  69   Redis unreachable, refusing or failing\n";
 
+/* `token` is the latest fencing token, 0 when none was ever issued. */
 static void print_json(const char *name, const rlock_lock_info *info,
-                       const char *topology) {
+                       const char *topology, int64_t token) {
   size_t n = rlock_lock_info_holder_count(info);
   fputs("{\"name\": ", stdout);
   cli_json_string(stdout, name);
@@ -64,7 +71,10 @@ static void print_json(const char *name, const rlock_lock_info *info,
   }
   fputs("], \"node\": ", stdout);
   cli_json_string(stdout, rlock_lock_info_node(info));
-  printf(", \"topology\": \"%s\"}\n", topology);
+  printf(", \"topology\": \"%s\"", topology);
+  if (token > 0)
+    printf(", \"token\": %" PRId64, token);
+  fputs("}\n", stdout);
 }
 
 /* "  queued 1: OWNER (deadline in 4m59s)" for each fair-lock waiter. */
@@ -106,13 +116,20 @@ static void print_node(const rlock_lock_info *info, const char *topology) {
   printf(" (%s)\n", topology);
 }
 
+/* "  token 42 (the latest fencing token issued)", once there is one. */
+static void print_token(int64_t token) {
+  if (token > 0)
+    printf("  token %" PRId64 " (the latest fencing token issued)\n", token);
+}
+
 /* "orders: locked, expires in 29.5s" + "  holder OWNER (2 holds)" lines. */
 static void print_human(const char *name, const rlock_lock_info *info,
-                        const char *topology) {
+                        const char *topology, int64_t token) {
   int64_t ttl = rlock_lock_info_ttl_ms(info);
   cli_put_printable(stdout, name);
   if (!rlock_lock_info_locked(info)) {
     fputs(": free\n", stdout);
+    print_token(token);
     print_queue(info);
     print_node(info, topology);
     return;
@@ -128,6 +145,7 @@ static void print_human(const char *name, const rlock_lock_info *info,
          left);
   for (size_t i = 0; i < rlock_lock_info_holder_count(info); i++)
     print_holder(info, i, mode != NULL);
+  print_token(token);
   print_queue(info);
   print_node(info, topology);
 }
@@ -157,14 +175,21 @@ static int parse_status(int argc, char **argv, const char **name, int *json) {
 static int show(rlock_client *client, rlock_lock *lock, const char *name,
                 int json) {
   rlock_lock_info *info;
+  int64_t token;
   int rc = rlock_lock_inspect(&info, lock);
   if (rc != RLOCK_OK)
     return cli_lib_error(rc);
+  /* A second read, after the snapshot: a token issued in between shows
+   * too. 0 when none ever was (the counter starts at 1). */
+  if ((rc = rlock_lock_token(&token, lock)) != RLOCK_OK) {
+    rlock_lock_info_free(info);
+    return cli_lib_error(rc); /* not a counter: EX_DATAERR */
+  }
   const char *topology = rlock_client_topology(client);
   if (json)
-    print_json(name, info, topology);
+    print_json(name, info, topology, token);
   else
-    print_human(name, info, topology);
+    print_human(name, info, topology, token);
   rlock_lock_info_free(info);
   return 0;
 }

@@ -14,8 +14,9 @@
 #include "cli.h"
 
 static const char main_help[] =
-    "Usage: rlock [-u URL]... [--watchdog DUR] exec [--fair|--read|--write] "
-    "[-w DUR] [-l DUR]\n"
+    "Usage: rlock [-u URL]... [--watchdog DUR] exec\n"
+    "                  [--fair|--read|--write|--fenced|--spin] [-w DUR] "
+    "[-l DUR]\n"
     "                  NAME [NAME...] -- COMMAND [ARG...]\n"
     "       rlock [-u URL] status [--json] NAME\n"
     "       rlock [-u URL] unlock --force NAME\n"
@@ -24,7 +25,8 @@ static const char main_help[] =
     "RLock.\n"
     "\n"
     "Commands:\n"
-    "  exec     run COMMAND while holding the lock NAME\n"
+    "  exec     run COMMAND while holding the lock NAME (--fenced: with\n"
+    "           its fencing token in $RLOCK_TOKEN)\n"
     "  status   show who holds the lock NAME (--json for scripts)\n"
     "  unlock   delete the lock NAME whoever holds it (--force)\n"
     "Run 'rlock COMMAND --help' for a command's options.\n"

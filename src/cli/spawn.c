@@ -85,7 +85,7 @@ static const char *exec_error_text(int err) {
 static int child_pdeath;
 static pid_t child_parent;
 
-static _Noreturn void child_exec(char **argv) {
+static _Noreturn void child_exec(char **argv, char **envp) {
   cli_signals_reset_in_child();
   if (child_pdeath) {
     /* COMMAND must not run on unprotected once rlock (and with it the
@@ -94,7 +94,10 @@ static _Noreturn void child_exec(char **argv) {
     if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != child_parent)
       _exit(CLI_EXIT_SIGNAL_BASE + SIGTERM);
   }
-  execvp(argv[0], argv);
+  if (envp != NULL)
+    execvpe(argv[0], argv, envp);
+  else
+    execvp(argv[0], argv);
   int err = errno;
   child_say(argv[0], ": ", exec_error_text(err));
   _exit(err == ENOENT ? CLI_EXIT_NOTFOUND : CLI_EXIT_NOEXEC);
@@ -202,7 +205,7 @@ int cli_spawn_watch(char **argv, cli_watch *w) {
   }
   pid_t pid = fork();
   if (pid == 0)
-    child_exec(argv);
+    child_exec(argv, w->envp);
   int err = errno;
   if (pid > 0)
     cli_signals_set_child(pid);

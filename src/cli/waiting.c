@@ -151,16 +151,27 @@ static void progress_stop(progress *p) {
   progress_clear(p->shown);
 }
 
+/* One attempt or wait, through the options form: the only one that
+ * hands back a fenced lock's token. */
+static int attempt(rlock_lock *lock, int64_t wait_ms, int64_t lease_ms,
+                   int64_t *token) {
+  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
+  o.wait_ms = wait_ms;
+  o.lease_ms = lease_ms;
+  o.cancel = cli_cancel_token();
+  o.token = token;
+  return rlock_lock_acquire_opts(lock, &o);
+}
+
 /* The first attempt does not wait, so -w 0 is exactly one try (a fair
  * lock's try without waiting never queues) and a terminal hears at once
  * what it is waiting for. A first try that could not reach Redis is not
  * the end of a wait either: behind Sentinel or a cluster, the waiting
  * call rides out a failover within what is left of -w. */
 int cli_acquire(rlock_lock *lock, int64_t wait_ms, int64_t lease_ms,
-                int show) {
-  rlock_cancel *cancel = cli_cancel_token();
+                int show, int64_t *token) {
   int64_t start = cli_now_ms();
-  int rc = rlock_lock_try_acquire_cancel(lock, 0, lease_ms, cancel);
+  int rc = attempt(lock, 0, lease_ms, token);
   int unreachable = rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT;
   if ((rc == RLOCK_ELOCKED || unreachable) && wait_ms != 0) {
     int64_t left = wait_ms;
@@ -170,7 +181,7 @@ int cli_acquire(rlock_lock *lock, int64_t wait_ms, int64_t lease_ms,
     }
     progress p;
     int shown = show && progress_start(&p, lock) == 0;
-    rc = rlock_lock_try_acquire_cancel(lock, left, lease_ms, cancel);
+    rc = attempt(lock, left, lease_ms, token);
     if (shown)
       progress_stop(&p);
   }

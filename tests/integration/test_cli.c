@@ -587,6 +587,180 @@ static void test_exec_several_names(void **state) {
   run_expect(&p, 64, ARGS("-u", url, "exec", "cli:m1", "-w", "--", "true"));
 }
 
+/* GET redisson_lock_token:{name} (the fenced lock's counter); -1 when
+ * absent. */
+static long long token_key(const char *name) {
+  redisReply *r = rt_cmd(srv, "GET redisson_lock_token:{%s}", name);
+  long long v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : -1;
+  freeReplyObject(r);
+  return v;
+}
+
+/* The token a COMMAND wrote to `path` as "<digits>\n". */
+static long long file_token(const char *path) {
+  const char *s = slurp(path);
+  char *end;
+  long long v = strtoll(s, &end, 10);
+  if (end == s || strcmp(end, "\n") != 0 || v <= 0)
+    fail_msg("'%s' holds '%s', not a token", path, s);
+  return v;
+}
+
+static long long numsub(const char *channel) {
+  redisReply *r = rt_cmd(srv, "PUBSUB NUMSUB %s", channel);
+  assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+  long long n = r->element[1]->integer;
+  freeReplyObject(r);
+  return n;
+}
+
+/* exec --fenced: COMMAND gets the acquisition's token in $RLOCK_TOKEN,
+ * the counter's new value, larger on every run, also for a waiter;
+ * status shows the latest. */
+static void test_exec_fenced_token(void **state) {
+  (void)state;
+  const char *name = "cli:fenced";
+  char file[512], script[1200], ready[512], go[512], hfile[512],
+      holder_script[2400], wfile[512], waiter_script[1200], want[256];
+  proc p, holder, waiter;
+  tmp_path(file, sizeof file, "fenced.token");
+  snprintf(script, sizeof script, "echo \"$RLOCK_TOKEN\" > %s", file);
+  run_expect(&p, 0, ARGS("-u", url, "exec", "--fenced", name, "--", "sh",
+                         "-c", script));
+  long long t1 = file_token(file);
+  assert_int_equal(t1, token_key(name));
+  run_expect(&p, 0, ARGS("-u", url, "exec", "--fenced", "-l", "10s", name,
+                         "--", "sh", "-c", script));
+  long long t2 = file_token(file);
+  assert_true(t2 > t1);
+  assert_int_equal(t2, token_key(name));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
+
+  /* A waiter gets its token from the waiting call: the next one. */
+  tmp_path(ready, sizeof ready, "fenced.ready");
+  tmp_path(go, sizeof go, "fenced.go");
+  tmp_path(hfile, sizeof hfile, "fenced.holder");
+  tmp_path(wfile, sizeof wfile, "fenced.waiter");
+  snprintf(holder_script, sizeof holder_script,
+           "echo \"$RLOCK_TOKEN\" > %s; touch %s; "
+           "while [ ! -e %s ]; do sleep 0.02; done", hfile, ready, go);
+  snprintf(waiter_script, sizeof waiter_script, "echo \"$RLOCK_TOKEN\" > %s",
+           wfile);
+  proc_start(&holder, ARGS("-u", url, "exec", "--fenced", name, "--", "sh",
+                           "-c", holder_script));
+  wait_file(ready, SCALED(5000));
+  long long th = file_token(hfile);
+  assert_int_equal(th, token_key(name));
+  run_expect(&p, 0, ARGS("-u", url, "status", name));
+  snprintf(want, sizeof want, "\n  token %lld (the latest fencing token "
+           "issued)\n", th);
+  assert_non_null(strstr(p.out[0], want));
+  run_expect(&p, 0, ARGS("-u", url, "status", "--json", name));
+  snprintf(want, sizeof want, ", \"token\": %lld}\n", th);
+  assert_non_null(strstr(p.out[0], want));
+  proc_start(&waiter, ARGS("-u", url, "exec", "--fenced", name, "--", "sh",
+                           "-c", waiter_script));
+  int64_t t0 = rt_now_ms(); /* the waiter is waiting once it subscribed */
+  while (numsub("redisson_lock__channel:{cli:fenced}") != 1) {
+    if (rt_now_ms() - t0 > SCALED(5000))
+      fail_msg("the waiting exec --fenced did not subscribe");
+    rt_sleep_ms(5);
+  }
+  FILE *f = fopen(go, "w");
+  assert_non_null(f);
+  fclose(f);
+  assert_int_equal(proc_wait(&holder, SCALED(10000)), 0);
+  assert_int_equal(proc_wait(&waiter, SCALED(10000)), 0);
+  assert_int_equal(file_token(wfile), th + 1);
+  assert_int_equal(token_key(name), th + 1);
+
+  /* A plain lock of the same name excludes it; no token is used up. */
+  hold_foreign(name, FOREIGN, 1, 60000);
+  run_expect(&p, 75, ARGS("-u", url, "exec", "--fenced", "-w", "0", name,
+                          "--", "true"));
+  assert_int_equal(count_lines(p.out[1]), 1);
+  assert_int_equal(token_key(name), th + 1);
+  freeReplyObject(rt_cmd(srv, "DEL %s", name));
+
+  /* A token key that is not a counter: refused (65), left as it was. */
+  freeReplyObject(rt_cmd(srv, "SET redisson_lock_token:{%s} abc", name));
+  run_expect(&p, 65, ARGS("-u", url, "exec", "--fenced", name, "--", "true"));
+  assert_int_equal(count_lines(p.out[1]), 1);
+  assert_non_null(strstr(p.out[1], "not a counter"));
+  run_expect(&p, 65, ARGS("-u", url, "status", name));
+  assert_int_equal(count_lines(p.out[1]), 1);
+  assert_non_null(strstr(p.out[1], "not a counter"));
+  assert_string_equal(p.out[0], "");
+  assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
+  redisReply *r = rt_cmd(srv, "GET redisson_lock_token:{%s}", name);
+  assert_string_equal(r->str, "abc");
+  freeReplyObject(r);
+  freeReplyObject(rt_cmd(srv, "DEL redisson_lock_token:{%s}", name));
+}
+
+/* exec --spin: holds the lock while COMMAND runs; a waiter retries with
+ * back-off instead of subscribing, a signal still ends its wait, and it
+ * gets the lock soon after the holder is done. Several NAMEs make a
+ * MultiLock of spin locks. */
+static void test_exec_spin(void **state) {
+  (void)state;
+  const char *name = "cli:spin";
+  char ready[512], go[512], ran[512], ran2[512], script[1200];
+  proc holder, waiter, p;
+  tmp_path(ready, sizeof ready, "spin.ready");
+  tmp_path(go, sizeof go, "spin.go");
+  tmp_path(ran, sizeof ran, "spin.ran");
+  tmp_path(ran2, sizeof ran2, "spin.ran2");
+  snprintf(script, sizeof script,
+           "touch %s; while [ ! -e %s ]; do sleep 0.02; done", ready, go);
+  proc_start(&holder, ARGS("-u", url, "exec", "--spin", name, "--", "sh", "-c",
+                           script));
+  wait_file(ready, SCALED(5000));
+  assert_owner_shape(only_field(name));
+  run_expect(&p, 75, ARGS("-u", url, "exec", "--spin", "-w", "0", name, "--",
+                          "touch", ran));
+  assert_int_equal(count_lines(p.out[1]), 1);
+  assert_non_null(strstr(p.out[1], "is held by another owner"));
+
+  /* A waiter that keeps trying, unsubscribed, until SIGINT ends it. */
+  freeReplyObject(rt_cmd(srv, "CONFIG RESETSTAT"));
+  proc_start(&p, ARGS("-u", url, "exec", "--spin", name, "--", "touch", ran2));
+  int64_t t0 = rt_now_ms();
+  while (fx_evalsha_calls(srv) < 4) { /* its first tries and retries */
+    if (rt_now_ms() - t0 > SCALED(5000))
+      fail_msg("the waiting exec --spin does not retry");
+    rt_sleep_ms(5);
+  }
+  assert_int_equal(numsub("redisson_lock__channel:{cli:spin}"), 0);
+  int64_t t1 = rt_now_ms();
+  assert_int_equal(kill(p.pid, SIGINT), 0);
+  assert_int_equal(proc_wait(&p, SCALED(5000)), 128 + SIGINT);
+  ASSERT_BETWEEN(p.ended - t1, 0, SCALED(1500));
+  assert_false(file_exists(ran2));
+
+  /* A waiter that gets the lock once the holder is done. */
+  freeReplyObject(rt_cmd(srv, "CONFIG RESETSTAT"));
+  proc_start(&waiter, ARGS("-u", url, "exec", "--spin", name, "--", "touch",
+                           ran));
+  t0 = rt_now_ms();
+  while (fx_evalsha_calls(srv) < 4) {
+    if (rt_now_ms() - t0 > SCALED(5000))
+      fail_msg("the waiting exec --spin does not retry");
+    rt_sleep_ms(5);
+  }
+  FILE *f = fopen(go, "w");
+  assert_non_null(f);
+  fclose(f);
+  assert_int_equal(proc_wait(&holder, SCALED(10000)), 0);
+  assert_int_equal(proc_wait(&waiter, SCALED(10000)), 0);
+  ASSERT_BETWEEN(waiter.ended - holder.ended, 0, SCALED(1500));
+  assert_true(file_exists(ran));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
+
+  run_expect(&p, 0, ARGS("-u", url, "exec", "--spin", "cli:spin1",
+                         "cli:spin2", "--", "true"));
+}
+
 /* Several -u: a RedLock on NAME over independent servers. */
 static void test_exec_redlock(void **state) {
   (void)state;
@@ -1142,6 +1316,15 @@ static void test_usage_errors(void **state) {
       {"exec", "--on-lost", "kill", "n", "--", "true"},
       {"exec", "--on-lost"},
       {"exec", "--kill-after", "5", "n", "--", "true"},
+      {"exec", "--fenced", "--fair", "n", "--", "true"},
+      {"exec", "--spin", "--read", "n", "--", "true"},
+      {"exec", "--fenced", "--spin", "n", "--", "true"},
+      {"exec", "--write", "--spin", "n", "--", "true"},
+      {"exec", "--fenced", "a", "b", "--", "true"},
+      {"-u", "redis://127.0.0.1:1", "-u", "redis://127.0.0.1:2", "exec",
+       "--fenced", "n", "--", "true"},
+      {"-u", "redis://127.0.0.1:1", "-u", "redis://127.0.0.1:2", "exec",
+       "--spin", "n", "--", "true"},
       {"status"},
       {"status", "a", "b"},
       {"status", "--json=yes", "a"},
@@ -1183,7 +1366,9 @@ static void test_help_and_version(void **state) {
                                    "[-u URL]..."); *s; s++)
     assert_non_null(strstr(p.out[0], *s));
   run_expect(&p, 0, ARGS("exec", "--help"));
-  for (const char *const *s = ARGS("  75 ", "126", "127", "128+N"); *s; s++)
+  for (const char *const *s = ARGS("  75 ", "126", "127", "128+N",
+                                   "--fenced", "$RLOCK_TOKEN", "--spin");
+       *s; s++)
     assert_non_null(strstr(p.out[0], *s));
   char want[64];
   snprintf(want, sizeof want, "rlock %s\n", rlock_version_string());
@@ -1217,6 +1402,8 @@ int main(void) {
       cmocka_unit_test(test_unlock_force_fair_wakes_head),
       cmocka_unit_test(test_exec_read_write),
       cmocka_unit_test(test_exec_several_names),
+      cmocka_unit_test(test_exec_fenced_token),
+      cmocka_unit_test(test_exec_spin),
       cmocka_unit_test(test_exec_redlock),
       cmocka_unit_test(test_exec_progress_on_terminal),
       cmocka_unit_test(test_exec_forwards_signals),
