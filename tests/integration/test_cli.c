@@ -897,6 +897,32 @@ static void test_exec_lost_lock_terminates_command(void **state) {
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
 }
 
+/* The server restarted without persistence while COMMAND runs: the lock
+ * is gone with the data; the first renewal after the restart finds it so,
+ * and COMMAND is terminated as for a deleted key. */
+static void test_exec_server_restart_terminates_command(void **state) {
+  (void)state;
+  const char *name = "cli:lost-restart";
+  char got[512], ready[512], script[2048];
+  tmp_path(got, sizeof got, "restart-term");
+  tmp_path(ready, sizeof ready, "restart-ready");
+  idle_script(script, sizeof script, got, "exit 9", ready);
+  proc p;
+  proc_start(&p, ARGS("-u", url, "--watchdog", "600ms", "exec", name, "--",
+                      "sh", "-c", script));
+  wait_file(ready, SCALED(5000));
+  rt_server_restart(srv); /* same port, no data */
+  int64_t t0 = rt_now_ms();
+  assert_int_equal(proc_wait(&p, SCALED(5000)), 76);
+  print_message("exec: COMMAND ended %lld ms after the restart\n",
+                (long long)(p.ended - t0));
+  /* One renewal period (200 ms), a reconnect, and slack. */
+  ASSERT_BETWEEN(p.ended - t0, 0, 200 + 800);
+  assert_string_equal(slurp(got), "term\n");
+  assert_int_equal(count_lines(p.out[1]), 1);
+  assert_non_null(strstr(p.out[1], "lock 'cli:lost-restart' was lost"));
+}
+
 /* --on-lost ignore: COMMAND runs on past the loss and its status stays. */
 static void test_exec_on_lost_ignore_keeps_command(void **state) {
   (void)state;
@@ -1420,6 +1446,7 @@ int main(void) {
       cmocka_unit_test(test_help_and_version),
       cmocka_unit_test(test_url_from_environment),
       cmocka_unit_test(test_exec_lost_lock_terminates_command),
+      cmocka_unit_test(test_exec_server_restart_terminates_command),
       cmocka_unit_test(test_exec_on_lost_ignore_keeps_command),
       cmocka_unit_test(test_exec_kill_after_escalates),
       cmocka_unit_test(test_exec_command_dies_with_rlock),
