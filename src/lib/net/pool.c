@@ -128,7 +128,7 @@ int rlock__pool_get(rlock__pool *p, rlock__conn **out) {
 
 void rlock__pool_put(rlock__pool *p, rlock__conn *c) {
   pthread_mutex_lock(&p->mu);
-  if (c->broken || p->closed) {
+  if (c->broken) {
     p->total--;
     pthread_mutex_unlock(&p->mu);
     rlock__conn_close(c);

@@ -64,7 +64,6 @@ typedef struct rlock__pool {
   int nidle;
   int total; /* idle + borrowed + being opened */
   int max;
-  int closed;
   rlock__endpoint ep;
   int64_t connect_ms;
   int64_t command_ms;
