@@ -6,11 +6,15 @@
 # The release suite also runs tests/consumer/check.sh: programs built
 # against rlock via add_subdirectory, FetchContent, find_package, pkg-config
 # and a static link, from a throwaway install prefix (about 30 s).
+# The deb suite runs scripts/deb.sh: builds the Debian packages (debian/)
+# from a clean copy, installs them, builds app.c against them, purges them
+# (under a minute; needs root or sudo, like the package installs).
 # Each test binary starts and stops its own servers on free loopback ports.
 #
-#   scripts/test.sh            all four configurations
+#   scripts/test.sh            all four configurations, and deb
 #   scripts/test.sh release    just one: release | asan | tsan | valgrind
 #   scripts/test.sh consumer   only the consumer check
+#   scripts/test.sh deb        only the Debian package check
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -36,6 +40,8 @@ suite() {
            suite consumer ;;
   consumer) echo "==> consumer"
             tests/consumer/check.sh ;;
+  deb) echo "==> deb"
+       scripts/deb.sh ;;
   asan) ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
           run asan -DCMAKE_BUILD_TYPE=Debug -DRLOCK_SANITIZE=address,undefined \
           -DRLOCK_TEST_TIME_SCALE=2 ;;
@@ -46,13 +52,13 @@ suite() {
           -DRLOCK_TEST_TIME_SCALE=3 ;;
   valgrind) run valgrind -DCMAKE_BUILD_TYPE=Debug "-DRLOCK_TEST_LAUNCHER=$VALGRIND" \
               -DRLOCK_TEST_TIME_SCALE=8 ;;
-  *) echo "unknown suite '$1' (release, asan, tsan, valgrind, consumer)" >&2; exit 64 ;;
+  *) echo "unknown suite '$1' (release, asan, tsan, valgrind, consumer, deb)" >&2; exit 64 ;;
   esac
 }
 
 if [ $# -gt 0 ]; then
   for s in "$@"; do suite "$s"; done
 else
-  for s in release asan tsan valgrind; do suite "$s"; done
+  for s in release deb asan tsan valgrind; do suite "$s"; done
 fi
 echo "==> all suites passed"

@@ -103,12 +103,6 @@ void cli_json_string(FILE *out, const char *s);
 
 /* ---- connecting (client.c) --------------------------------------------- */
 
-/*
- * Make a client from the global options and a lock object for `name`.
- * `lost` (may be NULL) becomes the lost-lock callback, with `ud`.
- * Returns 0, or an exit status after printing why (bad URL or watchdog:
- * EX_USAGE; bad name: EX_DATAERR; ...). On failure nothing is left to free.
- */
 /* Which lock a command opens: rlock exec's --fair, --read, --write,
  * --fenced, --spin. */
 typedef enum cli_kind {
@@ -137,6 +131,12 @@ int cli_exec_redlock(const cli_global *g, int pdeath, const char *name,
 int cli_lock_new(cli_kind kind, rlock_lock **lock, rlock_client *client,
                  const char *name);
 
+/*
+ * Make a client from the global options and a lock object of `kind` for
+ * `name`. `lost` (may be NULL) becomes the lost-lock callback, with `ud`.
+ * Returns 0, or an exit status after printing why (bad URL or watchdog:
+ * EX_USAGE; bad name: EX_DATAERR; ...). On failure nothing is left to free.
+ */
 int cli_open(const cli_global *g, const char *name, cli_kind kind,
              rlock_lost_fn lost, void *ud, rlock_client **client,
              rlock_lock **lock);

@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# Builds rlock's Debian packages (debian/: librlock0, librlock-dev,
+# rlock-tools) from a clean copy of the tree, installs them, checks them
+# the way a user would, and purges them again (under a minute):
+#   - the packages hold what they should (SONAME librlock.so.0 in librlock0,
+#     headers, librlock.so, librlock.a, rlock.pc and the CMake package in
+#     librlock-dev, rlock and its man page in rlock-tools, no rlock-bench);
+#   - tests/consumer/app.c builds and runs against the installed packages
+#     with cc + pkg-config (shared and static) and with find_package(rlock);
+#   - `rlock --help` runs and the man page is installed.
+# The copy holds the files git knows of as they are in the working tree
+# (uncommitted edits included, ignored ones such as build*/ left out); the
+# tree itself is never written to except OUTDIR, which receives the .debs.
+# Missing build tools (debhelper, dpkg-dev, build-essential, cmake,
+# pkg-config, libhiredis-dev) are installed with apt-get, as scripts/deps.sh
+# does; installing and purging the packages needs root or sudo.
+#
+#   scripts/deb.sh [--build-only] [OUTDIR]   (OUTDIR default: build-deb)
+#
+# --build-only builds and inspects the packages but installs nothing. The
+# install check refuses to run while any of the three packages is installed
+# already, so it never purges a copy it did not install itself.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+src=$PWD
+start=$SECONDS
+
+build_only=0
+if [ "${1:-}" = --build-only ]; then
+  build_only=1
+  shift
+fi
+out=${1:-build-deb}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+
+step() { echo "--> $*"; }
+fail() { echo "deb check FAILED: $*" >&2; exit 1; }
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+PKGS=(debhelper dpkg-dev build-essential cmake pkg-config libhiredis-dev)
+missing=()
+for p in "${PKGS[@]}"; do installed "$p" || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "rlock: installing ${missing[*]}" >&2
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+RLOCK_PKGS=(librlock0 librlock-dev rlock-tools)
+if [ $build_only -eq 0 ]; then
+  for p in "${RLOCK_PKGS[@]}"; do
+    installed "$p" && fail "$p is installed already; remove it first or use --build-only"
+  done
+fi
+
+version=$(sed -n 's/^#define RLOCK_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/\2/p' \
+  include/rlock/version.h | paste -sd.)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+copy=$work/rlock-$version
+
+step "copy the tree to $copy"
+mkdir -p "$copy"
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  git ls-files -z --cached --others --exclude-standard |
+    while IFS= read -r -d '' f; do
+      if [ -e "$f" ] || [ -L "$f" ]; then printf '%s\0' "$f"; fi
+    done |
+    tar --null -T - -cf - | tar -xf - -C "$copy"
+else
+  tar --exclude='./build' --exclude='./build-*' --exclude='./obj-*' --exclude=./.git \
+    -cf - . | tar -xf - -C "$copy"
+fi
+
+step "dpkg-buildpackage -us -uc -b"
+if ! (cd "$copy" && dpkg-buildpackage -us -uc -b -jauto) >"$work/build.log" 2>&1; then
+  tail -40 "$work/build.log" >&2
+  fail "dpkg-buildpackage"
+fi
+rm -f "$out"/*.deb "$out"/*.changes "$out"/*.buildinfo
+cp "$work"/*.deb "$work"/*.changes "$work"/*.buildinfo "$out"/
+cp "$work/build.log" "$out/"
+arch=$(dpkg-architecture -qDEB_HOST_ARCH)
+multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+pkgver=$(cd "$copy" && dpkg-parsechangelog -SVersion)
+deb() { echo "$out/${1}_${pkgver}_$arch.deb"; }
+
+step "inspect the packages"
+# has PKG PATH...: PKG's data holds every PATH (./usr/...).
+has() {
+  local p=$1 list
+  shift
+  list=$(dpkg-deb -c "$(deb "$p")" | awk '{print $6}')
+  for f in "$@"; do
+    grep -qxF "./$f" <<<"$list" || fail "$p does not hold /$f"
+  done
+}
+lib=usr/lib/$multiarch
+has librlock0 "$lib/librlock.so.0" "$lib/librlock.so.$version"
+has librlock-dev usr/include/rlock.h usr/include/rlock/version.h "$lib/librlock.so" \
+  "$lib/librlock.a" "$lib/pkgconfig/rlock.pc" "$lib/cmake/rlock/rlockConfig.cmake" \
+  "$lib/cmake/rlock/rlockConfigVersion.cmake" "$lib/cmake/rlock/rlockTargets.cmake"
+has rlock-tools usr/bin/rlock usr/share/man/man1/rlock.1.gz
+for p in "${RLOCK_PKGS[@]}"; do
+  ! dpkg-deb -c "$(deb "$p")" | grep rlock-bench >/dev/null || fail "$p holds rlock-bench"
+done
+# Debian's library package naming: the package is named after the SONAME.
+dpkg-deb -x "$(deb librlock0)" "$work/librlock0"
+soname=$(readelf -d "$work/librlock0/$lib/librlock.so.$version" |
+  sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
+[ "$soname" = librlock.so.0 ] || fail "SONAME is '$soname', the package is named librlock0"
+dpkg-deb -f "$(deb librlock-dev)" Depends | grep -F "librlock0 (= $pkgver)" >/dev/null ||
+  fail "librlock-dev does not depend on librlock0 (= $pkgver)"
+dpkg-deb -f "$(deb rlock-tools)" Depends | grep "librlock0 (>= " >/dev/null ||
+  fail "rlock-tools does not depend on librlock0"
+for p in "${RLOCK_PKGS[@]}"; do
+  echo "    $(basename "$(deb "$p")"): $(dpkg-deb -c "$(deb "$p")" | grep -vc '/$') files"
+done
+
+if [ $build_only -eq 1 ]; then
+  echo "--> packages built in $out ($((SECONDS - start)) s)"
+  exit 0
+fi
+
+step "install ${RLOCK_PKGS[*]}"
+purge() {
+  $SUDO apt-get purge -y -qq "${RLOCK_PKGS[@]}" >/dev/null 2>&1 || true
+}
+trap 'purge; rm -rf "$work"' EXIT
+q() { "$@" >"$work/last.log" 2>&1 || { cat "$work/last.log" >&2; fail "$*"; }; }
+q $SUDO apt-get install -y -qq --no-install-recommends \
+  "$(deb librlock0)" "$(deb librlock-dev)" "$(deb rlock-tools)"
+
+# run APP: a consumer program, which must print the version.
+run() {
+  local got
+  got=$("$@") || fail "$* exited $?"
+  [ "$got" = "rlock $version" ] || fail "$*: printed '$got', wanted 'rlock $version'"
+}
+needs() { readelf -d "$1" | grep "NEEDED.*\[$2" >/dev/null; }
+app=$src/tests/consumer/app.c
+CC=${CC:-cc}
+
+step "cc + pkg-config against the installed packages"
+[ "$(pkg-config --modversion rlock)" = "$version" ] || fail "pkg-config --modversion rlock"
+# shellcheck disable=SC2046
+q "$CC" -std=c99 -Wall -Werror -o "$work/app_pc" "$app" $(pkg-config --cflags --libs rlock)
+needs "$work/app_pc" librlock.so.0 || fail "app_pc does not need librlock.so.0"
+run "$work/app_pc"
+# shellcheck disable=SC2046
+q "$CC" -std=c99 -Wall -Werror -o "$work/app_pc_static" "$app" $(pkg-config --cflags rlock) \
+  "/$lib/librlock.a" $(pkg-config --static --libs rlock | sed 's/-lrlock //')
+! needs "$work/app_pc_static" librlock || fail "app_pc_static needs librlock"
+run "$work/app_pc_static"
+
+step "CMake find_package(rlock) against the installed packages"
+q cmake -S "$src/tests/consumer/cmake" -B "$work/cmake" -DRLOCK_VIA=package
+grep -q "found rlock $version in /$lib/cmake/rlock" "$work/last.log" ||
+  fail "find_package did not find /$lib/cmake/rlock"
+q cmake --build "$work/cmake"
+run "$work/cmake/app_shared"
+run "$work/cmake/app_static"
+
+step "rlock --help and the man page"
+q /usr/bin/rlock --help
+dpkg -L rlock-tools | grep -x /usr/share/man/man1/rlock.1.gz >/dev/null || fail "no man page"
+if command -v man >/dev/null; then
+  [ "$(man -w rlock)" = /usr/share/man/man1/rlock.1.gz ] || fail "man -w rlock"
+fi
+
+step "purge ${RLOCK_PKGS[*]}"
+purge
+for p in "${RLOCK_PKGS[@]}"; do
+  ! installed "$p" || fail "$p is still installed"
+done
+echo "--> Debian packages built, installed, checked and purged ($((SECONDS - start)) s); .debs in $out"
