@@ -26,6 +26,7 @@
 -- A key that is not a plain or fair lock (lockcheck) is refused with a
 -- WRONGTYPE error before anything is written.
 -- @include lockcheck
+-- @include fairpurge
 -- Only the lock's hash is a declared key: the channel, and the queue and
 -- deadlines too, come as ARGV (same slot), so a cluster migrating the slot
 -- never refuses the call for their absence (TRYAGAIN). While a migration
@@ -38,17 +39,7 @@ if redis.call('exists', KEYS[1]) == 1 then
   if shape == nil then return refusal end
 end
 local now = tonumber(ARGV[4])
-local purged = false
-while true do
-  local head = redis.call('lindex', queue, 0)
-  if head == false then break end
-  local deadline = tonumber(redis.call('zscore', timeouts, head))
-  -- a head without a deadline (the set evicted or edited) is stale too
-  if deadline ~= nil and deadline > now then break end
-  redis.call('zrem', timeouts, head)
-  redis.call('lpop', queue)
-  purged = true
-end
+local purged = purge_stale(queue, timeouts, now)
 
 local lock_free = redis.call('exists', KEYS[1]) == 0
 local head = redis.call('lindex', queue, 0)

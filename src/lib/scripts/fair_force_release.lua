@@ -10,6 +10,7 @@
 -- (wake all) on the read-write channel, so a tool can force-release a
 -- lock without knowing its kind.
 -- @include lockcheck
+-- @include fairpurge
 -- Only the lock's hash is a declared key: the channel, and the queue and
 -- deadlines too, come as ARGV (same slot), so a cluster migrating the slot
 -- never refuses the call for their absence (TRYAGAIN). While a migration
@@ -21,15 +22,7 @@ local queue, timeouts = ARGV[6], ARGV[7]
 local shape, refusal = lock_check(KEYS[1], 'any')
 if shape == nil then return refusal end
 local now = tonumber(ARGV[2])
-while true do
-  local head = redis.call('lindex', queue, 0)
-  if head == false then break end
-  local deadline = tonumber(redis.call('zscore', timeouts, head))
-  -- a head without a deadline (the set evicted or edited) is stale too
-  if deadline ~= nil and deadline > now then break end
-  redis.call('zrem', timeouts, head)
-  redis.call('lpop', queue)
-end
+purge_stale(queue, timeouts, now)
 local deleted = redis.call('del', KEYS[1])
 if shape == 'read' or shape == 'write' then
   redis.call(ARGV[3], rw_channel, '1')

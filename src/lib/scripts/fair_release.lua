@@ -9,6 +9,7 @@
 -- on its own channel.
 -- @include latch
 -- @include holdcheck
+-- @include fairpurge
 -- Only the lock's hash is a declared key: the channel, and the queue and
 -- deadlines too, come as ARGV (same slot), so a cluster migrating the slot
 -- never refuses the call for their absence (TRYAGAIN). While a migration
@@ -20,15 +21,7 @@ local queue, timeouts = ARGV[9], ARGV[10]
 local replay = latch_get(latch, ARGV[6])
 if replay ~= nil then return replay end
 local now = tonumber(ARGV[4])
-while true do
-  local head = redis.call('lindex', queue, 0)
-  if head == false then break end
-  local deadline = tonumber(redis.call('zscore', timeouts, head))
-  -- a head without a deadline (the set evicted or edited) is stale too
-  if deadline ~= nil and deadline > now then break end
-  redis.call('zrem', timeouts, head)
-  redis.call('lpop', queue)
-end
+purge_stale(queue, timeouts, now)
 
 local function notify_head()
   local head = redis.call('lindex', queue, 0)
