@@ -1,10 +1,14 @@
 # Compares the symbols librlock.so exports (all rlock_*) with a checked-in
 # list.
 #   cmake -DNM=nm -DLIB=librlock.so -DLIST=rlock.symbols [-DUPDATE=ON]
+#         [-DDEBIAN=debian/librlock0.symbols -DVERSION=x.y.z]
 #         -P check_symbols.cmake
 # Fails, printing the difference, when a symbol was added (an accidental
 # export, or a new function whose list entry is missing) or removed (an ABI
-# break). UPDATE=ON rewrites the list from the library instead.
+# break). UPDATE=ON rewrites the list from the library instead. With
+# DEBIAN, the Debian symbols file must name the same symbols (checked), and
+# UPDATE rewrites it too: symbols it had keep their version, new ones get
+# VERSION, the release that introduces them.
 cmake_minimum_required(VERSION 3.18)
 execute_process(COMMAND ${NM} -D --defined-only ${LIB}
                 OUTPUT_VARIABLE out RESULT_VARIABLE rc)
@@ -28,12 +32,45 @@ foreach(line IN LISTS lines)
 endforeach()
 list(REMOVE_DUPLICATES actual)
 list(SORT actual)
+# The Debian symbols file: header lines, then " NAME@Base VERSION".
+set(deb_header)
+set(deb_names)
+if(DEBIAN)
+  file(STRINGS ${DEBIAN} deb_lines)
+  foreach(line IN LISTS deb_lines)
+    if(line MATCHES "^ ([A-Za-z0-9_.]+)@Base ([^ ]+)")
+      list(APPEND deb_names ${CMAKE_MATCH_1})
+      set(deb_ver_${CMAKE_MATCH_1} ${CMAKE_MATCH_2})
+    else()
+      list(APPEND deb_header "${line}")
+    endif()
+  endforeach()
+endif()
 if(UPDATE)
   list(JOIN actual "\n" text)
   file(WRITE ${LIST} "${text}\n")
   list(LENGTH actual n)
   message(STATUS "wrote ${n} symbols to ${LIST}")
+  if(DEBIAN)
+    list(JOIN deb_header "\n" text)
+    foreach(name IN LISTS actual)
+      if(NOT DEFINED deb_ver_${name})
+        set(deb_ver_${name} ${VERSION})
+      endif()
+      string(APPEND text "\n ${name}@Base ${deb_ver_${name}}")
+    endforeach()
+    file(WRITE ${DEBIAN} "${text}\n")
+    message(STATUS "wrote ${n} symbols to ${DEBIAN}")
+  endif()
   return()
+endif()
+if(DEBIAN)
+  list(SORT deb_names)
+  if(NOT deb_names STREQUAL actual)
+    message(FATAL_ERROR "${DEBIAN} does not list exactly the exported "
+            "symbols: run `cmake --build BUILD --target rlock_update_symbols`"
+            " and commit both lists.")
+  endif()
 endif()
 file(STRINGS ${LIST} expected)
 list(SORT expected)
