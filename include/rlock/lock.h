@@ -2,9 +2,11 @@
  * rlock/lock.h - the reentrant lock, wire-compatible with Redisson's RLock.
  *
  * Layout in Redis (shared with Java programs using Redisson): a hash at the
- * lock's name whose one field "<client id>:<thread id>" holds the hold
- * count, with a PEXPIRE lease; the final release publishes "0" on
- * "redisson_lock__channel:{<name>}".
+ * lock's name whose one field "<client id>:<owner>" holds the hold count,
+ * with a PEXPIRE lease; the final release publishes "0" on
+ * "redisson_lock__channel:{<name>}" (for a name that has its own "{tag}",
+ * "redisson_lock__channel:<name>": derived names keep the name's tag).
+ * docs/PROTOCOL.md lists every key, field, channel and script.
  *
  * Owners: a hold belongs to an owner, a 64-bit number written after the
  * client id in the hash field ("<client id>:<owner>", which Redisson reads
@@ -38,9 +40,9 @@
  * sleeps until an unlock message or the holder's remaining lease runs out,
  * whichever is first; it never polls.
  *
- * Names: 1 to RLOCK_MAX_NAME_LEN bytes. A name containing '{' must contain
- * a non-empty hash tag ("{tag}") so that the lock's channel lands in the
- * same Redis Cluster slot as the lock.
+ * Names: 1 to RLOCK_MAX_NAME_LEN bytes. A name containing '{' or '}' must
+ * contain a non-empty hash tag ("{tag}") so that the lock's channel and
+ * derived keys land in the same Redis Cluster slot as the lock.
  *
  * What counts as a lock: every lock, whoever wrote it (rlock, Redisson,
  * another port), is a hash with a lease (an expiry) whose fields are

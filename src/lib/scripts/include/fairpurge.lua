@@ -1,8 +1,10 @@
 -- fairpurge: the fair lock's stale-head purge (Redisson's prelude to
 -- acquire, release and force release). Drops queued waiters from the head
 -- while the head's deadline has passed; only the head is examined, so a
--- live head shields stale waiters behind it until it leaves. Returns true
--- when it dropped any.
+-- live head shields stale waiters behind it until it leaves. Unlike
+-- Redisson's, which stops at a head without a deadline (and so leaves the
+-- queue stuck behind it), this drops such a head too. Returns true when it
+-- dropped any.
 local function purge_stale(queue, timeouts, now)
   local purged = false
   while true do
