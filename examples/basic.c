@@ -1,14 +1,18 @@
 /* The README's example: take a lock with a bounded wait and a
- * watchdog-renewed lease, work, release. Usage: basic [URL] */
+ * watchdog-renewed lease, work, release; then the same through
+ * rlock_acquire_options, the one struct every acquire form stands for.
+ * Usage: basic [URL]   (default: $RLOCK_URL, else redis://127.0.0.1:6379) */
 #include <rlock.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 int main(int argc, char **argv) {
   rlock_config *cfg;
   rlock_client *client;
   rlock_lock *lock;
   rlock_config_new(&cfg);
-  rlock_config_set_url(cfg, argc > 1 ? argv[1] : "redis://127.0.0.1:6379");
+  const char *url = argc > 1 ? argv[1] : getenv("RLOCK_URL");
+  rlock_config_set_url(cfg, url && *url ? url : "redis://127.0.0.1:6379");
   if (rlock_client_new(&client, cfg) != RLOCK_OK) {
     fprintf(stderr, "%s\n", rlock_error_last()->message);
     rlock_config_free(cfg);
@@ -22,6 +26,20 @@ int main(int argc, char **argv) {
   if (rc == RLOCK_OK) {
     puts("holding 'orders'"); /* ... the critical section ... */
     rc = rlock_lock_release(lock); /* RLOCK_ELOST if it was lost meanwhile */
+  }
+  if (rc == RLOCK_OK) {
+    /* Every acquire function is a short form of rlock_lock_acquire_opts:
+     * wait, lease, cancel token, owner and fencing token in one struct.
+     * Here: wait up to 5 s, and a fixed 10 s lease instead of the watchdog
+     * (the lock expires then, released or not). */
+    rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
+    o.wait_ms = 5000;
+    o.lease_ms = 10000;
+    rc = rlock_lock_acquire_opts(lock, &o);
+    if (rc == RLOCK_OK) {
+      puts("holding 'orders' again, for at most 10 s");
+      rc = rlock_lock_release(lock);
+    }
   }
   if (rc != RLOCK_OK)
     fprintf(stderr, "%s\n", rlock_error_last()->message);

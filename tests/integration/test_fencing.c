@@ -3,8 +3,9 @@
  * lease; another client takes the lock with a larger token and writes to
  * a resource that remembers the highest token it has seen; when the
  * holder resumes, its write with the stale token is refused, and rlock
- * tells it the lock was lost (COMMAND terminated, exit 76). Also runs
- * examples/fenced_resource.c, so that CI exercises it.
+ * tells it the lock was lost (COMMAND terminated, exit 76).
+ * (examples/fenced_resource.c, the same story in one process, is run,
+ * and its refused stale write checked, by test_examples.)
  *
  * The resource is a file guarded by flock(2), written by this binary
  * itself: COMMAND runs `<this test> --child write FILE TOKEN DATA`. */
@@ -21,7 +22,6 @@
 
 /* srv: the binary's shared server (fixture.h) */
 static char cli[PATH_MAX];     /* $RLOCK_TEST_BINDIR/rlock */
-static char example[PATH_MAX]; /* $RLOCK_TEST_BINDIR/example_fenced_resource */
 static char self[PATH_MAX];    /* this test binary, for COMMAND's writes */
 
 /* ---- the resource ------------------------------------------------------- */
@@ -179,8 +179,6 @@ static void wait_stopped(pid_t pid, int64_t ms) {
 static int setup(void **state) {
   const char *dir = getenv("RLOCK_TEST_BINDIR");
   snprintf(cli, sizeof cli, "%s/rlock", dir != NULL ? dir : ".");
-  snprintf(example, sizeof example, "%s/example_fenced_resource",
-           dir != NULL ? dir : ".");
   if (access(cli, X_OK) != 0) {
     fprintf(stderr, "no rlock binary at %s (set RLOCK_TEST_BINDIR)\n", cli);
     return -1;
@@ -310,35 +308,9 @@ static void test_paused_holder_is_fenced_off(void **state) {
   rlock_client_free(c);
 }
 
-/* examples/fenced_resource.c runs its story against a real server. */
-static void test_example_fenced_resource(void **state) {
-  (void)state;
-  char out[512], err[512];
-  if (access(example, X_OK) != 0) {
-    print_message("no %s (RLOCK_BUILD_EXAMPLES off): skipped\n", example);
-    skip();
-  }
-  tmp_path(out, sizeof out, "example.out");
-  tmp_path(err, sizeof err, "example.err");
-  const char *argv[] = {example, rt_server_url(srv), NULL};
-  pid_t pid = start_group(argv, out, err);
-  int status = fx_wait_child(pid, rt_scaled_ms(20000));
-  char text[8192];
-  snprintf(text, sizeof text, "%s", slurp(out));
-  if (status != 0)
-    fail_msg("example exited %d; stdout: %s; stderr: %s", status, text,
-             slurp(err));
-  assert_non_null(strstr(text, "A: wakes up, writes with token 1: REJECTED "
-                               "(storage has seen token 2)\n"));
-  assert_non_null(strstr(text, "A: rlock_lock_check says RLOCK_ELOST"));
-  assert_non_null(strstr(text, "B: writes with token 2: accepted\n"));
-  assert_string_equal(slurp(err), "");
-}
-
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_store_checks_tokens),
     cmocka_unit_test(test_paused_holder_is_fenced_off),
-    cmocka_unit_test(test_example_fenced_resource),
 };
 
 FX_MAIN(tests, setup, teardown, child_main)
