@@ -45,9 +45,9 @@ typedef enum rlock_status {
   RLOCK_ENOTHELD = -10,
   /** The lock was held by this thread but expired or was deleted. */
   RLOCK_ELOST = -11,
-  /** The client is shutting down, or belongs to another process: this
-   * one is a fork()ed child of the process that created it, and must
-   * create its own client. */
+  /** The client belongs to another process: the caller is a fork()ed
+   * child of the process that created it, and must create its own
+   * client. */
   RLOCK_ECLOSED = -12,
   /** The wait was given up because its cancel token fired. */
   RLOCK_ECANCELED = -13,

@@ -63,7 +63,7 @@ const char *rlock_strerror(int code) {
   case RLOCK_ELOCKED: return "lock is held by another owner";
   case RLOCK_ENOTHELD: return "lock is not held by the caller";
   case RLOCK_ELOST: return "lock was lost while held";
-  case RLOCK_ECLOSED: return "client is shutting down";
+  case RLOCK_ECLOSED: return "client belongs to the parent process";
   case RLOCK_ECANCELED: return "wait canceled";
   case RLOCK_EDEADLK: return "would deadlock: read holds cannot be upgraded";
   case RLOCK_EREPLICA: return "no replica confirmed the write in time";
