@@ -138,7 +138,8 @@ RLOCK_EXTERN int rlock_config_set_pubsub_mode(rlock_config *cfg, int mode);
  * release and fair-queue departure is followed on the same connection by
  * WAIT <replicas> <timeout>. (Watchdog renewals are not: the background
  * thread must not stall on a lagging replica; a missed renewal is made
- * again a third of a lease later.) An acquisition no replica
+ * again a third of a lease later. Nor are a MultiLock's lease resets, nor
+ * RedLock's writes: its servers are independent masters.) An acquisition no replica
  * confirmed is undone for the same owner and tried again within the
  * caller's wait, then fails with RLOCK_EREPLICA; a release no replica
  * confirmed returns RLOCK_EREPLICA (it did happen on the master). Not

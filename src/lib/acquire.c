@@ -243,6 +243,10 @@ static int not_acquired(acq *a, int rc) {
   if (rc == RLOCK_ELOCKED && a->ttl < 0)
     return rlock__err(rc, "%s '%s' is held by another owner (no expiry)",
                       l->kind->label, l->name);
+  if (rc == RLOCK_ELOCKED && l->kind->give_up != NULL)
+    /* a fair lock's answer is a sleep bound, not the holder's lease */
+    return rlock__err(rc, "%s '%s' is held by another owner or promised to "
+                      "a waiter queued earlier", l->kind->label, l->name);
   if (rc == RLOCK_ELOCKED)
     return rlock__err(rc, "%s '%s' is held by another owner (remaining "
                       "lease %" PRId64 " ms)", l->kind->label, l->name,
