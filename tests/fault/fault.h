@@ -25,6 +25,14 @@ static inline void expect_rc(int rc, int code, const char *needle) {
     fail_msg("message '%s' lacks '%s'", rlock_error_last()->message, needle);
 }
 
+/* Wait (5 s at most) until the fake's script has come to `step`: the
+ * steps before it have run. */
+static inline void wait_step(rt_fake *f, size_t step) {
+  if (rt_fake_wait_step(f, step, 5000) != 0)
+    fail_msg("fake server script, waiting for step %zu: %s", step,
+             rt_fake_error(f));
+}
+
 /* Check that the fake's whole script ran without error, then free the
  * client and the fake. */
 static inline void finish(rt_fake *f, rlock_client *c) {

@@ -176,6 +176,37 @@ static void test_timeout_is_not_sticky(void **state)
     rt_fake_free(f);
 }
 
+/* rt_fake_wait_step() returns once the steps before the one named ran, and
+   says so when the script ended first. */
+static void test_wait_step(void **state)
+{
+    (void)state;
+    static const rt_fake_step script[] = {
+        RT_STEP_ACCEPT(),
+        RT_STEP_EXPECT("PING"),
+        RT_STEP_SEND("+PONG\r\n"),
+        RT_STEP_CLOSE(),
+        RT_STEP_ACCEPT(),
+        RT_STEP_END(),
+    };
+    rt_fake *f = rt_fake_start(script);
+    assert_int_equal(rt_fake_wait_step(f, 0, 5000), 0); /* at the start */
+    assert_int_equal(rt_fake_wait_step(f, 1, 50), -1);  /* nobody connected */
+    assert_non_null(strstr(rt_fake_error(f), "timed out after 50 ms in step 0"));
+    redisContext *c = connect_fake(f);
+    redisReply *r = redisCommand(c, "PING");
+    assert_non_null(r);
+    freeReplyObject(r);
+    assert_int_equal(rt_fake_wait_step(f, 4, 5000), 0); /* closed, accepting */
+    redisContext *c2 = connect_fake(f);
+    assert_wait_ok(f);
+    assert_int_equal(rt_fake_wait_step(f, 5, 5000), -1);
+    assert_non_null(strstr(rt_fake_error(f), "script ended"));
+    redisFree(c);
+    redisFree(c2);
+    rt_fake_free(f);
+}
+
 /* rt_fake_free() must not hang whatever the script thread waits for. */
 static void test_free_is_prompt(void **state)
 {
@@ -184,6 +215,10 @@ static void test_free_is_prompt(void **state)
     static const rt_fake_step in_read[] = { RT_STEP_ACCEPT(), RT_STEP_EXPECT("PING"), RT_STEP_END() };
     static const rt_fake_step in_sleep[] = { RT_STEP_SLEEP(60000), RT_STEP_END() };
 
+    /* The pauses below give the script thread time to get into its
+       blocking call. No synchronisation: rt_fake_free() must be prompt
+       wherever the thread is, so the outcome cannot depend on them; they
+       only make the blocked case the likely one. */
     rt_fake *f = rt_fake_start(in_accept);
     rt_sleep_ms(50);
     int64_t t0 = rt_now_ms();
@@ -242,6 +277,7 @@ int main(void)
         cmocka_unit_test(test_wildcard_sleep_and_reconnect),
         cmocka_unit_test(test_client_close_while_expecting),
         cmocka_unit_test(test_timeout_is_not_sticky),
+        cmocka_unit_test(test_wait_step),
         cmocka_unit_test(test_free_is_prompt),
         cmocka_unit_test(test_steps_are_copied),
     };

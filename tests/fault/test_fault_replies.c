@@ -53,9 +53,10 @@ static void test_late_reply_times_out(void **state) {
   int64_t took = rt_now_ms() - t0;
   if (took < 250 || took > 1500)
     fail_msg("timeout after %lld ms, expected about 300", (long long)took);
-  /* The late PONG (sent while we wait here) must not be read as the next
-   * command's answer: the timed-out connection was discarded. */
-  rt_sleep_ms(700);
+  /* The late PONG (sent now: the fake has come to its next ACCEPT) must
+   * not be read as the next command's answer: the timed-out connection was
+   * discarded. */
+  wait_step(f, 4);
   expect_rc(rlock_client_ping(c, NULL), RLOCK_OK, NULL);
   finish(f, c);
 }
@@ -116,7 +117,8 @@ static void test_server_closed_idle_connection(void **state) {
   rt_fake *f = rt_fake_start(s);
   rlock_client *c = client_for(f);
   expect_rc(rlock_client_ping(c, NULL), RLOCK_OK, NULL);
-  rt_sleep_ms(100); /* the close reaches us while the connection idles */
+  wait_step(f, 4); /* closed (the fake waits for the next connection): the
+                      close reaches us while the connection idles */
   /* Detected at checkout: nothing is sent into the dead socket. */
   expect_rc(rlock_client_ping(c, NULL), RLOCK_OK, NULL);
   finish(f, c);

@@ -378,6 +378,7 @@ static void *script_main(void *arg)
     for (size_t i = 0; i < f->nsteps; i++) {
         pthread_mutex_lock(&f->mu);
         f->step = i;
+        pthread_cond_broadcast(&f->cv); /* for rt_fake_wait_step() */
         pthread_mutex_unlock(&f->mu);
         if (!run_step(f, &f->steps[i]))
             break;
@@ -517,7 +518,10 @@ rt_fake *rt_fake_start(const rt_fake_step *steps)
 int rt_fake_port(const rt_fake *f) { return f->port; }
 const char *rt_fake_url(const rt_fake *f) { return f->url; }
 
-int rt_fake_wait(rt_fake *f, int timeout_ms)
+/* Wait, with f->mu held, until the script thread has finished (or failed)
+   or, when `step` is not SIZE_MAX, has come to that step; 0 when it got
+   there without error, else -1 with the reason in wait_error or error. */
+static int wait_locked(rt_fake *f, size_t step, int timeout_ms)
 {
     struct timespec deadline;
     clock_gettime(CLOCK_MONOTONIC, &deadline);
@@ -528,17 +532,33 @@ int rt_fake_wait(rt_fake *f, int timeout_ms)
         deadline.tv_nsec -= 1000000000;
     }
     f->wait_error[0] = '\0';
-    pthread_mutex_lock(&f->mu);
     int rc = 0;
-    while (!f->finished && !atomic_load(&f->has_error) && rc != ETIMEDOUT)
+    while (!f->finished && !atomic_load(&f->has_error) &&
+           (step == SIZE_MAX || f->step < step) && rc != ETIMEDOUT)
         rc = pthread_cond_timedwait(&f->cv, &f->mu, &deadline);
-    int result = f->finished && !atomic_load(&f->has_error) ? 0 : -1;
-    if (result < 0 && !atomic_load(&f->has_error)) {
-        const rt_fake_step *st = &f->steps[f->step];
-        snprintf(f->wait_error, sizeof f->wait_error,
-                 "timed out after %d ms in step %zu (%s%s%.40s)", timeout_ms, f->step,
-                 kind_name(st->kind), st->arg ? " " : "", st->arg ? st->arg : "");
-    }
+    if (atomic_load(&f->has_error))
+        return -1;
+    if (step != SIZE_MAX ? f->step >= step : f->finished)
+        return 0;
+    const rt_fake_step *st = &f->steps[f->step];
+    snprintf(f->wait_error, sizeof f->wait_error, "%s after %d ms in step %zu (%s%s%.40s)",
+             f->finished ? "script ended" : "timed out", timeout_ms, f->step,
+             kind_name(st->kind), st->arg ? " " : "", st->arg ? st->arg : "");
+    return -1;
+}
+
+int rt_fake_wait(rt_fake *f, int timeout_ms)
+{
+    pthread_mutex_lock(&f->mu);
+    int result = wait_locked(f, SIZE_MAX, timeout_ms);
+    pthread_mutex_unlock(&f->mu);
+    return result;
+}
+
+int rt_fake_wait_step(rt_fake *f, size_t step, int timeout_ms)
+{
+    pthread_mutex_lock(&f->mu);
+    int result = wait_locked(f, step, timeout_ms);
     pthread_mutex_unlock(&f->mu);
     return result;
 }

@@ -27,6 +27,8 @@
 #ifndef RT_FAKE_H
 #define RT_FAKE_H
 
+#include <stddef.h>
+
 typedef struct rt_fake rt_fake;
 
 typedef enum {
@@ -88,8 +90,17 @@ const char *rt_fake_url(const rt_fake *f);
  */
 int rt_fake_wait(rt_fake *f, int timeout_ms);
 
-/* Why the last rt_fake_wait() failed, or "" (never NULL). Valid until the
-   next rt_fake_wait() or rt_fake_free(). */
+/*
+ * Wait until the script has come to step `step` (counted from 0): every
+ * step before it has run, e.g. a late reply has been sent or a connection
+ * closed. 0 then; -1 on an error, when the script ended before that step,
+ * or when timeout_ms passes first; rt_fake_error() then says why. For tests
+ * that must act after the fake did something, instead of sleeping.
+ */
+int rt_fake_wait_step(rt_fake *f, size_t step, int timeout_ms);
+
+/* Why the last rt_fake_wait() or rt_fake_wait_step() failed, or "" (never
+   NULL). Valid until the next of those calls or rt_fake_free(). */
 const char *rt_fake_error(const rt_fake *f);
 
 /* Stop the script thread wherever it is waiting (accept, read, sleep), close
