@@ -11,6 +11,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
@@ -127,6 +128,122 @@ static inline long long fx_evalsha_calls(rt_server *s) {
   long long n = p ? atoll(p + strlen("cmdstat_evalsha:calls=")) : 0;
   freeReplyObject(r);
   return n;
+}
+
+/* ---- waiting for conditions, not for time ------------------------------
+ * A test that needs another thread or process to have got somewhere waits
+ * for what shows it (a subscription, a key, a file, a call count, a flag),
+ * up to a scaled deadline. A fixed sleep is too short on a loaded machine
+ * or under valgrind, and wasted time everywhere else; one is left only
+ * where the passage of time is itself the behaviour under test (a lease
+ * that must run out, renewals that must keep a lock past its lease, a
+ * wake-up that must not come), with a comment saying so. */
+
+/* How many clients listen on `channel` at `s`: PUBSUB NUMSUB (SUBSCRIBE),
+ * or with `sharded` PUBSUB SHARDNUMSUB (SSUBSCRIBE). */
+static inline long long fx_subscribers_of(rt_server *s, int sharded,
+                                          const char *channel) {
+  const char *kind = sharded ? "SHARDNUMSUB" : "NUMSUB";
+  redisReply *r = rt_cmd(s, "PUBSUB %s %s", kind, channel);
+  if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+      r->element[1]->type != REDIS_REPLY_INTEGER)
+    fail_msg("PUBSUB %s %s on port %d: unexpected reply (type %d)", kind,
+             channel, rt_server_port(s), r->type);
+  long long n = r->element[1]->integer;
+  freeReplyObject(r);
+  return n;
+}
+
+static inline long long fx_subscribers(rt_server *s, const char *channel) {
+  return fx_subscribers_of(s, 0, channel);
+}
+
+typedef struct fx_count_want {
+  rt_server *s;
+  const char *channel; /* NULL: count EVALSHA calls */
+  long long n;
+} fx_count_want;
+
+static inline bool fx_pred_subscribers(void *arg, char *why, size_t cap) {
+  const fx_count_want *w = arg;
+  long long n = fx_subscribers(w->s, w->channel);
+  snprintf(why, cap, "%lld subscribers of %s, want %lld", n, w->channel,
+           w->n);
+  return n == w->n;
+}
+
+/* Wait until `channel` at `s` has exactly `n` subscribers: 1 once a waiter
+ * listens for the release (from then on a release reaches it: it tries
+ * again only after the server confirmed the subscription), 0 once the last
+ * one has left. Fails the test naming `what` after 5 s (scaled). */
+static inline void fx_wait_subscribers(rt_server *s, const char *channel,
+                                       long long n, const char *what) {
+  fx_count_want w = {s, channel, n};
+  rt_wait_until(fx_pred_subscribers, &w, rt_scaled_ms(5000), what);
+}
+
+/* Wait until the head of fair lock `name`'s queue (a plain name, without
+ * braces) listens on its own channel, redisson_lock__channel:{name}:<its
+ * owner>: it is then waiting, and a release from now on reaches it. */
+static inline void fx_wait_fair_head_subscribed(rt_server *s,
+                                                const char *name) {
+  char channel[512];
+  redisReply *r = rt_cmd(s, "LINDEX redisson_lock_queue:{%s} 0", name);
+  if (r->type != REDIS_REPLY_STRING)
+    fail_msg("the queue of fair lock '%s' is empty", name);
+  snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}:%s", name,
+           r->str);
+  freeReplyObject(r);
+  fx_wait_subscribers(s, channel, 1, "the fair queue head's subscription");
+}
+
+static inline bool fx_pred_evalsha(void *arg, char *why, size_t cap) {
+  const fx_count_want *w = arg;
+  long long n = fx_evalsha_calls(w->s);
+  snprintf(why, cap, "%lld EVALSHA calls since CONFIG RESETSTAT, want %lld",
+           n, w->n);
+  return n >= w->n;
+}
+
+/* Wait until `s` has served at least `n` EVALSHA calls since its last
+ * CONFIG RESETSTAT: attempts, renewals. A waiter makes one attempt before
+ * it subscribes and one once subscribed, then sleeps: 2 per waiter since
+ * the holder took the lock means every waiter is asleep. Fails the test
+ * naming `what` after 5 s (scaled). */
+static inline void fx_wait_evalsha(rt_server *s, long long n,
+                                   const char *what) {
+  fx_count_want w = {s, NULL, n};
+  rt_wait_until(fx_pred_evalsha, &w, rt_scaled_ms(5000), what);
+}
+
+static inline bool fx_pred_file(void *arg, char *why, size_t cap) {
+  snprintf(why, cap, "no file %s", (const char *)arg);
+  return access((const char *)arg, F_OK) == 0;
+}
+
+/* Wait up to `ms` (scaled by the caller as needed) for a file another
+ * process creates, e.g. the mark a COMMAND leaves once it runs. */
+static inline void fx_wait_file(const char *path, int64_t ms) {
+  rt_wait_until(fx_pred_file, (void *)path, ms, "a file to appear");
+}
+
+/* Create `path` (empty): e.g. the "go" file a COMMAND waits for, so that it
+ * runs exactly as long as the test needs. */
+static inline void fx_touch(const char *path) {
+  FILE *f = fopen(path, "w");
+  if (f == NULL)
+    fail_msg("cannot create %s: %s", path, strerror(errno));
+  fclose(f);
+}
+
+/* In a worker thread: wait until the test sets *gate (NULL: not at all), so
+ * that the worker holds a lock as long as the test needs, not for a fixed
+ * time the test might overrun. Gives up after a minute (scaled), so that a
+ * test that failed meanwhile does not leave the thread behind for ever. */
+static inline void fx_wait_gate(atomic_int *gate) {
+  int64_t give_up = rt_now_ms() + rt_scaled_ms(60000);
+  while (gate != NULL && atomic_load(gate) == 0 && rt_now_ms() < give_up)
+    rt_sleep_ms(1);
 }
 
 /* Child processes re-execute the test binary (saved from argv[0] by

@@ -216,6 +216,33 @@ static const char *tmp_path(char *buf, size_t size, const char *file) {
 
 static int file_exists(const char *path) { return access(path, F_OK) == 0; }
 
+/* A COMMAND that runs until the test lets it end: it leaves `ready` once it
+ * runs, then waits for the test to create `go`. What the test checks while
+ * COMMAND runs (or while others wait for it) then cannot race COMMAND's
+ * end, however slow the machine: no COMMAND here lasts a fixed time unless
+ * the time is what the test is about. */
+typedef struct gate {
+  char ready[512], go[512];
+} gate;
+
+static void gate_init(gate *g, const char *tag) {
+  char file[128];
+  snprintf(file, sizeof file, "%s.ready", tag);
+  tmp_path(g->ready, sizeof g->ready, file);
+  snprintf(file, sizeof file, "%s.go", tag);
+  tmp_path(g->go, sizeof g->go, file);
+}
+
+/* The shell text of such a COMMAND: `before`, the ready mark, the wait for
+ * go (polled every 20 ms), then `after`. */
+static const char *gate_script(const gate *g, char *buf, size_t size,
+                               const char *before, const char *after) {
+  snprintf(buf, size,
+           "%s touch %s; while [ ! -e %s ]; do sleep 0.02; done; %s", before,
+           g->ready, g->go, after);
+  return buf;
+}
+
 /* The whole file, NUL-terminated, in a static buffer ("" if absent). */
 static const char *slurp(const char *path) {
   static char buf[8192];
@@ -226,15 +253,6 @@ static const char *slurp(const char *path) {
     fclose(f);
   }
   return buf;
-}
-
-static void wait_file(const char *path, int64_t ms) {
-  int64_t t0 = rt_now_ms();
-  while (!file_exists(path)) {
-    if (rt_now_ms() - t0 > ms)
-      fail_msg("file '%s' did not appear within %lld ms", path, (long long)ms);
-    rt_sleep_ms(10);
-  }
 }
 
 /* Hold `name` as a foreign Redisson client would, straight in Redis. */
@@ -295,12 +313,17 @@ static int teardown(void **state) { return fx_teardown(state); }
 static void test_exec_holds_lock_while_command_runs(void **state) {
   (void)state;
   const char *name = "cli:exec";
+  char script[1400];
+  gate g;
+  gate_init(&g, "exec");
   proc p;
   proc_start(&p, ARGS("-u", url, "exec", name, "--", "sh", "-c",
-                      "echo out; echo err >&2; sleep 1; exit 3"));
-  fx_wait_exists(srv, name, 1, SCALED(5000));
+                      gate_script(&g, script, sizeof script,
+                                  "echo out; echo err >&2;", "exit 3")));
+  fx_wait_file(g.ready, SCALED(5000));
   assert_owner_shape(only_field(name));
   ASSERT_BETWEEN(rt_cmd_int(srv, "PTTL %s", name), 20000, 30000);
+  fx_touch(g.go);
   assert_int_equal(proc_wait(&p, SCALED(10000)), 3);
   assert_string_equal(p.out[0], "out\n");
   assert_string_equal(p.out[1], "err\n");
@@ -339,18 +362,24 @@ static void test_exec_exit_statuses(void **state) {
 }
 
 /* -l gives a fixed lease; when it runs out under the command, rlock warns
- * but keeps the command's status. */
+ * but keeps the command's status. The command goes on until the key has
+ * expired, however long rlock took to start it. */
 static void test_exec_lease_expiry_warns(void **state) {
   (void)state;
   const char *name = "cli:lease";
+  char script[1400];
+  gate g;
+  gate_init(&g, "lease");
   proc p;
-  proc_start(&p, ARGS("-u", url, "exec", "-l", "400ms", name, "--", "sleep",
-                      "1"));
+  proc_start(&p, ARGS("-u", url, "exec", "-l", "400ms", name, "--", "sh",
+                      "-c", gate_script(&g, script, sizeof script, "", ":")));
   fx_wait_exists(srv, name, 1, SCALED(5000));
   ASSERT_BETWEEN(rt_cmd_int(srv, "PTTL %s", name), 1, 400);
+  fx_wait_exists(srv, name, 0, SCALED(5000)); /* the lease ran out */
+  fx_touch(g.go);
   assert_int_equal(proc_wait(&p, SCALED(10000)), 0);
   assert_string_equal(p.out[1], "rlock: warning: lock 'cli:lease' was lost "
-                                "while 'sleep' ran\n");
+                                "while 'sh' ran\n");
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
 }
 
@@ -358,13 +387,21 @@ static void test_exec_lease_expiry_warns(void **state) {
 static void test_exec_watchdog_renews(void **state) {
   (void)state;
   const char *name = "cli:watchdog";
+  char script[1400];
+  gate g;
+  gate_init(&g, "watchdog");
   proc p;
   proc_start(&p, ARGS("-u", url, "--watchdog", "600ms", "exec", name, "--",
-                      "sleep", "2"));
+                      "sh", "-c",
+                      gate_script(&g, script, sizeof script, "", ":")));
   fx_wait_exists(srv, name, 1, SCALED(5000));
   ASSERT_BETWEEN(rt_cmd_int(srv, "PTTL %s", name), 1, 600);
-  rt_sleep_ms(1300); /* two leases: only renewal keeps it */
+  /* Time is the point: two leases, which only renewal outlasts (COMMAND
+   * runs on until the test creates `go`). */
+  rt_sleep_ms(1300);
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 1);
+  ASSERT_RANGE(rt_cmd_int(srv, "PTTL %s", name), 1, 600);
+  fx_touch(g.go);
   assert_int_equal(proc_wait(&p, SCALED(10000)), 0);
   assert_string_equal(p.out[1], "");
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
@@ -403,6 +440,8 @@ static void test_exec_processes_take_turns(void **state) {
   char log[512], script[1200];
   static proc p[N];
   tmp_path(log, sizeof log, "turns.log");
+  /* The 0.2 s inside is no synchronisation: it is the window in which a
+   * second COMMAND let in would show between a start and its end. */
   snprintf(script, sizeof script,
            "echo start $0 >> %s; sleep 0.2; echo end $0 >> %s", log, log);
   const char *ids[N] = {"a", "b", "c", "d"};
@@ -430,10 +469,17 @@ static void test_exec_processes_take_turns(void **state) {
 static void test_exec_waiter_acquires_promptly(void **state) {
   (void)state;
   const char *name = "cli:handoff";
+  char script[1400];
+  gate g;
+  gate_init(&g, "handoff");
   proc holder, waiter;
-  proc_start(&holder, ARGS("-u", url, "exec", name, "--", "sleep", "1"));
-  fx_wait_exists(srv, name, 1, SCALED(5000));
+  proc_start(&holder, ARGS("-u", url, "exec", name, "--", "sh", "-c",
+                           gate_script(&g, script, sizeof script, "", ":")));
+  fx_wait_file(g.ready, SCALED(5000));
   proc_start(&waiter, ARGS("-u", url, "exec", name, "--", "true"));
+  fx_wait_subscribers(srv, "redisson_lock__channel:{cli:handoff}", 1,
+                      "the waiting exec's subscription");
+  fx_touch(g.go);
   assert_int_equal(proc_wait(&holder, SCALED(10000)), 0);
   assert_int_equal(proc_wait(&waiter, SCALED(10000)), 0);
   ASSERT_BETWEEN(waiter.ended - holder.ended, 0, SCALED(1500));
@@ -459,13 +505,15 @@ static void wait_fair_queue(const char *name, long long n) {
 static void test_exec_fair_order_and_queue(void **state) {
   (void)state;
   const char *name = "cli:fair";
-  char log[512], script[700];
+  char log[512], script[700], hscript[1400];
+  gate g;
+  gate_init(&g, "fair");
   proc holder, w[4], p;
   tmp_path(log, sizeof log, "fair.log");
   snprintf(script, sizeof script, "echo $0 >> %s", log);
-  proc_start(&holder, ARGS("-u", url, "exec", "--fair", name, "--", "sleep",
-                           "1"));
-  fx_wait_exists(srv, name, 1, SCALED(5000));
+  proc_start(&holder, ARGS("-u", url, "exec", "--fair", name, "--", "sh", "-c",
+                           gate_script(&g, hscript, sizeof hscript, "", ":")));
+  fx_wait_file(g.ready, SCALED(5000));
   const char *ids[4] = {"a", "b", "x", "c"};
   for (int i = 0; i < 4; i++) {
     proc_start(&w[i], ARGS("-u", url, "exec", "--fair", name, "--", "sh", "-c",
@@ -487,6 +535,7 @@ static void test_exec_fair_order_and_queue(void **state) {
   assert_int_equal(kill(w[2].pid, SIGTERM), 0); /* "x" gives up */
   assert_int_equal(proc_wait(&w[2], SCALED(5000)), 128 + SIGTERM);
   assert_int_equal(fair_queue_len(name), 3);
+  fx_touch(g.go);
   assert_int_equal(proc_wait(&holder, SCALED(10000)), 0);
   for (int i = 0; i < 4; i++)
     if (i != 2)
@@ -502,13 +551,16 @@ static void test_exec_fair_order_and_queue(void **state) {
 static void test_unlock_force_fair_wakes_head(void **state) {
   (void)state;
   const char *name = "cli:fair-force";
+  char script[1400];
+  gate g; /* never opened: the test ends the holder with SIGTERM */
+  gate_init(&g, "fair-force");
   proc holder, waiter, p;
-  proc_start(&holder, ARGS("-u", url, "exec", "--fair", name, "--", "sleep",
-                           "20"));
-  fx_wait_exists(srv, name, 1, SCALED(5000));
+  proc_start(&holder, ARGS("-u", url, "exec", "--fair", name, "--", "sh", "-c",
+                           gate_script(&g, script, sizeof script, "", ":")));
+  fx_wait_file(g.ready, SCALED(5000));
   proc_start(&waiter, ARGS("-u", url, "exec", "--fair", name, "--", "true"));
   wait_fair_queue(name, 1);
-  rt_sleep_ms(100);
+  fx_wait_fair_head_subscribed(srv, name);
   run_expect(&p, 0, ARGS("-u", url, "unlock", "--force", name));
   assert_int_equal(proc_wait(&waiter, SCALED(5000)), 0);
   ASSERT_BETWEEN(waiter.ended - p.ended, 0, SCALED(1000));
@@ -524,11 +576,15 @@ static void test_unlock_force_fair_wakes_head(void **state) {
 static void test_exec_read_write(void **state) {
   (void)state;
   const char *name = "cli:rw";
-  char log[512], script[1200];
+  char log[512], start[600], end[600], script[2400];
+  gate g; /* the readers read until the test has seen them both, and the
+             writer waiting */
+  gate_init(&g, "rw");
   proc r1, r2, w, p;
   tmp_path(log, sizeof log, "rw.log");
-  snprintf(script, sizeof script, "echo start $0 >> %s; sleep 0.5; "
-                                  "echo end $0 >> %s", log, log);
+  snprintf(start, sizeof start, "echo start $0 >> %s;", log);
+  snprintf(end, sizeof end, "echo end $0 >> %s", log);
+  gate_script(&g, script, sizeof script, start, end);
   proc_start(&r1, ARGS("-u", url, "exec", "--read", name, "--", "sh", "-c",
                        script, "r1"));
   proc_start(&r2, ARGS("-u", url, "exec", "--read", name, "--", "sh", "-c",
@@ -546,6 +602,9 @@ static void test_exec_read_write(void **state) {
   assert_non_null(strstr(p.out[0], "  reader "));
   proc_start(&w, ARGS("-u", url, "exec", "--write", name, "--", "sh", "-c",
                       script, "w"));
+  fx_wait_subscribers(srv, "redisson_rwlock:{cli:rw}", 1,
+                      "the waiting writer's subscription");
+  fx_touch(g.go);
   assert_int_equal(proc_wait(&r1, SCALED(10000)), 0);
   assert_int_equal(proc_wait(&r2, SCALED(10000)), 0);
   assert_int_equal(proc_wait(&w, SCALED(10000)), 0);
@@ -606,22 +665,15 @@ static long long file_token(const char *path) {
   return v;
 }
 
-static long long numsub(const char *channel) {
-  redisReply *r = rt_cmd(srv, "PUBSUB NUMSUB %s", channel);
-  assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-  long long n = r->element[1]->integer;
-  freeReplyObject(r);
-  return n;
-}
-
 /* exec --fenced: COMMAND gets the acquisition's token in $RLOCK_TOKEN,
  * the counter's new value, larger on every run, also for a waiter;
  * status shows the latest. */
 static void test_exec_fenced_token(void **state) {
   (void)state;
   const char *name = "cli:fenced";
-  char file[512], script[1200], ready[512], go[512], hfile[512],
+  char file[512], script[1200], hfile[512], hbefore[600],
       holder_script[2400], wfile[512], waiter_script[1200], want[256];
+  gate g;
   proc p, holder, waiter;
   tmp_path(file, sizeof file, "fenced.token");
   snprintf(script, sizeof script, "echo \"$RLOCK_TOKEN\" > %s", file);
@@ -637,18 +689,16 @@ static void test_exec_fenced_token(void **state) {
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
 
   /* A waiter gets its token from the waiting call: the next one. */
-  tmp_path(ready, sizeof ready, "fenced.ready");
-  tmp_path(go, sizeof go, "fenced.go");
+  gate_init(&g, "fenced");
   tmp_path(hfile, sizeof hfile, "fenced.holder");
   tmp_path(wfile, sizeof wfile, "fenced.waiter");
-  snprintf(holder_script, sizeof holder_script,
-           "echo \"$RLOCK_TOKEN\" > %s; touch %s; "
-           "while [ ! -e %s ]; do sleep 0.02; done", hfile, ready, go);
+  snprintf(hbefore, sizeof hbefore, "echo \"$RLOCK_TOKEN\" > %s;", hfile);
+  gate_script(&g, holder_script, sizeof holder_script, hbefore, ":");
   snprintf(waiter_script, sizeof waiter_script, "echo \"$RLOCK_TOKEN\" > %s",
            wfile);
   proc_start(&holder, ARGS("-u", url, "exec", "--fenced", name, "--", "sh",
                            "-c", holder_script));
-  wait_file(ready, SCALED(5000));
+  fx_wait_file(g.ready, SCALED(5000));
   long long th = file_token(hfile);
   assert_int_equal(th, token_key(name));
   run_expect(&p, 0, ARGS("-u", url, "status", name));
@@ -660,15 +710,9 @@ static void test_exec_fenced_token(void **state) {
   assert_non_null(strstr(p.out[0], want));
   proc_start(&waiter, ARGS("-u", url, "exec", "--fenced", name, "--", "sh",
                            "-c", waiter_script));
-  int64_t t0 = rt_now_ms(); /* the waiter is waiting once it subscribed */
-  while (numsub("redisson_lock__channel:{cli:fenced}") != 1) {
-    if (rt_now_ms() - t0 > SCALED(5000))
-      fail_msg("the waiting exec --fenced did not subscribe");
-    rt_sleep_ms(5);
-  }
-  FILE *f = fopen(go, "w");
-  assert_non_null(f);
-  fclose(f);
+  fx_wait_subscribers(srv, "redisson_lock__channel:{cli:fenced}", 1,
+                      "the waiting exec --fenced's subscription");
+  fx_touch(g.go);
   assert_int_equal(proc_wait(&holder, SCALED(10000)), 0);
   assert_int_equal(proc_wait(&waiter, SCALED(10000)), 0);
   assert_int_equal(file_token(wfile), th + 1);
@@ -705,17 +749,15 @@ static void test_exec_fenced_token(void **state) {
 static void test_exec_spin(void **state) {
   (void)state;
   const char *name = "cli:spin";
-  char ready[512], go[512], ran[512], ran2[512], script[1200];
+  char ran[512], ran2[512], script[1400];
+  gate g;
   proc holder, waiter, p;
-  tmp_path(ready, sizeof ready, "spin.ready");
-  tmp_path(go, sizeof go, "spin.go");
+  gate_init(&g, "spin");
   tmp_path(ran, sizeof ran, "spin.ran");
   tmp_path(ran2, sizeof ran2, "spin.ran2");
-  snprintf(script, sizeof script,
-           "touch %s; while [ ! -e %s ]; do sleep 0.02; done", ready, go);
   proc_start(&holder, ARGS("-u", url, "exec", "--spin", name, "--", "sh", "-c",
-                           script));
-  wait_file(ready, SCALED(5000));
+                           gate_script(&g, script, sizeof script, "", ":")));
+  fx_wait_file(g.ready, SCALED(5000));
   assert_owner_shape(only_field(name));
   run_expect(&p, 75, ARGS("-u", url, "exec", "--spin", "-w", "0", name, "--",
                           "touch", ran));
@@ -725,13 +767,9 @@ static void test_exec_spin(void **state) {
   /* A waiter that keeps trying, unsubscribed, until SIGINT ends it. */
   freeReplyObject(rt_cmd(srv, "CONFIG RESETSTAT"));
   proc_start(&p, ARGS("-u", url, "exec", "--spin", name, "--", "touch", ran2));
-  int64_t t0 = rt_now_ms();
-  while (fx_evalsha_calls(srv) < 4) { /* its first tries and retries */
-    if (rt_now_ms() - t0 > SCALED(5000))
-      fail_msg("the waiting exec --spin does not retry");
-    rt_sleep_ms(5);
-  }
-  assert_int_equal(numsub("redisson_lock__channel:{cli:spin}"), 0);
+  fx_wait_evalsha(srv, 4, "the waiting exec --spin's first tries");
+  assert_int_equal(fx_subscribers(srv, "redisson_lock__channel:{cli:spin}"),
+                   0);
   int64_t t1 = rt_now_ms();
   assert_int_equal(kill(p.pid, SIGINT), 0);
   assert_int_equal(proc_wait(&p, SCALED(5000)), 128 + SIGINT);
@@ -742,15 +780,8 @@ static void test_exec_spin(void **state) {
   freeReplyObject(rt_cmd(srv, "CONFIG RESETSTAT"));
   proc_start(&waiter, ARGS("-u", url, "exec", "--spin", name, "--", "touch",
                            ran));
-  t0 = rt_now_ms();
-  while (fx_evalsha_calls(srv) < 4) {
-    if (rt_now_ms() - t0 > SCALED(5000))
-      fail_msg("the waiting exec --spin does not retry");
-    rt_sleep_ms(5);
-  }
-  FILE *f = fopen(go, "w");
-  assert_non_null(f);
-  fclose(f);
+  fx_wait_evalsha(srv, 4, "the waiting exec --spin's first tries");
+  fx_touch(g.go);
   assert_int_equal(proc_wait(&holder, SCALED(10000)), 0);
   assert_int_equal(proc_wait(&waiter, SCALED(10000)), 0);
   ASSERT_BETWEEN(waiter.ended - holder.ended, 0, SCALED(1500));
@@ -852,7 +883,7 @@ static void test_exec_forwards_signals(void **state) {
              "sleep 30 & wait", got, names[i], ready);
     proc p;
     proc_start(&p, ARGS("-u", url, "exec", name, "--", "sh", "-c", script));
-    wait_file(ready, SCALED(5000));
+    fx_wait_file(ready, SCALED(5000));
     assert_int_equal(kill(p.pid, sigs[i]), 0);
     assert_int_equal(proc_wait(&p, SCALED(5000)), 7);
     assert_string_equal(slurp(got), "got\n");
@@ -884,7 +915,7 @@ static void test_exec_lost_lock_terminates_command(void **state) {
   proc p;
   proc_start(&p, ARGS("-u", url, "--watchdog", "600ms", "exec", name, "--",
                       "sh", "-c", script));
-  wait_file(ready, SCALED(5000));
+  fx_wait_file(ready, SCALED(5000));
   int64_t t0 = rt_now_ms();
   freeReplyObject(rt_cmd(srv, "DEL %s", name));
   assert_int_equal(proc_wait(&p, SCALED(5000)), 76);
@@ -910,7 +941,7 @@ static void test_exec_server_restart_terminates_command(void **state) {
   proc p;
   proc_start(&p, ARGS("-u", url, "--watchdog", "600ms", "exec", name, "--",
                       "sh", "-c", script));
-  wait_file(ready, SCALED(5000));
+  fx_wait_file(ready, SCALED(5000));
   rt_server_restart(srv); /* same port, no data */
   int64_t t0 = rt_now_ms();
   assert_int_equal(proc_wait(&p, SCALED(5000)), 76);
@@ -923,26 +954,44 @@ static void test_exec_server_restart_terminates_command(void **state) {
   assert_non_null(strstr(p.out[1], "lock 'cli:lost-restart' was lost"));
 }
 
+/* DEL `name` and CONFIG RESETSTAT in one transaction: every EVALSHA
+ * counted from now on came after the DEL. */
+static void del_and_resetstat(const char *name) {
+  redisContext *c = rt_server_connect(srv);
+  redisAppendCommand(c, "MULTI");
+  redisAppendCommand(c, "DEL %s", name);
+  redisAppendCommand(c, "CONFIG RESETSTAT");
+  redisAppendCommand(c, "EXEC");
+  for (int i = 0; i < 4; i++) {
+    redisReply *r = NULL;
+    assert_int_equal(redisGetReply(c, (void **)&r), REDIS_OK);
+    assert_int_equal(r->type, i < 3 ? REDIS_REPLY_STATUS : REDIS_REPLY_ARRAY);
+    freeReplyObject(r);
+  }
+  redisFree(c);
+}
+
 /* --on-lost ignore: COMMAND runs on past the loss and its status stays. */
 static void test_exec_on_lost_ignore_keeps_command(void **state) {
   (void)state;
   const char *name = "cli:lost-ignore";
-  char ready[512], go[512], script[2048];
-  tmp_path(ready, sizeof ready, "ignore-ready");
-  tmp_path(go, sizeof go, "ignore-go");
-  snprintf(script, sizeof script,
-           "touch %s; while [ ! -e %s ]; do sleep 0.02; done; exit 5", ready,
-           go);
+  char script[2048];
+  gate g;
+  gate_init(&g, "ignore");
   proc p;
   proc_start(&p, ARGS("-u", url, "--watchdog", "600ms", "exec", "--on-lost",
-                      "ignore", name, "--", "sh", "-c", script));
-  wait_file(ready, SCALED(5000));
-  freeReplyObject(rt_cmd(srv, "DEL %s", name));
-  rt_sleep_ms(3 * 200); /* three renewal periods: the loss is seen */
+                      "ignore", name, "--", "sh", "-c",
+                      gate_script(&g, script, sizeof script, "", "exit 5")));
+  fx_wait_file(g.ready, SCALED(5000));
+  del_and_resetstat(name);
+  /* The loss is seen: a renewal ran on the deleted key (the only EVALSHA
+   * rlock sends while COMMAND runs). */
+  fx_wait_evalsha(srv, 1, "a renewal after the DEL");
+  /* Time is the point: COMMAND must still run two renewal periods later,
+   * when a terminated one would have been gone. */
+  rt_sleep_ms(2 * 200);
   assert_int_equal(waitpid(p.pid, NULL, WNOHANG), 0); /* still running */
-  FILE *f = fopen(go, "w");
-  assert_non_null(f);
-  fclose(f);
+  fx_touch(g.go);
   assert_int_equal(proc_wait(&p, SCALED(5000)), 5);
   assert_int_equal(count_lines(p.out[1]), 1);
   assert_non_null(strstr(p.out[1], "warning: lock 'cli:lost-ignore' was "
@@ -961,7 +1010,7 @@ static void test_exec_kill_after_escalates(void **state) {
   proc_start(&p, ARGS("-u", url, "--watchdog", "600ms", "exec",
                       "--kill-after", "500ms", name, "--", "sh", "-c",
                       script));
-  wait_file(ready, SCALED(5000));
+  fx_wait_file(ready, SCALED(5000));
   int64_t t0 = rt_now_ms();
   freeReplyObject(rt_cmd(srv, "DEL %s", name));
   assert_int_equal(proc_wait(&p, SCALED(5000)), 76);
@@ -982,11 +1031,11 @@ static void test_exec_command_dies_with_rlock(void **state) {
   idle_script(script, sizeof script, got, "exit 9", ready);
   proc p;
   proc_start(&p, ARGS("-u", url, "exec", name, "--", "sh", "-c", script));
-  wait_file(ready, SCALED(5000));
+  fx_wait_file(ready, SCALED(5000));
   int64_t t0 = rt_now_ms();
   assert_int_equal(kill(p.pid, SIGKILL), 0);
   assert_int_equal(proc_wait(&p, SCALED(5000)), 128 + SIGKILL);
-  wait_file(got, SCALED(2000));
+  fx_wait_file(got, SCALED(2000));
   print_message("pdeath: COMMAND trapped TERM %lld ms after the kill\n",
                 (long long)(rt_now_ms() - t0));
   freeReplyObject(rt_cmd(srv, "DEL %s", name));
@@ -999,13 +1048,12 @@ static void test_exec_command_dies_with_rlock(void **state) {
 static void test_exec_ctrl_c_reaches_command_once(void **state) {
   (void)state;
   const char *name = "cli:ctrlc";
-  char got[512], ready[512], go[512], script[2048];
+  char got[512], trap[600], script[2048];
+  gate g;
+  gate_init(&g, "ctrlc");
   tmp_path(got, sizeof got, "ctrlc-int");
-  tmp_path(ready, sizeof ready, "ctrlc-ready");
-  tmp_path(go, sizeof go, "ctrlc-go");
-  snprintf(script, sizeof script,
-           "trap 'echo int >> %s' INT; touch %s; "
-           "while [ ! -e %s ]; do sleep 0.02; done; exit 3", got, ready, go);
+  snprintf(trap, sizeof trap, "trap 'echo int >> %s' INT;", got);
+  gate_script(&g, script, sizeof script, trap, "exit 3");
   int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
   assert_true(master >= 0);
   assert_int_equal(grantpt(master), 0);
@@ -1027,7 +1075,7 @@ static void test_exec_ctrl_c_reaches_command_once(void **state) {
     execv(cli, (char *const *)argv);
     _exit(127);
   }
-  wait_file(ready, SCALED(5000));
+  fx_wait_file(g.ready, SCALED(5000));
   /* A forwarded copy sent while the terminal's is still pending merges
    * with it: repeat, so that a double delivery would show. */
   for (int i = 1; i <= 10; i++) {
@@ -1035,26 +1083,16 @@ static void test_exec_ctrl_c_reaches_command_once(void **state) {
     int64_t t1 = rt_now_ms();
     while (count_lines(slurp(got)) < i && rt_now_ms() - t1 < SCALED(2000))
       rt_sleep_ms(5);
-    rt_sleep_ms(50); /* a forwarded second SIGINT would have come by now */
+    /* Time is the point: a forwarded second SIGINT would have come by now
+     * (and one later still shows in the final count). */
+    rt_sleep_ms(50);
     assert_int_equal(count_lines(slurp(got)), i);
   }
-  FILE *f = fopen(go, "w");
-  assert_non_null(f);
-  fclose(f);
-  int st;
-  int64_t t0 = rt_now_ms();
-  while (waitpid(pid, &st, WNOHANG) == 0) {
-    if (rt_now_ms() - t0 > SCALED(5000)) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &st, 0);
-      fail_msg("rlock did not exit");
-    }
-    rt_sleep_ms(10);
-  }
+  fx_touch(g.go);
+  int status = fx_wait_child(pid, SCALED(5000));
   close(master);
   assert_int_equal(count_lines(slurp(got)), 10);
-  assert_true(WIFEXITED(st));
-  assert_int_equal(WEXITSTATUS(st), 3);
+  assert_int_equal(status, 3);
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
 }
 
@@ -1067,7 +1105,8 @@ static void test_exec_signal_while_waiting(void **state) {
   hold_foreign(name, FOREIGN, 1, 60000);
   proc p;
   proc_start(&p, ARGS("-u", url, "exec", name, "--", "touch", ran));
-  rt_sleep_ms(300);
+  fx_wait_subscribers(srv, "redisson_lock__channel:{cli:sigwait}", 1,
+                      "the waiting exec's subscription");
   int64_t t0 = rt_now_ms();
   assert_int_equal(kill(p.pid, SIGINT), 0);
   assert_int_equal(proc_wait(&p, SCALED(5000)), 128 + SIGINT);
@@ -1082,12 +1121,17 @@ static void test_exec_signal_while_waiting(void **state) {
 static void test_exec_keeps_ignored_signal_ignored(void **state) {
   (void)state;
   const char *name = "cli:nohup";
+  char script[1400];
+  gate g;
+  gate_init(&g, "nohup");
   proc p;
   proc_opts o = {NULL, -1, 1};
   proc_start_opts(&p, &o, ARGS("-u", url, "exec", name, "--", "sh", "-c",
-                               "sleep 0.6; exit 5"));
-  fx_wait_exists(srv, name, 1, SCALED(5000));
+                               gate_script(&g, script, sizeof script, "",
+                                           "exit 5")));
+  fx_wait_file(g.ready, SCALED(5000)); /* the HUP comes while COMMAND runs */
   assert_int_equal(kill(p.pid, SIGHUP), 0);
+  fx_touch(g.go);
   assert_int_equal(proc_wait(&p, SCALED(5000)), 5);
   assert_string_equal(p.out[1], "");
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
@@ -1122,10 +1166,13 @@ static long long json_ttl(const char *json) {
 static void test_status_of_exec_holder(void **state) {
   (void)state;
   const char *name = "cli:held";
-  char want[256];
+  char want[256], script[1400];
+  gate g;
+  gate_init(&g, "held");
   proc holder, p;
-  proc_start(&holder, ARGS("-u", url, "exec", name, "--", "sleep", "1"));
-  fx_wait_exists(srv, name, 1, SCALED(5000));
+  proc_start(&holder, ARGS("-u", url, "exec", name, "--", "sh", "-c",
+                           gate_script(&g, script, sizeof script, "", ":")));
+  fx_wait_file(g.ready, SCALED(5000));
   const char *field = only_field(name);
   run_expect(&p, 0, ARGS("-u", url, "status", "--json", name));
   snprintf(want, sizeof want,
@@ -1136,6 +1183,7 @@ static void test_status_of_exec_holder(void **state) {
   assert_non_null(strstr(p.out[0], want));
   ASSERT_BETWEEN(json_ttl(p.out[0]), 20000, 30000);
   assert_int_equal(count_lines(p.out[0]), 1);
+  fx_touch(g.go);
   assert_int_equal(proc_wait(&holder, SCALED(10000)), 0);
 }
 
@@ -1194,11 +1242,16 @@ static void test_status_json_escaping(void **state) {
 static void test_unlock_force(void **state) {
   (void)state;
   const char *name = "cli:force";
+  char script[1400];
+  gate g; /* never opened: the test ends the holder with SIGTERM */
+  gate_init(&g, "force");
   proc holder, waiter, p;
-  proc_start(&holder, ARGS("-u", url, "exec", name, "--", "sleep", "20"));
-  fx_wait_exists(srv, name, 1, SCALED(5000));
+  proc_start(&holder, ARGS("-u", url, "exec", name, "--", "sh", "-c",
+                           gate_script(&g, script, sizeof script, "", ":")));
+  fx_wait_file(g.ready, SCALED(5000));
   proc_start(&waiter, ARGS("-u", url, "exec", name, "--", "true"));
-  rt_sleep_ms(300); /* the waiter is waiting */
+  fx_wait_subscribers(srv, "redisson_lock__channel:{cli:force}", 1,
+                      "the waiting exec's subscription");
   run_expect(&p, 0, ARGS("-u", url, "unlock", "--force", name));
   assert_int_equal(count_lines(p.out[0]), 1);
   int64_t unlocked = p.ended;
@@ -1206,11 +1259,11 @@ static void test_unlock_force(void **state) {
   ASSERT_BETWEEN(waiter.ended - unlocked, 0, SCALED(1500));
 
   /* The holder's command goes on; when it ends, rlock says the lock was
-   * lost, and exits with the command's status (sleep killed by TERM). */
+   * lost, and exits with the command's status (sh killed by TERM). */
   assert_int_equal(kill(holder.pid, SIGTERM), 0);
   assert_int_equal(proc_wait(&holder, SCALED(5000)), 128 + SIGTERM);
   assert_string_equal(holder.out[1], "rlock: warning: lock 'cli:force' was "
-                                     "lost while 'sleep' ran\n");
+                                     "lost while 'sh' ran\n");
 
   run_expect(&p, 1, ARGS("-u", url, "unlock", "--force", name));
   assert_int_equal(count_lines(p.out[0]) + count_lines(p.out[1]), 1);

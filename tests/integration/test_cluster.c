@@ -97,14 +97,9 @@ static long long keys_in_slot(int n, int slot) {
   return rt_cmd_int(node(n), "CLUSTER COUNTKEYSINSLOT %d", slot);
 }
 
-/* PUBSUB NUMSUB / SHARDNUMSUB of one channel on node n. */
-static long long subs_on(int n, const char *sub, const char *ch) {
-  redisReply *r = rt_cmd(node(n), "PUBSUB %s %s", sub, ch);
-  if (r->type != REDIS_REPLY_ARRAY || r->elements != 2)
-    fail_msg("node %d: PUBSUB %s answered type %d", n, sub, r->type);
-  long long v = r->element[1]->integer;
-  freeReplyObject(r);
-  return v;
+/* PUBSUB NUMSUB / SHARDNUMSUB (`sharded`) of one channel on node n. */
+static long long subs_on(int n, int sharded, const char *ch) {
+  return fx_subscribers_of(node(n), sharded, ch);
 }
 
 static bool is_live_master(int i) {
@@ -130,7 +125,7 @@ static void describe_subs(const char *ch, char *out, size_t cap) {
       continue;
     int n = snprintf(out + at, cap - at, "%s%d%s:S%lld/C%lld", at ? " " : "",
                      i, rt_cluster_is_master(cl, i) ? "m" : "r",
-                     subs_on(i, "SHARDNUMSUB", ch), subs_on(i, "NUMSUB", ch));
+                     subs_on(i, 1, ch), subs_on(i, 0, ch));
     at += n > 0 ? (size_t)n : 0;
   }
 }
@@ -142,8 +137,8 @@ static bool pred_subs(void *arg, char *why, size_t cap) {
   for (int i = 0; i < rt_cluster_size(cl) && ok; i++) {
     if (rt_server_pid(node(i)) == 0)
       continue;
-    long long sn = subs_on(i, "SHARDNUMSUB", w->ch);
-    long long cn = subs_on(i, "NUMSUB", w->ch);
+    long long sn = subs_on(i, 1, w->ch);
+    long long cn = subs_on(i, 0, w->ch);
     sharded += sn;
     classic += cn;
     where += (i == w->owner || i == w->also) ? sn : 0;

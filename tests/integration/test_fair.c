@@ -141,7 +141,7 @@ static void *fifo_thread(void *arg) {
     redisContext *raw = rt_server_connect(srv);
     freeReplyObject(redisCommand(raw, "RPUSH %s:order %d", w->name, w->index));
     redisFree(raw);
-    rt_sleep_ms(20);
+    rt_sleep_ms(20); /* a hold that takes time, not a synchronisation */
     w->rc = rlock_lock_release(l);
   }
   rlock_lock_free(l);
@@ -480,7 +480,7 @@ static void test_force_release_wakes_head(void **state) {
   pthread_t t;
   pthread_create(&t, NULL, timed_thread, &w);
   wait_queue_len("fair:force", 1);
-  rt_sleep_ms(100);
+  fx_wait_fair_head_subscribed(srv, "fair:force");
   rlock_lock *other = fair_lock(b, "fair:force");
   int deleted;
   int64_t t0 = rt_now_ms();
@@ -614,7 +614,7 @@ static void test_interop_rlock_waits_behind_redisson(void **state) {
   pthread_t t;
   pthread_create(&t, NULL, timed_thread, &w);
   wait_queue_len(n, 1);
-  rt_sleep_ms(100);
+  fx_wait_fair_head_subscribed(srv, n);
   int64_t t0 = rt_now_ms();
   r = rt_cmd(srv, "EVAL %s 4 %s redisson_lock_queue:{%s} redisson_lock_timeout:{%s} "
                   "redisson_lock__channel:{%s} 0 30000 %s %lld",
@@ -681,7 +681,7 @@ static int child_main(int argc, char **argv) {
   redisContext *raw = redisConnect("127.0.0.1", port);
   freeReplyObject(redisCommand(raw, "RPUSH %s:order %s", argv[2], argv[3]));
   redisFree(raw);
-  rt_sleep_ms(20);
+  rt_sleep_ms(20); /* a hold that takes time, not a synchronisation */
   rc = rlock_lock_release(l);
   rlock_lock_free(l);
   rlock_client_free(c);

@@ -102,21 +102,6 @@ static const char *slurp(const char *path) {
   return buf;
 }
 
-static void wait_file(const char *path, int64_t ms) {
-  int64_t t0 = rt_now_ms();
-  while (access(path, F_OK) != 0) {
-    if (rt_now_ms() - t0 > ms)
-      fail_msg("file '%s' did not appear within %lld ms", path, (long long)ms);
-    rt_sleep_ms(10);
-  }
-}
-
-static void touch(const char *path) {
-  FILE *f = fopen(path, "w");
-  assert_non_null(f);
-  fclose(f);
-}
-
 /* GET redisson_lock_token:{name}; -1 when absent. */
 static long long token_key(const char *name) {
   redisReply *r = rt_cmd(srv, "GET redisson_lock_token:{%s}", name);
@@ -246,7 +231,7 @@ static void test_paused_holder_is_fenced_off(void **state) {
                         NULL};
   pid_t pid = start_group(argv, out, err);
 
-  wait_file(tok, rt_scaled_ms(10000));
+  fx_wait_file(tok, rt_scaled_ms(10000));
   long long ta = atoll(slurp(tok));
   assert_true(ta > 0);
   assert_int_equal(ta, token_key(name));
@@ -273,7 +258,7 @@ static void test_paused_holder_is_fenced_off(void **state) {
   assert_int_equal(store_write(store, tb, "B"), 1);
 
   /* The holder wakes up and carries on. */
-  touch(go);
+  fx_touch(go);
   assert_int_equal(kill(-pid, SIGCONT), 0);
   int status = fx_wait_child(pid, rt_scaled_ms(15000));
   const char *errs = slurp(err);

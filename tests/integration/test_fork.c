@@ -256,16 +256,6 @@ static void *waiter_main(void *arg) {
   return NULL;
 }
 
-static bool pred_subscribed(void *arg, char *why, size_t cap) {
-  const char *channel = arg;
-  redisReply *r = rt_cmd(srv, "PUBSUB NUMSUB %s", channel);
-  long long n = r->type == REDIS_REPLY_ARRAY && r->elements == 2
-                    ? r->element[1]->integer : -1;
-  freeReplyObject(r);
-  snprintf(why, cap, "%lld subscribers on %s", n, channel);
-  return n == 1;
-}
-
 static bool pred_waiter_done(void *arg, char *why, size_t cap) {
   waiter *w = arg;
   snprintf(why, cap, "the waiter is still waiting");
@@ -304,9 +294,8 @@ static void test_child_refused_parent_undisturbed(void **state) {
   atomic_init(&w.rc, 1);
   atomic_init(&w.done, 0);
   assert_int_equal(pthread_create(&w.thread, NULL, waiter_main, &w), 0);
-  char channel[] = "redisson_lock__channel:{fork:contended}";
-  rt_wait_until(pred_subscribed, channel, rt_scaled_ms(5000),
-                "the waiter's subscription");
+  fx_wait_subscribers(srv, "redisson_lock__channel:{fork:contended}", 1,
+                      "the waiter's subscription");
   OK(rlock_client_ping(inherited, NULL));
   idset before;
   client_ids(&before); /* pool + subscriber of `inherited`, pool of `other` */

@@ -110,12 +110,16 @@ static void *waiter_main(void *arg) {
 }
 
 static int64_t wake_after(const char *script_kind) {
+  const char *channel = "redisson_lock__channel:{interop:wake}";
   freeReplyObject(java_lock("interop:wake", JAVA_OWNER));
+  /* The previous call's waiter has left (its client is gone) ... */
+  fx_wait_subscribers(srv, channel, 0, "the previous waiter's leaving");
   rlock_client *c = fx_client(srv, 0);
   waiter w = {.c = c};
   pthread_t t;
   pthread_create(&t, NULL, waiter_main, &w);
-  rt_sleep_ms(300);
+  /* ... and this one listens: only the message can wake it now. */
+  fx_wait_subscribers(srv, channel, 1, "the rlock waiter's subscription");
   int64_t t0 = rt_now_ms();
   redisReply *r =
       strcmp(script_kind, "unlock") == 0

@@ -27,6 +27,7 @@ static void test_restart_while_holding(void **state) {
   RC(rlock_lock_release(l), RLOCK_ELOST);
   /* The same client takes it again, and renewal works again. */
   OK(rlock_lock_acquire(l));
+  /* Time is the point: three leases, which only renewal outlasts. */
   rt_sleep_ms(3 * WD);
   OK(rlock_lock_check(l));
   ASSERT_RANGE(rt_cmd_int(srv, "PTTL restart:hold"), 1, WD);
@@ -67,7 +68,8 @@ static void test_restart_while_waiting(void **state) {
   waiter w = {.c = wc, .name = "restart:wait", .wait_ms = 30000};
   pthread_t t;
   pthread_create(&t, NULL, waiter_main, &w);
-  rt_sleep_ms(300);
+  fx_wait_subscribers(srv, "redisson_lock__channel:{restart:wait}", 1,
+                      "the waiter's subscription");
   int64_t down = rt_now_ms();
   rt_server_restart(srv); /* the holder's lock is gone with the data */
   int64_t back = rt_now_ms();
@@ -114,7 +116,8 @@ static void test_outage_while_waiting_ends_with_error(void **state) {
   waiter w = {.c = wc, .name = "restart:down", .wait_ms = RLOCK_WAIT_FOREVER};
   pthread_t t;
   pthread_create(&t, NULL, waiter_main, &w);
-  rt_sleep_ms(300);
+  fx_wait_subscribers(srv, "redisson_lock__channel:{restart:down}", 1,
+                      "the waiter's subscription");
   rt_server_stop(srv);
   int64_t down = rt_now_ms();
   pthread_join(t, NULL); /* must not hang on a dead server */

@@ -34,7 +34,7 @@ typedef struct waiter {
   rlock_client *client;
   const char *name;
   int64_t wait_ms;
-  int64_t hold_ms;
+  atomic_int *gate; /* hold the lock until the test sets it (NULL: don't) */
   int rc;
   _Atomic int64_t acquired_at; /* read by the test while the waiter runs */
 } waiter;
@@ -49,7 +49,7 @@ static void *waiter_main(void *arg) {
   w->rc = rlock_lock_try_acquire(l, w->wait_ms, 0);
   if (w->rc == RLOCK_OK) {
     atomic_store(&w->acquired_at, rt_now_ms());
-    rt_sleep_ms(w->hold_ms);
+    fx_wait_gate(w->gate);
     w->rc = rlock_lock_release(l);
   }
   rlock_lock_free(l);
@@ -64,7 +64,8 @@ static void test_unlock_message_wakes_waiter(void **state) {
   waiter w = {.client = wc, .name = "wait:wake", .wait_ms = 20000};
   pthread_t t;
   pthread_create(&t, NULL, waiter_main, &w);
-  rt_sleep_ms(300); /* let it subscribe and sleep */
+  fx_wait_subscribers(srv, "redisson_lock__channel:{wait:wake}", 1,
+                      "the waiter's subscription");
   int64_t released = rt_now_ms();
   OK(rlock_lock_release(l));
   pthread_join(t, NULL);
@@ -75,28 +76,45 @@ static void test_unlock_message_wakes_waiter(void **state) {
   rlock_client_free(wc);
 }
 
+static bool pred_one_acquired(void *arg, char *why, size_t cap) {
+  waiter *w = arg;
+  snprintf(why, cap, "none of the three waiters holds the lock");
+  for (int i = 0; i < 3; i++)
+    if (atomic_load(&w[i].acquired_at) != 0)
+      return true;
+  return false;
+}
+
 static void test_one_message_wakes_one_waiter(void **state) {
   (void)state;
   rlock_client *holder = fx_client(srv, 0), *wc = fx_client(srv, 0);
   rlock_lock *l = fx_lock(holder, "wait:one");
   OK(rlock_lock_acquire_lease(l, 60000));
+  freeReplyObject(rt_cmd(srv, "CONFIG RESETSTAT"));
+  atomic_int gate = 0; /* the winner holds on until the counts are taken */
   waiter w[3];
   pthread_t t[3];
   for (int i = 0; i < 3; i++) {
     w[i] = (waiter){.client = wc, .name = "wait:one", .wait_ms = 30000,
-                    .hold_ms = 1500};
+                    .gate = &gate};
     pthread_create(&t[i], NULL, waiter_main, &w[i]);
   }
-  rt_sleep_ms(400);
+  fx_wait_evalsha(srv, 3 * 2, "every waiter's attempt once subscribed");
   freeReplyObject(rt_cmd(srv, "CONFIG RESETSTAT"));
   OK(rlock_lock_release(l));
-  rt_sleep_ms(500);
+  rt_wait_until(pred_one_acquired, w, rt_scaled_ms(5000),
+                "a waiter woken by the release");
+  /* The passage of time is the point here: a waiter the message should not
+   * have woken would try within a few ms; give it 300 (the winner holds on
+   * meanwhile, so no later release can wake anyone). */
+  rt_sleep_ms(rt_scaled_ms(300));
   int acquired = 0;
   for (int i = 0; i < 3; i++)
     acquired += atomic_load(&w[i].acquired_at) != 0;
   assert_int_equal(acquired, 1);
   /* The release plus one attempt: the other two waiters slept on. */
   assert_int_equal(fx_evalsha_calls(srv), 2);
+  atomic_store(&gate, 1);
   for (int i = 0; i < 3; i++) {
     pthread_join(t[i], NULL);
     OK(w[i].rc);
@@ -106,37 +124,29 @@ static void test_one_message_wakes_one_waiter(void **state) {
   rlock_client_free(wc);
 }
 
-static long long numsub(const char *channel) {
-  redisReply *r = rt_cmd(srv, "PUBSUB NUMSUB %s", channel);
-  long long n = r->element[1]->integer;
-  freeReplyObject(r);
-  return n;
-}
-
 static void test_subscription_shared_and_released(void **state) {
   (void)state;
   rlock_client *holder = fx_client(srv, 0), *wc = fx_client(srv, 0);
   rlock_lock *l = fx_lock(holder, "wait:shared");
   OK(rlock_lock_acquire_lease(l, 60000));
+  freeReplyObject(rt_cmd(srv, "CONFIG RESETSTAT"));
   waiter w[4];
   pthread_t t[4];
   for (int i = 0; i < 4; i++) {
     w[i] = (waiter){.client = wc, .name = "wait:shared", .wait_ms = 30000};
     pthread_create(&t[i], NULL, waiter_main, &w[i]);
   }
-  rt_sleep_ms(400);
-  assert_int_equal(numsub("redisson_lock__channel:{wait:shared}"), 1);
+  /* All four subscribed (each tried again after that): one subscription. */
+  fx_wait_evalsha(srv, 4 * 2, "every waiter's attempt once subscribed");
+  assert_int_equal(fx_subscribers(srv, "redisson_lock__channel:{wait:shared}"),
+                   1);
   OK(rlock_lock_release(l));
   for (int i = 0; i < 4; i++) {
     pthread_join(t[i], NULL);
     OK(w[i].rc);
   }
-  int64_t t0 = rt_now_ms();
-  while (numsub("redisson_lock__channel:{wait:shared}") != 0) {
-    if (rt_now_ms() - t0 > 2000)
-      fail_msg("subscription still present after the last waiter left");
-    rt_sleep_ms(10);
-  }
+  fx_wait_subscribers(srv, "redisson_lock__channel:{wait:shared}", 0,
+                      "the end of the subscription after the last waiter");
   rlock_lock_free(l);
   rlock_client_free(holder);
   rlock_client_free(wc);
@@ -163,6 +173,8 @@ static void fire_on_signal(int sig) {
   rlock_cancel_fire(signal_token);
 }
 
+#define CANCEL_CHANNEL "redisson_lock__channel:{wait:cancel}"
+
 static void test_cancel_ends_a_wait(void **state) {
   (void)state;
   rlock_client *c = fx_client(srv, 0);
@@ -174,7 +186,7 @@ static void test_cancel_ends_a_wait(void **state) {
   cancel_waiter w = {.lock = l, .cancel = tok};
   pthread_t t;
   pthread_create(&t, NULL, cancel_waiter_main, &w);
-  rt_sleep_ms(300);
+  fx_wait_subscribers(srv, CANCEL_CHANNEL, 1, "the waiter's subscription");
   int64_t fired = rt_now_ms();
   rlock_cancel_fire(tok);
   pthread_join(t, NULL);
@@ -190,8 +202,9 @@ static void test_cancel_ends_a_wait(void **state) {
   struct sigaction sa = {.sa_handler = fire_on_signal}, old;
   sigaction(SIGUSR1, &sa, &old);
   w = (cancel_waiter){.lock = l, .cancel = tok};
+  fx_wait_subscribers(srv, CANCEL_CHANNEL, 0, "the first waiter's leaving");
   pthread_create(&t, NULL, cancel_waiter_main, &w);
-  rt_sleep_ms(300);
+  fx_wait_subscribers(srv, CANCEL_CHANNEL, 1, "the waiter's subscription");
   fired = rt_now_ms();
   pthread_kill(t, SIGUSR1);
   pthread_join(t, NULL);

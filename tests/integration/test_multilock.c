@@ -12,32 +12,16 @@ static void hold_foreign(rt_server *s, const char *name, int lease_ms) {
 
 /* Subscribers of the unlock channel of lock `name` on `s`. */
 static long long subscribers(rt_server *s, const char *name) {
-  redisReply *r = rt_cmd(s, "PUBSUB NUMSUB redisson_lock__channel:{%s}",
-                         name);
-  long long n = r->type == REDIS_REPLY_ARRAY && r->elements == 2
-                    ? r->element[1]->integer
-                    : -1;
-  freeReplyObject(r);
-  return n;
-}
-
-typedef struct sub_want {
-  rt_server *s;
-  const char *name;
-} sub_want;
-
-static bool pred_subscribed(void *arg, char *why, size_t cap) {
-  sub_want *w = arg;
-  long long n = subscribers(w->s, w->name);
-  snprintf(why, cap, "%lld subscribers of '%s''s channel", n, w->name);
-  return n >= 1;
+  char channel[256];
+  snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
+  return fx_subscribers(s, channel);
 }
 
 /* Wait until a waiter listens for the release of lock `name`. */
 static void wait_subscribed(rt_server *s, const char *name) {
-  sub_want w = {s, name};
-  rt_wait_until(pred_subscribed, &w, rt_scaled_ms(5000),
-                "a MultiLock waiter's subscription");
+  char channel[256];
+  snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
+  fx_wait_subscribers(s, channel, 1, "a MultiLock waiter's subscription");
 }
 
 static rlock_multilock *multi(rlock_lock **members, size_t n) {

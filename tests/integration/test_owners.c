@@ -547,20 +547,6 @@ static void test_options_refused(void **state) {
   rlock_client_free(c);
 }
 
-static long long numsub(const char *channel) {
-  redisReply *r = rt_cmd(srv, "PUBSUB NUMSUB %s", channel);
-  long long n = r->element[1]->integer;
-  freeReplyObject(r);
-  return n;
-}
-
-static bool subscribed(void *arg, char *why, size_t cap) {
-  const char *channel = arg;
-  long long n = numsub(channel);
-  snprintf(why, cap, "%lld subscribers on %s", n, channel);
-  return n == 1;
-}
-
 typedef struct cancel_job {
   rlock_lock *lock;
   rlock_cancel *cancel;
@@ -607,8 +593,8 @@ static void test_options_cancel_and_check(void **state) {
   cancel_job j = {.lock = l, .cancel = tok, .owner = other};
   pthread_t t;
   assert_int_equal(pthread_create(&t, NULL, wait_with_cancel, &j), 0);
-  rt_wait_until(subscribed, (void *)"redisson_lock__channel:{owners:cancel}",
-                rt_scaled_ms(5000), "the waiter's subscription");
+  fx_wait_subscribers(srv, "redisson_lock__channel:{owners:cancel}", 1,
+                      "the waiter's subscription");
   int64_t fired = rt_now_ms();
   rlock_cancel_fire(tok);
   assert_int_equal(pthread_join(t, NULL), 0);

@@ -27,7 +27,7 @@ typedef struct job {
   const char *name;
   int write;
   int64_t wait_ms;
-  int64_t hold_ms;
+  atomic_int *gate; /* hold the lock until the test sets it (NULL: don't) */
   int rc;
   _Atomic int64_t got_at;
   _Atomic int64_t done_at;
@@ -43,7 +43,7 @@ static void *job_main(void *arg) {
   j->rc = rlock_lock_try_acquire(l, j->wait_ms, 0);
   if (j->rc == RLOCK_OK) {
     atomic_store(&j->got_at, rt_now_ms());
-    rt_sleep_ms(j->hold_ms);
+    fx_wait_gate(j->gate);
     atomic_store(&j->done_at, rt_now_ms());
     j->rc = rlock_lock_release(l);
   }
@@ -51,15 +51,37 @@ static void *job_main(void *arg) {
   return NULL;
 }
 
+/* Jobs the test watches: `n` of them at `j`. */
+typedef struct jobs {
+  job *j;
+  int n;
+} jobs;
+
+/* Whether every one of them holds its lock. */
+static bool pred_all_got(void *arg, char *why, size_t cap) {
+  const jobs *js = arg;
+  int got = 0;
+  for (int i = 0; i < js->n; i++)
+    got += atomic_load(&js->j[i].got_at) != 0;
+  snprintf(why, cap, "%d of %d hold the lock", got, js->n);
+  return got == js->n;
+}
+
 static void test_readers_overlap(void **state) {
   (void)state;
   rlock_client *c = fx_client(srv, 0);
+  atomic_int gate = 0;
   job j[3];
   pthread_t t[3];
   for (int i = 0; i < 3; i++) {
-    j[i] = (job){.c = c, .name = "rw:overlap", .wait_ms = 5000, .hold_ms = 400};
+    j[i] = (job){.c = c, .name = "rw:overlap", .wait_ms = 5000, .gate = &gate};
     pthread_create(&t[i], NULL, job_main, &j[i]);
   }
+  /* Each reader holds on until all three are in: only readers that share
+   * the lock get there (a writer-like exclusion would time out here). */
+  jobs all = {j, 3};
+  rt_wait_until(pred_all_got, &all, rt_scaled_ms(5000), "three readers");
+  atomic_store(&gate, 1);
   for (int i = 0; i < 3; i++) {
     pthread_join(t[i], NULL);
     OK(j[i].rc);
@@ -80,20 +102,25 @@ static void test_writer_waits_for_readers_and_excludes(void **state) {
   rlock_lock *r1 = rd(a, "rw:excl"), *r2 = rd(b, "rw:excl");
   OK(rlock_lock_acquire_lease(r1, 60000));
   OK(rlock_lock_acquire_lease(r2, 60000));
+  atomic_int gate = 0;
   job w = {.c = a, .name = "rw:excl", .write = 1, .wait_ms = 10000,
-           .hold_ms = 500};
+           .gate = &gate};
   pthread_t t;
   pthread_create(&t, NULL, job_main, &w);
-  rt_sleep_ms(300);
+  fx_wait_subscribers(srv, "redisson_rwlock:{rw:excl}", 1,
+                      "the writer's subscription");
   OK(rlock_lock_release(r1));
+  /* Time is the point: no message is due while r2 reads, and a writer let
+   * in anyway would be in within a few ms. */
   rt_sleep_ms(300);
   assert_int_equal(atomic_load(&w.got_at), 0); /* one reader is left */
   int64_t released = rt_now_ms();
   OK(rlock_lock_release(r2));
-  while (atomic_load(&w.got_at) == 0 && rt_now_ms() - released < 3000)
-    rt_sleep_ms(5);
+  jobs writer = {&w, 1};
+  rt_wait_until(pred_all_got, &writer, rt_scaled_ms(3000), "the writer");
   ASSERT_BETWEEN(atomic_load(&w.got_at) - released, 0, 300);
   RC(rlock_lock_try_acquire(r2, 0, 0), RLOCK_ELOCKED); /* writer excludes */
+  atomic_store(&gate, 1); /* the writer lets go; r2 waits for that */
   int64_t t0 = rt_now_ms();
   OK(rlock_lock_try_acquire(r2, 5000, 0)); /* after the writer leaves */
   ASSERT_BETWEEN(rt_now_ms() - atomic_load(&w.done_at), 0, 300);
@@ -119,10 +146,11 @@ static void test_downgrade_keeps_read_holds(void **state) {
   assert_int_equal(flag, 1);
   OK(rlock_lock_is_locked(&flag, r));
   assert_int_equal(flag, 1);
-  job j = {.c = o, .name = "rw:down", .wait_ms = 5000, .hold_ms = 0};
+  job j = {.c = o, .name = "rw:down", .wait_ms = 5000};
   pthread_t t;
   pthread_create(&t, NULL, job_main, &j);
-  rt_sleep_ms(300);
+  fx_wait_subscribers(srv, "redisson_rwlock:{rw:down}", 1,
+                      "the reader's subscription");
   assert_int_equal(atomic_load(&j.got_at), 0);
   int64_t t0 = rt_now_ms();
   OK(rlock_lock_release(w)); /* downgrade: the read hold stays */
@@ -216,15 +244,20 @@ static void test_messages_wake_readers_and_writers(void **state) {
   rlock_client *a = fx_client(srv, 0), *b = fx_client(srv, 0);
   rlock_lock *w = wr(a, "rw:wake");
   OK(rlock_lock_acquire_lease(w, 60000));
+  freeReplyObject(rt_cmd(srv, "CONFIG RESETSTAT"));
+  atomic_int gate = 0;
   job j[3];
   pthread_t t[3];
   for (int i = 0; i < 3; i++) {
-    j[i] = (job){.c = b, .name = "rw:wake", .wait_ms = 20000, .hold_ms = 300};
+    j[i] = (job){.c = b, .name = "rw:wake", .wait_ms = 20000, .gate = &gate};
     pthread_create(&t[i], NULL, job_main, &j[i]);
   }
-  rt_sleep_ms(300);
+  fx_wait_evalsha(srv, 3 * 2, "every reader's attempt once subscribed");
   int64_t t0 = rt_now_ms();
   OK(rlock_lock_release(w)); /* "1": every waiting reader */
+  jobs readers = {j, 3};
+  rt_wait_until(pred_all_got, &readers, rt_scaled_ms(5000), "three readers");
+  atomic_store(&gate, 1);
   for (int i = 0; i < 3; i++) {
     pthread_join(t[i], NULL);
     OK(j[i].rc);
@@ -233,10 +266,13 @@ static void test_messages_wake_readers_and_writers(void **state) {
   /* A writer waiting on a reader with a long lease: woken by "0". */
   rlock_lock *r = rd(a, "rw:wake");
   OK(rlock_lock_acquire_lease(r, 60000));
+  fx_wait_subscribers(srv, "redisson_rwlock:{rw:wake}", 0,
+                      "the readers' leaving");
   job wj = {.c = b, .name = "rw:wake", .write = 1, .wait_ms = 20000};
   pthread_t wt;
   pthread_create(&wt, NULL, job_main, &wj);
-  rt_sleep_ms(300);
+  fx_wait_subscribers(srv, "redisson_rwlock:{rw:wake}", 1,
+                      "the writer's subscription");
   t0 = rt_now_ms();
   OK(rlock_lock_release(r));
   pthread_join(wt, NULL);
@@ -255,6 +291,7 @@ static void test_read_release_keeps_write_renewal(void **state) {
   OK(rlock_lock_acquire(w));
   OK(rlock_lock_acquire(r));
   OK(rlock_lock_release(r)); /* Redisson stops the write renewal here */
+  /* Time is the point: four leases, which only renewal outlasts. */
   rt_sleep_ms(4 * WD);
   OK(rlock_lock_check(w));
   ASSERT_RANGE(rt_cmd_int(srv, "PTTL rw:renew"), 1, WD);
@@ -304,6 +341,8 @@ static void test_crashed_reader_expires_while_others_renew(void **state) {
       fail_msg("the crashed reader's hold is still renewed");
     else
       rt_sleep_ms(20);
+  /* Time is the point: a whole lease more, which our own hold's key
+   * outlives only by being renewed. */
   rt_sleep_ms(WD);
   assert_int_equal(rt_cmd_int(srv, "EXISTS {rw:zombie}:%s:rwlock_timeout:1",
                               owner), 1);
@@ -362,11 +401,16 @@ static void test_check_follows_read_levels(void **state) {
   rlock_client *c = fx_client(srv, 0);
   rlock_lock *r = rd(c, "rw:levels");
   OK(rlock_lock_acquire_lease(r, 1000));
+  /* Time is the point: the second hold must end later than the first. */
   rt_sleep_ms(500);
+  int64_t second = rt_now_ms();
   OK(rlock_lock_acquire_lease(r, 1000));
   OK(rlock_lock_release(r)); /* the later hold goes; the first ends at 1 s */
   OK(rlock_lock_check(r));
-  rt_sleep_ms(700);
+  /* The lock goes with the first hold's lease (about 500 ms from now), not
+   * with the released second one's (1000 ms from `second`). */
+  fx_wait_exists(srv, "rw:levels", 0, rt_scaled_ms(3000));
+  ASSERT_RANGE(rt_now_ms() - second, 0, 900);
   RC(rlock_lock_check(r), RLOCK_ELOST);
   assert_int_equal(rt_cmd_int(srv, "EXISTS rw:levels"), 0);
   RC(rlock_lock_release(r), RLOCK_ELOST);

@@ -114,15 +114,6 @@ static int64_t wait_lost(lost_log *log, const char *name, int64_t ms) {
 }
 
 /* Raw probes on a data server. */
-static long long numsub(rt_server *s, const char *channel) {
-  redisReply *r = rt_cmd(s, "PUBSUB NUMSUB %s", channel);
-  long long n = r->type == REDIS_REPLY_ARRAY && r->elements == 2
-                    ? r->element[1]->integer
-                    : -1;
-  freeReplyObject(r);
-  return n;
-}
-
 static long long llen(rt_server *s, const char *key) {
   return rt_cmd_int(s, "LLEN %s", key);
 }
@@ -139,11 +130,6 @@ static void wait_value(long long (*probe)(rt_server *, const char *),
                (long long)ms);
     rt_sleep_ms(10);
   }
-}
-
-static void wait_subscribers(rt_server *s, const char *channel,
-                             long long want) {
-  wait_value(numsub, s, channel, want, rt_scaled_ms(5000));
 }
 
 /* After a failover: whether the watchdog hold of `owner` on `key` survived
@@ -296,7 +282,8 @@ static void test_wait_and_wake_across_processes(void **state) {
                         NULL};
   pid_t pid = fx_spawn_child(args, &out);
   /* The child waits, subscribed. */
-  wait_subscribers(m, "redisson_lock__channel:{sen:wake}", 1);
+  fx_wait_subscribers(m, "redisson_lock__channel:{sen:wake}", 1,
+                      "the waiter's subscription");
   int64_t t0 = rt_now_ms();
   OK(rlock_lock_release(l));
   char b = read_byte(out, rt_scaled_ms(10000));
@@ -410,7 +397,8 @@ static void test_read_write_lock(void **state) {
   freeReplyObject(r);
   waiter w = {.c = b, .name = "sen:rw", .kind = 'W', .wait_ms = 10000};
   waiter_start(&w);
-  wait_subscribers(m, "redisson_rwlock:{sen:rw}", 1);
+  fx_wait_subscribers(m, "redisson_rwlock:{sen:rw}", 1,
+                      "the waiter's subscription");
   OK(rlock_lock_release(ra));
   int64_t t0 = rt_now_ms();
   OK(rlock_lock_release(rb));
@@ -593,7 +581,8 @@ static void test_graceful_switch(void **state) {
   fx_wait_exists(rt_sentinel_replica(grp, 0), "gf:held", 1, 5000);
   waiter w = {.c = wc, .name = "gf:held", .wait_ms = 30000};
   waiter_start(&w);
-  wait_subscribers(old, "redisson_lock__channel:{gf:held}", 1);
+  fx_wait_subscribers(old, "redisson_lock__channel:{gf:held}", 1,
+                      "the waiter's subscription");
   /* c's and wc's watches move to the next sentinel. */
   rt_server *s0 = rt_sentinel_sentinel(grp, 0);
   long long watching = watchers(s0, "");
@@ -852,8 +841,10 @@ static void test_master_killed(void **state) {
          w_leased = {.c = wc, .name = "kill:leased", .wait_ms = 20000};
   waiter_start(&w_kept);
   waiter_start(&w_leased);
-  wait_subscribers(old, "redisson_lock__channel:{kill:kept}", 1);
-  wait_subscribers(old, "redisson_lock__channel:{kill:leased}", 1);
+  fx_wait_subscribers(old, "redisson_lock__channel:{kill:kept}", 1,
+                      "the waiter's subscription");
+  fx_wait_subscribers(old, "redisson_lock__channel:{kill:leased}", 1,
+                      "the waiter's subscription");
 
   prober p = {.name = "kill:probe"};
   long long left;
@@ -954,7 +945,8 @@ static void test_master_hung(void **state) {
   fx_wait_exists(rt_sentinel_replica(grp, 0), "hung:held", 1, 5000);
   waiter w = {.c = wc, .name = "hung:held", .wait_ms = 8000};
   waiter_start(&w);
-  wait_subscribers(old, "redisson_lock__channel:{hung:held}", 1);
+  fx_wait_subscribers(old, "redisson_lock__channel:{hung:held}", 1,
+                      "the waiter's subscription");
 
   prober p = {.name = "hung:probe"};
   long long left;

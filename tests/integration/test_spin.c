@@ -12,13 +12,6 @@ static rlock_lock *spin_lock(rlock_client *c, const char *name) {
   return l;
 }
 
-static long long numsub(const char *channel) {
-  redisReply *r = rt_cmd(srv, "PUBSUB NUMSUB %s", channel);
-  long long n = r->element[1]->integer;
-  freeReplyObject(r);
-  return n;
-}
-
 /* ---- mutual exclusion -------------------------------------------------- */
 
 #define SPIN_THREADS 4
@@ -158,7 +151,7 @@ static bool attempted(void *arg, char *why, size_t cap) {
     fail_msg("the waiter returned (%d) while the lock was held", a->w->rc);
   long long n = fx_evalsha_calls(srv);
   if (a->channel != NULL) {
-    long long subs = numsub(a->channel);
+    long long subs = fx_subscribers(srv, a->channel);
     a->max_subs = subs > a->max_subs ? subs : a->max_subs;
     a->samples++;
   }
@@ -188,10 +181,10 @@ static void test_waiter_never_subscribes(void **state) {
    * its first attempts (1, 2, 4 ms apart), then past the 128 ms cap. */
   attempts a = {.w = &w, .channel = channel};
   await_attempts(&a, 3);
-  assert_int_equal(numsub(channel), 0);
+  assert_int_equal(fx_subscribers(srv, channel), 0);
   await_attempts(&a, 12);
   int64_t twelve = rt_now_ms() - t0;
-  assert_int_equal(numsub(channel), 0);
+  assert_int_equal(fx_subscribers(srv, channel), 0);
   assert_int_equal(a.max_subs, 0);
   assert_true(a.samples > 0);
   /* Nor on any channel at all. */
@@ -340,13 +333,6 @@ static void test_waiter_takes_lapsed_lease(void **state) {
   rlock_client_free(wc);
 }
 
-static bool two_subscribers(void *arg, char *why, size_t cap) {
-  const char *channel = arg;
-  long long n = numsub(channel);
-  snprintf(why, cap, "%lld subscribers on %s", n, channel);
-  return n == 2;
-}
-
 static void test_release_wakes_reentrant_waiter(void **state) {
   (void)state;
   rlock_client *holder = fx_client(srv, 0), *wc = fx_client(srv, 0);
@@ -365,8 +351,7 @@ static void test_release_wakes_reentrant_waiter(void **state) {
   pthread_t t;
   start_waiter(&t, &w);
   /* The waiter has subscribed: NUMSUB counts it and the raw one. */
-  rt_wait_until(two_subscribers, (void *)channel, rt_scaled_ms(5000),
-                "the reentrant waiter's subscription");
+  fx_wait_subscribers(srv, channel, 2, "the reentrant waiter's subscription");
   assert_int_equal(atomic_load(&w.done_at), 0);
   int64_t released = rt_now_ms();
   OK(rlock_lock_release(h));
