@@ -3,8 +3,11 @@
 # are missing. Safe to run repeatedly; does nothing when all are present.
 set -euo pipefail
 
+# clang and libclang-rt-dev (libFuzzer, the sanitizers' runtimes):
+# scripts/fuzz.sh.
 PKGS=(build-essential cmake pkg-config libhiredis-dev libcmocka-dev
-      redis-server redis-tools redis-sentinel valgrind python3)
+      redis-server redis-tools redis-sentinel valgrind python3
+      clang libclang-rt-dev)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -9,12 +9,16 @@
 # The deb suite runs scripts/deb.sh: builds the Debian packages (debian/)
 # from a clean copy, installs them, builds app.c against them, purges them
 # (under a minute; needs root or sudo, like the package installs).
+# The fuzz suite runs scripts/fuzz.sh: builds the libFuzzer targets of
+# fuzz/ with clang (ASan+UBSan) in build-fuzz and runs each over its seed
+# corpus for FUZZ_SECONDS, 20 here (about two minutes in all).
 # Each test binary starts and stops its own servers on free loopback ports.
 #
-#   scripts/test.sh            all four configurations, and deb
+#   scripts/test.sh            all four configurations, deb and fuzz
 #   scripts/test.sh release    just one: release | asan | tsan | valgrind
 #   scripts/test.sh consumer   only the consumer check
 #   scripts/test.sh deb        only the Debian package check
+#   scripts/test.sh fuzz       only the fuzz targets
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -42,6 +46,8 @@ suite() {
             tests/consumer/check.sh ;;
   deb) echo "==> deb"
        scripts/deb.sh ;;
+  fuzz) echo "==> fuzz"
+        FUZZ_SECONDS=${FUZZ_SECONDS:-20} scripts/fuzz.sh ;;
   asan) ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
           run asan -DCMAKE_BUILD_TYPE=Debug -DRLOCK_SANITIZE=address,undefined \
           -DRLOCK_TEST_TIME_SCALE=2 ;;
@@ -52,13 +58,13 @@ suite() {
           -DRLOCK_TEST_TIME_SCALE=3 ;;
   valgrind) run valgrind -DCMAKE_BUILD_TYPE=Debug "-DRLOCK_TEST_LAUNCHER=$VALGRIND" \
               -DRLOCK_TEST_TIME_SCALE=8 ;;
-  *) echo "unknown suite '$1' (release, asan, tsan, valgrind, consumer, deb)" >&2; exit 64 ;;
+  *) echo "unknown suite '$1' (release, asan, tsan, valgrind, consumer, deb, fuzz)" >&2; exit 64 ;;
   esac
 }
 
 if [ $# -gt 0 ]; then
   for s in "$@"; do suite "$s"; done
 else
-  for s in release deb asan tsan valgrind; do suite "$s"; done
+  for s in release deb asan tsan valgrind fuzz; do suite "$s"; done
 fi
 echo "==> all suites passed"

@@ -187,12 +187,16 @@ long rlock__req_encode(rlock__req *q, char **buf) {
   return (long)(pre + (size_t)len + (size_t)post);
 }
 
-/* "MOVED 3999 127.0.0.1:6381" / "ASK 3999 127.0.0.1:6381". */
+/* "MOVED 3999 127.0.0.1:6381" / "ASK 3999 127.0.0.1:6381". The slot is
+ * digits only: strtoul alone would also take " 12", "+12" and "-0", and
+ * read "MOVED  host:port" (no slot) as slot 0. */
 static int parse_redirect(rlock__req *q, const rlock__reply *r) {
   const char *p = strchr(r->str, ' ');
+  if (p == NULL || p[1] < '0' || p[1] > '9')
+    return -1;
   char *end;
-  unsigned long slot = p ? strtoul(p + 1, &end, 10) : 0;
-  if (p == NULL || *end != ' ' || slot >= 16384 ||
+  unsigned long slot = strtoul(p + 1, &end, 10);
+  if (*end != ' ' || slot >= 16384 ||
       strlen(end + 1) >= sizeof q->addr || end[1] == '\0')
     return -1;
   q->slot = (unsigned)slot;

@@ -126,6 +126,15 @@ static void test_invalid(void **state) {
   expect_invalid("redis-cluster://h:99999", "port");
   expect_invalid("redis-cluster://", "no host");
   expect_invalid("redis-cluster://user@h:1", "missing ':'");
+  /* Found by fuzz_url (fuzz/corpus/url/crash_sentinel_user_without_password):
+   * a sentinel user without a password was accepted and then dropped
+   * without a word (AUTH needs the password). A password alone is AUTH
+   * with the password only. */
+  expect_invalid("redis-sentinel://s1?sentinel_user=mon#m", "sentinel_password");
+  rlock__target t = parse_ok("redis-sentinel://s1?sentinel_password=sp#m");
+  assert_null(t.addrs[0].user);
+  assert_string_equal(t.addrs[0].password, "sp");
+  rlock__target_clear(&t);
   expect_invalid("rediss://h", "must start with");
   char many[1024] = "redis-cluster://";
   for (int i = 0; i < RLOCK__TARGET_MAX_HOSTS + 1; i++)

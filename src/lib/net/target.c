@@ -89,6 +89,11 @@ static int parse_hosts(parse *p, const char *s, const char *end, int port) {
 static int apply_credentials(parse *p) {
   rlock__target *t = p->t;
   int sentinel = t->kind == RLOCK__TOPO_SENTINEL;
+  /* A user logs in only with a password (AUTH user password): alone it
+   * would be dropped without a word. "user@" is refused the same way. */
+  if (p->sentinel_user != NULL && p->sentinel_password == NULL)
+    return rlock__err(RLOCK_EINVAL, "URL sentinel_user needs "
+                      "sentinel_password");
   const char *u = sentinel ? p->sentinel_user : p->user;
   const char *pw = sentinel ? p->sentinel_password : p->password;
   for (size_t i = 0; i < t->n; i++)

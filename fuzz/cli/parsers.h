@@ -1,0 +1,37 @@
+/*
+ * parsers.h - the rlock CLI's option parsers, reached by fuzz_cli.
+ *
+ * They are static in src/cli (main.c, cmd_exec.c, cmd_status.c,
+ * cmd_unlock.c); each file here #includes one of those sources whole and
+ * hands its parser out, so the CLI itself stays as it is. Each returns
+ * CLI_CONTINUE (parsed: go on and do the work) or the exit status the CLI
+ * would exit with, after printing the same help or usage text.
+ */
+#ifndef RLOCK_FUZZ_CLI_PARSERS_H
+#define RLOCK_FUZZ_CLI_PARSERS_H
+
+#include "cli.h"
+
+/* main.c's global options; optind is left at the command. */
+int fuzz_cli_global(int argc, char **argv, cli_global *g);
+
+/* What `exec`'s options and words said. */
+typedef struct fuzz_exec {
+  int64_t wait_ms, lease_ms, kill_after_ms;
+  cli_kind kind;
+  char **names;
+  int nnames;
+  char **command;
+  int on_lost_ignore;
+} fuzz_exec;
+
+/* `exec` (argv[0] is "exec"), as cli_cmd_exec parses it. */
+int fuzz_cli_exec(int argc, char **argv, fuzz_exec *out);
+
+/* `status`: *name and *json set on CLI_CONTINUE. */
+int fuzz_cli_status(int argc, char **argv, const char **name, int *json);
+
+/* `unlock`: *name set on CLI_CONTINUE. */
+int fuzz_cli_unlock(int argc, char **argv, const char **name);
+
+#endif /* RLOCK_FUZZ_CLI_PARSERS_H */

@@ -1,0 +1,8 @@
+/* src/cli/cmd_status.c: parse_status for fuzz_cli. */
+#include "../../src/cli/cmd_status.c"
+
+#include "parsers.h"
+
+int fuzz_cli_status(int argc, char **argv, const char **name, int *json) {
+  return parse_status(argc, argv, name, json);
+}
