@@ -13,7 +13,7 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2,
 int rlock_cancel_new(rlock_cancel **out) {
   if (out == NULL)
     return rlock__err(RLOCK_EINVAL, "rlock_cancel_new: out is NULL");
-  *out = malloc(sizeof **out);
+  *out = rlock__malloc(sizeof **out);
   if (*out == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   atomic_init(&(*out)->fired, 0);

@@ -40,7 +40,7 @@ int rlock_client_new(rlock_client **out, const rlock_config *cfg) {
   if (out == NULL)
     return rlock__err(RLOCK_EINVAL, "rlock_client_new: out is NULL");
   *out = NULL;
-  rlock_client *c = calloc(1, sizeof *c);
+  rlock_client *c = rlock__calloc(1, sizeof *c);
   if (c == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   rlock__origin_here(&c->origin); /* first: registers the fork handler */

@@ -39,7 +39,7 @@ void rlock__call_cmd(rlock__call *call, const char *word) {
 static void push(rlock__call *call, const char *s) {
   if (call->n == call->cap) {
     int cap = call->cap * 2;
-    const char **kv = malloc((size_t)cap * sizeof *kv);
+    const char **kv = rlock__malloc((size_t)cap * sizeof *kv);
     if (kv == NULL) {
       call->failed = 1;
       return;
@@ -113,8 +113,8 @@ static long encode_call(const rlock__call *call, int eval, char **buf) {
   const char **argv = small_argv;
   size_t *lens = small_lens;
   if (argc > RLOCK__CALL_SMALL + 3) {
-    argv = malloc((size_t)argc * sizeof *argv);
-    lens = malloc((size_t)argc * sizeof *lens);
+    argv = rlock__malloc((size_t)argc * sizeof *argv);
+    lens = rlock__malloc((size_t)argc * sizeof *lens);
   }
   long len = -1;
   char nk[16];
@@ -171,7 +171,7 @@ long rlock__req_encode(rlock__req *q, char **buf) {
   }
   char *out = len < 0 || post < 0
                   ? NULL
-                  : malloc(pre + (size_t)len + (size_t)post);
+                  : rlock__malloc(pre + (size_t)len + (size_t)post);
   if (out != NULL) {
     memcpy(out, asking, pre);
     memcpy(out + pre, cmd, (size_t)len);

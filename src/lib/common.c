@@ -120,7 +120,7 @@ int rlock__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu,
 }
 
 char *rlock__strndup(const char *s, size_t n) {
-  char *p = malloc(n + 1);
+  char *p = rlock__malloc(n + 1);
   if (p == NULL)
     return NULL;
   memcpy(p, s, n);

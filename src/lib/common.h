@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "alloc.h"
 #include "rlock/errors.h"
 
 #if defined(__GNUC__)

@@ -36,7 +36,7 @@ int rlock_config_new(rlock_config **out) {
   if (out == NULL)
     return rlock__err(RLOCK_EINVAL, "rlock_config_new: out is NULL");
   *out = NULL;
-  rlock_config *cfg = malloc(sizeof *cfg);
+  rlock_config *cfg = rlock__malloc(sizeof *cfg);
   if (cfg == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   int rc = rlock__config_defaults(cfg);

@@ -163,7 +163,7 @@ int rlock__lock_alloc(rlock_lock **out, rlock_client *client, const char *name,
   int rc = rlock__name_check(name, "lock name");
   if (rc != RLOCK_OK)
     return rc;
-  rlock_lock *l = calloc(1, sizeof *l);
+  rlock_lock *l = rlock__calloc(1, sizeof *l);
   if (l == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   l->client = client;

@@ -4,6 +4,8 @@
 #include "map.h"
 
 #include <stdlib.h>
+
+#include "alloc.h"
 #include <string.h>
 
 static size_t hash_bytes(const char *key, size_t len) {
@@ -36,7 +38,7 @@ void *rlock__map_get(const rlock__map *m, const char *key, size_t keylen) {
 
 static int grow(rlock__map *m) {
   size_t nb = m->nbuckets ? m->nbuckets * 2 : 16;
-  rlock__map_node **b = calloc(nb, sizeof *b);
+  rlock__map_node **b = rlock__calloc(nb, sizeof *b);
   if (b == NULL)
     return -1;
   for (size_t i = 0; i < m->nbuckets; i++) {
@@ -63,7 +65,7 @@ int rlock__map_put(rlock__map *m, const char *key, size_t keylen, void *value) {
     (*slot)->value = value;
     return 0;
   }
-  rlock__map_node *n = malloc(sizeof *n + keylen + 1);
+  rlock__map_node *n = rlock__malloc(sizeof *n + keylen + 1);
   if (n == NULL)
     return -1;
   n->next = NULL;

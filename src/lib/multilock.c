@@ -55,7 +55,7 @@ int rlock_multilock_new(rlock_multilock **out, rlock_lock *const *members,
   int rc = check_members(members, n);
   if (rc != RLOCK_OK)
     return rc;
-  rlock_multilock *m = malloc(sizeof *m + n * sizeof m->members[0]);
+  rlock_multilock *m = rlock__malloc(sizeof *m + n * sizeof m->members[0]);
   if (m == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   m->n = n;

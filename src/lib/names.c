@@ -39,7 +39,7 @@ int rlock__name_check(const char *name, const char *what) {
 
 char *rlock__name_prefixed(const char *prefix, const char *name) {
   size_t len = strlen(prefix) + strlen(name) + 4;
-  char *out = malloc(len);
+  char *out = rlock__malloc(len);
   if (out == NULL)
     return NULL;
   if (strchr(name, '{') != NULL)
@@ -53,7 +53,7 @@ char *rlock__name_braced(const char *name) {
   if (strchr(name, '{') != NULL)
     return rlock__strdup(name);
   size_t len = strlen(name) + 3;
-  char *out = malloc(len);
+  char *out = rlock__malloc(len);
   if (out != NULL)
     snprintf(out, len, "{%s}", name);
   return out;

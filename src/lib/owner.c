@@ -9,6 +9,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "alloc.h"
+
 struct rlock__life {
   atomic_int gone;
   atomic_int refs; /* the thread's own, plus one per hold record */
@@ -48,7 +50,7 @@ static void make_key(void) {
 rlock__life *rlock__thread_life_ref(void) {
   if (thread_life == NULL) {
     pthread_once(&life_once, make_key);
-    rlock__life *life = malloc(sizeof *life);
+    rlock__life *life = rlock__malloc(sizeof *life);
     if (!life_key_ok || life == NULL) {
       free(life);
       return NULL;

@@ -46,7 +46,7 @@ static rlock__sub *sub_get(rlock__pubsub *ps, const char *channel) {
   rlock__sub *s = rlock__map_get(&ps->subs, channel, len);
   if (s != NULL)
     return s;
-  s = calloc(1, sizeof *s);
+  s = rlock__calloc(1, sizeof *s);
   if (s == NULL || (s->channel = rlock__strndup(channel, len)) == NULL) {
     free(s);
     return NULL;
@@ -177,7 +177,7 @@ static void sweep_entry(const char *k, size_t kl, void *v, void *arg) {
 }
 
 void rlock__pubsub_sweep(rlock__pubsub *ps) {
-  rlock__sub **dead = malloc((ps->subs.count + 1) * sizeof *dead), **end = dead;
+  rlock__sub **dead = rlock__malloc((ps->subs.count + 1) * sizeof *dead), **end = dead;
   if (dead == NULL)
     return; /* swept next time */
   rlock__map_each(&ps->subs, sweep_entry, &end);

@@ -159,8 +159,8 @@ int rlock_lock_ttl(int64_t *ttl_ms, rlock_lock *l) {
  * "mode" field is not a holder: it goes to `mode` when given. */
 static int fill_list(owner_list *list, const rlock__reply *r, size_t from,
                      size_t pairs, char *mode, size_t mode_size) {
-  list->owners = calloc(pairs ? pairs : 1, sizeof *list->owners);
-  list->values = calloc(pairs ? pairs : 1, sizeof *list->values);
+  list->owners = rlock__calloc(pairs ? pairs : 1, sizeof *list->owners);
+  list->values = rlock__calloc(pairs ? pairs : 1, sizeof *list->values);
   if (list->owners == NULL || list->values == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   for (size_t i = 0; i < pairs; i++) {
@@ -213,7 +213,7 @@ int rlock_lock_inspect(rlock_lock_info **out, rlock_lock *l) {
     return rlock__err(RLOCK_EINVAL, "rlock_lock_inspect: %s is NULL",
                       out ? "lock" : "out");
   *out = NULL;
-  rlock_lock_info *info = calloc(1, sizeof *info);
+  rlock_lock_info *info = rlock__calloc(1, sizeof *info);
   if (info == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   rlock__call call;

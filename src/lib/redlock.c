@@ -69,7 +69,7 @@ int rlock_redlock_new(rlock_redlock **out, rlock_lock *const *members,
   int rc = check_members(members, n);
   if (rc != RLOCK_OK)
     return rc;
-  rlock_redlock *r = malloc(sizeof *r + n * sizeof r->members[0]);
+  rlock_redlock *r = rlock__malloc(sizeof *r + n * sizeof r->members[0]);
   if (r == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   r->n = n;

@@ -96,7 +96,7 @@ static void release_prepare(release_set *s, rlock_redlock *r, size_t i,
  * means lost; nil answers from members never taken are ignored. */
 static int release_members(rlock_redlock *r, uint64_t owner, int recorded,
                            const int *which, int64_t deadline) {
-  release_set *s = calloc(1, sizeof *s);
+  release_set *s = rlock__calloc(1, sizeof *s);
   if (s == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   for (size_t i = 0; i < r->n; i++)
@@ -189,7 +189,7 @@ static int one_round(rlock__round *rd, int64_t lease, rlock_redlock_result *res)
 /* Rounds until held, the wait runs out, or the cancel token fires. */
 static int acquire_rounds(rlock_redlock *r, const rlock_acquire_options *o,
                           rlock_redlock_result *res) {
-  rlock__round *rd = calloc(1, sizeof *rd);
+  rlock__round *rd = rlock__calloc(1, sizeof *rd);
   if (rd == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   rd->r = r;
@@ -221,7 +221,7 @@ int rlock_redlock_acquire_opts(rlock_redlock_result **result,
     return rc;
   if (o.token != NULL)
     return rlock__err(RLOCK_EINVAL, "a RedLock issues no fencing token");
-  rlock_redlock_result *res = calloc(1, sizeof *res);
+  rlock_redlock_result *res = rlock__calloc(1, sizeof *res);
   if (res == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   rc = acquire_rounds(r, &o, res);

@@ -220,9 +220,9 @@ static int snaps_alloc(snaps *all, size_t n) {
   *all = (snaps){0};
   if (n == 0)
     return 0;
-  all->std.items = malloc(n * sizeof *all->std.items);
-  all->read.items = malloc(n * sizeof *all->read.items);
-  all->expired.items = malloc(n * sizeof *all->expired.items);
+  all->std.items = rlock__malloc(n * sizeof *all->std.items);
+  all->read.items = rlock__malloc(n * sizeof *all->read.items);
+  all->expired.items = rlock__malloc(n * sizeof *all->expired.items);
   all->std.cap = all->read.cap = all->expired.cap = n;
   return all->std.items && all->read.items && all->expired.items ? 0 : -1;
 }

@@ -28,7 +28,7 @@ void rlock__subconn_free(rlock__subconn *sc) {
 }
 
 static rlock__subconn *subconn_new(rlock__node *node) {
-  rlock__subconn *sc = calloc(1, sizeof *sc);
+  rlock__subconn *sc = rlock__calloc(1, sizeof *sc);
   if (sc != NULL) {
     sc->node = node;
     sc->backoff_ms = BACKOFF_MIN_MS;
@@ -43,7 +43,7 @@ static rlock__subconn *conn_for(rlock__pubsub *ps, rlock__node *node) {
   for (size_t i = 0; i < ps->nconns; i++)
     if (ps->conns[i]->node == node)
       return ps->conns[i];
-  rlock__subconn **v = realloc(ps->conns, (ps->nconns + 1) * sizeof *v);
+  rlock__subconn **v = rlock__realloc(ps->conns, (ps->nconns + 1) * sizeof *v);
   if (v == NULL)
     return NULL;
   ps->conns = v;
@@ -229,7 +229,7 @@ static void append_cmd(plan *p, const char *word, const char *ch, size_t chlen) 
   size_t lens[2] = {strlen(word), chlen};
   char *cmd;
   long n = rlock__conn_format(&cmd, 2, argv, lens);
-  char *buf = n < 0 ? NULL : realloc(p->buf, p->len + (size_t)n);
+  char *buf = n < 0 ? NULL : rlock__realloc(p->buf, p->len + (size_t)n);
   if (buf == NULL) {
     free(n < 0 ? NULL : cmd);
     p->failed = 1;

@@ -63,15 +63,15 @@ static size_t make_key(char *buf, const char *name, size_t nlen,
 
 static rlock__hold *hold_new(const char *name, const char *owner,
                              const char *base) {
-  rlock__hold *h = calloc(1, sizeof *h);
+  rlock__hold *h = rlock__calloc(1, sizeof *h);
   if (h == NULL)
     return NULL;
   h->name = rlock__strdup(name);
   h->owner = rlock__strdup(owner);
   h->base = base ? rlock__strdup(base) : NULL;
   h->cap = 4;
-  h->leases = malloc(h->cap * sizeof *h->leases);
-  h->ends = malloc(h->cap * sizeof *h->ends);
+  h->leases = rlock__malloc(h->cap * sizeof *h->leases);
+  h->ends = rlock__malloc(h->cap * sizeof *h->ends);
   if (h->name == NULL || h->owner == NULL || h->leases == NULL ||
       h->ends == NULL ||
       (base != NULL && h->base == NULL)) {
@@ -83,10 +83,10 @@ static rlock__hold *hold_new(const char *name, const char *owner,
 
 static int push_level(rlock__hold *h, int64_t lease_ms, int64_t end_us) {
   if (h->depth == h->cap) {
-    int64_t *l = realloc(h->leases, 2 * h->cap * sizeof *l);
+    int64_t *l = rlock__realloc(h->leases, 2 * h->cap * sizeof *l);
     if (l != NULL)
       h->leases = l;
-    int64_t *e = realloc(h->ends, 2 * h->cap * sizeof *e);
+    int64_t *e = rlock__realloc(h->ends, 2 * h->cap * sizeof *e);
     if (e != NULL)
       h->ends = e;
     if (l == NULL || e == NULL)

@@ -22,7 +22,7 @@ static int add_range(ranges *rs, int64_t from, int64_t to, const char *host,
     return rlock__err(RLOCK_EPROTO, "cluster map has a bad range");
   if (rs->n == rs->cap) {
     size_t cap = rs->cap ? rs->cap * 2 : 16;
-    rlock__range *v = realloc(rs->v, cap * sizeof *v);
+    rlock__range *v = rlock__realloc(rs->v, cap * sizeof *v);
     if (v == NULL)
       return rlock__err(RLOCK_ENOMEM, "out of memory");
     rs->v = v;

@@ -396,7 +396,7 @@ static int handshake(rlock__conn *c, const rlock__endpoint *ep) {
 int rlock__conn_open(rlock__conn **out, const rlock__endpoint *ep,
                      int64_t connect_ms, int64_t command_ms) {
   *out = NULL;
-  rlock__conn *c = calloc(1, sizeof *c);
+  rlock__conn *c = rlock__calloc(1, sizeof *c);
   if (c == NULL || (c->reader = rlock__reader_new()) == NULL) {
     free(c);
     return rlock__err(RLOCK_ENOMEM, "out of memory");

@@ -24,7 +24,7 @@ static int hexval(char c) {
 }
 
 char *rlock__url_decode(const char *s, size_t n) {
-  char *out = malloc(n + 1), *o = out;
+  char *out = rlock__malloc(n + 1), *o = out;
   if (out == NULL)
     return NULL;
   for (size_t i = 0; i < n; i++) {

@@ -44,7 +44,7 @@ int rlock__pool_init(rlock__pool *p, const rlock__endpoint *ep, int max,
   *p = (rlock__pool){.max = max, .connect_ms = connect_ms,
                      .command_ms = command_ms};
   rlock__origin_here(&p->origin);
-  p->idle = calloc((size_t)max, sizeof *p->idle);
+  p->idle = rlock__calloc((size_t)max, sizeof *p->idle);
   if (p->idle == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   int rc = rlock__endpoint_copy(&p->ep, ep);

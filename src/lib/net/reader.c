@@ -50,7 +50,7 @@ static rlock__reader *budget(const redisReadTask *t) {
 
 /* A new object of `type`, stored in its parent array (if any). */
 static rlock__reply *new_object(const redisReadTask *t, rlock__rtype type) {
-  rlock__reply *o = calloc(1, sizeof *o);
+  rlock__reply *o = rlock__calloc(1, sizeof *o);
   if (o == NULL)
     return NULL;
   o->type = type;
@@ -104,7 +104,7 @@ static void *create_array(const redisReadTask *t, int n) {
   if ((size_t)n > RLOCK__REPLY_MAX_ELEMENTS - rd->elements)
     return refuse(rd, "over %d array elements", RLOCK__REPLY_MAX_ELEMENTS);
   rlock__reply **elem = NULL;
-  if (n > 0 && (elem = calloc((size_t)n, sizeof *elem)) == NULL)
+  if (n > 0 && (elem = rlock__calloc((size_t)n, sizeof *elem)) == NULL)
     return NULL;
   rlock__reply *o = new_object(t, RLOCK__R_ARRAY);
   if (o == NULL) {
@@ -137,7 +137,7 @@ static redisReplyObjectFunctions bounded_functions = {
 };
 
 rlock__reader *rlock__reader_new(void) {
-  rlock__reader *rd = calloc(1, sizeof *rd);
+  rlock__reader *rd = rlock__calloc(1, sizeof *rd);
   if (rd == NULL)
     return NULL;
   rd->r = redisReaderCreateWithFunctions(&bounded_functions);

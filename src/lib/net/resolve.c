@@ -68,7 +68,7 @@ static void *lookup_main(void *arg) {
 
 static lookup *lookup_new(const char *host, const char *port) {
   size_t n = strlen(host);
-  lookup *l = calloc(1, sizeof *l + n + 1);
+  lookup *l = rlock__calloc(1, sizeof *l + n + 1);
   if (l == NULL)
     return NULL;
   memcpy(l->host, host, n + 1);

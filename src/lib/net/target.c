@@ -65,7 +65,7 @@ static int parse_params(parse *p, const char *s, const char *end) {
 /* "host[:port],host[:port]..." in [s, end). */
 static int parse_hosts(parse *p, const char *s, const char *end, int port) {
   rlock__target *t = p->t;
-  t->addrs = calloc(RLOCK__TARGET_MAX_HOSTS, sizeof *t->addrs);
+  t->addrs = rlock__calloc(RLOCK__TARGET_MAX_HOSTS, sizeof *t->addrs);
   if (t->addrs == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   while (s <= end) {
@@ -155,7 +155,7 @@ int rlock__target_parse(rlock__target *t, const char *url) {
     t->kind = RLOCK__TOPO_SENTINEL;
     rc = parse_topology(&p, url + strlen(SENTINEL_SCHEME));
   } else {
-    t->addrs = calloc(1, sizeof *t->addrs);
+    t->addrs = rlock__calloc(1, sizeof *t->addrs);
     rc = t->addrs ? rlock__endpoint_parse(&t->addrs[0], url)
                   : rlock__err(RLOCK_ENOMEM, "out of memory");
     t->n = rc == RLOCK_OK;
@@ -173,7 +173,7 @@ int rlock__target_copy(rlock__target *dst, const rlock__target *src) {
   memset(dst, 0, sizeof *dst);
   dst->kind = src->kind;
   dst->pubsub = src->pubsub;
-  dst->addrs = calloc(src->n ? src->n : 1, sizeof *dst->addrs);
+  dst->addrs = rlock__calloc(src->n ? src->n : 1, sizeof *dst->addrs);
   int rc = dst->addrs ? RLOCK_OK : rlock__err(RLOCK_ENOMEM, "out of memory");
   for (size_t i = 0; rc == RLOCK_OK && i < src->n; i++, dst->n++)
     rc = rlock__endpoint_copy(&dst->addrs[i], &src->addrs[i]);

@@ -23,7 +23,7 @@ static void node_free(rlock__node *n) {
 
 /* A new node for `ep` (taken over: cleared on failure too). */
 static int node_new(rlock__topo *t, rlock__endpoint *ep, rlock__node **out) {
-  rlock__node *n = calloc(1, sizeof *n);
+  rlock__node *n = rlock__calloc(1, sizeof *n);
   if (n == NULL) {
     rlock__endpoint_clear(ep);
     return rlock__err(RLOCK_ENOMEM, "out of memory");
@@ -49,7 +49,7 @@ static int node_new(rlock__topo *t, rlock__endpoint *ep, rlock__node **out) {
 static int node_add(rlock__topo *t, rlock__node *n) {
   if (t->nnodes == t->cap) {
     size_t cap = t->cap ? t->cap * 2 : 8;
-    rlock__node **v = realloc(t->nodes, cap * sizeof *v);
+    rlock__node **v = rlock__realloc(t->nodes, cap * sizeof *v);
     if (v == NULL)
       return rlock__err(RLOCK_ENOMEM, "out of memory");
     t->nodes = v;
@@ -167,7 +167,7 @@ int rlock__topo_init(rlock__topo *t, const rlock__target *target,
                            : target->pubsub == RLOCK__PUBSUB_AUTO ? -1
                            : target->pubsub == RLOCK__PUBSUB_SHARDED);
   if (target->kind == RLOCK__TOPO_CLUSTER &&
-      (t->slots = calloc(RLOCK__SLOTS, sizeof *t->slots)) == NULL)
+      (t->slots = rlock__calloc(RLOCK__SLOTS, sizeof *t->slots)) == NULL)
     rc = rlock__err(RLOCK_ENOMEM, "out of memory");
   if (rc == RLOCK_OK && target->kind == RLOCK__TOPO_SINGLE) {
     rlock__endpoint ep;

@@ -1,0 +1,49 @@
+/*
+ * alloc.c - the library's allocation functions and their failure
+ * injection. With injection off (always, outside tests) each is one
+ * relaxed atomic load and the libc call.
+ */
+#include "alloc.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+
+static atomic_uint_fast64_t fail_at;  /* 0: off */
+static atomic_uint_fast64_t counted;  /* allocations since armed */
+static atomic_uint_fast64_t refused;  /* allocations failed since armed */
+static atomic_int only_thread;        /* count only on `armed_by` */
+static _Thread_local int armed_by_me;
+
+/* Whether this allocation is to fail. */
+static int injected(void) {
+  uint_fast64_t at = atomic_load_explicit(&fail_at, memory_order_relaxed);
+  if (at == 0 || (atomic_load(&only_thread) && !armed_by_me))
+    return 0;
+  if (atomic_fetch_add(&counted, 1) + 1 < at)
+    return 0;
+  atomic_fetch_add(&refused, 1);
+  return 1;
+}
+
+void *rlock__malloc(size_t n) { return injected() ? NULL : malloc(n); }
+
+void *rlock__calloc(size_t count, size_t size) {
+  return injected() ? NULL : calloc(count, size);
+}
+
+void *rlock__realloc(void *p, size_t n) {
+  return injected() ? NULL : realloc(p, n);
+}
+
+void rlock__alloc_fail_at(uint64_t n, int this_thread) {
+  atomic_store(&fail_at, 0);
+  atomic_store(&counted, 0);
+  atomic_store(&refused, 0);
+  armed_by_me = 1;
+  atomic_store(&only_thread, this_thread);
+  atomic_store(&fail_at, n);
+}
+
+uint64_t rlock__alloc_count(void) { return atomic_load(&counted); }
+
+uint64_t rlock__alloc_failed(void) { return atomic_load(&refused); }

@@ -1,0 +1,34 @@
+/*
+ * alloc.h - the library's one door to the heap. Every allocation rlock
+ * makes itself goes through these (hiredis's own, for its RESP reader's
+ * buffer and task stack, do not: hiredis 0.14 has no allocator hook).
+ * Memory they return is released with free().
+ *
+ * Tests can make the Nth allocation fail (rlock__alloc_fail_at) to walk
+ * the out-of-memory paths; nothing else changes their behaviour.
+ */
+#ifndef RLOCK_ALLOC_H
+#define RLOCK_ALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+void *rlock__malloc(size_t n);
+void *rlock__calloc(size_t count, size_t size);
+void *rlock__realloc(void *p, size_t n);
+
+/* ---- failure injection (tests) ----------------------------------------- */
+
+/* Count allocations from now on and fail the `n`th one (1 = the next)
+ * and every later one until rlock__alloc_fail_at(0) turns it off. Only
+ * allocations on the calling thread count and fail when `this_thread` is
+ * set (deterministic walks); otherwise every thread's do. */
+void rlock__alloc_fail_at(uint64_t n, int this_thread);
+
+/* Allocations counted since the last rlock__alloc_fail_at(). */
+uint64_t rlock__alloc_count(void);
+
+/* Allocations refused since the last rlock__alloc_fail_at(). */
+uint64_t rlock__alloc_failed(void);
+
+#endif /* RLOCK_ALLOC_H */
