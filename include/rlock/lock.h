@@ -257,6 +257,15 @@ RLOCK_EXTERN int rlock_lock_acquire_lease(rlock_lock *lock, int64_t lease_ms);
  *         when the server cannot be reached (if the connection broke
  *         after the request was sent, the server may still have granted
  *         the lock: it then expires with its lease).
+ *
+ * A wait that has begun (an attempt found the lock held) rides out an
+ * outage: attempts that reach no server (connection refused, connect
+ * timeout, a restarting server's LOADING) are made again after a pause,
+ * 25 ms doubling to 1 s, until the server answers, the wait ends (then
+ * RLOCK_EIO or RLOCK_ETIMEOUT, saying how long it tried) or the cancel
+ * token fires. An attempt that failed after it was sent is not repeated.
+ * A first attempt that cannot reach the server fails at once: a wrong
+ * address is reported, not waited for.
  */
 RLOCK_EXTERN int rlock_lock_try_acquire(rlock_lock *lock, int64_t wait_ms,
                                         int64_t lease_ms);

@@ -87,15 +87,16 @@ static int undo_unconfirmed(rlock_lock *l, const char *owner, int64_t lease,
 
 /* One attempt: build the kind's call, run it (riding out a failover
  * until the wait's deadline), read its answer; confirmed on replicas
- * where the master has them. */
+ * where the master has them. *transient as rlock__call's. */
 static int attempt_once(rlock_lock *l, const char *owner, int64_t lease,
                         int64_t wait_ms, int64_t deadline, int64_t *ttl,
-                        int64_t *token) {
+                        int64_t *token, int *transient) {
   rlock__call call;
   rlock__reply *r;
   l->kind->attempt(l, owner, lease, wait_ms, &call);
   call.sync = 1;
   int rc = rlock__lock_run_until(l, &call, deadline, &r);
+  *transient = call.transient;
   if (rc != RLOCK_OK)
     return rc;
   rc = rlock__attempt_result(l, r, ttl);
@@ -121,19 +122,90 @@ typedef struct acq {
   int64_t ttl;   /* the holder's remaining lease from the last attempt */
   int64_t sent;  /* when the last attempt was sent */
   int64_t token; /* the last successful attempt's fencing token */
+  int64_t backoff_ms;  /* the next pause while the server is unreachable */
+  int64_t outage_us;   /* when the current outage was first met, or 0 */
+  int waiting;         /* an attempt was answered "held": a wait began */
 } acq;
 
+/* While the server is unreachable, a waiter (an acquisition told to wait
+ * whose first attempt found the lock held) tries again after a pause:
+ * from 25 ms, doubling to 1 s, until the server is back, the wait ends or
+ * it is canceled. Only failures that ran nothing (rlock__call's
+ * transient) are tried again, so nothing applies twice. A first attempt
+ * that cannot reach the server fails at once: a wrong URL or a server
+ * that is not there is reported, not waited for. */
+#define OUTAGE_FIRST_MS 25
+#define OUTAGE_MAX_MS 1000
+
+static void sleep_until(int64_t until_us, const rlock_cancel *cancel);
+
+/* After a failure: 1 when the caller waits, the failure ran nothing
+ * and the wait lasts, having paused (the server may be restarting or
+ * failing over); 0 to give up (with RLOCK_ECANCELED when canceled: outage_end). */
+static int ride_out(acq *a, int transient) {
+  if (!transient || !a->waiting || rlock__now_us() >= a->deadline)
+    return 0;
+  if (a->outage_us == 0) {
+    a->outage_us = rlock__now_us();
+    a->backoff_ms = OUTAGE_FIRST_MS;
+  }
+  int64_t until = rlock__now_us() + a->backoff_ms * 1000;
+  sleep_until(until < a->deadline ? until : a->deadline, a->cancel);
+  a->backoff_ms = a->backoff_ms * 2 < OUTAGE_MAX_MS ? a->backoff_ms * 2
+                                                     : OUTAGE_MAX_MS;
+  return !rlock__canceled(a->cancel);
+}
+
+/* The failure a wait ends with during an outage: the last one, saying
+ * for how long the server has been out of reach. */
+static int outage_end(acq *a, int rc) {
+  if (rlock__canceled(a->cancel))
+    return rlock__err(RLOCK_ECANCELED, "wait canceled");
+  if (a->outage_us == 0)
+    return rc;
+  return rlock__err(rc, "%s (tried again for %lld ms while waiting)",
+                    rlock_error_last()->message,
+                    (long long)((rlock__now_us() - a->outage_us) / 1000));
+}
+
 /* attempt_once, again after an unconfirmed acquisition while the wait
- * lasts (a replica may be catching up). */
+ * lasts (a replica may be catching up), and again while the server is
+ * out of reach and the caller waits (ride_out). */
 static int attempt(acq *a) {
   for (;;) {
     a->sent = rlock__now_us();
+    int transient;
     int rc = attempt_once(a->l, a->owner, a->lease, a->wait_ms, a->deadline,
-                          &a->ttl, &a->token);
-    if (rc != RLOCK_EREPLICA ||
-        rlock__ms_left(a->deadline) <= UNCONFIRMED_PAUSE_MS)
+                          &a->ttl, &a->token, &transient);
+    if (rc == RLOCK_EREPLICA &&
+        rlock__ms_left(a->deadline) > UNCONFIRMED_PAUSE_MS) {
+      rlock__sleep_ms(UNCONFIRMED_PAUSE_MS);
+      continue;
+    }
+    a->waiting |= rc == RLOCK_ELOCKED && a->wait_ms != 0;
+    if (rc == RLOCK_OK || rc == RLOCK_ELOCKED || !ride_out(a, transient)) {
+      rc = rc == RLOCK_OK || rc == RLOCK_ELOCKED ? rc : outage_end(a, rc);
+      a->outage_us = 0;
       return rc;
-    rlock__sleep_ms(UNCONFIRMED_PAUSE_MS);
+    }
+  }
+}
+
+/* Subscribe; while the server is out of reach, attempt between pauses
+ * instead (the lock may come free without a message reaching us).
+ * RLOCK_OK with *sub NULL when such an attempt took the lock. */
+static int subscribe(acq *a, const char *ch, rlock__sub **sub) {
+  for (;;) {
+    int rc = rlock__sub_acquire(a->l->client, ch, a->deadline, a->cancel, sub);
+    if (rc == RLOCK__EDEADLINE)
+      return RLOCK_ELOCKED;
+    int transient = rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT;
+    if (rc == RLOCK_OK || !ride_out(a, transient))
+      return rc == RLOCK_OK ? rc : outage_end(a, rc);
+    if ((rc = attempt(a)) != RLOCK_ELOCKED) {
+      *sub = NULL;
+      return rc;
+    }
   }
 }
 
@@ -144,10 +216,8 @@ static int wait_and_retry(acq *a) {
   char chbuf[RLOCK_MAX_NAME_LEN + 128];
   const char *ch = l->kind->channel(l, a->owner, chbuf, sizeof chbuf);
   rlock__sub *sub;
-  int rc = rlock__sub_acquire(c, ch, a->deadline, a->cancel, &sub);
-  if (rc == RLOCK__EDEADLINE)
-    return RLOCK_ELOCKED;
-  if (rc != RLOCK_OK)
+  int rc = subscribe(a, ch, &sub);
+  if (rc != RLOCK_OK || sub == NULL)
     return rc;
   for (;;) {
     rc = attempt(a);

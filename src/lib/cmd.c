@@ -26,6 +26,7 @@ static void call_start(rlock__call *call, const rlock__script *s,
   call->sync = 0;
   call->replicas = 0;
   call->acked = -1;
+  call->transient = 0;
 }
 
 void rlock__call_script(rlock__call *call, const rlock__script *s) {
@@ -350,14 +351,18 @@ static int next_node(rlock_client *c, rlock__req *q, int64_t deadline_us,
   }
 }
 
+/* A connection that could not be made (or a pool slot not had) in time. */
+static int transport_failure(int rc) {
+  return rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT;
+}
+
 /* Whether a failure before anything was sent (no node known, a node
  * unreachable) is worth another try: only where the topology can change
  * (a failover), and only while the deadline lasts. */
 static int retry_unsent(rlock_client *c, rlock__req *q, int rc,
                         int64_t deadline_us) {
   if (c->topo.target.kind == RLOCK__TOPO_SINGLE ||
-      (rc != RLOCK_EIO && rc != RLOCK_ETIMEOUT) ||
-      atomic_load(&c->topo.no_master) ||
+      !transport_failure(rc) || atomic_load(&c->topo.no_master) ||
       rlock__now_us() >= deadline_us)
     return 0;
   q->step = RLOCK__STEP_RETRY;
@@ -373,6 +378,9 @@ int rlock__req_run(rlock_client *c, rlock__req *q, int64_t deadline_us) {
     if ((rc = next_node(c, q, deadline_us, &attempt, &node)) != RLOCK_OK) {
       if (retry_unsent(c, q, rc, deadline_us))
         continue;
+      /* refusals and redirections ran nothing */
+      q->call->transient = transport_failure(rc) ||
+                           (q->step == RLOCK__STEP_RETRY && rc == q->rc);
       break;
     }
     /* Asked before borrowing: the count may need the pool's connection. */
@@ -383,6 +391,7 @@ int rlock__req_run(rlock_client *c, rlock__req *q, int64_t deadline_us) {
     if ((rc = rlock__pool_get(&node->pool, &conn)) != RLOCK_OK) {
       if (retry_unsent(c, q, rc, deadline_us))
         continue;
+      q->call->transient = transport_failure(rc);
       break;
     }
     rc = converse(conn, q);

@@ -49,6 +49,10 @@ typedef struct rlock__call {
   int sync;     /* in: confirm on replicas with WAIT (a lock write) */
   int replicas; /* after a run: replicas WAIT asked for (0: none sent) */
   int acked;    /* after a run: replicas that confirmed, -1 when unknown */
+  int transient; /* after a failed run: 1 when nothing ran and a later
+                    try may succeed: no server reachable (connection
+                    refused, connect timed out) or refused for now
+                    (LOADING, TRYAGAIN, CLUSTERDOWN, READONLY, MASTERDOWN) */
   const char *small[RLOCK__CALL_SMALL];
   char store[RLOCK__CALL_STORE];
 } rlock__call;

@@ -40,6 +40,7 @@ typedef struct waiter {
   rlock_client *c;
   const char *name;
   int64_t wait_ms;
+  rlock_cancel *cancel;
   int rc;
   int64_t done_at;
   char msg[256];
@@ -50,7 +51,10 @@ static void *waiter_main(void *arg) {
   rlock_lock *l;
   w->rc = rlock_lock_new(&l, w->c, w->name);
   if (w->rc == RLOCK_OK) {
-    w->rc = rlock_lock_try_acquire(l, w->wait_ms, 0);
+    rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
+    o.wait_ms = w->wait_ms;
+    o.cancel = w->cancel;
+    w->rc = rlock_lock_acquire_opts(l, &o);
     snprintf(w->msg, sizeof w->msg, "%s", rlock_error_last()->message);
     w->done_at = rt_now_ms();
     if (w->rc == RLOCK_OK)
@@ -108,23 +112,85 @@ static void test_outage_fails_fast_then_recovers(void **state) {
   rlock_client_free(c);
 }
 
-static void test_outage_while_waiting_ends_with_error(void **state) {
+/* A waiter told to wait as long as it takes outlives an outage longer
+ * than the holder's lease: it tries again with back-off and takes the
+ * lock once the server is back (restarted without data: the lock is
+ * gone). */
+static void test_outage_while_waiting_forever(void **state) {
   (void)state;
   rlock_client *holder = fx_client(srv, 0), *wc = fx_client(srv, 0);
   rlock_lock *l = fx_lock(holder, "restart:down");
-  OK(rlock_lock_acquire_lease(l, 1500));
+  OK(rlock_lock_acquire_lease(l, 1000));
   waiter w = {.c = wc, .name = "restart:down", .wait_ms = RLOCK_WAIT_FOREVER};
   pthread_t t;
   pthread_create(&t, NULL, waiter_main, &w);
   fx_wait_subscribers(srv, "redisson_lock__channel:{restart:down}", 1,
                       "the waiter's subscription");
   rt_server_stop(srv);
-  int64_t down = rt_now_ms();
+  /* Time is the point: an outage twice the holder's lease, through which
+   * the waiter's attempts fail (it used to give up here). */
+  rt_sleep_ms(2000);
+  assert_int_equal(w.done_at, 0);
+  int64_t back = rt_now_ms();
+  rt_server_start_again(srv);
+  pthread_join(t, NULL);
+  OK(w.rc);
+  /* Back-off is at most 1 s between attempts. */
+  ASSERT_BETWEEN(w.done_at - back, 0, 1000 + 3000);
+  rlock_lock_free(l);
+  rlock_client_free(holder);
+  rlock_client_free(wc);
+}
+
+/* A bounded wait through an outage ends at its deadline with the
+ * transport's code, saying how long it tried. */
+static void test_outage_while_waiting_ends_at_deadline(void **state) {
+  (void)state;
+  rlock_client *holder = fx_client(srv, 0), *wc = fx_client(srv, 0);
+  rlock_lock *l = fx_lock(holder, "restart:bounded");
+  OK(rlock_lock_acquire_lease(l, 1000)); /* ends within the wait */
+  int64_t start = rt_now_ms();
+  waiter w = {.c = wc, .name = "restart:bounded", .wait_ms = 2500};
+  pthread_t t;
+  pthread_create(&t, NULL, waiter_main, &w);
+  fx_wait_subscribers(srv, "redisson_lock__channel:{restart:bounded}", 1,
+                      "the waiter's subscription");
+  rt_server_stop(srv);
   pthread_join(t, NULL); /* must not hang on a dead server */
   assert_true(w.rc == RLOCK_EIO || w.rc == RLOCK_ETIMEOUT);
   assert_non_null(strstr(w.msg, "127.0.0.1"));
-  ASSERT_BETWEEN(w.done_at - down, 0, 1500 + 3000);
+  if (strstr(w.msg, "tried again for") == NULL)
+    fail_msg("message: %s", w.msg);
+  /* The wait, plus at most one connect and command timeout. */
+  ASSERT_BETWEEN(w.done_at - start, 2500, 2500 + 3000);
   rt_server_start_again(srv);
+  rlock_lock_free(l);
+  rlock_client_free(holder);
+  rlock_client_free(wc);
+}
+
+/* A waiter riding out an outage can still be canceled. */
+static void test_outage_wait_canceled(void **state) {
+  (void)state;
+  rlock_client *holder = fx_client(srv, 0), *wc = fx_client(srv, 0);
+  rlock_lock *l = fx_lock(holder, "restart:cancel");
+  OK(rlock_lock_acquire_lease(l, 500));
+  waiter w = {.c = wc, .name = "restart:cancel", .wait_ms = RLOCK_WAIT_FOREVER};
+  OK(rlock_cancel_new(&w.cancel));
+  pthread_t t;
+  pthread_create(&t, NULL, waiter_main, &w);
+  fx_wait_subscribers(srv, "redisson_lock__channel:{restart:cancel}", 1,
+                      "the waiter's subscription");
+  rt_server_stop(srv);
+  rt_sleep_ms(1500); /* time is the point: past the lease, into the outage */
+  assert_int_equal(w.done_at, 0);
+  int64_t fired = rt_now_ms();
+  rlock_cancel_fire(w.cancel);
+  pthread_join(t, NULL);
+  RC(w.rc, RLOCK_ECANCELED);
+  ASSERT_BETWEEN(w.done_at - fired, 0, 1000);
+  rt_server_start_again(srv);
+  rlock_cancel_free(w.cancel);
   rlock_lock_free(l);
   rlock_client_free(holder);
   rlock_client_free(wc);
@@ -135,7 +201,9 @@ int main(void) {
       cmocka_unit_test(test_restart_while_holding),
       cmocka_unit_test(test_restart_while_waiting),
       cmocka_unit_test(test_outage_fails_fast_then_recovers),
-      cmocka_unit_test(test_outage_while_waiting_ends_with_error),
+      cmocka_unit_test(test_outage_while_waiting_forever),
+      cmocka_unit_test(test_outage_while_waiting_ends_at_deadline),
+      cmocka_unit_test(test_outage_wait_canceled),
   };
   return cmocka_run_group_tests(tests, fx_setup, fx_teardown);
 }
