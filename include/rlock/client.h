@@ -109,6 +109,44 @@ RLOCK_EXTERN const char *rlock_client_topology(const rlock_client *client);
  */
 RLOCK_EXTERN int rlock_client_ping(rlock_client *client, int64_t *rtt_us);
 
+/**
+ * Counters of what a client has done since it was created, for a program
+ * to export to its metrics. Each only grows. Fields are only ever added
+ * at the end: pass sizeof(rlock_stats) to rlock_client_stats().
+ */
+typedef struct rlock_stats {
+  uint64_t acquisitions; /**< holds taken (re-entries count), every kind */
+  uint64_t waits;        /**< acquisitions that found the lock held and
+                              waited (or spun), taken in the end or not */
+  uint64_t wakeups;      /**< unlock messages that reached a waiting lock */
+  uint64_t releases;     /**< holds given back by their owner */
+  uint64_t renewals;     /**< leases the watchdog extended */
+  uint64_t renewal_failures; /**< watchdog renewal calls that failed
+                                  (tried again sooner) */
+  uint64_t lost;         /**< holds found lost (as the lost callback) */
+  uint64_t connects;     /**< connections opened: commands, subscriber,
+                              sentinels */
+  uint64_t connect_failures; /**< connections that could not be opened */
+  uint64_t disconnects;  /**< connections dropped: broken in use, closed
+                              by the server while idle, or timed out; a
+                              reconnect shows as one of these followed by
+                              a connect */
+  uint64_t topology_changes; /**< Sentinel master switches and cluster slot
+                                  moves followed */
+} rlock_stats;
+
+/**
+ * Read the client's counters. Lock-free (relaxed atomic reads): each
+ * counter is exact, but they are not one snapshot.
+ *
+ * @param out  receives the first `size` bytes of the counters (a program
+ *             built against an older header passes a smaller size)
+ * @param size sizeof(rlock_stats)
+ * @return RLOCK_OK, or RLOCK_EINVAL (client or out NULL, size 0).
+ */
+RLOCK_EXTERN int rlock_client_stats(const rlock_client *client,
+                                    rlock_stats *out, size_t size);
+
 RLOCK_END_DECLS
 
 #endif /* RLOCK_CLIENT_H */

@@ -163,6 +163,45 @@ RLOCK_EXTERN int rlock_config_set_lost_callback(rlock_config *cfg,
                                                 rlock_lost_fn fn,
                                                 void *userdata);
 
+/** How much a log message matters; a hook gets those up to its level. */
+typedef enum rlock_log_level {
+  RLOCK_LOG_ERROR = 1, /**< a held lock was lost */
+  RLOCK_LOG_WARN = 2,  /**< a renewal failed; a connection could not be
+                            made or was lost; a write no replica confirmed */
+  RLOCK_LOG_INFO = 3,  /**< a failover or slot move was followed; the
+                            subscriber connection was made again */
+  RLOCK_LOG_DEBUG = 4  /**< every connection opened */
+} rlock_log_level;
+
+/**
+ * Receives the client's log messages (see rlock_config_set_log).
+ *
+ * @param level    the message's level, at most the hook's
+ * @param message  one line without a newline, e.g. "watchdog: renewing 3
+ *                 holds failed: ...; retrying in 100 ms" (borrowed for
+ *                 the duration of the call). It names servers by
+ *                 host:port and locks by name; never a password.
+ * @param userdata as given to rlock_config_set_log()
+ *
+ * Called on any thread: the one whose call met the event, or the
+ * client's background thread. No library lock is held during the call,
+ * so it may call rlock functions, except rlock_client_free() on its own
+ * client from the background thread. It must not block for long: on the
+ * background thread it delays renewals and wake-ups.
+ */
+typedef void (*rlock_log_fn)(rlock_log_level level, const char *message,
+                             void *userdata);
+
+/**
+ * Send the client's log messages up to `max_level` to `fn`. Pass NULL to
+ * remove. Default: none (the library writes nothing anywhere).
+ * @return RLOCK_OK, or RLOCK_EINVAL for a level outside
+ *         RLOCK_LOG_ERROR..RLOCK_LOG_DEBUG.
+ */
+RLOCK_EXTERN int rlock_config_set_log(rlock_config *cfg, rlock_log_fn fn,
+                                      rlock_log_level max_level,
+                                      void *userdata);
+
 RLOCK_END_DECLS
 
 #endif /* RLOCK_CONFIG_H */

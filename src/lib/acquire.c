@@ -182,7 +182,10 @@ static int attempt(acq *a) {
       rlock__sleep_ms(UNCONFIRMED_PAUSE_MS);
       continue;
     }
-    a->waiting |= rc == RLOCK_ELOCKED && a->wait_ms != 0;
+    if (rc == RLOCK_ELOCKED && a->wait_ms != 0 && !a->waiting) {
+      a->waiting = 1;
+      rlock__obs_count(&a->l->client->obs, RLOCK__STAT_WAITS);
+    }
     if (rc == RLOCK_OK || rc == RLOCK_ELOCKED || !ride_out(a, transient)) {
       rc = rc == RLOCK_OK || rc == RLOCK_ELOCKED ? rc : outage_end(a, rc);
       a->outage_us = 0;

@@ -53,14 +53,19 @@ int rlock_client_new(rlock_client **out, const rlock_config *cfg) {
     goto fail_cfg;
   if (c->cfg.pubsub_mode >= 0) /* the setter wins over the URL */
     c->cfg.target.pubsub = (rlock__pubsub_mode)c->cfg.pubsub_mode;
+  c->obs.fn = c->cfg.log_fn;
+  c->obs.userdata = c->cfg.log_userdata;
+  c->obs.max_level = c->cfg.log_level;
   rc = rlock__topo_init(&c->topo, &c->cfg.target, c->cfg.pool_size,
-                        c->cfg.connect_timeout_ms, c->cfg.command_timeout_ms);
+                        c->cfg.connect_timeout_ms, c->cfg.command_timeout_ms,
+                        &c->obs);
   if (rc != RLOCK_OK)
     goto fail_cfg;
   c->topo.on_change = wake_bg;
   c->topo.on_change_arg = c;
   if ((rc = rlock__pubsub_init(&c->ps)) != RLOCK_OK)
     goto fail_topo;
+  c->ps.obs = &c->obs;
   if ((rc = rlock__watchdog_init(&c->wd, c->cfg.watchdog_timeout_ms)) !=
       RLOCK_OK)
     goto fail_pubsub;
@@ -167,4 +172,14 @@ int rlock_client_ping(rlock_client *c, int64_t *rtt_us) {
 
 const char *rlock_client_topology(const rlock_client *c) {
   return c ? rlock__target_kind_name(&c->cfg.target) : NULL;
+}
+
+int rlock_client_stats(const rlock_client *c, rlock_stats *out, size_t size) {
+  if (c == NULL || out == NULL || size == 0)
+    return rlock__err(RLOCK_EINVAL, "rlock_client_stats: %s",
+                      c == NULL     ? "client is NULL"
+                      : out == NULL ? "out is NULL"
+                                    : "size is 0 (pass sizeof(rlock_stats))");
+  rlock__obs_read(&c->obs, out, size);
+  return RLOCK_OK;
 }

@@ -7,6 +7,7 @@
 #define RLOCK_CLIENT_INT_H
 
 #include "bg.h"
+#include "obs.h"
 #include "config_int.h"
 #include "sentinel.h"
 #include "topo.h"
@@ -23,6 +24,7 @@ struct rlock_client {
   rlock__pubsub ps;
   rlock__watchdog wd;
   rlock__bg bg;
+  rlock__obs obs; /* log hook and counters (obs.h) */
   rlock__origin origin; /* the process that created it (net/pool.h): in a
                            fork()ed child every operation is refused */
 };

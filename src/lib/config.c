@@ -128,6 +128,18 @@ int rlock_config_set_lost_callback(rlock_config *cfg, rlock_lost_fn fn,
   return RLOCK_OK;
 }
 
+int rlock_config_set_log(rlock_config *cfg, rlock_log_fn fn,
+                         rlock_log_level max_level, void *userdata) {
+  CHECK_CFG(cfg, "rlock_config_set_log");
+  if (max_level < RLOCK_LOG_ERROR || max_level > RLOCK_LOG_DEBUG)
+    return rlock__err(RLOCK_EINVAL, "log level must be RLOCK_LOG_ERROR (1) "
+                      "to RLOCK_LOG_DEBUG (4) (got %d)", (int)max_level);
+  cfg->log_fn = fn;
+  cfg->log_userdata = fn ? userdata : NULL;
+  cfg->log_level = fn ? (int)max_level : 0;
+  return RLOCK_OK;
+}
+
 int rlock_config_set_pubsub_mode(rlock_config *cfg, int mode) {
   CHECK_CFG(cfg, "rlock_config_set_pubsub_mode");
   if (mode != RLOCK_PUBSUB_AUTO && mode != RLOCK_PUBSUB_CLASSIC &&

@@ -23,6 +23,9 @@ struct rlock_config {
   int pool_size;
   rlock_lost_fn lost_fn;
   void *lost_userdata;
+  rlock_log_fn log_fn;
+  void *log_userdata;
+  int log_level;
 };
 
 /* Fill `cfg` with the defaults; RLOCK_ENOMEM on failure. */

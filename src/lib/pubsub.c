@@ -241,8 +241,11 @@ void rlock__pubsub_push(rlock__pubsub *ps, rlock__subconn *on,
   rlock__sub *s = rlock__map_get(&ps->subs, channel, chlen);
   if (s == NULL || s->on != on)
     return; /* a late push for a subscription that moved on */
-  if (strcmp(kind, "message") == 0 && payload != NULL)
+  if (strcmp(kind, "message") == 0 && payload != NULL) {
+    if (s->refs > 0)
+      rlock__obs_count(ps->obs, RLOCK__STAT_WAKEUPS);
     deliver(s, payload);
+  }
   else if (strcmp(kind, "subscribe") == 0)
     on_subscribed(ps, s);
   else if (strcmp(kind, "unsubscribe") == 0)

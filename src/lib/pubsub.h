@@ -63,6 +63,7 @@ typedef struct rlock__pubsub {
   int dirty;       /* some subscription needs (un)subscribing */
   int sharded;     /* SSUBSCRIBE on the slot owner (cluster); set by the
                       background thread from the topology */
+  struct rlock__obs *obs; /* the client's counters, set before use */
   /* background thread only */
   rlock__subconn **conns;
   size_t nconns;

@@ -77,10 +77,20 @@ static void collect(const char *k, size_t kl, void *v, void *arg) {
   }
 }
 
+/* Tell the operators and the holder's callback that a hold is lost.
+ * Never with a lock held: both call out of the library. */
+static void report_lost(rlock_client *c, const snap *s, const char *why) {
+  rlock__obs_count(&c->obs, RLOCK__STAT_LOST);
+  rlock__obs_log(&c->obs, RLOCK_LOG_ERROR, "lock '%s' lost by %s: %s",
+                 s->name, s->owner, why);
+  if (c->cfg.lost_fn != NULL)
+    c->cfg.lost_fn(s->name, s->owner, c->cfg.lost_userdata);
+}
+
 static void tell_lost(rlock_client *c, const snap_list *l) {
-  for (size_t i = 0; c->cfg.lost_fn != NULL && i < l->n; i++)
-    c->cfg.lost_fn(l->items[i].name, l->items[i].owner,
-                   c->cfg.lost_userdata);
+  for (size_t i = 0; i < l->n; i++)
+    report_lost(c, &l->items[i], "no renewal was confirmed for a whole "
+                "lease");
 }
 
 static void snap_free(snap_list *l) {
@@ -169,9 +179,14 @@ static void apply_batch(rlock_client *c, const snap *items, size_t n,
         apply_one(&c->wd, &items[i], alive ? alive[i] : -1, sent_us);
   pthread_cond_broadcast(&c->wd.settled);
   pthread_mutex_unlock(&c->wd.mu);
-  for (size_t i = 0; alive != NULL && i < n; i++)
-    if (gone[i] && c->cfg.lost_fn != NULL)
-      c->cfg.lost_fn(items[i].name, items[i].owner, c->cfg.lost_userdata);
+  uint64_t renewed = 0;
+  for (size_t i = 0; alive != NULL && i < n; i++) {
+    renewed += alive[i] && !gone[i];
+    if (gone[i])
+      report_lost(c, &items[i], "a renewal found it expired, deleted or "
+                  "held by another owner");
+  }
+  rlock__obs_add(&c->obs, RLOCK__STAT_RENEWALS, renewed);
 }
 
 static int by_slot(const void *a, const void *b) {
@@ -201,6 +216,12 @@ static void renew_all(rlock_client *c, snap_list *l, int read) {
     int64_t sent_us;
     if (renew_batch(c, l->items + from, n, read, alive, &sent_us) !=
         RLOCK_OK) {
+      rlock__obs_count(&c->obs, RLOCK__STAT_RENEWAL_FAILURES);
+      rlock__obs_log(&c->obs, RLOCK_LOG_WARN, "watchdog: renewing %zu "
+                     "hold%s failed: %s; trying again in %lld ms",
+                     l->n - from, l->n - from == 1 ? "" : "s",
+                     rlock_error_last()->message,
+                     (long long)(c->wd.retry_us / 1000));
       apply_batch(c, l->items + from, l->n - from, NULL, 0);
       /* Retry the whole tick soon rather than pay every remaining batch's
        * timeout now: the thread also delivers wake-ups. */

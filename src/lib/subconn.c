@@ -92,12 +92,20 @@ static void back_off(rlock__subconn *sc) {
                                                        : sc->backoff_ms * 2;
 }
 
-/* The connection broke (or must be redone): every subscription on it is
- * redone after the back-off; sharded ones where their channel now lives. */
-static void drop(rlock_client *c, rlock__subconn *sc) {
+/* The connection broke (or must be redone), `why` (NULL: the last
+ * error): every subscription on it is redone after the back-off; sharded
+ * ones where their channel now lives. */
+static void drop(rlock_client *c, rlock__subconn *sc, const char *why) {
   pthread_mutex_lock(&c->ps.mu);
   rlock__pubsub_lost(&c->ps, sc, c->ps.sharded);
   pthread_mutex_unlock(&c->ps.mu);
+  rlock__obs_count(&c->obs, RLOCK__STAT_DISCONNECTS);
+  rlock__obs_log(&c->obs, RLOCK_LOG_WARN, "subscriber connection to %s "
+                 "dropped: %s; subscribing again in %lld ms",
+                 sc->at != NULL ? sc->at->where : "?",
+                 why ? why : rlock_error_last()->message,
+                 (long long)sc->backoff_ms);
+  sc->lost = 1;
   rlock__conn_close(sc->conn);
   sc->conn = NULL;
   sc->ping_sent_us = 0;
@@ -106,6 +114,22 @@ static void drop(rlock_client *c, rlock__subconn *sc) {
   back_off(sc);
   if (c->topo.target.kind != RLOCK__TOPO_SINGLE)
     rlock__topo_refresh(&c->topo); /* a failover may be why */
+}
+
+/* Count and log a connection attempt (no lock held). */
+static void log_connect(rlock_client *c, rlock__subconn *sc,
+                        const rlock__node *node, int rc) {
+  if (rc != RLOCK_OK) {
+    rlock__obs_count(&c->obs, RLOCK__STAT_CONNECT_FAILURES);
+    rlock__obs_log(&c->obs, RLOCK_LOG_WARN, "subscriber: %s",
+                   rlock_error_last()->message);
+    return;
+  }
+  rlock__obs_count(&c->obs, RLOCK__STAT_CONNECTS);
+  rlock__obs_log(&c->obs, sc->lost ? RLOCK_LOG_INFO : RLOCK_LOG_DEBUG,
+                 "subscriber %sconnected to %s", sc->lost ? "re" : "",
+                 node->where);
+  sc->lost = 0;
 }
 
 /* Connect; on failure tell the threads waiting for a confirmation. */
@@ -135,6 +159,7 @@ static void connect_sc(rlock_client *c, rlock__subconn *sc) {
     back_off(sc);
   }
   pthread_mutex_unlock(&c->ps.mu);
+  log_connect(c, sc, node, rc);
   if (rc != RLOCK_OK && c->topo.target.kind != RLOCK__TOPO_SINGLE)
     rlock__topo_refresh(&c->topo);
 }
@@ -183,7 +208,7 @@ static void on_error_reply(rlock_client *c, rlock__subconn *sc,
 
 static void read_pushes(rlock_client *c, rlock__subconn *sc) {
   if (rlock__conn_read_some(sc->conn) != RLOCK_OK) {
-    drop(c, sc);
+    drop(c, sc, NULL);
     return;
   }
   sc->last_rx_us = rlock__now_us();
@@ -191,7 +216,7 @@ static void read_pushes(rlock_client *c, rlock__subconn *sc) {
   for (;;) {
     rlock__reply *r;
     if (rlock__conn_take_reply(sc->conn, &r) != RLOCK_OK) {
-      drop(c, sc);
+      drop(c, sc, NULL);
       return;
     }
     if (r == NULL)
@@ -203,7 +228,7 @@ static void read_pushes(rlock_client *c, rlock__subconn *sc) {
       on_push(c, sc, r);
     rlock__reply_free(r);
     if (failed) {
-      drop(c, sc);
+      drop(c, sc, NULL);
       return;
     }
   }
@@ -327,7 +352,7 @@ static int64_t check_health(rlock_client *c, rlock__subconn *sc) {
     sc->ping_sent_us = h.now;
   }
   if (h.stale) {
-    drop(c, sc);
+    drop(c, sc, "no answer to PING within the command timeout");
     return h.now;
   }
   int64_t ping_due = sc->ping_sent_us ? sc->ping_sent_us + h.timeout_us
@@ -357,7 +382,7 @@ static rlock__subconn *by_fd(rlock_client *c, int fd) {
  * it next wants to run, or -1 when it is unused and may be closed. */
 static int64_t serve(rlock_client *c, rlock__subconn *sc, int dirty) {
   if (dirty && reconcile(c, sc, &sc->used, &sc->wanted) != 0) {
-    drop(c, sc);
+    drop(c, sc, NULL);
     return rlock__now_us();
   }
   if (sc->conn == NULL) {
@@ -374,7 +399,7 @@ static int64_t serve(rlock_client *c, rlock__subconn *sc, int dirty) {
       sc->at != atomic_load(&c->topo.primary)) {
     /* Sentinel moved the master: the old one, even if alive, no longer
      * sees the unlocks published on the new one. */
-    drop(c, sc);
+    drop(c, sc, "Sentinel's master moved");
     return rlock__now_us();
   }
   return check_health(c, sc);

@@ -31,6 +31,8 @@ struct rlock__subconn {
   int64_t ping_sent_us; /* an unanswered PING, or 0 */
   int used;   /* subscriptions are assigned to it (as of the last change) */
   int wanted; /* ... and some of them have users */
+  int lost;   /* dropped since it last connected: the next connect is a
+                 reconnection (logged at INFO) */
 };
 
 /* Close and free. NULL is ignored. */

@@ -158,6 +158,8 @@ int rlock__hold_push_owned(rlock_client *c, const char *name,
     wake = h->wd_levels > 0 && arm(wd);
   }
   pthread_mutex_unlock(&wd->mu);
+  if (rc == RLOCK_OK)
+    rlock__obs_count(&c->obs, RLOCK__STAT_ACQUISITIONS);
   if (wake)
     rlock__bg_wake(c);
   return rc;
@@ -188,6 +190,7 @@ void rlock__hold_pop(rlock_client *c, const char *name, const char *owner,
     h = find(wd, name, owner, key, &klen);
   }
   if (h != NULL) {
+    rlock__obs_count(&c->obs, RLOCK__STAT_RELEASES);
     *state = h->lost ? RLOCK__HOLD_LOST : RLOCK__HOLD_HELD;
     int64_t top = h->leases[--h->depth];
     if (top == 0)

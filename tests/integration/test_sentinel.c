@@ -617,6 +617,8 @@ static void test_graceful_switch(void **state) {
   int outcome = hold_outcome(nm, "gf:held", owner, &log,
                              rt_scaled_ms(WD / 3 + 1000));
   int lost = atomic_load(&log.n), check = rlock_lock_check(held);
+  rlock_stats st;
+  int stats = rlock_client_stats(c, &st, sizeof st);
   int64_t t0 = rt_now_ms();
   int released = rlock_lock_release(held);
   waiter_join(&w);
@@ -637,6 +639,8 @@ static void test_graceful_switch(void **state) {
   if (w.rc != RLOCK_OK)
     fail_msg("waiter: %d (%s)", w.rc, w.msg);
   ASSERT_BETWEEN(w.done_at - t0, 0, 1000);
+  OK(stats);
+  assert_int_equal(st.topology_changes, 1); /* the switch, counted once */
 
   /* A hung first sentinel must not leave the client deaf to the switch. */
   if (md.moved < 0)

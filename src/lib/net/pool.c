@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "obs.h"
 
 /* ---- origin ------------------------------------------------------------ */
 
@@ -118,11 +119,22 @@ int rlock__pool_get(rlock__pool *p, rlock__conn **out) {
          rlock__conn_drain(*out, RLOCK__DRAIN_MS) == RLOCK_OK) &&
         !rlock__conn_stale(*out))
       return RLOCK_OK;
+    rlock__obs_count(p->obs, RLOCK__STAT_DISCONNECTS);
+    rlock__obs_log(p->obs, RLOCK_LOG_WARN, "connection to %s was closed "
+                   "while idle (server restarted, or the connection was "
+                   "killed): opening another", (*out)->where);
     discard(p, *out);
   }
   int rc = rlock__conn_open(out, &p->ep, p->connect_ms, p->command_ms);
-  if (rc != RLOCK_OK)
+  if (rc != RLOCK_OK) {
     discard(p, NULL);
+    rlock__obs_count(p->obs, RLOCK__STAT_CONNECT_FAILURES);
+    rlock__obs_log(p->obs, RLOCK_LOG_WARN, "%s",
+                   rlock_error_last()->message);
+    return rc;
+  }
+  rlock__obs_count(p->obs, RLOCK__STAT_CONNECTS);
+  rlock__obs_log(p->obs, RLOCK_LOG_DEBUG, "connected to %s", (*out)->where);
   return rc;
 }
 
@@ -131,8 +143,13 @@ void rlock__pool_put(rlock__pool *p, rlock__conn *c) {
   if (c->broken) {
     p->total--;
     pthread_mutex_unlock(&p->mu);
-    rlock__conn_close(c);
     pthread_cond_signal(&p->cv);
+    /* Put back by the thread whose call broke it: its last error says
+     * why. Logged outside the mutex (the hook may call the library). */
+    rlock__obs_count(p->obs, RLOCK__STAT_DISCONNECTS);
+    rlock__obs_log(p->obs, RLOCK_LOG_WARN, "connection to %s dropped: %s",
+                   c->where, rlock_error_last()->message);
+    rlock__conn_close(c);
     return;
   }
   p->idle[p->nidle++] = c;

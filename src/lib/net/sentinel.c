@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "obs.h"
 #include "conn.h"
 
 /* The master `s` names, as "host:port" in addr; RLOCK_OK or a failure
@@ -80,7 +81,14 @@ int rlock__sentinel_refresh(rlock__topo *t) {
       refused = node;
       continue;
     }
-    if (atomic_exchange(&t->primary, node) != node && t->on_change != NULL)
+    rlock__node *was = atomic_exchange(&t->primary, node);
+    if (was != node && was != NULL) { /* no lock held here */
+      rlock__obs_count(t->obs, RLOCK__STAT_TOPOLOGY_CHANGES);
+      rlock__obs_log(t->obs, RLOCK_LOG_INFO, "sentinel: master '%s' is now "
+                     "%s (was %s)", t->target.master, node->where,
+                     was->where);
+    }
+    if (was != node && t->on_change != NULL)
       t->on_change(t->on_change_arg);
     return RLOCK_OK;
   }

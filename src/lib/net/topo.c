@@ -11,6 +11,7 @@
 
 #include "cluster.h"
 #include "common.h"
+#include "obs.h"
 #include "sentinel.h"
 
 /* ---- nodes ------------------------------------------------------------- */
@@ -41,6 +42,7 @@ static int node_new(rlock__topo *t, rlock__endpoint *ep, rlock__node **out) {
     return rc;
   }
   n->pool.origin = t->origin;
+  n->pool.obs = t->obs;
   *out = n;
   return RLOCK_OK;
 }
@@ -151,8 +153,10 @@ void rlock__node_replicas_stale(rlock__node *node) {
 /* ---- lifecycle --------------------------------------------------------- */
 
 int rlock__topo_init(rlock__topo *t, const rlock__target *target,
-                     int pool_size, int64_t connect_ms, int64_t command_ms) {
+                     int pool_size, int64_t connect_ms, int64_t command_ms,
+                     struct rlock__obs *obs) {
   memset(t, 0, sizeof *t);
+  t->obs = obs;
   rlock__origin_here(&t->origin);
   t->pool_size = pool_size;
   t->connect_ms = connect_ms;
@@ -201,18 +205,26 @@ void rlock__topo_destroy(rlock__topo *t) {
  * master's node; slots it does not name keep no owner. */
 static int apply_map(rlock__topo *t, const rlock__range *rs, size_t n) {
   rlock__node *first = NULL;
+  unsigned moved = 0; /* slots that had another owner (not: none yet) */
   for (size_t i = 0; i < n; i++) {
     rlock__node *node;
     int rc = rlock__topo_node(t, rs[i].host, rs[i].port, &node);
     if (rc != RLOCK_OK)
       return rc;
-    for (unsigned s = rs[i].from; s <= rs[i].to; s++)
-      atomic_store(&t->slots[s], node);
+    for (unsigned s = rs[i].from; s <= rs[i].to; s++) {
+      rlock__node *was = atomic_exchange(&t->slots[s], node);
+      moved += was != NULL && was != node;
+    }
     if (first == NULL)
       first = node;
   }
   if (first != NULL)
     atomic_store(&t->primary, first);
+  if (moved > 0) { /* called with no lock held */
+    rlock__obs_count(t->obs, RLOCK__STAT_TOPOLOGY_CHANGES);
+    rlock__obs_log(t->obs, RLOCK_LOG_INFO, "cluster: %u slot%s now served "
+                   "by another node", moved, moved == 1 ? " is" : "s are");
+  }
   return RLOCK_OK;
 }
 
@@ -302,8 +314,12 @@ void rlock__topo_refresh(rlock__topo *t) {
 }
 
 void rlock__topo_moved(rlock__topo *t, unsigned slot, rlock__node *node) {
-  if (t->slots != NULL && slot < RLOCK__SLOTS)
-    atomic_store(&t->slots[slot], node);
+  if (t->slots != NULL && slot < RLOCK__SLOTS &&
+      atomic_exchange(&t->slots[slot], node) != node) {
+    rlock__obs_count(t->obs, RLOCK__STAT_TOPOLOGY_CHANGES);
+    rlock__obs_log(t->obs, RLOCK_LOG_INFO, "cluster: slot %u moved to %s",
+                   slot, node->where);
+  }
   rlock__topo_refresh(t);
 }
 

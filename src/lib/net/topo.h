@@ -67,6 +67,7 @@ typedef struct rlock__topo {
                            refresh knows no master of that name */
   atomic_int sharded; /* SSUBSCRIBE/SPUBLISH: 1, classic: 0, -1 until a
                          cluster in auto mode has been probed */
+  struct rlock__obs *obs; /* the client's counters and log, or NULL */
   rlock__origin origin; /* the process the topology belongs to: every
                            node's pool carries it, even one first met in a
                            fork()ed child (which must not use it) */
@@ -75,7 +76,8 @@ typedef struct rlock__topo {
 /* Set up from `target` (copied). Does no I/O for a single server; a
  * cluster or Sentinel topology learns its map or master on first use. */
 int rlock__topo_init(rlock__topo *t, const rlock__target *target,
-                     int pool_size, int64_t connect_ms, int64_t command_ms);
+                     int pool_size, int64_t connect_ms, int64_t command_ms,
+                     struct rlock__obs *obs);
 
 /* Close every node's connections and free. No connection may be
  * borrowed. */
