@@ -52,7 +52,7 @@ for f in include/rlock.h include/rlock/version.h bin/rlock share/man/man1/rlock.
 done
 for f in librlock.so librlock.so.0 "librlock.so.$version" librlock.a pkgconfig/rlock.pc \
   cmake/rlock/rlockConfig.cmake cmake/rlock/rlockConfigVersion.cmake \
-  cmake/rlock/rlockTargets.cmake; do
+  cmake/rlock/rlockTargets.cmake cmake/rlock/rlockStaticTargets.cmake; do
   [ -e "$libdir/$f" ] || fail "not installed: $libdir/$f"
 done
 soname=$(readelf -d "$libdir/librlock.so" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
@@ -80,6 +80,13 @@ tar -C "$src" -czf "$work/rlock.tar.gz" --transform 's,^\.,rlock,' \
 cmake_consumer fetch -DRLOCK_VIA=fetch -DRLOCK_URL="$work/rlock.tar.gz"
 # (b) + (d) find_package against the prefix.
 cmake_consumer package -DRLOCK_VIA=package -DCMAKE_PREFIX_PATH="$prefix"
+# ... and rlock::rlock alone where no hiredis.pc can be found.
+step "CMake consumer: package, shared only, no hiredis.pc"
+PKG_CONFIG_LIBDIR=/nonexistent PKG_CONFIG_PATH= q cmake -S "$here/cmake" \
+  -B "$work/shared_only" -DRLOCK_VIA=package -DRLOCK_SHARED_ONLY=ON \
+  -DCMAKE_PREFIX_PATH="$prefix"
+q cmake --build "$work/shared_only"
+run "$work/shared_only/app_shared"
 
 # (c) cc + pkg-config: the installed librlock.so, found at run time by path.
 step "cc + pkg-config"
