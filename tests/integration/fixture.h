@@ -347,4 +347,24 @@ static inline int fx_wait_child(pid_t pid, int64_t ms) {
     return cmocka_run_group_tests(tests, setup, teardown);                     \
   }
 
+/* A path in the shared server's temporary directory (removed with the
+ * server). */
+static inline const char *fx_tmp_path(char *buf, size_t size,
+                                      const char *file) {
+  snprintf(buf, size, "%s/%s", rt_server_dir(srv), file);
+  return buf;
+}
+
+/* The whole file, NUL-terminated, in a static buffer ("" if absent). */
+static inline const char *fx_slurp(const char *path) {
+  static char buf[8192];
+  buf[0] = '\0';
+  FILE *f = fopen(path, "r");
+  if (f != NULL) {
+    buf[fread(buf, 1, sizeof buf - 1, f)] = '\0';
+    fclose(f);
+  }
+  return buf;
+}
+
 #endif /* RLOCK_TEST_FIXTURE_H */

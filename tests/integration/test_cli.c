@@ -208,11 +208,6 @@ static int count_lines(const char *s) {
   return n;
 }
 
-/* A path in the server's temporary directory (removed with the server). */
-static const char *tmp_path(char *buf, size_t size, const char *file) {
-  snprintf(buf, size, "%s/%s", rt_server_dir(srv), file);
-  return buf;
-}
 
 static int file_exists(const char *path) { return access(path, F_OK) == 0; }
 
@@ -228,9 +223,9 @@ typedef struct gate {
 static void gate_init(gate *g, const char *tag) {
   char file[128];
   snprintf(file, sizeof file, "%s.ready", tag);
-  tmp_path(g->ready, sizeof g->ready, file);
+  fx_tmp_path(g->ready, sizeof g->ready, file);
   snprintf(file, sizeof file, "%s.go", tag);
-  tmp_path(g->go, sizeof g->go, file);
+  fx_tmp_path(g->go, sizeof g->go, file);
 }
 
 /* The shell text of such a COMMAND: `before`, the ready mark, the wait for
@@ -243,17 +238,6 @@ static const char *gate_script(const gate *g, char *buf, size_t size,
   return buf;
 }
 
-/* The whole file, NUL-terminated, in a static buffer ("" if absent). */
-static const char *slurp(const char *path) {
-  static char buf[8192];
-  buf[0] = '\0';
-  FILE *f = fopen(path, "r");
-  if (f != NULL) {
-    buf[fread(buf, 1, sizeof buf - 1, f)] = '\0';
-    fclose(f);
-  }
-  return buf;
-}
 
 /* Hold `name` as a foreign Redisson client would, straight in Redis. */
 static void hold_foreign(const char *name, const char *owner, int count,
@@ -348,7 +332,7 @@ static void test_exec_exit_statuses(void **state) {
   assert_non_null(strstr(p.out[1], "no-such-cmd-xyz"));
   ASSERT_BETWEEN(p.ended - p.started, 0, SCALED(1000));
 
-  tmp_path(noexec, sizeof noexec, "not-executable");
+  fx_tmp_path(noexec, sizeof noexec, "not-executable");
   FILE *f = fopen(noexec, "w");
   assert_non_null(f);
   fputs("#!/bin/sh\nexit 0\n", f);
@@ -414,7 +398,7 @@ static void test_exec_wait_bounds(void **state) {
   const char *name = "cli:busy";
   char ran[512];
   proc p;
-  tmp_path(ran, sizeof ran, "busy-ran");
+  fx_tmp_path(ran, sizeof ran, "busy-ran");
   hold_foreign(name, FOREIGN, 1, 60000);
 
   run_expect(&p, 75, ARGS("-u", url, "exec", "-w", "0", name, "--", "touch",
@@ -439,7 +423,7 @@ static void test_exec_processes_take_turns(void **state) {
   enum { N = 4 };
   char log[512], script[1200];
   static proc p[N];
-  tmp_path(log, sizeof log, "turns.log");
+  fx_tmp_path(log, sizeof log, "turns.log");
   /* The 0.2 s inside is no synchronisation: it is the window in which a
    * second COMMAND let in would show between a start and its end. */
   snprintf(script, sizeof script,
@@ -451,7 +435,7 @@ static void test_exec_processes_take_turns(void **state) {
   for (int i = 0; i < N; i++)
     assert_int_equal(proc_wait(&p[i], SCALED(20000)), 0);
 
-  const char *s = slurp(log);
+  const char *s = fx_slurp(log);
   char seen[64] = "";
   for (int i = 0; i < N; i++) {
     char a[8], b[8];
@@ -509,7 +493,7 @@ static void test_exec_fair_order_and_queue(void **state) {
   gate g;
   gate_init(&g, "fair");
   proc holder, w[4], p;
-  tmp_path(log, sizeof log, "fair.log");
+  fx_tmp_path(log, sizeof log, "fair.log");
   snprintf(script, sizeof script, "echo $0 >> %s", log);
   proc_start(&holder, ARGS("-u", url, "exec", "--fair", name, "--", "sh", "-c",
                            gate_script(&g, hscript, sizeof hscript, "", ":")));
@@ -540,7 +524,7 @@ static void test_exec_fair_order_and_queue(void **state) {
   for (int i = 0; i < 4; i++)
     if (i != 2)
       assert_int_equal(proc_wait(&w[i], SCALED(10000)), 0);
-  assert_string_equal(slurp(log), "a\nb\nc\n");
+  assert_string_equal(fx_slurp(log), "a\nb\nc\n");
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s redisson_lock_queue:{%s} "
                                    "redisson_lock_timeout:{%s}",
                               name, name, name),
@@ -581,7 +565,7 @@ static void test_exec_read_write(void **state) {
              writer waiting */
   gate_init(&g, "rw");
   proc r1, r2, w, p;
-  tmp_path(log, sizeof log, "rw.log");
+  fx_tmp_path(log, sizeof log, "rw.log");
   snprintf(start, sizeof start, "echo start $0 >> %s;", log);
   snprintf(end, sizeof end, "echo end $0 >> %s", log);
   gate_script(&g, script, sizeof script, start, end);
@@ -608,7 +592,7 @@ static void test_exec_read_write(void **state) {
   assert_int_equal(proc_wait(&r1, SCALED(10000)), 0);
   assert_int_equal(proc_wait(&r2, SCALED(10000)), 0);
   assert_int_equal(proc_wait(&w, SCALED(10000)), 0);
-  const char *s = slurp(log);
+  const char *s = fx_slurp(log);
   /* Both readers start before either ends; the writer runs alone, last. */
   const char *first_end = strstr(s, "end r");
   assert_non_null(first_end);
@@ -627,12 +611,12 @@ static void test_exec_several_names(void **state) {
   (void)state;
   char out_file[512], script[1200];
   proc p;
-  tmp_path(out_file, sizeof out_file, "multi.out");
+  fx_tmp_path(out_file, sizeof out_file, "multi.out");
   snprintf(script, sizeof script, "redis-cli -p %d exists cli:m1 cli:m2 "
            "cli:m3 > %s", rt_server_port(srv), out_file);
   run_expect(&p, 0, ARGS("-u", url, "exec", "cli:m1", "cli:m2", "cli:m3", "--",
                          "sh", "-c", script));
-  assert_string_equal(slurp(out_file), "3\n");
+  assert_string_equal(fx_slurp(out_file), "3\n");
   assert_int_equal(rt_cmd_int(srv, "EXISTS cli:m1 cli:m2 cli:m3"), 0);
   hold_foreign("cli:m2", FOREIGN, 1, 60000);
   run_expect(&p, 75, ARGS("-u", url, "exec", "-w", "200ms", "cli:m1", "cli:m2",
@@ -657,7 +641,7 @@ static long long token_key(const char *name) {
 
 /* The token a COMMAND wrote to `path` as "<digits>\n". */
 static long long file_token(const char *path) {
-  const char *s = slurp(path);
+  const char *s = fx_slurp(path);
   char *end;
   long long v = strtoll(s, &end, 10);
   if (end == s || strcmp(end, "\n") != 0 || v <= 0)
@@ -675,7 +659,7 @@ static void test_exec_fenced_token(void **state) {
       holder_script[2400], wfile[512], waiter_script[1200], want[256];
   gate g;
   proc p, holder, waiter;
-  tmp_path(file, sizeof file, "fenced.token");
+  fx_tmp_path(file, sizeof file, "fenced.token");
   snprintf(script, sizeof script, "echo \"$RLOCK_TOKEN\" > %s", file);
   run_expect(&p, 0, ARGS("-u", url, "exec", "--fenced", name, "--", "sh",
                          "-c", script));
@@ -690,8 +674,8 @@ static void test_exec_fenced_token(void **state) {
 
   /* A waiter gets its token from the waiting call: the next one. */
   gate_init(&g, "fenced");
-  tmp_path(hfile, sizeof hfile, "fenced.holder");
-  tmp_path(wfile, sizeof wfile, "fenced.waiter");
+  fx_tmp_path(hfile, sizeof hfile, "fenced.holder");
+  fx_tmp_path(wfile, sizeof wfile, "fenced.waiter");
   snprintf(hbefore, sizeof hbefore, "echo \"$RLOCK_TOKEN\" > %s;", hfile);
   gate_script(&g, holder_script, sizeof holder_script, hbefore, ":");
   snprintf(waiter_script, sizeof waiter_script, "echo \"$RLOCK_TOKEN\" > %s",
@@ -753,8 +737,8 @@ static void test_exec_spin(void **state) {
   gate g;
   proc holder, waiter, p;
   gate_init(&g, "spin");
-  tmp_path(ran, sizeof ran, "spin.ran");
-  tmp_path(ran2, sizeof ran2, "spin.ran2");
+  fx_tmp_path(ran, sizeof ran, "spin.ran");
+  fx_tmp_path(ran2, sizeof ran2, "spin.ran2");
   proc_start(&holder, ARGS("-u", url, "exec", "--spin", name, "--", "sh", "-c",
                            gate_script(&g, script, sizeof script, "", ":")));
   fx_wait_file(g.ready, SCALED(5000));
@@ -799,14 +783,14 @@ static void test_exec_redlock(void **state) {
   const char *u2 = rt_server_url(s2), *u3 = rt_server_url(s3);
   char out_file[512], script[1200];
   proc p;
-  tmp_path(out_file, sizeof out_file, "redlock.out");
+  fx_tmp_path(out_file, sizeof out_file, "redlock.out");
   snprintf(script, sizeof script,
            "for p in %d %d %d; do redis-cli -p $p exists cli:rl; done > %s",
            rt_server_port(srv), rt_server_port(s2), rt_server_port(s3),
            out_file);
   run_expect(&p, 0, ARGS("-u", url, "-u", u2, "-u", u3, "exec", "cli:rl",
                          "--", "sh", "-c", script));
-  const char *seen = slurp(out_file);
+  const char *seen = fx_slurp(out_file);
   int held = (seen[0] == '1') + (seen[2] == '1') + (seen[4] == '1');
   assert_true(held >= 2);
   assert_int_equal(rt_cmd_int(srv, "EXISTS cli:rl"), 0);
@@ -876,7 +860,7 @@ static void test_exec_forwards_signals(void **state) {
   const char *name = "cli:signal";
   for (int i = 0; i < 3; i++) {
     char got[512], ready[600], script[2048];
-    tmp_path(got, sizeof got, names[i]);
+    fx_tmp_path(got, sizeof got, names[i]);
     snprintf(ready, sizeof ready, "%s.ready", got);
     snprintf(script, sizeof script,
              "trap 'echo got > %s; kill $!; exit 7' %s; touch %s; "
@@ -886,7 +870,7 @@ static void test_exec_forwards_signals(void **state) {
     fx_wait_file(ready, SCALED(5000));
     assert_int_equal(kill(p.pid, sigs[i]), 0);
     assert_int_equal(proc_wait(&p, SCALED(5000)), 7);
-    assert_string_equal(slurp(got), "got\n");
+    assert_string_equal(fx_slurp(got), "got\n");
     assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
   }
 }
@@ -909,8 +893,8 @@ static void test_exec_lost_lock_terminates_command(void **state) {
   (void)state;
   const char *name = "cli:lost";
   char got[512], ready[512], script[2048];
-  tmp_path(got, sizeof got, "lost-term");
-  tmp_path(ready, sizeof ready, "lost-ready");
+  fx_tmp_path(got, sizeof got, "lost-term");
+  fx_tmp_path(ready, sizeof ready, "lost-ready");
   idle_script(script, sizeof script, got, "exit 9", ready);
   proc p;
   proc_start(&p, ARGS("-u", url, "--watchdog", "600ms", "exec", name, "--",
@@ -922,7 +906,7 @@ static void test_exec_lost_lock_terminates_command(void **state) {
   print_message("exec: COMMAND ended %lld ms after the DEL\n",
                 (long long)(p.ended - t0));
   ASSERT_BETWEEN(p.ended - t0, 0, 200 + 300);
-  assert_string_equal(slurp(got), "term\n");
+  assert_string_equal(fx_slurp(got), "term\n");
   assert_int_equal(count_lines(p.out[1]), 1);
   assert_non_null(strstr(p.out[1], "lock 'cli:lost' was lost"));
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
@@ -931,12 +915,35 @@ static void test_exec_lost_lock_terminates_command(void **state) {
 /* The server restarted without persistence while COMMAND runs: the lock
  * is gone with the data; the first renewal after the restart finds it so,
  * and COMMAND is terminated as for a deleted key. */
+/* A waiting exec without -w outlives an outage longer than the holder's
+ * lease (it used to exit 69): it tries again until the server is back,
+ * then runs COMMAND. */
+static void test_exec_waits_through_outage(void **state) {
+  (void)state;
+  const char *name = "cli:outage";
+  char ran[512];
+  fx_tmp_path(ran, sizeof ran, "outage-ran");
+  hold_foreign(name, FOREIGN, 1, 1000);
+  proc p;
+  proc_start(&p, ARGS("-u", url, "exec", name, "--", "touch", ran));
+  fx_wait_subscribers(srv, "redisson_lock__channel:{cli:outage}", 1,
+                      "the waiting exec's subscription");
+  rt_server_stop(srv);
+  rt_sleep_ms(2000); /* time is the point: twice the holder's lease */
+  assert_false(file_exists(ran));
+  int64_t back = rt_now_ms();
+  rt_server_start_again(srv);
+  assert_int_equal(proc_wait(&p, SCALED(10000)), 0);
+  ASSERT_BETWEEN(p.ended - back, 0, SCALED(1000 + 3000));
+  assert_true(file_exists(ran));
+}
+
 static void test_exec_server_restart_terminates_command(void **state) {
   (void)state;
   const char *name = "cli:lost-restart";
   char got[512], ready[512], script[2048];
-  tmp_path(got, sizeof got, "restart-term");
-  tmp_path(ready, sizeof ready, "restart-ready");
+  fx_tmp_path(got, sizeof got, "restart-term");
+  fx_tmp_path(ready, sizeof ready, "restart-ready");
   idle_script(script, sizeof script, got, "exit 9", ready);
   proc p;
   proc_start(&p, ARGS("-u", url, "--watchdog", "600ms", "exec", name, "--",
@@ -949,7 +956,7 @@ static void test_exec_server_restart_terminates_command(void **state) {
                 (long long)(p.ended - t0));
   /* One renewal period (200 ms), a reconnect, and slack. */
   ASSERT_BETWEEN(p.ended - t0, 0, 200 + 800);
-  assert_string_equal(slurp(got), "term\n");
+  assert_string_equal(fx_slurp(got), "term\n");
   assert_int_equal(count_lines(p.out[1]), 1);
   assert_non_null(strstr(p.out[1], "lock 'cli:lost-restart' was lost"));
 }
@@ -1003,8 +1010,8 @@ static void test_exec_kill_after_escalates(void **state) {
   (void)state;
   const char *name = "cli:lost-kill";
   char got[512], ready[512], script[2048];
-  tmp_path(got, sizeof got, "kill-term");
-  tmp_path(ready, sizeof ready, "kill-ready");
+  fx_tmp_path(got, sizeof got, "kill-term");
+  fx_tmp_path(ready, sizeof ready, "kill-ready");
   idle_script(script, sizeof script, got, ":", ready);
   proc p;
   proc_start(&p, ARGS("-u", url, "--watchdog", "600ms", "exec",
@@ -1017,7 +1024,7 @@ static void test_exec_kill_after_escalates(void **state) {
   print_message("kill-after: COMMAND ended %lld ms after the DEL\n",
                 (long long)(p.ended - t0));
   ASSERT_BETWEEN(p.ended - t0, 500, 200 + 500 + 300);
-  assert_string_equal(slurp(got), "term\n"); /* TERM came, and was shrugged */
+  assert_string_equal(fx_slurp(got), "term\n"); /* TERM came, and was shrugged */
   assert_int_equal(count_lines(p.out[1]), 1);
 }
 
@@ -1026,8 +1033,8 @@ static void test_exec_command_dies_with_rlock(void **state) {
   (void)state;
   const char *name = "cli:pdeath";
   char got[512], ready[512], script[2048];
-  tmp_path(got, sizeof got, "pdeath-term");
-  tmp_path(ready, sizeof ready, "pdeath-ready");
+  fx_tmp_path(got, sizeof got, "pdeath-term");
+  fx_tmp_path(ready, sizeof ready, "pdeath-ready");
   idle_script(script, sizeof script, got, "exit 9", ready);
   proc p;
   proc_start(&p, ARGS("-u", url, "exec", name, "--", "sh", "-c", script));
@@ -1051,7 +1058,7 @@ static void test_exec_ctrl_c_reaches_command_once(void **state) {
   char got[512], trap[600], script[2048];
   gate g;
   gate_init(&g, "ctrlc");
-  tmp_path(got, sizeof got, "ctrlc-int");
+  fx_tmp_path(got, sizeof got, "ctrlc-int");
   snprintf(trap, sizeof trap, "trap 'echo int >> %s' INT;", got);
   gate_script(&g, script, sizeof script, trap, "exit 3");
   int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
@@ -1081,17 +1088,17 @@ static void test_exec_ctrl_c_reaches_command_once(void **state) {
   for (int i = 1; i <= 10; i++) {
     assert_int_equal(write(master, "\x03", 1), 1);
     int64_t t1 = rt_now_ms();
-    while (count_lines(slurp(got)) < i && rt_now_ms() - t1 < SCALED(2000))
+    while (count_lines(fx_slurp(got)) < i && rt_now_ms() - t1 < SCALED(2000))
       rt_sleep_ms(5);
     /* Time is the point: a forwarded second SIGINT would have come by now
      * (and one later still shows in the final count). */
     rt_sleep_ms(50);
-    assert_int_equal(count_lines(slurp(got)), i);
+    assert_int_equal(count_lines(fx_slurp(got)), i);
   }
   fx_touch(g.go);
   int status = fx_wait_child(pid, SCALED(5000));
   close(master);
-  assert_int_equal(count_lines(slurp(got)), 10);
+  assert_int_equal(count_lines(fx_slurp(got)), 10);
   assert_int_equal(status, 3);
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
 }
@@ -1101,7 +1108,7 @@ static void test_exec_signal_while_waiting(void **state) {
   (void)state;
   const char *name = "cli:sigwait";
   char ran[512];
-  tmp_path(ran, sizeof ran, "sigwait-ran");
+  fx_tmp_path(ran, sizeof ran, "sigwait-ran");
   hold_foreign(name, FOREIGN, 1, 60000);
   proc p;
   proc_start(&p, ARGS("-u", url, "exec", name, "--", "touch", ran));
@@ -1225,7 +1232,7 @@ static void test_status_json_escaping(void **state) {
   assert_non_null(strstr(p.out[0], "\"holders\": [{\"owner\": \"" FOREIGN
                                    "\", \"count\": 2}], \"queue\": [], "
                                    "\"node\": \"127.0.0.1:"));
-  FILE *f = fopen(tmp_path(file, sizeof file, "status.json"), "w");
+  FILE *f = fopen(fx_tmp_path(file, sizeof file, "status.json"), "w");
   assert_non_null(f);
   fputs(p.out[0], f);
   fclose(f);
@@ -1276,7 +1283,7 @@ static void test_unreachable_server(void **state) {
   (void)state;
   char ran[512];
   proc p;
-  tmp_path(ran, sizeof ran, "unreachable-ran");
+  fx_tmp_path(ran, sizeof ran, "unreachable-ran");
   const char *const *cases[] = {
       ARGS("-u", dead_url, "exec", "cli:x", "--", "touch", ran),
       ARGS("-u", dead_url, "exec", "-w", "0", "cli:x", "--", "touch", ran),
@@ -1499,6 +1506,7 @@ int main(void) {
       cmocka_unit_test(test_help_and_version),
       cmocka_unit_test(test_url_from_environment),
       cmocka_unit_test(test_exec_lost_lock_terminates_command),
+      cmocka_unit_test(test_exec_waits_through_outage),
       cmocka_unit_test(test_exec_server_restart_terminates_command),
       cmocka_unit_test(test_exec_on_lost_ignore_keeps_command),
       cmocka_unit_test(test_exec_kill_after_escalates),

@@ -84,23 +84,7 @@ static int child_main(int argc, char **argv) {
 
 /* ---- helpers ------------------------------------------------------------ */
 
-/* A path in the server's temporary directory (removed with the server). */
-static const char *tmp_path(char *buf, size_t size, const char *file) {
-  snprintf(buf, size, "%s/%s", rt_server_dir(srv), file);
-  return buf;
-}
 
-/* The whole file, NUL-terminated, in a static buffer ("" if absent). */
-static const char *slurp(const char *path) {
-  static char buf[8192];
-  buf[0] = '\0';
-  FILE *f = fopen(path, "r");
-  if (f != NULL) {
-    buf[fread(buf, 1, sizeof buf - 1, f)] = '\0';
-    fclose(f);
-  }
-  return buf;
-}
 
 /* GET redisson_lock_token:{name}; -1 when absent. */
 static long long token_key(const char *name) {
@@ -183,14 +167,14 @@ static int teardown(void **state) { return fx_teardown(state); }
 static void test_store_checks_tokens(void **state) {
   (void)state;
   char store[512], log[600];
-  tmp_path(store, sizeof store, "unit.store");
+  fx_tmp_path(store, sizeof store, "unit.store");
   snprintf(log, sizeof log, "%s.log", store);
   assert_int_equal(store_write(store, 3, "x"), 1);
   assert_int_equal(store_write(store, 3, "y"), 1);
   assert_int_equal(store_write(store, 2, "z"), 0);
   assert_int_equal(store_write(store, 4, "w"), 1);
-  assert_string_equal(slurp(store), "4 w\n");
-  assert_string_equal(slurp(log), "accepted 3 x\naccepted 3 y\n"
+  assert_string_equal(fx_slurp(store), "4 w\n");
+  assert_string_equal(fx_slurp(log), "accepted 3 x\naccepted 3 y\n"
                                   "refused 2 z (highest 3)\naccepted 4 w\n");
 }
 
@@ -210,13 +194,13 @@ static void test_paused_holder_is_fenced_off(void **state) {
   const char *name = "fence:paused";
   char store[512], log[600], tok[512], go[512], term[512], out[512],
       err[512], script[16384];
-  tmp_path(store, sizeof store, "paused.store");
+  fx_tmp_path(store, sizeof store, "paused.store");
   snprintf(log, sizeof log, "%s.log", store);
-  tmp_path(tok, sizeof tok, "paused.token");
-  tmp_path(go, sizeof go, "paused.go");
-  tmp_path(term, sizeof term, "paused.term");
-  tmp_path(out, sizeof out, "paused.out");
-  tmp_path(err, sizeof err, "paused.err");
+  fx_tmp_path(tok, sizeof tok, "paused.token");
+  fx_tmp_path(go, sizeof go, "paused.go");
+  fx_tmp_path(term, sizeof term, "paused.term");
+  fx_tmp_path(out, sizeof out, "paused.out");
+  fx_tmp_path(err, sizeof err, "paused.err");
   snprintf(script, sizeof script,
            "trap 'echo term >> %s; termed=1' TERM\n"
            "'%s' --child write '%s' \"$RLOCK_TOKEN\" A-before || exit 3\n"
@@ -232,7 +216,7 @@ static void test_paused_holder_is_fenced_off(void **state) {
   pid_t pid = start_group(argv, out, err);
 
   fx_wait_file(tok, rt_scaled_ms(10000));
-  long long ta = atoll(slurp(tok));
+  long long ta = atoll(fx_slurp(tok));
   assert_true(ta > 0);
   assert_int_equal(ta, token_key(name));
 
@@ -261,7 +245,7 @@ static void test_paused_holder_is_fenced_off(void **state) {
   fx_touch(go);
   assert_int_equal(kill(-pid, SIGCONT), 0);
   int status = fx_wait_child(pid, rt_scaled_ms(15000));
-  const char *errs = slurp(err);
+  const char *errs = fx_slurp(err);
   if (status != EXIT_LOST)
     fail_msg("rlock exited %d, expected %d; stderr: %s", status, EXIT_LOST,
              errs);
@@ -271,8 +255,8 @@ static void test_paused_holder_is_fenced_off(void **state) {
   snprintf(want, sizeof want, "rlock: lock '%s' was lost while 'sh' ran: "
            "terminating it\n", name);
   assert_string_equal(errs, want);
-  assert_string_equal(slurp(term), "term\n");
-  assert_string_equal(slurp(out), "");
+  assert_string_equal(fx_slurp(term), "term\n");
+  assert_string_equal(fx_slurp(out), "");
 
   /* The stale token was refused; the store kept B's write. */
   char want_log[512], want_store[64];
@@ -280,9 +264,9 @@ static void test_paused_holder_is_fenced_off(void **state) {
            "accepted %lld A-before\naccepted %lld B\n"
            "refused %lld A-stale (highest %lld)\n",
            ta, (long long)tb, ta, (long long)tb);
-  assert_string_equal(slurp(log), want_log);
+  assert_string_equal(fx_slurp(log), want_log);
   snprintf(want_store, sizeof want_store, "%lld B\n", (long long)tb);
-  assert_string_equal(slurp(store), want_store);
+  assert_string_equal(fx_slurp(store), want_store);
 
   /* rlock's release did not touch the new owner's hold. */
   OK(rlock_lock_check(l));

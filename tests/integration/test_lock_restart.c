@@ -20,7 +20,7 @@ static void test_restart_while_holding(void **state) {
   OK(rlock_lock_acquire(l));
   rt_server_restart(srv); /* data lost */
   int64_t t0 = rt_now_ms();
-  while (atomic_load(&lost) == 0 && rt_now_ms() - t0 < 3000)
+  while (atomic_load(&lost) == 0 && rt_now_ms() - t0 < rt_scaled_ms(3000))
     rt_sleep_ms(10);
   assert_int_equal(atomic_load(&lost), 1);
   RC(rlock_lock_check(l), RLOCK_ELOST);
