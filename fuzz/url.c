@@ -2,9 +2,10 @@
  * url.c - fuzz_url: the input is a URL (up to its first NUL).
  *
  * Parsed by the single-server parser (rlock__endpoint_parse: redis://,
- * unix://), by the topology parser (rlock__target_parse: also
- * redis-cluster:// and redis-sentinel://) and by the public setter
- * rlock_config_set_url(), which must agree with each other; what they
+ * rediss://, unix://), by the topology parser (rlock__target_parse: also
+ * redis[s]-cluster://, redis[s]-sentinel:// and the TLS parameters after
+ * '?') and by the public setter rlock_config_set_url(), which must agree
+ * with each other; what they
  * accept must be well formed, and copying and freeing it must be clean.
  * The URL pieces target.c shares are also fed the raw bytes.
  */
@@ -21,7 +22,8 @@ static int str_eq(const char *a, const char *b) {
 static int endpoint_eq(const rlock__endpoint *a, const rlock__endpoint *b) {
   return str_eq(a->host, b->host) && a->port == b->port &&
          str_eq(a->unix_path, b->unix_path) && str_eq(a->user, b->user) &&
-         str_eq(a->password, b->password) && a->db == b->db;
+         str_eq(a->password, b->password) && a->db == b->db &&
+         a->tls == b->tls && a->tls_ctx == b->tls_ctx;
 }
 
 static int is_zero(const rlock__endpoint *ep) {
@@ -40,6 +42,8 @@ static void check_endpoint(const rlock__endpoint *ep) {
   }
   FUZZ_CHECK(ep->user == NULL || ep->password != NULL);
   FUZZ_CHECK(ep->db >= 0 && ep->db <= 1000000);
+  FUZZ_CHECK((ep->tls == 0 || ep->tls == 1) && ep->tls_ctx == NULL);
+  FUZZ_CHECK(!ep->tls || ep->host != NULL); /* no TLS over unix sockets */
   char buf[64];
   const char *s = rlock__endpoint_str(ep, buf, sizeof buf);
   FUZZ_CHECK(s == buf && strlen(buf) < sizeof buf);
@@ -60,17 +64,26 @@ static void check_target(const rlock__target *t, const char *url) {
   case RLOCK__TOPO_SINGLE:
     FUZZ_CHECK(t->n == 1 && t->master == NULL);
     FUZZ_CHECK(strncmp(url, "redis://", 8) == 0 ||
+               strncmp(url, "rediss://", 9) == 0 ||
                strncmp(url, "unix://", 7) == 0);
+    FUZZ_CHECK(t->addrs[0].tls == (strncmp(url, "rediss://", 9) == 0));
+    FUZZ_CHECK(t->data.tls == t->addrs[0].tls);
     break;
   case RLOCK__TOPO_CLUSTER:
-    FUZZ_CHECK(strncmp(url, "redis-cluster://", 16) == 0);
+    FUZZ_CHECK(strncmp(url, "redis-cluster://", 16) == 0 ||
+               strncmp(url, "rediss-cluster://", 17) == 0);
+    FUZZ_CHECK(t->data.tls == (url[5] == 's'));
+    for (size_t i = 0; i < t->n; i++)
+      FUZZ_CHECK(t->addrs[i].tls == t->data.tls);
     FUZZ_CHECK(t->master == NULL && t->data.db == 0);
     for (size_t i = 0; i < t->n; i++) /* the nodes log in as data nodes */
       FUZZ_CHECK(str_eq(t->addrs[i].user, t->data.user) &&
                  str_eq(t->addrs[i].password, t->data.password));
     break;
   case RLOCK__TOPO_SENTINEL:
-    FUZZ_CHECK(strncmp(url, "redis-sentinel://", 17) == 0);
+    FUZZ_CHECK(strncmp(url, "redis-sentinel://", 17) == 0 ||
+               strncmp(url, "rediss-sentinel://", 18) == 0);
+    FUZZ_CHECK(t->data.tls == (url[5] == 's'));
     FUZZ_CHECK(t->master != NULL);
     FUZZ_CHECK(t->pubsub == RLOCK__PUBSUB_AUTO);
     break;
@@ -78,6 +91,11 @@ static void check_target(const rlock__target *t, const char *url) {
     FUZZ_CHECK(!"a kind of topology");
   }
   FUZZ_CHECK(rlock__target_kind_name(t) != NULL);
+  int tls = t->data.tls; /* TLS options only where TLS is spoken */
+  for (size_t i = 0; i < t->n; i++)
+    tls |= t->addrs[i].tls;
+  FUZZ_CHECK(tls || !rlock__tls_opts_any(&t->tls));
+  FUZZ_CHECK(t->tls.insecure == 0 || t->tls.insecure == 1);
 
   rlock__target copy;
   FUZZ_CHECK(rlock__target_copy(&copy, t) == RLOCK_OK);
@@ -123,11 +141,22 @@ static void pieces(const uint8_t *data, size_t size, const char *s) {
   rlock__endpoint_clear(&ep);
 }
 
+/* A redis:// or rediss:// URL's TLS parameters are the topology parser's:
+ * the single-server parser sees what comes before '?'. */
+static int has_params(const char *url) {
+  return (strncmp(url, "redis://", 8) == 0 ||
+          strncmp(url, "rediss://", 9) == 0) &&
+         strchr(url, '?') != NULL;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *url = fuzz_cstr(data, size);
+  char *base = fuzz_cstr(data, size);
+  if (has_params(url))
+    *strchr(base, '?') = '\0';
 
   rlock__endpoint ep;
-  int erc = rlock__endpoint_parse(&ep, url);
+  int erc = rlock__endpoint_parse(&ep, base);
   FUZZ_CHECK(erc == RLOCK_OK || erc == RLOCK_EINVAL);
   if (erc == RLOCK_OK)
     check_endpoint(&ep);
@@ -144,7 +173,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   } else {
     FUZZ_CHECK(t.n == 0 && t.addrs == NULL && t.master == NULL);
   }
-  if (strncmp(url, "redis://", 8) == 0 || strncmp(url, "unix://", 7) == 0)
+  if ((strncmp(url, "redis://", 8) == 0 || strncmp(url, "rediss://", 9) == 0 ||
+       strncmp(url, "unix://", 7) == 0) &&
+      !has_params(url))
     FUZZ_CHECK(erc == trc);
   rlock__target_clear(&t);
   rlock__endpoint_clear(&ep);
@@ -155,6 +186,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   rlock_config_free(cfg);
 
   pieces(data, size, url);
+  free(base);
   free(url);
   return 0;
 }

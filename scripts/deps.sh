@@ -5,7 +5,7 @@ set -euo pipefail
 
 # clang and libclang-rt-dev (libFuzzer, the sanitizers' runtimes):
 # scripts/fuzz.sh.
-PKGS=(build-essential cmake pkg-config libhiredis-dev libcmocka-dev
+PKGS=(build-essential cmake pkg-config libhiredis-dev libssl-dev openssl libcmocka-dev
       redis-server redis-tools redis-sentinel valgrind python3
       clang libclang-rt-dev)
 

@@ -163,6 +163,62 @@ RLOCK_EXTERN int rlock_config_set_lost_callback(rlock_config *cfg,
                                                 rlock_lost_fn fn,
                                                 void *userdata);
 
+/**
+ * TLS (rediss://, rediss-cluster://, rediss-sentinel:// URLs): the trust
+ * anchors that verify servers. Default: the system's store. Either may be
+ * NULL; both NULL goes back to the URL's tls_ca / tls_ca_dir, or the
+ * system's. Strings are copied. Setting TLS options for a URL without TLS
+ * makes rlock_client_new() fail with RLOCK_EINVAL; a file that cannot be
+ * read or parsed makes it fail too, naming the file.
+ * @return RLOCK_OK, RLOCK_EINVAL (empty or over 4096 bytes), RLOCK_ENOMEM.
+ */
+RLOCK_EXTERN int rlock_config_set_tls_ca(rlock_config *cfg,
+                                         const char *ca_file,
+                                         const char *ca_dir);
+
+/**
+ * TLS: a client certificate (PEM, may be a chain) and its private key,
+ * for servers that require one (tls-auth-clients). Both or neither (NULL,
+ * NULL: the URL's tls_cert / tls_key, or none). Strings are copied.
+ * @return RLOCK_OK, RLOCK_EINVAL (one without the other, empty, over 4096
+ *         bytes), RLOCK_ENOMEM.
+ */
+RLOCK_EXTERN int rlock_config_set_tls_cert(rlock_config *cfg,
+                                           const char *cert_file,
+                                           const char *key_file);
+
+/**
+ * TLS: the name the servers' certificates must carry (and the SNI sent),
+ * instead of the host connected to: for servers reached by address, or
+ * cluster nodes that announce addresses. NULL: the URL's tls_server_name,
+ * or each host. Hostname verification is always on unless insecure.
+ */
+RLOCK_EXTERN int rlock_config_set_tls_server_name(rlock_config *cfg,
+                                                  const char *name);
+
+/**
+ * TLS: 1 turns off every check of the servers' certificates (for tests
+ * only: anyone on the path can then read and change the traffic). 0, the
+ * default, verifies the chain and the name. TLS 1.2 is the minimum either
+ * way. Overrides the URL's tls_insecure.
+ * @return RLOCK_OK, or RLOCK_EINVAL for a value other than 0 and 1.
+ */
+RLOCK_EXTERN int rlock_config_set_tls_insecure(rlock_config *cfg,
+                                               int insecure);
+
+/**
+ * The user and password the data nodes are logged in with, instead of the
+ * URL's: for programs that keep secrets out of URLs (and command lines).
+ * `user` NULL: AUTH with the password only. `password` NULL (and user
+ * NULL): back to the URL's. Sentinels keep the URL's sentinel_user and
+ * sentinel_password. Strings are copied; they never appear in messages.
+ * @return RLOCK_OK, RLOCK_EINVAL (a user without password, an empty user,
+ *         over 4096 bytes), RLOCK_ENOMEM.
+ */
+RLOCK_EXTERN int rlock_config_set_password(rlock_config *cfg,
+                                           const char *user,
+                                           const char *password);
+
 /** How much a log message matters; a hook gets those up to its level. */
 typedef enum rlock_log_level {
   RLOCK_LOG_ERROR = 1, /**< a held lock was lost */

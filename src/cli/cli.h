@@ -36,7 +36,18 @@ typedef struct cli_global {
   const char *urls[RLOCK_MAX_REDLOCK_MEMBERS]; /* every -u; urls[0] == url */
   int nurls;            /* how many -u: several make exec take a RedLock */
   int64_t watchdog_ms;  /* --watchdog DUR, or 0 for the library default */
+  const char *tls_ca;   /* --tls-ca FILE|DIR, or NULL */
+  const char *tls_cert; /* --tls-cert FILE, with tls_key */
+  const char *tls_key;
+  int tls_insecure;     /* --tls-insecure */
+  const char *user;     /* --user NAME (with a password from a file or
+                           $RLOCK_PASSWORD), or NULL */
+  const char *password; /* from --password-file or $RLOCK_PASSWORD, or NULL:
+                           the URL's */
 } cli_global;
+
+/* The URL with any password replaced by "***", for messages. */
+const char *cli_redact_url(const char *url, char *buf, size_t size);
 
 /* The commands: argv[0] is the command's name; argv is NULL-terminated. */
 int cli_cmd_exec(const cli_global *g, int argc, char **argv);

@@ -4,17 +4,57 @@
  */
 #include "cli.h"
 
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+const char *cli_redact_url(const char *url, char *buf, size_t size) {
+  const char *scheme = strstr(url, "://");
+  const char *host = scheme ? scheme + 3 : url;
+  const char *at = strchr(host, '@');
+  const char *colon = at ? memchr(host, ':', (size_t)(at - host)) : NULL;
+  if (colon == NULL)
+    snprintf(buf, size, "%s", url);
+  else
+    snprintf(buf, size, "%.*s:***%s", (int)(colon - url), url, at);
+  return buf;
+}
+
+/* TLS files and the password, for every server. */
+static int secure(rlock_config *cfg, const cli_global *g) {
+  struct stat st;
+  int dir = g->tls_ca != NULL && stat(g->tls_ca, &st) == 0 &&
+            S_ISDIR(st.st_mode);
+  int rc = RLOCK_OK;
+  if (g->tls_ca != NULL)
+    rc = rlock_config_set_tls_ca(cfg, dir ? NULL : g->tls_ca,
+                                 dir ? g->tls_ca : NULL);
+  if (rc == RLOCK_OK && g->tls_cert != NULL)
+    rc = rlock_config_set_tls_cert(cfg, g->tls_cert, g->tls_key);
+  if (rc == RLOCK_OK && g->tls_insecure)
+    rc = rlock_config_set_tls_insecure(cfg, 1);
+  if (rc == RLOCK_OK && g->password != NULL)
+    rc = rlock_config_set_password(cfg, g->user, g->password);
+  return rc == RLOCK_OK ? 0
+                        : cli_usage("%s", rlock_error_last()->message);
+}
+
 /* Apply the global options for server `url`; returns 0 or an exit status.
  * A bad URL or watchdog is the user's typing, so it is a usage error. */
 static int configure(rlock_config *cfg, const cli_global *g, const char *url,
                      rlock_lost_fn lost, void *ud) {
+  char shown[512];
   if (url != NULL && rlock_config_set_url(cfg, url) != RLOCK_OK)
     return cli_usage("invalid %s '%s': %s",
-                     g->url_from_env ? "$RLOCK_URL" : "URL", url,
+                     g->url_from_env ? "$RLOCK_URL" : "URL",
+                     cli_redact_url(url, shown, sizeof shown),
                      rlock_error_last()->message);
   if (g->watchdog_ms != 0 &&
       rlock_config_set_watchdog_timeout_ms(cfg, g->watchdog_ms) != RLOCK_OK)
     return cli_usage("invalid --watchdog: %s", rlock_error_last()->message);
+  int status = secure(cfg, g);
+  if (status != 0)
+    return status;
   int rc = rlock_config_set_lost_callback(cfg, lost, ud);
   return rc == RLOCK_OK ? 0 : cli_lib_error(rc);
 }

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -32,7 +33,7 @@ static const char main_help[] =
     "Run 'rlock COMMAND --help' for a command's options.\n"
     "\n"
     "Global options:\n"
-    "  -u, --url URL       the Redis server: redis://[[user]:password@]host"
+    "  -u, --url URL       the Redis server: redis[s]://[[user]:password@]host"
     "[:port][/db]\n"
     "                      or unix://[[user]:password@]/path[?db=N], or a\n"
     "                      cluster: redis-cluster://host:port[,host:port...]\n"
@@ -44,6 +45,15 @@ static const char main_help[] =
     "                      -u (independent servers) make exec take a RedLock\n"
     "      --watchdog DUR  lease of a lock held by exec without -l, renewed\n"
     "                      every third of it (default 30s, at least 30ms)\n"
+    "      --tls-ca PATH   rediss://: trust the CA certificate(s) in this file\n"
+    "                      or directory (default: the system's store)\n"
+    "      --tls-cert FILE, --tls-key FILE\n"
+    "                      rediss://: a client certificate and its key\n"
+    "      --tls-insecure  rediss://: do not verify the server (tests only)\n"
+    "      --user NAME     log in as NAME (with the password below)\n"
+    "      --password-file FILE\n"
+    "                      the password is FILE's first line, instead of the\n"
+    "                      URL's (also $RLOCK_PASSWORD; keeps it out of ps)\n"
     "  -h, --help          show this help\n"
     "      --version       show the version\n"
     "\n"
@@ -76,7 +86,35 @@ static const struct {
 };
 
 #define MAIN_SHORTOPTS "+:u:h"
-enum { OPT_WATCHDOG = 256, OPT_VERSION };
+enum {
+  OPT_WATCHDOG = 256,
+  OPT_VERSION,
+  OPT_TLS_CA,
+  OPT_TLS_CERT,
+  OPT_TLS_KEY,
+  OPT_TLS_INSECURE,
+  OPT_USER,
+  OPT_PASSWORD_FILE
+};
+
+/* The first line of `path` (without its newline) into buf: 0, or an exit
+ * status after saying what went wrong (never the password). */
+static int read_password(const char *path, char *buf, size_t size) {
+  FILE *f = fopen(path, "r");
+  if (f == NULL)
+    return cli_fail(EX_USAGE, "cannot read --password-file '%s': %s", path,
+                    strerror(errno));
+  int ok = fgets(buf, (int)size, f) != NULL;
+  fclose(f);
+  size_t n = ok ? strcspn(buf, "\r\n") : 0;
+  if (!ok || n == 0)
+    return cli_fail(EX_USAGE, "--password-file '%s' is empty", path);
+  if (buf[n] == '\0' && strlen(buf) == size - 1)
+    return cli_fail(EX_USAGE, "--password-file '%s': first line longer "
+                    "than %zu bytes", path, size - 2);
+  buf[n] = '\0';
+  return 0;
+}
 
 /* Returns CLI_CONTINUE with *g filled and optind at the command, or an
  * exit status (after --help, --version or a usage error). */
@@ -84,6 +122,12 @@ static int parse_global(int argc, char **argv, cli_global *g) {
   static const struct option longopts[] = {
       {"url", required_argument, NULL, 'u'},
       {"watchdog", required_argument, NULL, OPT_WATCHDOG},
+      {"tls-ca", required_argument, NULL, OPT_TLS_CA},
+      {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
+      {"tls-key", required_argument, NULL, OPT_TLS_KEY},
+      {"tls-insecure", no_argument, NULL, OPT_TLS_INSECURE},
+      {"user", required_argument, NULL, OPT_USER},
+      {"password-file", required_argument, NULL, OPT_PASSWORD_FILE},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, OPT_VERSION},
       {NULL, 0, NULL, 0}};
@@ -108,10 +152,35 @@ static int parse_global(int argc, char **argv, cli_global *g) {
       if (g->watchdog_ms == 0)
         return cli_usage("--watchdog must be at least 30ms");
       break;
+    case OPT_TLS_CA:
+      g->tls_ca = optarg;
+      break;
+    case OPT_TLS_CERT:
+      g->tls_cert = optarg;
+      break;
+    case OPT_TLS_KEY:
+      g->tls_key = optarg;
+      break;
+    case OPT_TLS_INSECURE:
+      g->tls_insecure = 1;
+      break;
+    case OPT_USER:
+      g->user = optarg;
+      break;
+    case OPT_PASSWORD_FILE: {
+      static char pw[4098];
+      int status = read_password(optarg, pw, sizeof pw);
+      if (status != 0)
+        return status;
+      g->password = pw;
+      break;
+    }
     default:
       return cli_bad_option(c, argv, MAIN_SHORTOPTS);
     }
   }
+  if ((g->tls_cert == NULL) != (g->tls_key == NULL))
+    return cli_usage("--tls-cert and --tls-key go together");
   return CLI_CONTINUE;
 }
 
@@ -158,6 +227,13 @@ int main(int argc, char **argv) {
       g.nurls = 1;
       g.url_from_env = 1;
     }
+    const char *pw = getenv("RLOCK_PASSWORD");
+    if (g.password == NULL && pw != NULL && pw[0] != '\0')
+      g.password = pw;
+    if (g.user != NULL && g.password == NULL)
+      status = cli_usage("--user needs --password-file or $RLOCK_PASSWORD");
+  }
+  if (status == CLI_CONTINUE) {
     status = dispatch(&g, argc - optind, argv + optind);
   }
   return flush_stdout(status);

@@ -36,6 +36,25 @@ static int make_uuid(char out[37]) {
 
 static void wake_bg(void *arg) { rlock__bg_wake(arg); }
 
+/* Build the TLS context where the URL asks for TLS, and hand it to every
+ * endpoint that speaks it (nodes found later copy it from target.data). */
+static int tls_setup(rlock_client *c) {
+  rlock__target *t = &c->cfg.target;
+  int any = t->data.tls;
+  for (size_t i = 0; i < t->n; i++)
+    any |= t->addrs[i].tls;
+  if (!any)
+    return RLOCK_OK;
+  int rc = rlock__tls_new(&c->tls, &t->tls);
+  if (rc != RLOCK_OK)
+    return rc;
+  for (size_t i = 0; i <= t->n; i++) {
+    rlock__endpoint *ep = i < t->n ? &t->addrs[i] : &t->data;
+    ep->tls_ctx = ep->tls ? c->tls : NULL;
+  }
+  return RLOCK_OK;
+}
+
 int rlock_client_new(rlock_client **out, const rlock_config *cfg) {
   if (out == NULL)
     return rlock__err(RLOCK_EINVAL, "rlock_client_new: out is NULL");
@@ -49,7 +68,9 @@ int rlock_client_new(rlock_client **out, const rlock_config *cfg) {
     free(c);
     return rc;
   }
-  if ((rc = make_uuid(c->id)) != RLOCK_OK)
+  if ((rc = make_uuid(c->id)) != RLOCK_OK ||
+      (rc = rlock__config_apply(&c->cfg)) != RLOCK_OK ||
+      (rc = tls_setup(c)) != RLOCK_OK)
     goto fail_cfg;
   if (c->cfg.pubsub_mode >= 0) /* the setter wins over the URL */
     c->cfg.target.pubsub = (rlock__pubsub_mode)c->cfg.pubsub_mode;
@@ -81,6 +102,7 @@ fail_pubsub:
 fail_topo:
   rlock__topo_destroy(&c->topo);
 fail_cfg:
+  rlock__tls_free(c->tls);
   rlock__config_clear(&c->cfg);
   free(c);
   return rc;
@@ -111,6 +133,7 @@ int rlock_client_free(rlock_client *c) {
   rlock__watchdog_destroy(&c->wd);
   rlock__pubsub_destroy(&c->ps);
   rlock__topo_destroy(&c->topo);
+  rlock__tls_free(c->tls); /* after every connection that used it */
   rlock__config_clear(&c->cfg);
   free(c);
   return RLOCK_OK;

@@ -25,6 +25,7 @@ struct rlock_client {
   rlock__watchdog wd;
   rlock__bg bg;
   rlock__obs obs; /* log hook and counters (obs.h) */
+  rlock__tls *tls; /* the TLS context every TLS connection shares, or NULL */
   rlock__origin origin; /* the process that created it (net/pool.h): in a
                            fork()ed child every operation is refused */
 };

@@ -20,16 +20,86 @@ int rlock__config_defaults(rlock_config *cfg) {
   cfg->pubsub_mode = -1;
   cfg->sync_replicas = 1;
   cfg->replica_sync_timeout_ms = 1000;
+  cfg->tls_insecure = -1;
   return rlock__target_parse(&cfg->target, RLOCK_DEFAULT_URL);
+}
+
+static int dup_opt(char **dst, const char *src) {
+  *dst = NULL;
+  return src == NULL || (*dst = rlock__strdup(src)) != NULL ? 0 : -1;
 }
 
 int rlock__config_copy(rlock_config *dst, const rlock_config *src) {
   *dst = *src;
-  return rlock__target_copy(&dst->target, &src->target);
+  dst->user = dst->password = NULL;
+  memset(&dst->tls, 0, sizeof dst->tls);
+  int rc = rlock__target_copy(&dst->target, &src->target);
+  if (rc == RLOCK_OK && (dup_opt(&dst->user, src->user) ||
+                         dup_opt(&dst->password, src->password) ||
+                         rlock__tls_opts_copy(&dst->tls, &src->tls)))
+    rc = rlock__err(RLOCK_ENOMEM, "out of memory");
+  if (rc != RLOCK_OK)
+    rlock__config_clear(dst);
+  return rc;
 }
 
 void rlock__config_clear(rlock_config *cfg) {
   rlock__target_clear(&cfg->target);
+  rlock__tls_opts_clear(&cfg->tls);
+  free(cfg->user);
+  free(cfg->password);
+  cfg->user = cfg->password = NULL;
+}
+
+/* *dst = a copy of src when src is set (an override). */
+static int override(char **dst, const char *src) {
+  if (src == NULL)
+    return 0;
+  char *copy = rlock__strdup(src);
+  if (copy == NULL)
+    return -1;
+  free(*dst);
+  *dst = copy;
+  return 0;
+}
+
+/* The setters' password for the data nodes: every address but a
+ * sentinel, and the template of nodes found later. */
+static int apply_password(rlock_config *cfg) {
+  rlock__target *t = &cfg->target;
+  int sentinel = t->kind == RLOCK__TOPO_SENTINEL;
+  for (size_t i = 0; i <= t->n; i++) {
+    rlock__endpoint *ep = i < t->n ? &t->addrs[i] : &t->data;
+    if (sentinel && ep != &t->data)
+      continue;
+    free(ep->user);
+    free(ep->password);
+    ep->user = ep->password = NULL;
+    if (dup_opt(&ep->user, cfg->user) || dup_opt(&ep->password, cfg->password))
+      return -1;
+  }
+  return 0;
+}
+
+int rlock__config_apply(rlock_config *cfg) {
+  rlock__tls_opts *u = &cfg->target.tls;
+  const rlock__tls_opts *o = &cfg->tls;
+  if (override(&u->ca_file, o->ca_file) || override(&u->ca_dir, o->ca_dir) ||
+      override(&u->cert_file, o->cert_file) ||
+      override(&u->key_file, o->key_file) ||
+      override(&u->server_name, o->server_name) ||
+      (cfg->password_set && apply_password(cfg)))
+    return rlock__err(RLOCK_ENOMEM, "out of memory");
+  if (cfg->tls_insecure >= 0)
+    u->insecure = cfg->tls_insecure;
+  int tls = cfg->target.data.tls;
+  for (size_t i = 0; i < cfg->target.n; i++)
+    tls |= cfg->target.addrs[i].tls;
+  if (!tls && rlock__tls_opts_any(u))
+    return rlock__err(RLOCK_EINVAL, "TLS options are set but the URL speaks "
+                      "no TLS: use rediss://, rediss-cluster:// or "
+                      "rediss-sentinel://");
+  return RLOCK_OK;
 }
 
 int rlock_config_new(rlock_config **out) {
@@ -137,6 +207,83 @@ int rlock_config_set_log(rlock_config *cfg, rlock_log_fn fn,
   cfg->log_fn = fn;
   cfg->log_userdata = fn ? userdata : NULL;
   cfg->log_level = fn ? (int)max_level : 0;
+  return RLOCK_OK;
+}
+
+/* A path or name option: NULL clears it; otherwise not empty, and
+ * copied. */
+static int set_str(char **field, const char *what, const char *v) {
+  if (v != NULL && (*v == '\0' || strlen(v) > 4096))
+    return rlock__err(RLOCK_EINVAL, "%s must not be empty or longer than "
+                      "4096 bytes", what);
+  char *copy = NULL;
+  if (v != NULL && (copy = rlock__strdup(v)) == NULL)
+    return rlock__err(RLOCK_ENOMEM, "out of memory");
+  free(*field);
+  *field = copy;
+  return RLOCK_OK;
+}
+
+int rlock_config_set_tls_ca(rlock_config *cfg, const char *ca_file,
+                            const char *ca_dir) {
+  CHECK_CFG(cfg, "rlock_config_set_tls_ca");
+  if ((ca_file && (!*ca_file || strlen(ca_file) > 4096)) ||
+      (ca_dir && (!*ca_dir || strlen(ca_dir) > 4096)))
+    return rlock__err(RLOCK_EINVAL, "TLS CA file and directory must not be "
+                      "empty or longer than 4096 bytes");
+  int rc = set_str(&cfg->tls.ca_file, "TLS CA file", ca_file);
+  return rc == RLOCK_OK ? set_str(&cfg->tls.ca_dir, "TLS CA directory", ca_dir)
+                        : rc;
+}
+
+int rlock_config_set_tls_cert(rlock_config *cfg, const char *cert_file,
+                              const char *key_file) {
+  CHECK_CFG(cfg, "rlock_config_set_tls_cert");
+  if ((cert_file == NULL) != (key_file == NULL))
+    return rlock__err(RLOCK_EINVAL, "a TLS client certificate needs both the "
+                      "certificate and its key file (or neither)");
+  if ((cert_file && (!*cert_file || strlen(cert_file) > 4096)) ||
+      (key_file && (!*key_file || strlen(key_file) > 4096)))
+    return rlock__err(RLOCK_EINVAL, "TLS certificate and key file must not "
+                      "be empty or longer than 4096 bytes");
+  int rc = set_str(&cfg->tls.cert_file, "TLS certificate file", cert_file);
+  return rc == RLOCK_OK ? set_str(&cfg->tls.key_file, "TLS key file", key_file)
+                        : rc;
+}
+
+int rlock_config_set_tls_server_name(rlock_config *cfg, const char *name) {
+  CHECK_CFG(cfg, "rlock_config_set_tls_server_name");
+  return set_str(&cfg->tls.server_name, "TLS server name", name);
+}
+
+int rlock_config_set_tls_insecure(rlock_config *cfg, int insecure) {
+  CHECK_CFG(cfg, "rlock_config_set_tls_insecure");
+  if (insecure != 0 && insecure != 1)
+    return rlock__err(RLOCK_EINVAL, "insecure must be 0 or 1 (got %d)",
+                      insecure);
+  cfg->tls_insecure = insecure;
+  return RLOCK_OK;
+}
+
+int rlock_config_set_password(rlock_config *cfg, const char *user,
+                              const char *password) {
+  CHECK_CFG(cfg, "rlock_config_set_password");
+  if (password == NULL && user != NULL)
+    return rlock__err(RLOCK_EINVAL, "a user needs a password");
+  if ((user && (!*user || strlen(user) > 4096)) ||
+      (password && strlen(password) > 4096))
+    return rlock__err(RLOCK_EINVAL, "user must not be empty; user and "
+                      "password at most 4096 bytes");
+  char *u = NULL, *p = NULL;
+  if (dup_opt(&u, user) || dup_opt(&p, password)) {
+    free(u);
+    return rlock__err(RLOCK_ENOMEM, "out of memory");
+  }
+  free(cfg->user);
+  free(cfg->password);
+  cfg->user = u;
+  cfg->password = p;
+  cfg->password_set = password != NULL;
   return RLOCK_OK;
 }
 

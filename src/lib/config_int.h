@@ -26,6 +26,12 @@ struct rlock_config {
   rlock_log_fn log_fn;
   void *log_userdata;
   int log_level;
+  /* The setters' TLS options: each non-NULL one overrides the URL's. */
+  rlock__tls_opts tls;
+  int tls_insecure; /* -1: the URL's */
+  /* rlock_config_set_password: overrides the URL's data credentials. */
+  int password_set;
+  char *user, *password;
 };
 
 /* Fill `cfg` with the defaults; RLOCK_ENOMEM on failure. */
@@ -36,5 +42,10 @@ int rlock__config_copy(rlock_config *dst, const rlock_config *src);
 
 /* Free what `cfg` owns (not cfg itself). */
 void rlock__config_clear(rlock_config *cfg);
+
+/* Apply the setters' TLS options and password to cfg->target (a client's
+ * own copy): RLOCK_OK, RLOCK_EINVAL (TLS options without a TLS URL) or
+ * RLOCK_ENOMEM. */
+int rlock__config_apply(rlock_config *cfg);
 
 #endif /* RLOCK_CONFIG_INT_H */

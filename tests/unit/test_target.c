@@ -112,6 +112,39 @@ static void test_sentinel(void **state) {
   rlock__target_clear(&t);
 }
 
+/* TLS: the scheme says who speaks it; parameters carry the files. */
+static void test_tls(void **state) {
+  (void)state;
+  rlock__target t = parse_ok("rediss://u:p@h:6380/2?tls_ca=%2Fca.pem&"
+                             "tls_server_name=redis.internal&tls_insecure=no");
+  assert_int_equal(t.kind, RLOCK__TOPO_SINGLE);
+  assert_int_equal(t.addrs[0].tls, 1);
+  assert_int_equal(t.addrs[0].port, 6380);
+  assert_int_equal(t.addrs[0].db, 2);
+  assert_string_equal(t.addrs[0].password, "p");
+  assert_string_equal(t.tls.ca_file, "/ca.pem");
+  assert_string_equal(t.tls.server_name, "redis.internal");
+  assert_int_equal(t.tls.insecure, 0);
+  rlock__target_clear(&t);
+  t = parse_ok("redis://h:1");
+  assert_int_equal(t.addrs[0].tls, 0);
+  rlock__target_clear(&t);
+  t = parse_ok("rediss-cluster://a:1,b:2?tls_cert=c.pem&tls_key=k.pem");
+  assert_int_equal(t.addrs[0].tls && t.addrs[1].tls && t.data.tls, 1);
+  assert_string_equal(t.tls.cert_file, "c.pem");
+  rlock__target_clear(&t);
+  /* Sentinels in plain text, the data nodes over TLS, and the reverse. */
+  t = parse_ok("rediss-sentinel://s1,s2?sentinel_tls=no#m");
+  assert_int_equal(t.addrs[0].tls + t.addrs[1].tls, 0);
+  assert_int_equal(t.data.tls, 1);
+  rlock__target_clear(&t);
+  t = parse_ok("redis-sentinel://s1?sentinel_tls=yes&tls_insecure=1#m");
+  assert_int_equal(t.addrs[0].tls, 1);
+  assert_int_equal(t.data.tls, 0);
+  assert_int_equal(t.tls.insecure, 1);
+  rlock__target_clear(&t);
+}
+
 static void test_invalid(void **state) {
   (void)state;
   expect_invalid("redis-sentinel://s1,s2", "#MASTER");
@@ -135,7 +168,13 @@ static void test_invalid(void **state) {
   assert_null(t.addrs[0].user);
   assert_string_equal(t.addrs[0].password, "sp");
   rlock__target_clear(&t);
-  expect_invalid("rediss://h", "must start with");
+  expect_invalid("rediss:/h", "must start with");
+  expect_invalid("redis://h?tls_ca=/x", "speaks no TLS");
+  expect_invalid("redis-cluster://h:1?tls_insecure=yes", "speaks no TLS");
+  expect_invalid("rediss://h?tls_insecure=maybe", "yes or no");
+  expect_invalid("rediss://h?tls_ca=", "tls_ca");
+  expect_invalid("rediss://h?pubsub=classic", "not known");
+  expect_invalid("rediss-cluster://h:1?sentinel_tls=no", "not known");
   char many[1024] = "redis-cluster://";
   for (int i = 0; i < RLOCK__TARGET_MAX_HOSTS + 1; i++)
     strcat(many, i ? ",h:1" : "h:1");
@@ -165,7 +204,8 @@ static void test_slots(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_single_server), cmocka_unit_test(test_cluster),
-      cmocka_unit_test(test_sentinel),      cmocka_unit_test(test_invalid),
+      cmocka_unit_test(test_sentinel),      cmocka_unit_test(test_tls),
+      cmocka_unit_test(test_invalid),
       cmocka_unit_test(test_slots),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,12 +1,12 @@
 /*
- * conn.c - TCP and unix-socket connections with deadlines, and the login
- * handshake.
+ * conn.c - TCP and unix-socket connections with deadlines, TLS where the
+ * endpoint asks for it (tls.c), and the login handshake.
  *
  * All I/O goes through a few small functions, stream_read, stream_write,
  * stream_wait and stream_read_wait: "move some bytes now, or say which
  * readiness to wait for", "wait for it until a deadline", and "read,
- * waiting at most until a deadline". TLS will sit under them (a TLS read
- * may want the socket writable, hence the `want` they report); everything
+ * waiting at most until a deadline". TLS sits under them (a TLS read may
+ * want the socket writable, hence the `want` they report); everything
  * above them only deals in deadlines.
  *
  * The socket itself is in blocking mode with SO_RCVTIMEO: operations that
@@ -41,7 +41,7 @@
 /* Wait until `fd` has `events` or `deadline_us` passes. Returns 0 when
  * ready (or failed: the next read or write says how), ETIMEDOUT, or an
  * errno. Signals neither end the wait early nor stretch it. */
-static int wait_fd(int fd, short events, int64_t deadline_us) {
+int rlock__wait_fd(int fd, short events, int64_t deadline_us) {
   struct pollfd p = {.fd = fd, .events = events};
   for (;;) {
     int64_t left = rlock__ms_left(deadline_us);
@@ -58,11 +58,13 @@ static int wait_fd(int fd, short events, int64_t deadline_us) {
   }
 }
 
-/* ---- the byte stream (the seam TLS will sit under) -------------------- */
+/* ---- the byte stream (TLS sits under it: tls.h) ----------------------- */
 
 /* Read up to len bytes without waiting: > 0 bytes read, 0 end of stream,
  * -1 with errno (EAGAIN: nothing yet; wait for *want). */
 static ssize_t stream_read(rlock__conn *c, char *buf, size_t len, short *want) {
+  if (c->tls != NULL)
+    return rlock__tls_read(c->tls, buf, len, 0, want);
   ssize_t n;
   do
     n = recv(c->fd, buf, len, MSG_DONTWAIT);
@@ -95,9 +97,19 @@ static ssize_t stream_read_wait(rlock__conn *c, char *buf, size_t len,
     }
     if (c->rcvtimeo_ms > left || c->rcvtimeo_ms == 0)
       set_rcvtimeo(c, left);
-    ssize_t n = recv(c->fd, buf, len, 0);
+    short want = POLLIN;
+    ssize_t n = c->tls != NULL ? rlock__tls_read(c->tls, buf, len, 1, &want)
+                               : recv(c->fd, buf, len, 0);
     if (n >= 0 || (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK))
       return n;
+    if (want == POLLOUT) { /* TLS wants to write first */
+      int err = rlock__wait_fd(c->fd, POLLOUT, deadline_us);
+      if (err != 0) {
+        errno = err;
+        return -1;
+      }
+      continue;
+    }
     if (errno != EINTR)
       set_rcvtimeo(c, rlock__ms_left(deadline_us)); /* it was lower */
   }
@@ -107,6 +119,8 @@ static ssize_t stream_read_wait(rlock__conn *c, char *buf, size_t len,
  * (EAGAIN: no room; wait for *want). */
 static ssize_t stream_write(rlock__conn *c, const char *buf, size_t len,
                             short *want) {
+  if (c->tls != NULL)
+    return rlock__tls_write(c->tls, buf, len, want);
   ssize_t n;
   do
     n = send(c->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -118,20 +132,19 @@ static ssize_t stream_write(rlock__conn *c, const char *buf, size_t len,
 /* Whether the stream holds received bytes a read would return without the
  * socket being readable (never for a plain socket; TLS buffers records). */
 static int stream_pending(const rlock__conn *c) {
-  (void)c;
-  return 0;
+  return c->tls != NULL && rlock__tls_pending(c->tls);
 }
 
 /* Wait until the stream can move in the direction `want` asked for. */
 static int stream_wait(rlock__conn *c, short want, int64_t deadline_us) {
-  return wait_fd(c->fd, want, deadline_us);
+  return rlock__wait_fd(c->fd, want, deadline_us);
 }
 
 /* ---- connecting ------------------------------------------------------- */
 
 /* Finish a non-blocking connect by `deadline_us`. Returns 0 or an errno. */
 static int wait_connected(int fd, int64_t deadline_us) {
-  int err = wait_fd(fd, POLLOUT, deadline_us);
+  int err = rlock__wait_fd(fd, POLLOUT, deadline_us);
   if (err != 0)
     return err;
   socklen_t len = sizeof err;
@@ -192,11 +205,10 @@ static int connect_unix(const rlock__endpoint *ep, int64_t deadline_us,
                       err);
 }
 
-/* Resolve and connect c->fd within `connect_ms` in all: the lookup gets
- * what it needs of it, the connect the rest. Records the error. */
+/* Resolve and connect c->fd by `deadline`: the lookup gets what it needs
+ * of the time, the connect the rest. Records the error. */
 static int open_socket(rlock__conn *c, const rlock__endpoint *ep,
-                       int64_t connect_ms) {
-  int64_t deadline = rlock__deadline_after_ms(connect_ms);
+                       int64_t deadline) {
   int err = 0;
   if (ep->unix_path != NULL) {
     c->fd = connect_unix(ep, deadline, &err);
@@ -223,9 +235,20 @@ static int io_error(rlock__conn *c, const char *what, int err) {
   if (err == EAGAIN || err == EWOULDBLOCK || err == ETIMEDOUT)
     return rlock__err(RLOCK_ETIMEOUT, "redis %s: no answer in time (%s)",
                       c->where, what);
+  /* A plain-text client at a TLS port is dropped (or reset) before any
+   * reply. */
+  const char *hint = c->heard || c->tls != NULL
+                         ? ""
+                         : " (a TLS port? then use rediss://)";
   if (err == 0)
-    return rlock__err(RLOCK_EIO, "redis %s: connection closed by server",
-                      c->where);
+    return rlock__err(RLOCK_EIO, "redis %s: connection closed by server%s",
+                      c->where, hint);
+  if (err == ECONNRESET)
+    return rlock__err(RLOCK_EIO, "redis %s: %s failed: %s%s", c->where, what,
+                      strerror(err), hint);
+  if (err == EPROTO && c->tls != NULL) /* tls.c recorded the alert */
+    return rlock__err(RLOCK_EIO, "redis %s: TLS %s failed: %s", c->where,
+                      what, rlock_error_last()->message);
   return rlock__err(RLOCK_EIO, "redis %s: %s failed: %s", c->where, what,
                     strerror(err));
 }
@@ -291,19 +314,25 @@ static int fill(rlock__conn *c, short *want) {
   if (n <= 0)
     return io_error(c, "read", n == 0 ? 0 : errno);
   *want = 0;
+  c->heard = 1;
   rlock__read_status st = rlock__reader_feed(c->reader, buf, (size_t)n);
   return st == RLOCK__READ_OK ? RLOCK_OK : reader_error(c, st);
 }
 
 int rlock__conn_read_some(rlock__conn *c) {
   short want;
-  return fill(c, &want);
+  int rc = fill(c, &want);
+  /* TLS may hold decrypted bytes that poll() will not announce. */
+  while (rc == RLOCK_OK && want == 0 && stream_pending(c))
+    rc = fill(c, &want);
+  return rc;
 }
 
 /* Feed n bytes read into the reader, or report the read's failure. */
 static int fed(rlock__conn *c, const char *buf, ssize_t n) {
   if (n <= 0)
     return io_error(c, "read", n == 0 ? 0 : errno);
+  c->heard = 1;
   rlock__read_status st = rlock__reader_feed(c->reader, buf, (size_t)n);
   return st == RLOCK__READ_OK ? RLOCK_OK : reader_error(c, st);
 }
@@ -315,7 +344,8 @@ static int recv_until(rlock__conn *c, rlock__reply **out, int64_t deadline_us) {
     int rc = rlock__conn_take_reply(c, out);
     if (rc != RLOCK_OK || *out != NULL)
       return rc;
-    ssize_t n = stream_pending(c) ? recv(c->fd, buf, sizeof buf, MSG_DONTWAIT)
+    short want;
+    ssize_t n = stream_pending(c) ? stream_read(c, buf, sizeof buf, &want)
                                   : stream_read_wait(c, buf, sizeof buf,
                                                      deadline_us);
     if ((rc = fed(c, buf, n)) != RLOCK_OK)
@@ -356,10 +386,20 @@ int rlock__conn_drain(rlock__conn *c, int64_t max_ms) {
 }
 
 int rlock__conn_stale(rlock__conn *c) {
-  if (rlock__reader_buffered(c->reader) > 0)
+  if (rlock__reader_buffered(c->reader) > 0 || stream_pending(c))
     return 1; /* unsolicited bytes, already read */
   /* Readable while idle: end of stream, an error, or unsolicited bytes. */
-  return stream_wait(c, POLLIN, rlock__now_us()) != ETIMEDOUT;
+  if (stream_wait(c, POLLIN, rlock__now_us()) == ETIMEDOUT)
+    return 0;
+  if (c->tls == NULL)
+    return 1;
+  /* TLS 1.3 servers send session tickets after the handshake: records
+   * for OpenSSL alone, which leave nothing to read. */
+  char buf[64];
+  short want;
+  ssize_t n = stream_read(c, buf, sizeof buf, &want);
+  return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) ||
+         stream_pending(c);
 }
 
 /* ---- opening ---------------------------------------------------------- */
@@ -404,7 +444,11 @@ int rlock__conn_open(rlock__conn **out, const rlock__endpoint *ep,
   c->fd = -1;
   c->timeout_ms = command_ms;
   rlock__endpoint_str(ep, c->where, sizeof c->where);
-  int rc = open_socket(c, ep, connect_ms);
+  int64_t deadline = rlock__deadline_after_ms(connect_ms);
+  int rc = open_socket(c, ep, deadline);
+  if (rc == RLOCK_OK && ep->tls_ctx != NULL)
+    rc = rlock__tls_connect(&c->tls, ep->tls_ctx, c->fd, ep->host, c->where,
+                            deadline);
   if (rc == RLOCK_OK)
     rc = handshake(c, ep);
   if (rc != RLOCK_OK) {
@@ -418,6 +462,7 @@ int rlock__conn_open(rlock__conn **out, const rlock__endpoint *ep,
 void rlock__conn_close(rlock__conn *c) {
   if (c == NULL)
     return;
+  rlock__tls_close(c->tls);
   if (c->fd >= 0)
     close(c->fd);
   rlock__reader_free(c->reader);

@@ -3,7 +3,7 @@
  * encoder, and a reader that bounds what a reply may cost (reader.h).
  *
  * We own the socket instead of using redisContext so that connect and
- * command timeouts, staleness checks and (later) TLS are under our
+ * command timeouts, staleness checks and TLS (tls.h) are under our
  * control; hiredis 0.14 has no TLS and no per-call timeouts.
  *
  * Every wait is bounded by an absolute monotonic deadline, so a timeout
@@ -35,6 +35,7 @@
 
 #include "endpoint.h"
 #include "reader.h"
+#include "tls.h"
 
 typedef struct rlock__conn {
   int fd; /* callers may poll it; see above for blocking */
@@ -48,14 +49,18 @@ typedef struct rlock__conn {
    * clears it when done. */
   int64_t io_deadline_us;
   rlock__reader *reader;
+  rlock__tls_conn *tls; /* NULL: plain text */
+  int heard;            /* the server has sent something */
   char where[128]; /* "host:port" for messages */
 } rlock__conn;
 
-/* Resolve and connect within `connect_ms` in all, set the command
- * timeout, then AUTH and SELECT as the endpoint asks (one command timeout
- * each). RLOCK_EIO (unreachable, refused, "name did not resolve (...)"),
- * RLOCK_ETIMEOUT (connect or "name lookup did not finish in time"),
- * RLOCK_EAUTH or RLOCK_ENOMEM on failure, with the last error set. */
+/* Resolve, connect and (where the endpoint has a TLS context) finish the
+ * TLS handshake within `connect_ms` in all, set the command timeout, then
+ * AUTH and SELECT as the endpoint asks (one command timeout each).
+ * RLOCK_EIO (unreachable, refused, "name did not resolve (...)", a TLS
+ * handshake that failed and why), RLOCK_ETIMEOUT (connect, handshake or
+ * "name lookup did not finish in time"), RLOCK_EAUTH or RLOCK_ENOMEM on
+ * failure, with the last error set. */
 int rlock__conn_open(rlock__conn **out, const rlock__endpoint *ep,
                      int64_t connect_ms, int64_t command_ms);
 
@@ -101,6 +106,10 @@ int rlock__conn_take_reply(rlock__conn *c, rlock__reply **out);
  * in all: RLOCK_OK when the connection is ready for a new command, else an
  * error (the connection is broken; the caller drops it). */
 int rlock__conn_drain(rlock__conn *c, int64_t max_ms);
+
+/* Wait until `fd` has `events` or `deadline_us` passes: 0 when ready (or
+ * failed: the next read or write says how), ETIMEDOUT, or an errno. */
+int rlock__wait_fd(int fd, short events, int64_t deadline_us);
 
 /* 1 when an idle connection can no longer be used: the server closed it,
  * the socket failed, or bytes arrived that nobody asked for. Never waits

@@ -1,6 +1,7 @@
 /*
  * endpoint.c - URL parsing:
  *   redis://[[user]:password@]host[:port][/db]
+ *   rediss://... (the same, over TLS)
  *   unix://[[user]:password@]/path[?db=N]
  */
 #include "endpoint.h"
@@ -150,6 +151,13 @@ static int parse_unix(rlock__endpoint *ep, const char *s) {
   return ep->unix_path ? RLOCK_OK : rlock__err(RLOCK_ENOMEM, "out of memory");
 }
 
+/* How much of a URL to quote in a message: its scheme, never what may
+ * follow it (credentials). */
+static int scheme_len(const char *url) {
+  size_t n = strcspn(url, ":/@?#");
+  return n > 24 ? 24 : (int)n;
+}
+
 int rlock__endpoint_parse(rlock__endpoint *ep, const char *url) {
   int rc;
   memset(ep, 0, sizeof *ep);
@@ -159,13 +167,19 @@ int rlock__endpoint_parse(rlock__endpoint *ep, const char *url) {
     return rlock__err(RLOCK_EINVAL, "URL is longer than %d bytes", MAX_URL_LEN);
   if (strncmp(url, "redis://", 8) == 0)
     rc = parse_redis(ep, url + 8);
+  else if (strncmp(url, "rediss://", 9) == 0 &&
+           (rc = parse_redis(ep, url + 9)) == RLOCK_OK)
+    ep->tls = 1;
+  else if (strncmp(url, "rediss://", 9) == 0)
+    ; /* parse_redis said what is wrong */
   else if (strncmp(url, "unix://", 7) == 0)
     rc = parse_unix(ep, url + 7);
   else
     rc = rlock__err(RLOCK_EINVAL,
-                    "URL must start with redis://, unix://, "
-                    "redis-cluster:// or redis-sentinel:// (got '%.40s')",
-                    url);
+                    "URL must start with redis://, rediss://, unix://, "
+                    "redis-cluster://, rediss-cluster://, redis-sentinel:// "
+                    "or rediss-sentinel:// (got '%.*s')",
+                    scheme_len(url), url);
   if (rc != RLOCK_OK)
     rlock__endpoint_clear(ep);
   return rc;

@@ -1,6 +1,6 @@
 /*
  * endpoint.h - where a server is and how to log in to it, parsed from a
- * redis:// or unix:// URL.
+ * redis://, rediss:// (TLS) or unix:// URL.
  */
 #ifndef RLOCK_ENDPOINT_H
 #define RLOCK_ENDPOINT_H
@@ -14,6 +14,11 @@ typedef struct rlock__endpoint {
   char *user;      /* NULL: AUTH with the password only (or no AUTH) */
   char *password;  /* NULL: no AUTH */
   int db;          /* SELECT db when non-zero */
+  int tls;         /* speak TLS to it (rediss://) */
+  /* The client's TLS context once it has one (borrowed, shared by every
+   * copy; the client frees it): what conn.c connects with. NULL until
+   * then, and for plain text. */
+  const struct rlock__tls *tls_ctx;
 } rlock__endpoint;
 
 /* Parse `url` into `ep` (which must be zeroed or cleared). On failure

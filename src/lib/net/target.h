@@ -2,11 +2,16 @@
  * target.h - what a client connects to, parsed from its URL: one server,
  * a Redis Cluster (seed nodes), or a master found through Sentinel.
  *
- *   redis://[[user]:password@]host[:port][/db]
+ *   redis://[[user]:password@]host[:port][/db][?TLS]
  *   unix://[[user]:password@]/path[?db=N]
  *   redis-cluster://[[user]:password@]host:port[,host:port...][?pubsub=MODE]
  *   redis-sentinel://[[user]:password@]host[:port][,host[:port]...][/db]
  *       [?sentinel_user=U&sentinel_password=P]#MASTER
+ *
+ * rediss://, rediss-cluster:// and rediss-sentinel:// speak TLS to the
+ * data nodes (and, unless sentinel_tls=no, to the sentinels); their TLS
+ * parameters: tls_ca, tls_ca_dir, tls_cert, tls_key, tls_server_name,
+ * tls_insecure=yes|no, and sentinel_tls=yes|no (Sentinel only).
  *
  * Credentials before '@' are the data nodes' (every cluster node; the
  * master and replicas behind Sentinel); the sentinels' own come as URL
@@ -20,6 +25,7 @@
 #include <stddef.h>
 
 #include "endpoint.h"
+#include "tls.h"
 
 typedef enum rlock__topo_kind {
   RLOCK__TOPO_SINGLE,
@@ -47,6 +53,7 @@ typedef struct rlock__target {
   rlock__endpoint data;
   char *master; /* sentinel: the master's name, else NULL */
   rlock__pubsub_mode pubsub;
+  rlock__tls_opts tls; /* the URL's tls_* parameters */
 } rlock__target;
 
 /* Parse `url` into zeroed `t`. RLOCK_EINVAL with a message naming what is

@@ -1,0 +1,76 @@
+/*
+ * tls.h - TLS under a connection's byte stream (OpenSSL).
+ *
+ * One rlock__tls per client and kind of server (data nodes, sentinels):
+ * an SSL_CTX with the trust store, the client certificate, TLS 1.2 as the
+ * minimum, and whether to verify. It is built once, when the client is
+ * created (so a missing CA file is an error there, not at the first
+ * lock), and shared read-only by every connection of the client, on any
+ * thread (OpenSSL 1.1+ makes that safe).
+ *
+ * A TLS connection keeps conn.c's model: the socket stays in blocking
+ * mode; OpenSSL reads and writes it through a BIO of our own that sends
+ * with MSG_NOSIGNAL (a library must not raise SIGPIPE) and reads either
+ * without waiting or, for a command waiting for its reply, with one
+ * recv() under the socket's SO_RCVTIMEO, as a plain connection does.
+ */
+#ifndef RLOCK_TLS_H
+#define RLOCK_TLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* What a URL's parameters and the config's setters say about TLS. The
+ * strings are owned (rlock__tls_opts_clear frees them). */
+typedef struct rlock__tls_opts {
+  char *ca_file;     /* NULL and ca_dir NULL: the system's trust store */
+  char *ca_dir;
+  char *cert_file;   /* a client certificate (chain), with key_file */
+  char *key_file;
+  char *server_name; /* checked instead of the host connected to */
+  int insecure;      /* 1: no verification at all (asked explicitly) */
+} rlock__tls_opts;
+
+int rlock__tls_opts_copy(rlock__tls_opts *dst, const rlock__tls_opts *src);
+void rlock__tls_opts_clear(rlock__tls_opts *o);
+/* 1 when any option is set (they mean nothing without TLS). */
+int rlock__tls_opts_any(const rlock__tls_opts *o);
+
+typedef struct rlock__tls rlock__tls;
+
+/* Build a context from `o`: RLOCK_OK, RLOCK_EINVAL naming the file that
+ * could not be used and why, or RLOCK_ENOMEM. */
+int rlock__tls_new(rlock__tls **out, const rlock__tls_opts *o);
+void rlock__tls_free(rlock__tls *t);
+
+/* One TLS session on a connected socket. */
+typedef struct rlock__tls_conn rlock__tls_conn;
+
+/* Handshake on `fd` (blocking mode; the handshake itself never blocks)
+ * by `deadline_us`, checking the certificate against `host` (or the
+ * configured server name) unless insecure. RLOCK_OK with *out set;
+ * RLOCK_ETIMEOUT, or RLOCK_EIO with a message saying what failed (a
+ * certificate that does not verify and why, a host name mismatch, a
+ * server that does not speak TLS). `where` names the server. */
+int rlock__tls_connect(rlock__tls_conn **out, const rlock__tls *t, int fd,
+                       const char *host, const char *where,
+                       int64_t deadline_us);
+
+/* Close the session (no close_notify wait) and free it. NULL ignored. */
+void rlock__tls_close(rlock__tls_conn *s);
+
+/* Move bytes as conn.c's stream functions do: > 0 bytes, 0 end of
+ * stream, -1 with errno (EAGAIN: wait for *want, POLLIN or POLLOUT, and
+ * try again; ETIMEDOUT: a waiting read hit the socket's SO_RCVTIMEO).
+ * `wait` lets the read block in recv() under SO_RCVTIMEO. */
+ssize_t rlock__tls_read(rlock__tls_conn *s, char *buf, size_t len, int wait,
+                        short *want);
+ssize_t rlock__tls_write(rlock__tls_conn *s, const char *buf, size_t len,
+                         short *want);
+
+/* Decrypted bytes OpenSSL holds that a read returns without the socket
+ * being readable. */
+int rlock__tls_pending(const rlock__tls_conn *s);
+
+#endif /* RLOCK_TLS_H */

@@ -1,0 +1,356 @@
+/* Integration: rlock over TLS (rediss://) against redis-server's own TLS
+ * port, with certificates the harness makes with the openssl command.
+ * Locks, wake-ups, the watchdog and RedLock work over TLS; a wrong CA, an
+ * expired certificate, a name mismatch, a plain-text server behind
+ * rediss:// and a TLS server behind redis:// each fail with a clear
+ * message within the connect timeout; a server that requires client
+ * certificates gets one; the CLI takes the TLS files and a password that
+ * stays out of its command line and output. */
+#include "fixture.h"
+
+#include <stdatomic.h>
+#include <sys/wait.h>
+
+#include "rt_tls.h"
+
+#define CONNECT_MS 1000
+
+static rt_tls certs;
+static rt_server *tls_srv[3]; /* plain port for the harness, + a TLS port */
+static int tls_port[3];
+static rt_server *mtls_srv; /* requires client certificates */
+static int mtls_port;
+
+static rt_server *start_tls(int *port, const char *auth_clients) {
+  char portbuf[16];
+  *port = rt_free_port();
+  snprintf(portbuf, sizeof portbuf, "%d", *port);
+  const char *args[] = {"--tls-port",        portbuf,
+                        "--tls-cert-file",   certs.server_crt,
+                        "--tls-key-file",    certs.server_key,
+                        "--tls-ca-cert-file", certs.ca,
+                        "--tls-auth-clients", auth_clients,
+                        NULL};
+  return rt_server_start(args);
+}
+
+static int setup(void **state) {
+  (void)state;
+  rt_tls_make(&certs);
+  for (int i = 0; i < 3; i++)
+    tls_srv[i] = start_tls(&tls_port[i], "no");
+  mtls_srv = start_tls(&mtls_port, "yes");
+  srv = tls_srv[0];
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  for (int i = 0; i < 3; i++)
+    rt_server_free(tls_srv[i]);
+  rt_server_free(mtls_srv);
+  rt_tls_remove(&certs);
+  return 0;
+}
+
+/* "rediss://127.0.0.1:PORT?tls_ca=CA" plus `extra` parameters. */
+static const char *tls_url(char *buf, size_t size, int port, const char *ca,
+                           const char *extra) {
+  snprintf(buf, size, "rediss://127.0.0.1:%d?tls_ca=%s%s", port, ca, extra);
+  return buf;
+}
+
+static rlock_client *client_for(const char *url, int64_t watchdog) {
+  rlock_config *cfg;
+  rlock_client *c;
+  OK(rlock_config_new(&cfg));
+  OK(rlock_config_set_url(cfg, url));
+  OK(rlock_config_set_connect_timeout_ms(cfg, CONNECT_MS));
+  OK(rlock_config_set_command_timeout_ms(cfg, 2000));
+  if (watchdog > 0)
+    OK(rlock_config_set_watchdog_timeout_ms(cfg, watchdog));
+  OK(rlock_client_new(&c, cfg));
+  rlock_config_free(cfg);
+  return c;
+}
+
+static rlock_client *tls_client(int i, int64_t watchdog) {
+  char url[600];
+  return client_for(tls_url(url, sizeof url, tls_port[i], certs.ca, ""),
+                    watchdog);
+}
+
+typedef struct waiter {
+  rlock_lock *l;
+  int rc;
+} waiter;
+
+static void *acquire_release(void *arg) {
+  waiter *w = arg;
+  w->rc = rlock_lock_acquire(w->l);
+  if (w->rc == RLOCK_OK)
+    w->rc = rlock_lock_release(w->l);
+  return NULL;
+}
+
+typedef struct renewed {
+  rlock_client *c;
+} renewed;
+
+static bool pred_renewed(void *arg, char *why, size_t cap) {
+  rlock_stats st;
+  OK(rlock_client_stats(((renewed *)arg)->c, &st, sizeof st));
+  snprintf(why, cap, "%llu renewals", (unsigned long long)st.renewals);
+  return st.renewals >= 2;
+}
+
+/* A lock, a waiter woken by the unlock message (its subscriber over
+ * TLS), and the watchdog's renewals, all over TLS. */
+static void test_lock_wait_watchdog(void **state) {
+  (void)state;
+  rlock_client *holder = tls_client(0, 600), *wc = tls_client(0, 0);
+  rlock_lock *l = fx_lock(holder, "tls:lock");
+  OK(rlock_lock_acquire(l));
+  OK(rlock_lock_acquire(l));
+  renewed r = {holder};
+  rt_wait_until(pred_renewed, &r, rt_scaled_ms(5000), "two renewals");
+  ASSERT_RANGE(rt_cmd_int(srv, "PTTL tls:lock"), 1, 600);
+  waiter w = {fx_lock(wc, "tls:lock"), -100};
+  pthread_t t;
+  pthread_create(&t, NULL, acquire_release, &w);
+  fx_wait_subscribers(srv, "redisson_lock__channel:{tls:lock}", 1,
+                      "the waiter's subscription (over TLS)");
+  OK(rlock_lock_release(l));
+  OK(rlock_lock_release(l));
+  pthread_join(t, NULL);
+  OK(w.rc);
+  assert_int_equal(rt_cmd_int(srv, "EXISTS tls:lock"), 0);
+  /* Every connection of both clients was TLS: none reached the plain
+   * port's clients but the harness's own. */
+  rlock_stats st;
+  OK(rlock_client_stats(wc, &st, sizeof st));
+  assert_true(st.connects >= 2); /* a command connection, the subscriber */
+  assert_int_equal(st.disconnects, 0);
+  rlock_lock_free(w.l);
+  rlock_lock_free(l);
+  rlock_client_free(holder);
+  rlock_client_free(wc);
+}
+
+static void test_redlock(void **state) {
+  (void)state;
+  rlock_client *c[3];
+  rlock_lock *m[3];
+  for (int i = 0; i < 3; i++) {
+    c[i] = tls_client(i, 0);
+    m[i] = fx_lock(c[i], "tls:red");
+  }
+  rlock_redlock *rl;
+  OK(rlock_redlock_new(&rl, m, 3));
+  rlock_redlock_result *res = NULL;
+  OK(rlock_redlock_try_acquire(&res, rl, 0, 10000));
+  assert_true(rlock_redlock_result_validity_ms(res) > 0);
+  rlock_redlock_result_free(res);
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(rt_cmd_int(tls_srv[i], "EXISTS tls:red"), 1);
+  OK(rlock_redlock_release(rl));
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(rt_cmd_int(tls_srv[i], "EXISTS tls:red"), 0);
+  rlock_redlock_free(rl);
+  for (int i = 0; i < 3; i++) {
+    rlock_lock_free(m[i]);
+    rlock_client_free(c[i]);
+  }
+}
+
+/* PING through a client for `url`: the status, its message in `msg`, and
+ * how long it took. */
+static int ping(const char *url, char *msg, size_t size, int64_t *ms) {
+  rlock_client *c = client_for(url, 0);
+  int64_t t0 = rt_now_ms();
+  int rc = rlock_client_ping(c, NULL);
+  *ms = rt_now_ms() - t0;
+  snprintf(msg, size, "%s", rlock_error_last()->message);
+  rlock_client_free(c);
+  return rc;
+}
+
+/* A failure within the connect timeout, naming what is wrong. */
+static void expect_refused(const char *url, const char *what) {
+  char msg[512];
+  int64_t ms;
+  int rc = ping(url, msg, sizeof msg, &ms);
+  if (rc == RLOCK_OK || strstr(msg, what) == NULL)
+    fail_msg("%s: status %d, message '%s', wanted '%s'", url, rc, msg, what);
+  assert_true(rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT);
+  ASSERT_BETWEEN(ms, 0, CONNECT_MS + 500);
+}
+
+static void test_verify_failures(void **state) {
+  (void)state;
+  char url[600];
+  expect_refused(tls_url(url, sizeof url, tls_port[0], certs.other_ca, ""),
+                 "certificate verify failed");
+  expect_refused(tls_url(url, sizeof url, tls_port[0], certs.ca,
+                         "&tls_server_name=other.example"),
+                 "hostname mismatch");
+  /* A plain-text server behind rediss://, a TLS one behind redis://. */
+  expect_refused(tls_url(url, sizeof url, rt_server_port(srv), certs.ca, ""),
+                 "plain-text port");
+  snprintf(url, sizeof url, "redis://127.0.0.1:%d", tls_port[0]);
+  expect_refused(url, "TLS port");
+  /* Only asked for explicitly: no verification at all. */
+  char msg[512];
+  int64_t ms;
+  OK(ping(tls_url(url, sizeof url, tls_port[0], certs.other_ca,
+                  "&tls_insecure=yes"),
+          msg, sizeof msg, &ms));
+}
+
+static void test_expired_certificate(void **state) {
+  (void)state;
+  rt_cmd_ok(tls_srv[1], "CONFIG SET tls-cert-file %s", certs.expired_crt);
+  char url[600];
+  expect_refused(tls_url(url, sizeof url, tls_port[1], certs.ca, ""),
+                 "certificate has expired");
+  rt_cmd_ok(tls_srv[1], "CONFIG SET tls-cert-file %s", certs.server_crt);
+  char msg[512];
+  int64_t ms;
+  OK(ping(url, msg, sizeof msg, &ms));
+  /* A certificate for another name only. */
+  rt_cmd_ok(tls_srv[1], "CONFIG SET tls-cert-file %s", certs.other_name_crt);
+  expect_refused(url, "IP address mismatch"); /* we asked for 127.0.0.1 */
+  rt_cmd_ok(tls_srv[1], "CONFIG SET tls-cert-file %s", certs.server_crt);
+}
+
+/* tls-auth-clients yes: refused without a certificate (TLS 1.3 says so at
+ * the first read), served with one. */
+static void test_client_certificate(void **state) {
+  (void)state;
+  char url[1600], msg[512];
+  int64_t ms;
+  tls_url(url, sizeof url, mtls_port, certs.ca, "");
+  int rc = ping(url, msg, sizeof msg, &ms);
+  if (rc == RLOCK_OK || strstr(msg, "certificate") == NULL)
+    fail_msg("without a client certificate: %d '%s'", rc, msg);
+  ASSERT_BETWEEN(ms, 0, CONNECT_MS + 2000);
+  char extra[700];
+  snprintf(extra, sizeof extra, "&tls_cert=%s&tls_key=%s", certs.client_crt,
+           certs.client_key);
+  tls_url(url, sizeof url, mtls_port, certs.ca, extra);
+  OK(ping(url, msg, sizeof msg, &ms));
+  /* The setters do the same as the URL's parameters. */
+  rlock_config *cfg;
+  rlock_client *c;
+  OK(rlock_config_new(&cfg));
+  snprintf(url, sizeof url, "rediss://127.0.0.1:%d", mtls_port);
+  OK(rlock_config_set_url(cfg, url));
+  OK(rlock_config_set_tls_ca(cfg, certs.ca, NULL));
+  OK(rlock_config_set_tls_cert(cfg, certs.client_crt, certs.client_key));
+  OK(rlock_client_new(&c, cfg));
+  rlock_config_free(cfg);
+  rlock_lock *l = fx_lock(c, "tls:mtls");
+  OK(rlock_lock_acquire(l));
+  OK(rlock_lock_release(l));
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
+/* Files and options that cannot work fail at rlock_client_new. */
+static void test_config_errors(void **state) {
+  (void)state;
+  rlock_config *cfg;
+  rlock_client *c = NULL;
+  char url[600];
+  OK(rlock_config_new(&cfg));
+  OK(rlock_config_set_url(cfg, tls_url(url, sizeof url, tls_port[0],
+                                       "/nonexistent/ca.pem", "")));
+  RC(rlock_client_new(&c, cfg), RLOCK_EINVAL);
+  assert_non_null(strstr(rlock_error_last()->message, "/nonexistent/ca.pem"));
+  snprintf(url, sizeof url, "redis://127.0.0.1:%d", rt_server_port(srv));
+  OK(rlock_config_set_url(cfg, url));
+  OK(rlock_config_set_tls_ca(cfg, certs.ca, NULL));
+  RC(rlock_client_new(&c, cfg), RLOCK_EINVAL);
+  assert_non_null(strstr(rlock_error_last()->message, "rediss://"));
+  RC(rlock_config_set_tls_cert(cfg, certs.client_crt, NULL), RLOCK_EINVAL);
+  RC(rlock_config_set_tls_insecure(cfg, 2), RLOCK_EINVAL);
+  RC(rlock_config_set_tls_ca(cfg, "", NULL), RLOCK_EINVAL);
+  RC(rlock_config_set_password(cfg, "alice", NULL), RLOCK_EINVAL);
+  OK(rlock_config_set_tls_ca(cfg, NULL, NULL)); /* back to none */
+  OK(rlock_client_new(&c, cfg));
+  rlock_client_free(c);
+  /* A key that does not match its certificate. */
+  OK(rlock_config_set_url(cfg, tls_url(url, sizeof url, tls_port[0],
+                                       certs.ca, "")));
+  OK(rlock_config_set_tls_cert(cfg, certs.client_crt, certs.server_key));
+  RC(rlock_client_new(&c, cfg), RLOCK_EINVAL);
+  if (strstr(rlock_error_last()->message, certs.server_key) == NULL)
+    fail_msg("mismatched key: '%s'", rlock_error_last()->message);
+  rlock_config_free(cfg);
+}
+
+/* Run the CLI with `args` (a shell word list), its output in out. */
+static int run_cli(char *out, size_t size, const char *env, const char *args) {
+  char cmd[2048], file[400];
+  snprintf(file, sizeof file, "%s/cli.out", certs.dir);
+  const char *bindir = getenv("RLOCK_TEST_BINDIR");
+  snprintf(cmd, sizeof cmd, "%s %s/rlock %s >%s 2>&1", env ? env : "",
+           bindir ? bindir : ".", args, file);
+  int st = system(cmd);
+  snprintf(out, size, "%s", fx_slurp(file));
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The CLI over TLS with global options, and a password given without the
+ * command line that never shows in its output. */
+static void test_cli(void **state) {
+  (void)state;
+  rt_cmd_ok(srv, "ACL SETUSER alice on >s3cret-pw ~* &* +@all");
+  char args[1500], out[4096], pwfile[400];
+  snprintf(pwfile, sizeof pwfile, "%s/pw", certs.dir);
+  FILE *f = fopen(pwfile, "w");
+  assert_non_null(f);
+  fputs("s3cret-pw\n", f);
+  fclose(f);
+  snprintf(args, sizeof args, "-u rediss://127.0.0.1:%d --tls-ca %s --user "
+           "alice --password-file %s exec tls:cli -- true", tls_port[0],
+           certs.ca, pwfile);
+  assert_int_equal(run_cli(out, sizeof out, NULL, args), 0);
+  snprintf(args, sizeof args, "-u rediss://127.0.0.1:%d --tls-ca %s --user "
+           "alice status tls:cli", tls_port[0], certs.ca_dir); /* a CA dir */
+  int st = run_cli(out, sizeof out, "RLOCK_PASSWORD=s3cret-pw", args);
+  if (st != 0)
+    fail_msg("status over TLS with a CA directory: %d: %s", st, out);
+  assert_null(strstr(out, "s3cret"));
+  /* Refused: the wrong password is not shown either. */
+  st = run_cli(out, sizeof out, "RLOCK_PASSWORD=wrong-s3cret", args);
+  assert_int_equal(st, 69);
+  assert_null(strstr(out, "s3cret"));
+  assert_non_null(strstr(out, "AUTH"));
+  /* A URL with the password in it is shown without it. */
+  snprintf(args, sizeof args, "-u 'rediss://alice:s3cret-pw@127.0.0.1:99999' "
+           "status tls:cli");
+  assert_int_equal(run_cli(out, sizeof out, NULL, args), 64);
+  assert_null(strstr(out, "s3cret"));
+  /* Wrong CA through the CLI: one line, exit 69. */
+  snprintf(args, sizeof args, "-u rediss://127.0.0.1:%d --tls-ca %s status "
+           "tls:cli", tls_port[0], certs.other_ca);
+  assert_int_equal(run_cli(out, sizeof out, NULL, args), 69);
+  assert_non_null(strstr(out, "certificate verify failed"));
+  assert_int_equal(rt_cmd_int(srv, "ACL DELUSER alice"), 1);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_lock_wait_watchdog),
+      cmocka_unit_test(test_redlock),
+      cmocka_unit_test(test_verify_failures),
+      cmocka_unit_test(test_expired_certificate),
+      cmocka_unit_test(test_client_certificate),
+      cmocka_unit_test(test_config_errors),
+      cmocka_unit_test(test_cli),
+  };
+  if (getenv("RLOCK_TEST_FILTER") != NULL)
+    cmocka_set_test_filter(getenv("RLOCK_TEST_FILTER"));
+  return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,29 @@
+/*
+ * rt_tls.h - certificates for TLS tests, made with the openssl command in
+ * a fresh temporary directory: a CA, a server certificate it signs for
+ * 127.0.0.1 and localhost, the same server key with an expired
+ * certificate and with one for another name only, a client certificate,
+ * and a second CA that signed none of them.
+ */
+#ifndef RT_TLS_H
+#define RT_TLS_H
+
+#include <stdbool.h>
+
+typedef struct rt_tls {
+    char dir[256];
+    char ca[320], other_ca[320];
+    char ca_dir[320]; /* ca.crt alone, hashed (openssl rehash) */
+    char server_crt[320], server_key[320];
+    char expired_crt[320], other_name_crt[320];
+    char client_crt[320], client_key[320];
+} rt_tls;
+
+/* Make every file; fails the test (printing openssl's output) when the
+ * openssl command is missing or fails. */
+void rt_tls_make(rt_tls *t);
+
+/* Remove the directory and everything in it. */
+void rt_tls_remove(rt_tls *t);
+
+#endif
