@@ -88,8 +88,11 @@ static const rlock__reply *shard_master(const rlock__reply *nodes) {
 }
 
 /* CLUSTER SHARDS: [[ "slots", [from, to, ...], "nodes", [node...] ], ...]
- * with each node a flat map (id, port, ip, endpoint, role, health...). */
-static int parse_shards(const rlock__reply *r, const char *asked, ranges *rs) {
+ * with each node a flat map (id, port, tls-port, ip, endpoint, role...).
+ * A TLS client connects to "tls-port" (CLUSTER SLOTS and MOVED already
+ * name the port of the asking connection's kind). */
+static int parse_shards(const rlock__reply *r, const char *asked, int tls,
+                        ranges *rs) {
   if (r->type != RLOCK__R_ARRAY)
     return rlock__err(RLOCK_EPROTO, "CLUSTER SHARDS returned a %s",
                       rlock__reply_type_name(r));
@@ -101,6 +104,8 @@ static int parse_shards(const rlock__reply *r, const char *asked, ranges *rs) {
     if (m == NULL || slots->n == 0)
       continue; /* a shard without slots, or whose master is down */
     const rlock__reply *ip = field(m, "ip"), *port = field(m, "port");
+    if (tls && field(m, "tls-port") != NULL)
+      port = field(m, "tls-port");
     if (ip == NULL || ip->type != RLOCK__R_STR || port == NULL ||
         port->type != RLOCK__R_INT)
       return rlock__err(RLOCK_EPROTO, "CLUSTER SHARDS node is malformed");
@@ -148,7 +153,7 @@ int rlock__cluster_map(rlock__node *node, rlock__range **out, size_t *n) {
   if (r->type == RLOCK__R_ERROR)
     rc = rlock__err(RLOCK_ESERVER, "redis %s: %s", node->where, r->str);
   else
-    rc = shards ? parse_shards(r, node->ep.host, &rs)
+    rc = shards ? parse_shards(r, node->ep.host, node->ep.tls, &rs)
                 : parse_slots(r, node->ep.host, &rs);
   rlock__reply_free(r);
   if (rc != RLOCK_OK) {
