@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <sys/wait.h>
 
+#include "rt_cluster.h"
 #include "rt_tls.h"
 
 #define CONNECT_MS 1000
@@ -91,6 +92,20 @@ static void *acquire_release(void *arg) {
   if (w->rc == RLOCK_OK)
     w->rc = rlock_lock_release(w->l);
   return NULL;
+}
+
+/* A channel with a subscriber on `s`, classic or sharded. */
+typedef struct sub_wait {
+  rt_server *s;
+  const char *channel;
+} sub_wait;
+
+static bool pred_any_subscriber(void *arg, char *why, size_t cap) {
+  sub_wait *w = arg;
+  long long n = fx_subscribers_of(w->s, 1, w->channel) +
+                fx_subscribers_of(w->s, 0, w->channel);
+  snprintf(why, cap, "%lld subscribers of %s", n, w->channel);
+  return n > 0;
 }
 
 typedef struct renewed {
@@ -340,6 +355,45 @@ static void test_cli(void **state) {
   assert_int_equal(rt_cmd_int(srv, "ACL DELUSER alice"), 1);
 }
 
+/* A cluster whose nodes speak TLS to clients (tls-cluster yes), reached
+ * through one TLS seed: the map's TLS ports, a lock on every master, and a
+ * waiter woken over the sharded subscriber. */
+static void test_cluster(void **state) {
+  (void)state;
+  rt_cluster *cl = rt_cluster_start_tls(3, 0, &certs);
+  char url[700];
+  snprintf(url, sizeof url, "rediss-cluster://127.0.0.1:%d?tls_ca=%s",
+           rt_cluster_tls_port(cl, 0), certs.ca);
+  rlock_client *c = client_for(url, 0), *wc = client_for(url, 0);
+  for (int m = 0; m < 3; m++) {
+    char key[64];
+    rt_cluster_key_on(cl, m, "tlsc:", key, sizeof key);
+    rlock_lock *l = fx_lock(c, key);
+    OK(rlock_lock_acquire_lease(l, 30000));
+    assert_int_equal(rt_cmd_int(rt_cluster_node(cl, m), "EXISTS %s", key), 1);
+    if (m == 2) { /* a waiter on the last, woken by the release */
+      waiter w = {fx_lock(wc, key), -100};
+      char ch[128];
+      snprintf(ch, sizeof ch, "redisson_lock__channel:{%s}", key);
+      pthread_t t;
+      pthread_create(&t, NULL, acquire_release, &w);
+      rt_wait_until(pred_any_subscriber, &(sub_wait){rt_cluster_node(cl, m), ch},
+                    rt_scaled_ms(5000), "the waiter's subscription");
+      OK(rlock_lock_release(l));
+      pthread_join(t, NULL);
+      OK(w.rc);
+      rlock_lock_free(w.l);
+    } else {
+      OK(rlock_lock_release(l));
+    }
+    assert_int_equal(rt_cmd_int(rt_cluster_node(cl, m), "EXISTS %s", key), 0);
+    rlock_lock_free(l);
+  }
+  rlock_client_free(c);
+  rlock_client_free(wc);
+  rt_cluster_free(cl);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_lock_wait_watchdog),
@@ -349,6 +403,7 @@ int main(void) {
       cmocka_unit_test(test_client_certificate),
       cmocka_unit_test(test_config_errors),
       cmocka_unit_test(test_cli),
+      cmocka_unit_test(test_cluster),
   };
   if (getenv("RLOCK_TEST_FILTER") != NULL)
     cmocka_set_test_filter(getenv("RLOCK_TEST_FILTER"));

@@ -14,6 +14,7 @@
 #endif
 
 #include "rt_cluster.h"
+#include "rt_tls.h"
 #include "rt_util.h"
 
 #include <limits.h>
@@ -41,6 +42,8 @@ struct rt_cluster {
     char (*id)[RT_CLUSTER_ID_LEN + 1];
     char *url;         /* rt_cluster_url()'s latest */
     int64_t last_failover_ms;
+    const struct rt_tls *tls; /* rt_cluster_start_tls(), or NULL */
+    int *tls_port;            /* per node, with tls */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -407,7 +410,26 @@ static void start_node(rt_cluster *c, int i)
         "--repl-diskless-sync-delay", "0",
         NULL,
     };
-    c->srv[i] = rt_server_start_opts(&(rt_server_opts){ .extra_args = args, .cluster = true });
+    const char *const *use = args;
+    char port[16];
+    if (c->tls) {
+        c->tls_port[i] = rt_free_port();
+        snprintf(port, sizeof port, "%d", c->tls_port[i]);
+        static const char *tls_args[32];
+        const char *const more[] = {
+            "--tls-port", port, "--tls-cert-file", c->tls->server_crt,
+            "--tls-key-file", c->tls->server_key, "--tls-ca-cert-file",
+            c->tls->ca, "--tls-auth-clients", "no", "--tls-cluster", "yes",
+            "--tls-replication", "yes", NULL};
+        size_t k = 0;
+        for (size_t j = 0; args[j]; j++)
+            tls_args[k++] = args[j];
+        for (size_t j = 0; more[j]; j++)
+            tls_args[k++] = more[j];
+        tls_args[k] = NULL;
+        use = tls_args;
+    }
+    c->srv[i] = rt_server_start_opts(&(rt_server_opts){ .extra_args = use, .cluster = true });
     redisReply *r = rt_cmd(c->srv[i], "CLUSTER MYID");
     if (r->type != REDIS_REPLY_STRING || r->len != RT_CLUSTER_ID_LEN) {
         freeReplyObject(r);
@@ -434,7 +456,27 @@ static bool pred_all_known(void *arg, char *why, size_t cap)
     return ok;
 }
 
+static rt_cluster *start(int masters, int replicas_per_master,
+                         const struct rt_tls *tls);
+
 rt_cluster *rt_cluster_start(int masters, int replicas_per_master)
+{
+    return start(masters, replicas_per_master, NULL);
+}
+
+rt_cluster *rt_cluster_start_tls(int masters, int replicas_per_master,
+                                 const struct rt_tls *tls)
+{
+    return start(masters, replicas_per_master, tls);
+}
+
+int rt_cluster_tls_port(const rt_cluster *c, int i)
+{
+    return c->tls && i >= 0 && i < c->n ? c->tls_port[i] : 0;
+}
+
+static rt_cluster *start(int masters, int replicas_per_master,
+                         const struct rt_tls *tls)
 {
     if (masters < 1 || replicas_per_master < 0 ||
         masters * (1 + replicas_per_master) > RT_CLUSTER_MAX_NODES) {
@@ -447,11 +489,14 @@ rt_cluster *rt_cluster_start(int masters, int replicas_per_master)
     if (c) {
         c->srv = calloc((size_t)n, sizeof *c->srv);
         c->id = calloc((size_t)n, sizeof *c->id);
+        c->tls_port = calloc((size_t)n, sizeof *c->tls_port);
+        c->tls = tls;
     }
-    if (!c || !c->srv || !c->id) {
+    if (!c || !c->srv || !c->id || !c->tls_port) {
         if (c) {
             free(c->srv);
             free(c->id);
+            free(c->tls_port);
         }
         free(c);
         fail_with("rt_cluster_start: out of memory");
@@ -493,6 +538,7 @@ void rt_cluster_free(rt_cluster *c)
         rt_server_free(c->srv[i]);
     free(c->srv);
     free(c->id);
+    free(c->tls_port);
     free(c->url);
     free(c);
 }

@@ -58,6 +58,18 @@ typedef struct rt_cluster rt_cluster;
  */
 rt_cluster *rt_cluster_start(int masters, int replicas_per_master);
 
+struct rt_tls;
+
+/* rt_cluster_start() with every node also on a TLS port (certificates
+ * from `tls`, which must outlive the cluster) and tls-cluster and
+ * tls-replication on: clients are told TLS ports over TLS connections.
+ * The plain ports stay, for the harness's own commands. */
+rt_cluster *rt_cluster_start_tls(int masters, int replicas_per_master,
+                                 const struct rt_tls *tls);
+
+/* Node i's TLS port (0 without TLS). */
+int rt_cluster_tls_port(const rt_cluster *c, int i);
+
 /* Stop every node (by pid, like rt_server_free()), remove their
    directories, free the cluster. NULL is ignored. */
 void rt_cluster_free(rt_cluster *c);
