@@ -237,13 +237,17 @@ static int io_error(rlock__conn *c, const char *what, int err) {
                       c->where, what);
   /* A plain-text client at a TLS port is dropped (or reset) before any
    * reply. */
-  const char *hint = c->heard || c->tls != NULL
-                         ? ""
-                         : " (a TLS port? then use rediss://)";
+  const char *hint = c->heard ? ""
+                     : c->tls == NULL
+                         ? " (a TLS port? then use rediss://)"
+                         /* TLS 1.3: refused client certificates show
+                          * only after the handshake */
+                         : " (the server ended the TLS session before any "
+                           "reply: does it require a client certificate?)";
   if (err == 0)
     return rlock__err(RLOCK_EIO, "redis %s: connection closed by server%s",
                       c->where, hint);
-  if (err == ECONNRESET)
+  if (err == ECONNRESET || err == EPIPE)
     return rlock__err(RLOCK_EIO, "redis %s: %s failed: %s%s", c->where, what,
                       strerror(err), hint);
   if (err == EPROTO && c->tls != NULL) /* tls.c recorded the alert */
