@@ -219,6 +219,21 @@ RLOCK_EXTERN int rlock_config_set_password(rlock_config *cfg,
                                            const char *user,
                                            const char *password);
 
+/**
+ * How long a lock channel's subscription stays after its last waiter in
+ * this client stops waiting, and how many such idle subscriptions are
+ * kept at most. Within that time the next wait on the same lock needs no
+ * SUBSCRIBE round trip (and the server no UNSUBSCRIBE): under contention
+ * a waiter that takes the lock and soon waits again keeps its
+ * subscription. Default 1000 ms and 64; 0 ms (or 0 subscriptions)
+ * unsubscribes as soon as the last waiter leaves, as Redisson does.
+ * @return RLOCK_OK, or RLOCK_EINVAL (ms outside 0..3600000, max_idle
+ *         outside 0..100000).
+ */
+RLOCK_EXTERN int rlock_config_set_subscription_linger(rlock_config *cfg,
+                                                      int64_t ms,
+                                                      int max_idle);
+
 /** How much a log message matters; a hook gets those up to its level. */
 typedef enum rlock_log_level {
   RLOCK_LOG_ERROR = 1, /**< a held lock was lost */

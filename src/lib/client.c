@@ -87,6 +87,8 @@ int rlock_client_new(rlock_client **out, const rlock_config *cfg) {
   if ((rc = rlock__pubsub_init(&c->ps)) != RLOCK_OK)
     goto fail_topo;
   c->ps.obs = &c->obs;
+  c->ps.linger_us = c->cfg.linger_ms * 1000;
+  c->ps.max_idle = c->cfg.max_idle_subs;
   if ((rc = rlock__watchdog_init(&c->wd, c->cfg.watchdog_timeout_ms)) !=
       RLOCK_OK)
     goto fail_pubsub;

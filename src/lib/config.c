@@ -17,6 +17,8 @@ int rlock__config_defaults(rlock_config *cfg) {
   cfg->watchdog_timeout_ms = 30000;
   cfg->fair_wait_timeout_ms = 300000;
   cfg->pool_size = 64;
+  cfg->linger_ms = 1000;
+  cfg->max_idle_subs = 64;
   cfg->pubsub_mode = -1;
   cfg->sync_replicas = 1;
   cfg->replica_sync_timeout_ms = 1000;
@@ -221,6 +223,20 @@ static int set_str(char **field, const char *what, const char *v) {
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   free(*field);
   *field = copy;
+  return RLOCK_OK;
+}
+
+int rlock_config_set_subscription_linger(rlock_config *cfg, int64_t ms,
+                                          int max_idle) {
+  CHECK_CFG(cfg, "rlock_config_set_subscription_linger");
+  int rc = check_range("subscription linger", ms, 0, 3600 * 1000);
+  if (rc != RLOCK_OK)
+    return rc;
+  if (max_idle < 0 || max_idle > 100000)
+    return rlock__err(RLOCK_EINVAL, "idle subscriptions must be 0..100000 "
+                      "(got %d)", max_idle);
+  cfg->linger_ms = ms;
+  cfg->max_idle_subs = max_idle;
   return RLOCK_OK;
 }
 

@@ -21,6 +21,8 @@ struct rlock_config {
   int64_t watchdog_timeout_ms;
   int64_t fair_wait_timeout_ms;
   int pool_size;
+  int64_t linger_ms; /* rlock_config_set_subscription_linger */
+  int max_idle_subs;
   rlock_lost_fn lost_fn;
   void *lost_userdata;
   rlock_log_fn log_fn;

@@ -66,8 +66,34 @@ static int sub_unref(rlock__pubsub *ps, rlock__sub *s) {
   if (--s->refs > 0)
     return 0;
   s->permits = 0;
+  if (ps->linger_us > 0 && s->state == RLOCK__SUB_ACTIVE &&
+      ps->idle < ps->max_idle) {
+    s->idle_until_us = rlock__now_us() + ps->linger_us;
+    ps->idle++;
+    if (ps->next_idle_us == 0 || s->idle_until_us < ps->next_idle_us)
+      ps->next_idle_us = s->idle_until_us;
+    return 1; /* the background thread's timer must cover it */
+  }
   ps->dirty = 1;
   return 1;
+}
+
+/* A lingering subscription has a user again, or goes. Called locked. */
+static void unlinger(rlock__pubsub *ps, rlock__sub *s) {
+  if (s->idle_until_us != 0) {
+    s->idle_until_us = 0;
+    ps->idle--;
+  }
+}
+
+int rlock__sub_lingers(rlock__pubsub *ps, rlock__sub *s, int64_t now_us) {
+  if (s->idle_until_us > now_us) {
+    if (ps->next_idle_us == 0 || s->idle_until_us < ps->next_idle_us)
+      ps->next_idle_us = s->idle_until_us;
+    return 1;
+  }
+  unlinger(ps, s);
+  return 0;
 }
 
 /* Wait, locked, until `s` is confirmed. `gen` is the subscription's
@@ -122,6 +148,7 @@ int rlock__sub_acquire(rlock_client *c, const char *channel,
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   }
   s->refs++;
+  unlinger(ps, s);
   uint64_t gen = s->fail_gen;
   if (s->state != RLOCK__SUB_ACTIVE) {
     ps->dirty = 1;
@@ -168,20 +195,28 @@ void rlock__sub_release(rlock_client *c, rlock__sub *s) {
     rlock__bg_wake(c);
 }
 
+typedef struct sweep {
+  rlock__pubsub *ps;
+  rlock__sub **end;
+} sweep;
+
 static void sweep_entry(const char *k, size_t kl, void *v, void *arg) {
   (void)k, (void)kl;
   rlock__sub *s = v;
-  rlock__sub ***dead = arg;
-  if (s->refs == 0 && s->state == RLOCK__SUB_NONE)
-    *(*dead)++ = s;
+  sweep *sw = arg;
+  if (s->refs == 0 && s->state == RLOCK__SUB_NONE) {
+    unlinger(sw->ps, s); /* its connection was lost while it lingered */
+    *sw->end++ = s;
+  }
 }
 
 void rlock__pubsub_sweep(rlock__pubsub *ps) {
-  rlock__sub **dead = rlock__malloc((ps->subs.count + 1) * sizeof *dead), **end = dead;
+  rlock__sub **dead = rlock__malloc((ps->subs.count + 1) * sizeof *dead);
   if (dead == NULL)
     return; /* swept next time */
-  rlock__map_each(&ps->subs, sweep_entry, &end);
-  for (rlock__sub **d = dead; d < end; d++) {
+  sweep sw = {ps, dead};
+  rlock__map_each(&ps->subs, sweep_entry, &sw);
+  for (rlock__sub **d = dead; d < sw.end; d++) {
     rlock__map_del(&ps->subs, (*d)->channel, (*d)->chlen);
     sub_free(*d);
   }

@@ -50,6 +50,8 @@ typedef struct rlock__sub {
   int waiting; /* threads blocked in rlock__sub_wait() */
   int resub;   /* re-subscribing after a lost connection or moved slot */
   int64_t sent_us;    /* when the pending (UN)SUBSCRIBE went out */
+  int64_t idle_until_us; /* no users, but kept subscribed until then for
+                            the next waiter (linger), or 0 */
   rlock__subconn *on; /* the connection it is (to be) subscribed on */
   uint64_t fail_gen;  /* bumped when subscribing it failed ... */
   int fail_code;      /* ... with this status ... */
@@ -64,6 +66,14 @@ typedef struct rlock__pubsub {
   int sharded;     /* SSUBSCRIBE on the slot owner (cluster); set by the
                       background thread from the topology */
   struct rlock__obs *obs; /* the client's counters, set before use */
+  /* Linger (rlock_config_set_subscription_linger): an active subscription
+   * whose last user left stays for linger_us, at most max_idle of them,
+   * so the next wait on the channel needs no SUBSCRIBE (and the server
+   * no UNSUBSCRIBE). Set before use. */
+  int64_t linger_us;
+  int max_idle;
+  int idle;             /* lingering now */
+  int64_t next_idle_us; /* the earliest linger end, or 0 */
   /* background thread only */
   rlock__subconn **conns;
   size_t nconns;
@@ -91,6 +101,11 @@ int rlock__sub_acquire(rlock_client *c, const char *channel,
  * NULL) fires. Returns 1 when woken by a message (permit taken), else 0. */
 int rlock__sub_wait(rlock_client *c, rlock__sub *s, int64_t until_us,
                     const rlock_cancel *cancel);
+
+/* For the background thread, locked, about an active subscription nobody
+ * uses: 1 while it lingers (keeping ps->next_idle_us at the earliest
+ * end), else 0: unsubscribe it now. */
+int rlock__sub_lingers(rlock__pubsub *ps, rlock__sub *s, int64_t now_us);
 
 /* Drop the reference taken by rlock__sub_acquire(). */
 void rlock__sub_release(rlock_client *c, rlock__sub *s);

@@ -282,7 +282,8 @@ static void plan_entry(const char *k, size_t kl, void *v, void *arg) {
     s->state = RLOCK__SUB_PENDING;
     s->sent_us = p->now;
     append_cmd(p, sharded ? "SSUBSCRIBE" : "SUBSCRIBE", s->channel, s->chlen);
-  } else if (s->refs == 0 && s->state == RLOCK__SUB_ACTIVE) {
+  } else if (s->refs == 0 && s->state == RLOCK__SUB_ACTIVE &&
+             !rlock__sub_lingers(&p->c->ps, s, p->now)) {
     s->state = RLOCK__SUB_UNSUB_PENDING;
     s->sent_us = p->now;
     append_cmd(p, sharded ? "SUNSUBSCRIBE" : "UNSUBSCRIBE", s->channel,
@@ -414,6 +415,11 @@ int64_t rlock__pubsub_service(rlock_client *c, const struct pollfd *fds,
       read_pushes(c, sc);
   }
   pthread_mutex_lock(&ps->mu);
+  int64_t now = rlock__now_us();
+  if (ps->next_idle_us != 0 && now >= ps->next_idle_us) {
+    ps->dirty = 1; /* a linger ended: unsubscribe (planning re-arms) */
+    ps->next_idle_us = 0;
+  }
   int dirty = ps->dirty;
   ps->dirty = 0;
   ps->sharded = atomic_load(&c->topo.sharded) > 0;
@@ -436,10 +442,11 @@ int64_t rlock__pubsub_service(rlock_client *c, const struct pollfd *fds,
     next = at < next ? at : next;
     i++;
   }
-  if (dirty) {
-    pthread_mutex_lock(&ps->mu);
+  pthread_mutex_lock(&ps->mu);
+  if (dirty)
     rlock__pubsub_sweep(ps);
-    pthread_mutex_unlock(&ps->mu);
-  }
+  if (ps->next_idle_us != 0 && ps->next_idle_us < next)
+    next = ps->next_idle_us;
+  pthread_mutex_unlock(&ps->mu);
   return next;
 }
