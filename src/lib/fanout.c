@@ -30,10 +30,19 @@ static int send_next(rlock__fan *f) {
   return rc;
 }
 
+/* Send the call on the connection just had. */
+static void begin(rlock__fan *f) {
+  f->conn->io_deadline_us = rlock__deadline_after_ms(f->conn->timeout_ms);
+  int rc = send_next(f);
+  if (rc != RLOCK_OK)
+    finish(f, rc);
+}
+
 static void start(rlock__fan *f) {
   f->done = 0;
   f->reply = NULL;
   f->conn = NULL;
+  f->opening = NULL;
   f->error[0] = '\0';
   rlock__req_init(&f->req, &f->call);
   rlock__node *node;
@@ -41,16 +50,27 @@ static void start(rlock__fan *f) {
                              &node);
   if (rc == RLOCK_OK) {
     f->pool = &node->pool;
-    rc = rlock__pool_get(f->pool, &f->conn);
+    rc = rlock__pool_get_idle(f->pool, &f->conn);
   }
-  if (rc != RLOCK_OK) {
-    f->conn = NULL;
-  } else {
-    f->conn->io_deadline_us = rlock__deadline_after_ms(f->conn->timeout_ms);
-    rc = send_next(f);
-  }
+  if (rc == RLOCK_OK && f->conn == NULL)
+    rc = rlock__pool_open_async(f->pool, &f->opening);
   if (rc != RLOCK_OK)
     finish(f, rc);
+  else if (f->conn != NULL)
+    begin(f);
+}
+
+/* The request's connection has been opened, or could not be. */
+static void on_opened(rlock__fan *f) {
+  int rc;
+  char msg[256];
+  if (!rlock__pool_open_take(f->opening, &rc, &f->conn, msg, sizeof msg))
+    return; /* not yet: the wake-up was spurious */
+  f->opening = NULL;
+  if (rc == RLOCK_OK)
+    begin(f);
+  else
+    finish(f, rlock__err(rc, "%s", msg));
 }
 
 /* The request must go to another node (a redirection, a cluster that is
@@ -92,7 +112,9 @@ static size_t poll_round(rlock__fan *reqs, size_t n, int64_t deadline) {
   size_t idx[RLOCK__FANOUT_MAX], m = 0, finished = 0;
   for (size_t i = 0; i < n; i++)
     if (!reqs[i].done) {
-      fds[m] = (struct pollfd){.fd = reqs[i].conn->fd, .events = POLLIN};
+      int fd = reqs[i].opening ? rlock__pool_open_fd(reqs[i].opening)
+                               : reqs[i].conn->fd;
+      fds[m] = (struct pollfd){.fd = fd, .events = POLLIN};
       idx[m++] = i;
     }
   int64_t left = rlock__ms_left(deadline);
@@ -100,8 +122,12 @@ static size_t poll_round(rlock__fan *reqs, size_t n, int64_t deadline) {
     return 0;
   for (size_t k = 0; k < m; k++)
     if (fds[k].revents != 0) {
-      on_readable(&reqs[idx[k]], deadline);
-      finished += reqs[idx[k]].done;
+      rlock__fan *f = &reqs[idx[k]];
+      if (f->opening != NULL)
+        on_opened(f);
+      else
+        on_readable(f, deadline);
+      finished += f->done;
     }
   return finished;
 }
@@ -121,7 +147,14 @@ static int all_done(const rlock__fan *reqs, size_t n) {
 static void settle(rlock__fan *reqs, size_t n, int abandoned) {
   for (size_t i = 0; i < n; i++) {
     rlock__fan *f = &reqs[i];
-    if (!f->done) {
+    if (!f->done && f->opening != NULL) {
+      char where[128];
+      rlock__endpoint_str(&f->pool->ep, where, sizeof where);
+      rlock__pool_open_abandon(f->opening); /* a late connection is kept */
+      f->opening = NULL;
+      finish(f, rlock__err(abandoned ? RLOCK__EABANDONED : RLOCK_ETIMEOUT,
+                           "redis %s: not connected in time", where));
+    } else if (!f->done) {
       rlock__err(abandoned ? RLOCK__EABANDONED : RLOCK_ETIMEOUT,
                  "redis %s: no answer in time", f->conn->where);
       finish(f, abandoned ? RLOCK__EABANDONED : RLOCK_ETIMEOUT);
@@ -141,13 +174,8 @@ static void settle(rlock__fan *reqs, size_t n, int abandoned) {
 
 void rlock__fanout(rlock__fan *reqs, size_t n, int64_t deadline_us,
                    int (*decide)(void *arg), void *arg) {
-  int64_t begun = rlock__now_us();
   for (size_t i = 0; i < n; i++)
     start(&reqs[i]);
-  /* Opening a connection to an unreachable server blocks up to the
-   * connect timeout: that time must not count against the others, whose
-   * replies may be waiting already. */
-  deadline_us += rlock__now_us() - begun;
   int decided = decide != NULL && decide(arg);
   int polled = 0;
   while (!decided && !all_done(reqs, n) &&

@@ -1,8 +1,12 @@
 /*
  * fanout.h - one script on several servers at once, from one thread.
  *
- * Each request borrows a connection from its client's pool and sends its
- * call; then one poll() loop collects the replies as they come and feeds
+ * Each request borrows an idle connection from its client's pool and
+ * sends its call; a request whose pool has none opens one on a thread of
+ * its own (rlock__pool_open_async), so connecting to one slow or
+ * unreachable server (name lookup, connect, TLS, login) delays no other:
+ * its call goes out when the connection is there. One poll() loop
+ * collects the connections and the replies as they come and feeds
  * them to each call's request state machine (cmd.h: EVAL after NOSCRIPT,
  * the error rule), so N servers cost about one round trip, not N. After
  * every completed request a `decide` callback may end the round early (a
@@ -39,6 +43,7 @@ typedef struct rlock__fan {
   /* private */
   rlock__req req;
   rlock__pool *pool; /* of the node the request was sent to */
+  rlock__opening *opening; /* its connection, being opened, or NULL */
   rlock__conn *conn;
   int done;
 } rlock__fan;

@@ -1,7 +1,12 @@
 /* Integration: RedLock over 3 and 5 independent redis-servers. */
 #include "fixture.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <stdatomic.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #define MAXS 5
 
@@ -445,6 +450,68 @@ static void test_bad_input(void **state) {
   rt_server_free(s);
 }
 
+/* A loopback port whose connects never complete: listen(2) with the
+ * smallest backlog, filled by connections nobody accepts, so the kernel
+ * drops every later SYN. The fds to close (listener first) go in fds. */
+static int unconnectable(int fds[3]) {
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  fds[0] = socket(AF_INET, SOCK_STREAM, 0);
+  if (fds[0] < 0 || bind(fds[0], (struct sockaddr *)&a, sizeof a) != 0 ||
+      listen(fds[0], 0) != 0 ||
+      getsockname(fds[0], (struct sockaddr *)&a, &len) != 0)
+    fail_msg("cannot make a listening socket");
+  for (int i = 1; i < 3; i++) { /* fill the accept queue */
+    fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    if (connect(fds[i], (struct sockaddr *)&a, sizeof a) != 0 &&
+        errno != EINPROGRESS)
+      fail_msg("cannot fill the accept queue");
+  }
+  return ntohs(a.sin_port);
+}
+
+/* A member whose connect hangs until its 2 s connect timeout, listed
+ * first, delays no other: its round ends at the member timeout (5% of
+ * the 2 s lease: 100 ms), with the other two taken. */
+static void test_unreachable_member_delays_no_other(void **state) {
+  (void)state;
+  int fds[3], port = unconnectable(fds);
+  rt_server *s1 = rt_server_start(NULL), *s2 = rt_server_start(NULL);
+  char url[64];
+  snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
+  rlock_client *c[3] = {fx_client_opts(url, 0, NULL, NULL),
+                        fx_client(s1, 0), fx_client(s2, 0)};
+  rlock_lock *l[3];
+  for (int i = 0; i < 3; i++)
+    l[i] = fx_lock(c[i], "rl:unreachable");
+  rlock_redlock *r;
+  OK(rlock_redlock_new(&r, l, 3));
+  rlock_redlock_result *res;
+  int64_t t0 = rt_now_ms();
+  OK(rlock_redlock_try_acquire(&res, r, 0, 2000));
+  int64_t took = rt_now_ms() - t0;
+  print_message("round with an unconnectable first member: %lld ms\n",
+                (long long)took);
+  ASSERT_BETWEEN(took, 0, 100 + 400); /* not the 1000 ms connect timeout */
+  RC(rlock_redlock_result_status(res, 0), RLOCK_ETIMEOUT);
+  OK(rlock_redlock_result_status(res, 1));
+  OK(rlock_redlock_result_status(res, 2));
+  assert_true(rlock_redlock_result_validity_ms(res) > 1500);
+  rlock_redlock_result_free(res);
+  OK(rlock_redlock_release(r));
+  assert_int_equal(rt_cmd_int(s1, "EXISTS rl:unreachable"), 0);
+  rlock_redlock_free(r);
+  for (int i = 0; i < 3; i++) {
+    rlock_lock_free(l[i]);
+    rlock_client_free(c[i]); /* waits out the connect still running */
+  }
+  for (int i = 0; i < 3; i++)
+    close(fds[i]);
+  rt_server_free(s1);
+  rt_server_free(s2);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_all_up),
@@ -458,6 +525,7 @@ int main(void) {
       cmocka_unit_test(test_restart_while_held),
       cmocka_unit_test(test_explicit_owner_across_threads),
       cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_unreachable_member_delays_no_other),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
