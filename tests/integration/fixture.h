@@ -367,4 +367,33 @@ static inline const char *fx_slurp(const char *path) {
   return buf;
 }
 
+/* A thread that takes a lock (waiting as long as it takes) and gives it
+ * back: fx_waiter_start(), then join it and read rc. */
+typedef struct fx_waiter {
+  rlock_lock *l;
+  int rc;
+  pthread_t thread;
+} fx_waiter;
+
+static inline void *fx_waiter_main(void *arg) {
+  fx_waiter *w = (fx_waiter *)arg;
+  w->rc = rlock_lock_acquire(w->l);
+  if (w->rc == RLOCK_OK)
+    w->rc = rlock_lock_release(w->l);
+  return NULL;
+}
+
+static inline void fx_waiter_start(fx_waiter *w, rlock_lock *l) {
+  w->l = l;
+  w->rc = -100;
+  if (pthread_create(&w->thread, NULL, fx_waiter_main, w) != 0)
+    fail_msg("cannot start a thread");
+}
+
+/* Join the waiter; its status. */
+static inline int fx_waiter_join(fx_waiter *w) {
+  pthread_join(w->thread, NULL);
+  return w->rc;
+}
+
 #endif /* RLOCK_TEST_FIXTURE_H */

@@ -915,19 +915,28 @@ static void test_exec_lost_lock_terminates_command(void **state) {
 /* The server restarted without persistence while COMMAND runs: the lock
  * is gone with the data; the first renewal after the restart finds it so,
  * and COMMAND is terminated as for a deleted key. */
+/* `rlock exec NAME -- touch RAN` waiting (subscribed) for NAME, which a
+ * foreign owner holds for `lease_ms`; RAN is a fresh path that exists
+ * once COMMAND ran. */
+static void start_waiting_exec(proc *p, const char *name, int lease_ms,
+                               char *ran, size_t size) {
+  char file[128], channel[256];
+  snprintf(file, sizeof file, "%s-ran", name + 4); /* after "cli:" */
+  fx_tmp_path(ran, size, file);
+  hold_foreign(name, FOREIGN, 1, lease_ms);
+  proc_start(p, ARGS("-u", url, "exec", name, "--", "touch", ran));
+  snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
+  fx_wait_subscribers(srv, channel, 1, "the waiting exec's subscription");
+}
+
 /* A waiting exec without -w outlives an outage longer than the holder's
  * lease (it used to exit 69): it tries again until the server is back,
  * then runs COMMAND. */
 static void test_exec_waits_through_outage(void **state) {
   (void)state;
-  const char *name = "cli:outage";
   char ran[512];
-  fx_tmp_path(ran, sizeof ran, "outage-ran");
-  hold_foreign(name, FOREIGN, 1, 1000);
   proc p;
-  proc_start(&p, ARGS("-u", url, "exec", name, "--", "touch", ran));
-  fx_wait_subscribers(srv, "redisson_lock__channel:{cli:outage}", 1,
-                      "the waiting exec's subscription");
+  start_waiting_exec(&p, "cli:outage", 1000, ran, sizeof ran);
   rt_server_stop(srv);
   rt_sleep_ms(2000); /* time is the point: twice the holder's lease */
   assert_false(file_exists(ran));
@@ -1108,12 +1117,8 @@ static void test_exec_signal_while_waiting(void **state) {
   (void)state;
   const char *name = "cli:sigwait";
   char ran[512];
-  fx_tmp_path(ran, sizeof ran, "sigwait-ran");
-  hold_foreign(name, FOREIGN, 1, 60000);
   proc p;
-  proc_start(&p, ARGS("-u", url, "exec", name, "--", "touch", ran));
-  fx_wait_subscribers(srv, "redisson_lock__channel:{cli:sigwait}", 1,
-                      "the waiting exec's subscription");
+  start_waiting_exec(&p, name, 60000, ran, sizeof ran);
   int64_t t0 = rt_now_ms();
   assert_int_equal(kill(p.pid, SIGINT), 0);
   assert_int_equal(proc_wait(&p, SCALED(5000)), 128 + SIGINT);

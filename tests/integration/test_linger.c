@@ -26,18 +26,6 @@ static rlock_client *client_linger(int64_t ms, int max_idle) {
   return c;
 }
 
-typedef struct waiter {
-  rlock_lock *l;
-  int rc;
-} waiter;
-
-static void *acquire_release(void *arg) {
-  waiter *w = arg;
-  w->rc = rlock_lock_acquire(w->l);
-  if (w->rc == RLOCK_OK)
-    w->rc = rlock_lock_release(w->l);
-  return NULL;
-}
 
 /* One wait by `c` on `name` (channel `ch`): held by `holder` until the
  * waiter is subscribed, then released; returns when the waiter has taken
@@ -46,15 +34,14 @@ static void one_wait(rlock_client *c, rlock_client *holder, const char *name,
                      const char *ch) {
   rlock_lock *h = fx_lock(holder, name);
   OK(rlock_lock_acquire_lease(h, 60000));
-  waiter w = {fx_lock(c, name), -100};
-  pthread_t t;
-  pthread_create(&t, NULL, acquire_release, &w);
+  fx_waiter w;
+  fx_waiter_start(&w, fx_lock(c, name));
   fx_wait_subscribers(srv, ch, 1, "the waiter's subscription");
   /* The subscription may be an earlier one, lingering: the waiter is then
    * between its attempt and its sleep, and a release now still wakes it
    * (permits), or its next attempt finds the lock free. */
   OK(rlock_lock_release(h));
-  pthread_join(t, NULL);
+  fx_waiter_join(&w);
   OK(w.rc);
   rlock_lock_free(w.l);
   rlock_lock_free(h);

@@ -121,19 +121,6 @@ static void wait_heard(heard *h, const char *text) {
   rt_wait_until(pred_heard, &w, rt_scaled_ms(10000), text);
 }
 
-typedef struct waiter {
-  rlock_lock *l;
-  int rc;
-} waiter;
-
-/* Acquire (waiting) and release on this thread, which owns the hold. */
-static void *acquire_main(void *arg) {
-  waiter *w = arg;
-  w->rc = rlock_lock_acquire(w->l);
-  if (w->rc == RLOCK_OK)
-    w->rc = rlock_lock_release(w->l);
-  return NULL;
-}
 
 /* Counters follow the calls: holds taken and given back, a wait and its
  * wake-up, the watchdog's renewals, the connections opened. */
@@ -163,13 +150,12 @@ static void test_counters(void **state) {
   rlock_lock *held = fx_lock(other, "observe:count");
   OK(rlock_lock_acquire_lease(held, 60000));
   rlock_stats before = stats_of(c);
-  waiter w = {fx_lock(c, "observe:count"), -100};
-  pthread_t t;
-  pthread_create(&t, NULL, acquire_main, &w);
+  fx_waiter w;
+  fx_waiter_start(&w, fx_lock(c, "observe:count"));
   fx_wait_subscribers(srv, "redisson_lock__channel:{observe:count}", 1,
                       "the waiter's subscription");
   OK(rlock_lock_release(held));
-  pthread_join(t, NULL);
+  fx_waiter_join(&w);
   OK(w.rc);
   st = stats_of(c);
   assert_int_equal(st.waits, before.waits + 1);
@@ -209,9 +195,8 @@ static void test_log_restart(void **state) {
   OK(rlock_lock_acquire(l));
   rlock_lock *held = fx_lock(other, "observe:sub");
   OK(rlock_lock_acquire_lease(held, 60000));
-  waiter w = {fx_lock(c, "observe:sub"), -100};
-  pthread_t t;
-  pthread_create(&t, NULL, acquire_main, &w);
+  fx_waiter w;
+  fx_waiter_start(&w, fx_lock(c, "observe:sub"));
   fx_wait_subscribers(srv, "redisson_lock__channel:{observe:sub}", 1,
                       "the waiter's subscription");
   assert_int_equal(heard_at(&h, "connected to"), RLOCK_LOG_DEBUG);
@@ -219,7 +204,7 @@ static void test_log_restart(void **state) {
   rt_server_restart(srv); /* every lock is gone with the data */
   wait_heard(&h, "lock 'observe:lost' lost");
   assert_int_equal(heard_at(&h, "lock 'observe:lost' lost"), RLOCK_LOG_ERROR);
-  pthread_join(t, NULL); /* the waiter takes the lock that is gone */
+  fx_waiter_join(&w); /* the waiter takes the lock that is gone */
   OK(w.rc);
   wait_heard(&h, "subscriber reconnected to");
   assert_int_equal(heard_at(&h, "subscriber connection to"), RLOCK_LOG_WARN);

@@ -81,18 +81,6 @@ static rlock_client *tls_client(int i, int64_t watchdog) {
                     watchdog);
 }
 
-typedef struct waiter {
-  rlock_lock *l;
-  int rc;
-} waiter;
-
-static void *acquire_release(void *arg) {
-  waiter *w = arg;
-  w->rc = rlock_lock_acquire(w->l);
-  if (w->rc == RLOCK_OK)
-    w->rc = rlock_lock_release(w->l);
-  return NULL;
-}
 
 /* A channel with a subscriber on `s`, classic or sharded. */
 typedef struct sub_wait {
@@ -130,14 +118,13 @@ static void test_lock_wait_watchdog(void **state) {
   renewed r = {holder};
   rt_wait_until(pred_renewed, &r, rt_scaled_ms(5000), "two renewals");
   ASSERT_RANGE(rt_cmd_int(srv, "PTTL tls:lock"), 1, 600);
-  waiter w = {fx_lock(wc, "tls:lock"), -100};
-  pthread_t t;
-  pthread_create(&t, NULL, acquire_release, &w);
+  fx_waiter w;
+  fx_waiter_start(&w, fx_lock(wc, "tls:lock"));
   fx_wait_subscribers(srv, "redisson_lock__channel:{tls:lock}", 1,
                       "the waiter's subscription (over TLS)");
   OK(rlock_lock_release(l));
   OK(rlock_lock_release(l));
-  pthread_join(t, NULL);
+  fx_waiter_join(&w);
   OK(w.rc);
   assert_int_equal(rt_cmd_int(srv, "EXISTS tls:lock"), 0);
   /* Every connection of both clients was TLS: none reached the plain
@@ -372,15 +359,14 @@ static void test_cluster(void **state) {
     OK(rlock_lock_acquire_lease(l, 30000));
     assert_int_equal(rt_cmd_int(rt_cluster_node(cl, m), "EXISTS %s", key), 1);
     if (m == 2) { /* a waiter on the last, woken by the release */
-      waiter w = {fx_lock(wc, key), -100};
+      fx_waiter w;
+      fx_waiter_start(&w, fx_lock(wc, key));
       char ch[128];
       snprintf(ch, sizeof ch, "redisson_lock__channel:{%s}", key);
-      pthread_t t;
-      pthread_create(&t, NULL, acquire_release, &w);
       rt_wait_until(pred_any_subscriber, &(sub_wait){rt_cluster_node(cl, m), ch},
                     rt_scaled_ms(5000), "the waiter's subscription");
       OK(rlock_lock_release(l));
-      pthread_join(t, NULL);
+      fx_waiter_join(&w);
       OK(w.rc);
       rlock_lock_free(w.l);
     } else {
