@@ -43,6 +43,7 @@ static void start(rlock__fan *f) {
   f->reply = NULL;
   f->conn = NULL;
   f->opening = NULL;
+  f->opened_us = 0;
   f->error[0] = '\0';
   rlock__req_init(&f->req, &f->call);
   rlock__node *node;
@@ -67,8 +68,10 @@ static void on_opened(rlock__fan *f) {
   if (!rlock__pool_open_take(f->opening, &rc, &f->conn, msg, sizeof msg))
     return; /* not yet: the wake-up was spurious */
   f->opening = NULL;
-  if (rc == RLOCK_OK)
+  if (rc == RLOCK_OK) {
+    f->opened_us = rlock__now_us();
     begin(f);
+  }
   else
     finish(f, rlock__err(rc, "%s", msg));
 }
@@ -132,6 +135,20 @@ static size_t poll_round(rlock__fan *reqs, size_t n, int64_t deadline) {
   return finished;
 }
 
+/* The longest a connection that was made took to open: a slow connect
+ * (a loaded machine, a TLS handshake) is not held against its server's
+ * reply time, as when connections were opened one after the other. A
+ * server that cannot be reached at all extends nothing, so it delays no
+ * other beyond the caller's deadline. */
+static int64_t connecting_us(const rlock__fan *reqs, size_t n,
+                             int64_t begun) {
+  int64_t most = 0;
+  for (size_t i = 0; i < n; i++)
+    if (reqs[i].opened_us != 0 && reqs[i].opened_us - begun > most)
+      most = reqs[i].opened_us - begun;
+  return most;
+}
+
 static int all_done(const rlock__fan *reqs, size_t n) {
   for (size_t i = 0; i < n; i++)
     if (!reqs[i].done)
@@ -174,6 +191,7 @@ static void settle(rlock__fan *reqs, size_t n, int abandoned) {
 
 void rlock__fanout(rlock__fan *reqs, size_t n, int64_t deadline_us,
                    int (*decide)(void *arg), void *arg) {
+  int64_t begun = rlock__now_us(), base = deadline_us;
   for (size_t i = 0; i < n; i++)
     start(&reqs[i]);
   int decided = decide != NULL && decide(arg);
@@ -181,6 +199,7 @@ void rlock__fanout(rlock__fan *reqs, size_t n, int64_t deadline_us,
   while (!decided && !all_done(reqs, n) &&
          (!polled || rlock__now_us() < deadline_us)) {
     polled = 1;
+    deadline_us = base + connecting_us(reqs, n, begun);
     if (poll_round(reqs, n, deadline_us) > 0 && decide != NULL)
       decided = decide(arg);
   }
