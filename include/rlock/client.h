@@ -118,7 +118,8 @@ typedef struct rlock_stats {
   uint64_t acquisitions; /**< holds taken (re-entries count), every kind */
   uint64_t waits;        /**< acquisitions that found the lock held and
                               waited (or spun), taken in the end or not */
-  uint64_t wakeups;      /**< unlock messages that reached a waiting lock */
+  uint64_t wakeups;      /**< waits ended by an unlock message (not by
+                              the holder's lease running out) */
   uint64_t releases;     /**< holds given back by their owner */
   uint64_t renewals;     /**< leases the watchdog extended */
   uint64_t renewal_failures; /**< watchdog renewal calls that failed

@@ -5,9 +5,13 @@
 #include "pubsub.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "client_int.h"
 #include "common.h"
@@ -15,9 +19,34 @@
 
 int rlock__pubsub_init(rlock__pubsub *ps) {
   memset(ps, 0, sizeof *ps);
-  return pthread_mutex_init(&ps->mu, NULL) == 0
-             ? RLOCK_OK
-             : rlock__err(RLOCK_ENOMEM, "cannot create a mutex");
+  ps->direct_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (ps->direct_efd < 0)
+    return rlock__err(RLOCK_EIO, "eventfd: %s", strerror(errno));
+  if (pthread_mutex_init(&ps->mu, NULL) != 0) {
+    close(ps->direct_efd);
+    return rlock__err(RLOCK_ENOMEM, "cannot create a mutex");
+  }
+  return RLOCK_OK;
+}
+
+/* Tell the direct waiter, if it waits on `s`, that something changed.
+ * Called locked. */
+static void poke(rlock__pubsub *ps, const rlock__sub *s) {
+  if (ps->direct != s)
+    return;
+  uint64_t one = 1;
+  ssize_t n;
+  do
+    n = write(ps->direct_efd, &one, sizeof one);
+  while (n < 0 && errno == EINTR);
+}
+
+static void drain_efd(int fd) {
+  uint64_t v;
+  ssize_t n;
+  do
+    n = read(fd, &v, sizeof v);
+  while (n < 0 && errno == EINTR);
 }
 
 static void sub_free(rlock__sub *s) {
@@ -37,6 +66,7 @@ void rlock__pubsub_destroy(rlock__pubsub *ps) {
   for (size_t i = 0; i < ps->nconns; i++)
     rlock__subconn_free(ps->conns[i]);
   free(ps->conns);
+  close(ps->direct_efd);
   pthread_mutex_destroy(&ps->mu);
 }
 
@@ -165,11 +195,88 @@ int rlock__sub_acquire(rlock_client *c, const char *channel,
   return rc;
 }
 
+/* The subscriber socket `s` is confirmed on, or -1. Called locked. */
+static int sub_fd(const rlock__sub *s) {
+  return s->state == RLOCK__SUB_ACTIVE && s->on != NULL ? s->on->pub_fd : -1;
+}
+
+/* Whether a readable subscriber socket holds bytes (a message, most
+ * likely) rather than its end or an error: those are the background
+ * thread's to handle (a failover), and no reason to attempt now. */
+static int has_bytes(struct pollfd p) {
+  if (p.revents & (POLLERR | POLLHUP | POLLNVAL))
+    return 0;
+  char b;
+  ssize_t n;
+  do
+    n = recv(p.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+  while (n < 0 && errno == EINTR);
+  return n > 0;
+}
+
+/* A direct wait (see rlock__pubsub.direct), locked on entry and exit: 1
+ * with a wake-up (a permit, or the socket readable: then the caller
+ * attempts at once, before the background thread has even read what
+ * came), 0 at `until_us` or on cancel. After a wake on readiness alone
+ * the socket is left out until the background thread has read from it,
+ * so that bytes it has not consumed yet cannot make this spin. */
+static int wait_direct(rlock__pubsub *ps, rlock__sub *s, int64_t until_us,
+                       const rlock_cancel *cancel) {
+  ps->direct = s;
+  int got = 0;
+  for (;;) {
+    if (s->permits > 0 || rlock__canceled(cancel) ||
+        rlock__now_us() >= until_us)
+      break;
+    int fd = sub_fd(s);
+    if (s->spec && s->on != NULL && s->on->read_gen == s->spec_gen)
+      fd = -1;
+    int64_t step = rlock__cancel_step(cancel, until_us);
+    int64_t ms = rlock__ms_left(step);
+    struct pollfd p[2] = {{.fd = ps->direct_efd, .events = POLLIN},
+                          {.fd = fd, .events = POLLIN}};
+    pthread_mutex_unlock(&ps->mu);
+    int rc = poll(p, 2, ms > 60000 ? 60000 : (int)(ms < 1 ? 1 : ms));
+    if (rc > 0 && p[0].revents != 0)
+      drain_efd(ps->direct_efd);
+    int bytes = rc > 0 && fd >= 0 && p[1].revents != 0 && has_bytes(p[1]);
+    pthread_mutex_lock(&ps->mu);
+    if (rc > 0 && fd >= 0 && p[1].revents != 0) {
+      /* Leave the socket to the background thread until it has read. */
+      s->spec = 1;
+      s->spec_gen = s->on != NULL ? s->on->read_gen : 0;
+    }
+    /* Only the sole user may take readiness for a wake-up: with others,
+     * one unlock message must still wake one thread (Redisson's "0"), so
+     * it waits for its permit like them. */
+    if (bytes && s->refs == 1 && s->permits == 0 &&
+        !rlock__canceled(cancel)) {
+      got = 1;
+      break;
+    }
+  }
+  ps->direct = NULL;
+  if (!got && s->permits > 0 && !rlock__canceled(cancel)) {
+    s->permits--;
+    got = 1;
+  }
+  return got;
+}
+
 int rlock__sub_wait(rlock_client *c, rlock__sub *s, int64_t until_us,
                     const rlock_cancel *cancel) {
   rlock__pubsub *ps = &c->ps;
   pthread_mutex_lock(&ps->mu);
   s->waiting++;
+  if (s->permits == 0 && s->refs == 1 && ps->direct == NULL &&
+      sub_fd(s) >= 0) {
+    int got = wait_direct(ps, s, until_us, cancel);
+    s->waiting--;
+    pthread_mutex_unlock(&ps->mu);
+    if (got)
+      rlock__obs_count(ps->obs, RLOCK__STAT_WAKEUPS);
+    return got;
+  }
   while (s->permits == 0 && !rlock__canceled(cancel)) {
     int64_t step = rlock__cancel_step(cancel, until_us);
     if (rlock__cond_wait_until(&s->cv, &ps->mu, step) == ETIMEDOUT &&
@@ -184,7 +291,15 @@ int rlock__sub_wait(rlock_client *c, rlock__sub *s, int64_t until_us,
     pthread_cond_signal(&s->cv);
   s->waiting--;
   pthread_mutex_unlock(&ps->mu);
+  if (got)
+    rlock__obs_count(ps->obs, RLOCK__STAT_WAKEUPS);
   return got;
+}
+
+void rlock__pubsub_read_done(rlock__pubsub *ps, rlock__subconn *on) {
+  on->read_gen++;
+  if (ps->direct != NULL && ps->direct->on == on)
+    poke(ps, ps->direct);
 }
 
 void rlock__sub_release(rlock_client *c, rlock__sub *s) {
@@ -228,7 +343,7 @@ void rlock__pubsub_sweep(rlock__pubsub *ps) {
 /* Release wake-ups for a message: "1" wakes every waiting thread, anything
  * else one (Redisson's UNLOCK_MESSAGE "0"). Permits never exceed the
  * number of local users, so a burst of messages cannot pile up. */
-static void deliver(rlock__sub *s, const char *payload) {
+static void deliver(rlock__pubsub *ps, rlock__sub *s, const char *payload) {
   if (strcmp(payload, "1") == 0) {
     s->permits += s->refs; /* also those between an attempt and a sleep */
     pthread_cond_broadcast(&s->cv);
@@ -238,12 +353,14 @@ static void deliver(rlock__sub *s, const char *payload) {
   }
   if (s->permits > s->refs)
     s->permits = s->refs;
+  poke(ps, s);
 }
 
 /* Every local user attempts once more: unlocks may have been missed. */
-static void wake_all(rlock__sub *s) {
+static void wake_all(rlock__pubsub *ps, rlock__sub *s) {
   s->permits = s->refs;
   pthread_cond_broadcast(&s->cv);
+  poke(ps, s);
 }
 
 static void on_subscribed(rlock__pubsub *ps, rlock__sub *s) {
@@ -251,7 +368,7 @@ static void on_subscribed(rlock__pubsub *ps, rlock__sub *s) {
     s->state = RLOCK__SUB_ACTIVE;
   if (s->resub) {
     s->resub = 0;
-    wake_all(s);
+    wake_all(ps, s);
   }
   if (s->refs == 0)
     ps->dirty = 1;
@@ -276,11 +393,8 @@ void rlock__pubsub_push(rlock__pubsub *ps, rlock__subconn *on,
   rlock__sub *s = rlock__map_get(&ps->subs, channel, chlen);
   if (s == NULL || s->on != on)
     return; /* a late push for a subscription that moved on */
-  if (strcmp(kind, "message") == 0 && payload != NULL) {
-    if (s->refs > 0)
-      rlock__obs_count(ps->obs, RLOCK__STAT_WAKEUPS);
-    deliver(s, payload);
-  }
+  if (strcmp(kind, "message") == 0 && payload != NULL)
+    deliver(ps, s, payload);
   else if (strcmp(kind, "subscribe") == 0)
     on_subscribed(ps, s);
   else if (strcmp(kind, "unsubscribe") == 0)

@@ -53,6 +53,10 @@ typedef struct rlock__sub {
   int64_t idle_until_us; /* no users, but kept subscribed until then for
                             the next waiter (linger), or 0 */
   rlock__subconn *on; /* the connection it is (to be) subscribed on */
+  int spec;           /* its waiter last woke on the socket's readiness
+                         alone (direct wait), before the background
+                         thread read what came: at read_gen spec_gen */
+  uint64_t spec_gen;
   uint64_t fail_gen;  /* bumped when subscribing it failed ... */
   int fail_code;      /* ... with this status ... */
   char fail_msg[320]; /* ... and message */
@@ -74,6 +78,13 @@ typedef struct rlock__pubsub {
   int max_idle;
   int idle;             /* lingering now */
   int64_t next_idle_us; /* the earliest linger end, or 0 */
+  /* Direct wait: the one thread waiting alone on a subscription polls the
+   * subscriber socket itself (and this eventfd, which the background
+   * thread writes when it hands that subscription a wake-up), so an
+   * unlock wakes it straight from the kernel, not through the background
+   * thread. At most one at a time. */
+  rlock__sub *direct;
+  int direct_efd;
   /* background thread only */
   rlock__subconn **conns;
   size_t nconns;
@@ -106,6 +117,10 @@ int rlock__sub_wait(rlock_client *c, rlock__sub *s, int64_t until_us,
  * uses: 1 while it lingers (keeping ps->next_idle_us at the earliest
  * end), else 0: unsubscribe it now. */
 int rlock__sub_lingers(rlock__pubsub *ps, rlock__sub *s, int64_t now_us);
+
+/* The background thread has read what arrived on `on` (locked): a direct
+ * waiter on it may poll its socket again. */
+void rlock__pubsub_read_done(rlock__pubsub *ps, rlock__subconn *on);
 
 /* Drop the reference taken by rlock__sub_acquire(). */
 void rlock__sub_release(rlock_client *c, rlock__sub *s);

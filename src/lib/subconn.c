@@ -32,6 +32,7 @@ static rlock__subconn *subconn_new(rlock__node *node) {
   if (sc != NULL) {
     sc->node = node;
     sc->backoff_ms = BACKOFF_MIN_MS;
+    sc->pub_fd = -1;
   }
   return sc;
 }
@@ -98,6 +99,7 @@ static void back_off(rlock__subconn *sc) {
 static void drop(rlock_client *c, rlock__subconn *sc, const char *why) {
   pthread_mutex_lock(&c->ps.mu);
   rlock__pubsub_lost(&c->ps, sc, c->ps.sharded);
+  sc->pub_fd = -1; /* before the close: a direct waiter stops polling it */
   pthread_mutex_unlock(&c->ps.mu);
   rlock__obs_count(&c->obs, RLOCK__STAT_DISCONNECTS);
   rlock__obs_log(&c->obs, RLOCK_LOG_WARN, "subscriber connection to %s "
@@ -143,6 +145,7 @@ static void connect_sc(rlock_client *c, rlock__subconn *sc) {
   pthread_mutex_lock(&c->ps.mu);
   if (rc == RLOCK_OK) {
     c->ps.dirty = 1;
+    sc->pub_fd = sc->conn->fd;
     sc->last_rx_us = rlock__now_us();
     sc->ping_sent_us = 0;
   } else {
@@ -206,11 +209,21 @@ static void on_error_reply(rlock_client *c, rlock__subconn *sc,
   pthread_mutex_unlock(&c->ps.mu);
 }
 
+static void read_replies(rlock_client *c, rlock__subconn *sc);
+
 static void read_pushes(rlock_client *c, rlock__subconn *sc) {
   if (rlock__conn_read_some(sc->conn) != RLOCK_OK) {
     drop(c, sc, NULL);
     return;
   }
+  read_replies(c, sc);
+  pthread_mutex_lock(&c->ps.mu);
+  rlock__pubsub_read_done(&c->ps, sc);
+  pthread_mutex_unlock(&c->ps.mu);
+}
+
+/* Handle every reply read so far. */
+static void read_replies(rlock_client *c, rlock__subconn *sc) {
   sc->last_rx_us = rlock__now_us();
   sc->ping_sent_us = 0;
   for (;;) {

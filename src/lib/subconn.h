@@ -33,6 +33,10 @@ struct rlock__subconn {
   int wanted; /* ... and some of them have users */
   int lost;   /* dropped since it last connected: the next connect is a
                  reconnection (logged at INFO) */
+  /* Under ps.mu: conn's fd while connected, else -1 (what a direct waiter
+   * polls), and a count of the reads of pushes so far. */
+  int pub_fd;
+  uint64_t read_gen;
 };
 
 /* Close and free. NULL is ignored. */
