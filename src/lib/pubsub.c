@@ -96,6 +96,7 @@ static int sub_unref(rlock__pubsub *ps, rlock__sub *s) {
   if (--s->refs > 0)
     return 0;
   s->permits = 0;
+  s->skip = 0;
   if (ps->linger_us > 0 && s->state == RLOCK__SUB_ACTIVE &&
       ps->idle < ps->max_idle) {
     s->idle_until_us = rlock__now_us() + ps->linger_us;
@@ -195,31 +196,45 @@ int rlock__sub_acquire(rlock_client *c, const char *channel,
   return rc;
 }
 
-/* The subscriber socket `s` is confirmed on, or -1. Called locked. */
+/* The subscriber socket a direct waiter on `s` may poll, or -1. Called
+ * locked. */
 static int sub_fd(const rlock__sub *s) {
   return s->state == RLOCK__SUB_ACTIVE && s->on != NULL ? s->on->pub_fd : -1;
 }
 
-/* Whether a readable subscriber socket holds bytes (a message, most
- * likely) rather than its end or an error: those are the background
- * thread's to handle (a failover), and no reason to attempt now. */
-static int has_bytes(struct pollfd p) {
+/* How many unlock messages for `s` wait unread in the socket (peeked,
+ * never consumed: the background thread reads them), or -1 at its end or
+ * on an error, which are the background thread's to handle. */
+static int messages_in(struct pollfd p, const rlock__sub *s) {
   if (p.revents & (POLLERR | POLLHUP | POLLNVAL))
-    return 0;
-  char b;
+    return -1;
+  char buf[4096], head[64];
   ssize_t n;
   do
-    n = recv(p.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    n = recv(p.fd, buf, sizeof buf, MSG_PEEK | MSG_DONTWAIT);
   while (n < 0 && errno == EINTR);
-  return n > 0;
+  if (n <= 0)
+    return -1;
+  /* "message" or "smessage", then the channel as a bulk string. */
+  int hl = snprintf(head, sizeof head, "message\r\n$%zu\r\n", s->chlen);
+  int count = 0;
+  for (const char *q = buf, *end = buf + n;
+       (q = memmem(q, (size_t)(end - q), head, (size_t)hl)) != NULL;
+       q += hl)
+    if ((size_t)(end - q) >= (size_t)hl + s->chlen + 2 &&
+        memcmp(q + hl, s->channel, s->chlen) == 0)
+      count++;
+  return count;
 }
 
 /* A direct wait (see rlock__pubsub.direct), locked on entry and exit: 1
- * with a wake-up (a permit, or the socket readable: then the caller
- * attempts at once, before the background thread has even read what
- * came), 0 at `until_us` or on cancel. After a wake on readiness alone
- * the socket is left out until the background thread has read from it,
- * so that bytes it has not consumed yet cannot make this spin. */
+ * with a wake-up (a permit, or an unlock message for `s` seen waiting in
+ * the socket: the caller then attempts at once, before the background
+ * thread has even read it, and the wake-up that read brings is skipped),
+ * 0 at `until_us` or on cancel. Readiness that is not such a message
+ * (another channel's, the socket's end) leaves the socket to the
+ * background thread until it has read, so unread bytes cannot make this
+ * spin. */
 static int wait_direct(rlock__pubsub *ps, rlock__sub *s, int64_t until_us,
                        const rlock_cancel *cancel) {
   ps->direct = s;
@@ -229,7 +244,7 @@ static int wait_direct(rlock__pubsub *ps, rlock__sub *s, int64_t until_us,
         rlock__now_us() >= until_us)
       break;
     int fd = sub_fd(s);
-    if (s->spec && s->on != NULL && s->on->read_gen == s->spec_gen)
+    if (s->parked && s->on != NULL && s->on->read_gen == s->parked_gen)
       fd = -1;
     int64_t step = rlock__cancel_step(cancel, until_us);
     int64_t ms = rlock__ms_left(step);
@@ -239,20 +254,21 @@ static int wait_direct(rlock__pubsub *ps, rlock__sub *s, int64_t until_us,
     int rc = poll(p, 2, ms > 60000 ? 60000 : (int)(ms < 1 ? 1 : ms));
     if (rc > 0 && p[0].revents != 0)
       drain_efd(ps->direct_efd);
-    int bytes = rc > 0 && fd >= 0 && p[1].revents != 0 && has_bytes(p[1]);
+    int readable = rc > 0 && fd >= 0 && p[1].revents != 0;
+    int ours = readable ? messages_in(p[1], s) : 0;
     pthread_mutex_lock(&ps->mu);
-    if (rc > 0 && fd >= 0 && p[1].revents != 0) {
-      /* Leave the socket to the background thread until it has read. */
-      s->spec = 1;
-      s->spec_gen = s->on != NULL ? s->on->read_gen : 0;
-    }
-    /* Only the sole user may take readiness for a wake-up: with others,
-     * one unlock message must still wake one thread (Redisson's "0"), so
-     * it waits for its permit like them. */
-    if (bytes && s->refs == 1 && s->permits == 0 &&
+    /* Only the sole user may act on the message itself: with others, one
+     * unlock must still wake one thread (Redisson's "0"), so it waits for
+     * its permit like them. */
+    if (ours > 0 && s->refs == 1 && s->permits == 0 &&
         !rlock__canceled(cancel)) {
+      s->skip = 1; /* at most one: a later message may be a new unlock */
       got = 1;
       break;
+    }
+    if (readable) {
+      s->parked = 1;
+      s->parked_gen = s->on != NULL ? s->on->read_gen : 0;
     }
   }
   ps->direct = NULL;
@@ -344,6 +360,11 @@ void rlock__pubsub_sweep(rlock__pubsub *ps) {
  * else one (Redisson's UNLOCK_MESSAGE "0"). Permits never exceed the
  * number of local users, so a burst of messages cannot pile up. */
 static void deliver(rlock__pubsub *ps, rlock__sub *s, const char *payload) {
+  if (s->skip > 0) { /* its direct waiter acted on it already */
+    s->skip--;
+    poke(ps, s);
+    return;
+  }
   if (strcmp(payload, "1") == 0) {
     s->permits += s->refs; /* also those between an attempt and a sleep */
     pthread_cond_broadcast(&s->cv);
@@ -359,6 +380,7 @@ static void deliver(rlock__pubsub *ps, rlock__sub *s, const char *payload) {
 /* Every local user attempts once more: unlocks may have been missed. */
 static void wake_all(rlock__pubsub *ps, rlock__sub *s) {
   s->permits = s->refs;
+  s->skip = 0;
   pthread_cond_broadcast(&s->cv);
   poke(ps, s);
 }

@@ -53,10 +53,13 @@ typedef struct rlock__sub {
   int64_t idle_until_us; /* no users, but kept subscribed until then for
                             the next waiter (linger), or 0 */
   rlock__subconn *on; /* the connection it is (to be) subscribed on */
-  int spec;           /* its waiter last woke on the socket's readiness
-                         alone (direct wait), before the background
-                         thread read what came: at read_gen spec_gen */
-  uint64_t spec_gen;
+  int skip;           /* unlock messages its direct waiter has acted on
+                         before the background thread read them: their
+                         delivery wakes no one */
+  int parked;         /* its direct waiter leaves the socket alone until
+                         the background thread's next read (read_gen
+                         past parked_gen) */
+  uint64_t parked_gen;
   uint64_t fail_gen;  /* bumped when subscribing it failed ... */
   int fail_code;      /* ... with this status ... */
   char fail_msg[320]; /* ... and message */

@@ -145,7 +145,9 @@ static void connect_sc(rlock_client *c, rlock__subconn *sc) {
   pthread_mutex_lock(&c->ps.mu);
   if (rc == RLOCK_OK) {
     c->ps.dirty = 1;
-    sc->pub_fd = sc->conn->fd;
+    /* TLS bytes cannot be peeked at: its waiters wait for the
+     * background thread. */
+    sc->pub_fd = sc->conn->tls == NULL ? sc->conn->fd : -1;
     sc->last_rx_us = rlock__now_us();
     sc->ping_sent_us = 0;
   } else {
