@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include "rt_cluster.h"
+#include "rt_sentinel.h"
 #include "rt_tls.h"
 
 #define CONNECT_MS 1000
@@ -380,6 +381,40 @@ static void test_cluster(void **state) {
   rt_cluster_free(cl);
 }
 
+/* Sentinels reached over TLS (sentinel_tls=yes; the data servers in plain
+ * text): discovery and the +switch-master watch both go over TLS, so a
+ * switch is followed. */
+static void test_sentinel(void **state) {
+  (void)state;
+  rt_sentinel_group *g = rt_sentinel_start_tls("tlsmaster", 1, 3, &certs);
+  rlock_client *c = client_for(rt_sentinel_tls_url(g), 0);
+  rlock_lock *l = fx_lock(c, "tls:sentinel");
+  OK(rlock_lock_acquire(l));
+  assert_int_equal(
+      rt_cmd_int(rt_sentinel_master(g), "EXISTS tls:sentinel"), 1);
+  OK(rlock_lock_release(l));
+  rt_sentinel_failover(g, rt_scaled_ms(30000));
+  rt_server *nm = rt_sentinel_master(g);
+  /* Followed through the watch (or a refresh): a lock lands on the new
+   * master. */
+  int64_t t0 = rt_now_ms();
+  for (;;) {
+    int rc = rlock_lock_try_acquire(l, 0, 5000);
+    if (rc == RLOCK_OK && rt_cmd_int(nm, "EXISTS tls:sentinel") == 1)
+      break;
+    if (rc == RLOCK_OK)
+      OK(rlock_lock_release(l));
+    if (rt_now_ms() - t0 > rt_scaled_ms(10000))
+      fail_msg("no lock on the new master within 10 s (last %d: %s)", rc,
+               rlock_error_last()->message);
+    rt_sleep_ms(50);
+  }
+  OK(rlock_lock_release(l));
+  rlock_lock_free(l);
+  rlock_client_free(c);
+  rt_sentinel_free(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_lock_wait_watchdog),
@@ -390,6 +425,7 @@ int main(void) {
       cmocka_unit_test(test_config_errors),
       cmocka_unit_test(test_cli),
       cmocka_unit_test(test_cluster),
+      cmocka_unit_test(test_sentinel),
   };
   if (getenv("RLOCK_TEST_FILTER") != NULL)
     cmocka_set_test_filter(getenv("RLOCK_TEST_FILTER"));

@@ -7,6 +7,7 @@
 #endif
 
 #include "rt_sentinel.h"
+#include "rt_tls.h"
 #include "rt_util.h"
 
 #include <stdio.h>
@@ -33,6 +34,9 @@ struct rt_sentinel_group {
     char url[64 + RT_SENTINEL_MAX * 24];
     int64_t switch_started_ms;   /* kill or SENTINEL FAILOVER, 0: none */
     int64_t failover_ms;
+    const struct rt_tls *tls;    /* sentinels also on TLS ports, or NULL */
+    int tls_port[RT_SENTINEL_MAX];
+    char tls_url[1024 + RT_SENTINEL_MAX * 24];
 };
 
 static bool running(const rt_server *s)
@@ -222,17 +226,58 @@ static void start_sentinels(rt_sentinel_group *g, int sentinels)
              g->name, RT_SENTINEL_DOWN_AFTER_MS,
              g->name, RT_SENTINEL_FAILOVER_TIMEOUT_MS, g->name);
     size_t len = (size_t)snprintf(g->url, sizeof g->url, "redis-sentinel://");
+    size_t tlen = (size_t)snprintf(g->tls_url, sizeof g->tls_url, "redis-sentinel://");
     for (int i = 0; i < sentinels; i++) {
+        char port[16];
+        const char *const *args = NULL;
+        if (g->tls) {
+            g->tls_port[i] = rt_free_port();
+            snprintf(port, sizeof port, "%d", g->tls_port[i]);
+            static const char *tls_args[16];
+            const char *const a[] = {"--tls-port", port, "--tls-cert-file",
+                                     g->tls->server_crt, "--tls-key-file",
+                                     g->tls->server_key, "--tls-ca-cert-file",
+                                     g->tls->ca, "--tls-auth-clients", "no", NULL};
+            memcpy(tls_args, a, sizeof a);
+            args = tls_args;
+            tlen += (size_t)snprintf(g->tls_url + tlen, sizeof g->tls_url - tlen,
+                                     "%s127.0.0.1:%d", i > 0 ? "," : "",
+                                     g->tls_port[i]);
+        }
         g->sentinels[i] = rt_server_start_opts(&(rt_server_opts){ .config = config,
+                                                                   .extra_args = args,
                                                                    .sentinel = true });
         g->nsentinels = i + 1;
         len += (size_t)snprintf(g->url + len, sizeof g->url - len, "%s127.0.0.1:%d",
                                 i > 0 ? "," : "", rt_server_port(g->sentinels[i]));
     }
     snprintf(g->url + len, sizeof g->url - len, "#%s", g->name);
+    if (g->tls)
+        snprintf(g->tls_url + tlen, sizeof g->tls_url - tlen,
+                 "?sentinel_tls=yes&tls_ca=%s#%s", g->tls->ca, g->name);
 }
 
+static rt_sentinel_group *start(const char *master_name, int replicas,
+                                 int sentinels, const struct rt_tls *tls);
+
 rt_sentinel_group *rt_sentinel_start(const char *master_name, int replicas, int sentinels)
+{
+    return start(master_name, replicas, sentinels, NULL);
+}
+
+rt_sentinel_group *rt_sentinel_start_tls(const char *master_name, int replicas,
+                                         int sentinels, const struct rt_tls *tls)
+{
+    return start(master_name, replicas, sentinels, tls);
+}
+
+const char *rt_sentinel_tls_url(const rt_sentinel_group *g)
+{
+    return g->tls ? g->tls_url : NULL;
+}
+
+static rt_sentinel_group *start(const char *master_name, int replicas,
+                                 int sentinels, const struct rt_tls *tls)
 {
     if (!valid_name(master_name) || replicas < 0 || replicas >= RT_SENTINEL_MAX_SERVERS ||
         sentinels < 1 || sentinels > RT_SENTINEL_MAX) {
@@ -247,6 +292,7 @@ rt_sentinel_group *rt_sentinel_start(const char *master_name, int replicas, int 
         return NULL;
     }
     snprintf(g->name, sizeof g->name, "%s", master_name);
+    g->tls = tls;
     start_data_servers(g, replicas);
     /* Sentinels learn the replicas from the master's INFO, which they ask
        at once on connecting, but then only every 10 s: in sync first. */

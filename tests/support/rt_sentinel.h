@@ -54,6 +54,18 @@ typedef struct rt_sentinel_group rt_sentinel_group;
  */
 rt_sentinel_group *rt_sentinel_start(const char *master_name, int replicas, int sentinels);
 
+struct rt_tls;
+
+/* rt_sentinel_start() with every sentinel also listening on a TLS port
+ * (certificates from `tls`, which must outlive the group). The data
+ * servers and the sentinels' monitoring stay in plain text. */
+rt_sentinel_group *rt_sentinel_start_tls(const char *master_name, int replicas,
+                                         int sentinels, const struct rt_tls *tls);
+
+/* "redis-sentinel://<the sentinels' TLS ports>?sentinel_tls=yes&tls_ca=..
+ * #NAME", or NULL without TLS. */
+const char *rt_sentinel_tls_url(const rt_sentinel_group *g);
+
 /* Stop the sentinels, then the data servers (by pid, like
    rt_server_free()), remove their directories, free the group. NULL is
    ignored. */
