@@ -4,7 +4,8 @@
  *   rlock-bench [-u URL]... [--json] WORKLOAD [options]
  *
  * -u/--url and --json may appear anywhere; -u may be repeated only for
- * redlock (one server per -u). A usage error prints one line on stderr
+ * redlock (one server per -u) and tls (the same server over TCP, then
+ * over TLS). A usage error prints one line on stderr
  * and exits 64; --help prints the full usage on stdout.
  */
 #include <errno.h>
@@ -45,7 +46,10 @@ static const char USAGE[] =
     "                            of L (defaults 16, 1000, 5)\n"
     "  redlock [--ops K]         one thread: RedLock lock+unlock over the\n"
     "                            -u servers vs a lock on the first one\n"
-    "                            (K default 20000)\n";
+    "                            (K default 20000)\n"
+    "  tls [--ops K]             -u redis://... -u rediss://... (one\n"
+    "                            server): lock+unlock pairs and a fresh\n"
+    "                            client's first PING over TCP vs TLS\n";
 
 enum {
   W_UNCONTENDED = 1,
@@ -53,10 +57,11 @@ enum {
   W_MANY = 4,
   W_FAIR = 8,
   W_RW = 16,
-  W_REDLOCK = 32
+  W_REDLOCK = 32,
+  W_TLS = 64
 };
 #define W_TURNS (W_CONTENDED | W_FAIR | W_RW) /* processes taking turns */
-#define WORKLOAD_LIST "uncontended, contended, fair, rw, many, redlock"
+#define WORKLOAD_LIST "uncontended, contended, fair, rw, many, redlock, tls"
 /* At most this many processes in a run (--procs; --readers + --writers). */
 #define MAX_PROCS 256
 
@@ -68,7 +73,8 @@ static const struct {
                  {"fair", W_FAIR},
                  {"rw", W_RW},
                  {"many", W_MANY},
-                 {"redlock", W_REDLOCK}};
+                 {"redlock", W_REDLOCK},
+                 {"tls", W_TLS}};
 
 /* Workload options: which workloads take them and their valid range. */
 typedef struct opt_spec {
@@ -91,7 +97,8 @@ enum {
 };
 
 static const opt_spec OPTS[O_COUNT] = {
-    [O_OPS] = {"--ops", W_UNCONTENDED | W_TURNS | W_REDLOCK, 1, 100000000,
+    [O_OPS] = {"--ops", W_UNCONTENDED | W_TURNS | W_REDLOCK | W_TLS, 1,
+               100000000,
                1},
     [O_PROCS] = {"--procs", W_CONTENDED | W_FAIR, 1, MAX_PROCS, 1},
     [O_READERS] = {"--readers", W_RW, 1, MAX_PROCS - 1, 1},
@@ -213,9 +220,12 @@ static int check_rw(const parsed *p) {
 static int check_combination(const parsed *p) {
   if (p->args.workload == NULL)
     return usage_error("no workload given (" WORKLOAD_LIST ")");
-  if (p->args.nurls > 1 && p->workload != W_REDLOCK)
-    return usage_error("-u given %d times: only redlock takes several "
-                       "servers", p->args.nurls);
+  if (p->args.nurls > 1 && p->workload != W_REDLOCK && p->workload != W_TLS)
+    return usage_error("-u given %d times: only redlock and tls take "
+                       "several", p->args.nurls);
+  if (p->workload == W_TLS && p->args.nurls != 2)
+    return usage_error("tls needs two -u: redis://HOST:PORT, then "
+                       "rediss://HOST:TLSPORT of the same server");
   for (int o = 0; o < O_COUNT; o++)
     if (p->given[o] && !(OPTS[o].workloads & p->workload))
       return usage_error("%s does not apply to %s", OPTS[o].name,
@@ -286,6 +296,8 @@ int main(int argc, char **argv) {
     return bench_rw(&p.args);
   case W_REDLOCK:
     return bench_redlock(&p.args);
+  case W_TLS:
+    return bench_tls(&p.args);
   default:
     return bench_many(&p.args);
   }
