@@ -1,0 +1,243 @@
+/* Integration: an ACL user allowed exactly what README's "Least-privilege
+ * Redis users" gives for locks named `locks:*` runs every lock kind; a
+ * user lacking one right gets RLOCK_EAUTH naming what was refused, for
+ * every kind and for a RedLock member; the password never shows in a
+ * message. */
+#include "fixture.h"
+
+/* README's rule set, for names starting "locks:" (one server, replicas
+ * confirmed with WAIT by default). */
+#define RULES                                                                 \
+  "~locks:* ~{locks:* ~redisson_lock_queue:{locks:* "                         \
+  "~redisson_lock_timeout:{locks:* ~redisson_lock_token:{locks:* "            \
+  "~redisson_unlock_latch:{locks:* "                                          \
+  "&redisson_lock__channel:{locks:* &redisson_rwlock:{locks:* "              \
+  "+evalsha +eval +ping +info +wait +subscribe +unsubscribe +publish +get "   \
+  "+hget +hexists +hincrby +hset +hdel +hgetall +hkeys +hlen +pexpire +pttl " \
+  "+del +exists +type +set +incr +lindex +lpop +lrange +lrem +rpush +zadd "   \
+  "+zincrby +zrange +zrem +zscore"
+
+#define SECRET "s3cret-acl-pw"
+
+/* ACL SETUSER name reset on >SECRET <each word of rules>. */
+static void set_user(const char *name, const char *rules) {
+  char copy[2048], *save = NULL;
+  const char *argv[128] = {"ACL", "SETUSER", name, "reset", "on",
+                           ">" SECRET};
+  int argc = 6;
+  snprintf(copy, sizeof copy, "%s", rules);
+  for (char *w = strtok_r(copy, " ", &save); w != NULL && argc < 128;
+       w = strtok_r(NULL, " ", &save))
+    argv[argc++] = w;
+  redisReply *r = rt_cmd_argv(srv, argc, argv, NULL);
+  if (r->type != REDIS_REPLY_STATUS)
+    fail_msg("ACL SETUSER %s: %s", name, r->str);
+  freeReplyObject(r);
+}
+
+static rlock_client *user_client(const char *user) {
+  char url[256];
+  snprintf(url, sizeof url, "redis://%s:" SECRET "@127.0.0.1:%d", user,
+           rt_server_port(srv));
+  return fx_client_opts(url, 600, NULL, NULL);
+}
+
+typedef int (*lock_new_fn)(rlock_lock **, rlock_client *, const char *);
+
+static const struct {
+  const char *kind;
+  lock_new_fn make;
+} kinds[] = {
+    {"reentrant", rlock_lock_new},   {"fair", rlock_lock_new_fair},
+    {"read", rlock_lock_new_read},   {"write", rlock_lock_new_write},
+    {"fenced", rlock_lock_new_fenced}, {"spin", rlock_lock_new_spin},
+};
+#define NKINDS (sizeof kinds / sizeof kinds[0])
+
+/* The kind of lock that makes a lock of kind k wait (the read lock waits
+ * for a writer), and the channel a waiter of kind k subscribes to (NULL:
+ * the fair lock's own, or none for the spin lock). */
+static lock_new_fn blocker(size_t k) {
+  return k == 2 ? rlock_lock_new_write : kinds[k].make;
+}
+
+static const char *wait_channel(size_t k, const char *name, char *buf,
+                                size_t size) {
+  if (k == 1 || k == 5)
+    return NULL;
+  snprintf(buf, size, k == 2 || k == 3 ? "redisson_rwlock:{%s}"
+                                       : "redisson_lock__channel:{%s}",
+           name);
+  return buf;
+}
+
+/* Everything one kind does, as `c`: re-entry, inspection, a wait woken by
+ * another holder's release (`other`), the watchdog's renewal, force
+ * release. */
+static void full_cycle(rlock_client *c, rlock_client *other, size_t k) {
+  char name[64], ch[128];
+  snprintf(name, sizeof name, "locks:%s", kinds[k].kind);
+  rlock_lock *l, *o;
+  OK(kinds[k].make(&l, c, name));
+  OK(blocker(k)(&o, other, name));
+  OK(rlock_lock_acquire(l));
+  OK(rlock_lock_acquire(l));
+  int locked;
+  int64_t count;
+  OK(rlock_lock_is_locked(&locked, l));
+  assert_int_equal(locked, 1);
+  OK(rlock_lock_hold_count(&count, l));
+  assert_int_equal(count, 2);
+  rlock_lock_info *info;
+  OK(rlock_lock_inspect(&info, l));
+  rlock_lock_info_free(info);
+  OK(rlock_lock_release(l));
+  OK(rlock_lock_release(l));
+  /* A wait, woken by the other's release. */
+  OK(rlock_lock_acquire_lease(o, 60000));
+  fx_waiter w;
+  fx_waiter_start(&w, l);
+  if (k == 1) {
+    fx_wait_exists(srv, "redisson_lock_queue:{locks:fair}", 1,
+                   rt_scaled_ms(5000));
+    fx_wait_fair_head_subscribed(srv, name);
+  } else if (wait_channel(k, name, ch, sizeof ch) != NULL)
+    fx_wait_subscribers(srv, ch, 1, "the waiter's subscription");
+  OK(rlock_lock_release(o));
+  OK(fx_waiter_join(&w));
+  int deleted;
+  OK(rlock_lock_acquire(o));
+  OK(rlock_lock_force_release(&deleted, o));
+  assert_int_equal(deleted, 1);
+  rlock_lock_free(o);
+  rlock_lock_free(l);
+}
+
+static void test_documented_rules_suffice(void **state) {
+  (void)state;
+  set_user("locker", RULES);
+  rlock_client *c = user_client("locker"), *other = user_client("locker");
+  for (size_t k = 0; k < NKINDS; k++)
+    full_cycle(c, other, k);
+  rlock_client_free(other);
+  rlock_client_free(c);
+}
+
+/* The status and message of acquiring `name` as `user` (kind k), when
+ * `held` has another client hold it first (a wait). */
+static int refused(const char *user, size_t k, const char *name, int held,
+                   char *msg, size_t size) {
+  rlock_client *c = user_client(user), *h = fx_client(srv, 0);
+  rlock_lock *l, *o;
+  OK(kinds[k].make(&l, c, name));
+  OK(blocker(k)(&o, h, name));
+  if (held)
+    OK(rlock_lock_acquire_lease(o, 1000));
+  int rc = rlock_lock_try_acquire(l, held ? 5000 : 0, 0);
+  snprintf(msg, size, "%s", rlock_error_last()->message);
+  if (rc == RLOCK_OK)
+    rlock_lock_release(l);
+  if (held)
+    rlock_lock_force_release(NULL, o);
+  rlock_lock_free(l);
+  rlock_lock_free(o);
+  rlock_client_free(c);
+  rlock_client_free(h);
+  return rc;
+}
+
+static void expect_eauth(int rc, const char *msg, const char *what,
+                         const char *kind) {
+  char lower[512];
+  size_t i = 0;
+  for (; msg[i] != '\0' && i + 1 < sizeof lower; i++)
+    lower[i] = (char)(msg[i] >= 'A' && msg[i] <= 'Z' ? msg[i] + 32 : msg[i]);
+  lower[i] = '\0';
+  if (rc != RLOCK_EAUTH || strstr(lower, what) == NULL)
+    fail_msg("%s: status %d, message '%s', wanted RLOCK_EAUTH naming '%s'",
+             kind, rc, msg, what);
+  assert_null(strstr(msg, SECRET));
+}
+
+/* One right less each: every kind is refused with RLOCK_EAUTH naming
+ * what was missing. */
+static void test_missing_rights(void **state) {
+  (void)state;
+  char rules[2048], msg[512];
+  /* No scripts at all. */
+  snprintf(rules, sizeof rules, "%s -evalsha -eval", RULES);
+  set_user("noeval", rules);
+  for (size_t k = 0; k < NKINDS; k++)
+    expect_eauth(refused("noeval", k, "locks:ne", 0, msg, sizeof msg), msg,
+                 "evalsha", kinds[k].kind);
+  /* A name outside the key patterns. */
+  set_user("locker", RULES);
+  for (size_t k = 0; k < NKINDS; k++)
+    expect_eauth(refused("locker", k, "orders:1", 0, msg, sizeof msg), msg,
+                 "no permissions", kinds[k].kind);
+  /* No channel: a wait cannot subscribe (the spin lock never does). */
+  set_user("nochan", "~locks:* ~{locks:* ~redisson_lock_queue:{locks:* "
+                     "~redisson_lock_timeout:{locks:* "
+                     "~redisson_lock_token:{locks:* "
+                     "+evalsha +eval +ping +info +wait +subscribe "
+                     "+unsubscribe +publish +get +hget +hexists +hincrby "
+                     "+hset +hdel +hgetall +hkeys +hlen +pexpire +pttl +del "
+                     "+exists +type +set +incr +lindex +lpop +lrange +lrem "
+                     "+rpush +zadd +zincrby +zrange +zrem +zscore");
+  for (size_t k = 0; k < NKINDS; k++)
+    if (k != 5)
+      expect_eauth(refused("nochan", k, "locks:nc", 1, msg, sizeof msg), msg,
+                   "channel", kinds[k].kind);
+}
+
+/* A RedLock member whose user may not run scripts: that member is
+ * refused with RLOCK_EAUTH, the others still make the quorum. */
+static void test_redlock_member(void **state) {
+  (void)state;
+  set_user("noeval2", RULES " -evalsha -eval");
+  rt_server *s2 = rt_server_start(NULL), *s3 = rt_server_start(NULL);
+  rlock_client *c[3] = {user_client("noeval2"), fx_client(s2, 0),
+                        fx_client(s3, 0)};
+  rlock_lock *m[3];
+  for (int i = 0; i < 3; i++)
+    m[i] = fx_lock(c[i], "locks:red");
+  rlock_redlock *r;
+  OK(rlock_redlock_new(&r, m, 3));
+  rlock_redlock_result *res;
+  OK(rlock_redlock_try_acquire(&res, r, 0, 10000));
+  expect_eauth(rlock_redlock_result_status(res, 0),
+               rlock_redlock_result_message(res, 0), "evalsha", "member 0");
+  OK(rlock_redlock_result_status(res, 1));
+  rlock_redlock_result_free(res);
+  OK(rlock_redlock_release(r));
+  rlock_redlock_free(r);
+  for (int i = 0; i < 3; i++) {
+    rlock_lock_free(m[i]);
+    rlock_client_free(c[i]);
+  }
+  rt_server_free(s2);
+  rt_server_free(s3);
+}
+
+/* A refused password is not repeated in the message. */
+static void test_password_not_shown(void **state) {
+  (void)state;
+  char url[256];
+  snprintf(url, sizeof url, "redis://locker:wrong-" SECRET "@127.0.0.1:%d",
+           rt_server_port(srv));
+  rlock_client *c = fx_client_opts(url, 0, NULL, NULL);
+  RC(rlock_client_ping(c, NULL), RLOCK_EAUTH);
+  assert_null(strstr(rlock_error_last()->message, SECRET));
+  assert_non_null(strstr(rlock_error_last()->message, "AUTH"));
+  rlock_client_free(c);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_documented_rules_suffice),
+      cmocka_unit_test(test_missing_rights),
+      cmocka_unit_test(test_redlock_member),
+      cmocka_unit_test(test_password_not_shown),
+  };
+  return cmocka_run_group_tests(tests, fx_setup, fx_teardown);
+}
