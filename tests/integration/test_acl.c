@@ -54,6 +54,24 @@ static const struct {
 };
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 
+static uint64_t renewals(rlock_client *c) {
+  rlock_stats st;
+  OK(rlock_client_stats(c, &st, sizeof st));
+  return st.renewals;
+}
+
+typedef struct renewed {
+  rlock_client *c;
+  uint64_t before;
+} renewed;
+
+static bool pred_renewed(void *arg, char *why, size_t cap) {
+  renewed *r = arg;
+  uint64_t n = renewals(r->c);
+  snprintf(why, cap, "%llu renewals", (unsigned long long)(n - r->before));
+  return n > r->before;
+}
+
 /* The kind of lock that makes a lock of kind k wait (the read lock waits
  * for a writer), and the channel a waiter of kind k subscribes to (NULL:
  * the fair lock's own, or none for the spin lock). */
@@ -82,6 +100,8 @@ static void full_cycle(rlock_client *c, rlock_client *other, size_t k) {
   OK(blocker(k)(&o, other, name));
   OK(rlock_lock_acquire(l));
   OK(rlock_lock_acquire(l));
+  renewed r = {c, renewals(c)}; /* the watchdog's script, as this user */
+  rt_wait_until(pred_renewed, &r, rt_scaled_ms(5000), "a renewal");
   int locked;
   int64_t count;
   OK(rlock_lock_is_locked(&locked, l));
