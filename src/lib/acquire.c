@@ -85,6 +85,21 @@ static int undo_unconfirmed(rlock_lock *l, const char *owner, int64_t lease,
   return RLOCK_EREPLICA;
 }
 
+/* The attempt ran on the server but its reply could not be read (no
+ * memory for it): it may have taken the lock, or one more level of it.
+ * Give one level back, which does nothing where it took none (the owner
+ * holds no field then; a re-entry always takes one). */
+static int undo_unread(rlock_lock *l, const char *owner, int64_t lease) {
+  rlock__saved_error saved;
+  rlock__error_save(&saved);
+  rlock__call call;
+  l->kind->release(l, owner, lease, &rlock__no_latch, &call);
+  run_quietly(l, &call);
+  rlock__error_restore(&saved);
+  return rlock__err(RLOCK_ENOMEM, "%s (what the server may have granted "
+                    "was given back)", saved.message);
+}
+
 /* One attempt: build the kind's call, run it (riding out a failover
  * until the wait's deadline), read its answer; confirmed on replicas
  * where the master has them. *transient as rlock__call's. */
@@ -97,6 +112,8 @@ static int attempt_once(rlock_lock *l, const char *owner, int64_t lease,
   call.sync = 1;
   int rc = rlock__lock_run_until(l, &call, deadline, &r);
   *transient = call.transient;
+  if (rc == RLOCK_ENOMEM && call.in_flight)
+    return undo_unread(l, owner, lease);
   if (rc != RLOCK_OK)
     return rc;
   rc = rlock__attempt_result(l, r, ttl);

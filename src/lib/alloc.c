@@ -12,6 +12,7 @@ static atomic_uint_fast64_t fail_at;  /* 0: off */
 static atomic_uint_fast64_t counted;  /* allocations since armed */
 static atomic_uint_fast64_t refused;  /* allocations failed since armed */
 static atomic_int only_thread;        /* count only on `armed_by` */
+static atomic_int once;               /* fail the nth alone */
 static _Thread_local int armed_by_me;
 
 /* Whether this allocation is to fail. */
@@ -19,7 +20,8 @@ static int injected(void) {
   uint_fast64_t at = atomic_load_explicit(&fail_at, memory_order_relaxed);
   if (at == 0 || (atomic_load(&only_thread) && !armed_by_me))
     return 0;
-  if (atomic_fetch_add(&counted, 1) + 1 < at)
+  uint_fast64_t k = atomic_fetch_add(&counted, 1) + 1;
+  if (k < at || (k > at && atomic_load(&once)))
     return 0;
   atomic_fetch_add(&refused, 1);
   return 1;
@@ -35,12 +37,13 @@ void *rlock__realloc(void *p, size_t n) {
   return injected() ? NULL : realloc(p, n);
 }
 
-void rlock__alloc_fail_at(uint64_t n, int this_thread) {
+void rlock__alloc_fail_at(uint64_t n, int flags) {
   atomic_store(&fail_at, 0);
   atomic_store(&counted, 0);
   atomic_store(&refused, 0);
   armed_by_me = 1;
-  atomic_store(&only_thread, this_thread);
+  atomic_store(&only_thread, (flags & RLOCK__ALLOC_THIS_THREAD) != 0);
+  atomic_store(&once, (flags & RLOCK__ALLOC_ONCE) != 0);
   atomic_store(&fail_at, n);
 }
 

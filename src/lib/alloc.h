@@ -19,11 +19,16 @@ void *rlock__realloc(void *p, size_t n);
 
 /* ---- failure injection (tests) ----------------------------------------- */
 
+/* rlock__alloc_fail_at's flags. */
+#define RLOCK__ALLOC_THIS_THREAD 1 /* count and fail only the arming thread's
+                                      allocations (deterministic walks) */
+#define RLOCK__ALLOC_ONCE 2        /* fail the nth alone, not every later one
+                                      too (memory short for a moment) */
+
 /* Count allocations from now on and fail the `n`th one (1 = the next)
- * and every later one until rlock__alloc_fail_at(0) turns it off. Only
- * allocations on the calling thread count and fail when `this_thread` is
- * set (deterministic walks); otherwise every thread's do. */
-void rlock__alloc_fail_at(uint64_t n, int this_thread);
+ * and, without RLOCK__ALLOC_ONCE, every later one, until
+ * rlock__alloc_fail_at(0, 0) turns it off. */
+void rlock__alloc_fail_at(uint64_t n, int flags);
 
 /* Allocations counted since the last rlock__alloc_fail_at(). */
 uint64_t rlock__alloc_count(void);

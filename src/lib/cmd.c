@@ -27,6 +27,7 @@ static void call_start(rlock__call *call, const rlock__script *s,
   call->replicas = 0;
   call->acked = -1;
   call->transient = 0;
+  call->in_flight = 0;
 }
 
 void rlock__call_script(rlock__call *call, const rlock__script *s) {
@@ -396,8 +397,10 @@ int rlock__req_run(rlock_client *c, rlock__req *q, int64_t deadline_us) {
     }
     rc = converse(conn, q);
     rlock__pool_put(&node->pool, conn);
-    if (rc != RLOCK_OK)
-      break; /* failed in flight: a script may have run; never resend */
+    if (rc != RLOCK_OK) {
+      q->call->in_flight = 1; /* a script may have run; never resend */
+      break;
+    }
     if (q->step == RLOCK__STEP_DONE) {
       q->call->served_by = node->where;
       q->call->replicas = q->wait_n;

@@ -49,6 +49,8 @@ typedef struct rlock__call {
   int sync;     /* in: confirm on replicas with WAIT (a lock write) */
   int replicas; /* after a run: replicas WAIT asked for (0: none sent) */
   int acked;    /* after a run: replicas that confirmed, -1 when unknown */
+  int in_flight; /* after a failed run: 1 when it failed after being sent
+                    (the server may have run it) */
   int transient; /* after a failed run: 1 when nothing ran and a later
                     try may succeed: no server reachable (connection
                     refused, connect timed out) or refused for now
