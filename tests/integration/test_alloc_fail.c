@@ -148,11 +148,72 @@ static void test_spin(void **state) {
   BOTH(5);
 }
 
+/* One MultiLock cycle (a reentrant and a fair member, each re-acquired
+ * by a second MultiLock round), as cycle(). */
+static int cycle_multi(uint64_t n, int flags) {
+  rlock__alloc_fail_at(n, flags);
+  rlock_client *c = NULL;
+  rlock_lock *m[2] = {NULL, NULL};
+  rlock_multilock *ml = NULL;
+  int held = 0;
+  rlock_config *cfg = NULL;
+  int ok = ok_or_nomem(rlock_config_new(&cfg), "config_new", n) &&
+           ok_or_nomem(rlock_config_set_url(cfg, rt_server_url(srv)),
+                       "set_url", n) &&
+           ok_or_nomem(rlock_client_new(&c, cfg), "client_new", n);
+  rlock_config_free(cfg);
+  if (!ok ||
+      !ok_or_nomem(rlock_lock_new(&m[0], c, "alloc:m1"), "lock_new", n) ||
+      !ok_or_nomem(rlock_lock_new_fair(&m[1], c, "alloc:m2"), "lock_new",
+                   n) ||
+      !ok_or_nomem(rlock_multilock_new(&ml, m, 2), "multilock_new", n))
+    goto out;
+  for (; held < 2; held++)
+    if (!ok_or_nomem(rlock_multilock_try_acquire(ml, 1000, 0),
+                     "multilock acquire", n))
+      goto out;
+  for (; held > 0; held--)
+    if (!ok_or_nomem(rlock_multilock_release(ml), "multilock release", n))
+      goto out;
+out:;
+  int clean = rlock__alloc_failed() == 0;
+  rlock__alloc_fail_at(0, 0);
+  while (held-- > 0 && rlock_multilock_release(ml) == RLOCK_OK)
+    ;
+  rlock_multilock_free(ml);
+  rlock_lock_free(m[0]);
+  rlock_lock_free(m[1]);
+  rlock_client_free(c);
+  return clean;
+}
+
+static void test_multilock(void **state) {
+  (void)state;
+  static const int modes[2] = {RLOCK__ALLOC_THIS_THREAD | RLOCK__ALLOC_ONCE,
+                               RLOCK__ALLOC_THIS_THREAD};
+  for (int f = 0; f < 2; f++) {
+    uint64_t n;
+    for (n = 1; n < 100000; n++) {
+      int clean = cycle_multi(n, modes[f]);
+      nothing_left("alloc:m1", n, modes[f]);
+      nothing_left("alloc:m2", n, modes[f]);
+      if (clean)
+        break;
+    }
+    print_message("multilock: %llu allocations walked\n",
+                  (unsigned long long)n);
+    assert_true(n > 10);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reentrant), cmocka_unit_test(test_fair),
       cmocka_unit_test(test_read),      cmocka_unit_test(test_write),
       cmocka_unit_test(test_fenced),    cmocka_unit_test(test_spin),
+      cmocka_unit_test(test_multilock),
   };
+  if (getenv("RLOCK_TEST_FILTER") != NULL)
+    cmocka_set_test_filter(getenv("RLOCK_TEST_FILTER"));
   return cmocka_run_group_tests(tests, fx_setup, fx_teardown);
 }
