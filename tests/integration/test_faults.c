@@ -1,0 +1,342 @@
+/* Fault runs: worker processes take turns on fenced locks while the
+ * harness injects faults, and the history checker (rt_history.h) judges
+ * what they recorded. Each worker loops: acquire (2 s wait), bump a
+ * counter inside the lock (GET then SET: a lost update shows two holders
+ * at once), write its fencing token to a fenced resource (a Lua check:
+ * refused below the highest token seen), check the lock is still held,
+ * release. Faults: holders killed with SIGKILL; holders stopped past
+ * their lease (SIGSTOP, SIGCONT); the server restarted with an
+ * append-only file; the server paused; connections killed (CLIENT KILL,
+ * the subscriber's too). Each runs RLOCK_FAULT_SECONDS (default 3).
+ * Where a lease lock cannot promise exclusion (a stopped holder), the
+ * checker requires the stale holder to have been refused. */
+#include "fixture.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
+#include "rt_history.h"
+
+#define WORKERS 4
+#define LOCKS 2
+#define WATCHDOG_MS 1000
+#define WAIT_MS 2000
+
+static char hist_path[512];
+static pid_t pids[WORKERS];
+
+/* The fenced resource: accept a write only with a token at least the
+ * highest accepted so far. */
+static const char FENCED_WRITE[] =
+    "local m = tonumber(redis.call('GET', KEYS[1]) or '0') "
+    "if tonumber(ARGV[1]) < m then return 0 end "
+    "redis.call('SET', KEYS[1], ARGV[1]) return 1";
+
+static int64_t ms_since(int64_t t0_us) { return (rt_now_us() - t0_us) / 1000; }
+
+/* One locked round of worker `id`. */
+static void round_of(int fd, int id, int li, rlock_lock *l, redisContext *rc) {
+  int64_t token = 0, t0 = rt_now_us();
+  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
+  o.wait_ms = WAIT_MS;
+  o.token = &token;
+  int rc_acq = rlock_lock_acquire_opts(l, &o);
+  rt_history_add(fd, id, li, RT_EV_ACQUIRE_CALL, WAIT_MS, ms_since(t0), 0);
+  if (rc_acq != RLOCK_OK) {
+    rt_history_add(fd, id, li, RT_EV_ACQUIRE_FAILED, rc_acq, WAIT_MS,
+                   ms_since(t0));
+    return;
+  }
+  rt_history_add(fd, id, li, RT_EV_ACQUIRED, token, 0, 0);
+  rt_history_add(fd, id, li, RT_EV_BUMP_BEGIN, 0, 0, 0);
+  redisReply *r = redisCommand(rc, "GET fault:counter:%d", li);
+  long long v = r && r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
+  int ok = r != NULL;
+  freeReplyObject(r);
+  if (ok && (r = redisCommand(rc, "SET fault:counter:%d %lld", li, v + 1)) !=
+                NULL) {
+    rt_history_add(fd, id, li, RT_EV_BUMP_DONE, v + 1, 0, 0);
+    freeReplyObject(r);
+  }
+  r = redisCommand(rc, "EVAL %s 1 fault:res:%d %lld", FENCED_WRITE, li,
+                   (long long)token);
+  if (r != NULL && r->type == REDIS_REPLY_INTEGER)
+    rt_history_add(fd, id, li,
+                   r->integer == 1 ? RT_EV_WRITE_ACCEPTED
+                                   : RT_EV_WRITE_REFUSED,
+                   token, 0, 0);
+  freeReplyObject(r);
+  usleep(2000); /* the work inside the lock */
+  if (rlock_lock_check(l) == RLOCK_ELOST)
+    rt_history_add(fd, id, li, RT_EV_LOST, 0, 0, 0);
+  rt_history_add(fd, id, li, RT_EV_RELEASING, 0, 0, 0);
+  rlock_lock_release(l);
+}
+
+/* A worker process: never returns. Dies with the test process. */
+static void worker(int id) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  int fd = rt_history_open(hist_path);
+  rlock_config *cfg;
+  rlock_client *c;
+  rlock_lock *l[LOCKS];
+  if (rlock_config_new(&cfg) != RLOCK_OK ||
+      rlock_config_set_url(cfg, rt_server_url(srv)) != RLOCK_OK ||
+      rlock_config_set_watchdog_timeout_ms(cfg, WATCHDOG_MS) != RLOCK_OK ||
+      rlock_config_set_command_timeout_ms(cfg, 1000) != RLOCK_OK ||
+      rlock_config_set_connect_timeout_ms(cfg, 500) != RLOCK_OK ||
+      rlock_client_new(&c, cfg) != RLOCK_OK)
+    _exit(3);
+  rlock_config_free(cfg);
+  for (int i = 0; i < LOCKS; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "fault:L%d", i);
+    if (rlock_lock_new_fenced(&l[i], c, name) != RLOCK_OK)
+      _exit(3);
+  }
+  struct timeval tv = {1, 0};
+  redisContext *rc = NULL;
+  for (unsigned seed = (unsigned)getpid();;) {
+    if (rc == NULL || rc->err) {
+      if (rc != NULL)
+        redisFree(rc);
+      rc = redisConnectWithTimeout("127.0.0.1", rt_server_port(srv), tv);
+      if (rc != NULL && !rc->err)
+        redisSetTimeout(rc, tv);
+    }
+    int li = (int)(rand_r(&seed) % LOCKS);
+    round_of(fd, id, li, l[li], rc);
+  }
+}
+
+static void spawn(int id) {
+  pid_t p = fork();
+  if (p < 0)
+    fail_msg("fork failed");
+  if (p == 0)
+    worker(id);
+  pids[id] = p;
+}
+
+static void kill_worker(int fd, int id) {
+  rt_history_add(fd, id, -1, RT_EV_KILLED, 0, 0, 0);
+  kill(pids[id], SIGKILL);
+  waitpid(pids[id], NULL, 0);
+}
+
+static int64_t run_ms(void) {
+  const char *s = getenv("RLOCK_FAULT_SECONDS");
+  double secs = s != NULL && atof(s) > 0 ? atof(s) : 3;
+  return (int64_t)(secs * 1000);
+}
+
+/* Start the workers on a clean slate; the harness's history fd. */
+static int begin(const char *scenario) {
+  snprintf(hist_path, sizeof hist_path, "%s/%s.history", rt_server_dir(srv),
+           scenario);
+  unlink(hist_path);
+  freeReplyObject(rt_cmd(srv, "FLUSHALL"));
+  int fd = rt_history_open(hist_path);
+  for (int i = 0; i < WORKERS; i++)
+    spawn(i);
+  return fd;
+}
+
+/* The worker whose last record in the history is inside a hold (after
+ * ACQUIRED, before RELEASING), or -1. */
+static int in_hold(void) {
+  int last[WORKERS];
+  for (int i = 0; i < WORKERS; i++)
+    last[i] = 0;
+  FILE *f = fopen(hist_path, "rb");
+  rt_record rec;
+  while (f != NULL && fread(&rec, sizeof rec, 1, f) == 1)
+    if (rec.worker >= 0 && rec.worker < WORKERS)
+      last[rec.worker] = rec.ev;
+  if (f != NULL)
+    fclose(f);
+  for (int i = 0; i < WORKERS; i++)
+    if (last[i] == RT_EV_ACQUIRED || last[i] == RT_EV_BUMP_BEGIN ||
+        last[i] == RT_EV_BUMP_DONE || last[i] == RT_EV_WRITE_ACCEPTED)
+      return i;
+  return -1;
+}
+
+/* Stop (SIGSTOP) a worker caught holding a lock; its id, or -1 when
+ * none was caught in a few tries. */
+static int stop_a_holder(void) {
+  for (int tries = 0; tries < 50; tries++) {
+    int id = in_hold();
+    if (id < 0)
+      continue;
+    kill(pids[id], SIGSTOP);
+    if (in_hold() == id) /* still inside its hold once stopped */
+      return id;
+    kill(pids[id], SIGCONT);
+  }
+  return -1;
+}
+
+/* Stop every worker, judge the history, fail on any violation. */
+static rt_verdict finish(int fd, const char *scenario, int counter_checked) {
+  for (int i = 0; i < WORKERS; i++) {
+    kill(pids[i], SIGCONT); /* a stopped one must be killable too */
+    kill_worker(fd, i);
+  }
+  close(fd);
+  long counter = -1; /* the sum of the locks' counters */
+  for (int li = 0; counter_checked && li < LOCKS; li++) {
+    redisReply *r = rt_cmd(srv, "GET fault:counter:%d", li);
+    counter = (counter < 0 ? 0 : counter) +
+              (r->type == REDIS_REPLY_STRING ? atol(r->str) : 0);
+    freeReplyObject(r);
+  }
+  rt_verdict v = rt_history_check(hist_path, counter, rt_scaled_ms(3000));
+  rt_history_print(scenario, &v);
+  if (!rt_history_clean(&v))
+    fail_msg("%s: %s", scenario, v.first);
+  if (v.acquisitions < 10)
+    fail_msg("%s: only %ld acquisitions", scenario, v.acquisitions);
+  return v;
+}
+
+static unsigned seed = 12345;
+
+/* Holders killed at random moments: the lock comes free when their lease
+ * runs out, and no two workers ever hold it at once. */
+static void test_kill9(void **state) {
+  (void)state;
+  int fd = begin("kill9");
+  for (int64_t t0 = rt_now_ms(); rt_now_ms() - t0 < run_ms();) {
+    rt_sleep_ms(150 + rand_r(&seed) % 250); /* the fault's rhythm */
+    int id = (int)(rand_r(&seed) % WORKERS);
+    rt_history_add(fd, -1, -1, RT_EV_FAULT, SIGKILL, id, 0);
+    kill_worker(fd, id);
+    spawn(id);
+  }
+  finish(fd, "kill9", 1);
+}
+
+/* Holders stopped for twice their lease: others take the lock meanwhile;
+ * the stale holder's fenced write is refused or it learns it lost the
+ * lock. (Its counter bump may be lost: the counter is not fenced.) */
+static void test_sigstop(void **state) {
+  (void)state;
+  int fd = begin("sigstop"), stale = 0;
+  for (int64_t t0 = rt_now_ms(); rt_now_ms() - t0 < run_ms();) {
+    rt_sleep_ms(100 + rand_r(&seed) % 200);
+    int id = stop_a_holder();
+    if (id < 0)
+      continue;
+    stale++;
+    rt_history_add(fd, -1, -1, RT_EV_FAULT, SIGSTOP, id, 0);
+    rt_sleep_ms(2 * WATCHDOG_MS); /* past the lease: the fault itself */
+    kill(pids[id], SIGCONT);
+  }
+  rt_verdict v = finish(fd, "sigstop", 0);
+  /* Each stale holder was told: its write refused, or the lock lost. */
+  assert_true(stale > 0);
+  assert_true(v.writes_refused + v.lost >= stale);
+}
+
+/* The server restarted with an append-only file (fsync always): locks
+ * and the counter survive, waiters ride the restart out. */
+static void test_restart_persistent(void **state) {
+  (void)state;
+  rt_server *plain = srv; /* the workers use srv: this run's server */
+  srv = rt_server_start((const char *const[]){"--appendonly", "yes",
+                                              "--appendfsync", "always",
+                                              NULL});
+  int fd = begin("restart-aof");
+  for (int64_t t0 = rt_now_ms(); rt_now_ms() - t0 < run_ms();) {
+    rt_sleep_ms(500 + rand_r(&seed) % 300);
+    rt_history_add(fd, -1, -1, RT_EV_FAULT, 'R', 0, 0);
+    rt_server_restart(srv); /* the same options: the AOF is read back */
+  }
+  finish(fd, "restart-aof", 1);
+  rt_server_free(srv);
+  srv = plain;
+}
+
+/* The server paused for less than a lease: calls wait or time out with a
+ * documented status, nothing overlaps. */
+static void test_server_paused(void **state) {
+  (void)state;
+  int fd = begin("pause");
+  for (int64_t t0 = rt_now_ms(); rt_now_ms() - t0 < run_ms();) {
+    rt_sleep_ms(300 + rand_r(&seed) % 300);
+    rt_history_add(fd, -1, -1, RT_EV_FAULT, 'P', 0, 0);
+    rt_server_freeze(srv);
+    rt_sleep_ms(WATCHDOG_MS / 2); /* the pause is the fault */
+    rt_server_thaw(srv);
+  }
+  finish(fd, "pause", 1);
+}
+
+/* Connections killed under the workers' feet, the subscribers' too:
+ * waiters still wake (none starves), nothing overlaps. */
+static void test_client_kill(void **state) {
+  (void)state;
+  int fd = begin("client-kill");
+  for (int64_t t0 = rt_now_ms(); rt_now_ms() - t0 < run_ms();) {
+    rt_sleep_ms(100 + rand_r(&seed) % 200);
+    int pubsub = rand_r(&seed) % 2;
+    rt_history_add(fd, -1, -1, RT_EV_FAULT, pubsub ? 'S' : 'N', 0, 0);
+    freeReplyObject(
+        rt_cmd(srv, "CLIENT KILL TYPE %s SKIPME yes",
+               pubsub ? "pubsub" : "normal"));
+  }
+  finish(fd, "client-kill", 0); /* the counter's own link is killed too */
+}
+
+/* The checker itself: a hand-made history with an overlap and a token
+ * inversion is caught; a clean one passes. */
+static void test_checker(void **state) {
+  (void)state;
+  char path[512];
+  snprintf(path, sizeof path, "%s/checker.history", rt_server_dir(srv));
+  unlink(path);
+  int fd = rt_history_open(path);
+  rt_history_add(fd, 0, 0, RT_EV_ACQUIRED, 5, 0, 0);
+  rt_history_add(fd, 0, 0, RT_EV_WRITE_ACCEPTED, 5, 0, 0);
+  rt_history_add(fd, 1, 0, RT_EV_ACQUIRED, 4, 0, 0); /* overlap */
+  rt_history_add(fd, 1, 0, RT_EV_WRITE_ACCEPTED, 4, 0, 0); /* inversion */
+  rt_history_add(fd, 1, 0, RT_EV_RELEASING, 0, 0, 0);
+  rt_history_add(fd, 0, 0, RT_EV_RELEASING, 0, 0, 0);
+  rt_history_add(fd, 2, 1, RT_EV_ACQUIRE_CALL, 100, 5000, 0); /* starved */
+  rt_history_add(fd, 2, 1, RT_EV_ACQUIRE_FAILED, -99, 100, 5000);
+  close(fd);
+  rt_verdict v = rt_history_check(path, -1, 1000);
+  assert_int_equal(v.overlaps, 1);
+  assert_int_equal(v.token_inversions, 1);
+  assert_int_equal(v.starved, 1);
+  assert_int_equal(v.undocumented, 1);
+  assert_false(rt_history_clean(&v));
+  unlink(path);
+  fd = rt_history_open(path);
+  for (int w = 0; w < 2; w++) {
+    rt_history_add(fd, w, 0, RT_EV_ACQUIRED, w + 1, 0, 0);
+    rt_history_add(fd, w, 0, RT_EV_BUMP_DONE, w + 1, 0, 0);
+    rt_history_add(fd, w, 0, RT_EV_RELEASING, 0, 0, 0);
+  }
+  close(fd);
+  v = rt_history_check(path, 1, 1000); /* two bumps, counter 1: lost */
+  assert_int_equal(v.lost_updates, 1);
+  v = rt_history_check(path, 2, 1000);
+  assert_true(rt_history_clean(&v));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_checker),
+      cmocka_unit_test(test_kill9),
+      cmocka_unit_test(test_sigstop),
+      cmocka_unit_test(test_server_paused),
+      cmocka_unit_test(test_client_kill),
+      cmocka_unit_test(test_restart_persistent),
+  };
+  if (getenv("RLOCK_TEST_FILTER") != NULL)
+    cmocka_set_test_filter(getenv("RLOCK_TEST_FILTER"));
+  return cmocka_run_group_tests(tests, fx_setup, fx_teardown);
+}
