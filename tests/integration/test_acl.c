@@ -252,12 +252,90 @@ static void test_password_not_shown(void **state) {
   rlock_client_free(c);
 }
 
+/* MultiLock (fair, read and fenced members) and a RedLock over three
+ * servers, each server with the documented user: all as that user. */
+static void test_multi_and_redlock_as_user(void **state) {
+  (void)state;
+  set_user("locker", RULES);
+  rlock_client *c = user_client("locker");
+  rlock_lock *mm[3];
+  OK(rlock_lock_new_fair(&mm[0], c, "locks:m1"));
+  OK(rlock_lock_new_read(&mm[1], c, "locks:m2"));
+  OK(rlock_lock_new_fenced(&mm[2], c, "locks:m3"));
+  rlock_multilock *ml;
+  OK(rlock_multilock_new(&ml, mm, 3));
+  OK(rlock_multilock_acquire(ml));
+  int held;
+  OK(rlock_multilock_is_held(&held, ml));
+  assert_int_equal(held, 1);
+  OK(rlock_multilock_release(ml));
+  rlock_multilock_free(ml);
+  for (int i = 0; i < 3; i++)
+    rlock_lock_free(mm[i]);
+  rlock_client_free(c);
+
+  rt_server *s[3] = {srv, rt_server_start(NULL), rt_server_start(NULL)};
+  rlock_client *rc[3];
+  rlock_lock *m[3];
+  for (int i = 0; i < 3; i++) {
+    rt_server *keep = srv;
+    srv = s[i]; /* set_user and user_client address `srv` */
+    set_user("locker", RULES);
+    rc[i] = user_client("locker");
+    srv = keep;
+    m[i] = fx_lock(rc[i], "locks:red");
+  }
+  rlock_redlock *r;
+  OK(rlock_redlock_new(&r, m, 3));
+  rlock_redlock_result *res;
+  OK(rlock_redlock_try_acquire(&res, r, 0, 10000));
+  for (size_t i = 0; i < 3; i++)
+    OK(rlock_redlock_result_status(res, i));
+  rlock_redlock_result_free(res);
+  OK(rlock_redlock_release(r));
+  rlock_redlock_free(r);
+  for (int i = 0; i < 3; i++) {
+    rlock_lock_free(m[i]);
+    rlock_client_free(rc[i]);
+  }
+  rt_server_free(s[1]);
+  rt_server_free(s[2]);
+}
+
+/* `rlock status` run with the password in its URL never prints it, when
+ * the server takes it and when it refuses it. */
+static void test_cli_hides_password(void **state) {
+  (void)state;
+  const char *dir = getenv("RLOCK_TEST_BINDIR");
+  char cli[512], out[512], err[512], cmd[2048];
+  snprintf(cli, sizeof cli, "%s/rlock", dir != NULL ? dir : ".");
+  if (access(cli, X_OK) != 0)
+    skip();
+  set_user("locker", RULES);
+  fx_tmp_path(out, sizeof out, "cli.out");
+  fx_tmp_path(err, sizeof err, "cli.err");
+  const char *pw[2] = {SECRET, "wrong-" SECRET};
+  for (int i = 0; i < 2; i++) {
+    snprintf(cmd, sizeof cmd,
+             "'%s' -u 'redis://locker:%s@127.0.0.1:%d' status locks:cli "
+             ">'%s' 2>'%s'",
+             cli, pw[i], rt_server_port(srv), out, err);
+    int st = system(cmd);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), i == 0 ? 0 : 69); /* EAUTH: 69 */
+    assert_null(strstr(fx_slurp(out), SECRET));
+    assert_null(strstr(fx_slurp(err), SECRET));
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_documented_rules_suffice),
       cmocka_unit_test(test_missing_rights),
       cmocka_unit_test(test_redlock_member),
       cmocka_unit_test(test_password_not_shown),
+      cmocka_unit_test(test_multi_and_redlock_as_user),
+      cmocka_unit_test(test_cli_hides_password),
   };
   return cmocka_run_group_tests(tests, fx_setup, fx_teardown);
 }
