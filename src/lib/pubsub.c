@@ -26,6 +26,8 @@ int rlock__pubsub_init(rlock__pubsub *ps) {
     close(ps->direct_efd);
     return rlock__err(RLOCK_ENOMEM, "cannot create a mutex");
   }
+  ps->direct_fd = -1;
+  rlock__cond_init(&ps->direct_cv);
   return RLOCK_OK;
 }
 
@@ -67,6 +69,7 @@ void rlock__pubsub_destroy(rlock__pubsub *ps) {
     rlock__subconn_free(ps->conns[i]);
   free(ps->conns);
   close(ps->direct_efd);
+  pthread_cond_destroy(&ps->direct_cv);
   pthread_mutex_destroy(&ps->mu);
 }
 
@@ -250,6 +253,7 @@ static int wait_direct(rlock__pubsub *ps, rlock__sub *s, int64_t until_us,
     int64_t ms = rlock__ms_left(step);
     struct pollfd p[2] = {{.fd = ps->direct_efd, .events = POLLIN},
                           {.fd = fd, .events = POLLIN}};
+    ps->direct_fd = fd; /* not closed until we let go (pubsub_closing) */
     pthread_mutex_unlock(&ps->mu);
     int rc = poll(p, 2, ms > 60000 ? 60000 : (int)(ms < 1 ? 1 : ms));
     if (rc > 0 && p[0].revents != 0)
@@ -257,6 +261,8 @@ static int wait_direct(rlock__pubsub *ps, rlock__sub *s, int64_t until_us,
     int readable = rc > 0 && fd >= 0 && p[1].revents != 0;
     int ours = readable ? messages_in(p[1], s) : 0;
     pthread_mutex_lock(&ps->mu);
+    ps->direct_fd = -1;
+    pthread_cond_broadcast(&ps->direct_cv);
     /* Only the sole user may act on the message itself: with others, one
      * unlock must still wake one thread (Redisson's "0"), so it waits for
      * its permit like them. */
@@ -310,6 +316,13 @@ int rlock__sub_wait(rlock_client *c, rlock__sub *s, int64_t until_us,
   if (got)
     rlock__obs_count(ps->obs, RLOCK__STAT_WAKEUPS);
   return got;
+}
+
+void rlock__pubsub_closing(rlock__pubsub *ps, int fd) {
+  while (fd >= 0 && ps->direct_fd == fd) {
+    poke(ps, ps->direct);
+    pthread_cond_wait(&ps->direct_cv, &ps->mu);
+  }
 }
 
 void rlock__pubsub_read_done(rlock__pubsub *ps, rlock__subconn *on) {

@@ -88,6 +88,8 @@ typedef struct rlock__pubsub {
    * thread. At most one at a time. */
   rlock__sub *direct;
   int direct_efd;
+  int direct_fd;             /* the socket it polls or peeks at, or -1 */
+  pthread_cond_t direct_cv;  /* signalled when it lets go of direct_fd */
   /* background thread only */
   rlock__subconn **conns;
   size_t nconns;
@@ -120,6 +122,11 @@ int rlock__sub_wait(rlock_client *c, rlock__sub *s, int64_t until_us,
  * uses: 1 while it lingers (keeping ps->next_idle_us at the earliest
  * end), else 0: unsubscribe it now. */
 int rlock__sub_lingers(rlock__pubsub *ps, rlock__sub *s, int64_t now_us);
+
+/* The background thread is about to close `fd`, a subscriber socket
+ * (locked, after unpublishing it): wait until a direct waiter using it
+ * lets go, so it never polls or peeks at a closed (or reused) descriptor. */
+void rlock__pubsub_closing(rlock__pubsub *ps, int fd);
 
 /* The background thread has read what arrived on `on` (locked): a direct
  * waiter on it may poll its socket again. */

@@ -100,6 +100,7 @@ static void drop(rlock_client *c, rlock__subconn *sc, const char *why) {
   pthread_mutex_lock(&c->ps.mu);
   rlock__pubsub_lost(&c->ps, sc, c->ps.sharded);
   sc->pub_fd = -1; /* before the close: a direct waiter stops polling it */
+  rlock__pubsub_closing(&c->ps, sc->conn != NULL ? sc->conn->fd : -1);
   pthread_mutex_unlock(&c->ps.mu);
   rlock__obs_count(&c->obs, RLOCK__STAT_DISCONNECTS);
   rlock__obs_log(&c->obs, RLOCK_LOG_WARN, "subscriber connection to %s "

@@ -80,9 +80,9 @@ static void note(rt_verdict *v, const char *fmt, ...) {
 /* Build the holds: each ACQUIRED opens one for its worker, closed by its
  * RELEASING, KILLED, or the end of the history. */
 static size_t holds_of(const reader *rd, hold *h, size_t cap, int64_t end) {
-    long open_at[MAXW];
+    long open_at[MAXW], closed[MAXW];
     for (int i = 0; i < MAXW; i++)
-        open_at[i] = -1;
+        open_at[i] = closed[i] = -1;
     size_t n = 0;
     for (size_t i = 0; i < rd->n; i++) {
         const rt_record *r = &rd->r[i];
@@ -92,13 +92,17 @@ static size_t holds_of(const reader *rd, hold *h, size_t cap, int64_t end) {
         if (r->ev == RT_EV_ACQUIRED && open_at[w] < 0 && n < cap) {
             h[n] = (hold){r->t_us, end, w, r->lock, 0};
             open_at[w] = (long)n++;
+            closed[w] = -1;
         } else if ((r->ev == RT_EV_RELEASING || r->ev == RT_EV_KILLED) &&
                    open_at[w] >= 0) {
             h[open_at[w]].to = r->t_us;
+            closed[w] = open_at[w];
             open_at[w] = -1;
         } else if ((r->ev == RT_EV_WRITE_REFUSED || r->ev == RT_EV_LOST) &&
                    open_at[w] >= 0) {
             h[open_at[w]].refused_after = 1;
+        } else if (r->ev == RT_EV_LOST && closed[w] >= 0) {
+            h[closed[w]].refused_after = 1; /* the release said lost */
         }
     }
     return n;
@@ -121,6 +125,32 @@ static void check_overlaps(rt_verdict *v, hold *h, size_t n) {
         }
 }
 
+/* Accepted writes in the resource's own order (b; the record's time where
+ * b is 0): tokens must never go down, per lock. */
+static int by_lock_order(const void *x, const void *y) {
+    const rt_record *a = x, *b = y;
+    if (a->lock != b->lock)
+        return (a->lock > b->lock) - (a->lock < b->lock);
+    int64_t oa = a->b ? a->b : a->t_us, ob = b->b ? b->b : b->t_us;
+    return (oa > ob) - (oa < ob);
+}
+
+static void check_tokens(rt_verdict *v, const reader *rd) {
+    rt_record *w = calloc(rd->n + 1, sizeof *w);
+    size_t n = 0;
+    for (size_t i = 0; w != NULL && i < rd->n; i++)
+        if (rd->r[i].ev == RT_EV_WRITE_ACCEPTED)
+            w[n++] = rd->r[i];
+    qsort(w, n, sizeof *w, by_lock_order);
+    for (size_t i = 1; i < n; i++)
+        if (w[i].lock == w[i - 1].lock && w[i].a < w[i - 1].a) {
+            v->token_inversions++;
+            note(v, "lock %d: token %lld accepted after %lld", w[i].lock,
+                 (long long)w[i].a, (long long)w[i - 1].a);
+        }
+    free(w);
+}
+
 rt_verdict rt_history_check(const char *path, long counter, int64_t slack_ms) {
     rt_verdict v;
     memset(&v, 0, sizeof v);
@@ -128,7 +158,6 @@ rt_verdict rt_history_check(const char *path, long counter, int64_t slack_ms) {
     reader rd = load(path);
     qsort(rd.r, rd.n, sizeof *rd.r, by_time);
     v.records = (long)rd.n;
-    int64_t max_token[64] = {0};
     for (size_t i = 0; i < rd.n; i++) {
         const rt_record *r = &rd.r[i];
         switch (r->ev) {
@@ -140,19 +169,11 @@ rt_verdict rt_history_check(const char *path, long counter, int64_t slack_ms) {
         case RT_EV_BUMP_BEGIN: v.bumps_begun++; break;
         case RT_EV_BUMP_DONE: v.bumps_done++; break;
         case RT_EV_WRITE_REFUSED: v.writes_refused++; break;
-        case RT_EV_WRITE_ACCEPTED: {
+        case RT_EV_WRITE_ACCEPTED:
             v.writes_accepted++;
-            int l = r->lock & 63;
-            if (r->a < max_token[l]) {
-                v.token_inversions++;
-                note(&v, "lock %d: token %lld accepted after %lld", r->lock,
-                     (long long)r->a, (long long)max_token[l]);
-            } else {
-                max_token[l] = r->a;
-            }
             break;
-        }
         case RT_EV_ACQUIRE_FAILED:
+            v.acquire_failed++;
             if (r->a > -1 || r->a < -15) {
                 v.undocumented++;
                 note(&v, "worker %d: an acquisition failed with status %lld",
@@ -170,6 +191,7 @@ rt_verdict rt_history_check(const char *path, long counter, int64_t slack_ms) {
         default: break;
         }
     }
+    check_tokens(&v, &rd);
     int64_t end = rd.n > 0 ? rd.r[rd.n - 1].t_us + 1 : 0;
     hold *h = calloc(rd.n + 1, sizeof *h);
     if (h != NULL) {
@@ -186,11 +208,11 @@ rt_verdict rt_history_check(const char *path, long counter, int64_t slack_ms) {
 }
 
 void rt_history_print(const char *scenario, const rt_verdict *v) {
-    printf("[ HISTORY  ] %s: %ld acquisitions checked, %ld faults, %ld "
-           "kills; violations: %ld overlaps, %ld token inversions, %ld lost "
+    printf("[ HISTORY  ] %s: %ld acquisitions checked (%ld calls failed), "
+           "%ld faults, %ld kills; violations: %ld overlaps, %ld token inversions, %ld lost "
            "updates, %ld starved, %ld undocumented; %ld overlaps of refused stale holders, "
            "%ld writes refused, %ld lost\n",
-           scenario, v->acquisitions, v->faults, v->kills, v->overlaps,
+           scenario, v->acquisitions, v->acquire_failed, v->faults, v->kills, v->overlaps,
            v->token_inversions, v->lost_updates, v->starved, v->undocumented,
            v->fenced_overlaps, v->writes_refused, v->lost);
     fflush(stdout);

@@ -36,9 +36,13 @@ typedef enum rt_ev {
     RT_EV_ACQUIRE_CALL,  /* a = wait ms, b = call duration ms (any result) */
     RT_EV_BUMP_BEGIN,    /* read the counter */
     RT_EV_BUMP_DONE,     /* wrote it back */
-    RT_EV_WRITE_ACCEPTED,/* fenced write accepted: a = token */
+    RT_EV_WRITE_ACCEPTED,/* fenced write accepted: a = token, b = the
+                            resource's order of acceptance (0: unknown,
+                            then the record's time) */
     RT_EV_WRITE_REFUSED, /* fenced write refused: a = token */
-    RT_EV_LOST,          /* rlock_lock_check said RLOCK_ELOST */
+    RT_EV_LOST,          /* rlock_lock_check or the release said
+                            RLOCK_ELOST: the hold just closed, if any,
+                            ended when the lease ran out */
     RT_EV_KILLED,        /* harness: worker killed (SIGKILL) */
     RT_EV_FAULT          /* harness: a fault injected, a = its kind */
 } rt_ev;
@@ -61,6 +65,7 @@ void rt_history_add(int fd, int worker, int lock, rt_ev ev, int64_t a,
 
 typedef struct rt_verdict {
     long records, acquisitions, releases, kills, faults;
+    long acquire_failed;    /* calls that failed (documented or not) */
     long overlaps;          /* holds of one lock at once, unexplained */
     long fenced_overlaps;   /* overlaps whose stale holder was refused */
     long token_inversions;
