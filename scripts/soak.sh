@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The fault runs of tests/integration/test_faults.c for a long time: every
+# scenario (holders killed and stopped, the server paused, restarted with
+# and without persistence, connections killed, maxmemory reached) runs
+# SOAK_SECONDS / 7 seconds (SOAK_SECONDS default 600), against real
+# redis-server processes the test starts and stops by pid. Prints each
+# scenario's history verdict and the totals; exits non-zero on any
+# violation (overlapping holds, token inversions, lost updates, calls past
+# their wait, undocumented statuses).
+#
+#   scripts/soak.sh                 ten minutes
+#   SOAK_SECONDS=3600 scripts/soak.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+
+SECS=${SOAK_SECONDS:-600}
+DIR=${SOAK_BUILD_DIR:-build-soak}
+JOBS=$(nproc 2>/dev/null || echo 2)
+PER=$(python3 -c "print(max(1.0, $SECS / 7))")
+
+echo "==> soak: building in $DIR"
+cmake -S . -B "$DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$DIR" -j"$JOBS" --target test_faults >/dev/null
+
+log=$DIR/soak.log
+echo "==> soak: 7 scenarios, ${PER}s each (log: $log)"
+rc=0
+RLOCK_TEST_BINDIR=$PWD/$DIR RLOCK_FAULT_SECONDS=$PER \
+  "$DIR/tests/test_faults" >"$log" 2>&1 || rc=$?
+grep -E '^\[ HISTORY' "$log" || true
+python3 - "$log" <<'PY'
+import re, sys
+tot = {}
+keys = ["acquisitions checked", "calls failed", "faults", "kills", "overlaps",
+        "token inversions", "lost updates", "starved", "undocumented",
+        "overlaps of refused stale holders", "writes refused", "lost"]
+for line in open(sys.argv[1]):
+    if not line.startswith("[ HISTORY"):
+        continue
+    body = line.split(":", 1)[1]
+    for m in re.finditer(r"(\d+) ([a-z ]+?)(?=[,;)(]|$)", body):
+        k = m.group(2).strip()
+        if k in keys:
+            tot[k] = tot.get(k, 0) + int(m.group(1))
+print("==> soak totals: " + ", ".join(f"{tot.get(k, 0)} {k}" for k in keys))
+violations = sum(tot.get(k, 0) for k in ["overlaps", "token inversions",
+                 "lost updates", "starved", "undocumented"])
+print(f"==> violations: {violations}")
+PY
+if [ "$rc" -ne 0 ]; then
+  grep -E 'ERROR|FAILED' "$log" | head -n 20 >&2
+  echo "soak: FAILED (exit $rc)" >&2
+  exit 1
+fi
+echo "==> soak: passed"
