@@ -4,10 +4,11 @@
 set -euo pipefail
 
 # clang and libclang-rt-dev (libFuzzer, the sanitizers' runtimes):
-# scripts/fuzz.sh.
+# scripts/fuzz.sh; clang-format: scripts/format.sh; libssl-dev and
+# openssl: TLS, and the test certificates.
 PKGS=(build-essential cmake pkg-config libhiredis-dev libssl-dev openssl libcmocka-dev
       redis-server redis-tools redis-sentinel valgrind python3
-      clang libclang-rt-dev)
+      clang libclang-rt-dev clang-format)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -3,7 +3,8 @@
 # installs missing Debian packages, then builds and runs every suite
 # (unit, integration against real redis-server processes, fault) in four
 # configurations: a -Werror build, ASan+UBSan, TSan, and valgrind memcheck.
-# The release suite also runs tests/consumer/check.sh: programs built
+# The release suite first checks that every C file follows .clang-format
+# (scripts/format.sh --check), and also runs tests/consumer/check.sh: programs built
 # against rlock via add_subdirectory, FetchContent, find_package, pkg-config
 # and a static link, from a throwaway install prefix (about 30 s).
 # The deb suite runs scripts/deb.sh: builds the Debian packages (debian/)
@@ -17,6 +18,8 @@
 #   scripts/test.sh            all four configurations, deb and fuzz
 #   scripts/test.sh release    just one: release | asan | tsan | valgrind
 #   scripts/test.sh consumer   only the consumer check
+#   scripts/test.sh format     only the check that every C file follows
+#                              .clang-format (the release suite runs it)
 #   scripts/test.sh deb        only the Debian package check
 #   scripts/test.sh fuzz       only the fuzz targets
 set -euo pipefail
@@ -40,8 +43,11 @@ run() {
 
 suite() {
   case $1 in
-  release) run release -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  release) suite format
+           run release -DCMAKE_BUILD_TYPE=RelWithDebInfo
            suite consumer ;;
+  format) echo "==> format"
+          scripts/format.sh --check ;;
   consumer) echo "==> consumer"
             tests/consumer/check.sh ;;
   deb) echo "==> deb"
@@ -58,7 +64,7 @@ suite() {
           -DRLOCK_TEST_TIME_SCALE=3 ;;
   valgrind) run valgrind -DCMAKE_BUILD_TYPE=Debug "-DRLOCK_TEST_LAUNCHER=$VALGRIND" \
               -DRLOCK_TEST_TIME_SCALE=8 ;;
-  *) echo "unknown suite '$1' (release, asan, tsan, valgrind, consumer, deb, fuzz)" >&2; exit 64 ;;
+  *) echo "unknown suite '$1' (release, asan, tsan, valgrind, consumer, format, deb, fuzz)" >&2; exit 64 ;;
   esac
 }
 
