@@ -24,7 +24,7 @@ int main(int argc, char **argv) {
   /* Wait up to 5 s; no lease given: the watchdog renews it while we hold it. */
   int rc = rlock_lock_try_acquire(lock, 5000, RLOCK_LEASE_WATCHDOG);
   if (rc == RLOCK_OK) {
-    puts("holding 'orders'"); /* ... the critical section ... */
+    puts("holding 'orders'");      /* ... the critical section ... */
     rc = rlock_lock_release(lock); /* RLOCK_ELOST if it was lost meanwhile */
   }
   if (rc == RLOCK_OK) {

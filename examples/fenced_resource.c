@@ -77,7 +77,7 @@ static int demo(rlock_lock *a, rlock_lock *b) {
   printf("A: acquired 'fenced-demo' with token %" PRId64 " (lease 1s)\n", ta);
   printf("A: writes with token %" PRId64 ": %s\n", ta,
          storage_write(&store, ta, "A's first write") ? "accepted"
-                                                       : "REJECTED");
+                                                      : "REJECTED");
   printf("A: stalls (think: a long GC pause) ...\n");
 
   /* B waits for the lock; A's lease runs out while A is stalled. */
@@ -85,7 +85,8 @@ static int demo(rlock_lock *a, rlock_lock *b) {
   if (tb == 0)
     return 0;
   printf("B: acquired 'fenced-demo' with token %" PRId64
-         " after A's lease ran out\n", tb);
+         " after A's lease ran out\n",
+         tb);
   printf("B: writes with token %" PRId64 ": %s\n", tb,
          storage_write(&store, tb, "B's write") ? "accepted" : "REJECTED");
 
@@ -95,18 +96,18 @@ static int demo(rlock_lock *a, rlock_lock *b) {
    * token check does not depend on A's timing at all. */
   int accepted = storage_write(&store, ta, "A's stale write");
   printf("A: wakes up, writes with token %" PRId64 ": %s (storage has seen "
-         "token %" PRId64 ")\n", ta, accepted ? "accepted" : "REJECTED",
-         store.highest);
+         "token %" PRId64 ")\n",
+         ta, accepted ? "accepted" : "REJECTED", store.highest);
   int check = rlock_lock_check(a);
-  printf("A: rlock_lock_check says %s\n",
-         check == RLOCK_ELOST ? "RLOCK_ELOST: the lock was lost"
-                              : rlock_strerror(check));
+  printf("A: rlock_lock_check says %s\n", check == RLOCK_ELOST
+                                              ? "RLOCK_ELOST: the lock was lost"
+                                              : rlock_strerror(check));
   printf("storage holds \"%s\"\n", store.data);
 
   /* A's release reports the loss too; B's succeeds. */
   int rc = rlock_lock_release(a);
-  printf("A: release says %s\n", rc == RLOCK_ELOST ? "RLOCK_ELOST"
-                                                   : rlock_strerror(rc));
+  printf("A: release says %s\n",
+         rc == RLOCK_ELOST ? "RLOCK_ELOST" : rlock_strerror(rc));
   if (rlock_lock_release(b) != RLOCK_OK)
     return 0;
   return !accepted && check == RLOCK_ELOST;
@@ -118,10 +119,9 @@ int main(int argc, char **argv) {
     url = "redis://127.0.0.1:6379";
   rlock_client *ca = client_for(url), *cb = ca ? client_for(url) : NULL;
   rlock_lock *a = NULL, *b = NULL;
-  int ok = cb != NULL &&
-           rlock_lock_new_fenced(&a, ca, "fenced-demo") == RLOCK_OK &&
-           rlock_lock_new_fenced(&b, cb, "fenced-demo") == RLOCK_OK &&
-           demo(a, b);
+  int ok =
+      cb != NULL && rlock_lock_new_fenced(&a, ca, "fenced-demo") == RLOCK_OK &&
+      rlock_lock_new_fenced(&b, cb, "fenced-demo") == RLOCK_OK && demo(a, b);
   rlock_lock_free(a);
   rlock_lock_free(b);
   rlock_client_free(ca);

@@ -52,7 +52,8 @@ static int only_b_locked(int want_b) {
       fail("is_locked");
       return 0;
     }
-    printf("  %s: %s\n", rlock_lock_name(member[i]), locked ? "locked" : "free");
+    printf("  %s: %s\n", rlock_lock_name(member[i]),
+           locked ? "locked" : "free");
     ok = ok && locked == (i == 1 && want_b);
   }
   return ok;

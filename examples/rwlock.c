@@ -144,8 +144,7 @@ int main(int argc, char **argv) {
     ok = demo();
     sem_destroy(&writer_waiting);
   }
-  puts(ok ? "readers shared the lock; the writer had it alone"
-          : "FAILED");
+  puts(ok ? "readers shared the lock; the writer had it alone" : "FAILED");
   rlock_lock_free(rd);
   rlock_lock_free(wr);
   rlock_client_free(client);

@@ -25,10 +25,10 @@ static int64_t reference(const char *s) {
     else
       n = n * 10 + (*p - '0');
   }
-  int64_t mult = strcmp(p, "ms") == 0  ? 1
-                 : strcmp(p, "s") == 0 ? 1000
-                 : strcmp(p, "m") == 0 ? 60 * 1000
-                 : strcmp(p, "h") == 0 ? 3600 * 1000
+  int64_t mult = strcmp(p, "ms") == 0           ? 1
+                 : strcmp(p, "s") == 0          ? 1000
+                 : strcmp(p, "m") == 0          ? 60 * 1000
+                 : strcmp(p, "h") == 0          ? 3600 * 1000
                  : *p == '\0' && n == 0 && !big ? 1
                                                 : 0;
   if (mult == 0 || big || n > max || n * mult > max)

@@ -14,12 +14,12 @@
 
 /* A property every input must keep; a violation is a crash to libFuzzer.
  * Written to fd 2, which fuzz_quiet() leaves alone. */
-#define FUZZ_CHECK(cond)                                                    \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      dprintf(2, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);  \
-      abort();                                                              \
-    }                                                                       \
+#define FUZZ_CHECK(cond)                                                       \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      dprintf(2, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);      \
+      abort();                                                                 \
+    }                                                                          \
   } while (0)
 
 /* The input as a C string (up to its first NUL); free() it. */

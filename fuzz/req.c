@@ -146,8 +146,7 @@ static void check_step(const rlock__req *q, rlock__step step, int was_eval,
   FUZZ_CHECK(q->rc == error_code(text));
   FUZZ_CHECK(strstr(rlock_error_last()->message, WHERE) != NULL);
   if (want != RLOCK__STEP_DONE) {
-    FUZZ_CHECK(step == want && q->slot == slot &&
-               strcmp(q->addr, addr) == 0);
+    FUZZ_CHECK(step == want && q->slot == slot && strcmp(q->addr, addr) == 0);
     return;
   }
   FUZZ_CHECK(step == (transient(text) ? RLOCK__STEP_RETRY : RLOCK__STEP_DONE));

@@ -115,23 +115,23 @@ RLOCK_EXTERN int rlock_client_ping(rlock_client *client, int64_t *rtt_us);
  * at the end: pass sizeof(rlock_stats) to rlock_client_stats().
  */
 typedef struct rlock_stats {
-  uint64_t acquisitions; /**< holds taken (re-entries count), every kind */
-  uint64_t waits;        /**< acquisitions that found the lock held and
-                              waited (or spun), taken in the end or not */
-  uint64_t wakeups;      /**< waits ended by an unlock message (not by
-                              the holder's lease running out) */
-  uint64_t releases;     /**< holds given back by their owner */
-  uint64_t renewals;     /**< leases the watchdog extended */
+  uint64_t acquisitions;     /**< holds taken (re-entries count), every kind */
+  uint64_t waits;            /**< acquisitions that found the lock held and
+                                  waited (or spun), taken in the end or not */
+  uint64_t wakeups;          /**< waits ended by an unlock message (not by
+                                  the holder's lease running out) */
+  uint64_t releases;         /**< holds given back by their owner */
+  uint64_t renewals;         /**< leases the watchdog extended */
   uint64_t renewal_failures; /**< watchdog renewal calls that failed
                                   (tried again sooner) */
-  uint64_t lost;         /**< holds found lost (as the lost callback) */
-  uint64_t connects;     /**< connections opened: commands, subscriber,
-                              sentinels */
+  uint64_t lost;             /**< holds found lost (as the lost callback) */
+  uint64_t connects;         /**< connections opened: commands, subscriber,
+                                  sentinels */
   uint64_t connect_failures; /**< connections that could not be opened */
-  uint64_t disconnects;  /**< connections dropped: broken in use, closed
-                              by the server while idle, or timed out; a
-                              reconnect shows as one of these followed by
-                              a connect */
+  uint64_t disconnects;      /**< connections dropped: broken in use, closed
+                                  by the server while idle, or timed out; a
+                                  reconnect shows as one of these followed by
+                                  a connect */
   uint64_t topology_changes; /**< Sentinel master switches and cluster slot
                                   moves followed */
 } rlock_stats;

@@ -139,8 +139,8 @@ RLOCK_EXTERN int rlock_config_set_pubsub_mode(rlock_config *cfg, int mode);
  * WAIT <replicas> <timeout>. (Watchdog renewals are not: the background
  * thread must not stall on a lagging replica; a missed renewal is made
  * again a third of a lease later. Nor are a MultiLock's lease resets, nor
- * RedLock's writes: its servers are independent masters.) An acquisition no replica
- * confirmed is undone for the same owner and tried again within the
+ * RedLock's writes: its servers are independent masters.) An acquisition no
+ * replica confirmed is undone for the same owner and tried again within the
  * caller's wait, then fails with RLOCK_EREPLICA; a release no replica
  * confirmed returns RLOCK_EREPLICA (it did happen on the master). Not
  * confirming keeps a failover from losing a lock just taken, at the cost of
@@ -172,8 +172,7 @@ RLOCK_EXTERN int rlock_config_set_lost_callback(rlock_config *cfg,
  * read or parsed makes it fail too, naming the file.
  * @return RLOCK_OK, RLOCK_EINVAL (empty or over 4096 bytes), RLOCK_ENOMEM.
  */
-RLOCK_EXTERN int rlock_config_set_tls_ca(rlock_config *cfg,
-                                         const char *ca_file,
+RLOCK_EXTERN int rlock_config_set_tls_ca(rlock_config *cfg, const char *ca_file,
                                          const char *ca_dir);
 
 /**
@@ -203,8 +202,7 @@ RLOCK_EXTERN int rlock_config_set_tls_server_name(rlock_config *cfg,
  * way. Overrides the URL's tls_insecure.
  * @return RLOCK_OK, or RLOCK_EINVAL for a value other than 0 and 1.
  */
-RLOCK_EXTERN int rlock_config_set_tls_insecure(rlock_config *cfg,
-                                               int insecure);
+RLOCK_EXTERN int rlock_config_set_tls_insecure(rlock_config *cfg, int insecure);
 
 /**
  * The user and password the data nodes are logged in with, instead of the
@@ -215,8 +213,7 @@ RLOCK_EXTERN int rlock_config_set_tls_insecure(rlock_config *cfg,
  * @return RLOCK_OK, RLOCK_EINVAL (a user without password, an empty user,
  *         over 4096 bytes), RLOCK_ENOMEM.
  */
-RLOCK_EXTERN int rlock_config_set_password(rlock_config *cfg,
-                                           const char *user,
+RLOCK_EXTERN int rlock_config_set_password(rlock_config *cfg, const char *user,
                                            const char *password);
 
 /**
@@ -231,8 +228,7 @@ RLOCK_EXTERN int rlock_config_set_password(rlock_config *cfg,
  *         outside 0..100000).
  */
 RLOCK_EXTERN int rlock_config_set_subscription_linger(rlock_config *cfg,
-                                                      int64_t ms,
-                                                      int max_idle);
+                                                      int64_t ms, int max_idle);
 
 /** How much a log message matters; a hook gets those up to its level. */
 typedef enum rlock_log_level {

@@ -116,9 +116,11 @@ typedef struct rlock_acquire_options {
 
 /** Defaults: wait for ever, watchdog lease, no cancel token, the calling
  * thread, no token wanted. */
-#define RLOCK_ACQUIRE_OPTIONS_INIT                                           \
-  { RLOCK_ACQUIRE_OPTIONS_VERSION, RLOCK_WAIT_FOREVER, RLOCK_LEASE_WATCHDOG, \
-    NULL, RLOCK_OWNER_THREAD, NULL }
+#define RLOCK_ACQUIRE_OPTIONS_INIT                                             \
+  {                                                                            \
+    RLOCK_ACQUIRE_OPTIONS_VERSION, RLOCK_WAIT_FOREVER, RLOCK_LEASE_WATCHDOG,   \
+        NULL, RLOCK_OWNER_THREAD, NULL                                         \
+  }
 
 /**
  * Fill `opts` with the defaults of RLOCK_ACQUIRE_OPTIONS_INIT.
@@ -414,20 +416,20 @@ RLOCK_EXTERN int64_t rlock_lock_info_ttl_ms(const rlock_lock_info *info);
  * ends in ":write"). */
 RLOCK_EXTERN size_t rlock_lock_info_holder_count(const rlock_lock_info *info);
 /** Owner field of holder `i`, or NULL when out of range. Borrowed. */
-RLOCK_EXTERN const char *rlock_lock_info_holder_owner(
-    const rlock_lock_info *info, size_t i);
+RLOCK_EXTERN const char *
+rlock_lock_info_holder_owner(const rlock_lock_info *info, size_t i);
 /** Hold count of holder `i`, or 0 when out of range. */
 RLOCK_EXTERN int64_t rlock_lock_info_holder_holds(const rlock_lock_info *info,
                                                   size_t i);
 /** Number of queued waiters in the snapshot (fair locks; else 0). */
 RLOCK_EXTERN size_t rlock_lock_info_queue_count(const rlock_lock_info *info);
 /** Owner field of queued waiter `i` (0 = next in line), or NULL. Borrowed. */
-RLOCK_EXTERN const char *rlock_lock_info_queue_owner(
-    const rlock_lock_info *info, size_t i);
+RLOCK_EXTERN const char *
+rlock_lock_info_queue_owner(const rlock_lock_info *info, size_t i);
 /** Milliseconds left before waiter `i`'s deadline in the queue (past it, a
  * waiter is dropped when the queue is next touched); 0 when out of range. */
-RLOCK_EXTERN int64_t rlock_lock_info_queue_deadline_ms(
-    const rlock_lock_info *info, size_t i);
+RLOCK_EXTERN int64_t
+rlock_lock_info_queue_deadline_ms(const rlock_lock_info *info, size_t i);
 /** Free a snapshot. NULL is accepted and ignored. */
 RLOCK_EXTERN void rlock_lock_info_free(rlock_lock_info *info);
 

@@ -65,8 +65,7 @@ RLOCK_EXTERN int rlock_multilock_acquire(rlock_multilock *m);
  *         RLOCK_EDEADLK, RLOCK_EIO, ... (the message names the member).
  */
 RLOCK_EXTERN int rlock_multilock_try_acquire(rlock_multilock *m,
-                                             int64_t wait_ms,
-                                             int64_t lease_ms);
+                                             int64_t wait_ms, int64_t lease_ms);
 
 /** rlock_multilock_try_acquire(), giving up when `cancel` fires
  * (RLOCK_ECANCELED; nothing stays held). */
@@ -85,8 +84,9 @@ RLOCK_EXTERN int rlock_multilock_try_acquire_cancel(rlock_multilock *m,
  *         version or a token asked for (each fenced member has its own:
  *         acquire it alone to get it).
  */
-RLOCK_EXTERN int rlock_multilock_acquire_opts(
-    rlock_multilock *m, const rlock_acquire_options *opts);
+RLOCK_EXTERN int
+rlock_multilock_acquire_opts(rlock_multilock *m,
+                             const rlock_acquire_options *opts);
 
 /**
  * Release one hold of every member, in reverse order. Every member is

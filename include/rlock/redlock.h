@@ -110,14 +110,13 @@ RLOCK_EXTERN int rlock_redlock_acquire_opts(rlock_redlock_result **result,
 RLOCK_EXTERN int rlock_redlock_release(rlock_redlock *r);
 
 /** rlock_redlock_release() for the holds of `owner`, from any thread. */
-RLOCK_EXTERN int rlock_redlock_release_owner(rlock_redlock *r,
-                                             uint64_t owner);
+RLOCK_EXTERN int rlock_redlock_release_owner(rlock_redlock *r, uint64_t owner);
 
 /** Milliseconds of validity left when the round ended: lease minus time
  * spent minus drift; 0 when the quorum was not reached. Never larger than
  * the lease. */
-RLOCK_EXTERN int64_t rlock_redlock_result_validity_ms(
-    const rlock_redlock_result *res);
+RLOCK_EXTERN int64_t
+rlock_redlock_result_validity_ms(const rlock_redlock_result *res);
 /** Number of members (the same order as given to rlock_redlock_new). */
 RLOCK_EXTERN size_t rlock_redlock_result_count(const rlock_redlock_result *res);
 /** RLOCK_OK when member `i` was taken, else why not (RLOCK_ELOCKED,
@@ -125,8 +124,8 @@ RLOCK_EXTERN size_t rlock_redlock_result_count(const rlock_redlock_result *res);
 RLOCK_EXTERN int rlock_redlock_result_status(const rlock_redlock_result *res,
                                              size_t i);
 /** A message for member `i` ("" when taken). Borrowed. */
-RLOCK_EXTERN const char *rlock_redlock_result_message(
-    const rlock_redlock_result *res, size_t i);
+RLOCK_EXTERN const char *
+rlock_redlock_result_message(const rlock_redlock_result *res, size_t i);
 /** Free a result. NULL is accepted and ignored. */
 RLOCK_EXTERN void rlock_redlock_result_free(rlock_redlock_result *res);
 

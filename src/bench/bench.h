@@ -50,8 +50,8 @@
 /* The parsed command line. Fields a workload does not use keep their
  * defaults; main.c rejects options that do not apply to the workload. */
 typedef struct bench_args {
-  const char *url;      /* the first -u, else $RLOCK_URL, else the
-                           default: urls[0] */
+  const char *url;                  /* the first -u, else $RLOCK_URL, else the
+                                       default: urls[0] */
   const char *urls[BENCH_MAX_URLS]; /* every -u in order (redlock: the
                                        servers); at least one */
   int nurls;
@@ -118,8 +118,7 @@ typedef struct bench_report {
 } bench_report;
 
 void bench_report_begin(bench_report *r, int json, const char *workload);
-void bench_report_num(bench_report *r, const char *key, double v,
-                      int decimals);
+void bench_report_num(bench_report *r, const char *key, double v, int decimals);
 void bench_report_int(bench_report *r, const char *key, long long v);
 void bench_report_end(bench_report *r);
 
@@ -153,8 +152,7 @@ int bench_raw_ping_fanout(redisContext *const *c, int n, bench_samples *out);
 /* ---- util.c: shared helpers ------------------------------------------- */
 
 /* Print "rlock-bench: <message>" on stderr; returns BENCH_EXIT_FAIL. */
-int bench_fail(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2)));
+int bench_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Same, appending the library's status and last error message. */
 int bench_fail_rc(const char *what, int rc);

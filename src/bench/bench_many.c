@@ -71,8 +71,7 @@ static void *worker_main(void *arg) {
   for (int i = 0; i < WARMUP_PAIRS && !atomic_load(&sh->stop); i++)
     pair(w);
   pthread_barrier_wait(&sh->start);
-  while (!atomic_load_explicit(&sh->stop, memory_order_relaxed) &&
-         pair(w) == 0)
+  while (!atomic_load_explicit(&sh->stop, memory_order_relaxed) && pair(w) == 0)
     w->pairs++;
   return NULL;
 }

@@ -73,10 +73,11 @@ static int single_pair(rlock_lock *l) {
 static int take_validity(series *s, const rlock_redlock_result *res) {
   int64_t v = rlock_redlock_result_validity_ms(res);
   if (v <= 0 || v > LEASE_MS)
-    return bench_fail("RedLock validity %lld ms outside (0, %d]",
-                      (long long)v, LEASE_MS), -1;
-  s->validity_min = s->validity_n == 0 || v < s->validity_min
-                        ? v : s->validity_min;
+    return bench_fail("RedLock validity %lld ms outside (0, %d]", (long long)v,
+                      LEASE_MS),
+           -1;
+  s->validity_min =
+      s->validity_n == 0 || v < s->validity_min ? v : s->validity_min;
   s->validity_max = v > s->validity_max ? v : s->validity_max;
   s->validity_n++;
   return 0;
@@ -164,8 +165,8 @@ static int open_lock(const char *url, const char *name, rlock_client **c,
  * connection, and one on the first server with the plain lock `single`
  * (its own client, so that the RedLock's use of its first member's pool
  * cannot touch it). */
-static int open_block(const bench_args *a, const char *name,
-                      const char *single, block *b) {
+static int open_block(const bench_args *a, const char *name, const char *single,
+                      block *b) {
   memset(b, 0, sizeof *b);
   for (int i = 0; i < a->nurls; i++) {
     b->n = i + 1; /* close_block() frees what is set */

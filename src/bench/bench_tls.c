@@ -43,7 +43,8 @@ static int connect_once(const char *url, bench_samples *out) {
 
 static int run_pairs(const bench_args *a, bench_samples *tcp,
                      bench_samples *tls) {
-  rlock_client *c[2] = {bench_client_new(a->urls[0]), bench_client_new(a->urls[1])};
+  rlock_client *c[2] = {bench_client_new(a->urls[0]),
+                        bench_client_new(a->urls[1])};
   rlock_lock *l[2] = {NULL, NULL};
   int rc = c[0] && c[1] ? 0 : -1;
   for (int i = 0; i < 2 && rc == 0; i++)
@@ -72,9 +73,8 @@ int bench_tls(const bench_args *a) {
       return bench_fail("out of memory");
   int rc = run_pairs(a, &s[0], &s[1]);
   for (int i = 0; i < CONNECTS && rc == 0; i++)
-    rc = connect_once(a->urls[0], &s[2]) || connect_once(a->urls[1], &s[3])
-             ? -1
-             : 0;
+    rc = connect_once(a->urls[0], &s[2]) || connect_once(a->urls[1], &s[3]) ? -1
+                                                                            : 0;
   if (rc == 0) {
     bench_report r;
     bench_report_begin(&r, a->json, "tls");
@@ -87,10 +87,8 @@ int bench_tls(const bench_args *a) {
                      bench_samples_us(&s[1], 50) / bench_samples_us(&s[0], 50),
                      3);
     bench_report_int(&r, "connects", CONNECTS);
-    bench_report_num(&r, "tcp_connect_p50_us", bench_samples_us(&s[2], 50),
-                     1);
-    bench_report_num(&r, "tls_connect_p50_us", bench_samples_us(&s[3], 50),
-                     1);
+    bench_report_num(&r, "tcp_connect_p50_us", bench_samples_us(&s[2], 50), 1);
+    bench_report_num(&r, "tls_connect_p50_us", bench_samples_us(&s[3], 50), 1);
     bench_report_num(&r, "connect_ratio",
                      bench_samples_us(&s[3], 50) / bench_samples_us(&s[2], 50),
                      3);

@@ -79,11 +79,14 @@ static void floor_init(floor_cmds *f, redisContext *c, const char *name) {
   snprintf(f->channel, sizeof f->channel, "redisson_lock__channel:{%s}", name);
   /* A single server's release carries no latch (TTL 0), as the library's. */
   snprintf(f->latch, sizeof f->latch, "redisson_unlock_latch:{%s}:-", name);
-  const char *acq[6] = {"EVALSHA", rlock__script_lock_acquire.sha, "1", name,
-                        LEASE, f->owner};
-  const char *rel[11] = {"EVALSHA", rlock__script_lock_release.sha, "1",
-                         name, "0", LEASE, f->owner, "PUBLISH", "0",
-                         f->channel, f->latch};
+  const char *acq[6] = {
+      "EVALSHA", rlock__script_lock_acquire.sha, "1", name, LEASE, f->owner};
+  const char *rel[11] = {"EVALSHA", rlock__script_lock_release.sha,
+                         "1",       name,
+                         "0",       LEASE,
+                         f->owner,  "PUBLISH",
+                         "0",       f->channel,
+                         f->latch};
   memcpy(f->acq, acq, sizeof acq);
   memcpy(f->rel, rel, sizeof rel);
 }
@@ -123,7 +126,8 @@ static int floor_pair(floor_cmds *f) {
   freeReplyObject(r);
   if (!ok)
     return bench_fail("floor: unexpected reply or I/O error (%s)",
-                      f->c->err ? f->c->errstr : "bad reply"), -1;
+                      f->c->err ? f->c->errstr : "bad reply"),
+           -1;
   return 0;
 }
 

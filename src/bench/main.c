@@ -98,8 +98,7 @@ enum {
 
 static const opt_spec OPTS[O_COUNT] = {
     [O_OPS] = {"--ops", W_UNCONTENDED | W_TURNS | W_REDLOCK | W_TLS, 1,
-               100000000,
-               1},
+               100000000, 1},
     [O_PROCS] = {"--procs", W_CONTENDED | W_FAIR, 1, MAX_PROCS, 1},
     [O_READERS] = {"--readers", W_RW, 1, MAX_PROCS - 1, 1},
     [O_WRITERS] = {"--writers", W_RW, 1, MAX_PROCS - 1, 1},
@@ -137,8 +136,7 @@ static int parse_value(const opt_spec *o, const char *s, double *out) {
   if (end == s || *end != '\0' || errno != 0 || !isfinite(v) || v < o->lo ||
       v > o->hi)
     return usage_error("%s takes %s from %.15g to %.15g (got '%s')", o->name,
-                       o->integer ? "an integer" : "a number", o->lo, o->hi,
-                       s);
+                       o->integer ? "an integer" : "a number", o->lo, o->hi, s);
   *out = v;
   return 0;
 }
@@ -222,7 +220,8 @@ static int check_combination(const parsed *p) {
     return usage_error("no workload given (" WORKLOAD_LIST ")");
   if (p->args.nurls > 1 && p->workload != W_REDLOCK && p->workload != W_TLS)
     return usage_error("-u given %d times: only redlock and tls take "
-                       "several", p->args.nurls);
+                       "several",
+                       p->args.nurls);
   if (p->workload == W_TLS && p->args.nurls != 2)
     return usage_error("tls needs two -u: redis://HOST:PORT, then "
                        "rediss://HOST:TLSPORT of the same server");

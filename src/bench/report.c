@@ -31,8 +31,7 @@ void bench_report_begin(bench_report *r, int json, const char *workload) {
   end_field(r);
 }
 
-void bench_report_num(bench_report *r, const char *k, double v,
-                      int decimals) {
+void bench_report_num(bench_report *r, const char *k, double v, int decimals) {
   key(r, k);
   if (isfinite(v))
     printf("%.*f", decimals, v);

@@ -19,11 +19,12 @@
 
 /* ---- exit statuses (sysexits.h names, plus the shell's) ---------------- */
 
-#define CLI_EXIT_NOTHING 1        /* unlock --force: no lock to delete */
-#define CLI_EXIT_NOEXEC 126       /* COMMAND found but not executable */
-#define CLI_EXIT_NOTFOUND 127     /* COMMAND not found */
-#define CLI_EXIT_SIGNAL_BASE 128  /* + N: killed by / interrupted by signal N */
-#define CLI_EXIT_LOST 76          /* exec: lock lost, COMMAND terminated */
+/* CLI_EXIT_SIGNAL_BASE + N: killed by, or interrupted by, signal N. */
+#define CLI_EXIT_NOTHING 1    /* unlock --force: no lock to delete */
+#define CLI_EXIT_NOEXEC 126   /* COMMAND found but not executable */
+#define CLI_EXIT_NOTFOUND 127 /* COMMAND not found */
+#define CLI_EXIT_SIGNAL_BASE 128
+#define CLI_EXIT_LOST 76 /* exec: lock lost, COMMAND terminated */
 
 /* Returned by option parsers: no exit status yet, go on and do the work. */
 #define CLI_CONTINUE (-1)
@@ -31,8 +32,8 @@
 /* ---- global options (main.c) ------------------------------------------ */
 
 typedef struct cli_global {
-  const char *url;      /* -u URL, else $RLOCK_URL, else NULL (default) */
-  int url_from_env;     /* url came from $RLOCK_URL (for error messages) */
+  const char *url;  /* -u URL, else $RLOCK_URL, else NULL (default) */
+  int url_from_env; /* url came from $RLOCK_URL (for error messages) */
   const char *urls[RLOCK_MAX_REDLOCK_MEMBERS]; /* every -u; urls[0] == url */
   int nurls;            /* how many -u: several make exec take a RedLock */
   int64_t watchdog_ms;  /* --watchdog DUR, or 0 for the library default */
@@ -239,7 +240,7 @@ void cli_spawn_wake(void);
  * the acquisition's fencing token. Returns RLOCK_OK (held), RLOCK_ELOCKED,
  * another library status, or CLI_INTERRUPTED (not held).
  */
-int cli_acquire(rlock_lock *lock, int64_t wait_ms, int64_t lease_ms,
-                int show, int64_t *token);
+int cli_acquire(rlock_lock *lock, int64_t wait_ms, int64_t lease_ms, int show,
+                int64_t *token);
 
 #endif /* RLOCK_CLI_H */

@@ -23,8 +23,8 @@ const char *cli_redact_url(const char *url, char *buf, size_t size) {
 /* TLS files and the password, for every server. */
 static int secure(rlock_config *cfg, const cli_global *g) {
   struct stat st;
-  int dir = g->tls_ca != NULL && stat(g->tls_ca, &st) == 0 &&
-            S_ISDIR(st.st_mode);
+  int dir =
+      g->tls_ca != NULL && stat(g->tls_ca, &st) == 0 && S_ISDIR(st.st_mode);
   int rc = RLOCK_OK;
   if (g->tls_ca != NULL)
     rc = rlock_config_set_tls_ca(cfg, dir ? NULL : g->tls_ca,
@@ -35,8 +35,7 @@ static int secure(rlock_config *cfg, const cli_global *g) {
     rc = rlock_config_set_tls_insecure(cfg, 1);
   if (rc == RLOCK_OK && g->password != NULL)
     rc = rlock_config_set_password(cfg, g->user, g->password);
-  return rc == RLOCK_OK ? 0
-                        : cli_usage("%s", rlock_error_last()->message);
+  return rc == RLOCK_OK ? 0 : cli_usage("%s", rlock_error_last()->message);
 }
 
 /* Apply the global options for server `url`; returns 0 or an exit status.
@@ -45,10 +44,9 @@ static int configure(rlock_config *cfg, const cli_global *g, const char *url,
                      rlock_lost_fn lost, void *ud) {
   char shown[512];
   if (url != NULL && rlock_config_set_url(cfg, url) != RLOCK_OK)
-    return cli_usage("invalid %s '%s': %s",
-                     g->url_from_env ? "$RLOCK_URL" : "URL",
-                     cli_redact_url(url, shown, sizeof shown),
-                     rlock_error_last()->message);
+    return cli_usage(
+        "invalid %s '%s': %s", g->url_from_env ? "$RLOCK_URL" : "URL",
+        cli_redact_url(url, shown, sizeof shown), rlock_error_last()->message);
   if (g->watchdog_ms != 0 &&
       rlock_config_set_watchdog_timeout_ms(cfg, g->watchdog_ms) != RLOCK_OK)
     return cli_usage("invalid --watchdog: %s", rlock_error_last()->message);
@@ -62,12 +60,18 @@ static int configure(rlock_config *cfg, const cli_global *g, const char *url,
 int cli_lock_new(cli_kind kind, rlock_lock **lock, rlock_client *client,
                  const char *name) {
   switch (kind) {
-  case CLI_FAIR: return rlock_lock_new_fair(lock, client, name);
-  case CLI_READ: return rlock_lock_new_read(lock, client, name);
-  case CLI_WRITE: return rlock_lock_new_write(lock, client, name);
-  case CLI_FENCED: return rlock_lock_new_fenced(lock, client, name);
-  case CLI_SPIN: return rlock_lock_new_spin(lock, client, name);
-  default: return rlock_lock_new(lock, client, name);
+  case CLI_FAIR:
+    return rlock_lock_new_fair(lock, client, name);
+  case CLI_READ:
+    return rlock_lock_new_read(lock, client, name);
+  case CLI_WRITE:
+    return rlock_lock_new_write(lock, client, name);
+  case CLI_FENCED:
+    return rlock_lock_new_fenced(lock, client, name);
+  case CLI_SPIN:
+    return rlock_lock_new_spin(lock, client, name);
+  default:
+    return rlock_lock_new(lock, client, name);
   }
 }
 

@@ -26,10 +26,10 @@ typedef struct exec_args {
   const char *name; /* the first name */
   char **names;     /* every NAME before "--": several make a MultiLock */
   int nnames;
-  char **command; /* NULL-terminated */
-  int on_lost_ignore; /* --on-lost ignore */
+  char **command;        /* NULL-terminated */
+  int on_lost_ignore;    /* --on-lost ignore */
   int64_t kill_after_ms; /* --kill-after */
-  int64_t period_ms; /* how often to look at the lock: the renewal period */
+  int64_t period_ms;     /* how often to look at the lock: the renewal period */
 } exec_args;
 
 static const char exec_help[] =
@@ -67,7 +67,8 @@ static const char exec_help[] =
     "                    which should refuse a token below the highest it\n"
     "                    has seen: a holder paused past its lease while\n"
     "                    another took over. One NAME and one -u only\n"
-    "      --spin        take NAME as a spin lock (Redisson's RSpinLock): wait\n"
+    "      --spin        take NAME as a spin lock (Redisson's RSpinLock): "
+    "wait\n"
     "                    by retrying with back-off (1ms doubling to 128ms)\n"
     "                    instead of listening for pub/sub unlock messages\n"
     "                    (servers or proxies without pub/sub)\n"
@@ -137,8 +138,9 @@ static int spawn_held(const exec_args *a, rlock_lock **locks, int n,
                       char **envp) {
   held h = {locks, a->names, n};
   int watch = !a->on_lost_ignore && a->lease_ms == RLOCK_LEASE_WATCHDOG;
-  cli_watch w = {watch ? held_lost : NULL, &h, NULL, a->period_ms,
-                 a->kill_after_ms, !a->on_lost_ignore, envp};
+  cli_watch w = {
+      watch ? held_lost : NULL, &h,  NULL, a->period_ms, a->kill_after_ms,
+      !a->on_lost_ignore,       envp};
   return cli_spawn_watch(a->command, &w);
 }
 
@@ -181,7 +183,8 @@ static int parse_positional(char **rest, int n, int dashdash_eaten,
   for (int i = 1; i < k; i++)
     if (rest[i][0] == '-')
       return cli_usage("exec: option '%s' after NAME (options go before "
-                       "NAME)", rest[i]);
+                       "NAME)",
+                       rest[i]);
   if (k + 1 == n)
     return cli_usage("exec: missing COMMAND after '--'");
   a->name = rest[0];
@@ -234,8 +237,8 @@ static int parse_exec(int argc, char **argv, exec_args *a) {
   while ((c = getopt_long(argc, argv, EXEC_SHORTOPTS, longopts, NULL)) != -1) {
     if (c == 'h')
       return cli_help(exec_help);
-    if (c == OPT_FAIR || c == OPT_READ || c == OPT_WRITE ||
-        c == OPT_FENCED || c == OPT_SPIN) {
+    if (c == OPT_FAIR || c == OPT_READ || c == OPT_WRITE || c == OPT_FENCED ||
+        c == OPT_SPIN) {
       int st = set_kind(a, c);
       if (st != CLI_CONTINUE)
         return st;
@@ -244,7 +247,8 @@ static int parse_exec(int argc, char **argv, exec_args *a) {
     if (c == OPT_ON_LOST) {
       if (strcmp(optarg, "ignore") != 0 && strcmp(optarg, "terminate") != 0)
         return cli_usage("--on-lost: '%s' is neither 'terminate' nor "
-                         "'ignore'", optarg);
+                         "'ignore'",
+                         optarg);
       a->on_lost_ignore = strcmp(optarg, "ignore") == 0;
       continue;
     }
@@ -283,8 +287,10 @@ static void release_after(rlock_lock *lock, const exec_args *a, int said) {
     cli_fail(0, "warning: lock '%s' was lost while '%s' ran", a->name,
              a->command[0]);
   else if (rc != RLOCK_OK)
-    cli_fail(0, "warning: cannot release lock '%s' (it expires by itself): "
-                "%s", a->name, rlock_error_last()->message);
+    cli_fail(0,
+             "warning: cannot release lock '%s' (it expires by itself): "
+             "%s",
+             a->name, rlock_error_last()->message);
 }
 
 static int run_locked(rlock_lock *lock, const exec_args *a) {
@@ -322,8 +328,10 @@ static void release_multi(rlock_multilock *m, rlock_lock **locks,
     cli_fail(0, "warning: a lock was lost while '%s' ran: %s", a->command[0],
              rlock_error_last()->message);
   else if (rc != RLOCK_OK && rc != RLOCK_ELOST)
-    cli_fail(0, "warning: cannot release every lock (they expire by "
-                "themselves): %s", rlock_error_last()->message);
+    cli_fail(0,
+             "warning: cannot release every lock (they expire by "
+             "themselves): %s",
+             rlock_error_last()->message);
 }
 
 /* Several names: one MultiLock, acquired in one cancelable wait. */
@@ -355,8 +363,8 @@ static int exec_multi(const cli_global *g, const exec_args *a) {
   rlock_lock *locks[RLOCK_MAX_MEMBERS] = {NULL};
   if (a->nnames > RLOCK_MAX_MEMBERS)
     return cli_usage("exec: at most %d NAMEs", RLOCK_MAX_MEMBERS);
-  int status = cli_open(g, a->names[0], a->kind, on_lost, NULL, &client,
-                        &locks[0]);
+  int status =
+      cli_open(g, a->names[0], a->kind, on_lost, NULL, &client, &locks[0]);
   for (int i = 1; status == 0 && i < a->nnames; i++) {
     int rc = cli_lock_new(a->kind, &locks[i], client, a->names[i]);
     if (rc != RLOCK_OK)
@@ -371,8 +379,16 @@ static int exec_multi(const cli_global *g, const exec_args *a) {
 }
 
 int cli_cmd_exec(const cli_global *g, int argc, char **argv) {
-  exec_args a = {RLOCK_WAIT_FOREVER, RLOCK_LEASE_WATCHDOG, CLI_LOCK, NULL,
-                 NULL, 0, NULL, 0, 10000, 0};
+  exec_args a = {RLOCK_WAIT_FOREVER,
+                 RLOCK_LEASE_WATCHDOG,
+                 CLI_LOCK,
+                 NULL,
+                 NULL,
+                 0,
+                 NULL,
+                 0,
+                 10000,
+                 0};
   int status = parse_exec(argc, argv, &a);
   if (status != CLI_CONTINUE)
     return status;

@@ -27,7 +27,8 @@ static const char status_help[] =
     "                \"mode\": \"read\"|\"write\"|null,\n"
     "                \"holders\": [{\"owner\": \"OWNER\", \"count\": N}],\n"
     "                \"queue\": [{\"owner\": \"OWNER\", \"deadline_ms\": N}],\n"
-    "                \"node\": \"HOST:PORT\", \"topology\": \"single\"|\"cluster\"|\n"
+    "                \"node\": \"HOST:PORT\", \"topology\": "
+    "\"single\"|\"cluster\"|\n"
     "                \"sentinel\", \"token\": N}\n"
     "               (ttl_ms is -2 when the lock is free; queue lists a fair\n"
     "               lock's waiters in order, each with the ms left before\n"
@@ -81,7 +82,8 @@ static void print_json(const char *name, const rlock_lock_info *info,
 static void print_queue(const rlock_lock_info *info) {
   for (size_t i = 0; i < rlock_lock_info_queue_count(info); i++) {
     char left[32];
-    cli_format_ms(left, sizeof left, rlock_lock_info_queue_deadline_ms(info, i));
+    cli_format_ms(left, sizeof left,
+                  rlock_lock_info_queue_deadline_ms(info, i));
     printf("  queued %zu: ", i + 1);
     cli_put_printable(stdout, rlock_lock_info_queue_owner(info, i));
     printf(" (deadline in %s)\n", left);
@@ -138,7 +140,7 @@ static void print_human(const char *name, const rlock_lock_info *info,
   if (ttl >= 0)
     cli_format_ms(left, sizeof left, ttl);
   const char *mode = rlock_lock_info_mode(info);
-  const char *what = mode == NULL               ? ""
+  const char *what = mode == NULL                 ? ""
                      : strcmp(mode, "write") == 0 ? " for writing"
                                                   : " for reading";
   printf(": locked%s, %s%s\n", what, ttl >= 0 ? "expires in " : "no expiry",
@@ -162,7 +164,8 @@ static int parse_status(int argc, char **argv, const char **name, int *json) {
   int c;
   optind = 0;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, STATUS_SHORTOPTS, longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, STATUS_SHORTOPTS, longopts, NULL)) !=
+         -1) {
     if (c == 'h')
       return cli_help(status_help);
     if (c != OPT_JSON)
@@ -201,7 +204,8 @@ int cli_cmd_status(const cli_global *g, int argc, char **argv) {
   if (status != CLI_CONTINUE)
     return status;
   if (g->nurls > 1)
-    return cli_usage("status: one -u URL only (several are for exec's RedLock)");
+    return cli_usage(
+        "status: one -u URL only (several are for exec's RedLock)");
   rlock_client *client;
   rlock_lock *lock;
   status = cli_open(g, name, CLI_FAIR, NULL, NULL, &client, &lock);

@@ -42,7 +42,8 @@ static int parse_unlock(int argc, char **argv, const char **name) {
   int c, force = 0;
   optind = 0;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, UNLOCK_SHORTOPTS, longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, UNLOCK_SHORTOPTS, longopts, NULL)) !=
+         -1) {
     if (c == 'h')
       return cli_help(unlock_help);
     if (c != OPT_FORCE)
@@ -72,7 +73,8 @@ int cli_cmd_unlock(const cli_global *g, int argc, char **argv) {
   if (status != CLI_CONTINUE)
     return status;
   if (g->nurls > 1)
-    return cli_usage("unlock: one -u URL only (several are for exec's RedLock)");
+    return cli_usage(
+        "unlock: one -u URL only (several are for exec's RedLock)");
   rlock_client *client;
   rlock_lock *lock;
   status = cli_open(g, name, CLI_FAIR, NULL, NULL, &client, &lock);

@@ -43,11 +43,13 @@ static int open_all(redlock_run *run, const cli_global *g, const char *name,
 static void release_after(redlock_run *run, const char *name, char **command) {
   int rc = rlock_redlock_release(run->redlock);
   if (rc == RLOCK_ELOST)
-    cli_fail(0, "warning: RedLock '%s' lost a member while '%s' ran: %s",
-             name, command[0], rlock_error_last()->message);
+    cli_fail(0, "warning: RedLock '%s' lost a member while '%s' ran: %s", name,
+             command[0], rlock_error_last()->message);
   else if (rc != RLOCK_OK)
-    cli_fail(0, "warning: cannot release every member of '%s' (they expire "
-                "by themselves): %s", name, rlock_error_last()->message);
+    cli_fail(0,
+             "warning: cannot release every member of '%s' (they expire "
+             "by themselves): %s",
+             name, rlock_error_last()->message);
 }
 
 int cli_exec_redlock(const cli_global *g, int pdeath, const char *name,

@@ -30,13 +30,27 @@ static int utf8_seq_len(const unsigned char *s) {
 
 static void put_ascii(FILE *out, unsigned char ch) {
   switch (ch) {
-  case '"': fputs("\\\"", out); break;
-  case '\\': fputs("\\\\", out); break;
-  case '\b': fputs("\\b", out); break;
-  case '\f': fputs("\\f", out); break;
-  case '\n': fputs("\\n", out); break;
-  case '\r': fputs("\\r", out); break;
-  case '\t': fputs("\\t", out); break;
+  case '"':
+    fputs("\\\"", out);
+    break;
+  case '\\':
+    fputs("\\\\", out);
+    break;
+  case '\b':
+    fputs("\\b", out);
+    break;
+  case '\f':
+    fputs("\\f", out);
+    break;
+  case '\n':
+    fputs("\\n", out);
+    break;
+  case '\r':
+    fputs("\\r", out);
+    break;
+  case '\t':
+    fputs("\\t", out);
+    break;
   default:
     if (ch < 0x20)
       fprintf(out, "\\u%04x", ch);

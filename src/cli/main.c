@@ -45,7 +45,8 @@ static const char main_help[] =
     "                      -u (independent servers) make exec take a RedLock\n"
     "      --watchdog DUR  lease of a lock held by exec without -l, renewed\n"
     "                      every third of it (default 30s, at least 30ms)\n"
-    "      --tls-ca PATH   rediss://: trust the CA certificate(s) in this file\n"
+    "      --tls-ca PATH   rediss://: trust the CA certificate(s) in this "
+    "file\n"
     "                      or directory (default: the system's store)\n"
     "      --tls-cert FILE, --tls-key FILE\n"
     "                      rediss://: a client certificate and its key\n"
@@ -110,8 +111,10 @@ static int read_password(const char *path, char *buf, size_t size) {
   if (!ok || n == 0)
     return cli_fail(EX_USAGE, "--password-file '%s' is empty", path);
   if (buf[n] == '\0' && strlen(buf) == size - 1)
-    return cli_fail(EX_USAGE, "--password-file '%s': first line longer "
-                    "than %zu bytes", path, size - 2);
+    return cli_fail(EX_USAGE,
+                    "--password-file '%s': first line longer "
+                    "than %zu bytes",
+                    path, size - 2);
   buf[n] = '\0';
   return 0;
 }

@@ -49,7 +49,7 @@ static int search_path(const char *cmd) {
 }
 
 int cli_check_command(const char *cmd) {
-  int err = cmd[0] == '\0'      ? ENOENT
+  int err = cmd[0] == '\0'     ? ENOENT
             : strchr(cmd, '/') ? check_file(cmd)
                                : search_path(cmd);
   if (err == ENOENT)

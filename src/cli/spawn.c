@@ -68,15 +68,24 @@ static void child_say(const char *a, const char *b, const char *c) {
 
 static const char *exec_error_text(int err) {
   switch (err) {
-  case ENOENT: return "command not found";
-  case EACCES: return "permission denied";
-  case ENOEXEC: return "exec format error";
-  case ENOTDIR: return "not a directory";
-  case E2BIG: return "argument list too long";
-  case ENOMEM: return "out of memory";
-  case ELOOP: return "too many symbolic links";
-  case ENAMETOOLONG: return "file name too long";
-  default: return "cannot execute";
+  case ENOENT:
+    return "command not found";
+  case EACCES:
+    return "permission denied";
+  case ENOEXEC:
+    return "exec format error";
+  case ENOTDIR:
+    return "not a directory";
+  case E2BIG:
+    return "argument list too long";
+  case ENOMEM:
+    return "out of memory";
+  case ELOOP:
+    return "too many symbolic links";
+  case ENAMETOOLONG:
+    return "file name too long";
+  default:
+    return "cannot execute";
   }
 }
 
@@ -211,8 +220,7 @@ int cli_spawn_watch(char **argv, cli_watch *w) {
     cli_signals_set_child(pid);
   cli_signals_unblock();
   if (pid < 0)
-    return cli_fail(-1, "cannot start '%s': fork: %s", argv[0],
-                    strerror(err));
+    return cli_fail(-1, "cannot start '%s': fork: %s", argv[0], strerror(err));
   int lost = 0;
   int status = wait_child(pid, w, &lost);
   if (status < 0)

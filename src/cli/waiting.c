@@ -48,8 +48,8 @@ static void describe(char *buf, size_t size, rlock_lock *lock,
   int n = snprintf(buf, size, "rlock: waiting for '%s'", rlock_lock_name(lock));
   if (owner == NULL || n < 0 || (size_t)n >= size)
     return;
-  int more = snprintf(buf + n, size - (size_t)n, " held by %s (%s)", owner,
-                      left);
+  int more =
+      snprintf(buf + n, size - (size_t)n, " held by %s (%s)", owner, left);
   if (more >= 0 && (size_t)(n + more) > room)
     snprintf(buf + n, size - (size_t)n, " held by %s (%s)",
              short_owner(abbrev, sizeof abbrev, owner), left);
@@ -168,8 +168,8 @@ static int attempt(rlock_lock *lock, int64_t wait_ms, int64_t lease_ms,
  * what it is waiting for. A first try that could not reach Redis is not
  * the end of a wait either: behind Sentinel or a cluster, the waiting
  * call rides out a failover within what is left of -w. */
-int cli_acquire(rlock_lock *lock, int64_t wait_ms, int64_t lease_ms,
-                int show, int64_t *token) {
+int cli_acquire(rlock_lock *lock, int64_t wait_ms, int64_t lease_ms, int show,
+                int64_t *token) {
   int64_t start = cli_now_ms();
   int rc = attempt(lock, 0, lease_ms, token);
   int unreachable = rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT;

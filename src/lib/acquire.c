@@ -43,8 +43,10 @@ int rlock__wrongtype(const rlock_lock *l, int rc) {
   static const char tag[] = "WRONGTYPE key ";
   const char *why = strstr(rlock_error_last()->message, tag);
   if (why == NULL)
-    return rlock__err(rc, "key '%s' holds a value of another type, not a "
-                      "%s; left untouched", l->name, l->kind->label);
+    return rlock__err(rc,
+                      "key '%s' holds a value of another type, not a "
+                      "%s; left untouched",
+                      l->name, l->kind->label);
   char copy[256]; /* the message is rewritten below */
   snprintf(copy, sizeof copy, "%s", why + sizeof tag - 1);
   return rlock__err(rc, "key '%s' %s; left untouched", l->name, copy);
@@ -75,7 +77,8 @@ static void run_quietly(rlock_lock *l, rlock__call *call) {
  * same): a failover now would lose it, and another owner could take it. */
 static int undo_unconfirmed(rlock_lock *l, const char *owner, int64_t lease,
                             const rlock__call *taken) {
-  rlock__err(RLOCK_EREPLICA, "%s '%s' was acquired on %s, but none of its "
+  rlock__err(RLOCK_EREPLICA,
+             "%s '%s' was acquired on %s, but none of its "
              "%d replicas confirmed it within %lld ms; it was given back",
              l->kind->label, l->name, taken->served_by, taken->replicas,
              (long long)l->client->cfg.replica_sync_timeout_ms);
@@ -96,8 +99,10 @@ static int undo_unread(rlock_lock *l, const char *owner, int64_t lease) {
   l->kind->release(l, owner, lease, &rlock__no_latch, &call);
   run_quietly(l, &call);
   rlock__error_restore(&saved);
-  return rlock__err(RLOCK_ENOMEM, "%s (what the server may have granted "
-                    "was given back)", saved.message);
+  return rlock__err(RLOCK_ENOMEM,
+                    "%s (what the server may have granted "
+                    "was given back)",
+                    saved.message);
 }
 
 /* One attempt: build the kind's call, run it (riding out a failover
@@ -136,12 +141,12 @@ typedef struct acq {
   int64_t wait_ms;
   int64_t deadline;
   const rlock_cancel *cancel;
-  int64_t ttl;   /* the holder's remaining lease from the last attempt */
-  int64_t sent;  /* when the last attempt was sent */
-  int64_t token; /* the last successful attempt's fencing token */
-  int64_t backoff_ms;  /* the next pause while the server is unreachable */
-  int64_t outage_us;   /* when the current outage was first met, or 0 */
-  int waiting;         /* an attempt was answered "held": a wait began */
+  int64_t ttl;        /* the holder's remaining lease from the last attempt */
+  int64_t sent;       /* when the last attempt was sent */
+  int64_t token;      /* the last successful attempt's fencing token */
+  int64_t backoff_ms; /* the next pause while the server is unreachable */
+  int64_t outage_us;  /* when the current outage was first met, or 0 */
+  int waiting;        /* an attempt was answered "held": a wait began */
 } acq;
 
 /* While the server is unreachable, a waiter (an acquisition told to wait
@@ -158,7 +163,8 @@ static void sleep_until(int64_t until_us, const rlock_cancel *cancel);
 
 /* After a failure: 1 when the caller waits, the failure ran nothing
  * and the wait lasts, having paused (the server may be restarting or
- * failing over); 0 to give up (with RLOCK_ECANCELED when canceled: outage_end). */
+ * failing over); 0 to give up (with RLOCK_ECANCELED when canceled: outage_end).
+ */
 static int ride_out(acq *a, int transient) {
   if (!transient || !a->waiting || rlock__now_us() >= a->deadline)
     return 0;
@@ -168,8 +174,8 @@ static int ride_out(acq *a, int transient) {
   }
   int64_t until = rlock__now_us() + a->backoff_ms * 1000;
   sleep_until(until < a->deadline ? until : a->deadline, a->cancel);
-  a->backoff_ms = a->backoff_ms * 2 < OUTAGE_MAX_MS ? a->backoff_ms * 2
-                                                     : OUTAGE_MAX_MS;
+  a->backoff_ms =
+      a->backoff_ms * 2 < OUTAGE_MAX_MS ? a->backoff_ms * 2 : OUTAGE_MAX_MS;
   return !rlock__canceled(a->cancel);
 }
 
@@ -266,8 +272,8 @@ static int64_t spin_next(int64_t cur, unsigned failures, uint64_t *seed) {
 
 /* Sleep until `until_us`, in steps short enough to notice `cancel`. */
 static void sleep_until(int64_t until_us, const rlock_cancel *cancel) {
-  for (int64_t now = rlock__now_us(); now < until_us && !rlock__canceled(cancel);
-       now = rlock__now_us()) {
+  for (int64_t now = rlock__now_us();
+       now < until_us && !rlock__canceled(cancel); now = rlock__now_us()) {
     int64_t step = rlock__cancel_step(cancel, until_us) - now;
     rlock__sleep_ms(step >= 1000 ? step / 1000 : 1);
   }
@@ -298,10 +304,11 @@ int rlock__options(rlock_acquire_options *out,
   if (in == NULL)
     return RLOCK_OK;
   if (in->version < 1 || in->version > RLOCK_ACQUIRE_OPTIONS_VERSION)
-    return rlock__err(RLOCK_EINVAL, "rlock_acquire_options version %u is "
+    return rlock__err(RLOCK_EINVAL,
+                      "rlock_acquire_options version %u is "
                       "not one this library knows (1 to %d): initialise "
-                      "with RLOCK_ACQUIRE_OPTIONS_INIT", in->version,
-                      RLOCK_ACQUIRE_OPTIONS_VERSION);
+                      "with RLOCK_ACQUIRE_OPTIONS_INIT",
+                      in->version, RLOCK_ACQUIRE_OPTIONS_VERSION);
   *out = *in; /* version 1 is every field there is */
   int rc = rlock__check_wait(out->wait_ms);
   return rc == RLOCK_OK ? rlock__check_lease(out->lease_ms) : rc;
@@ -313,9 +320,10 @@ int rlock_acquire_options_init(rlock_acquire_options *opts,
     return rlock__err(RLOCK_EINVAL, "rlock_acquire_options_init: opts is "
                                     "NULL");
   if (version < 1 || version > RLOCK_ACQUIRE_OPTIONS_VERSION)
-    return rlock__err(RLOCK_EINVAL, "rlock_acquire_options version %u is "
-                      "not one this library knows (1 to %d)", version,
-                      RLOCK_ACQUIRE_OPTIONS_VERSION);
+    return rlock__err(RLOCK_EINVAL,
+                      "rlock_acquire_options version %u is "
+                      "not one this library knows (1 to %d)",
+                      version, RLOCK_ACQUIRE_OPTIONS_VERSION);
   rlock_acquire_options defaults = RLOCK_ACQUIRE_OPTIONS_INIT;
   *opts = defaults;
   opts->version = version;
@@ -335,12 +343,15 @@ static int not_acquired(acq *a, int rc) {
                       l->kind->label, l->name);
   if (rc == RLOCK_ELOCKED && l->kind->give_up != NULL)
     /* a fair lock's answer is a sleep bound, not the holder's lease */
-    return rlock__err(rc, "%s '%s' is held by another owner or promised to "
-                      "a waiter queued earlier", l->kind->label, l->name);
+    return rlock__err(rc,
+                      "%s '%s' is held by another owner or promised to "
+                      "a waiter queued earlier",
+                      l->kind->label, l->name);
   if (rc == RLOCK_ELOCKED)
-    return rlock__err(rc, "%s '%s' is held by another owner (remaining "
-                      "lease %" PRId64 " ms)", l->kind->label, l->name,
-                      a->ttl);
+    return rlock__err(rc,
+                      "%s '%s' is held by another owner (remaining "
+                      "lease %" PRId64 " ms)",
+                      l->kind->label, l->name, a->ttl);
   return rc; /* rlock__lock_run worded a refusal already */
 }
 
@@ -350,13 +361,14 @@ static int record(acq *a, int64_t lease_ms, uint64_t owner_number) {
   rlock_lock *l = a->l;
   char field[RLOCK_FIELD_MAX];
   rlock__field(l, a->owner, field);
-  int rc = rlock__hold_push_owned(l->client, l->name, field, lease_ms,
-                                  a->sent,
+  int rc = rlock__hold_push_owned(l->client, l->name, field, lease_ms, a->sent,
                                   l->kind->read_renewal ? l->base : NULL,
                                   owner_number);
   if (rc != RLOCK_OK) {
-    rlock__err(RLOCK_ENOMEM, "out of memory recording the hold of '%s' "
-               "(released)", l->name);
+    rlock__err(RLOCK_ENOMEM,
+               "out of memory recording the hold of '%s' "
+               "(released)",
+               l->name);
     rlock__call call;
     l->kind->release(l, a->owner, a->lease, &rlock__no_latch, &call);
     run_quietly(l, &call);
@@ -368,7 +380,8 @@ int rlock__acquire_opts(rlock_lock *l, const rlock_acquire_options *o) {
   if (l == NULL)
     return rlock__err(RLOCK_EINVAL, "lock is NULL");
   if (o->token != NULL && !l->kind->tokens)
-    return rlock__err(RLOCK_EINVAL, "%s '%s' issues no fencing tokens: "
+    return rlock__err(RLOCK_EINVAL,
+                      "%s '%s' issues no fencing tokens: "
                       "create it with rlock_lock_new_fenced()",
                       l->kind->label, l->name);
   if (rlock__canceled(o->cancel))
@@ -376,10 +389,13 @@ int rlock__acquire_opts(rlock_lock *l, const rlock_acquire_options *o) {
   rlock_client *c = l->client;
   char owner[RLOCK_OWNER_MAX];
   rlock__owner_as(c, o->owner, owner);
-  acq a = {.l = l, .owner = owner, .wait_ms = o->wait_ms,
+  acq a = {.l = l,
+           .owner = owner,
+           .wait_ms = o->wait_ms,
            .lease = o->lease_ms > 0 ? o->lease_ms : c->cfg.watchdog_timeout_ms,
            .deadline = rlock__deadline_after_ms(o->wait_ms),
-           .cancel = o->cancel, .ttl = -1};
+           .cancel = o->cancel,
+           .ttl = -1};
   int rc = attempt(&a);
   if (rc == RLOCK_ELOCKED && o->wait_ms != 0)
     rc = l->kind->spin ? spin_and_retry(&a) : wait_and_retry(&a);

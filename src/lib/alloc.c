@@ -8,11 +8,11 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-static atomic_uint_fast64_t fail_at;  /* 0: off */
-static atomic_uint_fast64_t counted;  /* allocations since armed */
-static atomic_uint_fast64_t refused;  /* allocations failed since armed */
-static atomic_int only_thread;        /* count only on `armed_by` */
-static atomic_int once;               /* fail the nth alone */
+static atomic_uint_fast64_t fail_at; /* 0: off */
+static atomic_uint_fast64_t counted; /* allocations since armed */
+static atomic_uint_fast64_t refused; /* allocations failed since armed */
+static atomic_int only_thread;       /* count only on `armed_by` */
+static atomic_int once;              /* fail the nth alone */
 static _Thread_local int armed_by_me;
 
 /* Whether this allocation is to fail. */

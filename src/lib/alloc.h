@@ -20,10 +20,12 @@ void *rlock__realloc(void *p, size_t n);
 /* ---- failure injection (tests) ----------------------------------------- */
 
 /* rlock__alloc_fail_at's flags. */
-#define RLOCK__ALLOC_THIS_THREAD 1 /* count and fail only the arming thread's
-                                      allocations (deterministic walks) */
-#define RLOCK__ALLOC_ONCE 2        /* fail the nth alone, not every later one
-                                      too (memory short for a moment) */
+#define RLOCK__ALLOC_THIS_THREAD                                               \
+  1 /* count and fail only the arming thread's                                 \
+       allocations (deterministic walks) */
+#define RLOCK__ALLOC_ONCE                                                      \
+  2 /* fail the nth alone, not every later one                                 \
+       too (memory short for a moment) */
 
 /* Count allocations from now on and fail the `n`th one (1 = the next)
  * and, without RLOCK__ALLOC_ONCE, every later one, until

@@ -63,7 +63,8 @@ int rlock_client_new(rlock_client **out, const rlock_config *cfg) {
   if (c == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   rlock__origin_here(&c->origin); /* first: registers the fork handler */
-  int rc = cfg ? rlock__config_copy(&c->cfg, cfg) : rlock__config_defaults(&c->cfg);
+  int rc =
+      cfg ? rlock__config_copy(&c->cfg, cfg) : rlock__config_defaults(&c->cfg);
   if (rc != RLOCK_OK) {
     free(c);
     return rc;
@@ -127,7 +128,8 @@ int rlock_client_free(rlock_client *c) {
   /* The background thread cannot join itself: the lost-lock callback runs
    * on it. */
   if (c->bg.started && pthread_equal(pthread_self(), c->bg.thread))
-    return rlock__err(RLOCK_EDEADLK, "rlock_client_free called from the "
+    return rlock__err(RLOCK_EDEADLK,
+                      "rlock_client_free called from the "
                       "client's own background thread (lost-lock callback); "
                       "free it from another thread");
   rlock__bg_stop(c);
@@ -141,9 +143,7 @@ int rlock_client_free(rlock_client *c) {
   return RLOCK_OK;
 }
 
-const char *rlock_client_id(const rlock_client *c) {
-  return c ? c->id : NULL;
-}
+const char *rlock_client_id(const rlock_client *c) { return c ? c->id : NULL; }
 
 /* The owner field is built on every operation; cache it per thread for
  * the last client used. Keyed by client id and thread id, so a second
@@ -158,8 +158,8 @@ static _Thread_local struct {
 void rlock__owner(const rlock_client *c, char *buf) {
   uint64_t tid = rlock__thread_id();
   if (owner_cache.tid != tid || memcmp(owner_cache.id, c->id, 36) != 0) {
-    int n = snprintf(owner_cache.owner, sizeof owner_cache.owner,
-                     "%s:%" PRIu64, c->id, tid);
+    int n = snprintf(owner_cache.owner, sizeof owner_cache.owner, "%s:%" PRIu64,
+                     c->id, tid);
     owner_cache.len = (size_t)n;
     memcpy(owner_cache.id, c->id, sizeof owner_cache.id);
     owner_cache.tid = tid;
@@ -173,8 +173,10 @@ int rlock_client_owner(char *buf, size_t size, const rlock_client *c) {
   char tmp[RLOCK_OWNER_MAX];
   rlock__owner(c, tmp);
   if (strlen(tmp) >= size)
-    return rlock__err(RLOCK_EINVAL, "rlock_client_owner: buffer of %zu bytes "
-                                    "is too small", size);
+    return rlock__err(RLOCK_EINVAL,
+                      "rlock_client_owner: buffer of %zu bytes "
+                      "is too small",
+                      size);
   memcpy(buf, tmp, strlen(tmp) + 1);
   return RLOCK_OK;
 }

@@ -19,12 +19,12 @@
 struct rlock_client {
   rlock_config cfg;
   char id[37];
-  rlock__topo topo; /* the servers, and which serves a key */
+  rlock__topo topo;             /* the servers, and which serves a key */
   rlock__sentinel_watch swatch; /* background thread: +switch-master */
   rlock__pubsub ps;
   rlock__watchdog wd;
   rlock__bg bg;
-  rlock__obs obs; /* log hook and counters (obs.h) */
+  rlock__obs obs;  /* log hook and counters (obs.h) */
   rlock__tls *tls; /* the TLS context every TLS connection shares, or NULL */
   rlock__origin origin; /* the process that created it (net/pool.h): in a
                            fork()ed child every operation is refused */

@@ -102,8 +102,8 @@ const char *rlock__call_route_key(const rlock__call *call) {
 /* ---- requests ---------------------------------------------------------- */
 
 void rlock__req_init(rlock__req *q, rlock__call *call) {
-  *q = (rlock__req){.call = call, .rc = RLOCK_OK, .step = RLOCK__STEP_ROUTE,
-                    .acked = -1};
+  *q = (rlock__req){
+      .call = call, .rc = RLOCK_OK, .step = RLOCK__STEP_ROUTE, .acked = -1};
 }
 
 /* Encode `call` (as EVAL when `eval`) into argv form and then RESP. */
@@ -198,8 +198,8 @@ static int parse_redirect(rlock__req *q, const rlock__reply *r) {
     return -1;
   char *end;
   unsigned long slot = strtoul(p + 1, &end, 10);
-  if (*end != ' ' || slot >= 16384 ||
-      strlen(end + 1) >= sizeof q->addr || end[1] == '\0')
+  if (*end != ' ' || slot >= 16384 || strlen(end + 1) >= sizeof q->addr ||
+      end[1] == '\0')
     return -1;
   q->slot = (unsigned)slot;
   snprintf(q->addr, sizeof q->addr, "%s", end + 1);
@@ -219,12 +219,15 @@ static int is_transient(const rlock__reply *r) {
 static rlock__step feed_error(rlock__req *q, const char *where,
                               rlock__reply *r) {
   rlock__step step = RLOCK__STEP_DONE;
-  if (q->call->script != NULL && !q->eval && rlock__reply_starts(r, "NOSCRIPT")) {
+  if (q->call->script != NULL && !q->eval &&
+      rlock__reply_starts(r, "NOSCRIPT")) {
     q->eval = 1;
     step = RLOCK__STEP_RESEND;
-  } else if ((rlock__reply_starts(r, "MOVED ") || rlock__reply_starts(r, "ASK ")) &&
+  } else if ((rlock__reply_starts(r, "MOVED ") ||
+              rlock__reply_starts(r, "ASK ")) &&
              parse_redirect(q, r) == 0) {
-    step = rlock__reply_starts(r, "MOVED ") ? RLOCK__STEP_MOVED : RLOCK__STEP_ASK;
+    step =
+        rlock__reply_starts(r, "MOVED ") ? RLOCK__STEP_MOVED : RLOCK__STEP_ASK;
     q->rc = rlock__error_status(where, r); /* if it cannot be followed */
   } else {
     q->rc = rlock__error_status(where, r);
@@ -235,8 +238,7 @@ static rlock__step feed_error(rlock__req *q, const char *where,
   return step;
 }
 
-rlock__step rlock__req_feed(rlock__req *q, const char *where,
-                            rlock__reply *r) {
+rlock__step rlock__req_feed(rlock__req *q, const char *where, rlock__reply *r) {
   if (q->asking_reply) { /* ASKING's +OK; the command's reply follows */
     q->asking_reply = 0;
     if (r->type != RLOCK__R_ERROR) {
@@ -327,12 +329,15 @@ static int next_node(rlock_client *c, rlock__req *q, int64_t deadline_us,
   case RLOCK__STEP_MOVED:
   case RLOCK__STEP_ASK:
     if (!can_move || ++q->redirects > RLOCK__MAX_REDIRECTS)
-      return can_move ? rlock__err(RLOCK_ESERVER, "redirected more than %d "
-                                   "times; last: %s", RLOCK__MAX_REDIRECTS,
-                                   rlock_error_last()->message)
-                      : rlock__err(q->rc, "%s (a cluster node: use a "
-                                   "redis-cluster:// URL)",
-                                   rlock_error_last()->message);
+      return can_move
+                 ? rlock__err(RLOCK_ESERVER,
+                              "redirected more than %d "
+                              "times; last: %s",
+                              RLOCK__MAX_REDIRECTS, rlock_error_last()->message)
+                 : rlock__err(q->rc,
+                              "%s (a cluster node: use a "
+                              "redis-cluster:// URL)",
+                              rlock_error_last()->message);
     if (rlock__topo_node_at(t, q->addr, node) != RLOCK_OK)
       return rlock_error_last()->code;
     if (q->step == RLOCK__STEP_MOVED)
@@ -362,9 +367,8 @@ static int transport_failure(int rc) {
  * (a failover), and only while the deadline lasts. */
 static int retry_unsent(rlock_client *c, rlock__req *q, int rc,
                         int64_t deadline_us) {
-  if (c->topo.target.kind == RLOCK__TOPO_SINGLE ||
-      !transport_failure(rc) || atomic_load(&c->topo.no_master) ||
-      rlock__now_us() >= deadline_us)
+  if (c->topo.target.kind == RLOCK__TOPO_SINGLE || !transport_failure(rc) ||
+      atomic_load(&c->topo.no_master) || rlock__now_us() >= deadline_us)
     return 0;
   q->step = RLOCK__STEP_RETRY;
   q->rc = rc;
@@ -385,8 +389,8 @@ int rlock__req_run(rlock_client *c, rlock__req *q, int64_t deadline_us) {
       break;
     }
     /* Asked before borrowing: the count may need the pool's connection. */
-    q->wait_n = q->call->sync && c->cfg.sync_replicas
-                    ? rlock__node_replicas(node) : 0;
+    q->wait_n =
+        q->call->sync && c->cfg.sync_replicas ? rlock__node_replicas(node) : 0;
     q->wait_ms = q->wait_n > 0 ? c->cfg.replica_sync_timeout_ms : 0;
     rlock__conn *conn;
     if ((rc = rlock__pool_get(&node->pool, &conn)) != RLOCK_OK) {

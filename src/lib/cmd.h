@@ -39,16 +39,16 @@ typedef struct rlock__call {
   const rlock__script *script; /* NULL: a plain command, kv[0] its name */
   const char *word;            /* a plain command's name, else NULL */
   int nkeys;
-  int n;          /* entries in kv: keys then arguments */
+  int n; /* entries in kv: keys then arguments */
   const char **kv;
   int cap;
-  int failed;     /* out of memory or store while building */
-  size_t used;    /* bytes of store in use */
+  int failed;            /* out of memory or store while building */
+  size_t used;           /* bytes of store in use */
   const char *served_by; /* after a run: "host:port" of the node that
                             answered (valid as long as the client), or "" */
-  int sync;     /* in: confirm on replicas with WAIT (a lock write) */
-  int replicas; /* after a run: replicas WAIT asked for (0: none sent) */
-  int acked;    /* after a run: replicas that confirmed, -1 when unknown */
+  int sync;              /* in: confirm on replicas with WAIT (a lock write) */
+  int replicas;  /* after a run: replicas WAIT asked for (0: none sent) */
+  int acked;     /* after a run: replicas that confirmed, -1 when unknown */
   int in_flight; /* after a failed run: 1 when it failed after being sent
                     (the server may have run it) */
   int transient; /* after a failed run: 1 when nothing ran and a later
@@ -118,21 +118,21 @@ typedef enum rlock__step {
 
 typedef struct rlock__req {
   rlock__call *call;
-  int eval;            /* send the script's text (EVAL) */
-  int asking;          /* precede the next send with ASKING */
-  int asking_reply;    /* ASKING's reply is the next one due */
-  int redirects;       /* MOVED and ASK followed so far */
-  int wait_n;          /* send WAIT <wait_n> <wait_ms> after the command */
+  int eval;         /* send the script's text (EVAL) */
+  int asking;       /* precede the next send with ASKING */
+  int asking_reply; /* ASKING's reply is the next one due */
+  int redirects;    /* MOVED and ASK followed so far */
+  int wait_n;       /* send WAIT <wait_n> <wait_ms> after the command */
   int64_t wait_ms;
-  int wait_due;        /* 1: the command's reply is next, then WAIT's;
-                          2: WAIT's reply is next */
+  int wait_due;         /* 1: the command's reply is next, then WAIT's;
+                           2: WAIT's reply is next */
   rlock__step deferred; /* the command's step, acted on after WAIT's */
-  int acked;           /* WAIT's answer, -1 when none */
-  rlock__step step;    /* the last step fed */
-  unsigned slot;       /* MOVED: the slot */
-  char addr[128];      /* MOVED, ASK: "host:port" */
-  int rc;              /* DONE or RETRY: RLOCK_OK or a status */
-  rlock__reply *reply; /* DONE with RLOCK_OK; the caller frees it */
+  int acked;            /* WAIT's answer, -1 when none */
+  rlock__step step;     /* the last step fed */
+  unsigned slot;        /* MOVED: the slot */
+  char addr[128];       /* MOVED, ASK: "host:port" */
+  int rc;               /* DONE or RETRY: RLOCK_OK or a status */
+  rlock__reply *reply;  /* DONE with RLOCK_OK; the caller frees it */
 } rlock__req;
 
 /* Most redirections one request follows before giving up. */

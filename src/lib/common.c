@@ -51,23 +51,40 @@ const rlock_error *rlock_error_last(void) {
 
 const char *rlock_strerror(int code) {
   switch (code) {
-  case RLOCK_OK: return "success";
-  case RLOCK_EINVAL: return "invalid argument";
-  case RLOCK_ENOMEM: return "out of memory";
-  case RLOCK_EIO: return "server unreachable or connection lost";
-  case RLOCK_ETIMEOUT: return "server did not answer in time";
-  case RLOCK_EPROTO: return "unexpected reply from server";
-  case RLOCK_ESERVER: return "server returned an error";
-  case RLOCK_EAUTH: return "authentication or database selection refused";
-  case RLOCK_EWRONGTYPE: return "key holds a value that is not a lock";
-  case RLOCK_ELOCKED: return "lock is held by another owner";
-  case RLOCK_ENOTHELD: return "lock is not held by the caller";
-  case RLOCK_ELOST: return "lock was lost while held";
-  case RLOCK_ECLOSED: return "client belongs to the parent process";
-  case RLOCK_ECANCELED: return "wait canceled";
-  case RLOCK_EDEADLK: return "would deadlock: read holds cannot be upgraded";
-  case RLOCK_EREPLICA: return "no replica confirmed the write in time";
-  default: return "unknown error";
+  case RLOCK_OK:
+    return "success";
+  case RLOCK_EINVAL:
+    return "invalid argument";
+  case RLOCK_ENOMEM:
+    return "out of memory";
+  case RLOCK_EIO:
+    return "server unreachable or connection lost";
+  case RLOCK_ETIMEOUT:
+    return "server did not answer in time";
+  case RLOCK_EPROTO:
+    return "unexpected reply from server";
+  case RLOCK_ESERVER:
+    return "server returned an error";
+  case RLOCK_EAUTH:
+    return "authentication or database selection refused";
+  case RLOCK_EWRONGTYPE:
+    return "key holds a value that is not a lock";
+  case RLOCK_ELOCKED:
+    return "lock is held by another owner";
+  case RLOCK_ENOTHELD:
+    return "lock is not held by the caller";
+  case RLOCK_ELOST:
+    return "lock was lost while held";
+  case RLOCK_ECLOSED:
+    return "client belongs to the parent process";
+  case RLOCK_ECANCELED:
+    return "wait canceled";
+  case RLOCK_EDEADLK:
+    return "would deadlock: read holds cannot be upgraded";
+  case RLOCK_EREPLICA:
+    return "no replica confirmed the write in time";
+  default:
+    return "unknown error";
   }
 }
 

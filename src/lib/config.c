@@ -98,7 +98,8 @@ int rlock__config_apply(rlock_config *cfg) {
   for (size_t i = 0; i < cfg->target.n; i++)
     tls |= cfg->target.addrs[i].tls;
   if (!tls && rlock__tls_opts_any(u))
-    return rlock__err(RLOCK_EINVAL, "TLS options are set but the URL speaks "
+    return rlock__err(RLOCK_EINVAL,
+                      "TLS options are set but the URL speaks "
                       "no TLS: use rediss://, rediss-cluster:// or "
                       "rediss-sentinel://");
   return RLOCK_OK;
@@ -186,8 +187,7 @@ int rlock_config_set_fair_wait_timeout_ms(rlock_config *cfg, int64_t ms) {
 int rlock_config_set_pool_size(rlock_config *cfg, int size) {
   CHECK_CFG(cfg, "rlock_config_set_pool_size");
   if (size < 1 || size > 1024)
-    return rlock__err(RLOCK_EINVAL, "pool size must be 1..1024 (got %d)",
-                      size);
+    return rlock__err(RLOCK_EINVAL, "pool size must be 1..1024 (got %d)", size);
   cfg->pool_size = size;
   return RLOCK_OK;
 }
@@ -204,8 +204,10 @@ int rlock_config_set_log(rlock_config *cfg, rlock_log_fn fn,
                          rlock_log_level max_level, void *userdata) {
   CHECK_CFG(cfg, "rlock_config_set_log");
   if (max_level < RLOCK_LOG_ERROR || max_level > RLOCK_LOG_DEBUG)
-    return rlock__err(RLOCK_EINVAL, "log level must be RLOCK_LOG_ERROR (1) "
-                      "to RLOCK_LOG_DEBUG (4) (got %d)", (int)max_level);
+    return rlock__err(RLOCK_EINVAL,
+                      "log level must be RLOCK_LOG_ERROR (1) "
+                      "to RLOCK_LOG_DEBUG (4) (got %d)",
+                      (int)max_level);
   cfg->log_fn = fn;
   cfg->log_userdata = fn ? userdata : NULL;
   cfg->log_level = fn ? (int)max_level : 0;
@@ -216,8 +218,10 @@ int rlock_config_set_log(rlock_config *cfg, rlock_log_fn fn,
  * copied. */
 static int set_str(char **field, const char *what, const char *v) {
   if (v != NULL && (*v == '\0' || strlen(v) > 4096))
-    return rlock__err(RLOCK_EINVAL, "%s must not be empty or longer than "
-                      "4096 bytes", what);
+    return rlock__err(RLOCK_EINVAL,
+                      "%s must not be empty or longer than "
+                      "4096 bytes",
+                      what);
   char *copy = NULL;
   if (v != NULL && (copy = rlock__strdup(v)) == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
@@ -227,14 +231,16 @@ static int set_str(char **field, const char *what, const char *v) {
 }
 
 int rlock_config_set_subscription_linger(rlock_config *cfg, int64_t ms,
-                                          int max_idle) {
+                                         int max_idle) {
   CHECK_CFG(cfg, "rlock_config_set_subscription_linger");
   int rc = check_range("subscription linger", ms, 0, 3600 * 1000);
   if (rc != RLOCK_OK)
     return rc;
   if (max_idle < 0 || max_idle > 100000)
-    return rlock__err(RLOCK_EINVAL, "idle subscriptions must be 0..100000 "
-                      "(got %d)", max_idle);
+    return rlock__err(RLOCK_EINVAL,
+                      "idle subscriptions must be 0..100000 "
+                      "(got %d)",
+                      max_idle);
   cfg->linger_ms = ms;
   cfg->max_idle_subs = max_idle;
   return RLOCK_OK;
@@ -246,7 +252,7 @@ int rlock_config_set_tls_ca(rlock_config *cfg, const char *ca_file,
   if ((ca_file && (!*ca_file || strlen(ca_file) > 4096)) ||
       (ca_dir && (!*ca_dir || strlen(ca_dir) > 4096)))
     return rlock__err(RLOCK_EINVAL, "TLS CA file and directory must not be "
-                      "empty or longer than 4096 bytes");
+                                    "empty or longer than 4096 bytes");
   int rc = set_str(&cfg->tls.ca_file, "TLS CA file", ca_file);
   return rc == RLOCK_OK ? set_str(&cfg->tls.ca_dir, "TLS CA directory", ca_dir)
                         : rc;
@@ -256,12 +262,13 @@ int rlock_config_set_tls_cert(rlock_config *cfg, const char *cert_file,
                               const char *key_file) {
   CHECK_CFG(cfg, "rlock_config_set_tls_cert");
   if ((cert_file == NULL) != (key_file == NULL))
-    return rlock__err(RLOCK_EINVAL, "a TLS client certificate needs both the "
+    return rlock__err(RLOCK_EINVAL,
+                      "a TLS client certificate needs both the "
                       "certificate and its key file (or neither)");
   if ((cert_file && (!*cert_file || strlen(cert_file) > 4096)) ||
       (key_file && (!*key_file || strlen(key_file) > 4096)))
     return rlock__err(RLOCK_EINVAL, "TLS certificate and key file must not "
-                      "be empty or longer than 4096 bytes");
+                                    "be empty or longer than 4096 bytes");
   int rc = set_str(&cfg->tls.cert_file, "TLS certificate file", cert_file);
   return rc == RLOCK_OK ? set_str(&cfg->tls.key_file, "TLS key file", key_file)
                         : rc;
@@ -289,7 +296,7 @@ int rlock_config_set_password(rlock_config *cfg, const char *user,
   if ((user && (!*user || strlen(user) > 4096)) ||
       (password && strlen(password) > 4096))
     return rlock__err(RLOCK_EINVAL, "user must not be empty; user and "
-                      "password at most 4096 bytes");
+                                    "password at most 4096 bytes");
   char *u = NULL, *p = NULL;
   if (dup_opt(&u, user) || dup_opt(&p, password)) {
     free(u);
@@ -307,8 +314,10 @@ int rlock_config_set_pubsub_mode(rlock_config *cfg, int mode) {
   CHECK_CFG(cfg, "rlock_config_set_pubsub_mode");
   if (mode != RLOCK_PUBSUB_AUTO && mode != RLOCK_PUBSUB_CLASSIC &&
       mode != RLOCK_PUBSUB_SHARDED)
-    return rlock__err(RLOCK_EINVAL, "pub/sub mode must be RLOCK_PUBSUB_AUTO, "
-                      "_CLASSIC or _SHARDED (got %d)", mode);
+    return rlock__err(RLOCK_EINVAL,
+                      "pub/sub mode must be RLOCK_PUBSUB_AUTO, "
+                      "_CLASSIC or _SHARDED (got %d)",
+                      mode);
   cfg->pubsub_mode = mode;
   return RLOCK_OK;
 }

@@ -71,8 +71,7 @@ static void on_opened(rlock__fan *f) {
   if (rc == RLOCK_OK) {
     f->opened_us = rlock__now_us();
     begin(f);
-  }
-  else
+  } else
     finish(f, rlock__err(rc, "%s", msg));
 }
 
@@ -140,8 +139,7 @@ static size_t poll_round(rlock__fan *reqs, size_t n, int64_t deadline) {
  * reply time, as when connections were opened one after the other. A
  * server that cannot be reached at all extends nothing, so it delays no
  * other beyond the caller's deadline. */
-static int64_t connecting_us(const rlock__fan *reqs, size_t n,
-                             int64_t begun) {
+static int64_t connecting_us(const rlock__fan *reqs, size_t n, int64_t begun) {
   int64_t most = 0;
   for (size_t i = 0; i < n; i++)
     if (reqs[i].opened_us != 0 && reqs[i].opened_us - begun > most)

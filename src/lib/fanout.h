@@ -42,7 +42,7 @@ typedef struct rlock__fan {
   char error[256];     /* the message when rc is an error */
   /* private */
   rlock__req req;
-  rlock__pool *pool; /* of the node the request was sent to */
+  rlock__pool *pool;       /* of the node the request was sent to */
   rlock__opening *opening; /* its connection, being opened, or NULL */
   int64_t opened_us;       /* when that connection was ready, or 0 */
   rlock__conn *conn;

@@ -14,8 +14,8 @@
 
 #define UNLOCK_MESSAGE "0"
 
-int rlock__lock_run_until(rlock_lock *l, rlock__call *call,
-                          int64_t deadline_us, rlock__reply **out) {
+int rlock__lock_run_until(rlock_lock *l, rlock__call *call, int64_t deadline_us,
+                          rlock__reply **out) {
   int rc = rlock__call_run_until(l->client, call, deadline_us, out);
   return rc == RLOCK_OK ? rc : rlock__wrongtype(l, rc);
 }
@@ -38,10 +38,12 @@ int rlock__attempt_result(const rlock_lock *l, const rlock__reply *r,
     return rlock__err(RLOCK_EDEADLK,
                       "read-write lock '%s': this thread holds read holds, "
                       "so waiting for the write hold would wait on itself; "
-                      "release the read holds first", l->name);
-  return rlock__err(RLOCK_EPROTO, "%s acquire script returned an "
-                    "unexpected reply type (%s)", l->kind->label,
-                    rlock__reply_type_name(r));
+                      "release the read holds first",
+                      l->name);
+  return rlock__err(RLOCK_EPROTO,
+                    "%s acquire script returned an "
+                    "unexpected reply type (%s)",
+                    l->kind->label, rlock__reply_type_name(r));
 }
 
 int64_t rlock__attempt_token(const rlock__reply *r) {
@@ -204,8 +206,7 @@ int rlock_lock_new_spin(rlock_lock **out, rlock_client *client,
 
 int rlock_lock_new_fenced(rlock_lock **out, rlock_client *client,
                           const char *name) {
-  return rlock__lock_alloc(out, client, name, &fenced_kind,
-                           RLOCK__KEYS_PLAIN);
+  return rlock__lock_alloc(out, client, name, &fenced_kind, RLOCK__KEYS_PLAIN);
 }
 
 int rlock_lock_new(rlock_lock **out, rlock_client *client, const char *name) {
@@ -272,15 +273,18 @@ int rlock_lock_try_acquire_cancel(rlock_lock *l, int64_t wait_ms,
  * the hold of `field`. */
 static int release_result(rlock_lock *l, const char *field, int state,
                           const rlock__reply *r) {
-  int gone = r->type == RLOCK__R_NIL ||
-             (r->type == RLOCK__R_INT && r->integer == 2);
+  int gone =
+      r->type == RLOCK__R_NIL || (r->type == RLOCK__R_INT && r->integer == 2);
   if (gone && state == RLOCK__HOLD_NONE)
-    return rlock__err(RLOCK_ENOTHELD, "%s '%s' is not held by this owner "
-                      "(%s)", l->kind->label, l->name, field);
+    return rlock__err(RLOCK_ENOTHELD,
+                      "%s '%s' is not held by this owner "
+                      "(%s)",
+                      l->kind->label, l->name, field);
   if (gone)
-    return rlock__err(RLOCK_ELOST, "%s '%s' was lost before release: it "
-                      "expired or was deleted while held", l->kind->label,
-                      l->name);
+    return rlock__err(RLOCK_ELOST,
+                      "%s '%s' was lost before release: it "
+                      "expired or was deleted while held",
+                      l->kind->label, l->name);
   if (r->type != RLOCK__R_INT)
     return rlock__err(RLOCK_EPROTO, "unlock script returned a %s",
                       rlock__reply_type_name(r));
@@ -351,7 +355,8 @@ int rlock_lock_release_owner(rlock_lock *l, uint64_t owner_number) {
   rc = release_result(l, field, state, r);
   rlock__reply_free(r);
   if (rc == RLOCK_OK && rlock__call_unconfirmed(&call))
-    rc = rlock__err(RLOCK_EREPLICA, "%s '%s' was released on %s, but none "
+    rc = rlock__err(RLOCK_EREPLICA,
+                    "%s '%s' was released on %s, but none "
                     "of its %d replicas confirmed it within %lld ms: after a "
                     "failover the lock may stay held until its lease runs out",
                     l->kind->label, l->name, call.served_by, call.replicas,
@@ -382,9 +387,10 @@ int rlock_lock_force_release(int *deleted, rlock_lock *l) {
   }
   rlock__reply_free(r);
   if (rc == RLOCK_OK && rlock__call_unconfirmed(&call))
-    rc = rlock__err(RLOCK_EREPLICA, "%s '%s' was force-released on %s, but "
-                    "no replica confirmed it within %lld ms", l->kind->label,
-                    l->name, call.served_by,
+    rc = rlock__err(RLOCK_EREPLICA,
+                    "%s '%s' was force-released on %s, but "
+                    "no replica confirmed it within %lld ms",
+                    l->kind->label, l->name, call.served_by,
                     (long long)l->client->cfg.replica_sync_timeout_ms);
   return rc;
 }

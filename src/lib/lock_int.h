@@ -73,10 +73,10 @@ struct rlock_lock {
   rlock_client *client;
   const rlock__kind *kind;
   char *name;
-  char *channel;  /* redisson_lock__channel:{name} */
-  char *queue;    /* fair lock: redisson_lock_queue:{name}, else NULL */
-  char *timeouts; /* fair lock: redisson_lock_timeout:{name}, else NULL */
-  char *base;     /* read-write lock: timeout-key base {name}, else NULL */
+  char *channel;    /* redisson_lock__channel:{name} */
+  char *queue;      /* fair lock: redisson_lock_queue:{name}, else NULL */
+  char *timeouts;   /* fair lock: redisson_lock_timeout:{name}, else NULL */
+  char *base;       /* read-write lock: timeout-key base {name}, else NULL */
   char *rw_channel; /* fair lock: redisson_rwlock:{name} (force release
                        wakes a read-write lock's waiters), else NULL */
   char *latch;      /* redisson_unlock_latch:{name}, + ":<id>" per unlock */
@@ -91,8 +91,6 @@ enum rlock__keys { RLOCK__KEYS_PLAIN, RLOCK__KEYS_FAIR, RLOCK__KEYS_RW };
 
 /* The hash field of the calling thread's hold on `l`: owner + suffix. */
 void rlock__field(const rlock_lock *l, const char *owner, char *buf);
-
-
 
 /* The owner field of `owner` (RLOCK_OWNER_THREAD: the calling thread's)
  * into buf (RLOCK_OWNER_MAX bytes). */
@@ -116,8 +114,8 @@ void rlock__latch_name(rlock_lock *l, const rlock__latch *latch,
 int rlock__lock_run(rlock_lock *l, rlock__call *call, rlock__reply **out);
 
 /* rlock__lock_run, riding out a failover until `deadline_us` (cmd.h). */
-int rlock__lock_run_until(rlock_lock *l, rlock__call *call,
-                          int64_t deadline_us, rlock__reply **out);
+int rlock__lock_run_until(rlock_lock *l, rlock__call *call, int64_t deadline_us,
+                          rlock__reply **out);
 
 /* Validate durations for the public API. */
 int rlock__check_wait(int64_t wait_ms);
@@ -125,8 +123,7 @@ int rlock__check_lease(int64_t lease_ms);
 
 /* Validate options given to a public entry point and copy the fields
  * their version has into *out (the rest keep their defaults). */
-int rlock__options(rlock_acquire_options *out,
-                   const rlock_acquire_options *in);
+int rlock__options(rlock_acquire_options *out, const rlock_acquire_options *in);
 
 /* The generic acquire: attempt, then wait (subscribed, or backing off for
  * a spin lock) and retry on every wake-up or when the holder's TTL runs

@@ -33,16 +33,19 @@ static int check_members(rlock_lock *const *members, size_t n) {
   if (members == NULL || n == 0)
     return rlock__err(RLOCK_EINVAL, "a MultiLock needs at least one member");
   if (n > RLOCK_MAX_MEMBERS)
-    return rlock__err(RLOCK_EINVAL, "a MultiLock takes at most %d members "
-                      "(got %zu)", RLOCK_MAX_MEMBERS, n);
+    return rlock__err(RLOCK_EINVAL,
+                      "a MultiLock takes at most %d members "
+                      "(got %zu)",
+                      RLOCK_MAX_MEMBERS, n);
   for (size_t i = 0; i < n; i++) {
     if (members[i] == NULL)
       return rlock__err(RLOCK_EINVAL, "MultiLock member %zu is NULL", i);
     for (size_t j = 0; j < i; j++)
       if (same_lock(members[i], members[j]))
-        return rlock__err(RLOCK_EINVAL, "MultiLock members %zu and %zu are "
-                          "the same %s '%s'", j, i, members[i]->kind->label,
-                          members[i]->name);
+        return rlock__err(RLOCK_EINVAL,
+                          "MultiLock members %zu and %zu are "
+                          "the same %s '%s'",
+                          j, i, members[i]->kind->label, members[i]->name);
   }
   return RLOCK_OK;
 }
@@ -96,14 +99,15 @@ static int relet(rlock_multilock *m, size_t i, const char *owner,
   char field[RLOCK_FIELD_MAX];
   rlock__field(l, owner, field);
   if (rlock__hold_check(l->client, l->name, field) != RLOCK_OK)
-    return rlock__err(RLOCK_ELOCKED, "MultiLock member %zu (%s '%s'): its "
+    return rlock__err(RLOCK_ELOCKED,
+                      "MultiLock member %zu (%s '%s'): its "
                       "lease of %lld ms ran out before the last member was "
-                      "acquired", i, l->kind->label, l->name,
-                      (long long)lease_ms);
+                      "acquired",
+                      i, l->kind->label, l->name, (long long)lease_ms);
   rlock__call call;
   int read = l->kind->read_renewal && l->base != NULL;
-  rlock__call_script(&call, read ? &rlock__script_renew_read
-                                 : &rlock__script_renew);
+  rlock__call_script(&call,
+                     read ? &rlock__script_renew_read : &rlock__script_renew);
   rlock__call_key(&call, l->name);
   rlock__call_num(&call, lease_ms);
   rlock__call_arg(&call, field);
@@ -115,22 +119,26 @@ static int relet(rlock_multilock *m, size_t i, const char *owner,
   if (rc != RLOCK_OK) {
     char why[256];
     snprintf(why, sizeof why, "%s", rlock_error_last()->message);
-    return rlock__err(rc, "MultiLock member %zu (%s '%s'): giving it the "
-                      "full lease failed: %s", i, l->kind->label, l->name,
-                      why);
+    return rlock__err(rc,
+                      "MultiLock member %zu (%s '%s'): giving it the "
+                      "full lease failed: %s",
+                      i, l->kind->label, l->name, why);
   }
   int alive = r->type == RLOCK__R_ARRAY && r->n == 1 &&
               r->elem[0]->type == RLOCK__R_INT;
   int64_t answer = alive ? r->elem[0]->integer : -1;
   rlock__reply_free(r);
   if (!alive)
-    return rlock__err(RLOCK_EPROTO, "MultiLock member %zu (%s '%s'): "
-                      "unexpected reply to the lease renewal", i,
-                      l->kind->label, l->name);
+    return rlock__err(RLOCK_EPROTO,
+                      "MultiLock member %zu (%s '%s'): "
+                      "unexpected reply to the lease renewal",
+                      i, l->kind->label, l->name);
   if (answer == 0)
-    return rlock__err(RLOCK_ELOCKED, "MultiLock member %zu (%s '%s') was "
+    return rlock__err(RLOCK_ELOCKED,
+                      "MultiLock member %zu (%s '%s') was "
                       "gone (expired or force-released) before the last "
-                      "member was acquired", i, l->kind->label, l->name);
+                      "member was acquired",
+                      i, l->kind->label, l->name);
   rlock__hold_relet(l->client, l->name, field, lease_ms, sent);
   return RLOCK_OK;
 }
@@ -175,13 +183,12 @@ int rlock_multilock_acquire_opts(rlock_multilock *m,
     return rc;
   if (o.token != NULL)
     return rlock__err(RLOCK_EINVAL, "a MultiLock issues no fencing token "
-                      "(each fenced member has its own)");
+                                    "(each fenced member has its own)");
   return acquire_all(m, &o);
 }
 
 int rlock_multilock_try_acquire_cancel(rlock_multilock *m, int64_t wait_ms,
-                                       int64_t lease_ms,
-                                       rlock_cancel *cancel) {
+                                       int64_t lease_ms, rlock_cancel *cancel) {
   rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
   o.wait_ms = wait_ms;
   o.lease_ms = lease_ms;
@@ -240,8 +247,7 @@ int rlock_names_sort(const char **names, size_t n) {
     return rlock__err(RLOCK_EINVAL, "rlock_names_sort: names is NULL");
   for (size_t i = 0; i < n; i++)
     if (names[i] == NULL)
-      return rlock__err(RLOCK_EINVAL, "rlock_names_sort: name %zu is NULL",
-                        i);
+      return rlock__err(RLOCK_EINVAL, "rlock_names_sort: name %zu is NULL", i);
   if (n > 1)
     qsort(names, n, sizeof *names, cmp_names);
   return RLOCK_OK;

@@ -56,8 +56,8 @@ int rlock__obs_logs(const rlock__obs *o, rlock_log_level level);
 /* Format and send one message to the hook (if any, and if `level` is
  * within its level). Never call with a library mutex held. Keeps the
  * calling thread's last error. */
-void rlock__obs_log(rlock__obs *o, rlock_log_level level, const char *fmt,
-                    ...) RLOCK_PRINTF(3, 4);
+void rlock__obs_log(rlock__obs *o, rlock_log_level level, const char *fmt, ...)
+    RLOCK_PRINTF(3, 4);
 
 /* Copy the counters into `out`, at most `size` bytes. */
 void rlock__obs_read(const rlock__obs *o, rlock_stats *out, size_t size);

@@ -146,8 +146,8 @@ static int wait_active(rlock_client *c, rlock__sub *s, int64_t deadline_us,
   int64_t until = deadline_us < bound ? deadline_us : bound;
   while (s->state != RLOCK__SUB_ACTIVE) {
     if (s->fail_gen != gen)
-      return rlock__err(s->fail_code, "cannot subscribe to %s: %s",
-                        s->channel, s->fail_msg);
+      return rlock__err(s->fail_code, "cannot subscribe to %s: %s", s->channel,
+                        s->fail_msg);
     if (rlock__canceled(cancel))
       return rlock__err(RLOCK_ECANCELED, "wait canceled");
     int64_t step = rlock__cancel_step(cancel, until);
@@ -158,10 +158,12 @@ static int wait_active(rlock_client *c, rlock__sub *s, int64_t deadline_us,
       break;
     if (until == deadline_us)
       return RLOCK__EDEADLINE;
-    return rlock__err(RLOCK_ETIMEOUT, "subscription to %s not confirmed "
-                      "within %lld ms", s->channel,
-                      (long long)(c->cfg.connect_timeout_ms +
-                                  c->cfg.command_timeout_ms));
+    return rlock__err(
+        RLOCK_ETIMEOUT,
+        "subscription to %s not confirmed "
+        "within %lld ms",
+        s->channel,
+        (long long)(c->cfg.connect_timeout_ms + c->cfg.command_timeout_ms));
   }
   return RLOCK_OK;
 }
@@ -222,8 +224,7 @@ static int messages_in(struct pollfd p, const rlock__sub *s) {
   int hl = snprintf(head, sizeof head, "message\r\n$%zu\r\n", s->chlen);
   int count = 0;
   for (const char *q = buf, *end = buf + n;
-       (q = memmem(q, (size_t)(end - q), head, (size_t)hl)) != NULL;
-       q += hl)
+       (q = memmem(q, (size_t)(end - q), head, (size_t)hl)) != NULL; q += hl)
     if ((size_t)(end - q) >= (size_t)hl + s->chlen + 2 &&
         memcmp(q + hl, s->channel, s->chlen) == 0)
       count++;
@@ -290,8 +291,7 @@ int rlock__sub_wait(rlock_client *c, rlock__sub *s, int64_t until_us,
   rlock__pubsub *ps = &c->ps;
   pthread_mutex_lock(&ps->mu);
   s->waiting++;
-  if (s->permits == 0 && s->refs == 1 && ps->direct == NULL &&
-      sub_fd(s) >= 0) {
+  if (s->permits == 0 && s->refs == 1 && ps->direct == NULL && sub_fd(s) >= 0) {
     int got = wait_direct(ps, s, until_us, cancel);
     s->waiting--;
     pthread_mutex_unlock(&ps->mu);
@@ -422,8 +422,8 @@ static void on_unsubscribed(rlock__pubsub *ps, rlock__sub *s) {
   ps->dirty = 1;
 }
 
-void rlock__pubsub_push(rlock__pubsub *ps, rlock__subconn *on,
-                        const char *kind, const char *channel, size_t chlen,
+void rlock__pubsub_push(rlock__pubsub *ps, rlock__subconn *on, const char *kind,
+                        const char *channel, size_t chlen,
                         const char *payload) {
   rlock__sub *s = rlock__map_get(&ps->subs, channel, chlen);
   if (s == NULL || s->on != on)

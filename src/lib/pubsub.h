@@ -35,30 +35,30 @@ typedef struct rlock_client rlock_client;
 typedef struct rlock__subconn rlock__subconn;
 
 enum rlock__sub_state {
-  RLOCK__SUB_NONE,          /* not subscribed on the server */
-  RLOCK__SUB_PENDING,       /* (S)SUBSCRIBE sent, not confirmed */
-  RLOCK__SUB_ACTIVE,        /* confirmed: messages will arrive */
-  RLOCK__SUB_UNSUB_PENDING  /* (S)UNSUBSCRIBE sent, not confirmed */
+  RLOCK__SUB_NONE,         /* not subscribed on the server */
+  RLOCK__SUB_PENDING,      /* (S)SUBSCRIBE sent, not confirmed */
+  RLOCK__SUB_ACTIVE,       /* confirmed: messages will arrive */
+  RLOCK__SUB_UNSUB_PENDING /* (S)UNSUBSCRIBE sent, not confirmed */
 };
 
 typedef struct rlock__sub {
   char *channel;
   size_t chlen;
-  int refs;    /* local waiters using this subscription */
-  int state;   /* enum rlock__sub_state */
-  int permits; /* released wake-ups not yet taken */
-  int waiting; /* threads blocked in rlock__sub_wait() */
-  int resub;   /* re-subscribing after a lost connection or moved slot */
-  int64_t sent_us;    /* when the pending (UN)SUBSCRIBE went out */
+  int refs;        /* local waiters using this subscription */
+  int state;       /* enum rlock__sub_state */
+  int permits;     /* released wake-ups not yet taken */
+  int waiting;     /* threads blocked in rlock__sub_wait() */
+  int resub;       /* re-subscribing after a lost connection or moved slot */
+  int64_t sent_us; /* when the pending (UN)SUBSCRIBE went out */
   int64_t idle_until_us; /* no users, but kept subscribed until then for
                             the next waiter (linger), or 0 */
-  rlock__subconn *on; /* the connection it is (to be) subscribed on */
-  int skip;           /* unlock messages its direct waiter has acted on
-                         before the background thread read them: their
-                         delivery wakes no one */
-  int parked;         /* its direct waiter leaves the socket alone until
-                         the background thread's next read (read_gen
-                         past parked_gen) */
+  rlock__subconn *on;    /* the connection it is (to be) subscribed on */
+  int skip;              /* unlock messages its direct waiter has acted on
+                            before the background thread read them: their
+                            delivery wakes no one */
+  int parked;            /* its direct waiter leaves the socket alone until
+                            the background thread's next read (read_gen
+                            past parked_gen) */
   uint64_t parked_gen;
   uint64_t fail_gen;  /* bumped when subscribing it failed ... */
   int fail_code;      /* ... with this status ... */
@@ -68,10 +68,10 @@ typedef struct rlock__sub {
 
 typedef struct rlock__pubsub {
   pthread_mutex_t mu;
-  rlock__map subs; /* channel -> rlock__sub* */
-  int dirty;       /* some subscription needs (un)subscribing */
-  int sharded;     /* SSUBSCRIBE on the slot owner (cluster); set by the
-                      background thread from the topology */
+  rlock__map subs;        /* channel -> rlock__sub* */
+  int dirty;              /* some subscription needs (un)subscribing */
+  int sharded;            /* SSUBSCRIBE on the slot owner (cluster); set by the
+                             background thread from the topology */
   struct rlock__obs *obs; /* the client's counters, set before use */
   /* Linger (rlock_config_set_subscription_linger): an active subscription
    * whose last user left stays for linger_us, at most max_idle of them,
@@ -88,8 +88,8 @@ typedef struct rlock__pubsub {
    * thread. At most one at a time. */
   rlock__sub *direct;
   int direct_efd;
-  int direct_fd;             /* the socket it polls or peeks at, or -1 */
-  pthread_cond_t direct_cv;  /* signalled when it lets go of direct_fd */
+  int direct_fd;            /* the socket it polls or peeks at, or -1 */
+  pthread_cond_t direct_cv; /* signalled when it lets go of direct_fd */
   /* background thread only */
   rlock__subconn **conns;
   size_t nconns;
@@ -146,15 +146,13 @@ int rlock__pubsub_pollfds(rlock_client *c, struct pollfd *fds, int max);
  * send pending (UN)SUBSCRIBEs, check the connections' health. Returns
  * when it next wants to run (monotonic us), INT64_MAX when only an event
  * can give it work. */
-int64_t rlock__pubsub_service(rlock_client *c, const struct pollfd *fds,
-                              int n);
+int64_t rlock__pubsub_service(rlock_client *c, const struct pollfd *fds, int n);
 
 /* Called locked by the background side: deliver a message or a
  * confirmation for `channel` (pubsub.c). `kind` is the push's first word
  * without a leading 's' ("message", "subscribe", "unsubscribe"). */
-void rlock__pubsub_push(rlock__pubsub *ps, rlock__subconn *on,
-                        const char *kind, const char *channel, size_t chlen,
-                        const char *payload);
+void rlock__pubsub_push(rlock__pubsub *ps, rlock__subconn *on, const char *kind,
+                        const char *channel, size_t chlen, const char *payload);
 
 /* Called locked: subscribing on `on` failed; its waiters are told. */
 void rlock__pubsub_fail(rlock__pubsub *ps, rlock__subconn *on, int code,

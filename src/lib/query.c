@@ -19,7 +19,7 @@ typedef struct owner_list {
 
 struct rlock_lock_info {
   int locked;
-  char mode[8]; /* read-write locks: "read" or "write"; else "" */
+  char mode[8];   /* read-write locks: "read" or "write"; else "" */
   char node[128]; /* the server that answered */
   int64_t ttl_ms;
   owner_list holders;
@@ -127,14 +127,18 @@ int rlock_lock_token(int64_t *token, rlock_lock *l) {
   rlock__reply *r;
   int rc = rlock__call_run(l->client, &call, &r);
   if (rc == RLOCK_EWRONGTYPE)
-    return rlock__err(rc, "token key '%s' holds a value of another type, "
-                      "not a counter", l->token);
+    return rlock__err(rc,
+                      "token key '%s' holds a value of another type, "
+                      "not a counter",
+                      l->token);
   if (rc != RLOCK_OK)
     return rc;
   *token = 0;
   if (r->type == RLOCK__R_STR && !parse_counter(r->str, r->len, token))
-    rc = rlock__err(RLOCK_EWRONGTYPE, "token key '%s' holds '%.40s', not a "
-                    "counter", l->token, r->str);
+    rc = rlock__err(RLOCK_EWRONGTYPE,
+                    "token key '%s' holds '%.40s', not a "
+                    "counter",
+                    l->token, r->str);
   else if (r->type != RLOCK__R_STR && r->type != RLOCK__R_NIL)
     rc = rlock__err(RLOCK_EPROTO, "GET returned a %s",
                     rlock__reply_type_name(r));
@@ -177,20 +181,17 @@ static int fill_list(owner_list *list, const rlock__reply *r, size_t from,
     size_t k = list->n;
     if ((list->owners[k] = rlock__strndup(f->str, f->len)) == NULL)
       return rlock__err(RLOCK_ENOMEM, "out of memory");
-    list->values[k] = v->type == RLOCK__R_INT ? v->integer
-                                                     : strtoll(v->str, NULL, 10);
+    list->values[k] =
+        v->type == RLOCK__R_INT ? v->integer : strtoll(v->str, NULL, 10);
     list->n++;
   }
   return RLOCK_OK;
 }
 
-static int parse_inspect(const rlock__reply *r,
-                         rlock_lock_info *info) {
+static int parse_inspect(const rlock__reply *r, rlock_lock_info *info) {
   if (r->type != RLOCK__R_ARRAY || r->n < 3 ||
-      r->elem[0]->type != RLOCK__R_STR ||
-      r->elem[1]->type != RLOCK__R_INT ||
-      r->elem[2]->type != RLOCK__R_INT ||
-      r->elem[2]->integer < 0 ||
+      r->elem[0]->type != RLOCK__R_STR || r->elem[1]->type != RLOCK__R_INT ||
+      r->elem[2]->type != RLOCK__R_INT || r->elem[2]->integer < 0 ||
       (size_t)r->elem[2]->integer > r->n - 3 ||
       (r->n - 3 - (size_t)r->elem[2]->integer) % 2 != 0)
     return rlock__err(RLOCK_EPROTO, "inspect returned an unexpected reply");
@@ -203,8 +204,8 @@ static int parse_inspect(const rlock__reply *r,
   int rc = fill_list(&info->holders, r, 3, nfields / 2, info->mode,
                      sizeof info->mode);
   if (rc == RLOCK_OK)
-    rc = fill_list(&info->queue, r, 3 + nfields,
-                   (r->n - 3 - nfields) / 2, NULL, 0);
+    rc = fill_list(&info->queue, r, 3 + nfields, (r->n - 3 - nfields) / 2, NULL,
+                   0);
   return rc;
 }
 
@@ -241,7 +242,6 @@ const char *rlock_lock_info_mode(const rlock_lock_info *info) {
   return info && info->mode[0] != '\0' ? info->mode : NULL;
 }
 
-
 const char *rlock_lock_info_node(const rlock_lock_info *info) {
   return info ? info->node : NULL;
 }
@@ -267,8 +267,7 @@ size_t rlock_lock_info_queue_count(const rlock_lock_info *info) {
   return info ? info->queue.n : 0;
 }
 
-const char *rlock_lock_info_queue_owner(const rlock_lock_info *info,
-                                        size_t i) {
+const char *rlock_lock_info_queue_owner(const rlock_lock_info *info, size_t i) {
   return info && i < info->queue.n ? info->queue.owners[i] : NULL;
 }
 

@@ -48,15 +48,19 @@ static int check_members(rlock_lock *const *members, size_t n) {
     if (members[i] == NULL)
       return rlock__err(RLOCK_EINVAL, "RedLock member %zu is NULL", i);
     if (!rlock__lock_is_plain(members[i]))
-      return rlock__err(RLOCK_EINVAL, "RedLock member %zu is a %s; members "
-                        "must be reentrant locks", i, members[i]->kind->label);
+      return rlock__err(RLOCK_EINVAL,
+                        "RedLock member %zu is a %s; members "
+                        "must be reentrant locks",
+                        i, members[i]->kind->label);
     for (size_t j = 0; j < i; j++)
       if (members[i]->client == members[j]->client ||
           same_server(members[i]->client, members[j]->client))
-        return rlock__err(RLOCK_EINVAL, "RedLock members %zu and %zu use "
+        return rlock__err(RLOCK_EINVAL,
+                          "RedLock members %zu and %zu use "
                           "the same %s: a quorum needs independent servers",
-                          j, i, members[i]->client == members[j]->client
-                                    ? "client" : "server");
+                          j, i,
+                          members[i]->client == members[j]->client ? "client"
+                                                                   : "server");
   }
   return RLOCK_OK;
 }
@@ -105,7 +109,8 @@ static int64_t member_lease(const rlock_redlock *r, size_t i, int64_t lease) {
 /* How long one round may wait for a member: 5% of the lease, within
  * [10 ms, the client's command timeout]. */
 static int64_t node_timeout_ms(const rlock_redlock *r, int64_t lease_min) {
-  int64_t t = lease_min / 20, cap = r->members[0]->client->cfg.command_timeout_ms;
+  int64_t t = lease_min / 20,
+          cap = r->members[0]->client->cfg.command_timeout_ms;
   return t < 10 ? 10 : t > cap ? cap : t;
 }
 
@@ -122,8 +127,8 @@ void rlock__redlock_round(rlock__round *rd, int64_t lease) {
   }
   rd->started = rlock__now_us();
   rd->node_timeout_ms = node_timeout_ms(r, rd->lease_min);
-  rlock__fanout(rd->fan, r->n, rd->started + rd->node_timeout_ms * 1000,
-                decide, rd);
+  rlock__fanout(rd->fan, r->n, rd->started + rd->node_timeout_ms * 1000, decide,
+                rd);
   int64_t elapsed = (rlock__now_us() - rd->started + 999) / 1000;
   rd->validity = rd->lease_min - elapsed - (rd->lease_min / 100 + 2);
   rd->taken = 0;

@@ -28,17 +28,17 @@ typedef struct rlock__round {
   uint64_t owner_number; /* RLOCK_OWNER_THREAD or an explicit owner */
   rlock__fan fan[RLOCK_MAX_REDLOCK_MEMBERS];
   char owner[RLOCK_MAX_REDLOCK_MEMBERS][RLOCK_OWNER_MAX];
-  int64_t started;   /* monotonic us */
-  int64_t lease_min; /* ms */
+  int64_t started;         /* monotonic us */
+  int64_t lease_min;       /* ms */
   int64_t node_timeout_ms; /* how long a member may take in this round */
-  int64_t validity;  /* ms; may be <= 0 */
+  int64_t validity;        /* ms; may be <= 0 */
   size_t taken;
 } rlock__round;
 
 /* Send the acquire script to every member at once and collect every
  * answer until the member timeout (sooner only once the quorum is out of
- * reach); fills rd (rd->r and rd->owner_number set by the caller). Free the replies with
- * rlock__round_free(). */
+ * reach); fills rd (rd->r and rd->owner_number set by the caller). Free the
+ * replies with rlock__round_free(). */
 void rlock__redlock_round(rlock__round *rd, int64_t lease_ms);
 void rlock__round_free(rlock__round *rd);
 

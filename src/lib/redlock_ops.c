@@ -25,8 +25,10 @@ static int member_status(const rlock__fan *f, char *msg, size_t size,
   int64_t ttl = -1;
   int rc = rlock__attempt_result(l, f->reply, &ttl);
   if (rc == RLOCK_ELOCKED)
-    snprintf(msg, size, "lock '%s' is held by another owner (remaining lease "
-             "%lld ms)", l->name, (long long)ttl);
+    snprintf(msg, size,
+             "lock '%s' is held by another owner (remaining lease "
+             "%lld ms)",
+             l->name, (long long)ttl);
   else if (rc != RLOCK_OK)
     snprintf(msg, size, "%s", rlock_error_last()->message);
   else
@@ -40,8 +42,7 @@ static void fill_result(rlock_redlock_result *res, const rlock__round *rd,
   res->validity_ms = ok ? rd->validity : 0;
   for (size_t i = 0; i < res->n; i++)
     res->status[i] = member_status(&rd->fan[i], res->message[i],
-                                   sizeof res->message[i],
-                                   rd->r->members[i]);
+                                   sizeof res->message[i], rd->r->members[i]);
 }
 
 /* The call's status for a failed round, with a message that counts. */
@@ -58,19 +59,21 @@ static int round_failure(const rlock__round *rd,
     code = RLOCK_ELOCKED;
   for (size_t i = 0; i < res->n; i++)
     if (res->status[i] != RLOCK_OK && res->status[i] != RLOCK_ETIMEOUT)
-      return rlock__err(code, "RedLock: %zu of %zu members taken (quorum "
-                        "%zu); member %zu: %s", rd->taken, res->n,
-                        rd->r->quorum, i, res->message[i]);
-  return rlock__err(code, "RedLock: %zu of %zu members taken (quorum %zu), "
-                    "validity left %" PRId64 " ms", rd->taken, res->n,
-                    rd->r->quorum, rd->validity);
+      return rlock__err(code,
+                        "RedLock: %zu of %zu members taken (quorum "
+                        "%zu); member %zu: %s",
+                        rd->taken, res->n, rd->r->quorum, i, res->message[i]);
+  return rlock__err(code,
+                    "RedLock: %zu of %zu members taken (quorum %zu), "
+                    "validity left %" PRId64 " ms",
+                    rd->taken, res->n, rd->r->quorum, rd->validity);
 }
 
 /* The members one release concerns, and what is known of each. */
 typedef struct release_set {
   size_t n;
-  size_t idx[RLOCK_MAX_REDLOCK_MEMBERS];   /* member indexes */
-  int state[RLOCK_MAX_REDLOCK_MEMBERS];    /* rlock__hold_pop's answer */
+  size_t idx[RLOCK_MAX_REDLOCK_MEMBERS]; /* member indexes */
+  int state[RLOCK_MAX_REDLOCK_MEMBERS];  /* rlock__hold_pop's answer */
   char owner[RLOCK_MAX_REDLOCK_MEMBERS][RLOCK_OWNER_MAX];
   rlock__fan fan[RLOCK_MAX_REDLOCK_MEMBERS];
 } release_set;
@@ -114,8 +117,10 @@ static int release_members(rlock_redlock *r, uint64_t owner, int recorded,
       rlock__hold_forget(l->client, l->name, s->owner[k]);
     if (s->state[k] != RLOCK__HOLD_NONE && rc == RLOCK_OK &&
         (gone || f->rc != RLOCK_OK))
-      rc = gone ? rlock__err(RLOCK_ELOST, "RedLock member %zu ('%s') was "
-                             "lost before release", i, l->name)
+      rc = gone ? rlock__err(RLOCK_ELOST,
+                             "RedLock member %zu ('%s') was "
+                             "lost before release",
+                             i, l->name)
                 : rlock__err(f->rc, "RedLock member %zu: %s", i, f->error);
     if (f->rc == RLOCK_OK)
       rlock__reply_free(f->reply);
@@ -133,8 +138,7 @@ static int record(rlock__round *rd, int64_t lease) {
     if (rd->fan[i].done && rd->fan[i].rc == RLOCK_OK &&
         rd->fan[i].reply->type == RLOCK__R_NIL &&
         rlock__hold_push_owned(l->client, l->name, rd->owner[i], lease,
-                               rd->started, NULL, rd->owner_number) !=
-            RLOCK_OK)
+                               rd->started, NULL, rd->owner_number) != RLOCK_OK)
       return RLOCK_ENOMEM;
   }
   return RLOCK_OK;
@@ -143,8 +147,8 @@ static int record(rlock__round *rd, int64_t lease) {
 /* A short random pause between rounds (1 to 50 ms, capped by what is left
  * of the wait), so contenders do not retry in lockstep. */
 static void pause_before_retry(int64_t deadline) {
-  uint64_t x = (uint64_t)rlock__now_us() * 6364136223846793005ULL +
-               rlock__thread_id();
+  uint64_t x =
+      (uint64_t)rlock__now_us() * 6364136223846793005ULL + rlock__thread_id();
   int64_t ms = 1 + (int64_t)((x >> 33) % 50);
   int64_t left = rlock__ms_left(deadline);
   ms = ms < left ? ms : left;
@@ -159,14 +163,15 @@ static void pause_before_retry(int64_t deadline) {
 static void to_release(const rlock__round *rd, int *which) {
   for (size_t i = 0; i < rd->r->n; i++) {
     const rlock__fan *f = &rd->fan[i];
-    which[i] = !(f->done && f->rc == RLOCK_OK &&
-                 f->reply->type == RLOCK__R_INT);
+    which[i] =
+        !(f->done && f->rc == RLOCK_OK && f->reply->type == RLOCK__R_INT);
   }
 }
 
 /* One round: OK (held and recorded) or a failure status, with the round's
  * holds released. */
-static int one_round(rlock__round *rd, int64_t lease, rlock_redlock_result *res) {
+static int one_round(rlock__round *rd, int64_t lease,
+                     rlock_redlock_result *res) {
   int which[RLOCK_MAX_REDLOCK_MEMBERS];
   rlock__redlock_round(rd, lease);
   int ok = rd->taken >= rd->r->quorum && rd->validity > 0;
@@ -199,8 +204,8 @@ static int acquire_rounds(rlock_redlock *r, const rlock_acquire_options *o,
   /* Retry contention until the wait runs out; an outage only within a
    * finite wait (servers may come back), never for ever. */
   while ((rc = rlock__canceled(o->cancel)
-                    ? rlock__err(RLOCK_ECANCELED, "wait canceled")
-                    : one_round(rd, o->lease_ms, res)) != RLOCK_OK &&
+                   ? rlock__err(RLOCK_ECANCELED, "wait canceled")
+                   : one_round(rd, o->lease_ms, res)) != RLOCK_OK &&
          rc != RLOCK_ECANCELED && rlock__now_us() < deadline &&
          (rc == RLOCK_ELOCKED || o->wait_ms != RLOCK_WAIT_FOREVER))
     pause_before_retry(deadline);
@@ -208,8 +213,7 @@ static int acquire_rounds(rlock_redlock *r, const rlock_acquire_options *o,
   return rc;
 }
 
-int rlock_redlock_acquire_opts(rlock_redlock_result **result,
-                               rlock_redlock *r,
+int rlock_redlock_acquire_opts(rlock_redlock_result **result, rlock_redlock *r,
                                const rlock_acquire_options *opts) {
   if (result != NULL)
     *result = NULL;
@@ -257,8 +261,9 @@ int rlock_redlock_release_owner(rlock_redlock *r, uint64_t owner) {
   for (size_t i = 0; i < r->n; i++) /* before any hold record */
     if (!rlock__origin_ok(&r->members[i]->client->origin))
       return rlock__origin_refuse(&r->members[i]->client->origin);
-  return release_members(r, owner, 1, NULL, rlock__deadline_after_ms(
-      r->members[0]->client->cfg.command_timeout_ms));
+  return release_members(
+      r, owner, 1, NULL,
+      rlock__deadline_after_ms(r->members[0]->client->cfg.command_timeout_ms));
 }
 
 int64_t rlock_redlock_result_validity_ms(const rlock_redlock_result *res) {

@@ -19,7 +19,7 @@
 typedef struct snap {
   char *name;
   char *owner;
-  char *base; /* read holds only */
+  char *base;    /* read holds only */
   unsigned slot; /* the name's cluster slot */
   uint64_t gen;
 } snap;
@@ -81,15 +81,16 @@ static void collect(const char *k, size_t kl, void *v, void *arg) {
  * Never with a lock held: both call out of the library. */
 static void report_lost(rlock_client *c, const snap *s, const char *why) {
   rlock__obs_count(&c->obs, RLOCK__STAT_LOST);
-  rlock__obs_log(&c->obs, RLOCK_LOG_ERROR, "lock '%s' lost by %s: %s",
-                 s->name, s->owner, why);
+  rlock__obs_log(&c->obs, RLOCK_LOG_ERROR, "lock '%s' lost by %s: %s", s->name,
+                 s->owner, why);
   if (c->cfg.lost_fn != NULL)
     c->cfg.lost_fn(s->name, s->owner, c->cfg.lost_userdata);
 }
 
 static void tell_lost(rlock_client *c, const snap_list *l) {
   for (size_t i = 0; i < l->n; i++)
-    report_lost(c, &l->items[i], "no renewal was confirmed for a whole "
+    report_lost(c, &l->items[i],
+                "no renewal was confirmed for a whole "
                 "lease");
 }
 
@@ -108,8 +109,8 @@ static void snap_free(snap_list *l) {
 static int renew_batch(rlock_client *c, const snap *items, size_t n, int read,
                        int *alive, int64_t *sent_us) {
   rlock__call call;
-  rlock__call_script(&call, read ? &rlock__script_renew_read
-                                 : &rlock__script_renew);
+  rlock__call_script(&call,
+                     read ? &rlock__script_renew_read : &rlock__script_renew);
   for (size_t i = 0; i < n; i++)
     rlock__call_key(&call, items[i].name);
   rlock__call_num(&call, c->cfg.watchdog_timeout_ms);
@@ -128,8 +129,7 @@ static int renew_batch(rlock_client *c, const snap *items, size_t n, int read,
   if (r->type != RLOCK__R_ARRAY || r->n != n)
     rc = rlock__err(RLOCK_EPROTO, "renewal returned an unexpected reply");
   for (size_t i = 0; rc == RLOCK_OK && i < n; i++)
-    alive[i] = r->elem[i]->type != RLOCK__R_INT ||
-               r->elem[i]->integer != 0;
+    alive[i] = r->elem[i]->type != RLOCK__R_INT || r->elem[i]->integer != 0;
   rlock__reply_free(r);
   return rc;
 }
@@ -183,7 +183,8 @@ static void apply_batch(rlock_client *c, const snap *items, size_t n,
   for (size_t i = 0; alive != NULL && i < n; i++) {
     renewed += alive[i] && !gone[i];
     if (gone[i])
-      report_lost(c, &items[i], "a renewal found it expired, deleted or "
+      report_lost(c, &items[i],
+                  "a renewal found it expired, deleted or "
                   "held by another owner");
   }
   rlock__obs_add(&c->obs, RLOCK__STAT_RENEWALS, renewed);
@@ -214,10 +215,10 @@ static void renew_all(rlock_client *c, snap_list *l, int read) {
   for (size_t from = 0, n; from < l->n; from += n) {
     n = batch_size(c, l, from);
     int64_t sent_us;
-    if (renew_batch(c, l->items + from, n, read, alive, &sent_us) !=
-        RLOCK_OK) {
+    if (renew_batch(c, l->items + from, n, read, alive, &sent_us) != RLOCK_OK) {
       rlock__obs_count(&c->obs, RLOCK__STAT_RENEWAL_FAILURES);
-      rlock__obs_log(&c->obs, RLOCK_LOG_WARN, "watchdog: renewing %zu "
+      rlock__obs_log(&c->obs, RLOCK_LOG_WARN,
+                     "watchdog: renewing %zu "
                      "hold%s failed: %s; trying again in %lld ms",
                      l->n - from, l->n - from == 1 ? "" : "s",
                      rlock_error_last()->message,

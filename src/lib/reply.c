@@ -38,7 +38,8 @@ int rlock__error_status(const char *where, const rlock__reply *err) {
   /* Redis puts WRONGTYPE first; a script's error may follow "ERR ...". */
   if (strstr(err->str, "WRONGTYPE") != NULL)
     code = RLOCK_EWRONGTYPE;
-  else if (rlock__reply_starts(err, "NOAUTH") || rlock__reply_starts(err, "WRONGPASS") ||
+  else if (rlock__reply_starts(err, "NOAUTH") ||
+           rlock__reply_starts(err, "WRONGPASS") ||
            rlock__reply_starts(err, "NOPERM"))
     code = RLOCK_EAUTH;
   return rlock__err(code, "redis %s: %s", where, err->str);

@@ -28,11 +28,11 @@ typedef enum rlock__rtype {
 
 typedef struct rlock__reply {
   rlock__rtype type;
-  int64_t integer;             /* RLOCK__R_INT */
-  char *str;                   /* STR, STATUS, ERROR; NUL-terminated */
-  size_t len;                  /* of str */
-  size_t n;                    /* RLOCK__R_ARRAY: number of elements */
-  struct rlock__reply **elem;  /* RLOCK__R_ARRAY */
+  int64_t integer;            /* RLOCK__R_INT */
+  char *str;                  /* STR, STATUS, ERROR; NUL-terminated */
+  size_t len;                 /* of str */
+  size_t n;                   /* RLOCK__R_ARRAY: number of elements */
+  struct rlock__reply **elem; /* RLOCK__R_ARRAY */
 } rlock__reply;
 
 /* Free a tree. NULL is ignored. */

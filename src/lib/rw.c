@@ -14,7 +14,6 @@
 #include "common.h"
 #include "lock_int.h"
 
-
 static const char *channel(rlock_lock *l, const char *owner, char *buf,
                            size_t size) {
   (void)owner, (void)buf, (void)size;

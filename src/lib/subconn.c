@@ -89,8 +89,8 @@ static int assign_all(rlock_client *c) {
 
 static void back_off(rlock__subconn *sc) {
   sc->reconnect_at_us = rlock__now_us() + sc->backoff_ms * 1000;
-  sc->backoff_ms = sc->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
-                                                       : sc->backoff_ms * 2;
+  sc->backoff_ms =
+      sc->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : sc->backoff_ms * 2;
 }
 
 /* The connection broke (or must be redone), `why` (NULL: the last
@@ -103,7 +103,8 @@ static void drop(rlock_client *c, rlock__subconn *sc, const char *why) {
   rlock__pubsub_closing(&c->ps, sc->conn != NULL ? sc->conn->fd : -1);
   pthread_mutex_unlock(&c->ps.mu);
   rlock__obs_count(&c->obs, RLOCK__STAT_DISCONNECTS);
-  rlock__obs_log(&c->obs, RLOCK_LOG_WARN, "subscriber connection to %s "
+  rlock__obs_log(&c->obs, RLOCK_LOG_WARN,
+                 "subscriber connection to %s "
                  "dropped: %s; subscribing again in %lld ms",
                  sc->at != NULL ? sc->at->where : "?",
                  why ? why : rlock_error_last()->message,
@@ -182,7 +183,8 @@ static const char *push_kind(const rlock__reply *w) {
   return w->str;
 }
 
-static void on_push(rlock_client *c, rlock__subconn *sc, const rlock__reply *r) {
+static void on_push(rlock_client *c, rlock__subconn *sc,
+                    const rlock__reply *r) {
   if (r->type != RLOCK__R_ARRAY || r->n < 3 ||
       r->elem[0]->type != RLOCK__R_STR || r->elem[1]->type != RLOCK__R_STR)
     return; /* ["pong", ""] and the like */
@@ -265,7 +267,8 @@ typedef struct plan {
   int wanted; /* ... of which some have users */
 } plan;
 
-static void append_cmd(plan *p, const char *word, const char *ch, size_t chlen) {
+static void append_cmd(plan *p, const char *word, const char *ch,
+                       size_t chlen) {
   const char *argv[2] = {word, ch};
   size_t lens[2] = {strlen(word), chlen};
   char *cmd;
@@ -329,7 +332,8 @@ static int reconcile(rlock_client *c, rlock__subconn *sc, int *used,
   return rc == RLOCK_OK ? 0 : -1;
 }
 
-/* ---- health --------------------------------------------------------------- */
+/* ---- health ---------------------------------------------------------------
+ */
 
 typedef struct health {
   rlock__subconn *sc;
@@ -343,8 +347,8 @@ static void check_pending(const char *k, size_t kl, void *v, void *arg) {
   (void)k, (void)kl;
   const rlock__sub *s = v;
   health *h = arg;
-  if (s->on != h->sc || (s->state != RLOCK__SUB_PENDING &&
-                         s->state != RLOCK__SUB_UNSUB_PENDING))
+  if (s->on != h->sc ||
+      (s->state != RLOCK__SUB_PENDING && s->state != RLOCK__SUB_UNSUB_PENDING))
     return;
   int64_t due = s->sent_us + h->timeout_us;
   if (h->now >= due)
@@ -355,8 +359,8 @@ static void check_pending(const char *k, size_t kl, void *v, void *arg) {
 
 /* Returns when to look again; drops a connection that stopped answering. */
 static int64_t check_health(rlock_client *c, rlock__subconn *sc) {
-  health h = {sc, rlock__now_us(), c->cfg.command_timeout_ms * 1000,
-              INT64_MAX, 0};
+  health h = {sc, rlock__now_us(), c->cfg.command_timeout_ms * 1000, INT64_MAX,
+              0};
   pthread_mutex_lock(&c->ps.mu);
   rlock__map_each(&c->ps.subs, check_pending, &h);
   pthread_mutex_unlock(&c->ps.mu);
@@ -377,14 +381,15 @@ static int64_t check_health(rlock_client *c, rlock__subconn *sc) {
   return ping_due < h.next ? ping_due : h.next;
 }
 
-/* ---- the service ---------------------------------------------------------- */
+/* ---- the service ----------------------------------------------------------
+ */
 
 int rlock__pubsub_pollfds(rlock_client *c, struct pollfd *fds, int max) {
   int n = 0;
   for (size_t i = 0; i < c->ps.nconns && n < max; i++)
     if (c->ps.conns[i]->conn != NULL)
-      fds[n++] = (struct pollfd){.fd = c->ps.conns[i]->conn->fd,
-                                 .events = POLLIN};
+      fds[n++] =
+          (struct pollfd){.fd = c->ps.conns[i]->conn->fd, .events = POLLIN};
   return n;
 }
 

@@ -73,8 +73,7 @@ static rlock__hold *hold_new(const char *name, const char *owner,
   h->leases = rlock__malloc(h->cap * sizeof *h->leases);
   h->ends = rlock__malloc(h->cap * sizeof *h->ends);
   if (h->name == NULL || h->owner == NULL || h->leases == NULL ||
-      h->ends == NULL ||
-      (base != NULL && h->base == NULL)) {
+      h->ends == NULL || (base != NULL && h->base == NULL)) {
     hold_free(h);
     return NULL;
   }
@@ -125,9 +124,8 @@ static void hold_adopt(rlock__hold *h, uint64_t owner_number) {
     h->life = rlock__thread_life_ref();
 }
 
-int rlock__hold_push_owned(rlock_client *c, const char *name,
-                           const char *owner, int64_t lease_ms,
-                           int64_t sent_us, const char *base,
+int rlock__hold_push_owned(rlock_client *c, const char *name, const char *owner,
+                           int64_t lease_ms, int64_t sent_us, const char *base,
                            uint64_t owner_number) {
   rlock__watchdog *wd = &c->wd;
   char key[KEYBUF_SIZE];
@@ -290,19 +288,19 @@ int rlock__hold_check(rlock_client *c, const char *name, const char *owner) {
   size_t klen;
   pthread_mutex_lock(&c->wd.mu);
   rlock__hold *h = find(&c->wd, name, owner, key, &klen);
-  int rc = h == NULL   ? RLOCK_ENOTHELD
+  int rc = h == NULL ? RLOCK_ENOTHELD
            : h->lost ? RLOCK_ELOST
-           : h->wd_levels == 0 && rlock__now_us() >= hold_end(h)
-               ? RLOCK_ELOST
-           : h->wd_levels > 0 && rlock__now_us() >= h->vouched_us
-               ? RLOCK_ELOST
-               : RLOCK_OK;
+           : h->wd_levels == 0 && rlock__now_us() >= hold_end(h)  ? RLOCK_ELOST
+           : h->wd_levels > 0 && rlock__now_us() >= h->vouched_us ? RLOCK_ELOST
+                                                                  : RLOCK_OK;
   pthread_mutex_unlock(&c->wd.mu);
   if (rc == RLOCK_ENOTHELD)
     return rlock__err(rc, "lock '%s' is not held by this owner (%s)", name,
                       owner);
   if (rc == RLOCK_ELOST)
-    return rlock__err(rc, "lock '%s' was lost: it expired or was deleted "
-                          "while held", name);
+    return rlock__err(rc,
+                      "lock '%s' was lost: it expired or was deleted "
+                      "while held",
+                      name);
   return rc;
 }

@@ -45,7 +45,7 @@ typedef struct rlock__hold {
   int64_t *ends;   /* read holds: each level's own expiry (monotonic us) */
   size_t depth;
   size_t cap;
-  size_t wd_levels; /* levels with lease 0 */
+  size_t wd_levels;   /* levels with lease 0 */
   int64_t expires_us; /* monotonic; meaningful when wd_levels == 0 */
   /* Monotonic end of the lease last vouched for: the send time of the
    * latest acquisition or confirmed renewal plus its lease. While
@@ -62,12 +62,12 @@ typedef struct rlock__hold {
 typedef struct rlock__watchdog {
   pthread_mutex_t mu;
   pthread_cond_t settled; /* signalled when in-flight renewals end */
-  rlock__map holds; /* name NUL owner -> rlock__hold* */
+  rlock__map holds;       /* name NUL owner -> rlock__hold* */
   uint64_t next_gen;
-  int armed;             /* a renewal tick is scheduled */
+  int armed; /* a renewal tick is scheduled */
   int64_t next_tick_us;
   int64_t period_us;
-  int64_t retry_us; /* sooner tick after a failed renewal */
+  int64_t retry_us;   /* sooner tick after a failed renewal */
   int64_t timeout_us; /* the watchdog lease */
 } rlock__watchdog;
 
@@ -87,9 +87,8 @@ int rlock__hold_push(rlock_client *c, const char *name, const char *owner,
 
 /* rlock__hold_push for an owner number: RLOCK_OWNER_THREAD (the calling
  * thread: the record follows its liveness) or an explicit owner. */
-int rlock__hold_push_owned(rlock_client *c, const char *name,
-                           const char *owner, int64_t lease_ms,
-                           int64_t sent_us, const char *base,
+int rlock__hold_push_owned(rlock_client *c, const char *name, const char *owner,
+                           int64_t lease_ms, int64_t sent_us, const char *base,
                            uint64_t owner_number);
 
 /* Remove one level. *state tells what was known; *keep_lease_ms is the
@@ -128,8 +127,8 @@ int rlock__hold_check(rlock_client *c, const char *name, const char *owner);
 void rlock__watchdog_reap(rlock__watchdog *wd);
 
 /* Background thread: mark lost (and call back for) watchdog holds whose
- * vouched-for lease ran out, then renew when due. Returns the next time it wants to
- * run (monotonic us) or INT64_MAX when nothing is renewed. */
+ * vouched-for lease ran out, then renew when due. Returns the next time it
+ * wants to run (monotonic us) or INT64_MAX when nothing is renewed. */
 int64_t rlock__watchdog_service(rlock_client *c);
 
 #endif /* RLOCK_WATCHDOG_H */

@@ -19,8 +19,7 @@
  * contains `needle`. */
 static inline void expect_rc(int rc, int code, const char *needle) {
   if (rc != code)
-    fail_msg("got %d (%s), expected %d", rc, rlock_error_last()->message,
-             code);
+    fail_msg("got %d (%s), expected %d", rc, rlock_error_last()->message, code);
   if (needle && strstr(rlock_error_last()->message, needle) == NULL)
     fail_msg("message '%s' lacks '%s'", rlock_error_last()->message, needle);
 }

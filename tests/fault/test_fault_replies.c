@@ -32,7 +32,7 @@ static void test_truncated_reply_then_close(void **state) {
   (void)state;
   static const rt_fake_step s[] = {
       {RT_ACCEPT}, {RT_EXPECT, "PING"}, {RT_SEND, "$10\r\nabc"}, {RT_CLOSE},
-      {RT_ACCEPT}, {RT_EXPECT, "PING"}, {RT_SEND, "+PONG\r\n"}, {RT_END}};
+      {RT_ACCEPT}, {RT_EXPECT, "PING"}, {RT_SEND, "+PONG\r\n"},  {RT_END}};
   rt_fake *f = rt_fake_start(s);
   rlock_client *c = client_for(f);
   expect_rc(rlock_client_ping(c, NULL), RLOCK_EIO, "closed");
@@ -42,10 +42,14 @@ static void test_truncated_reply_then_close(void **state) {
 
 static void test_late_reply_times_out(void **state) {
   (void)state;
-  static const rt_fake_step s[] = {
-      {RT_ACCEPT}, {RT_EXPECT, "PING"}, {RT_SLEEP, NULL, 800},
-      {RT_SEND, "+PONG\r\n"},
-      {RT_ACCEPT}, {RT_EXPECT, "PING"}, {RT_SEND, "+PONG\r\n"}, {RT_END}};
+  static const rt_fake_step s[] = {{RT_ACCEPT},
+                                   {RT_EXPECT, "PING"},
+                                   {RT_SLEEP, NULL, 800},
+                                   {RT_SEND, "+PONG\r\n"},
+                                   {RT_ACCEPT},
+                                   {RT_EXPECT, "PING"},
+                                   {RT_SEND, "+PONG\r\n"},
+                                   {RT_END}};
   rt_fake *f = rt_fake_start(s);
   rlock_client *c = client_for(f);
   int64_t t0 = rt_now_ms();
@@ -75,9 +79,12 @@ static void test_noscript_falls_back_to_eval(void **state) {
   (void)state;
   static const rt_fake_step s[] = {
       {RT_ACCEPT},
-      {RT_EXPECT, "EVALSHA"}, {RT_SEND, "-NOSCRIPT No matching script.\r\n"},
-      {RT_EXPECT, "EVAL"}, {RT_SEND, "$-1\r\n"}, /* nil: acquired */
-      {RT_EXPECT, "EVALSHA"}, {RT_SEND, ":1\r\n"}, /* released */
+      {RT_EXPECT, "EVALSHA"},
+      {RT_SEND, "-NOSCRIPT No matching script.\r\n"},
+      {RT_EXPECT, "EVAL"},
+      {RT_SEND, "$-1\r\n"}, /* nil: acquired */
+      {RT_EXPECT, "EVALSHA"},
+      {RT_SEND, ":1\r\n"}, /* released */
       {RT_END}};
   rt_fake *f = rt_fake_start(s);
   rlock_client *c = client_for(f);
@@ -95,8 +102,10 @@ static void test_error_replies_are_mapped(void **state) {
       {RT_ACCEPT},
       {RT_EXPECT, "EVALSHA"},
       {RT_SEND, "-READONLY You can't write against a read only replica.\r\n"},
-      {RT_EXPECT, "EVALSHA"}, {RT_SEND, "-NOAUTH Authentication required.\r\n"},
-      {RT_EXPECT, "EVALSHA"}, {RT_SEND, "+OK\r\n"}, /* not nil, not int */
+      {RT_EXPECT, "EVALSHA"},
+      {RT_SEND, "-NOAUTH Authentication required.\r\n"},
+      {RT_EXPECT, "EVALSHA"},
+      {RT_SEND, "+OK\r\n"}, /* not nil, not int */
       {RT_END}};
   rt_fake *f = rt_fake_start(s);
   rlock_client *c = client_for(f);
@@ -137,13 +146,19 @@ static void test_silent_subscriber_is_replaced(void **state) {
   confirm(ok, sizeof ok, "redisson_lock__channel:{fault:silent}");
   /* The fake talks on its newest connection only, so the first command
    * connection is closed: the retry comes on a new one. */
-  const rt_fake_step s[] = {
-      {RT_ACCEPT}, {RT_EXPECT, "EVALSHA"}, {RT_SEND, ":60000\r\n"},
-      {RT_CLOSE},
-      {RT_ACCEPT}, {RT_EXPECT, "SUBSCRIBE"}, /* ... and silence */
-      {RT_ACCEPT}, {RT_EXPECT, "SUBSCRIBE"}, {RT_SEND, ok},
-      {RT_ACCEPT}, {RT_EXPECT, "EVALSHA"}, {RT_SEND, "$-1\r\n"}, /* got it */
-      {RT_END}};
+  const rt_fake_step s[] = {{RT_ACCEPT},
+                            {RT_EXPECT, "EVALSHA"},
+                            {RT_SEND, ":60000\r\n"},
+                            {RT_CLOSE},
+                            {RT_ACCEPT},
+                            {RT_EXPECT, "SUBSCRIBE"}, /* ... and silence */
+                            {RT_ACCEPT},
+                            {RT_EXPECT, "SUBSCRIBE"},
+                            {RT_SEND, ok},
+                            {RT_ACCEPT},
+                            {RT_EXPECT, "EVALSHA"},
+                            {RT_SEND, "$-1\r\n"}, /* got it */
+                            {RT_END}};
   rt_fake *f = rt_fake_start(s);
   rlock_config *cfg;
   rlock_client *c;
@@ -162,7 +177,8 @@ static void test_silent_subscriber_is_replaced(void **state) {
   int64_t took = rt_now_ms() - t0;
   if (took < 250 || took > rt_scaled_ms(2000))
     fail_msg("acquired after %lld ms; the silent subscriber should have "
-             "been replaced after about 300", (long long)took);
+             "been replaced after about 300",
+             (long long)took);
   if (rt_fake_wait(f, 3000) != 0)
     fail_msg("fake server script: %s", rt_fake_error(f));
   rlock_lock_free(l);
@@ -173,8 +189,11 @@ static void test_silent_subscriber_is_replaced(void **state) {
 static void test_subscribe_refused(void **state) {
   (void)state;
   static const rt_fake_step s[] = {
-      {RT_ACCEPT}, {RT_EXPECT, "EVALSHA"}, {RT_SEND, ":60000\r\n"},
-      {RT_ACCEPT}, {RT_EXPECT, "SUBSCRIBE"},
+      {RT_ACCEPT},
+      {RT_EXPECT, "EVALSHA"},
+      {RT_SEND, ":60000\r\n"},
+      {RT_ACCEPT},
+      {RT_EXPECT, "SUBSCRIBE"},
       {RT_SEND, "-NOPERM this user has no permissions to access one of the "
                 "channels used as arguments\r\n"},
       {RT_END}};

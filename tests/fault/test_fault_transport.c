@@ -94,11 +94,13 @@ static void test_trickled_ping_times_out(void **state) {
   (void)state;
   /* 7 bytes, 200 ms apart: complete after 1.2 s, far past 300 ms, but
    * never silent for as long as the timeout. */
-  static const rt_fake_step s[] = {
-      RT_STEP_ACCEPT(), RT_STEP_EXPECT("PING"),
-      RT_STEP_TRICKLE("+PONG\r\n", 200),
-      RT_STEP_ACCEPT(), RT_STEP_EXPECT("PING"), RT_STEP_SEND("+PONG\r\n"),
-      RT_STEP_END()};
+  static const rt_fake_step s[] = {RT_STEP_ACCEPT(),
+                                   RT_STEP_EXPECT("PING"),
+                                   RT_STEP_TRICKLE("+PONG\r\n", 200),
+                                   RT_STEP_ACCEPT(),
+                                   RT_STEP_EXPECT("PING"),
+                                   RT_STEP_SEND("+PONG\r\n"),
+                                   RT_STEP_END()};
   rt_fake *f = rt_fake_start(s);
   rlock_client *c = client_for(f);
   int64_t t0 = rt_now_ms();
@@ -111,11 +113,13 @@ static void test_trickled_ping_times_out(void **state) {
 
 static void test_trickled_acquire_times_out(void **state) {
   (void)state;
-  static const rt_fake_step s[] = {
-      RT_STEP_ACCEPT(), RT_STEP_EXPECT("EVALSHA"),
-      RT_STEP_TRICKLE("$-1\r\n", 200),
-      RT_STEP_ACCEPT(), RT_STEP_EXPECT("PING"), RT_STEP_SEND("+PONG\r\n"),
-      RT_STEP_END()};
+  static const rt_fake_step s[] = {RT_STEP_ACCEPT(),
+                                   RT_STEP_EXPECT("EVALSHA"),
+                                   RT_STEP_TRICKLE("$-1\r\n", 200),
+                                   RT_STEP_ACCEPT(),
+                                   RT_STEP_EXPECT("PING"),
+                                   RT_STEP_SEND("+PONG\r\n"),
+                                   RT_STEP_END()};
   rt_fake *f = rt_fake_start(s);
   rlock_client *c = client_for(f);
   rlock_lock *l;
@@ -180,7 +184,7 @@ static int child_case(const char *url) {
   int result = rc != RLOCK_EPROTO ||
                        !strstr(rlock_error_last()->message, "reply too large")
                    ? CHILD_WRONG_RC
-               : took > rt_scaled_ms(5000) ? CHILD_SLOW
+               : took > rt_scaled_ms(5000)               ? CHILD_SLOW
                : before < 0 || grown > RSS_GROWTH_MAX_KB ? CHILD_RSS
                                                          : CHILD_OK;
   rlock_client_free(c);
@@ -287,9 +291,8 @@ static void test_unresolvable_host(void **state) {
 
 static void test_name_that_resolves(void **state) {
   (void)state;
-  static const rt_fake_step s[] = {
-      RT_STEP_ACCEPT(), RT_STEP_EXPECT("PING"), RT_STEP_SEND("+PONG\r\n"),
-      RT_STEP_END()};
+  static const rt_fake_step s[] = {RT_STEP_ACCEPT(), RT_STEP_EXPECT("PING"),
+                                   RT_STEP_SEND("+PONG\r\n"), RT_STEP_END()};
   rt_fake *f = rt_fake_start(s);
   char url[64];
   snprintf(url, sizeof url, "redis://localhost:%d", rt_fake_port(f));

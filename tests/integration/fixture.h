@@ -167,8 +167,7 @@ typedef struct fx_count_want {
 static inline bool fx_pred_subscribers(void *arg, char *why, size_t cap) {
   const fx_count_want *w = arg;
   long long n = fx_subscribers(w->s, w->channel);
-  snprintf(why, cap, "%lld subscribers of %s, want %lld", n, w->channel,
-           w->n);
+  snprintf(why, cap, "%lld subscribers of %s, want %lld", n, w->channel, w->n);
   return n == w->n;
 }
 
@@ -200,8 +199,8 @@ static inline void fx_wait_fair_head_subscribed(rt_server *s,
 static inline bool fx_pred_evalsha(void *arg, char *why, size_t cap) {
   const fx_count_want *w = arg;
   long long n = fx_evalsha_calls(w->s);
-  snprintf(why, cap, "%lld EVALSHA calls since CONFIG RESETSTAT, want %lld",
-           n, w->n);
+  snprintf(why, cap, "%lld EVALSHA calls since CONFIG RESETSTAT, want %lld", n,
+           w->n);
   return n >= w->n;
 }
 

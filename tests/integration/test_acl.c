@@ -7,14 +7,14 @@
 
 /* README's rule set, for names starting "locks:" (one server, replicas
  * confirmed with WAIT by default). */
-#define RULES                                                                 \
-  "~locks:* ~{locks:* ~redisson_lock_queue:{locks:* "                         \
-  "~redisson_lock_timeout:{locks:* ~redisson_lock_token:{locks:* "            \
-  "~redisson_unlock_latch:{locks:* "                                          \
-  "&redisson_lock__channel:{locks:* &redisson_rwlock:{locks:* "              \
-  "+evalsha +eval +ping +info +wait +subscribe +unsubscribe +publish +get "   \
-  "+hget +hexists +hincrby +hset +hdel +hgetall +hkeys +hlen +pexpire +pttl " \
-  "+del +exists +type +set +incr +lindex +lpop +lrange +lrem +rpush +zadd "   \
+#define RULES                                                                  \
+  "~locks:* ~{locks:* ~redisson_lock_queue:{locks:* "                          \
+  "~redisson_lock_timeout:{locks:* ~redisson_lock_token:{locks:* "             \
+  "~redisson_unlock_latch:{locks:* "                                           \
+  "&redisson_lock__channel:{locks:* &redisson_rwlock:{locks:* "                \
+  "+evalsha +eval +ping +info +wait +subscribe +unsubscribe +publish +get "    \
+  "+hget +hexists +hincrby +hset +hdel +hgetall +hkeys +hlen +pexpire +pttl "  \
+  "+del +exists +type +set +incr +lindex +lpop +lrange +lrem +rpush +zadd "    \
   "+zincrby +zrange +zrem +zscore"
 
 #define SECRET "s3cret-acl-pw"
@@ -22,8 +22,7 @@
 /* ACL SETUSER name reset on >SECRET <each word of rules>. */
 static void set_user(const char *name, const char *rules) {
   char copy[2048], *save = NULL;
-  const char *argv[128] = {"ACL", "SETUSER", name, "reset", "on",
-                           ">" SECRET};
+  const char *argv[128] = {"ACL", "SETUSER", name, "reset", "on", ">" SECRET};
   int argc = 6;
   snprintf(copy, sizeof copy, "%s", rules);
   for (char *w = strtok_r(copy, " ", &save); w != NULL && argc < 128;
@@ -48,8 +47,8 @@ static const struct {
   const char *kind;
   lock_new_fn make;
 } kinds[] = {
-    {"reentrant", rlock_lock_new},   {"fair", rlock_lock_new_fair},
-    {"read", rlock_lock_new_read},   {"write", rlock_lock_new_write},
+    {"reentrant", rlock_lock_new},     {"fair", rlock_lock_new_fair},
+    {"read", rlock_lock_new_read},     {"write", rlock_lock_new_write},
     {"fenced", rlock_lock_new_fenced}, {"spin", rlock_lock_new_spin},
 };
 #define NKINDS (sizeof kinds / sizeof kinds[0])
@@ -83,8 +82,9 @@ static const char *wait_channel(size_t k, const char *name, char *buf,
                                 size_t size) {
   if (k == 1 || k == 5)
     return NULL;
-  snprintf(buf, size, k == 2 || k == 3 ? "redisson_rwlock:{%s}"
-                                       : "redisson_lock__channel:{%s}",
+  snprintf(buf, size,
+           k == 2 || k == 3 ? "redisson_rwlock:{%s}"
+                            : "redisson_lock__channel:{%s}",
            name);
   return buf;
 }

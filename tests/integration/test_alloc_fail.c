@@ -31,9 +31,12 @@ static const struct {
   const char *name;
   lock_new_fn make;
 } kinds[] = {
-    {"alloc:reentrant", rlock_lock_new}, {"alloc:fair", rlock_lock_new_fair},
-    {"alloc:read", rlock_lock_new_read}, {"alloc:write", rlock_lock_new_write},
-    {"alloc:fenced", rlock_lock_new_fenced}, {"alloc:spin", rlock_lock_new_spin},
+    {"alloc:reentrant", rlock_lock_new},
+    {"alloc:fair", rlock_lock_new_fair},
+    {"alloc:read", rlock_lock_new_read},
+    {"alloc:write", rlock_lock_new_write},
+    {"alloc:fenced", rlock_lock_new_fenced},
+    {"alloc:spin", rlock_lock_new_spin},
 };
 
 /* One cycle with the Nth allocation (and every later one) failing. Stops
@@ -112,15 +115,16 @@ static void walk(size_t k, int flags) {
       break;
   }
   print_message("%s, %s: %llu allocations walked\n", kinds[k].name,
-                flags & RLOCK__ALLOC_ONCE ? "one failing" : "all failing from N",
+                flags & RLOCK__ALLOC_ONCE ? "one failing"
+                                          : "all failing from N",
                 (unsigned long long)n);
   assert_true(n > 10);
 }
 
-#define BOTH(k)                                                               \
-  do {                                                                        \
-    walk(k, RLOCK__ALLOC_THIS_THREAD | RLOCK__ALLOC_ONCE);                    \
-    walk(k, RLOCK__ALLOC_THIS_THREAD);                                        \
+#define BOTH(k)                                                                \
+  do {                                                                         \
+    walk(k, RLOCK__ALLOC_THIS_THREAD | RLOCK__ALLOC_ONCE);                     \
+    walk(k, RLOCK__ALLOC_THIS_THREAD);                                         \
   } while (0)
 
 static void test_reentrant(void **state) {
@@ -158,14 +162,13 @@ static int cycle_multi(uint64_t n, int flags) {
   int held = 0;
   rlock_config *cfg = NULL;
   int ok = ok_or_nomem(rlock_config_new(&cfg), "config_new", n) &&
-           ok_or_nomem(rlock_config_set_url(cfg, rt_server_url(srv)),
-                       "set_url", n) &&
+           ok_or_nomem(rlock_config_set_url(cfg, rt_server_url(srv)), "set_url",
+                       n) &&
            ok_or_nomem(rlock_client_new(&c, cfg), "client_new", n);
   rlock_config_free(cfg);
   if (!ok ||
       !ok_or_nomem(rlock_lock_new(&m[0], c, "alloc:m1"), "lock_new", n) ||
-      !ok_or_nomem(rlock_lock_new_fair(&m[1], c, "alloc:m2"), "lock_new",
-                   n) ||
+      !ok_or_nomem(rlock_lock_new_fair(&m[1], c, "alloc:m2"), "lock_new", n) ||
       !ok_or_nomem(rlock_multilock_new(&ml, m, 2), "multilock_new", n))
     goto out;
   for (; held < 2; held++)

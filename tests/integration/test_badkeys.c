@@ -8,16 +8,23 @@
 #include "fixture.h"
 
 enum kind { PLAIN, FAIR, READ, WRITE, NKINDS };
-static const char *const kind_name[NKINDS] = {"plain", "fair", "read",
-                                              "write"};
+static const char *const kind_name[NKINDS] = {"plain", "fair", "read", "write"};
 
 static rlock_lock *make(rlock_client *c, enum kind k, const char *name) {
   rlock_lock *l;
   switch (k) {
-  case PLAIN: OK(rlock_lock_new(&l, c, name)); break;
-  case FAIR: OK(rlock_lock_new_fair(&l, c, name)); break;
-  case READ: OK(rlock_lock_new_read(&l, c, name)); break;
-  default: OK(rlock_lock_new_write(&l, c, name)); break;
+  case PLAIN:
+    OK(rlock_lock_new(&l, c, name));
+    break;
+  case FAIR:
+    OK(rlock_lock_new_fair(&l, c, name));
+    break;
+  case READ:
+    OK(rlock_lock_new_read(&l, c, name));
+    break;
+  default:
+    OK(rlock_lock_new_write(&l, c, name));
+    break;
   }
   return l;
 }
@@ -52,8 +59,8 @@ static void expect_wrongtype(int rc, const char *what, const char *needle) {
     fail_msg("%s returned %d (%s), expected RLOCK_EWRONGTYPE", what, rc,
              rlock_error_last()->message);
   if (needle != NULL && strstr(rlock_error_last()->message, needle) == NULL)
-    fail_msg("%s: message '%s' lacks '%s'", what,
-             rlock_error_last()->message, needle);
+    fail_msg("%s: message '%s' lacks '%s'", what, rlock_error_last()->message,
+             needle);
 }
 
 /* Acquire (at once and waiting), force release and release with `l` on
@@ -192,15 +199,13 @@ static void test_foreign_owner_ids_are_honoured(void **state) {
   rlock_lock_info *info;
   OK(rlock_lock_inspect(&info, l));
   assert_int_equal(rlock_lock_info_holder_count(info), 1);
-  assert_string_equal(rlock_lock_info_holder_owner(info, 0),
-                      "host-7/worker-3");
+  assert_string_equal(rlock_lock_info_holder_owner(info, 0), "host-7/worker-3");
   assert_int_equal(rlock_lock_info_holder_holds(info, 0), 2);
   rlock_lock_info_free(info);
   rlock_lock_free(l);
   assert_int_equal(fx_hget(srv, "port:plain", "host-7/worker-3"), 2);
 
-  freeReplyObject(
-      rt_cmd(srv, "HSET port:rw mode read node-a 1 node-b 3"));
+  freeReplyObject(rt_cmd(srv, "HSET port:rw mode read node-a 1 node-b 3"));
   freeReplyObject(rt_cmd(srv, "PEXPIRE port:rw 60000"));
   /* Redisson's readers each have a timeout key per hold. */
   freeReplyObject(rt_cmd(srv, "SET {port:rw}:node-a:rwlock_timeout:1 1 "

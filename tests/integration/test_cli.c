@@ -13,13 +13,13 @@
 extern char **environ;
 
 /* srv: the binary's shared server (fixture.h) */
-static char cli[4096];     /* path of the rlock binary */
-static char url[64];       /* the server */
-static char dead_url[64];  /* a port where nothing listens */
+static char cli[4096];    /* path of the rlock binary */
+static char url[64];      /* the server */
+static char dead_url[64]; /* a port where nothing listens */
 static double time_scale = 1;
 
 /* Upper bounds of timing assertions stretch for slow instrumented builds. */
-#define SCALED(ms) ((int64_t)((ms) * time_scale))
+#define SCALED(ms) ((int64_t)((ms)*time_scale))
 /* A NULL-terminated argument list (without the program name). */
 #define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
@@ -28,10 +28,10 @@ static double time_scale = 1;
 /* One rlock subprocess: stdout and stderr are captured through pipes. */
 typedef struct proc {
   pid_t pid;
-  int fd[2];             /* read ends for stdout, stderr; -1 when closed */
-  char out[2][OUT_MAX];  /* what was read, NUL-terminated */
+  int fd[2];            /* read ends for stdout, stderr; -1 when closed */
+  char out[2][OUT_MAX]; /* what was read, NUL-terminated */
   size_t len[2];
-  int status;            /* shell style: exit status, or 128+N */
+  int status; /* shell style: exit status, or 128+N */
   int64_t started, ended;
 } proc;
 
@@ -208,7 +208,6 @@ static int count_lines(const char *s) {
   return n;
 }
 
-
 static int file_exists(const char *path) { return access(path, F_OK) == 0; }
 
 /* A COMMAND that runs until the test lets it end: it leaves `ready` once it
@@ -232,12 +231,10 @@ static void gate_init(gate *g, const char *tag) {
  * go (polled every 20 ms), then `after`. */
 static const char *gate_script(const gate *g, char *buf, size_t size,
                                const char *before, const char *after) {
-  snprintf(buf, size,
-           "%s touch %s; while [ ! -e %s ]; do sleep 0.02; done; %s", before,
-           g->ready, g->go, after);
+  snprintf(buf, size, "%s touch %s; while [ ! -e %s ]; do sleep 0.02; done; %s",
+           before, g->ready, g->go, after);
   return buf;
 }
-
 
 /* Hold `name` as a foreign Redisson client would, straight in Redis. */
 static void hold_foreign(const char *name, const char *owner, int count,
@@ -355,8 +352,8 @@ static void test_exec_lease_expiry_warns(void **state) {
   gate g;
   gate_init(&g, "lease");
   proc p;
-  proc_start(&p, ARGS("-u", url, "exec", "-l", "400ms", name, "--", "sh",
-                      "-c", gate_script(&g, script, sizeof script, "", ":")));
+  proc_start(&p, ARGS("-u", url, "exec", "-l", "400ms", name, "--", "sh", "-c",
+                      gate_script(&g, script, sizeof script, "", ":")));
   fx_wait_exists(srv, name, 1, SCALED(5000));
   ASSERT_BETWEEN(rt_cmd_int(srv, "PTTL %s", name), 1, 400);
   fx_wait_exists(srv, name, 0, SCALED(5000)); /* the lease ran out */
@@ -375,9 +372,9 @@ static void test_exec_watchdog_renews(void **state) {
   gate g;
   gate_init(&g, "watchdog");
   proc p;
-  proc_start(&p, ARGS("-u", url, "--watchdog", "600ms", "exec", name, "--",
-                      "sh", "-c",
-                      gate_script(&g, script, sizeof script, "", ":")));
+  proc_start(&p,
+             ARGS("-u", url, "--watchdog", "600ms", "exec", name, "--", "sh",
+                  "-c", gate_script(&g, script, sizeof script, "", ":")));
   fx_wait_exists(srv, name, 1, SCALED(5000));
   ASSERT_BETWEEN(rt_cmd_int(srv, "PTTL %s", name), 1, 600);
   /* Time is the point: two leases, which only renewal outlasts (COMMAND
@@ -391,7 +388,8 @@ static void test_exec_watchdog_renews(void **state) {
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
 }
 
-/* ---- waiting -------------------------------------------------------------- */
+/* ---- waiting --------------------------------------------------------------
+ */
 
 static void test_exec_wait_bounds(void **state) {
   (void)state;
@@ -401,13 +399,13 @@ static void test_exec_wait_bounds(void **state) {
   fx_tmp_path(ran, sizeof ran, "busy-ran");
   hold_foreign(name, FOREIGN, 1, 60000);
 
-  run_expect(&p, 75, ARGS("-u", url, "exec", "-w", "0", name, "--", "touch",
-                          ran));
+  run_expect(&p, 75,
+             ARGS("-u", url, "exec", "-w", "0", name, "--", "touch", ran));
   ASSERT_BETWEEN(p.ended - p.started, 0, SCALED(1000));
   assert_int_equal(count_lines(p.out[1]), 1);
 
-  run_expect(&p, 75, ARGS("-u", url, "exec", "-w", "500ms", name, "--",
-                          "touch", ran));
+  run_expect(&p, 75,
+             ARGS("-u", url, "exec", "-w", "500ms", name, "--", "touch", ran));
   ASSERT_BETWEEN(p.ended - p.started, 500, SCALED(2500));
   assert_int_equal(count_lines(p.out[1]), 1); /* not a terminal: silent */
   assert_string_equal(p.out[0], "");
@@ -525,8 +523,9 @@ static void test_exec_fair_order_and_queue(void **state) {
     if (i != 2)
       assert_int_equal(proc_wait(&w[i], SCALED(10000)), 0);
   assert_string_equal(fx_slurp(log), "a\nb\nc\n");
-  assert_int_equal(rt_cmd_int(srv, "EXISTS %s redisson_lock_queue:{%s} "
-                                   "redisson_lock_timeout:{%s}",
+  assert_int_equal(rt_cmd_int(srv,
+                              "EXISTS %s redisson_lock_queue:{%s} "
+                              "redisson_lock_timeout:{%s}",
                               name, name, name),
                    0);
 }
@@ -550,9 +549,8 @@ static void test_unlock_force_fair_wakes_head(void **state) {
   ASSERT_BETWEEN(waiter.ended - p.ended, 0, SCALED(1000));
   assert_int_equal(kill(holder.pid, SIGTERM), 0);
   assert_int_equal(proc_wait(&holder, SCALED(5000)), 128 + SIGTERM);
-  assert_int_equal(rt_cmd_int(srv, "EXISTS %s redisson_lock_queue:{%s}", name,
-                              name),
-                   0);
+  assert_int_equal(
+      rt_cmd_int(srv, "EXISTS %s redisson_lock_queue:{%s}", name, name), 0);
 }
 
 /* exec --read: readers share; exec --write waits for them and excludes
@@ -601,8 +599,8 @@ static void test_exec_read_write(void **state) {
   const char *ws = strstr(s, "start w\nend w\n");
   assert_non_null(ws);
   assert_string_equal(ws, "start w\nend w\n");
-  run_expect(&p, 64, ARGS("-u", url, "exec", "--read", "--write", name, "--",
-                          "true"));
+  run_expect(&p, 64,
+             ARGS("-u", url, "exec", "--read", "--write", name, "--", "true"));
   assert_non_null(strstr(p.out[1], "exclude each other"));
 }
 
@@ -612,21 +610,24 @@ static void test_exec_several_names(void **state) {
   char out_file[512], script[1200];
   proc p;
   fx_tmp_path(out_file, sizeof out_file, "multi.out");
-  snprintf(script, sizeof script, "redis-cli -p %d exists cli:m1 cli:m2 "
-           "cli:m3 > %s", rt_server_port(srv), out_file);
-  run_expect(&p, 0, ARGS("-u", url, "exec", "cli:m1", "cli:m2", "cli:m3", "--",
-                         "sh", "-c", script));
+  snprintf(script, sizeof script,
+           "redis-cli -p %d exists cli:m1 cli:m2 "
+           "cli:m3 > %s",
+           rt_server_port(srv), out_file);
+  run_expect(&p, 0,
+             ARGS("-u", url, "exec", "cli:m1", "cli:m2", "cli:m3", "--", "sh",
+                  "-c", script));
   assert_string_equal(fx_slurp(out_file), "3\n");
   assert_int_equal(rt_cmd_int(srv, "EXISTS cli:m1 cli:m2 cli:m3"), 0);
   hold_foreign("cli:m2", FOREIGN, 1, 60000);
-  run_expect(&p, 75, ARGS("-u", url, "exec", "-w", "200ms", "cli:m1", "cli:m2",
-                          "cli:m3", "--", "true"));
+  run_expect(&p, 75,
+             ARGS("-u", url, "exec", "-w", "200ms", "cli:m1", "cli:m2",
+                  "cli:m3", "--", "true"));
   assert_int_equal(count_lines(p.out[1]), 1);
   assert_non_null(strstr(p.out[1], "cli:m2"));
   assert_int_equal(rt_cmd_int(srv, "EXISTS cli:m1 cli:m3"), 0);
   freeReplyObject(rt_cmd(srv, "DEL cli:m2"));
-  run_expect(&p, 65, ARGS("-u", url, "exec", "cli:m1", "cli:m1", "--",
-                          "true"));
+  run_expect(&p, 65, ARGS("-u", url, "exec", "cli:m1", "cli:m1", "--", "true"));
   run_expect(&p, 64, ARGS("-u", url, "exec", "cli:m1", "-w", "--", "true"));
 }
 
@@ -655,18 +656,20 @@ static long long file_token(const char *path) {
 static void test_exec_fenced_token(void **state) {
   (void)state;
   const char *name = "cli:fenced";
-  char file[512], script[1200], hfile[512], hbefore[600],
-      holder_script[2400], wfile[512], waiter_script[1200], want[256];
+  char file[512], script[1200], hfile[512], hbefore[600], holder_script[2400],
+      wfile[512], waiter_script[1200], want[256];
   gate g;
   proc p, holder, waiter;
   fx_tmp_path(file, sizeof file, "fenced.token");
   snprintf(script, sizeof script, "echo \"$RLOCK_TOKEN\" > %s", file);
-  run_expect(&p, 0, ARGS("-u", url, "exec", "--fenced", name, "--", "sh",
-                         "-c", script));
+  run_expect(
+      &p, 0,
+      ARGS("-u", url, "exec", "--fenced", name, "--", "sh", "-c", script));
   long long t1 = file_token(file);
   assert_int_equal(t1, token_key(name));
-  run_expect(&p, 0, ARGS("-u", url, "exec", "--fenced", "-l", "10s", name,
-                         "--", "sh", "-c", script));
+  run_expect(&p, 0,
+             ARGS("-u", url, "exec", "--fenced", "-l", "10s", name, "--", "sh",
+                  "-c", script));
   long long t2 = file_token(file);
   assert_true(t2 > t1);
   assert_int_equal(t2, token_key(name));
@@ -686,8 +689,10 @@ static void test_exec_fenced_token(void **state) {
   long long th = file_token(hfile);
   assert_int_equal(th, token_key(name));
   run_expect(&p, 0, ARGS("-u", url, "status", name));
-  snprintf(want, sizeof want, "\n  token %lld (the latest fencing token "
-           "issued)\n", th);
+  snprintf(want, sizeof want,
+           "\n  token %lld (the latest fencing token "
+           "issued)\n",
+           th);
   assert_non_null(strstr(p.out[0], want));
   run_expect(&p, 0, ARGS("-u", url, "status", "--json", name));
   snprintf(want, sizeof want, ", \"token\": %lld}\n", th);
@@ -704,8 +709,9 @@ static void test_exec_fenced_token(void **state) {
 
   /* A plain lock of the same name excludes it; no token is used up. */
   hold_foreign(name, FOREIGN, 1, 60000);
-  run_expect(&p, 75, ARGS("-u", url, "exec", "--fenced", "-w", "0", name,
-                          "--", "true"));
+  run_expect(
+      &p, 75,
+      ARGS("-u", url, "exec", "--fenced", "-w", "0", name, "--", "true"));
   assert_int_equal(count_lines(p.out[1]), 1);
   assert_int_equal(token_key(name), th + 1);
   freeReplyObject(rt_cmd(srv, "DEL %s", name));
@@ -743,8 +749,9 @@ static void test_exec_spin(void **state) {
                            gate_script(&g, script, sizeof script, "", ":")));
   fx_wait_file(g.ready, SCALED(5000));
   assert_owner_shape(only_field(name));
-  run_expect(&p, 75, ARGS("-u", url, "exec", "--spin", "-w", "0", name, "--",
-                          "touch", ran));
+  run_expect(
+      &p, 75,
+      ARGS("-u", url, "exec", "--spin", "-w", "0", name, "--", "touch", ran));
   assert_int_equal(count_lines(p.out[1]), 1);
   assert_non_null(strstr(p.out[1], "is held by another owner"));
 
@@ -752,8 +759,7 @@ static void test_exec_spin(void **state) {
   freeReplyObject(rt_cmd(srv, "CONFIG RESETSTAT"));
   proc_start(&p, ARGS("-u", url, "exec", "--spin", name, "--", "touch", ran2));
   fx_wait_evalsha(srv, 4, "the waiting exec --spin's first tries");
-  assert_int_equal(fx_subscribers(srv, "redisson_lock__channel:{cli:spin}"),
-                   0);
+  assert_int_equal(fx_subscribers(srv, "redisson_lock__channel:{cli:spin}"), 0);
   int64_t t1 = rt_now_ms();
   assert_int_equal(kill(p.pid, SIGINT), 0);
   assert_int_equal(proc_wait(&p, SCALED(5000)), 128 + SIGINT);
@@ -762,8 +768,8 @@ static void test_exec_spin(void **state) {
 
   /* A waiter that gets the lock once the holder is done. */
   freeReplyObject(rt_cmd(srv, "CONFIG RESETSTAT"));
-  proc_start(&waiter, ARGS("-u", url, "exec", "--spin", name, "--", "touch",
-                           ran));
+  proc_start(&waiter,
+             ARGS("-u", url, "exec", "--spin", name, "--", "touch", ran));
   fx_wait_evalsha(srv, 4, "the waiting exec --spin's first tries");
   fx_touch(g.go);
   assert_int_equal(proc_wait(&holder, SCALED(10000)), 0);
@@ -772,8 +778,9 @@ static void test_exec_spin(void **state) {
   assert_true(file_exists(ran));
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
 
-  run_expect(&p, 0, ARGS("-u", url, "exec", "--spin", "cli:spin1",
-                         "cli:spin2", "--", "true"));
+  run_expect(&p, 0,
+             ARGS("-u", url, "exec", "--spin", "cli:spin1", "cli:spin2", "--",
+                  "true"));
 }
 
 /* Several -u: a RedLock on NAME over independent servers. */
@@ -788,8 +795,9 @@ static void test_exec_redlock(void **state) {
            "for p in %d %d %d; do redis-cli -p $p exists cli:rl; done > %s",
            rt_server_port(srv), rt_server_port(s2), rt_server_port(s3),
            out_file);
-  run_expect(&p, 0, ARGS("-u", url, "-u", u2, "-u", u3, "exec", "cli:rl",
-                         "--", "sh", "-c", script));
+  run_expect(&p, 0,
+             ARGS("-u", url, "-u", u2, "-u", u3, "exec", "cli:rl", "--", "sh",
+                  "-c", script));
   const char *seen = fx_slurp(out_file);
   int held = (seen[0] == '1') + (seen[2] == '1') + (seen[4] == '1');
   assert_true(held >= 2);
@@ -799,20 +807,23 @@ static void test_exec_redlock(void **state) {
   hold_foreign("cli:rl", FOREIGN, 1, 60000); /* held on srv */
   freeReplyObject(rt_cmd(s2, "HSET cli:rl " FOREIGN " 1"));
   freeReplyObject(rt_cmd(s2, "PEXPIRE cli:rl 60000"));
-  run_expect(&p, 75, ARGS("-u", url, "-u", u2, "-u", u3, "exec", "-w",
-                          "200ms", "cli:rl", "--", "true"));
+  run_expect(&p, 75,
+             ARGS("-u", url, "-u", u2, "-u", u3, "exec", "-w", "200ms",
+                  "cli:rl", "--", "true"));
   assert_int_equal(count_lines(p.out[1]), 1);
   assert_int_equal(rt_cmd_int(s3, "EXISTS cli:rl"), 0); /* nothing left */
   freeReplyObject(rt_cmd(srv, "DEL cli:rl"));
   rt_server_stop(s2);
   rt_server_stop(s3);
-  run_expect(&p, 69, ARGS("-u", url, "-u", u2, "-u", u3, "exec", "-w", "0",
-                          "cli:rl", "--", "true"));
+  run_expect(&p, 69,
+             ARGS("-u", url, "-u", u2, "-u", u3, "exec", "-w", "0", "cli:rl",
+                  "--", "true"));
   assert_int_equal(count_lines(p.out[1]), 1);
-  run_expect(&p, 64, ARGS("-u", url, "-u", url, "exec", "cli:rl", "--",
-                          "true"));
-  run_expect(&p, 64, ARGS("-u", url, "-u", u2, "exec", "--fair", "cli:rl",
-                          "--", "true"));
+  run_expect(&p, 64,
+             ARGS("-u", url, "-u", url, "exec", "cli:rl", "--", "true"));
+  run_expect(
+      &p, 64,
+      ARGS("-u", url, "-u", u2, "exec", "--fair", "cli:rl", "--", "true"));
   run_expect(&p, 64, ARGS("-u", url, "-u", u2, "status", "cli:rl"));
   rt_server_free(s2);
   rt_server_free(s3);
@@ -831,8 +842,8 @@ static void test_exec_progress_on_terminal(void **state) {
   hold_foreign(name, FOREIGN, 1, 60000);
   proc p;
   proc_opts o = {NULL, slave, 0};
-  proc_start_opts(&p, &o, ARGS("-u", url, "exec", "-w", "1500ms", name, "--",
-                               "true"));
+  proc_start_opts(&p, &o,
+                  ARGS("-u", url, "exec", "-w", "1500ms", name, "--", "true"));
   close(slave);
   assert_int_equal(proc_wait(&p, SCALED(10000)), 75);
   char buf[8192];
@@ -849,7 +860,8 @@ static void test_exec_progress_on_terminal(void **state) {
   freeReplyObject(rt_cmd(srv, "DEL %s", name));
 }
 
-/* ---- signals ---------------------------------------------------------------- */
+/* ---- signals ----------------------------------------------------------------
+ */
 
 /* INT, TERM and HUP reach the command; rlock exits with its status and
  * releases the lock. */
@@ -864,7 +876,8 @@ static void test_exec_forwards_signals(void **state) {
     snprintf(ready, sizeof ready, "%s.ready", got);
     snprintf(script, sizeof script,
              "trap 'echo got > %s; kill $!; exit 7' %s; touch %s; "
-             "sleep 30 & wait", got, names[i], ready);
+             "sleep 30 & wait",
+             got, names[i], ready);
     proc p;
     proc_start(&p, ARGS("-u", url, "exec", name, "--", "sh", "-c", script));
     fx_wait_file(ready, SCALED(5000));
@@ -875,7 +888,8 @@ static void test_exec_forwards_signals(void **state) {
   }
 }
 
-/* ---- lost locks ------------------------------------------------------------ */
+/* ---- lost locks ------------------------------------------------------------
+ */
 
 /* The script for COMMAND: trap TERM into `got` (then `on_term`), say
  * `ready`, then idle in short sleeps (so that a trap runs promptly). */
@@ -883,7 +897,8 @@ static void idle_script(char *buf, size_t size, const char *got,
                         const char *on_term, const char *ready) {
   snprintf(buf, size,
            "trap 'echo term >> %s; %s' TERM; touch %s; "
-           "while :; do sleep 0.05; done", got, on_term, ready);
+           "while :; do sleep 0.05; done",
+           got, on_term, ready);
 }
 
 /* The key deleted while COMMAND runs: within one renewal period (200 ms
@@ -1023,9 +1038,8 @@ static void test_exec_kill_after_escalates(void **state) {
   fx_tmp_path(ready, sizeof ready, "kill-ready");
   idle_script(script, sizeof script, got, ":", ready);
   proc p;
-  proc_start(&p, ARGS("-u", url, "--watchdog", "600ms", "exec",
-                      "--kill-after", "500ms", name, "--", "sh", "-c",
-                      script));
+  proc_start(&p, ARGS("-u", url, "--watchdog", "600ms", "exec", "--kill-after",
+                      "500ms", name, "--", "sh", "-c", script));
   fx_wait_file(ready, SCALED(5000));
   int64_t t0 = rt_now_ms();
   freeReplyObject(rt_cmd(srv, "DEL %s", name));
@@ -1033,7 +1047,8 @@ static void test_exec_kill_after_escalates(void **state) {
   print_message("kill-after: COMMAND ended %lld ms after the DEL\n",
                 (long long)(p.ended - t0));
   ASSERT_BETWEEN(p.ended - t0, 500, 200 + 500 + 300);
-  assert_string_equal(fx_slurp(got), "term\n"); /* TERM came, and was shrugged */
+  assert_string_equal(fx_slurp(got),
+                      "term\n"); /* TERM came, and was shrugged */
   assert_int_equal(count_lines(p.out[1]), 1);
 }
 
@@ -1076,8 +1091,8 @@ static void test_exec_ctrl_c_reaches_command_once(void **state) {
   assert_int_equal(unlockpt(master), 0);
   char slave_path[128];
   snprintf(slave_path, sizeof slave_path, "%s", ptsname(master));
-  const char *argv[] = {cli, "-u", url, "exec", name, "--", "sh", "-c",
-                        script, NULL};
+  const char *argv[] = {cli,  "-u", url,  "exec", name,
+                        "--", "sh", "-c", script, NULL};
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
@@ -1138,9 +1153,9 @@ static void test_exec_keeps_ignored_signal_ignored(void **state) {
   gate_init(&g, "nohup");
   proc p;
   proc_opts o = {NULL, -1, 1};
-  proc_start_opts(&p, &o, ARGS("-u", url, "exec", name, "--", "sh", "-c",
-                               gate_script(&g, script, sizeof script, "",
-                                           "exit 5")));
+  proc_start_opts(&p, &o,
+                  ARGS("-u", url, "exec", name, "--", "sh", "-c",
+                       gate_script(&g, script, sizeof script, "", "exit 5")));
   fx_wait_file(g.ready, SCALED(5000)); /* the HUP comes while COMMAND runs */
   assert_int_equal(kill(p.pid, SIGHUP), 0);
   fx_touch(g.go);
@@ -1149,7 +1164,8 @@ static void test_exec_keeps_ignored_signal_ignored(void **state) {
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
 }
 
-/* ---- status ------------------------------------------------------------------ */
+/* ---- status
+ * ------------------------------------------------------------------ */
 
 static void test_status_free(void **state) {
   (void)state;
@@ -1190,8 +1206,10 @@ static void test_status_of_exec_holder(void **state) {
   snprintf(want, sizeof want,
            "\"holders\": [{\"owner\": \"%s\", \"count\": 1}], "
            "\"queue\": [], \"node\": \"127.0.0.1:%d\", "
-           "\"topology\": \"single\"}\n", field, rt_server_port(srv));
-  assert_non_null(strstr(p.out[0], "{\"name\": \"cli:held\", \"locked\": true"));
+           "\"topology\": \"single\"}\n",
+           field, rt_server_port(srv));
+  assert_non_null(
+      strstr(p.out[0], "{\"name\": \"cli:held\", \"locked\": true"));
   assert_non_null(strstr(p.out[0], want));
   ASSERT_BETWEEN(json_ttl(p.out[0]), 20000, 30000);
   assert_int_equal(count_lines(p.out[0]), 1);
@@ -1232,8 +1250,9 @@ static void test_status_json_escaping(void **state) {
   proc p;
   hold_foreign(name, FOREIGN, 2, 60000);
   run_expect(&p, 0, ARGS("-u", url, "status", "--json", name));
-  assert_non_null(strstr(p.out[0], "{\"name\": \"cli:q\\\"b\\\\s\\tc\\u0001 "
-                                   "\xc3\xbc/\xe2\x82\xac\", \"locked\": true"));
+  assert_non_null(strstr(p.out[0],
+                         "{\"name\": \"cli:q\\\"b\\\\s\\tc\\u0001 "
+                         "\xc3\xbc/\xe2\x82\xac\", \"locked\": true"));
   assert_non_null(strstr(p.out[0], "\"holders\": [{\"owner\": \"" FOREIGN
                                    "\", \"count\": 2}], \"queue\": [], "
                                    "\"node\": \"127.0.0.1:"));
@@ -1249,7 +1268,8 @@ static void test_status_json_escaping(void **state) {
   freeReplyObject(rt_cmd(srv, "DEL %s", name));
 }
 
-/* ---- unlock --force -------------------------------------------------------- */
+/* ---- unlock --force --------------------------------------------------------
+ */
 
 static void test_unlock_force(void **state) {
   (void)state;
@@ -1282,7 +1302,8 @@ static void test_unlock_force(void **state) {
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
 }
 
-/* ---- failures ------------------------------------------------------------- */
+/* ---- failures -------------------------------------------------------------
+ */
 
 static void test_unreachable_server(void **state) {
   (void)state;
@@ -1360,8 +1381,8 @@ static void test_families_refused(void **state) {
   const char *name = "cli:family";
   proc p;
   hold_foreign(name, FOREIGN, 1, 30000);
-  run_expect(&p, 65, ARGS("-u", url, "exec", "--read", "-w", "1s", name, "--",
-                          "true"));
+  run_expect(&p, 65,
+             ARGS("-u", url, "exec", "--read", "-w", "1s", name, "--", "true"));
   assert_non_null(strstr(p.out[1], "not a read-write lock"));
   freeReplyObject(rt_cmd(srv, "DEL %s", name));
   freeReplyObject(rt_cmd(srv, "HSET %s mode write %s:write 1", name, FOREIGN));
@@ -1430,17 +1451,20 @@ static void test_usage_errors(void **state) {
     if (p.status != 64 || count_lines(p.out[1]) != 2 ||
         strstr(p.out[1], "\nTry 'rlock --help'.\n") == NULL || p.len[0] != 0)
       fail_msg("case %zu (%s %s): exit %d; stdout: %s; stderr: %s", i,
-               cases[i][0] ? cases[i][0] : "", cases[i][0] && cases[i][1]
-               ? cases[i][1] : "", p.status, p.out[0], p.out[1]);
+               cases[i][0] ? cases[i][0] : "",
+               cases[i][0] && cases[i][1] ? cases[i][1] : "", p.status,
+               p.out[0], p.out[1]);
   }
 }
 
-/* ---- help, version, environment ----------------------------------------------- */
+/* ---- help, version, environment
+ * ----------------------------------------------- */
 
 static void test_help_and_version(void **state) {
   (void)state;
   static const char *const cases[][3] = {
-      {"--help"}, {"-h"}, {"exec", "--help"}, {"exec", "-h"},
+      {"--help"},           {"-h"},
+      {"exec", "--help"},   {"exec", "-h"},
       {"status", "--help"}, {"unlock", "--help"},
   };
   proc p;
@@ -1453,12 +1477,13 @@ static void test_help_and_version(void **state) {
     assert_non_null(strstr(p.out[0], "  69 "));
   }
   run_expect(&p, 0, ARGS("--help"));
-  for (const char *const *s = ARGS("--fair|--read|--write", "NAME [NAME...]",
-                                   "[-u URL]..."); *s; s++)
+  for (const char *const *s =
+           ARGS("--fair|--read|--write", "NAME [NAME...]", "[-u URL]...");
+       *s; s++)
     assert_non_null(strstr(p.out[0], *s));
   run_expect(&p, 0, ARGS("exec", "--help"));
-  for (const char *const *s = ARGS("  75 ", "126", "127", "128+N",
-                                   "--fenced", "$RLOCK_TOKEN", "--spin");
+  for (const char *const *s = ARGS("  75 ", "126", "127", "128+N", "--fenced",
+                                   "$RLOCK_TOKEN", "--spin");
        *s; s++)
     assert_non_null(strstr(p.out[0], *s));
   char want[64];

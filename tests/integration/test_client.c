@@ -18,8 +18,8 @@ static rlock_client *client_for(const char *url, int pool) {
 
 static void test_password_and_acl_user(void **state) {
   (void)state;
-  const char *args[] = {"--requirepass", "s3cret", "--user",
-                        "alice", "on", ">alicepw", "~*", "&*", "+@all", NULL};
+  const char *args[] = {"--requirepass", "s3cret", "--user", "alice", "on",
+                        ">alicepw",      "~*",     "&*",     "+@all", NULL};
   rt_server *s = rt_server_start(args);
   char url[256];
   int port = rt_server_port(s);

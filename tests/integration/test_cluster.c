@@ -123,9 +123,9 @@ static void describe_subs(const char *ch, char *out, size_t cap) {
   for (int i = 0; i < rt_cluster_size(cl) && at < cap; i++) {
     if (rt_server_pid(node(i)) == 0)
       continue;
-    int n = snprintf(out + at, cap - at, "%s%d%s:S%lld/C%lld", at ? " " : "",
-                     i, rt_cluster_is_master(cl, i) ? "m" : "r",
-                     subs_on(i, 1, ch), subs_on(i, 0, ch));
+    int n = snprintf(out + at, cap - at, "%s%d%s:S%lld/C%lld", at ? " " : "", i,
+                     rt_cluster_is_master(cl, i) ? "m" : "r", subs_on(i, 1, ch),
+                     subs_on(i, 0, ch));
     at += n > 0 ? (size_t)n : 0;
   }
 }
@@ -149,9 +149,10 @@ static bool pred_subs(void *arg, char *why, size_t cap) {
   if (!ok) {
     char all[512];
     describe_subs(w->ch, all, sizeof all);
-    snprintf(why, cap, "want %lld %s on node %d; per node (m/r: master or "
-             "replica, S: SHARDNUMSUB, C: NUMSUB): %s", w->n,
-             w->sharded ? "SSUBSCRIBE" : "SUBSCRIBE", w->owner, all);
+    snprintf(why, cap,
+             "want %lld %s on node %d; per node (m/r: master or "
+             "replica, S: SHARDNUMSUB, C: NUMSUB): %s",
+             w->n, w->sharded ? "SSUBSCRIBE" : "SUBSCRIBE", w->owner, all);
   }
   return ok;
 }
@@ -247,8 +248,8 @@ static double release_then_wake(rlock_lock *l, rlock_client *free_holder,
  * 25 ms for `ms`: every sample must be above `floor`, and at least one
  * must be higher than the one before (a renewal was seen). Returns the
  * lowest sample. */
-static long long watch_renewals(int n, const char *key, int asking,
-                                int64_t ms, long long floor) {
+static long long watch_renewals(int n, const char *key, int asking, int64_t ms,
+                                long long floor) {
   redisContext *ctx = rt_server_connect(node(n));
   long long prev = -3, low = LLONG_MAX;
   int rises = 0;
@@ -326,8 +327,8 @@ static void check_fair_on(rlock_client *c, rlock_client *c2, int m) {
   OK(rlock_lock_new_fair(&l, c, name));
   OK(rlock_lock_acquire(l));
   assert_int_equal(fx_hget(node(m), name, owner), 1);
-  waiter w = {.c = c2, .name = name, .fair = 1, .wait_ms = 20000,
-              .lease_ms = 30000};
+  waiter w = {
+      .c = c2, .name = name, .fair = 1, .wait_ms = 20000, .lease_ms = 30000};
   waiter_start(&w);
   /* The waiter queues; the queue lives on the lock's node too. */
   int64_t t0 = rt_now_ms();
@@ -353,8 +354,8 @@ static void check_fair_on(rlock_client *c, rlock_client *c2, int m) {
 }
 
 static void check_rw_on(rlock_client *a, rlock_client *b, int m) {
-  char name[64], oa[RLOCK_OWNER_MAX], ob[RLOCK_OWNER_MAX], mode[16],
-      tkey[256], wfield[RLOCK_OWNER_MAX + 8];
+  char name[64], oa[RLOCK_OWNER_MAX], ob[RLOCK_OWNER_MAX], mode[16], tkey[256],
+      wfield[RLOCK_OWNER_MAX + 8];
   rt_cluster_key_on(cl, m, "each:rw:", name, sizeof name);
   fx_owner(a, oa);
   fx_owner(b, ob);
@@ -426,8 +427,8 @@ static void wake_across_processes(const char *mode, int m, int sharded) {
   unlink(file);
 
   int hold_fd, wait_fd;
-  pid_t holder = fx_spawn_child((const char *[]){"hold", url, name, file, NULL},
-                                &hold_fd);
+  pid_t holder =
+      fx_spawn_child((const char *[]){"hold", url, name, file, NULL}, &hold_fd);
   fx_read_line(hold_fd, line, sizeof line, rt_scaled_ms(15000));
   assert_string_equal(line, "held 0");
   assert_int_equal(exists_on(m, name), 1);
@@ -514,8 +515,8 @@ static void test_migration_under_locks(void **state) {
   /* B's lease outlasts the test (several leases of A pass): only the
    * unlock message can explain a prompt wake-up. */
   OK(rlock_lock_acquire_lease(lb, rt_scaled_ms(30000)));
-  waiter w = {.c = wc, .name = b, .wait_ms = rt_scaled_ms(60000),
-              .lease_ms = 30000};
+  waiter w = {
+      .c = wc, .name = b, .wait_ms = rt_scaled_ms(60000), .lease_ms = 30000};
   waiter_start(&w);
   wait_subs(ch, 1, from, 1, 10000);
 
@@ -527,7 +528,8 @@ static void test_migration_under_locks(void **state) {
    * every other call) must follow ASK. More than one lease passes. */
   long long low = watch_renewals(to, a, 1, wd + wd / 3, 0);
   printf("[   INFO   ] lowest PTTL of a lock renewed through ASK: %lld ms "
-         "(lease %lld)\n", low, (long long)wd);
+         "(lease %lld)\n",
+         low, (long long)wd);
   int64_t count;
   OK(rlock_lock_hold_count(&count, la));
   assert_int_equal(count, 1);
@@ -602,8 +604,10 @@ static void test_release_during_migration(void **state) {
     const char *what;
     int rc;
     char msg[200];
-  } rel[4] = {{lfresh, "plain lock taken during it"}, {lp, "plain lock"},
-              {lf, "fair lock"}, {lw, "write lock"}};
+  } rel[4] = {{lfresh, "plain lock taken during it"},
+              {lp, "plain lock"},
+              {lf, "fair lock"},
+              {lw, "write lock"}};
   char failed[1024] = "";
   for (int i = 0; i < 4; i++) {
     int64_t t0 = rt_now_ms();
@@ -663,8 +667,8 @@ static void test_watchdog_many_slots(void **state) {
   int64_t wd = rt_scaled_ms(600);
   char url[1024];
   atomic_store(&lost_count, 0);
-  rlock_client *c = fx_client_opts(cluster_url(url, sizeof url, NULL), wd,
-                                   count_lost, NULL);
+  rlock_client *c =
+      fx_client_opts(cluster_url(url, sizeof url, NULL), wd, count_lost, NULL);
   rlock_lock **ls = calloc(MANY, sizeof *ls);
   for (int i = 0; i < MANY; i++) {
     ls[i] = fx_lock(c, names[i]);
@@ -679,15 +683,15 @@ static void test_watchdog_many_slots(void **state) {
     for (int i = 0; i < MANY; i++) {
       long long v = int_on(owners[i], "PTTL %s", names[i]);
       if (v <= wd / 10)
-        fail_msg("%s on node %d: PTTL %lld, not renewed (lease %lld)",
-                 names[i], owners[i], v, (long long)wd);
+        fail_msg("%s on node %d: PTTL %lld, not renewed (lease %lld)", names[i],
+                 owners[i], v, (long long)wd);
       low = v < low ? v : low;
     }
     rounds++;
   }
   printf("[   INFO   ] %d locks on %d masters renewed for %lld ms: lowest "
-         "PTTL %lld of %lld ms over %d sweeps\n", MANY,
-         rt_cluster_masters(cl), (long long)(2 * wd), low, (long long)wd,
+         "PTTL %lld of %lld ms over %d sweeps\n",
+         MANY, rt_cluster_masters(cl), (long long)(2 * wd), low, (long long)wd,
          rounds);
   assert_int_equal(atomic_load(&lost_count), 0);
   for (int i = 0; i < MANY; i++) {
@@ -807,7 +811,8 @@ static void test_wrong_url_kind(void **state) {
     regression("BUG-1 hint overwrites the message it quotes", moved_msg);
 }
 
-/* ---- 8. MultiLock and RedLock with a cluster client ----------------------- */
+/* ---- 8. MultiLock and RedLock with a cluster client -----------------------
+ */
 
 static void test_multilock(void **state) {
   (void)state;
@@ -880,8 +885,8 @@ static void test_redlock(void **state) {
   OK(rlock_redlock_new(&rl, m, 3));
   /* srv2's copy is held by a foreign owner: the quorum (2 of 3) needs
    * the cluster member, so the fan-out must wait for it. */
-  freeReplyObject(rt_cmd(srv2, "HSET %s 00000000-0000-4000-8000-000000000000:1 1",
-                         name));
+  freeReplyObject(
+      rt_cmd(srv2, "HSET %s 00000000-0000-4000-8000-000000000000:1 1", name));
   freeReplyObject(rt_cmd(srv2, "PEXPIRE %s 60000", name));
   rlock_redlock_result *res;
   OK(rlock_redlock_try_acquire(&res, rl, 0, 10000));
@@ -957,8 +962,8 @@ static void test_interop_spublish(void **state) {
   rt_cluster_key_on(cl, m, "interop:", name, sizeof name);
   snprintf(ch, sizeof ch, "redisson_lock__channel:{%s}", name);
   /* A Redisson holder blocks rlock. */
-  redisReply *r = rt_cmd(node(m), "EVAL %s 1 %s 30000 %s", REDISSON_LOCK, name,
-                         JAVA_OWNER);
+  redisReply *r =
+      rt_cmd(node(m), "EVAL %s 1 %s 30000 %s", REDISSON_LOCK, name, JAVA_OWNER);
   assert_int_equal(r->type, REDIS_REPLY_NIL);
   freeReplyObject(r);
   rlock_client *c = cluster_client(NULL, 0);
@@ -1010,7 +1015,8 @@ static void test_interop_spublish(void **state) {
   rlock_client_free(c);
 }
 
-/* ---- 4. failovers during contention --------------------------------------- */
+/* ---- 4. failovers during contention ---------------------------------------
+ */
 
 /* Graceful failover (CLUSTER FAILOVER) of the master holding a lock that
  * another client waits for in sharded mode. */
@@ -1060,7 +1066,7 @@ typedef struct prober {
   _Atomic int ok;
   _Atomic int64_t kill_us;
   _Atomic int64_t first_ok_after_us; /* first OK of a call begun after it */
-  int64_t worst_ms; /* longest call */
+  int64_t worst_ms;                  /* longest call */
   int calls, failed, bad_rc, bad_rc_value;
   char bad_msg[256];
   pthread_t t;
@@ -1085,8 +1091,7 @@ static void *prober_main(void *arg) {
       int64_t k = atomic_load(&p->kill_us);
       if (k != 0 && t0 >= k && atomic_load(&p->first_ok_after_us) == 0)
         atomic_store(&p->first_ok_after_us, t1);
-    } else if (rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT ||
-               rc == RLOCK_ESERVER) {
+    } else if (rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT || rc == RLOCK_ESERVER) {
       p->failed++;
     } else if (p->bad_rc++ == 0) {
       p->bad_rc_value = rc;
@@ -1204,8 +1209,8 @@ static void test_kill_master(void **state) {
   pthread_join(p.t, NULL);
   pthread_join(r.t, NULL);
   printf("[   INFO   ] prober: %d calls, %d ok, %d failed with EIO/ETIMEOUT/"
-         "ESERVER, longest %lld ms\n", p.calls, atomic_load(&p.ok), p.failed,
-         (long long)p.worst_ms);
+         "ESERVER, longest %lld ms\n",
+         p.calls, atomic_load(&p.ok), p.failed, (long long)p.worst_ms);
   if (p.bad_rc != 0)
     fail_msg("%d calls failed with an undocumented code, first %d: %s",
              p.bad_rc, p.bad_rc_value, p.bad_msg);
@@ -1214,7 +1219,8 @@ static void test_kill_master(void **state) {
   ASSERT_BETWEEN(p.worst_ms, 0, 1000 + 2000 + 2000 + 1000 + 500);
   if (r.rc != RLOCK_OK)
     fail_msg("an acquisition begun at the kill with a 20 s wait failed: "
-             "%d %s", r.rc, r.msg);
+             "%d %s",
+             r.rc, r.msg);
   report("kill -9 to the lock of a call waiting through the failover",
          (double)(r.done_us / 1000 - kill_ms));
 
@@ -1237,7 +1243,8 @@ static void test_kill_master(void **state) {
   rt_cluster_wait_ok(cl, rt_scaled_ms(30000));
   if (!moved || ms > rt_scaled_ms(500)) {
     char detail[1024];
-    snprintf(detail, sizeof detail, "subscription %s; waiter woke %.0f ms "
+    snprintf(detail, sizeof detail,
+             "subscription %s; waiter woke %.0f ms "
              "after the release (holder's TTL bound, not the message): %s",
              moved ? "moved" : "not moved to the new master", ms,
              moved ? "" : why);
@@ -1245,7 +1252,8 @@ static void test_kill_master(void **state) {
   }
 }
 
-/* ---- children -------------------------------------------------------------- */
+/* ---- children --------------------------------------------------------------
+ */
 
 static int child_main(int argc, char **argv) {
   if (argc < 3)
@@ -1297,7 +1305,8 @@ static int child_main(int argc, char **argv) {
   return rc == RLOCK_OK ? 0 : 1;
 }
 
-/* ---- the group -------------------------------------------------------------- */
+/* ---- the group --------------------------------------------------------------
+ */
 
 static int setup(void **state) {
   (void)state;

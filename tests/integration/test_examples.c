@@ -37,14 +37,11 @@ static const struct {
       "A: wakes up, writes with token 1: REJECTED (storage has seen token 2)\n",
       "A: rlock_lock_check says RLOCK_ELOST"}},
     {"example_fair", {"served in order: 1 2 3 (the order they arrived in)\n"}},
-    {"example_rwlock",
-     {"readers shared the lock; the writer had it alone\n"}},
+    {"example_rwlock", {"readers shared the lock; the writer had it alone\n"}},
     {"example_multilock", {"all or none: done\n"}},
 };
 
-static int cmp_name(const void *a, const void *b) {
-  return strcmp(a, b);
-}
+static int cmp_name(const void *a, const void *b) { return strcmp(a, b); }
 
 /* The executables named example_* in `dir`, sorted; returns how many. */
 static size_t find_examples(const char *dir, char (*names)[NAME_MAX + 1],
@@ -126,7 +123,9 @@ static int run_example(const char *name, char *report, size_t cap) {
     why = "exited non-zero";
   else if (errs[0] != '\0')
     why = "wrote to stderr";
-  for (size_t i = 0; why == NULL && i < sizeof expected_output / sizeof *expected_output; i++) {
+  for (size_t i = 0;
+       why == NULL && i < sizeof expected_output / sizeof *expected_output;
+       i++) {
     if (strcmp(expected_output[i].example, name) != 0)
       continue;
     for (int j = 0; j < 4 && expected_output[i].lines[j] != NULL; j++)

@@ -45,7 +45,8 @@ static const char *JAVA_FAIR_LOCK =
     "local lastThreadId = redis.call('lindex', KEYS[2], -1);"
     "local ttl;"
     "if lastThreadId ~= false and lastThreadId ~= ARGV[2] then "
-    "ttl = tonumber(redis.call('zscore', KEYS[3], lastThreadId)) - tonumber(ARGV[4]);"
+    "ttl = tonumber(redis.call('zscore', KEYS[3], lastThreadId)) - "
+    "tonumber(ARGV[4]);"
     "else "
     "ttl = redis.call('pttl', KEYS[1]);"
     "end;"
@@ -117,8 +118,9 @@ static void wait_queue_len(const char *name, long long n) {
 }
 
 static void assert_no_keys_left(const char *name) {
-  assert_int_equal(rt_cmd_int(srv, "EXISTS %s redisson_lock_queue:{%s} "
-                                   "redisson_lock_timeout:{%s}",
+  assert_int_equal(rt_cmd_int(srv,
+                              "EXISTS %s redisson_lock_queue:{%s} "
+                              "redisson_lock_timeout:{%s}",
                               name, name, name),
                    0);
 }
@@ -246,7 +248,8 @@ static void test_crashed_waiter_is_purged(void **state) {
 static void test_give_up_leaves_queue_at_once(void **state) {
   (void)state;
   rlock_client *holder = fx_client(srv, 0), *wc = fx_client(srv, 0);
-  rlock_lock *l = fair_lock(holder, "fair:giveup"), *w = fair_lock(wc, "fair:giveup");
+  rlock_lock *l = fair_lock(holder, "fair:giveup"),
+             *w = fair_lock(wc, "fair:giveup");
   OK(rlock_lock_acquire_lease(l, 60000));
   RC(rlock_lock_try_acquire(w, 0, 0), RLOCK_ELOCKED); /* never queues */
   /* The script's answer is a sleep bound, never reported as a lease. */
@@ -255,7 +258,8 @@ static void test_give_up_leaves_queue_at_once(void **state) {
   assert_int_equal(queue_len("fair:giveup"), 0);
   RC(rlock_lock_try_acquire(w, 300, 0), RLOCK_ELOCKED);
   assert_int_equal(rt_cmd_int(srv, "EXISTS redisson_lock_queue:{fair:giveup} "
-                                   "redisson_lock_timeout:{fair:giveup}"), 0);
+                                   "redisson_lock_timeout:{fair:giveup}"),
+                   0);
   OK(rlock_lock_release(l));
   assert_no_keys_left("fair:giveup");
   rlock_lock_free(l);
@@ -272,8 +276,8 @@ typedef struct cancel_arg {
 
 static void *cancel_thread(void *arg) {
   cancel_arg *a = arg;
-  a->rc = rlock_lock_try_acquire_cancel(a->lock, RLOCK_WAIT_FOREVER, 0,
-                                        a->cancel);
+  a->rc =
+      rlock_lock_try_acquire_cancel(a->lock, RLOCK_WAIT_FOREVER, 0, a->cancel);
   return NULL;
 }
 
@@ -306,7 +310,8 @@ static void test_second_in_line_does_not_spin(void **state) {
   (void)state;
   /* A dead waiter heads the queue of a free lock for 1.5 s more. */
   freeReplyObject(rt_cmd(srv, "RPUSH redisson_lock_queue:{fair:spin} dead:1"));
-  freeReplyObject(rt_cmd(srv, "ZADD redisson_lock_timeout:{fair:spin} %lld dead:1",
+  freeReplyObject(rt_cmd(srv,
+                         "ZADD redisson_lock_timeout:{fair:spin} %lld dead:1",
                          epoch_ms() + 1500));
   rlock_client *c = fx_client(srv, 0);
   rlock_lock *l = fair_lock(c, "fair:spin");
@@ -386,8 +391,8 @@ static int64_t run_lease_waiters(rlock_client *c, const char *name,
   atomic_int turns = 0;
   int64_t t0 = rt_now_ms();
   for (int i = 0; i < n; i++) {
-    w[i] = (lease_waiter){.c = c, .name = name, .lease_ms = lease_ms,
-                          .turns = &turns};
+    w[i] = (lease_waiter){
+        .c = c, .name = name, .lease_ms = lease_ms, .turns = &turns};
     pthread_create(&t[i], NULL, lease_thread, &w[i]);
     rt_wait_until(lease_waiter_arrived, &w[i], rt_scaled_ms(5000),
                   "the waiter to queue");
@@ -403,8 +408,8 @@ static int64_t run_lease_waiters(rlock_client *c, const char *name,
    * reply took to come back), and no longer than that lease plus slack:
    * lease expiry is announced to nobody. */
   for (int i = 1; i < n; i++) {
-    int64_t gap = atomic_load(&w[i].acquired_at) -
-                  atomic_load(&w[i - 1].acquired_at);
+    int64_t gap =
+        atomic_load(&w[i].acquired_at) - atomic_load(&w[i - 1].acquired_at);
     ASSERT_BETWEEN(gap, lease_ms - 100, lease_ms + 400);
   }
   return atomic_load(&w[n - 1].acquired_at) - t0;
@@ -418,7 +423,8 @@ static void test_leases_run_out_in_turn(void **state) {
   lease_waiter w[N];
   int64_t took = run_lease_waiters(c, name, w, N, LEASE_MS);
   print_message("%d lease waiters (lease %d ms): the last took its turn "
-                "after %lld ms\n", N, LEASE_MS, (long long)took);
+                "after %lld ms\n",
+                N, LEASE_MS, (long long)took);
   ASSERT_BETWEEN(took, (N - 1) * LEASE_MS - 100, N * LEASE_MS + 2000);
   fx_wait_exists(srv, name, 0, rt_scaled_ms(2 * LEASE_MS));
   assert_no_keys_left(name);
@@ -604,8 +610,9 @@ static void test_lease_expiry_with_waiters(void **state) {
 static void test_interop_rlock_waits_behind_redisson(void **state) {
   (void)state;
   const char *n = "fair:java-holds";
-  redisReply *r = rt_cmd(srv, "EVAL %s 3 %s redisson_lock_queue:{%s} "
-                              "redisson_lock_timeout:{%s} 30000 %s 300000 %lld",
+  redisReply *r = rt_cmd(srv,
+                         "EVAL %s 3 %s redisson_lock_queue:{%s} "
+                         "redisson_lock_timeout:{%s} 30000 %s 300000 %lld",
                          JAVA_FAIR_LOCK, n, n, n, JAVA_OWNER, epoch_ms());
   assert_int_equal(r->type, REDIS_REPLY_NIL);
   freeReplyObject(r);
@@ -616,8 +623,9 @@ static void test_interop_rlock_waits_behind_redisson(void **state) {
   wait_queue_len(n, 1);
   fx_wait_fair_head_subscribed(srv, n);
   int64_t t0 = rt_now_ms();
-  r = rt_cmd(srv, "EVAL %s 4 %s redisson_lock_queue:{%s} redisson_lock_timeout:{%s} "
-                  "redisson_lock__channel:{%s} 0 30000 %s %lld",
+  r = rt_cmd(srv,
+             "EVAL %s 4 %s redisson_lock_queue:{%s} redisson_lock_timeout:{%s} "
+             "redisson_lock__channel:{%s} 0 30000 %s %lld",
              JAVA_FAIR_UNLOCK, n, n, n, n, JAVA_OWNER, epoch_ms());
   assert_int_equal(r->integer, 1);
   freeReplyObject(r);
@@ -634,8 +642,9 @@ static void test_interop_redisson_waits_behind_rlock(void **state) {
   rlock_client *c = fx_client(srv, 0);
   rlock_lock *l = fair_lock(c, n);
   OK(rlock_lock_acquire(l));
-  redisReply *r = rt_cmd(srv, "EVAL %s 3 %s redisson_lock_queue:{%s} "
-                              "redisson_lock_timeout:{%s} 30000 %s 300000 %lld",
+  redisReply *r = rt_cmd(srv,
+                         "EVAL %s 3 %s redisson_lock_queue:{%s} "
+                         "redisson_lock_timeout:{%s} 30000 %s 300000 %lld",
                          JAVA_FAIR_LOCK, n, n, n, JAVA_OWNER, epoch_ms());
   assert_int_equal(r->type, REDIS_REPLY_INTEGER); /* queued, with a ttl */
   freeReplyObject(r);
@@ -649,8 +658,9 @@ static void test_interop_redisson_waits_behind_rlock(void **state) {
   assert_string_equal(r->element[2]->str, "0");
   freeReplyObject(r);
   redisFree(sub);
-  r = rt_cmd(srv, "EVAL %s 3 %s redisson_lock_queue:{%s} "
-                  "redisson_lock_timeout:{%s} 30000 %s 300000 %lld",
+  r = rt_cmd(srv,
+             "EVAL %s 3 %s redisson_lock_queue:{%s} "
+             "redisson_lock_timeout:{%s} 30000 %s 300000 %lld",
              JAVA_FAIR_LOCK, n, n, n, JAVA_OWNER, epoch_ms());
   assert_int_equal(r->type, REDIS_REPLY_NIL); /* its turn */
   freeReplyObject(r);

@@ -58,8 +58,8 @@ static int file_write(int li, int64_t token) {
     max = 0;
   int ok = token >= max;
   if (ok) {
-    int len = snprintf(buf, sizeof buf, "%lld %lld\n", (long long)token,
-                       seq + 1);
+    int len =
+        snprintf(buf, sizeof buf, "%lld %lld\n", (long long)token, seq + 1);
     ok = ftruncate(fd, 0) == 0 && pwrite(fd, buf, (size_t)len, 0) == len
              ? (int)(seq + 1)
              : -1;
@@ -105,8 +105,8 @@ static void round_of(int fd, int id, int li, rlock_lock *l, redisContext *rc) {
    * the write and this record records it late). */
   if (accepted >= 0)
     rt_history_add(fd, id, li,
-                   accepted ? RT_EV_WRITE_ACCEPTED : RT_EV_WRITE_REFUSED,
-                   token, accepted, 0);
+                   accepted ? RT_EV_WRITE_ACCEPTED : RT_EV_WRITE_REFUSED, token,
+                   accepted, 0);
   usleep(2000); /* the work inside the lock */
   if (rlock_lock_check(l) == RLOCK_ELOST)
     rt_history_add(fd, id, li, RT_EV_LOST, 0, 0, 0);
@@ -169,8 +169,13 @@ static void spawn(int id) {
   snprintf(ids, sizeof ids, "%d", id);
   snprintf(port, sizeof port, "%d", rt_server_port(srv));
   snprintf(ff, sizeof ff, "%d", file_fence);
-  const char *args[] = {"worker", ids,       rt_server_url(srv), port,
-                        hist_path, ff, fence_path[0] ? fence_path : "-",
+  const char *args[] = {"worker",
+                        ids,
+                        rt_server_url(srv),
+                        port,
+                        hist_path,
+                        ff,
+                        fence_path[0] ? fence_path : "-",
                         NULL};
   pids[id] = fx_spawn_child(args, NULL);
 }
@@ -343,8 +348,7 @@ static void test_restart_persistent(void **state) {
   (void)state;
   rt_server *plain = srv; /* the workers use srv: this run's server */
   srv = rt_server_start((const char *const[]){"--appendonly", "yes",
-                                              "--appendfsync", "always",
-                                              NULL});
+                                              "--appendfsync", "always", NULL});
   int fd = begin("restart-aof");
   for (int64_t t0 = rt_now_ms(); rt_now_ms() - t0 < run_ms();) {
     rt_sleep_ms(500 + rand_r(&seed) % 300);
@@ -380,9 +384,8 @@ static void test_client_kill(void **state) {
     rt_sleep_ms(100 + rand_r(&seed) % 200);
     int pubsub = rand_r(&seed) % 2;
     rt_history_add(fd, -1, -1, RT_EV_FAULT, pubsub ? 'S' : 'N', 0, 0);
-    freeReplyObject(
-        rt_cmd(srv, "CLIENT KILL TYPE %s SKIPME yes",
-               pubsub ? "pubsub" : "normal"));
+    freeReplyObject(rt_cmd(srv, "CLIENT KILL TYPE %s SKIPME yes",
+                           pubsub ? "pubsub" : "normal"));
   }
   finish(fd, "client-kill", 0); /* the counter's own link is killed too */
 }
@@ -397,7 +400,7 @@ static void test_checker(void **state) {
   int fd = rt_history_open(path);
   rt_history_add(fd, 0, 0, RT_EV_ACQUIRED, 5, 0, 0);
   rt_history_add(fd, 0, 0, RT_EV_WRITE_ACCEPTED, 5, 0, 0);
-  rt_history_add(fd, 1, 0, RT_EV_ACQUIRED, 4, 0, 0); /* overlap */
+  rt_history_add(fd, 1, 0, RT_EV_ACQUIRED, 4, 0, 0);       /* overlap */
   rt_history_add(fd, 1, 0, RT_EV_WRITE_ACCEPTED, 4, 0, 0); /* inversion */
   rt_history_add(fd, 1, 0, RT_EV_RELEASING, 0, 0, 0);
   rt_history_add(fd, 0, 0, RT_EV_RELEASING, 0, 0, 0);

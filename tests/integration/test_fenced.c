@@ -92,7 +92,8 @@ static void test_tokens_count_every_acquisition(void **state) {
   }
   int64_t cycles_ms = rt_now_ms() - t1;
   print_message("first fenced acquisition %lld ms; 100 acquire/release "
-                "cycles %lld ms\n", (long long)first_ms, (long long)cycles_ms);
+                "cycles %lld ms\n",
+                (long long)first_ms, (long long)cycles_ms);
   ASSERT_BETWEEN(cycles_ms, 0, 5000);
   RC(rlock_lock_token(NULL, l), RLOCK_EINVAL);
   rlock_lock_free(l);
@@ -269,8 +270,8 @@ static void test_token_key_of_another_type(void **state) {
   rt_cmd_ok(srv, "SET %s not-a-number", key);
   expect_token_refused(l, "fenced:wt", key);
   /* Strings INCR refuses, though strtoll would read a number in them. */
-  const char *not_counters[] = {" 5", "+5", "007", "5 ", "-0", "",
-                                "99999999999999999999"};
+  const char *not_counters[] = {
+      " 5", "+5", "007", "5 ", "-0", "", "99999999999999999999"};
   for (size_t i = 0; i < sizeof not_counters / sizeof *not_counters; i++) {
     rt_cmd_ok(srv, "SET %s %s", key, not_counters[i]);
     expect_token_refused(l, "fenced:wt", key);

@@ -21,8 +21,8 @@
 #define EXIT_LOST 76
 
 /* srv: the binary's shared server (fixture.h) */
-static char cli[PATH_MAX];     /* $RLOCK_TEST_BINDIR/rlock */
-static char self[PATH_MAX];    /* this test binary, for COMMAND's writes */
+static char cli[PATH_MAX];  /* $RLOCK_TEST_BINDIR/rlock */
+static char self[PATH_MAX]; /* this test binary, for COMMAND's writes */
 
 /* ---- the resource ------------------------------------------------------- */
 
@@ -65,8 +65,8 @@ static int store_write(const char *path, long long token, const char *data) {
       ok = -1;
     snprintf(line, sizeof line, "accepted %lld %s\n", token, data);
   } else {
-    snprintf(line, sizeof line, "refused %lld %s (highest %lld)\n", token,
-             data, highest);
+    snprintf(line, sizeof line, "refused %lld %s (highest %lld)\n", token, data,
+             highest);
   }
   if (ok >= 0)
     log_line(log, line);
@@ -83,8 +83,6 @@ static int child_main(int argc, char **argv) {
 }
 
 /* ---- helpers ------------------------------------------------------------ */
-
-
 
 /* GET redisson_lock_token:{name}; -1 when absent. */
 static long long token_key(const char *name) {
@@ -175,7 +173,7 @@ static void test_store_checks_tokens(void **state) {
   assert_int_equal(store_write(store, 4, "w"), 1);
   assert_string_equal(fx_slurp(store), "4 w\n");
   assert_string_equal(fx_slurp(log), "accepted 3 x\naccepted 3 y\n"
-                                  "refused 2 z (highest 3)\naccepted 4 w\n");
+                                     "refused 2 z (highest 3)\naccepted 4 w\n");
 }
 
 /*
@@ -192,8 +190,8 @@ static void test_store_checks_tokens(void **state) {
 static void test_paused_holder_is_fenced_off(void **state) {
   (void)state;
   const char *name = "fence:paused";
-  char store[512], log[600], tok[512], go[512], term[512], out[512],
-      err[512], script[16384];
+  char store[512], log[600], tok[512], go[512], term[512], out[512], err[512],
+      script[16384];
   fx_tmp_path(store, sizeof store, "paused.store");
   snprintf(log, sizeof log, "%s.log", store);
   fx_tmp_path(tok, sizeof tok, "paused.token");
@@ -210,8 +208,10 @@ static void test_paused_holder_is_fenced_off(void **state) {
            "while [ -z \"$termed\" ]; do sleep 0.02; done\n"
            "exit 0\n",
            term, self, store, tok, tok, tok, go, self, store);
-  const char *argv[] = {cli, "-u", rt_server_url(srv), "--watchdog", "1s",
-                        "exec", "--fenced", name, "--", "sh", "-c", script,
+  const char *argv[] = {cli,          "-u", rt_server_url(srv),
+                        "--watchdog", "1s", "exec",
+                        "--fenced",   name, "--",
+                        "sh",         "-c", script,
                         NULL};
   pid_t pid = start_group(argv, out, err);
 
@@ -252,8 +252,10 @@ static void test_paused_holder_is_fenced_off(void **state) {
 
   /* The stale holder was told: one line naming the lock. */
   char want[256];
-  snprintf(want, sizeof want, "rlock: lock '%s' was lost while 'sh' ran: "
-           "terminating it\n", name);
+  snprintf(want, sizeof want,
+           "rlock: lock '%s' was lost while 'sh' ran: "
+           "terminating it\n",
+           name);
   assert_string_equal(errs, want);
   assert_string_equal(fx_slurp(term), "term\n");
   assert_string_equal(fx_slurp(out), "");

@@ -88,8 +88,8 @@ static void idset_str(const idset *s, char *buf, size_t cap) {
   size_t at = 0;
   buf[0] = '\0';
   for (int i = 0; i < s->n && at < cap; i++)
-    at += (size_t)snprintf(buf + at, cap - at, "%s%lld", i ? "," : "",
-                           s->id[i]);
+    at +=
+        (size_t)snprintf(buf + at, cap - at, "%s%lld", i ? "," : "", s->id[i]);
 }
 
 static bool pred_same_clients(void *arg, char *why, size_t cap) {
@@ -165,11 +165,11 @@ static void child_inherited(int fd) {
   rlock_lock_info *info = NULL;
   int64_t rtt;
   /* The inherited client: every operation fails at once. */
-  CHILD_OP(fd, "try_acquire", rlock_lock_try_acquire(inherited_other, 0,
-                                                    RLOCK_LEASE_WATCHDOG));
-  CHILD_OP(fd, "try_acquire_wait",
-           rlock_lock_try_acquire(inherited_contended, 5000,
-                                  RLOCK_LEASE_WATCHDOG));
+  CHILD_OP(fd, "try_acquire",
+           rlock_lock_try_acquire(inherited_other, 0, RLOCK_LEASE_WATCHDOG));
+  CHILD_OP(
+      fd, "try_acquire_wait",
+      rlock_lock_try_acquire(inherited_contended, 5000, RLOCK_LEASE_WATCHDOG));
   CHILD_OP(fd, "check", rlock_lock_check(inherited_held));
   CHILD_OP(fd, "release", rlock_lock_release(inherited_held));
   CHILD_OP(fd, "is_locked", rlock_lock_is_locked(&locked, inherited_held));
@@ -264,9 +264,11 @@ static bool pred_waiter_done(void *arg, char *why, size_t cap) {
 
 /* ---- tests -------------------------------------------------------------- */
 
-static const char *const inherited_ops[] = {
-    "try_acquire", "try_acquire_wait", "release", "is_locked",
-    "inspect",     "ping",             "free",    "check", NULL};
+static const char *const inherited_ops[] = {"try_acquire", "try_acquire_wait",
+                                            "release",     "is_locked",
+                                            "inspect",     "ping",
+                                            "free",        "check",
+                                            NULL};
 
 static int is_inherited_op(const char *name) {
   for (int i = 0; inherited_ops[i] != NULL; i++)
@@ -333,7 +335,8 @@ static void test_child_refused_parent_undisturbed(void **state) {
       seen++;
       if (rc != RLOCK_ECLOSED)
         fail_msg("child: %s on the inherited client returned %d (%s), "
-                 "expected RLOCK_ECLOSED", name, rc, msg);
+                 "expected RLOCK_ECLOSED",
+                 name, rc, msg);
       if (strstr(msg, expect) == NULL || strstr(msg, "forked child") == NULL)
         fail_msg("child: %s: unclear message '%s'", name, msg);
       ASSERT_BETWEEN(ms, 0, 1000);

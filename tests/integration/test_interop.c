@@ -121,11 +121,12 @@ static int64_t wake_after(const char *script_kind) {
   /* ... and this one listens: only the message can wake it now. */
   fx_wait_subscribers(srv, channel, 1, "the rlock waiter's subscription");
   int64_t t0 = rt_now_ms();
-  redisReply *r =
-      strcmp(script_kind, "unlock") == 0
-          ? java_unlock("interop:wake", JAVA_OWNER)
-          : rt_cmd(srv, "EVAL %s 2 interop:wake redisson_lock__channel:{interop:wake} 0",
-                   REDISSON_FORCE_UNLOCK);
+  redisReply *r = strcmp(script_kind, "unlock") == 0
+                      ? java_unlock("interop:wake", JAVA_OWNER)
+                      : rt_cmd(srv,
+                               "EVAL %s 2 interop:wake "
+                               "redisson_lock__channel:{interop:wake} 0",
+                               REDISSON_FORCE_UNLOCK);
   assert_int_equal(r->integer, 1);
   freeReplyObject(r);
   pthread_join(t, NULL);
@@ -193,11 +194,13 @@ static void test_redisson_waiter_notified_by_rlock(void **state) {
   ASSERT_RANGE(r->integer, 29000, 30000);
   freeReplyObject(r);
   redisContext *sub = rt_server_connect(srv);
-  freeReplyObject(redisCommand(sub, "SUBSCRIBE redisson_lock__channel:{interop:notify}"));
+  freeReplyObject(
+      redisCommand(sub, "SUBSCRIBE redisson_lock__channel:{interop:notify}"));
   OK(rlock_lock_release(l));
   assert_int_equal(redisGetReply(sub, (void **)&r), REDIS_OK);
   assert_string_equal(r->element[0]->str, "message");
-  assert_string_equal(r->element[1]->str, "redisson_lock__channel:{interop:notify}");
+  assert_string_equal(r->element[1]->str,
+                      "redisson_lock__channel:{interop:notify}");
   assert_string_equal(r->element[2]->str, "0");
   freeReplyObject(r);
   r = java_lock("interop:notify", JAVA_OWNER); /* and now it gets it */

@@ -26,7 +26,6 @@ static rlock_client *client_linger(int64_t ms, int max_idle) {
   return c;
 }
 
-
 /* One wait by `c` on `name` (channel `ch`): held by `holder` until the
  * waiter is subscribed, then released; returns when the waiter has taken
  * and released it. */

@@ -40,9 +40,11 @@ static void test_layout_is_redissons(void **state) {
   r = rt_cmd(srv, "HGETALL basic:layout");
   assert_int_equal(r->elements, 2);
   regex_t re;
-  assert_int_equal(regcomp(&re, "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-"
-                                "[89ab][0-9a-f]{3}-[0-9a-f]{12}:[0-9]+$",
-                           REG_EXTENDED | REG_NOSUB), 0);
+  assert_int_equal(regcomp(&re,
+                           "^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-"
+                           "[89ab][0-9a-f]{3}-[0-9a-f]{12}:[0-9]+$",
+                           REG_EXTENDED | REG_NOSUB),
+                   0);
   assert_int_equal(regexec(&re, r->element[0]->str, 0, NULL, 0), 0);
   regfree(&re);
   char expect[RLOCK_OWNER_MAX];
@@ -233,7 +235,8 @@ static void test_try_once_and_tagged_channel(void **state) {
   const char *name = "{user42}:orders";
   rlock_lock *la = fx_lock(a, name), *lb = fx_lock(b, name);
   redisContext *sub = rt_server_connect(srv);
-  redisReply *r = redisCommand(sub, "SUBSCRIBE redisson_lock__channel:{user42}:orders");
+  redisReply *r =
+      redisCommand(sub, "SUBSCRIBE redisson_lock__channel:{user42}:orders");
   freeReplyObject(r);
   OK(rlock_lock_acquire_lease(la, 60000));
   int64_t t0 = rt_now_ms();

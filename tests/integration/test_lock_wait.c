@@ -10,7 +10,8 @@
 /* Hold `name` from a foreign owner (as another process would) with a long
  * lease, straight in Redis. */
 static void hold_foreign(const char *name, int lease_ms) {
-  freeReplyObject(rt_cmd(srv, "HSET %s 00000000-0000-4000-8000-000000000000:1 1", name));
+  freeReplyObject(
+      rt_cmd(srv, "HSET %s 00000000-0000-4000-8000-000000000000:1 1", name));
   freeReplyObject(rt_cmd(srv, "PEXPIRE %s %d", name, lease_ms));
 }
 
@@ -95,8 +96,8 @@ static void test_one_message_wakes_one_waiter(void **state) {
   waiter w[3];
   pthread_t t[3];
   for (int i = 0; i < 3; i++) {
-    w[i] = (waiter){.client = wc, .name = "wait:one", .wait_ms = 30000,
-                    .gate = &gate};
+    w[i] = (waiter){
+        .client = wc, .name = "wait:one", .wait_ms = 30000, .gate = &gate};
     pthread_create(&t[i], NULL, waiter_main, &w[i]);
   }
   fx_wait_evalsha(srv, 3 * 2, "every waiter's attempt once subscribed");
@@ -161,8 +162,8 @@ typedef struct cancel_waiter {
 
 static void *cancel_waiter_main(void *arg) {
   cancel_waiter *w = arg;
-  w->rc = rlock_lock_try_acquire_cancel(w->lock, RLOCK_WAIT_FOREVER, 0,
-                                        w->cancel);
+  w->rc =
+      rlock_lock_try_acquire_cancel(w->lock, RLOCK_WAIT_FOREVER, 0, w->cancel);
   atomic_store(&w->done_at, rt_now_ms());
   return NULL;
 }

@@ -183,8 +183,7 @@ static void test_renewals_are_batched(void **state) {
 static int wait_check_not_ok(rlock_lock *l, int64_t limit_ms, int64_t *at) {
   int64_t t0 = rt_now_ms();
   int rc;
-  while ((rc = rlock_lock_check(l)) == RLOCK_OK &&
-         rt_now_ms() - t0 < limit_ms)
+  while ((rc = rlock_lock_check(l)) == RLOCK_OK && rt_now_ms() - t0 < limit_ms)
     rt_sleep_ms(5);
   *at = rt_now_ms();
   return rc;
@@ -298,8 +297,7 @@ static void test_inflight_renewal_does_not_stretch_fixed_lease(void **state) {
     rt_sleep_ms(12); /* a late renewal (PEXPIRE 30) would land by now */
     long long ttl = rt_cmd_int(srv, "PTTL wd:stretch");
     if (ttl < 4000)
-      fail_msg("iteration %d: PTTL %lld after the watchdog level went", i,
-               ttl);
+      fail_msg("iteration %d: PTTL %lld after the watchdog level went", i, ttl);
     OK(rlock_lock_release(l));
   }
   rlock_lock_free(l);

@@ -5,8 +5,8 @@
 #include <stdatomic.h>
 
 static void hold_foreign(rt_server *s, const char *name, int lease_ms) {
-  freeReplyObject(rt_cmd(s, "HSET %s 00000000-0000-4000-8000-000000000000:1 1",
-                         name));
+  freeReplyObject(
+      rt_cmd(s, "HSET %s 00000000-0000-4000-8000-000000000000:1 1", name));
   freeReplyObject(rt_cmd(s, "PEXPIRE %s %d", name, lease_ms));
 }
 
@@ -244,12 +244,16 @@ static void test_lease_renewed_on_every_member(void **state) {
   rlock_client *c = fx_client(srv, 0), *c3 = fx_client(srv, 0),
                *other = fx_client(srv, 0);
   rlock_lock *l[3];
-  OK(rlock_lock_new_read(&l[0], c, "m:L1"));  /* renew_read.lua */
-  OK(rlock_lock_new(&l[1], c, "m:L2"));       /* the one waited for */
+  OK(rlock_lock_new_read(&l[0], c, "m:L1"));   /* renew_read.lua */
+  OK(rlock_lock_new(&l[1], c, "m:L2"));        /* the one waited for */
   OK(rlock_lock_new_write(&l[2], c3, "m:L3")); /* another client */
   rlock_multilock *m = multi(l, 3);
-  blocker b = {.c = other, .s = srv, .name = "m:L2", .first = "m:L1",
-               .lease = lease, .age_ms = delay};
+  blocker b = {.c = other,
+               .s = srv,
+               .name = "m:L2",
+               .first = "m:L1",
+               .lease = lease,
+               .age_ms = delay};
   pthread_t t;
   blocker_start(&b, &t);
   int64_t t0 = rt_now_ms();
@@ -265,8 +269,9 @@ static void test_lease_renewed_on_every_member(void **state) {
                       rt_cmd_int(srv, "PTTL m:L2"),
                       rt_cmd_int(srv, "PTTL m:L3")};
   print_message("acquired in %lld ms; PTTL m:L1 %lld, timeout key %lld, "
-                "m:L2 %lld, m:L3 %lld\n", (long long)took, ttl[0],
-                rt_cmd_int(srv, "PTTL %s", tkey), ttl[1], ttl[2]);
+                "m:L2 %lld, m:L3 %lld\n",
+                (long long)took, ttl[0], rt_cmd_int(srv, "PTTL %s", tkey),
+                ttl[1], ttl[2]);
   long long slack = rt_scaled_ms(400);
   for (int i = 0; i < 3; i++)
     ASSERT_RANGE(ttl[i], lease - slack, lease);
@@ -298,8 +303,12 @@ static void test_member_gone_before_the_last_fails(void **state) {
   rlock_lock *l[3] = {fx_lock(c, "m:g1"), fx_lock(c, "m:g2"),
                       fx_lock(c, "m:g3")};
   rlock_multilock *m = multi(l, 3);
-  blocker b = {.c = other, .s = srv, .name = "m:g2", .first = "m:g1",
-               .drop = "m:g1", .lease = 5000};
+  blocker b = {.c = other,
+               .s = srv,
+               .name = "m:g2",
+               .first = "m:g1",
+               .drop = "m:g1",
+               .lease = 5000};
   pthread_t t;
   blocker_start(&b, &t);
   RC(rlock_multilock_try_acquire(m, 10000, 5000), RLOCK_ELOCKED);

@@ -121,7 +121,6 @@ static void wait_heard(heard *h, const char *text) {
   rt_wait_until(pred_heard, &w, rt_scaled_ms(10000), text);
 }
 
-
 /* Counters follow the calls: holds taken and given back, a wait and its
  * wake-up, the watchdog's renewals, the connections opened. */
 static void test_counters(void **state) {
@@ -258,11 +257,9 @@ static void test_log_arguments(void **state) {
   (void)state;
   rlock_config *cfg;
   OK(rlock_config_new(&cfg));
-  RC(rlock_config_set_log(cfg, no_log, (rlock_log_level)0, NULL),
-     RLOCK_EINVAL);
+  RC(rlock_config_set_log(cfg, no_log, (rlock_log_level)0, NULL), RLOCK_EINVAL);
   assert_non_null(strstr(rlock_error_last()->message, "log level"));
-  RC(rlock_config_set_log(cfg, no_log, (rlock_log_level)5, NULL),
-     RLOCK_EINVAL);
+  RC(rlock_config_set_log(cfg, no_log, (rlock_log_level)5, NULL), RLOCK_EINVAL);
   RC(rlock_config_set_log(NULL, no_log, RLOCK_LOG_INFO, NULL), RLOCK_EINVAL);
   OK(rlock_config_set_log(cfg, no_log, RLOCK_LOG_DEBUG, NULL));
   OK(rlock_config_set_log(cfg, NULL, RLOCK_LOG_DEBUG, NULL)); /* removed */

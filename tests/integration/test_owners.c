@@ -50,8 +50,7 @@ static void *release_as_owner(void *arg) {
   owner_job *j = arg;
   j->rc_thread = rlock_lock_release(j->lock); /* this thread holds nothing */
   j->rc = rlock_lock_release_owner(j->lock, j->owner);
-  if (rlock_lock_is_held_owner(&j->held_owner, j->lock, j->owner) !=
-      RLOCK_OK)
+  if (rlock_lock_is_held_owner(&j->held_owner, j->lock, j->owner) != RLOCK_OK)
     j->held_owner = -1;
   return NULL;
 }
@@ -314,8 +313,8 @@ typedef struct ttl_watch {
   long long last;
   int rises;
   int gone;
-  int want_rises;       /* done once this many rises were seen */
-  int64_t until_ms;     /* ... and (when not 0) this time has passed */
+  int want_rises;   /* done once this many rises were seen */
+  int64_t until_ms; /* ... and (when not 0) this time has passed */
 } ttl_watch;
 
 static bool key_gone(void *arg, char *why, size_t cap) {
@@ -326,8 +325,8 @@ static bool key_gone(void *arg, char *why, size_t cap) {
   if (t > w->last)
     w->rises++;
   w->last = t;
-  snprintf(why, cap, "'%s' still there (PTTL %lld, rose %d times)", w->key,
-           t, w->rises);
+  snprintf(why, cap, "'%s' still there (PTTL %lld, rose %d times)", w->key, t,
+           w->rises);
   return false;
 }
 
@@ -340,8 +339,7 @@ static bool renewed_enough(void *arg, char *why, size_t cap) {
   if (t > w->last)
     w->rises++;
   w->last = t;
-  snprintf(why, cap, "'%s': %d renewals seen, PTTL %lld", w->key, w->rises,
-           t);
+  snprintf(why, cap, "'%s': %d renewals seen, PTTL %lld", w->key, w->rises, t);
   return w->rises >= w->want_rises &&
          (w->until_ms == 0 || rt_now_ms() >= w->until_ms);
 }
@@ -394,8 +392,8 @@ static void test_exited_thread_hold_is_not_inherited(void **state) {
   /* The lock is free now. Taking it and seeing it renewed proves renewal
    * ticks ran after the abandoned lock expired: none reported it lost. */
   OK(rlock_lock_try_acquire(l, 0, 0));
-  ttl_watch mine = {.key = "owners:exited", .last = pttl("owners:exited"),
-                    .want_rises = 2};
+  ttl_watch mine = {
+      .key = "owners:exited", .last = pttl("owners:exited"), .want_rises = 2};
   rt_wait_until(renewed_enough, &mine, rt_scaled_ms(4 * SHORT_WATCHDOG),
                 "renewals of the new holder");
   assert_int_equal(atomic_load(&lost_calls), 0);
@@ -419,8 +417,10 @@ static void test_explicit_owner_outlives_its_thread(void **state) {
   assert_int_equal(a.held, 1);
   /* Renewed after the thread exited: PTTL goes back up, again and again,
    * and the key outlives two whole watchdog leases. */
-  ttl_watch w = {.key = "owners:outlives", .last = pttl("owners:outlives"),
-                 .want_rises = 3, .until_ms = t0 + 2 * SHORT_WATCHDOG};
+  ttl_watch w = {.key = "owners:outlives",
+                 .last = pttl("owners:outlives"),
+                 .want_rises = 3,
+                 .until_ms = t0 + 2 * SHORT_WATCHDOG};
   rt_wait_until(renewed_enough, &w, rt_scaled_ms(6 * SHORT_WATCHDOG),
                 "renewals of the explicit owner's hold");
   OK(rlock_lock_check_owner(l, owner));

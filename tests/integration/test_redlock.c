@@ -38,8 +38,8 @@ static void down(cluster *k) {
 }
 
 static void hold_foreign(rt_server *s, const char *name) {
-  freeReplyObject(rt_cmd(s, "HSET %s 00000000-0000-4000-8000-000000000000:1 1",
-                         name));
+  freeReplyObject(
+      rt_cmd(s, "HSET %s 00000000-0000-4000-8000-000000000000:1 1", name));
   freeReplyObject(rt_cmd(s, "PEXPIRE %s 60000", name));
 }
 
@@ -129,8 +129,9 @@ static void test_majority_held_elsewhere(void **state) {
   freeReplyObject(rt_cmd(k.srv[1], "DEL rl:held"));
   OK(rlock_redlock_try_acquire(NULL, k.r, 300, 10000));
   OK(rlock_redlock_release(k.r));
-  assert_int_equal(fx_hget(k.srv[0], "rl:held",
-                           "00000000-0000-4000-8000-000000000000:1"), 1);
+  assert_int_equal(
+      fx_hget(k.srv[0], "rl:held", "00000000-0000-4000-8000-000000000000:1"),
+      1);
   down(&k);
 }
 
@@ -241,8 +242,7 @@ static bool pred_renewed(void *arg, char *why, size_t cap) {
     all = all && w->renewed[i];
     if (at < cap) {
       int n = snprintf(why + at, cap - at, "%smember %d PTTL %lld%s",
-                       at ? ", " : "", i, ttl,
-                       w->renewed[i] ? " renewed" : "");
+                       at ? ", " : "", i, ttl, w->renewed[i] ? " renewed" : "");
       at += n > 0 ? (size_t)n : 0;
     }
   }
@@ -289,8 +289,9 @@ static void test_free_members_all_taken(void **state) {
   OK(rlock_redlock_release(k.r));
   for (int i = 0; i < 4; i++)
     assert_int_equal(rt_cmd_int(k.srv[i], "EXISTS rl:allfree"), 0);
-  assert_int_equal(fx_hget(k.srv[4], "rl:allfree",
-                           "00000000-0000-4000-8000-000000000000:1"), 1);
+  assert_int_equal(
+      fx_hget(k.srv[4], "rl:allfree", "00000000-0000-4000-8000-000000000000:1"),
+      1);
   down(&k);
 }
 
@@ -480,8 +481,8 @@ static void test_unreachable_member_delays_no_other(void **state) {
   rt_server *s1 = rt_server_start(NULL), *s2 = rt_server_start(NULL);
   char url[64];
   snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
-  rlock_client *c[3] = {fx_client_opts(url, 0, NULL, NULL),
-                        fx_client(s1, 0), fx_client(s2, 0)};
+  rlock_client *c[3] = {fx_client_opts(url, 0, NULL, NULL), fx_client(s1, 0),
+                        fx_client(s2, 0)};
   rlock_lock *l[3];
   for (int i = 0; i < 3; i++)
     l[i] = fx_lock(c[i], "rl:unreachable");

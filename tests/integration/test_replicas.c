@@ -113,7 +113,8 @@ static void test_unconfirmed_acquisition_is_undone(void **state) {
   assert_int_equal(held, 0);
   RC(rlock_lock_check(l), RLOCK_ENOTHELD);
   rt_server_thaw(replica);
-  rt_wait_until(link_up, replica, rt_scaled_ms(10000), "the replica to come back");
+  rt_wait_until(link_up, replica, rt_scaled_ms(10000),
+                "the replica to come back");
   OK(rlock_lock_try_acquire(l, 5000, 30000));
   OK(rlock_lock_release(l));
   rlock_lock_free(l);
@@ -127,8 +128,8 @@ static long long release_with_latch(const char *name, const char *owner,
   snprintf(latch, sizeof latch, "redisson_unlock_latch:{%s}:%s", name, id);
   snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
   const rlock__script *s = &rlock__script_lock_release;
-  const char *argv[] = {"EVAL", s->text, "1", name, "0", "30000", owner,
-                        "PUBLISH", "10000", channel, latch};
+  const char *argv[] = {"EVAL", s->text,   "1",     name,    "0",  "30000",
+                        owner,  "PUBLISH", "10000", channel, latch};
   size_t lens[11];
   for (int i = 0; i < 11; i++)
     lens[i] = strlen(argv[i]);

@@ -103,8 +103,8 @@ static void test_writer_waits_for_readers_and_excludes(void **state) {
   OK(rlock_lock_acquire_lease(r1, 60000));
   OK(rlock_lock_acquire_lease(r2, 60000));
   atomic_int gate = 0;
-  job w = {.c = a, .name = "rw:excl", .write = 1, .wait_ms = 10000,
-           .gate = &gate};
+  job w = {
+      .c = a, .name = "rw:excl", .write = 1, .wait_ms = 10000, .gate = &gate};
   pthread_t t;
   pthread_create(&t, NULL, job_main, &w);
   fx_wait_subscribers(srv, "redisson_rwlock:{rw:excl}", 1,
@@ -210,14 +210,16 @@ static void test_layout_matches_redisson(void **state) {
     h = rt_cmd(srv, "GET %s:%s:rwlock_timeout:1", bases[k], owner);
     assert_string_equal(h->str, "1");
     freeReplyObject(h);
-    ASSERT_RANGE(rt_cmd_int(srv, "PTTL %s:%s:rwlock_timeout:1", bases[k], owner),
-                 19000, 20000);
-    ASSERT_RANGE(rt_cmd_int(srv, "PTTL %s:%s:rwlock_timeout:2", bases[k], owner),
-                 9000, 10000);
+    ASSERT_RANGE(
+        rt_cmd_int(srv, "PTTL %s:%s:rwlock_timeout:1", bases[k], owner), 19000,
+        20000);
+    ASSERT_RANGE(
+        rt_cmd_int(srv, "PTTL %s:%s:rwlock_timeout:2", bases[k], owner), 9000,
+        10000);
     ASSERT_RANGE(rt_cmd_int(srv, "PTTL %s", names[k]), 19000, 20000);
     OK(rlock_lock_release(r)); /* deletes hold 2's key, TTL from hold 1 */
-    assert_int_equal(rt_cmd_int(srv, "EXISTS %s:%s:rwlock_timeout:2",
-                                bases[k], owner), 0);
+    assert_int_equal(
+        rt_cmd_int(srv, "EXISTS %s:%s:rwlock_timeout:2", bases[k], owner), 0);
     ASSERT_RANGE(rt_cmd_int(srv, "PTTL %s", names[k]), 18000, 20000);
     OK(rlock_lock_release(r));
     assert_int_equal(rt_cmd_int(srv, "EXISTS %s", names[k]), 0);
@@ -301,8 +303,8 @@ static void test_read_release_keeps_write_renewal(void **state) {
   OK(rlock_lock_check(r));
   char owner[RLOCK_OWNER_MAX];
   fx_owner(c, owner);
-  ASSERT_RANGE(rt_cmd_int(srv, "PTTL {rw:renew}:%s:rwlock_timeout:1", owner),
-               1, WD);
+  ASSERT_RANGE(rt_cmd_int(srv, "PTTL {rw:renew}:%s:rwlock_timeout:1", owner), 1,
+               WD);
   OK(rlock_lock_release(r));
   OK(rlock_lock_release(w));
   assert_int_equal(rt_cmd_int(srv, "EXISTS rw:renew"), 0);
@@ -344,8 +346,8 @@ static void test_crashed_reader_expires_while_others_renew(void **state) {
   /* Time is the point: a whole lease more, which our own hold's key
    * outlives only by being renewed. */
   rt_sleep_ms(WD);
-  assert_int_equal(rt_cmd_int(srv, "EXISTS {rw:zombie}:%s:rwlock_timeout:1",
-                              owner), 1);
+  assert_int_equal(
+      rt_cmd_int(srv, "EXISTS {rw:zombie}:%s:rwlock_timeout:1", owner), 1);
   OK(rlock_lock_release(r)); /* the zombie's field no longer keeps it */
   assert_int_equal(rt_cmd_int(srv, "EXISTS rw:zombie"), 0);
   OK(rlock_lock_try_acquire(w, 0, 0));

@@ -248,9 +248,8 @@ static void test_database_from_url(void **state) {
   (void)state;
   char url[512];
   rt_server *m = rt_sentinel_master(grp);
-  rlock_client *c = fx_client_opts(group_url(url, sizeof url, "", 0, "/5",
-                                             MASTER_NAME),
-                                   0, NULL, NULL);
+  rlock_client *c = fx_client_opts(
+      group_url(url, sizeof url, "", 0, "/5", MASTER_NAME), 0, NULL, NULL);
   rlock_lock *l = fx_lock(c, "sen:db5");
   OK(rlock_lock_try_acquire(l, 0, 20000));
   assert_int_equal(rt_cmd_int(m, "EXISTS sen:db5"), 0); /* not in db 0 */
@@ -358,8 +357,11 @@ static void test_fair_lock_order(void **state) {
   atomic_int turns = 0;
   waiter w[2];
   for (int i = 0; i < 2; i++) {
-    w[i] = (waiter){.c = wc, .name = "sen:fair", .kind = 'f',
-                    .wait_ms = 10000, .turns = &turns};
+    w[i] = (waiter){.c = wc,
+                    .name = "sen:fair",
+                    .kind = 'f',
+                    .wait_ms = 10000,
+                    .turns = &turns};
     waiter_start(&w[i]);
     wait_value(llen, m, "redisson_lock_queue:{sen:fair}", i + 1,
                rt_scaled_ms(5000));
@@ -459,7 +461,8 @@ static void test_unknown_master_name(void **state) {
   assert_int_equal(rc_wait, RLOCK_EIO);
   if (took_wait >= 8000 / 2) /* as good as the whole wait, at any scale */
     fail_msg("a master no sentinel knows was retried for %lld ms of an "
-             "8000 ms wait", (long long)took_wait);
+             "8000 ms wait",
+             (long long)took_wait);
 }
 
 /* ---- 3. graceful switch (SENTINEL FAILOVER) --------------------------- */
@@ -522,11 +525,14 @@ static void *mover_main(void *arg) {
 
 static void mover_report(const mover *m, const char *who) {
   char what[160];
-  snprintf(what, sizeof what, "graceful switch: %s: first lock on the new "
-           "master, after the switch", who);
+  snprintf(what, sizeof what,
+           "graceful switch: %s: first lock on the new "
+           "master, after the switch",
+           who);
   report(what, m->moved);
   printf("[   INFO   ] %s: %d locks taken on the old master after the "
-         "switch, %d errors %s\n", who, m->on_old, m->errors, m->err);
+         "switch, %d errors %s\n",
+         who, m->on_old, m->errors, m->err);
   fflush(stdout);
 }
 
@@ -596,7 +602,9 @@ static void test_graceful_switch(void **state) {
   rt_server *nm = rt_sentinel_master(grp);
   report("graceful failover (SENTINEL FAILOVER)", rt_sentinel_failover_ms(grp));
   mover mc = {.c = c, .name = "gf:probe", .target = nm, .since = switched},
-        md = {.c = deaf, .name = "gf:probe-deaf", .target = nm,
+        md = {.c = deaf,
+              .name = "gf:probe-deaf",
+              .target = nm,
               .since = switched};
   assert_int_equal(pthread_create(&mc.thread, NULL, mover_main, &mc), 0);
   assert_int_equal(pthread_create(&md.thread, NULL, mover_main, &md), 0);
@@ -614,8 +622,8 @@ static void test_graceful_switch(void **state) {
   /* The held lock went over by replication and is renewed there; the
    * waiter is woken by its release. (Every thread is joined before the
    * first assertion.) */
-  int outcome = hold_outcome(nm, "gf:held", owner, &log,
-                             rt_scaled_ms(WD / 3 + 1000));
+  int outcome =
+      hold_outcome(nm, "gf:held", owner, &log, rt_scaled_ms(WD / 3 + 1000));
   int lost = atomic_load(&log.n), check = rlock_lock_check(held);
   rlock_stats st;
   int stats = rlock_client_stats(c, &st, sizeof st);
@@ -729,8 +737,8 @@ static int child_client(const char *url, int64_t watchdog, rlock_client **c) {
 typedef struct prober {
   const char *name;
   int64_t killed;
-  int first_rc;       /* the first call's status ... */
-  int64_t first_ms;   /* ... and when it returned, after the kill */
+  int first_rc;     /* the first call's status ... */
+  int64_t first_ms; /* ... and when it returned, after the kill */
   char first_msg[256];
   int failures;
   int64_t acquired_ms; /* -1: never */
@@ -793,17 +801,21 @@ static rt_server *fail_over(int hang, prober *p, const char *key,
 static void outage_report(const char *what, const prober *p, long long left,
                           int survived, int64_t after) {
   printf("[   INFO   ] %s: the replicated watchdog hold (PTTL %lld on the "
-         "new master at the switch) %s after %lld ms\n", what, left,
+         "new master at the switch) %s after %lld ms\n",
+         what, left,
          survived == 1   ? "was renewed on the new master"
          : survived == 0 ? "was reported lost"
                          : "was neither renewed nor reported lost",
          (long long)after);
   printf("[   INFO   ] %s: fresh client's first call: %d after %lld ms (%s), "
-         "%d failed calls\n", what, p->first_rc, (long long)p->first_ms,
+         "%d failed calls\n",
+         what, p->first_rc, (long long)p->first_ms,
          p->first_rc ? p->first_msg : "ok", p->failures);
   char line[128];
-  snprintf(line, sizeof line, "%s: first lock by a fresh client, after the "
-           "master went", what);
+  snprintf(line, sizeof line,
+           "%s: first lock by a fresh client, after the "
+           "master went",
+           what);
   report(line, p->acquired_ms);
 }
 
@@ -814,8 +826,8 @@ static void assert_rode_out(const prober *p, int64_t bound_ms) {
     fail_msg("the fresh client never took a lock");
   if (p->first_rc != RLOCK_OK)
     fail_msg("the fresh client's first call, with a 30 s wait, failed "
-             "after %lld ms: %d (%s)", (long long)p->first_ms, p->first_rc,
-             p->first_msg);
+             "after %lld ms: %d (%s)",
+             (long long)p->first_ms, p->first_rc, p->first_msg);
   ASSERT_BETWEEN(p->acquired_ms, 0, bound_ms);
 }
 
@@ -866,8 +878,8 @@ static void test_master_killed(void **state) {
   int64_t lost_after = wait_lost(&log, "kill:gone", rt_scaled_ms(WD + 5000));
   int gone_check = rlock_lock_check(gone), gone_rel = rlock_lock_release(gone);
   long long gone_there = rt_cmd_int(nm, "EXISTS kill:gone");
-  int survived = hold_outcome(nm, "kill:kept", owner, &log,
-                              rt_scaled_ms(WD / 3 + 3000));
+  int survived =
+      hold_outcome(nm, "kill:kept", owner, &log, rt_scaled_ms(WD / 3 + 3000));
   int64_t outcome_after = rt_now_ms() - switched;
   waiter_join(&w_kept);
   waiter_join(&w_leased);
@@ -886,9 +898,11 @@ static void test_master_killed(void **state) {
          lost_after);
   outage_report("master killed", &p, left, survived, outcome_after);
   report("master killed: waiter acquired the unreplicated lease lock, after "
-         "the kill", w_leased.done_at - p.killed);
+         "the kill",
+         w_leased.done_at - p.killed);
   printf("[   INFO   ] master killed: waiter on the replicated hold: %d (%s) "
-         "after %lld ms\n", w_kept.rc, w_kept.rc ? w_kept.msg : "ok",
+         "after %lld ms\n",
+         w_kept.rc, w_kept.rc ? w_kept.msg : "ok",
          (long long)(w_kept.done_at - w_kept.started));
   fflush(stdout);
 
@@ -958,8 +972,8 @@ static void test_master_hung(void **state) {
   rt_server *nm = fail_over(1, &p, "hung:held", &left, &switched);
   int64_t failover = rt_sentinel_failover_ms(grp);
 
-  int survived = hold_outcome(nm, "hung:held", owner, &log,
-                              rt_scaled_ms(WD / 3 + 4000));
+  int survived =
+      hold_outcome(nm, "hung:held", owner, &log, rt_scaled_ms(WD / 3 + 4000));
   int64_t outcome_after = rt_now_ms() - switched;
   waiter_join(&w);
   pthread_join(p.thread, NULL);
@@ -991,7 +1005,8 @@ static void test_master_hung(void **state) {
   assert_rode_out(&p, failover + 3000 + 2000);
   if (!survived && left > 2000 + rt_scaled_ms(500))
     fail_msg("hung:held was lost, though it had %lld ms to live on the new "
-             "master at the switch (command timeout 2000 ms)", left);
+             "master at the switch (command timeout 2000 ms)",
+             left);
 }
 
 /* ---- 4. passwords: the sentinels' own and the data nodes' --------------- */
@@ -1006,8 +1021,8 @@ static rt_server *pw_master, *pw_sentinel;
 
 static int setup_passwords(void **state) {
   (void)state;
-  pw_master = rt_server_start((const char *const[]){"--requirepass", DATA_PW,
-                                                    NULL});
+  pw_master =
+      rt_server_start((const char *const[]){"--requirepass", DATA_PW, NULL});
   rt_cmd_ok(pw_master, "ACL SETUSER app on >apppw ~* &* +@all");
   char config[512];
   snprintf(config, sizeof config,
@@ -1086,8 +1101,9 @@ static void test_bad_credentials(void **state) {
   (void)state;
   char url[512];
   int sp = rt_server_port(pw_sentinel), mp = rt_server_port(pw_master);
-  refused(pw_url(url, sizeof url, ":" DATA_PW_URL "@",
-                 "?sentinel_password=wrong"), RLOCK_EAUTH, sp);
+  refused(
+      pw_url(url, sizeof url, ":" DATA_PW_URL "@", "?sentinel_password=wrong"),
+      RLOCK_EAUTH, sp);
   refused(pw_url(url, sizeof url, ":wrong@", "?sentinel_password=" SENT_PW_URL),
           RLOCK_EAUTH, mp);
   refused(pw_url(url, sizeof url, "", "?sentinel_password=" SENT_PW_URL),
@@ -1104,9 +1120,9 @@ static void test_bad_credentials(void **state) {
 static int child_main(int argc, char **argv) {
   rlock_client *c;
   rlock_lock *l;
-  if (argc != 4 || child_client(argv[1], strcmp(argv[0], "hold") == 0
-                                             ? atoll(argv[3]) : 0,
-                                &c) != RLOCK_OK)
+  if (argc != 4 ||
+      child_client(argv[1], strcmp(argv[0], "hold") == 0 ? atoll(argv[3]) : 0,
+                   &c) != RLOCK_OK)
     return 64;
   if (rlock_lock_new(&l, c, argv[2]) != RLOCK_OK)
     return 1;

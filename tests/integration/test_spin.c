@@ -201,8 +201,8 @@ static void test_waiter_never_subscribes(void **state) {
   await_attempts(&a, from + 5);
   int64_t five = rt_now_ms() - t1;
   print_message("spin waiter: 12 attempts in %lld ms, then 5 more in %lld "
-                "ms; never subscribed (%d samples)\n", (long long)twelve,
-                (long long)five, a.samples);
+                "ms; never subscribed (%d samples)\n",
+                (long long)twelve, (long long)five, a.samples);
   /* (the first of them ends a sleep already under way) */
   ASSERT_RANGE(five, 4 * 128 - 12, rt_scaled_ms(5000));
   assert_int_equal(a.max_subs, 0);
@@ -321,7 +321,8 @@ static void test_waiter_takes_lapsed_lease(void **state) {
   OK(w.rc);
   int64_t after = atomic_load(&w.done_at) - t0;
   print_message("spin waiter took the lapsed 500 ms lease %lld ms after it "
-                "was granted\n", (long long)after);
+                "was granted\n",
+                (long long)after);
   ASSERT_BETWEEN(after, 490, 2000);
   RC(rlock_lock_check(h), RLOCK_ELOST);
   /* The waiter released it; the old holder finds it gone. */
@@ -359,7 +360,8 @@ static void test_release_wakes_reentrant_waiter(void **state) {
   OK(w.rc);
   int64_t latency = atomic_load(&w.done_at) - released;
   print_message("reentrant waiter woken by the spin lock's release after "
-                "%lld ms (holder's lease 60000 ms)\n", (long long)latency);
+                "%lld ms (holder's lease 60000 ms)\n",
+                (long long)latency);
   ASSERT_BETWEEN(latency, 0, 1000);
   /* The unlock message, as a reentrant lock publishes it. */
   r = NULL;

@@ -27,11 +27,16 @@ static rt_server *start_tls(int *port, const char *auth_clients) {
   char portbuf[16];
   *port = rt_free_port();
   snprintf(portbuf, sizeof portbuf, "%d", *port);
-  const char *args[] = {"--tls-port",        portbuf,
-                        "--tls-cert-file",   certs.server_crt,
-                        "--tls-key-file",    certs.server_key,
-                        "--tls-ca-cert-file", certs.ca,
-                        "--tls-auth-clients", auth_clients,
+  const char *args[] = {"--tls-port",
+                        portbuf,
+                        "--tls-cert-file",
+                        certs.server_crt,
+                        "--tls-key-file",
+                        certs.server_key,
+                        "--tls-ca-cert-file",
+                        certs.ca,
+                        "--tls-auth-clients",
+                        auth_clients,
                         NULL};
   return rt_server_start(args);
 }
@@ -81,7 +86,6 @@ static rlock_client *tls_client(int i, int64_t watchdog) {
   return client_for(tls_url(url, sizeof url, tls_port[i], certs.ca, ""),
                     watchdog);
 }
-
 
 /* A channel with a subscriber on `s`, classic or sharded. */
 typedef struct sub_wait {
@@ -266,8 +270,8 @@ static void test_config_errors(void **state) {
   rlock_client *c = NULL;
   char url[600];
   OK(rlock_config_new(&cfg));
-  OK(rlock_config_set_url(cfg, tls_url(url, sizeof url, tls_port[0],
-                                       "/nonexistent/ca.pem", "")));
+  OK(rlock_config_set_url(
+      cfg, tls_url(url, sizeof url, tls_port[0], "/nonexistent/ca.pem", "")));
   RC(rlock_client_new(&c, cfg), RLOCK_EINVAL);
   assert_non_null(strstr(rlock_error_last()->message, "/nonexistent/ca.pem"));
   snprintf(url, sizeof url, "redis://127.0.0.1:%d", rt_server_port(srv));
@@ -283,8 +287,8 @@ static void test_config_errors(void **state) {
   OK(rlock_client_new(&c, cfg));
   rlock_client_free(c);
   /* A key that does not match its certificate. */
-  OK(rlock_config_set_url(cfg, tls_url(url, sizeof url, tls_port[0],
-                                       certs.ca, "")));
+  OK(rlock_config_set_url(cfg,
+                          tls_url(url, sizeof url, tls_port[0], certs.ca, "")));
   OK(rlock_config_set_tls_cert(cfg, certs.client_crt, certs.server_key));
   RC(rlock_client_new(&c, cfg), RLOCK_EINVAL);
   if (strstr(rlock_error_last()->message, certs.server_key) == NULL)
@@ -315,12 +319,15 @@ static void test_cli(void **state) {
   assert_non_null(f);
   fputs("s3cret-pw\n", f);
   fclose(f);
-  snprintf(args, sizeof args, "-u rediss://127.0.0.1:%d --tls-ca %s --user "
-           "alice --password-file %s exec tls:cli -- true", tls_port[0],
-           certs.ca, pwfile);
+  snprintf(args, sizeof args,
+           "-u rediss://127.0.0.1:%d --tls-ca %s --user "
+           "alice --password-file %s exec tls:cli -- true",
+           tls_port[0], certs.ca, pwfile);
   assert_int_equal(run_cli(out, sizeof out, NULL, args), 0);
-  snprintf(args, sizeof args, "-u rediss://127.0.0.1:%d --tls-ca %s --user "
-           "alice status tls:cli", tls_port[0], certs.ca_dir); /* a CA dir */
+  snprintf(args, sizeof args,
+           "-u rediss://127.0.0.1:%d --tls-ca %s --user "
+           "alice status tls:cli",
+           tls_port[0], certs.ca_dir); /* a CA dir */
   int st = run_cli(out, sizeof out, "RLOCK_PASSWORD=s3cret-pw", args);
   if (st != 0)
     fail_msg("status over TLS with a CA directory: %d: %s", st, out);
@@ -331,13 +338,16 @@ static void test_cli(void **state) {
   assert_null(strstr(out, "s3cret"));
   assert_non_null(strstr(out, "AUTH"));
   /* A URL with the password in it is shown without it. */
-  snprintf(args, sizeof args, "-u 'rediss://alice:s3cret-pw@127.0.0.1:99999' "
+  snprintf(args, sizeof args,
+           "-u 'rediss://alice:s3cret-pw@127.0.0.1:99999' "
            "status tls:cli");
   assert_int_equal(run_cli(out, sizeof out, NULL, args), 64);
   assert_null(strstr(out, "s3cret"));
   /* Wrong CA through the CLI: one line, exit 69. */
-  snprintf(args, sizeof args, "-u rediss://127.0.0.1:%d --tls-ca %s status "
-           "tls:cli", tls_port[0], certs.other_ca);
+  snprintf(args, sizeof args,
+           "-u rediss://127.0.0.1:%d --tls-ca %s status "
+           "tls:cli",
+           tls_port[0], certs.other_ca);
   assert_int_equal(run_cli(out, sizeof out, NULL, args), 69);
   assert_non_null(strstr(out, "certificate verify failed"));
   assert_int_equal(rt_cmd_int(srv, "ACL DELUSER alice"), 1);
@@ -364,8 +374,9 @@ static void test_cluster(void **state) {
       fx_waiter_start(&w, fx_lock(wc, key));
       char ch[128];
       snprintf(ch, sizeof ch, "redisson_lock__channel:{%s}", key);
-      rt_wait_until(pred_any_subscriber, &(sub_wait){rt_cluster_node(cl, m), ch},
-                    rt_scaled_ms(5000), "the waiter's subscription");
+      rt_wait_until(pred_any_subscriber,
+                    &(sub_wait){rt_cluster_node(cl, m), ch}, rt_scaled_ms(5000),
+                    "the waiter's subscription");
       OK(rlock_lock_release(l));
       fx_waiter_join(&w);
       OK(w.rc);
@@ -390,8 +401,7 @@ static void test_sentinel(void **state) {
   rlock_client *c = client_for(rt_sentinel_tls_url(g), 0);
   rlock_lock *l = fx_lock(c, "tls:sentinel");
   OK(rlock_lock_acquire(l));
-  assert_int_equal(
-      rt_cmd_int(rt_sentinel_master(g), "EXISTS tls:sentinel"), 1);
+  assert_int_equal(rt_cmd_int(rt_sentinel_master(g), "EXISTS tls:sentinel"), 1);
   OK(rlock_lock_release(l));
   rt_sentinel_failover(g, rt_scaled_ms(30000));
   rt_server *nm = rt_sentinel_master(g);

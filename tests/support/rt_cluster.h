@@ -123,10 +123,12 @@ int rt_cluster_slot_of_len(const char *key, size_t len);
    a key whose slot node `node` owns (rt_cluster_slot_owner()). Fails the
    test if the node owns no slot, buf is too small, or the prefix has a
    hash tag pinning it to another node's slot. */
-void rt_cluster_key_on(rt_cluster *c, int node, const char *prefix, char *buf, size_t size);
+void rt_cluster_key_on(rt_cluster *c, int node, const char *prefix, char *buf,
+                       size_t size);
 /* The same for a given slot (no I/O): `prefix` followed by a number, with
    rt_cluster_slot_of() == slot. */
-void rt_cluster_key_in_slot(int slot, const char *prefix, char *buf, size_t size);
+void rt_cluster_key_in_slot(int slot, const char *prefix, char *buf,
+                            size_t size);
 
 /*
  * Live migration of one slot from master `from` to master `to`, as
@@ -144,7 +146,8 @@ void rt_cluster_key_in_slot(int slot, const char *prefix, char *buf, size_t size
  * error reply.
  */
 void rt_cluster_migrate_begin(rt_cluster *c, int slot, int from, int to);
-int rt_cluster_migrate_keys(rt_cluster *c, int slot, int from, int to, int max_keys);
+int rt_cluster_migrate_keys(rt_cluster *c, int slot, int from, int to,
+                            int max_keys);
 void rt_cluster_migrate_finish(rt_cluster *c, int slot, int from, int to);
 void rt_cluster_migrate_slot(rt_cluster *c, int slot, int from, int to);
 

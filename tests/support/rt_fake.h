@@ -32,44 +32,52 @@
 typedef struct rt_fake rt_fake;
 
 typedef enum {
-    RT_ACCEPT, /* wait for and accept the next client connection */
-    RT_EXPECT, /* read one complete request (a RESP array of bulk strings, as
-                  hiredis sends) and check that its first word equals arg,
-                  ignoring case; "*" accepts any request. A mismatch is
-                  recorded as the error and the script goes on. */
-    RT_SEND,   /* write arg, raw bytes (e.g. "+PONG\r\n", or a deliberately
-                  truncated "$10\r\nabc") */
-    RT_CLOSE,  /* close the connection */
-    RT_SLEEP,  /* sleep ms milliseconds */
-    RT_TRICKLE, /* write arg one byte at a time, pausing ms milliseconds
-                   before each byte after the first: a server that keeps a
-                   reply coming but never finishes it in time. Ends early,
-                   without error, when the client closes the connection
-                   (the fake then closes its end too). */
-    RT_FLOOD,  /* write arg over and over, as fast as the client reads, until
-                  the client closes the connection (then the fake closes its
-                  end and the step ends without error) or the fake is freed:
-                  e.g. RT_SEND
-                  "$2147483647\r\n" then RT_FLOOD "xxxx". */
-    RT_END,    /* end of the script: every step array ends with it */
+  RT_ACCEPT,  /* wait for and accept the next client connection */
+  RT_EXPECT,  /* read one complete request (a RESP array of bulk strings, as
+                 hiredis sends) and check that its first word equals arg,
+                 ignoring case; "*" accepts any request. A mismatch is
+                 recorded as the error and the script goes on. */
+  RT_SEND,    /* write arg, raw bytes (e.g. "+PONG\r\n", or a deliberately
+                 truncated "$10\r\nabc") */
+  RT_CLOSE,   /* close the connection */
+  RT_SLEEP,   /* sleep ms milliseconds */
+  RT_TRICKLE, /* write arg one byte at a time, pausing ms milliseconds
+                 before each byte after the first: a server that keeps a
+                 reply coming but never finishes it in time. Ends early,
+                 without error, when the client closes the connection
+                 (the fake then closes its end too). */
+  RT_FLOOD,   /* write arg over and over, as fast as the client reads, until
+                 the client closes the connection (then the fake closes its
+                 end and the step ends without error) or the fake is freed:
+                 e.g. RT_SEND
+                 "$2147483647\r\n" then RT_FLOOD "xxxx". */
+  RT_END,     /* end of the script: every step array ends with it */
 } rt_step_kind;
 
 typedef struct {
-    rt_step_kind kind;
-    const char *arg; /* RT_EXPECT, RT_SEND, RT_TRICKLE, RT_FLOOD */
-    int ms;          /* RT_SLEEP, RT_TRICKLE */
+  rt_step_kind kind;
+  const char *arg; /* RT_EXPECT, RT_SEND, RT_TRICKLE, RT_FLOOD */
+  int ms;          /* RT_SLEEP, RT_TRICKLE */
 } rt_fake_step;
 
 /* Complete initializers for steps, so scripts compile cleanly also with
    -Wmissing-field-initializers ({ RT_SEND, "+OK\r\n" } works too). */
-#define RT_STEP_ACCEPT() { RT_ACCEPT, 0, 0 }
-#define RT_STEP_EXPECT(word) { RT_EXPECT, (word), 0 }
-#define RT_STEP_SEND(bytes) { RT_SEND, (bytes), 0 }
-#define RT_STEP_CLOSE() { RT_CLOSE, 0, 0 }
-#define RT_STEP_SLEEP(ms) { RT_SLEEP, 0, (ms) }
-#define RT_STEP_TRICKLE(bytes, ms) { RT_TRICKLE, (bytes), (ms) }
-#define RT_STEP_FLOOD(bytes) { RT_FLOOD, (bytes), 0 }
-#define RT_STEP_END() { RT_END, 0, 0 }
+#define RT_STEP_ACCEPT()                                                       \
+  { RT_ACCEPT, 0, 0 }
+#define RT_STEP_EXPECT(word)                                                   \
+  { RT_EXPECT, (word), 0 }
+#define RT_STEP_SEND(bytes)                                                    \
+  { RT_SEND, (bytes), 0 }
+#define RT_STEP_CLOSE()                                                        \
+  { RT_CLOSE, 0, 0 }
+#define RT_STEP_SLEEP(ms)                                                      \
+  { RT_SLEEP, 0, (ms) }
+#define RT_STEP_TRICKLE(bytes, ms)                                             \
+  { RT_TRICKLE, (bytes), (ms) }
+#define RT_STEP_FLOOD(bytes)                                                   \
+  { RT_FLOOD, (bytes), 0 }
+#define RT_STEP_END()                                                          \
+  { RT_END, 0, 0 }
 
 /* Start the fake and its script. The steps, arg strings included, are
    copied. Fails the test (cmocka) on a malformed script or socket error. */

@@ -30,30 +30,30 @@
 #include <stdint.h>
 
 typedef enum rt_ev {
-    RT_EV_ACQUIRED = 1,  /* a = fencing token (0: none) */
-    RT_EV_RELEASING,     /* about to release */
-    RT_EV_ACQUIRE_FAILED,/* a = status, b = wait ms, c = call duration ms */
-    RT_EV_ACQUIRE_CALL,  /* a = wait ms, b = call duration ms (any result) */
-    RT_EV_BUMP_BEGIN,    /* read the counter */
-    RT_EV_BUMP_DONE,     /* wrote it back */
-    RT_EV_WRITE_ACCEPTED,/* fenced write accepted: a = token, b = the
-                            resource's order of acceptance (0: unknown,
-                            then the record's time) */
-    RT_EV_WRITE_REFUSED, /* fenced write refused: a = token */
-    RT_EV_LOST,          /* rlock_lock_check or the release said
-                            RLOCK_ELOST: the hold just closed, if any,
-                            ended when the lease ran out */
-    RT_EV_KILLED,        /* harness: worker killed (SIGKILL) */
-    RT_EV_FAULT          /* harness: a fault injected, a = its kind */
+  RT_EV_ACQUIRED = 1,   /* a = fencing token (0: none) */
+  RT_EV_RELEASING,      /* about to release */
+  RT_EV_ACQUIRE_FAILED, /* a = status, b = wait ms, c = call duration ms */
+  RT_EV_ACQUIRE_CALL,   /* a = wait ms, b = call duration ms (any result) */
+  RT_EV_BUMP_BEGIN,     /* read the counter */
+  RT_EV_BUMP_DONE,      /* wrote it back */
+  RT_EV_WRITE_ACCEPTED, /* fenced write accepted: a = token, b = the
+                           resource's order of acceptance (0: unknown,
+                           then the record's time) */
+  RT_EV_WRITE_REFUSED,  /* fenced write refused: a = token */
+  RT_EV_LOST,           /* rlock_lock_check or the release said
+                           RLOCK_ELOST: the hold just closed, if any,
+                           ended when the lease ran out */
+  RT_EV_KILLED,         /* harness: worker killed (SIGKILL) */
+  RT_EV_FAULT           /* harness: a fault injected, a = its kind */
 } rt_ev;
 
 typedef struct rt_record {
-    int64_t t_us;    /* CLOCK_MONOTONIC */
-    int32_t worker;
-    int32_t lock;
-    int32_t ev;      /* rt_ev */
-    int32_t pad;
-    int64_t a, b, c;
+  int64_t t_us; /* CLOCK_MONOTONIC */
+  int32_t worker;
+  int32_t lock;
+  int32_t ev; /* rt_ev */
+  int32_t pad;
+  int64_t a, b, c;
 } rt_record;
 
 /* Open (create) `path` for appending; the fd, or fails the test. */
@@ -64,19 +64,19 @@ void rt_history_add(int fd, int worker, int lock, rt_ev ev, int64_t a,
                     int64_t b, int64_t c);
 
 typedef struct rt_verdict {
-    long records, acquisitions, releases, kills, faults;
-    long acquire_failed;    /* calls that failed (documented or not) */
-    long overlaps;          /* holds of one lock at once, unexplained */
-    long fenced_overlaps;   /* overlaps whose stale holder was refused */
-    long token_inversions;
-    long writes_accepted, writes_refused, lost;
-    long bumps_begun, bumps_done;
-    long counter_value;     /* as read by the caller, or -1 */
-    long lost_updates;      /* bumps_done - counter_value, when positive */
-    long starved;           /* calls past their wait + slack */
-    long undocumented;      /* failed calls whose status is not one of
-                               include/rlock/errors.h's */
-    char first[512];        /* the first violation, in words */
+  long records, acquisitions, releases, kills, faults;
+  long acquire_failed;  /* calls that failed (documented or not) */
+  long overlaps;        /* holds of one lock at once, unexplained */
+  long fenced_overlaps; /* overlaps whose stale holder was refused */
+  long token_inversions;
+  long writes_accepted, writes_refused, lost;
+  long bumps_begun, bumps_done;
+  long counter_value; /* as read by the caller, or -1 */
+  long lost_updates;  /* bumps_done - counter_value, when positive */
+  long starved;       /* calls past their wait + slack */
+  long undocumented;  /* failed calls whose status is not one of
+                         include/rlock/errors.h's */
+  char first[512];    /* the first violation, in words */
 } rt_verdict;
 
 /* Read `path` and judge it; `counter` is the counter's final value (-1:

@@ -41,9 +41,10 @@ pid_t rt_proc_pid(int slot);
 
 /* fork() + execve(bin, argv) on the spawner thread, in a process group of
    its own, with stdin /dev/null, stdout and stderr on log_fd, no other
-   inherited fd, default signal dispositions and mask. The pid is in the slot from right after fork().
-   Returns the pid, or -errno. */
-int rt_proc_spawn(int slot, const char *bin, const char *const *argv, int log_fd);
+   inherited fd, default signal dispositions and mask. The pid is in the slot
+   from right after fork(). Returns the pid, or -errno. */
+int rt_proc_spawn(int slot, const char *bin, const char *const *argv,
+                  int log_fd);
 
 /* Wait for the slot's child `pid` to exit: poll up to timeout_ms (0: just
    check), or block if timeout_ms < 0. True once it is reaped, with its wait

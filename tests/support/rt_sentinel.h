@@ -52,7 +52,8 @@ typedef struct rt_sentinel_group rt_sentinel_group;
  * down or disconnected. Fails the test on any problem. The caller frees the
  * group with rt_sentinel_free().
  */
-rt_sentinel_group *rt_sentinel_start(const char *master_name, int replicas, int sentinels);
+rt_sentinel_group *rt_sentinel_start(const char *master_name, int replicas,
+                                     int sentinels);
 
 struct rt_tls;
 
@@ -60,7 +61,8 @@ struct rt_tls;
  * (certificates from `tls`, which must outlive the group). The data
  * servers and the sentinels' monitoring stay in plain text. */
 rt_sentinel_group *rt_sentinel_start_tls(const char *master_name, int replicas,
-                                         int sentinels, const struct rt_tls *tls);
+                                         int sentinels,
+                                         const struct rt_tls *tls);
 
 /* "redis-sentinel://<the sentinels' TLS ports>?sentinel_tls=yes&tls_ca=..
  * #NAME", or NULL without TLS. */

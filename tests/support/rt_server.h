@@ -66,25 +66,25 @@ rt_server *rt_server_start(const char *const *extra_args);
 
 /* What rt_server_start_opts() starts; zero-initialise what is not needed. */
 typedef struct rt_server_opts {
-    /* As rt_server_start()'s extra_args. */
-    const char *const *extra_args;
-    /* NULL, or the text of a config file: it is written to <dir>/redis.conf
-       before the first start and passed as the first argument, ahead of the
-       harness's own options (which therefore override it). The file stays
-       in the directory for the server's life, so a server that rewrites its
-       config (CONFIG REWRITE, Sentinel) may, and start_again reuses it. */
-    const char *config;
-    /* Run as Redis Sentinel: `redis-server <config> --sentinel`, same
-       redis-server binary. Requires config (holding the `sentinel monitor`
-       lines); Sentinel rewrites it. */
-    bool sentinel;
-    /* Cluster mode: --cluster-enabled yes --cluster-config-file nodes.conf
-       (in the server's directory, so it survives start_again, and with it
-       the node id), and the cluster bus on a free port of its own
-       (--cluster-port, see rt_server_cluster_port()) rather than port+10000,
-       which may be out of range or taken. When a port turns out to be taken
-       both are picked anew. */
-    bool cluster;
+  /* As rt_server_start()'s extra_args. */
+  const char *const *extra_args;
+  /* NULL, or the text of a config file: it is written to <dir>/redis.conf
+     before the first start and passed as the first argument, ahead of the
+     harness's own options (which therefore override it). The file stays
+     in the directory for the server's life, so a server that rewrites its
+     config (CONFIG REWRITE, Sentinel) may, and start_again reuses it. */
+  const char *config;
+  /* Run as Redis Sentinel: `redis-server <config> --sentinel`, same
+     redis-server binary. Requires config (holding the `sentinel monitor`
+     lines); Sentinel rewrites it. */
+  bool sentinel;
+  /* Cluster mode: --cluster-enabled yes --cluster-config-file nodes.conf
+     (in the server's directory, so it survives start_again, and with it
+     the node id), and the cluster bus on a free port of its own
+     (--cluster-port, see rt_server_cluster_port()) rather than port+10000,
+     which may be out of range or taken. When a port turns out to be taken
+     both are picked anew. */
+  bool cluster;
 } rt_server_opts;
 
 /* rt_server_start() with options. rt_server_start(args) is
@@ -97,7 +97,8 @@ int rt_server_port(const rt_server *s);
 const char *rt_server_url(const rt_server *s);
 /* The server's unix socket; valid until rt_server_free(). */
 const char *rt_server_unix_path(const rt_server *s);
-/* The server's temporary directory (holds redis.log); until rt_server_free(). */
+/* The server's temporary directory (holds redis.log); until rt_server_free().
+ */
 const char *rt_server_dir(const rt_server *s);
 /* The server's pid, or 0 while it is stopped. */
 pid_t rt_server_pid(const rt_server *s);
@@ -161,12 +162,14 @@ void rt_cmd_ok(rt_server *s, const char *fmt, ...);
 /* rt_cmd() for a command given as words (redisCommandArgv(): argvlen NULL
    means NUL-terminated words), e.g. for a variable number of keys or binary
    ones. Same contract as rt_cmd(). */
-redisReply *rt_cmd_argv(rt_server *s, int argc, const char **argv, const size_t *argvlen);
+redisReply *rt_cmd_argv(rt_server *s, int argc, const char **argv,
+                        const size_t *argvlen);
 
 /* INFO <section>, and the value of `field` in it ("field:value" line),
    copied (truncated) into out. False, with out empty, when the reply has no
    such field. Fails the test like rt_cmd() on an I/O error. Example:
-   rt_server_info_field(s, "replication", "master_link_status", buf, sizeof buf). */
+   rt_server_info_field(s, "replication", "master_link_status", buf, sizeof
+   buf). */
 bool rt_server_info_field(rt_server *s, const char *section, const char *field,
                           char *out, size_t cap);
 
@@ -188,7 +191,8 @@ void rt_server_role(rt_server *s, char *out, size_t cap);
  * conditions, instead of fixed sleeps.
  */
 typedef bool (*rt_wait_pred)(void *arg, char *why, size_t cap);
-void rt_wait_until(rt_wait_pred pred, void *arg, int64_t timeout_ms, const char *what);
+void rt_wait_until(rt_wait_pred pred, void *arg, int64_t timeout_ms,
+                   const char *what);
 
 /* Call in a freshly fork()ed child that does not exec: the child forgets the
    parent's servers, so its exit or death never touches them. The child may

@@ -11,12 +11,12 @@
 #include <stdbool.h>
 
 typedef struct rt_tls {
-    char dir[256];
-    char ca[320], other_ca[320];
-    char ca_dir[320]; /* ca.crt alone, hashed (openssl rehash) */
-    char server_crt[320], server_key[320];
-    char expired_crt[320], other_name_crt[320];
-    char client_crt[320], client_key[320];
+  char dir[256];
+  char ca[320], other_ca[320];
+  char ca_dir[320]; /* ca.crt alone, hashed (openssl rehash) */
+  char server_crt[320], server_key[320];
+  char expired_crt[320], other_name_crt[320];
+  char client_crt[320], client_key[320];
 } rt_tls;
 
 /* Make every file; fails the test (printing openssl's output) when the

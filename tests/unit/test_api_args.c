@@ -29,12 +29,16 @@ static void test_config_setters(void **state) {
   ASSERT_RC(rlock_config_set_url(NULL, "redis://h"), RLOCK_EINVAL, "NULL");
   ASSERT_RC(rlock_config_set_url(cfg, NULL), RLOCK_EINVAL, "empty");
   ASSERT_RC(rlock_config_set_url(cfg, "nope"), RLOCK_EINVAL, "redis://");
-  ASSERT_RC(rlock_config_set_connect_timeout_ms(cfg, 0), RLOCK_EINVAL, "between");
+  ASSERT_RC(rlock_config_set_connect_timeout_ms(cfg, 0), RLOCK_EINVAL,
+            "between");
   ASSERT_RC(rlock_config_set_connect_timeout_ms(cfg, -5), RLOCK_EINVAL, "-5");
-  ASSERT_RC(rlock_config_set_command_timeout_ms(cfg, INT64_MAX), RLOCK_EINVAL, NULL);
-  ASSERT_RC(rlock_config_set_watchdog_timeout_ms(cfg, 10), RLOCK_EINVAL, "watchdog");
-  ASSERT_RC(rlock_config_set_watchdog_timeout_ms(cfg, RLOCK_MAX_DURATION_MS + 1),
-            RLOCK_EINVAL, NULL);
+  ASSERT_RC(rlock_config_set_command_timeout_ms(cfg, INT64_MAX), RLOCK_EINVAL,
+            NULL);
+  ASSERT_RC(rlock_config_set_watchdog_timeout_ms(cfg, 10), RLOCK_EINVAL,
+            "watchdog");
+  ASSERT_RC(
+      rlock_config_set_watchdog_timeout_ms(cfg, RLOCK_MAX_DURATION_MS + 1),
+      RLOCK_EINVAL, NULL);
   ASSERT_RC(rlock_config_set_pool_size(cfg, 0), RLOCK_EINVAL, "pool");
   ASSERT_RC(rlock_config_set_pool_size(cfg, 5000), RLOCK_EINVAL, "pool");
   ASSERT_RC(rlock_config_set_url(cfg, "redis://127.0.0.1:1"), RLOCK_OK, NULL);

@@ -65,9 +65,9 @@ static void put_bulk(buf *b, size_t n) {
 /* Feed `len` bytes in chunks of `chunk`, taking replies as they complete
  * (as conn.c does). Stores at most one reply in *out (later ones are
  * freed) and returns the first failure, or RLOCK__READ_OK. */
-static rlock__read_status feed_all(rlock__reader *rd, const char *p,
-                                   size_t len, size_t chunk,
-                                   rlock__reply **out, int *nreplies) {
+static rlock__read_status feed_all(rlock__reader *rd, const char *p, size_t len,
+                                   size_t chunk, rlock__reply **out,
+                                   int *nreplies) {
   *out = NULL;
   *nreplies = 0;
   for (size_t off = 0; off < len; off += chunk) {
@@ -154,8 +154,14 @@ static void test_ordinary_replies_parse_as_before(void **state) {
     size_t len;
   } cases[] = {
 #define C(s) {s, sizeof s - 1}
-      C("+OK\r\n"), C("-ERR wrong\r\n"), C(":-42\r\n"), C(":0\r\n"),
-      C("$-1\r\n"), C("*-1\r\n"), C("$0\r\n\r\n"), C("*0\r\n"),
+      C("+OK\r\n"),
+      C("-ERR wrong\r\n"),
+      C(":-42\r\n"),
+      C(":0\r\n"),
+      C("$-1\r\n"),
+      C("*-1\r\n"),
+      C("$0\r\n\r\n"),
+      C("*0\r\n"),
       C("$5\r\nhe\0lo\r\n"), /* binary, NUL inside */
       C("*3\r\n$7\r\nmessage\r\n$3\r\nch1\r\n$1\r\n0\r\n"),
       C("*5\r\n$4\r\nhash\r\n:1234\r\n:1\r\n$3\r\nu:1\r\n$1\r\n2\r\n"),
@@ -274,8 +280,7 @@ static void test_bulk_header_then_flood(void **state) {
   memset(flood, 'x', sizeof flood);
   size_t fed = 13;
   rlock__read_status st;
-  while ((st = rlock__reader_feed(rd, flood, sizeof flood)) ==
-         RLOCK__READ_OK) {
+  while ((st = rlock__reader_feed(rd, flood, sizeof flood)) == RLOCK__READ_OK) {
     fed += sizeof flood;
     assert_int_equal(rlock__reader_get(rd, &r), RLOCK__READ_OK);
     assert_null(r);
@@ -285,8 +290,7 @@ static void test_bulk_header_then_flood(void **state) {
   assert_true(fed > RLOCK__REPLY_MAX_BUFFERED - sizeof flood);
   assert_non_null(strstr(rlock__reader_error(rd), "unparsed"));
   /* Final: nothing is accepted or returned any more. */
-  assert_int_equal(rlock__reader_feed(rd, "+OK\r\n", 5),
-                   RLOCK__READ_TOO_LARGE);
+  assert_int_equal(rlock__reader_feed(rd, "+OK\r\n", 5), RLOCK__READ_TOO_LARGE);
   assert_int_equal(rlock__reader_get(rd, &r), RLOCK__READ_TOO_LARGE);
   assert_null(r);
   rlock__reader_free(rd);

@@ -105,17 +105,20 @@ static void test_redirect_parsing(void **state) {
   char long_addr[160] = "MOVED 1 ";
   memset(long_addr + 8, 'h', 128);
   const char *bad[] = {
-      "MOVED  Arequi", "MOVED -0 10.0.0.8:7000", "MOVED +12 h:1",
-      "MOVED \t12 h:1", "ASK  12 h:1", "MOVED 16384 h:1", "MOVED 3999",
-      "MOVED 3999 ", "ASK x h:1", "MOVED 99999999999999999999 h:1", long_addr,
+      "MOVED  Arequi", "MOVED -0 10.0.0.8:7000",
+      "MOVED +12 h:1", "MOVED \t12 h:1",
+      "ASK  12 h:1",   "MOVED 16384 h:1",
+      "MOVED 3999",    "MOVED 3999 ",
+      "ASK x h:1",     "MOVED 99999999999999999999 h:1",
+      long_addr,
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     rlock__call call;
     rlock__req q;
     rlock__step step = hget_answered(&call, &q, bad[i]);
     if (step != RLOCK__STEP_DONE)
-      fail_msg("'%s' was followed (step %d, slot %u, addr '%s')", bad[i],
-               step, q.slot, q.addr);
+      fail_msg("'%s' was followed (step %d, slot %u, addr '%s')", bad[i], step,
+               q.slot, q.addr);
     assert_int_equal(q.rc, RLOCK_ESERVER);
     assert_null(q.reply);
     assert_non_null(strstr(rlock_error_last()->message, bad[i]));

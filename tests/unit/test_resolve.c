@@ -33,8 +33,8 @@ static void test_numeric_addresses(void **state) {
   char why[128];
   /* No time at all is needed: numeric addresses take no lookup. */
   int64_t due = rlock__now_us();
-  assert_int_equal(rlock__resolve("127.0.0.1", 6379, due, &res, why,
-                                  sizeof why), RLOCK_OK);
+  assert_int_equal(
+      rlock__resolve("127.0.0.1", 6379, due, &res, why, sizeof why), RLOCK_OK);
   assert_int_equal(port_of(res, AF_INET), 6379);
   freeaddrinfo(res);
   assert_int_equal(rlock__resolve("::1", 7000, due, &res, why, sizeof why),
@@ -63,9 +63,9 @@ static void test_name_that_does_not_resolve(void **state) {
   struct addrinfo *res;
   char why[128];
   int64_t t0 = rlock__now_us();
-  int rc = rlock__resolve("nosuch.invalid", 6379,
-                          rlock__deadline_after_ms(1000), &res, why,
-                          sizeof why);
+  int rc =
+      rlock__resolve("nosuch.invalid", 6379, rlock__deadline_after_ms(1000),
+                     &res, why, sizeof why);
   assert_null(res);
   if (rc == RLOCK_EIO)
     assert_non_null(strstr(why, "name did not resolve ("));

@@ -45,8 +45,9 @@ static void test_single_server(void **state) {
 
 static void test_cluster(void **state) {
   (void)state;
-  rlock__target t = parse_ok(
-      "redis-cluster://app:s%40cret@127.0.0.1:7000,[::1]:7001,h3?pubsub=classic");
+  rlock__target t =
+      parse_ok("redis-cluster://"
+               "app:s%40cret@127.0.0.1:7000,[::1]:7001,h3?pubsub=classic");
   assert_int_equal(t.kind, RLOCK__TOPO_CLUSTER);
   assert_int_equal(t.n, 3);
   assert_int_equal(t.pubsub, RLOCK__PUBSUB_CLASSIC);
@@ -84,9 +85,9 @@ static void test_cluster(void **state) {
 
 static void test_sentinel(void **state) {
   (void)state;
-  rlock__target t = parse_ok(
-      "redis-sentinel://:datapw@s1,s2:26380/3"
-      "?sentinel_user=mon&sentinel_password=sp#my%20master");
+  rlock__target t =
+      parse_ok("redis-sentinel://:datapw@s1,s2:26380/3"
+               "?sentinel_user=mon&sentinel_password=sp#my%20master");
   assert_int_equal(t.kind, RLOCK__TOPO_SENTINEL);
   assert_string_equal(t.master, "my master");
   assert_int_equal(t.n, 2);
@@ -163,7 +164,8 @@ static void test_invalid(void **state) {
    * a sentinel user without a password was accepted and then dropped
    * without a word (AUTH needs the password). A password alone is AUTH
    * with the password only. */
-  expect_invalid("redis-sentinel://s1?sentinel_user=mon#m", "sentinel_password");
+  expect_invalid("redis-sentinel://s1?sentinel_user=mon#m",
+                 "sentinel_password");
   rlock__target t = parse_ok("redis-sentinel://s1?sentinel_password=sp#m");
   assert_null(t.addrs[0].user);
   assert_string_equal(t.addrs[0].password, "sp");
@@ -188,10 +190,16 @@ static void test_slots(void **state) {
     const char *key;
     unsigned slot;
   } cases[] = {
-      {"foo", 12182},       {"bar", 5061},          {"", 0},
-      {"{user1000}.following", 3443},  {"{user1000}.followers", 3443},
-      {"foo{}{bar}", 8363}, {"foo{{bar}}zap", 4015}, {"foo{bar}{zap}", 5061},
-      {"{}", 15257},        {"123456789", 12739},
+      {"foo", 12182},
+      {"bar", 5061},
+      {"", 0},
+      {"{user1000}.following", 3443},
+      {"{user1000}.followers", 3443},
+      {"foo{}{bar}", 8363},
+      {"foo{{bar}}zap", 4015},
+      {"foo{bar}{zap}", 5061},
+      {"{}", 15257},
+      {"123456789", 12739},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     unsigned got = rlock__slot(cases[i].key, strlen(cases[i].key));
@@ -205,8 +213,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_single_server), cmocka_unit_test(test_cluster),
       cmocka_unit_test(test_sentinel),      cmocka_unit_test(test_tls),
-      cmocka_unit_test(test_invalid),
-      cmocka_unit_test(test_slots),
+      cmocka_unit_test(test_invalid),       cmocka_unit_test(test_slots),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

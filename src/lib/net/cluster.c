@@ -113,9 +113,9 @@ static int parse_shards(const rlock__reply *r, const char *asked, int tls,
       if (slots->elem[k]->type != RLOCK__R_INT ||
           slots->elem[k + 1]->type != RLOCK__R_INT)
         return rlock__err(RLOCK_EPROTO, "CLUSTER SHARDS slots are malformed");
-      int rc = add_range(rs, slots->elem[k]->integer,
-                         slots->elem[k + 1]->integer,
-                         node_host(ip->str, asked), port->integer);
+      int rc =
+          add_range(rs, slots->elem[k]->integer, slots->elem[k + 1]->integer,
+                    node_host(ip->str, asked), port->integer);
       if (rc != RLOCK_OK)
         return rc;
     }
@@ -130,7 +130,8 @@ static int ask(rlock__node *node, const char *sub, rlock__reply **out) {
   if (rc == RLOCK_OK && (*out)->type == RLOCK__R_ERROR &&
       strstr((*out)->str, "cluster support disabled") != NULL) {
     rlock__reply_free(*out);
-    return rlock__err(RLOCK_ESERVER, "redis %s is not a cluster node (its "
+    return rlock__err(RLOCK_ESERVER,
+                      "redis %s is not a cluster node (its "
                       "cluster support is disabled); use redis://",
                       node->where);
   }

@@ -251,8 +251,8 @@ static int io_error(rlock__conn *c, const char *what, int err) {
     return rlock__err(RLOCK_EIO, "redis %s: %s failed: %s%s", c->where, what,
                       strerror(err), hint);
   if (err == EPROTO && c->tls != NULL) /* tls.c recorded the alert */
-    return rlock__err(RLOCK_EIO, "redis %s: TLS %s failed: %s", c->where,
-                      what, rlock_error_last()->message);
+    return rlock__err(RLOCK_EIO, "redis %s: TLS %s failed: %s", c->where, what,
+                      rlock_error_last()->message);
   return rlock__err(RLOCK_EIO, "redis %s: %s failed: %s", c->where, what,
                     strerror(err));
 }
@@ -349,9 +349,9 @@ static int recv_until(rlock__conn *c, rlock__reply **out, int64_t deadline_us) {
     if (rc != RLOCK_OK || *out != NULL)
       return rc;
     short want;
-    ssize_t n = stream_pending(c) ? stream_read(c, buf, sizeof buf, &want)
-                                  : stream_read_wait(c, buf, sizeof buf,
-                                                     deadline_us);
+    ssize_t n = stream_pending(c)
+                    ? stream_read(c, buf, sizeof buf, &want)
+                    : stream_read_wait(c, buf, sizeof buf, deadline_us);
     if ((rc = fed(c, buf, n)) != RLOCK_OK)
       return rc;
   }

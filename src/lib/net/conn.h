@@ -38,7 +38,7 @@
 #include "tls.h"
 
 typedef struct rlock__conn {
-  int fd; /* callers may poll it; see above for blocking */
+  int fd;              /* callers may poll it; see above for blocking */
   int64_t rcvtimeo_ms; /* the socket's SO_RCVTIMEO, 0 until set */
   int broken;
   int64_t timeout_ms; /* the command timeout */
@@ -51,7 +51,7 @@ typedef struct rlock__conn {
   rlock__reader *reader;
   rlock__tls_conn *tls; /* NULL: plain text */
   int heard;            /* the server has sent something */
-  char where[128]; /* "host:port" for messages */
+  char where[128];      /* "host:port" for messages */
 } rlock__conn;
 
 /* Resolve, connect and (where the endpoint has a TLS context) finish the

@@ -73,7 +73,8 @@ int rlock__url_userinfo(char **user, char **password, const char **s,
   if (colon == NULL)
     return rlock__err(RLOCK_EINVAL, "URL credentials must be "
                                     "[user]:password@ (missing ':')");
-  if (colon > *s && (*user = rlock__url_decode(*s, (size_t)(colon - *s))) == NULL)
+  if (colon > *s &&
+      (*user = rlock__url_decode(*s, (size_t)(colon - *s))) == NULL)
     return rlock__err(RLOCK_EINVAL, "URL user has a bad %%-escape");
   if ((*password = rlock__url_decode(colon + 1, (size_t)(at - colon - 1))) ==
       NULL)
@@ -110,8 +111,8 @@ int rlock__url_hostport(rlock__endpoint *ep, const char *s, const char *end,
   if (host_end == host)
     return rlock__err(RLOCK_EINVAL, "URL has no host");
   ep->port = default_port;
-  if (port != NULL && rlock__url_int(port, (size_t)(end - port), 1, 65535,
-                                &ep->port) != 0)
+  if (port != NULL &&
+      rlock__url_int(port, (size_t)(end - port), 1, 65535, &ep->port) != 0)
     return rlock__err(RLOCK_EINVAL, "URL port must be a number 1..65535");
   ep->host = rlock__strndup(host, (size_t)(host_end - host));
   return ep->host ? RLOCK_OK : rlock__err(RLOCK_ENOMEM, "out of memory");
@@ -143,9 +144,9 @@ static int parse_unix(rlock__endpoint *ep, const char *s) {
     return rlock__err(RLOCK_EINVAL, "unix:// URL needs an absolute path");
   if ((size_t)(path_end - s) >= 108)
     return rlock__err(RLOCK_EINVAL, "unix socket path is too long");
-  if (q != NULL && (strncmp(q, "?db=", 4) != 0 ||
-                    rlock__url_int(q + 4, (size_t)(end - q - 4), 0, 1000000,
-                              &ep->db) != 0))
+  if (q != NULL &&
+      (strncmp(q, "?db=", 4) != 0 ||
+       rlock__url_int(q + 4, (size_t)(end - q - 4), 0, 1000000, &ep->db) != 0))
     return rlock__err(RLOCK_EINVAL, "unix:// URL accepts only ?db=N");
   ep->unix_path = rlock__strndup(s, (size_t)(path_end - s));
   return ep->unix_path ? RLOCK_OK : rlock__err(RLOCK_ENOMEM, "out of memory");
@@ -192,8 +193,10 @@ static int dup_opt(char **dst, const char *src) {
 
 int rlock__endpoint_copy(rlock__endpoint *dst, const rlock__endpoint *src) {
   *dst = *src;
-  if (dup_opt(&dst->host, src->host) || dup_opt(&dst->unix_path, src->unix_path) ||
-      dup_opt(&dst->user, src->user) || dup_opt(&dst->password, src->password)) {
+  if (dup_opt(&dst->host, src->host) ||
+      dup_opt(&dst->unix_path, src->unix_path) ||
+      dup_opt(&dst->user, src->user) ||
+      dup_opt(&dst->password, src->password)) {
     rlock__endpoint_clear(dst);
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   }

@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 typedef struct rlock__endpoint {
-  char *host;      /* NULL for a unix socket */
+  char *host; /* NULL for a unix socket */
   int port;
   char *unix_path; /* NULL for TCP */
   char *user;      /* NULL: AUTH with the password only (or no AUTH) */

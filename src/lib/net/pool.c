@@ -36,18 +36,19 @@ void rlock__origin_here(rlock__origin *o) {
 }
 
 int rlock__origin_refuse(const rlock__origin *o) {
-  return rlock__err(RLOCK_ECLOSED, "client was created in process %ld; this "
+  return rlock__err(RLOCK_ECLOSED,
+                    "client was created in process %ld; this "
                     "is a forked child (process %ld), which must create its "
-                    "own client (RLOCK_ECLOSED)", (long)o->pid,
-                    (long)getpid());
+                    "own client (RLOCK_ECLOSED)",
+                    (long)o->pid, (long)getpid());
 }
 
 /* ---- the pool ---------------------------------------------------------- */
 
 int rlock__pool_init(rlock__pool *p, const rlock__endpoint *ep, int max,
                      int64_t connect_ms, int64_t command_ms) {
-  *p = (rlock__pool){.max = max, .connect_ms = connect_ms,
-                     .command_ms = command_ms};
+  *p = (rlock__pool){
+      .max = max, .connect_ms = connect_ms, .command_ms = command_ms};
   rlock__origin_here(&p->origin);
   p->idle = rlock__calloc((size_t)max, sizeof *p->idle);
   if (p->idle == NULL)
@@ -128,17 +129,18 @@ int rlock__pool_get(rlock__pool *p, rlock__conn **out) {
         !rlock__conn_stale(*out))
       return RLOCK_OK;
     rlock__obs_count(p->obs, RLOCK__STAT_DISCONNECTS);
-    rlock__obs_log(p->obs, RLOCK_LOG_WARN, "connection to %s was closed "
+    rlock__obs_log(p->obs, RLOCK_LOG_WARN,
+                   "connection to %s was closed "
                    "while idle (server restarted, or the connection was "
-                   "killed): opening another", (*out)->where);
+                   "killed): opening another",
+                   (*out)->where);
     discard(p, *out);
   }
   int rc = rlock__conn_open(out, &p->ep, p->connect_ms, p->command_ms);
   if (rc != RLOCK_OK) {
     discard(p, NULL);
     rlock__obs_count(p->obs, RLOCK__STAT_CONNECT_FAILURES);
-    rlock__obs_log(p->obs, RLOCK_LOG_WARN, "%s",
-                   rlock_error_last()->message);
+    rlock__obs_log(p->obs, RLOCK_LOG_WARN, "%s", rlock_error_last()->message);
     return rc;
   }
   rlock__obs_count(p->obs, RLOCK__STAT_CONNECTS);

@@ -49,8 +49,7 @@ void rlock__origin_here(rlock__origin *o);
 /* Whether the caller runs in the process `o` was taken in (not in a
  * fork()ed child of it). Cheap enough for every command. */
 static inline int rlock__origin_ok(const rlock__origin *o) {
-  return atomic_load_explicit(&rlock__fork_gen, memory_order_relaxed) ==
-         o->gen;
+  return atomic_load_explicit(&rlock__fork_gen, memory_order_relaxed) == o->gen;
 }
 
 /* Set the last error to say why a client from another process is refused,
@@ -62,13 +61,13 @@ typedef struct rlock__pool {
   pthread_cond_t cv;  /* signalled when a connection is returned */
   rlock__conn **idle; /* stack of idle connections */
   int nidle;
-  int total; /* idle + borrowed + being opened */
+  int total;   /* idle + borrowed + being opened */
   int opening; /* rlock__pool_open_async() threads still running */
   int max;
   rlock__endpoint ep;
   int64_t connect_ms;
   int64_t command_ms;
-  rlock__origin origin; /* the process that opened it */
+  rlock__origin origin;   /* the process that opened it */
   struct rlock__obs *obs; /* the client's counters and log (obs.h), or
                              NULL; set once before first use */
 } rlock__pool;

@@ -10,12 +10,12 @@
  *
  * The replies are rlock__reply trees (reply.h), built directly by the
  * object functions, so nothing above the transport sees a redisReply:
- * free them with rlock__reply_free(). The limits are far above anything rlock needs (its
- * largest reply is the inspection of a fair lock with a long queue: a
- * flat array of two strings per waiter), so no legitimate reply comes
- * near them. Worst case one reply costs roughly 1M objects of ~64 bytes
- * each plus their pointers (~72 MB), 32 MiB of strings and the unparsed
- * buffer (~17 MiB): bounded, if not small.
+ * free them with rlock__reply_free(). The limits are far above anything rlock
+ * needs (its largest reply is the inspection of a fair lock with a long queue:
+ * a flat array of two strings per waiter), so no legitimate reply comes near
+ * them. Worst case one reply costs roughly 1M objects of ~64 bytes each plus
+ * their pointers (~72 MB), 32 MiB of strings and the unparsed buffer (~17 MiB):
+ * bounded, if not small.
  *
  * A reader is used by one thread at a time.
  */

@@ -51,8 +51,10 @@ static int check_role(rlock__node *node) {
     rc = rlock__error_status(node->where, r);
   else if (r->type != RLOCK__R_ARRAY || r->n == 0 ||
            !rlock__reply_is(r->elem[0], "master"))
-    rc = rlock__err(RLOCK_EIO, "sentinel named %s as master, but it is not "
-                    "one (yet)", node->where);
+    rc = rlock__err(RLOCK_EIO,
+                    "sentinel named %s as master, but it is not "
+                    "one (yet)",
+                    node->where);
   rlock__reply_free(r);
   return rc;
 }
@@ -84,9 +86,10 @@ int rlock__sentinel_refresh(rlock__topo *t) {
     rlock__node *was = atomic_exchange(&t->primary, node);
     if (was != node && was != NULL) { /* no lock held here */
       rlock__obs_count(t->obs, RLOCK__STAT_TOPOLOGY_CHANGES);
-      rlock__obs_log(t->obs, RLOCK_LOG_INFO, "sentinel: master '%s' is now "
-                     "%s (was %s)", t->target.master, node->where,
-                     was->where);
+      rlock__obs_log(t->obs, RLOCK_LOG_INFO,
+                     "sentinel: master '%s' is now "
+                     "%s (was %s)",
+                     t->target.master, node->where, was->where);
     }
     if (was != node && t->on_change != NULL)
       t->on_change(t->on_change_arg);

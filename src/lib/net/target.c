@@ -18,7 +18,7 @@
 /* What one parse is filling in. */
 typedef struct parse {
   rlock__target *t;
-  char *user, *password;          /* the data nodes' */
+  char *user, *password; /* the data nodes' */
   char *sentinel_user, *sentinel_password;
   int tls;          /* the scheme says TLS (to the data nodes) */
   int sentinel_tls; /* sentinel_tls=: 0, 1, or -1 (as the data nodes) */
@@ -27,7 +27,8 @@ typedef struct parse {
 /* yes|no|1|0|true|false, or -1. */
 static int url_bool(const char *v, size_t n) {
   static const char *const yes[] = {"yes", "1", "true"}, *const no[] = {
-      "no", "0", "false"};
+                                                             "no", "0",
+                                                             "false"};
   for (int i = 0; i < 3; i++) {
     if (n == strlen(yes[i]) && memcmp(v, yes[i], n) == 0)
       return 1;
@@ -58,8 +59,10 @@ static int set_tls_param(parse *p, const char *key, size_t klen,
     free(*slot);
     *slot = vlen > 0 ? rlock__url_decode(val, vlen) : NULL;
     *rc = *slot != NULL ? RLOCK_OK
-                        : rlock__err(RLOCK_EINVAL, "URL parameter %s is empty "
-                                     "or badly escaped", files[i].key);
+                        : rlock__err(RLOCK_EINVAL,
+                                     "URL parameter %s is empty "
+                                     "or badly escaped",
+                                     files[i].key);
     return 0;
   }
   int b = url_bool(val, vlen);
@@ -71,8 +74,10 @@ static int set_tls_param(parse *p, const char *key, size_t klen,
   else
     return 1;
   *rc = b >= 0 ? RLOCK_OK
-               : rlock__err(RLOCK_EINVAL, "URL parameter %.*s must be yes "
-                            "or no", (int)klen, key);
+               : rlock__err(RLOCK_EINVAL,
+                            "URL parameter %.*s must be yes "
+                            "or no",
+                            (int)klen, key);
   return 0;
 }
 
@@ -82,7 +87,8 @@ static int set_param(parse *p, const char *key, size_t klen, const char *val,
   int sentinel = p->t->kind == RLOCK__TOPO_SENTINEL, rc;
   if (set_tls_param(p, key, klen, val, vlen, &rc) == 0)
     return rc;
-  if (p->t->kind == RLOCK__TOPO_CLUSTER && klen == 6 && memcmp(key, "pubsub", 6) == 0) {
+  if (p->t->kind == RLOCK__TOPO_CLUSTER && klen == 6 &&
+      memcmp(key, "pubsub", 6) == 0) {
     static const char *const modes[] = {"auto", "classic", "sharded"};
     for (int m = 0; m < 3; m++)
       if (vlen == strlen(modes[m]) && memcmp(val, modes[m], vlen) == 0) {
@@ -97,8 +103,10 @@ static int set_param(parse *p, const char *key, size_t klen, const char *val,
   if (sentinel && klen == 17 && memcmp(key, "sentinel_password", 17) == 0)
     slot = &p->sentinel_password;
   if (slot == NULL)
-    return rlock__err(RLOCK_EINVAL, "URL parameter '%.*s' is not known for "
-                      "this scheme", (int)(klen > 40 ? 40 : klen), key);
+    return rlock__err(RLOCK_EINVAL,
+                      "URL parameter '%.*s' is not known for "
+                      "this scheme",
+                      (int)(klen > 40 ? 40 : klen), key);
   free(*slot);
   if ((*slot = rlock__url_decode(val, vlen)) == NULL)
     return rlock__err(RLOCK_EINVAL, "URL parameter has a bad %%-escape");
@@ -152,7 +160,7 @@ static int apply_credentials(parse *p) {
    * would be dropped without a word. "user@" is refused the same way. */
   if (p->sentinel_user != NULL && p->sentinel_password == NULL)
     return rlock__err(RLOCK_EINVAL, "URL sentinel_user needs "
-                      "sentinel_password");
+                                    "sentinel_password");
   const char *u = sentinel ? p->sentinel_user : p->user;
   const char *pw = sentinel ? p->sentinel_password : p->password;
   for (size_t i = 0; i < t->n; i++)
@@ -176,7 +184,8 @@ static int parse_topology(parse *p, const char *s) {
   const char *end = s + strlen(s);
   const char *hash = strchr(s, '#');
   if (sentinel != (hash != NULL))
-    return rlock__err(RLOCK_EINVAL, sentinel
+    return rlock__err(RLOCK_EINVAL,
+                      sentinel
                           ? "redis-sentinel:// URL needs #MASTER at its end"
                           : "URL has a '#' fragment (only redis-sentinel:// "
                             "names a master there)");
@@ -213,7 +222,7 @@ static int check_tls_use(const rlock__target *t) {
     any |= t->addrs[i].tls;
   if (!any && rlock__tls_opts_any(&t->tls))
     return rlock__err(RLOCK_EINVAL, "URL has tls_* parameters but speaks "
-                      "no TLS: use a rediss scheme");
+                                    "no TLS: use a rediss scheme");
   return RLOCK_OK;
 }
 

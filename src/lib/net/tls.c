@@ -85,23 +85,29 @@ static int load_files(SSL_CTX *ctx, const rlock__tls_opts *o) {
                         o->ca_file ? o->ca_file : o->ca_dir,
                         ssl_reason("unreadable"));
   } else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
-    return rlock__err(RLOCK_EINVAL, "TLS: cannot use the system's trust "
-                      "store: %s", ssl_reason("unknown error"));
+    return rlock__err(RLOCK_EINVAL,
+                      "TLS: cannot use the system's trust "
+                      "store: %s",
+                      ssl_reason("unknown error"));
   }
   if ((o->cert_file == NULL) != (o->key_file == NULL))
     return rlock__err(RLOCK_EINVAL, "TLS: a client certificate needs both "
-                      "the certificate and its key file");
+                                    "the certificate and its key file");
   if (o->cert_file == NULL)
     return RLOCK_OK;
   if (SSL_CTX_use_certificate_chain_file(ctx, o->cert_file) != 1)
-    return rlock__err(RLOCK_EINVAL, "TLS: cannot use certificate file '%s': "
-                      "%s", o->cert_file, ssl_reason("unreadable"));
+    return rlock__err(RLOCK_EINVAL,
+                      "TLS: cannot use certificate file '%s': "
+                      "%s",
+                      o->cert_file, ssl_reason("unreadable"));
   if (SSL_CTX_use_PrivateKey_file(ctx, o->key_file, SSL_FILETYPE_PEM) != 1)
     return rlock__err(RLOCK_EINVAL, "TLS: cannot use key file '%s': %s",
                       o->key_file, ssl_reason("unreadable"));
   if (SSL_CTX_check_private_key(ctx) != 1)
-    return rlock__err(RLOCK_EINVAL, "TLS: key file '%s' does not match "
-                      "certificate '%s'", o->key_file, o->cert_file);
+    return rlock__err(RLOCK_EINVAL,
+                      "TLS: key file '%s' does not match "
+                      "certificate '%s'",
+                      o->key_file, o->cert_file);
   return RLOCK_OK;
 }
 
@@ -183,8 +189,8 @@ static BIO_METHOD *sock_method;
 static pthread_once_t sock_method_once = PTHREAD_ONCE_INIT;
 
 static void make_sock_method(void) {
-  BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK,
-                               "rlock socket");
+  BIO_METHOD *m =
+      BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "rlock socket");
   if (m != NULL && BIO_meth_set_write(m, bio_write) == 1 &&
       BIO_meth_set_read(m, bio_read) == 1 &&
       BIO_meth_set_ctrl(m, bio_ctrl) == 1 &&
@@ -215,29 +221,33 @@ static int expect_name(SSL *ssl, const char *name, int verify) {
 static int handshake_failed(SSL *ssl, const char *where, int timed_out) {
   if (timed_out) {
     ERR_clear_error();
-    return rlock__err(RLOCK_ETIMEOUT, "TLS handshake with redis %s did not "
+    return rlock__err(RLOCK_ETIMEOUT,
+                      "TLS handshake with redis %s did not "
                       "finish in time (a plain-text port? then use "
-                      "redis://)", where);
+                      "redis://)",
+                      where);
   }
   long v = SSL_get_verify_result(ssl);
   if (v != X509_V_OK) {
     ERR_clear_error();
-    return rlock__err(RLOCK_EIO, "TLS handshake with redis %s failed: "
-                      "certificate verify failed: %s", where,
-                      X509_verify_cert_error_string(v));
+    return rlock__err(RLOCK_EIO,
+                      "TLS handshake with redis %s failed: "
+                      "certificate verify failed: %s",
+                      where, X509_verify_cert_error_string(v));
   }
   unsigned long e = ERR_peek_error();
   if (ERR_GET_LIB(e) == ERR_LIB_SSL &&
       (ERR_GET_REASON(e) == SSL_R_WRONG_VERSION_NUMBER ||
        ERR_GET_REASON(e) == SSL_R_PACKET_LENGTH_TOO_LONG)) {
     ERR_clear_error();
-    return rlock__err(RLOCK_EIO, "TLS handshake with redis %s failed: the "
+    return rlock__err(RLOCK_EIO,
+                      "TLS handshake with redis %s failed: the "
                       "server does not speak TLS there (a plain-text port? "
-                      "then use redis://)", where);
+                      "then use redis://)",
+                      where);
   }
-  return rlock__err(RLOCK_EIO, "TLS handshake with redis %s failed: %s",
-                    where, ssl_reason(errno ? strerror(errno)
-                                            : "connection closed"));
+  return rlock__err(RLOCK_EIO, "TLS handshake with redis %s failed: %s", where,
+                    ssl_reason(errno ? strerror(errno) : "connection closed"));
 }
 
 int rlock__tls_connect(rlock__tls_conn **out, const rlock__tls *t, int fd,
@@ -260,8 +270,10 @@ int rlock__tls_connect(rlock__tls_conn **out, const rlock__tls *t, int fd,
   if (name != NULL && !expect_name(s->ssl, name, !t->insecure)) {
     rlock__tls_close(s);
     ERR_clear_error();
-    return rlock__err(RLOCK_EINVAL, "TLS: cannot check the server's name "
-                      "'%s'", name);
+    return rlock__err(RLOCK_EINVAL,
+                      "TLS: cannot check the server's name "
+                      "'%s'",
+                      name);
   }
   ERR_clear_error();
   for (;;) {
@@ -270,11 +282,10 @@ int rlock__tls_connect(rlock__tls_conn **out, const rlock__tls *t, int fd,
     if (r == 1)
       break;
     int e = SSL_get_error(s->ssl, r);
-    int err = e == SSL_ERROR_WANT_READ    ? rlock__wait_fd(fd, POLLIN,
-                                                           deadline_us)
-              : e == SSL_ERROR_WANT_WRITE ? rlock__wait_fd(fd, POLLOUT,
-                                                           deadline_us)
-                                          : -1;
+    int err = e == SSL_ERROR_WANT_READ ? rlock__wait_fd(fd, POLLIN, deadline_us)
+              : e == SSL_ERROR_WANT_WRITE
+                  ? rlock__wait_fd(fd, POLLOUT, deadline_us)
+                  : -1;
     if (err != 0) {
       int rc = handshake_failed(s->ssl, where, err == ETIMEDOUT);
       rlock__tls_close(s);

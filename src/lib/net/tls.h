@@ -24,9 +24,9 @@
 /* What a URL's parameters and the config's setters say about TLS. The
  * strings are owned (rlock__tls_opts_clear frees them). */
 typedef struct rlock__tls_opts {
-  char *ca_file;     /* NULL and ca_dir NULL: the system's trust store */
+  char *ca_file; /* NULL and ca_dir NULL: the system's trust store */
   char *ca_dir;
-  char *cert_file;   /* a client certificate (chain), with key_file */
+  char *cert_file; /* a client certificate (chain), with key_file */
   char *key_file;
   char *server_name; /* checked instead of the host connected to */
   int insecure;      /* 1: no verification at all (asked explicitly) */

@@ -120,8 +120,8 @@ int rlock__topo_node_call(rlock__node *node, int argc, const char **argv,
 
 /* connected_slaves:N in an INFO reply, or -1. */
 static int parse_replicas(const rlock__reply *r) {
-  const char *p = r->type == RLOCK__R_STR ? strstr(r->str, "connected_slaves:")
-                                          : NULL;
+  const char *p =
+      r->type == RLOCK__R_STR ? strstr(r->str, "connected_slaves:") : NULL;
   return p ? atoi(p + strlen("connected_slaves:")) : -1;
 }
 
@@ -152,8 +152,8 @@ void rlock__node_replicas_stale(rlock__node *node) {
 
 /* ---- lifecycle --------------------------------------------------------- */
 
-int rlock__topo_init(rlock__topo *t, const rlock__target *target,
-                     int pool_size, int64_t connect_ms, int64_t command_ms,
+int rlock__topo_init(rlock__topo *t, const rlock__target *target, int pool_size,
+                     int64_t connect_ms, int64_t command_ms,
                      struct rlock__obs *obs) {
   memset(t, 0, sizeof *t);
   t->obs = obs;
@@ -168,8 +168,9 @@ int rlock__topo_init(rlock__topo *t, const rlock__target *target,
   pthread_cond_init(&t->refreshed, NULL);
   atomic_init(&t->no_master, 0);
   atomic_init(&t->sharded, target->kind != RLOCK__TOPO_CLUSTER ? 0
-                           : target->pubsub == RLOCK__PUBSUB_AUTO ? -1
-                           : target->pubsub == RLOCK__PUBSUB_SHARDED);
+                           : target->pubsub == RLOCK__PUBSUB_AUTO
+                               ? -1
+                               : target->pubsub == RLOCK__PUBSUB_SHARDED);
   if (target->kind == RLOCK__TOPO_CLUSTER &&
       (t->slots = rlock__calloc(RLOCK__SLOTS, sizeof *t->slots)) == NULL)
     rc = rlock__err(RLOCK_ENOMEM, "out of memory");
@@ -222,8 +223,10 @@ static int apply_map(rlock__topo *t, const rlock__range *rs, size_t n) {
     atomic_store(&t->primary, first);
   if (moved > 0) { /* called with no lock held */
     rlock__obs_count(t->obs, RLOCK__STAT_TOPOLOGY_CHANGES);
-    rlock__obs_log(t->obs, RLOCK_LOG_INFO, "cluster: %u slot%s now served "
-                   "by another node", moved, moved == 1 ? " is" : "s are");
+    rlock__obs_log(t->obs, RLOCK_LOG_INFO,
+                   "cluster: %u slot%s now served "
+                   "by another node",
+                   moved, moved == 1 ? " is" : "s are");
   }
   return RLOCK_OK;
 }
@@ -280,8 +283,8 @@ static int refresh(rlock__topo *t, int force, int wait) {
     return rlock__origin_refuse(&t->origin);
   pthread_mutex_lock(&t->mu);
   int64_t now = rlock__now_us();
-  if (t->refreshing || (!force && now - t->refreshed_us <
-                                      RLOCK__TOPO_REFRESH_MS * 1000)) {
+  if (t->refreshing ||
+      (!force && now - t->refreshed_us < RLOCK__TOPO_REFRESH_MS * 1000)) {
     while (wait && t->refreshing)
       pthread_cond_wait(&t->refreshed, &t->mu);
     pthread_mutex_unlock(&t->mu);
@@ -317,8 +320,8 @@ void rlock__topo_moved(rlock__topo *t, unsigned slot, rlock__node *node) {
   if (t->slots != NULL && slot < RLOCK__SLOTS &&
       atomic_exchange(&t->slots[slot], node) != node) {
     rlock__obs_count(t->obs, RLOCK__STAT_TOPOLOGY_CHANGES);
-    rlock__obs_log(t->obs, RLOCK_LOG_INFO, "cluster: slot %u moved to %s",
-                   slot, node->where);
+    rlock__obs_log(t->obs, RLOCK_LOG_INFO, "cluster: slot %u moved to %s", slot,
+                   node->where);
   }
   rlock__topo_refresh(t);
 }
@@ -357,7 +360,8 @@ int rlock__topo_route(rlock__topo *t, const char *key, rlock__node **out) {
   if (t->target.kind == RLOCK__TOPO_SENTINEL)
     return rlock__err(RLOCK_EIO, "sentinel: no master known for '%s'",
                       t->target.master);
-  return rlock__err(RLOCK_EIO, "cluster: no node serves slot %u of '%.64s' "
+  return rlock__err(RLOCK_EIO,
+                    "cluster: no node serves slot %u of '%.64s' "
                     "(the cluster is down or resharding)",
                     rlock__slot(key, strlen(key)), key);
 }

@@ -39,7 +39,7 @@ typedef struct rlock__node {
   rlock__endpoint ep;
   char where[128]; /* "host:port", for messages */
   rlock__pool pool;
-  atomic_int replicas;        /* connected replicas (INFO), -1: not asked */
+  atomic_int replicas;         /* connected replicas (INFO), -1: not asked */
   _Atomic int64_t replicas_us; /* when it was asked (monotonic) */
 } rlock__node;
 
@@ -50,7 +50,7 @@ typedef struct rlock__topo {
   rlock__target target;
   int64_t connect_ms, command_ms;
   int pool_size;
-  pthread_mutex_t mu; /* guards the node list and refresh bookkeeping */
+  pthread_mutex_t mu;       /* guards the node list and refresh bookkeeping */
   pthread_cond_t refreshed; /* broadcast when a refresh ends */
   rlock__node **nodes;
   size_t nnodes, cap;
@@ -58,25 +58,25 @@ typedef struct rlock__topo {
                                    cluster node for keyless commands */
   rlock__node *_Atomic *slots;  /* cluster: RLOCK__SLOTS owners, or NULL */
   int refreshing;
-  int64_t refreshed_us;          /* last refresh attempt (monotonic) */
+  int64_t refreshed_us; /* last refresh attempt (monotonic) */
   /* Called (any thread, no lock held) when Sentinel's master changes, so
    * the subscriber can follow it; set once before use. */
   void (*on_change)(void *arg);
   void *on_change_arg;
-  atomic_int no_master; /* Sentinel: every sentinel that answered the last
-                           refresh knows no master of that name */
-  atomic_int sharded; /* SSUBSCRIBE/SPUBLISH: 1, classic: 0, -1 until a
-                         cluster in auto mode has been probed */
+  atomic_int no_master;   /* Sentinel: every sentinel that answered the last
+                             refresh knows no master of that name */
+  atomic_int sharded;     /* SSUBSCRIBE/SPUBLISH: 1, classic: 0, -1 until a
+                             cluster in auto mode has been probed */
   struct rlock__obs *obs; /* the client's counters and log, or NULL */
-  rlock__origin origin; /* the process the topology belongs to: every
-                           node's pool carries it, even one first met in a
-                           fork()ed child (which must not use it) */
+  rlock__origin origin;   /* the process the topology belongs to: every
+                             node's pool carries it, even one first met in a
+                             fork()ed child (which must not use it) */
 } rlock__topo;
 
 /* Set up from `target` (copied). Does no I/O for a single server; a
  * cluster or Sentinel topology learns its map or master on first use. */
-int rlock__topo_init(rlock__topo *t, const rlock__target *target,
-                     int pool_size, int64_t connect_ms, int64_t command_ms,
+int rlock__topo_init(rlock__topo *t, const rlock__target *target, int pool_size,
+                     int64_t connect_ms, int64_t command_ms,
                      struct rlock__obs *obs);
 
 /* Close every node's connections and free. No connection may be
