@@ -128,8 +128,12 @@ static int parse_replicas(const rlock__reply *r) {
 int rlock__node_replicas(rlock__node *node) {
   int n = atomic_load(&node->replicas);
   int64_t now = rlock__now_us();
-  if (n >= 0 && now - atomic_load(&node->replicas_us) <
-                    (int64_t)RLOCK__REPLICAS_TTL_MS * 1000)
+  /* No replica yet is asked again soon: right after a failover the new
+   * master's replicas are still attaching, and writes it does not wait
+   * for then are lost at the next switch. */
+  int64_t ttl_ms =
+      n == 0 ? RLOCK__REPLICAS_NONE_TTL_MS : RLOCK__REPLICAS_TTL_MS;
+  if (n >= 0 && now - atomic_load(&node->replicas_us) < ttl_ms * 1000)
     return n;
   const char *argv[2] = {"INFO", "replication"};
   rlock__reply *r;

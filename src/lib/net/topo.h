@@ -43,8 +43,10 @@ typedef struct rlock__node {
   _Atomic int64_t replicas_us; /* when it was asked (monotonic) */
 } rlock__node;
 
-/* How long a node's replica count is trusted before it is asked again. */
+/* How long a node's replica count is trusted before it is asked again:
+ * a count of 0 for less (replicas may be attaching, as after a failover). */
 #define RLOCK__REPLICAS_TTL_MS 30000
+#define RLOCK__REPLICAS_NONE_TTL_MS 1000
 
 typedef struct rlock__topo {
   rlock__target target;
