@@ -160,7 +160,11 @@ static void worker(int id, const char *url, int port) {
 }
 
 /* `--child worker ID URL PORT HISTORY FILE_FENCE FENCE_PATH`. */
+static int netem_main(void);
+
 static int child_main(int argc, char **argv) {
+  if (argc == 1 && strcmp(argv[0], "netem") == 0)
+    return netem_main();
   if (argc != 7 || strcmp(argv[0], "worker") != 0)
     return 64;
   snprintf(hist_path, sizeof hist_path, "%s", argv[4]);
@@ -175,14 +179,9 @@ static void spawn(int id) {
   snprintf(ids, sizeof ids, "%d", id);
   snprintf(port, sizeof port, "%d", rt_server_port(srv));
   snprintf(ff, sizeof ff, "%d", file_fence);
-  const char *args[] = {"worker",
-                        ids,
-                        lock_url ? lock_url : rt_server_url(srv),
-                        port,
-                        hist_path,
-                        ff,
-                        fence_path[0] ? fence_path : "-",
-                        NULL};
+  const char *args[] = {
+      "worker",  ids, lock_url ? lock_url : rt_server_url(srv), port,
+      hist_path, ff,  fence_path[0] ? fence_path : "-",         NULL};
   pids[id] = fx_spawn_child(args, NULL);
 }
 
@@ -518,6 +517,53 @@ static void test_cluster_failover(void **state) {
   assert_true(switches > 0 && v.acquisitions > 0);
 }
 
+/* Inside the network namespace test_slow_link made: the workload over its
+ * shaped loopback, no other fault. */
+static void test_shaped_link(void **state) {
+  (void)state;
+  int fd = begin("slow-link");
+  rt_sleep_ms(run_ms()); /* the link is the fault, all along */
+  finish(fd, "slow-link", 1);
+}
+
+static int netem_main(void) {
+  const struct CMUnitTest inside[] = {cmocka_unit_test(test_shaped_link)};
+  return cmocka_run_group_tests(inside, fx_setup, fx_teardown);
+}
+
+/* Slow and lossy links: the test binary runs again in a network namespace
+ * of its own (unshare --net) whose loopback gets tc netem (2 ms +- 1 ms
+ * delay, 1% loss) or, where the kernel has no netem, a token bucket
+ * (tbf, 8 Mbit/s: slow, not lossy), and the workload runs there. Skipped
+ * where the machine allows neither a namespace nor a shaping qdisc. */
+static void test_slow_link(void **state) {
+  (void)state;
+  const char *probe =
+      "unshare --net -- sh -c 'ip link set lo up && "
+      "(tc qdisc add dev lo root netem delay 2ms 1ms loss 1% || "
+      "tc qdisc add dev lo root tbf rate 8mbit burst 256kbit latency 200ms)' "
+      ">/dev/null 2>&1";
+  if (system(probe) != 0) {
+    print_message("no network namespace with tc netem or tbf here: "
+                  "skipped\n");
+    skip();
+  }
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd,
+           "unshare --net -- sh -c 'ip link set lo up && "
+           "{ tc qdisc add dev lo root netem delay 2ms 1ms loss 1%% "
+           "2>/dev/null && echo \"[   INFO   ] loopback: netem 2ms+-1ms, "
+           "1%% loss\" || { tc qdisc add dev lo root tbf rate 8mbit burst "
+           "256kbit latency 200ms && echo \"[   INFO   ] loopback: no netem in "
+           "this kernel; tbf 8 Mbit/s (slow, not lossy)\"; }; } && "
+           "exec \"$0\" --child netem' '%s'",
+           fx_argv0);
+  fflush(stdout);
+  int st = system(cmd);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    fail_msg("the run in the shaped namespace failed (status %d)", st);
+}
+
 static const struct CMUnitTest tests_of_faults[] = {
     cmocka_unit_test(test_checker),
     cmocka_unit_test(test_kill9),
@@ -529,6 +575,7 @@ static const struct CMUnitTest tests_of_faults[] = {
     cmocka_unit_test(test_maxmemory),
     cmocka_unit_test(test_sentinel_failover),
     cmocka_unit_test(test_cluster_failover),
+    cmocka_unit_test(test_slow_link),
 };
 
 FX_MAIN(tests_of_faults, fx_setup, fx_teardown, child_main)
