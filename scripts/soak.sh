@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The fault runs of tests/integration/test_faults.c for a long time: every
 # scenario (holders killed and stopped, the server paused, restarted with
-# and without persistence, connections killed, maxmemory reached) runs
-# SOAK_SECONDS / 7 seconds (SOAK_SECONDS default 600), against real
+# and without persistence, connections killed, maxmemory reached, Sentinel
+# and Cluster failovers, a shaped link) runs SOAK_SECONDS / 10 seconds
+# (SOAK_SECONDS default 600), against real
 # redis-server processes the test starts and stops by pid. Prints each
 # scenario's history verdict and the totals; exits non-zero on any
 # violation (overlapping holds, token inversions, lost updates, calls past
@@ -17,14 +18,14 @@ scripts/deps.sh
 SECS=${SOAK_SECONDS:-600}
 DIR=${SOAK_BUILD_DIR:-build-soak}
 JOBS=$(nproc 2>/dev/null || echo 2)
-PER=$(python3 -c "print(max(1.0, $SECS / 7))")
+PER=$(python3 -c "print(max(1.0, $SECS / 10))")
 
 echo "==> soak: building in $DIR"
 cmake -S . -B "$DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$DIR" -j"$JOBS" --target test_faults >/dev/null
 
 log=$DIR/soak.log
-echo "==> soak: 7 scenarios, ${PER}s each (log: $log)"
+echo "==> soak: 10 scenarios, ${PER}s each (log: $log)"
 rc=0
 RLOCK_TEST_BINDIR=$PWD/$DIR RLOCK_FAULT_SECONDS=$PER \
   "$DIR/tests/test_faults" >"$log" 2>&1 || rc=$?
