@@ -5,16 +5,7 @@
 #include "parsers.h"
 
 int fuzz_cli_exec(int argc, char **argv, fuzz_exec *out) {
-  exec_args a = {RLOCK_WAIT_FOREVER,
-                 RLOCK_LEASE_WATCHDOG,
-                 CLI_LOCK,
-                 NULL,
-                 NULL,
-                 0,
-                 NULL,
-                 0,
-                 10000,
-                 0};
+  exec_args a = EXEC_ARGS_INIT;
   int status = parse_exec(argc, argv, &a);
   *out = (fuzz_exec){a.wait_ms, a.lease_ms, a.kill_after_ms, a.kind,
                      a.names,   a.nnames,   a.command,       a.on_lost_ignore};

@@ -32,6 +32,14 @@ typedef struct exec_args {
   int64_t period_ms;     /* how often to look at the lock: the renewal period */
 } exec_args;
 
+/* exec's defaults: wait for ever, the watchdog, a reentrant lock, the
+ * default --kill-after (10 s). */
+#define EXEC_ARGS_INIT                                                         \
+  {                                                                            \
+    RLOCK_WAIT_FOREVER, RLOCK_LEASE_WATCHDOG, CLI_LOCK, NULL, NULL, 0, NULL,   \
+        0, 10000, 0                                                            \
+  }
+
 static const char exec_help[] =
     "Usage: rlock [-u URL] [--watchdog DUR] exec\n"
     "             [--fair|--read|--write|--fenced|--spin] [-w DUR] [-l DUR]\n"
@@ -379,16 +387,7 @@ static int exec_multi(const cli_global *g, const exec_args *a) {
 }
 
 int cli_cmd_exec(const cli_global *g, int argc, char **argv) {
-  exec_args a = {RLOCK_WAIT_FOREVER,
-                 RLOCK_LEASE_WATCHDOG,
-                 CLI_LOCK,
-                 NULL,
-                 NULL,
-                 0,
-                 NULL,
-                 0,
-                 10000,
-                 0};
+  exec_args a = EXEC_ARGS_INIT;
   int status = parse_exec(argc, argv, &a);
   if (status != CLI_CONTINUE)
     return status;
