@@ -275,6 +275,35 @@ static int stop_a_holder(void) {
   return -1;
 }
 
+typedef struct leftovers {
+  int pass;
+} leftovers;
+
+/* Once every worker is gone: no lock key (their leases ran out), no
+ * subscription, and no connection but the harness's own. */
+static bool pred_clean(void *arg, char *why, size_t cap) {
+  (void)arg;
+  long long keys = 0, subs = 0;
+  for (int li = 0; li < LOCKS; li++) {
+    keys += rt_cmd_int(srv, "EXISTS fault:L%d", li);
+    char ch[64];
+    snprintf(ch, sizeof ch, "redisson_lock__channel:{fault:L%d}", li);
+    subs += fx_subscribers(srv, ch);
+  }
+  char clients[32];
+  rt_server_info_field(srv, "clients", "connected_clients", clients,
+                       sizeof clients);
+  snprintf(why, cap, "%lld lock keys, %lld subscriptions, %s clients left",
+           keys, subs, clients);
+  return keys == 0 && subs == 0 && atoi(clients) <= 1;
+}
+
+static void nothing_left_behind(void) {
+  leftovers l = {0};
+  rt_wait_until(pred_clean, &l, rt_scaled_ms(WATCHDOG_MS + 5000),
+                "nothing left behind by the workers");
+}
+
 /* Stop every worker, judge the history, fail on any violation. */
 static rt_verdict finish(int fd, const char *scenario, int counter_checked) {
   for (int i = 0; i < WORKERS; i++) {
@@ -301,6 +330,8 @@ static rt_verdict finish(int fd, const char *scenario, int counter_checked) {
   }
   if (v.acquisitions < 10)
     fail_msg("%s: only %ld acquisitions", scenario, v.acquisitions);
+  if (lock_url == NULL)
+    nothing_left_behind();
   return v;
 }
 
