@@ -80,7 +80,14 @@ const char *rlock__call_fmt(rlock__call *call, const char *fmt, ...) {
 }
 
 void rlock__call_num(rlock__call *call, int64_t v) {
-  rlock__call_arg(call, rlock__call_fmt(call, "%lld", (long long)v));
+  if (sizeof call->store - call->used < 21) {
+    call->failed = 1;
+    rlock__call_arg(call, "");
+    return;
+  }
+  char *at = call->store + call->used;
+  call->used += rlock__decimal(at, v) + 1;
+  rlock__call_arg(call, at);
 }
 
 void rlock__call_clear(rlock__call *call) {
@@ -119,11 +126,11 @@ static long encode_call(const rlock__call *call, int eval, char **buf) {
     lens = rlock__malloc((size_t)argc * sizeof *lens);
   }
   long len = -1;
-  char nk[16];
+  char nk[24];
   if (argv == NULL || lens == NULL)
     goto out;
   if (call->script) {
-    snprintf(nk, sizeof nk, "%d", call->nkeys);
+    rlock__decimal(nk, call->nkeys);
     argv[0] = eval ? "EVAL" : "EVALSHA";
     argv[1] = eval ? call->script->text : call->script->sha;
     lens[1] = eval ? call->script->len : 40;

@@ -147,6 +147,21 @@ char *rlock__strndup(const char *s, size_t n) {
 
 char *rlock__strdup(const char *s) { return rlock__strndup(s, strlen(s)); }
 
+size_t rlock__decimal(char *buf, int64_t v) {
+  char tmp[20];
+  uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+  size_t n = 0, len = 0;
+  do
+    tmp[n++] = (char)('0' + u % 10);
+  while ((u /= 10) != 0);
+  if (v < 0)
+    buf[len++] = '-';
+  while (n > 0)
+    buf[len++] = tmp[--n];
+  buf[len] = '\0';
+  return len;
+}
+
 uint64_t rlock__thread_id(void) { return rlock__thread_owner(); }
 
 void rlock__sleep_ms(int64_t ms) {
