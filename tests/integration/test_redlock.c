@@ -300,7 +300,8 @@ static void test_free_members_all_taken(void **state) {
 static void test_watchdog_renews_every_member(void **state) {
   (void)state;
   cluster k;
-  up(&k, 3, "rl:renew", 1000);
+  int64_t wd = rt_scaled_ms(1000); /* member timeout: 5% of it */
+  up(&k, 3, "rl:renew", wd);
   rlock_redlock_result *res;
   OK(rlock_redlock_try_acquire(&res, k.r, 0, RLOCK_LEASE_WATCHDOG));
   int64_t t0 = rt_now_ms();
@@ -309,8 +310,8 @@ static void test_watchdog_renews_every_member(void **state) {
   rlock_redlock_result_free(res);
   /* Each member's PTTL goes back up after its first lease would have run
    * out: renewed, so still there. */
-  wait_renewed(&k, "rl:renew", -1, t0 + 1000);
-  assert_true(rt_now_ms() - t0 > 1000);
+  wait_renewed(&k, "rl:renew", -1, t0 + wd);
+  assert_true(rt_now_ms() - t0 > wd);
   print_message("every member renewed after %lld ms\n",
                 (long long)(rt_now_ms() - t0));
   for (int i = 0; i < 3; i++) {
@@ -338,7 +339,10 @@ static bool pred_lost(void *arg, char *why, size_t cap) {
 static void test_restart_while_held(void **state) {
   (void)state;
   cluster k;
-  up(&k, 3, "rl:restart", 600);
+  /* Scaled: the first round's member timeout (5% of the watchdog
+   * timeout) covers connecting, slow under valgrind. */
+  int64_t wd = rt_scaled_ms(600);
+  up(&k, 3, "rl:restart", wd);
   rlock_redlock_result *res;
   OK(rlock_redlock_try_acquire(&res, k.r, 0, RLOCK_LEASE_WATCHDOG));
   for (int i = 0; i < 3; i++)
@@ -348,7 +352,7 @@ static void test_restart_while_held(void **state) {
   rt_wait_until(pred_lost, k.l[0], rt_scaled_ms(5000),
                 "the restarted member to be found lost");
   /* The others are renewed meanwhile, past their first lease. */
-  wait_renewed(&k, "rl:restart", 0, rt_now_ms() + 600);
+  wait_renewed(&k, "rl:restart", 0, rt_now_ms() + wd);
   for (int i = 1; i < 3; i++) {
     assert_int_equal(rt_cmd_int(k.srv[i], "EXISTS rl:restart"), 1);
     OK(rlock_lock_check(k.l[i]));
