@@ -15,5 +15,6 @@
 #include "rlock/lock.h"
 #include "rlock/multilock.h"
 #include "rlock/redlock.h"
+#include "rlock/loop.h"
 
 #endif /* RLOCK_H */

@@ -264,7 +264,7 @@ static int wait_and_retry(acq *a) {
 #define SPIN_FIRST_MS 1
 #define SPIN_MAX_MS 128
 
-static int64_t spin_next(int64_t cur, unsigned failures, uint64_t *seed) {
+int64_t rlock__spin_next(int64_t cur, unsigned failures, uint64_t *seed) {
   *seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
   int64_t next = cur * 2 + (int64_t)((*seed >> 33) % failures);
   return next < SPIN_MAX_MS ? next : SPIN_MAX_MS;
@@ -293,7 +293,7 @@ static int spin_and_retry(acq *a) {
     int rc = attempt(a);
     if (rc != RLOCK_ELOCKED || rlock__now_us() >= a->deadline)
       return rc;
-    delay = spin_next(delay, failures, &seed);
+    delay = rlock__spin_next(delay, failures, &seed);
   }
 }
 
@@ -330,15 +330,8 @@ int rlock_acquire_options_init(rlock_acquire_options *opts,
   return RLOCK_OK;
 }
 
-/* After a failed wait: leave the queue (fair lock), and word ELOCKED. */
-static int not_acquired(acq *a, int rc) {
-  rlock_lock *l = a->l;
-  rlock__call call;
-  if (l->kind->give_up != NULL && a->wait_ms != 0) {
-    l->kind->give_up(l, a->owner, a->wait_ms, &call);
-    run_quietly(l, &call);
-  }
-  if (rc == RLOCK_ELOCKED && a->ttl < 0)
+int rlock__not_acquired(const rlock_lock *l, int rc, int64_t ttl) {
+  if (rc == RLOCK_ELOCKED && ttl < 0)
     return rlock__err(rc, "%s '%s' is held by another owner (no expiry)",
                       l->kind->label, l->name);
   if (rc == RLOCK_ELOCKED && l->kind->give_up != NULL)
@@ -351,8 +344,19 @@ static int not_acquired(acq *a, int rc) {
     return rlock__err(rc,
                       "%s '%s' is held by another owner (remaining "
                       "lease %" PRId64 " ms)",
-                      l->kind->label, l->name, a->ttl);
+                      l->kind->label, l->name, ttl);
   return rc; /* rlock__lock_run worded a refusal already */
+}
+
+/* After a failed wait: leave the queue (fair lock), and word ELOCKED. */
+static int not_acquired(acq *a, int rc) {
+  rlock_lock *l = a->l;
+  rlock__call call;
+  if (l->kind->give_up != NULL && a->wait_ms != 0) {
+    l->kind->give_up(l, a->owner, a->wait_ms, &call);
+    run_quietly(l, &call);
+  }
+  return rlock__not_acquired(l, rc, a->ttl);
 }
 
 /* Record the hold for renewal and rlock_lock_check; give it back when it

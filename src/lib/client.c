@@ -55,9 +55,10 @@ static int tls_setup(rlock_client *c) {
   return RLOCK_OK;
 }
 
-int rlock_client_new(rlock_client **out, const rlock_config *cfg) {
-  if (out == NULL)
-    return rlock__err(RLOCK_EINVAL, "rlock_client_new: out is NULL");
+/* Everything a client has but its driver (the background thread, or an
+ * event loop): configuration, identity, topology, subscriptions and hold
+ * records. */
+int rlock__client_setup(rlock_client **out, const rlock_config *cfg) {
   *out = NULL;
   rlock_client *c = rlock__calloc(1, sizeof *c);
   if (c == NULL)
@@ -93,13 +94,9 @@ int rlock_client_new(rlock_client **out, const rlock_config *cfg) {
   if ((rc = rlock__watchdog_init(&c->wd, c->cfg.watchdog_timeout_ms)) !=
       RLOCK_OK)
     goto fail_pubsub;
-  if ((rc = rlock__bg_start(c)) != RLOCK_OK)
-    goto fail_watchdog;
   *out = c;
   return RLOCK_OK;
 
-fail_watchdog:
-  rlock__watchdog_destroy(&c->wd);
 fail_pubsub:
   rlock__pubsub_destroy(&c->ps);
 fail_topo:
@@ -108,6 +105,29 @@ fail_cfg:
   rlock__tls_free(c->tls);
   rlock__config_clear(&c->cfg);
   free(c);
+  return rc;
+}
+
+void rlock__client_teardown(rlock_client *c) {
+  rlock__sentinel_watch_close(&c->swatch);
+  rlock__watchdog_destroy(&c->wd);
+  rlock__pubsub_destroy(&c->ps);
+  rlock__topo_destroy(&c->topo);
+  rlock__tls_free(c->tls); /* after every connection that used it */
+  rlock__config_clear(&c->cfg);
+  free(c);
+}
+
+int rlock_client_new(rlock_client **out, const rlock_config *cfg) {
+  if (out == NULL)
+    return rlock__err(RLOCK_EINVAL, "rlock_client_new: out is NULL");
+  int rc = rlock__client_setup(out, cfg);
+  if (rc != RLOCK_OK)
+    return rc;
+  if ((rc = rlock__bg_start(*out)) != RLOCK_OK) {
+    rlock__client_teardown(*out);
+    *out = NULL;
+  }
   return rc;
 }
 
@@ -132,14 +152,10 @@ int rlock_client_free(rlock_client *c) {
                       "rlock_client_free called from the "
                       "client's own background thread (lost-lock callback); "
                       "free it from another thread");
+  if (c->loop != NULL)
+    return rlock__loop_client_free(c);
   rlock__bg_stop(c);
-  rlock__sentinel_watch_close(&c->swatch);
-  rlock__watchdog_destroy(&c->wd);
-  rlock__pubsub_destroy(&c->ps);
-  rlock__topo_destroy(&c->topo);
-  rlock__tls_free(c->tls); /* after every connection that used it */
-  rlock__config_clear(&c->cfg);
-  free(c);
+  rlock__client_teardown(c);
   return RLOCK_OK;
 }
 

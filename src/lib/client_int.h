@@ -26,9 +26,19 @@ struct rlock_client {
   rlock__bg bg;
   rlock__obs obs;  /* log hook and counters (obs.h) */
   rlock__tls *tls; /* the TLS context every TLS connection shares, or NULL */
-  rlock__origin origin; /* the process that created it (net/pool.h): in a
-                           fork()ed child every operation is refused */
+  rlock__origin origin;     /* the process that created it (net/pool.h): in a
+                               fork()ed child every operation is refused */
+  struct rlock__loop *loop; /* an event loop drives it (loop/loop.h): no
+                               background thread; NULL otherwise */
 };
+
+/* A client without its driver: rlock_client_new starts the background
+ * thread on it, rlock_client_new_loop attaches an event loop. */
+int rlock__client_setup(rlock_client **out, const rlock_config *cfg);
+/* Free what rlock__client_setup made (the driver stopped first). */
+void rlock__client_teardown(rlock_client *c);
+/* rlock_client_free for a loop client (loop/core.c). */
+int rlock__loop_client_free(rlock_client *c);
 
 /* Write "<client id>:<thread id>" for the calling thread into buf
  * (RLOCK_OWNER_MAX bytes). */

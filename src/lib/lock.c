@@ -271,7 +271,7 @@ int rlock_lock_try_acquire_cancel(rlock_lock *l, int64_t wait_ms,
 
 /* Interpret a release script's answer given what we knew locally about
  * the hold of `field`. */
-static int release_result(rlock_lock *l, const char *field, int state,
+int rlock__release_result(rlock_lock *l, const char *field, int state,
                           const rlock__reply *r) {
   int gone =
       r->type == RLOCK__R_NIL || (r->type == RLOCK__R_INT && r->integer == 2);
@@ -352,7 +352,7 @@ int rlock_lock_release_owner(rlock_lock *l, uint64_t owner_number) {
   }
   if (rc != RLOCK_OK)
     return rc;
-  rc = release_result(l, field, state, r);
+  rc = rlock__release_result(l, field, state, r);
   rlock__reply_free(r);
   if (rc == RLOCK_OK && rlock__call_unconfirmed(&call))
     rc = rlock__err(RLOCK_EREPLICA,

@@ -149,6 +149,30 @@ int rlock__attempt_result(const rlock_lock *l, const rlock__reply *r,
  * tokens. */
 int64_t rlock__attempt_token(const rlock__reply *r);
 
+/* Word why an acquisition ended without the lock (RLOCK_ELOCKED: held by
+ * whom and for how long, from the last attempt's `ttl`); other codes pass
+ * with their message. Returns rc. */
+int rlock__not_acquired(const rlock_lock *l, int rc, int64_t ttl);
+
+/* The spin kind's next back-off after `failures` attempts (ms). */
+int64_t rlock__spin_next(int64_t cur, unsigned failures, uint64_t *seed);
+
+/* A release script's answer, given what this client knew of the hold of
+ * `field` (enum rlock__hold_state): RLOCK_OK, RLOCK_ENOTHELD, RLOCK_ELOST
+ * or RLOCK_EPROTO; forgets the record when the last hold went. */
+int rlock__release_result(rlock_lock *l, const char *field, int state,
+                          const rlock__reply *r);
+
+/* Fill `info` from an inspection's reply (RLOCK_EPROTO when malformed). */
+int rlock__inspect_parse(const rlock__reply *r, rlock_lock_info *info,
+                         const char *node);
+/* Allocate an empty rlock_lock_info. */
+rlock_lock_info *rlock__info_new(void);
+/* Whether `l` counts as locked given its inspected state. */
+int rlock__info_locked(const rlock_lock *l, const rlock_lock_info *info);
+/* Read an HGET of a hold count. */
+int rlock__count_reply(const rlock__reply *r, int64_t *count);
+
 /* Set a clearer message when a command failed on a wrong-type key. */
 int rlock__wrongtype(const rlock_lock *l, int rc);
 

@@ -29,13 +29,17 @@ struct rlock_lock_info {
 /* From a snapshot, so that a key which is not a lock is refused by the
  * same rule as everywhere (lockcheck.lua); a read-write half is locked by
  * its kind's rule. */
+int rlock__info_locked(const rlock_lock *l, const rlock_lock_info *info) {
+  return l->kind->locked ? l->kind->locked(info) : info->locked;
+}
+
 int rlock_lock_is_locked(int *locked, rlock_lock *l) {
   if (locked == NULL)
     return rlock__err(RLOCK_EINVAL, "rlock_lock_is_locked: locked is NULL");
   rlock_lock_info *info = NULL;
   int rc = rlock_lock_inspect(&info, l);
   if (rc == RLOCK_OK)
-    *locked = l->kind->locked ? l->kind->locked(info) : info->locked;
+    *locked = rlock__info_locked(l, info);
   rlock_lock_info_free(info);
   return rc;
 }
@@ -75,15 +79,20 @@ int rlock_lock_hold_count_owner(int64_t *count, rlock_lock *l,
   int rc = rlock__lock_run(l, &call, &r);
   if (rc != RLOCK_OK)
     return rc;
+  rc = rlock__count_reply(r, count);
+  rlock__reply_free(r);
+  return rc;
+}
+
+int rlock__count_reply(const rlock__reply *r, int64_t *count) {
   if (r->type == RLOCK__R_NIL)
     *count = 0;
   else if (r->type == RLOCK__R_STR)
     *count = strtoll(r->str, NULL, 10);
   else
-    rc = rlock__err(RLOCK_EPROTO, "HGET returned a %s",
-                    rlock__reply_type_name(r));
-  rlock__reply_free(r);
-  return rc;
+    return rlock__err(RLOCK_EPROTO, "HGET returned a %s",
+                      rlock__reply_type_name(r));
+  return RLOCK_OK;
 }
 
 /* Whether `s` (len bytes) is a counter by Redis's own rule (string2ll,
@@ -209,21 +218,33 @@ static int parse_inspect(const rlock__reply *r, rlock_lock_info *info) {
   return rc;
 }
 
+rlock_lock_info *rlock__info_new(void) {
+  rlock_lock_info *info = rlock__calloc(1, sizeof *info);
+  if (info == NULL)
+    rlock__err(RLOCK_ENOMEM, "out of memory");
+  return info;
+}
+
+int rlock__inspect_parse(const rlock__reply *r, rlock_lock_info *info,
+                         const char *node) {
+  snprintf(info->node, sizeof info->node, "%s", node);
+  return parse_inspect(r, info);
+}
+
 int rlock_lock_inspect(rlock_lock_info **out, rlock_lock *l) {
   if (out == NULL || l == NULL)
     return rlock__err(RLOCK_EINVAL, "rlock_lock_inspect: %s is NULL",
                       out ? "lock" : "out");
   *out = NULL;
-  rlock_lock_info *info = rlock__calloc(1, sizeof *info);
+  rlock_lock_info *info = rlock__info_new();
   if (info == NULL)
-    return rlock__err(RLOCK_ENOMEM, "out of memory");
+    return RLOCK_ENOMEM;
   rlock__call call;
   rlock__reply *r;
   l->kind->inspect(l, &call);
   int rc = rlock__lock_run(l, &call, &r);
   if (rc == RLOCK_OK) {
-    snprintf(info->node, sizeof info->node, "%s", call.served_by);
-    rc = parse_inspect(r, info);
+    rc = rlock__inspect_parse(r, info, call.served_by);
     rlock__reply_free(r);
   }
   if (rc != RLOCK_OK) {

@@ -103,35 +103,31 @@ static void snap_free(snap_list *l) {
   free(l->items);
 }
 
-/* Renew n holds with one script call; writes 1/0 per hold into alive[].
- * KEYS the names; ARGV the lease, the owners, and for read holds then
- * their timeout-key bases. */
-static int renew_batch(rlock_client *c, const snap *items, size_t n, int read,
-                       int *alive, int64_t *sent_us) {
-  rlock__call call;
-  rlock__call_script(&call,
+/* Build the call renewing n holds: KEYS the names; ARGV the lease, the
+ * owners, and for read holds then their timeout-key bases. */
+static void build_batch(rlock_client *c, const snap *items, size_t n, int read,
+                        rlock__call *call) {
+  rlock__call_script(call,
                      read ? &rlock__script_renew_read : &rlock__script_renew);
   for (size_t i = 0; i < n; i++)
-    rlock__call_key(&call, items[i].name);
-  rlock__call_num(&call, c->cfg.watchdog_timeout_ms);
+    rlock__call_key(call, items[i].name);
+  rlock__call_num(call, c->cfg.watchdog_timeout_ms);
   for (size_t i = 0; i < n; i++)
-    rlock__call_arg(&call, items[i].owner);
+    rlock__call_arg(call, items[i].owner);
   for (size_t i = 0; read && i < n; i++)
-    rlock__call_arg(&call, items[i].base);
+    rlock__call_arg(call, items[i].base);
   /* No WAIT: the background thread, which also delivers wake-ups and
    * follows failovers, must not stall on a lagging replica; a renewal the
    * replica misses is made again next tick. */
-  rlock__reply *r;
-  *sent_us = rlock__now_us(); /* the new lease runs from here at the latest */
-  int rc = rlock__call_run(c, &call, &r);
-  if (rc != RLOCK_OK)
-    return rc;
+}
+
+/* Read a batch's answer into alive[] (1 renewed, 0 gone). */
+static int parse_batch(const rlock__reply *r, size_t n, int *alive) {
   if (r->type != RLOCK__R_ARRAY || r->n != n)
-    rc = rlock__err(RLOCK_EPROTO, "renewal returned an unexpected reply");
-  for (size_t i = 0; rc == RLOCK_OK && i < n; i++)
+    return rlock__err(RLOCK_EPROTO, "renewal returned an unexpected reply");
+  for (size_t i = 0; i < n; i++)
     alive[i] = r->elem[i]->type != RLOCK__R_INT || r->elem[i]->integer != 0;
-  rlock__reply_free(r);
-  return rc;
+  return RLOCK_OK;
 }
 
 /* Apply one renewal answer (alive: 1 renewed, 0 gone, -1 no answer) to
@@ -208,33 +204,23 @@ static size_t batch_size(const rlock_client *c, const snap_list *l,
   return n;
 }
 
-static void renew_all(rlock_client *c, snap_list *l, int read) {
-  int alive[RLOCK__RENEW_BATCH];
-  if (c->topo.target.kind == RLOCK__TOPO_CLUSTER && l->n > 1)
-    qsort(l->items, l->n, sizeof *l->items, by_slot); /* items NULL when 0 */
-  for (size_t from = 0, n; from < l->n; from += n) {
-    n = batch_size(c, l, from);
-    int64_t sent_us;
-    if (renew_batch(c, l->items + from, n, read, alive, &sent_us) != RLOCK_OK) {
-      rlock__obs_count(&c->obs, RLOCK__STAT_RENEWAL_FAILURES);
-      rlock__obs_log(&c->obs, RLOCK_LOG_WARN,
-                     "watchdog: renewing %zu "
-                     "hold%s failed: %s; trying again in %lld ms",
-                     l->n - from, l->n - from == 1 ? "" : "s",
-                     rlock_error_last()->message,
-                     (long long)(c->wd.retry_us / 1000));
-      apply_batch(c, l->items + from, l->n - from, NULL, 0);
-      /* Retry the whole tick soon rather than pay every remaining batch's
-       * timeout now: the thread also delivers wake-ups. */
-      pthread_mutex_lock(&c->wd.mu);
-      int64_t retry = rlock__now_us() + c->wd.retry_us;
-      if (retry < c->wd.next_tick_us)
-        c->wd.next_tick_us = retry;
-      pthread_mutex_unlock(&c->wd.mu);
-      return;
-    }
-    apply_batch(c, l->items + from, n, alive, sent_us);
-  }
+/* After a failed batch: the rest of the tick is given up (their in-flight
+ * marks cleared) and the whole tick retried soon, rather than paying every
+ * remaining batch's timeout now: the thread also delivers wake-ups. */
+static void batch_failed(rlock_client *c, const snap_list *l, size_t from) {
+  rlock__obs_count(&c->obs, RLOCK__STAT_RENEWAL_FAILURES);
+  rlock__obs_log(&c->obs, RLOCK_LOG_WARN,
+                 "watchdog: renewing %zu "
+                 "hold%s failed: %s; trying again in %lld ms",
+                 l->n - from, l->n - from == 1 ? "" : "s",
+                 rlock_error_last()->message,
+                 (long long)(c->wd.retry_us / 1000));
+  apply_batch(c, l->items + from, l->n - from, NULL, 0);
+  pthread_mutex_lock(&c->wd.mu);
+  int64_t retry = rlock__now_us() + c->wd.retry_us;
+  if (retry < c->wd.next_tick_us)
+    c->wd.next_tick_us = retry;
+  pthread_mutex_unlock(&c->wd.mu);
 }
 
 /* Allocate both lists for up to `n` holds each. Returns 0 or -1. */
@@ -249,35 +235,111 @@ static int snaps_alloc(snaps *all, size_t n) {
   return all->std.items && all->read.items && all->expired.items ? 0 : -1;
 }
 
-int64_t rlock__watchdog_service(rlock_client *c) {
-  rlock__watchdog *wd = &c->wd;
+struct rlock__renew_tick {
   snaps all;
+  int list;    /* 0: std, 1: read, 2: done */
+  size_t from; /* the next batch's first item in that list */
+  size_t n;    /* items in the batch under way */
+};
+
+static snap_list *tick_list(rlock__renew_tick *t) {
+  return t->list == 0 ? &t->all.std : &t->all.read;
+}
+
+int rlock__renew_begin(rlock_client *c, rlock__renew_tick **out,
+                       int64_t *next_us) {
+  rlock__watchdog *wd = &c->wd;
+  *out = NULL;
   pthread_mutex_lock(&wd->mu);
   if (!wd->armed || rlock__now_us() < wd->next_tick_us) {
-    int64_t next = wd->armed ? wd->next_tick_us : INT64_MAX;
+    *next_us = wd->armed ? wd->next_tick_us : INT64_MAX;
     pthread_mutex_unlock(&wd->mu);
-    return next;
+    return RLOCK_OK;
   }
+  rlock__renew_tick *t = rlock__calloc(1, sizeof *t);
   rlock__watchdog_reap(wd);
-  int ok = snaps_alloc(&all, wd->holds.count) == 0;
-  all.now_us = rlock__now_us();
-  all.wd = wd;
+  int ok = t != NULL && snaps_alloc(&t->all, wd->holds.count) == 0;
+  if (t != NULL) {
+    t->all.now_us = rlock__now_us();
+    t->all.wd = wd;
+  }
   if (ok)
-    rlock__map_each(&wd->holds, collect, &all);
-  wd->next_tick_us = rlock__now_us() + wd->period_us;
-  if (ok && all.std.n + all.read.n == 0)
+    rlock__map_each(&wd->holds, collect, &t->all);
+  wd->next_tick_us = rlock__now_us() + (ok ? wd->period_us : wd->retry_us);
+  if (ok && t->all.std.n + t->all.read.n == 0)
     wd->armed = 0; /* nothing to renew: idle until the next watchdog hold */
+  *next_us = wd->armed ? wd->next_tick_us : INT64_MAX;
   pthread_mutex_unlock(&wd->mu);
+  if (!ok) {
+    if (t != NULL)
+      rlock__renew_end(c, t);
+    return rlock__err(RLOCK_ENOMEM, "out of memory");
+  }
+  tell_lost(c, &t->all.expired);
+  if (c->topo.target.kind == RLOCK__TOPO_CLUSTER) {
+    if (t->all.std.n > 1) /* items NULL when 0 */
+      qsort(t->all.std.items, t->all.std.n, sizeof *t->all.std.items, by_slot);
+    if (t->all.read.n > 1)
+      qsort(t->all.read.items, t->all.read.n, sizeof *t->all.read.items,
+            by_slot);
+  }
+  *out = t;
+  return RLOCK_OK;
+}
 
-  tell_lost(c, &all.expired);
-  renew_all(c, &all.std, 0);
-  renew_all(c, &all.read, 1);
-  snap_free(&all.std);
-  snap_free(&all.read);
-  snap_free(&all.expired);
+int rlock__renew_next(rlock_client *c, rlock__renew_tick *t,
+                      rlock__call *call) {
+  while (t->list < 2 && t->from >= tick_list(t)->n) {
+    t->list++;
+    t->from = 0;
+  }
+  if (t->list >= 2)
+    return 0;
+  snap_list *l = tick_list(t);
+  t->n = batch_size(c, l, t->from);
+  build_batch(c, l->items + t->from, t->n, t->list == 1, call);
+  return 1;
+}
 
-  pthread_mutex_lock(&wd->mu);
-  int64_t next = wd->armed ? wd->next_tick_us : INT64_MAX;
-  pthread_mutex_unlock(&wd->mu);
+void rlock__renew_done(rlock_client *c, rlock__renew_tick *t, int rc,
+                       const rlock__reply *r, int64_t sent_us) {
+  int alive[RLOCK__RENEW_BATCH];
+  snap_list *l = tick_list(t);
+  if (rc == RLOCK_OK)
+    rc = parse_batch(r, t->n, alive);
+  if (rc != RLOCK_OK) {
+    batch_failed(c, l, t->from);
+    t->from = l->n; /* this list is given up for this tick */
+    return;
+  }
+  apply_batch(c, l->items + t->from, t->n, alive, sent_us);
+  t->from += t->n;
+}
+
+void rlock__renew_end(rlock_client *c, rlock__renew_tick *t) {
+  (void)c;
+  snap_free(&t->all.std);
+  snap_free(&t->all.read);
+  snap_free(&t->all.expired);
+  free(t);
+}
+
+int64_t rlock__watchdog_service(rlock_client *c) {
+  rlock__renew_tick *t;
+  int64_t next;
+  if (rlock__renew_begin(c, &t, &next) != RLOCK_OK || t == NULL)
+    return next;
+  rlock__call call;
+  while (rlock__renew_next(c, t, &call)) {
+    rlock__reply *r = NULL;
+    int64_t sent_us = rlock__now_us(); /* the new lease runs from here */
+    int rc = rlock__call_run(c, &call, &r);
+    rlock__renew_done(c, t, rc, r, sent_us);
+    rlock__reply_free(r);
+  }
+  rlock__renew_end(c, t);
+  pthread_mutex_lock(&c->wd.mu);
+  next = c->wd.armed ? c->wd.next_tick_us : INT64_MAX;
+  pthread_mutex_unlock(&c->wd.mu);
   return next;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "client_int.h"
+#include "loop.h"
 #include "common.h"
 #include "rlock/lock.h"
 
@@ -158,7 +159,9 @@ int rlock__hold_push_owned(rlock_client *c, const char *name, const char *owner,
   pthread_mutex_unlock(&wd->mu);
   if (rc == RLOCK_OK)
     rlock__obs_count(&c->obs, RLOCK__STAT_ACQUISITIONS);
-  if (wake)
+  if (wake && c->loop != NULL)
+    rlock__lrenew_arm(c); /* the loop's thread: this one */
+  else if (wake)
     rlock__bg_wake(c);
   return rc;
 }
@@ -181,8 +184,11 @@ void rlock__hold_pop(rlock_client *c, const char *name, const char *owner,
   rlock__hold *h = find(wd, name, owner, key, &klen);
   /* Popping the last watchdog level while a renewal naming it is in
    * flight: let that renewal land first, so that the release script's
-   * PEXPIRE (or DEL) is the last word on the key's TTL. */
-  while (h != NULL && h->inflight && h->depth > 0 &&
+   * PEXPIRE (or DEL) is the last word on the key's TTL. A loop client
+   * needs no wait (and could not: the renewal's answer comes on this
+   * thread): its renewals and releases share one connection, so the
+   * server runs them in the order they were sent. */
+  while (c->loop == NULL && h != NULL && h->inflight && h->depth > 0 &&
          h->leases[h->depth - 1] == 0 && h->wd_levels == 1) {
     pthread_cond_wait(&wd->settled, &wd->mu);
     h = find(wd, name, owner, key, &klen);

@@ -131,4 +131,27 @@ void rlock__watchdog_reap(rlock__watchdog *wd);
  * wants to run (monotonic us) or INT64_MAX when nothing is renewed. */
 int64_t rlock__watchdog_service(rlock_client *c);
 
+/* One renewal tick in steps, for a driver that cannot block (an event
+ * loop); rlock__watchdog_service is these steps run in a row. */
+typedef struct rlock__renew_tick rlock__renew_tick;
+struct rlock__call;
+struct rlock__reply;
+
+/* When a tick is due: take the snapshot (telling the holds found lost by
+ * time) and return it in *t; else *t is NULL. *next_us: when the next tick
+ * is due (INT64_MAX: nothing to renew). RLOCK_ENOMEM (tried again at the
+ * retry interval). */
+int rlock__renew_begin(rlock_client *c, rlock__renew_tick **t,
+                       int64_t *next_us);
+/* Build the next batch's call: 1, or 0 when the tick is through. */
+int rlock__renew_next(rlock_client *c, rlock__renew_tick *t,
+                      struct rlock__call *call);
+/* The batch's outcome (rc, and its reply when RLOCK_OK), sent at
+ * `sent_us`: applied to the records; a failure gives up the rest of its
+ * list and brings the next tick forward. */
+void rlock__renew_done(rlock_client *c, rlock__renew_tick *t, int rc,
+                       const struct rlock__reply *r, int64_t sent_us);
+/* Free the tick. */
+void rlock__renew_end(rlock_client *c, rlock__renew_tick *t);
+
 #endif /* RLOCK_WATCHDOG_H */

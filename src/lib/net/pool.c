@@ -115,6 +115,10 @@ int rlock__pool_get(rlock__pool *p, rlock__conn **out) {
     *out = NULL;
     return rlock__origin_refuse(&p->origin);
   }
+  if (p->refuse != NULL) {
+    *out = NULL;
+    return rlock__err(RLOCK_EINVAL, "%s", p->refuse);
+  }
   int64_t deadline = rlock__deadline_after_ms(p->command_ms);
   for (;;) {
     int rc = take(p, deadline, out);
@@ -152,6 +156,8 @@ int rlock__pool_get_idle(rlock__pool *p, rlock__conn **out) {
   *out = NULL;
   if (!rlock__origin_ok(&p->origin))
     return rlock__origin_refuse(&p->origin);
+  if (p->refuse != NULL)
+    return rlock__err(RLOCK_EINVAL, "%s", p->refuse);
   for (;;) {
     pthread_mutex_lock(&p->mu);
     rlock__conn *c = p->nidle > 0 ? p->idle[--p->nidle] : NULL;

@@ -70,6 +70,8 @@ typedef struct rlock__pool {
   rlock__origin origin;   /* the process that opened it */
   struct rlock__obs *obs; /* the client's counters and log (obs.h), or
                              NULL; set once before first use */
+  const char *refuse;     /* why blocking use is refused (an event-loop
+                             client), or NULL; set once before first use */
 } rlock__pool;
 
 int rlock__pool_init(rlock__pool *p, const rlock__endpoint *ep, int max,

@@ -43,6 +43,7 @@ static int node_new(rlock__topo *t, rlock__endpoint *ep, rlock__node **out) {
   }
   n->pool.origin = t->origin;
   n->pool.obs = t->obs;
+  n->pool.refuse = t->refuse;
   *out = n;
   return RLOCK_OK;
 }
@@ -155,6 +156,14 @@ void rlock__node_replicas_stale(rlock__node *node) {
 }
 
 /* ---- lifecycle --------------------------------------------------------- */
+
+void rlock__topo_refuse(rlock__topo *t, const char *why) {
+  pthread_mutex_lock(&t->mu);
+  t->refuse = why;
+  for (size_t i = 0; i < t->nnodes; i++)
+    t->nodes[i]->pool.refuse = why;
+  pthread_mutex_unlock(&t->mu);
+}
 
 int rlock__topo_init(rlock__topo *t, const rlock__target *target, int pool_size,
                      int64_t connect_ms, int64_t command_ms,

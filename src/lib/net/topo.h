@@ -70,6 +70,8 @@ typedef struct rlock__topo {
   atomic_int sharded;     /* SSUBSCRIBE/SPUBLISH: 1, classic: 0, -1 until a
                              cluster in auto mode has been probed */
   struct rlock__obs *obs; /* the client's counters and log, or NULL */
+  const char *refuse;     /* every node's pool refuses blocking use with
+                             this message (an event-loop client), or NULL */
   rlock__origin origin;   /* the process the topology belongs to: every
                              node's pool carries it, even one first met in a
                              fork()ed child (which must not use it) */
@@ -84,6 +86,10 @@ int rlock__topo_init(rlock__topo *t, const rlock__target *target, int pool_size,
 /* Close every node's connections and free. No connection may be
  * borrowed. */
 void rlock__topo_destroy(rlock__topo *t);
+
+/* Refuse blocking use of every node, met now or later, with `why` (a
+ * static string): an event-loop client's topology. Before first use. */
+void rlock__topo_refuse(rlock__topo *t, const char *why);
 
 /* The node serving `key` (NULL: any node, for keyless commands). Learns
  * the map or master first when it has none. RLOCK_OK, or the error of the

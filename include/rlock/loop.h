@@ -1,0 +1,206 @@
+/*
+ * rlock/loop.h - locks from an event loop, without blocking.
+ *
+ * A loop client (rlock_client_new_loop) is driven by the caller's event
+ * loop through a small adapter table (rlock_loop): it watches its sockets
+ * and arms its one timer through the table, and the loop calls back into
+ * rlock_loop_io(), rlock_loop_timer() and rlock_loop_wake(). It starts no
+ * thread of its own: connecting, commands, unlock messages and the
+ * watchdog's lease renewal all run on the loop's thread. Ready adapters:
+ * rlock/uv.h (libuv, library rlock_uv) and rlock/event.h (libevent,
+ * library rlock_event).
+ *
+ * Lock objects are made from a loop client with the usual constructors
+ * (rlock_lock_new, _fair, _read, _write, _fenced, _spin) and used through
+ * the _async functions below. The blocking operations of lock.h,
+ * multilock.h and redlock.h, and rlock_client_ping(), refuse a loop client
+ * with RLOCK_EINVAL; rlock_lock_check_owner() (local) works.
+ *
+ * Threading: the thread that calls rlock_client_new_loop() is the loop's
+ * thread. Every function here may be called from it; the _async functions
+ * may also be called from any other thread (the operation is handed to
+ * the loop through the adapter's wake-up and starts there). Callbacks run
+ * on the loop's thread only.
+ *
+ * Callback contract (every rlock_async_fn and rlock_info_fn):
+ *  - An _async function that returns RLOCK_OK calls its callback exactly
+ *    once, later, from the loop (never from inside the _async call
+ *    itself). One that returns an error never calls it.
+ *  - `rc` is RLOCK_OK or a status code; on failure rlock_error_last()
+ *    inside the callback has the message.
+ *  - Inside a callback anything here may be called, including new _async
+ *    operations, rlock_op_cancel(), rlock_lock_free() of a lock with no
+ *    other operation pending, and rlock_client_free().
+ *  - rlock_client_free() with operations pending completes each of them,
+ *    inside that call, with RLOCK_ECLOSED ("client freed"); no callback
+ *    runs after it returns. A lock must not be freed while an operation on
+ *    it is pending.
+ *
+ * Ownership is by explicit owner number (rlock_owner_new()): async
+ * operations refuse RLOCK_OWNER_THREAD, since one loop thread serves many
+ * owners.
+ *
+ * Topologies: a single server (redis://, unix://). A loop client refuses
+ * TLS, Sentinel and Cluster URLs with RLOCK_EINVAL for now, and does not
+ * confirm writes on replicas (rlock_config_set_replica_sync). A host name
+ * is looked up once, when the client is created (bounded by the connect
+ * timeout); connections are made without blocking and re-made on demand.
+ */
+#ifndef RLOCK_LOOP_H
+#define RLOCK_LOOP_H
+
+#include <stdint.h>
+
+#include "client.h"
+#include "export.h"
+#include "lock.h"
+
+RLOCK_BEGIN_DECLS
+
+/** Events of a descriptor: readable, writable. */
+#define RLOCK_LOOP_READ 1
+#define RLOCK_LOOP_WRITE 2
+
+/**
+ * What a loop client needs from an event loop. Every function is called
+ * on the loop's thread except wake(). The client copies the table.
+ */
+typedef struct rlock_loop {
+  /** The adapter's own state, passed to every function below. */
+  void *data;
+  /**
+   * Watch `fd` for `events` (RLOCK_LOOP_READ | RLOCK_LOOP_WRITE),
+   * replacing what was watched for it before; 0 stops watching it (the
+   * client closes it right after). When some are ready, call
+   * rlock_loop_io(client, fd, ready events). Returns 0, or -1 when the
+   * loop refused (the connection then fails).
+   */
+  int (*watch)(void *data, int fd, int events);
+  /**
+   * Arm the one timer to fire once, `after_ms` (>= 0) from now, replacing
+   * any earlier arming; `after_ms` < 0 disarms it. When it fires, call
+   * rlock_loop_timer(client).
+   */
+  void (*timer)(void *data, int64_t after_ms);
+  /**
+   * Any thread: make the loop call rlock_loop_wake(client) on its own
+   * thread soon. Several wake()s may lead to one rlock_loop_wake().
+   */
+  void (*wake)(void *data);
+  /**
+   * The client is being freed (rlock_client_free): nothing of the table
+   * is called after this returns. Stop watching, free the adapter's
+   * resources. May be NULL.
+   */
+  void (*detach)(void *data);
+} rlock_loop;
+
+/**
+ * Create a client driven by an event loop (see above). Does no I/O and
+ * calls nothing of `loop` (a host name is looked up here, though).
+ * @param out receives the client; free it with rlock_client_free() on the
+ *        loop's thread.
+ * @param cfg configuration to copy, or NULL for the defaults.
+ * @param loop the adapter table (copied); watch, timer and wake are
+ *        required.
+ * @return RLOCK_OK; RLOCK_EINVAL for a NULL argument, an incomplete table
+ *         or a topology a loop client does not support; RLOCK_EIO or
+ *         RLOCK_ETIMEOUT when the host name does not resolve; RLOCK_ENOMEM.
+ */
+RLOCK_EXTERN int rlock_client_new_loop(rlock_client **out,
+                                       const rlock_config *cfg,
+                                       const rlock_loop *loop);
+
+/** Adapter: `fd` has `events` ready. Loop thread. */
+RLOCK_EXTERN void rlock_loop_io(rlock_client *client, int fd, int events);
+
+/** Adapter: the timer fired. Loop thread. */
+RLOCK_EXTERN void rlock_loop_timer(rlock_client *client);
+
+/** Adapter: answer to wake(). Loop thread. */
+RLOCK_EXTERN void rlock_loop_wake(rlock_client *client);
+
+/**
+ * For adapters: set the calling thread's last error (rlock_error_last)
+ * to `code` and `message` (copied; NULL: ""), and return `code`, so an
+ * adapter's constructor fails like the library's own functions.
+ */
+RLOCK_EXTERN int rlock_loop_error(int code, const char *message);
+
+/** A pending operation, for rlock_op_cancel(). Owned by the library;
+ * valid until its callback starts. */
+typedef struct rlock_op rlock_op;
+
+/**
+ * Completion of an operation. `value`: an acquisition's fencing token
+ * (fenced locks; else 0); a force release's `deleted` (1 or 0); a hold
+ * count; a TTL in ms (as rlock_lock_ttl); 1 or 0 for is_locked; 0
+ * otherwise.
+ */
+typedef void (*rlock_async_fn)(void *arg, int rc, int64_t value);
+
+/**
+ * Acquire `lock` for `opts->owner` without blocking: attempt, and while
+ * it is held elsewhere wait for its unlock message (or its holder's
+ * lease to run out) and attempt again, within `opts->wait_ms`, with
+ * `opts->lease_ms` (RLOCK_LEASE_WATCHDOG: renewed on the loop while held).
+ * Waiters of one lock on one client are woken in arrival order.
+ * @param opts required; owner must be an explicit owner; cancel and token
+ *        must be NULL (cancel with rlock_op_cancel(); the token comes as
+ *        the callback's value).
+ * @param op if not NULL, receives the operation (valid until its callback
+ *        starts), for rlock_op_cancel(); NULL when called off the loop
+ *        thread.
+ * @return RLOCK_OK (the callback will run: RLOCK_OK held, RLOCK_ELOCKED
+ *         not within the wait, RLOCK_ECANCELED, RLOCK_ECLOSED, or the
+ *         blocking call's errors), or RLOCK_EINVAL / RLOCK_ENOMEM.
+ */
+RLOCK_EXTERN int rlock_lock_acquire_async(rlock_lock *lock,
+                                          const rlock_acquire_options *opts,
+                                          rlock_async_fn cb, void *arg,
+                                          rlock_op **op);
+
+/**
+ * Cancel a pending acquisition: its callback runs later with
+ * RLOCK_ECANCELED (a fair lock's waiter leaves the queue first). An
+ * acquisition already granted by the server when the cancel arrives is
+ * given back first. Loop thread only.
+ * @return RLOCK_OK, or RLOCK_EINVAL for NULL or an operation that is not
+ *         an acquisition.
+ */
+RLOCK_EXTERN int rlock_op_cancel(rlock_op *op);
+
+/** Release one hold of `owner` (rlock_lock_release_owner's results). */
+RLOCK_EXTERN int rlock_lock_release_async(rlock_lock *lock, uint64_t owner,
+                                          rlock_async_fn cb, void *arg);
+
+/** Force release (value: 1 when deleted, else 0). */
+RLOCK_EXTERN int rlock_lock_force_release_async(rlock_lock *lock,
+                                                rlock_async_fn cb, void *arg);
+
+/** Whether the lock is held by anyone (value 1 or 0). */
+RLOCK_EXTERN int rlock_lock_is_locked_async(rlock_lock *lock, rlock_async_fn cb,
+                                            void *arg);
+
+/** Hold count of `owner` (value). */
+RLOCK_EXTERN int rlock_lock_hold_count_async(rlock_lock *lock, uint64_t owner,
+                                             rlock_async_fn cb, void *arg);
+
+/** Remaining lease in ms (value; as rlock_lock_ttl: -2 no lock, -1 no
+ * expiry). */
+RLOCK_EXTERN int rlock_lock_ttl_async(rlock_lock *lock, rlock_async_fn cb,
+                                      void *arg);
+
+/**
+ * Completion of an inspection: `info` (owned by the callback, free it
+ * with rlock_lock_info_free()) when rc is RLOCK_OK, else NULL.
+ */
+typedef void (*rlock_info_fn)(void *arg, int rc, rlock_lock_info *info);
+
+/** The lock's whole state at once (rlock_lock_inspect). */
+RLOCK_EXTERN int rlock_lock_inspect_async(rlock_lock *lock, rlock_info_fn cb,
+                                          void *arg);
+
+RLOCK_END_DECLS
+
+#endif /* RLOCK_LOOP_H */

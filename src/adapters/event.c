@@ -1,0 +1,150 @@
+/*
+ * event.c - rlock_loop on libevent: a persistent event per socket, one
+ * timer event, and an eventfd of the adapter's own for wake-ups from other
+ * threads (event_active() is only thread-safe on a base made with
+ * threading support; an eventfd needs none).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "rlock/errors.h"
+#include "rlock/event.h"
+
+#define MAX_FDS 4 /* a loop client has two connections */
+
+typedef struct watched {
+  int fd;
+  struct event *ev;
+} watched;
+
+typedef struct evad {
+  struct event_base *base;
+  rlock_client *client;
+  struct event *timer;
+  struct event *waker;
+  int wake_fd;
+  watched fds[MAX_FDS];
+} evad;
+
+static void on_io(evutil_socket_t fd, short what, void *arg) {
+  evad *a = arg;
+  int ev = ((what & EV_READ) ? RLOCK_LOOP_READ : 0) |
+           ((what & EV_WRITE) ? RLOCK_LOOP_WRITE : 0);
+  rlock_loop_io(a->client, (int)fd, ev);
+}
+
+static watched *find(evad *a, int fd) {
+  for (int i = 0; i < MAX_FDS; i++)
+    if (a->fds[i].ev != NULL && a->fds[i].fd == fd)
+      return &a->fds[i];
+  return NULL;
+}
+
+static void unwatch(watched *w) {
+  event_free(w->ev); /* deletes it first */
+  w->ev = NULL;
+}
+
+static int ad_watch(void *data, int fd, int events) {
+  evad *a = data;
+  watched *w = find(a, fd);
+  if (w != NULL)
+    unwatch(w);
+  if (events == 0)
+    return 0;
+  for (int i = 0; i < MAX_FDS && w == NULL; i++)
+    if (a->fds[i].ev == NULL)
+      w = &a->fds[i];
+  if (w == NULL)
+    return -1;
+  short what = EV_PERSIST | ((events & RLOCK_LOOP_READ) ? EV_READ : 0) |
+               ((events & RLOCK_LOOP_WRITE) ? EV_WRITE : 0);
+  w->ev = event_new(a->base, fd, what, on_io, a);
+  if (w->ev == NULL || event_add(w->ev, NULL) != 0) {
+    if (w->ev != NULL)
+      unwatch(w);
+    return -1;
+  }
+  w->fd = fd;
+  return 0;
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg) {
+  (void)fd, (void)what;
+  evad *a = arg;
+  rlock_loop_timer(a->client);
+}
+
+static void ad_timer(void *data, int64_t after_ms) {
+  evad *a = data;
+  if (after_ms < 0) {
+    evtimer_del(a->timer);
+    return;
+  }
+  struct timeval tv = {(time_t)(after_ms / 1000),
+                       (suseconds_t)(after_ms % 1000) * 1000};
+  evtimer_add(a->timer, &tv);
+}
+
+static void on_wake(evutil_socket_t fd, short what, void *arg) {
+  (void)what;
+  evad *a = arg;
+  uint64_t n;
+  while (read((int)fd, &n, sizeof n) > 0)
+    ;
+  rlock_loop_wake(a->client);
+}
+
+static void ad_wake(void *data) {
+  evad *a = data;
+  uint64_t one = 1;
+  ssize_t n = write(a->wake_fd, &one, sizeof one);
+  (void)n; /* EAGAIN: the counter is full, a wake-up is due anyway */
+}
+
+static void ad_free(evad *a) {
+  for (int i = 0; i < MAX_FDS; i++)
+    if (a->fds[i].ev != NULL)
+      unwatch(&a->fds[i]);
+  if (a->timer != NULL)
+    event_free(a->timer);
+  if (a->waker != NULL)
+    event_free(a->waker);
+  if (a->wake_fd >= 0)
+    close(a->wake_fd);
+  free(a);
+}
+
+static void ad_detach(void *data) { ad_free(data); }
+
+int rlock_event_client_new(rlock_client **out, const rlock_config *cfg,
+                           struct event_base *base) {
+  if (out == NULL || base == NULL)
+    return rlock_loop_error(RLOCK_EINVAL, "rlock_event_client_new: out or "
+                                          "base is NULL");
+  *out = NULL;
+  evad *a = calloc(1, sizeof *a);
+  if (a == NULL)
+    return rlock_loop_error(RLOCK_ENOMEM, "out of memory");
+  a->base = base;
+  a->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  a->timer = evtimer_new(base, on_timer, a);
+  a->waker = a->wake_fd < 0 ? NULL
+                            : event_new(base, a->wake_fd, EV_READ | EV_PERSIST,
+                                        on_wake, a);
+  if (a->timer == NULL || a->waker == NULL || event_add(a->waker, NULL) != 0) {
+    ad_free(a);
+    return rlock_loop_error(RLOCK_EIO, "libevent: no eventfd, or an event "
+                                       "could not be added");
+  }
+  rlock_loop table = {a, ad_watch, ad_timer, ad_wake, ad_detach};
+  int rc = rlock_client_new_loop(&a->client, cfg, &table);
+  if (rc != RLOCK_OK) {
+    ad_free(a);
+    return rc;
+  }
+  *out = a->client;
+  return RLOCK_OK;
+}

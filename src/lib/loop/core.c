@@ -1,0 +1,390 @@
+/*
+ * core.c - a loop client's life, the adapter's entry points, and when
+ * callbacks run.
+ *
+ * Every entry point (the adapter's, and the _async functions on the loop
+ * thread) runs between enter() and leave(). Work done inside only queues:
+ * bytes for the connections and completed operations. The outermost
+ * leave() writes the queued bytes (one write per connection per turn, so
+ * requests made in one turn are pipelined), then runs the completions'
+ * callbacks when the adapter called in, or arms the timer at once when a
+ * user's call did (a callback never runs inside the call that started its
+ * operation).
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+
+#include "client_int.h"
+#include "common.h"
+#include "lock_int.h"
+#include "loop.h"
+#include "resolve.h"
+
+static void enter(rlock_client *c) { c->loop->depth++; }
+
+/* Run due callbacks, each with its operation's error as the last error. */
+static void run_completions(rlock_client *c) {
+  rlock__loop *lp = c->loop;
+  while (lp->done_first != NULL && !lp->doomed) {
+    rlock_op *op = lp->done_first;
+    lp->done_first = op->later;
+    if (lp->done_first == NULL)
+      lp->done_last = NULL;
+    if (op->rc != RLOCK_OK)
+      rlock__err(op->rc, "%s", op->msg);
+    if (op->type == RLOCK__LOP_INSPECT)
+      op->info_cb(op->arg, op->rc, op->info);
+    else
+      op->cb(op->arg, op->rc, op->value);
+    free(op);
+  }
+}
+
+/* Tell the adapter when to call rlock_loop_timer next. */
+static void rearm(rlock_client *c) {
+  rlock__loop *lp = c->loop;
+  int64_t at = lp->done_first != NULL ? 0 : rlock__ltimer_next(c);
+  if (at == lp->armed_us)
+    return;
+  lp->armed_us = at;
+  if (at == INT64_MAX) {
+    lp->ad.timer(lp->ad.data, -1);
+    return;
+  }
+  int64_t now = rlock__now_us();
+  lp->ad.timer(lp->ad.data, at <= now ? 0 : (at - now + 999) / 1000);
+}
+
+static void really_free(rlock_client *c);
+
+static void leave(rlock_client *c, int run_callbacks) {
+  rlock__loop *lp = c->loop;
+  if (lp->depth == 1 && !lp->doomed) {
+    if (run_callbacks)
+      run_completions(c);
+    if (!lp->doomed) {
+      rlock__lconn_flush(c, &lp->cmd);
+      rlock__lconn_flush(c, &lp->sub);
+      rearm(c);
+    }
+  }
+  if (--lp->depth == 0 && lp->doomed)
+    really_free(c);
+}
+
+/* ---- operations ---------------------------------------------------- */
+
+rlock_op *rlock__lop_new(rlock_lock *l, int type) {
+  rlock_op *op = rlock__calloc(1, sizeof *op);
+  if (op == NULL) {
+    rlock__err(RLOCK_ENOMEM, "out of memory");
+    return NULL;
+  }
+  op->type = type;
+  op->l = l;
+  op->c = l->client;
+  rlock__ltimer_init(&op->timer, NULL);
+  return op;
+}
+
+int rlock__lop_check_owner(uint64_t owner, const char *fn) {
+  if (owner == RLOCK_OWNER_THREAD)
+    return rlock__err(RLOCK_EINVAL,
+                      "%s: an event-loop operation needs an "
+                      "explicit owner (rlock_owner_new()), not "
+                      "RLOCK_OWNER_THREAD",
+                      fn);
+  return RLOCK_OK;
+}
+
+static void link_op(rlock__loop *lp, rlock_op *op) {
+  op->next = lp->ops;
+  op->prev = NULL;
+  if (lp->ops != NULL)
+    lp->ops->prev = op;
+  lp->ops = op;
+}
+
+static void unlink_op(rlock__loop *lp, rlock_op *op) {
+  if (op->prev != NULL)
+    op->prev->next = op->next;
+  else
+    lp->ops = op->next;
+  if (op->next != NULL)
+    op->next->prev = op->prev;
+  op->prev = op->next = NULL;
+}
+
+int rlock__lop_submit(rlock_op *op, void (*start)(rlock_op *op)) {
+  rlock_client *c = op->c;
+  rlock__loop *lp = c->loop;
+  if (!pthread_equal(pthread_self(), lp->thread)) {
+    op->start = start;
+    pthread_mutex_lock(&lp->inbox_mu);
+    op->later = NULL;
+    if (lp->inbox_last != NULL)
+      lp->inbox_last->later = op;
+    else
+      lp->inbox_first = op;
+    lp->inbox_last = op;
+    pthread_mutex_unlock(&lp->inbox_mu);
+    lp->ad.wake(lp->ad.data);
+    return RLOCK_OK;
+  }
+  enter(c);
+  link_op(lp, op);
+  start(op);
+  leave(c, 0);
+  return RLOCK_OK;
+}
+
+void rlock__lop_finish(rlock_op *op, int rc, int64_t value) {
+  rlock__loop *lp = op->c->loop;
+  op->rc = rc;
+  op->value = value;
+  op->msg[0] = '\0';
+  if (rc != RLOCK_OK)
+    snprintf(op->msg, sizeof op->msg, "%s", rlock_error_last()->message);
+  op->finished = 1;
+  rlock__ltimer_stop(op->c, &op->timer);
+  unlink_op(lp, op);
+  op->later = NULL;
+  if (lp->done_last != NULL)
+    lp->done_last->later = op;
+  else
+    lp->done_first = op;
+  lp->done_last = op;
+}
+
+/* ---- the adapter's entry points ------------------------------------------ */
+
+static rlock__lconn *conn_of(rlock_client *c, int fd) {
+  rlock__loop *lp = c->loop;
+  if (fd >= 0 && lp->cmd.fd == fd)
+    return &lp->cmd;
+  if (fd >= 0 && lp->sub.fd == fd)
+    return &lp->sub;
+  return NULL; /* closed meanwhile: a stale event */
+}
+
+void rlock_loop_io(rlock_client *c, int fd, int events) {
+  if (c == NULL || c->loop == NULL)
+    return;
+  enter(c);
+  rlock__lconn *k = conn_of(c, fd);
+  if (k != NULL)
+    rlock__lconn_io(c, k, events);
+  leave(c, 1);
+}
+
+void rlock_loop_timer(rlock_client *c) {
+  if (c == NULL || c->loop == NULL)
+    return;
+  enter(c);
+  c->loop->armed_us = INT64_MAX; /* it fired: no longer armed */
+  rlock__ltimer_run_due(c);
+  leave(c, 1);
+}
+
+void rlock_loop_wake(rlock_client *c) {
+  if (c == NULL || c->loop == NULL)
+    return;
+  rlock__loop *lp = c->loop;
+  enter(c);
+  pthread_mutex_lock(&lp->inbox_mu);
+  rlock_op *op = lp->inbox_first;
+  lp->inbox_first = lp->inbox_last = NULL;
+  pthread_mutex_unlock(&lp->inbox_mu);
+  while (op != NULL && !lp->doomed) {
+    rlock_op *next = op->later;
+    op->later = NULL;
+    link_op(lp, op);
+    op->start(op);
+    op = next;
+  }
+  leave(c, 1);
+}
+
+/* ---- life ------------------------------------------------------------ */
+
+/* Where the one server is: looked up now, within the connect timeout. */
+static int resolve_server(rlock_client *c) {
+  rlock__loop *lp = c->loop;
+  const rlock__endpoint *ep = &c->cfg.target.addrs[0];
+  if (ep->unix_path != NULL) {
+    struct sockaddr_un *un = (struct sockaddr_un *)&lp->addr;
+    if (strlen(ep->unix_path) >= sizeof un->sun_path)
+      return rlock__err(RLOCK_EINVAL, "unix socket path too long: %s",
+                        ep->unix_path);
+    un->sun_family = AF_UNIX;
+    memcpy(un->sun_path, ep->unix_path, strlen(ep->unix_path) + 1);
+    lp->addrlen = sizeof *un;
+    return RLOCK_OK;
+  }
+  struct addrinfo *ai;
+  char why[256];
+  int rc = rlock__resolve(ep->host, ep->port,
+                          rlock__deadline_after_ms(c->cfg.connect_timeout_ms),
+                          &ai, why, sizeof why);
+  if (rc != RLOCK_OK)
+    return rlock__err(rc, "redis %s:%d: %s", ep->host, ep->port, why);
+  memcpy(&lp->addr, ai->ai_addr, ai->ai_addrlen);
+  lp->addrlen = ai->ai_addrlen;
+  freeaddrinfo(ai);
+  return RLOCK_OK;
+}
+
+static int check_target(const rlock_client *c) {
+  const rlock__target *t = &c->cfg.target;
+  if (t->kind != RLOCK__TOPO_SINGLE)
+    return rlock__err(RLOCK_EINVAL,
+                      "an event-loop client supports a single "
+                      "server (redis://, unix://), not %s, for now",
+                      rlock__target_kind_name(t));
+  if (t->addrs[0].tls)
+    return rlock__err(RLOCK_EINVAL, "an event-loop client does not speak TLS "
+                                    "(rediss://) yet");
+  return RLOCK_OK;
+}
+
+static void conn_init(rlock__lconn *k) {
+  memset(k, 0, sizeof *k);
+  k->fd = -1;
+  rlock__ltimer_init(&k->io_timer, NULL);
+}
+
+static int loop_new(rlock_client *c, const rlock_loop *loop) {
+  rlock__loop *lp = rlock__calloc(1, sizeof *lp);
+  if (lp == NULL)
+    return rlock__err(RLOCK_ENOMEM, "out of memory");
+  c->loop = lp;
+  lp->ad = *loop;
+  lp->thread = pthread_self();
+  lp->armed_us = INT64_MAX;
+  pthread_mutex_init(&lp->inbox_mu, NULL);
+  conn_init(&lp->cmd);
+  conn_init(&lp->sub);
+  lp->sub.on_reply = rlock__lsub_reply;
+  lp->sub.on_down = rlock__lsub_down;
+  rlock__ltimer_init(&lp->sub_retry, rlock__lsub_retry);
+  rlock__ltimer_init(&lp->renew, rlock__lrenew_tick);
+  rlock__endpoint_str(&c->cfg.target.addrs[0], lp->cmd.where,
+                      sizeof lp->cmd.where);
+  memcpy(lp->sub.where, lp->cmd.where, sizeof lp->sub.where);
+  return resolve_server(c);
+}
+
+static void loop_free(rlock_client *c) {
+  rlock__loop *lp = c->loop;
+  rlock__lconn_destroy(&lp->cmd);
+  rlock__lconn_destroy(&lp->sub);
+  rlock__lsub_destroy(c);
+  rlock__map_clear(&lp->chans);
+  free(lp->heap);
+  free(lp->sent);
+  pthread_mutex_destroy(&lp->inbox_mu);
+  free(lp);
+  c->loop = NULL;
+}
+
+int rlock_client_new_loop(rlock_client **out, const rlock_config *cfg,
+                          const rlock_loop *loop) {
+  if (out == NULL || loop == NULL)
+    return rlock__err(RLOCK_EINVAL, "rlock_client_new_loop: %s is NULL",
+                      out == NULL ? "out" : "loop");
+  *out = NULL;
+  if (loop->watch == NULL || loop->timer == NULL || loop->wake == NULL)
+    return rlock__err(RLOCK_EINVAL, "rlock_client_new_loop: the loop table "
+                                    "needs watch, timer and wake");
+  rlock_client *c;
+  int rc = rlock__client_setup(&c, cfg);
+  if (rc != RLOCK_OK)
+    return rc;
+  if ((rc = check_target(c)) != RLOCK_OK ||
+      (rc = loop_new(c, loop)) != RLOCK_OK) {
+    if (c->loop != NULL)
+      loop_free(c);
+    rlock__client_teardown(c);
+    return rc;
+  }
+  rlock__topo_refuse(&c->topo,
+                     "this client runs on an event loop "
+                     "(rlock_client_new_loop): use the _async functions "
+                     "of rlock/loop.h");
+  *out = c;
+  return RLOCK_OK;
+}
+
+/* Complete every pending operation with RLOCK_ECLOSED, now. */
+static void close_all(rlock_client *c) {
+  rlock__loop *lp = c->loop;
+  rlock__err(RLOCK_ECLOSED, "client freed");
+  rlock__lconn_fail(c, &lp->cmd, RLOCK_ECLOSED);
+  lp->sub.on_down = NULL;
+  rlock__err(RLOCK_ECLOSED, "client freed");
+  rlock__lconn_fail(c, &lp->sub, RLOCK_ECLOSED);
+  pthread_mutex_lock(&lp->inbox_mu);
+  rlock_op *in = lp->inbox_first;
+  lp->inbox_first = lp->inbox_last = NULL;
+  pthread_mutex_unlock(&lp->inbox_mu);
+  while (in != NULL) { /* never started: linked now, finished below */
+    rlock_op *next = in->later;
+    link_op(lp, in);
+    in = next;
+  }
+  while (lp->ops != NULL) {
+    rlock_op *op = lp->ops;
+    if (op->type == RLOCK__LOP_ACQUIRE)
+      rlock__lacquire_abandon(op);
+    rlock__err(RLOCK_ECLOSED, "client freed");
+    rlock__lop_finish(op, RLOCK_ECLOSED, 0);
+  }
+  rlock__ltimer_stop(c, &lp->renew);
+  rlock__ltimer_stop(c, &lp->sub_retry);
+  run_completions(c);
+}
+
+static void really_free(rlock_client *c) {
+  loop_free(c);
+  rlock__client_teardown(c);
+}
+
+int rlock__loop_client_free(rlock_client *c) {
+  rlock__loop *lp = c->loop;
+  if (!pthread_equal(pthread_self(), lp->thread))
+    return rlock__err(RLOCK_EINVAL, "rlock_client_free: a loop client is "
+                                    "freed on its loop's thread");
+  if (lp->closing)
+    return RLOCK_OK; /* again, from a callback run by the first call */
+  lp->closing = 1;
+  enter(c);
+  close_all(c);
+  lp->ad.timer(lp->ad.data, -1);
+  if (lp->ad.detach != NULL)
+    lp->ad.detach(lp->ad.data);
+  lp->doomed = 1;
+  leave(c, 0); /* frees now, or when the outermost entry point returns */
+  return RLOCK_OK;
+}
+
+int rlock_op_cancel(rlock_op *op) {
+  if (op == NULL || op->type != RLOCK__LOP_ACQUIRE)
+    return rlock__err(RLOCK_EINVAL, "rlock_op_cancel: %s",
+                      op == NULL ? "op is NULL" : "not an acquisition");
+  rlock_client *c = op->c;
+  if (!pthread_equal(pthread_self(), c->loop->thread))
+    return rlock__err(RLOCK_EINVAL, "rlock_op_cancel: call it on the loop's "
+                                    "thread");
+  enter(c);
+  rlock__lacquire_cancel(op);
+  leave(c, 0);
+  return RLOCK_OK;
+}
+
+int rlock_loop_error(int code, const char *message) {
+  return rlock__err(code, "%s", message ? message : "");
+}

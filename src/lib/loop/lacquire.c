@@ -1,0 +1,297 @@
+/*
+ * lacquire.c - an acquisition on the loop: acquire.c's loop turned into
+ * a state machine.
+ *
+ *   ATTEMPTING --acquired--> recorded, done
+ *       |  held elsewhere, the wait lasts
+ *       v
+ *   SUBSCRIBING (channel not confirmed)  --confirmed--> ATTEMPTING
+ *   SLEEPING    (confirmed, no permit)   --message----> ATTEMPTING
+ *   either, when the holder's TTL or the wait runs out --> ATTEMPTING
+ *
+ * As in the blocking path, the first attempt after subscribing comes only
+ * once the server has confirmed the subscription, an unlock message "0"
+ * wakes one waiter (the longest asleep, lsub.c), and without a message
+ * the only wake-up is the holder's TTL: no polling. A spin lock sleeps a
+ * back-off instead of subscribing. Ending without the lock after waiting
+ * makes a fair waiter leave the queue first; a cancel that finds the lock
+ * granted gives it back first (GIVING_BACK), so a canceled acquisition
+ * never leaves a hold behind.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "client_int.h"
+#include "common.h"
+#include "lock_int.h"
+#include "loop.h"
+
+#define OUTAGE_FIRST_MS 25
+#define OUTAGE_MAX_MS 1000
+#define SPIN_FIRST_MS 1
+
+static rlock_op *of_lreq(rlock__lreq *r) {
+  return (rlock_op *)((char *)r - offsetof(rlock_op, lreq));
+}
+
+static rlock_op *of_timer(rlock__ltimer *t) {
+  return (rlock_op *)((char *)t - offsetof(rlock_op, timer));
+}
+
+static void attempt(rlock_op *op);
+
+/* The end: out of the channel, outcome recorded. */
+static void done(rlock_op *op, int rc, int64_t value) {
+  rlock__lsub_leave(op->c, op);
+  rlock__lop_finish(op, rc, value);
+}
+
+static void epilogue_done(rlock_client *c, rlock__lreq *r) {
+  (void)c;
+  rlock_op *op = of_lreq(r);
+  op->busy = 0;
+  rlock__reply_free(r->q.reply);
+  rlock__call_clear(&r->call);
+  rlock__err(op->rc, "%s", op->msg); /* the reason it ends, not this call's */
+  rlock__lop_finish(op, op->rc, 0);
+}
+
+/* Run op->lreq.call (built by the caller), then end with `rc` and the
+ * last error as it is now, whatever the call's own outcome. */
+static void end_after_call(rlock_op *op, int rc) {
+  rlock__lsub_leave(op->c, op);
+  rlock__ltimer_stop(op->c, &op->timer);
+  op->rc = rc;
+  snprintf(op->msg, sizeof op->msg, "%s", rlock_error_last()->message);
+  op->state = RLOCK__LACQ_GIVING_BACK;
+  rlock__req_init(&op->lreq.q, &op->lreq.call);
+  op->lreq.done = epilogue_done;
+  op->busy = 1;
+  rlock__lreq_send(op->c, &op->lreq);
+}
+
+/* Give back what the server may have granted, then end with rc. */
+static void give_back(rlock_op *op, int rc) {
+  rlock_lock *l = op->l;
+  l->kind->release(l, op->owner, op->lease_sent, &rlock__no_latch,
+                   &op->lreq.call);
+  end_after_call(op, rc);
+}
+
+/* End without the lock: a fair waiter leaves the queue first. */
+static void fail(rlock_op *op, int rc) {
+  rlock_lock *l = op->l;
+  if (l->kind->give_up != NULL && op->wait_ms != 0) {
+    l->kind->give_up(l, op->owner, op->wait_ms, &op->lreq.call);
+    end_after_call(op, rc);
+    return;
+  }
+  done(op, rc, 0);
+}
+
+/* The sleep bound: the holder's TTL (at least 1 ms), within the wait. */
+static int64_t round_until(const rlock_op *op) {
+  if (op->ttl_ms < 0 || op->ttl_ms > RLOCK_MAX_DURATION_MS)
+    return op->deadline_us;
+  int64_t until = rlock__now_us() + (op->ttl_ms > 0 ? op->ttl_ms : 1) * 1000;
+  return until < op->deadline_us ? until : op->deadline_us;
+}
+
+static void sleep_until(rlock_op *op, int state, int64_t until) {
+  op->state = state;
+  if (until != INT64_MAX)
+    rlock__ltimer_at(op->c, &op->timer, until);
+}
+
+static void on_timer(rlock_client *c, rlock__ltimer *t) {
+  (void)c;
+  rlock_op *op = of_timer(t);
+  if (op->state == RLOCK__LACQ_SUBSCRIBING || op->state == RLOCK__LACQ_SLEEPING)
+    attempt(op);
+}
+
+/* Held elsewhere and the wait lasts: subscribe, sleep or spin. */
+static void wait_more(rlock_op *op) {
+  rlock_lock *l = op->l;
+  int64_t bound = round_until(op);
+  if (l->kind->spin) {
+    int64_t until = rlock__now_us() + op->backoff_ms * 1000;
+    op->backoff_ms = rlock__spin_next(op->backoff_ms, ++op->spins, &op->seed);
+    sleep_until(op, RLOCK__LACQ_SLEEPING, until < bound ? until : bound);
+    return;
+  }
+  if (op->chan == NULL) {
+    char chbuf[RLOCK_MAX_NAME_LEN + 128];
+    const char *ch = l->kind->channel(l, op->owner, chbuf, sizeof chbuf);
+    int rc = rlock__lsub_join(op->c, op, ch);
+    if (rc < 0) {
+      fail(op, rc);
+      return;
+    }
+    if (rc == 0) {
+      sleep_until(op, RLOCK__LACQ_SUBSCRIBING, bound);
+      return;
+    }
+    attempt(op); /* confirmed already: a message may have gone by */
+    return;
+  }
+  if (op->woken || rlock__lsub_take_permit(op)) {
+    attempt(op);
+    return;
+  }
+  sleep_until(op,
+              rlock__lsub_active(op) ? RLOCK__LACQ_SLEEPING
+                                     : RLOCK__LACQ_SUBSCRIBING,
+              bound);
+}
+
+/* Acquired: record the hold (given back when it cannot be). */
+static void acquired(rlock_op *op, int64_t token) {
+  rlock_lock *l = op->l;
+  char field[RLOCK_FIELD_MAX];
+  rlock__field(l, op->owner, field);
+  if (rlock__hold_push_owned(op->c, l->name, field, op->lease_ms,
+                             op->lreq.sent_us,
+                             l->kind->read_renewal ? l->base : NULL,
+                             op->owner_number) != RLOCK_OK) {
+    rlock__err(RLOCK_ENOMEM,
+               "out of memory recording the hold of '%s' "
+               "(released)",
+               l->name);
+    give_back(op, RLOCK_ENOMEM);
+    return;
+  }
+  done(op, RLOCK_OK, token);
+}
+
+/* A failure while waiting that ran nothing: try again after a pause,
+ * as the blocking path rides out an outage. 1 when it will. */
+static int ride_out(rlock_op *op, int transient) {
+  if (!transient || !op->waiting || rlock__now_us() >= op->deadline_us)
+    return 0;
+  if (op->outage_ms == 0)
+    op->outage_ms = OUTAGE_FIRST_MS;
+  int64_t until = rlock__deadline_after_ms(op->outage_ms);
+  op->outage_ms =
+      op->outage_ms * 2 < OUTAGE_MAX_MS ? op->outage_ms * 2 : OUTAGE_MAX_MS;
+  sleep_until(op, RLOCK__LACQ_SLEEPING,
+              until < op->deadline_us ? until : op->deadline_us);
+  return 1;
+}
+
+static void attempt_done(rlock_client *c, rlock__lreq *r) {
+  rlock_op *op = of_lreq(r);
+  op->busy = 0;
+  int rc = r->q.rc;
+  rlock__reply *reply = r->q.reply;
+  r->q.reply = NULL;
+  int in_flight = r->call.in_flight, transient = r->call.transient;
+  rlock__call_clear(&r->call);
+  int64_t token = 0;
+  if (rc == RLOCK_OK) {
+    rc = rlock__attempt_result(op->l, reply, &op->ttl_ms);
+    if (rc == RLOCK_OK)
+      token = rlock__attempt_token(reply);
+    rlock__reply_free(reply);
+  } else if (rc == RLOCK_ENOMEM && in_flight) {
+    rlock__err(RLOCK_ENOMEM,
+               "%s (what the server may have granted was "
+               "given back)",
+               rlock_error_last()->message);
+    give_back(op, RLOCK_ENOMEM);
+    return;
+  }
+  if (op->canceled) {
+    rlock__err(RLOCK_ECANCELED, "wait canceled");
+    if (rc == RLOCK_OK)
+      give_back(op, RLOCK_ECANCELED);
+    else
+      fail(op, RLOCK_ECANCELED);
+    return;
+  }
+  if (rc == RLOCK_OK) {
+    acquired(op, token);
+    return;
+  }
+  if (rc != RLOCK_ELOCKED) {
+    if (!ride_out(op, transient))
+      fail(op, rlock__wrongtype(op->l, rc));
+    return;
+  }
+  op->outage_ms = 0;
+  if (op->wait_ms == 0 || rlock__now_us() >= op->deadline_us) {
+    fail(op, rlock__not_acquired(op->l, rc, op->ttl_ms));
+    return;
+  }
+  if (!op->waiting) {
+    op->waiting = 1;
+    rlock__obs_count(&c->obs, RLOCK__STAT_WAITS);
+  }
+  if (op->sub_rc != RLOCK_OK) { /* the channel was refused meanwhile */
+    rlock__err(op->sub_rc, "%s", op->msg);
+    fail(op, op->sub_rc);
+    return;
+  }
+  wait_more(op);
+}
+
+static void attempt(rlock_op *op) {
+  rlock_lock *l = op->l;
+  rlock__ltimer_stop(op->c, &op->timer);
+  op->state = RLOCK__LACQ_ATTEMPTING;
+  op->woken = 0;
+  l->kind->attempt(l, op->owner, op->lease_sent, op->wait_ms, &op->lreq.call);
+  rlock__req_init(&op->lreq.q, &op->lreq.call);
+  op->lreq.done = attempt_done;
+  op->busy = 1;
+  rlock__lreq_send(op->c, &op->lreq);
+}
+
+void rlock__lacquire_start(rlock_op *op) {
+  rlock__ltimer_init(&op->timer, on_timer);
+  op->deadline_us = rlock__deadline_after_ms(op->wait_ms);
+  op->ttl_ms = -1;
+  op->backoff_ms = SPIN_FIRST_MS;
+  op->seed = (uint64_t)rlock__now_us() ^ (uintptr_t)op;
+  attempt(op);
+}
+
+void rlock__lacquire_event(rlock_op *op, int what) {
+  if (what == 0) { /* the channel was refused (an ACL): last error set */
+    rlock__lsub_leave(op->c, op);
+    if (op->state == RLOCK__LACQ_ATTEMPTING ||
+        op->state == RLOCK__LACQ_GIVING_BACK) {
+      op->sub_rc = rlock_error_last()->code;
+      snprintf(op->msg, sizeof op->msg, "%s", rlock_error_last()->message);
+      return;
+    }
+    rlock__ltimer_stop(op->c, &op->timer);
+    fail(op, rlock_error_last()->code);
+    return;
+  }
+  if (op->state == RLOCK__LACQ_ATTEMPTING) {
+    op->woken |= what == 2;
+    return;
+  }
+  if (op->state == RLOCK__LACQ_SUBSCRIBING ||
+      (what == 2 && op->state == RLOCK__LACQ_SLEEPING))
+    attempt(op);
+}
+
+void rlock__lacquire_cancel(rlock_op *op) {
+  if (op->canceled || op->finished)
+    return;
+  op->canceled = 1;
+  if (op->state == RLOCK__LACQ_ATTEMPTING ||
+      op->state == RLOCK__LACQ_GIVING_BACK)
+    return; /* decided when the answer comes */
+  rlock__ltimer_stop(op->c, &op->timer);
+  rlock__err(RLOCK_ECANCELED, "wait canceled");
+  fail(op, RLOCK_ECANCELED);
+}
+
+void rlock__lacquire_abandon(rlock_op *op) {
+  rlock__ltimer_stop(op->c, &op->timer);
+  rlock__lsub_leave(op->c, op);
+}

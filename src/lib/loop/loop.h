@@ -1,0 +1,304 @@
+/*
+ * loop.h - the event-loop engine behind rlock/loop.h.
+ *
+ * A loop client drives the same request state machine (cmd.h), lock kinds
+ * (lock_int.h) and hold records (watchdog.h) as a blocking client, but
+ * from the caller's event loop instead of blocked threads and a
+ * background thread:
+ *
+ *   core.c     the client's loop state, the adapter entry points, the
+ *              inbox for operations started off the loop thread, and the
+ *              deferred completions (a callback never runs inside the call
+ *              that started its operation);
+ *   timer.c    a min-heap of timers behind the adapter's one timer;
+ *   lconn.c    one non-blocking connection: connect, login, a write buffer
+ *              flushed once per loop turn (so requests made in one turn go
+ *              out pipelined), the reply reader, and a FIFO of requests;
+ *   lsub.c     the subscriber connection: channels shared by waiters,
+ *              woken in arrival order by unlock messages;
+ *   lacquire.c the acquisition state machine (attempt, subscribe, sleep
+ *              until a message or the holder's TTL, attempt again);
+ *   lops.c     release, force release and the queries;
+ *   lrenew.c   the watchdog's renewal tick on the loop's timer.
+ *
+ * Everything here runs on the loop's thread, so nothing is locked but the
+ * inbox (and the hold records' own mutex, shared with watchdog.c).
+ */
+#ifndef RLOCK_LOOP_INT_H
+#define RLOCK_LOOP_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "cmd.h"
+#include "map.h"
+#include "reader.h"
+#include "rlock/loop.h"
+
+typedef struct rlock__lconn rlock__lconn;
+
+/* ---- timers (timer.c) --------------------------------------------- */
+
+typedef struct rlock__ltimer rlock__ltimer;
+struct rlock__ltimer {
+  int64_t at_us; /* monotonic */
+  size_t idx;    /* position in the heap, or RLOCK__LTIMER_OFF */
+  void (*fn)(rlock_client *c, rlock__ltimer *t);
+};
+
+#define RLOCK__LTIMER_OFF ((size_t)-1)
+
+/* Set up a timer that is not armed. */
+void rlock__ltimer_init(rlock__ltimer *t,
+                        void (*fn)(rlock_client *, rlock__ltimer *));
+/* Arm (or re-arm) `t` for `at_us`. RLOCK_ENOMEM when the heap cannot grow. */
+int rlock__ltimer_at(rlock_client *c, rlock__ltimer *t, int64_t at_us);
+/* Disarm; no-op when not armed. */
+void rlock__ltimer_stop(rlock_client *c, rlock__ltimer *t);
+/* Run every timer due now. */
+void rlock__ltimer_run_due(rlock_client *c);
+/* The earliest armed time, or INT64_MAX. */
+int64_t rlock__ltimer_next(const rlock_client *c);
+
+/* ---- requests on a connection (lconn.c) -------------------------------- */
+
+/* A call in flight on a loop connection. Its owner embeds it and is told
+ * once, through done(), with q.rc and (RLOCK_OK) q.reply set; the reply is
+ * the owner's to free. */
+typedef struct rlock__lreq rlock__lreq;
+struct rlock__lreq {
+  rlock__req q;
+  rlock__call call;
+  int64_t sent_us;   /* when it was queued */
+  uint64_t start;    /* bytes queued on the connection before it */
+  int replies;       /* replies still due for what was sent */
+  rlock__lreq *next; /* FIFO */
+  void (*done)(rlock_client *c, rlock__lreq *r);
+};
+
+/* Send `r->call` (built by the caller) on the command connection. Always
+ * ends in done(): at once (from inside this call) when it cannot even be
+ * queued. */
+void rlock__lreq_send(rlock_client *c, rlock__lreq *r);
+
+enum rlock__lconn_state {
+  RLOCK__LCONN_CLOSED,
+  RLOCK__LCONN_CONNECTING,
+  RLOCK__LCONN_READY
+};
+
+struct rlock__lconn {
+  int fd;
+  int state;    /* enum rlock__lconn_state */
+  int watching; /* events asked of the adapter */
+  char *out;    /* bytes to write: out[off..len) */
+  size_t off, len, cap;
+  uint64_t queued;  /* bytes ever queued */
+  uint64_t written; /* bytes ever written */
+  rlock__reader *rd;
+  int login_due;            /* AUTH / SELECT replies still to come */
+  int due;                  /* answers expected (not unlock messages) */
+  int64_t due_since_us;     /* the last answer, or the first one due */
+  rlock__lreq *head, *tail; /* requests, in the order they were sent */
+  /* Scripts this connection has sent as EVAL (which caches them on the
+   * server): the first use of each goes as EVAL, so no NOSCRIPT answer
+   * sends a request back to the tail, past later ones. */
+  const struct rlock__script *evald[32];
+  int nevald;
+  rlock__ltimer io_timer;   /* connect timeout, then the head's reply */
+  int64_t connect_until_us; /* while connecting */
+  /* A connection with no request FIFO (the subscriber) hands every reply
+   * here (it takes it); NULL for the command connection. */
+  void (*on_reply)(rlock_client *c, rlock__reply *r);
+  /* After the connection failed (every request told): the subscriber's
+   * re-subscription. NULL for the command connection. */
+  void (*on_down)(rlock_client *c, int rc);
+  char where[128];
+};
+
+/* Open (start connecting) when closed. RLOCK_OK, or a status with the
+ * last error set (the connection stays closed). */
+int rlock__lconn_open(rlock_client *c, rlock__lconn *k);
+/* Queue bytes; flushed at the end of the loop turn. RLOCK_ENOMEM. */
+int rlock__lconn_queue(rlock__lconn *k, const char *buf, size_t len);
+/* Queue a plain command (words and lengths). RLOCK_ENOMEM. */
+int rlock__lconn_command(rlock__lconn *k, int argc, const char **argv,
+                         const size_t *lens);
+/* Fail: close, tell every request (RLOCK_ECLOSED, RLOCK_EIO, ...) with the
+ * last error worded by the caller, then on_down. */
+void rlock__lconn_fail(rlock_client *c, rlock__lconn *k, int rc);
+/* Write what is queued, never waiting; watch for writable when some is
+ * left. */
+void rlock__lconn_flush(rlock_client *c, rlock__lconn *k);
+/* The adapter says `events` are ready on k->fd. */
+void rlock__lconn_io(rlock_client *c, rlock__lconn *k, int events);
+/* Free the buffers of a closed connection. */
+void rlock__lconn_destroy(rlock__lconn *k);
+
+/* ---- pending operations (core.c, lacquire.c, lops.c) ------------------- */
+
+enum rlock__lop_type {
+  RLOCK__LOP_ACQUIRE,
+  RLOCK__LOP_RELEASE,
+  RLOCK__LOP_FORCE,
+  RLOCK__LOP_IS_LOCKED,
+  RLOCK__LOP_COUNT,
+  RLOCK__LOP_TTL,
+  RLOCK__LOP_INSPECT
+};
+
+typedef struct rlock__lchan rlock__lchan;
+
+struct rlock_op {
+  int type; /* enum rlock__lop_type */
+  rlock_client *c;
+  rlock_lock *l;
+  rlock_async_fn cb;
+  rlock_info_fn info_cb;
+  void *arg;
+  uint64_t owner_number;
+  char owner[RLOCK_OWNER_MAX];
+  /* outcome, kept until the callback runs */
+  int rc;
+  int64_t value;
+  rlock_lock_info *info;
+  char msg[512];
+  /* links */
+  rlock_op *prev, *next;       /* every live operation */
+  rlock_op *later;             /* the inbox, or the completions */
+  void (*start)(rlock_op *op); /* while in the inbox */
+  int finished;                /* outcome set, callback due */
+  int busy;                    /* lreq is in flight */
+  rlock__lreq lreq;
+  /* acquisition */
+  int state; /* lacquire.c */
+  int canceled;
+  int woken; /* a wake-up came while an attempt was in flight */
+  int64_t lease_ms, lease_sent, wait_ms, deadline_us, ttl_ms;
+  int waiting;        /* an attempt found it held and the wait began */
+  int64_t backoff_ms; /* spin kind: the next back-off */
+  unsigned spins;
+  uint64_t seed;
+  int64_t outage_ms; /* the next pause while the server is unreachable */
+  int sub_rc;        /* the channel was refused while an attempt flew */
+  rlock__lchan *chan;
+  rlock_op *cprev, *cnext; /* the channel's waiters */
+  rlock__ltimer timer;     /* the sleep bound */
+  /* release */
+  int hold_state;
+  int64_t keep_ms;
+};
+
+/* Allocate an operation of `type` on `l`. NULL (last error set) when out
+ * of memory. */
+rlock_op *rlock__lop_new(rlock_lock *l, int type);
+/* Start `op` on the loop: at once on the loop thread, else through the
+ * inbox. The start function runs on the loop thread. */
+int rlock__lop_submit(rlock_op *op, void (*start)(rlock_op *op));
+/* Record the outcome (and the last error's message when rc fails); the
+ * callback runs at the end of the loop turn. The operation must not be
+ * in flight or waiting any more. */
+void rlock__lop_finish(rlock_op *op, int rc, int64_t value);
+/* The owner number check shared by the _async entry points. */
+int rlock__lop_check_owner(uint64_t owner, const char *fn);
+
+/* lacquire.c */
+void rlock__lacquire_start(rlock_op *op);
+/* The subscription of op's channel is confirmed (1) or failed (0, the last
+ * error set), or a message woke it (2). */
+void rlock__lacquire_event(rlock_op *op, int what);
+/* rlock_op_cancel on the loop thread. */
+void rlock__lacquire_cancel(rlock_op *op);
+/* The client is being freed: abandon the acquisition (no I/O). */
+void rlock__lacquire_abandon(rlock_op *op);
+
+/* ---- the subscriber (lsub.c) ------------------------------------------- */
+
+enum rlock__lchan_state {
+  RLOCK__LCHAN_NONE,
+  RLOCK__LCHAN_PENDING,
+  RLOCK__LCHAN_ACTIVE,
+  RLOCK__LCHAN_UNSUB_PENDING
+};
+
+struct rlock__lchan {
+  rlock__ltimer linger; /* first: the timer finds its channel */
+  char *name;
+  size_t len;
+  int state;              /* enum rlock__lchan_state */
+  int permits;            /* unlock messages no waiter has taken yet */
+  rlock_op *first, *last; /* waiters, in arrival order */
+  rlock_op *cursor;       /* the next waiter a walk visits */
+  int walking;            /* a walk over the waiters is under way */
+  int nwaiters;
+};
+
+/* The states of an acquisition (lacquire.c), which the subscriber reads
+ * to pick whom an unlock message wakes. */
+enum rlock__lacq_state {
+  RLOCK__LACQ_ATTEMPTING,  /* an attempt is in flight */
+  RLOCK__LACQ_SUBSCRIBING, /* held elsewhere; its channel not confirmed */
+  RLOCK__LACQ_SLEEPING,    /* held elsewhere; waiting for a message */
+  RLOCK__LACQ_GIVING_BACK  /* canceled after the server granted it */
+};
+
+/* Join `op` to the waiters of `channel`, subscribing when needed: 1 when
+ * the subscription is confirmed already, 0 when the operation will hear
+ * rlock__lacquire_event(op, 1) once it is (or (op, 0) if it fails), or a
+ * status (the subscriber cannot connect, out of memory). */
+int rlock__lsub_join(rlock_client *c, rlock_op *op, const char *channel);
+/* 1 when op's channel is confirmed. */
+int rlock__lsub_active(const rlock_op *op);
+/* Leave (unsubscribing when it was the last waiter). */
+void rlock__lsub_leave(rlock_client *c, rlock_op *op);
+/* The waiter is going to sleep: take a permit if one is there (1), else
+ * 0. */
+int rlock__lsub_take_permit(rlock_op *op);
+
+/* ---- the client's loop state (core.c) ---------------------------------- */
+
+typedef struct rlock__loop {
+  rlock_loop ad;
+  pthread_t thread;
+  int depth;        /* entry points under way on the stack */
+  int closing;      /* rlock_client_free has begun */
+  int doomed;       /* freed: free the memory when depth is back to 0 */
+  int64_t armed_us; /* what the adapter's timer is armed for */
+  rlock__ltimer **heap;
+  size_t nheap, capheap;
+  rlock_op *ops;                    /* live operations */
+  rlock_op *done_first, *done_last; /* completions due */
+  pthread_mutex_t inbox_mu;
+  rlock_op *inbox_first, *inbox_last;
+  struct sockaddr_storage addr;
+  socklen_t addrlen;
+  rlock__lconn cmd; /* commands, pipelined */
+  rlock__lconn sub; /* SUBSCRIBE and unlock messages */
+  rlock__map chans; /* channel -> rlock__lchan* */
+  /* Channels whose (UN)SUBSCRIBE was sent, confirmations due in order. */
+  rlock__lchan **sent;
+  size_t nsent, capsent;
+  rlock__ltimer sub_retry; /* re-subscribing after the subscriber failed */
+  int64_t sub_backoff_ms;
+  int idle_chans;                 /* channels lingering with no waiter */
+  rlock__ltimer renew;            /* the watchdog's tick */
+  struct rlock__renew_tick *tick; /* the tick under way, or NULL */
+  rlock__lreq renew_req;          /* its batch in flight */
+} rlock__loop;
+
+/* Make sure the renewal tick is armed (a watchdog hold was recorded). */
+void rlock__lrenew_arm(rlock_client *c);
+/* The tick (lrenew.c). */
+void rlock__lrenew_tick(rlock_client *c, rlock__ltimer *t);
+/* Free every channel (client going away). */
+void rlock__lsub_destroy(rlock_client *c);
+/* Subscriber connection failed: every waiter attempts again and channels
+ * re-subscribe with back-off. */
+void rlock__lsub_down(rlock_client *c, int rc);
+/* A reply (push) on the subscriber connection. */
+void rlock__lsub_reply(rlock_client *c, rlock__reply *r);
+/* Timer: subscribe again. */
+void rlock__lsub_retry(rlock_client *c, rlock__ltimer *t);
+
+#endif /* RLOCK_LOOP_INT_H */

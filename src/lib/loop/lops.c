@@ -1,0 +1,264 @@
+/*
+ * lops.c - the _async entry points: argument checks, then one call each
+ * (an acquisition hands over to lacquire.c).
+ *
+ * The calls are the ones the blocking functions run (a kind's release,
+ * force release and inspection scripts, HGET of a hold count), and their
+ * answers are read by the same functions (rlock__release_result,
+ * rlock__inspect_parse, ...), so both paths agree on every outcome.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "client_int.h"
+#include "common.h"
+#include "lock_int.h"
+#include "loop.h"
+
+static rlock_op *of_lreq(rlock__lreq *r) {
+  return (rlock_op *)((char *)r - offsetof(rlock_op, lreq));
+}
+
+/* Checks every entry point shares. */
+static int check(rlock_lock *l, const void *cb, const char *fn) {
+  if (l == NULL || cb == NULL)
+    return rlock__err(RLOCK_EINVAL, "%s: %s is NULL", fn,
+                      l == NULL ? "lock" : "callback");
+  if (!rlock__origin_ok(&l->client->origin))
+    return rlock__origin_refuse(&l->client->origin);
+  if (l->client->loop == NULL)
+    return rlock__err(RLOCK_EINVAL,
+                      "%s: the lock's client was not made with "
+                      "rlock_client_new_loop (use the blocking functions)",
+                      fn);
+  if (l->client->loop->closing)
+    return rlock__err(RLOCK_ECLOSED, "%s: the client is being freed", fn);
+  return RLOCK_OK;
+}
+
+static rlock_op *op_new(rlock_lock *l, int type, rlock_async_fn cb, void *arg) {
+  rlock_op *op = rlock__lop_new(l, type);
+  if (op != NULL) {
+    op->cb = cb;
+    op->arg = arg;
+  }
+  return op;
+}
+
+/* ---- acquire ----------------------------------------------------------- */
+
+int rlock_lock_acquire_async(rlock_lock *l, const rlock_acquire_options *opts,
+                             rlock_async_fn cb, void *arg, rlock_op **out) {
+  if (out != NULL)
+    *out = NULL;
+  int rc = check(l, (const void *)cb, "rlock_lock_acquire_async");
+  if (rc != RLOCK_OK)
+    return rc;
+  rlock_acquire_options o;
+  if (opts == NULL)
+    return rlock__err(RLOCK_EINVAL, "rlock_lock_acquire_async: opts is NULL "
+                                    "(an explicit owner is needed)");
+  if ((rc = rlock__options(&o, opts)) != RLOCK_OK ||
+      (rc = rlock__lop_check_owner(o.owner, "rlock_lock_acquire_async")) !=
+          RLOCK_OK)
+    return rc;
+  if (o.cancel != NULL || o.token != NULL)
+    return rlock__err(RLOCK_EINVAL,
+                      "rlock_lock_acquire_async: cancel and token "
+                      "must be NULL (use rlock_op_cancel; the token is the "
+                      "callback's value)");
+  rlock_op *op = op_new(l, RLOCK__LOP_ACQUIRE, cb, arg);
+  if (op == NULL)
+    return RLOCK_ENOMEM;
+  op->owner_number = o.owner;
+  rlock__owner_as(l->client, o.owner, op->owner);
+  op->wait_ms = o.wait_ms;
+  op->lease_ms = o.lease_ms;
+  op->lease_sent =
+      o.lease_ms > 0 ? o.lease_ms : l->client->cfg.watchdog_timeout_ms;
+  int here = pthread_equal(pthread_self(), l->client->loop->thread);
+  if (out != NULL && here)
+    *out = op;
+  return rlock__lop_submit(op, rlock__lacquire_start);
+}
+
+/* ---- one call, one answer --------------------------------------------- */
+
+static void send_call(rlock_op *op,
+                      void (*done)(rlock_client *, rlock__lreq *)) {
+  rlock__req_init(&op->lreq.q, &op->lreq.call);
+  op->lreq.done = done;
+  op->busy = 1;
+  rlock__lreq_send(op->c, &op->lreq);
+}
+
+/* Take the answer: RLOCK_OK with *reply (caller frees), or the failure. */
+static int answer(rlock__lreq *r, rlock__reply **reply) {
+  of_lreq(r)->busy = 0;
+  *reply = r->q.reply;
+  r->q.reply = NULL;
+  rlock__call_clear(&r->call);
+  return r->q.rc;
+}
+
+static void release_done(rlock_client *c, rlock__lreq *r) {
+  (void)c;
+  rlock_op *op = of_lreq(r);
+  rlock__reply *reply;
+  int rc = answer(r, &reply);
+  if (rc == RLOCK_OK) {
+    char field[RLOCK_FIELD_MAX];
+    rlock__field(op->l, op->owner, field);
+    rc = rlock__release_result(op->l, field, op->hold_state, reply);
+  }
+  rlock__reply_free(reply);
+  rlock__lop_finish(op, rlock__wrongtype(op->l, rc), 0);
+}
+
+/* Stop renewal first, as the blocking release does. */
+static void release_start(rlock_op *op) {
+  rlock_lock *l = op->l;
+  char field[RLOCK_FIELD_MAX];
+  rlock__field(l, op->owner, field);
+  rlock__hold_pop(op->c, l->name, field, &op->hold_state, &op->keep_ms);
+  l->kind->release(l, op->owner, op->keep_ms, &rlock__no_latch, &op->lreq.call);
+  send_call(op, release_done);
+}
+
+int rlock_lock_release_async(rlock_lock *l, uint64_t owner, rlock_async_fn cb,
+                             void *arg) {
+  int rc = check(l, (const void *)cb, "rlock_lock_release_async");
+  if (rc != RLOCK_OK || (rc = rlock__lop_check_owner(
+                             owner, "rlock_lock_release_async")) != RLOCK_OK)
+    return rc;
+  rlock_op *op = op_new(l, RLOCK__LOP_RELEASE, cb, arg);
+  if (op == NULL)
+    return RLOCK_ENOMEM;
+  op->owner_number = owner;
+  rlock__owner_as(l->client, owner, op->owner);
+  return rlock__lop_submit(op, release_start);
+}
+
+static void force_done(rlock_client *c, rlock__lreq *r) {
+  rlock_op *op = of_lreq(r);
+  rlock__reply *reply;
+  int rc = answer(r, &reply);
+  int64_t deleted = 0;
+  if (rc == RLOCK_OK && reply->type != RLOCK__R_INT) {
+    rc = rlock__err(RLOCK_EPROTO, "force-unlock script returned a %s",
+                    rlock__reply_type_name(reply));
+  } else if (rc == RLOCK_OK) {
+    deleted = reply->integer == 1;
+    if (deleted) /* as rlock_lock_force_release: only a deletion ends holds */
+      rlock__hold_mark_lost(c, op->l->name);
+  }
+  rlock__reply_free(reply);
+  rlock__lop_finish(op, rlock__wrongtype(op->l, rc), deleted);
+}
+
+static void force_start(rlock_op *op) {
+  op->l->kind->force_release(op->l, &op->lreq.call);
+  send_call(op, force_done);
+}
+
+int rlock_lock_force_release_async(rlock_lock *l, rlock_async_fn cb,
+                                   void *arg) {
+  int rc = check(l, (const void *)cb, "rlock_lock_force_release_async");
+  if (rc != RLOCK_OK)
+    return rc;
+  rlock_op *op = op_new(l, RLOCK__LOP_FORCE, cb, arg);
+  return op == NULL ? RLOCK_ENOMEM : rlock__lop_submit(op, force_start);
+}
+
+/* ---- queries ------------------------------------------------------------ */
+
+static void inspect_done(rlock_client *c, rlock__lreq *r) {
+  rlock_op *op = of_lreq(r);
+  rlock__reply *reply;
+  int rc = answer(r, &reply);
+  rlock_lock_info *info = NULL;
+  if (rc == RLOCK_OK && (info = rlock__info_new()) == NULL)
+    rc = RLOCK_ENOMEM;
+  if (rc == RLOCK_OK)
+    rc = rlock__inspect_parse(reply, info, c->loop->cmd.where);
+  rlock__reply_free(reply);
+  int64_t value = 0;
+  if (rc == RLOCK_OK && op->type == RLOCK__LOP_IS_LOCKED)
+    value = rlock__info_locked(op->l, info);
+  else if (rc == RLOCK_OK && op->type == RLOCK__LOP_TTL)
+    value = rlock_lock_info_ttl_ms(info);
+  if (rc == RLOCK_OK && op->type == RLOCK__LOP_INSPECT) {
+    op->info = info;
+    info = NULL;
+  }
+  rlock_lock_info_free(info);
+  rlock__lop_finish(op, rlock__wrongtype(op->l, rc), value);
+}
+
+static void inspect_start(rlock_op *op) {
+  op->l->kind->inspect(op->l, &op->lreq.call);
+  send_call(op, inspect_done);
+}
+
+static int query(rlock_lock *l, int type, rlock_async_fn cb,
+                 rlock_info_fn info_cb, void *arg, const char *fn) {
+  int rc = check(l, cb ? (const void *)cb : (const void *)info_cb, fn);
+  if (rc != RLOCK_OK)
+    return rc;
+  rlock_op *op = op_new(l, type, cb, arg);
+  if (op == NULL)
+    return RLOCK_ENOMEM;
+  op->info_cb = info_cb;
+  return rlock__lop_submit(op, inspect_start);
+}
+
+int rlock_lock_is_locked_async(rlock_lock *l, rlock_async_fn cb, void *arg) {
+  return query(l, RLOCK__LOP_IS_LOCKED, cb, NULL, arg,
+               "rlock_lock_is_locked_async");
+}
+
+int rlock_lock_ttl_async(rlock_lock *l, rlock_async_fn cb, void *arg) {
+  return query(l, RLOCK__LOP_TTL, cb, NULL, arg, "rlock_lock_ttl_async");
+}
+
+int rlock_lock_inspect_async(rlock_lock *l, rlock_info_fn cb, void *arg) {
+  return query(l, RLOCK__LOP_INSPECT, NULL, cb, arg,
+               "rlock_lock_inspect_async");
+}
+
+static void count_done(rlock_client *c, rlock__lreq *r) {
+  (void)c;
+  rlock_op *op = of_lreq(r);
+  rlock__reply *reply;
+  int rc = answer(r, &reply);
+  int64_t count = 0;
+  if (rc == RLOCK_OK)
+    rc = rlock__count_reply(reply, &count);
+  rlock__reply_free(reply);
+  rlock__lop_finish(op, rlock__wrongtype(op->l, rc), count);
+}
+
+static void count_start(rlock_op *op) {
+  char field[RLOCK_FIELD_MAX];
+  rlock__field(op->l, op->owner, field);
+  rlock__call *call = &op->lreq.call;
+  rlock__call_cmd(call, "HGET");
+  rlock__call_key(call, op->l->name);
+  rlock__call_arg(call, rlock__call_fmt(call, "%s", field));
+  send_call(op, count_done);
+}
+
+int rlock_lock_hold_count_async(rlock_lock *l, uint64_t owner,
+                                rlock_async_fn cb, void *arg) {
+  int rc = check(l, (const void *)cb, "rlock_lock_hold_count_async");
+  if (rc != RLOCK_OK || (rc = rlock__lop_check_owner(
+                             owner, "rlock_lock_hold_count_async")) != RLOCK_OK)
+    return rc;
+  rlock_op *op = op_new(l, RLOCK__LOP_COUNT, cb, arg);
+  if (op == NULL)
+    return RLOCK_ENOMEM;
+  op->owner_number = owner;
+  rlock__owner_as(l->client, owner, op->owner);
+  return rlock__lop_submit(op, count_start);
+}

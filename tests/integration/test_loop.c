@@ -1,0 +1,768 @@
+/*
+ * Integration: event-loop clients (rlock/loop.h) on a real server, each
+ * case run once on libuv and once on libevent (the adapters are compiled
+ * into this binary).
+ */
+#include "fixture.h"
+
+#include <event2/event.h>
+#include <uv.h>
+
+#include "rlock/event.h"
+#include "rlock/uv.h"
+
+enum { UV, EV };
+
+/* The loop under test: libuv's or libevent's. */
+static int kind;
+static uv_loop_t uvl;
+static struct event_base *evb;
+
+/* ---- running the loop until something has happened ------------------- */
+
+static void uv_noop(uv_timer_t *t) { (void)t; }
+static void ev_noop(evutil_socket_t fd, short what, void *arg) {
+  (void)fd, (void)what, (void)arg;
+}
+
+/* Run one iteration of the loop, returning by `ms` at the latest. */
+static void run_once(int64_t ms) {
+  if (kind == UV) {
+    uv_timer_t guard;
+    uv_timer_init(&uvl, &guard);
+    uv_timer_start(&guard, uv_noop, (uint64_t)ms, 0);
+    uv_run(&uvl, UV_RUN_ONCE);
+    uv_close((uv_handle_t *)&guard, NULL);
+    uv_run(&uvl, UV_RUN_NOWAIT); /* let the close finish */
+  } else {
+    struct event *guard = evtimer_new(evb, ev_noop, NULL);
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+    evtimer_add(guard, &tv);
+    event_base_loop(evb, EVLOOP_ONCE);
+    event_free(guard);
+  }
+}
+
+/* Run the loop until *flag is at least `want`, up to a scaled timeout. */
+static void run_until(const int *flag, int want, int64_t timeout_ms,
+                      const char *what) {
+  int64_t end = rt_now_ms() + rt_scaled_ms(timeout_ms);
+  while (*flag < want) {
+    int64_t left = end - rt_now_ms();
+    if (left <= 0)
+      fail_msg("timed out waiting for %s (%d of %d)", what, *flag, want);
+    run_once(left);
+  }
+}
+
+static int setup(void **state) {
+  (void)state;
+  srv = rt_server_start(NULL);
+  if (kind == UV)
+    uv_loop_init(&uvl);
+  else
+    evb = event_base_new();
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  if (kind == UV) {
+    uv_run(&uvl, UV_RUN_NOWAIT);
+    assert_int_equal(uv_loop_close(&uvl), 0); /* every handle closed */
+  } else {
+    event_base_free(evb);
+  }
+  rt_server_free(srv);
+  return 0;
+}
+
+static rlock_client *loop_client_cfg(rlock_config *cfg) {
+  rlock_client *c;
+  if (kind == UV)
+    OK(rlock_uv_client_new(&c, cfg, &uvl));
+  else
+    OK(rlock_event_client_new(&c, cfg, evb));
+  return c;
+}
+
+static rlock_client *loop_client(int64_t watchdog, rlock_lost_fn lost,
+                                 void *ud) {
+  rlock_config *cfg;
+  OK(rlock_config_new(&cfg));
+  OK(rlock_config_set_url(cfg, rt_server_url(srv)));
+  if (watchdog > 0)
+    OK(rlock_config_set_watchdog_timeout_ms(cfg, watchdog));
+  if (lost != NULL)
+    OK(rlock_config_set_lost_callback(cfg, lost, ud));
+  rlock_client *c = loop_client_cfg(cfg);
+  rlock_config_free(cfg);
+  return c;
+}
+
+/* Free a client and let the loop release the adapter's handles. */
+static void loop_free(rlock_client *c) {
+  OK(rlock_client_free(c));
+  if (kind == UV)
+    uv_run(&uvl, UV_RUN_NOWAIT);
+}
+
+/* ---- completions -------------------------------------------------------- */
+
+typedef struct result {
+  int done; /* callbacks run (must end at 1) */
+  int rc;
+  int64_t value;
+  int order; /* position among completions of a run */
+  pthread_t thread;
+  char msg[256];
+} result;
+
+static int completions;
+
+static void on_done(void *arg, int rc, int64_t value) {
+  result *r = arg;
+  r->done++;
+  r->rc = rc;
+  r->value = value;
+  r->order = completions++;
+  r->thread = pthread_self();
+  snprintf(r->msg, sizeof r->msg, "%s",
+           rc == RLOCK_OK ? "" : rlock_error_last()->message);
+}
+
+static rlock_acquire_options opts(uint64_t owner, int64_t wait, int64_t lease) {
+  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
+  o.owner = owner;
+  o.wait_ms = wait;
+  o.lease_ms = lease;
+  return o;
+}
+
+/* Acquire and wait for the answer; returns its code. */
+static int acquire(rlock_lock *l, uint64_t owner, int64_t wait, int64_t lease) {
+  result r = {0};
+  rlock_acquire_options o = opts(owner, wait, lease);
+  OK(rlock_lock_acquire_async(l, &o, on_done, &r, NULL));
+  assert_int_equal(r.done, 0); /* never from inside the call */
+  run_until(&r.done, 1, 5000 + (wait > 0 ? wait : 0), "an acquisition");
+  return r.rc;
+}
+
+static int release(rlock_lock *l, uint64_t owner) {
+  result r = {0};
+  OK(rlock_lock_release_async(l, owner, on_done, &r));
+  run_until(&r.done, 1, 5000, "a release");
+  return r.rc;
+}
+
+/* The owner field of `owner` on `c`, as the server stores it. */
+static void field_of(rlock_client *c, uint64_t owner, char *buf) {
+  snprintf(buf, RLOCK_OWNER_MAX, "%s:%llu", rlock_client_id(c),
+           (unsigned long long)owner);
+}
+
+/* ---- cases ----------------------------------------------------------------
+ */
+
+static void test_acquire_release(void **state) {
+  (void)state;
+  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "loop:basic");
+  uint64_t me = rlock_owner_new();
+  OK(acquire(l, me, 0, RLOCK_LEASE_WATCHDOG));
+  char field[RLOCK_OWNER_MAX];
+  field_of(c, me, field);
+  assert_int_equal(fx_hget(srv, "loop:basic", field), 1);
+  OK(acquire(l, me, 0, 10000)); /* reentrant */
+  assert_int_equal(fx_hget(srv, "loop:basic", field), 2);
+  OK(rlock_lock_check_owner(l, me));
+  OK(release(l, me));
+  OK(release(l, me));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS loop:basic"), 0);
+  RC(release(l, me), RLOCK_ENOTHELD);
+  rlock_lock_free(l);
+  loop_free(c);
+}
+
+static void test_queries(void **state) {
+  (void)state;
+  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "loop:query");
+  uint64_t me = rlock_owner_new();
+  result locked = {0}, count = {0}, ttl = {0};
+  OK(acquire(l, me, 0, 20000));
+  OK(acquire(l, me, 0, 20000));
+  OK(rlock_lock_is_locked_async(l, on_done, &locked));
+  OK(rlock_lock_hold_count_async(l, me, on_done, &count));
+  OK(rlock_lock_ttl_async(l, on_done, &ttl));
+  run_until(&ttl.done, 1, 5000, "three queries"); /* answered in order */
+  assert_int_equal(locked.done + count.done, 2);
+  assert_int_equal(locked.value, 1);
+  assert_int_equal(count.value, 2);
+  ASSERT_RANGE(ttl.value, 15000, 20000);
+  assert_true(locked.order < count.order && count.order < ttl.order);
+  result forced = {0};
+  OK(rlock_lock_force_release_async(l, on_done, &forced));
+  run_until(&forced.done, 1, 5000, "a force release");
+  assert_int_equal(forced.value, 1);
+  RC(rlock_lock_check_owner(l, me), RLOCK_ELOST);
+  RC(release(l, me), RLOCK_ELOST);
+  rlock_lock_free(l);
+  loop_free(c);
+}
+
+static bool subscribed(void *arg, char *why, size_t cap) {
+  redisReply *r = rt_cmd(srv, "PUBSUB NUMSUB %s", (const char *)arg);
+  long long n = r->element[1]->integer;
+  freeReplyObject(r);
+  snprintf(why, cap, "%lld subscribers", n);
+  return n >= 1;
+}
+
+/* A waiter sleeps until the holder (a blocking client) releases, woken by
+ * the unlock message: blocking and loop clients share one lock. */
+static void test_wait_for_blocking_holder(void **state) {
+  (void)state;
+  rlock_client *bc = fx_client(srv, 0);
+  rlock_lock *bl = fx_lock(bc, "loop:shared");
+  OK(rlock_lock_acquire_lease(bl, 60000));
+  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "loop:shared");
+  uint64_t me = rlock_owner_new();
+  result r = {0};
+  rlock_acquire_options o = opts(me, 30000, 10000);
+  OK(rlock_lock_acquire_async(l, &o, on_done, &r, NULL));
+  /* Run the loop until the subscription shows on the server. */
+  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
+  char why[64];
+  char chan[] = "redisson_lock__channel:{loop:shared}";
+  while (!subscribed(chan, why, sizeof why)) {
+    assert_true(rt_now_ms() < end);
+    run_once(20);
+  }
+  assert_int_equal(r.done, 0);
+  int64_t t0 = rt_now_ms();
+  OK(rlock_lock_release(bl));
+  run_until(&r.done, 1, 5000, "the woken waiter");
+  OK(r.rc);
+  /* Woken by the message, not by the holder's 60 s lease. */
+  ASSERT_BETWEEN(rt_now_ms() - t0, 0, 2000);
+  assert_true(pthread_equal(r.thread, pthread_self()));
+  char field[RLOCK_OWNER_MAX];
+  field_of(c, me, field);
+  assert_int_equal(fx_hget(srv, "loop:shared", field), 1);
+  /* And the other way round: the blocking client waits for the loop's. */
+  RC(rlock_lock_try_acquire(bl, 0, 1000), RLOCK_ELOCKED);
+  OK(release(l, me));
+  OK(rlock_lock_try_acquire(bl, 0, 1000));
+  OK(rlock_lock_release(bl));
+  rlock_lock_free(l);
+  loop_free(c);
+  rlock_lock_free(bl);
+  rlock_client_free(bc);
+}
+
+/* Many acquisitions of one lock pending on one loop: each is woken in turn
+ * by the previous one's release and they complete in the order they were
+ * made. */
+typedef struct chain {
+  rlock_lock *l;
+  int n;
+  uint64_t *owners;
+  result *res;
+  int released;
+  int next; /* the waiter whose turn it is */
+  int bad;  /* a completion out of order, or a failure */
+} chain;
+
+static chain *the_chain;
+
+static void chain_released(void *arg, int rc, int64_t v) {
+  (void)v, (void)arg;
+  chain *ch = the_chain;
+  if (rc != RLOCK_OK)
+    ch->bad++;
+  ch->released++;
+}
+
+static void chain_acquired(void *arg, int rc, int64_t v) {
+  result *r = arg;
+  on_done(arg, rc, v);
+  chain *ch = the_chain;
+  int i = (int)(r - ch->res);
+  if (rc != RLOCK_OK || i != ch->next++) {
+    if (ch->bad++ == 0)
+      print_message("waiter %d of %d finished %d-th: %d (%s)\n", i, ch->n,
+                    ch->next - 1, rc, r->msg);
+  }
+  if (rc == RLOCK_OK &&
+      rlock_lock_release_async(ch->l, ch->owners[i], chain_released, NULL) !=
+          RLOCK_OK)
+    ch->bad++;
+}
+
+static void run_chain(int n, const char *name) {
+  rlock_client *c = loop_client(0, NULL, NULL);
+  chain ch = {.l = fx_lock(c, name), .n = n};
+  ch.owners = calloc((size_t)n, sizeof *ch.owners);
+  ch.res = calloc((size_t)n, sizeof *ch.res);
+  the_chain = &ch;
+  completions = 0;
+  uint64_t first = rlock_owner_new();
+  OK(acquire(ch.l, first, 0, 60000)); /* held while the others queue */
+  rt_cmd_ok(srv, "CONFIG RESETSTAT");
+  for (int i = 0; i < n; i++) {
+    ch.owners[i] = rlock_owner_new();
+    rlock_acquire_options o = opts(ch.owners[i], RLOCK_WAIT_FOREVER, 60000);
+    OK(rlock_lock_acquire_async(ch.l, &o, chain_acquired, &ch.res[i], NULL));
+  }
+  /* Release once every waiter has made both its attempts (before and
+   * after its subscription was confirmed) and so is asleep: a waiter
+   * whose attempt reached the server just after the release would take
+   * the lock out of turn, as any non-fair lock allows. */
+  int64_t end = rt_now_ms() + rt_scaled_ms(20000 + n);
+  while (fx_evalsha_calls(srv) < 2LL * n) {
+    assert_true(rt_now_ms() < end);
+    run_once(20);
+  }
+  OK(release(ch.l, first));
+  run_until(&ch.released, n, 60000 + n * 10, "every waiter in turn");
+  assert_int_equal(ch.bad, 0);
+  for (int i = 0; i < n; i++)
+    assert_int_equal(ch.res[i].done, 1);
+  assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
+  free(ch.owners);
+  free(ch.res);
+  rlock_lock_free(ch.l);
+  loop_free(c);
+}
+
+static void test_waiters_in_order(void **state) {
+  (void)state;
+  run_chain(200, "loop:order");
+}
+
+static void test_ten_thousand_pending(void **state) {
+  (void)state;
+  run_chain(10000, "loop:many");
+}
+
+static void test_wait_runs_out(void **state) {
+  (void)state;
+  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "loop:timeout");
+  uint64_t a = rlock_owner_new(), b = rlock_owner_new();
+  OK(acquire(l, a, 0, 30000));
+  RC(acquire(l, b, 0, 1000), RLOCK_ELOCKED);
+  int64_t t0 = rt_now_ms();
+  RC(acquire(l, b, 300, 1000), RLOCK_ELOCKED);
+  ASSERT_BETWEEN(rt_now_ms() - t0, 290, 3000);
+  assert_non_null(strstr(rlock_error_last()->message, "held by another"));
+  OK(release(l, a));
+  rlock_lock_free(l);
+  loop_free(c);
+}
+
+/* A waiter whose holder's lease runs out is woken by the TTL bound (no
+ * unlock message is ever published). */
+static void test_ttl_wakes_waiter(void **state) {
+  (void)state;
+  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "loop:ttl");
+  uint64_t a = rlock_owner_new(), b = rlock_owner_new();
+  OK(acquire(l, a, 0, 400));
+  int64_t t0 = rt_now_ms();
+  OK(acquire(l, b, 10000, 10000));
+  ASSERT_BETWEEN(rt_now_ms() - t0, 300, 3000);
+  OK(release(l, b));
+  rlock_lock_free(l);
+  loop_free(c);
+}
+
+static void test_cancel(void **state) {
+  (void)state;
+  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "loop:cancel");
+  uint64_t a = rlock_owner_new(), b = rlock_owner_new();
+  OK(acquire(l, a, 0, 30000));
+  result r = {0};
+  rlock_op *op;
+  rlock_acquire_options o = opts(b, RLOCK_WAIT_FOREVER, 10000);
+  OK(rlock_lock_acquire_async(l, &o, on_done, &r, &op));
+  assert_non_null(op);
+  run_once(50); /* let the first attempt go out and come back, or not */
+  OK(rlock_op_cancel(op));
+  run_until(&r.done, 1, 5000, "the canceled acquisition");
+  RC(r.rc, RLOCK_ECANCELED);
+  char field[RLOCK_OWNER_MAX];
+  field_of(c, b, field);
+  assert_int_equal(fx_hget(srv, "loop:cancel", field), -1);
+  /* Canceled at once, before its attempt could come back. */
+  result r2 = {0};
+  OK(rlock_lock_acquire_async(l, &o, on_done, &r2, &op));
+  OK(rlock_op_cancel(op));
+  assert_int_equal(r2.done, 0);
+  run_until(&r2.done, 1, 5000, "the canceled acquisition");
+  RC(r2.rc, RLOCK_ECANCELED);
+  OK(release(l, a));
+  /* A cancel that finds the lock granted gives it back. */
+  result r3 = {0};
+  OK(rlock_lock_acquire_async(l, &o, on_done, &r3, &op));
+  OK(rlock_op_cancel(op));
+  run_until(&r3.done, 1, 5000, "the canceled acquisition");
+  RC(r3.rc, RLOCK_ECANCELED);
+  assert_int_equal(rt_cmd_int(srv, "EXISTS loop:cancel"), 0);
+  RC(rlock_op_cancel(NULL), RLOCK_EINVAL);
+  rlock_lock_free(l);
+  loop_free(c);
+}
+
+/* A canceled fair waiter leaves the queue. */
+static void test_fair_cancel_leaves_queue(void **state) {
+  (void)state;
+  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_lock *l;
+  OK(rlock_lock_new_fair(&l, c, "loop:fair"));
+  uint64_t a = rlock_owner_new(), b = rlock_owner_new();
+  OK(acquire(l, a, 0, 30000));
+  result r = {0};
+  rlock_op *op;
+  rlock_acquire_options o = opts(b, RLOCK_WAIT_FOREVER, 10000);
+  OK(rlock_lock_acquire_async(l, &o, on_done, &r, &op));
+  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
+  while (rt_cmd_int(srv, "LLEN redisson_lock_queue:{loop:fair}") != 1) {
+    assert_true(rt_now_ms() < end);
+    run_once(20);
+  }
+  OK(rlock_op_cancel(op));
+  run_until(&r.done, 1, 5000, "the canceled fair waiter");
+  RC(r.rc, RLOCK_ECANCELED);
+  assert_int_equal(rt_cmd_int(srv, "LLEN redisson_lock_queue:{loop:fair}"), 0);
+  OK(release(l, a));
+  rlock_lock_free(l);
+  loop_free(c);
+}
+
+/* Fair waiters are served in arrival order; a read lock is shared and a
+ * write lock waits for it: every kind runs on the loop. */
+static void test_kinds(void **state) {
+  (void)state;
+  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_lock *fair, *rd, *wr;
+  OK(rlock_lock_new_fair(&fair, c, "loop:fairq"));
+  OK(rlock_lock_new_read(&rd, c, "loop:rw"));
+  OK(rlock_lock_new_write(&wr, c, "loop:rw"));
+  uint64_t o[4];
+  for (int i = 0; i < 4; i++)
+    o[i] = rlock_owner_new();
+  OK(acquire(fair, o[0], 0, 30000));
+  result w[3] = {{0}};
+  completions = 0;
+  for (int i = 1; i < 4; i++) {
+    rlock_acquire_options ao = opts(o[i], 20000, 30000);
+    OK(rlock_lock_acquire_async(fair, &ao, on_done, &w[i - 1], NULL));
+  }
+  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
+  while (rt_cmd_int(srv, "LLEN redisson_lock_queue:{loop:fairq}") != 3) {
+    assert_true(rt_now_ms() < end);
+    run_once(20);
+  }
+  OK(release(fair, o[0]));
+  for (int i = 0; i < 3; i++) {
+    run_until(&w[i].done, 1, 10000, "the next fair waiter");
+    OK(w[i].rc);
+    for (int j = i + 1; j < 3; j++)
+      assert_int_equal(w[j].done, 0); /* served in arrival order */
+    OK(release(fair, o[i + 1]));
+  }
+  OK(acquire(rd, o[0], 0, 30000));
+  OK(acquire(rd, o[1], 0, 30000)); /* shared */
+  result wres = {0};
+  rlock_acquire_options wo = opts(o[2], 20000, 30000);
+  OK(rlock_lock_acquire_async(wr, &wo, on_done, &wres, NULL));
+  run_once(50);
+  OK(release(rd, o[0]));
+  if (wres.done)
+    fail_msg("writer finished early: %d %s", wres.rc, wres.msg);
+  OK(release(rd, o[1]));
+  run_until(&wres.done, 1, 10000, "the writer");
+  OK(wres.rc);
+  OK(release(wr, o[2]));
+  rlock_lock_free(fair);
+  rlock_lock_free(rd);
+  rlock_lock_free(wr);
+  loop_free(c);
+}
+
+/* A fenced lock's token comes as the callback's value. */
+static void test_fencing_token(void **state) {
+  (void)state;
+  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_lock *l;
+  OK(rlock_lock_new_fenced(&l, c, "loop:fenced"));
+  uint64_t me = rlock_owner_new();
+  result r = {0};
+  rlock_acquire_options o = opts(me, 0, 10000);
+  OK(rlock_lock_acquire_async(l, &o, on_done, &r, NULL));
+  run_until(&r.done, 1, 5000, "the fenced acquisition");
+  OK(r.rc);
+  int64_t first = r.value;
+  assert_true(first > 0);
+  OK(release(l, me));
+  r.done = 0;
+  OK(rlock_lock_acquire_async(l, &o, on_done, &r, NULL));
+  run_until(&r.done, 1, 5000, "the fenced acquisition");
+  assert_int_equal(r.value, first + 1);
+  OK(release(l, me));
+  rlock_lock_free(l);
+  loop_free(c);
+}
+
+/* The watchdog renews on the loop: held past several leases. */
+static void test_watchdog(void **state) {
+  (void)state;
+  int64_t wd = rt_scaled_ms(600);
+  rlock_client *c = loop_client(wd, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "loop:wd");
+  uint64_t me = rlock_owner_new();
+  OK(acquire(l, me, 0, RLOCK_LEASE_WATCHDOG));
+  /* Time passing is the behaviour under test: run the loop for three
+   * watchdog timeouts, then the lock must still be there. */
+  int64_t end = rt_now_ms() + 3 * wd;
+  while (rt_now_ms() < end)
+    run_once(end - rt_now_ms());
+  assert_int_equal(rt_cmd_int(srv, "EXISTS loop:wd"), 1);
+  ASSERT_RANGE(rt_cmd_int(srv, "PTTL loop:wd"), 1, wd);
+  OK(rlock_lock_check_owner(l, me));
+  rlock_stats st;
+  OK(rlock_client_stats(c, &st, sizeof st));
+  assert_true(st.renewals >= 2);
+  OK(release(l, me));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS loop:wd"), 0);
+  rlock_lock_free(l);
+  loop_free(c);
+}
+
+typedef struct lost_seen {
+  int n;
+  pthread_t thread;
+} lost_seen;
+
+static void on_lost(const char *name, const char *owner, void *ud) {
+  (void)name, (void)owner;
+  lost_seen *s = ud;
+  s->n++;
+  s->thread = pthread_self();
+}
+
+/* A watchdog hold deleted behind the holder's back is found by the next
+ * renewal and reported on the loop's thread. */
+static void test_lost_lock(void **state) {
+  (void)state;
+  lost_seen seen = {0};
+  rlock_client *c = loop_client(rt_scaled_ms(600), on_lost, &seen);
+  rlock_lock *l = fx_lock(c, "loop:lost");
+  uint64_t me = rlock_owner_new();
+  OK(acquire(l, me, 0, RLOCK_LEASE_WATCHDOG));
+  assert_int_equal(rt_cmd_int(srv, "DEL loop:lost"), 1);
+  run_until(&seen.n, 1, 10000, "the lost-lock callback");
+  assert_true(pthread_equal(seen.thread, pthread_self()));
+  RC(rlock_lock_check_owner(l, me), RLOCK_ELOST);
+  RC(release(l, me), RLOCK_ELOST);
+  rlock_lock_free(l);
+  loop_free(c);
+}
+
+/* Freeing the client with operations pending completes each once, inside
+ * rlock_client_free, with RLOCK_ECLOSED; nothing runs after. */
+static void test_free_with_pending(void **state) {
+  (void)state;
+  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "loop:free");
+  uint64_t a = rlock_owner_new();
+  OK(acquire(l, a, 0, 5000));
+  result r[3] = {{0}};
+  for (int i = 0; i < 3; i++) {
+    rlock_acquire_options o = opts(rlock_owner_new(), 30000, 5000);
+    OK(rlock_lock_acquire_async(l, &o, on_done, &r[i], NULL));
+  }
+  run_once(50);
+  rlock_lock_free(l);
+  OK(rlock_client_free(c));
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(r[i].done, 1);
+    RC(r[i].rc, RLOCK_ECLOSED);
+  }
+  if (kind == UV)
+    uv_run(&uvl, UV_RUN_NOWAIT);
+  run_once(10);
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(r[i].done, 1);
+  rt_cmd_int(srv, "DEL loop:free");
+}
+
+typedef struct freer {
+  rlock_client *c;
+  rlock_lock *l;
+  result other;
+  int done;
+} freer;
+
+static void free_inside(void *arg, int rc, int64_t v) {
+  (void)v;
+  freer *f = arg;
+  assert_int_equal(rc, RLOCK_OK);
+  rlock_lock_free(f->l);
+  assert_int_equal(rlock_client_free(f->c), RLOCK_OK);
+  f->done = 1;
+}
+
+/* The client may be freed from inside a callback. */
+static void test_free_inside_callback(void **state) {
+  (void)state;
+  freer f = {0};
+  f.c = loop_client(0, NULL, NULL);
+  f.l = fx_lock(f.c, "loop:freecb");
+  rlock_acquire_options o = opts(rlock_owner_new(), 0, 2000);
+  OK(rlock_lock_acquire_async(f.l, &o, free_inside, &f, NULL));
+  run_until(&f.done, 1, 5000, "the callback that frees the client");
+  if (kind == UV)
+    uv_run(&uvl, UV_RUN_NOWAIT);
+  rt_cmd_int(srv, "DEL loop:freecb");
+}
+
+typedef struct submitter {
+  rlock_lock *l;
+  uint64_t owner;
+  result r;
+  int rc;
+} submitter;
+
+static void *submit_elsewhere(void *arg) {
+  submitter *s = arg;
+  rlock_acquire_options o = opts(s->owner, 0, 5000);
+  rlock_op *op = (rlock_op *)1;
+  s->rc = rlock_lock_acquire_async(s->l, &o, on_done, &s->r, &op);
+  if (op != NULL)
+    s->rc = -100; /* no handle off the loop's thread */
+  return NULL;
+}
+
+/* An operation started on another thread runs, and calls back, on the
+ * loop's thread. */
+static void test_other_thread(void **state) {
+  (void)state;
+  rlock_client *c = loop_client(0, NULL, NULL);
+  submitter s = {.l = fx_lock(c, "loop:thread"), .owner = rlock_owner_new()};
+  pthread_t t;
+  pthread_create(&t, NULL, submit_elsewhere, &s);
+  pthread_join(t, NULL);
+  OK(s.rc);
+  run_until(&s.r.done, 1, 5000, "the acquisition started elsewhere");
+  OK(s.r.rc);
+  assert_true(pthread_equal(s.r.thread, pthread_self()));
+  OK(release(s.l, s.owner));
+  rlock_lock_free(s.l);
+  loop_free(c);
+}
+
+static void test_bad_input(void **state) {
+  (void)state;
+  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "loop:bad");
+  result r = {0};
+  rlock_acquire_options o = opts(RLOCK_OWNER_THREAD, 0, 1000);
+  RC(rlock_lock_acquire_async(l, &o, on_done, &r, NULL), RLOCK_EINVAL);
+  assert_non_null(strstr(rlock_error_last()->message, "explicit owner"));
+  o.owner = rlock_owner_new();
+  RC(rlock_lock_acquire_async(NULL, &o, on_done, &r, NULL), RLOCK_EINVAL);
+  RC(rlock_lock_acquire_async(l, &o, NULL, &r, NULL), RLOCK_EINVAL);
+  RC(rlock_lock_acquire_async(l, NULL, on_done, &r, NULL), RLOCK_EINVAL);
+  o.wait_ms = -5;
+  RC(rlock_lock_acquire_async(l, &o, on_done, &r, NULL), RLOCK_EINVAL);
+  o.wait_ms = 0;
+  o.lease_ms = RLOCK_MAX_DURATION_MS + 1;
+  RC(rlock_lock_acquire_async(l, &o, on_done, &r, NULL), RLOCK_EINVAL);
+  o.lease_ms = 1000;
+  rlock_cancel *tok;
+  OK(rlock_cancel_new(&tok));
+  o.cancel = tok;
+  RC(rlock_lock_acquire_async(l, &o, on_done, &r, NULL), RLOCK_EINVAL);
+  rlock_cancel_free(tok);
+  RC(rlock_lock_release_async(l, RLOCK_OWNER_THREAD, on_done, &r),
+     RLOCK_EINVAL);
+  /* The blocking functions refuse a loop client. */
+  RC(rlock_lock_try_acquire(l, 0, 1000), RLOCK_EINVAL);
+  assert_non_null(strstr(rlock_error_last()->message, "event loop"));
+  int locked;
+  RC(rlock_lock_is_locked(&locked, l), RLOCK_EINVAL);
+  RC(rlock_client_ping(c, NULL), RLOCK_EINVAL);
+  /* And the async functions refuse a blocking client. */
+  rlock_client *bc = fx_client(srv, 0);
+  rlock_lock *bl = fx_lock(bc, "loop:bad");
+  RC(rlock_lock_acquire_async(bl, &o, on_done, &r, NULL), RLOCK_EINVAL);
+  assert_non_null(strstr(rlock_error_last()->message, "rlock_client_new_loop"));
+  rlock_lock_free(bl);
+  rlock_client_free(bc);
+  assert_int_equal(r.done, 0);
+  /* Topologies a loop client does not support yet, and a bad table. */
+  rlock_config *cfg;
+  OK(rlock_config_new(&cfg));
+  OK(rlock_config_set_url(cfg, "redis-cluster://127.0.0.1:1"));
+  rlock_client *bad;
+  rlock_loop table = {NULL, NULL, NULL, NULL, NULL};
+  RC(rlock_client_new_loop(&bad, NULL, &table), RLOCK_EINVAL);
+  RC(rlock_client_new_loop(&bad, NULL, NULL), RLOCK_EINVAL);
+  if (kind == UV)
+    RC(rlock_uv_client_new(&bad, cfg, &uvl), RLOCK_EINVAL);
+  else
+    RC(rlock_event_client_new(&bad, cfg, evb), RLOCK_EINVAL);
+  assert_non_null(strstr(rlock_error_last()->message, "single server"));
+  rlock_config_free(cfg);
+  rlock_lock_free(l);
+  loop_free(c);
+}
+
+/* A server that is not there: the acquisition fails with the connect
+ * error, through the callback. */
+static void test_unreachable(void **state) {
+  (void)state;
+  rlock_config *cfg;
+  OK(rlock_config_new(&cfg));
+  char url[64];
+  snprintf(url, sizeof url, "redis://127.0.0.1:%d", rt_free_port());
+  OK(rlock_config_set_url(cfg, url));
+  rlock_client *c = loop_client_cfg(cfg);
+  rlock_config_free(cfg);
+  rlock_lock *l = fx_lock(c, "loop:nowhere");
+  RC(acquire(l, rlock_owner_new(), 0, 1000), RLOCK_EIO);
+  assert_non_null(strstr(rlock_error_last()->message, "connect"));
+  rlock_lock_free(l);
+  loop_free(c);
+}
+
+#define CASES(K)                                                               \
+  cmocka_unit_test(test_acquire_release), cmocka_unit_test(test_queries),      \
+      cmocka_unit_test(test_wait_for_blocking_holder),                         \
+      cmocka_unit_test(test_waiters_in_order),                                 \
+      cmocka_unit_test(test_ten_thousand_pending),                             \
+      cmocka_unit_test(test_wait_runs_out),                                    \
+      cmocka_unit_test(test_ttl_wakes_waiter), cmocka_unit_test(test_cancel),  \
+      cmocka_unit_test(test_fair_cancel_leaves_queue),                         \
+      cmocka_unit_test(test_kinds), cmocka_unit_test(test_fencing_token),      \
+      cmocka_unit_test(test_watchdog), cmocka_unit_test(test_lost_lock),       \
+      cmocka_unit_test(test_free_with_pending),                                \
+      cmocka_unit_test(test_free_inside_callback),                             \
+      cmocka_unit_test(test_other_thread), cmocka_unit_test(test_bad_input),   \
+      cmocka_unit_test(test_unreachable)
+
+int main(void) {
+  const struct CMUnitTest tests[] = {CASES(0)};
+  int failed = 0;
+  kind = UV;
+  failed += cmocka_run_group_tests_name("libuv", tests, setup, teardown);
+  kind = EV;
+  failed += cmocka_run_group_tests_name("libevent", tests, setup, teardown);
+  return failed;
+}
