@@ -105,6 +105,67 @@ static int undo_unread(rlock_lock *l, const char *owner, int64_t lease) {
                     saved.message);
 }
 
+/* Pause between reads that settle an attempt lost in flight. */
+#define SETTLE_FIRST_MS 25
+#define SETTLE_MAX_MS 1000
+
+/* The owner's hold count of `l` on the server, read until `deadline`
+ * (through a failover, or a server coming back). */
+static int read_count(rlock_lock *l, const char *field, int64_t deadline,
+                      int64_t *count) {
+  for (int64_t pause = SETTLE_FIRST_MS;;
+       pause = pause * 2 < SETTLE_MAX_MS ? pause * 2 : SETTLE_MAX_MS) {
+    rlock__call call;
+    rlock__reply *r;
+    rlock__call_cmd(&call, "HGET");
+    rlock__call_key(&call, l->name);
+    rlock__call_arg(&call, field);
+    int rc = rlock__lock_run_until(l, &call, deadline, &r);
+    if (rc == RLOCK_OK) {
+      rc = rlock__count_reply(r, count);
+      rlock__reply_free(r);
+      return rc;
+    }
+    if (!call.transient || rlock__ms_left(deadline) <= pause)
+      return rc;
+    rlock__sleep_ms(pause);
+  }
+}
+
+/* The attempt was sent but the server closed or reset the connection
+ * before answering (killed, failing over, CLIENT KILL): it may have taken
+ * the lock or not, and it will not run later (a closed connection's
+ * unread commands are dropped). Not after a timeout: a slow server may
+ * still run the attempt after a read on another connection, so that read
+ * would settle nothing. Nobody else writes this owner's field, so reading
+ * it settles which:
+ * one more level than this client recorded means taken (a fenced lock's
+ * token is then the counter's value: no one else can have taken one
+ * since), as many means not (*transient: attempt again). Anything else,
+ * or no answer to the read before `deadline`, leaves the original
+ * failure. */
+static int settle_in_flight(rlock_lock *l, const char *owner, int64_t deadline,
+                            int rc, int64_t *token, int *transient) {
+  rlock__saved_error why;
+  rlock__error_save(&why);
+  char field[RLOCK_FIELD_MAX];
+  rlock__field(l, owner, field);
+  int64_t had = (int64_t)rlock__hold_depth(l->client, l->name, field), now;
+  if (read_count(l, field, deadline, &now) == RLOCK_OK &&
+      (now == had || now == had + 1)) {
+    if (now == had) {
+      *transient = 1;
+      rlock__error_restore(&why);
+      return rc;
+    }
+    *token = 0;
+    if (!l->kind->tokens || rlock_lock_token(token, l) == RLOCK_OK)
+      return RLOCK_OK;
+  }
+  rlock__error_restore(&why);
+  return rc;
+}
+
 /* One attempt: build the kind's call, run it (riding out a failover
  * until the wait's deadline), read its answer; confirmed on replicas
  * where the master has them. *transient as rlock__call's. */
@@ -119,6 +180,8 @@ static int attempt_once(rlock_lock *l, const char *owner, int64_t lease,
   *transient = call.transient;
   if (rc == RLOCK_ENOMEM && call.in_flight)
     return undo_unread(l, owner, lease);
+  if (rc == RLOCK_EIO && call.in_flight)
+    return settle_in_flight(l, owner, deadline, rc, token, transient);
   if (rc != RLOCK_OK)
     return rc;
   rc = rlock__attempt_result(l, r, ttl);

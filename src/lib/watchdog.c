@@ -289,6 +289,16 @@ static int64_t hold_end(const rlock__hold *h) {
   return end;
 }
 
+size_t rlock__hold_depth(rlock_client *c, const char *name, const char *owner) {
+  char key[KEYBUF_SIZE];
+  size_t klen;
+  pthread_mutex_lock(&c->wd.mu);
+  rlock__hold *h = find(&c->wd, name, owner, key, &klen);
+  size_t depth = h != NULL && !h->lost ? h->depth : 0;
+  pthread_mutex_unlock(&c->wd.mu);
+  return depth;
+}
+
 int rlock__hold_check(rlock_client *c, const char *name, const char *owner) {
   char key[KEYBUF_SIZE];
   size_t klen;

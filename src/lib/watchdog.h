@@ -121,6 +121,9 @@ void rlock__hold_mark_lost(rlock_client *c, const char *name);
  * the last confirmed renewal or acquisition. */
 int rlock__hold_check(rlock_client *c, const char *name, const char *owner);
 
+/* The levels recorded for (name, owner): 0 when none, or lost. */
+size_t rlock__hold_depth(rlock_client *c, const char *name, const char *owner);
+
 /* Background thread: drop the records of threads that exited (never
  * renewed again, never reported lost: the locks expire within their
  * lease). Done at each renewal tick. */
