@@ -3,9 +3,11 @@
  *
  * Threading: a client may be shared by any number of threads; every
  * function here and in lock.h is safe to call concurrently on one client.
- * Each client runs one background thread of its own, which renews leases
- * (the watchdog), receives unlock messages for waiting threads, and calls
- * the lost-lock callback. rlock_client_free() stops and joins it.
+ * Each client made by rlock_client_new() runs one background thread of its
+ * own, which renews leases (the watchdog), receives unlock messages for
+ * waiting threads, and calls the lost-lock callback. rlock_client_free()
+ * stops and joins it. (A client made by rlock_client_new_loop(), loop.h,
+ * has no thread: its event loop does all of that.)
  *
  * Processes: a client belongs to the process that created it. In a child
  * made by fork() every operation on an inherited client (and on its lock

@@ -489,6 +489,24 @@ static void test_kinds(void **state) {
   run_until(&wres.done, 1, 10000, "the writer");
   OK(wres.rc);
   OK(release(wr, o[2]));
+  /* A spin lock's waiter backs off and tries again: no subscription. */
+  rlock_lock *spin;
+  OK(rlock_lock_new_spin(&spin, c, "loop:spin"));
+  OK(acquire(spin, o[0], 0, 30000));
+  result sres = {0};
+  rlock_acquire_options so = opts(o[1], 20000, 30000);
+  OK(rlock_lock_acquire_async(spin, &so, on_done, &sres, NULL));
+  run_once(50);
+  assert_int_equal(sres.done, 0);
+  OK(release(spin, o[0]));
+  run_until(&sres.done, 1, 10000, "the spinning waiter");
+  OK(sres.rc);
+  redisReply *n =
+      rt_cmd(srv, "PUBSUB NUMSUB redisson_lock__channel:{loop:spin}");
+  assert_int_equal(n->element[1]->integer, 0);
+  freeReplyObject(n);
+  OK(release(spin, o[1]));
+  rlock_lock_free(spin);
   rlock_lock_free(fair);
   rlock_lock_free(rd);
   rlock_lock_free(wr);
