@@ -11,8 +11,9 @@
  * library rlock_event).
  *
  * Lock objects are made from a loop client with the usual constructors
- * (rlock_lock_new, _fair, _read, _write, _fenced, _spin) and used through
- * the _async functions below. The blocking operations of lock.h,
+ * (rlock_lock_new, _fair, _read, _write, _fenced, _spin), and MultiLocks
+ * from them (rlock_multilock_new), and used through the _async functions
+ * below. RedLock has no _async form. The blocking operations of lock.h,
  * multilock.h and redlock.h, and rlock_client_ping(), refuse a loop client
  * with RLOCK_EINVAL; rlock_lock_check_owner() (local) works.
  *
@@ -54,6 +55,7 @@
 #include "client.h"
 #include "export.h"
 #include "lock.h"
+#include "multilock.h"
 
 RLOCK_BEGIN_DECLS
 
@@ -200,6 +202,31 @@ typedef void (*rlock_info_fn)(void *arg, int rc, rlock_lock_info *info);
 /** The lock's whole state at once (rlock_lock_inspect). */
 RLOCK_EXTERN int rlock_lock_inspect_async(rlock_lock *lock, rlock_info_fn cb,
                                           void *arg);
+
+/**
+ * Acquire every member of `m` (all on one loop client) for `opts->owner`,
+ * in order, within `opts->wait_ms` in all: rlock_multilock_acquire_opts's
+ * rules (each member with what is left of the wait; with a fixed lease,
+ * the earlier members are given the full lease again once the last is
+ * taken; on failure or cancel the members taken are released before the
+ * callback runs). `opts`, `op` and cancel as rlock_lock_acquire_async.
+ * @return RLOCK_OK (the callback will run with RLOCK_OK when every member
+ *         is held, else the failing member's status, RLOCK_ECANCELED or
+ *         RLOCK_ECLOSED, and nothing held), or RLOCK_EINVAL (also when the
+ *         members are on several clients, or not on a loop client) /
+ *         RLOCK_ENOMEM.
+ */
+RLOCK_EXTERN int
+rlock_multilock_acquire_async(rlock_multilock *m,
+                              const rlock_acquire_options *opts,
+                              rlock_async_fn cb, void *arg, rlock_op **op);
+
+/** Release one hold of `owner` on every member, in reverse order; every
+ * member is released even when one fails, and the first failure is the
+ * callback's status. */
+RLOCK_EXTERN int rlock_multilock_release_async(rlock_multilock *m,
+                                               uint64_t owner,
+                                               rlock_async_fn cb, void *arg);
 
 RLOCK_END_DECLS
 

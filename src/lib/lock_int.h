@@ -15,6 +15,7 @@
 #include "client_int.h"
 #include "cmd.h"
 #include "rlock/lock.h"
+#include "rlock/multilock.h"
 
 /* The unlock latch a release carries (scripts/include/latch.lua): the
  * request id shared by every retry of one release, and the latch's TTL;
@@ -172,6 +173,24 @@ rlock_lock_info *rlock__info_new(void);
 int rlock__info_locked(const rlock_lock *l, const rlock_lock_info *info);
 /* Read an HGET of a hold count. */
 int rlock__count_reply(const rlock__reply *r, int64_t *count);
+
+/* The definition behind rlock_multilock. */
+struct rlock_multilock {
+  size_t n;
+  rlock_lock *members[];
+};
+
+/* A MultiLock's member i, held under `field`, given a fresh fixed lease
+ * once the last member is taken: whether its record still vouches for
+ * it, the renewal call, and what its answer means (RLOCK_ELOCKED when it
+ * was gone; the record re-let on success). */
+int rlock__relet_check(rlock_lock *l, size_t i, const char *field,
+                       int64_t lease_ms);
+void rlock__relet_call(rlock_lock *l, const char *field, int64_t lease_ms,
+                       rlock__call *call);
+int rlock__relet_result(rlock_lock *l, size_t i, const char *field,
+                        int64_t lease_ms, int rc, const rlock__reply *r,
+                        int64_t sent_us);
 
 /* Set a clearer message when a command failed on a wrong-type key. */
 int rlock__wrongtype(const rlock_lock *l, int rc);

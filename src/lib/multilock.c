@@ -19,11 +19,6 @@
 #include "script.h"
 #include "rlock/multilock.h"
 
-struct rlock_multilock {
-  size_t n;
-  rlock_lock *members[];
-};
-
 static int same_lock(const rlock_lock *a, const rlock_lock *b) {
   return a->client == b->client && a->kind == b->kind &&
          strcmp(a->name, b->name) == 0;
@@ -86,6 +81,57 @@ static int64_t wait_left(int64_t wait_ms, int64_t deadline) {
                                        : rlock__ms_left(deadline);
 }
 
+void rlock__relet_call(rlock_lock *l, const char *field, int64_t lease_ms,
+                       rlock__call *call) {
+  int read = l->kind->read_renewal && l->base != NULL;
+  rlock__call_script(call,
+                     read ? &rlock__script_renew_read : &rlock__script_renew);
+  rlock__call_key(call, l->name);
+  rlock__call_num(call, lease_ms);
+  rlock__call_arg(call, field);
+  if (read)
+    rlock__call_arg(call, l->base);
+}
+
+int rlock__relet_check(rlock_lock *l, size_t i, const char *field,
+                       int64_t lease_ms) {
+  if (rlock__hold_check(l->client, l->name, field) != RLOCK_OK)
+    return rlock__err(RLOCK_ELOCKED,
+                      "MultiLock member %zu (%s '%s'): its "
+                      "lease of %lld ms ran out before the last member was "
+                      "acquired",
+                      i, l->kind->label, l->name, (long long)lease_ms);
+  return RLOCK_OK;
+}
+
+int rlock__relet_result(rlock_lock *l, size_t i, const char *field,
+                        int64_t lease_ms, int rc, const rlock__reply *r,
+                        int64_t sent_us) {
+  if (rc != RLOCK_OK) {
+    char why[256];
+    snprintf(why, sizeof why, "%s", rlock_error_last()->message);
+    return rlock__err(rc,
+                      "MultiLock member %zu (%s '%s'): giving it the "
+                      "full lease failed: %s",
+                      i, l->kind->label, l->name, why);
+  }
+  int alive = r->type == RLOCK__R_ARRAY && r->n == 1 &&
+              r->elem[0]->type == RLOCK__R_INT;
+  if (!alive)
+    return rlock__err(RLOCK_EPROTO,
+                      "MultiLock member %zu (%s '%s'): "
+                      "unexpected reply to the lease renewal",
+                      i, l->kind->label, l->name);
+  if (r->elem[0]->integer == 0)
+    return rlock__err(RLOCK_ELOCKED,
+                      "MultiLock member %zu (%s '%s') was "
+                      "gone (expired or force-released) before the last "
+                      "member was acquired",
+                      i, l->kind->label, l->name);
+  rlock__hold_relet(l->client, l->name, field, lease_ms, sent_us);
+  return RLOCK_OK;
+}
+
 /* Give member i, held by `owner`, a fresh fixed lease of `lease_ms`, and
  * tell its hold record when that now ends. It must still be held: its
  * local record must vouch for it (a lease that ran out may have let
@@ -98,49 +144,17 @@ static int relet(rlock_multilock *m, size_t i, const char *owner,
   rlock_lock *l = m->members[i];
   char field[RLOCK_FIELD_MAX];
   rlock__field(l, owner, field);
-  if (rlock__hold_check(l->client, l->name, field) != RLOCK_OK)
-    return rlock__err(RLOCK_ELOCKED,
-                      "MultiLock member %zu (%s '%s'): its "
-                      "lease of %lld ms ran out before the last member was "
-                      "acquired",
-                      i, l->kind->label, l->name, (long long)lease_ms);
+  int rc = rlock__relet_check(l, i, field, lease_ms);
+  if (rc != RLOCK_OK)
+    return rc;
   rlock__call call;
-  int read = l->kind->read_renewal && l->base != NULL;
-  rlock__call_script(&call,
-                     read ? &rlock__script_renew_read : &rlock__script_renew);
-  rlock__call_key(&call, l->name);
-  rlock__call_num(&call, lease_ms);
-  rlock__call_arg(&call, field);
-  if (read)
-    rlock__call_arg(&call, l->base);
-  rlock__reply *r;
+  rlock__relet_call(l, field, lease_ms, &call);
+  rlock__reply *r = NULL;
   int64_t sent = rlock__now_us(); /* the new lease runs from here at most */
-  int rc = rlock__lock_run(l, &call, &r);
-  if (rc != RLOCK_OK) {
-    char why[256];
-    snprintf(why, sizeof why, "%s", rlock_error_last()->message);
-    return rlock__err(rc,
-                      "MultiLock member %zu (%s '%s'): giving it the "
-                      "full lease failed: %s",
-                      i, l->kind->label, l->name, why);
-  }
-  int alive = r->type == RLOCK__R_ARRAY && r->n == 1 &&
-              r->elem[0]->type == RLOCK__R_INT;
-  int64_t answer = alive ? r->elem[0]->integer : -1;
+  rc = rlock__lock_run(l, &call, &r);
+  rc = rlock__relet_result(l, i, field, lease_ms, rc, r, sent);
   rlock__reply_free(r);
-  if (!alive)
-    return rlock__err(RLOCK_EPROTO,
-                      "MultiLock member %zu (%s '%s'): "
-                      "unexpected reply to the lease renewal",
-                      i, l->kind->label, l->name);
-  if (answer == 0)
-    return rlock__err(RLOCK_ELOCKED,
-                      "MultiLock member %zu (%s '%s') was "
-                      "gone (expired or force-released) before the last "
-                      "member was acquired",
-                      i, l->kind->label, l->name);
-  rlock__hold_relet(l->client, l->name, field, lease_ms, sent);
-  return RLOCK_OK;
+  return rc;
 }
 
 /* Take every member in order for the options' owner, each with what is

@@ -513,6 +513,80 @@ static void test_kinds(void **state) {
   loop_free(c);
 }
 
+static rlock_multilock *three(rlock_client *c, rlock_lock **l) {
+  static const char *names[] = {"loop:m0", "loop:m1", "loop:m2"};
+  for (int i = 0; i < 3; i++)
+    l[i] = fx_lock(c, names[i]);
+  rlock_multilock *m;
+  OK(rlock_multilock_new(&m, l, 3));
+  return m;
+}
+
+static int multi_acquire(rlock_multilock *m, uint64_t owner, int64_t wait,
+                         int64_t lease) {
+  result r = {0};
+  rlock_acquire_options o = opts(owner, wait, lease);
+  OK(rlock_multilock_acquire_async(m, &o, on_done, &r, NULL));
+  run_until(&r.done, 1, 10000 + (wait > 0 ? wait : 0), "a MultiLock");
+  return r.rc;
+}
+
+static int multi_release(rlock_multilock *m, uint64_t owner) {
+  result r = {0};
+  OK(rlock_multilock_release_async(m, owner, on_done, &r));
+  run_until(&r.done, 1, 10000, "a MultiLock release");
+  return r.rc;
+}
+
+/* All or none, on the loop: a MultiLock waits for its blocked member,
+ * gives the earlier members the full lease again, gives back what it took
+ * when it fails or is canceled. */
+static void test_multilock(void **state) {
+  (void)state;
+  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_lock *l[3];
+  rlock_multilock *m = three(c, l);
+  uint64_t a = rlock_owner_new(), b = rlock_owner_new();
+  char fb[RLOCK_OWNER_MAX];
+  field_of(c, b, fb);
+  OK(multi_acquire(m, a, 0, RLOCK_LEASE_WATCHDOG));
+  for (int i = 0; i < 3; i++)
+    OK(rlock_lock_check_owner(l[i], a));
+  RC(multi_acquire(m, b, 300, 5000), RLOCK_ELOCKED);
+  assert_int_equal(fx_hget(srv, "loop:m0", fb), -1);
+  OK(multi_release(m, a));
+  for (int i = 0; i < 3; i++)
+    RC(rlock_lock_check_owner(l[i], a), RLOCK_ENOTHELD);
+  /* B waits for member 2, held by A alone; A lets go after 300 ms. */
+  OK(acquire(l[2], a, 0, 300));
+  OK(multi_acquire(m, b, 10000, 20000));
+  ASSERT_RANGE(rt_cmd_int(srv, "PTTL loop:m0"), 15000, 20000); /* re-let */
+  assert_int_equal(fx_hget(srv, "loop:m2", fb), 1);
+  OK(multi_release(m, b));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS loop:m0 loop:m1 loop:m2"), 0);
+  /* Canceled while waiting for member 1: member 0 is given back. */
+  OK(acquire(l[1], a, 0, 30000));
+  result r = {0};
+  rlock_op *op;
+  rlock_acquire_options o = opts(b, RLOCK_WAIT_FOREVER, 20000);
+  OK(rlock_multilock_acquire_async(m, &o, on_done, &r, &op));
+  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
+  while (fx_hget(srv, "loop:m0", fb) != 1) {
+    assert_true(rt_now_ms() < end);
+    run_once(20);
+  }
+  OK(rlock_op_cancel(op));
+  run_until(&r.done, 1, 5000, "the canceled MultiLock");
+  RC(r.rc, RLOCK_ECANCELED);
+  assert_int_equal(fx_hget(srv, "loop:m0", fb), -1);
+  OK(release(l[1], a));
+  RC(multi_release(m, b), RLOCK_ENOTHELD);
+  rlock_multilock_free(m);
+  for (int i = 0; i < 3; i++)
+    rlock_lock_free(l[i]);
+  loop_free(c);
+}
+
 /* A fenced lock's token comes as the callback's value. */
 static void test_fencing_token(void **state) {
   (void)state;
@@ -768,8 +842,9 @@ static void test_unreachable(void **state) {
       cmocka_unit_test(test_wait_runs_out),                                    \
       cmocka_unit_test(test_ttl_wakes_waiter), cmocka_unit_test(test_cancel),  \
       cmocka_unit_test(test_fair_cancel_leaves_queue),                         \
-      cmocka_unit_test(test_kinds), cmocka_unit_test(test_fencing_token),      \
-      cmocka_unit_test(test_watchdog), cmocka_unit_test(test_lost_lock),       \
+      cmocka_unit_test(test_kinds), cmocka_unit_test(test_multilock),          \
+      cmocka_unit_test(test_fencing_token), cmocka_unit_test(test_watchdog),   \
+      cmocka_unit_test(test_lost_lock),                                        \
       cmocka_unit_test(test_free_with_pending),                                \
       cmocka_unit_test(test_free_inside_callback),                             \
       cmocka_unit_test(test_other_thread), cmocka_unit_test(test_bad_input),   \

@@ -340,6 +340,8 @@ static void close_all(rlock_client *c) {
     rlock_op *op = lp->ops;
     if (op->type == RLOCK__LOP_ACQUIRE)
       rlock__lacquire_abandon(op);
+    if (op->type == RLOCK__LOP_MULTI)
+      rlock__lmulti_abandon(op);
     rlock__err(RLOCK_ECLOSED, "client freed");
     rlock__lop_finish(op, RLOCK_ECLOSED, 0);
   }
@@ -372,7 +374,8 @@ int rlock__loop_client_free(rlock_client *c) {
 }
 
 int rlock_op_cancel(rlock_op *op) {
-  if (op == NULL || op->type != RLOCK__LOP_ACQUIRE)
+  if (op == NULL ||
+      (op->type != RLOCK__LOP_ACQUIRE && op->type != RLOCK__LOP_MULTI))
     return rlock__err(RLOCK_EINVAL, "rlock_op_cancel: %s",
                       op == NULL ? "op is NULL" : "not an acquisition");
   rlock_client *c = op->c;
@@ -380,7 +383,10 @@ int rlock_op_cancel(rlock_op *op) {
     return rlock__err(RLOCK_EINVAL, "rlock_op_cancel: call it on the loop's "
                                     "thread");
   enter(c);
-  rlock__lacquire_cancel(op);
+  if (op->type == RLOCK__LOP_MULTI)
+    rlock__lmulti_cancel(op);
+  else
+    rlock__lacquire_cancel(op);
   leave(c, 0);
   return RLOCK_OK;
 }

@@ -145,7 +145,9 @@ enum rlock__lop_type {
   RLOCK__LOP_IS_LOCKED,
   RLOCK__LOP_COUNT,
   RLOCK__LOP_TTL,
-  RLOCK__LOP_INSPECT
+  RLOCK__LOP_INSPECT,
+  RLOCK__LOP_MULTI, /* a MultiLock acquisition (lmulti.c) */
+  RLOCK__LOP_RELET  /* a MultiLock member's fresh lease */
 };
 
 typedef struct rlock__lchan rlock__lchan;
@@ -188,6 +190,11 @@ struct rlock_op {
   /* release */
   int hold_state;
   int64_t keep_ms;
+  /* MultiLock (lmulti.c) */
+  struct rlock_multilock *multi;
+  size_t index;    /* the member being taken, given back or re-let */
+  int phase;       /* lmulti.c */
+  rlock_op *child; /* the member operation under way, or NULL */
 };
 
 /* Allocate an operation of `type` on `l`. NULL (last error set) when out
@@ -202,6 +209,24 @@ int rlock__lop_submit(rlock_op *op, void (*start)(rlock_op *op));
 void rlock__lop_finish(rlock_op *op, int rc, int64_t value);
 /* The owner number check shared by the _async entry points. */
 int rlock__lop_check_owner(uint64_t owner, const char *fn);
+
+/* lops.c: a release's start (the hold popped, the script sent). */
+void rlock__lrelease_start(rlock_op *op);
+
+/* lmulti.c */
+void rlock__lmulti_cancel(rlock_op *op);
+/* The client is being freed: the operation's child, if any, tells it
+ * nothing any more. */
+void rlock__lmulti_abandon(rlock_op *op);
+
+/* lops.c: a release's start (the hold popped, the script sent). */
+void rlock__lrelease_start(rlock_op *op);
+
+/* lmulti.c */
+void rlock__lmulti_cancel(rlock_op *op);
+/* The client is being freed: the operation's child, if any, tells it
+ * nothing any more. */
+void rlock__lmulti_abandon(rlock_op *op);
 
 /* lacquire.c */
 void rlock__lacquire_start(rlock_op *op);

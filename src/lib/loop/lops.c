@@ -117,7 +117,7 @@ static void release_done(rlock_client *c, rlock__lreq *r) {
 }
 
 /* Stop renewal first, as the blocking release does. */
-static void release_start(rlock_op *op) {
+void rlock__lrelease_start(rlock_op *op) {
   rlock_lock *l = op->l;
   char field[RLOCK_FIELD_MAX];
   rlock__field(l, op->owner, field);
@@ -137,7 +137,7 @@ int rlock_lock_release_async(rlock_lock *l, uint64_t owner, rlock_async_fn cb,
     return RLOCK_ENOMEM;
   op->owner_number = owner;
   rlock__owner_as(l->client, owner, op->owner);
-  return rlock__lop_submit(op, release_start);
+  return rlock__lop_submit(op, rlock__lrelease_start);
 }
 
 static void force_done(rlock_client *c, rlock__lreq *r) {

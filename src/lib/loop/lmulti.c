@@ -1,0 +1,345 @@
+/*
+ * lmulti.c - a MultiLock on the loop: multilock.c's all-or-none sequence
+ * as a chain of member operations.
+ *
+ *   TAKING   member i's acquisition, with what is left of the wait; on
+ *            failure the members taken (and member i itself after a
+ *            transport error: its script may have run) are given back
+ *   RELETTING with a fixed lease, every member but the last gets the full
+ *            lease again once the last is taken (as multilock.c)
+ *   GIVING_BACK members released in reverse, then the outcome
+ *
+ * Each step is an ordinary operation of the client (a child), whose
+ * callback moves the chain on; the MultiLock's own callback comes last.
+ */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "client_int.h"
+#include "common.h"
+#include "lock_int.h"
+#include "loop.h"
+
+enum { TAKING, RELETTING, GIVING_BACK };
+
+static void step(rlock_op *op);
+
+static void noop(void *arg, int rc, int64_t v) { (void)arg, (void)rc, (void)v; }
+
+/* End with op->rc and its message once the members are given back. */
+static void end(rlock_op *op) {
+  rlock__err(op->rc, "%s", op->msg);
+  rlock__lop_finish(op, op->rc, 0);
+}
+
+static void give_back_next(rlock_op *op);
+
+static void given_back(void *arg, int rc, int64_t v) {
+  (void)rc, (void)v; /* the failure being reported is the first one */
+  rlock_op *op = arg;
+  op->child = NULL;
+  give_back_next(op);
+}
+
+/* Release members [0, index) in reverse, then end. */
+static void give_back_next(rlock_op *op) {
+  if (op->index == 0) {
+    end(op);
+    return;
+  }
+  rlock_lock *l = op->multi->members[--op->index];
+  rlock_op *child = rlock__lop_new(l, RLOCK__LOP_RELEASE);
+  if (child == NULL) { /* the member expires with its lease */
+    give_back_next(op);
+    return;
+  }
+  child->cb = given_back;
+  child->arg = op;
+  child->owner_number = op->owner_number;
+  rlock__owner_as(l->client, op->owner_number, child->owner);
+  op->child = child;
+  rlock__lop_submit(child, rlock__lrelease_start);
+}
+
+/* Fail with rc (the last error's message): give back `held` members. */
+static void fail(rlock_op *op, int rc, size_t held) {
+  op->rc = rc;
+  snprintf(op->msg, sizeof op->msg, "%s", rlock_error_last()->message);
+  op->phase = GIVING_BACK;
+  op->index = held;
+  give_back_next(op);
+}
+
+static void member_taken(void *arg, int rc, int64_t v) {
+  (void)v;
+  rlock_op *op = arg;
+  op->child = NULL;
+  if (rc == RLOCK_OK && op->canceled) {
+    rlock__err(RLOCK_ECANCELED, "wait canceled");
+    fail(op, RLOCK_ECANCELED, op->index + 1);
+    return;
+  }
+  if (rc != RLOCK_OK) {
+    /* After a transport error the script may have run: give member i
+     * back too (a no-op when it did not). */
+    int unsure = rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT;
+    fail(op, rc, unsure ? op->index + 1 : op->index);
+    return;
+  }
+  op->index++;
+  step(op);
+}
+
+static void take(rlock_op *op) {
+  rlock_lock *l = op->multi->members[op->index];
+  rlock_op *child = rlock__lop_new(l, RLOCK__LOP_ACQUIRE);
+  if (child == NULL) {
+    fail(op, RLOCK_ENOMEM, op->index);
+    return;
+  }
+  child->cb = member_taken;
+  child->arg = op;
+  child->owner_number = op->owner_number;
+  rlock__owner_as(l->client, op->owner_number, child->owner);
+  child->wait_ms = op->wait_ms == RLOCK_WAIT_FOREVER
+                       ? RLOCK_WAIT_FOREVER
+                       : rlock__ms_left(op->deadline_us);
+  child->lease_ms = op->lease_ms;
+  child->lease_sent =
+      op->lease_ms > 0 ? op->lease_ms : l->client->cfg.watchdog_timeout_ms;
+  op->child = child;
+  rlock__lop_submit(child, rlock__lacquire_start);
+}
+
+/* ---- the fresh leases -----------------------------------------------------
+ */
+
+static void relet_done(rlock_client *c, rlock__lreq *r) {
+  (void)c;
+  rlock_op *child = (rlock_op *)((char *)r - offsetof(rlock_op, lreq));
+  rlock_lock *l = child->l;
+  char field[RLOCK_FIELD_MAX];
+  rlock__field(l, child->owner, field);
+  rlock__reply *reply = r->q.reply;
+  r->q.reply = NULL;
+  rlock__call_clear(&r->call);
+  int rc = rlock__relet_result(l, child->index, field, child->keep_ms, r->q.rc,
+                               reply, r->sent_us);
+  rlock__reply_free(reply);
+  rlock__lop_finish(child, rc, 0);
+}
+
+static void relet_start(rlock_op *child) {
+  rlock_lock *l = child->l;
+  char field[RLOCK_FIELD_MAX];
+  rlock__field(l, child->owner, field);
+  int rc = rlock__relet_check(l, child->index, field, child->keep_ms);
+  if (rc != RLOCK_OK) {
+    rlock__lop_finish(child, rc, 0);
+    return;
+  }
+  rlock__relet_call(l, field, child->keep_ms, &child->lreq.call);
+  rlock__req_init(&child->lreq.q, &child->lreq.call);
+  child->lreq.done = relet_done;
+  rlock__lreq_send(child->c, &child->lreq);
+}
+
+static void relet_answered(void *arg, int rc, int64_t v) {
+  (void)v;
+  rlock_op *op = arg;
+  op->child = NULL;
+  if (rc != RLOCK_OK) {
+    fail(op, rc, op->multi->n);
+    return;
+  }
+  op->index++;
+  step(op);
+}
+
+static void relet(rlock_op *op) {
+  rlock_lock *l = op->multi->members[op->index];
+  rlock_op *child = rlock__lop_new(l, RLOCK__LOP_RELET);
+  if (child == NULL) {
+    fail(op, RLOCK_ENOMEM, op->multi->n);
+    return;
+  }
+  child->cb = relet_answered;
+  child->arg = op;
+  child->index = op->index;
+  child->keep_ms = op->lease_ms;
+  rlock__owner_as(l->client, op->owner_number, child->owner);
+  op->child = child;
+  rlock__lop_submit(child, relet_start);
+}
+
+/* ---- the chain ------------------------------------------------------------
+ */
+
+static void step(rlock_op *op) {
+  size_t n = op->multi->n;
+  if (op->canceled) {
+    rlock__err(RLOCK_ECANCELED, "wait canceled");
+    fail(op, RLOCK_ECANCELED, op->phase == TAKING ? op->index : n);
+    return;
+  }
+  if (op->phase == TAKING && op->index < n) {
+    take(op);
+    return;
+  }
+  if (op->phase == TAKING) { /* all taken: fresh leases for the earlier */
+    op->phase = RELETTING;
+    op->index = 0;
+  }
+  if (op->lease_ms > 0 && op->index + 1 < n) {
+    relet(op);
+    return;
+  }
+  rlock__lop_finish(op, RLOCK_OK, 0);
+}
+
+static void multi_start(rlock_op *op) {
+  op->phase = TAKING;
+  op->index = 0;
+  op->deadline_us = rlock__deadline_after_ms(op->wait_ms);
+  step(op);
+}
+
+void rlock__lmulti_cancel(rlock_op *op) {
+  if (op->canceled || op->finished)
+    return;
+  op->canceled = 1;
+  if (op->phase == TAKING && op->child != NULL)
+    rlock__lacquire_cancel(op->child); /* its answer moves the chain on */
+}
+
+void rlock__lmulti_abandon(rlock_op *op) {
+  if (op->child != NULL)
+    op->child->cb = noop;
+  op->child = NULL;
+}
+
+/* ---- entry points -----------------------------------------------------------
+ */
+
+/* Every member on one loop client: the chain's steps are that client's
+ * operations. */
+static int check_multi(rlock_multilock *m, const void *cb, const char *fn) {
+  if (m == NULL || cb == NULL)
+    return rlock__err(RLOCK_EINVAL, "%s: %s is NULL", fn,
+                      m == NULL ? "MultiLock" : "callback");
+  rlock_client *c = m->members[0]->client;
+  for (size_t i = 0; i < m->n; i++)
+    if (m->members[i]->client != c)
+      return rlock__err(RLOCK_EINVAL,
+                        "%s: every member must be on one client "
+                        "(member %zu is not on member 0's)",
+                        fn, i);
+  if (!rlock__origin_ok(&c->origin))
+    return rlock__origin_refuse(&c->origin);
+  if (c->loop == NULL)
+    return rlock__err(RLOCK_EINVAL,
+                      "%s: the members' client was not made with "
+                      "rlock_client_new_loop (use the blocking functions)",
+                      fn);
+  if (c->loop->closing)
+    return rlock__err(RLOCK_ECLOSED, "%s: the client is being freed", fn);
+  return RLOCK_OK;
+}
+
+int rlock_multilock_acquire_async(rlock_multilock *m,
+                                  const rlock_acquire_options *opts,
+                                  rlock_async_fn cb, void *arg,
+                                  rlock_op **out) {
+  static const char fn[] = "rlock_multilock_acquire_async";
+  if (out != NULL)
+    *out = NULL;
+  int rc = check_multi(m, (const void *)cb, fn);
+  if (rc != RLOCK_OK)
+    return rc;
+  if (opts == NULL)
+    return rlock__err(RLOCK_EINVAL,
+                      "%s: opts is NULL (an explicit owner "
+                      "is needed)",
+                      fn);
+  rlock_acquire_options o;
+  if ((rc = rlock__options(&o, opts)) != RLOCK_OK ||
+      (rc = rlock__lop_check_owner(o.owner, fn)) != RLOCK_OK)
+    return rc;
+  if (o.cancel != NULL || o.token != NULL)
+    return rlock__err(RLOCK_EINVAL,
+                      "%s: cancel and token must be NULL (cancel "
+                      "with rlock_op_cancel; a MultiLock issues no token)",
+                      fn);
+  rlock_op *op = rlock__lop_new(m->members[0], RLOCK__LOP_MULTI);
+  if (op == NULL)
+    return RLOCK_ENOMEM;
+  op->cb = cb;
+  op->arg = arg;
+  op->multi = m;
+  op->owner_number = o.owner;
+  op->wait_ms = o.wait_ms;
+  op->lease_ms = o.lease_ms;
+  rlock_client *c = m->members[0]->client;
+  if (out != NULL && pthread_equal(pthread_self(), c->loop->thread))
+    *out = op;
+  return rlock__lop_submit(op, multi_start);
+}
+
+static void released_one(void *arg, int rc, int64_t v);
+
+/* Release every member in reverse; the first failure is the outcome. */
+static void release_next(rlock_op *op) {
+  if (op->index == 0) {
+    if (op->rc != RLOCK_OK)
+      rlock__err(op->rc, "%s", op->msg);
+    rlock__lop_finish(op, op->rc, 0);
+    return;
+  }
+  rlock_lock *l = op->multi->members[--op->index];
+  rlock_op *child = rlock__lop_new(l, RLOCK__LOP_RELEASE);
+  if (child == NULL) {
+    released_one(op, RLOCK_ENOMEM, 0);
+    return;
+  }
+  child->cb = released_one;
+  child->arg = op;
+  child->owner_number = op->owner_number;
+  rlock__owner_as(l->client, op->owner_number, child->owner);
+  op->child = child;
+  rlock__lop_submit(child, rlock__lrelease_start);
+}
+
+static void released_one(void *arg, int rc, int64_t v) {
+  (void)v;
+  rlock_op *op = arg;
+  op->child = NULL;
+  if (rc != RLOCK_OK && op->rc == RLOCK_OK) {
+    op->rc = rc;
+    snprintf(op->msg, sizeof op->msg, "%s", rlock_error_last()->message);
+  }
+  release_next(op);
+}
+
+static void release_all_start(rlock_op *op) {
+  op->index = op->multi->n;
+  op->rc = RLOCK_OK;
+  release_next(op);
+}
+
+int rlock_multilock_release_async(rlock_multilock *m, uint64_t owner,
+                                  rlock_async_fn cb, void *arg) {
+  static const char fn[] = "rlock_multilock_release_async";
+  int rc = check_multi(m, (const void *)cb, fn);
+  if (rc != RLOCK_OK || (rc = rlock__lop_check_owner(owner, fn)) != RLOCK_OK)
+    return rc;
+  rlock_op *op = rlock__lop_new(m->members[0], RLOCK__LOP_MULTI);
+  if (op == NULL)
+    return RLOCK_ENOMEM;
+  op->cb = cb;
+  op->arg = arg;
+  op->multi = m;
+  op->owner_number = owner;
+  op->phase = GIVING_BACK; /* not cancelable */
+  op->canceled = 1;
+  return rlock__lop_submit(op, release_all_start);
+}
