@@ -83,16 +83,12 @@ URL="redis://127.0.0.1:$PORT"
 RESULTS="$WORK/results.jsonl"
 : >"$RESULTS"
 
-# The acquire script exactly as the library embeds it (-x sends the file's
-# bytes, trailing newline included, so the SHA1 is the library's).
+# The acquire script exactly as the library embeds it (load_script expands
+# its "-- @include" lines and checks the SHA1 is the library's: the file
+# alone is not the script, and every call would fail).
 ceiling() {
-  local lua="$ROOT/src/lib/scripts/lock_acquire.lua" sha want out rps fmt
-  sha=$(redis-cli -p "$PORT" -x script load <"$lua")
-  want=$(sha1sum "$lua" | cut -d' ' -f1)
-  if [ "$sha" != "$want" ]; then
-    echo "bench: SCRIPT LOAD returned '$sha', expected $want" >&2
-    return 1
-  fi
+  local sha out rps fmt
+  sha=$(load_script lock_acquire "$PORT")
   echo "bench: redis-benchmark EVALSHA, 50 connections, $CEIL_N requests" >&2
   out=$(redis-benchmark -p "$PORT" -c 50 -n "$CEIL_N" -r 1000 -q \
           evalsha "$sha" 1 key:__rand_int__ 30000 \

@@ -9,6 +9,9 @@
 #                             $BUILD; sets BENCH to the rlock-bench binary
 #   start_server N [ARG...]   start server number N with extra ARGs;
 #                             appends to SERVER_PIDS and PORTS
+#   load_script NAME PORT     SCRIPT LOAD src/lib/scripts/NAME.lua as the
+#                             library embeds it (its "-- @include" lines
+#                             expanded) and print its SHA1
 
 build_bench() {
   "$ROOT/scripts/deps.sh"
@@ -17,6 +20,28 @@ build_bench() {
         -DRLOCK_BUILD_TESTS=OFF >/dev/null
   cmake --build "$BUILD" -j"$(nproc)" --target rlock-bench >/dev/null
   BENCH="$BUILD/rlock-bench"
+}
+
+load_script() {
+  local text sha want
+  text=$(python3 - "$ROOT/src/lib/scripts" "$1" <<'PY'
+import sys
+d, name = sys.argv[1], sys.argv[2]
+out = []
+for line in open(f"{d}/{name}.lua").read().splitlines(keepends=True):
+    if line.startswith("-- @include "):
+        line = open(f"{d}/include/{line.split()[2]}.lua").read()
+    out.append(line)
+sys.stdout.write("".join(out))
+PY
+)
+  want=$(printf '%s\n' "$text" | sha1sum | cut -d' ' -f1)
+  sha=$(printf '%s\n' "$text" | redis-cli -p "$2" -x script load)
+  if [ "$sha" != "$want" ]; then
+    echo "bench: SCRIPT LOAD of $1 returned '$sha', expected $want" >&2
+    return 1
+  fi
+  echo "$sha"
 }
 
 SERVER_PIDS=() # the servers started, by pid; PORTS[i] is SERVER_PIDS[i]'s

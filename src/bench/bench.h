@@ -77,7 +77,8 @@ int bench_contended(const bench_args *a); /* also fair (a->fair) */
 int bench_rw(const bench_args *a);
 int bench_many(const bench_args *a);
 int bench_redlock(const bench_args *a);
-int bench_tls(const bench_args *a); /* urls[0] TCP, urls[1] TLS */
+int bench_tls(const bench_args *a);  /* urls[0] TCP, urls[1] TLS */
+int bench_loop(const bench_args *a); /* threads: acquisitions in flight */
 
 /* ---- stats.c: time and samples --------------------------------------- */
 

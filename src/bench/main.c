@@ -49,7 +49,12 @@ static const char USAGE[] =
     "                            (K default 20000)\n"
     "  tls [--ops K]             -u redis://... -u rediss://... (one\n"
     "                            server): lock+unlock pairs and a fresh\n"
-    "                            client's first PING over TCP vs TLS\n";
+    "                            client's first PING over TCP vs TLS\n"
+    "  loop [--threads N] [--locks L] [--seconds S] [--ops K]\n"
+    "                            one libuv loop thread, one loop client:\n"
+    "                            N acquisitions in flight over L locks for\n"
+    "                            S s (pairs/s), then K handoffs to an\n"
+    "                            async waiter (defaults 16, 1000, 5, 20000)\n";
 
 enum {
   W_UNCONTENDED = 1,
@@ -58,10 +63,12 @@ enum {
   W_FAIR = 8,
   W_RW = 16,
   W_REDLOCK = 32,
-  W_TLS = 64
+  W_TLS = 64,
+  W_LOOP = 128
 };
 #define W_TURNS (W_CONTENDED | W_FAIR | W_RW) /* processes taking turns */
-#define WORKLOAD_LIST "uncontended, contended, fair, rw, many, redlock, tls"
+#define WORKLOAD_LIST                                                          \
+  "uncontended, contended, fair, rw, many, redlock, tls, loop"
 /* At most this many processes in a run (--procs; --readers + --writers). */
 #define MAX_PROCS 256
 
@@ -74,7 +81,8 @@ static const struct {
                  {"rw", W_RW},
                  {"many", W_MANY},
                  {"redlock", W_REDLOCK},
-                 {"tls", W_TLS}};
+                 {"tls", W_TLS},
+                 {"loop", W_LOOP}};
 
 /* Workload options: which workloads take them and their valid range. */
 typedef struct opt_spec {
@@ -97,15 +105,15 @@ enum {
 };
 
 static const opt_spec OPTS[O_COUNT] = {
-    [O_OPS] = {"--ops", W_UNCONTENDED | W_TURNS | W_REDLOCK | W_TLS, 1,
+    [O_OPS] = {"--ops", W_UNCONTENDED | W_TURNS | W_REDLOCK | W_TLS | W_LOOP, 1,
                100000000, 1},
     [O_PROCS] = {"--procs", W_CONTENDED | W_FAIR, 1, MAX_PROCS, 1},
     [O_READERS] = {"--readers", W_RW, 1, MAX_PROCS - 1, 1},
     [O_WRITERS] = {"--writers", W_RW, 1, MAX_PROCS - 1, 1},
     [O_THINK] = {"--think-us", W_TURNS, 0, 10000000, 1},
-    [O_THREADS] = {"--threads", W_MANY, 1, 256, 1},
-    [O_LOCKS] = {"--locks", W_MANY, 1, 1000000, 1},
-    [O_SECONDS] = {"--seconds", W_MANY, 0.1, 3600, 0},
+    [O_THREADS] = {"--threads", W_MANY | W_LOOP, 1, 100000, 1},
+    [O_LOCKS] = {"--locks", W_MANY | W_LOOP, 1, 1000000, 1},
+    [O_SECONDS] = {"--seconds", W_MANY | W_LOOP, 0.1, 3600, 0},
 };
 
 typedef struct parsed {
@@ -229,6 +237,9 @@ static int check_combination(const parsed *p) {
     if (p->given[o] && !(OPTS[o].workloads & p->workload))
       return usage_error("%s does not apply to %s", OPTS[o].name,
                          p->args.workload);
+  if (p->workload == W_MANY && p->given[O_THREADS] && p->val[O_THREADS] > 256)
+    return usage_error("many takes --threads from 1 to 256 (got %.0f)",
+                       p->val[O_THREADS]);
   if (p->workload == W_RW)
     return check_rw(p);
   if ((p->workload & W_TURNS) && (!p->given[O_PROCS] || !p->given[O_OPS]))
@@ -297,6 +308,8 @@ int main(int argc, char **argv) {
     return bench_redlock(&p.args);
   case W_TLS:
     return bench_tls(&p.args);
+  case W_LOOP:
+    return bench_loop(&p.args);
   default:
     return bench_many(&p.args);
   }

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# An event-loop client next to the server's pipelined ceiling, in one run
+# against one throwaway redis-server (stopped by pid on exit):
+#   - redis-benchmark EVALSHA of the library's acquire script, pipelined
+#     (-P 32) over 1 connection and over 50, three rounds each;
+#   - rlock-bench loop (one libuv loop thread, one loop client: its one
+#     pipelined connection, N acquisitions in flight over 1000 locks, then
+#     handoffs to an async waiter), three rounds at 16 and at 256 in
+#     flight, alternating with the ceilings;
+#   - rlock-bench many (16 threads on a blocking client) for reference.
+# Prints one table; 2 x pairs/s is the script rate the server sees.
+#
+#   scripts/bench_loop.sh [SECONDS]       (default 5 per throughput round)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$ROOT/build-bench
+SECS=${1:-5}
+. "$ROOT/scripts/bench_common.sh"
+build_bench
+WORK=$(mktemp -d)
+start_server 0
+PORT=${PORTS[0]}
+URL="redis://127.0.0.1:$PORT"
+
+sha=$(load_script lock_acquire "$PORT")
+
+ceiling() { # connections
+  redis-benchmark -p "$PORT" -c "$1" -P 32 -n 400000 -r 1000 -q \
+    evalsha "$sha" 1 key:__rand_int__ 30000 \
+    9f1c2b7e-4d3a-4e5f-8a6b-0c1d2e3f4a5b:1 | tr '\r' '\n' |
+    sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p' | tail -n 1
+  redis-cli -p "$PORT" flushall >/dev/null
+}
+
+field() { # json key
+  python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' \
+    "$1" "$2"
+}
+
+declare -a C1 C50 L16 L256 H16 M
+for round in 1 2 3; do
+  C1+=("$(ceiling 1)")
+  j=$("$BENCH" -u "$URL" --json loop --threads 16 --seconds "$SECS" --ops 5000)
+  L16+=("$(field "$j" pairs_per_s)")
+  H16+=("$(field "$j" handoff_p50_us)")
+  C50+=("$(ceiling 50)")
+  j=$("$BENCH" -u "$URL" --json loop --threads 256 --seconds "$SECS" --ops 1000)
+  L256+=("$(field "$j" pairs_per_s)")
+  j=$("$BENCH" -u "$URL" --json many --threads 16 --seconds "$SECS")
+  M+=("$(field "$j" ops_per_s)")
+  echo "bench: round $round done" >&2
+done
+
+median() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
+ratio() { python3 -c "print(f'{2*float(\"$1\")/float(\"$2\"):.2f}')"; }
+c1=$(median "${C1[@]}"); c50=$(median "${C50[@]}")
+l16=$(median "${L16[@]}"); l256=$(median "${L256[@]}"); m=$(median "${M[@]}")
+echo
+echo "| Figure (3 rounds, median) | rounds | median |"
+echo "|---|---|---|"
+echo "| redis-benchmark EVALSHA, -P 32, 1 connection (req/s) | ${C1[*]} | $c1 |"
+echo "| redis-benchmark EVALSHA, -P 32, 50 connections (req/s) | ${C50[*]} | $c50 |"
+echo "| loop client, 16 in flight: pairs/s | ${L16[*]} | $l16 |"
+echo "| loop client, 256 in flight: pairs/s | ${L256[*]} | $l256 |"
+echo "| blocking client, 16 threads (many): pairs/s | ${M[*]} | $m |"
+echo "| handoff to an async waiter, p50 (us) | ${H16[*]} | $(median "${H16[@]}") |"
+echo "| 2 x loop pairs/s (256) / 1-connection ceiling | | $(ratio "$l256" "$c1") |"
+echo "| 2 x loop pairs/s (256) / 50-connection ceiling | | $(ratio "$l256" "$c50") |"
+echo "| loop (256) / blocking many (16 threads) | | $(python3 -c "print(f'{float(\"$l256\")/float(\"$m\"):.2f}')") |"
