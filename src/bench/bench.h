@@ -88,6 +88,9 @@ int64_t bench_now_ns(void);
 /* Sleep `us` microseconds on CLOCK_MONOTONIC (0: return at once). */
 void bench_sleep_us(long us);
 
+/* xorshift64: the next pseudo-random number of state *s (never 0). */
+uint64_t bench_rand(uint64_t *s);
+
 /* A preallocated series of durations in nanoseconds. push() never
  * allocates, so it is safe in a timed loop; it drops samples beyond the
  * capacity (callers size it exactly). */

@@ -50,14 +50,6 @@ struct slot {
   uint64_t owner;
 };
 
-static uint64_t next_rand(uint64_t *s) {
-  uint64_t x = *s;
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  return *s = x;
-}
-
 static void start_pair(slot *s);
 
 static void fail(run *r, const char *what, int rc) {
@@ -95,7 +87,7 @@ static void acquired(void *arg, int rc, int64_t v) {
 
 static void start_pair(slot *s) {
   run *r = s->r;
-  s->lock = r->locks[next_rand(&r->rng) % (uint64_t)r->nlocks];
+  s->lock = r->locks[bench_rand(&r->rng) % (uint64_t)r->nlocks];
   rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
   o.owner = s->owner;
   r->in_flight++;

@@ -37,20 +37,12 @@ typedef struct worker {
   long long pairs;
 } worker;
 
-static uint64_t next_rand(uint64_t *s) {
-  uint64_t x = *s;
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  return *s = x;
-}
-
 /* One lock+unlock pair on a random lock. On failure only the first
  * failing thread prints (the last error is thread-local, so it must be
  * printed here), and every thread is told to stop. */
 static int pair(worker *w) {
   shared *sh = w->sh;
-  rlock_lock *l = sh->locks[next_rand(&w->rng) % (uint64_t)sh->a->locks];
+  rlock_lock *l = sh->locks[bench_rand(&w->rng) % (uint64_t)sh->a->locks];
   const char *what = "rlock_lock_try_acquire";
   int rc = rlock_lock_try_acquire(l, RLOCK_WAIT_FOREVER, RLOCK_LEASE_WATCHDOG);
   if (rc == RLOCK_OK) {

@@ -67,3 +67,11 @@ int bench_run_blocks(long ops, int (*block)(void *arg, long n), void *arg) {
       return -1;
   return 0;
 }
+
+uint64_t bench_rand(uint64_t *s) {
+  uint64_t x = *s;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  return *s = x;
+}

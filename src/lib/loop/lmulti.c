@@ -26,40 +26,7 @@ static void step(rlock_op *op);
 
 static void noop(void *arg, int rc, int64_t v) { (void)arg, (void)rc, (void)v; }
 
-/* End with op->rc and its message once the members are given back. */
-static void end(rlock_op *op) {
-  rlock__err(op->rc, "%s", op->msg);
-  rlock__lop_finish(op, op->rc, 0);
-}
-
-static void give_back_next(rlock_op *op);
-
-static void given_back(void *arg, int rc, int64_t v) {
-  (void)rc, (void)v; /* the failure being reported is the first one */
-  rlock_op *op = arg;
-  op->child = NULL;
-  give_back_next(op);
-}
-
-/* Release members [0, index) in reverse, then end. */
-static void give_back_next(rlock_op *op) {
-  if (op->index == 0) {
-    end(op);
-    return;
-  }
-  rlock_lock *l = op->multi->members[--op->index];
-  rlock_op *child = rlock__lop_new(l, RLOCK__LOP_RELEASE);
-  if (child == NULL) { /* the member expires with its lease */
-    give_back_next(op);
-    return;
-  }
-  child->cb = given_back;
-  child->arg = op;
-  child->owner_number = op->owner_number;
-  rlock__owner_as(l->client, op->owner_number, child->owner);
-  op->child = child;
-  rlock__lop_submit(child, rlock__lrelease_start);
-}
+static void release_next(rlock_op *op);
 
 /* Fail with rc (the last error's message): give back `held` members. */
 static void fail(rlock_op *op, int rc, size_t held) {
@@ -67,7 +34,7 @@ static void fail(rlock_op *op, int rc, size_t held) {
   snprintf(op->msg, sizeof op->msg, "%s", rlock_error_last()->message);
   op->phase = GIVING_BACK;
   op->index = held;
-  give_back_next(op);
+  release_next(op);
 }
 
 static void member_taken(void *arg, int rc, int64_t v) {
@@ -287,7 +254,9 @@ int rlock_multilock_acquire_async(rlock_multilock *m,
 
 static void released_one(void *arg, int rc, int64_t v);
 
-/* Release every member in reverse; the first failure is the outcome. */
+/* Release members [0, index) in reverse, then end with op->rc: the
+ * reason a failed acquisition gives them back, or (a release, op->rc
+ * RLOCK_OK to begin with) the first release that failed. */
 static void release_next(rlock_op *op) {
   if (op->index == 0) {
     if (op->rc != RLOCK_OK)
