@@ -144,8 +144,9 @@ static int read_count(rlock_lock *l, const char *field, int64_t deadline,
  * since), as many means not (*transient: attempt again). Anything else,
  * or no answer to the read before `deadline`, leaves the original
  * failure. */
-static int settle_in_flight(rlock_lock *l, const char *owner, int64_t deadline,
-                            int rc, int64_t *token, int *transient) {
+static int settle_in_flight(rlock_lock *l, const char *owner, int64_t lease,
+                            int64_t deadline, int rc, int64_t *token,
+                            int *transient) {
   rlock__saved_error why;
   rlock__error_save(&why);
   char field[RLOCK_FIELD_MAX];
@@ -161,6 +162,9 @@ static int settle_in_flight(rlock_lock *l, const char *owner, int64_t deadline,
     *token = 0;
     if (!l->kind->tokens || rlock_lock_token(token, l) == RLOCK_OK)
       return RLOCK_OK;
+    rlock__call undo; /* taken, but its token is unknown: given back */
+    l->kind->release(l, owner, lease, &rlock__no_latch, &undo);
+    run_quietly(l, &undo);
   }
   rlock__error_restore(&why);
   return rc;
@@ -181,7 +185,7 @@ static int attempt_once(rlock_lock *l, const char *owner, int64_t lease,
   if (rc == RLOCK_ENOMEM && call.in_flight)
     return undo_unread(l, owner, lease);
   if (rc == RLOCK_EIO && call.in_flight)
-    return settle_in_flight(l, owner, deadline, rc, token, transient);
+    return settle_in_flight(l, owner, lease, deadline, rc, token, transient);
   if (rc != RLOCK_OK)
     return rc;
   rc = rlock__attempt_result(l, r, ttl);

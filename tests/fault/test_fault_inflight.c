@@ -7,6 +7,8 @@
 #include "fault.h"
 #include "rt_util.h"
 
+#include <poll.h>
+
 static rlock_client *client_for(rt_fake *f) {
   rlock_config *cfg;
   rlock_client *c = NULL;
@@ -92,9 +94,122 @@ static void test_unexplained(void **state) {
   expect_untaken("$1\r\n2\r\n");
 }
 
+/* ---- the same on an event-loop client ------------------------------------
+ * A minimal adapter of the test's own over poll(): the adapter table is
+ * public, and this is a third loop besides libuv and libevent. */
+
+typedef struct mini {
+  rlock_client *c;
+  int fd[4], ev[4];
+  int64_t timer_at_ms; /* -1: disarmed */
+} mini;
+
+static int mini_watch(void *data, int fd, int events) {
+  mini *m = data;
+  int free_slot = -1;
+  for (int i = 0; i < 4; i++) {
+    if (m->fd[i] == fd) {
+      m->ev[i] = events;
+      if (events == 0)
+        m->fd[i] = -1;
+      return 0;
+    }
+    if (m->fd[i] < 0 && free_slot < 0)
+      free_slot = i;
+  }
+  if (events != 0 && free_slot >= 0) {
+    m->fd[free_slot] = fd;
+    m->ev[free_slot] = events;
+  }
+  return events == 0 || free_slot >= 0 ? 0 : -1;
+}
+
+static void mini_timer(void *data, int64_t after_ms) {
+  mini *m = data;
+  m->timer_at_ms = after_ms < 0 ? -1 : rt_now_ms() + after_ms;
+}
+
+static void mini_wake(void *data) { (void)data; }
+
+/* One turn: poll the watched descriptors until the timer is due. */
+static void mini_turn(mini *m) {
+  struct pollfd p[4];
+  int n = 0, map[4];
+  for (int i = 0; i < 4; i++)
+    if (m->fd[i] >= 0) {
+      p[n] = (struct pollfd){
+          m->fd[i],
+          (short)(((m->ev[i] & RLOCK_LOOP_READ) ? POLLIN : 0) |
+                  ((m->ev[i] & RLOCK_LOOP_WRITE) ? POLLOUT : 0)),
+          0};
+      map[n++] = i;
+    }
+  int64_t wait = m->timer_at_ms < 0 ? 100 : m->timer_at_ms - rt_now_ms();
+  poll(p, (nfds_t)n, wait < 0 ? 0 : (int)wait);
+  for (int k = 0; k < n; k++)
+    if (p[k].revents && m->fd[map[k]] == p[k].fd) {
+      int ev = ((p[k].revents & (POLLIN | POLLHUP | POLLERR)) ? RLOCK_LOOP_READ
+                                                              : 0) |
+               ((p[k].revents & POLLOUT) ? RLOCK_LOOP_WRITE : 0);
+      rlock_loop_io(m->c, p[k].fd, ev);
+    }
+  if (m->timer_at_ms >= 0 && rt_now_ms() >= m->timer_at_ms) {
+    m->timer_at_ms = -1;
+    rlock_loop_timer(m->c);
+  }
+}
+
+typedef struct outcome {
+  int done, rc;
+} outcome;
+
+static void on_outcome(void *arg, int rc, int64_t v) {
+  (void)v;
+  outcome *o = arg;
+  o->done++;
+  o->rc = rc;
+}
+
+/* The loop client's attempt (its first use of the script on a connection
+ * goes as EVAL) is lost; the read finds the field: taken. */
+static void test_loop_taken(void **state) {
+  (void)state;
+  static const rt_fake_step s[] = {
+      RT_STEP_ACCEPT(), RT_STEP_EXPECT("EVAL"), RT_STEP_CLOSE(),
+      RT_STEP_ACCEPT(), RT_STEP_EXPECT("HGET"), RT_STEP_SEND("$1\r\n1\r\n"),
+      RT_STEP_END()};
+  rt_fake *f = rt_fake_start(s);
+  mini m = {.fd = {-1, -1, -1, -1}, .timer_at_ms = -1};
+  rlock_loop table = {&m, mini_watch, mini_timer, mini_wake, NULL};
+  rlock_config *cfg;
+  assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
+  assert_int_equal(rlock_config_set_url(cfg, rt_fake_url(f)), RLOCK_OK);
+  assert_int_equal(rlock_client_new_loop(&m.c, cfg, &table), RLOCK_OK);
+  rlock_config_free(cfg);
+  rlock_lock *l;
+  assert_int_equal(rlock_lock_new(&l, m.c, "inflight"), RLOCK_OK);
+  uint64_t me = rlock_owner_new();
+  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
+  o.owner = me;
+  o.wait_ms = 0;
+  o.lease_ms = 10000;
+  outcome out = {0};
+  assert_int_equal(rlock_lock_acquire_async(l, &o, on_outcome, &out, NULL),
+                   RLOCK_OK);
+  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
+  while (!out.done && rt_now_ms() < end)
+    mini_turn(&m);
+  assert_int_equal(out.done, 1);
+  expect_rc(out.rc, RLOCK_OK, NULL);
+  expect_rc(rlock_lock_check_owner(l, me), RLOCK_OK, NULL);
+  rlock_lock_free(l);
+  finish(f, m.c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_taken), cmocka_unit_test(test_taken_fenced),
-      cmocka_unit_test(test_not_taken), cmocka_unit_test(test_unexplained)};
+      cmocka_unit_test(test_not_taken), cmocka_unit_test(test_unexplained),
+      cmocka_unit_test(test_loop_taken)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

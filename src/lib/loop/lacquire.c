@@ -20,6 +20,7 @@
  */
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "client_int.h"
@@ -180,6 +181,121 @@ static int ride_out(rlock_op *op, int transient) {
   return 1;
 }
 
+/* ---- an attempt lost in flight (acquire.c's settle_in_flight) ---------- */
+
+#define SETTLE_FIRST_MS 25
+
+static void settle_read(rlock_op *op);
+
+/* The attempt is known not to have run to a grant: its failure stands
+ * (a waiter rides it out). */
+static void settled_untaken(rlock_op *op) {
+  rlock__err(op->settle_rc, "%s", op->msg);
+  if (op->canceled) {
+    rlock__err(RLOCK_ECANCELED, "wait canceled");
+    fail(op, RLOCK_ECANCELED);
+  } else if (op->settle_rc != RLOCK_EIO || !ride_out(op, 1)) {
+    fail(op, op->settle_rc);
+  }
+}
+
+static void settled_taken(rlock_op *op, int64_t token) {
+  if (op->canceled) {
+    rlock__err(RLOCK_ECANCELED, "wait canceled");
+    give_back(op, RLOCK_ECANCELED);
+    return;
+  }
+  acquired(op, token);
+}
+
+static void token_done(rlock_client *c, rlock__lreq *r) {
+  (void)c;
+  rlock_op *op = of_lreq(r);
+  op->busy = 0;
+  rlock__reply *reply = r->q.reply;
+  r->q.reply = NULL;
+  rlock__call_clear(&r->call);
+  int ok = r->q.rc == RLOCK_OK && reply->type == RLOCK__R_STR;
+  int64_t token = ok ? strtoll(reply->str, NULL, 10) : 0;
+  rlock__reply_free(reply);
+  if (ok) {
+    settled_taken(op, token);
+    return;
+  }
+  rlock__err(op->settle_rc, "%s", op->msg); /* taken, but no token: */
+  give_back(op, op->settle_rc);             /* given back, not granted */
+}
+
+static void read_done(rlock_client *c, rlock__lreq *r) {
+  (void)c;
+  rlock_op *op = of_lreq(r);
+  op->busy = 0;
+  rlock__reply *reply = r->q.reply;
+  r->q.reply = NULL;
+  int rc = r->q.rc, transient = r->call.transient;
+  rlock__call_clear(&r->call);
+  int64_t now = -1;
+  if (rc == RLOCK_OK)
+    rc = rlock__count_reply(reply, &now);
+  rlock__reply_free(reply);
+  if (rc != RLOCK_OK) {
+    int64_t retry = rlock__deadline_after_ms(op->outage_ms);
+    if (transient && retry < op->settle_until_us) {
+      op->outage_ms =
+          op->outage_ms * 2 < OUTAGE_MAX_MS ? op->outage_ms * 2 : OUTAGE_MAX_MS;
+      rlock__ltimer_at(op->c, &op->timer, retry);
+      return;
+    }
+    settled_untaken(op); /* cannot tell: the failure stands */
+    return;
+  }
+  if (now == op->settle_had + 1 && op->l->kind->tokens) {
+    rlock__call_cmd(&op->lreq.call, "GET");
+    rlock__call_key(&op->lreq.call, op->l->token);
+    rlock__req_init(&op->lreq.q, &op->lreq.call);
+    op->lreq.done = token_done;
+    op->busy = 1;
+    rlock__lreq_send(op->c, &op->lreq);
+  } else if (now == op->settle_had + 1) {
+    settled_taken(op, 0);
+  } else if (now == op->settle_had) {
+    settled_untaken(op);
+  } else { /* unexplained: the failure stands */
+    rlock__err(op->settle_rc, "%s", op->msg);
+    fail(op, op->settle_rc);
+  }
+}
+
+static void settle_read(rlock_op *op) {
+  char field[RLOCK_FIELD_MAX];
+  rlock__field(op->l, op->owner, field);
+  rlock__call *call = &op->lreq.call;
+  rlock__call_cmd(call, "HGET");
+  rlock__call_key(call, op->l->name);
+  rlock__call_arg(call, rlock__call_fmt(call, "%s", field));
+  rlock__req_init(&op->lreq.q, call);
+  op->lreq.done = read_done;
+  op->busy = 1;
+  rlock__lreq_send(op->c, &op->lreq);
+}
+
+/* The server closed the connection after reading the attempt: read the
+ * owner's field to tell whether it took the lock. */
+static void settle(rlock_op *op, int rc) {
+  rlock_client *c = op->c;
+  char field[RLOCK_FIELD_MAX];
+  rlock__field(op->l, op->owner, field);
+  op->state = RLOCK__LACQ_SETTLING;
+  op->settle_rc = rc;
+  snprintf(op->msg, sizeof op->msg, "%s", rlock_error_last()->message);
+  op->settle_had = (int64_t)rlock__hold_depth(c, op->l->name, field);
+  int64_t bound = rlock__deadline_after_ms(c->cfg.connect_timeout_ms +
+                                           c->cfg.command_timeout_ms);
+  op->settle_until_us = op->deadline_us > bound ? op->deadline_us : bound;
+  op->outage_ms = SETTLE_FIRST_MS;
+  settle_read(op);
+}
+
 static void attempt_done(rlock_client *c, rlock__lreq *r) {
   rlock_op *op = of_lreq(r);
   op->busy = 0;
@@ -200,6 +316,9 @@ static void attempt_done(rlock_client *c, rlock__lreq *r) {
                "given back)",
                rlock_error_last()->message);
     give_back(op, RLOCK_ENOMEM);
+    return;
+  } else if (rc == RLOCK_EIO && in_flight) {
+    settle(op, rc);
     return;
   }
   if (op->canceled) {
@@ -261,6 +380,7 @@ void rlock__lacquire_event(rlock_op *op, int what) {
   if (what == 0) { /* the channel was refused (an ACL): last error set */
     rlock__lsub_leave(op->c, op);
     if (op->state == RLOCK__LACQ_ATTEMPTING ||
+        op->state == RLOCK__LACQ_SETTLING ||
         op->state == RLOCK__LACQ_GIVING_BACK) {
       op->sub_rc = rlock_error_last()->code;
       snprintf(op->msg, sizeof op->msg, "%s", rlock_error_last()->message);
@@ -270,7 +390,8 @@ void rlock__lacquire_event(rlock_op *op, int what) {
     fail(op, rlock_error_last()->code);
     return;
   }
-  if (op->state == RLOCK__LACQ_ATTEMPTING) {
+  if (op->state == RLOCK__LACQ_ATTEMPTING ||
+      op->state == RLOCK__LACQ_SETTLING) {
     op->woken |= what == 2;
     return;
   }
@@ -284,7 +405,7 @@ void rlock__lacquire_cancel(rlock_op *op) {
     return;
   op->canceled = 1;
   if (op->state == RLOCK__LACQ_ATTEMPTING ||
-      op->state == RLOCK__LACQ_GIVING_BACK)
+      op->state == RLOCK__LACQ_SETTLING || op->state == RLOCK__LACQ_GIVING_BACK)
     return; /* decided when the answer comes */
   rlock__ltimer_stop(op->c, &op->timer);
   rlock__err(RLOCK_ECANCELED, "wait canceled");

@@ -182,8 +182,11 @@ struct rlock_op {
   int64_t backoff_ms; /* spin kind: the next back-off */
   unsigned spins;
   uint64_t seed;
-  int64_t outage_ms; /* the next pause while the server is unreachable */
-  int sub_rc;        /* the channel was refused while an attempt flew */
+  int64_t outage_ms;       /* the next pause while the server is unreachable */
+  int sub_rc;              /* the channel was refused while an attempt flew */
+  int settle_rc;           /* SETTLING: the failure that started it ... */
+  int64_t settle_had;      /* ... the levels recorded before ... */
+  int64_t settle_until_us; /* ... and how long the reads may go on */
   rlock__lchan *chan;
   rlock_op *cprev, *cnext; /* the channel's waiters */
   rlock__ltimer timer;     /* the sleep bound */
@@ -265,7 +268,9 @@ enum rlock__lacq_state {
   RLOCK__LACQ_ATTEMPTING,  /* an attempt is in flight */
   RLOCK__LACQ_SUBSCRIBING, /* held elsewhere; its channel not confirmed */
   RLOCK__LACQ_SLEEPING,    /* held elsewhere; waiting for a message */
-  RLOCK__LACQ_GIVING_BACK  /* canceled after the server granted it */
+  RLOCK__LACQ_GIVING_BACK, /* canceled after the server granted it */
+  RLOCK__LACQ_SETTLING     /* an attempt lost in flight: reading whether
+                              it took the lock */
 };
 
 /* Join `op` to the waiters of `channel`, subscribing when needed: 1 when
