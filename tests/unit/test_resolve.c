@@ -79,6 +79,15 @@ static void test_name_that_does_not_resolve(void **state) {
 /* With the deadline already past, the caller gives up at once and the
  * lookup thread frees what it shares with the caller when it finishes
  * (ASan/valgrind check that nothing leaks or is touched after free). */
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
+#endif
+#ifndef RUNNING_ON_VALGRIND
+#define RUNNING_ON_VALGRIND 0
+#endif
+
 static void test_lookup_given_up(void **state) {
   (void)state;
   int timeouts = 0;
@@ -96,7 +105,10 @@ static void test_lookup_given_up(void **state) {
     assert_string_equal(why, "name lookup did not finish in time");
     timeouts++;
   }
-  assert_true(timeouts > 0);
+  /* valgrind runs one thread at a time: the lookup thread may finish
+   * before the caller looks at its deadline, every time. */
+  if (!RUNNING_ON_VALGRIND)
+    assert_true(timeouts > 0);
 }
 
 int main(void) {
