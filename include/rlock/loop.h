@@ -41,9 +41,11 @@
  * operations refuse RLOCK_OWNER_THREAD, since one loop thread serves many
  * owners.
  *
- * Topologies: a single server (redis://, unix://). A loop client refuses
- * TLS, Sentinel and Cluster URLs with RLOCK_EINVAL for now, and does not
- * confirm writes on replicas (rlock_config_set_replica_sync). A host name
+ * Topologies: a single server (redis://, rediss:// with every TLS setting
+ * of config.h, unix://). A loop client refuses Sentinel and Cluster URLs
+ * with RLOCK_EINVAL for now, and does not confirm writes on replicas
+ * (rlock_config_set_replica_sync). Connecting, the TLS handshake included,
+ * is bounded by the connect timeout. A host name
  * is looked up once, when the client is created (bounded by the connect
  * timeout); connections are made without blocking and re-made on demand.
  */

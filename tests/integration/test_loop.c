@@ -10,6 +10,7 @@
 
 #include "rlock/event.h"
 #include "rlock/uv.h"
+#include "rt_tls.h"
 
 enum { UV, EV };
 
@@ -816,6 +817,82 @@ static void test_bad_input(void **state) {
   loop_free(c);
 }
 
+/* The loop client over TLS (rediss://): the handshake runs on the loop;
+ * a waiter is woken through the TLS subscriber; a wrong CA and a
+ * plain-text port fail through the callback, with the reason. */
+static void test_tls(void **state) {
+  (void)state;
+  rt_tls certs;
+  rt_tls_make(&certs);
+  char port[16];
+  int tls_port = rt_free_port();
+  snprintf(port, sizeof port, "%d", tls_port);
+  const char *args[] = {"--tls-port",
+                        port,
+                        "--tls-cert-file",
+                        certs.server_crt,
+                        "--tls-key-file",
+                        certs.server_key,
+                        "--tls-ca-cert-file",
+                        certs.ca,
+                        "--tls-auth-clients",
+                        "no",
+                        NULL};
+  rt_server *ts = rt_server_start(args);
+  char url[512];
+  snprintf(url, sizeof url, "rediss://127.0.0.1:%d?tls_ca=%s", tls_port,
+           certs.ca);
+  rlock_config *cfg;
+  OK(rlock_config_new(&cfg));
+  OK(rlock_config_set_url(cfg, url));
+  rlock_client *c = loop_client_cfg(cfg);
+  rlock_config_free(cfg);
+  rlock_lock *l = fx_lock(c, "loop:tls");
+  uint64_t a = rlock_owner_new(), b = rlock_owner_new();
+  OK(acquire(l, a, 0, 30000));
+  result r = {0};
+  rlock_acquire_options o = opts(b, 20000, 10000);
+  OK(rlock_lock_acquire_async(l, &o, on_done, &r, NULL));
+  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
+  while (fx_evalsha_calls(ts) < 2) { /* b's attempts, before and after */
+    assert_true(rt_now_ms() < end);  /* subscribing */
+    run_once(20);
+  }
+  OK(release(l, a));
+  run_until(&r.done, 1, 5000, "the waiter woken over TLS");
+  OK(r.rc);
+  OK(release(l, b));
+  rlock_lock_free(l);
+  loop_free(c);
+  /* A CA that signed nothing of the server's; a plain-text port. */
+  const char *bad[2];
+  char other[512], plain[512];
+  snprintf(other, sizeof other, "rediss://127.0.0.1:%d?tls_ca=%s", tls_port,
+           certs.other_ca);
+  snprintf(plain, sizeof plain, "rediss://127.0.0.1:%d?tls_ca=%s",
+           rt_server_port(ts), certs.ca);
+  bad[0] = other;
+  bad[1] = plain;
+  const char *why[2] = {"certificate verify failed", "plain-text port"};
+  for (int i = 0; i < 2; i++) {
+    OK(rlock_config_new(&cfg));
+    OK(rlock_config_set_url(cfg, bad[i]));
+    OK(rlock_config_set_connect_timeout_ms(cfg, 2000));
+    c = loop_client_cfg(cfg);
+    rlock_config_free(cfg);
+    l = fx_lock(c, "loop:tls");
+    int rc = acquire(l, a, 0, 1000);
+    /* A plain-text server may answer the hello, or wait for more. */
+    assert_true(rc == RLOCK_EIO || (i == 1 && rc == RLOCK_ETIMEOUT));
+    if (strstr(rlock_error_last()->message, why[i]) == NULL)
+      fail_msg("'%s' lacks '%s'", rlock_error_last()->message, why[i]);
+    rlock_lock_free(l);
+    loop_free(c);
+  }
+  rt_server_free(ts);
+  rt_tls_remove(&certs);
+}
+
 /* A server that is not there: the acquisition fails with the connect
  * error, through the callback. */
 static void test_unreachable(void **state) {
@@ -848,7 +925,7 @@ static void test_unreachable(void **state) {
       cmocka_unit_test(test_free_with_pending),                                \
       cmocka_unit_test(test_free_inside_callback),                             \
       cmocka_unit_test(test_other_thread), cmocka_unit_test(test_bad_input),   \
-      cmocka_unit_test(test_unreachable)
+      cmocka_unit_test(test_tls), cmocka_unit_test(test_unreachable)
 
 int main(void) {
   const struct CMUnitTest tests[] = {CASES(0)};

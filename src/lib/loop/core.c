@@ -245,9 +245,6 @@ static int check_target(const rlock_client *c) {
                       "an event-loop client supports a single "
                       "server (redis://, unix://), not %s, for now",
                       rlock__target_kind_name(t));
-  if (t->addrs[0].tls)
-    return rlock__err(RLOCK_EINVAL, "an event-loop client does not speak TLS "
-                                    "(rediss://) yet");
   return RLOCK_OK;
 }
 

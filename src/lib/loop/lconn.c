@@ -27,9 +27,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <poll.h>
+
 #include "client_int.h"
 #include "common.h"
 #include "loop.h"
+#include "tls.h"
 
 #define READ_CHUNK 65536
 
@@ -73,14 +76,18 @@ static void answered(rlock__lconn *k) {
 static void on_timer(rlock_client *c, rlock__ltimer *t) {
   rlock__lconn *k = conn_of_timer(c, t);
   int64_t now = rlock__now_us();
-  if (k->state == RLOCK__LCONN_CONNECTING) {
+  if (k->state == RLOCK__LCONN_CONNECTING ||
+      k->state == RLOCK__LCONN_HANDSHAKING) {
     if (now < k->connect_until_us) {
       rlock__ltimer_at(c, t, k->connect_until_us);
       return;
     }
-    rlock__err(RLOCK_ETIMEOUT, "redis %s: connect timed out after %lld ms",
-               k->where, (long long)c->cfg.connect_timeout_ms);
-    rlock__lconn_fail(c, k, RLOCK_ETIMEOUT);
+    if (k->state == RLOCK__LCONN_HANDSHAKING)
+      rlock__tls_timed_out(k->tls, k->where);
+    else
+      rlock__err(RLOCK_ETIMEOUT, "redis %s: connect timed out after %lld ms",
+                 k->where, (long long)c->cfg.connect_timeout_ms);
+    rlock__lconn_fail(c, k, rlock_error_last()->code);
     return;
   }
   if (k->state != RLOCK__LCONN_READY || k->due == 0)
@@ -167,8 +174,11 @@ void rlock__lconn_flush(rlock_client *c, rlock__lconn *k) {
   if (k->state != RLOCK__LCONN_READY)
     return;
   while (k->off < k->len) {
-    ssize_t n = send(k->fd, k->out + k->off, k->len - k->off,
-                     MSG_DONTWAIT | MSG_NOSIGNAL);
+    short want;
+    ssize_t n = k->tls != NULL ? rlock__tls_write(k->tls, k->out + k->off,
+                                                  k->len - k->off, &want)
+                               : send(k->fd, k->out + k->off, k->len - k->off,
+                                      MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n > 0) {
       k->off += (size_t)n;
       k->written += (uint64_t)n;
@@ -219,6 +229,40 @@ static void connected(rlock_client *c, rlock__lconn *k) {
   k->due_since_us = rlock__now_us();
 }
 
+/* One step of the TLS handshake; READY when it is through. */
+static void handshake(rlock_client *c, rlock__lconn *k) {
+  short want = 0;
+  int r = rlock__tls_step(k->tls, k->where, &want);
+  if (r < 0) {
+    rlock__lconn_fail(c, k, r);
+    return;
+  }
+  if (r == 0) {
+    set_watch(c, k, want == POLLIN ? RLOCK_LOOP_READ : RLOCK_LOOP_WRITE);
+    return;
+  }
+  connected(c, k);
+  rlock__lconn_flush(c, k); /* what was queued meanwhile */
+}
+
+/* The socket is connected: TLS first where the endpoint speaks it. */
+static void socket_up(rlock_client *c, rlock__lconn *k) {
+  const rlock__endpoint *ep = &c->cfg.target.addrs[0];
+  if (!ep->tls) {
+    connected(c, k);
+    return;
+  }
+  int rc = rlock__tls_start(&k->tls, ep->tls_ctx, k->fd, ep->host);
+  if (rc != RLOCK_OK) {
+    rlock__lconn_fail(c, k, rc);
+    return;
+  }
+  k->state = RLOCK__LCONN_HANDSHAKING;
+  if (k->io_timer.idx == RLOCK__LTIMER_OFF)
+    rlock__ltimer_at(c, &k->io_timer, k->connect_until_us);
+  handshake(c, k);
+}
+
 int rlock__lconn_open(rlock_client *c, rlock__lconn *k) {
   rlock__loop *lp = c->loop;
   if (k->state != RLOCK__LCONN_CLOSED)
@@ -255,21 +299,19 @@ int rlock__lconn_open(rlock_client *c, rlock__lconn *k) {
   k->due = 0;
   k->login_due = 0;
   k->nevald = 0; /* a new connection may meet a new server */
-  if (r == 0) {
-    connected(c, k);
-  } else {
-    k->state = RLOCK__LCONN_CONNECTING;
-    k->connect_until_us = rlock__deadline_after_ms(c->cfg.connect_timeout_ms);
-    rlock__ltimer_at(c, &k->io_timer, k->connect_until_us);
-  }
+  k->state = RLOCK__LCONN_CONNECTING;
+  k->connect_until_us = rlock__deadline_after_ms(c->cfg.connect_timeout_ms);
   int rc = queue_login(c, k);
   if (rc != RLOCK_OK) {
     rlock__lconn_fail(c, k, rc);
     return rc;
   }
-  set_watch(c, k,
-            k->state == RLOCK__LCONN_CONNECTING ? RLOCK_LOOP_WRITE
-                                                : RLOCK_LOOP_READ);
+  if (r == 0) {
+    socket_up(c, k);
+  } else {
+    rlock__ltimer_at(c, &k->io_timer, k->connect_until_us);
+    set_watch(c, k, RLOCK_LOOP_WRITE);
+  }
   return k->fd >= 0 ? RLOCK_OK : rlock_error_last()->code;
 }
 
@@ -297,6 +339,8 @@ void rlock__lconn_fail(rlock_client *c, rlock__lconn *k, int rc) {
   rlock__ltimer_stop(c, &k->io_timer);
   rlock__reader_free(k->rd);
   k->rd = NULL;
+  rlock__tls_close(k->tls);
+  k->tls = NULL;
   rlock__obs_log(&c->obs, RLOCK_LOG_WARN, "loop: %s", why.message);
   uint64_t written = k->written;
   rlock__lreq *r = k->head;
@@ -319,6 +363,8 @@ void rlock__lconn_fail(rlock_client *c, rlock__lconn *k, int rc) {
 }
 
 void rlock__lconn_destroy(rlock__lconn *k) {
+  rlock__tls_close(k->tls);
+  k->tls = NULL;
   if (k->fd >= 0)
     close(k->fd);
   k->fd = -1;
@@ -413,10 +459,21 @@ static void take_replies(rlock_client *c, rlock__lconn *k) {
   }
 }
 
+/* Bytes in, never waiting: recv, or TLS records decrypted. */
+static ssize_t read_some(rlock__lconn *k, char *buf, size_t len) {
+  short want;
+  if (k->tls != NULL)
+    return rlock__tls_read(k->tls, buf, len, 0, &want);
+  return recv(k->fd, buf, len, MSG_DONTWAIT);
+}
+
 static void on_readable(rlock_client *c, rlock__lconn *k) {
   char buf[READ_CHUNK];
-  for (int i = 0; i < 4 && k->fd >= 0; i++) {
-    ssize_t n = recv(k->fd, buf, sizeof buf, MSG_DONTWAIT);
+  /* With TLS, decrypted bytes can wait in the session with the socket
+   * drained: read while it has some. */
+  for (int i = 0;
+       k->fd >= 0 && (i < 4 || (k->tls && rlock__tls_pending(k->tls))); i++) {
+    ssize_t n = read_some(k, buf, sizeof buf);
     if (n < 0 && errno == EINTR)
       continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -433,7 +490,7 @@ static void on_readable(rlock_client *c, rlock__lconn *k) {
       return;
     }
     take_replies(c, k);
-    if ((size_t)n < sizeof buf)
+    if ((size_t)n < sizeof buf && !(k->tls && rlock__tls_pending(k->tls)))
       return;
   }
 }
@@ -449,7 +506,7 @@ static void on_connect_done(rlock_client *c, rlock__lconn *k) {
     rlock__lconn_fail(c, k, RLOCK_EIO);
     return;
   }
-  connected(c, k);
+  socket_up(c, k);
 }
 
 void rlock__lconn_io(rlock_client *c, rlock__lconn *k, int events) {
@@ -457,8 +514,12 @@ void rlock__lconn_io(rlock_client *c, rlock__lconn *k, int events) {
     if (events == 0)
       return;
     on_connect_done(c, k);
-    if (k->state != RLOCK__LCONN_READY)
-      return;
+    return; /* flushed at the end of the turn once READY */
+  }
+  if (k->state == RLOCK__LCONN_HANDSHAKING) {
+    if (events != 0)
+      handshake(c, k);
+    return;
   }
   if ((events & RLOCK_LOOP_READ) && k->fd >= 0)
     on_readable(c, k);

@@ -84,7 +84,8 @@ void rlock__lreq_send(rlock_client *c, rlock__lreq *r);
 
 enum rlock__lconn_state {
   RLOCK__LCONN_CLOSED,
-  RLOCK__LCONN_CONNECTING,
+  RLOCK__LCONN_CONNECTING,  /* TCP (or unix) connect under way */
+  RLOCK__LCONN_HANDSHAKING, /* TLS handshake under way */
   RLOCK__LCONN_READY
 };
 
@@ -97,10 +98,11 @@ struct rlock__lconn {
   uint64_t queued;  /* bytes ever queued */
   uint64_t written; /* bytes ever written */
   rlock__reader *rd;
-  int login_due;            /* AUTH / SELECT replies still to come */
-  int due;                  /* answers expected (not unlock messages) */
-  int64_t due_since_us;     /* the last answer, or the first one due */
-  rlock__lreq *head, *tail; /* requests, in the order they were sent */
+  struct rlock__tls_conn *tls; /* NULL: plain text */
+  int login_due;               /* AUTH / SELECT replies still to come */
+  int due;                     /* answers expected (not unlock messages) */
+  int64_t due_since_us;        /* the last answer, or the first one due */
+  rlock__lreq *head, *tail;    /* requests, in the order they were sent */
   /* Scripts this connection has sent as EVAL (which caches them on the
    * server): the first use of each goes as EVAL, so no NOSCRIPT answer
    * sends a request back to the tail, past later ones. */

@@ -250,9 +250,8 @@ static int handshake_failed(SSL *ssl, const char *where, int timed_out) {
                     ssl_reason(errno ? strerror(errno) : "connection closed"));
 }
 
-int rlock__tls_connect(rlock__tls_conn **out, const rlock__tls *t, int fd,
-                       const char *host, const char *where,
-                       int64_t deadline_us) {
+int rlock__tls_start(rlock__tls_conn **out, const rlock__tls *t, int fd,
+                     const char *host) {
   *out = NULL;
   pthread_once(&sock_method_once, make_sock_method);
   rlock__tls_conn *s = rlock__calloc(1, sizeof *s);
@@ -276,18 +275,42 @@ int rlock__tls_connect(rlock__tls_conn **out, const rlock__tls *t, int fd,
                       name);
   }
   ERR_clear_error();
+  *out = s;
+  return RLOCK_OK;
+}
+
+int rlock__tls_step(rlock__tls_conn *s, const char *where, short *want) {
+  errno = 0;
+  int r = SSL_connect(s->ssl);
+  if (r == 1)
+    return 1;
+  int e = SSL_get_error(s->ssl, r);
+  if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+    *want = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
+    return 0;
+  }
+  return handshake_failed(s->ssl, where, 0);
+}
+
+int rlock__tls_timed_out(rlock__tls_conn *s, const char *where) {
+  return handshake_failed(s->ssl, where, 1);
+}
+
+int rlock__tls_connect(rlock__tls_conn **out, const rlock__tls *t, int fd,
+                       const char *host, const char *where,
+                       int64_t deadline_us) {
+  rlock__tls_conn *s;
+  int rc = rlock__tls_start(&s, t, fd, host);
+  if (rc != RLOCK_OK)
+    return rc;
   for (;;) {
-    errno = 0;
-    int r = SSL_connect(s->ssl);
+    short want = 0;
+    int r = rlock__tls_step(s, where, &want);
     if (r == 1)
       break;
-    int e = SSL_get_error(s->ssl, r);
-    int err = e == SSL_ERROR_WANT_READ ? rlock__wait_fd(fd, POLLIN, deadline_us)
-              : e == SSL_ERROR_WANT_WRITE
-                  ? rlock__wait_fd(fd, POLLOUT, deadline_us)
-                  : -1;
+    int err = r < 0 ? -1 : rlock__wait_fd(fd, want, deadline_us);
     if (err != 0) {
-      int rc = handshake_failed(s->ssl, where, err == ETIMEDOUT);
+      rc = r < 0 ? r : handshake_failed(s->ssl, where, err == ETIMEDOUT);
       rlock__tls_close(s);
       return rc;
     }

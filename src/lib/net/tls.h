@@ -58,6 +58,18 @@ int rlock__tls_connect(rlock__tls_conn **out, const rlock__tls *t, int fd,
                        int64_t deadline_us);
 
 /* Close the session (no close_notify wait) and free it. NULL ignored. */
+/* rlock__tls_connect in steps, for a caller that cannot wait (an event
+ * loop): start a session on connected `fd`, then call rlock__tls_step
+ * whenever the socket is ready for what it wants: 1 when the handshake is
+ * done, 0 with *want (POLLIN or POLLOUT) to go on, or a status with the
+ * last error set (the same messages as rlock__tls_connect). When the
+ * caller's deadline passes first, rlock__tls_timed_out words it. Close the
+ * session with rlock__tls_close either way. */
+int rlock__tls_start(rlock__tls_conn **out, const rlock__tls *t, int fd,
+                     const char *host);
+int rlock__tls_step(rlock__tls_conn *s, const char *where, short *want);
+int rlock__tls_timed_out(rlock__tls_conn *s, const char *where);
+
 void rlock__tls_close(rlock__tls_conn *s);
 
 /* Move bytes as conn.c's stream functions do: > 0 bytes, 0 end of
