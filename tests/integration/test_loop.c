@@ -349,6 +349,42 @@ static void test_ten_thousand_pending(void **state) {
   run_chain(10000, "loop:many");
 }
 
+/* The subscriber's connection is killed while a waiter sleeps: it is
+ * subscribed again, and the release's message still wakes the waiter (the
+ * holder's lease, 60 s, is not what ends the wait). */
+static void test_subscriber_killed(void **state) {
+  (void)state;
+  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "loop:resub");
+  uint64_t a = rlock_owner_new(), b = rlock_owner_new();
+  OK(acquire(l, a, 0, 60000));
+  result r = {0};
+  rlock_acquire_options o = opts(b, 30000, 10000);
+  OK(rlock_lock_acquire_async(l, &o, on_done, &r, NULL));
+  char chan[] = "redisson_lock__channel:{loop:resub}";
+  char why[64];
+  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
+  while (!subscribed(chan, why, sizeof why)) {
+    assert_true(rt_now_ms() < end);
+    run_once(20);
+  }
+  assert_true(rt_cmd_int(srv, "CLIENT KILL TYPE pubsub") >= 1);
+  assert_false(subscribed(chan, why, sizeof why)); /* the loop has not run */
+  end = rt_now_ms() + rt_scaled_ms(5000);
+  while (!subscribed(chan, why, sizeof why)) {
+    assert_true(rt_now_ms() < end);
+    run_once(20);
+  }
+  int64_t t0 = rt_now_ms();
+  OK(release(l, a));
+  run_until(&r.done, 1, 10000, "the waiter after re-subscribing");
+  OK(r.rc);
+  ASSERT_BETWEEN(rt_now_ms() - t0, 0, 3000);
+  OK(release(l, b));
+  rlock_lock_free(l);
+  loop_free(c);
+}
+
 static void test_wait_runs_out(void **state) {
   (void)state;
   rlock_client *c = loop_client(0, NULL, NULL);
@@ -916,6 +952,7 @@ static void test_unreachable(void **state) {
       cmocka_unit_test(test_wait_for_blocking_holder),                         \
       cmocka_unit_test(test_waiters_in_order),                                 \
       cmocka_unit_test(test_ten_thousand_pending),                             \
+      cmocka_unit_test(test_subscriber_killed),                                \
       cmocka_unit_test(test_wait_runs_out),                                    \
       cmocka_unit_test(test_ttl_wakes_waiter), cmocka_unit_test(test_cancel),  \
       cmocka_unit_test(test_fair_cancel_leaves_queue),                         \

@@ -58,7 +58,7 @@ static void set_watch(rlock_client *c, rlock__lconn *k, int events) {
 }
 
 /* Answers are due: keep the timer on the oldest wait. */
-static void expect(rlock_client *c, rlock__lconn *k, int n) {
+void rlock__lconn_expect(rlock_client *c, rlock__lconn *k, int n) {
   if (k->due == 0 && n > 0) {
     k->due_since_us = rlock__now_us();
     if (k->state == RLOCK__LCONN_READY)
@@ -215,7 +215,7 @@ static int queue_login(rlock_client *c, rlock__lconn *k) {
     rc = rlock__lconn_command(k, 2, argv, NULL);
     k->login_due++;
   }
-  expect(c, k, k->login_due);
+  rlock__lconn_expect(c, k, k->login_due);
   return rc;
 }
 
@@ -570,7 +570,7 @@ void rlock__lreq_send(rlock_client *c, rlock__lreq *r) {
   r->start = k->queued - (uint64_t)len;
   r->sent_us = rlock__now_us();
   r->replies = 1 + r->q.asking_reply + (r->q.wait_due ? 1 : 0);
-  expect(c, k, r->replies);
+  rlock__lconn_expect(c, k, r->replies);
   if (k->tail != NULL)
     k->tail->next = r;
   else

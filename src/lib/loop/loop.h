@@ -130,6 +130,8 @@ int rlock__lconn_command(rlock__lconn *k, int argc, const char **argv,
 /* Fail: close, tell every request (RLOCK_ECLOSED, RLOCK_EIO, ...) with the
  * last error worded by the caller, then on_down. */
 void rlock__lconn_fail(rlock_client *c, rlock__lconn *k, int rc);
+/* `n` more answers are due on k (arms the no-answer timeout). */
+void rlock__lconn_expect(rlock_client *c, rlock__lconn *k, int n);
 /* Write what is queued, never waiting; watch for writable when some is
  * left. */
 void rlock__lconn_flush(rlock_client *c, rlock__lconn *k);

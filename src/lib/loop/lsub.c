@@ -57,9 +57,7 @@ static int queue_word(rlock_client *c, rlock__lchan *ch, const char *word) {
   if ((rc = rlock__lconn_command(&lp->sub, 2, argv, lens)) != RLOCK_OK)
     return rc;
   lp->sent[lp->nsent++] = ch;
-  lp->sub.due++;
-  if (lp->sub.due == 1)
-    lp->sub.due_since_us = rlock__now_us();
+  rlock__lconn_expect(c, &lp->sub, 1);
   return RLOCK_OK;
 }
 
