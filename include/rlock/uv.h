@@ -8,7 +8,9 @@
  * the loop's thread is the one that calls rlock_uv_client_new().
  * rlock_client_free() closes the handles; their memory is released by the
  * loop's next iteration, so run the loop once more after freeing the
- * client before uv_loop_close().
+ * client before uv_loop_close(). (libuv's own header needs POSIX's
+ * declarations: a strict C program, -std=c99, defines _POSIX_C_SOURCE
+ * 200809L before its first #include.)
  */
 #ifndef RLOCK_UV_H
 #define RLOCK_UV_H

@@ -6,6 +6,8 @@
 #   (b) a CMake project with find_package(rlock CONFIG)
 #   (c) a plain cc build with pkg-config
 #   (d) static links (rlock::rlock_static, from (a) and (b)): no librlock.so
+#   (e) the event-loop adapters with pkg-config (rlock-uv, rlock-event),
+#       where the build had libuv and libevent
 # Also checks what `cmake --install` puts in the prefix.
 #
 #   tests/consumer/check.sh [WORKDIR]   (default: a fresh mktemp -d, removed)
@@ -103,5 +105,23 @@ q "$CC" -std=c99 -Wall -Werror -o "$work/app_pc_static" "$here/app.c" \
   $(pkg-config --static --libs rlock | sed 's/ -lrlock / /')
 ! needs "$work/app_pc_static" librlock || fail "app_pc_static needs librlock"
 run "$work/app_pc_static"
+
+# (e) the adapters: their libraries, .pc files and CMake targets.
+if pkg-config --exists libuv libevent; then
+  step "cc + pkg-config: the event-loop adapters"
+  for ad in uv event; do
+    for f in "librlock_$ad.so" "librlock_$ad.so.0" "pkgconfig/rlock-$ad.pc"; do
+      [ -e "$libdir/$f" ] || fail "not installed: $libdir/$f"
+    done
+    [ -e "$prefix/include/rlock/$ad.h" ] || fail "not installed: rlock/$ad.h"
+    grep -q "rlock::rlock_$ad" "$libdir"/cmake/rlock/rlockTargets*.cmake ||
+      fail "no CMake target rlock::rlock_$ad"
+  done
+  # shellcheck disable=SC2046
+  q "$CC" -std=c99 -Wall -Werror -o "$work/app_loop" "$here/app_loop.c" \
+    $(pkg-config --cflags --libs rlock-uv rlock-event)
+  needs "$work/app_loop" librlock_uv.so.0 || fail "app_loop does not need librlock_uv"
+  LD_LIBRARY_PATH=$libdir run "$work/app_loop"
+fi
 
 echo "--> consumer check passed"
