@@ -58,7 +58,10 @@ RLOCK_EXTERN int rlock_client_new(rlock_client **out, const rlock_config *cfg);
  * Locks still held are not released: they expire after their lease (for
  * watchdog-renewed locks, within one watchdog timeout). Every lock object
  * made from this client must be freed first, and no other thread may be
- * inside a call on this client.
+ * inside a call on this client. (A loop client's locks with operations
+ * pending are freed after it instead: rlock_client_free completes those
+ * operations, which still use their locks; rlock_lock_free never touches
+ * the client.)
  *
  * From the client's own background thread, i.e. from its lost-lock
  * callback, the client cannot be freed (the thread would have to join

@@ -134,7 +134,8 @@ RLOCK_EXTERN int rlock_acquire_options_init(rlock_acquire_options *opts,
 /**
  * Create a lock object for `name` on `client`. Does no I/O.
  * @param out receives the lock; free it with rlock_lock_free() before the
- *            client is freed.
+ *            client is freed (a loop client's lock with operations
+ *            pending: after it, see client.h).
  * @param name copied.
  * @return RLOCK_OK, RLOCK_EINVAL (NULL argument, bad name) or RLOCK_ENOMEM.
  */

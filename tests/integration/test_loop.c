@@ -717,8 +717,7 @@ static void test_free_with_pending(void **state) {
     OK(rlock_lock_acquire_async(l, &o, on_done, &r[i], NULL));
   }
   run_once(50);
-  rlock_lock_free(l);
-  OK(rlock_client_free(c));
+  OK(rlock_client_free(c)); /* the lock after: its operations were pending */
   for (int i = 0; i < 3; i++) {
     assert_int_equal(r[i].done, 1);
     RC(r[i].rc, RLOCK_ECLOSED);
@@ -728,6 +727,7 @@ static void test_free_with_pending(void **state) {
   run_once(10);
   for (int i = 0; i < 3; i++)
     assert_int_equal(r[i].done, 1);
+  rlock_lock_free(l);
   rt_cmd_int(srv, "DEL loop:free");
 }
 
