@@ -111,15 +111,13 @@ static int undo_unread(rlock_lock *l, const char *owner, int64_t lease) {
 
 /* The owner's hold count of `l` on the server, read until `deadline`
  * (through a failover, or a server coming back). */
-static int read_count(rlock_lock *l, const char *field, int64_t deadline,
+static int read_count(rlock_lock *l, const char *owner, int64_t deadline,
                       int64_t *count) {
   for (int64_t pause = SETTLE_FIRST_MS;;
        pause = pause * 2 < SETTLE_MAX_MS ? pause * 2 : SETTLE_MAX_MS) {
     rlock__call call;
     rlock__reply *r;
-    rlock__call_cmd(&call, "HGET");
-    rlock__call_key(&call, l->name);
-    rlock__call_arg(&call, field);
+    rlock__count_call(l, owner, &call);
     int rc = rlock__lock_run_until(l, &call, deadline, &r);
     if (rc == RLOCK_OK) {
       rc = rlock__count_reply(r, count);
@@ -152,7 +150,7 @@ static int settle_in_flight(rlock_lock *l, const char *owner, int64_t lease,
   char field[RLOCK_FIELD_MAX];
   rlock__field(l, owner, field);
   int64_t had = (int64_t)rlock__hold_depth(l->client, l->name, field), now;
-  if (read_count(l, field, deadline, &now) == RLOCK_OK &&
+  if (read_count(l, owner, deadline, &now) == RLOCK_OK &&
       (now == had || now == had + 1)) {
     if (now == had) {
       *transient = 1;

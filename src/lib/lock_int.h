@@ -171,7 +171,9 @@ int rlock__inspect_parse(const rlock__reply *r, rlock_lock_info *info,
 rlock_lock_info *rlock__info_new(void);
 /* Whether `l` counts as locked given its inspected state. */
 int rlock__info_locked(const rlock_lock *l, const rlock_lock_info *info);
-/* Read an HGET of a hold count. */
+/* The call reading `owner`'s hold count of `l` (HGET of its field), and
+ * its answer. */
+void rlock__count_call(rlock_lock *l, const char *owner, rlock__call *call);
 int rlock__count_reply(const rlock__reply *r, int64_t *count);
 
 /* The definition behind rlock_multilock. */

@@ -68,13 +68,10 @@ int rlock_lock_hold_count_owner(int64_t *count, rlock_lock *l,
     return rlock__err(RLOCK_EINVAL, "rlock_lock_hold_count: count is NULL");
   if (l == NULL)
     return rlock__err(RLOCK_EINVAL, "lock is NULL");
-  char owner[RLOCK_OWNER_MAX], field[RLOCK_FIELD_MAX];
+  char owner[RLOCK_OWNER_MAX];
   rlock__owner_as(l->client, owner_number, owner);
-  rlock__field(l, owner, field);
   rlock__call call;
-  rlock__call_cmd(&call, "HGET");
-  rlock__call_key(&call, l->name);
-  rlock__call_arg(&call, field);
+  rlock__count_call(l, owner, &call);
   rlock__reply *r;
   int rc = rlock__lock_run(l, &call, &r);
   if (rc != RLOCK_OK)
@@ -82,6 +79,14 @@ int rlock_lock_hold_count_owner(int64_t *count, rlock_lock *l,
   rc = rlock__count_reply(r, count);
   rlock__reply_free(r);
   return rc;
+}
+
+void rlock__count_call(rlock_lock *l, const char *owner, rlock__call *call) {
+  char field[RLOCK_FIELD_MAX];
+  rlock__field(l, owner, field);
+  rlock__call_cmd(call, "HGET");
+  rlock__call_key(call, l->name);
+  rlock__call_arg(call, rlock__call_fmt(call, "%s", field));
 }
 
 int rlock__count_reply(const rlock__reply *r, int64_t *count) {

@@ -860,21 +860,8 @@ static void test_tls(void **state) {
   (void)state;
   rt_tls certs;
   rt_tls_make(&certs);
-  char port[16];
-  int tls_port = rt_free_port();
-  snprintf(port, sizeof port, "%d", tls_port);
-  const char *args[] = {"--tls-port",
-                        port,
-                        "--tls-cert-file",
-                        certs.server_crt,
-                        "--tls-key-file",
-                        certs.server_key,
-                        "--tls-ca-cert-file",
-                        certs.ca,
-                        "--tls-auth-clients",
-                        "no",
-                        NULL};
-  rt_server *ts = rt_server_start(args);
+  int tls_port;
+  rt_server *ts = rt_tls_server_start(&certs, &tls_port, "no");
   char url[512];
   snprintf(url, sizeof url, "rediss://127.0.0.1:%d?tls_ca=%s", tls_port,
            certs.ca);

@@ -23,30 +23,12 @@ static int tls_port[3];
 static rt_server *mtls_srv; /* requires client certificates */
 static int mtls_port;
 
-static rt_server *start_tls(int *port, const char *auth_clients) {
-  char portbuf[16];
-  *port = rt_free_port();
-  snprintf(portbuf, sizeof portbuf, "%d", *port);
-  const char *args[] = {"--tls-port",
-                        portbuf,
-                        "--tls-cert-file",
-                        certs.server_crt,
-                        "--tls-key-file",
-                        certs.server_key,
-                        "--tls-ca-cert-file",
-                        certs.ca,
-                        "--tls-auth-clients",
-                        auth_clients,
-                        NULL};
-  return rt_server_start(args);
-}
-
 static int setup(void **state) {
   (void)state;
   rt_tls_make(&certs);
   for (int i = 0; i < 3; i++)
-    tls_srv[i] = start_tls(&tls_port[i], "no");
-  mtls_srv = start_tls(&mtls_port, "yes");
+    tls_srv[i] = rt_tls_server_start(&certs, &tls_port[i], "no");
+  mtls_srv = rt_tls_server_start(&certs, &mtls_port, "yes");
   srv = tls_srv[0];
   return 0;
 }

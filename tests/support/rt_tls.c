@@ -14,6 +14,8 @@
 #include <cmocka.h>
 
 #include "rt_proc.h"
+#include "rt_server.h"
+#include "rt_util.h"
 
 #define KEY "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
 
@@ -79,4 +81,23 @@ void rt_tls_remove(rt_tls *t) {
   if (t->dir[0] != '\0')
     rt_proc_remove_tree(t->dir);
   t->dir[0] = '\0';
+}
+
+rt_server *rt_tls_server_start(const rt_tls *t, int *tls_port,
+                               const char *auth_clients) {
+  char portbuf[16];
+  *tls_port = rt_free_port();
+  snprintf(portbuf, sizeof portbuf, "%d", *tls_port);
+  const char *args[] = {"--tls-port",
+                        portbuf,
+                        "--tls-cert-file",
+                        t->server_crt,
+                        "--tls-key-file",
+                        t->server_key,
+                        "--tls-ca-cert-file",
+                        t->ca,
+                        "--tls-auth-clients",
+                        auth_clients,
+                        NULL};
+  return rt_server_start(args);
 }

@@ -23,6 +23,13 @@ typedef struct rt_tls {
  * openssl command is missing or fails. */
 void rt_tls_make(rt_tls *t);
 
+/* Start a redis-server (rt_server.h) with a TLS port too, on a free port
+ * written to *tls_port, with t's server certificate and CA; client
+ * certificates required when `auth_clients` is "yes". */
+struct rt_server;
+struct rt_server *rt_tls_server_start(const rt_tls *t, int *tls_port,
+                                      const char *auth_clients);
+
 /* Remove the directory and everything in it. */
 void rt_tls_remove(rt_tls *t);
 

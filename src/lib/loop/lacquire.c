@@ -267,12 +267,8 @@ static void read_done(rlock_client *c, rlock__lreq *r) {
 }
 
 static void settle_read(rlock_op *op) {
-  char field[RLOCK_FIELD_MAX];
-  rlock__field(op->l, op->owner, field);
   rlock__call *call = &op->lreq.call;
-  rlock__call_cmd(call, "HGET");
-  rlock__call_key(call, op->l->name);
-  rlock__call_arg(call, rlock__call_fmt(call, "%s", field));
+  rlock__count_call(op->l, op->owner, call);
   rlock__req_init(&op->lreq.q, call);
   op->lreq.done = read_done;
   op->busy = 1;

@@ -57,24 +57,36 @@ static void member_taken(void *arg, int rc, int64_t v) {
   step(op);
 }
 
+/* A step's operation on member `i` for op's owner, reporting to `cb`;
+ * NULL when out of memory. */
+static rlock_op *child_new(rlock_op *op, size_t i, int type,
+                           rlock_async_fn cb) {
+  rlock_lock *l = op->multi->members[i];
+  rlock_op *child = rlock__lop_new(l, type);
+  if (child == NULL)
+    return NULL;
+  child->cb = cb;
+  child->arg = op;
+  child->index = i;
+  child->owner_number = op->owner_number;
+  rlock__owner_as(l->client, op->owner_number, child->owner);
+  op->child = child;
+  return child;
+}
+
 static void take(rlock_op *op) {
   rlock_lock *l = op->multi->members[op->index];
-  rlock_op *child = rlock__lop_new(l, RLOCK__LOP_ACQUIRE);
+  rlock_op *child = child_new(op, op->index, RLOCK__LOP_ACQUIRE, member_taken);
   if (child == NULL) {
     fail(op, RLOCK_ENOMEM, op->index);
     return;
   }
-  child->cb = member_taken;
-  child->arg = op;
-  child->owner_number = op->owner_number;
-  rlock__owner_as(l->client, op->owner_number, child->owner);
   child->wait_ms = op->wait_ms == RLOCK_WAIT_FOREVER
                        ? RLOCK_WAIT_FOREVER
                        : rlock__ms_left(op->deadline_us);
   child->lease_ms = op->lease_ms;
   child->lease_sent =
       op->lease_ms > 0 ? op->lease_ms : l->client->cfg.watchdog_timeout_ms;
-  op->child = child;
   rlock__lop_submit(child, rlock__lacquire_start);
 }
 
@@ -124,18 +136,12 @@ static void relet_answered(void *arg, int rc, int64_t v) {
 }
 
 static void relet(rlock_op *op) {
-  rlock_lock *l = op->multi->members[op->index];
-  rlock_op *child = rlock__lop_new(l, RLOCK__LOP_RELET);
+  rlock_op *child = child_new(op, op->index, RLOCK__LOP_RELET, relet_answered);
   if (child == NULL) {
     fail(op, RLOCK_ENOMEM, op->multi->n);
     return;
   }
-  child->cb = relet_answered;
-  child->arg = op;
-  child->index = op->index;
   child->keep_ms = op->lease_ms;
-  rlock__owner_as(l->client, op->owner_number, child->owner);
-  op->child = child;
   rlock__lop_submit(child, relet_start);
 }
 
@@ -264,17 +270,12 @@ static void release_next(rlock_op *op) {
     rlock__lop_finish(op, op->rc, 0);
     return;
   }
-  rlock_lock *l = op->multi->members[--op->index];
-  rlock_op *child = rlock__lop_new(l, RLOCK__LOP_RELEASE);
+  --op->index;
+  rlock_op *child = child_new(op, op->index, RLOCK__LOP_RELEASE, released_one);
   if (child == NULL) {
     released_one(op, RLOCK_ENOMEM, 0);
     return;
   }
-  child->cb = released_one;
-  child->arg = op;
-  child->owner_number = op->owner_number;
-  rlock__owner_as(l->client, op->owner_number, child->owner);
-  op->child = child;
   rlock__lop_submit(child, rlock__lrelease_start);
 }
 

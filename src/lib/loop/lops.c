@@ -240,12 +240,7 @@ static void count_done(rlock_client *c, rlock__lreq *r) {
 }
 
 static void count_start(rlock_op *op) {
-  char field[RLOCK_FIELD_MAX];
-  rlock__field(op->l, op->owner, field);
-  rlock__call *call = &op->lreq.call;
-  rlock__call_cmd(call, "HGET");
-  rlock__call_key(call, op->l->name);
-  rlock__call_arg(call, rlock__call_fmt(call, "%s", field));
+  rlock__count_call(op->l, op->owner, &op->lreq.call);
   send_call(op, count_done);
 }
 
