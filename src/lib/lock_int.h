@@ -41,8 +41,8 @@ typedef struct rlock__kind {
   /* Acquisitions issue fencing tokens: the attempt's reply is {token}. */
   int tokens;
   /* The kind's operations are calls it builds, never runs: the blocking
-   * path runs them (rlock__lock_run), RedLock fans them out, and an
-   * event loop could drive them. */
+   * path runs them (rlock__lock_run), RedLock fans them out, and a loop
+   * client sends them from an event loop (loop/). */
   /* One attempt. Reply: nil (or {token} for a kind with tokens) =
    * acquired; an integer = held by another owner, its remaining lease in
    * ms; the status "UPGRADE" = the caller holds read holds of the lock
