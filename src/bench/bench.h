@@ -17,11 +17,15 @@
  *                lock+unlock pairs per second;
  *   redlock      one thread: a RedLock's lock+unlock over N servers next to
  *                a plain lock's on the first of them, showing whether the
- *                members are contacted in parallel.
+ *                members are contacted in parallel;
+ *   handoff      processes in a strict ping-pong on one lock, the waiter
+ *                asleep at each release: the library's waiter next to a
+ *                bare single-threaded hiredis one, in interleaved rounds.
  *
  * Everything talks to the library through its public API, except the
- * floor (raw.c), which reuses the library's embedded scripts (script.h),
- * so that it sends byte-for-byte the same EVALSHA commands, and its URL
+ * floor and handoff's bare waiter (raw.c), which reuse the library's
+ * embedded scripts (script.h), so that they send byte-for-byte the same
+ * EVALSHA commands, and its URL
  * parser (rlock__endpoint_parse), so that it connects where the library
  * would.
  *
@@ -57,17 +61,21 @@ typedef struct bench_args {
   int nurls;
   int json;             /* --json: one JSON object on one line */
   const char *workload; /* "uncontended", "contended", "fair", "rw",
-                           "many" or "redlock" */
+                           "many", "redlock", "tls", "loop" or
+                           "handoff" */
   int fair;             /* fair: bench_contended() on a fair lock */
-  long ops;             /* uncontended, contended, fair, rw, redlock:
-                           operations (per process) */
-  int procs;            /* contended, fair: processes */
+  long ops;             /* uncontended, contended, fair, rw, redlock,
+                           handoff: operations (per process; handoff:
+                           per process and round) */
+  int procs;            /* contended, fair, handoff: processes */
   int readers;          /* rw: reader processes */
   int writers;          /* rw: writer processes */
   long think_us;        /* contended, fair, rw: pause outside the lock */
   int threads;          /* many: threads */
   int locks;            /* many: distinct lock names */
   double seconds;       /* many: run time */
+  long hold_us;         /* handoff: pause while holding */
+  int rounds;           /* handoff: rounds of both waiters */
 } bench_args;
 
 /* ---- workloads (bench_<name>.c); each returns an exit status -------- */
@@ -79,6 +87,7 @@ int bench_many(const bench_args *a);
 int bench_redlock(const bench_args *a);
 int bench_tls(const bench_args *a);  /* urls[0] TCP, urls[1] TLS */
 int bench_loop(const bench_args *a); /* threads: acquisitions in flight */
+int bench_handoff(const bench_args *a);
 
 /* ---- stats.c: time and samples --------------------------------------- */
 
@@ -115,7 +124,8 @@ double bench_samples_us(bench_samples *s, double p);
 /* ---- report.c: the result listing ------------------------------------ */
 
 /* Prints "key: value" lines, or with json one object on one line whose
- * first key is "workload". Values are numbers; NaN is printed as null. */
+ * first key is "workload". Values are numbers or lists of numbers; NaN is
+ * printed as null (n/a in text). */
 typedef struct bench_report {
   int json;
   int fields;
@@ -123,6 +133,9 @@ typedef struct bench_report {
 
 void bench_report_begin(bench_report *r, int json, const char *workload);
 void bench_report_num(bench_report *r, const char *key, double v, int decimals);
+/* A list of numbers: a JSON array, or in text separated by spaces. */
+void bench_report_nums(bench_report *r, const char *key, const double *v,
+                       size_t n, int decimals);
 void bench_report_int(bench_report *r, const char *key, long long v);
 void bench_report_end(bench_report *r);
 
@@ -143,6 +156,28 @@ redisReply *bench_raw_cmd(redisContext *c, int argc, const char **argv,
  * command `what`; error replies count as failures). */
 int bench_raw_append(redisContext *c, int argc, const char **argv);
 redisReply *bench_raw_reply(redisContext *c, const char *what);
+
+/* The library's lock_acquire and lock_release scripts as a bare client
+ * sends them: by EVALSHA with the SHA1 embedded in the library
+ * (script.h), the library's default lease (its watchdog timeout, 30 s),
+ * an owner shaped like the library's ("<uuid>:<tid>", a fresh random
+ * UUID) and Redisson's channel name, so that they are byte-for-byte the
+ * library's commands. acq and rel point into the struct: do not copy it
+ * after bench_lock_cmds_init(). */
+typedef struct bench_lock_cmds {
+  char owner[RLOCK_OWNER_MAX];
+  char channel[RLOCK_MAX_NAME_LEN + 64]; /* redisson_lock__channel:{NAME} */
+  char latch[RLOCK_MAX_NAME_LEN + 64];
+  const char *acq[6];  /* answered nil (taken) or the holder's TTL */
+  const char *rel[11]; /* answered 1 (deleted, unlock "0" published) */
+} bench_lock_cmds;
+
+void bench_lock_cmds_init(bench_lock_cmds *f, const char *name);
+
+/* SCRIPT LOAD both scripts, so that EVALSHA never meets NOSCRIPT, and
+ * check that the server hashes them as script.h says. 0 or -1
+ * (printed). */
+int bench_load_lock_scripts(const char *url);
 
 /* Time `n` PINGs, one after the other, into `out`. 0 or -1 (printed). */
 int bench_raw_ping(redisContext *c, bench_samples *out, size_t n);

@@ -39,25 +39,16 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "script.h"
 
 #define PING_EVERY 5    /* steps per PING */
 #define WARMUP_PAIRS 50 /* per block, per series: opens, warms caches */
 #define MATCH_PINGS 60  /* PINGs to find a connection's level */
 #define MATCH_TRIES 10
 #define MATCH_TOLERANCE 0.12
-/* The library's default watchdog timeout, which is the lease
- * rlock_lock_acquire() sends (and the one its release keeps). */
-#define LEASE "30000"
-
 /* The floor's connection and its two commands, prebuilt. */
 typedef struct floor_cmds {
   redisContext *c;
-  char owner[RLOCK_OWNER_MAX];
-  char channel[RLOCK_MAX_NAME_LEN + 64];
-  char latch[RLOCK_MAX_NAME_LEN + 64];
-  const char *acq[6];
-  const char *rel[11];
+  bench_lock_cmds cmd;
 } floor_cmds;
 
 /* What one block runs on: a fresh client and a matched bare connection. */
@@ -74,43 +65,7 @@ typedef struct series {
 
 static void floor_init(floor_cmds *f, redisContext *c, const char *name) {
   f->c = c;
-  bench_fake_owner(f->owner, sizeof f->owner);
-  /* Redisson's channel name, as the library publishes on it. */
-  snprintf(f->channel, sizeof f->channel, "redisson_lock__channel:{%s}", name);
-  /* A single server's release carries no latch (TTL 0), as the library's. */
-  snprintf(f->latch, sizeof f->latch, "redisson_unlock_latch:{%s}:-", name);
-  const char *acq[6] = {
-      "EVALSHA", rlock__script_lock_acquire.sha, "1", name, LEASE, f->owner};
-  const char *rel[11] = {"EVALSHA", rlock__script_lock_release.sha,
-                         "1",       name,
-                         "0",       LEASE,
-                         f->owner,  "PUBLISH",
-                         "0",       f->channel,
-                         f->latch};
-  memcpy(f->acq, acq, sizeof acq);
-  memcpy(f->rel, rel, sizeof rel);
-}
-
-/* SCRIPT LOAD both scripts, so the floor never hits NOSCRIPT, and check
- * the server hashes them as script.h says. */
-static int load_scripts(const char *url) {
-  const rlock__script *s[2] = {&rlock__script_lock_acquire,
-                               &rlock__script_lock_release};
-  redisContext *c = bench_raw_connect(url);
-  int rc = c != NULL ? 0 : -1;
-  for (int i = 0; i < 2 && rc == 0; i++) {
-    const char *argv[3] = {"SCRIPT", "LOAD", s[i]->text};
-    size_t lens[3] = {6, 4, s[i]->len};
-    redisReply *r = bench_raw_cmd(c, 3, argv, lens);
-    if (r == NULL)
-      rc = -1;
-    else if (r->type != REDIS_REPLY_STRING || strcmp(r->str, s[i]->sha) != 0)
-      rc = -bench_fail("SCRIPT LOAD %s: unexpected SHA1", s[i]->name);
-    freeReplyObject(r);
-  }
-  if (c != NULL)
-    redisFree(c);
-  return rc;
+  bench_lock_cmds_init(&f->cmd, name);
 }
 
 /* ---- the timed operations ------------------------------------------------ */
@@ -118,10 +73,10 @@ static int load_scripts(const char *url) {
 /* One floor pair; checks the answers so the floor cannot be cheating by
  * e.g. failing fast. */
 static int floor_pair(floor_cmds *f) {
-  redisReply *a = redisCommandArgv(f->c, 6, f->acq, NULL);
+  redisReply *a = redisCommandArgv(f->c, 6, f->cmd.acq, NULL);
   int ok = a != NULL && a->type == REDIS_REPLY_NIL;
   freeReplyObject(a);
-  redisReply *r = ok ? redisCommandArgv(f->c, 11, f->rel, NULL) : NULL;
+  redisReply *r = ok ? redisCommandArgv(f->c, 11, f->cmd.rel, NULL) : NULL;
   ok = r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
   freeReplyObject(r);
   if (!ok)
@@ -306,7 +261,8 @@ int bench_uncontended(const bench_args *a) {
   bench_key(name, sizeof name, "rlock-bench:uncontended", (long)getpid());
   series s;
   memset(&s, 0, sizeof s);
-  int rc = load_scripts(a->url) == 0 && measure(a->url, name, a->ops, &s) == 0
+  int rc = bench_load_lock_scripts(a->url) == 0 &&
+                   measure(a->url, name, a->ops, &s) == 0
                ? 0
                : BENCH_EXIT_FAIL;
   if (rc == 0)

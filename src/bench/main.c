@@ -54,7 +54,15 @@ static const char USAGE[] =
     "                            one libuv loop thread, one loop client:\n"
     "                            N acquisitions in flight over L locks for\n"
     "                            S s (pairs/s), then K handoffs to an\n"
-    "                            async waiter (defaults 16, 1000, 5, 20000)\n";
+    "                            async waiter (defaults 16, 1000, 5, 20000)\n"
+    "  handoff [--procs N] [--ops K] [--rounds R] [--hold-us H]\n"
+    "                            N processes in a ping-pong on one lock,\n"
+    "                            each holding H us, the next one asleep\n"
+    "                            in its wait: handoff to the library's\n"
+    "                            waiter vs a bare single-threaded hiredis\n"
+    "                            subscriber blocked in read(), R\n"
+    "                            interleaved rounds of K acquisitions per\n"
+    "                            process each (defaults 2, 1000, 5, 300)\n";
 
 enum {
   W_UNCONTENDED = 1,
@@ -64,11 +72,12 @@ enum {
   W_RW = 16,
   W_REDLOCK = 32,
   W_TLS = 64,
-  W_LOOP = 128
+  W_LOOP = 128,
+  W_HANDOFF = 256
 };
 #define W_TURNS (W_CONTENDED | W_FAIR | W_RW) /* processes taking turns */
 #define WORKLOAD_LIST                                                          \
-  "uncontended, contended, fair, rw, many, redlock, tls, loop"
+  "uncontended, contended, fair, rw, many, redlock, tls, loop, handoff"
 /* At most this many processes in a run (--procs; --readers + --writers). */
 #define MAX_PROCS 256
 
@@ -82,7 +91,8 @@ static const struct {
                  {"many", W_MANY},
                  {"redlock", W_REDLOCK},
                  {"tls", W_TLS},
-                 {"loop", W_LOOP}};
+                 {"loop", W_LOOP},
+                 {"handoff", W_HANDOFF}};
 
 /* Workload options: which workloads take them and their valid range. */
 typedef struct opt_spec {
@@ -101,19 +111,24 @@ enum {
   O_THREADS,
   O_LOCKS,
   O_SECONDS,
+  O_ROUNDS,
+  O_HOLD,
   O_COUNT
 };
 
 static const opt_spec OPTS[O_COUNT] = {
-    [O_OPS] = {"--ops", W_UNCONTENDED | W_TURNS | W_REDLOCK | W_TLS | W_LOOP, 1,
-               100000000, 1},
-    [O_PROCS] = {"--procs", W_CONTENDED | W_FAIR, 1, MAX_PROCS, 1},
+    [O_OPS] = {"--ops",
+               W_UNCONTENDED | W_TURNS | W_REDLOCK | W_TLS | W_LOOP | W_HANDOFF,
+               1, 100000000, 1},
+    [O_PROCS] = {"--procs", W_CONTENDED | W_FAIR | W_HANDOFF, 1, MAX_PROCS, 1},
     [O_READERS] = {"--readers", W_RW, 1, MAX_PROCS - 1, 1},
     [O_WRITERS] = {"--writers", W_RW, 1, MAX_PROCS - 1, 1},
     [O_THINK] = {"--think-us", W_TURNS, 0, 10000000, 1},
     [O_THREADS] = {"--threads", W_MANY | W_LOOP, 1, 100000, 1},
     [O_LOCKS] = {"--locks", W_MANY | W_LOOP, 1, 1000000, 1},
     [O_SECONDS] = {"--seconds", W_MANY | W_LOOP, 0.1, 3600, 0},
+    [O_ROUNDS] = {"--rounds", W_HANDOFF, 1, 1000, 1},
+    [O_HOLD] = {"--hold-us", W_HANDOFF, 0, 10000000, 1},
 };
 
 typedef struct parsed {
@@ -242,6 +257,9 @@ static int check_combination(const parsed *p) {
                        p->val[O_THREADS]);
   if (p->workload == W_RW)
     return check_rw(p);
+  if (p->workload == W_HANDOFF && p->given[O_PROCS] && p->val[O_PROCS] < 2)
+    return usage_error("handoff takes --procs from 2 to %d (got %.0f)",
+                       MAX_PROCS, p->val[O_PROCS]);
   if ((p->workload & W_TURNS) && (!p->given[O_PROCS] || !p->given[O_OPS]))
     return usage_error("%s needs --procs N and --ops K", p->args.workload);
   return 0;
@@ -258,15 +276,18 @@ static int check_url(const char *url) {
 
 static void apply_values(parsed *p) {
   bench_args *a = &p->args;
-  a->ops = p->given[O_OPS] ? (long)p->val[O_OPS] : 20000;
+  int handoff = p->workload == W_HANDOFF;
+  a->ops = p->given[O_OPS] ? (long)p->val[O_OPS] : handoff ? 1000 : 20000;
   a->fair = p->workload == W_FAIR;
-  a->procs = (int)p->val[O_PROCS];
+  a->procs = p->given[O_PROCS] ? (int)p->val[O_PROCS] : handoff ? 2 : 0;
   a->readers = (int)p->val[O_READERS];
   a->writers = (int)p->val[O_WRITERS];
   a->think_us = p->given[O_THINK] ? (long)p->val[O_THINK] : 0;
   a->threads = p->given[O_THREADS] ? (int)p->val[O_THREADS] : 16;
   a->locks = p->given[O_LOCKS] ? (int)p->val[O_LOCKS] : 1000;
   a->seconds = p->given[O_SECONDS] ? p->val[O_SECONDS] : 5.0;
+  a->rounds = p->given[O_ROUNDS] ? (int)p->val[O_ROUNDS] : 5;
+  a->hold_us = p->given[O_HOLD] ? (long)p->val[O_HOLD] : 300;
   if (a->nurls == 0) {
     const char *env = getenv("RLOCK_URL");
     a->urls[a->nurls++] = env != NULL && env[0] != '\0' ? env : DEFAULT_URL;
@@ -310,6 +331,8 @@ int main(int argc, char **argv) {
     return bench_tls(&p.args);
   case W_LOOP:
     return bench_loop(&p.args);
+  case W_HANDOFF:
+    return bench_handoff(&p.args);
   default:
     return bench_many(&p.args);
   }

@@ -11,6 +11,11 @@
 
 #include "bench.h"
 #include "endpoint.h"
+#include "script.h"
+
+/* The library's default watchdog timeout, which is the lease
+ * rlock_lock_acquire() sends (and the one its release keeps). */
+#define LEASE "30000"
 
 /* Timeouts equal to the library's defaults, so a dead server fails the
  * bench instead of hanging it. */
@@ -143,4 +148,42 @@ int bench_raw_ping(redisContext *c, bench_samples *out, size_t n) {
     bench_samples_push(out, t1 - t0);
   }
   return 0;
+}
+
+void bench_lock_cmds_init(bench_lock_cmds *f, const char *name) {
+  bench_fake_owner(f->owner, sizeof f->owner);
+  /* Redisson's channel name, as the library publishes on it. */
+  snprintf(f->channel, sizeof f->channel, "redisson_lock__channel:{%s}", name);
+  /* A single server's release carries no latch (TTL 0), as the library's. */
+  snprintf(f->latch, sizeof f->latch, "redisson_unlock_latch:{%s}:-", name);
+  const char *acq[6] = {
+      "EVALSHA", rlock__script_lock_acquire.sha, "1", name, LEASE, f->owner};
+  const char *rel[11] = {"EVALSHA", rlock__script_lock_release.sha,
+                         "1",       name,
+                         "0",       LEASE,
+                         f->owner,  "PUBLISH",
+                         "0",       f->channel,
+                         f->latch};
+  memcpy(f->acq, acq, sizeof acq);
+  memcpy(f->rel, rel, sizeof rel);
+}
+
+int bench_load_lock_scripts(const char *url) {
+  const rlock__script *s[2] = {&rlock__script_lock_acquire,
+                               &rlock__script_lock_release};
+  redisContext *c = bench_raw_connect(url);
+  int rc = c != NULL ? 0 : -1;
+  for (int i = 0; i < 2 && rc == 0; i++) {
+    const char *argv[3] = {"SCRIPT", "LOAD", s[i]->text};
+    size_t lens[3] = {6, 4, s[i]->len};
+    redisReply *r = bench_raw_cmd(c, 3, argv, lens);
+    if (r == NULL)
+      rc = -1;
+    else if (r->type != REDIS_REPLY_STRING || strcmp(r->str, s[i]->sha) != 0)
+      rc = -bench_fail("SCRIPT LOAD %s: unexpected SHA1", s[i]->name);
+    freeReplyObject(r);
+  }
+  if (c != NULL)
+    redisFree(c);
+  return rc;
 }

@@ -40,6 +40,24 @@ void bench_report_num(bench_report *r, const char *k, double v, int decimals) {
   end_field(r);
 }
 
+void bench_report_nums(bench_report *r, const char *k, const double *v,
+                       size_t n, int decimals) {
+  key(r, k);
+  if (r->json)
+    putchar('[');
+  for (size_t i = 0; i < n; i++) {
+    if (i > 0)
+      fputs(r->json ? "," : " ", stdout);
+    if (isfinite(v[i]))
+      printf("%.*f", decimals, v[i]);
+    else
+      fputs(r->json ? "null" : "n/a", stdout);
+  }
+  if (r->json)
+    putchar(']');
+  end_field(r);
+}
+
 void bench_report_int(bench_report *r, const char *k, long long v) {
   key(r, k);
   printf("%lld", v);

@@ -1,14 +1,19 @@
 /*
  * turns.c - processes taking turns on one lock name: the harness behind
- * contended, fair and rw (see turns.h for the rounds and the handoff).
+ * contended, fair, rw and handoff (see turns.h for the rounds and the
+ * handoff).
  */
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "turns.h"
@@ -18,6 +23,8 @@
 #define PING_BURST_LEN 10
 #define PING_PAUSE_US 5000
 #define PINGS_PER_SIDE (PING_CONNS * PING_BURSTS * PING_BURST_LEN)
+_Static_assert(2 * PINGS_PER_SIDE == TURNS_PINGS_PER_RUN,
+               "turns.h's TURNS_PINGS_PER_RUN is both sides' PINGs");
 
 static const turns_role *role_of(const turns_spec *sp, int idx) {
   return sp->roles[idx < sp->split ? 0 : 1];
@@ -56,6 +63,28 @@ static void store_max(_Atomic int64_t *t, int64_t v) {
     ;
 }
 
+/* ---- ping-pong (spec->alternate) ---------------------------------------- */
+
+/* The futex word is shared between processes (no FUTEX_PRIVATE_FLAG). */
+static void bump_turn(turns_hdr *h) {
+  atomic_fetch_add(&h->turn, 1);
+  syscall(SYS_futex, (int *)&h->turn, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* After a release: sleep until some other process has acquired since our
+ * acquisition (number `mine`), or every other process has finished. The
+ * bound on each sleep only guards against a lost wake-up. */
+static void wait_turn(turns_hdr *h, long mine, int procs) {
+  for (;;) {
+    int seen = atomic_load(&h->turn);
+    if (atomic_load(&h->acquired) != mine ||
+        atomic_load(&h->finished) >= procs - 1)
+      return;
+    struct timespec ts = {0, 100 * 1000 * 1000};
+    syscall(SYS_futex, (int *)&h->turn, FUTEX_WAIT, seen, &ts, NULL, 0);
+  }
+}
+
 /* ---- child -------------------------------------------------------------- */
 
 typedef struct child {
@@ -65,6 +94,7 @@ typedef struct child {
   int idx;
   rlock_client *client;
   rlock_lock *lock;
+  void *impl; /* role->impl's state */
   redisContext *raw;
 } child;
 
@@ -132,13 +162,29 @@ static void stamp_release(child *ch, int64_t queued) {
   store_max(&h->last_release_ns, now);
 }
 
-static int one_round(child *ch, series *s) {
+/* Take the lock, waiting as long as it takes: the library's, or the
+ * role's own implementation. 0, or an exit status (printed). */
+static int take(child *ch) {
+  if (ch->role->impl != NULL)
+    return ch->role->impl->acquire(ch->impl) == 0 ? 0 : BENCH_EXIT_FAIL;
+  int rc = rlock_lock_acquire(ch->lock);
+  return rc == RLOCK_OK ? 0 : bench_fail_rc("rlock_lock_acquire", rc);
+}
+
+static int give_back(child *ch) {
+  if (ch->role->impl != NULL)
+    return ch->role->impl->release(ch->impl) == 0 ? 0 : BENCH_EXIT_FAIL;
+  int rc = rlock_lock_release(ch->lock);
+  return rc == RLOCK_OK ? 0 : bench_fail_rc("rlock_lock_release", rc);
+}
+
+static int one_round(child *ch, series *s, int final) {
   turns_hdr *h = ch->o->hdr;
   int64_t wait_from = bench_now_ns();
-  int rc = rlock_lock_acquire(ch->lock);
+  int rc = take(ch);
   int64_t got = bench_now_ns();
-  if (rc != RLOCK_OK)
-    return bench_fail_rc("rlock_lock_acquire", rc);
+  if (rc != 0)
+    return rc;
   s->wait_total += got - wait_from;
   if (got - wait_from > s->wait_max)
     s->wait_max = got - wait_from;
@@ -148,14 +194,22 @@ static int one_round(child *ch, series *s) {
                                       : &h->last_exclusive_release_ns);
   if (last > wait_from)
     record_handoff(ch, s, got, last);
+  long mine = 0;
+  if (ch->sp->alternate) { /* let the previous holder try again */
+    mine = atomic_fetch_add(&h->acquired, 1) + 1;
+    bump_turn(h);
+  }
   int64_t queued = 0;
   if (hold(ch, &queued) != 0) {
-    rlock_lock_release(ch->lock); /* let the others finish */
+    give_back(ch); /* let the others finish */
     return BENCH_EXIT_FAIL;
   }
+  bench_sleep_us(ch->sp->hold_us);
   stamp_release(ch, queued);
-  if ((rc = rlock_lock_release(ch->lock)) != RLOCK_OK)
-    return bench_fail_rc("rlock_lock_release", rc);
+  if ((rc = give_back(ch)) != 0)
+    return rc;
+  if (ch->sp->alternate && !final)
+    wait_turn(h, mine, ch->sp->procs);
   bench_sleep_us(ch->sp->a->think_us);
   return 0;
 }
@@ -166,7 +220,11 @@ static int child_rounds(child *ch) {
               .queued = ch->o->queued ? ch->o->queued + base : NULL};
   int rc = 0;
   for (long i = 0; i < ch->sp->a->ops && rc == 0; i++)
-    rc = one_round(ch, &s);
+    rc = one_round(ch, &s, i + 1 == ch->sp->a->ops);
+  if (ch->sp->alternate) { /* nobody waits for our turn any more */
+    atomic_fetch_add(&ch->o->hdr->finished, 1);
+    bump_turn(ch->o->hdr);
+  }
   turns_slot *slot = &ch->o->slots[ch->idx];
   slot->end_ns = bench_now_ns();
   slot->nsamples = s.n;
@@ -175,8 +233,10 @@ static int child_rounds(child *ch) {
   return rc;
 }
 
-/* Connect everything, say ready, wait for the start, run. */
-static int child_run(child *ch, int ready_fd, int go_fd) {
+/* The library's client and lock object, connected. */
+static int open_library(child *ch) {
+  if ((ch->client = bench_client_new(ch->sp->a->url)) == NULL)
+    return BENCH_EXIT_FAIL;
   int64_t rtt;
   /* Opens the client's first pool connection now, so that connecting is
    * not part of the first round. */
@@ -185,6 +245,17 @@ static int child_run(child *ch, int ready_fd, int go_fd) {
     return bench_fail_rc("rlock_client_ping", rc);
   if ((rc = ch->role->make(&ch->lock, ch->client, ch->sp->lock)) != RLOCK_OK)
     return bench_fail_rc(ch->role->make_name, rc);
+  return 0;
+}
+
+/* Connect everything, say ready, wait for the start, run. */
+static int child_run(child *ch, int ready_fd, int go_fd) {
+  int rc =
+      ch->role->impl != NULL
+          ? (ch->role->impl->open(&ch->impl, ch->sp) == 0 ? 0 : BENCH_EXIT_FAIL)
+          : open_library(ch);
+  if (rc != 0)
+    return rc;
   char c = 'r', buf;
   if (write(ready_fd, &c, 1) != 1)
     return bench_fail("child: cannot report ready");
@@ -202,8 +273,10 @@ _Noreturn static void child_main(const turns_spec *sp, turns_out *o, int idx,
   child ch = {.sp = sp, .role = role_of(sp, idx), .o = o, .idx = idx};
   int rc = BENCH_EXIT_FAIL;
   ch.raw = bench_raw_connect(sp->a->url);
-  if (ch.raw != NULL && (ch.client = bench_client_new(sp->a->url)) != NULL)
+  if (ch.raw != NULL)
     rc = child_run(&ch, ready_fd, go_fd);
+  if (ch.role->impl != NULL)
+    ch.role->impl->close(ch.impl);
   rlock_lock_free(ch.lock);
   rlock_client_free(ch.client);
   if (ch.raw != NULL)

@@ -1,6 +1,8 @@
 /*
  * turns.h - the harness of the workloads in which processes take turns on
- * one lock name: contended, fair (bench_contended.c) and rw (bench_rw.c).
+ * one lock name: contended, fair (bench_contended.c), rw (bench_rw.c) and
+ * handoff (bench_handoff.c: a strict ping-pong, spec->alternate, with the
+ * library's waiter or a bare hiredis one, turns_role.impl).
  *
  * Each process (forked before any client exists, so none inherits a
  * client's background thread) makes its own client, its own lock object
@@ -42,17 +44,36 @@
 
 #include "bench.h"
 
+typedef struct turns_spec turns_spec;
+
+/* A lock implemented without the library (handoff's bare hiredis waiter),
+ * for an exclusive role: its own connections, made in each process after
+ * fork. */
+typedef struct turns_impl {
+  /* Connect; *state is passed to the others. 0, or -1 after printing why
+   * (close() is called either way). */
+  int (*open)(void **state, const turns_spec *sp);
+  int (*acquire)(void *state); /* waits as long as it takes: 0 or -1 */
+  int (*release)(void *state); /* 0 or -1 */
+  void (*close)(void *state);
+} turns_impl;
+
 /* What a process does with the lock. */
 typedef struct turns_role {
   int (*make)(rlock_lock **out, rlock_client *client, const char *name);
-  const char *make_name; /* for error messages */
-  int exclusive;         /* increments the counter; see above */
+  const char *make_name;  /* for error messages */
+  int exclusive;          /* increments the counter; see above */
+  const turns_impl *impl; /* NULL: the library's lock from make(), taken
+                             with rlock_lock_acquire() */
 } turns_role;
 
 #define TURNS_MAX_KEYS 4
 
+/* PINGs timed around one run (turns_out.pings). */
+#define TURNS_PINGS_PER_RUN 960
+
 /* One run: who plays what, and on which keys. Strings are borrowed. */
-typedef struct turns_spec {
+struct turns_spec {
   const bench_args *a; /* url, ops (per process), think_us */
   int procs;
   const turns_role *roles[2];
@@ -65,7 +86,15 @@ typedef struct turns_spec {
   const char *queue;
   const char *keys[TURNS_MAX_KEYS]; /* DEL'ed before and after; NULL-ended
                                        when fewer */
-} turns_spec;
+  /* Ping-pong (handoff): after each release but its last, a process
+   * waits (on a futex in the shared page, no CPU spent) until another
+   * process has acquired, or every other process has finished, before it
+   * thinks and tries again; so it never barges, and with hold_us it is
+   * asleep in its wait well before the next release. */
+  int alternate;
+  long hold_us; /* a pause while holding, after the counter's work */
+  void *arg;    /* for the report function */
+};
 
 /* The shared page(s): a header, then per-process slots, then samples. */
 typedef struct turns_hdr {
@@ -73,6 +102,11 @@ typedef struct turns_hdr {
   _Atomic int64_t last_exclusive_release_ns; /* 0 until one */
   _Atomic int64_t last_release_queued;       /* LLEN before that release */
   atomic_int abort;                          /* parent: do not start */
+  /* spec->alternate: acquisitions so far, processes finished, and the
+   * futex word bumped after either changes */
+  _Atomic long acquired;
+  atomic_int finished;
+  atomic_int turn;
 } turns_hdr;
 
 typedef struct turns_slot {

@@ -1,0 +1,302 @@
+/*
+ * bench_handoff.c - handoff to a sleeping waiter: the library's waiter
+ * next to the fastest waiter a client can be, in the same run.
+ *
+ * N processes (default 2) take turns on one lock in a strict ping-pong
+ * (turns.h, spec.alternate): each round a process acquires, does the
+ * contended workload's non-atomic counter increment, holds the lock for
+ * H us more, releases, then sleeps until another process has acquired
+ * before it tries again. So it never barges, it finds the lock held, and
+ * it is asleep in its wait when the next release comes, H us later
+ * (minus its attempts). The handoff is the contended workload's: from
+ * just before the holder's release call to the waiter's acquire
+ * returning, CLOCK_MONOTONIC across processes, counted only when the
+ * waiter started waiting before that release.
+ *
+ * Two waiter implementations, on the same lock name, the same server,
+ * the same sizes and the same holder behaviour:
+ *   rlock  every process uses the library: rlock_lock_acquire() (wait
+ *          forever, watchdog lease) and rlock_lock_release(), one client
+ *          per process (public API only);
+ *   bare   every process is a bare single-threaded hiredis client with
+ *          two connections: one SUBSCRIBEd to the lock's channel
+ *          (redisson_lock__channel:{NAME}) from before the start to the
+ *          end, and one for the library's own lock_acquire and
+ *          lock_release scripts by EVALSHA (raw.c, byte-for-byte the
+ *          library's commands; the release script publishes the unlock
+ *          message). A wait: drop what the subscriber has received since
+ *          the last one (non-blocking), attempt, and while the lock is
+ *          held block in read() on the subscriber socket (redisGetReply)
+ *          until a message arrives, then attempt again.
+ * Each round runs both, one after the other (the order alternates from
+ * round to round), each a separate run of the processes with its own
+ * PINGs before and after (turns.c). Reported: each waiter's handoff p50
+ * and p99 over all rounds, the median PING of all rounds, each round's
+ * p50s and their ratio rlock / bare, and the median of those ratios.
+ */
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "turns.h"
+
+/* The bare subscriber's read timeout beyond the hold: a message must come
+ * within it, or the run fails (a lost unlock message). */
+#define SUB_TIMEOUT_S 10
+
+enum { RLOCK, BARE, NIMPL };
+static const char *const IMPL_NAME[NIMPL] = {"rlock", "bare"};
+
+/* ---- the bare waiter ---------------------------------------------------- */
+
+typedef struct bare {
+  redisContext *cmd; /* the scripts */
+  redisContext *sub; /* subscribed to the lock's channel throughout */
+  bench_lock_cmds lk;
+} bare;
+
+static int bare_open(void **state, const turns_spec *sp) {
+  bare *b = calloc(1, sizeof *b);
+  *state = b;
+  if (b == NULL)
+    return bench_fail("out of memory"), -1;
+  bench_lock_cmds_init(&b->lk, sp->lock);
+  if ((b->cmd = bench_raw_connect(sp->a->url)) == NULL ||
+      (b->sub = bench_raw_connect(sp->a->url)) == NULL)
+    return -1;
+  const char *argv[2] = {"SUBSCRIBE", b->lk.channel};
+  redisReply *r = bench_raw_cmd(b->sub, 2, argv, NULL);
+  int ok = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 3;
+  freeReplyObject(r);
+  if (!ok)
+    return bench_fail("SUBSCRIBE %s: unexpected reply", b->lk.channel), -1;
+  struct timeval tv = {SUB_TIMEOUT_S + sp->hold_us / 1000000, 0};
+  redisSetTimeout(b->sub, tv);
+  return 0;
+}
+
+static void bare_close(void *state) {
+  bare *b = state;
+  if (b == NULL)
+    return;
+  if (b->cmd != NULL)
+    redisFree(b->cmd);
+  if (b->sub != NULL)
+    redisFree(b->sub);
+  free(b);
+}
+
+/* Drop every message received so far (our own release's, or ones that
+ * arrived after the wait they woke had ended), without blocking. */
+static int drain(bare *b) {
+  for (;;) {
+    void *r;
+    do {
+      r = NULL;
+      if (redisGetReplyFromReader(b->sub, &r) != REDIS_OK)
+        return bench_fail("bare subscriber: %s", b->sub->errstr), -1;
+      freeReplyObject(r);
+    } while (r != NULL);
+    struct pollfd p = {.fd = b->sub->fd, .events = POLLIN};
+    int n = poll(&p, 1, 0);
+    if (n == 0)
+      return 0;
+    if (n < 0 && errno != EINTR)
+      return bench_fail("bare subscriber: poll: %s", strerror(errno)), -1;
+    if (n > 0 && redisBufferRead(b->sub) != REDIS_OK)
+      return bench_fail("bare subscriber: %s", b->sub->errstr), -1;
+  }
+}
+
+/* Block in read() until a message arrives on the subscriber. */
+static int wait_message(bare *b) {
+  for (;;) {
+    void *p = NULL;
+    if (redisGetReply(b->sub, &p) != REDIS_OK || p == NULL)
+      return bench_fail("bare subscriber: %s", b->sub->errstr), -1;
+    redisReply *m = p;
+    int message = m->type == REDIS_REPLY_ARRAY && m->elements == 3 &&
+                  m->element[0]->type == REDIS_REPLY_STRING &&
+                  strcmp(m->element[0]->str, "message") == 0;
+    freeReplyObject(m);
+    if (message)
+      return 0;
+  }
+}
+
+static int bare_acquire(void *state) {
+  bare *b = state;
+  if (drain(b) != 0)
+    return -1;
+  for (;;) {
+    redisReply *r = bench_raw_cmd(b->cmd, 6, b->lk.acq, NULL);
+    if (r == NULL)
+      return -1;
+    int type = r->type;
+    freeReplyObject(r);
+    if (type == REDIS_REPLY_NIL)
+      return 0; /* taken */
+    if (type != REDIS_REPLY_INTEGER)
+      return bench_fail("bare waiter: lock_acquire answered type %d", type), -1;
+    if (wait_message(b) != 0) /* held: its TTL was the answer */
+      return -1;
+  }
+}
+
+static int bare_release(void *state) {
+  bare *b = state;
+  redisReply *r = bench_raw_cmd(b->cmd, 11, b->lk.rel, NULL);
+  int ok = r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+  if (r != NULL && !ok)
+    bench_fail("bare waiter: lock_release did not delete the lock");
+  freeReplyObject(r);
+  return ok ? 0 : -1;
+}
+
+static const turns_impl BARE_IMPL = {bare_open, bare_acquire, bare_release,
+                                     bare_close};
+
+static const turns_role ROLES[NIMPL] = {
+    [RLOCK] = {rlock_lock_new, "rlock_lock_new", 1, NULL},
+    [BARE] = {NULL, "bare", 1, &BARE_IMPL},
+};
+
+/* ---- the rounds --------------------------------------------------------- */
+
+/* What the runs leave, per waiter implementation. */
+typedef struct results {
+  bench_samples all[NIMPL]; /* every handoff of every round, ns */
+  double *p50[NIMPL];       /* [rounds] each round's median, us */
+  long long lost[NIMPL];
+  bench_samples pings; /* every run's */
+  int impl, round;     /* the run under way */
+} results;
+
+static int results_init(results *g, const bench_args *a) {
+  size_t per_run = (size_t)a->procs * (size_t)a->ops;
+  size_t runs = (size_t)a->rounds;
+  int ok = bench_samples_init(&g->pings, 2 * runs * TURNS_PINGS_PER_RUN) == 0;
+  for (int i = 0; i < NIMPL; i++) {
+    ok = ok && bench_samples_init(&g->all[i], runs * per_run) == 0;
+    ok = ok && (g->p50[i] = calloc(runs, sizeof(double))) != NULL;
+  }
+  return ok ? 0 : -1;
+}
+
+static void results_free(results *g) {
+  bench_samples_free(&g->pings);
+  for (int i = 0; i < NIMPL; i++) {
+    bench_samples_free(&g->all[i]);
+    free(g->p50[i]);
+  }
+}
+
+/* turns_run's report function: keep the run's figures for the end. */
+static int collect(const turns_spec *sp, turns_out *o) {
+  results *g = sp->arg;
+  size_t n;
+  int64_t *h = turns_gather(sp, o, o->samples, 0, sp->procs, &n);
+  if (h == NULL)
+    return bench_fail("out of memory"), -1;
+  for (size_t i = 0; i < n; i++)
+    bench_samples_push(&g->all[g->impl], h[i]);
+  g->p50[g->impl][g->round] = bench_percentile_us(h, n, 50);
+  free(h);
+  for (size_t i = 0; i < o->pings.n; i++)
+    bench_samples_push(&g->pings, o->pings.v[i]);
+  g->lost[g->impl] += turns_lost_updates(sp, o);
+  return 0;
+}
+
+static int cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+/* The median of v[0..n) (sorts it); NaN when n is 0. */
+static double median(double *v, size_t n) {
+  if (n == 0)
+    return NAN;
+  qsort(v, n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void report(const bench_args *a, results *g) {
+  size_t rounds = (size_t)a->rounds;
+  double ping = bench_samples_us(&g->pings, 50), p50[NIMPL];
+  double *ratios = calloc(rounds, sizeof *ratios);
+  bench_report r;
+  bench_report_begin(&r, a->json, "handoff");
+  bench_report_int(&r, "procs", a->procs);
+  bench_report_int(&r, "ops", a->ops);
+  bench_report_int(&r, "rounds", a->rounds);
+  bench_report_int(&r, "hold_us", a->hold_us);
+  bench_report_num(&r, "ping_rtt_us", ping, 1);
+  for (int i = 0; i < NIMPL; i++) {
+    char key[64];
+    size_t n = g->all[i].n;
+    p50[i] = bench_samples_us(&g->all[i], 50);
+    snprintf(key, sizeof key, "%s_handoffs", IMPL_NAME[i]);
+    bench_report_int(&r, key, (long long)n);
+    snprintf(key, sizeof key, "%s_handoff_p50_us", IMPL_NAME[i]);
+    bench_report_num(&r, key, p50[i], 1);
+    snprintf(key, sizeof key, "%s_handoff_p99_us", IMPL_NAME[i]);
+    bench_report_num(&r, key, bench_samples_us(&g->all[i], 99), 1);
+    snprintf(key, sizeof key, "%s_handoff_rtts", IMPL_NAME[i]);
+    bench_report_num(&r, key, p50[i] / ping, 2);
+    snprintf(key, sizeof key, "%s_lost_updates", IMPL_NAME[i]);
+    bench_report_int(&r, key, g->lost[i]);
+  }
+  for (int i = 0; i < NIMPL; i++) {
+    char key[64];
+    snprintf(key, sizeof key, "%s_p50_us_rounds", IMPL_NAME[i]);
+    bench_report_nums(&r, key, g->p50[i], rounds, 1);
+  }
+  for (size_t i = 0; ratios != NULL && i < rounds; i++)
+    ratios[i] = g->p50[RLOCK][i] / g->p50[BARE][i];
+  bench_report_nums(&r, "ratio_rounds", ratios, ratios ? rounds : 0, 3);
+  bench_report_num(&r, "ratio", ratios ? median(ratios, rounds) : NAN, 3);
+  bench_report_num(&r, "ratio_pooled", p50[RLOCK] / p50[BARE], 3);
+  bench_report_end(&r);
+  free(ratios);
+}
+
+int bench_handoff(const bench_args *a) {
+  char lock[64], counter[64];
+  long pid = (long)getpid();
+  bench_key(lock, sizeof lock, "rlock-bench:handoff", pid);
+  bench_key(counter, sizeof counter, "rlock-bench:counter", pid);
+  results g;
+  memset(&g, 0, sizeof g);
+  int rc = results_init(&g, a) == 0 ? 0 : bench_fail("out of memory");
+  if (rc == 0 && bench_load_lock_scripts(a->url) != 0)
+    rc = BENCH_EXIT_FAIL;
+  turns_spec sp[NIMPL];
+  for (int i = 0; i < NIMPL; i++)
+    sp[i] = (turns_spec){.a = a,
+                         .procs = a->procs,
+                         .roles = {&ROLES[i]},
+                         .split = a->procs,
+                         .lock = lock,
+                         .counter = counter,
+                         .keys = {lock, counter},
+                         .alternate = 1,
+                         .hold_us = a->hold_us,
+                         .arg = &g};
+  /* Round r runs rlock then bare, or (odd r) bare then rlock. */
+  for (int r = 0; r < a->rounds && rc == 0; r++)
+    for (int k = 0; k < NIMPL && rc == 0; k++) {
+      g.round = r;
+      g.impl = r % 2 == 0 ? k : NIMPL - 1 - k;
+      rc = turns_run(&sp[g.impl], collect);
+    }
+  if (rc == 0)
+    report(a, &g);
+  results_free(&g);
+  return rc;
+}
