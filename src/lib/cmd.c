@@ -113,87 +113,73 @@ void rlock__req_init(rlock__req *q, rlock__call *call) {
       .call = call, .rc = RLOCK_OK, .step = RLOCK__STEP_ROUTE, .acked = -1};
 }
 
-/* Encode `call` (as EVAL when `eval`) into argv form and then RESP. */
-static long encode_call(const rlock__call *call, int eval, char **buf) {
-  int head = call->script ? 3 : 1;
-  int argc = head + call->n;
-  const char *small_argv[RLOCK__CALL_SMALL + 3];
-  size_t small_lens[RLOCK__CALL_SMALL + 3];
-  const char **argv = small_argv;
-  size_t *lens = small_lens;
-  if (argc > RLOCK__CALL_SMALL + 3) {
-    argv = rlock__malloc((size_t)argc * sizeof *argv);
-    lens = rlock__malloc((size_t)argc * sizeof *lens);
-  }
-  long len = -1;
-  char nk[24];
-  if (argv == NULL || lens == NULL)
-    goto out;
-  if (call->script) {
-    rlock__decimal(nk, call->nkeys);
-    argv[0] = eval ? "EVAL" : "EVALSHA";
-    argv[1] = eval ? call->script->text : call->script->sha;
-    lens[1] = eval ? call->script->len : 40;
-    argv[2] = nk;
-    lens[2] = strlen(nk);
-  } else {
-    argv[0] = call->word;
-  }
-  lens[0] = strlen(argv[0]);
-  for (int i = 0; i < call->n; i++) {
-    argv[head + i] = call->kv[i];
-    lens[head + i] = strlen(call->kv[i]);
-  }
-  len = rlock__conn_format(buf, argc, argv, lens);
-out:
-  if (argv != small_argv) {
-    free(argv);
-    free(lens);
-  }
-  return len;
-}
-
-/* "WAIT <n> <ms>", encoded into a malloc'ed buffer; -1 when out of
+/* Append `call` (as EVAL when `eval`) in RESP. 0, or -1 when out of
  * memory. */
-static long encode_wait(const rlock__req *q, char **buf) {
-  char n[16], ms[24];
-  snprintf(n, sizeof n, "%d", q->wait_n);
-  snprintf(ms, sizeof ms, "%lld", (long long)q->wait_ms);
-  const char *argv[3] = {"WAIT", n, ms};
-  return rlock__conn_format(buf, 3, argv, NULL);
+static int encode_call(const rlock__call *call, int eval, rlock__buf *b) {
+  int head = call->script ? 3 : 1;
+  if (rlock__resp_array(b, (size_t)(head + call->n)) != 0)
+    return -1;
+  if (call->script) {
+    char nk[24];
+    size_t nkl = rlock__decimal(nk, call->nkeys);
+    const char *verb = eval ? "EVAL" : "EVALSHA";
+    const char *body = eval ? call->script->text : call->script->sha;
+    size_t body_len = eval ? call->script->len : 40;
+    if (rlock__resp_bulk(b, verb, strlen(verb)) != 0 ||
+        rlock__resp_bulk(b, body, body_len) != 0 ||
+        rlock__resp_bulk(b, nk, nkl) != 0)
+      return -1;
+  } else if (rlock__resp_bulk(b, call->word, strlen(call->word)) != 0) {
+    return -1;
+  }
+  for (int i = 0; i < call->n; i++)
+    if (rlock__resp_bulk(b, call->kv[i], strlen(call->kv[i])) != 0)
+      return -1;
+  return 0;
 }
 
-long rlock__req_encode(rlock__req *q, char **buf) {
+/* Append "WAIT <n> <ms>". 0, or -1 when out of memory. */
+static int encode_wait(const rlock__req *q, rlock__buf *b) {
+  char n[24], ms[24];
+  size_t nl = rlock__decimal(n, q->wait_n),
+         msl = rlock__decimal(ms, q->wait_ms);
+  return rlock__resp_array(b, 3) || rlock__resp_bulk(b, "WAIT", 4) ||
+                 rlock__resp_bulk(b, n, nl) || rlock__resp_bulk(b, ms, msl)
+             ? -1
+             : 0;
+}
+
+long rlock__req_encode_to(rlock__req *q, rlock__buf *out) {
   if (q->call->failed)
     return rlock__err(RLOCK_EINVAL, "a command was too large to build"), -1;
   static const char asking[] = "*1\r\n$6\r\nASKING\r\n";
-  size_t pre = q->asking ? sizeof asking - 1 : 0;
-  char *cmd, *wait = NULL;
-  long len = encode_call(q->call, q->eval, &cmd);
-  long post = q->wait_n > 0 && len >= 0 ? encode_wait(q, &wait) : 0;
+  size_t start = out->len;
+  int bad = 0;
+  if (q->asking && (bad = rlock__buf_reserve(out, sizeof asking - 1)) == 0) {
+    memcpy(out->p + out->len, asking, sizeof asking - 1);
+    out->len += sizeof asking - 1;
+  }
+  bad = bad || encode_call(q->call, q->eval, out) != 0 ||
+        (q->wait_n > 0 && encode_wait(q, out) != 0);
+  if (bad) {
+    out->len = start;
+    return rlock__err(RLOCK_ENOMEM, "out of memory encoding a command"), -1;
+  }
   q->asking_reply = q->asking;
   q->asking = 0;
   q->wait_due = q->wait_n > 0;
-  if (len >= 0 && pre == 0 && post == 0) { /* the common case */
-    *buf = cmd;
-    return len;
+  return (long)(out->len - start);
+}
+
+long rlock__req_encode(rlock__req *q, char **buf) {
+  rlock__buf b = {0};
+  long len = rlock__req_encode_to(q, &b);
+  if (len < 0) {
+    free(b.p);
+    return -1;
   }
-  char *out = len < 0 || post < 0
-                  ? NULL
-                  : rlock__malloc(pre + (size_t)len + (size_t)post);
-  if (out != NULL) {
-    memcpy(out, asking, pre);
-    memcpy(out + pre, cmd, (size_t)len);
-    if (post > 0)
-      memcpy(out + pre + (size_t)len, wait, (size_t)post);
-  }
-  if (len >= 0)
-    free(cmd);
-  free(wait);
-  if (out == NULL)
-    return rlock__err(RLOCK_ENOMEM, "out of memory encoding a command"), -1;
-  *buf = out;
-  return (long)(pre + (size_t)len + (size_t)post);
+  *buf = b.p;
+  return len;
 }
 
 /* "MOVED 3999 127.0.0.1:6381" / "ASK 3999 127.0.0.1:6381". The slot is
@@ -293,21 +279,25 @@ static int lost_wait_reply(rlock__req *q, int rc) {
 
 /* Send what the request wants and read replies on `conn` until it needs
  * another node or is done. Each send has one command timeout. RLOCK_OK
- * with q->step set, or a transport failure. */
-static int converse(rlock__conn *conn, rlock__req *q) {
+ * with q->step set, or a failure: *unsent is set when it is that nothing
+ * could be encoded (no memory), so nothing new went out (and what went
+ * before on this connection was refused unrun: only NOSCRIPT resends). */
+static int converse(rlock__conn *conn, rlock__req *q, int *unsent) {
   rlock__step step = RLOCK__STEP_RESEND;
   int rc = RLOCK_OK;
+  *unsent = 0;
   while (rc == RLOCK_OK &&
          (step == RLOCK__STEP_RESEND || step == RLOCK__STEP_MORE)) {
     if (step == RLOCK__STEP_RESEND) {
-      char *buf;
-      long len = rlock__req_encode(q, &buf);
-      if (len < 0)
-        return rlock_error_last()->code;
+      /* Into the connection's own buffer: no allocation once warm. */
+      if (rlock__req_encode_to(q, &conn->out) < 0) {
+        rc = rlock_error_last()->code;
+        *unsent = 1;
+        break;
+      }
       conn->io_deadline_us =
           rlock__deadline_after_ms(conn->timeout_ms + q->wait_ms);
-      rc = rlock__conn_send(conn, buf, (size_t)len);
-      free(buf);
+      rc = rlock__conn_send_out(conn);
     }
     rlock__reply *r;
     if (rc == RLOCK_OK && (rc = rlock__conn_recv(conn, &r)) == RLOCK_OK)
@@ -406,10 +396,11 @@ int rlock__req_run(rlock_client *c, rlock__req *q, int64_t deadline_us) {
       q->call->transient = transport_failure(rc);
       break;
     }
-    rc = converse(conn, q);
+    int unsent;
+    rc = converse(conn, q, &unsent);
     rlock__pool_put(&node->pool, conn);
     if (rc != RLOCK_OK) {
-      q->call->in_flight = 1; /* a script may have run; never resend */
+      q->call->in_flight = !unsent; /* a script may have run; never resend */
       break;
     }
     if (q->step == RLOCK__STEP_DONE) {

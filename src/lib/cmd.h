@@ -27,6 +27,7 @@
 #include "script.h"
 
 typedef struct rlock_client rlock_client;
+typedef struct rlock__buf rlock__buf; /* net/conn.h */
 
 /* Room for the strings a call formats itself (numbers, derived keys). */
 #define RLOCK__CALL_STORE 3072
@@ -145,6 +146,13 @@ void rlock__req_init(rlock__req *q, rlock__call *call);
  * Returns its length, or -1 with the last error set (RLOCK_ENOMEM, or
  * RLOCK_EINVAL for a call that failed while being built). */
 long rlock__req_encode(rlock__req *q, char **buf);
+
+/* rlock__req_encode, appending to `out` instead (a connection's reused
+ * buffer, rlock__conn.out: nothing is allocated once it is large
+ * enough). Returns the bytes appended, or -1 with the last error set and
+ * out->len as it was; only a success moves the request on (ASKING's and
+ * WAIT's replies now due). */
+long rlock__req_encode_to(rlock__req *q, rlock__buf *out);
 
 /* Feed one reply read from `where` (takes it). Returns the next step,
  * also kept in q->step. Only replies the server gives before running a

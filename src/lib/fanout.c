@@ -19,15 +19,12 @@ static void finish(rlock__fan *f, int rc) {
     snprintf(f->error, sizeof f->error, "%s", rlock_error_last()->message);
 }
 
-/* Encode and send what the request wants sent next. */
+/* Encode what the request wants sent next into its connection's buffer,
+ * and send it. */
 static int send_next(rlock__fan *f) {
-  char *buf;
-  long len = rlock__req_encode(&f->req, &buf);
-  if (len < 0)
+  if (rlock__req_encode_to(&f->req, &f->conn->out) < 0)
     return rlock_error_last()->code;
-  int rc = rlock__conn_send(f->conn, buf, (size_t)len);
-  free(buf);
-  return rc;
+  return rlock__conn_send_out(f->conn);
 }
 
 /* Send the call on the connection just had. */

@@ -17,8 +17,6 @@
  */
 #include "conn.h"
 
-#include <hiredis/hiredis.h>
-
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -26,6 +24,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,10 +277,87 @@ static int64_t io_deadline(const rlock__conn *c) {
                                 : rlock__deadline_after_ms(c->timeout_ms);
 }
 
+/* ---- encoding: RESP arrays of bulk strings --------------------------- */
+
+int rlock__buf_reserve(rlock__buf *b, size_t more) {
+  if (more <= b->cap - b->len)
+    return 0;
+  if (more > SIZE_MAX / 2 - b->len)
+    return -1;
+  size_t cap = b->cap != 0 ? b->cap : 512;
+  while (cap < b->len + more)
+    cap *= 2;
+  char *p = rlock__realloc(b->p, cap);
+  if (p == NULL)
+    return -1;
+  b->p = p;
+  b->cap = cap;
+  return 0;
+}
+
+/* The most a header (`*n\r\n`, `$n\r\n`) takes, with rlock__decimal's
+ * NUL, which the CR overwrites. */
+#define HEADER_MAX 24
+
+/* Write `kind`, n in decimal and CRLF at p (HEADER_MAX bytes of room);
+ * returns the bytes written. */
+static size_t put_header(char *p, char kind, size_t n) {
+  p[0] = kind;
+  size_t k = 1 + rlock__decimal(p + 1, (int64_t)n);
+  p[k++] = '\r';
+  p[k++] = '\n';
+  return k;
+}
+
+/* Write a bulk string at the end of b, which has room for it. */
+static void put_bulk(rlock__buf *b, const char *s, size_t len) {
+  char *p = b->p + b->len;
+  size_t k = put_header(p, '$', len);
+  memcpy(p + k, s, len);
+  p[k + len] = '\r';
+  p[k + len + 1] = '\n';
+  b->len += k + len + 2;
+}
+
+int rlock__resp_array(rlock__buf *b, size_t n) {
+  if (rlock__buf_reserve(b, HEADER_MAX) != 0)
+    return -1;
+  b->len += put_header(b->p + b->len, '*', n);
+  return 0;
+}
+
+int rlock__resp_bulk(rlock__buf *b, const char *s, size_t len) {
+  if (len > SIZE_MAX - HEADER_MAX - 2 ||
+      rlock__buf_reserve(b, HEADER_MAX + len + 2) != 0)
+    return -1;
+  put_bulk(b, s, len);
+  return 0;
+}
+
+int rlock__resp_command(rlock__buf *b, int argc, const char **argv,
+                        const size_t *lens) {
+  size_t need = HEADER_MAX; /* room for all of it at once */
+  for (int i = 0; i < argc; i++) {
+    size_t len = lens ? lens[i] : strlen(argv[i]);
+    if (need > SIZE_MAX / 2 || len > SIZE_MAX / 2 - need)
+      return -1;
+    need += HEADER_MAX + len + 2;
+  }
+  if (rlock__buf_reserve(b, need) != 0)
+    return -1;
+  b->len += put_header(b->p + b->len, '*', (size_t)argc);
+  for (int i = 0; i < argc; i++)
+    put_bulk(b, argv[i], lens ? lens[i] : strlen(argv[i]));
+  return 0;
+}
+
 long rlock__conn_format(char **out, int argc, const char **argv,
                         const size_t *lens) {
-  int len = redisFormatCommandArgv(out, argc, argv, lens);
-  return len < 0 ? -1 : (long)len;
+  rlock__buf b = {0};
+  if (rlock__resp_command(&b, argc, argv, lens) != 0)
+    return -1;
+  *out = b.p;
+  return (long)b.len;
 }
 
 int rlock__conn_send(rlock__conn *c, const char *buf, size_t len) {
@@ -301,6 +377,16 @@ int rlock__conn_send(rlock__conn *c, const char *buf, size_t len) {
       return io_error(c, "write", err);
   }
   return RLOCK_OK;
+}
+
+int rlock__conn_send_out(rlock__conn *c) {
+  int rc = rlock__conn_send(c, c->out.p, c->out.len);
+  c->out.len = 0;
+  if (c->out.cap > RLOCK__CONN_OUT_KEEP) {
+    free(c->out.p);
+    c->out = (rlock__buf){0};
+  }
+  return rc;
 }
 
 int rlock__conn_take_reply(rlock__conn *c, rlock__reply **out) {
@@ -363,13 +449,10 @@ int rlock__conn_recv(rlock__conn *c, rlock__reply **out) {
 
 int rlock__conn_call(rlock__conn *c, int argc, const char **argv,
                      const size_t *lens, rlock__reply **out) {
-  char *cmd;
-  long len = rlock__conn_format(&cmd, argc, argv, lens);
-  if (len < 0)
+  if (rlock__resp_command(&c->out, argc, argv, lens) != 0)
     return rlock__err(RLOCK_ENOMEM, "out of memory formatting a command");
   c->io_deadline_us = rlock__deadline_after_ms(c->timeout_ms);
-  int rc = rlock__conn_send(c, cmd, (size_t)len);
-  free(cmd);
+  int rc = rlock__conn_send_out(c);
   if (rc == RLOCK_OK)
     rc = rlock__conn_recv(c, out);
   c->io_deadline_us = 0;
@@ -470,5 +553,6 @@ void rlock__conn_close(rlock__conn *c) {
   if (c->fd >= 0)
     close(c->fd);
   rlock__reader_free(c->reader);
+  free(c->out.p);
   free(c);
 }

@@ -1,6 +1,8 @@
 /*
- * conn.h - one connection to one server: our own socket, hiredis's RESP
- * encoder, and a reader that bounds what a reply may cost (reader.h).
+ * conn.h - one connection to one server: our own socket, our own RESP
+ * encoder writing into a buffer the connection keeps (so a warm
+ * connection encodes without allocating), and a reader that bounds what
+ * a reply may cost (reader.h).
  *
  * We own the socket instead of using redisContext so that connect and
  * command timeouts, staleness checks and TLS (tls.h) are under our
@@ -37,6 +39,32 @@
 #include "reader.h"
 #include "tls.h"
 
+/* A growable byte buffer: p is rlock__realloc'ed (release with free()),
+ * len bytes in use out of cap. {0} is an empty one. */
+typedef struct rlock__buf {
+  char *p;
+  size_t len, cap;
+} rlock__buf;
+
+/* Make room for `more` bytes past b->len (growing by doubling, from 512
+ * bytes). 0, or -1 when out of memory (b unchanged). */
+int rlock__buf_reserve(rlock__buf *b, size_t more);
+
+/* Append one command, an array of argc bulk strings, in RESP
+ * (`*N\r\n$len\r\narg\r\n...`). lens NULL: the arguments are
+ * NUL-terminated. 0, or -1 when out of memory (b unchanged). */
+int rlock__resp_command(rlock__buf *b, int argc, const char **argv,
+                        const size_t *lens);
+
+/* Append RESP's pieces: an array header `*n\r\n`, and a bulk string
+ * `$len\r\ns\r\n`. 0, or -1 when out of memory (b unchanged). */
+int rlock__resp_array(rlock__buf *b, size_t n);
+int rlock__resp_bulk(rlock__buf *b, const char *s, size_t len);
+
+/* The most a connection's output buffer keeps between commands; a larger
+ * one (a long renewal batch) is freed once sent. */
+#define RLOCK__CONN_OUT_KEEP (64 << 10)
+
 typedef struct rlock__conn {
   int fd;              /* callers may poll it; see above for blocking */
   int64_t rcvtimeo_ms; /* the socket's SO_RCVTIMEO, 0 until set */
@@ -51,6 +79,8 @@ typedef struct rlock__conn {
   rlock__reader *reader;
   rlock__tls_conn *tls; /* NULL: plain text */
   int heard;            /* the server has sent something */
+  rlock__buf out;       /* what to send next, encoded (rlock__conn_send_out);
+                           empty between commands, its memory kept */
   char where[128];      /* "host:port" for messages */
 } rlock__conn;
 
@@ -68,7 +98,9 @@ int rlock__conn_open(rlock__conn **out, const rlock__endpoint *ep,
 void rlock__conn_close(rlock__conn *c);
 
 /* Encode a command into a malloc'ed RESP buffer (free with free()).
- * Returns its length, or -1 when out of memory. */
+ * Returns its length, or -1 when out of memory. Commands sent often go
+ * through c->out instead (rlock__conn_send_out), which allocates nothing
+ * once warm. */
 long rlock__conn_format(char **out, int argc, const char **argv,
                         const size_t *lens);
 
@@ -77,6 +109,10 @@ long rlock__conn_format(char **out, int argc, const char **argv,
  * is under way (the subscriber's SUBSCRIBE and PING). RLOCK_ETIMEOUT
  * "(write)" or RLOCK_EIO on failure. */
 int rlock__conn_send(rlock__conn *c, const char *buf, size_t len);
+
+/* Send what was encoded into c->out like rlock__conn_send(), then empty
+ * it (also on failure), keeping its memory up to RLOCK__CONN_OUT_KEEP. */
+int rlock__conn_send_out(rlock__conn *c);
 
 /* Wait until one complete reply has arrived and hand it to the caller
  * (free with rlock__reply_free()). Bounded like rlock__conn_send(). */
