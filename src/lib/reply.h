@@ -35,7 +35,15 @@ typedef struct rlock__reply {
   struct rlock__reply **elem; /* RLOCK__R_ARRAY */
 } rlock__reply;
 
-/* Free a tree. NULL is ignored. */
+/* Spare nodes kept per thread for reuse. */
+#define RLOCK__REPLY_SPARE 8
+
+/* A zeroed node of `type`: a spare of the calling thread's, else newly
+ * allocated (rlock__calloc); NULL when out of memory. */
+rlock__reply *rlock__reply_new(rlock__rtype type);
+
+/* Free a tree (its nodes may become the calling thread's spares). Nodes
+ * must come from rlock__reply_new() or malloc(); NULL is ignored. */
 void rlock__reply_free(rlock__reply *r);
 
 /* 1 when `r` is a string or status equal to `s`. */

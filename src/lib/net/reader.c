@@ -50,10 +50,9 @@ static rlock__reader *budget(const redisReadTask *t) {
 
 /* A new object of `type`, stored in its parent array (if any). */
 static rlock__reply *new_object(const redisReadTask *t, rlock__rtype type) {
-  rlock__reply *o = rlock__calloc(1, sizeof *o);
+  rlock__reply *o = rlock__reply_new(type); /* a spare when there is one */
   if (o == NULL)
     return NULL;
-  o->type = type;
   if (t->parent != NULL) {
     rlock__reply *parent = t->parent->obj;
     parent->elem[t->idx] = o;
