@@ -2,11 +2,18 @@
  * shim.c - counts the process's heap allocations (malloc, calloc,
  * realloc, every thread) while rlock_shim_on is set; LD_PRELOADed or
  * linked ahead of libc by scripts/bench_allocs.sh.
+ *
+ * RLOCK_SHIM_TRACE=N prints the call stack of the first N allocations
+ * counted to stderr (backtrace_symbols_fd: build with -rdynamic or read
+ * the addresses with addr2line), to find where they are.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 atomic_long rlock_shim_count;
 atomic_int rlock_shim_on;
@@ -19,9 +26,23 @@ static void *(*real_realloc)(void *, size_t);
 static char boot[4096];
 static size_t boot_used;
 
+static long trace; /* stacks still to print */
+static _Thread_local int tracing;
+
 static void count(void) {
-  if (atomic_load_explicit(&rlock_shim_on, memory_order_relaxed))
-    atomic_fetch_add_explicit(&rlock_shim_count, 1, memory_order_relaxed);
+  if (!atomic_load_explicit(&rlock_shim_on, memory_order_relaxed))
+    return;
+  long k =
+      atomic_fetch_add_explicit(&rlock_shim_count, 1, memory_order_relaxed);
+  if (k < trace && !tracing) {
+    tracing = 1; /* backtrace may allocate */
+    void *pc[32];
+    int n = backtrace(pc, 32);
+    static const char line[] = "---- allocation\n";
+    (void)!write(2, line, sizeof line - 1);
+    backtrace_symbols_fd(pc, n, 2);
+    tracing = 0;
+  }
 }
 
 void *malloc(size_t n) {
@@ -53,4 +74,9 @@ void *realloc(void *p, size_t n) {
 
 __attribute__((constructor)) static void init(void) {
   real_calloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "calloc");
+  const char *t = getenv("RLOCK_SHIM_TRACE");
+  if (t != NULL && (trace = atol(t)) > 0) {
+    void *pc[1];
+    backtrace(pc, 1); /* loads what it needs now, not while counting */
+  }
 }
