@@ -303,7 +303,15 @@ int rlock__buf_reserve(rlock__buf *b, size_t more) {
  * returns the bytes written. */
 static size_t put_header(char *p, char kind, size_t n) {
   p[0] = kind;
-  size_t k = 1 + rlock__decimal(p + 1, (int64_t)n);
+  size_t k = 1;
+  if (n < 10) { /* most are: argument counts, short keys and numbers */
+    p[k++] = (char)('0' + n);
+  } else if (n < 100) {
+    p[k++] = (char)('0' + n / 10);
+    p[k++] = (char)('0' + n % 10);
+  } else {
+    k += rlock__decimal(p + 1, (int64_t)n);
+  }
   p[k++] = '\r';
   p[k++] = '\n';
   return k;
