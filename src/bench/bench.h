@@ -66,7 +66,7 @@ typedef struct bench_args {
   int fair;             /* fair: bench_contended() on a fair lock */
   long ops;             /* uncontended, contended, fair, rw, redlock,
                            handoff: operations (per process; handoff:
-                           per process and round) */
+                           per process and phase) */
   int procs;            /* contended, fair, handoff: processes */
   int readers;          /* rw: reader processes */
   int writers;          /* rw: writer processes */
@@ -75,7 +75,7 @@ typedef struct bench_args {
   int locks;            /* many: distinct lock names */
   double seconds;       /* many: run time */
   long hold_us;         /* handoff: pause while holding */
-  int rounds;           /* handoff: rounds of both waiters */
+  int rounds;           /* handoff: rounds (a phase of each waiter) */
 } bench_args;
 
 /* ---- workloads (bench_<name>.c); each returns an exit status -------- */

@@ -2,7 +2,7 @@
  * bench_handoff.c - handoff to a sleeping waiter: the library's waiter
  * next to the fastest waiter a client can be, in the same run.
  *
- * N processes (default 2) take turns on one lock in a strict ping-pong
+ * N processes (default 2) take turns on a lock in a strict ping-pong
  * (turns.h, spec.alternate): each round a process acquires, does the
  * contended workload's non-atomic counter increment, holds the lock for
  * H us more, releases, then sleeps until another process has acquired
@@ -13,13 +13,14 @@
  * returning, CLOCK_MONOTONIC across processes, counted only when the
  * waiter started waiting before that release.
  *
- * Two waiter implementations, on the same lock name, the same server,
- * the same sizes and the same holder behaviour:
- *   rlock  every process uses the library: rlock_lock_acquire() (wait
- *          forever, watchdog lease) and rlock_lock_release(), one client
- *          per process (public API only);
- *   bare   every process is a bare single-threaded hiredis client with
- *          two connections: one SUBSCRIBEd to the lock's channel
+ * Two waiter implementations, same server, same sizes, same holder
+ * behaviour, each on its own lock name (names of equal length), so that
+ * neither's messages reach the other's subscriptions:
+ *   rlock  the library: rlock_lock_acquire() (wait forever, watchdog
+ *          lease) and rlock_lock_release(), one client per process
+ *          (public API only);
+ *   bare   a bare single-threaded hiredis client with two connections:
+ *          one SUBSCRIBEd to the lock's channel
  *          (redisson_lock__channel:{NAME}) from before the start to the
  *          end, and one for the library's own lock_acquire and
  *          lock_release scripts by EVALSHA (raw.c, byte-for-byte the
@@ -28,11 +29,17 @@
  *          the last one (non-blocking), attempt, and while the lock is
  *          held block in read() on the subscriber socket (redisGetReply)
  *          until a message arrives, then attempt again.
- * Each round runs both, one after the other (the order alternates from
- * round to round), each a separate run of the processes with its own
- * PINGs before and after (turns.c). Reported: each waiter's handoff p50
- * and p99 over all rounds, the median PING of all rounds, each round's
- * p50s and their ratio rlock / bare, and the median of those ratios.
+ * The same processes play both (turns.h, spec.phases), in phases of K
+ * acquisitions per process with a barrier between phases: rounds of two
+ * phases, ABBA (rlock, bare; bare, rlock; ...). A phase lasts about
+ * K * N * (H + 0.25 ms), a tenth of a second by default, so the load of
+ * a shared machine, which changes within seconds, meets both waiters
+ * alike. The first WARMUP rounds of each waiter's first phase record
+ * nothing (the library's client subscribes at its first wait; the bare
+ * waiter before the start). Reported: each waiter's handoff p50 and p99
+ * over all rounds, the PING round trip before and after the run
+ * (turns.c), each round's two p50s and their ratio rlock / bare, and the
+ * median of those ratios.
  */
 #include <errno.h>
 #include <math.h>
@@ -44,6 +51,9 @@
 #include <unistd.h>
 
 #include "turns.h"
+
+/* Rounds of each waiter's first phase that record nothing (see above). */
+#define WARMUP 2
 
 /* The bare subscriber's read timeout beyond the hold: a message must come
  * within it, or the run fails (a lost unlock message). */
@@ -60,12 +70,12 @@ typedef struct bare {
   bench_lock_cmds lk;
 } bare;
 
-static int bare_open(void **state, const turns_spec *sp) {
+static int bare_open(void **state, const turns_spec *sp, const char *lock) {
   bare *b = calloc(1, sizeof *b);
   *state = b;
   if (b == NULL)
     return bench_fail("out of memory"), -1;
-  bench_lock_cmds_init(&b->lk, sp->lock);
+  bench_lock_cmds_init(&b->lk, lock);
   if ((b->cmd = bench_raw_connect(sp->a->url)) == NULL ||
       (b->sub = bench_raw_connect(sp->a->url)) == NULL)
     return -1;
@@ -168,48 +178,66 @@ static const turns_role ROLES[NIMPL] = {
 
 /* ---- the rounds --------------------------------------------------------- */
 
-/* What the runs leave, per waiter implementation. */
+/* What the run leaves, per waiter implementation. */
 typedef struct results {
   bench_samples all[NIMPL]; /* every handoff of every round, ns */
   double *p50[NIMPL];       /* [rounds] each round's median, us */
-  long long lost[NIMPL];
-  bench_samples pings; /* every run's */
-  int impl, round;     /* the run under way */
+  double ping;              /* median PING, us */
+  long long lost;
 } results;
 
 static int results_init(results *g, const bench_args *a) {
-  size_t per_run = (size_t)a->procs * (size_t)a->ops;
-  size_t runs = (size_t)a->rounds;
-  int ok = bench_samples_init(&g->pings, 2 * runs * TURNS_PINGS_PER_RUN) == 0;
+  size_t total = (size_t)a->procs * (size_t)a->ops * (size_t)a->rounds;
+  int ok = 1;
   for (int i = 0; i < NIMPL; i++) {
-    ok = ok && bench_samples_init(&g->all[i], runs * per_run) == 0;
-    ok = ok && (g->p50[i] = calloc(runs, sizeof(double))) != NULL;
+    ok = ok && bench_samples_init(&g->all[i], total) == 0;
+    ok = ok && (g->p50[i] = calloc((size_t)a->rounds, sizeof(double))) != NULL;
   }
   return ok ? 0 : -1;
 }
 
 static void results_free(results *g) {
-  bench_samples_free(&g->pings);
   for (int i = 0; i < NIMPL; i++) {
     bench_samples_free(&g->all[i]);
     free(g->p50[i]);
   }
 }
 
-/* turns_run's report function: keep the run's figures for the end. */
+/* Split the run's handoffs by phase: pool them per waiter and take each
+ * phase's median. `h` and `ph` are parallel (turns_gather). */
+static int split_phases(const turns_spec *sp, results *g, const int64_t *h,
+                        const int64_t *ph, size_t n) {
+  bench_samples one;
+  if (bench_samples_init(&one, n) != 0)
+    return -1;
+  for (long p = 0; p < sp->phases; p++) {
+    int impl = turns_phase_role(p); /* roles[RLOCK], roles[BARE] */
+    one.n = 0;
+    for (size_t i = 0; i < n; i++)
+      if (ph[i] == p) {
+        bench_samples_push(&one, h[i]);
+        bench_samples_push(&g->all[impl], h[i]);
+      }
+    g->p50[impl][p / 2] = bench_samples_us(&one, 50);
+  }
+  bench_samples_free(&one);
+  return 0;
+}
+
+/* turns_run's report function: keep the run's figures for report(). */
 static int collect(const turns_spec *sp, turns_out *o) {
   results *g = sp->arg;
-  size_t n;
+  size_t n, m;
   int64_t *h = turns_gather(sp, o, o->samples, 0, sp->procs, &n);
-  if (h == NULL)
-    return bench_fail("out of memory"), -1;
-  for (size_t i = 0; i < n; i++)
-    bench_samples_push(&g->all[g->impl], h[i]);
-  g->p50[g->impl][g->round] = bench_percentile_us(h, n, 50);
+  int64_t *ph = turns_gather(sp, o, o->phase_of, 0, sp->procs, &m);
+  int rc =
+      h != NULL && ph != NULL && n == m ? split_phases(sp, g, h, ph, n) : -1;
   free(h);
-  for (size_t i = 0; i < o->pings.n; i++)
-    bench_samples_push(&g->pings, o->pings.v[i]);
-  g->lost[g->impl] += turns_lost_updates(sp, o);
+  free(ph);
+  if (rc != 0)
+    return bench_fail("out of memory"), -1;
+  g->ping = turns_ping_us(o);
+  g->lost = turns_lost_updates(sp, o);
   return 0;
 }
 
@@ -228,7 +256,7 @@ static double median(double *v, size_t n) {
 
 static void report(const bench_args *a, results *g) {
   size_t rounds = (size_t)a->rounds;
-  double ping = bench_samples_us(&g->pings, 50), p50[NIMPL];
+  double p50[NIMPL];
   double *ratios = calloc(rounds, sizeof *ratios);
   bench_report r;
   bench_report_begin(&r, a->json, "handoff");
@@ -236,22 +264,20 @@ static void report(const bench_args *a, results *g) {
   bench_report_int(&r, "ops", a->ops);
   bench_report_int(&r, "rounds", a->rounds);
   bench_report_int(&r, "hold_us", a->hold_us);
-  bench_report_num(&r, "ping_rtt_us", ping, 1);
+  bench_report_num(&r, "ping_rtt_us", g->ping, 1);
   for (int i = 0; i < NIMPL; i++) {
     char key[64];
-    size_t n = g->all[i].n;
     p50[i] = bench_samples_us(&g->all[i], 50);
     snprintf(key, sizeof key, "%s_handoffs", IMPL_NAME[i]);
-    bench_report_int(&r, key, (long long)n);
+    bench_report_int(&r, key, (long long)g->all[i].n);
     snprintf(key, sizeof key, "%s_handoff_p50_us", IMPL_NAME[i]);
     bench_report_num(&r, key, p50[i], 1);
     snprintf(key, sizeof key, "%s_handoff_p99_us", IMPL_NAME[i]);
     bench_report_num(&r, key, bench_samples_us(&g->all[i], 99), 1);
     snprintf(key, sizeof key, "%s_handoff_rtts", IMPL_NAME[i]);
-    bench_report_num(&r, key, p50[i] / ping, 2);
-    snprintf(key, sizeof key, "%s_lost_updates", IMPL_NAME[i]);
-    bench_report_int(&r, key, g->lost[i]);
+    bench_report_num(&r, key, p50[i] / g->ping, 2);
   }
+  bench_report_int(&r, "lost_updates", g->lost);
   for (int i = 0; i < NIMPL; i++) {
     char key[64];
     snprintf(key, sizeof key, "%s_p50_us_rounds", IMPL_NAME[i]);
@@ -267,34 +293,31 @@ static void report(const bench_args *a, results *g) {
 }
 
 int bench_handoff(const bench_args *a) {
-  char lock[64], counter[64];
+  char lock[64], lock2[64], counter[64];
   long pid = (long)getpid();
-  bench_key(lock, sizeof lock, "rlock-bench:handoff", pid);
+  bench_key(lock, sizeof lock, "rlock-bench:handoff-r", pid);
+  bench_key(lock2, sizeof lock2, "rlock-bench:handoff-b", pid);
   bench_key(counter, sizeof counter, "rlock-bench:counter", pid);
   results g;
   memset(&g, 0, sizeof g);
-  int rc = results_init(&g, a) == 0 ? 0 : bench_fail("out of memory");
-  if (rc == 0 && bench_load_lock_scripts(a->url) != 0)
-    rc = BENCH_EXIT_FAIL;
-  turns_spec sp[NIMPL];
-  for (int i = 0; i < NIMPL; i++)
-    sp[i] = (turns_spec){.a = a,
-                         .procs = a->procs,
-                         .roles = {&ROLES[i]},
-                         .split = a->procs,
-                         .lock = lock,
-                         .counter = counter,
-                         .keys = {lock, counter},
-                         .alternate = 1,
-                         .hold_us = a->hold_us,
-                         .arg = &g};
-  /* Round r runs rlock then bare, or (odd r) bare then rlock. */
-  for (int r = 0; r < a->rounds && rc == 0; r++)
-    for (int k = 0; k < NIMPL && rc == 0; k++) {
-      g.round = r;
-      g.impl = r % 2 == 0 ? k : NIMPL - 1 - k;
-      rc = turns_run(&sp[g.impl], collect);
-    }
+  if (results_init(&g, a) != 0) {
+    results_free(&g);
+    return bench_fail("out of memory");
+  }
+  turns_spec sp = {.a = a,
+                   .procs = a->procs,
+                   .roles = {&ROLES[RLOCK], &ROLES[BARE]},
+                   .lock = lock,
+                   .lock2 = lock2,
+                   .counter = counter,
+                   .keys = {lock, lock2, counter},
+                   .alternate = 1,
+                   .hold_us = a->hold_us,
+                   .phases = 2L * a->rounds,
+                   .warmup = WARMUP,
+                   .arg = &g};
+  int rc = bench_load_lock_scripts(a->url) == 0 ? turns_run(&sp, collect)
+                                                : BENCH_EXIT_FAIL;
   if (rc == 0)
     report(a, &g);
   results_free(&g);

@@ -56,13 +56,13 @@ static const char USAGE[] =
     "                            S s (pairs/s), then K handoffs to an\n"
     "                            async waiter (defaults 16, 1000, 5, 20000)\n"
     "  handoff [--procs N] [--ops K] [--rounds R] [--hold-us H]\n"
-    "                            N processes in a ping-pong on one lock,\n"
-    "                            each holding H us, the next one asleep\n"
-    "                            in its wait: handoff to the library's\n"
-    "                            waiter vs a bare single-threaded hiredis\n"
-    "                            subscriber blocked in read(), R\n"
-    "                            interleaved rounds of K acquisitions per\n"
-    "                            process each (defaults 2, 1000, 5, 300)\n";
+    "                            N processes in a ping-pong, each holding\n"
+    "                            H us, the next one asleep in its wait:\n"
+    "                            handoff to the library's waiter vs a bare\n"
+    "                            single-threaded hiredis subscriber\n"
+    "                            blocked in read(), R rounds of a phase\n"
+    "                            of each, K acquisitions per process a\n"
+    "                            phase (defaults 2, 100, 30, 300)\n";
 
 enum {
   W_UNCONTENDED = 1,
@@ -277,7 +277,7 @@ static int check_url(const char *url) {
 static void apply_values(parsed *p) {
   bench_args *a = &p->args;
   int handoff = p->workload == W_HANDOFF;
-  a->ops = p->given[O_OPS] ? (long)p->val[O_OPS] : handoff ? 1000 : 20000;
+  a->ops = p->given[O_OPS] ? (long)p->val[O_OPS] : handoff ? 100 : 20000;
   a->fair = p->workload == W_FAIR;
   a->procs = p->given[O_PROCS] ? (int)p->val[O_PROCS] : handoff ? 2 : 0;
   a->readers = (int)p->val[O_READERS];
@@ -286,7 +286,7 @@ static void apply_values(parsed *p) {
   a->threads = p->given[O_THREADS] ? (int)p->val[O_THREADS] : 16;
   a->locks = p->given[O_LOCKS] ? (int)p->val[O_LOCKS] : 1000;
   a->seconds = p->given[O_SECONDS] ? p->val[O_SECONDS] : 5.0;
-  a->rounds = p->given[O_ROUNDS] ? (int)p->val[O_ROUNDS] : 5;
+  a->rounds = p->given[O_ROUNDS] ? (int)p->val[O_ROUNDS] : 30;
   a->hold_us = p->given[O_HOLD] ? (long)p->val[O_HOLD] : 300;
   if (a->nurls == 0) {
     const char *env = getenv("RLOCK_URL");

@@ -23,26 +23,39 @@
 #define PING_BURST_LEN 10
 #define PING_PAUSE_US 5000
 #define PINGS_PER_SIDE (PING_CONNS * PING_BURSTS * PING_BURST_LEN)
-_Static_assert(2 * PINGS_PER_SIDE == TURNS_PINGS_PER_RUN,
-               "turns.h's TURNS_PINGS_PER_RUN is both sides' PINGs");
 
+/* The role process `idx` plays throughout (no phases). */
 static const turns_role *role_of(const turns_spec *sp, int idx) {
   return sp->roles[idx < sp->split ? 0 : 1];
+}
+
+int turns_phase_role(long phase) {
+  long q = phase % 4; /* ABBA */
+  return q == 1 || q == 2;
+}
+
+long turns_rounds(const turns_spec *sp) {
+  return sp->a->ops * (sp->phases > 0 ? sp->phases : 1);
 }
 
 static int shm_map(turns_out *o, const turns_spec *sp) {
   size_t hdr = (sizeof(turns_hdr) + 63) / 64 * 64;
   size_t slots = (size_t)sp->procs * sizeof(turns_slot);
-  size_t area = (size_t)sp->procs * (size_t)sp->a->ops * sizeof(int64_t);
-  o->size = hdr + slots + area * (sp->queue != NULL ? 2 : 1);
+  size_t area = (size_t)sp->procs * (size_t)turns_rounds(sp) * sizeof(int64_t);
+  size_t areas = 1 + (sp->queue != NULL) + (sp->phases > 0);
+  o->size = hdr + slots + area * areas;
   void *p = mmap(NULL, o->size, PROT_READ | PROT_WRITE,
                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED)
     return -1;
   o->hdr = p; /* the mapping is zero-filled */
   o->slots = (turns_slot *)((char *)p + hdr);
-  o->samples = (int64_t *)((char *)p + hdr + slots);
-  o->queued = sp->queue ? (int64_t *)((char *)p + hdr + slots + area) : NULL;
+  char *next = (char *)p + hdr + slots;
+  o->samples = (int64_t *)next;
+  next += area;
+  o->queued = sp->queue ? (int64_t *)next : NULL;
+  next += sp->queue ? area : 0;
+  o->phase_of = sp->phases > 0 ? (int64_t *)next : NULL;
   return 0;
 }
 
@@ -71,37 +84,55 @@ static void bump_turn(turns_hdr *h) {
   syscall(SYS_futex, (int *)&h->turn, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
-/* After a release: sleep until some other process has acquired since our
- * acquisition (number `mine`), or every other process has finished. The
- * bound on each sleep only guards against a lost wake-up. */
-static void wait_turn(turns_hdr *h, long mine, int procs) {
+/* Sleep until another process has acquired since acquisition number
+ * `mine` (0: do not wait for that), or until `finished` phases have been
+ * finished. The bound on each sleep only guards against a lost wake-up. */
+static void wait_turn(turns_hdr *h, long mine, long finished) {
   for (;;) {
     int seen = atomic_load(&h->turn);
-    if (atomic_load(&h->acquired) != mine ||
-        atomic_load(&h->finished) >= procs - 1)
+    if ((mine != 0 && atomic_load(&h->acquired) != mine) ||
+        atomic_load(&h->finished) >= finished)
       return;
     struct timespec ts = {0, 100 * 1000 * 1000};
     syscall(SYS_futex, (int *)&h->turn, FUTEX_WAIT, seen, &ts, NULL, 0);
   }
 }
 
+/* This process has finished `n` more phases (or, without phases, its
+ * rounds). */
+static void finish_phases(turns_hdr *h, long n) {
+  atomic_fetch_add(&h->finished, n);
+  bump_turn(h);
+}
+
 /* ---- child -------------------------------------------------------------- */
+
+/* What a process has for one role: the library's lock object (on the
+ * process's client), or the role's own implementation's state. */
+typedef struct part {
+  const turns_role *role;
+  const char *name; /* the lock's */
+  rlock_lock *lock;
+  void *impl;
+} part;
 
 typedef struct child {
   const turns_spec *sp;
-  const turns_role *role;
   turns_out *o;
   int idx;
-  rlock_client *client;
-  rlock_lock *lock;
-  void *impl; /* role->impl's state */
+  rlock_client *client; /* when a role is the library's */
+  part parts[2];        /* one role, or with phases both */
+  int nparts;
+  part *cur;  /* the role played now */
+  long phase; /* the phase under way (0 without phases) */
   redisContext *raw;
 } child;
 
 /* This process's part of the sample areas. */
 typedef struct series {
   int64_t *handoff;
-  int64_t *queued; /* NULL unless the spec has a queue */
+  int64_t *queued;   /* NULL unless the spec has a queue */
+  int64_t *phase_of; /* NULL unless the spec has phases */
   size_t n;
   int64_t wait_total, wait_max; /* time spent in rlock_lock_acquire */
 } series;
@@ -130,7 +161,7 @@ static int hold(child *ch, int64_t *queued) {
   long long v;
   if (read_counter(ch->raw, ch->sp->counter, &v) != 0)
     return -1;
-  if (!ch->role->exclusive)
+  if (!ch->cur->role->exclusive)
     return 0;
   char buf[32];
   snprintf(buf, sizeof buf, "%lld", v + 1);
@@ -147,6 +178,8 @@ static void record_handoff(child *ch, series *s, int64_t got, int64_t last) {
   s->handoff[s->n] = got - last;
   if (s->queued != NULL)
     s->queued[s->n] = atomic_load(&ch->o->hdr->last_release_queued);
+  if (s->phase_of != NULL)
+    s->phase_of[s->n] = ch->phase;
   s->n++;
 }
 
@@ -157,7 +190,7 @@ static void stamp_release(child *ch, int64_t queued) {
   if (ch->sp->queue != NULL)
     atomic_store(&h->last_release_queued, queued);
   int64_t now = bench_now_ns();
-  if (ch->role->exclusive)
+  if (ch->cur->role->exclusive)
     atomic_store(&h->last_exclusive_release_ns, now);
   store_max(&h->last_release_ns, now);
 }
@@ -165,20 +198,29 @@ static void stamp_release(child *ch, int64_t queued) {
 /* Take the lock, waiting as long as it takes: the library's, or the
  * role's own implementation. 0, or an exit status (printed). */
 static int take(child *ch) {
-  if (ch->role->impl != NULL)
-    return ch->role->impl->acquire(ch->impl) == 0 ? 0 : BENCH_EXIT_FAIL;
-  int rc = rlock_lock_acquire(ch->lock);
+  part *p = ch->cur;
+  if (p->role->impl != NULL)
+    return p->role->impl->acquire(p->impl) == 0 ? 0 : BENCH_EXIT_FAIL;
+  int rc = rlock_lock_acquire(p->lock);
   return rc == RLOCK_OK ? 0 : bench_fail_rc("rlock_lock_acquire", rc);
 }
 
 static int give_back(child *ch) {
-  if (ch->role->impl != NULL)
-    return ch->role->impl->release(ch->impl) == 0 ? 0 : BENCH_EXIT_FAIL;
-  int rc = rlock_lock_release(ch->lock);
+  part *p = ch->cur;
+  if (p->role->impl != NULL)
+    return p->role->impl->release(p->impl) == 0 ? 0 : BENCH_EXIT_FAIL;
+  int rc = rlock_lock_release(p->lock);
   return rc == RLOCK_OK ? 0 : bench_fail_rc("rlock_lock_release", rc);
 }
 
-static int one_round(child *ch, series *s, int final) {
+/* Whether round `i` of the current phase records its handoff: not in the
+ * warm-up of a role's first phase (phases 0 and 1, ABBA). */
+static int recording(const child *ch, long i) {
+  return ch->sp->phases == 0 || ch->phase >= 2 || i >= ch->sp->warmup;
+}
+
+/* Round `i` of the current phase; `final` for the phase's last. */
+static int one_round(child *ch, series *s, long i, int final) {
   turns_hdr *h = ch->o->hdr;
   int64_t wait_from = bench_now_ns();
   int rc = take(ch);
@@ -190,9 +232,9 @@ static int one_round(child *ch, series *s, int final) {
     s->wait_max = got - wait_from;
   /* The release this process had to wait for (turns.h). */
   int64_t last =
-      atomic_load(ch->role->exclusive ? &h->last_release_ns
-                                      : &h->last_exclusive_release_ns);
-  if (last > wait_from)
+      atomic_load(ch->cur->role->exclusive ? &h->last_release_ns
+                                           : &h->last_exclusive_release_ns);
+  if (last > wait_from && recording(ch, i))
     record_handoff(ch, s, got, last);
   long mine = 0;
   if (ch->sp->alternate) { /* let the previous holder try again */
@@ -208,22 +250,34 @@ static int one_round(child *ch, series *s, int final) {
   stamp_release(ch, queued);
   if ((rc = give_back(ch)) != 0)
     return rc;
-  if (ch->sp->alternate && !final)
-    wait_turn(h, mine, ch->sp->procs);
+  if (ch->sp->alternate && !final) /* the others finish this phase */
+    wait_turn(h, mine, ch->sp->procs * (ch->phase + 1) - 1);
   bench_sleep_us(ch->sp->a->think_us);
   return 0;
 }
 
+/* Every phase's rounds (without phases, one), each phase played by all
+ * processes in the same role, between barriers. A process that fails
+ * counts its phases left as finished, so nobody waits for it. */
 static int child_rounds(child *ch) {
-  size_t base = (size_t)ch->idx * (size_t)ch->sp->a->ops;
+  const turns_spec *sp = ch->sp;
+  turns_hdr *h = ch->o->hdr;
+  size_t base = (size_t)ch->idx * (size_t)turns_rounds(sp);
   series s = {.handoff = ch->o->samples + base,
-              .queued = ch->o->queued ? ch->o->queued + base : NULL};
+              .queued = ch->o->queued ? ch->o->queued + base : NULL,
+              .phase_of = ch->o->phase_of ? ch->o->phase_of + base : NULL};
+  long phases = sp->phases > 0 ? sp->phases : 1;
   int rc = 0;
-  for (long i = 0; i < ch->sp->a->ops && rc == 0; i++)
-    rc = one_round(ch, &s, i + 1 == ch->sp->a->ops);
-  if (ch->sp->alternate) { /* nobody waits for our turn any more */
-    atomic_fetch_add(&ch->o->hdr->finished, 1);
-    bump_turn(ch->o->hdr);
+  for (long p = 0; p < phases && rc == 0; p++) {
+    ch->phase = p;
+    if (sp->phases > 0)
+      ch->cur = &ch->parts[turns_phase_role(p)];
+    for (long i = 0; i < sp->a->ops && rc == 0; i++)
+      rc = one_round(ch, &s, i, i + 1 == sp->a->ops);
+    if (sp->alternate || sp->phases > 0) /* nobody waits for us now */
+      finish_phases(h, rc == 0 ? 1 : phases - p);
+    if (rc == 0 && p + 1 < phases) /* the lock is free: all are done */
+      wait_turn(h, 0, sp->procs * (p + 1));
   }
   turns_slot *slot = &ch->o->slots[ch->idx];
   slot->end_ns = bench_now_ns();
@@ -233,29 +287,59 @@ static int child_rounds(child *ch) {
   return rc;
 }
 
-/* The library's client and lock object, connected. */
-static int open_library(child *ch) {
-  if ((ch->client = bench_client_new(ch->sp->a->url)) == NULL)
-    return BENCH_EXIT_FAIL;
-  int64_t rtt;
-  /* Opens the client's first pool connection now, so that connecting is
-   * not part of the first round. */
-  int rc = rlock_client_ping(ch->client, &rtt);
-  if (rc != RLOCK_OK)
-    return bench_fail_rc("rlock_client_ping", rc);
-  if ((rc = ch->role->make(&ch->lock, ch->client, ch->sp->lock)) != RLOCK_OK)
-    return bench_fail_rc(ch->role->make_name, rc);
+/* The library's lock object for part `p`, on the process's client (made
+ * and connected on first use). */
+static int open_library(child *ch, part *p) {
+  int rc;
+  if (ch->client == NULL) {
+    if ((ch->client = bench_client_new(ch->sp->a->url)) == NULL)
+      return BENCH_EXIT_FAIL;
+    int64_t rtt;
+    /* Opens the client's first pool connection now, so that connecting
+     * is not part of the first round. */
+    if ((rc = rlock_client_ping(ch->client, &rtt)) != RLOCK_OK)
+      return bench_fail_rc("rlock_client_ping", rc);
+  }
+  if ((rc = p->role->make(&p->lock, ch->client, p->name)) != RLOCK_OK)
+    return bench_fail_rc(p->role->make_name, rc);
   return 0;
+}
+
+static int open_part(child *ch, part *p) {
+  if (p->role->impl == NULL)
+    return open_library(ch, p);
+  return p->role->impl->open(&p->impl, ch->sp, p->name) == 0 ? 0
+                                                             : BENCH_EXIT_FAIL;
+}
+
+/* The roles this process plays: one, or with phases both. */
+static void child_parts(child *ch) {
+  const turns_spec *sp = ch->sp;
+  ch->nparts = sp->phases > 0 ? 2 : 1;
+  ch->parts[0] =
+      (part){.role = sp->phases > 0 ? sp->roles[0] : role_of(sp, ch->idx),
+             .name = sp->lock};
+  ch->parts[1] = (part){.role = sp->roles[1], .name = sp->lock2};
+  ch->cur = &ch->parts[0];
+}
+
+static void close_parts(child *ch) {
+  for (int i = 0; i < ch->nparts; i++) {
+    part *p = &ch->parts[i];
+    if (p->role != NULL && p->role->impl != NULL)
+      p->role->impl->close(p->impl);
+    rlock_lock_free(p->lock);
+  }
+  rlock_client_free(ch->client);
 }
 
 /* Connect everything, say ready, wait for the start, run. */
 static int child_run(child *ch, int ready_fd, int go_fd) {
-  int rc =
-      ch->role->impl != NULL
-          ? (ch->role->impl->open(&ch->impl, ch->sp) == 0 ? 0 : BENCH_EXIT_FAIL)
-          : open_library(ch);
-  if (rc != 0)
-    return rc;
+  for (int i = 0; i < ch->nparts; i++) {
+    int rc = open_part(ch, &ch->parts[i]);
+    if (rc != 0)
+      return rc;
+  }
   char c = 'r', buf;
   if (write(ready_fd, &c, 1) != 1)
     return bench_fail("child: cannot report ready");
@@ -270,15 +354,13 @@ static int child_run(child *ch, int ready_fd, int go_fd) {
 
 _Noreturn static void child_main(const turns_spec *sp, turns_out *o, int idx,
                                  int ready_fd, int go_fd) {
-  child ch = {.sp = sp, .role = role_of(sp, idx), .o = o, .idx = idx};
+  child ch = {.sp = sp, .o = o, .idx = idx};
+  child_parts(&ch);
   int rc = BENCH_EXIT_FAIL;
   ch.raw = bench_raw_connect(sp->a->url);
   if (ch.raw != NULL)
     rc = child_run(&ch, ready_fd, go_fd);
-  if (ch.role->impl != NULL)
-    ch.role->impl->close(ch.impl);
-  rlock_lock_free(ch.lock);
-  rlock_client_free(ch.client);
+  close_parts(&ch);
   if (ch.raw != NULL)
     redisFree(ch.raw);
   fflush(stderr);
@@ -445,14 +527,18 @@ double turns_seconds(const turns_out *o, int from, int to) {
 }
 
 double turns_rate(const turns_spec *sp, const turns_out *o, int from, int to) {
-  double rounds = (double)(to - from) * (double)sp->a->ops;
+  double rounds = (double)(to - from) * (double)turns_rounds(sp);
   return rounds / turns_seconds(o, from, to);
 }
 
 long long turns_lost_updates(const turns_spec *sp, const turns_out *o) {
   long long exclusive = 0;
   for (int i = 0; i < sp->procs; i++)
-    exclusive += role_of(sp, i)->exclusive ? sp->a->ops : 0;
+    if (sp->phases == 0)
+      exclusive += role_of(sp, i)->exclusive ? sp->a->ops : 0;
+    else
+      for (long p = 0; p < sp->phases; p++)
+        exclusive += sp->roles[turns_phase_role(p)]->exclusive ? sp->a->ops : 0;
   return exclusive - o->counter;
 }
 
@@ -468,7 +554,7 @@ int64_t *turns_gather(const turns_spec *sp, const turns_out *o,
   int64_t *out = malloc((total > 0 ? total : 1) * sizeof *out);
   *n = 0;
   for (int i = from; i < to && out != NULL; i++) {
-    const int64_t *s = area + (size_t)i * (size_t)sp->a->ops;
+    const int64_t *s = area + (size_t)i * (size_t)turns_rounds(sp);
     for (size_t j = 0; j < o->slots[i].nsamples; j++)
       out[(*n)++] = s[j];
   }
@@ -503,7 +589,7 @@ void turns_report_waits(bench_report *r, const turns_spec *sp,
     if (o->slots[i].wait_max_ns > max)
       max = o->slots[i].wait_max_ns;
   }
-  double rounds = (double)(to - from) * (double)sp->a->ops;
+  double rounds = (double)(to - from) * (double)turns_rounds(sp);
   char key[64];
   snprintf(key, sizeof key, "%swait_mean_us", prefix);
   bench_report_num(r, key, (double)total / rounds / 1e3, 1);

@@ -1,8 +1,9 @@
 /*
  * turns.h - the harness of the workloads in which processes take turns on
  * one lock name: contended, fair (bench_contended.c), rw (bench_rw.c) and
- * handoff (bench_handoff.c: a strict ping-pong, spec->alternate, with the
- * library's waiter or a bare hiredis one, turns_role.impl).
+ * handoff (bench_handoff.c: a strict ping-pong, spec->alternate, in which
+ * every process plays two roles in turn, spec->phases: the library's
+ * waiter and a bare hiredis one, turns_role.impl).
  *
  * Each process (forked before any client exists, so none inherits a
  * client's background thread) makes its own client, its own lock object
@@ -50,9 +51,9 @@ typedef struct turns_spec turns_spec;
  * for an exclusive role: its own connections, made in each process after
  * fork. */
 typedef struct turns_impl {
-  /* Connect; *state is passed to the others. 0, or -1 after printing why
-   * (close() is called either way). */
-  int (*open)(void **state, const turns_spec *sp);
+  /* Connect, for lock name `lock`; *state is passed to the others. 0, or
+   * -1 after printing why (close() is called either way). */
+  int (*open)(void **state, const turns_spec *sp, const char *lock);
   int (*acquire)(void *state); /* waits as long as it takes: 0 or -1 */
   int (*release)(void *state); /* 0 or -1 */
   void (*close)(void *state);
@@ -69,12 +70,15 @@ typedef struct turns_role {
 
 #define TURNS_MAX_KEYS 4
 
-/* PINGs timed around one run (turns_out.pings). */
-#define TURNS_PINGS_PER_RUN 960
+/* Phases: role k runs on lock name spec->lock when k is 0, spec->lock2
+ * when 1; phase p is role turns_phase_role(p)'s (ABBA: 0, 1, 1, 0, ...,
+ * so that neither always goes first). */
+int turns_phase_role(long phase);
 
 /* One run: who plays what, and on which keys. Strings are borrowed. */
 struct turns_spec {
-  const bench_args *a; /* url, ops (per process), think_us */
+  const bench_args *a; /* url, ops (per process; with phases, per process
+                          and phase), think_us */
   int procs;
   const turns_role *roles[2];
   int split; /* processes [0, split) play roles[0], the others roles[1] */
@@ -86,14 +90,24 @@ struct turns_spec {
   const char *queue;
   const char *keys[TURNS_MAX_KEYS]; /* DEL'ed before and after; NULL-ended
                                        when fewer */
-  /* Ping-pong (handoff): after each release but its last, a process
-   * waits (on a futex in the shared page, no CPU spent) until another
-   * process has acquired, or every other process has finished, before it
-   * thinks and tries again; so it never barges, and with hold_us it is
-   * asleep in its wait well before the next release. */
+  /* Ping-pong (handoff): after each release but a phase's last, a
+   * process waits (on a futex in the shared page, no CPU spent) until
+   * another process has acquired, or every other process has finished the
+   * phase, before it thinks and tries again; so it never barges, and with
+   * hold_us it is asleep in its wait well before the next release. */
   int alternate;
   long hold_us; /* a pause while holding, after the counter's work */
-  void *arg;    /* for the report function */
+  /* Phases (handoff): every process plays both roles (both exclusive), in
+   * `phases` phases of `ops` rounds each, all processes in the same role
+   * (turns_phase_role) on its lock name, with a barrier between phases
+   * (every process done with the phase, so the lock is free). 0: no
+   * phases, a process plays one role throughout (split). Each handoff's
+   * phase is recorded in turns_out.phase_of. */
+  long phases;
+  const char *lock2; /* role 1's lock name in phases */
+  long warmup;       /* phases: rounds at the start of each role's first
+                        phase that record no handoff */
+  void *arg;         /* for the report function */
 };
 
 /* The shared page(s): a header, then per-process slots, then samples. */
@@ -102,10 +116,11 @@ typedef struct turns_hdr {
   _Atomic int64_t last_exclusive_release_ns; /* 0 until one */
   _Atomic int64_t last_release_queued;       /* LLEN before that release */
   atomic_int abort;                          /* parent: do not start */
-  /* spec->alternate: acquisitions so far, processes finished, and the
-   * futex word bumped after either changes */
+  /* spec->alternate: acquisitions so far, phases finished (summed over
+   * the processes; without phases, processes finished), and the futex
+   * word bumped after either changes */
   _Atomic long acquired;
-  atomic_int finished;
+  _Atomic long finished;
   atomic_int turn;
 } turns_hdr;
 
@@ -116,13 +131,15 @@ typedef struct turns_slot {
   int64_t wait_max_ns;   /* and in its longest call */
 } turns_slot;
 
-/* Sample areas are [procs * ops]: process i owns [i*ops, (i+1)*ops), and
- * the queue length at sample j sits at the same index as the handoff. */
+/* Sample areas are [procs * R], R a process's rounds (turns_rounds):
+ * process i owns [i*R, (i+1)*R), and the queue length or phase of sample
+ * j sits at the same index as the handoff. */
 typedef struct turns_out {
   turns_hdr *hdr;
   turns_slot *slots;   /* [procs] */
   int64_t *samples;    /* handoff latencies, ns */
   int64_t *queued;     /* only with spec->queue (else NULL) */
+  int64_t *phase_of;   /* only with spec->phases (else NULL) */
   size_t size;         /* of the mapping */
   bench_samples pings; /* before and after the run, see turns.c */
   int64_t t0;          /* when the start was given */
@@ -134,6 +151,9 @@ typedef int (*turns_report_fn)(const turns_spec *sp, turns_out *o);
 
 /* Run the processes, then report; an exit status (failures printed). */
 int turns_run(const turns_spec *sp, turns_report_fn report);
+
+/* The rounds each process plays: ops, times phases when there are. */
+long turns_rounds(const turns_spec *sp);
 
 /* Seconds from the start to the last final release of processes
  * [from, to). */
@@ -150,9 +170,9 @@ long long turns_lost_updates(const turns_spec *sp, const turns_out *o);
 /* The median PING round trip around the run, in us. */
 double turns_ping_us(turns_out *o);
 
-/* The samples of processes [from, to) from one area (o->samples or
- * o->queued) in one malloc'ed array; *n is their number. NULL when out
- * of memory. */
+/* The samples of processes [from, to) from one area (o->samples,
+ * o->queued or o->phase_of) in one malloc'ed array, in the same order
+ * whatever the area; *n is their number. NULL when out of memory. */
 int64_t *turns_gather(const turns_spec *sp, const turns_out *o,
                       const int64_t *area, int from, int to, size_t *n);
 
