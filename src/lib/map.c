@@ -1,5 +1,6 @@
 /*
- * map.c - chained hash table with FNV-1a hashing, doubling at load 1.
+ * map.c - chained hash table with FNV-1a hashing, doubling at load 1;
+ * removed nodes are kept as spares (map.h).
  */
 #include "map.h"
 
@@ -56,6 +57,43 @@ static int grow(rlock__map *m) {
   return 0;
 }
 
+/* A node with room for `keylen` key bytes: a spare one when one fits. */
+static rlock__map_node *node_take(rlock__map *m, size_t keylen) {
+  for (rlock__map_node **link = &m->spare; *link != NULL;
+       link = &(*link)->next) {
+    rlock__map_node *n = *link;
+    if (n->keycap > keylen) {
+      *link = n->next;
+      m->nspare--;
+      return n;
+    }
+  }
+  /* Rounded up, so that a spare fits the next key of about that length. */
+  size_t cap = (keylen + 1 + 31) & ~(size_t)31;
+  rlock__map_node *n = rlock__malloc(sizeof *n + cap);
+  if (n != NULL)
+    n->keycap = cap;
+  return n;
+}
+
+static void node_give(rlock__map *m, rlock__map_node *n) {
+  if (m->nspare >= RLOCK__MAP_SPARES) {
+    free(n);
+    return;
+  }
+  n->next = m->spare;
+  m->spare = n;
+  m->nspare++;
+}
+
+static void free_list(rlock__map_node *n) {
+  while (n != NULL) {
+    rlock__map_node *next = n->next;
+    free(n);
+    n = next;
+  }
+}
+
 int rlock__map_put(rlock__map *m, const char *key, size_t keylen, void *value) {
   if (m->count >= m->nbuckets && grow(m) != 0)
     return -1;
@@ -65,7 +103,7 @@ int rlock__map_put(rlock__map *m, const char *key, size_t keylen, void *value) {
     (*slot)->value = value;
     return 0;
   }
-  rlock__map_node *n = rlock__malloc(sizeof *n + keylen + 1);
+  rlock__map_node *n = node_take(m, keylen);
   if (n == NULL)
     return -1;
   n->next = NULL;
@@ -88,7 +126,7 @@ void *rlock__map_del(rlock__map *m, const char *key, size_t keylen) {
     return NULL;
   void *value = n->value;
   *slot = n->next;
-  free(n);
+  node_give(m, n);
   m->count--;
   return value;
 }
@@ -110,7 +148,7 @@ void rlock__map_drop_if(rlock__map *m,
       rlock__map_node *n = *link;
       if (fn(n->key, n->keylen, n->value, arg)) {
         *link = n->next;
-        free(n);
+        node_give(m, n);
         m->count--;
       } else {
         link = &n->next;
@@ -120,16 +158,13 @@ void rlock__map_drop_if(rlock__map *m,
 }
 
 void rlock__map_clear(rlock__map *m) {
-  for (size_t i = 0; i < m->nbuckets; i++) {
-    rlock__map_node *n = m->buckets[i];
-    while (n != NULL) {
-      rlock__map_node *next = n->next;
-      free(n);
-      n = next;
-    }
-  }
+  for (size_t i = 0; i < m->nbuckets; i++)
+    free_list(m->buckets[i]);
+  free_list(m->spare);
   free(m->buckets);
   m->buckets = NULL;
   m->nbuckets = 0;
   m->count = 0;
+  m->spare = NULL;
+  m->nspare = 0;
 }

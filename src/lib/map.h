@@ -1,7 +1,10 @@
 /*
  * map.h - a string-keyed hash table of void pointers (chained, growing).
  *
- * Keys are byte strings with explicit lengths and are copied on insert.
+ * Keys are byte strings with explicit lengths and are copied on insert
+ * into the entry's node. A removed entry's node is kept for reuse (up to
+ * RLOCK__MAP_SPARES per map), so a map whose entries come and go (a
+ * lock taken and released in a loop) stops allocating once warm.
  * Not thread-safe: every map in the library is guarded by its owner's
  * mutex.
  */
@@ -10,10 +13,13 @@
 
 #include <stddef.h>
 
+#define RLOCK__MAP_SPARES 8
+
 typedef struct rlock__map_node {
   struct rlock__map_node *next;
   size_t hash;
   size_t keylen;
+  size_t keycap; /* bytes key[] has room for, the NUL included */
   void *value;
   char key[]; /* keylen bytes plus a NUL */
 } rlock__map_node;
@@ -22,6 +28,8 @@ typedef struct rlock__map {
   rlock__map_node **buckets;
   size_t nbuckets; /* a power of two, or 0 before the first insert */
   size_t count;
+  rlock__map_node *spare; /* removed nodes kept for reuse, via next */
+  size_t nspare;
 } rlock__map;
 
 /* Look `key` up; NULL when absent. */
@@ -46,7 +54,7 @@ void rlock__map_drop_if(rlock__map *m,
                                   void *arg),
                         void *arg);
 
-/* Free the map's own memory (not the values). */
+/* Free the map's own memory, spare nodes included (not the values). */
 void rlock__map_clear(rlock__map *m);
 
 #endif /* RLOCK_MAP_H */

@@ -3,6 +3,7 @@
  */
 #include "watchdog.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,14 +28,34 @@ int rlock__watchdog_init(rlock__watchdog *wd, int64_t timeout_ms) {
   return RLOCK_OK;
 }
 
+static void levels_inline(rlock__hold *h) {
+  if (h->leases != h->leases_in) {
+    free(h->leases);
+    free(h->ends);
+  }
+  h->leases = h->leases_in;
+  h->ends = h->ends_in;
+  h->cap = RLOCK__HOLD_LEVELS;
+}
+
 static void hold_free(rlock__hold *h) {
   rlock__life_unref(h->life);
-  free(h->name);
-  free(h->owner);
-  free(h->base);
-  free(h->leases);
-  free(h->ends);
+  levels_inline(h);
   free(h);
+}
+
+/* A record is done with: kept as a spare when there is room. Locked. */
+static void hold_release(rlock__watchdog *wd, rlock__hold *h) {
+  if (wd->nspare >= RLOCK__HOLD_SPARES) {
+    hold_free(h);
+    return;
+  }
+  rlock__life_unref(h->life);
+  h->life = NULL;
+  levels_inline(h);
+  h->next_spare = wd->spare;
+  wd->spare = h;
+  wd->nspare++;
 }
 
 static void free_entry(const char *k, size_t kl, void *v, void *arg) {
@@ -45,6 +66,11 @@ static void free_entry(const char *k, size_t kl, void *v, void *arg) {
 void rlock__watchdog_destroy(rlock__watchdog *wd) {
   rlock__map_each(&wd->holds, free_entry, NULL);
   rlock__map_clear(&wd->holds);
+  while (wd->spare != NULL) {
+    rlock__hold *h = wd->spare;
+    wd->spare = h->next_spare;
+    hold_free(h);
+  }
   pthread_cond_destroy(&wd->settled);
   pthread_mutex_destroy(&wd->mu);
 }
@@ -62,37 +88,76 @@ static size_t make_key(char *buf, const char *name, size_t nlen,
 /* Names are validated to RLOCK_MAX_NAME_LEN, so keys fit on the stack. */
 #define KEYBUF_SIZE (RLOCK_MAX_NAME_LEN + RLOCK_OWNER_MAX + 16)
 
-static rlock__hold *hold_new(const char *name, const char *owner,
-                             const char *base) {
-  rlock__hold *h = rlock__calloc(1, sizeof *h);
-  if (h == NULL)
-    return NULL;
-  h->name = rlock__strdup(name);
-  h->owner = rlock__strdup(owner);
-  h->base = base ? rlock__strdup(base) : NULL;
-  h->cap = 4;
-  h->leases = rlock__malloc(h->cap * sizeof *h->leases);
-  h->ends = rlock__malloc(h->cap * sizeof *h->ends);
-  if (h->name == NULL || h->owner == NULL || h->leases == NULL ||
-      h->ends == NULL || (base != NULL && h->base == NULL)) {
-    hold_free(h);
-    return NULL;
+/* A record with room for `need` text bytes: a spare one when one fits. */
+static rlock__hold *hold_take(rlock__watchdog *wd, size_t need) {
+  for (rlock__hold **link = &wd->spare; *link != NULL;
+       link = &(*link)->next_spare) {
+    rlock__hold *h = *link;
+    if (h->textcap >= need) {
+      *link = h->next_spare;
+      wd->nspare--;
+      return h;
+    }
   }
+  /* Rounded up, so that a spare fits the next names of about that size. */
+  size_t cap = (need + 63) & ~(size_t)63;
+  rlock__hold *h = rlock__malloc(sizeof *h + cap);
+  if (h != NULL)
+    h->textcap = cap;
   return h;
 }
 
-static int push_level(rlock__hold *h, int64_t lease_ms, int64_t end_us) {
-  if (h->depth == h->cap) {
-    int64_t *l = rlock__realloc(h->leases, 2 * h->cap * sizeof *l);
-    if (l != NULL)
-      h->leases = l;
-    int64_t *e = rlock__realloc(h->ends, 2 * h->cap * sizeof *e);
-    if (e != NULL)
-      h->ends = e;
-    if (l == NULL || e == NULL)
-      return -1;
-    h->cap *= 2;
+static char *text_put(char **at, const char *s) {
+  size_t n = strlen(s) + 1;
+  char *p = memcpy(*at, s, n);
+  *at += n;
+  return p;
+}
+
+/* A fresh record for (name, owner, base): one allocation, or none when a
+ * spare fits. Locked. */
+static rlock__hold *hold_new(rlock__watchdog *wd, const char *name,
+                             const char *owner, const char *base) {
+  size_t need = strlen(name) + 1 + strlen(owner) + 1 +
+                (base != NULL ? strlen(base) + 1 : 0);
+  rlock__hold *h = hold_take(wd, need);
+  if (h == NULL)
+    return NULL;
+  size_t textcap = h->textcap;
+  memset(h, 0, offsetof(rlock__hold, text));
+  h->textcap = textcap;
+  char *at = h->text;
+  h->name = text_put(&at, name);
+  h->owner = text_put(&at, owner);
+  h->base = base != NULL ? text_put(&at, base) : NULL;
+  h->leases = h->leases_in;
+  h->ends = h->ends_in;
+  h->cap = RLOCK__HOLD_LEVELS;
+  return h;
+}
+
+/* Double the room for levels, moving them to the heap. 0 or -1. */
+static int grow_levels(rlock__hold *h) {
+  size_t cap = 2 * h->cap;
+  int64_t *l = rlock__malloc(cap * sizeof *l);
+  int64_t *e = rlock__malloc(cap * sizeof *e);
+  if (l == NULL || e == NULL) {
+    free(l);
+    free(e);
+    return -1;
   }
+  memcpy(l, h->leases, h->depth * sizeof *l);
+  memcpy(e, h->ends, h->depth * sizeof *e);
+  levels_inline(h); /* frees the old heap arrays, if any */
+  h->leases = l;
+  h->ends = e;
+  h->cap = cap;
+  return 0;
+}
+
+static int push_level(rlock__hold *h, int64_t lease_ms, int64_t end_us) {
+  if (h->depth == h->cap && grow_levels(h) != 0)
+    return -1;
   h->ends[h->depth] = end_us;
   h->leases[h->depth++] = lease_ms;
   if (lease_ms == 0)
@@ -134,10 +199,10 @@ int rlock__hold_push_owned(rlock_client *c, const char *name, const char *owner,
   int wake = 0, rc = RLOCK_OK;
   pthread_mutex_lock(&wd->mu);
   rlock__hold *h = rlock__map_get(&wd->holds, key, klen);
-  if (h == NULL && (h = hold_new(name, owner, base)) != NULL) {
+  if (h == NULL && (h = hold_new(wd, name, owner, base)) != NULL) {
     hold_adopt(h, owner_number);
     if (rlock__map_put(&wd->holds, key, klen, h) != 0) {
-      hold_free(h);
+      hold_release(wd, h);
       h = NULL;
     }
   }
@@ -205,7 +270,7 @@ void rlock__hold_pop(rlock_client *c, const char *name, const char *owner,
     h->gen = ++wd->next_gen;
     if (h->depth == 0 || h->lost) {
       rlock__map_del(&wd->holds, key, klen);
-      hold_free(h);
+      hold_release(wd, h);
     }
   }
   pthread_mutex_unlock(&wd->mu);
@@ -236,7 +301,7 @@ void rlock__hold_forget(rlock_client *c, const char *name, const char *owner) {
   rlock__hold *h = find(wd, name, owner, key, &klen);
   if (h != NULL) {
     rlock__map_del(&wd->holds, key, klen);
-    hold_free(h);
+    hold_release(wd, h);
   }
   pthread_mutex_unlock(&wd->mu);
 }
@@ -265,16 +330,16 @@ void rlock__hold_mark_lost(rlock_client *c, const char *name) {
 }
 
 static int orphaned(const char *k, size_t kl, void *v, void *arg) {
-  (void)k, (void)kl, (void)arg;
+  (void)k, (void)kl;
   rlock__hold *h = v;
   if (!rlock__life_gone(h->life) || h->inflight)
     return 0;
-  hold_free(h);
+  hold_release(arg, h);
   return 1;
 }
 
 void rlock__watchdog_reap(rlock__watchdog *wd) {
-  rlock__map_drop_if(&wd->holds, orphaned, NULL);
+  rlock__map_drop_if(&wd->holds, orphaned, wd);
 }
 
 /* When a hold without watchdog levels runs out: a read hold lives while any

@@ -37,12 +37,24 @@ typedef struct rlock_client rlock_client;
 
 #define RLOCK__RENEW_BATCH 100
 
+/* Levels a record holds without another allocation. */
+#define RLOCK__HOLD_LEVELS 4
+/* Released records a watchdog keeps for reuse, so that a lock taken and
+ * released in a loop allocates nothing once warm. */
+#define RLOCK__HOLD_SPARES 8
+
+/* One allocation: the strings live in text[], the first
+ * RLOCK__HOLD_LEVELS levels in leases_in/ends_in (deeper reentry moves
+ * them to the heap). */
 typedef struct rlock__hold {
+  struct rlock__hold *next_spare;
   char *name;
   char *owner; /* the hash field: "<uuid>:<thread>" or "...:write" */
   char *base;  /* read hold: timeout-key base for renew_read.lua; else NULL */
   int64_t *leases; /* one per level; 0 = watchdog */
   int64_t *ends;   /* read holds: each level's own expiry (monotonic us) */
+  int64_t leases_in[RLOCK__HOLD_LEVELS];
+  int64_t ends_in[RLOCK__HOLD_LEVELS];
   size_t depth;
   size_t cap;
   size_t wd_levels;   /* levels with lease 0 */
@@ -55,14 +67,18 @@ typedef struct rlock__hold {
    * Once the thread has exited the record is dropped unrenewed. */
   rlock__life *life;
   int lost;
-  int inflight; /* a renewal that names this record is in flight */
-  uint64_t gen; /* changes on every local change */
+  int inflight;   /* a renewal that names this record is in flight */
+  uint64_t gen;   /* changes on every local change */
+  size_t textcap; /* bytes text[] has room for */
+  char text[];
 } rlock__hold;
 
 typedef struct rlock__watchdog {
   pthread_mutex_t mu;
   pthread_cond_t settled; /* signalled when in-flight renewals end */
   rlock__map holds;       /* name NUL owner -> rlock__hold* */
+  rlock__hold *spare;     /* released records for reuse, via next_spare */
+  size_t nspare;
   uint64_t next_gen;
   int armed; /* a renewal tick is scheduled */
   int64_t next_tick_us;

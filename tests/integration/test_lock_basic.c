@@ -138,6 +138,41 @@ static void test_reentry_keeps_explicit_lease(void **state) {
   rlock_client_free(c);
 }
 
+/* Reentry deeper than a hold record keeps inline (4 levels), leases
+ * mixed with watchdog levels: each release leaves the TTL of the level
+ * below. Then the record, released, is reused by a lock of a longer name. */
+static void test_deep_reentry_mixed_leases(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, 30000);
+  rlock_lock *l = fx_lock(c, "basic:deep");
+  int64_t lease[10], ttl, n;
+  for (int i = 0; i < 10; i++) {
+    lease[i] = i % 3 == 1 ? 0 : 20000 + 10000 * i; /* 0: watchdog */
+    if (lease[i] == 0)
+      OK(rlock_lock_acquire(l));
+    else
+      OK(rlock_lock_acquire_lease(l, lease[i]));
+  }
+  OK(rlock_lock_hold_count(&n, l));
+  assert_int_equal(n, 10);
+  for (int i = 9; i > 0; i--) {
+    OK(rlock_lock_release(l));
+    OK(rlock_lock_ttl(&ttl, l));
+    int64_t want = lease[i - 1] ? lease[i - 1] : 30000;
+    ASSERT_RANGE(ttl, want - 2000, want);
+  }
+  OK(rlock_lock_release(l));
+  RC(rlock_lock_release(l), RLOCK_ENOTHELD);
+  rlock_lock *m = fx_lock(c, "basic:deep:a-longer-name-than-the-one-before");
+  OK(rlock_lock_acquire(m));
+  OK(rlock_lock_check(m));
+  RC(rlock_lock_check(l), RLOCK_ENOTHELD);
+  OK(rlock_lock_release(m));
+  rlock_lock_free(m);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
 static void test_force_release(void **state) {
   (void)state;
   rlock_client *a = fx_client(srv, 0), *b = fx_client(srv, 0);
@@ -262,6 +297,7 @@ int main(void) {
       cmocka_unit_test(test_release_by_non_holder),
       cmocka_unit_test(test_lease_expiry),
       cmocka_unit_test(test_reentry_keeps_explicit_lease),
+      cmocka_unit_test(test_deep_reentry_mixed_leases),
       cmocka_unit_test(test_force_release),
       cmocka_unit_test(test_wrong_type_loses_nothing),
       cmocka_unit_test(test_inspect),
