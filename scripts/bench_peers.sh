@@ -65,15 +65,16 @@ done
 # CON_OPS: acquisitions per process in contended, which a peer stops
 # after CON_MAX_S seconds (polling waiters are slow); HAND_*: handoff,
 # rlock's phases and rounds, the peers' ping-pong bounded by HAND_MAX_S;
-# MANY_S: seconds of many; CEIL_N: redis-benchmark requests.
+# MANY_S: seconds of many; CEIL_N: redis-benchmark EVALSHA requests;
+# PING_N: PINGs timing the round trip before each uncontended run.
 if [ "$QUICK" -eq 1 ]; then
   : "${ROUNDS:=1}"
   UNC_OPS=1000 UNC_S=0.5 CON_OPS=200 CON_MAX_S=2 HAND_OPS=50 HAND_ROUNDS=2
-  HAND_MAX_S=1.5 MANY_S=1 CEIL_N=20000
+  HAND_MAX_S=1.5 MANY_S=1 CEIL_N=20000 PING_N=2000
 else
   : "${ROUNDS:=3}"
   UNC_OPS=5000 UNC_S=2 CON_OPS=1000 CON_MAX_S=5 HAND_OPS=100 HAND_ROUNDS=4
-  HAND_MAX_S=4 MANY_S=3 CEIL_N=100000
+  HAND_MAX_S=4 MANY_S=3 CEIL_N=100000 PING_N=5000
 fi
 PROCS=4 THINK_US=1000 HOLD_US=300 MANY_WORKERS=8 MANY_LOCKS=1000
 
@@ -124,6 +125,7 @@ URL="redis://127.0.0.1:$PORT"
 RESULTS="$WORK/results.jsonl"
 : >"$RESULTS"
 FAILED=()
+EXTRA="" # more JSON fields for record() to add
 
 # Run "$@" (a worker printing one JSON line) and append that line to the
 # results with "col" (the table's column), "run" (its row group) and
@@ -139,8 +141,23 @@ record() {
     return 0
   fi
   printf '%s\n' "$out" | tail -n 1 |
-    sed "s/^{/{\"col\":\"$col\",\"run\":\"$run\",\"round\":$round,/" \
+    sed "s/^{/{\"col\":\"$col\",\"run\":\"$run\",\"round\":$round,$EXTRA/" \
     >>"$RESULTS"
+}
+
+# The server's PING round trip now, in us, from one connection
+# (redis-benchmark PING_INLINE -c 1), or "null".
+ping_us() {
+  local out rps
+  out=$(redis-benchmark -p "$PORT" -c 1 -n "$1" -q -t ping_inline |
+        tr '\r' '\n')
+  rps=$(printf '%s\n' "$out" |
+        sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p' | tail -n 1)
+  if [ -n "$rps" ]; then
+    awk -v r="$rps" 'BEGIN { printf "%.1f", 1e6 / r }'
+  else
+    echo null
+  fi
 }
 
 # Clean slate for every run: no keys left by the one before.
@@ -160,6 +177,12 @@ run_one() {
     many) args=(many) ;;
   esac
   flush
+  EXTRA=""
+  # The machine is shared: PING the server just before each uncontended
+  # run, to express its latency in round trips of that moment too.
+  if [ "$run" = unc ]; then
+    EXTRA="\"ping_ref_us\":$(ping_us "$PING_N"),"
+  fi
   case "$lib" in
     rlock)
       case "$run" in
@@ -215,14 +238,8 @@ server_refs() {
   fi
   printf '{"col":"server","run":"ceiling","round":%s,"requests_per_s":%s}\n' \
          "$round" "$rps" >>"$RESULTS"
-  out=$(redis-benchmark -p "$PORT" -c 1 -n $((CEIL_N / 10)) -q \
-          -t ping_inline | tr '\r' '\n')
-  rps=$(printf '%s\n' "$out" |
-        sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p' | tail -n 1)
-  if [ -n "$rps" ]; then
-    printf '{"col":"server","run":"ping","round":%s,"requests_per_s":%s}\n' \
-           "$round" "$rps" >>"$RESULTS"
-  fi
+  printf '{"col":"server","run":"ping","round":%s,"rtt_us":%s}\n' \
+         "$round" "$(ping_us $((CEIL_N / 10)))" >>"$RESULTS"
 }
 
 # ---- the rounds -------------------------------------------------------------
@@ -328,6 +345,18 @@ row("uncontended: pair p50 us",
     {c: med(c, "unc", "lock_unlock_p50_us") for c in LIBS})
 row("uncontended: pair p99 us",
     {c: med(c, "unc", "lock_unlock_p99_us") for c in LIBS})
+
+
+def in_rtts(col):
+    """Median over rounds of a pair's p50 over the server PING RTT taken
+    just before that run."""
+    v = [r["lock_unlock_p50_us"] / r["ping_ref_us"] for r in runs(col, "unc")
+         if r.get("ping_ref_us") and r.get("lock_unlock_p50_us")]
+    return statistics.median(v) if v else None
+
+
+row("uncontended: pair p50 in PING RTTs (RTT just before)",
+    {c: in_rtts(c) for c in LIBS})
 rate_lat("con0", f"contended {procs}p think 0")
 rate_lat("con1", f"contended {procs}p think {think} us")
 hand = {c: med(c, "hand", "handoff_p50_us") for c in PEERS}
@@ -344,11 +373,11 @@ row("errors reported by the workers (all runs)", errors, False)
 row("client PING p50 us (each library's client)",
     {c: med(c, "unc", "ping_rtt_us") for c in LIBS})
 ceil = med("server", "ceiling", "requests_per_s")
-ping = med("server", "ping", "requests_per_s")
+ping = med("server", "ping", "rtt_us")
 row("server: EVALSHA ceiling req/s (redis-benchmark -c 50)",
     {"rlock": ceil}, False)
 row("server: PING RTT us (redis-benchmark -c 1)",
-    {"rlock": 1e6 / ping if ping else None}, False)
+    {"rlock": ping}, False)
 row("reference: bare hiredis waiter handoff p50 us (rlock-bench)",
     {"rlock": med("rlock", "hand", "bare_handoff_p50_us")}, False)
 
