@@ -4,44 +4,91 @@
 #include "reply.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common.h"
 
-/* The calling thread's spare nodes, a list through their `elem` pointers.
- * A thread's first spare registers it with the key, whose destructor
- * frees the list when the thread exits (the main thread's, left at
- * exit(), stay reachable). */
-static _Thread_local struct {
+/* Spare nodes, a list per thread through their `elem` pointers. Each
+ * list hangs off a header in a registry that only grows (a lock-free
+ * stack): a thread claims an idle header at its first spare, and the key's
+ * destructor frees its nodes and makes the header idle again when the
+ * thread exits. Headers are reused, never freed, so there are at most as
+ * many as threads ever alive at once. Why not plain thread-local lists:
+ * in a fork()ed child the other threads are gone and nothing could reach
+ * their nodes (valgrind calls them lost); from the registry, a global,
+ * they stay reachable (as the parent's clients do in a child). */
+typedef struct spare_list {
   rlock__reply *head;
   int n;
-  int registered;
-} spare;
+  atomic_int busy; /* claimed by a live thread */
+  struct spare_list *next;
+} spare_list;
+
+static _Atomic(spare_list *) registry;
+static _Thread_local spare_list *mine;
 static pthread_key_t spare_key;
 static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
 static int spare_key_ok;
 
 static void spare_drop(void *arg) {
-  (void)arg;
-  while (spare.head != NULL) {
-    rlock__reply *o = spare.head;
-    spare.head = (rlock__reply *)o->elem;
+  spare_list *s = arg;
+  while (s->head != NULL) {
+    rlock__reply *o = s->head;
+    s->head = (rlock__reply *)o->elem;
     free(o);
   }
-  spare.n = 0;
-  spare.registered = 0;
+  s->n = 0;
+  mine = NULL;
+  atomic_store(&s->busy, 0);
 }
 
 static void spare_make_key(void) {
   spare_key_ok = pthread_key_create(&spare_key, spare_drop) == 0;
 }
 
+/* An idle header, or a new one pushed on the registry; NULL without
+ * memory. */
+static spare_list *spare_claim(void) {
+  for (spare_list *s = atomic_load(&registry); s != NULL; s = s->next) {
+    int idle = 0;
+    if (atomic_compare_exchange_strong(&s->busy, &idle, 1))
+      return s;
+  }
+  spare_list *s = rlock__calloc(1, sizeof *s);
+  if (s == NULL)
+    return NULL;
+  atomic_init(&s->busy, 1);
+  s->next = atomic_load(&registry);
+  while (!atomic_compare_exchange_weak(&registry, &s->next, s))
+    ;
+  return s;
+}
+
+/* The calling thread's list, registered for its exit; NULL on failure. */
+static spare_list *spare_mine(void) {
+  if (mine != NULL)
+    return mine;
+  pthread_once(&spare_once, spare_make_key);
+  if (!spare_key_ok)
+    return NULL;
+  spare_list *s = spare_claim();
+  if (s == NULL)
+    return NULL;
+  if (pthread_setspecific(spare_key, s) != 0) {
+    atomic_store(&s->busy, 0);
+    return NULL;
+  }
+  return mine = s;
+}
+
 rlock__reply *rlock__reply_new(rlock__rtype type) {
-  rlock__reply *o = spare.head;
+  spare_list *s = mine;
+  rlock__reply *o = s != NULL ? s->head : NULL;
   if (o != NULL) {
-    spare.head = (rlock__reply *)o->elem;
-    spare.n--;
+    s->head = (rlock__reply *)o->elem;
+    s->n--;
     memset(o, 0, sizeof *o);
   } else if ((o = rlock__calloc(1, sizeof *o)) == NULL) {
     return NULL;
@@ -52,21 +99,18 @@ rlock__reply *rlock__reply_new(rlock__rtype type) {
 
 /* Keep `o` (its contents freed) as a spare, or free it. */
 static void recycle(rlock__reply *o) {
-  if (spare.n >= RLOCK__REPLY_SPARE) {
+  spare_list *s = mine;
+  if (s == NULL && (s = spare_mine()) == NULL) {
     free(o);
     return;
   }
-  if (!spare.registered) {
-    pthread_once(&spare_once, spare_make_key);
-    if (!spare_key_ok || pthread_setspecific(spare_key, &spare) != 0) {
-      free(o);
-      return;
-    }
-    spare.registered = 1;
+  if (s->n >= RLOCK__REPLY_SPARE) {
+    free(o);
+    return;
   }
-  o->elem = (rlock__reply **)spare.head;
-  spare.head = o;
-  spare.n++;
+  o->elem = (rlock__reply **)s->head;
+  s->head = o;
+  s->n++;
 }
 
 void rlock__reply_free(rlock__reply *r) {

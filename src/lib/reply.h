@@ -35,7 +35,8 @@ typedef struct rlock__reply {
   struct rlock__reply **elem; /* RLOCK__R_ARRAY */
 } rlock__reply;
 
-/* Spare nodes kept per thread for reuse. */
+/* Spare nodes kept per thread for reuse (reply.c: how they stay reachable
+ * in a fork()ed child). */
 #define RLOCK__REPLY_SPARE 8
 
 /* A zeroed node of `type`: a spare of the calling thread's, else newly

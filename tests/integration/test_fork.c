@@ -289,8 +289,12 @@ static void test_child_refused_parent_undisturbed(void **state) {
   fx_owner(inherited, owner);
   /* ... and a thread waiting, through the subscriber connection, for a
    * lock another client holds. */
-  rlock_client *other = client_pool1(rt_server_url(srv), 0, NULL, NULL);
-  rlock_lock *contended = fx_lock(other, "fork:contended");
+  /* Static: reachable in the child too, which leaves them unfreed (an
+   * optimised build may keep locals only in registers). */
+  static rlock_client *other;
+  static rlock_lock *contended;
+  other = client_pool1(rt_server_url(srv), 0, NULL, NULL);
+  contended = fx_lock(other, "fork:contended");
   OK(rlock_lock_acquire(contended));
   waiter w = {.lock = fx_lock(inherited, "fork:contended")};
   atomic_init(&w.rc, 1);
