@@ -329,6 +329,8 @@ def rate_lat(run, label, rate_key="acquisitions_per_s"):
         {c: med(c, run, rate_key) for c in LIBS})
     row(f"{label}: handoff p50 us",
         {c: med(c, run, "handoff_p50_us") for c in LIBS})
+    row(f"{label}: handoff p99 us",
+        {c: med(c, run, "handoff_p99_us") for c in LIBS})
     row(f"{label}: handoffs (holder changes)",
         {c: med(c, run, "handoffs") for c in LIBS}, False)
     done = {}
