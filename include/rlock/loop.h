@@ -13,7 +13,8 @@
  * Lock objects are made from a loop client with the usual constructors
  * (rlock_lock_new, _fair, _read, _write, _fenced, _spin), and MultiLocks
  * from them (rlock_multilock_new), and used through the _async functions
- * below. RedLock has no _async form. The blocking operations of lock.h,
+ * below, and RedLocks over locks of several loop clients on one loop
+ * thread (rlock_redlock_new). The blocking operations of lock.h,
  * multilock.h and redlock.h, and rlock_client_ping(), refuse a loop client
  * with RLOCK_EINVAL; rlock_lock_check_owner() (local) works.
  *
@@ -58,6 +59,7 @@
 #include "export.h"
 #include "lock.h"
 #include "multilock.h"
+#include "redlock.h"
 
 RLOCK_BEGIN_DECLS
 
@@ -229,6 +231,44 @@ rlock_multilock_acquire_async(rlock_multilock *m,
 RLOCK_EXTERN int rlock_multilock_release_async(rlock_multilock *m,
                                                uint64_t owner,
                                                rlock_async_fn cb, void *arg);
+
+/**
+ * Acquire a quorum of `r`'s members for `opts->owner` without blocking,
+ * by rlock_redlock_acquire_opts's rounds: every member attempted at once
+ * (each on its own client), every answer awaited up to the member timeout
+ * (5% of the lease, 10 ms to member 0's command timeout) unless the
+ * quorum is out of reach sooner; validity = lease - time spent - (1% of
+ * the lease + 2 ms). A member not waited for (still unanswered at the
+ * member timeout, or once the quorum is out of reach) is canceled: its
+ * client gives back a late grant on its own, possibly after the callback
+ * has run. A round that misses
+ * gives back what it took and, within `opts->wait_ms`, is retried after a
+ * random 1 to 50 ms (an outage only within a finite wait, as the blocking
+ * call). Every member's client must be a loop client running on the
+ * calling loop thread; the operation belongs to member 0's client. With
+ * RLOCK_LEASE_WATCHDOG each member's client renews its member on the loop.
+ * `opts`, `op` and cancel as rlock_lock_acquire_async; a canceled round
+ * gives back what it took before the callback.
+ * @return RLOCK_OK (the callback will run: RLOCK_OK with the validity left
+ *         in ms as its value; RLOCK_ELOCKED when no round reached the
+ *         quorum with validity left; a transport error when too few
+ *         members answered at all; RLOCK_ECANCELED; RLOCK_ECLOSED when
+ *         member 0's client is freed), or RLOCK_EINVAL (also when a
+ *         member's client is not a loop client, or runs on another loop
+ *         thread) / RLOCK_ENOMEM.
+ */
+RLOCK_EXTERN int rlock_redlock_acquire_async(rlock_redlock *r,
+                                             const rlock_acquire_options *opts,
+                                             rlock_async_fn cb, void *arg,
+                                             rlock_op **op);
+
+/** Release one hold of `owner` on every member at once. The callback's
+ * status: RLOCK_OK when every member held was released (members never
+ * taken are skipped), RLOCK_ENOTHELD when no member was held, else the
+ * first member's failure (RLOCK_ELOST: that member's hold had expired or
+ * was deleted). Not cancelable. */
+RLOCK_EXTERN int rlock_redlock_release_async(rlock_redlock *r, uint64_t owner,
+                                             rlock_async_fn cb, void *arg);
 
 RLOCK_END_DECLS
 

@@ -101,14 +101,13 @@ static int decide(void *arg) {
   return no > rd->r->n - rd->r->quorum;
 }
 
-/* The lease member i is taken with, and the smallest of them. */
-static int64_t member_lease(const rlock_redlock *r, size_t i, int64_t lease) {
+int64_t rlock__redlock_member_lease(const rlock_redlock *r, size_t i,
+                                    int64_t lease) {
   return lease > 0 ? lease : r->members[i]->client->cfg.watchdog_timeout_ms;
 }
 
-/* How long one round may wait for a member: 5% of the lease, within
- * [10 ms, the client's command timeout]. */
-static int64_t node_timeout_ms(const rlock_redlock *r, int64_t lease_min) {
+int64_t rlock__redlock_node_timeout_ms(const rlock_redlock *r,
+                                       int64_t lease_min) {
   int64_t t = lease_min / 20,
           cap = r->members[0]->client->cfg.command_timeout_ms;
   return t < 10 ? 10 : t > cap ? cap : t;
@@ -119,14 +118,14 @@ void rlock__redlock_round(rlock__round *rd, int64_t lease) {
   rd->lease_min = INT64_MAX;
   for (size_t i = 0; i < r->n; i++) {
     rlock_lock *l = r->members[i];
-    int64_t li = member_lease(r, i, lease);
+    int64_t li = rlock__redlock_member_lease(r, i, lease);
     rd->lease_min = li < rd->lease_min ? li : rd->lease_min;
     rlock__owner_as(l->client, rd->owner_number, rd->owner[i]);
     rd->fan[i].client = l->client;
     l->kind->attempt(l, rd->owner[i], li, 0, &rd->fan[i].call);
   }
   rd->started = rlock__now_us();
-  rd->node_timeout_ms = node_timeout_ms(r, rd->lease_min);
+  rd->node_timeout_ms = rlock__redlock_node_timeout_ms(r, rd->lease_min);
   rlock__fanout(rd->fan, r->n, rd->started + rd->node_timeout_ms * 1000, decide,
                 rd);
   int64_t elapsed = (rlock__now_us() - rd->started + 999) / 1000;

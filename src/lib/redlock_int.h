@@ -42,4 +42,13 @@ typedef struct rlock__round {
 void rlock__redlock_round(rlock__round *rd, int64_t lease_ms);
 void rlock__round_free(rlock__round *rd);
 
+/* The lease member i is taken with: lease_ms, or its client's watchdog
+ * timeout for RLOCK_LEASE_WATCHDOG. */
+int64_t rlock__redlock_member_lease(const rlock_redlock *r, size_t i,
+                                    int64_t lease_ms);
+/* How long one round may wait for a member: 5% of the smallest lease,
+ * within [10 ms, member 0's command timeout]. */
+int64_t rlock__redlock_node_timeout_ms(const rlock_redlock *r,
+                                       int64_t lease_min_ms);
+
 #endif /* RLOCK_REDLOCK_INT_H */

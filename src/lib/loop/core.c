@@ -76,6 +76,10 @@ static void leave(rlock_client *c, int run_callbacks) {
     really_free(c);
 }
 
+void rlock__loop_enter(rlock_client *c) { enter(c); }
+
+void rlock__loop_leave(rlock_client *c) { leave(c, 0); }
+
 /* ---- operations ---------------------------------------------------- */
 
 rlock_op *rlock__lop_new(rlock_lock *l, int type) {
@@ -339,6 +343,8 @@ static void close_all(rlock_client *c) {
       rlock__lacquire_abandon(op);
     if (op->type == RLOCK__LOP_MULTI)
       rlock__lmulti_abandon(op);
+    if (op->type == RLOCK__LOP_REDLOCK)
+      rlock__lredlock_abandon(op);
     rlock__err(RLOCK_ECLOSED, "client freed");
     rlock__lop_finish(op, RLOCK_ECLOSED, 0);
   }
@@ -372,7 +378,8 @@ int rlock__loop_client_free(rlock_client *c) {
 
 int rlock_op_cancel(rlock_op *op) {
   if (op == NULL ||
-      (op->type != RLOCK__LOP_ACQUIRE && op->type != RLOCK__LOP_MULTI))
+      (op->type != RLOCK__LOP_ACQUIRE && op->type != RLOCK__LOP_MULTI &&
+       op->type != RLOCK__LOP_REDLOCK))
     return rlock__err(RLOCK_EINVAL, "rlock_op_cancel: %s",
                       op == NULL ? "op is NULL" : "not an acquisition");
   rlock_client *c = op->c;
@@ -382,6 +389,8 @@ int rlock_op_cancel(rlock_op *op) {
   enter(c);
   if (op->type == RLOCK__LOP_MULTI)
     rlock__lmulti_cancel(op);
+  else if (op->type == RLOCK__LOP_REDLOCK)
+    rlock__lredlock_cancel(op);
   else
     rlock__lacquire_cancel(op);
   leave(c, 0);

@@ -19,7 +19,10 @@
  *   lacquire.c the acquisition state machine (attempt, subscribe, sleep
  *              until a message or the holder's TTL, attempt again);
  *   lops.c     release, force release and the queries;
- *   lrenew.c   the watchdog's renewal tick on the loop's timer.
+ *   lrenew.c   the watchdog's renewal tick on the loop's timer;
+ *   lmulti.c   a MultiLock as a chain of member operations;
+ *   lredlock.c a RedLock's rounds as member operations of several loop
+ *              clients on one loop thread.
  *
  * Everything here runs on the loop's thread, so nothing is locked but the
  * inbox (and the hold records' own mutex, shared with watchdog.c).
@@ -150,8 +153,9 @@ enum rlock__lop_type {
   RLOCK__LOP_COUNT,
   RLOCK__LOP_TTL,
   RLOCK__LOP_INSPECT,
-  RLOCK__LOP_MULTI, /* a MultiLock acquisition (lmulti.c) */
-  RLOCK__LOP_RELET  /* a MultiLock member's fresh lease */
+  RLOCK__LOP_MULTI,  /* a MultiLock acquisition (lmulti.c) */
+  RLOCK__LOP_RELET,  /* a MultiLock member's fresh lease */
+  RLOCK__LOP_REDLOCK /* a RedLock's acquisition or release (lredlock.c) */
 };
 
 typedef struct rlock__lchan rlock__lchan;
@@ -202,6 +206,9 @@ struct rlock_op {
   size_t index;    /* the member being taken, given back or re-let */
   int phase;       /* lmulti.c */
   rlock_op *child; /* the member operation under way, or NULL */
+  /* RedLock (lredlock.c) */
+  struct rlock_redlock *redlock;
+  struct rlock__lred *red; /* its members' state; freed at the end */
 };
 
 /* Allocate an operation of `type` on `l`. NULL (last error set) when out
@@ -226,14 +233,17 @@ void rlock__lmulti_cancel(rlock_op *op);
  * nothing any more. */
 void rlock__lmulti_abandon(rlock_op *op);
 
-/* lops.c: a release's start (the hold popped, the script sent). */
-void rlock__lrelease_start(rlock_op *op);
+/* lredlock.c */
+void rlock__lredlock_cancel(rlock_op *op);
+/* The client is being freed: cancel the members' pending attempts, which
+ * tell it nothing any more. */
+void rlock__lredlock_abandon(rlock_op *op);
 
-/* lmulti.c */
-void rlock__lmulti_cancel(rlock_op *op);
-/* The client is being freed: the operation's child, if any, tells it
- * nothing any more. */
-void rlock__lmulti_abandon(rlock_op *op);
+/* Enter and leave another loop client from inside one's turn (a RedLock's
+ * members are on several clients): what is queued on `c` meanwhile goes
+ * out, and its completions are scheduled, when the outermost leave runs. */
+void rlock__loop_enter(rlock_client *c);
+void rlock__loop_leave(rlock_client *c);
 
 /* lacquire.c */
 void rlock__lacquire_start(rlock_op *op);

@@ -1,0 +1,470 @@
+/*
+ * lredlock.c - a RedLock on the loop: redlock_ops.c's rounds as member
+ * operations of the members' own loop clients, all on one loop thread.
+ *
+ *   ROUND        every member's one attempt at once, each on its own
+ *                client; the round ends when every member has answered,
+ *                once the quorum is out of reach, or at the member timeout
+ *                (the op's timer), whichever comes first. Members still
+ *                pending then are canceled (an acquisition the server
+ *                grants after that is given back by the member's client).
+ *   GIVING_BACK  a round that missed the quorum releases what it took
+ *   PAUSE        1 to 50 ms (random, within the wait) before the next round
+ *
+ * The RedLock's operation belongs to member 0's client; its children to
+ * each member's client, so their callbacks run from that client's turn:
+ * they enter member 0's client (rlock__loop_enter) so that what they queue
+ * there (bytes, the RedLock's completion) goes out at their end.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "client_int.h"
+#include "common.h"
+#include "lock_int.h"
+#include "loop.h"
+#include "redlock_int.h"
+
+enum { ROUND, GIVING_BACK, PAUSE };
+
+/* What a child's callback needs: its RedLock operation and its member. */
+typedef struct slot {
+  rlock_op *op;
+  size_t i;
+} slot;
+
+struct rlock__lred {
+  rlock_op *child[RLOCK_MAX_REDLOCK_MEMBERS]; /* pending, else NULL */
+  int status[RLOCK_MAX_REDLOCK_MEMBERS];      /* this round's answers */
+  slot slots[RLOCK_MAX_REDLOCK_MEMBERS];
+  size_t pending, taken;
+  int64_t started_us, lease_min_ms;
+  int rc; /* a failed round's status, while giving back */
+  char msg[512];
+};
+
+#define PENDING 1 /* not a status code: they are <= 0 */
+
+static void noop(void *arg, int rc, int64_t v) { (void)arg, (void)rc, (void)v; }
+
+static void new_round(rlock_op *op);
+
+/* Free the round state and end with rc. */
+static void finish(rlock_op *op, int rc, int64_t value) {
+  free(op->red);
+  op->red = NULL;
+  rlock__lop_finish(op, rc, value);
+}
+
+/* A member operation for op's owner on member i, reporting to cb. */
+static rlock_op *child_new(rlock_op *op, size_t i, int type,
+                           rlock_async_fn cb) {
+  rlock_lock *l = op->redlock->members[i];
+  rlock_op *child = rlock__lop_new(l, type);
+  if (child == NULL)
+    return NULL;
+  op->red->slots[i] = (slot){op, i};
+  child->cb = cb;
+  child->arg = &op->red->slots[i];
+  child->owner_number = op->owner_number;
+  rlock__owner_as(l->client, op->owner_number, child->owner);
+  op->red->child[i] = child;
+  return child;
+}
+
+/* Cancel member i's pending attempt; whatever it does later (give back a
+ * late grant) tells no one. */
+static void drop_child(rlock_op *op, size_t i) {
+  rlock_op *child = op->red->child[i];
+  if (child == NULL)
+    return;
+  child->cb = noop;
+  op->red->child[i] = NULL;
+  if (child->type == RLOCK__LOP_ACQUIRE && !child->finished) {
+    rlock__loop_enter(child->c);
+    rlock__lacquire_cancel(child);
+    rlock__loop_leave(child->c);
+  }
+}
+
+/* ---- giving back, then the next round or the end -------------------------
+ */
+
+static void after_give_back(rlock_op *op) {
+  struct rlock__lred *red = op->red;
+  int retry = !op->canceled && rlock__now_us() < op->deadline_us &&
+              (red->rc == RLOCK_ELOCKED || op->wait_ms != RLOCK_WAIT_FOREVER);
+  if (!retry) {
+    int rc = op->canceled ? RLOCK_ECANCELED : red->rc;
+    rlock__err(rc, "%s", op->canceled ? "wait canceled" : red->msg);
+    finish(op, rc, 0);
+    return;
+  }
+  /* As redlock_ops.c: contenders must not retry in lockstep. */
+  op->seed = op->seed * 6364136223846793005ULL + 1442695040888963407ULL;
+  int64_t ms = 1 + (int64_t)((op->seed >> 33) % 50);
+  int64_t at = rlock__now_us() + ms * 1000;
+  op->phase = PAUSE;
+  if (rlock__ltimer_at(op->c, &op->timer,
+                       at < op->deadline_us ? at : op->deadline_us) != RLOCK_OK)
+    finish(op, RLOCK_ENOMEM, 0);
+}
+
+static void given_back(void *arg, int rc, int64_t v) {
+  (void)rc, (void)v;
+  slot *s = arg;
+  rlock_op *op = s->op;
+  rlock_client *c0 = op->c;
+  rlock__loop_enter(c0);
+  op->red->child[s->i] = NULL;
+  if (--op->red->pending == 0)
+    after_give_back(op);
+  rlock__loop_leave(c0);
+}
+
+/* Release the members this round took (status RLOCK_OK). */
+static void give_back(rlock_op *op, int rc) {
+  struct rlock__lred *red = op->red;
+  red->rc = rc;
+  snprintf(red->msg, sizeof red->msg, "%s", rlock_error_last()->message);
+  op->phase = GIVING_BACK;
+  red->pending = 0;
+  for (size_t i = 0; i < op->redlock->n; i++) {
+    if (red->status[i] != RLOCK_OK)
+      continue;
+    rlock_op *child = child_new(op, i, RLOCK__LOP_RELEASE, given_back);
+    if (child == NULL)
+      continue; /* it expires with its lease */
+    red->pending++;
+    rlock__lop_submit(child, rlock__lrelease_start);
+  }
+  if (red->pending == 0)
+    after_give_back(op);
+}
+
+/* ---- a round's outcome ---------------------------------------------------
+ */
+
+/* The status of a round that missed: as redlock_ops.c's round_failure. */
+static int miss(rlock_op *op, int64_t validity) {
+  struct rlock__lred *red = op->red;
+  size_t n = op->redlock->n, quorum = op->redlock->quorum;
+  int code = RLOCK_OK;
+  for (size_t i = 0; i < n; i++)
+    if (red->status[i] == RLOCK_ELOCKED || red->taken >= quorum)
+      code = RLOCK_ELOCKED; /* held elsewhere, or too slow */
+  for (size_t i = 0; i < n && code == RLOCK_OK; i++)
+    if (red->status[i] != RLOCK_OK)
+      code = red->status[i];
+  if (code == RLOCK_OK)
+    code = RLOCK_ELOCKED;
+  return rlock__err(code,
+                    "RedLock: %zu of %zu members taken (quorum %zu), "
+                    "validity left %lld ms",
+                    red->taken, n, quorum, (long long)validity);
+}
+
+static void decide(rlock_op *op) {
+  struct rlock__lred *red = op->red;
+  rlock__ltimer_stop(op->c, &op->timer);
+  for (size_t i = 0; i < op->redlock->n; i++)
+    if (red->child[i] != NULL) { /* not waited for */
+      drop_child(op, i);
+      red->status[i] = RLOCK_ETIMEOUT;
+    }
+  red->pending = 0;
+  int64_t elapsed = (rlock__now_us() - red->started_us + 999) / 1000;
+  int64_t validity =
+      red->lease_min_ms - elapsed - (red->lease_min_ms / 100 + 2);
+  if (op->canceled) {
+    give_back(op, rlock__err(RLOCK_ECANCELED, "wait canceled"));
+    return;
+  }
+  if (red->taken >= op->redlock->quorum && validity > 0) {
+    finish(op, RLOCK_OK, validity);
+    return;
+  }
+  give_back(op, miss(op, validity));
+}
+
+/* Whether the round can end now: every member answered, or too many
+ * refused for a quorum (reaching it is no reason to stop: members still
+ * to answer are taken too). */
+static int round_over(const rlock_op *op) {
+  const struct rlock__lred *red = op->red;
+  if (op->canceled) /* every member's answer: grants are given back */
+    return red->pending == 0;
+  return red->pending == 0 || red->taken + red->pending < op->redlock->quorum;
+}
+
+static void member_answered(void *arg, int rc, int64_t v) {
+  (void)v;
+  slot *s = arg;
+  rlock_op *op = s->op;
+  rlock_client *c0 = op->c;
+  rlock__loop_enter(c0);
+  struct rlock__lred *red = op->red;
+  red->child[s->i] = NULL;
+  red->status[s->i] = rc;
+  red->pending--;
+  red->taken += rc == RLOCK_OK;
+  if (round_over(op))
+    decide(op);
+  rlock__loop_leave(c0);
+}
+
+static void round_timer(rlock_client *c, rlock__ltimer *t) {
+  (void)c;
+  rlock_op *op = (rlock_op *)((char *)t - offsetof(rlock_op, timer));
+  if (op->phase == ROUND)
+    decide(op);
+  else if (op->phase == PAUSE)
+    new_round(op);
+}
+
+static void new_round(rlock_op *op) {
+  struct rlock__lred *red = op->red;
+  rlock_redlock *r = op->redlock;
+  if (op->canceled) {
+    finish(op, rlock__err(RLOCK_ECANCELED, "wait canceled"), 0);
+    return;
+  }
+  op->phase = ROUND;
+  red->taken = 0;
+  red->pending = 0;
+  red->lease_min_ms = INT64_MAX;
+  for (size_t i = 0; i < r->n; i++) {
+    int64_t li = rlock__redlock_member_lease(r, i, op->lease_ms);
+    red->lease_min_ms = li < red->lease_min_ms ? li : red->lease_min_ms;
+  }
+  red->started_us = rlock__now_us();
+  int64_t timeout_ms = rlock__redlock_node_timeout_ms(r, red->lease_min_ms);
+  if (rlock__ltimer_at(op->c, &op->timer,
+                       red->started_us + timeout_ms * 1000) != RLOCK_OK) {
+    finish(op, RLOCK_ENOMEM, 0);
+    return;
+  }
+  for (size_t i = 0; i < r->n; i++) {
+    red->status[i] = PENDING;
+    rlock_op *child = child_new(op, i, RLOCK__LOP_ACQUIRE, member_answered);
+    if (child == NULL) {
+      red->status[i] = RLOCK_ENOMEM;
+      continue;
+    }
+    child->wait_ms = 0; /* one attempt */
+    child->lease_ms = op->lease_ms;
+    child->lease_sent = rlock__redlock_member_lease(r, i, op->lease_ms);
+    red->pending++;
+  }
+  /* Submitted after counting: a member's answer may come at once (its
+   * client refusing), and the round must not end before all are out. */
+  for (size_t i = 0; i < r->n; i++)
+    if (red->child[i] != NULL)
+      rlock__lop_submit(red->child[i], rlock__lacquire_start);
+  if (op->red == red && op->phase == ROUND && !op->finished && round_over(op))
+    decide(op);
+}
+
+static void redlock_start(rlock_op *op) {
+  op->deadline_us = rlock__deadline_after_ms(op->wait_ms);
+  op->seed = (uint64_t)rlock__now_us() ^ (uint64_t)(uintptr_t)op;
+  rlock__ltimer_init(&op->timer, round_timer);
+  new_round(op);
+}
+
+void rlock__lredlock_cancel(rlock_op *op) {
+  if (op->canceled || op->finished || op->red == NULL)
+    return;
+  op->canceled = 1;
+  if (op->phase == ROUND) {
+    /* Each pending member answers (a grant given back by its client
+     * first); then what was taken is given back and the op ends. */
+    for (size_t i = 0; i < op->redlock->n; i++) {
+      rlock_op *child = op->red->child[i];
+      if (child != NULL && !child->finished) {
+        rlock__loop_enter(child->c);
+        rlock__lacquire_cancel(child);
+        rlock__loop_leave(child->c);
+      }
+    }
+    if (round_over(op))
+      decide(op);
+  } else if (op->phase == PAUSE) {
+    rlock__err(RLOCK_ECANCELED, "wait canceled");
+    finish(op, RLOCK_ECANCELED, 0);
+  } /* GIVING_BACK: ends canceled once given back */
+}
+
+void rlock__lredlock_abandon(rlock_op *op) {
+  if (op->red == NULL)
+    return;
+  for (size_t i = 0; i < op->redlock->n; i++)
+    drop_child(op, i);
+  free(op->red);
+  op->red = NULL;
+}
+
+/* ---- release -------------------------------------------------------------
+ */
+
+static void member_released(void *arg, int rc, int64_t v) {
+  (void)v;
+  slot *s = arg;
+  rlock_op *op = s->op;
+  rlock_client *c0 = op->c;
+  rlock__loop_enter(c0);
+  struct rlock__lred *red = op->red;
+  red->child[s->i] = NULL;
+  int recorded = red->status[s->i] == PENDING;
+  red->status[s->i] = rc;
+  /* As the blocking release: only a member with a hold recorded can fail
+   * it (one never taken may even be down); the first failure is the
+   * outcome. */
+  if (recorded && rc != RLOCK_OK && red->rc == RLOCK_OK) {
+    red->rc = rc;
+    snprintf(red->msg, sizeof red->msg, "RedLock member %zu: %s", s->i,
+             rlock_error_last()->message);
+  }
+  red->taken += rc == RLOCK_OK;
+  if (--red->pending == 0) {
+    int out = red->rc != RLOCK_OK ? red->rc
+              : red->taken == 0   ? RLOCK_ENOTHELD
+                                  : RLOCK_OK;
+    if (red->rc != RLOCK_OK)
+      rlock__err(out, "%s", red->msg);
+    else if (out == RLOCK_ENOTHELD)
+      rlock__err(out, "RedLock is not held by this owner on any member");
+    finish(op, out, 0);
+  }
+  rlock__loop_leave(c0);
+}
+
+static void release_start(rlock_op *op) {
+  struct rlock__lred *red = op->red;
+  rlock_redlock *r = op->redlock;
+  for (size_t i = 0; i < r->n; i++) {
+    rlock_op *child = child_new(op, i, RLOCK__LOP_RELEASE, member_released);
+    if (child != NULL) {
+      rlock_lock *l = r->members[i];
+      char field[RLOCK_FIELD_MAX];
+      rlock__field(l, child->owner, field);
+      /* Held, or lost (which the release reports). */
+      red->status[i] =
+          rlock__hold_check(l->client, l->name, field) != RLOCK_ENOTHELD
+              ? PENDING
+              : 0;
+    }
+    if (child == NULL) {
+      if (red->rc == RLOCK_OK) {
+        red->rc = RLOCK_ENOMEM;
+        snprintf(red->msg, sizeof red->msg, "out of memory");
+      }
+      continue;
+    }
+    red->pending++;
+  }
+  if (red->pending == 0) {
+    rlock__err(red->rc, "%s", red->msg);
+    finish(op, red->rc, 0);
+    return;
+  }
+  for (size_t i = 0; i < r->n; i++)
+    if (red->child[i] != NULL)
+      rlock__lop_submit(red->child[i], rlock__lrelease_start);
+}
+
+/* ---- entry points ---------------------------------------------------------
+ */
+
+/* Every member on a loop client of one loop thread. */
+static int check_redlock(rlock_redlock *r, const void *cb, const char *fn) {
+  if (r == NULL || cb == NULL)
+    return rlock__err(RLOCK_EINVAL, "%s: %s is NULL", fn,
+                      r == NULL ? "RedLock" : "callback");
+  rlock_client *c0 = r->members[0]->client;
+  for (size_t i = 0; i < r->n; i++) {
+    rlock_client *c = r->members[i]->client;
+    if (!rlock__origin_ok(&c->origin))
+      return rlock__origin_refuse(&c->origin);
+    if (c->loop == NULL)
+      return rlock__err(RLOCK_EINVAL,
+                        "%s: member %zu's client was not made with "
+                        "rlock_client_new_loop (use the blocking functions)",
+                        fn, i);
+    if (!pthread_equal(c->loop->thread, c0->loop->thread))
+      return rlock__err(RLOCK_EINVAL,
+                        "%s: every member's client must run on one loop "
+                        "thread (member %zu's does not run on member 0's)",
+                        fn, i);
+    if (c->loop->closing)
+      return rlock__err(RLOCK_ECLOSED, "%s: member %zu's client is being freed",
+                        fn, i);
+  }
+  return RLOCK_OK;
+}
+
+static rlock_op *op_new(rlock_redlock *r, rlock_async_fn cb, void *arg,
+                        uint64_t owner) {
+  rlock_op *op = rlock__lop_new(r->members[0], RLOCK__LOP_REDLOCK);
+  if (op == NULL)
+    return NULL;
+  op->red = rlock__calloc(1, sizeof *op->red);
+  if (op->red == NULL) {
+    free(op);
+    rlock__err(RLOCK_ENOMEM, "out of memory");
+    return NULL;
+  }
+  op->cb = cb;
+  op->arg = arg;
+  op->redlock = r;
+  op->owner_number = owner;
+  return op;
+}
+
+int rlock_redlock_acquire_async(rlock_redlock *r,
+                                const rlock_acquire_options *opts,
+                                rlock_async_fn cb, void *arg, rlock_op **out) {
+  static const char fn[] = "rlock_redlock_acquire_async";
+  if (out != NULL)
+    *out = NULL;
+  int rc = check_redlock(r, (const void *)cb, fn);
+  if (rc != RLOCK_OK)
+    return rc;
+  if (opts == NULL)
+    return rlock__err(RLOCK_EINVAL,
+                      "%s: opts is NULL (an explicit owner is needed)", fn);
+  rlock_acquire_options o;
+  if ((rc = rlock__options(&o, opts)) != RLOCK_OK ||
+      (rc = rlock__lop_check_owner(o.owner, fn)) != RLOCK_OK)
+    return rc;
+  if (o.cancel != NULL || o.token != NULL)
+    return rlock__err(RLOCK_EINVAL,
+                      "%s: cancel and token must be NULL (cancel with "
+                      "rlock_op_cancel; a RedLock issues no token)",
+                      fn);
+  rlock_op *op = op_new(r, cb, arg, o.owner);
+  if (op == NULL)
+    return RLOCK_ENOMEM;
+  op->wait_ms = o.wait_ms;
+  op->lease_ms = o.lease_ms;
+  rlock_client *c0 = r->members[0]->client;
+  if (out != NULL && pthread_equal(pthread_self(), c0->loop->thread))
+    *out = op;
+  return rlock__lop_submit(op, redlock_start);
+}
+
+int rlock_redlock_release_async(rlock_redlock *r, uint64_t owner,
+                                rlock_async_fn cb, void *arg) {
+  static const char fn[] = "rlock_redlock_release_async";
+  int rc = check_redlock(r, (const void *)cb, fn);
+  if (rc != RLOCK_OK || (rc = rlock__lop_check_owner(owner, fn)) != RLOCK_OK)
+    return rc;
+  rlock_op *op = op_new(r, cb, arg, owner);
+  if (op == NULL)
+    return RLOCK_ENOMEM;
+  op->phase = GIVING_BACK; /* not cancelable */
+  op->canceled = 1;
+  return rlock__lop_submit(op, release_start);
+}
