@@ -27,6 +27,7 @@ int rlock__pubsub_init(rlock__pubsub *ps) {
     return rlock__err(RLOCK_ENOMEM, "cannot create a mutex");
   }
   ps->direct_fd = -1;
+  ps->bg_skip_fd = -1;
   rlock__cond_init(&ps->direct_cv);
   return RLOCK_OK;
 }
@@ -231,6 +232,23 @@ static int messages_in(struct pollfd p, const rlock__sub *s) {
   return count;
 }
 
+int rlock__pubsub_direct_fd(const rlock__pubsub *ps) {
+  const rlock__sub *s = ps->direct;
+  if (s == NULL ||
+      (s->parked && s->on != NULL && s->on->read_gen == s->parked_gen))
+    return -1;
+  return sub_fd(s);
+}
+
+/* The background thread left the socket a direct waiter watched out of
+ * its poll: wake it to read again. Called locked. */
+static void bg_unskip(rlock_client *c) {
+  if (c->ps.bg_skip_fd >= 0) {
+    c->ps.bg_skip_fd = -1;
+    rlock__bg_wake(c);
+  }
+}
+
 /* A direct wait (see rlock__pubsub.direct), locked on entry and exit: 1
  * with a wake-up (a permit, or an unlock message for `s` seen waiting in
  * the socket: the caller then attempts at once, before the background
@@ -239,17 +257,16 @@ static int messages_in(struct pollfd p, const rlock__sub *s) {
  * (another channel's, the socket's end) leaves the socket to the
  * background thread until it has read, so unread bytes cannot make this
  * spin. */
-static int wait_direct(rlock__pubsub *ps, rlock__sub *s, int64_t until_us,
+static int wait_direct(rlock_client *c, rlock__sub *s, int64_t until_us,
                        const rlock_cancel *cancel) {
+  rlock__pubsub *ps = &c->ps;
   ps->direct = s;
   int got = 0;
   for (;;) {
     if (s->permits > 0 || rlock__canceled(cancel) ||
         rlock__now_us() >= until_us)
       break;
-    int fd = sub_fd(s);
-    if (s->parked && s->on != NULL && s->on->read_gen == s->parked_gen)
-      fd = -1;
+    int fd = rlock__pubsub_direct_fd(ps);
     int64_t step = rlock__cancel_step(cancel, until_us);
     int64_t ms = rlock__ms_left(step);
     struct pollfd p[2] = {{.fd = ps->direct_efd, .events = POLLIN},
@@ -267,18 +284,22 @@ static int wait_direct(rlock__pubsub *ps, rlock__sub *s, int64_t until_us,
     /* Only the sole user may act on the message itself: with others, one
      * unlock must still wake one thread (Redisson's "0"), so it waits for
      * its permit like them. */
+    if (readable) { /* leave these bytes to the background thread */
+      s->parked = 1;
+      s->parked_gen = s->on != NULL ? s->on->read_gen : 0;
+    }
     if (ours > 0 && s->refs == 1 && s->permits == 0 &&
         !rlock__canceled(cancel)) {
       s->skip = 1; /* at most one: a later message may be a new unlock */
       got = 1;
-      break;
+      break; /* the background thread reads after the attempt */
     }
-    if (readable) {
-      s->parked = 1;
-      s->parked_gen = s->on != NULL ? s->on->read_gen : 0;
-    }
+    if (readable)
+      bg_unskip(c);
   }
   ps->direct = NULL;
+  if (!got)
+    bg_unskip(c);
   if (!got && s->permits > 0 && !rlock__canceled(cancel)) {
     s->permits--;
     got = 1;
@@ -290,9 +311,10 @@ int rlock__sub_wait(rlock_client *c, rlock__sub *s, int64_t until_us,
                     const rlock_cancel *cancel) {
   rlock__pubsub *ps = &c->ps;
   pthread_mutex_lock(&ps->mu);
+  bg_unskip(c); /* this thread's last direct wait acted on a message */
   s->waiting++;
   if (s->permits == 0 && s->refs == 1 && ps->direct == NULL && sub_fd(s) >= 0) {
-    int got = wait_direct(ps, s, until_us, cancel);
+    int got = wait_direct(c, s, until_us, cancel);
     s->waiting--;
     pthread_mutex_unlock(&ps->mu);
     if (got)
@@ -333,6 +355,7 @@ void rlock__pubsub_read_done(rlock__pubsub *ps, rlock__subconn *on) {
 
 void rlock__sub_release(rlock_client *c, rlock__sub *s) {
   pthread_mutex_lock(&c->ps.mu);
+  bg_unskip(c); /* see rlock__sub_wait */
   int wake = sub_unref(&c->ps, s);
   pthread_mutex_unlock(&c->ps.mu);
   if (wake)

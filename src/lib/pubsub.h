@@ -88,12 +88,24 @@ typedef struct rlock__pubsub {
    * thread. At most one at a time. */
   rlock__sub *direct;
   int direct_efd;
-  int direct_fd;            /* the socket it polls or peeks at, or -1 */
+  int direct_fd; /* the socket it polls or peeks at, or -1 */
+  /* The socket the background thread leaves out of its poll while a
+   * direct waiter watches it (so an unlock message wakes one thread, not
+   * two), or -1. Once the waiter stops watching it (it parks, gives up,
+   * or, after acting on a message, at its next wait or release: after its
+   * attempt, off the handoff's path) it wakes the background thread to
+   * read the socket again (bg_unskip in pubsub.c). */
+  int bg_skip_fd;
   pthread_cond_t direct_cv; /* signalled when it lets go of direct_fd */
   /* background thread only */
   rlock__subconn **conns;
   size_t nconns;
 } rlock__pubsub;
+
+/* The socket the direct waiter watches now (it peeks at what arrives
+ * before the background thread may read it), or -1: none, or it is parked
+ * until the background thread's next read. Called locked. */
+int rlock__pubsub_direct_fd(const rlock__pubsub *ps);
 
 /* Internal status: the caller's own deadline passed while subscribing. */
 #define RLOCK__EDEADLINE (-1000)

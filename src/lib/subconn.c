@@ -385,11 +385,17 @@ static int64_t check_health(rlock_client *c, rlock__subconn *sc) {
  */
 
 int rlock__pubsub_pollfds(rlock_client *c, struct pollfd *fds, int max) {
+  pthread_mutex_lock(&c->ps.mu);
+  int skip = rlock__pubsub_direct_fd(&c->ps);
+  c->ps.bg_skip_fd = skip;
+  pthread_mutex_unlock(&c->ps.mu);
   int n = 0;
-  for (size_t i = 0; i < c->ps.nconns && n < max; i++)
-    if (c->ps.conns[i]->conn != NULL)
+  for (size_t i = 0; i < c->ps.nconns && n < max; i++) {
+    const rlock__conn *k = c->ps.conns[i]->conn;
+    if (k != NULL) /* a negative fd is ignored by poll() */
       fds[n++] =
-          (struct pollfd){.fd = c->ps.conns[i]->conn->fd, .events = POLLIN};
+          (struct pollfd){.fd = k->fd == skip ? -1 : k->fd, .events = POLLIN};
+  }
   return n;
 }
 
@@ -427,12 +433,25 @@ static int64_t serve(rlock_client *c, rlock__subconn *sc, int dirty) {
   return check_health(c, sc);
 }
 
+/* Whether a direct waiter watches sc's socket (and has not parked): what
+ * arrived is left for it to peek at first, which it could not if this
+ * thread, woken by the same bytes, read them before it ran; it wakes this
+ * thread once it no longer watches (pubsub.c, bg_unskip). */
+static int direct_watches(rlock__pubsub *ps, const rlock__subconn *sc) {
+  pthread_mutex_lock(&ps->mu);
+  int fd = rlock__pubsub_direct_fd(ps);
+  int watching = fd >= 0 && sc->conn != NULL && sc->conn->fd == fd;
+  pthread_mutex_unlock(&ps->mu);
+  return watching;
+}
+
 int64_t rlock__pubsub_service(rlock_client *c, const struct pollfd *fds,
                               int n) {
   rlock__pubsub *ps = &c->ps;
   for (int i = 0; i < n; i++) {
     rlock__subconn *sc = by_fd(c, fds[i].fd);
-    if (sc != NULL && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+    if (sc != NULL && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) &&
+        !direct_watches(ps, sc))
       read_pushes(c, sc);
   }
   pthread_mutex_lock(&ps->mu);
