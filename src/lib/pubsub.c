@@ -105,9 +105,13 @@ static int sub_unref(rlock__pubsub *ps, rlock__sub *s) {
       ps->idle < ps->max_idle) {
     s->idle_until_us = rlock__now_us() + ps->linger_us;
     ps->idle++;
-    if (ps->next_idle_us == 0 || s->idle_until_us < ps->next_idle_us)
-      ps->next_idle_us = s->idle_until_us;
-    return 1; /* the background thread's timer must cover it */
+    /* The background thread must wake to let it go only when no earlier
+     * linger end will wake it first (it looks at every idle one then):
+     * a lock taken in a loop costs one wake-up a linger, not one a wait. */
+    if (ps->next_idle_us != 0 && ps->next_idle_us <= s->idle_until_us)
+      return 0;
+    ps->next_idle_us = s->idle_until_us;
+    return 1;
   }
   ps->dirty = 1;
   return 1;
@@ -292,14 +296,15 @@ static int wait_direct(rlock_client *c, rlock__sub *s, int64_t until_us,
         !rlock__canceled(cancel)) {
       s->skip = 1; /* at most one: a later message may be a new unlock */
       got = 1;
-      break; /* the background thread reads after the attempt */
+      break;
     }
     if (readable)
       bg_unskip(c);
   }
   ps->direct = NULL;
-  if (!got)
-    bg_unskip(c);
+  /* Also after acting on a message: the background thread reads it (and
+   * whatever else came) while this thread's attempt is on the wire. */
+  bg_unskip(c);
   if (!got && s->permits > 0 && !rlock__canceled(cancel)) {
     s->permits--;
     got = 1;
@@ -311,7 +316,6 @@ int rlock__sub_wait(rlock_client *c, rlock__sub *s, int64_t until_us,
                     const rlock_cancel *cancel) {
   rlock__pubsub *ps = &c->ps;
   pthread_mutex_lock(&ps->mu);
-  bg_unskip(c); /* this thread's last direct wait acted on a message */
   s->waiting++;
   if (s->permits == 0 && s->refs == 1 && ps->direct == NULL && sub_fd(s) >= 0) {
     int got = wait_direct(c, s, until_us, cancel);
@@ -355,7 +359,6 @@ void rlock__pubsub_read_done(rlock__pubsub *ps, rlock__subconn *on) {
 
 void rlock__sub_release(rlock_client *c, rlock__sub *s) {
   pthread_mutex_lock(&c->ps.mu);
-  bg_unskip(c); /* see rlock__sub_wait */
   int wake = sub_unref(&c->ps, s);
   pthread_mutex_unlock(&c->ps.mu);
   if (wake)

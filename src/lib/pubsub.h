@@ -92,8 +92,8 @@ typedef struct rlock__pubsub {
   /* The socket the background thread leaves out of its poll while a
    * direct waiter watches it (so an unlock message wakes one thread, not
    * two), or -1. Once the waiter stops watching it (it parks, gives up,
-   * or, after acting on a message, at its next wait or release: after its
-   * attempt, off the handoff's path) it wakes the background thread to
+   * or acts on a message: then the background thread reads while the
+   * waiter's attempt is on the wire) it wakes the background thread to
    * read the socket again (bg_unskip in pubsub.c). */
   int bg_skip_fd;
   pthread_cond_t direct_cv; /* signalled when it lets go of direct_fd */
