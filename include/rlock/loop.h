@@ -245,7 +245,9 @@ RLOCK_EXTERN int rlock_multilock_release_async(rlock_multilock *m,
  * gives back what it took and, within `opts->wait_ms`, is retried after a
  * random 1 to 50 ms (an outage only within a finite wait, as the blocking
  * call). Every member's client must be a loop client running on the
- * calling loop thread; the operation belongs to member 0's client. With
+ * calling loop thread; the operation belongs to member 0's client:
+ * freeing that client completes it (RLOCK_ECLOSED), while another
+ * member's client must not be freed with the operation pending. With
  * RLOCK_LEASE_WATCHDOG each member's client renews its member on the loop.
  * `opts`, `op` and cancel as rlock_lock_acquire_async; a canceled round
  * gives back what it took before the callback.
