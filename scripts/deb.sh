@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # Builds rlock's Debian packages (debian/: librlock0, librlock-dev,
-# rlock-tools) from a clean copy of the tree, installs them, checks them
-# the way a user would, and purges them again (under a minute):
+# rlock-tools, and the adapters' librlock-uv0, librlock-uv-dev,
+# librlock-event0, librlock-event-dev) from a clean copy of the tree,
+# installs them, checks them the way a user would, and purges them again
+# (about a minute):
 #   - the packages hold what they should (SONAME librlock.so.0 in librlock0,
 #     headers, librlock.so, librlock.a, rlock.pc and the CMake package in
 #     librlock-dev, rlock and its man page in rlock-tools, no rlock-bench);
 #   - tests/consumer/app.c builds and runs against the installed packages
 #     with cc + pkg-config (shared and static) and with find_package(rlock);
-#   - `rlock --help` runs and the man page is installed.
+#   - `rlock --help` runs and the man page is installed;
+#   - tests/consumer/app_loop.c builds and runs against the adapters'
+#     packages with cc + pkg-config, and find_package(rlock COMPONENTS uv
+#     event) finds their CMake targets; librlock-dev holds none of their
+#     files.
 # The copy holds the files git knows of as they are in the working tree
 # (uncommitted edits included, ignored ones such as build*/ left out); the
 # tree itself is never written to except OUTDIR, which receives the .debs.
@@ -41,7 +47,8 @@ installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install o
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
-PKGS=(debhelper dpkg-dev build-essential cmake pkg-config libhiredis-dev)
+PKGS=(debhelper dpkg-dev build-essential cmake pkg-config libhiredis-dev libssl-dev
+      libuv1-dev libevent-dev)
 missing=()
 for p in "${PKGS[@]}"; do installed "$p" || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -50,7 +57,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-RLOCK_PKGS=(librlock0 librlock-dev rlock-tools)
+RLOCK_PKGS=(librlock0 librlock-dev rlock-tools librlock-uv0 librlock-uv-dev
+            librlock-event0 librlock-event-dev)
 if [ $build_only -eq 0 ]; then
   for p in "${RLOCK_PKGS[@]}"; do
     installed "$p" && fail "$p is installed already; remove it first or use --build-only"
@@ -105,6 +113,14 @@ has librlock-dev usr/include/rlock.h usr/include/rlock/version.h "$lib/librlock.
   "$lib/librlock.a" "$lib/pkgconfig/rlock.pc" "$lib/cmake/rlock/rlockConfig.cmake" \
   "$lib/cmake/rlock/rlockConfigVersion.cmake" "$lib/cmake/rlock/rlockTargets.cmake"
 has rlock-tools usr/bin/rlock usr/share/man/man1/rlock.1.gz
+for ad in uv event; do
+  Set=$(tr '[:lower:]' '[:upper:]' <<<"${ad:0:1}")${ad:1}
+  has "librlock-${ad}0" "$lib/librlock_$ad.so.0" "$lib/librlock_$ad.so.$version"
+  has "librlock-$ad-dev" "usr/include/rlock/$ad.h" "$lib/librlock_$ad.so" \
+    "$lib/pkgconfig/rlock-$ad.pc" "$lib/cmake/rlock/rlock${Set}Targets.cmake"
+  ! dpkg-deb -c "$(deb librlock-dev)" | grep -e "rlock/$ad.h" -e "rlock_$ad" >/dev/null ||
+    fail "librlock-dev holds a file of the $ad adapter"
+done
 for p in "${RLOCK_PKGS[@]}"; do
   ! dpkg-deb -c "$(deb "$p")" | grep rlock-bench >/dev/null || fail "$p holds rlock-bench"
 done
@@ -132,8 +148,9 @@ purge() {
 }
 trap 'purge; rm -rf "$work"' EXIT
 q() { "$@" >"$work/last.log" 2>&1 || { cat "$work/last.log" >&2; fail "$*"; }; }
-q $SUDO apt-get install -y -qq --no-install-recommends \
-  "$(deb librlock0)" "$(deb librlock-dev)" "$(deb rlock-tools)"
+debs=()
+for p in "${RLOCK_PKGS[@]}"; do debs+=("$(deb "$p")"); done
+q $SUDO apt-get install -y -qq --no-install-recommends "${debs[@]}"
 
 # run APP: a consumer program, which must print the version.
 run() {
@@ -164,6 +181,26 @@ grep -q "found rlock $version in /$lib/cmake/rlock" "$work/last.log" ||
 q cmake --build "$work/cmake"
 run "$work/cmake/app_shared"
 run "$work/cmake/app_static"
+
+step "the event-loop adapters' packages: cc + pkg-config, find_package"
+# shellcheck disable=SC2046
+q "$CC" -std=c99 -Wall -Werror -o "$work/app_loop" "$src/tests/consumer/app_loop.c" \
+  $(pkg-config --cflags --libs rlock-uv rlock-event)
+needs "$work/app_loop" librlock_uv.so.0 || fail "app_loop does not need librlock_uv.so.0"
+needs "$work/app_loop" librlock_event.so.0 || fail "app_loop does not need librlock_event.so.0"
+run "$work/app_loop"
+mkdir -p "$work/fp"
+cat >"$work/fp/CMakeLists.txt" <<'EOF'
+cmake_minimum_required(VERSION 3.18)
+project(fp C)
+find_package(rlock CONFIG REQUIRED COMPONENTS uv event)
+foreach(_t rlock::rlock_uv rlock::rlock_event)
+  if(NOT TARGET ${_t})
+    message(FATAL_ERROR "no ${_t}")
+  endif()
+endforeach()
+EOF
+q cmake -S "$work/fp" -B "$work/fp/build"
 
 step "rlock --help and the man page"
 q /usr/bin/rlock --help

@@ -84,7 +84,7 @@ cmake_consumer fetch -DRLOCK_VIA=fetch -DRLOCK_URL="$work/rlock.tar.gz"
 cmake_consumer package -DRLOCK_VIA=package -DCMAKE_PREFIX_PATH="$prefix"
 # ... and rlock::rlock alone where no hiredis.pc can be found.
 step "CMake consumer: package, shared only, no hiredis.pc"
-PKG_CONFIG_LIBDIR=/nonexistent PKG_CONFIG_PATH= q cmake -S "$here/cmake" \
+PKG_CONFIG_LIBDIR=/nonexistent PKG_CONFIG_PATH='' q cmake -S "$here/cmake" \
   -B "$work/shared_only" -DRLOCK_VIA=package -DRLOCK_SHARED_ONLY=ON \
   -DCMAKE_PREFIX_PATH="$prefix"
 q cmake --build "$work/shared_only"
@@ -114,7 +114,7 @@ if pkg-config --exists libuv libevent; then
       [ -e "$libdir/$f" ] || fail "not installed: $libdir/$f"
     done
     [ -e "$prefix/include/rlock/$ad.h" ] || fail "not installed: rlock/$ad.h"
-    grep -q "rlock::rlock_$ad" "$libdir"/cmake/rlock/rlockTargets*.cmake ||
+    grep -q "rlock::rlock_$ad" "$libdir"/cmake/rlock/rlock*Targets*.cmake ||
       fail "no CMake target rlock::rlock_$ad"
   done
   # shellcheck disable=SC2046
