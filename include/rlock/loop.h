@@ -241,7 +241,8 @@ RLOCK_EXTERN int rlock_multilock_release_async(rlock_multilock *m,
  * the lease + 2 ms). A member not waited for (still unanswered at the
  * member timeout, or once the quorum is out of reach) is canceled: its
  * client gives back a late grant on its own, possibly after the callback
- * has run. A round that misses
+ * has run: that member's operation may still be pending then, so free the
+ * members' clients before their locks. A round that misses
  * gives back what it took and, within `opts->wait_ms`, is retried after a
  * random 1 to 50 ms (an outage only within a finite wait, as the blocking
  * call). Every member's client must be a loop client running on the

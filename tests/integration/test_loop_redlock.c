@@ -27,13 +27,16 @@ static void up(trio *k, const char *name) {
   OK(rlock_redlock_new(&k->r, k->l, N));
 }
 
-/* Free what is left (a client already freed is NULL). */
+/* Free what is left (a client already freed is NULL): the clients before
+ * their locks, since a member's canceled attempt may still be pending
+ * (freeing its client completes it; it reads its lock). */
 static void down(trio *k) {
   rlock_redlock_free(k->r);
-  for (int i = 0; i < N; i++) {
-    rlock_lock_free(k->l[i]);
+  for (int i = 0; i < N; i++)
     if (k->c[i] != NULL)
       loop_free(k->c[i]);
+  for (int i = 0; i < N; i++) {
+    rlock_lock_free(k->l[i]);
     rt_server_free(k->srv[i]);
   }
 }
