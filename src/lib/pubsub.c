@@ -302,9 +302,11 @@ static int wait_direct(rlock_client *c, rlock__sub *s, int64_t until_us,
       bg_unskip(c);
   }
   ps->direct = NULL;
-  /* Also after acting on a message: the background thread reads it (and
-   * whatever else came) while this thread's attempt is on the wire. */
-  bg_unskip(c);
+  /* After acting on a message the socket goes back once the attempt is
+   * on the wire (rlock__sub_handback, from the request layer), so the
+   * background thread's wake-up overlaps the round trip. */
+  if (!got)
+    bg_unskip(c);
   if (!got && s->permits > 0 && !rlock__canceled(cancel)) {
     s->permits--;
     got = 1;
@@ -312,10 +314,20 @@ static int wait_direct(rlock_client *c, rlock__sub *s, int64_t until_us,
   return got;
 }
 
+void rlock__sub_handback(void *client) {
+  rlock_client *c = client;
+  pthread_mutex_lock(&c->ps.mu);
+  if (c->ps.direct == NULL)
+    bg_unskip(c);
+  pthread_mutex_unlock(&c->ps.mu);
+}
+
 int rlock__sub_wait(rlock_client *c, rlock__sub *s, int64_t until_us,
                     const rlock_cancel *cancel) {
   rlock__pubsub *ps = &c->ps;
   pthread_mutex_lock(&ps->mu);
+  if (ps->direct == NULL) /* no attempt handed it back since */
+    bg_unskip(c);
   s->waiting++;
   if (s->permits == 0 && s->refs == 1 && ps->direct == NULL && sub_fd(s) >= 0) {
     int got = wait_direct(c, s, until_us, cancel);
@@ -359,6 +371,8 @@ void rlock__pubsub_read_done(rlock__pubsub *ps, rlock__subconn *on) {
 
 void rlock__sub_release(rlock_client *c, rlock__sub *s) {
   pthread_mutex_lock(&c->ps.mu);
+  if (c->ps.direct == NULL) /* see rlock__sub_wait */
+    bg_unskip(c);
   int wake = sub_unref(&c->ps, s);
   pthread_mutex_unlock(&c->ps.mu);
   if (wake)

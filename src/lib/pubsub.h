@@ -91,10 +91,10 @@ typedef struct rlock__pubsub {
   int direct_fd; /* the socket it polls or peeks at, or -1 */
   /* The socket the background thread leaves out of its poll while a
    * direct waiter watches it (so an unlock message wakes one thread, not
-   * two), or -1. Once the waiter stops watching it (it parks, gives up,
-   * or acts on a message: then the background thread reads while the
-   * waiter's attempt is on the wire) it wakes the background thread to
-   * read the socket again (bg_unskip in pubsub.c). */
+   * two), or -1. Once the waiter stops watching it (it parks or gives
+   * up; or it acts on a message: then once its attempt is on the wire,
+   * rlock__sub_handback) it wakes the background thread to read the
+   * socket again (bg_unskip in pubsub.c). */
   int bg_skip_fd;
   pthread_cond_t direct_cv; /* signalled when it lets go of direct_fd */
   /* background thread only */
@@ -106,6 +106,12 @@ typedef struct rlock__pubsub {
  * before the background thread may read it), or -1: none, or it is parked
  * until the background thread's next read. Called locked. */
 int rlock__pubsub_direct_fd(const rlock__pubsub *ps);
+
+/* A waiter woken by a direct wait hands the subscriber socket back to the
+ * background thread: its attempt's rlock__call.on_sent (arg: the client).
+ * Its next rlock__sub_wait or rlock__sub_release does it too, in case no
+ * attempt went out. */
+void rlock__sub_handback(void *client);
 
 /* Internal status: the caller's own deadline passed while subscribing. */
 #define RLOCK__EDEADLINE (-1000)
