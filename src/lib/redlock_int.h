@@ -42,6 +42,13 @@ typedef struct rlock__round {
 void rlock__redlock_round(rlock__round *rd, int64_t lease_ms);
 void rlock__round_free(rlock__round *rd);
 
+/* The status of a round that missed the quorum, from its members'
+ * statuses: RLOCK_ELOCKED when the quorum was taken but too slowly or a
+ * member is held elsewhere (contention), else the first member's failure
+ * (an outage), else RLOCK_ELOCKED. */
+int rlock__redlock_miss_code(const int *status, size_t n, size_t taken,
+                             size_t quorum);
+
 /* The lease member i is taken with: lease_ms, or its client's watchdog
  * timeout for RLOCK_LEASE_WATCHDOG. */
 int64_t rlock__redlock_member_lease(const rlock_redlock *r, size_t i,

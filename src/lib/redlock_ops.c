@@ -45,18 +45,24 @@ static void fill_result(rlock_redlock_result *res, const rlock__round *rd,
                                    sizeof res->message[i], rd->r->members[i]);
 }
 
+int rlock__redlock_miss_code(const int *status, size_t n, size_t taken,
+                             size_t quorum) {
+  if (taken >= quorum) /* too slow: no validity left */
+    return RLOCK_ELOCKED;
+  for (size_t i = 0; i < n; i++)
+    if (status[i] == RLOCK_ELOCKED) /* held elsewhere: not infra */
+      return RLOCK_ELOCKED;
+  for (size_t i = 0; i < n; i++)
+    if (status[i] != RLOCK_OK)
+      return status[i];
+  return RLOCK_ELOCKED;
+}
+
 /* The call's status for a failed round, with a message that counts. */
 static int round_failure(const rlock__round *rd,
                          const rlock_redlock_result *res) {
-  int code = RLOCK_OK;
-  for (size_t i = 0; i < res->n; i++)
-    if (res->status[i] == RLOCK_ELOCKED || rd->taken >= rd->r->quorum)
-      code = RLOCK_ELOCKED; /* held elsewhere, or too slow: not infra */
-  for (size_t i = 0; i < res->n && code == RLOCK_OK; i++)
-    if (res->status[i] != RLOCK_OK)
-      code = res->status[i];
-  if (code == RLOCK_OK)
-    code = RLOCK_ELOCKED;
+  int code =
+      rlock__redlock_miss_code(res->status, res->n, rd->taken, rd->r->quorum);
   for (size_t i = 0; i < res->n; i++)
     if (res->status[i] != RLOCK_OK && res->status[i] != RLOCK_ETIMEOUT)
       return rlock__err(code,

@@ -105,6 +105,23 @@ int rlock__lop_check_owner(uint64_t owner, const char *fn) {
   return RLOCK_OK;
 }
 
+int rlock__lop_options(rlock_acquire_options *o,
+                       const rlock_acquire_options *opts, const char *fn) {
+  if (opts == NULL)
+    return rlock__err(RLOCK_EINVAL,
+                      "%s: opts is NULL (an explicit owner is needed)", fn);
+  int rc = rlock__options(o, opts);
+  if (rc != RLOCK_OK || (rc = rlock__lop_check_owner(o->owner, fn)) != RLOCK_OK)
+    return rc;
+  if (o->cancel != NULL || o->token != NULL)
+    return rlock__err(RLOCK_EINVAL,
+                      "%s: cancel and token must be NULL (cancel with "
+                      "rlock_op_cancel; a fenced lock's token is the "
+                      "callback's value)",
+                      fn);
+  return RLOCK_OK;
+}
+
 static void link_op(rlock__loop *lp, rlock_op *op) {
   op->next = lp->ops;
   op->prev = NULL;

@@ -229,20 +229,9 @@ int rlock_multilock_acquire_async(rlock_multilock *m,
   int rc = check_multi(m, (const void *)cb, fn);
   if (rc != RLOCK_OK)
     return rc;
-  if (opts == NULL)
-    return rlock__err(RLOCK_EINVAL,
-                      "%s: opts is NULL (an explicit owner "
-                      "is needed)",
-                      fn);
   rlock_acquire_options o;
-  if ((rc = rlock__options(&o, opts)) != RLOCK_OK ||
-      (rc = rlock__lop_check_owner(o.owner, fn)) != RLOCK_OK)
+  if ((rc = rlock__lop_options(&o, opts, fn)) != RLOCK_OK)
     return rc;
-  if (o.cancel != NULL || o.token != NULL)
-    return rlock__err(RLOCK_EINVAL,
-                      "%s: cancel and token must be NULL (cancel "
-                      "with rlock_op_cancel; a MultiLock issues no token)",
-                      fn);
   rlock_op *op = rlock__lop_new(m->members[0], RLOCK__LOP_MULTI);
   if (op == NULL)
     return RLOCK_ENOMEM;

@@ -223,6 +223,11 @@ int rlock__lop_submit(rlock_op *op, void (*start)(rlock_op *op));
 void rlock__lop_finish(rlock_op *op, int rc, int64_t value);
 /* The owner number check shared by the _async entry points. */
 int rlock__lop_check_owner(uint64_t owner, const char *fn);
+/* An _async acquisition's options, checked into *o: required, an explicit
+ * owner, no cancel token (rlock_op_cancel instead) and no token pointer
+ * (the token is the callback's value). RLOCK_OK or RLOCK_EINVAL. */
+int rlock__lop_options(rlock_acquire_options *o,
+                       const rlock_acquire_options *opts, const char *fn);
 
 /* lops.c: a release's start (the hold popped, the script sent). */
 void rlock__lrelease_start(rlock_op *op);

@@ -56,18 +56,9 @@ int rlock_lock_acquire_async(rlock_lock *l, const rlock_acquire_options *opts,
   if (rc != RLOCK_OK)
     return rc;
   rlock_acquire_options o;
-  if (opts == NULL)
-    return rlock__err(RLOCK_EINVAL, "rlock_lock_acquire_async: opts is NULL "
-                                    "(an explicit owner is needed)");
-  if ((rc = rlock__options(&o, opts)) != RLOCK_OK ||
-      (rc = rlock__lop_check_owner(o.owner, "rlock_lock_acquire_async")) !=
-          RLOCK_OK)
+  if ((rc = rlock__lop_options(&o, opts, "rlock_lock_acquire_async")) !=
+      RLOCK_OK)
     return rc;
-  if (o.cancel != NULL || o.token != NULL)
-    return rlock__err(RLOCK_EINVAL,
-                      "rlock_lock_acquire_async: cancel and token "
-                      "must be NULL (use rlock_op_cancel; the token is the "
-                      "callback's value)");
   rlock_op *op = op_new(l, RLOCK__LOP_ACQUIRE, cb, arg);
   if (op == NULL)
     return RLOCK_ENOMEM;

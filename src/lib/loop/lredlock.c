@@ -112,16 +112,23 @@ static void after_give_back(rlock_op *op) {
     finish(op, RLOCK_ENOMEM, 0);
 }
 
+/* A member operation answered: enter member 0's client (what the answer
+ * queues there goes out at rlock__loop_leave(op->c)) and forget the
+ * child. The operation stays allocated until its own callback has run. */
+static rlock_op *answered(slot *s) {
+  rlock_op *op = s->op;
+  rlock__loop_enter(op->c);
+  op->red->child[s->i] = NULL;
+  op->red->pending--;
+  return op;
+}
+
 static void given_back(void *arg, int rc, int64_t v) {
   (void)rc, (void)v;
-  slot *s = arg;
-  rlock_op *op = s->op;
-  rlock_client *c0 = op->c;
-  rlock__loop_enter(c0);
-  op->red->child[s->i] = NULL;
-  if (--op->red->pending == 0)
+  rlock_op *op = answered(arg);
+  if (op->red->pending == 0)
     after_give_back(op);
-  rlock__loop_leave(c0);
+  rlock__loop_leave(op->c);
 }
 
 /* Release the members this round took (status RLOCK_OK). */
@@ -147,19 +154,11 @@ static void give_back(rlock_op *op, int rc) {
 /* ---- a round's outcome ---------------------------------------------------
  */
 
-/* The status of a round that missed: as redlock_ops.c's round_failure. */
+/* The status of a round that missed, with a message that counts. */
 static int miss(rlock_op *op, int64_t validity) {
   struct rlock__lred *red = op->red;
   size_t n = op->redlock->n, quorum = op->redlock->quorum;
-  int code = RLOCK_OK;
-  for (size_t i = 0; i < n; i++)
-    if (red->status[i] == RLOCK_ELOCKED || red->taken >= quorum)
-      code = RLOCK_ELOCKED; /* held elsewhere, or too slow */
-  for (size_t i = 0; i < n && code == RLOCK_OK; i++)
-    if (red->status[i] != RLOCK_OK)
-      code = red->status[i];
-  if (code == RLOCK_OK)
-    code = RLOCK_ELOCKED;
+  int code = rlock__redlock_miss_code(red->status, n, red->taken, quorum);
   return rlock__err(code,
                     "RedLock: %zu of %zu members taken (quorum %zu), "
                     "validity left %lld ms",
@@ -201,18 +200,12 @@ static int round_over(const rlock_op *op) {
 
 static void member_answered(void *arg, int rc, int64_t v) {
   (void)v;
-  slot *s = arg;
-  rlock_op *op = s->op;
-  rlock_client *c0 = op->c;
-  rlock__loop_enter(c0);
-  struct rlock__lred *red = op->red;
-  red->child[s->i] = NULL;
-  red->status[s->i] = rc;
-  red->pending--;
-  red->taken += rc == RLOCK_OK;
+  rlock_op *op = answered(arg);
+  op->red->status[((slot *)arg)->i] = rc;
+  op->red->taken += rc == RLOCK_OK;
   if (round_over(op))
     decide(op);
-  rlock__loop_leave(c0);
+  rlock__loop_leave(op->c);
 }
 
 static void round_timer(rlock_client *c, rlock__ltimer *t) {
@@ -312,11 +305,8 @@ void rlock__lredlock_abandon(rlock_op *op) {
 static void member_released(void *arg, int rc, int64_t v) {
   (void)v;
   slot *s = arg;
-  rlock_op *op = s->op;
-  rlock_client *c0 = op->c;
-  rlock__loop_enter(c0);
+  rlock_op *op = answered(s);
   struct rlock__lred *red = op->red;
-  red->child[s->i] = NULL;
   int recorded = red->status[s->i] == PENDING;
   red->status[s->i] = rc;
   /* As the blocking release: only a member with a hold recorded can fail
@@ -328,7 +318,7 @@ static void member_released(void *arg, int rc, int64_t v) {
              rlock_error_last()->message);
   }
   red->taken += rc == RLOCK_OK;
-  if (--red->pending == 0) {
+  if (red->pending == 0) {
     int out = red->rc != RLOCK_OK ? red->rc
               : red->taken == 0   ? RLOCK_ENOTHELD
                                   : RLOCK_OK;
@@ -338,7 +328,7 @@ static void member_released(void *arg, int rc, int64_t v) {
       rlock__err(out, "RedLock is not held by this owner on any member");
     finish(op, out, 0);
   }
-  rlock__loop_leave(c0);
+  rlock__loop_leave(op->c);
 }
 
 static void release_start(rlock_op *op) {
@@ -346,16 +336,6 @@ static void release_start(rlock_op *op) {
   rlock_redlock *r = op->redlock;
   for (size_t i = 0; i < r->n; i++) {
     rlock_op *child = child_new(op, i, RLOCK__LOP_RELEASE, member_released);
-    if (child != NULL) {
-      rlock_lock *l = r->members[i];
-      char field[RLOCK_FIELD_MAX];
-      rlock__field(l, child->owner, field);
-      /* Held, or lost (which the release reports). */
-      red->status[i] =
-          rlock__hold_check(l->client, l->name, field) != RLOCK_ENOTHELD
-              ? PENDING
-              : 0;
-    }
     if (child == NULL) {
       if (red->rc == RLOCK_OK) {
         red->rc = RLOCK_ENOMEM;
@@ -363,6 +343,13 @@ static void release_start(rlock_op *op) {
       }
       continue;
     }
+    rlock_lock *l = r->members[i];
+    char field[RLOCK_FIELD_MAX];
+    rlock__field(l, child->owner, field);
+    /* PENDING: held, or lost (which the release reports). */
+    red->status[i] =
+        rlock__hold_check(l->client, l->name, field) != RLOCK_ENOTHELD ? PENDING
+                                                                       : 0;
     red->pending++;
   }
   if (red->pending == 0) {
@@ -432,18 +419,9 @@ int rlock_redlock_acquire_async(rlock_redlock *r,
   int rc = check_redlock(r, (const void *)cb, fn);
   if (rc != RLOCK_OK)
     return rc;
-  if (opts == NULL)
-    return rlock__err(RLOCK_EINVAL,
-                      "%s: opts is NULL (an explicit owner is needed)", fn);
   rlock_acquire_options o;
-  if ((rc = rlock__options(&o, opts)) != RLOCK_OK ||
-      (rc = rlock__lop_check_owner(o.owner, fn)) != RLOCK_OK)
+  if ((rc = rlock__lop_options(&o, opts, fn)) != RLOCK_OK)
     return rc;
-  if (o.cancel != NULL || o.token != NULL)
-    return rlock__err(RLOCK_EINVAL,
-                      "%s: cancel and token must be NULL (cancel with "
-                      "rlock_op_cancel; a RedLock issues no token)",
-                      fn);
   rlock_op *op = op_new(r, cb, arg, o.owner);
   if (op == NULL)
     return RLOCK_ENOMEM;
