@@ -87,20 +87,9 @@ RESULTS="$WORK/results.jsonl"
 # its "-- @include" lines and checks the SHA1 is the library's: the file
 # alone is not the script, and every call would fail).
 ceiling() {
-  local sha out rps fmt
-  sha=$(load_script lock_acquire "$PORT")
+  local rps fmt
   echo "bench: redis-benchmark EVALSHA, 50 connections, $CEIL_N requests" >&2
-  out=$(redis-benchmark -p "$PORT" -c 50 -n "$CEIL_N" -r 1000 -q \
-          evalsha "$sha" 1 key:__rand_int__ 30000 \
-          9f1c2b7e-4d3a-4e5f-8a6b-0c1d2e3f4a5b:1 | tr '\r' '\n')
-  rps=$(printf '%s\n' "$out" |
-        sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p' | tail -n 1)
-  if [ -z "$rps" ]; then
-    printf 'bench: cannot read redis-benchmark output:\n%s\n' "$out" >&2
-    return 1
-  fi
-  # Its 1000 keys hold leases of 30 s; drop them so they cost nothing later.
-  redis-cli -p "$PORT" flushall >/dev/null
+  rps=$(evalsha_ceiling "$PORT" 50 "$CEIL_N") || return 1
   fmt='{"workload":"evalsha_ceiling","connections":50,'
   fmt+='"requests":%s,"requests_per_s":%s}\n'
   printf "$fmt" "$CEIL_N" "$rps" >>"$RESULTS"

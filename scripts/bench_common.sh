@@ -44,6 +44,28 @@ PY
   echo "$sha"
 }
 
+# evalsha_ceiling PORT CONNECTIONS REQUESTS [redis-benchmark options...]:
+# the server's EVALSHA ceiling with rlock's acquire script (redis-benchmark
+# over 1000 random keys, each then holding a 30 s lease: flushed after, so
+# they cost nothing later). Prints requests per second; fails, with
+# redis-benchmark's output on stderr, when it printed none.
+evalsha_ceiling() {
+  local port=$1 conns=$2 n=$3 sha out rps
+  shift 3
+  sha=$(load_script lock_acquire "$port")
+  out=$(redis-benchmark -p "$port" -c "$conns" -n "$n" -r 1000 -q "$@" \
+          evalsha "$sha" 1 key:__rand_int__ 30000 \
+          9f1c2b7e-4d3a-4e5f-8a6b-0c1d2e3f4a5b:1 | tr '\r' '\n')
+  rps=$(printf '%s\n' "$out" |
+        sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p' | tail -n 1)
+  redis-cli -p "$port" flushall >/dev/null
+  if [ -z "$rps" ]; then
+    printf 'bench: cannot read redis-benchmark output:\n%s\n' "$out" >&2
+    return 1
+  fi
+  echo "$rps"
+}
+
 SERVER_PIDS=() # the servers started, by pid; PORTS[i] is SERVER_PIDS[i]'s
 PORTS=()
 

@@ -22,14 +22,8 @@ start_server 0
 PORT=${PORTS[0]}
 URL="redis://127.0.0.1:$PORT"
 
-sha=$(load_script lock_acquire "$PORT")
-
-ceiling() { # connections
-  redis-benchmark -p "$PORT" -c "$1" -P 32 -n 400000 -r 1000 -q \
-    evalsha "$sha" 1 key:__rand_int__ 30000 \
-    9f1c2b7e-4d3a-4e5f-8a6b-0c1d2e3f4a5b:1 | tr '\r' '\n' |
-    sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p' | tail -n 1
-  redis-cli -p "$PORT" flushall >/dev/null
+ceiling() { # connections: pipelined, 32 deep
+  evalsha_ceiling "$PORT" "$1" 400000 -P 32
 }
 
 field() { # json key

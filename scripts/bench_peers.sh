@@ -223,17 +223,9 @@ run_one() {
 # measures it (50 connections, 1000 random keys), and its PING round trip
 # from one connection (redis-benchmark PING_INLINE, -c 1).
 server_refs() {
-  local sha out rps
-  sha=$(load_script lock_acquire "$PORT")
+  local rps
   echo "bench: [round $round] redis-benchmark EVALSHA -c 50 -n $CEIL_N" >&2
-  out=$(redis-benchmark -p "$PORT" -c 50 -n "$CEIL_N" -r 1000 -q \
-          evalsha "$sha" 1 key:__rand_int__ 30000 \
-          9f1c2b7e-4d3a-4e5f-8a6b-0c1d2e3f4a5b:1 | tr '\r' '\n')
-  rps=$(printf '%s\n' "$out" |
-        sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p' | tail -n 1)
-  flush
-  if [ -z "$rps" ]; then
-    printf 'bench: cannot read redis-benchmark output:\n%s\n' "$out" >&2
+  if ! rps=$(evalsha_ceiling "$PORT" 50 "$CEIL_N"); then
     FAILED+=("server evalsha")
     return 0
   fi
