@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Generates a C source embedding every .lua script with its SHA1, so the
 # library can send EVALSHA without hashing at run time and EVAL the text on
 # NOSCRIPT. Invoked at build time:
@@ -16,6 +17,8 @@ foreach(path IN LISTS SCRIPTS)
   foreach(inc IN LISTS INCLUDES)
     get_filename_component(inc_stem "${inc}" NAME_WE)
     file(READ "${inc}" inc_text)
+    # The including script carries the licence line already.
+    string(REGEX REPLACE "^-- SPDX-License-Identifier: [^\n]*\n" "" inc_text "${inc_text}")
     string(REPLACE "-- @include ${inc_stem}\n" "${inc_text}" text "${text}")
   endforeach()
   if(text MATCHES "-- @include ")

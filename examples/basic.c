@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The README's example: take a lock with a bounded wait and a
  * watchdog-renewed lease, work, release; then the same through
  * rlock_acquire_options, the one struct every acquire form stands for.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A fair lock serves its waiters in the order they asked.
  *
  * The main thread takes the fair lock "fair-demo", then starts three

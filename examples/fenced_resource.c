@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Why a lease lock needs fencing tokens, in one run.
  *
  * Two clients, A and B, share the fenced lock "fenced-demo" and write to

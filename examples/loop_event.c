@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Many locks, each contended, on one libevent loop thread.
  *
  * 500 locks "event-demo:0" .. "event-demo:499", each wanted by two

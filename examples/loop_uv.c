@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Thousands of acquisitions pending at once on one libuv loop thread.
  *
  * 5000 owners ask for the same lock "uv-demo" without blocking

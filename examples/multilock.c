@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A MultiLock: several locks taken as one, all or none.
  *
  * A job that moves stock between three shelves needs the locks of all

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A read-write lock: readers share it, a writer has it alone.
  *
  * Two readers take the read half of "rw-demo" and both hold it at once

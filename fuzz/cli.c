@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cli.c - fuzz_cli: the input is the rlock CLI's argument vector after
  * "rlock", its words separated by NULs ("exec\0-w\0010s\0job\0--\0true").

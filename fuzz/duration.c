@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * duration.c - fuzz_duration: the input is a duration as typed on the
  * command line ("250ms", "10s", "5m", "1h", "0"), up to its first NUL.

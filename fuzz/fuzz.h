@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz.h - what the libFuzzer targets of fuzz/ share: a check that crashes
  * (so libFuzzer keeps the input), a NUL-terminated copy of the input, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * reader.c - fuzz_reader: the bounded reply reader (src/lib/net/reader.c)
  * fed whatever a server might send.

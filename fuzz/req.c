@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * req.c - fuzz_req: the request state machine (src/lib/cmd.h:
  * rlock__req_init / rlock__req_encode / rlock__req_feed) answered by a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * url.c - fuzz_url: the input is a URL (up to its first NUL).
  *

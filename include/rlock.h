@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rlock.h - umbrella header: Redisson-compatible distributed locks for C.
  *

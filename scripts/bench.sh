@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Measure rlock against a throwaway redis-server, in one run:
 #   1. the server's EVALSHA ceiling (redis-benchmark, 50 connections, the
 #      library's acquire script) alternating with rlock-bench many, three

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Heap allocations per uncontended lock+unlock pair after a warm-up, all
 # threads, at the libc level (bench/allocs: a counting malloc shim linked
 # ahead of libc, and a program doing the pairs), against a throwaway

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # What the bench scripts share (sourced, not run): building rlock-bench,
 # and throwaway redis-server processes. The caller sets ROOT (the source
 # tree) and BUILD, then WORK (a temporary directory, removed on exit)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # An event-loop client next to the server's pipelined ceiling, in one run
 # against one throwaway redis-server (stopped by pid on exit):
 #   - redis-benchmark EVALSHA of the library's acquire script, pipelined

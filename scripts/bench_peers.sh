@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # rlock next to the lock libraries a user would otherwise pick, on the same
 # workloads against one throwaway redis-server, in one run:
 #   rlock            rlock-bench --json (uncontended, many, contended,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Measure what topologies cost, in one run, against throwaway servers:
 #   1. many (16 threads, random locks out of 1000) on one server and on a
 #      three-master Redis Cluster, three rounds alternating the two (on a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds rlock's Debian packages (debian/: librlock0, librlock-dev,
 # rlock-tools, and the adapters' librlock-uv0, librlock-uv-dev,
 # librlock-event0, librlock-event-dev) from a clean copy of the tree,

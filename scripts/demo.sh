@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The README's first command: install what is missing, build, start a
 # throwaway redis-server on a free loopback port, show `rlock exec` making
 # several processes take turns on one lock and `rlock status` during a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Install the Debian packages rlock needs to build, test and demo, when they
 # are missing. Safe to run repeatedly; does nothing when all are present.
 set -euo pipefail

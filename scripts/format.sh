@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Format every C file of the tree with clang-format and .clang-format.
 #
 #   scripts/format.sh           rewrite the files in place

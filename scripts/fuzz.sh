@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Fuzz rlock with libFuzzer: configures build-fuzz with clang and
 # -DRLOCK_FUZZ=ON, builds every fuzz_<name> (fuzz/<name>.c), and runs each
 # for a bounded time over a copy of its seed corpus, fuzz/corpus/<name>/.

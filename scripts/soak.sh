@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The fault runs of tests/integration/test_faults.c for a long time: every
 # scenario (holders killed and stopped, the server paused, restarted with
 # and without persistence, connections killed, maxmemory reached, Sentinel

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The whole test suite, as CI runs it (.ci/run calls exactly this):
 # installs missing Debian packages, then builds and runs every suite
 # (unit, integration against real redis-server processes, fault) in four
@@ -18,8 +19,10 @@
 #   scripts/test.sh            all four configurations, deb and fuzz
 #   scripts/test.sh release    just one: release | asan | tsan | valgrind
 #   scripts/test.sh consumer   only the consumer check
-#   scripts/test.sh format     only the check that every C file follows
-#                              .clang-format (the release suite runs it)
+#   scripts/test.sh format     only the checks that every C file follows
+#                              .clang-format and every source file carries
+#                              its SPDX licence line (scripts/spdx.sh; the
+#                              release suite runs both)
 #   scripts/test.sh deb        only the Debian package check
 #   scripts/test.sh fuzz       only the fuzz targets
 set -euo pipefail
@@ -47,7 +50,8 @@ suite() {
            run release -DCMAKE_BUILD_TYPE=RelWithDebInfo
            suite consumer ;;
   format) echo "==> format"
-          scripts/format.sh --check ;;
+          scripts/format.sh --check
+          scripts/spdx.sh ;;
   consumer) echo "==> consumer"
             tests/consumer/check.sh ;;
   deb) echo "==> deb"

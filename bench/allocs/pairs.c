@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pairs.c - heap allocations per uncontended lock+unlock pair, after a
  * warm-up, counted by shim.c: pairs URL [WARMUP [PAIRS]].

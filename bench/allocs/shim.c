@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shim.c - counts the process's heap allocations (malloc, calloc,
  * realloc, every thread) while rlock_shim_on is set; LD_PRELOADed or

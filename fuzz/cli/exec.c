@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* src/cli/cmd_exec.c: parse_exec for fuzz_cli, with exec_args filled in
  * as cli_cmd_exec() starts it. */
 #include "../../src/cli/cmd_exec.c"

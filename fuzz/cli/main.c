@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* src/cli/main.c with its main() renamed: parse_global for fuzz_cli. */
 #define main rlock_cli_main
 #include "../../src/cli/main.c"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * parsers.h - the rlock CLI's option parsers, reached by fuzz_cli.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* src/cli/cmd_status.c: parse_status for fuzz_cli. */
 #include "../../src/cli/cmd_status.c"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* src/cli/cmd_unlock.c: parse_unlock for fuzz_cli. */
 #include "../../src/cli/cmd_unlock.c"
 

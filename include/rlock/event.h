@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rlock/event.h - a loop client on a libevent event_base (library
  * rlock_event, pkg-config rlock-event; links libevent).

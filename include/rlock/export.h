@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rlock/export.h - symbol visibility and C++ linkage helpers.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rlock/lock.h - the reentrant lock, wire-compatible with Redisson's RLock.
  *

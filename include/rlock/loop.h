@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rlock/loop.h - locks from an event loop, without blocking.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rlock/redlock.h - a quorum lock over independent servers (RedLock).
  *

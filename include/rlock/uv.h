@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rlock/uv.h - a loop client on a libuv loop (library rlock_uv, pkg-config
  * rlock-uv; links libuv).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * event.c - rlock_loop on libevent: a persistent event per socket, one
  * timer event, and an eventfd of the adapter's own for wake-ups from other

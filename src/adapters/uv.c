@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * uv.c - rlock_loop on libuv: uv_poll_t per socket, one uv_timer_t, a
  * uv_async_t for wake-ups from other threads. The adapter frees itself

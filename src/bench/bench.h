@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench.h - rlock-bench: shared declarations of the benchmark program.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_contended.c - N processes taking turns on one lock; the contended
  * and fair workloads.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_handoff.c - handoff to a sleeping waiter: the library's waiter
  * next to the fastest waiter a client can be, in the same run.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_loop.c - an event-loop client (rlock/loop.h) on one libuv loop
  * thread.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_redlock.c - what a RedLock lock+unlock costs next to a plain lock
  * on one server: does contacting N servers cost one round trip or N?

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_rw.c - R reader and W writer processes on one read-write lock.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_tls.c - what TLS costs: the same server reached over plain TCP
  * (the first -u) and over TLS (the second, rediss://), in one run.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_uncontended.c - what one lock+unlock pair costs over the wire
  * minimum.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * raw.c - bare hiredis connections: the reference the library is compared
  * against (PING round trip, the EVALSHA floor) and the side channel the

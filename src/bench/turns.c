@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * turns.c - processes taking turns on one lock name: the harness behind
  * contended, fair, rw and handoff (see turns.h for the rounds and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * turns.h - the harness of the workloads in which processes take turns on
  * one lock name: contended, fair (bench_contended.c), rw (bench_rw.c) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * util.c - error messages, clients, owner-shaped strings, key names.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * client.c - a library client and lock object built from the global
  * options, with each failure reported once and mapped to an exit status.

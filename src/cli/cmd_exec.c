@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cmd_exec.c - `rlock exec`: hold a lock while a command runs.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cmd_status.c - `rlock status [--json] NAME`: who holds a lock, and for
  * how long, from one atomic snapshot (rlock_lock_inspect); and the latest

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cmd_unlock.c - `rlock unlock --force NAME`: delete a lock whoever holds
  * it, and wake its waiters.

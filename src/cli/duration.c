@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * duration.c - durations on the command line ("250ms", "10s", "5m", "1h")
  * and in messages.

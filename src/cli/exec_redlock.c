@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * exec_redlock.c - `rlock -u URL1 -u URL2 ... exec NAME -- COMMAND`: a
  * RedLock on NAME over independent servers, one client per URL.

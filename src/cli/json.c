@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * json.c - JSON string literals (RFC 8259) for `status --json`.
  *

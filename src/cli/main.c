@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * main.c - the rlock command-line tool: global options and dispatch to
  * the commands (cmd_*.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * path.c - find out before taking the lock whether COMMAND can be run, as a
  * shell does before it forks: "rlock exec L -- typo" fails at once with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * signals.c - catching INT, TERM and HUP so that the lock is released and
  * the command hears about them.

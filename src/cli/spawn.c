@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * spawn.c - run COMMAND as a child and wait for it, like a shell would:
  * PATH search, 127 when it is not found, 126 when it cannot be executed,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * util.c - error reporting, the library-status to exit-status mapping and
  * small output helpers shared by the commands.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * waiting.c - acquire a lock in one wait that a caught signal can end
  * (the handler fires a cancel token), and on a terminal show who holds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * acquire.c - the acquire loop shared by every lock kind.
  *

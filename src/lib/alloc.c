@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * alloc.c - the library's allocation functions and their failure
  * injection. With injection off (always, outside tests) each is one

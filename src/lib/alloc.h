@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * alloc.h - the library's one door to the heap. Every allocation rlock
  * makes itself goes through these (hiredis's own, for its RESP reader's

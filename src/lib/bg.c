@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bg.c - the background thread: one poll() loop driving pub/sub and the
  * watchdog.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cancel.h - cancel tokens: a lock-free flag a signal handler may set.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cmd.c - the command layer: building calls, the request state machine,
  * the error rule, and the blocking driver.

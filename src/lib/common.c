@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * common.c - last-error storage, monotonic time, thread ids.
  */

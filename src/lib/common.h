@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * common.h - internal helpers shared by every library source: error
  * recording, monotonic time, allocation and small string utilities.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * config_int.h - the definition behind the opaque rlock_config.
  */

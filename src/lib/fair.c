@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fair.c - the fair lock (Redisson RFairLock): first come, first served.
  *

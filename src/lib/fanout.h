@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fanout.h - one script on several servers at once, from one thread.
  *

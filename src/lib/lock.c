@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lock.c - lock objects and the operations every kind shares (acquire
  * entry points, release, force release, check); and the reentrant kind

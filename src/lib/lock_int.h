@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lock_int.h - the definition behind rlock_lock and the contract between
  * the generic acquire loop (acquire.c) and each lock kind.

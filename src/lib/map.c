@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * map.c - chained hash table with FNV-1a hashing, doubling at load 1;
  * removed nodes are kept as spares (map.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * map.h - a string-keyed hash table of void pointers (chained, growing).
  *

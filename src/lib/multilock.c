@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * multilock.c - all-or-nothing acquisition of several locks.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * names.h - lock name validation and the Redisson naming rules for the
  * keys and channels derived from a lock's name.

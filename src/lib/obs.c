@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * obs.c - the log hook and the counters (obs.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * obs.h - what a client tells its operators: the log hook
  * (rlock_config_set_log) and the counters (rlock_client_stats).

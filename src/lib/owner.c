@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * owner.c - never-reused owner numbers and thread liveness records.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * owner.h - owner numbers: who holds a lock within this process.
  *

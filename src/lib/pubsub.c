@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pubsub.c - shared subscriptions and wake-up permits: the waiters' side,
  * and what the background thread's pushes do to them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pubsub.h - unlock notifications for waiting threads.
  *

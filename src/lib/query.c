@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * query.c - read-only questions about a lock: is it locked, do I hold it,
  * how often, for how long, and the whole state at once.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * redlock_int.h - internals shared by redlock.c (rounds, validation) and
  * redlock_ops.c (the acquire loop, release, results).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * redlock_ops.c - RedLock acquisition rounds, release and results.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * renew.c - the watchdog's renewal tick, run on the background thread.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * reply.h - the typed result the command layer hands to everything above
  * it: nil, integer, string, status, error or array.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rw.c - the read-write lock (Redisson RReadWriteLock): a read kind and a
  * write kind over one hash at the lock's name.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * script.h - the Lua scripts every lock operation runs, embedded at build
  * time from the .lua files in src/lib/scripts/ together with their SHA1

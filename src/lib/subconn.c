@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * subconn.c - the background thread's side of pub/sub: subscriber
  * connections, reading pushes, and telling the servers what to

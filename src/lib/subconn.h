@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * subconn.h - one subscriber connection, driven by the background thread.
  *

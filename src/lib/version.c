@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* version.c - runtime version queries. */
 #include "rlock/version.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * watchdog.h - this client's record of the locks its threads hold, and
  * the lease renewal built on it.

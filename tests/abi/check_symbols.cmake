@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Compares the symbols librlock.so exports (all rlock_*) with a checked-in
 # list.
 #   cmake -DNM=nm -DLIB=librlock.so -DLIST=rlock.symbols [-DUPDATE=ON]

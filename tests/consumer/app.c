@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The consumer check's program (tests/consumer/check.sh): built against an
  * installed or embedded rlock the way a user would, it needs no server.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A consumer of the event-loop adapters: makes a loop client on libuv
  * and one on libevent (no I/O: none connects), frees them, and prints
  * the version like app.c. */

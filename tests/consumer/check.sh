@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds and runs tests/consumer/app.c against rlock the four ways a C
 # programmer adopts it, from a throwaway install prefix (scripts/test.sh
 # runs it once, after the release suite; no server is needed):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fault.h - helpers shared by the fault tests: status assertions that
  * print the library's message, and the end of a fake server's script.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_fake_selfcheck.c - self-test of tests/support/rt_fake, the scripted
  * fake server, driven by a raw hiredis client.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* An acquisition attempt lost in flight: the server read it, then the
  * connection broke before the answer (a server killed, or failing over).
  * The attempt may have taken the lock; the client settles which by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Fault cases a real server does not produce on demand, played by the
  * scripted fake server: truncated, late, garbage and unexpected replies,
  * NOSCRIPT, and connections the server closed while idle. Each must give

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Transport faults played by the scripted fake server: a reply that
  * trickles in a byte at a time, replies that announce gigabytes, and host
  * names that do not resolve. The command timeout must bound a whole round

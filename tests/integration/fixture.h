@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fixture.h - helpers shared by the integration tests: clients pointed at
  * a harness server, status assertions that print the library's message,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * loop_fixture.h - running the event loop under test (libuv's or
  * libevent's, each case once on both) and collecting completions, for the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Integration: an ACL user allowed exactly what README's "Least-privilege
  * Redis users" gives for locks named `locks:*` runs every lock kind; a
  * user lacking one right gets RLOCK_EAUTH naming what was refused, for

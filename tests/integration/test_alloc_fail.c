@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Integration: allocation failure. The library's allocator (alloc.h) is
  * made to fail the Nth allocation of the calling thread, for N = 1, 2, ...
  * over a full cycle of each lock kind (client, lock objects, acquire with

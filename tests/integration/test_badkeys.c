@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Integration: keys that are not locks, and locks of another family on
  * the same name. Every operation of every lock kind must refuse them with
  * RLOCK_EWRONGTYPE (or, for a release of something never held,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Integration: the `rlock` command-line tool, run as a subprocess
  * ($RLOCK_TEST_BINDIR/rlock) against a real redis-server. Each test uses
  * its own lock names on one shared server. */

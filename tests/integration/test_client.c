@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Integration: connecting — passwords, ACL users, database selection,
  * unix sockets — and one client shared by many threads. */
 #include "fixture.h"

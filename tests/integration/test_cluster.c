@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Integration: rlock against a real Redis Cluster (rt_cluster: 3 masters,
  * one replica each). Names on every master; keys land on the owning node;
  * contention and pub/sub wake-ups across processes in the three pub/sub

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Integration: every example program runs against a real server and
  * exits 0, which each does only when the behaviour it demonstrates
  * happened. The examples are found by listing $RLOCK_TEST_BINDIR

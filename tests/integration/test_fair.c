@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause AND Apache-2.0 */
 /* Integration: the fair lock — strict FIFO across threads and processes,
  * waiters that crash or give up, no spinning, and interop with Redisson's
  * fair-lock scripts as seed 002 quotes them. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Fault runs: worker processes take turns on fenced locks while the
  * harness injects faults, and the history checker (rt_history.h) judges
  * what they recorded. Each worker loops: acquire (2 s wait), bump a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Integration: the fenced lock (Redisson's RFencedLock). Every
  * acquisition, re-entries included, increments the counter
  * redisson_lock_token:{NAME} and hands back its new value; tokens only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Integration: why fencing tokens matter, with real processes. A holder
  * (`rlock exec --fenced` and its COMMAND) is paused with SIGSTOP past its
  * lease; another client takes the lock with a larger token and writes to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Integration: a client belongs to the process that created it.
  *  - In a fork()ed child every operation on an inherited client fails at
  *    once with RLOCK_ECLOSED and leaves the parent's connections alone; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_harness.c - self-test of tests/support/rt_server: real redis-server
  * processes, their lifecycle, and the process hygiene (no server outlives

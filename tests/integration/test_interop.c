@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause AND Apache-2.0 */
 /* Integration: wire compatibility with Redisson. A Redisson client is
  * played by running Redisson's own scripts exactly as the seed articles
  * quote them (shared/seeds/000: tryLockInnerAsync, unlockInnerAsync,

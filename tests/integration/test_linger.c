@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Integration: a lock channel's subscription lingers after its last
  * waiter leaves (rlock_config_set_subscription_linger), so the next wait
  * needs no SUBSCRIBE; it goes once the linger ends, at once with linger

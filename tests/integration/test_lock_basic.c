@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Integration: the reentrant lock's operations and data layout against a
  * real redis-server. */
 #include "fixture.h"

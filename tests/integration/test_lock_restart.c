@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Integration: the server restarting or going away while locks are held
  * or awaited. Operations during an outage must fail with a clear error,
  * never hang, and the client must recover by itself afterwards. */

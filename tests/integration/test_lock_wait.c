@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Integration: waiting for a lock (pub/sub wake-ups, timing bounds) and
  * mutual exclusion under contention from threads and processes. */
 #include "fixture.h"

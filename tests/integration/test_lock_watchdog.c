@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Integration: lease renewal by the watchdog, its end at release, crashed
  * holders, and lost-lock detection. Uses short watchdog timeouts so that
  * "three timeouts" take seconds, not minutes. */

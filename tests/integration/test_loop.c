@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Integration: event-loop clients (rlock/loop.h) on a real server, each
  * case run once on libuv and once on libevent (the adapters are compiled

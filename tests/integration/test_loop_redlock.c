@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Integration: a RedLock over three loop clients (rlock_redlock_acquire_async,
  * _release_async), each on its own redis-server, every case once on libuv

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Integration: MultiLock — all or nothing over locks of any kind, on one
  * or several servers. */
 #include "fixture.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Integration: what a client tells its operators. The log hook
  * (rlock_config_set_log) hears lost locks, failed renewals and
  * connections lost and made again, only up to its level, on threads where

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Integration: owners. Explicit owners (rlock_owner_new) that acquire on
  * one thread and release on another, owner numbers that are never reused
  * (so a new thread never inherits an exited thread's hold, which expires

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Integration: RedLock over 3 and 5 independent redis-servers. */
 #include "fixture.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Integration: confirming lock writes on replicas (WAIT, Redisson's
  * checkLockSyncedSlaves) and the unlock latch that makes a repeated
  * release return the first answer. A real master with a real replica. */

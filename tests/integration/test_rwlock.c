@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Integration: the read-write lock — overlapping readers, exclusive
  * writers, downgrade, the refused upgrade, crashed readers, wake-ups,
  * Redisson's layout, and a multi-process history checked for overlaps. */

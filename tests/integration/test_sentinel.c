@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Integration: locks through Redis Sentinel, against real deployments
  * (rt_sentinel: a master, one replica, three sentinels; failovers are the
  * sentinels' own). Every lock must land on the master the sentinels name,

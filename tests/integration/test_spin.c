@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Integration: the spin lock (Redisson's RSpinLock). The reentrant lock's
  * layout, but a waiter never subscribes: it retries after a back-off (1 ms
  * doubling to 128 ms, with jitter) bounded by the holder's TTL and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Integration: rlock over TLS (rediss://) against redis-server's own TLS
  * port, with certificates the harness makes with the openssl command.
  * Locks, wake-ups, the watchdog and RedLock work over TLS; a wrong CA, an

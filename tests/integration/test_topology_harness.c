@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_topology_harness.c - self-test of tests/support/rt_cluster and
  * rt_sentinel: a real Redis Cluster (hash slots, MOVED, ASK during a live

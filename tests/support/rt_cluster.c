@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rt_cluster.c - a real Redis Cluster for the tests. See rt_cluster.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rt_cluster.h - a real Redis Cluster of redis-server processes, for tests.
  *

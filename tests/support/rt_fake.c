@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rt_fake.c - a scripted fake Redis server on its own thread.
  *

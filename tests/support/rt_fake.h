@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rt_fake.h - a scripted fake Redis server, for failures a real server does
  * not produce on demand: truncated or garbage replies, connections closed

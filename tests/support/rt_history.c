@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rt_history.c - the fault runs' history and its checker (rt_history.h).
  */

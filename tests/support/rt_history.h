@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rt_history.h - a history of lock operations and its checker, for fault
  * runs (tests/integration/test_faults.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rt_proc.c - registry of child processes, their cleanup on exit and on
  * fatal signals, and the thread that spawns them. See rt_proc.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rt_proc.h - process hygiene for rt_server (internal to tests/support).
  *

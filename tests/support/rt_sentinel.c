@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rt_sentinel.c - a real Redis Sentinel deployment for the tests. See
  * rt_sentinel.h.

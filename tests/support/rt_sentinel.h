@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rt_sentinel.h - a real Redis Sentinel deployment for tests: one master,
  * its replicas, and the sentinels that watch them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rt_server.c - start, stop and talk to real redis-server processes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rt_tls.c - test certificates made with the openssl command (rt_tls.h).
  * EC P-256 keys: quick to make, and what a managed service would issue.

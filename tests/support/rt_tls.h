@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rt_tls.h - certificates for TLS tests, made with the openssl command in
  * a fresh temporary directory: a CA, a server certificate it signs for

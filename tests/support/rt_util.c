@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rt_util.c - time, sleep and free-port helpers for the tests.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rt_util.h - small helpers shared by the test-support library and tests:
  * monotonic time, sleeping, and free loopback ports.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests: every public function validates its arguments without any
  * server (the client never connects until an operation needs it). */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests: common.c's small helpers. */
 #include <setjmp.h>
 #include <stdarg.h>

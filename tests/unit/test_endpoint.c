@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests: URL parsing into endpoints. */
 #include <setjmp.h>
 #include <stdarg.h>

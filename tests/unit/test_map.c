@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests: the internal hash map. */
 #include <setjmp.h>
 #include <stdarg.h>

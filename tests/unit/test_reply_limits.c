@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests: the bounded reply reader (reader.h). Byte strings go
  * straight into it: ordinary replies must come out exactly as hiredis's
  * own reader builds them, and replies over a limit must be refused before

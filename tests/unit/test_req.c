@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests: the request state machine (cmd.h: rlock__req_init,
  * rlock__req_encode, rlock__req_feed) fed replies by hand, with no
  * server: redirections read strictly, NOSCRIPT, ASKING and WAIT. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests: name lookup with a deadline (resolve.h). Nothing here needs
  * a DNS server: numeric addresses, "localhost" from /etc/hosts, and
  * ".invalid", which never resolves (RFC 6761). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests: the RESP encoder of conn.h (rlock__resp_*, rlock__conn_format),
  * rlock__req_encode_to into a reused buffer, and the reply nodes a thread
  * keeps for reuse (reply.h). The encoder must write exactly what hiredis's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests: topology URLs (redis-cluster://, redis-sentinel://) and the
  * Redis Cluster hash slot of a key. */
 #include <setjmp.h>

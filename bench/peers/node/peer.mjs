@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // peer.mjs - node-redlock (redlock 5 beta) and redis-semaphore's Mutex,
 // both over ioredis, through the workloads of scripts/bench_peers.sh,
 // printing one JSON object per run on one line (the same keys as

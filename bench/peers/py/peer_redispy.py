@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """peer_redispy.py - redis-py's redis.lock.Lock through the workloads of
 scripts/bench_peers.sh, printing one JSON object per run on one line (the
 same keys as bench/peers/node/peer.mjs; see bench/peers/README.md).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * core.c - a loop client's life, the adapter's entry points, and when
  * callbacks run.

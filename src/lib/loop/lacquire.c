@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lacquire.c - an acquisition on the loop: acquire.c's loop turned into
  * a state machine.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lconn.c - one non-blocking connection of a loop client.
  *

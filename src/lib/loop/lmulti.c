@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lmulti.c - a MultiLock on the loop: multilock.c's all-or-none sequence
  * as a chain of member operations.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * loop.h - the event-loop engine behind rlock/loop.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lops.c - the _async entry points: argument checks, then one call each
  * (an acquisition hands over to lacquire.c).

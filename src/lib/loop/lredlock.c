@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lredlock.c - a RedLock on the loop: redlock_ops.c's rounds as member
  * operations of the members' own loop clients, all on one loop thread.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lrenew.c - the watchdog on the loop: renew.c's tick in steps, one
  * batch in flight at a time on the command connection. Releases go on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lsub.c - a loop client's subscriber: one connection, channels shared by
  * the acquisitions waiting on them.

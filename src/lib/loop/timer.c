@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * timer.c - many timers behind the adapter's one: a binary min-heap by
  * due time. Every waiting acquisition has one (its sleep bound), so ten

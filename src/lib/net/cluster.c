@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cluster.c - reading a Redis Cluster's slot map from one of its nodes:
  * CLUSTER SHARDS (Redis 7), or CLUSTER SLOTS where SHARDS is unknown.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cluster.h - a Redis Cluster's slot map, read from one node.
  */

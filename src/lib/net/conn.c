@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * conn.c - TCP and unix-socket connections with deadlines, TLS where the
  * endpoint asks for it (tls.c), and the login handshake.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * conn.h - one connection to one server: our own socket, our own RESP
  * encoder writing into a buffer the connection keeps (so a warm

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * endpoint.c - URL parsing:
  *   redis://[[user]:password@]host[:port][/db]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * endpoint.h - where a server is and how to log in to it, parsed from a
  * redis://, rediss:// (TLS) or unix:// URL.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * reader.c - hiredis's RESP parser with object functions of our own that
  * count what a reply costs and refuse it past the limits.

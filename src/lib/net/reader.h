@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * reader.h - a RESP reply reader that bounds what one reply may cost.
  *

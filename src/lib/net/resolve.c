@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * resolve.c - getaddrinfo() bounded by a deadline.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * slot.c - CRC16 (XMODEM: polynomial 0x1021, initial value 0, no
  * reflection), as the Redis Cluster specification defines the key hash.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * target.c - topology URLs (target.h); redis:// and unix:// are
  * endpoint.c's.

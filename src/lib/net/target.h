@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * target.h - what a client connects to, parsed from its URL: one server,
  * a Redis Cluster (seed nodes), or a master found through Sentinel.

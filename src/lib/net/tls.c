@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tls.c - TLS contexts and sessions over our own socket BIO (tls.h).
  */

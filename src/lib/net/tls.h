@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tls.h - TLS under a connection's byte stream (OpenSSL).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * topo.c - nodes, routing, and refreshing a cluster's slot map or
  * Sentinel's master.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- Acquire the fair lock (Redisson RFairLock layout), queueing if needed.
 -- KEYS[1] lock name, ARGV[8] queue redisson_lock_queue:{name},
 -- ARGV[9] deadlines redisson_lock_timeout:{name}, ARGV[7] channel prefix

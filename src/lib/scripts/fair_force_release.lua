@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- Delete the lock whoever holds it, whatever its kind, and wake its
 -- waiters. KEYS[1] lock, ARGV[6] queue, ARGV[7] deadlines, ARGV[4] channel
 -- prefix redisson_lock__channel:{name}, ARGV[5] the read-write channel

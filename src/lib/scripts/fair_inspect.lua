@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- Snapshot a fair lock atomically. KEYS[1] lock; ARGV[1] now (epoch ms),
 -- ARGV[2] queue, ARGV[3] deadlines (names, not declared keys: see
 -- fair_acquire.lua).

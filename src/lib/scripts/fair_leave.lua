@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- A fair-lock waiter gives up: leave the queue at once (Redisson's
 -- acquireFailed) and shorten the deadlines of everyone behind it by its
 -- wait. KEYS[1] lock, ARGV[5] queue, ARGV[6] deadlines, ARGV[4] channel

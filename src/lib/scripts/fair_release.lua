@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- Release one hold of the fair lock (Redisson RFairLock layout).
 -- KEYS[1] lock, ARGV[9] queue, ARGV[10] deadlines, ARGV[7] channel prefix.
 -- ARGV[1] message "0", ARGV[2] lease to keep when holds remain, ARGV[3]

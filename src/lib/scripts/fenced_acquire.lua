@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- Acquire the fenced lock (Redisson RFencedLock): the reentrant lock's
 -- layout, plus a counter, the token key, that every acquisition
 -- increments, re-entries included (as Redisson's does).

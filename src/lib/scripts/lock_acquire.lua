@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- Acquire the reentrant lock (Redisson RLock layout).
 -- KEYS[1] lock name.  ARGV[1] lease in ms, ARGV[2] owner (any string; rlock
 -- writes "<uuid>:<thread>").

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- Delete the lock whoever holds it and notify one waiter.
 -- KEYS[1] lock name, ARGV[3] channel. ARGV[1] message "0", ARGV[2] publish
 -- command. Returns 1 when a lock was deleted, 0 when there was none.

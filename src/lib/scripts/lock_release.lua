@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- Release one hold of the reentrant lock (Redisson RLock layout).
 -- KEYS[1] lock name; ARGV[6] its channel redisson_lock__channel:{name}.
 -- ARGV[1] unlock message "0", ARGV[2] lease to keep when holds remain,

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- Acquire a read hold (Redisson RReadWriteLock layout).
 -- KEYS[1] lock name, ARGV[4] this owner's timeout-key prefix
 -- "{name}:<owner>:rwlock_timeout". ARGV[1] lease ms, ARGV[2] owner

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- Release one read hold (Redisson RReadWriteLock layout).
 -- KEYS[1] lock, ARGV[5] channel redisson_rwlock:{name}, ARGV[6] this
 -- owner's timeout-key prefix, ARGV[7] the timeout-key base "{name}".

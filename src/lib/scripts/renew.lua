@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- Watchdog renewal of many locks in one call (Redisson's renewal, batched).
 -- KEYS[i] lock name; ARGV[1] lease in ms; ARGV[i + 1] owner of KEYS[i].
 -- For each i: if the owner still holds KEYS[i], PEXPIRE it and emit 1,

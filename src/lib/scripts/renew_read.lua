@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- Watchdog renewal of read holds, batched. For each i of n: KEYS[i] lock
 -- name; ARGV[1] lease ms, ARGV[1 + i] the owner, ARGV[1 + n + i] the
 -- lock's timeout-key base "{name}" (a name, not a key: see lock_release).

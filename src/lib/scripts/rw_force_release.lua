@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- Delete a read-write lock if it is in ARGV[3]'s mode ("read" or
 -- "write"), whoever holds it, and notify: KEYS[1] lock, ARGV[4] channel.
 -- ARGV[1] message ("0" for read, "1" for write), ARGV[2] publish command,

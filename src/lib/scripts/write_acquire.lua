@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- Acquire the write hold (Redisson RReadWriteLock layout).
 -- KEYS[1] lock name. ARGV[1] lease ms, ARGV[2] the write field
 -- "<owner>:write", ARGV[3] the owner's read field "<owner>".

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- Release one write hold (Redisson RReadWriteLock layout).
 -- KEYS[1] lock, ARGV[6] channel redisson_rwlock:{name}.
 -- ARGV[1] message "1" (wakes every waiter), ARGV[2] lease to keep when

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- fairpurge: the fair lock's stale-head purge (Redisson's prelude to
 -- acquire, release and force release). Drops queued waiters from the head
 -- while the head's deadline has passed; only the head is examined, so a

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- holdcheck: the cheap check a plain or fair release makes, included by
 -- their scripts. The owner's field proves the hash is a lock (only this
 -- owner writes it); only a read-write lock of the same owner could carry

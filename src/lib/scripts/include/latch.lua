@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- latch: Redisson's unlock latch (3.24+), included by every release
 -- script. An unlock carries a request id, the same across its retries; its
 -- first execution stores its answer in redisson_unlock_latch:{name}:<id>

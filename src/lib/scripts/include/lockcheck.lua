@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- lockcheck: included (an "@include lockcheck" line) at the top of every
 -- script that reads or writes a lock's hash, so that a key which is not a
 -- lock is refused before anything is written.
