@@ -283,13 +283,17 @@ void rlock__topo_refresh(rlock__topo *t) {
     refresh(t, 0, 0);
 }
 
-void rlock__topo_moved(rlock__topo *t, unsigned slot, rlock__node *node) {
+void rlock__topo_set_slot(rlock__topo *t, unsigned slot, rlock__node *node) {
   if (t->slots != NULL && slot < RLOCK__SLOTS &&
       atomic_exchange(&t->slots[slot], node) != node) {
     rlock__obs_count(t->obs, RLOCK__STAT_TOPOLOGY_CHANGES);
     rlock__obs_log(t->obs, RLOCK_LOG_INFO, "cluster: slot %u moved to %s", slot,
                    node->where);
   }
+}
+
+void rlock__topo_moved(rlock__topo *t, unsigned slot, rlock__node *node) {
+  rlock__topo_set_slot(t, slot, node);
   rlock__topo_refresh(t);
 }
 

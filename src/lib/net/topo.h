@@ -114,6 +114,10 @@ int rlock__topo_node_at(rlock__topo *t, const char *addr, rlock__node **out);
  * when no refresh ran within RLOCK__TOPO_REFRESH_MS. */
 void rlock__topo_moved(rlock__topo *t, unsigned slot, rlock__node *node);
 
+/* The slot-map part of rlock__topo_moved, without the refresh (no I/O):
+ * for a driver that refreshes in its own way. */
+void rlock__topo_set_slot(rlock__topo *t, unsigned slot, rlock__node *node);
+
 /* Refresh now (waiting for one already running): the topology is known
  * to have changed (Sentinel announced a new master). */
 void rlock__topo_refresh_now(rlock__topo *t);
