@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "rlock_git.h" /* RLOCK_GIT_COMMIT (cmake/git_commit.cmake) */
 
 static const char main_help[] =
     "Usage: rlock [-u URL]... [--watchdog DUR] exec\n"
@@ -120,6 +121,16 @@ static int read_password(const char *path, char *buf, size_t size) {
   return 0;
 }
 
+/* --version: the library's version and, for a build from a git checkout,
+ * the commit it was built from ("rlock 0.9.0 (git 1e54408)"). */
+static int print_version(void) {
+  if (RLOCK_GIT_COMMIT[0] != '\0')
+    printf("rlock %s (git %s)\n", rlock_version_string(), RLOCK_GIT_COMMIT);
+  else
+    printf("rlock %s\n", rlock_version_string());
+  return 0;
+}
+
 /* Returns CLI_CONTINUE with *g filled and optind at the command, or an
  * exit status (after --help, --version or a usage error). */
 static int parse_global(int argc, char **argv, cli_global *g) {
@@ -142,8 +153,7 @@ static int parse_global(int argc, char **argv, cli_global *g) {
     case 'h':
       return cli_help(main_help);
     case OPT_VERSION:
-      printf("rlock %s\n", rlock_version_string());
-      return 0;
+      return print_version();
     case 'u':
       if (g->nurls == RLOCK_MAX_REDLOCK_MEMBERS)
         return cli_usage("at most %d -u URLs", RLOCK_MAX_REDLOCK_MEMBERS);

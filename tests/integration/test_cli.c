@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -1487,10 +1488,65 @@ static void test_help_and_version(void **state) {
                                    "$RLOCK_TOKEN", "--spin");
        *s; s++)
     assert_non_null(strstr(p.out[0], *s));
-  char want[64];
-  snprintf(want, sizeof want, "rlock %s\n", rlock_version_string());
+}
+
+/* The first line `cmd` prints, without its newline, into buf ("" when it
+ * fails or prints nothing). */
+static void first_line_of(const char *cmd, char *buf, size_t size) {
+  buf[0] = '\0';
+  FILE *f = popen(cmd, "r");
+  assert_non_null(f);
+  if (fgets(buf, (int)size, f) == NULL)
+    buf[0] = '\0';
+  buf[strcspn(buf, "\n")] = '\0';
+  if (pclose(f) != 0)
+    buf[0] = '\0';
+}
+
+/* The commit a build of `src` names (cmake/git_commit.cmake's rule): `git
+ * rev-parse --short HEAD` where src is the top of a git checkout, else "". */
+static void source_commit(const char *src, char *buf, size_t size) {
+  char cmd[4200], top[4096], real_top[PATH_MAX], real_src[PATH_MAX];
+  buf[0] = '\0';
+  snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse --show-toplevel 2>/dev/null",
+           src);
+  first_line_of(cmd, top, sizeof top);
+  if (top[0] == '\0' || realpath(top, real_top) == NULL ||
+      realpath(src, real_src) == NULL || strcmp(real_top, real_src) != 0)
+    return;
+  snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse --short HEAD 2>/dev/null",
+           src);
+  first_line_of(cmd, buf, size);
+}
+
+/* --version prints include/rlock/version.h's version (which the man page's
+ * title names too) and, built from a git checkout, the commit of the source
+ * tree it was built from: the one checked out now, unless a commit was made
+ * since the build. */
+static void test_version(void **state) {
+  (void)state;
+  char version[32], want[128], commit[64], th[512] = "";
+  snprintf(version, sizeof version, "%d.%d.%d", RLOCK_VERSION_MAJOR,
+           RLOCK_VERSION_MINOR, RLOCK_VERSION_PATCH);
+  assert_string_equal(rlock_version_string(), version);
+  source_commit(RLOCK_TEST_SRCDIR, commit, sizeof commit);
+  if (commit[0] != '\0')
+    snprintf(want, sizeof want, "rlock %s (git %s)\n", version, commit);
+  else
+    snprintf(want, sizeof want, "rlock %s\n", version);
+  proc p;
   run_expect(&p, 0, ARGS("--version"));
   assert_string_equal(p.out[0], want);
+  assert_string_equal(p.out[1], "");
+
+  snprintf(want, sizeof want, "\"rlock %s\"", version);
+  FILE *f = fopen(RLOCK_TEST_SRCDIR "/docs/rlock.1", "r");
+  assert_non_null(f);
+  while (fgets(th, sizeof th, f) != NULL && strncmp(th, ".TH ", 4) != 0)
+    ;
+  fclose(f);
+  if (strstr(th, want) == NULL)
+    fail_msg("docs/rlock.1's title line does not name %s: %s", want, th);
 }
 
 static void test_url_from_environment(void **state) {
@@ -1535,6 +1591,7 @@ int main(void) {
       cmocka_unit_test(test_families_refused),
       cmocka_unit_test(test_usage_errors),
       cmocka_unit_test(test_help_and_version),
+      cmocka_unit_test(test_version),
       cmocka_unit_test(test_url_from_environment),
       cmocka_unit_test(test_exec_lost_lock_terminates_command),
       cmocka_unit_test(test_exec_waits_through_outage),
