@@ -111,3 +111,17 @@ void rlock__bg_stop(rlock_client *c) {
   close(c->bg.wake_fd);
   c->bg.started = 0;
 }
+
+/* ---- the blocking driver ------------------------------------------------ */
+
+static int bg_free(rlock_client *c) {
+  rlock__bg_stop(c);
+  rlock__client_teardown(c);
+  return RLOCK_OK;
+}
+
+const rlock__driver rlock__bg_driver = {
+    .free = bg_free,
+    .renew_arm = rlock__bg_wake,
+    .release_waits_renewal = 1,
+};

@@ -85,8 +85,6 @@ int rlock__client_setup(rlock_client **out, const rlock_config *cfg) {
                         &c->obs);
   if (rc != RLOCK_OK)
     goto fail_cfg;
-  c->topo.on_change = wake_bg;
-  c->topo.on_change_arg = c;
   if ((rc = rlock__pubsub_init(&c->ps)) != RLOCK_OK)
     goto fail_topo;
   c->ps.obs = &c->obs;
@@ -125,6 +123,9 @@ int rlock_client_new(rlock_client **out, const rlock_config *cfg) {
   int rc = rlock__client_setup(out, cfg);
   if (rc != RLOCK_OK)
     return rc;
+  (*out)->drv = &rlock__bg_driver;
+  (*out)->topo.on_change = wake_bg; /* Sentinel: the subscriber follows */
+  (*out)->topo.on_change_arg = *out;
   if ((rc = rlock__bg_start(*out)) != RLOCK_OK) {
     rlock__client_teardown(*out);
     *out = NULL;
@@ -153,11 +154,7 @@ int rlock_client_free(rlock_client *c) {
                       "rlock_client_free called from the "
                       "client's own background thread (lost-lock callback); "
                       "free it from another thread");
-  if (c->loop != NULL)
-    return rlock__loop_client_free(c);
-  rlock__bg_stop(c);
-  rlock__client_teardown(c);
-  return RLOCK_OK;
+  return c->drv->free(c);
 }
 
 const char *rlock_client_id(const rlock_client *c) { return c ? c->id : NULL; }

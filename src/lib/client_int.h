@@ -17,7 +17,28 @@
 #include "script.h"
 #include "watchdog.h"
 
+/* The driver that runs a client: the blocking one (the caller's threads
+ * and a background thread, bg.c) or an event loop's (loop/core.c). The
+ * layers below reach it only through this table, never by name. */
+typedef struct rlock__driver {
+  /* rlock_client_free's work, once the checks common to both passed. */
+  int (*free)(rlock_client *c);
+  /* A watchdog hold was recorded after an idle period: make sure the
+   * renewal tick is armed. Called on the thread that recorded the hold,
+   * with no library mutex held. */
+  void (*renew_arm)(rlock_client *c);
+  /* 1 when a renewal and a release may travel on different connections,
+   * so popping the last watchdog level waits for a renewal in flight
+   * (watchdog.c); 0 when they share each node's one connection, in order
+   * (the loop). */
+  int release_waits_renewal;
+} rlock__driver;
+
+/* The blocking driver (bg.c). */
+extern const rlock__driver rlock__bg_driver;
+
 struct rlock_client {
+  const rlock__driver *drv;
   rlock_config cfg;
   char id[37];
   rlock__topo topo;             /* the servers, and which serves a key */
@@ -34,12 +55,11 @@ struct rlock_client {
 };
 
 /* A client without its driver: rlock_client_new starts the background
- * thread on it, rlock_client_new_loop attaches an event loop. */
+ * thread on it, rlock_client_new_loop attaches an event loop; each sets
+ * c->drv. */
 int rlock__client_setup(rlock_client **out, const rlock_config *cfg);
 /* Free what rlock__client_setup made (the driver stopped first). */
 void rlock__client_teardown(rlock_client *c);
-/* rlock_client_free for a loop client (loop/core.c). */
-int rlock__loop_client_free(rlock_client *c);
 
 /* Write "<client id>:<thread id>" for the calling thread into buf
  * (RLOCK_OWNER_MAX bytes). */

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "client_int.h"
-#include "loop.h"
 #include "common.h"
 #include "rlock/lock.h"
 
@@ -225,10 +224,8 @@ int rlock__hold_push_owned(rlock_client *c, const char *name, const char *owner,
   pthread_mutex_unlock(&wd->mu);
   if (rc == RLOCK_OK)
     rlock__obs_count(&c->obs, RLOCK__STAT_ACQUISITIONS);
-  if (wake && c->loop != NULL)
-    rlock__lrenew_arm(c); /* the loop's thread: this one */
-  else if (wake)
-    rlock__bg_wake(c);
+  if (wake)
+    c->drv->renew_arm(c);
   return rc;
 }
 
@@ -252,10 +249,10 @@ void rlock__hold_pop(rlock_client *c, const char *name, const char *owner,
    * flight: let that renewal land first, so that the release script's
    * PEXPIRE (or DEL) is the last word on the key's TTL. A loop client
    * needs no wait (and could not: the renewal's answer comes on this
-   * thread): its renewals and releases share one connection, so the
-   * server runs them in the order they were sent. */
-  while (c->loop == NULL && h != NULL && h->inflight && h->depth > 0 &&
-         h->leases[h->depth - 1] == 0 && h->wd_levels == 1) {
+   * thread): its renewals and releases share each node's one connection,
+   * so the server runs them in the order they were sent. */
+  while (c->drv->release_waits_renewal && h != NULL && h->inflight &&
+         h->depth > 0 && h->leases[h->depth - 1] == 0 && h->wd_levels == 1) {
     pthread_cond_wait(&wd->settled, &wd->mu);
     h = find(wd, name, owner, key, &klen);
   }

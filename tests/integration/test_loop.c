@@ -730,7 +730,8 @@ static void test_bad_input(void **state) {
   rlock_lock_free(bl);
   rlock_client_free(bc);
   assert_int_equal(r.done, 0);
-  /* Topologies a loop client does not support yet, and a bad table. */
+  /* A bad table; every topology is accepted (a cluster's seeds are asked
+   * on the loop, later). */
   rlock_config *cfg;
   OK(rlock_config_new(&cfg));
   OK(rlock_config_set_url(cfg, "redis-cluster://127.0.0.1:1"));
@@ -739,10 +740,10 @@ static void test_bad_input(void **state) {
   RC(rlock_client_new_loop(&bad, NULL, &table), RLOCK_EINVAL);
   RC(rlock_client_new_loop(&bad, NULL, NULL), RLOCK_EINVAL);
   if (kind == UV)
-    RC(rlock_uv_client_new(&bad, cfg, &uvl), RLOCK_EINVAL);
+    OK(rlock_uv_client_new(&bad, cfg, &uvl));
   else
-    RC(rlock_event_client_new(&bad, cfg, evb), RLOCK_EINVAL);
-  assert_non_null(strstr(rlock_error_last()->message, "single server"));
+    OK(rlock_event_client_new(&bad, cfg, evb));
+  OK(rlock_client_free(bad));
   rlock_config_free(cfg);
   rlock_lock_free(l);
   loop_free(c);

@@ -166,14 +166,16 @@ int rlock_lock_force_release_async(rlock_lock *l, rlock_async_fn cb,
 /* ---- queries ------------------------------------------------------------ */
 
 static void inspect_done(rlock_client *c, rlock__lreq *r) {
+  (void)c;
   rlock_op *op = of_lreq(r);
+  const char *where = r->node != NULL ? r->node->where : "";
   rlock__reply *reply;
   int rc = answer(r, &reply);
   rlock_lock_info *info = NULL;
   if (rc == RLOCK_OK && (info = rlock__info_new()) == NULL)
     rc = RLOCK_ENOMEM;
   if (rc == RLOCK_OK)
-    rc = rlock__inspect_parse(reply, info, c->loop->cmd.where);
+    rc = rlock__inspect_parse(reply, info, where);
   rlock__reply_free(reply);
   int64_t value = 0;
   if (rc == RLOCK_OK && op->type == RLOCK__LOP_IS_LOCKED)

@@ -62,7 +62,7 @@ static void watch_connect(rlock__topo *t, rlock__sentinel_watch *w) {
 
 /* "+switch-master" messages read "<name> <old ip> <old port> <new ip>
  * <new port>". */
-static int names_our_master(const rlock__topo *t, const rlock__reply *r) {
+int rlock__sentinel_names_master(const rlock__topo *t, const rlock__reply *r) {
   if (r->type != RLOCK__R_ARRAY || r->n != 3 ||
       !rlock__reply_is(r->elem[0], "message") ||
       r->elem[2]->type != RLOCK__R_STR)
@@ -95,7 +95,7 @@ int64_t rlock__sentinel_watch_service(rlock__topo *t, rlock__sentinel_watch *w,
     }
     if (r == NULL)
       break;
-    switched |= names_our_master(t, r);
+    switched |= rlock__sentinel_names_master(t, r);
     rlock__reply_free(r);
   }
   if (switched)

@@ -29,4 +29,8 @@ int64_t rlock__sentinel_watch_service(rlock__topo *t, rlock__sentinel_watch *w,
 /* Close. */
 void rlock__sentinel_watch_close(rlock__sentinel_watch *w);
 
+/* 1 when `r` is a +switch-master message about the target's master
+ * ("<name> <old ip> <old port> <new ip> <new port>"). */
+int rlock__sentinel_names_master(const rlock__topo *t, const rlock__reply *r);
+
 #endif /* RLOCK_SENTINEL_H */

@@ -128,28 +128,40 @@ static int parse_replicas(const rlock__reply *r) {
   return p ? atoi(p + strlen("connected_slaves:")) : -1;
 }
 
-int rlock__node_replicas(rlock__node *node) {
+int rlock__node_replicas_known(rlock__node *node) {
   int n = atomic_load(&node->replicas);
-  int64_t now = rlock__now_us();
   /* No replica yet is asked again soon: right after a failover the new
    * master's replicas are still attaching, and writes it does not wait
    * for then are lost at the next switch. */
   int64_t ttl_ms =
       n == 0 ? RLOCK__REPLICAS_NONE_TTL_MS : RLOCK__REPLICAS_TTL_MS;
-  if (n >= 0 && now - atomic_load(&node->replicas_us) < ttl_ms * 1000)
+  if (n >= 0 &&
+      rlock__now_us() - atomic_load(&node->replicas_us) < ttl_ms * 1000)
     return n;
-  const char *argv[2] = {"INFO", "replication"};
-  rlock__reply *r;
-  rlock__saved_error saved;
-  rlock__error_save(&saved);
-  if (rlock__topo_node_call(node, 2, argv, &r) == RLOCK_OK) {
-    n = parse_replicas(r);
-    rlock__reply_free(r);
-  }
-  rlock__error_restore(&saved);
+  return -1;
+}
+
+int rlock__node_replicas_learned(rlock__node *node, const rlock__reply *r) {
+  int n = r != NULL ? parse_replicas(r) : -1;
   n = n < 0 ? 0 : n;
   atomic_store(&node->replicas, n);
-  atomic_store(&node->replicas_us, now);
+  atomic_store(&node->replicas_us, rlock__now_us());
+  return n;
+}
+
+int rlock__node_replicas(rlock__node *node) {
+  int n = rlock__node_replicas_known(node);
+  if (n >= 0)
+    return n;
+  const char *argv[2] = {"INFO", "replication"};
+  rlock__reply *r = NULL;
+  rlock__saved_error saved;
+  rlock__error_save(&saved);
+  if (rlock__topo_node_call(node, 2, argv, &r) != RLOCK_OK)
+    r = NULL;
+  rlock__error_restore(&saved);
+  n = rlock__node_replicas_learned(node, r);
+  rlock__reply_free(r);
   return n;
 }
 
@@ -299,7 +311,7 @@ void rlock__topo_moved(rlock__topo *t, unsigned slot, rlock__node *node) {
 
 int rlock__topo_sharded(rlock__topo *t) {
   int s = atomic_load(&t->sharded);
-  if (s < 0) {
+  if (s < 0 && t->refuse == NULL) { /* an event loop refreshes its own */
     rlock__node *any;
     rlock__saved_error saved;
     rlock__error_save(&saved);

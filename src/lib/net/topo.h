@@ -141,6 +141,15 @@ int rlock__topo_sharded(rlock__topo *t);
  * needed it will find the node's trouble itself). */
 int rlock__node_replicas(rlock__node *node);
 
+/* The count as last asked, without I/O: -1 when it must be asked again
+ * (never asked, or older than its TTL). */
+int rlock__node_replicas_known(rlock__node *node);
+
+/* Record the answer to INFO replication (NULL: it failed, taken as no
+ * replica, asked again within RLOCK__REPLICAS_NONE_TTL_MS); returns the
+ * count recorded. */
+int rlock__node_replicas_learned(rlock__node *node, const rlock__reply *r);
+
 /* A WAIT answered other than the count expected: ask again next time. */
 void rlock__node_replicas_stale(rlock__node *node);
 
