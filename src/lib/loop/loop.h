@@ -38,6 +38,7 @@
 #include <stdatomic.h>
 
 #include "cmd.h"
+#include "lock_int.h"
 #include "conn.h"
 #include "dial.h"
 #include "refresh.h"
@@ -293,6 +294,9 @@ struct rlock_op {
   /* release */
   int hold_state;
   int64_t keep_ms;
+  rlock__latch latch;       /* its unlock latch (lock_int.h), and ... */
+  char latch_id[33];        /* ... the request id every repeat carries */
+  int64_t release_until_us; /* repeats end here */
   /* MultiLock (lmulti.c) */
   struct rlock_multilock *multi;
   size_t index;    /* the member being taken, given back or re-let */
