@@ -48,7 +48,7 @@ struct rlock_client {
   rlock__bg bg;
   rlock__obs obs;  /* log hook and counters (obs.h) */
   rlock__tls *tls; /* the TLS context every TLS connection shares, or NULL */
-  rlock__origin origin;     /* the process that created it (net/pool.h): in a
+  rlock__origin origin;     /* the process that created it (origin.h): in a
                                fork()ed child every operation is refused */
   struct rlock__loop *loop; /* an event loop drives it (loop/loop.h): no
                                background thread; NULL otherwise */
