@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "subproto.h"
 #include "client_int.h"
 #include "common.h"
 #include "subconn.h"
@@ -419,7 +420,7 @@ static void deliver(rlock__pubsub *ps, rlock__sub *s, const char *payload) {
     poke(ps, s);
     return;
   }
-  if (strcmp(payload, "1") == 0) {
+  if (rlock__unlock_wakes_all(payload)) {
     s->permits += s->refs; /* also those between an attempt and a sleep */
     pthread_cond_broadcast(&s->cv);
   } else {
@@ -463,17 +464,16 @@ static void on_unsubscribed(rlock__pubsub *ps, rlock__sub *s) {
   ps->dirty = 1;
 }
 
-void rlock__pubsub_push(rlock__pubsub *ps, rlock__subconn *on, const char *kind,
-                        const char *channel, size_t chlen,
-                        const char *payload) {
-  rlock__sub *s = rlock__map_get(&ps->subs, channel, chlen);
+void rlock__pubsub_push(rlock__pubsub *ps, rlock__subconn *on,
+                        const rlock__push *push) {
+  rlock__sub *s = rlock__map_get(&ps->subs, push->channel, push->chlen);
   if (s == NULL || s->on != on)
     return; /* a late push for a subscription that moved on */
-  if (strcmp(kind, "message") == 0 && payload != NULL)
-    deliver(ps, s, payload);
-  else if (strcmp(kind, "subscribe") == 0)
+  if (push->kind == RLOCK__PUSH_MESSAGE)
+    deliver(ps, s, push->payload);
+  else if (push->kind == RLOCK__PUSH_SUBSCRIBED)
     on_subscribed(ps, s);
-  else if (strcmp(kind, "unsubscribe") == 0)
+  else if (push->kind == RLOCK__PUSH_UNSUBSCRIBED)
     on_unsubscribed(ps, s);
 }
 

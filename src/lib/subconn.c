@@ -14,12 +14,13 @@
 #include "cmd.h"
 #include "common.h"
 #include "pubsub.h"
+#include "subproto.h"
 
-#define BACKOFF_MIN_MS 25
-#define BACKOFF_MAX_MS 1000
+#define BACKOFF_MIN_MS RLOCK__RESUB_MIN_MS
+#define BACKOFF_MAX_MS RLOCK__RESUB_MAX_MS
 /* An idle subscriber connection is PINGed this often, so one that died
  * silently (a NAT or proxy dropping the flow) is noticed. */
-#define PING_IDLE_US ((int64_t)30 * 1000 * 1000)
+#define PING_IDLE_US RLOCK__SUB_PING_IDLE_US
 
 void rlock__subconn_free(rlock__subconn *sc) {
   if (sc == NULL)
@@ -69,7 +70,7 @@ static void assign_entry(const char *k, size_t kl, void *v, void *arg) {
     return;
   rlock__node *node = NULL;
   if (ps->sharded &&
-      (node = rlock__topo_lookup(&a->c->topo, s->channel)) == NULL) {
+      (node = rlock__sub_node(&a->c->topo, 1, s->channel)) == NULL) {
     a->unrouted = 1;
     return;
   }
@@ -174,27 +175,15 @@ static void connect_sc(rlock_client *c, rlock__subconn *sc) {
 
 /* ---- reading ------------------------------------------------------------ */
 
-/* The push's kind without sharded pub/sub's leading 's'. */
-static const char *push_kind(const rlock__reply *w) {
-  static const char *const sharded[] = {"smessage", "ssubscribe",
-                                        "sunsubscribe"};
-  for (int i = 0; i < 3; i++)
-    if (rlock__reply_is(w, sharded[i]))
-      return sharded[i] + 1;
-  return w->str;
-}
-
 static void on_push(rlock_client *c, rlock__subconn *sc,
                     const rlock__reply *r) {
-  if (r->type != RLOCK__R_ARRAY || r->n < 3 ||
-      r->elem[0]->type != RLOCK__R_STR || r->elem[1]->type != RLOCK__R_STR)
+  rlock__push push;
+  rlock__push_read(r, &push);
+  if (push.kind == RLOCK__PUSH_OTHER)
     return; /* ["pong", ""] and the like */
-  const rlock__reply *ch = r->elem[1], *p = r->elem[2];
   pthread_mutex_lock(&c->ps.mu);
-  rlock__pubsub_push(&c->ps, sc, push_kind(r->elem[0]), ch->str, ch->len,
-                     p->type == RLOCK__R_STR ? p->str : NULL);
-  if (rlock__reply_is(r->elem[0], "ssubscribe") ||
-      rlock__reply_is(r->elem[0], "subscribe"))
+  rlock__pubsub_push(&c->ps, sc, &push);
+  if (push.kind == RLOCK__PUSH_SUBSCRIBED)
     sc->backoff_ms = BACKOFF_MIN_MS; /* the connection works: reset */
   pthread_mutex_unlock(&c->ps.mu);
 }
@@ -205,7 +194,7 @@ static void on_push(rlock_client *c, rlock__subconn *sc,
  * status, and the connection is redone after the back-off. */
 static void on_error_reply(rlock_client *c, rlock__subconn *sc,
                            const rlock__reply *r) {
-  if (strncmp(r->str, "MOVED ", 6) == 0) {
+  if (rlock__sub_error_moved(r)) {
     rlock__topo_refresh(&c->topo);
     return;
   }
@@ -301,13 +290,12 @@ static void plan_entry(const char *k, size_t kl, void *v, void *arg) {
   if (s->refs > 0 && s->state == RLOCK__SUB_NONE) {
     s->state = RLOCK__SUB_PENDING;
     s->sent_us = p->now;
-    append_cmd(p, sharded ? "SSUBSCRIBE" : "SUBSCRIBE", s->channel, s->chlen);
+    append_cmd(p, rlock__sub_word(sharded, 0), s->channel, s->chlen);
   } else if (s->refs == 0 && s->state == RLOCK__SUB_ACTIVE &&
              !rlock__sub_lingers(&p->c->ps, s, p->now)) {
     s->state = RLOCK__SUB_UNSUB_PENDING;
     s->sent_us = p->now;
-    append_cmd(p, sharded ? "SUNSUBSCRIBE" : "UNSUBSCRIBE", s->channel,
-               s->chlen);
+    append_cmd(p, rlock__sub_word(sharded, 1), s->channel, s->chlen);
   }
 }
 

@@ -34,11 +34,11 @@
 #include "common.h"
 #include "loop.h"
 #include "sentinel.h"
+#include "subproto.h"
 
-#define RESUB_FIRST_MS 25
-#define RESUB_MAX_MS 1000
-/* A subscriber silent this long is sent a PING (net/subconn.c's figure). */
-#define PING_IDLE_US ((int64_t)30 * 1000 * 1000)
+#define RESUB_FIRST_MS RLOCK__RESUB_MIN_MS
+#define RESUB_MAX_MS RLOCK__RESUB_MAX_MS
+#define PING_IDLE_US RLOCK__SUB_PING_IDLE_US
 #define SWATCH_BACKOFF_MIN_MS 100
 #define SWATCH_BACKOFF_MAX_MS 5000
 
@@ -62,7 +62,7 @@ static void chan_drop(rlock_client *c, rlock__lchan *ch) {
  * know (a refresh is then under way). */
 static rlock__lconn *conn_for(rlock_client *c, const rlock__lchan *ch) {
   int sharded = atomic_load(&c->topo.sharded) > 0;
-  rlock__node *node = rlock__topo_lookup(&c->topo, sharded ? ch->name : NULL);
+  rlock__node *node = rlock__sub_node(&c->topo, sharded, ch->name);
   rlock__lnode *ln = node != NULL ? rlock__lnode_of(c, node) : NULL;
   if (ln == NULL)
     return NULL;
@@ -108,7 +108,7 @@ static int subscribe(rlock_client *c, rlock__lchan *ch) {
                        rlock__deadline_after_ms(RESUB_FIRST_MS));
     return RLOCK_OK;
   }
-  int rc = queue_word(c, ch, k, k->sharded ? "SSUBSCRIBE" : "SUBSCRIBE");
+  int rc = queue_word(c, ch, k, rlock__sub_word(k->sharded, 0));
   if (rc == RLOCK_OK) {
     rlock__lsub_health_arm(c);
     ch->state = RLOCK__LCHAN_PENDING;
@@ -120,8 +120,7 @@ static int subscribe(rlock_client *c, rlock__lchan *ch) {
 static void unsubscribe(rlock_client *c, rlock__lchan *ch) {
   rlock__lconn *k = ch->k;
   if (k != NULL && k->state != RLOCK__LCONN_CLOSED &&
-      queue_word(c, ch, k, k->sharded ? "SUNSUBSCRIBE" : "UNSUBSCRIBE") ==
-          RLOCK_OK)
+      queue_word(c, ch, k, rlock__sub_word(k->sharded, 1)) == RLOCK_OK)
     ch->state = RLOCK__LCHAN_UNSUB_PENDING;
   else
     ch->state = RLOCK__LCHAN_NONE; /* the connection is gone: so is it */
@@ -244,9 +243,9 @@ static void walk(rlock_client *c, rlock__lchan *ch, int what) {
 }
 
 /* "0": the longest sleeper, else a permit. "1": everyone. */
-static void deliver(rlock_client *c, rlock__lchan *ch, const rlock__reply *m) {
+static void deliver(rlock_client *c, rlock__lchan *ch, const char *payload) {
   rlock__obs_count(&c->obs, RLOCK__STAT_WAKEUPS);
-  if (m->type == RLOCK__R_STR && m->len == 1 && m->str[0] == '1') {
+  if (rlock__unlock_wakes_all(payload)) {
     walk(c, ch, 2);
     return;
   }
@@ -289,16 +288,6 @@ static void confirmed(rlock_client *c, rlock__lchan *ch, int subscribed) {
   }
 }
 
-/* An error reply to (UN)SUBSCRIBE: an ACL refusing the channel. */
-static void refused(rlock_client *c, rlock__lconn *k, rlock__reply *r) {
-  rlock__lchan *ch = pop_sent(k);
-  rlock__error_status(k->where, r); /* sets the last error */
-  if (ch == NULL)
-    return;
-  ch->state = RLOCK__LCHAN_NONE;
-  walk(c, ch, 0);
-}
-
 /* Subscribe again soon (the retry timer), unless it is armed already. */
 static void retry_soon(rlock_client *c) {
   rlock__loop *lp = c->loop;
@@ -321,37 +310,47 @@ static void dropped(rlock_client *c, rlock__lchan *ch) {
   retry_soon(c);
 }
 
-static int kind_is(const char *kind, const char *word) {
-  return strcmp(kind, word) == 0 || (kind[0] == 's' && !strcmp(kind + 1, word));
+/* An error reply to (UN)SUBSCRIBE: MOVED (a sharded channel's slot is
+ * served elsewhere) redoes it where it lives after a refresh; anything
+ * else (an ACL refusing the channel) fails its waiters. */
+static void refused(rlock_client *c, rlock__lconn *k, rlock__reply *r) {
+  rlock__lchan *ch = pop_sent(k);
+  if (ch != NULL && rlock__sub_error_moved(r)) {
+    dropped(c, ch);
+    return;
+  }
+  rlock__error_status(k->where, r); /* sets the last error */
+  if (ch == NULL)
+    return;
+  ch->state = RLOCK__LCHAN_NONE;
+  walk(c, ch, 0);
 }
 
-static void on_push(rlock_client *c, rlock__lconn *k, rlock__reply *r) {
-  const char *kind = r->elem[0]->str;
-  rlock__lchan *ch =
-      rlock__map_get(&c->loop->chans, r->elem[1]->str, r->elem[1]->len);
-  if (kind_is(kind, "message")) {
+static void on_push(rlock_client *c, rlock__lconn *k, const rlock__push *p) {
+  rlock__lchan *ch = rlock__map_get(&c->loop->chans, p->channel, p->chlen);
+  if (p->kind == RLOCK__PUSH_MESSAGE) {
     if (ch != NULL && ch->k == k)
-      deliver(c, ch, r->elem[2]);
-  } else if (kind_is(kind, "unsubscribe") && ch != NULL && ch->k == k &&
+      deliver(c, ch, p->payload);
+  } else if (p->kind == RLOCK__PUSH_UNSUBSCRIBED && ch != NULL && ch->k == k &&
              ch->state == RLOCK__LCHAN_ACTIVE) {
     dropped(c, ch); /* not asked for */
-  } else if (kind_is(kind, "subscribe") || kind_is(kind, "unsubscribe")) {
+  } else if (p->kind != RLOCK__PUSH_OTHER) {
     rlock__lchan *head = pop_sent(k);
     if (head != NULL && head == ch)
-      confirmed(c, ch, kind_is(kind, "subscribe"));
+      confirmed(c, ch, p->kind == RLOCK__PUSH_SUBSCRIBED);
   }
 }
 
 static void on_reply(rlock_client *c, rlock__lconn *k, rlock__reply *r) {
+  rlock__push p;
   if (r->type == RLOCK__R_ERROR) {
     refused(c, k, r);
-  } else if (r->type == RLOCK__R_ARRAY && r->n == 3 &&
-             r->elem[0]->type == RLOCK__R_STR &&
-             r->elem[1]->type == RLOCK__R_STR) {
-    on_push(c, k, r);
-  } else if (r->type == RLOCK__R_ARRAY && r->n >= 1 &&
-             rlock__reply_is(r->elem[0], "pong")) {
-    answered(k); /* the health check's */
+  } else {
+    rlock__push_read(r, &p);
+    if (p.pong)
+      answered(k); /* the health check's */
+    else
+      on_push(c, k, &p);
   }
   rlock__reply_free(r);
 }
