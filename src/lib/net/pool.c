@@ -15,7 +15,6 @@
 #include "common.h"
 #include "obs.h"
 
-
 /* ---- the pool ---------------------------------------------------------- */
 
 int rlock__pool_init(rlock__pool *p, const rlock__endpoint *ep, int max,

@@ -23,7 +23,6 @@
  * healthy server they are already there) before dropping the connection. */
 #define RLOCK__DRAIN_MS 20
 
-
 typedef struct rlock__pool {
   pthread_mutex_t mu;
   pthread_cond_t cv;  /* signalled when a connection is returned */
