@@ -116,6 +116,8 @@ void rlock__bg_stop(rlock_client *c) {
 
 static int bg_free(rlock_client *c) {
   rlock__bg_stop(c);
+  rlock__sentinel_watch_close(&c->swatch);
+  rlock__pubsub_destroy(&c->ps);
   rlock__client_teardown(c);
   return RLOCK_OK;
 }

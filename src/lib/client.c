@@ -85,19 +85,12 @@ int rlock__client_setup(rlock_client **out, const rlock_config *cfg) {
                         &c->obs);
   if (rc != RLOCK_OK)
     goto fail_cfg;
-  if ((rc = rlock__pubsub_init(&c->ps)) != RLOCK_OK)
-    goto fail_topo;
-  c->ps.obs = &c->obs;
-  c->ps.linger_us = c->cfg.linger_ms * 1000;
-  c->ps.max_idle = c->cfg.max_idle_subs;
   if ((rc = rlock__watchdog_init(&c->wd, c->cfg.watchdog_timeout_ms)) !=
       RLOCK_OK)
-    goto fail_pubsub;
+    goto fail_topo;
   *out = c;
   return RLOCK_OK;
 
-fail_pubsub:
-  rlock__pubsub_destroy(&c->ps);
 fail_topo:
   rlock__topo_destroy(&c->topo);
 fail_cfg:
@@ -108,9 +101,7 @@ fail_cfg:
 }
 
 void rlock__client_teardown(rlock_client *c) {
-  rlock__sentinel_watch_close(&c->swatch);
   rlock__watchdog_destroy(&c->wd);
-  rlock__pubsub_destroy(&c->ps);
   rlock__topo_destroy(&c->topo);
   rlock__tls_free(c->tls); /* after every connection that used it */
   rlock__config_clear(&c->cfg);
@@ -123,11 +114,22 @@ int rlock_client_new(rlock_client **out, const rlock_config *cfg) {
   int rc = rlock__client_setup(out, cfg);
   if (rc != RLOCK_OK)
     return rc;
-  (*out)->drv = &rlock__bg_driver;
-  (*out)->topo.on_change = wake_bg; /* Sentinel: the subscriber follows */
-  (*out)->topo.on_change_arg = *out;
-  if ((rc = rlock__bg_start(*out)) != RLOCK_OK) {
-    rlock__client_teardown(*out);
+  rlock_client *c = *out;
+  c->drv = &rlock__bg_driver;
+  c->topo.on_change = wake_bg; /* Sentinel: the subscriber follows */
+  c->topo.on_change_arg = c;
+  /* The blocking driver's subscriber (an event loop has its own). */
+  if ((rc = rlock__pubsub_init(&c->ps)) != RLOCK_OK) {
+    rlock__client_teardown(c);
+    *out = NULL;
+    return rc;
+  }
+  c->ps.obs = &c->obs;
+  c->ps.linger_us = c->cfg.linger_ms * 1000;
+  c->ps.max_idle = c->cfg.max_idle_subs;
+  if ((rc = rlock__bg_start(c)) != RLOCK_OK) {
+    rlock__pubsub_destroy(&c->ps);
+    rlock__client_teardown(c);
     *out = NULL;
   }
   return rc;
