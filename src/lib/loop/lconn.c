@@ -285,6 +285,7 @@ int rlock__lconn_open(rlock_client *c, rlock__lconn *k) {
   k->due = 0;
   k->login_due = 0;
   k->nevald = 0; /* a new connection may meet a new server */
+  k->noload = 0;
   k->connect_until_us = rlock__deadline_after_ms(c->cfg.connect_timeout_ms);
   k->state = RLOCK__LCONN_RESOLVING;
   int rc = queue_login(c, k);
@@ -376,10 +377,24 @@ void rlock__lconn_destroy(rlock__lconn *k) {
 
 /* ---- replies ----------------------------------------------------------- */
 
+/* SCRIPT LOAD's reply, ahead of the request's own: an error (an ACL
+ * without script|load) makes later first uses go as EVAL; this request's
+ * EVALSHA then meets NOSCRIPT and is sent again as EVAL. */
+static void load_answered(rlock__lconn *k, rlock__reply *reply) {
+  if (reply->type == RLOCK__R_ERROR)
+    k->noload = 1;
+  rlock__reply_free(reply);
+}
+
 /* The request at the head takes a reply; done, resent or kept. */
 static void feed_head(rlock_client *c, rlock__lconn *k, rlock__reply *reply) {
   rlock__lreq *r = k->head;
   r->replies--;
+  if (r->load_due) {
+    r->load_due = 0;
+    load_answered(k, reply);
+    return;
+  }
   rlock__step step = rlock__req_feed(&r->q, k->where, reply);
   if (step == RLOCK__STEP_MORE && r->replies > 0)
     return;
@@ -388,6 +403,8 @@ static void feed_head(rlock_client *c, rlock__lconn *k, rlock__reply *reply) {
     k->tail = NULL;
   r->next = NULL;
   r->call.served_by = k->where;
+  if (step == RLOCK__STEP_RESEND)
+    k->nevald = 0; /* NOSCRIPT: the server's scripts were flushed */
   rlock__lreq_answered(c, k, r, step);
 }
 
@@ -493,29 +510,44 @@ void rlock__lconn_io(rlock_client *c, rlock__lconn *k, int events) {
 
 /* ---- requests ---------------------------------------------------------- */
 
-/* Send a script's text the first time this connection uses it. */
-static void first_use(rlock__lconn *k, rlock__req *q) {
+/* The first use of a script on this connection: SCRIPT LOAD it first
+ * (1, queued), or send it as EVAL where SCRIPT LOAD was refused. */
+static int first_use(rlock__lconn *k, rlock__req *q) {
   const rlock__script *s = q->call->script;
   if (s == NULL || q->eval)
-    return;
+    return 0;
   for (int i = 0; i < k->nevald; i++)
     if (k->evald[i] == s)
-      return;
-  q->eval = 1;
+      return 0;
   if (k->nevald < (int)(sizeof k->evald / sizeof k->evald[0]))
     k->evald[k->nevald++] = s;
+  if (k->noload) {
+    q->eval = 1;
+    return 0;
+  }
+  const char *argv[3] = {"SCRIPT", "LOAD", s->text};
+  size_t lens[3] = {6, 4, s->len};
+  if (rlock__resp_command(&k->out, 3, argv, lens) != 0) {
+    q->eval = 1; /* no room: the request's own encoding will say */
+    return 0;
+  }
+  return 1;
 }
 
 void rlock__lreq_queue(rlock_client *c, rlock__lconn *k, rlock__lreq *r) {
   r->next = NULL;
   int rc = rlock__lconn_open(c, k);
-  if (rc == RLOCK_OK)
-    first_use(k, &r->q);
   if (k->off > 0 && k->off == k->out.len)
     k->off = k->out.len = 0;
   size_t was = k->out.len;
-  if (rc == RLOCK_OK && rlock__req_encode_to(&r->q, &k->out) < 0)
+  r->load_due = rc == RLOCK_OK && first_use(k, &r->q);
+  if (rc == RLOCK_OK && rlock__req_encode_to(&r->q, &k->out) < 0) {
     rc = rlock_error_last()->code;
+    if (r->load_due) { /* nothing of it goes out */
+      k->out.len = was;
+      k->nevald--;
+    }
+  }
   if (rc != RLOCK_OK) {
     r->q.rc = rc;
     r->call.in_flight = 0;
@@ -526,7 +558,7 @@ void rlock__lreq_queue(rlock_client *c, rlock__lconn *k, rlock__lreq *r) {
   r->start = k->queued;
   k->queued += k->out.len - was;
   r->sent_us = rlock__now_us();
-  r->replies = 1 + r->q.asking_reply + (r->q.wait_due ? 1 : 0);
+  r->replies = 1 + r->load_due + r->q.asking_reply + (r->q.wait_due ? 1 : 0);
   rlock__lconn_expect(c, k, r->replies);
   if (k->tail != NULL)
     k->tail->next = r;

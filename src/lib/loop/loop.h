@@ -101,6 +101,7 @@ struct rlock__lreq {
   int64_t sent_us;          /* when it was queued */
   uint64_t start;           /* bytes queued on the connection before it */
   int replies;              /* replies still due for what was sent */
+  int load_due;             /* SCRIPT LOAD\'s reply comes first */
   rlock__lreq *next;        /* FIFO */
   void (*done)(rlock_client *c, rlock__lreq *r);
 };
@@ -141,11 +142,15 @@ struct rlock__lconn {
   int64_t due_since_us;     /* the last answer, or the first one due */
   int64_t rx_us;            /* when bytes last came in */
   rlock__lreq *head, *tail; /* requests, in the order they were sent */
-  /* Scripts this connection has sent as EVAL (which caches them on the
-   * server): the first use of each goes as EVAL, so no NOSCRIPT answer
-   * sends a request back to the tail, past later ones. */
+  /* Scripts loaded on this connection's server: the first use of each
+   * is preceded by SCRIPT LOAD, pipelined (so no NOSCRIPT sends a request
+   * back to the tail, past later ones: scripts loaded so are never
+   * evicted, and after a SCRIPT FLUSH every script request is refused
+   * alike and re-sent in order). Where an ACL refuses SCRIPT LOAD
+   * (noload), a first use goes as EVAL instead. */
   const struct rlock__script *evald[32];
   int nevald;
+  int noload;
   rlock__ltimer io_timer;   /* connect timeout, then the head's reply */
   int64_t connect_until_us; /* while connecting */
   /* A subscriber connection (no request FIFO) hands every reply here (it
