@@ -207,7 +207,9 @@ RLOCK_EXTERN int rlock_config_set_tls_cert(rlock_config *cfg,
  * TLS: the name the servers' certificates must carry (and the SNI sent),
  * instead of the host connected to: for servers reached by address, or
  * cluster nodes that announce addresses. NULL: the URL's tls_server_name,
- * or each host. Hostname verification is always on unless insecure.
+ * or each host. Hostname verification is always on unless insecure. The
+ * string is copied.
+ * @return RLOCK_OK, RLOCK_EINVAL (empty or over 4096 bytes), RLOCK_ENOMEM.
  */
 RLOCK_EXTERN int rlock_config_set_tls_server_name(rlock_config *cfg,
                                                   const char *name);

@@ -42,7 +42,7 @@ typedef struct exec_args {
   }
 
 static const char exec_help[] =
-    "Usage: rlock [-u URL] [--watchdog DUR] exec\n"
+    "Usage: rlock [-u URL]... [OPTION]... exec\n"
     "             [--fair|--read|--write|--fenced|--spin] [-w DUR] [-l DUR]\n"
     "             [--on-lost ACTION] [--kill-after DUR]\n"
     "             NAME [NAME...] -- COMMAND [ARG...]\n"
