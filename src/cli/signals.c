@@ -7,9 +7,9 @@
  * child with kill(), both async-signal-safe; a SIGINT meant for the
  * process group (the terminal's, or kill -INT -PGID) is not forwarded, as
  * the child, in the same process group, got it too. The library's
- * background
- * thread blocks every signal, so they are delivered to the main thread,
- * whose blocking calls (waitpid) then fail with EINTR: no SA_RESTART.
+ * background thread blocks every signal, so they are delivered to the
+ * main thread, whose blocking calls (waitpid) then fail with EINTR: no
+ * SA_RESTART.
  *
  * A signal that was ignored when rlock started (nohup, or a shell running
  * a background job) stays ignored, for rlock and for the command, as a
