@@ -248,10 +248,9 @@ int rlock_lock_acquire(rlock_lock *l) {
   return rlock_lock_acquire_opts(l, NULL);
 }
 
+/* Lease 0 is RLOCK_LEASE_WATCHDOG, as for rlock_lock_try_acquire(), whose
+ * twin this is. */
 int rlock_lock_acquire_lease(rlock_lock *l, int64_t lease_ms) {
-  if (lease_ms == 0)
-    return rlock__err(RLOCK_EINVAL, "lease must be at least 1 ms; use "
-                                    "rlock_lock_acquire() for the watchdog");
   rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
   o.lease_ms = lease_ms;
   return rlock_lock_acquire_opts(l, &o);
