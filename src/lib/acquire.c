@@ -15,6 +15,8 @@
 #include "cancel.h"
 #include "common.h"
 #include "lock_int.h"
+#include "watchdog.h"
+#include "pubsub.h"
 
 int rlock__check_wait(int64_t wait_ms) {
   if (wait_ms == RLOCK_WAIT_FOREVER)

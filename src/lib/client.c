@@ -12,6 +12,9 @@
 #include "client_int.h"
 #include "cmd.h"
 #include "common.h"
+#include "watchdog.h"
+#include "pubsub.h"
+#include "bg.h"
 
 /* A random version-4 UUID in canonical lower-case form, as Redisson's
  * client id. */
@@ -85,12 +88,18 @@ int rlock__client_setup(rlock_client **out, const rlock_config *cfg) {
                         &c->obs);
   if (rc != RLOCK_OK)
     goto fail_cfg;
-  if ((rc = rlock__watchdog_init(&c->wd, c->cfg.watchdog_timeout_ms)) !=
-      RLOCK_OK)
+  if ((c->wd = rlock__calloc(1, sizeof *c->wd)) == NULL) {
+    rc = rlock__err(RLOCK_ENOMEM, "out of memory");
     goto fail_topo;
+  }
+  if ((rc = rlock__watchdog_init(c->wd, c->cfg.watchdog_timeout_ms)) !=
+      RLOCK_OK)
+    goto fail_wd;
   *out = c;
   return RLOCK_OK;
 
+fail_wd:
+  free(c->wd);
 fail_topo:
   rlock__topo_destroy(&c->topo);
 fail_cfg:
@@ -101,7 +110,8 @@ fail_cfg:
 }
 
 void rlock__client_teardown(rlock_client *c) {
-  rlock__watchdog_destroy(&c->wd);
+  rlock__watchdog_destroy(c->wd);
+  free(c->wd);
   rlock__topo_destroy(&c->topo);
   rlock__tls_free(c->tls); /* after every connection that used it */
   rlock__config_clear(&c->cfg);
@@ -118,17 +128,27 @@ int rlock_client_new(rlock_client **out, const rlock_config *cfg) {
   c->drv = &rlock__bg_driver;
   c->topo.on_change = wake_bg; /* Sentinel: the subscriber follows */
   c->topo.on_change_arg = c;
-  /* The blocking driver's subscriber (an event loop has its own). */
-  if ((rc = rlock__pubsub_init(&c->ps)) != RLOCK_OK) {
+  /* The blocking driver's subscriber and background thread (an event
+   * loop has its own). */
+  c->ps = rlock__calloc(1, sizeof *c->ps);
+  c->bg = rlock__calloc(1, sizeof *c->bg);
+  rc = c->ps == NULL || c->bg == NULL
+           ? rlock__err(RLOCK_ENOMEM, "out of memory")
+           : rlock__pubsub_init(c->ps);
+  if (rc != RLOCK_OK) {
+    free(c->ps);
+    free(c->bg);
     rlock__client_teardown(c);
     *out = NULL;
     return rc;
   }
-  c->ps.obs = &c->obs;
-  c->ps.linger_us = c->cfg.linger_ms * 1000;
-  c->ps.max_idle = c->cfg.max_idle_subs;
+  c->ps->obs = &c->obs;
+  c->ps->linger_us = c->cfg.linger_ms * 1000;
+  c->ps->max_idle = c->cfg.max_idle_subs;
   if ((rc = rlock__bg_start(c)) != RLOCK_OK) {
-    rlock__pubsub_destroy(&c->ps);
+    rlock__pubsub_destroy(c->ps);
+    free(c->ps);
+    free(c->bg);
     rlock__client_teardown(c);
     *out = NULL;
   }
@@ -151,7 +171,8 @@ int rlock_client_free(rlock_client *c) {
     return rlock__origin_refuse(&c->origin);
   /* The background thread cannot join itself: the lost-lock callback runs
    * on it. */
-  if (c->bg.started && pthread_equal(pthread_self(), c->bg.thread))
+  if (c->bg != NULL && c->bg->started &&
+      pthread_equal(pthread_self(), c->bg->thread))
     return rlock__err(RLOCK_EDEADLK,
                       "rlock_client_free called from the "
                       "client's own background thread (lost-lock callback); "

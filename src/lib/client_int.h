@@ -1,21 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * client_int.h - the definition behind the opaque rlock_client.
+ * client_int.h - the definition behind the opaque rlock_client: the state
+ * every layer from the command layer up shares (configuration, identity,
+ * topology, counters, the driver's table), with the upper layers' own
+ * state hung off it by pointer.
  *
  * Lock kinds reach Redis only through the command layer (cmd.h).
  */
 #ifndef RLOCK_CLIENT_INT_H
 #define RLOCK_CLIENT_INT_H
 
-#include "bg.h"
 #include "obs.h"
 #include "config_int.h"
 #include "sentinel.h"
 #include "topo.h"
-#include "pubsub.h"
 #include "rlock/client.h"
 #include "script.h"
-#include "watchdog.h"
 
 /* The driver that runs a client: the blocking one (the caller's threads
  * and a background thread, bg.c) or an event loop's (loop/core.c). The
@@ -43,9 +43,12 @@ struct rlock_client {
   char id[37];
   rlock__topo topo;             /* the servers, and which serves a key */
   rlock__sentinel_watch swatch; /* background thread: +switch-master */
-  rlock__pubsub ps;
-  rlock__watchdog wd;
-  rlock__bg bg;
+  /* The hold records (kinds layer), and the blocking driver's subscriber
+   * and background thread (NULL for an event-loop client): hung off the
+   * client, so this header does not need their definitions. */
+  struct rlock__watchdog *wd;
+  struct rlock__pubsub *ps;
+  struct rlock__bg *bg;
   rlock__obs obs;  /* log hook and counters (obs.h) */
   rlock__tls *tls; /* the TLS context every TLS connection shares, or NULL */
   rlock__origin origin;     /* the process that created it (origin.h): in a

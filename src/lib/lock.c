@@ -12,6 +12,7 @@
 #include "common.h"
 #include "lock_int.h"
 #include "names.h"
+#include "watchdog.h"
 
 #define UNLOCK_MESSAGE "0"
 

@@ -28,6 +28,7 @@
 #include "common.h"
 #include "lock_int.h"
 #include "loop.h"
+#include "watchdog.h"
 
 #define OUTAGE_FIRST_MS 25
 #define OUTAGE_MAX_MS 1000

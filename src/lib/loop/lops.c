@@ -16,6 +16,7 @@
 #include "common.h"
 #include "lock_int.h"
 #include "loop.h"
+#include "watchdog.h"
 
 static rlock_op *of_lreq(rlock__lreq *r) {
   return (rlock_op *)((char *)r - offsetof(rlock_op, lreq));
