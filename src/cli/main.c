@@ -20,7 +20,8 @@ static const char main_help[] =
     "                  [--fair|--read|--write|--fenced|--spin] [-w DUR] "
     "[-l DUR]\n"
     "                  NAME [NAME...] -- COMMAND [ARG...]\n"
-    "       rlock [-u URL] status [--json] NAME\n"
+    "       rlock [-u URL] status [--json] NAME...\n"
+    "       rlock [-u URL] list [--json] [PATTERN]\n"
     "       rlock [-u URL] unlock --force NAME\n"
     "\n"
     "Redis distributed locks from the shell, compatible with Redisson's "
@@ -29,7 +30,8 @@ static const char main_help[] =
     "Commands:\n"
     "  exec     run COMMAND while holding the lock NAME (--fenced: with\n"
     "           its fencing token in $RLOCK_TOKEN)\n"
-    "  status   show who holds the lock NAME (--json for scripts)\n"
+    "  status   show who holds each lock NAME (--json for scripts)\n"
+    "  list     show the locks held now whose names match PATTERN\n"
     "  unlock   delete the lock NAME whoever holds it (--force)\n"
     "Run 'rlock COMMAND --help' for a command's options.\n"
     "\n"
@@ -85,6 +87,7 @@ static const struct {
     {"exec", cli_cmd_exec},
     {"status", cli_cmd_status},
     {"unlock", cli_cmd_unlock},
+    {"list", cli_cmd_list},
 };
 
 #define MAIN_SHORTOPTS "+:u:h"
@@ -190,12 +193,12 @@ static int parse_global(int argc, char **argv, cli_global *g) {
 
 static int dispatch(const cli_global *g, int argc, char **argv) {
   if (argc == 0)
-    return cli_usage("missing command (exec, status or unlock)");
+    return cli_usage("missing command (exec, status, list or unlock)");
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (strcmp(argv[0], commands[i].name) == 0)
       return commands[i].run(g, argc, argv);
-  return cli_usage("unknown command '%s' (expected exec, status or unlock)",
-                   argv[0]);
+  return cli_usage(
+      "unknown command '%s' (expected exec, status, list or unlock)", argv[0]);
 }
 
 /* A closed standard fd would be reused by the first socket the library
