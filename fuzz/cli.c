@@ -5,7 +5,8 @@
  *
  * It goes through what main() does before anything touches the network:
  * the global options (main.c), the command's own options and words
- * (cmd_exec.c, cmd_status.c, cmd_unlock.c, reached through fuzz/cli/),
+ * (cmd_exec.c, cmd_status.c, cmd_unlock.c, cmd_list.c, reached through
+ * fuzz/cli/),
  * then what the commands do first with them without I/O: every -u URL and
  * --watchdog given to a configuration (as cli_client_new does) and every
  * NAME checked as a lock constructor checks it. Nothing connects, signals
@@ -82,11 +83,24 @@ static void command(const cli_global *g, int argc, char **argv) {
     if (st == CLI_CONTINUE)
       check_exec(&a, argv, argc);
   } else if (strcmp(argv[0], "status") == 0) {
+    int first = -1;
     json = 0;
-    st = fuzz_cli_status(argc, argv, &name, &json);
+    st = fuzz_cli_status(argc, argv, &first, &json);
     if (st == CLI_CONTINUE) {
       FUZZ_CHECK(json == 0 || json == 1);
-      check_name(name);
+      FUZZ_CHECK(first >= 1 && first < argc);
+      for (int i = first; i < argc; i++) {
+        FUZZ_CHECK(i == first || argv[i][0] != '-');
+        check_name(argv[i]);
+      }
+    }
+  } else if (strcmp(argv[0], "list") == 0) {
+    json = 0;
+    st = fuzz_cli_list(argc, argv, &name, &json);
+    if (st == CLI_CONTINUE) {
+      FUZZ_CHECK(json == 0 || json == 1);
+      FUZZ_CHECK(name == NULL ||
+                 (name[0] != '\0' && strlen(name) <= RLOCK_MAX_NAME_LEN));
     }
   } else if (strcmp(argv[0], "unlock") == 0) {
     st = fuzz_cli_unlock(argc, argv, &name);

@@ -3,10 +3,10 @@
  * parsers.h - the rlock CLI's option parsers, reached by fuzz_cli.
  *
  * They are static in src/cli (main.c, cmd_exec.c, cmd_status.c,
- * cmd_unlock.c); each file here #includes one of those sources whole and
- * hands its parser out, so the CLI itself stays as it is. Each returns
- * CLI_CONTINUE (parsed: go on and do the work) or the exit status the CLI
- * would exit with, after printing the same help or usage text.
+ * cmd_unlock.c, cmd_list.c); each file here #includes one of those sources
+ * whole and hands its parser out, so the CLI itself stays as it is. Each
+ * returns CLI_CONTINUE (parsed: go on and do the work) or the exit status the
+ * CLI would exit with, after printing the same help or usage text.
  */
 #ifndef RLOCK_FUZZ_CLI_PARSERS_H
 #define RLOCK_FUZZ_CLI_PARSERS_H
@@ -29,8 +29,11 @@ typedef struct fuzz_exec {
 /* `exec` (argv[0] is "exec"), as cli_cmd_exec parses it. */
 int fuzz_cli_exec(int argc, char **argv, fuzz_exec *out);
 
-/* `status`: *name and *json set on CLI_CONTINUE. */
-int fuzz_cli_status(int argc, char **argv, const char **name, int *json);
+/* `status`: the NAMEs argv[*first..argc) and *json set on CLI_CONTINUE. */
+int fuzz_cli_status(int argc, char **argv, int *first, int *json);
+
+/* `list`: *pattern (NULL: none given) and *json set on CLI_CONTINUE. */
+int fuzz_cli_list(int argc, char **argv, const char **pattern, int *json);
 
 /* `unlock`: *name set on CLI_CONTINUE. */
 int fuzz_cli_unlock(int argc, char **argv, const char **name);

@@ -4,6 +4,6 @@
 
 #include "parsers.h"
 
-int fuzz_cli_status(int argc, char **argv, const char **name, int *json) {
-  return parse_status(argc, argv, name, json);
+int fuzz_cli_status(int argc, char **argv, int *first, int *json) {
+  return parse_status(argc, argv, first, json);
 }

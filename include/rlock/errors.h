@@ -33,7 +33,7 @@ typedef enum rlock_status {
   RLOCK_EPROTO = -5,
   /** The server answered with an error reply (READONLY, OOM, ...). */
   RLOCK_ESERVER = -6,
-  /** Authentication or database selection was refused. */
+  /** Authentication, database selection or an ACL right was refused. */
   RLOCK_EAUTH = -7,
   /** The lock's key holds something that is not a lock of this family
    * (another type, a hash that is not a lock, or a read-write lock where a

@@ -436,6 +436,91 @@ rlock_lock_info_queue_deadline_ms(const rlock_lock_info *info, size_t i);
 /** Free a snapshot. NULL is accepted and ignored. */
 RLOCK_EXTERN void rlock_lock_info_free(rlock_lock_info *info);
 
+/** How many waiters a fair lock's queue held when the snapshot was taken:
+ * rlock_lock_info_queue_count() for rlock_lock_inspect(), which reads the
+ * whole queue; possibly more for a snapshot from rlock_client_list_locks(),
+ * which describes only the first RLOCK_LIST_WAITERS. 0 for other locks
+ * and when info is NULL. */
+RLOCK_EXTERN size_t rlock_lock_info_queue_length(const rlock_lock_info *info);
+
+/** Queued waiters a snapshot from rlock_client_list_locks() describes at
+ * most, per fair lock (the first in line). */
+#define RLOCK_LIST_WAITERS 10
+
+/**
+ * Called by rlock_client_list_locks() for each lock found, on the thread
+ * that called it, with no library lock held and no connection borrowed:
+ * it may use any function on the same client (rlock_lock_inspect() for a
+ * closer look, say) but must not free the client.
+ *
+ * @param name the lock's name (its key). Borrowed: valid during the call.
+ * @param kind "reentrant", "fair" (a reentrant lock with waiters queued:
+ *             without waiters a fair lock looks exactly like a reentrant
+ *             one), "read-write" (rlock_lock_info_mode() says which half
+ *             is held) or "fenced" (a reentrant lock whose fencing-token
+ *             counter exists: the layouts are otherwise the same). Static.
+ * @param info the lock's snapshot, read in one atomic step as
+ *             rlock_lock_inspect() reads it, its node included, with at
+ *             most the first RLOCK_LIST_WAITERS waiters of a fair lock
+ *             (rlock_lock_info_queue_length() counts all). Borrowed: valid
+ *             during the call; do not free it.
+ * @param arg  the pointer given to rlock_client_list_locks().
+ * @return 0 to go on; anything else stops the listing (which then
+ *         returns RLOCK_OK).
+ */
+typedef int (*rlock_lock_list_fn)(const char *name, const char *kind,
+                                  const rlock_lock_info *info, void *arg);
+
+/**
+ * List the locks held now whose names match the glob `pattern` (Redis's
+ * MATCH syntax: '*', '?', '[...]', '\' escapes), on every server that
+ * holds keys of the client's topology: the server, every master of a
+ * cluster (the whole slot map must have masters, else RLOCK_EIO before
+ * anything is listed), or Sentinel's master.
+ *
+ * How: SCAN with MATCH, COUNT 100 and TYPE hash (so Redis 6.0 or later)
+ * walks each server's keys in small steps, never KEYS; each batch of
+ * hashes found goes to one read-only script (per cluster slot) that
+ * applies the rule every lock script applies (rlock/lock.h, "What counts
+ * as a lock") and snapshots the locks. No step blocks the server for
+ * long: a script call reads at most about 1000 hash fields, and a hash of
+ * more than 1000 fields is not read at all, so not listed. Keys that are
+ * not locks are never written, expired or deleted; keys of other types,
+ * hashes without an expiry and a lock's own auxiliary keys (the fair
+ * queue, the token counter, read holds' timeout keys: none is a hash)
+ * are not even read. A hash with an expiry is read to check its fields,
+ * which counts as an access for Redis's LRU/LFU eviction.
+ *
+ * Each lock is reported once, in no particular order. The listing is not
+ * one snapshot: a lock taken or released meanwhile may or may not show,
+ * as SCAN guarantees only keys that exist throughout.
+ *
+ * Access control: the user needs SCAN and the rights every lock script
+ * needs (README, "Least-privilege Redis users"), for every key the
+ * pattern matches: a hash outside the user's key patterns fails the
+ * listing with RLOCK_EAUTH, so give such a user a pattern within them.
+ *
+ * Threading: safe on a shared client, as every call (rlock/client.h); fn
+ * runs on the calling thread. Not for a client made by
+ * rlock_client_new_loop() (RLOCK_EINVAL).
+ *
+ * @param client  the client whose servers to list.
+ * @param pattern the glob, copied; NULL lists every lock ("*").
+ * @param fn      called once per lock; see rlock_lock_list_fn.
+ * @param arg     passed to fn.
+ * @return RLOCK_OK (also when fn stopped the listing); RLOCK_EINVAL
+ *         (client or fn NULL, pattern empty or longer than
+ *         RLOCK_MAX_NAME_LEN bytes, a loop client); RLOCK_EIO,
+ *         RLOCK_ETIMEOUT (a server unreachable or slow); RLOCK_EAUTH (a
+ *         right missing, see above); RLOCK_ESERVER (an error reply, e.g.
+ *         SCAN's TYPE on a server older than 6.0); RLOCK_EPROTO;
+ *         RLOCK_ENOMEM; RLOCK_ECLOSED (in a fork()ed child). After an
+ *         error, the locks already passed to fn stand and no more follow.
+ */
+RLOCK_EXTERN int rlock_client_list_locks(rlock_client *client,
+                                         const char *pattern,
+                                         rlock_lock_list_fn fn, void *arg);
+
 RLOCK_END_DECLS
 
 #endif /* RLOCK_LOCK_H */

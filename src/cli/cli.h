@@ -56,6 +56,19 @@ const char *cli_redact_url(const char *url, char *buf, size_t size);
 int cli_cmd_exec(const cli_global *g, int argc, char **argv);
 int cli_cmd_status(const cli_global *g, int argc, char **argv);
 int cli_cmd_unlock(const cli_global *g, int argc, char **argv);
+int cli_cmd_list(const cli_global *g, int argc, char **argv);
+
+/* ---- a lock's snapshot as `status` shows it (cmd_status.c) -------------- */
+
+/* "  holder OWNER (2 holds)" lines; a read-write lock's "  reader ..." and
+   "  writer ...". */
+void cli_print_holders(const rlock_lock_info *info);
+/* "  queued 1: OWNER (deadline in 4m59s)" for each waiter listed. */
+void cli_print_queue(const rlock_lock_info *info);
+/* "  node HOST:PORT (cluster)" for a cluster or Sentinel, else nothing. */
+void cli_print_node(const rlock_lock_info *info, const char *topology);
+/* The JSON members "holders": [...], "queue": [...]. */
+void cli_json_holders(const rlock_lock_info *info);
 
 /* ---- errors and exit statuses (util.c) -------------------------------- */
 

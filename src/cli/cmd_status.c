@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * cmd_status.c - `rlock status [--json] NAME`: who holds a lock, and for
- * how long, from one atomic snapshot (rlock_lock_inspect); and the latest
- * fencing token issued for NAME, if any (rlock_lock_token, one more read).
+ * cmd_status.c - `rlock status [--json] NAME...`: who holds each lock, and
+ * for how long, from one atomic snapshot per lock (rlock_lock_inspect);
+ * and the latest fencing token issued for NAME, if any (rlock_lock_token,
+ * one more read). Its holder printers serve `rlock list` too.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -12,9 +13,9 @@
 #include "cli.h"
 
 static const char status_help[] =
-    "Usage: rlock [-u URL] [OPTION]... status [--json] NAME\n"
+    "Usage: rlock [-u URL] [OPTION]... status [--json] NAME [NAME...]\n"
     "\n"
-    "Show whether the lock NAME is held, by whom (owner field\n"
+    "Show whether each lock NAME is held, by whom (owner field\n"
     "<client id>:<thread id> and hold count) and when it expires, and\n"
     "for a fair lock the waiters queued for it, in order. Once a fenced\n"
     "lock (exec --fenced, Redisson's RFencedLock) has been taken on NAME,\n"
@@ -22,7 +23,8 @@ static const char status_help[] =
     "fenced holder, that holder's token).\n"
     "\n"
     "Options:\n"
-    "  --json       print one JSON object on one line:\n"
+    "  --json       print one JSON object per NAME, each on one line, in\n"
+    "               the order given:\n"
     "               {\"name\": \"NAME\", \"locked\": true|false, "
     "\"ttl_ms\": N,\n"
     "                \"mode\": \"read\"|\"write\"|null,\n"
@@ -41,25 +43,17 @@ static const char status_help[] =
     "  -h, --help   show this help\n"
     "\n"
     "Exit status:\n"
-    "  0    success, whether the lock is held or free\n"
+    "  0    success, whether the locks are held or free\n"
     "  64   usage error\n"
-    "  65   NAME holds something that is not a lock (or its token key\n"
-    "       something that is not a counter), or NAME is invalid\n"
-    "  69   Redis unreachable, refusing or failing\n";
+    "  65   a NAME holds something that is not a lock (or its token key\n"
+    "       something that is not a counter), or is invalid; the other\n"
+    "       NAMEs are still shown\n"
+    "  69   Redis unreachable, refusing or failing (no more NAMEs are\n"
+    "       tried)\n";
 
-/* `token` is the latest fencing token, 0 when none was ever issued. */
-static void print_json(const char *name, const rlock_lock_info *info,
-                       const char *topology, int64_t token) {
-  size_t n = rlock_lock_info_holder_count(info);
-  fputs("{\"name\": ", stdout);
-  cli_json_string(stdout, name);
-  const char *mode = rlock_lock_info_mode(info);
-  printf(", \"locked\": %s, \"ttl_ms\": %" PRId64 ", \"mode\": %s%s%s, "
-         "\"holders\": [",
-         rlock_lock_info_locked(info) ? "true" : "false",
-         rlock_lock_info_ttl_ms(info), mode ? "\"" : "", mode ? mode : "null",
-         mode ? "\"" : "");
-  for (size_t i = 0; i < n; i++) {
+void cli_json_holders(const rlock_lock_info *info) {
+  fputs("\"holders\": [", stdout);
+  for (size_t i = 0; i < rlock_lock_info_holder_count(info); i++) {
     fputs(i > 0 ? ", {\"owner\": " : "{\"owner\": ", stdout);
     cli_json_string(stdout, rlock_lock_info_holder_owner(info, i));
     printf(", \"count\": %" PRId64 "}", rlock_lock_info_holder_holds(info, i));
@@ -71,7 +65,21 @@ static void print_json(const char *name, const rlock_lock_info *info,
     printf(", \"deadline_ms\": %" PRId64 "}",
            rlock_lock_info_queue_deadline_ms(info, i));
   }
-  fputs("], \"node\": ", stdout);
+  fputc(']', stdout);
+}
+
+/* `token` is the latest fencing token, 0 when none was ever issued. */
+static void print_json(const char *name, const rlock_lock_info *info,
+                       const char *topology, int64_t token) {
+  fputs("{\"name\": ", stdout);
+  cli_json_string(stdout, name);
+  const char *mode = rlock_lock_info_mode(info);
+  printf(", \"locked\": %s, \"ttl_ms\": %" PRId64 ", \"mode\": %s%s%s, ",
+         rlock_lock_info_locked(info) ? "true" : "false",
+         rlock_lock_info_ttl_ms(info), mode ? "\"" : "", mode ? mode : "null",
+         mode ? "\"" : "");
+  cli_json_holders(info);
+  fputs(", \"node\": ", stdout);
   cli_json_string(stdout, rlock_lock_info_node(info));
   printf(", \"topology\": \"%s\"", topology);
   if (token > 0)
@@ -79,8 +87,7 @@ static void print_json(const char *name, const rlock_lock_info *info,
   fputs("}\n", stdout);
 }
 
-/* "  queued 1: OWNER (deadline in 4m59s)" for each fair-lock waiter. */
-static void print_queue(const rlock_lock_info *info) {
+void cli_print_queue(const rlock_lock_info *info) {
   for (size_t i = 0; i < rlock_lock_info_queue_count(info); i++) {
     char left[32];
     cli_format_ms(left, sizeof left,
@@ -109,9 +116,12 @@ static void print_holder(const rlock_lock_info *info, size_t i, int rw) {
   printf(" (%" PRId64 " hold%s)\n", holds, holds == 1 ? "" : "s");
 }
 
-/* "  node 10.0.0.7:7002 (cluster)": where the lock lives, when the URL
- * alone does not say (a cluster, Sentinel). */
-static void print_node(const rlock_lock_info *info, const char *topology) {
+void cli_print_holders(const rlock_lock_info *info) {
+  for (size_t i = 0; i < rlock_lock_info_holder_count(info); i++)
+    print_holder(info, i, rlock_lock_info_mode(info) != NULL);
+}
+
+void cli_print_node(const rlock_lock_info *info, const char *topology) {
   if (strcmp(topology, "single") == 0)
     return;
   fputs("  node ", stdout);
@@ -133,8 +143,8 @@ static void print_human(const char *name, const rlock_lock_info *info,
   if (!rlock_lock_info_locked(info)) {
     fputs(": free\n", stdout);
     print_token(token);
-    print_queue(info);
-    print_node(info, topology);
+    cli_print_queue(info);
+    cli_print_node(info, topology);
     return;
   }
   char left[32] = "";
@@ -146,18 +156,18 @@ static void print_human(const char *name, const rlock_lock_info *info,
                                                   : " for reading";
   printf(": locked%s, %s%s\n", what, ttl >= 0 ? "expires in " : "no expiry",
          left);
-  for (size_t i = 0; i < rlock_lock_info_holder_count(info); i++)
-    print_holder(info, i, mode != NULL);
+  cli_print_holders(info);
   print_token(token);
-  print_queue(info);
-  print_node(info, topology);
+  cli_print_queue(info);
+  cli_print_node(info, topology);
 }
 
 #define STATUS_SHORTOPTS "+:h"
 #define OPT_JSON 256
 
-/* Returns CLI_CONTINUE with *name and *json set, or an exit status. */
-static int parse_status(int argc, char **argv, const char **name, int *json) {
+/* Returns CLI_CONTINUE with the NAMEs (argv[*first..argc)) and *json
+ * set, or an exit status. */
+static int parse_status(int argc, char **argv, int *first, int *json) {
   static const struct option longopts[] = {
       {"json", no_argument, NULL, OPT_JSON},
       {"help", no_argument, NULL, 'h'},
@@ -173,19 +183,35 @@ static int parse_status(int argc, char **argv, const char **name, int *json) {
       return cli_bad_option(c, argv, STATUS_SHORTOPTS);
     *json = 1;
   }
-  return cli_one_name("status", argc - optind, argv + optind, name);
+  if (optind == argc)
+    return cli_usage("status: missing NAME");
+  for (int i = optind + 1; i < argc; i++)
+    if (argv[i][0] == '-')
+      return cli_usage("status: options go before NAME (got '%s' after "
+                       "'%s')",
+                       argv[i], argv[optind]);
+  *first = optind;
+  return CLI_CONTINUE;
 }
 
-static int show(rlock_client *client, rlock_lock *lock, const char *name,
-                int json) {
+/* Show one lock: 0, or an exit status after saying what went wrong. */
+static int show(rlock_client *client, const char *name, int json) {
+  rlock_lock *lock;
   rlock_lock_info *info;
   int64_t token;
-  int rc = rlock_lock_inspect(&info, lock);
+  int rc = cli_lock_new(CLI_FAIR, &lock, client, name);
   if (rc != RLOCK_OK)
+    return cli_lib_error(rc); /* a bad name: EX_DATAERR */
+  rc = rlock_lock_inspect(&info, lock);
+  if (rc != RLOCK_OK) {
+    rlock_lock_free(lock);
     return cli_lib_error(rc);
+  }
   /* A second read, after the snapshot: a token issued in between shows
    * too. 0 when none ever was (the counter starts at 1). */
-  if ((rc = rlock_lock_token(&token, lock)) != RLOCK_OK) {
+  rc = rlock_lock_token(&token, lock);
+  rlock_lock_free(lock);
+  if (rc != RLOCK_OK) {
     rlock_lock_info_free(info);
     return cli_lib_error(rc); /* not a counter: EX_DATAERR */
   }
@@ -199,19 +225,23 @@ static int show(rlock_client *client, rlock_lock *lock, const char *name,
 }
 
 int cli_cmd_status(const cli_global *g, int argc, char **argv) {
-  const char *name = NULL;
-  int json = 0;
-  int status = parse_status(argc, argv, &name, &json);
+  int first = 0, json = 0;
+  int status = parse_status(argc, argv, &first, &json);
   if (status != CLI_CONTINUE)
     return status;
   if (g->nurls > 1)
     return cli_usage(
         "status: one -u URL only (several are for exec's RedLock)");
   rlock_client *client;
-  rlock_lock *lock;
-  status = cli_open(g, name, CLI_FAIR, NULL, NULL, &client, &lock);
-  if (status == 0)
-    status = show(client, lock, name, json);
-  cli_close(client, lock);
+  if ((status = cli_client_new(g, g->url, NULL, NULL, &client)) != 0)
+    return status;
+  /* A NAME that is not a lock does not hide the others; a server that
+   * fails would fail them all, so that ends the command. */
+  for (int i = first; i < argc && status != EX_UNAVAILABLE; i++) {
+    int st = show(client, argv[i], json);
+    if (status == 0 || st == EX_UNAVAILABLE)
+      status = st;
+  }
+  rlock_client_free(client);
   return status;
 }

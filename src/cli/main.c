@@ -21,7 +21,8 @@ static const char main_help[] =
     "             [--fair|--read|--write|--fenced|--spin] [-w DUR] [-l DUR]\n"
     "             [--on-lost ACTION] [--kill-after DUR]\n"
     "             NAME [NAME...] -- COMMAND [ARG...]\n"
-    "       rlock [-u URL] [OPTION]... status [--json] NAME\n"
+    "       rlock [-u URL] [OPTION]... status [--json] NAME [NAME...]\n"
+    "       rlock [-u URL] [OPTION]... list [--json] [PATTERN]\n"
     "       rlock [-u URL] [OPTION]... unlock --force NAME\n"
     "       rlock --help | --version\n"
     "\n"
@@ -31,7 +32,8 @@ static const char main_help[] =
     "Commands:\n"
     "  exec     run COMMAND while holding the lock NAME (--fenced: with\n"
     "           its fencing token in $RLOCK_TOKEN)\n"
-    "  status   show who holds the lock NAME (--json for scripts)\n"
+    "  status   show who holds each lock NAME (--json for scripts)\n"
+    "  list     show the locks held now whose names match PATTERN\n"
     "  unlock   delete the lock NAME whoever holds it (--force)\n"
     "Run 'rlock COMMAND --help' for a command's options.\n"
     "\n"
@@ -93,6 +95,7 @@ static const struct {
     {"exec", cli_cmd_exec},
     {"status", cli_cmd_status},
     {"unlock", cli_cmd_unlock},
+    {"list", cli_cmd_list},
 };
 
 #define MAIN_SHORTOPTS "+:u:h"
@@ -212,12 +215,12 @@ static int parse_global(int argc, char **argv, cli_global *g) {
 
 static int dispatch(const cli_global *g, int argc, char **argv) {
   if (argc == 0)
-    return cli_usage("missing command (exec, status or unlock)");
+    return cli_usage("missing command (exec, status, list or unlock)");
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (strcmp(argv[0], commands[i].name) == 0)
       return commands[i].run(g, argc, argv);
-  return cli_usage("unknown command '%s' (expected exec, status or unlock)",
-                   argv[0]);
+  return cli_usage(
+      "unknown command '%s' (expected exec, status, list or unlock)", argv[0]);
 }
 
 /* A closed standard fd would be reused by the first socket the library

@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Integration: an ACL user allowed exactly what README's "Least-privilege
- * Redis users" gives for locks named `locks:*` runs every lock kind; a
- * user lacking one right gets RLOCK_EAUTH naming what was refused, for
- * every kind and for a RedLock member; the password never shows in a
- * message. */
+ * Redis users" gives for locks named `locks:*` runs every lock kind and
+ * lists the locks, on a single server, on a cluster (the user on every
+ * node, with the cluster extras) and behind Sentinel (the user on the
+ * master and the replica, with Sentinel's extra; the sentinels' own user
+ * with only the rights README gives it); a user lacking one right gets
+ * RLOCK_EAUTH naming what was refused, for every kind, for a RedLock
+ * member and for a listing; the password never shows in a message. */
 #include "fixture.h"
+#include "rt_cluster.h"
+#include "rt_sentinel.h"
 
 /* README's rule set, for names starting "locks:" (one server, replicas
  * confirmed with WAIT by default). */
@@ -16,12 +21,21 @@
   "+evalsha +eval +ping +info +wait +subscribe +unsubscribe +publish +get "    \
   "+hget +hexists +hincrby +hset +hdel +hgetall +hkeys +hlen +pexpire +pttl "  \
   "+del +exists +type +set +incr +lindex +lpop +lrange +lrem +rpush +zadd "    \
-  "+zincrby +zrange +zrem +zscore"
+  "+zincrby +zrange +zrem +zscore +scan +llen"
+
+/* README's extras for a cluster, and behind Sentinel; the sentinels' own
+ * user. */
+#define CLUSTER_RULES                                                          \
+  RULES " +cluster|shards +cluster|slots +asking +pubsub|shardnumsub "         \
+        "+ssubscribe +sunsubscribe +spublish"
+#define SENTINEL_RULES RULES " +role"
+#define SENTINELS_OWN                                                          \
+  "+sentinel|get-master-addr-by-name +subscribe +ping &+switch-master"
 
 #define SECRET "s3cret-acl-pw"
 
-/* ACL SETUSER name reset on >SECRET <each word of rules>. */
-static void set_user(const char *name, const char *rules) {
+/* ACL SETUSER name reset on >SECRET <each word of rules>, on `s`. */
+static void set_user_on(rt_server *s, const char *name, const char *rules) {
   char copy[2048], *save = NULL;
   const char *argv[128] = {"ACL", "SETUSER", name, "reset", "on", ">" SECRET};
   int argc = 6;
@@ -29,17 +43,59 @@ static void set_user(const char *name, const char *rules) {
   for (char *w = strtok_r(copy, " ", &save); w != NULL && argc < 128;
        w = strtok_r(NULL, " ", &save))
     argv[argc++] = w;
-  redisReply *r = rt_cmd_argv(srv, argc, argv, NULL);
+  redisReply *r = rt_cmd_argv(s, argc, argv, NULL);
   if (r->type != REDIS_REPLY_STATUS)
     fail_msg("ACL SETUSER %s: %s", name, r->str);
   freeReplyObject(r);
 }
 
+static void set_user(const char *name, const char *rules) {
+  set_user_on(srv, name, rules);
+}
+
+/* The URL of a cluster's or Sentinel's deployment with the user's
+ * credentials ("": the shared server). */
+static char dep_url[1024];
+
+/* `url` ("scheme://hosts[#master]") with user:SECRET@ after the scheme
+ * and `params` before any '#', into dep_url. */
+static void set_dep_url(const char *url, const char *user, const char *params) {
+  const char *hosts = strstr(url, "://") + 3, *hash = strchr(url, '#');
+  int before = (int)(hosts - url);
+  int mid = (int)((hash ? hash : url + strlen(url)) - hosts);
+  snprintf(dep_url, sizeof dep_url, "%.*s%s:" SECRET "@%.*s%s%s", before, url,
+           user, mid, hosts, params, hash ? hash : "");
+}
+
+/* Where the keys and channels of the lock tests live: the shared server,
+ * a cluster's slot owner, or Sentinel's master; and whether waiters
+ * listen with SSUBSCRIBE (a Redis 7 cluster, in auto mode). */
+static rt_cluster *dep_cluster;
+static rt_server *dep_master;
+static int dep_sharded;
+
+static rt_server *server_of(const char *key) {
+  if (dep_cluster != NULL)
+    return rt_cluster_node(
+        dep_cluster,
+        rt_cluster_slot_owner(dep_cluster, rt_cluster_slot_of(key)));
+  return dep_master != NULL ? dep_master : srv;
+}
+
+/* The watchdog timeout of user_client()'s clients. With replicas, a
+ * write's WAIT can take about a second (a replica that has just
+ * attached confirms at its next periodic ACK), and a lease shorter than
+ * that could run out before the acquisition returns. */
+static int64_t dep_watchdog_ms = 600;
+
 static rlock_client *user_client(const char *user) {
-  char url[256];
-  snprintf(url, sizeof url, "redis://%s:" SECRET "@127.0.0.1:%d", user,
-           rt_server_port(srv));
-  return fx_client_opts(url, 600, NULL, NULL);
+  char url[1200];
+  if (dep_url[0] != '\0')
+    snprintf(url, sizeof url, "%s", dep_url);
+  else
+    snprintf(url, sizeof url, "redis://%s:" SECRET "@127.0.0.1:%d", user,
+             rt_server_port(srv));
+  return fx_client_opts(url, dep_watchdog_ms, NULL, NULL);
 }
 
 typedef int (*lock_new_fn)(rlock_lock **, rlock_client *, const char *);
@@ -90,6 +146,39 @@ static const char *wait_channel(size_t k, const char *name, char *buf,
   return buf;
 }
 
+typedef struct subs_want {
+  const char *channel;
+  long long n;
+} subs_want;
+
+static bool pred_subs(void *arg, char *why, size_t cap) {
+  const subs_want *w = arg;
+  long long n =
+      fx_subscribers_of(server_of(w->channel), dep_sharded, w->channel);
+  snprintf(why, cap, "%lld subscribers of %s", n, w->channel);
+  return n == w->n;
+}
+
+/* Wait until `channel` has one subscriber where it lives. */
+static void wait_subscribed(const char *channel) {
+  subs_want w = {channel, 1};
+  rt_wait_until(pred_subs, &w, rt_scaled_ms(5000), "a waiter's subscription");
+}
+
+/* A fair waiter queued on `name` (a plain name) listens on its own
+ * channel: it is then asleep, and a release reaches it. */
+static void wait_fair_waiter(const char *name) {
+  char queue[128], channel[256];
+  snprintf(queue, sizeof queue, "redisson_lock_queue:{%s}", name);
+  fx_wait_exists(server_of(queue), queue, 1, rt_scaled_ms(5000));
+  redisReply *r = rt_cmd(server_of(queue), "LINDEX %s 0", queue);
+  assert_int_equal(r->type, REDIS_REPLY_STRING);
+  snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}:%s", name,
+           r->str);
+  freeReplyObject(r);
+  wait_subscribed(channel);
+}
+
 /* Everything one kind does, as `c`: re-entry, inspection, a wait woken by
  * another holder's release (`other`), the watchdog's renewal, force
  * release. */
@@ -108,7 +197,9 @@ static void full_cycle(rlock_client *c, rlock_client *other, size_t k) {
   OK(rlock_lock_is_locked(&locked, l));
   assert_int_equal(locked, 1);
   OK(rlock_lock_hold_count(&count, l));
-  assert_int_equal(count, 2);
+  if (count != 2)
+    fail_msg("%s: hold count %lld after two acquisitions", kinds[k].kind,
+             (long long)count);
   rlock_lock_info *info;
   OK(rlock_lock_inspect(&info, l));
   rlock_lock_info_free(info);
@@ -118,12 +209,10 @@ static void full_cycle(rlock_client *c, rlock_client *other, size_t k) {
   OK(rlock_lock_acquire_lease(o, 60000));
   fx_waiter w;
   fx_waiter_start(&w, l);
-  if (k == 1) {
-    fx_wait_exists(srv, "redisson_lock_queue:{locks:fair}", 1,
-                   rt_scaled_ms(5000));
-    fx_wait_fair_head_subscribed(srv, name);
-  } else if (wait_channel(k, name, ch, sizeof ch) != NULL)
-    fx_wait_subscribers(srv, ch, 1, "the waiter's subscription");
+  if (k == 1)
+    wait_fair_waiter(name);
+  else if (wait_channel(k, name, ch, sizeof ch) != NULL)
+    wait_subscribed(ch);
   OK(rlock_lock_release(o));
   OK(fx_waiter_join(&w));
   int deleted;
@@ -134,14 +223,134 @@ static void full_cycle(rlock_client *c, rlock_client *other, size_t k) {
   rlock_lock_free(l);
 }
 
-static void test_documented_rules_suffice(void **state) {
-  (void)state;
-  set_user("locker", RULES);
+static int count_lock(const char *name, const char *kind,
+                      const rlock_lock_info *info, void *arg) {
+  (void)name, (void)kind, (void)info;
+  ++*(int *)arg;
+  return 0;
+}
+
+/* rlock_client_list_locks(pattern) as `c`: its status; *n locks seen. */
+static int list_as(rlock_client *c, const char *pattern, int *n) {
+  *n = 0;
+  return rlock_client_list_locks(c, pattern, count_lock, n);
+}
+
+/* Every kind's whole cycle as the user, then a listing of locks held by
+ * the user: of each kind, a fair one with a waiter queued. */
+static void cycle_and_list(void) {
   rlock_client *c = user_client("locker"), *other = user_client("locker");
   for (size_t k = 0; k < NKINDS; k++)
     full_cycle(c, other, k);
+  rlock_lock *l[NKINDS];
+  char name[64];
+  for (size_t k = 0; k < NKINDS; k++) {
+    snprintf(name, sizeof name, "locks:listed:%s", kinds[k].kind);
+    OK(kinds[k].make(&l[k], c, name));
+    OK(rlock_lock_acquire_lease(l[k], 60000));
+  }
+  rlock_lock *w;
+  OK(rlock_lock_new_fair(&w, other, "locks:listed:fair"));
+  fx_waiter waiter;
+  fx_waiter_start(&waiter, w);
+  wait_fair_waiter("locks:listed:fair");
+  int n;
+  OK(list_as(c, "locks:*", &n));
+  assert_int_equal(n, NKINDS);
+  for (size_t k = 0; k < NKINDS; k++)
+    OK(rlock_lock_release(l[k]));
+  OK(fx_waiter_join(&waiter));
+  rlock_lock_free(w);
+  for (size_t k = 0; k < NKINDS; k++)
+    rlock_lock_free(l[k]);
   rlock_client_free(other);
   rlock_client_free(c);
+}
+
+static void test_documented_rules_suffice(void **state) {
+  (void)state;
+  set_user("locker", RULES);
+  cycle_and_list();
+}
+
+/* A cluster: the user (with the cluster extras) on every node. */
+static void test_rules_on_cluster(void **state) {
+  (void)state;
+  rt_cluster *cl = rt_cluster_start(3, 1);
+  for (int i = 0; i < rt_cluster_size(cl); i++)
+    set_user_on(rt_cluster_node(cl, i), "locker", CLUSTER_RULES);
+  dep_cluster = cl;
+  dep_sharded = 1; /* Redis 7, pubsub=auto */
+  dep_watchdog_ms = 3000;
+  set_dep_url(rt_cluster_url(cl), "locker", "");
+  cycle_and_list();
+  /* Listing needs SCAN on every master. */
+  for (int i = 0; i < rt_cluster_size(cl); i++)
+    set_user_on(rt_cluster_node(cl, i), "locker", CLUSTER_RULES " -scan");
+  rlock_client *c = user_client("locker");
+  int n;
+  RC(list_as(c, "locks:*", &n), RLOCK_EAUTH);
+  assert_non_null(strstr(rlock_error_last()->message, "scan"));
+  rlock_client_free(c);
+  dep_url[0] = '\0';
+  dep_cluster = NULL;
+  dep_sharded = 0;
+  dep_watchdog_ms = 600;
+  rt_cluster_free(cl);
+}
+
+typedef struct watched {
+  rt_server *sentinel;
+} watched;
+
+/* Our +switch-master subscription, made as the sentinels' own user: a
+ * line of the sentinel's CLIENT LIST with both "user=watcher" and
+ * "sub=1". */
+static bool pred_watching(void *arg, char *why, size_t cap) {
+  const watched *w = arg;
+  redisReply *r = rt_cmd(w->sentinel, "CLIENT LIST");
+  bool ok = false;
+  for (char *line = r->type == REDIS_REPLY_STRING ? r->str : NULL;
+       line != NULL && *line != '\0' && !ok;) {
+    char *nl = strchr(line, '\n'), buf[1024];
+    snprintf(buf, sizeof buf, " %.*s ",
+             (int)(nl ? (size_t)(nl - line) : strlen(line)), line);
+    ok =
+        strstr(buf, " sub=1 ") != NULL && strstr(buf, " user=watcher ") != NULL;
+    line = nl ? nl + 1 : NULL;
+  }
+  freeReplyObject(r);
+  snprintf(why, cap, "no subscriber logged in as 'watcher'");
+  return ok;
+}
+
+/* Sentinel: the user (with Sentinel's extra) on the master and the
+ * replica; the sentinels' own user with only what README gives it, which
+ * must suffice to find the master and to watch for +switch-master. */
+static void test_rules_behind_sentinel(void **state) {
+  (void)state;
+  rt_sentinel_group *g = rt_sentinel_start("aclmaster", 1, 1);
+  for (int i = 0; i < rt_sentinel_nservers(g); i++)
+    set_user_on(rt_sentinel_server(g, i), "locker", SENTINEL_RULES);
+  set_user_on(rt_sentinel_sentinel(g, 0), "watcher", SENTINELS_OWN);
+  dep_master = rt_sentinel_master(g);
+  dep_watchdog_ms = 3000;
+  set_dep_url(rt_sentinel_url(g), "locker",
+              "?sentinel_user=watcher&sentinel_password=" SECRET);
+  cycle_and_list();
+  rlock_client *c = user_client("locker");
+  rlock_lock *l = fx_lock(c, "locks:watch");
+  OK(rlock_lock_acquire(l)); /* the watchdog's hold starts the watch */
+  watched w = {rt_sentinel_sentinel(g, 0)};
+  rt_wait_until(pred_watching, &w, rt_scaled_ms(5000),
+                "the +switch-master watch as 'watcher'");
+  OK(rlock_lock_release(l));
+  rlock_lock_free(l);
+  rlock_client_free(c);
+  dep_url[0] = '\0';
+  dep_master = NULL;
+  dep_watchdog_ms = 600;
+  rt_sentinel_free(g);
 }
 
 /* The status and message of acquiring `name` as `user` (kind k), when
@@ -209,6 +418,56 @@ static void test_missing_rights(void **state) {
     if (k != 5)
       expect_eauth(refused("nochan", k, "locks:nc", 1, msg, sizeof msg), msg,
                    "channel", kinds[k].kind);
+}
+
+/* Listing needs SCAN, and LLEN for a fair lock's queue (refused inside
+ * the script: Redis 7.0 does not name the command, so only "scan" is
+ * looked for in the message); a pattern that reaches a hash outside the
+ * user's key patterns is refused (RLOCK_EAUTH); the CLI exits 69 then, 0
+ * within them. */
+static void test_list_rights(void **state) {
+  (void)state;
+  freeReplyObject(
+      rt_cmd(srv, "HSET locks:q 00000000-0000-4000-8000-000000000000:1 1"));
+  freeReplyObject(rt_cmd(srv, "PEXPIRE locks:q 60000"));
+  freeReplyObject(rt_cmd(srv, "RPUSH redisson_lock_queue:{locks:q} w"));
+  freeReplyObject(rt_cmd(srv, "HSET other:h a 1"));
+  freeReplyObject(rt_cmd(srv, "PEXPIRE other:h 60000"));
+  int n;
+  set_user("locker", RULES);
+  rlock_client *c = user_client("locker");
+  OK(list_as(c, "locks:*", &n));
+  assert_int_equal(n, 1);
+  RC(list_as(c, "*", &n), RLOCK_EAUTH);
+  rlock_client_free(c);
+  const char *need[] = {"scan", "llen"};
+  for (int i = 0; i < 2; i++) {
+    char rules[2048], msg[512];
+    snprintf(rules, sizeof rules, "%s -%s", RULES, need[i]);
+    set_user("less", rules);
+    c = user_client("less");
+    int rc = list_as(c, "locks:*", &n);
+    snprintf(msg, sizeof msg, "%s", rlock_error_last()->message);
+    expect_eauth(rc, msg, i == 0 ? "scan" : "script", "list");
+    rlock_client_free(c);
+  }
+  const char *dir = getenv("RLOCK_TEST_BINDIR");
+  char cli[512], cmd[2048];
+  snprintf(cli, sizeof cli, "%s/rlock", dir != NULL ? dir : ".");
+  if (access(cli, X_OK) != 0)
+    fail_msg("no rlock binary at %s (set RLOCK_TEST_BINDIR)", cli);
+  const char *pattern[2] = {"locks:*", "*"};
+  for (int i = 0; i < 2; i++) {
+    snprintf(cmd, sizeof cmd,
+             "'%s' -u 'redis://locker:" SECRET "@127.0.0.1:%d' list '%s' "
+             ">/dev/null 2>&1",
+             cli, rt_server_port(srv), pattern[i]);
+    int st = system(cmd);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), i == 0 ? 0 : 69);
+  }
+  freeReplyObject(rt_cmd(srv, "DEL locks:q redisson_lock_queue:{locks:q} "
+                              "other:h"));
 }
 
 /* A RedLock member whose user may not run scripts: that member is
@@ -341,6 +600,9 @@ int main(void) {
       cmocka_unit_test(test_password_not_shown),
       cmocka_unit_test(test_multi_and_redlock_as_user),
       cmocka_unit_test(test_cli_hides_password),
+      cmocka_unit_test(test_list_rights),
+      cmocka_unit_test(test_rules_on_cluster),
+      cmocka_unit_test(test_rules_behind_sentinel),
   };
   return cmocka_run_group_tests(tests, fx_setup, fx_teardown);
 }

@@ -1592,8 +1592,12 @@ static void test_usage_errors(void **state) {
       {"-u", "redis://127.0.0.1:1", "-u", "redis://127.0.0.1:2", "exec",
        "--spin", "n", "--", "true"},
       {"status"},
-      {"status", "a", "b"},
+      {"status", "a", "--json"},
       {"status", "--json=yes", "a"},
+      {"list", "a", "b"},
+      {"list", ""},
+      {"list", "--bogus"},
+      {"-u", "redis://127.0.0.1:1", "-u", "redis://127.0.0.1:2", "list"},
       {"unlock", "n"},
       {"unlock", "--force"},
   };
@@ -1620,6 +1624,7 @@ static void test_help_and_version(void **state) {
       {"--help"},           {"-h"},
       {"exec", "--help"},   {"exec", "-h"},
       {"status", "--help"}, {"unlock", "--help"},
+      {"list", "--help"},
   };
   proc p;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -146,7 +146,11 @@ int rlock__error_status(const char *where, const rlock__reply *err) {
     code = RLOCK_EWRONGTYPE;
   else if (rlock__reply_starts(err, "NOAUTH") ||
            rlock__reply_starts(err, "WRONGPASS") ||
-           rlock__reply_starts(err, "NOPERM"))
+           rlock__reply_starts(err, "NOPERM") ||
+           /* a command a script ran, refused by ACL (an "ERR" reply):
+            * Redis 7.0-7.1's words, then 7.2's */
+           strstr(err->str, "The user executing the script can't") != NULL ||
+           strstr(err->str, "ACL failure in script") != NULL)
     code = RLOCK_EAUTH;
   return rlock__err(code, "redis %s: %s", where, err->str);
 }

@@ -58,8 +58,9 @@ int rlock__reply_starts(const rlock__reply *r, const char *prefix);
 const char *rlock__reply_type_name(const rlock__reply *r);
 
 /* The one rule from an error reply to a status code: WRONGTYPE ->
- * RLOCK_EWRONGTYPE; NOAUTH, WRONGPASS, NOPERM -> RLOCK_EAUTH; anything
- * else -> RLOCK_ESERVER. Sets the last error to "redis <where>: <text>".
+ * RLOCK_EWRONGTYPE; NOAUTH, WRONGPASS, NOPERM, and a command inside a
+ * script refused by ACL (an ERR reply) -> RLOCK_EAUTH; anything else ->
+ * RLOCK_ESERVER. Sets the last error to "redis <where>: <text>".
  * Every path that reads a reply (commands, fan-out, the subscriber) uses
  * it. */
 int rlock__error_status(const char *where, const rlock__reply *err);

@@ -34,5 +34,6 @@ extern const rlock__script rlock__script_write_acquire;
 extern const rlock__script rlock__script_write_release;
 extern const rlock__script rlock__script_rw_force_release;
 extern const rlock__script rlock__script_renew_read;
+extern const rlock__script rlock__script_list_inspect;
 
 #endif /* RLOCK_SCRIPT_H */

@@ -186,6 +186,9 @@ int rlock__inspect_parse(const rlock__reply *r, rlock_lock_info *info,
                          const char *node);
 /* Allocate an empty rlock_lock_info. */
 rlock_lock_info *rlock__info_new(void);
+/* Set a snapshot's queue length when it lists only the first waiters
+ * (rlock_client_list_locks). */
+void rlock__info_set_queue_length(rlock_lock_info *info, size_t n);
 /* Whether `l` counts as locked given its inspected state. */
 int rlock__info_locked(const rlock_lock *l, const rlock_lock_info *info);
 /* The call reading `owner`'s hold count of `l` (HGET of its field), and

@@ -25,6 +25,7 @@ struct rlock_lock_info {
   int64_t ttl_ms;
   owner_list holders;
   owner_list queue;
+  size_t queue_len; /* the whole queue's length (queue may list fewer) */
 };
 
 /* From a snapshot, so that a key which is not a lock is refused by the
@@ -221,6 +222,7 @@ static int parse_inspect(const rlock__reply *r, rlock_lock_info *info) {
   if (rc == RLOCK_OK)
     rc = fill_list(&info->queue, r, 3 + nfields, (r->n - 3 - nfields) / 2, NULL,
                    0);
+  info->queue_len = info->queue.n;
   return rc;
 }
 
@@ -292,6 +294,14 @@ int64_t rlock_lock_info_holder_holds(const rlock_lock_info *info, size_t i) {
 
 size_t rlock_lock_info_queue_count(const rlock_lock_info *info) {
   return info ? info->queue.n : 0;
+}
+
+size_t rlock_lock_info_queue_length(const rlock_lock_info *info) {
+  return info ? info->queue_len : 0;
+}
+
+void rlock__info_set_queue_length(rlock_lock_info *info, size_t n) {
+  info->queue_len = n;
 }
 
 const char *rlock_lock_info_queue_owner(const rlock_lock_info *info, size_t i) {

@@ -23,4 +23,8 @@ typedef struct rlock__range {
 int rlock__cluster_parse(const rlock__node *node, int shards,
                          const rlock__reply *r, rlock__range **out, size_t *n);
 
+/* Read the map through `node` on the calling thread (its pool): CLUSTER
+ * SHARDS, or CLUSTER SLOTS where SHARDS is unknown (topo.c). */
+int rlock__cluster_map(rlock__node *node, rlock__range **out, size_t *n);
+
 #endif /* RLOCK_CLUSTER_H */

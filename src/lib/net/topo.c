@@ -229,6 +229,23 @@ void rlock__topo_destroy(rlock__topo *t) {
 
 /* ---- the cluster map --------------------------------------------------- */
 
+int rlock__cluster_map(rlock__node *node, rlock__range **out, size_t *n) {
+  const char *argv[2] = {"CLUSTER", "SHARDS"};
+  rlock__reply *r;
+  int shards = 1, rc = rlock__topo_node_call(node, 2, argv, &r);
+  if (rc == RLOCK_OK && r->type == RLOCK__R_ERROR) { /* before Redis 7 */
+    rlock__reply_free(r);
+    shards = 0;
+    argv[1] = "SLOTS";
+    rc = rlock__topo_node_call(node, 2, argv, &r);
+  }
+  if (rc != RLOCK_OK)
+    return rc;
+  rc = rlock__cluster_parse(node, shards, r, out, n);
+  rlock__reply_free(r);
+  return rc;
+}
+
 /* Carry one question of a refresh on the calling thread: over the node's
  * pool, or a connection of its own to a sentinel. */
 static int carry(rlock__topo *t, const rlock__refresh *f, rlock__reply **r) {

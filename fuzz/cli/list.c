@@ -1,0 +1,9 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* src/cli/cmd_list.c: parse_list for fuzz_cli. */
+#include "../../src/cli/cmd_list.c"
+
+#include "parsers.h"
+
+int fuzz_cli_list(int argc, char **argv, const char **pattern, int *json) {
+  return parse_list(argc, argv, pattern, json);
+}

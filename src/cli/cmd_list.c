@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * cmd_list.c - `rlock list [--json] [PATTERN]`: the locks held now, found
+ * by rlock_client_list_locks (SCAN on every server, each key checked by
+ * the lock scripts' rule), for an operator who does not know their names.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char list_help[] =
+    "Usage: rlock [-u URL] [OPTION]... list [--json] [PATTERN]\n"
+    "\n"
+    "List the locks held now whose names match PATTERN (a Redis glob: *,\n"
+    "?, [abc], \\ escapes; default *), with their kind, holders, time to\n"
+    "live and, for a fair lock, how many waiters are queued. Every server\n"
+    "is walked: a cluster's every master, Sentinel's master. Keys are\n"
+    "found with SCAN in small steps (never KEYS) and each hash is checked\n"
+    "by the rule the lock scripts use; a key that is not a lock is never\n"
+    "written, and one that is not a hash is not even read. Redis 6.0 or\n"
+    "later. Each lock is shown once; locks taken or released meanwhile may\n"
+    "or may not show. The last line says how many locks were shown.\n"
+    "\n"
+    "Kinds: reentrant; fair (a lock with waiters queued: a fair lock\n"
+    "without waiters shows as reentrant); read-write (held for reading or\n"
+    "writing); fenced (a reentrant lock with a fencing-token counter).\n"
+    "\n"
+    "Options:\n"
+    "  --json       print one JSON object per lock, each on one line, and\n"
+    "               no count line:\n"
+    "               {\"name\": \"NAME\", \"kind\": \"reentrant\"|\"fair\"|"
+    "\"read-write\"|\n"
+    "                \"fenced\", \"mode\": \"read\"|\"write\"|null, "
+    "\"ttl_ms\": N,\n"
+    "                \"holders\": [{\"owner\": \"OWNER\", \"count\": N}],\n"
+    "                \"queue\": [{\"owner\": \"OWNER\", \"deadline_ms\": N}],\n"
+    "                \"queue_length\": N, \"node\": \"HOST:PORT\",\n"
+    "                \"topology\": \"single\"|\"cluster\"|\"sentinel\"}\n"
+    "               (as status --json, but queue lists at most the first\n"
+    "               10 waiters, queue_length counts them all)\n"
+    "  -h, --help   show this help\n"
+    "\n"
+    "Exit status:\n"
+    "  0    success, whether locks were found or not\n"
+    "  64   usage error\n"
+    "  69   Redis unreachable, refusing or failing (also an ACL user's\n"
+    "       PATTERN reaching keys it may not read); what was printed\n"
+    "       before stands, no more follows\n";
+
+#define LIST_SHORTOPTS "+:h"
+#define OPT_JSON 256
+
+/* Returns CLI_CONTINUE with *pattern (NULL: every lock) and *json set, or
+ * an exit status. */
+static int parse_list(int argc, char **argv, const char **pattern, int *json) {
+  static const struct option longopts[] = {
+      {"json", no_argument, NULL, OPT_JSON},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  int c;
+  optind = 0;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, LIST_SHORTOPTS, longopts, NULL)) != -1) {
+    if (c == 'h')
+      return cli_help(list_help);
+    if (c != OPT_JSON)
+      return cli_bad_option(c, argv, LIST_SHORTOPTS);
+    *json = 1;
+  }
+  if (argc - optind > 1)
+    return cli_usage("list: one PATTERN only (got '%s' after '%s')",
+                     argv[optind + 1], argv[optind]);
+  *pattern = optind < argc ? argv[optind] : NULL;
+  if (*pattern != NULL &&
+      (*pattern[0] == '\0' || strlen(*pattern) > RLOCK_MAX_NAME_LEN))
+    return cli_usage("list: PATTERN must be 1 to %d bytes", RLOCK_MAX_NAME_LEN);
+  return CLI_CONTINUE;
+}
+
+typedef struct shown {
+  const char *topology;
+  int json;
+  size_t n;
+} shown;
+
+static void print_json(const char *name, const char *kind,
+                       const rlock_lock_info *info, const char *topology) {
+  const char *mode = rlock_lock_info_mode(info);
+  fputs("{\"name\": ", stdout);
+  cli_json_string(stdout, name);
+  printf(", \"kind\": \"%s\", \"mode\": %s%s%s, \"ttl_ms\": %" PRId64 ", ",
+         kind, mode ? "\"" : "", mode ? mode : "null", mode ? "\"" : "",
+         rlock_lock_info_ttl_ms(info));
+  cli_json_holders(info);
+  printf(", \"queue_length\": %zu, \"node\": ",
+         rlock_lock_info_queue_length(info));
+  cli_json_string(stdout, rlock_lock_info_node(info));
+  printf(", \"topology\": \"%s\"}\n", topology);
+}
+
+/* "jobs: fair, expires in 29.5s, 3 queued" and its holders; a read-write
+ * lock says "held for reading" or "for writing". */
+static void print_human(const char *name, const char *kind,
+                        const rlock_lock_info *info, const char *topology) {
+  const char *mode = rlock_lock_info_mode(info);
+  int64_t ttl = rlock_lock_info_ttl_ms(info);
+  size_t queued = rlock_lock_info_queue_length(info);
+  char left[32];
+  cli_format_ms(left, sizeof left, ttl >= 0 ? ttl : 0);
+  cli_put_printable(stdout, name);
+  printf(": %s%s, expires in %s", kind,
+         mode == NULL                 ? ""
+         : strcmp(mode, "write") == 0 ? ", held for writing"
+                                      : ", held for reading",
+         left);
+  if (queued > 0)
+    printf(", %zu queued", queued);
+  fputc('\n', stdout);
+  cli_print_holders(info);
+  cli_print_node(info, topology);
+}
+
+static int show(const char *name, const char *kind, const rlock_lock_info *info,
+                void *arg) {
+  shown *s = arg;
+  if (s->json)
+    print_json(name, kind, info, s->topology);
+  else
+    print_human(name, kind, info, s->topology);
+  s->n++;
+  return ferror(stdout) != 0; /* stop: main() reports the write error */
+}
+
+int cli_cmd_list(const cli_global *g, int argc, char **argv) {
+  const char *pattern = NULL;
+  int json = 0;
+  int status = parse_list(argc, argv, &pattern, &json);
+  if (status != CLI_CONTINUE)
+    return status;
+  if (g->nurls > 1)
+    return cli_usage("list: one -u URL only (several are for exec's RedLock)");
+  rlock_client *client;
+  if ((status = cli_client_new(g, g->url, NULL, NULL, &client)) != 0)
+    return status;
+  shown s = {rlock_client_topology(client), json, 0};
+  int rc = rlock_client_list_locks(client, pattern, show, &s);
+  if (rc != RLOCK_OK)
+    status = cli_lib_error(rc);
+  else if (!json)
+    printf("%zu lock%s\n", s.n, s.n == 1 ? "" : "s");
+  rlock_client_free(client);
+  return status;
+}
