@@ -21,12 +21,9 @@ local function take()
   redis.call('pexpire', KEYS[1], ARGV[1])
   return {token}
 end
-if redis.call('exists', KEYS[1]) == 0 then
+local state, ttl, mine = lock_probe(KEYS[1], 'plain', ARGV[2])
+if state == nil then return ttl end -- the refusal
+if state == 'free' or mine > 0 then
   return take()
 end
-local shape, refusal = lock_check(KEYS[1], 'plain')
-if shape == nil then return refusal end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-  return take()
-end
-return redis.call('pttl', KEYS[1])
+return ttl

@@ -5,17 +5,14 @@
 -- Returns nil when acquired (first hold or re-entry, lease reset to ARGV[1]),
 -- otherwise the holder's remaining TTL in ms. A key that is not a plain or
 -- fair lock (lockcheck) is refused with a WRONGTYPE error, untouched.
+-- A refused attempt costs the server two calls (PTTL, HGETALL; Redisson's
+-- three: EXISTS, HEXISTS, PTTL), a first hold or a re-entry four.
 -- @include lockcheck
-if redis.call('exists', KEYS[1]) == 0 then
+local state, ttl, mine = lock_probe(KEYS[1], 'plain', ARGV[2])
+if state == nil then return ttl end -- the refusal
+if state == 'free' or mine > 0 then
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   return nil
 end
-local shape, refusal = lock_check(KEYS[1], 'plain')
-if shape == nil then return refusal end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-  redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  return nil
-end
-return redis.call('pttl', KEYS[1])
+return ttl
