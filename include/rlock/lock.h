@@ -262,14 +262,19 @@ RLOCK_EXTERN int rlock_lock_acquire_lease(rlock_lock *lock, int64_t lease_ms);
  *         after the request was sent, the server may still have granted
  *         the lock: it then expires with its lease).
  *
- * A wait that has begun (an attempt found the lock held) rides out an
- * outage: attempts that reach no server (connection refused, connect
- * timeout, a restarting server's LOADING) are made again after a pause,
- * 25 ms doubling to 1 s, until the server answers, the wait ends (then
- * RLOCK_EIO or RLOCK_ETIMEOUT, saying how long it tried) or the cancel
- * token fires. An attempt that failed after it was sent is not repeated.
- * A first attempt that cannot reach the server fails at once: a wrong
- * address is reported, not waited for.
+ * A wait (wait_ms != 0) rides out an outage, from its first attempt on:
+ * attempts that reach no server (connection refused, connect timeout, a
+ * restarting server's LOADING) are made again after a pause, 25 ms
+ * doubling to 1 s, until the server answers, the wait ends, the client's
+ * unreachable retry bound passes (rlock_config_set_unreachable_retry_ms;
+ * by default as long as the wait lasts) or the cancel token fires; then
+ * RLOCK_EIO or RLOCK_ETIMEOUT, saying how long it tried. So a wait
+ * begun while the server restarts, or before it has come up, takes the
+ * lock once it answers. An attempt that failed after it was sent is not
+ * repeated (unless a read shows it took nothing). A host name that does
+ * not resolve, a refused login (RLOCK_EAUTH), a TLS certificate that
+ * fails verification and a Sentinel master name no sentinel knows are
+ * reported at once, as is any failure when wait_ms is 0.
  */
 RLOCK_EXTERN int rlock_lock_try_acquire(rlock_lock *lock, int64_t wait_ms,
                                         int64_t lease_ms);

@@ -361,9 +361,19 @@ static int next_node(rlock_client *c, rlock__req *q, int64_t deadline_us,
   }
 }
 
-/* A connection that could not be made (or a pool slot not had) in time. */
+/* A connection that could not be made (or a pool slot not had) in time,
+ * and might be later: not a host name that does not resolve or a
+ * certificate refused (rlock__error_final). */
 static int transport_failure(int rc) {
-  return rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT;
+  return (rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT) && !rlock__error_is_final();
+}
+
+/* A master no sentinel knows is a mistake in the URL, not an outage: the
+ * failure is final (not waited out). */
+static void final_if_unknown_master(rlock_client *c, int rc) {
+  if ((rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT) &&
+      atomic_load(&c->topo.no_master))
+    rlock__error_final();
 }
 
 /* Whether a failure before anything was sent (no node known, a node
@@ -387,6 +397,7 @@ int rlock__req_run(rlock_client *c, rlock__req *q, int64_t deadline_us) {
     if ((rc = next_node(c, q, deadline_us, &attempt, &node)) != RLOCK_OK) {
       if (retry_unsent(c, q, rc, deadline_us))
         continue;
+      final_if_unknown_master(c, rc);
       /* refusals and redirections ran nothing */
       q->call->transient = transport_failure(rc) ||
                            (q->step == RLOCK__STEP_RETRY && rc == q->rc);
@@ -400,6 +411,7 @@ int rlock__req_run(rlock_client *c, rlock__req *q, int64_t deadline_us) {
     if ((rc = rlock__pool_get(&node->pool, &conn)) != RLOCK_OK) {
       if (retry_unsent(c, q, rc, deadline_us))
         continue;
+      final_if_unknown_master(c, rc);
       q->call->transient = transport_failure(rc);
       break;
     }

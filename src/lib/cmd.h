@@ -55,7 +55,9 @@ typedef struct rlock__call {
                     (the server may have run it) */
   int transient; /* after a failed run: 1 when nothing ran and a later
                     try may succeed: no server reachable (connection
-                    refused, connect timed out) or refused for now
+                    refused, connect timed out; not a host name that does
+                    not resolve nor a certificate refused: those are
+                    final, rlock__error_final) or refused for now
                     (LOADING, TRYAGAIN, CLUSTERDOWN, READONLY, MASTERDOWN) */
   /* in: called once, on the calling thread, right after the request is
    * first written and before its reply is read, so that work can overlap

@@ -17,6 +17,7 @@ int rlock__config_defaults(rlock_config *cfg) {
   cfg->command_timeout_ms = 3000;
   cfg->watchdog_timeout_ms = 30000;
   cfg->fair_wait_timeout_ms = 300000;
+  cfg->unreachable_retry_ms = RLOCK_RETRY_FOREVER;
   cfg->pool_size = 64;
   cfg->linger_ms = 1000;
   cfg->max_idle_subs = 64;
@@ -183,6 +184,21 @@ int rlock_config_set_fair_wait_timeout_ms(rlock_config *cfg, int64_t ms) {
   CHECK_CFG(cfg, "rlock_config_set_fair_wait_timeout_ms");
   return set_ms(&cfg->fair_wait_timeout_ms, "fair wait timeout", ms, 1,
                 RLOCK_MAX_DURATION_MS);
+}
+
+int rlock_config_set_unreachable_retry_ms(rlock_config *cfg, int64_t ms) {
+  CHECK_CFG(cfg, "rlock_config_set_unreachable_retry_ms");
+  if (ms == RLOCK_RETRY_FOREVER) {
+    cfg->unreachable_retry_ms = ms;
+    return RLOCK_OK;
+  }
+  if (ms < 0 || ms > RLOCK_MAX_DURATION_MS)
+    return rlock__err(RLOCK_EINVAL,
+                      "unreachable retry must be 0..%lld ms or "
+                      "RLOCK_RETRY_FOREVER (got %lld)",
+                      (long long)RLOCK_MAX_DURATION_MS, (long long)ms);
+  cfg->unreachable_retry_ms = ms;
+  return RLOCK_OK;
 }
 
 int rlock_config_set_pool_size(rlock_config *cfg, int size) {

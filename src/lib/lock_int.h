@@ -159,6 +159,18 @@ int rlock__not_acquired(const rlock_lock *l, int rc, int64_t ttl);
 /* The spin kind's next back-off after `failures` attempts (ms). */
 int64_t rlock__spin_next(int64_t cur, unsigned failures, uint64_t *seed);
 
+/* Whether a failed attempt may be tried again while a wait lasts: it ran
+ * nothing and may pass (`transient`, as rlock__call's), and is neither a
+ * refused login nor marked final (a name that does not resolve, a
+ * refused certificate). Reads the last error. */
+int rlock__retryable(int rc, int transient);
+
+/* When riding out an outage that began at `since_us` must end: at the
+ * wait's deadline, or earlier by the client's unreachable retry bound
+ * (rlock_config_set_unreachable_retry_ms). Monotonic microseconds. */
+int64_t rlock__outage_until(const rlock_client *c, int64_t since_us,
+                            int64_t deadline_us);
+
 /* A release script's answer, given what this client knew of the hold of
  * `field` (enum rlock__hold_state): RLOCK_OK, RLOCK_ENOTHELD, RLOCK_ELOST
  * or RLOCK_EPROTO; forgets the record when the last hold went. */

@@ -217,8 +217,12 @@ static int open_socket(rlock__conn *c, const rlock__endpoint *ep,
     char why[160];
     int rc =
         rlock__resolve(ep->host, ep->port, deadline, &res, why, sizeof why);
-    if (rc != RLOCK_OK)
-      return rlock__err(rc, "cannot connect to redis %s: %s", c->where, why);
+    if (rc != RLOCK_OK) {
+      rlock__err(rc, "cannot connect to redis %s: %s", c->where, why);
+      if (rc == RLOCK_EIO) /* the resolver's "no": no answer in time is not */
+        rlock__error_final();
+      return rc;
+    }
     c->fd = connect_any(res, deadline, &err);
     freeaddrinfo(res);
   }
