@@ -357,15 +357,28 @@ static int wait_and_retry(acq *a) {
   return rc;
 }
 
-/* Redisson's spin back-off: from 1 ms, doubling to at most 128 ms, plus
- * a random 0..failures-1 ms so that spinning waiters drift apart. */
-#define SPIN_FIRST_MS 1
-#define SPIN_MAX_MS 128
+int64_t rlock__spin_first(const rlock__spin *p) {
+  return p->backoff == RLOCK_SPIN_CONSTANT ? p->delay_ms : p->initial_ms;
+}
 
-int64_t rlock__spin_next(int64_t cur, unsigned failures, uint64_t *seed) {
-  *seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
-  int64_t next = cur * 2 + (int64_t)((*seed >> 33) % failures);
-  return next < SPIN_MAX_MS ? next : SPIN_MAX_MS;
+/* Redisson's back-offs: constant, or exponential (by default from 1 ms,
+ * doubling to at most 128 ms) plus a random 0..failures-1 ms so that
+ * spinning waiters drift apart; at the cap, no more jitter. */
+int64_t rlock__spin_next(const rlock__spin *p, int64_t cur, unsigned failures,
+                         uint64_t *seed) {
+  if (p->backoff == RLOCK_SPIN_CONSTANT)
+    return p->delay_ms;
+  if (cur >= p->max_ms)
+    return p->max_ms;
+  double grown = (double)cur * p->multiplier; /* exact below 2^53 */
+  int64_t next = grown >= (double)p->max_ms ? p->max_ms : (int64_t)grown;
+  if (next <= cur && p->multiplier > 1.0)
+    next = cur + 1; /* 1.5 x 1 ms: grow, not stay */
+  if (p->jitter) {
+    *seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    next += (int64_t)((*seed >> 33) % failures);
+  }
+  return next < p->max_ms ? next : p->max_ms;
 }
 
 /* Sleep until `until_us`, in steps short enough to notice `cancel`. */
@@ -381,7 +394,7 @@ static void sleep_until(int64_t until_us, const rlock_cancel *cancel) {
  * holder's TTL and the deadline, then attempt again. */
 static int spin_and_retry(acq *a) {
   uint64_t seed = (uint64_t)rlock__now_us() ^ rlock__thread_id();
-  int64_t delay = SPIN_FIRST_MS;
+  int64_t delay = rlock__spin_first(&a->l->spin);
   for (unsigned failures = 1;; failures++) {
     int64_t until = rlock__now_us() + delay * 1000;
     int64_t bound = round_until(a->ttl, a->deadline);
@@ -391,7 +404,7 @@ static int spin_and_retry(acq *a) {
     int rc = attempt(a);
     if (rc != RLOCK_ELOCKED || rlock__now_us() >= a->deadline)
       return rc;
-    delay = rlock__spin_next(delay, failures, &seed);
+    delay = rlock__spin_next(&a->l->spin, delay, failures, &seed);
   }
 }
 

@@ -31,7 +31,6 @@
 
 #define OUTAGE_FIRST_MS 25
 #define OUTAGE_MAX_MS 1000
-#define SPIN_FIRST_MS 1
 
 static rlock_op *of_lreq(rlock__lreq *r) {
   return (rlock_op *)((char *)r - offsetof(rlock_op, lreq));
@@ -119,7 +118,8 @@ static void wait_more(rlock_op *op) {
   int64_t bound = round_until(op);
   if (l->kind->spin) {
     int64_t until = rlock__now_us() + op->backoff_ms * 1000;
-    op->backoff_ms = rlock__spin_next(op->backoff_ms, ++op->spins, &op->seed);
+    op->backoff_ms =
+        rlock__spin_next(&l->spin, op->backoff_ms, ++op->spins, &op->seed);
     sleep_until(op, RLOCK__LACQ_SLEEPING, until < bound ? until : bound);
     return;
   }
@@ -405,7 +405,7 @@ void rlock__lacquire_start(rlock_op *op) {
   rlock__ltimer_init(&op->timer, on_timer);
   op->deadline_us = rlock__deadline_after_ms(op->wait_ms);
   op->ttl_ms = -1;
-  op->backoff_ms = SPIN_FIRST_MS;
+  op->backoff_ms = rlock__spin_first(&op->l->spin);
   op->seed = (uint64_t)rlock__now_us() ^ (uintptr_t)op;
   attempt(op);
 }
