@@ -248,10 +248,10 @@ int64_t rlock__outage_until(const rlock_client *c, int64_t since_us,
 static void sleep_until(int64_t until_us, const rlock_cancel *cancel);
 
 /* When trying the server again must stop: the wait's deadline, or the
- * retry bound of the outage under way (or of one starting now). */
-static int64_t retry_limit(const acq *a) {
-  return rlock__outage_until(
-      a->l->client, a->outage_us ? a->outage_us : rlock__now_us(), a->deadline);
+ * retry bound of the outage under way (or of one starting `now`). */
+static int64_t retry_limit(const acq *a, int64_t now) {
+  return rlock__outage_until(a->l->client, a->outage_us ? a->outage_us : now,
+                             a->deadline);
 }
 
 /* After a failure: 1 when the caller waits, the failure may pass
@@ -260,7 +260,7 @@ static int64_t retry_limit(const acq *a) {
 static int ride_out(acq *a, int retryable) {
   if (!retryable || a->wait_ms == 0)
     return 0;
-  int64_t now = rlock__now_us(), limit = retry_limit(a);
+  int64_t now = rlock__now_us(), limit = retry_limit(a, now);
   if (now >= limit)
     return 0;
   if (a->outage_us == 0) {
@@ -293,8 +293,9 @@ static int attempt(acq *a) {
   for (;;) {
     a->sent = rlock__now_us();
     int transient;
-    int rc = attempt_once(a->l, a->owner, a->lease, a->wait_ms, retry_limit(a),
-                          &a->ttl, &a->token, &transient, a->woken);
+    int rc = attempt_once(a->l, a->owner, a->lease, a->wait_ms,
+                          retry_limit(a, a->sent), &a->ttl, &a->token,
+                          &transient, a->woken);
     a->woken = 0;
     if (rc == RLOCK_EREPLICA &&
         rlock__ms_left(a->deadline) > UNCONFIRMED_PAUSE_MS) {

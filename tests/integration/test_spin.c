@@ -7,6 +7,7 @@
 #include "fixture.h"
 #include "spin_checks.h"
 
+#include <math.h>
 #include <stdatomic.h>
 
 static rlock_lock *spin_lock(rlock_client *c, const char *name) {
@@ -440,7 +441,7 @@ static void test_options_checked(void **state) {
   bad[6].o.initial_ms = 200, bad[6].why = "below initial_ms";
   bad[7].o.delay_ms = -64, bad[7].why = "delay_ms";
   bad[8].o.multiplier = 0.5, bad[8].why = "multiplier";
-  bad[9].o.multiplier = 0.0 / 0.0, bad[9].why = "multiplier"; /* NaN */
+  bad[9].o.multiplier = NAN, bad[9].why = "multiplier";
   bad[10].o.jitter = 2, bad[10].why = "jitter";
   bad[11].o.delay_ms = RLOCK_MAX_DURATION_MS + 1, bad[11].why = "delay_ms";
   for (size_t i = 0; i < 12; i++) {

@@ -168,11 +168,10 @@ static void acquired(rlock_op *op, int64_t token) {
 }
 
 /* When trying the server again must stop: the wait's deadline, or the
- * retry bound of the outage under way (or of one starting now). */
-static int64_t retry_limit(const rlock_op *op) {
+ * retry bound of the outage under way (or of one starting `now`). */
+static int64_t retry_limit(const rlock_op *op, int64_t now) {
   return rlock__outage_until(
-      op->c, op->outage_since_us ? op->outage_since_us : rlock__now_us(),
-      op->deadline_us);
+      op->c, op->outage_since_us ? op->outage_since_us : now, op->deadline_us);
 }
 
 /* A failure that ran nothing and may pass (rlock__retryable), in an
@@ -182,7 +181,7 @@ static int64_t retry_limit(const rlock_op *op) {
 static int ride_out(rlock_op *op, int retryable) {
   if (!retryable || op->wait_ms == 0)
     return 0;
-  int64_t now = rlock__now_us(), limit = retry_limit(op);
+  int64_t now = rlock__now_us(), limit = retry_limit(op, now);
   if (now >= limit)
     return 0;
   if (op->outage_since_us == 0)
@@ -322,7 +321,8 @@ static void settle(rlock_op *op, int rc) {
   op->settle_had = (int64_t)rlock__hold_depth(c, op->l->name, field);
   int64_t bound = rlock__deadline_after_ms(c->cfg.connect_timeout_ms +
                                            c->cfg.command_timeout_ms);
-  int64_t limit = op->wait_ms == 0 ? op->deadline_us : retry_limit(op);
+  int64_t limit =
+      op->wait_ms == 0 ? op->deadline_us : retry_limit(op, rlock__now_us());
   op->settle_until_us = limit > bound ? limit : bound;
   op->outage_ms = SETTLE_FIRST_MS;
   settle_read(op);
