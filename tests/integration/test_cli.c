@@ -831,34 +831,49 @@ static void test_exec_redlock(void **state) {
 }
 
 /* A terminal gets a progress line naming the holder; it is cleared. */
-static void test_exec_progress_on_terminal(void **state) {
-  (void)state;
-  const char *name = "cli:tty";
+/* Run rlock with stderr on a terminal (a pty); `buf` gets what it
+ * showed there. Returns the exit status. */
+static int run_on_terminal(const char *const *args, char *buf, size_t size) {
   int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
   assert_true(master >= 0);
   assert_int_equal(grantpt(master), 0);
   assert_int_equal(unlockpt(master), 0);
   int slave = open(ptsname(master), O_RDWR | O_NOCTTY | O_CLOEXEC);
   assert_true(slave >= 0);
-  hold_foreign(name, FOREIGN, 1, 60000);
   proc p;
   proc_opts o = {NULL, slave, 0};
-  proc_start_opts(&p, &o,
-                  ARGS("-u", url, "exec", "-w", "1500ms", name, "--", "true"));
+  proc_start_opts(&p, &o, args);
   close(slave);
-  assert_int_equal(proc_wait(&p, SCALED(10000)), 75);
-  char buf[8192];
+  int st = proc_wait(&p, SCALED(10000));
   size_t len = 0;
   ssize_t n;
-  while (len < sizeof buf - 1 &&
-         (n = read(master, buf + len, sizeof buf - 1 - len)) > 0)
+  while (len < size - 1 && (n = read(master, buf + len, size - 1 - len)) > 0)
     len += (size_t)n; /* ends with EIO once the slave side is all closed */
   close(master);
   buf[len] = '\0';
+  return st;
+}
+
+static void test_exec_progress_on_terminal(void **state) {
+  (void)state;
+  const char *name = "cli:tty";
+  hold_foreign(name, FOREIGN, 1, 60000);
+  char buf[8192];
+  assert_int_equal(run_on_terminal(ARGS("-u", url, "exec", "-w", "1500ms", name,
+                                        "--", "true"),
+                                   buf, sizeof buf),
+                   75);
   assert_non_null(strstr(buf, "\rrlock: waiting for 'cli:tty' held by "));
   assert_non_null(strstr(buf, "(expires in "));
   assert_non_null(strstr(buf, "is held by another owner"));
   freeReplyObject(rt_cmd(srv, "DEL %s", name));
+  /* While Redis cannot be reached, the line says so. */
+  assert_int_equal(run_on_terminal(ARGS("-u", dead_url, "--retry-for", "1500ms",
+                                        "exec", name, "--", "true"),
+                                   buf, sizeof buf),
+                   69);
+  if (strstr(buf, "\rrlock: waiting for 'cli:tty': cannot connect") == NULL)
+    fail_msg("terminal: %s", buf);
 }
 
 /* ---- signals ----------------------------------------------------------------
