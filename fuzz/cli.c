@@ -38,6 +38,9 @@ static void configure(const cli_global *g) {
       rc = rlock_config_set_watchdog_timeout_ms(cfg, g->watchdog_ms);
       FUZZ_CHECK(rc == RLOCK_OK || rc == RLOCK_EINVAL);
     }
+    if (g->retry_set) /* a parsed duration is always in range */
+      FUZZ_CHECK(rlock_config_set_unreachable_retry_ms(cfg, g->retry_ms) ==
+                 RLOCK_OK);
     rlock_config_free(cfg);
   }
 }

@@ -19,11 +19,13 @@
  *
  * Connections are opened on demand and re-opened after a failure, so a
  * client survives a server restart. While a single server is unreachable,
- * operations fail with RLOCK_EIO (or RLOCK_ETIMEOUT) instead of hanging.
+ * operations fail with RLOCK_EIO (or RLOCK_ETIMEOUT) instead of hanging,
+ * except an acquisition that waits: it tries again within its wait
+ * (rlock_lock_try_acquire, rlock_config_set_unreachable_retry_ms).
  * Behind Sentinel or a cluster, where a failover can make the servers
  * reachable again, an operation retries until its deadline (the connect
- * plus the command timeout, or an acquisition's wait: one that waits for
- * ever keeps trying) and then fails the same way.
+ * plus the command timeout, or an acquisition's wait within that bound:
+ * one that waits for ever keeps trying) and then fails the same way.
  */
 #ifndef RLOCK_CLIENT_H
 #define RLOCK_CLIENT_H

@@ -120,6 +120,32 @@ RLOCK_EXTERN int rlock_config_set_watchdog_timeout_ms(rlock_config *cfg,
 RLOCK_EXTERN int rlock_config_set_fair_wait_timeout_ms(rlock_config *cfg,
                                                        int64_t ms);
 
+/** rlock_config_set_unreachable_retry_ms(): as long as the wait lasts. */
+#define RLOCK_RETRY_FOREVER ((int64_t)-1)
+
+/**
+ * How long an acquisition that waits (wait_ms != 0) keeps trying a server
+ * it cannot reach: a connection refused, a connect that timed out, a
+ * server still loading its data (LOADING) or refusing for now (a cluster
+ * or a failover healing). Counted from the first failed attempt of each
+ * outage, at its first attempt or later in the wait alike, with pauses of
+ * 25 ms doubling to 1 s between attempts; once the bound (or the wait)
+ * has passed, the acquisition fails with the last failure (RLOCK_EIO or
+ * RLOCK_ETIMEOUT), saying how long it tried. A host name that does not
+ * resolve, a refused login (RLOCK_EAUTH), a TLS certificate that fails
+ * verification and a Sentinel master name no sentinel knows are never
+ * tried again, nor is anything when the wait is 0.
+ * So a program (a cron job) that waits without a bound for a lock can
+ * still give up soon on a server that is down.
+ * @param ms RLOCK_RETRY_FOREVER (the default: as long as the wait lasts,
+ *           so a wait without a bound rides out any outage), 0 (fail at
+ *           the first attempt that cannot reach the server), or up to
+ *           RLOCK_MAX_DURATION_MS.
+ * @return RLOCK_OK, or RLOCK_EINVAL (NULL config, ms out of range).
+ */
+RLOCK_EXTERN int rlock_config_set_unreachable_retry_ms(rlock_config *cfg,
+                                                       int64_t ms);
+
 /**
  * Most connections the client opens for commands (the subscriber
  * connection is extra). A caller that finds them all busy waits for one,

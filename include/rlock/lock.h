@@ -214,7 +214,8 @@ RLOCK_EXTERN int rlock_lock_token(int64_t *token, rlock_lock *lock);
  * Create a spin lock object for `name` (Redisson's RSpinLock): the
  * reentrant lock's layout (it excludes a reentrant lock of the same name,
  * from rlock or Redisson), but a waiter never subscribes: it retries after
- * an exponential back-off with jitter, from 1 ms doubling up to 128 ms,
+ * an exponential back-off with jitter, from 1 ms doubling up to 128 ms
+ * (Redisson's default; rlock_lock_new_spin_opts chooses another),
  * bounded by the holder's remaining lease and the wait. For servers or
  * proxies without pub/sub, and for many short waits where a subscription
  * costs more than a few retries. Its release still publishes the unlock
@@ -223,6 +224,82 @@ RLOCK_EXTERN int rlock_lock_token(int64_t *token, rlock_lock *lock);
  */
 RLOCK_EXTERN int rlock_lock_new_spin(rlock_lock **out, rlock_client *client,
                                      const char *name);
+
+/** How a spin lock's waiter backs off between attempts (Redisson's
+ * LockOptions back-offs). */
+typedef enum rlock_spin_backoff {
+  /** Redisson's ExponentialBackOff (the default): the first pause is
+   * initial_ms; each next one is the last times multiplier, plus, with
+   * jitter, a random 0 to n-1 ms after the n-th failed attempt (so
+   * waiters that started together drift apart), at most max_ms (once
+   * there, it stays there, without jitter). */
+  RLOCK_SPIN_EXPONENTIAL = 0,
+  /** Redisson's ConstantBackOff: every pause is delay_ms, no jitter. */
+  RLOCK_SPIN_CONSTANT = 1
+} rlock_spin_backoff;
+
+/**
+ * A spin lock's options (rlock_lock_new_spin_opts). Initialise with
+ * RLOCK_SPIN_OPTIONS_INIT or rlock_spin_options_init() so that a program
+ * built against this header keeps working when later versions append
+ * fields. Every field is checked, whichever back-off is chosen. Each
+ * pause is still cut short by the holder's remaining lease and the wait.
+ */
+typedef struct rlock_spin_options {
+  /** RLOCK_SPIN_OPTIONS_VERSION: which fields the caller knows. */
+  unsigned int version;
+  /** RLOCK_SPIN_EXPONENTIAL (default) or RLOCK_SPIN_CONSTANT. */
+  int backoff;
+  /** Exponential: the first pause, 1 ms to RLOCK_MAX_DURATION_MS.
+   * Default 1 (Redisson's initialDelay). */
+  int64_t initial_ms;
+  /** Exponential: the longest pause, initial_ms to RLOCK_MAX_DURATION_MS.
+   * Default 128 (Redisson's maxDelay). */
+  int64_t max_ms;
+  /** Exponential: growth of each pause, 1 to 1000 (1: no growth but the
+   * jitter). Default 2 (Redisson's multiplier, which takes whole numbers
+   * only). */
+  double multiplier;
+  /** Exponential: 1 (default) adds Redisson's growing random jitter, 0
+   * none (pauses exactly as computed). */
+  int jitter;
+  /** Constant: the pause, 1 ms to RLOCK_MAX_DURATION_MS. Default 64
+   * (Redisson's ConstantBackOff delay). */
+  int64_t delay_ms;
+} rlock_spin_options;
+
+/** The version of rlock_spin_options this header describes. */
+#define RLOCK_SPIN_OPTIONS_VERSION 1
+
+/** Defaults: Redisson's: exponential, 1 ms doubling to 128 ms, with
+ * jitter; 64 ms for the constant back-off. */
+#define RLOCK_SPIN_OPTIONS_INIT                                                \
+  { RLOCK_SPIN_OPTIONS_VERSION, RLOCK_SPIN_EXPONENTIAL, 1, 128, 2.0, 1, 64 }
+
+/**
+ * Fill `opts` with the defaults of RLOCK_SPIN_OPTIONS_INIT.
+ * @param version RLOCK_SPIN_OPTIONS_VERSION.
+ * @return RLOCK_OK, or RLOCK_EINVAL when opts is NULL or the version is
+ *         not one this library knows.
+ */
+RLOCK_EXTERN int rlock_spin_options_init(rlock_spin_options *opts,
+                                         unsigned int version);
+
+/**
+ * Create a spin lock object (rlock_lock_new_spin) whose waiters back off
+ * as `opts` says, on blocking and loop clients alike. The options are
+ * copied. Does no I/O.
+ * @param opts NULL for the defaults (then this is rlock_lock_new_spin).
+ * @return RLOCK_OK; RLOCK_EINVAL (NULL argument, bad name, an unknown
+ *         version or back-off, a delay below 1 ms or above
+ *         RLOCK_MAX_DURATION_MS, max_ms below initial_ms, a multiplier
+ *         outside 1..1000, jitter other than 0 or 1), with a message
+ *         naming the field; RLOCK_ENOMEM.
+ */
+RLOCK_EXTERN int rlock_lock_new_spin_opts(rlock_lock **out,
+                                          rlock_client *client,
+                                          const char *name,
+                                          const rlock_spin_options *opts);
 
 /**
  * Free a lock object. Holds taken through it are not released (they are
@@ -263,14 +340,19 @@ RLOCK_EXTERN int rlock_lock_acquire_lease(rlock_lock *lock, int64_t lease_ms);
  *         after the request was sent, the server may still have granted
  *         the lock: it then expires with its lease).
  *
- * A wait that has begun (an attempt found the lock held) rides out an
- * outage: attempts that reach no server (connection refused, connect
- * timeout, a restarting server's LOADING) are made again after a pause,
- * 25 ms doubling to 1 s, until the server answers, the wait ends (then
- * RLOCK_EIO or RLOCK_ETIMEOUT, saying how long it tried) or the cancel
- * token fires. An attempt that failed after it was sent is not repeated.
- * A first attempt that cannot reach the server fails at once: a wrong
- * address is reported, not waited for.
+ * A wait (wait_ms != 0) rides out an outage, from its first attempt on:
+ * attempts that reach no server (connection refused, connect timeout, a
+ * restarting server's LOADING) are made again after a pause, 25 ms
+ * doubling to 1 s, until the server answers, the wait ends, the client's
+ * unreachable retry bound passes (rlock_config_set_unreachable_retry_ms;
+ * by default as long as the wait lasts) or the cancel token fires; then
+ * RLOCK_EIO or RLOCK_ETIMEOUT, saying how long it tried. So a wait
+ * begun while the server restarts, or before it has come up, takes the
+ * lock once it answers. An attempt that failed after it was sent is not
+ * repeated (unless a read shows it took nothing). A host name that does
+ * not resolve, a refused login (RLOCK_EAUTH), a TLS certificate that
+ * fails verification and a Sentinel master name no sentinel knows are
+ * reported at once, as is any failure when wait_ms is 0.
  */
 RLOCK_EXTERN int rlock_lock_try_acquire(rlock_lock *lock, int64_t wait_ms,
                                         int64_t lease_ms);

@@ -151,7 +151,11 @@ typedef void (*rlock_async_fn)(void *arg, int rc, int64_t value);
  * it is held elsewhere wait for its unlock message (or its holder's
  * lease to run out) and attempt again, within `opts->wait_ms`, with
  * `opts->lease_ms` (RLOCK_LEASE_WATCHDOG: renewed on the loop while held).
- * Waiters of one lock on one client are woken in arrival order.
+ * Waiters of one lock on one client are woken in arrival order. A wait
+ * rides out an outage from its first attempt on, as the blocking one
+ * does (rlock_lock_try_acquire; rlock_config_set_unreachable_retry_ms
+ * bounds it); a spin lock's waiter backs off as its rlock_spin_options
+ * say.
  * @param opts required; owner must be an explicit owner; cancel and token
  *        must be NULL (cancel with rlock_op_cancel(); the token comes as
  *        the callback's value).

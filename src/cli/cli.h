@@ -36,8 +36,10 @@ typedef struct cli_global {
   const char *url;  /* -u URL, else $RLOCK_URL, else NULL (default) */
   int url_from_env; /* url came from $RLOCK_URL (for error messages) */
   const char *urls[RLOCK_MAX_REDLOCK_MEMBERS]; /* every -u; urls[0] == url */
-  int nurls;            /* how many -u: several make exec take a RedLock */
-  int64_t watchdog_ms;  /* --watchdog DUR, or 0 for the library default */
+  int nurls;           /* how many -u: several make exec take a RedLock */
+  int64_t watchdog_ms; /* --watchdog DUR, or 0 for the library default */
+  int64_t retry_ms;    /* --retry-for DUR, when retry_set */
+  int retry_set;
   const char *tls_ca;   /* --tls-ca FILE|DIR, or NULL */
   const char *tls_cert; /* --tls-cert FILE, with tls_key */
   const char *tls_key;

@@ -53,6 +53,9 @@ static int configure(rlock_config *cfg, const cli_global *g, const char *url,
   if (g->watchdog_ms != 0 &&
       rlock_config_set_watchdog_timeout_ms(cfg, g->watchdog_ms) != RLOCK_OK)
     return cli_usage("invalid --watchdog: %s", rlock_error_last()->message);
+  if (g->retry_set &&
+      rlock_config_set_unreachable_retry_ms(cfg, g->retry_ms) != RLOCK_OK)
+    return cli_usage("invalid --retry-for: %s", rlock_error_last()->message);
   int status = secure(cfg, g);
   if (status != 0)
     return status;

@@ -52,6 +52,10 @@ static const char main_help[] =
     "                      -u (independent servers) make exec take a RedLock\n"
     "      --watchdog DUR  lease of a lock held by exec without -l, renewed\n"
     "                      every third of it (default 30s, at least 30ms)\n"
+    "      --retry-for DUR\n"
+    "                      exec: while waiting, try a server that cannot be\n"
+    "                      reached for at most DUR, then exit 69 (default:\n"
+    "                      as long as the wait lasts; 0: not at all)\n"
     "      --tls-ca PATH   rediss://: trust the CA certificate(s) in this "
     "file\n"
     "                      or directory (default: the system's store)\n"
@@ -101,6 +105,7 @@ static const struct {
 #define MAIN_SHORTOPTS "+:u:h"
 enum {
   OPT_WATCHDOG = 256,
+  OPT_RETRY_FOR,
   OPT_VERSION,
   OPT_TLS_CA,
   OPT_TLS_CERT,
@@ -148,6 +153,7 @@ static int parse_global(int argc, char **argv, cli_global *g) {
   static const struct option longopts[] = {
       {"url", required_argument, NULL, 'u'},
       {"watchdog", required_argument, NULL, OPT_WATCHDOG},
+      {"retry-for", required_argument, NULL, OPT_RETRY_FOR},
       {"tls-ca", required_argument, NULL, OPT_TLS_CA},
       {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
       {"tls-key", required_argument, NULL, OPT_TLS_KEY},
@@ -177,6 +183,11 @@ static int parse_global(int argc, char **argv, cli_global *g) {
         return EX_USAGE;
       if (g->watchdog_ms == 0)
         return cli_usage("--watchdog must be at least 30ms");
+      break;
+    case OPT_RETRY_FOR:
+      if (cli_duration_arg("--retry-for", optarg, &g->retry_ms) != 0)
+        return EX_USAGE;
+      g->retry_set = 1;
       break;
     case OPT_TLS_CA:
       g->tls_ca = optarg;

@@ -71,15 +71,22 @@ static size_t fit(char *buf, size_t room) {
   return len;
 }
 
-/* Redraw the progress line in place; *shown is the width drawn so far. */
+/* Redraw the progress line in place; *shown is the width drawn so far.
+ * While Redis cannot be reached (the wait tries again), say why. */
 static void progress_show(rlock_lock *lock, size_t *shown) {
   rlock_lock_info *info;
-  if (rlock_lock_inspect(&info, lock) != RLOCK_OK)
-    return; /* the next attempt reports any real problem */
   char buf[2048];
   size_t room = line_room();
-  describe(buf, sizeof buf, lock, info, room);
-  rlock_lock_info_free(info);
+  int rc = rlock_lock_inspect(&info, lock);
+  if (rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT)
+    snprintf(buf, sizeof buf, "rlock: waiting for '%s': %s",
+             rlock_lock_name(lock), rlock_error_last()->message);
+  else if (rc != RLOCK_OK)
+    return; /* the next attempt reports any real problem */
+  if (rc == RLOCK_OK) {
+    describe(buf, sizeof buf, lock, info, room);
+    rlock_lock_info_free(info);
+  }
   size_t len = fit(buf, room);
   int pad = *shown > len ? (int)(*shown - len) : 0;
   fprintf(stderr, "\r%s%*s", buf, pad, "");

@@ -216,6 +216,57 @@ static inline void fx_wait_evalsha(rt_server *s, long long n,
   rt_wait_until(fx_pred_evalsha, &w, rt_scaled_ms(5000), what);
 }
 
+/* MONITOR on a server: when (server clock) each command of interest ran,
+ * for counting and spacing attempts without timing them on the client. */
+typedef struct fx_monitor {
+  redisContext *c;
+} fx_monitor;
+
+static inline void fx_monitor_start(fx_monitor *m, rt_server *s) {
+  m->c = rt_server_connect(s);
+  struct timeval tv = {10, 0}; /* a missing line fails, never hangs */
+  redisSetTimeout(m->c, tv);
+  redisReply *r = redisCommand(m->c, "MONITOR");
+  if (r == NULL || r->type != REDIS_REPLY_STATUS)
+    fail_msg("MONITOR refused");
+  freeReplyObject(r);
+}
+
+/* End the monitor: mark the end (ECHO through `s`), read every line up to
+ * it, and keep the times (µs, server clock) of those that quote the
+ * command `cmd` or `cmd2` (NULL: none) and `word` (e.g. a key). Returns
+ * how many, at most `cap`. */
+static inline size_t fx_monitor_end(fx_monitor *m, rt_server *s,
+                                    const char *cmd, const char *cmd2,
+                                    const char *word, int64_t *us, size_t cap) {
+  freeReplyObject(rt_cmd(s, "ECHO fx-monitor-end"));
+  char qc[64], qc2[64], qw[256];
+  snprintf(qc, sizeof qc, "\"%s\"", cmd);
+  snprintf(qc2, sizeof qc2, "\"%s\"", cmd2 ? cmd2 : "");
+  snprintf(qw, sizeof qw, "\"%s\"", word);
+  size_t n = 0;
+  for (;;) {
+    redisReply *r = NULL;
+    if (redisGetReply(m->c, (void **)&r) != REDIS_OK || r == NULL)
+      fail_msg("MONITOR: the end marker did not come: %s", m->c->errstr);
+    int end = strstr(r->str, "\"fx-monitor-end\"") != NULL;
+    if (!end && strstr(r->str, qw) != NULL &&
+        (strstr(r->str, qc) != NULL || (cmd2 && strstr(r->str, qc2)))) {
+      if (n == cap)
+        fail_msg("MONITOR: more than %zu lines match", cap);
+      char *dot;
+      long long sec = strtoll(r->str, &dot, 10);
+      us[n++] = sec * 1000000 + strtoll(dot + 1, NULL, 10);
+    }
+    freeReplyObject(r);
+    if (end)
+      break;
+  }
+  redisFree(m->c);
+  m->c = NULL;
+  return n;
+}
+
 static inline bool fx_pred_file(void *arg, char *why, size_t cap) {
   snprintf(why, cap, "no file %s", (const char *)arg);
   return access((const char *)arg, F_OK) == 0;

@@ -832,34 +832,49 @@ static void test_exec_redlock(void **state) {
 }
 
 /* A terminal gets a progress line naming the holder; it is cleared. */
-static void test_exec_progress_on_terminal(void **state) {
-  (void)state;
-  const char *name = "cli:tty";
+/* Run rlock with stderr on a terminal (a pty); `buf` gets what it
+ * showed there. Returns the exit status. */
+static int run_on_terminal(const char *const *args, char *buf, size_t size) {
   int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
   assert_true(master >= 0);
   assert_int_equal(grantpt(master), 0);
   assert_int_equal(unlockpt(master), 0);
   int slave = open(ptsname(master), O_RDWR | O_NOCTTY | O_CLOEXEC);
   assert_true(slave >= 0);
-  hold_foreign(name, FOREIGN, 1, 60000);
   proc p;
   proc_opts o = {NULL, slave, 0};
-  proc_start_opts(&p, &o,
-                  ARGS("-u", url, "exec", "-w", "1500ms", name, "--", "true"));
+  proc_start_opts(&p, &o, args);
   close(slave);
-  assert_int_equal(proc_wait(&p, SCALED(10000)), 75);
-  char buf[8192];
+  int st = proc_wait(&p, SCALED(10000));
   size_t len = 0;
   ssize_t n;
-  while (len < sizeof buf - 1 &&
-         (n = read(master, buf + len, sizeof buf - 1 - len)) > 0)
+  while (len < size - 1 && (n = read(master, buf + len, size - 1 - len)) > 0)
     len += (size_t)n; /* ends with EIO once the slave side is all closed */
   close(master);
   buf[len] = '\0';
+  return st;
+}
+
+static void test_exec_progress_on_terminal(void **state) {
+  (void)state;
+  const char *name = "cli:tty";
+  hold_foreign(name, FOREIGN, 1, 60000);
+  char buf[8192];
+  assert_int_equal(run_on_terminal(ARGS("-u", url, "exec", "-w", "1500ms", name,
+                                        "--", "true"),
+                                   buf, sizeof buf),
+                   75);
   assert_non_null(strstr(buf, "\rrlock: waiting for 'cli:tty' held by "));
   assert_non_null(strstr(buf, "(expires in "));
   assert_non_null(strstr(buf, "is held by another owner"));
   freeReplyObject(rt_cmd(srv, "DEL %s", name));
+  /* While Redis cannot be reached, the line says so. */
+  assert_int_equal(run_on_terminal(ARGS("-u", dead_url, "--retry-for", "1500ms",
+                                        "exec", name, "--", "true"),
+                                   buf, sizeof buf),
+                   69);
+  if (strstr(buf, "\rrlock: waiting for 'cli:tty': cannot connect") == NULL)
+    fail_msg("terminal: %s", buf);
 }
 
 /* ---- signals ----------------------------------------------------------------
@@ -1465,7 +1480,8 @@ static void test_unreachable_server(void **state) {
   proc p;
   fx_tmp_path(ran, sizeof ran, "unreachable-ran");
   const char *const *cases[] = {
-      ARGS("-u", dead_url, "exec", "cli:x", "--", "touch", ran),
+      ARGS("-u", dead_url, "--retry-for", "0", "exec", "cli:x", "--", "touch",
+           ran),
       ARGS("-u", dead_url, "exec", "-w", "0", "cli:x", "--", "touch", ran),
       ARGS("-u", dead_url, "status", "cli:x"),
       ARGS("-u", dead_url, "status", "--json", "cli:x"),
@@ -1476,6 +1492,66 @@ static void test_unreachable_server(void **state) {
     assert_int_equal(count_lines(p.out[1]), 1);
     assert_int_equal(strncmp(p.out[1], "rlock: ", 7), 0);
     assert_string_equal(p.out[0], "");
+  }
+  assert_false(file_exists(ran));
+}
+
+/* exec -w 5s started while the server is down (not up yet) takes the
+ * lock once it comes up a second later: the wait covers the outage from
+ * its first try. */
+static void test_exec_meets_server_not_up_yet(void **state) {
+  (void)state;
+  rt_server *late = rt_server_start(NULL);
+  rt_server_stop(late);
+  char ran[512];
+  fx_tmp_path(ran, sizeof ran, "late-ran");
+  proc p;
+  proc_start(&p, ARGS("-u", rt_server_url(late), "exec", "-w", "5s", "cli:late",
+                      "--", "touch", ran));
+  /* Time is the point: the server comes up a second later, which exec
+   * must outlast (it used to exit 69 at once). */
+  rt_sleep_ms(1000);
+  assert_int_equal(waitpid(p.pid, NULL, WNOHANG), 0); /* still waiting */
+  int64_t back = rt_now_ms();
+  rt_server_start_again(late);
+  if (proc_wait(&p, SCALED(10000)) != 0)
+    fail_msg("exit %d; stderr: %s", p.status, p.out[1]);
+  ASSERT_BETWEEN(p.ended - back, 0, SCALED(1000 + 3000));
+  assert_true(file_exists(ran));
+  assert_int_equal(rt_cmd_int(late, "EXISTS cli:late"), 0); /* released */
+  rt_server_free(late);
+}
+
+/* --retry-for bounds how long a wait (here one without a bound) tries a
+ * server that stays down; a host name that does not resolve fails at
+ * once, with its message. */
+static void test_exec_retry_for(void **state) {
+  (void)state;
+  char ran[512];
+  fx_tmp_path(ran, sizeof ran, "retry-ran");
+  proc p;
+  run_expect(&p, 69,
+             ARGS("-u", dead_url, "--retry-for", "700ms", "exec", "cli:retry",
+                  "--", "touch", ran));
+  ASSERT_BETWEEN(p.ended - p.started, 700, SCALED(700 + 2500));
+  assert_int_equal(count_lines(p.out[1]), 1);
+  if (strstr(p.out[1], "tried again for") == NULL)
+    fail_msg("stderr: %s", p.out[1]);
+  assert_false(file_exists(ran));
+  proc_start(&p, ARGS("-u", "redis://no-such-host.invalid:6379", "exec", "-w",
+                      "5s", "cli:retry", "--", "touch", ran));
+  int st = proc_wait(&p, SCALED(10000));
+  if (strstr(p.out[1], "did not finish in time") != NULL) {
+    print_message("note: this machine's resolver did not answer for "
+                  "no-such-host.invalid in time; not checked: %s",
+                  p.out[1]);
+  } else {
+    assert_int_equal(st, 69);
+    ASSERT_BETWEEN(p.ended - p.started, 0, SCALED(2000 + 500));
+    assert_int_equal(count_lines(p.out[1]), 1);
+    if (strstr(p.out[1], "no-such-host.invalid") == NULL ||
+        strstr(p.out[1], "did not resolve") == NULL)
+      fail_msg("stderr: %s", p.out[1]);
   }
   assert_false(file_exists(ran));
 }
@@ -1563,6 +1639,9 @@ static void test_usage_errors(void **state) {
       {"-u"},
       {"--watchdog", "10ms", "status", "n"},
       {"--watchdog", "0", "status", "n"},
+      {"--retry-for", "5x", "exec", "n", "--", "true"},
+      {"--retry-for", "-1s", "exec", "n", "--", "true"},
+      {"--retry-for"},
       {"exec"},
       {"exec", "n"},
       {"exec", "n", "--"},
@@ -1744,6 +1823,8 @@ int main(void) {
       cmocka_unit_test(test_status_json_escaping),
       cmocka_unit_test(test_unlock_force),
       cmocka_unit_test(test_unreachable_server),
+      cmocka_unit_test(test_exec_meets_server_not_up_yet),
+      cmocka_unit_test(test_exec_retry_for),
       cmocka_unit_test(test_wrong_type_key),
       cmocka_unit_test(test_families_refused),
       cmocka_unit_test(test_usage_errors),

@@ -90,6 +90,8 @@ static void test_restart_while_waiting(void **state) {
   rlock_client_free(wc);
 }
 
+/* A try (wait 0) against a server that is down fails at once, and so do
+ * the calls that do not wait; all work again once it is back. */
 static void test_outage_fails_fast_then_recovers(void **state) {
   (void)state;
   rlock_client *c = fx_client(srv, 0);
@@ -97,8 +99,9 @@ static void test_outage_fails_fast_then_recovers(void **state) {
   OK(rlock_client_ping(c, NULL));
   rt_server_stop(srv);
   int64_t t0 = rt_now_ms();
-  RC(rlock_lock_acquire(l), RLOCK_EIO);
-  ASSERT_BETWEEN(rt_now_ms() - t0, 0, 3000);
+  RC(rlock_lock_try_acquire(l, 0, 10000), RLOCK_EIO);
+  ASSERT_BETWEEN(rt_now_ms() - t0, 0, 1000);
+  assert_null(strstr(rlock_error_last()->message, "tried again"));
   char port[16];
   snprintf(port, sizeof port, "%d", rt_server_port(srv));
   assert_non_null(strstr(rlock_error_last()->message, port));
@@ -197,6 +200,135 @@ static void test_outage_wait_canceled(void **state) {
   rlock_client_free(wc);
 }
 
+/* A waiter's client with short timeouts and, if `retry_ms` >= -1, that
+ * unreachable retry bound. */
+static rlock_client *retry_client(const char *url, int64_t retry_ms) {
+  rlock_config *cfg;
+  rlock_client *c;
+  OK(rlock_config_new(&cfg));
+  OK(rlock_config_set_url(cfg, url));
+  OK(rlock_config_set_connect_timeout_ms(cfg, 1000));
+  OK(rlock_config_set_command_timeout_ms(cfg, 2000));
+  if (retry_ms >= -1)
+    OK(rlock_config_set_unreachable_retry_ms(cfg, retry_ms));
+  OK(rlock_client_new(&c, cfg));
+  rlock_config_free(cfg);
+  return c;
+}
+
+static bool connect_failed(void *arg, char *why, size_t cap) {
+  rlock_stats st;
+  OK(rlock_client_stats(arg, &st, sizeof st));
+  snprintf(why, cap, "%llu connections refused",
+           (unsigned long long)st.connect_failures);
+  return st.connect_failures >= 1;
+}
+
+/* A wait begun while the server is down (not up yet, or restarting)
+ * rides that out from its first attempt and takes the lock once the
+ * server comes up, within the wait: as one lost during the wait. */
+static void test_wait_meets_server_not_up_yet(void **state) {
+  (void)state;
+  rt_server_stop(srv);
+  rlock_client *wc = retry_client(rt_server_url(srv), -2);
+  waiter w = {.c = wc, .name = "restart:late", .wait_ms = 5000};
+  pthread_t t;
+  pthread_create(&t, NULL, waiter_main, &w);
+  rt_wait_until(connect_failed, wc, rt_scaled_ms(3000),
+                "the waiter's first attempt");
+  /* Time is the point: the server comes up a second after the wait
+   * began, which the waiter must outlast. */
+  rt_sleep_ms(1000);
+  assert_int_equal(w.done_at, 0);
+  int64_t back = rt_now_ms();
+  rt_server_start_again(srv);
+  pthread_join(t, NULL);
+  OK(w.rc);
+  ASSERT_BETWEEN(w.done_at - back, -1000, 1000 + 3000);
+  rlock_stats st;
+  OK(rlock_client_stats(wc, &st, sizeof st));
+  assert_true(st.connect_failures >= 2); /* tried again */
+  assert_int_equal(st.acquisitions, 1);
+  rlock_client_free(wc);
+}
+
+/* The unreachable retry bound ends a wait without a bound on a server
+ * that stays down, with the last failure saying how long it tried; 0
+ * gives up at the first failure. */
+static void test_retry_bound_ends_unbounded_wait(void **state) {
+  (void)state;
+  rlock_config *cfg;
+  OK(rlock_config_new(&cfg));
+  RC(rlock_config_set_unreachable_retry_ms(cfg, -2), RLOCK_EINVAL);
+  RC(rlock_config_set_unreachable_retry_ms(cfg, RLOCK_MAX_DURATION_MS + 1),
+     RLOCK_EINVAL);
+  RC(rlock_config_set_unreachable_retry_ms(NULL, 5), RLOCK_EINVAL);
+  OK(rlock_config_set_unreachable_retry_ms(cfg, RLOCK_RETRY_FOREVER));
+  rlock_config_free(cfg);
+  rt_server_stop(srv);
+  rlock_client *c = retry_client(rt_server_url(srv), 800);
+  rlock_lock *l = fx_lock(c, "restart:bound");
+  int64_t t0 = rt_now_ms();
+  RC(rlock_lock_acquire(l), RLOCK_EIO);
+  ASSERT_BETWEEN(rt_now_ms() - t0, 800, 800 + 2000);
+  if (strstr(rlock_error_last()->message, "tried again for") == NULL ||
+      strstr(rlock_error_last()->message, "Connection refused") == NULL)
+    fail_msg("message: %s", rlock_error_last()->message);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+  c = retry_client(rt_server_url(srv), 0);
+  l = fx_lock(c, "restart:bound");
+  t0 = rt_now_ms();
+  RC(rlock_lock_try_acquire(l, 5000, 1000), RLOCK_EIO);
+  ASSERT_BETWEEN(rt_now_ms() - t0, 0, 1000);
+  assert_null(strstr(rlock_error_last()->message, "tried again"));
+  rlock_lock_free(l);
+  rlock_client_free(c);
+  rt_server_start_again(srv);
+}
+
+/* What trying again cannot mend fails at once, wait or not: a host name
+ * that does not resolve, a refused login. */
+static void test_wait_fails_at_once_when_final(void **state) {
+  (void)state;
+  rlock_client *c =
+      retry_client("redis://no-such-host.invalid:6379", RLOCK_RETRY_FOREVER);
+  rlock_lock *l = fx_lock(c, "restart:final");
+  int64_t t0 = rt_now_ms();
+  int rc = rlock_lock_try_acquire(l, 3000, 1000);
+  int64_t took = rt_now_ms() - t0;
+  const char *msg = rlock_error_last()->message;
+  if (rc == RLOCK_ETIMEOUT && strstr(msg, "did not finish in time") != NULL) {
+    /* No resolver answered within the connect timeout: no "no" to go by,
+     * so the wait went on (as for a server that does not answer). */
+    print_message("note: this machine's resolver did not answer for "
+                  "no-such-host.invalid within 1 s; the final-name case "
+                  "was not checked (%s)\n",
+                  msg);
+  } else {
+    RC(rc, RLOCK_EIO);
+    ASSERT_BETWEEN(took, 0, 1000 + 500); /* the connect timeout */
+    if (strstr(msg, "no-such-host.invalid") == NULL ||
+        strstr(msg, "did not resolve") == NULL)
+      fail_msg("message: %s", msg);
+    assert_null(strstr(msg, "tried again"));
+  }
+  rlock_lock_free(l);
+  rlock_client_free(c);
+  rt_server *pw =
+      rt_server_start((const char *const[]){"--requirepass", "right", NULL});
+  char url[128];
+  snprintf(url, sizeof url, "redis://:wrong@127.0.0.1:%d", rt_server_port(pw));
+  c = retry_client(url, RLOCK_RETRY_FOREVER);
+  l = fx_lock(c, "restart:final");
+  t0 = rt_now_ms();
+  RC(rlock_lock_try_acquire(l, 5000, 1000), RLOCK_EAUTH);
+  ASSERT_BETWEEN(rt_now_ms() - t0, 0, 1000);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+  rt_server_free(pw);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_restart_while_holding),
@@ -205,6 +337,9 @@ int main(void) {
       cmocka_unit_test(test_outage_while_waiting_forever),
       cmocka_unit_test(test_outage_while_waiting_ends_at_deadline),
       cmocka_unit_test(test_outage_wait_canceled),
+      cmocka_unit_test(test_wait_meets_server_not_up_yet),
+      cmocka_unit_test(test_retry_bound_ends_unbounded_wait),
+      cmocka_unit_test(test_wait_fails_at_once_when_final),
   };
   return cmocka_run_group_tests(tests, fx_setup, fx_teardown);
 }

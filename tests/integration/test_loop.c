@@ -6,6 +6,7 @@
  */
 #include "loop_fixture.h"
 #include "rt_tls.h"
+#include "spin_checks.h"
 
 static int setup(void **state) {
   (void)state;
@@ -859,7 +860,11 @@ static void test_tls(void **state) {
     c = loop_client_cfg(cfg);
     rlock_config_free(cfg);
     l = fx_lock(c, "loop:tls");
-    int rc = acquire(l, a, 0, 1000);
+    /* A refused certificate is not waited out, even by a wait. */
+    int64_t t0 = rt_now_ms();
+    int rc = acquire(l, a, i == 0 ? 20000 : 0, 1000);
+    if (i == 0)
+      ASSERT_BETWEEN(rt_now_ms() - t0, 0, 2000);
     /* A plain-text server may answer the hello, or wait for more. */
     assert_true(rc == RLOCK_EIO || (i == 1 && rc == RLOCK_ETIMEOUT));
     if (strstr(rlock_error_last()->message, why[i]) == NULL)
@@ -916,10 +921,129 @@ static void test_unreachable(void **state) {
   rlock_client *c = loop_client_cfg(cfg);
   rlock_config_free(cfg);
   rlock_lock *l = fx_lock(c, "loop:nowhere");
-  RC(acquire(l, rlock_owner_new(), 0, 1000), RLOCK_EIO);
+  int64_t t0 = rt_now_ms();
+  RC(acquire(l, rlock_owner_new(), 0, 1000), RLOCK_EIO); /* a try: at once */
+  ASSERT_BETWEEN(rt_now_ms() - t0, 0, 1000);
   assert_non_null(strstr(rlock_error_last()->message, "connect"));
+  assert_null(strstr(rlock_error_last()->message, "tried again"));
   rlock_lock_free(l);
   loop_free(c);
+  /* A host name that does not resolve, looked up off the loop's thread:
+   * an acquisition fails at once even with a wait (waiting cannot mend
+   * it), naming the host, within the connect timeout. */
+  OK(rlock_config_new(&cfg));
+  OK(rlock_config_set_url(cfg, "redis://no-such-host.invalid:6379"));
+  OK(rlock_config_set_connect_timeout_ms(cfg, 1000));
+  c = loop_client_cfg(cfg);
+  rlock_config_free(cfg);
+  l = fx_lock(c, "loop:nowhere");
+  t0 = rt_now_ms();
+  int rc = acquire(l, rlock_owner_new(), 5000, 1000);
+  assert_true(rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT);
+  ASSERT_BETWEEN(rt_now_ms() - t0, 0, 1000 + 500);
+  if (strstr(rlock_error_last()->message, "no-such-host.invalid") == NULL)
+    fail_msg("message: %s", rlock_error_last()->message);
+  rlock_lock_free(l);
+  loop_free(c);
+}
+
+static uint64_t connect_failures(rlock_client *c) {
+  rlock_stats st;
+  OK(rlock_client_stats(c, &st, sizeof st));
+  return st.connect_failures;
+}
+
+/* A loop client's wait begun while its server is down rides that out
+ * from the first attempt, and takes the lock once the server is up. */
+static void test_wait_meets_server_not_up_yet(void **state) {
+  (void)state;
+  rt_server *late = rt_server_start(NULL);
+  rt_server_stop(late);
+  rlock_config *cfg;
+  OK(rlock_config_new(&cfg));
+  OK(rlock_config_set_url(cfg, rt_server_url(late)));
+  OK(rlock_config_set_connect_timeout_ms(cfg, 1000));
+  rlock_client *c = loop_client_cfg(cfg);
+  rlock_config_free(cfg);
+  rlock_lock *l = fx_lock(c, "loop:late");
+  uint64_t me = rlock_owner_new();
+  result r = {0};
+  rlock_acquire_options o = opts(me, 5000, 10000);
+  OK(rlock_lock_acquire_async(l, &o, on_done, &r, NULL));
+  int64_t end = rt_now_ms() + rt_scaled_ms(3000);
+  while (connect_failures(c) < 1) { /* its first attempt */
+    assert_true(rt_now_ms() < end);
+    run_once(20);
+  }
+  /* Time is the point: the server comes up a second after the wait
+   * began, which the acquisition must outlast (the loop runs meanwhile). */
+  for (end = rt_now_ms() + 1000; rt_now_ms() < end;)
+    run_once(end - rt_now_ms());
+  assert_int_equal(r.done, 0);
+  rt_server_start_again(late);
+  run_until(&r.done, 1, 5000, "the acquisition once the server is up");
+  OK(r.rc);
+  assert_true(connect_failures(c) >= 2); /* tried again */
+  assert_int_equal(rt_cmd_int(late, "EXISTS loop:late"), 1);
+  OK(release(l, me));
+  rlock_lock_free(l);
+  loop_free(c);
+  rt_server_free(late);
+}
+
+/* The unreachable retry bound ends a loop client's wait without a bound
+ * on a server that stays down, saying how long it tried. */
+static void test_retry_bound(void **state) {
+  (void)state;
+  rlock_config *cfg;
+  OK(rlock_config_new(&cfg));
+  char url[64];
+  snprintf(url, sizeof url, "redis://127.0.0.1:%d", rt_free_port());
+  OK(rlock_config_set_url(cfg, url));
+  OK(rlock_config_set_unreachable_retry_ms(cfg, 600));
+  rlock_client *c = loop_client_cfg(cfg);
+  rlock_config_free(cfg);
+  rlock_lock *l = fx_lock(c, "loop:bound");
+  int64_t t0 = rt_now_ms();
+  RC(acquire(l, rlock_owner_new(), RLOCK_WAIT_FOREVER, 1000), RLOCK_EIO);
+  ASSERT_BETWEEN(rt_now_ms() - t0, 600, 600 + 2000);
+  if (strstr(rlock_error_last()->message, "tried again for") == NULL)
+    fail_msg("message: %s", rlock_error_last()->message);
+  assert_true(connect_failures(c) >= 2);
+  rlock_lock_free(l);
+  loop_free(c);
+}
+
+/* A loop client's spin waiter backs off as its options say: the server
+ * times of its attempts on `name` (held by another owner for a minute)
+ * during one wait of SC_WAIT_MS, as MONITOR saw them. */
+static size_t loop_spin_attempts(const rlock_spin_options *o, const char *name,
+                                 int64_t *us) {
+  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_lock *h, *l;
+  OK(rlock_lock_new_spin(&h, c, name));
+  OK(rlock_lock_new_spin_opts(&l, c, name, o));
+  uint64_t holder = rlock_owner_new();
+  OK(acquire(h, holder, 0, 60000)); /* the script is used on the connection */
+  fx_monitor m;
+  fx_monitor_start(&m, srv);
+  RC(acquire(l, rlock_owner_new(), SC_WAIT_MS, 1000), RLOCK_ELOCKED);
+  size_t n =
+      fx_monitor_end(&m, srv, "EVALSHA", "EVAL", name, us, SC_MAX_ATTEMPTS);
+  OK(release(h, holder));
+  rlock_lock_free(h);
+  rlock_lock_free(l);
+  loop_free(c);
+  return n;
+}
+
+static void test_spin_backoffs(void **state) {
+  (void)state;
+  int64_t us[SC_MAX_ATTEMPTS];
+  rlock_spin_options o = sc_constant();
+  sc_check_constant(us, loop_spin_attempts(&o, "loop:spin-constant", us));
+  o = sc_exponential();
+  sc_check_exponential(us, loop_spin_attempts(&o, "loop:spin-exp", us));
 }
 
 #define CASES(K)                                                               \
@@ -940,7 +1064,9 @@ static void test_unreachable(void **state) {
       cmocka_unit_test(test_free_inside_callback),                             \
       cmocka_unit_test(test_other_thread), cmocka_unit_test(test_bad_input),   \
       cmocka_unit_test(test_tls), cmocka_unit_test(test_login_and_names),      \
-      cmocka_unit_test(test_unreachable)
+      cmocka_unit_test(test_unreachable),                                      \
+      cmocka_unit_test(test_wait_meets_server_not_up_yet),                     \
+      cmocka_unit_test(test_retry_bound), cmocka_unit_test(test_spin_backoffs)
 
 int main(void) {
   const struct CMUnitTest tests[] = {CASES(0)};

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Integration: the spin lock (Redisson's RSpinLock). The reentrant lock's
  * layout, but a waiter never subscribes: it retries after a back-off (1 ms
- * doubling to 128 ms, with jitter) bounded by the holder's TTL and the
- * wait. Its release publishes, so a reentrant lock's waiters wake. */
+ * doubling to 128 ms, with jitter, or what rlock_lock_new_spin_opts
+ * chose) bounded by the holder's TTL and the wait. Its release publishes,
+ * so a reentrant lock's waiters wake. */
 #include "fixture.h"
+#include "spin_checks.h"
 
+#include <math.h>
 #include <stdatomic.h>
 
 static rlock_lock *spin_lock(rlock_client *c, const char *name) {
@@ -380,6 +383,96 @@ static void test_release_wakes_reentrant_waiter(void **state) {
   rlock_client_free(wc);
 }
 
+/* ---- back-off policies (rlock_lock_new_spin_opts) ----------------------- */
+
+/* The server times of a spin waiter's attempts on `name` (held by another
+ * client for a minute) during one wait of SC_WAIT_MS, as MONITOR saw
+ * them. */
+static size_t spin_attempts(const rlock_spin_options *o, const char *name,
+                            int64_t *us) {
+  rlock_client *holder = fx_client(srv, 0), *wc = fx_client(srv, 0);
+  rlock_lock *h = spin_lock(holder, name), *l;
+  OK(rlock_lock_new_spin_opts(&l, wc, name, o));
+  OK(rlock_lock_acquire_lease(h, 60000)); /* the script is loaded now */
+  fx_monitor m;
+  fx_monitor_start(&m, srv);
+  RC(rlock_lock_try_acquire(l, SC_WAIT_MS, 1000), RLOCK_ELOCKED);
+  size_t n =
+      fx_monitor_end(&m, srv, "EVALSHA", "EVAL", name, us, SC_MAX_ATTEMPTS);
+  OK(rlock_lock_release(h));
+  rlock_lock_free(h);
+  rlock_lock_free(l);
+  rlock_client_free(holder);
+  rlock_client_free(wc);
+  return n;
+}
+
+static void test_constant_backoff(void **state) {
+  (void)state;
+  rlock_spin_options o = sc_constant();
+  int64_t us[SC_MAX_ATTEMPTS];
+  sc_check_constant(us, spin_attempts(&o, "spin:constant", us));
+}
+
+static void test_exponential_backoff(void **state) {
+  (void)state;
+  rlock_spin_options o = sc_exponential();
+  int64_t us[SC_MAX_ATTEMPTS];
+  sc_check_exponential(us, spin_attempts(&o, "spin:exponential", us));
+}
+
+/* Options the constructor refuses, each with a message naming what. */
+static void test_options_checked(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, 0);
+  rlock_lock *l = (rlock_lock *)&l; /* set to NULL on failure */
+  struct {
+    rlock_spin_options o;
+    const char *why;
+  } bad[12];
+  for (size_t i = 0; i < 12; i++)
+    bad[i].o = (rlock_spin_options)RLOCK_SPIN_OPTIONS_INIT;
+  bad[0].o.version = 0, bad[0].why = "version";
+  bad[1].o.version = 99, bad[1].why = "version";
+  bad[2].o.backoff = 7, bad[2].why = "backoff";
+  bad[3].o.initial_ms = -5, bad[3].why = "initial_ms";
+  bad[4].o.initial_ms = 0, bad[4].why = "initial_ms";
+  bad[5].o.max_ms = -1, bad[5].why = "max_ms";
+  bad[6].o.initial_ms = 200, bad[6].why = "below initial_ms";
+  bad[7].o.delay_ms = -64, bad[7].why = "delay_ms";
+  bad[8].o.multiplier = 0.5, bad[8].why = "multiplier";
+  bad[9].o.multiplier = NAN, bad[9].why = "multiplier";
+  bad[10].o.jitter = 2, bad[10].why = "jitter";
+  bad[11].o.delay_ms = RLOCK_MAX_DURATION_MS + 1, bad[11].why = "delay_ms";
+  for (size_t i = 0; i < 12; i++) {
+    RC(rlock_lock_new_spin_opts(&l, c, "spin:opts", &bad[i].o), RLOCK_EINVAL);
+    assert_null(l);
+    if (strstr(rlock_error_last()->message, bad[i].why) == NULL)
+      fail_msg("case %zu: '%s' does not name '%s'", i,
+               rlock_error_last()->message, bad[i].why);
+  }
+  rlock_spin_options o;
+  RC(rlock_spin_options_init(NULL, RLOCK_SPIN_OPTIONS_VERSION), RLOCK_EINVAL);
+  RC(rlock_spin_options_init(&o, 2), RLOCK_EINVAL);
+  OK(rlock_spin_options_init(&o, RLOCK_SPIN_OPTIONS_VERSION));
+  assert_int_equal(o.backoff, RLOCK_SPIN_EXPONENTIAL);
+  assert_int_equal(o.initial_ms, 1); /* Redisson's defaults */
+  assert_int_equal(o.max_ms, 128);
+  assert_true(o.multiplier == 2.0);
+  assert_int_equal(o.jitter, 1);
+  assert_int_equal(o.delay_ms, 64);
+  o.multiplier = 1; /* the edges are accepted */
+  o.initial_ms = o.max_ms = 1;
+  OK(rlock_lock_new_spin_opts(&l, c, "spin:opts", &o));
+  rlock_lock_free(l);
+  OK(rlock_lock_new_spin_opts(&l, c, "spin:opts", NULL));
+  rlock_lock_free(l);
+  RC(rlock_lock_new_spin_opts(NULL, c, "spin:opts", NULL), RLOCK_EINVAL);
+  RC(rlock_lock_new_spin_opts(&l, NULL, "spin:opts", NULL), RLOCK_EINVAL);
+  RC(rlock_lock_new_spin_opts(&l, c, "", NULL), RLOCK_EINVAL);
+  rlock_client_free(c);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_mutual_exclusion),
     cmocka_unit_test(test_spin_and_reentrant_exclude),
@@ -389,6 +482,9 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_cancel_ends_a_spin_wait),
     cmocka_unit_test(test_waiter_takes_lapsed_lease),
     cmocka_unit_test(test_release_wakes_reentrant_waiter),
+    cmocka_unit_test(test_constant_backoff),
+    cmocka_unit_test(test_exponential_backoff),
+    cmocka_unit_test(test_options_checked),
 };
 
 static int no_child(int argc, char **argv) {

@@ -176,11 +176,29 @@ static void expect_refused(const char *url, const char *what) {
   ASSERT_BETWEEN(ms, 0, CONNECT_MS + 500);
 }
 
+/* A certificate refused is final: an acquisition that waits fails at
+ * once too, instead of trying again for its whole wait. */
+static void expect_refused_waiting(const char *url, const char *what) {
+  rlock_client *c = client_for(url, 0);
+  rlock_lock *l;
+  OK(rlock_lock_new(&l, c, "tls:refused"));
+  int64_t t0 = rt_now_ms();
+  int rc = rlock_lock_try_acquire(l, 20000, 1000);
+  int64_t ms = rt_now_ms() - t0;
+  if (rc != RLOCK_EIO || strstr(rlock_error_last()->message, what) == NULL)
+    fail_msg("%s: status %d, message '%s', wanted '%s'", url, rc,
+             rlock_error_last()->message, what);
+  ASSERT_BETWEEN(ms, 0, CONNECT_MS + 500);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
 static void test_verify_failures(void **state) {
   (void)state;
   char url[600];
   expect_refused(tls_url(url, sizeof url, tls_port[0], certs.other_ca, ""),
                  "certificate verify failed");
+  expect_refused_waiting(url, "certificate verify failed");
   expect_refused(tls_url(url, sizeof url, tls_port[0], certs.ca,
                          "&tls_server_name=other.example"),
                  "hostname mismatch");

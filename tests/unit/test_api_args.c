@@ -42,6 +42,16 @@ static void test_config_setters(void **state) {
       RLOCK_EINVAL, NULL);
   ASSERT_RC(rlock_config_set_pool_size(cfg, 0), RLOCK_EINVAL, "pool");
   ASSERT_RC(rlock_config_set_pool_size(cfg, 5000), RLOCK_EINVAL, "pool");
+  ASSERT_RC(rlock_config_set_unreachable_retry_ms(NULL, 10), RLOCK_EINVAL,
+            "NULL");
+  ASSERT_RC(rlock_config_set_unreachable_retry_ms(cfg, -2), RLOCK_EINVAL,
+            "RLOCK_RETRY_FOREVER");
+  ASSERT_RC(
+      rlock_config_set_unreachable_retry_ms(cfg, RLOCK_MAX_DURATION_MS + 1),
+      RLOCK_EINVAL, "unreachable retry");
+  ASSERT_RC(rlock_config_set_unreachable_retry_ms(cfg, 0), RLOCK_OK, NULL);
+  ASSERT_RC(rlock_config_set_unreachable_retry_ms(cfg, RLOCK_RETRY_FOREVER),
+            RLOCK_OK, NULL);
   ASSERT_RC(rlock_config_set_url(cfg, "redis://127.0.0.1:1"), RLOCK_OK, NULL);
   ASSERT_RC(rlock_config_set_watchdog_timeout_ms(cfg, 1000), RLOCK_OK, NULL);
   ASSERT_RC(rlock_config_set_pool_size(cfg, 8), RLOCK_OK, NULL);

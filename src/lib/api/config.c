@@ -90,6 +90,21 @@ int rlock_config_set_fair_wait_timeout_ms(rlock_config *cfg, int64_t ms) {
                 RLOCK_MAX_DURATION_MS);
 }
 
+int rlock_config_set_unreachable_retry_ms(rlock_config *cfg, int64_t ms) {
+  CHECK_CFG(cfg, "rlock_config_set_unreachable_retry_ms");
+  if (ms == RLOCK_RETRY_FOREVER) {
+    cfg->unreachable_retry_ms = ms;
+    return RLOCK_OK;
+  }
+  if (ms < 0 || ms > RLOCK_MAX_DURATION_MS)
+    return rlock__err(RLOCK_EINVAL,
+                      "unreachable retry must be 0..%lld ms or "
+                      "RLOCK_RETRY_FOREVER (got %lld)",
+                      (long long)RLOCK_MAX_DURATION_MS, (long long)ms);
+  cfg->unreachable_retry_ms = ms;
+  return RLOCK_OK;
+}
+
 int rlock_config_set_pool_size(rlock_config *cfg, int size) {
   CHECK_CFG(cfg, "rlock_config_set_pool_size");
   if (size < 1 || size > 1024)

@@ -18,6 +18,7 @@
 
 static _Thread_local char errbuf[ERRBUF_SIZE];
 static _Thread_local rlock_error last_error = {RLOCK_OK, ""};
+static _Thread_local int last_final; /* rlock__error_final */
 
 int rlock__err(int code, const char *fmt, ...) {
   /* Formatted aside first: an argument may be the last error itself
@@ -31,17 +32,25 @@ int rlock__err(int code, const char *fmt, ...) {
   memcpy(errbuf, tmp, sizeof errbuf);
   last_error.code = code;
   last_error.message = errbuf;
+  last_final = 0;
   return code;
 }
 
+void rlock__error_final(void) { last_final = 1; }
+
+int rlock__error_is_final(void) { return last_final; }
+
 void rlock__error_save(rlock__saved_error *s) {
   s->code = last_error.code;
+  s->final = last_final;
   snprintf(s->message, sizeof s->message, "%s",
            last_error.message ? last_error.message : "");
 }
 
 int rlock__error_restore(const rlock__saved_error *s) {
-  return rlock__err(s->code, "%s", s->message);
+  rlock__err(s->code, "%s", s->message);
+  last_final = s->final;
+  return s->code;
 }
 
 const rlock_error *rlock_error_last(void) {

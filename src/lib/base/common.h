@@ -30,12 +30,23 @@ int rlock__err(int code, const char *fmt, ...) RLOCK_PRINTF(2, 3);
 typedef struct rlock__saved_error {
   int code;
   char message[512];
+  int final; /* rlock__error_final() */
 } rlock__saved_error;
 
 void rlock__error_save(rlock__saved_error *s);
 
 /* Make `s` the last error again; returns its code. */
 int rlock__error_restore(const rlock__saved_error *s);
+
+/* Mark the calling thread's last error final: trying again cannot mend
+ * it (a host name that does not resolve, a certificate refused), so an
+ * acquisition does not wait it out as it does a server it cannot reach
+ * for now. rlock__err clears the mark; rlock__error_save and _restore
+ * keep it. */
+void rlock__error_final(void);
+
+/* Whether the last error is marked final. */
+int rlock__error_is_final(void);
 
 /* Monotonic clock. Every lease, TTL and timeout in the library uses it. */
 int64_t rlock__now_us(void);

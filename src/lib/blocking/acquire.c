@@ -218,31 +218,55 @@ typedef struct acq {
   int woken;          /* the next attempt follows a wake-up */
 } acq;
 
-/* While the server is unreachable, a waiter (an acquisition told to wait
- * whose first attempt found the lock held) tries again after a pause:
- * from 25 ms, doubling to 1 s, until the server is back, the wait ends or
- * it is canceled. Only failures that ran nothing (rlock__call's
- * transient) are tried again, so nothing applies twice. A first attempt
- * that cannot reach the server fails at once: a wrong URL or a server
- * that is not there is reported, not waited for. */
+/* While the server cannot be reached, an acquisition that waits
+ * (wait_ms != 0) tries again after a pause: from 25 ms, doubling to 1 s,
+ * until the server answers, the wait ends, the client's unreachable
+ * retry bound passes (counted from the outage's first failed attempt) or
+ * it is canceled. Its first attempt too: a wait covers a server that is
+ * not up yet (restarting, or starting along with the job) as it covers
+ * one lost during the wait. Only failures that ran nothing and may pass
+ * (rlock__retryable) are tried again, so nothing applies twice, and a
+ * name that does not resolve, a refused login or a refused certificate
+ * is reported at once. */
 #define OUTAGE_FIRST_MS 25
 #define OUTAGE_MAX_MS 1000
 
+int rlock__retryable(int rc, int transient) {
+  return transient && rc != RLOCK_EAUTH && !rlock__error_is_final();
+}
+
+int64_t rlock__outage_until(const rlock_client *c, int64_t since_us,
+                            int64_t deadline_us) {
+  int64_t bound = c->cfg.unreachable_retry_ms;
+  if (bound < 0 || bound > (deadline_us - since_us) / 1000)
+    return deadline_us;
+  return since_us + bound * 1000;
+}
+
 static void sleep_until(int64_t until_us, const rlock_cancel *cancel);
 
-/* After a failure: 1 when the caller waits, the failure ran nothing
- * and the wait lasts, having paused (the server may be restarting or
- * failing over); 0 to give up (with RLOCK_ECANCELED when canceled: outage_end).
- */
-static int ride_out(acq *a, int transient) {
-  if (!transient || !a->waiting || rlock__now_us() >= a->deadline)
+/* When trying the server again must stop: the wait's deadline, or the
+ * retry bound of the outage under way (or of one starting `now`). */
+static int64_t retry_limit(const acq *a, int64_t now) {
+  return rlock__outage_until(a->l->client, a->outage_us ? a->outage_us : now,
+                             a->deadline);
+}
+
+/* After a failure: 1 when the caller waits, the failure may pass
+ * (`retryable`) and the retry limit lasts, having paused; 0 to give up
+ * (with RLOCK_ECANCELED when canceled: outage_end). */
+static int ride_out(acq *a, int retryable) {
+  if (!retryable || a->wait_ms == 0)
+    return 0;
+  int64_t now = rlock__now_us(), limit = retry_limit(a, now);
+  if (now >= limit)
     return 0;
   if (a->outage_us == 0) {
-    a->outage_us = rlock__now_us();
+    a->outage_us = now;
     a->backoff_ms = OUTAGE_FIRST_MS;
   }
-  int64_t until = rlock__now_us() + a->backoff_ms * 1000;
-  sleep_until(until < a->deadline ? until : a->deadline, a->cancel);
+  int64_t until = now + a->backoff_ms * 1000;
+  sleep_until(until < limit ? until : limit, a->cancel);
   a->backoff_ms =
       a->backoff_ms * 2 < OUTAGE_MAX_MS ? a->backoff_ms * 2 : OUTAGE_MAX_MS;
   return !rlock__canceled(a->cancel);
@@ -267,8 +291,9 @@ static int attempt(acq *a) {
   for (;;) {
     a->sent = rlock__now_us();
     int transient;
-    int rc = attempt_once(a->l, a->owner, a->lease, a->wait_ms, a->deadline,
-                          &a->ttl, &a->token, &transient, a->woken);
+    int rc = attempt_once(a->l, a->owner, a->lease, a->wait_ms,
+                          retry_limit(a, a->sent), &a->ttl, &a->token,
+                          &transient, a->woken);
     a->woken = 0;
     if (rc == RLOCK_EREPLICA &&
         rlock__ms_left(a->deadline) > UNCONFIRMED_PAUSE_MS) {
@@ -279,7 +304,8 @@ static int attempt(acq *a) {
       a->waiting = 1;
       rlock__obs_count(&a->l->client->obs, RLOCK__STAT_WAITS);
     }
-    if (rc == RLOCK_OK || rc == RLOCK_ELOCKED || !ride_out(a, transient)) {
+    if (rc == RLOCK_OK || rc == RLOCK_ELOCKED ||
+        !ride_out(a, rlock__retryable(rc, transient))) {
       rc = rc == RLOCK_OK || rc == RLOCK_ELOCKED ? rc : outage_end(a, rc);
       a->outage_us = 0;
       return rc;
@@ -296,7 +322,7 @@ static int subscribe(acq *a, const char *ch, rlock__sub **sub) {
     if (rc == RLOCK__EDEADLINE)
       return RLOCK_ELOCKED;
     int transient = rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT;
-    if (rc == RLOCK_OK || !ride_out(a, transient))
+    if (rc == RLOCK_OK || !ride_out(a, rlock__retryable(rc, transient)))
       return rc == RLOCK_OK ? rc : outage_end(a, rc);
     if ((rc = attempt(a)) != RLOCK_ELOCKED) {
       *sub = NULL;
@@ -330,15 +356,28 @@ static int wait_and_retry(acq *a) {
   return rc;
 }
 
-/* Redisson's spin back-off: from 1 ms, doubling to at most 128 ms, plus
- * a random 0..failures-1 ms so that spinning waiters drift apart. */
-#define SPIN_FIRST_MS 1
-#define SPIN_MAX_MS 128
+int64_t rlock__spin_first(const rlock__spin *p) {
+  return p->backoff == RLOCK_SPIN_CONSTANT ? p->delay_ms : p->initial_ms;
+}
 
-int64_t rlock__spin_next(int64_t cur, unsigned failures, uint64_t *seed) {
-  *seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
-  int64_t next = cur * 2 + (int64_t)((*seed >> 33) % failures);
-  return next < SPIN_MAX_MS ? next : SPIN_MAX_MS;
+/* Redisson's back-offs: constant, or exponential (by default from 1 ms,
+ * doubling to at most 128 ms) plus a random 0..failures-1 ms so that
+ * spinning waiters drift apart; at the cap, no more jitter. */
+int64_t rlock__spin_next(const rlock__spin *p, int64_t cur, unsigned failures,
+                         uint64_t *seed) {
+  if (p->backoff == RLOCK_SPIN_CONSTANT)
+    return p->delay_ms;
+  if (cur >= p->max_ms)
+    return p->max_ms;
+  double grown = (double)cur * p->multiplier; /* exact below 2^53 */
+  int64_t next = grown >= (double)p->max_ms ? p->max_ms : (int64_t)grown;
+  if (next <= cur && p->multiplier > 1.0)
+    next = cur + 1; /* 1.5 x 1 ms: grow, not stay */
+  if (p->jitter) {
+    *seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    next += (int64_t)((*seed >> 33) % failures);
+  }
+  return next < p->max_ms ? next : p->max_ms;
 }
 
 /* Sleep until `until_us`, in steps short enough to notice `cancel`. */
@@ -354,7 +393,7 @@ static void sleep_until(int64_t until_us, const rlock_cancel *cancel) {
  * holder's TTL and the deadline, then attempt again. */
 static int spin_and_retry(acq *a) {
   uint64_t seed = (uint64_t)rlock__now_us() ^ rlock__thread_id();
-  int64_t delay = SPIN_FIRST_MS;
+  int64_t delay = rlock__spin_first(&a->l->spin);
   for (unsigned failures = 1;; failures++) {
     int64_t until = rlock__now_us() + delay * 1000;
     int64_t bound = round_until(a->ttl, a->deadline);
@@ -364,7 +403,7 @@ static int spin_and_retry(acq *a) {
     int rc = attempt(a);
     if (rc != RLOCK_ELOCKED || rlock__now_us() >= a->deadline)
       return rc;
-    delay = rlock__spin_next(delay, failures, &seed);
+    delay = rlock__spin_next(&a->l->spin, delay, failures, &seed);
   }
 }
 

@@ -388,9 +388,16 @@ static int next_node(rlock_client *c, rlock__req *q, int64_t deadline_us,
   return rlock__topo_route(t, rlock__call_route_key(q->call), node);
 }
 
-/* A connection that could not be made (or a pool slot not had) in time. */
+/* A connection that could not be made (or a pool slot not had) in time,
+ * and might be later: not a host name that does not resolve or a
+ * certificate refused (rlock__error_final). */
 static int transport_failure(int rc) {
-  return rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT;
+  return (rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT) && !rlock__error_is_final();
+}
+
+void rlock__req_final_if_unknown_master(const rlock__topo *t, int rc) {
+  if ((rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT) && atomic_load(&t->no_master))
+    rlock__error_final();
 }
 
 int rlock__req_retry_unsent(const rlock__topo *t, rlock__req *q, int rc,
@@ -411,6 +418,7 @@ int rlock__req_run(rlock_client *c, rlock__req *q, int64_t deadline_us) {
     if ((rc = next_node(c, q, deadline_us, &attempt, &node)) != RLOCK_OK) {
       if (rlock__req_retry_unsent(&c->topo, q, rc, deadline_us))
         continue;
+      rlock__req_final_if_unknown_master(&c->topo, rc);
       /* refusals and redirections ran nothing */
       q->call->transient = transport_failure(rc) ||
                            (q->step == RLOCK__STEP_RETRY && rc == q->rc);
@@ -424,6 +432,7 @@ int rlock__req_run(rlock_client *c, rlock__req *q, int64_t deadline_us) {
     if ((rc = rlock__pool_get(&node->pool, &conn)) != RLOCK_OK) {
       if (rlock__req_retry_unsent(&c->topo, q, rc, deadline_us))
         continue;
+      rlock__req_final_if_unknown_master(&c->topo, rc);
       q->call->transient = transport_failure(rc);
       break;
     }

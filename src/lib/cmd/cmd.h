@@ -55,7 +55,9 @@ typedef struct rlock__call {
                     (the server may have run it) */
   int transient; /* after a failed run: 1 when nothing ran and a later
                     try may succeed: no server reachable (connection
-                    refused, connect timed out) or refused for now
+                    refused, connect timed out; not a host name that does
+                    not resolve nor a certificate refused: those are
+                    final, rlock__error_final) or refused for now
                     (LOADING, TRYAGAIN, CLUSTERDOWN, READONLY, MASTERDOWN) */
   /* in: called once, on the calling thread, right after the request is
    * first written and before its reply is read, so that work can overlap
@@ -197,6 +199,10 @@ rlock__next rlock__req_next(struct rlock__topo *t, rlock__req *q,
  * RETRY and q->rc when it is. */
 int rlock__req_retry_unsent(const struct rlock__topo *t, rlock__req *q, int rc,
                             int64_t deadline_us);
+
+/* A master no sentinel knows is a mistake in the URL, not an outage:
+ * mark a transport failure `rc` final (rlock__error_final) then. */
+void rlock__req_final_if_unknown_master(const struct rlock__topo *t, int rc);
 
 /* Run a request from where it stands (fresh, or after a step a fan-out
  * handed over: MOVED, ASK, RETRY) to completion on the calling thread,

@@ -17,6 +17,7 @@ int rlock__config_defaults(rlock_config *cfg) {
   cfg->command_timeout_ms = 3000;
   cfg->watchdog_timeout_ms = 30000;
   cfg->fair_wait_timeout_ms = 300000;
+  cfg->unreachable_retry_ms = RLOCK_RETRY_FOREVER;
   cfg->pool_size = 64;
   cfg->linger_ms = 1000;
   cfg->max_idle_subs = 64;

@@ -21,6 +21,7 @@ struct rlock_config {
   int64_t command_timeout_ms;
   int64_t watchdog_timeout_ms;
   int64_t fair_wait_timeout_ms;
+  int64_t unreachable_retry_ms; /* RLOCK_RETRY_FOREVER, or 0.. */
   int pool_size;
   int64_t linger_ms; /* rlock_config_set_subscription_linger */
   int max_idle_subs;

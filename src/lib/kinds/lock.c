@@ -172,6 +172,7 @@ int rlock__lock_alloc(rlock_lock **out, rlock_client *client, const char *name,
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   l->client = client;
   l->kind = kind;
+  rlock__spin_options(&l->spin, NULL); /* the defaults: cannot fail */
   l->name = rlock__strdup(name);
   l->channel = rlock__name_prefixed(
       keys == RLOCK__KEYS_RW ? "redisson_rwlock" : "redisson_lock__channel",
@@ -204,6 +205,91 @@ int rlock__lock_is_plain(const rlock_lock *l) {
 int rlock_lock_new_spin(rlock_lock **out, rlock_client *client,
                         const char *name) {
   return rlock__lock_alloc(out, client, name, &spin_kind, RLOCK__KEYS_PLAIN);
+}
+
+int rlock_spin_options_init(rlock_spin_options *opts, unsigned int version) {
+  if (opts == NULL)
+    return rlock__err(RLOCK_EINVAL, "rlock_spin_options_init: opts is NULL");
+  if (version < 1 || version > RLOCK_SPIN_OPTIONS_VERSION)
+    return rlock__err(RLOCK_EINVAL,
+                      "rlock_spin_options version %u is not one this "
+                      "library knows (1 to %d)",
+                      version, RLOCK_SPIN_OPTIONS_VERSION);
+  rlock_spin_options defaults = RLOCK_SPIN_OPTIONS_INIT;
+  *opts = defaults;
+  opts->version = version;
+  return RLOCK_OK;
+}
+
+static int check_delay(const char *field, int64_t ms) {
+  if (ms < 1 || ms > RLOCK_MAX_DURATION_MS)
+    return rlock__err(RLOCK_EINVAL,
+                      "spin lock %s must be 1..%" PRId64 " ms (got %" PRId64
+                      ")",
+                      field, RLOCK_MAX_DURATION_MS, ms);
+  return RLOCK_OK;
+}
+
+/* Every field of `o`, whichever back-off it chooses. */
+static int check_spin(const rlock_spin_options *o) {
+  int rc;
+  if (o->backoff != RLOCK_SPIN_EXPONENTIAL && o->backoff != RLOCK_SPIN_CONSTANT)
+    return rlock__err(RLOCK_EINVAL,
+                      "spin lock backoff must be RLOCK_SPIN_EXPONENTIAL or "
+                      "RLOCK_SPIN_CONSTANT (got %d)",
+                      o->backoff);
+  if ((rc = check_delay("initial_ms", o->initial_ms)) != RLOCK_OK ||
+      (rc = check_delay("max_ms", o->max_ms)) != RLOCK_OK ||
+      (rc = check_delay("delay_ms", o->delay_ms)) != RLOCK_OK)
+    return rc;
+  if (o->max_ms < o->initial_ms)
+    return rlock__err(RLOCK_EINVAL,
+                      "spin lock max_ms (%" PRId64 ") is below initial_ms "
+                      "(%" PRId64 ")",
+                      o->max_ms, o->initial_ms);
+  if (!(o->multiplier >= 1.0 && o->multiplier <= 1000.0)) /* NaN too */
+    return rlock__err(RLOCK_EINVAL,
+                      "spin lock multiplier must be 1..1000 (got %g)",
+                      o->multiplier);
+  if (o->jitter != 0 && o->jitter != 1)
+    return rlock__err(RLOCK_EINVAL, "spin lock jitter must be 0 or 1 (got %d)",
+                      o->jitter);
+  return RLOCK_OK;
+}
+
+int rlock__spin_options(rlock__spin *out, const rlock_spin_options *in) {
+  rlock_spin_options o = RLOCK_SPIN_OPTIONS_INIT;
+  if (in != NULL &&
+      (in->version < 1 || in->version > RLOCK_SPIN_OPTIONS_VERSION))
+    return rlock__err(RLOCK_EINVAL,
+                      "rlock_spin_options version %u is not one this "
+                      "library knows (1 to %d): initialise with "
+                      "RLOCK_SPIN_OPTIONS_INIT",
+                      in->version, RLOCK_SPIN_OPTIONS_VERSION);
+  if (in != NULL)
+    o = *in; /* version 1 is every field there is */
+  int rc = check_spin(&o);
+  if (rc == RLOCK_OK)
+    *out = (rlock__spin){.backoff = o.backoff,
+                         .initial_ms = o.initial_ms,
+                         .max_ms = o.max_ms,
+                         .delay_ms = o.delay_ms,
+                         .multiplier = o.multiplier,
+                         .jitter = o.jitter};
+  return rc;
+}
+
+int rlock_lock_new_spin_opts(rlock_lock **out, rlock_client *client,
+                             const char *name, const rlock_spin_options *opts) {
+  rlock__spin spin;
+  int rc = rlock__spin_options(&spin, opts);
+  if (rc == RLOCK_OK)
+    rc = rlock__lock_alloc(out, client, name, &spin_kind, RLOCK__KEYS_PLAIN);
+  else if (out != NULL)
+    *out = NULL;
+  if (rc == RLOCK_OK)
+    (*out)->spin = spin;
+  return rc;
 }
 
 int rlock_lock_new_fenced(rlock_lock **out, rlock_client *client,

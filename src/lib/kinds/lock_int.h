@@ -87,9 +87,18 @@ typedef struct rlock__kind {
   int (*locked)(const rlock_lock_info *info);
 } rlock__kind;
 
+/* A spin lock's back-off, checked (rlock_spin_options). */
+typedef struct rlock__spin {
+  int backoff; /* rlock_spin_backoff */
+  int64_t initial_ms, max_ms, delay_ms;
+  double multiplier;
+  int jitter;
+} rlock__spin;
+
 struct rlock_lock {
   rlock_client *client;
   const rlock__kind *kind;
+  rlock__spin spin; /* the spin kind's back-off (defaults for the others) */
   char *name;
   char *channel;    /* redisson_lock__channel:{name} */
   char *queue;      /* fair lock: redisson_lock_queue:{name}, else NULL */
@@ -172,8 +181,28 @@ int64_t rlock__attempt_token(const rlock__reply *r);
  * with their message. Returns rc. */
 int rlock__not_acquired(const rlock_lock *l, int rc, int64_t ttl);
 
-/* The spin kind's next back-off after `failures` attempts (ms). */
-int64_t rlock__spin_next(int64_t cur, unsigned failures, uint64_t *seed);
+/* A spin lock's first pause (ms), and the one after `cur` once
+ * `failures` attempts have failed (counted from 1); `seed` feeds the
+ * jitter. */
+int64_t rlock__spin_first(const rlock__spin *p);
+int64_t rlock__spin_next(const rlock__spin *p, int64_t cur, unsigned failures,
+                         uint64_t *seed);
+
+/* Check `in` (NULL: the defaults) into *out: RLOCK_OK or RLOCK_EINVAL
+ * naming the field. */
+int rlock__spin_options(rlock__spin *out, const rlock_spin_options *in);
+
+/* Whether a failed attempt may be tried again while a wait lasts: it ran
+ * nothing and may pass (`transient`, as rlock__call's), and is neither a
+ * refused login nor marked final (a name that does not resolve, a
+ * refused certificate). Reads the last error. */
+int rlock__retryable(int rc, int transient);
+
+/* When riding out an outage that began at `since_us` must end: at the
+ * wait's deadline, or earlier by the client's unreachable retry bound
+ * (rlock_config_set_unreachable_retry_ms). Monotonic microseconds. */
+int64_t rlock__outage_until(const rlock_client *c, int64_t since_us,
+                            int64_t deadline_us);
 
 /* A release script's answer, given what this client knew of the hold of
  * `field` (enum rlock__hold_state): RLOCK_OK, RLOCK_ENOTHELD, RLOCK_ELOST

@@ -32,7 +32,6 @@
 
 #define OUTAGE_FIRST_MS 25
 #define OUTAGE_MAX_MS 1000
-#define SPIN_FIRST_MS 1
 
 static rlock_op *of_lreq(rlock__lreq *r) {
   return (rlock_op *)((char *)r - offsetof(rlock_op, lreq));
@@ -121,7 +120,8 @@ static void wait_more(rlock_op *op) {
   int64_t bound = round_until(op);
   if (l->kind->spin) {
     int64_t until = rlock__now_us() + op->backoff_ms * 1000;
-    op->backoff_ms = rlock__spin_next(op->backoff_ms, ++op->spins, &op->seed);
+    op->backoff_ms =
+        rlock__spin_next(&l->spin, op->backoff_ms, ++op->spins, &op->seed);
     sleep_until(op, RLOCK__LACQ_SLEEPING, until < bound ? until : bound);
     return;
   }
@@ -169,19 +169,52 @@ static void acquired(rlock_op *op, int64_t token) {
   done(op, RLOCK_OK, token);
 }
 
-/* A failure while waiting that ran nothing: try again after a pause,
- * as the blocking path rides out an outage. 1 when it will. */
-static int ride_out(rlock_op *op, int transient) {
-  if (!transient || !op->waiting || rlock__now_us() >= op->deadline_us)
+/* When trying the server again must stop: the wait's deadline, or the
+ * retry bound of the outage under way (or of one starting `now`). */
+static int64_t retry_limit(const rlock_op *op, int64_t now) {
+  return rlock__outage_until(
+      op->c, op->outage_since_us ? op->outage_since_us : now, op->deadline_us);
+}
+
+/* A failure that ran nothing and may pass (rlock__retryable), in an
+ * acquisition that waits, at its first attempt or later: try again after
+ * a pause, as the blocking path rides out an outage, within the retry
+ * limit. 1 when it will. */
+static int ride_out(rlock_op *op, int retryable) {
+  if (!retryable || op->wait_ms == 0)
     return 0;
+  int64_t now = rlock__now_us(), limit = retry_limit(op, now);
+  if (now >= limit)
+    return 0;
+  if (op->outage_since_us == 0)
+    op->outage_since_us = now;
   if (op->outage_ms == 0)
     op->outage_ms = OUTAGE_FIRST_MS;
-  int64_t until = rlock__deadline_after_ms(op->outage_ms);
+  int64_t until = now + op->outage_ms * 1000;
   op->outage_ms =
       op->outage_ms * 2 < OUTAGE_MAX_MS ? op->outage_ms * 2 : OUTAGE_MAX_MS;
-  sleep_until(op, RLOCK__LACQ_SLEEPING,
-              until < op->deadline_us ? until : op->deadline_us);
+  sleep_until(op, RLOCK__LACQ_SLEEPING, until < limit ? until : limit);
   return 1;
+}
+
+/* Give up after an outage: the last failure, saying how long it was
+ * tried again (the blocking path's outage_end). */
+static void outage_fail(rlock_op *op, int rc) {
+  if (op->outage_since_us != 0)
+    rlock__err(rc, "%s (tried again for %lld ms while waiting)",
+               rlock_error_last()->message,
+               (long long)((rlock__now_us() - op->outage_since_us) / 1000));
+  fail(op, rc);
+}
+
+/* Whether a failed request may pass: it ran nothing, and it met no
+ * server (connection refused or timed out) or a refusal for now
+ * (LOADING, ...); not a refused login (a connection that fails before it
+ * is ready marks every request transient). */
+static int retryable(const rlock__lreq *r, int rc, int transient) {
+  return rlock__retryable(rc, transient &&
+                                  (rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT ||
+                                   r->q.step == RLOCK__STEP_RETRY));
 }
 
 /* ---- an attempt lost in flight (acquire.c's settle_in_flight) ---------- */
@@ -198,7 +231,7 @@ static void settled_untaken(rlock_op *op) {
     rlock__err(RLOCK_ECANCELED, "wait canceled");
     fail(op, RLOCK_ECANCELED);
   } else if (op->settle_rc != RLOCK_EIO || !ride_out(op, 1)) {
-    fail(op, op->settle_rc);
+    outage_fail(op, op->settle_rc);
   }
 }
 
@@ -290,7 +323,9 @@ static void settle(rlock_op *op, int rc) {
   op->settle_had = (int64_t)rlock__hold_depth(c, op->l->name, field);
   int64_t bound = rlock__deadline_after_ms(c->cfg.connect_timeout_ms +
                                            c->cfg.command_timeout_ms);
-  op->settle_until_us = op->deadline_us > bound ? op->deadline_us : bound;
+  int64_t limit =
+      op->wait_ms == 0 ? op->deadline_us : retry_limit(op, rlock__now_us());
+  op->settle_until_us = limit > bound ? limit : bound;
   op->outage_ms = SETTLE_FIRST_MS;
   settle_read(op);
 }
@@ -338,7 +373,8 @@ static void attempt_done(rlock_client *c, rlock__lreq *r) {
   int rc = r->q.rc;
   rlock__reply *reply = r->q.reply;
   r->q.reply = NULL;
-  int in_flight = r->call.in_flight, transient = r->call.transient;
+  int in_flight = r->call.in_flight;
+  int may_pass = rc != RLOCK_OK && retryable(r, rc, r->call.transient);
   rlock__call_clear(&r->call);
   int64_t token = 0;
   if (rc == RLOCK_OK) {
@@ -374,11 +410,12 @@ static void attempt_done(rlock_client *c, rlock__lreq *r) {
     return;
   }
   if (rc != RLOCK_ELOCKED) {
-    if (!ride_out(op, transient))
-      fail(op, rlock__wrongtype(op->l, rc));
+    if (!ride_out(op, may_pass))
+      outage_fail(op, rlock__wrongtype(op->l, rc));
     return;
   }
   op->outage_ms = 0;
+  op->outage_since_us = 0;
   if (op->wait_ms == 0 || rlock__now_us() >= op->deadline_us) {
     fail(op, rlock__not_acquired(op->l, rc, op->ttl_ms));
     return;
@@ -413,7 +450,7 @@ void rlock__lacquire_start(rlock_op *op) {
   rlock__ltimer_init(&op->timer, on_timer);
   op->deadline_us = rlock__deadline_after_ms(op->wait_ms);
   op->ttl_ms = -1;
-  op->backoff_ms = SPIN_FIRST_MS;
+  op->backoff_ms = rlock__spin_first(&op->l->spin);
   op->seed = (uint64_t)rlock__now_us() ^ (uintptr_t)op;
   attempt(op);
 }

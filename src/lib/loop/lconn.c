@@ -233,8 +233,12 @@ static int resolve(rlock_client *c, rlock__lconn *k) {
   char why[160];
   int rc = rlock__resolve_start(k->ep->host, k->ep->port, &res, &k->lookup,
                                 wake_loop, c, why, sizeof why);
-  if (rc != RLOCK_OK)
-    return rlock__err(rc, "cannot connect to redis %s: %s", k->where, why);
+  if (rc != RLOCK_OK) {
+    rlock__err(rc, "cannot connect to redis %s: %s", k->where, why);
+    if (rc == RLOCK_EIO)
+      rlock__error_final();
+    return rc;
+  }
   if (k->lookup != NULL) {
     k->state = RLOCK__LCONN_RESOLVING;
     return RLOCK_OK;
@@ -254,6 +258,7 @@ void rlock__lconn_lookups(rlock_client *c, rlock__lconn *k) {
   k->lookup = NULL;
   if (rc != RLOCK_OK) {
     rlock__err(rc, "cannot connect to redis %s: %s", k->where, why);
+    rlock__error_final(); /* the resolver's "no": waiting will not mend it */
     rlock__lconn_fail(c, k, rc);
     return;
   }

@@ -289,6 +289,7 @@ struct rlock_op {
   unsigned spins;
   uint64_t seed;
   int64_t outage_ms;       /* the next pause while the server is unreachable */
+  int64_t outage_since_us; /* when the current outage was first met, or 0 */
   int sub_rc;              /* the channel was refused while an attempt flew */
   int settle_rc;           /* SETTLING: the failure that started it ... */
   int64_t settle_had;      /* ... the levels recorded before ... */

@@ -196,6 +196,7 @@ void rlock__lreq_failed(rlock_client *c, rlock__lreq *r) {
     follow(c, r);
     return;
   }
+  rlock__req_final_if_unknown_master(&c->topo, r->q.rc);
   finish(c, r);
 }
 

@@ -153,8 +153,12 @@ static int open_socket(rlock__conn *c, const rlock__endpoint *ep,
     char why[160];
     int rc =
         rlock__resolve(ep->host, ep->port, deadline, &res, why, sizeof why);
-    if (rc != RLOCK_OK)
-      return rlock__err(rc, "cannot connect to redis %s: %s", c->where, why);
+    if (rc != RLOCK_OK) {
+      rlock__err(rc, "cannot connect to redis %s: %s", c->where, why);
+      if (rc == RLOCK_EIO) /* the resolver's "no": no answer in time is not */
+        rlock__error_final();
+      return rc;
+    }
   }
   rlock__dial d;
   rlock__dial_begin(&d, ep, res, c->where);

@@ -229,23 +229,27 @@ static int handshake_failed(SSL *ssl, const char *where, int timed_out) {
                       where);
   }
   long v = SSL_get_verify_result(ssl);
-  if (v != X509_V_OK) {
+  if (v != X509_V_OK) { /* final: trying again meets the same certificate */
     ERR_clear_error();
-    return rlock__err(RLOCK_EIO,
-                      "TLS handshake with redis %s failed: "
-                      "certificate verify failed: %s",
-                      where, X509_verify_cert_error_string(v));
+    rlock__err(RLOCK_EIO,
+               "TLS handshake with redis %s failed: "
+               "certificate verify failed: %s",
+               where, X509_verify_cert_error_string(v));
+    rlock__error_final();
+    return RLOCK_EIO;
   }
   unsigned long e = ERR_peek_error();
   if (ERR_GET_LIB(e) == ERR_LIB_SSL &&
       (ERR_GET_REASON(e) == SSL_R_WRONG_VERSION_NUMBER ||
        ERR_GET_REASON(e) == SSL_R_PACKET_LENGTH_TOO_LONG)) {
     ERR_clear_error();
-    return rlock__err(RLOCK_EIO,
-                      "TLS handshake with redis %s failed: the "
-                      "server does not speak TLS there (a plain-text port? "
-                      "then use redis://)",
-                      where);
+    rlock__err(RLOCK_EIO,
+               "TLS handshake with redis %s failed: the "
+               "server does not speak TLS there (a plain-text port? "
+               "then use redis://)",
+               where);
+    rlock__error_final();
+    return RLOCK_EIO;
   }
   return rlock__err(RLOCK_EIO, "TLS handshake with redis %s failed: %s", where,
                     ssl_reason(errno ? strerror(errno) : "connection closed"));
