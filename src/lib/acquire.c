@@ -9,6 +9,7 @@
  * the holder's TTL runs out, whichever is first, and tries again.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -370,6 +371,14 @@ static int spin_and_retry(acq *a) {
   }
 }
 
+/* The size of rlock_acquire_options as each version declared it: a
+ * caller built against version v owns only that many bytes, so neither
+ * reading its options nor initialising them may touch more. A version
+ * that appends fields appends its size here. */
+static const size_t options_size[RLOCK_ACQUIRE_OPTIONS_VERSION + 1] = {
+    [1] = offsetof(rlock_acquire_options, token) + sizeof(int64_t *),
+};
+
 int rlock__options(rlock_acquire_options *out,
                    const rlock_acquire_options *in) {
   rlock_acquire_options defaults = RLOCK_ACQUIRE_OPTIONS_INIT;
@@ -382,7 +391,8 @@ int rlock__options(rlock_acquire_options *out,
                       "not one this library knows (1 to %d): initialise "
                       "with RLOCK_ACQUIRE_OPTIONS_INIT",
                       in->version, RLOCK_ACQUIRE_OPTIONS_VERSION);
-  *out = *in; /* version 1 is every field there is */
+  /* The fields the caller's version has; later ones keep their defaults. */
+  memcpy(out, in, options_size[in->version]);
   int rc = rlock__check_wait(out->wait_ms);
   return rc == RLOCK_OK ? rlock__check_lease(out->lease_ms) : rc;
 }
@@ -398,8 +408,8 @@ int rlock_acquire_options_init(rlock_acquire_options *opts,
                       "not one this library knows (1 to %d)",
                       version, RLOCK_ACQUIRE_OPTIONS_VERSION);
   rlock_acquire_options defaults = RLOCK_ACQUIRE_OPTIONS_INIT;
-  *opts = defaults;
-  opts->version = version;
+  defaults.version = version;
+  memcpy(opts, &defaults, options_size[version]); /* no more than it has */
   return RLOCK_OK;
 }
 
