@@ -17,7 +17,8 @@
  * below, and RedLocks over locks of several loop clients on one loop
  * thread (rlock_redlock_new). The blocking operations of lock.h,
  * multilock.h and redlock.h, and rlock_client_ping(), refuse a loop client
- * with RLOCK_EINVAL; rlock_lock_check_owner() (local) works.
+ * with RLOCK_EINVAL before touching anything (a hold stays recorded and
+ * renewed); rlock_lock_check_owner() (local) works.
  *
  * Threading: the thread that calls rlock_client_new_loop() is the loop's
  * thread. Every function here may be called from it; the _async functions

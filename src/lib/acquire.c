@@ -466,6 +466,9 @@ static int record(acq *a, int64_t lease_ms, uint64_t owner_number) {
 int rlock__acquire_opts(rlock_lock *l, const rlock_acquire_options *o) {
   if (l == NULL)
     return rlock__err(RLOCK_EINVAL, "lock is NULL");
+  int rc = rlock__blocking_check(l->client);
+  if (rc != RLOCK_OK)
+    return rc;
   if (o->token != NULL && !l->kind->tokens)
     return rlock__err(RLOCK_EINVAL,
                       "%s '%s' issues no fencing tokens: "
@@ -483,7 +486,7 @@ int rlock__acquire_opts(rlock_lock *l, const rlock_acquire_options *o) {
            .deadline = rlock__deadline_after_ms(o->wait_ms),
            .cancel = o->cancel,
            .ttl = -1};
-  int rc = attempt(&a);
+  rc = attempt(&a);
   if (rc == RLOCK_ELOCKED && o->wait_ms != 0)
     rc = l->kind->spin ? spin_and_retry(&a) : wait_and_retry(&a);
   if (rc != RLOCK_OK)

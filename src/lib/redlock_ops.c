@@ -228,7 +228,8 @@ int rlock_redlock_acquire_opts(rlock_redlock_result **result, rlock_redlock *r,
     return rlock__err(RLOCK_EINVAL, "RedLock is NULL");
   rlock_acquire_options o;
   int rc = rlock__options(&o, opts);
-  if (rc != RLOCK_OK)
+  if (rc != RLOCK_OK ||
+      (rc = rlock__blocking_check_all(r->members, r->n)) != RLOCK_OK)
     return rc;
   if (o.token != NULL)
     return rlock__err(RLOCK_EINVAL, "a RedLock issues no fencing token");
@@ -265,9 +266,9 @@ int rlock_redlock_release(rlock_redlock *r) {
 int rlock_redlock_release_owner(rlock_redlock *r, uint64_t owner) {
   if (r == NULL)
     return rlock__err(RLOCK_EINVAL, "RedLock is NULL");
-  for (size_t i = 0; i < r->n; i++) /* before any hold record */
-    if (!rlock__origin_ok(&r->members[i]->client->origin))
-      return rlock__origin_refuse(&r->members[i]->client->origin);
+  int rc = rlock__blocking_check_all(r->members, r->n); /* before any hold */
+  if (rc != RLOCK_OK)
+    return rc;
   return release_members(
       r, owner, 1, NULL,
       rlock__deadline_after_ms(r->members[0]->client->cfg.command_timeout_ms));

@@ -568,6 +568,50 @@ static void test_watchdog(void **state) {
   loop_free(c);
 }
 
+/* A blocking release called on a loop client's lock is refused before it
+ * touches the hold record: the watchdog hold of an explicit owner goes on
+ * being renewed, past several watchdog timeouts, and is then released by
+ * the async call. So are the other blocking calls that could touch it. */
+static void test_blocking_refused_keeps_hold(void **state) {
+  (void)state;
+  int64_t wd = rt_scaled_ms(600);
+  rlock_client *c = loop_client(wd, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "loop:refused");
+  rlock_lock *other = fx_lock(c, "loop:refused2");
+  uint64_t me = rlock_owner_new();
+  OK(acquire(l, me, 0, RLOCK_LEASE_WATCHDOG));
+  RC(rlock_lock_release_owner(l, me), RLOCK_EINVAL);
+  assert_non_null(strstr(rlock_error_last()->message, "event loop"));
+  int deleted;
+  RC(rlock_lock_force_release(&deleted, l), RLOCK_EINVAL);
+  rlock_lock *pair[2] = {l, other};
+  rlock_multilock *m;
+  OK(rlock_multilock_new(&m, pair, 2));
+  RC(rlock_multilock_release_owner(m, me), RLOCK_EINVAL);
+  RC(rlock_multilock_try_acquire(m, 0, 1000), RLOCK_EINVAL);
+  rlock_multilock_free(m);
+  int64_t n;
+  RC(rlock_lock_hold_count_owner(&n, l, me), RLOCK_EINVAL);
+  OK(rlock_lock_check_owner(l, me)); /* still recorded */
+  rlock_stats before, after;
+  OK(rlock_client_stats(c, &before, sizeof before));
+  /* Time passing is the behaviour under test: three watchdog timeouts. */
+  int64_t end = rt_now_ms() + 3 * wd;
+  while (rt_now_ms() < end)
+    run_once(end - rt_now_ms());
+  assert_int_equal(rt_cmd_int(srv, "EXISTS loop:refused"), 1);
+  ASSERT_RANGE(rt_cmd_int(srv, "PTTL loop:refused"), 1, wd);
+  OK(rlock_client_stats(c, &after, sizeof after));
+  assert_true(after.renewals >= before.renewals + 2);
+  OK(rlock_lock_check_owner(l, me));
+  OK(release(l, me));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS loop:refused"), 0);
+  RC(rlock_lock_check_owner(l, me), RLOCK_ENOTHELD);
+  rlock_lock_free(other);
+  rlock_lock_free(l);
+  loop_free(c);
+}
+
 typedef struct lost_seen {
   int n;
   pthread_t thread;
@@ -840,6 +884,7 @@ static void test_unreachable(void **state) {
       cmocka_unit_test(test_fair_cancel_leaves_queue),                         \
       cmocka_unit_test(test_kinds), cmocka_unit_test(test_multilock),          \
       cmocka_unit_test(test_fencing_token), cmocka_unit_test(test_watchdog),   \
+      cmocka_unit_test(test_blocking_refused_keeps_hold),                      \
       cmocka_unit_test(test_lost_lock),                                        \
       cmocka_unit_test(test_free_with_pending),                                \
       cmocka_unit_test(test_free_inside_callback),                             \

@@ -114,6 +114,12 @@ static void test_all_members(void **state) {
   OK(acquire(&k, b, 0, RLOCK_LEASE_WATCHDOG, &validity));
   ASSERT_RANGE(validity, 20000, 30000);
   OK(rlock_lock_check_owner(k.l[2], b));
+  /* The blocking release refuses loop clients before touching any
+   * member's hold record: every member stays recorded (and renewed). */
+  RC(rlock_redlock_release_owner(k.r, b), RLOCK_EINVAL);
+  assert_non_null(strstr(rlock_error_last()->message, "event loop"));
+  for (int i = 0; i < N; i++)
+    OK(rlock_lock_check_owner(k.l[i], b));
   OK(release(&k, b));
   down(&k);
 }
