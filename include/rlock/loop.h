@@ -268,10 +268,11 @@ RLOCK_EXTERN int rlock_redlock_acquire_async(rlock_redlock *r,
                                              rlock_op **op);
 
 /** Release one hold of `owner` on every member at once. The callback's
- * status: RLOCK_OK when every member held was released (members never
- * taken are skipped), RLOCK_ENOTHELD when no member was held, else the
- * first member's failure (RLOCK_ELOST: that member's hold had expired or
- * was deleted). Not cancelable. */
+ * status, as rlock_redlock_release_owner() returns it: RLOCK_OK when
+ * every member held was released (members never taken are skipped),
+ * RLOCK_ENOTHELD when no member was held, else the first member's failure
+ * (RLOCK_ELOST: that member's hold had expired or was deleted). Not
+ * cancelable. */
 RLOCK_EXTERN int rlock_redlock_release_async(rlock_redlock *r, uint64_t owner,
                                              rlock_async_fn cb, void *arg);
 
