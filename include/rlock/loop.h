@@ -210,17 +210,23 @@ RLOCK_EXTERN int rlock_lock_inspect_async(rlock_lock *lock, rlock_info_fn cb,
                                           void *arg);
 
 /**
- * Acquire every member of `m` (all on one loop client) for `opts->owner`,
- * in order, within `opts->wait_ms` in all: rlock_multilock_acquire_opts's
- * rules (each member with what is left of the wait; with a fixed lease,
- * the earlier members are given the full lease again once the last is
- * taken; on failure or cancel the members taken are released before the
- * callback runs). `opts`, `op` and cancel as rlock_lock_acquire_async.
+ * Acquire every member of `m` for `opts->owner`, in order, within
+ * `opts->wait_ms` in all: rlock_multilock_acquire_opts's rules (each
+ * member with what is left of the wait; with a fixed lease, the earlier
+ * members are given the full lease again once the last is taken; on
+ * failure or cancel the members taken are released before the callback
+ * runs). The members may be on several loop clients, all running on the
+ * calling loop thread; the operation belongs to member 0's client:
+ * freeing that client completes it (RLOCK_ECLOSED; a member's attempt
+ * pending on another client is canceled, and that client gives back a
+ * late grant by itself), while another member's client must not be freed
+ * with the operation pending. `opts`, `op` and cancel as
+ * rlock_lock_acquire_async.
  * @return RLOCK_OK (the callback will run with RLOCK_OK when every member
  *         is held, else the failing member's status, RLOCK_ECANCELED or
- *         RLOCK_ECLOSED, and nothing held), or RLOCK_EINVAL (also when the
- *         members are on several clients, or not on a loop client) /
- *         RLOCK_ENOMEM.
+ *         RLOCK_ECLOSED, and nothing held), or RLOCK_EINVAL (also when a
+ *         member's client is not a loop client, or runs on another loop
+ *         thread) / RLOCK_ENOMEM.
  */
 RLOCK_EXTERN int
 rlock_multilock_acquire_async(rlock_multilock *m,
@@ -229,7 +235,7 @@ rlock_multilock_acquire_async(rlock_multilock *m,
 
 /** Release one hold of `owner` on every member, in reverse order; every
  * member is released even when one fails, and the first failure is the
- * callback's status. */
+ * callback's status. Members as rlock_multilock_acquire_async. */
 RLOCK_EXTERN int rlock_multilock_release_async(rlock_multilock *m,
                                                uint64_t owner,
                                                rlock_async_fn cb, void *arg);

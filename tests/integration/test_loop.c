@@ -519,6 +519,128 @@ static void test_multilock(void **state) {
   loop_free(c);
 }
 
+/* A loop table that does nothing, for a client made (and freed) on a
+ * thread that runs no loop: creating a loop client does no I/O. */
+static int idle_watch(void *d, int fd, int ev) {
+  (void)d, (void)fd, (void)ev;
+  return 0;
+}
+static void idle_timer(void *d, int64_t ms) { (void)d, (void)ms; }
+static void idle_wake(void *d) { (void)d; }
+
+static void *client_elsewhere(void *arg) {
+  rlock_client **c = arg;
+  rlock_loop table = {
+      .watch = idle_watch, .timer = idle_timer, .wake = idle_wake};
+  if (*c == NULL)
+    OK(rlock_client_new_loop(c, NULL, &table));
+  else
+    OK(rlock_client_free(*c));
+  return NULL;
+}
+
+/* A MultiLock's members on two loop clients of this loop thread: taken
+ * all or none, each by its own client; waiting, re-letting, canceling and
+ * freeing member 0's client as with one client. Members on another loop
+ * thread, or mixing blocking and loop clients, are refused. */
+static void test_multilock_clients(void **state) {
+  (void)state;
+  rlock_client *c1 = loop_client(0, NULL, NULL),
+               *c2 = loop_client(0, NULL, NULL);
+  rlock_lock *l[3] = {fx_lock(c1, "loop:x0"), fx_lock(c2, "loop:x1"),
+                      fx_lock(c1, "loop:x2")};
+  rlock_multilock *m;
+  OK(rlock_multilock_new(&m, l, 3));
+  uint64_t a = rlock_owner_new(), b = rlock_owner_new();
+  char fa1[RLOCK_OWNER_MAX], fa2[RLOCK_OWNER_MAX], fb1[RLOCK_OWNER_MAX],
+      fb2[RLOCK_OWNER_MAX];
+  field_of(c1, a, fa1);
+  field_of(c2, a, fa2);
+  field_of(c1, b, fb1);
+  field_of(c2, b, fb2);
+  OK(multi_acquire(m, a, 0, 20000));
+  assert_int_equal(fx_hget(srv, "loop:x0", fa1), 1);
+  assert_int_equal(fx_hget(srv, "loop:x1", fa2), 1); /* c2's owner field */
+  assert_int_equal(fx_hget(srv, "loop:x2", fa1), 1);
+  for (int i = 0; i < 3; i++)
+    OK(rlock_lock_check_owner(l[i], a)); /* recorded on its own client */
+  RC(multi_acquire(m, b, 300, 5000), RLOCK_ELOCKED);
+  assert_int_equal(fx_hget(srv, "loop:x0", fb1), -1);
+  OK(multi_release(m, a));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS loop:x0 loop:x1 loop:x2"), 0);
+  /* B waits for member 1 (on c2), held by A for 300 ms; then the earlier
+   * member (on c1) gets its full lease again. */
+  OK(acquire(l[1], a, 0, 300));
+  OK(multi_acquire(m, b, 10000, 20000));
+  ASSERT_RANGE(rt_cmd_int(srv, "PTTL loop:x0"), 15000, 20000);
+  assert_int_equal(fx_hget(srv, "loop:x1", fb2), 1);
+  OK(multi_release(m, b));
+  /* Canceled while waiting for member 1: member 0 is given back. */
+  OK(acquire(l[1], a, 0, 30000));
+  result r = {0};
+  rlock_op *op;
+  rlock_acquire_options o = opts(b, RLOCK_WAIT_FOREVER, 20000);
+  OK(rlock_multilock_acquire_async(m, &o, on_done, &r, &op));
+  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
+  while (fx_hget(srv, "loop:x0", fb1) != 1) {
+    assert_true(rt_now_ms() < end);
+    run_once(20);
+  }
+  OK(rlock_op_cancel(op));
+  run_until(&r.done, 1, 5000, "the canceled MultiLock");
+  RC(r.rc, RLOCK_ECANCELED);
+  assert_int_equal(fx_hget(srv, "loop:x0", fb1), -1);
+  /* Member 0's client freed while member 1 is awaited on c2: the
+   * callback runs inside the free, and c2 gives up its waiter. */
+  result f = {0};
+  OK(rlock_multilock_acquire_async(m, &o, on_done, &f, NULL));
+  end = rt_now_ms() + rt_scaled_ms(5000);
+  while (fx_hget(srv, "loop:x0", fb1) != 1) {
+    assert_true(rt_now_ms() < end);
+    run_once(20);
+  }
+  rlock_multilock_free(m);
+  loop_free(c1);
+  assert_int_equal(f.done, 1);
+  RC(f.rc, RLOCK_ECLOSED);
+  /* The waiter left: its channel is given up once it has lingered. */
+  char chan[] = "redisson_lock__channel:{loop:x1}", why[64];
+  end = rt_now_ms() + rt_scaled_ms(5000);
+  while (subscribed(chan, why, sizeof why)) {
+    assert_true(rt_now_ms() < end);
+    run_once(50);
+  }
+  OK(release(l[1], a));
+  assert_int_equal(fx_hget(srv, "loop:x1", fb2), -1);
+  rt_cmd_int(srv, "DEL loop:x0"); /* c1's hold, never released */
+  rlock_lock_free(l[0]);
+  rlock_lock_free(l[2]);
+  /* A member on another loop thread; a blocking client's member. */
+  rlock_client *other = NULL;
+  pthread_t t;
+  pthread_create(&t, NULL, client_elsewhere, &other);
+  pthread_join(t, NULL);
+  rlock_client *bc = fx_client(srv, 0);
+  rlock_lock *lo = fx_lock(other, "loop:x0"), *lb = fx_lock(bc, "loop:x0");
+  rlock_lock *bad[2][2] = {{l[1], lo}, {lb, l[1]}};
+  const char *needle[2] = {"one loop thread", "rlock_client_new_loop"};
+  for (int i = 0; i < 2; i++) {
+    OK(rlock_multilock_new(&m, bad[i], 2));
+    RC(rlock_multilock_acquire_async(m, &o, on_done, &r, NULL), RLOCK_EINVAL);
+    assert_non_null(strstr(rlock_error_last()->message, needle[i]));
+    RC(rlock_multilock_release_async(m, b, on_done, &r), RLOCK_EINVAL);
+    rlock_multilock_free(m);
+  }
+  assert_int_equal(r.done, 1);
+  rlock_lock_free(lo);
+  rlock_lock_free(lb);
+  rlock_client_free(bc);
+  pthread_create(&t, NULL, client_elsewhere, &other);
+  pthread_join(t, NULL);
+  rlock_lock_free(l[1]);
+  loop_free(c2);
+}
+
 /* A fenced lock's token comes as the callback's value. */
 static void test_fencing_token(void **state) {
   (void)state;
@@ -883,6 +1005,7 @@ static void test_unreachable(void **state) {
       cmocka_unit_test(test_ttl_wakes_waiter), cmocka_unit_test(test_cancel),  \
       cmocka_unit_test(test_fair_cancel_leaves_queue),                         \
       cmocka_unit_test(test_kinds), cmocka_unit_test(test_multilock),          \
+      cmocka_unit_test(test_multilock_clients),                                \
       cmocka_unit_test(test_fencing_token), cmocka_unit_test(test_watchdog),   \
       cmocka_unit_test(test_blocking_refused_keeps_hold),                      \
       cmocka_unit_test(test_lost_lock),                                        \
