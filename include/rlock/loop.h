@@ -22,9 +22,9 @@
  *
  * Threading: the thread that calls rlock_client_new_loop() is the loop's
  * thread. Every function here may be called from it; the _async functions
- * may also be called from any other thread (the operation is handed to
- * the loop through the adapter's wake-up and starts there). Callbacks run
- * on the loop's thread only.
+ * and rlock_op_cancel() may also be called from any other thread (the
+ * operation, or the cancel, is handed to the loop through the adapter's
+ * wake-up and runs there). Callbacks run on the loop's thread only.
  *
  * Callback contract (every rlock_async_fn and rlock_info_fn):
  *  - An _async function that returns RLOCK_OK calls its callback exactly
@@ -136,7 +136,7 @@ RLOCK_EXTERN void rlock_loop_wake(rlock_client *client);
 RLOCK_EXTERN int rlock_loop_error(int code, const char *message);
 
 /** A pending operation, for rlock_op_cancel(). Owned by the library;
- * valid until its callback starts. */
+ * valid until its callback returns. */
 typedef struct rlock_op rlock_op;
 
 /**
@@ -157,7 +157,7 @@ typedef void (*rlock_async_fn)(void *arg, int rc, int64_t value);
  *        must be NULL (cancel with rlock_op_cancel(); the token comes as
  *        the callback's value).
  * @param op if not NULL, receives the operation (valid until its callback
- *        starts), for rlock_op_cancel(); NULL when called off the loop
+ *        returns), for rlock_op_cancel(), also when called off the loop
  *        thread.
  * @return RLOCK_OK (the callback will run: RLOCK_OK held, RLOCK_ELOCKED
  *         not within the wait, RLOCK_ECANCELED, RLOCK_ECLOSED, or the
@@ -172,7 +172,14 @@ RLOCK_EXTERN int rlock_lock_acquire_async(rlock_lock *lock,
  * Cancel a pending acquisition: its callback runs later with
  * RLOCK_ECANCELED (a fair lock's waiter leaves the queue first). An
  * acquisition already granted by the server when the cancel arrives is
- * given back first. Loop thread only.
+ * given back first. An operation whose outcome is already decided (its
+ * callback due) is left as it is. Any thread: on the loop's thread the
+ * cancel applies at once; from another thread it is handed to the loop
+ * through the adapter's wake-up and applies there (an operation that ends
+ * meanwhile ends as it would have).
+ * `op` must be valid for the whole call: from another thread, make sure
+ * its callback cannot return meanwhile, e.g. call this holding a mutex
+ * that the callback takes (and under which it notes that it ran).
  * @return RLOCK_OK, or RLOCK_EINVAL for NULL or an operation that is not
  *         an acquisition.
  */

@@ -4,6 +4,9 @@
  * case run once on libuv and once on libevent (the adapters are compiled
  * into this binary).
  */
+#include <sched.h>
+#include <stdatomic.h>
+
 #include "loop_fixture.h"
 #include "rt_tls.h"
 
@@ -832,10 +835,10 @@ typedef struct submitter {
 static void *submit_elsewhere(void *arg) {
   submitter *s = arg;
   rlock_acquire_options o = opts(s->owner, 0, 5000);
-  rlock_op *op = (rlock_op *)1;
+  rlock_op *op = NULL;
   s->rc = rlock_lock_acquire_async(s->l, &o, on_done, &s->r, &op);
-  if (op != NULL)
-    s->rc = -100; /* no handle off the loop's thread */
+  if (op == NULL)
+    s->rc = -100; /* a handle off the loop's thread too */
   return NULL;
 }
 
@@ -854,6 +857,181 @@ static void test_other_thread(void **state) {
   assert_true(pthread_equal(s.r.thread, pthread_self()));
   OK(release(s.l, s.owner));
   rlock_lock_free(s.l);
+  loop_free(c);
+}
+
+/* A thread other than the loop's starts acquisitions and cancels them:
+ * the loop is not running while it does (this thread waits for it), so no
+ * callback can run meanwhile, as rlock_op_cancel asks. */
+enum { AT_ONCE, ON_GO, NEVER };
+
+typedef struct canceler {
+  rlock_lock *l;
+  uint64_t owner;
+  int mode; /* AT_ONCE, ON_GO or NEVER: when this thread cancels */
+  rlock_op *op;
+  result r;
+  int rc, cancel_rc;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int started, go;
+} canceler;
+
+static void *start_and_cancel(void *arg) {
+  canceler *k = arg;
+  rlock_acquire_options o = opts(k->owner, RLOCK_WAIT_FOREVER, 10000);
+  k->rc = rlock_lock_acquire_async(k->l, &o, on_done, &k->r, &k->op);
+  if (k->mode != ON_GO) {
+    if (k->mode == AT_ONCE)
+      k->cancel_rc = rlock_op_cancel(k->op);
+    return NULL;
+  }
+  pthread_mutex_lock(&k->mu);
+  k->started = 1;
+  pthread_cond_signal(&k->cv);
+  while (!k->go)
+    pthread_cond_wait(&k->cv, &k->mu);
+  k->cancel_rc = rlock_op_cancel(k->op);
+  pthread_mutex_unlock(&k->mu);
+  return NULL;
+}
+
+/* Case 5: a cancel that comes while the callback runs (it waits for the
+ * canceling thread's mutex): nothing changes, and the operation outlives
+ * its callback until the cancel request is handled. */
+typedef struct late {
+  rlock_lock *l;
+  uint64_t owner;
+  rlock_op *op;
+  result r;
+  pthread_mutex_t mu;
+  atomic_int entered;
+  int rc, cancel_rc;
+} late;
+
+static void late_done(void *arg, int rc, int64_t v) {
+  late *k = arg;
+  atomic_store(&k->entered, 1);
+  pthread_mutex_lock(&k->mu);
+  on_done(&k->r, rc, v);
+  pthread_mutex_unlock(&k->mu);
+}
+
+static void *start_then_cancel_late(void *arg) {
+  late *k = arg;
+  rlock_acquire_options o = opts(k->owner, 0, 10000);
+  pthread_mutex_lock(&k->mu);
+  k->rc = rlock_lock_acquire_async(k->l, &o, late_done, k, &k->op);
+  while (k->rc == RLOCK_OK && !atomic_load(&k->entered))
+    sched_yield(); /* until the loop is inside the callback */
+  k->cancel_rc = rlock_op_cancel(k->op);
+  pthread_mutex_unlock(&k->mu);
+  return NULL;
+}
+
+/* Run the loop until `op`'s acquisition waits for an unlock message:
+ * its channel has a subscriber. */
+static void run_until_waiting(const char *chan) {
+  char why[64];
+  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
+  while (!subscribed((void *)chan, why, sizeof why)) {
+    assert_true(rt_now_ms() < end);
+    run_once(20);
+  }
+}
+
+/* An acquisition started off the loop's thread can be canceled, from that
+ * thread or from the loop's: its callback gets RLOCK_ECANCELED and nothing
+ * is left held (a grant that came first is given back). */
+static void test_cancel_other_thread(void **state) {
+  (void)state;
+  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "loop:xcancel");
+  const char chan[] = "redisson_lock__channel:{loop:xcancel}";
+  uint64_t a = rlock_owner_new();
+  char field[RLOCK_OWNER_MAX];
+  /* 1. Free lock, started and canceled at once elsewhere: the grant, if
+   * any, is given back. 2. Held lock, the same. */
+  for (int held = 0; held < 2; held++) {
+    if (held)
+      OK(acquire(l, a, 0, 30000));
+    canceler k = {.l = l, .owner = rlock_owner_new(), .mode = AT_ONCE};
+    pthread_t t;
+    pthread_create(&t, NULL, start_and_cancel, &k);
+    pthread_join(t, NULL);
+    OK(k.rc);
+    OK(k.cancel_rc);
+    assert_non_null(k.op);
+    run_until(&k.r.done, 1, 5000, "the acquisition canceled elsewhere");
+    RC(k.r.rc, RLOCK_ECANCELED);
+    field_of(c, k.owner, field);
+    assert_int_equal(fx_hget(srv, "loop:xcancel", field), -1);
+    assert_int_equal(rt_cmd_int(srv, "EXISTS loop:xcancel"), held);
+  }
+  /* 3. Started elsewhere, waiting, canceled by the same thread. */
+  canceler k = {.l = l, .owner = rlock_owner_new(), .mode = ON_GO};
+  pthread_mutex_init(&k.mu, NULL);
+  pthread_cond_init(&k.cv, NULL);
+  pthread_t t;
+  pthread_create(&t, NULL, start_and_cancel, &k);
+  pthread_mutex_lock(&k.mu);
+  while (!k.started)
+    pthread_cond_wait(&k.cv, &k.mu);
+  pthread_mutex_unlock(&k.mu);
+  run_until_waiting(chan);
+  pthread_mutex_lock(&k.mu);
+  k.go = 1;
+  pthread_cond_signal(&k.cv);
+  pthread_mutex_unlock(&k.mu);
+  pthread_join(t, NULL);
+  OK(k.rc);
+  OK(k.cancel_rc);
+  assert_int_equal(k.r.done, 0);
+  run_until(&k.r.done, 1, 5000, "the waiter canceled elsewhere");
+  RC(k.r.rc, RLOCK_ECANCELED);
+  assert_true(pthread_equal(k.r.thread, pthread_self()));
+  field_of(c, k.owner, field);
+  assert_int_equal(fx_hget(srv, "loop:xcancel", field), -1);
+  pthread_mutex_destroy(&k.mu);
+  pthread_cond_destroy(&k.cv);
+  /* 4. Started elsewhere (the thread is gone), canceled on the loop's
+   * thread: before the loop has even started it, and while it waits. */
+  for (int wait = 0; wait < 2; wait++) {
+    rlock_lock *l4 = wait ? l : fx_lock(c, "loop:xcancel4");
+    if (!wait)
+      OK(acquire(l4, a, 0, 30000));
+    canceler k4 = {.l = l4, .owner = rlock_owner_new(), .mode = NEVER};
+    pthread_create(&t, NULL, start_and_cancel, &k4);
+    pthread_join(t, NULL);
+    OK(k4.rc);
+    if (wait)
+      run_until_waiting(chan);
+    OK(rlock_op_cancel(k4.op));
+    assert_int_equal(k4.r.done, 0);
+    run_until(&k4.r.done, 1, 5000, "the waiter canceled on the loop");
+    RC(k4.r.rc, RLOCK_ECANCELED);
+    field_of(c, k4.owner, field);
+    assert_int_equal(fx_hget(srv, rlock_lock_name(l4), field), -1);
+    if (!wait) {
+      OK(release(l4, a));
+      rlock_lock_free(l4);
+    }
+  }
+  OK(release(l, a));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS loop:xcancel"), 0);
+  /* 5. Canceled while its callback runs: it keeps the lock. */
+  late k5 = {.l = l, .owner = rlock_owner_new()};
+  pthread_mutex_init(&k5.mu, NULL);
+  pthread_create(&t, NULL, start_then_cancel_late, &k5);
+  run_until(&k5.r.done, 1, 5000, "the callback the cancel came in");
+  pthread_join(t, NULL);
+  OK(k5.rc);
+  OK(k5.cancel_rc);
+  OK(k5.r.rc);
+  run_once(10); /* the cancel request, a no-op now */
+  OK(release(l, k5.owner));
+  pthread_mutex_destroy(&k5.mu);
+  rlock_lock_free(l);
   loop_free(c);
 }
 
@@ -1011,8 +1189,10 @@ static void test_unreachable(void **state) {
       cmocka_unit_test(test_lost_lock),                                        \
       cmocka_unit_test(test_free_with_pending),                                \
       cmocka_unit_test(test_free_inside_callback),                             \
-      cmocka_unit_test(test_other_thread), cmocka_unit_test(test_bad_input),   \
-      cmocka_unit_test(test_tls), cmocka_unit_test(test_unreachable)
+      cmocka_unit_test(test_other_thread),                                     \
+      cmocka_unit_test(test_cancel_other_thread),                              \
+      cmocka_unit_test(test_bad_input), cmocka_unit_test(test_tls),            \
+      cmocka_unit_test(test_unreachable)
 
 int main(void) {
   const struct CMUnitTest tests[] = {CASES(0)};

@@ -192,6 +192,44 @@ static void test_cancel(void **state) {
   down(&k);
 }
 
+typedef struct elsewhere {
+  rlock_redlock *r;
+  uint64_t owner;
+  rlock_op *op;
+  result res;
+  int rc, cancel_rc;
+} elsewhere;
+
+/* Started and canceled at once on a thread that is not the loop's (the
+ * loop is not running meanwhile, so no callback can). */
+static void *start_cancel_elsewhere(void *arg) {
+  elsewhere *e = arg;
+  rlock_acquire_options o = opts(e->owner, RLOCK_WAIT_FOREVER, 10000);
+  e->rc = rlock_redlock_acquire_async(e->r, &o, on_done, &e->res, &e->op);
+  e->cancel_rc = e->rc == RLOCK_OK ? rlock_op_cancel(e->op) : e->rc;
+  return NULL;
+}
+
+/* A RedLock acquisition started and canceled off the loop's thread. */
+static void test_cancel_other_thread(void **state) {
+  (void)state;
+  trio k;
+  up(&k, "lrl:xcancel");
+  hold_foreign(k.srv[0], "lrl:xcancel");
+  hold_foreign(k.srv[1], "lrl:xcancel");
+  elsewhere e = {.r = k.r, .owner = rlock_owner_new()};
+  pthread_t t;
+  pthread_create(&t, NULL, start_cancel_elsewhere, &e);
+  pthread_join(t, NULL);
+  OK(e.rc);
+  OK(e.cancel_rc);
+  run_until(&e.res.done, 1, 5000, "the RedLock canceled elsewhere");
+  RC(e.res.rc, RLOCK_ECANCELED);
+  run_until_gone(k.srv[2], "lrl:xcancel");
+  assert_int_equal(held(&k, 2, "lrl:xcancel", e.owner), -1);
+  down(&k);
+}
+
 /* Member 0's client (the operation's) freed with the acquisition pending:
  * its callback runs once, inside the free, with RLOCK_ECLOSED; the other
  * members' clients give back what they were granted. */
@@ -252,7 +290,9 @@ static void test_bad_input(void **state) {
 #define CASES                                                                  \
   cmocka_unit_test(test_all_members), cmocka_unit_test(test_minority_down),    \
       cmocka_unit_test(test_majority_held_elsewhere),                          \
-      cmocka_unit_test(test_cancel), cmocka_unit_test(test_free_with_pending), \
+      cmocka_unit_test(test_cancel),                                           \
+      cmocka_unit_test(test_cancel_other_thread),                              \
+      cmocka_unit_test(test_free_with_pending),                                \
       cmocka_unit_test(test_bad_input)
 
 static int setup(void **state) {

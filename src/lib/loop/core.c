@@ -41,7 +41,10 @@ static void run_completions(rlock_client *c) {
       op->info_cb(op->arg, op->rc, op->info);
     else
       op->cb(op->arg, op->rc, op->value);
-    free(op);
+    if (atomic_load(&op->cancels) != 0)
+      op->called = 1; /* freed once its cancel requests are handled */
+    else
+      free(op);
   }
 }
 
@@ -212,14 +215,34 @@ void rlock_loop_timer(rlock_client *c) {
   leave(c, 1);
 }
 
-void rlock_loop_wake(rlock_client *c) {
-  if (c == NULL || c->loop == NULL)
-    return;
+static void cancel_now(rlock_op *op);
+
+/* Handle the cancel requests `list` (taken from the cancel list): apply
+ * each (`apply`), then free an operation whose callback has run already. */
+static void run_cancels(rlock__loop *lp, rlock_op *list, int apply) {
+  while (list != NULL) {
+    rlock_op *op = list;
+    list = op->cancel_next;
+    if (apply)
+      cancel_now(op);
+    pthread_mutex_lock(&lp->inbox_mu);
+    atomic_store(&op->cancels, 0); /* a later request queues it again */
+    pthread_mutex_unlock(&lp->inbox_mu);
+    if (op->called)
+      free(op);
+  }
+}
+
+/* Start the operations handed over by other threads, then apply their
+ * cancel requests. Both lists are taken at once, so an operation's start
+ * is always taken no later than a cancel request made after it, and runs
+ * first. */
+static void take_inbox(rlock_client *c) {
   rlock__loop *lp = c->loop;
-  enter(c);
   pthread_mutex_lock(&lp->inbox_mu);
-  rlock_op *op = lp->inbox_first;
+  rlock_op *op = lp->inbox_first, *cancels = lp->cancel_first;
   lp->inbox_first = lp->inbox_last = NULL;
+  lp->cancel_first = lp->cancel_last = NULL;
   pthread_mutex_unlock(&lp->inbox_mu);
   while (op != NULL && !lp->doomed) {
     rlock_op *next = op->later;
@@ -228,6 +251,14 @@ void rlock_loop_wake(rlock_client *c) {
     op->start(op);
     op = next;
   }
+  run_cancels(lp, cancels, !lp->doomed);
+}
+
+void rlock_loop_wake(rlock_client *c) {
+  if (c == NULL || c->loop == NULL)
+    return;
+  enter(c);
+  take_inbox(c);
   leave(c, 1);
 }
 
@@ -369,6 +400,12 @@ static void close_all(rlock_client *c) {
   rlock__ltimer_stop(c, &lp->renew);
   rlock__ltimer_stop(c, &lp->sub_retry);
   run_completions(c);
+  /* Cancel requests still queued: every operation has completed. */
+  pthread_mutex_lock(&lp->inbox_mu);
+  rlock_op *cancels = lp->cancel_first;
+  lp->cancel_first = lp->cancel_last = NULL;
+  pthread_mutex_unlock(&lp->inbox_mu);
+  run_cancels(lp, cancels, 0);
 }
 
 static void really_free(rlock_client *c) {
@@ -394,6 +431,35 @@ int rlock__loop_client_free(rlock_client *c) {
   return RLOCK_OK;
 }
 
+/* Cancel on the loop thread (each kind ignores an operation that is over,
+ * or not started yet: its cancel request comes after its start). */
+static void cancel_now(rlock_op *op) {
+  if (op->type == RLOCK__LOP_MULTI)
+    rlock__lmulti_cancel(op);
+  else if (op->type == RLOCK__LOP_REDLOCK)
+    rlock__lredlock_cancel(op);
+  else
+    rlock__lacquire_cancel(op);
+}
+
+/* Another thread: queue a request (once per operation until handled) and
+ * wake the loop. The wake-up is asked for under the inbox's mutex, which
+ * rlock_client_free takes too, so the adapter is still there. */
+static void cancel_later(rlock_op *op) {
+  rlock__loop *lp = op->c->loop;
+  pthread_mutex_lock(&lp->inbox_mu);
+  if (atomic_fetch_add(&op->cancels, 1) == 0) {
+    op->cancel_next = NULL;
+    if (lp->cancel_last != NULL)
+      lp->cancel_last->cancel_next = op;
+    else
+      lp->cancel_first = op;
+    lp->cancel_last = op;
+  }
+  lp->ad.wake(lp->ad.data);
+  pthread_mutex_unlock(&lp->inbox_mu);
+}
+
 int rlock_op_cancel(rlock_op *op) {
   if (op == NULL ||
       (op->type != RLOCK__LOP_ACQUIRE && op->type != RLOCK__LOP_MULTI &&
@@ -401,16 +467,14 @@ int rlock_op_cancel(rlock_op *op) {
     return rlock__err(RLOCK_EINVAL, "rlock_op_cancel: %s",
                       op == NULL ? "op is NULL" : "not an acquisition");
   rlock_client *c = op->c;
-  if (!pthread_equal(pthread_self(), c->loop->thread))
-    return rlock__err(RLOCK_EINVAL, "rlock_op_cancel: call it on the loop's "
-                                    "thread");
+  if (!pthread_equal(pthread_self(), c->loop->thread)) {
+    cancel_later(op);
+    return RLOCK_OK;
+  }
   enter(c);
-  if (op->type == RLOCK__LOP_MULTI)
-    rlock__lmulti_cancel(op);
-  else if (op->type == RLOCK__LOP_REDLOCK)
-    rlock__lredlock_cancel(op);
-  else
-    rlock__lacquire_cancel(op);
+  if (!c->loop->closing) /* op may be in the inbox still (started off the */
+    take_inbox(c);       /* loop thread): start it first */
+  cancel_now(op);
   leave(c, 0);
   return RLOCK_OK;
 }

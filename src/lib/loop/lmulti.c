@@ -280,8 +280,7 @@ int rlock_multilock_acquire_async(rlock_multilock *m,
   op->owner_number = o.owner;
   op->wait_ms = o.wait_ms;
   op->lease_ms = o.lease_ms;
-  rlock_client *c = m->members[0]->client;
-  if (out != NULL && pthread_equal(pthread_self(), c->loop->thread))
+  if (out != NULL) /* before it can start: from any thread */
     *out = op;
   return rlock__lop_submit(op, multi_start);
 }

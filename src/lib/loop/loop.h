@@ -32,6 +32,7 @@
 #define RLOCK_LOOP_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -179,8 +180,14 @@ struct rlock_op {
   rlock_op *prev, *next;       /* every live operation */
   rlock_op *later;             /* the inbox, or the completions */
   void (*start)(rlock_op *op); /* while in the inbox */
-  int finished;                /* outcome set, callback due */
-  int busy;                    /* lreq is in flight */
+  /* rlock_op_cancel from another thread (core.c): the request waits in
+   * the client's cancel list; the operation outlives its callback until
+   * every request queued for it has been handled. */
+  rlock_op *cancel_next; /* the cancel list (inbox_mu) */
+  atomic_int cancels;    /* requests queued, not yet handled (inbox_mu) */
+  int called;            /* its callback has run: the requests free it */
+  int finished;          /* outcome set, callback due */
+  int busy;              /* lreq is in flight */
   rlock__lreq lreq;
   /* acquisition */
   int state; /* lacquire.c */
@@ -321,6 +328,7 @@ typedef struct rlock__loop {
   rlock_op *done_first, *done_last; /* completions due */
   pthread_mutex_t inbox_mu;
   rlock_op *inbox_first, *inbox_last;
+  rlock_op *cancel_first, *cancel_last; /* rlock_op_cancel off the loop */
   struct sockaddr_storage addr;
   socklen_t addrlen;
   rlock__lconn cmd; /* commands, pipelined */

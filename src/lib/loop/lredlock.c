@@ -428,8 +428,7 @@ int rlock_redlock_acquire_async(rlock_redlock *r,
     return RLOCK_ENOMEM;
   op->wait_ms = o.wait_ms;
   op->lease_ms = o.lease_ms;
-  rlock_client *c0 = r->members[0]->client;
-  if (out != NULL && pthread_equal(pthread_self(), c0->loop->thread))
+  if (out != NULL) /* before it can start: from any thread */
     *out = op;
   return rlock__lop_submit(op, redlock_start);
 }
