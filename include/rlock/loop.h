@@ -289,6 +289,44 @@ RLOCK_EXTERN int rlock_redlock_acquire_async(rlock_redlock *r,
 RLOCK_EXTERN int rlock_redlock_release_async(rlock_redlock *r, uint64_t owner,
                                              rlock_async_fn cb, void *arg);
 
+/**
+ * Completion of a RedLock operation with each member's outcome: `rc` and
+ * `validity_ms` as an rlock_async_fn's `rc` and `value`; `result` is
+ * never NULL and is the callback's to free (rlock_redlock_result_free(),
+ * also later, from any thread), read with redlock.h's
+ * rlock_redlock_result_* functions.
+ */
+typedef void (*rlock_redlock_fn)(void *arg, int rc, int64_t validity_ms,
+                                 rlock_redlock_result *result);
+
+/**
+ * rlock_redlock_acquire_async(), telling each member's outcome as the
+ * blocking rlock_redlock_acquire_opts() does: the result is that of the
+ * last round (also on failure): its validity (0 unless rc is RLOCK_OK),
+ * and for each member RLOCK_OK when it was taken, else why not
+ * (RLOCK_ELOCKED, a transport error, RLOCK_ETIMEOUT when it was not
+ * waited for, RLOCK_ECANCELED, RLOCK_ECLOSED), with a message ("" when
+ * taken). A member taken in a round that missed the quorum was given back
+ * before the callback. Its count is 0 when the operation ended before its
+ * first round. Arguments and return codes as rlock_redlock_acquire_async.
+ */
+RLOCK_EXTERN int rlock_redlock_acquire_async_result(
+    rlock_redlock *r, const rlock_acquire_options *opts, rlock_redlock_fn cb,
+    void *arg, rlock_op **op);
+
+/**
+ * rlock_redlock_release_async(), telling each member's outcome: for each
+ * member RLOCK_OK when one hold of `owner` was released there,
+ * RLOCK_ENOTHELD when it held none there, RLOCK_ELOST when its hold had
+ * expired or was deleted, else the member's failure (a transport error,
+ * RLOCK_ECLOSED), with a message ("" when released). The validity is 0.
+ * Arguments and return codes as rlock_redlock_release_async.
+ */
+RLOCK_EXTERN int rlock_redlock_release_async_result(rlock_redlock *r,
+                                                    uint64_t owner,
+                                                    rlock_redlock_fn cb,
+                                                    void *arg);
+
 RLOCK_END_DECLS
 
 #endif /* RLOCK_LOOP_H */
