@@ -69,11 +69,17 @@ RLOCK_BEGIN_DECLS
 #define RLOCK_LOOP_READ 1
 #define RLOCK_LOOP_WRITE 2
 
+/** The version of rlock_loop this header describes. */
+#define RLOCK_LOOP_VERSION 1
+
 /**
  * What a loop client needs from an event loop. Every function is called
- * on the loop's thread except wake(). The client copies the table.
+ * on the loop's thread except wake(). The client copies the table: the
+ * fields of its `version` (later versions only append fields).
  */
 typedef struct rlock_loop {
+  /** RLOCK_LOOP_VERSION: which fields the adapter knows. */
+  unsigned int version;
   /** The adapter's own state, passed to every function below. */
   void *data;
   /**
@@ -109,10 +115,11 @@ typedef struct rlock_loop {
  * @param out receives the client; free it with rlock_client_free() on the
  *        loop's thread.
  * @param cfg configuration to copy, or NULL for the defaults.
- * @param loop the adapter table (copied); watch, timer and wake are
- *        required.
- * @return RLOCK_OK; RLOCK_EINVAL for a NULL argument, an incomplete table
- *         or a topology a loop client does not support; RLOCK_EIO or
+ * @param loop the adapter table (copied); version, watch, timer and wake
+ *        are required.
+ * @return RLOCK_OK; RLOCK_EINVAL for a NULL argument, a table version
+ *         this library does not know, an incomplete table or a topology a
+ *         loop client does not support; RLOCK_EIO or
  *         RLOCK_ETIMEOUT when the host name does not resolve; RLOCK_ENOMEM.
  */
 RLOCK_EXTERN int rlock_client_new_loop(rlock_client **out,

@@ -140,7 +140,12 @@ int rlock_event_client_new(rlock_client **out, const rlock_config *cfg,
     return rlock_loop_error(RLOCK_EIO, "libevent: no eventfd, or an event "
                                        "could not be added");
   }
-  rlock_loop table = {a, ad_watch, ad_timer, ad_wake, ad_detach};
+  rlock_loop table = {.version = RLOCK_LOOP_VERSION,
+                      .data = a,
+                      .watch = ad_watch,
+                      .timer = ad_timer,
+                      .wake = ad_wake,
+                      .detach = ad_detach};
   int rc = rlock_client_new_loop(&a->client, cfg, &table);
   if (rc != RLOCK_OK) {
     ad_free(a);

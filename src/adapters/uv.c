@@ -145,7 +145,12 @@ int rlock_uv_client_new(rlock_client **out, const rlock_config *cfg,
   a->async.data = a;
   a->open_handles++;
   uv_unref((uv_handle_t *)&a->async); /* wake-ups keep no loop alive */
-  rlock_loop table = {a, ad_watch, ad_timer, ad_wake, ad_detach};
+  rlock_loop table = {.version = RLOCK_LOOP_VERSION,
+                      .data = a,
+                      .watch = ad_watch,
+                      .timer = ad_timer,
+                      .wake = ad_wake,
+                      .detach = ad_detach};
   int rc = rlock_client_new_loop(&a->client, cfg, &table);
   if (rc != RLOCK_OK) {
     ad_detach(a);

@@ -533,8 +533,10 @@ static void idle_wake(void *d) { (void)d; }
 
 static void *client_elsewhere(void *arg) {
   rlock_client **c = arg;
-  rlock_loop table = {
-      .watch = idle_watch, .timer = idle_timer, .wake = idle_wake};
+  rlock_loop table = {.version = RLOCK_LOOP_VERSION,
+                      .watch = idle_watch,
+                      .timer = idle_timer,
+                      .wake = idle_wake};
   if (*c == NULL)
     OK(rlock_client_new_loop(c, NULL, &table));
   else
@@ -1079,9 +1081,21 @@ static void test_bad_input(void **state) {
   OK(rlock_config_new(&cfg));
   OK(rlock_config_set_url(cfg, "redis-cluster://127.0.0.1:1"));
   rlock_client *bad;
-  rlock_loop table = {NULL, NULL, NULL, NULL, NULL};
+  rlock_loop table = {.version = RLOCK_LOOP_VERSION};
   RC(rlock_client_new_loop(&bad, NULL, &table), RLOCK_EINVAL);
+  assert_non_null(strstr(rlock_error_last()->message, "watch, timer and wake"));
   RC(rlock_client_new_loop(&bad, NULL, NULL), RLOCK_EINVAL);
+  /* The table's version: one this library knows. */
+  table =
+      (rlock_loop){.watch = idle_watch, .timer = idle_timer, .wake = idle_wake};
+  RC(rlock_client_new_loop(&bad, NULL, &table), RLOCK_EINVAL);
+  assert_non_null(strstr(rlock_error_last()->message, "version 0"));
+  table.version = RLOCK_LOOP_VERSION + 1;
+  RC(rlock_client_new_loop(&bad, NULL, &table), RLOCK_EINVAL);
+  assert_non_null(strstr(rlock_error_last()->message, "RLOCK_LOOP_VERSION"));
+  table.version = RLOCK_LOOP_VERSION;
+  OK(rlock_client_new_loop(&bad, NULL, &table)); /* no I/O, nothing called */
+  OK(rlock_client_free(bad));
   if (kind == UV)
     RC(rlock_uv_client_new(&bad, cfg, &uvl), RLOCK_EINVAL);
   else

@@ -14,6 +14,7 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -307,12 +308,19 @@ static void conn_init(rlock__lconn *k) {
   rlock__ltimer_init(&k->io_timer, NULL);
 }
 
+/* The size of rlock_loop as each version declared it: an adapter built
+ * against version v owns only that many bytes. A version that appends
+ * fields appends its size here. */
+static const size_t table_size[RLOCK_LOOP_VERSION + 1] = {
+    [1] = offsetof(rlock_loop, detach) + sizeof(void (*)(void *)),
+};
+
 static int loop_new(rlock_client *c, const rlock_loop *loop) {
   rlock__loop *lp = rlock__calloc(1, sizeof *lp);
   if (lp == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   c->loop = lp;
-  lp->ad = *loop;
+  memcpy(&lp->ad, loop, table_size[loop->version]); /* later fields: 0 */
   lp->thread = pthread_self();
   lp->armed_us = INT64_MAX;
   pthread_mutex_init(&lp->inbox_mu, NULL);
@@ -347,6 +355,12 @@ int rlock_client_new_loop(rlock_client **out, const rlock_config *cfg,
     return rlock__err(RLOCK_EINVAL, "rlock_client_new_loop: %s is NULL",
                       out == NULL ? "out" : "loop");
   *out = NULL;
+  if (loop->version < 1 || loop->version > RLOCK_LOOP_VERSION)
+    return rlock__err(RLOCK_EINVAL,
+                      "rlock_client_new_loop: rlock_loop version %u is not "
+                      "one this library knows (1 to %d): set it to "
+                      "RLOCK_LOOP_VERSION",
+                      loop->version, RLOCK_LOOP_VERSION);
   if (loop->watch == NULL || loop->timer == NULL || loop->wake == NULL)
     return rlock__err(RLOCK_EINVAL, "rlock_client_new_loop: the loop table "
                                     "needs watch, timer and wake");
