@@ -120,10 +120,10 @@ static void ad_free(evad *a) {
 
 static void ad_detach(void *data) { ad_free(data); }
 
-int rlock_event_client_new(rlock_client **out, const rlock_config *cfg,
+int rlock_client_new_event(rlock_client **out, const rlock_config *cfg,
                            struct event_base *base) {
   if (out == NULL || base == NULL)
-    return rlock_loop_error(RLOCK_EINVAL, "rlock_event_client_new: out or "
+    return rlock_loop_error(RLOCK_EINVAL, "rlock_client_new_event: out or "
                                           "base is NULL");
   *out = NULL;
   evad *a = calloc(1, sizeof *a);
@@ -153,4 +153,9 @@ int rlock_event_client_new(rlock_client **out, const rlock_config *cfg,
   }
   *out = a->client;
   return RLOCK_OK;
+}
+
+int rlock_event_client_new(rlock_client **out, const rlock_config *cfg,
+                           struct event_base *base) {
+  return rlock_client_new_event(out, cfg, base);
 }

@@ -122,10 +122,10 @@ static void ad_detach(void *data) {
   uv_close((uv_handle_t *)&a->async, handle_closed);
 }
 
-int rlock_uv_client_new(rlock_client **out, const rlock_config *cfg,
+int rlock_client_new_uv(rlock_client **out, const rlock_config *cfg,
                         uv_loop_t *loop) {
   if (out == NULL || loop == NULL)
-    return rlock_loop_error(RLOCK_EINVAL, "rlock_uv_client_new: out or "
+    return rlock_loop_error(RLOCK_EINVAL, "rlock_client_new_uv: out or "
                                           "loop is NULL");
   *out = NULL;
   uvad *a = calloc(1, sizeof *a);
@@ -158,4 +158,9 @@ int rlock_uv_client_new(rlock_client **out, const rlock_config *cfg,
   }
   *out = a->client;
   return RLOCK_OK;
+}
+
+int rlock_uv_client_new(rlock_client **out, const rlock_config *cfg,
+                        uv_loop_t *loop) {
+  return rlock_client_new_uv(out, cfg, loop);
 }

@@ -1097,10 +1097,21 @@ static void test_bad_input(void **state) {
   OK(rlock_client_new_loop(&bad, NULL, &table)); /* no I/O, nothing called */
   OK(rlock_client_free(bad));
   if (kind == UV)
+    RC(rlock_client_new_uv(&bad, cfg, &uvl), RLOCK_EINVAL);
+  else
+    RC(rlock_client_new_event(&bad, cfg, evb), RLOCK_EINVAL);
+  assert_non_null(strstr(rlock_error_last()->message, "single server"));
+  /* The former names still work, as aliases. */
+  if (kind == UV)
     RC(rlock_uv_client_new(&bad, cfg, &uvl), RLOCK_EINVAL);
   else
     RC(rlock_event_client_new(&bad, cfg, evb), RLOCK_EINVAL);
   assert_non_null(strstr(rlock_error_last()->message, "single server"));
+  if (kind == UV)
+    OK(rlock_uv_client_new(&bad, NULL, &uvl));
+  else
+    OK(rlock_event_client_new(&bad, NULL, evb));
+  loop_free(bad);
   rlock_config_free(cfg);
   rlock_lock_free(l);
   loop_free(c);
