@@ -544,106 +544,153 @@ static void *client_elsewhere(void *arg) {
   return NULL;
 }
 
+/* A MultiLock over two loop clients of this loop thread: loop:x0 and
+ * loop:x2 on the first, loop:x1 on the second. */
+typedef struct duo {
+  rlock_client *c[2];
+  rlock_lock *l[3];
+  rlock_multilock *m;
+} duo;
+
+static void duo_up(duo *d) {
+  d->c[0] = loop_client(0, NULL, NULL);
+  d->c[1] = loop_client(0, NULL, NULL);
+  d->l[0] = fx_lock(d->c[0], "loop:x0");
+  d->l[1] = fx_lock(d->c[1], "loop:x1");
+  d->l[2] = fx_lock(d->c[0], "loop:x2");
+  OK(rlock_multilock_new(&d->m, d->l, 3));
+}
+
+/* Free what is left (a client already freed is NULL). */
+static void duo_down(duo *d) {
+  rlock_multilock_free(d->m);
+  for (int i = 0; i < 2; i++)
+    if (d->c[i] != NULL)
+      loop_free(d->c[i]);
+  for (int i = 0; i < 3; i++)
+    rlock_lock_free(d->l[i]);
+}
+
+/* Run the loop until `field` holds `name` on the server. */
+static void run_until_field(const char *name, const char *field) {
+  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
+  while (fx_hget(srv, name, field) != 1) {
+    assert_true(rt_now_ms() < end);
+    run_once(20);
+  }
+}
+
 /* A MultiLock's members on two loop clients of this loop thread: taken
- * all or none, each by its own client; waiting, re-letting, canceling and
- * freeing member 0's client as with one client. Members on another loop
- * thread, or mixing blocking and loop clients, are refused. */
+ * all or none, each by its own client; waiting, re-letting and canceling
+ * as with one client. */
 static void test_multilock_clients(void **state) {
   (void)state;
-  rlock_client *c1 = loop_client(0, NULL, NULL),
-               *c2 = loop_client(0, NULL, NULL);
-  rlock_lock *l[3] = {fx_lock(c1, "loop:x0"), fx_lock(c2, "loop:x1"),
-                      fx_lock(c1, "loop:x2")};
-  rlock_multilock *m;
-  OK(rlock_multilock_new(&m, l, 3));
+  duo d;
+  duo_up(&d);
   uint64_t a = rlock_owner_new(), b = rlock_owner_new();
-  char fa1[RLOCK_OWNER_MAX], fa2[RLOCK_OWNER_MAX], fb1[RLOCK_OWNER_MAX],
-      fb2[RLOCK_OWNER_MAX];
-  field_of(c1, a, fa1);
-  field_of(c2, a, fa2);
-  field_of(c1, b, fb1);
-  field_of(c2, b, fb2);
-  OK(multi_acquire(m, a, 0, 20000));
-  assert_int_equal(fx_hget(srv, "loop:x0", fa1), 1);
-  assert_int_equal(fx_hget(srv, "loop:x1", fa2), 1); /* c2's owner field */
-  assert_int_equal(fx_hget(srv, "loop:x2", fa1), 1);
+  char fa[2][RLOCK_OWNER_MAX], fb[2][RLOCK_OWNER_MAX];
+  for (int i = 0; i < 2; i++) {
+    field_of(d.c[i], a, fa[i]);
+    field_of(d.c[i], b, fb[i]);
+  }
+  OK(multi_acquire(d.m, a, 0, 20000));
+  assert_int_equal(fx_hget(srv, "loop:x0", fa[0]), 1);
+  assert_int_equal(fx_hget(srv, "loop:x1", fa[1]), 1); /* c[1]'s field */
+  assert_int_equal(fx_hget(srv, "loop:x2", fa[0]), 1);
   for (int i = 0; i < 3; i++)
-    OK(rlock_lock_check_owner(l[i], a)); /* recorded on its own client */
-  RC(multi_acquire(m, b, 300, 5000), RLOCK_ELOCKED);
-  assert_int_equal(fx_hget(srv, "loop:x0", fb1), -1);
-  OK(multi_release(m, a));
+    OK(rlock_lock_check_owner(d.l[i], a)); /* recorded on its own client */
+  RC(multi_acquire(d.m, b, 300, 5000), RLOCK_ELOCKED);
+  assert_int_equal(fx_hget(srv, "loop:x0", fb[0]), -1);
+  OK(multi_release(d.m, a));
   assert_int_equal(rt_cmd_int(srv, "EXISTS loop:x0 loop:x1 loop:x2"), 0);
-  /* B waits for member 1 (on c2), held by A for 300 ms; then the earlier
-   * member (on c1) gets its full lease again. */
-  OK(acquire(l[1], a, 0, 300));
-  OK(multi_acquire(m, b, 10000, 20000));
+  /* B waits for member 1 (on c[1]), held by A for 300 ms; then the
+   * earlier member (on c[0]) gets its full lease again. */
+  OK(acquire(d.l[1], a, 0, 300));
+  OK(multi_acquire(d.m, b, 10000, 20000));
   ASSERT_RANGE(rt_cmd_int(srv, "PTTL loop:x0"), 15000, 20000);
-  assert_int_equal(fx_hget(srv, "loop:x1", fb2), 1);
-  OK(multi_release(m, b));
+  assert_int_equal(fx_hget(srv, "loop:x1", fb[1]), 1);
+  OK(multi_release(d.m, b));
   /* Canceled while waiting for member 1: member 0 is given back. */
-  OK(acquire(l[1], a, 0, 30000));
+  OK(acquire(d.l[1], a, 0, 30000));
   result r = {0};
   rlock_op *op;
   rlock_acquire_options o = opts(b, RLOCK_WAIT_FOREVER, 20000);
-  OK(rlock_multilock_acquire_async(m, &o, on_done, &r, &op));
-  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
-  while (fx_hget(srv, "loop:x0", fb1) != 1) {
-    assert_true(rt_now_ms() < end);
-    run_once(20);
-  }
+  OK(rlock_multilock_acquire_async(d.m, &o, on_done, &r, &op));
+  run_until_field("loop:x0", fb[0]);
   OK(rlock_op_cancel(op));
   run_until(&r.done, 1, 5000, "the canceled MultiLock");
   RC(r.rc, RLOCK_ECANCELED);
-  assert_int_equal(fx_hget(srv, "loop:x0", fb1), -1);
-  /* Member 0's client freed while member 1 is awaited on c2: the
-   * callback runs inside the free, and c2 gives up its waiter. */
+  assert_int_equal(fx_hget(srv, "loop:x0", fb[0]), -1);
+  assert_int_equal(fx_hget(srv, "loop:x1", fb[1]), -1);
+  OK(release(d.l[1], a));
+  duo_down(&d);
+}
+
+/* Member 0's client freed while member 1 is awaited on the other client:
+ * the callback runs inside the free, and the other client gives up its
+ * waiter (which would otherwise take member 1 for no one). */
+static void test_multilock_clients_free(void **state) {
+  (void)state;
+  duo d;
+  duo_up(&d);
+  uint64_t a = rlock_owner_new(), b = rlock_owner_new();
+  char fb[2][RLOCK_OWNER_MAX];
+  for (int i = 0; i < 2; i++)
+    field_of(d.c[i], b, fb[i]);
+  OK(acquire(d.l[1], a, 0, 30000));
   result f = {0};
-  OK(rlock_multilock_acquire_async(m, &o, on_done, &f, NULL));
-  end = rt_now_ms() + rt_scaled_ms(5000);
-  while (fx_hget(srv, "loop:x0", fb1) != 1) {
-    assert_true(rt_now_ms() < end);
-    run_once(20);
-  }
-  rlock_multilock_free(m);
-  loop_free(c1);
+  rlock_acquire_options o = opts(b, RLOCK_WAIT_FOREVER, 20000);
+  OK(rlock_multilock_acquire_async(d.m, &o, on_done, &f, NULL));
+  run_until_field("loop:x0", fb[0]);
+  loop_free(d.c[0]);
+  d.c[0] = NULL;
   assert_int_equal(f.done, 1);
   RC(f.rc, RLOCK_ECLOSED);
   /* The waiter left: its channel is given up once it has lingered. */
   char chan[] = "redisson_lock__channel:{loop:x1}", why[64];
-  end = rt_now_ms() + rt_scaled_ms(5000);
+  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
   while (subscribed(chan, why, sizeof why)) {
     assert_true(rt_now_ms() < end);
     run_once(50);
   }
-  OK(release(l[1], a));
-  assert_int_equal(fx_hget(srv, "loop:x1", fb2), -1);
-  rt_cmd_int(srv, "DEL loop:x0"); /* c1's hold, never released */
-  rlock_lock_free(l[0]);
-  rlock_lock_free(l[2]);
-  /* A member on another loop thread; a blocking client's member. */
+  OK(release(d.l[1], a));
+  assert_int_equal(fx_hget(srv, "loop:x1", fb[1]), -1);
+  rt_cmd_int(srv, "DEL loop:x0"); /* c[0]'s hold, never released */
+  duo_down(&d);
+}
+
+/* Members on another loop thread, or mixing blocking and loop clients,
+ * are refused with a message naming the member. */
+static void test_multilock_clients_refused(void **state) {
+  (void)state;
+  duo d;
+  duo_up(&d);
   rlock_client *other = NULL;
   pthread_t t;
   pthread_create(&t, NULL, client_elsewhere, &other);
   pthread_join(t, NULL);
   rlock_client *bc = fx_client(srv, 0);
   rlock_lock *lo = fx_lock(other, "loop:x0"), *lb = fx_lock(bc, "loop:x0");
-  rlock_lock *bad[2][2] = {{l[1], lo}, {lb, l[1]}};
-  const char *needle[2] = {"one loop thread", "rlock_client_new_loop"};
+  rlock_lock *bad[2][2] = {{d.l[1], lo}, {lb, d.l[1]}};
+  const char *needle[2] = {"one loop thread", "member 0's client was not"};
+  result r = {0};
+  uint64_t b = rlock_owner_new();
+  rlock_acquire_options o = opts(b, 0, 20000);
   for (int i = 0; i < 2; i++) {
+    rlock_multilock *m;
     OK(rlock_multilock_new(&m, bad[i], 2));
     RC(rlock_multilock_acquire_async(m, &o, on_done, &r, NULL), RLOCK_EINVAL);
     assert_non_null(strstr(rlock_error_last()->message, needle[i]));
     RC(rlock_multilock_release_async(m, b, on_done, &r), RLOCK_EINVAL);
     rlock_multilock_free(m);
   }
-  assert_int_equal(r.done, 1);
+  assert_int_equal(r.done, 0);
   rlock_lock_free(lo);
   rlock_lock_free(lb);
   rlock_client_free(bc);
-  pthread_create(&t, NULL, client_elsewhere, &other);
+  pthread_create(&t, NULL, client_elsewhere, &other); /* frees it there */
   pthread_join(t, NULL);
-  rlock_lock_free(l[1]);
-  loop_free(c2);
+  duo_down(&d);
 }
 
 /* A fenced lock's token comes as the callback's value. */
@@ -898,9 +945,8 @@ static void *start_and_cancel(void *arg) {
   return NULL;
 }
 
-/* Case 5: a cancel that comes while the callback runs (it waits for the
- * canceling thread's mutex): nothing changes, and the operation outlives
- * its callback until the cancel request is handled. */
+/* A thread that starts an acquisition holding its mutex, and cancels it
+ * once the loop is inside the callback (which waits for that mutex). */
 typedef struct late {
   rlock_lock *l;
   uint64_t owner;
@@ -942,18 +988,16 @@ static void run_until_waiting(const char *chan) {
   }
 }
 
-/* An acquisition started off the loop's thread can be canceled, from that
- * thread or from the loop's: its callback gets RLOCK_ECANCELED and nothing
- * is left held (a grant that came first is given back). */
+/* An acquisition started off the loop's thread can be canceled from that
+ * thread: its callback gets RLOCK_ECANCELED and nothing is left held (a
+ * grant that came first is given back). */
 static void test_cancel_other_thread(void **state) {
   (void)state;
   rlock_client *c = loop_client(0, NULL, NULL);
   rlock_lock *l = fx_lock(c, "loop:xcancel");
-  const char chan[] = "redisson_lock__channel:{loop:xcancel}";
   uint64_t a = rlock_owner_new();
   char field[RLOCK_OWNER_MAX];
-  /* 1. Free lock, started and canceled at once elsewhere: the grant, if
-   * any, is given back. 2. Held lock, the same. */
+  /* A free lock, then a held one: started and canceled at once. */
   for (int held = 0; held < 2; held++) {
     if (held)
       OK(acquire(l, a, 0, 30000));
@@ -970,7 +1014,7 @@ static void test_cancel_other_thread(void **state) {
     assert_int_equal(fx_hget(srv, "loop:xcancel", field), -1);
     assert_int_equal(rt_cmd_int(srv, "EXISTS loop:xcancel"), held);
   }
-  /* 3. Started elsewhere, waiting, canceled by the same thread. */
+  /* Started, then canceled once it waits for the unlock message. */
   canceler k = {.l = l, .owner = rlock_owner_new(), .mode = ON_GO};
   pthread_mutex_init(&k.mu, NULL);
   pthread_cond_init(&k.cv, NULL);
@@ -980,7 +1024,7 @@ static void test_cancel_other_thread(void **state) {
   while (!k.started)
     pthread_cond_wait(&k.cv, &k.mu);
   pthread_mutex_unlock(&k.mu);
-  run_until_waiting(chan);
+  run_until_waiting("redisson_lock__channel:{loop:xcancel}");
   pthread_mutex_lock(&k.mu);
   k.go = 1;
   pthread_cond_signal(&k.cv);
@@ -996,43 +1040,62 @@ static void test_cancel_other_thread(void **state) {
   assert_int_equal(fx_hget(srv, "loop:xcancel", field), -1);
   pthread_mutex_destroy(&k.mu);
   pthread_cond_destroy(&k.cv);
-  /* 4. Started elsewhere (the thread is gone), canceled on the loop's
-   * thread: before the loop has even started it, and while it waits. */
+  OK(release(l, a));
+  rlock_lock_free(l);
+  loop_free(c);
+}
+
+/* An acquisition started off the loop's thread (that thread is gone),
+ * canceled on the loop's: before the loop has even started it, and while
+ * it waits. */
+static void test_cancel_started_elsewhere(void **state) {
+  (void)state;
+  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "loop:xcancel4");
+  uint64_t a = rlock_owner_new();
+  char field[RLOCK_OWNER_MAX];
+  OK(acquire(l, a, 0, 30000));
   for (int wait = 0; wait < 2; wait++) {
-    rlock_lock *l4 = wait ? l : fx_lock(c, "loop:xcancel4");
-    if (!wait)
-      OK(acquire(l4, a, 0, 30000));
-    canceler k4 = {.l = l4, .owner = rlock_owner_new(), .mode = NEVER};
-    pthread_create(&t, NULL, start_and_cancel, &k4);
+    canceler k = {.l = l, .owner = rlock_owner_new(), .mode = NEVER};
+    pthread_t t;
+    pthread_create(&t, NULL, start_and_cancel, &k);
     pthread_join(t, NULL);
-    OK(k4.rc);
+    OK(k.rc);
     if (wait)
-      run_until_waiting(chan);
-    OK(rlock_op_cancel(k4.op));
-    assert_int_equal(k4.r.done, 0);
-    run_until(&k4.r.done, 1, 5000, "the waiter canceled on the loop");
-    RC(k4.r.rc, RLOCK_ECANCELED);
-    field_of(c, k4.owner, field);
-    assert_int_equal(fx_hget(srv, rlock_lock_name(l4), field), -1);
-    if (!wait) {
-      OK(release(l4, a));
-      rlock_lock_free(l4);
-    }
+      run_until_waiting("redisson_lock__channel:{loop:xcancel4}");
+    OK(rlock_op_cancel(k.op));
+    assert_int_equal(k.r.done, 0);
+    run_until(&k.r.done, 1, 5000, "the waiter canceled on the loop");
+    RC(k.r.rc, RLOCK_ECANCELED);
+    field_of(c, k.owner, field);
+    assert_int_equal(fx_hget(srv, "loop:xcancel4", field), -1);
   }
   OK(release(l, a));
-  assert_int_equal(rt_cmd_int(srv, "EXISTS loop:xcancel"), 0);
-  /* 5. Canceled while its callback runs: it keeps the lock. */
-  late k5 = {.l = l, .owner = rlock_owner_new()};
-  pthread_mutex_init(&k5.mu, NULL);
-  pthread_create(&t, NULL, start_then_cancel_late, &k5);
-  run_until(&k5.r.done, 1, 5000, "the callback the cancel came in");
+  assert_int_equal(rt_cmd_int(srv, "EXISTS loop:xcancel4"), 0);
+  rlock_lock_free(l);
+  loop_free(c);
+}
+
+/* A cancel from another thread that comes while the callback runs (the
+ * callback waits for that thread's mutex): nothing changes, it keeps the
+ * lock, and the operation outlives its callback until the request is
+ * handled (ASan and valgrind check the memory). */
+static void test_cancel_while_called(void **state) {
+  (void)state;
+  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "loop:xcancel5");
+  late k = {.l = l, .owner = rlock_owner_new()};
+  pthread_mutex_init(&k.mu, NULL);
+  pthread_t t;
+  pthread_create(&t, NULL, start_then_cancel_late, &k);
+  run_until(&k.r.done, 1, 5000, "the callback the cancel came in");
   pthread_join(t, NULL);
-  OK(k5.rc);
-  OK(k5.cancel_rc);
-  OK(k5.r.rc);
-  run_once(10); /* the cancel request, a no-op now */
-  OK(release(l, k5.owner));
-  pthread_mutex_destroy(&k5.mu);
+  OK(k.rc);
+  OK(k.cancel_rc);
+  OK(k.r.rc);
+  OK(release(l, k.owner)); /* the cancel request is handled meanwhile */
+  assert_int_equal(rt_cmd_int(srv, "EXISTS loop:xcancel5"), 0);
+  pthread_mutex_destroy(&k.mu);
   rlock_lock_free(l);
   loop_free(c);
 }
@@ -1076,7 +1139,14 @@ static void test_bad_input(void **state) {
   rlock_lock_free(bl);
   rlock_client_free(bc);
   assert_int_equal(r.done, 0);
-  /* Topologies a loop client does not support yet, and a bad table. */
+  rlock_lock_free(l);
+  loop_free(c);
+}
+
+/* Topologies a loop client does not support yet, a bad adapter table,
+ * and the adapters' constructors under both their names. */
+static void test_bad_table(void **state) {
+  (void)state;
   rlock_config *cfg;
   OK(rlock_config_new(&cfg));
   OK(rlock_config_set_url(cfg, "redis-cluster://127.0.0.1:1"));
@@ -1113,8 +1183,6 @@ static void test_bad_input(void **state) {
     OK(rlock_event_client_new(&bad, NULL, evb));
   loop_free(bad);
   rlock_config_free(cfg);
-  rlock_lock_free(l);
-  loop_free(c);
 }
 
 /* The loop client over TLS (rediss://): the handshake runs on the loop;
@@ -1209,6 +1277,8 @@ static void test_unreachable(void **state) {
       cmocka_unit_test(test_fair_cancel_leaves_queue),                         \
       cmocka_unit_test(test_kinds), cmocka_unit_test(test_multilock),          \
       cmocka_unit_test(test_multilock_clients),                                \
+      cmocka_unit_test(test_multilock_clients_free),                           \
+      cmocka_unit_test(test_multilock_clients_refused),                        \
       cmocka_unit_test(test_fencing_token), cmocka_unit_test(test_watchdog),   \
       cmocka_unit_test(test_blocking_refused_keeps_hold),                      \
       cmocka_unit_test(test_lost_lock),                                        \
@@ -1216,8 +1286,10 @@ static void test_unreachable(void **state) {
       cmocka_unit_test(test_free_inside_callback),                             \
       cmocka_unit_test(test_other_thread),                                     \
       cmocka_unit_test(test_cancel_other_thread),                              \
-      cmocka_unit_test(test_bad_input), cmocka_unit_test(test_tls),            \
-      cmocka_unit_test(test_unreachable)
+      cmocka_unit_test(test_cancel_started_elsewhere),                         \
+      cmocka_unit_test(test_cancel_while_called),                              \
+      cmocka_unit_test(test_bad_input), cmocka_unit_test(test_bad_table),      \
+      cmocka_unit_test(test_tls), cmocka_unit_test(test_unreachable)
 
 int main(void) {
   const struct CMUnitTest tests[] = {CASES(0)};

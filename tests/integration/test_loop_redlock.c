@@ -260,8 +260,18 @@ static void test_results(void **state) {
   for (size_t i = 0; i < N; i++)
     expect_member(o.res, i, RLOCK_ENOTHELD, "not held");
   rlock_redlock_result_free(o.res);
-  /* A member down: the quorum is taken, that member says why not; its
-   * release fails too, and does not count (it was never taken). */
+  down(&k);
+}
+
+/* A member down: the quorum is taken, that member says why not; its
+ * release fails too, and does not count (it was never taken). A round
+ * canceled in flight: every member says so. */
+static void test_results_member_down(void **state) {
+  (void)state;
+  trio k;
+  up(&k, "lrl:resdown");
+  uint64_t a = rlock_owner_new(), b = rlock_owner_new();
+  outcome o;
   rt_server_stop(k.srv[2]);
   o = acquire_result(&k, a, 0, 10000);
   OK(o.rc);
@@ -431,6 +441,7 @@ static void test_bad_input(void **state) {
 #define CASES                                                                  \
   cmocka_unit_test(test_all_members), cmocka_unit_test(test_minority_down),    \
       cmocka_unit_test(test_results),                                          \
+      cmocka_unit_test(test_results_member_down),                              \
       cmocka_unit_test(test_majority_held_elsewhere),                          \
       cmocka_unit_test(test_cancel),                                           \
       cmocka_unit_test(test_cancel_other_thread),                              \

@@ -292,14 +292,14 @@ static void new_round(rlock_op *op) {
     red->lease_min_ms = li < red->lease_min_ms ? li : red->lease_min_ms;
   }
   red->started_us = rlock__now_us();
-  if (red->res != NULL)
-    red->res->n = r->n; /* this round's outcome from now on */
   int64_t timeout_ms = rlock__redlock_node_timeout_ms(r, red->lease_min_ms);
   if (rlock__ltimer_at(op->c, &op->timer,
                        red->started_us + timeout_ms * 1000) != RLOCK_OK) {
     finish(op, RLOCK_ENOMEM, 0);
     return;
   }
+  if (red->res != NULL)
+    red->res->n = r->n; /* this round's outcome from now on */
   for (size_t i = 0; i < r->n; i++) {
     red->status[i] = PENDING;
     rlock_op *child = child_new(op, i, RLOCK__LOP_ACQUIRE, member_answered);
