@@ -10,9 +10,10 @@
 #                             $BUILD; sets BENCH to the rlock-bench binary
 #   start_server N [ARG...]   start server number N with extra ARGs;
 #                             appends to SERVER_PIDS and PORTS
-#   load_script NAME PORT     SCRIPT LOAD src/lib/scripts/NAME.lua as the
-#                             library embeds it (its "-- @include" lines
-#                             expanded) and print its SHA1
+#   load_script NAME PORT     SCRIPT LOAD script NAME as the library embeds
+#                             it (`rlock-bench --script NAME`), check that
+#                             the SHA1 is the library's (generated/scripts.c)
+#                             and print it
 
 build_bench() {
   "$ROOT/scripts/deps.sh"
@@ -24,22 +25,13 @@ build_bench() {
 }
 
 load_script() {
-  local text sha want
-  text=$(python3 - "$ROOT/src/lib/scripts" "$1" <<'PY'
-import sys
-d, name = sys.argv[1], sys.argv[2]
-out = []
-for line in open(f"{d}/{name}.lua").read().splitlines(keepends=True):
-    if line.startswith("-- @include "):
-        line = open(f"{d}/include/{line.split()[2]}.lua").read()
-    out.append(line)
-sys.stdout.write("".join(out))
-PY
-)
-  want=$(printf '%s\n' "$text" | sha1sum | cut -d' ' -f1)
-  sha=$(printf '%s\n' "$text" | redis-cli -p "$2" -x script load)
-  if [ "$sha" != "$want" ]; then
-    echo "bench: SCRIPT LOAD of $1 returned '$sha', expected $want" >&2
+  local sha want
+  want=$(sed -n "s/.*\"$1\", \"\([0-9a-f]\{40\}\)\".*/\1/p" \
+           "$BUILD/generated/scripts.c")
+  sha=$("$BENCH" --script "$1" | redis-cli -p "$2" -x script load)
+  if [ -z "$want" ] || [ "$sha" != "$want" ]; then
+    echo "bench: SCRIPT LOAD of $1 returned '$sha', the library's SHA1 is" \
+         "'$want' ($BUILD/generated/scripts.c)" >&2
     return 1
   fi
   echo "$sha"

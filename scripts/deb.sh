@@ -10,7 +10,9 @@
 #     librlock-dev, rlock and its man page in rlock-tools, no rlock-bench);
 #   - tests/consumer/app.c builds and runs against the installed packages
 #     with cc + pkg-config (shared and static) and with find_package(rlock);
-#   - `rlock --help` runs and the man page is installed;
+#   - `rlock --help` runs, `rlock --version` prints the version (no commit:
+#     the copy has no .git), the man page is installed, and rlock has no
+#     RPATH (built with RLOCK_RELOCATABLE=OFF);
 #   - tests/consumer/app_loop.c builds and runs against the adapters'
 #     packages with cc + pkg-config, and find_package(rlock COMPONENTS uv
 #     event) finds their CMake targets; librlock-dev holds none of their
@@ -130,6 +132,14 @@ dpkg-deb -x "$(deb librlock0)" "$work/librlock0"
 soname=$(readelf -d "$work/librlock0/$lib/librlock.so.$version" |
   sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
 [ "$soname" = librlock.so.0 ] || fail "SONAME is '$soname', the package is named librlock0"
+# Built with RLOCK_RELOCATABLE=OFF (debian/rules): no RPATH to a
+# non-system directory (lintian), .pc files naming /usr.
+dpkg-deb -x "$(deb rlock-tools)" "$work/rlock-tools"
+! readelf -d "$work/rlock-tools/usr/bin/rlock" | grep -E 'RPATH|RUNPATH' >/dev/null ||
+  fail "rlock-tools' /usr/bin/rlock has an RPATH or RUNPATH"
+dpkg-deb -x "$(deb librlock-dev)" "$work/librlock-dev"
+grep -qx 'prefix=/usr' "$work/librlock-dev/$lib/pkgconfig/rlock.pc" ||
+  fail "librlock-dev's rlock.pc does not say prefix=/usr"
 dpkg-deb -f "$(deb librlock-dev)" Depends | grep -F "librlock0 (= $pkgver)" >/dev/null ||
   fail "librlock-dev does not depend on librlock0 (= $pkgver)"
 dpkg-deb -f "$(deb rlock-tools)" Depends | grep "librlock0 (>= " >/dev/null ||
@@ -203,8 +213,11 @@ endforeach()
 EOF
 q cmake -S "$work/fp" -B "$work/fp/build"
 
-step "rlock --help and the man page"
+step "rlock --help, --version and the man page"
 q /usr/bin/rlock --help
+# Built from a copy without .git, like a release tarball: no commit.
+[ "$(/usr/bin/rlock --version)" = "rlock $version" ] ||
+  fail "rlock --version says '$(/usr/bin/rlock --version)', wanted 'rlock $version'"
 dpkg -L rlock-tools | grep -x /usr/share/man/man1/rlock.1.gz >/dev/null || fail "no man page"
 if command -v man >/dev/null; then
   [ "$(man -w rlock)" = /usr/share/man/man1/rlock.1.gz ] || fail "man -w rlock"

@@ -7,7 +7,8 @@
 # The release suite first checks that every C file follows .clang-format
 # (scripts/format.sh --check), and also runs tests/consumer/check.sh: programs built
 # against rlock via add_subdirectory, FetchContent, find_package, pkg-config
-# and a static link, from a throwaway install prefix (about 30 s).
+# and a static link, from a throwaway install prefix moved after the
+# install, run against a throwaway redis-server (about 30 s).
 # The deb suite runs scripts/deb.sh: builds the Debian packages (debian/)
 # from a clean copy, installs them, builds app.c against them, purges them
 # (under a minute; needs root or sudo, like the package installs).

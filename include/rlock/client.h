@@ -55,6 +55,9 @@ RLOCK_EXTERN int rlock_client_new(rlock_client **out, const rlock_config *cfg);
 
 /**
  * Stop the background thread, close every connection and free the client.
+ * A loop client (loop.h) is freed on its loop's thread only, also from
+ * one of its callbacks; from any other thread: RLOCK_EINVAL, and nothing
+ * happens.
  *
  * Locks still held are not released: they expire after their lease (for
  * watchdog-renewed locks, within one watchdog timeout). Every lock object
@@ -79,7 +82,8 @@ RLOCK_EXTERN int rlock_client_new(rlock_client **out, const rlock_config *cfg);
  * server's side even after the parent closes them. Fork before creating
  * clients where that matters.
  *
- * @return RLOCK_OK (also for NULL), RLOCK_EDEADLK or RLOCK_ECLOSED.
+ * @return RLOCK_OK (also for NULL), RLOCK_EDEADLK, RLOCK_ECLOSED, or
+ *         RLOCK_EINVAL (a loop client, off its loop's thread).
  */
 RLOCK_EXTERN int rlock_client_free(rlock_client *client);
 
@@ -131,9 +135,11 @@ typedef struct rlock_stats {
   uint64_t renewal_failures; /**< watchdog renewal calls that failed
                                   (tried again sooner) */
   uint64_t lost;             /**< holds found lost (as the lost callback) */
-  uint64_t connects;         /**< connections opened: commands, subscriber,
-                                  sentinels */
-  uint64_t connect_failures; /**< connections that could not be opened */
+  uint64_t connects;         /**< connections opened to data nodes:
+                                  commands and subscriber (not those to
+                                  sentinels) */
+  uint64_t connect_failures; /**< such connections that could not be
+                                  opened */
   uint64_t disconnects;      /**< connections dropped: broken in use, closed
                                   by the server while idle, or timed out; a
                                   reconnect shows as one of these followed by

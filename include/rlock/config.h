@@ -25,23 +25,24 @@ typedef struct rlock_config rlock_config;
 #define RLOCK_MAX_DURATION_MS ((int64_t)365 * 24 * 3600 * 1000)
 
 /**
- * Called on the client's background thread when the watchdog finds that a
- * lock this client held (and was renewing) is gone: a renewal found it
- * expired, deleted or taken over (within one renewal period, a third of
- * the watchdog timeout), or renewals kept failing until a whole watchdog
- * lease passed since the last confirmed one (it is noticed at the next
- * renewal tick). Called once per lost hold, never after a normal release.
- * The holder's next release of that lock returns RLOCK_ELOST, and
- * rlock_lock_check() says so already.
+ * Called on the client's background thread (a loop client's: on its loop's
+ * thread, loop.h) when the watchdog finds that a lock this client held (and was
+ * renewing) is gone: a renewal found it expired, deleted or taken over (within
+ * one renewal period, a third of the watchdog timeout), or renewals kept
+ * failing until a whole watchdog lease passed since the last confirmed one (it
+ * is noticed at the next renewal tick). Called once per lost hold, never after
+ * a normal release. The holder's next release of that lock returns RLOCK_ELOST,
+ * and rlock_lock_check() says so already.
  *
  * @param name     the lock's name (borrowed for the duration of the call)
  * @param owner    the hold's owner field, "<client id>:<owner number>"
  * @param userdata as given to rlock_config_set_lost_callback()
  *
  * No library lock is held during the call. The callback must not block for
- * long (it delays renewals and wake-ups). It cannot free its own client:
- * rlock_client_free() called from it returns RLOCK_EDEADLK and does
- * nothing. Holds abandoned by a thread that exited are not reported.
+ * long (it delays renewals and wake-ups). On the background thread it
+ * cannot free its own client: rlock_client_free() called from it returns
+ * RLOCK_EDEADLK and does nothing. Holds abandoned by a thread that exited are
+ * not reported.
  */
 typedef void (*rlock_lost_fn)(const char *name, const char *owner,
                               void *userdata);
@@ -62,6 +63,9 @@ RLOCK_EXTERN void rlock_config_free(rlock_config *cfg);
  * copied. Accepted forms (host may be an IPv6 address in brackets; user,
  * password and parameters may be %-encoded):
  *  - redis://[[user]:password@]host[:port][/db]: one server.
+ *  - rediss://[[user]:password@]host[:port][/db][?PARAMS]: one server over
+ *    TLS (the server's certificate verified, name included); PARAMS are
+ *    the TLS parameters below.
  *  - unix://[[user]:password@]/path/to/socket[?db=N]: one server.
  *  - redis-cluster://[[user]:password@]host:port[,host:port...]
  *    [?pubsub=auto|classic|sharded]: a Redis Cluster, through any of these
@@ -75,6 +79,18 @@ RLOCK_EXTERN void rlock_config_free(rlock_config *cfg);
  *    log in with the sentinel_* parameters; the master with the
  *    credentials before '@'. A failover is followed (Sentinel's
  *    +switch-master, or the next failed command).
+ *  - rediss-cluster://... and rediss-sentinel://...: the same over TLS
+ *    (with Sentinel, the sentinels too unless sentinel_tls=no).
+ * TLS parameters (every scheme but unix://; joined to others by '&'):
+ * tls_ca=FILE and tls_ca_dir=DIR (trust anchors, default the system's),
+ * tls_cert=FILE and tls_key=FILE (a client certificate), tls_server_name=
+ * NAME (the name to verify and send as SNI), tls_insecure=yes|no (no
+ * verification: tests only), and for a Sentinel URL sentinel_tls=yes|no
+ * (whether the sentinels speak TLS; default: as the master). Booleans take
+ * yes/no, 1/0 or true/false. The setters below (rlock_config_set_tls_ca() ...)
+ * override these. A tls_* parameter where no connection speaks TLS is refused.
+ * @return RLOCK_OK, RLOCK_EINVAL (a URL not of these forms, said how),
+ *         RLOCK_ENOMEM.
  */
 RLOCK_EXTERN int rlock_config_set_url(rlock_config *cfg, const char *url);
 
@@ -191,7 +207,9 @@ RLOCK_EXTERN int rlock_config_set_tls_cert(rlock_config *cfg,
  * TLS: the name the servers' certificates must carry (and the SNI sent),
  * instead of the host connected to: for servers reached by address, or
  * cluster nodes that announce addresses. NULL: the URL's tls_server_name,
- * or each host. Hostname verification is always on unless insecure.
+ * or each host. Hostname verification is always on unless insecure. The
+ * string is copied.
+ * @return RLOCK_OK, RLOCK_EINVAL (empty or over 4096 bytes), RLOCK_ENOMEM.
  */
 RLOCK_EXTERN int rlock_config_set_tls_server_name(rlock_config *cfg,
                                                   const char *name);
@@ -252,10 +270,11 @@ typedef enum rlock_log_level {
  * @param userdata as given to rlock_config_set_log()
  *
  * Called on any thread: the one whose call met the event, or the
- * client's background thread. No library lock is held during the call,
- * so it may call rlock functions, except rlock_client_free() on its own
- * client from the background thread. It must not block for long: on the
- * background thread it delays renewals and wake-ups.
+ * client's background thread; for a loop client (loop.h), on its loop's
+ * thread. No library lock is held during the call, so it may call rlock
+ * functions, except rlock_client_free() on its own client from the
+ * background thread. It must not block for long: on the background
+ * thread, or the loop's, it delays renewals and wake-ups.
  */
 typedef void (*rlock_log_fn)(rlock_log_level level, const char *message,
                              void *userdata);

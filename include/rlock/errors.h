@@ -46,9 +46,11 @@ typedef enum rlock_status {
   RLOCK_ENOTHELD = -10,
   /** The lock was held by this thread but expired or was deleted. */
   RLOCK_ELOST = -11,
-  /** The client belongs to another process: the caller is a fork()ed
-   * child of the process that created it, and must create its own
-   * client. */
+  /** The client cannot serve the call: it belongs to another process
+   * (the caller is a fork()ed child of the process that created it, and
+   * must create its own client), or, for a loop client's pending
+   * operations (loop.h), it, or a RedLock member's client, is being
+   * freed. */
   RLOCK_ECLOSED = -12,
   /** The wait was given up because its cancel token fired. */
   RLOCK_ECANCELED = -13,

@@ -244,7 +244,8 @@ RLOCK_EXTERN int rlock_lock_acquire(rlock_lock *lock);
 
 /**
  * Acquire, waiting as long as it takes, with a fixed lease.
- * Same as rlock_lock_try_acquire(lock, RLOCK_WAIT_FOREVER, lease_ms).
+ * Same as rlock_lock_try_acquire(lock, RLOCK_WAIT_FOREVER, lease_ms): a
+ * lease of RLOCK_LEASE_WATCHDOG (0) makes it rlock_lock_acquire().
  */
 RLOCK_EXTERN int rlock_lock_acquire_lease(rlock_lock *lock, int64_t lease_ms);
 

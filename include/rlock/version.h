@@ -12,7 +12,7 @@
 #include "export.h"
 
 #define RLOCK_VERSION_MAJOR 0
-#define RLOCK_VERSION_MINOR 1
+#define RLOCK_VERSION_MINOR 9
 #define RLOCK_VERSION_PATCH 0
 
 #define RLOCK_VERSION_HEX                                                      \

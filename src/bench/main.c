@@ -7,7 +7,9 @@
  * -u/--url and --json may appear anywhere; -u may be repeated only for
  * redlock (one server per -u) and tls (the same server over TCP, then
  * over TLS). A usage error prints one line on stderr
- * and exits 64; --help prints the full usage on stdout.
+ * and exits 64; --help prints the full usage on stdout; --script NAME
+ * prints a script's text as the library embeds it, and connects to
+ * nothing.
  */
 #include <errno.h>
 #include <math.h>
@@ -23,10 +25,13 @@
 
 static const char USAGE[] =
     "usage: rlock-bench [-u URL]... [--json] WORKLOAD [options]\n"
+    "       rlock-bench --script lock_acquire|lock_release\n"
     "\n"
     "  -u, --url URL   server (default $RLOCK_URL, else " DEFAULT_URL ");\n"
-    "                  redlock: repeat it, once per server\n"
+    "                  redlock: repeat it, once per server; tls: twice\n"
     "  --json          print one JSON object on one line\n"
+    "  --script NAME   print the script's text exactly as the library\n"
+    "                  embeds it (includes expanded), for SCRIPT LOAD\n"
     "\n"
     "workloads:\n"
     "  uncontended [--ops K]     one thread, one lock: lock+unlock pairs\n"
@@ -138,6 +143,7 @@ typedef struct parsed {
   double val[O_COUNT];
   int given[O_COUNT];
   int help;
+  const char *script; /* --script NAME */
 } parsed;
 
 static int usage_error(const char *fmt, ...)
@@ -210,6 +216,8 @@ static int parse_word(parsed *p, int argc, char **argv, int *i) {
     return p->help = 1, 0;
   if (strcmp(w, "--json") == 0)
     return p->args.json = 1, 0;
+  if (is_opt(w, "--script"))
+    return take_value(argc, argv, i, "--script", &p->script);
   if (strcmp(w, "-u") == 0 || is_opt(w, "--url")) {
     int rc = take_value(argc, argv, i, w[1] == 'u' ? "-u" : "--url", &v);
     return rc != 0 ? rc : add_url(&p->args, v);
@@ -296,6 +304,20 @@ static void apply_values(parsed *p) {
   a->url = a->urls[0];
 }
 
+/* --script NAME: write the embedded text of a script the floor sends, byte
+ * for byte, so that SCRIPT LOAD of it answers the library's SHA1. */
+static int print_script(const char *name) {
+  static const bench_script *const known[] = {&bench_script_lock_acquire,
+                                              &bench_script_lock_release};
+  for (size_t i = 0; i < sizeof known / sizeof *known; i++)
+    if (strcmp(name, known[i]->name) == 0)
+      return fwrite(known[i]->text, 1, known[i]->len, stdout) == known[i]->len
+                 ? 0
+                 : bench_fail("cannot write the script");
+  return usage_error("--script takes lock_acquire or lock_release (got '%s')",
+                     name);
+}
+
 int main(int argc, char **argv) {
   parsed p;
   memset(&p, 0, sizeof p);
@@ -308,6 +330,9 @@ int main(int argc, char **argv) {
     fputs(USAGE, stdout);
     return 0;
   }
+  if (p.script != NULL)
+    return p.args.workload != NULL ? usage_error("--script takes no workload")
+                                   : print_script(p.script);
   int rc = check_combination(&p);
   if (rc != 0)
     return rc;

@@ -46,6 +46,7 @@ typedef struct cli_global {
                            $RLOCK_PASSWORD), or NULL */
   const char *password; /* from --password-file or $RLOCK_PASSWORD, or NULL:
                            the URL's */
+  const char *tls_server_name; /* --tls-server-name NAME, or NULL */
 } cli_global;
 
 /* The URL with any password replaced by "***", for messages. */

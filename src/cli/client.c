@@ -34,6 +34,8 @@ static int secure(rlock_config *cfg, const cli_global *g) {
     rc = rlock_config_set_tls_cert(cfg, g->tls_cert, g->tls_key);
   if (rc == RLOCK_OK && g->tls_insecure)
     rc = rlock_config_set_tls_insecure(cfg, 1);
+  if (rc == RLOCK_OK && g->tls_server_name != NULL)
+    rc = rlock_config_set_tls_server_name(cfg, g->tls_server_name);
   if (rc == RLOCK_OK && g->password != NULL)
     rc = rlock_config_set_password(cfg, g->user, g->password);
   return rc == RLOCK_OK ? 0 : cli_usage("%s", rlock_error_last()->message);
@@ -84,8 +86,11 @@ int cli_client_new(const cli_global *g, const char *url, rlock_lost_fn lost,
   if (rc != RLOCK_OK)
     return cli_lib_error(rc);
   int status = configure(cfg, g, url, lost, ud);
+  /* Refused options (TLS ones on a URL without TLS, a CA file that cannot
+   * be read) are the user's typing too. */
   if (status == 0 && (rc = rlock_client_new(client, cfg)) != RLOCK_OK)
-    status = cli_lib_error(rc);
+    status = rc == RLOCK_EINVAL ? cli_usage("%s", rlock_error_last()->message)
+                                : cli_lib_error(rc);
   rlock_config_free(cfg);
   return status;
 }

@@ -42,14 +42,15 @@ typedef struct exec_args {
   }
 
 static const char exec_help[] =
-    "Usage: rlock [-u URL] [--watchdog DUR] exec\n"
+    "Usage: rlock [-u URL]... [OPTION]... exec\n"
     "             [--fair|--read|--write|--fenced|--spin] [-w DUR] [-l DUR]\n"
     "             [--on-lost ACTION] [--kill-after DUR]\n"
     "             NAME [NAME...] -- COMMAND [ARG...]\n"
     "\n"
     "Acquire the lock NAME, run COMMAND while holding it, release it when\n"
-    "COMMAND exits, and exit with COMMAND's status. Signals INT, TERM and\n"
-    "HUP are passed on to COMMAND (a terminal's Ctrl-C reaches it once);\n"
+    "COMMAND exits, and exit with COMMAND's status. Signals TERM and HUP\n"
+    "are passed on to COMMAND; INT, a process group's signal (Ctrl-C, or\n"
+    "kill -INT -PGID), reaches COMMAND in rlock's group once, directly;\n"
     "the lock is released afterwards. Should the renewed lock be lost while\n"
     "COMMAND runs (deleted, expired, taken over, or not renewed for a whole\n"
     "lease), COMMAND is terminated (see --on-lost). Should rlock die,\n"

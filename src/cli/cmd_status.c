@@ -12,7 +12,7 @@
 #include "cli.h"
 
 static const char status_help[] =
-    "Usage: rlock [-u URL] status [--json] NAME\n"
+    "Usage: rlock [-u URL] [OPTION]... status [--json] NAME\n"
     "\n"
     "Show whether the lock NAME is held, by whom (owner field\n"
     "<client id>:<thread id> and hold count) and when it expires, and\n"

@@ -12,7 +12,7 @@
 #include "cli.h"
 
 static const char unlock_help[] =
-    "Usage: rlock [-u URL] unlock --force NAME\n"
+    "Usage: rlock [-u URL] [OPTION]... unlock --force NAME\n"
     "\n"
     "Delete the lock NAME whoever holds it, and wake the processes waiting\n"
     "for it. The holder is not told: it goes on as if it still held the lock\n"

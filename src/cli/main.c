@@ -14,14 +14,16 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "rlock_git.h" /* RLOCK_GIT_COMMIT (cmake/git_commit.cmake) */
 
 static const char main_help[] =
-    "Usage: rlock [-u URL]... [--watchdog DUR] exec\n"
-    "                  [--fair|--read|--write|--fenced|--spin] [-w DUR] "
-    "[-l DUR]\n"
-    "                  NAME [NAME...] -- COMMAND [ARG...]\n"
-    "       rlock [-u URL] status [--json] NAME\n"
-    "       rlock [-u URL] unlock --force NAME\n"
+    "Usage: rlock [-u URL]... [OPTION]... exec\n"
+    "             [--fair|--read|--write|--fenced|--spin] [-w DUR] [-l DUR]\n"
+    "             [--on-lost ACTION] [--kill-after DUR]\n"
+    "             NAME [NAME...] -- COMMAND [ARG...]\n"
+    "       rlock [-u URL] [OPTION]... status [--json] NAME\n"
+    "       rlock [-u URL] [OPTION]... unlock --force NAME\n"
+    "       rlock --help | --version\n"
     "\n"
     "Redis distributed locks from the shell, compatible with Redisson's "
     "RLock.\n"
@@ -33,14 +35,16 @@ static const char main_help[] =
     "  unlock   delete the lock NAME whoever holds it (--force)\n"
     "Run 'rlock COMMAND --help' for a command's options.\n"
     "\n"
-    "Global options:\n"
-    "  -u, --url URL       the Redis server: redis[s]://[[user]:password@]host"
-    "[:port][/db]\n"
-    "                      or unix://[[user]:password@]/path[?db=N], or a\n"
-    "                      cluster: redis-cluster://host:port[,host:port...]\n"
+    "Global options (OPTION above):\n"
+    "  -u, --url URL       the Redis server: redis://[[user]:password@]host\n"
+    "                      [:port][/db], or rediss://... over TLS, or\n"
+    "                      unix://[[user]:password@]/path[?db=N], or a\n"
+    "                      cluster: redis[s]-cluster://host:port[,host:port"
+    "...]\n"
     "                      [?pubsub=auto|classic|sharded], or Sentinel:\n"
-    "                      redis-sentinel://host[:port][,host[:port]...]"
-    "[/db]#MASTER;\n"
+    "                      redis[s]-sentinel://host[:port][,host[:port]...]"
+    "\n"
+    "                      [/db]#MASTER (TLS parameters: see rlock(1));\n"
     "                      default $RLOCK_URL, else redis://127.0.0.1:6379;"
     " several\n"
     "                      -u (independent servers) make exec take a RedLock\n"
@@ -52,6 +56,10 @@ static const char main_help[] =
     "      --tls-cert FILE, --tls-key FILE\n"
     "                      rediss://: a client certificate and its key\n"
     "      --tls-insecure  rediss://: do not verify the server (tests only)\n"
+    "      --tls-server-name NAME\n"
+    "                      rediss://: the name the server's certificate must\n"
+    "                      carry (and the SNI sent), instead of the URL's "
+    "host\n"
     "      --user NAME     log in as NAME (with the password below)\n"
     "      --password-file FILE\n"
     "                      the password is FILE's first line, instead of the\n"
@@ -95,6 +103,7 @@ enum {
   OPT_TLS_CERT,
   OPT_TLS_KEY,
   OPT_TLS_INSECURE,
+  OPT_TLS_SERVER_NAME,
   OPT_USER,
   OPT_PASSWORD_FILE
 };
@@ -120,6 +129,16 @@ static int read_password(const char *path, char *buf, size_t size) {
   return 0;
 }
 
+/* --version: the library's version and, for a build from a git checkout,
+ * the commit it was built from ("rlock 0.9.0 (git 1e54408)"). */
+static int print_version(void) {
+  if (RLOCK_GIT_COMMIT[0] != '\0')
+    printf("rlock %s (git %s)\n", rlock_version_string(), RLOCK_GIT_COMMIT);
+  else
+    printf("rlock %s\n", rlock_version_string());
+  return 0;
+}
+
 /* Returns CLI_CONTINUE with *g filled and optind at the command, or an
  * exit status (after --help, --version or a usage error). */
 static int parse_global(int argc, char **argv, cli_global *g) {
@@ -130,6 +149,7 @@ static int parse_global(int argc, char **argv, cli_global *g) {
       {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
       {"tls-key", required_argument, NULL, OPT_TLS_KEY},
       {"tls-insecure", no_argument, NULL, OPT_TLS_INSECURE},
+      {"tls-server-name", required_argument, NULL, OPT_TLS_SERVER_NAME},
       {"user", required_argument, NULL, OPT_USER},
       {"password-file", required_argument, NULL, OPT_PASSWORD_FILE},
       {"help", no_argument, NULL, 'h'},
@@ -142,8 +162,7 @@ static int parse_global(int argc, char **argv, cli_global *g) {
     case 'h':
       return cli_help(main_help);
     case OPT_VERSION:
-      printf("rlock %s\n", rlock_version_string());
-      return 0;
+      return print_version();
     case 'u':
       if (g->nurls == RLOCK_MAX_REDLOCK_MEMBERS)
         return cli_usage("at most %d -u URLs", RLOCK_MAX_REDLOCK_MEMBERS);
@@ -167,6 +186,9 @@ static int parse_global(int argc, char **argv, cli_global *g) {
       break;
     case OPT_TLS_INSECURE:
       g->tls_insecure = 1;
+      break;
+    case OPT_TLS_SERVER_NAME:
+      g->tls_server_name = optarg;
       break;
     case OPT_USER:
       g->user = optarg;

@@ -4,11 +4,12 @@
  * the command hears about them.
  *
  * The handler only records the signal and forwards it to the running
- * child with kill(), both async-signal-safe; a SIGINT from the terminal
- * is not forwarded, as the child, in the same foreground process group,
- * got it too. The library's background
- * thread blocks every signal, so they are delivered to the main thread,
- * whose blocking calls (waitpid) then fail with EINTR: no SA_RESTART.
+ * child with kill(), both async-signal-safe; a SIGINT meant for the
+ * process group (the terminal's, or kill -INT -PGID) is not forwarded, as
+ * the child, in the same process group, got it too. The library's
+ * background thread blocks every signal, so they are delivered to the
+ * main thread, whose blocking calls (waitpid) then fail with EINTR: no
+ * SA_RESTART.
  *
  * A signal that was ignored when rlock started (nohup, or a shell running
  * a background job) stays ignored, for rlock and for the command, as a
@@ -31,12 +32,16 @@ static volatile sig_atomic_t child_pid;
 /* Fired by the handler to end a wait for the lock (async-signal-safe). */
 static rlock_cancel *cancel_token;
 
-/* Whether the child got this signal already: the terminal's interrupt
- * key (si_code SI_KERNEL) signals the whole foreground process group,
- * which COMMAND shares with rlock unless it moved. Forwarding it again
- * would make one Ctrl-C two. */
+/* Whether the child got this signal already. SIGINT is the process
+ * group's signal: the terminal's interrupt key (si_code SI_KERNEL) and
+ * kill -INT -PGID (SI_USER) signal every member, COMMAND too while it
+ * shares rlock's group (unless it moved), and forwarding would make one
+ * two. Nothing tells a kill() of the group from a kill() of rlock alone
+ * (both SI_USER), so neither is forwarded; a SIGINT queued to rlock alone
+ * (sigqueue: SI_QUEUE, which never targets a group) is. */
 static int child_got_it(int sig, const siginfo_t *info, pid_t child) {
-  return sig == SIGINT && info != NULL && info->si_code == SI_KERNEL &&
+  return sig == SIGINT && info != NULL &&
+         (info->si_code == SI_KERNEL || info->si_code == SI_USER) &&
          getpgid(child) == getpgrp();
 }
 

@@ -175,10 +175,16 @@ static void on_outcome(void *arg, int rc, int64_t v) {
  * goes as EVAL) is lost; the read finds the field: taken. */
 static void test_loop_taken(void **state) {
   (void)state;
-  static const rt_fake_step s[] = {
-      RT_STEP_ACCEPT(), RT_STEP_EXPECT("EVAL"), RT_STEP_CLOSE(),
-      RT_STEP_ACCEPT(), RT_STEP_EXPECT("HGET"), RT_STEP_SEND("$1\r\n1\r\n"),
-      RT_STEP_END()};
+  /* A loop connection loads a script (SCRIPT LOAD, pipelined) before its
+   * first EVALSHA; the server reads both and closes without answering. */
+  static const rt_fake_step s[] = {RT_STEP_ACCEPT(),
+                                   RT_STEP_EXPECT("SCRIPT"),
+                                   RT_STEP_EXPECT("EVALSHA"),
+                                   RT_STEP_CLOSE(),
+                                   RT_STEP_ACCEPT(),
+                                   RT_STEP_EXPECT("HGET"),
+                                   RT_STEP_SEND("$1\r\n1\r\n"),
+                                   RT_STEP_END()};
   rt_fake *f = rt_fake_start(s);
   mini m = {.fd = {-1, -1, -1, -1}, .timer_at_ms = -1};
   rlock_loop table = {.version = RLOCK_LOOP_VERSION,
@@ -189,6 +195,8 @@ static void test_loop_taken(void **state) {
   rlock_config *cfg;
   assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
   assert_int_equal(rlock_config_set_url(cfg, rt_fake_url(f)), RLOCK_OK);
+  /* The script plays exact command sequences: no INFO replication probe. */
+  assert_int_equal(rlock_config_set_replica_sync(cfg, 0), RLOCK_OK);
   assert_int_equal(rlock_client_new_loop(&m.c, cfg, &table), RLOCK_OK);
   rlock_config_free(cfg);
   rlock_lock *l;

@@ -310,8 +310,12 @@ static void test_cli_hides_password(void **state) {
   const char *dir = getenv("RLOCK_TEST_BINDIR");
   char cli[512], out[512], err[512], cmd[2048];
   snprintf(cli, sizeof cli, "%s/rlock", dir != NULL ? dir : ".");
-  if (access(cli, X_OK) != 0)
+  if (access(cli, X_OK) != 0) {
+    print_message("no rlock binary at %s (RLOCK_BUILD_CLI off, or "
+                  "RLOCK_TEST_BINDIR unset): skipped\n",
+                  cli);
     skip();
+  }
   set_user("locker", RULES);
   fx_tmp_path(out, sizeof out, "cli.out");
   fx_tmp_path(err, sizeof err, "cli.err");

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -864,8 +865,10 @@ static void test_exec_progress_on_terminal(void **state) {
 /* ---- signals ----------------------------------------------------------------
  */
 
-/* INT, TERM and HUP reach the command; rlock exits with its status and
- * releases the lock. */
+/* TERM and HUP sent to rlock reach the command, and INT queued to it
+ * (a SIGINT kill()ed to rlock alone is taken for the process group's,
+ * which COMMAND got itself: see group_sigint_case); rlock exits with
+ * COMMAND's status and releases the lock. */
 static void test_exec_forwards_signals(void **state) {
   (void)state;
   const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
@@ -882,7 +885,10 @@ static void test_exec_forwards_signals(void **state) {
     proc p;
     proc_start(&p, ARGS("-u", url, "exec", name, "--", "sh", "-c", script));
     fx_wait_file(ready, SCALED(5000));
-    assert_int_equal(kill(p.pid, sigs[i]), 0);
+    if (sigs[i] == SIGINT)
+      assert_int_equal(sigqueue(p.pid, SIGINT, (union sigval){0}), 0);
+    else
+      assert_int_equal(kill(p.pid, sigs[i]), 0);
     assert_int_equal(proc_wait(&p, SCALED(5000)), 7);
     assert_string_equal(fx_slurp(got), "got\n");
     assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
@@ -1128,6 +1134,150 @@ static void test_exec_ctrl_c_reaches_command_once(void **state) {
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
 }
 
+/* Whether `sig` is pending for process `pid` (/proc: process-directed
+ * ShdPnd, or its main thread's SigPnd). Once it is not, the process has
+ * taken it: its handler has run or is running. */
+static bool signal_pending(pid_t pid, int sig) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (f == NULL)
+    return false;
+  unsigned long long mask = 0, m;
+  while (fgets(line, sizeof line, f) != NULL)
+    if (sscanf(line, "SigPnd: %llx", &m) == 1 ||
+        sscanf(line, "ShdPnd: %llx", &m) == 1)
+      mask |= m;
+  fclose(f);
+  return (mask >> (sig - 1)) & 1;
+}
+
+/* Whether process `pid` is stopped (/proc state T). */
+static bool proc_stopped(pid_t pid) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  FILE *f = fopen(path, "r");
+  bool stopped = false;
+  while (f != NULL && fgets(line, sizeof line, f) != NULL)
+    if (strncmp(line, "State:", 6) == 0)
+      stopped = strchr(line, 'T') != NULL;
+  if (f != NULL)
+    fclose(f);
+  return stopped;
+}
+
+typedef struct sigint_wait {
+  pid_t rlock;
+  const char *file; /* a count file COMMAND appends to */
+  int want;
+  int stopped; /* also wait for rlock to be stopped (1) or to have taken
+                  its SIGINT (0) */
+} sigint_wait;
+
+static bool pred_sigint(void *arg, char *why, size_t cap) {
+  sigint_wait *w = arg;
+  int n = count_lines(fx_slurp(w->file));
+  bool ok =
+      w->stopped ? proc_stopped(w->rlock) : !signal_pending(w->rlock, SIGINT);
+  snprintf(why, cap, "%s: %d lines (want %d); rlock %s", w->file, n, w->want,
+           ok           ? "ready"
+           : w->stopped ? "not stopped"
+                        : "has SIGINT pending");
+  if (n > w->want)
+    fail_msg("%s: %d lines, expected %d", w->file, n, w->want);
+  return n >= w->want && ok;
+}
+
+static void wait_sigint(pid_t rlock, const char *file, int want, int stopped,
+                        const char *what) {
+  sigint_wait w = {rlock, file, want, stopped};
+  rt_wait_until(pred_sigint, &w, SCALED(5000), what);
+}
+
+/* A group SIGINT (kill -INT -PGID, as a terminal's Ctrl-C signals its
+ * foreground group) reaches COMMAND once: rlock, in the group too, does
+ * not forward it. rlock runs in a new session, as its process group's
+ * leader, with a pty as its controlling terminal or with none; COMMAND
+ * appends a line to `got` per SIGINT, and one to `marks` per SIGTERM.
+ * Each group SIGINT is sent while rlock is stopped, so COMMAND takes its
+ * copy before rlock even sees its own: a copy rlock forwarded could not
+ * merge with it. rlock forwards TERM, after any SIGINT it took (its
+ * handler blocks both): once COMMAND marked that TERM, any forwarded
+ * SIGINT is counted. A SIGINT kill()ed to rlock alone is not forwarded
+ * (rlock cannot tell it from the group's); one queued with sigqueue() is. */
+static void group_sigint_case(const char *name, int use_pty) {
+  char got[512], marks[512], trap[1400], script[4096], slave_path[128] = "";
+  gate g;
+  gate_init(&g, use_pty ? "grpint-pty" : "grpint");
+  fx_tmp_path(got, sizeof got, use_pty ? "grpint-pty-int" : "grpint-int");
+  fx_tmp_path(marks, sizeof marks, use_pty ? "grpint-pty-term" : "grpint-term");
+  snprintf(trap, sizeof trap,
+           "trap 'echo int >> %s' INT; trap 'echo term >> %s' TERM;", got,
+           marks);
+  gate_script(&g, script, sizeof script, trap, "exit 3");
+  int master = -1;
+  if (use_pty) {
+    master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    assert_true(master >= 0);
+    assert_int_equal(grantpt(master), 0);
+    assert_int_equal(unlockpt(master), 0);
+    snprintf(slave_path, sizeof slave_path, "%s", ptsname(master));
+  }
+  const char *argv[] = {cli,  "-u", url,  "exec", name,
+                        "--", "sh", "-c", script, NULL};
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    child_signals(0);
+    setsid(); /* a new group, led by rlock; no controlling terminal yet */
+    int devnull = open("/dev/null", O_RDWR);
+    if (devnull < 0 || (use_pty && open(slave_path, O_RDWR) < 0) ||
+        dup2(devnull, STDIN_FILENO) < 0 || dup2(devnull, STDOUT_FILENO) < 0 ||
+        dup2(devnull, STDERR_FILENO) < 0)
+      _exit(126);
+    execv(cli, (char *const *)argv);
+    _exit(127);
+  }
+  fx_wait_file(g.ready, SCALED(5000));
+  /* To rlock alone: taken by rlock, not passed on. */
+  assert_int_equal(kill(pid, SIGINT), 0);
+  wait_sigint(pid, got, 0, 0, "rlock taking its SIGINT");
+  assert_int_equal(kill(pid, SIGTERM), 0);
+  wait_sigint(pid, marks, 1, 0, "a forwarded TERM");
+  assert_int_equal(count_lines(fx_slurp(got)), 0);
+  for (int i = 1; i <= 3; i++) {
+    assert_int_equal(kill(pid, SIGSTOP), 0);
+    wait_sigint(pid, got, i - 1, 1, "rlock stopped");
+    assert_int_equal(kill(-pid, SIGINT), 0); /* the group */
+    wait_sigint(pid, got, i, 1, "COMMAND's copy of the group's SIGINT");
+    assert_int_equal(kill(pid, SIGCONT), 0);
+    wait_sigint(pid, got, i, 0, "rlock taking its copy");
+    assert_int_equal(kill(pid, SIGTERM), 0);
+    wait_sigint(pid, marks, i + 1, 0, "a forwarded TERM");
+    assert_int_equal(count_lines(fx_slurp(got)), i);
+  }
+  /* Queued to rlock alone: passed on. */
+  assert_int_equal(sigqueue(pid, SIGINT, (union sigval){0}), 0);
+  wait_sigint(pid, got, 4, 0, "a queued SIGINT forwarded");
+  fx_touch(g.go);
+  int status = fx_wait_child(pid, SCALED(5000));
+  if (master >= 0)
+    close(master);
+  assert_int_equal(count_lines(fx_slurp(got)), 4);
+  assert_int_equal(status, 3);
+  assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
+}
+
+static void test_exec_group_sigint_once_pty(void **state) {
+  (void)state;
+  group_sigint_case("cli:grpint-pty", 1);
+}
+
+static void test_exec_group_sigint_once_no_pty(void **state) {
+  (void)state;
+  group_sigint_case("cli:grpint", 0);
+}
+
 /* A signal while waiting ends the wait: 128+N, and COMMAND never runs. */
 static void test_exec_signal_while_waiting(void **state) {
   (void)state;
@@ -1220,8 +1370,11 @@ static void test_status_of_exec_holder(void **state) {
 
 /* python3's json module must accept the output, names escaped right. */
 static void check_json_with_python(const char *json_file, const char *name) {
-  if (access("/usr/bin/python3", X_OK) != 0)
-    return; /* the C-side checks still ran */
+  if (access("/usr/bin/python3", X_OK) != 0) {
+    print_message("no /usr/bin/python3: the JSON check by python3's json "
+                  "module skipped (the C-side checks ran)\n");
+    return;
+  }
   const char *prog =
       "import json,sys\n"
       "d = json.load(open(sys.argv[1], encoding='utf-8'))\n"
@@ -1487,10 +1640,65 @@ static void test_help_and_version(void **state) {
                                    "$RLOCK_TOKEN", "--spin");
        *s; s++)
     assert_non_null(strstr(p.out[0], *s));
-  char want[64];
-  snprintf(want, sizeof want, "rlock %s\n", rlock_version_string());
+}
+
+/* The first line `cmd` prints, without its newline, into buf ("" when it
+ * fails or prints nothing). */
+static void first_line_of(const char *cmd, char *buf, size_t size) {
+  buf[0] = '\0';
+  FILE *f = popen(cmd, "r");
+  assert_non_null(f);
+  if (fgets(buf, (int)size, f) == NULL)
+    buf[0] = '\0';
+  buf[strcspn(buf, "\n")] = '\0';
+  if (pclose(f) != 0)
+    buf[0] = '\0';
+}
+
+/* The commit a build of `src` names (cmake/git_commit.cmake's rule): `git
+ * rev-parse --short HEAD` where src is the top of a git checkout, else "". */
+static void source_commit(const char *src, char *buf, size_t size) {
+  char cmd[4200], top[4096], real_top[PATH_MAX], real_src[PATH_MAX];
+  buf[0] = '\0';
+  snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse --show-toplevel 2>/dev/null",
+           src);
+  first_line_of(cmd, top, sizeof top);
+  if (top[0] == '\0' || realpath(top, real_top) == NULL ||
+      realpath(src, real_src) == NULL || strcmp(real_top, real_src) != 0)
+    return;
+  snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse --short HEAD 2>/dev/null",
+           src);
+  first_line_of(cmd, buf, size);
+}
+
+/* --version prints include/rlock/version.h's version (which the man page's
+ * title names too) and, built from a git checkout, the commit of the source
+ * tree it was built from: the one checked out now, unless a commit was made
+ * since the build. */
+static void test_version(void **state) {
+  (void)state;
+  char version[32], want[128], commit[64], th[512] = "";
+  snprintf(version, sizeof version, "%d.%d.%d", RLOCK_VERSION_MAJOR,
+           RLOCK_VERSION_MINOR, RLOCK_VERSION_PATCH);
+  assert_string_equal(rlock_version_string(), version);
+  source_commit(RLOCK_TEST_SRCDIR, commit, sizeof commit);
+  if (commit[0] != '\0')
+    snprintf(want, sizeof want, "rlock %s (git %s)\n", version, commit);
+  else
+    snprintf(want, sizeof want, "rlock %s\n", version);
+  proc p;
   run_expect(&p, 0, ARGS("--version"));
   assert_string_equal(p.out[0], want);
+  assert_string_equal(p.out[1], "");
+
+  snprintf(want, sizeof want, "\"rlock %s\"", version);
+  FILE *f = fopen(RLOCK_TEST_SRCDIR "/docs/rlock.1", "r");
+  assert_non_null(f);
+  while (fgets(th, sizeof th, f) != NULL && strncmp(th, ".TH ", 4) != 0)
+    ;
+  fclose(f);
+  if (strstr(th, want) == NULL)
+    fail_msg("docs/rlock.1's title line does not name %s: %s", want, th);
 }
 
 static void test_url_from_environment(void **state) {
@@ -1535,6 +1743,7 @@ int main(void) {
       cmocka_unit_test(test_families_refused),
       cmocka_unit_test(test_usage_errors),
       cmocka_unit_test(test_help_and_version),
+      cmocka_unit_test(test_version),
       cmocka_unit_test(test_url_from_environment),
       cmocka_unit_test(test_exec_lost_lock_terminates_command),
       cmocka_unit_test(test_exec_waits_through_outage),
@@ -1543,6 +1752,8 @@ int main(void) {
       cmocka_unit_test(test_exec_kill_after_escalates),
       cmocka_unit_test(test_exec_command_dies_with_rlock),
       cmocka_unit_test(test_exec_ctrl_c_reaches_command_once),
+      cmocka_unit_test(test_exec_group_sigint_once_pty),
+      cmocka_unit_test(test_exec_group_sigint_once_no_pty),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -121,6 +121,30 @@ static void test_lease_expiry(void **state) {
   rlock_client_free(b);
 }
 
+static bool renewed(void *arg, char *why, size_t cap) {
+  rlock_stats st;
+  OK(rlock_client_stats(arg, &st, sizeof st));
+  snprintf(why, cap, "%llu renewals", (unsigned long long)st.renewals);
+  return st.renewals > 0;
+}
+
+/* acquire_lease(0) is try_acquire(FOREVER, 0): a watchdog lease, renewed. */
+static void test_acquire_lease_zero_is_watchdog(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, 3000);
+  rlock_lock *l = fx_lock(c, "basic:lease0");
+  OK(rlock_lock_acquire_lease(l, 0));
+  ASSERT_RANGE(rt_cmd_int(srv, "PTTL basic:lease0"), 1, 3000);
+  rt_wait_until(renewed, c, rt_scaled_ms(5000), "a watchdog renewal");
+  ASSERT_RANGE(rt_cmd_int(srv, "PTTL basic:lease0"), 1, 3000);
+  OK(rlock_lock_check(l));
+  OK(rlock_lock_release(l));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS basic:lease0"), 0);
+  RC(rlock_lock_acquire_lease(l, -1), RLOCK_EINVAL);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
 static void test_reentry_keeps_explicit_lease(void **state) {
   (void)state;
   rlock_client *c = fx_client(srv, 0);
@@ -297,6 +321,7 @@ int main(void) {
       cmocka_unit_test(test_layout_is_redissons),
       cmocka_unit_test(test_release_by_non_holder),
       cmocka_unit_test(test_lease_expiry),
+      cmocka_unit_test(test_acquire_lease_zero_is_watchdog),
       cmocka_unit_test(test_reentry_keeps_explicit_lease),
       cmocka_unit_test(test_deep_reentry_mixed_leases),
       cmocka_unit_test(test_force_release),

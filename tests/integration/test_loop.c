@@ -84,6 +84,65 @@ static void test_acquire_release(void **state) {
   loop_free(c);
 }
 
+/* A command's calls so far, from INFO commandstats (0 when never run). */
+static long long calls_of(const char *cmd) {
+  redisReply *r = rt_cmd(srv, "INFO commandstats");
+  char key[64];
+  snprintf(key, sizeof key, "cmdstat_%s:calls=", cmd);
+  const char *p = strstr(r->str, key);
+  long long n = p ? atoll(p + strlen(key)) : 0;
+  freeReplyObject(r);
+  return n;
+}
+
+/* Scripts are loaded with SCRIPT LOAD ahead of their first EVALSHA on a
+ * connection (never EVAL, whose scripts a Redis 7.4 server may evict),
+ * and after a SCRIPT FLUSH every pipelined script request is refused
+ * alike and sent again in order: a burst of acquisitions and releases
+ * still all succeed and leave nothing held. */
+static void test_script_load_and_flush(void **state) {
+  (void)state;
+  rt_cmd_ok(srv, "CONFIG RESETSTAT");
+  rlock_client *c = loop_client(0, NULL, NULL);
+  enum { N = 50 };
+  rlock_lock *ls[N];
+  char name[32];
+  for (int i = 0; i < N; i++) {
+    snprintf(name, sizeof name, "loop:flush:%d", i);
+    ls[i] = fx_lock(c, name);
+  }
+  uint64_t me = rlock_owner_new();
+  OK(acquire(ls[0], me, 0, 10000));
+  OK(release(ls[0], me));
+  assert_true(calls_of("script|load") >= 1);
+  assert_int_equal(calls_of("eval"), 0);
+  rt_cmd_ok(srv, "SCRIPT FLUSH");
+  result r[N] = {{0}};
+  int done = 0;
+  for (int round = 0; round < 2; round++) {
+    for (int i = 0; i < N; i++) {
+      rlock_acquire_options o = opts(me, 0, 10000);
+      r[i] = (result){0};
+      if (round == 0)
+        OK(rlock_lock_acquire_async(ls[i], &o, on_done, &r[i], NULL));
+      else
+        OK(rlock_lock_release_async(ls[i], me, on_done, &r[i]));
+    }
+    for (int i = 0; i < N; i++) {
+      run_until(&r[i].done, 1, 5000, "a script call after SCRIPT FLUSH");
+      OK(r[i].rc);
+      done++;
+    }
+  }
+  assert_int_equal(done, 2 * N);
+  for (int i = 0; i < N; i++) {
+    snprintf(name, sizeof name, "EXISTS loop:flush:%d", i);
+    assert_int_equal(rt_cmd_int(srv, name), 0);
+    rlock_lock_free(ls[i]);
+  }
+  loop_free(c);
+}
+
 static void test_queries(void **state) {
   (void)state;
   rlock_client *c = loop_client(0, NULL, NULL);
@@ -1143,8 +1202,9 @@ static void test_bad_input(void **state) {
   loop_free(c);
 }
 
-/* Topologies a loop client does not support yet, a bad adapter table,
- * and the adapters' constructors under both their names. */
+/* A bad adapter table; every topology is accepted (a cluster's seeds are
+ * asked on the loop, later), by the adapters' constructors under both
+ * their names. */
 static void test_bad_table(void **state) {
   (void)state;
   rlock_config *cfg;
@@ -1166,22 +1226,15 @@ static void test_bad_table(void **state) {
   table.version = RLOCK_LOOP_VERSION;
   OK(rlock_client_new_loop(&bad, NULL, &table)); /* no I/O, nothing called */
   OK(rlock_client_free(bad));
-  if (kind == UV)
-    RC(rlock_client_new_uv(&bad, cfg, &uvl), RLOCK_EINVAL);
-  else
-    RC(rlock_client_new_event(&bad, cfg, evb), RLOCK_EINVAL);
-  assert_non_null(strstr(rlock_error_last()->message, "single server"));
-  /* The former names still work, as aliases. */
-  if (kind == UV)
-    RC(rlock_uv_client_new(&bad, cfg, &uvl), RLOCK_EINVAL);
-  else
-    RC(rlock_event_client_new(&bad, cfg, evb), RLOCK_EINVAL);
-  assert_non_null(strstr(rlock_error_last()->message, "single server"));
-  if (kind == UV)
-    OK(rlock_uv_client_new(&bad, NULL, &uvl));
-  else
-    OK(rlock_event_client_new(&bad, NULL, evb));
-  loop_free(bad);
+  for (int alias = 0; alias < 2; alias++) {
+    if (kind == UV)
+      OK(alias ? rlock_uv_client_new(&bad, cfg, &uvl)
+               : rlock_client_new_uv(&bad, cfg, &uvl));
+    else
+      OK(alias ? rlock_event_client_new(&bad, cfg, evb)
+               : rlock_client_new_event(&bad, cfg, evb));
+    loop_free(bad);
+  }
   rlock_config_free(cfg);
 }
 
@@ -1250,6 +1303,39 @@ static void test_tls(void **state) {
 
 /* A server that is not there: the acquisition fails with the connect
  * error, through the callback. */
+static rlock_client *loop_client_url(const char *url) {
+  rlock_config *cfg;
+  OK(rlock_config_new(&cfg));
+  OK(rlock_config_set_url(cfg, url));
+  rlock_client *c = loop_client_cfg(cfg);
+  rlock_config_free(cfg);
+  return c;
+}
+
+/* Connections open as the blocking client's do (net/dial.c): a refused
+ * login is RLOCK_EAUTH, and a name is looked up without blocking the
+ * loop and connected at whichever of its addresses the server listens
+ * on ("localhost" may name ::1 first; the server listens on 127.0.0.1). */
+static void test_login_and_names(void **state) {
+  (void)state;
+  char url[96];
+  snprintf(url, sizeof url, "redis://:wrong@127.0.0.1:%d", rt_server_port(srv));
+  rlock_client *c = loop_client_url(url);
+  rlock_lock *l = fx_lock(c, "loop:login");
+  RC(acquire(l, rlock_owner_new(), 0, 1000), RLOCK_EAUTH);
+  assert_non_null(strstr(rlock_error_last()->message, "AUTH refused"));
+  rlock_lock_free(l);
+  loop_free(c);
+  snprintf(url, sizeof url, "redis://localhost:%d", rt_server_port(srv));
+  c = loop_client_url(url);
+  l = fx_lock(c, "loop:by-name");
+  uint64_t me = rlock_owner_new();
+  OK(acquire(l, me, 0, 1000));
+  OK(release(l, me));
+  rlock_lock_free(l);
+  loop_free(c);
+}
+
 static void test_unreachable(void **state) {
   (void)state;
   rlock_config *cfg;
@@ -1267,7 +1353,9 @@ static void test_unreachable(void **state) {
 }
 
 #define CASES(K)                                                               \
-  cmocka_unit_test(test_acquire_release), cmocka_unit_test(test_queries),      \
+  cmocka_unit_test(test_acquire_release),                                      \
+      cmocka_unit_test(test_script_load_and_flush),                            \
+      cmocka_unit_test(test_queries),                                          \
       cmocka_unit_test(test_wait_for_blocking_holder),                         \
       cmocka_unit_test(test_waiters_in_order),                                 \
       cmocka_unit_test(test_ten_thousand_pending),                             \
@@ -1289,7 +1377,8 @@ static void test_unreachable(void **state) {
       cmocka_unit_test(test_cancel_started_elsewhere),                         \
       cmocka_unit_test(test_cancel_while_called),                              \
       cmocka_unit_test(test_bad_input), cmocka_unit_test(test_bad_table),      \
-      cmocka_unit_test(test_tls), cmocka_unit_test(test_unreachable)
+      cmocka_unit_test(test_tls), cmocka_unit_test(test_login_and_names),      \
+      cmocka_unit_test(test_unreachable)
 
 int main(void) {
   const struct CMUnitTest tests[] = {CASES(0)};

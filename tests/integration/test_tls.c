@@ -336,6 +336,55 @@ static void test_cli(void **state) {
   assert_int_equal(rt_cmd_int(srv, "ACL DELUSER alice"), 1);
 }
 
+/* rlock --tls-server-name NAME: the name the certificate must carry, for
+ * a server reached by address. A certificate for other.example only,
+ * reached as 127.0.0.1, is refused without it and accepted with it; a
+ * name the certificate does not carry is refused; an empty name, or one
+ * for a URL without TLS, is a usage error. */
+static void test_cli_tls_server_name(void **state) {
+  (void)state;
+  char args[1500], out[4096];
+  int port = tls_port[1];
+  rt_cmd_ok(tls_srv[1], "CONFIG SET tls-cert-file %s", certs.other_name_crt);
+  snprintf(args, sizeof args,
+           "-u rediss://127.0.0.1:%d --tls-ca %s status tls:sni", port,
+           certs.ca);
+  assert_int_equal(run_cli(out, sizeof out, NULL, args), 69);
+  if (strstr(out, "IP address mismatch") == NULL)
+    fail_msg("without --tls-server-name: '%s'", out);
+  snprintf(args, sizeof args,
+           "-u rediss://127.0.0.1:%d --tls-ca %s --tls-server-name "
+           "other.example exec tls:sni -- true",
+           port, certs.ca);
+  int st = run_cli(out, sizeof out, NULL, args);
+  if (st != 0)
+    fail_msg("exec with --tls-server-name other.example: %d: %s", st, out);
+  snprintf(args, sizeof args,
+           "-u rediss://127.0.0.1:%d --tls-ca %s --tls-server-name "
+           "other.example status tls:sni",
+           port, certs.ca);
+  st = run_cli(out, sizeof out, NULL, args);
+  if (st != 0 || strstr(out, "tls:sni: free") == NULL)
+    fail_msg("status with --tls-server-name other.example: %d: %s", st, out);
+  rt_cmd_ok(tls_srv[1], "CONFIG SET tls-cert-file %s", certs.server_crt);
+  /* The server's own certificate does not name other.example. */
+  assert_int_equal(run_cli(out, sizeof out, NULL, args), 69);
+  if (strstr(out, "hostname mismatch") == NULL)
+    fail_msg("a name the certificate lacks: '%s'", out);
+  snprintf(args, sizeof args,
+           "-u rediss://127.0.0.1:%d --tls-ca %s --tls-server-name '' "
+           "status tls:sni",
+           port, certs.ca);
+  assert_int_equal(run_cli(out, sizeof out, NULL, args), 64);
+  assert_non_null(strstr(out, "TLS server name must not be empty"));
+  snprintf(args, sizeof args,
+           "-u redis://127.0.0.1:%d --tls-server-name localhost status "
+           "tls:sni",
+           rt_server_port(tls_srv[1]));
+  assert_int_equal(run_cli(out, sizeof out, NULL, args), 64);
+  assert_non_null(strstr(out, "speaks no TLS"));
+}
+
 /* A cluster whose nodes speak TLS to clients (tls-cluster yes), reached
  * through one TLS seed: the map's TLS ports, a lock on every master, and a
  * waiter woken over the sharded subscriber. */
@@ -417,6 +466,7 @@ int main(void) {
       cmocka_unit_test(test_client_certificate),
       cmocka_unit_test(test_config_errors),
       cmocka_unit_test(test_cli),
+      cmocka_unit_test(test_cli_tls_server_name),
       cmocka_unit_test(test_cluster),
       cmocka_unit_test(test_sentinel),
   };

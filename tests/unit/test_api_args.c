@@ -116,8 +116,11 @@ static void test_lock_durations(void **state) {
             RLOCK_EINVAL, "wait");
   ASSERT_RC(rlock_lock_try_acquire(l, 0, -1), RLOCK_EINVAL, "lease");
   ASSERT_RC(rlock_lock_try_acquire(l, 0, INT64_MAX), RLOCK_EINVAL, "lease");
-  ASSERT_RC(rlock_lock_acquire_lease(l, 0), RLOCK_EINVAL, "lease");
+  /* acquire_lease(l, 0) is a watchdog lease, as try_acquire's: accepted
+   * (test_lock_basic.c takes one against a server). */
   ASSERT_RC(rlock_lock_acquire_lease(l, -100), RLOCK_EINVAL, "lease");
+  ASSERT_RC(rlock_lock_acquire_lease(l, RLOCK_MAX_DURATION_MS + 1),
+            RLOCK_EINVAL, "lease");
   ASSERT_RC(rlock_lock_try_acquire(NULL, 0, 0), RLOCK_EINVAL, "NULL");
   ASSERT_RC(rlock_lock_release(NULL), RLOCK_EINVAL, "NULL");
   ASSERT_RC(rlock_lock_force_release(NULL, NULL), RLOCK_EINVAL, "NULL");

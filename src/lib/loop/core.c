@@ -72,8 +72,7 @@ static void leave(rlock_client *c, int run_callbacks) {
     if (run_callbacks)
       run_completions(c);
     if (!lp->doomed) {
-      rlock__lconn_flush(c, &lp->cmd);
-      rlock__lconn_flush(c, &lp->sub);
+      rlock__lconn_each(c, rlock__lconn_flush);
       rearm(c);
     }
   }
@@ -190,10 +189,18 @@ void rlock__lop_finish(rlock_op *op, int rc, int64_t value) {
 
 static rlock__lconn *conn_of(rlock_client *c, int fd) {
   rlock__loop *lp = c->loop;
-  if (fd >= 0 && lp->cmd.fd == fd)
-    return &lp->cmd;
-  if (fd >= 0 && lp->sub.fd == fd)
-    return &lp->sub;
+  if (fd < 0)
+    return NULL;
+  for (size_t i = 0; i < lp->nnodes; i++) {
+    if (lp->nodes[i]->cmd.fd == fd)
+      return &lp->nodes[i]->cmd;
+    if (lp->nodes[i]->sub.fd == fd)
+      return &lp->nodes[i]->sub;
+  }
+  if (lp->sentinel.fd == fd)
+    return &lp->sentinel;
+  if (lp->swatch.fd == fd)
+    return &lp->swatch;
   return NULL; /* closed meanwhile: a stale event */
 }
 
@@ -259,54 +266,13 @@ void rlock_loop_wake(rlock_client *c) {
   if (c == NULL || c->loop == NULL)
     return;
   enter(c);
+  if (atomic_exchange(&c->loop->lookups_done, 0))
+    rlock__lconn_each(c, rlock__lconn_lookups);
   take_inbox(c);
   leave(c, 1);
 }
 
 /* ---- life ------------------------------------------------------------ */
-
-/* Where the one server is: looked up now, within the connect timeout. */
-static int resolve_server(rlock_client *c) {
-  rlock__loop *lp = c->loop;
-  const rlock__endpoint *ep = &c->cfg.target.addrs[0];
-  if (ep->unix_path != NULL) {
-    struct sockaddr_un *un = (struct sockaddr_un *)&lp->addr;
-    if (strlen(ep->unix_path) >= sizeof un->sun_path)
-      return rlock__err(RLOCK_EINVAL, "unix socket path too long: %s",
-                        ep->unix_path);
-    un->sun_family = AF_UNIX;
-    memcpy(un->sun_path, ep->unix_path, strlen(ep->unix_path) + 1);
-    lp->addrlen = sizeof *un;
-    return RLOCK_OK;
-  }
-  struct addrinfo *ai;
-  char why[256];
-  int rc = rlock__resolve(ep->host, ep->port,
-                          rlock__deadline_after_ms(c->cfg.connect_timeout_ms),
-                          &ai, why, sizeof why);
-  if (rc != RLOCK_OK)
-    return rlock__err(rc, "redis %s:%d: %s", ep->host, ep->port, why);
-  memcpy(&lp->addr, ai->ai_addr, ai->ai_addrlen);
-  lp->addrlen = ai->ai_addrlen;
-  freeaddrinfo(ai);
-  return RLOCK_OK;
-}
-
-static int check_target(const rlock_client *c) {
-  const rlock__target *t = &c->cfg.target;
-  if (t->kind != RLOCK__TOPO_SINGLE)
-    return rlock__err(RLOCK_EINVAL,
-                      "an event-loop client supports a single "
-                      "server (redis://, unix://), not %s, for now",
-                      rlock__target_kind_name(t));
-  return RLOCK_OK;
-}
-
-static void conn_init(rlock__lconn *k) {
-  memset(k, 0, sizeof *k);
-  k->fd = -1;
-  rlock__ltimer_init(&k->io_timer, NULL);
-}
 
 /* The size of rlock_loop as each version declared it: an adapter built
  * against version v owns only that many bytes. A version that appends
@@ -324,29 +290,59 @@ static int loop_new(rlock_client *c, const rlock_loop *loop) {
   lp->thread = pthread_self();
   lp->armed_us = INT64_MAX;
   pthread_mutex_init(&lp->inbox_mu, NULL);
-  conn_init(&lp->cmd);
-  conn_init(&lp->sub);
-  lp->sub.on_reply = rlock__lsub_reply;
-  lp->sub.on_down = rlock__lsub_down;
+  atomic_init(&lp->lookups_done, 0);
+  /* Both are pointed at a sentinel when used (ltopo.c, lsub.c). */
+  rlock__lconn_init(&lp->sentinel, &c->cfg.target.addrs[0], NULL);
+  rlock__lconn_init(&lp->swatch, &c->cfg.target.addrs[0], NULL);
+  rlock__ltimer_init(&lp->refresh_req.retry, NULL);
+  lp->refresh_req.direct = 1;
   rlock__ltimer_init(&lp->sub_retry, rlock__lsub_retry);
+  rlock__ltimer_init(&lp->swatch_retry, rlock__lswatch_retry);
+  rlock__ltimer_init(&lp->health, NULL);
   rlock__ltimer_init(&lp->renew, rlock__lrenew_tick);
-  rlock__endpoint_str(&c->cfg.target.addrs[0], lp->cmd.where,
-                      sizeof lp->cmd.where);
-  memcpy(lp->sub.where, lp->cmd.where, sizeof lp->sub.where);
-  return resolve_server(c);
+  return RLOCK_OK;
 }
 
 static void loop_free(rlock_client *c) {
   rlock__loop *lp = c->loop;
-  rlock__lconn_destroy(&lp->cmd);
-  rlock__lconn_destroy(&lp->sub);
+  for (size_t i = 0; i < lp->nnodes; i++) {
+    rlock__lconn_destroy(&lp->nodes[i]->cmd);
+    rlock__lconn_destroy(&lp->nodes[i]->sub);
+    free(lp->nodes[i]);
+  }
+  free(lp->nodes);
+  rlock__lconn_destroy(&lp->sentinel);
+  rlock__lconn_destroy(&lp->swatch);
   rlock__lsub_destroy(c);
   rlock__map_clear(&lp->chans);
   free(lp->heap);
-  free(lp->sent);
   pthread_mutex_destroy(&lp->inbox_mu);
   free(lp);
   c->loop = NULL;
+}
+
+static int loop_client_free(rlock_client *c);
+
+static void loop_renew_arm(rlock_client *c) {
+  rlock__lrenew_arm(c); /* the loop's thread: this one */
+}
+
+static const rlock__driver loop_driver = {
+    .free = loop_client_free,
+    .renew_arm = loop_renew_arm,
+    .release_waits_renewal = 0,
+};
+
+/* Learn the topology at once (a cluster's map, Sentinel's master), so
+ * the first calls need not wait for it, and follow Sentinel's
+ * +switch-master. */
+static void start_topology(rlock_client *c) {
+  if (c->topo.target.kind == RLOCK__TOPO_SINGLE)
+    return;
+  enter(c);
+  rlock__ltopo_refresh(c, 1);
+  rlock__lswatch_start(c);
+  leave(c, 0);
 }
 
 int rlock_client_new_loop(rlock_client **out, const rlock_config *cfg,
@@ -368,8 +364,8 @@ int rlock_client_new_loop(rlock_client **out, const rlock_config *cfg,
   int rc = rlock__client_setup(&c, cfg);
   if (rc != RLOCK_OK)
     return rc;
-  if ((rc = check_target(c)) != RLOCK_OK ||
-      (rc = loop_new(c, loop)) != RLOCK_OK) {
+  c->drv = &loop_driver;
+  if ((rc = loop_new(c, loop)) != RLOCK_OK) {
     if (c->loop != NULL)
       loop_free(c);
     rlock__client_teardown(c);
@@ -379,18 +375,24 @@ int rlock_client_new_loop(rlock_client **out, const rlock_config *cfg,
                      "this client runs on an event loop "
                      "(rlock_client_new_loop): use the _async functions "
                      "of rlock/loop.h");
+  c->topo.on_change = rlock__ltopo_master_changed;
+  c->topo.on_change_arg = c;
+  start_topology(c);
   *out = c;
   return RLOCK_OK;
+}
+
+static void close_one(rlock_client *c, rlock__lconn *k) {
+  k->on_down = NULL;
+  rlock__err(RLOCK_ECLOSED, "client freed");
+  rlock__lconn_fail(c, k, RLOCK_ECLOSED);
 }
 
 /* Complete every pending operation with RLOCK_ECLOSED, now. */
 static void close_all(rlock_client *c) {
   rlock__loop *lp = c->loop;
-  rlock__err(RLOCK_ECLOSED, "client freed");
-  rlock__lconn_fail(c, &lp->cmd, RLOCK_ECLOSED);
-  lp->sub.on_down = NULL;
-  rlock__err(RLOCK_ECLOSED, "client freed");
-  rlock__lconn_fail(c, &lp->sub, RLOCK_ECLOSED);
+  rlock__lconn_each(c, close_one);
+  rlock__ltopo_destroy(c);
   pthread_mutex_lock(&lp->inbox_mu);
   rlock_op *in = lp->inbox_first;
   lp->inbox_first = lp->inbox_last = NULL;
@@ -413,6 +415,8 @@ static void close_all(rlock_client *c) {
   }
   rlock__ltimer_stop(c, &lp->renew);
   rlock__ltimer_stop(c, &lp->sub_retry);
+  rlock__ltimer_stop(c, &lp->swatch_retry);
+  rlock__ltimer_stop(c, &lp->health);
   run_completions(c);
   /* Cancel requests still queued: every operation has completed. */
   pthread_mutex_lock(&lp->inbox_mu);
@@ -427,7 +431,7 @@ static void really_free(rlock_client *c) {
   rlock__client_teardown(c);
 }
 
-int rlock__loop_client_free(rlock_client *c) {
+static int loop_client_free(rlock_client *c) {
   rlock__loop *lp = c->loop;
   if (!pthread_equal(pthread_self(), lp->thread))
     return rlock__err(RLOCK_EINVAL, "rlock_client_free: a loop client is "

@@ -28,6 +28,7 @@
 #include "common.h"
 #include "lock_int.h"
 #include "loop.h"
+#include "watchdog.h"
 
 #define OUTAGE_FIRST_MS 25
 #define OUTAGE_MAX_MS 1000
@@ -67,6 +68,7 @@ static void end_after_call(rlock_op *op, int rc) {
   op->rc = rc;
   snprintf(op->msg, sizeof op->msg, "%s", rlock_error_last()->message);
   op->state = RLOCK__LACQ_GIVING_BACK;
+  op->lreq.call.sync = 1; /* a lock write, as the blocking path's */
   rlock__req_init(&op->lreq.q, &op->lreq.call);
   op->lreq.done = epilogue_done;
   op->busy = 1;
@@ -293,6 +295,43 @@ static void settle(rlock_op *op, int rc) {
   settle_read(op);
 }
 
+/* Pause between attempts whose acquisition no replica confirmed. */
+#define UNCONFIRMED_PAUSE_MS 50
+
+static void undo_done(rlock_client *c, rlock__lreq *r) {
+  (void)c;
+  rlock_op *op = of_lreq(r);
+  op->busy = 0;
+  rlock__reply_free(r->q.reply);
+  r->q.reply = NULL;
+  rlock__call_clear(&r->call);
+  int64_t next = rlock__deadline_after_ms(UNCONFIRMED_PAUSE_MS);
+  if (op->canceled || op->wait_ms == 0 || next >= op->deadline_us) {
+    rlock__err(op->canceled ? RLOCK_ECANCELED : RLOCK_EREPLICA, "%s",
+               op->canceled ? "wait canceled" : op->msg);
+    done(op, op->canceled ? RLOCK_ECANCELED : RLOCK_EREPLICA, 0);
+    return;
+  }
+  sleep_until(op, RLOCK__LACQ_SLEEPING, next); /* then attempt again */
+}
+
+/* Taken, but no replica confirmed it (acquire.c's undo_unconfirmed): a
+ * failover now would lose it. Given back, then tried again within the
+ * wait; RLOCK_EREPLICA once the wait is over. */
+static void undo_unconfirmed(rlock_op *op, const rlock__call *taken) {
+  rlock_lock *l = op->l;
+  rlock__acquire_unconfirmed(l, taken);
+  snprintf(op->msg, sizeof op->msg, "%s", rlock_error_last()->message);
+  l->kind->release(l, op->owner, op->lease_sent, &rlock__no_latch,
+                   &op->lreq.call);
+  op->lreq.call.sync = 1;
+  op->state = RLOCK__LACQ_GIVING_BACK;
+  rlock__req_init(&op->lreq.q, &op->lreq.call);
+  op->lreq.done = undo_done;
+  op->busy = 1;
+  rlock__lreq_send(op->c, &op->lreq);
+}
+
 static void attempt_done(rlock_client *c, rlock__lreq *r) {
   rlock_op *op = of_lreq(r);
   op->busy = 0;
@@ -324,6 +363,10 @@ static void attempt_done(rlock_client *c, rlock__lreq *r) {
       give_back(op, RLOCK_ECANCELED);
     else
       fail(op, RLOCK_ECANCELED);
+    return;
+  }
+  if (rc == RLOCK_OK && rlock__call_unconfirmed(&r->call)) {
+    undo_unconfirmed(op, &r->call);
     return;
   }
   if (rc == RLOCK_OK) {
@@ -358,7 +401,9 @@ static void attempt(rlock_op *op) {
   op->state = RLOCK__LACQ_ATTEMPTING;
   op->woken = 0;
   l->kind->attempt(l, op->owner, op->lease_sent, op->wait_ms, &op->lreq.call);
+  op->lreq.call.sync = 1;
   rlock__req_init(&op->lreq.q, &op->lreq.call);
+  op->lreq.deadline_us = op->deadline_us; /* ride out a failover */
   op->lreq.done = attempt_done;
   op->busy = 1;
   rlock__lreq_send(op->c, &op->lreq);

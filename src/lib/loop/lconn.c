@@ -2,12 +2,18 @@
 /*
  * lconn.c - one non-blocking connection of a loop client.
  *
+ * Opening is net/dial.c's steps (every resolved address in turn,
+ * TCP_NODELAY, SO_KEEPALIVE, the TLS handshake), driven by the loop's
+ * readiness events, after a name lookup on a thread of its own that wakes
+ * the loop (net/resolve.c); the login (AUTH, SELECT, refused as
+ * RLOCK_EAUTH) is dial.c's list, queued ahead of everything else.
+ *
  * Requests are pipelined: each is encoded into the connection's write
  * buffer when made, and the buffer is written once at the end of the loop
  * turn (core.c), so a thousand acquisitions started in one turn leave in
  * a few writes. Replies come back in order, so the FIFO's head owns the
- * next one; a request that must be sent again (EVAL after NOSCRIPT) goes
- * to the tail.
+ * next one. Where a request goes, and where it goes after a redirection
+ * or a refusal, is lroute.c's.
  *
  * Time: connecting is bounded by the connect timeout; once connected, the
  * connection fails with RLOCK_ETIMEOUT when answers are due and none came
@@ -20,25 +26,23 @@
  * next request opens a new connection.
  */
 #include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <poll.h>
-
 #include "client_int.h"
 #include "common.h"
 #include "loop.h"
+#include "resolve.h"
 #include "tls.h"
 
 #define READ_CHUNK 65536
 
-static rlock__lconn *conn_of_timer(rlock_client *c, rlock__ltimer *t) {
-  return t == &c->loop->cmd.io_timer ? &c->loop->cmd : &c->loop->sub;
+static rlock__lconn *of_timer(rlock__ltimer *t) {
+  return (rlock__lconn *)((char *)t - offsetof(rlock__lconn, io_timer));
 }
 
 static int64_t command_us(const rlock_client *c) {
@@ -51,8 +55,7 @@ static void set_watch(rlock_client *c, rlock__lconn *k, int events) {
   k->watching = events;
   if (c->loop->ad.watch(c->loop->ad.data, k->fd, events) != 0 && events != 0) {
     rlock__err(RLOCK_EIO,
-               "redis %s: the event loop refused to watch the "
-               "connection",
+               "redis %s: the event loop refused to watch the connection",
                k->where);
     rlock__lconn_fail(c, k, RLOCK_EIO);
   }
@@ -75,19 +78,21 @@ static void answered(rlock__lconn *k) {
 }
 
 static void on_timer(rlock_client *c, rlock__ltimer *t) {
-  rlock__lconn *k = conn_of_timer(c, t);
+  rlock__lconn *k = of_timer(t);
   int64_t now = rlock__now_us();
   if (k->state == RLOCK__LCONN_CONNECTING ||
-      k->state == RLOCK__LCONN_HANDSHAKING) {
+      k->state == RLOCK__LCONN_RESOLVING) {
     if (now < k->connect_until_us) {
       rlock__ltimer_at(c, t, k->connect_until_us);
       return;
     }
-    if (k->state == RLOCK__LCONN_HANDSHAKING)
-      rlock__tls_timed_out(k->tls, k->where);
+    if (k->state == RLOCK__LCONN_CONNECTING)
+      rlock__dial_timed_out(&k->dial, c->cfg.connect_timeout_ms);
     else
-      rlock__err(RLOCK_ETIMEOUT, "redis %s: connect timed out after %lld ms",
-                 k->where, (long long)c->cfg.connect_timeout_ms);
+      rlock__err(RLOCK_ETIMEOUT,
+                 "cannot connect to redis %s: name lookup did not finish in "
+                 "time",
+                 k->where);
     rlock__lconn_fail(c, k, rlock_error_last()->code);
     return;
   }
@@ -104,82 +109,36 @@ static void on_timer(rlock_client *c, rlock__ltimer *t) {
 
 /* ---- bytes out --------------------------------------------------------- */
 
-static int reserve(rlock__lconn *k, size_t more) {
-  if (k->off > 0 && k->off == k->len)
-    k->off = k->len = 0;
-  if (k->len + more <= k->cap)
-    return RLOCK_OK;
-  if (k->off > 0) { /* slide what is left to the front first */
-    memmove(k->out, k->out + k->off, k->len - k->off);
-    k->len -= k->off;
-    k->off = 0;
-    if (k->len + more <= k->cap)
-      return RLOCK_OK;
-  }
-  size_t cap = k->cap ? k->cap : 16384;
-  while (cap < k->len + more)
-    cap *= 2;
-  char *out = rlock__realloc(k->out, cap);
-  if (out == NULL)
-    return rlock__err(RLOCK_ENOMEM, "out of memory");
-  k->out = out;
-  k->cap = cap;
-  return RLOCK_OK;
-}
-
-int rlock__lconn_queue(rlock__lconn *k, const char *buf, size_t len) {
-  int rc = reserve(k, len);
-  if (rc != RLOCK_OK)
-    return rc;
-  memcpy(k->out + k->len, buf, len);
-  k->len += len;
-  k->queued += len;
-  return RLOCK_OK;
-}
-
-static size_t put_len(char *p, char tag, size_t n) {
-  char digits[24];
-  size_t d = (size_t)rlock__decimal(digits, (int64_t)n);
-  p[0] = tag;
-  memcpy(p + 1, digits, d);
-  p[d + 1] = '\r';
-  p[d + 2] = '\n';
-  return d + 3;
+/* Drop what was written, so the buffer does not grow without end. */
+static void compact(rlock__lconn *k) {
+  if (k->off == 0)
+    return;
+  memmove(k->out.p, k->out.p + k->off, k->out.len - k->off);
+  k->out.len -= k->off;
+  k->off = 0;
 }
 
 int rlock__lconn_command(rlock__lconn *k, int argc, const char **argv,
                          const size_t *lens) {
-  size_t need = 32;
-  for (int i = 0; i < argc; i++)
-    need += 32 + (lens ? lens[i] : strlen(argv[i]));
-  int rc = reserve(k, need);
-  if (rc != RLOCK_OK)
-    return rc;
-  char *p = k->out + k->len;
-  p += put_len(p, '*', (size_t)argc);
-  for (int i = 0; i < argc; i++) {
-    size_t n = lens ? lens[i] : strlen(argv[i]);
-    p += put_len(p, '$', n);
-    memcpy(p, argv[i], n);
-    p += n;
-    *p++ = '\r';
-    *p++ = '\n';
-  }
-  size_t wrote = (size_t)(p - (k->out + k->len));
-  k->len += wrote;
-  k->queued += wrote;
+  size_t was = k->out.len;
+  if (k->off > 0 && k->off == k->out.len)
+    k->off = k->out.len = was = 0;
+  if (rlock__resp_command(&k->out, argc, argv, lens) != 0)
+    return rlock__err(RLOCK_ENOMEM, "out of memory");
+  k->queued += k->out.len - was;
   return RLOCK_OK;
 }
 
 void rlock__lconn_flush(rlock_client *c, rlock__lconn *k) {
   if (k->state != RLOCK__LCONN_READY)
     return;
-  while (k->off < k->len) {
+  while (k->off < k->out.len) {
     short want;
-    ssize_t n = k->tls != NULL ? rlock__tls_write(k->tls, k->out + k->off,
-                                                  k->len - k->off, &want)
-                               : send(k->fd, k->out + k->off, k->len - k->off,
-                                      MSG_DONTWAIT | MSG_NOSIGNAL);
+    size_t left = k->out.len - k->off;
+    ssize_t n =
+        k->tls != NULL
+            ? rlock__tls_write(k->tls, k->out.p + k->off, left, &want)
+            : send(k->fd, k->out.p + k->off, left, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n > 0) {
       k->off += (size_t)n;
       k->written += (uint64_t)n;
@@ -194,27 +153,27 @@ void rlock__lconn_flush(rlock_client *c, rlock__lconn *k) {
     rlock__lconn_fail(c, k, RLOCK_EIO);
     return;
   }
-  set_watch(c, k, RLOCK_LOOP_READ | (k->off < k->len ? RLOCK_LOOP_WRITE : 0));
+  if (k->off == k->out.len)
+    k->off = k->out.len = 0;
+  else if (k->off > (64 << 10))
+    compact(k);
+  set_watch(c, k,
+            RLOCK_LOOP_READ | (k->off < k->out.len ? RLOCK_LOOP_WRITE : 0));
 }
 
 /* ---- opening ----------------------------------------------------------- */
 
 /* AUTH and SELECT go first on a new connection. */
 static int queue_login(rlock_client *c, rlock__lconn *k) {
-  const rlock__endpoint *ep = &c->cfg.target.addrs[0];
   int rc = RLOCK_OK;
-  if (ep->password != NULL) {
-    const char *argv[3] = {"AUTH", ep->user ? ep->user : ep->password,
-                           ep->password};
-    rc = rlock__lconn_command(k, ep->user ? 3 : 2, argv, NULL);
-    k->login_due++;
-  }
-  if (rc == RLOCK_OK && ep->db != 0) {
+  for (int i = 0; rc == RLOCK_OK && i < 2; i++) {
+    const char *argv[3];
     char db[24];
-    rlock__decimal(db, ep->db);
-    const char *argv[2] = {"SELECT", db};
-    rc = rlock__lconn_command(k, 2, argv, NULL);
-    k->login_due++;
+    int argc = rlock__login_command(k->ep, i, argv, db);
+    if (argc == 0)
+      break;
+    rc = rlock__lconn_command(k, argc, argv, NULL);
+    k->login[k->login_due++] = argv[0]; /* a string constant */
   }
   rlock__lconn_expect(c, k, k->login_due);
   return rc;
@@ -227,114 +186,141 @@ static void connected(rlock_client *c, rlock__lconn *k) {
   rlock__ltimer_stop(c, &k->io_timer);
   if (k->due > 0)
     rlock__ltimer_at(c, &k->io_timer, rlock__now_us() + command_us(c));
-  k->due_since_us = rlock__now_us();
-}
-
-/* One step of the TLS handshake; READY when it is through. */
-static void handshake(rlock_client *c, rlock__lconn *k) {
-  short want = 0;
-  int r = rlock__tls_step(k->tls, k->where, &want);
-  if (r < 0) {
-    rlock__lconn_fail(c, k, r);
-    return;
-  }
-  if (r == 0) {
-    set_watch(c, k, want == POLLIN ? RLOCK_LOOP_READ : RLOCK_LOOP_WRITE);
-    return;
-  }
-  connected(c, k);
+  k->due_since_us = k->rx_us = rlock__now_us();
   rlock__lconn_flush(c, k); /* what was queued meanwhile */
 }
 
-/* The socket is connected: TLS first where the endpoint speaks it. */
-static void socket_up(rlock_client *c, rlock__lconn *k) {
-  const rlock__endpoint *ep = &c->cfg.target.addrs[0];
-  if (!ep->tls) {
-    connected(c, k);
+/* One step of dial.c's; READY when it is through. */
+static void dial_step(rlock_client *c, rlock__lconn *k) {
+  short want = 0;
+  /* The adapter lets go of the socket first: a step may close it (an
+   * address refused) before trying the next. */
+  set_watch(c, k, 0);
+  int r = rlock__dial_step(&k->dial, &want);
+  if (r < 0) {
+    k->fd = -1; /* closed by the dial */
+    rlock__lconn_fail(c, k, r);
     return;
   }
-  int rc = rlock__tls_start(&k->tls, ep->tls_ctx, k->fd, ep->host);
+  k->fd = k->dial.fd;
+  if (r == RLOCK__DIAL_WAIT) {
+    set_watch(c, k, want == POLLIN ? RLOCK_LOOP_READ : RLOCK_LOOP_WRITE);
+    return;
+  }
+  rlock__dial_take(&k->dial, &k->fd, &k->tls);
+  connected(c, k);
+}
+
+static void dial(rlock_client *c, rlock__lconn *k, struct addrinfo *res) {
+  k->state = RLOCK__LCONN_CONNECTING;
+  rlock__dial_begin(&k->dial, k->ep, res, k->where);
+  dial_step(c, k);
+}
+
+static void wake_loop(void *arg) {
+  rlock_client *c = arg;
+  atomic_store(&c->loop->lookups_done, 1);
+  c->loop->ad.wake(c->loop->ad.data);
+}
+
+/* Start the lookup (numeric addresses at once) and the dial after it. */
+static int resolve(rlock_client *c, rlock__lconn *k) {
+  struct addrinfo *res = NULL;
+  if (k->ep->unix_path != NULL) {
+    dial(c, k, NULL);
+    return RLOCK_OK;
+  }
+  char why[160];
+  int rc = rlock__resolve_start(k->ep->host, k->ep->port, &res, &k->lookup,
+                                wake_loop, c, why, sizeof why);
+  if (rc != RLOCK_OK)
+    return rlock__err(rc, "cannot connect to redis %s: %s", k->where, why);
+  if (k->lookup != NULL) {
+    k->state = RLOCK__LCONN_RESOLVING;
+    return RLOCK_OK;
+  }
+  dial(c, k, res);
+  return RLOCK_OK;
+}
+
+void rlock__lconn_lookups(rlock_client *c, rlock__lconn *k) {
+  if (k->state != RLOCK__LCONN_RESOLVING || k->lookup == NULL)
+    return;
+  struct addrinfo *res = NULL;
+  char why[160];
+  int rc;
+  if (!rlock__resolve_take(k->lookup, &rc, &res, why, sizeof why))
+    return;
+  k->lookup = NULL;
   if (rc != RLOCK_OK) {
+    rlock__err(rc, "cannot connect to redis %s: %s", k->where, why);
     rlock__lconn_fail(c, k, rc);
     return;
   }
-  k->state = RLOCK__LCONN_HANDSHAKING;
-  if (k->io_timer.idx == RLOCK__LTIMER_OFF)
-    rlock__ltimer_at(c, &k->io_timer, k->connect_until_us);
-  handshake(c, k);
+  dial(c, k, res);
+}
+
+void rlock__lconn_init(rlock__lconn *k, const rlock__endpoint *ep,
+                       rlock__lnode *ln) {
+  memset(k, 0, sizeof *k);
+  k->fd = -1;
+  k->ep = ep;
+  k->ln = ln;
+  rlock__dial_begin(&k->dial, ep, NULL, k->where);
+  rlock__dial_end(&k->dial);
+  rlock__ltimer_init(&k->io_timer, on_timer);
+  rlock__endpoint_str(ep, k->where, sizeof k->where);
 }
 
 int rlock__lconn_open(rlock_client *c, rlock__lconn *k) {
-  rlock__loop *lp = c->loop;
   if (k->state != RLOCK__LCONN_CLOSED)
     return RLOCK_OK;
-  if (lp->closing)
+  if (c->loop->closing)
     return rlock__err(RLOCK_ECLOSED, "client freed");
   if (k->rd == NULL && (k->rd = rlock__reader_new()) == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
-  rlock__ltimer_init(&k->io_timer, on_timer);
-  int fd =
-      socket(lp->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    return rlock__err(RLOCK_EIO, "redis %s: socket: %s", k->where,
-                      strerror(errno));
-  if (lp->addr.ss_family != AF_UNIX) {
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  }
-  int r;
-  do
-    r = connect(fd, (const struct sockaddr *)&lp->addr, lp->addrlen);
-  while (r < 0 && errno == EINTR);
-  if (r < 0 && errno != EINPROGRESS) {
-    int e = errno;
-    close(fd);
-    rlock__obs_count(&c->obs, RLOCK__STAT_CONNECT_FAILURES);
-    return rlock__err(RLOCK_EIO, "redis %s: cannot connect: %s", k->where,
-                      strerror(e));
-  }
-  k->fd = fd;
   k->watching = 0;
-  k->off = k->len = 0;
+  k->off = k->out.len = 0;
   k->queued = k->written = 0;
   k->due = 0;
   k->login_due = 0;
   k->nevald = 0; /* a new connection may meet a new server */
-  k->state = RLOCK__LCONN_CONNECTING;
+  k->noload = 0;
   k->connect_until_us = rlock__deadline_after_ms(c->cfg.connect_timeout_ms);
+  k->state = RLOCK__LCONN_RESOLVING;
   int rc = queue_login(c, k);
+  if (rc == RLOCK_OK)
+    rc = rlock__ltimer_at(c, &k->io_timer, k->connect_until_us);
+  if (rc == RLOCK_OK)
+    rc = resolve(c, k);
   if (rc != RLOCK_OK) {
     rlock__lconn_fail(c, k, rc);
     return rc;
   }
-  if (r == 0) {
-    socket_up(c, k);
-  } else {
-    rlock__ltimer_at(c, &k->io_timer, k->connect_until_us);
-    set_watch(c, k, RLOCK_LOOP_WRITE);
-  }
-  return k->fd >= 0 ? RLOCK_OK : rlock_error_last()->code;
+  return k->state != RLOCK__LCONN_CLOSED ? RLOCK_OK : rlock_error_last()->code;
 }
 
 /* ---- failure ----------------------------------------------------------- */
 
-void rlock__lconn_fail(rlock_client *c, rlock__lconn *k, int rc) {
-  rlock__saved_error why;
-  rlock__error_save(&why);
-  if (k->fd >= 0) {
-    if (k->watching != 0)
-      c->loop->ad.watch(c->loop->ad.data, k->fd, 0);
-    close(k->fd);
-    k->fd = -1;
-    if (k->state == RLOCK__LCONN_READY)
-      rlock__obs_count(&c->obs, RLOCK__STAT_DISCONNECTS);
-    else
-      rlock__obs_count(&c->obs, RLOCK__STAT_CONNECT_FAILURES);
-  }
+/* Close the socket and forget what was queued; the requests are told by
+ * the caller. */
+static int shut(rlock_client *c, rlock__lconn *k) {
   int was = k->state;
+  if (k->fd >= 0 && k->watching != 0)
+    c->loop->ad.watch(c->loop->ad.data, k->fd, 0);
+  if (k->fd >= 0 && k->fd != k->dial.fd)
+    close(k->fd);
+  k->fd = -1;
+  rlock__dial_end(&k->dial);
+  rlock__resolve_drop(k->lookup);
+  k->lookup = NULL;
+  if (was == RLOCK__LCONN_READY)
+    rlock__obs_count(&c->obs, RLOCK__STAT_DISCONNECTS);
+  else if (was != RLOCK__LCONN_CLOSED)
+    rlock__obs_count(&c->obs, RLOCK__STAT_CONNECT_FAILURES);
   k->state = RLOCK__LCONN_CLOSED;
   k->watching = 0;
-  k->off = k->len = 0;
+  k->off = k->out.len = 0;
   k->due = 0;
   k->login_due = 0;
   rlock__ltimer_stop(c, &k->io_timer);
@@ -342,23 +328,32 @@ void rlock__lconn_fail(rlock_client *c, rlock__lconn *k, int rc) {
   k->rd = NULL;
   rlock__tls_close(k->tls);
   k->tls = NULL;
-  rlock__obs_log(&c->obs, RLOCK_LOG_WARN, "loop: %s", why.message);
+  return was;
+}
+
+void rlock__lconn_fail(rlock_client *c, rlock__lconn *k, int rc) {
+  rlock__saved_error why;
+  rlock__error_save(&why);
+  int was = shut(c, k);
+  if (was != RLOCK__LCONN_CLOSED)
+    rlock__obs_log(&c->obs, RLOCK_LOG_WARN, "loop: %s", why.message);
   uint64_t written = k->written;
   rlock__lreq *r = k->head;
   k->head = k->tail = NULL;
   while (r != NULL) {
     rlock__lreq *next = r->next;
+    r->next = NULL;
     r->q.rc = rc;
     r->q.reply = NULL;
     r->call.in_flight = written > r->start;
     r->call.transient = was != RLOCK__LCONN_READY || written <= r->start;
     rlock__error_restore(&why);
-    r->done(c, r);
+    rlock__lreq_failed(c, r);
     r = next;
   }
-  if (k->on_down != NULL) {
+  if (k->on_down != NULL && was != RLOCK__LCONN_CLOSED) {
     rlock__error_restore(&why);
-    k->on_down(c, rc);
+    k->on_down(c, k, rc);
   }
   rlock__error_restore(&why);
 }
@@ -366,21 +361,40 @@ void rlock__lconn_fail(rlock_client *c, rlock__lconn *k, int rc) {
 void rlock__lconn_destroy(rlock__lconn *k) {
   rlock__tls_close(k->tls);
   k->tls = NULL;
-  if (k->fd >= 0)
+  if (k->fd >= 0 && k->fd != k->dial.fd)
     close(k->fd);
   k->fd = -1;
+  rlock__dial_end(&k->dial);
+  rlock__resolve_drop(k->lookup);
+  k->lookup = NULL;
   rlock__reader_free(k->rd);
   k->rd = NULL;
-  free(k->out);
-  k->out = NULL;
+  free(k->out.p);
+  k->out = (rlock__buf){0};
+  free(k->sent);
+  k->sent = NULL;
 }
 
 /* ---- replies ----------------------------------------------------------- */
+
+/* SCRIPT LOAD's reply, ahead of the request's own: an error (an ACL
+ * without script|load) makes later first uses go as EVAL; this request's
+ * EVALSHA then meets NOSCRIPT and is sent again as EVAL. */
+static void load_answered(rlock__lconn *k, rlock__reply *reply) {
+  if (reply->type == RLOCK__R_ERROR)
+    k->noload = 1;
+  rlock__reply_free(reply);
+}
 
 /* The request at the head takes a reply; done, resent or kept. */
 static void feed_head(rlock_client *c, rlock__lconn *k, rlock__reply *reply) {
   rlock__lreq *r = k->head;
   r->replies--;
+  if (r->load_due) {
+    r->load_due = 0;
+    load_answered(k, reply);
+    return;
+  }
   rlock__step step = rlock__req_feed(&r->q, k->where, reply);
   if (step == RLOCK__STEP_MORE && r->replies > 0)
     return;
@@ -388,41 +402,26 @@ static void feed_head(rlock_client *c, rlock__lconn *k, rlock__reply *reply) {
   if (k->head == NULL)
     k->tail = NULL;
   r->next = NULL;
-  if (step == RLOCK__STEP_RESEND) {
-    rlock__lreq_send(c, r); /* EVAL after NOSCRIPT: to the tail */
-    return;
-  }
-  if (step != RLOCK__STEP_DONE) {
-    rlock__reply_free(r->q.reply);
-    r->q.reply = NULL;
-    if (step == RLOCK__STEP_MOVED || step == RLOCK__STEP_ASK ||
-        step == RLOCK__STEP_MORE)
-      r->q.rc = rlock__err(RLOCK_EPROTO,
-                           "redis %s: unexpected redirection or reply "
-                           "for a single server",
-                           k->where);
-    /* RETRY (LOADING, ...) keeps the server's status and message */
-    r->call.transient = step == RLOCK__STEP_RETRY;
-  }
   r->call.served_by = k->where;
-  r->done(c, r);
+  if (step == RLOCK__STEP_RESEND)
+    k->nevald = 0; /* NOSCRIPT: the server's scripts were flushed */
+  rlock__lreq_answered(c, k, r, step);
 }
 
 static void dispatch(rlock_client *c, rlock__lconn *k, rlock__reply *reply) {
   if (k->login_due > 0) {
+    const char *word = k->login[0];
+    k->login[0] = k->login[1];
     k->login_due--;
     answered(k);
-    if (reply->type == RLOCK__R_ERROR) {
-      int rc = rlock__error_status(k->where, reply);
-      rlock__reply_free(reply);
-      rlock__lconn_fail(c, k, rc);
-      return;
-    }
+    int rc = rlock__login_check(k->where, word, reply);
     rlock__reply_free(reply);
+    if (rc != RLOCK_OK)
+      rlock__lconn_fail(c, k, rc);
     return;
   }
   if (k->on_reply != NULL) {
-    k->on_reply(c, reply);
+    k->on_reply(c, k, reply);
     return;
   }
   if (k->head == NULL) {
@@ -485,6 +484,7 @@ static void on_readable(rlock_client *c, rlock__lconn *k) {
       rlock__lconn_fail(c, k, RLOCK_EIO);
       return;
     }
+    k->rx_us = rlock__now_us();
     rlock__read_status st = rlock__reader_feed(k->rd, buf, (size_t)n);
     if (st != RLOCK__READ_OK) {
       rlock__lconn_fail(c, k, read_error(k, st));
@@ -496,85 +496,78 @@ static void on_readable(rlock_client *c, rlock__lconn *k) {
   }
 }
 
-static void on_connect_done(rlock_client *c, rlock__lconn *k) {
-  int err = 0;
-  socklen_t len = sizeof err;
-  if (getsockopt(k->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
-    err = errno;
-  if (err != 0) {
-    rlock__err(RLOCK_EIO, "redis %s: cannot connect: %s", k->where,
-               strerror(err));
-    rlock__lconn_fail(c, k, RLOCK_EIO);
-    return;
-  }
-  socket_up(c, k);
-}
-
 void rlock__lconn_io(rlock_client *c, rlock__lconn *k, int events) {
   if (k->state == RLOCK__LCONN_CONNECTING) {
-    if (events == 0)
-      return;
-    on_connect_done(c, k);
-    return; /* flushed at the end of the turn once READY */
-  }
-  if (k->state == RLOCK__LCONN_HANDSHAKING) {
     if (events != 0)
-      handshake(c, k);
+      dial_step(c, k);
     return;
   }
-  if ((events & RLOCK_LOOP_READ) && k->fd >= 0)
+  if ((events & RLOCK_LOOP_READ) && k->fd >= 0 &&
+      k->state == RLOCK__LCONN_READY)
     on_readable(c, k);
   /* Writable: the end of the loop turn flushes. */
 }
 
 /* ---- requests ---------------------------------------------------------- */
 
-/* Send a script's text the first time this connection uses it. */
-static void first_use(rlock__lconn *k, rlock__req *q) {
+/* The first use of a script on this connection: SCRIPT LOAD it first
+ * (1, queued), or send it as EVAL where SCRIPT LOAD was refused. */
+static int first_use(rlock__lconn *k, rlock__req *q) {
   const rlock__script *s = q->call->script;
   if (s == NULL || q->eval)
-    return;
+    return 0;
   for (int i = 0; i < k->nevald; i++)
     if (k->evald[i] == s)
-      return;
-  q->eval = 1;
+      return 0;
   if (k->nevald < (int)(sizeof k->evald / sizeof k->evald[0]))
     k->evald[k->nevald++] = s;
+  if (k->noload) {
+    q->eval = 1;
+    return 0;
+  }
+  const char *argv[3] = {"SCRIPT", "LOAD", s->text};
+  size_t lens[3] = {6, 4, s->len};
+  if (rlock__resp_command(&k->out, 3, argv, lens) != 0) {
+    q->eval = 1; /* no room: the request's own encoding will say */
+    return 0;
+  }
+  return 1;
 }
 
-void rlock__lreq_send(rlock_client *c, rlock__lreq *r) {
-  rlock__lconn *k = &c->loop->cmd;
+void rlock__lreq_queue(rlock_client *c, rlock__lconn *k, rlock__lreq *r) {
   r->next = NULL;
-  r->call.in_flight = 0;
-  r->call.transient = 0;
-  if (c->loop->closing) {
-    r->q.rc = rlock__err(RLOCK_ECLOSED, "client freed");
-    r->done(c, r);
-    return;
-  }
   int rc = rlock__lconn_open(c, k);
-  if (rc == RLOCK_OK)
-    first_use(k, &r->q);
-  char *buf = NULL;
-  long len = rc == RLOCK_OK ? rlock__req_encode(&r->q, &buf) : -1;
-  if (rc == RLOCK_OK && len < 0)
+  if (k->off > 0 && k->off == k->out.len)
+    k->off = k->out.len = 0;
+  size_t was = k->out.len;
+  r->load_due = rc == RLOCK_OK && first_use(k, &r->q);
+  if (rc == RLOCK_OK && rlock__req_encode_to(&r->q, &k->out) < 0) {
     rc = rlock_error_last()->code;
-  if (rc == RLOCK_OK)
-    rc = rlock__lconn_queue(k, buf, (size_t)len);
-  free(buf);
+    if (r->load_due) { /* nothing of it goes out */
+      k->out.len = was;
+      k->nevald--;
+    }
+  }
   if (rc != RLOCK_OK) {
     r->q.rc = rc;
+    r->call.in_flight = 0;
     r->call.transient = k->state == RLOCK__LCONN_CLOSED;
-    r->done(c, r);
+    rlock__lreq_failed(c, r);
     return;
   }
-  r->start = k->queued - (uint64_t)len;
+  r->start = k->queued;
+  k->queued += k->out.len - was;
   r->sent_us = rlock__now_us();
-  r->replies = 1 + r->q.asking_reply + (r->q.wait_due ? 1 : 0);
+  r->replies = 1 + r->load_due + r->q.asking_reply + (r->q.wait_due ? 1 : 0);
   rlock__lconn_expect(c, k, r->replies);
   if (k->tail != NULL)
     k->tail->next = r;
   else
     k->head = r;
   k->tail = r;
+}
+
+void rlock__lconn_close(rlock_client *c, rlock__lconn *k) {
+  shut(c, k);
+  k->head = k->tail = NULL;
 }

@@ -32,11 +32,16 @@
 #define RLOCK_LOOP_INT_H
 
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include <stdatomic.h>
+
 #include "cmd.h"
+#include "lock_int.h"
+#include "conn.h"
+#include "dial.h"
+#include "refresh.h"
 #include "map.h"
 #include "reader.h"
 #include "rlock/loop.h"
@@ -68,6 +73,10 @@ int64_t rlock__ltimer_next(const rlock_client *c);
 
 /* ---- requests on a connection (lconn.c) -------------------------------- */
 
+struct rlock__node;
+struct rlock__lchan;
+typedef struct rlock__lnode rlock__lnode;
+
 /* A call in flight on a loop connection. Its owner embeds it and is told
  * once, through done(), with q.rc and (RLOCK_OK) q.reply set; the reply is
  * the owner's to free. */
@@ -75,61 +84,107 @@ typedef struct rlock__lreq rlock__lreq;
 struct rlock__lreq {
   rlock__req q;
   rlock__call call;
-  int64_t sent_us;   /* when it was queued */
-  uint64_t start;    /* bytes queued on the connection before it */
-  int replies;       /* replies still due for what was sent */
-  rlock__lreq *next; /* FIFO */
+  /* in: where retries of refusals and of unreachable nodes end (a
+   * cluster's TRYAGAIN, a failover); rlock__lreq_send reads it (the
+   * connect plus the command timeout at least) and clears it */
+  int64_t deadline_us;
+  int64_t until_us;         /* the deadline in force */
+  int attempt;              /* refusals retried so far (the back-off) */
+  struct rlock__node *to;   /* the node to send to next (a redirection),
+                               or NULL: route by the call's key */
+  struct rlock__node *node; /* the node it went to last */
+  rlock__ltimer retry;      /* the pause before routing again */
+  int direct;               /* sent on a connection of the caller's
+                               choosing (rlock__lreq_queue): never routed
+                               or retried */
+  char why[256];            /* a refusal's message, kept over a pause */
+  int64_t sent_us;          /* when it was queued */
+  uint64_t start;           /* bytes queued on the connection before it */
+  int replies;              /* replies still due for what was sent */
+  int load_due;             /* SCRIPT LOAD\'s reply comes first */
+  rlock__lreq *next;        /* FIFO */
   void (*done)(rlock_client *c, rlock__lreq *r);
 };
 
-/* Send `r->call` (built by the caller) on the command connection. Always
- * ends in done(): at once (from inside this call) when it cannot even be
- * queued. */
+/* Send `r->call` (built by the caller) to the node that serves its key:
+ * routed through the topology (net/topo.c), following MOVED and ASK,
+ * retrying refusals and unreachable nodes until r->deadline_us where the
+ * topology can change, as the blocking driver does (rlock__req_next).
+ * Always ends in done(): at once (from inside this call) when it cannot
+ * even be queued. */
 void rlock__lreq_send(rlock_client *c, rlock__lreq *r);
 
 enum rlock__lconn_state {
   RLOCK__LCONN_CLOSED,
-  RLOCK__LCONN_CONNECTING,  /* TCP (or unix) connect under way */
-  RLOCK__LCONN_HANDSHAKING, /* TLS handshake under way */
+  RLOCK__LCONN_RESOLVING,  /* a name lookup under way (a thread wakes us) */
+  RLOCK__LCONN_CONNECTING, /* net/dial.c's steps: connect, TLS handshake */
   RLOCK__LCONN_READY
 };
 
+typedef struct rlock__lconn rlock__lconn;
 struct rlock__lconn {
   int fd;
-  int state;    /* enum rlock__lconn_state */
-  int watching; /* events asked of the adapter */
-  char *out;    /* bytes to write: out[off..len) */
-  size_t off, len, cap;
+  int state;                 /* enum rlock__lconn_state */
+  int watching;              /* events asked of the adapter */
+  const rlock__endpoint *ep; /* whom it connects to (borrowed) */
+  rlock__lnode *ln;          /* the node it belongs to, NULL for a sentinel */
+  rlock__dial dial;          /* while CONNECTING */
+  struct rlock__lookup *lookup; /* while RESOLVING */
+  rlock__buf out;               /* bytes to write: out.p[off..out.len) */
+  size_t off;
   uint64_t queued;  /* bytes ever queued */
   uint64_t written; /* bytes ever written */
   rlock__reader *rd;
   struct rlock__tls_conn *tls; /* NULL: plain text */
-  int login_due;               /* AUTH / SELECT replies still to come */
-  int due;                     /* answers expected (not unlock messages) */
-  int64_t due_since_us;        /* the last answer, or the first one due */
-  rlock__lreq *head, *tail;    /* requests, in the order they were sent */
-  /* Scripts this connection has sent as EVAL (which caches them on the
-   * server): the first use of each goes as EVAL, so no NOSCRIPT answer
-   * sends a request back to the tail, past later ones. */
+  const char *login[2];        /* the login commands whose replies are due */
+  int login_due;
+  int due;                  /* answers expected (not unlock messages) */
+  int64_t due_since_us;     /* the last answer, or the first one due */
+  int64_t rx_us;            /* when bytes last came in */
+  rlock__lreq *head, *tail; /* requests, in the order they were sent */
+  /* Scripts loaded on this connection's server: the first use of each
+   * is preceded by SCRIPT LOAD, pipelined (so no NOSCRIPT sends a request
+   * back to the tail, past later ones: scripts loaded so are never
+   * evicted, and after a SCRIPT FLUSH every script request is refused
+   * alike and re-sent in order). Where an ACL refuses SCRIPT LOAD
+   * (noload), a first use goes as EVAL instead. */
   const struct rlock__script *evald[32];
   int nevald;
+  int noload;
   rlock__ltimer io_timer;   /* connect timeout, then the head's reply */
   int64_t connect_until_us; /* while connecting */
-  /* A connection with no request FIFO (the subscriber) hands every reply
-   * here (it takes it); NULL for the command connection. */
-  void (*on_reply)(rlock_client *c, rlock__reply *r);
-  /* After the connection failed (every request told): the subscriber's
-   * re-subscription. NULL for the command connection. */
-  void (*on_down)(rlock_client *c, int rc);
+  /* A subscriber connection (no request FIFO) hands every reply here (it
+   * takes it); NULL for a command connection. */
+  void (*on_reply)(rlock_client *c, rlock__lconn *k, rlock__reply *r);
+  /* After the connection failed (every request told): a subscriber's
+   * re-subscription. NULL for a command connection. */
+  void (*on_down)(rlock_client *c, rlock__lconn *k, int rc);
+  /* A subscriber's (UN)SUBSCRIBE commands whose confirmations are due, in
+   * order (lsub.c). */
+  struct rlock__lchan **sent;
+  size_t nsent, capsent;
+  int sharded; /* a subscriber: SSUBSCRIBE (1) or SUBSCRIBE (0) */
   char where[128];
 };
 
+/* One server's connections on the loop: one per rlock__node met. */
+struct rlock__lnode {
+  struct rlock__node *node;
+  rlock__lconn cmd; /* commands, pipelined */
+  rlock__lconn sub; /* its subscriptions (lsub.c) */
+  rlock__lreq info; /* INFO replication, while the count is asked */
+  int info_busy;
+  rlock__lreq *await_first, *await_last; /* lock writes waiting for it */
+};
+
+/* Set up a closed connection to `ep` (borrowed; it must outlive k). */
+void rlock__lconn_init(rlock__lconn *k, const rlock__endpoint *ep,
+                       rlock__lnode *ln);
 /* Open (start connecting) when closed. RLOCK_OK, or a status with the
  * last error set (the connection stays closed). */
 int rlock__lconn_open(rlock_client *c, rlock__lconn *k);
-/* Queue bytes; flushed at the end of the loop turn. RLOCK_ENOMEM. */
-int rlock__lconn_queue(rlock__lconn *k, const char *buf, size_t len);
-/* Queue a plain command (words and lengths). RLOCK_ENOMEM. */
+/* Queue a plain command (words and lengths); flushed at the end of the
+ * loop turn. RLOCK_ENOMEM. */
 int rlock__lconn_command(rlock__lconn *k, int argc, const char **argv,
                          const size_t *lens);
 /* Fail: close, tell every request (RLOCK_ECLOSED, RLOCK_EIO, ...) with the
@@ -142,8 +197,49 @@ void rlock__lconn_expect(rlock_client *c, rlock__lconn *k, int n);
 void rlock__lconn_flush(rlock_client *c, rlock__lconn *k);
 /* The adapter says `events` are ready on k->fd. */
 void rlock__lconn_io(rlock_client *c, rlock__lconn *k, int events);
+/* A name lookup thread finished: go on connecting the connections that
+ * waited for theirs. */
+void rlock__lconn_lookups(rlock_client *c, rlock__lconn *k);
+/* Close a connection with no request in flight, quietly. */
+void rlock__lconn_close(rlock_client *c, rlock__lconn *k);
 /* Free the buffers of a closed connection. */
 void rlock__lconn_destroy(rlock__lconn *k);
+
+/* lroute.c: a request goes on `k` now (opening it when closed; a failure
+ * goes to rlock__lreq_failed). */
+void rlock__lreq_queue(rlock_client *c, rlock__lconn *k, rlock__lreq *r);
+/* The head of a FIFO got its last reply, `step` what it says. */
+void rlock__lreq_answered(rlock_client *c, rlock__lconn *k, rlock__lreq *r,
+                          rlock__step step);
+/* The request failed on its connection (q.rc, call.transient and
+ * call.in_flight set): retried where the topology may change, else done. */
+void rlock__lreq_failed(rlock_client *c, rlock__lreq *r);
+
+/* The loop's connections to `node`, made on first use. NULL (last error
+ * set) when out of memory. */
+rlock__lnode *rlock__lnode_of(rlock_client *c, struct rlock__node *node);
+/* Every connection the loop has: call fn on each. */
+void rlock__lconn_each(rlock_client *c,
+                       void (*fn)(rlock_client *c, rlock__lconn *k));
+
+/* ---- the topology on the loop (ltopo.c) --------------------------------- */
+
+/* Refresh the topology (net/refresh.c's steps on loop connections) unless
+ * one is under way or, without `force`, one ran within
+ * RLOCK__TOPO_REFRESH_MS. A single server has nothing to refresh. */
+void rlock__ltopo_refresh(rlock_client *c, int force);
+/* A parked request's refresh ended with `rc` (lroute.c). */
+void rlock__lreq_unparked(rlock_client *c, rlock__lreq *r, int rc);
+/* Queue a lock write on `ln` with WAIT behind it where the node has
+ * replicas, asking INFO replication first when the count is not known. */
+void rlock__lreplicas_send(rlock_client *c, rlock__lnode *ln, rlock__lreq *r);
+/* Hold `r` until a refresh ends (no node serves its key yet), starting
+ * one: then it is routed again, or fails with the refresh's status. */
+void rlock__ltopo_park(rlock_client *c, rlock__lreq *r);
+/* The client is going away: parked requests end with RLOCK_ECLOSED. */
+void rlock__ltopo_destroy(rlock_client *c);
+/* Sentinel's master changed: the subscriber follows (core.c). */
+void rlock__ltopo_master_changed(void *arg);
 
 /* ---- pending operations (core.c, lacquire.c, lops.c) ------------------- */
 
@@ -209,6 +305,9 @@ struct rlock_op {
   /* release */
   int hold_state;
   int64_t keep_ms;
+  rlock__latch latch;       /* its unlock latch (lock_int.h), and ... */
+  char latch_id[33];        /* ... the request id every repeat carries */
+  int64_t release_until_us; /* repeats end here */
   /* MultiLock (lmulti.c) */
   struct rlock_multilock *multi;
   size_t index;    /* the member being taken, given back or re-let */
@@ -279,6 +378,7 @@ enum rlock__lchan_state {
 
 struct rlock__lchan {
   rlock__ltimer linger; /* first: the timer finds its channel */
+  rlock__lconn *k;      /* the subscriber it is (being) subscribed on */
   char *name;
   size_t len;
   int state;              /* enum rlock__lchan_state */
@@ -328,18 +428,31 @@ typedef struct rlock__loop {
   rlock_op *done_first, *done_last; /* completions due */
   pthread_mutex_t inbox_mu;
   rlock_op *inbox_first, *inbox_last;
-  rlock_op *cancel_first, *cancel_last; /* rlock_op_cancel off the loop */
-  struct sockaddr_storage addr;
-  socklen_t addrlen;
-  rlock__lconn cmd; /* commands, pipelined */
-  rlock__lconn sub; /* SUBSCRIBE and unlock messages */
-  rlock__map chans; /* channel -> rlock__lchan* */
-  /* Channels whose (UN)SUBSCRIBE was sent, confirmations due in order. */
-  rlock__lchan **sent;
-  size_t nsent, capsent;
-  rlock__ltimer sub_retry; /* re-subscribing after the subscriber failed */
+  /* rlock_op_cancel from other threads (core.c) */
+  rlock_op *cancel_first, *cancel_last;
+  atomic_int lookups_done; /* a name lookup thread woke the loop */
+  /* the servers (lroute.c): one entry per topology node met */
+  rlock__lnode **nodes;
+  size_t nnodes, capnodes;
+  /* the topology (ltopo.c) */
+  rlock__lconn sentinel;   /* a refresh's question to a sentinel */
+  rlock__lconn swatch;     /* +switch-master on a sentinel (lsub.c) */
+  rlock__refresh refresh;  /* the refresh under way */
+  rlock__lreq refresh_req; /* its question in flight */
+  int refreshing;
+  int64_t refreshed_us; /* when the last one began */
+  int master_changed;   /* Sentinel named a new master meanwhile */
+  rlock__lreq *parked_first, *parked_last; /* waiting for the refresh */
+  /* the subscriber (lsub.c) */
+  rlock__map chans;        /* channel -> rlock__lchan* */
+  rlock__ltimer sub_retry; /* re-subscribing after a subscriber failed */
   int64_t sub_backoff_ms;
-  int idle_chans;                 /* channels lingering with no waiter */
+  int idle_chans;             /* channels lingering with no waiter */
+  rlock__ltimer swatch_retry; /* reconnecting the +switch-master watch */
+  rlock__ltimer health;       /* PINGs to silent subscribers */
+  int64_t swatch_backoff_ms;
+  size_t swatch_next; /* the sentinel to try next */
+  /* the watchdog (lrenew.c) */
   rlock__ltimer renew;            /* the watchdog's tick */
   struct rlock__renew_tick *tick; /* the tick under way, or NULL */
   rlock__lreq renew_req;          /* its batch in flight */
@@ -349,14 +462,19 @@ typedef struct rlock__loop {
 void rlock__lrenew_arm(rlock_client *c);
 /* The tick (lrenew.c). */
 void rlock__lrenew_tick(rlock_client *c, rlock__ltimer *t);
+/* Make sure silent subscribers are PINGed (a timer while any is open). */
+void rlock__lsub_health_arm(rlock_client *c);
+/* Make `k` a subscriber connection (lsub.c's replies and failures). */
+void rlock__lsub_conn_init(rlock__lconn *k);
 /* Free every channel (client going away). */
 void rlock__lsub_destroy(rlock_client *c);
-/* Subscriber connection failed: every waiter attempts again and channels
- * re-subscribe with back-off. */
-void rlock__lsub_down(rlock_client *c, int rc);
-/* A reply (push) on the subscriber connection. */
-void rlock__lsub_reply(rlock_client *c, rlock__reply *r);
 /* Timer: subscribe again. */
 void rlock__lsub_retry(rlock_client *c, rlock__ltimer *t);
+/* Sentinel named another master: subscriptions move to it. */
+void rlock__lsub_master_changed(rlock_client *c);
+/* Sentinel: keep a +switch-master subscription on one sentinel (lswatch
+ * in lsub.c), so a failover is followed at once. */
+void rlock__lswatch_start(rlock_client *c);
+void rlock__lswatch_retry(rlock_client *c, rlock__ltimer *t);
 
 #endif /* RLOCK_LOOP_INT_H */

@@ -16,6 +16,7 @@
 #include "common.h"
 #include "lock_int.h"
 #include "loop.h"
+#include "watchdog.h"
 
 static rlock_op *of_lreq(rlock__lreq *r) {
   return (rlock_op *)((char *)r - offsetof(rlock_op, lreq));
@@ -93,18 +94,47 @@ static int answer(rlock__lreq *r, rlock__reply **reply) {
   return r->q.rc;
 }
 
+static void release_send(rlock_op *op);
+
+static void release_again_due(rlock_client *c, rlock__ltimer *t) {
+  (void)c;
+  release_send((rlock_op *)((char *)t - offsetof(rlock_op, timer)));
+}
+
+/* As rlock_lock_release: a release that failed in flight or that no
+ * replica confirmed is sent again with the same latch while the connect
+ * plus the command timeout lasts (the latch answers a repeat with the
+ * first answer). */
 static void release_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
   rlock_op *op = of_lreq(r);
   rlock__reply *reply;
   int rc = answer(r, &reply);
+  if (rlock__release_again(&op->latch, rc, &r->call, op->release_until_us)) {
+    rlock__reply_free(reply);
+    rlock__ltimer_init(&op->timer, release_again_due);
+    if (rlock__ltimer_at(op->c, &op->timer, rlock__deadline_after_ms(20)) ==
+        RLOCK_OK)
+      return;
+    rc = rlock__err(RLOCK_ENOMEM, "out of memory");
+    reply = NULL;
+  }
   if (rc == RLOCK_OK) {
     char field[RLOCK_FIELD_MAX];
     rlock__field(op->l, op->owner, field);
     rc = rlock__release_result(op->l, field, op->hold_state, reply);
   }
   rlock__reply_free(reply);
+  if (rc == RLOCK_OK && rlock__call_unconfirmed(&r->call))
+    rc = rlock__release_unconfirmed(op->l, &r->call);
   rlock__lop_finish(op, rlock__wrongtype(op->l, rc), 0);
+}
+
+static void release_send(rlock_op *op) {
+  rlock_lock *l = op->l;
+  l->kind->release(l, op->owner, op->keep_ms, &op->latch, &op->lreq.call);
+  op->lreq.call.sync = 1;
+  send_call(op, release_done);
 }
 
 /* Stop renewal first, as the blocking release does. */
@@ -113,8 +143,10 @@ void rlock__lrelease_start(rlock_op *op) {
   char field[RLOCK_FIELD_MAX];
   rlock__field(l, op->owner, field);
   rlock__hold_pop(op->c, l->name, field, &op->hold_state, &op->keep_ms);
-  l->kind->release(l, op->owner, op->keep_ms, &rlock__no_latch, &op->lreq.call);
-  send_call(op, release_done);
+  rlock__release_latch(l, &op->latch, op->latch_id);
+  op->release_until_us = rlock__deadline_after_ms(
+      op->c->cfg.connect_timeout_ms + op->c->cfg.command_timeout_ms);
+  release_send(op);
 }
 
 int rlock_lock_release_async(rlock_lock *l, uint64_t owner, rlock_async_fn cb,
@@ -145,11 +177,18 @@ static void force_done(rlock_client *c, rlock__lreq *r) {
       rlock__hold_mark_lost(c, op->l->name);
   }
   rlock__reply_free(reply);
+  if (rc == RLOCK_OK && rlock__call_unconfirmed(&r->call))
+    rc = rlock__err(RLOCK_EREPLICA,
+                    "%s '%s' was force-released on %s, but no replica "
+                    "confirmed it within %lld ms",
+                    op->l->kind->label, op->l->name, r->call.served_by,
+                    (long long)c->cfg.replica_sync_timeout_ms);
   rlock__lop_finish(op, rlock__wrongtype(op->l, rc), deleted);
 }
 
 static void force_start(rlock_op *op) {
   op->l->kind->force_release(op->l, &op->lreq.call);
+  op->lreq.call.sync = 1;
   send_call(op, force_done);
 }
 
@@ -165,14 +204,16 @@ int rlock_lock_force_release_async(rlock_lock *l, rlock_async_fn cb,
 /* ---- queries ------------------------------------------------------------ */
 
 static void inspect_done(rlock_client *c, rlock__lreq *r) {
+  (void)c;
   rlock_op *op = of_lreq(r);
+  const char *where = r->node != NULL ? r->node->where : "";
   rlock__reply *reply;
   int rc = answer(r, &reply);
   rlock_lock_info *info = NULL;
   if (rc == RLOCK_OK && (info = rlock__info_new()) == NULL)
     rc = RLOCK_ENOMEM;
   if (rc == RLOCK_OK)
-    rc = rlock__inspect_parse(reply, info, c->loop->cmd.where);
+    rc = rlock__inspect_parse(reply, info, where);
   rlock__reply_free(reply);
   int64_t value = 0;
   if (rc == RLOCK_OK && op->type == RLOCK__LOP_IS_LOCKED)

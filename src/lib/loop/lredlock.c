@@ -33,6 +33,7 @@
 #include "lock_int.h"
 #include "loop.h"
 #include "redlock_int.h"
+#include "watchdog.h"
 
 enum { ROUND, GIVING_BACK, PAUSE };
 

@@ -10,6 +10,7 @@
 #include "client_int.h"
 #include "common.h"
 #include "loop.h"
+#include "watchdog.h"
 
 static void arm_at(rlock_client *c, int64_t at) {
   if (at != INT64_MAX)
@@ -19,9 +20,9 @@ static void arm_at(rlock_client *c, int64_t at) {
 void rlock__lrenew_arm(rlock_client *c) {
   if (c->loop->tick != NULL)
     return; /* a tick is under way: it arms the next one when through */
-  pthread_mutex_lock(&c->wd.mu);
-  int64_t at = c->wd.armed ? c->wd.next_tick_us : INT64_MAX;
-  pthread_mutex_unlock(&c->wd.mu);
+  pthread_mutex_lock(&c->wd->mu);
+  int64_t at = c->wd->armed ? c->wd->next_tick_us : INT64_MAX;
+  pthread_mutex_unlock(&c->wd->mu);
   arm_at(c, at);
 }
 

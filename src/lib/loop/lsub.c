@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * lsub.c - a loop client's subscriber: one connection, channels shared by
- * the acquisitions waiting on them.
+ * lsub.c - a loop client's subscribers: channels shared by the
+ * acquisitions waiting on them, each on the subscriber connection of the
+ * node that serves it: one connection for classic pub/sub (the primary:
+ * a single server, Sentinel's master, or any node of a cluster, which
+ * forwards PUBLISH everywhere), or one per node that owns a waited-for
+ * channel's slot for sharded pub/sub (SSUBSCRIBE, Redisson's AUTO rule on
+ * Redis 7, decided by the topology's probe).
  *
  * Redisson's messages: "0" (an unlock) wakes one waiter, the one that has
  * waited longest and is asleep, or is kept as a permit for the next one
@@ -11,9 +16,16 @@
  * no SUBSCRIBE. Confirmations come back in the order the commands went
  * out (the `sent` queue), which is how an error reply finds its channel.
  *
- * When the connection fails, every waiter is woken (an unlock may have
- * been missed) and the channels that still have waiters are subscribed
- * again after a back-off (25 ms doubling to 1 s).
+ * When a connection fails, when the server drops a sharded subscription by
+ * itself (its slot moved), or when Sentinel names a new master, its
+ * channels' waiters are woken (an unlock may have been missed) and the
+ * channels that still have waiters are subscribed again where they now
+ * live, after a back-off (25 ms doubling to 1 s). A subscriber silent for
+ * 30 s is sent a PING, and one that does not answer within the command
+ * timeout is dropped and redone (lconn.c's no-answer timeout).
+ *
+ * With Sentinel, one connection also listens for +switch-master on a
+ * sentinel (the "swatch"), so a failover is followed at once.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,9 +33,14 @@
 #include "client_int.h"
 #include "common.h"
 #include "loop.h"
+#include "sentinel.h"
+#include "subproto.h"
 
-#define RESUB_FIRST_MS 25
-#define RESUB_MAX_MS 1000
+#define RESUB_FIRST_MS RLOCK__RESUB_MIN_MS
+#define RESUB_MAX_MS RLOCK__RESUB_MAX_MS
+#define PING_IDLE_US RLOCK__SUB_PING_IDLE_US
+#define SWATCH_BACKOFF_MIN_MS 100
+#define SWATCH_BACKOFF_MAX_MS 5000
 
 static void chan_free(rlock_client *c, rlock__lchan *ch) {
   rlock__ltimer_stop(c, &ch->linger);
@@ -32,45 +49,78 @@ static void chan_free(rlock_client *c, rlock__lchan *ch) {
 }
 
 static void chan_drop(rlock_client *c, rlock__lchan *ch) {
-  rlock__loop *lp = c->loop;
-  for (size_t i = 0; i < lp->nsent; i++) /* confirmations still due */
-    if (lp->sent[i] == ch)
-      lp->sent[i] = NULL;
-  rlock__map_del(&lp->chans, ch->name, ch->len);
+  rlock__lconn *k = ch->k;
+  for (size_t i = 0; k != NULL && i < k->nsent; i++) /* confirmations due */
+    if (k->sent[i] == ch)
+      k->sent[i] = NULL;
+  rlock__map_del(&c->loop->chans, ch->name, ch->len);
   chan_free(c, ch);
 }
 
-static int queue_word(rlock_client *c, rlock__lchan *ch, const char *word) {
-  rlock__loop *lp = c->loop;
-  int rc = rlock__lconn_open(c, &lp->sub);
+/* The subscriber connection that serves `ch` now: the node of its slot
+ * (sharded) or the primary (classic). NULL while the topology does not
+ * know (a refresh is then under way). */
+static rlock__lconn *conn_for(rlock_client *c, const rlock__lchan *ch) {
+  int sharded = atomic_load(&c->topo.sharded) > 0;
+  rlock__node *node = rlock__sub_node(&c->topo, sharded, ch->name);
+  rlock__lnode *ln = node != NULL ? rlock__lnode_of(c, node) : NULL;
+  if (ln == NULL)
+    return NULL;
+  if (ln->sub.state == RLOCK__LCONN_CLOSED)
+    ln->sub.sharded = sharded;
+  return &ln->sub;
+}
+
+void rlock__lsub_health_arm(rlock_client *c);
+
+static int queue_word(rlock_client *c, rlock__lchan *ch, rlock__lconn *k,
+                      const char *word) {
+  int rc = rlock__lconn_open(c, k);
   if (rc != RLOCK_OK)
     return rc;
-  if (lp->nsent == lp->capsent) {
-    size_t cap = lp->capsent ? lp->capsent * 2 : 16;
-    rlock__lchan **sent = rlock__realloc(lp->sent, cap * sizeof *sent);
+  if (k->nsent == k->capsent) {
+    size_t cap = k->capsent ? k->capsent * 2 : 16;
+    rlock__lchan **sent = rlock__realloc(k->sent, cap * sizeof *sent);
     if (sent == NULL)
       return rlock__err(RLOCK_ENOMEM, "out of memory");
-    lp->sent = sent;
-    lp->capsent = cap;
+    k->sent = sent;
+    k->capsent = cap;
   }
   const char *argv[2] = {word, ch->name};
   size_t lens[2] = {strlen(word), ch->len};
-  if ((rc = rlock__lconn_command(&lp->sub, 2, argv, lens)) != RLOCK_OK)
+  if ((rc = rlock__lconn_command(k, 2, argv, lens)) != RLOCK_OK)
     return rc;
-  lp->sent[lp->nsent++] = ch;
-  rlock__lconn_expect(c, &lp->sub, 1);
+  k->sent[k->nsent++] = ch;
+  rlock__lconn_expect(c, k, 1);
   return RLOCK_OK;
 }
 
+/* Subscribe where the channel lives; when the topology does not know yet,
+ * the retry timer subscribes once a refresh has told. */
 static int subscribe(rlock_client *c, rlock__lchan *ch) {
-  int rc = queue_word(c, ch, "SUBSCRIBE");
-  if (rc == RLOCK_OK)
+  rlock__lconn *k = conn_for(c, ch);
+  if (k == NULL) {
+    ch->state = RLOCK__LCHAN_NONE;
+    ch->k = NULL;
+    rlock__ltopo_refresh(c, 1);
+    if (c->loop->sub_retry.idx == RLOCK__LTIMER_OFF)
+      rlock__ltimer_at(c, &c->loop->sub_retry,
+                       rlock__deadline_after_ms(RESUB_FIRST_MS));
+    return RLOCK_OK;
+  }
+  int rc = queue_word(c, ch, k, rlock__sub_word(k->sharded, 0));
+  if (rc == RLOCK_OK) {
+    rlock__lsub_health_arm(c);
     ch->state = RLOCK__LCHAN_PENDING;
+    ch->k = k;
+  }
   return rc;
 }
 
 static void unsubscribe(rlock_client *c, rlock__lchan *ch) {
-  if (queue_word(c, ch, "UNSUBSCRIBE") == RLOCK_OK)
+  rlock__lconn *k = ch->k;
+  if (k != NULL && k->state != RLOCK__LCONN_CLOSED &&
+      queue_word(c, ch, k, rlock__sub_word(k->sharded, 1)) == RLOCK_OK)
     ch->state = RLOCK__LCHAN_UNSUB_PENDING;
   else
     ch->state = RLOCK__LCHAN_NONE; /* the connection is gone: so is it */
@@ -193,9 +243,9 @@ static void walk(rlock_client *c, rlock__lchan *ch, int what) {
 }
 
 /* "0": the longest sleeper, else a permit. "1": everyone. */
-static void deliver(rlock_client *c, rlock__lchan *ch, const rlock__reply *m) {
+static void deliver(rlock_client *c, rlock__lchan *ch, const char *payload) {
   rlock__obs_count(&c->obs, RLOCK__STAT_WAKEUPS);
-  if (m->type == RLOCK__R_STR && m->len == 1 && m->str[0] == '1') {
+  if (rlock__unlock_wakes_all(payload)) {
     walk(c, ch, 2);
     return;
   }
@@ -208,14 +258,19 @@ static void deliver(rlock_client *c, rlock__lchan *ch, const rlock__reply *m) {
     ch->permits++;
 }
 
-static rlock__lchan *pop_sent(rlock__loop *lp) {
-  if (lp->nsent == 0)
+/* An answer came that was due on k (a confirmation, a PONG). */
+static void answered(rlock__lconn *k) {
+  if (k->due > 0)
+    k->due--;
+  k->due_since_us = rlock__now_us();
+}
+
+static rlock__lchan *pop_sent(rlock__lconn *k) {
+  if (k->nsent == 0)
     return NULL;
-  rlock__lchan *ch = lp->sent[0];
-  memmove(lp->sent, lp->sent + 1, --lp->nsent * sizeof *lp->sent);
-  if (lp->sub.due > 0)
-    lp->sub.due--;
-  lp->sub.due_since_us = rlock__now_us();
+  rlock__lchan *ch = k->sent[0];
+  memmove(k->sent, k->sent + 1, --k->nsent * sizeof *k->sent);
+  answered(k);
   return ch;
 }
 
@@ -233,104 +288,163 @@ static void confirmed(rlock_client *c, rlock__lchan *ch, int subscribed) {
   }
 }
 
-/* An error reply to (UN)SUBSCRIBE: an ACL refusing the channel. */
-static void refused(rlock_client *c, rlock__reply *r) {
-  rlock__lchan *ch = pop_sent(c->loop);
-  rlock__error_status(c->loop->sub.where, r); /* sets the last error */
+/* Subscribe again soon (the retry timer), unless it is armed already. */
+static void retry_soon(rlock_client *c) {
+  rlock__loop *lp = c->loop;
+  if (lp->sub_backoff_ms == 0)
+    lp->sub_backoff_ms = RESUB_FIRST_MS;
+  if (lp->sub_retry.idx == RLOCK__LTIMER_OFF)
+    rlock__ltimer_at(c, &lp->sub_retry, rlock__now_us());
+}
+
+/* The server dropped a sharded subscription by itself: its slot moved.
+ * Subscribed again where it lives now, its waiters woken meanwhile. */
+static void dropped(rlock_client *c, rlock__lchan *ch) {
+  if (ch->linger.idx != RLOCK__LTIMER_OFF) {
+    rlock__ltimer_stop(c, &ch->linger);
+    c->loop->idle_chans--;
+  }
+  ch->state = RLOCK__LCHAN_NONE;
+  ch->k = NULL;
+  rlock__ltopo_refresh(c, 1);
+  retry_soon(c);
+}
+
+/* An error reply to (UN)SUBSCRIBE: MOVED (a sharded channel's slot is
+ * served elsewhere) redoes it where it lives after a refresh; anything
+ * else (an ACL refusing the channel) fails its waiters. */
+static void refused(rlock_client *c, rlock__lconn *k, rlock__reply *r) {
+  rlock__lchan *ch = pop_sent(k);
+  if (ch != NULL && rlock__sub_error_moved(r)) {
+    dropped(c, ch);
+    return;
+  }
+  rlock__error_status(k->where, r); /* sets the last error */
   if (ch == NULL)
     return;
   ch->state = RLOCK__LCHAN_NONE;
   walk(c, ch, 0);
 }
 
-void rlock__lsub_reply(rlock_client *c, rlock__reply *r) {
-  rlock__loop *lp = c->loop;
-  if (r->type == RLOCK__R_ERROR) {
-    refused(c, r);
-    rlock__reply_free(r);
-    return;
-  }
-  if (r->type != RLOCK__R_ARRAY || r->n != 3 ||
-      r->elem[0]->type != RLOCK__R_STR || r->elem[1]->type != RLOCK__R_STR) {
-    rlock__reply_free(r); /* PONG and the like: nothing to do */
-    return;
-  }
-  const char *kind = r->elem[0]->str;
-  rlock__lchan *ch =
-      rlock__map_get(&lp->chans, r->elem[1]->str, r->elem[1]->len);
-  if (strcmp(kind, "message") == 0) {
-    if (ch != NULL)
-      deliver(c, ch, r->elem[2]);
-  } else if (strcmp(kind, "subscribe") == 0 ||
-             strcmp(kind, "unsubscribe") == 0) {
-    rlock__lchan *head = pop_sent(lp);
+static void on_push(rlock_client *c, rlock__lconn *k, const rlock__push *p) {
+  rlock__lchan *ch = rlock__map_get(&c->loop->chans, p->channel, p->chlen);
+  if (p->kind == RLOCK__PUSH_MESSAGE) {
+    if (ch != NULL && ch->k == k)
+      deliver(c, ch, p->payload);
+  } else if (p->kind == RLOCK__PUSH_UNSUBSCRIBED && ch != NULL && ch->k == k &&
+             ch->state == RLOCK__LCHAN_ACTIVE) {
+    dropped(c, ch); /* not asked for */
+  } else if (p->kind != RLOCK__PUSH_OTHER) {
+    rlock__lchan *head = pop_sent(k);
     if (head != NULL && head == ch)
-      confirmed(c, ch, kind[0] == 's');
+      confirmed(c, ch, p->kind == RLOCK__PUSH_SUBSCRIBED);
+  }
+}
+
+static void on_reply(rlock_client *c, rlock__lconn *k, rlock__reply *r) {
+  rlock__push p;
+  if (r->type == RLOCK__R_ERROR) {
+    refused(c, k, r);
+  } else {
+    rlock__push_read(r, &p);
+    if (p.pong)
+      answered(k); /* the health check's */
+    else
+      on_push(c, k, &p);
   }
   rlock__reply_free(r);
-}
-
-static void forget(const char *k, size_t kl, void *v, void *arg) {
-  (void)k, (void)kl, (void)arg;
-  ((rlock__lchan *)v)->state = RLOCK__LCHAN_NONE;
-}
-
-void rlock__lsub_down(rlock_client *c, int rc) {
-  (void)rc;
-  rlock__loop *lp = c->loop;
-  rlock__map_each(&lp->chans, forget, NULL);
-  lp->nsent = 0;
-  lp->idle_chans = 0;
-  if (lp->sub_backoff_ms == 0)
-    lp->sub_backoff_ms = RESUB_FIRST_MS;
-  /* Not walked here: this may run inside a walk (a waiter's leaving
-   * unsubscribes, which can fail). The retry timer does it. */
-  rlock__ltimer_at(c, &lp->sub_retry, rlock__now_us());
 }
 
 typedef struct chan_list {
   rlock__lchan **items;
   size_t n;
+  rlock__lconn *k; /* collect: only channels on k (NULL: all) */
 } chan_list;
 
-static void collect(const char *k, size_t kl, void *v, void *arg) {
-  (void)k, (void)kl;
+static void collect(const char *key, size_t kl, void *v, void *arg) {
+  (void)key, (void)kl;
   chan_list *l = arg;
-  l->items[l->n++] = v;
+  rlock__lchan *ch = v;
+  if (l->k == NULL || ch->k == l->k)
+    l->items[l->n++] = ch;
+}
+
+/* The channels on `k` (NULL: all), in a list that stays valid while
+ * channels come and go. NULL items when out of memory. */
+static chan_list list_chans(rlock_client *c, rlock__lconn *k) {
+  rlock__loop *lp = c->loop;
+  chan_list l = {rlock__calloc(lp->chans.count + 1, sizeof *l.items), 0, k};
+  if (l.items != NULL)
+    rlock__map_each(&lp->chans, collect, &l);
+  return l;
+}
+
+static void on_down(rlock_client *c, rlock__lconn *k, int rc) {
+  (void)rc;
+  chan_list l = list_chans(c, k);
+  for (size_t i = 0; i < l.n; i++) {
+    rlock__lchan *ch = l.items[i];
+    if (ch->linger.idx != RLOCK__LTIMER_OFF) {
+      rlock__ltimer_stop(c, &ch->linger);
+      c->loop->idle_chans--;
+    }
+    ch->state = RLOCK__LCHAN_NONE;
+    ch->k = NULL;
+  }
+  free(l.items);
+  k->nsent = 0;
+  /* Not walked here: this may run inside a walk (a waiter's leaving
+   * unsubscribes, which can fail). The retry timer does it. */
+  retry_soon(c);
+}
+
+void rlock__lsub_conn_init(rlock__lconn *k) {
+  k->on_reply = on_reply;
+  k->on_down = on_down;
 }
 
 void rlock__lsub_retry(rlock_client *c, rlock__ltimer *t) {
   (void)t;
   rlock__loop *lp = c->loop;
-  chan_list l = {rlock__calloc(lp->chans.count + 1, sizeof *l.items), 0};
+  chan_list l = list_chans(c, NULL);
   if (l.items == NULL) {
     rlock__ltimer_at(c, &lp->sub_retry, rlock__now_us() + 1000 * RESUB_MAX_MS);
     return;
   }
-  rlock__map_each(&lp->chans, collect, &l);
   int failed = 0;
   for (size_t i = 0; i < l.n && !lp->doomed; i++) {
     rlock__lchan *ch = l.items[i];
-    rlock__ltimer_stop(c, &ch->linger);
+    if (ch->state != RLOCK__LCHAN_NONE)
+      continue;              /* on a connection that is up */
     if (ch->nwaiters == 0) { /* lingering: the server dropped it */
       chan_drop(c, ch);
       continue;
     }
-    if (ch->state != RLOCK__LCHAN_PENDING && subscribe(c, ch) != RLOCK_OK) {
-      ch->state = RLOCK__LCHAN_NONE;
+    if (subscribe(c, ch) != RLOCK_OK || ch->state == RLOCK__LCHAN_NONE)
       failed = 1;
-    }
     walk(c, ch, 2); /* an unlock may have been missed: attempt again */
   }
   free(l.items);
-  if (failed) {
+  if (failed && lp->sub_retry.idx == RLOCK__LTIMER_OFF) {
     rlock__ltimer_at(c, &lp->sub_retry,
                      rlock__deadline_after_ms(lp->sub_backoff_ms));
     lp->sub_backoff_ms = lp->sub_backoff_ms * 2 < RESUB_MAX_MS
                              ? lp->sub_backoff_ms * 2
                              : RESUB_MAX_MS;
-  } else {
+  } else if (!failed) {
     lp->sub_backoff_ms = 0;
+  }
+}
+
+void rlock__lsub_master_changed(rlock_client *c) {
+  rlock__loop *lp = c->loop;
+  rlock__node *primary = rlock__topo_lookup(&c->topo, NULL);
+  for (size_t i = 0; i < lp->nnodes && !lp->doomed; i++) {
+    rlock__lconn *k = &lp->nodes[i]->sub;
+    if (lp->nodes[i]->node != primary && k->state != RLOCK__LCONN_CLOSED) {
+      rlock__err(RLOCK_EIO, "sentinel: %s is no longer the master", k->where);
+      rlock__lconn_fail(c, k, RLOCK_EIO);
+    }
   }
 }
 
@@ -341,4 +455,99 @@ static void free_one(const char *k, size_t kl, void *v, void *arg) {
 
 void rlock__lsub_destroy(rlock_client *c) {
   rlock__map_each(&c->loop->chans, free_one, c);
+}
+
+/* ---- health checks ------------------------------------------------------- */
+
+static void ping_if_silent(rlock_client *c, rlock__lconn *k, int64_t now) {
+  if (k->on_reply == NULL || k->state != RLOCK__LCONN_READY || k->due > 0 ||
+      now - k->rx_us < PING_IDLE_US)
+    return;
+  static const char *const argv[1] = {"PING"};
+  if (rlock__lconn_command(k, 1, (const char **)argv, NULL) == RLOCK_OK)
+    rlock__lconn_expect(c, k, 1); /* unanswered: the connection fails */
+}
+
+static void health_due(rlock_client *c, rlock__ltimer *t) {
+  rlock__loop *lp = c->loop;
+  int64_t now = rlock__now_us();
+  int up = 0;
+  for (size_t i = 0; i < lp->nnodes && !lp->doomed; i++) {
+    ping_if_silent(c, &lp->nodes[i]->sub, now);
+    up |= lp->nodes[i]->sub.state != RLOCK__LCONN_CLOSED;
+  }
+  if (!lp->doomed)
+    ping_if_silent(c, &lp->swatch, now);
+  up |= lp->swatch.state != RLOCK__LCONN_CLOSED;
+  if (up && !lp->doomed)
+    rlock__ltimer_at(c, t, now + PING_IDLE_US / 3);
+}
+
+void rlock__lsub_health_arm(rlock_client *c) {
+  rlock__loop *lp = c->loop;
+  if (lp->health.fn == NULL)
+    rlock__ltimer_init(&lp->health, health_due);
+  if (lp->health.idx == RLOCK__LTIMER_OFF)
+    rlock__ltimer_at(c, &lp->health, rlock__now_us() + PING_IDLE_US / 3);
+}
+
+/* ---- Sentinel's +switch-master --------------------------------------------
+ */
+
+static void swatch_reply(rlock_client *c, rlock__lconn *k, rlock__reply *r) {
+  rlock__loop *lp = c->loop;
+  if (r->type == RLOCK__R_ARRAY && r->n >= 1 &&
+      (rlock__reply_is(r->elem[0], "subscribe") ||
+       rlock__reply_is(r->elem[0], "pong"))) {
+    answered(k);
+    lp->swatch_backoff_ms = 0; /* a confirmed subscription */
+  } else if (rlock__sentinel_names_master(&c->topo, r)) {
+    rlock__ltopo_refresh(c, 1);
+  } else if (r->type == RLOCK__R_ERROR) {
+    rlock__reply_free(r);
+    rlock__err(RLOCK_EIO, "sentinel %s refused +switch-master", k->where);
+    rlock__lconn_fail(c, k, RLOCK_EIO);
+    return;
+  }
+  rlock__reply_free(r);
+}
+
+static void swatch_down(rlock_client *c, rlock__lconn *k, int rc) {
+  (void)k, (void)rc;
+  rlock__loop *lp = c->loop;
+  lp->swatch_next++; /* the next sentinel, after a pause */
+  if (lp->swatch_backoff_ms < SWATCH_BACKOFF_MIN_MS)
+    lp->swatch_backoff_ms = SWATCH_BACKOFF_MIN_MS;
+  rlock__ltimer_at(c, &lp->swatch_retry,
+                   rlock__deadline_after_ms(lp->swatch_backoff_ms));
+  lp->swatch_backoff_ms = lp->swatch_backoff_ms * 2 < SWATCH_BACKOFF_MAX_MS
+                              ? lp->swatch_backoff_ms * 2
+                              : SWATCH_BACKOFF_MAX_MS;
+}
+
+void rlock__lswatch_start(rlock_client *c) {
+  rlock__loop *lp = c->loop;
+  const rlock__target *t = &c->topo.target;
+  if (t->kind != RLOCK__TOPO_SENTINEL || t->n == 0 || lp->closing ||
+      lp->swatch.state != RLOCK__LCONN_CLOSED)
+    return;
+  rlock__lconn *k = &lp->swatch;
+  rlock__lconn_destroy(k);
+  rlock__lconn_init(k, &t->addrs[lp->swatch_next % t->n], NULL);
+  k->on_reply = swatch_reply;
+  k->on_down = swatch_down;
+  static const char *const argv[2] = {"SUBSCRIBE", "+switch-master"};
+  if (rlock__lconn_open(c, k) != RLOCK_OK)
+    return; /* swatch_down arms the retry */
+  if (rlock__lconn_command(k, 2, (const char **)argv, NULL) != RLOCK_OK) {
+    rlock__lconn_fail(c, k, RLOCK_ENOMEM);
+    return;
+  }
+  rlock__lconn_expect(c, k, 1);
+  rlock__lsub_health_arm(c);
+}
+
+void rlock__lswatch_retry(rlock_client *c, rlock__ltimer *t) {
+  (void)t;
+  rlock__lswatch_start(c);
 }

@@ -124,40 +124,22 @@ static int parse_shards(const rlock__reply *r, const char *asked, int tls,
   return RLOCK_OK;
 }
 
-/* Run CLUSTER <sub> on `node`; *out is its reply unless it failed. */
-static int ask(rlock__node *node, const char *sub, rlock__reply **out) {
-  const char *argv[2] = {"CLUSTER", sub};
-  int rc = rlock__topo_node_call(node, 2, argv, out);
-  if (rc == RLOCK_OK && (*out)->type == RLOCK__R_ERROR &&
-      strstr((*out)->str, "cluster support disabled") != NULL) {
-    rlock__reply_free(*out);
-    return rlock__err(RLOCK_ESERVER,
-                      "redis %s is not a cluster node (its "
-                      "cluster support is disabled); use redis://",
-                      node->where);
-  }
-  return rc;
-}
-
-int rlock__cluster_map(rlock__node *node, rlock__range **out, size_t *n) {
+int rlock__cluster_parse(const rlock__node *node, int shards,
+                         const rlock__reply *r, rlock__range **out, size_t *n) {
   ranges rs = {0};
-  rlock__reply *r;
   *out = NULL;
   *n = 0;
-  int shards = 1, rc = ask(node, "SHARDS", &r);
-  if (rc == RLOCK_OK && r->type == RLOCK__R_ERROR) { /* before Redis 7 */
-    rlock__reply_free(r);
-    shards = 0;
-    rc = ask(node, "SLOTS", &r);
-  }
-  if (rc != RLOCK_OK)
-    return rc;
-  if (r->type == RLOCK__R_ERROR)
+  int rc;
+  if (r->type == RLOCK__R_ERROR && strstr(r->str, "cluster support disabled"))
+    rc = rlock__err(RLOCK_ESERVER,
+                    "redis %s is not a cluster node (its "
+                    "cluster support is disabled); use redis://",
+                    node->where);
+  else if (r->type == RLOCK__R_ERROR)
     rc = rlock__err(RLOCK_ESERVER, "redis %s: %s", node->where, r->str);
   else
     rc = shards ? parse_shards(r, node->ep.host, node->ep.tls, &rs)
                 : parse_slots(r, node->ep.host, &rs);
-  rlock__reply_free(r);
   if (rc != RLOCK_OK) {
     free(rs.v);
     return rc;

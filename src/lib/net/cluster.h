@@ -16,12 +16,11 @@ typedef struct rlock__range {
   int port;
 } rlock__range;
 
-/* Read the map through `node`: CLUSTER SHARDS, or CLUSTER SLOTS where the
- * server lacks it. Only masters that are online count (a shard whose
- * master failed is left out, so its slots stay unknown until its replica
- * takes over). *out (malloc'ed, *n ranges) on RLOCK_OK; RLOCK_ESERVER for
- * a server without cluster mode, RLOCK_EPROTO for a malformed map, or the
- * transport's error. */
-int rlock__cluster_map(rlock__node *node, rlock__range **out, size_t *n);
+/* Read the answer `r` that `node` gave to CLUSTER SHARDS (shards = 1) or
+ * CLUSTER SLOTS (0) into *out (n ranges; free() it). An error reply is
+ * RLOCK_ESERVER (saying so where the node is no cluster node), a
+ * malformed map RLOCK_EPROTO. No I/O: refresh.c asks the question. */
+int rlock__cluster_parse(const rlock__node *node, int shards,
+                         const rlock__reply *r, rlock__range **out, size_t *n);
 
 #endif /* RLOCK_CLUSTER_H */

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "dial.h"
 #include "resolve.h"
 
 /* ---- waiting ---------------------------------------------------------- */
@@ -142,90 +143,37 @@ static int stream_wait(rlock__conn *c, short want, int64_t deadline_us) {
 
 /* ---- connecting ------------------------------------------------------- */
 
-/* Finish a non-blocking connect by `deadline_us`. Returns 0 or an errno. */
-static int wait_connected(int fd, int64_t deadline_us) {
-  int err = rlock__wait_fd(fd, POLLOUT, deadline_us);
-  if (err != 0)
-    return err;
-  socklen_t len = sizeof err;
-  if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
-    return errno;
-  return err;
-}
-
-/* Connect one address by `deadline_us`; returns the fd, non-blocking for
- * good, or -1 with *err set. */
-static int connect_addr(const struct sockaddr *sa, socklen_t salen, int family,
-                        int64_t deadline_us, int *err) {
-  int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) {
-    *err = errno;
-    return -1;
-  }
-  int rc = connect(fd, sa, salen);
-  *err = rc == 0                ? 0
-         : errno == EINPROGRESS ? wait_connected(fd, deadline_us)
-                                : errno;
-  /* Blocking from now on: waits are bounded by SO_RCVTIMEO or poll(), and
-   * what must not wait says MSG_DONTWAIT. */
-  int flags = *err == 0 ? fcntl(fd, F_GETFL) : -1;
-  if (*err == 0 && (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0))
-    *err = errno;
-  if (*err != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-/* Try the addresses in turn until one connects or time runs out. */
-static int connect_any(const struct addrinfo *res, int64_t deadline_us,
-                       int *err) {
-  int fd = -1;
-  *err = EHOSTUNREACH; /* an empty list */
-  for (const struct addrinfo *a = res; a != NULL && fd < 0; a = a->ai_next) {
-    fd =
-        connect_addr(a->ai_addr, a->ai_addrlen, a->ai_family, deadline_us, err);
-    if (*err == ETIMEDOUT)
-      break;
-  }
-  if (fd >= 0) {
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
-  }
-  return fd;
-}
-
-static int connect_unix(const rlock__endpoint *ep, int64_t deadline_us,
-                        int *err) {
-  struct sockaddr_un sa = {.sun_family = AF_UNIX};
-  snprintf(sa.sun_path, sizeof sa.sun_path, "%s", ep->unix_path);
-  return connect_addr((struct sockaddr *)&sa, sizeof sa, AF_UNIX, deadline_us,
-                      err);
-}
-
-/* Resolve and connect c->fd by `deadline`: the lookup gets what it needs
- * of the time, the connect the rest. Records the error. */
+/* Resolve and connect c->fd (dial.c's steps, waited for with poll()) by
+ * `deadline`: the lookup gets what it needs of the time, the connect the
+ * rest. The socket is left in blocking mode (see above). */
 static int open_socket(rlock__conn *c, const rlock__endpoint *ep,
-                       int64_t deadline) {
-  int err = 0;
-  if (ep->unix_path != NULL) {
-    c->fd = connect_unix(ep, deadline, &err);
-  } else {
-    struct addrinfo *res;
+                       int64_t deadline, int64_t connect_ms) {
+  struct addrinfo *res = NULL;
+  if (ep->unix_path == NULL) {
     char why[160];
     int rc =
         rlock__resolve(ep->host, ep->port, deadline, &res, why, sizeof why);
     if (rc != RLOCK_OK)
       return rlock__err(rc, "cannot connect to redis %s: %s", c->where, why);
-    c->fd = connect_any(res, deadline, &err);
-    freeaddrinfo(res);
   }
-  if (c->fd >= 0)
-    return RLOCK_OK;
-  return rlock__err(err == ETIMEDOUT ? RLOCK_ETIMEOUT : RLOCK_EIO,
-                    "cannot connect to redis %s: %s", c->where, strerror(err));
+  rlock__dial d;
+  rlock__dial_begin(&d, ep, res, c->where);
+  for (;;) {
+    short want = 0;
+    int r = rlock__dial_step(&d, &want);
+    if (r < 0)
+      return r;
+    if (r == RLOCK__DIAL_UP)
+      break;
+    if (rlock__wait_fd(d.fd, want, deadline) == ETIMEDOUT)
+      return rlock__dial_timed_out(&d, connect_ms);
+  }
+  rlock__dial_take(&d, &c->fd, &c->tls);
+  int flags = fcntl(c->fd, F_GETFL);
+  if (flags < 0 || fcntl(c->fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
+    return rlock__err(RLOCK_EIO, "cannot connect to redis %s: %s", c->where,
+                      strerror(errno));
+  return RLOCK_OK;
 }
 
 /* ---- commands --------------------------------------------------------- */
@@ -500,31 +448,20 @@ int rlock__conn_stale(rlock__conn *c) {
 
 /* ---- opening ---------------------------------------------------------- */
 
-/* Run one handshake command; an error reply becomes RLOCK_EAUTH. */
-static int handshake_call(rlock__conn *c, int argc, const char **argv) {
-  rlock__reply *r = NULL;
-  int rc = rlock__conn_call(c, argc, argv, NULL, &r);
-  if (rc != RLOCK_OK)
-    return rc;
-  if (r->type == RLOCK__R_ERROR)
-    rc = rlock__err(RLOCK_EAUTH, "redis %s: %s refused: %s", c->where, argv[0],
-                    r->str);
-  rlock__reply_free(r);
-  return rc;
-}
-
+/* AUTH and SELECT (dial.c's list), each refusal RLOCK_EAUTH. */
 static int handshake(rlock__conn *c, const rlock__endpoint *ep) {
   int rc = RLOCK_OK;
-  if (ep->password != NULL) {
-    const char *argv[3] = {"AUTH", ep->user ? ep->user : ep->password,
-                           ep->password};
-    rc = handshake_call(c, ep->user ? 3 : 2, argv);
-  }
-  if (rc == RLOCK_OK && ep->db != 0) {
-    char db[16];
-    snprintf(db, sizeof db, "%d", ep->db);
-    const char *argv[2] = {"SELECT", db};
-    rc = handshake_call(c, 2, argv);
+  for (int i = 0; rc == RLOCK_OK; i++) {
+    const char *argv[3];
+    char db[24];
+    int argc = rlock__login_command(ep, i, argv, db);
+    if (argc == 0)
+      break;
+    rlock__reply *r = NULL;
+    rc = rlock__conn_call(c, argc, argv, NULL, &r);
+    if (rc == RLOCK_OK)
+      rc = rlock__login_check(c->where, argv[0], r);
+    rlock__reply_free(r);
   }
   return rc;
 }
@@ -541,10 +478,7 @@ int rlock__conn_open(rlock__conn **out, const rlock__endpoint *ep,
   c->timeout_ms = command_ms;
   rlock__endpoint_str(ep, c->where, sizeof c->where);
   int64_t deadline = rlock__deadline_after_ms(connect_ms);
-  int rc = open_socket(c, ep, deadline);
-  if (rc == RLOCK_OK && ep->tls_ctx != NULL)
-    rc = rlock__tls_connect(&c->tls, ep->tls_ctx, c->fd, ep->host, c->where,
-                            deadline);
+  int rc = open_socket(c, ep, deadline, connect_ms);
   if (rc == RLOCK_OK)
     rc = handshake(c, ep);
   if (rc != RLOCK_OK) {

@@ -20,7 +20,7 @@
 
 #include "common.h"
 
-typedef struct lookup {
+typedef struct rlock__lookup {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   int refs; /* the caller's and the thread's */
@@ -28,6 +28,8 @@ typedef struct lookup {
   int rc;        /* getaddrinfo()'s */
   int sys_errno; /* errno, for EAI_SYSTEM */
   struct addrinfo *res;
+  void (*wake)(void *); /* rlock__resolve_start: told once done, unless */
+  void *wake_arg;       /* dropped first */
   char port[8];
   char host[]; /* NUL-terminated */
 } lookup;
@@ -62,6 +64,8 @@ static void *lookup_main(void *arg) {
   l->res = res;
   l->done = 1;
   pthread_cond_signal(&l->cv);
+  if (l->wake != NULL) /* under the mutex: a drop waits for it */
+    l->wake(l->wake_arg);
   pthread_mutex_unlock(&l->mu);
   lookup_unref(l);
   return NULL;
@@ -155,4 +159,70 @@ int rlock__resolve(const char *host, int port, int64_t deadline_us,
     return RLOCK_EIO;
   }
   return resolve_name(host, service, deadline_us, out, why, cap);
+}
+
+/* ---- without waiting ------------------------------------------------------
+ */
+
+int rlock__resolve_start(const char *host, int port, struct addrinfo **out,
+                         rlock__lookup **pending, void (*wake)(void *),
+                         void *arg, char *why, size_t cap) {
+  char service[8];
+  snprintf(service, sizeof service, "%d", port);
+  *out = NULL;
+  *pending = NULL;
+  int rc = lookup_addrinfo(host, service, AI_NUMERICHOST | AI_NUMERICSERV, out);
+  if (rc == 0)
+    return RLOCK_OK;
+  *out = NULL;
+  if (rc != EAI_NONAME) {
+    describe_failure(rc, errno, why, cap);
+    return RLOCK_EIO;
+  }
+  lookup *l = lookup_new(host, service);
+  if (l == NULL) {
+    snprintf(why, cap, "out of memory");
+    return RLOCK_ENOMEM;
+  }
+  l->wake = wake;
+  l->wake_arg = arg;
+  int err = lookup_start(l);
+  if (err != 0) {
+    free(l); /* never shared */
+    snprintf(why, cap, "name lookup could not start (%s)", strerror(err));
+    return RLOCK_EIO;
+  }
+  *pending = l;
+  return RLOCK_OK;
+}
+
+int rlock__resolve_take(rlock__lookup *p, int *rc, struct addrinfo **out,
+                        char *why, size_t cap) {
+  lookup *l = p;
+  pthread_mutex_lock(&l->mu);
+  int done = l->done, gai = l->rc, sys_errno = l->sys_errno;
+  if (done && gai == 0) {
+    *out = l->res;
+    l->res = NULL;
+  }
+  pthread_mutex_unlock(&l->mu);
+  if (!done)
+    return 0;
+  *rc = RLOCK_OK;
+  if (gai != 0) {
+    describe_failure(gai, sys_errno, why, cap);
+    *rc = RLOCK_EIO;
+  }
+  rlock__resolve_drop(p);
+  return 1;
+}
+
+void rlock__resolve_drop(rlock__lookup *p) {
+  lookup *l = p;
+  if (l == NULL)
+    return;
+  pthread_mutex_lock(&l->mu);
+  l->wake = NULL;
+  pthread_mutex_unlock(&l->mu);
+  lookup_unref(l);
 }

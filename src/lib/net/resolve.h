@@ -27,4 +27,27 @@
 int rlock__resolve(const char *host, int port, int64_t deadline_us,
                    struct addrinfo **out, char *why, size_t cap);
 
+/* A lookup under way on a thread of its own (rlock__resolve_start). */
+typedef struct rlock__lookup rlock__lookup;
+
+/* Resolve without waiting, for an event loop. A numeric address is
+ * resolved at once: RLOCK_OK with *out set. A name is looked up on a
+ * thread of its own: RLOCK_OK with *pending set, and `wake(arg)` called
+ * from that thread once the answer is in (never after the lookup was
+ * dropped: a drop waits for a wake under way); then rlock__resolve_take.
+ * Otherwise a status with `why` saying what failed. */
+int rlock__resolve_start(const char *host, int port, struct addrinfo **out,
+                         rlock__lookup **pending, void (*wake)(void *),
+                         void *arg, char *why, size_t cap);
+
+/* 0 while the lookup runs; 1 once it is over (the lookup is then freed):
+ * *rc RLOCK_OK with *out set (freeaddrinfo() it), or RLOCK_EIO with `why`
+ * saying what failed. */
+int rlock__resolve_take(rlock__lookup *l, int *rc, struct addrinfo **out,
+                        char *why, size_t cap);
+
+/* Give up on a lookup: it is not told any more and frees itself when its
+ * thread ends. NULL is ignored. */
+void rlock__resolve_drop(rlock__lookup *l);
+
 #endif /* RLOCK_RESOLVE_H */

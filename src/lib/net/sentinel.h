@@ -8,14 +8,6 @@
 #include "conn.h"
 #include "topo.h"
 
-/* Ask the sentinels, in order, for the master named by the target (SENTINEL
- * get-master-addr-by-name), check with ROLE that the server named is a
- * master (a sentinel may lag behind a failover), and make it the
- * topology's primary node. RLOCK_OK, or the last failure: RLOCK_EIO when
- * no sentinel answered or none named a master that says it is one,
- * RLOCK_EAUTH when a sentinel or the master refused the credentials. */
-int rlock__sentinel_refresh(rlock__topo *t);
-
 /* The background thread's subscription to +switch-master on one sentinel
  * (the first that answers, in order), so a failover is noticed as soon as
  * Sentinel announces it rather than at the next failed command. */
@@ -36,5 +28,9 @@ int64_t rlock__sentinel_watch_service(rlock__topo *t, rlock__sentinel_watch *w,
 
 /* Close. */
 void rlock__sentinel_watch_close(rlock__sentinel_watch *w);
+
+/* 1 when `r` is a +switch-master message about the target's master
+ * ("<name> <old ip> <old port> <new ip> <new port>"). */
+int rlock__sentinel_names_master(const rlock__topo *t, const rlock__reply *r);
 
 #endif /* RLOCK_SENTINEL_H */

@@ -297,29 +297,6 @@ int rlock__tls_timed_out(rlock__tls_conn *s, const char *where) {
   return handshake_failed(s->ssl, where, 1);
 }
 
-int rlock__tls_connect(rlock__tls_conn **out, const rlock__tls *t, int fd,
-                       const char *host, const char *where,
-                       int64_t deadline_us) {
-  rlock__tls_conn *s;
-  int rc = rlock__tls_start(&s, t, fd, host);
-  if (rc != RLOCK_OK)
-    return rc;
-  for (;;) {
-    short want = 0;
-    int r = rlock__tls_step(s, where, &want);
-    if (r == 1)
-      break;
-    int err = r < 0 ? -1 : rlock__wait_fd(fd, want, deadline_us);
-    if (err != 0) {
-      rc = r < 0 ? r : handshake_failed(s->ssl, where, err == ETIMEDOUT);
-      rlock__tls_close(s);
-      return rc;
-    }
-  }
-  *out = s;
-  return RLOCK_OK;
-}
-
 void rlock__tls_close(rlock__tls_conn *s) {
   if (s == NULL)
     return;

@@ -48,29 +48,22 @@ void rlock__tls_free(rlock__tls *t);
 /* One TLS session on a connected socket. */
 typedef struct rlock__tls_conn rlock__tls_conn;
 
-/* Handshake on `fd` (blocking mode; the handshake itself never blocks)
- * by `deadline_us`, checking the certificate against `host` (or the
- * configured server name) unless insecure. RLOCK_OK with *out set;
- * RLOCK_ETIMEOUT, or RLOCK_EIO with a message saying what failed (a
- * certificate that does not verify and why, a host name mismatch, a
- * server that does not speak TLS). `where` names the server. */
-int rlock__tls_connect(rlock__tls_conn **out, const rlock__tls *t, int fd,
-                       const char *host, const char *where,
-                       int64_t deadline_us);
-
-/* Close the session (no close_notify wait) and free it. NULL ignored. */
-/* rlock__tls_connect in steps, for a caller that cannot wait (an event
- * loop): start a session on connected `fd`, then call rlock__tls_step
- * whenever the socket is ready for what it wants: 1 when the handshake is
- * done, 0 with *want (POLLIN or POLLOUT) to go on, or a status with the
- * last error set (the same messages as rlock__tls_connect). When the
- * caller's deadline passes first, rlock__tls_timed_out words it. Close the
- * session with rlock__tls_close either way. */
+/* The handshake in steps, which never wait (dial.c drives them for both
+ * drivers): start a session on connected `fd`, checking the certificate
+ * against `host` (or the configured server name) unless insecure, then
+ * call rlock__tls_step whenever the socket is ready for what it wants: 1
+ * when the handshake is done, 0 with *want (POLLIN or POLLOUT) to go on,
+ * or a status with the last error set (RLOCK_EIO with a message saying
+ * what failed: a certificate that does not verify and why, a host name
+ * mismatch, a server that does not speak TLS). When the caller's deadline
+ * passes first, rlock__tls_timed_out words it (RLOCK_ETIMEOUT). Close
+ * the session with rlock__tls_close either way. */
 int rlock__tls_start(rlock__tls_conn **out, const rlock__tls *t, int fd,
                      const char *host);
 int rlock__tls_step(rlock__tls_conn *s, const char *where, short *want);
 int rlock__tls_timed_out(rlock__tls_conn *s, const char *where);
 
+/* Close the session (no close_notify wait) and free it. NULL ignored. */
 void rlock__tls_close(rlock__tls_conn *s);
 
 /* Move bytes as conn.c's stream functions do: > 0 bytes, 0 end of

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cluster.h"
+#include "refresh.h"
 #include "common.h"
 #include "obs.h"
 #include "sentinel.h"
@@ -127,28 +128,40 @@ static int parse_replicas(const rlock__reply *r) {
   return p ? atoi(p + strlen("connected_slaves:")) : -1;
 }
 
-int rlock__node_replicas(rlock__node *node) {
+int rlock__node_replicas_known(rlock__node *node) {
   int n = atomic_load(&node->replicas);
-  int64_t now = rlock__now_us();
   /* No replica yet is asked again soon: right after a failover the new
    * master's replicas are still attaching, and writes it does not wait
    * for then are lost at the next switch. */
   int64_t ttl_ms =
       n == 0 ? RLOCK__REPLICAS_NONE_TTL_MS : RLOCK__REPLICAS_TTL_MS;
-  if (n >= 0 && now - atomic_load(&node->replicas_us) < ttl_ms * 1000)
+  if (n >= 0 &&
+      rlock__now_us() - atomic_load(&node->replicas_us) < ttl_ms * 1000)
     return n;
-  const char *argv[2] = {"INFO", "replication"};
-  rlock__reply *r;
-  rlock__saved_error saved;
-  rlock__error_save(&saved);
-  if (rlock__topo_node_call(node, 2, argv, &r) == RLOCK_OK) {
-    n = parse_replicas(r);
-    rlock__reply_free(r);
-  }
-  rlock__error_restore(&saved);
+  return -1;
+}
+
+int rlock__node_replicas_learned(rlock__node *node, const rlock__reply *r) {
+  int n = r != NULL ? parse_replicas(r) : -1;
   n = n < 0 ? 0 : n;
   atomic_store(&node->replicas, n);
-  atomic_store(&node->replicas_us, now);
+  atomic_store(&node->replicas_us, rlock__now_us());
+  return n;
+}
+
+int rlock__node_replicas(rlock__node *node) {
+  int n = rlock__node_replicas_known(node);
+  if (n >= 0)
+    return n;
+  const char *argv[2] = {"INFO", "replication"};
+  rlock__reply *r = NULL;
+  rlock__saved_error saved;
+  rlock__error_save(&saved);
+  if (rlock__topo_node_call(node, 2, argv, &r) != RLOCK_OK)
+    r = NULL;
+  rlock__error_restore(&saved);
+  n = rlock__node_replicas_learned(node, r);
+  rlock__reply_free(r);
   return n;
 }
 
@@ -216,78 +229,31 @@ void rlock__topo_destroy(rlock__topo *t) {
 
 /* ---- the cluster map --------------------------------------------------- */
 
-/* Install a map read from the cluster: every slot it names points at its
- * master's node; slots it does not name keep no owner. */
-static int apply_map(rlock__topo *t, const rlock__range *rs, size_t n) {
-  rlock__node *first = NULL;
-  unsigned moved = 0; /* slots that had another owner (not: none yet) */
-  for (size_t i = 0; i < n; i++) {
-    rlock__node *node;
-    int rc = rlock__topo_node(t, rs[i].host, rs[i].port, &node);
-    if (rc != RLOCK_OK)
-      return rc;
-    for (unsigned s = rs[i].from; s <= rs[i].to; s++) {
-      rlock__node *was = atomic_exchange(&t->slots[s], node);
-      moved += was != NULL && was != node;
-    }
-    if (first == NULL)
-      first = node;
-  }
-  if (first != NULL)
-    atomic_store(&t->primary, first);
-  if (moved > 0) { /* called with no lock held */
-    rlock__obs_count(t->obs, RLOCK__STAT_TOPOLOGY_CHANGES);
-    rlock__obs_log(t->obs, RLOCK_LOG_INFO,
-                   "cluster: %u slot%s now served "
-                   "by another node",
-                   moved, moved == 1 ? " is" : "s are");
-  }
-  return RLOCK_OK;
-}
-
-/* Redisson's AUTO rule: sharded pub/sub where PUBSUB SHARDNUMSUB is
- * accepted (Redis 7). */
-static int probe_sharded(rlock__node *node) {
-  const char *argv[2] = {"PUBSUB", "SHARDNUMSUB"};
-  rlock__reply *r;
-  if (rlock__topo_node_call(node, 2, argv, &r) != RLOCK_OK)
-    return -1; /* ask again next time */
-  int sharded = r->type != RLOCK__R_ERROR;
-  rlock__reply_free(r);
-  return sharded;
-}
-
-/* Read the map through the first node that answers: known nodes first
- * (they are the live cluster), then the seeds. */
-static int refresh_cluster(rlock__topo *t) {
-  int rc = rlock__err(RLOCK_EIO, "cluster: no seed node configured");
-  size_t seed = 0;
-  for (size_t i = 0;; i++) {
-    rlock__node *node = NULL;
-    pthread_mutex_lock(&t->mu);
-    if (i < t->nnodes)
-      node = t->nodes[i];
-    pthread_mutex_unlock(&t->mu);
-    if (node == NULL) {
-      if (seed == t->target.n)
-        break;
-      const rlock__endpoint *ep = &t->target.addrs[seed++];
-      if ((rc = rlock__topo_node(t, ep->host, ep->port, &node)) != RLOCK_OK)
-        return rc;
-    }
-    rlock__range *rs;
-    size_t n;
-    if ((rc = rlock__cluster_map(node, &rs, &n)) == RLOCK_OK) {
-      rc = apply_map(t, rs, n);
-      free(rs);
-      if (rc == RLOCK_OK && atomic_load(&t->sharded) < 0)
-        atomic_store(&t->sharded, probe_sharded(node));
-      return rc;
-    }
-    if (rc == RLOCK_ESERVER || rc == RLOCK_EAUTH || rc == RLOCK_ENOMEM)
-      return rc; /* another node would say the same */
+/* Carry one question of a refresh on the calling thread: over the node's
+ * pool, or a connection of its own to a sentinel. */
+static int carry(rlock__topo *t, const rlock__refresh *f, rlock__reply **r) {
+  const char *argv[3] = {f->argv[0], f->argv[1], f->argv[2]};
+  if (f->node != NULL)
+    return rlock__topo_node_call(f->node, f->argc, argv, r);
+  rlock__conn *conn;
+  int rc = rlock__conn_open(&conn, f->ep, t->connect_ms, t->command_ms);
+  if (rc == RLOCK_OK) {
+    rc = rlock__conn_call(conn, f->argc, argv, NULL, r);
+    rlock__conn_close(conn);
   }
   return rc;
+}
+
+/* A refresh (refresh.c's steps) run to its end on the calling thread. */
+static int run_refresh(rlock__topo *t) {
+  rlock__refresh f;
+  rlock__refresh_start(t, &f);
+  while (rlock__refresh_next(t, &f)) {
+    rlock__reply *r = NULL;
+    int rc = carry(t, &f, &r);
+    rlock__refresh_feed(t, &f, rc, rc == RLOCK_OK ? r : NULL);
+  }
+  return f.rc;
 }
 
 /* Refresh now unless another thread is at it (then, with `wait`, wait for
@@ -309,8 +275,7 @@ static int refresh(rlock__topo *t, int force, int wait) {
   pthread_mutex_unlock(&t->mu);
   rlock__saved_error saved;
   rlock__error_save(&saved);
-  int rc = t->target.kind == RLOCK__TOPO_CLUSTER ? refresh_cluster(t)
-                                                 : rlock__sentinel_refresh(t);
+  int rc = run_refresh(t);
   if (rc == RLOCK_OK)
     rlock__error_restore(&saved);
   pthread_mutex_lock(&t->mu);
@@ -330,19 +295,23 @@ void rlock__topo_refresh(rlock__topo *t) {
     refresh(t, 0, 0);
 }
 
-void rlock__topo_moved(rlock__topo *t, unsigned slot, rlock__node *node) {
+void rlock__topo_set_slot(rlock__topo *t, unsigned slot, rlock__node *node) {
   if (t->slots != NULL && slot < RLOCK__SLOTS &&
       atomic_exchange(&t->slots[slot], node) != node) {
     rlock__obs_count(t->obs, RLOCK__STAT_TOPOLOGY_CHANGES);
     rlock__obs_log(t->obs, RLOCK_LOG_INFO, "cluster: slot %u moved to %s", slot,
                    node->where);
   }
+}
+
+void rlock__topo_moved(rlock__topo *t, unsigned slot, rlock__node *node) {
+  rlock__topo_set_slot(t, slot, node);
   rlock__topo_refresh(t);
 }
 
 int rlock__topo_sharded(rlock__topo *t) {
   int s = atomic_load(&t->sharded);
-  if (s < 0) {
+  if (s < 0 && t->refuse == NULL) { /* an event loop refreshes its own */
     rlock__node *any;
     rlock__saved_error saved;
     rlock__error_save(&saved);

@@ -114,6 +114,10 @@ int rlock__topo_node_at(rlock__topo *t, const char *addr, rlock__node **out);
  * when no refresh ran within RLOCK__TOPO_REFRESH_MS. */
 void rlock__topo_moved(rlock__topo *t, unsigned slot, rlock__node *node);
 
+/* The slot-map part of rlock__topo_moved, without the refresh (no I/O):
+ * for a driver that refreshes in its own way. */
+void rlock__topo_set_slot(rlock__topo *t, unsigned slot, rlock__node *node);
+
 /* Refresh now (waiting for one already running): the topology is known
  * to have changed (Sentinel announced a new master). */
 void rlock__topo_refresh_now(rlock__topo *t);
@@ -136,6 +140,15 @@ int rlock__topo_sharded(rlock__topo *t);
  * rlock__node_replicas_stale(); 0 when it cannot be asked (the call that
  * needed it will find the node's trouble itself). */
 int rlock__node_replicas(rlock__node *node);
+
+/* The count as last asked, without I/O: -1 when it must be asked again
+ * (never asked, or older than its TTL). */
+int rlock__node_replicas_known(rlock__node *node);
+
+/* Record the answer to INFO replication (NULL: it failed, taken as no
+ * replica, asked again within RLOCK__REPLICAS_NONE_TTL_MS); returns the
+ * count recorded. */
+int rlock__node_replicas_learned(rlock__node *node, const rlock__reply *r);
 
 /* A WAIT answered other than the count expected: ask again next time. */
 void rlock__node_replicas_stale(rlock__node *node);

@@ -12,9 +12,12 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
+#include <stdlib.h>
 
 #include "client_int.h"
 #include "common.h"
+#include "watchdog.h"
+#include "pubsub.h"
 
 void rlock__bg_wake(rlock_client *c) {
   /* In a fork()ed child there is no background thread, and the eventfd is
@@ -24,7 +27,7 @@ void rlock__bg_wake(rlock_client *c) {
   uint64_t one = 1;
   ssize_t n;
   do
-    n = write(c->bg.wake_fd, &one, sizeof one);
+    n = write(c->bg->wake_fd, &one, sizeof one);
   while (n < 0 && errno == EINTR);
 }
 
@@ -59,14 +62,14 @@ static void *bg_main(void *arg) {
   struct pollfd fds[POLL_MAX + 2];
   int n = 0;           /* subscriber fds polled last time */
   int watch_ready = 0; /* the sentinel watch's fd was readable */
-  while (!atomic_load(&c->bg.stop)) {
+  while (!atomic_load(&c->bg->stop)) {
     int64_t next = rlock__pubsub_service(c, fds + 2, n);
     /* A switch first: a renewal due now must go to the new master. */
     int64_t at = watch_service(c, watch_ready);
     next = at < next ? at : next;
     at = rlock__watchdog_service(c);
     next = at < next ? at : next;
-    fds[0] = (struct pollfd){.fd = c->bg.wake_fd, .events = POLLIN};
+    fds[0] = (struct pollfd){.fd = c->bg->wake_fd, .events = POLLIN};
     /* A negative fd is ignored by poll(). */
     fds[1] = (struct pollfd){.fd = rlock__sentinel_watch_fd(&c->swatch),
                              .events = POLLIN};
@@ -76,38 +79,56 @@ static void *bg_main(void *arg) {
       n = 0; /* nothing to read; revents are not set */
     watch_ready = rc > 0 && fds[1].fd >= 0 && fds[1].revents != 0;
     if (rc > 0 && (fds[0].revents & POLLIN))
-      drain_wake(c->bg.wake_fd);
+      drain_wake(c->bg->wake_fd);
   }
   return NULL;
 }
 
 int rlock__bg_start(rlock_client *c) {
-  c->bg.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (c->bg.wake_fd < 0)
+  c->bg->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (c->bg->wake_fd < 0)
     return rlock__err(RLOCK_EIO, "eventfd failed: %s", strerror(errno));
-  atomic_init(&c->bg.stop, 0);
+  atomic_init(&c->bg->stop, 0);
   /* The thread inherits a fully blocked signal mask: signals meant for the
    * application (SIGINT, SIGTERM, ...) must never land on it. */
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  int err = pthread_create(&c->bg.thread, NULL, bg_main, c);
+  int err = pthread_create(&c->bg->thread, NULL, bg_main, c);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (err != 0) {
-    close(c->bg.wake_fd);
+    close(c->bg->wake_fd);
     return rlock__err(RLOCK_EIO, "cannot start background thread: %s",
                       strerror(err));
   }
-  c->bg.started = 1;
+  c->bg->started = 1;
   return RLOCK_OK;
 }
 
 void rlock__bg_stop(rlock_client *c) {
-  if (!c->bg.started)
+  if (!c->bg->started)
     return;
-  atomic_store(&c->bg.stop, 1);
+  atomic_store(&c->bg->stop, 1);
   rlock__bg_wake(c);
-  pthread_join(c->bg.thread, NULL);
-  close(c->bg.wake_fd);
-  c->bg.started = 0;
+  pthread_join(c->bg->thread, NULL);
+  close(c->bg->wake_fd);
+  c->bg->started = 0;
 }
+
+/* ---- the blocking driver ------------------------------------------------ */
+
+static int bg_free(rlock_client *c) {
+  rlock__bg_stop(c);
+  rlock__sentinel_watch_close(&c->swatch);
+  rlock__pubsub_destroy(c->ps);
+  free(c->ps);
+  free(c->bg);
+  rlock__client_teardown(c);
+  return RLOCK_OK;
+}
+
+const rlock__driver rlock__bg_driver = {
+    .free = bg_free,
+    .renew_arm = rlock__bg_wake,
+    .release_waits_renewal = 1,
+};

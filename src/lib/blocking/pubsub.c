@@ -14,9 +14,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "subproto.h"
 #include "client_int.h"
 #include "common.h"
 #include "subconn.h"
+#include "bg.h"
 
 int rlock__pubsub_init(rlock__pubsub *ps) {
   memset(ps, 0, sizeof *ps);
@@ -141,7 +143,7 @@ int rlock__sub_lingers(rlock__pubsub *ps, rlock__sub *s, int64_t now_us) {
  * a failure recorded since then is this attempt's. */
 static int wait_active(rlock_client *c, rlock__sub *s, int64_t deadline_us,
                        const rlock_cancel *cancel, uint64_t gen) {
-  rlock__pubsub *ps = &c->ps;
+  rlock__pubsub *ps = c->ps;
   /* One server: a subscription is confirmed within a connect and a
    * command, or the server is gone. Behind Sentinel or a cluster, only the
    * caller's deadline bounds it: a failover may take longer. */
@@ -182,7 +184,7 @@ int rlock__sub_acquire(rlock_client *c, const char *channel,
     *out = NULL;
     return rlock__origin_refuse(&c->origin);
   }
-  rlock__pubsub *ps = &c->ps;
+  rlock__pubsub *ps = c->ps;
   pthread_mutex_lock(&ps->mu);
   rlock__sub *s = sub_get(ps, channel);
   if (s == NULL) {
@@ -248,8 +250,8 @@ int rlock__pubsub_direct_fd(const rlock__pubsub *ps) {
 /* The background thread left the socket a direct waiter watched out of
  * its poll: wake it to read again. Called locked. */
 static void bg_unskip(rlock_client *c) {
-  if (c->ps.bg_skip_fd >= 0) {
-    c->ps.bg_skip_fd = -1;
+  if (c->ps->bg_skip_fd >= 0) {
+    c->ps->bg_skip_fd = -1;
     rlock__bg_wake(c);
   }
 }
@@ -264,7 +266,7 @@ static void bg_unskip(rlock_client *c) {
  * spin. */
 static int wait_direct(rlock_client *c, rlock__sub *s, int64_t until_us,
                        const rlock_cancel *cancel) {
-  rlock__pubsub *ps = &c->ps;
+  rlock__pubsub *ps = c->ps;
   ps->direct = s;
   int got = 0;
   for (;;) {
@@ -317,15 +319,15 @@ static int wait_direct(rlock_client *c, rlock__sub *s, int64_t until_us,
 
 void rlock__sub_handback(void *client) {
   rlock_client *c = client;
-  pthread_mutex_lock(&c->ps.mu);
-  if (c->ps.direct == NULL)
+  pthread_mutex_lock(&c->ps->mu);
+  if (c->ps->direct == NULL)
     bg_unskip(c);
-  pthread_mutex_unlock(&c->ps.mu);
+  pthread_mutex_unlock(&c->ps->mu);
 }
 
 int rlock__sub_wait(rlock_client *c, rlock__sub *s, int64_t until_us,
                     const rlock_cancel *cancel) {
-  rlock__pubsub *ps = &c->ps;
+  rlock__pubsub *ps = c->ps;
   pthread_mutex_lock(&ps->mu);
   if (ps->direct == NULL) /* no attempt handed it back since */
     bg_unskip(c);
@@ -371,11 +373,11 @@ void rlock__pubsub_read_done(rlock__pubsub *ps, rlock__subconn *on) {
 }
 
 void rlock__sub_release(rlock_client *c, rlock__sub *s) {
-  pthread_mutex_lock(&c->ps.mu);
-  if (c->ps.direct == NULL) /* see rlock__sub_wait */
+  pthread_mutex_lock(&c->ps->mu);
+  if (c->ps->direct == NULL) /* see rlock__sub_wait */
     bg_unskip(c);
-  int wake = sub_unref(&c->ps, s);
-  pthread_mutex_unlock(&c->ps.mu);
+  int wake = sub_unref(c->ps, s);
+  pthread_mutex_unlock(&c->ps->mu);
   if (wake)
     rlock__bg_wake(c);
 }
@@ -419,7 +421,7 @@ static void deliver(rlock__pubsub *ps, rlock__sub *s, const char *payload) {
     poke(ps, s);
     return;
   }
-  if (strcmp(payload, "1") == 0) {
+  if (rlock__unlock_wakes_all(payload)) {
     s->permits += s->refs; /* also those between an attempt and a sleep */
     pthread_cond_broadcast(&s->cv);
   } else {
@@ -463,17 +465,16 @@ static void on_unsubscribed(rlock__pubsub *ps, rlock__sub *s) {
   ps->dirty = 1;
 }
 
-void rlock__pubsub_push(rlock__pubsub *ps, rlock__subconn *on, const char *kind,
-                        const char *channel, size_t chlen,
-                        const char *payload) {
-  rlock__sub *s = rlock__map_get(&ps->subs, channel, chlen);
+void rlock__pubsub_push(rlock__pubsub *ps, rlock__subconn *on,
+                        const rlock__push *push) {
+  rlock__sub *s = rlock__map_get(&ps->subs, push->channel, push->chlen);
   if (s == NULL || s->on != on)
     return; /* a late push for a subscription that moved on */
-  if (strcmp(kind, "message") == 0 && payload != NULL)
-    deliver(ps, s, payload);
-  else if (strcmp(kind, "subscribe") == 0)
+  if (push->kind == RLOCK__PUSH_MESSAGE)
+    deliver(ps, s, push->payload);
+  else if (push->kind == RLOCK__PUSH_SUBSCRIBED)
     on_subscribed(ps, s);
-  else if (strcmp(kind, "unsubscribe") == 0)
+  else if (push->kind == RLOCK__PUSH_UNSUBSCRIBED)
     on_unsubscribed(ps, s);
 }
 

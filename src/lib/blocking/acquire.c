@@ -16,6 +16,8 @@
 #include "cancel.h"
 #include "common.h"
 #include "lock_int.h"
+#include "watchdog.h"
+#include "pubsub.h"
 
 int rlock__check_wait(int64_t wait_ms) {
   if (wait_ms == RLOCK_WAIT_FOREVER)
@@ -79,11 +81,7 @@ static void run_quietly(rlock_lock *l, rlock__call *call) {
  * same): a failover now would lose it, and another owner could take it. */
 static int undo_unconfirmed(rlock_lock *l, const char *owner, int64_t lease,
                             const rlock__call *taken) {
-  rlock__err(RLOCK_EREPLICA,
-             "%s '%s' was acquired on %s, but none of its "
-             "%d replicas confirmed it within %lld ms; it was given back",
-             l->kind->label, l->name, taken->served_by, taken->replicas,
-             (long long)l->client->cfg.replica_sync_timeout_ms);
+  rlock__acquire_unconfirmed(l, taken);
   rlock__call undo;
   l->kind->release(l, owner, lease, &rlock__no_latch, &undo);
   run_quietly(l, &undo);

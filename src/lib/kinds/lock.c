@@ -12,6 +12,7 @@
 #include "common.h"
 #include "lock_int.h"
 #include "names.h"
+#include "watchdog.h"
 
 #define UNLOCK_MESSAGE "0"
 
@@ -265,10 +266,9 @@ int rlock_lock_acquire(rlock_lock *l) {
   return rlock_lock_acquire_opts(l, NULL);
 }
 
+/* Lease 0 is RLOCK_LEASE_WATCHDOG, as for rlock_lock_try_acquire(), whose
+ * twin this is. */
 int rlock_lock_acquire_lease(rlock_lock *l, int64_t lease_ms) {
-  if (lease_ms == 0)
-    return rlock__err(RLOCK_EINVAL, "lease must be at least 1 ms; use "
-                                    "rlock_lock_acquire() for the watchdog");
   rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
   o.lease_ms = lease_ms;
   return rlock_lock_acquire_opts(l, &o);
@@ -311,10 +311,7 @@ int rlock__release_result(rlock_lock *l, const char *field, int state,
   return RLOCK_OK;
 }
 
-/* The latch of one release: where the topology can fail over, a request
- * id (Redisson's, 32 hex digits) and a TTL covering every retry;
- * otherwise none. */
-static void latch_for(const rlock_lock *l, rlock__latch *latch, char *id) {
+void rlock__release_latch(const rlock_lock *l, rlock__latch *latch, char *id) {
   const rlock_config *cfg = &l->client->cfg;
   *latch = rlock__no_latch;
   if (cfg->target.kind == RLOCK__TOPO_SINGLE || rlock__random_hex(id, 16))
@@ -324,10 +321,7 @@ static void latch_for(const rlock_lock *l, rlock__latch *latch, char *id) {
                        cfg->replica_sync_timeout_ms);
 }
 
-/* Whether to send a release again: it carries a latch (a repeat returns
- * the first answer and releases nothing more), there is time, and it
- * failed in flight or no replica confirmed it. */
-static int release_again(const rlock__latch *latch, int rc,
+int rlock__release_again(const rlock__latch *latch, int rc,
                          const rlock__call *call, int64_t deadline) {
   if (latch->ttl_ms == 0 || rlock__now_us() >= deadline)
     return 0;
@@ -353,7 +347,7 @@ int rlock_lock_release_owner(rlock_lock *l, uint64_t owner_number) {
   /* Stop renewal first: a release must never be outlived by renewal. */
   rlock__hold_pop(l->client, l->name, field, &state, &keep_ms);
   rlock__latch latch;
-  latch_for(l, &latch, id);
+  rlock__release_latch(l, &latch, id);
   int64_t deadline = rlock__deadline_after_ms(
       l->client->cfg.connect_timeout_ms + l->client->cfg.command_timeout_ms);
   rlock__call call;
@@ -362,7 +356,7 @@ int rlock_lock_release_owner(rlock_lock *l, uint64_t owner_number) {
     l->kind->release(l, owner, keep_ms, &latch, &call);
     call.sync = 1;
     rc = rlock__lock_run(l, &call, &r);
-    if (!release_again(&latch, rc, &call, deadline))
+    if (!rlock__release_again(&latch, rc, &call, deadline))
       break;
     rlock__reply_free(r);
     r = NULL;
@@ -373,13 +367,25 @@ int rlock_lock_release_owner(rlock_lock *l, uint64_t owner_number) {
   rc = rlock__release_result(l, field, state, r);
   rlock__reply_free(r);
   if (rc == RLOCK_OK && rlock__call_unconfirmed(&call))
-    rc = rlock__err(RLOCK_EREPLICA,
-                    "%s '%s' was released on %s, but none "
-                    "of its %d replicas confirmed it within %lld ms: after a "
-                    "failover the lock may stay held until its lease runs out",
-                    l->kind->label, l->name, call.served_by, call.replicas,
-                    (long long)l->client->cfg.replica_sync_timeout_ms);
+    rc = rlock__release_unconfirmed(l, &call);
   return rc;
+}
+
+int rlock__release_unconfirmed(const rlock_lock *l, const rlock__call *call) {
+  return rlock__err(RLOCK_EREPLICA,
+                    "%s '%s' was released on %s, but none of its %d replicas "
+                    "confirmed it within %lld ms: after a failover the lock "
+                    "may stay held until its lease runs out",
+                    l->kind->label, l->name, call->served_by, call->replicas,
+                    (long long)l->client->cfg.replica_sync_timeout_ms);
+}
+
+int rlock__acquire_unconfirmed(const rlock_lock *l, const rlock__call *call) {
+  return rlock__err(RLOCK_EREPLICA,
+                    "%s '%s' was acquired on %s, but none of its %d replicas "
+                    "confirmed it within %lld ms; it was given back",
+                    l->kind->label, l->name, call->served_by, call->replicas,
+                    (long long)l->client->cfg.replica_sync_timeout_ms);
 }
 
 int rlock_lock_force_release(int *deleted, rlock_lock *l) {

@@ -316,49 +316,76 @@ static int converse(rlock__conn *conn, rlock__req *q, int *unsent) {
 
 /* A short pause before retrying a refusal: 10, 20, 40 ... 500 ms, never
  * past the deadline. */
-static void pause_retry(int attempt, int64_t deadline_us) {
+static int64_t retry_pause_ms(int attempt, int64_t deadline_us) {
   int64_t ms = 10LL << (attempt < 6 ? attempt : 6);
   ms = ms > 500 ? 500 : ms;
   int64_t left = rlock__ms_left(deadline_us);
-  rlock__sleep_ms(ms < left ? ms : left);
+  return ms < left ? ms : left;
 }
 
-/* Follow q->step to the node to try next. RLOCK_OK with *node set, or the
- * status to give up with. */
-static int next_node(rlock_client *c, rlock__req *q, int64_t deadline_us,
-                     int *attempt, rlock__node **node) {
-  rlock__topo *t = &c->topo;
+rlock__next rlock__req_next(rlock__topo *t, rlock__req *q, int64_t deadline_us,
+                            int *attempt, rlock__node **node,
+                            int64_t *pause_ms) {
   int can_move = t->target.kind != RLOCK__TOPO_SINGLE;
+  *node = NULL;
+  *pause_ms = 0;
   switch (q->step) {
   case RLOCK__STEP_MOVED:
   case RLOCK__STEP_ASK:
-    if (!can_move || ++q->redirects > RLOCK__MAX_REDIRECTS)
-      return can_move
-                 ? rlock__err(RLOCK_ESERVER,
-                              "redirected more than %d "
-                              "times; last: %s",
-                              RLOCK__MAX_REDIRECTS, rlock_error_last()->message)
-                 : rlock__err(q->rc,
-                              "%s (a cluster node: use a "
-                              "redis-cluster:// URL)",
-                              rlock_error_last()->message);
-    if (rlock__topo_node_at(t, q->addr, node) != RLOCK_OK)
-      return rlock_error_last()->code;
+    if (!can_move || ++q->redirects > RLOCK__MAX_REDIRECTS) {
+      q->rc = can_move ? rlock__err(RLOCK_ESERVER,
+                                    "redirected more than %d times; last: %s",
+                                    RLOCK__MAX_REDIRECTS,
+                                    rlock_error_last()->message)
+                       : rlock__err(q->rc,
+                                    "%s (a cluster node: use a "
+                                    "redis-cluster:// URL)",
+                                    rlock_error_last()->message);
+      return RLOCK__NEXT_FAIL;
+    }
+    if (rlock__topo_node_at(t, q->addr, node) != RLOCK_OK) {
+      q->rc = rlock_error_last()->code;
+      return RLOCK__NEXT_FAIL;
+    }
     if (q->step == RLOCK__STEP_MOVED)
-      rlock__topo_moved(t, q->slot, *node);
+      rlock__topo_set_slot(t, q->slot, *node);
     q->asking = q->step == RLOCK__STEP_ASK;
-    return RLOCK_OK;
+    return q->step == RLOCK__STEP_MOVED ? RLOCK__NEXT_MOVED : RLOCK__NEXT_GO;
   case RLOCK__STEP_RETRY:
     if (!can_move || rlock__now_us() >= deadline_us)
-      return q->rc;
+      return RLOCK__NEXT_FAIL;
     q->redirects = 0; /* a migration may ASK, TRYAGAIN, ASK ...: the
                          deadline bounds those, not the redirect count */
-    rlock__topo_refresh(t);
-    pause_retry((*attempt)++, deadline_us);
-    return rlock__topo_route(t, rlock__call_route_key(q->call), node);
+    *pause_ms = retry_pause_ms((*attempt)++, deadline_us);
+    return RLOCK__NEXT_PAUSE;
   default:
-    return rlock__topo_route(t, rlock__call_route_key(q->call), node);
+    return RLOCK__NEXT_ROUTE;
   }
+}
+
+/* Follow q->step to the node to try next (rlock__req_next, carried out
+ * on the calling thread). RLOCK_OK with *node set, or the status to give
+ * up with. */
+static int next_node(rlock_client *c, rlock__req *q, int64_t deadline_us,
+                     int *attempt, rlock__node **node) {
+  rlock__topo *t = &c->topo;
+  int64_t pause_ms;
+  switch (rlock__req_next(t, q, deadline_us, attempt, node, &pause_ms)) {
+  case RLOCK__NEXT_FAIL:
+    return q->rc;
+  case RLOCK__NEXT_MOVED:
+    rlock__topo_refresh(t);
+    return RLOCK_OK;
+  case RLOCK__NEXT_GO:
+    return RLOCK_OK;
+  case RLOCK__NEXT_PAUSE:
+    rlock__topo_refresh(t);
+    rlock__sleep_ms(pause_ms);
+    break;
+  default:
+    break;
+  }
+  return rlock__topo_route(t, rlock__call_route_key(q->call), node);
 }
 
 /* A connection that could not be made (or a pool slot not had) in time. */
@@ -366,13 +393,10 @@ static int transport_failure(int rc) {
   return rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT;
 }
 
-/* Whether a failure before anything was sent (no node known, a node
- * unreachable) is worth another try: only where the topology can change
- * (a failover), and only while the deadline lasts. */
-static int retry_unsent(rlock_client *c, rlock__req *q, int rc,
-                        int64_t deadline_us) {
-  if (c->topo.target.kind == RLOCK__TOPO_SINGLE || !transport_failure(rc) ||
-      atomic_load(&c->topo.no_master) || rlock__now_us() >= deadline_us)
+int rlock__req_retry_unsent(const rlock__topo *t, rlock__req *q, int rc,
+                            int64_t deadline_us) {
+  if (t->target.kind == RLOCK__TOPO_SINGLE || !transport_failure(rc) ||
+      atomic_load(&t->no_master) || rlock__now_us() >= deadline_us)
     return 0;
   q->step = RLOCK__STEP_RETRY;
   q->rc = rc;
@@ -385,7 +409,7 @@ int rlock__req_run(rlock_client *c, rlock__req *q, int64_t deadline_us) {
   int rc;
   for (;;) {
     if ((rc = next_node(c, q, deadline_us, &attempt, &node)) != RLOCK_OK) {
-      if (retry_unsent(c, q, rc, deadline_us))
+      if (rlock__req_retry_unsent(&c->topo, q, rc, deadline_us))
         continue;
       /* refusals and redirections ran nothing */
       q->call->transient = transport_failure(rc) ||
@@ -398,7 +422,7 @@ int rlock__req_run(rlock_client *c, rlock__req *q, int64_t deadline_us) {
     q->wait_ms = q->wait_n > 0 ? c->cfg.replica_sync_timeout_ms : 0;
     rlock__conn *conn;
     if ((rc = rlock__pool_get(&node->pool, &conn)) != RLOCK_OK) {
-      if (retry_unsent(c, q, rc, deadline_us))
+      if (rlock__req_retry_unsent(&c->topo, q, rc, deadline_us))
         continue;
       q->call->transient = transport_failure(rc);
       break;

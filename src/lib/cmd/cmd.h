@@ -166,6 +166,38 @@ long rlock__req_encode_to(rlock__req *q, rlock__buf *out);
  * command (NOSCRIPT, MOVED, ASK, TRYAGAIN, ...) lead to a resend. */
 rlock__step rlock__req_feed(rlock__req *q, const char *where, rlock__reply *r);
 
+/* What a request does after a step that leaves its connection, decided
+ * once for both drivers (no I/O: the caller carries it out). */
+typedef enum rlock__next {
+  RLOCK__NEXT_ROUTE, /* route by the call's key (a fresh request) */
+  RLOCK__NEXT_GO,    /* send to *node (ASK: with ASKING first) */
+  RLOCK__NEXT_MOVED, /* send to *node, which now serves the slot; refresh
+                        the topology (rate-limited) */
+  RLOCK__NEXT_PAUSE, /* refused for now: refresh, wait *pause_ms, then
+                        route by the key again */
+  RLOCK__NEXT_FAIL   /* give up with q->rc (the last error set) */
+} rlock__next;
+
+struct rlock__topo;
+struct rlock__node;
+
+/* After q->step is MOVED, ASK or RETRY (or a fresh request): follow a
+ * redirection (at most RLOCK__MAX_REDIRECTS; MOVED updates the slot map
+ * at once), back off a refusal (10 ms doubling to 500 ms, counted in
+ * *attempt) until `deadline_us`, or give up where the topology cannot
+ * change (a single server). */
+rlock__next rlock__req_next(struct rlock__topo *t, rlock__req *q,
+                            int64_t deadline_us, int *attempt,
+                            struct rlock__node **node, int64_t *pause_ms);
+
+/* Whether a failure `rc` before anything was sent (no node known, a node
+ * unreachable) is worth another try: only where the topology can change
+ * (a failover), for a transport failure, while the deadline lasts, and
+ * not when every sentinel said it knows no such master. Sets q->step to
+ * RETRY and q->rc when it is. */
+int rlock__req_retry_unsent(const struct rlock__topo *t, rlock__req *q, int rc,
+                            int64_t deadline_us);
+
 /* Run a request from where it stands (fresh, or after a step a fan-out
  * handed over: MOVED, ASK, RETRY) to completion on the calling thread,
  * retrying refusals and unreachable nodes until `deadline_us` where the

@@ -168,10 +168,10 @@ int rlock__pubsub_pollfds(rlock_client *c, struct pollfd *fds, int max);
 int64_t rlock__pubsub_service(rlock_client *c, const struct pollfd *fds, int n);
 
 /* Called locked by the background side: deliver a message or a
- * confirmation for `channel` (pubsub.c). `kind` is the push's first word
- * without a leading 's' ("message", "subscribe", "unsubscribe"). */
-void rlock__pubsub_push(rlock__pubsub *ps, rlock__subconn *on, const char *kind,
-                        const char *channel, size_t chlen, const char *payload);
+ * confirmation read on `on` (subproto.h's reading of the push). */
+struct rlock__push;
+void rlock__pubsub_push(rlock__pubsub *ps, rlock__subconn *on,
+                        const struct rlock__push *push);
 
 /* Called locked: subscribing on `on` failed; its waiters are told. */
 void rlock__pubsub_fail(rlock__pubsub *ps, rlock__subconn *on, int code,

@@ -14,12 +14,13 @@
 #include "cmd.h"
 #include "common.h"
 #include "pubsub.h"
+#include "subproto.h"
 
-#define BACKOFF_MIN_MS 25
-#define BACKOFF_MAX_MS 1000
+#define BACKOFF_MIN_MS RLOCK__RESUB_MIN_MS
+#define BACKOFF_MAX_MS RLOCK__RESUB_MAX_MS
 /* An idle subscriber connection is PINGed this often, so one that died
  * silently (a NAT or proxy dropping the flow) is noticed. */
-#define PING_IDLE_US ((int64_t)30 * 1000 * 1000)
+#define PING_IDLE_US RLOCK__SUB_PING_IDLE_US
 
 void rlock__subconn_free(rlock__subconn *sc) {
   if (sc == NULL)
@@ -64,12 +65,12 @@ static void assign_entry(const char *k, size_t kl, void *v, void *arg) {
   (void)k, (void)kl;
   rlock__sub *s = v;
   assign *a = arg;
-  rlock__pubsub *ps = &a->c->ps;
+  rlock__pubsub *ps = a->c->ps;
   if (s->on != NULL || s->refs == 0)
     return;
   rlock__node *node = NULL;
   if (ps->sharded &&
-      (node = rlock__topo_lookup(&a->c->topo, s->channel)) == NULL) {
+      (node = rlock__sub_node(&a->c->topo, 1, s->channel)) == NULL) {
     a->unrouted = 1;
     return;
   }
@@ -80,9 +81,9 @@ static void assign_entry(const char *k, size_t kl, void *v, void *arg) {
  * channel's slot owner is unknown (the caller refreshes the map). */
 static int assign_all(rlock_client *c) {
   assign a = {c, 0};
-  pthread_mutex_lock(&c->ps.mu);
-  rlock__map_each(&c->ps.subs, assign_entry, &a);
-  pthread_mutex_unlock(&c->ps.mu);
+  pthread_mutex_lock(&c->ps->mu);
+  rlock__map_each(&c->ps->subs, assign_entry, &a);
+  pthread_mutex_unlock(&c->ps->mu);
   return a.unrouted;
 }
 
@@ -98,11 +99,11 @@ static void back_off(rlock__subconn *sc) {
  * error): every subscription on it is redone after the back-off; sharded
  * ones where their channel now lives. */
 static void drop(rlock_client *c, rlock__subconn *sc, const char *why) {
-  pthread_mutex_lock(&c->ps.mu);
-  rlock__pubsub_lost(&c->ps, sc, c->ps.sharded);
+  pthread_mutex_lock(&c->ps->mu);
+  rlock__pubsub_lost(c->ps, sc, c->ps->sharded);
   sc->pub_fd = -1; /* before the close: a direct waiter stops polling it */
-  rlock__pubsub_closing(&c->ps, sc->conn != NULL ? sc->conn->fd : -1);
-  pthread_mutex_unlock(&c->ps.mu);
+  rlock__pubsub_closing(c->ps, sc->conn != NULL ? sc->conn->fd : -1);
+  pthread_mutex_unlock(&c->ps->mu);
   rlock__obs_count(&c->obs, RLOCK__STAT_DISCONNECTS);
   rlock__obs_log(&c->obs, RLOCK_LOG_WARN,
                  "subscriber connection to %s "
@@ -145,9 +146,9 @@ static void connect_sc(rlock_client *c, rlock__subconn *sc) {
     rc = rlock__conn_open(&sc->conn, &node->ep, c->cfg.connect_timeout_ms,
                           c->cfg.command_timeout_ms);
   sc->at = node;
-  pthread_mutex_lock(&c->ps.mu);
+  pthread_mutex_lock(&c->ps->mu);
   if (rc == RLOCK_OK) {
-    c->ps.dirty = 1;
+    c->ps->dirty = 1;
     /* TLS bytes cannot be peeked at: its waiters wait for the
      * background thread. */
     sc->pub_fd = sc->conn->tls == NULL ? sc->conn->fd : -1;
@@ -161,12 +162,12 @@ static void connect_sc(rlock_client *c, rlock__subconn *sc) {
      * subscriber tries again, a sharded one where its channels' owners
      * now are (the map is refreshed below). */
     if (c->topo.target.kind == RLOCK__TOPO_SINGLE)
-      rlock__pubsub_fail(&c->ps, sc, rc, rlock_error_last()->message);
+      rlock__pubsub_fail(c->ps, sc, rc, rlock_error_last()->message);
     else if (sc->node != NULL)
-      rlock__pubsub_lost(&c->ps, sc, 1);
+      rlock__pubsub_lost(c->ps, sc, 1);
     back_off(sc);
   }
-  pthread_mutex_unlock(&c->ps.mu);
+  pthread_mutex_unlock(&c->ps->mu);
   log_connect(c, sc, node, rc);
   if (rc != RLOCK_OK && c->topo.target.kind != RLOCK__TOPO_SINGLE)
     rlock__topo_refresh(&c->topo);
@@ -174,29 +175,17 @@ static void connect_sc(rlock_client *c, rlock__subconn *sc) {
 
 /* ---- reading ------------------------------------------------------------ */
 
-/* The push's kind without sharded pub/sub's leading 's'. */
-static const char *push_kind(const rlock__reply *w) {
-  static const char *const sharded[] = {"smessage", "ssubscribe",
-                                        "sunsubscribe"};
-  for (int i = 0; i < 3; i++)
-    if (rlock__reply_is(w, sharded[i]))
-      return sharded[i] + 1;
-  return w->str;
-}
-
 static void on_push(rlock_client *c, rlock__subconn *sc,
                     const rlock__reply *r) {
-  if (r->type != RLOCK__R_ARRAY || r->n < 3 ||
-      r->elem[0]->type != RLOCK__R_STR || r->elem[1]->type != RLOCK__R_STR)
+  rlock__push push;
+  rlock__push_read(r, &push);
+  if (push.kind == RLOCK__PUSH_OTHER)
     return; /* ["pong", ""] and the like */
-  const rlock__reply *ch = r->elem[1], *p = r->elem[2];
-  pthread_mutex_lock(&c->ps.mu);
-  rlock__pubsub_push(&c->ps, sc, push_kind(r->elem[0]), ch->str, ch->len,
-                     p->type == RLOCK__R_STR ? p->str : NULL);
-  if (rlock__reply_is(r->elem[0], "ssubscribe") ||
-      rlock__reply_is(r->elem[0], "subscribe"))
+  pthread_mutex_lock(&c->ps->mu);
+  rlock__pubsub_push(c->ps, sc, &push);
+  if (push.kind == RLOCK__PUSH_SUBSCRIBED)
     sc->backoff_ms = BACKOFF_MIN_MS; /* the connection works: reset */
-  pthread_mutex_unlock(&c->ps.mu);
+  pthread_mutex_unlock(&c->ps->mu);
 }
 
 /* An error reply: MOVED (a sharded channel's slot is elsewhere) redoes the
@@ -205,14 +194,14 @@ static void on_push(rlock_client *c, rlock__subconn *sc,
  * status, and the connection is redone after the back-off. */
 static void on_error_reply(rlock_client *c, rlock__subconn *sc,
                            const rlock__reply *r) {
-  if (strncmp(r->str, "MOVED ", 6) == 0) {
+  if (rlock__sub_error_moved(r)) {
     rlock__topo_refresh(&c->topo);
     return;
   }
   int code = rlock__error_status(sc->conn->where, r);
-  pthread_mutex_lock(&c->ps.mu);
-  rlock__pubsub_fail(&c->ps, sc, code, rlock_error_last()->message);
-  pthread_mutex_unlock(&c->ps.mu);
+  pthread_mutex_lock(&c->ps->mu);
+  rlock__pubsub_fail(c->ps, sc, code, rlock_error_last()->message);
+  pthread_mutex_unlock(&c->ps->mu);
 }
 
 static void read_replies(rlock_client *c, rlock__subconn *sc);
@@ -223,9 +212,9 @@ static void read_pushes(rlock_client *c, rlock__subconn *sc) {
     return;
   }
   read_replies(c, sc);
-  pthread_mutex_lock(&c->ps.mu);
-  rlock__pubsub_read_done(&c->ps, sc);
-  pthread_mutex_unlock(&c->ps.mu);
+  pthread_mutex_lock(&c->ps->mu);
+  rlock__pubsub_read_done(c->ps, sc);
+  pthread_mutex_unlock(&c->ps->mu);
 }
 
 /* Handle every reply read so far. */
@@ -292,7 +281,7 @@ static void plan_entry(const char *k, size_t kl, void *v, void *arg) {
   plan *p = arg;
   if (s->on != p->sc)
     return;
-  int sharded = p->c->ps.sharded;
+  int sharded = p->c->ps->sharded;
   p->used = 1;
   if (s->refs > 0)
     p->wanted = 1;
@@ -301,13 +290,12 @@ static void plan_entry(const char *k, size_t kl, void *v, void *arg) {
   if (s->refs > 0 && s->state == RLOCK__SUB_NONE) {
     s->state = RLOCK__SUB_PENDING;
     s->sent_us = p->now;
-    append_cmd(p, sharded ? "SSUBSCRIBE" : "SUBSCRIBE", s->channel, s->chlen);
+    append_cmd(p, rlock__sub_word(sharded, 0), s->channel, s->chlen);
   } else if (s->refs == 0 && s->state == RLOCK__SUB_ACTIVE &&
-             !rlock__sub_lingers(&p->c->ps, s, p->now)) {
+             !rlock__sub_lingers(p->c->ps, s, p->now)) {
     s->state = RLOCK__SUB_UNSUB_PENDING;
     s->sent_us = p->now;
-    append_cmd(p, sharded ? "SUNSUBSCRIBE" : "UNSUBSCRIBE", s->channel,
-               s->chlen);
+    append_cmd(p, rlock__sub_word(sharded, 1), s->channel, s->chlen);
   }
 }
 
@@ -316,9 +304,9 @@ static void plan_entry(const char *k, size_t kl, void *v, void *arg) {
 static int reconcile(rlock_client *c, rlock__subconn *sc, int *used,
                      int *wanted) {
   plan p = {.c = c, .sc = sc, .now = rlock__now_us()};
-  pthread_mutex_lock(&c->ps.mu);
-  rlock__map_each(&c->ps.subs, plan_entry, &p);
-  pthread_mutex_unlock(&c->ps.mu);
+  pthread_mutex_lock(&c->ps->mu);
+  rlock__map_each(&c->ps->subs, plan_entry, &p);
+  pthread_mutex_unlock(&c->ps->mu);
   *used = p.used;
   *wanted = p.wanted;
   int rc = RLOCK_OK;
@@ -326,9 +314,9 @@ static int reconcile(rlock_client *c, rlock__subconn *sc, int *used,
     rc = rlock__conn_send(sc->conn, p.buf, p.len);
   free(p.buf);
   if (p.failed) { /* out of memory: what was not sent is redone later */
-    pthread_mutex_lock(&c->ps.mu);
-    c->ps.dirty = 1;
-    pthread_mutex_unlock(&c->ps.mu);
+    pthread_mutex_lock(&c->ps->mu);
+    c->ps->dirty = 1;
+    pthread_mutex_unlock(&c->ps->mu);
   }
   return rc == RLOCK_OK ? 0 : -1;
 }
@@ -362,9 +350,9 @@ static void check_pending(const char *k, size_t kl, void *v, void *arg) {
 static int64_t check_health(rlock_client *c, rlock__subconn *sc) {
   health h = {sc, rlock__now_us(), c->cfg.command_timeout_ms * 1000, INT64_MAX,
               0};
-  pthread_mutex_lock(&c->ps.mu);
-  rlock__map_each(&c->ps.subs, check_pending, &h);
-  pthread_mutex_unlock(&c->ps.mu);
+  pthread_mutex_lock(&c->ps->mu);
+  rlock__map_each(&c->ps->subs, check_pending, &h);
+  pthread_mutex_unlock(&c->ps->mu);
   if (sc->ping_sent_us != 0 && h.now >= sc->ping_sent_us + h.timeout_us)
     h.stale = 1;
   if (!h.stale && sc->ping_sent_us == 0 &&
@@ -386,13 +374,13 @@ static int64_t check_health(rlock_client *c, rlock__subconn *sc) {
  */
 
 int rlock__pubsub_pollfds(rlock_client *c, struct pollfd *fds, int max) {
-  pthread_mutex_lock(&c->ps.mu);
-  int skip = rlock__pubsub_direct_fd(&c->ps);
-  c->ps.bg_skip_fd = skip;
-  pthread_mutex_unlock(&c->ps.mu);
+  pthread_mutex_lock(&c->ps->mu);
+  int skip = rlock__pubsub_direct_fd(c->ps);
+  c->ps->bg_skip_fd = skip;
+  pthread_mutex_unlock(&c->ps->mu);
   int n = 0;
-  for (size_t i = 0; i < c->ps.nconns && n < max; i++) {
-    const rlock__conn *k = c->ps.conns[i]->conn;
+  for (size_t i = 0; i < c->ps->nconns && n < max; i++) {
+    const rlock__conn *k = c->ps->conns[i]->conn;
     if (k != NULL) /* a negative fd is ignored by poll() */
       fds[n++] =
           (struct pollfd){.fd = k->fd == skip ? -1 : k->fd, .events = POLLIN};
@@ -401,9 +389,9 @@ int rlock__pubsub_pollfds(rlock_client *c, struct pollfd *fds, int max) {
 }
 
 static rlock__subconn *by_fd(rlock_client *c, int fd) {
-  for (size_t i = 0; i < c->ps.nconns; i++)
-    if (c->ps.conns[i]->conn != NULL && c->ps.conns[i]->conn->fd == fd)
-      return c->ps.conns[i];
+  for (size_t i = 0; i < c->ps->nconns; i++)
+    if (c->ps->conns[i]->conn != NULL && c->ps->conns[i]->conn->fd == fd)
+      return c->ps->conns[i];
   return NULL;
 }
 
@@ -448,7 +436,7 @@ static int direct_watches(rlock__pubsub *ps, const rlock__subconn *sc) {
 
 int64_t rlock__pubsub_service(rlock_client *c, const struct pollfd *fds,
                               int n) {
-  rlock__pubsub *ps = &c->ps;
+  rlock__pubsub *ps = c->ps;
   for (int i = 0; i < n; i++) {
     rlock__subconn *sc = by_fd(c, fds[i].fd);
     if (sc != NULL && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) &&

@@ -11,6 +11,7 @@
 #include "cancel.h"
 #include "common.h"
 #include "redlock_int.h"
+#include "watchdog.h"
 
 /* Status and message of member i after a round. */
 static int member_status(const rlock__fan *f, char *msg, size_t size,

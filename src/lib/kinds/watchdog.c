@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "client_int.h"
-#include "loop.h"
 #include "common.h"
 #include "rlock/lock.h"
 
@@ -194,7 +193,7 @@ static void hold_adopt(rlock__hold *h, uint64_t owner_number) {
 int rlock__hold_push_owned(rlock_client *c, const char *name, const char *owner,
                            int64_t lease_ms, int64_t sent_us, const char *base,
                            uint64_t owner_number) {
-  rlock__watchdog *wd = &c->wd;
+  rlock__watchdog *wd = c->wd;
   char key[KEYBUF_SIZE];
   size_t klen = make_key(key, name, strlen(name), owner);
   int wake = 0, rc = RLOCK_OK;
@@ -225,10 +224,8 @@ int rlock__hold_push_owned(rlock_client *c, const char *name, const char *owner,
   pthread_mutex_unlock(&wd->mu);
   if (rc == RLOCK_OK)
     rlock__obs_count(&c->obs, RLOCK__STAT_ACQUISITIONS);
-  if (wake && c->loop != NULL)
-    rlock__lrenew_arm(c); /* the loop's thread: this one */
-  else if (wake)
-    rlock__bg_wake(c);
+  if (wake)
+    c->drv->renew_arm(c);
   return rc;
 }
 
@@ -241,7 +238,7 @@ static rlock__hold *find(rlock__watchdog *wd, const char *name,
 
 void rlock__hold_pop(rlock_client *c, const char *name, const char *owner,
                      int *state, int64_t *keep_lease_ms) {
-  rlock__watchdog *wd = &c->wd;
+  rlock__watchdog *wd = c->wd;
   char key[KEYBUF_SIZE];
   size_t klen;
   *state = RLOCK__HOLD_NONE;
@@ -252,10 +249,10 @@ void rlock__hold_pop(rlock_client *c, const char *name, const char *owner,
    * flight: let that renewal land first, so that the release script's
    * PEXPIRE (or DEL) is the last word on the key's TTL. A loop client
    * needs no wait (and could not: the renewal's answer comes on this
-   * thread): its renewals and releases share one connection, so the
-   * server runs them in the order they were sent. */
-  while (c->loop == NULL && h != NULL && h->inflight && h->depth > 0 &&
-         h->leases[h->depth - 1] == 0 && h->wd_levels == 1) {
+   * thread): its renewals and releases share each node's one connection,
+   * so the server runs them in the order they were sent. */
+  while (c->drv->release_waits_renewal && h != NULL && h->inflight &&
+         h->depth > 0 && h->leases[h->depth - 1] == 0 && h->wd_levels == 1) {
     pthread_cond_wait(&wd->settled, &wd->mu);
     h = find(wd, name, owner, key, &klen);
   }
@@ -282,20 +279,20 @@ void rlock__hold_relet(rlock_client *c, const char *name, const char *owner,
   char key[KEYBUF_SIZE];
   size_t klen;
   int64_t end = sent_us + lease_ms * 1000;
-  pthread_mutex_lock(&c->wd.mu);
-  rlock__hold *h = find(&c->wd, name, owner, key, &klen);
+  pthread_mutex_lock(&c->wd->mu);
+  rlock__hold *h = find(c->wd, name, owner, key, &klen);
   if (h != NULL && !h->lost) {
     for (size_t i = 0; i < h->depth; i++)
       if (h->leases[i] > 0)
         h->ends[i] = end;
     h->expires_us = end;
-    h->gen = ++c->wd.next_gen;
+    h->gen = ++c->wd->next_gen;
   }
-  pthread_mutex_unlock(&c->wd.mu);
+  pthread_mutex_unlock(&c->wd->mu);
 }
 
 void rlock__hold_forget(rlock_client *c, const char *name, const char *owner) {
-  rlock__watchdog *wd = &c->wd;
+  rlock__watchdog *wd = c->wd;
   char key[KEYBUF_SIZE];
   size_t klen;
   pthread_mutex_lock(&wd->mu);
@@ -324,10 +321,10 @@ static void mark_if_named(const char *k, size_t kl, void *v, void *arg) {
 }
 
 void rlock__hold_mark_lost(rlock_client *c, const char *name) {
-  mark_ctx m = {&c->wd, name};
-  pthread_mutex_lock(&c->wd.mu);
-  rlock__map_each(&c->wd.holds, mark_if_named, &m);
-  pthread_mutex_unlock(&c->wd.mu);
+  mark_ctx m = {c->wd, name};
+  pthread_mutex_lock(&c->wd->mu);
+  rlock__map_each(&c->wd->holds, mark_if_named, &m);
+  pthread_mutex_unlock(&c->wd->mu);
 }
 
 static int orphaned(const char *k, size_t kl, void *v, void *arg) {
@@ -358,24 +355,24 @@ static int64_t hold_end(const rlock__hold *h) {
 size_t rlock__hold_depth(rlock_client *c, const char *name, const char *owner) {
   char key[KEYBUF_SIZE];
   size_t klen;
-  pthread_mutex_lock(&c->wd.mu);
-  rlock__hold *h = find(&c->wd, name, owner, key, &klen);
+  pthread_mutex_lock(&c->wd->mu);
+  rlock__hold *h = find(c->wd, name, owner, key, &klen);
   size_t depth = h != NULL && !h->lost ? h->depth : 0;
-  pthread_mutex_unlock(&c->wd.mu);
+  pthread_mutex_unlock(&c->wd->mu);
   return depth;
 }
 
 int rlock__hold_check(rlock_client *c, const char *name, const char *owner) {
   char key[KEYBUF_SIZE];
   size_t klen;
-  pthread_mutex_lock(&c->wd.mu);
-  rlock__hold *h = find(&c->wd, name, owner, key, &klen);
+  pthread_mutex_lock(&c->wd->mu);
+  rlock__hold *h = find(c->wd, name, owner, key, &klen);
   int rc = h == NULL ? RLOCK_ENOTHELD
            : h->lost ? RLOCK_ELOST
            : h->wd_levels == 0 && rlock__now_us() >= hold_end(h)  ? RLOCK_ELOST
            : h->wd_levels > 0 && rlock__now_us() >= h->vouched_us ? RLOCK_ELOST
                                                                   : RLOCK_OK;
-  pthread_mutex_unlock(&c->wd.mu);
+  pthread_mutex_unlock(&c->wd->mu);
   if (rc == RLOCK_ENOTHELD)
     return rlock__err(rc, "lock '%s' is not held by this owner (%s)", name,
                       owner);

@@ -16,6 +16,8 @@
 #include "cmd.h"
 #include "slot.h"
 #include "common.h"
+#include "rlock/lock.h"
+#include "watchdog.h"
 
 typedef struct snap {
   char *name;
@@ -170,12 +172,12 @@ static int apply_one(rlock__watchdog *wd, const snap *s, int alive,
 static void apply_batch(rlock_client *c, const snap *items, size_t n,
                         const int *alive, int64_t sent_us) {
   int gone[RLOCK__RENEW_BATCH] = {0};
-  pthread_mutex_lock(&c->wd.mu);
+  pthread_mutex_lock(&c->wd->mu);
   for (size_t i = 0; i < n; i++)
     gone[i % RLOCK__RENEW_BATCH] =
-        apply_one(&c->wd, &items[i], alive ? alive[i] : -1, sent_us);
-  pthread_cond_broadcast(&c->wd.settled);
-  pthread_mutex_unlock(&c->wd.mu);
+        apply_one(c->wd, &items[i], alive ? alive[i] : -1, sent_us);
+  pthread_cond_broadcast(&c->wd->settled);
+  pthread_mutex_unlock(&c->wd->mu);
   uint64_t renewed = 0;
   for (size_t i = 0; alive != NULL && i < n; i++) {
     renewed += alive[i] && !gone[i];
@@ -215,13 +217,13 @@ static void batch_failed(rlock_client *c, const snap_list *l, size_t from) {
                  "hold%s failed: %s; trying again in %lld ms",
                  l->n - from, l->n - from == 1 ? "" : "s",
                  rlock_error_last()->message,
-                 (long long)(c->wd.retry_us / 1000));
+                 (long long)(c->wd->retry_us / 1000));
   apply_batch(c, l->items + from, l->n - from, NULL, 0);
-  pthread_mutex_lock(&c->wd.mu);
-  int64_t retry = rlock__now_us() + c->wd.retry_us;
-  if (retry < c->wd.next_tick_us)
-    c->wd.next_tick_us = retry;
-  pthread_mutex_unlock(&c->wd.mu);
+  pthread_mutex_lock(&c->wd->mu);
+  int64_t retry = rlock__now_us() + c->wd->retry_us;
+  if (retry < c->wd->next_tick_us)
+    c->wd->next_tick_us = retry;
+  pthread_mutex_unlock(&c->wd->mu);
 }
 
 /* Allocate both lists for up to `n` holds each. Returns 0 or -1. */
@@ -249,7 +251,7 @@ static snap_list *tick_list(rlock__renew_tick *t) {
 
 int rlock__renew_begin(rlock_client *c, rlock__renew_tick **out,
                        int64_t *next_us) {
-  rlock__watchdog *wd = &c->wd;
+  rlock__watchdog *wd = c->wd;
   *out = NULL;
   pthread_mutex_lock(&wd->mu);
   if (!wd->armed || rlock__now_us() < wd->next_tick_us) {
@@ -339,8 +341,8 @@ int64_t rlock__watchdog_service(rlock_client *c) {
     rlock__reply_free(r);
   }
   rlock__renew_end(c, t);
-  pthread_mutex_lock(&c->wd.mu);
-  next = c->wd.armed ? c->wd.next_tick_us : INT64_MAX;
-  pthread_mutex_unlock(&c->wd.mu);
+  pthread_mutex_lock(&c->wd->mu);
+  next = c->wd->armed ? c->wd->next_tick_us : INT64_MAX;
+  pthread_mutex_unlock(&c->wd->mu);
   return next;
 }

@@ -77,11 +77,12 @@ const char *rlock_strerror(int code) {
   case RLOCK_ELOST:
     return "lock was lost while held";
   case RLOCK_ECLOSED:
-    return "client belongs to the parent process";
+    return "client closed: being freed, or made by another process";
   case RLOCK_ECANCELED:
     return "wait canceled";
   case RLOCK_EDEADLK:
-    return "would deadlock: read holds cannot be upgraded";
+    return "would deadlock (a read hold's upgrade, or a client freed on its "
+           "background thread)";
   case RLOCK_EREPLICA:
     return "no replica confirmed the write in time";
   default:

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * client.c - client lifecycle, identity and PING.
+ * client_state.c - what every client has below its driver: configuration,
+ * identity, TLS context, topology and hold records (rlock__client_setup);
+ * the blocking driver (api/client.c, blocking/bg.c) and the loop's
+ * (loop/core.c) build on it.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -10,8 +13,9 @@
 #include <sys/random.h>
 
 #include "client_int.h"
-#include "cmd.h"
 #include "common.h"
+#include "owner.h"
+#include "watchdog.h"
 
 /* A random version-4 UUID in canonical lower-case form, as Redisson's
  * client id. */
@@ -34,8 +38,6 @@ static int make_uuid(char out[37]) {
            b[11], b[12], b[13], b[14], b[15]);
   return RLOCK_OK;
 }
-
-static void wake_bg(void *arg) { rlock__bg_wake(arg); }
 
 /* Build the TLS context where the URL asks for TLS, and hand it to every
  * endpoint that speaks it (nodes found later copy it from target.data). */
@@ -85,21 +87,18 @@ int rlock__client_setup(rlock_client **out, const rlock_config *cfg) {
                         &c->obs);
   if (rc != RLOCK_OK)
     goto fail_cfg;
-  c->topo.on_change = wake_bg;
-  c->topo.on_change_arg = c;
-  if ((rc = rlock__pubsub_init(&c->ps)) != RLOCK_OK)
+  if ((c->wd = rlock__calloc(1, sizeof *c->wd)) == NULL) {
+    rc = rlock__err(RLOCK_ENOMEM, "out of memory");
     goto fail_topo;
-  c->ps.obs = &c->obs;
-  c->ps.linger_us = c->cfg.linger_ms * 1000;
-  c->ps.max_idle = c->cfg.max_idle_subs;
-  if ((rc = rlock__watchdog_init(&c->wd, c->cfg.watchdog_timeout_ms)) !=
+  }
+  if ((rc = rlock__watchdog_init(c->wd, c->cfg.watchdog_timeout_ms)) !=
       RLOCK_OK)
-    goto fail_pubsub;
+    goto fail_wd;
   *out = c;
   return RLOCK_OK;
 
-fail_pubsub:
-  rlock__pubsub_destroy(&c->ps);
+fail_wd:
+  free(c->wd);
 fail_topo:
   rlock__topo_destroy(&c->topo);
 fail_cfg:
@@ -110,57 +109,13 @@ fail_cfg:
 }
 
 void rlock__client_teardown(rlock_client *c) {
-  rlock__sentinel_watch_close(&c->swatch);
-  rlock__watchdog_destroy(&c->wd);
-  rlock__pubsub_destroy(&c->ps);
+  rlock__watchdog_destroy(c->wd);
+  free(c->wd);
   rlock__topo_destroy(&c->topo);
   rlock__tls_free(c->tls); /* after every connection that used it */
   rlock__config_clear(&c->cfg);
   free(c);
 }
-
-int rlock_client_new(rlock_client **out, const rlock_config *cfg) {
-  if (out == NULL)
-    return rlock__err(RLOCK_EINVAL, "rlock_client_new: out is NULL");
-  int rc = rlock__client_setup(out, cfg);
-  if (rc != RLOCK_OK)
-    return rc;
-  if ((rc = rlock__bg_start(*out)) != RLOCK_OK) {
-    rlock__client_teardown(*out);
-    *out = NULL;
-  }
-  return rc;
-}
-
-int rlock_client_free(rlock_client *c) {
-  if (c == NULL)
-    return RLOCK_OK;
-  /* In a fork()ed child, release nothing, deliberately: the background
-   * thread does not exist here; mutexes may have been held at the fork by
-   * threads that do not exist either, and condition variables waited on by
-   * them (destroying such a one blocks for ever); the descriptors are
-   * copies of the parent's sockets, which the child may even have closed
-   * and reused for something else by now. So the memory and the copies of
-   * the descriptors (all close-on-exec) stay until the child exits or
-   * execs. Checked first: the forking thread may have been this client's
-   * background thread (a lost-lock callback that forks). */
-  if (!rlock__origin_ok(&c->origin))
-    return rlock__origin_refuse(&c->origin);
-  /* The background thread cannot join itself: the lost-lock callback runs
-   * on it. */
-  if (c->bg.started && pthread_equal(pthread_self(), c->bg.thread))
-    return rlock__err(RLOCK_EDEADLK,
-                      "rlock_client_free called from the "
-                      "client's own background thread (lost-lock callback); "
-                      "free it from another thread");
-  if (c->loop != NULL)
-    return rlock__loop_client_free(c);
-  rlock__bg_stop(c);
-  rlock__client_teardown(c);
-  return RLOCK_OK;
-}
-
-const char *rlock_client_id(const rlock_client *c) { return c ? c->id : NULL; }
 
 /* The owner field is built on every operation; cache it per thread for
  * the last client used. Keyed by client id and thread id, so a second
@@ -182,48 +137,4 @@ void rlock__owner(const rlock_client *c, char *buf) {
     owner_cache.tid = tid;
   }
   memcpy(buf, owner_cache.owner, owner_cache.len + 1);
-}
-
-int rlock_client_owner(char *buf, size_t size, const rlock_client *c) {
-  if (buf == NULL || c == NULL)
-    return rlock__err(RLOCK_EINVAL, "rlock_client_owner: NULL argument");
-  char tmp[RLOCK_OWNER_MAX];
-  rlock__owner(c, tmp);
-  if (strlen(tmp) >= size)
-    return rlock__err(RLOCK_EINVAL,
-                      "rlock_client_owner: buffer of %zu bytes "
-                      "is too small",
-                      size);
-  memcpy(buf, tmp, strlen(tmp) + 1);
-  return RLOCK_OK;
-}
-
-int rlock_client_ping(rlock_client *c, int64_t *rtt_us) {
-  if (c == NULL)
-    return rlock__err(RLOCK_EINVAL, "rlock_client_ping: client is NULL");
-  rlock__call call;
-  rlock__call_cmd(&call, "PING");
-  rlock__reply *r;
-  int64_t t0 = rlock__now_us();
-  int rc = rlock__call_run(c, &call, &r);
-  if (rc != RLOCK_OK)
-    return rc;
-  if (rtt_us != NULL)
-    *rtt_us = rlock__now_us() - t0;
-  rlock__reply_free(r);
-  return RLOCK_OK;
-}
-
-const char *rlock_client_topology(const rlock_client *c) {
-  return c ? rlock__target_kind_name(&c->cfg.target) : NULL;
-}
-
-int rlock_client_stats(const rlock_client *c, rlock_stats *out, size_t size) {
-  if (c == NULL || out == NULL || size == 0)
-    return rlock__err(RLOCK_EINVAL, "rlock_client_stats: %s",
-                      c == NULL     ? "client is NULL"
-                      : out == NULL ? "out is NULL"
-                                    : "size is 0 (pass sizeof(rlock_stats))");
-  rlock__obs_read(&c->obs, out, size);
-  return RLOCK_OK;
 }

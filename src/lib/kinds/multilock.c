@@ -19,6 +19,7 @@
 #include "lock_int.h"
 #include "script.h"
 #include "rlock/multilock.h"
+#include "watchdog.h"
 
 static int same_lock(const rlock_lock *a, const rlock_lock *b) {
   return a->client == b->client && a->kind == b->kind &&

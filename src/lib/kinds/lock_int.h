@@ -29,6 +29,22 @@ typedef struct rlock__latch {
 /* A release that is never re-sent. */
 extern const rlock__latch rlock__no_latch;
 
+/* The latch of one release: where the topology can fail over, a request
+ * id (Redisson's, 32 hex digits, written into `id`: 33 bytes) and a TTL
+ * covering every retry; otherwise none. Both drivers' releases use it. */
+void rlock__release_latch(const rlock_lock *l, rlock__latch *latch, char *id);
+
+/* Whether to send a release again: it carries a latch (a repeat returns
+ * the first answer and releases nothing more), there is time before
+ * `deadline_us`, and it failed in flight or no replica confirmed it. */
+int rlock__release_again(const rlock__latch *latch, int rc,
+                         const rlock__call *call, int64_t deadline_us);
+
+/* RLOCK_EREPLICA, with its message, for a release (or an acquisition,
+ * which is then given back) that no replica confirmed. */
+int rlock__release_unconfirmed(const rlock_lock *l, const rlock__call *call);
+int rlock__acquire_unconfirmed(const rlock_lock *l, const rlock__call *call);
+
 typedef struct rlock__kind {
   const char *label; /* "lock", for messages */
   /* The hash field of a hold is the owner plus this suffix (":write" for

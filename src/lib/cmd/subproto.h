@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * subproto.h - what both subscribers (the blocking one: pubsub.c +
+ * subconn.c on the background thread; the loop's: loop/lsub.c) share of
+ * Redis pub/sub and Redisson's messages: the node a channel is subscribed
+ * on, the words to send, what a push says, what an unlock message wakes,
+ * and the timings of re-subscription and health checks. The two differ
+ * only in how their waiters wait (threads on condition variables, or
+ * operations on a loop), so each keeps its own waiter bookkeeping over
+ * these steps.
+ */
+#ifndef RLOCK_SUBPROTO_H
+#define RLOCK_SUBPROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "reply.h"
+#include "topo.h"
+
+/* Re-subscribing after a failure backs off from 25 ms to 1 s; only a
+ * confirmed subscription resets it. */
+#define RLOCK__RESUB_MIN_MS 25
+#define RLOCK__RESUB_MAX_MS 1000
+/* A subscriber connection silent this long is sent a PING; no answer
+ * within the command timeout drops it. */
+#define RLOCK__SUB_PING_IDLE_US ((int64_t)30 * 1000 * 1000)
+
+/* The node a channel is subscribed on, as the map stands (no I/O): the
+ * owner of the channel's slot with sharded pub/sub, else the primary (a
+ * single server, Sentinel's master, any node of a cluster, which forwards
+ * PUBLISH everywhere). NULL while the topology does not know. */
+rlock__node *rlock__sub_node(rlock__topo *t, int sharded, const char *channel);
+
+/* The command that subscribes (unsub 0) or unsubscribes (1). */
+const char *rlock__sub_word(int sharded, int unsub);
+
+typedef enum rlock__push_kind {
+  RLOCK__PUSH_OTHER,       /* nothing to act on */
+  RLOCK__PUSH_MESSAGE,     /* (s)message: channel, payload */
+  RLOCK__PUSH_SUBSCRIBED,  /* (s)subscribe confirmed: channel */
+  RLOCK__PUSH_UNSUBSCRIBED /* (s)unsubscribe: confirmed, or (sharded) the
+                              server dropped it: its slot moved */
+} rlock__push_kind;
+
+typedef struct rlock__push {
+  rlock__push_kind kind;
+  const char *channel; /* borrowed from the reply */
+  size_t chlen;
+  const char *payload; /* a message's, or NULL */
+  int pong;            /* a PING's answer (kind OTHER) */
+} rlock__push;
+
+/* Read a reply from a subscriber connection (not an error reply). */
+void rlock__push_read(const rlock__reply *r, rlock__push *out);
+
+/* Redisson's unlock messages: "1" (a read-write unlock) wakes every
+ * waiter; anything else ("0") wakes one. */
+int rlock__unlock_wakes_all(const char *payload);
+
+/* An error reply to (S)SUBSCRIBE that means "not here" (MOVED: a sharded
+ * channel's slot is served elsewhere), to be redone after a refresh,
+ * rather than a refusal (an ACL) that fails the waiters. */
+int rlock__sub_error_moved(const rlock__reply *r);
+
+#endif /* RLOCK_SUBPROTO_H */
