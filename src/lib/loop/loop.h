@@ -276,14 +276,14 @@ struct rlock_op {
   rlock_op *prev, *next;       /* every live operation */
   rlock_op *later;             /* the inbox, or the completions */
   void (*start)(rlock_op *op); /* while in the inbox */
+  int finished;                /* outcome set, callback due */
+  int busy;                    /* lreq is in flight */
   /* rlock_op_cancel from another thread (core.c): the request waits in
    * the client's cancel list; the operation outlives its callback until
    * every request queued for it has been handled. */
   rlock_op *cancel_next; /* the cancel list (inbox_mu) */
   atomic_int cancels;    /* requests queued, not yet handled (inbox_mu) */
   int called;            /* its callback has run: the requests free it */
-  int finished;          /* outcome set, callback due */
-  int busy;              /* lreq is in flight */
   rlock__lreq lreq;
   /* acquisition */
   int state; /* lacquire.c */
