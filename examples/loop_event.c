@@ -53,7 +53,7 @@ int main(int argc, char **argv) {
   rlock_client *client;
   rlock_config_new(&cfg);
   if ((url && rlock_config_set_url(cfg, url) != RLOCK_OK) ||
-      rlock_event_client_new(&client, cfg, base) != RLOCK_OK) {
+      rlock_client_new_event(&client, cfg, base) != RLOCK_OK) {
     fprintf(stderr, "setup: %s\n", rlock_error_last()->message);
     return 1;
   }

@@ -53,7 +53,7 @@ int main(int argc, char **argv) {
   rlock_client *client;
   rlock_config_new(&cfg);
   if ((url && rlock_config_set_url(cfg, url) != RLOCK_OK) ||
-      rlock_uv_client_new(&client, cfg, &loop) != RLOCK_OK ||
+      rlock_client_new_uv(&client, cfg, &loop) != RLOCK_OK ||
       rlock_lock_new(&lock, client, "uv-demo") != RLOCK_OK) {
     fprintf(stderr, "setup: %s\n", rlock_error_last()->message);
     return 1;

@@ -94,7 +94,9 @@ RLOCK_EXTERN uint64_t rlock_owner_thread(void);
  * Options for an acquisition, one struct for every lock kind, MultiLock
  * and RedLock. Initialise with RLOCK_ACQUIRE_OPTIONS_INIT or
  * rlock_acquire_options_init() so that a program built against this
- * header keeps working when later versions append fields.
+ * header keeps working when later versions append fields: the library
+ * reads (and rlock_acquire_options_init writes) only the fields of the
+ * struct's `version`, and gives later fields their defaults.
  */
 typedef struct rlock_acquire_options {
   /** RLOCK_ACQUIRE_OPTIONS_VERSION: which fields the caller knows. */

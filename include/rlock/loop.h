@@ -17,15 +17,17 @@
  * below, and RedLocks over locks of several loop clients on one loop
  * thread (rlock_redlock_new). The blocking operations of lock.h,
  * multilock.h and redlock.h, and rlock_client_ping(), refuse a loop client
- * with RLOCK_EINVAL; rlock_lock_check_owner() (local) works.
+ * with RLOCK_EINVAL before touching anything (a hold stays recorded and
+ * renewed); rlock_lock_check_owner() (local) works.
  *
  * Threading: the thread that calls rlock_client_new_loop() is the loop's
  * thread. Every function here may be called from it; the _async functions
- * may also be called from any other thread (the operation is handed to
- * the loop through the adapter's wake-up and starts there). Callbacks run
- * on the loop's thread only.
+ * and rlock_op_cancel() may also be called from any other thread (the
+ * operation, or the cancel, is handed to the loop through the adapter's
+ * wake-up and runs there). Callbacks run on the loop's thread only.
  *
- * Callback contract (every rlock_async_fn and rlock_info_fn):
+ * Callback contract (every rlock_async_fn, rlock_info_fn and
+ * rlock_redlock_fn):
  *  - An _async function that returns RLOCK_OK calls its callback exactly
  *    once, later, from the loop (never from inside the _async call
  *    itself). One that returns an error never calls it.
@@ -68,11 +70,17 @@ RLOCK_BEGIN_DECLS
 #define RLOCK_LOOP_READ 1
 #define RLOCK_LOOP_WRITE 2
 
+/** The version of rlock_loop this header describes. */
+#define RLOCK_LOOP_VERSION 1
+
 /**
  * What a loop client needs from an event loop. Every function is called
- * on the loop's thread except wake(). The client copies the table.
+ * on the loop's thread except wake(). The client copies the table: the
+ * fields of its `version` (later versions only append fields).
  */
 typedef struct rlock_loop {
+  /** RLOCK_LOOP_VERSION: which fields the adapter knows. */
+  unsigned int version;
   /** The adapter's own state, passed to every function below. */
   void *data;
   /**
@@ -108,10 +116,11 @@ typedef struct rlock_loop {
  * @param out receives the client; free it with rlock_client_free() on the
  *        loop's thread.
  * @param cfg configuration to copy, or NULL for the defaults.
- * @param loop the adapter table (copied); watch, timer and wake are
- *        required.
- * @return RLOCK_OK; RLOCK_EINVAL for a NULL argument, an incomplete table
- *         or a topology a loop client does not support; RLOCK_EIO or
+ * @param loop the adapter table (copied); version, watch, timer and wake
+ *        are required.
+ * @return RLOCK_OK; RLOCK_EINVAL for a NULL argument, a table version
+ *         this library does not know, an incomplete table or a topology a
+ *         loop client does not support; RLOCK_EIO or
  *         RLOCK_ETIMEOUT when the host name does not resolve; RLOCK_ENOMEM.
  */
 RLOCK_EXTERN int rlock_client_new_loop(rlock_client **out,
@@ -135,7 +144,7 @@ RLOCK_EXTERN void rlock_loop_wake(rlock_client *client);
 RLOCK_EXTERN int rlock_loop_error(int code, const char *message);
 
 /** A pending operation, for rlock_op_cancel(). Owned by the library;
- * valid until its callback starts. */
+ * valid until its callback returns. */
 typedef struct rlock_op rlock_op;
 
 /**
@@ -160,7 +169,7 @@ typedef void (*rlock_async_fn)(void *arg, int rc, int64_t value);
  *        must be NULL (cancel with rlock_op_cancel(); the token comes as
  *        the callback's value).
  * @param op if not NULL, receives the operation (valid until its callback
- *        starts), for rlock_op_cancel(); NULL when called off the loop
+ *        returns), for rlock_op_cancel(), also when called off the loop
  *        thread.
  * @return RLOCK_OK (the callback will run: RLOCK_OK held, RLOCK_ELOCKED
  *         not within the wait, RLOCK_ECANCELED, RLOCK_ECLOSED, or the
@@ -175,7 +184,14 @@ RLOCK_EXTERN int rlock_lock_acquire_async(rlock_lock *lock,
  * Cancel a pending acquisition: its callback runs later with
  * RLOCK_ECANCELED (a fair lock's waiter leaves the queue first). An
  * acquisition already granted by the server when the cancel arrives is
- * given back first. Loop thread only.
+ * given back first. An operation whose outcome is already decided (its
+ * callback due) is left as it is. Any thread: on the loop's thread the
+ * cancel applies at once; from another thread it is handed to the loop
+ * through the adapter's wake-up and applies there (an operation that ends
+ * meanwhile ends as it would have).
+ * `op` must be valid for the whole call: from another thread, make sure
+ * its callback cannot return meanwhile, e.g. call this holding a mutex
+ * that the callback takes (and under which it notes that it ran).
  * @return RLOCK_OK, or RLOCK_EINVAL for NULL or an operation that is not
  *         an acquisition.
  */
@@ -213,17 +229,23 @@ RLOCK_EXTERN int rlock_lock_inspect_async(rlock_lock *lock, rlock_info_fn cb,
                                           void *arg);
 
 /**
- * Acquire every member of `m` (all on one loop client) for `opts->owner`,
- * in order, within `opts->wait_ms` in all: rlock_multilock_acquire_opts's
- * rules (each member with what is left of the wait; with a fixed lease,
- * the earlier members are given the full lease again once the last is
- * taken; on failure or cancel the members taken are released before the
- * callback runs). `opts`, `op` and cancel as rlock_lock_acquire_async.
+ * Acquire every member of `m` for `opts->owner`, in order, within
+ * `opts->wait_ms` in all: rlock_multilock_acquire_opts's rules (each
+ * member with what is left of the wait; with a fixed lease, the earlier
+ * members are given the full lease again once the last is taken; on
+ * failure or cancel the members taken are released before the callback
+ * runs). The members may be on several loop clients, all running on the
+ * calling loop thread; the operation belongs to member 0's client:
+ * freeing that client completes it (RLOCK_ECLOSED; a member's attempt
+ * pending on another client is canceled, and that client gives back a
+ * late grant by itself), while another member's client must not be freed
+ * with the operation pending. `opts`, `op` and cancel as
+ * rlock_lock_acquire_async.
  * @return RLOCK_OK (the callback will run with RLOCK_OK when every member
  *         is held, else the failing member's status, RLOCK_ECANCELED or
- *         RLOCK_ECLOSED, and nothing held), or RLOCK_EINVAL (also when the
- *         members are on several clients, or not on a loop client) /
- *         RLOCK_ENOMEM.
+ *         RLOCK_ECLOSED, and nothing held), or RLOCK_EINVAL (also when a
+ *         member's client is not a loop client, or runs on another loop
+ *         thread) / RLOCK_ENOMEM.
  */
 RLOCK_EXTERN int
 rlock_multilock_acquire_async(rlock_multilock *m,
@@ -232,7 +254,7 @@ rlock_multilock_acquire_async(rlock_multilock *m,
 
 /** Release one hold of `owner` on every member, in reverse order; every
  * member is released even when one fails, and the first failure is the
- * callback's status. */
+ * callback's status. Members as rlock_multilock_acquire_async. */
 RLOCK_EXTERN int rlock_multilock_release_async(rlock_multilock *m,
                                                uint64_t owner,
                                                rlock_async_fn cb, void *arg);
@@ -271,12 +293,51 @@ RLOCK_EXTERN int rlock_redlock_acquire_async(rlock_redlock *r,
                                              rlock_op **op);
 
 /** Release one hold of `owner` on every member at once. The callback's
- * status: RLOCK_OK when every member held was released (members never
- * taken are skipped), RLOCK_ENOTHELD when no member was held, else the
- * first member's failure (RLOCK_ELOST: that member's hold had expired or
- * was deleted). Not cancelable. */
+ * status, as rlock_redlock_release_owner() returns it: RLOCK_OK when
+ * every member held was released (members never taken are skipped),
+ * RLOCK_ENOTHELD when no member was held, else the first member's failure
+ * (RLOCK_ELOST: that member's hold had expired or was deleted). Not
+ * cancelable. */
 RLOCK_EXTERN int rlock_redlock_release_async(rlock_redlock *r, uint64_t owner,
                                              rlock_async_fn cb, void *arg);
+
+/**
+ * Completion of a RedLock operation with each member's outcome: `rc` and
+ * `validity_ms` as an rlock_async_fn's `rc` and `value`; `result` is
+ * never NULL and is the callback's to free (rlock_redlock_result_free(),
+ * also later, from any thread), read with redlock.h's
+ * rlock_redlock_result_* functions.
+ */
+typedef void (*rlock_redlock_fn)(void *arg, int rc, int64_t validity_ms,
+                                 rlock_redlock_result *result);
+
+/**
+ * rlock_redlock_acquire_async(), telling each member's outcome as the
+ * blocking rlock_redlock_acquire_opts() does: the result is that of the
+ * last round (also on failure): its validity (0 unless rc is RLOCK_OK),
+ * and for each member RLOCK_OK when it was taken, else why not
+ * (RLOCK_ELOCKED, a transport error, RLOCK_ETIMEOUT when it was not
+ * waited for, RLOCK_ECANCELED, RLOCK_ECLOSED), with a message ("" when
+ * taken). A member taken in a round that missed the quorum was given back
+ * before the callback. Its count is 0 when the operation ended before its
+ * first round. Arguments and return codes as rlock_redlock_acquire_async.
+ */
+RLOCK_EXTERN int rlock_redlock_acquire_async_result(
+    rlock_redlock *r, const rlock_acquire_options *opts, rlock_redlock_fn cb,
+    void *arg, rlock_op **op);
+
+/**
+ * rlock_redlock_release_async(), telling each member's outcome: for each
+ * member RLOCK_OK when one hold of `owner` was released there,
+ * RLOCK_ENOTHELD when it held none there, RLOCK_ELOST when its hold had
+ * expired or was deleted, else the member's failure (a transport error,
+ * RLOCK_ECLOSED), with a message ("" when released). The validity is 0.
+ * Arguments and return codes as rlock_redlock_release_async.
+ */
+RLOCK_EXTERN int rlock_redlock_release_async_result(rlock_redlock *r,
+                                                    uint64_t owner,
+                                                    rlock_redlock_fn cb,
+                                                    void *arg);
 
 RLOCK_END_DECLS
 

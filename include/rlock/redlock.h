@@ -105,6 +105,9 @@ RLOCK_EXTERN int rlock_redlock_acquire_opts(rlock_redlock_result **result,
  * Release every member, in parallel; members this thread never took are
  * ignored.
  * @return RLOCK_OK when every member this thread held was released;
+ *         RLOCK_ENOTHELD when it held none (no member recorded a hold and
+ *         no server had one to release: as rlock_lock_release() and
+ *         rlock_multilock_release(), and rlock_redlock_release_async());
  *         RLOCK_ELOST when one had expired or was deleted meanwhile (the
  *         others were released); else the first transport error.
  */

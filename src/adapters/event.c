@@ -120,10 +120,10 @@ static void ad_free(evad *a) {
 
 static void ad_detach(void *data) { ad_free(data); }
 
-int rlock_event_client_new(rlock_client **out, const rlock_config *cfg,
+int rlock_client_new_event(rlock_client **out, const rlock_config *cfg,
                            struct event_base *base) {
   if (out == NULL || base == NULL)
-    return rlock_loop_error(RLOCK_EINVAL, "rlock_event_client_new: out or "
+    return rlock_loop_error(RLOCK_EINVAL, "rlock_client_new_event: out or "
                                           "base is NULL");
   *out = NULL;
   evad *a = calloc(1, sizeof *a);
@@ -140,7 +140,12 @@ int rlock_event_client_new(rlock_client **out, const rlock_config *cfg,
     return rlock_loop_error(RLOCK_EIO, "libevent: no eventfd, or an event "
                                        "could not be added");
   }
-  rlock_loop table = {a, ad_watch, ad_timer, ad_wake, ad_detach};
+  rlock_loop table = {.version = RLOCK_LOOP_VERSION,
+                      .data = a,
+                      .watch = ad_watch,
+                      .timer = ad_timer,
+                      .wake = ad_wake,
+                      .detach = ad_detach};
   int rc = rlock_client_new_loop(&a->client, cfg, &table);
   if (rc != RLOCK_OK) {
     ad_free(a);
@@ -148,4 +153,9 @@ int rlock_event_client_new(rlock_client **out, const rlock_config *cfg,
   }
   *out = a->client;
   return RLOCK_OK;
+}
+
+int rlock_event_client_new(rlock_client **out, const rlock_config *cfg,
+                           struct event_base *base) {
+  return rlock_client_new_event(out, cfg, base);
 }

@@ -122,10 +122,10 @@ static void ad_detach(void *data) {
   uv_close((uv_handle_t *)&a->async, handle_closed);
 }
 
-int rlock_uv_client_new(rlock_client **out, const rlock_config *cfg,
+int rlock_client_new_uv(rlock_client **out, const rlock_config *cfg,
                         uv_loop_t *loop) {
   if (out == NULL || loop == NULL)
-    return rlock_loop_error(RLOCK_EINVAL, "rlock_uv_client_new: out or "
+    return rlock_loop_error(RLOCK_EINVAL, "rlock_client_new_uv: out or "
                                           "loop is NULL");
   *out = NULL;
   uvad *a = calloc(1, sizeof *a);
@@ -145,7 +145,12 @@ int rlock_uv_client_new(rlock_client **out, const rlock_config *cfg,
   a->async.data = a;
   a->open_handles++;
   uv_unref((uv_handle_t *)&a->async); /* wake-ups keep no loop alive */
-  rlock_loop table = {a, ad_watch, ad_timer, ad_wake, ad_detach};
+  rlock_loop table = {.version = RLOCK_LOOP_VERSION,
+                      .data = a,
+                      .watch = ad_watch,
+                      .timer = ad_timer,
+                      .wake = ad_wake,
+                      .detach = ad_detach};
   int rc = rlock_client_new_loop(&a->client, cfg, &table);
   if (rc != RLOCK_OK) {
     ad_detach(a);
@@ -153,4 +158,9 @@ int rlock_uv_client_new(rlock_client **out, const rlock_config *cfg,
   }
   *out = a->client;
   return RLOCK_OK;
+}
+
+int rlock_uv_client_new(rlock_client **out, const rlock_config *cfg,
+                        uv_loop_t *loop) {
+  return rlock_client_new_uv(out, cfg, loop);
 }

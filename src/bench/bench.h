@@ -23,12 +23,13 @@
  *                asleep at each release: the library's waiter next to a
  *                bare single-threaded hiredis one, in interleaved rounds.
  *
- * Everything talks to the library through its public API, except the
- * floor and handoff's bare waiter (raw.c), which reuse the library's
- * embedded scripts (script.h), so that they send byte-for-byte the same
- * EVALSHA commands, and its URL
- * parser (rlock__endpoint_parse), so that it connects where the library
- * would.
+ * Everything talks to the library through its public API only (no header
+ * of src/lib). The floor and handoff's bare waiter (raw.c) send the
+ * library's own lock_acquire and lock_release scripts, embedded again for
+ * the bench at build time (bench_script_*, below), so that they send
+ * byte-for-byte the library's EVALSHA commands, and read the -u URL with
+ * a small parser of their own (url.c) that accepts what the library does
+ * for one server: redis://, unix://, credentials, a database.
  *
  * Exit status: 0 measured, 1 something failed while measuring (server
  * down, unexpected reply, ...), 64 bad command line (one line on stderr).
@@ -158,9 +159,39 @@ redisReply *bench_raw_cmd(redisContext *c, int argc, const char **argv,
 int bench_raw_append(redisContext *c, int argc, const char **argv);
 redisReply *bench_raw_reply(redisContext *c, const char *what);
 
+/* A Lua script of the library's, with its SHA1, embedded at build time by
+ * cmake/embed_scripts.cmake from the library's own .lua files. */
+typedef struct bench_script {
+  const char *name; /* file stem */
+  const char *sha;  /* 40 lower-case hex digits */
+  const char *text;
+  size_t len;
+} bench_script;
+
+extern const bench_script bench_script_lock_acquire;
+extern const bench_script bench_script_lock_release;
+
+/* Where the bare hiredis connections go, read from a -u URL:
+ * redis://[[user]:password@]host[:port][/db] (host a name, an IPv4 address
+ * or [an IPv6 one]; port 6379 by default) or
+ * unix://[[user]:password@]/path[?db=N], user and password %-decoded. A
+ * bare connection speaks no TLS: rediss:// is refused. */
+typedef struct bench_url {
+  char host[256]; /* "" for a unix socket */
+  int port;
+  char path[108]; /* the unix socket, or "" */
+  char user[256]; /* "": AUTH with the password only */
+  char password[256];
+  int has_password; /* AUTH at all */
+  int db;           /* SELECT db when non-zero */
+} bench_url;
+
+/* Parse `url` into *u: 0, or -1 after printing why (bench_fail). */
+int bench_url_parse(bench_url *u, const char *url);
+
 /* The library's lock_acquire and lock_release scripts as a bare client
- * sends them: by EVALSHA with the SHA1 embedded in the library
- * (script.h), the library's default lease (its watchdog timeout, 30 s),
+ * sends them: by EVALSHA with the SHA1 embedded at build time
+ * (bench_script_*), the library's default lease (its watchdog timeout, 30 s),
  * an owner shaped like the library's ("<uuid>:<tid>", a fresh random
  * UUID) and Redisson's channel name, so that they are byte-for-byte the
  * library's commands. acq and rel point into the struct: do not copy it
@@ -176,7 +207,7 @@ typedef struct bench_lock_cmds {
 void bench_lock_cmds_init(bench_lock_cmds *f, const char *name);
 
 /* SCRIPT LOAD both scripts, so that EVALSHA never meets NOSCRIPT, and
- * check that the server hashes them as script.h says. 0 or -1
+ * check that the server hashes them as embedded. 0 or -1
  * (printed). */
 int bench_load_lock_scripts(const char *url);
 

@@ -218,8 +218,8 @@ int bench_loop(const bench_args *a) {
   rlock_config *cfg;
   if (rlock_config_new(&cfg) != RLOCK_OK ||
       rlock_config_set_url(cfg, a->url) != RLOCK_OK ||
-      rlock_uv_client_new(&r.client, cfg, &r.loop) != RLOCK_OK)
-    return bench_fail_rc("rlock_uv_client_new", rlock_error_last()->code);
+      rlock_client_new_uv(&r.client, cfg, &r.loop) != RLOCK_OK)
+    return bench_fail_rc("rlock_client_new_uv", rlock_error_last()->code);
   rlock_config_free(cfg);
   r.locks = calloc((size_t)a->locks, sizeof *r.locks);
   for (int i = 0; r.locks != NULL && i < a->locks; i++) {

@@ -20,7 +20,6 @@
 #include <string.h>
 
 #include "bench.h"
-#include "script.h"
 
 #define DEFAULT_URL "redis://127.0.0.1:6379"
 
@@ -308,8 +307,8 @@ static void apply_values(parsed *p) {
 /* --script NAME: write the embedded text of a script the floor sends, byte
  * for byte, so that SCRIPT LOAD of it answers the library's SHA1. */
 static int print_script(const char *name) {
-  static const rlock__script *const known[] = {&rlock__script_lock_acquire,
-                                               &rlock__script_lock_release};
+  static const bench_script *const known[] = {&bench_script_lock_acquire,
+                                              &bench_script_lock_release};
   for (size_t i = 0; i < sizeof known / sizeof *known; i++)
     if (strcmp(name, known[i]->name) == 0)
       return fwrite(known[i]->text, 1, known[i]->len, stdout) == known[i]->len

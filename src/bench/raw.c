@@ -11,8 +11,6 @@
 #include <sys/time.h>
 
 #include "bench.h"
-#include "endpoint.h"
-#include "script.h"
 
 /* The library's default watchdog timeout, which is the lease
  * rlock_lock_acquire() sends (and the one its release keeps). */
@@ -23,10 +21,10 @@
 #define CONNECT_TIMEOUT_MS 2000
 #define COMMAND_TIMEOUT_MS 3000
 
-static redisContext *open_socket(const rlock__endpoint *u) {
+static redisContext *open_socket(const bench_url *u) {
   struct timeval tv = {CONNECT_TIMEOUT_MS / 1000, 0};
-  if (u->unix_path != NULL)
-    return redisConnectUnixWithTimeout(u->unix_path, tv);
+  if (u->path[0] != '\0')
+    return redisConnectUnixWithTimeout(u->path, tv);
   redisContext *c = redisConnectWithTimeout(u->host, u->port, tv);
   if (c != NULL && !c->err) {
     /* The library sets TCP_NODELAY on its connections; do the same here
@@ -38,12 +36,12 @@ static redisContext *open_socket(const rlock__endpoint *u) {
 }
 
 /* AUTH and SELECT as the URL asks. */
-static int login(redisContext *c, const rlock__endpoint *u) {
+static int login(redisContext *c, const bench_url *u) {
   char db[16];
-  if (u->password != NULL) {
-    const char *argv[3] = {"AUTH", u->user ? u->user : u->password,
-                           u->password};
-    redisReply *r = bench_raw_cmd(c, u->user ? 3 : 2, argv, NULL);
+  if (u->has_password) {
+    int user = u->user[0] != '\0';
+    const char *argv[3] = {"AUTH", user ? u->user : u->password, u->password};
+    redisReply *r = bench_raw_cmd(c, user ? 3 : 2, argv, NULL);
     if (r == NULL)
       return -1;
     freeReplyObject(r);
@@ -60,16 +58,13 @@ static int login(redisContext *c, const rlock__endpoint *u) {
 }
 
 redisContext *bench_raw_connect(const char *url) {
-  rlock__endpoint u; /* the library's own parser (rlock_static) */
-  if (rlock__endpoint_parse(&u, url) != RLOCK_OK) {
-    bench_fail("%s", rlock_error_last()->message);
+  bench_url u;
+  if (bench_url_parse(&u, url) != 0)
     return NULL;
-  }
   redisContext *c = open_socket(&u);
   if (c == NULL || c->err) {
     bench_fail("cannot connect to %s: %s", url, c ? c->errstr : "no memory");
     redisFree(c);
-    rlock__endpoint_clear(&u);
     return NULL;
   }
   struct timeval tv = {COMMAND_TIMEOUT_MS / 1000, 0};
@@ -78,7 +73,6 @@ redisContext *bench_raw_connect(const char *url) {
     redisFree(c);
     c = NULL;
   }
-  rlock__endpoint_clear(&u);
   return c;
 }
 
@@ -158,8 +152,8 @@ void bench_lock_cmds_init(bench_lock_cmds *f, const char *name) {
   /* A single server's release carries no latch (TTL 0), as the library's. */
   snprintf(f->latch, sizeof f->latch, "redisson_unlock_latch:{%s}:-", name);
   const char *acq[6] = {
-      "EVALSHA", rlock__script_lock_acquire.sha, "1", name, LEASE, f->owner};
-  const char *rel[11] = {"EVALSHA", rlock__script_lock_release.sha,
+      "EVALSHA", bench_script_lock_acquire.sha, "1", name, LEASE, f->owner};
+  const char *rel[11] = {"EVALSHA", bench_script_lock_release.sha,
                          "1",       name,
                          "0",       LEASE,
                          f->owner,  "PUBLISH",
@@ -170,8 +164,8 @@ void bench_lock_cmds_init(bench_lock_cmds *f, const char *name) {
 }
 
 int bench_load_lock_scripts(const char *url) {
-  const rlock__script *s[2] = {&rlock__script_lock_acquire,
-                               &rlock__script_lock_release};
+  const bench_script *s[2] = {&bench_script_lock_acquire,
+                              &bench_script_lock_release};
   redisContext *c = bench_raw_connect(url);
   int rc = c != NULL ? 0 : -1;
   for (int i = 0; i < 2 && rc == 0; i++) {

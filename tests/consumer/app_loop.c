@@ -13,8 +13,8 @@ int main(void) {
   struct event_base *base = event_base_new();
   rlock_client *a, *b;
   if (uv_loop_init(&loop) != 0 || base == NULL ||
-      rlock_uv_client_new(&a, NULL, &loop) != RLOCK_OK ||
-      rlock_event_client_new(&b, NULL, base) != RLOCK_OK) {
+      rlock_client_new_uv(&a, NULL, &loop) != RLOCK_OK ||
+      rlock_client_new_event(&b, NULL, base) != RLOCK_OK) {
     fprintf(stderr, "%s\n", rlock_error_last()->message);
     return 1;
   }

@@ -187,7 +187,11 @@ static void test_loop_taken(void **state) {
                                    RT_STEP_END()};
   rt_fake *f = rt_fake_start(s);
   mini m = {.fd = {-1, -1, -1, -1}, .timer_at_ms = -1};
-  rlock_loop table = {&m, mini_watch, mini_timer, mini_wake, NULL};
+  rlock_loop table = {.version = RLOCK_LOOP_VERSION,
+                      .data = &m,
+                      .watch = mini_watch,
+                      .timer = mini_timer,
+                      .wake = mini_wake};
   rlock_config *cfg;
   assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
   assert_int_equal(rlock_config_set_url(cfg, rt_fake_url(f)), RLOCK_OK);

@@ -63,9 +63,9 @@ static inline void run_until(const int *flag, int want, int64_t timeout_ms,
 static inline rlock_client *loop_client_cfg(rlock_config *cfg) {
   rlock_client *c;
   if (kind == UV)
-    OK(rlock_uv_client_new(&c, cfg, &uvl));
+    OK(rlock_client_new_uv(&c, cfg, &uvl));
   else
-    OK(rlock_event_client_new(&c, cfg, evb));
+    OK(rlock_client_new_event(&c, cfg, evb));
   return c;
 }
 

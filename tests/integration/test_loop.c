@@ -4,6 +4,9 @@
  * case run once on libuv and once on libevent (the adapters are compiled
  * into this binary).
  */
+#include <sched.h>
+#include <stdatomic.h>
+
 #include "loop_fixture.h"
 #include "rt_tls.h"
 #include "spin_checks.h"
@@ -579,6 +582,177 @@ static void test_multilock(void **state) {
   loop_free(c);
 }
 
+/* A loop table that does nothing, for a client made (and freed) on a
+ * thread that runs no loop: creating a loop client does no I/O. */
+static int idle_watch(void *d, int fd, int ev) {
+  (void)d, (void)fd, (void)ev;
+  return 0;
+}
+static void idle_timer(void *d, int64_t ms) { (void)d, (void)ms; }
+static void idle_wake(void *d) { (void)d; }
+
+static void *client_elsewhere(void *arg) {
+  rlock_client **c = arg;
+  rlock_loop table = {.version = RLOCK_LOOP_VERSION,
+                      .watch = idle_watch,
+                      .timer = idle_timer,
+                      .wake = idle_wake};
+  if (*c == NULL)
+    OK(rlock_client_new_loop(c, NULL, &table));
+  else
+    OK(rlock_client_free(*c));
+  return NULL;
+}
+
+/* A MultiLock over two loop clients of this loop thread: loop:x0 and
+ * loop:x2 on the first, loop:x1 on the second. */
+typedef struct duo {
+  rlock_client *c[2];
+  rlock_lock *l[3];
+  rlock_multilock *m;
+} duo;
+
+static void duo_up(duo *d) {
+  d->c[0] = loop_client(0, NULL, NULL);
+  d->c[1] = loop_client(0, NULL, NULL);
+  d->l[0] = fx_lock(d->c[0], "loop:x0");
+  d->l[1] = fx_lock(d->c[1], "loop:x1");
+  d->l[2] = fx_lock(d->c[0], "loop:x2");
+  OK(rlock_multilock_new(&d->m, d->l, 3));
+}
+
+/* Free what is left (a client already freed is NULL). */
+static void duo_down(duo *d) {
+  rlock_multilock_free(d->m);
+  for (int i = 0; i < 2; i++)
+    if (d->c[i] != NULL)
+      loop_free(d->c[i]);
+  for (int i = 0; i < 3; i++)
+    rlock_lock_free(d->l[i]);
+}
+
+/* Run the loop until `field` holds `name` on the server. */
+static void run_until_field(const char *name, const char *field) {
+  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
+  while (fx_hget(srv, name, field) != 1) {
+    assert_true(rt_now_ms() < end);
+    run_once(20);
+  }
+}
+
+/* A MultiLock's members on two loop clients of this loop thread: taken
+ * all or none, each by its own client; waiting, re-letting and canceling
+ * as with one client. */
+static void test_multilock_clients(void **state) {
+  (void)state;
+  duo d;
+  duo_up(&d);
+  uint64_t a = rlock_owner_new(), b = rlock_owner_new();
+  char fa[2][RLOCK_OWNER_MAX], fb[2][RLOCK_OWNER_MAX];
+  for (int i = 0; i < 2; i++) {
+    field_of(d.c[i], a, fa[i]);
+    field_of(d.c[i], b, fb[i]);
+  }
+  OK(multi_acquire(d.m, a, 0, 20000));
+  assert_int_equal(fx_hget(srv, "loop:x0", fa[0]), 1);
+  assert_int_equal(fx_hget(srv, "loop:x1", fa[1]), 1); /* c[1]'s field */
+  assert_int_equal(fx_hget(srv, "loop:x2", fa[0]), 1);
+  for (int i = 0; i < 3; i++)
+    OK(rlock_lock_check_owner(d.l[i], a)); /* recorded on its own client */
+  RC(multi_acquire(d.m, b, 300, 5000), RLOCK_ELOCKED);
+  assert_int_equal(fx_hget(srv, "loop:x0", fb[0]), -1);
+  OK(multi_release(d.m, a));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS loop:x0 loop:x1 loop:x2"), 0);
+  /* B waits for member 1 (on c[1]), held by A for 300 ms; then the
+   * earlier member (on c[0]) gets its full lease again. */
+  OK(acquire(d.l[1], a, 0, 300));
+  OK(multi_acquire(d.m, b, 10000, 20000));
+  ASSERT_RANGE(rt_cmd_int(srv, "PTTL loop:x0"), 15000, 20000);
+  assert_int_equal(fx_hget(srv, "loop:x1", fb[1]), 1);
+  OK(multi_release(d.m, b));
+  /* Canceled while waiting for member 1: member 0 is given back. */
+  OK(acquire(d.l[1], a, 0, 30000));
+  result r = {0};
+  rlock_op *op;
+  rlock_acquire_options o = opts(b, RLOCK_WAIT_FOREVER, 20000);
+  OK(rlock_multilock_acquire_async(d.m, &o, on_done, &r, &op));
+  run_until_field("loop:x0", fb[0]);
+  OK(rlock_op_cancel(op));
+  run_until(&r.done, 1, 5000, "the canceled MultiLock");
+  RC(r.rc, RLOCK_ECANCELED);
+  assert_int_equal(fx_hget(srv, "loop:x0", fb[0]), -1);
+  assert_int_equal(fx_hget(srv, "loop:x1", fb[1]), -1);
+  OK(release(d.l[1], a));
+  duo_down(&d);
+}
+
+/* Member 0's client freed while member 1 is awaited on the other client:
+ * the callback runs inside the free, and the other client gives up its
+ * waiter (which would otherwise take member 1 for no one). */
+static void test_multilock_clients_free(void **state) {
+  (void)state;
+  duo d;
+  duo_up(&d);
+  uint64_t a = rlock_owner_new(), b = rlock_owner_new();
+  char fb[2][RLOCK_OWNER_MAX];
+  for (int i = 0; i < 2; i++)
+    field_of(d.c[i], b, fb[i]);
+  OK(acquire(d.l[1], a, 0, 30000));
+  result f = {0};
+  rlock_acquire_options o = opts(b, RLOCK_WAIT_FOREVER, 20000);
+  OK(rlock_multilock_acquire_async(d.m, &o, on_done, &f, NULL));
+  run_until_field("loop:x0", fb[0]);
+  loop_free(d.c[0]);
+  d.c[0] = NULL;
+  assert_int_equal(f.done, 1);
+  RC(f.rc, RLOCK_ECLOSED);
+  /* The waiter left: its channel is given up once it has lingered. */
+  char chan[] = "redisson_lock__channel:{loop:x1}", why[64];
+  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
+  while (subscribed(chan, why, sizeof why)) {
+    assert_true(rt_now_ms() < end);
+    run_once(50);
+  }
+  OK(release(d.l[1], a));
+  assert_int_equal(fx_hget(srv, "loop:x1", fb[1]), -1);
+  rt_cmd_int(srv, "DEL loop:x0"); /* c[0]'s hold, never released */
+  duo_down(&d);
+}
+
+/* Members on another loop thread, or mixing blocking and loop clients,
+ * are refused with a message naming the member. */
+static void test_multilock_clients_refused(void **state) {
+  (void)state;
+  duo d;
+  duo_up(&d);
+  rlock_client *other = NULL;
+  pthread_t t;
+  pthread_create(&t, NULL, client_elsewhere, &other);
+  pthread_join(t, NULL);
+  rlock_client *bc = fx_client(srv, 0);
+  rlock_lock *lo = fx_lock(other, "loop:x0"), *lb = fx_lock(bc, "loop:x0");
+  rlock_lock *bad[2][2] = {{d.l[1], lo}, {lb, d.l[1]}};
+  const char *needle[2] = {"one loop thread", "member 0's client was not"};
+  result r = {0};
+  uint64_t b = rlock_owner_new();
+  rlock_acquire_options o = opts(b, 0, 20000);
+  for (int i = 0; i < 2; i++) {
+    rlock_multilock *m;
+    OK(rlock_multilock_new(&m, bad[i], 2));
+    RC(rlock_multilock_acquire_async(m, &o, on_done, &r, NULL), RLOCK_EINVAL);
+    assert_non_null(strstr(rlock_error_last()->message, needle[i]));
+    RC(rlock_multilock_release_async(m, b, on_done, &r), RLOCK_EINVAL);
+    rlock_multilock_free(m);
+  }
+  assert_int_equal(r.done, 0);
+  rlock_lock_free(lo);
+  rlock_lock_free(lb);
+  rlock_client_free(bc);
+  pthread_create(&t, NULL, client_elsewhere, &other); /* frees it there */
+  pthread_join(t, NULL);
+  duo_down(&d);
+}
+
 /* A fenced lock's token comes as the callback's value. */
 static void test_fencing_token(void **state) {
   (void)state;
@@ -624,6 +798,50 @@ static void test_watchdog(void **state) {
   assert_true(st.renewals >= 2);
   OK(release(l, me));
   assert_int_equal(rt_cmd_int(srv, "EXISTS loop:wd"), 0);
+  rlock_lock_free(l);
+  loop_free(c);
+}
+
+/* A blocking release called on a loop client's lock is refused before it
+ * touches the hold record: the watchdog hold of an explicit owner goes on
+ * being renewed, past several watchdog timeouts, and is then released by
+ * the async call. So are the other blocking calls that could touch it. */
+static void test_blocking_refused_keeps_hold(void **state) {
+  (void)state;
+  int64_t wd = rt_scaled_ms(600);
+  rlock_client *c = loop_client(wd, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "loop:refused");
+  rlock_lock *other = fx_lock(c, "loop:refused2");
+  uint64_t me = rlock_owner_new();
+  OK(acquire(l, me, 0, RLOCK_LEASE_WATCHDOG));
+  RC(rlock_lock_release_owner(l, me), RLOCK_EINVAL);
+  assert_non_null(strstr(rlock_error_last()->message, "event loop"));
+  int deleted;
+  RC(rlock_lock_force_release(&deleted, l), RLOCK_EINVAL);
+  rlock_lock *pair[2] = {l, other};
+  rlock_multilock *m;
+  OK(rlock_multilock_new(&m, pair, 2));
+  RC(rlock_multilock_release_owner(m, me), RLOCK_EINVAL);
+  RC(rlock_multilock_try_acquire(m, 0, 1000), RLOCK_EINVAL);
+  rlock_multilock_free(m);
+  int64_t n;
+  RC(rlock_lock_hold_count_owner(&n, l, me), RLOCK_EINVAL);
+  OK(rlock_lock_check_owner(l, me)); /* still recorded */
+  rlock_stats before, after;
+  OK(rlock_client_stats(c, &before, sizeof before));
+  /* Time passing is the behaviour under test: three watchdog timeouts. */
+  int64_t end = rt_now_ms() + 3 * wd;
+  while (rt_now_ms() < end)
+    run_once(end - rt_now_ms());
+  assert_int_equal(rt_cmd_int(srv, "EXISTS loop:refused"), 1);
+  ASSERT_RANGE(rt_cmd_int(srv, "PTTL loop:refused"), 1, wd);
+  OK(rlock_client_stats(c, &after, sizeof after));
+  assert_true(after.renewals >= before.renewals + 2);
+  OK(rlock_lock_check_owner(l, me));
+  OK(release(l, me));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS loop:refused"), 0);
+  RC(rlock_lock_check_owner(l, me), RLOCK_ENOTHELD);
+  rlock_lock_free(other);
   rlock_lock_free(l);
   loop_free(c);
 }
@@ -726,10 +944,10 @@ typedef struct submitter {
 static void *submit_elsewhere(void *arg) {
   submitter *s = arg;
   rlock_acquire_options o = opts(s->owner, 0, 5000);
-  rlock_op *op = (rlock_op *)1;
+  rlock_op *op = NULL;
   s->rc = rlock_lock_acquire_async(s->l, &o, on_done, &s->r, &op);
-  if (op != NULL)
-    s->rc = -100; /* no handle off the loop's thread */
+  if (op == NULL)
+    s->rc = -100; /* a handle off the loop's thread too */
   return NULL;
 }
 
@@ -748,6 +966,197 @@ static void test_other_thread(void **state) {
   assert_true(pthread_equal(s.r.thread, pthread_self()));
   OK(release(s.l, s.owner));
   rlock_lock_free(s.l);
+  loop_free(c);
+}
+
+/* A thread other than the loop's starts acquisitions and cancels them:
+ * the loop is not running while it does (this thread waits for it), so no
+ * callback can run meanwhile, as rlock_op_cancel asks. */
+enum { AT_ONCE, ON_GO, NEVER };
+
+typedef struct canceler {
+  rlock_lock *l;
+  uint64_t owner;
+  int mode; /* AT_ONCE, ON_GO or NEVER: when this thread cancels */
+  rlock_op *op;
+  result r;
+  int rc, cancel_rc;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int started, go;
+} canceler;
+
+static void *start_and_cancel(void *arg) {
+  canceler *k = arg;
+  rlock_acquire_options o = opts(k->owner, RLOCK_WAIT_FOREVER, 10000);
+  k->rc = rlock_lock_acquire_async(k->l, &o, on_done, &k->r, &k->op);
+  if (k->mode != ON_GO) {
+    if (k->mode == AT_ONCE)
+      k->cancel_rc = rlock_op_cancel(k->op);
+    return NULL;
+  }
+  pthread_mutex_lock(&k->mu);
+  k->started = 1;
+  pthread_cond_signal(&k->cv);
+  while (!k->go)
+    pthread_cond_wait(&k->cv, &k->mu);
+  k->cancel_rc = rlock_op_cancel(k->op);
+  pthread_mutex_unlock(&k->mu);
+  return NULL;
+}
+
+/* A thread that starts an acquisition holding its mutex, and cancels it
+ * once the loop is inside the callback (which waits for that mutex). */
+typedef struct late {
+  rlock_lock *l;
+  uint64_t owner;
+  rlock_op *op;
+  result r;
+  pthread_mutex_t mu;
+  atomic_int entered;
+  int rc, cancel_rc;
+} late;
+
+static void late_done(void *arg, int rc, int64_t v) {
+  late *k = arg;
+  atomic_store(&k->entered, 1);
+  pthread_mutex_lock(&k->mu);
+  on_done(&k->r, rc, v);
+  pthread_mutex_unlock(&k->mu);
+}
+
+static void *start_then_cancel_late(void *arg) {
+  late *k = arg;
+  rlock_acquire_options o = opts(k->owner, 0, 10000);
+  pthread_mutex_lock(&k->mu);
+  k->rc = rlock_lock_acquire_async(k->l, &o, late_done, k, &k->op);
+  while (k->rc == RLOCK_OK && !atomic_load(&k->entered))
+    sched_yield(); /* until the loop is inside the callback */
+  k->cancel_rc = rlock_op_cancel(k->op);
+  pthread_mutex_unlock(&k->mu);
+  return NULL;
+}
+
+/* Run the loop until `op`'s acquisition waits for an unlock message:
+ * its channel has a subscriber. */
+static void run_until_waiting(const char *chan) {
+  char why[64];
+  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
+  while (!subscribed((void *)chan, why, sizeof why)) {
+    assert_true(rt_now_ms() < end);
+    run_once(20);
+  }
+}
+
+/* An acquisition started off the loop's thread can be canceled from that
+ * thread: its callback gets RLOCK_ECANCELED and nothing is left held (a
+ * grant that came first is given back). */
+static void test_cancel_other_thread(void **state) {
+  (void)state;
+  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "loop:xcancel");
+  uint64_t a = rlock_owner_new();
+  char field[RLOCK_OWNER_MAX];
+  /* A free lock, then a held one: started and canceled at once. */
+  for (int held = 0; held < 2; held++) {
+    if (held)
+      OK(acquire(l, a, 0, 30000));
+    canceler k = {.l = l, .owner = rlock_owner_new(), .mode = AT_ONCE};
+    pthread_t t;
+    pthread_create(&t, NULL, start_and_cancel, &k);
+    pthread_join(t, NULL);
+    OK(k.rc);
+    OK(k.cancel_rc);
+    assert_non_null(k.op);
+    run_until(&k.r.done, 1, 5000, "the acquisition canceled elsewhere");
+    RC(k.r.rc, RLOCK_ECANCELED);
+    field_of(c, k.owner, field);
+    assert_int_equal(fx_hget(srv, "loop:xcancel", field), -1);
+    assert_int_equal(rt_cmd_int(srv, "EXISTS loop:xcancel"), held);
+  }
+  /* Started, then canceled once it waits for the unlock message. */
+  canceler k = {.l = l, .owner = rlock_owner_new(), .mode = ON_GO};
+  pthread_mutex_init(&k.mu, NULL);
+  pthread_cond_init(&k.cv, NULL);
+  pthread_t t;
+  pthread_create(&t, NULL, start_and_cancel, &k);
+  pthread_mutex_lock(&k.mu);
+  while (!k.started)
+    pthread_cond_wait(&k.cv, &k.mu);
+  pthread_mutex_unlock(&k.mu);
+  run_until_waiting("redisson_lock__channel:{loop:xcancel}");
+  pthread_mutex_lock(&k.mu);
+  k.go = 1;
+  pthread_cond_signal(&k.cv);
+  pthread_mutex_unlock(&k.mu);
+  pthread_join(t, NULL);
+  OK(k.rc);
+  OK(k.cancel_rc);
+  assert_int_equal(k.r.done, 0);
+  run_until(&k.r.done, 1, 5000, "the waiter canceled elsewhere");
+  RC(k.r.rc, RLOCK_ECANCELED);
+  assert_true(pthread_equal(k.r.thread, pthread_self()));
+  field_of(c, k.owner, field);
+  assert_int_equal(fx_hget(srv, "loop:xcancel", field), -1);
+  pthread_mutex_destroy(&k.mu);
+  pthread_cond_destroy(&k.cv);
+  OK(release(l, a));
+  rlock_lock_free(l);
+  loop_free(c);
+}
+
+/* An acquisition started off the loop's thread (that thread is gone),
+ * canceled on the loop's: before the loop has even started it, and while
+ * it waits. */
+static void test_cancel_started_elsewhere(void **state) {
+  (void)state;
+  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "loop:xcancel4");
+  uint64_t a = rlock_owner_new();
+  char field[RLOCK_OWNER_MAX];
+  OK(acquire(l, a, 0, 30000));
+  for (int wait = 0; wait < 2; wait++) {
+    canceler k = {.l = l, .owner = rlock_owner_new(), .mode = NEVER};
+    pthread_t t;
+    pthread_create(&t, NULL, start_and_cancel, &k);
+    pthread_join(t, NULL);
+    OK(k.rc);
+    if (wait)
+      run_until_waiting("redisson_lock__channel:{loop:xcancel4}");
+    OK(rlock_op_cancel(k.op));
+    assert_int_equal(k.r.done, 0);
+    run_until(&k.r.done, 1, 5000, "the waiter canceled on the loop");
+    RC(k.r.rc, RLOCK_ECANCELED);
+    field_of(c, k.owner, field);
+    assert_int_equal(fx_hget(srv, "loop:xcancel4", field), -1);
+  }
+  OK(release(l, a));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS loop:xcancel4"), 0);
+  rlock_lock_free(l);
+  loop_free(c);
+}
+
+/* A cancel from another thread that comes while the callback runs (the
+ * callback waits for that thread's mutex): nothing changes, it keeps the
+ * lock, and the operation outlives its callback until the request is
+ * handled (ASan and valgrind check the memory). */
+static void test_cancel_while_called(void **state) {
+  (void)state;
+  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "loop:xcancel5");
+  late k = {.l = l, .owner = rlock_owner_new()};
+  pthread_mutex_init(&k.mu, NULL);
+  pthread_t t;
+  pthread_create(&t, NULL, start_then_cancel_late, &k);
+  run_until(&k.r.done, 1, 5000, "the callback the cancel came in");
+  pthread_join(t, NULL);
+  OK(k.rc);
+  OK(k.cancel_rc);
+  OK(k.r.rc);
+  OK(release(l, k.owner)); /* the cancel request is handled meanwhile */
+  assert_int_equal(rt_cmd_int(srv, "EXISTS loop:xcancel5"), 0);
+  pthread_mutex_destroy(&k.mu);
+  rlock_lock_free(l);
   loop_free(c);
 }
 
@@ -790,23 +1199,44 @@ static void test_bad_input(void **state) {
   rlock_lock_free(bl);
   rlock_client_free(bc);
   assert_int_equal(r.done, 0);
-  /* A bad table; every topology is accepted (a cluster's seeds are asked
-   * on the loop, later). */
+  rlock_lock_free(l);
+  loop_free(c);
+}
+
+/* A bad adapter table; every topology is accepted (a cluster's seeds are
+ * asked on the loop, later), by the adapters' constructors under both
+ * their names. */
+static void test_bad_table(void **state) {
+  (void)state;
   rlock_config *cfg;
   OK(rlock_config_new(&cfg));
   OK(rlock_config_set_url(cfg, "redis-cluster://127.0.0.1:1"));
   rlock_client *bad;
-  rlock_loop table = {NULL, NULL, NULL, NULL, NULL};
+  rlock_loop table = {.version = RLOCK_LOOP_VERSION};
   RC(rlock_client_new_loop(&bad, NULL, &table), RLOCK_EINVAL);
+  assert_non_null(strstr(rlock_error_last()->message, "watch, timer and wake"));
   RC(rlock_client_new_loop(&bad, NULL, NULL), RLOCK_EINVAL);
-  if (kind == UV)
-    OK(rlock_uv_client_new(&bad, cfg, &uvl));
-  else
-    OK(rlock_event_client_new(&bad, cfg, evb));
+  /* The table's version: one this library knows. */
+  table =
+      (rlock_loop){.watch = idle_watch, .timer = idle_timer, .wake = idle_wake};
+  RC(rlock_client_new_loop(&bad, NULL, &table), RLOCK_EINVAL);
+  assert_non_null(strstr(rlock_error_last()->message, "version 0"));
+  table.version = RLOCK_LOOP_VERSION + 1;
+  RC(rlock_client_new_loop(&bad, NULL, &table), RLOCK_EINVAL);
+  assert_non_null(strstr(rlock_error_last()->message, "RLOCK_LOOP_VERSION"));
+  table.version = RLOCK_LOOP_VERSION;
+  OK(rlock_client_new_loop(&bad, NULL, &table)); /* no I/O, nothing called */
   OK(rlock_client_free(bad));
+  for (int alias = 0; alias < 2; alias++) {
+    if (kind == UV)
+      OK(alias ? rlock_uv_client_new(&bad, cfg, &uvl)
+               : rlock_client_new_uv(&bad, cfg, &uvl));
+    else
+      OK(alias ? rlock_event_client_new(&bad, cfg, evb)
+               : rlock_client_new_event(&bad, cfg, evb));
+    loop_free(bad);
+  }
   rlock_config_free(cfg);
-  rlock_lock_free(l);
-  loop_free(c);
 }
 
 /* The loop client over TLS (rediss://): the handshake runs on the loop;
@@ -957,11 +1387,11 @@ static uint64_t connect_failures(rlock_client *c) {
  * from the first attempt, and takes the lock once the server is up. */
 static void test_wait_meets_server_not_up_yet(void **state) {
   (void)state;
-  rt_server *late = rt_server_start(NULL);
-  rt_server_stop(late);
+  rt_server *later = rt_server_start(NULL);
+  rt_server_stop(later);
   rlock_config *cfg;
   OK(rlock_config_new(&cfg));
-  OK(rlock_config_set_url(cfg, rt_server_url(late)));
+  OK(rlock_config_set_url(cfg, rt_server_url(later)));
   OK(rlock_config_set_connect_timeout_ms(cfg, 1000));
   rlock_client *c = loop_client_cfg(cfg);
   rlock_config_free(cfg);
@@ -980,15 +1410,15 @@ static void test_wait_meets_server_not_up_yet(void **state) {
   for (end = rt_now_ms() + 1000; rt_now_ms() < end;)
     run_once(end - rt_now_ms());
   assert_int_equal(r.done, 0);
-  rt_server_start_again(late);
+  rt_server_start_again(later);
   run_until(&r.done, 1, 5000, "the acquisition once the server is up");
   OK(r.rc);
   assert_true(connect_failures(c) >= 2); /* tried again */
-  assert_int_equal(rt_cmd_int(late, "EXISTS loop:late"), 1);
+  assert_int_equal(rt_cmd_int(later, "EXISTS loop:late"), 1);
   OK(release(l, me));
   rlock_lock_free(l);
   loop_free(c);
-  rt_server_free(late);
+  rt_server_free(later);
 }
 
 /* The unreachable retry bound ends a loop client's wait without a bound
@@ -1058,11 +1488,19 @@ static void test_spin_backoffs(void **state) {
       cmocka_unit_test(test_ttl_wakes_waiter), cmocka_unit_test(test_cancel),  \
       cmocka_unit_test(test_fair_cancel_leaves_queue),                         \
       cmocka_unit_test(test_kinds), cmocka_unit_test(test_multilock),          \
+      cmocka_unit_test(test_multilock_clients),                                \
+      cmocka_unit_test(test_multilock_clients_free),                           \
+      cmocka_unit_test(test_multilock_clients_refused),                        \
       cmocka_unit_test(test_fencing_token), cmocka_unit_test(test_watchdog),   \
+      cmocka_unit_test(test_blocking_refused_keeps_hold),                      \
       cmocka_unit_test(test_lost_lock),                                        \
       cmocka_unit_test(test_free_with_pending),                                \
       cmocka_unit_test(test_free_inside_callback),                             \
-      cmocka_unit_test(test_other_thread), cmocka_unit_test(test_bad_input),   \
+      cmocka_unit_test(test_other_thread),                                     \
+      cmocka_unit_test(test_cancel_other_thread),                              \
+      cmocka_unit_test(test_cancel_started_elsewhere),                         \
+      cmocka_unit_test(test_cancel_while_called),                              \
+      cmocka_unit_test(test_bad_input), cmocka_unit_test(test_bad_table),      \
       cmocka_unit_test(test_tls), cmocka_unit_test(test_login_and_names),      \
       cmocka_unit_test(test_unreachable),                                      \
       cmocka_unit_test(test_wait_meets_server_not_up_yet),                     \

@@ -114,6 +114,12 @@ static void test_all_members(void **state) {
   OK(acquire(&k, b, 0, RLOCK_LEASE_WATCHDOG, &validity));
   ASSERT_RANGE(validity, 20000, 30000);
   OK(rlock_lock_check_owner(k.l[2], b));
+  /* The blocking release refuses loop clients before touching any
+   * member's hold record: every member stays recorded (and renewed). */
+  RC(rlock_redlock_release_owner(k.r, b), RLOCK_EINVAL);
+  assert_non_null(strstr(rlock_error_last()->message, "event loop"));
+  for (int i = 0; i < N; i++)
+    OK(rlock_lock_check_owner(k.l[i], b));
   OK(release(&k, b));
   down(&k);
 }
@@ -164,6 +170,148 @@ static void test_majority_held_elsewhere(void **state) {
   down(&k);
 }
 
+/* The outcome of an operation with each member's (the _result calls). */
+typedef struct outcome {
+  int done;
+  int rc;
+  int64_t validity;
+  rlock_redlock_result *res;
+} outcome;
+
+static void on_result(void *arg, int rc, int64_t validity,
+                      rlock_redlock_result *res) {
+  outcome *o = arg;
+  o->done++;
+  o->rc = rc;
+  o->validity = validity;
+  o->res = res;
+}
+
+static outcome acquire_result(trio *k, uint64_t owner, int64_t wait,
+                              int64_t lease) {
+  outcome out = {0};
+  rlock_acquire_options o = opts(owner, wait, lease);
+  OK(rlock_redlock_acquire_async_result(k->r, &o, on_result, &out, NULL));
+  assert_int_equal(out.done, 0);
+  run_until(&out.done, 1, 5000 + (wait > 0 ? wait : 0), "a RedLock result");
+  assert_non_null(out.res);
+  assert_int_equal(rlock_redlock_result_count(out.res), N);
+  return out;
+}
+
+static outcome release_result(trio *k, uint64_t owner) {
+  outcome out = {0};
+  OK(rlock_redlock_release_async_result(k->r, owner, on_result, &out));
+  run_until(&out.done, 1, 5000, "a RedLock release's result");
+  assert_non_null(out.res);
+  assert_int_equal(rlock_redlock_result_count(out.res), N);
+  assert_int_equal(rlock_redlock_result_validity_ms(out.res), 0);
+  return out;
+}
+
+static void expect_member(const rlock_redlock_result *res, size_t i, int rc,
+                          const char *needle) {
+  const char *msg = rlock_redlock_result_message(res, i);
+  if (rlock_redlock_result_status(res, i) != rc ||
+      (needle != NULL && strstr(msg, needle) == NULL) ||
+      (rc == RLOCK_OK) != (msg[0] == '\0'))
+    fail_msg("member %zu: %d '%s', expected %d '%s'", i,
+             rlock_redlock_result_status(res, i), msg, rc,
+             needle ? needle : "");
+}
+
+/* Each member's outcome after an async acquisition and release, as the
+ * blocking RedLock's result tells it. */
+static void test_results(void **state) {
+  (void)state;
+  trio k;
+  up(&k, "lrl:res");
+  uint64_t a = rlock_owner_new(), b = rlock_owner_new();
+  outcome o = acquire_result(&k, a, 0, 10000);
+  OK(o.rc);
+  assert_int_equal(rlock_redlock_result_validity_ms(o.res), o.validity);
+  ASSERT_RANGE(o.validity, 9000, 10000 - 102);
+  for (size_t i = 0; i < N; i++)
+    expect_member(o.res, i, RLOCK_OK, NULL);
+  rlock_redlock_result_free(o.res);
+  /* Held by A everywhere: B's round misses, every member says why. */
+  o = acquire_result(&k, b, 0, 10000);
+  RC(o.rc, RLOCK_ELOCKED);
+  assert_int_equal(o.validity, 0);
+  assert_int_equal(rlock_redlock_result_validity_ms(o.res), 0);
+  int locked = 0;
+  for (size_t i = 0; i < N; i++) {
+    int st = rlock_redlock_result_status(o.res, i);
+    if (st == RLOCK_ELOCKED)
+      expect_member(o.res, i, RLOCK_ELOCKED, "held by another");
+    else /* the quorum was out of reach before it answered */
+      expect_member(o.res, i, RLOCK_ETIMEOUT, "not waited for");
+    locked += st == RLOCK_ELOCKED;
+  }
+  assert_true(locked >= 2);
+  rlock_redlock_result_free(o.res);
+  o = release_result(&k, a);
+  OK(o.rc);
+  for (size_t i = 0; i < N; i++)
+    expect_member(o.res, i, RLOCK_OK, NULL);
+  rlock_redlock_result_free(o.res);
+  o = release_result(&k, a); /* nothing held now */
+  RC(o.rc, RLOCK_ENOTHELD);
+  for (size_t i = 0; i < N; i++)
+    expect_member(o.res, i, RLOCK_ENOTHELD, "not held");
+  rlock_redlock_result_free(o.res);
+  down(&k);
+}
+
+/* A member down: the quorum is taken, that member says why not; its
+ * release fails too, and does not count (it was never taken). A round
+ * canceled in flight: every member says so. */
+static void test_results_member_down(void **state) {
+  (void)state;
+  trio k;
+  up(&k, "lrl:resdown");
+  uint64_t a = rlock_owner_new(), b = rlock_owner_new();
+  outcome o;
+  rt_server_stop(k.srv[2]);
+  o = acquire_result(&k, a, 0, 10000);
+  OK(o.rc);
+  expect_member(o.res, 0, RLOCK_OK, NULL);
+  expect_member(o.res, 1, RLOCK_OK, NULL);
+  int st = rlock_redlock_result_status(o.res, 2);
+  assert_true(st == RLOCK_EIO || st == RLOCK_ETIMEOUT);
+  expect_member(o.res, 2, st, NULL);
+  rlock_redlock_result_free(o.res);
+  o = release_result(&k, a);
+  OK(o.rc);
+  expect_member(o.res, 0, RLOCK_OK, NULL);
+  expect_member(o.res, 1, RLOCK_OK, NULL);
+  st = rlock_redlock_result_status(o.res, 2);
+  assert_true(st == RLOCK_EIO || st == RLOCK_ETIMEOUT);
+  expect_member(o.res, 2, st, NULL);
+  rlock_redlock_result_free(o.res);
+  /* Canceled with its first round in flight: every member says so (or
+   * that it was not waited for). */
+  outcome c = {0};
+  rlock_op *op;
+  rlock_acquire_options ao = opts(b, RLOCK_WAIT_FOREVER, 10000);
+  OK(rlock_redlock_acquire_async_result(k.r, &ao, on_result, &c, &op));
+  OK(rlock_op_cancel(op));
+  run_until(&c.done, 1, 5000, "the canceled RedLock's result");
+  RC(c.rc, RLOCK_ECANCELED);
+  assert_int_equal(rlock_redlock_result_count(c.res), N);
+  for (size_t i = 0; i < N; i++) {
+    st = rlock_redlock_result_status(c.res, i);
+    assert_true(st == RLOCK_ECANCELED || st == RLOCK_ETIMEOUT);
+    expect_member(c.res, i, st, NULL);
+  }
+  rlock_redlock_result_free(c.res);
+  RC(rlock_redlock_acquire_async_result(k.r, &ao, NULL, &c, NULL),
+     RLOCK_EINVAL);
+  RC(rlock_redlock_release_async_result(k.r, RLOCK_OWNER_THREAD, on_result, &c),
+     RLOCK_EINVAL);
+  down(&k);
+}
+
 static void test_cancel(void **state) {
   (void)state;
   trio k;
@@ -186,6 +334,44 @@ static void test_cancel(void **state) {
   down(&k);
 }
 
+typedef struct elsewhere {
+  rlock_redlock *r;
+  uint64_t owner;
+  rlock_op *op;
+  result res;
+  int rc, cancel_rc;
+} elsewhere;
+
+/* Started and canceled at once on a thread that is not the loop's (the
+ * loop is not running meanwhile, so no callback can). */
+static void *start_cancel_elsewhere(void *arg) {
+  elsewhere *e = arg;
+  rlock_acquire_options o = opts(e->owner, RLOCK_WAIT_FOREVER, 10000);
+  e->rc = rlock_redlock_acquire_async(e->r, &o, on_done, &e->res, &e->op);
+  e->cancel_rc = e->rc == RLOCK_OK ? rlock_op_cancel(e->op) : e->rc;
+  return NULL;
+}
+
+/* A RedLock acquisition started and canceled off the loop's thread. */
+static void test_cancel_other_thread(void **state) {
+  (void)state;
+  trio k;
+  up(&k, "lrl:xcancel");
+  hold_foreign(k.srv[0], "lrl:xcancel");
+  hold_foreign(k.srv[1], "lrl:xcancel");
+  elsewhere e = {.r = k.r, .owner = rlock_owner_new()};
+  pthread_t t;
+  pthread_create(&t, NULL, start_cancel_elsewhere, &e);
+  pthread_join(t, NULL);
+  OK(e.rc);
+  OK(e.cancel_rc);
+  run_until(&e.res.done, 1, 5000, "the RedLock canceled elsewhere");
+  RC(e.res.rc, RLOCK_ECANCELED);
+  run_until_gone(k.srv[2], "lrl:xcancel");
+  assert_int_equal(held(&k, 2, "lrl:xcancel", e.owner), -1);
+  down(&k);
+}
+
 /* Member 0's client (the operation's) freed with the acquisition pending:
  * its callback runs once, inside the free, with RLOCK_ECLOSED; the other
  * members' clients give back what they were granted. */
@@ -199,11 +385,20 @@ static void test_free_with_pending(void **state) {
   result r = {0};
   rlock_acquire_options o = opts(a, RLOCK_WAIT_FOREVER, 10000);
   OK(rlock_redlock_acquire_async(k.r, &o, on_done, &r, NULL));
+  outcome out = {0}; /* and one telling each member's outcome */
+  o.owner = rlock_owner_new();
+  OK(rlock_redlock_acquire_async_result(k.r, &o, on_result, &out, NULL));
   run_once(20);
   loop_free(k.c[0]);
   k.c[0] = NULL;
   assert_int_equal(r.done, 1);
   RC(r.rc, RLOCK_ECLOSED);
+  assert_int_equal(out.done, 1);
+  RC(out.rc, RLOCK_ECLOSED);
+  assert_int_equal(rlock_redlock_result_count(out.res), N);
+  for (size_t i = 0; i < N; i++) /* taken, or why not */
+    assert_true(rlock_redlock_result_status(out.res, i) <= RLOCK_OK);
+  rlock_redlock_result_free(out.res);
   run_until_gone(k.srv[2], "lrl:free");
   assert_int_equal(r.done, 1);
   down(&k);
@@ -245,8 +440,12 @@ static void test_bad_input(void **state) {
 
 #define CASES                                                                  \
   cmocka_unit_test(test_all_members), cmocka_unit_test(test_minority_down),    \
+      cmocka_unit_test(test_results),                                          \
+      cmocka_unit_test(test_results_member_down),                              \
       cmocka_unit_test(test_majority_held_elsewhere),                          \
-      cmocka_unit_test(test_cancel), cmocka_unit_test(test_free_with_pending), \
+      cmocka_unit_test(test_cancel),                                           \
+      cmocka_unit_test(test_cancel_other_thread),                              \
+      cmocka_unit_test(test_free_with_pending),                                \
       cmocka_unit_test(test_bad_input)
 
 static int setup(void **state) {

@@ -66,6 +66,8 @@ static void test_all_up(void **state) {
   OK(rlock_redlock_release(k.r));
   for (int i = 0; i < 3; i++)
     assert_int_equal(rt_cmd_int(k.srv[i], "EXISTS rl:all"), 0);
+  RC(rlock_redlock_release(k.r), RLOCK_ENOTHELD); /* nothing held now */
+  assert_non_null(strstr(rlock_error_last()->message, "not held"));
   down(&k);
 }
 
@@ -403,7 +405,9 @@ static void test_explicit_owner_across_threads(void **state) {
   pthread_t t;
   assert_int_equal(pthread_create(&t, NULL, release_elsewhere, &x), 0);
   pthread_join(t, NULL);
-  OK(x.thread_rc); /* members this thread never took are ignored */
+  /* That thread took no member: nothing to release (as the async
+   * release, a lock's and a MultiLock's). */
+  RC(x.thread_rc, RLOCK_ENOTHELD);
   OK(x.owner_rc);
   for (int i = 0; i < 3; i++)
     assert_int_equal(rt_cmd_int(k.srv[i], "EXISTS rl:owner"), 0);

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <cmocka.h>
 #include <string.h>
 
@@ -154,6 +155,41 @@ static void test_lock_durations(void **state) {
   rlock_client_free(c);
 }
 
+/* A caller built against version 1 of rlock_acquire_options owns only
+ * version 1's bytes: the library reads and initialises no more (a heap
+ * block of exactly that size, so ASan flags any access past it). */
+static void test_options_version(void **state) {
+  (void)state;
+  size_t v1 = offsetof(rlock_acquire_options, token) + sizeof(int64_t *);
+  rlock_acquire_options *o = malloc(v1);
+  assert_non_null(o);
+  ASSERT_RC(rlock_acquire_options_init(o, 1), RLOCK_OK, NULL);
+  assert_int_equal(o->version, 1);
+  assert_true(o->wait_ms == RLOCK_WAIT_FOREVER);
+  assert_true(o->lease_ms == RLOCK_LEASE_WATCHDOG);
+  assert_true(o->owner == RLOCK_OWNER_THREAD);
+  assert_null(o->cancel);
+  assert_null(o->token);
+  ASSERT_RC(rlock_acquire_options_init(o, 0), RLOCK_EINVAL, "version 0");
+  ASSERT_RC(rlock_acquire_options_init(o, RLOCK_ACQUIRE_OPTIONS_VERSION + 1),
+            RLOCK_EINVAL, "version");
+  ASSERT_RC(rlock_acquire_options_init(NULL, 1), RLOCK_EINVAL, "NULL");
+  rlock_client *c;
+  rlock_lock *l;
+  assert_int_equal(rlock_client_new(&c, NULL), RLOCK_OK);
+  assert_int_equal(rlock_lock_new(&l, c, "options"), RLOCK_OK);
+  o->wait_ms = -5; /* read whole, then refused: no server needed */
+  ASSERT_RC(rlock_lock_acquire_opts(l, o), RLOCK_EINVAL, "wait");
+  o->wait_ms = 0;
+  o->version = 0;
+  ASSERT_RC(rlock_lock_acquire_opts(l, o), RLOCK_EINVAL, "version 0");
+  o->version = RLOCK_ACQUIRE_OPTIONS_VERSION + 1;
+  ASSERT_RC(rlock_lock_acquire_opts(l, o), RLOCK_EINVAL, "version");
+  free(o);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
 static void test_strerror(void **state) {
   (void)state;
   for (int code = RLOCK_EDEADLK; code <= RLOCK_OK; code++)
@@ -171,6 +207,7 @@ int main(void) {
       cmocka_unit_test(test_client_identity),
       cmocka_unit_test(test_lock_names),
       cmocka_unit_test(test_lock_durations),
+      cmocka_unit_test(test_options_version),
       cmocka_unit_test(test_strerror),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,6 +9,7 @@
  * the holder's TTL runs out, whichever is first, and tries again.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -407,6 +408,14 @@ static int spin_and_retry(acq *a) {
   }
 }
 
+/* The size of rlock_acquire_options as each version declared it: a
+ * caller built against version v owns only that many bytes, so neither
+ * reading its options nor initialising them may touch more. A version
+ * that appends fields appends its size here. */
+static const size_t options_size[RLOCK_ACQUIRE_OPTIONS_VERSION + 1] = {
+    [1] = offsetof(rlock_acquire_options, token) + sizeof(int64_t *),
+};
+
 int rlock__options(rlock_acquire_options *out,
                    const rlock_acquire_options *in) {
   rlock_acquire_options defaults = RLOCK_ACQUIRE_OPTIONS_INIT;
@@ -419,7 +428,8 @@ int rlock__options(rlock_acquire_options *out,
                       "not one this library knows (1 to %d): initialise "
                       "with RLOCK_ACQUIRE_OPTIONS_INIT",
                       in->version, RLOCK_ACQUIRE_OPTIONS_VERSION);
-  *out = *in; /* version 1 is every field there is */
+  /* The fields the caller's version has; later ones keep their defaults. */
+  memcpy(out, in, options_size[in->version]);
   int rc = rlock__check_wait(out->wait_ms);
   return rc == RLOCK_OK ? rlock__check_lease(out->lease_ms) : rc;
 }
@@ -435,8 +445,8 @@ int rlock_acquire_options_init(rlock_acquire_options *opts,
                       "not one this library knows (1 to %d)",
                       version, RLOCK_ACQUIRE_OPTIONS_VERSION);
   rlock_acquire_options defaults = RLOCK_ACQUIRE_OPTIONS_INIT;
-  *opts = defaults;
-  opts->version = version;
+  defaults.version = version;
+  memcpy(opts, &defaults, options_size[version]); /* no more than it has */
   return RLOCK_OK;
 }
 
@@ -493,6 +503,9 @@ static int record(acq *a, int64_t lease_ms, uint64_t owner_number) {
 int rlock__acquire_opts(rlock_lock *l, const rlock_acquire_options *o) {
   if (l == NULL)
     return rlock__err(RLOCK_EINVAL, "lock is NULL");
+  int rc = rlock__blocking_check(l->client);
+  if (rc != RLOCK_OK)
+    return rc;
   if (o->token != NULL && !l->kind->tokens)
     return rlock__err(RLOCK_EINVAL,
                       "%s '%s' issues no fencing tokens: "
@@ -510,7 +523,7 @@ int rlock__acquire_opts(rlock_lock *l, const rlock_acquire_options *o) {
            .deadline = rlock__deadline_after_ms(o->wait_ms),
            .cancel = o->cancel,
            .ttl = -1};
-  int rc = attempt(&a);
+  rc = attempt(&a);
   if (rc == RLOCK_ELOCKED && o->wait_ms != 0)
     rc = l->kind->spin ? spin_and_retry(&a) : wait_and_retry(&a);
   if (rc != RLOCK_OK)

@@ -26,6 +26,23 @@ int rlock__lock_run(rlock_lock *l, rlock__call *call, rlock__reply **out) {
   return rlock__lock_run_until(l, call, 0, out);
 }
 
+int rlock__blocking_check(const rlock_client *c) {
+  if (!rlock__origin_ok(&c->origin))
+    return rlock__origin_refuse(&c->origin);
+  if (c->topo.refuse != NULL) /* set once, before the client is handed out */
+    return rlock__err(RLOCK_EINVAL, "%s", c->topo.refuse);
+  return RLOCK_OK;
+}
+
+int rlock__blocking_check_all(rlock_lock *const *members, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    int rc = rlock__blocking_check(members[i]->client);
+    if (rc != RLOCK_OK)
+      return rc;
+  }
+  return RLOCK_OK;
+}
+
 int rlock__attempt_result(const rlock_lock *l, const rlock__reply *r,
                           int64_t *ttl_ms) {
   if (r->type == RLOCK__R_NIL ||
@@ -405,8 +422,9 @@ int rlock_lock_release(rlock_lock *l) {
 int rlock_lock_release_owner(rlock_lock *l, uint64_t owner_number) {
   if (l == NULL)
     return rlock__err(RLOCK_EINVAL, "lock is NULL");
-  if (!rlock__origin_ok(&l->client->origin)) /* before any hold record */
-    return rlock__origin_refuse(&l->client->origin);
+  int rc = rlock__blocking_check(l->client); /* before the hold record */
+  if (rc != RLOCK_OK)
+    return rc;
   char owner[RLOCK_OWNER_MAX], field[RLOCK_FIELD_MAX], id[33];
   rlock__owner_as(l->client, owner_number, owner);
   rlock__field(l, owner, field);
@@ -420,7 +438,6 @@ int rlock_lock_release_owner(rlock_lock *l, uint64_t owner_number) {
       l->client->cfg.connect_timeout_ms + l->client->cfg.command_timeout_ms);
   rlock__call call;
   rlock__reply *r = NULL;
-  int rc;
   for (;;) {
     l->kind->release(l, owner, keep_ms, &latch, &call);
     call.sync = 1;
@@ -460,11 +477,14 @@ int rlock__acquire_unconfirmed(const rlock_lock *l, const rlock__call *call) {
 int rlock_lock_force_release(int *deleted, rlock_lock *l) {
   if (l == NULL)
     return rlock__err(RLOCK_EINVAL, "lock is NULL");
+  int rc = rlock__blocking_check(l->client);
+  if (rc != RLOCK_OK)
+    return rc;
   rlock__call call;
   rlock__reply *r;
   l->kind->force_release(l, &call);
   call.sync = 1;
-  int rc = rlock__lock_run(l, &call, &r);
+  rc = rlock__lock_run(l, &call, &r);
   if (rc != RLOCK_OK)
     return rc;
   if (r->type != RLOCK__R_INT) {

@@ -195,7 +195,8 @@ int rlock_multilock_acquire_opts(rlock_multilock *m,
     return rlock__err(RLOCK_EINVAL, "MultiLock is NULL");
   rlock_acquire_options o;
   int rc = rlock__options(&o, opts);
-  if (rc != RLOCK_OK)
+  if (rc != RLOCK_OK ||
+      (rc = rlock__blocking_check_all(m->members, m->n)) != RLOCK_OK)
     return rc;
   if (o.token != NULL)
     return rlock__err(RLOCK_EINVAL, "a MultiLock issues no fencing token "
@@ -228,6 +229,9 @@ int rlock_multilock_release(rlock_multilock *m) {
 int rlock_multilock_release_owner(rlock_multilock *m, uint64_t owner) {
   if (m == NULL)
     return rlock__err(RLOCK_EINVAL, "MultiLock is NULL");
+  int rc = rlock__blocking_check_all(m->members, m->n); /* before any hold */
+  if (rc != RLOCK_OK)
+    return rc;
   rlock__saved_error first = {RLOCK_OK, ""};
   for (size_t i = m->n; i-- > 0;)
     if (rlock_lock_release_owner(m->members[i], owner) != RLOCK_OK &&

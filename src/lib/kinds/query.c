@@ -70,12 +70,15 @@ int rlock_lock_hold_count_owner(int64_t *count, rlock_lock *l,
     return rlock__err(RLOCK_EINVAL, "rlock_lock_hold_count: count is NULL");
   if (l == NULL)
     return rlock__err(RLOCK_EINVAL, "lock is NULL");
+  int rc = rlock__blocking_check(l->client);
+  if (rc != RLOCK_OK)
+    return rc;
   char owner[RLOCK_OWNER_MAX];
   rlock__owner_as(l->client, owner_number, owner);
   rlock__call call;
   rlock__count_call(l, owner, &call);
   rlock__reply *r;
-  int rc = rlock__lock_run(l, &call, &r);
+  rc = rlock__lock_run(l, &call, &r);
   if (rc != RLOCK_OK)
     return rc;
   rc = rlock__count_reply(r, count);
@@ -137,11 +140,14 @@ int rlock_lock_token(int64_t *token, rlock_lock *l) {
   if (token == NULL || l == NULL)
     return rlock__err(RLOCK_EINVAL, "rlock_lock_token: %s is NULL",
                       token ? "lock" : "token");
+  int rc = rlock__blocking_check(l->client);
+  if (rc != RLOCK_OK)
+    return rc;
   rlock__call call;
   rlock__call_cmd(&call, "GET");
   rlock__call_key(&call, l->token);
   rlock__reply *r;
-  int rc = rlock__call_run(l->client, &call, &r);
+  rc = rlock__call_run(l->client, &call, &r);
   if (rc == RLOCK_EWRONGTYPE)
     return rlock__err(rc,
                       "token key '%s' holds a value of another type, "
@@ -244,13 +250,16 @@ int rlock_lock_inspect(rlock_lock_info **out, rlock_lock *l) {
     return rlock__err(RLOCK_EINVAL, "rlock_lock_inspect: %s is NULL",
                       out ? "lock" : "out");
   *out = NULL;
+  int rc = rlock__blocking_check(l->client);
+  if (rc != RLOCK_OK)
+    return rc;
   rlock_lock_info *info = rlock__info_new();
   if (info == NULL)
     return RLOCK_ENOMEM;
   rlock__call call;
   rlock__reply *r;
   l->kind->inspect(l, &call);
-  int rc = rlock__lock_run(l, &call, &r);
+  rc = rlock__lock_run(l, &call, &r);
   if (rc == RLOCK_OK) {
     rc = rlock__inspect_parse(r, info, call.served_by);
     rlock__reply_free(r);

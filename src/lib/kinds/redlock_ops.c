@@ -102,9 +102,20 @@ static void release_prepare(release_set *s, rlock_redlock *r, size_t i,
   l->kind->release(l, s->owner[k], keep_ms, &rlock__no_latch, &s->fan[k].call);
 }
 
+/* Whether member k of a release was held by the owner: recorded, or
+ * released by its server (what rlock__release_result counts as OK). */
+static int was_held(const release_set *s, size_t k) {
+  const rlock__fan *f = &s->fan[k];
+  return s->state[k] != RLOCK__HOLD_NONE ||
+         (f->rc == RLOCK_OK && f->reply->type == RLOCK__R_INT &&
+          f->reply->integer != 2);
+}
+
 /* Release members in parallel, waiting until `deadline`: those in `which`
  * (NULL: all). With `recorded`, a hold this thread recorded that is gone
- * means lost; nil answers from members never taken are ignored. */
+ * means lost; nil answers from members never taken are ignored, and when
+ * no member was held at all the release is RLOCK_ENOTHELD (as a lock's
+ * and a MultiLock's). */
 static int release_members(rlock_redlock *r, uint64_t owner, int recorded,
                            const int *which, int64_t deadline) {
   release_set *s = rlock__calloc(1, sizeof *s);
@@ -114,11 +125,12 @@ static int release_members(rlock_redlock *r, uint64_t owner, int recorded,
     if (which == NULL || which[i])
       release_prepare(s, r, i, recorded, owner);
   rlock__fanout(s->fan, s->n, deadline, NULL, NULL);
-  int rc = RLOCK_OK;
+  int rc = RLOCK_OK, held = 0;
   for (size_t k = 0; k < s->n; k++) {
     size_t i = s->idx[k];
     rlock_lock *l = r->members[i];
     rlock__fan *f = &s->fan[k];
+    held |= was_held(s, k);
     int gone = f->rc == RLOCK_OK && f->reply->type == RLOCK__R_NIL;
     if (f->rc == RLOCK_OK && f->reply->type == RLOCK__R_INT &&
         f->reply->integer == 1) /* our last hold of it went */
@@ -134,6 +146,9 @@ static int release_members(rlock_redlock *r, uint64_t owner, int recorded,
       rlock__reply_free(f->reply);
   }
   free(s);
+  if (rc == RLOCK_OK && recorded && !held)
+    rc = rlock__err(RLOCK_ENOTHELD,
+                    "RedLock is not held by this owner on any member");
   return rc;
 }
 
@@ -229,7 +244,8 @@ int rlock_redlock_acquire_opts(rlock_redlock_result **result, rlock_redlock *r,
     return rlock__err(RLOCK_EINVAL, "RedLock is NULL");
   rlock_acquire_options o;
   int rc = rlock__options(&o, opts);
-  if (rc != RLOCK_OK)
+  if (rc != RLOCK_OK ||
+      (rc = rlock__blocking_check_all(r->members, r->n)) != RLOCK_OK)
     return rc;
   if (o.token != NULL)
     return rlock__err(RLOCK_EINVAL, "a RedLock issues no fencing token");
@@ -266,9 +282,9 @@ int rlock_redlock_release(rlock_redlock *r) {
 int rlock_redlock_release_owner(rlock_redlock *r, uint64_t owner) {
   if (r == NULL)
     return rlock__err(RLOCK_EINVAL, "RedLock is NULL");
-  for (size_t i = 0; i < r->n; i++) /* before any hold record */
-    if (!rlock__origin_ok(&r->members[i]->client->origin))
-      return rlock__origin_refuse(&r->members[i]->client->origin);
+  int rc = rlock__blocking_check_all(r->members, r->n); /* before any hold */
+  if (rc != RLOCK_OK)
+    return rc;
   return release_members(
       r, owner, 1, NULL,
       rlock__deadline_after_ms(r->members[0]->client->cfg.command_timeout_ms));

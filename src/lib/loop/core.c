@@ -14,6 +14,7 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +42,10 @@ static void run_completions(rlock_client *c) {
       op->info_cb(op->arg, op->rc, op->info);
     else
       op->cb(op->arg, op->rc, op->value);
-    free(op);
+    if (atomic_load(&op->cancels) != 0)
+      op->called = 1; /* freed once its cancel requests are handled */
+    else
+      free(op);
   }
 }
 
@@ -219,16 +223,34 @@ void rlock_loop_timer(rlock_client *c) {
   leave(c, 1);
 }
 
-void rlock_loop_wake(rlock_client *c) {
-  if (c == NULL || c->loop == NULL)
-    return;
+static void cancel_now(rlock_op *op);
+
+/* Handle the cancel requests `list` (taken from the cancel list): apply
+ * each (`apply`), then free an operation whose callback has run already. */
+static void run_cancels(rlock__loop *lp, rlock_op *list, int apply) {
+  while (list != NULL) {
+    rlock_op *op = list;
+    list = op->cancel_next;
+    if (apply)
+      cancel_now(op);
+    pthread_mutex_lock(&lp->inbox_mu);
+    atomic_store(&op->cancels, 0); /* a later request queues it again */
+    pthread_mutex_unlock(&lp->inbox_mu);
+    if (op->called)
+      free(op);
+  }
+}
+
+/* Start the operations handed over by other threads, then apply their
+ * cancel requests. Both lists are taken at once, so an operation's start
+ * is always taken no later than a cancel request made after it, and runs
+ * first. */
+static void take_inbox(rlock_client *c) {
   rlock__loop *lp = c->loop;
-  enter(c);
-  if (atomic_exchange(&lp->lookups_done, 0))
-    rlock__lconn_each(c, rlock__lconn_lookups);
   pthread_mutex_lock(&lp->inbox_mu);
-  rlock_op *op = lp->inbox_first;
+  rlock_op *op = lp->inbox_first, *cancels = lp->cancel_first;
   lp->inbox_first = lp->inbox_last = NULL;
+  lp->cancel_first = lp->cancel_last = NULL;
   pthread_mutex_unlock(&lp->inbox_mu);
   while (op != NULL && !lp->doomed) {
     rlock_op *next = op->later;
@@ -237,17 +259,34 @@ void rlock_loop_wake(rlock_client *c) {
     op->start(op);
     op = next;
   }
+  run_cancels(lp, cancels, !lp->doomed);
+}
+
+void rlock_loop_wake(rlock_client *c) {
+  if (c == NULL || c->loop == NULL)
+    return;
+  enter(c);
+  if (atomic_exchange(&c->loop->lookups_done, 0))
+    rlock__lconn_each(c, rlock__lconn_lookups);
+  take_inbox(c);
   leave(c, 1);
 }
 
 /* ---- life ------------------------------------------------------------ */
+
+/* The size of rlock_loop as each version declared it: an adapter built
+ * against version v owns only that many bytes. A version that appends
+ * fields appends its size here. */
+static const size_t table_size[RLOCK_LOOP_VERSION + 1] = {
+    [1] = offsetof(rlock_loop, detach) + sizeof(void (*)(void *)),
+};
 
 static int loop_new(rlock_client *c, const rlock_loop *loop) {
   rlock__loop *lp = rlock__calloc(1, sizeof *lp);
   if (lp == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   c->loop = lp;
-  lp->ad = *loop;
+  memcpy(&lp->ad, loop, table_size[loop->version]); /* later fields: 0 */
   lp->thread = pthread_self();
   lp->armed_us = INT64_MAX;
   pthread_mutex_init(&lp->inbox_mu, NULL);
@@ -312,6 +351,12 @@ int rlock_client_new_loop(rlock_client **out, const rlock_config *cfg,
     return rlock__err(RLOCK_EINVAL, "rlock_client_new_loop: %s is NULL",
                       out == NULL ? "out" : "loop");
   *out = NULL;
+  if (loop->version < 1 || loop->version > RLOCK_LOOP_VERSION)
+    return rlock__err(RLOCK_EINVAL,
+                      "rlock_client_new_loop: rlock_loop version %u is not "
+                      "one this library knows (1 to %d): set it to "
+                      "RLOCK_LOOP_VERSION",
+                      loop->version, RLOCK_LOOP_VERSION);
   if (loop->watch == NULL || loop->timer == NULL || loop->wake == NULL)
     return rlock__err(RLOCK_EINVAL, "rlock_client_new_loop: the loop table "
                                     "needs watch, timer and wake");
@@ -373,6 +418,12 @@ static void close_all(rlock_client *c) {
   rlock__ltimer_stop(c, &lp->swatch_retry);
   rlock__ltimer_stop(c, &lp->health);
   run_completions(c);
+  /* Cancel requests still queued: every operation has completed. */
+  pthread_mutex_lock(&lp->inbox_mu);
+  rlock_op *cancels = lp->cancel_first;
+  lp->cancel_first = lp->cancel_last = NULL;
+  pthread_mutex_unlock(&lp->inbox_mu);
+  run_cancels(lp, cancels, 0);
 }
 
 static void really_free(rlock_client *c) {
@@ -398,6 +449,35 @@ static int loop_client_free(rlock_client *c) {
   return RLOCK_OK;
 }
 
+/* Cancel on the loop thread (each kind ignores an operation that is over,
+ * or not started yet: its cancel request comes after its start). */
+static void cancel_now(rlock_op *op) {
+  if (op->type == RLOCK__LOP_MULTI)
+    rlock__lmulti_cancel(op);
+  else if (op->type == RLOCK__LOP_REDLOCK)
+    rlock__lredlock_cancel(op);
+  else
+    rlock__lacquire_cancel(op);
+}
+
+/* Another thread: queue a request (once per operation until handled) and
+ * wake the loop. The wake-up is asked for under the inbox's mutex, which
+ * rlock_client_free takes too, so the adapter is still there. */
+static void cancel_later(rlock_op *op) {
+  rlock__loop *lp = op->c->loop;
+  pthread_mutex_lock(&lp->inbox_mu);
+  if (atomic_fetch_add(&op->cancels, 1) == 0) {
+    op->cancel_next = NULL;
+    if (lp->cancel_last != NULL)
+      lp->cancel_last->cancel_next = op;
+    else
+      lp->cancel_first = op;
+    lp->cancel_last = op;
+  }
+  lp->ad.wake(lp->ad.data);
+  pthread_mutex_unlock(&lp->inbox_mu);
+}
+
 int rlock_op_cancel(rlock_op *op) {
   if (op == NULL ||
       (op->type != RLOCK__LOP_ACQUIRE && op->type != RLOCK__LOP_MULTI &&
@@ -405,16 +485,14 @@ int rlock_op_cancel(rlock_op *op) {
     return rlock__err(RLOCK_EINVAL, "rlock_op_cancel: %s",
                       op == NULL ? "op is NULL" : "not an acquisition");
   rlock_client *c = op->c;
-  if (!pthread_equal(pthread_self(), c->loop->thread))
-    return rlock__err(RLOCK_EINVAL, "rlock_op_cancel: call it on the loop's "
-                                    "thread");
+  if (!pthread_equal(pthread_self(), c->loop->thread)) {
+    cancel_later(op);
+    return RLOCK_OK;
+  }
   enter(c);
-  if (op->type == RLOCK__LOP_MULTI)
-    rlock__lmulti_cancel(op);
-  else if (op->type == RLOCK__LOP_REDLOCK)
-    rlock__lredlock_cancel(op);
-  else
-    rlock__lacquire_cancel(op);
+  if (!c->loop->closing) /* op may be in the inbox still (started off the */
+    take_inbox(c);       /* loop thread): start it first */
+  cancel_now(op);
   leave(c, 0);
   return RLOCK_OK;
 }

@@ -10,8 +10,13 @@
  *            lease again once the last is taken (as multilock.c)
  *   GIVING_BACK members released in reverse, then the outcome
  *
- * Each step is an ordinary operation of the client (a child), whose
- * callback moves the chain on; the MultiLock's own callback comes last.
+ * Each step is an ordinary operation of its member's client (a child),
+ * whose callback moves the chain on; the MultiLock's own callback comes
+ * last. The members may be on several loop clients of one loop thread:
+ * the MultiLock's operation belongs to member 0's client, and a child's
+ * callback, run from its own client's turn, enters member 0's client
+ * (rlock__loop_enter, as lredlock.c) so that what it queues there goes
+ * out.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -38,10 +43,17 @@ static void fail(rlock_op *op, int rc, size_t held) {
   release_next(op);
 }
 
-static void member_taken(void *arg, int rc, int64_t v) {
-  (void)v;
+/* A child answered: enter member 0's client (what the chain queues there,
+ * the MultiLock's completion included, goes out at leave) and forget the
+ * child. Pair with rlock__loop_leave(op->c). */
+static rlock_op *answered(void *arg) {
   rlock_op *op = arg;
+  rlock__loop_enter(op->c);
   op->child = NULL;
+  return op;
+}
+
+static void taken_next(rlock_op *op, int rc) {
   if (rc == RLOCK_OK && op->canceled) {
     rlock__err(RLOCK_ECANCELED, "wait canceled");
     fail(op, RLOCK_ECANCELED, op->index + 1);
@@ -56,6 +68,13 @@ static void member_taken(void *arg, int rc, int64_t v) {
   }
   op->index++;
   step(op);
+}
+
+static void member_taken(void *arg, int rc, int64_t v) {
+  (void)v;
+  rlock_op *op = answered(arg);
+  taken_next(op, rc);
+  rlock__loop_leave(op->c);
 }
 
 /* A step's operation on member `i` for op's owner, reporting to `cb`;
@@ -126,14 +145,14 @@ static void relet_start(rlock_op *child) {
 
 static void relet_answered(void *arg, int rc, int64_t v) {
   (void)v;
-  rlock_op *op = arg;
-  op->child = NULL;
+  rlock_op *op = answered(arg);
   if (rc != RLOCK_OK) {
     fail(op, rc, op->multi->n);
-    return;
+  } else {
+    op->index++;
+    step(op);
   }
-  op->index++;
-  step(op);
+  rlock__loop_leave(op->c);
 }
 
 static void relet(rlock_op *op) {
@@ -178,45 +197,64 @@ static void multi_start(rlock_op *op) {
   step(op);
 }
 
+/* Cancel the child's acquisition from inside its own client's turn. */
+static void cancel_child(rlock_op *child) {
+  rlock__loop_enter(child->c);
+  rlock__lacquire_cancel(child);
+  rlock__loop_leave(child->c);
+}
+
 void rlock__lmulti_cancel(rlock_op *op) {
   if (op->canceled || op->finished)
     return;
   op->canceled = 1;
   if (op->phase == TAKING && op->child != NULL)
-    rlock__lacquire_cancel(op->child); /* its answer moves the chain on */
+    cancel_child(op->child); /* its answer moves the chain on */
 }
 
 void rlock__lmulti_abandon(rlock_op *op) {
-  if (op->child != NULL)
-    op->child->cb = noop;
+  rlock_op *child = op->child;
   op->child = NULL;
+  if (child == NULL)
+    return;
+  child->cb = noop;
+  /* On another client, which lives on: canceled, it gives back a late
+   * grant by itself. (On this one it is completed with the client.) */
+  if (child->c != op->c && child->type == RLOCK__LOP_ACQUIRE &&
+      !child->finished)
+    cancel_child(child);
 }
 
 /* ---- entry points -----------------------------------------------------------
  */
 
-/* Every member on one loop client: the chain's steps are that client's
- * operations. */
+/* Every member on a loop client of one loop thread: the chain's steps are
+ * those clients' operations, driven from that thread. */
 static int check_multi(rlock_multilock *m, const void *cb, const char *fn) {
   if (m == NULL || cb == NULL)
     return rlock__err(RLOCK_EINVAL, "%s: %s is NULL", fn,
                       m == NULL ? "MultiLock" : "callback");
-  rlock_client *c = m->members[0]->client;
-  for (size_t i = 0; i < m->n; i++)
-    if (m->members[i]->client != c)
+  rlock_client *c0 = m->members[0]->client;
+  for (size_t i = 0; i < m->n; i++) {
+    rlock_client *c = m->members[i]->client;
+    if (!rlock__origin_ok(&c->origin))
+      return rlock__origin_refuse(&c->origin);
+    if (c->loop == NULL)
       return rlock__err(RLOCK_EINVAL,
-                        "%s: every member must be on one client "
-                        "(member %zu is not on member 0's)",
+                        "%s: member %zu's client was not made with "
+                        "rlock_client_new_loop (a MultiLock's members are "
+                        "all on loop clients, or all on blocking ones: use "
+                        "the blocking functions for those)",
                         fn, i);
-  if (!rlock__origin_ok(&c->origin))
-    return rlock__origin_refuse(&c->origin);
-  if (c->loop == NULL)
-    return rlock__err(RLOCK_EINVAL,
-                      "%s: the members' client was not made with "
-                      "rlock_client_new_loop (use the blocking functions)",
-                      fn);
-  if (c->loop->closing)
-    return rlock__err(RLOCK_ECLOSED, "%s: the client is being freed", fn);
+    if (!pthread_equal(c->loop->thread, c0->loop->thread))
+      return rlock__err(RLOCK_EINVAL,
+                        "%s: every member's client must run on one loop "
+                        "thread (member %zu's does not run on member 0's)",
+                        fn, i);
+    if (c->loop->closing)
+      return rlock__err(RLOCK_ECLOSED, "%s: member %zu's client is being freed",
+                        fn, i);
+  }
   return RLOCK_OK;
 }
 
@@ -242,8 +280,7 @@ int rlock_multilock_acquire_async(rlock_multilock *m,
   op->owner_number = o.owner;
   op->wait_ms = o.wait_ms;
   op->lease_ms = o.lease_ms;
-  rlock_client *c = m->members[0]->client;
-  if (out != NULL && pthread_equal(pthread_self(), c->loop->thread))
+  if (out != NULL) /* before it can start: from any thread */
     *out = op;
   return rlock__lop_submit(op, multi_start);
 }
@@ -271,13 +308,13 @@ static void release_next(rlock_op *op) {
 
 static void released_one(void *arg, int rc, int64_t v) {
   (void)v;
-  rlock_op *op = arg;
-  op->child = NULL;
+  rlock_op *op = answered(arg);
   if (rc != RLOCK_OK && op->rc == RLOCK_OK) {
     op->rc = rc;
     snprintf(op->msg, sizeof op->msg, "%s", rlock_error_last()->message);
   }
   release_next(op);
+  rlock__loop_leave(op->c);
 }
 
 static void release_all_start(rlock_op *op) {

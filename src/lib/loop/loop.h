@@ -278,6 +278,12 @@ struct rlock_op {
   void (*start)(rlock_op *op); /* while in the inbox */
   int finished;                /* outcome set, callback due */
   int busy;                    /* lreq is in flight */
+  /* rlock_op_cancel from another thread (core.c): the request waits in
+   * the client's cancel list; the operation outlives its callback until
+   * every request queued for it has been handled. */
+  rlock_op *cancel_next; /* the cancel list (inbox_mu) */
+  atomic_int cancels;    /* requests queued, not yet handled (inbox_mu) */
+  int called;            /* its callback has run: the requests free it */
   rlock__lreq lreq;
   /* acquisition */
   int state; /* lacquire.c */
@@ -423,6 +429,8 @@ typedef struct rlock__loop {
   rlock_op *done_first, *done_last; /* completions due */
   pthread_mutex_t inbox_mu;
   rlock_op *inbox_first, *inbox_last;
+  /* rlock_op_cancel from other threads (core.c) */
+  rlock_op *cancel_first, *cancel_last;
   atomic_int lookups_done; /* a name lookup thread woke the loop */
   /* the servers (lroute.c): one entry per topology node met */
   rlock__lnode **nodes;

@@ -70,8 +70,7 @@ int rlock_lock_acquire_async(rlock_lock *l, const rlock_acquire_options *opts,
   op->lease_ms = o.lease_ms;
   op->lease_sent =
       o.lease_ms > 0 ? o.lease_ms : l->client->cfg.watchdog_timeout_ms;
-  int here = pthread_equal(pthread_self(), l->client->loop->thread);
-  if (out != NULL && here)
+  if (out != NULL) /* before it can start: from any thread */
     *out = op;
   return rlock__lop_submit(op, rlock__lacquire_start);
 }

@@ -16,6 +16,12 @@
  * each member's client, so their callbacks run from that client's turn:
  * they enter member 0's client (rlock__loop_enter) so that what they queue
  * there (bytes, the RedLock's completion) goes out at their end.
+ *
+ * Each member's outcome (status and message) is kept as it comes, and
+ * handed to a caller who asked for it (the _result entry points) as an
+ * rlock_redlock_result, like the blocking RedLock's: the operation's own
+ * callback is completed() below, which calls the caller's and frees the
+ * round state, so that state lives exactly as long as the operation.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -40,11 +46,19 @@ typedef struct slot {
 struct rlock__lred {
   rlock_op *child[RLOCK_MAX_REDLOCK_MEMBERS]; /* pending, else NULL */
   int status[RLOCK_MAX_REDLOCK_MEMBERS];      /* this round's answers */
+  char recorded[RLOCK_MAX_REDLOCK_MEMBERS];   /* release: a hold recorded */
   slot slots[RLOCK_MAX_REDLOCK_MEMBERS];
   size_t pending, taken;
   int64_t started_us, lease_min_ms;
   int rc; /* a failed round's status, while giving back */
   char msg[512];
+  /* The caller: one of cb and res_cb. res (with res_cb) gathers each
+   * member's message as it comes, and its status and validity at the
+   * end; it is handed over with the callback. */
+  rlock_async_fn cb;
+  rlock_redlock_fn res_cb;
+  void *arg;
+  rlock_redlock_result *res;
 };
 
 #define PENDING 1 /* not a status code: they are <= 0 */
@@ -53,11 +67,42 @@ static void noop(void *arg, int rc, int64_t v) { (void)arg, (void)rc, (void)v; }
 
 static void new_round(rlock_op *op);
 
-/* Free the round state and end with rc. */
+/* End with rc: the callback (completed()) runs at the end of the turn. */
 static void finish(rlock_op *op, int rc, int64_t value) {
-  free(op->red);
-  op->red = NULL;
   rlock__lop_finish(op, rc, value);
+}
+
+/* Member i's outcome in this round (or release), with its message. */
+static void note(struct rlock__lred *red, size_t i, int rc, const char *msg) {
+  red->status[i] = rc;
+  if (red->res != NULL)
+    snprintf(red->res->message[i], sizeof red->res->message[i], "%s",
+             rc == RLOCK_OK ? "" : msg);
+}
+
+/* The operation's callback (run_completions, with the last error set):
+ * the caller's, then the round state goes. A member still pending when
+ * the operation ended (client freed, out of memory) gets its status. */
+static void completed(void *arg, int rc, int64_t value) {
+  rlock_op *op = arg;
+  struct rlock__lred *red = op->red;
+  op->red = NULL;
+  if (red->res_cb == NULL) {
+    red->cb(red->arg, rc, value);
+    free(red);
+    return;
+  }
+  rlock_redlock_result *res = red->res;
+  for (size_t i = 0; i < res->n; i++) {
+    if (red->status[i] == PENDING)
+      note(red, i, rc, rlock_error_last()->message);
+    res->status[i] = red->status[i];
+  }
+  res->validity_ms = value; /* an acquisition's validity, else 0 */
+  rlock_redlock_fn cb = red->res_cb;
+  void *cb_arg = red->arg;
+  free(red);
+  cb(cb_arg, rc, value, res);
 }
 
 /* A member operation for op's owner on member i, reporting to cb. */
@@ -167,14 +212,27 @@ static int miss(rlock_op *op, int64_t validity) {
                     red->taken, n, quorum, (long long)validity);
 }
 
+/* Members not waited for: canceled, each with why (as redlock_ops.c). */
+static void drop_unanswered(rlock_op *op) {
+  struct rlock__lred *red = op->red;
+  char why[128];
+  if (red->taken + red->pending < op->redlock->quorum)
+    snprintf(why, sizeof why, "not waited for: the quorum was out of reach");
+  else
+    snprintf(why, sizeof why, "no answer within the member timeout (%lld ms)",
+             (long long)rlock__redlock_node_timeout_ms(op->redlock,
+                                                       red->lease_min_ms));
+  for (size_t i = 0; i < op->redlock->n; i++)
+    if (red->child[i] != NULL) {
+      drop_child(op, i);
+      note(red, i, RLOCK_ETIMEOUT, why);
+    }
+}
+
 static void decide(rlock_op *op) {
   struct rlock__lred *red = op->red;
   rlock__ltimer_stop(op->c, &op->timer);
-  for (size_t i = 0; i < op->redlock->n; i++)
-    if (red->child[i] != NULL) { /* not waited for */
-      drop_child(op, i);
-      red->status[i] = RLOCK_ETIMEOUT;
-    }
+  drop_unanswered(op);
   red->pending = 0;
   int64_t elapsed = (rlock__now_us() - red->started_us + 999) / 1000;
   int64_t validity =
@@ -203,7 +261,7 @@ static int round_over(const rlock_op *op) {
 static void member_answered(void *arg, int rc, int64_t v) {
   (void)v;
   rlock_op *op = answered(arg);
-  op->red->status[((slot *)arg)->i] = rc;
+  note(op->red, ((slot *)arg)->i, rc, rlock_error_last()->message);
   op->red->taken += rc == RLOCK_OK;
   if (round_over(op))
     decide(op);
@@ -241,11 +299,13 @@ static void new_round(rlock_op *op) {
     finish(op, RLOCK_ENOMEM, 0);
     return;
   }
+  if (red->res != NULL)
+    red->res->n = r->n; /* this round's outcome from now on */
   for (size_t i = 0; i < r->n; i++) {
     red->status[i] = PENDING;
     rlock_op *child = child_new(op, i, RLOCK__LOP_ACQUIRE, member_answered);
     if (child == NULL) {
-      red->status[i] = RLOCK_ENOMEM;
+      note(red, i, RLOCK_ENOMEM, "out of memory");
       continue;
     }
     child->wait_ms = 0; /* one attempt */
@@ -296,9 +356,7 @@ void rlock__lredlock_abandon(rlock_op *op) {
   if (op->red == NULL)
     return;
   for (size_t i = 0; i < op->redlock->n; i++)
-    drop_child(op, i);
-  free(op->red);
-  op->red = NULL;
+    drop_child(op, i); /* the round state goes with the callback */
 }
 
 /* ---- release -------------------------------------------------------------
@@ -309,8 +367,8 @@ static void member_released(void *arg, int rc, int64_t v) {
   slot *s = arg;
   rlock_op *op = answered(s);
   struct rlock__lred *red = op->red;
-  int recorded = red->status[s->i] == PENDING;
-  red->status[s->i] = rc;
+  int recorded = red->recorded[s->i];
+  note(red, s->i, rc, rlock_error_last()->message);
   /* As the blocking release: only a member with a hold recorded can fail
    * it (one never taken may even be down); the first failure is the
    * outcome. */
@@ -336,9 +394,13 @@ static void member_released(void *arg, int rc, int64_t v) {
 static void release_start(rlock_op *op) {
   struct rlock__lred *red = op->red;
   rlock_redlock *r = op->redlock;
+  if (red->res != NULL)
+    red->res->n = r->n;
   for (size_t i = 0; i < r->n; i++) {
+    red->status[i] = PENDING;
     rlock_op *child = child_new(op, i, RLOCK__LOP_RELEASE, member_released);
     if (child == NULL) {
+      note(red, i, RLOCK_ENOMEM, "out of memory");
       if (red->rc == RLOCK_OK) {
         red->rc = RLOCK_ENOMEM;
         snprintf(red->msg, sizeof red->msg, "out of memory");
@@ -348,10 +410,9 @@ static void release_start(rlock_op *op) {
     rlock_lock *l = r->members[i];
     char field[RLOCK_FIELD_MAX];
     rlock__field(l, child->owner, field);
-    /* PENDING: held, or lost (which the release reports). */
-    red->status[i] =
-        rlock__hold_check(l->client, l->name, field) != RLOCK_ENOTHELD ? PENDING
-                                                                       : 0;
+    /* Held, or lost (which the release reports). */
+    red->recorded[i] =
+        rlock__hold_check(l->client, l->name, field) != RLOCK_ENOTHELD;
     red->pending++;
   }
   if (red->pending == 0) {
@@ -394,57 +455,97 @@ static int check_redlock(rlock_redlock *r, const void *cb, const char *fn) {
   return RLOCK_OK;
 }
 
-static rlock_op *op_new(rlock_redlock *r, rlock_async_fn cb, void *arg,
-                        uint64_t owner) {
+/* Who the operation tells: cb, or res_cb with each member's outcome. */
+typedef struct caller {
+  rlock_async_fn cb;
+  rlock_redlock_fn res_cb;
+  void *arg;
+} caller;
+
+static rlock_op *op_new(rlock_redlock *r, const caller *who, uint64_t owner) {
   rlock_op *op = rlock__lop_new(r->members[0], RLOCK__LOP_REDLOCK);
   if (op == NULL)
     return NULL;
-  op->red = rlock__calloc(1, sizeof *op->red);
-  if (op->red == NULL) {
+  struct rlock__lred *red = rlock__calloc(1, sizeof *red);
+  if (red != NULL && who->res_cb != NULL &&
+      (red->res = rlock__calloc(1, sizeof *red->res)) == NULL) {
+    free(red);
+    red = NULL;
+  }
+  if (red == NULL) {
     free(op);
     rlock__err(RLOCK_ENOMEM, "out of memory");
     return NULL;
   }
-  op->cb = cb;
-  op->arg = arg;
+  red->cb = who->cb;
+  red->res_cb = who->res_cb;
+  red->arg = who->arg;
+  op->red = red;
+  op->cb = completed; /* then the caller's */
+  op->arg = op;
   op->redlock = r;
   op->owner_number = owner;
   return op;
 }
 
-int rlock_redlock_acquire_async(rlock_redlock *r,
-                                const rlock_acquire_options *opts,
-                                rlock_async_fn cb, void *arg, rlock_op **out) {
-  static const char fn[] = "rlock_redlock_acquire_async";
+static int acquire(rlock_redlock *r, const rlock_acquire_options *opts,
+                   const caller *who, rlock_op **out, const char *fn) {
   if (out != NULL)
     *out = NULL;
-  int rc = check_redlock(r, (const void *)cb, fn);
+  const void *cb = who->cb ? (const void *)who->cb : (const void *)who->res_cb;
+  int rc = check_redlock(r, cb, fn);
   if (rc != RLOCK_OK)
     return rc;
   rlock_acquire_options o;
   if ((rc = rlock__lop_options(&o, opts, fn)) != RLOCK_OK)
     return rc;
-  rlock_op *op = op_new(r, cb, arg, o.owner);
+  rlock_op *op = op_new(r, who, o.owner);
   if (op == NULL)
     return RLOCK_ENOMEM;
   op->wait_ms = o.wait_ms;
   op->lease_ms = o.lease_ms;
-  rlock_client *c0 = r->members[0]->client;
-  if (out != NULL && pthread_equal(pthread_self(), c0->loop->thread))
+  if (out != NULL) /* before it can start: from any thread */
     *out = op;
   return rlock__lop_submit(op, redlock_start);
 }
 
-int rlock_redlock_release_async(rlock_redlock *r, uint64_t owner,
-                                rlock_async_fn cb, void *arg) {
-  static const char fn[] = "rlock_redlock_release_async";
-  int rc = check_redlock(r, (const void *)cb, fn);
+static int release(rlock_redlock *r, uint64_t owner, const caller *who,
+                   const char *fn) {
+  const void *cb = who->cb ? (const void *)who->cb : (const void *)who->res_cb;
+  int rc = check_redlock(r, cb, fn);
   if (rc != RLOCK_OK || (rc = rlock__lop_check_owner(owner, fn)) != RLOCK_OK)
     return rc;
-  rlock_op *op = op_new(r, cb, arg, owner);
+  rlock_op *op = op_new(r, who, owner);
   if (op == NULL)
     return RLOCK_ENOMEM;
   op->phase = GIVING_BACK; /* not cancelable */
   op->canceled = 1;
   return rlock__lop_submit(op, release_start);
+}
+
+int rlock_redlock_acquire_async(rlock_redlock *r,
+                                const rlock_acquire_options *opts,
+                                rlock_async_fn cb, void *arg, rlock_op **out) {
+  caller who = {cb, NULL, arg};
+  return acquire(r, opts, &who, out, "rlock_redlock_acquire_async");
+}
+
+int rlock_redlock_acquire_async_result(rlock_redlock *r,
+                                       const rlock_acquire_options *opts,
+                                       rlock_redlock_fn cb, void *arg,
+                                       rlock_op **out) {
+  caller who = {NULL, cb, arg};
+  return acquire(r, opts, &who, out, "rlock_redlock_acquire_async_result");
+}
+
+int rlock_redlock_release_async(rlock_redlock *r, uint64_t owner,
+                                rlock_async_fn cb, void *arg) {
+  caller who = {cb, NULL, arg};
+  return release(r, owner, &who, "rlock_redlock_release_async");
+}
+
+int rlock_redlock_release_async_result(rlock_redlock *r, uint64_t owner,
+                                       rlock_redlock_fn cb, void *arg) {
+  caller who = {NULL, cb, arg};
+  return release(r, owner, &who, "rlock_redlock_release_async_result");
 }
