@@ -19,43 +19,6 @@
 #include "watchdog.h"
 #include "pubsub.h"
 
-int rlock__check_wait(int64_t wait_ms) {
-  if (wait_ms == RLOCK_WAIT_FOREVER)
-    return RLOCK_OK;
-  if (wait_ms < 0 || wait_ms > RLOCK_MAX_DURATION_MS)
-    return rlock__err(RLOCK_EINVAL,
-                      "wait must be 0..%" PRId64 " ms or RLOCK_WAIT_FOREVER "
-                      "(got %" PRId64 ")",
-                      RLOCK_MAX_DURATION_MS, wait_ms);
-  return RLOCK_OK;
-}
-
-int rlock__check_lease(int64_t lease_ms) {
-  if (lease_ms < 0 || lease_ms > RLOCK_MAX_DURATION_MS)
-    return rlock__err(RLOCK_EINVAL,
-                      "lease must be 1..%" PRId64 " ms or "
-                      "RLOCK_LEASE_WATCHDOG (got %" PRId64 ")",
-                      RLOCK_MAX_DURATION_MS, lease_ms);
-  return RLOCK_OK;
-}
-
-/* The scripts' refusals read "WRONGTYPE key <why>" (lockcheck.lua); a
- * plain command on a key of another type gets Redis's own WRONGTYPE. */
-int rlock__wrongtype(const rlock_lock *l, int rc) {
-  if (rc != RLOCK_EWRONGTYPE)
-    return rc;
-  static const char tag[] = "WRONGTYPE key ";
-  const char *why = strstr(rlock_error_last()->message, tag);
-  if (why == NULL)
-    return rlock__err(rc,
-                      "key '%s' holds a value of another type, not a "
-                      "%s; left untouched",
-                      l->name, l->kind->label);
-  char copy[256]; /* the message is rewritten below */
-  snprintf(copy, sizeof copy, "%s", why + sizeof tag - 1);
-  return rlock__err(rc, "key '%s' %s; left untouched", l->name, copy);
-}
-
 /* Sleep bound for one round: the holder's TTL (at least 1 ms, so a lock
  * about to expire is not hammered), capped by the caller's deadline. */
 static int64_t round_until(int64_t ttl_ms, int64_t deadline) {
@@ -229,20 +192,6 @@ typedef struct acq {
  * (rlock__retryable) are tried again, so nothing applies twice, and a
  * name that does not resolve, a refused login or a refused certificate
  * is reported at once. */
-#define OUTAGE_FIRST_MS 25
-#define OUTAGE_MAX_MS 1000
-
-int rlock__retryable(int rc, int transient) {
-  return transient && rc != RLOCK_EAUTH && !rlock__error_is_final();
-}
-
-int64_t rlock__outage_until(const rlock_client *c, int64_t since_us,
-                            int64_t deadline_us) {
-  int64_t bound = c->cfg.unreachable_retry_ms;
-  if (bound < 0 || bound > (deadline_us - since_us) / 1000)
-    return deadline_us;
-  return since_us + bound * 1000;
-}
 
 static void sleep_until(int64_t until_us, const rlock_cancel *cancel);
 
@@ -264,12 +213,13 @@ static int ride_out(acq *a, int retryable) {
     return 0;
   if (a->outage_us == 0) {
     a->outage_us = now;
-    a->backoff_ms = OUTAGE_FIRST_MS;
+    a->backoff_ms = RLOCK__OUTAGE_FIRST_MS;
   }
   int64_t until = now + a->backoff_ms * 1000;
   sleep_until(until < limit ? until : limit, a->cancel);
-  a->backoff_ms =
-      a->backoff_ms * 2 < OUTAGE_MAX_MS ? a->backoff_ms * 2 : OUTAGE_MAX_MS;
+  a->backoff_ms = a->backoff_ms * 2 < RLOCK__OUTAGE_MAX_MS
+                      ? a->backoff_ms * 2
+                      : RLOCK__OUTAGE_MAX_MS;
   return !rlock__canceled(a->cancel);
 }
 
@@ -357,30 +307,6 @@ static int wait_and_retry(acq *a) {
   return rc;
 }
 
-int64_t rlock__spin_first(const rlock__spin *p) {
-  return p->backoff == RLOCK_SPIN_CONSTANT ? p->delay_ms : p->initial_ms;
-}
-
-/* Redisson's back-offs: constant, or exponential (by default from 1 ms,
- * doubling to at most 128 ms) plus a random 0..failures-1 ms so that
- * spinning waiters drift apart; at the cap, no more jitter. */
-int64_t rlock__spin_next(const rlock__spin *p, int64_t cur, unsigned failures,
-                         uint64_t *seed) {
-  if (p->backoff == RLOCK_SPIN_CONSTANT)
-    return p->delay_ms;
-  if (cur >= p->max_ms)
-    return p->max_ms;
-  double grown = (double)cur * p->multiplier; /* exact below 2^53 */
-  int64_t next = grown >= (double)p->max_ms ? p->max_ms : (int64_t)grown;
-  if (next <= cur && p->multiplier > 1.0)
-    next = cur + 1; /* 1.5 x 1 ms: grow, not stay */
-  if (p->jitter) {
-    *seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
-    next += (int64_t)((*seed >> 33) % failures);
-  }
-  return next < p->max_ms ? next : p->max_ms;
-}
-
 /* Sleep until `until_us`, in steps short enough to notice `cancel`. */
 static void sleep_until(int64_t until_us, const rlock_cancel *cancel) {
   for (int64_t now = rlock__now_us();
@@ -406,66 +332,6 @@ static int spin_and_retry(acq *a) {
       return rc;
     delay = rlock__spin_next(&a->l->spin, delay, failures, &seed);
   }
-}
-
-/* The size of rlock_acquire_options as each version declared it: a
- * caller built against version v owns only that many bytes, so neither
- * reading its options nor initialising them may touch more. A version
- * that appends fields appends its size here. */
-static const size_t options_size[RLOCK_ACQUIRE_OPTIONS_VERSION + 1] = {
-    [1] = offsetof(rlock_acquire_options, token) + sizeof(int64_t *),
-};
-
-int rlock__options(rlock_acquire_options *out,
-                   const rlock_acquire_options *in) {
-  rlock_acquire_options defaults = RLOCK_ACQUIRE_OPTIONS_INIT;
-  *out = defaults;
-  if (in == NULL)
-    return RLOCK_OK;
-  if (in->version < 1 || in->version > RLOCK_ACQUIRE_OPTIONS_VERSION)
-    return rlock__err(RLOCK_EINVAL,
-                      "rlock_acquire_options version %u is "
-                      "not one this library knows (1 to %d): initialise "
-                      "with RLOCK_ACQUIRE_OPTIONS_INIT",
-                      in->version, RLOCK_ACQUIRE_OPTIONS_VERSION);
-  /* The fields the caller's version has; later ones keep their defaults. */
-  memcpy(out, in, options_size[in->version]);
-  int rc = rlock__check_wait(out->wait_ms);
-  return rc == RLOCK_OK ? rlock__check_lease(out->lease_ms) : rc;
-}
-
-int rlock_acquire_options_init(rlock_acquire_options *opts,
-                               unsigned int version) {
-  if (opts == NULL)
-    return rlock__err(RLOCK_EINVAL, "rlock_acquire_options_init: opts is "
-                                    "NULL");
-  if (version < 1 || version > RLOCK_ACQUIRE_OPTIONS_VERSION)
-    return rlock__err(RLOCK_EINVAL,
-                      "rlock_acquire_options version %u is "
-                      "not one this library knows (1 to %d)",
-                      version, RLOCK_ACQUIRE_OPTIONS_VERSION);
-  rlock_acquire_options defaults = RLOCK_ACQUIRE_OPTIONS_INIT;
-  defaults.version = version;
-  memcpy(opts, &defaults, options_size[version]); /* no more than it has */
-  return RLOCK_OK;
-}
-
-int rlock__not_acquired(const rlock_lock *l, int rc, int64_t ttl) {
-  if (rc == RLOCK_ELOCKED && ttl < 0)
-    return rlock__err(rc, "%s '%s' is held by another owner (no expiry)",
-                      l->kind->label, l->name);
-  if (rc == RLOCK_ELOCKED && l->kind->give_up != NULL)
-    /* a fair lock's answer is a sleep bound, not the holder's lease */
-    return rlock__err(rc,
-                      "%s '%s' is held by another owner or promised to "
-                      "a waiter queued earlier",
-                      l->kind->label, l->name);
-  if (rc == RLOCK_ELOCKED)
-    return rlock__err(rc,
-                      "%s '%s' is held by another owner (remaining "
-                      "lease %" PRId64 " ms)",
-                      l->kind->label, l->name, ttl);
-  return rc; /* rlock__lock_run worded a refusal already */
 }
 
 /* After a failed wait: leave the queue (fair lock), and word ELOCKED. */
@@ -543,4 +409,37 @@ int rlock__acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms,
   rlock_acquire_options checked;
   int rc = rlock__options(&checked, &o);
   return rc == RLOCK_OK ? rlock__acquire_opts(l, &checked) : rc;
+}
+
+/* ---- the blocking entry points ------------------------------------------ */
+
+int rlock_lock_acquire_opts(rlock_lock *l, const rlock_acquire_options *opts) {
+  rlock_acquire_options o;
+  int rc = rlock__options(&o, opts);
+  return rc == RLOCK_OK ? rlock__acquire_opts(l, &o) : rc;
+}
+
+int rlock_lock_acquire(rlock_lock *l) {
+  return rlock_lock_acquire_opts(l, NULL);
+}
+
+/* Lease 0 is RLOCK_LEASE_WATCHDOG, as for rlock_lock_try_acquire(), whose
+ * twin this is. */
+int rlock_lock_acquire_lease(rlock_lock *l, int64_t lease_ms) {
+  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
+  o.lease_ms = lease_ms;
+  return rlock_lock_acquire_opts(l, &o);
+}
+
+int rlock_lock_try_acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms) {
+  return rlock_lock_try_acquire_cancel(l, wait_ms, lease_ms, NULL);
+}
+
+int rlock_lock_try_acquire_cancel(rlock_lock *l, int64_t wait_ms,
+                                  int64_t lease_ms, rlock_cancel *cancel) {
+  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
+  o.wait_ms = wait_ms;
+  o.lease_ms = lease_ms;
+  o.cancel = cancel;
+  return rlock_lock_acquire_opts(l, &o);
 }

@@ -306,7 +306,7 @@ int rlock_client_list_locks(rlock_client *c, const char *pattern,
     return rlock__err(RLOCK_EINVAL, "rlock_client_list_locks: not for an "
                                     "event-loop client");
   lister L = {.c = c, .pattern = pattern, .fn = fn, .arg = arg};
-  L.cluster = strcmp(rlock_client_topology(c), "cluster") == 0;
+  L.cluster = c->cfg.target.kind == RLOCK__TOPO_CLUSTER;
   rlock__node **nodes;
   size_t n;
   int rc = servers(&L, &nodes, &n);

@@ -342,37 +342,6 @@ void rlock__owner_as(const rlock_client *c, uint64_t owner, char *buf) {
     snprintf(buf, RLOCK_OWNER_MAX, "%s:%" PRIu64, c->id, owner);
 }
 
-int rlock_lock_acquire_opts(rlock_lock *l, const rlock_acquire_options *opts) {
-  rlock_acquire_options o;
-  int rc = rlock__options(&o, opts);
-  return rc == RLOCK_OK ? rlock__acquire_opts(l, &o) : rc;
-}
-
-int rlock_lock_acquire(rlock_lock *l) {
-  return rlock_lock_acquire_opts(l, NULL);
-}
-
-/* Lease 0 is RLOCK_LEASE_WATCHDOG, as for rlock_lock_try_acquire(), whose
- * twin this is. */
-int rlock_lock_acquire_lease(rlock_lock *l, int64_t lease_ms) {
-  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
-  o.lease_ms = lease_ms;
-  return rlock_lock_acquire_opts(l, &o);
-}
-
-int rlock_lock_try_acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms) {
-  return rlock_lock_try_acquire_cancel(l, wait_ms, lease_ms, NULL);
-}
-
-int rlock_lock_try_acquire_cancel(rlock_lock *l, int64_t wait_ms,
-                                  int64_t lease_ms, rlock_cancel *cancel) {
-  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
-  o.wait_ms = wait_ms;
-  o.lease_ms = lease_ms;
-  o.cancel = cancel;
-  return rlock_lock_acquire_opts(l, &o);
-}
-
 /* Interpret a release script's answer given what we knew locally about
  * the hold of `field`. */
 int rlock__release_result(rlock_lock *l, const char *field, int state,

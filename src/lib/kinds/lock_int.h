@@ -204,6 +204,11 @@ int64_t rlock__spin_next(const rlock__spin *p, int64_t cur, unsigned failures,
  * naming the field. */
 int rlock__spin_options(rlock__spin *out, const rlock_spin_options *in);
 
+/* While a server cannot be reached, a wait tries again after 25 ms,
+ * doubling to 1 s (both drivers). */
+#define RLOCK__OUTAGE_FIRST_MS 25
+#define RLOCK__OUTAGE_MAX_MS 1000
+
 /* Whether a failed attempt may be tried again while a wait lasts: it ran
  * nothing and may pass (`transient`, as rlock__call's), and is neither a
  * refused login nor marked final (a name that does not resolve, a

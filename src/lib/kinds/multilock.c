@@ -1,14 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * multilock.c - all-or-nothing acquisition of several locks.
- *
- * Members are taken in order, each with what is left of the caller's wait
- * (a member waits through its own pub/sub machinery, so a MultiLock wakes
- * as soon as the member blocking it is freed). With a fixed lease, once
- * the last member is taken every earlier one is given the full lease
- * again (Redisson's tryLock, step 5), so no member is left with less for
- * having been taken first. Any failure releases the members already
- * taken, in reverse order, before returning.
+ * multilock.c - a MultiLock's members (checked once, at construction),
+ * the steps both drivers follow to give members their full lease again
+ * once the last one is taken (Redisson's tryLock, step 5: the relet), and
+ * the canonical member order (rlock_names_sort). The blocking driver's
+ * acquisition is blocking/multilock.c's, the loop's loop/lmulti.c's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,23 +62,6 @@ int rlock_multilock_new(rlock_multilock **out, rlock_lock *const *members,
 
 void rlock_multilock_free(rlock_multilock *m) { free(m); }
 
-/* Release `owner`'s holds of members [0, n) in reverse; keeps the
- * caller's last error. */
-static void release_first(rlock_multilock *m, size_t n, uint64_t owner) {
-  rlock__saved_error saved;
-  rlock__error_save(&saved);
-  while (n-- > 0)
-    rlock_lock_release_owner(m->members[n], owner);
-  rlock__error_restore(&saved);
-}
-
-/* Remaining wait for the next member: forever, or what is left (0 once
- * the deadline passed: one last try). */
-static int64_t wait_left(int64_t wait_ms, int64_t deadline) {
-  return wait_ms == RLOCK_WAIT_FOREVER ? RLOCK_WAIT_FOREVER
-                                       : rlock__ms_left(deadline);
-}
-
 void rlock__relet_call(rlock_lock *l, const char *field, int64_t lease_ms,
                        rlock__call *call) {
   int read = l->kind->read_renewal && l->base != NULL;
@@ -132,112 +111,6 @@ int rlock__relet_result(rlock_lock *l, size_t i, const char *field,
                       i, l->kind->label, l->name);
   rlock__hold_relet(l->client, l->name, field, lease_ms, sent_us);
   return RLOCK_OK;
-}
-
-/* Give member i, held by `owner`, a fresh fixed lease of `lease_ms`, and
- * tell its hold record when that now ends. It must still be held: its
- * local record must vouch for it (a lease that ran out may have let
- * another owner in and out meanwhile, which a read lock's shared hash
- * would not show), and the server must still have its hash field.
- * renew.lua (renew_read.lua for a read hold) re-sets the TTL only if the
- * field exists, so a hold that is gone is never re-created. */
-static int relet(rlock_multilock *m, size_t i, const char *owner,
-                 int64_t lease_ms) {
-  rlock_lock *l = m->members[i];
-  char field[RLOCK_FIELD_MAX];
-  rlock__field(l, owner, field);
-  int rc = rlock__relet_check(l, i, field, lease_ms);
-  if (rc != RLOCK_OK)
-    return rc;
-  rlock__call call;
-  rlock__relet_call(l, field, lease_ms, &call);
-  rlock__reply *r = NULL;
-  int64_t sent = rlock__now_us(); /* the new lease runs from here at most */
-  rc = rlock__lock_run(l, &call, &r);
-  rc = rlock__relet_result(l, i, field, lease_ms, rc, r, sent);
-  rlock__reply_free(r);
-  return rc;
-}
-
-/* Take every member in order for the options' owner, each with what is
- * left of the wait; all or none. */
-static int acquire_all(rlock_multilock *m, const rlock_acquire_options *o) {
-  int64_t deadline = rlock__deadline_after_ms(o->wait_ms);
-  rlock_acquire_options member = *o;
-  for (size_t i = 0; i < m->n; i++) {
-    member.wait_ms = wait_left(o->wait_ms, deadline);
-    int rc = rlock__acquire_opts(m->members[i], &member);
-    if (rc != RLOCK_OK) {
-      /* After a transport error the script may have run: release member i
-       * too (a no-op when it did not). */
-      int unsure = rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT;
-      release_first(m, unsure ? i + 1 : i, o->owner);
-      return rc;
-    }
-  }
-  /* Every member is held: the earlier ones get their full lease again. The
-   * last was just taken with it. (Watchdog leases are renewed anyway.) */
-  for (size_t i = 0; o->lease_ms > 0 && i + 1 < m->n; i++) {
-    char owner[RLOCK_OWNER_MAX]; /* the owner, on i's client */
-    rlock__owner_as(m->members[i]->client, o->owner, owner);
-    int rc = relet(m, i, owner, o->lease_ms);
-    if (rc != RLOCK_OK) {
-      release_first(m, m->n, o->owner);
-      return rc;
-    }
-  }
-  return RLOCK_OK;
-}
-
-int rlock_multilock_acquire_opts(rlock_multilock *m,
-                                 const rlock_acquire_options *opts) {
-  if (m == NULL)
-    return rlock__err(RLOCK_EINVAL, "MultiLock is NULL");
-  rlock_acquire_options o;
-  int rc = rlock__options(&o, opts);
-  if (rc != RLOCK_OK ||
-      (rc = rlock__blocking_check_all(m->members, m->n)) != RLOCK_OK)
-    return rc;
-  if (o.token != NULL)
-    return rlock__err(RLOCK_EINVAL, "a MultiLock issues no fencing token "
-                                    "(each fenced member has its own)");
-  return acquire_all(m, &o);
-}
-
-int rlock_multilock_try_acquire_cancel(rlock_multilock *m, int64_t wait_ms,
-                                       int64_t lease_ms, rlock_cancel *cancel) {
-  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
-  o.wait_ms = wait_ms;
-  o.lease_ms = lease_ms;
-  o.cancel = cancel;
-  return rlock_multilock_acquire_opts(m, &o);
-}
-
-int rlock_multilock_try_acquire(rlock_multilock *m, int64_t wait_ms,
-                                int64_t lease_ms) {
-  return rlock_multilock_try_acquire_cancel(m, wait_ms, lease_ms, NULL);
-}
-
-int rlock_multilock_acquire(rlock_multilock *m) {
-  return rlock_multilock_acquire_opts(m, NULL);
-}
-
-int rlock_multilock_release(rlock_multilock *m) {
-  return rlock_multilock_release_owner(m, RLOCK_OWNER_THREAD);
-}
-
-int rlock_multilock_release_owner(rlock_multilock *m, uint64_t owner) {
-  if (m == NULL)
-    return rlock__err(RLOCK_EINVAL, "MultiLock is NULL");
-  int rc = rlock__blocking_check_all(m->members, m->n); /* before any hold */
-  if (rc != RLOCK_OK)
-    return rc;
-  rlock__saved_error first = {RLOCK_OK, ""};
-  for (size_t i = m->n; i-- > 0;)
-    if (rlock_lock_release_owner(m->members[i], owner) != RLOCK_OK &&
-        first.code == RLOCK_OK)
-      rlock__error_save(&first);
-  return first.code == RLOCK_OK ? RLOCK_OK : rlock__error_restore(&first);
 }
 
 int rlock_multilock_is_held(int *held, rlock_multilock *m) {

@@ -30,9 +30,6 @@
 #include "loop.h"
 #include "watchdog.h"
 
-#define OUTAGE_FIRST_MS 25
-#define OUTAGE_MAX_MS 1000
-
 static rlock_op *of_lreq(rlock__lreq *r) {
   return (rlock_op *)((char *)r - offsetof(rlock_op, lreq));
 }
@@ -189,10 +186,11 @@ static int ride_out(rlock_op *op, int retryable) {
   if (op->outage_since_us == 0)
     op->outage_since_us = now;
   if (op->outage_ms == 0)
-    op->outage_ms = OUTAGE_FIRST_MS;
+    op->outage_ms = RLOCK__OUTAGE_FIRST_MS;
   int64_t until = now + op->outage_ms * 1000;
-  op->outage_ms =
-      op->outage_ms * 2 < OUTAGE_MAX_MS ? op->outage_ms * 2 : OUTAGE_MAX_MS;
+  op->outage_ms = op->outage_ms * 2 < RLOCK__OUTAGE_MAX_MS
+                      ? op->outage_ms * 2
+                      : RLOCK__OUTAGE_MAX_MS;
   sleep_until(op, RLOCK__LACQ_SLEEPING, until < limit ? until : limit);
   return 1;
 }
@@ -277,8 +275,9 @@ static void read_done(rlock_client *c, rlock__lreq *r) {
   if (rc != RLOCK_OK) {
     int64_t retry = rlock__deadline_after_ms(op->outage_ms);
     if (transient && retry < op->settle_until_us) {
-      op->outage_ms =
-          op->outage_ms * 2 < OUTAGE_MAX_MS ? op->outage_ms * 2 : OUTAGE_MAX_MS;
+      op->outage_ms = op->outage_ms * 2 < RLOCK__OUTAGE_MAX_MS
+                          ? op->outage_ms * 2
+                          : RLOCK__OUTAGE_MAX_MS;
       rlock__ltimer_at(op->c, &op->timer, retry);
       return;
     }
