@@ -17,6 +17,8 @@
 #include "cli.h"
 
 #define REFRESH_MS 1000
+/* A wait shows its line once it has lasted this long. */
+#define FIRST_SHOW_MS 100
 
 /* Columns available on stderr's terminal for the progress line. */
 static size_t line_room(void) {
@@ -113,19 +115,30 @@ typedef struct progress {
   size_t shown;
 } progress;
 
+/* Wait on p->cv until `ms` from now or a stop; called locked. */
+static void progress_pause(progress *p, int64_t ms) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  ts.tv_sec += ms / 1000;
+  ts.tv_nsec += (ms % 1000) * 1000000;
+  if (ts.tv_nsec >= 1000000000) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000;
+  }
+  while (!p->stop && pthread_cond_timedwait(&p->cv, &p->mu, &ts) != ETIMEDOUT)
+    ;
+}
+
 static void *progress_main(void *arg) {
   progress *p = arg;
   cli_signals_block(); /* signals are for the main thread */
   pthread_mutex_lock(&p->mu);
+  progress_pause(p, FIRST_SHOW_MS);
   while (!p->stop) {
     pthread_mutex_unlock(&p->mu);
     progress_show(p->lock, &p->shown);
     pthread_mutex_lock(&p->mu);
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += REFRESH_MS / 1000;
-    while (!p->stop && pthread_cond_timedwait(&p->cv, &p->mu, &ts) != ETIMEDOUT)
-      ;
+    progress_pause(p, REFRESH_MS);
   }
   pthread_mutex_unlock(&p->mu);
   return NULL;
@@ -171,28 +184,20 @@ static int attempt(rlock_lock *lock, int64_t wait_ms, int64_t lease_ms,
   return rlock_lock_acquire_opts(lock, &o);
 }
 
-/* The first attempt does not wait, so -w 0 is exactly one try (a fair
- * lock's try without waiting never queues) and a terminal hears at once
- * what it is waiting for. A first try that could not reach Redis is not
- * the end of a wait either: behind Sentinel or a cluster, the waiting
- * call rides out a failover within what is left of -w. */
+/* One call, as Redisson's tryLock: attempt, subscribe, attempt again,
+ * then wait for the unlock message (-w 0 is exactly one try, and a fair
+ * lock's try without waiting never queues). The library's wait also rides
+ * out a server that cannot be reached yet, within -w and --retry-for. On
+ * a terminal, a line says what the wait is for once it has lasted
+ * FIRST_SHOW_MS (a lock taken at once shows nothing and costs no
+ * inspection). */
 int cli_acquire(rlock_lock *lock, int64_t wait_ms, int64_t lease_ms, int show,
                 int64_t *token) {
-  int64_t start = cli_now_ms();
-  int rc = attempt(lock, 0, lease_ms, token);
-  int unreachable = rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT;
-  if ((rc == RLOCK_ELOCKED || unreachable) && wait_ms != 0) {
-    int64_t left = wait_ms;
-    if (wait_ms != RLOCK_WAIT_FOREVER) {
-      left = wait_ms - (cli_now_ms() - start);
-      left = left > 0 ? left : 0;
-    }
-    progress p;
-    int shown = show && progress_start(&p, lock) == 0;
-    rc = attempt(lock, left, lease_ms, token);
-    if (shown)
-      progress_stop(&p);
-  }
+  progress p;
+  int shown = show && wait_ms != 0 && progress_start(&p, lock) == 0;
+  int rc = attempt(lock, wait_ms, lease_ms, token);
+  if (shown)
+    progress_stop(&p);
   if (rc == RLOCK_ECANCELED)
     return CLI_INTERRUPTED;
   if (rc == RLOCK_OK && cli_signal_caught() != 0) {
