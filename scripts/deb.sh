@@ -112,7 +112,7 @@ has() {
 }
 lib=usr/lib/$multiarch
 has librlock0 "$lib/librlock.so.0" "$lib/librlock.so.$version"
-has librlock-dev usr/include/rlock.h usr/include/rlock/version.h "$lib/librlock.so" \
+has librlock-dev usr/include/rlock.h usr/include/rlock.hpp usr/include/rlock/version.h "$lib/librlock.so" \
   "$lib/librlock.a" "$lib/pkgconfig/rlock.pc" "$lib/cmake/rlock/rlockConfig.cmake" \
   "$lib/cmake/rlock/rlockConfigVersion.cmake" "$lib/cmake/rlock/rlockTargets.cmake"
 has rlock-tools usr/bin/rlock usr/share/man/man1/rlock.1.gz
@@ -184,6 +184,15 @@ q "$CC" -std=c99 -Wall -Werror -o "$work/app_pc_static" "$app" $(pkg-config --cf
   "/$lib/librlock.a" $(pkg-config --static --libs rlock | sed 's/-lrlock //')
 ! needs "$work/app_pc_static" librlock || fail "app_pc_static needs librlock"
 run "$work/app_pc_static"
+CXX=${CXX:-g++}
+if command -v "$CXX" >/dev/null; then
+  # shellcheck disable=SC2046
+  q "$CXX" -std=c++17 -Wall -Wextra -Werror -o "$work/app_cpp" \
+    "$src/tests/consumer/app.cpp" $(pkg-config --cflags --libs rlock)
+  run "$work/app_cpp"
+else
+  echo "--> SKIPPED the C++ consumer: no $CXX (Debian: g++)"
+fi
 
 step "CMake find_package(rlock) against the installed packages"
 q cmake -S "$src/tests/consumer/cmake" -B "$work/cmake" -DRLOCK_VIA=package

@@ -7,8 +7,10 @@ set -euo pipefail
 # clang and libclang-rt-dev (libFuzzer, the sanitizers' runtimes):
 # scripts/fuzz.sh; clang-format: scripts/format.sh; libssl-dev and
 # openssl: TLS, and the test certificates; libuv1-dev and libevent-dev:
-# the event-loop adapters (rlock_uv, rlock_event).
-PKGS=(build-essential cmake pkg-config libhiredis-dev libssl-dev openssl libcmocka-dev
+# the event-loop adapters (rlock_uv, rlock_event); g++ (also in
+# build-essential, named since CI needs it): include/rlock.hpp's example
+# and test.
+PKGS=(build-essential g++ cmake pkg-config libhiredis-dev libssl-dev openssl libcmocka-dev
       libuv1-dev libevent-dev
       redis-server redis-tools redis-sentinel valgrind python3
       clang libclang-rt-dev clang-format)

@@ -6,7 +6,7 @@
 # The test suite runs it with the format check (scripts/test.sh format).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mapfile -t files < <(git ls-files '*.c' '*.h' '*.lua' '*.sh' '*.py' '*.mjs' \
+mapfile -t files < <(git ls-files '*.c' '*.h' '*.cpp' '*.hpp' '*.lua' '*.sh' '*.py' '*.mjs' \
   '*.cmake' '*.in' 'CMakeLists.txt' '*/CMakeLists.txt' '.ci/run' 'debian/rules')
 bad=()
 for f in "${files[@]}"; do

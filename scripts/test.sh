@@ -4,7 +4,7 @@
 # installs missing Debian packages, then builds and runs every suite
 # (unit, integration against real redis-server processes, fault) in four
 # configurations: a -Werror build, ASan+UBSan, TSan, and valgrind memcheck.
-# The release suite first checks that every C file follows .clang-format
+# The release suite first checks that every C and C++ file follows .clang-format
 # (scripts/format.sh --check), and also runs tests/consumer/check.sh: programs built
 # against rlock via add_subdirectory, FetchContent, find_package, pkg-config
 # and a static link, from a throwaway install prefix moved after the
@@ -20,7 +20,7 @@
 #   scripts/test.sh            all four configurations, deb and fuzz
 #   scripts/test.sh release    just one: release | asan | tsan | valgrind
 #   scripts/test.sh consumer   only the consumer check
-#   scripts/test.sh format     only the checks that every C file follows
+#   scripts/test.sh format     only the checks that every C (and C++) file follows
 #                              .clang-format and every source file carries
 #                              its SPDX licence line (scripts/spdx.sh; the
 #                              release suite runs both)

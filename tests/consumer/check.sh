@@ -9,6 +9,8 @@
 #   (c) a plain cc build with pkg-config
 #   (d) static links (rlock::rlock_static, from (a) and (b), and with
 #       pkg-config --static): no librlock.so
+#   (c') C++ over the installed rlock.hpp with pkg-config, where $CXX
+#       (default g++) is found; without one it says so and skips this step
 #   (e) the event-loop adapters with pkg-config (rlock-uv, rlock-event),
 #       where the build had libuv and libevent; without them it says what
 #       is missing and skips this step
@@ -193,6 +195,19 @@ q "$CC" -std=c99 -Wall -Werror -o "$work/app_pc_static" "$here/app.c" \
   $(pkg-config --static --libs rlock | sed 's/ -lrlock / /')
 ! needs "$work/app_pc_static" librlock || fail "app_pc_static needs librlock"
 run "$work/app_pc_static"
+# ... and C++ over the installed rlock.hpp, where a C++ compiler is.
+CXX=${CXX:-g++}
+if command -v "$CXX" >/dev/null; then
+  step "c++ + pkg-config: rlock.hpp"
+  [ -e "$prefix/include/rlock.hpp" ] || fail "not installed: include/rlock.hpp"
+  # shellcheck disable=SC2046
+  q "$CXX" -std=c++17 -Wall -Wextra -Werror -o "$work/app_cpp" "$here/app.cpp" \
+    $(pkg-config --cflags --libs rlock)
+  needs "$work/app_cpp" librlock.so.0 || fail "app_cpp does not need librlock.so.0"
+  LD_LIBRARY_PATH=$libdir run "$work/app_cpp"
+else
+  echo "--> SKIPPED the C++ consumer: no $CXX (Debian: g++; scripts/deps.sh installs it)"
+fi
 
 # (e) the adapters: their libraries, .pc files and CMake targets.
 missing=()

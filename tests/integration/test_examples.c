@@ -40,6 +40,11 @@ static const struct {
     {"example_fair", {"served in order: 1 2 3 (the order they arrived in)\n"}},
     {"example_rwlock", {"readers shared the lock; the writer had it alone\n"}},
     {"example_multilock", {"all or none: done\n"}},
+    {"example_cpp_basic",
+     {"holding 'orders' and 'payments'\n",
+      "in opposite orders: no deadlock, 0 overlaps\n",
+      "a 200 ms wait: not acquired\n",
+      "release without holding: rlock::errc::not_held"}},
 };
 
 static int cmp_name(const void *a, const void *b) { return strcmp(a, b); }
