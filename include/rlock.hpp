@@ -401,6 +401,19 @@ public:
     detail::check(rlock_config_set_connect_timeout_ms(h_, detail::to_ms(d)));
     return *this;
   }
+  /// rlock_config_set_unreachable_retry_ms: how long a wait goes on trying
+  /// a server it cannot reach (0: not at all); unbounded by default.
+  template <class Rep, class Period>
+  config &unreachable_retry(std::chrono::duration<Rep, Period> d) {
+    detail::check(rlock_config_set_unreachable_retry_ms(h_, detail::to_ms(d)));
+    return *this;
+  }
+  /// The default: a wait tries an unreachable server as long as it lasts.
+  config &unreachable_retry_forever() {
+    detail::check(
+        rlock_config_set_unreachable_retry_ms(h_, RLOCK_RETRY_FOREVER));
+    return *this;
+  }
   /// rlock_config_set_command_timeout_ms: 1 ms to 1 hour.
   template <class Rep, class Period>
   config &command_timeout(std::chrono::duration<Rep, Period> d) {

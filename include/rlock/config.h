@@ -121,7 +121,7 @@ RLOCK_EXTERN int rlock_config_set_fair_wait_timeout_ms(rlock_config *cfg,
                                                        int64_t ms);
 
 /** rlock_config_set_unreachable_retry_ms(): as long as the wait lasts. */
-#define RLOCK_RETRY_FOREVER ((int64_t)-1)
+#define RLOCK_RETRY_FOREVER INT64_C(-1)
 
 /**
  * How long an acquisition that waits (wait_ms != 0) keeps trying a server

@@ -597,9 +597,12 @@ void test_errors_locks(void **) {
                  m.acquire(rlock::acquire_options().cancel(cancel)), );
     m.release(other);
 
-    // A server nobody listens on.
+    // A server nobody listens on: a wait would try it again for as long as
+    // it lasts (unbounded here), so bound that to no retry at all.
     rlock::config cfg;
-    cfg.url(str("redis://127.0.0.1:", rt_free_port())).connect_timeout(500ms);
+    cfg.url(str("redis://127.0.0.1:", rt_free_port()))
+        .connect_timeout(500ms)
+        .unreachable_retry(0ms);
     rlock::client down(cfg);
     rlock::mutex d(down, "cpp:down");
     CHECK_THROWS(rlock::connection_error, rlock::errc::io, d.lock(),
