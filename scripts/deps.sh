@@ -7,9 +7,12 @@ set -euo pipefail
 # clang and libclang-rt-dev (libFuzzer, the sanitizers' runtimes):
 # scripts/fuzz.sh; clang-format: scripts/format.sh; libssl-dev and
 # openssl: TLS, and the test certificates; libuv1-dev and libevent-dev:
-# the event-loop adapters (rlock_uv, rlock_event).
+# the event-loop adapters (rlock_uv, rlock_event); python3-*, mypy: the
+# Python binding (python/, scripts/test_python.sh).
 PKGS=(build-essential cmake pkg-config libhiredis-dev libssl-dev openssl libcmocka-dev
       libuv1-dev libevent-dev
+      python3-dev python3-venv python3-setuptools python3-cffi python3-pytest
+      python3-pytest-asyncio mypy
       redis-server redis-tools redis-sentinel valgrind python3
       clang libclang-rt-dev clang-format)
 

@@ -9,6 +9,7 @@ from typing import List, Tuple
 import pytest
 
 import rlock
+import rlock.aio
 from conftest import Server
 
 
@@ -166,3 +167,8 @@ def test_log_callback(server: Server) -> None:
         assert any("127.0.0.1" in m for _, m in messages)
     finally:
         c.close()
+
+
+def test_client_needs_a_running_loop(server: Server) -> None:
+    with pytest.raises(RuntimeError, match="coroutine"):
+        rlock.aio.Client(server.url)
