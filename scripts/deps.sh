@@ -11,7 +11,7 @@ set -euo pipefail
 # Python binding (python/, scripts/test_python.sh).
 PKGS=(build-essential cmake pkg-config libhiredis-dev libssl-dev openssl libcmocka-dev
       libuv1-dev libevent-dev
-      python3-dev python3-venv python3-setuptools python3-cffi python3-pytest
+      python3-dev python3-venv python3-setuptools python3-wheel python3-cffi python3-pytest
       python3-pytest-asyncio mypy
       redis-server redis-tools redis-sentinel valgrind python3
       clang libclang-rt-dev clang-format)
