@@ -9,9 +9,12 @@ set -euo pipefail
 # openssl: TLS, and the test certificates; libuv1-dev and libevent-dev:
 # the event-loop adapters (rlock_uv, rlock_event); g++ (also in
 # build-essential, named since CI needs it): include/rlock.hpp's example
-# and test.
+# and test; python3-*, mypy: the Python binding (python/,
+# scripts/test_python.sh).
 PKGS=(build-essential g++ cmake pkg-config libhiredis-dev libssl-dev openssl libcmocka-dev
       libuv1-dev libevent-dev
+      python3-dev python3-venv python3-setuptools python3-wheel python3-cffi python3-pytest
+      python3-pytest-asyncio mypy
       redis-server redis-tools redis-sentinel valgrind python3
       clang libclang-rt-dev clang-format)
 

@@ -15,11 +15,16 @@
 # The fuzz suite runs scripts/fuzz.sh: builds the libFuzzer targets of
 # fuzz/ with clang (ASan+UBSan) in build-fuzz and runs each over its seed
 # corpus for FUZZ_SECONDS, 20 here (about two minutes in all).
+# The release and asan suites also run the Python binding's suite
+# (scripts/test_python.sh: python/ built against that build, in a venv
+# under it, mypy --strict, then pytest; under ASan with the sanitizers'
+# runtimes preloaded), about a minute.
 # Each test binary starts and stops its own servers on free loopback ports.
 #
 #   scripts/test.sh            all four configurations, deb and fuzz
 #   scripts/test.sh release    just one: release | asan | tsan | valgrind
 #   scripts/test.sh consumer   only the consumer check
+#   scripts/test.sh python     only the Python suite, on build-test-release
 #   scripts/test.sh format     only the checks that every C (and C++) file follows
 #                              .clang-format and every source file carries
 #                              its SPDX licence line (scripts/spdx.sh; the
@@ -49,19 +54,22 @@ suite() {
   case $1 in
   release) suite format
            run release -DCMAKE_BUILD_TYPE=RelWithDebInfo
+           scripts/test_python.sh build-test-release
            suite consumer ;;
   format) echo "==> format"
           scripts/format.sh --check
           scripts/spdx.sh ;;
   consumer) echo "==> consumer"
             tests/consumer/check.sh ;;
+  python) scripts/test_python.sh build-test-release ;;
   deb) echo "==> deb"
        scripts/deb.sh ;;
   fuzz) echo "==> fuzz"
         FUZZ_SECONDS=${FUZZ_SECONDS:-20} scripts/fuzz.sh ;;
   asan) ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
           run asan -DCMAKE_BUILD_TYPE=Debug -DRLOCK_SANITIZE=address,undefined \
-          -DRLOCK_TEST_TIME_SCALE=2 ;;
+          -DRLOCK_TEST_TIME_SCALE=2
+        scripts/test_python.sh --asan build-test-asan ;;
   # die_after_fork=0: tests fork child processes that create clients (and
   # so threads); the children only run rlock code.
   tsan) TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 die_after_fork=0" \
@@ -69,7 +77,7 @@ suite() {
           -DRLOCK_TEST_TIME_SCALE=3 ;;
   valgrind) run valgrind -DCMAKE_BUILD_TYPE=Debug "-DRLOCK_TEST_LAUNCHER=$VALGRIND" \
               -DRLOCK_TEST_TIME_SCALE=8 ;;
-  *) echo "unknown suite '$1' (release, asan, tsan, valgrind, consumer, format, deb, fuzz)" >&2; exit 64 ;;
+  *) echo "unknown suite '$1' (release, asan, tsan, valgrind, consumer, python, format, deb, fuzz)" >&2; exit 64 ;;
   esac
 }
 

@@ -1,0 +1,1011 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""The blocking client and its locks (rlock.Client)."""
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+import weakref
+from dataclasses import dataclass
+from types import TracebackType
+from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence,
+                    Set, Tuple, Type, Union)
+
+from . import _base
+from ._base import (ECANCELED, ELOCKED, OK, CallbackThread, Handle, LockInfo,
+                    LogLevel, OwnerLike, PubSubMode, RedLockResult, _bytes,
+                    _text, check, lease_ms, lock_info, owner_number,
+                    redlock_result, spin_options, wait_ms)
+from ._errors import Closed, Error, InvalidArgument, error_for
+from ._native import ffi, lib
+
+_UNSET: Any = object()
+_tls = threading.local()
+
+
+def _thread_cancel() -> Any:
+    """The calling thread's own cancel token: every wait of the thread
+    passes it, so that closing the client ends the wait (Closed)."""
+    try:
+        return _tls.cancel
+    except AttributeError:
+        p = ffi.new("rlock_cancel **")
+        check(lib.rlock_cancel_new(p))
+        _tls.cancel = ffi.gc(p[0], lib.rlock_cancel_free)
+        return _tls.cancel
+
+
+class Cancel:
+    """A token that makes the waits given it (``cancel=``) give up:
+    ``fire()`` from any thread, and every such wait raises rlock.Canceled
+    within about 20 ms; a fair waiter leaves the queue. Stays fired until
+    ``reset()``."""
+
+    __slots__ = ("_ptr",)
+
+    def __init__(self) -> None:
+        p = ffi.new("rlock_cancel **")
+        check(lib.rlock_cancel_new(p))
+        self._ptr = ffi.gc(p[0], lib.rlock_cancel_free)
+
+    def fire(self) -> None:
+        """Fire the token (any thread)."""
+        lib.rlock_cancel_fire(self._ptr)
+
+    def reset(self) -> None:
+        """Clear a fired token, to use it again."""
+        lib.rlock_cancel_reset(self._ptr)
+
+    @property
+    def fired(self) -> bool:
+        """Whether it has fired (and not been reset)."""
+        return bool(lib.rlock_cancel_fired(self._ptr))
+
+
+@dataclass(frozen=True)
+class Stats:
+    """A client's counters since it was created (rlock_client_stats)."""
+
+    acquisitions: int
+    waits: int
+    wakeups: int
+    releases: int
+    renewals: int
+    renewal_failures: int
+    lost: int
+    connects: int
+    connect_failures: int
+    disconnects: int
+    topology_changes: int
+
+
+LostCallback = Callable[[str, str], Any]
+LogCallback = Callable[[LogLevel, str], Any]
+
+_clients: "weakref.WeakSet[Client]" = weakref.WeakSet()
+
+
+@ffi.def_extern()
+def _rlock_lost_cb(name: Any, owner: Any, userdata: Any) -> None:
+    """C lost-lock callback (library thread): queue it for the client's
+    callback thread; never raises into C."""
+    try:
+        ffi.from_handle(userdata)._post_lost(_text(name), _text(owner))
+    except BaseException:  # pragma: no cover - nothing may reach C
+        pass
+
+
+@ffi.def_extern()
+def _rlock_log_cb(level: int, message: Any, userdata: Any) -> None:
+    """C log hook (any thread): queue it for the callback thread."""
+    try:
+        ffi.from_handle(userdata)._post_log(int(level), _text(message))
+    except BaseException:  # pragma: no cover
+        pass
+
+
+@ffi.def_extern()
+def _rlock_list_cb(name: Any, kind: Any, info: Any, arg: Any) -> int:
+    """C listing callback (the calling thread): collect one lock."""
+    try:
+        out = ffi.from_handle(arg)
+        out.append(lock_info(_text(name) or "", info, _text(kind)))
+        return 0
+    except BaseException:  # pragma: no cover
+        return 1
+
+
+class _Callbacks:
+    """The userdata of a client's C callbacks: re-dispatches them."""
+
+    def __init__(self, on_lost: Optional[LostCallback],
+                 log: Optional[LogCallback],
+                 post: Callable[..., None]) -> None:
+        self.on_lost = on_lost
+        self.log = log
+        self.post = post
+
+    def _post_lost(self, name: str, owner: str) -> None:
+        if self.on_lost is not None:
+            self.post(self.on_lost, name, owner)
+
+    def _post_log(self, level: int, message: str) -> None:
+        if self.log is not None:
+            self.post(self.log, LogLevel(level), message)
+
+
+class Client:
+    """A connection to Redis (one server, a Cluster or Sentinel) that every
+    lock uses; thread-safe, share one per process.
+
+    Args:
+        url: the servers (default ``redis://127.0.0.1:6379``):
+            ``redis://[[user]:password@]host[:port][/db]``, ``rediss://...``
+            (TLS), ``unix:///path``, ``redis-cluster://host:port,...``,
+            ``redis-sentinel://host:port,...#MASTER`` (rlock/config.h).
+
+    Keywords (every configuration setter of librlock; durations are seconds,
+    int or float):
+        connect_timeout: bound on making a connection (default 2).
+        command_timeout: bound on one command's round trip (default 3).
+        watchdog_timeout: lease of a lock taken without one, renewed every
+            third of it while held (default 30).
+        fair_wait_timeout: how long a fair waiter may stay queued behind
+            the one ahead of it (default 300).
+        unreachable_retry: how long a wait keeps trying a server it cannot
+            reach; None (the default) as long as the wait lasts, 0 never.
+        pool_size: most command connections (default 64).
+        pubsub_mode: "auto", "classic" or "sharded" (a cluster's pub/sub).
+        replica_sync: confirm lock writes on replicas with WAIT (default
+            True); replica_sync_timeout: WAIT's bound (default 1).
+        on_lost: called as ``on_lost(name, owner)`` when the watchdog finds
+            a lock this client held gone; runs on the client's callback
+            thread (never while the library holds a mutex), so it may call
+            anything, close the client included.
+        tls_ca, tls_ca_dir, tls_cert, tls_key, tls_server_name,
+        tls_insecure: TLS settings (rediss:// URLs).
+        user, password: the data nodes' login, instead of the URL's.
+        subscription_linger, max_idle_subscriptions: how long an idle lock
+            channel stays subscribed (default 1 s), and how many at most
+            (default 64).
+        log, log_level: ``log(level, message)`` receives the client's log
+            messages up to log_level (default LogLevel.WARN), on the
+            callback thread.
+
+    Raises:
+        InvalidArgument: a URL or an option out of range; the message says
+            which and why.
+
+    A client does not connect here: the first operation does. Close it with
+    close() (or use it as a context manager); at interpreter exit the
+    clients still open are closed. A client belongs to the process that
+    made it: in a fork()ed child every call raises Closed.
+    """
+
+    def __init__(self, url: Optional[str] = None, *,
+                 connect_timeout: Optional[float] = None,
+                 command_timeout: Optional[float] = None,
+                 watchdog_timeout: Optional[float] = None,
+                 fair_wait_timeout: Optional[float] = None,
+                 unreachable_retry: Optional[float] = _UNSET,
+                 pool_size: Optional[int] = None,
+                 pubsub_mode: Union[str, PubSubMode, None] = None,
+                 replica_sync: Optional[bool] = None,
+                 replica_sync_timeout: Optional[float] = None,
+                 on_lost: Optional[LostCallback] = None,
+                 tls_ca: Optional[str] = None,
+                 tls_ca_dir: Optional[str] = None,
+                 tls_cert: Optional[str] = None,
+                 tls_key: Optional[str] = None,
+                 tls_server_name: Optional[str] = None,
+                 tls_insecure: Optional[bool] = None,
+                 user: Optional[str] = None,
+                 password: Optional[str] = None,
+                 subscription_linger: Optional[float] = None,
+                 max_idle_subscriptions: Optional[int] = None,
+                 log: Optional[LogCallback] = None,
+                 log_level: LogLevel = LogLevel.WARN) -> None:
+        kw = {k: v for k, v in locals().items()
+              if k not in ("self", "url", "on_lost", "log") and v is not _UNSET}
+        for name, fn in (("on_lost", on_lost), ("log", log)):
+            if fn is not None and not callable(fn):
+                raise TypeError(f"{name} must be callable, not "
+                                f"{type(fn).__name__}")
+        self._mu = threading.RLock()
+        self._idle = threading.Condition(self._mu)
+        self._closed = False
+        self._pid = os.getpid()
+        self._inflight = 0
+        self._waiting: Set[Any] = set()
+        self._handles: Dict[int, Handle] = {}
+        self._ptr: Any = None
+        self._cbthread = CallbackThread("rlock-callbacks")
+        self._callbacks = _Callbacks(on_lost, log, self._cbthread.post)
+        self._userdata = ffi.new_handle(self._callbacks)
+        cfg = _base.make_config(
+            url, kw, lib._rlock_lost_cb if on_lost else None,
+            lib._rlock_log_cb if log else None, self._userdata)
+        p = ffi.new("rlock_client **")
+        check(lib.rlock_client_new(p, cfg))
+        self._ptr = p[0]
+        self.url = url
+        _clients.add(self)
+
+    # ---- lifetime ---------------------------------------------------------
+    def _enter(self, token: Any = None, reset: bool = True) -> None:
+        """Count a call in (refused once closed, or in a fork()ed child);
+        `token`: the calling thread's cancel token, fired by close() (reset
+        here first unless `reset` is False)."""
+        if token is not None and reset:
+            lib.rlock_cancel_reset(token)
+        with self._mu:
+            if self._closed:
+                raise Closed("the client is closed")
+            if self._pid != os.getpid():
+                raise Closed(
+                    f"this client was made by process {self._pid}, the "
+                    f"parent of this fork()ed process: create a Client here")
+            self._inflight += 1
+            if token is not None:
+                self._waiting.add(token)
+
+    def _leave(self, token: Any = None) -> None:
+        with self._mu:
+            self._inflight -= 1
+            if token is not None:
+                self._waiting.discard(token)
+            if self._inflight == 0 and self._closed:
+                self._idle.notify_all()
+
+    def _track(self, h: Handle) -> None:
+        with self._mu:
+            if self._closed:
+                h.free()
+                raise Closed("the client is closed")
+            self._handles[id(h)] = h
+
+    def _untrack(self, h: Handle) -> None:
+        with self._mu:
+            self._handles.pop(id(h), None)
+            h.free()
+
+    def close(self) -> None:
+        """Close the client: waits that use no Cancel of their own end with
+        Closed, every lock object made from it stops working, the
+        background thread stops and the connections close. Locks still
+        held are not released: they expire with their lease (the watchdog
+        stops renewing them). Waits for calls in progress on other
+        threads. Calling it again does nothing. In a fork()ed child it
+        frees nothing (the parent's client is not the child's)."""
+        with self._mu:
+            if self._closed:
+                return
+            self._closed = True
+            for t in self._waiting:
+                lib.rlock_cancel_fire(t)
+            while self._inflight > 0:
+                self._idle.wait()
+            handles = list(self._handles.values())
+            self._handles.clear()
+        _clients.discard(self)
+        if self._pid != os.getpid():
+            return
+        for h in reversed(handles):
+            h.free()
+        rc = lib.rlock_client_free(self._ptr)
+        if rc != OK:  # pragma: no cover - never on our threads
+            raise error_for(rc)
+        self._ptr = None
+        self._cbthread.stop()
+
+    @property
+    def closed(self) -> bool:
+        """Whether close() was called."""
+        return self._closed
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            if not self._closed and self._ptr is not None:
+                self.close()
+        except Exception:  # pragma: no cover
+            pass
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else self.topology
+        return f"<rlock.Client {self.url or 'redis://127.0.0.1:6379'} " \
+               f"({state})>"
+
+    # ---- about the client -------------------------------------------------
+    @property
+    def id(self) -> str:
+        """The client's identity, a UUID, first half of its owner fields."""
+        self._enter()
+        try:
+            return _text(lib.rlock_client_id(self._ptr)) or ""
+        finally:
+            self._leave()
+
+    @property
+    def owner(self) -> str:
+        """The owner field this client writes for the calling thread,
+        "<client id>:<owner number>"."""
+        buf = ffi.new("char[]", lib.RLOCK_OWNER_MAX)
+        self._enter()
+        try:
+            check(lib.rlock_client_owner(buf, lib.RLOCK_OWNER_MAX, self._ptr))
+        finally:
+            self._leave()
+        return str(ffi.string(buf).decode())
+
+    def owner_field(self, owner: OwnerLike) -> str:
+        """The owner field this client writes for `owner`."""
+        return f"{self.id}:{owner_number(owner) or lib.rlock_owner_thread()}"
+
+    @property
+    def topology(self) -> str:
+        """"single", "cluster" or "sentinel", from the URL."""
+        self._enter()
+        try:
+            return _text(lib.rlock_client_topology(self._ptr)) or ""
+        finally:
+            self._leave()
+
+    def ping(self) -> float:
+        """Round trip a PING; returns the round-trip time in seconds."""
+        rtt = ffi.new("int64_t *")
+        self._enter()
+        try:
+            check(lib.rlock_client_ping(self._ptr, rtt))
+        finally:
+            self._leave()
+        return int(rtt[0]) / 1e6
+
+    def stats(self) -> Stats:
+        """The client's counters (acquisitions, waits, renewals, ...)."""
+        s = ffi.new("rlock_stats *")
+        self._enter()
+        try:
+            check(lib.rlock_client_stats(self._ptr, s,
+                                         ffi.sizeof("rlock_stats")))
+        finally:
+            self._leave()
+        return Stats(**{f: int(getattr(s, f))
+                        for f in Stats.__dataclass_fields__})
+
+    def list_locks(self, pattern: Optional[str] = None) -> List[LockInfo]:
+        """The locks held now whose names match the glob `pattern` (Redis's
+        MATCH syntax; None: all), on every server of the topology, each
+        with its snapshot and kind. SCAN-based: never blocks the server."""
+        out: List[LockInfo] = []
+        h = ffi.new_handle(out)
+        pat = ffi.NULL if pattern is None else _bytes(pattern, "pattern")
+        self._enter()
+        try:
+            check(lib.rlock_client_list_locks(self._ptr, pat,
+                                              lib._rlock_list_cb, h))
+        finally:
+            self._leave()
+        return out
+
+    # ---- lock objects -----------------------------------------------------
+    def lock(self, name: str) -> "Lock":
+        """A reentrant lock (Redisson's RLock) named `name`. No I/O."""
+        return Lock(self, name)
+
+    def fair_lock(self, name: str) -> "FairLock":
+        """A fair lock (RFairLock): waiters served in arrival order."""
+        return FairLock(self, name)
+
+    def fenced_lock(self, name: str) -> "FencedLock":
+        """A fenced lock (RFencedLock): each acquisition gets a growing
+        fencing token (``.token``)."""
+        return FencedLock(self, name)
+
+    def spin_lock(self, name: str, *, backoff: str = "exponential",
+                  initial_delay: Optional[float] = None,
+                  max_delay: Optional[float] = None,
+                  multiplier: Optional[float] = None,
+                  jitter: Optional[bool] = None,
+                  delay: Optional[float] = None) -> "SpinLock":
+        """A spin lock (RSpinLock): waiters retry with a back-off instead of
+        subscribing. backoff "exponential" (initial_delay 0.001 s, times
+        multiplier 2 up to max_delay 0.128 s, with jitter) or "constant"
+        (every pause `delay`, 0.064 s). Seconds; None keeps the default."""
+        return SpinLock(self, name, spin_options(
+            backoff, initial_delay, max_delay, multiplier, jitter, delay))
+
+    def read_write_lock(self, name: str) -> "ReadWriteLock":
+        """A read-write lock (RReadWriteLock): ``.read_lock()`` and
+        ``.write_lock()``."""
+        return ReadWriteLock(self, name)
+
+    def multi_lock(self, *locks: "Lock") -> "MultiLock":
+        """All of `locks` or none, taken in the order given (they may come
+        from several clients)."""
+        return MultiLock(*locks)
+
+    def red_lock(self, *locks: "Lock") -> "RedLock":
+        """A quorum lock over reentrant locks of independent servers (one
+        client each)."""
+        return RedLock(*locks)
+
+
+def _close_all() -> None:
+    """At exit: stop every client's background thread while Python can
+    still run its callbacks."""
+    for c in list(_clients):
+        try:
+            c.close()
+        except Exception:  # pragma: no cover
+            pass
+
+
+def _after_fork() -> None:
+    """In a fork()ed child: fresh mutexes (another thread may have held
+    one at the fork); every call then raises Closed."""
+    for c in list(_clients):
+        c._mu = threading.RLock()
+        c._idle = threading.Condition(c._mu)
+        c._inflight = 0
+        c._waiting = set()
+
+
+atexit.register(_close_all)
+os.register_at_fork(after_in_child=_after_fork)
+
+
+def _result(rc: int, user_cancel: Any) -> bool:
+    """An acquisition's status as acquire()'s answer."""
+    if rc == OK:
+        return True
+    if rc == ELOCKED:
+        return False
+    if rc == ECANCELED and user_cancel is None:
+        raise Closed("the client was closed while waiting for the lock")
+    raise error_for(rc)
+
+
+class Lock:
+    """A reentrant lock (Redisson's RLock), from ``client.lock(name)``.
+
+    It follows threading.Lock: acquire() and release(), locked(), and
+    ``with lock:``. Holds belong to the calling thread (each Python thread
+    is an owner), or to an explicit ``owner=`` (rlock.Owner). The thread
+    that holds it may acquire it again (the hold count goes up). A lock
+    object holds no per-thread state: share it between threads freely.
+    """
+
+    _new = staticmethod(lib.rlock_lock_new)
+    kind = "reentrant"
+
+    def __init__(self, client: Client, name: str) -> None:
+        if not isinstance(client, Client):
+            raise TypeError("client must be an rlock.Client, not "
+                            f"{type(client).__name__}")
+        p = ffi.new("rlock_lock **")
+        self._client = client
+        self._name = name
+        client._enter()
+        try:
+            rc = self._make(p, client._ptr, _bytes(name, "name"))
+            if rc != OK:
+                raise error_for(rc)
+        finally:
+            client._leave()
+        self._h = Handle(p[0], lib.rlock_lock_free)
+        client._track(self._h)
+
+    def _make(self, out: Any, client: Any, name: bytes) -> int:
+        return int(self._new(out, client, name))
+
+    def __del__(self) -> None:
+        h = getattr(self, "_h", None)
+        if h is not None:
+            self._client._untrack(h)
+
+    def __repr__(self) -> str:
+        return f"<rlock.{type(self).__name__} {self._name!r}>"
+
+    @property
+    def name(self) -> str:
+        """The lock's name (its key in Redis)."""
+        return self._name
+
+    @property
+    def client(self) -> Client:
+        """The client the lock uses."""
+        return self._client
+
+    def acquire(self, blocking: bool = True, timeout: float = -1,
+                lease: Optional[float] = None, *, owner: OwnerLike = None,
+                cancel: Optional[Cancel] = None) -> bool:
+        """Acquire the lock, waiting for it as threading.Lock does.
+
+        Args:
+            blocking: False tries once.
+            timeout: the longest wait in seconds; -1 (default) for ever.
+            lease: a fixed lease in seconds after which the lock expires,
+                held or not; None (default): the watchdog renews it while
+                held.
+            owner: the holder: None for the calling thread, or an Owner.
+            cancel: a Cancel whose fire() ends the wait (Canceled).
+
+        Returns:
+            True when the owner now holds the lock (once more), False when
+            another owner held it for the whole wait.
+
+        Raises:
+            InvalidArgument (bad durations), WrongType (the key is not a
+            lock of this family), Deadlock (write half asked while holding
+            the read half), ConnectionError/TimeoutError (server
+            unreachable), ReplicaError, Canceled, Closed.
+        """
+        wait = wait_ms(blocking, timeout)
+        lease_v = lease_ms(lease)
+        c = self._client
+        tok = _thread_cancel() if wait != 0 and cancel is None else None
+        if owner is None and cancel is None and not self._wants_token:
+            c._enter(tok)
+            try:
+                rc = lib.rlock_lock_try_acquire_cancel(
+                    self._h.ptr, wait, lease_v, ffi.NULL if tok is None
+                    else tok)
+            finally:
+                c._leave(tok)
+            return _result(rc, None)
+        return self._acquire_opts(wait, lease_v, owner_number(owner),
+                                  cancel, tok)
+
+    _wants_token = False
+
+    def _acquire_opts(self, wait: int, lease_v: int, own: int,
+                      cancel: Optional[Cancel], tok: Any) -> bool:
+        o = ffi.new("rlock_acquire_options *")
+        lib.rlock_acquire_options_init(o, lib.RLOCK_ACQUIRE_OPTIONS_VERSION)
+        o.wait_ms, o.lease_ms, o.owner = wait, lease_v, own
+        if cancel is not None:
+            if not isinstance(cancel, Cancel):
+                raise TypeError("cancel must be an rlock.Cancel, not "
+                                f"{type(cancel).__name__}")
+            o.cancel = cancel._ptr
+        elif tok is not None:
+            o.cancel = tok
+        token = ffi.new("int64_t *") if self._wants_token else None
+        if token is not None:
+            o.token = token
+        c = self._client
+        c._enter(tok)
+        try:
+            rc = lib.rlock_lock_acquire_opts(self._h.ptr, o)
+        finally:
+            c._leave(tok)
+        got = _result(rc, cancel)
+        if got and token is not None:
+            self._got_token(own, int(token[0]))
+        return got
+
+    def _got_token(self, own: int, token: int) -> None:
+        pass
+
+    def release(self, *, owner: OwnerLike = None) -> None:
+        """Release one hold of the calling thread (or of `owner`, from any
+        thread). The last release deletes the lock and wakes a waiter.
+
+        Raises:
+            NotHeld: the owner does not hold it (a RuntimeError, as
+                threading.Lock raises); nothing changed.
+            LockLost: the owner held it but it expired or was deleted
+                meanwhile (someone else may have had it since).
+            ConnectionError/TimeoutError: the server cannot be reached (the
+                lock is no longer renewed and expires with its lease).
+        """
+        own = owner_number(owner)
+        c = self._client
+        c._enter()
+        try:
+            rc = lib.rlock_lock_release_owner(self._h.ptr, own)
+        finally:
+            c._leave()
+        if rc != OK:
+            raise error_for(rc)
+
+    def __enter__(self) -> "Lock":
+        self.acquire()
+        return self
+
+    def __exit__(self, et: Optional[Type[BaseException]],
+                 ev: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        self.release()
+
+    def _query(self, fn: Callable[..., int], ctype: str, *args: Any) -> Any:
+        out = ffi.new(ctype)
+        c = self._client
+        c._enter()
+        try:
+            rc = fn(out, self._h.ptr, *args)
+        finally:
+            c._leave()
+        if rc != OK:
+            raise error_for(rc)
+        return out[0]
+
+    def locked(self) -> bool:
+        """Whether anyone holds the lock (one round trip)."""
+        return bool(self._query(lib.rlock_lock_is_locked, "int *"))
+
+    def held(self, owner: OwnerLike = None) -> bool:
+        """Whether the calling thread (or `owner`) holds it (server's
+        answer)."""
+        return bool(self._query(lib.rlock_lock_is_held_owner, "int *",
+                                owner_number(owner)))
+
+    def holds(self, owner: OwnerLike = None) -> int:
+        """The hold count of the calling thread (or `owner`), 0 if none."""
+        return int(self._query(lib.rlock_lock_hold_count_owner,
+                               "int64_t *", owner_number(owner)))
+
+    @property
+    def hold_count(self) -> int:
+        """The calling thread's hold count on the server (0 when not
+        held); holds(owner) for an explicit owner."""
+        return self.holds()
+
+    @property
+    def ttl(self) -> Optional[float]:
+        """Seconds left on the lock's lease, None when it is not locked."""
+        ms = int(self._query(lib.rlock_lock_ttl, "int64_t *"))
+        return None if ms < 0 else ms / 1000
+
+    def force_release(self) -> bool:
+        """Delete the lock whoever holds it and wake a waiter; True when
+        there was a lock to delete."""
+        return bool(self._query(lib.rlock_lock_force_release, "int *"))
+
+    def check(self, owner: OwnerLike = None) -> bool:
+        """Whether the calling thread's (or `owner`'s) hold is still good,
+        answered locally without a round trip: True while held, False when
+        not held here.
+
+        Raises:
+            LockLost: the watchdog found it gone, its fixed lease ran out,
+                or renewals failed for a whole watchdog lease.
+        """
+        c = self._client
+        c._enter()
+        try:
+            rc = lib.rlock_lock_check_owner(self._h.ptr, owner_number(owner))
+        finally:
+            c._leave()
+        if rc == lib.RLOCK_ENOTHELD:
+            return False
+        if rc != OK:
+            raise error_for(rc)
+        return True
+
+    def inspect(self) -> LockInfo:
+        """The lock's whole state in one atomic step (LockInfo): TTL, every
+        holder with its hold count, a fair lock's queue."""
+        p = ffi.new("rlock_lock_info **")
+        c = self._client
+        c._enter()
+        try:
+            rc = lib.rlock_lock_inspect(p, self._h.ptr)
+        finally:
+            c._leave()
+        if rc != OK:
+            raise error_for(rc)
+        try:
+            return lock_info(self._name, p[0])
+        finally:
+            lib.rlock_lock_info_free(p[0])
+
+
+class FairLock(Lock):
+    """A fair lock (Redisson's RFairLock): waiters acquire in the order
+    they arrived; a waiter that gives up (timeout, Cancel) leaves the
+    queue."""
+
+    _new = staticmethod(lib.rlock_lock_new_fair)
+    kind = "fair"
+
+
+class FencedLock(Lock):
+    """A fenced lock (Redisson's RFencedLock): every acquisition takes the
+    next fencing token of the lock's name, which only grows: a resource
+    that remembers the highest token it saw refuses a stale holder."""
+
+    _new = staticmethod(lib.rlock_lock_new_fenced)
+    kind = "fenced"
+    _wants_token = True
+
+    def __init__(self, client: Client, name: str) -> None:
+        super().__init__(client, name)
+        self._tokens: Dict[int, int] = {}
+
+    def _got_token(self, own: int, token: int) -> None:
+        self._tokens[own or int(lib.rlock_owner_thread())] = token
+
+    @property
+    def token(self) -> Optional[int]:
+        """The fencing token of the calling thread's latest acquisition
+        through this object (None before the first)."""
+        return self._tokens.get(int(lib.rlock_owner_thread()))
+
+    def token_of(self, owner: OwnerLike) -> Optional[int]:
+        """The fencing token of `owner`'s latest acquisition through this
+        object."""
+        return self._tokens.get(owner_number(owner) or
+                                int(lib.rlock_owner_thread()))
+
+    def latest_token(self) -> int:
+        """The latest token issued for the name, by anyone (0 if none
+        ever was): one round trip."""
+        return int(self._query(lib.rlock_lock_token, "int64_t *"))
+
+
+class SpinLock(Lock):
+    """A spin lock (Redisson's RSpinLock): a waiter never subscribes; it
+    retries after a back-off (client.spin_lock's keywords)."""
+
+    kind = "spin"
+
+    def __init__(self, client: Client, name: str, opts: Any = None) -> None:
+        self._opts = opts if opts is not None else spin_options(
+            "exponential", None, None, None, None, None)
+        super().__init__(client, name)
+
+    def _make(self, out: Any, client: Any, name: bytes) -> int:
+        return int(lib.rlock_lock_new_spin_opts(out, client, name,
+                                                self._opts))
+
+
+class ReadLock(Lock):
+    """The read half of a read-write lock: shared by any number of
+    owners while no writer holds the write half."""
+
+    _new = staticmethod(lib.rlock_lock_new_read)
+    kind = "read"
+
+
+class WriteLock(Lock):
+    """The write half of a read-write lock: one owner, and no readers."""
+
+    _new = staticmethod(lib.rlock_lock_new_write)
+    kind = "write"
+
+
+class ReadWriteLock:
+    """A read-write lock (Redisson's RReadWriteLock) over one name."""
+
+    def __init__(self, client: Client, name: str) -> None:
+        self._read = ReadLock(client, name)
+        self._write = WriteLock(client, name)
+        self.name = name
+
+    def read_lock(self) -> ReadLock:
+        """The read half (the same object every call)."""
+        return self._read
+
+    def write_lock(self) -> WriteLock:
+        """The write half (the same object every call)."""
+        return self._write
+
+    def __repr__(self) -> str:
+        return f"<rlock.ReadWriteLock {self.name!r}>"
+
+
+def _members(locks: Sequence[Any], what: str) -> List[Lock]:
+    if len(locks) == 1 and not isinstance(locks[0], Lock) and isinstance(
+            locks[0], Iterable):
+        locks = list(locks[0])
+    for i, m in enumerate(locks):
+        if not isinstance(m, Lock):
+            raise TypeError(f"{what} member {i} must be an rlock lock "
+                            f"(client.lock(), ...), not {type(m).__name__}")
+    return list(locks)
+
+
+class _Group:
+    """What MultiLock and RedLock share: members on one or more clients,
+    entered together for every call."""
+
+    _new: Callable[..., int]
+    _free: Callable[[Any], None]
+    _what = ""
+
+    def __init__(self, *locks: Lock) -> None:
+        self._locks = _members(locks, self._what)
+        self._clients = list({id(m.client): m.client
+                              for m in self._locks}.values())
+        arr = ffi.new("rlock_lock *[]", [m._h.ptr for m in self._locks]
+                      or [ffi.NULL])
+        p = ffi.new(f"rlock_{self._what.lower()} **")
+        self._enter(None)
+        try:
+            rc = self._new(p, arr, len(self._locks))
+            if rc != OK:
+                raise error_for(rc)
+        finally:
+            self._leave(None)
+        self._h = Handle(p[0], self._free)
+        for m in self._locks:  # freed before any member
+            m._h.deps.append(self._h)
+
+    def _enter(self, tok: Any) -> None:
+        done: List[Client] = []
+        try:
+            for c in self._clients:
+                c._enter(tok, reset=not done)
+                done.append(c)
+        except BaseException:
+            for c in done:
+                c._leave(tok)
+            raise
+
+    def _leave(self, tok: Any) -> None:
+        for c in self._clients:
+            c._leave(tok)
+
+    def __del__(self) -> None:
+        h = getattr(self, "_h", None)
+        if h is not None:
+            for m in self._locks:
+                try:
+                    m._h.deps.remove(h)
+                except ValueError:
+                    pass
+            h.free()
+
+    @property
+    def locks(self) -> Tuple[Lock, ...]:
+        """The members, in order."""
+        return tuple(self._locks)
+
+    def _opts(self, blocking: bool, timeout: float, lease: Optional[float],
+              owner: OwnerLike, cancel: Optional[Cancel]) -> Tuple[Any, Any]:
+        o = ffi.new("rlock_acquire_options *")
+        lib.rlock_acquire_options_init(o, lib.RLOCK_ACQUIRE_OPTIONS_VERSION)
+        o.wait_ms = wait_ms(blocking, timeout)
+        o.lease_ms = lease_ms(lease)
+        o.owner = owner_number(owner)
+        tok = None
+        if cancel is not None:
+            if not isinstance(cancel, Cancel):
+                raise TypeError("cancel must be an rlock.Cancel, not "
+                                f"{type(cancel).__name__}")
+            o.cancel = cancel._ptr
+        elif o.wait_ms != 0:
+            tok = _thread_cancel()
+            o.cancel = tok
+        return o, tok
+
+    def _release(self, fn: Callable[[Any, int], int],
+                 owner: OwnerLike) -> None:
+        own = owner_number(owner)
+        self._enter(None)
+        try:
+            rc = fn(self._h.ptr, own)
+        finally:
+            self._leave(None)
+        if rc != OK:
+            raise error_for(rc)
+
+    def __enter__(self) -> "_Group":
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+    def acquire(self, blocking: bool = True, timeout: float = -1,
+                lease: Optional[float] = None, *, owner: OwnerLike = None,
+                cancel: Optional[Cancel] = None) -> bool:
+        raise NotImplementedError
+
+    def release(self, *, owner: OwnerLike = None) -> None:
+        raise NotImplementedError
+
+
+class MultiLock(_Group):
+    """Several locks taken as one (Redisson's MultiLock): all or none.
+
+    Members (of any kind, from any clients) are taken one after another in
+    the order given; if one cannot be had within the wait, those taken are
+    released before acquire() returns False. Take sets of locks in one
+    global order everywhere (rlock.lock_order gives one), or two
+    MultiLocks can deadlock each other.
+    """
+
+    _new = staticmethod(lib.rlock_multilock_new)
+    _free = staticmethod(lib.rlock_multilock_free)
+    _what = "MultiLock"
+
+    def acquire(self, blocking: bool = True, timeout: float = -1,
+                lease: Optional[float] = None, *, owner: OwnerLike = None,
+                cancel: Optional[Cancel] = None) -> bool:
+        """Acquire every member within `timeout` in all (as Lock.acquire);
+        True when the owner holds every member, False when one was held
+        elsewhere for the whole wait (nothing is then held)."""
+        o, tok = self._opts(blocking, timeout, lease, owner, cancel)
+        self._enter(tok)
+        try:
+            rc = lib.rlock_multilock_acquire_opts(self._h.ptr, o)
+        finally:
+            self._leave(tok)
+        return _result(rc, cancel)
+
+    def release(self, *, owner: OwnerLike = None) -> None:
+        """Release one hold of every member, in reverse order; every member
+        is released even when one fails, whose error is raised."""
+        self._release(lib.rlock_multilock_release_owner, owner)
+
+    def held(self, owner: OwnerLike = None) -> bool:
+        """Whether the calling thread (or `owner`) holds every member."""
+        out = ffi.new("int *")
+        self._enter(None)
+        try:
+            rc = lib.rlock_multilock_is_held_owner(out, self._h.ptr,
+                                                   owner_number(owner))
+        finally:
+            self._leave(None)
+        if rc != OK:
+            raise error_for(rc)
+        return bool(out[0])
+
+
+class RedLock(_Group):
+    """A quorum lock (RedLock) over reentrant locks on independent servers,
+    one client each: held when a majority of members is. Members are asked
+    in parallel, every free one is taken, and the validity left is on
+    ``last_result``."""
+
+    _new = staticmethod(lib.rlock_redlock_new)
+    _free = staticmethod(lib.rlock_redlock_free)
+    _what = "RedLock"
+    last_result: Optional[RedLockResult] = None
+
+    def acquire(self, blocking: bool = True, timeout: float = -1,
+                lease: Optional[float] = None, *, owner: OwnerLike = None,
+                cancel: Optional[Cancel] = None) -> bool:
+        """Acquire a quorum of members within `timeout` (as Lock.acquire;
+        each member with `lease`). True when the owner holds a quorum with
+        validity left; ``last_result`` tells each member's outcome."""
+        o, tok = self._opts(blocking, timeout, lease, owner, cancel)
+        res = ffi.new("rlock_redlock_result **")
+        self._enter(tok)
+        try:
+            rc = lib.rlock_redlock_acquire_opts(res, self._h.ptr, o)
+        finally:
+            self._leave(tok)
+        try:
+            self.last_result = redlock_result(res[0])
+        finally:
+            lib.rlock_redlock_result_free(res[0])
+        return _result(rc, cancel)
+
+    def release(self, *, owner: OwnerLike = None) -> None:
+        """Release every member the owner holds, in parallel.
+
+        Raises:
+            NotHeld: it held none; LockLost: one member's hold had expired
+            (the others were released).
+        """
+        self._release(lib.rlock_redlock_release_owner, owner)
+
+
+def lock_order(names: Iterable[str]) -> List[str]:
+    """`names` in rlock's canonical lock order (byte-wise on UTF-8, as
+    rlock_names_sort), for taking several locks the same way everywhere."""
+    return sorted(names, key=lambda n: _bytes(n, "name"))
+
+
+__all__ = ["Client", "Cancel", "Stats", "Lock", "FairLock", "FencedLock",
+           "SpinLock", "ReadLock", "WriteLock", "ReadWriteLock", "MultiLock",
+           "RedLock", "lock_order", "Error", "InvalidArgument"]

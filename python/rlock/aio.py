@@ -1,0 +1,885 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""rlock for asyncio: the same locks, awaited, on librlock's loop API.
+
+    import rlock.aio
+
+    async def main():
+        async with rlock.aio.Client("redis://127.0.0.1:6379") as client:
+            async with client.lock("orders"):
+                ...  # held by this task
+
+A client runs on the asyncio loop it was created in, with no thread of its
+own: it watches its sockets with the loop's add_reader/add_writer, arms its
+timer with call_later, and is woken from other threads with
+call_soon_threadsafe (the adapter table of rlock/loop.h). Every operation
+is a coroutine; thousands of acquisitions may be pending on one loop.
+
+Owners: by default each asyncio Task is an owner (a task that holds a lock
+may acquire it again; two tasks exclude each other). Pass ``owner=`` (an
+rlock.Owner) to hold across tasks. Cancelling the task that awaits an
+acquisition cancels it (rlock_op_cancel): a fair waiter leaves the queue,
+and a hold granted meanwhile is given back, before CancelledError
+propagates.
+"""
+from __future__ import annotations
+
+import asyncio
+import inspect as _inspect
+import weakref
+from types import TracebackType
+from typing import (Any, Awaitable, Callable, Dict, Iterable, List, Optional,
+                    Sequence, Tuple, Type, Union)
+
+from . import _base
+from ._base import (ECANCELED, ELOCKED, OK, Handle, LockInfo, LogLevel,
+                    Owner, OwnerLike, PubSubMode, RedLockResult, _bytes,
+                    _text, check, lease_ms, lock_info, owner_number,
+                    redlock_result, spin_options, wait_ms)
+from ._client import Stats
+from ._errors import Closed, InvalidArgument, error_for
+from ._native import ffi, lib
+
+__all__ = ["Client", "Lock", "FairLock", "FencedLock", "SpinLock",
+           "ReadLock", "WriteLock", "ReadWriteLock", "MultiLock", "RedLock"]
+
+_READ = lib.RLOCK_LOOP_READ
+_WRITE = lib.RLOCK_LOOP_WRITE
+_UNSET: Any = object()
+
+
+# ---- the adapter table on asyncio ----------------------------------------
+class _Adapter:
+    """rlock_loop over an asyncio loop. Every entry but wake() is called by
+    the library on the loop's thread."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.client: Any = None  # the rlock_client *, once made
+        self.fds: Dict[int, int] = {}
+        self.timer: Optional[asyncio.TimerHandle] = None
+        # The table's data: kept by the adapter itself (and _live) until
+        # detach(), since the library calls it as long as the C client
+        # lives, whatever happens to the Python objects.
+        self.handle: Any = ffi.new_handle(self)
+        _live.add(self)
+
+    def watch(self, fd: int, events: int) -> int:
+        old = self.fds.get(fd, 0)
+        if (old ^ events) & _READ:
+            if events & _READ:
+                self.loop.add_reader(fd, self._io, fd, _READ)
+            else:
+                self.loop.remove_reader(fd)
+        if (old ^ events) & _WRITE:
+            if events & _WRITE:
+                self.loop.add_writer(fd, self._io, fd, _WRITE)
+            else:
+                self.loop.remove_writer(fd)
+        if events:
+            self.fds[fd] = events
+        else:
+            self.fds.pop(fd, None)
+        return 0
+
+    def _io(self, fd: int, events: int) -> None:
+        if self.client is not None:
+            lib.rlock_loop_io(self.client, fd, events)
+
+    def set_timer(self, after_ms: int) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if after_ms >= 0:
+            self.timer = self.loop.call_later(after_ms / 1000, self._fire)
+
+    def _fire(self) -> None:
+        self.timer = None
+        if self.client is not None:
+            lib.rlock_loop_timer(self.client)
+
+    def wake(self) -> None:
+        try:
+            self.loop.call_soon_threadsafe(self._wake)
+        except RuntimeError:  # the loop is closed: nothing to wake
+            pass
+
+    def _wake(self) -> None:
+        if self.client is not None:
+            lib.rlock_loop_wake(self.client)
+
+    def detach(self) -> None:
+        for fd, ev in list(self.fds.items()):
+            if ev & _READ:
+                self.loop.remove_reader(fd)
+            if ev & _WRITE:
+                self.loop.remove_writer(fd)
+        self.fds.clear()
+        self.set_timer(-1)
+        self.client = None
+        _live.discard(self)
+
+
+_live: "set[_Adapter]" = set()  # adapters whose C client lives
+
+
+@ffi.def_extern()
+def _rlock_loop_watch(data: Any, fd: int, events: int) -> int:
+    try:
+        return int(ffi.from_handle(data).watch(fd, events))
+    except BaseException:
+        return -1
+
+
+@ffi.def_extern()
+def _rlock_loop_timer(data: Any, after_ms: int) -> None:
+    try:
+        ffi.from_handle(data).set_timer(after_ms)
+    except BaseException:  # pragma: no cover
+        pass
+
+
+@ffi.def_extern()
+def _rlock_loop_wake(data: Any) -> None:
+    try:
+        ffi.from_handle(data).wake()
+    except BaseException:  # pragma: no cover
+        pass
+
+
+@ffi.def_extern()
+def _rlock_loop_detach(data: Any) -> None:
+    try:
+        ffi.from_handle(data).detach()
+    except BaseException:  # pragma: no cover
+        pass
+
+
+# ---- operations ----------------------------------------------------------
+class _Op:
+    """One pending operation: its future, and its handle for C (kept alive
+    by the client's table until the callback)."""
+
+    __slots__ = ("client", "fut", "handle", "cop", "kind", "__weakref__")
+
+    def __init__(self, client: "Client", kind: str) -> None:
+        self.client = client
+        self.kind = kind
+        self.fut: "asyncio.Future[Tuple[int, Any, str]]" = \
+            client._loop.create_future()
+        self.handle = ffi.new_handle(self)
+        self.cop: Any = None
+
+    def finish(self, rc: int, value: Any) -> None:
+        msg = ""
+        if rc != OK:
+            last = lib.rlock_error_last()
+            msg = (ffi.string(last.message).decode("utf-8", "replace")
+                   if last.code == rc else
+                   ffi.string(lib.rlock_strerror(rc)).decode())
+        self.client._pending.pop(id(self), None)
+        if not self.fut.done():
+            self.fut.set_result((rc, value, msg))
+
+
+@ffi.def_extern()
+def _rlock_async_done(arg: Any, rc: int, value: int) -> None:
+    try:
+        ffi.from_handle(arg).finish(rc, int(value))
+    except BaseException:  # pragma: no cover
+        pass
+
+
+@ffi.def_extern()
+def _rlock_info_done(arg: Any, rc: int, info: Any) -> None:
+    try:
+        op = ffi.from_handle(arg)
+        try:
+            v = lock_info(op.kind, info) if rc == OK else None
+        finally:
+            lib.rlock_lock_info_free(info)
+        op.finish(rc, v)
+    except BaseException:  # pragma: no cover
+        pass
+
+
+@ffi.def_extern()
+def _rlock_redlock_done(arg: Any, rc: int, validity: int, res: Any) -> None:
+    try:
+        op = ffi.from_handle(arg)
+        try:
+            v = redlock_result(res)
+        finally:
+            lib.rlock_redlock_result_free(res)
+        op.finish(rc, v)
+    except BaseException:  # pragma: no cover
+        pass
+
+
+def _answer(rc: int, msg: str) -> bool:
+    """An acquisition's status: True, False (not within the wait), or the
+    exception."""
+    if rc == OK:
+        return True
+    if rc == ELOCKED:
+        return False
+    raise error_for(rc, msg)
+
+
+class _Callbacks:
+    """Userdata of a loop client's lost and log callbacks: both come on
+    the loop's thread, inside a library call; they are re-dispatched with
+    call_soon (a coroutine function's result becomes a task)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop,
+                 on_lost: Optional[Callable[..., Any]],
+                 log: Optional[Callable[..., Any]]) -> None:
+        self.loop = loop
+        self.on_lost = on_lost
+        self.log = log
+
+    def _call(self, fn: Callable[..., Any], *args: Any) -> None:
+        def run() -> None:
+            r = fn(*args)
+            if _inspect.isawaitable(r):
+                asyncio.ensure_future(r)
+        self.loop.call_soon(run)
+
+    def _post_lost(self, name: str, owner: str) -> None:
+        if self.on_lost is not None:
+            self._call(self.on_lost, name, owner)
+
+    def _post_log(self, level: int, message: str) -> None:
+        if self.log is not None:
+            self._call(self.log, LogLevel(level), message)
+
+
+_leaked: List[Any] = []
+
+_task_owners: "weakref.WeakKeyDictionary[asyncio.Task[Any], Owner]" = \
+    weakref.WeakKeyDictionary()
+
+
+def _owner(owner: OwnerLike) -> int:
+    """The owner number: `owner`'s, else the current task's own."""
+    if owner is not None:
+        return owner_number(owner)
+    task = asyncio.current_task()
+    if task is None:
+        raise InvalidArgument("no current asyncio task to own the hold: "
+                              "pass owner=rlock.Owner()")
+    o = _task_owners.get(task)
+    if o is None:
+        o = _task_owners[task] = Owner()
+    return o.number
+
+
+def task_owner(task: Optional["asyncio.Task[Any]"] = None) -> Owner:
+    """The Owner that stands for `task` (default: the current task)."""
+    t = task or asyncio.current_task()
+    if t is None:
+        raise InvalidArgument("no current asyncio task")
+    o = _task_owners.get(t)
+    if o is None:
+        o = _task_owners[t] = Owner()
+    return o
+
+
+class Client:
+    """A client driven by the running asyncio loop (librlock's loop API).
+
+    Create it inside a coroutine; it belongs to that loop and must be used
+    and closed on it. Arguments and keywords are rlock.Client's (URL,
+    timeouts in seconds, watchdog, TLS, user and password, pub/sub mode,
+    ``on_lost``, ``log``); ``on_lost`` and ``log`` run as loop callbacks
+    (a coroutine function's coroutine becomes a task). Writes are not
+    confirmed on replicas (the loop API does not do it).
+
+    Raises:
+        InvalidArgument: a bad URL or option, or a topology the loop API
+            does not support.
+        RuntimeError: no running loop.
+    """
+
+    def __init__(self, url: Optional[str] = None, *,
+                 connect_timeout: Optional[float] = None,
+                 command_timeout: Optional[float] = None,
+                 watchdog_timeout: Optional[float] = None,
+                 fair_wait_timeout: Optional[float] = None,
+                 unreachable_retry: Optional[float] = _UNSET,
+                 pool_size: Optional[int] = None,
+                 pubsub_mode: Union[str, PubSubMode, None] = None,
+                 replica_sync: Optional[bool] = None,
+                 replica_sync_timeout: Optional[float] = None,
+                 on_lost: Optional[Callable[[str, str], Any]] = None,
+                 tls_ca: Optional[str] = None,
+                 tls_ca_dir: Optional[str] = None,
+                 tls_cert: Optional[str] = None,
+                 tls_key: Optional[str] = None,
+                 tls_server_name: Optional[str] = None,
+                 tls_insecure: Optional[bool] = None,
+                 user: Optional[str] = None,
+                 password: Optional[str] = None,
+                 subscription_linger: Optional[float] = None,
+                 max_idle_subscriptions: Optional[int] = None,
+                 log: Optional[Callable[[LogLevel, str], Any]] = None,
+                 log_level: LogLevel = LogLevel.WARN) -> None:
+        kw = {k: v for k, v in locals().items()
+              if k not in ("self", "url", "on_lost", "log") and v is not _UNSET}
+        for name, fn in (("on_lost", on_lost), ("log", log)):
+            if fn is not None and not callable(fn):
+                raise TypeError(f"{name} must be callable, not "
+                                f"{type(fn).__name__}")
+        try:
+            self._loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise RuntimeError("rlock.aio.Client() must be created in a "
+                               "coroutine, on its running asyncio loop"
+                               ) from None
+        self._ptr: Any = None
+        self._closed = False
+        self._pending: Dict[int, _Op] = {}
+        self._handles: Dict[int, Handle] = {}
+        self._adapter = _Adapter(self._loop)
+        self._callbacks = _Callbacks(self._loop, on_lost, log)
+        self._userdata = ffi.new_handle(self._callbacks)
+        cfg = _base.make_config(
+            url, kw, lib._rlock_lost_cb if on_lost else None,
+            lib._rlock_log_cb if log else None, self._userdata)
+        table = ffi.new("rlock_loop *")
+        table.version = lib.RLOCK_LOOP_VERSION
+        table.data = self._adapter.handle
+        table.watch = lib._rlock_loop_watch
+        table.timer = lib._rlock_loop_timer
+        table.wake = lib._rlock_loop_wake
+        table.detach = lib._rlock_loop_detach
+        p = ffi.new("rlock_client **")
+        rc = lib.rlock_client_new_loop(p, cfg, table)
+        if rc != OK:
+            e = error_for(rc)
+            self._adapter.detach()
+            raise e
+        self._ptr = p[0]
+        self._adapter.client = self._ptr
+        self.url = url
+
+    def _check(self) -> None:
+        if self._closed:
+            raise Closed("the client is closed")
+
+    def _track(self, h: Handle) -> None:
+        self._check()
+        self._handles[id(h)] = h
+
+    def _untrack(self, h: Handle) -> None:
+        self._handles.pop(id(h), None)
+        if not self._closed:
+            h.free()
+
+    def close(self) -> None:
+        """Close the client (on its loop's thread): operations still pending
+        end with Closed, the connections close, lock objects stop working.
+        Locks still held expire with their lease. Again: nothing."""
+        if self._closed:
+            return
+        self._closed = True
+        rc = lib.rlock_client_free(self._ptr)
+        if rc != OK:
+            self._closed = False
+            raise error_for(rc)
+        self._ptr = None
+        handles = list(self._handles.values())
+        self._handles.clear()
+        for h in reversed(handles):
+            h.free()
+
+    def __del__(self) -> None:
+        # Dropped without close(): free it if this is its loop's thread
+        # (the library allows no other); else it stays (so do its
+        # adapter and callbacks, which the library may still call).
+        if getattr(self, "_closed", True) or self._ptr is None:
+            return
+        try:
+            if asyncio.get_running_loop() is self._loop:
+                self.close()
+                return
+        except RuntimeError:
+            pass
+        _leaked.append((self._userdata, self._callbacks))
+
+    async def aclose(self) -> None:
+        """close(), awaitable."""
+        self.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether close() was called."""
+        return self._closed
+
+    async def __aenter__(self) -> "Client":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<rlock.aio.Client {self.url or 'redis://127.0.0.1:6379'}" \
+               f"{' (closed)' if self._closed else ''}>"
+
+    @property
+    def id(self) -> str:
+        """The client's identity (a UUID)."""
+        self._check()
+        return _text(lib.rlock_client_id(self._ptr)) or ""
+
+    def owner_field(self, owner: OwnerLike = None) -> str:
+        """The owner field this client writes for `owner` (default: the
+        current task)."""
+        return f"{self.id}:{_owner(owner)}"
+
+    @property
+    def pending(self) -> int:
+        """How many operations are pending on this client now."""
+        return len(self._pending)
+
+    def stats(self) -> Stats:
+        """The client's counters."""
+        self._check()
+        s = ffi.new("rlock_stats *")
+        check(lib.rlock_client_stats(self._ptr, s, ffi.sizeof("rlock_stats")))
+        return Stats(**{f: int(getattr(s, f))
+                        for f in Stats.__dataclass_fields__})
+
+    def _start(self, kind: str, fn: Callable[..., int], *args: Any,
+               with_op: bool = False) -> _Op:
+        self._check()
+        op = _Op(self, kind)
+        if with_op:
+            opp = ffi.new("rlock_op **")
+            rc = fn(*args, op.handle, opp)
+            op.cop = opp[0] if rc == OK else None
+        else:
+            rc = fn(*args, op.handle)
+        if rc != OK:
+            raise error_for(rc)
+        self._pending[id(op)] = op
+        return op
+
+    # ---- lock objects -----------------------------------------------------
+    def lock(self, name: str) -> "Lock":
+        """A reentrant lock (RLock) named `name`. No I/O."""
+        return Lock(self, name)
+
+    def fair_lock(self, name: str) -> "FairLock":
+        """A fair lock (RFairLock)."""
+        return FairLock(self, name)
+
+    def fenced_lock(self, name: str) -> "FencedLock":
+        """A fenced lock (RFencedLock), with ``.token``."""
+        return FencedLock(self, name)
+
+    def spin_lock(self, name: str, *, backoff: str = "exponential",
+                  initial_delay: Optional[float] = None,
+                  max_delay: Optional[float] = None,
+                  multiplier: Optional[float] = None,
+                  jitter: Optional[bool] = None,
+                  delay: Optional[float] = None) -> "SpinLock":
+        """A spin lock (RSpinLock), with rlock.Client.spin_lock's
+        back-off keywords."""
+        return SpinLock(self, name, spin_options(
+            backoff, initial_delay, max_delay, multiplier, jitter, delay))
+
+    def read_write_lock(self, name: str) -> "ReadWriteLock":
+        """A read-write lock: ``.read_lock()``, ``.write_lock()``."""
+        return ReadWriteLock(self, name)
+
+    def multi_lock(self, *locks: "Lock") -> "MultiLock":
+        """All of `locks` or none (members of loop clients on this loop)."""
+        return MultiLock(*locks)
+
+    def red_lock(self, *locks: "Lock") -> "RedLock":
+        """A quorum lock over reentrant locks of several loop clients."""
+        return RedLock(*locks)
+
+
+async def _settle(op: _Op) -> Tuple[int, Any, str]:
+    """Await an operation that cannot be canceled (releases, queries):
+    a cancelled task still waits for it to end, then is cancelled."""
+    cancelled = False
+    while True:
+        try:
+            r = await asyncio.shield(op.fut)
+            break
+        except asyncio.CancelledError:
+            if op.fut.done():
+                r = op.fut.result()
+                cancelled = True
+                break
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError()
+    return r
+
+
+async def _acquisition(op: _Op,
+                       give_back: Callable[[], Awaitable[Any]]
+                       ) -> Tuple[int, Any, str]:
+    """Await an acquisition. A cancelled task cancels it (rlock_op_cancel)
+    and waits for its end; a hold granted anyway is given back
+    (give_back()) before CancelledError propagates."""
+    try:
+        return await asyncio.shield(op.fut)
+    except asyncio.CancelledError:
+        if not op.fut.done() and op.cop is not None:
+            lib.rlock_op_cancel(op.cop)
+        while not op.fut.done():
+            try:
+                await asyncio.shield(op.fut)
+            except asyncio.CancelledError:
+                pass
+        if op.fut.result()[0] == OK:
+            try:
+                await asyncio.shield(give_back())
+            except Exception:  # pragma: no cover - best effort
+                pass
+        raise
+
+
+class Lock:
+    """A reentrant lock (RLock) of an aio.Client: every operation is a
+    coroutine; ``async with lock:`` holds it for the current task."""
+
+    _new = staticmethod(lib.rlock_lock_new)
+    kind = "reentrant"
+    _wants_token = False
+
+    def __init__(self, client: Client, name: str) -> None:
+        if not isinstance(client, Client):
+            raise TypeError("client must be an rlock.aio.Client, not "
+                            f"{type(client).__name__}")
+        client._check()
+        self._client = client
+        self._name = name
+        p = ffi.new("rlock_lock **")
+        check(self._make(p, client._ptr, _bytes(name, "name")))
+        self._h = Handle(p[0], lib.rlock_lock_free)
+        client._track(self._h)
+        self._tokens: Dict[int, int] = {}
+
+    def _make(self, out: Any, client: Any, name: bytes) -> int:
+        return int(self._new(out, client, name))
+
+    def __del__(self) -> None:
+        h = getattr(self, "_h", None)
+        if h is not None:
+            self._client._untrack(h)
+
+    def __repr__(self) -> str:
+        return f"<rlock.aio.{type(self).__name__} {self._name!r}>"
+
+    @property
+    def name(self) -> str:
+        """The lock's name."""
+        return self._name
+
+    @property
+    def client(self) -> Client:
+        """The client the lock uses."""
+        return self._client
+
+    async def acquire(self, blocking: bool = True, timeout: float = -1,
+                      lease: Optional[float] = None, *,
+                      owner: OwnerLike = None) -> bool:
+        """Acquire for the current task (or `owner`): rlock.Lock.acquire's
+        arguments and answers. Cancelling the awaiting task cancels the
+        acquisition (a fair waiter leaves the queue)."""
+        o = ffi.new("rlock_acquire_options *")
+        lib.rlock_acquire_options_init(o, lib.RLOCK_ACQUIRE_OPTIONS_VERSION)
+        o.wait_ms = wait_ms(blocking, timeout)
+        o.lease_ms = lease_ms(lease)
+        own = o.owner = _owner(owner)
+        op = self._client._start("acquire", lib.rlock_lock_acquire_async,
+                                 self._h.ptr, o, lib._rlock_async_done,
+                                 with_op=True)
+        rc, value, msg = await _acquisition(
+            op, lambda: self.release(owner=Owner(own)))
+        got = _answer(rc, msg)
+        if got and self._wants_token:
+            self._tokens[own] = int(value)
+        return got
+
+    async def release(self, *, owner: OwnerLike = None) -> None:
+        """Release one hold of the current task (or `owner`).
+
+        Raises:
+            NotHeld, LockLost, ConnectionError... as rlock.Lock.release.
+        """
+        op = self._client._start("release", lib.rlock_lock_release_async,
+                                 self._h.ptr, _owner(owner),
+                                 lib._rlock_async_done)
+        rc, _, msg = await _settle(op)
+        if rc != OK:
+            raise error_for(rc, msg)
+
+    async def __aenter__(self) -> "Lock":
+        await self.acquire()
+        return self
+
+    async def __aexit__(self, et: Optional[Type[BaseException]],
+                        ev: Optional[BaseException],
+                        tb: Optional[TracebackType]) -> None:
+        await self.release()
+
+    async def _value(self, kind: str, fn: Callable[..., int],
+                     *args: Any) -> Any:
+        op = self._client._start(kind, fn, self._h.ptr, *args)
+        rc, value, msg = await _settle(op)
+        if rc != OK:
+            raise error_for(rc, msg)
+        return value
+
+    async def locked(self) -> bool:
+        """Whether anyone holds the lock."""
+        return bool(await self._value("locked", lib.rlock_lock_is_locked_async,
+                                      lib._rlock_async_done))
+
+    async def hold_count(self, owner: OwnerLike = None) -> int:
+        """The hold count of the current task (or `owner`)."""
+        return int(await self._value("holds",
+                                     lib.rlock_lock_hold_count_async,
+                                     _owner(owner), lib._rlock_async_done))
+
+    async def held(self, owner: OwnerLike = None) -> bool:
+        """Whether the current task (or `owner`) holds it."""
+        return await self.hold_count(owner) > 0
+
+    async def ttl(self) -> Optional[float]:
+        """Seconds left on the lease, None when not locked."""
+        ms = int(await self._value("ttl", lib.rlock_lock_ttl_async,
+                                   lib._rlock_async_done))
+        return None if ms < 0 else ms / 1000
+
+    async def force_release(self) -> bool:
+        """Delete the lock whoever holds it; True when there was one."""
+        return bool(await self._value("force",
+                                      lib.rlock_lock_force_release_async,
+                                      lib._rlock_async_done))
+
+    async def inspect(self) -> LockInfo:
+        """The lock's whole state in one atomic step."""
+        info: LockInfo = await self._value(self._name,
+                                           lib.rlock_lock_inspect_async,
+                                           lib._rlock_info_done)
+        return info
+
+    def check(self, owner: OwnerLike = None) -> bool:
+        """Local check of the current task's (or `owner`'s) hold, no round
+        trip: True held, False not held; LockLost when lost."""
+        self._client._check()
+        rc = lib.rlock_lock_check_owner(self._h.ptr, _owner(owner))
+        if rc == lib.RLOCK_ENOTHELD:
+            return False
+        if rc != OK:
+            raise error_for(rc)
+        return True
+
+
+class FairLock(Lock):
+    """A fair lock (RFairLock) of an aio.Client."""
+
+    _new = staticmethod(lib.rlock_lock_new_fair)
+    kind = "fair"
+
+
+class FencedLock(Lock):
+    """A fenced lock (RFencedLock) of an aio.Client."""
+
+    _new = staticmethod(lib.rlock_lock_new_fenced)
+    kind = "fenced"
+    _wants_token = True
+
+    @property
+    def token(self) -> Optional[int]:
+        """The fencing token of the current task's latest acquisition
+        through this object (None before it)."""
+        return self._tokens.get(_owner(None))
+
+    def token_of(self, owner: OwnerLike) -> Optional[int]:
+        """The fencing token of `owner`'s latest acquisition."""
+        return self._tokens.get(_owner(owner))
+
+
+class SpinLock(Lock):
+    """A spin lock (RSpinLock) of an aio.Client."""
+
+    kind = "spin"
+
+    def __init__(self, client: Client, name: str, opts: Any = None) -> None:
+        self._opts = opts if opts is not None else spin_options(
+            "exponential", None, None, None, None, None)
+        super().__init__(client, name)
+
+    def _make(self, out: Any, client: Any, name: bytes) -> int:
+        return int(lib.rlock_lock_new_spin_opts(out, client, name,
+                                                self._opts))
+
+
+class ReadLock(Lock):
+    """The read half of a read-write lock."""
+
+    _new = staticmethod(lib.rlock_lock_new_read)
+    kind = "read"
+
+
+class WriteLock(Lock):
+    """The write half of a read-write lock."""
+
+    _new = staticmethod(lib.rlock_lock_new_write)
+    kind = "write"
+
+
+class ReadWriteLock:
+    """A read-write lock (RReadWriteLock) of an aio.Client."""
+
+    def __init__(self, client: Client, name: str) -> None:
+        self._read = ReadLock(client, name)
+        self._write = WriteLock(client, name)
+        self.name = name
+
+    def read_lock(self) -> ReadLock:
+        """The read half."""
+        return self._read
+
+    def write_lock(self) -> WriteLock:
+        """The write half."""
+        return self._write
+
+
+class _Group:
+    _new: Callable[..., int]
+    _free: Callable[[Any], None]
+    _what = ""
+
+    def __init__(self, *locks: Lock) -> None:
+        if len(locks) == 1 and not isinstance(locks[0], Lock) and \
+                isinstance(locks[0], Iterable):
+            locks = tuple(locks[0])
+        for i, m in enumerate(locks):
+            if not isinstance(m, Lock):
+                raise TypeError(f"{self._what} member {i} must be an "
+                                f"rlock.aio lock, not {type(m).__name__}")
+        self._locks: List[Lock] = list(locks)
+        self._client = locks[0].client if locks else None
+        arr = ffi.new("rlock_lock *[]", [m._h.ptr for m in locks]
+                      or [ffi.NULL])
+        p = ffi.new(f"rlock_{self._what.lower()} **")
+        check(self._new(p, arr, len(locks)))
+        self._h = Handle(p[0], self._free)
+        for m in locks:
+            m._h.deps.append(self._h)
+
+    def __del__(self) -> None:
+        h = getattr(self, "_h", None)
+        if h is not None:
+            for m in self._locks:
+                try:
+                    m._h.deps.remove(h)
+                except ValueError:
+                    pass
+            h.free()
+
+    @property
+    def locks(self) -> Tuple[Lock, ...]:
+        """The members, in order."""
+        return tuple(self._locks)
+
+    def _opts(self, blocking: bool, timeout: float, lease: Optional[float],
+              owner: OwnerLike) -> Tuple[Any, int]:
+        o = ffi.new("rlock_acquire_options *")
+        lib.rlock_acquire_options_init(o, lib.RLOCK_ACQUIRE_OPTIONS_VERSION)
+        o.wait_ms = wait_ms(blocking, timeout)
+        o.lease_ms = lease_ms(lease)
+        own = o.owner = _owner(owner)
+        return o, own
+
+    def _owner_client(self) -> Client:
+        for m in self._locks:
+            m.client._check()
+        assert self._client is not None
+        return self._client
+
+    async def __aenter__(self) -> "_Group":
+        await self.acquire()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.release()
+
+    async def acquire(self, blocking: bool = True, timeout: float = -1,
+                      lease: Optional[float] = None, *,
+                      owner: OwnerLike = None) -> bool:
+        raise NotImplementedError
+
+    async def release(self, *, owner: OwnerLike = None) -> None:
+        raise NotImplementedError
+
+
+class MultiLock(_Group):
+    """All of several locks or none, for asyncio (rlock.MultiLock's
+    rules; members of loop clients on this loop)."""
+
+    _new = staticmethod(lib.rlock_multilock_new)
+    _free = staticmethod(lib.rlock_multilock_free)
+    _what = "MultiLock"
+
+    async def acquire(self, blocking: bool = True, timeout: float = -1,
+                      lease: Optional[float] = None, *,
+                      owner: OwnerLike = None) -> bool:
+        """Acquire every member for the current task (or `owner`)."""
+        o, own = self._opts(blocking, timeout, lease, owner)
+        op = self._owner_client()._start(
+            "multi", lib.rlock_multilock_acquire_async, self._h.ptr, o,
+            lib._rlock_async_done, with_op=True)
+        rc, _, msg = await _acquisition(
+            op, lambda: self.release(owner=Owner(own)))
+        return _answer(rc, msg)
+
+    async def release(self, *, owner: OwnerLike = None) -> None:
+        """Release one hold of every member."""
+        op = self._owner_client()._start(
+            "multi-release", lib.rlock_multilock_release_async, self._h.ptr,
+            _owner(owner), lib._rlock_async_done)
+        rc, _, msg = await _settle(op)
+        if rc != OK:
+            raise error_for(rc, msg)
+
+
+class RedLock(_Group):
+    """A quorum lock over reentrant locks of several loop clients on this
+    loop; ``last_result`` tells each member's outcome."""
+
+    _new = staticmethod(lib.rlock_redlock_new)
+    _free = staticmethod(lib.rlock_redlock_free)
+    _what = "RedLock"
+    last_result: Optional[RedLockResult] = None
+
+    async def acquire(self, blocking: bool = True, timeout: float = -1,
+                      lease: Optional[float] = None, *,
+                      owner: OwnerLike = None) -> bool:
+        """Acquire a quorum for the current task (or `owner`)."""
+        o, own = self._opts(blocking, timeout, lease, owner)
+        op = self._owner_client()._start(
+            "redlock", lib.rlock_redlock_acquire_async_result, self._h.ptr,
+            o, lib._rlock_redlock_done, with_op=True)
+        rc, res, msg = await _acquisition(
+            op, lambda: self.release(owner=Owner(own)))
+        self.last_result = res
+        return _answer(rc, msg)
+
+    async def release(self, *, owner: OwnerLike = None) -> None:
+        """Release the owner's holds on every member."""
+        op = self._owner_client()._start(
+            "redlock-release", lib.rlock_redlock_release_async_result,
+            self._h.ptr, _owner(owner), lib._rlock_redlock_done)
+        rc, _, msg = await _settle(op)
+        if rc != OK:
+            raise error_for(rc, msg)

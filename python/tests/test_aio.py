@@ -1,0 +1,197 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""rlock.aio: the loop API on asyncio: every kind, 1,000 pending
+acquisitions on one loop, cancellation."""
+from __future__ import annotations
+
+import asyncio
+from typing import List
+
+import pytest
+
+import rlock
+import rlock.aio
+from conftest import Server, cluster_url
+
+pytestmark = pytest.mark.asyncio
+
+
+async def until(cond, what: str, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+    """Await until cond() (a coroutine function) is truthy."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not await cond():
+        if loop.time() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+async def test_every_kind(server: Server, name: str) -> None:
+    async with rlock.aio.Client(server.url) as c:
+        lock = c.lock(name)
+        assert await lock.acquire() and await lock.acquire(timeout=1)
+        assert await lock.hold_count() == 2 and lock.check()
+        assert 25 < (await lock.ttl() or 0) <= 30
+        other = asyncio.create_task(lock.acquire(blocking=False))
+        assert await other is False  # another task is another owner
+        info = await lock.inspect()
+        assert info.holders[0].holds == 2
+        await lock.release()
+        await lock.release()
+        assert not await lock.locked()
+        with pytest.raises(rlock.NotHeld):
+            await lock.release()
+        async with c.fair_lock(name + "f") as f:
+            assert await f.held()
+        fe = c.fenced_lock(name + "t")
+        async with fe:
+            first = fe.token
+            assert first is not None and first >= 1
+        async with fe:
+            assert (fe.token or 0) > first
+        rw = c.read_write_lock(name + "rw")
+        async with rw.read_lock():
+            assert (await rw.read_lock().inspect()).mode == "read"
+            with pytest.raises(rlock.Deadlock):
+                await rw.write_lock().acquire()
+        async with rw.write_lock():
+            assert not await asyncio.create_task(
+                rw.read_lock().acquire(blocking=False))
+        spin = c.spin_lock(name + "s", backoff="constant", delay=0.002)
+        async with spin:
+            assert await spin.held()
+        m = c.multi_lock(c.lock(name + "m1"), c.fair_lock(name + "m2"))
+        async with m:
+            assert await m.locks[1].held()
+        assert not await m.locks[0].locked()
+        assert await lock.acquire(lease=3)
+        assert await lock.force_release() is True
+
+
+async def test_thousand_pending_on_one_loop(server: Server,
+                                            name: str) -> None:
+    async with rlock.aio.Client(server.url) as c:
+        lock = c.lock(name)
+        holder = rlock.Owner()
+        await lock.acquire(owner=holder)
+        inside = 0
+        done = 0
+
+        async def worker() -> None:
+            nonlocal inside, done
+            async with lock:
+                inside += 1
+                assert inside == 1
+                await asyncio.sleep(0)
+                inside -= 1
+                done += 1
+        tasks = [asyncio.create_task(worker()) for _ in range(1000)]
+
+        async def all_waiting() -> bool:
+            return c.pending == 1000 and c.stats().waits == 1000
+        await until(all_waiting, "1000 acquisitions waiting")
+        await lock.release(owner=holder)
+        await asyncio.wait_for(asyncio.gather(*tasks), 60)
+        assert done == 1000 and not await lock.locked()
+
+
+async def test_cancel_pending_acquisitions(server: Server,
+                                           name: str) -> None:
+    async with rlock.aio.Client(server.url) as c:
+        plain, fair = c.lock(name), c.fair_lock(name + "f")
+        holder = rlock.Owner()
+        await plain.acquire(owner=holder)
+        await fair.acquire(owner=holder)
+        waits = [asyncio.create_task(plain.acquire()) for _ in range(3)]
+        fairs = [asyncio.create_task(fair.acquire()) for _ in range(3)]
+
+        async def queued() -> bool:
+            return (await fair.inspect()).queue_length == 3
+        await until(queued, "3 fair waiters")
+        for t in waits + fairs:
+            t.cancel()
+        res = await asyncio.gather(*waits, *fairs, return_exceptions=True)
+        assert all(isinstance(r, asyncio.CancelledError) for r in res)
+        assert c.pending == 0
+        assert (await fair.inspect()).queue_length == 0  # they left
+        # timeouts end a wait with False, and the next waiter still wins
+        assert await plain.acquire(timeout=0.05) is False
+        nxt = asyncio.create_task(plain.acquire(timeout=10))
+        await plain.release(owner=holder)
+        assert await nxt
+        await fair.release(owner=holder)
+
+
+async def test_cancel_after_grant_gives_it_back(server: Server,
+                                                name: str) -> None:
+    async with rlock.aio.Client(server.url) as c:
+        lock = c.lock(name)
+        for _ in range(20):  # cancel at various points of the attempt
+            t = asyncio.create_task(lock.acquire())
+            await asyncio.sleep(0)
+            t.cancel()
+            try:
+                await t
+                await lock.release(owner=rlock.aio.task_owner(t))
+            except asyncio.CancelledError:
+                pass
+            assert not await lock.locked()
+
+
+async def test_lost_lock_and_close(server: Server, name: str) -> None:
+    lost: List[str] = []
+    seen = asyncio.Event()
+
+    async def on_lost(lock_name: str, owner: str) -> None:
+        lost.append(lock_name)
+        seen.set()
+    c = rlock.aio.Client(server.url, watchdog_timeout=0.3, on_lost=on_lost)
+    lock = c.lock(name)
+    await lock.acquire()
+    server.cmd("DEL", name)
+    await asyncio.wait_for(seen.wait(), 10)
+    assert lost == [name]
+    with pytest.raises(rlock.LockLost):
+        await lock.release()
+    # closing completes pending operations with Closed
+    holder = rlock.Owner()
+    await lock.acquire(owner=holder)
+    pending = asyncio.create_task(lock.acquire())
+    while c.pending == 0:
+        await asyncio.sleep(0.01)
+    c.close()
+    with pytest.raises(rlock.Closed):
+        await pending
+    with pytest.raises(rlock.Closed):
+        await lock.locked()
+
+
+async def test_red_lock_and_cluster(servers3: List[Server],
+                                    cluster: List[Server],
+                                    name: str) -> None:
+    clients = [rlock.aio.Client(s.url) for s in servers3]
+    try:
+        red = clients[0].red_lock(*[c.lock(name) for c in clients])
+        assert await red.acquire(timeout=5, lease=10)
+        assert red.last_result is not None
+        assert [m.taken for m in red.last_result.members] == [True] * 3
+        await red.release()
+        with pytest.raises(rlock.NotHeld):
+            await red.release()
+    finally:
+        for c in clients:
+            c.close()
+    async with rlock.aio.Client(cluster_url(cluster)) as cc:
+        for i in range(6):
+            async with cc.lock(f"pyac:{i}") as lk:
+                assert await lk.held()
+
+
+async def test_bad_arguments(server: Server) -> None:
+    with pytest.raises(rlock.InvalidArgument, match="url"):
+        rlock.aio.Client("nope://x")
+    async with rlock.aio.Client(server.url) as c:
+        with pytest.raises(rlock.InvalidArgument, match="lease"):
+            await c.lock("x").acquire(lease=-1)
+        with pytest.raises(rlock.InvalidArgument, match="name"):
+            c.lock("")
+
