@@ -8,7 +8,7 @@
  * own, which renews leases (the watchdog), receives unlock messages for
  * waiting threads, and calls the lost-lock callback. rlock_client_free()
  * stops and joins it. (A client made by rlock_client_new_loop(), loop.h,
- * has no thread: its event loop does all of that.)
+ * has no thread of its own: its event loop does all of that.)
  *
  * Processes: a client belongs to the process that created it. In a child
  * made by fork() every operation on an inherited client (and on its lock

@@ -147,9 +147,11 @@ RLOCK_EXTERN int rlock_config_set_unreachable_retry_ms(rlock_config *cfg,
                                                        int64_t ms);
 
 /**
- * Most connections the client opens for commands (the subscriber
- * connection is extra). A caller that finds them all busy waits for one,
- * bounded by the command timeout. 1 to 1024. Default 64.
+ * Most connections a blocking client opens for commands to one server
+ * (the subscriber connections are extra). A caller that finds them all
+ * busy waits for one, bounded by the command timeout. A loop client
+ * (loop.h) keeps one command connection per server and ignores this.
+ * 1 to 1024. Default 64.
  */
 RLOCK_EXTERN int rlock_config_set_pool_size(rlock_config *cfg, int size);
 
@@ -179,16 +181,20 @@ RLOCK_EXTERN int rlock_config_set_pubsub_mode(rlock_config *cfg, int mode);
  * the master serving a lock has replicas connected (Sentinel, Cluster, or a
  * plain master with replicas attached), each acquire, release, force
  * release and fair-queue departure is followed on the same connection by
- * WAIT <replicas> <timeout>. (Watchdog renewals are not: the background
- * thread must not stall on a lagging replica; a missed renewal is made
- * again a third of a lease later. Nor are a MultiLock's lease resets, nor
- * RedLock's writes: its servers are independent masters.) An acquisition no
+ * WAIT <replicas> <timeout>, by blocking and loop clients alike.
+ * (Watchdog renewals are not: renewal must not stall on a lagging replica;
+ * a missed renewal is made again a third of a lease later. Nor are a
+ * MultiLock's lease resets, nor a blocking RedLock's writes: its servers
+ * are independent masters. A loop client's RedLock takes and releases each
+ * member with that member's client's ordinary operations, which are
+ * confirmed where the member's master has replicas.) An acquisition no
  * replica confirmed is undone for the same owner and tried again within the
  * caller's wait, then fails with RLOCK_EREPLICA; a release no replica
  * confirmed returns RLOCK_EREPLICA (it did happen on the master). Not
  * confirming keeps a failover from losing a lock just taken, at the cost of
  * one replication round trip per write. On (1) by default; 0 turns it off.
- * The replica count is read from INFO replication, at most every 30 s.
+ * The replica count is read from INFO replication, at most every 30 s
+ * (every second while the master reports none).
  * @return RLOCK_OK, or RLOCK_EINVAL for a NULL config.
  */
 RLOCK_EXTERN int rlock_config_set_replica_sync(rlock_config *cfg, int on);

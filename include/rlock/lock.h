@@ -34,12 +34,14 @@
  *
  * Leases: a lock acquired with lease_ms == RLOCK_LEASE_WATCHDOG gets the
  * client's watchdog timeout as its lease and is renewed by the client's
- * background thread every third of it until the final release. A lock
+ * background thread (a loop client's: on its loop, loop.h) every third of
+ * it until the final release. A lock
  * acquired with an explicit lease expires after it, held or not.
  *
- * Waiting: a thread that has to wait subscribes to the lock's channel and
- * sleeps until an unlock message or the holder's remaining lease runs out,
- * whichever is first; it never polls.
+ * Waiting: a thread (or a loop client's operation) that has to wait
+ * subscribes to the lock's channel and sleeps until an unlock message or
+ * the holder's remaining lease runs out, whichever is first; it never
+ * polls.
  *
  * Names: 1 to RLOCK_MAX_NAME_LEN bytes. A name containing '{' or '}' must
  * contain a non-empty hash tag ("{tag}") so that the lock's channel and

@@ -5,9 +5,11 @@
  * A loop client (rlock_client_new_loop) is driven by the caller's event
  * loop through a small adapter table (rlock_loop): it watches its sockets
  * and arms its one timer through the table, and the loop calls back into
- * rlock_loop_io(), rlock_loop_timer() and rlock_loop_wake(). It starts no
- * thread of its own: connecting, commands, unlock messages and the
- * watchdog's lease renewal all run on the loop's thread. Ready adapters:
+ * rlock_loop_io(), rlock_loop_timer() and rlock_loop_wake(). It keeps no
+ * thread of its own: connecting, commands, topology refreshes, unlock
+ * messages and the watchdog's lease renewal all run on the loop's thread
+ * (a host name is looked up on a short-lived thread, which wakes the loop
+ * when it is done). Ready adapters:
  * rlock/uv.h (libuv, library rlock_uv) and rlock/event.h (libevent,
  * library rlock_event).
  *
@@ -45,13 +47,20 @@
  * operations refuse RLOCK_OWNER_THREAD, since one loop thread serves many
  * owners.
  *
- * Topologies: a single server (redis://, rediss:// with every TLS setting
- * of config.h, unix://). A loop client refuses Sentinel and Cluster URLs
- * with RLOCK_EINVAL for now, and does not confirm writes on replicas
- * (rlock_config_set_replica_sync). Connecting, the TLS handshake included,
- * is bounded by the connect timeout. A host name
- * is looked up once, when the client is created (bounded by the connect
- * timeout); connections are made without blocking and re-made on demand.
+ * Topologies: every URL a blocking client takes (config.h), with the same
+ * behaviour: a single server, a Redis Cluster (routing by slot, MOVED and
+ * ASK followed, refusals while it heals retried within the operation's
+ * deadline, sharded pub/sub by Redisson's AUTO rule) and Sentinel (the
+ * master checked with ROLE, +switch-master followed; an acquisition rides
+ * out a failover within its wait), over TLS too. Lock writes are confirmed
+ * on replicas as a blocking client's are (rlock_config_set_replica_sync).
+ * A loop client keeps one command connection per server it uses (its pool
+ * size is not used) and, once something waits there, one subscriber
+ * connection, plus, behind Sentinel, one to a sentinel at a time to ask for
+ * the master and one to watch for +switch-master. Connections are made
+ * without blocking, each bounded by the connect timeout (name lookup and
+ * TLS handshake included), and re-made on demand; a host name is looked
+ * up each time a connection to it is made.
  */
 #ifndef RLOCK_LOOP_H
 #define RLOCK_LOOP_H
@@ -111,17 +120,22 @@ typedef struct rlock_loop {
 } rlock_loop;
 
 /**
- * Create a client driven by an event loop (see above). Does no I/O and
- * calls nothing of `loop` (a host name is looked up here, though).
+ * Create a client driven by an event loop (see above). For a single
+ * server it does no I/O and calls nothing of `loop`. For a cluster or
+ * Sentinel it starts learning the topology at once (the slot map, the
+ * master), so it may open a connection and call the table's watch() and
+ * timer() before it returns; the events that follow reach the client
+ * through rlock_loop_io() and rlock_loop_timer() as usual.
  * @param out receives the client; free it with rlock_client_free() on the
  *        loop's thread.
  * @param cfg configuration to copy, or NULL for the defaults.
  * @param loop the adapter table (copied); version, watch, timer and wake
  *        are required.
  * @return RLOCK_OK; RLOCK_EINVAL for a NULL argument, a table version
- *         this library does not know, an incomplete table or a topology a
- *         loop client does not support; RLOCK_EIO or
- *         RLOCK_ETIMEOUT when the host name does not resolve; RLOCK_ENOMEM.
+ *         this library does not know, an incomplete table, or TLS settings
+ *         that cannot be used (as rlock_client_new()); RLOCK_ENOMEM. A
+ *         host name that does not resolve fails the operations that need
+ *         it (RLOCK_EIO), not this call.
  */
 RLOCK_EXTERN int rlock_client_new_loop(rlock_client **out,
                                        const rlock_config *cfg,

@@ -16,12 +16,14 @@
  * parent's conversations: the child must never use them. A pthread_atfork()
  * child handler (registered once per process, by the first
  * rlock__origin_here()) bumps a process-wide generation; an origin records
- * the generation and pid it was taken in. Every socket a client uses for
- * commands is borrowed through rlock__pool_get(), which compares its
- * pool's origin with the current generation (an atomic load: no system
+ * the generation and pid it was taken in. Every socket a blocking client
+ * uses for commands is borrowed through rlock__pool_get(), which compares
+ * its pool's origin with the current generation (an atomic load: no system
  * call) and refuses with RLOCK_ECLOSED in any other process. The client
- * checks its own origin where the pool is not involved (subscribing, waking
- * the background thread, rlock_client_free). Only fork() runs the handler:
+ * checks its own origin where the pool is not involved (every blocking
+ * entry point, subscribing, waking the background thread,
+ * rlock_client_free, and every _async entry point of a loop client, whose
+ * connections are not pooled). Only fork() runs the handler:
  * a child made by vfork(), posix_spawn() or clone() must exec. */
 typedef struct rlock__origin {
   unsigned gen; /* the fork generation it was taken in */

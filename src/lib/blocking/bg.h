@@ -2,11 +2,13 @@
 /*
  * bg.h - the client's one background thread.
  *
- * It owns the subscriber connection (pubsub.c) and runs lease renewal
- * (watchdog.c): a poll() loop over an eventfd that user threads write to
- * when they need it, and the subscriber socket, with a timeout taken from
- * the earliest time either part asks for. It blocks every signal so that
- * signals reach the application's threads.
+ * It owns the subscriber connections (subconn.c), the Sentinel
+ * +switch-master watch (sentinel.c) and runs lease renewal (renew.c's
+ * rlock__watchdog_service): a poll() loop over an eventfd that user
+ * threads write to when they need it, the subscriber sockets and the
+ * watch's, with a timeout taken from the earliest time any part asks
+ * for. It blocks every signal so that signals reach the application's
+ * threads.
  */
 #ifndef RLOCK_BG_H
 #define RLOCK_BG_H

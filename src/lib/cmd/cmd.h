@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * cmd.h - the command layer: the only door to Redis.
+ * cmd.h - the command layer: the door to Redis for every lock call.
  *
  * Everything above it (lock kinds, queries, the watchdog, RedLock,
  * pub/sub's error handling) describes what to run as an rlock__call: a
@@ -8,14 +8,19 @@
  * the rest: encoding (EVALSHA, EVAL on NOSCRIPT), picking the node that
  * owns the call's key, following redirections, mapping every error reply
  * to one status code by one rule (rlock__error_status), and handing back a
- * typed rlock__reply. Nothing above it sees hiredis or a connection.
+ * typed rlock__reply. Nothing above it sees hiredis or a connection
+ * (the drivers aside: each carries requests over connections of its own
+ * kind; the login, the subscribers and the topology's questions talk to
+ * connections directly).
  *
  * A request (rlock__req) is a small state machine over one call: encode
  * what to send next, feed it each reply, and it says whether it is done
- * or what to send next (EVAL after NOSCRIPT, ...). rlock__call_run() runs
- * one to completion on the caller's thread over a pooled connection; the
- * fan-out (fanout.c) drives several at once from one poll loop; an event
- * loop can drive the same machine without blocking.
+ * or what to send next (EVAL after NOSCRIPT, ...), and rlock__req_next()
+ * decides for both drivers what follows a redirection or a refusal.
+ * rlock__call_run() runs one to completion on the caller's thread over a
+ * pooled connection (the blocking driver); the fan-out (fanout.c) drives
+ * several at once from one poll loop; the loop driver (loop/lroute.c,
+ * lconn.c) drives the same machine without blocking.
  */
 #ifndef RLOCK_CMD_H
 #define RLOCK_CMD_H

@@ -18,8 +18,10 @@
 #include "reply.h"
 #include "topo.h"
 
-/* Re-subscribing after a failure backs off from 25 ms to 1 s; only a
- * confirmed subscription resets it. */
+/* Re-subscribing after a failure backs off from 25 ms to 1 s. The
+ * blocking subscriber resets it only on a confirmed subscription; the
+ * loop's (loop/lsub.c) backs off only while a subscription cannot be
+ * queued, and tries again at once after a failed connection. */
 #define RLOCK__RESUB_MIN_MS 25
 #define RLOCK__RESUB_MAX_MS 1000
 /* A subscriber connection silent this long is sent a PING; no answer

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * lock_int.h - the definition behind rlock_lock and the contract between
- * the generic acquire loop (acquire.c) and each lock kind.
+ * lock_int.h - the definition behind rlock_lock, the contract between
+ * each lock kind and the two drivers' acquisitions (blocking/acquire.c,
+ * loop/lacquire.c), and the rules and answer readers both drivers share
+ * (rules.c, lock.c, query.c, multilock.c).
  *
  * A kind supplies one acquisition attempt (a script) and the channel its
- * waiters listen on; acquire.c supplies everything else: validation, the
- * subscribe-then-retry loop bounded by the holder's TTL, and recording the
- * hold for the watchdog. The fair lock adds give_up (leave the queue).
+ * waiters listen on; the drivers supply everything else, by the same
+ * rules: validation, the subscribe-then-retry loop bounded by the holder's
+ * TTL, and recording the hold for the watchdog. The fair lock adds give_up
+ * (leave the queue).
  */
 #ifndef RLOCK_LOCK_INT_H
 #define RLOCK_LOCK_INT_H

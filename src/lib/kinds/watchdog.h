@@ -7,19 +7,23 @@
  * record with its lease (0 = watchdog lease); every release pops one level
  * *before* the release script is sent, so renewal can never outlive a
  * release (Redisson #7272). A record is renewed while any of its levels is
- * a watchdog level. The background thread renews all such records every
+ * a watchdog level. The client's driver renews all such records every
  * third of the watchdog timeout, up to RLOCK__RENEW_BATCH locks per
- * script call. A renewal that finds the lock gone marks the record lost
- * (never re-takes it) and reports it through the lost-lock callback; the
- * owner's next release then returns RLOCK_ELOST. A hold whose renewals
- * fail is vouched for only until one watchdog lease after the send time
- * of its last confirmed renewal (or acquisition): past that the server
- * may have let it expire, so it counts as lost too (rlock__hold_check
- * says RLOCK_ELOST at once; the next tick marks it and calls back).
+ * script call (renew.c's tick: run in a row on a blocking client's
+ * background thread, rlock__watchdog_service; in steps on a loop client's
+ * timer, loop/lrenew.c). A renewal that finds the lock gone marks the
+ * record lost (never re-takes it) and reports it through the lost-lock
+ * callback; the owner's next release then returns RLOCK_ELOST. A hold
+ * whose renewals fail is vouched for only until one watchdog lease after
+ * the send time of its last confirmed renewal (or acquisition): past that
+ * the server may have let it expire, so it counts as lost too
+ * (rlock__hold_check says RLOCK_ELOST at once; the next tick marks it and
+ * calls back).
  *
  * A renewal in flight is never let to outlive the release of the last
- * watchdog level: rlock__hold_pop waits for it to come back before the
- * release script is sent (see rlock__hold_pop).
+ * watchdog level: where the driver's renewals and releases may travel on
+ * different connections (a blocking client), rlock__hold_pop waits for it
+ * to come back before the release script is sent (see rlock__hold_pop).
  *
  * Locking: guarded by rlock__watchdog.mu; the renewal round trip runs with
  * the mutex released, and its results are applied only to records whose
@@ -114,8 +118,9 @@ int rlock__hold_push_owned(rlock_client *c, const char *name, const char *owner,
  * record that a renewal in flight names, waits until that renewal's
  * answer is in: otherwise its PEXPIRE could reach the server after the
  * release script and stretch what is left (fixed-lease levels, or a new
- * hold of the same owner) to the watchdog lease. Call from the holder's
- * thread, never from the lost-lock callback. */
+ * hold of the same owner) to the watchdog lease; only where the driver
+ * asks for it (rlock__driver.release_waits_renewal). Call from the
+ * holder's thread, never from the lost-lock callback. */
 void rlock__hold_pop(rlock_client *c, const char *name, const char *owner,
                      int *state, int64_t *keep_lease_ms);
 
@@ -141,9 +146,9 @@ int rlock__hold_check(rlock_client *c, const char *name, const char *owner);
 /* The levels recorded for (name, owner): 0 when none, or lost. */
 size_t rlock__hold_depth(rlock_client *c, const char *name, const char *owner);
 
-/* Background thread: drop the records of threads that exited (never
- * renewed again, never reported lost: the locks expire within their
- * lease). Done at each renewal tick. */
+/* Drop the records of threads that exited (never renewed again, never
+ * reported lost: the locks expire within their lease). Done at each
+ * renewal tick (rlock__renew_begin), called locked. */
 void rlock__watchdog_reap(rlock__watchdog *wd);
 
 /* Background thread: mark lost (and call back for) watchdog holds whose

@@ -12,15 +12,25 @@
  *              deferred completions (a callback never runs inside the call
  *              that started its operation);
  *   timer.c    a min-heap of timers behind the adapter's one timer;
- *   lconn.c    one non-blocking connection: connect, login, a write buffer
- *              flushed once per loop turn (so requests made in one turn go
- *              out pipelined), the reply reader, and a FIFO of requests;
- *   lsub.c     the subscriber connection: channels shared by waiters,
- *              woken in arrival order by unlock messages;
+ *   lconn.c    one non-blocking connection: a name lookup that wakes the
+ *              loop, net/dial.c's steps, the login, a write buffer flushed
+ *              once per loop turn (so requests made in one turn go out
+ *              pipelined), SCRIPT LOAD before a script's first use, the
+ *              reply reader, and a FIFO of requests;
+ *   lroute.c   where a request goes: the node of its key, one command and
+ *              one subscriber connection per node met, and what follows a
+ *              redirection or a refusal (cmd.h's rlock__req_next);
+ *   ltopo.c    the topology on the loop: net/refresh.c's steps as
+ *              requests, requests parked until a refresh ends, replica
+ *              counts and WAIT behind lock writes;
+ *   lsub.c     the subscribers (one per node subscribed on): channels
+ *              shared by waiters, woken in arrival order by unlock
+ *              messages; health-check PINGs; Sentinel's +switch-master;
  *   lacquire.c the acquisition state machine (attempt, subscribe, sleep
  *              until a message or the holder's TTL, attempt again);
  *   lops.c     release, force release and the queries;
- *   lrenew.c   the watchdog's renewal tick on the loop's timer;
+ *   lrenew.c   the watchdog's renewal tick (renew.c's steps) on the loop's
+ *              timer;
  *   lmulti.c   a MultiLock as a chain of member operations;
  *   lredlock.c a RedLock's rounds as member operations of several loop
  *              clients on one loop thread.

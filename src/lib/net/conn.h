@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * conn.h - one connection to one server: our own socket, our own RESP
+ * conn.h - the blocking driver's connection to one server (a loop client's
+ * are loop/lconn.c's, over the same dial.h steps): our own socket, our own RESP
  * encoder writing into a buffer the connection keeps (so a warm
  * connection encodes without allocating), and a reader that bounds what
  * a reply may cost (reader.h).
@@ -12,13 +13,14 @@
  * Every wait is bounded by an absolute monotonic deadline, so a timeout
  * bounds the whole of what it covers, however the server dribbles its
  * bytes:
- *   - connect timeout: name lookup plus connect (plus nothing else);
+ *   - connect timeout: name lookup, connect and the TLS handshake;
  *   - command timeout: one command's round trip, i.e. every send and
  *     receive of it together (c->io_deadline_us).
  * The socket is in blocking mode, but nothing but a command's wait for its
  * reply ever blocks on it: sends, rlock__conn_read_some() and the
- * staleness probe never wait (MSG_DONTWAIT, poll), so an event loop may
- * drive a connection with rlock__conn_read_some() and its own poll. The
+ * staleness probe never wait (MSG_DONTWAIT, poll), so a poll loop (the
+ * fan-out, the background thread) may drive a connection with
+ * rlock__conn_read_some() and its own poll. The
  * reply wait is one recv() under an SO_RCVTIMEO no longer than the time
  * left (one system call per command, where poll() + recv() take two).
  *

@@ -5,9 +5,10 @@
  * getaddrinfo() has no timeout: with an unreachable DNS server it can
  * block for tens of seconds, far past any connect timeout. A numeric
  * address is converted on the caller's thread; a name is looked up on a
- * small detached thread while the caller waits at most until its
- * deadline. A lookup given up on finishes in the background and frees
- * itself.
+ * small detached thread, which the blocking driver waits for at most until
+ * its deadline (rlock__resolve) and which wakes an event loop when done
+ * (rlock__resolve_start, for the loop driver). A lookup given up on
+ * finishes in the background and frees itself.
  */
 #ifndef RLOCK_RESOLVE_H
 #define RLOCK_RESOLVE_H

@@ -9,11 +9,13 @@
  * lock), and shared read-only by every connection of the client, on any
  * thread (OpenSSL 1.1+ makes that safe).
  *
- * A TLS connection keeps conn.c's model: the socket stays in blocking
- * mode; OpenSSL reads and writes it through a BIO of our own that sends
- * with MSG_NOSIGNAL (a library must not raise SIGPIPE) and reads either
- * without waiting or, for a command waiting for its reply, with one
- * recv() under the socket's SO_RCVTIMEO, as a plain connection does.
+ * A TLS connection keeps its driver's model: OpenSSL reads and writes the
+ * socket through a BIO of our own that sends with MSG_NOSIGNAL (a library
+ * must not raise SIGPIPE) and reads either without waiting or, for a
+ * blocking connection's command waiting for its reply (conn.c, whose
+ * socket stays in blocking mode), with one recv() under the socket's
+ * SO_RCVTIMEO, as a plain connection does. A loop connection
+ * (loop/lconn.c) only ever reads and writes without waiting.
  */
 #ifndef RLOCK_TLS_H
 #define RLOCK_TLS_H

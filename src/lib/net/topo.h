@@ -16,7 +16,15 @@
  *    RLOCK__TOPO_REFRESH_MS: the map is refreshed after a failure, never
  *    on every call.
  *  - sentinel: the master the sentinels name, checked with ROLE; asked
- *    again after a failure or a +switch-master (sentinel.c).
+ *    again after a failure or a +switch-master (sentinel.c, or the loop's
+ *    loop/lsub.c).
+ *
+ * What to ask and what the answers mean is refresh.h's, for both drivers.
+ * The blocking driver carries a refresh here (rlock__topo_route,
+ * rlock__topo_refresh) over the nodes' pools; an event-loop client's
+ * topology is never refreshed here (its pools refuse: rlock__topo_refuse):
+ * the loop reads it with rlock__topo_lookup and carries refresh.h's steps
+ * on its own connections (loop/ltopo.c).
  *
  * Thread-safety: every function may be called from any thread. A refresh
  * runs on the thread that asked for it, one at a time; others go on with
