@@ -59,7 +59,7 @@ static int tls_setup(rlock_client *c) {
 }
 
 /* Everything a client has but its driver (the background thread, or an
- * event loop): configuration, identity, topology, subscriptions and hold
+ * event loop): configuration, identity, TLS context, topology and hold
  * records. */
 int rlock__client_setup(rlock_client **out, const rlock_config *cfg) {
   *out = NULL;

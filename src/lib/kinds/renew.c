@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * renew.c - the watchdog's renewal tick, run on the background thread.
+ * renew.c - the watchdog's renewal tick, as steps either driver runs: the
+ * blocking driver's background thread (rlock__watchdog_service) and a
+ * loop client's timer (loop/lrenew.c, one batch in flight at a time,
+ * routed per node by lroute.c).
  *
  * Each tick snapshots the records that need renewing, renews them in
  * batches of RLOCK__RENEW_BATCH with one script call each, then applies
@@ -119,9 +122,10 @@ static void build_batch(rlock_client *c, const snap *items, size_t n, int read,
     rlock__call_arg(call, items[i].owner);
   for (size_t i = 0; read && i < n; i++)
     rlock__call_arg(call, items[i].base);
-  /* No WAIT: the background thread, which also delivers wake-ups and
-   * follows failovers, must not stall on a lagging replica; a renewal the
-   * replica misses is made again next tick. */
+  /* No WAIT: renewal must not stall on a lagging replica (the blocking
+   * driver's background thread also delivers wake-ups and follows
+   * failovers; a loop client's batch holds up the next one); a renewal
+   * the replica misses is made again next tick. */
 }
 
 /* Read a batch's answer into alive[] (1 renewed, 0 gone). */

@@ -107,6 +107,10 @@ struct rlock__lreq {
   int direct;               /* sent on a connection of the caller's
                                choosing (rlock__lreq_queue): never routed
                                or retried */
+  int no_pause;             /* never waited out here (a renewal batch): a
+                               refusal or an unreachable node ends it at
+                               once, and its caller tries again, so no
+                               release sent meanwhile is overtaken by it */
   char why[256];            /* a refusal's message, kept over a pause */
   int64_t sent_us;          /* when it was queued */
   uint64_t start;           /* bytes queued on the connection before it */

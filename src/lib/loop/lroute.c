@@ -110,6 +110,11 @@ static void follow(rlock_client *c, rlock__lreq *r) {
     route(c, r);
     return;
   case RLOCK__NEXT_PAUSE:
+    if (r->no_pause) { /* its caller tries again, in order */
+      r->call.transient = 1;
+      fail_now(c, r, r->q.rc);
+      return;
+    }
     snprintf(r->why, sizeof r->why, "%s", rlock_error_last()->message);
     rlock__ltopo_refresh(c, 0);
     if (rlock__ltimer_at(c, &r->retry, rlock__deadline_after_ms(pause_ms)) !=
@@ -191,7 +196,7 @@ void rlock__lreq_answered(rlock_client *c, rlock__lconn *k, rlock__lreq *r,
 }
 
 void rlock__lreq_failed(rlock_client *c, rlock__lreq *r) {
-  if (!r->direct && !r->call.in_flight && !c->loop->closing &&
+  if (!r->direct && !r->no_pause && !r->call.in_flight && !c->loop->closing &&
       rlock__req_retry_unsent(&c->topo, &r->q, r->q.rc, r->until_us)) {
     follow(c, r);
     return;

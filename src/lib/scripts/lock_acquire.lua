@@ -6,7 +6,8 @@
 -- otherwise the holder's remaining TTL in ms. A key that is not a plain or
 -- fair lock (lockcheck) is refused with a WRONGTYPE error, untouched.
 -- A refused attempt costs the server two calls (PTTL, HGETALL; Redisson's
--- three: EXISTS, HEXISTS, PTTL), a first hold or a re-entry four.
+-- three: EXISTS, HEXISTS, PTTL), a first hold three (PTTL, HINCRBY,
+-- PEXPIRE) and a re-entry four, as Redisson's.
 -- @include lockcheck
 local state, ttl, mine = lock_probe(KEYS[1], 'plain', ARGV[2])
 if state == nil then return ttl end -- the refusal
