@@ -13,8 +13,6 @@
 #include "rlock/errors.h"
 #include "rlock/event.h"
 
-#define MAX_FDS 4 /* a loop client has two connections */
-
 typedef struct watched {
   int fd;
   struct event *ev;
@@ -26,7 +24,10 @@ typedef struct evad {
   struct event *timer;
   struct event *waker;
   int wake_fd;
-  watched fds[MAX_FDS];
+  /* A loop client has two connections per server it meets (a cluster's
+   nodes, Sentinel's masters) and two to sentinels: as many as needed. */
+  watched *fds;
+  int nfds;
 } evad;
 
 static void on_io(evutil_socket_t fd, short what, void *arg) {
@@ -37,10 +38,26 @@ static void on_io(evutil_socket_t fd, short what, void *arg) {
 }
 
 static watched *find(evad *a, int fd) {
-  for (int i = 0; i < MAX_FDS; i++)
+  for (int i = 0; i < a->nfds; i++)
     if (a->fds[i].ev != NULL && a->fds[i].fd == fd)
       return &a->fds[i];
   return NULL;
+}
+
+/* An unused entry, the array grown when full; NULL when out of memory. */
+static watched *free_entry(evad *a) {
+  for (int i = 0; i < a->nfds; i++)
+    if (a->fds[i].ev == NULL)
+      return &a->fds[i];
+  int was = a->nfds, n = was ? was * 2 : 4;
+  watched *v = realloc(a->fds, (size_t)n * sizeof *v);
+  if (v == NULL)
+    return NULL;
+  for (int i = was; i < n; i++)
+    v[i] = (watched){-1, NULL};
+  a->fds = v;
+  a->nfds = n;
+  return &a->fds[was];
 }
 
 static void unwatch(watched *w) {
@@ -55,10 +72,7 @@ static int ad_watch(void *data, int fd, int events) {
     unwatch(w);
   if (events == 0)
     return 0;
-  for (int i = 0; i < MAX_FDS && w == NULL; i++)
-    if (a->fds[i].ev == NULL)
-      w = &a->fds[i];
-  if (w == NULL)
+  if ((w = free_entry(a)) == NULL)
     return -1;
   short what = EV_PERSIST | ((events & RLOCK_LOOP_READ) ? EV_READ : 0) |
                ((events & RLOCK_LOOP_WRITE) ? EV_WRITE : 0);
@@ -106,9 +120,10 @@ static void ad_wake(void *data) {
 }
 
 static void ad_free(evad *a) {
-  for (int i = 0; i < MAX_FDS; i++)
+  for (int i = 0; i < a->nfds; i++)
     if (a->fds[i].ev != NULL)
       unwatch(&a->fds[i]);
+  free(a->fds);
   if (a->timer != NULL)
     event_free(a->timer);
   if (a->waker != NULL)

@@ -9,8 +9,6 @@
 #include "rlock/errors.h"
 #include "rlock/uv.h"
 
-#define MAX_FDS 4 /* a loop client has two connections */
-
 typedef struct watched {
   int fd;
   uv_poll_t *poll;
@@ -21,7 +19,10 @@ typedef struct uvad {
   rlock_client *client;
   uv_timer_t timer;
   uv_async_t async;
-  watched fds[MAX_FDS];
+  /* A loop client has two connections per server it meets (a cluster's
+   nodes, Sentinel's masters) and two to sentinels: as many as needed. */
+  watched *fds;
+  int nfds;
   int open_handles; /* closed ones release the adapter when 0 */
 } uvad;
 
@@ -29,8 +30,10 @@ static void handle_closed(uv_handle_t *h) {
   uvad *a = h->data;
   if (h->type == UV_POLL)
     free(h);
-  if (--a->open_handles == 0)
+  if (--a->open_handles == 0) {
+    free(a->fds);
     free(a);
+  }
 }
 
 static void on_poll(uv_poll_t *p, int status, int events) {
@@ -42,7 +45,7 @@ static void on_poll(uv_poll_t *p, int status, int events) {
     ev |= RLOCK_LOOP_READ;
   if (events & UV_WRITABLE)
     ev |= RLOCK_LOOP_WRITE;
-  for (int i = 0; i < MAX_FDS; i++)
+  for (int i = 0; i < a->nfds; i++)
     if (a->fds[i].poll == p) {
       rlock_loop_io(a->client, a->fds[i].fd, ev);
       return;
@@ -50,10 +53,26 @@ static void on_poll(uv_poll_t *p, int status, int events) {
 }
 
 static watched *find(uvad *a, int fd) {
-  for (int i = 0; i < MAX_FDS; i++)
+  for (int i = 0; i < a->nfds; i++)
     if (a->fds[i].poll != NULL && a->fds[i].fd == fd)
       return &a->fds[i];
   return NULL;
+}
+
+/* An unused entry, the array grown when full; NULL when out of memory. */
+static watched *free_entry(uvad *a) {
+  for (int i = 0; i < a->nfds; i++)
+    if (a->fds[i].poll == NULL)
+      return &a->fds[i];
+  int was = a->nfds, n = was ? was * 2 : 4;
+  watched *v = realloc(a->fds, (size_t)n * sizeof *v);
+  if (v == NULL)
+    return NULL;
+  for (int i = was; i < n; i++)
+    v[i] = (watched){-1, NULL};
+  a->fds = v;
+  a->nfds = n;
+  return &a->fds[was];
 }
 
 static void unwatch(watched *w) {
@@ -71,9 +90,7 @@ static int ad_watch(void *data, int fd, int events) {
     return 0;
   }
   if (w == NULL) {
-    for (int i = 0; i < MAX_FDS && w == NULL; i++)
-      if (a->fds[i].poll == NULL)
-        w = &a->fds[i];
+    w = free_entry(a);
     uv_poll_t *p = w ? malloc(sizeof *p) : NULL;
     if (p == NULL || uv_poll_init_socket(a->loop, p, fd) != 0) {
       free(p);
@@ -114,7 +131,7 @@ static void ad_wake(void *data) {
 
 static void ad_detach(void *data) {
   uvad *a = data;
-  for (int i = 0; i < MAX_FDS; i++)
+  for (int i = 0; i < a->nfds; i++)
     if (a->fds[i].poll != NULL)
       unwatch(&a->fds[i]);
   uv_timer_stop(&a->timer);
