@@ -9,7 +9,11 @@
 #      master with one replica attached, where every lock write is
 #      confirmed with WAIT (rlock_config_set_replica_sync, on by default),
 #      three rounds alternating; each next to the bare-hiredis floor of the
-#      same server (which sends no WAIT).
+#      same server (which sends no WAIT);
+#   3. one libuv loop thread with one loop client (rlock-bench loop: 256
+#      acquisitions in flight over 1000 locks, then handoffs to an async
+#      waiter) on one server and on the three-master cluster, three rounds
+#      alternating: pairs/s and the async handoff's p50.
 #
 # Usage: scripts/bench_topology.sh [--quick]
 # A measurement, not a test: exit status 0 unless something failed to run.
@@ -17,9 +21,9 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD="$ROOT/build-bench"
-ROUNDS=3 MANY_S=5 UNC_OPS=20000
+ROUNDS=3 MANY_S=5 UNC_OPS=20000 HANDOFF_OPS=5000
 case "${1:-}" in
-  --quick) ROUNDS=1 MANY_S=1 UNC_OPS=2000 ;;
+  --quick) ROUNDS=1 MANY_S=1 UNC_OPS=2000 HANDOFF_OPS=500 ;;
   "") ;;
   *) echo "bench_topology.sh: unknown argument '$1'" >&2; exit 64 ;;
 esac
@@ -76,4 +80,15 @@ for r in $(seq "$ROUNDS"); do
   echo "round $r uncontended p50 us (vs floor): no replica" \
        "$(field "$lone" lock_unlock_p50_us) ($(field "$lone" lock_unlock_vs_floor))," \
        "replica+WAIT $(field "$sync" lock_unlock_p50_us) ($(field "$sync" lock_unlock_vs_floor))"
+done
+for r in $(seq "$ROUNDS"); do
+  lone=$("$BENCH" -u "$LONE" --json loop --threads 256 --seconds "$MANY_S" \
+         --ops "$HANDOFF_OPS")
+  clu=$("$BENCH" -u "$CLUSTER" --json loop --threads 256 --seconds "$MANY_S" \
+        --ops "$HANDOFF_OPS")
+  echo "$lone"; echo "$clu"
+  echo "round $r loop pairs/s: one server $(field "$lone" pairs_per_s)," \
+       "cluster of 3 $(field "$clu" pairs_per_s); async handoff p50 us:" \
+       "one server $(field "$lone" handoff_p50_us)," \
+       "cluster $(field "$clu" handoff_p50_us)"
 done
