@@ -54,10 +54,13 @@ static void watch_connect(rlock__topo *t, rlock__sentinel_watch *w) {
     rlock__reply_free(r);
   }
   rlock__error_restore(&saved);
-  if (w->conn == NULL)
+  if (w->conn == NULL) {
     watch_failed(w);
-  else
+  } else {
     w->backoff_ms = WATCH_BACKOFF_MIN_MS;
+    w->heard_us = rlock__now_us();
+    w->ping_sent_us = 0;
+  }
 }
 
 /* "+switch-master" messages read "<name> <old ip> <old port> <new ip>
@@ -72,21 +75,52 @@ int rlock__sentinel_names_master(const rlock__topo *t, const rlock__reply *r) {
          r->elem[2]->str[n] == ' ';
 }
 
+/* The health check: a watch silent for RLOCK__WATCH_PING_IDLE_US is sent
+ * a PING, and one whose PING went unanswered for the command timeout is
+ * dropped (the next connect tries the sentinels again). Returns when to
+ * look again. */
+static int64_t watch_health(rlock__topo *t, rlock__sentinel_watch *w) {
+  int64_t now = rlock__now_us();
+  if (w->ping_sent_us != 0) {
+    int64_t due = w->ping_sent_us + t->command_ms * 1000;
+    if (now < due)
+      return due;
+    rlock__obs_log(t->obs, RLOCK_LOG_WARN,
+                   "sentinel %s: no answer to PING within %lld ms; watching "
+                   "+switch-master elsewhere",
+                   w->conn->where, (long long)t->command_ms);
+    watch_failed(w);
+    return w->reconnect_at_us;
+  }
+  int64_t idle = w->heard_us + RLOCK__WATCH_PING_IDLE_US;
+  if (now < idle)
+    return idle;
+  static const char ping[] = "*1\r\n$4\r\nPING\r\n";
+  if (rlock__conn_send(w->conn, ping, sizeof ping - 1) != RLOCK_OK) {
+    watch_failed(w);
+    return w->reconnect_at_us;
+  }
+  w->ping_sent_us = now;
+  return now + t->command_ms * 1000;
+}
+
 int64_t rlock__sentinel_watch_service(rlock__topo *t, rlock__sentinel_watch *w,
                                       int readable) {
   if (w->conn == NULL) {
     if (rlock__now_us() < w->reconnect_at_us)
       return w->reconnect_at_us;
     watch_connect(t, w);
-    return w->conn ? INT64_MAX : w->reconnect_at_us;
+    return w->conn ? watch_health(t, w) : w->reconnect_at_us;
   }
   if (!readable)
-    return INT64_MAX;
+    return watch_health(t, w);
   int switched = 0;
   if (rlock__conn_read_some(w->conn) != RLOCK_OK) {
     watch_failed(w);
     return w->reconnect_at_us;
   }
+  w->heard_us = rlock__now_us(); /* a PONG, a message: it is alive */
+  w->ping_sent_us = 0;
   for (;;) {
     rlock__reply *r;
     if (rlock__conn_take_reply(w->conn, &r) != RLOCK_OK) {
@@ -100,5 +134,5 @@ int64_t rlock__sentinel_watch_service(rlock__topo *t, rlock__sentinel_watch *w,
   }
   if (switched)
     rlock__topo_refresh_now(t);
-  return INT64_MAX;
+  return w->conn != NULL ? watch_health(t, w) : w->reconnect_at_us;
 }

@@ -15,7 +15,14 @@ typedef struct rlock__sentinel_watch {
   rlock__conn *conn;
   int64_t reconnect_at_us;
   int64_t backoff_ms;
+  int64_t heard_us;     /* when the sentinel last sent anything */
+  int64_t ping_sent_us; /* a health-check PING unanswered since, or 0 */
 } rlock__sentinel_watch;
+
+/* A watch silent this long is sent a PING; no answer within the command
+ * timeout drops it, and the next sentinel is tried (a hung sentinel keeps
+ * its socket open and would never tell of a switch). */
+#define RLOCK__WATCH_PING_IDLE_US ((int64_t)30 * 1000 * 1000)
 
 /* The fd to poll, or -1. */
 int rlock__sentinel_watch_fd(const rlock__sentinel_watch *w);
