@@ -20,9 +20,10 @@
  * itself (its slot moved), or when Sentinel names a new master, its
  * channels' waiters are woken (an unlock may have been missed) and the
  * channels that still have waiters are subscribed again where they now
- * live, after a back-off (25 ms doubling to 1 s). A subscriber silent for
- * 30 s is sent a PING, and one that does not answer within the command
- * timeout is dropped and redone (lconn.c's no-answer timeout).
+ * live: at once, then after a back-off (25 ms doubling to 1 s) until a
+ * subscription is confirmed again. A subscriber silent for 30 s is sent a
+ * PING, and one that does not answer within the command timeout is
+ * dropped and redone (lconn.c's no-answer timeout).
  *
  * With Sentinel, one connection also listens for +switch-master on a
  * sentinel (the "swatch"), so a failover is followed at once.
@@ -277,6 +278,7 @@ static rlock__lchan *pop_sent(rlock__lconn *k) {
 static void confirmed(rlock_client *c, rlock__lchan *ch, int subscribed) {
   if (subscribed && ch->state == RLOCK__LCHAN_PENDING) {
     ch->state = RLOCK__LCHAN_ACTIVE;
+    c->loop->sub_backoff_ms = 0; /* the subscriber works */
     if (ch->nwaiters == 0)
       idle(c, ch);
     else
@@ -288,13 +290,13 @@ static void confirmed(rlock_client *c, rlock__lchan *ch, int subscribed) {
   }
 }
 
-/* Subscribe again soon (the retry timer), unless it is armed already. */
+/* Subscribe again after the back-off (at once since the last confirmed
+ * subscription), unless the retry timer is armed already. */
 static void retry_soon(rlock_client *c) {
   rlock__loop *lp = c->loop;
-  if (lp->sub_backoff_ms == 0)
-    lp->sub_backoff_ms = RESUB_FIRST_MS;
   if (lp->sub_retry.idx == RLOCK__LTIMER_OFF)
-    rlock__ltimer_at(c, &lp->sub_retry, rlock__now_us());
+    rlock__ltimer_at(c, &lp->sub_retry,
+                     rlock__deadline_after_ms(lp->sub_backoff_ms));
 }
 
 /* The server dropped a sharded subscription by itself: its slot moved.
@@ -393,6 +395,9 @@ static void on_down(rlock_client *c, rlock__lconn *k, int rc) {
   }
   free(l.items);
   k->nsent = 0;
+  /* A node gone may be a failover: its channels may live elsewhere now
+   * (the blocking subscriber's drop() refreshes too). */
+  rlock__ltopo_refresh(c, 0);
   /* Not walked here: this may run inside a walk (a waiter's leaving
    * unsubscribes, which can fail). The retry timer does it. */
   retry_soon(c);
@@ -411,7 +416,7 @@ void rlock__lsub_retry(rlock_client *c, rlock__ltimer *t) {
     rlock__ltimer_at(c, &lp->sub_retry, rlock__now_us() + 1000 * RESUB_MAX_MS);
     return;
   }
-  int failed = 0;
+  int failed = 0, tried = 0;
   for (size_t i = 0; i < l.n && !lp->doomed; i++) {
     rlock__lchan *ch = l.items[i];
     if (ch->state != RLOCK__LCHAN_NONE)
@@ -420,20 +425,24 @@ void rlock__lsub_retry(rlock_client *c, rlock__ltimer *t) {
       chan_drop(c, ch);
       continue;
     }
+    tried = 1;
     if (subscribe(c, ch) != RLOCK_OK || ch->state == RLOCK__LCHAN_NONE)
       failed = 1;
     walk(c, ch, 2); /* an unlock may have been missed: attempt again */
   }
   free(l.items);
-  if (failed && lp->sub_retry.idx == RLOCK__LTIMER_OFF) {
-    rlock__ltimer_at(c, &lp->sub_retry,
-                     rlock__deadline_after_ms(lp->sub_backoff_ms));
-    lp->sub_backoff_ms = lp->sub_backoff_ms * 2 < RESUB_MAX_MS
+  /* The back-off grows with every try and is reset only by a confirmed
+   * subscription (confirmed()), so that a node that refuses or closes
+   * every connection (killed, a failover under way) is not tried again
+   * on every turn of the loop. */
+  if (tried)
+    lp->sub_backoff_ms = lp->sub_backoff_ms == 0 ? RESUB_FIRST_MS
+                         : lp->sub_backoff_ms * 2 < RESUB_MAX_MS
                              ? lp->sub_backoff_ms * 2
                              : RESUB_MAX_MS;
-  } else if (!failed) {
-    lp->sub_backoff_ms = 0;
-  }
+  if (failed) /* also over an arming at once by a connection that failed */
+    rlock__ltimer_at(c, &lp->sub_retry,
+                     rlock__deadline_after_ms(lp->sub_backoff_ms));
 }
 
 void rlock__lsub_master_changed(rlock_client *c) {
