@@ -110,8 +110,9 @@ static void follow(rlock_client *c, rlock__lreq *r) {
     route(c, r);
     return;
   case RLOCK__NEXT_PAUSE:
-    if (r->no_pause) { /* its caller tries again, in order */
+    if (r->no_pause) { /* its caller tries again, in order, */
       r->call.transient = 1;
+      rlock__ltopo_refresh(c, 0); /* on the map as it is by then */
       fail_now(c, r, r->q.rc);
       return;
     }
@@ -196,6 +197,12 @@ void rlock__lreq_answered(rlock_client *c, rlock__lconn *k, rlock__lreq *r,
 }
 
 void rlock__lreq_failed(rlock_client *c, rlock__lreq *r) {
+  /* A renewal batch is not retried here, but its caller's next try must
+   * not meet the same dead node: a failover may be why (without this a
+   * client doing nothing but renew never learned of one, and lost every
+   * hold on the failed master once a lease went by unconfirmed). */
+  if (r->no_pause && !c->loop->closing)
+    rlock__ltopo_refresh(c, 0);
   if (!r->direct && !r->no_pause && !r->call.in_flight && !c->loop->closing &&
       rlock__req_retry_unsent(&c->topo, &r->q, r->q.rc, r->until_us)) {
     follow(c, r);
