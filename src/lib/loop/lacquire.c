@@ -39,6 +39,7 @@ static rlock_op *of_timer(rlock__ltimer *t) {
 }
 
 static void attempt(rlock_op *op);
+static void settle_read(rlock_op *op);
 
 /* The end: out of the channel, outcome recorded. */
 static void done(rlock_op *op, int rc, int64_t value) {
@@ -107,7 +108,10 @@ static void sleep_until(rlock_op *op, int state, int64_t until) {
 static void on_timer(rlock_client *c, rlock__ltimer *t) {
   (void)c;
   rlock_op *op = of_timer(t);
-  if (op->state == RLOCK__LACQ_SUBSCRIBING || op->state == RLOCK__LACQ_SLEEPING)
+  if (op->state == RLOCK__LACQ_SETTLING) /* read_done's pause */
+    settle_read(op);
+  else if (op->state == RLOCK__LACQ_SUBSCRIBING ||
+           op->state == RLOCK__LACQ_SLEEPING)
     attempt(op);
 }
 
@@ -218,8 +222,6 @@ static int retryable(const rlock__lreq *r, int rc, int transient) {
 /* ---- an attempt lost in flight (acquire.c's settle_in_flight) ---------- */
 
 #define SETTLE_FIRST_MS 25
-
-static void settle_read(rlock_op *op);
 
 /* The attempt is known not to have run to a grant: its failure stands
  * (a waiter rides it out). */
