@@ -118,7 +118,9 @@ static rlock__step redirect(const char *s, unsigned *slot, const char **addr) {
 static int error_code(const char *s) {
   if (strstr(s, "WRONGTYPE") != NULL)
     return RLOCK_EWRONGTYPE;
-  if (starts(s, "NOAUTH") || starts(s, "WRONGPASS") || starts(s, "NOPERM"))
+  if (starts(s, "NOAUTH") || starts(s, "WRONGPASS") || starts(s, "NOPERM") ||
+      strstr(s, "The user executing the script can't") != NULL ||
+      strstr(s, "ACL failure in script") != NULL) /* ACL inside a script */
     return RLOCK_EAUTH;
   return RLOCK_ESERVER;
 }
