@@ -144,20 +144,29 @@ static int resolve_name(const char *host, const char *port, int64_t deadline_us,
   return RLOCK_OK;
 }
 
-int rlock__resolve(const char *host, int port, int64_t deadline_us,
-                   struct addrinfo **out, char *why, size_t cap) {
-  char service[8];
-  snprintf(service, sizeof service, "%d", port);
+/* A numeric address needs no lookup (no thread, no waiting): RLOCK_OK
+ * with *out set, 1 when `host` is a name to look up, or RLOCK_EIO with
+ * `why` said. `service` receives the port as text. */
+static int resolve_numeric(const char *host, int port, char service[8],
+                           struct addrinfo **out, char *why, size_t cap) {
+  snprintf(service, 8, "%d", port);
   *out = NULL;
-  /* A numeric address needs no lookup: no thread, no waiting. */
   int rc = lookup_addrinfo(host, service, AI_NUMERICHOST | AI_NUMERICSERV, out);
   if (rc == 0)
     return RLOCK_OK;
   *out = NULL;
-  if (rc != EAI_NONAME) {
-    describe_failure(rc, errno, why, cap);
-    return RLOCK_EIO;
-  }
+  if (rc == EAI_NONAME)
+    return 1;
+  describe_failure(rc, errno, why, cap);
+  return RLOCK_EIO;
+}
+
+int rlock__resolve(const char *host, int port, int64_t deadline_us,
+                   struct addrinfo **out, char *why, size_t cap) {
+  char service[8];
+  int rc = resolve_numeric(host, port, service, out, why, cap);
+  if (rc != 1)
+    return rc;
   return resolve_name(host, service, deadline_us, out, why, cap);
 }
 
@@ -168,17 +177,10 @@ int rlock__resolve_start(const char *host, int port, struct addrinfo **out,
                          rlock__lookup **pending, void (*wake)(void *),
                          void *arg, char *why, size_t cap) {
   char service[8];
-  snprintf(service, sizeof service, "%d", port);
-  *out = NULL;
   *pending = NULL;
-  int rc = lookup_addrinfo(host, service, AI_NUMERICHOST | AI_NUMERICSERV, out);
-  if (rc == 0)
-    return RLOCK_OK;
-  *out = NULL;
-  if (rc != EAI_NONAME) {
-    describe_failure(rc, errno, why, cap);
-    return RLOCK_EIO;
-  }
+  int rc = resolve_numeric(host, port, service, out, why, cap);
+  if (rc != 1)
+    return rc;
   lookup *l = lookup_new(host, service);
   if (l == NULL) {
     snprintf(why, cap, "out of memory");
