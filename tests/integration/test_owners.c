@@ -6,6 +6,9 @@
  * rlock_acquire_options. */
 #include "fixture.h"
 
+#include "client_int.h" /* the hold records: c->wd */
+#include "watchdog.h"
+
 #include <inttypes.h>
 #include <stdatomic.h>
 
@@ -404,6 +407,43 @@ static void test_exited_thread_hold_is_not_inherited(void **state) {
   rlock_client_free(c);
 }
 
+static void *take_fixed_and_exit(void *arg) {
+  /* A fixed lease: no renewal tick is ever armed for it. */
+  return (void *)(intptr_t)rlock_lock_try_acquire(arg, 0, 60000);
+}
+
+static size_t hold_records(rlock_client *c) {
+  pthread_mutex_lock(&c->wd->mu);
+  size_t n = c->wd->holds.count;
+  pthread_mutex_unlock(&c->wd->mu);
+  return n;
+}
+
+/* A thread that exits holding fixed-lease locks leaves records no
+ * renewal tick will reap (a client with only fixed leases has none):
+ * they go at the client's next acquisition after the exit, and the lock
+ * itself expires on its own, not released by anyone. */
+static void test_exited_thread_records_freed(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, 0);
+  rlock_lock *l = fx_lock(c, "own:exited:fixed");
+  pthread_t t;
+  void *rc;
+  assert_int_equal(pthread_create(&t, NULL, take_fixed_and_exit, l), 0);
+  assert_int_equal(pthread_join(t, &rc), 0);
+  OK((int)(intptr_t)rc);
+  assert_int_equal(hold_records(c), 1); /* the exited thread's */
+  rlock_lock *m = fx_lock(c, "own:exited:next");
+  OK(rlock_lock_try_acquire(m, 0, 10000));
+  assert_int_equal(hold_records(c), 1); /* only this thread's */
+  OK(rlock_lock_release(m));
+  assert_int_equal(hold_records(c), 0);
+  assert_int_equal(rt_cmd_int(srv, "EXISTS own:exited:fixed"), 1);
+  rlock_lock_free(m);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
 static void test_explicit_owner_outlives_its_thread(void **state) {
   (void)state;
   atomic_store(&lost_calls, 0);
@@ -623,6 +663,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_owner_field_layout),
     cmocka_unit_test(test_owner_numbers_never_repeat),
     cmocka_unit_test(test_exited_thread_hold_is_not_inherited),
+    cmocka_unit_test(test_exited_thread_records_freed),
     cmocka_unit_test(test_explicit_owner_outlives_its_thread),
     cmocka_unit_test(test_options_defaults_and_versions),
     cmocka_unit_test(test_options_refused),

@@ -37,9 +37,15 @@ uint64_t rlock__thread_owner(void) {
   return thread_number;
 }
 
+/* Threads that exited (while owning a liveness record), ever. */
+static atomic_uint exits;
+
+unsigned rlock__thread_exits(void) { return atomic_load(&exits); }
+
 static void thread_exits(void *arg) {
   rlock__life *life = arg;
   atomic_store(&life->gone, 1);
+  atomic_fetch_add(&exits, 1);
   thread_life = NULL;
   rlock__life_unref(life);
 }

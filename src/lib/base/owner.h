@@ -37,4 +37,9 @@ void rlock__life_unref(rlock__life *life);
 /* 1 once the thread the record belongs to has exited. */
 int rlock__life_gone(const rlock__life *life);
 
+/* How many threads that had a liveness record have exited so far (an
+ * atomic counter): the hold records notice a change and drop the records
+ * of exited threads without waiting for a renewal tick. */
+unsigned rlock__thread_exits(void);
+
 #endif /* RLOCK_OWNER_H */

@@ -190,6 +190,20 @@ static void hold_adopt(rlock__hold *h, uint64_t owner_number) {
     h->life = rlock__thread_life_ref();
 }
 
+static int orphaned(const char *k, size_t kl, void *v, void *arg);
+
+/* A thread exited since the last look: drop the records of exited threads
+ * now (their locks expire on their own), so a client that holds only
+ * fixed leases, whose renewal tick never runs, frees them too. One walk
+ * per exit, not per call. Called locked. */
+static void reap_if_exited(rlock__watchdog *wd) {
+  unsigned exits = rlock__thread_exits();
+  if (exits == wd->exits_seen)
+    return;
+  wd->exits_seen = exits;
+  rlock__map_drop_if(&wd->holds, orphaned, wd);
+}
+
 int rlock__hold_push_owned(rlock_client *c, const char *name, const char *owner,
                            int64_t lease_ms, int64_t sent_us, const char *base,
                            uint64_t owner_number) {
@@ -198,6 +212,7 @@ int rlock__hold_push_owned(rlock_client *c, const char *name, const char *owner,
   size_t klen = make_key(key, name, strlen(name), owner);
   int wake = 0, rc = RLOCK_OK;
   pthread_mutex_lock(&wd->mu);
+  reap_if_exited(wd);
   rlock__hold *h = rlock__map_get(&wd->holds, key, klen);
   if (h == NULL && (h = hold_new(wd, name, owner, base)) != NULL) {
     hold_adopt(h, owner_number);

@@ -88,8 +88,9 @@ typedef struct rlock__watchdog {
   int armed; /* a renewal tick is scheduled */
   int64_t next_tick_us;
   int64_t period_us;
-  int64_t retry_us;   /* sooner tick after a failed renewal */
-  int64_t timeout_us; /* the watchdog lease */
+  int64_t retry_us;    /* sooner tick after a failed renewal */
+  int64_t timeout_us;  /* the watchdog lease */
+  unsigned exits_seen; /* rlock__thread_exits() when last reaped */
 } rlock__watchdog;
 
 /* Result of rlock__hold_pop(): what this client knew of the hold. */
