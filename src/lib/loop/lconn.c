@@ -71,7 +71,7 @@ void rlock__lconn_expect(rlock_client *c, rlock__lconn *k, int n) {
   k->due += n;
 }
 
-static void answered(rlock__lconn *k) {
+void rlock__lconn_answered(rlock__lconn *k) {
   if (k->due > 0)
     k->due--;
   k->due_since_us = rlock__now_us();
@@ -418,7 +418,7 @@ static void dispatch(rlock_client *c, rlock__lconn *k, rlock__reply *reply) {
     const char *word = k->login[0];
     k->login[0] = k->login[1];
     k->login_due--;
-    answered(k);
+    rlock__lconn_answered(k);
     int rc = rlock__login_check(k->where, word, reply);
     rlock__reply_free(reply);
     if (rc != RLOCK_OK)
@@ -435,7 +435,7 @@ static void dispatch(rlock_client *c, rlock__lconn *k, rlock__reply *reply) {
     rlock__lconn_fail(c, k, RLOCK_EPROTO);
     return;
   }
-  answered(k);
+  rlock__lconn_answered(k);
   feed_head(c, k, reply);
 }
 

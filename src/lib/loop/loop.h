@@ -204,6 +204,8 @@ int rlock__lconn_command(rlock__lconn *k, int argc, const char **argv,
 /* Fail: close, tell every request (RLOCK_ECLOSED, RLOCK_EIO, ...) with the
  * last error worded by the caller, then on_down. */
 void rlock__lconn_fail(rlock_client *c, rlock__lconn *k, int rc);
+/* One answer that was due on k came (a reply, a confirmation, a PONG). */
+void rlock__lconn_answered(rlock__lconn *k);
 /* `n` more answers are due on k (arms the no-answer timeout). */
 void rlock__lconn_expect(rlock_client *c, rlock__lconn *k, int n);
 /* Write what is queued, never waiting; watch for writable when some is

@@ -259,19 +259,12 @@ static void deliver(rlock_client *c, rlock__lchan *ch, const char *payload) {
     ch->permits++;
 }
 
-/* An answer came that was due on k (a confirmation, a PONG). */
-static void answered(rlock__lconn *k) {
-  if (k->due > 0)
-    k->due--;
-  k->due_since_us = rlock__now_us();
-}
-
 static rlock__lchan *pop_sent(rlock__lconn *k) {
   if (k->nsent == 0)
     return NULL;
   rlock__lchan *ch = k->sent[0];
   memmove(k->sent, k->sent + 1, --k->nsent * sizeof *k->sent);
-  answered(k);
+  rlock__lconn_answered(k);
   return ch;
 }
 
@@ -350,7 +343,7 @@ static void on_reply(rlock_client *c, rlock__lconn *k, rlock__reply *r) {
   } else {
     rlock__push_read(r, &p);
     if (p.pong)
-      answered(k); /* the health check's */
+      rlock__lconn_answered(k); /* the health check's */
     else
       on_push(c, k, &p);
   }
@@ -508,7 +501,7 @@ static void swatch_reply(rlock_client *c, rlock__lconn *k, rlock__reply *r) {
   if (r->type == RLOCK__R_ARRAY && r->n >= 1 &&
       (rlock__reply_is(r->elem[0], "subscribe") ||
        rlock__reply_is(r->elem[0], "pong"))) {
-    answered(k);
+    rlock__lconn_answered(k);
     lp->swatch_backoff_ms = 0; /* a confirmed subscription */
   } else if (rlock__sentinel_names_master(&c->topo, r)) {
     rlock__ltopo_refresh(c, 1);

@@ -102,10 +102,7 @@ static void ask_next(rlock_client *c) {
     k = &ln->cmd;
   } else { /* a sentinel: a fresh connection to each one asked */
     k = &lp->sentinel;
-    if (k->state != RLOCK__LCONN_CLOSED) {
-      rlock__err(RLOCK_ECLOSED, "sentinel asked");
-      rlock__lconn_fail(c, k, RLOCK_ECLOSED);
-    }
+    rlock__lconn_close(c, k); /* answered: nothing in flight on it */
     rlock__lconn_destroy(k);
     rlock__lconn_init(k, f->ep, NULL);
   }
