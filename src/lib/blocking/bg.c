@@ -73,7 +73,7 @@ static void *bg_main(void *arg) {
     /* A negative fd is ignored by poll(). */
     fds[1] = (struct pollfd){.fd = rlock__sentinel_watch_fd(&c->swatch),
                              .events = POLLIN};
-    n = rlock__pubsub_pollfds(c, fds + 2, POLL_MAX);
+    n = rlock__pubsub_pollfds(c, fds + 2, POLL_MAX, &next);
     int rc = poll(fds, (nfds_t)n + 2, poll_timeout_ms(next));
     if (rc <= 0)
       n = 0; /* nothing to read; revents are not set */

@@ -29,7 +29,6 @@ static void call_start(rlock__call *call, const rlock__script *s,
   call->acked = -1;
   call->transient = 0;
   call->in_flight = 0;
-  call->on_sent = NULL;
 }
 
 void rlock__call_script(rlock__call *call, const rlock__script *s) {
@@ -300,11 +299,6 @@ static int converse(rlock__conn *conn, rlock__req *q, int *unsent) {
       conn->io_deadline_us =
           rlock__deadline_after_ms(conn->timeout_ms + q->wait_ms);
       rc = rlock__conn_send_out(conn);
-      if (rc == RLOCK_OK && q->call->on_sent != NULL) {
-        void (*fn)(void *) = q->call->on_sent;
-        q->call->on_sent = NULL;
-        fn(q->call->on_sent_arg);
-      }
     }
     rlock__reply *r;
     if (rc == RLOCK_OK && (rc = rlock__conn_recv(conn, &r)) == RLOCK_OK)

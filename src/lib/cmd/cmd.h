@@ -64,12 +64,6 @@ typedef struct rlock__call {
                     not resolve nor a certificate refused: those are
                     final, rlock__error_final) or refused for now
                     (LOADING, TRYAGAIN, CLUSTERDOWN, READONLY, MASTERDOWN) */
-  /* in: called once, on the calling thread, right after the request is
-   * first written and before its reply is read, so that work can overlap
-   * the round trip (a waiter handing its subscriber socket back to the
-   * background thread); NULL for none. */
-  void (*on_sent)(void *arg);
-  void *on_sent_arg;
   const char *small[RLOCK__CALL_SMALL];
   char store[RLOCK__CALL_STORE];
 } rlock__call;
