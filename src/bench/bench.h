@@ -76,7 +76,8 @@ typedef struct bench_args {
   int threads;          /* many: threads */
   int locks;            /* many: distinct lock names */
   double seconds;       /* many: run time */
-  long hold_us;         /* handoff: pause while holding */
+  long hold_us;         /* handoff: pause while holding ... */
+  long hold_max_us;     /* ... or a random one from hold_us to this */
   int rounds;           /* handoff: rounds (a phase of each waiter) */
 } bench_args;
 

@@ -86,7 +86,8 @@ static int bare_open(void **state, const turns_spec *sp, const char *lock) {
   freeReplyObject(r);
   if (!ok)
     return bench_fail("SUBSCRIBE %s: unexpected reply", b->lk.channel), -1;
-  struct timeval tv = {SUB_TIMEOUT_S + sp->hold_us / 1000000, 0};
+  long hold = sp->hold_max_us > sp->hold_us ? sp->hold_max_us : sp->hold_us;
+  struct timeval tv = {SUB_TIMEOUT_S + hold / 1000000, 0};
   redisSetTimeout(b->sub, tv);
   return 0;
 }
@@ -265,6 +266,7 @@ static void report(const bench_args *a, results *g) {
   bench_report_int(&r, "ops", a->ops);
   bench_report_int(&r, "rounds", a->rounds);
   bench_report_int(&r, "hold_us", a->hold_us);
+  bench_report_int(&r, "hold_max_us", a->hold_max_us);
   bench_report_num(&r, "ping_rtt_us", g->ping, 1);
   for (int i = 0; i < NIMPL; i++) {
     char key[64];
@@ -314,6 +316,7 @@ int bench_handoff(const bench_args *a) {
                    .keys = {lock, lock2, counter},
                    .alternate = 1,
                    .hold_us = a->hold_us,
+                   .hold_max_us = a->hold_max_us,
                    .phases = 2L * a->rounds,
                    .warmup = WARMUP,
                    .arg = &g};

@@ -62,8 +62,12 @@ static const char USAGE[] =
     "                            S s (pairs/s), then K handoffs to an\n"
     "                            async waiter (defaults 16, 1000, 5, 20000)\n"
     "  handoff [--procs N] [--ops K] [--rounds R] [--hold-us H]\n"
+    "          [--hold-max-us M]\n"
     "                            N processes in a ping-pong, each holding\n"
-    "                            H us, the next one asleep in its wait:\n"
+    "                            H us (with M, a random time from H to M\n"
+    "                            each turn, e.g. 5000 and 105000 for a\n"
+    "                            waiter asleep 5-105 ms), the next one\n"
+    "                            asleep in its wait:\n"
     "                            handoff to the library's waiter vs a bare\n"
     "                            single-threaded hiredis subscriber\n"
     "                            blocked in read(), R rounds of a phase\n"
@@ -119,6 +123,7 @@ enum {
   O_SECONDS,
   O_ROUNDS,
   O_HOLD,
+  O_HOLD_MAX,
   O_COUNT
 };
 
@@ -135,6 +140,7 @@ static const opt_spec OPTS[O_COUNT] = {
     [O_SECONDS] = {"--seconds", W_MANY | W_LOOP, 0.1, 3600, 0},
     [O_ROUNDS] = {"--rounds", W_HANDOFF, 1, 1000, 1},
     [O_HOLD] = {"--hold-us", W_HANDOFF, 0, 10000000, 1},
+    [O_HOLD_MAX] = {"--hold-max-us", W_HANDOFF, 0, 10000000, 1},
 };
 
 typedef struct parsed {
@@ -269,6 +275,9 @@ static int check_combination(const parsed *p) {
   if (p->workload == W_HANDOFF && p->given[O_PROCS] && p->val[O_PROCS] < 2)
     return usage_error("handoff takes --procs from 2 to %d (got %.0f)",
                        MAX_PROCS, p->val[O_PROCS]);
+  if (p->given[O_HOLD_MAX] &&
+      p->val[O_HOLD_MAX] < (p->given[O_HOLD] ? p->val[O_HOLD] : 300))
+    return usage_error("--hold-max-us must be at least --hold-us");
   if ((p->workload & W_TURNS) && (!p->given[O_PROCS] || !p->given[O_OPS]))
     return usage_error("%s needs --procs N and --ops K", p->args.workload);
   return 0;
@@ -297,6 +306,7 @@ static void apply_values(parsed *p) {
   a->seconds = p->given[O_SECONDS] ? p->val[O_SECONDS] : 5.0;
   a->rounds = p->given[O_ROUNDS] ? (int)p->val[O_ROUNDS] : 30;
   a->hold_us = p->given[O_HOLD] ? (long)p->val[O_HOLD] : 300;
+  a->hold_max_us = p->given[O_HOLD_MAX] ? (long)p->val[O_HOLD_MAX] : a->hold_us;
   if (a->nurls == 0) {
     const char *env = getenv("RLOCK_URL");
     a->urls[a->nurls++] = env != NULL && env[0] != '\0' ? env : DEFAULT_URL;

@@ -97,7 +97,8 @@ struct turns_spec {
    * phase, before it thinks and tries again; so it never barges, and with
    * hold_us it is asleep in its wait well before the next release. */
   int alternate;
-  long hold_us; /* a pause while holding, after the counter's work */
+  long hold_us;     /* a pause while holding, after the counter's work, */
+  long hold_max_us; /* or a random one from hold_us to this (0: none) */
   /* Phases (handoff): every process plays both roles (both exclusive), in
    * `phases` phases of `ops` rounds each, all processes in the same role
    * (turns_phase_role) on its lock name, with a barrier between phases
