@@ -60,6 +60,9 @@ typedef struct turns_impl {
   void (*close)(void *state);
 } turns_impl;
 
+/* The floor's lock (bench_bare.c). */
+extern const turns_impl bench_bare_impl;
+
 /* What a process does with the lock. */
 typedef struct turns_role {
   int (*make)(rlock_lock **out, rlock_client *client, const char *name);
