@@ -101,6 +101,8 @@ static void back_off(rlock__subconn *sc) {
 /* How long a quiet connection may go unread (rlock__subconn.polled): what
  * piles up meanwhile is bounded by this much of the channels' traffic. */
 #define LAZY_READ_US 100000
+/* How often a connection left to a direct waiter is looked at again. */
+#define SKIPPED_RECHECK_US 1000000
 
 static void drop(rlock_client *c, rlock__subconn *sc, const char *why) {
   pthread_mutex_lock(&c->ps->mu);
@@ -415,8 +417,9 @@ static int left_out(rlock__pubsub *ps, rlock__subconn *sc, int skip,
                     int64_t now, int64_t *next) {
   int64_t due = sc->lazy_due_us;
   if (sc->conn->fd == skip) {
-    /* Once its waiter is gone nobody may wake this thread for it. */
-    due = due > now ? due : now + LAZY_READ_US;
+    /* Its waiter reads or hands over what arrives, but once it is gone
+     * (and nobody else waits) nobody wakes this thread for it. */
+    due = now + SKIPPED_RECHECK_US;
   } else if (sc->pub_fd < 0 || ps->users > 0 || sc->ping_sent_us != 0 ||
              sc->drain || now >= due) {
     return 0;
