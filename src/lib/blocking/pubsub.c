@@ -156,7 +156,10 @@ static void need_reader(rlock_client *c, rlock__subconn *on) {
  * `deadline_us`). Called locked. */
 static void drain_quiet(rlock_client *c, rlock__sub *s, int64_t deadline_us) {
   rlock__subconn *on = s->on;
-  if (on == NULL || on->polled || on->pub_fd < 0)
+  /* Only while this is the client's one user: what is dropped must be
+   * nobody else's wake-up (nor a message another's direct wait acted on,
+   * whose skip would then swallow the next one). */
+  if (on == NULL || on->polled || on->pub_fd < 0 || c->ps->users != 1)
     return;
   struct pollfd p = {.fd = on->pub_fd, .events = POLLIN};
   if (poll(&p, 1, 0) <= 0)
@@ -166,7 +169,7 @@ static void drain_quiet(rlock_client *c, rlock__sub *s, int64_t deadline_us) {
   rlock__bg_wake(c);
   int64_t bound = rlock__deadline_after_ms(c->cfg.command_timeout_ms);
   int64_t until = deadline_us < bound ? deadline_us : bound;
-  while (on->drained_gen == gen && s->on == on &&
+  while (s->on == on && on->drained_gen == gen &&
          rlock__cond_wait_until(&c->ps->direct_cv, &c->ps->mu, until) !=
              ETIMEDOUT) {
   }
