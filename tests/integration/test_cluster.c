@@ -732,6 +732,86 @@ static void test_watchdog_idle_tick(void **state) {
   rlock_client_free(c);
 }
 
+/* The cluster's failure detection, on every running node: a node stopped
+ * for longer than this is failed over by its replica. */
+static void set_node_timeout(int64_t ms) {
+  for (int i = 0; i < rt_cluster_size(cl); i++)
+    if (rt_server_pid(node(i)) != 0)
+      freeReplyObject(rt_cmd(node(i), "CONFIG SET cluster-node-timeout %lld",
+                             (long long)ms));
+}
+
+typedef struct lost_wait {
+  rlock_lock *l;
+} lost_wait;
+
+static bool pred_lost(void *arg, char *why, size_t cap) {
+  lost_wait *w = arg;
+  int rc = rlock_lock_check(w->l);
+  snprintf(why, cap, "rlock_lock_check: %d", rc);
+  return rc == RLOCK_ELOST;
+}
+
+/* A master that stops answering (SIGSTOP) delays the renewal of its own
+ * holds only: the background thread sends every node's batches before
+ * reading any reply, and waits for each node until its own deadline. The
+ * command timeout (600 ms) is longer than the renewal period (400 ms), so
+ * a tick that waited for the stopped node before renewing the others
+ * (as ticks did when the stopped node's slots came first: its batch timed
+ * out, the rest of the tick was given up, and so again at every retry)
+ * would let their leases (1200 ms) run out. Here their PTTLs keep going
+ * back up while the stopped node's hold is found lost; the node is thawed
+ * and the cluster left as it was. */
+static void test_watchdog_stopped_master(void **state) {
+  (void)state;
+  for (int m = 0; m < 3; m++)
+    assert_true(is_live_master(m));
+  int64_t wd = 1200;
+  rlock_config *cfg;
+  rlock_client *c;
+  char url[1024];
+  OK(rlock_config_new(&cfg));
+  OK(rlock_config_set_url(cfg, cluster_url(url, sizeof url, NULL)));
+  OK(rlock_config_set_connect_timeout_ms(cfg, 1000));
+  OK(rlock_config_set_command_timeout_ms(cfg, 600));
+  OK(rlock_config_set_watchdog_timeout_ms(cfg, wd));
+  OK(rlock_client_new(&c, cfg));
+  rlock_config_free(cfg);
+  char names[3][64];
+  rlock_lock *ls[3];
+  for (int m = 0; m < 3; m++) {
+    rt_cluster_key_on(cl, m, "wd:stopped:", names[m], sizeof names[m]);
+    ls[m] = fx_lock(c, names[m]);
+    OK(rlock_lock_acquire(ls[m]));
+  }
+  watch_renewals(1, names[1], 0, wd, 0); /* renewals run */
+  /* Node 0 serves the lowest slots: its batch is the tick's first. */
+  set_node_timeout(60000); /* no failover while it is stopped */
+  rt_server_freeze(node(0));
+  for (int m = 1; m < 3; m++) {
+    long long low = watch_renewals(m, names[m], 0, 2 * wd, 0);
+    printf("[   INFO   ] node 0 stopped: '%s' on node %d renewed, lowest "
+           "PTTL %lld of %lld ms\n",
+           names[m], m, low, (long long)wd);
+    OK(rlock_lock_check(ls[m]));
+  }
+  lost_wait w = {ls[0]};
+  rt_wait_until(pred_lost, &w, rt_scaled_ms(5000),
+                "the stopped node's hold reported lost");
+  rt_server_thaw(node(0));
+  set_node_timeout(RT_CLUSTER_NODE_TIMEOUT_MS);
+  rt_cluster_wait_ok(cl, rt_scaled_ms(30000));
+  assert_int_equal(exists_on(0, names[0]), 0); /* never renewed: expired */
+  RC(rlock_lock_release(ls[0]), RLOCK_ELOST);
+  for (int m = 1; m < 3; m++) {
+    OK(rlock_lock_release(ls[m]));
+    assert_int_equal(exists_on(m, names[m]), 0);
+  }
+  for (int m = 0; m < 3; m++)
+    rlock_lock_free(ls[m]);
+  rlock_client_free(c);
+}
+
 /* ---- 5b. the unlock latch: replayed, then deleted ------------------------ */
 
 /* Calls of `cmd` (INFO commandstats' cmdstat_<cmd>) node n has run. */
@@ -1509,6 +1589,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_redlock),
     cmocka_unit_test(test_watchdog_many_slots),
     cmocka_unit_test(test_watchdog_idle_tick),
+    cmocka_unit_test(test_watchdog_stopped_master),
     cmocka_unit_test(test_latch_deleted),
     cmocka_unit_test(test_latch_replays_lost_reply),
     cmocka_unit_test(test_migration_under_locks),
