@@ -67,7 +67,7 @@ static void *bg_main(void *arg) {
     /* A switch first: a renewal due now must go to the new master. */
     int64_t at = watch_service(c, watch_ready);
     next = at < next ? at : next;
-    at = rlock__watchdog_service(c);
+    at = rlock__bg_renew(c);
     next = at < next ? at : next;
     fds[0] = (struct pollfd){.fd = c->bg->wake_fd, .events = POLLIN};
     /* A negative fd is ignored by poll(). */
