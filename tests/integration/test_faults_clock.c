@@ -561,10 +561,37 @@ static unsigned seed = 22;
  * holds a lock (when one is caught within 100 ms): every lock key expires
  * at once. Holders learn it at their next check or release, or a fenced
  * write refuses them; the checker requires every overlap's stale holder
- * to be told or refused (the counter is not fenced, so it is not judged). */
+ * to be told or refused (the counter is not fenced, so it is not judged),
+ * so the workers are stopped only once each has finished the round the
+ * last jump caught (an overlap cut short by the end could not be told). */
+/* Every worker has returned from two acquisition calls since offset
+ * *from (the history's size after the last jump): the round the jump
+ * caught, whatever stage it was in, is over, with what its release said
+ * recorded. */
+static bool pred_rounds_done(void *arg, char *why, size_t cap) {
+  off_t from = *(off_t *)arg;
+  int calls[FK_WORKERS] = {0};
+  FILE *f = fopen(fk.hist_path, "rb");
+  rt_record rec;
+  if (f != NULL && fseeko(f, from, SEEK_SET) == 0)
+    while (fread(&rec, sizeof rec, 1, f) == 1)
+      if (rec.ev == RT_EV_ACQUIRE_CALL && rec.worker >= 0 &&
+          rec.worker < FK_WORKERS)
+        calls[rec.worker]++;
+  if (f != NULL)
+    fclose(f);
+  for (int i = 0; i < FK_WORKERS; i++)
+    if (calls[i] < 2) {
+      snprintf(why, cap, "worker %d: %d calls since the jump", i, calls[i]);
+      return false;
+    }
+  return true;
+}
+
 static void clock_jumps(fk_mode mode) {
   fk.lock_url = rt_server_url(clk);
   int fd = fk_begin("clock-jump", mode), jumps = 0, in_hold = 0;
+  off_t last = 0; /* the history's size at the latest jump */
   for (int64_t t0 = rt_now_ms(); fk_running(t0); jumps++) {
     rt_sleep_ms(300 + rand_r(&seed) % 300); /* the fault's rhythm */
     int64_t until = rt_now_ms() + 100;
@@ -573,7 +600,12 @@ static void clock_jumps(fk_mode mode) {
     in_hold += fk_in_hold() >= 0;
     rt_history_add(fd, -1, -1, RT_EV_FAULT, 'J', 2 * FK_WATCHDOG_MS, 0);
     rt_clock_jump_ms(clk, 2 * FK_WATCHDOG_MS);
+    last = fk_history_size();
   }
+  /* A stale holder of the last jump must have its chance to be told
+   * before the workers are killed. */
+  rt_wait_until(pred_rounds_done, &last, rt_scaled_ms(10000),
+                "every worker's round after the last jump");
   rt_verdict v = fk_finish(fd, "clock-jump", 0);
   fk.lock_url = NULL;
   print_message("[ CLOCK    ] %d jumps (%d while a worker held a lock): %ld "
