@@ -44,7 +44,11 @@ static int teardown(void **state) {
   return fx_teardown(state);
 }
 
+static int rl_worker_main(int argc, char **argv);
+
 static int child_main(int argc, char **argv) {
+  if (argc > 0 && strcmp(argv[0], "rlworker") == 0)
+    return rl_worker_main(argc, argv) == 0 ? 0 : 64;
   return fk_child_main(argc, argv) == 0 ? 0 : 64;
 }
 
@@ -552,6 +556,123 @@ static void test_redlock_kleppmann_watchdog(void **state) {
     rt_server_free(m[i]);
 }
 
+/* ---- RedLock under the history checker ---------------------------------- */
+
+/* RedLock workers: each takes a RedLock over RL_MEMBERS servers (the
+ * members it cannot reach are ports where nothing listens), with watchdog
+ * leases of FK_WATCHDOG_MS, waits up to FK_WAIT_MS, bumps the counter on
+ * srv inside the lock, checks its members (fewer than the quorum still
+ * held by its own records: the lock is lost), releases (RLOCK_ELOST: a
+ * member was lost). A RedLock has no fencing token, so nothing is
+ * written to the fenced resource: a stale holder can only be told. */
+#define RL_QUORUM (RL_MEMBERS / 2 + 1)
+
+typedef struct rl_worker {
+  int fd, id;
+  rlock_lock *l[RL_MEMBERS];
+  rlock_redlock *r;
+  uint64_t owner; /* the loop worker's */
+  uv_loop_t *loop;
+} rl_worker;
+
+/* Whether fewer than a quorum of members are still held: recorded LOST. */
+static void rl_check_quorum(rl_worker *w) {
+  int held = 0;
+  for (int i = 0; i < RL_MEMBERS; i++)
+    held += (w->loop ? rlock_lock_check_owner(w->l[i], w->owner)
+                     : rlock_lock_check(w->l[i])) == RLOCK_OK;
+  if (held < RL_QUORUM)
+    rt_history_add(w->fd, w->id, 0, RT_EV_LOST, held, 0, 0);
+}
+
+/* The counter bump inside the lock (GET, then SET). */
+static void rl_bump(rl_worker *w, redisContext *rc) {
+  rt_history_add(w->fd, w->id, 0, RT_EV_BUMP_BEGIN, 0, 0, 0);
+  redisReply *r = redisCommand(rc, "GET fault:counter:0");
+  long long v = r && r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
+  int ok = r != NULL;
+  freeReplyObject(r);
+  r = ok ? redisCommand(rc, "SET fault:counter:0 %lld", v + 1) : NULL;
+  if (r != NULL && r->type == REDIS_REPLY_STATUS)
+    rt_history_add(w->fd, w->id, 0, RT_EV_BUMP_DONE, v + 1, 0, 0);
+  freeReplyObject(r);
+}
+
+static void rl_round_blocking(rl_worker *w, redisContext *rc) {
+  int64_t t0 = rt_now_us();
+  int rc0 =
+      rlock_redlock_try_acquire(NULL, w->r, FK_WAIT_MS, RLOCK_LEASE_WATCHDOG);
+  if (!fk_acquired(w->fd, w->id, 0, rc0, 0, t0))
+    return;
+  rl_bump(w, rc);
+  usleep(2000); /* the work inside the lock */
+  rl_check_quorum(w);
+  rt_history_add(w->fd, w->id, 0, RT_EV_RELEASING, 0, 0, 0);
+  if (rlock_redlock_release(w->r) == RLOCK_ELOST)
+    rt_history_add(w->fd, w->id, 0, RT_EV_LOST, 0, 0, 0);
+}
+
+static void rl_round_loop(rl_worker *w, redisContext *rc, uv_timer_t *t) {
+  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
+  o.wait_ms = FK_WAIT_MS;
+  o.owner = w->owner;
+  fk_call acq = {0};
+  int64_t t0 = rt_now_us();
+  int rc0 = rlock_redlock_acquire_async(w->r, &o, fk_on_done, &acq, NULL);
+  if (rc0 == RLOCK_OK)
+    fk_run_until(w->loop, &acq.done);
+  else
+    acq.rc = rc0;
+  if (!fk_acquired(w->fd, w->id, 0, acq.rc, 0, t0))
+    return;
+  rl_bump(w, rc);
+  fk_loop_sleep(w->loop, t, 2);
+  rl_check_quorum(w);
+  rt_history_add(w->fd, w->id, 0, RT_EV_RELEASING, 0, 0, 0);
+  fk_call rel = {0};
+  if (rlock_redlock_release_async(w->r, w->owner, fk_on_done, &rel) != RLOCK_OK)
+    return;
+  fk_run_until(w->loop, &rel.done);
+  if (rel.rc == RLOCK_ELOST)
+    rt_history_add(w->fd, w->id, 0, RT_EV_LOST, 0, 0, 0);
+}
+
+/* `rlworker ID MODE HISTORY PORT URL...` (RL_MEMBERS URLs): never
+ * returns; dies with the test process. */
+static int rl_worker_main(int argc, char **argv) {
+  if (argc != 5 + RL_MEMBERS || strcmp(argv[0], "rlworker") != 0)
+    return -1;
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  fk.mode = (fk_mode)atoi(argv[2]);
+  rl_worker w = {rt_history_open(argv[3]), atoi(argv[1])};
+  uv_loop_t loop;
+  uv_timer_t timer;
+  if (fk.mode == FK_LOOP) {
+    uv_loop_init(&loop);
+    uv_timer_init(&loop, &timer);
+    w.loop = &loop;
+    w.owner = rlock_owner_new();
+  }
+  rlock_client *c[RL_MEMBERS];
+  for (int i = 0; i < RL_MEMBERS; i++) {
+    rlock_config *cfg = fk_worker_config(argv[5 + i]);
+    if ((w.loop ? rlock_client_new_uv(&c[i], cfg, w.loop)
+                : rlock_client_new(&c[i], cfg)) != RLOCK_OK ||
+        rlock_lock_new(&w.l[i], c[i], "fault:RL") != RLOCK_OK)
+      _exit(3);
+    rlock_config_free(cfg);
+  }
+  if (rlock_redlock_new(&w.r, w.l, RL_MEMBERS) != RLOCK_OK)
+    _exit(3);
+  for (redisContext *rc = NULL;;) {
+    rc = fk_counter_link(rc, atoi(argv[4]));
+    if (w.loop)
+      rl_round_loop(&w, rc, &timer);
+    else
+      rl_round_blocking(&w, rc);
+  }
+}
+
 /* ---- under the history checker ------------------------------------------ */
 
 static unsigned seed = 22;
@@ -627,6 +748,99 @@ static void test_clock_jumps_loop(void **state) {
   clock_jumps(FK_LOOP);
 }
 
+/* Start RedLock worker `id` over the servers `m`, those in `cut` replaced
+ * by ports where nothing listens. */
+static void rl_spawn(int id, rt_server *const *m, unsigned cut) {
+  char ids[16], mode[4], port[16], urls[RL_MEMBERS][64];
+  snprintf(ids, sizeof ids, "%d", id);
+  snprintf(mode, sizeof mode, "%d", (int)fk.mode);
+  snprintf(port, sizeof port, "%d", rt_server_port(srv));
+  const char *args[6 + RL_MEMBERS] = {"rlworker", ids, mode, fk.hist_path,
+                                      port};
+  for (int i = 0; i < RL_MEMBERS; i++) {
+    if (cut & (1u << i))
+      snprintf(urls[i], sizeof urls[i], "redis://127.0.0.1:%d", rt_free_port());
+    else
+      snprintf(urls[i], sizeof urls[i], "%s", rt_server_url(m[i]));
+    args[5 + i] = urls[i];
+  }
+  args[5 + RL_MEMBERS] = NULL;
+  fk.pids[id] = fx_spawn_child(args, NULL);
+}
+
+/* RedLock workers over five servers whose member C (the third) has its
+ * clock jump +2 s (twice the lease) every 300-600 ms, while a worker
+ * holds the lock when one is caught within 100 ms. `partitioned`: workers
+ * 0 and 1 cannot reach D and E, workers 2 and 3 cannot reach A and B
+ * (Kleppmann's case: the two sides' quorums meet only in C); else every
+ * worker reaches every member. */
+static void redlock_jumps(fk_mode mode, int partitioned) {
+  const char *name = partitioned ? "redlock-jump-cut" : "redlock-jump";
+  rt_server *m[RL_MEMBERS];
+  for (int i = 0; i < RL_MEMBERS; i++)
+    m[i] = rt_clock_server_start(NULL);
+  fk.mode = mode;
+  snprintf(fk.hist_path, sizeof fk.hist_path, "%s/%s%s.history",
+           rt_server_dir(srv), name, mode == FK_LOOP ? "-loop" : "");
+  unlink(fk.hist_path);
+  freeReplyObject(rt_cmd(srv, "FLUSHALL"));
+  int fd = rt_history_open(fk.hist_path), jumps = 0, in_hold = 0;
+  for (int id = 0; id < FK_WORKERS; id++)
+    rl_spawn(id, m,
+             !partitioned ? 0u
+             : id < 2     ? (1u << 3 | 1u << 4)
+                          : (1u << 0 | 1u << 1));
+  off_t last = 0;
+  for (int64_t t0 = rt_now_ms(); fk_running(t0); jumps++) {
+    rt_sleep_ms(300 + rand_r(&seed) % 300); /* the fault's rhythm */
+    int64_t until = rt_now_ms() + 100;
+    while (fk_in_hold() < 0 && rt_now_ms() < until)
+      rt_sleep_ms(1);
+    in_hold += fk_in_hold() >= 0;
+    rt_history_add(fd, -1, -1, RT_EV_FAULT, 'J', 2 * FK_WATCHDOG_MS, 0);
+    rt_clock_jump_ms(m[2], 2 * FK_WATCHDOG_MS);
+    last = fk_history_size();
+  }
+  rt_wait_until(pred_rounds_done, &last, rt_scaled_ms(10000),
+                "every worker's round after the last jump");
+  fk.lock_url = "redlock"; /* not srv's locks: nothing to look for there */
+  rt_verdict v = fk_finish(fd, name, 0);
+  fk.lock_url = NULL;
+  for (int i = 0; i < RL_MEMBERS; i++)
+    rt_server_free(m[i]);
+  print_message("[ CLOCK    ] %s%s: %d jumps of C (%d while a worker held "
+                "the lock): %ld overlaps, each with its stale holder told "
+                "(no token: none can be refused); %ld RLOCK_ELOST\n",
+                name, mode == FK_LOOP ? " (loop)" : "", jumps, in_hold,
+                v.fenced_overlaps, v.lost);
+  assert_true(jumps > 0 && v.faults >= jumps);
+  /* Every member reached: the holder holds all five (rlock takes every
+   * free member), so C alone can never give anyone else a quorum. */
+  if (!partitioned)
+    assert_int_equal(v.fenced_overlaps, 0);
+  assert_true(in_hold == 0 || v.lost > 0);
+}
+
+static void test_redlock_jumps(void **state) {
+  (void)state;
+  redlock_jumps(FK_BLOCKING, 0);
+}
+
+static void test_redlock_jumps_loop(void **state) {
+  (void)state;
+  redlock_jumps(FK_LOOP, 0);
+}
+
+static void test_redlock_jumps_cut(void **state) {
+  (void)state;
+  redlock_jumps(FK_BLOCKING, 1);
+}
+
+static void test_redlock_jumps_cut_loop(void **state) {
+  (void)state;
+  redlock_jumps(FK_LOOP, 1);
+}
+
 static const struct CMUnitTest tests_of_clocks[] = {
     cmocka_unit_test(test_shim_moves_expiry),
     cmocka_unit_test(test_jump_blocking_holder),
@@ -636,6 +850,10 @@ static const struct CMUnitTest tests_of_clocks[] = {
     cmocka_unit_test(test_redlock_kleppmann_watchdog),
     cmocka_unit_test(test_clock_jumps),
     cmocka_unit_test(test_clock_jumps_loop),
+    cmocka_unit_test(test_redlock_jumps),
+    cmocka_unit_test(test_redlock_jumps_loop),
+    cmocka_unit_test(test_redlock_jumps_cut),
+    cmocka_unit_test(test_redlock_jumps_cut_loop),
 };
 
 FX_MAIN(tests_of_clocks, setup, teardown, child_main)
