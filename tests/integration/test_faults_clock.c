@@ -16,7 +16,10 @@
  *     first still holds its own: the overlap, what the first client's
  *     validity said meanwhile, and how soon its watchdog tells it;
  *   - the fault-run workload (faults_kit.h) with periodic jumps, blocking
- *     and loop workers: every overlap's stale holder told or refused. */
+ *     and loop workers: every overlap's stale holder told or refused;
+ *   - RedLock workers, blocking and loop, with one member's clock jumping:
+ *     no overlap when every worker reaches every member; with Kleppmann's
+ *     partition every overlap's stale holder told (there is no token). */
 #include "faults_kit.h"
 
 #include <fcntl.h>
