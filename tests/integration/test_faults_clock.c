@@ -17,9 +17,9 @@
  *     validity said meanwhile, and how soon its watchdog tells it;
  *   - the fault-run workload (faults_kit.h) with periodic jumps, blocking
  *     and loop workers: every overlap's stale holder told or refused;
- *   - RedLock workers, blocking and loop, with one member's clock jumping:
- *     no overlap when every worker reaches every member; with Kleppmann's
- *     partition every overlap's stale holder told (there is no token). */
+ *   - RedLock workers, blocking and loop, with one member's clock jumping,
+ *     every worker reaching every member or with Kleppmann's partition:
+ *     every overlap's stale holder told (there is no token to refuse). */
 #include "faults_kit.h"
 
 #include <fcntl.h>
@@ -843,10 +843,11 @@ static void redlock_jumps(fk_mode mode, int partitioned) {
                 name, mode == FK_LOOP ? " (loop)" : "", jumps, in_hold,
                 v.fenced_overlaps, v.lost);
   assert_true(jumps > 0 && v.faults >= jumps);
-  /* Every member reached: the holder holds all five (rlock takes every
-   * free member), so C alone can never give anyone else a quorum. */
-  if (!partitioned)
-    assert_int_equal(v.fenced_overlaps, 0);
+  /* With every member reached no overlap is asserted, only judged: a
+   * holder usually holds all five (rlock takes every free member), so C
+   * alone gives nobody a quorum, but one whose round raced another's may
+   * hold just three, and then C's jump can let the other in (it must be
+   * told, as with the partition). */
   assert_true(in_hold == 0 || v.lost > 0);
 }
 
