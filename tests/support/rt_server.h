@@ -86,6 +86,11 @@ typedef struct rt_server_opts {
      which may be out of range or taken. When a port turns out to be taken
      both are picked anew. */
   bool cluster;
+  /* NULL, or a NULL-terminated list of "NAME=value" words added to the
+     server's environment (replacing a variable of the same name there),
+     e.g. LD_PRELOAD (rt_clock.h). Copied. In a value, "{dir}" stands for
+     the server's directory (rt_server_dir()). */
+  const char *const *env;
 } rt_server_opts;
 
 /* rt_server_start() with options. rt_server_start(args) is
