@@ -265,15 +265,21 @@ static int attempt(acq *a) {
 }
 
 /* Subscribe; while the server is out of reach, attempt between pauses
- * instead (the lock may come free without a message reaching us).
- * RLOCK_OK with *sub NULL when such an attempt took the lock. */
+ * instead (the lock may come free without a message reaching us). A
+ * subscription not confirmed by the time the holder's lease runs out (the
+ * background thread short of memory, a failover under way) does not hold
+ * the waiter up: it attempts then, as a sleeping waiter would, and goes on
+ * waiting for the confirmation. RLOCK_OK with *sub NULL when such an
+ * attempt took the lock. */
 static int subscribe(acq *a, const char *ch, rlock__sub **sub) {
   for (;;) {
-    int rc = rlock__sub_acquire(a->l->client, ch, a->deadline, a->cancel, sub);
-    if (rc == RLOCK__EDEADLINE)
+    int64_t until = round_until(a->ttl, a->deadline);
+    int rc = rlock__sub_acquire(a->l->client, ch, until, a->cancel, sub);
+    if (rc == RLOCK__EDEADLINE && until >= a->deadline)
       return RLOCK_ELOCKED;
     int transient = rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT;
-    if (rc == RLOCK_OK || !ride_out(a, rlock__retryable(rc, transient)))
+    if (rc != RLOCK__EDEADLINE &&
+        (rc == RLOCK_OK || !ride_out(a, rlock__retryable(rc, transient))))
       return rc == RLOCK_OK ? rc : outage_end(a, rc);
     if ((rc = attempt(a)) != RLOCK_ELOCKED) {
       *sub = NULL;
