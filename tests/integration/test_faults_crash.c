@@ -146,6 +146,43 @@ static void cluster_kill(fk_mode mode) {
   assert_true(v.faults == kills);
 }
 
+/* An acquisition that rides out the crash inside one attempt (the master
+ * gone, the request held back until Sentinel names the new one) takes
+ * the lock only once it is sent there, and its lease runs from then: the
+ * holder is not told it lost a lock it just got (the fault runs above
+ * first showed such holders, told RLOCK_ELOST 2 ms after an RLOCK_OK,
+ * when the lease was counted from the attempt's start). */
+static void test_acquire_across_crash(void **state) {
+  (void)state;
+  rt_sentinel_group *g = rt_sentinel_start("ridemaster", 1, 3);
+  rlock_client *c =
+      fx_client_opts(rt_sentinel_url(g), FK_WATCHDOG_MS, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "crash:ride");
+  OK(rlock_lock_acquire(l)); /* the client knows the master, has a */
+  OK(rlock_lock_release(l)); /* pooled connection to it */
+  rt_sentinel_kill_master(g);
+  int64_t t0 = rt_now_ms();
+  OK(rlock_lock_try_acquire(l, rt_scaled_ms(20000), RLOCK_LEASE_WATCHDOG));
+  int64_t took = rt_now_ms() - t0;
+  rt_sentinel_wait_failover(g, rt_scaled_ms(30000));
+  print_message("acquired on the new master %lld ms after the crash\n",
+                (long long)took);
+  assert_true(took > FK_WATCHDOG_MS); /* rode out more than a lease */
+  OK(rlock_lock_check(l));
+  rlock_stats st0, st;
+  OK(rlock_client_stats(c, &st0, sizeof st0));
+  do { /* renewed on the new master, still held */
+    rt_sleep_ms(10);
+    OK(rlock_client_stats(c, &st, sizeof st));
+  } while (st.renewals < st0.renewals + 2 && rt_now_ms() - t0 < 20000);
+  assert_true(st.renewals >= st0.renewals + 2);
+  OK(rlock_lock_check(l));
+  OK(rlock_lock_release(l));
+  rlock_lock_free(l);
+  OK(rlock_client_free(c));
+  rt_sentinel_free(g);
+}
+
 static void test_sentinel_kill(void **state) {
   (void)state;
   sentinel_kill(FK_BLOCKING);
@@ -167,6 +204,7 @@ static void test_cluster_kill_loop(void **state) {
 }
 
 static const struct CMUnitTest tests_of_crashes[] = {
+    cmocka_unit_test(test_acquire_across_crash),
     cmocka_unit_test(test_sentinel_kill),
     cmocka_unit_test(test_sentinel_kill_loop),
     cmocka_unit_test(test_cluster_kill),
