@@ -8,7 +8,9 @@
  * working again, nothing may be left held on the server, and ASan and
  * valgrind (CI) see no leak. A hold whose script ran but whose record
  * could not be made must be given back: the out-of-memory path after an
- * acquisition. */
+ * acquisition. Then the same for the allocations of the library's own
+ * thread (renewals, the subscriber) and of a loop client's callbacks,
+ * with a lock held under the watchdog and a waiter (below). */
 #include "loop_fixture.h"
 
 #include "alloc.h"
