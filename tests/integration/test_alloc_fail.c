@@ -278,16 +278,34 @@ static void bg_hold(rlock_client *c, const rlock_stats *base) {
   }
 }
 
+/* The lock kinds the background walks hold and wait for: the holder's
+ * and the waiter's constructors. A fair waiter listens on a channel of
+ * its own; a read hold is renewed by renew_read.lua, with its timeout
+ * key, and a writer waits for it. */
+typedef struct bg_kind {
+  const char *label;
+  const char *name;
+  lock_new_fn holder, waiter;
+} bg_kind;
+
+static const bg_kind bg_kinds[] = {
+    {"reentrant", "alloc:bg", rlock_lock_new, rlock_lock_new},
+    {"fair", "alloc:bgfair", rlock_lock_new_fair, rlock_lock_new_fair},
+    {"read, a writer waiting", "alloc:bgrw", rlock_lock_new_read,
+     rlock_lock_new_write},
+};
+
 /* The holder's view after the hold, against the server's: returns 1 when
  * it was told the hold is lost. */
-static int bg_told(rlock_client *c, rlock_lock *l, uint64_t n) {
+static int bg_told(rlock_client *c, rlock_lock *l, const char *name,
+                   uint64_t n) {
   char field[RLOCK_OWNER_MAX];
   fx_owner(c, field);
   int check = rlock_lock_check(l);
   if (check != RLOCK_OK && check != RLOCK_ELOST)
     fail_msg("N=%llu: rlock_lock_check returned %d (%s)", (unsigned long long)n,
              check, rlock_error_last()->message);
-  if (fx_hget(srv, "alloc:bg", field) == -1 && check != RLOCK_ELOST)
+  if (fx_hget(srv, name, field) == -1 && check != RLOCK_ELOST)
     fail_msg("N=%llu: the server no longer has the hold, but "
              "rlock_lock_check says it is held",
              (unsigned long long)n);
@@ -334,11 +352,14 @@ static void bg_waiter_ok(const bg_waiter *w, int64_t released_at, int told,
 
 /* One cycle with the Nth allocation off the test's threads failing (and,
  * without ONCE, every later one). Returns 1 when none was refused. */
-static int cycle_bg(uint64_t n, int flags, int *waiter_rc, int *was_told) {
+static int cycle_bg(const bg_kind *k, uint64_t n, int flags, int *waiter_rc,
+                    int *was_told) {
   atomic_store(&bg_lost, 0);
   rlock_client *c =
       fx_client_opts(rt_server_url(srv), BG_WATCHDOG_MS, bg_on_lost, NULL);
-  rlock_lock *lh = fx_lock(c, "alloc:bg"), *lw = fx_lock(c, "alloc:bg");
+  rlock_lock *lh, *lw;
+  OK(k->holder(&lh, c, k->name));
+  OK(k->waiter(&lw, c, k->name));
   OK(rlock_lock_try_acquire(lh, 0, RLOCK_LEASE_WATCHDOG));
   rlock_stats base = bg_stats(c);
   rlock__alloc_fail_at(n, RLOCK__ALLOC_OTHER_THREADS | flags);
@@ -346,7 +367,7 @@ static int cycle_bg(uint64_t n, int flags, int *waiter_rc, int *was_told) {
   pthread_t t;
   assert_int_equal(pthread_create(&t, NULL, bg_wait, &w), 0);
   bg_hold(c, &base);
-  int told = bg_told(c, lh, n);
+  int told = bg_told(c, lh, k->name, n);
   int64_t released_at = rt_now_ms();
   int rc = rlock_lock_release(lh);
   if (rc != RLOCK_OK && rc != RLOCK_ELOST)
@@ -362,25 +383,26 @@ static int cycle_bg(uint64_t n, int flags, int *waiter_rc, int *was_told) {
   rlock_lock_free(lh);
   rlock_lock_free(lw);
   OK(rlock_client_free(c));
-  if (rt_cmd_int(srv, "EXISTS alloc:bg") != 0)
-    fail_msg("N=%llu: 'alloc:bg' left held", (unsigned long long)n);
+  if (rt_cmd_int(srv, "EXISTS %s", k->name) != 0)
+    fail_msg("N=%llu: '%s' left held", (unsigned long long)n, k->name);
   return clean;
 }
 
-static void walk_bg(int flags) {
+static void walk_bg(const bg_kind *k, int flags) {
   uint64_t stride = rt_scaled_ms(1) >= 4 ? 3 : 1, n;
   int got = 0, told = 0;
   for (n = 1; n < 100000; n += n < 40 ? 1 : stride) {
     int rc, lost;
-    int clean = cycle_bg(n, flags, &rc, &lost);
+    int clean = cycle_bg(k, n, flags, &rc, &lost);
     got += rc == RLOCK_OK;
     told += lost;
     if (clean)
       break;
   }
-  print_message("background thread, %s: %llu allocations walked; the waiter "
-                "got the lock in %d cycles; the holder was told it lost it "
-                "in %d\n",
+  print_message("background thread, %s, %s: %llu allocations walked; the "
+                "waiter got the lock in %d cycles; the holder was told it "
+                "lost it in %d\n",
+                k->label,
                 flags & RLOCK__ALLOC_ONCE ? "one failing"
                                           : "all failing from N",
                 (unsigned long long)n, got, told);
@@ -393,12 +415,24 @@ static void walk_bg(int flags) {
 
 static void test_background_once(void **state) {
   (void)state;
-  walk_bg(RLOCK__ALLOC_ONCE);
+  walk_bg(&bg_kinds[0], RLOCK__ALLOC_ONCE);
 }
 
 static void test_background_all(void **state) {
   (void)state;
-  walk_bg(0);
+  walk_bg(&bg_kinds[0], 0);
+}
+
+static void test_background_fair(void **state) {
+  (void)state;
+  walk_bg(&bg_kinds[1], RLOCK__ALLOC_ONCE);
+  walk_bg(&bg_kinds[1], 0);
+}
+
+static void test_background_rw(void **state) {
+  (void)state;
+  walk_bg(&bg_kinds[2], RLOCK__ALLOC_ONCE);
+  walk_bg(&bg_kinds[2], 0);
 }
 
 /* ---- a loop client's renewals and subscriber ----------------------------
@@ -599,6 +633,8 @@ int main(void) {
       cmocka_unit_test(test_multilock),
       cmocka_unit_test(test_background_once),
       cmocka_unit_test(test_background_all),
+      cmocka_unit_test(test_background_fair),
+      cmocka_unit_test(test_background_rw),
       cmocka_unit_test(test_loop_once),
       cmocka_unit_test(test_loop_all),
   };
