@@ -145,7 +145,6 @@ typedef struct acq {
   int64_t backoff_ms; /* the next pause while the server is unreachable */
   int64_t outage_us;  /* when the current outage was first met, or 0 */
   int waiting;        /* an attempt was answered "held": a wait began */
-  int woken;          /* the next attempt follows a wake-up */
 } acq;
 
 /* One attempt: build the kind's call, run it (riding out a failover
@@ -161,10 +160,6 @@ static int attempt_once(acq *a, int64_t deadline, int *transient) {
   rlock__reply *r;
   l->kind->attempt(l, owner, lease, a->wait_ms, &call);
   call.sync = 1;
-  if (a->woken) { /* by a direct wait: its socket goes back once sent */
-    call.on_sent = rlock__sub_handback;
-    call.on_sent_arg = l->client;
-  }
   int rc = rlock__lock_run_until(l, &call, deadline, &r);
   *transient = call.transient;
   if (call.sent_us != 0)
@@ -248,7 +243,6 @@ static int attempt(acq *a) {
     a->sent = rlock__now_us();
     int transient;
     int rc = attempt_once(a, retry_limit(a, a->sent), &transient);
-    a->woken = 0;
     if (rc == RLOCK_EREPLICA &&
         rlock__ms_left(a->deadline) > UNCONFIRMED_PAUSE_MS) {
       rlock__sleep_ms(UNCONFIRMED_PAUSE_MS);
@@ -305,8 +299,7 @@ static int wait_and_retry(acq *a) {
     rc = attempt(a);
     if (rc != RLOCK_ELOCKED || rlock__now_us() >= a->deadline)
       break;
-    a->woken =
-        rlock__sub_wait(c, sub, round_until(a->ttl, a->deadline), a->cancel);
+    rlock__sub_wait(c, sub, round_until(a->ttl, a->deadline), a->cancel);
     if (rlock__canceled(a->cancel)) {
       rc = rlock__err(RLOCK_ECANCELED, "wait canceled");
       break;
