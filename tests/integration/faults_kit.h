@@ -435,6 +435,35 @@ static inline void fk_wait_record_from(int id, off_t from, rt_ev ev) {
   rt_wait_until(fk_pred_record, &w, rt_scaled_ms(10000), "the worker's record");
 }
 
+typedef struct fk_count_wait {
+  off_t from;
+  long want;
+} fk_count_wait;
+
+static inline bool fk_pred_acquired(void *arg, char *why, size_t cap) {
+  fk_count_wait *w = arg;
+  FILE *f = fopen(fk.hist_path, "rb");
+  rt_record rec;
+  long n = 0;
+  if (f != NULL && fseeko(f, w->from, SEEK_SET) == 0)
+    while (fread(&rec, sizeof rec, 1, f) == 1)
+      n += rec.ev == RT_EV_ACQUIRED;
+  if (f != NULL)
+    fclose(f);
+  snprintf(why, cap, "%ld of %ld acquisitions since the last fault", n,
+           w->want);
+  return n >= w->want;
+}
+
+/* Wait until the workers have made `n` acquisitions past offset `from`
+ * (fk_history_size() taken after the last fault): a run whose faults
+ * take most of its time (failovers) still shows the locks work again. */
+static inline void fk_wait_acquisitions(off_t from, long n) {
+  fk_count_wait w = {from, n};
+  rt_wait_until(fk_pred_acquired, &w, rt_scaled_ms(30000),
+                "acquisitions after the last fault");
+}
+
 /* Stop (SIGSTOP) a worker caught holding a lock; its id, or -1 when
  * none was caught in a few tries. */
 static inline int fk_stop_a_holder(void) {

@@ -83,6 +83,7 @@ static void sentinel_kill(fk_mode mode) {
     sentinel_crash(g, fd);
     took_ms += rt_sentinel_failover_ms(g);
   }
+  fk_wait_acquisitions(fk_history_size(), 10); /* the locks work again */
   rt_verdict v = fk_finish(fd, "sentinel-kill", 0);
   fk.lock_url = NULL;
   rt_sentinel_free(g);
@@ -132,6 +133,7 @@ static void cluster_kill(fk_mode mode) {
     cluster_crash(cl, fd, kills % FK_LOCKS); /* each lock's master in turn */
     took_ms += rt_cluster_last_failover_ms(cl);
   }
+  fk_wait_acquisitions(fk_history_size(), 10); /* the locks work again */
   rt_verdict v = fk_finish(fd, "cluster-kill", 0);
   fk.lock_url = NULL;
   rt_cluster_free(cl);
