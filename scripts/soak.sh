@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# The fault runs of tests/integration/test_faults.c for a long time: every
-# scenario (holders killed and stopped, the server paused, restarted with
-# and without persistence, connections killed, maxmemory reached, Sentinel
-# and Cluster failovers, a shaped link) runs SOAK_SECONDS / 10 seconds
-# (SOAK_SECONDS default 600), against real
+# The fault runs of tests/integration/test_faults*.c for a long time: every
+# scenario of every test_faults* binary (holders killed and stopped, the
+# server paused, restarted with and without persistence, connections
+# killed, maxmemory reached, Sentinel and Cluster failovers, a shaped link,
+# and the files beside test_faults.c), with blocking and loop workers,
+# runs SOAK_SECONDS / 10 seconds (SOAK_SECONDS default 600), against real
 # redis-server processes the test starts and stops by pid. Prints each
 # scenario's history verdict and the totals; exits non-zero on any
 # violation (overlapping holds, token inversions, lost updates, calls past
@@ -23,13 +24,19 @@ PER=$(python3 -c "print(max(1.0, $SECS / 10))")
 
 echo "==> soak: building in $DIR"
 cmake -S . -B "$DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$DIR" -j"$JOBS" --target test_faults >/dev/null
+bins=$(for f in tests/integration/test_faults*.c; do basename "$f" .c; done)
+# shellcheck disable=SC2086
+cmake --build "$DIR" -j"$JOBS" --target $bins >/dev/null
 
 log=$DIR/soak.log
-echo "==> soak: 10 scenarios, ${PER}s each (log: $log)"
+: >"$log"
+echo "==> soak: $(echo $bins | wc -w) binaries, ${PER}s per scenario (log: $log)"
 rc=0
-RLOCK_TEST_BINDIR=$PWD/$DIR RLOCK_FAULT_SECONDS=$PER \
-  "$DIR/tests/test_faults" >"$log" 2>&1 || rc=$?
+for b in $bins; do
+  echo "==> soak: $b" | tee -a "$log"
+  RLOCK_TEST_BINDIR=$PWD/$DIR RLOCK_FAULT_SECONDS=$PER \
+    "$DIR/tests/$b" >>"$log" 2>&1 || rc=$?
+done
 grep -E '^\[ HISTORY' "$log" || true
 python3 - "$log" <<'PY'
 import re, sys

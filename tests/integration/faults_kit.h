@@ -1,0 +1,512 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * faults_kit.h - the workload and the judge of the fault runs
+ * (test_faults*.c), shared by every file that injects faults.
+ *
+ * FK_WORKERS worker processes (the test binary run again with "--child
+ * worker ...") take turns on FK_LOCKS fenced locks. Each round: acquire
+ * (FK_WAIT_MS wait), bump a counter inside the lock (GET then SET: a lost
+ * update shows two holders at once), write the fencing token to a fenced
+ * resource (refused below the highest token seen), check the lock is
+ * still held, release. Each step is a record in a history file
+ * (rt_history.h) that fk_finish() judges.
+ *
+ * A worker is a blocking client (FK_BLOCKING) or a loop client on its own
+ * libuv loop (FK_LOOP: the round's acquisition and release are async
+ * calls, the loop runs while it waits and while it works inside the lock,
+ * so renewals run on the loop as in an event-driven server).
+ *
+ * The locks live at fk.lock_url (default: the fixture's server srv); the
+ * counters and the fenced resource live on srv, a server no fault
+ * touches, like an application's database, or, with fk.file_fence, in a
+ * file (for runs where Redis itself forgets, tokens too). A test that
+ * runs workers elsewhere (another network namespace) sets fk.url_of,
+ * fk.prefix_of and fk.counter_host.
+ *
+ * Use: fd = fk_begin("name", FK_LOOP); inject faults while
+ * fk_running(t0); v = fk_finish(fd, "name", counter_checked); and in
+ * FX_MAIN's child function call fk_child_main() first.
+ */
+#ifndef RLOCK_TEST_FAULTS_KIT_H
+#define RLOCK_TEST_FAULTS_KIT_H
+
+#include "fixture.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <uv.h>
+
+#include "rlock/uv.h"
+#include "rt_history.h"
+
+#define FK_WORKERS 4
+#define FK_LOCKS 2
+#define FK_WATCHDOG_MS 1000
+#define FK_WAIT_MS 2000
+
+typedef enum fk_mode { FK_BLOCKING, FK_LOOP } fk_mode;
+
+static struct fk_state {
+  char hist_path[512];
+  pid_t pids[FK_WORKERS];
+  fk_mode mode;
+  int file_fence;         /* the fenced resource in a file, not on srv */
+  char fence_path[512];   /* its path (fk.file_fence) */
+  const char *lock_url;   /* where the locks live (NULL: srv) */
+  const char *counter_host; /* srv as the workers reach it (NULL: 127.0.0.1) */
+  /* Optional, per worker: its lock URL, and a command prefix it runs
+   * under (e.g. {"ip", "netns", "exec", "ns1", NULL}). */
+  const char *(*url_of)(int id);
+  const char *const *(*prefix_of)(int id);
+} fk;
+
+/* The fenced resource: accept a write only with a token at least the
+ * highest accepted so far. */
+static const char FK_FENCED_WRITE[] =
+    "local m = tonumber(redis.call('GET', KEYS[1]) or '0') "
+    "if tonumber(ARGV[1]) < m then return 0 end "
+    "redis.call('SET', KEYS[1], ARGV[1]) return redis.call('INCR', KEYS[2])";
+
+static inline int64_t fk_ms_since(int64_t t0_us) {
+  return (rt_now_us() - t0_us) / 1000;
+}
+
+/* The file resource: one line per lock, the highest token accepted;
+ * flock(2) makes check-and-write atomic across the workers. The order of
+ * acceptance (>= 1), 0 refused, -1 on an I/O error. */
+static inline int fk_file_write(int li, int64_t token) {
+  char path[600];
+  snprintf(path, sizeof path, "%s.%d", fk.fence_path, li);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0 || flock(fd, LOCK_EX) != 0)
+    return fd < 0 ? -1 : (close(fd), -1);
+  char buf[64] = "";
+  ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+  long long max = 0, seq = 0;
+  if (n > 0 && sscanf(buf, "%lld %lld", &max, &seq) < 1)
+    max = 0;
+  int ok = token >= max;
+  if (ok) {
+    int len =
+        snprintf(buf, sizeof buf, "%lld %lld\n", (long long)token, seq + 1);
+    ok = ftruncate(fd, 0) == 0 && pwrite(fd, buf, (size_t)len, 0) == len
+             ? (int)(seq + 1)
+             : -1;
+  }
+  close(fd); /* drops the flock */
+  return ok;
+}
+
+/* ---- one round, the part inside the lock (both modes) ------------------ */
+
+/* Bump the counter and write the token to the fenced resource, recording
+ * each step. */
+static inline void fk_work(int fd, int id, int li, int64_t token,
+                           redisContext *rc) {
+  rt_history_add(fd, id, li, RT_EV_BUMP_BEGIN, 0, 0, 0);
+  redisReply *r = redisCommand(rc, "GET fault:counter:%d", li);
+  long long v = r && r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
+  int ok = r != NULL;
+  freeReplyObject(r);
+  r = ok ? redisCommand(rc, "SET fault:counter:%d %lld", li, v + 1) : NULL;
+  if (r != NULL && r->type == REDIS_REPLY_STATUS) /* not refused (OOM) */
+    rt_history_add(fd, id, li, RT_EV_BUMP_DONE, v + 1, 0, 0);
+  freeReplyObject(r);
+  int accepted = -1;
+  if (fk.file_fence) {
+    accepted = fk_file_write(li, token);
+  } else {
+    r = redisCommand(rc, "EVAL %s 2 fault:res:{%d} fault:seq:{%d} %lld",
+                     FK_FENCED_WRITE, li, li, (long long)token);
+    if (r != NULL && r->type == REDIS_REPLY_INTEGER)
+      accepted = r->integer > 0 ? (int)r->integer : 0;
+    freeReplyObject(r);
+  }
+  /* b: the resource's own order of acceptance (a worker stopped between
+   * the write and this record records it late). */
+  if (accepted >= 0)
+    rt_history_add(fd, id, li,
+                   accepted ? RT_EV_WRITE_ACCEPTED : RT_EV_WRITE_REFUSED, token,
+                   accepted, 0);
+}
+
+/* Record an acquisition's outcome; true when it holds the lock. */
+static inline bool fk_acquired(int fd, int id, int li, int rc, int64_t token,
+                               int64_t t0) {
+  rt_history_add(fd, id, li, RT_EV_ACQUIRE_CALL, FK_WAIT_MS, fk_ms_since(t0),
+                 0);
+  if (rc != RLOCK_OK) {
+    rt_history_add(fd, id, li, RT_EV_ACQUIRE_FAILED, rc, FK_WAIT_MS,
+                   fk_ms_since(t0));
+    return false;
+  }
+  rt_history_add(fd, id, li, RT_EV_ACQUIRED, token, 0, 0);
+  return true;
+}
+
+/* ---- the blocking worker ------------------------------------------------ */
+
+static inline void fk_round_blocking(int fd, int id, int li, rlock_lock *l,
+                                     redisContext *rc) {
+  int64_t token = 0, t0 = rt_now_us();
+  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
+  o.wait_ms = FK_WAIT_MS;
+  o.token = &token;
+  if (!fk_acquired(fd, id, li, rlock_lock_acquire_opts(l, &o), token, t0))
+    return;
+  fk_work(fd, id, li, token, rc);
+  usleep(2000); /* the work inside the lock */
+  if (rlock_lock_check(l) == RLOCK_ELOST)
+    rt_history_add(fd, id, li, RT_EV_LOST, 0, 0, 0);
+  rt_history_add(fd, id, li, RT_EV_RELEASING, 0, 0, 0);
+  if (rlock_lock_release(l) == RLOCK_ELOST) /* lost before the release */
+    rt_history_add(fd, id, li, RT_EV_LOST, 0, 0, 0);
+}
+
+/* ---- the loop worker ---------------------------------------------------- */
+
+typedef struct fk_call {
+  int done, rc;
+  int64_t value;
+} fk_call;
+
+static inline void fk_on_done(void *arg, int rc, int64_t value) {
+  fk_call *c = arg;
+  c->rc = rc;
+  c->value = value;
+  c->done = 1;
+}
+
+static inline void fk_on_timer(uv_timer_t *t) { *(int *)t->data = 1; }
+
+/* Run `loop` until `*flag` is set (the call's callback or a timer). */
+static inline void fk_run_until(uv_loop_t *loop, const int *flag) {
+  while (!*flag)
+    uv_run(loop, UV_RUN_ONCE);
+}
+
+/* The work's time inside the lock, with the loop running (renewals). */
+static inline void fk_loop_sleep(uv_loop_t *loop, uv_timer_t *t, int ms) {
+  int fired = 0;
+  t->data = &fired;
+  uv_timer_start(t, fk_on_timer, (uint64_t)ms, 0);
+  fk_run_until(loop, &fired);
+}
+
+static inline void fk_round_loop(int fd, int id, int li, rlock_lock *l,
+                                 redisContext *rc, uv_loop_t *loop,
+                                 uv_timer_t *t) {
+  static uint64_t owner;
+  if (owner == 0)
+    owner = rlock_owner_new();
+  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
+  o.wait_ms = FK_WAIT_MS;
+  o.owner = owner;
+  fk_call acq = {0};
+  int64_t t0 = rt_now_us();
+  int rc0 = rlock_lock_acquire_async(l, &o, fk_on_done, &acq, NULL);
+  if (rc0 == RLOCK_OK)
+    fk_run_until(loop, &acq.done);
+  else
+    acq.rc = rc0;
+  if (!fk_acquired(fd, id, li, acq.rc, acq.value, t0))
+    return;
+  fk_work(fd, id, li, acq.value, rc);
+  fk_loop_sleep(loop, t, 2);
+  if (rlock_lock_check_owner(l, owner) == RLOCK_ELOST)
+    rt_history_add(fd, id, li, RT_EV_LOST, 0, 0, 0);
+  rt_history_add(fd, id, li, RT_EV_RELEASING, 0, 0, 0);
+  fk_call rel = {0};
+  if (rlock_lock_release_async(l, owner, fk_on_done, &rel) != RLOCK_OK)
+    return;
+  fk_run_until(loop, &rel.done);
+  if (rel.rc == RLOCK_ELOST)
+    rt_history_add(fd, id, li, RT_EV_LOST, 0, 0, 0);
+}
+
+/* ---- the worker process ------------------------------------------------- */
+
+static inline rlock_config *fk_worker_config(const char *url) {
+  rlock_config *cfg;
+  if (rlock_config_new(&cfg) != RLOCK_OK ||
+      rlock_config_set_url(cfg, url) != RLOCK_OK ||
+      rlock_config_set_watchdog_timeout_ms(cfg, FK_WATCHDOG_MS) != RLOCK_OK ||
+      rlock_config_set_command_timeout_ms(cfg, 1000) != RLOCK_OK ||
+      rlock_config_set_connect_timeout_ms(cfg, 500) != RLOCK_OK)
+    _exit(3);
+  return cfg;
+}
+
+/* (Re)connect the counter connection when it is down. */
+static inline redisContext *fk_counter_link(redisContext *rc, int port) {
+  if (rc != NULL && !rc->err)
+    return rc;
+  if (rc != NULL)
+    redisFree(rc);
+  struct timeval tv = {1, 0};
+  const char *host = fk.counter_host ? fk.counter_host : "127.0.0.1";
+  rc = redisConnectWithTimeout(host, port, tv);
+  if (rc != NULL && !rc->err)
+    redisSetTimeout(rc, tv);
+  return rc;
+}
+
+/* A worker process: takes `url` for its locks and the counter server's
+ * `port`; never returns. Dies with the test process. */
+static inline void fk_worker(int id, const char *url, int port) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  int fd = rt_history_open(fk.hist_path);
+  rlock_config *cfg = fk_worker_config(url);
+  rlock_client *c;
+  uv_loop_t loop;
+  uv_timer_t timer;
+  if (fk.mode == FK_LOOP) {
+    uv_loop_init(&loop);
+    uv_timer_init(&loop, &timer);
+  }
+  if ((fk.mode == FK_LOOP ? rlock_client_new_uv(&c, cfg, &loop)
+                          : rlock_client_new(&c, cfg)) != RLOCK_OK)
+    _exit(3);
+  rlock_config_free(cfg);
+  rlock_lock *l[FK_LOCKS];
+  for (int i = 0; i < FK_LOCKS; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "fault:L%d", i);
+    if (rlock_lock_new_fenced(&l[i], c, name) != RLOCK_OK)
+      _exit(3);
+  }
+  redisContext *rc = NULL;
+  for (unsigned seed = (unsigned)getpid();;) {
+    rc = fk_counter_link(rc, port);
+    int li = (int)(rand_r(&seed) % FK_LOCKS);
+    if (fk.mode == FK_LOOP)
+      fk_round_loop(fd, id, li, l[li], rc, &loop, &timer);
+    else
+      fk_round_blocking(fd, id, li, l[li], rc);
+  }
+}
+
+/* The worker role: `worker ID MODE URL PORT HISTORY FILE_FENCE FENCE_PATH
+ * COUNTER_HOST`. Returns -1 when `argv` is not a worker role (the caller
+ * handles its own roles); a worker never returns. */
+static inline int fk_child_main(int argc, char **argv) {
+  if (argc != 9 || strcmp(argv[0], "worker") != 0)
+    return -1;
+  fk.mode = (fk_mode)atoi(argv[2]);
+  snprintf(fk.hist_path, sizeof fk.hist_path, "%s", argv[5]);
+  fk.file_fence = atoi(argv[6]);
+  snprintf(fk.fence_path, sizeof fk.fence_path, "%s", argv[7]);
+  fk.counter_host = argv[8];
+  fk_worker(atoi(argv[1]), argv[3], atoi(argv[4]));
+  return 0;
+}
+
+/* ---- the harness's side ------------------------------------------------- */
+
+/* Start worker `id` (again), under its prefix if any. */
+static inline void fk_spawn(int id) {
+  char ids[16], mode[4], port[16], ff[4];
+  snprintf(ids, sizeof ids, "%d", id);
+  snprintf(mode, sizeof mode, "%d", (int)fk.mode);
+  snprintf(port, sizeof port, "%d", rt_server_port(srv));
+  snprintf(ff, sizeof ff, "%d", fk.file_fence);
+  const char *url = fk.url_of     ? fk.url_of(id)
+                    : fk.lock_url ? fk.lock_url
+                                  : rt_server_url(srv);
+  const char *args[] = {"worker", ids, mode, url, port, fk.hist_path, ff,
+                        fk.fence_path[0] ? fk.fence_path : "-",
+                        fk.counter_host ? fk.counter_host : "127.0.0.1", NULL};
+  const char *const *prefix = fk.prefix_of ? fk.prefix_of(id) : NULL;
+  if (prefix == NULL) {
+    fk.pids[id] = fx_spawn_child(args, NULL);
+    return;
+  }
+  const char *argv[32];
+  int n = 0;
+  for (int i = 0; prefix[i] != NULL && n < 20; i++)
+    argv[n++] = prefix[i];
+  argv[n++] = fx_argv0;
+  argv[n++] = "--child";
+  for (int i = 0; args[i] != NULL; i++)
+    argv[n++] = args[i];
+  argv[n] = NULL;
+  pid_t pid = fork();
+  if (pid < 0)
+    fail_msg("fork failed");
+  if (pid == 0) {
+    rt_forked_child();
+    execvp(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  fk.pids[id] = pid;
+}
+
+static inline void fk_kill_worker(int fd, int id) {
+  rt_history_add(fd, id, -1, RT_EV_KILLED, 0, 0, 0);
+  kill(fk.pids[id], SIGKILL);
+  waitpid(fk.pids[id], NULL, 0);
+}
+
+/* How long each scenario runs: RLOCK_FAULT_SECONDS (default 3 s). */
+static inline int64_t fk_run_ms(void) {
+  const char *s = getenv("RLOCK_FAULT_SECONDS");
+  double secs = s != NULL && atof(s) > 0 ? atof(s) : 3;
+  return (int64_t)(secs * 1000);
+}
+
+/* While the scenario started at `t0` (rt_now_ms()) has time left. */
+static inline bool fk_running(int64_t t0) {
+  return rt_now_ms() - t0 < fk_run_ms();
+}
+
+/* Start the workers in `mode` on a clean slate; the harness's history fd.
+ * The scenario's name gets the mode's suffix in the history's file. */
+static inline int fk_begin(const char *scenario, fk_mode mode) {
+  fk.mode = mode;
+  snprintf(fk.hist_path, sizeof fk.hist_path, "%s/%s%s.history",
+           rt_server_dir(srv), scenario, mode == FK_LOOP ? "-loop" : "");
+  unlink(fk.hist_path);
+  freeReplyObject(rt_cmd(srv, "FLUSHALL"));
+  int fd = rt_history_open(fk.hist_path);
+  for (int i = 0; i < FK_WORKERS; i++)
+    fk_spawn(i);
+  return fd;
+}
+
+/* The worker whose last record in the history is inside a hold (after
+ * ACQUIRED, before RELEASING), or -1. */
+static inline int fk_in_hold(void) {
+  int last[FK_WORKERS] = {0};
+  FILE *f = fopen(fk.hist_path, "rb");
+  rt_record rec;
+  while (f != NULL && fread(&rec, sizeof rec, 1, f) == 1)
+    if (rec.worker >= 0 && rec.worker < FK_WORKERS)
+      last[rec.worker] = rec.ev;
+  if (f != NULL)
+    fclose(f);
+  for (int i = 0; i < FK_WORKERS; i++)
+    if (last[i] == RT_EV_ACQUIRED || last[i] == RT_EV_BUMP_BEGIN ||
+        last[i] == RT_EV_BUMP_DONE || last[i] == RT_EV_WRITE_ACCEPTED)
+      return i;
+  return -1;
+}
+
+static inline off_t fk_history_size(void) {
+  struct stat st;
+  return stat(fk.hist_path, &st) == 0 ? st.st_size : 0;
+}
+
+typedef struct fk_record_wait {
+  int worker;
+  off_t from;
+  int ev;
+} fk_record_wait;
+
+static inline bool fk_pred_record(void *arg, char *why, size_t cap) {
+  fk_record_wait *w = arg;
+  FILE *f = fopen(fk.hist_path, "rb");
+  rt_record rec;
+  bool found = false;
+  if (f != NULL && fseeko(f, w->from, SEEK_SET) == 0)
+    while (!found && fread(&rec, sizeof rec, 1, f) == 1)
+      found = (w->worker < 0 || rec.worker == w->worker) && rec.ev == w->ev;
+  if (f != NULL)
+    fclose(f);
+  snprintf(why, cap, "no record %d from worker %d yet", w->ev, w->worker);
+  return found;
+}
+
+/* Wait until worker `id` (-1: any) appends a record `ev` past offset
+ * `from` (fk_history_size() taken before). */
+static inline void fk_wait_record_from(int id, off_t from, rt_ev ev) {
+  fk_record_wait w = {id, from, ev};
+  rt_wait_until(fk_pred_record, &w, rt_scaled_ms(10000), "the worker's record");
+}
+
+/* Stop (SIGSTOP) a worker caught holding a lock; its id, or -1 when
+ * none was caught in a few tries. */
+static inline int fk_stop_a_holder(void) {
+  for (int tries = 0; tries < 50; tries++) {
+    int id = fk_in_hold();
+    if (id < 0)
+      continue;
+    kill(fk.pids[id], SIGSTOP);
+    if (fk_in_hold() == id) /* still inside its hold once stopped */
+      return id;
+    kill(fk.pids[id], SIGCONT);
+  }
+  return -1;
+}
+
+/* Once every worker is gone: no lock key (their leases ran out), no
+ * subscription, and no connection but the harness's own. */
+static inline bool fk_pred_clean(void *arg, char *why, size_t cap) {
+  (void)arg;
+  long long keys = 0, subs = 0;
+  for (int li = 0; li < FK_LOCKS; li++) {
+    keys += rt_cmd_int(srv, "EXISTS fault:L%d", li);
+    char ch[64];
+    snprintf(ch, sizeof ch, "redisson_lock__channel:{fault:L%d}", li);
+    subs += fx_subscribers(srv, ch);
+  }
+  char clients[32];
+  rt_server_info_field(srv, "clients", "connected_clients", clients,
+                       sizeof clients);
+  snprintf(why, cap, "%lld lock keys, %lld subscriptions, %s clients left",
+           keys, subs, clients);
+  return keys == 0 && subs == 0 && atoi(clients) <= 1;
+}
+
+static inline void fk_nothing_left_behind(void) {
+  rt_wait_until(fk_pred_clean, NULL, rt_scaled_ms(FK_WATCHDOG_MS + 5000),
+                "nothing left behind by the workers");
+}
+
+/* The sum of the locks' counters on srv. */
+static inline long fk_counter_sum(void) {
+  long counter = 0;
+  for (int li = 0; li < FK_LOCKS; li++) {
+    redisReply *r = rt_cmd(srv, "GET fault:counter:%d", li);
+    counter += r->type == REDIS_REPLY_STRING ? atol(r->str) : 0;
+    freeReplyObject(r);
+  }
+  return counter;
+}
+
+/* Stop every worker, judge the history, fail on any violation (and on
+ * fewer than 10 acquisitions: a run that did nothing proves nothing).
+ * `counter_checked`: judge lost updates too (only where the counter's
+ * own server and link are untouched by the fault). */
+static inline rt_verdict fk_finish(int fd, const char *scenario,
+                                   int counter_checked) {
+  for (int i = 0; i < FK_WORKERS; i++) {
+    kill(fk.pids[i], SIGCONT); /* a stopped one must be killable too */
+    fk_kill_worker(fd, i);
+  }
+  close(fd);
+  long counter = counter_checked ? fk_counter_sum() : -1;
+  rt_verdict v = rt_history_check(fk.hist_path, counter, rt_scaled_ms(3000));
+  char name[128];
+  snprintf(name, sizeof name, "%s%s", scenario,
+           fk.mode == FK_LOOP ? " (loop)" : "");
+  rt_history_print(name, &v);
+  if (!rt_history_clean(&v)) {
+    char keep[700];
+    snprintf(keep, sizeof keep, "cp %s /tmp/rlock-%s.history", fk.hist_path,
+             scenario);
+    if (getenv("RLOCK_FAULT_KEEP") != NULL && system(keep) != 0)
+      print_message("could not keep the history\n");
+    fail_msg("%s: %s", name, v.first);
+  }
+  if (v.acquisitions < 10)
+    fail_msg("%s: only %ld acquisitions", name, v.acquisitions);
+  if (fk.lock_url == NULL && fk.url_of == NULL)
+    fk_nothing_left_behind();
+  return v;
+}
+
+#endif /* RLOCK_TEST_FAULTS_KIT_H */
