@@ -45,8 +45,8 @@ struct rt_netns {
 };
 
 static const char *ip_path(void) {
-  static const char *const cands[] = {"/usr/sbin/ip", "/sbin/ip",
-                                      "/usr/bin/ip", "/bin/ip"};
+  static const char *const cands[] = {"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip",
+                                      "/bin/ip"};
   for (size_t i = 0; i < sizeof cands / sizeof *cands; i++)
     if (access(cands[i], X_OK) == 0)
       return cands[i];
@@ -131,7 +131,7 @@ int rt_netns_rerun(const char *argv0, const char *const *args) {
            "mount -t tmpfs none /run && %s link set lo up && "
            "exec \"$0\" \"$@\"",
            ip ? ip : "ip");
-  const char *argv[32] = {"unshare", "--net", "--mount", "--", "/bin/sh",
+  const char *argv[32] = {"unshare", "--net", "--mount", "--",     "/bin/sh",
                           "-c",      script,  argv0,     "--child"};
   size_t n = 9;
   for (size_t i = 0; args[i] != NULL && n < 31; i++)
@@ -165,8 +165,8 @@ rt_netns *rt_netns_new(void) {
   FILE *f = fopen("/proc/sys/net/ipv4/ip_forward", "w");
   if (f == NULL || fputs("1\n", f) == EOF || fclose(f) != 0)
     fail_msg("rt_netns_new: cannot turn forwarding on: %s", strerror(errno));
-  rt_netns_ip((const char *const[]){"addr", "add", "10.77.0.1/32", "dev", "lo",
-                                    NULL});
+  rt_netns_ip(
+      (const char *const[]){"addr", "add", "10.77.0.1/32", "dev", "lo", NULL});
   rt_netns *n = calloc(1, sizeof *n);
   if (n == NULL)
     fail_msg("rt_netns_new: out of memory");
@@ -187,14 +187,13 @@ int rt_netns_add(rt_netns *n, const char *name) {
   snprintf(theirs, sizeof theirs, "10.77.%d.2/24", k);
   const char *ns = n->name[i];
   rt_netns_ip((const char *const[]){"netns", "add", ns, NULL});
-  rt_netns_ip((const char *const[]){"link", "add", veth, "type", "veth",
-                                    "peer", "name", "eth0", "netns", ns,
-                                    NULL});
+  rt_netns_ip((const char *const[]){"link", "add", veth, "type", "veth", "peer",
+                                    "name", "eth0", "netns", ns, NULL});
   rt_netns_ip((const char *const[]){"addr", "add", mine, "dev", veth, NULL});
   rt_netns_ip((const char *const[]){"link", "set", veth, "up", NULL});
   rt_netns_ip((const char *const[]){"-n", ns, "link", "set", "lo", "up", NULL});
-  rt_netns_ip(
-      (const char *const[]){"-n", ns, "addr", "add", theirs, "dev", "eth0", NULL});
+  rt_netns_ip((const char *const[]){"-n", ns, "addr", "add", theirs, "dev",
+                                    "eth0", NULL});
   rt_netns_ip(
       (const char *const[]){"-n", ns, "link", "set", "eth0", "up", NULL});
   mine[strlen(mine) - 3] = '\0'; /* the gateway, without /24 */

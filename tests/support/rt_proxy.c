@@ -176,8 +176,7 @@ static int listen_on(const char *host, int *port) {
   socklen_t len = sizeof sa;
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0 || inet_pton(AF_INET, host, &sa.sin_addr) != 1 ||
-      bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
-      listen(fd, 64) != 0 ||
+      bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 64) != 0 ||
       getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
     if (fd >= 0)
       close(fd);

@@ -52,9 +52,9 @@ struct rt_server {
   int port;
   char port_str[16];
   char url[96];
-  char host[64];          /* what --bind gets and the url names */
-  bool host_given;        /* opts.host: rt_cmd() goes by the unix socket */
-  char **prefix;          /* owned copy of opts.prefix, or NULL */
+  char host[64];   /* what --bind gets and the url names */
+  bool host_given; /* opts.host: rt_cmd() goes by the unix socket */
+  char **prefix;   /* owned copy of opts.prefix, or NULL */
   char dir[RT_PROC_PATH_MAX];
   char
       sock_path[RT_PROC_PATH_MAX + 16]; /* fits sun_path: see make_temp_dir() */
@@ -319,8 +319,8 @@ static bool build_argv(rt_server *s, bool with_config) {
     nextra++;
   while (s->prefix && s->prefix[nprefix])
     nprefix++;
-  s->argv = calloc(nprefix + 2 + nbase + 1 + ncluster + nextra + 1,
-                   sizeof *s->argv);
+  s->argv =
+      calloc(nprefix + 2 + nbase + 1 + ncluster + nextra + 1, sizeof *s->argv);
   if (!s->argv)
     return false;
   size_t n = 0;
@@ -374,8 +374,7 @@ static rt_server *server_new(const rt_server_opts *o, char *why, size_t cap) {
   snprintf(s->host, sizeof s->host, "%s", o->host ? o->host : "127.0.0.1");
   pthread_mutex_init(&s->conn_mu, NULL);
   if (!copy_extra_args(s, o->extra_args) ||
-      !copy_words(&s->prefix, o->prefix) ||
-      !build_argv(s, o->config != NULL)) {
+      !copy_words(&s->prefix, o->prefix) || !build_argv(s, o->config != NULL)) {
     snprintf(why, cap, "out of memory");
     server_destroy(s);
     return NULL;

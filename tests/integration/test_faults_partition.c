@@ -1,0 +1,711 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Partitions (issue 22): the lock server, sentinels and clients in network
+ * namespaces the test creates (rt_netns.h), links cut by silent blackhole
+ * rules in the router between them, a subscriber silenced by a relay
+ * (rt_proxy.h). Each test runs the binary again under `unshare --net
+ * --mount` (a private network of its own: nothing reaches the machine's)
+ * and is skipped, saying why, where the kernel or the user cannot do that.
+ *
+ * Direct scenarios, with a blocking and with a loop client each (client
+ * programs: this binary's "holder" and "waiter" roles, in namespaces):
+ *  - client_cut: the holder's namespace cut from the server's, both ways,
+ *    for 2.5 leases: the holder is told RLOCK_ELOST within one lease (and
+ *    never believes it holds after another client got the lock), a waiter
+ *    elsewhere gets the lock within its wait, a waiter on the cut side
+ *    after the cut heals, within its wait;
+ *  - one_way: the server's packets to the holder dropped, the holder's to
+ *    the server arriving (seen with MONITOR): the same promises;
+ *  - silent_sub: the waiter's subscriber connection silenced without being
+ *    closed: the waiter wakes by the lock's TTL, and its health check
+ *    drops the silent connection when a new subscription is not confirmed.
+ * Checker scenarios (faults_kit.h's workers and history checker, blocking
+ * and loop): the same faults repeated under the fault-run workload.
+ * Sentinel split brain and Cluster minority: see their comments. */
+#include "faults_kit.h"
+
+#include <poll.h>
+
+#include "rt_netns.h"
+#include "rt_proxy.h"
+#include "rt_sentinel.h"
+
+#define LEASE_MS FK_WATCHDOG_MS
+#define CUT_MS 2500
+#define SLACK_MS 500
+#define LOCK "part:L"
+#define LOCK2 "part:L2"
+#define CHANNEL(name) "redisson_lock__channel:{" name "}"
+
+/* ---- the client programs ------------------------------------------------ */
+
+typedef struct role {
+  fk_mode mode;
+  rlock_client *c;
+  uv_loop_t loop;
+  uv_timer_t timer;
+  uint64_t owner;
+} role;
+
+static _Atomic int64_t lost_cb_us;
+
+static void on_lost(const char *name, const char *owner, void *ud) {
+  (void)name, (void)owner, (void)ud;
+  int64_t zero = 0;
+  atomic_compare_exchange_strong(&lost_cb_us, &zero, rt_now_us());
+}
+
+static void role_open(role *r, const char *mode, const char *url) {
+  r->mode = strcmp(mode, "loop") == 0 ? FK_LOOP : FK_BLOCKING;
+  rlock_config *cfg = fk_worker_config(url);
+  if (rlock_config_set_lost_callback(cfg, on_lost, NULL) != RLOCK_OK)
+    _exit(3);
+  if (r->mode == FK_LOOP) {
+    uv_loop_init(&r->loop);
+    uv_timer_init(&r->loop, &r->timer);
+    r->owner = rlock_owner_new();
+  }
+  if ((r->mode == FK_LOOP ? rlock_client_new_uv(&r->c, cfg, &r->loop)
+                          : rlock_client_new(&r->c, cfg)) != RLOCK_OK)
+    _exit(3);
+  rlock_config_free(cfg);
+}
+
+static int role_acquire(role *r, rlock_lock *l, int64_t wait_ms) {
+  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
+  o.wait_ms = wait_ms;
+  if (r->mode == FK_BLOCKING)
+    return rlock_lock_acquire_opts(l, &o);
+  o.owner = r->owner;
+  fk_call call = {0};
+  int rc = rlock_lock_acquire_async(l, &o, fk_on_done, &call, NULL);
+  if (rc != RLOCK_OK)
+    return rc;
+  fk_run_until(&r->loop, &call.done);
+  return call.rc;
+}
+
+static int role_release(role *r, rlock_lock *l) {
+  if (r->mode == FK_BLOCKING)
+    return rlock_lock_release(l);
+  fk_call call = {0};
+  int rc = rlock_lock_release_async(l, r->owner, fk_on_done, &call);
+  if (rc != RLOCK_OK)
+    return rc;
+  fk_run_until(&r->loop, &call.done);
+  return call.rc;
+}
+
+static int role_check(role *r, rlock_lock *l) {
+  return r->mode == FK_BLOCKING ? rlock_lock_check(l)
+                                : rlock_lock_check_owner(l, r->owner);
+}
+
+/* Let `ms` pass; a loop client's loop runs meanwhile (its renewals). */
+static void role_pause(role *r, int ms) {
+  if (r->mode == FK_BLOCKING)
+    rt_sleep_ms(ms);
+  else
+    fk_loop_sleep(&r->loop, &r->timer, ms);
+}
+
+static void say(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vprintf(fmt, ap);
+  va_end(ap);
+  fflush(stdout);
+}
+
+static bool stdin_ready(void) {
+  struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
+  return poll(&p, 1, 0) > 0;
+}
+
+/* `holder MODE URL NAME...`: take each lock, say "held"; then watch the
+ * first with rlock_lock_check every 2 ms, saying "told RC T LAST_OK" (µs,
+ * CLOCK_MONOTONIC: the first answer other than RLOCK_OK, and when the last
+ * RLOCK_OK was asked) once it stops holding; release one lock a line of
+ * stdin, saying "released RC T LOST_CALLBACK_T". */
+static int holder_main(int argc, char **argv) {
+  role r = {0};
+  role_open(&r, argv[1], argv[2]);
+  int n = argc - 3;
+  rlock_lock *l[4];
+  for (int i = 0; i < n && i < 4; i++) {
+    if (rlock_lock_new(&l[i], r.c, argv[3 + i]) != RLOCK_OK ||
+        role_acquire(&r, l[i], 5000) != RLOCK_OK)
+      return 1;
+  }
+  say("held\n");
+  int64_t last_ok = 0, told = 0;
+  for (int i = 0; i < n;) {
+    int64_t t0 = rt_now_us();
+    int rc = i == 0 ? role_check(&r, l[0]) : RLOCK_OK;
+    if (rc == RLOCK_OK)
+      last_ok = t0;
+    else if (told == 0)
+      say("told %d %lld %lld\n", rc, (long long)(told = rt_now_us()),
+          (long long)last_ok);
+    if (stdin_ready()) {
+      char line[64];
+      if (fgets(line, sizeof line, stdin) == NULL)
+        return 1;
+      rc = role_release(&r, l[i++]);
+      say("released %d %lld %lld\n", rc, (long long)rt_now_us(),
+          (long long)atomic_load(&lost_cb_us));
+    }
+    role_pause(&r, 2);
+  }
+  return 0;
+}
+
+/* `waiter MODE URL WAIT_MS NAME...`: take each lock in turn (hold 20 ms,
+ * release), saying "acquired RC T ELAPSED_MS" for each, then "done". */
+static int waiter_main(int argc, char **argv) {
+  role r = {0};
+  role_open(&r, argv[1], argv[2]);
+  int64_t wait_ms = atoll(argv[3]);
+  for (int i = 4; i < argc; i++) {
+    rlock_lock *l;
+    if (rlock_lock_new(&l, r.c, argv[i]) != RLOCK_OK)
+      return 1;
+    int64_t t0 = rt_now_us();
+    int rc = role_acquire(&r, l, wait_ms);
+    int64_t t1 = rt_now_us();
+    say("acquired %d %lld %lld\n", rc, (long long)t1,
+        (long long)((t1 - t0) / 1000));
+    if (rc == RLOCK_OK) {
+      role_pause(&r, 20);
+      role_release(&r, l);
+    }
+    rlock_lock_free(l);
+  }
+  say("done\n");
+  return 0;
+}
+
+/* `probe HOST PORT KEY`: SET KEY on a fresh connection (500 ms timeouts),
+ * saying "ok" or "err WHY". */
+static int probe_main(char **argv) {
+  struct timeval tv = {0, 500000};
+  redisContext *c = redisConnectWithTimeout(argv[1], atoi(argv[2]), tv);
+  if (c != NULL && !c->err)
+    redisSetTimeout(c, tv);
+  redisReply *rep = c && !c->err ? redisCommand(c, "SET %s 1", argv[3]) : NULL;
+  if (rep != NULL)
+    say("ok\n");
+  else
+    say("err %s\n", c ? c->errstr : "out of memory");
+  freeReplyObject(rep);
+  redisFree(c);
+  return 0;
+}
+
+/* ---- inside the private namespace: the topology ------------------------- */
+
+/* The namespaces of every scenario: the lock server's, and two sides of
+ * clients. srv (the fixture's: counters, fenced resource) listens on the
+ * router's own address, which no fault touches. */
+enum { NS_S, NS_A, NS_B };
+static rt_netns *net;
+static rt_server *lsrv; /* the locks' server, in NS_S */
+
+static int inner_setup(void **state) {
+  (void)state;
+  net = rt_netns_new();
+  rt_netns_add(net, "srv");
+  rt_netns_add(net, "a");
+  rt_netns_add(net, "b");
+  srv = rt_server_start_opts(&(rt_server_opts){.host = rt_netns_router_addr()});
+  lsrv = rt_server_start_opts(&(rt_server_opts){
+      .host = rt_netns_addr(net, NS_S), .prefix = rt_netns_prefix(net, NS_S)});
+  return 0;
+}
+
+static int inner_teardown(void **state) {
+  (void)state;
+  rt_server_free(lsrv);
+  rt_server_free(srv);
+  rt_netns_free(net);
+  return 0;
+}
+
+/* A client program in namespace `ns`: this binary with `args`. */
+typedef struct prog {
+  pid_t pid;
+  int in, out;
+} prog;
+
+static prog run_in(int ns, const char *const *args) {
+  const char *argv[16] = {fx_argv0, "--child"};
+  int n = 2;
+  for (int i = 0; args[i] != NULL && n < 15; i++)
+    argv[n++] = args[i];
+  argv[n] = NULL;
+  prog p;
+  p.pid = rt_netns_spawn(net, ns, argv, &p.in, &p.out);
+  return p;
+}
+
+static void prog_end(prog *p) {
+  kill(p->pid, SIGKILL);
+  waitpid(p->pid, NULL, 0);
+  close(p->in);
+  close(p->out);
+}
+
+/* Read the program's next line, which must start with `word`; the numbers
+ * after it into v (up to 3). */
+static void expect_line(prog *p, const char *word, long long v[3], int64_t ms) {
+  char line[256];
+  fx_read_line(p->out, line, sizeof line, rt_scaled_ms(ms));
+  size_t wl = strlen(word);
+  if (strncmp(line, word, wl) != 0 || (line[wl] != ' ' && line[wl] != '\0'))
+    fail_msg("expected '%s ...' from the client, got '%s'", word, line);
+  v[0] = v[1] = v[2] = 0;
+  if (line[wl] != '\0')
+    sscanf(line + wl + 1, "%lld %lld %lld", &v[0], &v[1], &v[2]);
+}
+
+static void wait_subscribers(const char *channel, long long n) {
+  fx_wait_subscribers(lsrv, channel, n, "the waiters' subscriptions");
+}
+
+static const char *mode_name(fk_mode m) {
+  return m == FK_LOOP ? "loop" : "blocking";
+}
+
+/* ---- the harness's own test --------------------------------------------- */
+
+static void probe_expect(int ns, const char *key, bool reaches) {
+  char port[16];
+  snprintf(port, sizeof port, "%d", rt_server_port(lsrv));
+  const char *args[] = {"probe", rt_netns_addr(net, NS_S), port, key, NULL};
+  prog p = run_in(ns, args);
+  char line[256];
+  fx_read_line(p.out, line, sizeof line, rt_scaled_ms(5000));
+  prog_end(&p);
+  if (reaches != (strcmp(line, "ok") == 0))
+    fail_msg("probe from namespace %d: '%s', expected %s", ns, line,
+             reaches ? "ok" : "a failure");
+}
+
+/* The namespaces reach the server; a cut silences both ways, a one-way
+ * drop lets the request in (its key is written) but not the answer; the
+ * harness reaches the server throughout (unix socket); healing restores. */
+static void in_harness(void **state) {
+  (void)state;
+  freeReplyObject(rt_cmd(lsrv, "FLUSHALL"));
+  probe_expect(NS_A, "k:a0", true);
+  probe_expect(NS_B, "k:b0", true);
+  rt_netns_cut(net, NS_A, NS_S, true);
+  probe_expect(NS_A, "k:a1", false);
+  probe_expect(NS_B, "k:b1", true);
+  assert_int_equal(rt_cmd_int(lsrv, "EXISTS k:a1"), 0);
+  rt_netns_heal(net);
+  rt_netns_drop(net, NS_S, NS_A, true); /* answers to A are lost */
+  assert_int_equal(rt_netns_rules(net), 1);
+  probe_expect(NS_A, "k:a2", false);
+  rt_netns_heal(net);
+  probe_expect(NS_A, "k:a3", true);
+  assert_int_equal(rt_cmd_int(lsrv, "EXISTS k:a0 k:b0 k:b1 k:a3"), 4);
+  /* (Whether k:a2 was written is not asserted: a new connection's SYN
+   * arrives but its SYN-ACK is dropped, so it never sends. The scenario
+   * one_way shows a live connection's requests arriving.) */
+  rt_netns_isolate(net, NS_B, true);
+  probe_expect(NS_B, "k:b2", false);
+  redisReply *r = rt_cmd(lsrv, "PING"); /* the harness still gets in */
+  assert_true(r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0);
+  freeReplyObject(r);
+  rt_netns_heal(net);
+  probe_expect(NS_B, "k:b3", true);
+}
+
+static bool readable(int fd, int ms) {
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  return poll(&p, 1, ms) > 0;
+}
+
+static bool pred_closed_silent(void *arg, char *why, size_t cap) {
+  int n = rt_proxy_closed_while_silent(arg);
+  snprintf(why, cap, "%d silent connections closed by their client", n);
+  return n >= 1;
+}
+
+/* The relay silences a subscriber connection without closing it: a
+ * message published meanwhile does not arrive; after resume it does; a
+ * silent connection its client closes is counted, and closed upstream. */
+static void in_proxy(void **state) {
+  (void)state;
+  rt_proxy *px = rt_proxy_start(rt_netns_router_addr(),
+                                rt_netns_addr(net, NS_S), rt_server_port(lsrv));
+  struct timeval tv = {2, 0};
+  redisContext *sub =
+      redisConnectWithTimeout(rt_netns_router_addr(), rt_proxy_port(px), tv);
+  assert_true(sub != NULL && !sub->err);
+  redisSetTimeout(sub, tv);
+  redisContext *plain =
+      redisConnectWithTimeout(rt_netns_router_addr(), rt_proxy_port(px), tv);
+  assert_true(plain != NULL && !plain->err);
+  redisSetTimeout(plain, tv);
+  redisReply *r = redisCommand(sub, "SUBSCRIBE px:ch");
+  assert_non_null(r);
+  freeReplyObject(r);
+  assert_int_equal(rt_proxy_silence_subscribers(px), 1); /* not `plain` */
+  assert_int_equal(rt_cmd_int(lsrv, "PUBLISH px:ch m1"), 1);
+  assert_false(readable(sub->fd, 300)); /* nothing may come: a wait */
+  r = redisCommand(plain, "PING");      /* the other connection still works */
+  assert_true(r != NULL && r->type == REDIS_REPLY_STATUS);
+  freeReplyObject(r);
+  rt_proxy_resume(px);
+  r = NULL;
+  assert_int_equal(redisGetReply(sub, (void **)&r), REDIS_OK);
+  assert_true(r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+              strcmp(r->element[2]->str, "m1") == 0);
+  freeReplyObject(r);
+  assert_int_equal(rt_proxy_silence_subscribers(px), 1);
+  redisFree(sub);
+  rt_wait_until(pred_closed_silent, px, rt_scaled_ms(5000),
+                "the silent connection's close seen");
+  fx_wait_subscribers(lsrv, "px:ch", 0, "the upstream side closed too");
+  redisFree(plain);
+  rt_proxy_free(px);
+}
+
+/* ---- direct scenarios: a holder cut off, a one-way cut ------------------ */
+
+typedef struct renewal_seen {
+  const char *key;
+  long long last;
+} renewal_seen;
+
+static bool pred_renewed(void *arg, char *why, size_t cap) {
+  renewal_seen *w = arg;
+  long long ttl = rt_cmd_int(lsrv, "PTTL %s", w->key);
+  bool up = w->last > 0 && ttl > w->last + 100;
+  snprintf(why, cap, "PTTL %s went from %lld to %lld", w->key, w->last, ttl);
+  w->last = ttl;
+  return up;
+}
+
+/* Wait until the lock's PTTL goes up: a renewal reached the server (so
+ * the holder's connections and scripts are in place before a fault). */
+static void wait_renewed(const char *key) {
+  renewal_seen w = {key, 0};
+  rt_wait_until(pred_renewed, &w, rt_scaled_ms(5000), "a renewal");
+}
+
+/* Send the end mark through the harness's connection and count the
+ * MONITOR lines before it that came from `addr`. */
+static int monitor_count_from(fx_monitor *m, const char *addr) {
+  freeReplyObject(rt_cmd(lsrv, "ECHO part-monitor-end"));
+  char who[40];
+  snprintf(who, sizeof who, " %s:", addr);
+  int n = 0;
+  for (;;) {
+    redisReply *r = NULL;
+    if (redisGetReply(m->c, (void **)&r) != REDIS_OK || r == NULL)
+      fail_msg("MONITOR: no end mark");
+    bool end = r->type == REDIS_REPLY_STATUS &&
+               strstr(r->str, "part-monitor-end") != NULL;
+    n += r->type == REDIS_REPLY_STATUS && strstr(r->str, who) != NULL;
+    freeReplyObject(r);
+    if (end)
+      break;
+  }
+  redisFree(m->c);
+  return n;
+}
+
+/* A holder in A, a waiter in B and one in A (both waiting, subscribed);
+ * then A is cut from the server (both ways, or only the server's packets
+ * to A) for CUT_MS. The holder must be told within one lease, and must
+ * not have believed it held the lock once B had it; both waiters get the
+ * lock within their waits; the holder's release says RLOCK_ELOST and the
+ * lost-lock callback ran. */
+static void holder_partition(fk_mode mode, bool one_way) {
+  freeReplyObject(rt_cmd(lsrv, "FLUSHALL"));
+  const char *url = rt_server_url(lsrv), *m = mode_name(mode);
+  char wb_wait[16], wa_wait[16];
+  snprintf(wb_wait, sizeof wb_wait, "%d", 5000);
+  snprintf(wa_wait, sizeof wa_wait, "%d", CUT_MS + 4000);
+  prog h = run_in(NS_A, (const char *[]){"holder", m, url, LOCK, NULL});
+  long long v[3];
+  expect_line(&h, "held", v, 10000);
+  prog wb =
+      run_in(NS_B, (const char *[]){"waiter", m, url, wb_wait, LOCK, NULL});
+  prog wa =
+      run_in(NS_A, (const char *[]){"waiter", m, url, wa_wait, LOCK, NULL});
+  wait_subscribers(CHANNEL(LOCK), 2);
+  wait_renewed(LOCK);
+  int64_t cut = rt_now_us();
+  fx_monitor mon;
+  if (one_way) {
+    rt_netns_drop(net, NS_S, NS_A, true);
+    fx_monitor_start(&mon, lsrv); /* what A sends from now on */
+  } else {
+    rt_netns_cut(net, NS_A, NS_S, true);
+  }
+  expect_line(&h, "told", v, LEASE_MS + 2000);
+  assert_int_equal(v[0], RLOCK_ELOST);
+  long long told_ms = (v[1] - cut) / 1000, last_ok = v[2];
+  ASSERT_BETWEEN(told_ms, LEASE_MS / 2, LEASE_MS + SLACK_MS);
+  expect_line(&wb, "acquired", v, 5000 + 2000);
+  assert_int_equal(v[0], RLOCK_OK);
+  ASSERT_BETWEEN(v[2], 0, 5000 + SLACK_MS);
+  if (last_ok >= v[1])
+    fail_msg("the holder still held at %lld us, after B got it at %lld",
+             last_ok, v[1]);
+  long long b_ms = (v[1] - cut) / 1000;
+  rt_sleep_ms(CUT_MS - (rt_now_us() - cut) / 1000); /* the cut itself */
+  int arrived =
+      one_way ? monitor_count_from(&mon, rt_netns_addr(net, NS_A)) : -1;
+  int64_t healed = rt_now_us();
+  rt_netns_heal(net);
+  /* A waiter on the cut side gets the lock after the heal, or, when an
+   * attempt of its was in flight as the link went silent, RLOCK_ETIMEOUT:
+   * that attempt may have been applied (in a one-way cut it was), so it
+   * is not sent blindly again. Either within its wait. */
+  expect_line(&wa, "acquired", v, CUT_MS + 4000 + 2000);
+  if (v[0] != RLOCK_OK && v[0] != RLOCK_ETIMEOUT)
+    fail_msg("waiter A: %lld (%s)", v[0], rlock_strerror((int)v[0]));
+  ASSERT_BETWEEN(v[2], 0, CUT_MS + 4000 + SLACK_MS);
+  long long a_ms = (v[1] - healed) / 1000, a_rc = v[0];
+  expect_line(&wb, "done", v, 5000);
+  expect_line(&wa, "done", v, 5000);
+  assert_int_equal(write(h.in, "r\n", 2), 2);
+  expect_line(&h, "released", v, 5000);
+  assert_int_equal(v[0], RLOCK_ELOST);
+  assert_true(v[2] != 0); /* the lost-lock callback ran */
+  long long cb_ms = (v[2] - cut) / 1000;
+  ASSERT_BETWEEN(cb_ms, 0, LEASE_MS + LEASE_MS / 3 + SLACK_MS);
+  print_message("[ PARTITION] %s %s: holder told after %lld ms (callback "
+                "%lld ms), waiter B got the lock after %lld ms, waiter A "
+                "%s %lld ms after the heal",
+                one_way ? "one-way" : "client-cut", m, told_ms, cb_ms, b_ms,
+                a_rc == RLOCK_OK ? "got it" : "timed out", a_ms);
+  if (one_way)
+    print_message("; %d requests from A arrived during the cut", arrived);
+  print_message("\n");
+  if (one_way && arrived < 1)
+    fail_msg("no request from A arrived: not a one-way cut");
+  prog_end(&h);
+  prog_end(&wa);
+  prog_end(&wb);
+}
+
+static void in_client_cut(void **state) {
+  (void)state;
+  holder_partition(FK_BLOCKING, false);
+  holder_partition(FK_LOOP, false);
+}
+
+static void in_one_way(void **state) {
+  (void)state;
+  holder_partition(FK_BLOCKING, true);
+  holder_partition(FK_LOOP, true);
+}
+
+/* ---- direct scenario: a subscriber gone silent -------------------------- */
+
+/* Through the relay: a holder in A holds LOCK and LOCK2; a waiter in B
+ * waits for LOCK, then LOCK2. Its subscriber connection is silenced; the
+ * holder releases LOCK (the message never arrives): the waiter wakes by
+ * the lock's TTL, within a lease. Its subscription to LOCK2 then goes to
+ * the silent connection, is never confirmed, and the health check drops
+ * that connection (the relay sees its client close it) and subscribes
+ * again on a new one, where LOCK2's release reaches it. */
+static void silent_subscriber(fk_mode mode) {
+  freeReplyObject(rt_cmd(lsrv, "FLUSHALL"));
+  rt_proxy *px = rt_proxy_start(rt_netns_router_addr(),
+                                rt_netns_addr(net, NS_S), rt_server_port(lsrv));
+  const char *url = rt_proxy_url(px), *m = mode_name(mode);
+  prog h = run_in(NS_A, (const char *[]){"holder", m, url, LOCK, LOCK2, NULL});
+  long long v[3];
+  expect_line(&h, "held", v, 10000);
+  prog w = run_in(
+      NS_B, (const char *[]){"waiter", m, url, "8000", LOCK, LOCK2, NULL});
+  wait_subscribers(CHANNEL(LOCK), 1);
+  int silenced = rt_proxy_silence_subscribers(px);
+  assert_true(silenced >= 1);
+  assert_int_equal(write(h.in, "r\n", 2), 2);
+  expect_line(&h, "released", v, 5000);
+  assert_int_equal(v[0], RLOCK_OK);
+  long long released = v[1];
+  expect_line(&w, "acquired", v, LEASE_MS + 5000);
+  assert_int_equal(v[0], RLOCK_OK);
+  long long ttl_wake_ms = (v[1] - released) / 1000;
+  ASSERT_BETWEEN(ttl_wake_ms, 0, LEASE_MS + SLACK_MS);
+  int64_t t0 = rt_now_ms();
+  rt_wait_until(pred_closed_silent, px, rt_scaled_ms(5000),
+                "the silent subscriber dropped by its client");
+  long long drop_ms = rt_now_ms() - t0;
+  wait_subscribers(CHANNEL(LOCK2), 1); /* on a new connection */
+  assert_int_equal(write(h.in, "r\n", 2), 2);
+  expect_line(&h, "released", v, 5000);
+  released = v[1];
+  expect_line(&w, "acquired", v, 5000);
+  assert_int_equal(v[0], RLOCK_OK);
+  long long wake2_ms = (v[1] - released) / 1000;
+  ASSERT_BETWEEN(wake2_ms, 0, LEASE_MS + SLACK_MS);
+  expect_line(&w, "done", v, 5000);
+  print_message("[ PARTITION] silent-subscriber %s: %d connection(s) "
+                "silenced; woken by the TTL %lld ms after the release; the "
+                "silent connection dropped %lld ms after, the next waiter "
+                "woken %lld ms after its release\n",
+                m, silenced, ttl_wake_ms, drop_ms, wake2_ms);
+  prog_end(&h);
+  prog_end(&w);
+  rt_proxy_free(px);
+}
+
+static void in_silent_sub(void **state) {
+  (void)state;
+  silent_subscriber(FK_BLOCKING);
+  silent_subscriber(FK_LOOP);
+}
+
+/* ---- checker scenarios ----------------------------------------------------
+ */
+
+static const char *kit_url;
+static const char *kit_url_of(int id) {
+  (void)id;
+  return kit_url;
+}
+/* Workers 0 and 1 on side A (the side the faults hit), 2 and 3 on B. */
+static const char *const *kit_prefix_of(int id) {
+  return rt_netns_prefix(net, id < FK_WORKERS / 2 ? NS_A : NS_B);
+}
+
+static void kit_use(const char *url) {
+  freeReplyObject(rt_cmd(lsrv, "FLUSHALL"));
+  kit_url = url;
+  fk.url_of = kit_url_of;
+  fk.prefix_of = kit_prefix_of;
+  fk.counter_host = rt_netns_router_addr();
+}
+
+static unsigned seed = 2222;
+
+/* Side A cut from the server (both ways, or one way: the server's packets
+ * to A dropped) for 1.5 leases, again and again. */
+static void kit_cut(const char *name, fk_mode mode, bool one_way) {
+  kit_use(rt_server_url(lsrv));
+  int fd = fk_begin(name, mode), faults = 0;
+  for (int64_t t0 = rt_now_ms(); fk_running(t0); faults++) {
+    rt_sleep_ms(300 + rand_r(&seed) % 300); /* the faults' rhythm */
+    rt_history_add(fd, -1, -1, RT_EV_FAULT, one_way ? 'O' : 'X', 0, 0);
+    if (one_way)
+      rt_netns_drop(net, NS_S, NS_A, true);
+    else
+      rt_netns_cut(net, NS_A, NS_S, true);
+    rt_sleep_ms(LEASE_MS * 3 / 2); /* the cut itself */
+    rt_netns_heal(net);
+  }
+  rt_verdict v = fk_finish(fd, name, 1);
+  assert_true(faults > 0 && v.faults == faults);
+}
+
+static void in_kit_cut(void **state) {
+  (void)state;
+  kit_cut("partition-cut", FK_BLOCKING, false);
+  kit_cut("partition-cut", FK_LOOP, false);
+}
+
+static void in_kit_one_way(void **state) {
+  (void)state;
+  kit_cut("partition-one-way", FK_BLOCKING, true);
+  kit_cut("partition-one-way", FK_LOOP, true);
+}
+
+/* Every worker through the relay; its subscriber connections silenced
+ * every 0.3-0.6 s (never resumed: a forgotten flow). */
+static void kit_silent(fk_mode mode) {
+  rt_proxy *px = rt_proxy_start(rt_netns_router_addr(),
+                                rt_netns_addr(net, NS_S), rt_server_port(lsrv));
+  kit_use(rt_proxy_url(px));
+  int fd = fk_begin("silent-subscriber", mode), silenced = 0;
+  for (int64_t t0 = rt_now_ms(); fk_running(t0);) {
+    rt_sleep_ms(300 + rand_r(&seed) % 300);
+    rt_history_add(fd, -1, -1, RT_EV_FAULT, 'Q', 0, 0);
+    silenced += rt_proxy_silence_subscribers(px);
+  }
+  rt_verdict v = fk_finish(fd, "silent-subscriber", 1);
+  print_message("[ PARTITION] silent-subscriber %s: %d connections "
+                "silenced, %d of them closed by their client\n",
+                mode_name(mode), silenced, rt_proxy_closed_while_silent(px));
+  rt_proxy_free(px);
+  assert_true(silenced > 0 && v.faults > 0);
+}
+
+static void in_kit_silent(void **state) {
+  (void)state;
+  kit_silent(FK_BLOCKING);
+  kit_silent(FK_LOOP);
+}
+
+/* ---- running the inner tests -------------------------------------------- */
+
+static const struct CMUnitTest inner_tests[] = {
+    cmocka_unit_test(in_harness),     cmocka_unit_test(in_proxy),
+    cmocka_unit_test(in_client_cut),  cmocka_unit_test(in_one_way),
+    cmocka_unit_test(in_silent_sub),  cmocka_unit_test(in_kit_cut),
+    cmocka_unit_test(in_kit_one_way), cmocka_unit_test(in_kit_silent),
+};
+
+/* `netns TEST`: the inner test TEST, in the private namespace. */
+static int netns_main(const char *name) {
+  cmocka_set_test_filter(name);
+  return cmocka_run_group_tests(inner_tests, inner_setup, inner_teardown);
+}
+
+static int child_main(int argc, char **argv) {
+  int rc = fk_child_main(argc, argv);
+  if (rc >= 0)
+    return rc;
+  if (argc >= 4 && strcmp(argv[0], "holder") == 0)
+    return holder_main(argc, argv);
+  if (argc >= 5 && strcmp(argv[0], "waiter") == 0)
+    return waiter_main(argc, argv);
+  if (argc == 4 && strcmp(argv[0], "probe") == 0)
+    return probe_main(argv);
+  if (argc == 2 && strcmp(argv[0], "netns") == 0)
+    return netns_main(argv[1]);
+  return 64;
+}
+
+/* Run inner test `name` in a private namespace, or skip saying why. */
+static void inside(const char *name) {
+  const char *why = rt_netns_unavailable();
+  if (why != NULL) {
+    print_message("%s: skipped\n", why);
+    skip();
+  }
+  int st = rt_netns_rerun(fx_argv0, (const char *const[]){"netns", name, NULL});
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    fail_msg("%s in its private namespace failed (status %#x)", name, st);
+}
+
+#define OUTER(name)                                                            \
+  static void test_##name(void **state) {                                      \
+    (void)state;                                                               \
+    inside("in_" #name);                                                       \
+  }
+OUTER(harness)
+OUTER(proxy)
+OUTER(client_cut)
+OUTER(one_way)
+OUTER(silent_sub)
+OUTER(kit_cut)
+OUTER(kit_one_way)
+OUTER(kit_silent)
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_harness),     cmocka_unit_test(test_proxy),
+    cmocka_unit_test(test_client_cut),  cmocka_unit_test(test_one_way),
+    cmocka_unit_test(test_silent_sub),  cmocka_unit_test(test_kit_cut),
+    cmocka_unit_test(test_kit_one_way), cmocka_unit_test(test_kit_silent),
+};
+
+FX_MAIN(tests, NULL, NULL, child_main)
