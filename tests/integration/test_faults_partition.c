@@ -70,9 +70,11 @@ static void role_open(role *r, const char *mode, const char *url) {
   rlock_config_free(cfg);
 }
 
-static int role_acquire(role *r, rlock_lock *l, int64_t wait_ms) {
+static int role_acquire(role *r, rlock_lock *l, int64_t wait_ms,
+                        int64_t *token) {
   rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
   o.wait_ms = wait_ms;
+  o.token = token;
   if (r->mode == FK_BLOCKING)
     return rlock_lock_acquire_opts(l, &o);
   o.owner = r->owner;
@@ -81,6 +83,8 @@ static int role_acquire(role *r, rlock_lock *l, int64_t wait_ms) {
   if (rc != RLOCK_OK)
     return rc;
   fk_run_until(&r->loop, &call.done);
+  if (token != NULL)
+    *token = call.value;
   return call.rc;
 }
 
@@ -121,22 +125,60 @@ static bool stdin_ready(void) {
   return poll(&p, 1, 0) > 0;
 }
 
-/* `holder MODE URL NAME...`: take each lock, say "held"; then watch the
- * first with rlock_lock_check every 2 ms, saying "told RC T LAST_OK" (µs,
- * CLOCK_MONOTONIC: the first answer other than RLOCK_OK, and when the last
- * RLOCK_OK was asked) once it stops holding; release one lock a line of
- * stdin, saying "released RC T LOST_CALLBACK_T". */
+/* The fenced resource at "HOST:PORT" (FK_FENCED_WRITE): 1 the token was
+ * accepted, 0 refused, -1 not reached. */
+static int fenced_write(const char *fence, int64_t token) {
+  char host[64];
+  int port = 0;
+  if (sscanf(fence, "%63[^:]:%d", host, &port) != 2)
+    return -1;
+  struct timeval tv = {1, 0};
+  redisContext *c = redisConnectWithTimeout(host, port, tv);
+  if (c != NULL && !c->err)
+    redisSetTimeout(c, tv);
+  redisReply *rep = c && !c->err
+                        ? redisCommand(c,
+                                       "EVAL %s 2 fault:res:{part} "
+                                       "fault:seq:{part} %lld",
+                                       FK_FENCED_WRITE, (long long)token)
+                        : NULL;
+  int ok = rep && rep->type == REDIS_REPLY_INTEGER ? rep->integer > 0 : -1;
+  freeReplyObject(rep);
+  redisFree(c);
+  return ok;
+}
+
+static rlock_lock *role_lock(role *r, const char *fence, const char *name) {
+  rlock_lock *l;
+  int rc = strcmp(fence, "-") != 0 ? rlock_lock_new_fenced(&l, r->c, name)
+                                   : rlock_lock_new(&l, r->c, name);
+  if (rc != RLOCK_OK)
+    _exit(3);
+  return l;
+}
+
+/* `holder MODE URL FENCE NAME...`: take each lock (fenced when FENCE, the
+ * fenced resource's "HOST:PORT", is not "-"), say "held TOKEN"; then
+ * watch the first with rlock_lock_check every 2 ms, saying "told RC T
+ * LAST_OK" (µs, CLOCK_MONOTONIC: the first answer other than RLOCK_OK,
+ * and when the last RLOCK_OK was asked) once it stops holding. Each line
+ * of stdin: "w" writes the first lock's token to the fenced resource,
+ * saying "wrote ACCEPTED CHECK"; anything else releases the next lock,
+ * saying "released RC T LOST_CALLBACK_T". */
 static int holder_main(int argc, char **argv) {
   role r = {0};
   role_open(&r, argv[1], argv[2]);
-  int n = argc - 3;
+  const char *fence = argv[3];
+  int n = argc - 4;
   rlock_lock *l[4];
+  int64_t token = 0;
   for (int i = 0; i < n && i < 4; i++) {
-    if (rlock_lock_new(&l[i], r.c, argv[3 + i]) != RLOCK_OK ||
-        role_acquire(&r, l[i], 5000) != RLOCK_OK)
+    l[i] = role_lock(&r, fence, argv[4 + i]);
+    bool fenced = i == 0 && strcmp(fence, "-") != 0;
+    if (role_acquire(&r, l[i], 5000, fenced ? &token : NULL) != RLOCK_OK)
       return 1;
   }
-  say("held\n");
+  say("held %lld\n", (long long)token);
   int64_t last_ok = 0, told = 0;
   for (int i = 0; i < n;) {
     int64_t t0 = rt_now_us();
@@ -146,34 +188,39 @@ static int holder_main(int argc, char **argv) {
     else if (told == 0)
       say("told %d %lld %lld\n", rc, (long long)(told = rt_now_us()),
           (long long)last_ok);
-    if (stdin_ready()) {
-      char line[64];
-      if (fgets(line, sizeof line, stdin) == NULL)
-        return 1;
-      rc = role_release(&r, l[i++]);
-      say("released %d %lld %lld\n", rc, (long long)rt_now_us(),
-          (long long)atomic_load(&lost_cb_us));
-    }
+    char line[64] = "";
+    if (stdin_ready() && fgets(line, sizeof line, stdin) == NULL)
+      return 1;
+    if (line[0] == 'w')
+      say("wrote %d %d\n", fenced_write(fence, token), role_check(&r, l[0]));
+    else if (line[0] != '\0')
+      say("released %d %lld %lld\n", role_release(&r, l[i++]),
+          (long long)rt_now_us(), (long long)atomic_load(&lost_cb_us));
     role_pause(&r, 2);
   }
   return 0;
 }
 
-/* `waiter MODE URL WAIT_MS NAME...`: take each lock in turn (hold 20 ms,
- * release), saying "acquired RC T ELAPSED_MS" for each, then "done". */
+/* `waiter MODE URL FENCE WAIT_MS NAME...`: take each lock in turn (write
+ * its token to the fenced resource when FENCE is not "-", hold 20 ms,
+ * release), saying "acquired RC T ELAPSED_MS TOKEN ACCEPTED" for each,
+ * then "done". */
 static int waiter_main(int argc, char **argv) {
   role r = {0};
   role_open(&r, argv[1], argv[2]);
-  int64_t wait_ms = atoll(argv[3]);
-  for (int i = 4; i < argc; i++) {
-    rlock_lock *l;
-    if (rlock_lock_new(&l, r.c, argv[i]) != RLOCK_OK)
-      return 1;
-    int64_t t0 = rt_now_us();
-    int rc = role_acquire(&r, l, wait_ms);
+  const char *fence = argv[3];
+  int64_t wait_ms = atoll(argv[4]);
+  for (int i = 5; i < argc; i++) {
+    rlock_lock *l = role_lock(&r, fence, argv[i]);
+    int64_t t0 = rt_now_us(), token = 0;
+    int rc =
+        role_acquire(&r, l, wait_ms, strcmp(fence, "-") != 0 ? &token : NULL);
     int64_t t1 = rt_now_us();
-    say("acquired %d %lld %lld\n", rc, (long long)t1,
-        (long long)((t1 - t0) / 1000));
+    int accepted = rc == RLOCK_OK && strcmp(fence, "-") != 0
+                       ? fenced_write(fence, token)
+                       : -1;
+    say("acquired %d %lld %lld %lld %d\n", rc, (long long)t1,
+        (long long)((t1 - t0) / 1000), (long long)token, accepted);
     if (rc == RLOCK_OK) {
       role_pause(&r, 20);
       role_release(&r, l);
@@ -255,16 +302,17 @@ static void prog_end(prog *p) {
 }
 
 /* Read the program's next line, which must start with `word`; the numbers
- * after it into v (up to 3). */
-static void expect_line(prog *p, const char *word, long long v[3], int64_t ms) {
+ * after it into v (up to 5). */
+static void expect_line(prog *p, const char *word, long long v[5], int64_t ms) {
   char line[256];
   fx_read_line(p->out, line, sizeof line, rt_scaled_ms(ms));
   size_t wl = strlen(word);
   if (strncmp(line, word, wl) != 0 || (line[wl] != ' ' && line[wl] != '\0'))
     fail_msg("expected '%s ...' from the client, got '%s'", word, line);
-  v[0] = v[1] = v[2] = 0;
+  memset(v, 0, 5 * sizeof *v);
   if (line[wl] != '\0')
-    sscanf(line + wl + 1, "%lld %lld %lld", &v[0], &v[1], &v[2]);
+    sscanf(line + wl + 1, "%lld %lld %lld %lld %lld", &v[0], &v[1], &v[2],
+           &v[3], &v[4]);
 }
 
 static void wait_subscribers(const char *channel, long long n) {
@@ -429,13 +477,13 @@ static void holder_partition(fk_mode mode, bool one_way) {
   char wb_wait[16], wa_wait[16];
   snprintf(wb_wait, sizeof wb_wait, "%d", 5000);
   snprintf(wa_wait, sizeof wa_wait, "%d", CUT_MS + 4000);
-  prog h = run_in(NS_A, (const char *[]){"holder", m, url, LOCK, NULL});
-  long long v[3];
+  prog h = run_in(NS_A, (const char *[]){"holder", m, url, "-", LOCK, NULL});
+  long long v[5];
   expect_line(&h, "held", v, 10000);
-  prog wb =
-      run_in(NS_B, (const char *[]){"waiter", m, url, wb_wait, LOCK, NULL});
-  prog wa =
-      run_in(NS_A, (const char *[]){"waiter", m, url, wa_wait, LOCK, NULL});
+  prog wb = run_in(
+      NS_B, (const char *[]){"waiter", m, url, "-", wb_wait, LOCK, NULL});
+  prog wa = run_in(
+      NS_A, (const char *[]){"waiter", m, url, "-", wa_wait, LOCK, NULL});
   wait_subscribers(CHANNEL(LOCK), 2);
   wait_renewed(LOCK);
   int64_t cut = rt_now_us();
@@ -470,7 +518,7 @@ static void holder_partition(fk_mode mode, bool one_way) {
   if (v[0] != RLOCK_OK && v[0] != RLOCK_ETIMEOUT)
     fail_msg("waiter A: %lld (%s)", v[0], rlock_strerror((int)v[0]));
   ASSERT_BETWEEN(v[2], 0, CUT_MS + 4000 + SLACK_MS);
-  long long a_ms = (v[1] - healed) / 1000, a_rc = v[0];
+  long long a_rc = v[0], a_ms = (v[1] - (a_rc ? cut : healed)) / 1000;
   expect_line(&wb, "done", v, 5000);
   expect_line(&wa, "done", v, 5000);
   assert_int_equal(write(h.in, "r\n", 2), 2);
@@ -481,9 +529,10 @@ static void holder_partition(fk_mode mode, bool one_way) {
   ASSERT_BETWEEN(cb_ms, 0, LEASE_MS + LEASE_MS / 3 + SLACK_MS);
   print_message("[ PARTITION] %s %s: holder told after %lld ms (callback "
                 "%lld ms), waiter B got the lock after %lld ms, waiter A "
-                "%s %lld ms after the heal",
+                "%s %lld ms after the %s",
                 one_way ? "one-way" : "client-cut", m, told_ms, cb_ms, b_ms,
-                a_rc == RLOCK_OK ? "got it" : "timed out", a_ms);
+                a_rc == RLOCK_OK ? "got it" : "timed out (RLOCK_ETIMEOUT)",
+                a_ms, a_rc == RLOCK_OK ? "heal" : "cut");
   if (one_way)
     print_message("; %d requests from A arrived during the cut", arrived);
   print_message("\n");
@@ -520,11 +569,12 @@ static void silent_subscriber(fk_mode mode) {
   rt_proxy *px = rt_proxy_start(rt_netns_router_addr(),
                                 rt_netns_addr(net, NS_S), rt_server_port(lsrv));
   const char *url = rt_proxy_url(px), *m = mode_name(mode);
-  prog h = run_in(NS_A, (const char *[]){"holder", m, url, LOCK, LOCK2, NULL});
-  long long v[3];
+  prog h =
+      run_in(NS_A, (const char *[]){"holder", m, url, "-", LOCK, LOCK2, NULL});
+  long long v[5];
   expect_line(&h, "held", v, 10000);
   prog w = run_in(
-      NS_B, (const char *[]){"waiter", m, url, "8000", LOCK, LOCK2, NULL});
+      NS_B, (const char *[]){"waiter", m, url, "-", "8000", LOCK, LOCK2, NULL});
   wait_subscribers(CHANNEL(LOCK), 1);
   int silenced = rt_proxy_silence_subscribers(px);
   assert_true(silenced >= 1);
@@ -664,9 +714,9 @@ static int child_main(int argc, char **argv) {
   int rc = fk_child_main(argc, argv);
   if (rc >= 0)
     return rc;
-  if (argc >= 4 && strcmp(argv[0], "holder") == 0)
+  if (argc >= 5 && strcmp(argv[0], "holder") == 0)
     return holder_main(argc, argv);
-  if (argc >= 5 && strcmp(argv[0], "waiter") == 0)
+  if (argc >= 6 && strcmp(argv[0], "waiter") == 0)
     return waiter_main(argc, argv);
   if (argc == 4 && strcmp(argv[0], "probe") == 0)
     return probe_main(argv);
