@@ -74,10 +74,11 @@ static int role_acquire(role *r, rlock_lock *l, int64_t wait_ms,
                         int64_t *token) {
   rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
   o.wait_ms = wait_ms;
-  o.token = token;
-  if (r->mode == FK_BLOCKING)
+  if (r->mode == FK_BLOCKING) {
+    o.token = token;
     return rlock_lock_acquire_opts(l, &o);
-  o.owner = r->owner;
+  }
+  o.owner = r->owner; /* a fenced lock's token is the callback's value */
   fk_call call = {0};
   int rc = rlock_lock_acquire_async(l, &o, fk_on_done, &call, NULL);
   if (rc != RLOCK_OK)
@@ -175,8 +176,11 @@ static int holder_main(int argc, char **argv) {
   for (int i = 0; i < n && i < 4; i++) {
     l[i] = role_lock(&r, fence, argv[4 + i]);
     bool fenced = i == 0 && strcmp(fence, "-") != 0;
-    if (role_acquire(&r, l[i], 5000, fenced ? &token : NULL) != RLOCK_OK)
+    int rc = role_acquire(&r, l[i], 5000, fenced ? &token : NULL);
+    if (rc != RLOCK_OK) { /* the harness shows this line */
+      say("failed %d %s\n", rc, rlock_error_last()->message);
       return 1;
+    }
   }
   say("held %lld\n", (long long)token);
   int64_t last_ok = 0, told = 0;
@@ -423,13 +427,14 @@ static void in_proxy(void **state) {
 /* ---- direct scenarios: a holder cut off, a one-way cut ------------------ */
 
 typedef struct renewal_seen {
+  rt_server *s;
   const char *key;
   long long last;
 } renewal_seen;
 
 static bool pred_renewed(void *arg, char *why, size_t cap) {
   renewal_seen *w = arg;
-  long long ttl = rt_cmd_int(lsrv, "PTTL %s", w->key);
+  long long ttl = rt_cmd_int(w->s, "PTTL %s", w->key);
   bool up = w->last > 0 && ttl > w->last + 100;
   snprintf(why, cap, "PTTL %s went from %lld to %lld", w->key, w->last, ttl);
   w->last = ttl;
@@ -438,8 +443,8 @@ static bool pred_renewed(void *arg, char *why, size_t cap) {
 
 /* Wait until the lock's PTTL goes up: a renewal reached the server (so
  * the holder's connections and scripts are in place before a fault). */
-static void wait_renewed(const char *key) {
-  renewal_seen w = {key, 0};
+static void wait_renewed(rt_server *s, const char *key) {
+  renewal_seen w = {s, key, 0};
   rt_wait_until(pred_renewed, &w, rt_scaled_ms(5000), "a renewal");
 }
 
@@ -485,7 +490,7 @@ static void holder_partition(fk_mode mode, bool one_way) {
   prog wa = run_in(
       NS_A, (const char *[]){"waiter", m, url, "-", wa_wait, LOCK, NULL});
   wait_subscribers(CHANNEL(LOCK), 2);
-  wait_renewed(LOCK);
+  wait_renewed(lsrv, LOCK);
   int64_t cut = rt_now_us();
   fx_monitor mon;
   if (one_way) {
@@ -695,6 +700,160 @@ static void in_kit_silent(void **state) {
   kit_silent(FK_LOOP);
 }
 
+/* ---- Sentinel: split brain ------------------------------------------------
+ */
+
+/* More namespaces: the Sentinel master's (with side A: the minority), its
+ * two replicas' and the three sentinels' (with side B: the majority). */
+enum { NS_M = 3, NS_R, NS_SEN };
+
+static rt_sentinel_group *split_group(void) {
+  if (rt_netns_count(net) == NS_M) {
+    rt_netns_add(net, "m");
+    rt_netns_add(net, "r");
+    rt_netns_add(net, "sen");
+  }
+  rt_sentinel_place pl = {{NULL}};
+  for (int i = 0; i < 3; i++) {
+    int ns = i == 0 ? NS_M : NS_R;
+    pl.server_host[i] = rt_netns_addr(net, ns);
+    pl.server_prefix[i] = rt_netns_prefix(net, ns);
+    pl.sentinel_host[i] = rt_netns_addr(net, NS_SEN);
+    pl.sentinel_prefix[i] = rt_netns_prefix(net, NS_SEN);
+  }
+  return rt_sentinel_start_placed("splitmaster", 2, 3, &pl);
+}
+
+/* The master and side A on one side, everything else on the other. */
+static void split(void) {
+  const int minority[] = {NS_M, NS_A}, majority[] = {NS_R, NS_SEN, NS_B};
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 3; j++)
+      rt_netns_cut(net, minority[i], majority[j], true);
+}
+
+/* min-replicas-to-write 1, min-replicas-max-lag 1 on every data server:
+ * a master that has heard from no replica for a second refuses writes. */
+static void min_replicas(rt_sentinel_group *g) {
+  for (int i = 0; i < rt_sentinel_nservers(g); i++) {
+    rt_cmd_ok(rt_sentinel_server(g, i), "CONFIG SET min-replicas-to-write 1");
+    rt_cmd_ok(rt_sentinel_server(g, i), "CONFIG SET min-replicas-max-lag 1");
+  }
+}
+
+static const char *fence_addr(void) {
+  static char buf[64];
+  snprintf(buf, sizeof buf, "%s:%d", rt_netns_router_addr(),
+           rt_server_port(srv));
+  return buf;
+}
+
+/* A holder on side A holds a fenced lock through the partition; the
+ * majority's sentinels promote a replica; then a client on side B takes
+ * the lock there and writes its token to the fenced resource (on the
+ * router, which both sides reach); then the old holder writes its own.
+ * Counted: whether the two holds overlapped (the old holder still held by
+ * its own account once B had the lock), and whether the stale holder was
+ * told (RLOCK_ELOST) or refused by the fenced resource: one of them is
+ * required. */
+static void split_brain(fk_mode mode, bool guarded) {
+  rt_sentinel_group *g = split_group();
+  if (guarded)
+    min_replicas(g);
+  freeReplyObject(rt_cmd(srv, "DEL fault:res:{part} fault:seq:{part}"));
+  const char *url = rt_sentinel_url(g), *m = mode_name(mode);
+  prog h = run_in(NS_A,
+                  (const char *[]){"holder", m, url, fence_addr(), LOCK, NULL});
+  long long v[5];
+  expect_line(&h, "held", v, 10000);
+  long long token_a = v[0];
+  wait_renewed(rt_sentinel_master(g), LOCK);
+  int64_t cut = rt_now_us();
+  split();
+  rt_sentinel_wait_failover(g, rt_scaled_ms(30000));
+  long long failover_ms = (rt_now_us() - cut) / 1000;
+  prog b = run_in(NS_B, (const char *[]){"waiter", m, url, fence_addr(),
+                                         "20000", LOCK, NULL});
+  expect_line(&b, "acquired", v, 25000);
+  assert_int_equal(v[0], RLOCK_OK);
+  long long b_at = v[1], b_ms = (v[1] - cut) / 1000, token_b = v[3];
+  assert_int_equal(v[4], 1); /* B's write accepted */
+  assert_int_equal(write(h.in, "w\n", 2), 2);
+  char line[256];
+  long long told_at = 0, last_ok = 0, accepted = -1, check = 0;
+  while (accepted < 0) { /* "told" may come first */
+    fx_read_line(h.out, line, sizeof line, rt_scaled_ms(5000));
+    if (sscanf(line, "told %*d %lld %lld", &told_at, &last_ok) == 2)
+      continue;
+    if (sscanf(line, "wrote %lld %lld", &accepted, &check) != 2)
+      fail_msg("unexpected line from the holder: '%s'", line);
+  }
+  if (guarded && told_at == 0) { /* refused renewals: told within a lease */
+    fx_read_line(h.out, line, sizeof line, rt_scaled_ms(LEASE_MS + 3000));
+    if (sscanf(line, "told %*d %lld %lld", &told_at, &last_ok) != 2)
+      fail_msg("the old holder was not told: '%s'", line);
+  }
+  bool overlap = told_at == 0 || last_ok >= b_at;
+  print_message(
+      "[ PARTITION] split-brain %s%s: failover after %lld ms; B "
+      "got the lock after %lld ms (token %lld, accepted); the old "
+      "holder (token %lld) %s, its late write %s: %s\n",
+      m, guarded ? " (min-replicas-to-write 1)" : "", failover_ms, b_ms,
+      token_b, token_a, told_at ? "was told RLOCK_ELOST" : "was never told",
+      accepted ? "ACCEPTED" : "refused", overlap ? "1 overlap" : "no overlap");
+  if (told_at)
+    print_message("[ PARTITION]   told %lld ms after the cut\n",
+                  (told_at - cut) / 1000);
+  if (accepted && told_at == 0)
+    fail_msg("the stale holder was neither told nor refused");
+  rt_netns_heal(net);
+  prog_end(&h);
+  prog_end(&b);
+  rt_sentinel_free(g);
+}
+
+/* The checker's run: workers 0 and 1 on the master's side, 2 and 3 on
+ * the majority's; the partition begins 0.3 s in and lasts until the
+ * sentinels have promoted a replica and the run's time is up. */
+static void kit_split(fk_mode mode) {
+  rt_sentinel_group *g = split_group();
+  kit_use(rt_sentinel_url(g));
+  int fd = fk_begin("split-brain", mode);
+  int64_t t0 = rt_now_ms();
+  rt_sleep_ms(300); /* the workload first */
+  rt_history_add(fd, -1, -1, RT_EV_FAULT, 'S', 0, 0);
+  split();
+  rt_sentinel_wait_failover(g, rt_scaled_ms(30000));
+  long long failover_ms = rt_sentinel_failover_ms(g);
+  rt_sleep_ms(500); /* the majority's clients at work on the new master */
+  while (fk_running(t0))
+    rt_sleep_ms(100); /* the partition lasts the run */
+  rt_verdict v = fk_finish(fd, "split-brain", 0);
+  rt_netns_heal(net);
+  rt_sentinel_free(g);
+  print_message("[ PARTITION] split-brain %s: failover after %lld ms\n",
+                mode_name(mode), failover_ms);
+  assert_true(v.faults == 1);
+}
+
+static void in_kit_split(void **state) {
+  (void)state;
+  kit_split(FK_BLOCKING);
+  kit_split(FK_LOOP);
+}
+
+static void in_split_brain(void **state) {
+  (void)state;
+  split_brain(FK_BLOCKING, false);
+  split_brain(FK_LOOP, false);
+}
+
+static void in_split_brain_guarded(void **state) {
+  (void)state;
+  split_brain(FK_BLOCKING, true);
+  split_brain(FK_LOOP, true);
+}
+
 /* ---- running the inner tests -------------------------------------------- */
 
 static const struct CMUnitTest inner_tests[] = {
@@ -702,6 +861,8 @@ static const struct CMUnitTest inner_tests[] = {
     cmocka_unit_test(in_client_cut),  cmocka_unit_test(in_one_way),
     cmocka_unit_test(in_silent_sub),  cmocka_unit_test(in_kit_cut),
     cmocka_unit_test(in_kit_one_way), cmocka_unit_test(in_kit_silent),
+    cmocka_unit_test(in_split_brain), cmocka_unit_test(in_split_brain_guarded),
+    cmocka_unit_test(in_kit_split),
 };
 
 /* `netns TEST`: the inner test TEST, in the private namespace. */
@@ -750,12 +911,22 @@ OUTER(silent_sub)
 OUTER(kit_cut)
 OUTER(kit_one_way)
 OUTER(kit_silent)
+OUTER(split_brain)
+OUTER(split_brain_guarded)
+OUTER(kit_split)
 
 static const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_harness),     cmocka_unit_test(test_proxy),
-    cmocka_unit_test(test_client_cut),  cmocka_unit_test(test_one_way),
-    cmocka_unit_test(test_silent_sub),  cmocka_unit_test(test_kit_cut),
-    cmocka_unit_test(test_kit_one_way), cmocka_unit_test(test_kit_silent),
+    cmocka_unit_test(test_harness),
+    cmocka_unit_test(test_proxy),
+    cmocka_unit_test(test_client_cut),
+    cmocka_unit_test(test_one_way),
+    cmocka_unit_test(test_silent_sub),
+    cmocka_unit_test(test_kit_cut),
+    cmocka_unit_test(test_kit_one_way),
+    cmocka_unit_test(test_kit_silent),
+    cmocka_unit_test(test_split_brain),
+    cmocka_unit_test(test_split_brain_guarded),
+    cmocka_unit_test(test_kit_split),
 };
 
 FX_MAIN(tests, NULL, NULL, child_main)
