@@ -25,6 +25,7 @@
 
 #include <poll.h>
 
+#include "rt_cluster.h"
 #include "rt_netns.h"
 #include "rt_proxy.h"
 #include "rt_sentinel.h"
@@ -854,6 +855,143 @@ static void in_split_brain_guarded(void **state) {
   split_brain(FK_LOOP, true);
 }
 
+/* ---- Cluster: a master on the minority side ------------------------------ */
+
+/* Three masters with a replica each: master 0 alone in one namespace (with
+ * side A), the five other nodes in another (with side B). */
+enum { NS_C0 = 3, NS_C1 };
+#define CL_REPLICA_OF_0 3 /* rt_cluster's index of master 0's replica */
+
+static rt_cluster *minority_cluster(void) {
+  if (rt_netns_count(net) == NS_C0) {
+    rt_netns_add(net, "c0");
+    rt_netns_add(net, "c1");
+  }
+  const char *host[6];
+  const char *const *prefix[6];
+  for (int i = 0; i < 6; i++) {
+    host[i] = rt_netns_addr(net, i == 0 ? NS_C0 : NS_C1);
+    prefix[i] = rt_netns_prefix(net, i == 0 ? NS_C0 : NS_C1);
+  }
+  return rt_cluster_start_placed(3, 1, host, prefix);
+}
+
+static void cluster_split(void) {
+  const int minority[] = {NS_C0, NS_A}, majority[] = {NS_C1, NS_B};
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 2; j++)
+      rt_netns_cut(net, minority[i], majority[j], true);
+}
+
+static bool pred_promoted(void *arg, char *why, size_t cap) {
+  snprintf(why, cap, "node %d is not a master yet", CL_REPLICA_OF_0);
+  return rt_cluster_is_master(arg, CL_REPLICA_OF_0);
+}
+
+/* Master 0's replica promoted by the majority (past cluster-node-timeout
+ * and its election); how long it took from `cut` (µs). */
+static long long wait_promoted(rt_cluster *cl, int64_t cut) {
+  rt_wait_until(pred_promoted, cl, rt_scaled_ms(30000),
+                "the minority master's replica promoted");
+  return (rt_now_us() - cut) / 1000;
+}
+
+/* A holder on side A holds a fenced lock on master 0; side A and master 0
+ * are cut from the rest past cluster-node-timeout. Master 0, seeing no
+ * majority, refuses writes after the node timeout, so the holder's
+ * renewals fail and it is told; the majority promotes the replica, where
+ * a client on side B takes the lock and writes its token, then the old
+ * holder writes its own. The stale holder must be told or refused. */
+static void cluster_minority(fk_mode mode) {
+  rt_cluster *cl = minority_cluster();
+  char name[64];
+  rt_cluster_key_on(cl, 0, "part:", name, sizeof name);
+  freeReplyObject(rt_cmd(srv, "DEL fault:res:{part} fault:seq:{part}"));
+  const char *url = rt_cluster_url(cl), *m = mode_name(mode);
+  prog h = run_in(NS_A,
+                  (const char *[]){"holder", m, url, fence_addr(), name, NULL});
+  long long v[5];
+  expect_line(&h, "held", v, 10000);
+  long long token_a = v[0];
+  wait_renewed(rt_cluster_node(cl, 0), name);
+  int64_t cut = rt_now_us();
+  cluster_split();
+  long long promoted_ms = wait_promoted(cl, cut);
+  prog b = run_in(NS_B, (const char *[]){"waiter", m, url, fence_addr(),
+                                         "20000", name, NULL});
+  expect_line(&b, "acquired", v, 25000);
+  assert_int_equal(v[0], RLOCK_OK);
+  long long b_at = v[1], b_ms = (v[1] - cut) / 1000, token_b = v[3];
+  assert_int_equal(v[4], 1);
+  assert_int_equal(write(h.in, "w\n", 2), 2);
+  char line[256];
+  long long told_at = 0, last_ok = 0, accepted = -1, check = 0;
+  while (accepted < 0) {
+    fx_read_line(h.out, line, sizeof line, rt_scaled_ms(5000));
+    if (sscanf(line, "told %*d %lld %lld", &told_at, &last_ok) == 2)
+      continue;
+    if (sscanf(line, "wrote %lld %lld", &accepted, &check) != 2)
+      fail_msg("unexpected line from the holder: '%s'", line);
+  }
+  if (told_at == 0) { /* master 0 refuses its renewals: told soon */
+    fx_read_line(h.out, line, sizeof line, rt_scaled_ms(LEASE_MS + 5000));
+    if (sscanf(line, "told %*d %lld %lld", &told_at, &last_ok) != 2)
+      fail_msg("the old holder was not told: '%s'", line);
+  }
+  bool overlap = last_ok >= b_at;
+  print_message("[ PARTITION] cluster-minority %s: replica promoted after "
+                "%lld ms; B got the lock after %lld ms (token %lld); the old "
+                "holder (token %lld) told after %lld ms, its late write %s: "
+                "%s\n",
+                m, promoted_ms, b_ms, token_b, token_a, (told_at - cut) / 1000,
+                accepted ? "ACCEPTED" : "refused",
+                overlap ? "1 overlap" : "no overlap");
+  if (overlap && accepted)
+    fail_msg("an overlap whose stale holder was neither told in time nor "
+             "refused");
+  rt_netns_heal(net);
+  prog_end(&h);
+  prog_end(&b);
+  rt_cluster_free(cl);
+}
+
+static void in_cluster_minority(void **state) {
+  (void)state;
+  cluster_minority(FK_BLOCKING);
+  cluster_minority(FK_LOOP);
+}
+
+/* The checker's run: workers 0 and 1 with master 0, 2 and 3 with the
+ * rest; the partition from 0.3 s in until the replica is promoted and the
+ * run's time is up. */
+static void kit_cluster(fk_mode mode) {
+  rt_cluster *cl = minority_cluster();
+  kit_use(rt_cluster_url(cl));
+  int fd = fk_begin("cluster-minority", mode);
+  int64_t t0 = rt_now_ms();
+  rt_sleep_ms(300); /* the workload first */
+  rt_history_add(fd, -1, -1, RT_EV_FAULT, 'M', 0, 0);
+  int64_t cut = rt_now_us();
+  cluster_split();
+  long long promoted_ms = wait_promoted(cl, cut);
+  rt_sleep_ms(500); /* the majority's clients at work on the new master */
+  while (fk_running(t0))
+    rt_sleep_ms(100); /* the partition lasts the run */
+  rt_verdict v = fk_finish(fd, "cluster-minority", 0);
+  rt_netns_heal(net);
+  rt_cluster_free(cl);
+  print_message("[ PARTITION] cluster-minority %s: replica promoted after "
+                "%lld ms\n",
+                mode_name(mode), promoted_ms);
+  assert_true(v.faults == 1);
+}
+
+static void in_kit_cluster(void **state) {
+  (void)state;
+  kit_cluster(FK_BLOCKING);
+  kit_cluster(FK_LOOP);
+}
+
 /* ---- running the inner tests -------------------------------------------- */
 
 static const struct CMUnitTest inner_tests[] = {
@@ -862,7 +1000,8 @@ static const struct CMUnitTest inner_tests[] = {
     cmocka_unit_test(in_silent_sub),  cmocka_unit_test(in_kit_cut),
     cmocka_unit_test(in_kit_one_way), cmocka_unit_test(in_kit_silent),
     cmocka_unit_test(in_split_brain), cmocka_unit_test(in_split_brain_guarded),
-    cmocka_unit_test(in_kit_split),
+    cmocka_unit_test(in_kit_split),   cmocka_unit_test(in_cluster_minority),
+    cmocka_unit_test(in_kit_cluster),
 };
 
 /* `netns TEST`: the inner test TEST, in the private namespace. */
@@ -914,6 +1053,8 @@ OUTER(kit_silent)
 OUTER(split_brain)
 OUTER(split_brain_guarded)
 OUTER(kit_split)
+OUTER(cluster_minority)
+OUTER(kit_cluster)
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_harness),
@@ -927,6 +1068,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_split_brain),
     cmocka_unit_test(test_split_brain_guarded),
     cmocka_unit_test(test_kit_split),
+    cmocka_unit_test(test_cluster_minority),
+    cmocka_unit_test(test_kit_cluster),
 };
 
 FX_MAIN(tests, NULL, NULL, child_main)
