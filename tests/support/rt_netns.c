@@ -95,6 +95,23 @@ void rt_netns_ip(const char *const *words) {
 
 /* ---- probing and running again in private namespaces ------------------ */
 
+/* Whether the private namespaces need a user namespace too (not root). */
+static bool g_as_user;
+
+/* The probe: namespaces, /run, a veth pair and a blackhole rule, in a
+   throwaway `unshare` (with `user`: as root of a user namespace). */
+static bool probe(const char *ip, bool user) {
+  char script[1024];
+  snprintf(script, sizeof script,
+           "unshare %s--net --mount -- sh -c 'mount -t tmpfs none /run && "
+           "%s netns add rt-probe && %s link add rtv-p type veth peer name "
+           "eth0 netns rt-probe && %s rule add pref 100 from 10.77.1.2 to "
+           "10.77.2.2 blackhole'",
+           user ? "--user --map-root-user " : "", ip, ip, ip);
+  const char *const argv[] = {"/bin/sh", "-c", script, NULL};
+  return run("/bin/sh", argv, true) == 0;
+}
+
 const char *rt_netns_unavailable(void) {
   static int probed;
   static const char *why;
@@ -104,22 +121,15 @@ const char *rt_netns_unavailable(void) {
   const char *ip = ip_path();
   if (ip == NULL)
     return why = "no ip command (iproute2) on this machine";
-  const char *const bare[] = {"/bin/sh", "-c", "unshare --net --mount true",
-                              NULL};
-  if (run("/bin/sh", bare, true) != 0)
-    return why = "cannot unshare --net --mount here (it needs root)";
-  char script[1024];
-  snprintf(script, sizeof script,
-           "unshare --net --mount -- sh -c 'mount -t tmpfs none /run && "
-           "%s netns add rt-probe && %s link add rtv-p type veth peer name "
-           "eth0 netns rt-probe && %s rule add pref 100 from 10.77.1.2 to "
-           "10.77.2.2 blackhole'",
-           ip, ip, ip);
-  const char *const full[] = {"/bin/sh", "-c", script, NULL};
-  if (run("/bin/sh", full, true) != 0)
-    return why = "no ip netns, veth pairs or blackhole rules in this "
-                 "kernel's private namespaces";
-  return NULL;
+  if (probe(ip, false))
+    return NULL;
+  if (geteuid() != 0 && probe(ip, true)) {
+    g_as_user = true;
+    return NULL;
+  }
+  return why = "no private network namespace with ip netns, veth pairs and "
+               "blackhole rules here (unshare --net --mount, as root or in a "
+               "user namespace)";
 }
 
 bool rt_netns_private(void) { return getenv("RT_NETNS_PRIVATE") != NULL; }
@@ -131,9 +141,16 @@ int rt_netns_rerun(const char *argv0, const char *const *args) {
            "mount -t tmpfs none /run && %s link set lo up && "
            "exec \"$0\" \"$@\"",
            ip ? ip : "ip");
-  const char *argv[32] = {"unshare", "--net", "--mount", "--",     "/bin/sh",
-                          "-c",      script,  argv0,     "--child"};
-  size_t n = 9;
+  const char *argv[32] = {"unshare"};
+  size_t n = 1;
+  if (g_as_user) {
+    argv[n++] = "--user";
+    argv[n++] = "--map-root-user";
+  }
+  const char *const rest[] = {"--net", "--mount", "--",  "/bin/sh",
+                              "-c",    script,    argv0, "--child"};
+  for (size_t i = 0; i < sizeof rest / sizeof *rest; i++)
+    argv[n++] = rest[i];
   for (size_t i = 0; args[i] != NULL && n < 31; i++)
     argv[n++] = args[i];
   argv[n] = NULL;

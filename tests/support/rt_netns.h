@@ -5,7 +5,8 @@
  * test_faults_partition.c).
  *
  * Nothing here touches the machine's network. The test binary runs itself
- * again under `unshare --net --mount` (rt_netns_rerun()): a private network
+ * again under `unshare --net --mount` (rt_netns_rerun(); not as root: with
+ * --user --map-root-user, where user namespaces are allowed): a private network
  * namespace of its own, with /run on a private tmpfs for `ip netns`. That
  * process (the "router") creates the namespaces: namespace i gets a veth
  * pair to the router, 10.77.(i+1).2/24 on its side, 10.77.(i+1).1 on the
@@ -47,8 +48,10 @@
 typedef struct rt_netns rt_netns;
 
 /* NULL when this machine lets the test make private namespaces with
-   veth pairs and blackhole rules (probed once, in a throwaway unshare),
-   else a sentence saying what is missing: the caller skips with it. */
+   veth pairs and blackhole rules (probed once, in a throwaway unshare: as
+   root, or else as root of a user namespace, `unshare --user
+   --map-root-user`, which rt_netns_rerun() then uses too), else a
+   sentence saying what is missing: the caller skips with it. */
 const char *rt_netns_unavailable(void);
 
 /* Run `argv0 --child args...` (args NULL-terminated) under `unshare --net
