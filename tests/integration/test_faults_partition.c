@@ -12,15 +12,19 @@
  *    for 2.5 leases: the holder is told RLOCK_ELOST within one lease (and
  *    never believes it holds after another client got the lock), a waiter
  *    elsewhere gets the lock within its wait, a waiter on the cut side
- *    after the cut heals, within its wait;
+ *    gets it after the heal or, when an attempt of its was in flight at
+ *    the cut, ends with RLOCK_ETIMEOUT: either within its wait;
  *  - one_way: the server's packets to the holder dropped, the holder's to
  *    the server arriving (seen with MONITOR): the same promises;
  *  - silent_sub: the waiter's subscriber connection silenced without being
  *    closed: the waiter wakes by the lock's TTL, and its health check
  *    drops the silent connection when a new subscription is not confirmed.
+ *  - split_brain (Sentinel) and cluster_minority: a holder on the old
+ *    master's side of a partition, a client of the majority's side taking
+ *    the lock on the promoted replica: the stale holder told or refused
+ *    by the fenced resource (see their comments).
  * Checker scenarios (faults_kit.h's workers and history checker, blocking
- * and loop): the same faults repeated under the fault-run workload.
- * Sentinel split brain and Cluster minority: see their comments. */
+ * and loop): the same faults under the fault-run workload. */
 #include "faults_kit.h"
 
 #include <poll.h>
@@ -642,6 +646,29 @@ static void kit_use(const char *url) {
   fk.counter_host = rt_netns_router_addr();
 }
 
+/* Print the failed acquisitions of the history just judged, by side (A:
+ * workers 0 and 1) and status: which side the fault kept from the locks,
+ * and how it was told. */
+static void print_failures(const char *name) {
+  int count[2][32] = {{0}};
+  FILE *f = fopen(fk.hist_path, "rb");
+  rt_record rec;
+  while (f != NULL && fread(&rec, sizeof rec, 1, f) == 1)
+    if (rec.ev == RT_EV_ACQUIRE_FAILED && rec.a < 0 && rec.a > -32 &&
+        rec.worker >= 0 && rec.worker < FK_WORKERS)
+      count[rec.worker >= FK_WORKERS / 2][-rec.a]++;
+  if (f != NULL)
+    fclose(f);
+  print_message("[ PARTITION] %s%s failed calls:", name,
+                fk.mode == FK_LOOP ? " (loop)" : "");
+  for (int side = 0; side < 2; side++)
+    for (int k = 1; k < 32; k++)
+      if (count[side][k] > 0)
+        print_message(" side %c %d %s;", side ? 'B' : 'A', count[side][k],
+                      rlock_strerror(-k));
+  print_message("\n");
+}
+
 static unsigned seed = 2222;
 
 /* Side A cut from the server (both ways, or one way: the server's packets
@@ -660,6 +687,7 @@ static void kit_cut(const char *name, fk_mode mode, bool one_way) {
     rt_netns_heal(net);
   }
   rt_verdict v = fk_finish(fd, name, 1);
+  print_failures(name);
   assert_true(faults > 0 && v.faults == faults);
 }
 
@@ -688,6 +716,7 @@ static void kit_silent(fk_mode mode) {
     silenced += rt_proxy_silence_subscribers(px);
   }
   rt_verdict v = fk_finish(fd, "silent-subscriber", 1);
+  print_failures("silent-subscriber");
   print_message("[ PARTITION] silent-subscriber %s: %d connections "
                 "silenced, %d of them closed by their client\n",
                 mode_name(mode), silenced, rt_proxy_closed_while_silent(px));
@@ -830,6 +859,7 @@ static void kit_split(fk_mode mode) {
   while (fk_running(t0))
     rt_sleep_ms(100); /* the partition lasts the run */
   rt_verdict v = fk_finish(fd, "split-brain", 0);
+  print_failures("split-brain");
   rt_netns_heal(net);
   rt_sentinel_free(g);
   print_message("[ PARTITION] split-brain %s: failover after %lld ms\n",
@@ -978,6 +1008,7 @@ static void kit_cluster(fk_mode mode) {
   while (fk_running(t0))
     rt_sleep_ms(100); /* the partition lasts the run */
   rt_verdict v = fk_finish(fd, "cluster-minority", 0);
+  print_failures("cluster-minority");
   rt_netns_heal(net);
   rt_cluster_free(cl);
   print_message("[ PARTITION] cluster-minority %s: replica promoted after "
