@@ -76,8 +76,11 @@ typedef struct bench_args {
   int threads;          /* many: threads */
   int locks;            /* many: distinct lock names */
   double seconds;       /* many: run time */
-  long hold_us;         /* handoff: pause while holding */
-  int rounds;           /* handoff: rounds (a phase of each waiter) */
+  long hold_us;         /* handoff: pause while holding ... */
+  long hold_max_us;     /* ... or a random one from hold_us to this */
+  int rounds;           /* handoff: rounds (a phase of each waiter);
+                           contended --floor: rounds (a run of each) */
+  int floor;            /* contended --floor: the floor's runs too */
 } bench_args;
 
 /* ---- workloads (bench_<name>.c); each returns an exit status -------- */

@@ -37,9 +37,13 @@ static const char USAGE[] =
     "  uncontended [--ops K]     one thread, one lock: lock+unlock pairs\n"
     "                            vs the same scripts from a bare hiredis\n"
     "                            loop (K default 20000)\n"
-    "  contended --procs N --ops K [--think-us T]\n"
+    "  contended --procs N --ops K [--think-us T] [--floor [--rounds R]]\n"
     "                            N processes take turns on one lock, K\n"
-    "                            acquisitions each, pausing T us between\n"
+    "                            acquisitions each, pausing T us between;\n"
+    "                            --floor: R runs (default 5) of it and of\n"
+    "                            the floor (Redisson's protocol on bare\n"
+    "                            hiredis) alternating, acquisitions/s and\n"
+    "                            server calls per acquisition of each\n"
     "  fair --procs N --ops K [--think-us T]\n"
     "                            the same on a fair lock (about N-1\n"
     "                            waiters queued at each handoff)\n"
@@ -62,8 +66,12 @@ static const char USAGE[] =
     "                            S s (pairs/s), then K handoffs to an\n"
     "                            async waiter (defaults 16, 1000, 5, 20000)\n"
     "  handoff [--procs N] [--ops K] [--rounds R] [--hold-us H]\n"
+    "          [--hold-max-us M]\n"
     "                            N processes in a ping-pong, each holding\n"
-    "                            H us, the next one asleep in its wait:\n"
+    "                            H us (with M, a random time from H to M\n"
+    "                            each turn, e.g. 5000 and 105000 for a\n"
+    "                            waiter asleep 5-105 ms), the next one\n"
+    "                            asleep in its wait:\n"
     "                            handoff to the library's waiter vs a bare\n"
     "                            single-threaded hiredis subscriber\n"
     "                            blocked in read(), R rounds of a phase\n"
@@ -119,6 +127,7 @@ enum {
   O_SECONDS,
   O_ROUNDS,
   O_HOLD,
+  O_HOLD_MAX,
   O_COUNT
 };
 
@@ -133,8 +142,9 @@ static const opt_spec OPTS[O_COUNT] = {
     [O_THREADS] = {"--threads", W_MANY | W_LOOP, 1, 100000, 1},
     [O_LOCKS] = {"--locks", W_MANY | W_LOOP, 1, 1000000, 1},
     [O_SECONDS] = {"--seconds", W_MANY | W_LOOP, 0.1, 3600, 0},
-    [O_ROUNDS] = {"--rounds", W_HANDOFF, 1, 1000, 1},
+    [O_ROUNDS] = {"--rounds", W_HANDOFF | W_CONTENDED, 1, 1000, 1},
     [O_HOLD] = {"--hold-us", W_HANDOFF, 0, 10000000, 1},
+    [O_HOLD_MAX] = {"--hold-max-us", W_HANDOFF, 0, 10000000, 1},
 };
 
 typedef struct parsed {
@@ -216,6 +226,8 @@ static int parse_word(parsed *p, int argc, char **argv, int *i) {
     return p->help = 1, 0;
   if (strcmp(w, "--json") == 0)
     return p->args.json = 1, 0;
+  if (strcmp(w, "--floor") == 0)
+    return p->args.floor = 1, 0;
   if (is_opt(w, "--script"))
     return take_value(argc, argv, i, "--script", &p->script);
   if (strcmp(w, "-u") == 0 || is_opt(w, "--url")) {
@@ -269,6 +281,13 @@ static int check_combination(const parsed *p) {
   if (p->workload == W_HANDOFF && p->given[O_PROCS] && p->val[O_PROCS] < 2)
     return usage_error("handoff takes --procs from 2 to %d (got %.0f)",
                        MAX_PROCS, p->val[O_PROCS]);
+  if (p->args.floor && p->workload != W_CONTENDED)
+    return usage_error("--floor applies to contended only");
+  if (p->given[O_ROUNDS] && p->workload == W_CONTENDED && !p->args.floor)
+    return usage_error("--rounds applies to contended only with --floor");
+  if (p->given[O_HOLD_MAX] &&
+      p->val[O_HOLD_MAX] < (p->given[O_HOLD] ? p->val[O_HOLD] : 300))
+    return usage_error("--hold-max-us must be at least --hold-us");
   if ((p->workload & W_TURNS) && (!p->given[O_PROCS] || !p->given[O_OPS]))
     return usage_error("%s needs --procs N and --ops K", p->args.workload);
   return 0;
@@ -295,8 +314,11 @@ static void apply_values(parsed *p) {
   a->threads = p->given[O_THREADS] ? (int)p->val[O_THREADS] : 16;
   a->locks = p->given[O_LOCKS] ? (int)p->val[O_LOCKS] : 1000;
   a->seconds = p->given[O_SECONDS] ? p->val[O_SECONDS] : 5.0;
-  a->rounds = p->given[O_ROUNDS] ? (int)p->val[O_ROUNDS] : 30;
+  a->rounds = p->given[O_ROUNDS]         ? (int)p->val[O_ROUNDS]
+              : p->workload == W_HANDOFF ? 30
+                                         : 5;
   a->hold_us = p->given[O_HOLD] ? (long)p->val[O_HOLD] : 300;
+  a->hold_max_us = p->given[O_HOLD_MAX] ? (long)p->val[O_HOLD_MAX] : a->hold_us;
   if (a->nurls == 0) {
     const char *env = getenv("RLOCK_URL");
     a->urls[a->nurls++] = env != NULL && env[0] != '\0' ? env : DEFAULT_URL;

@@ -220,6 +220,19 @@ static int recording(const child *ch, long i) {
   return ch->sp->phases == 0 || ch->phase >= 2 || i >= ch->sp->warmup;
 }
 
+/* This turn's pause while holding: hold_us, or a random time from it to
+ * hold_max_us (each process its own sequence). */
+static long hold_time(child *ch) {
+  const turns_spec *sp = ch->sp;
+  if (sp->hold_max_us <= sp->hold_us)
+    return sp->hold_us;
+  static unsigned seed;
+  if (seed == 0)
+    seed = (unsigned)getpid();
+  return sp->hold_us +
+         (long)(rand_r(&seed) % (unsigned)(sp->hold_max_us - sp->hold_us + 1));
+}
+
 /* Round `i` of the current phase; `final` for the phase's last. */
 static int one_round(child *ch, series *s, long i, int final) {
   turns_hdr *h = ch->o->hdr;
@@ -247,7 +260,7 @@ static int one_round(child *ch, series *s, long i, int final) {
     give_back(ch); /* let the others finish */
     return BENCH_EXIT_FAIL;
   }
-  bench_sleep_us(ch->sp->hold_us);
+  bench_sleep_us(hold_time(ch));
   stamp_release(ch, queued);
   if ((rc = give_back(ch)) != 0)
     return rc;

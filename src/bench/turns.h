@@ -60,6 +60,9 @@ typedef struct turns_impl {
   void (*close)(void *state);
 } turns_impl;
 
+/* The floor's lock (bench_bare.c). */
+extern const turns_impl bench_bare_impl;
+
 /* What a process does with the lock. */
 typedef struct turns_role {
   int (*make)(rlock_lock **out, rlock_client *client, const char *name);
@@ -97,7 +100,8 @@ struct turns_spec {
    * phase, before it thinks and tries again; so it never barges, and with
    * hold_us it is asleep in its wait well before the next release. */
   int alternate;
-  long hold_us; /* a pause while holding, after the counter's work */
+  long hold_us;     /* a pause while holding, after the counter's work, */
+  long hold_max_us; /* or a random one from hold_us to this (0: none) */
   /* Phases (handoff): every process plays both roles (both exclusive), in
    * `phases` phases of `ops` rounds each, all processes in the same role
    * (turns_phase_role) on its lock name, with a barrier between phases

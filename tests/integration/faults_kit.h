@@ -54,9 +54,9 @@ static struct fk_state {
   char hist_path[512];
   pid_t pids[FK_WORKERS];
   fk_mode mode;
-  int file_fence;         /* the fenced resource in a file, not on srv */
-  char fence_path[512];   /* its path (fk.file_fence) */
-  const char *lock_url;   /* where the locks live (NULL: srv) */
+  int file_fence;           /* the fenced resource in a file, not on srv */
+  char fence_path[512];     /* its path (fk.file_fence) */
+  const char *lock_url;     /* where the locks live (NULL: srv) */
   const char *counter_host; /* srv as the workers reach it (NULL: 127.0.0.1) */
   /* Optional, per worker: its lock URL, and a command prefix it runs
    * under (e.g. {"ip", "netns", "exec", "ns1", NULL}). */
@@ -317,9 +317,16 @@ static inline void fk_spawn(int id) {
   const char *url = fk.url_of     ? fk.url_of(id)
                     : fk.lock_url ? fk.lock_url
                                   : rt_server_url(srv);
-  const char *args[] = {"worker", ids, mode, url, port, fk.hist_path, ff,
+  const char *args[] = {"worker",
+                        ids,
+                        mode,
+                        url,
+                        port,
+                        fk.hist_path,
+                        ff,
                         fk.fence_path[0] ? fk.fence_path : "-",
-                        fk.counter_host ? fk.counter_host : "127.0.0.1", NULL};
+                        fk.counter_host ? fk.counter_host : "127.0.0.1",
+                        NULL};
   const char *const *prefix = fk.prefix_of ? fk.prefix_of(id) : NULL;
   if (prefix == NULL) {
     fk.pids[id] = fx_spawn_child(args, NULL);

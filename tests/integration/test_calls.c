@@ -176,6 +176,60 @@ static void test_library_wait(void **state) {
   rlock_client_free(c);
 }
 
+/* A client whose subscription to the lock lingers (an hour here, so
+ * that a slow build cannot see it end) and whose own releases have
+ * published unlock messages since: its lingering subscription receives
+ * them while nobody waits, and it reads such a quiet connection lazily.
+ * Those messages are older than the next wait's attempt and must not wake
+ * it: that wait is Redisson's without the SUBSCRIBE (two attempts, then
+ * the one after the unlock), and only the real unlock wakes it. */
+static void test_lingering_wait(void **state) {
+  (void)state;
+  rlock_config *cfg;
+  rlock_client *c;
+  OK(rlock_config_new(&cfg));
+  OK(rlock_config_set_url(cfg, rt_server_url(srv)));
+  OK(rlock_config_set_subscription_linger(cfg, 3600000, 64));
+  OK(rlock_client_new(&c, cfg));
+  rlock_config_free(cfg);
+  rlock_lock *l = fx_lock(c, "calls:linger");
+  hold_elsewhere("calls:linger");
+  freeReplyObject(rt_cmd(srv, "CONFIG RESETSTAT"));
+  fx_waiter w;
+  fx_waiter_start(&w, l); /* subscribes; takes it and releases it */
+  wait_second_attempt("calls:linger");
+  release_elsewhere("calls:linger");
+  OK(fx_waiter_join(&w));
+  for (int i = 0; i < 3; i++) { /* three more unlocks of its own */
+    OK(rlock_lock_try_acquire(l, 0, 10000));
+    OK(rlock_lock_release(l));
+  }
+  rlock_stats before, after;
+  OK(rlock_client_stats(c, &before, sizeof before));
+  hold_elsewhere("calls:linger");
+  freeReplyObject(rt_cmd(srv, "CONFIG RESETSTAT"));
+  fx_monitor m;
+  fx_monitor_start(&m, srv);
+  fx_waiter_start(&w, l);
+  fx_wait_evalsha(srv, 2, "the lingering waiter's two attempts");
+  release_elsewhere("calls:linger");
+  OK(fx_waiter_join(&w));
+  OK(rlock_client_stats(c, &after, sizeof after));
+  seen s;
+  monitor_collect(&m, "calls:linger", "redisson_lock__channel:{calls:linger}",
+                  &s);
+  char top[256];
+  int inner;
+  top_level(&s, "DEL", top, sizeof top, &inner);
+  print_message("lingering waiter before the unlock: %s, %llu wake-ups\n", top,
+                (unsigned long long)(after.wakeups - before.wakeups));
+  assert_string_equal(top, "EVALSHA EVALSHA");
+  assert_int_equal(after.wakeups - before.wakeups, 1);
+  seen_free(&s);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
 static void test_cli_wait(void **state) {
   (void)state;
   const char *dir = getenv("RLOCK_TEST_BINDIR");
@@ -210,6 +264,7 @@ static void test_cli_wait(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_refused_attempt),
                                      cmocka_unit_test(test_library_wait),
+                                     cmocka_unit_test(test_lingering_wait),
                                      cmocka_unit_test(test_cli_wait)};
   return cmocka_run_group_tests(tests, fx_setup, fx_teardown);
 }

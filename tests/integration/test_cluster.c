@@ -732,6 +732,255 @@ static void test_watchdog_idle_tick(void **state) {
   rlock_client_free(c);
 }
 
+/* The cluster's failure detection, on every running node: a node stopped
+ * for longer than this is failed over by its replica. */
+static void set_node_timeout(int64_t ms) {
+  for (int i = 0; i < rt_cluster_size(cl); i++)
+    if (rt_server_pid(node(i)) != 0)
+      freeReplyObject(rt_cmd(node(i), "CONFIG SET cluster-node-timeout %lld",
+                             (long long)ms));
+}
+
+typedef struct lost_wait {
+  rlock_lock *l;
+} lost_wait;
+
+static bool pred_lost(void *arg, char *why, size_t cap) {
+  lost_wait *w = arg;
+  int rc = rlock_lock_check(w->l);
+  snprintf(why, cap, "rlock_lock_check: %d", rc);
+  return rc == RLOCK_ELOST;
+}
+
+/* A master that stops answering (SIGSTOP) delays the renewal of its own
+ * holds only: the background thread sends every node's batches before
+ * reading any reply, and waits for each node until its own deadline. The
+ * command timeout (600 ms) is longer than the renewal period (400 ms), so
+ * a tick that waited for the stopped node before renewing the others
+ * (as ticks did when the stopped node's slots came first: its batch timed
+ * out, the rest of the tick was given up, and so again at every retry)
+ * would let their leases (1200 ms) run out. Here their PTTLs keep going
+ * back up while the stopped node's hold is found lost; the node is thawed
+ * and the cluster left as it was. */
+static void test_watchdog_stopped_master(void **state) {
+  (void)state;
+  for (int m = 0; m < 3; m++)
+    assert_true(is_live_master(m));
+  int64_t wd = 1200;
+  rlock_config *cfg;
+  rlock_client *c;
+  char url[1024];
+  OK(rlock_config_new(&cfg));
+  OK(rlock_config_set_url(cfg, cluster_url(url, sizeof url, NULL)));
+  OK(rlock_config_set_connect_timeout_ms(cfg, 1000));
+  OK(rlock_config_set_command_timeout_ms(cfg, 600));
+  OK(rlock_config_set_watchdog_timeout_ms(cfg, wd));
+  OK(rlock_client_new(&c, cfg));
+  rlock_config_free(cfg);
+  char names[3][64];
+  rlock_lock *ls[3];
+  for (int m = 0; m < 3; m++) {
+    rt_cluster_key_on(cl, m, "wd:stopped:", names[m], sizeof names[m]);
+    ls[m] = fx_lock(c, names[m]);
+    OK(rlock_lock_acquire(ls[m]));
+  }
+  watch_renewals(1, names[1], 0, wd, 0); /* renewals run */
+  /* Node 0 serves the lowest slots: its batch is the tick's first. */
+  set_node_timeout(60000); /* no failover while it is stopped */
+  rt_server_freeze(node(0));
+  for (int m = 1; m < 3; m++) {
+    long long low = watch_renewals(m, names[m], 0, 2 * wd, 0);
+    printf("[   INFO   ] node 0 stopped: '%s' on node %d renewed, lowest "
+           "PTTL %lld of %lld ms\n",
+           names[m], m, low, (long long)wd);
+    OK(rlock_lock_check(ls[m]));
+  }
+  lost_wait w = {ls[0]};
+  rt_wait_until(pred_lost, &w, rt_scaled_ms(5000),
+                "the stopped node's hold reported lost");
+  rt_server_thaw(node(0));
+  set_node_timeout(RT_CLUSTER_NODE_TIMEOUT_MS);
+  rt_cluster_wait_ok(cl, rt_scaled_ms(30000));
+  assert_int_equal(exists_on(0, names[0]), 0); /* never renewed: expired */
+  RC(rlock_lock_release(ls[0]), RLOCK_ELOST);
+  for (int m = 1; m < 3; m++) {
+    OK(rlock_lock_release(ls[m]));
+    assert_int_equal(exists_on(m, names[m]), 0);
+  }
+  for (int m = 0; m < 3; m++)
+    rlock_lock_free(ls[m]);
+  rlock_client_free(c);
+}
+
+/* ---- 5b. the unlock latch: replayed, then deleted ------------------------ */
+
+/* Calls of `cmd` (INFO commandstats' cmdstat_<cmd>) node n has run. */
+static long long calls_on(int n, const char *cmd) {
+  redisReply *r = rt_cmd(node(n), "INFO commandstats");
+  char want[64];
+  snprintf(want, sizeof want, "cmdstat_%s:calls=", cmd);
+  const char *p = r->str ? strstr(r->str, want) : NULL;
+  long long v = p ? atoll(p + strlen(want)) : 0;
+  freeReplyObject(r);
+  return v;
+}
+
+/* Latch keys of `name` on node n (SCAN, every page). */
+static long long latch_keys(int n, const char *name) {
+  char match[160], cursor[32] = "0";
+  snprintf(match, sizeof match, "redisson_unlock_latch:{%s}:*", name);
+  long long found = 0;
+  do {
+    redisReply *r =
+        rt_cmd(node(n), "SCAN %s MATCH %s COUNT 1000", cursor, match);
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2)
+      fail_msg("node %d: SCAN answered type %d", n, r->type);
+    snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
+    found += (long long)r->element[1]->elements;
+    freeReplyObject(r);
+  } while (strcmp(cursor, "0") != 0);
+  return found;
+}
+
+/* Node n has run `dels` DELs in all, and holds no latch key of `name`. */
+typedef struct latch_gone {
+  int n;
+  const char *name;
+  long long dels;
+} latch_gone;
+
+static bool pred_latch_gone(void *arg, char *why, size_t cap) {
+  latch_gone *g = arg;
+  long long dels = calls_on(g->n, "del"), keys = latch_keys(g->n, g->name);
+  snprintf(why, cap, "node %d ran %lld DELs of %lld, %lld latch keys left",
+           g->n, dels, g->dels, keys);
+  return dels >= g->dels && keys == 0;
+}
+
+/* Every release of a cluster client writes a latch (the first answer,
+ * for a re-send) and, its answer read, deletes it without waiting: after
+ * a partial and a full release no latch key is left on the node, and the
+ * node ran one DEL for each (so each latch was written, then deleted, not
+ * just never there). A release of nothing held stores no latch. */
+static void test_latch_deleted(void **state) {
+  (void)state;
+  rlock_client *c = cluster_client(NULL, 0);
+  char name[64];
+  rt_cluster_key_on(cl, 0, "latch:plain:", name, sizeof name);
+  int n = owner_of(name);
+  rlock_lock *l = fx_lock(c, name);
+  OK(rlock_lock_try_acquire(l, 0, 30000));
+  OK(rlock_lock_try_acquire(l, 0, 30000));
+  latch_gone g = {n, name, calls_on(n, "del") + 2};
+  OK(rlock_lock_release(l)); /* one level left: answer 0 */
+  OK(rlock_lock_release(l)); /* deleted: answer 1 */
+  assert_int_equal(exists_on(n, name), 0);
+  rt_wait_until(pred_latch_gone, &g, rt_scaled_ms(5000),
+                "both latches deleted");
+  RC(rlock_lock_release(l), RLOCK_ENOTHELD);
+  assert_int_equal(latch_keys(n, name), 0);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
+typedef struct releaser {
+  pthread_t th;
+  rlock_lock *l;
+  uint64_t owner;
+  int rc;
+  char msg[256];
+} releaser;
+
+static void *releaser_main(void *arg) {
+  releaser *r = arg;
+  r->rc = rlock_lock_release_owner(r->l, r->owner);
+  snprintf(r->msg, sizeof r->msg, "%s", rlock_error_last()->message);
+  return NULL;
+}
+
+typedef struct dropped {
+  rlock_client *c;
+  uint64_t before;
+} dropped;
+
+static bool pred_dropped(void *arg, char *why, size_t cap) {
+  dropped *d = arg;
+  rlock_stats st;
+  OK(rlock_client_stats(d->c, &st, sizeof st));
+  snprintf(why, cap, "%llu connections dropped, %llu before",
+           (unsigned long long)st.disconnects, (unsigned long long)d->before);
+  return st.disconnects > d->before;
+}
+
+/* A release whose reply is lost is sent again with its latch, and the
+ * server answers the repeat from the latch instead of releasing again:
+ * the master is stopped (SIGSTOP) with a lock held twice; the release
+ * goes into its socket and times out (the connection dropped, its bytes
+ * still there); the master is let go; the client's repeat is answered.
+ * The master ran the release script more than once, yet one level went,
+ * not two, and the client was told RLOCK_OK, not RLOCK_ELOST. Then no
+ * latch key is left. */
+static void test_latch_replays_lost_reply(void **state) {
+  (void)state;
+  int m = is_live_master(1) ? 1 : 0;
+  rlock_config *cfg;
+  rlock_client *c;
+  OK(rlock_config_new(&cfg));
+  char url[1024];
+  OK(rlock_config_set_url(cfg, cluster_url(url, sizeof url, NULL)));
+  /* A try times out after the command plus the replica sync timeout;
+   * repeats go on for the connect plus the command timeout. */
+  OK(rlock_config_set_connect_timeout_ms(cfg, rt_scaled_ms(2000)));
+  OK(rlock_config_set_command_timeout_ms(cfg, 300));
+  OK(rlock_config_set_replica_sync_timeout_ms(cfg, 200));
+  OK(rlock_client_new(&c, cfg));
+  rlock_config_free(cfg);
+  char name[64], field[RLOCK_OWNER_MAX + 32];
+  rt_cluster_key_on(cl, m, "latch:lost:", name, sizeof name);
+  rlock_lock *l = fx_lock(c, name);
+  rlock_acquire_options o;
+  OK(rlock_acquire_options_init(&o, RLOCK_ACQUIRE_OPTIONS_VERSION));
+  o.wait_ms = 0;
+  o.lease_ms = 60000; /* no watchdog: no renewal script in the counts */
+  o.owner = rlock_owner_new();
+  OK(rlock_lock_acquire_opts(l, &o));
+  OK(rlock_lock_acquire_opts(l, &o));
+  snprintf(field, sizeof field, "%s:%llu", rlock_client_id(c),
+           (unsigned long long)o.owner);
+  assert_int_equal(fx_hget(node(m), name, field), 2);
+  long long scripts0 = calls_on(m, "evalsha") + calls_on(m, "eval");
+  rlock_stats st;
+  OK(rlock_client_stats(c, &st, sizeof st));
+  dropped d = {c, st.disconnects};
+  rt_server_freeze(node(m));
+  releaser r = {.l = l, .owner = o.owner};
+  assert_int_equal(pthread_create(&r.th, NULL, releaser_main, &r), 0);
+  /* The first try timed out: its connection was dropped, its bytes wait
+   * in the stopped master's socket. */
+  rt_wait_until(pred_dropped, &d, rt_scaled_ms(5000),
+                "the release's first try to time out");
+  rt_server_thaw(node(m));
+  pthread_join(r.th, NULL);
+  if (r.rc != RLOCK_OK)
+    fail_msg("release: %d %s", r.rc, r.msg);
+  long long runs = calls_on(m, "evalsha") + calls_on(m, "eval") - scripts0;
+  printf("[   INFO   ] the master ran the release script %lld times\n", runs);
+  assert_true(runs >= 2); /* the lost try, and the repeat */
+  assert_int_equal(fx_hget(node(m), name, field), 1); /* one level, once */
+  int64_t count = 0;
+  OK(rlock_lock_hold_count_owner(&count, l, o.owner));
+  assert_int_equal(count, 1);
+  latch_gone g = {m, name, 0};
+  rt_wait_until(pred_latch_gone, &g, rt_scaled_ms(5000),
+                "the replayed release's latch deleted");
+  OK(rlock_lock_release_owner(l, o.owner));
+  assert_int_equal(exists_on(m, name), 0);
+  rt_wait_until(pred_latch_gone, &g, rt_scaled_ms(5000),
+                "the last release's latch deleted");
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
 /* ---- 6. a seed list whose first node is dead ----------------------------- */
 
 static void test_dead_first_seed(void **state) {
@@ -1340,6 +1589,9 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_redlock),
     cmocka_unit_test(test_watchdog_many_slots),
     cmocka_unit_test(test_watchdog_idle_tick),
+    cmocka_unit_test(test_watchdog_stopped_master),
+    cmocka_unit_test(test_latch_deleted),
+    cmocka_unit_test(test_latch_replays_lost_reply),
     cmocka_unit_test(test_migration_under_locks),
     cmocka_unit_test(test_release_during_migration),
     cmocka_unit_test(test_graceful_failover),

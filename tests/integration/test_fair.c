@@ -671,6 +671,62 @@ static void test_interop_redisson_waits_behind_rlock(void **state) {
   rlock_client_free(c);
 }
 
+/* The deadlines rlock leaves are Redisson's: a Java holder, an rlock
+ * waiter at the head and two Java waiters behind it; when the rlock
+ * waiter takes the lock (wait 20 s) Redisson moves each deadline left
+ * earlier by that wait. rlock defers that write to the next fair script
+ * (fairpurge.lua), here its own release: after it, each Java waiter's
+ * deadline is its old one minus 20000 exactly, and nothing is pending. */
+static long long deadline_of(const char *name, const char *owner) {
+  redisReply *r =
+      rt_cmd(srv, "ZSCORE redisson_lock_timeout:{%s} %s", name, owner);
+  long long v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : -1;
+  freeReplyObject(r);
+  return v;
+}
+
+static void test_deadlines_shift_as_redisson(void **state) {
+  (void)state;
+  const char *n = "fair:shift";
+  const char *java[2] = {"0b1e2b3c-4d5e-4f60-8a7b-9c0d1e2f3a4b:1",
+                         "0b1e2b3c-4d5e-4f60-8a7b-9c0d1e2f3a4b:2"};
+  freeReplyObject(rt_cmd(srv,
+                         "EVAL %s 3 %s redisson_lock_queue:{%s} "
+                         "redisson_lock_timeout:{%s} 30000 %s 300000 %lld",
+                         JAVA_FAIR_LOCK, n, n, n, JAVA_OWNER, epoch_ms()));
+  rlock_client *c = fx_client(srv, 0);
+  timed_waiter w = {.c = c, .name = n};
+  pthread_t t;
+  pthread_create(&t, NULL, timed_thread, &w);
+  wait_queue_len(n, 1);
+  fx_wait_fair_head_subscribed(srv, n);
+  long long before[2];
+  for (int i = 0; i < 2; i++) {
+    freeReplyObject(rt_cmd(srv,
+                           "EVAL %s 3 %s redisson_lock_queue:{%s} "
+                           "redisson_lock_timeout:{%s} 30000 %s 300000 %lld",
+                           JAVA_FAIR_LOCK, n, n, n, java[i], epoch_ms()));
+    before[i] = deadline_of(n, java[i]);
+  }
+  freeReplyObject(rt_cmd(srv,
+                         "EVAL %s 4 %s redisson_lock_queue:{%s} "
+                         "redisson_lock_timeout:{%s} "
+                         "redisson_lock__channel:{%s} 0 30000 %s %lld",
+                         JAVA_FAIR_UNLOCK, n, n, n, n, JAVA_OWNER,
+                         epoch_ms()));
+  pthread_join(t, NULL); /* it took the lock and released it */
+  OK(w.rc);
+  for (int i = 0; i < 2; i++)
+    assert_int_equal(deadline_of(n, java[i]), before[i] - 20000);
+  assert_int_equal(rt_cmd_int(srv, "EXISTS redisson_lock_timeout:{%s}:shift",
+                              n),
+                   0);
+  freeReplyObject(rt_cmd(srv, "DEL %s redisson_lock_queue:{%s} "
+                              "redisson_lock_timeout:{%s}",
+                         n, n, n));
+  rlock_client_free(c);
+}
+
 /* Child roles: "fifo URL NAME INDEX" (queue, record the turn, release) and
  * "queue-and-hang URL NAME FAIR_WAIT_MS" (queue, then hang until killed). */
 static int child_main(int argc, char **argv) {
@@ -715,6 +771,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_lease_expiry_with_waiters),
     cmocka_unit_test(test_interop_rlock_waits_behind_redisson),
     cmocka_unit_test(test_interop_redisson_waits_behind_rlock),
+    cmocka_unit_test(test_deadlines_shift_as_redisson),
 };
 
 FX_MAIN(tests, fx_setup, fx_teardown, child_main)

@@ -167,6 +167,44 @@ static long long watch_renewals(int n, const char *key, int asking,
   return low;
 }
 
+/* Calls of `cmd` (INFO commandstats' cmdstat_<cmd>) node n has run. */
+static long long calls_on(int n, const char *cmd) {
+  redisReply *r = rt_cmd(node(n), "INFO commandstats");
+  char want[64];
+  snprintf(want, sizeof want, "cmdstat_%s:calls=", cmd);
+  const char *p = r->str ? strstr(r->str, want) : NULL;
+  long long v = p ? atoll(p + strlen(want)) : 0;
+  freeReplyObject(r);
+  return v;
+}
+
+/* Node n has run `dels` DELs in all, and SCAN finds no latch key of
+ * `name` there. */
+typedef struct latch_gone {
+  int n;
+  const char *name;
+  long long dels;
+} latch_gone;
+
+static bool pred_latch_gone(void *arg, char *why, size_t cap) {
+  latch_gone *g = arg;
+  char match[160], cursor[32] = "0";
+  snprintf(match, sizeof match, "redisson_unlock_latch:{%s}:*", g->name);
+  long long keys = 0, dels = calls_on(g->n, "del");
+  do {
+    redisReply *r =
+        rt_cmd(node(g->n), "SCAN %s MATCH %s COUNT 1000", cursor, match);
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2)
+      fail_msg("node %d: SCAN answered type %d", g->n, r->type);
+    snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
+    keys += (long long)r->element[1]->elements;
+    freeReplyObject(r);
+  } while (strcmp(cursor, "0") != 0);
+  snprintf(why, cap, "node %d ran %lld DELs of %lld, %lld latch keys left",
+           g->n, dels, g->dels, keys);
+  return dels >= g->dels && keys == 0;
+}
+
 /* ---- 1. every kind on every master --------------------------------------- */
 
 static void check_reentrant(rlock_client *c, int m) {
@@ -184,9 +222,13 @@ static void check_reentrant(rlock_client *c, int m) {
   run_until(&r.done, 1, 5000, "a hold count");
   OK(r.rc);
   assert_int_equal(r.value, 2);
+  /* Each release writes its latch and, its answer read, deletes it
+   * without waiting: one DEL each, no latch key left. */
+  latch_gone g = {m, name, calls_on(m, "del") + 2};
   OK(release(l, me));
   OK(release(l, me));
   assert_int_equal(exists_on(m, name), 0);
+  run_until_pred(pred_latch_gone, &g, 5000, "both latches deleted");
   RC(release(l, me), RLOCK_ENOTHELD);
   rlock_lock_free(l);
 }
@@ -849,6 +891,74 @@ static void test_kill_master(void **state) {
 /* ---- the groups ------------------------------------------------------------
  */
 
+/* ---- the unlock latch: a release whose reply is lost ----------------------
+ */
+
+typedef struct dropped {
+  rlock_client *c;
+  uint64_t before;
+} dropped;
+
+static bool pred_dropped(void *arg, char *why, size_t cap) {
+  dropped *d = arg;
+  rlock_stats st;
+  OK(rlock_client_stats(d->c, &st, sizeof st));
+  snprintf(why, cap, "%llu connections dropped, %llu before",
+           (unsigned long long)st.disconnects, (unsigned long long)d->before);
+  return st.disconnects > d->before;
+}
+
+/* As test_cluster's: the master stopped with a lock held twice, the
+ * release times out on the loop (its connection failed, its bytes left in
+ * the master's socket), the master goes on, the repeat is answered from
+ * the latch: RLOCK_OK, one level gone although the script ran more than
+ * once, and then no latch key left. */
+static void test_latch_replays_lost_reply(void **state) {
+  (void)state;
+  int m = is_live_master(1) ? 1 : 0;
+  rlock_config *cfg;
+  OK(rlock_config_new(&cfg));
+  char url[1024];
+  OK(rlock_config_set_url(cfg, url_of(url, sizeof url, NULL)));
+  OK(rlock_config_set_connect_timeout_ms(cfg, rt_scaled_ms(2000)));
+  OK(rlock_config_set_command_timeout_ms(cfg, 300));
+  OK(rlock_config_set_replica_sync_timeout_ms(cfg, 200));
+  rlock_client *c = loop_client_cfg(cfg);
+  rlock_config_free(cfg);
+  char name[64], field[RLOCK_OWNER_MAX];
+  rt_cluster_key_on(cl, m, "lc:latch:lost:", name, sizeof name);
+  rlock_lock *l = fx_lock(c, name);
+  uint64_t me = rlock_owner_new();
+  field_of(c, me, field);
+  OK(acquire(l, me, 0, 60000));
+  OK(acquire(l, me, 0, 60000));
+  assert_int_equal(fx_hget(node(m), name, field), 2);
+  long long scripts0 = calls_on(m, "evalsha") + calls_on(m, "eval");
+  rlock_stats st;
+  OK(rlock_client_stats(c, &st, sizeof st));
+  dropped d = {c, st.disconnects};
+  rt_server_freeze(node(m));
+  result r = {0};
+  OK(rlock_lock_release_async(l, me, on_done, &r));
+  run_until_pred(pred_dropped, &d, 5000, "the release's first try to fail");
+  rt_server_thaw(node(m));
+  run_until(&r.done, 1, 10000, "the release");
+  if (r.rc != RLOCK_OK)
+    fail_msg("release: %d %s", r.rc, r.msg);
+  long long runs = calls_on(m, "evalsha") + calls_on(m, "eval") - scripts0;
+  printf("[   INFO   ] the master ran the release script %lld times\n", runs);
+  assert_true(runs >= 2);
+  assert_int_equal(fx_hget(node(m), name, field), 1);
+  latch_gone g = {m, name, 0};
+  run_until_pred(pred_latch_gone, &g, 5000,
+                 "the replayed release's latch deleted");
+  OK(release(l, me));
+  assert_int_equal(exists_on(m, name), 0);
+  run_until_pred(pred_latch_gone, &g, 5000, "the last latch deleted");
+  rlock_lock_free(l);
+  loop_free(c);
+}
+
 static int setup(void **state) {
   (void)state;
   if (cl == NULL) {
@@ -871,6 +981,7 @@ static int teardown(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_master),
+      cmocka_unit_test(test_latch_replays_lost_reply),
       cmocka_unit_test(test_wake_classic),
       cmocka_unit_test(test_wake_sharded),
       cmocka_unit_test(test_wake_auto),

@@ -136,15 +136,11 @@ static int settle_in_flight(rlock_lock *l, const char *owner, int64_t lease,
  * where the master has them. *transient as rlock__call's. */
 static int attempt_once(rlock_lock *l, const char *owner, int64_t lease,
                         int64_t wait_ms, int64_t deadline, int64_t *ttl,
-                        int64_t *token, int *transient, int woken) {
+                        int64_t *token, int *transient) {
   rlock__call call;
   rlock__reply *r;
   l->kind->attempt(l, owner, lease, wait_ms, &call);
   call.sync = 1;
-  if (woken) { /* by a direct wait: its socket goes back once this is sent */
-    call.on_sent = rlock__sub_handback;
-    call.on_sent_arg = l->client;
-  }
   int rc = rlock__lock_run_until(l, &call, deadline, &r);
   *transient = call.transient;
   if (rc == RLOCK_ENOMEM && call.in_flight)
@@ -179,7 +175,6 @@ typedef struct acq {
   int64_t backoff_ms; /* the next pause while the server is unreachable */
   int64_t outage_us;  /* when the current outage was first met, or 0 */
   int waiting;        /* an attempt was answered "held": a wait began */
-  int woken;          /* the next attempt follows a wake-up */
 } acq;
 
 /* While the server cannot be reached, an acquisition that waits
@@ -242,10 +237,9 @@ static int attempt(acq *a) {
   for (;;) {
     a->sent = rlock__now_us();
     int transient;
-    int rc = attempt_once(a->l, a->owner, a->lease, a->wait_ms,
-                          retry_limit(a, a->sent), &a->ttl, &a->token,
-                          &transient, a->woken);
-    a->woken = 0;
+    int rc =
+        attempt_once(a->l, a->owner, a->lease, a->wait_ms,
+                     retry_limit(a, a->sent), &a->ttl, &a->token, &transient);
     if (rc == RLOCK_EREPLICA &&
         rlock__ms_left(a->deadline) > UNCONFIRMED_PAUSE_MS) {
       rlock__sleep_ms(UNCONFIRMED_PAUSE_MS);
@@ -296,8 +290,7 @@ static int wait_and_retry(acq *a) {
     rc = attempt(a);
     if (rc != RLOCK_ELOCKED || rlock__now_us() >= a->deadline)
       break;
-    a->woken =
-        rlock__sub_wait(c, sub, round_until(a->ttl, a->deadline), a->cancel);
+    rlock__sub_wait(c, sub, round_until(a->ttl, a->deadline), a->cancel);
     if (rlock__canceled(a->cancel)) {
       rc = rlock__err(RLOCK_ECANCELED, "wait canceled");
       break;

@@ -67,13 +67,13 @@ static void *bg_main(void *arg) {
     /* A switch first: a renewal due now must go to the new master. */
     int64_t at = watch_service(c, watch_ready);
     next = at < next ? at : next;
-    at = rlock__watchdog_service(c);
+    at = rlock__bg_renew(c);
     next = at < next ? at : next;
     fds[0] = (struct pollfd){.fd = c->bg->wake_fd, .events = POLLIN};
     /* A negative fd is ignored by poll(). */
     fds[1] = (struct pollfd){.fd = rlock__sentinel_watch_fd(&c->swatch),
                              .events = POLLIN};
-    n = rlock__pubsub_pollfds(c, fds + 2, POLL_MAX);
+    n = rlock__pubsub_pollfds(c, fds + 2, POLL_MAX, &next);
     int rc = poll(fds, (nfds_t)n + 2, poll_timeout_ms(next));
     if (rc <= 0)
       n = 0; /* nothing to read; revents are not set */

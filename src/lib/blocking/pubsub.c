@@ -30,7 +30,6 @@ int rlock__pubsub_init(rlock__pubsub *ps) {
     return rlock__err(RLOCK_ENOMEM, "cannot create a mutex");
   }
   ps->direct_fd = -1;
-  ps->bg_skip_fd = -1;
   rlock__cond_init(&ps->direct_cv);
   return RLOCK_OK;
 }
@@ -102,6 +101,7 @@ static rlock__sub *sub_get(rlock__pubsub *ps, const char *channel) {
 static int sub_unref(rlock__pubsub *ps, rlock__sub *s) {
   if (--s->refs > 0)
     return 0;
+  ps->users--;
   s->permits = 0;
   s->skip = 0;
   if (ps->linger_us > 0 && s->state == RLOCK__SUB_ACTIVE &&
@@ -136,6 +136,48 @@ int rlock__sub_lingers(rlock__pubsub *ps, rlock__sub *s, int64_t now_us) {
   }
   unlinger(ps, s);
   return 0;
+}
+
+/* The background thread must read `on` from now (a thread waits on it
+ * other than by watching it directly): wake it when it left it out of its
+ * poll. Called locked. */
+static void need_reader(rlock_client *c, rlock__subconn *on) {
+  if (on != NULL && !on->polled && on->pub_fd >= 0) {
+    on->polled = 1; /* one wake-up is enough: it polls again */
+    rlock__bg_wake(c);
+  }
+}
+
+/* `s` is taken again from its linger, and its connection was left
+ * unread while nobody waited: the unlock messages it holds (this client's
+ * own releases among them) are older than the attempt that follows, and
+ * would each cost a needless attempt. Have the background thread read and
+ * drop them first, waiting at most a command timeout (or until
+ * `deadline_us`). Called locked. */
+static void drain_quiet(rlock_client *c, rlock__sub *s, int64_t deadline_us) {
+  rlock__subconn *on = s->on;
+  /* Only while this is the client's one user: what is dropped must be
+   * nobody else's wake-up (nor a message another's direct wait acted on,
+   * whose skip would then swallow the next one). */
+  if (on == NULL || on->polled || on->pub_fd < 0 || c->ps->users != 1)
+    return;
+  struct pollfd p = {.fd = on->pub_fd, .events = POLLIN};
+  if (poll(&p, 1, 0) <= 0)
+    return;
+  uint64_t gen = on->drained_gen;
+  on->drain = 1;
+  rlock__bg_wake(c);
+  int64_t bound = rlock__deadline_after_ms(c->cfg.command_timeout_ms);
+  int64_t until = deadline_us < bound ? deadline_us : bound;
+  while (s->on == on && on->drained_gen == gen &&
+         rlock__cond_wait_until(&c->ps->direct_cv, &c->ps->mu, until) !=
+             ETIMEDOUT) {
+  }
+}
+
+void rlock__pubsub_drained(rlock__pubsub *ps, rlock__subconn *on) {
+  (void)on;
+  pthread_cond_broadcast(&ps->direct_cv);
 }
 
 /* Wait, locked, until `s` is confirmed. `gen` is the subscription's
@@ -191,7 +233,10 @@ int rlock__sub_acquire(rlock_client *c, const char *channel,
     pthread_mutex_unlock(&ps->mu);
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   }
-  s->refs++;
+  if (s->refs++ == 0)
+    ps->users++;
+  if (s->idle_until_us != 0)
+    drain_quiet(c, s, deadline_us);
   unlinger(ps, s);
   uint64_t gen = s->fail_gen;
   if (s->state != RLOCK__SUB_ACTIVE) {
@@ -247,15 +292,6 @@ int rlock__pubsub_direct_fd(const rlock__pubsub *ps) {
   return sub_fd(s);
 }
 
-/* The background thread left the socket a direct waiter watched out of
- * its poll: wake it to read again. Called locked. */
-static void bg_unskip(rlock_client *c) {
-  if (c->ps->bg_skip_fd >= 0) {
-    c->ps->bg_skip_fd = -1;
-    rlock__bg_wake(c);
-  }
-}
-
 /* A direct wait (see rlock__pubsub.direct), locked on entry and exit: 1
  * with a wake-up (a permit, or an unlock message for `s` seen waiting in
  * the socket: the caller then attempts at once, before the background
@@ -268,6 +304,11 @@ static int wait_direct(rlock_client *c, rlock__sub *s, int64_t until_us,
                        const rlock_cancel *cancel) {
   rlock__pubsub *ps = c->ps;
   ps->direct = s;
+  /* The background thread may be asleep in a poll() that still holds the
+   * socket: have it poll again without it now, while the lock is held
+   * elsewhere, so that the unlock wakes this thread alone. */
+  if (rlock__pubsub_direct_fd(ps) >= 0 && s->on->polled)
+    rlock__bg_wake(c);
   int got = 0;
   for (;;) {
     if (s->permits > 0 || rlock__canceled(cancel) ||
@@ -302,14 +343,15 @@ static int wait_direct(rlock_client *c, rlock__sub *s, int64_t until_us,
       break;
     }
     if (readable)
-      bg_unskip(c);
+      need_reader(c, s->on);
   }
   ps->direct = NULL;
-  /* After acting on a message the socket goes back once the attempt is
-   * on the wire (rlock__sub_handback, from the request layer), so the
-   * background thread's wake-up overlaps the round trip. */
-  if (!got)
-    bg_unskip(c);
+  /* After acting on a message the bytes stay for the background thread,
+   * read when this thread waits again, when another one needs the
+   * connection, or lazily: none of it delays the attempt. Others may
+   * rely on the socket this one stops watching. */
+  if (!got && ps->users > 1)
+    need_reader(c, s->on);
   if (!got && s->permits > 0 && !rlock__canceled(cancel)) {
     s->permits--;
     got = 1;
@@ -317,20 +359,12 @@ static int wait_direct(rlock_client *c, rlock__sub *s, int64_t until_us,
   return got;
 }
 
-void rlock__sub_handback(void *client) {
-  rlock_client *c = client;
-  pthread_mutex_lock(&c->ps->mu);
-  if (c->ps->direct == NULL)
-    bg_unskip(c);
-  pthread_mutex_unlock(&c->ps->mu);
-}
-
 int rlock__sub_wait(rlock_client *c, rlock__sub *s, int64_t until_us,
                     const rlock_cancel *cancel) {
   rlock__pubsub *ps = c->ps;
   pthread_mutex_lock(&ps->mu);
-  if (ps->direct == NULL) /* no attempt handed it back since */
-    bg_unskip(c);
+  if (s->parked) /* bytes left for the background thread to read first */
+    need_reader(c, s->on);
   s->waiting++;
   if (s->permits == 0 && s->refs == 1 && ps->direct == NULL && sub_fd(s) >= 0) {
     int got = wait_direct(c, s, until_us, cancel);
@@ -340,6 +374,7 @@ int rlock__sub_wait(rlock_client *c, rlock__sub *s, int64_t until_us,
       rlock__obs_count(ps->obs, RLOCK__STAT_WAKEUPS);
     return got;
   }
+  need_reader(c, s->on);
   while (s->permits == 0 && !rlock__canceled(cancel)) {
     int64_t step = rlock__cancel_step(cancel, until_us);
     if (rlock__cond_wait_until(&s->cv, &ps->mu, step) == ETIMEDOUT &&
@@ -374,9 +409,9 @@ void rlock__pubsub_read_done(rlock__pubsub *ps, rlock__subconn *on) {
 
 void rlock__sub_release(rlock_client *c, rlock__sub *s) {
   pthread_mutex_lock(&c->ps->mu);
-  if (c->ps->direct == NULL) /* see rlock__sub_wait */
-    bg_unskip(c);
   int wake = sub_unref(c->ps, s);
+  if (c->ps->users > 0) /* others may rely on what this one watched */
+    need_reader(c, s->on);
   pthread_mutex_unlock(&c->ps->mu);
   if (wake)
     rlock__bg_wake(c);

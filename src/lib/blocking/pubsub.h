@@ -90,13 +90,12 @@ typedef struct rlock__pubsub {
   rlock__sub *direct;
   int direct_efd;
   int direct_fd; /* the socket it polls or peeks at, or -1 */
-  /* The socket the background thread leaves out of its poll while a
-   * direct waiter watches it (so an unlock message wakes one thread, not
-   * two), or -1. Once the waiter stops watching it (it parks or gives
-   * up; or it acts on a message: then once its attempt is on the wire,
-   * rlock__sub_handback) it wakes the background thread to read the
-   * socket again (bg_unskip in pubsub.c). */
-  int bg_skip_fd;
+  /* Subscriptions with users (refs > 0). The background thread leaves a
+   * connection out of its poll while a direct waiter watches it (so an
+   * unlock message wakes one thread, not two) and while users is 0 (see
+   * rlock__subconn.polled); a thread that needs it read again wakes it
+   * (need_reader in pubsub.c). */
+  int users;
   pthread_cond_t direct_cv; /* signalled when it lets go of direct_fd */
   /* background thread only */
   rlock__subconn **conns;
@@ -107,12 +106,6 @@ typedef struct rlock__pubsub {
  * before the background thread may read it), or -1: none, or it is parked
  * until the background thread's next read. Called locked. */
 int rlock__pubsub_direct_fd(const rlock__pubsub *ps);
-
-/* A waiter woken by a direct wait hands the subscriber socket back to the
- * background thread: its attempt's rlock__call.on_sent (arg: the client).
- * Its next rlock__sub_wait or rlock__sub_release does it too, in case no
- * attempt went out. */
-void rlock__sub_handback(void *client);
 
 /* Internal status: the caller's own deadline passed while subscribing. */
 #define RLOCK__EDEADLINE (-1000)
@@ -151,14 +144,20 @@ void rlock__pubsub_closing(rlock__pubsub *ps, int fd);
  * waiter on it may poll its socket again. */
 void rlock__pubsub_read_done(rlock__pubsub *ps, rlock__subconn *on);
 
+/* A drain asked for by rlock__sub_acquire is done (on->drained_gen moved):
+ * wake its waiter. Called locked. */
+void rlock__pubsub_drained(rlock__pubsub *ps, rlock__subconn *on);
+
 /* Drop the reference taken by rlock__sub_acquire(). */
 void rlock__sub_release(rlock_client *c, rlock__sub *s);
 
 /* ---- background thread (subconn.c) ----------------------------------- */
 
 /* Fill fds (room for `max`) with the subscriber connections to poll for
- * input; returns how many. */
-int rlock__pubsub_pollfds(rlock_client *c, struct pollfd *fds, int max);
+ * input; returns how many, and lowers *next (monotonic us) to when a
+ * quiet connection left out must be read. */
+int rlock__pubsub_pollfds(rlock_client *c, struct pollfd *fds, int max,
+                          int64_t *next);
 
 /* Read what the polled connections have (fds as filled by
  * rlock__pubsub_pollfds, revents set by poll; n may be 0), (re)connect,

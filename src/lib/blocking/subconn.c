@@ -98,6 +98,12 @@ static void back_off(rlock__subconn *sc) {
 /* The connection broke (or must be redone), `why` (NULL: the last
  * error): every subscription on it is redone after the back-off; sharded
  * ones where their channel now lives. */
+/* How long a quiet connection may go unread (rlock__subconn.polled): what
+ * piles up meanwhile is bounded by this much of the channels' traffic. */
+#define LAZY_READ_US 100000
+/* How often a connection left to a direct waiter is looked at again. */
+#define SKIPPED_RECHECK_US 1000000
+
 static void drop(rlock_client *c, rlock__subconn *sc, const char *why) {
   pthread_mutex_lock(&c->ps->mu);
   rlock__pubsub_lost(c->ps, sc, c->ps->sharded);
@@ -181,6 +187,8 @@ static void on_push(rlock_client *c, rlock__subconn *sc,
   rlock__push_read(r, &push);
   if (push.kind == RLOCK__PUSH_OTHER)
     return; /* ["pong", ""] and the like */
+  if (sc->dropping && push.kind == RLOCK__PUSH_MESSAGE)
+    return; /* older than the attempt its new user makes next */
   pthread_mutex_lock(&c->ps->mu);
   rlock__pubsub_push(c->ps, sc, &push);
   if (push.kind == RLOCK__PUSH_SUBSCRIBED)
@@ -207,6 +215,7 @@ static void on_error_reply(rlock_client *c, rlock__subconn *sc,
 static void read_replies(rlock_client *c, rlock__subconn *sc);
 
 static void read_pushes(rlock_client *c, rlock__subconn *sc) {
+  sc->lazy_due_us = rlock__now_us() + LAZY_READ_US;
   if (rlock__conn_read_some(sc->conn) != RLOCK_OK) {
     drop(c, sc, NULL);
     return;
@@ -215,6 +224,35 @@ static void read_pushes(rlock_client *c, rlock__subconn *sc) {
   pthread_mutex_lock(&c->ps->mu);
   rlock__pubsub_read_done(c->ps, sc);
   pthread_mutex_unlock(&c->ps->mu);
+}
+
+/* A drain asked for by a subscription taken from its linger: read what
+ * the connection holds now, its unlock messages dropped. */
+static void drain(rlock_client *c, rlock__subconn *sc) {
+  struct pollfd p = {.fd = sc->conn != NULL ? sc->conn->fd : -1,
+                     .events = POLLIN};
+  if (p.fd >= 0 && poll(&p, 1, 0) > 0) {
+    sc->dropping = 1;
+    read_pushes(c, sc);
+    sc->dropping = 0;
+  }
+  pthread_mutex_lock(&c->ps->mu);
+  sc->drain = 0;
+  sc->drained_gen++;
+  rlock__pubsub_drained(c->ps, sc);
+  pthread_mutex_unlock(&c->ps->mu);
+}
+
+/* The drains asked for since the last pass. */
+static void serve_drains(rlock_client *c) {
+  for (size_t i = 0; i < c->ps->nconns; i++) {
+    rlock__subconn *sc = c->ps->conns[i];
+    pthread_mutex_lock(&c->ps->mu);
+    int asked = sc->drain;
+    pthread_mutex_unlock(&c->ps->mu);
+    if (asked)
+      drain(c, sc);
+  }
 }
 
 /* Handle every reply read so far. */
@@ -373,18 +411,42 @@ static int64_t check_health(rlock_client *c, rlock__subconn *sc) {
 /* ---- the service ----------------------------------------------------------
  */
 
-int rlock__pubsub_pollfds(rlock_client *c, struct pollfd *fds, int max) {
-  pthread_mutex_lock(&c->ps->mu);
-  int skip = rlock__pubsub_direct_fd(c->ps);
-  c->ps->bg_skip_fd = skip;
-  pthread_mutex_unlock(&c->ps->mu);
-  int n = 0;
-  for (size_t i = 0; i < c->ps->nconns && n < max; i++) {
-    const rlock__conn *k = c->ps->conns[i]->conn;
-    if (k != NULL) /* a negative fd is ignored by poll() */
-      fds[n++] =
-          (struct pollfd){.fd = k->fd == skip ? -1 : k->fd, .events = POLLIN};
+/* Whether sc is left out of the next poll; lowers *next to when it must
+ * be read. Called locked. */
+static int left_out(rlock__pubsub *ps, rlock__subconn *sc, int skip,
+                    int64_t now, int64_t *next) {
+  int64_t due = sc->lazy_due_us;
+  if (sc->conn->fd == skip) {
+    /* Its waiter reads or hands over what arrives, but once it is gone
+     * (and nobody else waits) nobody wakes this thread for it. */
+    due = now + SKIPPED_RECHECK_US;
+  } else if (sc->pub_fd < 0 || ps->users > 0 || sc->ping_sent_us != 0 ||
+             sc->drain || now >= due) {
+    return 0;
   }
+  if (due < *next)
+    *next = due;
+  return 1;
+}
+
+int rlock__pubsub_pollfds(rlock_client *c, struct pollfd *fds, int max,
+                          int64_t *next) {
+  rlock__pubsub *ps = c->ps;
+  int64_t now = rlock__now_us();
+  pthread_mutex_lock(&ps->mu);
+  int skip = rlock__pubsub_direct_fd(ps);
+  int n = 0;
+  for (size_t i = 0; i < ps->nconns; i++) {
+    rlock__subconn *sc = ps->conns[i];
+    sc->polled = 0;
+    if (sc->conn == NULL || n >= max)
+      continue;
+    /* A negative fd is ignored by poll(). */
+    sc->polled = !left_out(ps, sc, skip, now, next);
+    fds[n++] =
+        (struct pollfd){.fd = sc->polled ? sc->conn->fd : -1, .events = POLLIN};
+  }
+  pthread_mutex_unlock(&ps->mu);
   return n;
 }
 
@@ -425,7 +487,7 @@ static int64_t serve(rlock_client *c, rlock__subconn *sc, int dirty) {
 /* Whether a direct waiter watches sc's socket (and has not parked): what
  * arrived is left for it to peek at first, which it could not if this
  * thread, woken by the same bytes, read them before it ran; it wakes this
- * thread once it no longer watches (pubsub.c, bg_unskip). */
+ * thread when the socket must be read (pubsub.c, need_reader). */
 static int direct_watches(rlock__pubsub *ps, const rlock__subconn *sc) {
   pthread_mutex_lock(&ps->mu);
   int fd = rlock__pubsub_direct_fd(ps);
@@ -443,6 +505,7 @@ int64_t rlock__pubsub_service(rlock_client *c, const struct pollfd *fds,
         !direct_watches(ps, sc))
       read_pushes(c, sc);
   }
+  serve_drains(c);
   pthread_mutex_lock(&ps->mu);
   int64_t now = rlock__now_us();
   if (ps->next_idle_us != 0 && now >= ps->next_idle_us) {

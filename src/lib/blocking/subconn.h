@@ -38,6 +38,21 @@ struct rlock__subconn {
    * polls), and a count of the reads of pushes so far. */
   int pub_fd;
   uint64_t read_gen;
+  /* Under ps.mu: in the background thread's poll() now (rlock__pubsub
+   * _pollfds); a user that needs it read wakes the thread when it is not.
+   * While no thread of the client waits (rlock__pubsub.users == 0) a
+   * connection is quiet: left out and read lazily, by lazy_due_us, so the
+   * unlock this client publishes itself, which its lingering subscription
+   * receives, wakes no thread at the moment of the handoff. */
+  int polled;
+  int64_t lazy_due_us;
+  /* Under ps.mu: a lingering subscription taken again asks for what the
+   * quiet connection holds unread to be read and its unlock messages
+   * dropped (they are older than the attempt that follows), and waits
+   * until drained_gen moves. */
+  int drain;
+  uint64_t drained_gen;
+  int dropping; /* background thread: the read in progress is a drain */
 };
 
 /* Close and free. NULL is ignored. */

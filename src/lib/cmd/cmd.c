@@ -29,7 +29,7 @@ static void call_start(rlock__call *call, const rlock__script *s,
   call->acked = -1;
   call->transient = 0;
   call->in_flight = 0;
-  call->on_sent = NULL;
+  call->then = NULL;
 }
 
 void rlock__call_script(rlock__call *call, const rlock__script *s) {
@@ -300,11 +300,6 @@ static int converse(rlock__conn *conn, rlock__req *q, int *unsent) {
       conn->io_deadline_us =
           rlock__deadline_after_ms(conn->timeout_ms + q->wait_ms);
       rc = rlock__conn_send_out(conn);
-      if (rc == RLOCK_OK && q->call->on_sent != NULL) {
-        void (*fn)(void *) = q->call->on_sent;
-        q->call->on_sent = NULL;
-        fn(q->call->on_sent_arg);
-      }
     }
     rlock__reply *r;
     if (rc == RLOCK_OK && (rc = rlock__conn_recv(conn, &r)) == RLOCK_OK)
@@ -410,6 +405,24 @@ int rlock__req_retry_unsent(const rlock__topo *t, rlock__req *q, int rc,
   return 1;
 }
 
+/* The call's follow-up (rlock__call.then), sent on `conn` unawaited.
+ * Its failure costs nothing but the follow-up: the call's own answer
+ * stands, the connection is dropped when given back (logged with the
+ * failure), and the caller then restores its last error from `saved`
+ * (returns 1). */
+static int then_send(rlock__conn *conn, rlock__req *q,
+                     rlock__saved_error *saved) {
+  rlock__call *call = q->call;
+  size_t was = conn->out.len;
+  int n = call->then(call->then_arg, call, q->reply, &conn->out);
+  if (n <= 0) {
+    conn->out.len = was;
+    return 0;
+  }
+  rlock__error_save(saved);
+  return rlock__conn_send_skip(conn, n) != RLOCK_OK;
+}
+
 int rlock__req_run(rlock_client *c, rlock__req *q, int64_t deadline_us) {
   int attempt = 0;
   rlock__node *node;
@@ -438,15 +451,23 @@ int rlock__req_run(rlock_client *c, rlock__req *q, int64_t deadline_us) {
     }
     int unsent;
     rc = converse(conn, q, &unsent);
+    rlock__saved_error saved;
+    int restore = 0;
+    if (rc == RLOCK_OK && q->step == RLOCK__STEP_DONE) {
+      q->call->served_by = node->where;
+      q->call->replicas = q->wait_n;
+      q->call->acked = q->acked;
+      if (q->rc == RLOCK_OK && q->call->then != NULL)
+        restore = then_send(conn, q, &saved);
+    }
     rlock__pool_put(&node->pool, conn);
+    if (restore)
+      rlock__error_restore(&saved);
     if (rc != RLOCK_OK) {
       q->call->in_flight = !unsent; /* a script may have run; never resend */
       break;
     }
     if (q->step == RLOCK__STEP_DONE) {
-      q->call->served_by = node->where;
-      q->call->replicas = q->wait_n;
-      q->call->acked = q->acked;
       if (q->wait_n > 0 && q->acked != q->wait_n)
         rlock__node_replicas_stale(node); /* one left or came: ask again */
       return q->rc;

@@ -64,12 +64,17 @@ typedef struct rlock__call {
                     not resolve nor a certificate refused: those are
                     final, rlock__error_final) or refused for now
                     (LOADING, TRYAGAIN, CLUSTERDOWN, READONLY, MASTERDOWN) */
-  /* in: called once, on the calling thread, right after the request is
-   * first written and before its reply is read, so that work can overlap
-   * the round trip (a waiter handing its subscriber socket back to the
-   * background thread); NULL for none. */
-  void (*on_sent)(void *arg);
-  void *on_sent_arg;
+  /* in: called once by the blocking runner when the call has been
+   * answered with a reply that is not an error, before its connection
+   * goes back to the pool, with served_by, replicas and acked set: it may
+   * append commands to `out`, which are sent at once on that connection
+   * and never waited for (rlock__conn_send_skip: the connection's next
+   * reads discard their replies), so a follow-up costs no round trip (a
+   * release's latch DEL, kinds/lock.c). Returns how many it appended.
+   * NULL for none; the loop driver and the fan-out ignore it. */
+  int (*then)(void *arg, const struct rlock__call *call, const rlock__reply *r,
+              rlock__buf *out);
+  void *then_arg;
   const char *small[RLOCK__CALL_SMALL];
   char store[RLOCK__CALL_STORE];
 } rlock__call;

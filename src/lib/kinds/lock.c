@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "conn.h"
 #include "lock_int.h"
 #include "names.h"
 #include "watchdog.h"
@@ -78,6 +79,22 @@ void rlock__latch_name(rlock_lock *l, const rlock__latch *latch,
 
 void rlock__latch_ttl(const rlock__latch *latch, rlock__call *call) {
   rlock__call_num(call, latch->ttl_ms);
+}
+
+int rlock__latch_spent(const rlock__latch *latch, const rlock__reply *r) {
+  return latch->ttl_ms > 0 && r != NULL && r->type != RLOCK__R_NIL &&
+         r->type != RLOCK__R_ERROR;
+}
+
+void rlock__latch_key(const rlock_lock *l, const rlock__latch *latch, char *buf,
+                      size_t size) {
+  snprintf(buf, size, "%s:%s", l->latch, latch->id);
+}
+
+void rlock__latch_del(const rlock_lock *l, const rlock__latch *latch,
+                      rlock__call *call) {
+  rlock__call_cmd(call, "DEL");
+  rlock__call_key(call, rlock__call_fmt(call, "%s:%s", l->latch, latch->id));
 }
 
 /* ---- the reentrant kind ------------------------------------------------ */
@@ -384,6 +401,30 @@ int rlock__release_again(const rlock__latch *latch, int rc,
          (rc == RLOCK_OK && rlock__call_unconfirmed(call));
 }
 
+/* The blocking release's follow-up (rlock__call.then): once an answer is
+ * read, decide whether the release goes again, and when it does not,
+ * delete its latch on the same connection, unawaited. */
+typedef struct unlatch {
+  const rlock_lock *l;
+  const rlock__latch *latch;
+  int64_t deadline;
+  int decided; /* the answer was read: `again` holds the decision */
+  int again;
+} unlatch;
+
+static int unlatch_then(void *arg, const rlock__call *call,
+                        const rlock__reply *r, rlock__buf *out) {
+  unlatch *u = arg;
+  u->decided = 1;
+  u->again = rlock__release_again(u->latch, RLOCK_OK, call, u->deadline);
+  if (u->again || !rlock__latch_spent(u->latch, r))
+    return 0;
+  char key[RLOCK__LATCH_KEY_MAX];
+  rlock__latch_key(u->l, u->latch, key, sizeof key);
+  const char *argv[2] = {"DEL", key};
+  return rlock__resp_command(out, 2, argv, NULL) == 0;
+}
+
 int rlock_lock_release(rlock_lock *l) {
   return rlock_lock_release_owner(l, RLOCK_OWNER_THREAD);
 }
@@ -407,11 +448,16 @@ int rlock_lock_release_owner(rlock_lock *l, uint64_t owner_number) {
       l->client->cfg.connect_timeout_ms + l->client->cfg.command_timeout_ms);
   rlock__call call;
   rlock__reply *r = NULL;
+  unlatch u = {.l = l, .latch = &latch, .deadline = deadline};
   for (;;) {
     l->kind->release(l, owner, keep_ms, &latch, &call);
     call.sync = 1;
+    call.then = latch.ttl_ms > 0 ? unlatch_then : NULL;
+    call.then_arg = &u;
+    u.decided = 0;
     rc = rlock__lock_run(l, &call, &r);
-    if (!rlock__release_again(&latch, rc, &call, deadline))
+    if (!(u.decided ? u.again
+                    : rlock__release_again(&latch, rc, &call, deadline)))
       break;
     rlock__reply_free(r);
     r = NULL;

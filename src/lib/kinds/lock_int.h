@@ -122,6 +122,26 @@ enum rlock__keys { RLOCK__KEYS_PLAIN, RLOCK__KEYS_FAIR, RLOCK__KEYS_RW };
 /* The hash field of the calling thread's hold on `l`: owner + suffix. */
 void rlock__field(const rlock_lock *l, const char *owner, char *buf);
 
+/* Room for a latch key: redisson_unlock_latch:{NAME}:<32 hex digits>. */
+#define RLOCK__LATCH_KEY_MAX (RLOCK_MAX_NAME_LEN + 64)
+
+/* Whether a release's answer `r` (the last one read) left an answer in
+ * its latch to delete: it carries a latch and the script stored one (any
+ * answer but nil: "not held" is never stored, and a repeat finds the
+ * first answer). The answer has been read, so once the release is not to
+ * be sent again (rlock__release_again) nothing will read the latch:
+ * both drivers then delete it without waiting for the DEL's reply, as
+ * Redisson does, so no latch outlives its release. */
+int rlock__latch_spent(const rlock__latch *latch, const rlock__reply *r);
+
+/* The latch's key into buf (RLOCK__LATCH_KEY_MAX bytes). */
+void rlock__latch_key(const rlock_lock *l, const rlock__latch *latch, char *buf,
+                      size_t size);
+
+/* Build `DEL <latch key>` (routed by that key: the lock's slot). */
+void rlock__latch_del(const rlock_lock *l, const rlock__latch *latch,
+                      rlock__call *call);
+
 /* The owner field of `owner` (RLOCK_OWNER_THREAD: the calling thread's)
  * into buf (RLOCK_OWNER_MAX bytes). */
 void rlock__owner_as(const rlock_client *c, uint64_t owner, char *buf);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * renew.c - the watchdog's renewal tick, as steps either driver runs: the
- * blocking driver's background thread (rlock__watchdog_service) and a
- * loop client's timer (loop/lrenew.c, one batch in flight at a time,
- * routed per node by lroute.c).
+ * blocking driver's background thread (blocking/renewal.c: every batch
+ * taken at once, pipelined per node, settled as replies come) and a loop
+ * client's timer (loop/lrenew.c, one batch in flight at a time, routed
+ * per node by lroute.c).
  *
  * Each tick snapshots the records that need renewing, renews them in
  * batches of RLOCK__RENEW_BATCH with one script call each, then applies
@@ -211,18 +212,18 @@ static size_t batch_size(const rlock_client *c, const snap_list *l,
   return n;
 }
 
-/* After a failed batch: the rest of the tick is given up (their in-flight
- * marks cleared) and the whole tick retried soon, rather than paying every
- * remaining batch's timeout now: the thread also delivers wake-ups. */
-static void batch_failed(rlock_client *c, const snap_list *l, size_t from) {
+/* After a failed call: its `n` holds from `from` are given up for this
+ * tick (their in-flight marks cleared) and the next tick is brought
+ * forward, rather than paying another timeout now. */
+static void batch_failed(rlock_client *c, const snap_list *l, size_t from,
+                         size_t n) {
   rlock__obs_count(&c->obs, RLOCK__STAT_RENEWAL_FAILURES);
   rlock__obs_log(&c->obs, RLOCK_LOG_WARN,
                  "watchdog: renewing %zu "
                  "hold%s failed: %s; trying again in %lld ms",
-                 l->n - from, l->n - from == 1 ? "" : "s",
-                 rlock_error_last()->message,
+                 n, n == 1 ? "" : "s", rlock_error_last()->message,
                  (long long)(c->wd->retry_us / 1000));
-  apply_batch(c, l->items + from, l->n - from, NULL, 0);
+  apply_batch(c, l->items + from, n, NULL, 0);
   pthread_mutex_lock(&c->wd->mu);
   int64_t retry = rlock__now_us() + c->wd->retry_us;
   if (retry < c->wd->next_tick_us)
@@ -244,13 +245,13 @@ static int snaps_alloc(snaps *all, size_t n) {
 
 struct rlock__renew_tick {
   snaps all;
-  int list;    /* 0: std, 1: read, 2: done */
-  size_t from; /* the next batch's first item in that list */
-  size_t n;    /* items in the batch under way */
+  rlock__renew_batch cur; /* the next batch to take: list 0 std, 1 read,
+                             2 done; from: its first item in that list;
+                             n: the size of the one under way (steps) */
 };
 
-static snap_list *tick_list(rlock__renew_tick *t) {
-  return t->list == 0 ? &t->all.std : &t->all.read;
+static snap_list *list_of(rlock__renew_tick *t, int list) {
+  return list == 0 ? &t->all.std : &t->all.read;
 }
 
 int rlock__renew_begin(rlock_client *c, rlock__renew_tick **out,
@@ -294,33 +295,69 @@ int rlock__renew_begin(rlock_client *c, rlock__renew_tick **out,
   return RLOCK_OK;
 }
 
+int rlock__renew_take(rlock_client *c, rlock__renew_tick *t,
+                      rlock__renew_batch *b) {
+  rlock__renew_batch *at = &t->cur;
+  while (at->list < 2 && at->from >= list_of(t, at->list)->n) {
+    at->list++;
+    at->from = 0;
+  }
+  if (at->list >= 2)
+    return 0;
+  *b = *at;
+  b->n = batch_size(c, list_of(t, at->list), at->from);
+  at->from += b->n;
+  return 1;
+}
+
+const char *rlock__renew_key(rlock__renew_tick *t,
+                             const rlock__renew_batch *b) {
+  return list_of(t, b->list)->items[b->from].name;
+}
+
+void rlock__renew_build(rlock_client *c, rlock__renew_tick *t,
+                        const rlock__renew_batch *b, rlock__call *call) {
+  build_batch(c, list_of(t, b->list)->items + b->from, b->n, b->list == 1,
+              call);
+}
+
+void rlock__renew_settle(rlock_client *c, rlock__renew_tick *t,
+                         const rlock__renew_batch *b, int rc,
+                         const rlock__reply *r, int64_t sent_us) {
+  int alive[RLOCK__RENEW_BATCH];
+  snap_list *l = list_of(t, b->list);
+  if (rc == RLOCK_OK)
+    rc = parse_batch(r, b->n, alive);
+  if (rc != RLOCK_OK)
+    batch_failed(c, l, b->from, b->n);
+  else
+    apply_batch(c, l->items + b->from, b->n, alive, sent_us);
+}
+
 int rlock__renew_next(rlock_client *c, rlock__renew_tick *t,
                       rlock__call *call) {
-  while (t->list < 2 && t->from >= tick_list(t)->n) {
-    t->list++;
-    t->from = 0;
-  }
-  if (t->list >= 2)
+  rlock__renew_batch b;
+  if (!rlock__renew_take(c, t, &b))
     return 0;
-  snap_list *l = tick_list(t);
-  t->n = batch_size(c, l, t->from);
-  build_batch(c, l->items + t->from, t->n, t->list == 1, call);
+  t->cur.n = b.n;
+  rlock__renew_build(c, t, &b, call);
   return 1;
 }
 
 void rlock__renew_done(rlock_client *c, rlock__renew_tick *t, int rc,
                        const rlock__reply *r, int64_t sent_us) {
+  rlock__renew_batch b = t->cur; /* the batch rlock__renew_next took */
+  b.from -= b.n;
+  snap_list *l = list_of(t, b.list);
   int alive[RLOCK__RENEW_BATCH];
-  snap_list *l = tick_list(t);
   if (rc == RLOCK_OK)
-    rc = parse_batch(r, t->n, alive);
-  if (rc != RLOCK_OK) {
-    batch_failed(c, l, t->from);
-    t->from = l->n; /* this list is given up for this tick */
+    rc = parse_batch(r, b.n, alive);
+  if (rc != RLOCK_OK) { /* this list is given up for this tick */
+    batch_failed(c, l, b.from, l->n - b.from);
+    t->cur.from = l->n;
     return;
   }
-  apply_batch(c, l->items + t->from, t->n, alive, sent_us);
-  t->from += t->n;
+  apply_batch(c, l->items + b.from, b.n, alive, sent_us);
 }
 
 void rlock__renew_end(rlock_client *c, rlock__renew_tick *t) {
@@ -329,24 +366,4 @@ void rlock__renew_end(rlock_client *c, rlock__renew_tick *t) {
   snap_free(&t->all.read);
   snap_free(&t->all.expired);
   free(t);
-}
-
-int64_t rlock__watchdog_service(rlock_client *c) {
-  rlock__renew_tick *t;
-  int64_t next;
-  if (rlock__renew_begin(c, &t, &next) != RLOCK_OK || t == NULL)
-    return next;
-  rlock__call call;
-  while (rlock__renew_next(c, t, &call)) {
-    rlock__reply *r = NULL;
-    int64_t sent_us = rlock__now_us(); /* the new lease runs from here */
-    int rc = rlock__call_run(c, &call, &r);
-    rlock__renew_done(c, t, rc, r, sent_us);
-    rlock__reply_free(r);
-  }
-  rlock__renew_end(c, t);
-  pthread_mutex_lock(&c->wd->mu);
-  next = c->wd->armed ? c->wd->next_tick_us : INT64_MAX;
-  pthread_mutex_unlock(&c->wd->mu);
-  return next;
 }

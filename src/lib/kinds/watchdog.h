@@ -9,8 +9,8 @@
  * release (Redisson #7272). A record is renewed while any of its levels is
  * a watchdog level. The client's driver renews all such records every
  * third of the watchdog timeout, up to RLOCK__RENEW_BATCH locks per
- * script call (renew.c's tick: run in a row on a blocking client's
- * background thread, rlock__watchdog_service; in steps on a loop client's
+ * script call (renew.c's tick: on a blocking client's background thread,
+ * pipelined per node, blocking/renewal.c; in steps on a loop client's
  * timer, loop/lrenew.c). A renewal that finds the lock gone marks the
  * record lost (never re-takes it) and reports it through the lost-lock
  * callback; the owner's next release then returns RLOCK_ELOST. A hold
@@ -152,16 +152,20 @@ size_t rlock__hold_depth(rlock_client *c, const char *name, const char *owner);
  * renewal tick (rlock__renew_begin), called locked. */
 void rlock__watchdog_reap(rlock__watchdog *wd);
 
-/* Background thread: mark lost (and call back for) watchdog holds whose
- * vouched-for lease ran out, then renew when due. Returns the next time it
- * wants to run (monotonic us) or INT64_MAX when nothing is renewed. */
-int64_t rlock__watchdog_service(rlock_client *c);
-
-/* One renewal tick in steps, for a driver that cannot block (an event
- * loop); rlock__watchdog_service is these steps run in a row. */
+/* One renewal tick in steps, for either driver: a loop client's timer
+ * sends one batch at a time (rlock__renew_next, _done); the blocking
+ * background thread takes every batch at once and pipelines them per node
+ * (rlock__renew_take, _settle: blocking/renewal.c). */
 typedef struct rlock__renew_tick rlock__renew_tick;
 struct rlock__call;
 struct rlock__reply;
+
+/* One batch of a tick: `n` holds from item `from` of one list (the
+ * renew.lua or the renew_read.lua holds). */
+typedef struct rlock__renew_batch {
+  int list;
+  size_t from, n;
+} rlock__renew_batch;
 
 /* When a tick is due: take the snapshot (telling the holds found lost by
  * time) and return it in *t; else *t is NULL. *next_us: when the next tick
@@ -169,7 +173,8 @@ struct rlock__reply;
  * retry interval). */
 int rlock__renew_begin(rlock_client *c, rlock__renew_tick **t,
                        int64_t *next_us);
-/* Build the next batch's call: 1, or 0 when the tick is through. */
+/* Take the next batch (rlock__renew_take) and build its call: 1, or 0
+ * when the tick is through. */
 int rlock__renew_next(rlock_client *c, rlock__renew_tick *t,
                       struct rlock__call *call);
 /* The batch's outcome (rc, and its reply when RLOCK_OK), sent at
@@ -177,6 +182,24 @@ int rlock__renew_next(rlock_client *c, rlock__renew_tick *t,
  * list and brings the next tick forward. */
 void rlock__renew_done(rlock_client *c, rlock__renew_tick *t, int rc,
                        const struct rlock__reply *r, int64_t sent_us);
+/* Take the tick's next batch (at most RLOCK__RENEW_BATCH holds; in a
+ * cluster, of one slot): 1, or 0 when the tick has no more. Batches taken
+ * so are settled in any order, each on its own. */
+int rlock__renew_take(rlock_client *c, rlock__renew_tick *t,
+                      rlock__renew_batch *b);
+/* The key a batch is routed by (its first hold's name; borrowed from the
+ * tick). */
+const char *rlock__renew_key(rlock__renew_tick *t, const rlock__renew_batch *b);
+/* Build a batch's call (its strings borrowed from the tick). */
+void rlock__renew_build(rlock_client *c, rlock__renew_tick *t,
+                        const rlock__renew_batch *b, struct rlock__call *call);
+/* A batch's outcome (rc, with the last error saying why, or its reply
+ * when RLOCK_OK), sent at `sent_us`: applied to the records; a failure
+ * gives up only that batch's holds for this tick and brings the next tick
+ * forward. */
+void rlock__renew_settle(rlock_client *c, rlock__renew_tick *t,
+                         const rlock__renew_batch *b, int rc,
+                         const struct rlock__reply *r, int64_t sent_us);
 /* Free the tick. */
 void rlock__renew_end(rlock_client *c, rlock__renew_tick *t);
 

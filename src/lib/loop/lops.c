@@ -96,6 +96,33 @@ static int answer(rlock__lreq *r, rlock__reply **reply) {
 
 static void release_send(rlock_op *op);
 
+static void unlatch_done(rlock_client *c, rlock__lreq *r) {
+  (void)c;
+  rlock__reply_free(r->q.reply);
+  rlock__call_clear(&r->call);
+  free(r);
+}
+
+/* The release's last answer `reply` is read and it goes no more: delete
+ * its latch (rlock__latch_spent) with a request of its own, whose answer
+ * nobody waits for, so the operation completes now. Out of memory, or a
+ * DEL that fails, leaves the latch to its TTL. The last error is kept. */
+static void unlatch(rlock_op *op, const rlock__reply *reply) {
+  if (!rlock__latch_spent(&op->latch, reply))
+    return;
+  rlock__saved_error saved;
+  rlock__error_save(&saved);
+  rlock__lreq *r = rlock__calloc(1, sizeof *r);
+  if (r != NULL) {
+    rlock__latch_del(op->l, &op->latch, &r->call);
+    rlock__req_init(&r->q, &r->call);
+    r->done = unlatch_done;
+    r->no_pause = 1; /* never parked on a timer past the client */
+    rlock__lreq_send(op->c, r);
+  }
+  rlock__error_restore(&saved);
+}
+
 static void release_again_due(rlock_client *c, rlock__ltimer *t) {
   (void)c;
   release_send((rlock_op *)((char *)t - offsetof(rlock_op, timer)));
@@ -119,6 +146,8 @@ static void release_done(rlock_client *c, rlock__lreq *r) {
     rc = rlock__err(RLOCK_ENOMEM, "out of memory");
     reply = NULL;
   }
+  if (rc == RLOCK_OK)
+    unlatch(op, reply);
   if (rc == RLOCK_OK) {
     char field[RLOCK_FIELD_MAX];
     rlock__field(op->l, op->owner, field);

@@ -350,9 +350,20 @@ int rlock__conn_send_out(rlock__conn *c) {
   return rc;
 }
 
-int rlock__conn_take_reply(rlock__conn *c, rlock__reply **out) {
+/* One buffered reply, the skipped ones included. */
+static int take_any(rlock__conn *c, rlock__reply **out) {
   rlock__read_status st = rlock__reader_get(c->reader, out);
   return st == RLOCK__READ_OK ? RLOCK_OK : reader_error(c, st);
+}
+
+int rlock__conn_take_reply(rlock__conn *c, rlock__reply **out) {
+  for (;;) {
+    int rc = take_any(c, out);
+    if (rc != RLOCK_OK || *out == NULL || c->skip == 0)
+      return rc;
+    rlock__reply_free(*out); /* a command sent without waiting: its reply */
+    c->skip--;
+  }
 }
 
 /* One read into the reader. RLOCK_OK with *want 0 when bytes arrived, or
@@ -431,6 +442,32 @@ int rlock__conn_drain(rlock__conn *c, int64_t max_ms) {
     c->owed--;
   }
   return RLOCK_OK;
+}
+
+int rlock__conn_send_skip(rlock__conn *c, int n) {
+  int64_t was = c->io_deadline_us;
+  c->io_deadline_us = rlock__deadline_after_ms(c->timeout_ms);
+  int rc = rlock__conn_send_out(c);
+  c->io_deadline_us = was;
+  if (rc == RLOCK_OK)
+    c->skip += n;
+  return rc;
+}
+
+int rlock__conn_lendable(rlock__conn *c) {
+  if (c->skip > 0) {
+    rlock__reply *r = NULL;
+    if (rlock__conn_read_some(c) != RLOCK_OK ||
+        rlock__conn_take_reply(c, &r) != RLOCK_OK)
+      return 0;
+    if (r != NULL) { /* a reply nobody asked for */
+      rlock__reply_free(r);
+      return 0;
+    }
+    if (c->skip > 0)
+      return 1; /* still due: the borrower's reads skip them */
+  }
+  return !rlock__conn_stale(c);
 }
 
 int rlock__conn_stale(rlock__conn *c) {

@@ -74,6 +74,9 @@ typedef struct rlock__conn {
   int broken;
   int64_t timeout_ms; /* the command timeout */
   int owed;           /* replies still due to requests nobody awaits */
+  int skip;           /* replies still due to commands sent without
+                         waiting (rlock__conn_send_skip), which precede
+                         any other reply: every read discards them first */
   /* End of the command under way (monotonic us), shared by all its sends
    * and receives; 0 outside a command. rlock__conn_call() sets it; a
    * caller driving a command itself (fan-out) sets it before sending and
@@ -137,14 +140,30 @@ int rlock__conn_call(rlock__conn *c, int argc, const char **argv,
 int rlock__conn_read_some(rlock__conn *c);
 
 /* Take one already-buffered reply, if any: *out is NULL when none.
- * RLOCK_EPROTO or RLOCK_ENOMEM (connection broken) when the buffered
- * bytes are not a reply or too large. Never touches the socket. */
+ * The `skip` replies come out of it first, discarded. RLOCK_EPROTO or
+ * RLOCK_ENOMEM (connection broken) when the buffered bytes are not a
+ * reply or too large. Never touches the socket. */
 int rlock__conn_take_reply(rlock__conn *c, rlock__reply **out);
 
 /* Read and discard the `owed` replies, waiting at most `max_ms` for them
  * in all: RLOCK_OK when the connection is ready for a new command, else an
  * error (the connection is broken; the caller drops it). */
 int rlock__conn_drain(rlock__conn *c, int64_t max_ms);
+
+/* Send what was encoded into c->out (`n` commands) without waiting for
+ * their replies: the next reads on the connection discard them (`skip`),
+ * so a follow-up costs no round trip, and its reply is read with the next
+ * command's. Bounded like rlock__conn_send(); RLOCK_OK, or a failure
+ * (the connection broken). */
+int rlock__conn_send_skip(rlock__conn *c, int n);
+
+/* Whether an idle connection may be lent (the pool's check, never
+ * waiting): with `skip` replies due, those that have come are read and
+ * discarded (one non-waiting read), and a connection still waiting for
+ * some is lent as is (the server took its commands a moment ago; the
+ * borrower's reads skip them); with none due, it is not stale
+ * (rlock__conn_stale). 0 when it must be dropped. */
+int rlock__conn_lendable(rlock__conn *c);
 
 /* Wait until `fd` has `events` or `deadline_us` passes: 0 when ready (or
  * failed: the next read or write says how), ETIMEDOUT, or an errno. */

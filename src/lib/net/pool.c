@@ -102,7 +102,7 @@ int rlock__pool_get(rlock__pool *p, rlock__conn **out) {
      * is a system call: both stay out of the mutex. */
     if (((*out)->owed == 0 ||
          rlock__conn_drain(*out, RLOCK__DRAIN_MS) == RLOCK_OK) &&
-        !rlock__conn_stale(*out))
+        rlock__conn_lendable(*out))
       return RLOCK_OK;
     rlock__obs_count(p->obs, RLOCK__STAT_DISCONNECTS);
     rlock__obs_log(p->obs, RLOCK_LOG_WARN,
@@ -137,7 +137,7 @@ int rlock__pool_get_idle(rlock__pool *p, rlock__conn **out) {
     if (c == NULL)
       return RLOCK_OK;
     if ((c->owed == 0 || rlock__conn_drain(c, RLOCK__DRAIN_MS) == RLOCK_OK) &&
-        !rlock__conn_stale(c)) {
+        rlock__conn_lendable(c)) {
       *out = c;
       return RLOCK_OK;
     }

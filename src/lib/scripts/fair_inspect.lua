@@ -18,9 +18,12 @@ if t == 'hash' then
   for i = 1, #h do out[#out + 1] = h[i] end
 end
 local queue = redis.call('lrange', ARGV[2], 0, -1)
+-- a shift pending (fairpurge.lua's fair_shift) is counted, not applied
+local shift = tonumber(redis.call('get', ARGV[3] .. ':shift') or '0') or 0
 for i = 1, #queue do
   local deadline = redis.call('zscore', ARGV[3], queue[i])
   out[#out + 1] = queue[i]
-  out[#out + 1] = deadline and (tonumber(deadline) - tonumber(ARGV[1])) or -1
+  out[#out + 1] = deadline and (tonumber(deadline) - shift -
+                                tonumber(ARGV[1])) or -1
 end
 return out

@@ -34,10 +34,14 @@ end
 local function waiters(snap, queue, timeouts)
   local q = redis.call('lrange', queue, 0, shown - 1)
   local zset = redis.call('type', timeouts).ok == 'zset'
+  -- a shift pending (fairpurge.lua's fair_shift) is counted, not applied
+  local pending = timeouts .. ':shift'
+  local shift = redis.call('type', pending).ok == 'string' and
+                tonumber(redis.call('get', pending)) or 0
   for j = 1, #q do
     local d = zset and redis.call('zscore', timeouts, q[j]) or false
     snap[#snap + 1] = q[j]
-    snap[#snap + 1] = d and (tonumber(d) - now) or -1
+    snap[#snap + 1] = d and (tonumber(d) - shift - now) or -1
   end
 end
 

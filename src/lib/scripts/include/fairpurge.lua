@@ -6,7 +6,42 @@
 -- Redisson's, which stops at a head without a deadline (and so leaves the
 -- queue stuck behind it), this drops such a head too. Returns true when it
 -- dropped any.
+--
+-- fair_shift: Redisson moves every queued deadline earlier by the taker's
+-- wait at each acquisition, a write per waiter; rlock's taker only adds
+-- that wait to a pending amount, timeouts .. ':shift' (a string, deleted
+-- once applied or once the queue is empty), and the next fair script,
+-- which runs off the handoff's path (usually the new head's own attempt,
+-- woken by the taker), applies it to every waiter before anything reads a
+-- deadline. Shifts add up and a waiter queued meanwhile was given the
+-- shifted tail's deadline plus its wait, so the deadlines end as
+-- Redisson's would. fair_shift_by: the amount pending.
+local function fair_shift_by(timeouts)
+  return tonumber(redis.call('get', timeouts .. ':shift') or '0') or 0
+end
+
+local function fair_shift(queue, timeouts)
+  local by = fair_shift_by(timeouts)
+  if by == 0 then return end
+  redis.call('del', timeouts .. ':shift')
+  if redis.call('llen', queue) == 0 then return end
+  -- Read in one call and written in one ZADD per 500 waiters, not one
+  -- ZINCRBY each; the scores written are ZINCRBY's to the bit (%.17g
+  -- round-trips a double).
+  local w = redis.call('zrange', timeouts, 0, -1, 'WITHSCORES')
+  local args = {}
+  for i = 1, #w, 2 do
+    args[#args + 1] = string.format('%.17g', tonumber(w[i + 1]) - by)
+    args[#args + 1] = w[i]
+    if #args == 1000 or i + 1 == #w then
+      redis.call('zadd', timeouts, unpack(args))
+      args = {}
+    end
+  end
+end
+
 local function purge_stale(queue, timeouts, now)
+  fair_shift(queue, timeouts)
   local purged = false
   while true do
     local head = redis.call('lindex', queue, 0)
