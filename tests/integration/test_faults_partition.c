@@ -255,13 +255,20 @@ static int waiter_main(int argc, char **argv) {
   return 0;
 }
 
-/* `probe HOST PORT KEY`: SET KEY on a fresh connection (500 ms timeouts),
- * saying "ok" or "err WHY". */
-static int probe_main(char **argv) {
+/* `probe HOST PORT KEY [wait]`: SET KEY on a fresh connection (500 ms
+ * timeouts), saying "ok" or "err WHY"; with "wait", connect first, say
+ * "connected" and send only once a line comes on stdin. */
+static int probe_main(int argc, char **argv) {
   struct timeval tv = {0, 500000};
   redisContext *c = redisConnectWithTimeout(argv[1], atoi(argv[2]), tv);
   if (c != NULL && !c->err)
     redisSetTimeout(c, tv);
+  char line[16];
+  if (argc == 5 && c != NULL && !c->err) {
+    say("connected\n");
+    if (fgets(line, sizeof line, stdin) == NULL)
+      return 1;
+  }
   redisReply *rep = c && !c->err ? redisCommand(c, "SET %s 1", argv[3]) : NULL;
   if (rep != NULL)
     say("ok\n");
@@ -362,9 +369,27 @@ static void probe_expect(int ns, const char *key, bool reaches) {
              reaches ? "ok" : "a failure");
 }
 
+/* A one-way drop from the server to A: a request on a connection opened
+ * before it arrives (its key is written), its answer does not. */
+static void one_way_request(void) {
+  char port[16];
+  snprintf(port, sizeof port, "%d", rt_server_port(lsrv));
+  prog p = run_in(NS_A, (const char *[]){"probe", rt_netns_addr(net, NS_S),
+                                         port, "k:ow", "wait", NULL});
+  long long v[5];
+  expect_line(&p, "connected", v, 5000);
+  rt_netns_drop(net, NS_S, NS_A, true);
+  assert_int_equal(write(p.in, "go\n", 3), 3);
+  expect_line(&p, "err", v, 5000); /* no answer within 500 ms */
+  assert_int_equal(rt_cmd_int(lsrv, "EXISTS k:ow"), 1); /* but it arrived */
+  rt_netns_heal(net);
+  prog_end(&p);
+}
+
 /* The namespaces reach the server; a cut silences both ways, a one-way
- * drop lets the request in (its key is written) but not the answer; the
- * harness reaches the server throughout (unix socket); healing restores. */
+ * drop lets a request in but not its answer (nor a new connection's
+ * SYN-ACK); isolation cuts a namespace from everyone but the harness,
+ * which reaches the server throughout (unix socket); healing restores. */
 static void in_harness(void **state) {
   (void)state;
   freeReplyObject(rt_cmd(lsrv, "FLUSHALL"));
@@ -381,9 +406,8 @@ static void in_harness(void **state) {
   rt_netns_heal(net);
   probe_expect(NS_A, "k:a3", true);
   assert_int_equal(rt_cmd_int(lsrv, "EXISTS k:a0 k:b0 k:b1 k:a3"), 4);
-  /* (Whether k:a2 was written is not asserted: a new connection's SYN
-   * arrives but its SYN-ACK is dropped, so it never sends. The scenario
-   * one_way shows a live connection's requests arriving.) */
+  assert_int_equal(rt_cmd_int(lsrv, "EXISTS k:a2"), 0); /* never connected */
+  one_way_request();
   rt_netns_isolate(net, NS_B, true);
   probe_expect(NS_B, "k:b2", false);
   redisReply *r = rt_cmd(lsrv, "PING"); /* the harness still gets in */
@@ -1064,8 +1088,8 @@ static int child_main(int argc, char **argv) {
     return holder_main(argc, argv);
   if (argc >= 6 && strcmp(argv[0], "waiter") == 0)
     return waiter_main(argc, argv);
-  if (argc == 4 && strcmp(argv[0], "probe") == 0)
-    return probe_main(argv);
+  if ((argc == 4 || argc == 5) && strcmp(argv[0], "probe") == 0)
+    return probe_main(argc, argv);
   if (argc == 2 && strcmp(argv[0], "netns") == 0)
     return netns_main(argv[1]);
   return 64;
