@@ -5,10 +5,10 @@
  * test_faults_partition.c).
  *
  * Nothing here touches the machine's network. The test binary runs itself
- * again under `unshare --net --mount` (rt_netns_rerun(); not as root: with
- * --user --map-root-user, where user namespaces are allowed): a private network
- * namespace of its own, with /run on a private tmpfs for `ip netns`. That
- * process (the "router") creates the namespaces: namespace i gets a veth
+ * again under `unshare --net --mount` (rt_netns_rerun(); where that is not
+ * allowed, with --user --map-root-user if user namespaces are): a private
+ * network namespace of its own, with /run on a private tmpfs for `ip netns`.
+ * That process (the "router") creates the namespaces: namespace i gets a veth
  * pair to the router, 10.77.(i+1).2/24 on its side, 10.77.(i+1).1 on the
  * router's, and a default route through the router, which forwards between
  * them. The router also has 10.77.0.1 on its loopback
@@ -48,8 +48,8 @@
 typedef struct rt_netns rt_netns;
 
 /* NULL when this machine lets the test make private namespaces with
-   veth pairs and blackhole rules (probed once, in a throwaway unshare: as
-   root, or else as root of a user namespace, `unshare --user
+   veth pairs and blackhole rules (probed once, in a throwaway unshare:
+   as is, or else as root of a user namespace, `unshare --user
    --map-root-user`, which rt_netns_rerun() then uses too), else a
    sentence saying what is missing: the caller skips with it. */
 const char *rt_netns_unavailable(void);
