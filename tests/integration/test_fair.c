@@ -712,17 +712,16 @@ static void test_deadlines_shift_as_redisson(void **state) {
                          "EVAL %s 4 %s redisson_lock_queue:{%s} "
                          "redisson_lock_timeout:{%s} "
                          "redisson_lock__channel:{%s} 0 30000 %s %lld",
-                         JAVA_FAIR_UNLOCK, n, n, n, n, JAVA_OWNER,
-                         epoch_ms()));
+                         JAVA_FAIR_UNLOCK, n, n, n, n, JAVA_OWNER, epoch_ms()));
   pthread_join(t, NULL); /* it took the lock and released it */
   OK(w.rc);
   for (int i = 0; i < 2; i++)
     assert_int_equal(deadline_of(n, java[i]), before[i] - 20000);
-  assert_int_equal(rt_cmd_int(srv, "EXISTS redisson_lock_timeout:{%s}:shift",
-                              n),
-                   0);
-  freeReplyObject(rt_cmd(srv, "DEL %s redisson_lock_queue:{%s} "
-                              "redisson_lock_timeout:{%s}",
+  assert_int_equal(
+      rt_cmd_int(srv, "EXISTS redisson_lock_timeout:{%s}:shift", n), 0);
+  freeReplyObject(rt_cmd(srv,
+                         "DEL %s redisson_lock_queue:{%s} "
+                         "redisson_lock_timeout:{%s}",
                          n, n, n));
   rlock_client_free(c);
 }

@@ -228,6 +228,7 @@ static void install_signal_handlers(void) {
 struct spawn_job {
   const char *bin;
   const char *const *argv;
+  const char *const *envp; /* NULL: the test process's environment */
   int log_fd;
   int max_fd;          /* bound for closing fds if close_range() fails */
   pid_t parent;        /* for the PDEATHSIG race check */
@@ -285,7 +286,8 @@ _Noreturn static void exec_child(const struct spawn_job *j) {
     _exit(127);
   close_inherited_fds(j->max_fd);
 
-  execve(j->bin, (char *const *)j->argv, environ);
+  execve(j->bin, (char *const *)j->argv,
+         j->envp != NULL ? (char *const *)j->envp : environ);
   static const char msg[] = "rt_proc: execve failed\n";
   ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
   (void)ignored;
@@ -363,6 +365,11 @@ static void stop_spawner(void) {
 
 int rt_proc_spawn(int slot, const char *bin, const char *const *argv,
                   int log_fd) {
+  return rt_proc_spawn_env(slot, bin, argv, NULL, log_fd);
+}
+
+int rt_proc_spawn_env(int slot, const char *bin, const char *const *argv,
+                      const char *const *envp, int log_fd) {
   struct rlimit rl;
   int max_fd = 1024;
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
@@ -370,6 +377,7 @@ int rt_proc_spawn(int slot, const char *bin, const char *const *argv,
   struct spawn_job job = {
       .bin = bin,
       .argv = argv,
+      .envp = envp,
       .log_fd = log_fd,
       .max_fd = max_fd,
       .parent = getpid(),

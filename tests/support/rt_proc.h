@@ -46,6 +46,11 @@ pid_t rt_proc_pid(int slot);
    from right after fork(). Returns the pid, or -errno. */
 int rt_proc_spawn(int slot, const char *bin, const char *const *argv,
                   int log_fd);
+/* rt_proc_spawn() with the environment `envp` (NULL-terminated
+   "NAME=value" words, borrowed until it returns; NULL: the test
+   process's own). */
+int rt_proc_spawn_env(int slot, const char *bin, const char *const *argv,
+                      const char *const *envp, int log_fd);
 
 /* Wait for the slot's child `pid` to exit: poll up to timeout_ms (0: just
    check), or block if timeout_ms < 0. True once it is reaped, with its wait

@@ -65,6 +65,7 @@ struct rt_server {
   int cluster_port;
   char cluster_port_str[16];
   char **extra;           /* owned copy of extra_args, NULL-terminated */
+  char **env;             /* owned copy of opts.env, or NULL */
   const char *password;   /* from "--requirepass PW" in extra, or NULL */
   const char **argv;      /* full redis-server command line, NULL-terminated */
   off_t log_mark;         /* log size when the latest start attempt began */
@@ -224,6 +225,67 @@ static enum launch_result await_ready(rt_server *s, pid_t pid, char *why,
   }
 }
 
+static void free_words(char **w) {
+  if (w != NULL)
+    for (char **a = w; *a; a++)
+      free(*a);
+  free(w);
+}
+
+/* "NAME=value" with every "{dir}" in it replaced by s->dir; NULL when out
+   of memory. */
+static char *expand_dir(const rt_server *s, const char *word) {
+  static const char tag[] = "{dir}";
+  size_t n = 0;
+  for (const char *p = word; (p = strstr(p, tag)) != NULL; p += sizeof tag - 1)
+    n++;
+  char *out = malloc(strlen(word) + n * strlen(s->dir) + 1);
+  if (out == NULL)
+    return NULL;
+  char *o = out;
+  for (const char *p = word; *p;) {
+    if (strncmp(p, tag, sizeof tag - 1) == 0) {
+      o = stpcpy(o, s->dir);
+      p += sizeof tag - 1;
+    } else {
+      *o++ = *p++;
+    }
+  }
+  *o = '\0';
+  return out;
+}
+
+/* The server's environment: the test process's, less the variables
+   s->env sets, plus s->env expanded. Built before the fork, since the
+   child may not allocate. NULL when out of memory. */
+static char **build_env(const rt_server *s) {
+  extern char **environ;
+  size_t n = 0, k = 0, m = 0;
+  while (environ[n])
+    n++;
+  while (s->env[k])
+    k++;
+  char **envp = calloc(n + k + 1, sizeof *envp);
+  if (envp == NULL)
+    return NULL;
+  for (size_t i = 0; i < n; i++) {
+    size_t len = strcspn(environ[i], "=");
+    bool replaced = false;
+    for (size_t j = 0; j < k && !replaced; j++)
+      replaced =
+          strncmp(s->env[j], environ[i], len) == 0 && s->env[j][len] == '=';
+    if (!replaced && !(envp[m++] = strdup(environ[i])))
+      goto oom;
+  }
+  for (size_t j = 0; j < k; j++)
+    if (!(envp[m++] = expand_dir(s, s->env[j])))
+      goto oom;
+  return envp;
+oom:
+  free_words(envp);
+  return NULL;
+}
+
 /* Start the process once on s->port and wait until it answers. */
 static enum launch_result launch(rt_server *s, char *why, size_t cap) {
   s->log_mark = file_size(s->log_path);
@@ -234,7 +296,16 @@ static enum launch_result launch(rt_server *s, char *why, size_t cap) {
     snprintf(why, cap, "cannot open %s: %s", s->log_path, strerror(errno));
     return LAUNCH_FAILED;
   }
-  int pid = rt_proc_spawn(s->slot, s->argv[0], s->argv, log_fd);
+  char **envp = NULL;
+  if (s->env != NULL && !(envp = build_env(s))) {
+    close(log_fd);
+    snprintf(why, cap, "out of memory");
+    return LAUNCH_FAILED;
+  }
+  /* argv[0]: redis-server, or the prefix's command (opts.prefix) */
+  int pid = rt_proc_spawn_env(s->slot, s->argv[0], s->argv,
+                              (const char *const *)envp, log_fd);
+  free_words(envp);
   close(log_fd);
   if (pid < 0) {
     snprintf(why, cap, "cannot start %.300s: %s", g_redis_bin, strerror(-pid));
@@ -255,10 +326,8 @@ static void server_destroy(rt_server *s) {
     for (char **a = s->extra; *a; a++)
       free(*a);
   free(s->extra);
-  if (s->prefix)
-    for (char **a = s->prefix; *a; a++)
-      free(*a);
-  free(s->prefix);
+  free_words(s->prefix);
+  free_words(s->env);
   free(s->argv);
   free(s);
 }
@@ -296,9 +365,23 @@ static bool copy_words(char ***out, const char *const *words) {
   return true;
 }
 
-/* The command line: [prefix], binary, [config file], the harness's own options,
-   [--sentinel], [cluster options], extra args. The strings it points to
-   live in s and are filled in later (paths, ports). */
+static bool copy_env(rt_server *s, const char *const *env) {
+  size_t n = 0;
+  while (env && env[n])
+    n++;
+  if (n == 0)
+    return true;
+  if (!(s->env = calloc(n + 1, sizeof *s->env)))
+    return false;
+  for (size_t i = 0; i < n; i++)
+    if (!(s->env[i] = strdup(env[i])))
+      return false;
+  return true;
+}
+
+/* The command line: [prefix], binary, [config file], the harness's own
+   options, [--sentinel], [cluster options], extra args. The strings it points
+   to live in s and are filled in later (paths, ports). */
 static bool build_argv(rt_server *s, bool with_config) {
   const char *const base[] = {
       "--port",       s->port_str,  "--bind",           s->host,
@@ -373,7 +456,7 @@ static rt_server *server_new(const rt_server_opts *o, char *why, size_t cap) {
   s->host_given = o->host != NULL;
   snprintf(s->host, sizeof s->host, "%s", o->host ? o->host : "127.0.0.1");
   pthread_mutex_init(&s->conn_mu, NULL);
-  if (!copy_extra_args(s, o->extra_args) ||
+  if (!copy_extra_args(s, o->extra_args) || !copy_env(s, o->env) ||
       !copy_words(&s->prefix, o->prefix) || !build_argv(s, o->config != NULL)) {
     snprintf(why, cap, "out of memory");
     server_destroy(s);

@@ -97,6 +97,11 @@ typedef struct rt_server_opts {
      line. It must exec the server in the same process (its pid is the
      server's). Copied. */
   const char *const *prefix;
+  /* NULL, or a NULL-terminated list of "NAME=value" words added to the
+     server's environment (replacing a variable of the same name there),
+     e.g. LD_PRELOAD (rt_clock.h). Copied. In a value, "{dir}" stands for
+     the server's directory (rt_server_dir()). */
+  const char *const *env;
 } rt_server_opts;
 
 /* rt_server_start() with options. rt_server_start(args) is
