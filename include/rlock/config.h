@@ -30,7 +30,11 @@ typedef struct rlock_config rlock_config;
  * renewing) is gone: a renewal found it expired, deleted or taken over (within
  * one renewal period, a third of the watchdog timeout), or renewals kept
  * failing until a whole watchdog lease passed since the last confirmed one (it
- * is noticed at the next renewal tick). Called once per lost hold, never after
+ * is noticed at the next renewal tick). A renewal that could not be sent, for
+ * want of a connection or of memory on the thread that renews, counts as
+ * failing: the holder is told all the same, as telling needs no memory (a
+ * renewal short of memory is tried again at a twelfth of the watchdog timeout,
+ * at most 1 s). Called once per lost hold, never after
  * a normal release. The holder's next release of that lock returns RLOCK_ELOST,
  * and rlock_lock_check() says so already.
  *

@@ -444,7 +444,8 @@ RLOCK_EXTERN int rlock_lock_force_release(int *deleted, rlock_lock *lock);
  * no round trip: RLOCK_OK while it holds the lock; RLOCK_ELOST once the
  * watchdog found the hold gone, once a fixed lease has run out, or, for a
  * watchdog hold, once a whole watchdog lease has passed since the last
- * confirmed renewal (renewals failing: the server may have let it expire).
+ * confirmed renewal (renewals failing, or not sent for want of a connection
+ * or of memory: the server may have let it expire).
  * Times are on the monotonic clock from when the acquisition or renewal
  * was sent, so it errs on the early side. Once RLOCK_ELOST, it stays so
  * until the hold is released. RLOCK_ENOTHELD when it holds nothing here.

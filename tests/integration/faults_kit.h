@@ -156,7 +156,8 @@ static inline void fk_round_blocking(int fd, int id, int li, rlock_lock *l,
   rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
   o.wait_ms = FK_WAIT_MS;
   o.token = &token;
-  if (!fk_acquired(fd, id, li, rlock_lock_acquire_opts(l, &o), token, t0))
+  int got = rlock_lock_acquire_opts(l, &o); /* fills token: call first */
+  if (!fk_acquired(fd, id, li, got, token, t0))
     return;
   fk_work(fd, id, li, token, rc);
   usleep(2000); /* the work inside the lock */

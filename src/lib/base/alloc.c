@@ -9,17 +9,19 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-static atomic_uint_fast64_t fail_at; /* 0: off */
-static atomic_uint_fast64_t counted; /* allocations since armed */
-static atomic_uint_fast64_t refused; /* allocations failed since armed */
-static atomic_int only_thread;       /* count only on `armed_by` */
-static atomic_int once;              /* fail the nth alone */
-static _Thread_local int armed_by_me;
+static atomic_uint_fast64_t fail_at;  /* 0: off */
+static atomic_uint_fast64_t counted;  /* allocations since armed */
+static atomic_uint_fast64_t refused;  /* allocations failed since armed */
+static atomic_int only_thread;        /* count only on marked threads ... */
+static atomic_int other_threads;      /* ... or only on the others */
+static atomic_int once;               /* fail the nth alone */
+static _Thread_local int armed_by_me; /* the test's thread (marked) */
 
 /* Whether this allocation is to fail. */
 static int injected(void) {
   uint_fast64_t at = atomic_load_explicit(&fail_at, memory_order_relaxed);
-  if (at == 0 || (atomic_load(&only_thread) && !armed_by_me))
+  if (at == 0 || (atomic_load(&only_thread) && !armed_by_me) ||
+      (atomic_load(&other_threads) && armed_by_me))
     return 0;
   uint_fast64_t k = atomic_fetch_add(&counted, 1) + 1;
   if (k < at || (k > at && atomic_load(&once)))
@@ -45,8 +47,11 @@ void rlock__alloc_fail_at(uint64_t n, int flags) {
   armed_by_me = 1;
   atomic_store(&only_thread, (flags & RLOCK__ALLOC_THIS_THREAD) != 0);
   atomic_store(&once, (flags & RLOCK__ALLOC_ONCE) != 0);
+  atomic_store(&other_threads, (flags & RLOCK__ALLOC_OTHER_THREADS) != 0);
   atomic_store(&fail_at, n);
 }
+
+void rlock__alloc_mark_thread(void) { armed_by_me = 1; }
 
 uint64_t rlock__alloc_count(void) { return atomic_load(&counted); }
 

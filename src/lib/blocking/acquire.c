@@ -131,18 +131,39 @@ static int settle_in_flight(rlock_lock *l, const char *owner, int64_t lease,
   return rc;
 }
 
+/* What one acquisition works with, resolved once. */
+typedef struct acq {
+  rlock_lock *l;
+  const char *owner; /* the hash field's owner part */
+  int64_t lease;     /* the lease sent: the watchdog's when 0 was asked */
+  int64_t wait_ms;
+  int64_t deadline;
+  const rlock_cancel *cancel;
+  int64_t ttl;        /* the holder's remaining lease from the last attempt */
+  int64_t sent;       /* when the last attempt was written */
+  int64_t token;      /* the last successful attempt's fencing token */
+  int64_t backoff_ms; /* the next pause while the server is unreachable */
+  int64_t outage_us;  /* when the current outage was first met, or 0 */
+  int waiting;        /* an attempt was answered "held": a wait began */
+} acq;
+
 /* One attempt: build the kind's call, run it (riding out a failover
- * until the wait's deadline), read its answer; confirmed on replicas
- * where the master has them. *transient as rlock__call's. */
-static int attempt_once(rlock_lock *l, const char *owner, int64_t lease,
-                        int64_t wait_ms, int64_t deadline, int64_t *ttl,
-                        int64_t *token, int *transient) {
+ * until `deadline`), read its answer; confirmed on replicas where the
+ * master has them. *transient as rlock__call's. a->sent becomes the time
+ * the attempt was last written: a call that rode out an outage before it
+ * could be sent took the lock only then, and its lease runs from then. */
+static int attempt_once(acq *a, int64_t deadline, int *transient) {
+  rlock_lock *l = a->l;
+  const char *owner = a->owner;
+  int64_t lease = a->lease, *ttl = &a->ttl, *token = &a->token;
   rlock__call call;
   rlock__reply *r;
-  l->kind->attempt(l, owner, lease, wait_ms, &call);
+  l->kind->attempt(l, owner, lease, a->wait_ms, &call);
   call.sync = 1;
   int rc = rlock__lock_run_until(l, &call, deadline, &r);
   *transient = call.transient;
+  if (call.sent_us != 0)
+    a->sent = call.sent_us;
   if (rc == RLOCK_ENOMEM && call.in_flight)
     return undo_unread(l, owner, lease);
   if (rc == RLOCK_EIO && call.in_flight)
@@ -160,22 +181,6 @@ static int attempt_once(rlock_lock *l, const char *owner, int64_t lease,
 
 /* Pause between attempts whose acquisition no replica confirmed. */
 #define UNCONFIRMED_PAUSE_MS 50
-
-/* What one acquisition works with, resolved once. */
-typedef struct acq {
-  rlock_lock *l;
-  const char *owner; /* the hash field's owner part */
-  int64_t lease;     /* the lease sent: the watchdog's when 0 was asked */
-  int64_t wait_ms;
-  int64_t deadline;
-  const rlock_cancel *cancel;
-  int64_t ttl;        /* the holder's remaining lease from the last attempt */
-  int64_t sent;       /* when the last attempt was sent */
-  int64_t token;      /* the last successful attempt's fencing token */
-  int64_t backoff_ms; /* the next pause while the server is unreachable */
-  int64_t outage_us;  /* when the current outage was first met, or 0 */
-  int waiting;        /* an attempt was answered "held": a wait began */
-} acq;
 
 /* While the server cannot be reached, an acquisition that waits
  * (wait_ms != 0) tries again after a pause: from 25 ms, doubling to 1 s,
@@ -237,9 +242,7 @@ static int attempt(acq *a) {
   for (;;) {
     a->sent = rlock__now_us();
     int transient;
-    int rc =
-        attempt_once(a->l, a->owner, a->lease, a->wait_ms,
-                     retry_limit(a, a->sent), &a->ttl, &a->token, &transient);
+    int rc = attempt_once(a, retry_limit(a, a->sent), &transient);
     if (rc == RLOCK_EREPLICA &&
         rlock__ms_left(a->deadline) > UNCONFIRMED_PAUSE_MS) {
       rlock__sleep_ms(UNCONFIRMED_PAUSE_MS);
@@ -259,15 +262,21 @@ static int attempt(acq *a) {
 }
 
 /* Subscribe; while the server is out of reach, attempt between pauses
- * instead (the lock may come free without a message reaching us).
- * RLOCK_OK with *sub NULL when such an attempt took the lock. */
+ * instead (the lock may come free without a message reaching us). A
+ * subscription not confirmed by the time the holder's lease runs out (the
+ * background thread short of memory, a failover under way) does not hold
+ * the waiter up: it attempts then, as a sleeping waiter would, and goes on
+ * waiting for the confirmation. RLOCK_OK with *sub NULL when such an
+ * attempt took the lock. */
 static int subscribe(acq *a, const char *ch, rlock__sub **sub) {
   for (;;) {
-    int rc = rlock__sub_acquire(a->l->client, ch, a->deadline, a->cancel, sub);
-    if (rc == RLOCK__EDEADLINE)
+    int64_t until = round_until(a->ttl, a->deadline);
+    int rc = rlock__sub_acquire(a->l->client, ch, until, a->cancel, sub);
+    if (rc == RLOCK__EDEADLINE && until >= a->deadline)
       return RLOCK_ELOCKED;
     int transient = rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT;
-    if (rc == RLOCK_OK || !ride_out(a, rlock__retryable(rc, transient)))
+    if (rc != RLOCK__EDEADLINE &&
+        (rc == RLOCK_OK || !ride_out(a, rlock__retryable(rc, transient))))
       return rc == RLOCK_OK ? rc : outage_end(a, rc);
     if ((rc = attempt(a)) != RLOCK_ELOCKED) {
       *sub = NULL;

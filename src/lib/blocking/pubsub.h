@@ -71,6 +71,7 @@ typedef struct rlock__pubsub {
   pthread_mutex_t mu;
   rlock__map subs;        /* channel -> rlock__sub* */
   int dirty;              /* some subscription needs (un)subscribing */
+  int short_of_memory;    /* ... and could not be served for lack of it */
   int sharded;            /* SSUBSCRIBE on the slot owner (cluster); set by the
                              background thread from the topology */
   struct rlock__obs *obs; /* the client's counters, set before use */

@@ -61,6 +61,14 @@ typedef struct assign {
   int unrouted; /* a channel's slot has no known owner yet */
 } assign;
 
+/* Called locked: something could not be done for lack of memory; the
+ * background thread tries it again at its next pass (RESUB_MIN_MS on:
+ * rlock__pubsub_service). */
+static void again_later(rlock__pubsub *ps) {
+  ps->dirty = 1;
+  ps->short_of_memory = 1;
+}
+
 static void assign_entry(const char *k, size_t kl, void *v, void *arg) {
   (void)k, (void)kl;
   rlock__sub *s = v;
@@ -74,7 +82,9 @@ static void assign_entry(const char *k, size_t kl, void *v, void *arg) {
     a->unrouted = 1;
     return;
   }
-  s->on = conn_for(ps, node); /* NULL when out of memory: next pass */
+  s->on = conn_for(ps, node);
+  if (s->on == NULL)
+    again_later(ps);
 }
 
 /* Give every subscription that has users a connection. Returns 1 when a
@@ -166,8 +176,10 @@ static void connect_sc(rlock_client *c, rlock__subconn *sc) {
      * confirmation. Behind Sentinel or a cluster a failover may be under
      * way: they keep waiting (within their own deadline) while the
      * subscriber tries again, a sharded one where its channels' owners
-     * now are (the map is refreshed below). */
-    if (c->topo.target.kind == RLOCK__TOPO_SINGLE)
+     * now are (the map is refreshed below). Out of memory is this
+     * thread's trouble, not the server's: tried again after the back-off
+     * while they wait (bounded by the holder's lease: acquire.c). */
+    if (c->topo.target.kind == RLOCK__TOPO_SINGLE && rc != RLOCK_ENOMEM)
       rlock__pubsub_fail(c->ps, sc, rc, rlock_error_last()->message);
     else if (sc->node != NULL)
       rlock__pubsub_lost(c->ps, sc, 1);
@@ -295,8 +307,8 @@ typedef struct plan {
   int wanted; /* ... of which some have users */
 } plan;
 
-static void append_cmd(plan *p, const char *word, const char *ch,
-                       size_t chlen) {
+/* Append one command; returns 0, or -1 (and p->failed) out of memory. */
+static int append_cmd(plan *p, const char *word, const char *ch, size_t chlen) {
   const char *argv[2] = {word, ch};
   size_t lens[2] = {strlen(word), chlen};
   char *cmd;
@@ -305,12 +317,13 @@ static void append_cmd(plan *p, const char *word, const char *ch,
   if (buf == NULL) {
     free(n < 0 ? NULL : cmd);
     p->failed = 1;
-    return;
+    return -1;
   }
   memcpy(buf + p->len, cmd, (size_t)n);
   free(cmd);
   p->buf = buf;
   p->len += (size_t)n;
+  return 0;
 }
 
 static void plan_entry(const char *k, size_t kl, void *v, void *arg) {
@@ -325,15 +338,17 @@ static void plan_entry(const char *k, size_t kl, void *v, void *arg) {
     p->wanted = 1;
   if (p->sc->conn == NULL)
     return;
+  /* A command that could not be encoded leaves the state as it was, so
+   * the next pass sends it. */
   if (s->refs > 0 && s->state == RLOCK__SUB_NONE) {
-    s->state = RLOCK__SUB_PENDING;
+    if (append_cmd(p, rlock__sub_word(sharded, 0), s->channel, s->chlen) == 0)
+      s->state = RLOCK__SUB_PENDING;
     s->sent_us = p->now;
-    append_cmd(p, rlock__sub_word(sharded, 0), s->channel, s->chlen);
   } else if (s->refs == 0 && s->state == RLOCK__SUB_ACTIVE &&
              !rlock__sub_lingers(p->c->ps, s, p->now)) {
-    s->state = RLOCK__SUB_UNSUB_PENDING;
+    if (append_cmd(p, rlock__sub_word(sharded, 1), s->channel, s->chlen) == 0)
+      s->state = RLOCK__SUB_UNSUB_PENDING;
     s->sent_us = p->now;
-    append_cmd(p, rlock__sub_word(sharded, 1), s->channel, s->chlen);
   }
 }
 
@@ -353,7 +368,7 @@ static int reconcile(rlock_client *c, rlock__subconn *sc, int *used,
   free(p.buf);
   if (p.failed) { /* out of memory: what was not sent is redone later */
     pthread_mutex_lock(&c->ps->mu);
-    c->ps->dirty = 1;
+    again_later(c->ps);
     pthread_mutex_unlock(&c->ps->mu);
   }
   return rc == RLOCK_OK ? 0 : -1;
@@ -539,6 +554,11 @@ int64_t rlock__pubsub_service(rlock_client *c, const struct pollfd *fds,
     rlock__pubsub_sweep(ps);
   if (ps->next_idle_us != 0 && ps->next_idle_us < next)
     next = ps->next_idle_us;
+  if (ps->short_of_memory) { /* again soon, not in a tight loop */
+    ps->short_of_memory = 0;
+    int64_t soon = rlock__now_us() + BACKOFF_MIN_MS * 1000;
+    next = soon < next ? soon : next;
+  }
   pthread_mutex_unlock(&ps->mu);
   return next;
 }

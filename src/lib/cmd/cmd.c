@@ -29,6 +29,7 @@ static void call_start(rlock__call *call, const rlock__script *s,
   call->acked = -1;
   call->transient = 0;
   call->in_flight = 0;
+  call->sent_us = 0;
   call->then = NULL;
 }
 
@@ -299,6 +300,7 @@ static int converse(rlock__conn *conn, rlock__req *q, int *unsent) {
       }
       conn->io_deadline_us =
           rlock__deadline_after_ms(conn->timeout_ms + q->wait_ms);
+      q->call->sent_us = rlock__now_us();
       rc = rlock__conn_send_out(conn);
     }
     rlock__reply *r;

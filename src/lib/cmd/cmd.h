@@ -75,6 +75,10 @@ typedef struct rlock__call {
   int (*then)(void *arg, const struct rlock__call *call, const rlock__reply *r,
               rlock__buf *out);
   void *then_arg;
+  /* after a run: when the request was last written (monotonic, taken
+   * just before the write: whatever ran, ran after it), 0 when never; an
+   * acquisition's lease runs from it */
+  int64_t sent_us;
   const char *small[RLOCK__CALL_SMALL];
   char store[RLOCK__CALL_STORE];
 } rlock__call;

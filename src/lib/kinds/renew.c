@@ -37,12 +37,12 @@ typedef struct snap_list {
   size_t cap;
 } snap_list;
 
-/* Holds to renew, split by the script that renews them, and holds found
- * lost by time (to be told to the callback). */
+/* Holds to renew, split by the script that renews them. */
 typedef struct snaps {
   snap_list std;  /* renew.lua */
   snap_list read; /* renew_read.lua */
-  snap_list expired;
+  size_t missed;  /* holds due that could not be copied (no memory) */
+  size_t lost;    /* holds marked lost by time (to be told) */
   int64_t now_us;
   rlock__watchdog *wd;
 } snaps;
@@ -70,35 +70,72 @@ static void collect(const char *k, size_t kl, void *v, void *arg) {
     return;
   if (all->now_us >= h->vouched_us) {
     /* A whole lease without a confirmed renewal: the server may have let
-     * it go, and another client may hold it now. Never renewed again. */
+     * it go, and another client may hold it now. Never renewed again; the
+     * holder is told by tell_lost, which needs no memory. */
     h->lost = 1;
+    h->untold = 1;
+    all->lost++;
     h->gen = ++all->wd->next_gen;
-    l = &all->expired;
-    if (l->n < l->cap && snap_take(&l->items[l->n], h) == 0)
-      l->n++;
     return;
   }
   if (l->n < l->cap && snap_take(&l->items[l->n], h) == 0) {
     l->n++;
     h->inflight = 1;
+  } else {
+    all->missed++; /* out of memory: the tick is tried again soon */
   }
 }
 
 /* Tell the operators and the holder's callback that a hold is lost.
  * Never with a lock held: both call out of the library. */
-static void report_lost(rlock_client *c, const snap *s, const char *why) {
+static void report_lost(rlock_client *c, const char *name, const char *owner,
+                        const char *why) {
   rlock__obs_count(&c->obs, RLOCK__STAT_LOST);
-  rlock__obs_log(&c->obs, RLOCK_LOG_ERROR, "lock '%s' lost by %s: %s", s->name,
-                 s->owner, why);
+  rlock__obs_log(&c->obs, RLOCK_LOG_ERROR, "lock '%s' lost by %s: %s", name,
+                 owner, why);
   if (c->cfg.lost_fn != NULL)
-    c->cfg.lost_fn(s->name, s->owner, c->cfg.lost_userdata);
+    c->cfg.lost_fn(name, owner, c->cfg.lost_userdata);
 }
 
-static void tell_lost(rlock_client *c, const snap_list *l) {
-  for (size_t i = 0; i < l->n; i++)
-    report_lost(c, &l->items[i],
-                "no renewal was confirmed for a whole "
-                "lease");
+/* Holds marked lost by time and not told yet, copied out a few at a
+ * time (on the stack: telling must not need memory). */
+#define UNTOLD_BATCH 8
+
+typedef struct untold {
+  size_t n;
+  struct {
+    char name[RLOCK_MAX_NAME_LEN + 1];
+    char owner[RLOCK_OWNER_MAX + 16];
+  } h[UNTOLD_BATCH];
+} untold;
+
+static void take_untold(const char *k, size_t kl, void *v, void *arg) {
+  (void)k, (void)kl;
+  rlock__hold *h = v;
+  untold *u = arg;
+  if (u->n == UNTOLD_BATCH || !h->untold)
+    return;
+  h->untold = 0;
+  snprintf(u->h[u->n].name, sizeof u->h[u->n].name, "%s", h->name);
+  snprintf(u->h[u->n].owner, sizeof u->h[u->n].owner, "%s", h->owner);
+  u->n++;
+}
+
+/* Tell the `marked` holds the snapshot found lost by time, copied under
+ * the mutex: a holder is told even when no memory is left for the tick,
+ * and a record released meanwhile is not told (its release returned
+ * RLOCK_ELOST). */
+static void tell_lost(rlock_client *c, size_t marked) {
+  untold u;
+  for (u.n = UNTOLD_BATCH; marked > 0 && u.n == UNTOLD_BATCH;) {
+    u.n = 0;
+    pthread_mutex_lock(&c->wd->mu);
+    rlock__map_each(&c->wd->holds, take_untold, &u);
+    pthread_mutex_unlock(&c->wd->mu);
+    for (size_t i = 0; i < u.n; i++)
+      report_lost(c, u.h[i].name, u.h[i].owner,
+                  "no renewal was confirmed for a whole lease");
+  }
 }
 
 static void snap_free(snap_list *l) {
@@ -187,7 +224,7 @@ static void apply_batch(rlock_client *c, const snap *items, size_t n,
   for (size_t i = 0; alive != NULL && i < n; i++) {
     renewed += alive[i] && !gone[i];
     if (gone[i])
-      report_lost(c, &items[i],
+      report_lost(c, items[i].name, items[i].owner,
                   "a renewal found it expired, deleted or "
                   "held by another owner");
   }
@@ -231,16 +268,17 @@ static void batch_failed(rlock_client *c, const snap_list *l, size_t from,
   pthread_mutex_unlock(&c->wd->mu);
 }
 
-/* Allocate both lists for up to `n` holds each. Returns 0 or -1. */
+/* Allocate both lists for up to `n` holds each. Returns 0, or -1 with
+ * no room in either (every hold due is then counted missed). */
 static int snaps_alloc(snaps *all, size_t n) {
-  *all = (snaps){0};
   if (n == 0)
     return 0;
   all->std.items = rlock__malloc(n * sizeof *all->std.items);
   all->read.items = rlock__malloc(n * sizeof *all->read.items);
-  all->expired.items = rlock__malloc(n * sizeof *all->expired.items);
-  all->std.cap = all->read.cap = all->expired.cap = n;
-  return all->std.items && all->read.items && all->expired.items ? 0 : -1;
+  if (all->std.items == NULL || all->read.items == NULL)
+    return -1;
+  all->std.cap = all->read.cap = n;
+  return 0;
 }
 
 struct rlock__renew_tick {
@@ -254,6 +292,22 @@ static snap_list *list_of(rlock__renew_tick *t, int list) {
   return list == 0 ? &t->all.std : &t->all.read;
 }
 
+/* Take the tick's snapshot, locked: the holds due copied into `all` (as
+ * many as memory allows), those past their vouched-for lease marked lost.
+ * Schedules the next tick: a period on, or at the retry interval when a
+ * hold due could not be copied (it is renewed then, never dropped: its
+ * lease is still running); idle when nothing is left to renew. */
+static void snapshot(rlock__watchdog *wd, snaps *all) {
+  rlock__watchdog_reap(wd);
+  all->now_us = rlock__now_us();
+  all->wd = wd;
+  rlock__map_each(&wd->holds, collect, all);
+  wd->next_tick_us =
+      rlock__now_us() + (all->missed > 0 ? wd->retry_us : wd->period_us);
+  if (all->std.n + all->read.n + all->missed == 0)
+    wd->armed = 0; /* nothing to renew: idle until the next watchdog hold */
+}
+
 int rlock__renew_begin(rlock_client *c, rlock__renew_tick **out,
                        int64_t *next_us) {
   rlock__watchdog *wd = c->wd;
@@ -265,25 +319,24 @@ int rlock__renew_begin(rlock_client *c, rlock__renew_tick **out,
     return RLOCK_OK;
   }
   rlock__renew_tick *t = rlock__calloc(1, sizeof *t);
-  rlock__watchdog_reap(wd);
-  int ok = t != NULL && snaps_alloc(&t->all, wd->holds.count) == 0;
-  if (t != NULL) {
-    t->all.now_us = rlock__now_us();
-    t->all.wd = wd;
-  }
-  if (ok)
-    rlock__map_each(&wd->holds, collect, &t->all);
-  wd->next_tick_us = rlock__now_us() + (ok ? wd->period_us : wd->retry_us);
-  if (ok && t->all.std.n + t->all.read.n == 0)
-    wd->armed = 0; /* nothing to renew: idle until the next watchdog hold */
+  snaps none = {0}; /* without a tick: only the holds lost are marked */
+  snaps *all = t != NULL ? &t->all : &none;
+  int ok = t != NULL && snaps_alloc(all, wd->holds.count) == 0;
+  snapshot(wd, all);
   *next_us = wd->armed ? wd->next_tick_us : INT64_MAX;
   pthread_mutex_unlock(&wd->mu);
+  tell_lost(c, all->lost);
+  if (all->missed > 0)
+    rlock__obs_log(&c->obs, RLOCK_LOG_WARN,
+                   "watchdog: out of memory taking %zu hold%s to renew; "
+                   "trying again in %lld ms",
+                   all->missed, all->missed == 1 ? "" : "s",
+                   (long long)(wd->retry_us / 1000));
   if (!ok) {
     if (t != NULL)
       rlock__renew_end(c, t);
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   }
-  tell_lost(c, &t->all.expired);
   if (c->topo.target.kind == RLOCK__TOPO_CLUSTER) {
     if (t->all.std.n > 1) /* items NULL when 0 */
       qsort(t->all.std.items, t->all.std.n, sizeof *t->all.std.items, by_slot);
@@ -364,6 +417,5 @@ void rlock__renew_end(rlock_client *c, rlock__renew_tick *t) {
   (void)c;
   snap_free(&t->all.std);
   snap_free(&t->all.read);
-  snap_free(&t->all.expired);
   free(t);
 }

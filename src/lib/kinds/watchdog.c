@@ -225,6 +225,7 @@ int rlock__hold_push_owned(rlock_client *c, const char *name, const char *owner,
     h->depth = 0;
     h->wd_levels = 0;
     h->lost = 0;
+    h->untold = 0; /* not told of a hold it has taken again */
   }
   int64_t end = lease_ms > 0 ? sent_us + lease_ms * 1000 : INT64_MAX;
   if (h == NULL || push_level(h, lease_ms, end) != 0) {

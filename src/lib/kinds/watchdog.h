@@ -72,6 +72,7 @@ typedef struct rlock__hold {
    * Once the thread has exited the record is dropped unrenewed. */
   rlock__life *life;
   int lost;
+  int untold;     /* lost by time, the holder not told yet (renew.c) */
   int inflight;   /* a renewal that names this record is in flight */
   uint64_t gen;   /* changes on every local change */
   size_t textcap; /* bytes text[] has room for */
