@@ -769,8 +769,34 @@ static void in_kit_silent(void **state) {
   kit_silent(FK_LOOP);
 }
 
-/* ---- Sentinel: split brain ------------------------------------------------
- */
+typedef struct acq_count {
+  off_t from;
+  int want;
+} acq_count;
+
+static bool pred_acquisitions(void *arg, char *why, size_t cap) {
+  acq_count *w = arg;
+  FILE *f = fopen(fk.hist_path, "rb");
+  rt_record rec;
+  int n = 0;
+  if (f != NULL && fseeko(f, w->from, SEEK_SET) == 0)
+    while (fread(&rec, sizeof rec, 1, f) == 1)
+      n += rec.ev == RT_EV_ACQUIRED;
+  if (f != NULL)
+    fclose(f);
+  snprintf(why, cap, "%d acquisitions recorded, want %d", n, w->want);
+  return n >= w->want;
+}
+
+/* Wait until the workers have recorded `n` more acquisitions: the
+ * workload is at work (before a fault, or again after it). */
+static void wait_acquisitions(int n) {
+  acq_count w = {fk_history_size(), n};
+  rt_wait_until(pred_acquisitions, &w, rt_scaled_ms(20000),
+                "the workers' acquisitions");
+}
+
+/* ---- Sentinel: split brain ---------------------------------------------- */
 
 /* More namespaces: the Sentinel master's (with side A: the minority), its
  * two replicas' and the three sentinels' (with side B: the majority). */
@@ -882,19 +908,21 @@ static void split_brain(fk_mode mode, bool guarded) {
 }
 
 /* The checker's run: workers 0 and 1 on the master's side, 2 and 3 on
- * the majority's; the partition begins 0.3 s in and lasts until the
- * sentinels have promoted a replica and the run's time is up. */
+ * the majority's; the partition begins once they have taken the locks 50
+ * times and lasts until the sentinels have promoted a replica, the
+ * majority's workers have taken the locks 20 times there, and the run's
+ * time is up. */
 static void kit_split(fk_mode mode) {
   rt_sentinel_group *g = split_group();
   kit_use(rt_sentinel_url(g));
   int fd = fk_begin("split-brain", mode);
   int64_t t0 = rt_now_ms();
-  rt_sleep_ms(300); /* the workload first */
+  wait_acquisitions(50); /* the workload first */
   rt_history_add(fd, -1, -1, RT_EV_FAULT, 'S', 0, 0);
   split();
   rt_sentinel_wait_failover(g, rt_scaled_ms(30000));
   long long failover_ms = rt_sentinel_failover_ms(g);
-  rt_sleep_ms(500); /* the majority's clients at work on the new master */
+  wait_acquisitions(20); /* the majority at work on the new master */
   while (fk_running(t0))
     rt_sleep_ms(100); /* the partition lasts the run */
   rt_verdict v = fk_finish(fd, "split-brain", 0);
@@ -1031,19 +1059,20 @@ static void in_cluster_minority(void **state) {
 }
 
 /* The checker's run: workers 0 and 1 with master 0, 2 and 3 with the
- * rest; the partition from 0.3 s in until the replica is promoted and the
- * run's time is up. */
+ * rest; the partition from the workers' 50th acquisition until the
+ * replica is promoted, 20 more acquisitions were made, and the run's
+ * time is up. */
 static void kit_cluster(fk_mode mode) {
   rt_cluster *cl = minority_cluster();
   kit_use(rt_cluster_url(cl));
   int fd = fk_begin("cluster-minority", mode);
   int64_t t0 = rt_now_ms();
-  rt_sleep_ms(300); /* the workload first */
+  wait_acquisitions(50); /* the workload first */
   rt_history_add(fd, -1, -1, RT_EV_FAULT, 'M', 0, 0);
   int64_t cut = rt_now_us();
   cluster_split();
   long long promoted_ms = wait_promoted(cl, cut);
-  rt_sleep_ms(500); /* the majority's clients at work on the new master */
+  wait_acquisitions(20); /* the majority at work on the new master */
   while (fk_running(t0))
     rt_sleep_ms(100); /* the partition lasts the run */
   rt_verdict v = fk_finish(fd, "cluster-minority", 0);
