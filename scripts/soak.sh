@@ -35,7 +35,10 @@ rc=0
 for b in $bins; do
   echo "==> soak: $b" | tee -a "$log"
   RLOCK_TEST_BINDIR=$PWD/$DIR RLOCK_FAULT_SECONDS=$PER \
-    "$DIR/tests/$b" >>"$log" 2>&1 || rc=$?
+    "$DIR/tests/$b" >>"$log" 2>&1 || {
+    st=$? # 77: this machine cannot make its faults (the log says why)
+    if [ "$st" -eq 77 ]; then echo "==> soak: $b skipped"; else rc=$st; fi
+  }
 done
 grep -E '^\[ HISTORY' "$log" || true
 python3 - "$log" <<'PY'

@@ -43,8 +43,10 @@ struct rt_cluster {
   char (*id)[RT_CLUSTER_ID_LEN + 1];
   char *url; /* rt_cluster_url()'s latest */
   int64_t last_failover_ms;
-  const struct rt_tls *tls; /* rt_cluster_start_tls(), or NULL */
-  int *tls_port;            /* per node, with tls */
+  const struct rt_tls *tls;         /* rt_cluster_start_tls(), or NULL */
+  int *tls_port;                    /* per node, with tls */
+  char (*host)[48];                 /* per node: where it listens */
+  const char *const *const *prefix; /* during start: per node, or NULL */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -445,7 +447,10 @@ static void start_node(rt_cluster *c, int i) {
     use = tls_args;
   }
   c->srv[i] = rt_server_start_opts(
-      &(rt_server_opts){.extra_args = use, .cluster = true});
+      &(rt_server_opts){.extra_args = use,
+                        .cluster = true,
+                        .host = c->host[i],
+                        .prefix = c->prefix ? c->prefix[i] : NULL});
   redisReply *r = rt_cmd(c->srv[i], "CLUSTER MYID");
   if (r->type != REDIS_REPLY_STRING || r->len != RT_CLUSTER_ID_LEN) {
     freeReplyObject(r);
@@ -472,15 +477,22 @@ static bool pred_all_known(void *arg, char *why, size_t cap) {
 }
 
 static rt_cluster *start(int masters, int replicas_per_master,
-                         const struct rt_tls *tls);
+                         const struct rt_tls *tls, const char *const *host,
+                         const char *const *const *prefix);
 
 rt_cluster *rt_cluster_start(int masters, int replicas_per_master) {
-  return start(masters, replicas_per_master, NULL);
+  return start(masters, replicas_per_master, NULL, NULL, NULL);
 }
 
 rt_cluster *rt_cluster_start_tls(int masters, int replicas_per_master,
                                  const struct rt_tls *tls) {
-  return start(masters, replicas_per_master, tls);
+  return start(masters, replicas_per_master, tls, NULL, NULL);
+}
+
+rt_cluster *rt_cluster_start_placed(int masters, int replicas_per_master,
+                                    const char *const *host,
+                                    const char *const *const *prefix) {
+  return start(masters, replicas_per_master, NULL, host, prefix);
 }
 
 int rt_cluster_tls_port(const rt_cluster *c, int i) {
@@ -488,7 +500,8 @@ int rt_cluster_tls_port(const rt_cluster *c, int i) {
 }
 
 static rt_cluster *start(int masters, int replicas_per_master,
-                         const struct rt_tls *tls) {
+                         const struct rt_tls *tls, const char *const *host,
+                         const char *const *const *prefix) {
   if (masters < 1 || replicas_per_master < 0 ||
       masters * (1 + replicas_per_master) > RT_CLUSTER_MAX_NODES) {
     fail_msg("rt_cluster_start(%d, %d): 1 to %d nodes, please", masters,
@@ -501,13 +514,15 @@ static rt_cluster *start(int masters, int replicas_per_master,
     c->srv = calloc((size_t)n, sizeof *c->srv);
     c->id = calloc((size_t)n, sizeof *c->id);
     c->tls_port = calloc((size_t)n, sizeof *c->tls_port);
+    c->host = calloc((size_t)n, sizeof *c->host);
     c->tls = tls;
   }
-  if (!c || !c->srv || !c->id || !c->tls_port) {
+  if (!c || !c->srv || !c->id || !c->tls_port || !c->host) {
     if (c) {
       free(c->srv);
       free(c->id);
       free(c->tls_port);
+      free(c->host);
     }
     free(c);
     fail_with("rt_cluster_start: out of memory");
@@ -515,6 +530,10 @@ static rt_cluster *start(int masters, int replicas_per_master,
   }
   c->masters = masters;
   c->replicas = replicas_per_master;
+  for (int i = 0; i < n; i++)
+    snprintf(c->host[i], sizeof c->host[i], "%s",
+             host && host[i] ? host[i] : "127.0.0.1");
+  c->prefix = prefix;
   /* Count the nodes as they come up, so that rt_cluster_free() sees only
      started ones. */
   for (int i = 0; i < n; i++) {
@@ -523,7 +542,7 @@ static rt_cluster *start(int masters, int replicas_per_master,
   }
 
   for (int i = 1; i < n; i++)
-    rt_cmd_ok(c->srv[0], "CLUSTER MEET 127.0.0.1 %d %d",
+    rt_cmd_ok(c->srv[0], "CLUSTER MEET %s %d %d", c->host[i],
               rt_server_port(c->srv[i]), rt_server_cluster_port(c->srv[i]));
   for (int m = 0; m < masters; m++)
     rt_cmd_ok(c->srv[m], "CLUSTER ADDSLOTSRANGE %d %d",
@@ -539,6 +558,7 @@ static rt_cluster *start(int masters, int replicas_per_master,
     }
   rt_wait_until(pred_converged, c, rt_scaled_ms(RT_CLUSTER_START_TIMEOUT_MS),
                 "rt_cluster_start: cluster_state ok everywhere");
+  c->prefix = NULL; /* the caller's, read only during the start */
   return c;
 }
 
@@ -550,6 +570,7 @@ void rt_cluster_free(rt_cluster *c) {
   free(c->srv);
   free(c->id);
   free(c->tls_port);
+  free(c->host);
   free(c->url);
   free(c);
 }
@@ -625,7 +646,7 @@ int rt_cluster_slot_owner(rt_cluster *c, int slot) {
 
 const char *rt_cluster_url(rt_cluster *c) {
   size_t cap =
-      sizeof "redis-cluster://" + (size_t)c->n * sizeof "127.0.0.1:65535,";
+      sizeof "redis-cluster://" + (size_t)c->n * (sizeof c->host[0] + 8);
   char *url = malloc(cap);
   if (!url) {
     fail_with("rt_cluster_url: out of memory");
@@ -636,7 +657,7 @@ const char *rt_cluster_url(rt_cluster *c) {
   for (int i = 0; i < c->n; i++) {
     if (!rt_cluster_is_master(c, i))
       continue;
-    len += (size_t)snprintf(url + len, cap - len, "%s127.0.0.1:%d", sep,
+    len += (size_t)snprintf(url + len, cap - len, "%s%s:%d", sep, c->host[i],
                             rt_server_port(c->srv[i]));
     sep = ",";
   }
@@ -745,7 +766,7 @@ static void migrate_batch(rt_cluster *c, int from, int to,
   char port[16], timeout[16];
   snprintf(port, sizeof port, "%d", rt_server_port(c->srv[to]));
   snprintf(timeout, sizeof timeout, "%d", RT_CLUSTER_MIGRATE_TIMEOUT_MS);
-  const char *head[] = {"MIGRATE", "127.0.0.1", port, "", "0", timeout, "KEYS"};
+  const char *head[] = {"MIGRATE", c->host[to], port, "", "0", timeout, "KEYS"};
   for (size_t k = 0; k < 7; k++) {
     argv[k] = head[k];
     argvlen[k] = strlen(head[k]);

@@ -68,6 +68,16 @@ struct rt_tls;
 rt_cluster *rt_cluster_start_tls(int masters, int replicas_per_master,
                                  const struct rt_tls *tls);
 
+/* Where each node runs, for partition tests (rt_netns.h): node i listens
+ * on host[i] (its cluster bus too) and runs under prefix[i]
+ * (rt_server_opts.host and .prefix); NULL arrays or entries mean
+ * 127.0.0.1 and no prefix. The nodes meet at those addresses, and
+ * rt_cluster_url() names them. The arrays are read during the call; the
+ * addresses are copied. */
+rt_cluster *rt_cluster_start_placed(int masters, int replicas_per_master,
+                                    const char *const *host,
+                                    const char *const *const *prefix);
+
 /* Node i's TLS port (0 without TLS). */
 int rt_cluster_tls_port(const rt_cluster *c, int i);
 

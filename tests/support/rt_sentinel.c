@@ -38,6 +38,7 @@ struct rt_sentinel_group {
   const struct rt_tls *tls; /* sentinels also on TLS ports, or NULL */
   int tls_port[RT_SENTINEL_MAX];
   char tls_url[1024 + RT_SENTINEL_MAX * 24];
+  rt_sentinel_place place; /* all NULL unless rt_sentinel_start_placed() */
 };
 
 static bool running(const rt_server *s) { return rt_server_pid(s) > 0; }
@@ -194,18 +195,45 @@ static bool valid_name(const char *name) {
                       "0123456789-_.") == len;
 }
 
+/* Data server i's address (rt_sentinel_place, else 127.0.0.1). */
+static const char *server_host(const rt_sentinel_group *g, int i) {
+  return i < RT_SENTINEL_PLACE_MAX && g->place.server_host[i]
+             ? g->place.server_host[i]
+             : "127.0.0.1";
+}
+
+static const char *sentinel_host(const rt_sentinel_group *g, int i) {
+  return i < RT_SENTINEL_PLACE_MAX && g->place.sentinel_host[i]
+             ? g->place.sentinel_host[i]
+             : "127.0.0.1";
+}
+
+static rt_server *start_data_server(rt_sentinel_group *g, int i,
+                                    const char *const *args) {
+  bool placed = i < RT_SENTINEL_PLACE_MAX;
+  return rt_server_start_opts(
+      &(rt_server_opts){.extra_args = args,
+                        .host = placed ? g->place.server_host[i] : NULL,
+                        .prefix = placed ? g->place.server_prefix[i] : NULL});
+}
+
 static void start_data_servers(rt_sentinel_group *g, int replicas) {
   /* No 5 s wait before a replica's first full sync. */
   const char *const master_args[] = {"--repl-diskless-sync-delay", "0", NULL};
-  g->servers[0] = rt_server_start(master_args);
+  g->servers[0] = start_data_server(g, 0, master_args);
   g->nservers = 1;
   char port[16];
   snprintf(port, sizeof port, "%d", rt_server_port(g->servers[0]));
   const char *const replica_args[] = {
-      "--repl-diskless-sync-delay", "0", "--replicaof", "127.0.0.1", port, NULL,
+      "--repl-diskless-sync-delay",
+      "0",
+      "--replicaof",
+      server_host(g, 0),
+      port,
+      NULL,
   };
   for (int i = 1; i <= replicas; i++) {
-    g->servers[i] = rt_server_start(replica_args);
+    g->servers[i] = start_data_server(g, i, replica_args);
     g->nservers = i + 1;
   }
 }
@@ -213,13 +241,13 @@ static void start_data_servers(rt_sentinel_group *g, int replicas) {
 static void start_sentinels(rt_sentinel_group *g, int sentinels) {
   char config[512];
   snprintf(config, sizeof config,
-           "sentinel monitor %s 127.0.0.1 %d %d\n"
+           "sentinel monitor %s %s %d %d\n"
            "sentinel down-after-milliseconds %s %d\n"
            "sentinel failover-timeout %s %d\n"
            "sentinel parallel-syncs %s 1\n",
-           g->name, rt_server_port(g->servers[0]), sentinels / 2 + 1, g->name,
-           RT_SENTINEL_DOWN_AFTER_MS, g->name, RT_SENTINEL_FAILOVER_TIMEOUT_MS,
-           g->name);
+           g->name, server_host(g, 0), rt_server_port(g->servers[0]),
+           sentinels / 2 + 1, g->name, RT_SENTINEL_DOWN_AFTER_MS, g->name,
+           RT_SENTINEL_FAILOVER_TIMEOUT_MS, g->name);
   size_t len = (size_t)snprintf(g->url, sizeof g->url, "redis-sentinel://");
   size_t tlen =
       (size_t)snprintf(g->tls_url, sizeof g->tls_url, "redis-sentinel://");
@@ -247,11 +275,17 @@ static void start_sentinels(rt_sentinel_group *g, int sentinels) {
           (size_t)snprintf(g->tls_url + tlen, sizeof g->tls_url - tlen,
                            "%s127.0.0.1:%d", i > 0 ? "," : "", g->tls_port[i]);
     }
+    bool placed = i < RT_SENTINEL_PLACE_MAX;
     g->sentinels[i] = rt_server_start_opts(&(rt_server_opts){
-        .config = config, .extra_args = args, .sentinel = true});
+        .config = config,
+        .extra_args = args,
+        .sentinel = true,
+        .host = placed ? g->place.sentinel_host[i] : NULL,
+        .prefix = placed ? g->place.sentinel_prefix[i] : NULL});
     g->nsentinels = i + 1;
-    len += (size_t)snprintf(g->url + len, sizeof g->url - len, "%s127.0.0.1:%d",
-                            i > 0 ? "," : "", rt_server_port(g->sentinels[i]));
+    len += (size_t)snprintf(g->url + len, sizeof g->url - len, "%s%s:%d",
+                            i > 0 ? "," : "", sentinel_host(g, i),
+                            rt_server_port(g->sentinels[i]));
   }
   snprintf(g->url + len, sizeof g->url - len, "#%s", g->name);
   if (g->tls)
@@ -260,17 +294,30 @@ static void start_sentinels(rt_sentinel_group *g, int sentinels) {
 }
 
 static rt_sentinel_group *start(const char *master_name, int replicas,
-                                int sentinels, const struct rt_tls *tls);
+                                int sentinels, const struct rt_tls *tls,
+                                const rt_sentinel_place *place);
 
 rt_sentinel_group *rt_sentinel_start(const char *master_name, int replicas,
                                      int sentinels) {
-  return start(master_name, replicas, sentinels, NULL);
+  return start(master_name, replicas, sentinels, NULL, NULL);
+}
+
+rt_sentinel_group *rt_sentinel_start_placed(const char *master_name,
+                                            int replicas, int sentinels,
+                                            const rt_sentinel_place *place) {
+  if (replicas + 1 > RT_SENTINEL_PLACE_MAX ||
+      sentinels > RT_SENTINEL_PLACE_MAX) {
+    fail_msg("rt_sentinel_start_placed: at most %d of each, please",
+             RT_SENTINEL_PLACE_MAX);
+    return NULL;
+  }
+  return start(master_name, replicas, sentinels, NULL, place);
 }
 
 rt_sentinel_group *rt_sentinel_start_tls(const char *master_name, int replicas,
                                          int sentinels,
                                          const struct rt_tls *tls) {
-  return start(master_name, replicas, sentinels, tls);
+  return start(master_name, replicas, sentinels, tls, NULL);
 }
 
 const char *rt_sentinel_tls_url(const rt_sentinel_group *g) {
@@ -278,7 +325,8 @@ const char *rt_sentinel_tls_url(const rt_sentinel_group *g) {
 }
 
 static rt_sentinel_group *start(const char *master_name, int replicas,
-                                int sentinels, const struct rt_tls *tls) {
+                                int sentinels, const struct rt_tls *tls,
+                                const rt_sentinel_place *place) {
   if (!valid_name(master_name) || replicas < 0 ||
       replicas >= RT_SENTINEL_MAX_SERVERS || sentinels < 1 ||
       sentinels > RT_SENTINEL_MAX) {
@@ -296,6 +344,8 @@ static rt_sentinel_group *start(const char *master_name, int replicas,
   }
   snprintf(g->name, sizeof g->name, "%s", master_name);
   g->tls = tls;
+  if (place)
+    g->place = *place;
   start_data_servers(g, replicas);
   /* Sentinels learn the replicas from the master's INFO, which they ask
      at once on connecting, but then only every 10 s: in sync first. */

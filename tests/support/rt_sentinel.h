@@ -65,6 +65,26 @@ rt_sentinel_group *rt_sentinel_start_tls(const char *master_name, int replicas,
                                          int sentinels,
                                          const struct rt_tls *tls);
 
+/* Where each process of a group runs, for partition tests (rt_netns.h):
+ * per data server (by index) and per sentinel, an address to listen on
+ * and a command prefix (rt_server_opts.host and .prefix); NULL entries
+ * mean 127.0.0.1 and no prefix. Replicas follow the first master at its
+ * address, the sentinels monitor it there, and rt_sentinel_url() names
+ * the sentinels' addresses. */
+#define RT_SENTINEL_PLACE_MAX 8
+typedef struct rt_sentinel_place {
+  const char *server_host[RT_SENTINEL_PLACE_MAX];
+  const char *const *server_prefix[RT_SENTINEL_PLACE_MAX];
+  const char *sentinel_host[RT_SENTINEL_PLACE_MAX];
+  const char *const *sentinel_prefix[RT_SENTINEL_PLACE_MAX];
+} rt_sentinel_place;
+
+/* rt_sentinel_start() with each process placed as `place` says (copied;
+ * at most RT_SENTINEL_PLACE_MAX data servers and sentinels). */
+rt_sentinel_group *rt_sentinel_start_placed(const char *master_name,
+                                            int replicas, int sentinels,
+                                            const rt_sentinel_place *place);
+
 /* "redis-sentinel://<the sentinels' TLS ports>?sentinel_tls=yes&tls_ca=..
  * #NAME", or NULL without TLS. */
 const char *rt_sentinel_tls_url(const rt_sentinel_group *g);

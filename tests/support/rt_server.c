@@ -51,7 +51,10 @@ struct rt_server {
   int slot; /* rt_proc registry slot: holds the pid */
   int port;
   char port_str[16];
-  char url[48];
+  char url[96];
+  char host[64];   /* what --bind gets and the url names */
+  bool host_given; /* opts.host: rt_cmd() goes by the unix socket */
+  char **prefix;   /* owned copy of opts.prefix, or NULL */
   char dir[RT_PROC_PATH_MAX];
   char
       sock_path[RT_PROC_PATH_MAX + 16]; /* fits sun_path: see make_temp_dir() */
@@ -299,7 +302,8 @@ static enum launch_result launch(rt_server *s, char *why, size_t cap) {
     snprintf(why, cap, "out of memory");
     return LAUNCH_FAILED;
   }
-  int pid = rt_proc_spawn_env(s->slot, g_redis_bin, s->argv,
+  /* argv[0]: redis-server, or the prefix's command (opts.prefix) */
+  int pid = rt_proc_spawn_env(s->slot, s->argv[0], s->argv,
                               (const char *const *)envp, log_fd);
   free_words(envp);
   close(log_fd);
@@ -322,6 +326,7 @@ static void server_destroy(rt_server *s) {
     for (char **a = s->extra; *a; a++)
       free(*a);
   free(s->extra);
+  free_words(s->prefix);
   free_words(s->env);
   free(s->argv);
   free(s);
@@ -343,6 +348,23 @@ static bool copy_extra_args(rt_server *s, const char *const *extra) {
   return true;
 }
 
+/* A NULL-terminated copy of words (NULL stays NULL); false when out of
+   memory. */
+static bool copy_words(char ***out, const char *const *words) {
+  size_t n = 0;
+  while (words && words[n])
+    n++;
+  if (!words)
+    return true;
+  *out = calloc(n + 1, sizeof **out);
+  if (!*out)
+    return false;
+  for (size_t i = 0; i < n; i++)
+    if (!((*out)[i] = strdup(words[i])))
+      return false;
+  return true;
+}
+
 static bool copy_env(rt_server *s, const char *const *env) {
   size_t n = 0;
   while (env && env[n])
@@ -357,12 +379,12 @@ static bool copy_env(rt_server *s, const char *const *env) {
   return true;
 }
 
-/* The command line: binary, [config file], the harness's own options,
-   [--sentinel], [cluster options], extra args. The strings it points to
-   live in s and are filled in later (paths, ports). */
+/* The command line: [prefix], binary, [config file], the harness's own
+   options, [--sentinel], [cluster options], extra args. The strings it points
+   to live in s and are filled in later (paths, ports). */
 static bool build_argv(rt_server *s, bool with_config) {
   const char *const base[] = {
-      "--port",       s->port_str,  "--bind",           "127.0.0.1",
+      "--port",       s->port_str,  "--bind",           s->host,
       "--unixsocket", s->sock_path, "--unixsocketperm", "700",
       "--dir",        s->dir,       "--logfile",        s->log_path,
       "--save",       "",           "--appendonly",     "no",
@@ -375,13 +397,18 @@ static bool build_argv(rt_server *s, bool with_config) {
   };
   size_t nbase = sizeof base / sizeof *base;
   size_t ncluster = s->cluster ? sizeof cluster / sizeof *cluster : 0;
-  size_t nextra = 0;
+  size_t nextra = 0, nprefix = 0;
   while (s->extra[nextra])
     nextra++;
-  s->argv = calloc(2 + nbase + 1 + ncluster + nextra + 1, sizeof *s->argv);
+  while (s->prefix && s->prefix[nprefix])
+    nprefix++;
+  s->argv =
+      calloc(nprefix + 2 + nbase + 1 + ncluster + nextra + 1, sizeof *s->argv);
   if (!s->argv)
     return false;
   size_t n = 0;
+  for (size_t i = 0; i < nprefix; i++)
+    s->argv[n++] = s->prefix[i];
   s->argv[n++] = g_redis_bin;
   if (with_config)
     s->argv[n++] = s->conf_path; /* must come first */
@@ -426,9 +453,11 @@ static rt_server *server_new(const rt_server_opts *o, char *why, size_t cap) {
   s->slot = -1;
   s->sentinel = o->sentinel;
   s->cluster = o->cluster;
+  s->host_given = o->host != NULL;
+  snprintf(s->host, sizeof s->host, "%s", o->host ? o->host : "127.0.0.1");
   pthread_mutex_init(&s->conn_mu, NULL);
   if (!copy_extra_args(s, o->extra_args) || !copy_env(s, o->env) ||
-      !build_argv(s, o->config != NULL)) {
+      !copy_words(&s->prefix, o->prefix) || !build_argv(s, o->config != NULL)) {
     snprintf(why, cap, "out of memory");
     server_destroy(s);
     return NULL;
@@ -463,7 +492,7 @@ static rt_server *server_new(const rt_server_opts *o, char *why, size_t cap) {
 static void set_port(rt_server *s, int port) {
   s->port = port;
   snprintf(s->port_str, sizeof s->port_str, "%d", port);
-  snprintf(s->url, sizeof s->url, "redis://127.0.0.1:%d", port);
+  snprintf(s->url, sizeof s->url, "redis://%s:%d", s->host, port);
 }
 
 /* Fails the test unless called in the process that owns the servers. */
@@ -638,9 +667,18 @@ static struct timeval ms_to_tv(int ms) {
   return (struct timeval){.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
 }
 
+/* A connection to the server: TCP on 127.0.0.1, or the unix socket when
+   the server listens elsewhere (opts.host), which no network fault cuts. */
+static redisContext *connect_to(const rt_server *s) {
+  if (s->host_given)
+    return redisConnectUnixWithTimeout(s->sock_path,
+                                       ms_to_tv(RT_CONNECT_TIMEOUT_MS));
+  return redisConnectWithTimeout("127.0.0.1", s->port,
+                                 ms_to_tv(RT_CONNECT_TIMEOUT_MS));
+}
+
 redisContext *rt_server_connect(const rt_server *s) {
-  redisContext *c = redisConnectWithTimeout("127.0.0.1", s->port,
-                                            ms_to_tv(RT_CONNECT_TIMEOUT_MS));
+  redisContext *c = connect_to(s);
   if (c && !c->err)
     return c;
   char msg[256];
@@ -653,8 +691,7 @@ redisContext *rt_server_connect(const rt_server *s) {
 
 /* A connection for rt_cmd(), authenticated if the server wants a password. */
 static redisContext *open_cmd_conn(const rt_server *s, char *why, size_t cap) {
-  redisContext *c = redisConnectWithTimeout("127.0.0.1", s->port,
-                                            ms_to_tv(RT_CONNECT_TIMEOUT_MS));
+  redisContext *c = connect_to(s);
   if (!c || c->err) {
     snprintf(why, cap, "cannot connect: %s", c ? c->errstr : "out of memory");
     redisFree(c);

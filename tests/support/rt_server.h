@@ -86,6 +86,17 @@ typedef struct rt_server_opts {
      which may be out of range or taken. When a port turns out to be taken
      both are picked anew. */
   bool cluster;
+  /* NULL, or the address to listen on instead of 127.0.0.1 (--bind), also
+     the one rt_server_url() names. rt_cmd() and rt_server_connect() then
+     reach the server through its unix socket, so a network fault a test
+     injects (rt_netns.h) never cuts the harness off. */
+  const char *host;
+  /* NULL, or a NULL-terminated command the server runs under, e.g.
+     {"/usr/sbin/ip", "netns", "exec", "NS", NULL} (rt_netns_prefix()):
+     prefix[0] is executed with the rest, then the redis-server command
+     line. It must exec the server in the same process (its pid is the
+     server's). Copied. */
+  const char *const *prefix;
   /* NULL, or a NULL-terminated list of "NAME=value" words added to the
      server's environment (replacing a variable of the same name there),
      e.g. LD_PRELOAD (rt_clock.h). Copied. In a value, "{dir}" stands for
@@ -99,7 +110,7 @@ typedef struct rt_server_opts {
 rt_server *rt_server_start_opts(const rt_server_opts *opts);
 
 int rt_server_port(const rt_server *s);
-/* "redis://127.0.0.1:PORT"; valid until rt_server_free(). */
+/* "redis://127.0.0.1:PORT" (or opts.host); valid until rt_server_free(). */
 const char *rt_server_url(const rt_server *s);
 /* The server's unix socket; valid until rt_server_free(). */
 const char *rt_server_unix_path(const rt_server *s);
@@ -136,7 +147,8 @@ void rt_server_restart(rt_server *s);
 void rt_server_free(rt_server *s);
 
 /*
- * A new blocking hiredis connection to the server's TCP port, made with
+ * A new blocking hiredis connection to the server's TCP port (its unix
+ * socket for a server started with opts.host), made with
  * redisConnectWithTimeout() (2 s; no read timeout is set). Fails the test if
  * the server cannot be reached. The caller owns it (redisFree()). It is not
  * authenticated: with --requirepass the caller sends AUTH itself.
