@@ -353,10 +353,13 @@ static inline void fk_spawn(int id) {
   fk.pids[id] = pid;
 }
 
+/* Kill worker `id` and record it once it is dead: recorded first, a
+ * worker could still append an ACQUIRED between the record and the signal,
+ * a hold the checker would then run on to that worker's next death. */
 static inline void fk_kill_worker(int fd, int id) {
-  rt_history_add(fd, id, -1, RT_EV_KILLED, 0, 0, 0);
   kill(fk.pids[id], SIGKILL);
   waitpid(fk.pids[id], NULL, 0);
+  rt_history_add(fd, id, -1, RT_EV_KILLED, 0, 0, 0);
 }
 
 /* How long each scenario runs: RLOCK_FAULT_SECONDS (default 3 s). */
