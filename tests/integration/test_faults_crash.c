@@ -71,6 +71,21 @@ static void sentinel_crash(rt_sentinel_group *g, int fd) {
   rt_sentinel_wait_replicas(g, rt_scaled_ms(30000));
 }
 
+/* Print what a crash run did, and check it did what it meant to: masters
+ * killed with a holder on them, each kill recorded as a fault. */
+static void kills_report(const char *name, const char *move, fk_mode mode,
+                         int kills, int with_holder, int64_t took_ms,
+                         const rt_verdict *v) {
+  print_message("%s%s: %d masters killed (%d with a holder seen), %s %lld ms "
+                "on average; %ld overlaps, each stale holder told or refused; "
+                "%ld RLOCK_ELOST, %ld writes refused\n",
+                name, mode == FK_LOOP ? " (loop)" : "", kills, with_holder,
+                move, (long long)(kills ? took_ms / kills : 0),
+                v->fenced_overlaps, v->lost, v->writes_refused);
+  assert_true(kills > 0 && with_holder > 0);
+  assert_true(v->faults == kills);
+}
+
 static void sentinel_kill(fk_mode mode) {
   rt_sentinel_group *g = rt_sentinel_start("crashmaster", 1, 3);
   fk.lock_url = rt_sentinel_url(g);
@@ -87,15 +102,8 @@ static void sentinel_kill(fk_mode mode) {
   rt_verdict v = fk_finish(fd, "sentinel-kill", 0);
   fk.lock_url = NULL;
   rt_sentinel_free(g);
-  print_message("sentinel-kill%s: %d masters killed (%d with a holder seen), "
-                "promotion %lld ms on average; %ld overlaps, each stale "
-                "holder told or refused; %ld RLOCK_ELOST, %ld writes "
-                "refused\n",
-                mode == FK_LOOP ? " (loop)" : "", kills, with_holder,
-                (long long)(kills ? took_ms / kills : 0), v.fenced_overlaps,
-                v.lost, v.writes_refused);
-  assert_true(kills > 0 && with_holder > 0);
-  assert_true(v.faults == kills);
+  kills_report("sentinel-kill", "promotion", mode, kills, with_holder, took_ms,
+               &v);
 }
 
 /* The master that serves lock `li`'s slot now. */
@@ -137,15 +145,8 @@ static void cluster_kill(fk_mode mode) {
   rt_verdict v = fk_finish(fd, "cluster-kill", 0);
   fk.lock_url = NULL;
   rt_cluster_free(cl);
-  print_message("cluster-kill%s: %d masters killed (%d with a holder seen), "
-                "failover %lld ms on average; %ld overlaps, each stale "
-                "holder told or refused; %ld RLOCK_ELOST, %ld writes "
-                "refused\n",
-                mode == FK_LOOP ? " (loop)" : "", kills, with_holder,
-                (long long)(kills ? took_ms / kills : 0), v.fenced_overlaps,
-                v.lost, v.writes_refused);
-  assert_true(kills > 0 && with_holder > 0);
-  assert_true(v.faults == kills);
+  kills_report("cluster-kill", "failover", mode, kills, with_holder, took_ms,
+               &v);
 }
 
 /* An acquisition that rides out the crash inside one attempt (the master
