@@ -925,6 +925,33 @@ static void find_candidates(rt_cluster *c, int master, struct switch_roles *sw,
     fail_msg("%s: node %d has no running replica", fn, master);
 }
 
+/* Redis gives a manual failover 5 s (CLUSTER_MF_TIMEOUT) to finish, then
+   drops it without a word: it can lose the election when the masters have
+   voted about this shard within two node timeouts, as back-to-back
+   failovers under load do. One attempt's wait is longer than that, and the
+   attempt is simply repeated; a refusal (the replica's link is down right
+   after the last switch) is retried the same way. */
+#define RT_CLUSTER_MF_ATTEMPT_MS 7000
+#define RT_CLUSTER_MF_ATTEMPTS 4
+
+static bool failover_attempt(rt_cluster *c, int replica,
+                             struct switch_roles *sw, char *why, size_t cap) {
+  redisReply *r = rt_cmd(c->srv[replica], "CLUSTER FAILOVER");
+  bool sent = r && r->type == REDIS_REPLY_STATUS;
+  if (!sent)
+    snprintf(why, cap, "CLUSTER FAILOVER on node %d: %s", replica,
+             r && r->type == REDIS_REPLY_ERROR ? r->str : "no reply");
+  freeReplyObject(r);
+  /* Refused: the previous attempt may have completed after all. */
+  int64_t wait = sent ? RT_CLUSTER_MF_ATTEMPT_MS : 1000;
+  char last[512];
+  bool done = rt_poll_until(pred_switched, sw, rt_scaled_ms(wait), last,
+                            sizeof last);
+  if (sent)
+    snprintf(why, cap, "%s", last);
+  return done;
+}
+
 int rt_cluster_failover(rt_cluster *c, int master) {
   if (!check_index(c, master, "rt_cluster_failover"))
     return -1;
@@ -933,11 +960,19 @@ int rt_cluster_failover(rt_cluster *c, int master) {
   int replica = sw.candidates[0];
   sw.candidates[1] = -1;
   int64_t start = rt_now_ms();
-  rt_cmd_ok(c->srv[replica], "CLUSTER FAILOVER");
-  rt_wait_until(pred_switched, &sw, rt_scaled_ms(RT_CLUSTER_SWITCH_TIMEOUT_MS),
-                "rt_cluster_failover");
-  c->last_failover_ms = rt_now_ms() - start;
-  return sw.new_master;
+  char why[512] = "";
+  for (int a = 1; a <= RT_CLUSTER_MF_ATTEMPTS; a++) {
+    if (failover_attempt(c, replica, &sw, why, sizeof why)) {
+      c->last_failover_ms = rt_now_ms() - start;
+      return sw.new_master;
+    }
+    fprintf(stderr, "rt_cluster_failover: attempt %d of %d: %s\n", a,
+            RT_CLUSTER_MF_ATTEMPTS, why);
+  }
+  fail_msg("rt_cluster_failover: node %d did not take over from node %d in "
+           "%d attempts: %s",
+           replica, master, RT_CLUSTER_MF_ATTEMPTS, why);
+  return -1;
 }
 
 int rt_cluster_kill_master(rt_cluster *c, int master, int64_t timeout_ms) {

@@ -919,18 +919,24 @@ void rt_server_role(rt_server *s, char *out, size_t cap) {
   fail_reply(s, "ROLE", r, "an array");
 }
 
+bool rt_poll_until(rt_wait_pred pred, void *arg, int64_t timeout_ms,
+                   char *why, size_t cap) {
+  int64_t start = rt_now_ms();
+  while (!pred(arg, why, cap)) {
+    if (rt_now_ms() - start >= timeout_ms)
+      return false;
+    rt_sleep_ms(20);
+  }
+  return true;
+}
+
 void rt_wait_until(rt_wait_pred pred, void *arg, int64_t timeout_ms,
                    const char *what) {
   char why[512] = "";
-  int64_t start = rt_now_ms();
-  while (!pred(arg, why, sizeof why)) {
-    if (rt_now_ms() - start >= timeout_ms) {
-      char msg[768];
-      snprintf(msg, sizeof msg, "%s: not done after %lld ms: %s", what,
-               (long long)timeout_ms, why);
-      fail_with(msg);
-      return;
-    }
-    rt_sleep_ms(20);
-  }
+  if (rt_poll_until(pred, arg, timeout_ms, why, sizeof why))
+    return;
+  char msg[768];
+  snprintf(msg, sizeof msg, "%s: not done after %lld ms: %s", what,
+           (long long)timeout_ms, why);
+  fail_with(msg);
 }

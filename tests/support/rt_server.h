@@ -212,6 +212,11 @@ typedef bool (*rt_wait_pred)(void *arg, char *why, size_t cap);
 void rt_wait_until(rt_wait_pred pred, void *arg, int64_t timeout_ms,
                    const char *what);
 
+/* As rt_wait_until(), but returns false on timeout instead of failing,
+   with why (cap bytes) holding the predicate's last reason. */
+bool rt_poll_until(rt_wait_pred pred, void *arg, int64_t timeout_ms,
+                   char *why, size_t cap);
+
 /* Call in a freshly fork()ed child that does not exec: the child forgets the
    parent's servers, so its exit or death never touches them. The child may
    still use rt_cmd()/rt_server_connect() on them (if no other thread of the
