@@ -945,8 +945,8 @@ static bool failover_attempt(rt_cluster *c, int replica,
   /* Refused: the previous attempt may have completed after all. */
   int64_t wait = sent ? RT_CLUSTER_MF_ATTEMPT_MS : 1000;
   char last[512];
-  bool done = rt_poll_until(pred_switched, sw, rt_scaled_ms(wait), last,
-                            sizeof last);
+  bool done =
+      rt_poll_until(pred_switched, sw, rt_scaled_ms(wait), last, sizeof last);
   if (sent)
     snprintf(why, cap, "%s", last);
   return done;

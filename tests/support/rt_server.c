@@ -919,8 +919,8 @@ void rt_server_role(rt_server *s, char *out, size_t cap) {
   fail_reply(s, "ROLE", r, "an array");
 }
 
-bool rt_poll_until(rt_wait_pred pred, void *arg, int64_t timeout_ms,
-                   char *why, size_t cap) {
+bool rt_poll_until(rt_wait_pred pred, void *arg, int64_t timeout_ms, char *why,
+                   size_t cap) {
   int64_t start = rt_now_ms();
   while (!pred(arg, why, cap)) {
     if (rt_now_ms() - start >= timeout_ms)

@@ -214,8 +214,8 @@ void rt_wait_until(rt_wait_pred pred, void *arg, int64_t timeout_ms,
 
 /* As rt_wait_until(), but returns false on timeout instead of failing,
    with why (cap bytes) holding the predicate's last reason. */
-bool rt_poll_until(rt_wait_pred pred, void *arg, int64_t timeout_ms,
-                   char *why, size_t cap);
+bool rt_poll_until(rt_wait_pred pred, void *arg, int64_t timeout_ms, char *why,
+                   size_t cap);
 
 /* Call in a freshly fork()ed child that does not exec: the child forgets the
    parent's servers, so its exit or death never touches them. The child may
