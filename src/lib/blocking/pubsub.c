@@ -175,8 +175,7 @@ static void drain_quiet(rlock_client *c, rlock__sub *s, int64_t deadline_us) {
   }
 }
 
-void rlock__pubsub_drained(rlock__pubsub *ps, rlock__subconn *on) {
-  (void)on;
+void rlock__pubsub_drained(rlock__pubsub *ps) {
   pthread_cond_broadcast(&ps->direct_cv);
 }
 

@@ -145,9 +145,9 @@ void rlock__pubsub_closing(rlock__pubsub *ps, int fd);
  * waiter on it may poll its socket again. */
 void rlock__pubsub_read_done(rlock__pubsub *ps, rlock__subconn *on);
 
-/* A drain asked for by rlock__sub_acquire is done (on->drained_gen moved):
- * wake its waiter. Called locked. */
-void rlock__pubsub_drained(rlock__pubsub *ps, rlock__subconn *on);
+/* A drain asked for by rlock__sub_acquire is done (the connection's
+ * drained_gen moved): wake its waiter. Called locked. */
+void rlock__pubsub_drained(rlock__pubsub *ps);
 
 /* Drop the reference taken by rlock__sub_acquire(). */
 void rlock__sub_release(rlock_client *c, rlock__sub *s);

@@ -251,7 +251,7 @@ static void drain(rlock_client *c, rlock__subconn *sc) {
   pthread_mutex_lock(&c->ps->mu);
   sc->drain = 0;
   sc->drained_gen++;
-  rlock__pubsub_drained(c->ps, sc);
+  rlock__pubsub_drained(c->ps);
   pthread_mutex_unlock(&c->ps->mu);
 }
 
