@@ -151,9 +151,12 @@ static void need_reader(rlock_client *c, rlock__subconn *on) {
 /* `s` is taken again from its linger, and its connection was left
  * unread while nobody waited: the unlock messages it holds (this client's
  * own releases among them) are older than the attempt that follows, and
- * would each cost a needless attempt. Have the background thread read and
- * drop them first, waiting at most a command timeout (or until
- * `deadline_us`). Called locked. */
+ * would each cost a needless attempt. Drop them here when the socket holds
+ * nothing else (the usual case: waking the background thread for them
+ * would put a second thread on a CPU before each wait, which on two CPUs
+ * costs the handoff that follows more than the read); else have the
+ * background thread read and drop them first, waiting at most a command
+ * timeout (or until `deadline_us`). Called locked. */
 static void drain_quiet(rlock_client *c, rlock__sub *s, int64_t deadline_us) {
   rlock__subconn *on = s->on;
   /* Only while this is the client's one user: what is dropped must be
@@ -161,6 +164,10 @@ static void drain_quiet(rlock_client *c, rlock__sub *s, int64_t deadline_us) {
    * whose skip would then swallow the next one). */
   if (on == NULL || on->polled || on->pub_fd < 0 || c->ps->users != 1)
     return;
+  if (rlock__subconn_drop_stale(on)) {
+    on->read_gen++; /* what a direct waiter parked on is read */
+    return;
+  }
   struct pollfd p = {.fd = on->pub_fd, .events = POLLIN};
   if (poll(&p, 1, 0) <= 0)
     return;
@@ -283,10 +290,15 @@ static int messages_in(struct pollfd p, const rlock__sub *s) {
   return count;
 }
 
+/* Its direct waiter left the socket's bytes to the background thread,
+ * which has not read since. Called locked. */
+static int is_parked(const rlock__sub *s) {
+  return s->parked && s->on != NULL && s->on->read_gen == s->parked_gen;
+}
+
 int rlock__pubsub_direct_fd(const rlock__pubsub *ps) {
   const rlock__sub *s = ps->direct;
-  if (s == NULL ||
-      (s->parked && s->on != NULL && s->on->read_gen == s->parked_gen))
+  if (s == NULL || is_parked(s))
     return -1;
   return sub_fd(s);
 }
@@ -362,7 +374,7 @@ int rlock__sub_wait(rlock_client *c, rlock__sub *s, int64_t until_us,
                     const rlock_cancel *cancel) {
   rlock__pubsub *ps = c->ps;
   pthread_mutex_lock(&ps->mu);
-  if (s->parked) /* bytes left for the background thread to read first */
+  if (is_parked(s)) /* bytes left for the background thread to read first */
     need_reader(c, s->on);
   s->waiting++;
   if (s->permits == 0 && s->refs == 1 && ps->direct == NULL && sub_fd(s) >= 0) {

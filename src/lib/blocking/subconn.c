@@ -6,14 +6,17 @@
  */
 #include "subconn.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "client_int.h"
 #include "cmd.h"
 #include "common.h"
 #include "pubsub.h"
+#include "reader.h"
 #include "subproto.h"
 
 #define BACKOFF_MIN_MS RLOCK__RESUB_MIN_MS
@@ -253,6 +256,31 @@ static void drain(rlock_client *c, rlock__subconn *sc) {
   sc->drained_gen++;
   rlock__pubsub_drained(c->ps);
   pthread_mutex_unlock(&c->ps->mu);
+}
+
+int rlock__subconn_drop_stale(rlock__subconn *sc) {
+  if (sc->pub_fd < 0 || sc->polled || sc->drain ||
+      rlock__reader_buffered(sc->conn->reader) != 0)
+    return 0;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = recv(sc->pub_fd, buf, sizeof buf, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return errno == EAGAIN || errno == EWOULDBLOCK;
+    size_t len = rlock__push_messages_len(buf, (size_t)n);
+    if (len == 0)
+      return 0; /* the end, or not a message: the background thread's */
+    ssize_t got;
+    do /* what was peeked is there: nobody else reads the socket now */
+      got = recv(sc->pub_fd, buf, len, MSG_DONTWAIT);
+    while (got < 0 && errno == EINTR);
+    if (got != (ssize_t)len || len < (size_t)n)
+      return 0;
+    if ((size_t)n < sizeof buf)
+      return 1;
+  }
 }
 
 /* The drains asked for since the last pass. */

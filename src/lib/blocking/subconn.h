@@ -55,6 +55,17 @@ struct rlock__subconn {
   int dropping; /* background thread: the read in progress is a drain */
 };
 
+/* Called locked (ps.mu) by a thread about to wait on sc, the client's
+ * only user, while the background thread leaves sc unread (not polled, no
+ * drain asked, nothing buffered in its reader): read and drop the whole
+ * (s)message pushes at the head of the socket, which are older than the
+ * attempt that follows, without waking the background thread. 1 when the
+ * socket was left with nothing (so nothing is stale), 0 when anything
+ * else is there (a confirmation, a PONG, the end, an error) for the
+ * background thread to read; the messages before it are gone either way.
+ * Plain-text connections only (pub_fd). */
+int rlock__subconn_drop_stale(rlock__subconn *sc);
+
 /* Close and free. NULL is ignored. */
 void rlock__subconn_free(rlock__subconn *sc);
 

@@ -48,6 +48,51 @@ void rlock__push_read(const rlock__reply *r, rlock__push *out) {
     out->kind = RLOCK__PUSH_OTHER;
 }
 
+/* One "$<len>\r\n<bytes>\r\n" at buf[*at], n bytes in all: 1 with *at past
+ * it and its bytes in *str / *len, 0 if it is not one or is cut short. */
+static int bulk_at(const char *buf, size_t n, size_t *at, const char **str,
+                   size_t *len) {
+  size_t i = *at, v = 0;
+  if (i >= n || buf[i++] != '$')
+    return 0;
+  int digits = 0;
+  for (; i < n && buf[i] >= '0' && buf[i] <= '9' && digits < 9; i++, digits++)
+    v = v * 10 + (size_t)(buf[i] - '0');
+  if (digits == 0 || n - i < 2 || buf[i] != '\r' || buf[i + 1] != '\n')
+    return 0;
+  i += 2;
+  if (n - i < v + 2 || buf[i + v] != '\r' || buf[i + v + 1] != '\n')
+    return 0;
+  *str = buf + i;
+  *len = v;
+  *at = i + v + 2;
+  return 1;
+}
+
+/* The length of one complete message push at buf's head, or 0. */
+static size_t message_len(const char *buf, size_t n) {
+  if (n < 4 || (buf[0] != '*' && buf[0] != '>') || memcmp(buf + 1, "3\r\n", 3))
+    return 0;
+  size_t at = 4, len;
+  const char *word;
+  if (!bulk_at(buf, n, &at, &word, &len) ||
+      !((len == 7 && memcmp(word, "message", 7) == 0) ||
+        (len == 8 && memcmp(word, "smessage", 8) == 0)))
+    return 0;
+  const char *skip;
+  for (int k = 0; k < 2; k++)
+    if (!bulk_at(buf, n, &at, &skip, &len))
+      return 0;
+  return at;
+}
+
+size_t rlock__push_messages_len(const char *buf, size_t n) {
+  size_t total = 0, one;
+  while ((one = message_len(buf + total, n - total)) > 0)
+    total += one;
+  return total;
+}
+
 int rlock__unlock_wakes_all(const char *payload) {
   return payload != NULL && strcmp(payload, "1") == 0;
 }

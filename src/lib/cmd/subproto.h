@@ -56,6 +56,14 @@ typedef struct rlock__push {
 /* Read a reply from a subscriber connection (not an error reply). */
 void rlock__push_read(const rlock__reply *r, rlock__push *out);
 
+/* The raw bytes at the head of a subscriber socket (peeked, with nothing
+ * of the connection buffered in its reader): the length of the leading
+ * run of complete (s)message pushes (RESP2 "*3" or RESP3 ">3", three bulk
+ * strings), 0 when the head is anything else (a confirmation, a PONG, a
+ * push cut short by the end of `buf`). Such a run may be dropped unparsed
+ * where every message is known to be stale. */
+size_t rlock__push_messages_len(const char *buf, size_t n);
+
 /* Redisson's unlock messages: "1" (a read-write unlock) wakes every
  * waiter; anything else ("0") wakes one. */
 int rlock__unlock_wakes_all(const char *payload);
