@@ -259,8 +259,11 @@ static void drain(rlock_client *c, rlock__subconn *sc) {
 }
 
 int rlock__subconn_drop_stale(rlock__subconn *sc) {
-  if (sc->pub_fd < 0 || sc->polled || sc->drain ||
-      rlock__reader_buffered(sc->conn->reader) != 0)
+  /* Replies counted to skip would count these pushes too (RESP2 cannot
+   * tell them apart): a subscriber connection owes none, but if it did,
+   * dropping pushes would shift what they skip. */
+  if (sc->pub_fd < 0 || sc->polled || sc->drain || sc->conn->skip != 0 ||
+      sc->conn->owed != 0 || rlock__reader_buffered(sc->conn->reader) != 0)
     return 0;
   char buf[4096];
   for (;;) {
