@@ -14,8 +14,7 @@
 
 #include "subproto.h"
 
-#define MSG(ch, p)                                                             \
-  "*3\r\n$7\r\nmessage\r\n$" #ch "\r\n" p "\r\n$1\r\n0\r\n"
+#define MSG(ch, p) "*3\r\n$7\r\nmessage\r\n$" #ch "\r\n" p "\r\n$1\r\n0\r\n"
 
 static const char ONE[] = "*3\r\n$7\r\nmessage\r\n$4\r\nchan\r\n$1\r\n0\r\n";
 static const char SHARDED[] =
@@ -55,8 +54,7 @@ static void stops_at_anything_else(void **state) {
   assert_int_equal(len_of("*4\r\n$7\r\nmessage\r\n$1\r\nc\r\n$1\r\n0\r\n"
                           "$1\r\n0\r\n"),
                    0);
-  assert_int_equal(
-      len_of("*3\r\n$8\r\npmessage\r\n$1\r\nc\r\n$1\r\n0\r\n"), 0);
+  assert_int_equal(len_of("*3\r\n$8\r\npmessage\r\n$1\r\nc\r\n$1\r\n0\r\n"), 0);
   assert_int_equal(len_of("*3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$-1\r\n"), 0);
   assert_int_equal(len_of("*3\r\n$7\r\nmessage\r\n$x\r\nc\r\n$1\r\n0\r\n"), 0);
   assert_int_equal(
