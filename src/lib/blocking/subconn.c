@@ -279,10 +279,12 @@ int rlock__subconn_drop_stale(rlock__subconn *sc) {
     do /* what was peeked is there: nobody else reads the socket now */
       got = recv(sc->pub_fd, buf, len, MSG_DONTWAIT);
     while (got < 0 && errno == EINTR);
-    if (got != (ssize_t)len || len < (size_t)n)
+    if (got != (ssize_t)len)
       return 0;
-    if ((size_t)n < sizeof buf)
-      return 1;
+    if ((size_t)n < sizeof buf) /* all there was, or something else after */
+      return len == (size_t)n;
+    /* A full buffer: what follows (maybe the rest of a push it cut) is
+     * looked at afresh. */
   }
 }
 
