@@ -46,7 +46,7 @@ def _tools_message(missing: Dict[str, str]) -> str:
     pkgs = " ".join(sorted(missing.values()))
     head = f"rlock: cannot build: {sys.executable} cannot import {names}."
     fix_venv = ("Make the venv with Debian's Python and its packages:\n"
-                f"  sudo apt-get install {APT}\n"
+                f"  apt-get install {APT}    (as root, or with sudo)\n"
                 "  /usr/bin/python3 -m venv --system-site-packages VENV\n"
                 "  VENV/bin/pip install --no-build-isolation ./python")
     if os.path.realpath(sys.base_prefix) != "/usr":
@@ -57,7 +57,7 @@ def _tools_message(missing: Dict[str, str]) -> str:
         return (f"{head}\nThis venv ({sys.prefix}) was made without "
                 f"--system-site-packages, so it does not see Debian's "
                 f"{DEBIAN_SITE}.\n{fix_venv}")
-    return f"{head}\n  sudo apt-get install {pkgs}"
+    return f"{head}\n  apt-get install {pkgs}    (as root, or with sudo)"
 
 
 missing = _missing_tools()

@@ -10,7 +10,10 @@
 #      found);
 #   2. from a prefix BUILD was installed into (`cmake --install`), found by
 #      pkg-config; B is moved away: the extension loads the prefix's
-#      librlock, and its RUNPATH names that directory alone.
+#      librlock, and its RUNPATH names that directory alone;
+#   3. into a venv made without --system-site-packages (no cffi, no
+#      wheel): pip fails, and the build's message names the fix (a venv
+#      of /usr/bin/python3 with --system-site-packages).
 # Each import also takes and releases a lock on a throwaway redis-server
 # (a unix socket of its own, stopped by pid on exit). The venv is made
 # with Debian's /usr/bin/python3 (--system-site-packages: Debian's cffi,
@@ -126,5 +129,19 @@ probe "$libdir/librlock.so.0"
 runpath=$(readelf -d "$(ext)" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p')
 [ "$(realpath "$runpath")" = "$(realpath "$libdir")" ] ||
   fail "the extension's RUNPATH is '$runpath', wanted $libdir"
+
+step "a venv without Debian's packages: the build names the fix"
+q "$PY" -m venv "$work/venv-bare"
+if env -u RLOCK_NO_RPATH RLOCK_BUILD_DIR="$build" "$work/venv-bare/bin/pip" install \
+  --no-build-isolation --no-deps "$work/tree/python" >"$work/bare.log" 2>&1; then
+  fail "pip installed the package into a venv without cffi"
+fi
+for want in "cannot import cffi" "without --system-site-packages" \
+  "/usr/bin/python3 -m venv --system-site-packages"; do
+  grep -qF -- "$want" "$work/bare.log" || {
+    cat "$work/bare.log" >&2
+    fail "the failed build does not say '$want'"
+  }
+done
 
 echo "--> python install check passed"
