@@ -34,7 +34,7 @@
 #   scripts/deb.sh [--build-only] [OUTDIR]   (OUTDIR default: build-deb)
 #
 # --build-only builds and inspects the packages but installs nothing. The
-# install check refuses to run while any of the three packages is installed
+# install check refuses to run while any of its packages is installed
 # already, so it never purges a copy it did not install itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
