@@ -22,7 +22,9 @@
 #     its extension has no RPATH and depends on librlock0, and Debian's
 #     /usr/bin/python3 imports it (the version is the library's), loads
 #     /usr/lib/MULTIARCH/librlock.so.0, and takes and releases a lock on a
-#     throwaway redis-server (a unix socket of its own, stopped by pid).
+#     throwaway redis-server (a unix socket of its own, stopped by pid);
+#     pip installs python/ into a venv against librlock-dev (pkg-config):
+#     no RUNPATH, the same library loaded, a lock taken and released.
 # The copy holds the files git knows of as they are in the working tree
 # (uncommitted edits included, ignored ones such as build*/ left out); the
 # tree itself is never written to except OUTDIR, which receives the .debs.
@@ -294,6 +296,33 @@ EOF
 ) || fail "/usr/bin/python3: import rlock, take and release a lock"
 want="$version /$pydir/rlock/__init__.py /$lib/librlock.so.$version"
 [ "$got" = "$want" ] || fail "/usr/bin/python3 -c 'import rlock': '$got', wanted '$want'"
+
+step "pip install ./python against librlock-dev (pkg-config), in a venv"
+# python/README.md's "against an installed librlock": pkg-config names no
+# -L for Debian's library directory, so the extension has no RUNPATH and
+# loads librlock0's library. Built in a copy (pip builds in python/build/).
+mkdir -p "$work/pysrc"
+cp -r "$src/python" "$work/pysrc/"
+rm -rf "$work/pysrc/python/build" "$work/pysrc/python/rlock.egg-info"
+q /usr/bin/python3 -m venv --system-site-packages "$work/venv"
+q env -u RLOCK_BUILD_DIR -u RLOCK_NO_RPATH -u PKG_CONFIG_PATH "$work/venv/bin/pip" install \
+  --no-build-isolation --no-deps "$work/pysrc/python"
+venv_ext=$(find "$work/venv" -name '_rlock_cffi*.so')
+! readelf -d "$venv_ext" | grep -E 'RPATH|RUNPATH' >/dev/null ||
+  fail "the venv's $(basename "$venv_ext") has an RPATH or RUNPATH"
+got=$(cd "$work" && "$work/venv/bin/python" -I - "unix://$sock" <<'EOF'
+import sys
+import rlock
+with rlock.Client(sys.argv[1]) as client:
+    with client.lock("deb-check-venv"):
+        pass
+maps = open("/proc/self/maps").read().split("\n")
+lib = next(line.split()[-1] for line in maps if "/librlock.so" in line)
+print(rlock.__file__.startswith(sys.prefix + "/"), lib)
+EOF
+) || fail "the venv's python: import rlock, take and release a lock"
+[ "$got" = "True /$lib/librlock.so.$version" ] ||
+  fail "the venv's import rlock: '$got', wanted 'True /$lib/librlock.so.$version'"
 stop_server
 
 step "purge ${RLOCK_PKGS[*]}"

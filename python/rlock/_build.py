@@ -318,10 +318,13 @@ def find_librlock() -> Dict[str, Any]:
         except subprocess.CalledProcessError:
             cflags = libs = []
         if libs:
-            inc = [f[2:] for f in cflags if f.startswith("-I")]
+            # rlock.pc's includedir first: pkg-config leaves it out of
+            # --cflags where it is a system directory (Debian's
+            # librlock-dev: /usr/include) but still names hiredis's.
+            incdir = _pkg_config("--variable=includedir")[0]
+            inc = [incdir] + [f[2:] for f in cflags
+                              if f.startswith("-I") and f[2:] != incdir]
             libdirs = [f[2:] for f in libs if f.startswith("-L")]
-            if not inc:
-                inc = [_pkg_config("--variable=includedir")[0]]
             libdir = _pkg_config("--variable=libdir")[0]
             return {"include_dirs": inc, "library_dirs": libdirs,
                     "runtime_library_dirs": _runtime_dirs(libdirs),
