@@ -17,16 +17,8 @@
 #include "common.h"
 #include "lock_int.h"
 #include "watchdog.h"
+#include "plan.h"
 #include "pubsub.h"
-
-/* Sleep bound for one round: the holder's TTL (at least 1 ms, so a lock
- * about to expire is not hammered), capped by the caller's deadline. */
-static int64_t round_until(int64_t ttl_ms, int64_t deadline) {
-  if (ttl_ms < 0 || ttl_ms > RLOCK_MAX_DURATION_MS)
-    return deadline; /* no expiry, or absurd: only a message or the wait */
-  int64_t until = rlock__now_us() + (ttl_ms > 0 ? ttl_ms : 1) * 1000;
-  return until < deadline ? until : deadline;
-}
 
 /* Run a call whose outcome does not change the caller's: keeps the last
  * error (the reason the caller is giving up or failing). */
@@ -72,28 +64,28 @@ static int undo_unread(rlock_lock *l, const char *owner, int64_t lease) {
                     saved.message);
 }
 
-/* Pause between reads that settle an attempt lost in flight. */
-#define SETTLE_FIRST_MS 25
-#define SETTLE_MAX_MS 1000
+static void sleep_until(int64_t until_us, const rlock_cancel *cancel);
 
-/* The owner's hold count of `l` on the server, read until `deadline`
- * (through a failover, or a server coming back). */
-static int read_count(rlock_lock *l, const char *owner, int64_t deadline,
+/* The owner's hold count of `l` on the server, read again while it fails
+ * for a reason that may pass (through a failover, or a server coming
+ * back), as long as the plan allows. */
+static int read_count(rlock_lock *l, const char *owner, rlock__plan *plan,
                       int64_t *count) {
-  for (int64_t pause = SETTLE_FIRST_MS;;
-       pause = pause * 2 < SETTLE_MAX_MS ? pause * 2 : SETTLE_MAX_MS) {
+  rlock__plan_settle_begin(plan, l->client);
+  for (;;) {
     rlock__call call;
     rlock__reply *r;
     rlock__count_call(l, owner, &call);
-    int rc = rlock__lock_run_until(l, &call, deadline, &r);
+    int rc = rlock__lock_run_until(l, &call, plan->settle_until_us, &r);
     if (rc == RLOCK_OK) {
       rc = rlock__count_reply(r, count);
       rlock__reply_free(r);
       return rc;
     }
-    if (!call.transient || rlock__ms_left(deadline) <= pause)
+    int64_t again = rlock__plan_settle_again(plan, call.transient);
+    if (again == 0 || rlock__bound_reached())
       return rc;
-    rlock__sleep_ms(pause);
+    sleep_until(again, NULL);
   }
 }
 
@@ -108,16 +100,16 @@ static int read_count(rlock_lock *l, const char *owner, int64_t deadline,
  * token is then the counter's value: no one else can have taken one
  * since), as many means not (*transient: attempt again). Anything else,
  * or no answer to the read before `deadline`, leaves the original
- * failure. */
+ * failure (the plan's settle steps). */
 static int settle_in_flight(rlock_lock *l, const char *owner, int64_t lease,
-                            int64_t deadline, int rc, int64_t *token,
+                            rlock__plan *plan, int rc, int64_t *token,
                             int *transient) {
   rlock__saved_error why;
   rlock__error_save(&why);
   char field[RLOCK_FIELD_MAX];
   rlock__field(l, owner, field);
   int64_t had = (int64_t)rlock__hold_depth(l->client, l->name, field), now;
-  if (read_count(l, owner, deadline, &now) == RLOCK_OK &&
+  if (read_count(l, owner, plan, &now) == RLOCK_OK &&
       (now == had || now == had + 1)) {
     if (now == had) {
       *transient = 1;
@@ -140,15 +132,11 @@ typedef struct acq {
   rlock_lock *l;
   const char *owner; /* the hash field's owner part */
   int64_t lease;     /* the lease sent: the watchdog's when 0 was asked */
-  int64_t wait_ms;
-  int64_t deadline;
   const rlock_cancel *cancel;
-  int64_t ttl;        /* the holder's remaining lease from the last attempt */
-  int64_t sent;       /* when the last attempt was written */
-  int64_t token;      /* the last successful attempt's fencing token */
-  int64_t backoff_ms; /* the next pause while the server is unreachable */
-  int64_t outage_us;  /* when the current outage was first met, or 0 */
-  int waiting;        /* an attempt was answered "held": a wait began */
+  rlock__plan plan; /* the wait, the holder's TTL, the outage (plan.h) */
+  int64_t sent;     /* when the last attempt was written */
+  int64_t token;    /* the last successful attempt's fencing token */
+  int waiting;      /* an attempt was answered "held": a wait began */
 } acq;
 
 /* One attempt: build the kind's call, run it (riding out a failover
@@ -159,10 +147,10 @@ typedef struct acq {
 static int attempt_once(acq *a, int64_t deadline, int *transient) {
   rlock_lock *l = a->l;
   const char *owner = a->owner;
-  int64_t lease = a->lease, *ttl = &a->ttl, *token = &a->token;
+  int64_t lease = a->lease, *ttl = &a->plan.ttl_ms, *token = &a->token;
   rlock__call call;
   rlock__reply *r;
-  l->kind->attempt(l, owner, lease, a->wait_ms, &call);
+  l->kind->attempt(l, owner, lease, a->plan.wait_ms, &call);
   call.sync = 1;
   int rc = rlock__lock_run_until(l, &call, deadline, &r);
   *transient = call.transient;
@@ -171,7 +159,7 @@ static int attempt_once(acq *a, int64_t deadline, int *transient) {
   if (rc == RLOCK_ENOMEM && call.in_flight)
     return undo_unread(l, owner, lease);
   if (rc == RLOCK_EIO && call.in_flight)
-    return settle_in_flight(l, owner, lease, deadline, rc, token, transient);
+    return settle_in_flight(l, owner, lease, &a->plan, rc, token, transient);
   if (rc != RLOCK_OK)
     return rc;
   rc = rlock__attempt_result(l, r, ttl);
@@ -183,83 +171,57 @@ static int attempt_once(acq *a, int64_t deadline, int *transient) {
   return rc;
 }
 
-/* Pause between attempts whose acquisition no replica confirmed. */
-#define UNCONFIRMED_PAUSE_MS 50
-
 /* While the server cannot be reached, an acquisition that waits
- * (wait_ms != 0) tries again after a pause: from 25 ms, doubling to 1 s,
- * until the server answers, the wait ends, the client's unreachable
- * retry bound passes (counted from the outage's first failed attempt) or
- * it is canceled. Its first attempt too: a wait covers a server that is
- * not up yet (restarting, or starting along with the job) as it covers
- * one lost during the wait. Only failures that ran nothing and may pass
- * (rlock__retryable) are tried again, so nothing applies twice, and a
- * name that does not resolve, a refused login or a refused certificate
- * is reported at once. */
-
-static void sleep_until(int64_t until_us, const rlock_cancel *cancel);
-
-/* When trying the server again must stop: the wait's deadline, or the
- * retry bound of the outage under way (or of one starting `now`). */
-static int64_t retry_limit(const acq *a, int64_t now) {
-  return rlock__outage_until(a->l->client, a->outage_us ? a->outage_us : now,
-                             a->deadline);
-}
-
-/* After a failure: 1 when the caller waits, the failure may pass
- * (`retryable`) and the retry limit lasts, having paused; 0 to give up
- * (with RLOCK_ECANCELED when canceled: outage_end). */
+ * (wait_ms != 0) tries again after a pause (rlock__plan_ride_out) until
+ * the server answers, the wait ends, the client's unreachable retry
+ * bound passes or it is canceled. Its first attempt too: a wait covers a
+ * server that is not up yet (restarting, or starting along with the job)
+ * as it covers one lost during the wait. Only failures that ran nothing
+ * and may pass (rlock__retryable) are tried again, so nothing applies
+ * twice, and a name that does not resolve, a refused login or a refused
+ * certificate is reported at once. 1 when it paused and may go on. */
 static int ride_out(acq *a, int retryable) {
-  if (!retryable || a->wait_ms == 0)
+  int64_t until = rlock__plan_ride_out(&a->plan, a->l->client, retryable);
+  if (until == 0)
     return 0;
-  int64_t now = rlock__now_us(), limit = retry_limit(a, now);
-  if (now >= limit)
-    return 0;
-  if (a->outage_us == 0) {
-    a->outage_us = now;
-    a->backoff_ms = RLOCK__OUTAGE_FIRST_MS;
-  }
-  int64_t until = now + a->backoff_ms * 1000;
-  sleep_until(until < limit ? until : limit, a->cancel);
-  a->backoff_ms = a->backoff_ms * 2 < RLOCK__OUTAGE_MAX_MS
-                      ? a->backoff_ms * 2
-                      : RLOCK__OUTAGE_MAX_MS;
+  sleep_until(until, a->cancel);
   return !rlock__canceled(a->cancel);
 }
 
-/* The failure a wait ends with during an outage: the last one, saying
- * for how long the server has been out of reach. */
+/* The failure a wait ends with during an outage (plan.h). */
 static int outage_end(acq *a, int rc) {
   if (rlock__canceled(a->cancel))
     return rlock__err(RLOCK_ECANCELED, "wait canceled");
-  if (a->outage_us == 0)
-    return rc;
-  return rlock__err(rc, "%s (tried again for %lld ms while waiting)",
-                    rlock_error_last()->message,
-                    (long long)((rlock__now_us() - a->outage_us) / 1000));
+  return rlock__plan_outage_end(&a->plan, rc);
 }
 
 /* attempt_once, again after an unconfirmed acquisition while the wait
  * lasts (a replica may be catching up), and again while the server is
  * out of reach and the caller waits (ride_out). */
 static int attempt(acq *a) {
+  rlock_client *c = a->l->client;
   for (;;) {
     a->sent = rlock__now_us();
     int transient;
-    int rc = attempt_once(a, retry_limit(a, a->sent), &transient);
+    int rc = attempt_once(a, rlock__plan_retry_limit(&a->plan, c, a->sent),
+                          &transient);
+    int64_t again;
     if (rc == RLOCK_EREPLICA &&
-        rlock__ms_left(a->deadline) > UNCONFIRMED_PAUSE_MS) {
-      rlock__sleep_ms(UNCONFIRMED_PAUSE_MS);
+        (again = rlock__plan_unconfirmed_again(&a->plan)) != 0) {
+      sleep_until(again, a->cancel);
       continue;
     }
-    if (rc == RLOCK_ELOCKED && a->wait_ms != 0 && !a->waiting) {
+    if (rc == RLOCK_ELOCKED && a->plan.wait_ms != 0 && !a->waiting) {
       a->waiting = 1;
-      rlock__obs_count(&a->l->client->obs, RLOCK__STAT_WAITS);
+      rlock__obs_count(&c->obs, RLOCK__STAT_WAITS);
     }
-    if (rc == RLOCK_OK || rc == RLOCK_ELOCKED ||
-        !ride_out(a, rlock__retryable(rc, transient))) {
-      rc = rc == RLOCK_OK || rc == RLOCK_ELOCKED ? rc : outage_end(a, rc);
-      a->outage_us = 0;
+    if (rc == RLOCK_OK || rc == RLOCK_ELOCKED) {
+      rlock__plan_answered(&a->plan);
+      return rc;
+    }
+    if (!ride_out(a, rlock__retryable(rc, transient))) {
+      rc = outage_end(a, rc);
+      rlock__plan_answered(&a->plan);
       return rc;
     }
   }
@@ -274,9 +236,9 @@ static int attempt(acq *a) {
  * attempt took the lock. */
 static int subscribe(acq *a, const char *ch, rlock__sub **sub) {
   for (;;) {
-    int64_t until = round_until(a->ttl, a->deadline);
+    int64_t until = rlock__plan_round_until(&a->plan);
     int rc = rlock__sub_acquire(a->l->client, ch, until, a->cancel, sub);
-    if (rc == RLOCK__EDEADLINE && until >= a->deadline)
+    if (rc == RLOCK__EDEADLINE && until >= a->plan.deadline_us)
       return RLOCK_ELOCKED;
     int transient = rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT;
     if (rc != RLOCK__EDEADLINE &&
@@ -301,9 +263,9 @@ static int wait_and_retry(acq *a) {
     return rc;
   for (;;) {
     rc = attempt(a);
-    if (rc != RLOCK_ELOCKED || rlock__now_us() >= a->deadline)
+    if (rc != RLOCK_ELOCKED || rlock__now_us() >= a->plan.deadline_us)
       break;
-    rlock__sub_wait(c, sub, round_until(a->ttl, a->deadline), a->cancel);
+    rlock__sub_wait(c, sub, rlock__plan_round_until(&a->plan), a->cancel);
     if (rlock__canceled(a->cancel)) {
       rc = rlock__err(RLOCK_ECANCELED, "wait canceled");
       break;
@@ -329,12 +291,12 @@ static int spin_and_retry(acq *a) {
   int64_t delay = rlock__spin_first(&a->l->spin);
   for (unsigned failures = 1;; failures++) {
     int64_t until = rlock__now_us() + delay * 1000;
-    int64_t bound = round_until(a->ttl, a->deadline);
+    int64_t bound = rlock__plan_round_until(&a->plan);
     sleep_until(until < bound ? until : bound, a->cancel);
     if (rlock__canceled(a->cancel))
       return rlock__err(RLOCK_ECANCELED, "wait canceled");
     int rc = attempt(a);
-    if (rc != RLOCK_ELOCKED || rlock__now_us() >= a->deadline)
+    if (rc != RLOCK_ELOCKED || rlock__now_us() >= a->plan.deadline_us)
       return rc;
     delay = rlock__spin_next(&a->l->spin, delay, failures, &seed);
   }
@@ -353,11 +315,11 @@ static int give_back_canceled(acq *a) {
 static int not_acquired(acq *a, int rc) {
   rlock_lock *l = a->l;
   rlock__call call;
-  if (l->kind->give_up != NULL && a->wait_ms != 0) {
-    l->kind->give_up(l, a->owner, a->wait_ms, &call);
+  if (l->kind->give_up != NULL && a->plan.wait_ms != 0) {
+    l->kind->give_up(l, a->owner, a->plan.wait_ms, &call);
     run_quietly(l, &call);
   }
-  return rlock__not_acquired(l, rc, a->ttl);
+  return rlock__not_acquired(l, rc, a->plan.ttl_ms);
 }
 
 /* Record the hold for renewal and rlock_lock_check; give it back when it
@@ -399,11 +361,9 @@ int rlock__acquire_opts(rlock_lock *l, const rlock_acquire_options *o) {
   rlock__owner_as(c, o->owner, owner);
   acq a = {.l = l,
            .owner = owner,
-           .wait_ms = o->wait_ms,
            .lease = o->lease_ms > 0 ? o->lease_ms : c->cfg.watchdog_timeout_ms,
-           .deadline = rlock__deadline_after_ms(o->wait_ms),
-           .cancel = o->cancel,
-           .ttl = -1};
+           .cancel = o->cancel};
+  rlock__plan_init(&a.plan, o->wait_ms);
   rlock__bound was =
       rlock__bound_enter(rlock__wait_bound(c, o->wait_ms), o->cancel);
   rc = attempt(&a);

@@ -92,14 +92,6 @@ static void fail(rlock_op *op, int rc) {
   done(op, rc, 0);
 }
 
-/* The sleep bound: the holder's TTL (at least 1 ms), within the wait. */
-static int64_t round_until(const rlock_op *op) {
-  if (op->ttl_ms < 0 || op->ttl_ms > RLOCK_MAX_DURATION_MS)
-    return op->deadline_us;
-  int64_t until = rlock__now_us() + (op->ttl_ms > 0 ? op->ttl_ms : 1) * 1000;
-  return until < op->deadline_us ? until : op->deadline_us;
-}
-
 static void sleep_until(rlock_op *op, int state, int64_t until) {
   op->state = state;
   if (until != INT64_MAX)
@@ -119,7 +111,7 @@ static void on_timer(rlock_client *c, rlock__ltimer *t) {
 /* Held elsewhere and the wait lasts: subscribe, sleep or spin. */
 static void wait_more(rlock_op *op) {
   rlock_lock *l = op->l;
-  int64_t bound = round_until(op);
+  int64_t bound = rlock__plan_round_until(&op->plan);
   if (l->kind->spin) {
     int64_t until = rlock__now_us() + op->backoff_ms * 1000;
     op->backoff_ms =
@@ -171,43 +163,22 @@ static void acquired(rlock_op *op, int64_t token) {
   done(op, RLOCK_OK, token);
 }
 
-/* When trying the server again must stop: the wait's deadline, or the
- * retry bound of the outage under way (or of one starting `now`). */
-static int64_t retry_limit(const rlock_op *op, int64_t now) {
-  return rlock__outage_until(
-      op->c, op->outage_since_us ? op->outage_since_us : now, op->deadline_us);
-}
-
 /* A failure that ran nothing and may pass (rlock__retryable), in an
  * acquisition that waits, at its first attempt or later: try again after
- * a pause, as the blocking path rides out an outage, within the retry
- * limit. 1 when it will. */
+ * the plan's pause (plan.h), as the blocking path rides out an outage.
+ * 1 when it will. */
 static int ride_out(rlock_op *op, int retryable) {
-  if (!retryable || op->wait_ms == 0)
+  int64_t until = rlock__plan_ride_out(&op->plan, op->c, retryable);
+  if (until == 0)
     return 0;
-  int64_t now = rlock__now_us(), limit = retry_limit(op, now);
-  if (now >= limit)
-    return 0;
-  if (op->outage_since_us == 0)
-    op->outage_since_us = now;
-  if (op->outage_ms == 0)
-    op->outage_ms = RLOCK__OUTAGE_FIRST_MS;
-  int64_t until = now + op->outage_ms * 1000;
-  op->outage_ms = op->outage_ms * 2 < RLOCK__OUTAGE_MAX_MS
-                      ? op->outage_ms * 2
-                      : RLOCK__OUTAGE_MAX_MS;
-  sleep_until(op, RLOCK__LACQ_SLEEPING, until < limit ? until : limit);
+  sleep_until(op, RLOCK__LACQ_SLEEPING, until);
   return 1;
 }
 
 /* Give up after an outage: the last failure, saying how long it was
- * tried again (the blocking path's outage_end). */
+ * tried again. */
 static void outage_fail(rlock_op *op, int rc) {
-  if (op->outage_since_us != 0)
-    rlock__err(rc, "%s (tried again for %lld ms while waiting)",
-               rlock_error_last()->message,
-               (long long)((rlock__now_us() - op->outage_since_us) / 1000));
-  fail(op, rc);
+  fail(op, rlock__plan_outage_end(&op->plan, rc));
 }
 
 /* Whether a failed request may pass: it ran nothing, and it met no
@@ -221,8 +192,6 @@ static int retryable(const rlock__lreq *r, int rc, int transient) {
 }
 
 /* ---- an attempt lost in flight (acquire.c's settle_in_flight) ---------- */
-
-#define SETTLE_FIRST_MS 25
 
 /* The attempt is known not to have run to a grant: its failure stands
  * (a waiter rides it out). */
@@ -276,11 +245,8 @@ static void read_done(rlock_client *c, rlock__lreq *r) {
     rc = rlock__count_reply(reply, &now);
   rlock__reply_free(reply);
   if (rc != RLOCK_OK) {
-    int64_t retry = rlock__deadline_after_ms(op->outage_ms);
-    if (transient && retry < op->settle_until_us) {
-      op->outage_ms = op->outage_ms * 2 < RLOCK__OUTAGE_MAX_MS
-                          ? op->outage_ms * 2
-                          : RLOCK__OUTAGE_MAX_MS;
+    int64_t retry = rlock__plan_settle_again(&op->plan, transient);
+    if (retry != 0) {
       rlock__ltimer_at(op->c, &op->timer, retry);
       return;
     }
@@ -325,17 +291,9 @@ static void settle(rlock_op *op, int rc) {
   op->settle_rc = rc;
   snprintf(op->msg, sizeof op->msg, "%s", rlock_error_last()->message);
   op->settle_had = (int64_t)rlock__hold_depth(c, op->l->name, field);
-  int64_t bound = rlock__deadline_after_ms(c->cfg.connect_timeout_ms +
-                                           c->cfg.command_timeout_ms);
-  int64_t limit =
-      op->wait_ms == 0 ? op->deadline_us : retry_limit(op, rlock__now_us());
-  op->settle_until_us = limit > bound ? limit : bound;
-  op->outage_ms = SETTLE_FIRST_MS;
+  rlock__plan_settle_begin(&op->plan, c);
   settle_read(op);
 }
-
-/* Pause between attempts whose acquisition no replica confirmed. */
-#define UNCONFIRMED_PAUSE_MS 50
 
 static void undo_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
@@ -344,8 +302,8 @@ static void undo_done(rlock_client *c, rlock__lreq *r) {
   rlock__reply_free(r->q.reply);
   r->q.reply = NULL;
   rlock__call_clear(&r->call);
-  int64_t next = rlock__deadline_after_ms(UNCONFIRMED_PAUSE_MS);
-  if (op->canceled || op->wait_ms == 0 || next >= op->deadline_us) {
+  int64_t next = rlock__plan_unconfirmed_again(&op->plan);
+  if (op->canceled || next == 0) {
     rlock__err(op->canceled ? RLOCK_ECANCELED : RLOCK_EREPLICA, "%s",
                op->canceled ? "wait canceled" : op->msg);
     done(op, op->canceled ? RLOCK_ECANCELED : RLOCK_EREPLICA, 0);
@@ -383,7 +341,7 @@ static void attempt_done(rlock_client *c, rlock__lreq *r) {
   rlock__call_clear(&r->call);
   int64_t token = 0;
   if (rc == RLOCK_OK) {
-    rc = rlock__attempt_result(op->l, reply, &op->ttl_ms);
+    rc = rlock__attempt_result(op->l, reply, &op->plan.ttl_ms);
     if (rc == RLOCK_OK)
       token = rlock__attempt_token(reply);
     rlock__reply_free(reply);
@@ -419,10 +377,9 @@ static void attempt_done(rlock_client *c, rlock__lreq *r) {
       outage_fail(op, rlock__wrongtype(op->l, rc));
     return;
   }
-  op->outage_ms = 0;
-  op->outage_since_us = 0;
+  rlock__plan_answered(&op->plan);
   if (op->wait_ms == 0 || rlock__now_us() >= op->deadline_us) {
-    fail(op, rlock__not_acquired(op->l, rc, op->ttl_ms));
+    fail(op, rlock__not_acquired(op->l, rc, op->plan.ttl_ms));
     return;
   }
   if (!op->waiting) {
@@ -454,10 +411,10 @@ static void attempt(rlock_op *op) {
 
 void rlock__lacquire_start(rlock_op *op) {
   rlock__ltimer_init(&op->timer, on_timer);
-  op->deadline_us = rlock__deadline_after_ms(op->wait_ms);
+  rlock__plan_init(&op->plan, op->wait_ms);
+  op->deadline_us = op->plan.deadline_us;
   /* A single try is bounded by the connection's own timeouts. */
   op->bound_us = op->wait_ms > 0 ? rlock__wait_bound(op->c, op->wait_ms) : 0;
-  op->ttl_ms = -1;
   op->backoff_ms = rlock__spin_first(&op->l->spin);
   op->seed = (uint64_t)rlock__now_us() ^ (uintptr_t)op;
   attempt(op);

@@ -53,6 +53,7 @@
 #include "dial.h"
 #include "refresh.h"
 #include "map.h"
+#include "plan.h"
 #include "reader.h"
 #include "rlock/loop.h"
 
@@ -315,18 +316,16 @@ struct rlock_op {
   int state; /* lacquire.c */
   int canceled;
   int woken; /* a wake-up came while an attempt was in flight */
-  int64_t lease_ms, lease_sent, wait_ms, deadline_us, ttl_ms;
+  int64_t lease_ms, lease_sent, wait_ms, deadline_us;
+  rlock__plan plan;   /* its decisions (kinds/plan.h) */
   int64_t bound_us;   /* the attempts' bound (lreq.bound_us), or 0 */
   int waiting;        /* an attempt found it held and the wait began */
   int64_t backoff_ms; /* spin kind: the next back-off */
   unsigned spins;
   uint64_t seed;
-  int64_t outage_ms;       /* the next pause while the server is unreachable */
-  int64_t outage_since_us; /* when the current outage was first met, or 0 */
-  int sub_rc;              /* the channel was refused while an attempt flew */
-  int settle_rc;           /* SETTLING: the failure that started it ... */
-  int64_t settle_had;      /* ... the levels recorded before ... */
-  int64_t settle_until_us; /* ... and how long the reads may go on */
+  int sub_rc;         /* the channel was refused while an attempt flew */
+  int settle_rc;      /* SETTLING: the failure that started it ... */
+  int64_t settle_had; /* ... and the levels recorded before */
   rlock__lchan *chan;
   rlock_op *cprev, *cnext; /* the channel's waiters */
   rlock__ltimer timer;     /* the sleep bound */

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * plan.c - the decisions of one acquisition, for both drivers (plan.h).
+ */
+#include "plan.h"
+
+#include "client_int.h"
+#include "common.h"
+#include "lock_int.h"
+
+/* Reads settling an attempt lost in flight start 25 ms apart, doubling
+ * to the outage pauses' 1 s. */
+#define SETTLE_FIRST_MS 25
+
+static int64_t doubled(int64_t ms) {
+  return ms * 2 < RLOCK__OUTAGE_MAX_MS ? ms * 2 : RLOCK__OUTAGE_MAX_MS;
+}
+
+void rlock__plan_init(rlock__plan *p, int64_t wait_ms) {
+  *p = (rlock__plan){.wait_ms = wait_ms,
+                     .deadline_us = rlock__deadline_after_ms(wait_ms),
+                     .ttl_ms = -1};
+}
+
+int64_t rlock__plan_round_until(const rlock__plan *p) {
+  if (p->ttl_ms < 0 || p->ttl_ms > RLOCK_MAX_DURATION_MS)
+    return p->deadline_us; /* no expiry, or absurd: a message or the wait */
+  int64_t until = rlock__now_us() + (p->ttl_ms > 0 ? p->ttl_ms : 1) * 1000;
+  return until < p->deadline_us ? until : p->deadline_us;
+}
+
+int64_t rlock__plan_retry_limit(const rlock__plan *p, const rlock_client *c,
+                                int64_t now) {
+  return rlock__outage_until(c, p->outage_us ? p->outage_us : now,
+                             p->deadline_us);
+}
+
+int64_t rlock__plan_ride_out(rlock__plan *p, const rlock_client *c,
+                             int retryable) {
+  if (!retryable || p->wait_ms == 0)
+    return 0;
+  int64_t now = rlock__now_us(), limit = rlock__plan_retry_limit(p, c, now);
+  if (now >= limit)
+    return 0;
+  if (p->outage_us == 0) {
+    p->outage_us = now;
+    p->backoff_ms = RLOCK__OUTAGE_FIRST_MS;
+  }
+  int64_t until = now + p->backoff_ms * 1000;
+  p->backoff_ms = doubled(p->backoff_ms);
+  return until < limit ? until : limit;
+}
+
+void rlock__plan_answered(rlock__plan *p) { p->outage_us = 0; }
+
+int rlock__plan_outage_end(const rlock__plan *p, int rc) {
+  if (p->outage_us == 0)
+    return rc;
+  return rlock__err(rc, "%s (tried again for %lld ms while waiting)",
+                    rlock_error_last()->message,
+                    (long long)((rlock__now_us() - p->outage_us) / 1000));
+}
+
+void rlock__plan_settle_begin(rlock__plan *p, const rlock_client *c) {
+  int64_t floor = rlock__deadline_after_ms(c->cfg.connect_timeout_ms +
+                                           c->cfg.command_timeout_ms);
+  int64_t limit = p->wait_ms == 0
+                      ? p->deadline_us
+                      : rlock__plan_retry_limit(p, c, rlock__now_us());
+  p->settle_until_us = limit > floor ? limit : floor;
+  p->settle_ms = SETTLE_FIRST_MS;
+}
+
+int64_t rlock__plan_settle_again(rlock__plan *p, int transient) {
+  int64_t next = rlock__deadline_after_ms(p->settle_ms);
+  if (!transient || next >= p->settle_until_us)
+    return 0;
+  p->settle_ms = doubled(p->settle_ms);
+  return next;
+}
+
+int64_t rlock__plan_unconfirmed_again(const rlock__plan *p) {
+  if (p->wait_ms == 0)
+    return 0;
+  int64_t next = rlock__deadline_after_ms(RLOCK__UNCONFIRMED_PAUSE_MS);
+  return next < p->deadline_us ? next : 0;
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * plan.h - the decisions of one acquisition, made once for both drivers.
+ *
+ * blocking/acquire.c (on the caller's thread, sleeping) and
+ * loop/lacquire.c (a state machine, with timers) carry out the same
+ * acquisition. What it decides lives here: how long a round sleeps at
+ * most, when riding out an outage ends and how long each pause is, how a
+ * failure after an outage is worded, how long the reads that settle an
+ * attempt lost in flight go on and their pauses, and whether an
+ * acquisition no replica confirmed is tried again. The steps do no I/O
+ * and never sleep: each returns the moment to act next (the driver sleeps
+ * or arms a timer until then), or 0 to give up.
+ */
+#ifndef RLOCK_PLAN_H
+#define RLOCK_PLAN_H
+
+#include <stdint.h>
+
+typedef struct rlock_client rlock_client;
+
+typedef struct rlock__plan {
+  int64_t wait_ms;     /* as asked: 0 one try, RLOCK_WAIT_FOREVER */
+  int64_t deadline_us; /* the wait's end; INT64_MAX for ever */
+  int64_t ttl_ms;      /* the holder's lease left at the last attempt; -1 */
+  int64_t outage_us;   /* when the outage under way was first met, or 0 */
+  int64_t backoff_ms;  /* the next pause of that outage */
+  int64_t settle_until_us; /* reads settling a lost attempt end here ... */
+  int64_t settle_ms;       /* ... with this pause before the next one */
+} rlock__plan;
+
+/* Pause between attempts whose acquisition no replica confirmed. */
+#define RLOCK__UNCONFIRMED_PAUSE_MS 50
+
+/* Start the plan of an acquisition waiting `wait_ms` from now. */
+void rlock__plan_init(rlock__plan *p, int64_t wait_ms);
+
+/* How long a waiter sleeps for an unlock message at most: until the
+ * holder's lease runs out (at least 1 ms on, so a lock about to expire is
+ * not hammered), within the wait. */
+int64_t rlock__plan_round_until(const rlock__plan *p);
+
+/* When trying an unreachable server must stop: the wait's end, or sooner
+ * by the client's unreachable retry bound, counted from the outage's
+ * first failure (or from `now` when none is under way). */
+int64_t rlock__plan_retry_limit(const rlock__plan *p, const rlock_client *c,
+                                int64_t now);
+
+/* After a failed attempt: when to attempt again, riding out an outage, or
+ * 0 to give up (the failure may not pass, the acquisition does not wait,
+ * or the retry limit has come). Pauses of 25 ms doubling to 1 s from the
+ * outage's first failure. */
+int64_t rlock__plan_ride_out(rlock__plan *p, const rlock_client *c,
+                             int retryable);
+
+/* The server answered the attempt (granted or held elsewhere): the
+ * outage under way, if any, is over. */
+void rlock__plan_answered(rlock__plan *p);
+
+/* Give up with `rc`, the last error: after an outage, worded with how
+ * long it was tried again. Returns rc. */
+int rlock__plan_outage_end(const rlock__plan *p, int rc);
+
+/* An attempt was lost in flight: start the reads that tell whether it took
+ * the lock. They go on within the retry limit (and at least a connect and
+ * a command timeout). */
+void rlock__plan_settle_begin(rlock__plan *p, const rlock_client *c);
+
+/* A settling read failed (`transient`: it may pass): when to read again,
+ * or 0 to stop (the attempt's failure then stands). */
+int64_t rlock__plan_settle_again(rlock__plan *p, int transient);
+
+/* An acquisition no replica confirmed was given back: when to attempt
+ * again (a replica may be catching up), or 0 when the wait leaves no room
+ * (then RLOCK_EREPLICA). */
+int64_t rlock__plan_unconfirmed_again(const rlock__plan *p);
+
+#endif /* RLOCK_PLAN_H */
