@@ -20,11 +20,11 @@
 typedef struct rlock_client rlock_client;
 
 typedef struct rlock__plan {
-  int64_t wait_ms;     /* as asked: 0 one try, RLOCK_WAIT_FOREVER */
-  int64_t deadline_us; /* the wait's end; INT64_MAX for ever */
-  int64_t ttl_ms;      /* the holder's lease left at the last attempt; -1 */
-  int64_t outage_us;   /* when the outage under way was first met, or 0 */
-  int64_t backoff_ms;  /* the next pause of that outage */
+  int64_t wait_ms;         /* as asked: 0 one try, RLOCK_WAIT_FOREVER */
+  int64_t deadline_us;     /* the wait's end; INT64_MAX for ever */
+  int64_t ttl_ms;          /* the holder's lease left at the last attempt; -1 */
+  int64_t outage_us;       /* when the outage under way was first met, or 0 */
+  int64_t backoff_ms;      /* the next pause of that outage */
   int64_t settle_until_us; /* reads settling a lost attempt end here ... */
   int64_t settle_ms;       /* ... with this pause before the next one */
 } rlock__plan;

@@ -92,14 +92,34 @@ static int taken(const rlock__fan *f) {
   return f->done && f->rc == RLOCK_OK && f->reply->type == RLOCK__R_NIL;
 }
 
-/* Stop early only once too many have refused for a quorum. Reaching the
- * quorum is no reason to stop: members still to answer are taken too. */
+int64_t rlock__redlock_validity(int64_t lease_min_ms, int64_t started_us) {
+  int64_t elapsed = (rlock__now_us() - started_us + 999) / 1000;
+  return lease_min_ms - elapsed - (lease_min_ms / 100 + 2);
+}
+
+int rlock__redlock_out_of_reach(const rlock_redlock *r, size_t refused) {
+  return refused > r->n - r->quorum;
+}
+
+int rlock__redlock_retry(int rc, int canceled, int64_t wait_ms,
+                         int64_t deadline_us) {
+  return rc != RLOCK_OK && !canceled && rlock__now_us() < deadline_us &&
+         (rc == RLOCK_ELOCKED || wait_ms != RLOCK_WAIT_FOREVER);
+}
+
+int64_t rlock__redlock_next_round(uint64_t *seed, int64_t deadline_us) {
+  *seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
+  int64_t at = rlock__now_us() + (1 + (int64_t)((*seed >> 33) % 50)) * 1000;
+  return at < deadline_us ? at : deadline_us;
+}
+
+/* The fan-out's early stop (rlock__redlock_out_of_reach). */
 static int decide(void *arg) {
   rlock__round *rd = arg;
   size_t no = 0;
   for (size_t i = 0; i < rd->r->n; i++)
     no += rd->fan[i].done && !taken(&rd->fan[i]);
-  return no > rd->r->n - rd->r->quorum;
+  return rlock__redlock_out_of_reach(rd->r, no);
 }
 
 int64_t rlock__redlock_member_lease(const rlock_redlock *r, size_t i,
@@ -129,8 +149,7 @@ void rlock__redlock_round(rlock__round *rd, int64_t lease) {
   rd->node_timeout_ms = rlock__redlock_node_timeout_ms(r, rd->lease_min);
   rlock__fanout(rd->fan, r->n, rd->started + rd->node_timeout_ms * 1000, decide,
                 rd);
-  int64_t elapsed = (rlock__now_us() - rd->started + 999) / 1000;
-  rd->validity = rd->lease_min - elapsed - (rd->lease_min / 100 + 2);
+  rd->validity = rlock__redlock_validity(rd->lease_min, rd->started);
   rd->taken = 0;
   for (size_t i = 0; i < r->n; i++)
     rd->taken += taken(&rd->fan[i]);

@@ -50,6 +50,32 @@ void rlock__round_free(rlock__round *rd);
 int rlock__redlock_miss_code(const int *status, size_t n, size_t taken,
                              size_t quorum);
 
+/* ---- a RedLock's decisions, for both drivers (redlock.c) ----------------
+ * redlock_ops.c (blocking, one fan-out per round) and loop/lredlock.c (a
+ * state machine over member operations) carry out the same rounds. */
+
+/* The validity left of a round begun at `started_us` whose smallest
+ * member lease is `lease_min_ms`: that lease less the time the round took
+ * and a clock-drift allowance of 1% + 2 ms (the RedLock algorithm's).
+ * The round holds the lock only while this is > 0. */
+int64_t rlock__redlock_validity(int64_t lease_min_ms, int64_t started_us);
+
+/* Whether a round can stop waiting for members: `refused` of them have
+ * answered without granting, so the quorum is out of reach. Reaching the
+ * quorum is no reason to stop: members still to answer are taken too. */
+int rlock__redlock_out_of_reach(const rlock_redlock *r, size_t refused);
+
+/* After a round that failed with `rc`: whether to try another round (not
+ * canceled, the wait lasts, and contention, or an outage within a finite
+ * wait: servers may come back, never for ever). */
+int rlock__redlock_retry(int rc, int canceled, int64_t wait_ms,
+                         int64_t deadline_us);
+
+/* When the next round starts: after a random 1 to 50 ms (`seed` is the
+ * caller's generator state), so contenders do not retry in lockstep;
+ * never past the deadline. */
+int64_t rlock__redlock_next_round(uint64_t *seed, int64_t deadline_us);
+
 /* The lease member i is taken with: lease_ms, or its client's watchdog
  * timeout for RLOCK_LEASE_WATCHDOG. */
 int64_t rlock__redlock_member_lease(const rlock_redlock *r, size_t i,

@@ -167,18 +167,6 @@ static int record(rlock__round *rd, int64_t lease) {
   return RLOCK_OK;
 }
 
-/* A short random pause between rounds (1 to 50 ms, capped by what is left
- * of the wait), so contenders do not retry in lockstep. */
-static void pause_before_retry(int64_t deadline) {
-  uint64_t x =
-      (uint64_t)rlock__now_us() * 6364136223846793005ULL + rlock__thread_id();
-  int64_t ms = 1 + (int64_t)((x >> 33) % 50);
-  int64_t left = rlock__ms_left(deadline);
-  ms = ms < left ? ms : left;
-  struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
-  nanosleep(&ts, NULL); /* < RLOCK__CANCEL_STEP_MS * 3: no cancel check */
-}
-
 /* Members a failed round must release: those it took, and those whose
  * outcome is unknown (no answer, or a broken connection: the script may
  * have run). A member that answered "held by another" is left alone, so a
@@ -226,15 +214,16 @@ static int acquire_rounds(rlock_redlock *r, const rlock_acquire_options *o,
   rd->r = r;
   rd->owner_number = o->owner;
   int64_t deadline = rlock__deadline_after_ms(o->wait_ms);
+  uint64_t seed = (uint64_t)rlock__now_us() ^ rlock__thread_id();
   int rc;
-  /* Retry contention until the wait runs out; an outage only within a
-   * finite wait (servers may come back), never for ever. */
   while ((rc = rlock__canceled(o->cancel)
                    ? rlock__err(RLOCK_ECANCELED, "wait canceled")
-                   : one_round(rd, o->lease_ms, res)) != RLOCK_OK &&
-         rc != RLOCK_ECANCELED && rlock__now_us() < deadline &&
-         (rc == RLOCK_ELOCKED || o->wait_ms != RLOCK_WAIT_FOREVER))
-    pause_before_retry(deadline);
+                   : one_round(rd, o->lease_ms, res)) != RLOCK_ECANCELED &&
+         rlock__redlock_retry(rc, rlock__canceled(o->cancel), o->wait_ms,
+                              deadline)) {
+    int64_t at = rlock__redlock_next_round(&seed, deadline);
+    rlock__bound_sleep_ms((at - rlock__now_us() + 999) / 1000);
+  }
   free(rd);
   if (rc != RLOCK_OK && rc != RLOCK_ECANCELED && rlock__canceled(o->cancel))
     rc = rlock__err(RLOCK_ECANCELED, "wait canceled");

@@ -141,21 +141,17 @@ static void drop_child(rlock_op *op, size_t i) {
 
 static void after_give_back(rlock_op *op) {
   struct rlock__lred *red = op->red;
-  int retry = !op->canceled && rlock__now_us() < op->deadline_us &&
-              (red->rc == RLOCK_ELOCKED || op->wait_ms != RLOCK_WAIT_FOREVER);
-  if (!retry) {
+  if (!rlock__redlock_retry(red->rc, op->canceled, op->wait_ms,
+                            op->deadline_us)) {
     int rc = op->canceled ? RLOCK_ECANCELED : red->rc;
     rlock__err(rc, "%s", op->canceled ? "wait canceled" : red->msg);
     finish(op, rc, 0);
     return;
   }
-  /* As redlock_ops.c: contenders must not retry in lockstep. */
-  op->seed = op->seed * 6364136223846793005ULL + 1442695040888963407ULL;
-  int64_t ms = 1 + (int64_t)((op->seed >> 33) % 50);
-  int64_t at = rlock__now_us() + ms * 1000;
   op->phase = PAUSE;
   if (rlock__ltimer_at(op->c, &op->timer,
-                       at < op->deadline_us ? at : op->deadline_us) != RLOCK_OK)
+                       rlock__redlock_next_round(&op->seed, op->deadline_us)) !=
+      RLOCK_OK)
     finish(op, RLOCK_ENOMEM, 0);
 }
 
@@ -234,9 +230,8 @@ static void decide(rlock_op *op) {
   rlock__ltimer_stop(op->c, &op->timer);
   drop_unanswered(op);
   red->pending = 0;
-  int64_t elapsed = (rlock__now_us() - red->started_us + 999) / 1000;
   int64_t validity =
-      red->lease_min_ms - elapsed - (red->lease_min_ms / 100 + 2);
+      rlock__redlock_validity(red->lease_min_ms, red->started_us);
   if (op->canceled) {
     give_back(op, rlock__err(RLOCK_ECANCELED, "wait canceled"));
     return;
@@ -255,7 +250,9 @@ static int round_over(const rlock_op *op) {
   const struct rlock__lred *red = op->red;
   if (op->canceled) /* every member's answer: grants are given back */
     return red->pending == 0;
-  return red->pending == 0 || red->taken + red->pending < op->redlock->quorum;
+  return red->pending == 0 ||
+         rlock__redlock_out_of_reach(op->redlock, op->redlock->n - red->taken -
+                                                      red->pending);
 }
 
 static void member_answered(void *arg, int rc, int64_t v) {
