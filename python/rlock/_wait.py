@@ -37,6 +37,11 @@ from typing import Any, Callable, List
 
 from ._native import ffi, lib
 
+# signal.getsignal converts its answer to an enum: 2.4 us a call, against
+# 0.03 for _signal's, on every wait of the main thread.
+_getsignal: Callable[[int], Any] = getattr(
+    __import__("_signal"), "getsignal", signal.getsignal)
+
 OK = 0
 ECANCELED = lib.RLOCK_ECANCELED
 _PENDING = 1  # no library status is positive: "the call has not returned"
@@ -51,10 +56,10 @@ Attempt = Callable[[int, Any], None]
 def _interruptible() -> bool:
     """Whether SIGINT can interrupt this thread's wait: the main thread,
     with a Python handler for SIGINT."""
-    if threading.current_thread() is not threading.main_thread():
+    if threading.get_ident() != threading.main_thread().ident:
         return False
     try:
-        return callable(signal.getsignal(signal.SIGINT))
+        return callable(_getsignal(signal.SIGINT))
     except ValueError:  # pragma: no cover - a subinterpreter
         return False
 
@@ -62,7 +67,7 @@ def _interruptible() -> bool:
 def _run_sigint_handler() -> None:
     """Hand the SIGINT the C handler caught to Python's handler (after
     disarming): KeyboardInterrupt for the default one."""
-    handler = signal.getsignal(signal.SIGINT)
+    handler = _getsignal(signal.SIGINT)
     if callable(handler):
         import sys
         handler(signal.SIGINT, sys._getframe(1))
