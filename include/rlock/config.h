@@ -137,8 +137,9 @@ RLOCK_EXTERN int rlock_config_set_fair_wait_timeout_ms(rlock_config *cfg,
  * has passed, the acquisition fails with the last failure (RLOCK_EIO or
  * RLOCK_ETIMEOUT), saying how long it tried. A host name that does not
  * resolve, a refused login (RLOCK_EAUTH), a TLS certificate that fails
- * verification and a Sentinel master name no sentinel knows are never
- * tried again, nor is anything when the wait is 0.
+ * verification, a TLS handshake the server never answers (a plain-text
+ * port behind rediss://) and a Sentinel master name no sentinel knows are
+ * never tried again, nor is anything when the wait is 0.
  * So a program (a cron job) that waits without a bound for a lock can
  * still give up soon on a server that is down.
  * @param ms RLOCK_RETRY_FOREVER (the default: as long as the wait lasts,

@@ -355,8 +355,21 @@ RLOCK_EXTERN int rlock_lock_acquire_lease(rlock_lock *lock, int64_t lease_ms);
  * lock once it answers. An attempt that failed after it was sent is not
  * repeated (unless a read shows it took nothing). A host name that does
  * not resolve, a refused login (RLOCK_EAUTH), a TLS certificate that
- * fails verification and a Sentinel master name no sentinel knows are
- * reported at once, as is any failure when wait_ms is 0.
+ * fails verification, a TLS handshake the server never answers (a
+ * plain-text port behind rediss://) and a Sentinel master name no
+ * sentinel knows are reported at once, as is any failure when wait_ms
+ * is 0.
+ *
+ * The wait bounds the whole call, whatever the server does: a call with
+ * wait_ms > 0 returns by the wait plus at most 200 ms (100 ms for an
+ * answer already under way, 100 ms to leave a fair lock's queue or give
+ * back what it could not keep), even against a server that accepts
+ * connections and never answers (then RLOCK_ETIMEOUT, "no answer within
+ * the time the caller gave"); a single try (wait_ms 0) within one command
+ * timeout (the connect timeout, when longer). A wait for ever is bounded
+ * by nothing but each command's own timeout. An attempt cut short this
+ * way may still be run by the server later: the lock then expires with
+ * its lease.
  */
 RLOCK_EXTERN int rlock_lock_try_acquire(rlock_lock *lock, int64_t wait_ms,
                                         int64_t lease_ms);
@@ -367,8 +380,10 @@ RLOCK_EXTERN int rlock_lock_try_acquire(rlock_lock *lock, int64_t wait_ms,
  * @param cancel a token from rlock_cancel_new(), or NULL (then this is
  *               exactly rlock_lock_try_acquire()).
  * @return as rlock_lock_try_acquire(), plus RLOCK_ECANCELED when the
- *         token fired before the lock was acquired (also when it had fired
- *         before the call). A fair-lock waiter leaves the queue at once.
+ *         token fired before the call returned (also when it had fired
+ *         before the call): nothing is then held, and a fair-lock waiter
+ *         has left the queue (a grant the server sent as the token fired
+ *         is given back).
  */
 RLOCK_EXTERN int rlock_lock_try_acquire_cancel(rlock_lock *lock,
                                                int64_t wait_ms,
@@ -400,8 +415,11 @@ RLOCK_EXTERN void rlock_cancel_free(rlock_cancel *cancel);
 
 /**
  * Fire the token: every wait using it returns RLOCK_ECANCELED within about
- * 20 ms (a command already sent still completes first). Safe from any
- * thread and from a signal handler. Stays fired until reset.
+ * 20 ms, also one connecting or waiting for a reply; a reply already due
+ * is waited for 50 ms more, so a grant that was on its way is read and
+ * given back; against a server that does not answer, the call still
+ * returns within about 150 ms. Safe from any thread and from a signal
+ * handler. Stays fired until reset.
  */
 RLOCK_EXTERN void rlock_cancel_fire(rlock_cancel *cancel);
 

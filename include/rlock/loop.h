@@ -178,7 +178,11 @@ typedef void (*rlock_async_fn)(void *arg, int rc, int64_t value);
  * rides out an outage from its first attempt on, as the blocking one
  * does (rlock_lock_try_acquire; rlock_config_set_unreachable_retry_ms
  * bounds it); a spin lock's waiter backs off as its rlock_spin_options
- * say.
+ * say. The wait bounds the operation as the blocking call's does: with
+ * wait_ms > 0 an attempt not answered by the wait plus 100 ms fails its
+ * connection as that connection's command timeout would (every request
+ * on it with it: the server is that slow for them too), and the callback
+ * comes with RLOCK_ETIMEOUT.
  * @param opts required; owner must be an explicit owner; cancel and token
  *        must be NULL (cancel with rlock_op_cancel(); the token comes as
  *        the callback's value).

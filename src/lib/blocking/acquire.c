@@ -30,13 +30,17 @@ static int64_t round_until(int64_t ttl_ms, int64_t deadline) {
 
 /* Run a call whose outcome does not change the caller's: keeps the last
  * error (the reason the caller is giving up or failing). */
+/* It runs even when the wait has ended or was canceled, within a margin
+ * of its own (rlock__cleanup_bound). */
 static void run_quietly(rlock_lock *l, rlock__call *call) {
   rlock__saved_error saved;
   rlock__reply *r;
   rlock__error_save(&saved);
+  rlock__bound was = rlock__bound_extend(rlock__cleanup_bound());
   call->sync = 1;
   if (rlock__lock_run(l, call, &r) == RLOCK_OK)
     rlock__reply_free(r);
+  rlock__bound_restore(was);
   rlock__error_restore(&saved);
 }
 
@@ -336,6 +340,15 @@ static int spin_and_retry(acq *a) {
   }
 }
 
+/* The grant was read after the token fired (the read's grace,
+ * RLOCK__CANCEL_GRACE_MS): the caller gave up, so it is given back. */
+static int give_back_canceled(acq *a) {
+  rlock__call call;
+  a->l->kind->release(a->l, a->owner, a->lease, &rlock__no_latch, &call);
+  run_quietly(a->l, &call);
+  return rlock__err(RLOCK_ECANCELED, "wait canceled");
+}
+
 /* After a failed wait: leave the queue (fair lock), and word ELOCKED. */
 static int not_acquired(acq *a, int rc) {
   rlock_lock *l = a->l;
@@ -391,14 +404,19 @@ int rlock__acquire_opts(rlock_lock *l, const rlock_acquire_options *o) {
            .deadline = rlock__deadline_after_ms(o->wait_ms),
            .cancel = o->cancel,
            .ttl = -1};
+  rlock__bound was =
+      rlock__bound_enter(rlock__wait_bound(c, o->wait_ms), o->cancel);
   rc = attempt(&a);
   if (rc == RLOCK_ELOCKED && o->wait_ms != 0)
     rc = l->kind->spin ? spin_and_retry(&a) : wait_and_retry(&a);
+  if (rc == RLOCK_OK && rlock__canceled(o->cancel))
+    rc = give_back_canceled(&a);
   if (rc != RLOCK_OK)
-    return not_acquired(&a, rc);
-  rc = record(&a, o->lease_ms, o->owner);
-  if (rc == RLOCK_OK && o->token != NULL)
+    rc = not_acquired(&a, rc);
+  else if ((rc = record(&a, o->lease_ms, o->owner)) == RLOCK_OK &&
+           o->token != NULL)
     *o->token = a.token;
+  rlock__bound_restore(was);
   return rc;
 }
 

@@ -23,8 +23,11 @@
 static void release_first(rlock_multilock *m, size_t n, uint64_t owner) {
   rlock__saved_error saved;
   rlock__error_save(&saved);
+  /* Also once the caller's wait has ended or was canceled. */
+  rlock__bound was = rlock__bound_extend(rlock__cleanup_bound());
   while (n-- > 0)
     rlock_lock_release_owner(m->members[n], owner);
+  rlock__bound_restore(was);
   rlock__error_restore(&saved);
 }
 
@@ -102,7 +105,11 @@ int rlock_multilock_acquire_opts(rlock_multilock *m,
   if (o.token != NULL)
     return rlock__err(RLOCK_EINVAL, "a MultiLock issues no fencing token "
                                     "(each fenced member has its own)");
-  return acquire_all(m, &o);
+  rlock__bound was = rlock__bound_enter(
+      rlock__wait_bound(m->members[0]->client, o.wait_ms), o.cancel);
+  rc = acquire_all(m, &o);
+  rlock__bound_restore(was);
+  return rc;
 }
 
 int rlock_multilock_try_acquire_cancel(rlock_multilock *m, int64_t wait_ms,

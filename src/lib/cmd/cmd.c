@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cancel.h"
 #include "client_int.h"
 
 /* ---- building calls ---------------------------------------------------- */
@@ -377,7 +378,9 @@ static int next_node(rlock_client *c, rlock__req *q, int64_t deadline_us,
     return RLOCK_OK;
   case RLOCK__NEXT_PAUSE:
     rlock__topo_refresh(t);
-    rlock__sleep_ms(pause_ms);
+    rlock__bound_sleep_ms(pause_ms);
+    if (rlock__bound_reached())
+      return q->rc;
     break;
   default:
     break;
@@ -444,7 +447,9 @@ int rlock__req_run(rlock_client *c, rlock__req *q, int64_t deadline_us) {
         q->call->sync && c->cfg.sync_replicas ? rlock__node_replicas(node) : 0;
     q->wait_ms = q->wait_n > 0 ? c->cfg.replica_sync_timeout_ms : 0;
     rlock__conn *conn;
-    if ((rc = rlock__pool_get(&node->pool, &conn)) != RLOCK_OK) {
+    if ((rc = q->wait_n < 0
+                  ? rlock_error_last()->code
+                  : rlock__pool_get(&node->pool, &conn)) != RLOCK_OK) {
       if (rlock__req_retry_unsent(&c->topo, q, rc, deadline_us))
         continue;
       rlock__req_final_if_unknown_master(&c->topo, rc);
@@ -485,7 +490,8 @@ int rlock__call_run_until(rlock_client *c, rlock__call *call,
                                            c->cfg.command_timeout_ms);
   rlock__req q;
   rlock__req_init(&q, call);
-  int rc = rlock__req_run(c, &q, deadline_us > floor ? deadline_us : floor);
+  int rc = rlock__req_run(
+      c, &q, rlock__bound_clip(deadline_us > floor ? deadline_us : floor));
   *out = rc == RLOCK_OK ? q.reply : NULL;
   rlock__call_clear(call);
   return rc;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cancel.h"
 #include "client_int.h"
 #include "common.h"
 
@@ -117,7 +118,7 @@ static size_t poll_round(rlock__fan *reqs, size_t n, int64_t deadline) {
       fds[m] = (struct pollfd){.fd = fd, .events = POLLIN};
       idx[m++] = i;
     }
-  int64_t left = rlock__ms_left(deadline);
+  int64_t left = rlock__ms_left(rlock__bound_step(deadline));
   if (poll(fds, (nfds_t)m, left > 60000 ? 60000 : (int)left) <= 0)
     return 0;
   for (size_t k = 0; k < m; k++)
@@ -192,10 +193,12 @@ void rlock__fanout(rlock__fan *reqs, size_t n, int64_t deadline_us,
     start(&reqs[i]);
   int decided = decide != NULL && decide(arg);
   int polled = 0;
-  while (!decided && !all_done(reqs, n) &&
-         (!polled || rlock__now_us() < deadline_us)) {
+  while (
+      !decided && !all_done(reqs, n) &&
+      (!polled || (rlock__now_us() < deadline_us && !rlock__bound_reached()))) {
     polled = 1;
-    deadline_us = base + connecting_us(reqs, n, begun);
+    /* The caller's bound (rlock__bound) is not stretched by connects. */
+    deadline_us = rlock__bound_clip(base + connecting_us(reqs, n, begun));
     if (poll_round(reqs, n, deadline_us) > 0 && decide != NULL)
       decided = decide(arg);
   }

@@ -238,6 +238,24 @@ int rlock__spin_options(rlock__spin *out, const rlock_spin_options *in);
  * refused certificate). Reads the last error. */
 int rlock__retryable(int rc, int transient);
 
+/* What a caller's wait promises: the whole call returns by the wait plus
+ * a margin, whatever the server does. Each wait under it (a connect, a
+ * reply, a pause) ends by the call's bound (rlock__bound): the wait's end
+ * plus RLOCK__WAIT_MARGIN_MS, room for an attempt sent just before then;
+ * what must still be said after it (leaving a fair lock's queue, giving
+ * back a grant not kept) gets another margin, from when it starts. So a
+ * call returns by the wait plus twice the margin at worst. */
+#define RLOCK__WAIT_MARGIN_MS 100
+
+/* The bound of an acquisition waiting `wait_ms` (RLOCK_WAIT_FOREVER: none,
+ * INT64_MAX) from now: its end plus the margin; a single try (0) gets one
+ * command timeout (or the connect timeout, when longer). Monotonic us. */
+int64_t rlock__wait_bound(const rlock_client *c, int64_t wait_ms);
+
+/* The bound of what follows a call's end (the cleanup above): the margin
+ * from now, never past an enclosing call's bound. */
+int64_t rlock__cleanup_bound(void);
+
 /* When riding out an outage that began at `since_us` must end: at the
  * wait's deadline, or earlier by the client's unreachable retry bound
  * (rlock_config_set_unreachable_retry_ms). Monotonic microseconds. */

@@ -206,9 +206,12 @@ static int one_round(rlock__round *rd, int64_t lease,
     rlock__saved_error saved;
     rlock__error_save(&saved);
     /* Best effort, bounded like the round: what cannot be released now
-     * expires with its lease. (ok: recording ran out of memory.) */
+     * expires with its lease. (ok: recording ran out of memory.) Also
+     * once the caller's wait has ended or was canceled. */
+    rlock__bound was = rlock__bound_extend(rlock__cleanup_bound());
     release_members(rd->r, rd->owner_number, ok, which,
                     rlock__now_us() + rd->node_timeout_ms * 1000);
+    rlock__bound_restore(was);
     rlock__error_restore(&saved);
   }
   return rc;
@@ -233,6 +236,8 @@ static int acquire_rounds(rlock_redlock *r, const rlock_acquire_options *o,
          (rc == RLOCK_ELOCKED || o->wait_ms != RLOCK_WAIT_FOREVER))
     pause_before_retry(deadline);
   free(rd);
+  if (rc != RLOCK_OK && rc != RLOCK_ECANCELED && rlock__canceled(o->cancel))
+    rc = rlock__err(RLOCK_ECANCELED, "wait canceled");
   return rc;
 }
 
@@ -252,7 +257,10 @@ int rlock_redlock_acquire_opts(rlock_redlock_result **result, rlock_redlock *r,
   rlock_redlock_result *res = rlock__calloc(1, sizeof *res);
   if (res == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
+  rlock__bound was = rlock__bound_enter(
+      rlock__wait_bound(r->members[0]->client, o.wait_ms), o.cancel);
   rc = acquire_rounds(r, &o, res);
+  rlock__bound_restore(was);
   if (result != NULL)
     *result = res;
   else

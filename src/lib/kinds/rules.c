@@ -66,6 +66,21 @@ int64_t rlock__outage_until(const rlock_client *c, int64_t since_us,
   return since_us + bound * 1000;
 }
 
+int64_t rlock__wait_bound(const rlock_client *c, int64_t wait_ms) {
+  if (wait_ms < 0)
+    return INT64_MAX;
+  if (wait_ms == 0) {
+    int64_t t = c->cfg.command_timeout_ms;
+    return rlock__deadline_after_ms(
+        c->cfg.connect_timeout_ms > t ? c->cfg.connect_timeout_ms : t);
+  }
+  return rlock__deadline_after_ms(wait_ms + RLOCK__WAIT_MARGIN_MS);
+}
+
+int64_t rlock__cleanup_bound(void) {
+  return rlock__deadline_after_ms(RLOCK__WAIT_MARGIN_MS);
+}
+
 int64_t rlock__spin_first(const rlock__spin *p) {
   return p->backoff == RLOCK_SPIN_CONSTANT ? p->delay_ms : p->initial_ms;
 }

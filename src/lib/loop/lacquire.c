@@ -67,6 +67,7 @@ static void end_after_call(rlock_op *op, int rc) {
   op->state = RLOCK__LACQ_GIVING_BACK;
   op->lreq.call.sync = 1; /* a lock write, as the blocking path's */
   rlock__req_init(&op->lreq.q, &op->lreq.call);
+  op->lreq.bound_us = 0; /* after the wait too */
   op->lreq.done = epilogue_done;
   op->busy = 1;
   rlock__lreq_send(op->c, &op->lreq);
@@ -290,6 +291,7 @@ static void read_done(rlock_client *c, rlock__lreq *r) {
     rlock__call_cmd(&op->lreq.call, "GET");
     rlock__call_key(&op->lreq.call, op->l->token);
     rlock__req_init(&op->lreq.q, &op->lreq.call);
+    op->lreq.bound_us = 0; /* after the wait too */
     op->lreq.done = token_done;
     op->busy = 1;
     rlock__lreq_send(op->c, &op->lreq);
@@ -307,6 +309,7 @@ static void settle_read(rlock_op *op) {
   rlock__call *call = &op->lreq.call;
   rlock__count_call(op->l, op->owner, call);
   rlock__req_init(&op->lreq.q, call);
+  op->lreq.bound_us = 0; /* after the wait too */
   op->lreq.done = read_done;
   op->busy = 1;
   rlock__lreq_send(op->c, &op->lreq);
@@ -363,6 +366,7 @@ static void undo_unconfirmed(rlock_op *op, const rlock__call *taken) {
   op->lreq.call.sync = 1;
   op->state = RLOCK__LACQ_GIVING_BACK;
   rlock__req_init(&op->lreq.q, &op->lreq.call);
+  op->lreq.bound_us = 0; /* after the wait too */
   op->lreq.done = undo_done;
   op->busy = 1;
   rlock__lreq_send(op->c, &op->lreq);
@@ -442,6 +446,7 @@ static void attempt(rlock_op *op) {
   op->lreq.call.sync = 1;
   rlock__req_init(&op->lreq.q, &op->lreq.call);
   op->lreq.deadline_us = op->deadline_us; /* ride out a failover */
+  op->lreq.bound_us = op->bound_us;
   op->lreq.done = attempt_done;
   op->busy = 1;
   rlock__lreq_send(op->c, &op->lreq);
@@ -450,6 +455,8 @@ static void attempt(rlock_op *op) {
 void rlock__lacquire_start(rlock_op *op) {
   rlock__ltimer_init(&op->timer, on_timer);
   op->deadline_us = rlock__deadline_after_ms(op->wait_ms);
+  /* A single try is bounded by the connection's own timeouts. */
+  op->bound_us = op->wait_ms > 0 ? rlock__wait_bound(op->c, op->wait_ms) : 0;
   op->ttl_ms = -1;
   op->backoff_ms = rlock__spin_first(&op->l->spin);
   op->seed = (uint64_t)rlock__now_us() ^ (uintptr_t)op;

@@ -77,13 +77,46 @@ void rlock__lconn_answered(rlock__lconn *k) {
   k->due_since_us = rlock__now_us();
 }
 
+/* The earliest bound a caller set on a request queued here, or
+ * INT64_MAX (rlock__lreq.bound_us). */
+static int64_t earliest_bound(const rlock__lconn *k) {
+  int64_t at = INT64_MAX;
+  for (const rlock__lreq *r = k->head; r != NULL; r = r->next)
+    if (r->bound_us != 0 && r->bound_us < at)
+      at = r->bound_us;
+  return at;
+}
+
+/* A caller's bound passed before its answer came: the connection fails
+ * as at its own timeout (the server may still run what it was sent). */
+static int cut_short(rlock_client *c, rlock__lconn *k, int64_t now,
+                     int64_t *next) {
+  int64_t bound = earliest_bound(k);
+  if (now < bound) {
+    *next = *next < bound ? *next : bound;
+    return 0;
+  }
+  if (k->state == RLOCK__LCONN_READY)
+    rlock__err(RLOCK_ETIMEOUT,
+               "redis %s: no answer within the time the caller gave", k->where);
+  else
+    rlock__err(RLOCK_ETIMEOUT,
+               "cannot connect to redis %s within the time the caller gave",
+               k->where);
+  rlock__lconn_fail(c, k, RLOCK_ETIMEOUT);
+  return 1;
+}
+
 static void on_timer(rlock_client *c, rlock__ltimer *t) {
   rlock__lconn *k = of_timer(t);
   int64_t now = rlock__now_us();
   if (k->state == RLOCK__LCONN_CONNECTING ||
       k->state == RLOCK__LCONN_RESOLVING) {
+    int64_t next = k->connect_until_us;
+    if (cut_short(c, k, now, &next))
+      return;
     if (now < k->connect_until_us) {
-      rlock__ltimer_at(c, t, k->connect_until_us);
+      rlock__ltimer_at(c, t, next);
       return;
     }
     if (k->state == RLOCK__LCONN_CONNECTING)
@@ -98,8 +131,11 @@ static void on_timer(rlock_client *c, rlock__ltimer *t) {
   }
   if (k->state != RLOCK__LCONN_READY || k->due == 0)
     return;
+  int64_t next = k->due_since_us + command_us(c);
+  if (cut_short(c, k, now, &next))
+    return;
   if (now < k->due_since_us + command_us(c)) {
-    rlock__ltimer_at(c, t, k->due_since_us + command_us(c));
+    rlock__ltimer_at(c, t, next);
     return;
   }
   rlock__err(RLOCK_ETIMEOUT, "redis %s: no answer in time (%lld ms)", k->where,
@@ -184,8 +220,10 @@ static void connected(rlock_client *c, rlock__lconn *k) {
   rlock__obs_count(&c->obs, RLOCK__STAT_CONNECTS);
   rlock__obs_log(&c->obs, RLOCK_LOG_DEBUG, "loop: connected to %s", k->where);
   rlock__ltimer_stop(c, &k->io_timer);
-  if (k->due > 0)
-    rlock__ltimer_at(c, &k->io_timer, rlock__now_us() + command_us(c));
+  if (k->due > 0) {
+    int64_t at = rlock__now_us() + command_us(c), bound = earliest_bound(k);
+    rlock__ltimer_at(c, &k->io_timer, bound < at ? bound : at);
+  }
   k->due_since_us = k->rx_us = rlock__now_us();
   rlock__lconn_flush(c, k); /* what was queued meanwhile */
 }
@@ -570,6 +608,14 @@ void rlock__lreq_queue(rlock_client *c, rlock__lconn *k, rlock__lreq *r) {
   else
     k->head = r;
   k->tail = r;
+  rlock__lconn_watch_bound(c, k, r->bound_us);
+}
+
+void rlock__lconn_watch_bound(rlock_client *c, rlock__lconn *k,
+                              int64_t bound_us) {
+  if (bound_us != 0 &&
+      (k->io_timer.idx == RLOCK__LTIMER_OFF || bound_us < k->io_timer.at_us))
+    rlock__ltimer_at(c, &k->io_timer, bound_us); /* on_timer decides */
 }
 
 void rlock__lconn_close(rlock_client *c, rlock__lconn *k) {

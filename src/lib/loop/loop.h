@@ -98,7 +98,12 @@ struct rlock__lreq {
    * cluster's TRYAGAIN, a failover); rlock__lreq_send reads it (the
    * connect plus the command timeout at least) and clears it */
   int64_t deadline_us;
-  int64_t until_us;         /* the deadline in force */
+  int64_t until_us; /* the deadline in force */
+  /* in: the caller's bound on its answer (an acquisition's wait plus its
+   * margin, rules.c), or 0 for none: a connection that has not answered
+   * it by then fails as one that ran out of the command timeout, with
+   * every request on it (lconn.c) */
+  int64_t bound_us;
   int attempt;              /* refusals retried so far (the back-off) */
   struct rlock__node *to;   /* the node to send to next (a redirection),
                                or NULL: route by the call's key */
@@ -224,6 +229,11 @@ void rlock__lconn_destroy(rlock__lconn *k);
 /* lroute.c: a request goes on `k` now (opening it when closed; a failure
  * goes to rlock__lreq_failed). */
 void rlock__lreq_queue(rlock_client *c, rlock__lconn *k, rlock__lreq *r);
+
+/* A request queued on `k` now has the bound `bound_us` (0: none, else
+ * as rlock__lreq.bound_us): look at it in time. */
+void rlock__lconn_watch_bound(rlock_client *c, rlock__lconn *k,
+                              int64_t bound_us);
 /* The head of a FIFO got its last reply, `step` what it says. */
 void rlock__lreq_answered(rlock_client *c, rlock__lconn *k, rlock__lreq *r,
                           rlock__step step);
@@ -306,6 +316,7 @@ struct rlock_op {
   int canceled;
   int woken; /* a wake-up came while an attempt was in flight */
   int64_t lease_ms, lease_sent, wait_ms, deadline_us, ttl_ms;
+  int64_t bound_us;   /* the attempts' bound (lreq.bound_us), or 0 */
   int waiting;        /* an attempt found it held and the wait began */
   int64_t backoff_ms; /* spin kind: the next back-off */
   unsigned spins;

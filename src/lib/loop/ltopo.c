@@ -203,10 +203,17 @@ void rlock__lreplicas_send(rlock_client *c, rlock__lnode *ln, rlock__lreq *r) {
   else
     ln->await_first = r;
   ln->await_last = r;
-  if (ln->info_busy)
-    return;
-  ln->info_busy = 1;
   rlock__lreq *q = &ln->info;
+  /* The INFO is answered no later than the earliest waiter needs. */
+  if (!ln->info_busy)
+    q->bound_us = r->bound_us;
+  else if (r->bound_us != 0 && (q->bound_us == 0 || r->bound_us < q->bound_us))
+    q->bound_us = r->bound_us;
+  if (ln->info_busy) {
+    rlock__lconn_watch_bound(c, &ln->cmd, q->bound_us);
+    return;
+  }
+  ln->info_busy = 1;
   rlock__call_cmd(&q->call, "INFO");
   rlock__call_arg(&q->call, "replication");
   rlock__req_init(&q->q, &q->call);

@@ -33,6 +33,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cancel.h"
 #include "common.h"
 #include "dial.h"
 #include "resolve.h"
@@ -41,21 +42,25 @@
 
 /* Wait until `fd` has `events` or `deadline_us` passes. Returns 0 when
  * ready (or failed: the next read or write says how), ETIMEDOUT, or an
- * errno. Signals neither end the wait early nor stretch it. */
+ * errno; ECANCELED when the calling thread's blocking call was canceled
+ * (rlock__bound: its bound also clips the deadline). Signals neither end
+ * the wait early nor stretch it. */
 int rlock__wait_fd(int fd, short events, int64_t deadline_us) {
   struct pollfd p = {.fd = fd, .events = events};
+  deadline_us = rlock__bound_clip(deadline_us);
   for (;;) {
-    int64_t left = rlock__ms_left(deadline_us);
-    int ms = deadline_us == INT64_MAX ? -1
-             : left > INT_MAX         ? INT_MAX
-                                      : (int)left;
+    int64_t step = rlock__bound_step(deadline_us);
+    int64_t left = rlock__ms_left(step);
+    int ms = step == INT64_MAX ? -1 : left > INT_MAX ? INT_MAX : (int)left;
     int rc = poll(&p, 1, ms);
     if (rc > 0)
       return 0;
-    if (rc == 0 && rlock__now_us() >= deadline_us)
-      return ETIMEDOUT;
     if (rc < 0 && errno != EINTR)
       return errno;
+    if (rlock__bound_reached() == RLOCK_ECANCELED)
+      return ECANCELED;
+    if (rc == 0 && rlock__now_us() >= deadline_us)
+      return ETIMEDOUT;
   }
 }
 
@@ -90,8 +95,23 @@ static void set_rcvtimeo(rlock__conn *c, int64_t ms) {
  * first; one left lower (an earlier command's) only costs a retry. */
 static ssize_t stream_read_wait(rlock__conn *c, char *buf, size_t len,
                                 int64_t deadline_us) {
+  deadline_us = rlock__bound_clip(deadline_us);
+  int64_t grace_until = INT64_MAX; /* once canceled: see below */
   for (;;) {
-    int64_t left = rlock__ms_left(deadline_us);
+    int64_t step = rlock__bound_step(deadline_us);
+    if (grace_until == INT64_MAX && rlock__bound_reached() == RLOCK_ECANCELED) {
+      /* The reply due may be a grant: read it if it comes soon, so a
+       * canceled acquisition can give back what it was given. */
+      grace_until = rlock__deadline_after_ms(RLOCK__CANCEL_GRACE_MS);
+    }
+    if (grace_until != INT64_MAX) {
+      if (rlock__now_us() >= grace_until) {
+        errno = ECANCELED;
+        return -1;
+      }
+      step = grace_until < deadline_us ? grace_until : deadline_us;
+    }
+    int64_t left = rlock__ms_left(step);
     if (left <= 0 || rlock__now_us() >= deadline_us) {
       errno = ETIMEDOUT;
       return -1;
@@ -111,8 +131,8 @@ static ssize_t stream_read_wait(rlock__conn *c, char *buf, size_t len,
       }
       continue;
     }
-    if (errno != EINTR)
-      set_rcvtimeo(c, rlock__ms_left(deadline_us)); /* it was lower */
+    if (errno != EINTR && grace_until == INT64_MAX)
+      set_rcvtimeo(c, rlock__ms_left(rlock__bound_step(deadline_us)));
   }
 }
 
@@ -151,8 +171,8 @@ static int open_socket(rlock__conn *c, const rlock__endpoint *ep,
   struct addrinfo *res = NULL;
   if (ep->unix_path == NULL) {
     char why[160];
-    int rc =
-        rlock__resolve(ep->host, ep->port, deadline, &res, why, sizeof why);
+    int rc = rlock__resolve(ep->host, ep->port, rlock__bound_clip(deadline),
+                            &res, why, sizeof why);
     if (rc != RLOCK_OK) {
       rlock__err(rc, "cannot connect to redis %s: %s", c->where, why);
       if (rc == RLOCK_EIO) /* the resolver's "no": no answer in time is not */
@@ -169,7 +189,19 @@ static int open_socket(rlock__conn *c, const rlock__endpoint *ep,
       return r;
     if (r == RLOCK__DIAL_UP)
       break;
-    if (rlock__wait_fd(d.fd, want, deadline) == ETIMEDOUT)
+    int err = rlock__wait_fd(d.fd, want, deadline);
+    if (err == ECANCELED || (err == ETIMEDOUT && rlock__bound_reached())) {
+      rlock__dial_end(&d);
+      return err == ECANCELED
+                 ? rlock__err(RLOCK_ECANCELED,
+                              "wait canceled (connecting to redis %s)",
+                              c->where)
+                 : rlock__err(RLOCK_ETIMEOUT,
+                              "cannot connect to redis %s before the wait "
+                              "ran out",
+                              c->where);
+    }
+    if (err == ETIMEDOUT)
       return rlock__dial_timed_out(&d, connect_ms);
   }
   rlock__dial_take(&d, &c->fd, &c->tls);
@@ -184,6 +216,15 @@ static int open_socket(rlock__conn *c, const rlock__endpoint *ep,
 
 static int io_error(rlock__conn *c, const char *what, int err) {
   c->broken = 1;
+  if (err == ECANCELED)
+    return rlock__err(RLOCK_ECANCELED, "wait canceled (redis %s: %s)", c->where,
+                      what);
+  if ((err == EAGAIN || err == EWOULDBLOCK || err == ETIMEDOUT) &&
+      rlock__bound_reached() == RLOCK_ETIMEOUT)
+    return rlock__err(
+        RLOCK_ETIMEOUT,
+        "redis %s: no answer within the time the caller gave (%s)", c->where,
+        what);
   if (err == EAGAIN || err == EWOULDBLOCK || err == ETIMEDOUT)
     return rlock__err(RLOCK_ETIMEOUT, "redis %s: no answer in time (%s)",
                       c->where, what);

@@ -12,6 +12,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "cancel.h"
 #include "common.h"
 #include "obs.h"
 
@@ -61,10 +62,21 @@ static void discard(rlock__pool *p, rlock__conn *c) {
  * waiting while every connection is busy. Returns RLOCK_OK or
  * RLOCK_ETIMEOUT. */
 static int take(rlock__pool *p, int64_t deadline, rlock__conn **out) {
+  deadline = rlock__bound_clip(deadline); /* the caller's wait, if sooner */
   pthread_mutex_lock(&p->mu);
   while (p->nidle == 0 && p->total >= p->max) {
-    if (rlock__cond_wait_until(&p->cv, &p->mu, deadline) == ETIMEDOUT) {
+    int64_t step = rlock__bound_step(deadline);
+    int timed_out = rlock__cond_wait_until(&p->cv, &p->mu, step) == ETIMEDOUT;
+    int why = rlock__bound_reached();
+    if (why != 0 || (timed_out && step >= deadline)) {
       pthread_mutex_unlock(&p->mu);
+      if (why == RLOCK_ECANCELED)
+        return rlock__err(RLOCK_ECANCELED, "wait canceled");
+      if (why == RLOCK_ETIMEOUT)
+        return rlock__err(RLOCK_ETIMEOUT,
+                          "all %d connections stayed busy until the wait "
+                          "ran out",
+                          p->max);
       return rlock__err(RLOCK_ETIMEOUT,
                         "all %d connections stayed busy for %lld ms", p->max,
                         (long long)p->command_ms);

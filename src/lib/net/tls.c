@@ -24,9 +24,17 @@ struct rlock__tls {
   SSL_CTX *ctx;
   char *server_name;
   int insecure;
+  /* Held around each handshake step. Verifying a chain caches derived
+   * fields into the CA certificates the context shares (OpenSSL 3.0 does
+   * so under the certificate's lock, but reads them without it): two
+   * handshakes at once, two threads' first connections or the background
+   * thread's beside a caller's, were a data race. A step never blocks
+   * (the socket is non-blocking then), so the lock is held briefly. */
+  pthread_mutex_t handshake_mu;
 };
 
 struct rlock__tls_conn {
+  rlock__tls *t; /* its context, for the handshake lock */
   SSL *ssl;
   int fd;
   int wait; /* the BIO's reads may block (under SO_RCVTIMEO) */
@@ -115,7 +123,10 @@ static int load_files(SSL_CTX *ctx, const rlock__tls_opts *o) {
 int rlock__tls_new(rlock__tls **out, const rlock__tls_opts *o) {
   *out = NULL;
   rlock__tls *t = rlock__calloc(1, sizeof *t);
-  if (t == NULL || (t->ctx = SSL_CTX_new(TLS_client_method())) == NULL ||
+  if (t == NULL)
+    return rlock__err(RLOCK_ENOMEM, "out of memory");
+  pthread_mutex_init(&t->handshake_mu, NULL);
+  if ((t->ctx = SSL_CTX_new(TLS_client_method())) == NULL ||
       dup_or_null(&t->server_name, o->server_name) != 0) {
     rlock__tls_free(t);
     ERR_clear_error();
@@ -142,6 +153,7 @@ void rlock__tls_free(rlock__tls *t) {
     return;
   SSL_CTX_free(t->ctx);
   free(t->server_name);
+  pthread_mutex_destroy(&t->handshake_mu);
   free(t);
 }
 
@@ -221,12 +233,18 @@ static int expect_name(SSL *ssl, const char *name, int verify) {
 
 static int handshake_failed(SSL *ssl, const char *where, int timed_out) {
   if (timed_out) {
+    /* The server took the connection and never answered the hello: a
+     * plain-text Redis waits for the end of an inline command there.
+     * Final, like a plain-text server's answer (below): a wait that rode
+     * it out would retry in silence for ever. */
     ERR_clear_error();
-    return rlock__err(RLOCK_ETIMEOUT,
-                      "TLS handshake with redis %s did not "
-                      "finish in time (a plain-text port? then use "
-                      "redis://)",
-                      where);
+    rlock__err(RLOCK_ETIMEOUT,
+               "TLS handshake with redis %s did not "
+               "finish in time (a plain-text port? then use "
+               "redis://)",
+               where);
+    rlock__error_final();
+    return RLOCK_ETIMEOUT;
   }
   long v = SSL_get_verify_result(ssl);
   if (v != X509_V_OK) { /* final: trying again meets the same certificate */
@@ -268,6 +286,7 @@ int rlock__tls_start(rlock__tls_conn **out, const rlock__tls *t, int fd,
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   }
   s->fd = fd;
+  s->t = (rlock__tls *)t; /* only its lock is written */
   BIO_set_data(bio, s);
   SSL_set_bio(s->ssl, bio, bio);
   const char *name = t->server_name ? t->server_name : host;
@@ -286,10 +305,12 @@ int rlock__tls_start(rlock__tls_conn **out, const rlock__tls *t, int fd,
 
 int rlock__tls_step(rlock__tls_conn *s, const char *where, short *want) {
   errno = 0;
+  pthread_mutex_lock(&s->t->handshake_mu);
   int r = SSL_connect(s->ssl);
+  int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(s->ssl, r);
+  pthread_mutex_unlock(&s->t->handshake_mu);
   if (r == 1)
     return 1;
-  int e = SSL_get_error(s->ssl, r);
   if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
     *want = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
     return 0;

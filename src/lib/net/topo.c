@@ -157,8 +157,11 @@ int rlock__node_replicas(rlock__node *node) {
   rlock__reply *r = NULL;
   rlock__saved_error saved;
   rlock__error_save(&saved);
-  if (rlock__topo_node_call(node, 2, argv, &r) != RLOCK_OK)
+  if (rlock__topo_node_call(node, 2, argv, &r) != RLOCK_OK) {
+    if (rlock__error_is_final())
+      return -1; /* the call would meet it again, a connect timeout later */
     r = NULL;
+  }
   rlock__error_restore(&saved);
   n = rlock__node_replicas_learned(node, r);
   rlock__reply_free(r);

@@ -146,7 +146,9 @@ int rlock__topo_sharded(rlock__topo *t);
 /* How many replicas `node` has connected (its INFO replication's
  * connected_slaves), asked at most every RLOCK__REPLICAS_TTL_MS or after
  * rlock__node_replicas_stale(); 0 when it cannot be asked (the call that
- * needed it will find the node's trouble itself). */
+ * needed it will find the node's trouble itself), but -1 with the last
+ * error set when why is final (rlock__error_final: a TLS handshake a
+ * plain-text port never answers), which the call would only meet again. */
 int rlock__node_replicas(rlock__node *node);
 
 /* The count as last asked, without I/O: -1 when it must be asked again

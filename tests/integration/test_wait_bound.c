@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Integration: a caller's wait bounds the whole blocking call, whatever
+ * the server does. Against a server that takes connections and never
+ * answers (SIGSTOP), an acquisition returns by its wait plus a small
+ * margin (not after one command timeout per command it sent), a single
+ * try within one command timeout, and a fired cancel token ends the call
+ * within ~100 ms even while it waits for a reply. */
+#include "fixture.h"
+
+#include <stdatomic.h>
+
+/* Generous for a loaded machine; the library's margin is 100 ms. */
+#define MARGIN_MS 400
+
+/* Bytes waiting in the receive queues of connections to local port `port`
+ * (the server's side): > 0 once a command reached a frozen server. */
+static long queued_at_port(int port) {
+  FILE *f = fopen("/proc/net/tcp", "r");
+  if (f == NULL)
+    fail_msg("cannot read /proc/net/tcp");
+  char line[512];
+  long total = 0;
+  fgets(line, sizeof line, f); /* the header */
+  while (fgets(line, sizeof line, f) != NULL) {
+    unsigned local_port, tx, rx;
+    if (sscanf(line, " %*d: %*x:%x %*x:%*x %*x %x:%x", &local_port, &tx,
+               &rx) == 3 &&
+        (int)local_port == port)
+      total += rx;
+  }
+  fclose(f);
+  return total;
+}
+
+static bool pred_queued(void *arg, char *why, size_t cap) {
+  int port = *(int *)arg;
+  long n = queued_at_port(port);
+  snprintf(why, cap, "%ld bytes queued at port %d", n, port);
+  return n > 0;
+}
+
+static int64_t timed_acquire(rlock_lock *l, int64_t wait_ms, int *rc) {
+  int64_t t0 = rt_now_ms();
+  *rc = rlock_lock_try_acquire(l, wait_ms, 5000);
+  return rt_now_ms() - t0;
+}
+
+/* A fresh client (it must connect and ask the server's replicas first)
+ * and a warm one (a pooled connection), each waiting 400 ms. */
+static void test_wait_bounds_a_hung_server(void **state) {
+  (void)state;
+  rlock_client *warm = fx_client(srv, 0);
+  rlock_lock *lw = fx_lock(warm, "bound:hung");
+  OK(rlock_lock_try_acquire(lw, 0, 5000));
+  OK(rlock_lock_release(lw));
+  rlock_client *cold = fx_client(srv, 0);
+  rlock_lock *lc = fx_lock(cold, "bound:hung");
+  rt_server_freeze(srv);
+  rlock_lock *locks[2] = {lc, lw};
+  for (int i = 0; i < 2; i++) {
+    int rc;
+    int64_t ms = timed_acquire(locks[i], 400, &rc);
+    RC(rc, RLOCK_ETIMEOUT);
+    assert_non_null(
+        strstr(rlock_error_last()->message, "within the time the caller gave"));
+    ASSERT_BETWEEN(ms, 390, 400 + MARGIN_MS);
+  }
+  rt_server_thaw(srv);
+  rlock_lock_free(lc);
+  rlock_lock_free(lw);
+  rlock_client_free(cold);
+  rlock_client_free(warm);
+}
+
+/* Wait 0 tries once: within one command timeout (2 s in fx_client), not
+ * one per command the try needs. */
+static void test_try_once_bounded_by_command_timeout(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, 0);
+  rlock_lock *l = fx_lock(c, "bound:try");
+  rt_server_freeze(srv);
+  int rc;
+  int64_t ms = timed_acquire(l, 0, &rc);
+  RC(rc, RLOCK_ETIMEOUT);
+  ASSERT_BETWEEN(ms, 1900, 2000 + MARGIN_MS);
+  rt_server_thaw(srv);
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
+typedef struct canceled_wait {
+  rlock_lock *l;
+  rlock_cancel *token;
+  int rc;
+  atomic_llong ended_ms;
+} canceled_wait;
+
+static void *wait_for_ever(void *arg) {
+  canceled_wait *w = arg;
+  w->rc = rlock_lock_try_acquire_cancel(w->l, RLOCK_WAIT_FOREVER, 5000,
+                                        w->token);
+  atomic_store(&w->ended_ms, rt_now_ms());
+  return NULL;
+}
+
+/* A wait without a bound, stuck reading the answer of a hung server,
+ * ends soon after its token fires. */
+static void test_cancel_ends_a_read(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, 0);
+  canceled_wait w = {.l = fx_lock(c, "bound:cancel"), .rc = -1};
+  OK(rlock_cancel_new(&w.token));
+  OK(rlock_lock_try_acquire(w.l, 0, 5000)); /* connected, replicas known */
+  OK(rlock_lock_release(w.l));
+  rt_server_freeze(srv);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, wait_for_ever, &w), 0);
+  int port = rt_server_port(srv);
+  rt_wait_until(pred_queued, &port, rt_scaled_ms(5000),
+                "the attempt queued at the frozen server");
+  int64_t fired = rt_now_ms();
+  rlock_cancel_fire(w.token);
+  pthread_join(t, NULL);
+  RC(w.rc, RLOCK_ECANCELED);
+  ASSERT_BETWEEN(atomic_load(&w.ended_ms) - fired, 0, 150);
+  rt_server_thaw(srv);
+  rlock_cancel_free(w.token);
+  rlock_lock_free(w.l);
+  rlock_client_free(c);
+}
+
+/* A MultiLock's wait bounds all its members' together. */
+static void test_multilock_wait_bounded(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, 0);
+  rlock_lock *m1 = fx_lock(c, "bound:m1"), *m2 = fx_lock(c, "bound:m2");
+  rlock_lock *members[2] = {m1, m2};
+  rlock_multilock *m;
+  OK(rlock_multilock_new(&m, members, 2));
+  rt_server_freeze(srv);
+  int64_t t0 = rt_now_ms();
+  int rc = rlock_multilock_try_acquire(m, 400, 5000);
+  int64_t ms = rt_now_ms() - t0;
+  assert_true(rc == RLOCK_ETIMEOUT);
+  ASSERT_BETWEEN(ms, 390, 400 + 2 * MARGIN_MS);
+  rt_server_thaw(srv);
+  rlock_multilock_free(m);
+  rlock_lock_free(m1);
+  rlock_lock_free(m2);
+  rlock_client_free(c);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_wait_bounds_a_hung_server),
+      cmocka_unit_test(test_try_once_bounded_by_command_timeout),
+      cmocka_unit_test(test_cancel_ends_a_read),
+      cmocka_unit_test(test_multilock_wait_bounded),
+  };
+  return cmocka_run_group_tests(tests, fx_setup, fx_teardown);
+}
