@@ -30,6 +30,7 @@ tells whether a hold was taken; the caller gives it back.
 """
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
@@ -51,6 +52,15 @@ _PENDING = 1  # no library status is positive: "the call has not returned"
 _armed_token: List[Any] = [None]
 
 Attempt = Callable[[int, Any], None]
+
+
+def _disarm_in_child() -> None:
+    """fork() from another thread while the main thread waits: the child
+    has no wait, so SIGINT goes back to Python's handler there."""
+    lib.rlock_py_intr_disarm()
+
+
+os.register_at_fork(after_in_child=_disarm_in_child)
 
 
 def _interruptible() -> bool:

@@ -365,3 +365,34 @@ def test_exception_once_the_lock_is_taken_gives_it_back(
             assert not lock.locked()  # given back, not left renewed
     finally:
         signal.signal(signal.SIGUSR1, old)
+
+
+def test_fork_during_a_wait_gives_sigint_back_to_python(
+        server: Server, client: rlock.Client, name: str) -> None:
+    """A thread forks while the main thread waits (SIGINT armed): in the
+    child, which has no wait, Ctrl-C must raise KeyboardInterrupt again."""
+    holder = rlock.Owner()
+    assert client.lock(name).acquire(blocking=False, owner=holder)
+    status: List[int] = []
+
+    def fork() -> None:
+        wait_for(lambda: numsub(server, channel(name)) >= 1,
+                 what="the main thread's subscription")
+        pid = os.fork()
+        if pid == 0:  # the child: only this thread
+            code = 1
+            try:
+                signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+                time.sleep(0)  # where Python runs its handler
+            except KeyboardInterrupt:
+                code = 0
+            os._exit(code)
+        status.append(os.waitpid(pid, 0)[1])
+        client.lock(name).release(owner=holder)
+    with rlock.Client(server.url) as other:
+        lock = other.lock(name, wait=30)
+        t = on_thread(fork)
+        with lock:
+            pass
+        t.join()
+    assert status and os.waitstatus_to_exitcode(status[0]) == 0
