@@ -15,9 +15,15 @@ uncontended acquisition costs about a hundred): while the main thread
 waits, a small C handler (rlock/_build.py, SOURCE) stands in front of
 Python's SIGINT handler. It fires the wait's cancel token, which the
 library honours at once (RLOCK_ECANCELED, nothing held, a fair waiter
-leaves the queue), and records the signal. It is installed only around
-the call, and only when SIGINT has a Python handler (not SIG_DFL, which
-kills the process anyway, nor SIG_IGN). After the call the binding reads
+leaves the queue), and records the signal. It does not call Python's
+handler: CPython would then raise KeyboardInterrupt the moment the call
+returns, before the binding has read whether the call took the lock. It
+is installed only around the call, only by the main thread (the only one
+Python raises KeyboardInterrupt in, and the only one that may change
+signal handlers, so none changes under it), and only when SIGINT has a
+Python handler (not SIG_DFL, which kills the process anyway, nor
+SIG_IGN); a child fork()ed meanwhile gets Python's back. After the call
+the binding reads
 the status, restores Python's handler, and calls that handler itself: the
 default one raises KeyboardInterrupt, which propagates instead of the
 status; a handler that returns lets the wait go on for the time left, as
@@ -27,6 +33,11 @@ The status is also stored in memory the binding owns (``box``), so an
 exception raised right after the call returns (another signal's Python
 handler: CPython raises pending ones as soon as a C call returns) still
 tells whether a hold was taken; the caller gives it back.
+
+Any blocking call of the binding reuses wait() (semaphores and latches
+too, when the library has them): a shim in _build.py's SOURCE that also
+stores the call's status in an ``int *``, and an attempt function that
+counts the call in and out of its client around that shim.
 """
 from __future__ import annotations
 
