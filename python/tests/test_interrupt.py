@@ -128,7 +128,7 @@ def in_wait(server: Server, kind: str, name: str, lk: Any) -> Callable[[],
     if kind in ("read", "write"):
         return lambda: numsub(server, f"redisson_rwlock:{{{name}}}") >= 1
     if kind == "fair":
-        return lambda: lk.inspect().queue_length == 1
+        return lambda: bool(lk.inspect().queue_length == 1)
     return lambda: True  # spin: no subscription; its count says it waits
 
 
@@ -271,8 +271,8 @@ def test_sigint_in_this_process(server: Server, client: rlock.Client,
                                 name: str) -> None:
     holder = rlock.Owner()
     assert client.lock(name).acquire(blocking=False, owner=holder)
-    main = threading.main_thread().ident
-    assert main is not None and threading.get_ident() == main
+    main = threading.get_ident()
+    assert threading.main_thread().ident == main
 
     def interrupt() -> None:
         wait_for(lambda: numsub(server, channel(name)) >= 1,
@@ -303,8 +303,7 @@ def test_sigint_handler_that_returns_lets_the_wait_go_on(
     fair = client.fair_lock(name)
     assert fair.acquire(blocking=False, owner=holder)
     calls: List[int] = []
-    main = threading.main_thread().ident
-    assert main is not None
+    main = threading.get_ident()  # pytest runs tests on the main thread
 
     def run() -> None:
         wait_for(lambda: fair.inspect().queue_length == 1,
@@ -339,8 +338,7 @@ def test_exception_once_the_lock_is_taken_gives_it_back(
     hold is given back and the ``with`` body never runs."""
     holder = rlock.Owner()
     assert client.lock(name).acquire(blocking=False, owner=holder)
-    main = threading.main_thread().ident
-    assert main is not None
+    main = threading.get_ident()  # pytest runs tests on the main thread
 
     def boom(signum: int, frame: Any) -> None:
         raise Boom()
