@@ -47,12 +47,19 @@ class Child:
         self.lines.put("EOF")
 
     def expect(self, prefix: str, timeout: float = 20.0) -> str:
-        """The next line, which must start with `prefix`."""
-        try:
-            line = self.lines.get(timeout=timeout * SCALE)
-        except queue.Empty:
-            raise AssertionError(f"no {prefix!r} line from the child "
-                                 f"within {timeout * SCALE} s") from None
+        """The next line, which must start with `prefix` ("in-wait"
+        lines, which the child may print at any time, are skipped when
+        something else is expected)."""
+        end = time.monotonic() + timeout * SCALE
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.0, end -
+                                                  time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no {prefix!r} line from the child "
+                                     f"within {timeout * SCALE} s") from None
+            if line != "in-wait" or prefix == "in-wait":
+                break
         if not line.startswith(prefix):
             err = ""
             if line == "EOF" and self.proc.stderr is not None:
