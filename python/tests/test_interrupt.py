@@ -401,3 +401,27 @@ def test_fork_during_a_wait_gives_sigint_back_to_python(
             pass
         t.join()
     assert status and os.waitstatus_to_exitcode(status[0]) == 0
+
+
+def test_sigint_as_the_lock_is_granted_gives_it_back(
+        client: rlock.Client, name: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C the instant the library returned the lock (the C handler
+    armed, the status OK): KeyboardInterrupt, and the hold released."""
+    from rlock import _wait
+    real = _wait.wait
+
+    def wait(attempt: Any, *args: Any) -> int:
+        def granted_then_sigint(w: int, box: Any) -> None:
+            attempt(w, box)
+            assert box[0] == 0  # the lock is free: taken
+            signal.raise_signal(signal.SIGINT)
+        return real(granted_then_sigint, *args)
+    monkeypatch.setattr(_wait, "wait", wait)
+    lock = client.lock(name)
+    for enter in (lock.__enter__, lock.acquire,
+                  client.multi_lock(lock, client.lock(name + "b")).acquire):
+        with pytest.raises(KeyboardInterrupt):
+            enter()
+        assert not lock.locked() and not lock.check()
+    assert not client.lock(name + "b").locked()
