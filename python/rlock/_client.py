@@ -154,7 +154,9 @@ class Client:
         fair_wait_timeout: how long a fair waiter may stay queued behind
             the one ahead of it (default 300).
         unreachable_retry: how long a wait keeps trying a server it cannot
-            reach; None (the default) as long as the wait lasts, 0 never.
+            reach before it fails (ConnectionError); None (the default) as
+            long as the wait lasts, so a wait without a bound on a server
+            that is down waits until it is back; 0 never.
         pool_size: most command connections (default 64).
         pubsub_mode: "auto", "classic" or "sharded" (a cluster's pub/sub).
         replica_sync: confirm lock writes on replicas with WAIT (default
