@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Builds rlock's Debian packages (debian/: librlock0, librlock-dev,
-# rlock-tools, and the adapters' librlock-uv0, librlock-uv-dev,
-# librlock-event0, librlock-event-dev) from a clean copy of the tree,
+# rlock-tools, the adapters' librlock-uv0, librlock-uv-dev,
+# librlock-event0, librlock-event-dev, and the Python binding's
+# python3-rlock) from a clean copy of the tree,
 # installs them, checks them the way a user would, and purges them again
 # (about a minute):
 #   - the packages hold what they should (SONAME librlock.so.0 in librlock0,
@@ -16,18 +17,26 @@
 #   - tests/consumer/app_loop.c builds and runs against the adapters'
 #     packages with cc + pkg-config, and find_package(rlock COMPONENTS uv
 #     event) finds their CMake targets; librlock-dev holds none of their
-#     files.
+#     files;
+#   - python3-rlock holds the module in /usr/lib/python3/dist-packages,
+#     its extension has no RPATH and depends on librlock0, and Debian's
+#     /usr/bin/python3 imports it (the version is the library's), loads
+#     /usr/lib/MULTIARCH/librlock.so.0, and takes and releases a lock on a
+#     throwaway redis-server (a unix socket of its own, stopped by pid);
+#     pip installs python/ into a venv against librlock-dev (pkg-config):
+#     no RUNPATH, the same library loaded, a lock taken and released.
 # The copy holds the files git knows of as they are in the working tree
 # (uncommitted edits included, ignored ones such as build*/ left out); the
 # tree itself is never written to except OUTDIR, which receives the .debs.
 # Missing build tools (debhelper, dpkg-dev, build-essential, cmake,
-# pkg-config, libhiredis-dev) are installed with apt-get, as scripts/deps.sh
-# does; installing and purging the packages needs root or sudo.
+# pkg-config, the libraries' -dev packages, dh-python and the Python build
+# packages: debian/control's Build-Depends) and redis-server are installed
+# with apt-get, as scripts/deps.sh does; installing and purging the packages needs root or sudo.
 #
 #   scripts/deb.sh [--build-only] [OUTDIR]   (OUTDIR default: build-deb)
 #
 # --build-only builds and inspects the packages but installs nothing. The
-# install check refuses to run while any of the three packages is installed
+# install check refuses to run while any of its packages is installed
 # already, so it never purges a copy it did not install itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,7 +60,8 @@ SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
 PKGS=(debhelper dpkg-dev build-essential cmake pkg-config libhiredis-dev libssl-dev
-      libuv1-dev libevent-dev)
+      libuv1-dev libevent-dev dh-python python3-all-dev python3-setuptools python3-cffi
+      redis-server redis-tools)
 missing=()
 for p in "${PKGS[@]}"; do installed "$p" || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -61,7 +71,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 RLOCK_PKGS=(librlock0 librlock-dev rlock-tools librlock-uv0 librlock-uv-dev
-            librlock-event0 librlock-event-dev)
+            librlock-event0 librlock-event-dev python3-rlock)
 if [ $build_only -eq 0 ]; then
   for p in "${RLOCK_PKGS[@]}"; do
     installed "$p" && fail "$p is installed already; remove it first or use --build-only"
@@ -144,6 +154,22 @@ dpkg-deb -f "$(deb librlock-dev)" Depends | grep -F "librlock0 (= $pkgver)" >/de
   fail "librlock-dev does not depend on librlock0 (= $pkgver)"
 dpkg-deb -f "$(deb rlock-tools)" Depends | grep "librlock0 (>= " >/dev/null ||
   fail "rlock-tools does not depend on librlock0"
+# python3-rlock: the module in Debian's directory for every Python 3, its
+# extension found by the loader (no RPATH), dependencies from dh_shlibdeps
+# (librlock0) and dh_python3.
+pydir=usr/lib/python3/dist-packages
+has python3-rlock "$pydir/rlock/__init__.py" "$pydir/rlock/aio.py" "$pydir/rlock/py.typed"
+dpkg-deb -x "$(deb python3-rlock)" "$work/python3-rlock"
+pyext=$(find "$work/python3-rlock/$pydir/rlock" -name '_rlock_cffi*.so')
+[ -n "$pyext" ] || fail "python3-rlock holds no rlock/_rlock_cffi*.so"
+readelf -d "$pyext" | grep -q 'NEEDED.*\[librlock\.so\.0\]' ||
+  fail "python3-rlock's $(basename "$pyext") does not need librlock.so.0"
+! readelf -d "$pyext" | grep -E 'RPATH|RUNPATH' >/dev/null ||
+  fail "python3-rlock's $(basename "$pyext") has an RPATH or RUNPATH"
+for dep in "librlock0 (>= " python3-cffi-backend; do
+  dpkg-deb -f "$(deb python3-rlock)" Depends | grep -F "$dep" >/dev/null ||
+    fail "python3-rlock does not depend on $dep..."
+done
 for p in "${RLOCK_PKGS[@]}"; do
   echo "    $(basename "$(deb "$p")"): $(dpkg-deb -c "$(deb "$p")" | grep -vc '/$') files"
 done
@@ -231,6 +257,73 @@ dpkg -L rlock-tools | grep -x /usr/share/man/man1/rlock.1.gz >/dev/null || fail 
 if command -v man >/dev/null; then
   [ "$(man -w rlock)" = /usr/share/man/man1/rlock.1.gz ] || fail "man -w rlock"
 fi
+
+step "python3-rlock: /usr/bin/python3 takes and releases a lock"
+sockdir=$(mktemp -d)
+server_pid=""
+stop_server() {
+  if [ -n "$server_pid" ]; then
+    kill "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+    server_pid=""
+  fi
+  rm -rf "$sockdir"
+}
+trap 'stop_server; purge; rm -rf "$work"' EXIT
+sock=$sockdir/redis.sock
+redis-server --port 0 --unixsocket "$sock" --save "" --appendonly no \
+  --dir "$sockdir" --logfile "$sockdir/redis.log" &
+server_pid=$!
+for _ in $(seq 200); do
+  kill -0 "$server_pid" 2>/dev/null || break
+  [ "$(redis-cli -s "$sock" ping 2>/dev/null)" = PONG ] && break
+  sleep 0.05
+done
+[ "$(redis-cli -s "$sock" ping 2>/dev/null)" = PONG ] || fail "redis-server did not answer on $sock"
+# -I: nothing from the working directory, PYTHONPATH or the user's site.
+got=$(cd "$work" && /usr/bin/python3 -I - "unix://$sock" <<'EOF'
+import sys
+import rlock
+with rlock.Client(sys.argv[1]) as client:
+    lock = client.lock("deb-check")
+    with lock:
+        assert lock.locked()
+    assert not lock.locked()
+maps = open("/proc/self/maps").read().split("\n")
+lib = next(line.split()[-1] for line in maps if "/librlock.so" in line)
+print(rlock.__version__, rlock.__file__, lib)
+EOF
+) || fail "/usr/bin/python3: import rlock, take and release a lock"
+want="$version /$pydir/rlock/__init__.py /$lib/librlock.so.$version"
+[ "$got" = "$want" ] || fail "/usr/bin/python3 -c 'import rlock': '$got', wanted '$want'"
+
+step "pip install ./python against librlock-dev (pkg-config), in a venv"
+# python/README.md's "against an installed librlock": pkg-config names no
+# -L for Debian's library directory, so the extension has no RUNPATH and
+# loads librlock0's library. Built in a copy (pip builds in python/build/).
+mkdir -p "$work/pysrc"
+cp -r "$src/python" "$work/pysrc/"
+rm -rf "$work/pysrc/python/build" "$work/pysrc/python/rlock.egg-info"
+q /usr/bin/python3 -m venv --system-site-packages "$work/venv"
+q env -u RLOCK_BUILD_DIR -u RLOCK_NO_RPATH -u PKG_CONFIG_PATH "$work/venv/bin/pip" install \
+  --no-build-isolation --no-deps "$work/pysrc/python"
+venv_ext=$(find "$work/venv" -name '_rlock_cffi*.so')
+! readelf -d "$venv_ext" | grep -E 'RPATH|RUNPATH' >/dev/null ||
+  fail "the venv's $(basename "$venv_ext") has an RPATH or RUNPATH"
+got=$(cd "$work" && "$work/venv/bin/python" -I - "unix://$sock" <<'EOF'
+import sys
+import rlock
+with rlock.Client(sys.argv[1]) as client:
+    with client.lock("deb-check-venv"):
+        pass
+maps = open("/proc/self/maps").read().split("\n")
+lib = next(line.split()[-1] for line in maps if "/librlock.so" in line)
+print(rlock.__file__.startswith(sys.prefix + "/"), lib)
+EOF
+) || fail "the venv's python: import rlock, take and release a lock"
+[ "$got" = "True /$lib/librlock.so.$version" ] ||
+  fail "the venv's import rlock: '$got', wanted 'True /$lib/librlock.so.$version'"
+stop_server
 
 step "purge ${RLOCK_PKGS[*]}"
 purge

@@ -30,8 +30,10 @@ PY=/usr/bin/python3 # Debian's, whose packages the venv sees
 
 echo "==> python ($BUILD)"
 [ -x "$VENV/bin/python" ] || "$PY" -m venv --system-site-packages "$VENV"
-# The package builds in its source directory: keep its build products in
-# BUILD, so two builds of the tree do not share them.
+# pip builds in the tree's python/build/. An extension left there by a
+# build against another librlock would be rebuilt anyway (the generated
+# source names the librlock linked: rlock/_build.py), but the suite starts
+# from none and leaves none, so the tree stays as git has it.
 export RLOCK_BUILD_DIR="$BUILD"
 rm -rf "$ROOT/python/build"
 "$VENV/bin/pip" install -q --no-build-isolation --no-deps --force-reinstall \
@@ -45,7 +47,8 @@ if [ "$ASAN" -eq 1 ]; then
   # The library carries ASan and UBSan; python does not, so their runtimes
   # must be loaded first. Python's own allocations are never freed at
   # exit, so leak checking is off (the C suites check librlock's leaks).
-  export LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
+  LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
+  export LD_PRELOAD
   export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   export RLOCK_TEST_TIME_SCALE=3

@@ -4,7 +4,11 @@
 ``setup.py`` names it in ``cffi_modules`` (and reads the version through
 ``library_version``); it is not imported at run time. Where librlock's
 headers and library are: ``find_librlock()`` (the tree's ``include/`` and
-a build directory, or an installed librlock through pkg-config).
+a build directory, or an installed librlock through pkg-config). The
+generated C source names the librlock it links (``link_stamp()``), so a
+build directory that holds an extension built against another librlock,
+or against one since rebuilt or moved, builds it again instead of
+reusing it.
 
 Every function declared here is called by cffi with the GIL released
 (cffi's generated wrappers put each call between Py_BEGIN_ALLOW_THREADS
@@ -300,14 +304,24 @@ def _pkg_config(*args: str) -> List[str]:
     return shlex.split(out)
 
 
+def _runtime_dirs(libdirs: List[str]) -> List[str]:
+    """The RUNPATH the extension records: ``libdirs``, or none when
+    RLOCK_NO_RPATH=1 (librlock is in a directory the dynamic loader
+    searches anyway, as in Debian's python3-rlock)."""
+    return [] if os.environ.get("RLOCK_NO_RPATH") == "1" else libdirs
+
+
 def find_librlock() -> Dict[str, Any]:
     """Where librlock's headers and library are, as build arguments.
 
     RLOCK_BUILD_DIR set: the source tree's include/ (or RLOCK_INCLUDE_DIR)
-    and the library built there, found at run time through an RPATH to that
-    directory. Else an installed librlock through pkg-config (rlock.pc;
-    PKG_CONFIG_PATH may point at a prefix), with an RPATH to its library
-    directory. Else the tree's build/ when it holds librlock.so.
+    and the library built there, found at run time through a RUNPATH to
+    that directory. Else an installed librlock through pkg-config (rlock.pc;
+    PKG_CONFIG_PATH may point at a prefix), with a RUNPATH to its library
+    directory where that is not one the dynamic loader searches (pkg-config
+    leaves those out). Else the tree's build/ when it holds librlock.so.
+    RLOCK_NO_RPATH=1: no RUNPATH in any case. "library" is the librlock.so
+    linked, for ``link_stamp()``.
     """
     build = os.environ.get("RLOCK_BUILD_DIR")
     if not build and shutil.which("pkg-config"):
@@ -317,13 +331,18 @@ def find_librlock() -> Dict[str, Any]:
         except subprocess.CalledProcessError:
             cflags = libs = []
         if libs:
-            inc = [f[2:] for f in cflags if f.startswith("-I")]
+            # rlock.pc's includedir first: pkg-config leaves it out of
+            # --cflags where it is a system directory (Debian's
+            # librlock-dev: /usr/include) but still names hiredis's.
+            incdir = _pkg_config("--variable=includedir")[0]
+            inc = [incdir] + [f[2:] for f in cflags
+                              if f.startswith("-I") and f[2:] != incdir]
             libdirs = [f[2:] for f in libs if f.startswith("-L")]
-            if not inc:
-                inc = [_pkg_config("--variable=includedir")[0]]
+            libdir = _pkg_config("--variable=libdir")[0]
             return {"include_dirs": inc, "library_dirs": libdirs,
-                    "runtime_library_dirs": libdirs,
-                    "libraries": ["rlock"], "source": "pkg-config rlock"}
+                    "runtime_library_dirs": _runtime_dirs(libdirs),
+                    "libraries": ["rlock"], "source": "pkg-config rlock",
+                    "library": os.path.join(libdir, "librlock.so")}
     if not build and os.path.exists(os.path.join(TREE, "build",
                                                  "librlock.so")):
         build = os.path.join(TREE, "build")
@@ -341,8 +360,47 @@ def find_librlock() -> Dict[str, Any]:
             raise RuntimeError(f"rlock: {need} is missing (RLOCK_BUILD_DIR="
                                f"{build}, include directory {incdir})")
     return {"include_dirs": [incdir], "library_dirs": [build],
-            "runtime_library_dirs": [build], "libraries": ["rlock"],
-            "source": build}
+            "runtime_library_dirs": _runtime_dirs([build]),
+            "libraries": ["rlock"], "source": build,
+            "library": os.path.join(build, "librlock.so")}
+
+
+def _headers(include_dirs: List[str]) -> List[str]:
+    """rlock.h and rlock/*.h in the first include directory that has
+    rlock.h: the extension depends on them (setuptools rebuilds it when
+    one is newer)."""
+    for d in include_dirs:
+        top = os.path.join(d, "rlock.h")
+        if os.path.exists(top):
+            sub = os.path.join(d, "rlock")
+            return [top] + sorted(
+                os.path.join(sub, f) for f in os.listdir(sub)
+                if f.endswith(".h"))
+    return []
+
+
+def link_stamp(args: Dict[str, Any]) -> str:
+    """A C comment naming what the extension is built against: the
+    librlock.so linked (resolved, with its size and modification time),
+    the include directories and the RUNPATH.
+
+    It heads the generated C source, which cffi rewrites only when its text
+    changes and setuptools compiles only when it is newer than the
+    extension: a stamp that changes with the library makes a rebuild of
+    an extension built before against another librlock (another build
+    directory or prefix, the same one rebuilt, or moved), which would
+    otherwise be reused, still linked to the old one.
+    """
+    lib = os.path.realpath(args["library"])
+    try:
+        st = os.stat(lib)
+        what = f"{lib} ({st.st_size} bytes, mtime {st.st_mtime_ns} ns)"
+    except OSError:
+        what = f"{lib} (not found: the linker searches its own path)"
+    text = (f"rlock: built against {what}; include directories "
+            f"{args['include_dirs']}; RUNPATH "
+            f"{args['runtime_library_dirs']}")
+    return "/* " + text.replace("*/", "* /") + " */\n"
 
 
 def library_version(include_dirs: List[str]) -> str:
@@ -461,5 +519,8 @@ BUILD_ARGS = find_librlock()
 ffibuilder = cffi.FFI()
 ffibuilder.cdef(CDEF)
 ffibuilder.set_source(
-    "rlock._rlock_cffi", SOURCE,
-    **{k: v for k, v in BUILD_ARGS.items() if k != "source"})
+    "rlock._rlock_cffi", link_stamp(BUILD_ARGS) + SOURCE,
+    depends=[p for p in _headers(BUILD_ARGS["include_dirs"]) +
+             [BUILD_ARGS["library"]] if os.path.exists(p)],
+    **{k: v for k, v in BUILD_ARGS.items()
+       if k not in ("source", "library")})

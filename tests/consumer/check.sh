@@ -14,6 +14,8 @@
 #   (e) the event-loop adapters with pkg-config (rlock-uv, rlock-event),
 #       where the build had libuv and libevent; without them it says what
 #       is missing and skips this step
+#   (f) the Python package (python/), installed into a venv from two build
+#       trees in turn and from an install prefix: tests/consumer/python_install.sh
 # rlock is installed into one prefix, which is then moved (mv) elsewhere:
 # (b) to (e) build against the moved prefix (pkg-config through the .pc
 # files' ${pcfiledir}, find_package through CMAKE_PREFIX_PATH), and the
@@ -233,5 +235,8 @@ else
   needs "$work/app_loop" librlock_uv.so.0 || fail "app_loop does not need librlock_uv"
   LD_LIBRARY_PATH=$libdir run "$work/app_loop" # (it needs no server)
 fi
+
+# (f) the Python package, installed from build trees and from a prefix.
+"$here/python_install.sh" "$work/build" "$work/python"
 
 echo "--> consumer check passed"
