@@ -13,7 +13,7 @@ services, the ``rlock`` command and C programs.
         ...  # held; renewed by the watchdog until the block ends
 
     lock = client.fair_lock("jobs")
-    if lock.acquire(timeout=5, lease=30):
+    if lock.acquire(wait=5, lease=30):
         try:
             ...
         finally:

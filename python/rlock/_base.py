@@ -88,8 +88,43 @@ def seconds_to_ms(value: Any, what: str) -> int:
     return max(min(ms, 1 << 62), -(1 << 62))
 
 
-def wait_ms(blocking: bool, timeout: Optional[float]) -> int:
-    """threading.Lock.acquire's (blocking, timeout) as a wait in ms."""
+class _Default:
+    """The default of a keyword whose default is the lock's own (the wait
+    and lease given to client.lock())."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+#: "The lock's own": the default of acquire()'s timeout/wait and lease.
+DEFAULT: Any = _Default()
+
+
+def pick_wait(blocking: bool, timeout: Any, wait: Any,
+              default: Optional[float]) -> int:
+    """acquire()'s wait in ms from its `timeout` or `wait` keyword (the
+    same thing under threading's and rlock's names; not both), else the
+    lock's `default` (None: for ever) when blocking."""
+    if timeout is not DEFAULT and wait is not DEFAULT:
+        raise TypeError("give the wait as timeout= or as wait=, not both")
+    what = "wait" if wait is not DEFAULT else "timeout"
+    w = wait if wait is not DEFAULT else timeout
+    if w is DEFAULT:
+        w, what = (default if blocking else None), "wait"
+    return wait_ms(blocking, w, what)
+
+
+def pick_lease(lease: Any, default: Optional[float]) -> int:
+    """acquire()'s lease in ms: `lease`, else the lock's `default`."""
+    return lease_ms(default if lease is DEFAULT else lease)
+
+
+def wait_ms(blocking: bool, timeout: Optional[float],
+            what: str = "timeout") -> int:
+    """threading.Lock.acquire's (blocking, timeout) as a wait in ms;
+    `what` names the keyword in messages."""
     if not isinstance(blocking, bool):
         raise TypeError("blocking must be a bool, not "
                         f"{type(blocking).__name__}")
@@ -99,14 +134,15 @@ def wait_ms(blocking: bool, timeout: Optional[float]) -> int:
         return int(lib.RLOCK_WAIT_FOREVER) if blocking else 0
     if not blocking:
         raise InvalidArgument("can't specify a timeout for a non-blocking "
-                              "call (blocking=False with timeout="
+                              f"call (blocking=False with {what}="
                               f"{timeout!r})")
-    ms = seconds_to_ms(timeout, "timeout")
+    ms = seconds_to_ms(timeout, what)
     if timeout < 0:
-        raise InvalidArgument(f"timeout must be -1 (wait for ever) or a "
-                              f"number of seconds >= 0, not {timeout!r}")
+        raise InvalidArgument(f"{what} must be None or -1 (wait for ever) "
+                              f"or a number of seconds >= 0, not "
+                              f"{timeout!r}")
     if ms > _MAX_MS:
-        raise InvalidArgument(f"timeout {timeout!r} s is longer than 365 "
+        raise InvalidArgument(f"{what} {timeout!r} s is longer than 365 "
                               f"days, the longest wait accepted")
     return ms
 

@@ -265,6 +265,19 @@ int rlock_redlock_acquire_async_result(rlock_redlock *r,
 int rlock_redlock_release_async_result(rlock_redlock *r, uint64_t owner,
                                        rlock_redlock_fn cb, void *arg);
 
+/* The binding's own C (SOURCE below): SIGINT during a main-thread wait. */
+int rlock_py_intr_arm(rlock_cancel *token);
+int rlock_py_intr_disarm(void);
+int rlock_py_lock_acquire(rlock_lock *lock, const rlock_acquire_options *opts,
+                          int *rc);
+int rlock_py_lock_try_acquire(rlock_lock *lock, int64_t wait_ms,
+                              int64_t lease_ms, rlock_cancel *cancel,
+                              int *rc);
+int rlock_py_multilock_acquire(rlock_multilock *m,
+                               const rlock_acquire_options *opts, int *rc);
+int rlock_py_redlock_acquire(rlock_redlock_result **result, rlock_redlock *r,
+                             const rlock_acquire_options *opts, int *rc);
+
 /* The callbacks, in Python (rlock/_native.py). */
 extern "Python" void _rlock_lost_cb(const char *, const char *, void *);
 extern "Python" void _rlock_log_cb(rlock_log_level, const char *, void *);
@@ -405,11 +418,108 @@ def library_version(include_dirs: List[str]) -> str:
     raise RuntimeError(f"rlock: no rlock/version.h in {include_dirs}")
 
 
+# Compiled into the module beside the declarations: what Python cannot do
+# itself. rlock/_wait.py says why and how it is used.
+SOURCE = r"""
+#include <rlock.h>
+#include <signal.h>
+#include <string.h>
+
+/* SIGINT while the main thread waits in the library. Python runs its
+ * signal handlers only between bytecodes of the main thread, so a wait in
+ * C would run to its end first. While armed, this handler stands in front
+ * of Python's: it fires the waiting call's cancel token (async-signal-safe)
+ * and records the signal; it does not call Python's handler, so that no
+ * exception can be raised before the binding has read the call's status
+ * (it hands the signal to Python's handler itself, after disarming). Armed
+ * only by the main thread (the only one Python lets change handlers), and
+ * only in front of a handler that is neither SIG_DFL nor SIG_IGN. */
+static rlock_cancel *volatile rlock_py_intr_token;
+static volatile sig_atomic_t rlock_py_intr_hit;
+static struct sigaction rlock_py_intr_prev;
+static int rlock_py_intr_armed;
+
+static void rlock_py_intr_handler(int sig) {
+  rlock_cancel *token = rlock_py_intr_token;
+  (void)sig;
+  rlock_py_intr_hit = 1;
+  if (token != NULL)
+    rlock_cancel_fire(token);
+}
+
+/* 1 when armed, 0 when left alone (already armed, or SIGINT's action is
+ * SIG_DFL or SIG_IGN), -1 when sigaction failed (errno). */
+static int rlock_py_intr_arm(rlock_cancel *token) {
+  struct sigaction sa, cur;
+  if (token == NULL || rlock_py_intr_armed)
+    return 0;
+  if (sigaction(SIGINT, NULL, &cur) != 0)
+    return -1;
+  if (!(cur.sa_flags & SA_SIGINFO) &&
+      (cur.sa_handler == SIG_DFL || cur.sa_handler == SIG_IGN))
+    return 0;
+  rlock_py_intr_hit = 0;
+  rlock_py_intr_token = token;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = rlock_py_intr_handler;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_ONSTACK; /* as Python's: no SA_RESTART */
+  if (sigaction(SIGINT, &sa, &rlock_py_intr_prev) != 0) {
+    rlock_py_intr_token = NULL;
+    return -1;
+  }
+  rlock_py_intr_armed = 1;
+  return 1;
+}
+
+/* Put the handler found by arm back (nothing when not armed); returns 1
+ * when SIGINT came while armed, and forgets it. */
+static int rlock_py_intr_disarm(void) {
+  int hit;
+  if (rlock_py_intr_armed) {
+    sigaction(SIGINT, &rlock_py_intr_prev, NULL);
+    rlock_py_intr_armed = 0;
+    rlock_py_intr_token = NULL;
+  }
+  hit = rlock_py_intr_hit != 0;
+  rlock_py_intr_hit = 0;
+  return hit;
+}
+
+/* The blocking acquisitions, storing their status in *rc as well: CPython
+ * may raise a pending exception (another signal's handler) right after a
+ * call returns, before its result is stored; *rc still says whether a
+ * hold was taken, to give it back. */
+static int rlock_py_lock_acquire(rlock_lock *lock,
+                                 const rlock_acquire_options *opts, int *rc) {
+  return *rc = rlock_lock_acquire_opts(lock, opts);
+}
+
+static int rlock_py_lock_try_acquire(rlock_lock *lock, int64_t wait_ms,
+                                     int64_t lease_ms, rlock_cancel *cancel,
+                                     int *rc) {
+  return *rc = rlock_lock_try_acquire_cancel(lock, wait_ms, lease_ms, cancel);
+}
+
+static int rlock_py_multilock_acquire(rlock_multilock *m,
+                                      const rlock_acquire_options *opts,
+                                      int *rc) {
+  return *rc = rlock_multilock_acquire_opts(m, opts);
+}
+
+static int rlock_py_redlock_acquire(rlock_redlock_result **result,
+                                    rlock_redlock *r,
+                                    const rlock_acquire_options *opts,
+                                    int *rc) {
+  return *rc = rlock_redlock_acquire_opts(result, r, opts);
+}
+"""
+
 BUILD_ARGS = find_librlock()
 ffibuilder = cffi.FFI()
 ffibuilder.cdef(CDEF)
 ffibuilder.set_source(
-    "rlock._rlock_cffi", link_stamp(BUILD_ARGS) + "#include <rlock.h>\n",
+    "rlock._rlock_cffi", link_stamp(BUILD_ARGS) + SOURCE,
     depends=[p for p in _headers(BUILD_ARGS["include_dirs"]) +
              [BUILD_ARGS["library"]] if os.path.exists(p)],
     **{k: v for k, v in BUILD_ARGS.items()

@@ -11,12 +11,13 @@ from types import TracebackType
 from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence,
                     Set, Tuple, Type, Union)
 
-from . import _base
-from ._base import (ECANCELED, ELOCKED, OK, CallbackThread, Handle, LockInfo,
-                    LogLevel, OwnerLike, PubSubMode, RedLockResult, _bytes,
-                    _text, check, lease_ms, lock_info, owner_number,
-                    redlock_result, spin_options, wait_ms)
-from ._errors import Closed, Error, InvalidArgument, error_for
+from . import _base, _wait
+from ._base import (DEFAULT, ECANCELED, ELOCKED, OK, CallbackThread, Handle,
+                    LockInfo, LogLevel, OwnerLike, PubSubMode, RedLockResult,
+                    _bytes, _text, check, lease_ms, lock_info, owner_number,
+                    pick_lease, pick_wait, redlock_result, spin_options,
+                    wait_ms)
+from ._errors import Closed, Error, InvalidArgument, Locked, error_for
 from ._native import ffi, lib
 
 _UNSET: Any = object()
@@ -153,7 +154,9 @@ class Client:
         fair_wait_timeout: how long a fair waiter may stay queued behind
             the one ahead of it (default 300).
         unreachable_retry: how long a wait keeps trying a server it cannot
-            reach; None (the default) as long as the wait lasts, 0 never.
+            reach before it fails (ConnectionError); None (the default) as
+            long as the wait lasts, so a wait without a bound on a server
+            that is down waits until it is back; 0 never.
         pool_size: most command connections (default 64).
         pubsub_mode: "auto", "classic" or "sharded" (a cluster's pub/sub).
         replica_sync: confirm lock writes on replicas with WAIT (default
@@ -394,46 +397,60 @@ class Client:
         return out
 
     # ---- lock objects -----------------------------------------------------
-    def lock(self, name: str) -> "Lock":
-        """A reentrant lock (Redisson's RLock) named `name`. No I/O."""
-        return Lock(self, name)
+    # Every lock takes `wait` (seconds; None: for ever) and `lease`
+    # (seconds; None: the watchdog renews it while held): its own, used by
+    # ``with`` and by acquire() when not given others.
+    def lock(self, name: str, *, wait: Optional[float] = None,
+             lease: Optional[float] = None) -> "Lock":
+        """A reentrant lock (Redisson's RLock) named `name`, with its own
+        `wait` and `lease` in seconds (None: wait for ever; renewed by the
+        watchdog). No I/O."""
+        return Lock(self, name, wait=wait, lease=lease)
 
-    def fair_lock(self, name: str) -> "FairLock":
+    def fair_lock(self, name: str, *, wait: Optional[float] = None,
+                  lease: Optional[float] = None) -> "FairLock":
         """A fair lock (RFairLock): waiters served in arrival order."""
-        return FairLock(self, name)
+        return FairLock(self, name, wait=wait, lease=lease)
 
-    def fenced_lock(self, name: str) -> "FencedLock":
+    def fenced_lock(self, name: str, *, wait: Optional[float] = None,
+                    lease: Optional[float] = None) -> "FencedLock":
         """A fenced lock (RFencedLock): each acquisition gets a growing
         fencing token (``.token``)."""
-        return FencedLock(self, name)
+        return FencedLock(self, name, wait=wait, lease=lease)
 
     def spin_lock(self, name: str, *, backoff: str = "exponential",
                   initial_delay: Optional[float] = None,
                   max_delay: Optional[float] = None,
                   multiplier: Optional[float] = None,
                   jitter: Optional[bool] = None,
-                  delay: Optional[float] = None) -> "SpinLock":
+                  delay: Optional[float] = None,
+                  wait: Optional[float] = None,
+                  lease: Optional[float] = None) -> "SpinLock":
         """A spin lock (RSpinLock): waiters retry with a back-off instead of
         subscribing. backoff "exponential" (initial_delay 0.001 s, times
         multiplier 2 up to max_delay 0.128 s, with jitter) or "constant"
         (every pause `delay`, 0.064 s). Seconds; None keeps the default."""
         return SpinLock(self, name, spin_options(
-            backoff, initial_delay, max_delay, multiplier, jitter, delay))
+            backoff, initial_delay, max_delay, multiplier, jitter, delay),
+            wait=wait, lease=lease)
 
-    def read_write_lock(self, name: str) -> "ReadWriteLock":
+    def read_write_lock(self, name: str, *, wait: Optional[float] = None,
+                        lease: Optional[float] = None) -> "ReadWriteLock":
         """A read-write lock (RReadWriteLock): ``.read_lock()`` and
-        ``.write_lock()``."""
-        return ReadWriteLock(self, name)
+        ``.write_lock()``, both with this wait and lease."""
+        return ReadWriteLock(self, name, wait=wait, lease=lease)
 
-    def multi_lock(self, *locks: "Lock") -> "MultiLock":
+    def multi_lock(self, *locks: "Lock", wait: Optional[float] = None,
+                   lease: Optional[float] = None) -> "MultiLock":
         """All of `locks` or none, taken in the order given (they may come
         from several clients)."""
-        return MultiLock(*locks)
+        return MultiLock(*locks, wait=wait, lease=lease)
 
-    def red_lock(self, *locks: "Lock") -> "RedLock":
+    def red_lock(self, *locks: "Lock", wait: Optional[float] = None,
+                 lease: Optional[float] = None) -> "RedLock":
         """A quorum lock over reentrant locks of independent servers (one
         client each)."""
-        return RedLock(*locks)
+        return RedLock(*locks, wait=wait, lease=lease)
 
 
 def _close_all() -> None:
@@ -471,6 +488,14 @@ def _result(rc: int, user_cancel: Any) -> bool:
     raise error_for(rc)
 
 
+def _cancel_ptr(cancel: Optional["Cancel"]) -> Any:
+    """A user's Cancel as its C token (TypeError for anything else)."""
+    if not isinstance(cancel, Cancel):
+        raise TypeError("cancel must be an rlock.Cancel, not "
+                        f"{type(cancel).__name__}")
+    return cancel._ptr
+
+
 class Lock:
     """A reentrant lock (Redisson's RLock), from ``client.lock(name)``.
 
@@ -479,15 +504,31 @@ class Lock:
     is an owner), or to an explicit ``owner=`` (rlock.Owner). The thread
     that holds it may acquire it again (the hold count goes up). A lock
     object holds no per-thread state: share it between threads freely.
+
+    ``client.lock(name, wait=5, lease=30)`` gives the lock a wait and a
+    lease of its own: ``with lock:`` and acquire() use them unless told
+    otherwise (the defaults: wait for ever; no lease, the watchdog renews
+    the hold while it is held).
+
+    On the main thread Ctrl-C (SIGINT) ends a wait as a Cancel's fire()
+    does, and raises KeyboardInterrupt: nothing is held, a fair waiter has
+    left the queue. An exception raised once the library has taken the
+    lock but before acquire() or ``with`` hands it over gives it back.
     """
 
     _new = staticmethod(lib.rlock_lock_new)
     kind = "reentrant"
 
-    def __init__(self, client: Client, name: str) -> None:
+    def __init__(self, client: Client, name: str, *,
+                 wait: Optional[float] = None,
+                 lease: Optional[float] = None) -> None:
         if not isinstance(client, Client):
             raise TypeError("client must be an rlock.Client, not "
                             f"{type(client).__name__}")
+        wait_ms(True, wait, "wait")  # checked now, used at each acquire
+        lease_ms(lease)
+        self._wait: Optional[float] = wait
+        self._lease: Optional[float] = lease
         p = ffi.new("rlock_lock **")
         self._client = client
         self._name = name
@@ -522,73 +563,114 @@ class Lock:
         """The client the lock uses."""
         return self._client
 
-    def acquire(self, blocking: bool = True, timeout: float = -1,
-                lease: Optional[float] = None, *, owner: OwnerLike = None,
+    @property
+    def wait(self) -> Optional[float]:
+        """The lock's own wait in seconds (None: for ever), given to
+        client.lock(): what ``with`` and acquire() wait by default."""
+        return self._wait
+
+    @property
+    def lease(self) -> Optional[float]:
+        """The lock's own lease in seconds (None: renewed by the watchdog
+        while held), given to client.lock()."""
+        return self._lease
+
+    def acquire(self, blocking: bool = True,
+                timeout: Optional[float] = DEFAULT,
+                lease: Optional[float] = DEFAULT, *,
+                wait: Optional[float] = DEFAULT, owner: OwnerLike = None,
                 cancel: Optional[Cancel] = None) -> bool:
         """Acquire the lock, waiting for it as threading.Lock does.
 
         Args:
             blocking: False tries once.
-            timeout: the longest wait in seconds; -1 (default) for ever.
+            timeout: the longest wait in seconds (threading's name for it;
+                it is not a lease, unlike redis-py's ``timeout``); None or
+                -1 for ever. Default: the lock's wait (for ever unless
+                client.lock() was given one).
             lease: a fixed lease in seconds after which the lock expires,
-                held or not; None (default): the watchdog renews it while
-                held.
+                held or not; None: the watchdog renews it while held.
+                Default: the lock's lease (None unless client.lock() was
+                given one).
+            wait: the same as timeout, under rlock's name (give one or
+                the other).
             owner: the holder: None for the calling thread, or an Owner.
-            cancel: a Cancel whose fire() ends the wait (Canceled).
+            cancel: a Cancel whose fire() ends the wait (Canceled). On the
+                main thread Ctrl-C fires it too.
 
         Returns:
             True when the owner now holds the lock (once more), False when
             another owner held it for the whole wait.
 
         Raises:
-            InvalidArgument (bad durations), WrongType (the key is not a
-            lock of this family), Deadlock (write half asked while holding
-            the read half), ConnectionError/TimeoutError (server
-            unreachable), ReplicaError, Canceled, Closed.
+            KeyboardInterrupt: Ctrl-C on the main thread during the wait
+                (nothing is held). InvalidArgument (bad durations),
+                WrongType (the key is not a lock of this family), Deadlock
+                (write half asked while holding the read half),
+                ConnectionError/TimeoutError (server unreachable: a wait
+                tries again until it ends, or for the client's
+                ``unreachable_retry``), ReplicaError, Canceled, Closed.
         """
-        wait = wait_ms(blocking, timeout)
-        lease_v = lease_ms(lease)
-        c = self._client
-        tok = _thread_cancel() if wait != 0 and cancel is None else None
-        if owner is None and cancel is None and not self._wants_token:
-            c._enter(tok)
-            try:
-                rc = lib.rlock_lock_try_acquire_cancel(
-                    self._h.ptr, wait, lease_v, ffi.NULL if tok is None
-                    else tok)
-            finally:
-                c._leave(tok)
-            return _result(rc, None)
-        return self._acquire_opts(wait, lease_v, owner_number(owner),
-                                  cancel, tok)
+        took: List[bool] = []
+        try:
+            return self._take(blocking, timeout, lease, wait, owner,
+                              cancel, took)
+        except BaseException:
+            if took:
+                self._give_back(owner)
+            raise
 
     _wants_token = False
 
-    def _acquire_opts(self, wait: int, lease_v: int, own: int,
-                      cancel: Optional[Cancel], tok: Any) -> bool:
+    def _take(self, blocking: bool, timeout: Any, lease: Any, wait: Any,
+              owner: OwnerLike, cancel: Optional[Cancel],
+              took: List[bool]) -> bool:
+        """acquire()'s work; appends to `took` once a hold is taken (the
+        caller gives it back if an exception follows)."""
+        wait_v = pick_wait(blocking, timeout, wait, self._wait)
+        lease_v = pick_lease(lease, self._lease)
+        own = owner_number(owner)
+        user = None if cancel is None else _cancel_ptr(cancel)
+        tok = _thread_cancel() if user is None else user
+        c = self._client
+        ptr = self._h.ptr
+        if own == 0 and user is None and not self._wants_token:
+            def attempt(w: int, box: Any) -> None:
+                c._enter(tok, reset=False)
+                try:
+                    lib.rlock_py_lock_try_acquire(ptr, w, lease_v, tok, box)
+                finally:
+                    c._leave(tok)
+            rc = _wait.wait(attempt, wait_v, tok, True, took)
+            return _result(rc, None)
         o = ffi.new("rlock_acquire_options *")
         lib.rlock_acquire_options_init(o, lib.RLOCK_ACQUIRE_OPTIONS_VERSION)
-        o.wait_ms, o.lease_ms, o.owner = wait, lease_v, own
-        if cancel is not None:
-            if not isinstance(cancel, Cancel):
-                raise TypeError("cancel must be an rlock.Cancel, not "
-                                f"{type(cancel).__name__}")
-            o.cancel = cancel._ptr
-        elif tok is not None:
-            o.cancel = tok
+        o.lease_ms, o.owner, o.cancel = lease_v, own, tok
         token = ffi.new("int64_t *") if self._wants_token else None
         if token is not None:
             o.token = token
-        c = self._client
-        c._enter(tok)
-        try:
-            rc = lib.rlock_lock_acquire_opts(self._h.ptr, o)
-        finally:
-            c._leave(tok)
+        mine = None if user is not None else tok
+
+        def attempt_opts(w: int, box: Any) -> None:
+            o.wait_ms = w
+            c._enter(mine, reset=False)
+            try:
+                lib.rlock_py_lock_acquire(ptr, o, box)
+            finally:
+                c._leave(mine)
+        rc = _wait.wait(attempt_opts, wait_v, tok, user is None, took)
         got = _result(rc, cancel)
         if got and token is not None:
             self._got_token(own, int(token[0]))
         return got
+
+    def _give_back(self, owner: OwnerLike) -> None:
+        """Release the hold an interrupted acquisition took; its errors
+        give way to the exception being raised."""
+        try:
+            self.release(owner=owner)
+        except Exception:
+            pass
 
     def _got_token(self, own: int, token: int) -> None:
         pass
@@ -616,8 +698,24 @@ class Lock:
             raise error_for(rc)
 
     def __enter__(self) -> "Lock":
-        self.acquire()
-        return self
+        """Acquire with the lock's wait and lease (client.lock()'s).
+
+        Raises:
+            Locked: the lock's wait ended without it.
+            KeyboardInterrupt: Ctrl-C during the wait (nothing held).
+            The other exceptions of acquire().
+        """
+        took: List[bool] = []
+        try:
+            if not self._take(True, DEFAULT, DEFAULT, DEFAULT, None, None,
+                              took):
+                raise Locked(f"lock '{self._name}' was not acquired within "
+                             f"its wait of {self._wait} s")
+            return self
+        except BaseException:
+            if took:
+                self._give_back(None)
+            raise
 
     def __exit__(self, et: Optional[Type[BaseException]],
                  ev: Optional[BaseException],
@@ -645,6 +743,10 @@ class Lock:
         answer)."""
         return bool(self._query(lib.rlock_lock_is_held_owner, "int *",
                                 owner_number(owner)))
+
+    def owned(self, owner: OwnerLike = None) -> bool:
+        """held(), under redis-py's name."""
+        return self.held(owner)
 
     def holds(self, owner: OwnerLike = None) -> int:
         """The hold count of the calling thread (or `owner`), 0 if none."""
@@ -725,8 +827,10 @@ class FencedLock(Lock):
     kind = "fenced"
     _wants_token = True
 
-    def __init__(self, client: Client, name: str) -> None:
-        super().__init__(client, name)
+    def __init__(self, client: Client, name: str, *,
+                 wait: Optional[float] = None,
+                 lease: Optional[float] = None) -> None:
+        super().__init__(client, name, wait=wait, lease=lease)
         self._tokens: Dict[int, int] = {}
 
     def _got_token(self, own: int, token: int) -> None:
@@ -756,10 +860,12 @@ class SpinLock(Lock):
 
     kind = "spin"
 
-    def __init__(self, client: Client, name: str, opts: Any = None) -> None:
+    def __init__(self, client: Client, name: str, opts: Any = None, *,
+                 wait: Optional[float] = None,
+                 lease: Optional[float] = None) -> None:
         self._opts = opts if opts is not None else spin_options(
             "exponential", None, None, None, None, None)
-        super().__init__(client, name)
+        super().__init__(client, name, wait=wait, lease=lease)
 
     def _make(self, out: Any, client: Any, name: bytes) -> int:
         return int(lib.rlock_lock_new_spin_opts(out, client, name,
@@ -784,9 +890,11 @@ class WriteLock(Lock):
 class ReadWriteLock:
     """A read-write lock (Redisson's RReadWriteLock) over one name."""
 
-    def __init__(self, client: Client, name: str) -> None:
-        self._read = ReadLock(client, name)
-        self._write = WriteLock(client, name)
+    def __init__(self, client: Client, name: str, *,
+                 wait: Optional[float] = None,
+                 lease: Optional[float] = None) -> None:
+        self._read = ReadLock(client, name, wait=wait, lease=lease)
+        self._write = WriteLock(client, name, wait=wait, lease=lease)
         self.name = name
 
     def read_lock(self) -> ReadLock:
@@ -814,14 +922,20 @@ def _members(locks: Sequence[Any], what: str) -> List[Lock]:
 
 class _Group:
     """What MultiLock and RedLock share: members on one or more clients,
-    entered together for every call."""
+    entered together for every call; a wait and a lease of their own for
+    ``with`` and acquire() (``wait=``, ``lease=``, as client.lock's)."""
 
     _new: Callable[..., int]
     _free: Callable[[Any], None]
     _what = ""
 
-    def __init__(self, *locks: Lock) -> None:
+    def __init__(self, *locks: Lock, wait: Optional[float] = None,
+                 lease: Optional[float] = None) -> None:
         self._locks = _members(locks, self._what)
+        wait_ms(True, wait, "wait")
+        lease_ms(lease)
+        self._wait: Optional[float] = wait
+        self._lease: Optional[float] = lease
         self._clients = list({id(m.client): m.client
                               for m in self._locks}.values())
         arr = ffi.new("rlock_lock *[]", [m._h.ptr for m in self._locks]
@@ -838,11 +952,11 @@ class _Group:
         for m in self._locks:  # freed before any member
             m._h.deps.append(self._h)
 
-    def _enter(self, tok: Any) -> None:
+    def _enter(self, tok: Any, reset: bool = True) -> None:
         done: List[Client] = []
         try:
             for c in self._clients:
-                c._enter(tok, reset=not done)
+                c._enter(tok, reset=reset and not done)
                 done.append(c)
         except BaseException:
             for c in done:
@@ -868,23 +982,42 @@ class _Group:
         """The members, in order."""
         return tuple(self._locks)
 
-    def _opts(self, blocking: bool, timeout: float, lease: Optional[float],
-              owner: OwnerLike, cancel: Optional[Cancel]) -> Tuple[Any, Any]:
+    @property
+    def wait(self) -> Optional[float]:
+        """The group's own wait in seconds (None: for ever)."""
+        return self._wait
+
+    @property
+    def lease(self) -> Optional[float]:
+        """The group's own lease in seconds (None: the watchdog)."""
+        return self._lease
+
+    def _take(self, blocking: bool, timeout: Any, lease: Any, wait: Any,
+              owner: OwnerLike, cancel: Optional[Cancel],
+              took: List[bool]) -> bool:
+        """acquire()'s work (Lock._take's contract)."""
         o = ffi.new("rlock_acquire_options *")
         lib.rlock_acquire_options_init(o, lib.RLOCK_ACQUIRE_OPTIONS_VERSION)
-        o.wait_ms = wait_ms(blocking, timeout)
-        o.lease_ms = lease_ms(lease)
+        wait_v = pick_wait(blocking, timeout, wait, self._wait)
+        o.lease_ms = pick_lease(lease, self._lease)
         o.owner = owner_number(owner)
-        tok = None
-        if cancel is not None:
-            if not isinstance(cancel, Cancel):
-                raise TypeError("cancel must be an rlock.Cancel, not "
-                                f"{type(cancel).__name__}")
-            o.cancel = cancel._ptr
-        elif o.wait_ms != 0:
-            tok = _thread_cancel()
-            o.cancel = tok
-        return o, tok
+        user = None if cancel is None else _cancel_ptr(cancel)
+        tok = _thread_cancel() if user is None else user
+        o.cancel = tok
+        mine = None if user is not None else tok
+
+        def attempt(w: int, box: Any) -> None:
+            o.wait_ms = w
+            self._enter(mine, reset=False)
+            try:
+                self._call(o, box)
+            finally:
+                self._leave(mine)
+        rc = _wait.wait(attempt, wait_v, tok, user is None, took)
+        return _result(rc, cancel)
+
+    def _call(self, o: Any, box: Any) -> None:
+        raise NotImplementedError
 
     def _release(self, fn: Callable[[Any, int], int],
                  owner: OwnerLike) -> None:
@@ -897,17 +1030,45 @@ class _Group:
         if rc != OK:
             raise error_for(rc)
 
+    def acquire(self, blocking: bool = True,
+                timeout: Optional[float] = DEFAULT,
+                lease: Optional[float] = DEFAULT, *,
+                wait: Optional[float] = DEFAULT, owner: OwnerLike = None,
+                cancel: Optional[Cancel] = None) -> bool:
+        """Acquire as Lock.acquire (the same arguments, answers and
+        Ctrl-C behaviour); the class says what holding means."""
+        took: List[bool] = []
+        try:
+            return self._take(blocking, timeout, lease, wait, owner,
+                              cancel, took)
+        except BaseException:
+            if took:
+                self._give_back(owner)
+            raise
+
+    def _give_back(self, owner: OwnerLike) -> None:
+        try:
+            self.release(owner=owner)
+        except Exception:
+            pass
+
     def __enter__(self) -> "_Group":
-        self.acquire()
-        return self
+        """Acquire with the group's wait and lease; Locked when the wait
+        ends without it (as Lock's)."""
+        took: List[bool] = []
+        try:
+            if not self._take(True, DEFAULT, DEFAULT, DEFAULT, None, None,
+                              took):
+                raise Locked(f"{self._what} was not acquired within its "
+                             f"wait of {self._wait} s")
+            return self
+        except BaseException:
+            if took:
+                self._give_back(None)
+            raise
 
     def __exit__(self, *exc: Any) -> None:
         self.release()
-
-    def acquire(self, blocking: bool = True, timeout: float = -1,
-                lease: Optional[float] = None, *, owner: OwnerLike = None,
-                cancel: Optional[Cancel] = None) -> bool:
-        raise NotImplementedError
 
     def release(self, *, owner: OwnerLike = None) -> None:
         raise NotImplementedError
@@ -920,26 +1081,17 @@ class MultiLock(_Group):
     the order given; if one cannot be had within the wait, those taken are
     released before acquire() returns False. Take sets of locks in one
     global order everywhere (rlock.lock_order gives one), or two
-    MultiLocks can deadlock each other.
+    MultiLocks can deadlock each other. acquire() takes Lock.acquire's
+    arguments; True when the owner holds every member, False when one was
+    held elsewhere for the whole wait (nothing is then held).
     """
 
     _new = staticmethod(lib.rlock_multilock_new)
     _free = staticmethod(lib.rlock_multilock_free)
     _what = "MultiLock"
 
-    def acquire(self, blocking: bool = True, timeout: float = -1,
-                lease: Optional[float] = None, *, owner: OwnerLike = None,
-                cancel: Optional[Cancel] = None) -> bool:
-        """Acquire every member within `timeout` in all (as Lock.acquire);
-        True when the owner holds every member, False when one was held
-        elsewhere for the whole wait (nothing is then held)."""
-        o, tok = self._opts(blocking, timeout, lease, owner, cancel)
-        self._enter(tok)
-        try:
-            rc = lib.rlock_multilock_acquire_opts(self._h.ptr, o)
-        finally:
-            self._leave(tok)
-        return _result(rc, cancel)
+    def _call(self, o: Any, box: Any) -> None:
+        lib.rlock_py_multilock_acquire(self._h.ptr, o, box)
 
     def release(self, *, owner: OwnerLike = None) -> None:
         """Release one hold of every member, in reverse order; every member
@@ -959,36 +1111,33 @@ class MultiLock(_Group):
             raise error_for(rc)
         return bool(out[0])
 
+    def owned(self, owner: OwnerLike = None) -> bool:
+        """held(), under redis-py's name."""
+        return self.held(owner)
+
 
 class RedLock(_Group):
     """A quorum lock (RedLock) over reentrant locks on independent servers,
     one client each: held when a majority of members is. Members are asked
     in parallel, every free one is taken, and the validity left is on
-    ``last_result``."""
+    ``last_result``. acquire() takes Lock.acquire's arguments (each member
+    gets the lease); True when the owner holds a quorum with validity
+    left."""
 
     _new = staticmethod(lib.rlock_redlock_new)
     _free = staticmethod(lib.rlock_redlock_free)
     _what = "RedLock"
     last_result: Optional[RedLockResult] = None
 
-    def acquire(self, blocking: bool = True, timeout: float = -1,
-                lease: Optional[float] = None, *, owner: OwnerLike = None,
-                cancel: Optional[Cancel] = None) -> bool:
-        """Acquire a quorum of members within `timeout` (as Lock.acquire;
-        each member with `lease`). True when the owner holds a quorum with
-        validity left; ``last_result`` tells each member's outcome."""
-        o, tok = self._opts(blocking, timeout, lease, owner, cancel)
+    def _call(self, o: Any, box: Any) -> None:
         res = ffi.new("rlock_redlock_result **")
-        self._enter(tok)
         try:
-            rc = lib.rlock_redlock_acquire_opts(res, self._h.ptr, o)
+            lib.rlock_py_redlock_acquire(res, self._h.ptr, o, box)
         finally:
-            self._leave(tok)
-        try:
-            self.last_result = redlock_result(res[0])
-        finally:
-            lib.rlock_redlock_result_free(res[0])
-        return _result(rc, cancel)
+            try:
+                self.last_result = redlock_result(res[0])
+            finally:
+                lib.rlock_redlock_result_free(res[0])
 
     def release(self, *, owner: OwnerLike = None) -> None:
         """Release every member the owner holds, in parallel.

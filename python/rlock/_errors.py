@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """The exception hierarchy: one base, rlock.Error, and one subclass per
 failure a caller handles differently, each mapped from librlock's status
-codes (rlock/errors.h). A wait that ends without the lock is not an error:
-acquire() returns False."""
+codes (rlock/errors.h). A wait that ends without the lock is not an error
+for acquire(), which returns False; ``with`` raises Locked."""
 from __future__ import annotations
 
 import builtins
@@ -82,8 +82,10 @@ class WrongType(Error):
 
 
 class Locked(Error):
-    """Another owner holds the lock (RLOCK_ELOCKED). Acquisitions never
-    raise it (they return False); it is here for completeness."""
+    """Another owner held the lock for the whole wait (RLOCK_ELOCKED):
+    raised by ``with lock:`` when the lock was given a wait
+    (``client.lock(name, wait=5)``) that ended without it. acquire() never
+    raises it: it returns False."""
 
 
 class NotHeld(Error, RuntimeError):

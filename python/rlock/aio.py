@@ -14,6 +14,15 @@ timer with call_later, and is woken from other threads with
 call_soon_threadsafe (the adapter table of rlock/loop.h). Every operation
 is a coroutine; thousands of acquisitions may be pending on one loop.
 
+Names: every method that must be awaited is either one asyncio.Lock
+awaits too (``acquire``) or the release that pairs with it, or its name
+starts with ``a``, as ``aclose`` does: the queries are ``alocked()``,
+``aheld()``, ``ahold_count()``, ``attl()``, ``ainspect()`` and
+``aforce_release()``, so that ``if lock.alocked():`` reads as the mistake
+it is (a coroutine object, always true). The names they had before
+(``locked()``, ...) still work when awaited, with a DeprecationWarning,
+and raise TypeError in a boolean context instead of being always true.
+
 Owners: by default each asyncio Task is an owner (a task that holds a lock
 may acquire it again; two tasks exclude each other). Pass ``owner=`` (an
 rlock.Owner) to hold across tasks. Cancelling the task that awaits an
@@ -25,18 +34,21 @@ from __future__ import annotations
 
 import asyncio
 import inspect as _inspect
+import warnings
 import weakref
 from types import TracebackType
-from typing import (Any, Awaitable, Callable, Dict, Iterable, List, Optional,
-                    Sequence, Tuple, Type, Union)
+from typing import (Any, Awaitable, Callable, Coroutine, Dict, Generator,
+                    Generic, Iterable, List, NoReturn, Optional, Sequence,
+                    Tuple, Type, TypeVar, Union)
 
 from . import _base
-from ._base import (ECANCELED, ELOCKED, OK, Handle, LockInfo, LogLevel,
-                    Owner, OwnerLike, PubSubMode, RedLockResult, _bytes,
-                    _text, check, lease_ms, lock_info, owner_number,
-                    redlock_result, spin_options, wait_ms)
+from ._base import (DEFAULT, ECANCELED, ELOCKED, OK, Handle, LockInfo,
+                    LogLevel, Owner, OwnerLike, PubSubMode, RedLockResult,
+                    _bytes, _text, check, lease_ms, lock_info, owner_number,
+                    pick_lease, pick_wait, redlock_result, spin_options,
+                    wait_ms)
 from ._client import Stats
-from ._errors import Closed, InvalidArgument, error_for
+from ._errors import Closed, InvalidArgument, Locked, error_for
 from ._native import ffi, lib
 
 __all__ = ["Client", "Lock", "FairLock", "FencedLock", "SpinLock",
@@ -465,40 +477,51 @@ class Client:
         return op
 
     # ---- lock objects -----------------------------------------------------
-    def lock(self, name: str) -> "Lock":
+    # Every lock takes `wait` and `lease` (seconds; None: for ever, and
+    # renewed by the watchdog): its own, as rlock.Client's locks.
+    def lock(self, name: str, *, wait: Optional[float] = None,
+             lease: Optional[float] = None) -> "Lock":
         """A reentrant lock (RLock) named `name`. No I/O."""
-        return Lock(self, name)
+        return Lock(self, name, wait=wait, lease=lease)
 
-    def fair_lock(self, name: str) -> "FairLock":
+    def fair_lock(self, name: str, *, wait: Optional[float] = None,
+                  lease: Optional[float] = None) -> "FairLock":
         """A fair lock (RFairLock)."""
-        return FairLock(self, name)
+        return FairLock(self, name, wait=wait, lease=lease)
 
-    def fenced_lock(self, name: str) -> "FencedLock":
+    def fenced_lock(self, name: str, *, wait: Optional[float] = None,
+                    lease: Optional[float] = None) -> "FencedLock":
         """A fenced lock (RFencedLock), with ``.token``."""
-        return FencedLock(self, name)
+        return FencedLock(self, name, wait=wait, lease=lease)
 
     def spin_lock(self, name: str, *, backoff: str = "exponential",
                   initial_delay: Optional[float] = None,
                   max_delay: Optional[float] = None,
                   multiplier: Optional[float] = None,
                   jitter: Optional[bool] = None,
-                  delay: Optional[float] = None) -> "SpinLock":
+                  delay: Optional[float] = None,
+                  wait: Optional[float] = None,
+                  lease: Optional[float] = None) -> "SpinLock":
         """A spin lock (RSpinLock), with rlock.Client.spin_lock's
         back-off keywords."""
         return SpinLock(self, name, spin_options(
-            backoff, initial_delay, max_delay, multiplier, jitter, delay))
+            backoff, initial_delay, max_delay, multiplier, jitter, delay),
+            wait=wait, lease=lease)
 
-    def read_write_lock(self, name: str) -> "ReadWriteLock":
+    def read_write_lock(self, name: str, *, wait: Optional[float] = None,
+                        lease: Optional[float] = None) -> "ReadWriteLock":
         """A read-write lock: ``.read_lock()``, ``.write_lock()``."""
-        return ReadWriteLock(self, name)
+        return ReadWriteLock(self, name, wait=wait, lease=lease)
 
-    def multi_lock(self, *locks: "Lock") -> "MultiLock":
+    def multi_lock(self, *locks: "Lock", wait: Optional[float] = None,
+                   lease: Optional[float] = None) -> "MultiLock":
         """All of `locks` or none (members of loop clients on this loop)."""
-        return MultiLock(*locks)
+        return MultiLock(*locks, wait=wait, lease=lease)
 
-    def red_lock(self, *locks: "Lock") -> "RedLock":
+    def red_lock(self, *locks: "Lock", wait: Optional[float] = None,
+                 lease: Optional[float] = None) -> "RedLock":
         """A quorum lock over reentrant locks of several loop clients."""
-        return RedLock(*locks)
+        return RedLock(*locks, wait=wait, lease=lease)
 
 
 async def _settle(op: _Op) -> Tuple[int, Any, str]:
@@ -544,18 +567,57 @@ async def _acquisition(op: _Op,
         raise
 
 
+_T = TypeVar("_T")
+
+
+class _Deprecated(Generic[_T]):
+    """What a query's old name returns: its coroutine, to await as
+    before, but refusing a boolean context (``if lock.locked():``, always
+    true for a coroutine) with TypeError."""
+
+    __slots__ = ("_coro", "_name")
+
+    def __init__(self, coro: Coroutine[Any, Any, _T], name: str) -> None:
+        self._coro = coro
+        self._name = name
+
+    def __await__(self) -> Generator[Any, None, _T]:
+        return self._coro.__await__()
+
+    def __bool__(self) -> NoReturn:
+        self._coro.close()
+        raise TypeError(f"lock.{self._name}() is a coroutine, always true "
+                        f"unawaited: write 'await lock.a{self._name}()'")
+
+
+def _deprecated(coro: Coroutine[Any, Any, _T], name: str) -> _Deprecated[_T]:
+    warnings.warn(f"rlock.aio: lock.{name}() is deprecated, use "
+                  f"'await lock.a{name}()' (the name says it is awaited)",
+                  DeprecationWarning, stacklevel=3)
+    return _Deprecated(coro, name)
+
+
 class Lock:
-    """A reentrant lock (RLock) of an aio.Client: every operation is a
-    coroutine; ``async with lock:`` holds it for the current task."""
+    """A reentrant lock (RLock) of an aio.Client: ``async with lock:``
+    holds it for the current task; ``await lock.acquire()``, ``await
+    lock.release()``; the queries are coroutines named with an ``a``
+    (``await lock.alocked()``). ``client.lock(name, wait=, lease=)``
+    gives it a wait and a lease of its own, as rlock.Client.lock does."""
 
     _new = staticmethod(lib.rlock_lock_new)
     kind = "reentrant"
     _wants_token = False
 
-    def __init__(self, client: Client, name: str) -> None:
+    def __init__(self, client: Client, name: str, *,
+                 wait: Optional[float] = None,
+                 lease: Optional[float] = None) -> None:
         if not isinstance(client, Client):
             raise TypeError("client must be an rlock.aio.Client, not "
                             f"{type(client).__name__}")
+        wait_ms(True, wait, "wait")
+        lease_ms(lease)
+        self._wait: Optional[float] = wait
+        self._lease: Optional[float] = lease
         client._check()
         self._client = client
         self._name = name
@@ -586,16 +648,30 @@ class Lock:
         """The client the lock uses."""
         return self._client
 
-    async def acquire(self, blocking: bool = True, timeout: float = -1,
-                      lease: Optional[float] = None, *,
+    @property
+    def wait(self) -> Optional[float]:
+        """The lock's own wait in seconds (None: for ever)."""
+        return self._wait
+
+    @property
+    def lease(self) -> Optional[float]:
+        """The lock's own lease in seconds (None: the watchdog)."""
+        return self._lease
+
+    async def acquire(self, blocking: bool = True,
+                      timeout: Optional[float] = DEFAULT,
+                      lease: Optional[float] = DEFAULT, *,
+                      wait: Optional[float] = DEFAULT,
                       owner: OwnerLike = None) -> bool:
         """Acquire for the current task (or `owner`): rlock.Lock.acquire's
-        arguments and answers. Cancelling the awaiting task cancels the
-        acquisition (a fair waiter leaves the queue)."""
+        arguments and answers (``timeout``/``wait``: the wait, None or -1
+        for ever; by default the lock's own wait and lease). Cancelling
+        the awaiting task cancels the acquisition (a fair waiter leaves
+        the queue)."""
         o = ffi.new("rlock_acquire_options *")
         lib.rlock_acquire_options_init(o, lib.RLOCK_ACQUIRE_OPTIONS_VERSION)
-        o.wait_ms = wait_ms(blocking, timeout)
-        o.lease_ms = lease_ms(lease)
+        o.wait_ms = pick_wait(blocking, timeout, wait, self._wait)
+        o.lease_ms = pick_lease(lease, self._lease)
         own = o.owner = _owner(owner)
         op = self._client._start("acquire", lib.rlock_lock_acquire_async,
                                  self._h.ptr, o, lib._rlock_async_done,
@@ -621,7 +697,11 @@ class Lock:
             raise error_for(rc, msg)
 
     async def __aenter__(self) -> "Lock":
-        await self.acquire()
+        """Acquire with the lock's own wait and lease; Locked when that
+        wait ends without it."""
+        if not await self.acquire():
+            raise Locked(f"lock '{self._name}' was not acquired within its "
+                         f"wait of {self._wait} s")
         return self
 
     async def __aexit__(self, et: Optional[Type[BaseException]],
@@ -637,39 +717,64 @@ class Lock:
             raise error_for(rc, msg)
         return value
 
-    async def locked(self) -> bool:
+    async def alocked(self) -> bool:
         """Whether anyone holds the lock."""
         return bool(await self._value("locked", lib.rlock_lock_is_locked_async,
                                       lib._rlock_async_done))
 
-    async def hold_count(self, owner: OwnerLike = None) -> int:
+    async def ahold_count(self, owner: OwnerLike = None) -> int:
         """The hold count of the current task (or `owner`)."""
         return int(await self._value("holds",
                                      lib.rlock_lock_hold_count_async,
                                      _owner(owner), lib._rlock_async_done))
 
-    async def held(self, owner: OwnerLike = None) -> bool:
+    async def aheld(self, owner: OwnerLike = None) -> bool:
         """Whether the current task (or `owner`) holds it."""
-        return await self.hold_count(owner) > 0
+        return await self.ahold_count(owner) > 0
 
-    async def ttl(self) -> Optional[float]:
+    async def attl(self) -> Optional[float]:
         """Seconds left on the lease, None when not locked."""
         ms = int(await self._value("ttl", lib.rlock_lock_ttl_async,
                                    lib._rlock_async_done))
         return None if ms < 0 else ms / 1000
 
-    async def force_release(self) -> bool:
+    async def aforce_release(self) -> bool:
         """Delete the lock whoever holds it; True when there was one."""
         return bool(await self._value("force",
                                       lib.rlock_lock_force_release_async,
                                       lib._rlock_async_done))
 
-    async def inspect(self) -> LockInfo:
+    async def ainspect(self) -> LockInfo:
         """The lock's whole state in one atomic step."""
         info: LockInfo = await self._value(self._name,
                                            lib.rlock_lock_inspect_async,
                                            lib._rlock_info_done)
         return info
+
+    # The queries' names before the ``a`` prefix: deprecated.
+    def locked(self) -> _Deprecated[bool]:
+        """Deprecated: ``await lock.alocked()``."""
+        return _deprecated(self.alocked(), "locked")
+
+    def hold_count(self, owner: OwnerLike = None) -> _Deprecated[int]:
+        """Deprecated: ``await lock.ahold_count()``."""
+        return _deprecated(self.ahold_count(owner), "hold_count")
+
+    def held(self, owner: OwnerLike = None) -> _Deprecated[bool]:
+        """Deprecated: ``await lock.aheld()``."""
+        return _deprecated(self.aheld(owner), "held")
+
+    def ttl(self) -> _Deprecated[Optional[float]]:
+        """Deprecated: ``await lock.attl()``."""
+        return _deprecated(self.attl(), "ttl")
+
+    def force_release(self) -> _Deprecated[bool]:
+        """Deprecated: ``await lock.aforce_release()``."""
+        return _deprecated(self.aforce_release(), "force_release")
+
+    def inspect(self) -> _Deprecated[LockInfo]:
+        """Deprecated: ``await lock.ainspect()``."""
+        return _deprecated(self.ainspect(), "inspect")
 
     def check(self, owner: OwnerLike = None) -> bool:
         """Local check of the current task's (or `owner`'s) hold, no round
@@ -713,10 +818,12 @@ class SpinLock(Lock):
 
     kind = "spin"
 
-    def __init__(self, client: Client, name: str, opts: Any = None) -> None:
+    def __init__(self, client: Client, name: str, opts: Any = None, *,
+                 wait: Optional[float] = None,
+                 lease: Optional[float] = None) -> None:
         self._opts = opts if opts is not None else spin_options(
             "exponential", None, None, None, None, None)
-        super().__init__(client, name)
+        super().__init__(client, name, wait=wait, lease=lease)
 
     def _make(self, out: Any, client: Any, name: bytes) -> int:
         return int(lib.rlock_lock_new_spin_opts(out, client, name,
@@ -740,9 +847,11 @@ class WriteLock(Lock):
 class ReadWriteLock:
     """A read-write lock (RReadWriteLock) of an aio.Client."""
 
-    def __init__(self, client: Client, name: str) -> None:
-        self._read = ReadLock(client, name)
-        self._write = WriteLock(client, name)
+    def __init__(self, client: Client, name: str, *,
+                 wait: Optional[float] = None,
+                 lease: Optional[float] = None) -> None:
+        self._read = ReadLock(client, name, wait=wait, lease=lease)
+        self._write = WriteLock(client, name, wait=wait, lease=lease)
         self.name = name
 
     def read_lock(self) -> ReadLock:
@@ -759,7 +868,12 @@ class _Group:
     _free: Callable[[Any], None]
     _what = ""
 
-    def __init__(self, *locks: Lock) -> None:
+    def __init__(self, *locks: Lock, wait: Optional[float] = None,
+                 lease: Optional[float] = None) -> None:
+        wait_ms(True, wait, "wait")
+        lease_ms(lease)
+        self._wait: Optional[float] = wait
+        self._lease: Optional[float] = lease
         if len(locks) == 1 and not isinstance(locks[0], Lock) and \
                 isinstance(locks[0], Iterable):
             locks = tuple(locks[0])
@@ -792,12 +906,22 @@ class _Group:
         """The members, in order."""
         return tuple(self._locks)
 
-    def _opts(self, blocking: bool, timeout: float, lease: Optional[float],
+    @property
+    def wait(self) -> Optional[float]:
+        """The group's own wait in seconds (None: for ever)."""
+        return self._wait
+
+    @property
+    def lease(self) -> Optional[float]:
+        """The group's own lease in seconds (None: the watchdog)."""
+        return self._lease
+
+    def _opts(self, blocking: bool, timeout: Any, lease: Any, wait: Any,
               owner: OwnerLike) -> Tuple[Any, int]:
         o = ffi.new("rlock_acquire_options *")
         lib.rlock_acquire_options_init(o, lib.RLOCK_ACQUIRE_OPTIONS_VERSION)
-        o.wait_ms = wait_ms(blocking, timeout)
-        o.lease_ms = lease_ms(lease)
+        o.wait_ms = pick_wait(blocking, timeout, wait, self._wait)
+        o.lease_ms = pick_lease(lease, self._lease)
         own = o.owner = _owner(owner)
         return o, own
 
@@ -808,14 +932,20 @@ class _Group:
         return self._client
 
     async def __aenter__(self) -> "_Group":
-        await self.acquire()
+        """Acquire with the group's own wait and lease; Locked when that
+        wait ends without it."""
+        if not await self.acquire():
+            raise Locked(f"{self._what} was not acquired within its wait "
+                         f"of {self._wait} s")
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
         await self.release()
 
-    async def acquire(self, blocking: bool = True, timeout: float = -1,
-                      lease: Optional[float] = None, *,
+    async def acquire(self, blocking: bool = True,
+                      timeout: Optional[float] = DEFAULT,
+                      lease: Optional[float] = DEFAULT, *,
+                      wait: Optional[float] = DEFAULT,
                       owner: OwnerLike = None) -> bool:
         raise NotImplementedError
 
@@ -831,11 +961,13 @@ class MultiLock(_Group):
     _free = staticmethod(lib.rlock_multilock_free)
     _what = "MultiLock"
 
-    async def acquire(self, blocking: bool = True, timeout: float = -1,
-                      lease: Optional[float] = None, *,
+    async def acquire(self, blocking: bool = True,
+                      timeout: Optional[float] = DEFAULT,
+                      lease: Optional[float] = DEFAULT, *,
+                      wait: Optional[float] = DEFAULT,
                       owner: OwnerLike = None) -> bool:
         """Acquire every member for the current task (or `owner`)."""
-        o, own = self._opts(blocking, timeout, lease, owner)
+        o, own = self._opts(blocking, timeout, lease, wait, owner)
         op = self._owner_client()._start(
             "multi", lib.rlock_multilock_acquire_async, self._h.ptr, o,
             lib._rlock_async_done, with_op=True)
@@ -862,11 +994,13 @@ class RedLock(_Group):
     _what = "RedLock"
     last_result: Optional[RedLockResult] = None
 
-    async def acquire(self, blocking: bool = True, timeout: float = -1,
-                      lease: Optional[float] = None, *,
+    async def acquire(self, blocking: bool = True,
+                      timeout: Optional[float] = DEFAULT,
+                      lease: Optional[float] = DEFAULT, *,
+                      wait: Optional[float] = DEFAULT,
                       owner: OwnerLike = None) -> bool:
         """Acquire a quorum for the current task (or `owner`)."""
-        o, own = self._opts(blocking, timeout, lease, owner)
+        o, own = self._opts(blocking, timeout, lease, wait, owner)
         op = self._owner_client()._start(
             "redlock", lib.rlock_redlock_acquire_async_result, self._h.ptr,
             o, lib._rlock_redlock_done, with_op=True)

@@ -29,19 +29,19 @@ async def test_every_kind(server: Server, name: str) -> None:
     async with rlock.aio.Client(server.url) as c:
         lock = c.lock(name)
         assert await lock.acquire() and await lock.acquire(timeout=1)
-        assert await lock.hold_count() == 2 and lock.check()
-        assert 25 < (await lock.ttl() or 0) <= 30
+        assert await lock.ahold_count() == 2 and lock.check()
+        assert 25 < (await lock.attl() or 0) <= 30
         other = asyncio.create_task(lock.acquire(blocking=False))
         assert await other is False  # another task is another owner
-        info = await lock.inspect()
+        info = await lock.ainspect()
         assert info.holders[0].holds == 2
         await lock.release()
         await lock.release()
-        assert not await lock.locked()
+        assert not await lock.alocked()
         with pytest.raises(rlock.NotHeld):
             await lock.release()
         async with c.fair_lock(name + "f") as f:
-            assert await f.held()
+            assert await f.aheld()
         fe = c.fenced_lock(name + "t")
         async with fe:
             first = fe.token
@@ -50,7 +50,7 @@ async def test_every_kind(server: Server, name: str) -> None:
             assert (fe.token or 0) > first
         rw = c.read_write_lock(name + "rw")
         async with rw.read_lock():
-            assert (await rw.read_lock().inspect()).mode == "read"
+            assert (await rw.read_lock().ainspect()).mode == "read"
             with pytest.raises(rlock.Deadlock):
                 await rw.write_lock().acquire()
         async with rw.write_lock():
@@ -58,13 +58,13 @@ async def test_every_kind(server: Server, name: str) -> None:
                 rw.read_lock().acquire(blocking=False))
         spin = c.spin_lock(name + "s", backoff="constant", delay=0.002)
         async with spin:
-            assert await spin.held()
+            assert await spin.aheld()
         m = c.multi_lock(c.lock(name + "m1"), c.fair_lock(name + "m2"))
         async with m:
-            assert await m.locks[1].held()
-        assert not await m.locks[0].locked()
+            assert await m.locks[1].aheld()
+        assert not await m.locks[0].alocked()
         assert await lock.acquire(lease=3)
-        assert await lock.force_release() is True
+        assert await lock.aforce_release() is True
 
 
 async def test_thousand_pending_on_one_loop(server: Server,
@@ -91,7 +91,7 @@ async def test_thousand_pending_on_one_loop(server: Server,
         await until(all_waiting, "1000 acquisitions waiting")
         await lock.release(owner=holder)
         await asyncio.wait_for(asyncio.gather(*tasks), 60)
-        assert done == 1000 and not await lock.locked()
+        assert done == 1000 and not await lock.alocked()
 
 
 async def test_cancel_pending_acquisitions(server: Server,
@@ -105,14 +105,14 @@ async def test_cancel_pending_acquisitions(server: Server,
         fairs = [asyncio.create_task(fair.acquire()) for _ in range(3)]
 
         async def queued() -> bool:
-            return (await fair.inspect()).queue_length == 3
+            return (await fair.ainspect()).queue_length == 3
         await until(queued, "3 fair waiters")
         for t in waits + fairs:
             t.cancel()
         res = await asyncio.gather(*waits, *fairs, return_exceptions=True)
         assert all(isinstance(r, asyncio.CancelledError) for r in res)
         assert c.pending == 0
-        assert (await fair.inspect()).queue_length == 0  # they left
+        assert (await fair.ainspect()).queue_length == 0  # they left
         # timeouts end a wait with False, and the next waiter still wins
         assert await plain.acquire(timeout=0.05) is False
         nxt = asyncio.create_task(plain.acquire(timeout=10))
@@ -134,7 +134,7 @@ async def test_cancel_after_grant_gives_it_back(server: Server,
                 await lock.release(owner=rlock.aio.task_owner(t))
             except asyncio.CancelledError:
                 pass
-            assert not await lock.locked()
+            assert not await lock.alocked()
 
 
 async def test_lost_lock_and_close(server: Server, name: str) -> None:
@@ -162,7 +162,7 @@ async def test_lost_lock_and_close(server: Server, name: str) -> None:
     with pytest.raises(rlock.Closed):
         await pending
     with pytest.raises(rlock.Closed):
-        await lock.locked()
+        await lock.alocked()
 
 
 async def test_red_lock_and_cluster(servers3: List[Server],
@@ -183,7 +183,7 @@ async def test_red_lock_and_cluster(servers3: List[Server],
     async with rlock.aio.Client(cluster_url(cluster)) as cc:
         for i in range(6):
             async with cc.lock(f"pyac:{i}") as lk:
-                assert await lk.held()
+                assert await lk.aheld()
 
 
 async def test_bad_arguments(server: Server) -> None:
@@ -195,3 +195,49 @@ async def test_bad_arguments(server: Server) -> None:
         with pytest.raises(rlock.InvalidArgument, match="name"):
             c.lock("")
 
+
+
+async def test_queries_say_they_are_awaited(server: Server,
+                                            name: str) -> None:
+    """The queries are named with an ``a``; their old names still work
+    awaited (DeprecationWarning) and refuse a boolean context instead of
+    being always true."""
+    async with rlock.aio.Client(server.url) as c:
+        lock = c.lock(name)
+        assert await lock.alocked() is False
+        with pytest.warns(DeprecationWarning, match="alocked"):
+            assert await lock.locked() is False
+        with pytest.warns(DeprecationWarning):
+            q = lock.held()
+        with pytest.raises(TypeError, match="await lock.aheld()"):
+            if q:  # the mistake of issue 29: always true unawaited
+                pytest.fail("a coroutine taken for True")
+        async with lock:
+            with pytest.warns(DeprecationWarning):
+                assert await lock.hold_count() == 1
+            with pytest.warns(DeprecationWarning):
+                assert (await lock.ttl() or 0) > 0
+            with pytest.warns(DeprecationWarning):
+                assert (await lock.inspect()).locked
+        with pytest.warns(DeprecationWarning):
+            assert await lock.force_release() is False
+
+
+async def test_own_wait_and_lease_and_timeout_none(server: Server,
+                                                   name: str) -> None:
+    async with rlock.aio.Client(server.url) as c:
+        lock = c.lock(name, wait=0.1, lease=8)
+        assert await lock.acquire(timeout=None)  # for ever, as at run time
+        assert 7 < (await lock.attl() or 0) <= 8
+        other = asyncio.create_task(lock.acquire())  # the lock's 0.1 s
+        assert await other is False
+
+        async def enter() -> None:
+            async with lock:
+                pytest.fail("the body ran")
+        with pytest.raises(rlock.Locked, match="0.1 s"):
+            await asyncio.create_task(enter())
+        assert await asyncio.create_task(lock.acquire(wait=0.05)) is False
+        with pytest.raises(TypeError, match="not both"):
+            await lock.acquire(timeout=1, wait=1)
+        await lock.release()

@@ -251,3 +251,48 @@ def test_close_ends_waits_and_objects(server: Server, name: str) -> None:
     c.close()  # again: nothing
     held.release()
     holder.close()
+
+
+def test_a_lock_s_own_wait_and_lease(client: rlock.Client, name: str) -> None:
+    """client.lock(name, wait=, lease=): used by ``with`` and acquire();
+    ``timeout`` is the wait (threading's name), ``wait=`` the same."""
+    lock = client.lock(name, wait=0.2, lease=7)
+    assert lock.wait == 0.2 and lock.lease == 7
+    with lock:
+        assert 6 < lock.ttl <= 7  # the lock's lease, not the watchdog's
+    other = rlock.Owner()
+    assert lock.acquire(owner=other)
+    with pytest.raises(rlock.Locked, match="within its wait of 0.2 s"):
+        with lock:  # another owner holds it: the wait of 0.2 s ends
+            pytest.fail("the body ran")
+    assert lock.acquire() is False  # the lock's wait again
+    assert lock.acquire(wait=0.05) is False
+    assert lock.acquire(timeout=0.05) is False
+    with pytest.raises(TypeError, match="not both"):
+        lock.acquire(timeout=1, wait=1)
+    lock.release(owner=other)
+    assert lock.acquire(lease=None)  # None: the watchdog, not the lock's
+    assert 25 < lock.ttl <= 30
+    assert lock.owned() and lock.held()
+    lock.release()
+    assert not lock.owned()
+    with pytest.raises(rlock.InvalidArgument, match="wait must be"):
+        client.lock(name, wait=-3)
+    with pytest.raises(rlock.InvalidArgument, match="lease must be"):
+        client.fair_lock(name, lease=0)
+    assert client.lock(name, wait=None).acquire(timeout=None)  # for ever
+    client.lock(name).release()
+
+
+def test_groups_own_wait_and_lease(client: rlock.Client, name: str) -> None:
+    a, b = client.lock(name + "a"), client.lock(name + "b")
+    m = client.multi_lock(a, b, wait=0.1, lease=9)
+    with m:
+        assert m.held() and m.owned() and 8 < a.ttl <= 9
+    holder = rlock.Owner()
+    assert b.acquire(owner=holder)
+    with pytest.raises(rlock.Locked, match="MultiLock"):
+        with m:
+            pass
+    assert not a.locked()  # all or none
+    b.release(owner=holder)
