@@ -1032,6 +1032,17 @@ public:
   void check(const owner &o) {
     detail::check(rlock_lock_check_owner(h_, o.checked_id()));
   }
+  /// Give the calling thread's fixed-lease hold a fresh lease: it now
+  /// expires `lease` from now (rlock_lock_extend; redis-py's reacquire).
+  /// Throws lost_lock when the hold is gone, rlock::error with
+  /// errc::not_held when the thread holds nothing here, errc::invalid for
+  /// a hold the watchdog renews.
+  void extend(std::chrono::milliseconds lease) {
+    detail::check(rlock_lock_extend(h_, lease.count()));
+  }
+  void extend(const owner &o, std::chrono::milliseconds lease) {
+    detail::check(rlock_lock_extend_owner(h_, o.checked_id(), lease.count()));
+  }
   /// Whether anyone holds the lock (a round trip).
   bool is_locked() {
     int v = 0;

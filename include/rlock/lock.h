@@ -473,6 +473,27 @@ RLOCK_EXTERN int rlock_lock_check(rlock_lock *lock);
 /** rlock_lock_check() for the holds of `owner`. */
 RLOCK_EXTERN int rlock_lock_check_owner(rlock_lock *lock, uint64_t owner);
 
+/**
+ * Give the calling thread's hold of a lock taken with a fixed lease a
+ * fresh one: it now expires `lease_ms` from now (every fixed-lease level of
+ * the hold; redis-py's reacquire(), or extend() with replace_ttl). One
+ * round trip; the server sets the lease only while the hold is still
+ * there, so a hold that expired or was force-released is never re-created.
+ * @param lease_ms 1 ms to RLOCK_MAX_DURATION_MS.
+ * @return RLOCK_OK; RLOCK_ENOTHELD when the thread holds no level of it;
+ *         RLOCK_ELOST when the hold was lost (its lease ran out, or the
+ *         server no longer has it); RLOCK_EINVAL for a lease out of range
+ *         or a hold only the watchdog renews (it needs no extension);
+ *         RLOCK_EIO / RLOCK_ETIMEOUT when the server cannot be reached
+ *         (the hold keeps the lease it had, or the new one: the answer
+ *         was lost).
+ */
+RLOCK_EXTERN int rlock_lock_extend(rlock_lock *lock, int64_t lease_ms);
+
+/** rlock_lock_extend() for the holds of `owner`. */
+RLOCK_EXTERN int rlock_lock_extend_owner(rlock_lock *lock, uint64_t owner,
+                                         int64_t lease_ms);
+
 /** Whether anyone holds the lock: *locked = 1 or 0. RLOCK_EWRONGTYPE when
  * the key is not a lock. */
 RLOCK_EXTERN int rlock_lock_is_locked(int *locked, rlock_lock *lock);

@@ -231,6 +231,14 @@ RLOCK_EXTERN int rlock_lock_is_locked_async(rlock_lock *lock, rlock_async_fn cb,
 RLOCK_EXTERN int rlock_lock_hold_count_async(rlock_lock *lock, uint64_t owner,
                                              rlock_async_fn cb, void *arg);
 
+/** rlock_lock_extend_owner() on the loop: `owner`'s hold, taken with a
+ * fixed lease, now expires `lease_ms` from now; the callback gets its
+ * status (value 0). Argument checks and a hold only the watchdog renews
+ * fail in the callback, as the blocking call's. */
+RLOCK_EXTERN int rlock_lock_extend_async(rlock_lock *lock, uint64_t owner,
+                                         int64_t lease_ms, rlock_async_fn cb,
+                                         void *arg);
+
 /** Remaining lease in ms (value; as rlock_lock_ttl: -2 no lock, -1 no
  * expiry). */
 RLOCK_EXTERN int rlock_lock_ttl_async(rlock_lock *lock, rlock_async_fn cb,

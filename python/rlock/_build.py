@@ -159,6 +159,7 @@ int rlock_lock_release(rlock_lock *lock);
 int rlock_lock_release_owner(rlock_lock *lock, uint64_t owner);
 int rlock_lock_force_release(int *deleted, rlock_lock *lock);
 int rlock_lock_check_owner(rlock_lock *lock, uint64_t owner);
+int rlock_lock_extend_owner(rlock_lock *lock, uint64_t owner, int64_t lease_ms);
 int rlock_lock_is_locked(int *locked, rlock_lock *lock);
 int rlock_lock_is_held_owner(int *held, rlock_lock *lock, uint64_t owner);
 int rlock_lock_hold_count_owner(int64_t *count, rlock_lock *lock,
@@ -245,6 +246,8 @@ int rlock_lock_force_release_async(rlock_lock *lock, rlock_async_fn cb,
                                    void *arg);
 int rlock_lock_is_locked_async(rlock_lock *lock, rlock_async_fn cb,
                                void *arg);
+int rlock_lock_extend_async(rlock_lock *lock, uint64_t owner, int64_t lease_ms,
+                            rlock_async_fn cb, void *arg);
 int rlock_lock_hold_count_async(rlock_lock *lock, uint64_t owner,
                                 rlock_async_fn cb, void *arg);
 int rlock_lock_ttl_async(rlock_lock *lock, rlock_async_fn cb, void *arg);

@@ -791,6 +791,33 @@ class Lock:
             raise error_for(rc)
         return True
 
+    def extend(self, lease: float, owner: OwnerLike = None) -> None:
+        """Give the calling thread's (or `owner`'s) hold, taken with a
+        fixed lease, a fresh one: it now expires `lease` seconds from now.
+        redis-py's ``reacquire()`` is ``extend(the lease)``, and its
+        ``extend(t, replace_ttl=True)`` is ``extend(t)``. A hold the
+        watchdog renews needs none.
+
+        Raises:
+            NotHeld: the thread (or owner) holds nothing here.
+            LockLost: the hold is gone (expired, or force-released); it is
+                not re-created.
+            InvalidArgument: a lease out of range, or a watchdog hold.
+            ConnectionError/TimeoutError: the server cannot be reached.
+        """
+        ms = lease_ms(lease)
+        if ms == lib.RLOCK_LEASE_WATCHDOG:
+            raise InvalidArgument("extend needs a lease in seconds")
+        c = self._client
+        c._enter()
+        try:
+            rc = lib.rlock_lock_extend_owner(self._h.ptr, owner_number(owner),
+                                             ms)
+        finally:
+            c._leave()
+        if rc != OK:
+            raise error_for(rc)
+
     def inspect(self) -> LockInfo:
         """The lock's whole state in one atomic step (LockInfo): TTL, every
         holder with its hold count, a fair lock's queue."""

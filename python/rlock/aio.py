@@ -732,6 +732,15 @@ class Lock:
         """Whether the current task (or `owner`) holds it."""
         return await self.ahold_count(owner) > 0
 
+    async def aextend(self, lease: float, owner: OwnerLike = None) -> None:
+        """Give the current task's (or `owner`'s) fixed-lease hold a fresh
+        lease of `lease` seconds from now (the sync Lock.extend's rules)."""
+        ms = lease_ms(lease)
+        if ms == lib.RLOCK_LEASE_WATCHDOG:
+            raise InvalidArgument("extend needs a lease in seconds")
+        await self._value("extend", lib.rlock_lock_extend_async,
+                          _owner(owner), ms, lib._rlock_async_done)
+
     async def attl(self) -> Optional[float]:
         """Seconds left on the lease, None when not locked."""
         ms = int(await self._value("ttl", lib.rlock_lock_ttl_async,

@@ -241,3 +241,17 @@ async def test_own_wait_and_lease_and_timeout_none(server: Server,
         with pytest.raises(TypeError, match="not both"):
             await lock.acquire(timeout=1, wait=1)
         await lock.release()
+
+
+async def test_aextend(server: Server, name: str) -> None:
+    async with rlock.aio.Client(server.url) as c:
+        lock = c.lock(name)
+        with pytest.raises(rlock.NotHeld):
+            await lock.aextend(5)
+        await lock.acquire(lease=0.3)
+        await lock.aextend(20)
+        assert 15000 < int(server.cmd("PTTL", name)) <= 20000
+        server.cmd("DEL", name)
+        with pytest.raises(rlock.LockLost):
+            await lock.aextend(20)
+        assert int(server.cmd("EXISTS", name)) == 0

@@ -296,3 +296,26 @@ def test_groups_own_wait_and_lease(client: rlock.Client, name: str) -> None:
             pass
     assert not a.locked()  # all or none
     b.release(owner=holder)
+
+
+def test_extend_gives_a_fixed_lease_a_fresh_one(client: rlock.Client,
+                                                server: Server,
+                                                name: str) -> None:
+    lock = client.lock(name)
+    with pytest.raises(rlock.NotHeld):
+        lock.extend(5)
+    assert lock.acquire(lease=0.3)
+    lock.extend(20)
+    assert 15000 < int(server.cmd("PTTL", name)) <= 20000
+    with pytest.raises(rlock.InvalidArgument):
+        lock.extend(0)
+    server.cmd("DEL", name)
+    with pytest.raises(rlock.LockLost):
+        lock.extend(20)
+    assert int(server.cmd("EXISTS", name)) == 0
+    with pytest.raises(rlock.Error):
+        lock.release()
+    assert lock.acquire()  # the watchdog's lease: nothing to extend
+    with pytest.raises(rlock.InvalidArgument, match="watchdog"):
+        lock.extend(20)
+    lock.release()

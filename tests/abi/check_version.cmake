@@ -10,7 +10,10 @@
 #     ("## [Unreleased]" above it is left out);
 #   - docs/rlock.1: the .TH line's "rlock X.Y.Z";
 #   - debian/*.symbols: each symbol names the release that introduced it,
-#     so none may name a release after this version.
+#     so none may name a release after this version, except the next minor
+#     release: functions added since the last release (CHANGELOG.md's
+#     "Unreleased") name the release they will first be in, which adds
+#     functions and so is a minor one.
 #   cmake -DROOT=<source tree> -P check_version.cmake
 cmake_minimum_required(VERSION 3.18)
 file(STRINGS ${ROOT}/include/rlock/version.h lines
@@ -43,12 +46,15 @@ expect(debian/changelog "^rlock \\(([^)]+)\\)" "the newest entry's version")
 expect(CHANGELOG.md "^## \\[([0-9][^]]*)\\]" "the newest released section's version")
 expect(docs/rlock.1 "^\\.TH .*\"rlock ([^\"]+)\"" "the .TH line's version")
 
+math(EXPR _next_minor "${_MINOR} + 1")
+set(next ${_MAJOR}.${_next_minor}.0)
 file(GLOB symbols ${ROOT}/debian/*.symbols)
 foreach(f IN LISTS symbols)
   file(STRINGS ${f} entries REGEX "^ [^ ]+ [0-9]")
   foreach(entry IN LISTS entries)
     string(REGEX MATCH "^ ([^ ]+) ([^ ]+)" _ "${entry}")
-    if(CMAKE_MATCH_2 VERSION_GREATER version)
+    if(CMAKE_MATCH_2 VERSION_GREATER version AND
+       NOT CMAKE_MATCH_2 VERSION_EQUAL next)
       file(RELATIVE_PATH rel ${ROOT} ${f})
       string(APPEND errors "\n  ${rel}: ${CMAKE_MATCH_1} names ${CMAKE_MATCH_2}")
     endif()

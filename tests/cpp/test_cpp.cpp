@@ -569,6 +569,16 @@ void test_errors_locks(void **) {
     }
     CHECK(!m.is_locked());
 
+    // extend(): a fresh fixed lease; refused for nobody's hold, and lost
+    // once the hold is gone.
+    CHECK_THROWS(rlock::error, rlock::errc::not_held, m.extend(10s), );
+    m.lock(300ms);
+    m.extend(20s);
+    CHECK(m.ttl().value_or(0ms) > 15000ms, "extended TTL");
+    redis_del("cpp:err");
+    CHECK_THROWS(rlock::lost_lock, rlock::errc::lost, m.extend(20s), );
+    m.unlock();
+
     // A key that is not a lock.
     rt_cmd_ok(srv, "SET cpp:str x");
     rlock::mutex s(c, "cpp:str");

@@ -315,6 +315,38 @@ static void test_try_once_and_tagged_channel(void **state) {
   rlock_client_free(b);
 }
 
+/* A fixed-lease hold given a fresh lease: the server's TTL moves to the
+ * new lease, the local record with it (rlock_lock_check stays OK past the
+ * old lease); a watchdog hold, a hold of nobody and one that is gone are
+ * refused, each with its own status, and nothing is re-created. */
+static void test_extend(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, 0);
+  rlock_lock *l = fx_lock(c, "basic:extend");
+  RC(rlock_lock_extend(l, 1000), RLOCK_ENOTHELD);
+  OK(rlock_lock_try_acquire(l, 0, 300));
+  OK(rlock_lock_extend(l, 20000));
+  ASSERT_RANGE(rt_cmd_int(srv, "PTTL basic:extend"), 15000, 20000);
+  RC(rlock_lock_extend(l, 0), RLOCK_EINVAL);
+  RC(rlock_lock_extend(l, -5), RLOCK_EINVAL);
+  RC(rlock_lock_extend(NULL, 1000), RLOCK_EINVAL);
+  rt_sleep_ms(400); /* past the first lease: the time is what is tested */
+  OK(rlock_lock_check(l));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS basic:extend"), 1);
+  /* Gone on the server (deleted by hand): lost, and not re-created. */
+  assert_int_equal(rt_cmd_int(srv, "DEL basic:extend"), 1);
+  RC(rlock_lock_extend(l, 20000), RLOCK_ELOST);
+  assert_int_equal(rt_cmd_int(srv, "EXISTS basic:extend"), 0);
+  rlock_lock_release(l);
+  /* The watchdog's hold needs none. */
+  OK(rlock_lock_try_acquire(l, 0, RLOCK_LEASE_WATCHDOG));
+  RC(rlock_lock_extend(l, 20000), RLOCK_EINVAL);
+  assert_non_null(strstr(rlock_error_last()->message, "watchdog"));
+  OK(rlock_lock_release(l));
+  rlock_lock_free(l);
+  rlock_client_free(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reentrant_counts),
@@ -328,6 +360,7 @@ int main(void) {
       cmocka_unit_test(test_wrong_type_loses_nothing),
       cmocka_unit_test(test_inspect),
       cmocka_unit_test(test_try_once_and_tagged_channel),
+      cmocka_unit_test(test_extend),
   };
   return cmocka_run_group_tests(tests, fx_setup, fx_teardown);
 }

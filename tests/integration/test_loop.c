@@ -1476,6 +1476,37 @@ static void test_spin_backoffs(void **state) {
   sc_check_exponential(us, loop_spin_attempts(&o, "loop:spin-exp", us));
 }
 
+static int extend(rlock_lock *l, uint64_t owner, int64_t lease) {
+  result r = {0};
+  OK(rlock_lock_extend_async(l, owner, lease, on_done, &r));
+  run_until(&r.done, 1, 5000, "an extension");
+  return r.rc;
+}
+
+/* rlock_lock_extend_async: as the blocking call (test_lock_basic's
+ * test_extend), on the loop. */
+static void test_extend(void **state) {
+  (void)state;
+  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "loop:extend");
+  uint64_t me = rlock_owner_new();
+  assert_int_equal(extend(l, me, 1000), RLOCK_ENOTHELD);
+  assert_int_equal(acquire(l, me, 0, 300), RLOCK_OK);
+  assert_int_equal(extend(l, me, 20000), RLOCK_OK);
+  ASSERT_RANGE(rt_cmd_int(srv, "PTTL loop:extend"), 15000, 20000);
+  assert_int_equal(extend(l, me, 0), RLOCK_EINVAL);
+  assert_int_equal(rt_cmd_int(srv, "DEL loop:extend"), 1);
+  assert_int_equal(extend(l, me, 20000), RLOCK_ELOST);
+  assert_int_equal(rt_cmd_int(srv, "EXISTS loop:extend"), 0);
+  release(l, me);
+  assert_int_equal(acquire(l, me, 0, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
+  assert_int_equal(extend(l, me, 20000), RLOCK_EINVAL);
+  assert_int_equal(release(l, me), RLOCK_OK);
+  RC(rlock_lock_extend_async(NULL, me, 1000, on_done, NULL), RLOCK_EINVAL);
+  rlock_lock_free(l);
+  loop_free(c);
+}
+
 #define CASES(K)                                                               \
   cmocka_unit_test(test_acquire_release),                                      \
       cmocka_unit_test(test_script_load_and_flush),                            \
@@ -1504,7 +1535,8 @@ static void test_spin_backoffs(void **state) {
       cmocka_unit_test(test_tls), cmocka_unit_test(test_login_and_names),      \
       cmocka_unit_test(test_unreachable),                                      \
       cmocka_unit_test(test_wait_meets_server_not_up_yet),                     \
-      cmocka_unit_test(test_retry_bound), cmocka_unit_test(test_spin_backoffs)
+      cmocka_unit_test(test_retry_bound),                                      \
+      cmocka_unit_test(test_spin_backoffs), cmocka_unit_test(test_extend)
 
 int main(void) {
   const struct CMUnitTest tests[] = {CASES(0)};

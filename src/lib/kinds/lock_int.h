@@ -301,6 +301,19 @@ int rlock__relet_result(rlock_lock *l, size_t i, const char *field,
                         int64_t lease_ms, int rc, const rlock__reply *r,
                         int64_t sent_us);
 
+/* A renewal script's answer (renew.lua's): 1 the field was there and
+ * got its lease, 0 it was gone, -1 not such an answer. */
+int rlock__relet_alive(const rlock__reply *r);
+
+/* rlock_lock_extend: whether the owner's hold (under `field`) may be
+ * given a fresh fixed lease, checked locally (a lease, a hold, fixed
+ * levels), and what the renewal's answer means (RLOCK_ELOST when the
+ * field was gone; the record re-let on success). Shared by both
+ * drivers. */
+int rlock__extend_check(rlock_lock *l, const char *field, int64_t lease_ms);
+int rlock__extend_result(rlock_lock *l, const char *field, int64_t lease_ms,
+                         int rc, const rlock__reply *r, int64_t sent_us);
+
 /* Set a clearer message when a command failed on a wrong-type key. */
 int rlock__wrongtype(const rlock_lock *l, int rc);
 

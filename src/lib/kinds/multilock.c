@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * multilock.c - a MultiLock's members (checked once, at construction),
- * the steps both drivers follow to give members their full lease again
- * once the last one is taken (Redisson's tryLock, step 5: the relet), and
- * the canonical member order (rlock_names_sort). The blocking driver's
+ * and the canonical member order (rlock_names_sort). The blocking driver's
  * acquisition is blocking/multilock.c's, the loop's loop/lmulti.c's.
  */
 #include <stdio.h>
@@ -61,57 +59,6 @@ int rlock_multilock_new(rlock_multilock **out, rlock_lock *const *members,
 }
 
 void rlock_multilock_free(rlock_multilock *m) { free(m); }
-
-void rlock__relet_call(rlock_lock *l, const char *field, int64_t lease_ms,
-                       rlock__call *call) {
-  int read = l->kind->read_renewal && l->base != NULL;
-  rlock__call_script(call,
-                     read ? &rlock__script_renew_read : &rlock__script_renew);
-  rlock__call_key(call, l->name);
-  rlock__call_num(call, lease_ms);
-  rlock__call_arg(call, field);
-  if (read)
-    rlock__call_arg(call, l->base);
-}
-
-int rlock__relet_check(rlock_lock *l, size_t i, const char *field,
-                       int64_t lease_ms) {
-  if (rlock__hold_check(l->client, l->name, field) != RLOCK_OK)
-    return rlock__err(RLOCK_ELOCKED,
-                      "MultiLock member %zu (%s '%s'): its "
-                      "lease of %lld ms ran out before the last member was "
-                      "acquired",
-                      i, l->kind->label, l->name, (long long)lease_ms);
-  return RLOCK_OK;
-}
-
-int rlock__relet_result(rlock_lock *l, size_t i, const char *field,
-                        int64_t lease_ms, int rc, const rlock__reply *r,
-                        int64_t sent_us) {
-  if (rc != RLOCK_OK) {
-    char why[256];
-    snprintf(why, sizeof why, "%s", rlock_error_last()->message);
-    return rlock__err(rc,
-                      "MultiLock member %zu (%s '%s'): giving it the "
-                      "full lease failed: %s",
-                      i, l->kind->label, l->name, why);
-  }
-  int alive = r->type == RLOCK__R_ARRAY && r->n == 1 &&
-              r->elem[0]->type == RLOCK__R_INT;
-  if (!alive)
-    return rlock__err(RLOCK_EPROTO,
-                      "MultiLock member %zu (%s '%s'): "
-                      "unexpected reply to the lease renewal",
-                      i, l->kind->label, l->name);
-  if (r->elem[0]->integer == 0)
-    return rlock__err(RLOCK_ELOCKED,
-                      "MultiLock member %zu (%s '%s') was "
-                      "gone (expired or force-released) before the last "
-                      "member was acquired",
-                      i, l->kind->label, l->name);
-  rlock__hold_relet(l->client, l->name, field, lease_ms, sent_us);
-  return RLOCK_OK;
-}
 
 int rlock_multilock_is_held(int *held, rlock_multilock *m) {
   return rlock_multilock_is_held_owner(held, m, RLOCK_OWNER_THREAD);

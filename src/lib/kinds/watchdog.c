@@ -378,6 +378,18 @@ size_t rlock__hold_depth(rlock_client *c, const char *name, const char *owner) {
   return depth;
 }
 
+size_t rlock__hold_fixed_levels(rlock_client *c, const char *name,
+                                const char *owner) {
+  char key[KEYBUF_SIZE];
+  size_t klen, n = 0;
+  pthread_mutex_lock(&c->wd->mu);
+  rlock__hold *h = find(c->wd, name, owner, key, &klen);
+  for (size_t i = 0; h != NULL && !h->lost && i < h->depth; i++)
+    n += h->leases[i] > 0;
+  pthread_mutex_unlock(&c->wd->mu);
+  return n;
+}
+
 int rlock__hold_check(rlock_client *c, const char *name, const char *owner) {
   char key[KEYBUF_SIZE];
   size_t klen;

@@ -145,6 +145,11 @@ void rlock__hold_mark_lost(rlock_client *c, const char *name);
  * the last confirmed renewal or acquisition. */
 int rlock__hold_check(rlock_client *c, const char *name, const char *owner);
 
+/* How many of (name, owner)'s levels have a fixed lease (not renewed by
+ * the watchdog): 0 when none, or no record, or lost. */
+size_t rlock__hold_fixed_levels(rlock_client *c, const char *name,
+                                const char *owner);
+
 /* The levels recorded for (name, owner): 0 when none, or lost. */
 size_t rlock__hold_depth(rlock_client *c, const char *name, const char *owner);
 

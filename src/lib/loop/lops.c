@@ -318,3 +318,45 @@ int rlock_lock_hold_count_async(rlock_lock *l, uint64_t owner,
   rlock__owner_as(l->client, owner, op->owner);
   return rlock__lop_submit(op, count_start);
 }
+
+/* ---- a fresh fixed lease ------------------------------------------------ */
+
+static void extend_done(rlock_client *c, rlock__lreq *r) {
+  (void)c;
+  rlock_op *op = of_lreq(r);
+  char field[RLOCK_FIELD_MAX];
+  rlock__field(op->l, op->owner, field);
+  rlock__reply *reply;
+  int rc = answer(r, &reply);
+  rc = rlock__extend_result(op->l, field, op->keep_ms, rc, reply,
+                            op->lreq.sent_us);
+  rlock__reply_free(reply);
+  rlock__lop_finish(op, rc, 0);
+}
+
+static void extend_start(rlock_op *op) {
+  char field[RLOCK_FIELD_MAX];
+  rlock__field(op->l, op->owner, field);
+  int rc = rlock__extend_check(op->l, field, op->keep_ms);
+  if (rc != RLOCK_OK) {
+    rlock__lop_finish(op, rc, 0);
+    return;
+  }
+  rlock__relet_call(op->l, field, op->keep_ms, &op->lreq.call);
+  send_call(op, extend_done);
+}
+
+int rlock_lock_extend_async(rlock_lock *l, uint64_t owner, int64_t lease_ms,
+                            rlock_async_fn cb, void *arg) {
+  int rc = check(l, (const void *)cb, "rlock_lock_extend_async");
+  if (rc != RLOCK_OK || (rc = rlock__lop_check_owner(
+                             owner, "rlock_lock_extend_async")) != RLOCK_OK)
+    return rc;
+  rlock_op *op = op_new(l, RLOCK__LOP_RELET, cb, arg);
+  if (op == NULL)
+    return RLOCK_ENOMEM;
+  op->owner_number = owner;
+  rlock__owner_as(l->client, owner, op->owner);
+  op->keep_ms = lease_ms;
+  return rlock__lop_submit(op, extend_start);
+}
