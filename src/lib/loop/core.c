@@ -405,12 +405,8 @@ static void close_all(rlock_client *c) {
   }
   while (lp->ops != NULL) {
     rlock_op *op = lp->ops;
-    if (op->type == RLOCK__LOP_ACQUIRE)
-      rlock__lacquire_abandon(op);
-    if (op->type == RLOCK__LOP_MULTI)
-      rlock__lmulti_abandon(op);
-    if (op->type == RLOCK__LOP_REDLOCK)
-      rlock__lredlock_abandon(op);
+    if (op->abandon != NULL)
+      op->abandon(op);
     rlock__err(RLOCK_ECLOSED, "client freed");
     rlock__lop_finish(op, RLOCK_ECLOSED, 0);
   }
@@ -452,14 +448,7 @@ static int loop_client_free(rlock_client *c) {
 
 /* Cancel on the loop thread (each kind ignores an operation that is over,
  * or not started yet: its cancel request comes after its start). */
-static void cancel_now(rlock_op *op) {
-  if (op->type == RLOCK__LOP_MULTI)
-    rlock__lmulti_cancel(op);
-  else if (op->type == RLOCK__LOP_REDLOCK)
-    rlock__lredlock_cancel(op);
-  else
-    rlock__lacquire_cancel(op);
-}
+static void cancel_now(rlock_op *op) { op->cancel(op); }
 
 /* Another thread: queue a request (once per operation until handled) and
  * wake the loop. The wake-up is asked for under the inbox's mutex, which
@@ -480,9 +469,7 @@ static void cancel_later(rlock_op *op) {
 }
 
 int rlock_op_cancel(rlock_op *op) {
-  if (op == NULL ||
-      (op->type != RLOCK__LOP_ACQUIRE && op->type != RLOCK__LOP_MULTI &&
-       op->type != RLOCK__LOP_REDLOCK))
+  if (op == NULL || op->cancel == NULL)
     return rlock__err(RLOCK_EINVAL, "rlock_op_cancel: %s",
                       op == NULL ? "op is NULL" : "not an acquisition");
   rlock_client *c = op->c;

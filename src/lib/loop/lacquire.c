@@ -420,8 +420,9 @@ void rlock__lacquire_start(rlock_op *op) {
   attempt(op);
 }
 
-void rlock__lacquire_event(rlock_op *op, int what) {
-  if (what == 0) { /* the channel was refused (an ACL): last error set */
+void rlock__lacquire_event(rlock_op *op, rlock__chan_event what) {
+  if (what == RLOCK__CHAN_FAILED) { /* the channel was refused (an ACL): last
+                                       error set */
     rlock__lsub_leave(op->c, op);
     if (op->state == RLOCK__LACQ_ATTEMPTING ||
         op->state == RLOCK__LACQ_SETTLING ||
@@ -436,11 +437,11 @@ void rlock__lacquire_event(rlock_op *op, int what) {
   }
   if (op->state == RLOCK__LACQ_ATTEMPTING ||
       op->state == RLOCK__LACQ_SETTLING) {
-    op->woken |= what == 2;
+    op->woken |= what == RLOCK__CHAN_WOKEN;
     return;
   }
   if (op->state == RLOCK__LACQ_SUBSCRIBING ||
-      (what == 2 && op->state == RLOCK__LACQ_SLEEPING))
+      (what == RLOCK__CHAN_WOKEN && op->state == RLOCK__LACQ_SLEEPING))
     attempt(op);
 }
 

@@ -97,6 +97,10 @@ static rlock_op *child_new(rlock_op *op, size_t i, int type,
 static void take(rlock_op *op) {
   rlock_lock *l = op->multi->members[op->index];
   rlock_op *child = child_new(op, op->index, RLOCK__LOP_ACQUIRE, member_taken);
+  if (child != NULL) {
+    child->cancel = rlock__lacquire_cancel;
+    child->abandon = rlock__lacquire_abandon;
+  }
   if (child == NULL) {
     fail(op, RLOCK_ENOMEM, op->index);
     return;
@@ -274,6 +278,8 @@ int rlock_multilock_acquire_async(rlock_multilock *m,
   rlock_op *op = rlock__lop_new(m->members[0], RLOCK__LOP_MULTI);
   if (op == NULL)
     return RLOCK_ENOMEM;
+  op->cancel = rlock__lmulti_cancel;
+  op->abandon = rlock__lmulti_abandon;
   op->cb = cb;
   op->arg = arg;
   op->multi = m;
@@ -332,6 +338,8 @@ int rlock_multilock_release_async(rlock_multilock *m, uint64_t owner,
   rlock_op *op = rlock__lop_new(m->members[0], RLOCK__LOP_MULTI);
   if (op == NULL)
     return RLOCK_ENOMEM;
+  op->cancel = rlock__lmulti_cancel;
+  op->abandon = rlock__lmulti_abandon;
   op->cb = cb;
   op->arg = arg;
   op->multi = m;

@@ -305,6 +305,11 @@ struct rlock_op {
   void (*start)(rlock_op *op); /* while in the inbox */
   int finished;                /* outcome set, callback due */
   int busy;                    /* lreq is in flight */
+  /* An acquisition's own steps (NULL for the other operations): cancel it
+   * on the loop thread (rlock_op_cancel), and abandon it without I/O when
+   * the client is freed (before it completes with RLOCK_ECLOSED). */
+  void (*cancel)(rlock_op *op);
+  void (*abandon)(rlock_op *op);
   /* rlock_op_cancel from another thread (core.c): the request waits in
    * the client's cancel list; the operation outlives its callback until
    * every request queued for it has been handled. */
@@ -386,9 +391,13 @@ void rlock__loop_leave(rlock_client *c);
 
 /* lacquire.c */
 void rlock__lacquire_start(rlock_op *op);
-/* The subscription of op's channel is confirmed (1) or failed (0, the last
- * error set), or a message woke it (2). */
-void rlock__lacquire_event(rlock_op *op, int what);
+/* What a waiter's channel tells it (lsub.c). */
+typedef enum rlock__chan_event {
+  RLOCK__CHAN_FAILED,    /* the subscription failed (last error set) */
+  RLOCK__CHAN_CONFIRMED, /* the subscription is confirmed */
+  RLOCK__CHAN_WOKEN      /* an unlock message (or a possibly missed one) */
+} rlock__chan_event;
+void rlock__lacquire_event(rlock_op *op, rlock__chan_event what);
 /* rlock_op_cancel on the loop thread. */
 void rlock__lacquire_cancel(rlock_op *op);
 /* The client is being freed: abandon the acquisition (no I/O). */
@@ -429,7 +438,7 @@ enum rlock__lacq_state {
 
 /* Join `op` to the waiters of `channel`, subscribing when needed: 1 when
  * the subscription is confirmed already, 0 when the operation will hear
- * rlock__lacquire_event(op, 1) once it is (or (op, 0) if it fails), or a
+ * RLOCK__CHAN_CONFIRMED once it is (RLOCK__CHAN_FAILED if it fails), or a
  * status (the subscriber cannot connect, out of memory). */
 int rlock__lsub_join(rlock_client *c, rlock_op *op, const char *channel);
 /* 1 when op's channel is confirmed. */

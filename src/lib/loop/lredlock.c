@@ -301,6 +301,10 @@ static void new_round(rlock_op *op) {
   for (size_t i = 0; i < r->n; i++) {
     red->status[i] = PENDING;
     rlock_op *child = child_new(op, i, RLOCK__LOP_ACQUIRE, member_answered);
+    if (child != NULL) {
+      child->cancel = rlock__lacquire_cancel;
+      child->abandon = rlock__lacquire_abandon;
+    }
     if (child == NULL) {
       note(red, i, RLOCK_ENOMEM, "out of memory");
       continue;
@@ -463,6 +467,8 @@ static rlock_op *op_new(rlock_redlock *r, const caller *who, uint64_t owner) {
   rlock_op *op = rlock__lop_new(r->members[0], RLOCK__LOP_REDLOCK);
   if (op == NULL)
     return NULL;
+  op->cancel = rlock__lredlock_cancel;
+  op->abandon = rlock__lredlock_abandon;
   struct rlock__lred *red = rlock__calloc(1, sizeof *red);
   if (red != NULL && who->res_cb != NULL &&
       (red->res = rlock__calloc(1, sizeof *red->res)) == NULL) {

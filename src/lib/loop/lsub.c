@@ -230,7 +230,7 @@ int rlock__lsub_take_permit(rlock_op *op) {
 
 /* Tell every waiter of `ch` (those that join meanwhile too), safe against
  * waiters leaving on the way. */
-static void walk(rlock_client *c, rlock__lchan *ch, int what) {
+static void walk(rlock_client *c, rlock__lchan *ch, rlock__chan_event what) {
   ch->walking = 1;
   for (rlock_op *op = ch->first; op != NULL && !c->loop->doomed;
        op = ch->cursor) {
@@ -247,12 +247,12 @@ static void walk(rlock_client *c, rlock__lchan *ch, int what) {
 static void deliver(rlock_client *c, rlock__lchan *ch, const char *payload) {
   rlock__obs_count(&c->obs, RLOCK__STAT_WAKEUPS);
   if (rlock__unlock_wakes_all(payload)) {
-    walk(c, ch, 2);
+    walk(c, ch, RLOCK__CHAN_WOKEN);
     return;
   }
   for (rlock_op *op = ch->first; op != NULL; op = op->cnext)
     if (op->state == RLOCK__LACQ_SLEEPING) {
-      rlock__lacquire_event(op, 2);
+      rlock__lacquire_event(op, RLOCK__CHAN_WOKEN);
       return;
     }
   if (ch->permits < ch->nwaiters)
@@ -275,7 +275,7 @@ static void confirmed(rlock_client *c, rlock__lchan *ch, int subscribed) {
     if (ch->nwaiters == 0)
       idle(c, ch);
     else
-      walk(c, ch, 1);
+      walk(c, ch, RLOCK__CHAN_CONFIRMED);
   } else if (!subscribed && ch->state == RLOCK__LCHAN_UNSUB_PENDING) {
     ch->state = RLOCK__LCHAN_NONE;
     if (ch->nwaiters == 0)
@@ -318,7 +318,7 @@ static void refused(rlock_client *c, rlock__lconn *k, rlock__reply *r) {
   if (ch == NULL)
     return;
   ch->state = RLOCK__LCHAN_NONE;
-  walk(c, ch, 0);
+  walk(c, ch, RLOCK__CHAN_FAILED);
 }
 
 static void on_push(rlock_client *c, rlock__lconn *k, const rlock__push *p) {
@@ -421,7 +421,8 @@ void rlock__lsub_retry(rlock_client *c, rlock__ltimer *t) {
     tried = 1;
     if (subscribe(c, ch) != RLOCK_OK || ch->state == RLOCK__LCHAN_NONE)
       failed = 1;
-    walk(c, ch, 2); /* an unlock may have been missed: attempt again */
+    walk(c, ch,
+         RLOCK__CHAN_WOKEN); /* an unlock may have been missed: attempt again */
   }
   free(l.items);
   /* The back-off grows with every try and is reset only by a confirmed
