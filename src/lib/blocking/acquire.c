@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cancel.h"
+#include "calls.h"
 #include "common.h"
 #include "lock_int.h"
 #include "watchdog.h"

@@ -4,6 +4,7 @@
  * caller's thread (the steps are kinds/relet.c's, as the loop's
  * rlock_lock_extend_async's).
  */
+#include "calls.h"
 #include "common.h"
 #include "lock_int.h"
 

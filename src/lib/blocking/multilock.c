@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cancel.h"
+#include "calls.h"
 #include "common.h"
 #include "lock_int.h"
 #include "rlock/multilock.h"
@@ -146,4 +147,22 @@ int rlock_multilock_release_owner(rlock_multilock *m, uint64_t owner) {
         first.code == RLOCK_OK)
       rlock__error_save(&first);
   return first.code == RLOCK_OK ? RLOCK_OK : rlock__error_restore(&first);
+}
+
+int rlock_multilock_is_held(int *held, rlock_multilock *m) {
+  return rlock_multilock_is_held_owner(held, m, RLOCK_OWNER_THREAD);
+}
+
+int rlock_multilock_is_held_owner(int *held, rlock_multilock *m,
+                                  uint64_t owner) {
+  if (held == NULL || m == NULL)
+    return rlock__err(RLOCK_EINVAL, "rlock_multilock_is_held: %s is NULL",
+                      held ? "MultiLock" : "held");
+  *held = 1;
+  for (size_t i = 0; i < m->n && *held; i++) {
+    int rc = rlock_lock_is_held_owner(held, m->members[i], owner);
+    if (rc != RLOCK_OK)
+      return rc;
+  }
+  return RLOCK_OK;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * lock.c - lock objects and the operations every kind shares (acquire
- * entry points, release, force release, check); and the reentrant kind
- * (Redisson RLock): its attempt, release and force-release scripts.
+ * lock.c - lock objects and what every kind shares (the release's
+ * answer and latch, the local check); and the reentrant kind (Redisson
+ * RLock): its attempt, release and force-release scripts. The blocking
+ * calls that run them are blocking/calls.c's, the loop's loop/lops.c's.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -16,33 +17,6 @@
 #include "watchdog.h"
 
 #define UNLOCK_MESSAGE "0"
-
-int rlock__lock_run_until(rlock_lock *l, rlock__call *call, int64_t deadline_us,
-                          rlock__reply **out) {
-  int rc = rlock__call_run_until(l->client, call, deadline_us, out);
-  return rc == RLOCK_OK ? rc : rlock__wrongtype(l, rc);
-}
-
-int rlock__lock_run(rlock_lock *l, rlock__call *call, rlock__reply **out) {
-  return rlock__lock_run_until(l, call, 0, out);
-}
-
-int rlock__blocking_check(const rlock_client *c) {
-  if (!rlock__origin_ok(&c->origin))
-    return rlock__origin_refuse(&c->origin);
-  if (c->topo.refuse != NULL) /* set once, before the client is handed out */
-    return rlock__err(RLOCK_EINVAL, "%s", c->topo.refuse);
-  return RLOCK_OK;
-}
-
-int rlock__blocking_check_all(rlock_lock *const *members, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    int rc = rlock__blocking_check(members[i]->client);
-    if (rc != RLOCK_OK)
-      return rc;
-  }
-  return RLOCK_OK;
-}
 
 int rlock__attempt_result(const rlock_lock *l, const rlock__reply *r,
                           int64_t *ttl_ms) {
@@ -401,77 +375,6 @@ int rlock__release_again(const rlock__latch *latch, int rc,
          (rc == RLOCK_OK && rlock__call_unconfirmed(call));
 }
 
-/* The blocking release's follow-up (rlock__call.then): once an answer is
- * read, decide whether the release goes again, and when it does not,
- * delete its latch on the same connection, unawaited. */
-typedef struct unlatch {
-  const rlock_lock *l;
-  const rlock__latch *latch;
-  int64_t deadline;
-  int decided; /* the answer was read: `again` holds the decision */
-  int again;
-} unlatch;
-
-static int unlatch_then(void *arg, const rlock__call *call,
-                        const rlock__reply *r, rlock__buf *out) {
-  unlatch *u = arg;
-  u->decided = 1;
-  u->again = rlock__release_again(u->latch, RLOCK_OK, call, u->deadline);
-  if (u->again || !rlock__latch_spent(u->latch, r))
-    return 0;
-  char key[RLOCK__LATCH_KEY_MAX];
-  rlock__latch_key(u->l, u->latch, key, sizeof key);
-  const char *argv[2] = {"DEL", key};
-  return rlock__resp_command(out, 2, argv, NULL) == 0;
-}
-
-int rlock_lock_release(rlock_lock *l) {
-  return rlock_lock_release_owner(l, RLOCK_OWNER_THREAD);
-}
-
-int rlock_lock_release_owner(rlock_lock *l, uint64_t owner_number) {
-  if (l == NULL)
-    return rlock__err(RLOCK_EINVAL, "lock is NULL");
-  int rc = rlock__blocking_check(l->client); /* before the hold record */
-  if (rc != RLOCK_OK)
-    return rc;
-  char owner[RLOCK_OWNER_MAX], field[RLOCK_FIELD_MAX], id[33];
-  rlock__owner_as(l->client, owner_number, owner);
-  rlock__field(l, owner, field);
-  int state;
-  int64_t keep_ms;
-  /* Stop renewal first: a release must never be outlived by renewal. */
-  rlock__hold_pop(l->client, l->name, field, &state, &keep_ms);
-  rlock__latch latch;
-  rlock__release_latch(l, &latch, id);
-  int64_t deadline = rlock__deadline_after_ms(
-      l->client->cfg.connect_timeout_ms + l->client->cfg.command_timeout_ms);
-  rlock__call call;
-  rlock__reply *r = NULL;
-  unlatch u = {.l = l, .latch = &latch, .deadline = deadline};
-  for (;;) {
-    l->kind->release(l, owner, keep_ms, &latch, &call);
-    call.sync = 1;
-    call.then = latch.ttl_ms > 0 ? unlatch_then : NULL;
-    call.then_arg = &u;
-    u.decided = 0;
-    rc = rlock__lock_run(l, &call, &r);
-    if (!(u.decided ? u.again
-                    : rlock__release_again(&latch, rc, &call, deadline)))
-      break;
-    rlock__reply_free(r);
-    r = NULL;
-    rlock__sleep_ms(20);
-  }
-  if (rc != RLOCK_OK)
-    return rc;
-  rc = rlock__release_result(l, field, state, r);
-  rlock__reply_free(r);
-  if (rc == RLOCK_OK && rlock__call_unconfirmed(&call))
-    rc = rlock__release_unconfirmed(l, &call);
-  return rc;
-}
-
 int rlock__release_unconfirmed(const rlock_lock *l, const rlock__call *call) {
   return rlock__err(RLOCK_EREPLICA,
                     "%s '%s' was released on %s, but none of its %d replicas "
@@ -487,40 +390,6 @@ int rlock__acquire_unconfirmed(const rlock_lock *l, const rlock__call *call) {
                     "confirmed it within %lld ms; it was given back",
                     l->kind->label, l->name, call->served_by, call->replicas,
                     (long long)l->client->cfg.replica_sync_timeout_ms);
-}
-
-int rlock_lock_force_release(int *deleted, rlock_lock *l) {
-  if (l == NULL)
-    return rlock__err(RLOCK_EINVAL, "lock is NULL");
-  int rc = rlock__blocking_check(l->client);
-  if (rc != RLOCK_OK)
-    return rc;
-  rlock__call call;
-  rlock__reply *r;
-  l->kind->force_release(l, &call);
-  call.sync = 1;
-  rc = rlock__lock_run(l, &call, &r);
-  if (rc != RLOCK_OK)
-    return rc;
-  if (r->type != RLOCK__R_INT) {
-    rc = rlock__err(RLOCK_EPROTO, "force-unlock script returned a %s",
-                    rlock__reply_type_name(r));
-  } else {
-    /* Only a deletion ends local holds: a read lock's force release does
-     * nothing to a write-held lock, whose renewal must go on. */
-    if (r->integer == 1)
-      rlock__hold_mark_lost(l->client, l->name);
-    if (deleted != NULL)
-      *deleted = r->integer == 1;
-  }
-  rlock__reply_free(r);
-  if (rc == RLOCK_OK && rlock__call_unconfirmed(&call))
-    rc = rlock__err(RLOCK_EREPLICA,
-                    "%s '%s' was force-released on %s, but "
-                    "no replica confirmed it within %lld ms",
-                    l->kind->label, l->name, call.served_by,
-                    (long long)l->client->cfg.replica_sync_timeout_ms);
-  return rc;
 }
 
 int rlock_lock_check(rlock_lock *l) {

@@ -159,26 +159,6 @@ void rlock__latch_ttl(const rlock__latch *latch, rlock__call *call);
 void rlock__latch_name(rlock_lock *l, const rlock__latch *latch,
                        rlock__call *call);
 
-/* The first step of every blocking function of lock.h, multilock.h and
- * redlock.h, before it touches any state (a hold record above all):
- * RLOCK_OK when `c` may be used from the calling thread by blocking;
- * RLOCK_ECLOSED in a fork()ed child (rlock__origin_refuse); RLOCK_EINVAL,
- * with why, for a client an event loop drives (rlock_client_new_loop),
- * whose locks are used through the _async functions. The pools refuse
- * the same clients later, but by then a release has dropped its hold
- * record, so the refusal must come first. */
-int rlock__blocking_check(const rlock_client *c);
-/* rlock__blocking_check for every member of a MultiLock or RedLock. */
-int rlock__blocking_check_all(rlock_lock *const *members, size_t n);
-
-/* Run a call about the lock; words a WRONGTYPE refusal with the lock's
- * name (rlock__wrongtype). */
-int rlock__lock_run(rlock_lock *l, rlock__call *call, rlock__reply **out);
-
-/* rlock__lock_run, riding out a failover until `deadline_us` (cmd.h). */
-int rlock__lock_run_until(rlock_lock *l, rlock__call *call, int64_t deadline_us,
-                          rlock__reply **out);
-
 /* Validate durations for the public API. */
 int rlock__check_wait(int64_t wait_ms);
 int rlock__check_lease(int64_t lease_ms);
@@ -282,6 +262,11 @@ int rlock__info_locked(const rlock_lock *l, const rlock_lock_info *info);
  * its answer. */
 void rlock__count_call(rlock_lock *l, const char *owner, rlock__call *call);
 int rlock__count_reply(const rlock__reply *r, int64_t *count);
+
+/* A fenced lock's token counter as GET answered it: *token (0 for none),
+ * or RLOCK_EWRONGTYPE when it holds what INCR would refuse. */
+int rlock__token_reply(const rlock_lock *l, const rlock__reply *r,
+                       int64_t *token);
 
 /* The definition behind rlock_multilock. */
 struct rlock_multilock {

@@ -60,24 +60,6 @@ int rlock_multilock_new(rlock_multilock **out, rlock_lock *const *members,
 
 void rlock_multilock_free(rlock_multilock *m) { free(m); }
 
-int rlock_multilock_is_held(int *held, rlock_multilock *m) {
-  return rlock_multilock_is_held_owner(held, m, RLOCK_OWNER_THREAD);
-}
-
-int rlock_multilock_is_held_owner(int *held, rlock_multilock *m,
-                                  uint64_t owner) {
-  if (held == NULL || m == NULL)
-    return rlock__err(RLOCK_EINVAL, "rlock_multilock_is_held: %s is NULL",
-                      held ? "MultiLock" : "held");
-  *held = 1;
-  for (size_t i = 0; i < m->n && *held; i++) {
-    int rc = rlock_lock_is_held_owner(held, m->members[i], owner);
-    if (rc != RLOCK_OK)
-      return rc;
-  }
-  return RLOCK_OK;
-}
-
 static int cmp_names(const void *a, const void *b) {
   return strcmp(*(const char *const *)a, *(const char *const *)b);
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * query.c - read-only questions about a lock: is it locked, do I hold it,
- * how often, for how long, and the whole state at once.
+ * query.c - read-only questions about a lock: the calls that ask them
+ * and how their answers read (a hold count, a fencing token, the whole
+ * state at once), for both drivers; the blocking calls are
+ * blocking/calls.c's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,57 +35,6 @@ struct rlock_lock_info {
  * its kind's rule. */
 int rlock__info_locked(const rlock_lock *l, const rlock_lock_info *info) {
   return l->kind->locked ? l->kind->locked(info) : info->locked;
-}
-
-int rlock_lock_is_locked(int *locked, rlock_lock *l) {
-  if (locked == NULL)
-    return rlock__err(RLOCK_EINVAL, "rlock_lock_is_locked: locked is NULL");
-  rlock_lock_info *info = NULL;
-  int rc = rlock_lock_inspect(&info, l);
-  if (rc == RLOCK_OK)
-    *locked = rlock__info_locked(l, info);
-  rlock_lock_info_free(info);
-  return rc;
-}
-
-int rlock_lock_is_held(int *held, rlock_lock *l) {
-  return rlock_lock_is_held_owner(held, l, RLOCK_OWNER_THREAD);
-}
-
-int rlock_lock_is_held_owner(int *held, rlock_lock *l, uint64_t owner) {
-  int64_t count = 0;
-  if (held == NULL)
-    return rlock__err(RLOCK_EINVAL, "rlock_lock_is_held: held is NULL");
-  int rc = rlock_lock_hold_count_owner(&count, l, owner);
-  if (rc == RLOCK_OK)
-    *held = count > 0;
-  return rc;
-}
-
-int rlock_lock_hold_count(int64_t *count, rlock_lock *l) {
-  return rlock_lock_hold_count_owner(count, l, RLOCK_OWNER_THREAD);
-}
-
-int rlock_lock_hold_count_owner(int64_t *count, rlock_lock *l,
-                                uint64_t owner_number) {
-  if (count == NULL)
-    return rlock__err(RLOCK_EINVAL, "rlock_lock_hold_count: count is NULL");
-  if (l == NULL)
-    return rlock__err(RLOCK_EINVAL, "lock is NULL");
-  int rc = rlock__blocking_check(l->client);
-  if (rc != RLOCK_OK)
-    return rc;
-  char owner[RLOCK_OWNER_MAX];
-  rlock__owner_as(l->client, owner_number, owner);
-  rlock__call call;
-  rlock__count_call(l, owner, &call);
-  rlock__reply *r;
-  rc = rlock__lock_run(l, &call, &r);
-  if (rc != RLOCK_OK)
-    return rc;
-  rc = rlock__count_reply(r, count);
-  rlock__reply_free(r);
-  return rc;
 }
 
 void rlock__count_call(rlock_lock *l, const char *owner, rlock__call *call) {
@@ -136,47 +87,17 @@ static int parse_counter(const char *s, size_t len, int64_t *out) {
   return 1;
 }
 
-int rlock_lock_token(int64_t *token, rlock_lock *l) {
-  if (token == NULL || l == NULL)
-    return rlock__err(RLOCK_EINVAL, "rlock_lock_token: %s is NULL",
-                      token ? "lock" : "token");
-  int rc = rlock__blocking_check(l->client);
-  if (rc != RLOCK_OK)
-    return rc;
-  rlock__call call;
-  rlock__call_cmd(&call, "GET");
-  rlock__call_key(&call, l->token);
-  rlock__reply *r;
-  rc = rlock__call_run(l->client, &call, &r);
-  if (rc == RLOCK_EWRONGTYPE)
-    return rlock__err(rc,
-                      "token key '%s' holds a value of another type, "
-                      "not a counter",
-                      l->token);
-  if (rc != RLOCK_OK)
-    return rc;
+int rlock__token_reply(const rlock_lock *l, const rlock__reply *r,
+                       int64_t *token) {
   *token = 0;
   if (r->type == RLOCK__R_STR && !parse_counter(r->str, r->len, token))
-    rc = rlock__err(RLOCK_EWRONGTYPE,
-                    "token key '%s' holds '%.40s', not a "
-                    "counter",
-                    l->token, r->str);
-  else if (r->type != RLOCK__R_STR && r->type != RLOCK__R_NIL)
-    rc = rlock__err(RLOCK_EPROTO, "GET returned a %s",
-                    rlock__reply_type_name(r));
-  rlock__reply_free(r);
-  return rc;
-}
-
-int rlock_lock_ttl(int64_t *ttl_ms, rlock_lock *l) {
-  if (ttl_ms == NULL)
-    return rlock__err(RLOCK_EINVAL, "rlock_lock_ttl: ttl_ms is NULL");
-  rlock_lock_info *info;
-  int rc = rlock_lock_inspect(&info, l);
-  if (rc != RLOCK_OK)
-    return rc;
-  *ttl_ms = info->ttl_ms;
-  rlock_lock_info_free(info);
+    return rlock__err(RLOCK_EWRONGTYPE,
+                      "token key '%s' holds '%.40s', not a "
+                      "counter",
+                      l->token, r->str);
+  if (r->type != RLOCK__R_STR && r->type != RLOCK__R_NIL)
+    return rlock__err(RLOCK_EPROTO, "GET returned a %s",
+                      rlock__reply_type_name(r));
   return RLOCK_OK;
 }
 
@@ -243,33 +164,6 @@ int rlock__inspect_parse(const rlock__reply *r, rlock_lock_info *info,
                          const char *node) {
   snprintf(info->node, sizeof info->node, "%s", node);
   return parse_inspect(r, info);
-}
-
-int rlock_lock_inspect(rlock_lock_info **out, rlock_lock *l) {
-  if (out == NULL || l == NULL)
-    return rlock__err(RLOCK_EINVAL, "rlock_lock_inspect: %s is NULL",
-                      out ? "lock" : "out");
-  *out = NULL;
-  int rc = rlock__blocking_check(l->client);
-  if (rc != RLOCK_OK)
-    return rc;
-  rlock_lock_info *info = rlock__info_new();
-  if (info == NULL)
-    return RLOCK_ENOMEM;
-  rlock__call call;
-  rlock__reply *r;
-  l->kind->inspect(l, &call);
-  rc = rlock__lock_run(l, &call, &r);
-  if (rc == RLOCK_OK) {
-    rc = rlock__inspect_parse(r, info, call.served_by);
-    rlock__reply_free(r);
-  }
-  if (rc != RLOCK_OK) {
-    rlock_lock_info_free(info);
-    return rc;
-  }
-  *out = info;
-  return RLOCK_OK;
 }
 
 int rlock_lock_info_locked(const rlock_lock_info *info) {

@@ -113,6 +113,19 @@ int64_t rlock__redlock_next_round(uint64_t *seed, int64_t deadline_us) {
   return at < deadline_us ? at : deadline_us;
 }
 
+int rlock__redlock_miss_code(const int *status, size_t n, size_t taken,
+                             size_t quorum) {
+  if (taken >= quorum) /* too slow: no validity left */
+    return RLOCK_ELOCKED;
+  for (size_t i = 0; i < n; i++)
+    if (status[i] == RLOCK_ELOCKED) /* held elsewhere: not infra */
+      return RLOCK_ELOCKED;
+  for (size_t i = 0; i < n; i++)
+    if (status[i] != RLOCK_OK)
+      return status[i];
+  return RLOCK_ELOCKED;
+}
+
 /* The fan-out's early stop (rlock__redlock_out_of_reach). */
 static int decide(void *arg) {
   rlock__round *rd = arg;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * redlock_int.h - internals shared by redlock.c (rounds, validation) and
- * redlock_ops.c (the acquire loop, release, results).
+ * blocking/redlock.c (the acquire loop, release, results).
  */
 #ifndef RLOCK_REDLOCK_INT_H
 #define RLOCK_REDLOCK_INT_H
@@ -51,7 +51,7 @@ int rlock__redlock_miss_code(const int *status, size_t n, size_t taken,
                              size_t quorum);
 
 /* ---- a RedLock's decisions, for both drivers (redlock.c) ----------------
- * redlock_ops.c (blocking, one fan-out per round) and loop/lredlock.c (a
+ * blocking/redlock.c (one fan-out per round) and loop/lredlock.c (a
  * state machine over member operations) carry out the same rounds. */
 
 /* The validity left of a round begun at `started_us` whose smallest

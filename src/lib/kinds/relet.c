@@ -98,8 +98,10 @@ int rlock__extend_result(rlock_lock *l, const char *field, int64_t lease_ms,
     return rlock__wrongtype(l, rc);
   int alive = rlock__relet_alive(r);
   if (alive < 0)
-    return rlock__err(RLOCK_EPROTO, "%s '%s': unexpected reply to the lease "
-                      "renewal", l->kind->label, l->name);
+    return rlock__err(RLOCK_EPROTO,
+                      "%s '%s': unexpected reply to the lease "
+                      "renewal",
+                      l->kind->label, l->name);
   if (alive == 0)
     return rlock__err(RLOCK_ELOST,
                       "%s '%s' was lost (expired, or force-released) before "

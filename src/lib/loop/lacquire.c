@@ -221,8 +221,9 @@ static void token_done(rlock_client *c, rlock__lreq *r) {
   rlock__reply *reply = r->q.reply;
   r->q.reply = NULL;
   rlock__call_clear(&r->call);
-  int ok = r->q.rc == RLOCK_OK && reply->type == RLOCK__R_STR;
-  int64_t token = ok ? strtoll(reply->str, NULL, 10) : 0;
+  int64_t token = 0;
+  int ok = r->q.rc == RLOCK_OK && reply->type == RLOCK__R_STR &&
+           rlock__token_reply(op->l, reply, &token) == RLOCK_OK;
   rlock__reply_free(reply);
   if (ok) {
     settled_taken(op, token);

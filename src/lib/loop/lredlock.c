@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * lredlock.c - a RedLock on the loop: redlock_ops.c's rounds as member
+ * lredlock.c - a RedLock on the loop: blocking/redlock.c's rounds as member
  * operations of the members' own loop clients, all on one loop thread.
  *
  *   ROUND        every member's one attempt at once, each on its own
@@ -208,7 +208,7 @@ static int miss(rlock_op *op, int64_t validity) {
                     red->taken, n, quorum, (long long)validity);
 }
 
-/* Members not waited for: canceled, each with why (as redlock_ops.c). */
+/* Members not waited for: canceled, each with why (as blocking/redlock.c). */
 static void drop_unanswered(rlock_op *op) {
   struct rlock__lred *red = op->red;
   char why[128];

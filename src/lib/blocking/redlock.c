@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * redlock_ops.c - RedLock acquisition rounds, release and results.
+ * redlock.c - the blocking RedLock: acquisition rounds (kinds/redlock.c's
+ * decisions, one fan-out each), release and results.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <time.h>
 
 #include "cancel.h"
+#include "calls.h"
 #include "common.h"
 #include "redlock_int.h"
 #include "watchdog.h"
@@ -45,19 +47,6 @@ static void fill_result(rlock_redlock_result *res, const rlock__round *rd,
   for (size_t i = 0; i < res->n; i++)
     res->status[i] = member_status(&rd->fan[i], res->message[i],
                                    sizeof res->message[i], rd->r->members[i]);
-}
-
-int rlock__redlock_miss_code(const int *status, size_t n, size_t taken,
-                             size_t quorum) {
-  if (taken >= quorum) /* too slow: no validity left */
-    return RLOCK_ELOCKED;
-  for (size_t i = 0; i < n; i++)
-    if (status[i] == RLOCK_ELOCKED) /* held elsewhere: not infra */
-      return RLOCK_ELOCKED;
-  for (size_t i = 0; i < n; i++)
-    if (status[i] != RLOCK_OK)
-      return status[i];
-  return RLOCK_ELOCKED;
 }
 
 /* The call's status for a failed round, with a message that counts. */
