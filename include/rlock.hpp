@@ -443,6 +443,12 @@ public:
     detail::check(rlock_config_set_pubsub_mode(h_, static_cast<int>(m)));
     return *this;
   }
+  /// rlock_config_set_fair_deferred_shift: fair locks leave Redisson's
+  /// deadline shift pending (only where every client is rlock).
+  config &fair_deferred_shift(bool on) {
+    detail::check(rlock_config_set_fair_deferred_shift(h_, on ? 1 : 0));
+    return *this;
+  }
   /// rlock_config_set_replica_sync: WAIT for a replica after each write.
   config &replica_sync(bool on) {
     detail::check(rlock_config_set_replica_sync(h_, on ? 1 : 0));

@@ -448,6 +448,10 @@ def _set_ints(cfg: Any, kw: Dict[str, Any]) -> None:
                                   f"'sharded' or a PubSubMode, not {v!r}")
         _set(cfg, f"pubsub_mode={v!r}",
              lib.rlock_config_set_pubsub_mode(cfg, int(mode)))
+    v = kw.get("fair_deferred_shift")
+    if v is not None:
+        _set(cfg, "fair_deferred_shift",
+             lib.rlock_config_set_fair_deferred_shift(cfg, 1 if v else 0))
     v = kw.get("replica_sync")
     if v is not None:
         _set(cfg, "replica_sync",

@@ -70,6 +70,7 @@ int rlock_config_set_fair_wait_timeout_ms(rlock_config *cfg, int64_t ms);
 int rlock_config_set_unreachable_retry_ms(rlock_config *cfg, int64_t ms);
 int rlock_config_set_pool_size(rlock_config *cfg, int size);
 int rlock_config_set_pubsub_mode(rlock_config *cfg, int mode);
+int rlock_config_set_fair_deferred_shift(rlock_config *cfg, int on);
 int rlock_config_set_replica_sync(rlock_config *cfg, int on);
 int rlock_config_set_replica_sync_timeout_ms(rlock_config *cfg, int64_t ms);
 int rlock_config_set_lost_callback(rlock_config *cfg, rlock_lost_fn fn,

@@ -159,6 +159,10 @@ class Client:
             that is down waits until it is back; 0 never.
         pool_size: most command connections (default 64).
         pubsub_mode: "auto", "classic" or "sharded" (a cluster's pub/sub).
+        fair_deferred_shift: fair locks leave Redisson's deadline shift
+            pending for the next fair script (default False: applied at
+            once, as Redisson does); only where every client of a fair
+            lock is rlock.
         replica_sync: confirm lock writes on replicas with WAIT (default
             True); replica_sync_timeout: WAIT's bound (default 1).
         on_lost: called as ``on_lost(name, owner)`` when the watchdog finds
@@ -194,6 +198,7 @@ class Client:
                  pool_size: Optional[int] = None,
                  pubsub_mode: Union[str, PubSubMode, None] = None,
                  replica_sync: Optional[bool] = None,
+                 fair_deferred_shift: Optional[bool] = None,
                  replica_sync_timeout: Optional[float] = None,
                  on_lost: Optional[LostCallback] = None,
                  tls_ca: Optional[str] = None,

@@ -321,6 +321,7 @@ class Client:
                  pool_size: Optional[int] = None,
                  pubsub_mode: Union[str, PubSubMode, None] = None,
                  replica_sync: Optional[bool] = None,
+                 fair_deferred_shift: Optional[bool] = None,
                  replica_sync_timeout: Optional[float] = None,
                  on_lost: Optional[Callable[[str, str], Any]] = None,
                  tls_ca: Optional[str] = None,

@@ -81,6 +81,8 @@ typedef struct bench_args {
   int rounds;           /* handoff: rounds (a phase of each waiter);
                            contended --floor: rounds (a run of each) */
   int floor;            /* contended --floor: the floor's runs too */
+  int deferred_shift;   /* fair --deferred-shift: the clients defer the
+                           fair deadline shift (config.h) */
 } bench_args;
 
 /* ---- workloads (bench_<name>.c); each returns an exit status -------- */
@@ -234,6 +236,8 @@ int bench_fail_rc(const char *what, int rc);
 /* A client for `url` with the library's defaults otherwise. NULL after
  * printing why. */
 rlock_client *bench_client_new(const char *url);
+/* bench_client_new with the fair lock's deadline shift deferred or not. */
+rlock_client *bench_client_new_fair(const char *url, int deferred_shift);
 
 /* A "<uuid>:<tid>" string shaped like the library's owner fields, with a
  * fresh random UUID (so it never equals a real client's). */

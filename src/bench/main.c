@@ -44,9 +44,11 @@ static const char USAGE[] =
     "                            the floor (Redisson's protocol on bare\n"
     "                            hiredis) alternating, acquisitions/s and\n"
     "                            server calls per acquisition of each\n"
-    "  fair --procs N --ops K [--think-us T]\n"
+    "  fair --procs N --ops K [--think-us T] [--deferred-shift]\n"
     "                            the same on a fair lock (about N-1\n"
-    "                            waiters queued at each handoff)\n"
+    "                            waiters queued at each handoff);\n"
+    "                            --deferred-shift: clients defer the\n"
+    "                            deadline shift (config.h)\n"
     "  rw --readers R --writers W --ops K [--think-us T]\n"
     "                            R readers and W writers on one read-write\n"
     "                            lock, K acquisitions each, pausing T us\n"
@@ -228,6 +230,8 @@ static int parse_word(parsed *p, int argc, char **argv, int *i) {
     return p->args.json = 1, 0;
   if (strcmp(w, "--floor") == 0)
     return p->args.floor = 1, 0;
+  if (strcmp(w, "--deferred-shift") == 0)
+    return p->args.deferred_shift = 1, 0;
   if (is_opt(w, "--script"))
     return take_value(argc, argv, i, "--script", &p->script);
   if (strcmp(w, "-u") == 0 || is_opt(w, "--url")) {
@@ -283,6 +287,8 @@ static int check_combination(const parsed *p) {
                        MAX_PROCS, p->val[O_PROCS]);
   if (p->args.floor && p->workload != W_CONTENDED)
     return usage_error("--floor applies to contended only");
+  if (p->args.deferred_shift && p->workload != W_FAIR)
+    return usage_error("--deferred-shift applies to fair only");
   if (p->given[O_ROUNDS] && p->workload == W_CONTENDED && !p->args.floor)
     return usage_error("--rounds applies to contended only with --floor");
   if (p->given[O_HOLD_MAX] &&

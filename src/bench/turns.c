@@ -306,7 +306,8 @@ static int child_rounds(child *ch) {
 static int open_library(child *ch, part *p) {
   int rc;
   if (ch->client == NULL) {
-    if ((ch->client = bench_client_new(ch->sp->a->url)) == NULL)
+    if ((ch->client = bench_client_new_fair(ch->sp->a->url,
+                                            ch->sp->a->deferred_shift)) == NULL)
       return BENCH_EXIT_FAIL;
     int64_t rtt;
     /* Opens the client's first pool connection now, so that connecting

@@ -26,11 +26,17 @@ int bench_fail_rc(const char *what, int rc) {
 }
 
 rlock_client *bench_client_new(const char *url) {
+  return bench_client_new_fair(url, 0);
+}
+
+rlock_client *bench_client_new_fair(const char *url, int deferred_shift) {
   rlock_config *cfg = NULL;
   rlock_client *c = NULL;
   int rc = rlock_config_new(&cfg);
   if (rc == RLOCK_OK)
     rc = rlock_config_set_url(cfg, url);
+  if (rc == RLOCK_OK)
+    rc = rlock_config_set_fair_deferred_shift(cfg, deferred_shift);
   if (rc == RLOCK_OK)
     rc = rlock_client_new(&c, cfg);
   rlock_config_free(cfg);

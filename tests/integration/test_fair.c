@@ -674,9 +674,12 @@ static void test_interop_redisson_waits_behind_rlock(void **state) {
 /* The deadlines rlock leaves are Redisson's: a Java holder, an rlock
  * waiter at the head and two Java waiters behind it; when the rlock
  * waiter takes the lock (wait 20 s) Redisson moves each deadline left
- * earlier by that wait. rlock defers that write to the next fair script
- * (fairpurge.lua), here its own release: after it, each Java waiter's
- * deadline is its old one minus 20000 exactly, and nothing is pending. */
+ * earlier by that wait. By default rlock does so at once: right after the
+ * acquisition each Java waiter's deadline is its old one minus 20000
+ * exactly and nothing is pending. With the deferred shift
+ * (rlock_config_set_fair_deferred_shift) the deadlines are unchanged and
+ * the shift pending until the next fair script, here the release: after
+ * it they are the same as Redisson's, and nothing is pending. */
 static long long deadline_of(const char *name, const char *owner) {
   redisReply *r =
       rt_cmd(srv, "ZSCORE redisson_lock_timeout:{%s} %s", name, owner);
@@ -685,27 +688,48 @@ static long long deadline_of(const char *name, const char *owner) {
   return v;
 }
 
-static void test_deadlines_shift_as_redisson(void **state) {
-  (void)state;
-  const char *n = "fair:shift";
-  const char *java[2] = {"0b1e2b3c-4d5e-4f60-8a7b-9c0d1e2f3a4b:1",
-                         "0b1e2b3c-4d5e-4f60-8a7b-9c0d1e2f3a4b:2"};
+typedef struct owned_waiter {
+  rlock_lock *l;
+  uint64_t owner;
+  int rc;
+} owned_waiter;
+
+static void *owned_thread(void *arg) {
+  owned_waiter *w = arg;
+  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
+  o.wait_ms = 20000;
+  o.owner = w->owner;
+  w->rc = rlock_lock_acquire_opts(w->l, &o);
+  return NULL;
+}
+
+static void java_queue(const char *n, const char *owner) {
   freeReplyObject(rt_cmd(srv,
                          "EVAL %s 3 %s redisson_lock_queue:{%s} "
                          "redisson_lock_timeout:{%s} 30000 %s 300000 %lld",
-                         JAVA_FAIR_LOCK, n, n, n, JAVA_OWNER, epoch_ms()));
-  rlock_client *c = fx_client(srv, 0);
-  timed_waiter w = {.c = c, .name = n};
+                         JAVA_FAIR_LOCK, n, n, n, owner, epoch_ms()));
+}
+
+static void shift_as_redisson(int deferred) {
+  const char *n = "fair:shift";
+  const char *java[2] = {"0b1e2b3c-4d5e-4f60-8a7b-9c0d1e2f3a4b:1",
+                         "0b1e2b3c-4d5e-4f60-8a7b-9c0d1e2f3a4b:2"};
+  java_queue(n, JAVA_OWNER);
+  rlock_config *cfg;
+  rlock_client *c;
+  OK(rlock_config_new(&cfg));
+  OK(rlock_config_set_url(cfg, rt_server_url(srv)));
+  OK(rlock_config_set_fair_deferred_shift(cfg, deferred));
+  OK(rlock_client_new(&c, cfg));
+  rlock_config_free(cfg);
+  owned_waiter w = {.l = fair_lock(c, n), .owner = rlock_owner_new()};
   pthread_t t;
-  pthread_create(&t, NULL, timed_thread, &w);
+  pthread_create(&t, NULL, owned_thread, &w);
   wait_queue_len(n, 1);
   fx_wait_fair_head_subscribed(srv, n);
   long long before[2];
   for (int i = 0; i < 2; i++) {
-    freeReplyObject(rt_cmd(srv,
-                           "EVAL %s 3 %s redisson_lock_queue:{%s} "
-                           "redisson_lock_timeout:{%s} 30000 %s 300000 %lld",
-                           JAVA_FAIR_LOCK, n, n, n, java[i], epoch_ms()));
+    java_queue(n, java[i]);
     before[i] = deadline_of(n, java[i]);
   }
   freeReplyObject(rt_cmd(srv,
@@ -713,8 +737,14 @@ static void test_deadlines_shift_as_redisson(void **state) {
                          "redisson_lock_timeout:{%s} "
                          "redisson_lock__channel:{%s} 0 30000 %s %lld",
                          JAVA_FAIR_UNLOCK, n, n, n, n, JAVA_OWNER, epoch_ms()));
-  pthread_join(t, NULL); /* it took the lock and released it */
+  pthread_join(t, NULL); /* it holds the lock now */
   OK(w.rc);
+  for (int i = 0; i < 2; i++)
+    assert_int_equal(deadline_of(n, java[i]),
+                     deferred ? before[i] : before[i] - 20000);
+  assert_int_equal(
+      rt_cmd_int(srv, "EXISTS redisson_lock_timeout:{%s}:shift", n), deferred);
+  OK(rlock_lock_release_owner(w.l, w.owner));
   for (int i = 0; i < 2; i++)
     assert_int_equal(deadline_of(n, java[i]), before[i] - 20000);
   assert_int_equal(
@@ -723,7 +753,18 @@ static void test_deadlines_shift_as_redisson(void **state) {
                          "DEL %s redisson_lock_queue:{%s} "
                          "redisson_lock_timeout:{%s}",
                          n, n, n));
+  rlock_lock_free(w.l);
   rlock_client_free(c);
+}
+
+static void test_deadlines_shift_as_redisson(void **state) {
+  (void)state;
+  shift_as_redisson(0);
+}
+
+static void test_deadlines_shift_deferred(void **state) {
+  (void)state;
+  shift_as_redisson(1);
 }
 
 /* Child roles: "fifo URL NAME INDEX" (queue, record the turn, release) and
@@ -771,6 +812,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_interop_rlock_waits_behind_redisson),
     cmocka_unit_test(test_interop_redisson_waits_behind_rlock),
     cmocka_unit_test(test_deadlines_shift_as_redisson),
+    cmocka_unit_test(test_deadlines_shift_deferred),
 };
 
 FX_MAIN(tests, fx_setup, fx_teardown, child_main)

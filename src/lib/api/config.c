@@ -243,6 +243,12 @@ int rlock_config_set_pubsub_mode(rlock_config *cfg, int mode) {
   return RLOCK_OK;
 }
 
+int rlock_config_set_fair_deferred_shift(rlock_config *cfg, int on) {
+  CHECK_CFG(cfg, "rlock_config_set_fair_deferred_shift");
+  cfg->fair_deferred_shift = on != 0;
+  return RLOCK_OK;
+}
+
 int rlock_config_set_replica_sync(rlock_config *cfg, int on) {
   CHECK_CFG(cfg, "rlock_config_set_replica_sync");
   cfg->sync_replicas = on != 0;

@@ -13,9 +13,10 @@
 #define RLOCK_DEFAULT_URL "redis://127.0.0.1:6379"
 
 struct rlock_config {
-  rlock__target target; /* from the URL */
-  int pubsub_mode;      /* rlock_pubsub_mode, or -1: the URL's */
-  int sync_replicas;    /* confirm writes with WAIT where replicas exist */
+  rlock__target target;    /* from the URL */
+  int pubsub_mode;         /* rlock_pubsub_mode, or -1: the URL's */
+  int sync_replicas;       /* confirm writes with WAIT where replicas exist */
+  int fair_deferred_shift; /* fair locks: the deadline shift left pending */
   int64_t replica_sync_timeout_ms;
   int64_t connect_timeout_ms;
   int64_t command_timeout_ms;

@@ -49,6 +49,7 @@ static void attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
   rlock__call_arg(call, wait_ms != 0 ? "1" : "0");
   rlock__call_arg(call, l->channel);
   fair_names(l, call);
+  rlock__call_arg(call, l->client->cfg.fair_deferred_shift ? "1" : "0");
 }
 
 static const char *channel(rlock_lock *l, const char *owner, char *buf,

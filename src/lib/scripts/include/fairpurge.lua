@@ -7,23 +7,24 @@
 -- queue stuck behind it), this drops such a head too. Returns true when it
 -- dropped any.
 --
--- fair_shift: Redisson moves every queued deadline earlier by the taker's
--- wait at each acquisition, a write per waiter; rlock's taker only adds
--- that wait to a pending amount, timeouts .. ':shift' (a string, deleted
--- once applied or once the queue is empty), and the next fair script,
--- which runs off the handoff's path (usually the new head's own attempt,
--- woken by the taker), applies it to every waiter before anything reads a
--- deadline. Shifts add up and a waiter queued meanwhile was given the
--- shifted tail's deadline plus its wait, so the deadlines end as
--- Redisson's would. fair_shift_by: the amount pending.
+-- fair_shift_apply: Redisson moves every queued deadline earlier by the
+-- taker's wait at each acquisition (ZINCRBY -wait on each). By default
+-- rlock's taker does the same, at once (fair_acquire.lua). With the
+-- deferred shift (rlock_config_set_fair_deferred_shift, for deployments
+-- where every client of a fair lock is rlock) the taker only records that
+-- wait as a pending amount, timeouts .. ':shift' (a string, deleted once
+-- applied or once the queue is empty), and the next fair script, which
+-- runs off the handoff's path (usually the new head's own attempt, woken
+-- by the taker), applies it to every waiter before anything reads a
+-- deadline (fair_shift). Shifts add up and a waiter queued meanwhile was
+-- given the shifted tail's deadline plus its wait, so the deadlines end
+-- as Redisson's would. fair_shift_by: the amount pending.
 local function fair_shift_by(timeouts)
   return tonumber(redis.call('get', timeouts .. ':shift') or '0') or 0
 end
 
-local function fair_shift(queue, timeouts)
-  local by = fair_shift_by(timeouts)
-  if by == 0 then return end
-  redis.call('del', timeouts .. ':shift')
+-- Every queued deadline `by` ms earlier, as Redisson's ZINCRBY loop.
+local function fair_shift_apply(queue, timeouts, by)
   if redis.call('llen', queue) == 0 then return end
   -- Read in one call and written in one ZADD per 500 waiters, not one
   -- ZINCRBY each; the scores written are ZINCRBY's to the bit (%.17g
@@ -38,6 +39,13 @@ local function fair_shift(queue, timeouts)
       args = {}
     end
   end
+end
+
+local function fair_shift(queue, timeouts)
+  local by = fair_shift_by(timeouts)
+  if by == 0 then return end
+  redis.call('del', timeouts .. ':shift')
+  fair_shift_apply(queue, timeouts, by)
 end
 
 local function purge_stale(queue, timeouts, now)
