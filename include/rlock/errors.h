@@ -63,7 +63,11 @@ typedef enum rlock_status {
    * (rlock_config_set_replica_sync): an acquisition was undone, a release
    * happened on the master only (a failover may bring the lock back until
    * its lease runs out). */
-  RLOCK_EREPLICA = -15
+  RLOCK_EREPLICA = -15,
+  /** A non-reentrant lock (rlock_lock_new_nonreentrant, _fair_nonreentrant)
+   * asked again by the owner that holds it: refused at once, nothing
+   * written (Redisson's NON_REENTRANT_REACQUIRE). */
+  RLOCK_EHELD = -16
 } rlock_status;
 
 /** Detail of the last failure on the calling thread. */

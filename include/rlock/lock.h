@@ -191,6 +191,28 @@ RLOCK_EXTERN int rlock_lock_new_write(rlock_lock **out, rlock_client *client,
                                       const char *name);
 
 /**
+ * Create a non-reentrant lock object for `name` (Redisson 4.4's
+ * RedissonNonReentrantLock): the lock of rlock_lock_new() (same hash,
+ * channel and waiting; Java clients of either kind share it), except that
+ * an owner that holds it and asks again is refused at once with
+ * RLOCK_EHELD, nothing written: not a wait, not a deadlock, as Redisson
+ * refuses it (NON_REENTRANT_REACQUIRE). Other owners wait for it as
+ * usual. Does no I/O. Same return codes as rlock_lock_new().
+ */
+RLOCK_EXTERN int rlock_lock_new_nonreentrant(rlock_lock **out,
+                                             rlock_client *client,
+                                             const char *name);
+
+/**
+ * The fair lock of rlock_lock_new_fair(), non-reentrant (Redisson 4.4's
+ * RedissonNonReentrantFairLock): a re-entry by the holder is refused with
+ * RLOCK_EHELD, nothing written or queued.
+ */
+RLOCK_EXTERN int rlock_lock_new_fair_nonreentrant(rlock_lock **out,
+                                                  rlock_client *client,
+                                                  const char *name);
+
+/**
  * Create a fenced lock object for `name` (Redisson's RFencedLock): a
  * reentrant lock (same hash, channel and waiting; it excludes a reentrant
  * lock of the same name) whose every acquisition, re-entries included,

@@ -94,6 +94,8 @@ const char *rlock_strerror(int code) {
            "background thread)";
   case RLOCK_EREPLICA:
     return "no replica confirmed the write in time";
+  case RLOCK_EHELD:
+    return "a non-reentrant lock is already held by this owner";
   default:
     return "unknown error";
   }

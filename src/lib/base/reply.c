@@ -144,6 +144,8 @@ int rlock__error_status(const char *where, const rlock__reply *err) {
   /* Redis puts WRONGTYPE first; a script's error may follow "ERR ...". */
   if (strstr(err->str, "WRONGTYPE") != NULL)
     code = RLOCK_EWRONGTYPE;
+  else if (strstr(err->str, "NON_REENTRANT_REACQUIRE") != NULL)
+    code = RLOCK_EHELD; /* a non-reentrant lock's script, ours or Java's */
   else if (rlock__reply_starts(err, "NOAUTH") ||
            rlock__reply_starts(err, "WRONGPASS") ||
            rlock__reply_starts(err, "NOPERM") ||

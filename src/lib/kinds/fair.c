@@ -50,6 +50,8 @@ static void attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
   rlock__call_arg(call, l->channel);
   fair_names(l, call);
   rlock__call_arg(call, l->client->cfg.fair_deferred_shift ? "1" : "0");
+  if (l->kind->nonreentrant)
+    rlock__call_arg(call, "1");
 }
 
 static const char *channel(rlock_lock *l, const char *owner, char *buf,
@@ -110,6 +112,26 @@ static const rlock__kind fair_kind = {
     .force_release = force_release,
     .inspect = inspect,
 };
+
+/* Redisson 4.4's non-reentrant fair lock: the fair lock, a re-entry
+ * refused. */
+static const rlock__kind nonreentrant_fair_kind = {
+    .label = "non-reentrant fair lock",
+    .field_suffix = "",
+    .nonreentrant = 1,
+    .attempt = attempt,
+    .channel = channel,
+    .give_up = give_up,
+    .release = release,
+    .force_release = force_release,
+    .inspect = inspect,
+};
+
+int rlock_lock_new_fair_nonreentrant(rlock_lock **out, rlock_client *client,
+                                     const char *name) {
+  return rlock__lock_alloc(out, client, name, &nonreentrant_fair_kind,
+                           RLOCK__KEYS_FAIR);
+}
 
 int rlock_lock_new_fair(rlock_lock **out, rlock_client *client,
                         const char *name) {

@@ -80,6 +80,8 @@ static void attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
   rlock__call_key(call, l->name);
   rlock__call_num(call, lease_ms);
   rlock__call_arg(call, owner);
+  if (l->kind->nonreentrant) /* else nothing: the script reads nil */
+    rlock__call_arg(call, "1");
 }
 
 static const char *channel(rlock_lock *l, const char *owner, char *buf,
@@ -117,6 +119,19 @@ static void inspect(rlock_lock *l, rlock__call *call) {
 static const rlock__kind reentrant_kind = {
     .label = "lock",
     .field_suffix = "",
+    .attempt = attempt,
+    .channel = channel,
+    .release = release,
+    .force_release = force_release,
+    .inspect = inspect,
+};
+
+/* Redisson 4.4's non-reentrant lock: the reentrant lock's layout and
+ * scripts, a re-entry refused. */
+static const rlock__kind nonreentrant_kind = {
+    .label = "non-reentrant lock",
+    .field_suffix = "",
+    .nonreentrant = 1,
     .attempt = attempt,
     .channel = channel,
     .release = release,
@@ -298,6 +313,12 @@ int rlock_lock_new_spin_opts(rlock_lock **out, rlock_client *client,
   if (rc == RLOCK_OK)
     (*out)->spin = spin;
   return rc;
+}
+
+int rlock_lock_new_nonreentrant(rlock_lock **out, rlock_client *client,
+                                const char *name) {
+  return rlock__lock_alloc(out, client, name, &nonreentrant_kind,
+                           RLOCK__KEYS_PLAIN);
 }
 
 int rlock_lock_new_fenced(rlock_lock **out, rlock_client *client,

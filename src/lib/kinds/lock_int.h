@@ -60,6 +60,10 @@ typedef struct rlock__kind {
   int spin;
   /* Acquisitions issue fencing tokens: the attempt's reply is {token}. */
   int tokens;
+  /* A second acquisition by the holder is refused (Redisson 4.4's
+   * non-reentrant locks): the attempt answers NON_REENTRANT_REACQUIRE,
+   * RLOCK_EHELD. */
+  int nonreentrant;
   /* The kind's operations are calls it builds, never runs: the blocking
    * path runs them (rlock__lock_run), RedLock fans them out, and a loop
    * client sends them from an event loop (loop/). */

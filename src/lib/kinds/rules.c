@@ -40,6 +40,11 @@ int rlock__check_lease(int64_t lease_ms) {
 /* The scripts' refusals read "WRONGTYPE key <why>" (lockcheck.lua); a
  * plain command on a key of another type gets Redis's own WRONGTYPE. */
 int rlock__wrongtype(const rlock_lock *l, int rc) {
+  if (rc == RLOCK_EHELD)
+    return rlock__err(rc,
+                      "%s '%s' is already held by this owner: a second "
+                      "acquisition is refused (release it first)",
+                      l->kind->label, l->name);
   if (rc != RLOCK_EWRONGTYPE)
     return rc;
   static const char tag[] = "WRONGTYPE key ";

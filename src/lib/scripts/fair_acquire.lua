@@ -7,7 +7,9 @@
 -- budget, or the fair wait timeout), ARGV[4] now (epoch ms), ARGV[5]
 -- publish command, ARGV[6] "1" to queue, "0" to try once without queueing,
 -- ARGV[10] "1" to defer the deadline shift (fairpurge), "0" to apply it
--- at once as Redisson does.
+-- at once as Redisson does, ARGV[11] "1" for the non-reentrant fair lock
+-- (Redisson 4.4's RedissonNonReentrantFairLock): a re-entry is refused
+-- with Redisson's error, nothing written.
 -- Returns nil when acquired; otherwise how long to sleep at most (ms;
 -- -1: until notified) unless notified on the waiter's own channel first.
 -- What is stored (queue order, deadlines) keeps Redisson's arithmetic,
@@ -70,6 +72,9 @@ if lock_free and (head == false or head == ARGV[2]) then
   return nil
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  if ARGV[11] == '1' then
+    return redis.error_reply('NON_REENTRANT_REACQUIRE')
+  end
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   return nil
