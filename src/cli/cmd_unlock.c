@@ -29,7 +29,8 @@ static const char unlock_help[] =
     "  64   usage error\n"
     "  65   NAME holds something that is not a lock (left alone), or is\n"
     "       invalid\n"
-    "  69   Redis unreachable, refusing or failing\n";
+    "  69   Redis unreachable, refusing or failing\n"
+    "  74   cannot write the output\n";
 
 #define UNLOCK_SHORTOPTS "+:h"
 #define OPT_FORCE 256

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * duration.c - durations on the command line ("250ms", "10s", "5m", "1h")
- * and in messages.
+ * duration.c - durations on the command line ("250ms", "10s", "1.5",
+ * "5m", "1h", "2d") and in messages.
  *
- * A unit is required so that "-w 5" cannot silently mean 5 ms to one
- * reader and 5 s to another; only "0" is unambiguous without one.
+ * A number without a unit is seconds, as flock -w and timeout(1) read it;
+ * a fraction is allowed with any unit ("1.5s", "0.5h").
  */
 #include <string.h>
 
@@ -13,42 +13,69 @@
 static const struct {
   const char *suffix;
   int64_t ms;
-} units[] = {{"ms", 1}, {"s", 1000}, {"m", 60 * 1000}, {"h", 3600 * 1000}};
+} units[] = {{"ms", 1},
+             {"s", 1000},
+             {"m", 60 * 1000},
+             {"h", 3600 * 1000},
+             {"d", 24 * 3600 * 1000}};
 
-/* The multiplier for a unit suffix, or 0 if it is not one. */
+/* The multiplier for a unit suffix ("" is seconds), or 0 if it is not
+ * one. */
 static int64_t unit_ms(const char *suffix) {
+  if (*suffix == '\0')
+    return 1000;
   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
     if (strcmp(suffix, units[i].suffix) == 0)
       return units[i].ms;
   return 0;
 }
 
+/* Digits at *p into *n, saturating just above `cap`; *count: how many. */
+static const char *digits(const char *p, int64_t cap, int64_t *n, int *count) {
+  *n = 0;
+  *count = 0;
+  for (; *p >= '0' && *p <= '9'; p++, (*count)++)
+    if (*n <= cap)
+      *n = *n * 10 + (*p - '0');
+  return p;
+}
+
 int cli_parse_duration(const char *s, int64_t *ms, const char **why) {
   const int64_t max = RLOCK_MAX_DURATION_MS;
-  const char *p = s;
-  int64_t n = 0;
-  *why = "expected a number with a unit (ms, s, m or h), e.g. 250ms or 10s";
-  if (*p == '-') {
+  static const char *bad = "expected a number, in seconds or with a unit "
+                           "(ms, s, m, h, d), e.g. 1.5, 250ms or 10s";
+  int64_t whole, frac = 0, scale = 1;
+  int nwhole, nfrac = 0;
+  *why = bad;
+  if (*s == '-') {
     *why = "durations cannot be negative";
     return -1;
   }
-  if (*p < '0' || *p > '9')
-    return -1;
-  for (; *p >= '0' && *p <= '9'; p++) {
-    n = n * 10 + (*p - '0');
-    if (n > max) /* also keeps n * 10 far from overflowing */
-      goto too_long;
+  const char *p = digits(s, max, &whole, &nwhole);
+  if (*p == '.') {
+    const char *f = p + 1;
+    for (p = f; *p >= '0' && *p <= '9'; p++, nfrac++)
+      if (nfrac < 9) /* beyond a nanosecond of a day nothing counts */
+        frac = frac * 10 + (*p - '0'), scale *= 10;
   }
-  int64_t mult = *p == '\0' && n == 0 ? 1 : unit_ms(p);
-  if (mult == 0)
+  if (nwhole + nfrac == 0)
     return -1;
-  if (n > max / mult)
-    goto too_long;
-  *ms = n * mult;
+  int64_t mult = unit_ms(p);
+  if (mult == 0)
+    return -1; /* the unit is checked first: "1y" is not "too long" */
+  if (whole > max / mult) {
+    *why = "too long: at most 365 days (365d, 8760h)";
+    return -1;
+  }
+  /* frac / scale of a unit in ms, rounded up: frac < scale <= 10^9, so
+   * frac * mult (at most 8.64e16) fits in 64 bits. */
+  int64_t extra = (frac * mult + scale - 1) / scale;
+  if (whole * mult > max - extra) {
+    *why = "too long: at most 365 days (365d, 8760h)";
+    return -1;
+  }
+  *ms = whole * mult + extra;
   return 0;
-too_long:
-  *why = "too long: at most 365 days (8760h)";
-  return -1;
 }
 
 int cli_duration_arg(const char *opt, const char *s, int64_t *ms) {

@@ -18,9 +18,9 @@
 
 static const char main_help[] =
     "Usage: rlock [-u URL]... [OPTION]... exec\n"
-    "             [--fair|--read|--write|--fenced|--spin] [-w DUR] [-l DUR]\n"
-    "             [--on-lost ACTION] [--kill-after DUR]\n"
-    "             NAME [NAME...] -- COMMAND [ARG...]\n"
+    "             [--fair|--read|--write|--fenced|--spin] [-n|-w DUR]\n"
+    "             [-l DUR] [-E CODE] [--on-lost ACTION] [--kill-after DUR]\n"
+    "             [--check-every DUR] [-v] NAME [NAME...] -- COMMAND [ARG...]\n"
     "       rlock [-u URL] [OPTION]... status [--json] NAME [NAME...]\n"
     "       rlock [-u URL] [OPTION]... list [--json] [PATTERN]\n"
     "       rlock [-u URL] [OPTION]... unlock --force NAME\n"
@@ -53,9 +53,15 @@ static const char main_help[] =
     "      --watchdog DUR  lease of a lock held by exec without -l, renewed\n"
     "                      every third of it (default 30s, at least 30ms)\n"
     "      --retry-for DUR\n"
-    "                      exec: while waiting, try a server that cannot be\n"
-    "                      reached for at most DUR, then exit 69 (default:\n"
-    "                      as long as the wait lasts; 0: not at all)\n"
+    "                      exec only: while waiting, try a server that\n"
+    "                      cannot be reached for at most DUR, then exit 69\n"
+    "                      (default: as long as the wait lasts; 0: not at\n"
+    "                      all)\n"
+    "      --connect-timeout DUR\n"
+    "                      bound on making a connection (default 2s)\n"
+    "      --command-timeout DUR\n"
+    "                      bound on each command's answer, and on exec's\n"
+    "                      release (default 3s)\n"
     "      --tls-ca PATH   rediss://: trust the CA certificate(s) in this "
     "file\n"
     "                      or directory (default: the system's store)\n"
@@ -73,8 +79,8 @@ static const char main_help[] =
     "  -h, --help          show this help\n"
     "      --version       show the version\n"
     "\n"
-    "DUR is a whole number with a unit: 250ms, 10s, 5m, 1h (at most 365 "
-    "days).\n"
+    "DUR is a number of seconds (1.5) or a number with a unit: 250ms, 10s,\n"
+    "5m, 1h, 1d (at most 365 days).\n"
     "\n"
     "Exit status:\n"
     "  0        success (exec: COMMAND's status, whatever it is)\n"
@@ -83,11 +89,11 @@ static const char main_help[] =
     "  65       NAME holds something that is not a lock, or is invalid\n"
     "  69       Redis unreachable, refusing or failing\n"
     "  70       internal error\n"
-    "  71       system error (cannot fork, out of memory)\n"
+    "  71       system error (cannot fork or start a thread, out of memory)\n"
     "  74       cannot write the output\n"
-    "  75       exec: lock not acquired within -w\n"
-    "  76       exec: the lock was lost while COMMAND ran; COMMAND was\n"
-    "           terminated (see exec's --on-lost)\n"
+    "  75       exec: lock not acquired within -w (or exec -E's CODE)\n"
+    "  76       exec: the lock was lost while COMMAND ran (see exec's\n"
+    "           --on-lost)\n"
     "  126/127  exec: COMMAND not executable / not found\n"
     "  128+N    exec: COMMAND killed by signal N, or rlock got signal N\n"
     "           while waiting for the lock\n";
@@ -113,7 +119,9 @@ enum {
   OPT_TLS_INSECURE,
   OPT_TLS_SERVER_NAME,
   OPT_USER,
-  OPT_PASSWORD_FILE
+  OPT_PASSWORD_FILE,
+  OPT_CONNECT_TIMEOUT,
+  OPT_COMMAND_TIMEOUT
 };
 
 /* The first line of `path` (without its newline) into buf: 0, or an exit
@@ -161,6 +169,8 @@ static int parse_global(int argc, char **argv, cli_global *g) {
       {"tls-server-name", required_argument, NULL, OPT_TLS_SERVER_NAME},
       {"user", required_argument, NULL, OPT_USER},
       {"password-file", required_argument, NULL, OPT_PASSWORD_FILE},
+      {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
+      {"command-timeout", required_argument, NULL, OPT_COMMAND_TIMEOUT},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, OPT_VERSION},
       {NULL, 0, NULL, 0}};
@@ -189,6 +199,18 @@ static int parse_global(int argc, char **argv, cli_global *g) {
         return EX_USAGE;
       g->retry_set = 1;
       break;
+    case OPT_CONNECT_TIMEOUT:
+    case OPT_COMMAND_TIMEOUT: {
+      const char *opt =
+          c == OPT_CONNECT_TIMEOUT ? "--connect-timeout" : "--command-timeout";
+      int64_t *ms = c == OPT_CONNECT_TIMEOUT ? &g->connect_timeout_ms
+                                             : &g->command_timeout_ms;
+      if (cli_duration_arg(opt, optarg, ms) != 0)
+        return EX_USAGE;
+      if (*ms == 0 || *ms > 3600000)
+        return cli_usage("%s must be 1ms to 1h", opt);
+      break;
+    }
     case OPT_TLS_CA:
       g->tls_ca = optarg;
       break;
@@ -227,9 +249,14 @@ static int parse_global(int argc, char **argv, cli_global *g) {
 static int dispatch(const cli_global *g, int argc, char **argv) {
   if (argc == 0)
     return cli_usage("missing command (exec, status, list or unlock)");
-  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-    if (strcmp(argv[0], commands[i].name) == 0)
-      return commands[i].run(g, argc, argv);
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+    if (strcmp(argv[0], commands[i].name) != 0)
+      continue;
+    /* Only exec waits: an option that would change nothing is refused. */
+    if (g->retry_set && commands[i].run != cli_cmd_exec)
+      return cli_usage("--retry-for applies to exec only, not to %s", argv[0]);
+    return commands[i].run(g, argc, argv);
+  }
   return cli_usage(
       "unknown command '%s' (expected exec, status, list or unlock)", argv[0]);
 }
