@@ -172,7 +172,6 @@ typedef struct cli_redlock_args {
   int pdeath;          /* COMMAND gets SIGTERM if rlock dies */
   int conflict_status; /* exit status when not acquired (-E) */
   int64_t release_ms;  /* bound on the release */
-  int no_retry;        /* a failure ends the wait: no notice */
 } cli_redlock_args;
 
 /* exec over several servers (-u given more than once): a RedLock on NAME
@@ -296,8 +295,11 @@ int cli_release_abandoned(void);
 
 /* The client's log hook (rlock_config_set_log, WARN): during a wait begun
  * with cli_notice_begin(), the first warning (a server that cannot be
- * reached, a failed handshake) is printed once as "rlock: waiting for
- * 'NAME': <message>; still trying". */
+ * reached, a failed handshake) is printed once, as "rlock: waiting for
+ * 'NAME': <message>; still trying", if the wait is still on a moment
+ * later (then it is trying again). A RedLock's wait does not use it: it
+ * names each member's failure when it ends, and goes on without a
+ * minority. */
 void cli_notice_log(rlock_log_level level, const char *message, void *ud);
 /* From now until cli_notice_end(), report as above, for lock `name`;
  * `quiet`: the terminal's progress line says it already. */

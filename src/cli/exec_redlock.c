@@ -64,10 +64,8 @@ int cli_exec_redlock(const cli_global *g, const cli_redlock_args *r,
   redlock_run run = {0};
   int status = open_all(&run, g, r->name, lost);
   if (status == 0) {
-    cli_notice_begin(r->name, r->no_retry);
     int rc = rlock_redlock_try_acquire_cancel(NULL, run.redlock, r->wait_ms,
                                               r->lease_ms, cli_cancel_token());
-    cli_notice_end();
     if (rc == RLOCK_ECANCELED) {
       status = CLI_EXIT_SIGNAL_BASE + cli_signal_caught();
     } else if (rc == RLOCK_ELOCKED) {

@@ -210,6 +210,15 @@ static int count_lines(const char *s) {
   return n;
 }
 
+/* rlock's own lines ("rlock: ...") among a stderr that COMMAND shares
+ * (a shell there may say "Terminated" of a child the job signal killed). */
+static int count_rlock_lines(const char *s) {
+  int n = 0;
+  for (const char *p = s; (p = strstr(p, "rlock: ")) != NULL; p += 7)
+    n += p == s || p[-1] == '\n';
+  return n;
+}
+
 static int file_exists(const char *path) { return access(path, F_OK) == 0; }
 
 /* A COMMAND that runs until the test lets it end: it leaves `ready` once it
@@ -549,8 +558,9 @@ static void test_unlock_force_fair_wakes_head(void **state) {
   run_expect(&p, 0, ARGS("-u", url, "unlock", "--force", name));
   assert_int_equal(proc_wait(&waiter, SCALED(5000)), 0);
   ASSERT_BETWEEN(waiter.ended - p.ended, 0, SCALED(1000));
+  /* The holder learns of the loss at its release at the latest: 76. */
   assert_int_equal(kill(holder.pid, SIGTERM), 0);
-  assert_int_equal(proc_wait(&holder, SCALED(5000)), 128 + SIGTERM);
+  assert_int_equal(proc_wait(&holder, SCALED(5000)), 76);
   assert_int_equal(
       rt_cmd_int(srv, "EXISTS %s redisson_lock_queue:{%s}", name, name), 0);
 }
@@ -944,7 +954,7 @@ static void test_exec_lost_lock_terminates_command(void **state) {
                 (long long)(p.ended - t0));
   ASSERT_BETWEEN(p.ended - t0, 0, 200 + 300);
   assert_string_equal(fx_slurp(got), "term\n");
-  assert_int_equal(count_lines(p.out[1]), 1);
+  assert_int_equal(count_rlock_lines(p.out[1]), 1);
   assert_non_null(strstr(p.out[1], "lock 'cli:lost' was lost"));
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
 }
@@ -1003,7 +1013,7 @@ static void test_exec_server_restart_terminates_command(void **state) {
   /* One renewal period (200 ms), a reconnect, and slack. */
   ASSERT_BETWEEN(p.ended - t0, 0, 200 + 800);
   assert_string_equal(fx_slurp(got), "term\n");
-  assert_int_equal(count_lines(p.out[1]), 1);
+  assert_int_equal(count_rlock_lines(p.out[1]), 1);
   assert_non_null(strstr(p.out[1], "lock 'cli:lost-restart' was lost"));
 }
 
@@ -1071,7 +1081,7 @@ static void test_exec_kill_after_escalates(void **state) {
   ASSERT_BETWEEN(p.ended - t0, 500, 200 + 500 + 300);
   assert_string_equal(fx_slurp(got),
                       "term\n"); /* TERM came, and was shrugged */
-  assert_int_equal(count_lines(p.out[1]), 1);
+  assert_int_equal(count_rlock_lines(p.out[1]), 1);
 }
 
 /* rlock SIGKILLed: COMMAND gets SIGTERM (PR_SET_PDEATHSIG). */
@@ -1209,17 +1219,17 @@ static void wait_sigint(pid_t rlock, const char *file, int want, int stopped,
   rt_wait_until(pred_sigint, &w, SCALED(5000), what);
 }
 
-/* A group SIGINT (kill -INT -PGID, as a terminal's Ctrl-C signals its
- * foreground group) reaches COMMAND once: rlock, in the group too, does
- * not forward it. rlock runs in a new session, as its process group's
- * leader, with a pty as its controlling terminal or with none; COMMAND
- * appends a line to `got` per SIGINT, and one to `marks` per SIGTERM.
- * Each group SIGINT is sent while rlock is stopped, so COMMAND takes its
- * copy before rlock even sees its own: a copy rlock forwarded could not
- * merge with it. rlock forwards TERM, after any SIGINT it took (its
- * handler blocks both): once COMMAND marked that TERM, any forwarded
- * SIGINT is counted. A SIGINT kill()ed to rlock alone is not forwarded
- * (rlock cannot tell it from the group's); one queued with sigqueue() is. */
+/* COMMAND runs in a process group of its own: a SIGINT that reaches
+ * rlock, sent to rlock alone, to rlock's group (kill -INT -PGID) or
+ * queued (sigqueue), is passed on to COMMAND's group, and COMMAND gets
+ * each once. rlock runs in a new session, as its group's leader, with a
+ * pty as its controlling terminal (then COMMAND's group is the terminal's
+ * foreground group: Ctrl-C reaches it directly, see
+ * test_exec_ctrl_c_reaches_command_once) or with none. COMMAND appends a
+ * line to `got` per SIGINT, and one to `marks` per SIGTERM; rlock
+ * forwards a TERM sent after each SIGINT it took (its handler blocks
+ * both), so once COMMAND marked that TERM, a second SIGINT would have
+ * been counted. */
 static void group_sigint_case(const char *name, int use_pty) {
   char got[512], marks[512], trap[1400], script[4096], slave_path[128] = "";
   gate g;
@@ -1254,31 +1264,26 @@ static void group_sigint_case(const char *name, int use_pty) {
     _exit(127);
   }
   fx_wait_file(g.ready, SCALED(5000));
-  /* To rlock alone: taken by rlock, not passed on. */
-  assert_int_equal(kill(pid, SIGINT), 0);
-  wait_sigint(pid, got, 0, 0, "rlock taking its SIGINT");
-  assert_int_equal(kill(pid, SIGTERM), 0);
-  wait_sigint(pid, marks, 1, 0, "a forwarded TERM");
-  assert_int_equal(count_lines(fx_slurp(got)), 0);
-  for (int i = 1; i <= 3; i++) {
-    assert_int_equal(kill(pid, SIGSTOP), 0);
-    wait_sigint(pid, got, i - 1, 1, "rlock stopped");
-    assert_int_equal(kill(-pid, SIGINT), 0); /* the group */
-    wait_sigint(pid, got, i, 1, "COMMAND's copy of the group's SIGINT");
-    assert_int_equal(kill(pid, SIGCONT), 0);
-    wait_sigint(pid, got, i, 0, "rlock taking its copy");
-    assert_int_equal(kill(pid, SIGTERM), 0);
-    wait_sigint(pid, marks, i + 1, 0, "a forwarded TERM");
-    assert_int_equal(count_lines(fx_slurp(got)), i);
+  if (use_pty) { /* the terminal is COMMAND's group's, not rlock's */
+    pid_t fg = tcgetpgrp(master);
+    assert_true(fg > 0 && fg != pid);
   }
-  /* Queued to rlock alone: passed on. */
+  for (int i = 1; i <= 3; i++) {
+    assert_int_equal(kill(pid, SIGINT), 0); /* to rlock alone */
+    wait_sigint(pid, got, 2 * i - 1, 0, "a SIGINT to rlock, passed on");
+    assert_int_equal(kill(-pid, SIGINT), 0); /* to rlock's group */
+    wait_sigint(pid, got, 2 * i, 0, "a group SIGINT, passed on");
+    assert_int_equal(kill(pid, SIGTERM), 0);
+    wait_sigint(pid, marks, i, 0, "a forwarded TERM");
+    assert_int_equal(count_lines(fx_slurp(got)), 2 * i);
+  }
   assert_int_equal(sigqueue(pid, SIGINT, (union sigval){0}), 0);
-  wait_sigint(pid, got, 4, 0, "a queued SIGINT forwarded");
+  wait_sigint(pid, got, 7, 0, "a queued SIGINT forwarded");
   fx_touch(g.go);
   int status = fx_wait_child(pid, SCALED(5000));
   if (master >= 0)
     close(master);
-  assert_int_equal(count_lines(fx_slurp(got)), 4);
+  assert_int_equal(count_lines(fx_slurp(got)), 7);
   assert_int_equal(status, 3);
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
 }
@@ -1459,12 +1464,13 @@ static void test_unlock_force(void **state) {
   assert_int_equal(proc_wait(&waiter, SCALED(5000)), 0);
   ASSERT_BETWEEN(waiter.ended - unlocked, 0, SCALED(1500));
 
-  /* The holder's command goes on; when it ends, rlock says the lock was
-   * lost, and exits with the command's status (sh killed by TERM). */
+  /* The holder's command goes on (the deletion comes long before the
+   * next renewal); when it ends, the release finds the lock lost: one
+   * line, and 76, as for a loss seen while COMMAND ran. */
   assert_int_equal(kill(holder.pid, SIGTERM), 0);
-  assert_int_equal(proc_wait(&holder, SCALED(5000)), 128 + SIGTERM);
-  assert_string_equal(holder.out[1], "rlock: warning: lock 'cli:force' was "
-                                     "lost while 'sh' ran\n");
+  assert_int_equal(proc_wait(&holder, SCALED(5000)), 76);
+  assert_string_equal(holder.out[1], "rlock: lock 'cli:force' was lost while "
+                                     "'sh' ran (found at its release)\n");
 
   run_expect(&p, 1, ARGS("-u", url, "unlock", "--force", name));
   assert_int_equal(count_lines(p.out[0]) + count_lines(p.out[1]), 1);
@@ -1534,8 +1540,12 @@ static void test_exec_retry_for(void **state) {
              ARGS("-u", dead_url, "--retry-for", "700ms", "exec", "cli:retry",
                   "--", "touch", ran));
   ASSERT_BETWEEN(p.ended - p.started, 700, SCALED(700 + 2500));
-  assert_int_equal(count_lines(p.out[1]), 1);
-  if (strstr(p.out[1], "tried again for") == NULL)
+  /* The first failure, said once while it keeps trying; then the end. */
+  assert_int_equal(count_lines(p.out[1]), 2);
+  if (strncmp(p.out[1], "rlock: waiting for 'cli:retry': cannot connect", 46) !=
+          0 ||
+      strstr(p.out[1], "; still trying\n") == NULL ||
+      strstr(p.out[1], "tried again for") == NULL)
     fail_msg("stderr: %s", p.out[1]);
   assert_false(file_exists(ran));
   proc_start(&p, ARGS("-u", "redis://no-such-host.invalid:6379", "exec", "-w",
@@ -1650,8 +1660,19 @@ static void test_usage_errors(void **state) {
       {"exec", "n", "-w", "1s", "--", "true"},
       {"exec", "-w", "5x", "n", "--", "true"},
       {"exec", "-w", "-1s", "n", "--", "true"},
-      {"exec", "-w", "5", "n", "--", "true"},
-      {"exec", "-w", "1.5s", "n", "--", "true"},
+      {"exec", "-w", "5y", "n", "--", "true"},
+      {"exec", "-w", "1.5.5s", "n", "--", "true"},
+      {"exec", "-w", ".", "n", "--", "true"},
+      {"exec", "-E", "256", "n", "--", "true"},
+      {"exec", "-E", "x", "n", "--", "true"},
+      {"exec", "-E", "-1", "n", "--", "true"},
+      {"exec", "--check-every", "0", "n", "--", "true"},
+      {"--retry-for", "1s", "status", "n"},
+      {"--retry-for", "1s", "list"},
+      {"--retry-for", "1s", "unlock", "--force", "n"},
+      {"--connect-timeout", "0", "status", "n"},
+      {"--command-timeout", "2h", "status", "n"},
+      {"list", "x*", "--json"},
       {"exec", "-w", "", "n", "--", "true"},
       {"exec", "-w", "99999999999999999999999ms", "n", "--", "true"},
       {"exec", "-w", "8761h", "n", "--", "true"},
@@ -1660,7 +1681,7 @@ static void test_usage_errors(void **state) {
       {"exec", "--wait"},
       {"exec", "--on-lost", "kill", "n", "--", "true"},
       {"exec", "--on-lost"},
-      {"exec", "--kill-after", "5", "n", "--", "true"},
+      {"exec", "--kill-after", "5x", "n", "--", "true"},
       {"exec", "--fenced", "--fair", "n", "--", "true"},
       {"exec", "--spin", "--read", "n", "--", "true"},
       {"exec", "--fenced", "--spin", "n", "--", "true"},
@@ -1798,6 +1819,314 @@ static void test_url_from_environment(void **state) {
   assert_int_equal(proc_wait(&p, SCALED(10000)), 0); /* -u wins */
 }
 
+/* ---- COMMAND as a job ------------------------------------------------------
+ */
+
+/* The pid written in `path`, once it is there. */
+static pid_t pid_in(const char *path) {
+  fx_wait_file(path, SCALED(5000));
+  long pid = 0;
+  for (int64_t t0 = rt_now_ms(); pid <= 0 && rt_now_ms() - t0 < 5000;) {
+    pid = atol(fx_slurp(path));
+    if (pid <= 0)
+      rt_sleep_ms(5);
+  }
+  assert_true(pid > 0);
+  return (pid_t)pid;
+}
+
+static bool pid_gone(pid_t pid) { return kill(pid, 0) != 0 && errno == ESRCH; }
+
+/* A job script: a background `sleep 300` whose pid goes to `pidfile`,
+ * then `ready`, then waiting for it. */
+static const char *job_script(char *buf, size_t size, const char *pidfile,
+                              const char *ready) {
+  snprintf(buf, size, "sleep 300 & echo $! > %s; touch %s; wait", pidfile,
+           ready);
+  return buf;
+}
+
+/* A lost lock terminates the whole job, not just COMMAND: the job's
+ * `sleep 300` is gone once rlock has exited 76; and a TERM sent to rlock
+ * reaches the job's children too. (A QUIT or INT is passed on as such,
+ * and a shell's background children ignore those: see
+ * test_exec_sigquit_releases.) */
+static void test_exec_signals_whole_job(void **state) {
+  (void)state;
+  const int sigs[] = {0, SIGTERM};
+  for (int i = 0; i < 2; i++) {
+    char name[64], pidfile[512], ready[512], tag[64], script[2048];
+    snprintf(name, sizeof name, "cli:job%d", i);
+    snprintf(tag, sizeof tag, "job%d-pid", i);
+    fx_tmp_path(pidfile, sizeof pidfile, tag);
+    snprintf(tag, sizeof tag, "job%d-ready", i);
+    fx_tmp_path(ready, sizeof ready, tag);
+    proc p;
+    proc_start(&p,
+               ARGS("-u", url, "--watchdog", "600ms", "exec", name, "--", "sh",
+                    "-c", job_script(script, sizeof script, pidfile, ready)));
+    pid_t child = pid_in(pidfile);
+    fx_wait_file(ready, SCALED(5000));
+    if (sigs[i] == 0)
+      freeReplyObject(rt_cmd(srv, "DEL %s", name));
+    else
+      assert_int_equal(kill(p.pid, sigs[i]), 0);
+    int st = proc_wait(&p, SCALED(5000));
+    assert_int_equal(st, sigs[i] == 0 ? 76 : 128 + sigs[i]);
+    if (!pid_gone(child))
+      fail_msg("case %d: the job's sleep %d still runs", i, (int)child);
+    assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
+  }
+}
+
+/* Whether process `pid`'s parent is `parent` (/proc/PID/stat). */
+static bool parent_is(pid_t pid, pid_t parent) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (f == NULL)
+    return false;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')'); /* comm may hold spaces */
+  int ppid = 0;
+  return p != NULL && sscanf(p + 1, " %*c %d", &ppid) == 1 && ppid == parent;
+}
+
+typedef struct reparent_wait {
+  pid_t pid, parent;
+} reparent_wait;
+
+static bool pred_reparented(void *arg, char *why, size_t cap) {
+  reparent_wait *w = arg;
+  snprintf(why, cap, "process %d not yet a child of rlock %d", (int)w->pid,
+           (int)w->parent);
+  return parent_is(w->pid, w->parent);
+}
+
+/* `sh -c 'job &'`: sh exits at once, its background job goes on, and so
+ * does the lock: rlock (a subreaper: the job becomes its child) releases
+ * it only when the job has exited, as flock's lock lasts while any
+ * process of the job holds it. */
+static void test_exec_holds_lock_until_job_ends(void **state) {
+  (void)state;
+  const char *name = "cli:bg-job";
+  char pidfile[512], script[2048];
+  gate g;
+  gate_init(&g, "bg-job");
+  fx_tmp_path(pidfile, sizeof pidfile, "bg-job-pid");
+  snprintf(script, sizeof script,
+           "(touch %s; while [ ! -e %s ]; do sleep 0.02; done) & "
+           "echo $! > %s; exit 4",
+           g.ready, g.go, pidfile);
+  proc p;
+  proc_start(&p, ARGS("-u", url, "exec", name, "--", "sh", "-c", script));
+  pid_t job = pid_in(pidfile);
+  reparent_wait w = {job, p.pid};
+  rt_wait_until(pred_reparented, &w, SCALED(5000),
+                "sh exited, job re-parented");
+  assert_int_equal(waitpid(p.pid, NULL, WNOHANG), 0); /* rlock still runs */
+  assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 1);
+  int64_t t0 = rt_now_ms();
+  fx_touch(g.go);
+  assert_int_equal(proc_wait(&p, SCALED(5000)), 4); /* COMMAND's status */
+  ASSERT_BETWEEN(p.ended - t0, 0, SCALED(1500));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
+  assert_true(pid_gone(job));
+}
+
+/* SIGQUIT (Ctrl-\) is handled as TERM: a fair holder releases at once
+ * (its waiter gets the lock), and a fair waiter leaves the queue at once
+ * instead of blocking it for the fair-wait timeout. */
+static void test_exec_sigquit_releases(void **state) {
+  (void)state;
+  const char *name = "cli:quit";
+  char script[1400], ran[512];
+  gate g;
+  gate_init(&g, "quit");
+  fx_tmp_path(ran, sizeof ran, "quit-ran");
+  proc holder, waiter, late;
+  proc_start(&holder, ARGS("-u", url, "exec", "--fair", name, "--", "sh", "-c",
+                           gate_script(&g, script, sizeof script, "", ":")));
+  fx_wait_file(g.ready, SCALED(5000));
+  proc_start(&waiter, ARGS("-u", url, "exec", "--fair", name, "--", "true"));
+  wait_fair_queue(name, 1);
+  proc_start(&late,
+             ARGS("-u", url, "exec", "--fair", name, "--", "touch", ran));
+  wait_fair_queue(name, 2);
+  assert_int_equal(kill(waiter.pid, SIGQUIT), 0); /* a waiter: leaves */
+  assert_int_equal(proc_wait(&waiter, SCALED(5000)), 128 + SIGQUIT);
+  assert_int_equal(fair_queue_len(name), 1);
+  assert_int_equal(kill(holder.pid, SIGQUIT), 0); /* the holder: releases */
+  assert_int_equal(proc_wait(&holder, SCALED(5000)), 128 + SIGQUIT);
+  assert_int_equal(proc_wait(&late, SCALED(5000)), 0);
+  assert_true(file_exists(ran));
+  assert_int_equal(
+      rt_cmd_int(srv, "EXISTS %s redisson_lock_queue:{%s}", name, name), 0);
+}
+
+/* A lock deleted while COMMAND runs but found lost only at the release
+ * (no renewal came in between: 30 s watchdog) is exit 76 with one line,
+ * as a loss seen earlier would be; --check-every finds it while COMMAND
+ * runs, and terminates it. */
+/* `rlock ARGS... -- sh -c GATE` where the test deletes `name` while
+ * COMMAND runs, then lets it exit 0; returns rlock's exit status. */
+static int run_deleted_meanwhile(proc *p, const char *tag, const char *name,
+                                 const char *const *args) {
+  char script[1400];
+  const char *argv[32];
+  gate g;
+  gate_init(&g, tag);
+  int n = 0;
+  for (; args[n] != NULL; n++)
+    argv[n] = args[n];
+  argv[n++] = "--";
+  argv[n++] = "sh";
+  argv[n++] = "-c";
+  argv[n++] = gate_script(&g, script, sizeof script, "", "exit 0");
+  argv[n] = NULL;
+  proc_start(p, argv);
+  fx_wait_file(g.ready, SCALED(5000));
+  freeReplyObject(rt_cmd(srv, "DEL %s", name));
+  fx_touch(g.go);
+  return proc_wait(p, SCALED(5000));
+}
+
+static void test_exec_loss_found_late_or_checked(void **state) {
+  (void)state;
+  const char *name = "cli:late-loss";
+  proc p;
+  assert_int_equal(
+      run_deleted_meanwhile(&p, "late1", name, ARGS("-u", url, "exec", name)),
+      76);
+  assert_string_equal(p.out[1], "rlock: lock 'cli:late-loss' was lost while "
+                                "'sh' ran (found at its release)\n");
+  /* --on-lost ignore keeps COMMAND's status, with a warning. */
+  assert_int_equal(run_deleted_meanwhile(
+                       &p, "late2", name,
+                       ARGS("-u", url, "exec", "--on-lost", "ignore", name)),
+                   0);
+  assert_non_null(strstr(p.out[1], "warning: lock 'cli:late-loss' was lost"));
+
+  char got[512], ready[512], script[2048];
+  fx_tmp_path(got, sizeof got, "checked-term");
+  fx_tmp_path(ready, sizeof ready, "checked-ready");
+  idle_script(script, sizeof script, got, "exit 9", ready);
+  proc_start(&p, ARGS("-u", url, "exec", "--check-every", "200ms", name, "--",
+                      "sh", "-c", script));
+  fx_wait_file(ready, SCALED(5000));
+  int64_t t0 = rt_now_ms();
+  freeReplyObject(rt_cmd(srv, "DEL %s", name));
+  assert_int_equal(proc_wait(&p, SCALED(5000)), 76);
+  print_message("--check-every 200ms: COMMAND ended %lld ms after the DEL\n",
+                (long long)(p.ended - t0));
+  ASSERT_BETWEEN(p.ended - t0, 0, SCALED(200 + 800));
+  assert_int_equal(count_rlock_lines(p.out[1]), 1);
+}
+
+/* A server that stops answering while COMMAND runs (SIGSTOPped: it still
+ * accepts connections): the lock counts as lost after a lease, COMMAND
+ * is terminated, and the release is given the command timeout, no more. */
+static void test_exec_release_bounded_on_hung_server(void **state) {
+  (void)state;
+  rt_server *hung = rt_server_start(NULL);
+  char got[512], ready[512], script[2048];
+  fx_tmp_path(got, sizeof got, "hung-term");
+  fx_tmp_path(ready, sizeof ready, "hung-ready");
+  idle_script(script, sizeof script, got, "exit 9", ready);
+  proc p;
+  proc_start(&p, ARGS("-u", rt_server_url(hung), "--watchdog", "600ms",
+                      "--command-timeout", "400ms", "exec", "cli:hung", "--",
+                      "sh", "-c", script));
+  fx_wait_file(ready, SCALED(5000));
+  assert_int_equal(kill(rt_server_pid(hung), SIGSTOP), 0);
+  int64_t t0 = rt_now_ms();
+  int st = proc_wait(&p, SCALED(10000));
+  assert_int_equal(kill(rt_server_pid(hung), SIGCONT), 0);
+  print_message("hung server: rlock exited %lld ms after the stop\n",
+                (long long)(p.ended - t0));
+  assert_int_equal(st, 76);
+  /* A lease (600 ms), the 400 ms bound on the release, and slack. */
+  ASSERT_BETWEEN(p.ended - t0, 0, SCALED(600 + 400 + 1000));
+  assert_string_equal(fx_slurp(got), "term\n");
+  rt_server_free(hung);
+}
+
+/* flock's spellings and the other conveniences: -n and --timeout, -E for
+ * the conflict status, seconds with a fraction, -v saying what the wait is
+ * for, $RLOCK_NAME. */
+static void test_exec_flock_options(void **state) {
+  (void)state;
+  const char *name = "cli:flockish";
+  proc p;
+  hold_foreign(name, FOREIGN, 1, 60000);
+  run_expect(&p, 75, ARGS("-u", url, "exec", "-n", name, "--", "true"));
+  run_expect(&p, 9,
+             ARGS("-u", url, "exec", "-n", "-E", "9", name, "--", "true"));
+  run_expect(&p, 75,
+             ARGS("-u", url, "exec", "--timeout", "0.3", name, "--", "true"));
+  ASSERT_BETWEEN(p.ended - p.started, 300, SCALED(300 + 1500));
+  run_expect(
+      &p, 0,
+      ARGS("-u", url, "exec", "-E", "0", "--nonblock", name, "--", "true"));
+  run_expect(&p, 75,
+             ARGS("-u", url, "exec", "-v", "-w", "400ms", name, "--", "true"));
+  if (strstr(p.out[1], "rlock: waiting for 'cli:flockish' held by " FOREIGN
+                       " (expires in ") == NULL)
+    fail_msg("stderr: %s", p.out[1]);
+  freeReplyObject(rt_cmd(srv, "DEL %s", name));
+  run_expect(&p, 0, ARGS("-u", url, "exec", "-w", "1.5", name, "--", "true"));
+  run_expect(&p, 0,
+             ARGS("-u", url, "--connect-timeout", "1.5", "--command-timeout",
+                  "2s", "exec", "-v", "-w", "1d", name, "--", "sh", "-c",
+                  "echo \"$RLOCK_NAME\""));
+  assert_string_equal(p.out[0], "cli:flockish\n");
+  assert_string_equal(p.out[1], "rlock: acquired 'cli:flockish'\n"
+                                "rlock: released 'cli:flockish'\n");
+}
+
+/* Messages: every secret of a refused URL hidden; durations refused for
+ * the same reason whatever their size; names with control characters
+ * escaped; one line for one lost lock of several. */
+static void test_messages(void **state) {
+  (void)state;
+  proc p;
+  run_expect(&p, 64,
+             ARGS("-u",
+                  "redis-sentinel://u:pw1@h:1?sentinel_password=pw2&x=1#m",
+                  "status", "n"));
+  if (strstr(p.out[1], "pw1") != NULL || strstr(p.out[1], "pw2") != NULL ||
+      strstr(p.out[1], "sentinel_password=***&x=1#m") == NULL)
+    fail_msg("stderr: %s", p.out[1]);
+  run_expect(&p, 64, ARGS("exec", "-w", "99999999999y", "n", "--", "true"));
+  assert_non_null(strstr(p.out[1], "expected a number"));
+  run_expect(&p, 64, ARGS("exec", "-w", "99999999999d", "n", "--", "true"));
+  assert_non_null(strstr(p.out[1], "at most 365 days"));
+  run_expect(&p, 64, ARGS("list", "x*", "--json"));
+  assert_non_null(strstr(p.out[1], "options go before PATTERN"));
+
+  const char *odd = "cli:nl\n\x1b[31mx";
+  assert_int_equal(
+      run_deleted_meanwhile(&p, "odd", odd, ARGS("-u", url, "exec", odd)), 76);
+  assert_string_equal(p.out[1], "rlock: lock 'cli:nl\\n\\x1b[31mx' was lost "
+                                "while 'sh' ran (found at its release)\n");
+
+  /* One lock of several lost while COMMAND runs: one line. */
+  char got[512], ready[512], script[2048];
+  fx_tmp_path(got, sizeof got, "multi-term");
+  fx_tmp_path(ready, sizeof ready, "multi-ready");
+  idle_script(script, sizeof script, got, "exit 9", ready);
+  proc_start(&p, ARGS("-u", url, "--watchdog", "600ms", "exec", "cli:m1",
+                      "cli:m2", "--", "sh", "-c", script));
+  fx_wait_file(ready, SCALED(5000));
+  freeReplyObject(rt_cmd(srv, "DEL cli:m2"));
+  assert_int_equal(proc_wait(&p, SCALED(5000)), 76);
+  assert_int_equal(count_rlock_lines(p.out[1]), 1);
+  assert_non_null(strstr(p.out[1], "lock 'cli:m2' was lost"));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS cli:m1 cli:m2"), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_exec_holds_lock_while_command_runs),
@@ -1840,6 +2169,13 @@ int main(void) {
       cmocka_unit_test(test_exec_ctrl_c_reaches_command_once),
       cmocka_unit_test(test_exec_group_sigint_once_pty),
       cmocka_unit_test(test_exec_group_sigint_once_no_pty),
+      cmocka_unit_test(test_exec_signals_whole_job),
+      cmocka_unit_test(test_exec_holds_lock_until_job_ends),
+      cmocka_unit_test(test_exec_sigquit_releases),
+      cmocka_unit_test(test_exec_loss_found_late_or_checked),
+      cmocka_unit_test(test_exec_release_bounded_on_hung_server),
+      cmocka_unit_test(test_exec_flock_options),
+      cmocka_unit_test(test_messages),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
