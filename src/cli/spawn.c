@@ -229,12 +229,11 @@ static int other_children(pid_t command, pid_t *out, int max) {
   return ok ? n : -1;
 }
 
-/* Signal COMMAND's whole job: its process group and, once COMMAND has
- * exited, every process it left behind that moved to another group. */
+/* Signal COMMAND's whole job: its process group, and every process the
+ * job left behind (re-parented to rlock: unreaped, so their pids are
+ * still theirs), some of which may have moved to another group. */
 static void signal_job(const job *j, int sig) {
   kill(-j->pid, sig);
-  if (!j->exited)
-    return;
   pid_t others[256];
   int n = other_children(j->pid, others, 256);
   for (int i = 0; i < n && i < 256; i++)
