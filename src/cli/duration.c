@@ -40,11 +40,26 @@ static const char *digits(const char *p, int64_t cap, int64_t *n, int *count) {
   return p;
 }
 
+/* The fraction 0.<n digits at f> of a unit of `mult` ms, in ms rounded
+ * up, exactly: the digits times mult by long multiplication from the
+ * last one (each step below 10 * mult, far from overflowing), whose
+ * carry out is the whole ms and whose digits left the fraction of one. */
+static int64_t fraction_ms(const char *f, int n, int64_t mult) {
+  int64_t carry = 0;
+  int below = 0; /* a fraction of a ms is left */
+  for (int i = n - 1; i >= 0; i--) {
+    int64_t t = (f[i] - '0') * mult + carry;
+    below |= t % 10 != 0;
+    carry = t / 10;
+  }
+  return carry + below;
+}
+
 int cli_parse_duration(const char *s, int64_t *ms, const char **why) {
   const int64_t max = RLOCK_MAX_DURATION_MS;
   static const char *bad = "expected a number, in seconds or with a unit "
                            "(ms, s, m, h, d), e.g. 1.5, 250ms or 10s";
-  int64_t whole, frac = 0, scale = 1;
+  int64_t whole;
   int nwhole, nfrac = 0;
   *why = bad;
   if (*s == '-') {
@@ -52,25 +67,17 @@ int cli_parse_duration(const char *s, int64_t *ms, const char **why) {
     return -1;
   }
   const char *p = digits(s, max, &whole, &nwhole);
-  if (*p == '.') {
-    const char *f = p + 1;
-    for (p = f; *p >= '0' && *p <= '9'; p++, nfrac++)
-      if (nfrac < 9) /* beyond a nanosecond of a day nothing counts */
-        frac = frac * 10 + (*p - '0'), scale *= 10;
-  }
+  const char *fraction = p + 1;
+  if (*p == '.')
+    for (p++; *p >= '0' && *p <= '9'; p++)
+      nfrac++;
   if (nwhole + nfrac == 0)
     return -1;
   int64_t mult = unit_ms(p);
   if (mult == 0)
     return -1; /* the unit is checked first: "1y" is not "too long" */
-  if (whole > max / mult) {
-    *why = "too long: at most 365 days (365d, 8760h)";
-    return -1;
-  }
-  /* frac / scale of a unit in ms, rounded up: frac < scale <= 10^9, so
-   * frac * mult (at most 8.64e16) fits in 64 bits. */
-  int64_t extra = (frac * mult + scale - 1) / scale;
-  if (whole * mult > max - extra) {
+  int64_t extra = fraction_ms(fraction, nfrac, mult);
+  if (whole > max / mult || whole * mult > max - extra) {
     *why = "too long: at most 365 days (365d, 8760h)";
     return -1;
   }
