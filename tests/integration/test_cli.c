@@ -2127,6 +2127,154 @@ static void test_messages(void **state) {
   assert_int_equal(rt_cmd_int(srv, "EXISTS cli:m1 cli:m2"), 0);
 }
 
+/* Whether process `pid` (a child) has exited, without reaping it. */
+static bool has_exited(pid_t pid) {
+  siginfo_t info;
+  memset(&info, 0, sizeof info);
+  return waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+         info.si_pid == pid;
+}
+
+/* Wait until rlock's stderr holds a line (true), or it exits. */
+static bool wait_stderr_line(proc *p, int64_t ms) {
+  for (int64_t t0 = rt_now_ms(); rt_now_ms() - t0 < ms; rt_sleep_ms(10)) {
+    proc_drain(p);
+    if (strchr(p->out[1], '\n') != NULL)
+      return true;
+    if (has_exited(p->pid))
+      return proc_drain(p), strchr(p->out[1], '\n') != NULL;
+  }
+  return false;
+}
+
+/* exec without -w keeps trying a server it cannot reach: it says so once,
+ * then nothing more while it tries; and rediss:// pointed at a plain-text
+ * port is never met with silence either (refused at once, or said once
+ * while tried again). */
+static void test_exec_says_once_what_is_wrong(void **state) {
+  (void)state;
+  proc p;
+  proc_start(&p, ARGS("-u", dead_url, "exec", "cli:silent", "--", "true"));
+  assert_true(wait_stderr_line(&p, SCALED(3000)));
+  /* Time is the point: a second line would have come by now (the wait
+   * tries again every second at the latest). */
+  rt_sleep_ms(2500);
+  assert_int_equal(kill(p.pid, SIGTERM), 0);
+  assert_int_equal(proc_wait(&p, SCALED(5000)), 128 + SIGTERM);
+  assert_int_equal(count_lines(p.out[1]), 1);
+  if (strstr(p.out[1], "rlock: waiting for 'cli:silent': cannot connect") !=
+          p.out[1] ||
+      strstr(p.out[1], "; still trying\n") == NULL)
+    fail_msg("stderr: %s", p.out[1]);
+
+  char tls_url[128];
+  snprintf(tls_url, sizeof tls_url, "rediss://127.0.0.1:%d",
+           rt_server_port(srv));
+  proc_start(&p, ARGS("-u", tls_url, "--tls-insecure", "exec", "cli:silent",
+                      "--", "true"));
+  /* A handshake the server never answers: the connect timeout (2 s),
+   * then the first retry; or a refusal at once. */
+  assert_true(wait_stderr_line(&p, SCALED(2000 + 3000)));
+  if (!has_exited(p.pid))
+    kill(p.pid, SIGTERM);
+  int st = proc_wait(&p, SCALED(5000));
+  print_message("rediss:// to a plain port: exit %d, %s", st, p.out[1]);
+  assert_true(st == 69 || st == 128 + SIGTERM);
+  assert_int_equal(count_lines(p.out[1]), 1);
+}
+
+/* ---- job control on a terminal ---------------------------------------------
+ */
+
+typedef struct ctrlz {
+  int master;      /* the pty's master side, drained while waiting */
+  pid_t rlock, sh; /* rlock, and COMMAND (its group's leader) */
+  int phase;       /* what pred_ctrlz waits for, see below */
+} ctrlz;
+
+static void pty_drain(int master) {
+  char buf[4096];
+  while (read(master, buf, sizeof buf) > 0)
+    ;
+}
+
+/* Phase 0: the job stopped whole (rlock and COMMAND), the terminal back
+ * with the shell. Phase 1: both continued, the terminal COMMAND's. */
+static bool pred_ctrlz(void *arg, char *why, size_t cap) {
+  ctrlz *z = arg;
+  pty_drain(z->master);
+  pid_t fg = tcgetpgrp(z->master);
+  bool r = proc_stopped(z->rlock), c = proc_stopped(z->sh);
+  snprintf(why, cap, "rlock %s, COMMAND %s, terminal's group %d",
+           r ? "stopped" : "running", c ? "stopped" : "running", (int)fg);
+  return z->phase == 0 ? r && c && fg != z->sh && fg != z->rlock
+                       : !r && !c && fg == z->sh;
+}
+
+/* An interactive bash on a pty runs rlock exec: COMMAND's group gets the
+ * terminal (COMMAND reads from it); Ctrl-Z stops the job whole, rlock
+ * included, so that bash sees it stopped and takes the terminal back;
+ * the lock stays held; `fg` continues it and hands the terminal to
+ * COMMAND again, which reads its line; then the lock is released. */
+static void test_exec_ctrl_z_stops_whole_job(void **state) {
+  (void)state;
+  const char *name = "cli:ctrlz";
+  char ids[512], ready[512], got[512], status[512], line[8192];
+  fx_tmp_path(ids, sizeof ids, "ctrlz-ids");
+  fx_tmp_path(ready, sizeof ready, "ctrlz-ready");
+  fx_tmp_path(got, sizeof got, "ctrlz-got");
+  fx_tmp_path(status, sizeof status, "ctrlz-status");
+  int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  assert_true(master >= 0);
+  assert_int_equal(grantpt(master), 0);
+  assert_int_equal(unlockpt(master), 0);
+  char slave_path[128];
+  snprintf(slave_path, sizeof slave_path, "%s", ptsname(master));
+  fcntl(master, F_SETFL, O_NONBLOCK);
+  pid_t bash = fork();
+  assert_true(bash >= 0);
+  if (bash == 0) {
+    child_signals(0);
+    setsid();
+    int slave = open(slave_path, O_RDWR); /* the controlling terminal */
+    if (slave < 0 || dup2(slave, STDIN_FILENO) < 0 ||
+        dup2(slave, STDOUT_FILENO) < 0 || dup2(slave, STDERR_FILENO) < 0)
+      _exit(126);
+    execlp("bash", "bash", "--norc", "--noprofile", "-i", (char *)NULL);
+    _exit(127);
+  }
+  snprintf(line, sizeof line,
+           "%s -u %s exec %s -- sh -c 'echo $PPID $$ > %s; touch %s; "
+           "read x; echo \"$x\" > %s'\n",
+           cli, url, name, ids, ready, got);
+  assert_int_equal(write(master, line, strlen(line)), (ssize_t)strlen(line));
+  fx_wait_file(ready, SCALED(5000));
+  long r = 0, c = 0;
+  assert_int_equal(sscanf(fx_slurp(ids), "%ld %ld", &r, &c), 2);
+  ctrlz z = {master, (pid_t)r, (pid_t)c, 0};
+  assert_int_equal(tcgetpgrp(master), z.sh); /* COMMAND's group has it */
+
+  assert_int_equal(write(master, "\x1a", 1), 1); /* Ctrl-Z */
+  rt_wait_until(pred_ctrlz, &z, SCALED(5000), "the job stopped whole");
+  assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 1);
+  assert_int_equal(write(master, "fg\n", 3), 3);
+  z.phase = 1;
+  rt_wait_until(pred_ctrlz, &z, SCALED(5000), "the job continued");
+  assert_int_equal(write(master, "hello\n", 6), 6);
+  fx_wait_file(got, SCALED(5000));
+  assert_string_equal(fx_slurp(got), "hello\n");
+  fx_wait_exists(srv, name, 0, SCALED(5000));
+  snprintf(line, sizeof line, "echo $? > %s; exit\n", status);
+  assert_int_equal(write(master, line, strlen(line)), (ssize_t)strlen(line));
+  for (int64_t t0 = rt_now_ms();
+       waitpid(bash, NULL, WNOHANG) == 0 && rt_now_ms() - t0 < SCALED(5000);)
+    pty_drain(master), rt_sleep_ms(10);
+  kill(bash, SIGKILL); /* if it did not exit (then status is missing) */
+  waitpid(bash, NULL, 0);
+  close(master);
+  assert_string_equal(fx_slurp(status), "0\n");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_exec_holds_lock_while_command_runs),
@@ -2176,6 +2324,11 @@ int main(void) {
       cmocka_unit_test(test_exec_release_bounded_on_hung_server),
       cmocka_unit_test(test_exec_flock_options),
       cmocka_unit_test(test_messages),
+      cmocka_unit_test(test_exec_ctrl_z_stops_whole_job),
+      cmocka_unit_test(test_exec_says_once_what_is_wrong),
   };
+  /* $RLOCK_TEST_FILTER (a cmocka pattern) runs only the tests matching. */
+  if (getenv("RLOCK_TEST_FILTER") != NULL)
+    cmocka_set_test_filter(getenv("RLOCK_TEST_FILTER"));
   return cmocka_run_group_tests(tests, setup, teardown);
 }
