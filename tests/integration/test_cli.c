@@ -2105,6 +2105,8 @@ static void test_messages(void **state) {
   assert_non_null(strstr(p.out[1], "at most 365 days"));
   run_expect(&p, 64, ARGS("list", "x*", "--json"));
   assert_non_null(strstr(p.out[1], "options go before PATTERN"));
+  run_expect(&p, 64, ARGS("unlock", "n", "--force"));
+  assert_non_null(strstr(p.out[1], "unlock: options go before NAME"));
 
   const char *odd = "cli:nl\n\x1b[31mx";
   assert_int_equal(
