@@ -168,10 +168,11 @@ typedef struct cli_redlock_args {
   const char *name;
   int64_t wait_ms, lease_ms;
   char **command;
-  char **envp;         /* COMMAND's environment */
-  int pdeath;          /* COMMAND gets SIGTERM if rlock dies */
-  int conflict_status; /* exit status when not acquired (-E) */
-  int64_t release_ms;  /* bound on the release */
+  char **envp;           /* COMMAND's environment */
+  int pdeath;            /* COMMAND gets SIGTERM if rlock dies */
+  int conflict_status;   /* exit status when not acquired (-E) */
+  int64_t release_ms;    /* bound on the release */
+  int64_t kill_after_ms; /* --kill-after */
 } cli_redlock_args;
 
 /* exec over several servers (-u given more than once): a RedLock on NAME
@@ -211,6 +212,9 @@ int cli_signals_install(void);
 
 /* The last signal caught, or 0. */
 int cli_signal_caught(void);
+
+/* How many signals were caught so far (to tell a new one). */
+int cli_signals_count(void);
 
 /* The token the signal handler fires, to end a wait for the lock; NULL
  * before cli_signals_install(). */
@@ -267,7 +271,9 @@ typedef struct cli_watch {
  * rlock. With w->lost, watches the lock too: once it says so, prints one
  * line naming the lock, sends the job SIGTERM, SIGKILL after
  * w->kill_after_ms, and (once all of it has exited) returns
- * CLI_EXIT_LOST.
+ * CLI_EXIT_LOST. Once the child has exited, a signal caught ends what it
+ * left behind the same way (SIGTERM, then SIGKILL), and its status
+ * stays.
  */
 int cli_spawn_watch(char **argv, cli_watch *w);
 

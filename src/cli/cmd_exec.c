@@ -56,8 +56,9 @@ static const char exec_help[] =
     "             [--check-every DUR] [-v] NAME [NAME...] -- COMMAND [ARG...]\n"
     "\n"
     "Acquire the lock NAME, run COMMAND while holding it, release it once\n"
-    "COMMAND and every process it started have exited (as flock does), and\n"
-    "exit with COMMAND's status. COMMAND finds NAME in $RLOCK_NAME.\n"
+    "COMMAND and every process it started have exited (as flock does; once\n"
+    "COMMAND has exited, a signal to rlock ends the rest), and exit with\n"
+    "COMMAND's status. COMMAND finds NAME in $RLOCK_NAME.\n"
     "COMMAND runs in a process group of its own, which gets the signals\n"
     "TERM, HUP, INT and QUIT that rlock gets; on a terminal that group is in\n"
     "the foreground, so Ctrl-C and Ctrl-\\ reach it directly, once.\n"
@@ -573,8 +574,9 @@ int cli_cmd_exec(const cli_global *g, int argc, char **argv) {
     env_slots slots;
     char **envp = make_env(&a, 0, &slots);
     cli_redlock_args r = {
-        a.name, a.wait_ms,         a.lease_ms,        a.command,
-        envp,   !a.on_lost_ignore, a.conflict_status, a.release_ms};
+        a.name,         a.wait_ms,         a.lease_ms,        a.command,
+        envp,           !a.on_lost_ignore, a.conflict_status, a.release_ms,
+        a.kill_after_ms};
     status = envp == NULL ? cli_fail(EX_OSERR, "out of memory")
                           : cli_exec_redlock(g, &r, on_lost);
     free(envp);

@@ -73,7 +73,7 @@ int cli_exec_redlock(const cli_global *g, const cli_redlock_args *r,
     } else if (rc != RLOCK_OK) {
       status = cli_lib_error(rc);
     } else {
-      cli_watch w = {NULL, NULL, NULL, 0, 0, r->pdeath, r->envp};
+      cli_watch w = {NULL, NULL, NULL, 0, r->kill_after_ms, r->pdeath, r->envp};
       status = cli_spawn_watch(r->command, &w);
       release_after(&run, r);
       if (status < 0)

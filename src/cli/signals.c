@@ -30,6 +30,7 @@ static const int caught[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 static int ignored[NCAUGHT];
 
 static volatile sig_atomic_t last_signal;
+static volatile sig_atomic_t count; /* how many were caught */
 /* COMMAND's pid, which is also its process group's id. */
 static volatile sig_atomic_t child_pid;
 /* Fired by the handler to end a wait for the lock (async-signal-safe). */
@@ -39,10 +40,12 @@ static void on_signal(int sig, siginfo_t *info, void *uctx) {
   (void)uctx, (void)info;
   int saved = errno;
   last_signal = sig;
+  count++;
   rlock_cancel_fire(cancel_token);
   pid_t child = (pid_t)child_pid;
   if (child > 0)
     kill(-child, sig);
+  cli_spawn_wake(); /* the wait for the job looks at it */
   errno = saved;
 }
 
@@ -92,6 +95,8 @@ int cli_signals_install(void) {
 }
 
 int cli_signal_caught(void) { return last_signal; }
+
+int cli_signals_count(void) { return count; }
 
 rlock_cancel *cli_cancel_token(void) { return cancel_token; }
 

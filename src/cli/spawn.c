@@ -173,11 +173,13 @@ static int in_foreground(int tty) {
 
 /* COMMAND's job while rlock waits for it. */
 typedef struct job {
-  pid_t pid;  /* COMMAND, the leader of its process group */
-  int pidfd;  /* or -1 */
-  int tty;    /* rlock's controlling terminal, or -1 */
-  int exited; /* COMMAND has exited (its zombie is reaped last) */
-  int lost;   /* the lock was found lost */
+  pid_t pid;   /* COMMAND, the leader of its process group */
+  int pidfd;   /* or -1 */
+  int tty;     /* rlock's controlling terminal, or -1 */
+  int exited;  /* COMMAND has exited (its zombie is reaped last) */
+  int lost;    /* the lock was found lost */
+  int ending;  /* what COMMAND left behind was told to end */
+  int signals; /* cli_signals_count() when COMMAND exited */
   int64_t next_check, kill_at;
 } job;
 
@@ -279,6 +281,19 @@ static void watch_lock(job *j, const cli_watch *w, int64_t now) {
   j->next_check = now + w->period_ms;
 }
 
+/* COMMAND has exited and rlock waits for what it left behind (holding the
+ * lock for it): a signal rlock gets then (a second Ctrl-C once the
+ * terminal is rlock's again, a TERM) asks it to stop waiting. Those
+ * processes may ignore INT and QUIT (a shell's background jobs do), so
+ * they get SIGTERM, and SIGKILL after kill_after_ms. */
+static void end_leftovers(job *j, const cli_watch *w, int64_t now) {
+  if (!j->exited || j->ending || j->lost || cli_signals_count() == j->signals)
+    return;
+  j->ending = 1;
+  signal_job(j, SIGTERM);
+  j->kill_at = now + w->kill_after_ms;
+}
+
 /* Until COMMAND and every process it left behind have exited: watch the
  * lock, mirror stops, hand the terminal back once COMMAND is gone.
  * Returns 0, or -1. */
@@ -290,6 +305,7 @@ static int wait_job(job *j, const cli_watch *w) {
         return -1;
       if (e) {
         j->exited = 1;
+        j->signals = cli_signals_count();
         tty_take_back(j);
       } else {
         mirror_stop(j);
@@ -300,6 +316,7 @@ static int wait_job(job *j, const cli_watch *w) {
       return 0; /* nobody left (or /proc cannot tell: then COMMAND only) */
     int64_t now = now_ms();
     watch_lock(j, w, now);
+    end_leftovers(j, w, now);
     if (j->kill_at >= 0 && now >= j->kill_at) {
       signal_job(j, SIGKILL);
       j->kill_at = -1;

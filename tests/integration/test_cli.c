@@ -1936,6 +1936,32 @@ static void test_exec_holds_lock_until_job_ends(void **state) {
   assert_true(pid_gone(job));
 }
 
+/* Once COMMAND has exited, a signal to rlock (a second Ctrl-C, say) ends
+ * what it left behind, even a process that ignores INT (as a shell's
+ * background jobs do): SIGTERM; rlock then releases the lock and keeps
+ * COMMAND's status. */
+static void test_exec_signal_ends_leftovers(void **state) {
+  (void)state;
+  const char *name = "cli:leftover";
+  char pidfile[512], script[2048];
+  fx_tmp_path(pidfile, sizeof pidfile, "leftover-pid");
+  snprintf(script, sizeof script,
+           "(trap '' INT QUIT; while :; do sleep 0.05; done) & "
+           "echo $! > %s; exit 3",
+           pidfile);
+  proc p;
+  proc_start(&p, ARGS("-u", url, "exec", name, "--", "sh", "-c", script));
+  pid_t left = pid_in(pidfile);
+  reparent_wait w = {left, p.pid};
+  rt_wait_until(pred_reparented, &w, SCALED(5000),
+                "sh exited, job re-parented");
+  assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 1);
+  assert_int_equal(kill(p.pid, SIGINT), 0);
+  assert_int_equal(proc_wait(&p, SCALED(5000)), 3);
+  assert_true(pid_gone(left));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
+}
+
 /* SIGQUIT (Ctrl-\) is handled as TERM: a fair holder releases at once
  * (its waiter gets the lock), and a fair waiter leaves the queue at once
  * instead of blocking it for the fair-wait timeout. */
@@ -2321,6 +2347,7 @@ int main(void) {
       cmocka_unit_test(test_exec_group_sigint_once_no_pty),
       cmocka_unit_test(test_exec_signals_whole_job),
       cmocka_unit_test(test_exec_holds_lock_until_job_ends),
+      cmocka_unit_test(test_exec_signal_ends_leftovers),
       cmocka_unit_test(test_exec_sigquit_releases),
       cmocka_unit_test(test_exec_loss_found_late_or_checked),
       cmocka_unit_test(test_exec_release_bounded_on_hung_server),
