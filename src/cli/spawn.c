@@ -233,13 +233,20 @@ static int other_children(pid_t command, pid_t *out, int max) {
 
 /* Signal COMMAND's whole job: its process group, and every process the
  * job left behind (re-parented to rlock: unreaped, so their pids are
- * still theirs), some of which may have moved to another group. */
+ * still theirs), some of which may have moved to another group. A
+ * SIGTERM is followed by SIGCONT, as a shell does, so that a stopped
+ * process acts on it. */
 static void signal_job(const job *j, int sig) {
-  kill(-j->pid, sig);
   pid_t others[256];
   int n = other_children(j->pid, others, 256);
+  kill(-j->pid, sig);
   for (int i = 0; i < n && i < 256; i++)
     kill(others[i], sig);
+  if (sig != SIGTERM)
+    return;
+  kill(-j->pid, SIGCONT);
+  for (int i = 0; i < n && i < 256; i++)
+    kill(others[i], SIGCONT);
 }
 
 static int job_stop_signal(int sig) {

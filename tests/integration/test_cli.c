@@ -1938,27 +1938,37 @@ static void test_exec_holds_lock_until_job_ends(void **state) {
 
 /* Once COMMAND has exited, a signal to rlock (a second Ctrl-C, say) ends
  * what it left behind, even a process that ignores INT (as a shell's
- * background jobs do): SIGTERM; rlock then releases the lock and keeps
+ * background jobs do) or is stopped: SIGTERM (and SIGCONT), well before
+ * --kill-after's SIGKILL; rlock then releases the lock and keeps
  * COMMAND's status. */
 static void test_exec_signal_ends_leftovers(void **state) {
   (void)state;
   const char *name = "cli:leftover";
-  char pidfile[512], script[2048];
+  char pidfile[512], stopfile[512], script[2048];
   fx_tmp_path(pidfile, sizeof pidfile, "leftover-pid");
+  fx_tmp_path(stopfile, sizeof stopfile, "leftover-stopped-pid");
   snprintf(script, sizeof script,
            "(trap '' INT QUIT; while :; do sleep 0.05; done) & "
+           "echo $! > %s; sh -c 'kill -STOP $$; exec sleep 300' & "
            "echo $! > %s; exit 3",
-           pidfile);
+           pidfile, stopfile);
   proc p;
-  proc_start(&p, ARGS("-u", url, "exec", name, "--", "sh", "-c", script));
-  pid_t left = pid_in(pidfile);
+  proc_start(&p, ARGS("-u", url, "exec", "--kill-after", "60s", name, "--",
+                      "sh", "-c", script));
+  pid_t left = pid_in(pidfile), stopped = pid_in(stopfile);
   reparent_wait w = {left, p.pid};
   rt_wait_until(pred_reparented, &w, SCALED(5000),
                 "sh exited, job re-parented");
+  for (int64_t t0 = rt_now_ms(); !proc_stopped(stopped);) {
+    if (rt_now_ms() - t0 > SCALED(5000))
+      fail_msg("process %d did not stop", (int)stopped);
+    rt_sleep_ms(5);
+  }
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 1);
   assert_int_equal(kill(p.pid, SIGINT), 0);
   assert_int_equal(proc_wait(&p, SCALED(5000)), 3);
   assert_true(pid_gone(left));
+  assert_true(pid_gone(stopped));
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
 }
 
