@@ -424,7 +424,7 @@ static int after_release(const exec_args *a, int status, const char *lost,
   if (lost != NULL)
     cli_fail(0, "warning: lock '%s' was lost while '%s' ran", lost,
              a->command[0]);
-  else if (rc == CLI_RELEASE_TIMEOUT || rc != RLOCK_OK)
+  else if (rc != RLOCK_OK) /* CLI_RELEASE_TIMEOUT too */
     cli_fail(0,
              "warning: cannot release lock '%s' (it expires by itself within "
              "its lease): %s",

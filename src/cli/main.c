@@ -303,5 +303,12 @@ int main(int argc, char **argv) {
   if (status == CLI_CONTINUE) {
     status = dispatch(&g, argc - optind, argv + optind);
   }
-  return flush_stdout(status);
+  status = flush_stdout(status);
+  /* A release left running on its thread (release.c) is inside the
+   * library: end the process without running exit handlers under it. */
+  if (cli_release_abandoned()) {
+    fflush(stderr);
+    _exit(status);
+  }
+  return status;
 }
