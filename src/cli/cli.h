@@ -173,6 +173,7 @@ typedef struct cli_redlock_args {
   int conflict_status;   /* exit status when not acquired (-E) */
   int64_t release_ms;    /* bound on the release */
   int64_t kill_after_ms; /* --kill-after */
+  int verbose;           /* -v: say when it is acquired and released */
 } cli_redlock_args;
 
 /* exec over several servers (-u given more than once): a RedLock on NAME

@@ -115,7 +115,8 @@ static const char exec_help[] =
     "                    still held, to learn of a deletion or takeover\n"
     "                    sooner than the next renewal\n"
     "  -v, --verbose     say on stderr what the wait is for (who holds the\n"
-    "                    lock), and when the lock is acquired and released\n"
+    "                    lock: one NAME, one -u), and when the lock is\n"
+    "                    acquired and released\n"
     "  -h, --help        show this help\n"
     "\n"
     "DUR is a number of seconds (1.5) or a number with a unit: 250ms, 10s,\n"
@@ -573,10 +574,16 @@ int cli_cmd_exec(const cli_global *g, int argc, char **argv) {
   else if (g->nurls > 1) {
     env_slots slots;
     char **envp = make_env(&a, 0, &slots);
-    cli_redlock_args r = {
-        a.name,         a.wait_ms,         a.lease_ms,        a.command,
-        envp,           !a.on_lost_ignore, a.conflict_status, a.release_ms,
-        a.kill_after_ms};
+    cli_redlock_args r = {.name = a.name,
+                          .wait_ms = a.wait_ms,
+                          .lease_ms = a.lease_ms,
+                          .command = a.command,
+                          .envp = envp,
+                          .pdeath = !a.on_lost_ignore,
+                          .conflict_status = a.conflict_status,
+                          .release_ms = a.release_ms,
+                          .kill_after_ms = a.kill_after_ms,
+                          .verbose = a.verbose};
     status = envp == NULL ? cli_fail(EX_OSERR, "out of memory")
                           : cli_exec_redlock(g, &r, on_lost);
     free(envp);

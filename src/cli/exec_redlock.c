@@ -57,6 +57,8 @@ static void release_after(redlock_run *run, const cli_redlock_args *r) {
              "warning: cannot release every member of '%s' (they expire "
              "by themselves): %s",
              r->name, msg);
+  else if (r->verbose)
+    cli_fail(0, "released '%s'", r->name);
 }
 
 int cli_exec_redlock(const cli_global *g, const cli_redlock_args *r,
@@ -73,6 +75,8 @@ int cli_exec_redlock(const cli_global *g, const cli_redlock_args *r,
     } else if (rc != RLOCK_OK) {
       status = cli_lib_error(rc);
     } else {
+      if (r->verbose)
+        cli_fail(0, "acquired '%s'", r->name);
       cli_watch w = {NULL, NULL, NULL, 0, r->kill_after_ms, r->pdeath, r->envp};
       status = cli_spawn_watch(r->command, &w);
       release_after(&run, r);
