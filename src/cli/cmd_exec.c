@@ -388,6 +388,10 @@ static int parse_exec(int argc, char **argv, exec_args *a) {
     if (st != CLI_CONTINUE)
       return st;
   }
+  /* An option that would change nothing is refused, not ignored. */
+  if (a->check_every_ms > 0 && !terminates(a))
+    return cli_usage("exec: --check-every looks for a loss that ends "
+                     "COMMAND: not with -l or --on-lost ignore");
   int eaten = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
   int st = parse_positional(argv + optind, argc - optind, eaten, a);
   /* One token for COMMAND: several NAMEs would each issue their own. */

@@ -1678,6 +1678,8 @@ static void test_usage_errors(void **state) {
       {"exec", "-E", "x", "n", "--", "true"},
       {"exec", "-E", "-1", "n", "--", "true"},
       {"exec", "--check-every", "0", "n", "--", "true"},
+      {"exec", "--check-every", "1s", "-l", "5s", "n", "--", "true"},
+      {"exec", "--check-every", "1s", "--on-lost", "ignore", "n", "--", "true"},
       {"--retry-for", "1s", "status", "n"},
       {"--retry-for", "1s", "list"},
       {"--retry-for", "1s", "unlock", "--force", "n"},
