@@ -155,6 +155,34 @@ static int print_version(void) {
   return 0;
 }
 
+/* --watchdog, --retry-for, --connect-timeout, --command-timeout: optarg
+ * into *g; CLI_CONTINUE, or EX_USAGE after saying why. */
+static int duration_option(cli_global *g, int c) {
+  static const struct {
+    int opt;
+    const char *name;
+    int64_t min_ms, max_ms; /* beyond the duration's own 0..365 days */
+    const char *range;
+  } rules[] = {
+      {OPT_WATCHDOG, "--watchdog", 1, RLOCK_MAX_DURATION_MS, "at least 30ms"},
+      {OPT_RETRY_FOR, "--retry-for", 0, RLOCK_MAX_DURATION_MS, ""},
+      {OPT_CONNECT_TIMEOUT, "--connect-timeout", 1, 3600000, "1ms to 1h"},
+      {OPT_COMMAND_TIMEOUT, "--command-timeout", 1, 3600000, "1ms to 1h"}};
+  int64_t *dst[] = {&g->watchdog_ms, &g->retry_ms, &g->connect_timeout_ms,
+                    &g->command_timeout_ms};
+  for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++) {
+    if (rules[i].opt != c)
+      continue;
+    if (cli_duration_arg(rules[i].name, optarg, dst[i]) != 0)
+      return EX_USAGE;
+    if (*dst[i] < rules[i].min_ms || *dst[i] > rules[i].max_ms)
+      return cli_usage("%s must be %s", rules[i].name, rules[i].range);
+    g->retry_set |= c == OPT_RETRY_FOR;
+    return CLI_CONTINUE;
+  }
+  return EX_USAGE; /* not one of them: cannot happen */
+}
+
 /* Returns CLI_CONTINUE with *g filled and optind at the command, or an
  * exit status (after --help, --version or a usage error). */
 static int parse_global(int argc, char **argv, cli_global *g) {
@@ -189,28 +217,12 @@ static int parse_global(int argc, char **argv, cli_global *g) {
       g->url = g->urls[0];
       break;
     case OPT_WATCHDOG:
-      if (cli_duration_arg("--watchdog", optarg, &g->watchdog_ms) != 0)
-        return EX_USAGE;
-      if (g->watchdog_ms == 0)
-        return cli_usage("--watchdog must be at least 30ms");
-      break;
     case OPT_RETRY_FOR:
-      if (cli_duration_arg("--retry-for", optarg, &g->retry_ms) != 0)
-        return EX_USAGE;
-      g->retry_set = 1;
-      break;
     case OPT_CONNECT_TIMEOUT:
-    case OPT_COMMAND_TIMEOUT: {
-      const char *opt =
-          c == OPT_CONNECT_TIMEOUT ? "--connect-timeout" : "--command-timeout";
-      int64_t *ms = c == OPT_CONNECT_TIMEOUT ? &g->connect_timeout_ms
-                                             : &g->command_timeout_ms;
-      if (cli_duration_arg(opt, optarg, ms) != 0)
+    case OPT_COMMAND_TIMEOUT:
+      if (duration_option(g, c) != CLI_CONTINUE)
         return EX_USAGE;
-      if (*ms == 0 || *ms > 3600000)
-        return cli_usage("%s must be 1ms to 1h", opt);
       break;
-    }
     case OPT_TLS_CA:
       g->tls_ca = optarg;
       break;
