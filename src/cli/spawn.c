@@ -38,9 +38,10 @@
 
 #include "cli.h"
 
-/* Self-pipe the lost-lock callback writes to, so the wait polls the lock
- * at once. Made once and never closed: the background thread may write
- * to it at any time. */
+/* Self-pipe that wakes the wait for the job: written by the lost-lock
+ * callback (look at the lock now) and by the signal handlers (SIGCHLD: a
+ * child stopped or exited; a caught signal). Made once and never closed:
+ * the background thread may write to it at any time. */
 static int wake_fd[2] = {-1, -1};
 static atomic_int wake_ready;
 
