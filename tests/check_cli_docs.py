@@ -11,7 +11,10 @@ Checks, printing every difference and exiting 1 if there is any:
     synopsis line (the commands are those listed under "Commands:");
   - every option in the man page's OPTIONS (the tags of its .TP items)
     is in the help texts' option lists (main and commands), and the
-    reverse.
+    reverse;
+  - every exit status a help text lists (its "Exit status:" block) is
+    one the man page's EXIT STATUS describes, and the commands that
+    write to standard output (status, list, unlock) list 74, its failure.
 
 Roff is rendered just enough for that: font macros (.B, .I, .BR, .RB,
 .IR, .RI, .BI, .IB) join their arguments as groff does, escapes are
@@ -153,6 +156,30 @@ def help_options(text):
     return opts
 
 
+def help_exit_codes(text):
+    """The statuses of the "Exit status:" block ("126/127" is two)."""
+    lines = text.split("\n")
+    if "Exit status:" not in lines:
+        return set()
+    codes = set()
+    for line in lines[lines.index("Exit status:") + 1:]:
+        m = re.match(r"^  (\S+)\s", line)
+        if m:
+            codes |= set(m.group(1).split("/"))
+        elif not line.startswith("    "):
+            break
+    return codes
+
+
+def man_exit_codes(lines):
+    """The tags of the EXIT STATUS section's .TP items."""
+    return {render(lines[i + 1]).strip()
+            for i, line in enumerate(lines[:-1]) if line.startswith(".TP")}
+
+
+STDOUT_COMMANDS = {"status", "list", "unlock"}
+
+
 def help_commands(text):
     """The command names listed under "Commands:"."""
     lines = text.split("\n")
@@ -185,12 +212,18 @@ def main():
                           f"  man:    {m}\n  --help: {h}")
 
     opts = help_options(main_help)
+    man_codes = man_exit_codes(sections.get("EXIT STATUS", []))
+    codes = {"rlock": help_exit_codes(main_help)}
     cmds = help_commands(main_help)
     if not cmds:
         errors.append("rlock --help lists no commands under 'Commands:'")
     for cmd in cmds:
         text = run_help(binary, cmd)
         opts |= help_options(text)
+        codes[f"rlock {cmd}"] = help_exit_codes(text)
+        if cmd in STDOUT_COMMANDS and "74" not in codes[f"rlock {cmd}"]:
+            errors.append(f"rlock {cmd} --help: its exit statuses omit 74 "
+                          f"(cannot write the output)")
         own = help_synopsis(text)
         mine = [e for e in help_syn if cmd in e]
         if len(own) != 1 or len(mine) != 1 or own[0] != mine[0]:
@@ -198,6 +231,13 @@ def main():
                 f"rlock {cmd} --help usage differs from rlock --help:\n"
                 f"  {cmd} --help: {' / '.join(' '.join(e) for e in own)}\n"
                 f"  --help:      {' / '.join(' '.join(e) for e in mine)}")
+
+    for who, cs in codes.items():
+        if not cs:
+            errors.append(f"{who} --help lists no exit status")
+        for c in sorted(cs - man_codes):
+            errors.append(f"{who} --help: exit status {c} is not in the man "
+                          f"page's EXIT STATUS")
 
     man_opts = man_options(sections.get("OPTIONS", []))
     for o in sorted(man_opts - opts):
@@ -213,7 +253,8 @@ def main():
         print(e)
     if errors:
         return 1
-    print(f"{len(help_syn)} synopsis lines and {len(opts)} options agree "
+    print(f"{len(help_syn)} synopsis lines, {len(opts)} options and "
+          f"{len(set().union(*codes.values()))} exit statuses agree "
           f"({len(cmds)} commands)")
     return 0
 

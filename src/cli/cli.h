@@ -49,9 +49,16 @@ typedef struct cli_global {
   const char *password; /* from --password-file or $RLOCK_PASSWORD, or NULL:
                            the URL's */
   const char *tls_server_name; /* --tls-server-name NAME, or NULL */
+  int64_t connect_timeout_ms;  /* --connect-timeout DUR, or 0: default */
+  int64_t command_timeout_ms;  /* --command-timeout DUR, or 0: default */
 } cli_global;
 
-/* The URL with any password replaced by "***", for messages. */
+/* The library's default command timeout (rlock_config_set_command_timeout_ms),
+ * which also bounds exec's release. */
+#define CLI_COMMAND_TIMEOUT_MS 3000
+
+/* The URL with every secret (a password before '@', a *password=
+ * parameter) replaced by "***", for messages. */
 const char *cli_redact_url(const char *url, char *buf, size_t size);
 
 /* The commands: argv[0] is the command's name; argv is NULL-terminated. */
@@ -84,12 +91,18 @@ int cli_help(const char *text);
  * with *name set, or a usage error. */
 int cli_one_name(const char *cmd, int n, char **rest, const char **name);
 
-/* Print "rlock: <msg>" on stderr and return `code`. */
+/* Print "rlock: <msg>" on stderr and return `code`. Every message line
+ * (this, cli_usage) shows control characters escaped (\n, \x1b), so a
+ * name cannot break the line or drive the terminal. */
 int cli_fail(int code, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* The exit status for a library status code (RLOCK_OK -> 0). */
 int cli_exit_for(int rc);
+
+/* cli_exit_for(), knowing the message too: a thread the library could
+ * not start is a system error (71), not an unreachable server. */
+int cli_exit_for_error(int rc, const char *message);
 
 /* Print the library's last error message as one line and return
    cli_exit_for(rc). Call right after the failing library call. */
@@ -110,9 +123,11 @@ int64_t cli_now_ms(void);
 /* ---- durations (duration.c) ------------------------------------------- */
 
 /*
- * Parse "<digits><unit>" with unit ms, s, m or h ("0" alone is accepted
- * too) into milliseconds, 0..RLOCK_MAX_DURATION_MS. On failure returns -1
- * and points *why at a static explanation.
+ * Parse "<number>[<unit>]" into milliseconds, 0..RLOCK_MAX_DURATION_MS:
+ * the number is digits with an optional decimal fraction ("1.5"), the
+ * unit ms, s, m, h or d, seconds when left out (as flock -w). A fraction
+ * of a millisecond rounds up, so that only 0 means 0. On failure returns
+ * -1 and points *why at a static explanation.
  */
 int cli_parse_duration(const char *s, int64_t *ms, const char **why);
 
@@ -148,12 +163,23 @@ typedef enum cli_kind {
 int cli_client_new(const cli_global *g, const char *url, rlock_lost_fn lost,
                    void *ud, rlock_client **client);
 
+/* What exec tells cli_exec_redlock(). */
+typedef struct cli_redlock_args {
+  const char *name;
+  int64_t wait_ms, lease_ms;
+  char **command;
+  char **envp;           /* COMMAND's environment */
+  int pdeath;            /* COMMAND gets SIGTERM if rlock dies */
+  int conflict_status;   /* exit status when not acquired (-E) */
+  int64_t release_ms;    /* bound on the release */
+  int64_t kill_after_ms; /* --kill-after */
+  int verbose;           /* -v: say when it is acquired and released */
+} cli_redlock_args;
+
 /* exec over several servers (-u given more than once): a RedLock on NAME
- * around COMMAND (which gets SIGTERM if rlock dies, with `pdeath`). A lost
- * member is only warned about: the quorum may still hold. Returns the
- * exit status. */
-int cli_exec_redlock(const cli_global *g, int pdeath, const char *name,
-                     int64_t wait_ms, int64_t lease_ms, char **command,
+ * around COMMAND. A lost member is only warned about: the quorum may
+ * still hold. Returns the exit status. */
+int cli_exec_redlock(const cli_global *g, const cli_redlock_args *r,
                      rlock_lost_fn lost);
 
 /* A lock object of `kind` for `name` (a library status). */
@@ -176,15 +202,20 @@ void cli_close(rlock_client *client, rlock_lock *lock);
 /* ---- signals (signals.c) ----------------------------------------------- */
 
 /*
- * Catch SIGINT, SIGTERM and SIGHUP (those not ignored at start, which stay
- * ignored, as a shell leaves them): the handler records the signal and
- * forwards it to the child set with cli_signals_set_child(), if any.
- * No SA_RESTART, so blocking calls in the main thread return EINTR.
+ * Catch SIGINT, SIGTERM, SIGHUP and SIGQUIT (those not ignored at start,
+ * which stay ignored, as a shell leaves them): the handler records the
+ * signal and forwards it to the process group of the child set with
+ * cli_signals_set_child(), if any. No SA_RESTART, so blocking calls in
+ * the main thread return EINTR. SIGCONT is passed on to that group too,
+ * and SIGCHLD wakes cli_spawn_watch() (both with SA_RESTART).
  */
 int cli_signals_install(void);
 
 /* The last signal caught, or 0. */
 int cli_signal_caught(void);
+
+/* How many signals were caught so far (to tell a new one). */
+int cli_signals_count(void);
 
 /* The token the signal handler fires, to end a wait for the lock; NULL
  * before cli_signals_install(). */
@@ -226,19 +257,61 @@ typedef struct cli_watch {
 } cli_watch;
 
 /*
- * Run argv (PATH search) and wait for it, forwarding caught signals.
- * Returns its exit status as a shell reports it (status, or 128+N when
- * killed by signal N; 126/127 when it cannot be executed), or -1 when no
- * child could be started (after printing why). If a signal was caught
- * before the child started, returns 128+N without starting it.
+ * Run argv (PATH search) as a job and wait for it, forwarding caught
+ * signals: the child leads a process group of its own, which gets them
+ * (and, on a terminal where rlock is in the foreground, the terminal),
+ * and rlock, a child subreaper, returns only once the child and every
+ * process it left behind have exited. Returns the child's exit status as
+ * a shell reports it (status, or 128+N when killed by signal N; 126/127
+ * when it cannot be executed), or -1 when no child could be started
+ * (after printing why). If a signal was caught before the child started,
+ * returns 128+N without starting it.
  * With w->pdeath the child gets SIGTERM should rlock die
  * (PR_SET_PDEATHSIG); call from the main thread, as the death signal
  * follows the thread that forked, and the main thread lives as long as
  * rlock. With w->lost, watches the lock too: once it says so, prints one
- * line naming the lock, sends the child SIGTERM, SIGKILL after
- * w->kill_after_ms, and (once it has exited) returns CLI_EXIT_LOST.
+ * line naming the lock, sends the job SIGTERM, SIGKILL after
+ * w->kill_after_ms, and (once all of it has exited) returns
+ * CLI_EXIT_LOST. Once the child has exited, a signal caught ends what it
+ * left behind the same way (SIGTERM, then SIGKILL), and its status
+ * stays.
  */
 int cli_spawn_watch(char **argv, cli_watch *w);
+
+/* ---- a bounded release (release.c) -------------------------------------- */
+
+/* A release of `arg`'s holds by `owner` (the thread that took them). */
+typedef int (*cli_release_fn)(void *arg, uint64_t owner);
+
+/* Returned by cli_release_bounded() when the release did not end in time. */
+#define CLI_RELEASE_TIMEOUT 1
+
+/*
+ * fn(arg, the calling thread's owner number) on a thread of its own,
+ * waited for at most bound_ms: its library status, or CLI_RELEASE_TIMEOUT.
+ * *message receives the failure's message (static). After a timeout the
+ * release goes on meanwhile: free nothing it uses, and exit.
+ */
+int cli_release_bounded(cli_release_fn fn, void *arg, int64_t bound_ms,
+                        const char **message);
+
+/* Whether a release was left running (see cli_release_bounded). */
+int cli_release_abandoned(void);
+
+/* ---- telling once what a wait meets (notice.c) -------------------------- */
+
+/* The client's log hook (rlock_config_set_log, WARN): during a wait begun
+ * with cli_notice_begin(), the first warning (a server that cannot be
+ * reached, a failed handshake) is printed once, as "rlock: waiting for
+ * 'NAME': <message>; still trying", if the wait is still on a moment
+ * later (then it is trying again). A RedLock's wait does not use it: it
+ * names each member's failure when it ends, and goes on without a
+ * minority. */
+void cli_notice_log(rlock_log_level level, const char *message, void *ud);
+/* From now until cli_notice_end(), report as above, for lock `name`;
+ * `quiet`: the terminal's progress line says it already. */
+void cli_notice_begin(const char *name, int quiet);
+void cli_notice_end(void);
 
 /* Have cli_spawn_watch() poll w->lost now. Async-signal-safe, any thread
  * (the lost-lock callback). */
@@ -259,5 +332,10 @@ void cli_spawn_wake(void);
  */
 int cli_acquire(rlock_lock *lock, int64_t wait_ms, int64_t lease_ms, int show,
                 int64_t *token);
+
+/* cli_acquire()'s `show`: a redrawn line on a terminal, or (--verbose, not
+ * on a terminal) a line per holder met. */
+#define CLI_SHOW_TERMINAL 1
+#define CLI_SHOW_LINES 2
 
 #endif /* RLOCK_CLI_H */

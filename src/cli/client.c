@@ -5,19 +5,66 @@
  */
 #include "cli.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
+
+/* Whether the parameter at p (up to '=') names a secret: any name ending
+ * in "password" (sentinel_password=, ...), case aside. */
+static int secret_param(const char *p, size_t len) {
+  static const char suffix[] = "password";
+  size_t n = sizeof suffix - 1;
+  return len >= n && strncasecmp(p + len - n, suffix, n) == 0;
+}
 
 const char *cli_redact_url(const char *url, char *buf, size_t size) {
   const char *scheme = strstr(url, "://");
   const char *host = scheme ? scheme + 3 : url;
   const char *at = strchr(host, '@');
   const char *colon = at ? memchr(host, ':', (size_t)(at - host)) : NULL;
-  if (colon == NULL)
-    snprintf(buf, size, "%s", url);
-  else
-    snprintf(buf, size, "%.*s:***%s", (int)(colon - url), url, at);
+  size_t k = 0;
+  /* Append n bytes of s (n < 0: all of it), truncating at size - 1. */
+#define PUT(s, n)                                                              \
+  do {                                                                         \
+    const char *s_ = (s);                                                      \
+    size_t n_ = (n) < 0 ? strlen(s_) : (size_t)(n);                            \
+    for (size_t i_ = 0; i_ < n_ && k + 1 < size; i_++)                         \
+      buf[k++] = s_[i_];                                                       \
+  } while (0)
+  const char *p = url;
+  if (colon != NULL) { /* user:password@ */
+    PUT(url, colon - url + 1);
+    PUT("***", -1);
+    p = at;
+  }
+  const char *query = strchr(p, '?');
+  if (query == NULL) {
+    PUT(p, -1);
+  } else {
+    PUT(p, query - p + 1);
+    for (const char *q = query + 1; *q != '\0';) {
+      size_t len = strcspn(q, "&#");
+      const char *eq = memchr(q, '=', len);
+      if (eq != NULL && secret_param(q, (size_t)(eq - q))) {
+        PUT(q, eq - q + 1);
+        PUT("***", -1);
+      } else {
+        PUT(q, (ptrdiff_t)len);
+      }
+      q += len;
+      if (*q == '#') {
+        PUT(q, -1);
+        break;
+      }
+      if (*q == '&')
+        PUT(q++, 1);
+    }
+  }
+#undef PUT
+  if (size > 0)
+    buf[k] = '\0';
   return buf;
 }
 
@@ -56,6 +103,17 @@ static int configure(rlock_config *cfg, const cli_global *g, const char *url,
   if (g->retry_set &&
       rlock_config_set_unreachable_retry_ms(cfg, g->retry_ms) != RLOCK_OK)
     return cli_usage("invalid --retry-for: %s", rlock_error_last()->message);
+  if (g->connect_timeout_ms != 0 && rlock_config_set_connect_timeout_ms(
+                                        cfg, g->connect_timeout_ms) != RLOCK_OK)
+    return cli_usage("invalid --connect-timeout: %s",
+                     rlock_error_last()->message);
+  if (g->command_timeout_ms != 0 && rlock_config_set_command_timeout_ms(
+                                        cfg, g->command_timeout_ms) != RLOCK_OK)
+    return cli_usage("invalid --command-timeout: %s",
+                     rlock_error_last()->message);
+  if (rlock_config_set_log(cfg, cli_notice_log, RLOCK_LOG_WARN, NULL) !=
+      RLOCK_OK)
+    return cli_lib_error(rlock_error_last()->code);
   int status = secure(cfg, g);
   if (status != 0)
     return status;

@@ -10,6 +10,7 @@
  * acquisition's fencing token in $RLOCK_TOKEN.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -27,40 +28,58 @@ typedef struct exec_args {
   const char *name; /* the first name */
   char **names;     /* every NAME before "--": several make a MultiLock */
   int nnames;
-  char **command;        /* NULL-terminated */
-  int on_lost_ignore;    /* --on-lost ignore */
-  int64_t kill_after_ms; /* --kill-after */
-  int64_t period_ms;     /* how often to look at the lock: the renewal period */
+  char **command;         /* NULL-terminated */
+  int on_lost_ignore;     /* --on-lost ignore */
+  int64_t kill_after_ms;  /* --kill-after */
+  int64_t period_ms;      /* how often to look at the lock: the renewal
+                             period, or --check-every if shorter */
+  int64_t check_every_ms; /* --check-every: ask the server, or 0 */
+  int conflict_status;    /* -E: the status for "not acquired" */
+  int verbose;            /* -v */
+  int64_t release_ms;     /* bound on the release: the command timeout */
+  int no_retry;           /* --retry-for 0, or -w 0: a failure ends the wait,
+                             and is told by its own message */
 } exec_args;
 
 /* exec's defaults: wait for ever, the watchdog, a reentrant lock, the
- * default --kill-after (10 s). */
+ * default --kill-after (10 s), 75 when the lock is not acquired. */
 #define EXEC_ARGS_INIT                                                         \
   {                                                                            \
     RLOCK_WAIT_FOREVER, RLOCK_LEASE_WATCHDOG, CLI_LOCK, NULL, NULL, 0, NULL,   \
-        0, 10000, 0                                                            \
+        0, 10000, 0, 0, EX_TEMPFAIL, 0, CLI_COMMAND_TIMEOUT_MS, 0              \
   }
 
 static const char exec_help[] =
     "Usage: rlock [-u URL]... [OPTION]... exec\n"
-    "             [--fair|--read|--write|--fenced|--spin] [-w DUR] [-l DUR]\n"
-    "             [--on-lost ACTION] [--kill-after DUR]\n"
-    "             NAME [NAME...] -- COMMAND [ARG...]\n"
+    "             [--fair|--read|--write|--fenced|--spin] [-n|-w DUR]\n"
+    "             [-l DUR] [-E CODE] [--on-lost ACTION] [--kill-after DUR]\n"
+    "             [--check-every DUR] [-v] NAME [NAME...] -- COMMAND [ARG...]\n"
     "\n"
-    "Acquire the lock NAME, run COMMAND while holding it, release it when\n"
-    "COMMAND exits, and exit with COMMAND's status. Signals TERM and HUP\n"
-    "are passed on to COMMAND; INT, a process group's signal (Ctrl-C, or\n"
-    "kill -INT -PGID), reaches COMMAND in rlock's group once, directly;\n"
-    "the lock is released afterwards. Should the renewed lock be lost while\n"
-    "COMMAND runs (deleted, expired, taken over, or not renewed for a whole\n"
-    "lease), COMMAND is terminated (see --on-lost). Should rlock die,\n"
+    "Acquire the lock NAME, run COMMAND while holding it, release it once\n"
+    "COMMAND and every process it started have exited (as flock does; once\n"
+    "COMMAND has exited, a signal to rlock ends the rest), and exit with\n"
+    "COMMAND's status. COMMAND finds NAME in $RLOCK_NAME.\n"
+    "COMMAND runs in a process group of its own, which gets the signals\n"
+    "TERM, HUP, INT and QUIT that rlock gets; on a terminal where rlock is\n"
+    "in the foreground, that group is, so Ctrl-C and Ctrl-\\ reach it\n"
+    "directly, once, and Ctrl-Z stops the whole job.\n"
+    "Should the renewed lock be lost while COMMAND runs (deleted, expired,\n"
+    "taken over, or not renewed for a whole lease), the group is terminated\n"
+    "and rlock exits 76 (see --on-lost). rlock learns of a loss at the next\n"
+    "renewal (within a third of the lease, see --watchdog), at the next\n"
+    "--check-every, or at the release at the latest. Should rlock die,\n"
     "COMMAND gets SIGTERM.\n"
     "Several NAMEs are taken together, all or none (a MultiLock), in the\n"
     "order given: give them in the same order everywhere (e.g. sorted).\n"
     "\n"
     "Options:\n"
-    "  -w, --wait DUR    give up if the lock is not acquired within DUR\n"
+    "  -w, --wait DUR, --timeout DUR\n"
+    "                    give up if the lock is not acquired within DUR\n"
     "                    (0: try once); default: wait as long as it takes\n"
+    "  -n, --nonblock    try once: the same as -w 0\n"
+    "  -E, --conflict-exit-code CODE\n"
+    "                    exit with CODE (0 to 255) instead of 75 when the\n"
+    "                    lock is not acquired within -w\n"
     "  -l, --lease DUR   hold the lock for at most DUR (it then expires even\n"
     "                    if COMMAND still runs); default: keep renewing it\n"
     "                    while COMMAND runs (see --watchdog)\n"
@@ -85,16 +104,24 @@ static const char exec_help[] =
     "                    At most one of --fair, --read, --write, --fenced\n"
     "                    and --spin\n"
     "      --on-lost ACTION  what to do when the lock is lost while COMMAND\n"
-    "                    runs: 'terminate' (default) sends COMMAND SIGTERM\n"
-    "                    at once and exits with 76; 'ignore' lets it run\n"
-    "                    on, warns, and keeps its status (COMMAND then also\n"
-    "                    survives rlock's death). Applies to renewed locks,\n"
-    "                    not to -l; a RedLock only warns\n"
-    "      --kill-after DUR  after that SIGTERM, SIGKILL COMMAND if it still\n"
-    "                    runs DUR later; default 10s\n"
+    "                    runs: 'terminate' (default) sends COMMAND's group\n"
+    "                    SIGTERM at once and exits with 76; 'ignore' lets it\n"
+    "                    run on, warns, and keeps its status (COMMAND then\n"
+    "                    also survives rlock's death). Applies to renewed\n"
+    "                    locks, not to -l; a RedLock only warns\n"
+    "      --kill-after DUR  after that SIGTERM, SIGKILL COMMAND's group if\n"
+    "                    it still runs DUR later; default 10s\n"
+    "      --check-every DUR\n"
+    "                    also ask the server every DUR whether the lock is\n"
+    "                    still held, to learn of a deletion or takeover\n"
+    "                    sooner than the next renewal\n"
+    "  -v, --verbose     say on stderr what the wait is for (who holds the\n"
+    "                    lock: one NAME, one -u), and when the lock is\n"
+    "                    acquired and released\n"
     "  -h, --help        show this help\n"
     "\n"
-    "DUR is a whole number with a unit: 250ms, 10s, 5m, 1h.\n"
+    "DUR is a number of seconds (1.5) or a number with a unit: 250ms, 10s,\n"
+    "5m, 1h, 1d (at most 365 days).\n"
     "\n"
     "Exit status:\n"
     "  N        COMMAND's exit status, once COMMAND has run\n"
@@ -107,10 +134,10 @@ static const char exec_help[] =
     "           holds something else, or the name is invalid\n"
     "  69       Redis unreachable, refusing or failing\n"
     "  70       internal error\n"
-    "  71       system error (cannot fork, out of memory)\n"
-    "  75       lock not acquired within -w\n"
-    "  76       the lock was lost while COMMAND ran, and COMMAND was\n"
-    "           terminated (--on-lost terminate)\n";
+    "  71       system error (cannot fork or start a thread, out of memory)\n"
+    "  75       lock not acquired within -w (or -E's CODE)\n"
+    "  76       the lock was lost while COMMAND ran (COMMAND was\n"
+    "           terminated, or it was found lost at the release)\n";
 
 static atomic_int lost_flag;
 
@@ -127,52 +154,96 @@ typedef struct held {
   rlock_lock **locks;
   char **names;
   int n;
+  int64_t check_every_ms; /* --check-every, or 0 */
+  int64_t next_ask;       /* when to ask the server next */
 } held;
+
+/* Whether the server says the lock is no longer this thread's: a
+ * deletion or a takeover, seen before the next renewal. A server that
+ * cannot answer says nothing here: the local check below times that. */
+static int server_says_lost(rlock_lock *lock) {
+  int is_held = 1;
+  return rlock_lock_is_held(&is_held, lock) == RLOCK_OK && !is_held;
+}
 
 /* The check answers locally for this (the main) thread's hold, timed on
  * the monotonic clock: lost once deleted, expired, taken over, or not
- * renewed for a whole watchdog lease. */
+ * renewed for a whole watchdog lease. With --check-every, the server is
+ * asked too, that often. */
 static int held_lost(void *ud, char *name, size_t size) {
   held *h = ud;
+  int ask = h->check_every_ms > 0 && cli_now_ms() >= h->next_ask;
+  if (ask)
+    h->next_ask = cli_now_ms() + h->check_every_ms;
   for (int i = 0; i < h->n; i++)
-    if (rlock_lock_check(h->locks[i]) == RLOCK_ELOST) {
+    if (rlock_lock_check(h->locks[i]) == RLOCK_ELOST ||
+        (ask && server_says_lost(h->locks[i]))) {
       snprintf(name, size, "%s", h->names[i]);
       return 1;
     }
   return 0;
 }
 
+/* Whether rlock terminates COMMAND when the lock is lost (and exits 76):
+ * a renewed lock, without --on-lost ignore. */
+static int terminates(const exec_args *a) {
+  return !a->on_lost_ignore && a->lease_ms == RLOCK_LEASE_WATCHDOG;
+}
+
 /* Run COMMAND, watching `n` locks as --on-lost says, with `envp` as its
- * environment (NULL: rlock's). */
+ * environment. */
 static int spawn_held(const exec_args *a, rlock_lock **locks, int n,
                       char **envp) {
-  held h = {locks, a->names, n};
-  int watch = !a->on_lost_ignore && a->lease_ms == RLOCK_LEASE_WATCHDOG;
-  cli_watch w = {
-      watch ? held_lost : NULL, &h,  NULL, a->period_ms, a->kill_after_ms,
-      !a->on_lost_ignore,       envp};
+  held h = {locks, a->names, n, a->check_every_ms,
+            cli_now_ms() + a->check_every_ms};
+  cli_watch w = {terminates(a) ? held_lost : NULL,
+                 &h,
+                 NULL,
+                 a->period_ms,
+                 a->kill_after_ms,
+                 !a->on_lost_ignore,
+                 envp};
   return cli_spawn_watch(a->command, &w);
 }
 
 extern char **environ;
 
-/* rlock's environment with RLOCK_TOKEN=<token> in place of any inherited
- * one, in `slot` (size `size`); NULL when out of memory. Built before the
+/* The environment for COMMAND: rlock's, with RLOCK_NAME=<first NAME> and,
+ * for --fenced (token > 0), RLOCK_TOKEN=<token> in place of any inherited
+ * ones, in the slots given; NULL when out of memory. Built before the
  * fork: the child of a threaded process must not allocate. Free the array
- * only (its strings are environ's and `slot`). */
-static char **env_with_token(int64_t token, char *slot, size_t size) {
+ * only (its strings are environ's and the slots). */
+static char **command_env(const char *name, int64_t token, char *name_slot,
+                          size_t name_size, char *token_slot,
+                          size_t token_size) {
   size_t n = 0, k = 0;
   while (environ[n] != NULL)
     n++;
-  char **env = calloc(n + 2, sizeof *env);
+  char **env = calloc(n + 3, sizeof *env);
   if (env == NULL)
     return NULL;
   for (size_t i = 0; i < n; i++)
-    if (strncmp(environ[i], "RLOCK_TOKEN=", 12) != 0)
+    if (strncmp(environ[i], "RLOCK_TOKEN=", 12) != 0 &&
+        strncmp(environ[i], "RLOCK_NAME=", 11) != 0)
       env[k++] = environ[i];
-  snprintf(slot, size, "RLOCK_TOKEN=%" PRId64, token);
-  env[k] = slot;
+  snprintf(name_slot, name_size, "RLOCK_NAME=%s", name);
+  env[k++] = name_slot;
+  if (token > 0) {
+    snprintf(token_slot, token_size, "RLOCK_TOKEN=%" PRId64, token);
+    env[k] = token_slot;
+  }
   return env;
+}
+
+/* COMMAND's environment (see command_env), in `slots`. */
+typedef struct env_slots {
+  char name[RLOCK_MAX_NAME_LEN + 16];
+  char token[64];
+} env_slots;
+
+static char **make_env(const exec_args *a, int64_t token, env_slots *slots) {
+  return command_env(a->name, token, slots->name, sizeof slots->name,
+                     slots->token, sizeof slots->token);
 }
 
 /* NAME -- COMMAND [ARG...]: `rest` holds the n words after the options;
@@ -204,14 +275,17 @@ static int parse_positional(char **rest, int n, int dashdash_eaten,
   return CLI_CONTINUE;
 }
 
-#define EXEC_SHORTOPTS "+:w:l:h"
-#define OPT_FAIR 256
-#define OPT_READ 257
-#define OPT_WRITE 258
-#define OPT_ON_LOST 259
-#define OPT_KILL_AFTER 260
-#define OPT_FENCED 261
-#define OPT_SPIN 262
+#define EXEC_SHORTOPTS "+:w:l:nE:vh"
+enum {
+  OPT_FAIR = 256,
+  OPT_READ,
+  OPT_WRITE,
+  OPT_ON_LOST,
+  OPT_KILL_AFTER,
+  OPT_FENCED,
+  OPT_SPIN,
+  OPT_CHECK_EVERY
+};
 
 /* --fair, --read, --write, --fenced and --spin pick the lock's kind; at
  * most one. */
@@ -228,9 +302,71 @@ static int set_kind(exec_args *a, int opt) {
   return CLI_CONTINUE;
 }
 
+/* -E CODE: a decimal 0..255. */
+static int set_conflict_status(exec_args *a, const char *s) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (s[0] < '0' || s[0] > '9' || *end != '\0' || errno != 0 || v > 255)
+    return cli_usage("-E: '%s' is not an exit status (0 to 255)", s);
+  a->conflict_status = (int)v;
+  return CLI_CONTINUE;
+}
+
+/* One option with its argument (-w, -l, --on-lost, ...). */
+static int exec_option(exec_args *a, int c, char **argv) {
+  switch (c) {
+  case OPT_FAIR:
+  case OPT_READ:
+  case OPT_WRITE:
+  case OPT_FENCED:
+  case OPT_SPIN:
+    return set_kind(a, c);
+  case OPT_ON_LOST:
+    if (strcmp(optarg, "ignore") != 0 && strcmp(optarg, "terminate") != 0)
+      return cli_usage("--on-lost: '%s' is neither 'terminate' nor 'ignore'",
+                       optarg);
+    a->on_lost_ignore = strcmp(optarg, "ignore") == 0;
+    return CLI_CONTINUE;
+  case OPT_KILL_AFTER:
+    return cli_duration_arg("--kill-after", optarg, &a->kill_after_ms) != 0
+               ? EX_USAGE
+               : CLI_CONTINUE;
+  case OPT_CHECK_EVERY:
+    if (cli_duration_arg("--check-every", optarg, &a->check_every_ms) != 0)
+      return EX_USAGE;
+    if (a->check_every_ms == 0)
+      return cli_usage("--check-every must be at least 1ms");
+    return CLI_CONTINUE;
+  case 'n':
+    a->wait_ms = 0;
+    return CLI_CONTINUE;
+  case 'E':
+    return set_conflict_status(a, optarg);
+  case 'v':
+    a->verbose = 1;
+    return CLI_CONTINUE;
+  case 'w':
+    return cli_duration_arg("-w", optarg, &a->wait_ms) != 0 ? EX_USAGE
+                                                            : CLI_CONTINUE;
+  case 'l':
+    if (cli_duration_arg("-l", optarg, &a->lease_ms) != 0)
+      return EX_USAGE;
+    if (a->lease_ms == 0)
+      return cli_usage("-l must be at least 1ms (leave it out to have the "
+                       "lock renewed while COMMAND runs)");
+    return CLI_CONTINUE;
+  default:
+    return cli_bad_option(c, argv, EXEC_SHORTOPTS);
+  }
+}
+
 static int parse_exec(int argc, char **argv, exec_args *a) {
   static const struct option longopts[] = {
       {"wait", required_argument, NULL, 'w'},
+      {"timeout", required_argument, NULL, 'w'},
+      {"nonblock", no_argument, NULL, 'n'},
+      {"conflict-exit-code", required_argument, NULL, 'E'},
       {"lease", required_argument, NULL, 'l'},
       {"fair", no_argument, NULL, OPT_FAIR},
       {"read", no_argument, NULL, OPT_READ},
@@ -239,6 +375,8 @@ static int parse_exec(int argc, char **argv, exec_args *a) {
       {"spin", no_argument, NULL, OPT_SPIN},
       {"on-lost", required_argument, NULL, OPT_ON_LOST},
       {"kill-after", required_argument, NULL, OPT_KILL_AFTER},
+      {"check-every", required_argument, NULL, OPT_CHECK_EVERY},
+      {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   int c;
@@ -247,35 +385,14 @@ static int parse_exec(int argc, char **argv, exec_args *a) {
   while ((c = getopt_long(argc, argv, EXEC_SHORTOPTS, longopts, NULL)) != -1) {
     if (c == 'h')
       return cli_help(exec_help);
-    if (c == OPT_FAIR || c == OPT_READ || c == OPT_WRITE || c == OPT_FENCED ||
-        c == OPT_SPIN) {
-      int st = set_kind(a, c);
-      if (st != CLI_CONTINUE)
-        return st;
-      continue;
-    }
-    if (c == OPT_ON_LOST) {
-      if (strcmp(optarg, "ignore") != 0 && strcmp(optarg, "terminate") != 0)
-        return cli_usage("--on-lost: '%s' is neither 'terminate' nor "
-                         "'ignore'",
-                         optarg);
-      a->on_lost_ignore = strcmp(optarg, "ignore") == 0;
-      continue;
-    }
-    if (c == OPT_KILL_AFTER) {
-      if (cli_duration_arg("--kill-after", optarg, &a->kill_after_ms) != 0)
-        return EX_USAGE;
-      continue;
-    }
-    if (c != 'w' && c != 'l')
-      return cli_bad_option(c, argv, EXEC_SHORTOPTS);
-    int64_t *dst = c == 'w' ? &a->wait_ms : &a->lease_ms;
-    if (cli_duration_arg(c == 'w' ? "-w" : "-l", optarg, dst) != 0)
-      return EX_USAGE;
-    if (c == 'l' && a->lease_ms == 0)
-      return cli_usage("-l must be at least 1ms (leave it out to have the "
-                       "lock renewed while COMMAND runs)");
+    int st = exec_option(a, c, argv);
+    if (st != CLI_CONTINUE)
+      return st;
   }
+  /* An option that would change nothing is refused, not ignored. */
+  if (a->check_every_ms > 0 && !terminates(a))
+    return cli_usage("exec: --check-every looks for a loss that ends "
+                     "COMMAND: not with -l or --on-lost ignore");
   int eaten = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
   int st = parse_positional(argv + optind, argc - optind, eaten, a);
   /* One token for COMMAND: several NAMEs would each issue their own. */
@@ -285,63 +402,84 @@ static int parse_exec(int argc, char **argv, exec_args *a) {
   return st;
 }
 
-/* After COMMAND: release, and say so if the lock did not last. The exit
- * status stays COMMAND's either way: COMMAND did run, and the caller most
- * needs to know how that went. */
-static void release_after(rlock_lock *lock, const exec_args *a, int said) {
-  int lost = atomic_load(&lost_flag) || rlock_lock_check(lock) == RLOCK_ELOST;
-  int rc = rlock_lock_release(lock);
-  if (said) /* the one line was printed when COMMAND was terminated */
-    return;
-  if (rc == RLOCK_ELOST || lost)
-    cli_fail(0, "warning: lock '%s' was lost while '%s' ran", a->name,
+/* -v: one line on stderr. */
+static void say(const exec_args *a, const char *what, const char *name) {
+  if (a->verbose)
+    cli_fail(0, "%s '%s'", what, name);
+}
+
+/*
+ * After COMMAND (status: its exit status, CLI_EXIT_LOST when it was
+ * terminated for a loss, or < 0 when it could not start), with the
+ * release's outcome `rc` / `msg`; `lost` names a lock found lost, or is
+ * NULL. A loss is exit 76 whenever rlock learns of it, if rlock
+ * terminates on a loss (the one line was printed already for a COMMAND
+ * it terminated); else a warning, and COMMAND's status stays.
+ */
+static int after_release(const exec_args *a, int status, const char *lost,
+                         int rc, const char *msg) {
+  if (status < 0)
+    return EX_OSERR;
+  if (status == CLI_EXIT_LOST)
+    return status;
+  if (lost != NULL && terminates(a)) {
+    cli_fail(0, "lock '%s' was lost while '%s' ran (found at its release)",
+             lost, a->command[0]);
+    return CLI_EXIT_LOST;
+  }
+  if (lost != NULL)
+    cli_fail(0, "warning: lock '%s' was lost while '%s' ran", lost,
              a->command[0]);
-  else if (rc != RLOCK_OK)
+  else if (rc != RLOCK_OK) /* CLI_RELEASE_TIMEOUT too */
     cli_fail(0,
-             "warning: cannot release lock '%s' (it expires by itself): "
-             "%s",
-             a->name, rlock_error_last()->message);
+             "warning: cannot release lock '%s' (it expires by itself within "
+             "its lease): %s",
+             a->name, msg);
+  else
+    say(a, "released", a->name);
+  return status;
+}
+
+static int release_one(void *lock, uint64_t owner) {
+  return rlock_lock_release_owner(lock, owner);
 }
 
 static int run_locked(rlock_lock *lock, const exec_args *a) {
   int64_t token = 0;
   int fenced = a->kind == CLI_FENCED;
-  int rc = cli_acquire(lock, a->wait_ms, a->lease_ms, isatty(STDERR_FILENO),
-                       fenced ? &token : NULL);
+  int show = isatty(STDERR_FILENO) ? CLI_SHOW_TERMINAL
+             : a->verbose          ? CLI_SHOW_LINES
+                                   : 0;
+  cli_notice_begin(a->name, show == CLI_SHOW_TERMINAL || a->no_retry);
+  int rc =
+      cli_acquire(lock, a->wait_ms, a->lease_ms, show, fenced ? &token : NULL);
+  cli_notice_end();
   if (rc == CLI_INTERRUPTED)
     return CLI_EXIT_SIGNAL_BASE + cli_signal_caught();
+  if (rc == RLOCK_ELOCKED)
+    return cli_fail(a->conflict_status, "%s", rlock_error_last()->message);
   if (rc != RLOCK_OK)
-    return cli_lib_error(rc); /* RLOCK_ELOCKED: EX_TEMPFAIL */
-  char slot[64];
-  char **envp = fenced ? env_with_token(token, slot, sizeof slot) : NULL;
+    return cli_lib_error(rc);
+  say(a, "acquired", a->name);
+  env_slots slots;
+  char **envp = make_env(a, token, &slots);
   int status;
-  if (fenced && envp == NULL)
+  if (envp == NULL)
     status = cli_fail(-1, "cannot start '%s': out of memory", a->command[0]);
   else
     status = spawn_held(a, &lock, 1, envp);
   free(envp);
-  release_after(lock, a, status == CLI_EXIT_LOST);
-  return status < 0 ? EX_OSERR : status;
+  int lost = status == CLI_EXIT_LOST || atomic_load(&lost_flag) ||
+             rlock_lock_check(lock) == RLOCK_ELOST;
+  const char *msg;
+  rc = cli_release_bounded(release_one, lock, a->release_ms, &msg);
+  return after_release(a, status, lost || rc == RLOCK_ELOST ? a->name : NULL,
+                       rc, msg);
 }
 
-/* After COMMAND ran under a MultiLock: name each member found lost, then
- * release them all (the exit status stays COMMAND's). */
-static void release_multi(rlock_multilock *m, rlock_lock **locks,
-                          const exec_args *a, int said) {
-  int warned = said;
-  for (int i = 0; i < a->nnames; i++)
-    if (rlock_lock_check(locks[i]) == RLOCK_ELOST && ++warned)
-      cli_fail(0, "warning: lock '%s' was lost while '%s' ran", a->names[i],
-               a->command[0]);
-  int rc = rlock_multilock_release(m);
-  if ((rc == RLOCK_ELOST || atomic_load(&lost_flag)) && !warned)
-    cli_fail(0, "warning: a lock was lost while '%s' ran: %s", a->command[0],
-             rlock_error_last()->message);
-  else if (rc != RLOCK_OK && rc != RLOCK_ELOST)
-    cli_fail(0,
-             "warning: cannot release every lock (they expire by "
-             "themselves): %s",
-             rlock_error_last()->message);
+/* A MultiLock's release, for cli_release_bounded(). */
+static int release_multi(void *m, uint64_t owner) {
+  return rlock_multilock_release_owner(m, owner);
 }
 
 /* Several names: one MultiLock, acquired in one cancelable wait. */
@@ -350,20 +488,39 @@ static int run_multi(rlock_lock **locks, const exec_args *a) {
   int rc = rlock_multilock_new(&m, locks, (size_t)a->nnames);
   if (rc != RLOCK_OK)
     return cli_lib_error(rc);
+  cli_notice_begin(a->name, a->no_retry);
   rc = rlock_multilock_try_acquire_cancel(m, a->wait_ms, a->lease_ms,
                                           cli_cancel_token());
+  cli_notice_end();
   int status;
   if (rc == RLOCK_ECANCELED) {
     status = CLI_EXIT_SIGNAL_BASE + cli_signal_caught();
+  } else if (rc == RLOCK_ELOCKED) {
+    status = cli_fail(a->conflict_status, "%s", rlock_error_last()->message);
   } else if (rc != RLOCK_OK) {
-    status = cli_lib_error(rc); /* RLOCK_ELOCKED: EX_TEMPFAIL */
+    status = cli_lib_error(rc);
   } else {
-    status = spawn_held(a, locks, a->nnames, NULL);
-    release_multi(m, locks, a, status == CLI_EXIT_LOST);
-    if (status < 0)
-      status = EX_OSERR;
+    say(a, "acquired", a->name);
+    env_slots slots;
+    char **envp = make_env(a, 0, &slots);
+    status = envp == NULL ? cli_fail(-1, "cannot start '%s': out of memory",
+                                     a->command[0])
+                          : spawn_held(a, locks, a->nnames, envp);
+    free(envp);
+    const char *lost = NULL;
+    for (int i = 0; i < a->nnames && lost == NULL; i++)
+      if (rlock_lock_check(locks[i]) == RLOCK_ELOST)
+        lost = a->names[i];
+    if (lost == NULL && atomic_load(&lost_flag))
+      lost = a->name;
+    const char *msg;
+    rc = cli_release_bounded(release_multi, m, a->release_ms, &msg);
+    if (lost == NULL && rc == RLOCK_ELOST)
+      lost = a->name;
+    status = after_release(a, status, lost, rc, msg);
   }
-  rlock_multilock_free(m);
+  if (!cli_release_abandoned())
+    rlock_multilock_free(m);
   return status;
 }
 
@@ -382,10 +539,22 @@ static int exec_multi(const cli_global *g, const exec_args *a) {
   }
   if (status == 0)
     status = run_multi(locks, a);
+  if (cli_release_abandoned())
+    return status; /* the release still uses them; rlock exits now */
   for (int i = 1; i < a->nnames; i++)
     rlock_lock_free(locks[i]);
   cli_close(client, locks[0]);
   return status;
+}
+
+/* How often to look at the lock: the renewal period (a lost lock is seen
+ * within one of it, at the latest, even should the callback never come),
+ * or --check-every when shorter. */
+static int64_t watch_period(const cli_global *g, const exec_args *a) {
+  int64_t p = (g->watchdog_ms != 0 ? g->watchdog_ms : 30000) / 3;
+  if (a->check_every_ms > 0 && a->check_every_ms < p)
+    p = a->check_every_ms;
+  return p < 1 ? 1 : p;
 }
 
 int cli_cmd_exec(const cli_global *g, int argc, char **argv) {
@@ -393,11 +562,10 @@ int cli_cmd_exec(const cli_global *g, int argc, char **argv) {
   int status = parse_exec(argc, argv, &a);
   if (status != CLI_CONTINUE)
     return status;
-  /* The renewal period: a lost lock is seen within one of it, at the
-   * latest, even should the callback never come. */
-  a.period_ms = (g->watchdog_ms != 0 ? g->watchdog_ms : 30000) / 3;
-  if (a.period_ms < 1)
-    a.period_ms = 1;
+  a.period_ms = watch_period(g, &a);
+  if (g->command_timeout_ms != 0)
+    a.release_ms = g->command_timeout_ms;
+  a.no_retry = a.wait_ms == 0 || (g->retry_set && g->retry_ms == 0);
   if ((status = cli_check_command(a.command[0])) != 0)
     return status; /* no point waiting for the lock */
   if (cli_signals_install() != 0)
@@ -405,10 +573,26 @@ int cli_cmd_exec(const cli_global *g, int argc, char **argv) {
   if (g->nurls > 1 && (a.nnames > 1 || a.kind != CLI_LOCK))
     status = cli_usage("exec: a RedLock (several -u) takes one NAME and no "
                        "--fair, --read, --write, --fenced or --spin");
-  else if (g->nurls > 1)
-    status = cli_exec_redlock(g, !a.on_lost_ignore, a.name, a.wait_ms,
-                              a.lease_ms, a.command, on_lost);
-  else if (a.nnames > 1) {
+  else if (g->nurls > 1 && a.check_every_ms > 0)
+    status = cli_usage("exec: --check-every is not for a RedLock (several "
+                       "-u), which survives the loss of a member");
+  else if (g->nurls > 1) {
+    env_slots slots;
+    char **envp = make_env(&a, 0, &slots);
+    cli_redlock_args r = {.name = a.name,
+                          .wait_ms = a.wait_ms,
+                          .lease_ms = a.lease_ms,
+                          .command = a.command,
+                          .envp = envp,
+                          .pdeath = !a.on_lost_ignore,
+                          .conflict_status = a.conflict_status,
+                          .release_ms = a.release_ms,
+                          .kill_after_ms = a.kill_after_ms,
+                          .verbose = a.verbose};
+    status = envp == NULL ? cli_fail(EX_OSERR, "out of memory")
+                          : cli_exec_redlock(g, &r, on_lost);
+    free(envp);
+  } else if (a.nnames > 1) {
     status = exec_multi(g, &a);
   } else {
     rlock_client *client;
@@ -416,8 +600,10 @@ int cli_cmd_exec(const cli_global *g, int argc, char **argv) {
     status = cli_open(g, a.name, a.kind, on_lost, NULL, &client, &lock);
     if (status == 0)
       status = run_locked(lock, &a);
-    cli_close(client, lock);
+    if (!cli_release_abandoned())
+      cli_close(client, lock);
   }
-  cli_signals_free();
+  if (!cli_release_abandoned())
+    cli_signals_free();
   return status;
 }

@@ -47,7 +47,8 @@ static const char list_help[] =
     "  64   usage error\n"
     "  69   Redis unreachable, refusing or failing (also an ACL user's\n"
     "       PATTERN reaching keys it may not read); what was printed\n"
-    "       before stands, no more follows\n";
+    "       before stands, no more follows\n"
+    "  74   cannot write the output\n";
 
 #define LIST_SHORTOPTS "+:h"
 #define OPT_JSON 256
@@ -69,6 +70,11 @@ static int parse_list(int argc, char **argv, const char **pattern, int *json) {
       return cli_bad_option(c, argv, LIST_SHORTOPTS);
     *json = 1;
   }
+  for (int i = optind + 1; i < argc; i++)
+    if (argv[i][0] == '-')
+      return cli_usage("list: options go before PATTERN (got '%s' after "
+                       "'%s')",
+                       argv[i], argv[optind]);
   if (argc - optind > 1)
     return cli_usage("list: one PATTERN only (got '%s' after '%s')",
                      argv[optind + 1], argv[optind]);

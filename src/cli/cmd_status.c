@@ -49,7 +49,8 @@ static const char status_help[] =
     "       something that is not a counter), or is invalid; the other\n"
     "       NAMEs are still shown\n"
     "  69   Redis unreachable, refusing or failing (no more NAMEs are\n"
-    "       tried)\n";
+    "       tried)\n"
+    "  74   cannot write the output\n";
 
 void cli_json_holders(const rlock_lock_info *info) {
   fputs("\"holders\": [", stdout);

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * duration.c - durations on the command line ("250ms", "10s", "5m", "1h")
- * and in messages.
+ * duration.c - durations on the command line ("250ms", "10s", "1.5",
+ * "5m", "1h", "2d") and in messages.
  *
- * A unit is required so that "-w 5" cannot silently mean 5 ms to one
- * reader and 5 s to another; only "0" is unambiguous without one.
+ * A number without a unit is seconds, as flock -w and timeout(1) read it;
+ * a fraction is allowed with any unit ("1.5s", "0.5h").
  */
 #include <string.h>
 
@@ -13,42 +13,76 @@
 static const struct {
   const char *suffix;
   int64_t ms;
-} units[] = {{"ms", 1}, {"s", 1000}, {"m", 60 * 1000}, {"h", 3600 * 1000}};
+} units[] = {{"ms", 1},
+             {"s", 1000},
+             {"m", 60 * 1000},
+             {"h", 3600 * 1000},
+             {"d", 24 * 3600 * 1000}};
 
-/* The multiplier for a unit suffix, or 0 if it is not one. */
+/* The multiplier for a unit suffix ("" is seconds), or 0 if it is not
+ * one. */
 static int64_t unit_ms(const char *suffix) {
+  if (*suffix == '\0')
+    return 1000;
   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
     if (strcmp(suffix, units[i].suffix) == 0)
       return units[i].ms;
   return 0;
 }
 
+/* Digits at *p into *n, saturating just above `cap`; *count: how many. */
+static const char *digits(const char *p, int64_t cap, int64_t *n, int *count) {
+  *n = 0;
+  *count = 0;
+  for (; *p >= '0' && *p <= '9'; p++, (*count)++)
+    if (*n <= cap)
+      *n = *n * 10 + (*p - '0');
+  return p;
+}
+
+/* The fraction 0.<n digits at f> of a unit of `mult` ms, in ms rounded
+ * up, exactly: the digits times mult by long multiplication from the
+ * last one (each step below 10 * mult, far from overflowing), whose
+ * carry out is the whole ms and whose digits left the fraction of one. */
+static int64_t fraction_ms(const char *f, int n, int64_t mult) {
+  int64_t carry = 0;
+  int below = 0; /* a fraction of a ms is left */
+  for (int i = n - 1; i >= 0; i--) {
+    int64_t t = (f[i] - '0') * mult + carry;
+    below |= t % 10 != 0;
+    carry = t / 10;
+  }
+  return carry + below;
+}
+
 int cli_parse_duration(const char *s, int64_t *ms, const char **why) {
   const int64_t max = RLOCK_MAX_DURATION_MS;
-  const char *p = s;
-  int64_t n = 0;
-  *why = "expected a number with a unit (ms, s, m or h), e.g. 250ms or 10s";
-  if (*p == '-') {
+  static const char *bad = "expected a number, in seconds or with a unit "
+                           "(ms, s, m, h, d), e.g. 1.5, 250ms or 10s";
+  int64_t whole;
+  int nwhole, nfrac = 0;
+  *why = bad;
+  if (*s == '-') {
     *why = "durations cannot be negative";
     return -1;
   }
-  if (*p < '0' || *p > '9')
+  const char *p = digits(s, max, &whole, &nwhole);
+  const char *fraction = p + 1;
+  if (*p == '.')
+    for (p++; *p >= '0' && *p <= '9'; p++)
+      nfrac++;
+  if (nwhole + nfrac == 0)
     return -1;
-  for (; *p >= '0' && *p <= '9'; p++) {
-    n = n * 10 + (*p - '0');
-    if (n > max) /* also keeps n * 10 far from overflowing */
-      goto too_long;
-  }
-  int64_t mult = *p == '\0' && n == 0 ? 1 : unit_ms(p);
+  int64_t mult = unit_ms(p);
   if (mult == 0)
+    return -1; /* the unit is checked first: "1y" is not "too long" */
+  int64_t extra = fraction_ms(fraction, nfrac, mult);
+  if (whole > max / mult || whole * mult > max - extra) {
+    *why = "too long: at most 365 days (365d, 8760h)";
     return -1;
-  if (n > max / mult)
-    goto too_long;
-  *ms = n * mult;
+  }
+  *ms = whole * mult + extra;
   return 0;
-too_long:
-  *why = "too long: at most 365 days (8760h)";
-  return -1;
 }
 
 int cli_duration_arg(const char *opt, const char *s, int64_t *ms) {

@@ -40,39 +40,51 @@ static int open_all(redlock_run *run, const cli_global *g, const char *name,
   return rc == RLOCK_OK ? 0 : cli_lib_error(rc);
 }
 
-/* After COMMAND: release; say so if the quorum's hold did not last. */
-static void release_after(redlock_run *run, const char *name, char **command) {
-  int rc = rlock_redlock_release(run->redlock);
+static int release_all(void *redlock, uint64_t owner) {
+  return rlock_redlock_release_owner(redlock, owner);
+}
+
+/* After COMMAND: release (bounded); say so if the quorum's hold did not
+ * last. */
+static void release_after(redlock_run *run, const cli_redlock_args *r) {
+  const char *msg;
+  int rc = cli_release_bounded(release_all, run->redlock, r->release_ms, &msg);
   if (rc == RLOCK_ELOST)
-    cli_fail(0, "warning: RedLock '%s' lost a member while '%s' ran: %s", name,
-             command[0], rlock_error_last()->message);
+    cli_fail(0, "warning: RedLock '%s' lost a member while '%s' ran: %s",
+             r->name, r->command[0], msg);
   else if (rc != RLOCK_OK)
     cli_fail(0,
              "warning: cannot release every member of '%s' (they expire "
              "by themselves): %s",
-             name, rlock_error_last()->message);
+             r->name, msg);
+  else if (r->verbose)
+    cli_fail(0, "released '%s'", r->name);
 }
 
-int cli_exec_redlock(const cli_global *g, int pdeath, const char *name,
-                     int64_t wait_ms, int64_t lease_ms, char **command,
+int cli_exec_redlock(const cli_global *g, const cli_redlock_args *r,
                      rlock_lost_fn lost) {
   redlock_run run = {0};
-  int status = open_all(&run, g, name, lost);
+  int status = open_all(&run, g, r->name, lost);
   if (status == 0) {
-    int rc = rlock_redlock_try_acquire_cancel(NULL, run.redlock, wait_ms,
-                                              lease_ms, cli_cancel_token());
+    int rc = rlock_redlock_try_acquire_cancel(NULL, run.redlock, r->wait_ms,
+                                              r->lease_ms, cli_cancel_token());
     if (rc == RLOCK_ECANCELED) {
       status = CLI_EXIT_SIGNAL_BASE + cli_signal_caught();
+    } else if (rc == RLOCK_ELOCKED) {
+      status = cli_fail(r->conflict_status, "%s", rlock_error_last()->message);
     } else if (rc != RLOCK_OK) {
-      status = cli_lib_error(rc); /* RLOCK_ELOCKED: EX_TEMPFAIL */
+      status = cli_lib_error(rc);
     } else {
-      cli_watch w = {NULL, NULL, NULL, 0, 0, pdeath};
-      status = cli_spawn_watch(command, &w);
-      release_after(&run, name, command);
+      if (r->verbose)
+        cli_fail(0, "acquired '%s'", r->name);
+      cli_watch w = {NULL, NULL, NULL, 0, r->kill_after_ms, r->pdeath, r->envp};
+      status = cli_spawn_watch(r->command, &w);
+      release_after(&run, r);
       if (status < 0)
         status = EX_OSERR;
     }
   }
-  close_all(&run);
+  if (!cli_release_abandoned())
+    close_all(&run);
   return status;
 }

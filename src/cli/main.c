@@ -18,9 +18,9 @@
 
 static const char main_help[] =
     "Usage: rlock [-u URL]... [OPTION]... exec\n"
-    "             [--fair|--read|--write|--fenced|--spin] [-w DUR] [-l DUR]\n"
-    "             [--on-lost ACTION] [--kill-after DUR]\n"
-    "             NAME [NAME...] -- COMMAND [ARG...]\n"
+    "             [--fair|--read|--write|--fenced|--spin] [-n|-w DUR]\n"
+    "             [-l DUR] [-E CODE] [--on-lost ACTION] [--kill-after DUR]\n"
+    "             [--check-every DUR] [-v] NAME [NAME...] -- COMMAND [ARG...]\n"
     "       rlock [-u URL] [OPTION]... status [--json] NAME [NAME...]\n"
     "       rlock [-u URL] [OPTION]... list [--json] [PATTERN]\n"
     "       rlock [-u URL] [OPTION]... unlock --force NAME\n"
@@ -53,9 +53,15 @@ static const char main_help[] =
     "      --watchdog DUR  lease of a lock held by exec without -l, renewed\n"
     "                      every third of it (default 30s, at least 30ms)\n"
     "      --retry-for DUR\n"
-    "                      exec: while waiting, try a server that cannot be\n"
-    "                      reached for at most DUR, then exit 69 (default:\n"
-    "                      as long as the wait lasts; 0: not at all)\n"
+    "                      exec only: while waiting, try a server that\n"
+    "                      cannot be reached for at most DUR, then exit 69\n"
+    "                      (default: as long as the wait lasts; 0: not at\n"
+    "                      all)\n"
+    "      --connect-timeout DUR\n"
+    "                      bound on making a connection (default 2s)\n"
+    "      --command-timeout DUR\n"
+    "                      bound on each command's answer, and on exec's\n"
+    "                      release (default 3s)\n"
     "      --tls-ca PATH   rediss://: trust the CA certificate(s) in this "
     "file\n"
     "                      or directory (default: the system's store)\n"
@@ -73,8 +79,8 @@ static const char main_help[] =
     "  -h, --help          show this help\n"
     "      --version       show the version\n"
     "\n"
-    "DUR is a whole number with a unit: 250ms, 10s, 5m, 1h (at most 365 "
-    "days).\n"
+    "DUR is a number of seconds (1.5) or a number with a unit: 250ms, 10s,\n"
+    "5m, 1h, 1d (at most 365 days).\n"
     "\n"
     "Exit status:\n"
     "  0        success (exec: COMMAND's status, whatever it is)\n"
@@ -83,11 +89,11 @@ static const char main_help[] =
     "  65       NAME holds something that is not a lock, or is invalid\n"
     "  69       Redis unreachable, refusing or failing\n"
     "  70       internal error\n"
-    "  71       system error (cannot fork, out of memory)\n"
+    "  71       system error (cannot fork or start a thread, out of memory)\n"
     "  74       cannot write the output\n"
-    "  75       exec: lock not acquired within -w\n"
-    "  76       exec: the lock was lost while COMMAND ran; COMMAND was\n"
-    "           terminated (see exec's --on-lost)\n"
+    "  75       exec: lock not acquired within -w (or exec -E's CODE)\n"
+    "  76       exec: the lock was lost while COMMAND ran (see exec's\n"
+    "           --on-lost)\n"
     "  126/127  exec: COMMAND not executable / not found\n"
     "  128+N    exec: COMMAND killed by signal N, or rlock got signal N\n"
     "           while waiting for the lock\n";
@@ -113,7 +119,9 @@ enum {
   OPT_TLS_INSECURE,
   OPT_TLS_SERVER_NAME,
   OPT_USER,
-  OPT_PASSWORD_FILE
+  OPT_PASSWORD_FILE,
+  OPT_CONNECT_TIMEOUT,
+  OPT_COMMAND_TIMEOUT
 };
 
 /* The first line of `path` (without its newline) into buf: 0, or an exit
@@ -147,6 +155,34 @@ static int print_version(void) {
   return 0;
 }
 
+/* --watchdog, --retry-for, --connect-timeout, --command-timeout: optarg
+ * into *g; CLI_CONTINUE, or EX_USAGE after saying why. */
+static int duration_option(cli_global *g, int c) {
+  static const struct {
+    int opt;
+    const char *name;
+    int64_t min_ms, max_ms; /* beyond the duration's own 0..365 days */
+    const char *range;
+  } rules[] = {
+      {OPT_WATCHDOG, "--watchdog", 1, RLOCK_MAX_DURATION_MS, "at least 30ms"},
+      {OPT_RETRY_FOR, "--retry-for", 0, RLOCK_MAX_DURATION_MS, ""},
+      {OPT_CONNECT_TIMEOUT, "--connect-timeout", 1, 3600000, "1ms to 1h"},
+      {OPT_COMMAND_TIMEOUT, "--command-timeout", 1, 3600000, "1ms to 1h"}};
+  int64_t *dst[] = {&g->watchdog_ms, &g->retry_ms, &g->connect_timeout_ms,
+                    &g->command_timeout_ms};
+  for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++) {
+    if (rules[i].opt != c)
+      continue;
+    if (cli_duration_arg(rules[i].name, optarg, dst[i]) != 0)
+      return EX_USAGE;
+    if (*dst[i] < rules[i].min_ms || *dst[i] > rules[i].max_ms)
+      return cli_usage("%s must be %s", rules[i].name, rules[i].range);
+    g->retry_set |= c == OPT_RETRY_FOR;
+    return CLI_CONTINUE;
+  }
+  return EX_USAGE; /* not one of them: cannot happen */
+}
+
 /* Returns CLI_CONTINUE with *g filled and optind at the command, or an
  * exit status (after --help, --version or a usage error). */
 static int parse_global(int argc, char **argv, cli_global *g) {
@@ -161,6 +197,8 @@ static int parse_global(int argc, char **argv, cli_global *g) {
       {"tls-server-name", required_argument, NULL, OPT_TLS_SERVER_NAME},
       {"user", required_argument, NULL, OPT_USER},
       {"password-file", required_argument, NULL, OPT_PASSWORD_FILE},
+      {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
+      {"command-timeout", required_argument, NULL, OPT_COMMAND_TIMEOUT},
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, OPT_VERSION},
       {NULL, 0, NULL, 0}};
@@ -179,15 +217,11 @@ static int parse_global(int argc, char **argv, cli_global *g) {
       g->url = g->urls[0];
       break;
     case OPT_WATCHDOG:
-      if (cli_duration_arg("--watchdog", optarg, &g->watchdog_ms) != 0)
-        return EX_USAGE;
-      if (g->watchdog_ms == 0)
-        return cli_usage("--watchdog must be at least 30ms");
-      break;
     case OPT_RETRY_FOR:
-      if (cli_duration_arg("--retry-for", optarg, &g->retry_ms) != 0)
+    case OPT_CONNECT_TIMEOUT:
+    case OPT_COMMAND_TIMEOUT:
+      if (duration_option(g, c) != CLI_CONTINUE)
         return EX_USAGE;
-      g->retry_set = 1;
       break;
     case OPT_TLS_CA:
       g->tls_ca = optarg;
@@ -227,9 +261,14 @@ static int parse_global(int argc, char **argv, cli_global *g) {
 static int dispatch(const cli_global *g, int argc, char **argv) {
   if (argc == 0)
     return cli_usage("missing command (exec, status, list or unlock)");
-  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-    if (strcmp(argv[0], commands[i].name) == 0)
-      return commands[i].run(g, argc, argv);
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+    if (strcmp(argv[0], commands[i].name) != 0)
+      continue;
+    /* Only exec waits: an option that would change nothing is refused. */
+    if (g->retry_set && commands[i].run != cli_cmd_exec)
+      return cli_usage("--retry-for applies to exec only, not to %s", argv[0]);
+    return commands[i].run(g, argc, argv);
+  }
   return cli_usage(
       "unknown command '%s' (expected exec, status, list or unlock)", argv[0]);
 }
@@ -276,5 +315,12 @@ int main(int argc, char **argv) {
   if (status == CLI_CONTINUE) {
     status = dispatch(&g, argc - optind, argv + optind);
   }
-  return flush_stdout(status);
+  status = flush_stdout(status);
+  /* A release left running on its thread (release.c) is inside the
+   * library: end the process without running exit handlers under it. */
+  if (cli_release_abandoned()) {
+    fflush(stderr);
+    _exit(status);
+  }
+  return status;
 }

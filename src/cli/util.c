@@ -12,9 +12,25 @@
 
 #include "cli.h"
 
+/* One "rlock: ..." line: control characters (a newline or an escape
+ * sequence in a lock name or an argument) are shown escaped, C-style. */
 static void vline(const char *fmt, va_list ap) {
+  char buf[4096];
+  vsnprintf(buf, sizeof buf, fmt, ap);
   fputs("rlock: ", stderr);
-  vfprintf(stderr, fmt, ap);
+  for (const char *p = buf; *p != '\0'; p++) {
+    unsigned char ch = (unsigned char)*p;
+    if (ch == '\n')
+      fputs("\\n", stderr);
+    else if (ch == '\t')
+      fputs("\\t", stderr);
+    else if (ch == '\r')
+      fputs("\\r", stderr);
+    else if (ch < 0x20 || ch == 0x7f)
+      fprintf(stderr, "\\x%02x", ch);
+    else
+      fputc(ch, stderr);
+  }
   fputc('\n', stderr);
 }
 
@@ -76,11 +92,20 @@ int cli_exit_for(int rc) {
   }
 }
 
+/* The library reports a thread it could not start (pthread_create:
+ * EAGAIN, out of resources) as RLOCK_EIO, "cannot start ... thread". */
+int cli_exit_for_error(int rc, const char *message) {
+  if (rc == RLOCK_EIO && strncmp(message, "cannot start ", 13) == 0 &&
+      strstr(message, "thread") != NULL)
+    return EX_OSERR;
+  return cli_exit_for(rc);
+}
+
 int cli_lib_error(int rc) {
   const char *msg = rlock_error_last()->message;
   if (rlock_error_last()->code != rc || msg[0] == '\0')
     msg = rlock_strerror(rc); /* the library left no detail for this one */
-  return cli_fail(cli_exit_for(rc), "%s", msg);
+  return cli_fail(cli_exit_for_error(rc, msg), "%s", msg);
 }
 
 /* How getopt_long() reports (glibc): a missing argument can only happen at

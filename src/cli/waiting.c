@@ -73,6 +73,25 @@ static size_t fit(char *buf, size_t room) {
   return len;
 }
 
+/* --verbose off a terminal: a line whenever the holder changes (the
+ * first holder met included), nothing while it stays. The first failure
+ * to reach Redis is told by notice.c. */
+static void progress_line(rlock_lock *lock, char *last, size_t size) {
+  rlock_lock_info *info;
+  char buf[2048];
+  if (rlock_lock_inspect(&info, lock) != RLOCK_OK)
+    return;
+  const char *owner = rlock_lock_info_holder_owner(info, 0);
+  if (owner != NULL && strcmp(owner, last) != 0) {
+    snprintf(last, size, "%s", owner);
+    describe(buf, sizeof buf, lock, info, sizeof buf);
+    fit(buf, sizeof buf - 1);
+    fprintf(stderr, "%s\n", buf);
+    fflush(stderr);
+  }
+  rlock_lock_info_free(info);
+}
+
 /* Redraw the progress line in place; *shown is the width drawn so far.
  * While Redis cannot be reached (the wait tries again), say why. */
 static void progress_show(rlock_lock *lock, size_t *shown) {
@@ -112,7 +131,9 @@ typedef struct progress {
   pthread_cond_t cv;
   int stop;
   rlock_lock *lock;
-  size_t shown;
+  int lines;    /* CLI_SHOW_LINES: a line per holder, not a redrawn one */
+  size_t shown; /* the redrawn line's width */
+  char last[RLOCK_OWNER_MAX]; /* the holder last told of, in lines mode */
 } progress;
 
 /* Wait on p->cv until `ms` from now or a stop; called locked. */
@@ -136,7 +157,10 @@ static void *progress_main(void *arg) {
   progress_pause(p, FIRST_SHOW_MS);
   while (!p->stop) {
     pthread_mutex_unlock(&p->mu);
-    progress_show(p->lock, &p->shown);
+    if (p->lines)
+      progress_line(p->lock, p->last, sizeof p->last);
+    else
+      progress_show(p->lock, &p->shown);
     pthread_mutex_lock(&p->mu);
     progress_pause(p, REFRESH_MS);
   }
@@ -146,9 +170,9 @@ static void *progress_main(void *arg) {
 
 /* Start the display thread; returns 0, or -1 when it cannot (then the
  * wait simply goes on without it). */
-static int progress_start(progress *p, rlock_lock *lock) {
+static int progress_start(progress *p, rlock_lock *lock, int lines) {
   pthread_condattr_t attr;
-  *p = (progress){.lock = lock};
+  *p = (progress){.lock = lock, .lines = lines};
   pthread_mutex_init(&p->mu, NULL);
   pthread_condattr_init(&attr);
   pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -188,13 +212,14 @@ static int attempt(rlock_lock *lock, int64_t wait_ms, int64_t lease_ms,
  * then wait for the unlock message (-w 0 is exactly one try, and a fair
  * lock's try without waiting never queues). The library's wait also rides
  * out a server that cannot be reached yet, within -w and --retry-for. On
- * a terminal, a line says what the wait is for once it has lasted
- * FIRST_SHOW_MS (a lock taken at once shows nothing and costs no
- * inspection). */
+ * a terminal (or with --verbose), a line says what the wait is for once
+ * it has lasted FIRST_SHOW_MS (a lock taken at once shows nothing and
+ * costs no inspection). */
 int cli_acquire(rlock_lock *lock, int64_t wait_ms, int64_t lease_ms, int show,
                 int64_t *token) {
   progress p;
-  int shown = show && wait_ms != 0 && progress_start(&p, lock) == 0;
+  int shown = show != 0 && wait_ms != 0 &&
+              progress_start(&p, lock, show == CLI_SHOW_LINES) == 0;
   int rc = attempt(lock, wait_ms, lease_ms, token);
   if (shown)
     progress_stop(&p);
