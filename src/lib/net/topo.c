@@ -157,7 +157,16 @@ int rlock__node_replicas(rlock__node *node) {
   rlock__reply *r = NULL;
   rlock__saved_error saved;
   rlock__error_save(&saved);
-  if (rlock__topo_node_call(node, 2, argv, &r) != RLOCK_OK) {
+  int rc = rlock__topo_node_call(node, 2, argv, &r);
+  if (rc == RLOCK_ETIMEOUT || rc == RLOCK_ECANCELED) {
+    /* No answer: the call's own would not come either, a command timeout
+     * later (or its caller gave up). Not an outage to ride out, as a
+     * call that timed out once sent is not. */
+    if (rc == RLOCK_ETIMEOUT)
+      rlock__error_final();
+    return -1;
+  }
+  if (rc != RLOCK_OK) {
     if (rlock__error_is_final())
       return -1; /* the call would meet it again, a connect timeout later */
     r = NULL;

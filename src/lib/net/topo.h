@@ -148,7 +148,10 @@ int rlock__topo_sharded(rlock__topo *t);
  * rlock__node_replicas_stale(); 0 when it cannot be asked (the call that
  * needed it will find the node's trouble itself), but -1 with the last
  * error set when why is final (rlock__error_final: a TLS handshake a
- * plain-text port never answers), which the call would only meet again. */
+ * plain-text port never answers), which the call would only meet again,
+ * or when the node did not answer in time (RLOCK_ETIMEOUT: a hung server
+ * would keep the call's own answer as long; never retried as an outage,
+ * like a call that timed out after it was sent). */
 int rlock__node_replicas(rlock__node *node);
 
 /* The count as last asked, without I/O: -1 when it must be asked again
