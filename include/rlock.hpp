@@ -117,7 +117,8 @@ enum class errc : int {
   closed = RLOCK_ECLOSED,        ///< client of another process, or closing
   canceled = RLOCK_ECANCELED,    ///< the wait's cancel token fired
   deadlock = RLOCK_EDEADLK,      ///< waiting would deadlock
-  replica = RLOCK_EREPLICA       ///< no replica confirmed the write
+  replica = RLOCK_EREPLICA,      ///< no replica confirmed the write
+  held = RLOCK_EHELD             ///< a non-reentrant lock asked again
 };
 
 namespace detail {
@@ -145,6 +146,7 @@ public:
     case RLOCK_ECANCELED:
       return std::errc::operation_canceled;
     case RLOCK_EDEADLK:
+    case RLOCK_EHELD: // what std::mutex::lock may say when it is re-entered
       return std::errc::resource_deadlock_would_occur;
     default:
       return std::error_condition(code, *this);
@@ -937,12 +939,15 @@ private:
 
 /// The kinds of lock object (rlock/lock.h).
 enum class kind {
-  reentrant, ///< rlock_lock_new: Redisson's RLock
-  fair,      ///< rlock_lock_new_fair: RFairLock, waiters served in order
-  read,      ///< rlock_lock_new_read: RReadWriteLock.readLock()
-  write,     ///< rlock_lock_new_write: RReadWriteLock.writeLock()
-  fenced,    ///< rlock_lock_new_fenced: RFencedLock, a token per hold
-  spin       ///< rlock_lock_new_spin: RSpinLock, waits by back-off
+  reentrant,        ///< rlock_lock_new: Redisson's RLock
+  fair,             ///< rlock_lock_new_fair: RFairLock, waiters served in order
+  read,             ///< rlock_lock_new_read: RReadWriteLock.readLock()
+  write,            ///< rlock_lock_new_write: RReadWriteLock.writeLock()
+  fenced,           ///< rlock_lock_new_fenced: RFencedLock, a token per hold
+  spin,             ///< rlock_lock_new_spin: RSpinLock, waits by back-off
+  nonreentrant,     ///< rlock_lock_new_nonreentrant: a re-entry throws
+                    ///< (errc::held), Redisson's RedissonNonReentrantLock
+  nonreentrant_fair ///< rlock_lock_new_fair_nonreentrant
 };
 
 template <class L> class owned;
@@ -977,6 +982,15 @@ public:
   }
   static mutex spin(client &c, std::string_view name) {
     return mutex(c, name, rlock::kind::spin);
+  }
+  /// A lock its holder cannot take again: lock() by the holder throws
+  /// rlock::error with errc::held (== std::errc::
+  /// resource_deadlock_would_occur, as std::mutex may), try_lock() too.
+  static mutex nonreentrant(client &c, std::string_view name) {
+    return mutex(c, name, rlock::kind::nonreentrant);
+  }
+  static mutex nonreentrant_fair(client &c, std::string_view name) {
+    return mutex(c, name, rlock::kind::nonreentrant_fair);
   }
   /// The read half of the read-write lock `name` (see read_write_lock).
   static mutex read(client &c, std::string_view name) {
@@ -1115,6 +1129,10 @@ private:
       return rlock_lock_new_fenced;
     case rlock::kind::spin:
       return rlock_lock_new_spin;
+    case rlock::kind::nonreentrant:
+      return rlock_lock_new_nonreentrant;
+    case rlock::kind::nonreentrant_fair:
+      return rlock_lock_new_fair_nonreentrant;
     case rlock::kind::reentrant:
     default:
       return rlock_lock_new;

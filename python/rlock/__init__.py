@@ -24,12 +24,13 @@ services, the ``rlock`` command and C programs.
 from ._base import (Holder, LockInfo, LogLevel, MemberResult, Owner,
                     PubSubMode, RedLockResult, Status, Waiter)
 from ._client import (Cancel, Client, FairLock, FencedLock, Lock, MultiLock,
-                      ReadLock, ReadWriteLock, RedLock, SpinLock, Stats,
-                      WriteLock, lock_order)
-from ._errors import (AuthError, Canceled, Closed, ConnectionError, Deadlock,
-                      Error, InvalidArgument, Locked, LockLost, NotHeld,
-                      OutOfMemory, ProtocolError, ReplicaError, ServerError,
-                      TimeoutError, WrongType)
+                      NonReentrantFairLock, NonReentrantLock, ReadLock,
+                      ReadWriteLock, RedLock, SpinLock, Stats, WriteLock,
+                      lock_order)
+from ._errors import (AlreadyHeld, AuthError, Canceled, Closed,
+                      ConnectionError, Deadlock, Error, InvalidArgument,
+                      Locked, LockLost, NotHeld, OutOfMemory, ProtocolError,
+                      ReplicaError, ServerError, TimeoutError, WrongType)
 from ._native import HEADER_VERSION, LIBRARY_VERSION
 
 #: The package's version: the version of librlock it was built against.
@@ -39,6 +40,7 @@ library_version = LIBRARY_VERSION
 
 __all__ = [
     "Client", "Lock", "FairLock", "FencedLock", "SpinLock", "ReadLock",
+    "NonReentrantLock", "NonReentrantFairLock", "AlreadyHeld",
     "WriteLock", "ReadWriteLock", "MultiLock", "RedLock", "Owner", "Cancel",
     "LockInfo", "Holder", "Waiter", "RedLockResult", "MemberResult", "Stats",
     "Status", "PubSubMode", "LogLevel", "lock_order", "Error",

@@ -39,6 +39,7 @@ class Status(enum.IntEnum):
     ECANCELED = lib.RLOCK_ECANCELED
     EDEADLK = lib.RLOCK_EDEADLK
     EREPLICA = lib.RLOCK_EREPLICA
+    EHELD = lib.RLOCK_EHELD
 
 
 class PubSubMode(enum.IntEnum):

@@ -33,7 +33,7 @@ typedef enum rlock_status {
   RLOCK_OK, RLOCK_EINVAL, RLOCK_ENOMEM, RLOCK_EIO, RLOCK_ETIMEOUT,
   RLOCK_EPROTO, RLOCK_ESERVER, RLOCK_EAUTH, RLOCK_EWRONGTYPE, RLOCK_ELOCKED,
   RLOCK_ENOTHELD, RLOCK_ELOST, RLOCK_ECLOSED, RLOCK_ECANCELED,
-  RLOCK_EDEADLK, RLOCK_EREPLICA, ...
+  RLOCK_EDEADLK, RLOCK_EREPLICA, RLOCK_EHELD, ...
 } rlock_status;
 
 typedef struct rlock_error { int code; const char *message; } rlock_error;
@@ -131,6 +131,10 @@ int rlock_lock_new_write(rlock_lock **out, rlock_client *client,
                          const char *name);
 int rlock_lock_new_fenced(rlock_lock **out, rlock_client *client,
                           const char *name);
+int rlock_lock_new_nonreentrant(rlock_lock **out, rlock_client *client,
+                                const char *name);
+int rlock_lock_new_fair_nonreentrant(rlock_lock **out, rlock_client *client,
+                                     const char *name);
 int rlock_lock_token(int64_t *token, rlock_lock *lock);
 int rlock_lock_new_spin(rlock_lock **out, rlock_client *client,
                         const char *name);

@@ -114,6 +114,12 @@ class Deadlock(Error, RuntimeError):
     own lost-lock callback thread (RLOCK_EDEADLK)."""
 
 
+class AlreadyHeld(Error, RuntimeError):
+    """A non-reentrant lock asked again by the thread (or owner) that holds
+    it: refused at once, nothing written (RLOCK_EHELD; Redisson's
+    NON_REENTRANT_REACQUIRE)."""
+
+
 class ReplicaError(Error):
     """No replica confirmed the write within the replica sync timeout
     (RLOCK_EREPLICA): an acquisition was undone, a release happened on the
@@ -135,6 +141,7 @@ _BY_CODE: Dict[int, Type[Error]] = {
     lib.RLOCK_ECLOSED: Closed,
     lib.RLOCK_ECANCELED: Canceled,
     lib.RLOCK_EDEADLK: Deadlock,
+    lib.RLOCK_EHELD: AlreadyHeld,
     lib.RLOCK_EREPLICA: ReplicaError,
 }
 _CODES: Dict[Type[Error], int] = {v: k for k, v in _BY_CODE.items()}

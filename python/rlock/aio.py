@@ -490,6 +490,21 @@ class Client:
         """A fair lock (RFairLock)."""
         return FairLock(self, name, wait=wait, lease=lease)
 
+    def nonreentrant_lock(self, name: str, *, wait: Optional[float] = None,
+                          lease: Optional[float] = None
+                          ) -> "NonReentrantLock":
+        """A non-reentrant lock (Redisson 4.4's RedissonNonReentrantLock):
+        the holder acquiring it again gets AlreadyHeld at once (as
+        threading.Lock would deadlock instead)."""
+        return NonReentrantLock(self, name, wait=wait, lease=lease)
+
+    def nonreentrant_fair_lock(self, name: str, *,
+                               wait: Optional[float] = None,
+                               lease: Optional[float] = None
+                               ) -> "NonReentrantFairLock":
+        """A non-reentrant fair lock (RedissonNonReentrantFairLock)."""
+        return NonReentrantFairLock(self, name, wait=wait, lease=lease)
+
     def fenced_lock(self, name: str, *, wait: Optional[float] = None,
                     lease: Optional[float] = None) -> "FencedLock":
         """A fenced lock (RFencedLock), with ``.token``."""
@@ -803,6 +818,22 @@ class FairLock(Lock):
 
     _new = staticmethod(lib.rlock_lock_new_fair)
     kind = "fair"
+
+
+class NonReentrantLock(Lock):
+    """A non-reentrant lock (Redisson 4.4's RedissonNonReentrantLock): the
+    lock's layout, but the holder acquiring it again gets AlreadyHeld at
+    once, whatever the wait."""
+
+    _new = staticmethod(lib.rlock_lock_new_nonreentrant)
+    kind = "nonreentrant"
+
+
+class NonReentrantFairLock(FairLock):
+    """A non-reentrant fair lock (RedissonNonReentrantFairLock)."""
+
+    _new = staticmethod(lib.rlock_lock_new_fair_nonreentrant)
+    kind = "nonreentrant-fair"
 
 
 class FencedLock(Lock):

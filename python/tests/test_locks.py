@@ -319,3 +319,18 @@ def test_extend_gives_a_fixed_lease_a_fresh_one(client: rlock.Client,
     with pytest.raises(rlock.InvalidArgument, match="watchdog"):
         lock.extend(20)
     lock.release()
+
+
+def test_nonreentrant_lock_refuses_its_holder(client: rlock.Client,
+                                              server: Server,
+                                              name: str) -> None:
+    for lock in (client.nonreentrant_lock(name, wait=5),
+                 client.nonreentrant_fair_lock(name + ":fair", wait=5)):
+        with lock:
+            with pytest.raises(rlock.AlreadyHeld, match="already held"):
+                lock.acquire()  # at once, not after the 5 s wait
+            with pytest.raises(rlock.AlreadyHeld):
+                with lock:
+                    pass
+            assert lock.holds() == 1
+        assert not lock.locked()

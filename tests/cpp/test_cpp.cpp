@@ -579,6 +579,18 @@ void test_errors_locks(void **) {
     CHECK_THROWS(rlock::lost_lock, rlock::errc::lost, m.extend(20s), );
     m.unlock();
 
+    // A non-reentrant lock asked again by its holder: refused at once.
+    {
+      rlock::mutex nr = rlock::mutex::nonreentrant(c, "cpp:nr");
+      nr.lock();
+      CHECK_THROWS(rlock::error, rlock::errc::held, nr.lock(), {
+        CHECK(e.code() == std::errc::resource_deadlock_would_occur);
+      });
+      CHECK_THROWS(rlock::error, rlock::errc::held, nr.try_lock(), );
+      nr.unlock();
+      CHECK(!nr.is_locked());
+    }
+
     // A key that is not a lock.
     rt_cmd_ok(srv, "SET cpp:str x");
     rlock::mutex s(c, "cpp:str");
