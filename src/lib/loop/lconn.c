@@ -87,10 +87,22 @@ static int64_t earliest_bound(const rlock__lconn *k) {
   return at;
 }
 
+static void on_readable(rlock_client *c, rlock__lconn *k);
+
 /* A caller's bound passed before its answer came: the connection fails
- * as at its own timeout (the server may still run what it was sent). */
+ * as at its own timeout (the server may still run what it was sent). The
+ * answers that did come are read first: a loop thread that ran late must
+ * not cut a connection whose replies wait in its socket. 1 when the
+ * connection is no longer this timer's to look after. */
 static int cut_short(rlock_client *c, rlock__lconn *k, int64_t now,
                      int64_t *next) {
+  if (k->state == RLOCK__LCONN_READY && earliest_bound(k) <= now) {
+    on_readable(c, k);
+    if (k->fd < 0 || k->state != RLOCK__LCONN_READY || c->loop->doomed)
+      return 1;
+    if (k->due == 0)
+      return 1; /* all answered: expect() arms the timer again */
+  }
   int64_t bound = earliest_bound(k);
   if (now < bound) {
     *next = *next < bound ? *next : bound;

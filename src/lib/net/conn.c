@@ -113,6 +113,11 @@ static ssize_t stream_read_wait(rlock__conn *c, char *buf, size_t len,
     }
     int64_t left = rlock__ms_left(step);
     if (left <= 0 || rlock__now_us() >= deadline_us) {
+      /* A reply that came while this thread did not run is still read. */
+      short want = POLLIN;
+      ssize_t n = stream_read(c, buf, len, &want);
+      if (n >= 0)
+        return n;
       errno = ETIMEDOUT;
       return -1;
     }
