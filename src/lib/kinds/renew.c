@@ -160,10 +160,10 @@ static void build_batch(rlock_client *c, const snap *items, size_t n, int read,
     rlock__call_arg(call, items[i].owner);
   for (size_t i = 0; read && i < n; i++)
     rlock__call_arg(call, items[i].base);
-  /* No WAIT: renewal must not stall on a lagging replica (the blocking
-   * driver's background thread also delivers wake-ups and follows
-   * failovers; a loop client's batch holds up the next one); a renewal
-   * the replica misses is made again next tick. */
+  /* No WAIT: renewal must not stall on a lagging replica (a loop
+   * client's next batch for the node waits for this one's answer, and a
+   * blocking client's tick holds up its next tick); a renewal the replica
+   * misses is made again next tick. */
 }
 
 /* Read a batch's answer into alive[] (1 renewed, 0 gone). */
