@@ -52,8 +52,8 @@ int64_t rlock__bg_renew(rlock_client *c, const struct pollfd *fds, int n);
  * RLOCK__BG_RENEW_FDS): how many were written to fds. */
 int rlock__bg_renew_pollfds(rlock_client *c, struct pollfd *fds, int max);
 
-/* The thread is stopping: a tick under way is given up (its batches
- * failed, its connections dropped). */
+/* The thread is stopping: a tick under way is given up quietly (its
+ * in-flight marks cleared, its connections dropped). */
 void rlock__bg_renew_stop(rlock_client *c);
 
 /* Make the background thread re-run its services soon. Any thread. Does

@@ -494,10 +494,22 @@ void rlock__bg_renew_stop(rlock_client *c) {
   ticker *k = c->bg->renew;
   if (k == NULL)
     return;
-  rlock__err(RLOCK_ECLOSED, "client freed");
-  for (size_t i = 0; i < k->n; i++)
-    if (k->nodes[i]->state != P_DEAD)
-      fail_node(k, k->nodes[i], RLOCK_ECLOSED);
+  for (size_t i = 0; i < k->n; i++) { /* given up quietly: not failures */
+    pnode *p = k->nodes[i];
+    for (; p->count > 0; p->count--) {
+      flight *f = &p->slot[p->ring[p->head]];
+      p->head = (p->head + 1) % RENEW_WINDOW;
+      rlock__renew_skip(c, k->t, &f->b);
+      slot_done(f);
+    }
+    for (; p->next < p->ntodo; p->next++)
+      rlock__renew_skip(c, k->t, &p->todo[p->next].b);
+    if (p->conn != NULL)
+      p->conn->broken = 1; /* replies are still due on it */
+    if (p->opening != NULL)
+      rlock__pool_open_abandon(p->opening);
+    p->opening = NULL;
+  }
   k->refresh = 0;
   tick_end(k);
 }
