@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * bg.c - the background thread: one poll() loop driving pub/sub and the
- * watchdog.
+ * bg.c - the background thread: one poll() loop driving pub/sub, the
+ * Sentinel watch and the watchdog's renewal ticks, whose connections it
+ * polls with the subscribers' (a tick never polls on its own).
  */
 #include "bg.h"
 
@@ -59,28 +60,31 @@ static int64_t watch_service(rlock_client *c, int readable) {
 
 static void *bg_main(void *arg) {
   rlock_client *c = arg;
-  struct pollfd fds[POLL_MAX + 2];
-  int n = 0;           /* subscriber fds polled last time */
+  struct pollfd fds[2 + RLOCK__BG_RENEW_FDS + POLL_MAX];
+  int nr = 0;          /* renewal fds polled last time, from fds + 2 */
+  int n = 0;           /* subscriber fds polled last time, after those */
   int watch_ready = 0; /* the sentinel watch's fd was readable */
   while (!atomic_load(&c->bg->stop)) {
-    int64_t next = rlock__pubsub_service(c, fds + 2, n);
+    int64_t next = rlock__pubsub_service(c, fds + 2 + nr, n);
     /* A switch first: a renewal due now must go to the new master. */
     int64_t at = watch_service(c, watch_ready);
     next = at < next ? at : next;
-    at = rlock__bg_renew(c);
+    at = rlock__bg_renew(c, fds + 2, nr);
     next = at < next ? at : next;
     fds[0] = (struct pollfd){.fd = c->bg->wake_fd, .events = POLLIN};
     /* A negative fd is ignored by poll(). */
     fds[1] = (struct pollfd){.fd = rlock__sentinel_watch_fd(&c->swatch),
                              .events = POLLIN};
-    n = rlock__pubsub_pollfds(c, fds + 2, POLL_MAX, &next);
-    int rc = poll(fds, (nfds_t)n + 2, poll_timeout_ms(next));
+    nr = rlock__bg_renew_pollfds(c, fds + 2, RLOCK__BG_RENEW_FDS);
+    n = rlock__pubsub_pollfds(c, fds + 2 + nr, POLL_MAX, &next);
+    int rc = poll(fds, (nfds_t)(2 + nr + n), poll_timeout_ms(next));
     if (rc <= 0)
-      n = 0; /* nothing to read; revents are not set */
+      n = nr = 0; /* nothing to read; revents are not set */
     watch_ready = rc > 0 && fds[1].fd >= 0 && fds[1].revents != 0;
     if (rc > 0 && (fds[0].revents & POLLIN))
       drain_wake(c->bg->wake_fd);
   }
+  rlock__bg_renew_stop(c);
   return NULL;
 }
 

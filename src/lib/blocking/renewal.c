@@ -1,26 +1,30 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * renewal.c - the background thread's renewal tick (kinds/renew.c's
- * steps), pipelined per node.
+ * steps), pipelined per node, carried by the thread's own poll() loop
+ * (bg.c): the tick's sockets are polled with the subscriber sockets, so
+ * no renewal ever keeps an unlock message waiting.
  *
  * Every batch of the tick is routed first. Each node then gets its
  * batches written on one of its connections, up to RENEW_WINDOW in
- * flight, before any reply is read, and one poll() over all the nodes
- * takes the replies as they come, each batch applied at once (so a
- * release waiting for a renewal in flight waits for its own node's only).
- * Each node has its own deadline, counted from its last sign of life: the
- * command timeout, but never more than two renewal periods (an answer
- * later than that is overtaken by the next tick, and the thread must get
- * back to the other nodes' renewals before their leases run out). So a
- * node that does not answer (stopped, unreachable) delays the renewal of
- * its own holds only: its batches fail, its connection is dropped, and the
- * next tick comes sooner. A node with no idle connection gets one opened
- * on a thread of its own (rlock__pool_open_async), as the fan-out does.
- * Batches redirected (MOVED, ASK) or refused for now (TRYAGAIN,
- * CLUSTERDOWN, ...), and those of a node no connection could be had to,
- * are finished through the blocking runner once the poll is over, as lone
- * calls were before (retried, the topology refreshed, while the connect
- * plus the command timeout lasts: how a failover's new master is found).
+ * flight, and its replies are read as they come, each batch applied at
+ * once (so a release waiting for a renewal in flight waits for its own
+ * node's only). Each node has its own deadline, counted from its last
+ * sign of life: the command timeout, but never more than two renewal
+ * periods (an answer later than that is overtaken by the next tick,
+ * which starts once every node is through). So a node that does not
+ * answer (stopped, unreachable) delays the renewal of its own holds only:
+ * its batches fail, its connection is dropped, and the next tick comes
+ * sooner. A node with no idle connection gets one opened on a thread of
+ * its own (rlock__pool_open_async), as the fan-out does; at most
+ * RLOCK__BG_RENEW_FDS nodes are under way at once, the others start as
+ * those finish.
+ *
+ * Nothing here waits on one node: a batch redirected (MOVED, ASK) goes on
+ * to the node named, in this tick; one refused for now (TRYAGAIN,
+ * CLUSTERDOWN, ...) or whose node no connection could be had to fails
+ * for this tick (the next comes sooner), and the topology is refreshed
+ * once the tick is through: a failover's new master is found so.
  */
 #include <poll.h>
 #include <stdio.h>
@@ -39,7 +43,14 @@
 /* Batches in flight on one node's connection at a time. */
 #define RENEW_WINDOW 8
 
-/* A batch sent (or to finish on the blocking path). */
+/* A batch to send: where a redirection left its request. */
+typedef struct todo {
+  rlock__renew_batch b;
+  int asking;    /* ASK: precede it with ASKING */
+  int redirects; /* MOVED and ASK followed so far */
+} todo;
+
+/* A batch sent. */
 typedef struct flight {
   rlock__renew_batch b;
   rlock__call call;
@@ -48,28 +59,39 @@ typedef struct flight {
   int used;
 } flight;
 
+enum pstate {
+  P_IDLE,    /* not started */
+  P_OPENING, /* a connection being opened */
+  P_CONN,    /* its connection borrowed */
+  P_DEAD     /* failed: whatever comes for it fails too */
+};
+
 /* One node's share of the tick. */
 typedef struct pnode {
   rlock__node *node;
+  int state; /* enum pstate */
   rlock__conn *conn;
   rlock__opening *opening;
-  rlock__renew_batch *todo; /* routed here, not sent yet: todo[next..] */
+  todo *todo; /* routed here, not sent yet: todo[next..] */
   size_t ntodo, captodo, next;
   flight slot[RENEW_WINDOW];
   int ring[RENEW_WINDOW]; /* slots in flight, oldest first */
   int head, count;
-  int later[RENEW_WINDOW]; /* slots to finish on the blocking path */
-  int nlater;
   int64_t deadline_us; /* while something is due from it */
 } pnode;
 
-typedef struct ticker {
+struct rlock__bg_ticker {
   rlock_client *c;
   rlock__renew_tick *t;
   pnode **nodes;
   size_t n, cap;
-  int64_t wait_cap_ms; /* two renewal periods */
-} ticker;
+  int64_t wait_cap_ms;                /* two renewal periods */
+  int refresh;                        /* refresh the topology when through */
+  size_t polled[RLOCK__BG_RENEW_FDS]; /* the last poll's nodes, in order */
+  int npolled;
+};
+
+typedef struct rlock__bg_ticker ticker;
 
 /* ---- the nodes' shares ------------------------------------------------- */
 
@@ -93,17 +115,33 @@ static pnode *share_of(ticker *k, rlock__node *node) {
   return p;
 }
 
-static int add_todo(pnode *p, const rlock__renew_batch *b) {
+static int add_todo(pnode *p, const todo *d) {
   if (p->ntodo == p->captodo) {
     size_t cap = p->captodo ? p->captodo * 2 : 8;
-    rlock__renew_batch *v = rlock__realloc(p->todo, cap * sizeof *v);
+    todo *v = rlock__realloc(p->todo, cap * sizeof *v);
     if (v == NULL)
       return -1;
     p->todo = v;
     p->captodo = cap;
   }
-  p->todo[p->ntodo++] = *b;
+  p->todo[p->ntodo++] = *d;
   return 0;
+}
+
+/* Route batch d to `node`'s share; a failure settles it at once. */
+static void route_to(ticker *k, rlock__node *node, const todo *d) {
+  pnode *p = share_of(k, node);
+  int rc;
+  if (p == NULL)
+    rc = rlock__err(RLOCK_ENOMEM, "out of memory");
+  else if (p->state == P_DEAD) /* its node failed in this tick already */
+    rc = rlock__err(RLOCK_EIO, "redis %s: failed in this renewal tick",
+                    node->where);
+  else if (add_todo(p, d) != 0)
+    rc = rlock__err(RLOCK_ENOMEM, "out of memory");
+  else
+    return;
+  rlock__renew_settle(k->c, k->t, &d->b, rc, NULL, 0);
 }
 
 /* Take every batch of the tick and route it (a cluster's map is learned
@@ -114,11 +152,13 @@ static void route_all(ticker *k) {
   while (rlock__renew_take(k->c, k->t, &b)) {
     rlock__node *node;
     int rc = rlock__topo_route(&k->c->topo, rlock__renew_key(k->t, &b), &node);
-    pnode *p = rc == RLOCK_OK ? share_of(k, node) : NULL;
-    if (rc == RLOCK_OK && (p == NULL || add_todo(p, &b) != 0))
-      rc = rlock__err(RLOCK_ENOMEM, "out of memory");
-    if (rc != RLOCK_OK)
+    if (rc != RLOCK_OK) {
       rlock__renew_settle(k->c, k->t, &b, rc, NULL, 0);
+      k->refresh = 1;
+      continue;
+    }
+    todo d = {.b = b};
+    route_to(k, node, &d);
   }
 }
 
@@ -132,7 +172,10 @@ static void slot_done(flight *f) {
 }
 
 /* Everything of p still due or unsent fails with `rc` (the last error
- * saying why); its connection is dropped, an opening abandoned. */
+ * saying why); its connection is dropped, an opening abandoned. A node
+ * that could not be reached (not one that is slow to answer: a refresh
+ * would ask it too, and wait as long) has the topology refreshed when the
+ * tick is through: a failover may be why. */
 static void fail_node(ticker *k, pnode *p, int rc) {
   rlock__saved_error why;
   rlock__error_save(&why);
@@ -145,13 +188,16 @@ static void fail_node(ticker *k, pnode *p, int rc) {
   }
   for (; p->next < p->ntodo; p->next++) {
     rlock__error_restore(&why);
-    rlock__renew_settle(k->c, k->t, &p->todo[p->next], rc, NULL, 0);
+    rlock__renew_settle(k->c, k->t, &p->todo[p->next].b, rc, NULL, 0);
   }
   if (p->conn != NULL)
     p->conn->broken = 1;
   if (p->opening != NULL)
     rlock__pool_open_abandon(p->opening); /* a late connection is kept */
   p->opening = NULL;
+  k->refresh |=
+      rc != RLOCK_ECLOSED && !(rc == RLOCK_ETIMEOUT && p->state == P_CONN);
+  p->state = P_DEAD;
   rlock__error_restore(&why);
 }
 
@@ -166,15 +212,25 @@ static void push(pnode *p, int i) {
   p->ring[(p->head + p->count++) % RENEW_WINDOW] = i;
 }
 
+/* Life from p: its deadline moves on. */
+static void alive(ticker *k, pnode *p) {
+  int64_t ms = k->c->cfg.command_timeout_ms;
+  p->deadline_us =
+      rlock__deadline_after_ms(ms < k->wait_cap_ms ? ms : k->wait_cap_ms);
+}
+
 /* Encode batches into p's connection while its window has room, then
  * write them in one go. */
 static void fill(ticker *k, pnode *p) {
-  int added = 0, i;
+  int added = 0, was = p->count, i;
   while (p->next < p->ntodo && (i = free_slot(p)) >= 0) {
     flight *f = &p->slot[i];
-    f->b = p->todo[p->next++];
+    const todo *d = &p->todo[p->next++];
+    f->b = d->b;
     rlock__renew_build(k->c, k->t, &f->b, &f->call);
     rlock__req_init(&f->q, &f->call);
+    f->q.asking = d->asking;
+    f->q.redirects = d->redirects;
     if (rlock__req_encode_to(&f->q, &p->conn->out) < 0) {
       rlock__renew_settle(k->c, k->t, &f->b, rlock_error_last()->code, NULL, 0);
       rlock__call_clear(&f->call);
@@ -187,29 +243,13 @@ static void fill(ticker *k, pnode *p) {
   }
   if (!added)
     return;
+  if (was == 0)
+    alive(k, p); /* nothing was due: the wait starts now */
   p->conn->io_deadline_us = rlock__deadline_after_ms(p->conn->timeout_ms);
   int rc = rlock__conn_send_out(p->conn);
   p->conn->io_deadline_us = 0;
   if (rc != RLOCK_OK)
     fail_node(k, p, rc);
-}
-
-/* Life from p: its deadline moves on. */
-static void alive(ticker *k, pnode *p) {
-  int64_t ms = k->c->cfg.command_timeout_ms;
-  p->deadline_us =
-      rlock__deadline_after_ms(ms < k->wait_cap_ms ? ms : k->wait_cap_ms);
-}
-
-/* No connection to p could be had (refused, unreachable, not in time):
- * nothing of it was sent, so its batches go to the blocking path after
- * the poll, which tries again and refreshes the topology while the
- * connect plus the command timeout lasts, as a lone call does (a failover
- * may be why, and only a refresh finds the new master). */
-static void no_conn(pnode *p) {
-  if (p->opening != NULL)
-    rlock__pool_open_abandon(p->opening); /* a late connection is kept */
-  p->opening = NULL;
 }
 
 /* Borrow p's connection (or start opening one) and send its first
@@ -219,26 +259,47 @@ static void node_start(ticker *k, pnode *p) {
   if (rc == RLOCK_OK && p->conn == NULL)
     rc = rlock__pool_open_async(&p->node->pool, &p->opening);
   if (rc != RLOCK_OK) {
-    no_conn(p);
+    fail_node(k, p, rc);
     return;
   }
   if (p->opening != NULL) {
     int64_t ms = k->c->cfg.connect_timeout_ms;
     p->deadline_us =
         rlock__deadline_after_ms(ms < k->wait_cap_ms ? ms : k->wait_cap_ms);
+    p->state = P_OPENING;
     return;
   }
+  p->state = P_CONN;
   fill(k, p);
-  alive(k, p);
+}
+
+/* A redirected batch (MOVED, ASK) goes on to the node named, in this
+ * tick; one refused for now (TRYAGAIN, CLUSTERDOWN, ...) or redirected
+ * too often fails for this tick (the last error says why). */
+static void redirected(ticker *k, flight *f) {
+  rlock__node *to;
+  int64_t pause_ms;
+  int attempt = 0;
+  rlock__next next =
+      rlock__req_next(&k->c->topo, &f->q, 0, &attempt, &to, &pause_ms);
+  if (next == RLOCK__NEXT_GO || next == RLOCK__NEXT_MOVED) {
+    todo d = {.b = f->b, .asking = f->q.asking, .redirects = f->q.redirects};
+    k->refresh |= next == RLOCK__NEXT_MOVED;
+    route_to(k, to, &d);
+    return;
+  }
+  k->refresh = 1;
+  rlock__renew_settle(k->c, k->t, &f->b,
+                      f->q.rc != RLOCK_OK ? f->q.rc : RLOCK_ESERVER, NULL, 0);
 }
 
 /* The oldest batch in flight takes reply r. */
 static void on_reply(ticker *k, pnode *p, rlock__reply *r) {
-  int i = p->ring[p->head];
-  flight *f = &p->slot[i];
+  flight *f = &p->slot[p->ring[p->head]];
   rlock__step step = rlock__req_feed(&f->q, p->conn->where, r);
   if (step == RLOCK__STEP_MORE)
     return;
+  int i = p->ring[p->head];
   p->head = (p->head + 1) % RENEW_WINDOW;
   p->count--;
   if (step == RLOCK__STEP_DONE) {
@@ -246,7 +307,6 @@ static void on_reply(ticker *k, pnode *p, rlock__reply *r) {
       rlock__renew_settle(k->c, k->t, &f->b, f->q.rc, NULL, 0);
     else
       rlock__renew_settle(k->c, k->t, &f->b, RLOCK_OK, f->q.reply, f->sent_us);
-    slot_done(f);
   } else if (step == RLOCK__STEP_RESEND) { /* EVAL after NOSCRIPT: last */
     int rc = RLOCK_OK;
     if (rlock__req_encode_to(&f->q, &p->conn->out) < 0)
@@ -258,32 +318,38 @@ static void on_reply(ticker *k, pnode *p, rlock__reply *r) {
     p->conn->io_deadline_us = 0;
     if (rc != RLOCK_OK)
       fail_node(k, p, rc);
-  } else { /* MOVED, ASK, a refusal: after the poll, on the blocking path */
-    p->later[p->nlater++] = i;
+    return;
+  } else {
+    redirected(k, f);
   }
+  slot_done(f);
 }
 
 /* p's descriptor polled readable. */
 static void on_ready(ticker *k, pnode *p) {
-  if (p->opening != NULL) {
+  if (p->state == P_OPENING) {
     int rc;
     char msg[256];
     if (!rlock__pool_open_take(p->opening, &rc, &p->conn, msg, sizeof msg))
       return; /* not yet */
     p->opening = NULL;
     if (rc != RLOCK_OK) {
-      no_conn(p);
+      fail_node(k, p, rlock__err(rc, "%s", msg));
       return;
     }
+    p->state = P_CONN;
     fill(k, p);
-    alive(k, p);
     return;
   }
+  if (p->state != P_CONN)
+    return;
   rlock__reply *r = NULL;
   int rc = rlock__conn_read_some(p->conn);
-  while (rc == RLOCK_OK && p->count > 0 &&
+  while (rc == RLOCK_OK && p->state == P_CONN && p->count > 0 &&
          (rc = rlock__conn_take_reply(p->conn, &r)) == RLOCK_OK && r != NULL)
     on_reply(k, p, r);
+  if (p->state != P_CONN)
+    return;
   if (rc != RLOCK_OK) {
     fail_node(k, p, rc);
     return;
@@ -292,107 +358,158 @@ static void on_ready(ticker *k, pnode *p) {
   fill(k, p);
 }
 
-/* ---- the tick ------------------------------------------------------------ */
+/* ---- the tick, on the background thread's poll loop ---------------------- */
 
-static int due(const pnode *p) { return p->opening != NULL || p->count > 0; }
+static int due(const pnode *p) {
+  return p->state == P_OPENING || (p->state == P_CONN && p->count > 0);
+}
 
-/* One poll over the nodes something is due from; then fail those whose
- * deadline passed. Returns 0 when nothing is due any more. */
-static int poll_round(ticker *k, struct pollfd *fds, size_t *idx) {
-  size_t m = 0;
-  int64_t first = INT64_MAX;
-  for (size_t i = 0; i < k->n; i++)
-    if (due(k->nodes[i])) {
-      pnode *p = k->nodes[i];
-      int fd = p->opening ? rlock__pool_open_fd(p->opening) : p->conn->fd;
-      fds[m] = (struct pollfd){.fd = fd, .events = POLLIN};
-      idx[m++] = i;
-      first = p->deadline_us < first ? p->deadline_us : first;
-    }
-  if (m == 0)
-    return 0;
-  int64_t left = rlock__ms_left(first);
-  if (poll(fds, (nfds_t)m, left > 60000 ? 60000 : (int)left) > 0)
-    for (size_t j = 0; j < m; j++)
-      if (fds[j].revents != 0)
-        on_ready(k, k->nodes[idx[j]]);
+/* Fail the nodes whose deadline passed; start or fill those with batches
+ * to send (at most RLOCK__BG_RENEW_FDS due at once). Returns 1 while
+ * anything is due. */
+static int advance(ticker *k) {
   int64_t now = rlock__now_us();
   for (size_t i = 0; i < k->n; i++) {
     pnode *p = k->nodes[i];
-    if (p->opening != NULL && now >= p->deadline_us)
-      no_conn(p);
-    else if (due(p) && now >= p->deadline_us)
-      fail_node(k, p,
-                rlock__err(RLOCK_ETIMEOUT,
-                           "redis %s: no answer in time (renewal)",
-                           p->node->where));
+    if (due(p) && now >= p->deadline_us)
+      fail_node(
+          k, p,
+          rlock__err(RLOCK_ETIMEOUT, "redis %s: %s in time (renewal)",
+                     p->node->where,
+                     p->state == P_OPENING ? "no connection" : "no answer"));
   }
-  return 1;
+  size_t busy = 0;
+  for (size_t i = 0; i < k->n; i++)
+    busy += due(k->nodes[i]);
+  for (size_t i = 0; i < k->n; i++) {
+    pnode *p = k->nodes[i];
+    if (p->next >= p->ntodo)
+      continue;
+    if (p->state == P_CONN)
+      fill(k, p);
+    else if (p->state == P_IDLE && busy < RLOCK__BG_RENEW_FDS) {
+      node_start(k, p);
+      busy += due(p);
+    }
+  }
+  for (size_t i = 0; i < k->n; i++)
+    if (due(k->nodes[i]))
+      return 1;
+  return 0;
 }
 
-/* After the poll, on the blocking path: p's redirected batches (the
- * request goes on from its step), then any it never sent (no connection
- * could be had, or its window was held by the redirected ones). */
-static void finish_node(ticker *k, pnode *p) {
-  int64_t until = rlock__deadline_after_ms(k->c->cfg.connect_timeout_ms +
-                                           k->c->cfg.command_timeout_ms);
-  for (int j = 0; j < p->nlater; j++) {
-    flight *f = &p->slot[p->later[j]];
-    int rc = rlock__req_run(k->c, &f->q, until);
-    rlock__renew_settle(k->c, k->t, &f->b, rc, f->q.reply, f->sent_us);
-    slot_done(f);
-  }
-  for (; p->next < p->ntodo; p->next++) {
-    rlock__call call;
-    rlock__reply *r = NULL;
-    rlock__renew_build(k->c, k->t, &p->todo[p->next], &call);
-    int64_t sent_us = rlock__now_us();
-    int rc = rlock__call_run(k->c, &call, &r);
-    rlock__renew_settle(k->c, k->t, &p->todo[p->next], rc, r, sent_us);
-    rlock__reply_free(r);
-  }
-}
-
-/* Give the connections back, finish what the poll left, free the
- * shares. */
-static void settle_all(ticker *k) {
+/* The tick is through (or the thread stops): give the connections back,
+ * refresh the topology if a node failed or moved, free it all. */
+static void tick_end(ticker *k) {
+  rlock_client *c = k->c;
   for (size_t i = 0; i < k->n; i++) {
     pnode *p = k->nodes[i];
     if (p->conn != NULL)
       rlock__pool_put(&p->node->pool, p->conn);
-    p->conn = NULL;
-  }
-  for (size_t i = 0; i < k->n; i++) {
-    finish_node(k, k->nodes[i]);
-    free(k->nodes[i]->todo);
-    free(k->nodes[i]);
+    free(p->todo);
+    free(p);
   }
   free(k->nodes);
+  rlock__renew_end(c, k->t);
+  int refresh = k->refresh && c->topo.target.kind != RLOCK__TOPO_SINGLE;
+  free(k);
+  c->bg->renew = NULL;
+  if (refresh)
+    rlock__topo_refresh(&c->topo);
 }
 
-int64_t rlock__bg_renew(rlock_client *c) {
+/* Start a tick when one is due. */
+static void tick_begin(rlock_client *c) {
   rlock__renew_tick *t;
   int64_t next;
   if (rlock__renew_begin(c, &t, &next) != RLOCK_OK || t == NULL)
-    return next;
-  ticker k = {.c = c, .t = t, .wait_cap_ms = 2 * c->wd->period_us / 1000};
-  route_all(&k);
-  struct pollfd *fds = rlock__calloc(k.n ? k.n : 1, sizeof *fds);
-  size_t *idx = rlock__calloc(k.n ? k.n : 1, sizeof *idx);
-  for (size_t i = 0; i < k.n; i++) {
-    if (fds == NULL || idx == NULL)
-      fail_node(&k, k.nodes[i], rlock__err(RLOCK_ENOMEM, "out of memory"));
-    else
-      node_start(&k, k.nodes[i]);
+    return;
+  ticker *k = rlock__calloc(1, sizeof *k);
+  if (k == NULL) { /* every batch fails: tried again sooner */
+    rlock__renew_batch b;
+    while (rlock__renew_take(c, t, &b))
+      rlock__renew_settle(c, t, &b, rlock__err(RLOCK_ENOMEM, "out of memory"),
+                          NULL, 0);
+    rlock__renew_end(c, t);
+    return;
   }
-  while (fds != NULL && idx != NULL && poll_round(&k, fds, idx))
-    ;
-  free(fds);
-  free(idx);
-  settle_all(&k);
-  rlock__renew_end(c, t);
+  k->c = c;
+  k->t = t;
+  k->wait_cap_ms = 2 * c->wd->period_us / 1000;
+  c->bg->renew = k;
+  route_all(k);
+  if (!advance(k))
+    tick_end(k);
+}
+
+/* Read what the last poll found ready. */
+static void serve_ready(ticker *k, const struct pollfd *fds, int n) {
+  for (int j = 0; j < n && j < k->npolled; j++)
+    if (fds[j].revents != 0 && k->polled[j] < k->n)
+      on_ready(k, k->nodes[k->polled[j]]);
+  k->npolled = 0;
+}
+
+int64_t rlock__bg_renew(rlock_client *c, const struct pollfd *fds, int n) {
+  ticker *k = c->bg->renew;
+  if (k != NULL) {
+    serve_ready(k, fds, n);
+    if (!advance(k))
+      tick_end(k);
+  }
+  if (c->bg->renew == NULL)
+    tick_begin(c);
+  if ((k = c->bg->renew) != NULL) {
+    int64_t first = INT64_MAX;
+    for (size_t i = 0; i < k->n; i++)
+      if (due(k->nodes[i]) && k->nodes[i]->deadline_us < first)
+        first = k->nodes[i]->deadline_us;
+    return first;
+  }
   pthread_mutex_lock(&c->wd->mu);
-  next = c->wd->armed ? c->wd->next_tick_us : INT64_MAX;
+  int64_t next = c->wd->armed ? c->wd->next_tick_us : INT64_MAX;
   pthread_mutex_unlock(&c->wd->mu);
   return next;
+}
+
+int rlock__bg_renew_pollfds(rlock_client *c, struct pollfd *fds, int max) {
+  ticker *k = c->bg->renew;
+  int m = 0;
+  if (k == NULL)
+    return 0;
+  for (size_t i = 0; i < k->n && m < max && m < RLOCK__BG_RENEW_FDS; i++) {
+    pnode *p = k->nodes[i];
+    if (!due(p))
+      continue;
+    int fd =
+        p->state == P_OPENING ? rlock__pool_open_fd(p->opening) : p->conn->fd;
+    fds[m] = (struct pollfd){.fd = fd, .events = POLLIN};
+    k->polled[m++] = i;
+  }
+  k->npolled = m;
+  return m;
+}
+
+void rlock__bg_renew_stop(rlock_client *c) {
+  ticker *k = c->bg->renew;
+  if (k == NULL)
+    return;
+  for (size_t i = 0; i < k->n; i++) { /* given up quietly: not failures */
+    pnode *p = k->nodes[i];
+    for (; p->count > 0; p->count--) {
+      flight *f = &p->slot[p->ring[p->head]];
+      p->head = (p->head + 1) % RENEW_WINDOW;
+      rlock__renew_skip(c, k->t, &f->b);
+      slot_done(f);
+    }
+    for (; p->next < p->ntodo; p->next++)
+      rlock__renew_skip(c, k->t, &p->todo[p->next].b);
+    if (p->conn != NULL)
+      p->conn->broken = 1; /* replies are still due on it */
+    if (p->opening != NULL)
+      rlock__pool_open_abandon(p->opening);
+    p->opening = NULL;
+  }
+  k->refresh = 0;
+  tick_end(k);
 }

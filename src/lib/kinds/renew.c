@@ -3,8 +3,8 @@
  * renew.c - the watchdog's renewal tick, as steps either driver runs: the
  * blocking driver's background thread (blocking/renewal.c: every batch
  * taken at once, pipelined per node, settled as replies come) and a loop
- * client's timer (loop/lrenew.c, one batch in flight at a time, routed
- * per node by lroute.c).
+ * client's timer (loop/lrenew.c: every node's batches at once, one in
+ * flight per node). Either way each batch is settled on its own.
  *
  * Each tick snapshots the records that need renewing, renews them in
  * batches of RLOCK__RENEW_BATCH with one script call each, then applies
@@ -160,10 +160,10 @@ static void build_batch(rlock_client *c, const snap *items, size_t n, int read,
     rlock__call_arg(call, items[i].owner);
   for (size_t i = 0; read && i < n; i++)
     rlock__call_arg(call, items[i].base);
-  /* No WAIT: renewal must not stall on a lagging replica (the blocking
-   * driver's background thread also delivers wake-ups and follows
-   * failovers; a loop client's batch holds up the next one); a renewal
-   * the replica misses is made again next tick. */
+  /* No WAIT: renewal must not stall on a lagging replica (a loop
+   * client's next batch for the node waits for this one's answer, and a
+   * blocking client's tick holds up its next tick); a renewal the replica
+   * misses is made again next tick. */
 }
 
 /* Read a batch's answer into alive[] (1 renewed, 0 gone). */
@@ -284,8 +284,7 @@ static int snaps_alloc(snaps *all, size_t n) {
 struct rlock__renew_tick {
   snaps all;
   rlock__renew_batch cur; /* the next batch to take: list 0 std, 1 read,
-                             2 done; from: its first item in that list;
-                             n: the size of the one under way (steps) */
+                             2 done; from: its first item in that list */
 };
 
 static snap_list *list_of(rlock__renew_tick *t, int list) {
@@ -387,30 +386,9 @@ void rlock__renew_settle(rlock_client *c, rlock__renew_tick *t,
     apply_batch(c, l->items + b->from, b->n, alive, sent_us);
 }
 
-int rlock__renew_next(rlock_client *c, rlock__renew_tick *t,
-                      rlock__call *call) {
-  rlock__renew_batch b;
-  if (!rlock__renew_take(c, t, &b))
-    return 0;
-  t->cur.n = b.n;
-  rlock__renew_build(c, t, &b, call);
-  return 1;
-}
-
-void rlock__renew_done(rlock_client *c, rlock__renew_tick *t, int rc,
-                       const rlock__reply *r, int64_t sent_us) {
-  rlock__renew_batch b = t->cur; /* the batch rlock__renew_next took */
-  b.from -= b.n;
-  snap_list *l = list_of(t, b.list);
-  int alive[RLOCK__RENEW_BATCH];
-  if (rc == RLOCK_OK)
-    rc = parse_batch(r, b.n, alive);
-  if (rc != RLOCK_OK) { /* this list is given up for this tick */
-    batch_failed(c, l, b.from, l->n - b.from);
-    t->cur.from = l->n;
-    return;
-  }
-  apply_batch(c, l->items + b.from, b.n, alive, sent_us);
+void rlock__renew_skip(rlock_client *c, rlock__renew_tick *t,
+                       const rlock__renew_batch *b) {
+  apply_batch(c, list_of(t, b->list)->items + b->from, b->n, NULL, 0);
 }
 
 void rlock__renew_end(rlock_client *c, rlock__renew_tick *t) {

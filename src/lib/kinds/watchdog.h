@@ -10,15 +10,15 @@
  * a watchdog level. The client's driver renews all such records every
  * third of the watchdog timeout, up to RLOCK__RENEW_BATCH locks per
  * script call (renew.c's tick: on a blocking client's background thread,
- * pipelined per node, blocking/renewal.c; in steps on a loop client's
- * timer, loop/lrenew.c). A renewal that finds the lock gone marks the
- * record lost (never re-takes it) and reports it through the lost-lock
- * callback; the owner's next release then returns RLOCK_ELOST. A hold
- * whose renewals fail is vouched for only until one watchdog lease after
- * the send time of its last confirmed renewal (or acquisition): past that
- * the server may have let it expire, so it counts as lost too
- * (rlock__hold_check says RLOCK_ELOST at once; the next tick marks it and
- * calls back).
+ * pipelined per node, blocking/renewal.c; on a loop client's timer, one
+ * batch in flight per node, loop/lrenew.c). A renewal that finds the
+ * lock gone marks the record lost (never re-takes it) and reports it
+ * through the lost-lock callback; the owner's next release then returns
+ * RLOCK_ELOST. A hold whose renewals fail is vouched for only until one
+ * watchdog lease after the send time of its last confirmed renewal (or
+ * acquisition): past that the server may have let it expire, so it
+ * counts as lost too (rlock__hold_check says RLOCK_ELOST at once; the
+ * next tick marks it and calls back).
  *
  * A renewal in flight is never let to outlive the release of the last
  * watchdog level: where the driver's renewals and releases may travel on
@@ -158,10 +158,12 @@ size_t rlock__hold_depth(rlock_client *c, const char *name, const char *owner);
  * renewal tick (rlock__renew_begin), called locked. */
 void rlock__watchdog_reap(rlock__watchdog *wd);
 
-/* One renewal tick in steps, for either driver: a loop client's timer
- * sends one batch at a time (rlock__renew_next, _done); the blocking
- * background thread takes every batch at once and pipelines them per node
- * (rlock__renew_take, _settle: blocking/renewal.c). */
+/* One renewal tick in steps, for either driver: the tick's batches are
+ * taken (rlock__renew_take), routed and sent by the driver, and each is
+ * settled on its own as its answer comes (rlock__renew_settle): the
+ * blocking background thread pipelines them per node
+ * (blocking/renewal.c), a loop client sends every node's at once, one in
+ * flight per node (loop/lrenew.c). */
 typedef struct rlock__renew_tick rlock__renew_tick;
 struct rlock__call;
 struct rlock__reply;
@@ -179,15 +181,6 @@ typedef struct rlock__renew_batch {
  * retry interval). */
 int rlock__renew_begin(rlock_client *c, rlock__renew_tick **t,
                        int64_t *next_us);
-/* Take the next batch (rlock__renew_take) and build its call: 1, or 0
- * when the tick is through. */
-int rlock__renew_next(rlock_client *c, rlock__renew_tick *t,
-                      struct rlock__call *call);
-/* The batch's outcome (rc, and its reply when RLOCK_OK), sent at
- * `sent_us`: applied to the records; a failure gives up the rest of its
- * list and brings the next tick forward. */
-void rlock__renew_done(rlock_client *c, rlock__renew_tick *t, int rc,
-                       const struct rlock__reply *r, int64_t sent_us);
 /* Take the tick's next batch (at most RLOCK__RENEW_BATCH holds; in a
  * cluster, of one slot): 1, or 0 when the tick has no more. Batches taken
  * so are settled in any order, each on its own. */
@@ -206,6 +199,11 @@ void rlock__renew_build(rlock_client *c, rlock__renew_tick *t,
 void rlock__renew_settle(rlock_client *c, rlock__renew_tick *t,
                          const rlock__renew_batch *b, int rc,
                          const struct rlock__reply *r, int64_t sent_us);
+/* A batch the driver does not send this tick (its node still has an
+ * earlier renewal in flight): its holds' in-flight marks are cleared,
+ * nothing else; a later tick renews them. */
+void rlock__renew_skip(rlock_client *c, rlock__renew_tick *t,
+                       const rlock__renew_batch *b);
 /* Free the tick. */
 void rlock__renew_end(rlock_client *c, rlock__renew_tick *t);
 

@@ -300,7 +300,6 @@ static int loop_new(rlock_client *c, const rlock_loop *loop) {
   rlock__ltimer_init(&lp->swatch_retry, rlock__lswatch_retry);
   rlock__ltimer_init(&lp->health, NULL);
   rlock__ltimer_init(&lp->renew, rlock__lrenew_tick);
-  lp->renew_req.no_pause = 1; /* the tick retries: see rlock__lreq */
   return RLOCK_OK;
 }
 

@@ -30,7 +30,7 @@
  *              until a message or the holder's TTL, attempt again);
  *   lops.c     release, force release and the queries;
  *   lrenew.c   the watchdog's renewal tick (renew.c's steps) on the loop's
- *              timer;
+ *              timer, a batch in flight per node at a time;
  *   lmulti.c   a MultiLock as a chain of member operations;
  *   lredlock.c a RedLock's rounds as member operations of several loop
  *              clients on one loop thread.
@@ -489,9 +489,8 @@ typedef struct rlock__loop {
   int64_t swatch_backoff_ms;
   size_t swatch_next; /* the sentinel to try next */
   /* the watchdog (lrenew.c) */
-  rlock__ltimer renew;            /* the watchdog's tick */
-  struct rlock__renew_tick *tick; /* the tick under way, or NULL */
-  rlock__lreq renew_req;          /* its batch in flight */
+  rlock__ltimer renew;        /* the watchdog's tick */
+  struct rlock__ltick *ticks; /* ticks with a batch in flight */
 } rlock__loop;
 
 /* Make sure the renewal tick is armed (a watchdog hold was recorded). */

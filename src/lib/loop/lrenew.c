@@ -1,16 +1,53 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * lrenew.c - the watchdog on the loop: renew.c's tick in steps, one
- * batch in flight at a time on the command connection. Releases go on
- * the same connection, so a renewal sent before a release is run before
- * it (watchdog.c's rlock__hold_pop need not wait for it).
+ * lrenew.c - the watchdog on the loop: renew.c's tick, its batches split
+ * by the node that serves them (a lane per node), every lane sent at
+ * once, each one batch in flight at a time and going on by itself. So a
+ * node that does not answer (stopped, unreachable) delays the renewal of
+ * its own holds only: the other lanes finish, and the next ticks come on
+ * time, while its batch waits for the connection's command timeout.
+ *
+ * Ticks may overlap: a tick whose lane still waits on a node is kept
+ * until that answer comes (its strings are the batch's), and a later
+ * tick leaves that node's holds out (renewed at the next tick after the
+ * answer), so no node ever has more than one renewal in flight.
+ *
+ * Releases go on the same command connection as that node's renewals,
+ * so a renewal sent before a release is run before it (watchdog.c's
+ * rlock__hold_pop need not wait for it); a renewal is never paused and
+ * sent again later (rlock__lreq.no_pause), so none overtakes a release.
  */
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "client_int.h"
 #include "common.h"
 #include "loop.h"
+#include "topo.h"
 #include "watchdog.h"
+
+typedef struct rlock__ltick ltick;
+
+/* One node's share of a tick. */
+typedef struct lane {
+  rlock__lreq req; /* its batch in flight (first: found from the request) */
+  ltick *tick;
+  rlock__node *node;        /* where its batches route (NULL: none known) */
+  rlock__renew_batch *todo; /* todo[next..n) not sent yet */
+  size_t n, cap, next;
+  rlock__renew_batch cur; /* the batch in flight */
+  int busy;
+} lane;
+
+struct rlock__ltick {
+  rlock__renew_tick *t;
+  lane **lanes;
+  size_t nlanes, cap;
+  size_t busy; /* lanes with a batch in flight */
+  int held;    /* calls under way that use it: not ended from under them
+                  (a request may end inside rlock__lreq_send) */
+  ltick *next; /* the loop's ticks under way */
+};
 
 static void arm_at(rlock_client *c, int64_t at) {
   if (at != INT64_MAX)
@@ -18,54 +55,170 @@ static void arm_at(rlock_client *c, int64_t at) {
 }
 
 void rlock__lrenew_arm(rlock_client *c) {
-  if (c->loop->tick != NULL)
-    return; /* a tick is under way: it arms the next one when through */
+  if (c->loop->closing)
+    return;
   pthread_mutex_lock(&c->wd->mu);
   int64_t at = c->wd->armed ? c->wd->next_tick_us : INT64_MAX;
   pthread_mutex_unlock(&c->wd->mu);
   arm_at(c, at);
 }
 
-static void next_batch(rlock_client *c);
+/* Whether a batch to `node` is in flight, from any tick. */
+static int node_busy(const rlock__loop *lp, const rlock__node *node) {
+  for (const ltick *k = lp->ticks; k != NULL; k = k->next)
+    for (size_t i = 0; i < k->nlanes; i++)
+      if (k->lanes[i]->busy && k->lanes[i]->node == node)
+        return 1;
+  return 0;
+}
 
-static void batch_done(rlock_client *c, rlock__lreq *r) {
+static lane *lane_of(ltick *k, rlock__node *node) {
+  for (size_t i = 0; i < k->nlanes; i++)
+    if (k->lanes[i]->node == node)
+      return k->lanes[i];
+  if (k->nlanes == k->cap) {
+    size_t cap = k->cap ? k->cap * 2 : 4;
+    lane **v = rlock__realloc(k->lanes, cap * sizeof *v);
+    if (v == NULL)
+      return NULL;
+    k->lanes = v;
+    k->cap = cap;
+  }
+  lane *ln = rlock__calloc(1, sizeof *ln);
+  if (ln != NULL) {
+    ln->tick = k;
+    ln->node = node;
+    k->lanes[k->nlanes++] = ln;
+  }
+  return ln;
+}
+
+static int add_todo(lane *ln, const rlock__renew_batch *b) {
+  if (ln->n == ln->cap) {
+    size_t cap = ln->cap ? ln->cap * 2 : 4;
+    rlock__renew_batch *v = rlock__realloc(ln->todo, cap * sizeof *v);
+    if (v == NULL)
+      return -1;
+    ln->todo = v;
+    ln->cap = cap;
+  }
+  ln->todo[ln->n++] = *b;
+  return 0;
+}
+
+static void tick_end(rlock_client *c, ltick *k) {
   rlock__loop *lp = c->loop;
+  for (ltick **p = &lp->ticks; *p != NULL; p = &(*p)->next)
+    if (*p == k) {
+      *p = k->next;
+      break;
+    }
+  for (size_t i = 0; i < k->nlanes; i++) {
+    free(k->lanes[i]->todo);
+    free(k->lanes[i]);
+  }
+  free(k->lanes);
+  rlock__renew_end(c, k->t);
+  free(k);
+}
+
+/* The lane's batches not sent yet fail with `rc` (the last error saying
+ * why): given up for this tick, the next one brought forward. */
+static void lane_fail_rest(rlock_client *c, lane *ln, int rc) {
+  rlock__saved_error why;
+  rlock__error_save(&why);
+  for (; ln->next < ln->n; ln->next++) {
+    rlock__error_restore(&why);
+    rlock__renew_settle(c, ln->tick->t, &ln->todo[ln->next], rc, NULL, 0);
+  }
+  rlock__error_restore(&why);
+}
+
+static void lane_send(rlock_client *c, lane *ln);
+
+static void lane_done(rlock_client *c, rlock__lreq *r) {
+  lane *ln = (lane *)r; /* req is its first member */
+  ltick *k = ln->tick;
   rlock__reply *reply = r->q.reply;
   r->q.reply = NULL;
   rlock__call_clear(&r->call);
-  if (!lp->closing)
-    rlock__renew_done(c, lp->tick, r->q.rc, reply, r->sent_us);
+  ln->busy = 0;
+  k->busy--;
+  k->held++;
+  if (!c->loop->closing) {
+    rlock__renew_settle(c, k->t, &ln->cur, r->q.rc, reply, r->sent_us);
+    if (r->q.rc != RLOCK_OK)
+      lane_fail_rest(c, ln, r->q.rc); /* the node failed: not one by one */
+    else
+      lane_send(c, ln);
+  }
   rlock__reply_free(reply);
-  if (lp->closing) {
-    rlock__renew_end(c, lp->tick);
-    lp->tick = NULL;
-    return;
-  }
-  next_batch(c);
+  if (--k->held == 0 && k->busy == 0)
+    tick_end(c, k);
+  rlock__lrenew_arm(c); /* a failure brought the next tick forward */
 }
 
-static void next_batch(rlock_client *c) {
-  rlock__loop *lp = c->loop;
-  if (rlock__renew_next(c, lp->tick, &lp->renew_req.call)) {
-    rlock__req_init(&lp->renew_req.q, &lp->renew_req.call);
-    lp->renew_req.done = batch_done;
-    rlock__lreq_send(c, &lp->renew_req);
+/* Send the lane's next batch, if any. */
+static void lane_send(rlock_client *c, lane *ln) {
+  if (ln->next >= ln->n)
     return;
-  }
-  rlock__renew_end(c, lp->tick);
-  lp->tick = NULL;
-  rlock__lrenew_arm(c);
+  ln->cur = ln->todo[ln->next++];
+  rlock__renew_build(c, ln->tick->t, &ln->cur, &ln->req.call);
+  rlock__req_init(&ln->req.q, &ln->req.call);
+  ln->req.done = lane_done;
+  ln->req.no_pause = 1; /* the tick retries: see rlock__lreq */
+  ln->busy = 1;
+  ln->tick->busy++;
+  rlock__lreq_send(c, &ln->req); /* may end (lane_done) at once */
 }
 
-void rlock__lrenew_tick(rlock_client *c, rlock__ltimer *t) {
-  (void)t;
+/* Split the tick's batches into lanes by the node that serves each now;
+ * a node with a batch still in flight sits this tick out. */
+static void route_all(rlock_client *c, ltick *k) {
+  rlock__renew_batch b;
+  while (rlock__renew_take(c, k->t, &b)) {
+    rlock__node *node =
+        rlock__topo_lookup(&c->topo, rlock__renew_key(k->t, &b));
+    if (node_busy(c->loop, node)) {
+      rlock__renew_skip(c, k->t, &b);
+      continue;
+    }
+    lane *ln = lane_of(k, node);
+    if (ln == NULL || add_todo(ln, &b) != 0)
+      rlock__renew_settle(c, k->t, &b,
+                          rlock__err(RLOCK_ENOMEM, "out of memory"), NULL, 0);
+  }
+}
+
+void rlock__lrenew_tick(rlock_client *c, rlock__ltimer *timer) {
+  (void)timer;
   rlock__loop *lp = c->loop;
-  if (lp->tick != NULL || lp->closing)
+  if (lp->closing)
     return;
+  rlock__renew_tick *t;
   int64_t next = INT64_MAX;
-  if (rlock__renew_begin(c, &lp->tick, &next) != RLOCK_OK || lp->tick == NULL) {
+  if (rlock__renew_begin(c, &t, &next) != RLOCK_OK || t == NULL) {
     arm_at(c, next);
     return;
   }
-  next_batch(c);
+  ltick *k = rlock__calloc(1, sizeof *k);
+  if (k == NULL) { /* every batch fails: tried again sooner */
+    rlock__renew_batch b;
+    while (rlock__renew_take(c, t, &b))
+      rlock__renew_settle(c, t, &b, rlock__err(RLOCK_ENOMEM, "out of memory"),
+                          NULL, 0);
+    rlock__renew_end(c, t);
+    rlock__lrenew_arm(c);
+    return;
+  }
+  k->t = t;
+  route_all(c, k);
+  k->next = lp->ticks;
+  lp->ticks = k;
+  k->held = 1;
+  for (size_t i = 0; i < k->nlanes; i++)
+    lane_send(c, k->lanes[i]);
+  if (--k->held == 0 && k->busy == 0)
+    tick_end(c, k);
+  rlock__lrenew_arm(c);
 }
