@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * loop_topo.h - what the event-loop suites on topologies (test_loop_cluster,
- * test_loop_sentinel, test_loop_replicas) share on top of loop_fixture.h:
+ * loop_topo.h - what the suites on topologies share for their loop clients
+ * on top of loop_fixture.h (drivers.h builds on it):
  *
  *  - synchronous helpers that run the loop on the test's thread until an
  *    operation completes or a server-side condition holds;

@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * drivers.h - one scenario, two drivers: the topology suites
+ * (test_replicas, test_sentinel, test_cluster) write each case once, and
+ * it runs once per driver, each driver a cmocka group of its own:
+ *
+ *   "blocking"  a blocking client (rlock_client_new), its calls made on
+ *               the test's thread (or, for a call that must wait in the
+ *               background, on a thread of its own);
+ *   "libuv",    a loop client on the group's libuv or libevent loop
+ *   "libevent"  (loop_fixture.h), its _async calls completed by running
+ *               the loop on the test's thread until the callback comes.
+ *
+ * The dk_ calls below are synchronous for the test on every driver: each
+ * returns the call's status (rlock_error_last() has its message, for
+ * RC()). Waiting for a server-side condition goes through dk_wait, which
+ * keeps a loop running meanwhile (a loop client's renewals and unlock
+ * messages run only while it runs).
+ *
+ * Owners: dk_me() is the driver's natural owner, the calling thread
+ * (RLOCK_OWNER_THREAD) for a blocking client, a fresh explicit owner for a
+ * loop client (whose _async calls refuse the thread's); other owners are
+ * rlock_owner_new() on both. A call waiting in the background (dk_op)
+ * needs an explicit owner: it runs on another thread.
+ *
+ * A case that exists for one driver only is listed for that driver only
+ * (DK_CASE's mask), so each group's list says what it runs.
+ */
+#ifndef RLOCK_TEST_DRIVERS_H
+#define RLOCK_TEST_DRIVERS_H
+
+#include "loop_topo.h"
+
+/* The drivers (the loop ones are loop_fixture.h's kinds). */
+enum { DK_UV = UV, DK_EV = EV, DK_BLOCKING, DK_NDRIVERS };
+
+#define DK_BLOCK (1u << DK_BLOCKING)
+#define DK_LOOPS ((1u << DK_UV) | (1u << DK_EV))
+#define DK_ALL (DK_BLOCK | DK_LOOPS)
+
+/* The running group's driver. */
+static int dk = DK_BLOCKING;
+
+static inline bool dk_loop(void) { return dk != DK_BLOCKING; }
+
+static inline const char *dk_name(void) {
+  return dk == DK_BLOCKING ? "blocking" : dk == DK_UV ? "libuv" : "libevent";
+}
+
+/* ---- clients ------------------------------------------------------------ */
+
+/* A client of the running driver from `cfg` (the caller frees cfg). */
+static inline rlock_client *dk_client_cfg(rlock_config *cfg) {
+  if (dk_loop())
+    return loop_client_cfg(cfg);
+  rlock_client *c;
+  OK(rlock_client_new(&c, cfg));
+  return c;
+}
+
+/* A client for `url` as fx_client_opts/lt_client make them (connect 1 s,
+ * command 2 s; with $RLOCK_TEST_LOG its log lines on stderr). */
+static inline rlock_client *dk_client(const char *url, int64_t watchdog,
+                                      rlock_lost_fn lost, void *ud) {
+  if (dk_loop())
+    return lt_client(url, watchdog, lost, ud);
+  return fx_client_opts(url, watchdog, lost, ud);
+}
+
+/* Free a client (a loop's: and let the loop close its handles). */
+static inline void dk_free(rlock_client *c) {
+  if (dk_loop())
+    loop_free(c);
+  else
+    OK(rlock_client_free(c));
+}
+
+/* ---- owners ------------------------------------------------------------- */
+
+static inline uint64_t dk_me(void) {
+  return dk_loop() ? rlock_owner_new() : RLOCK_OWNER_THREAD;
+}
+
+/* The owner field `owner` of client `c` writes on the server. */
+static inline void dk_field(rlock_client *c, uint64_t owner, char *buf) {
+  if (owner == RLOCK_OWNER_THREAD)
+    fx_owner(c, buf);
+  else
+    field_of(c, owner, buf);
+}
+
+/* ---- calls, synchronous on every driver ---------------------------------- */
+
+/* Acquire `l` for `owner`; its status, and in *out (if given) the
+ * message. `fenced`: `l` is a fenced lock, and out->value receives the
+ * acquisition's fencing token. */
+static inline int dk_acquire_x(rlock_lock *l, uint64_t owner, int64_t wait,
+                               int64_t lease, int fenced, result *out) {
+  if (dk_loop())
+    return acquire_r(l, owner, wait, lease, out);
+  result r = {.done = 1};
+  rlock_acquire_options o = opts(owner, wait, lease);
+  o.token = fenced ? &r.value : NULL;
+  r.rc = rlock_lock_acquire_opts(l, &o);
+  snprintf(r.msg, sizeof r.msg, "%s",
+           r.rc == RLOCK_OK ? "" : rlock_error_last()->message);
+  if (out != NULL)
+    *out = r;
+  return r.rc;
+}
+
+static inline int dk_acquire_r(rlock_lock *l, uint64_t owner, int64_t wait,
+                               int64_t lease, result *out) {
+  return dk_acquire_x(l, owner, wait, lease, 0, out);
+}
+
+static inline int dk_acquire(rlock_lock *l, uint64_t owner, int64_t wait,
+                             int64_t lease) {
+  return dk_acquire_x(l, owner, wait, lease, 0, NULL);
+}
+
+static inline int dk_release(rlock_lock *l, uint64_t owner) {
+  return dk_loop() ? release(l, owner) : rlock_lock_release_owner(l, owner);
+}
+
+/* The hold count of `owner` on the server. */
+static inline int dk_hold_count(int64_t *n, rlock_lock *l, uint64_t owner) {
+  if (!dk_loop())
+    return rlock_lock_hold_count_owner(n, l, owner);
+  result r = {0};
+  OK(rlock_lock_hold_count_async(l, owner, on_done, &r));
+  run_until(&r.done, 1, 10000, "a hold count");
+  *n = r.value;
+  if (r.rc != RLOCK_OK)
+    rlock_loop_error(r.rc, r.msg);
+  return r.rc;
+}
+
+typedef struct dk_info {
+  int done, rc;
+  rlock_lock_info *info;
+  char msg[256];
+} dk_info;
+
+static inline void dk_on_info(void *arg, int rc, rlock_lock_info *info) {
+  dk_info *s = arg;
+  s->rc = rc;
+  s->info = info;
+  snprintf(s->msg, sizeof s->msg, "%s",
+           rc == RLOCK_OK ? "" : rlock_error_last()->message);
+  s->done++;
+}
+
+/* The lock's snapshot (free it with rlock_lock_info_free). */
+static inline int dk_inspect(rlock_lock_info **out, rlock_lock *l) {
+  if (!dk_loop())
+    return rlock_lock_inspect(out, l);
+  dk_info s = {0};
+  OK(rlock_lock_inspect_async(l, dk_on_info, &s));
+  run_until(&s.done, 1, 10000, "an inspection");
+  *out = s.info;
+  if (s.rc != RLOCK_OK)
+    rlock_loop_error(s.rc, s.msg);
+  return s.rc;
+}
+
+/* ---- waiting ------------------------------------------------------------ */
+
+/* Wait until `pred` holds, up to `ms` (scaled), a loop running meanwhile;
+ * fails naming `what` and pred's reason. */
+static inline void dk_wait(rt_wait_pred pred, void *arg, int64_t ms,
+                           const char *what) {
+  if (dk_loop())
+    run_until_pred(pred, arg, ms, what);
+  else
+    rt_wait_until(pred, arg, rt_scaled_ms(ms), what);
+}
+
+/* Let `ms` go by, a loop running meanwhile: only where the passage of
+ * time is what a case checks (tries that must not succeed meanwhile). */
+static inline void dk_let_time_pass(int64_t ms) {
+  int64_t end = rt_now_ms() + ms;
+  while (rt_now_ms() < end) {
+    if (dk_loop())
+      run_once(end - rt_now_ms());
+    else
+      rt_sleep_ms(end - rt_now_ms());
+  }
+}
+
+/* ---- a call waiting in the background ------------------------------------ */
+
+/* An acquisition started now and answered later: on a thread of its own
+ * (blocking) or pending on the loop. `done` is stored last. */
+typedef struct dk_op {
+  rlock_lock *l;
+  rlock_acquire_options o;
+  result r;
+  atomic_int done;
+  int64_t done_us; /* when it was answered */
+  pthread_t thread;
+} dk_op;
+
+static inline void dk_op_finish(dk_op *op, int rc, int64_t value) {
+  op->r.rc = rc;
+  op->r.value = value;
+  snprintf(op->r.msg, sizeof op->r.msg, "%s",
+           rc == RLOCK_OK ? "" : rlock_error_last()->message);
+  op->done_us = rt_now_us();
+  atomic_store(&op->done, 1);
+}
+
+static inline void dk_op_on_done(void *arg, int rc, int64_t value) {
+  dk_op_finish(arg, rc, value);
+}
+
+static inline void *dk_op_main(void *arg) {
+  dk_op *op = arg;
+  dk_op_finish(op, rlock_lock_acquire_opts(op->l, &op->o), 0);
+  return NULL;
+}
+
+/* Start acquiring `l` for `owner` (explicit) in the background. */
+static inline void dk_acquire_start(dk_op *op, rlock_lock *l, uint64_t owner,
+                                    int64_t wait, int64_t lease) {
+  assert_true(owner != RLOCK_OWNER_THREAD);
+  op->l = l;
+  op->o = opts(owner, wait, lease);
+  op->r = (result){0};
+  atomic_store(&op->done, 0);
+  if (dk_loop())
+    OK(rlock_lock_acquire_async(l, &op->o, dk_op_on_done, op, NULL));
+  else
+    assert_int_equal(pthread_create(&op->thread, NULL, dk_op_main, op), 0);
+}
+
+static inline bool dk_op_done(dk_op *op) { return atomic_load(&op->done); }
+
+static inline bool dk_pred_op(void *arg, char *why, size_t cap) {
+  snprintf(why, cap, "no answer yet");
+  return dk_op_done(arg);
+}
+
+/* Wait for the answer (up to `ms`, scaled, past the call's own wait:
+ * only a library that hangs past it fails here); its status. */
+static inline int dk_op_wait(dk_op *op, int64_t ms, const char *what) {
+  int64_t wait = op->o.wait_ms > 0 ? op->o.wait_ms : 0;
+  dk_wait(dk_pred_op, op, ms + wait, what);
+  if (!dk_loop())
+    pthread_join(op->thread, NULL);
+  if (op->r.rc != RLOCK_OK)
+    rlock_loop_error(op->r.rc, op->r.msg);
+  return op->r.rc;
+}
+
+/* ---- the groups --------------------------------------------------------- */
+
+/* A case and the drivers it runs on (DK_ALL, DK_BLOCK, DK_LOOPS). */
+typedef struct dk_case {
+  struct CMUnitTest test;
+  unsigned drivers;
+} dk_case;
+
+#define DK_CASE(fn, drivers)                                                   \
+  { cmocka_unit_test(fn), drivers }
+
+static int (*dk_file_setup)(void);
+static void (*dk_file_teardown)(void);
+
+/* A group's setup: the file's servers (each file starts them once), then
+ * the loop of a loop driver. */
+static inline int dk_group_setup(void **state) {
+  (void)state;
+  if (dk_file_setup != NULL && dk_file_setup() != 0)
+    return -1;
+  if (dk_loop())
+    loop_open();
+  return 0;
+}
+
+/* A group's teardown: the file's cleanup after a failed case, then the
+ * loop (a loop thread a failed case left running stopped first). */
+static inline int dk_group_teardown(void **state) {
+  (void)state;
+  if (dk_file_teardown != NULL)
+    dk_file_teardown();
+  if (dk_loop()) {
+    lt_abandon();
+    loop_close();
+  }
+  return 0;
+}
+
+/* Run each driver's group: its cases from `cases`, in their order.
+ * `setup` runs before each group (start the file's servers once, it
+ * returns nonzero when it cannot); `teardown` after each (undo what a
+ * failed case may have left, e.g. a frozen server). The number of
+ * failed cases. */
+static inline int dk_run(const dk_case *cases, size_t n, int (*setup)(void),
+                         void (*teardown)(void)) {
+  struct CMUnitTest *list = calloc(n, sizeof *list);
+  int failed = 0;
+  assert_non_null(list);
+  dk_file_setup = setup;
+  dk_file_teardown = teardown;
+  if (getenv("RLOCK_TEST_FILTER") != NULL)
+    cmocka_set_test_filter(getenv("RLOCK_TEST_FILTER"));
+  const int order[] = {DK_BLOCKING, DK_UV, DK_EV};
+  for (int d = 0; d < DK_NDRIVERS; d++) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+      if (cases[i].drivers & (1u << order[d]))
+        list[k++] = cases[i].test;
+    if (k == 0)
+      continue;
+    dk = order[d];
+    if (dk_loop())
+      kind = dk;
+    failed += _cmocka_run_group_tests(dk_name(), list, k, dk_group_setup,
+                                      dk_group_teardown);
+  }
+  free(list);
+  return failed;
+}
+
+#define DK_RUN(cases, setup, teardown)                                         \
+  dk_run(cases, sizeof(cases) / sizeof((cases)[0]), setup, teardown)
+
+#endif /* RLOCK_TEST_DRIVERS_H */
