@@ -176,24 +176,43 @@ static inline void dk_wait(rt_wait_pred pred, void *arg, int64_t ms,
     rt_wait_until(pred, arg, rt_scaled_ms(ms), what);
 }
 
+/* One turn of a polling wait: run the loop for up to `ms`, or sleep. */
+static inline void dk_idle(int64_t ms) {
+  if (dk_loop())
+    run_once(ms);
+  else
+    rt_sleep_ms(ms);
+}
+
 /* Let `ms` go by, a loop running meanwhile: only where the passage of
  * time is what a case checks (tries that must not succeed meanwhile). */
 static inline void dk_let_time_pass(int64_t ms) {
   int64_t end = rt_now_ms() + ms;
-  while (rt_now_ms() < end) {
-    if (dk_loop())
-      run_once(end - rt_now_ms());
-    else
-      rt_sleep_ms(end - rt_now_ms());
-  }
+  while (rt_now_ms() < end)
+    dk_idle(end - rt_now_ms());
+}
+
+/* fx_wait_subscribers, a loop running meanwhile. */
+static inline void dk_wait_subscribers(rt_server *s, const char *channel,
+                                       long long n, const char *what) {
+  fx_count_want w = {s, channel, n};
+  dk_wait(fx_pred_subscribers, &w, 5000, what);
+}
+
+/* A timing, as "[   TIME   ] what (driver): ms". */
+static inline void dk_report(const char *what, double ms) {
+  printf("[   TIME   ] %s (%s): %.1f ms\n", what, dk_name(), ms);
+  fflush(stdout);
 }
 
 /* ---- a call waiting in the background ------------------------------------ */
 
-/* An acquisition started now and answered later: on a thread of its own
- * (blocking) or pending on the loop. `done` is stored last. */
+/* An acquisition (or a release) started now and answered later: on a
+ * thread of its own (blocking) or pending on the loop. `done` is stored
+ * last. */
 typedef struct dk_op {
   rlock_lock *l;
+  int releasing; /* a release of o.owner's hold */
   rlock_acquire_options o;
   result r;
   atomic_int done;
@@ -216,7 +235,10 @@ static inline void dk_op_on_done(void *arg, int rc, int64_t value) {
 
 static inline void *dk_op_main(void *arg) {
   dk_op *op = arg;
-  dk_op_finish(op, rlock_lock_acquire_opts(op->l, &op->o), 0);
+  dk_op_finish(op,
+               op->releasing ? rlock_lock_release_owner(op->l, op->o.owner)
+                             : rlock_lock_acquire_opts(op->l, &op->o),
+               0);
   return NULL;
 }
 
@@ -225,11 +247,27 @@ static inline void dk_acquire_start(dk_op *op, rlock_lock *l, uint64_t owner,
                                     int64_t wait, int64_t lease) {
   assert_true(owner != RLOCK_OWNER_THREAD);
   op->l = l;
+  op->releasing = 0;
   op->o = opts(owner, wait, lease);
   op->r = (result){0};
   atomic_store(&op->done, 0);
   if (dk_loop())
     OK(rlock_lock_acquire_async(l, &op->o, dk_op_on_done, op, NULL));
+  else
+    assert_int_equal(pthread_create(&op->thread, NULL, dk_op_main, op), 0);
+}
+
+/* Start releasing one hold of `owner` (explicit) on `l` in the
+ * background. */
+static inline void dk_release_start(dk_op *op, rlock_lock *l, uint64_t owner) {
+  assert_true(owner != RLOCK_OWNER_THREAD);
+  op->l = l;
+  op->releasing = 1;
+  op->o = opts(owner, 0, 0);
+  op->r = (result){0};
+  atomic_store(&op->done, 0);
+  if (dk_loop())
+    OK(rlock_lock_release_async(l, owner, dk_op_on_done, op));
   else
     assert_int_equal(pthread_create(&op->thread, NULL, dk_op_main, op), 0);
 }
@@ -263,6 +301,9 @@ typedef struct dk_case {
 
 #define DK_CASE(fn, drivers)                                                   \
   { cmocka_unit_test(fn), drivers }
+/* ... with a setup and a teardown of its own (e.g. its own servers). */
+#define DK_CASE_ST(fn, setup, teardown, drivers)                               \
+  { cmocka_unit_test_setup_teardown(fn, setup, teardown), drivers }
 
 static int (*dk_file_setup)(void);
 static void (*dk_file_teardown)(void);
@@ -278,16 +319,16 @@ static inline int dk_group_setup(void **state) {
   return 0;
 }
 
-/* A group's teardown: the file's cleanup after a failed case, then the
- * loop (a loop thread a failed case left running stopped first). */
+/* A group's teardown: a loop thread a failed case left running stopped,
+ * the file's cleanup, then the loop. */
 static inline int dk_group_teardown(void **state) {
   (void)state;
+  if (dk_loop())
+    lt_abandon();
   if (dk_file_teardown != NULL)
     dk_file_teardown();
-  if (dk_loop()) {
-    lt_abandon();
+  if (dk_loop())
     loop_close();
-  }
   return 0;
 }
 
