@@ -47,30 +47,152 @@ static inline const char *dk_name(void) {
   return dk == DK_BLOCKING ? "blocking" : dk == DK_UV ? "libuv" : "libevent";
 }
 
+/* ---- the loop on a thread of its own ------------------------------------ */
+
+/*
+ * A case whose test thread blocks in the harness (a failover, a slot
+ * migration) while the clients must go on runs its middle in the
+ * background mode (dk_bg_begin .. dk_bg_end). A blocking client is
+ * unchanged (its renewals and unlock messages run on its own threads). A
+ * loop runs on a thread of its own (loop_topo.h's lt) instead of the
+ * test's: the loop thread makes and frees the clients (dk_client,
+ * dk_free), the dk_ calls hand their _async calls to it from the test's
+ * thread and wait for the answer, and nothing runs the loop on the test's
+ * thread. Its 10 ms timer must never be more than 20 ms late meanwhile:
+ * nothing in the library may block the loop's thread (checked by
+ * dk_bg_end).
+ */
+static lt dk_lt;
+static bool dk_bg; /* the background mode is on */
+static void (*dk_bg_fn)(void *);
+static void *dk_bg_arg;
+#define DK_BG_CLIENTS 16
+static rlock_client *dk_bg_clients[DK_BG_CLIENTS]; /* made on the loop */
+
+/* Whether the test's thread runs the loop while it waits. */
+static inline bool dk_loop_here(void) { return dk_loop() && !dk_bg; }
+
+/* On the loop thread: the posted function, or (LT_STOP) free what the
+ * case left. */
+static inline void dk_bg_run(lt *x, int cmd) {
+  (void)x;
+  if (cmd == LT_STOP) {
+    for (int i = 0; i < DK_BG_CLIENTS; i++)
+      if (dk_bg_clients[i] != NULL)
+        rlock_client_free(dk_bg_clients[i]);
+    memset(dk_bg_clients, 0, sizeof dk_bg_clients);
+  } else if (cmd != LT_INIT) {
+    dk_bg_fn(dk_bg_arg);
+  }
+}
+
+/* Run fn(arg) on the loop's thread (in the background mode) or here. */
+static inline void dk_on_loop(void (*fn)(void *), void *arg) {
+  static int cmd = LT_INIT;
+  if (!(dk_loop() && dk_bg)) {
+    fn(arg);
+    return;
+  }
+  dk_bg_fn = fn;
+  dk_bg_arg = arg;
+  cmd = cmd == 2 ? 3 : 2; /* lt_do wants a command unlike the last */
+  lt_do(&dk_lt, cmd);
+}
+
+/* Enter the background mode. */
+static inline void dk_bg_begin(void) {
+  if (dk_loop())
+    lt_start(&dk_lt, dk_bg_run, NULL);
+  dk_bg = true;
+}
+
+/* Measure the loop's lateness from now (not the clients' first
+ * connections). */
+static inline void dk_bg_measure_from_now(void) {
+  if (dk_loop())
+    lt_measure_from_now(&dk_lt);
+}
+
+/* Leave it: the loop thread frees the clients left and stops, and its
+ * timer's worst lateness is judged (`what`: the case). */
+static inline void dk_bg_end(const char *what) {
+  dk_bg = false;
+  if (!dk_loop())
+    return;
+  int64_t late = lt_stop(&dk_lt);
+  lt_check_responsive(&dk_lt, late, what);
+}
+
 /* ---- clients ------------------------------------------------------------ */
+
+typedef struct dk_new {
+  rlock_config *cfg;
+  rlock_client *c;
+  int rc;
+  char msg[256];
+} dk_new;
+
+static inline void dk_new_fn(void *arg) {
+  dk_new *n = arg;
+  n->rc = kind == UV ? rlock_client_new_uv(&n->c, n->cfg, &uvl)
+                     : rlock_client_new_event(&n->c, n->cfg, evb);
+  snprintf(n->msg, sizeof n->msg, "%s", rlock_error_last()->message);
+  for (int i = 0; n->rc == RLOCK_OK && i < DK_BG_CLIENTS; i++)
+    if (dk_bg_clients[i] == NULL) {
+      dk_bg_clients[i] = n->c;
+      break;
+    }
+}
 
 /* A client of the running driver from `cfg` (the caller frees cfg). */
 static inline rlock_client *dk_client_cfg(rlock_config *cfg) {
-  if (dk_loop())
+  if (dk_loop_here())
     return loop_client_cfg(cfg);
-  rlock_client *c;
-  OK(rlock_client_new(&c, cfg));
-  return c;
+  dk_new n = {.cfg = cfg};
+  if (dk_loop())
+    dk_on_loop(dk_new_fn, &n);
+  else
+    n.rc = rlock_client_new(&n.c, cfg);
+  if (n.rc != RLOCK_OK)
+    fail_msg("a client: %d (%s)", n.rc,
+             dk_loop() ? n.msg : rlock_error_last()->message);
+  return n.c;
 }
 
 /* A client for `url` as fx_client_opts/lt_client make them (connect 1 s,
  * command 2 s; with $RLOCK_TEST_LOG its log lines on stderr). */
 static inline rlock_client *dk_client(const char *url, int64_t watchdog,
                                       rlock_lost_fn lost, void *ud) {
-  if (dk_loop())
-    return lt_client(url, watchdog, lost, ud);
-  return fx_client_opts(url, watchdog, lost, ud);
+  rlock_config *cfg;
+  OK(rlock_config_new(&cfg));
+  OK(rlock_config_set_url(cfg, url));
+  OK(rlock_config_set_connect_timeout_ms(cfg, 1000));
+  OK(rlock_config_set_command_timeout_ms(cfg, 2000));
+  if (watchdog > 0)
+    OK(rlock_config_set_watchdog_timeout_ms(cfg, watchdog));
+  if (lost != NULL)
+    OK(rlock_config_set_lost_callback(cfg, lost, ud));
+  if (dk_loop() && getenv("RLOCK_TEST_LOG") != NULL)
+    OK(rlock_config_set_log(cfg, lt_log, RLOCK_LOG_DEBUG,
+                            (void *)(intptr_t)++lt_clients));
+  rlock_client *c = dk_client_cfg(cfg);
+  rlock_config_free(cfg);
+  return c;
+}
+
+static inline void dk_free_fn(void *arg) {
+  for (int i = 0; i < DK_BG_CLIENTS; i++)
+    if (dk_bg_clients[i] == arg)
+      dk_bg_clients[i] = NULL;
+  rlock_client_free(arg);
 }
 
 /* Free a client (a loop's: and let the loop close its handles). */
 static inline void dk_free(rlock_client *c) {
-  if (dk_loop())
+  if (dk_loop_here())
     loop_free(c);
+  else if (dk_loop())
+    dk_on_loop(dk_free_fn, c);
   else
     OK(rlock_client_free(c));
 }
@@ -89,88 +211,13 @@ static inline void dk_field(rlock_client *c, uint64_t owner, char *buf) {
     field_of(c, owner, buf);
 }
 
-/* ---- calls, synchronous on every driver ---------------------------------- */
-
-/* Acquire `l` for `owner`; its status, and in *out (if given) the
- * message. `fenced`: `l` is a fenced lock, and out->value receives the
- * acquisition's fencing token. */
-static inline int dk_acquire_x(rlock_lock *l, uint64_t owner, int64_t wait,
-                               int64_t lease, int fenced, result *out) {
-  if (dk_loop())
-    return acquire_r(l, owner, wait, lease, out);
-  result r = {.done = 1};
-  rlock_acquire_options o = opts(owner, wait, lease);
-  o.token = fenced ? &r.value : NULL;
-  r.rc = rlock_lock_acquire_opts(l, &o);
-  snprintf(r.msg, sizeof r.msg, "%s",
-           r.rc == RLOCK_OK ? "" : rlock_error_last()->message);
-  if (out != NULL)
-    *out = r;
-  return r.rc;
-}
-
-static inline int dk_acquire_r(rlock_lock *l, uint64_t owner, int64_t wait,
-                               int64_t lease, result *out) {
-  return dk_acquire_x(l, owner, wait, lease, 0, out);
-}
-
-static inline int dk_acquire(rlock_lock *l, uint64_t owner, int64_t wait,
-                             int64_t lease) {
-  return dk_acquire_x(l, owner, wait, lease, 0, NULL);
-}
-
-static inline int dk_release(rlock_lock *l, uint64_t owner) {
-  return dk_loop() ? release(l, owner) : rlock_lock_release_owner(l, owner);
-}
-
-/* The hold count of `owner` on the server. */
-static inline int dk_hold_count(int64_t *n, rlock_lock *l, uint64_t owner) {
-  if (!dk_loop())
-    return rlock_lock_hold_count_owner(n, l, owner);
-  result r = {0};
-  OK(rlock_lock_hold_count_async(l, owner, on_done, &r));
-  run_until(&r.done, 1, 10000, "a hold count");
-  *n = r.value;
-  if (r.rc != RLOCK_OK)
-    rlock_loop_error(r.rc, r.msg);
-  return r.rc;
-}
-
-typedef struct dk_info {
-  int done, rc;
-  rlock_lock_info *info;
-  char msg[256];
-} dk_info;
-
-static inline void dk_on_info(void *arg, int rc, rlock_lock_info *info) {
-  dk_info *s = arg;
-  s->rc = rc;
-  s->info = info;
-  snprintf(s->msg, sizeof s->msg, "%s",
-           rc == RLOCK_OK ? "" : rlock_error_last()->message);
-  s->done++;
-}
-
-/* The lock's snapshot (free it with rlock_lock_info_free). */
-static inline int dk_inspect(rlock_lock_info **out, rlock_lock *l) {
-  if (!dk_loop())
-    return rlock_lock_inspect(out, l);
-  dk_info s = {0};
-  OK(rlock_lock_inspect_async(l, dk_on_info, &s));
-  run_until(&s.done, 1, 10000, "an inspection");
-  *out = s.info;
-  if (s.rc != RLOCK_OK)
-    rlock_loop_error(s.rc, s.msg);
-  return s.rc;
-}
-
 /* ---- waiting ------------------------------------------------------------ */
 
 /* Wait until `pred` holds, up to `ms` (scaled), a loop running meanwhile;
  * fails naming `what` and pred's reason. */
 static inline void dk_wait(rt_wait_pred pred, void *arg, int64_t ms,
                            const char *what) {
-  if (dk_loop())
+  if (dk_loop_here())
     run_until_pred(pred, arg, ms, what);
   else
     rt_wait_until(pred, arg, rt_scaled_ms(ms), what);
@@ -178,7 +225,7 @@ static inline void dk_wait(rt_wait_pred pred, void *arg, int64_t ms,
 
 /* One turn of a polling wait: run the loop for up to `ms`, or sleep. */
 static inline void dk_idle(int64_t ms) {
-  if (dk_loop())
+  if (dk_loop_here())
     run_once(ms);
   else
     rt_sleep_ms(ms);
@@ -205,14 +252,18 @@ static inline void dk_report(const char *what, double ms) {
   fflush(stdout);
 }
 
-/* ---- a call waiting in the background ------------------------------------ */
+/* ---- a call answered later ------------------------------------------------
+ */
 
-/* An acquisition (or a release) started now and answered later: on a
- * thread of its own (blocking) or pending on the loop. `done` is stored
- * last. */
+enum { DK_ACQUIRE, DK_RELEASE, DK_COUNT };
+
+/* An acquisition, a release or a hold count started now and answered
+ * later: on a thread of its own (blocking) or by the loop. `done` is
+ * stored last. */
 typedef struct dk_op {
   rlock_lock *l;
-  int releasing; /* a release of o.owner's hold */
+  int what;   /* DK_ACQUIRE, DK_RELEASE (of o.owner's hold) or DK_COUNT */
+  int fenced; /* DK_ACQUIRE: r.value receives the fencing token */
   rlock_acquire_options o;
   result r;
   atomic_int done;
@@ -233,43 +284,59 @@ static inline void dk_op_on_done(void *arg, int rc, int64_t value) {
   dk_op_finish(arg, rc, value);
 }
 
+/* The blocking call, on the caller's thread. */
+static inline void dk_op_call(dk_op *op) {
+  int64_t v = 0;
+  int rc;
+  if (op->what == DK_RELEASE) {
+    rc = rlock_lock_release_owner(op->l, op->o.owner);
+  } else if (op->what == DK_COUNT) {
+    rc = rlock_lock_hold_count_owner(&v, op->l, op->o.owner);
+  } else {
+    op->o.token = op->fenced ? &v : NULL;
+    rc = rlock_lock_acquire_opts(op->l, &op->o);
+    op->o.token = NULL;
+  }
+  dk_op_finish(op, rc, v);
+}
+
 static inline void *dk_op_main(void *arg) {
-  dk_op *op = arg;
-  dk_op_finish(op,
-               op->releasing ? rlock_lock_release_owner(op->l, op->o.owner)
-                             : rlock_lock_acquire_opts(op->l, &op->o),
-               0);
+  dk_op_call(arg);
   return NULL;
+}
+
+/* Start `what` on `l` for `owner`: on a thread of its own (blocking; an
+ * explicit owner), or handed to the loop. */
+static inline void dk_op_start(dk_op *op, int what, rlock_lock *l,
+                               uint64_t owner, int64_t wait, int64_t lease) {
+  op->l = l;
+  op->what = what;
+  op->o = opts(owner, wait, lease);
+  op->r = (result){0};
+  atomic_store(&op->done, 0);
+  if (!dk_loop()) {
+    assert_true(owner != RLOCK_OWNER_THREAD);
+    assert_int_equal(pthread_create(&op->thread, NULL, dk_op_main, op), 0);
+  } else if (what == DK_RELEASE) {
+    OK(rlock_lock_release_async(l, owner, dk_op_on_done, op));
+  } else if (what == DK_COUNT) {
+    OK(rlock_lock_hold_count_async(l, owner, dk_op_on_done, op));
+  } else {
+    OK(rlock_lock_acquire_async(l, &op->o, dk_op_on_done, op, NULL));
+  }
 }
 
 /* Start acquiring `l` for `owner` (explicit) in the background. */
 static inline void dk_acquire_start(dk_op *op, rlock_lock *l, uint64_t owner,
                                     int64_t wait, int64_t lease) {
-  assert_true(owner != RLOCK_OWNER_THREAD);
-  op->l = l;
-  op->releasing = 0;
-  op->o = opts(owner, wait, lease);
-  op->r = (result){0};
-  atomic_store(&op->done, 0);
-  if (dk_loop())
-    OK(rlock_lock_acquire_async(l, &op->o, dk_op_on_done, op, NULL));
-  else
-    assert_int_equal(pthread_create(&op->thread, NULL, dk_op_main, op), 0);
+  op->fenced = 0;
+  dk_op_start(op, DK_ACQUIRE, l, owner, wait, lease);
 }
 
 /* Start releasing one hold of `owner` (explicit) on `l` in the
  * background. */
 static inline void dk_release_start(dk_op *op, rlock_lock *l, uint64_t owner) {
-  assert_true(owner != RLOCK_OWNER_THREAD);
-  op->l = l;
-  op->releasing = 1;
-  op->o = opts(owner, 0, 0);
-  op->r = (result){0};
-  atomic_store(&op->done, 0);
-  if (dk_loop())
-    OK(rlock_lock_release_async(l, owner, dk_op_on_done, op));
-  else
-    assert_int_equal(pthread_create(&op->thread, NULL, dk_op_main, op), 0);
+  dk_op_start(op, DK_RELEASE, l, owner, 0, 0);
 }
 
 static inline bool dk_op_done(dk_op *op) { return atomic_load(&op->done); }
@@ -289,6 +356,118 @@ static inline int dk_op_wait(dk_op *op, int64_t ms, const char *what) {
   if (op->r.rc != RLOCK_OK)
     rlock_loop_error(op->r.rc, op->r.msg);
   return op->r.rc;
+}
+
+/* ---- calls, synchronous on every driver ---------------------------------- */
+
+/* `what` on `l` for `owner`, answered: a blocking client's call made
+ * here, a loop client's _async call waited for. Its status; *out (if
+ * given) the answer. */
+static inline int dk_call(int what, rlock_lock *l, uint64_t owner, int64_t wait,
+                          int64_t lease, int fenced, result *out) {
+  dk_op op = {.l = l, .what = what, .fenced = fenced};
+  if (dk_loop()) {
+    op.fenced = 0;
+    dk_op_start(&op, what, l, owner, wait, lease);
+    dk_op_wait(&op, 10000,
+               what == DK_ACQUIRE   ? "an acquisition"
+               : what == DK_RELEASE ? "a release"
+                                    : "a hold count");
+  } else {
+    op.o = opts(owner, wait, lease);
+    dk_op_call(&op);
+  }
+  if (out != NULL)
+    *out = op.r;
+  if (op.r.rc != RLOCK_OK)
+    rlock_loop_error(op.r.rc, op.r.msg); /* for RC()'s message */
+  return op.r.rc;
+}
+
+/* Acquire `l` for `owner`; its status, and in *out (if given) the
+ * message. `fenced`: `l` is a fenced lock, and out->value receives the
+ * acquisition's fencing token. */
+static inline int dk_acquire_x(rlock_lock *l, uint64_t owner, int64_t wait,
+                               int64_t lease, int fenced, result *out) {
+  return dk_call(DK_ACQUIRE, l, owner, wait, lease, fenced, out);
+}
+
+static inline int dk_acquire_r(rlock_lock *l, uint64_t owner, int64_t wait,
+                               int64_t lease, result *out) {
+  return dk_call(DK_ACQUIRE, l, owner, wait, lease, 0, out);
+}
+
+static inline int dk_acquire(rlock_lock *l, uint64_t owner, int64_t wait,
+                             int64_t lease) {
+  return dk_call(DK_ACQUIRE, l, owner, wait, lease, 0, NULL);
+}
+
+static inline int dk_release(rlock_lock *l, uint64_t owner) {
+  return dk_call(DK_RELEASE, l, owner, 0, 0, 0, NULL);
+}
+
+/* The hold count of `owner` on the server. */
+static inline int dk_hold_count(int64_t *n, rlock_lock *l, uint64_t owner) {
+  result r;
+  int rc = dk_call(DK_COUNT, l, owner, 0, 0, 0, &r);
+  *n = r.value;
+  return rc;
+}
+
+typedef struct dk_check_arg {
+  rlock_lock *l;
+  uint64_t owner;
+  int rc;
+  char msg[256];
+} dk_check_arg;
+
+static inline void dk_check_fn(void *arg) {
+  dk_check_arg *a = arg;
+  a->rc = rlock_lock_check_owner(a->l, a->owner);
+  snprintf(a->msg, sizeof a->msg, "%s", rlock_error_last()->message);
+}
+
+/* rlock_lock_check_owner (local), on the loop's thread where one runs. */
+static inline int dk_check(rlock_lock *l, uint64_t owner) {
+  dk_check_arg a = {l, owner, 0, ""};
+  dk_on_loop(dk_check_fn, &a);
+  if (a.rc != RLOCK_OK)
+    rlock_loop_error(a.rc, a.msg);
+  return a.rc;
+}
+
+typedef struct dk_info {
+  atomic_int done;
+  int rc;
+  rlock_lock_info *info;
+  char msg[256];
+} dk_info;
+
+static inline void dk_on_info(void *arg, int rc, rlock_lock_info *info) {
+  dk_info *s = arg;
+  s->rc = rc;
+  s->info = info;
+  snprintf(s->msg, sizeof s->msg, "%s",
+           rc == RLOCK_OK ? "" : rlock_error_last()->message);
+  atomic_store(&s->done, 1);
+}
+
+static inline bool dk_pred_info(void *arg, char *why, size_t cap) {
+  snprintf(why, cap, "no snapshot yet");
+  return atomic_load(&((dk_info *)arg)->done);
+}
+
+/* The lock's snapshot (free it with rlock_lock_info_free). */
+static inline int dk_inspect(rlock_lock_info **out, rlock_lock *l) {
+  if (!dk_loop())
+    return rlock_lock_inspect(out, l);
+  dk_info s = {0};
+  OK(rlock_lock_inspect_async(l, dk_on_info, &s));
+  dk_wait(dk_pred_info, &s, 10000, "an inspection");
+  *out = s.info;
+  if (s.rc != RLOCK_OK)
+    rlock_loop_error(s.rc, s.msg);
+  return s.rc;
 }
 
 /* ---- the groups --------------------------------------------------------- */
@@ -323,6 +502,7 @@ static inline int dk_group_setup(void **state) {
  * the file's cleanup, then the loop. */
 static inline int dk_group_teardown(void **state) {
   (void)state;
+  dk_bg = false;
   if (dk_loop())
     lt_abandon();
   if (dk_file_teardown != NULL)
