@@ -8,16 +8,15 @@
  * on the master the sentinels name (checked with ROLE); waiters are woken
  * by unlock messages; a master name no sentinel knows fails at once,
  * saying so; a graceful switch (SENTINEL FAILOVER) under a sleeping waiter
- * is followed through +switch-master alone.
+ * is followed through +switch-master alone; the master killed (kill -9)
+ * and hung (SIGSTOP) under holders and waiters (the test's thread drives
+ * the failover while a loop runs on a thread of its own, whose 10 ms
+ * timer must never be more than 20 ms late meanwhile).
  *
  * The blocking client's own cases: waits across processes and a child's
  * watchdog, clients through SENTINEL FAILOVER (a hung first sentinel
- * too), sentinels hung and down, the master killed and hung under
- * holders, waiters and a fresh client's first call, and passwords. The
- * loop client's own: kill -9 of the master under holders and waiters with
- * the loop on a thread of its own (loop_topo.h), whose 10 ms timer must
- * never be more than 20 ms late meanwhile. Timings are printed as
- * "[   TIME   ]" lines.
+ * too), sentinels hung and down, a fresh client's first call through a
+ * failover, and passwords. Timings are printed as "[   TIME   ]" lines.
  */
 #include "drivers.h"
 
@@ -189,40 +188,6 @@ static int hold_outcome(rt_server *nm, const char *key, const char *owner,
     rt_sleep_ms(20);
   }
 }
-
-/* A blocking client's thread that tries to acquire a lock once and
- * releases it at once. */
-typedef struct waiter {
-  rlock_client *c;
-  const char *name;
-  int64_t wait_ms;
-  int rc;
-  int64_t started, done_at;
-  char msg[256];
-  pthread_t thread;
-} waiter;
-
-static void *waiter_main(void *arg) {
-  waiter *w = arg;
-  rlock_lock *l;
-  w->rc = rlock_lock_new(&l, w->c, w->name);
-  if (w->rc != RLOCK_OK)
-    return NULL;
-  w->rc = rlock_lock_try_acquire(l, w->wait_ms, 10000);
-  w->done_at = rt_now_ms();
-  snprintf(w->msg, sizeof w->msg, "%s", rlock_error_last()->message);
-  if (w->rc == RLOCK_OK)
-    rlock_lock_release(l);
-  rlock_lock_free(l);
-  return NULL;
-}
-
-static void waiter_start(waiter *w) {
-  w->started = rt_now_ms();
-  assert_int_equal(pthread_create(&w->thread, NULL, waiter_main, w), 0);
-}
-
-static void waiter_join(waiter *w) { pthread_join(w->thread, NULL); }
 
 /* One byte from a child's pipe within `ms`, or 0. */
 static char read_byte(int fd, int64_t ms) {
@@ -761,7 +726,8 @@ static void test_graceful_switch(void **state) {
   rlock_client *c = group_client(WD, on_lost, &log),
                *wc = group_client(0, NULL, NULL);
   rt_server *old = rt_sentinel_master(grp);
-  rlock_lock *held = fx_lock(c, "gf:held");
+  rlock_lock *held = fx_lock(c, "gf:held"), *wl = fx_lock(wc, "gf:held");
+  uint64_t w = rlock_owner_new();
   char owner[RLOCK_OWNER_MAX], url[512];
   fx_owner(c, owner);
   int hole_port, hole = black_hole(&hole_port);
@@ -773,8 +739,8 @@ static void test_graceful_switch(void **state) {
   rlock_lock_free(dl);
   OK(rlock_lock_acquire(held));
   fx_wait_exists(rt_sentinel_replica(grp, 0), "gf:held", 1, 5000);
-  waiter w = {.c = wc, .name = "gf:held", .wait_ms = 30000};
-  waiter_start(&w);
+  dk_op wop;
+  dk_acquire_start(&wop, wl, w, 30000, 10000);
   fx_wait_subscribers(old, "redisson_lock__channel:{gf:held}", 1,
                       "the waiter's subscription");
   /* c's and wc's watches move to the next sentinel. */
@@ -818,11 +784,15 @@ static void test_graceful_switch(void **state) {
   int stats = rlock_client_stats(c, &st, sizeof st);
   int64_t t0 = rt_now_ms();
   int released = rlock_lock_release(held);
-  waiter_join(&w);
+  int woken = dk_op_wait(&wop, 10000, "the waiter");
+  if (woken == RLOCK_OK)
+    OK(dk_release(wl, w));
   rlock_lock_free(held);
+  rlock_lock_free(wl);
   rlock_client_free(c);
   rlock_client_free(wc);
-  dk_report("graceful switch: waiter woken after the release", w.done_at - t0);
+  dk_report("graceful switch: waiter woken after the release",
+            (double)(wop.done_us / 1000 - t0));
 
   if (mc.moved < 0)
     fail_msg("the client never took a lock on the new master");
@@ -833,9 +803,9 @@ static void test_graceful_switch(void **state) {
              lost);
   RC(check, RLOCK_OK);
   RC(released, RLOCK_OK);
-  if (w.rc != RLOCK_OK)
-    fail_msg("waiter: %d (%s)", w.rc, w.msg);
-  ASSERT_BETWEEN(w.done_at - t0, 0, 1000);
+  if (woken != RLOCK_OK)
+    fail_msg("waiter: %d (%s)", woken, wop.r.msg);
+  ASSERT_BETWEEN(wop.done_us / 1000 - t0, 0, 1000);
   OK(stats);
   assert_int_equal(st.topology_changes, 1); /* the switch, counted once */
 
@@ -965,18 +935,32 @@ static void *prober_main(void *arg) {
   return NULL;
 }
 
-/* Take the master down (SIGKILL, or SIGSTOP when `hang`) while `p`
- * probes from a fresh client, and wait for the sentinels to fail over.
- * Returns the new master; *left is `key`'s PTTL there at the switch. */
-static rt_server *fail_over(int hang, prober *p, const char *key,
-                            long long *left, int64_t *switched) {
+/* A call begun as the master goes: `op` acquires `l` for `owner` with a
+ * 20 s wait. */
+typedef struct call {
+  dk_op *op;
+  rlock_lock *l;
+  uint64_t owner;
+} call;
+
+/* Take the master down (SIGKILL, or SIGSTOP when `hang`), begin `begun`
+ * (if any) and, with `probe`, let `p` probe from a fresh client, and wait
+ * for the sentinels to fail over. Returns the new master; *left is
+ * `key`'s PTTL there at the switch. */
+static rt_server *fail_over(int hang, prober *p, int probe, const char *key,
+                            long long *left, int64_t *switched,
+                            const call *begun) {
   p->killed = rt_now_ms();
   if (hang)
     rt_server_freeze(rt_sentinel_master(grp));
   else
     rt_sentinel_kill_master(grp);
-  assert_int_equal(pthread_create(&p->thread, NULL, prober_main, p), 0);
-  rt_sentinel_wait_failover(grp, 30000);
+  if (begun != NULL)
+    dk_acquire_start(begun->op, begun->l, begun->owner, rt_scaled_ms(20000),
+                     10000);
+  if (probe)
+    assert_int_equal(pthread_create(&p->thread, NULL, prober_main, p), 0);
+  rt_sentinel_wait_failover(grp, rt_scaled_ms(30000));
   rt_server *nm = rt_sentinel_master(grp);
   *left = rt_cmd_int(nm, "PTTL %s", key);
   *switched = rt_now_ms();
@@ -1020,114 +1004,154 @@ static void assert_rode_out(const prober *p, int64_t bound_ms) {
   ASSERT_BETWEEN(p->acquired_ms, 0, bound_ms);
 }
 
+/* kill -9 of the master (a deployment of its own) under holders and
+ * waiters: a replicated watchdog hold (kept), one the replica is made to
+ * forget (gone) and a 60 s lease it forgets too (leased), a short and a
+ * long waiter on kept and one on leased. New calls work on the new master
+ * (a call begun at the kill with a 20 s wait too); the hold the new
+ * master never saw is reported lost, never re-taken; the replicated hold
+ * is renewed there (its short waiter gives up, its long waiter is woken
+ * by its release) unless it expired during the failover, and is then
+ * reported lost; the waiter on the lease lock the new master never saw
+ * gets it once its subscription is back, not after the 60 s lease. For
+ * the blocking client also: a fresh client's first call rides out the
+ * failover. The test's thread drives the failover meanwhile (a loop runs
+ * on a thread of its own, never blocked). */
 static void test_master_killed(void **state) {
   (void)state;
   enum { WD = 6000 }; /* renewal every 2 s */
-  lost_log log = {0};
-  rlock_client *h = group_client(WD, on_lost, &log),
-               *wc = group_client(0, NULL, NULL);
+  static lost_log log;
+  log = (lost_log){0};
   rt_server *old = rt_sentinel_master(grp), *rep = rt_sentinel_replica(grp, 0);
-  rlock_lock *kept = fx_lock(h, "kill:kept"), *gone = fx_lock(h, "kill:gone"),
-             *leased = fx_lock(h, "kill:leased");
+  dk_bg_begin();
+  rlock_client *h = group_client(WD, on_lost, &log),
+               *wc = group_client(0, NULL, NULL),
+               *rc = group_client(0, NULL, NULL);
+  static rlock_lock *kept, *gone, *leased, *wk[2], *wleased, *ride;
+  kept = fx_lock(h, "kill:kept");
+  gone = fx_lock(h, "kill:gone");
+  leased = fx_lock(h, "kill:leased");
+  wk[0] = fx_lock(wc, "kill:kept");
+  wk[1] = fx_lock(wc, "kill:kept");
+  wleased = fx_lock(wc, "kill:leased");
+  ride = fx_lock(rc, "kill:ride");
+  uint64_t me = dk_me(),
+           ow[3] = {rlock_owner_new(), rlock_owner_new(), rlock_owner_new()},
+           orider = rlock_owner_new();
   char owner[RLOCK_OWNER_MAX];
-  fx_owner(h, owner);
-  OK(rlock_lock_acquire(kept));
-  OK(rlock_lock_acquire(gone));
-  OK(rlock_lock_acquire_lease(leased, 60000));
-  fx_wait_exists(rep, "kill:kept", 1, 5000);
-  fx_wait_exists(rep, "kill:gone", 1, 5000);
-  fx_wait_exists(rep, "kill:leased", 1, 5000);
-  /* As if the kill had come before these two writes reached the replica
-   * (asynchronous replication): the replica forgets them. */
+  dk_field(h, me, owner);
+  OK(dk_acquire(kept, me, 0, RLOCK_LEASE_WATCHDOG));
+  OK(dk_acquire(gone, me, 0, RLOCK_LEASE_WATCHDOG));
+  OK(dk_acquire(leased, me, 0, 60000));
+  /* WAIT answered: the replica has all three. As if the kill had come
+   * before two of these writes reached the replica (asynchronous
+   * replication), the replica forgets them. */
+  assert_int_equal(rt_cmd_int(rep, "EXISTS kill:kept kill:gone kill:leased"),
+                   3);
   rt_cmd_ok(rep, "CONFIG SET replica-read-only no");
   assert_int_equal(rt_cmd_int(rep, "DEL kill:gone kill:leased"), 2);
-
-  waiter w_kept = {.c = wc, .name = "kill:kept", .wait_ms = 8000},
-         w_leased = {.c = wc, .name = "kill:leased", .wait_ms = 20000};
-  waiter_start(&w_kept);
-  waiter_start(&w_leased);
-  fx_wait_subscribers(old, "redisson_lock__channel:{kill:kept}", 1,
+  static dk_op w_kept, w_kept_long, w_leased, rode;
+  int64_t started = rt_now_ms();
+  dk_acquire_start(&w_kept, wk[0], ow[0], 8000, 10000);
+  dk_acquire_start(&w_kept_long, wk[1], ow[1], rt_scaled_ms(60000), 10000);
+  dk_acquire_start(&w_leased, wleased, ow[2], rt_scaled_ms(30000), 10000);
+  dk_wait_subscribers(old, "redisson_lock__channel:{kill:kept}", 1,
+                      "the waiters' subscription");
+  dk_wait_subscribers(old, "redisson_lock__channel:{kill:leased}", 1,
                       "the waiter's subscription");
-  fx_wait_subscribers(old, "redisson_lock__channel:{kill:leased}", 1,
-                      "the waiter's subscription");
+  dk_bg_measure_from_now();
 
-  prober p = {.name = "kill:probe"};
+  static prober p;
+  p = (prober){.name = "kill:probe"};
   long long left;
   int64_t switched;
-  rt_server *nm = fail_over(0, &p, "kill:kept", &left, &switched);
+  rt_server *nm = fail_over(0, &p, !dk_loop(), "kill:kept", &left, &switched,
+                            &(call){&rode, ride, orider});
   int64_t failover = rt_sentinel_failover_ms(grp);
+  assert_ptr_equal(nm, rt_sentinel_server(grp, 1));
 
-  /* Every thread is joined before the first assertion. */
+  /* New locks work, from the holder's client too, and the call begun at
+   * the kill got its lock. */
   rlock_lock *fresh = fx_lock(h, "kill:after");
-  int after = rlock_lock_try_acquire(fresh, 10000, 10000);
-  long long after_there = rt_cmd_int(nm, "EXISTS kill:after");
-  if (after == RLOCK_OK)
-    rlock_lock_release(fresh);
+  OK(dk_acquire(fresh, me, 10000, 10000));
+  assert_int_equal(rt_cmd_int(nm, "EXISTS kill:after"), 1);
+  OK(dk_release(fresh, me));
   rlock_lock_free(fresh);
+  OK(dk_op_wait(&rode, 25000, "the call begun at the kill"));
+  dk_report("kill -9 to the lock of a call waiting through the failover",
+            (double)(rode.done_us / 1000 - p.killed));
+  assert_int_equal(rt_cmd_int(nm, "EXISTS kill:ride"), 1);
+  OK(dk_release(ride, orider));
+  /* The waiter on the lease lock the new master never saw gets it once
+   * its subscription is back, not after the 60 s lease. */
+  OK(dk_op_wait(&w_leased, 10000, "the waiter on kill:leased"));
+  dk_report("master killed: waiter acquired the unreplicated lease lock, "
+            "after the kill",
+            (double)(w_leased.done_us / 1000 - p.killed));
+  ASSERT_BETWEEN(w_leased.done_us / 1000 - p.killed, 0, failover + 5000);
+  /* The hold the new master never saw is reported lost, never re-taken. */
   int64_t lost_after = wait_lost(&log, "kill:gone", rt_scaled_ms(WD + 5000));
-  int gone_check = rlock_lock_check(gone), gone_rel = rlock_lock_release(gone);
-  long long gone_there = rt_cmd_int(nm, "EXISTS kill:gone");
+  dk_report("master killed: unreplicated hold reported lost, after the "
+            "failover",
+            (double)lost_after);
+  if (lost_after < 0)
+    fail_msg("no lost-lock callback for kill:gone");
+  RC(dk_check(gone, me), RLOCK_ELOST);
+  RC(dk_release(gone, me), RLOCK_ELOST);
+  assert_int_equal(rt_cmd_int(nm, "EXISTS kill:gone"), 0);
+  /* The replicated hold: kept and renewed on the new master, unless it
+   * expired during the failover; then it is reported lost. */
   int survived =
       hold_outcome(nm, "kill:kept", owner, &log, rt_scaled_ms(WD / 3 + 3000));
   int64_t outcome_after = rt_now_ms() - switched;
-  waiter_join(&w_kept);
-  waiter_join(&w_leased);
-  pthread_join(p.thread, NULL);
-  int kept_check = rlock_lock_check(kept);
-  long long kept_ttl = rt_cmd_int(nm, "PTTL kill:kept");
-  int kept_rel = rlock_lock_release(kept);
-  int leased_rel = rlock_lock_release(leased);
-  rlock_lock_free(kept);
-  rlock_lock_free(gone);
-  rlock_lock_free(leased);
-  rlock_client_free(h);
-  rlock_client_free(wc);
-
-  dk_report(
-      "master killed: unreplicated hold reported lost, after the failover",
-      lost_after);
-  outage_report("master killed", &p, left, survived, outcome_after);
-  dk_report("master killed: waiter acquired the unreplicated lease lock, after "
-            "the kill",
-            w_leased.done_at - p.killed);
-  printf("[   INFO   ] master killed: waiter on the replicated hold: %d (%s) "
-         "after %lld ms\n",
-         w_kept.rc, w_kept.rc ? w_kept.msg : "ok",
-         (long long)(w_kept.done_at - w_kept.started));
-  fflush(stdout);
-
-  /* New locks work, from the holder's client too. */
-  RC(after, RLOCK_OK);
-  assert_int_equal(after_there, 1);
-  /* The hold the new master never saw is reported lost, never re-taken. */
-  if (lost_after < 0)
-    fail_msg("no lost-lock callback for kill:gone");
-  RC(gone_check, RLOCK_ELOST);
-  RC(gone_rel, RLOCK_ELOST);
-  assert_int_equal(gone_there, 0);
-  /* The replicated hold: kept and renewed on the new master, unless it
-   * expired during the failover; then it is reported lost. */
+  if (!dk_loop()) {
+    pthread_join(p.thread, NULL);
+    outage_report("master killed", &p, left, survived, outcome_after);
+  }
   if (survived < 0)
     fail_msg("kill:kept neither renewed on the new master nor reported lost");
-  ASSERT_BETWEEN(w_kept.done_at - w_kept.started, 0, 8000 + 3000 + 1000);
+  dk_op_wait(&w_kept, 10000, "the short waiter on kill:kept");
+  printf("[   INFO   ] master killed: short waiter on the replicated hold: "
+         "%d (%s) after %lld ms\n",
+         w_kept.r.rc, w_kept.r.rc ? w_kept.r.msg : "ok",
+         (long long)(w_kept.done_us / 1000 - started));
+  ASSERT_BETWEEN(w_kept.done_us / 1000 - started, 0, 8000 + 3000 + 1000);
   if (survived) {
-    RC(kept_check, RLOCK_OK);
-    if (w_kept.rc != RLOCK_ELOCKED && w_kept.rc != RLOCK_EIO &&
-        w_kept.rc != RLOCK_ETIMEOUT)
-      fail_msg("waiter on a surviving hold: %d (%s)", w_kept.rc, w_kept.msg);
-    ASSERT_RANGE(kept_ttl, 1, WD);
-    RC(kept_rel, RLOCK_OK);
+    assert_int_equal(fx_hget(nm, "kill:kept", owner), 1);
+    OK(dk_check(kept, me));
+    if (w_kept.r.rc != RLOCK_ELOCKED && w_kept.r.rc != RLOCK_EIO &&
+        w_kept.r.rc != RLOCK_ETIMEOUT)
+      fail_msg("waiter on a surviving hold: %d (%s)", w_kept.r.rc,
+               w_kept.r.msg);
+    ASSERT_RANGE(rt_cmd_int(nm, "PTTL kill:kept"), 1, WD);
+    assert_false(dk_op_done(&w_kept_long));
+    dk_wait_subscribers(nm, "redisson_lock__channel:{kill:kept}", 1,
+                        "the waiter's subscription on the new master");
+    int64_t released = rt_now_us();
+    OK(dk_release(kept, me));
+    OK(dk_op_wait(&w_kept_long, 10000, "the long waiter on kill:kept"));
+    double woke = (double)(w_kept_long.done_us - released) / 1000.0;
+    dk_report("wake-up after a kill -9 failover", woke);
+    ASSERT_BETWEEN((int64_t)woke, 0, 2000);
   } else {
-    RC(kept_check, RLOCK_ELOST);
-    RC(kept_rel, RLOCK_ELOST);
+    RC(dk_check(kept, me), RLOCK_ELOST);
+    RC(dk_release(kept, me), RLOCK_ELOST);
+    OK(dk_op_wait(&w_kept_long, 10000, "the long waiter on kill:kept"));
   }
-  /* The waiter on the lease lock the new master never saw gets it once
-   * its subscription is back, not after the 60 s lease. */
-  if (w_leased.rc != RLOCK_OK)
-    fail_msg("waiter on kill:leased: %d (%s)", w_leased.rc, w_leased.msg);
-  ASSERT_BETWEEN(w_leased.done_at - p.killed, 0, failover + 5000);
-  RC(leased_rel, RLOCK_ELOST);
-  assert_rode_out(&p, failover + 3000);
+  if (w_kept.r.rc == RLOCK_OK)
+    OK(dk_release(wk[0], ow[0]));
+  OK(dk_release(wk[1], ow[1]));
+  RC(dk_release(leased, me), RLOCK_ELOST); /* its waiter took it meanwhile */
+  OK(dk_release(wleased, ow[2]));
+  if (!dk_loop())
+    assert_rode_out(&p, failover + 3000);
+  rlock_lock *all[] = {kept, gone, leased, wk[0], wk[1], wleased, ride};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    rlock_lock_free(all[i]);
+  dk_free(h);
+  dk_free(wc);
+  dk_free(rc);
+  dk_bg_end("kill -9 of the Sentinel master");
 }
 
 /* ---- the master hung (SIGSTOP) ---------------------------------------- */
@@ -1137,62 +1161,77 @@ static void test_master_killed(void **state) {
  * (replicated) must be renewed on the new master when it still has more
  * time to live there than one command timeout (the holder may be inside
  * a renewal to the hung master when the switch comes, but not in two);
- * the waiter never gets it while it is held, and a fresh client's first
- * call rides out the failover. */
+ * the waiter never gets it while it is held, and (blocking) a fresh
+ * client's first call rides out the failover. The test's thread drives
+ * the failover meanwhile (a loop runs on a thread of its own, never
+ * blocked). */
 static void test_master_hung(void **state) {
   (void)state;
   enum { WD = 6000 };
-  lost_log log = {0};
+  static lost_log log;
+  log = (lost_log){0};
+  rt_server *old = rt_sentinel_master(grp);
+  dk_bg_begin();
   rlock_client *h = group_client(WD, on_lost, &log),
                *wc = group_client(0, NULL, NULL);
-  rt_server *old = rt_sentinel_master(grp);
-  rlock_lock *held = fx_lock(h, "hung:held");
+  static rlock_lock *held, *wl; /* static, as the waiter's op */
+  held = fx_lock(h, "hung:held");
+  wl = fx_lock(wc, "hung:held");
+  uint64_t me = dk_me(), w = rlock_owner_new();
   char owner[RLOCK_OWNER_MAX];
-  fx_owner(h, owner);
-  OK(rlock_lock_acquire(held));
+  dk_field(h, me, owner);
+  OK(dk_acquire(held, me, 0, RLOCK_LEASE_WATCHDOG));
   fx_wait_exists(rt_sentinel_replica(grp, 0), "hung:held", 1, 5000);
-  waiter w = {.c = wc, .name = "hung:held", .wait_ms = 8000};
-  waiter_start(&w);
-  fx_wait_subscribers(old, "redisson_lock__channel:{hung:held}", 1,
+  static dk_op wop;
+  int64_t started = rt_now_ms();
+  dk_acquire_start(&wop, wl, w, 8000, 10000);
+  dk_wait_subscribers(old, "redisson_lock__channel:{hung:held}", 1,
                       "the waiter's subscription");
+  dk_bg_measure_from_now();
 
-  prober p = {.name = "hung:probe"};
+  static prober p;
+  p = (prober){.name = "hung:probe"};
   long long left;
   int64_t switched;
-  rt_server *nm = fail_over(1, &p, "hung:held", &left, &switched);
+  rt_server *nm =
+      fail_over(1, &p, !dk_loop(), "hung:held", &left, &switched, NULL);
   int64_t failover = rt_sentinel_failover_ms(grp);
-
   int survived =
       hold_outcome(nm, "hung:held", owner, &log, rt_scaled_ms(WD / 3 + 4000));
   int64_t outcome_after = rt_now_ms() - switched;
-  waiter_join(&w);
-  pthread_join(p.thread, NULL);
-  int check = rlock_lock_check(held), released = rlock_lock_release(held);
-  long long there = rt_cmd_int(nm, "EXISTS hung:held");
-  rt_server_thaw(old);
-  rlock_lock_free(held);
-  rlock_client_free(h);
-  rlock_client_free(wc);
-
-  outage_report("master hung", &p, left, survived, outcome_after);
-  printf("[   INFO   ] master hung: waiter: %d (%s) after %lld ms\n", w.rc,
-         w.rc ? w.msg : "ok", (long long)(w.done_at - w.started));
+  dk_op_wait(&wop, 10000, "the waiter");
+  if (!dk_loop()) {
+    pthread_join(p.thread, NULL);
+    outage_report("master hung", &p, left, survived, outcome_after);
+  }
+  printf("[   INFO   ] master hung: waiter: %d (%s) after %lld ms\n", wop.r.rc,
+         wop.r.rc ? wop.r.msg : "ok",
+         (long long)(wop.done_us / 1000 - started));
   fflush(stdout);
-
   if (survived < 0)
     fail_msg("hung:held neither renewed on the new master nor reported lost");
-  ASSERT_BETWEEN(w.done_at - w.started, 0, 8000 + 3000 + 1000);
+  ASSERT_BETWEEN(wop.done_us / 1000 - started, 0, 8000 + 3000 + 1000);
   if (survived) {
-    RC(check, RLOCK_OK);
-    if (w.rc != RLOCK_ELOCKED && w.rc != RLOCK_EIO && w.rc != RLOCK_ETIMEOUT)
-      fail_msg("waiter on a hold that survived: %d (%s)", w.rc, w.msg);
-    RC(released, RLOCK_OK);
-    assert_int_equal(there, 0);
+    OK(dk_check(held, me));
+    if (wop.r.rc != RLOCK_ELOCKED && wop.r.rc != RLOCK_EIO &&
+        wop.r.rc != RLOCK_ETIMEOUT)
+      fail_msg("waiter on a hold that survived: %d (%s)", wop.r.rc, wop.r.msg);
+    OK(dk_release(held, me));
+    assert_int_equal(rt_cmd_int(nm, "EXISTS hung:held"), 0);
   } else {
-    RC(check, RLOCK_ELOST);
-    RC(released, RLOCK_ELOST);
+    RC(dk_check(held, me), RLOCK_ELOST);
+    RC(dk_release(held, me), RLOCK_ELOST);
   }
-  assert_rode_out(&p, failover + 3000 + 2000);
+  if (wop.r.rc == RLOCK_OK)
+    OK(dk_release(wl, w));
+  rt_server_thaw(old);
+  rlock_lock_free(held);
+  rlock_lock_free(wl);
+  dk_free(h);
+  dk_free(wc);
+  dk_bg_end("the Sentinel master hung");
+  if (!dk_loop())
+    assert_rode_out(&p, failover + 3000 + 2000);
   if (!survived && left > 2000 + rt_scaled_ms(500))
     fail_msg("hung:held was lost, though it had %lld ms to live on the new "
              "master at the switch (command timeout 2000 ms)",
@@ -1302,224 +1341,6 @@ static void test_bad_credentials(void **state) {
   refused(pw_url(url, sizeof url, ":" DATA_PW_URL "@", ""), RLOCK_EAUTH, sp);
 }
 
-/* ---- 5. kill -9 of the master, the loop on a thread of its own ---------- */
-
-typedef struct killed {
-  const char *url;
-  rlock_client *h, *w, *r;
-  rlock_lock *kept, *leased, *wkept, *wleased, *ride;
-  uint64_t holder, waiter, rider;
-  lt_res held[2], got_kept, got_leased, rel_kept, rel_leased, rode;
-  lt_res relw[2], relr;
-  int64_t release_us;
-  atomic_int lost_kept, lost_leased;
-} killed;
-
-enum { KM_WAIT = 2, KM_RIDE, KM_RELEASE, KM_RELEASE_REST };
-
-static void km_lost(const char *name, const char *owner, void *ud) {
-  (void)owner;
-  killed *s = ud;
-  if (strcmp(name, "ls:kill:kept") == 0)
-    atomic_fetch_add(&s->lost_kept, 1);
-  if (strcmp(name, "ls:kill:leased") == 0)
-    atomic_fetch_add(&s->lost_leased, 1);
-}
-
-static int km_acquire(rlock_lock *l, uint64_t owner, int64_t wait,
-                      int64_t lease, lt_res *r) {
-  rlock_acquire_options o = opts(owner, wait, lease);
-  return rlock_lock_acquire_async(l, &o, lt_done, r, NULL);
-}
-
-static int km_init(killed *s) {
-  s->h = lt_client(s->url, 6000, km_lost, s);
-  s->w = lt_client(s->url, 0, NULL, NULL);
-  s->r = lt_client(s->url, 0, NULL, NULL);
-  int rc;
-  if ((rc = rlock_lock_new(&s->kept, s->h, "ls:kill:kept")) != RLOCK_OK ||
-      (rc = rlock_lock_new(&s->leased, s->h, "ls:kill:leased")) != RLOCK_OK ||
-      (rc = rlock_lock_new(&s->wkept, s->w, "ls:kill:kept")) != RLOCK_OK ||
-      (rc = rlock_lock_new(&s->wleased, s->w, "ls:kill:leased")) != RLOCK_OK ||
-      (rc = rlock_lock_new(&s->ride, s->r, "ls:kill:ride")) != RLOCK_OK)
-    return rc;
-  if ((rc = km_acquire(s->kept, s->holder, 0, RLOCK_LEASE_WATCHDOG,
-                       &s->held[0])) != RLOCK_OK)
-    return rc;
-  return km_acquire(s->leased, s->holder, 0, 60000, &s->held[1]);
-}
-
-static void killed_fn(lt *x, int cmd) {
-  killed *s = x->ud;
-  int rc = RLOCK_OK;
-  switch (cmd) {
-  case LT_INIT:
-    rc = km_init(s);
-    break;
-  case KM_WAIT:
-    rc = km_acquire(s->wkept, s->waiter, rt_scaled_ms(60000), 10000,
-                    &s->got_kept);
-    if (rc == RLOCK_OK)
-      rc = km_acquire(s->wleased, s->waiter, rt_scaled_ms(30000), 10000,
-                      &s->got_leased);
-    break;
-  case KM_RIDE:
-    rc = km_acquire(s->ride, s->rider, rt_scaled_ms(20000), 10000, &s->rode);
-    break;
-  case KM_RELEASE:
-    s->release_us = rt_now_us();
-    rc = rlock_lock_release_async(s->kept, s->holder, lt_done, &s->rel_kept);
-    if (rc == RLOCK_OK)
-      rc = rlock_lock_release_async(s->leased, s->holder, lt_done,
-                                    &s->rel_leased);
-    break;
-  case KM_RELEASE_REST:
-    if (s->got_kept.rc == RLOCK_OK)
-      rc = rlock_lock_release_async(s->wkept, s->waiter, lt_done, &s->relw[0]);
-    if (rc == RLOCK_OK && s->got_leased.rc == RLOCK_OK)
-      rc =
-          rlock_lock_release_async(s->wleased, s->waiter, lt_done, &s->relw[1]);
-    if (rc == RLOCK_OK && s->rode.rc == RLOCK_OK)
-      rc = rlock_lock_release_async(s->ride, s->rider, lt_done, &s->relr);
-    break;
-  case LT_STOP: {
-    rlock_lock *ls[] = {s->kept, s->leased, s->wkept, s->wleased, s->ride};
-    for (int i = 0; i < 5; i++)
-      rlock_lock_free(ls[i]);
-    rlock_client_free(s->h);
-    rlock_client_free(s->w);
-    rlock_client_free(s->r);
-    break;
-  }
-  }
-  if (rc != RLOCK_OK)
-    lt_fail(x, "command %d: %s", cmd, rlock_error_last()->message);
-}
-
-/* Whether the watchdog hold of `field` on `key` survived on the new
- * master `nm`: 1 once seen renewed there, still the holder's; 0 once
- * reported lost. */
-static int km_hold_outcome(rt_server *nm, const char *key, const char *field,
-                           atomic_int *lost, int64_t ms) {
-  long long before = rt_cmd_int(nm, "PTTL %s", key), now = before;
-  int64_t end = rt_now_ms() + ms;
-  while (atomic_load(lost) == 0 &&
-         (now <= before || fx_hget(nm, key, field) != 1)) {
-    if (rt_now_ms() > end)
-      fail_msg("%s neither renewed for its holder on the new master (PTTL "
-               "%lld) nor reported lost within %lld ms",
-               key, now, (long long)ms);
-    before = now > before ? now : before;
-    rt_sleep_ms(20); /* sampling */
-    now = rt_cmd_int(nm, "PTTL %s", key);
-  }
-  return atomic_load(lost) == 0;
-}
-
-static killed km;
-static lt km_x;
-
-/* Holds on the master (one the replica is made to forget) and a waiter
- * subscribed for each. */
-static void km_hold_and_wait(rt_sentinel_group *g) {
-  rt_server *old = rt_sentinel_master(g), *rep = rt_sentinel_replica(g, 0);
-  km = (killed){.url = rt_sentinel_url(g)};
-  km.holder = rlock_owner_new();
-  km.waiter = rlock_owner_new();
-  km.rider = rlock_owner_new();
-  lt_res *rs[] = {&km.held[0],  &km.held[1],    &km.got_kept, &km.got_leased,
-                  &km.rel_kept, &km.rel_leased, &km.rode,     &km.relw[0],
-                  &km.relw[1],  &km.relr};
-  for (size_t i = 0; i < sizeof rs / sizeof rs[0]; i++)
-    lt_res_reset(rs[i]);
-  lt_start(&km_x, killed_fn, &km);
-  lt_wait_ok(&km.held[0], 10000, "the watchdog hold");
-  lt_wait_ok(&km.held[1], 10000, "the leased hold");
-  /* WAIT answered: the replica has both. As if the kill had come before
-   * the leased one reached it (asynchronous replication), the replica
-   * forgets it. */
-  assert_int_equal(rt_cmd_int(rep, "EXISTS ls:kill:kept ls:kill:leased"), 2);
-  rt_cmd_ok(rep, "CONFIG SET replica-read-only no");
-  assert_int_equal(rt_cmd_int(rep, "DEL ls:kill:leased"), 1);
-  lt_do(&km_x, KM_WAIT);
-  fx_wait_subscribers(old, "redisson_lock__channel:{ls:kill:kept}", 1,
-                      "the waiter's subscription");
-  fx_wait_subscribers(old, "redisson_lock__channel:{ls:kill:leased}", 1,
-                      "the waiter's subscription");
-}
-
-/* kill -9 of the master: a call begun right after gets its lock on the
- * new master, and the waiter on the lock the new master never saw takes
- * it, well before its holder's 60 s lease. Returns the new master. */
-static rt_server *km_kill(rt_sentinel_group *g) {
-  int64_t kill_us = rt_now_us();
-  rt_sentinel_kill_master(g);
-  lt_do(&km_x, KM_RIDE);
-  int port = rt_sentinel_wait_failover(g, rt_scaled_ms(30000));
-  rt_server *nm = rt_sentinel_master(g);
-  assert_int_equal(rt_server_port(nm), port);
-  assert_ptr_equal(nm, rt_sentinel_server(g, 1));
-  dk_report("kill -9 to the sentinels naming the replica",
-            (double)rt_sentinel_failover_ms(g));
-  lt_wait_ok(&km.rode, 25000, "the call begun at the kill");
-  dk_report("kill -9 to the lock of a call waiting through the failover",
-            (double)(km.rode.at_us - kill_us) / 1000.0);
-  assert_int_equal(rt_cmd_int(nm, "EXISTS ls:kill:ride"), 1);
-  lt_wait_ok(&km.got_leased, 30000, "the waiter on the unreplicated lock");
-  dk_report("kill -9 to the waiter taking the lock the new master never saw",
-            (double)(km.got_leased.at_us - kill_us) / 1000.0);
-  return nm;
-}
-
-/* The holder lets go: the replicated hold, renewed on the new master (or
- * reported lost), wakes its waiter, now subscribed there; the lock the
- * new master never saw is RLOCK_ELOST to its holder. */
-static void km_release(rt_server *nm) {
-  char field[RLOCK_OWNER_MAX];
-  field_of(km.h, km.holder, field);
-  int survived = km_hold_outcome(nm, "ls:kill:kept", field, &km.lost_kept,
-                                 rt_scaled_ms(2000 + 5000));
-  printf("[   INFO   ] the replicated hold %s the failover\n",
-         survived ? "survived (renewed on the new master)"
-                  : "did not survive (reported lost)");
-  if (survived) {
-    assert_int_equal(atomic_load(&km.got_kept.done), 0);
-    fx_wait_subscribers(nm, "redisson_lock__channel:{ls:kill:kept}", 1,
-                        "the waiter's subscription on the new master");
-  }
-  lt_do(&km_x, KM_RELEASE);
-  lt_wait(&km.rel_kept, rt_scaled_ms(10000), "the holder's release");
-  lt_wait(&km.rel_leased, rt_scaled_ms(10000), "the holder's release");
-  lt_wait_ok(&km.got_kept, 10000, "the waiter on the replicated hold");
-  if (survived) {
-    RC(km.rel_kept.rc, RLOCK_OK);
-    double woke = (double)(km.got_kept.at_us - km.release_us) / 1000.0;
-    dk_report("wake-up after a kill -9 failover", woke);
-    ASSERT_BETWEEN((int64_t)woke, 0, 2000);
-  } else {
-    RC(km.rel_kept.rc, RLOCK_ELOST);
-  }
-  RC(km.rel_leased.rc, RLOCK_ELOST); /* its waiter took it meanwhile */
-  lt_do(&km_x, KM_RELEASE_REST);
-  lt_wait_ok(&km.relw[0], 10000, "a waiter's release");
-  lt_wait_ok(&km.relw[1], 10000, "a waiter's release");
-  lt_wait_ok(&km.relr, 10000, "the rider's release");
-}
-
-/* kill -9 of the Sentinel master (a deployment of its own) under holders
- * and waiters on loop clients, whose loop runs on its own thread and
- * never blocks meanwhile. */
-static void test_master_killed_loop_thread(void **state) {
-  (void)state;
-  rt_sentinel_group *g = rt_sentinel_start(MASTER_NAME "-kill", 1, 3);
-  km_hold_and_wait(g);
-  lt_measure_from_now(&km_x);
-  km_release(km_kill(g));
-  int64_t late = lt_stop(&km_x);
-  lt_check_responsive(&km_x, late, "kill -9 of the Sentinel master");
-  rt_sentinel_free(g);
-}
-
 /* ---- child roles ------------------------------------------------------- */
 
 /* "wait URL NAME WAIT_MS": try to acquire; write 'O' (acquired, then
@@ -1587,9 +1408,8 @@ int main(int argc, char **argv) {
       DK_CASE(test_graceful_switch, DK_BLOCK),
       /* The last on the group's deployment: it leaves the sentinels down. */
       DK_CASE(test_sentinels_hung_then_down, DK_BLOCK),
-      DK_CASE_ST(test_master_killed, own_group, own_group_done, DK_BLOCK),
-      DK_CASE_ST(test_master_hung, own_group, own_group_done, DK_BLOCK),
-      DK_CASE(test_master_killed_loop_thread, DK_LOOPS),
+      DK_CASE_ST(test_master_killed, own_group, own_group_done, DK_ALL),
+      DK_CASE_ST(test_master_hung, own_group, own_group_done, DK_ALL),
       DK_CASE_ST(test_passwords_in_url, setup_passwords, teardown_passwords,
                  DK_BLOCK),
       DK_CASE_ST(test_bad_credentials, setup_passwords, teardown_passwords,
