@@ -99,8 +99,19 @@ static inline void dk_on_loop(void (*fn)(void *), void *arg) {
   lt_do(&dk_lt, cmd);
 }
 
+/* Leave a background mode that a failed case left on (its loop thread
+ * stopped, its clients freed), so that the next case starts clean. */
+static inline int dk_recover(void **state) {
+  (void)state;
+  dk_bg = false;
+  if (dk_loop())
+    lt_abandon();
+  return 0;
+}
+
 /* Enter the background mode. */
 static inline void dk_bg_begin(void) {
+  dk_recover(NULL);
   if (dk_loop())
     lt_start(&dk_lt, dk_bg_run, NULL);
   dk_bg = true;
@@ -479,8 +490,9 @@ typedef struct dk_case {
 } dk_case;
 
 #define DK_CASE(fn, drivers)                                                   \
-  { cmocka_unit_test(fn), drivers }
-/* ... with a setup and a teardown of its own (e.g. its own servers). */
+  { cmocka_unit_test_setup(fn, dk_recover), drivers }
+/* ... with a setup and a teardown of its own (e.g. its own servers; its
+ * setup calls dk_recover first). */
 #define DK_CASE_ST(fn, setup, teardown, drivers)                               \
   { cmocka_unit_test_setup_teardown(fn, setup, teardown), drivers }
 
@@ -501,10 +513,7 @@ static inline int dk_group_setup(void **state) {
 /* A group's teardown: a loop thread a failed case left running stopped,
  * the file's cleanup, then the loop. */
 static inline int dk_group_teardown(void **state) {
-  (void)state;
-  dk_bg = false;
-  if (dk_loop())
-    lt_abandon();
+  dk_recover(state);
   if (dk_file_teardown != NULL)
     dk_file_teardown();
   if (dk_loop())

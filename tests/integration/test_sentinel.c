@@ -48,7 +48,7 @@ static rt_sentinel_group *start_group(const char *name) {
 static rt_sentinel_group *shared_grp;
 
 static int own_group(void **state) {
-  (void)state;
+  dk_recover(state);
   shared_grp = grp;
   grp = start_group(MASTER_NAME);
   return 0;
@@ -1249,7 +1249,7 @@ static void test_master_hung(void **state) {
 static rt_server *pw_master, *pw_sentinel;
 
 static int setup_passwords(void **state) {
-  (void)state;
+  dk_recover(state);
   pw_master =
       rt_server_start((const char *const[]){"--requirepass", DATA_PW, NULL});
   rt_cmd_ok(pw_master, "ACL SETUSER app on >apppw ~* &* +@all");
