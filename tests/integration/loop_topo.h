@@ -1,20 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * loop_topo.h - what the event-loop suites on topologies (test_loop_cluster,
- * test_loop_sentinel, test_loop_replicas) share on top of loop_fixture.h:
+ * loop_topo.h - what the suites on topologies share for their loop clients
+ * on top of loop_fixture.h (drivers.h builds on it):
  *
- *  - synchronous helpers that run the loop on the test's thread until an
- *    operation completes or a server-side condition holds;
+ *  - running the loop on the test's thread until a server-side
+ *    condition holds;
  *  - a loop run by a thread of its own ("lt"), for the cases where the
  *    test's thread must block in the harness (a failover, a migration)
- *    while the loop keeps running: the loop thread creates the clients,
- *    runs the test's commands (posted with lt_do) from a 10 ms repeating
- *    timer, and measures how late that timer ever fires, which is how the
- *    suites check that nothing in the library blocks the loop's thread.
+ *    while the loop keeps running: the loop thread runs the test's
+ *    commands (posted with lt_do: making and freeing clients, say) from a
+ *    10 ms repeating timer, and measures how late that timer ever fires,
+ *    which is how the suites check that nothing in the library blocks the
+ *    loop's thread.
  *
  * Nothing on the loop thread uses cmocka's assertions (they longjmp to
- * the test's thread): failures there are recorded (lt_fail) and reported
- * by the test's thread.
+ * the test's thread): what fails there is handed back to the test's
+ * thread, which reports it.
  */
 #ifndef RLOCK_TEST_LOOP_TOPO_H
 #define RLOCK_TEST_LOOP_TOPO_H
@@ -32,12 +33,6 @@
 #define RUNNING_ON_VALGRIND 0
 #endif
 
-static inline void report(const char *what, double ms) {
-  printf("[   TIME   ] %s (%s): %.1f ms\n", what,
-         kind == UV ? "libuv" : "libevent", ms);
-  fflush(stdout);
-}
-
 /* With $RLOCK_TEST_LOG set, the clients' log lines go to stderr (for
  * finding out why a case failed). */
 static inline void lt_log(rlock_log_level level, const char *message,
@@ -48,56 +43,7 @@ static inline void lt_log(rlock_log_level level, const char *message,
 
 static int lt_clients; /* made so far: their number in log lines */
 
-/* A loop client for `url`: connect 1 s, command 2 s (as fx_client_opts). */
-static inline rlock_client *lt_client(const char *url, int64_t watchdog,
-                                      rlock_lost_fn lost, void *ud) {
-  rlock_config *cfg;
-  OK(rlock_config_new(&cfg));
-  OK(rlock_config_set_url(cfg, url));
-  OK(rlock_config_set_connect_timeout_ms(cfg, 1000));
-  OK(rlock_config_set_command_timeout_ms(cfg, 2000));
-  if (watchdog > 0)
-    OK(rlock_config_set_watchdog_timeout_ms(cfg, watchdog));
-  if (lost != NULL)
-    OK(rlock_config_set_lost_callback(cfg, lost, ud));
-  if (getenv("RLOCK_TEST_LOG") != NULL)
-    OK(rlock_config_set_log(cfg, lt_log, RLOCK_LOG_DEBUG,
-                            (void *)(intptr_t)++lt_clients));
-  rlock_client *c = loop_client_cfg(cfg);
-  rlock_config_free(cfg);
-  return c;
-}
-
 /* ---- on the test's thread: run the loop until ... ---------------------- */
-
-/* Acquire and run the loop until the answer; its code (message in
- * *r, when given). */
-static inline int acquire_r(rlock_lock *l, uint64_t owner, int64_t wait,
-                            int64_t lease, result *out) {
-  result r = {0};
-  rlock_acquire_options o = opts(owner, wait, lease);
-  OK(rlock_lock_acquire_async(l, &o, on_done, &r, NULL));
-  run_until(&r.done, 1, 10000 + (wait > 0 ? wait : 0), "an acquisition");
-  if (out != NULL)
-    *out = r;
-  if (r.rc != RLOCK_OK)
-    rlock_loop_error(r.rc, r.msg); /* for RC()'s message */
-  return r.rc;
-}
-
-static inline int acquire(rlock_lock *l, uint64_t owner, int64_t wait,
-                          int64_t lease) {
-  return acquire_r(l, owner, wait, lease, NULL);
-}
-
-static inline int release(rlock_lock *l, uint64_t owner) {
-  result r = {0};
-  OK(rlock_lock_release_async(l, owner, on_done, &r));
-  run_until(&r.done, 1, 10000, "a release");
-  if (r.rc != RLOCK_OK)
-    rlock_loop_error(r.rc, r.msg);
-  return r.rc;
-}
 
 /* The owner field of `owner` on `c`, as the server stores it. */
 static inline void field_of(rlock_client *c, uint64_t owner, char *buf) {
@@ -146,58 +92,9 @@ struct lt {
   int64_t last_cpu_us, last_queued_us; /* loop thread */
   _Atomic int64_t from_us;             /* measuring since */
   atomic_long ticks;
-  atomic_int failed;
-  char err[512]; /* the first failure; read once `failed` is seen */
   uv_timer_t uvt;
   struct event *evt;
 };
-
-/* On the loop thread: record a failure (the first one's message kept). */
-static inline void lt_fail(lt *x, const char *fmt, ...) {
-  if (atomic_load(&x->failed) == 0) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(x->err, sizeof x->err, fmt, ap);
-    va_end(ap);
-  }
-  atomic_fetch_add(&x->failed, 1);
-}
-
-/* A completion seen from another thread: written on the loop thread,
- * `done` stored last. */
-typedef struct lt_res {
-  int rc;
-  int64_t value;
-  int64_t at_us; /* when the callback ran */
-  char msg[256];
-  atomic_int done;
-} lt_res;
-
-static inline void lt_done(void *arg, int rc, int64_t value) {
-  lt_res *r = arg;
-  r->rc = rc;
-  r->value = value;
-  r->at_us = rt_now_us();
-  snprintf(r->msg, sizeof r->msg, "%s",
-           rc == RLOCK_OK ? "" : rlock_error_last()->message);
-  atomic_fetch_add(&r->done, 1);
-}
-
-static inline void lt_res_reset(lt_res *r) {
-  r->rc = -100;
-  r->msg[0] = '\0';
-  atomic_store(&r->done, 0);
-}
-
-static inline bool lt_pred_done(void *arg, char *why, size_t cap) {
-  snprintf(why, cap, "no answer yet");
-  return atomic_load(&((lt_res *)arg)->done) > 0;
-}
-
-/* Test thread: wait (polling) for a completion, up to `ms` (as is). */
-static inline void lt_wait(lt_res *r, int64_t ms, const char *what) {
-  rt_wait_until(lt_pred_done, r, ms, what);
-}
 
 /* CPU time of the calling thread, in µs. */
 static inline int64_t lt_cpu_us(void) {
@@ -218,13 +115,6 @@ static inline int64_t lt_queued_us(void) {
     wait = 0;
   fclose(f);
   return (int64_t)(wait / 1000);
-}
-
-/* lt_wait, then fail unless it succeeded (`ms` scaled here). */
-static inline void lt_wait_ok(lt_res *r, int64_t ms, const char *what) {
-  lt_wait(r, rt_scaled_ms(ms), what);
-  if (r->rc != RLOCK_OK)
-    fail_msg("%s: %d (%s)", what, r->rc, r->msg);
 }
 
 static inline void lt_tick(lt *x) {
@@ -297,14 +187,11 @@ static inline bool lt_pred_acked(void *arg, char *why, size_t cap) {
   return atomic_load(&x->acked) == atomic_load(&x->posted);
 }
 
-/* Test thread: post `cmd` (each larger than the last) and wait until the
- * loop thread has run it; fails the test with the loop thread's first
- * failure, if any. */
+/* Test thread: post `cmd` (unlike the last) and wait until the loop
+ * thread has run it. */
 static inline void lt_do(lt *x, int cmd) {
   atomic_store(&x->posted, cmd);
   rt_wait_until(lt_pred_acked, x, rt_scaled_ms(10000), "a loop command");
-  if (atomic_load(&x->failed) && cmd != LT_STOP)
-    fail_msg("on the loop thread: %s", x->err);
 }
 
 /* The loop thread running, if any: a case that fails while it runs
@@ -327,8 +214,6 @@ static inline void lt_start(lt *x, lt_fn fn, void *ud) {
   atomic_store(&x->worst_queued_us, 0);
   atomic_store(&x->from_us, rt_now_us());
   atomic_store(&x->ticks, 0);
-  atomic_store(&x->failed, 0);
-  x->err[0] = '\0';
   assert_int_equal(pthread_create(&x->thread, NULL, lt_main, x), 0);
   lt_running = x;
   lt_do(x, LT_INIT);
@@ -348,8 +233,6 @@ static inline int64_t lt_stop(lt *x) {
   pthread_join(x->thread, NULL);
   if (kind == UV)
     uv_run(&uvl, UV_RUN_NOWAIT); /* the clients' closed handles */
-  if (atomic_load(&x->failed))
-    fail_msg("on the loop thread: %s", x->err);
   return atomic_load(&x->max_late_us);
 }
 

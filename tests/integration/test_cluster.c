@@ -1,17 +1,29 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Integration: rlock against a real Redis Cluster (rt_cluster: 3 masters,
- * one replica each). Names on every master; keys land on the owning node;
- * contention and pub/sub wake-ups across processes in the three pub/sub
- * modes (classic, sharded, auto); a slot migrated under held locks and
- * waiters (ASK, then MOVED and the server's sunsubscribe); failovers
- * during contention; watchdog renewal of hundreds of slots; seed lists,
- * wrong-URL errors, MultiLock and RedLock on a cluster client, and
- * Redisson's own scripts publishing with SPUBLISH.
+/*
+ * Integration: rlock against a real Redis Cluster (rt_cluster: 3 masters,
+ * one replica each). The cases written once run once per driver
+ * (drivers.h: a blocking client, a loop client on libuv and on libevent):
+ * every lock kind on every master, keys on the owning node; waiters woken
+ * by unlock messages in the three pub/sub modes (classic, sharded, auto);
+ * Redisson's own scripts publishing with SPUBLISH; the unlock latch
+ * (deleted after each release, replayed for a release whose reply was
+ * lost); a slot migrated under held locks and a waiter (ASK, then MOVED
+ * and the server's sunsubscribe) and releases half-way through one; a
+ * graceful failover and kill -9 of a master under a holder, a waiter and
+ * new calls. Where the test's thread drives a migration or a failover, a
+ * loop runs on a thread of its own (drivers.h's background mode), whose
+ * 10 ms timer must never be more than 20 ms late meanwhile.
+ *
+ * The blocking client's own cases: contention across processes; watchdog
+ * renewal of hundreds of slots, an idle tick and a stopped master; seed
+ * lists, wrong-URL errors, MultiLock and RedLock on a cluster client.
  *
  * Every wait is on an observable condition (PUBSUB [SHARD]NUMSUB on the
  * nodes, keys, a file, a line from a child) and bounded; upper bounds of
- * timings stretch with $RLOCK_TEST_TIME_SCALE. */
-#include "fixture.h"
+ * timings stretch with $RLOCK_TEST_TIME_SCALE. The blocking group runs
+ * first, failovers last: the loop groups find masters where they are.
+ */
+#include "drivers.h"
 
 #include <limits.h>
 #include <stdatomic.h>
@@ -23,11 +35,6 @@
 static rt_cluster *cl;
 
 /* ---- helpers ------------------------------------------------------------ */
-
-static void report(const char *what, double ms) {
-  printf("[   TIME   ] %s: %.1f ms\n", what, ms);
-  fflush(stdout);
-}
 
 static rt_server *node(int i) { return rt_cluster_node(cl, i); }
 
@@ -49,10 +56,10 @@ static const char *cluster_url(char *buf, size_t size, const char *mode) {
   return buf;
 }
 
+/* A client of the running driver. */
 static rlock_client *cluster_client(const char *mode, int64_t watchdog) {
   char url[1024];
-  return fx_client_opts(cluster_url(url, sizeof url, mode), watchdog, NULL,
-                        NULL);
+  return dk_client(cluster_url(url, sizeof url, mode), watchdog, NULL, NULL);
 }
 
 /* An integer command on node n; fails the test on any other reply (a
@@ -69,6 +76,26 @@ static long long int_on(int n, const char *fmt, const char *key) {
 
 static long long exists_on(int n, const char *key) {
   return int_on(n, "EXISTS %s", key);
+}
+
+/* `first` (ASKING: a key of a slot it imports; READONLY: a key of a
+ * replica's) then `cmd key` on node n, over a connection of its own. */
+static long long first_int(int n, const char *first, const char *cmd,
+                           const char *key) {
+  redisContext *ctx = rt_server_connect(node(n));
+  freeReplyObject(redisCommand(ctx, first));
+  redisReply *r = redisCommand(ctx, "%s %s", cmd, key);
+  if (r == NULL || r->type != REDIS_REPLY_INTEGER)
+    fail_msg("node %d: %s, %s %s answered %s", n, first, cmd, key,
+             r && r->str ? r->str : "nothing");
+  long long v = r->integer;
+  freeReplyObject(r);
+  redisFree(ctx);
+  return v;
+}
+
+static long long asking_int(int n, const char *cmd, const char *key) {
+  return first_int(n, "ASKING", cmd, key);
 }
 
 /* HGET as a string into out ("" when absent). */
@@ -105,6 +132,15 @@ static long long subs_on(int n, int sharded, const char *ch) {
 
 static bool is_live_master(int i) {
   return rt_server_pid(node(i)) != 0 && rt_cluster_is_master(cl, i);
+}
+
+/* The live masters, in index order; how many. */
+static int live_masters(int *out) {
+  int n = 0;
+  for (int i = 0; i < rt_cluster_size(cl); i++)
+    if (is_live_master(i))
+      out[n++] = i;
+  return n;
 }
 
 /* What a waiter's subscription should look like on the masters. */
@@ -158,10 +194,12 @@ static bool pred_subs(void *arg, char *why, size_t cap) {
   return ok;
 }
 
+/* Wait for the subscription (a loop of the running driver runs
+ * meanwhile). */
 static void wait_subs(const char *ch, int sharded, int owner, long long n,
                       int64_t ms) {
   subs_want w = {ch, sharded, owner, n, -1};
-  rt_wait_until(pred_subs, &w, rt_scaled_ms(ms), "waiter's subscription");
+  dk_wait(pred_subs, &w, ms, "waiter's subscription");
 }
 
 /* Whether the subscription is (or becomes within ms) as wanted; false with
@@ -179,76 +217,11 @@ static bool subs_within(const char *ch, int owner, int also, int64_t ms,
   }
 }
 
-/* A thread that waits for a lock (plain or fair) and releases it at once,
- * noting when it got it. */
-typedef struct waiter {
-  rlock_client *c;
-  const char *name;
-  int fair;
-  int64_t wait_ms, lease_ms;
-  int rc, rc_release;
-  _Atomic int64_t acquired_us; /* when the acquisition returned OK */
-  _Atomic int done;
-  pthread_t t;
-} waiter;
-
-static void *waiter_main(void *arg) {
-  waiter *w = arg;
-  rlock_lock *l = NULL;
-  w->rc = w->fair ? rlock_lock_new_fair(&l, w->c, w->name)
-                  : rlock_lock_new(&l, w->c, w->name);
-  if (w->rc == RLOCK_OK)
-    w->rc = rlock_lock_try_acquire(l, w->wait_ms, w->lease_ms);
-  if (w->rc == RLOCK_OK) {
-    atomic_store(&w->acquired_us, rt_now_us());
-    w->rc_release = rlock_lock_release(l);
-  } else {
-    fprintf(stderr, "waiter on %s: %s\n", w->name, rlock_error_last()->message);
-  }
-  rlock_lock_free(l);
-  atomic_store(&w->done, 1);
-  return NULL;
-}
-
-static void waiter_start(waiter *w) {
-  assert_int_equal(pthread_create(&w->t, NULL, waiter_main, w), 0);
-}
-
-static void waiter_join(waiter *w) {
-  /* Its wait is bounded by wait_ms; this only guards the test against a
-   * library that hangs past it. */
-  int64_t deadline = rt_now_ms() + w->wait_ms + rt_scaled_ms(10000);
-  while (!atomic_load(&w->done)) {
-    if (rt_now_ms() > deadline)
-      fail_msg("waiter on %s still inside try_acquire %lld ms past its wait",
-               w->name, (long long)rt_scaled_ms(10000));
-    rt_sleep_ms(5);
-  }
-  pthread_join(w->t, NULL);
-}
-
-/* Release `l` (held by the test's thread), then wait for waiter `w` to
- * get it: returns ms from the release to its acquisition. With
- * `free_holder`, `l` and that client are freed right after the release,
- * before the wait. */
-static double release_then_wake(rlock_lock *l, rlock_client *free_holder,
-                                waiter *w) {
-  int64_t released = rt_now_us();
-  OK(rlock_lock_release(l));
-  if (free_holder != NULL) {
-    rlock_lock_free(l);
-    rlock_client_free(free_holder);
-  }
-  waiter_join(w);
-  OK(w->rc);
-  OK(w->rc_release);
-  return (double)(atomic_load(&w->acquired_us) - released) / 1000.0;
-}
-
 /* Sample PTTL of `key` on node n (through ASKING when `asking`) every
- * 25 ms for `ms`: every sample must be above `floor`, and at least one
- * must be higher than the one before (a renewal was seen). Returns the
- * lowest sample. */
+ * 25 ms for `ms` (a blocking client's renewals run on its own thread, a
+ * loop's on the loop's thread meanwhile): every sample must be above
+ * `floor`, and at least one must be higher than the one before (a renewal
+ * was seen). Returns the lowest sample. */
 static long long watch_renewals(int n, const char *key, int asking, int64_t ms,
                                 long long floor) {
   redisContext *ctx = rt_server_connect(node(n));
@@ -270,7 +243,7 @@ static long long watch_renewals(int n, const char *key, int asking, int64_t ms,
     rises += prev >= 0 && v > prev;
     prev = v;
     low = v < low ? v : low;
-    rt_sleep_ms(25);
+    rt_sleep_ms(25); /* sampling */
   }
   redisFree(ctx);
   if (rises == 0)
@@ -279,23 +252,67 @@ static long long watch_renewals(int n, const char *key, int asking, int64_t ms,
   return low;
 }
 
+/* Calls of `cmd` (INFO commandstats' cmdstat_<cmd>) node n has run. */
+static long long calls_on(int n, const char *cmd) {
+  redisReply *r = rt_cmd(node(n), "INFO commandstats");
+  char want[64];
+  snprintf(want, sizeof want, "cmdstat_%s:calls=", cmd);
+  const char *p = r->str ? strstr(r->str, want) : NULL;
+  long long v = p ? atoll(p + strlen(want)) : 0;
+  freeReplyObject(r);
+  return v;
+}
+
+/* Latch keys of `name` on node n (SCAN, every page). */
+static long long latch_keys(int n, const char *name) {
+  char match[160], cursor[32] = "0";
+  snprintf(match, sizeof match, "redisson_unlock_latch:{%s}:*", name);
+  long long found = 0;
+  do {
+    redisReply *r =
+        rt_cmd(node(n), "SCAN %s MATCH %s COUNT 1000", cursor, match);
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2)
+      fail_msg("node %d: SCAN answered type %d", n, r->type);
+    snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
+    found += (long long)r->element[1]->elements;
+    freeReplyObject(r);
+  } while (strcmp(cursor, "0") != 0);
+  return found;
+}
+
+/* Node n has run `dels` DELs in all, and holds no latch key of `name`. */
+typedef struct latch_gone {
+  int n;
+  const char *name;
+  long long dels;
+} latch_gone;
+
+static bool pred_latch_gone(void *arg, char *why, size_t cap) {
+  latch_gone *g = arg;
+  long long dels = calls_on(g->n, "del"), keys = latch_keys(g->n, g->name);
+  snprintf(why, cap, "node %d ran %lld DELs of %lld, %lld latch keys left",
+           g->n, dels, g->dels, keys);
+  return dels >= g->dels && keys == 0;
+}
+
 /* ---- 1. every master: kinds, reentrancy, inspection, key placement ------ */
 
 static void check_plain_on(rlock_client *c, int m) {
   char name[64], owner[RLOCK_OWNER_MAX];
   rt_cluster_key_on(cl, m, "each:lock:", name, sizeof name);
-  fx_owner(c, owner);
+  uint64_t me = dk_me();
+  dk_field(c, me, owner);
   rlock_lock *l = fx_lock(c, name);
-  OK(rlock_lock_acquire(l));
+  OK(dk_acquire(l, me, 0, RLOCK_LEASE_WATCHDOG));
   assert_int_equal(exists_on(m, name), 1);
   assert_int_equal(fx_hget(node(m), name, owner), 1);
-  for (int o = 0; o < rt_cluster_masters(cl); o++)
-    if (o != m)
+  for (int o = 0; o < rt_cluster_size(cl); o++)
+    if (o != m && is_live_master(o))
       assert_moved_elsewhere(o, name, m);
-  OK(rlock_lock_acquire(l)); /* re-entry */
+  OK(dk_acquire(l, me, 0, 20000)); /* re-entry */
   assert_int_equal(fx_hget(node(m), name, owner), 2);
   rlock_lock_info *info;
-  OK(rlock_lock_inspect(&info, l));
+  OK(dk_inspect(&info, l));
   assert_int_equal(rlock_lock_info_locked(info), 1);
   assert_int_equal(rlock_lock_info_holder_count(info), 1);
   assert_string_equal(rlock_lock_info_holder_owner(info, 0), owner);
@@ -306,66 +323,70 @@ static void check_plain_on(rlock_client *c, int m) {
   assert_string_equal(rlock_lock_info_node(info), at); /* the slot's master */
   rlock_lock_info_free(info);
   int64_t count;
-  OK(rlock_lock_hold_count(&count, l));
+  OK(dk_hold_count(&count, l, me));
   assert_int_equal(count, 2);
-  OK(rlock_lock_release(l));
+  OK(dk_release(l, me));
   assert_int_equal(fx_hget(node(m), name, owner), 1);
-  OK(rlock_lock_release(l));
+  OK(dk_release(l, me));
   assert_int_equal(exists_on(m, name), 0);
-  RC(rlock_lock_release(l), RLOCK_ENOTHELD);
-  OK(rlock_lock_inspect(&info, l));
+  RC(dk_release(l, me), RLOCK_ENOTHELD);
+  OK(dk_inspect(&info, l));
   assert_int_equal(rlock_lock_info_locked(info), 0);
   rlock_lock_info_free(info);
   rlock_lock_free(l);
+}
+
+static bool pred_queued(void *arg, char *why, size_t cap) {
+  const char *queue = arg;
+  long long n = int_on(owner_of(queue), "LLEN %s", queue);
+  snprintf(why, cap, "%lld waiters queued in %s", n, queue);
+  return n == 1;
 }
 
 static void check_fair_on(rlock_client *c, rlock_client *c2, int m) {
   char name[64], owner[RLOCK_OWNER_MAX], queue[96];
   rt_cluster_key_on(cl, m, "each:fair:", name, sizeof name);
   snprintf(queue, sizeof queue, "redisson_lock_queue:{%s}", name);
-  fx_owner(c, owner);
-  rlock_lock *l;
+  uint64_t me = dk_me(), b = rlock_owner_new();
+  dk_field(c, me, owner);
+  rlock_lock *l, *l2;
   OK(rlock_lock_new_fair(&l, c, name));
-  OK(rlock_lock_acquire(l));
+  OK(rlock_lock_new_fair(&l2, c2, name));
+  OK(dk_acquire(l, me, 0, 30000));
+  assert_int_equal(exists_on(m, name), 1);
   assert_int_equal(fx_hget(node(m), name, owner), 1);
-  waiter w = {
-      .c = c2, .name = name, .fair = 1, .wait_ms = 20000, .lease_ms = 30000};
-  waiter_start(&w);
+  dk_op w;
+  dk_acquire_start(&w, l2, b, 20000, 30000);
   /* The waiter queues; the queue lives on the lock's node too. */
-  int64_t t0 = rt_now_ms();
-  for (;;) {
-    rlock_lock_info *info;
-    OK(rlock_lock_inspect(&info, l));
-    size_t q = rlock_lock_info_queue_count(info);
-    rlock_lock_info_free(info);
-    if (q == 1)
-      break;
-    if (rt_now_ms() - t0 > rt_scaled_ms(5000))
-      fail_msg("fair waiter on %s never queued", name);
-    rt_sleep_ms(10);
-  }
+  dk_wait(pred_queued, queue, 5000, "the fair waiter to queue");
   assert_int_equal(exists_on(m, queue), 1);
-  OK(rlock_lock_release(l));
-  waiter_join(&w);
-  OK(w.rc);
-  OK(w.rc_release);
+  rlock_lock_info *info;
+  OK(dk_inspect(&info, l));
+  assert_int_equal(rlock_lock_info_queue_count(info), 1);
+  rlock_lock_info_free(info);
+  OK(dk_release(l, me));
+  OK(dk_op_wait(&w, 5000, "the fair waiter"));
+  OK(dk_release(l2, b));
   assert_int_equal(exists_on(m, name), 0);
   assert_int_equal(exists_on(m, queue), 0);
   rlock_lock_free(l);
+  rlock_lock_free(l2);
 }
 
 static void check_rw_on(rlock_client *a, rlock_client *b, int m) {
   char name[64], oa[RLOCK_OWNER_MAX], ob[RLOCK_OWNER_MAX], mode[16], tkey[256],
       wfield[RLOCK_OWNER_MAX + 8];
   rt_cluster_key_on(cl, m, "each:rw:", name, sizeof name);
-  fx_owner(a, oa);
-  fx_owner(b, ob);
-  rlock_lock *ra, *rb, *wb;
+  uint64_t a1 = dk_me(), b1 = dk_me();
+  dk_field(a, a1, oa);
+  dk_field(b, b1, ob);
+  rlock_lock *ra, *rb, *wb, *wa;
   OK(rlock_lock_new_read(&ra, a, name));
   OK(rlock_lock_new_read(&rb, b, name));
   OK(rlock_lock_new_write(&wb, b, name));
-  OK(rlock_lock_acquire(ra));
-  OK(rlock_lock_acquire(rb));
+  OK(rlock_lock_new_write(&wa, a, name));
+  OK(dk_acquire(ra, a1, 0, 30000));
+  OK(dk_acquire(rb, b1, 0, 30000)); /* shared */
   hget_str(m, name, "mode", mode, sizeof mode);
   assert_string_equal(mode, "read");
   assert_int_equal(fx_hget(node(m), name, oa), 1);
@@ -373,39 +394,159 @@ static void check_rw_on(rlock_client *a, rlock_client *b, int m) {
   snprintf(tkey, sizeof tkey, "{%s}:%s:rwlock_timeout:1", name, oa);
   assert_int_equal(exists_on(m, tkey), 1);
   rlock_lock_info *info;
-  OK(rlock_lock_inspect(&info, ra));
+  OK(dk_inspect(&info, ra));
   assert_string_equal(rlock_lock_info_mode(info), "read");
   assert_int_equal(rlock_lock_info_holder_count(info), 2);
   rlock_lock_info_free(info);
-  RC(rlock_lock_try_acquire(wb, 0, 0), RLOCK_EDEADLK); /* b reads */
-  OK(rlock_lock_release(rb));
-  RC(rlock_lock_try_acquire(wb, 100, 0), RLOCK_ELOCKED); /* a reads */
-  OK(rlock_lock_release(ra));
+  RC(dk_acquire(wb, b1, 0, 0), RLOCK_EDEADLK); /* b reads */
+  OK(dk_release(rb, b1));
+  RC(dk_acquire(wb, b1, 100, 0), RLOCK_ELOCKED); /* a reads */
+  OK(dk_release(ra, a1));
   assert_int_equal(exists_on(m, name), 0);
-  OK(rlock_lock_acquire(wb));
+  OK(dk_acquire(wb, b1, 0, RLOCK_LEASE_WATCHDOG));
   hget_str(m, name, "mode", mode, sizeof mode);
   assert_string_equal(mode, "write");
   snprintf(wfield, sizeof wfield, "%s:write", ob);
   assert_int_equal(fx_hget(node(m), name, wfield), 1);
-  RC(rlock_lock_try_acquire(ra, 0, 0), RLOCK_ELOCKED);
-  OK(rlock_lock_release(wb));
+  RC(dk_acquire(ra, a1, 0, 0), RLOCK_ELOCKED);
+  OK(dk_release(wb, b1));
+  assert_int_equal(exists_on(m, name), 0);
+  /* A writer waiting for two readers is woken by the second release. */
+  uint64_t r1 = rlock_owner_new(), r2 = rlock_owner_new(),
+           w = rlock_owner_new();
+  OK(dk_acquire(ra, r1, 0, 30000));
+  OK(dk_acquire(ra, r2, 0, 30000));
+  RC(dk_acquire(wa, w, 0, 30000), RLOCK_ELOCKED);
+  dk_op wres;
+  dk_acquire_start(&wres, wa, w, 20000, 30000);
+  OK(dk_release(ra, r1));
+  assert_false(dk_op_done(&wres));
+  OK(dk_release(ra, r2));
+  OK(dk_op_wait(&wres, 5000, "the writer"));
+  hget_str(m, name, "mode", mode, sizeof mode);
+  assert_string_equal(mode, "write");
+  OK(dk_release(wa, w));
   assert_int_equal(exists_on(m, name), 0);
   rlock_lock_free(ra);
   rlock_lock_free(rb);
   rlock_lock_free(wb);
+  rlock_lock_free(wa);
+}
+
+static void check_fenced_on(rlock_client *c, int m) {
+  char name[64], tkey[96];
+  rt_cluster_key_on(cl, m, "each:fenced:", name, sizeof name);
+  snprintf(tkey, sizeof tkey, "redisson_lock_token:{%s}", name);
+  rlock_lock *l;
+  OK(rlock_lock_new_fenced(&l, c, name));
+  uint64_t me = dk_me();
+  result r;
+  OK(dk_acquire_x(l, me, 0, 20000, 1, &r));
+  int64_t first = r.value;
+  assert_true(first > 0);
+  OK(dk_release(l, me));
+  OK(dk_acquire_x(l, me, 0, 20000, 1, &r));
+  assert_int_equal(r.value, first + 1);
+  OK(dk_release(l, me));
+  assert_int_equal(exists_on(m, tkey), 1); /* the counter, on the node */
+  rlock_lock_free(l);
+}
+
+static void check_spin_on(rlock_client *c, int m) {
+  char name[64];
+  rt_cluster_key_on(cl, m, "each:spin:", name, sizeof name);
+  rlock_lock *l;
+  OK(rlock_lock_new_spin(&l, c, name));
+  uint64_t a = rlock_owner_new(), b = rlock_owner_new();
+  OK(dk_acquire(l, a, 0, 30000));
+  assert_int_equal(exists_on(m, name), 1);
+  dk_op w;
+  dk_acquire_start(&w, l, b, 20000, 30000);
+  dk_let_time_pass(30); /* a few spins go by */
+  assert_false(dk_op_done(&w));
+  OK(dk_release(l, a));
+  OK(dk_op_wait(&w, 5000, "the spinning waiter"));
+  OK(dk_release(l, b));
+  assert_int_equal(exists_on(m, name), 0);
+  rlock_lock_free(l);
 }
 
 static void test_every_master(void **state) {
   (void)state;
   rlock_client *a = cluster_client(NULL, 0), *b = cluster_client(NULL, 0);
   assert_string_equal(rlock_client_topology(a), "cluster");
-  for (int m = 0; m < rt_cluster_masters(cl); m++) {
+  int masters[16], n = live_masters(masters);
+  assert_int_equal(n, rt_cluster_masters(cl));
+  for (int i = 0; i < n; i++) {
+    int m = masters[i];
     check_plain_on(a, m);
     check_fair_on(a, b, m);
     check_rw_on(a, b, m);
+    check_fenced_on(a, m);
+    check_spin_on(a, m);
   }
-  rlock_client_free(a);
-  rlock_client_free(b);
+  dk_free(a);
+  dk_free(b);
+}
+
+/* ---- 2. wake-ups in each pub/sub mode ------------------------------------ */
+
+/* A waiter (its own client) for a lock held elsewhere with a 30 s lease,
+ * woken by the release's message: within 2 s (scaled), not by the lease.
+ * `blocking_holder`: the holder is a blocking client, else one of the
+ * running driver. */
+static void wake(const char *mode, int m, int sharded, int blocking_holder) {
+  char url[1024], name[64], ch[128], prefix[32], what[96];
+  cluster_url(url, sizeof url, mode);
+  snprintf(prefix, sizeof prefix, "lc:wake:%s:", mode ? mode : "default");
+  rt_cluster_key_on(cl, m, prefix, name, sizeof name);
+  snprintf(ch, sizeof ch, "redisson_lock__channel:{%s}", name);
+  rlock_client *hc = NULL, *bc = NULL;
+  rlock_lock *hl;
+  uint64_t holder = rlock_owner_new(), me = rlock_owner_new();
+  if (blocking_holder) {
+    bc = fx_client_opts(url, 0, NULL, NULL);
+    hl = fx_lock(bc, name);
+    OK(rlock_lock_acquire_lease(hl, 30000));
+  } else {
+    hc = dk_client(url, 0, NULL, NULL);
+    hl = fx_lock(hc, name);
+    OK(dk_acquire(hl, holder, 0, 30000));
+  }
+  assert_int_equal(exists_on(m, name), 1);
+  rlock_client *wc = dk_client(url, 0, NULL, NULL);
+  rlock_lock *wl = fx_lock(wc, name);
+  dk_op w;
+  dk_acquire_start(&w, wl, me, 60000, 30000);
+  /* The waiter is subscribed where the mode says, and only there. */
+  wait_subs(ch, sharded, m, 1, 10000);
+  assert_false(dk_op_done(&w));
+  int64_t t0 = rt_now_us();
+  if (blocking_holder)
+    OK(rlock_lock_release(hl));
+  else
+    OK(dk_release(hl, holder));
+  OK(dk_op_wait(&w, 10000, "the woken waiter"));
+  double ms = (double)(w.done_us - t0) / 1000.0;
+  snprintf(what, sizeof what, "wake-up, pubsub=%s, %s holder",
+           mode ? mode : "(default: auto)",
+           blocking_holder ? "blocking" : "same driver's");
+  dk_report(what, ms);
+  ASSERT_BETWEEN((int64_t)ms, 0, 2000); /* the lease was 30 s */
+  char field[RLOCK_OWNER_MAX];
+  dk_field(wc, me, field);
+  assert_int_equal(fx_hget(node(m), name, field), 1);
+  OK(dk_release(wl, me));
+  assert_int_equal(exists_on(m, name), 0);
+  /* The subscription goes once the channel stops lingering. */
+  wait_subs(ch, sharded, m, 0, 10000);
+  rlock_lock_free(wl);
+  dk_free(wc);
+  rlock_lock_free(hl);
+  if (hc != NULL)
+    dk_free(hc);
+  if (bc != NULL)
+    rlock_client_free(bc);
 }
 
 /* ---- 2. contention across processes, in each pub/sub mode --------------- */
@@ -459,110 +600,144 @@ static void wake_across_processes(const char *mode, int m, int sharded) {
   double ms = (double)(acquired_us - released_us) / 1000.0;
   char what[96];
   snprintf(what, sizeof what, "wake-up across processes, pubsub=%s", mode);
-  report(what, ms);
+  dk_report(what, ms);
   ASSERT_BETWEEN((int64_t)ms, 0, 500);
   assert_int_equal(exists_on(m, name), 0);
   wait_subs(ch, sharded, m, 0, 10000); /* and the subscription went away */
 }
 
+/* Each mode: a waiter of the running driver woken by a holder of the same
+ * driver and by a blocking holder; for the blocking client, also across
+ * processes. */
 static void test_wake_classic(void **state) {
   (void)state;
-  wake_across_processes("classic", 0, 0);
+  int ms[16];
+  assert_true(live_masters(ms) >= 3);
+  if (!dk_loop())
+    wake_across_processes("classic", ms[0], 0);
+  wake("classic", ms[0], 0, 0);
+  wake("classic", ms[1], 0, 1);
 }
 
 static void test_wake_sharded(void **state) {
   (void)state;
-  wake_across_processes("sharded", 1, 1);
+  int ms[16];
+  assert_true(live_masters(ms) >= 3);
+  if (!dk_loop())
+    wake_across_processes("sharded", ms[1], 1);
+  wake("sharded", ms[1], 1, 0);
+  wake("sharded", ms[2], 1, 1);
 }
 
 static void test_wake_auto(void **state) {
   (void)state;
+  int ms[16];
+  assert_true(live_masters(ms) >= 3);
   /* Redis 7 answers PUBSUB SHARDNUMSUB: auto must pick sharded. */
-  wake_across_processes("auto", 2, 1);
+  if (!dk_loop())
+    wake_across_processes("auto", ms[2], 1);
+  wake(NULL, ms[2], 1, 0);
+  wake("auto", ms[0], 1, 1);
 }
 
 /* ---- 3. a slot migrated under held locks and a waiter ------------------- */
 
-/* ASKING then `cmd key` on node n, over a connection of its own. */
-static long long asking_int(int n, const char *cmd, const char *key) {
-  redisContext *ctx = rt_server_connect(node(n));
-  freeReplyObject(redisCommand(ctx, "ASKING"));
-  redisReply *r = redisCommand(ctx, "%s %s", cmd, key);
-  if (r == NULL || r->type != REDIS_REPLY_INTEGER)
-    fail_msg("node %d: ASKING %s %s answered %s", n, cmd, key,
-             r && r->str ? r->str : "nothing");
-  long long v = r->integer;
-  freeReplyObject(r);
-  redisFree(ctx);
-  return v;
-}
-
+/* Three locks in one slot on a client in sharded mode: A (watchdog) is
+ * renewed during the migration (ASK) and after it (MOVED); C (a 20 s
+ * lease) is released half-way (ASK); B (a 30 s lease) is waited for by
+ * another client and released after the slot moved: `from` dropped the
+ * waiter's sharded subscription (sunsubscribe) and it must be redone
+ * where the channel now lives, since only the unlock message can explain
+ * a prompt wake-up. The test's thread drives the migration meanwhile (a
+ * loop runs on a thread of its own, never blocked). */
 static void test_migration_under_locks(void **state) {
   (void)state;
-  char seed[64], a[64], b[64], ch[128];
-  rt_cluster_key_on(cl, 0, "mig:", seed, sizeof seed);
-  int slot = rt_cluster_slot_of(seed), from = 0, to = 1;
-  /* Two locks in one slot: A (watchdog) is renewed during the migration
-   * (ASK) and after it (MOVED); B (30 s lease) is waited for by another
-   * client in sharded mode and released after the slot moved. */
+  int ms[16];
+  assert_true(live_masters(ms) >= 3);
+  int from = ms[dk == DK_EV ? 1 : 0], to = ms[dk == DK_EV ? 2 : 1];
+  char seed[64], a[64], b[64], c[64], ch[128], prefix[32];
+  /* A slot of the driver's own: a release's latch key, deleted after the
+   * client answered, may outlive the case for a while. */
+  snprintf(prefix, sizeof prefix, "mig:%s:", dk_name());
+  rt_cluster_key_on(cl, from, prefix, seed, sizeof seed);
+  int slot = rt_cluster_slot_of(seed);
   rt_cluster_key_in_slot(slot, "migA:", a, sizeof a);
   rt_cluster_key_in_slot(slot, "migB:", b, sizeof b);
+  rt_cluster_key_in_slot(slot, "migC:", c, sizeof c);
   snprintf(ch, sizeof ch, "redisson_lock__channel:{%s}", b);
   int64_t wd = rt_scaled_ms(1500);
+  dk_bg_begin();
   rlock_client *h = cluster_client("sharded", wd);
   rlock_client *wc = cluster_client("sharded", 0);
-  rlock_lock *la = fx_lock(h, a), *lb = fx_lock(h, b);
-  OK(rlock_lock_acquire(la));
-  /* B's lease outlasts the test (several leases of A pass): only the
-   * unlock message can explain a prompt wake-up. */
-  OK(rlock_lock_acquire_lease(lb, rt_scaled_ms(30000)));
-  waiter w = {
-      .c = wc, .name = b, .wait_ms = rt_scaled_ms(60000), .lease_ms = 30000};
-  waiter_start(&w);
+  rlock_lock *la = fx_lock(h, a), *lb = fx_lock(h, b), *lc = fx_lock(h, c);
+  rlock_lock *wl = fx_lock(wc, b);
+  uint64_t me = dk_me(), w = rlock_owner_new();
+  OK(dk_acquire(la, me, 0, RLOCK_LEASE_WATCHDOG));
+  /* B's lease outlasts the test (several leases of A pass). */
+  OK(dk_acquire(lb, me, 0, rt_scaled_ms(30000)));
+  OK(dk_acquire(lc, me, 0, 20000));
+  static dk_op wop; /* static: a failed case leaves it to the teardown */
+  dk_acquire_start(&wop, wl, w, rt_scaled_ms(60000), 30000);
   wait_subs(ch, 1, from, 1, 10000);
+  dk_bg_measure_from_now();
 
   rt_cluster_migrate_begin(cl, slot, from, to);
-  assert_int_equal(rt_cluster_migrate_keys(cl, slot, from, to, -1), 2);
+  assert_int_equal(rt_cluster_migrate_keys(cl, slot, from, to, -1), 3);
   assert_int_equal(keys_in_slot(from, slot), 0);
-  assert_int_equal(keys_in_slot(to, slot), 2);
+  assert_int_equal(keys_in_slot(to, slot), 3);
   /* The keys now live on `to`, reachable only with ASKING: renewal (and
    * every other call) must follow ASK. More than one lease passes. */
-  long long low = watch_renewals(to, a, 1, wd + wd / 3, 0);
+  long long low = watch_renewals(to, a, 1, wd + wd / 2, 0);
   printf("[   INFO   ] lowest PTTL of a lock renewed through ASK: %lld ms "
          "(lease %lld)\n",
          low, (long long)wd);
   int64_t count;
-  OK(rlock_lock_hold_count(&count, la));
+  OK(dk_hold_count(&count, la, me));
   assert_int_equal(count, 1);
-  int locked;
-  OK(rlock_lock_is_locked(&locked, lb));
-  assert_int_equal(locked, 1);
-  assert_int_equal(atomic_load(&w.done), 0); /* still waiting */
+  if (!dk_loop()) {
+    int locked;
+    OK(rlock_lock_is_locked(&locked, lb));
+    assert_int_equal(locked, 1);
+  }
+  assert_false(dk_op_done(&wop)); /* still waiting */
+  OK(dk_release(lc, me));         /* half-way: ASK */
+  assert_int_equal(asking_int(to, "EXISTS", c), 0);
 
   rt_cluster_migrate_finish(cl, slot, from, to);
   assert_int_equal(owner_of(b), to);
-  /* `from` dropped the waiter's sharded subscription (sunsubscribe): it
-   * is redone where the channel now lives. */
   wait_subs(ch, 1, to, 1, 10000);
-  assert_int_equal(atomic_load(&w.done), 0);
+  assert_false(dk_op_done(&wop));
   /* A's renewals now get MOVED first. */
-  low = watch_renewals(to, a, 0, wd + wd / 3, 0);
+  low = watch_renewals(to, a, 0, wd + wd / 2, 0);
   printf("[   INFO   ] lowest PTTL of a lock renewed after MOVED: %lld ms\n",
          low);
-  rlock_stats st;
-  OK(rlock_client_stats(h, &st, sizeof st));
-  assert_true(st.topology_changes >= 1); /* the slot's move was followed */
+  if (!dk_loop()) {
+    rlock_stats st;
+    OK(rlock_client_stats(h, &st, sizeof st));
+    assert_true(st.topology_changes >= 1); /* the slot's move was followed */
+  }
   assert_int_equal(exists_on(to, b), 1);
-  double ms = release_then_wake(lb, NULL, &w);
-  report("wake-up after the slot moved (sharded, holder's lease 30 s)", ms);
-  ASSERT_BETWEEN((int64_t)ms, 0, 500);
-  OK(rlock_lock_check(la));
-  OK(rlock_lock_release(la));
+  int64_t released = rt_now_us();
+  OK(dk_release(lb, me));
+  OK(dk_op_wait(&wop, 10000, "the waiter"));
+  double woke = (double)(wop.done_us - released) / 1000.0;
+  dk_report("wake-up after the slot moved (sharded, holder's lease 30 s)",
+            woke);
+  ASSERT_BETWEEN((int64_t)woke, 0, dk_loop() ? 2000 : 500);
+  OK(dk_release(wl, w));
+  OK(dk_check(la, me));
+  OK(dk_release(la, me)); /* after MOVED */
   assert_int_equal(exists_on(to, a), 0);
+  assert_int_equal(exists_on(to, b), 0);
   rlock_lock_free(la);
   rlock_lock_free(lb);
-  rlock_client_free(h);
-  rlock_client_free(wc);
+  rlock_lock_free(lc);
+  rlock_lock_free(wl);
+  dk_free(h);
+  dk_free(wc);
+  dk_bg_end("a slot migrated under held locks and a waiter");
+  /* Back where it was, for the cases after this one. */
+  rt_cluster_migrate_slot(cl, slot, to, from);
 }
 
 /* Releases while the lock's slot is half-way through a migration: the
@@ -580,9 +755,12 @@ static void test_migration_under_locks(void **state) {
  * was already popped, so the lock is left to expire with its lease. */
 static void test_release_during_migration(void **state) {
   (void)state;
+  int ms[16];
+  assert_true(live_masters(ms) >= 3);
   char seed[64], p[64], f[64], rw[64], fresh[64];
-  rt_cluster_key_on(cl, 2, "migrel:", seed, sizeof seed);
-  int slot = rt_cluster_slot_of(seed), from = 2, to = 0;
+  int from = ms[2], to = ms[0];
+  rt_cluster_key_on(cl, from, "migrel:", seed, sizeof seed);
+  int slot = rt_cluster_slot_of(seed);
   rt_cluster_key_in_slot(slot, "migrel:plain:", p, sizeof p);
   rt_cluster_key_in_slot(slot, "migrel:fair:", f, sizeof f);
   rt_cluster_key_in_slot(slot, "migrel:rw:", rw, sizeof rw);
@@ -591,20 +769,19 @@ static void test_release_during_migration(void **state) {
   rlock_lock *lp = fx_lock(c, p), *lfresh = fx_lock(c, fresh), *lf, *lw;
   OK(rlock_lock_new_fair(&lf, c, f));
   OK(rlock_lock_new_write(&lw, c, rw));
-  OK(rlock_lock_acquire_lease(lp, 20000));
-  OK(rlock_lock_acquire_lease(lf, 20000));
-  OK(rlock_lock_acquire_lease(lw, 20000));
+  uint64_t me = dk_me();
+  OK(dk_acquire(lp, me, 0, 20000));
+  OK(dk_acquire(lf, me, 0, 20000));
+  OK(dk_acquire(lw, me, 0, 20000));
   rt_cluster_migrate_begin(cl, slot, from, to);
   rt_cluster_migrate_keys(cl, slot, from, to, -1);
   assert_int_equal(keys_in_slot(from, slot), 0);
   /* A lock taken during the migration: one key, ASK is followed. */
-  OK(rlock_lock_try_acquire(lfresh, 0, 20000));
+  OK(dk_acquire(lfresh, me, 0, 20000));
   assert_int_equal(asking_int(to, "EXISTS", fresh), 1);
   struct {
     rlock_lock *l;
     const char *what;
-    int rc;
-    char msg[200];
   } rel[4] = {{lfresh, "plain lock taken during it"},
               {lp, "plain lock"},
               {lf, "fair lock"},
@@ -612,27 +789,28 @@ static void test_release_during_migration(void **state) {
   char failed[1024] = "";
   for (int i = 0; i < 4; i++) {
     int64_t t0 = rt_now_ms();
-    rel[i].rc = rlock_lock_release(rel[i].l);
+    int rc = dk_release(rel[i].l, me);
     int64_t took = rt_now_ms() - t0;
-    snprintf(rel[i].msg, sizeof rel[i].msg, "%s", rlock_error_last()->message);
-    if (rel[i].rc != RLOCK_OK) {
+    if (rc != RLOCK_OK) {
       size_t at = strlen(failed);
       snprintf(failed + at, sizeof failed - at, "%s%s: %d after %lld ms (%s)",
-               at ? "; " : "", rel[i].what, rel[i].rc, (long long)took,
-               rel[i].msg);
+               at ? "; " : "", rel[i].what, rc, (long long)took,
+               rlock_error_last()->message);
     } else {
       assert_int_equal(asking_int(to, "EXISTS", rlock_lock_name(rel[i].l)), 0);
     }
     ASSERT_BETWEEN(took, 0, 1000 + 2000 + 2000 + 500); /* never hangs */
   }
   rt_cluster_migrate_finish(cl, slot, from, to);
-  /* What a failed release left behind goes, for the tests after this. */
+  /* What a failed release left behind goes, and the slot goes back where
+   * it was, for the cases after this one. */
   freeReplyObject(rt_cmd(node(to), "DEL %s %s %s", p, f, rw));
+  rt_cluster_migrate_slot(cl, slot, to, from);
   rlock_lock_free(lp);
   rlock_lock_free(lf);
   rlock_lock_free(lw);
   rlock_lock_free(lfresh);
-  rlock_client_free(c);
+  dk_free(c);
   if (failed[0] != '\0')
     regression("BUG-2 release during migration", failed);
 }
@@ -814,49 +992,6 @@ static void test_watchdog_stopped_master(void **state) {
 
 /* ---- 5b. the unlock latch: replayed, then deleted ------------------------ */
 
-/* Calls of `cmd` (INFO commandstats' cmdstat_<cmd>) node n has run. */
-static long long calls_on(int n, const char *cmd) {
-  redisReply *r = rt_cmd(node(n), "INFO commandstats");
-  char want[64];
-  snprintf(want, sizeof want, "cmdstat_%s:calls=", cmd);
-  const char *p = r->str ? strstr(r->str, want) : NULL;
-  long long v = p ? atoll(p + strlen(want)) : 0;
-  freeReplyObject(r);
-  return v;
-}
-
-/* Latch keys of `name` on node n (SCAN, every page). */
-static long long latch_keys(int n, const char *name) {
-  char match[160], cursor[32] = "0";
-  snprintf(match, sizeof match, "redisson_unlock_latch:{%s}:*", name);
-  long long found = 0;
-  do {
-    redisReply *r =
-        rt_cmd(node(n), "SCAN %s MATCH %s COUNT 1000", cursor, match);
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2)
-      fail_msg("node %d: SCAN answered type %d", n, r->type);
-    snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
-    found += (long long)r->element[1]->elements;
-    freeReplyObject(r);
-  } while (strcmp(cursor, "0") != 0);
-  return found;
-}
-
-/* Node n has run `dels` DELs in all, and holds no latch key of `name`. */
-typedef struct latch_gone {
-  int n;
-  const char *name;
-  long long dels;
-} latch_gone;
-
-static bool pred_latch_gone(void *arg, char *why, size_t cap) {
-  latch_gone *g = arg;
-  long long dels = calls_on(g->n, "del"), keys = latch_keys(g->n, g->name);
-  snprintf(why, cap, "node %d ran %lld DELs of %lld, %lld latch keys left",
-           g->n, dels, g->dels, keys);
-  return dels >= g->dels && keys == 0;
-}
-
 /* Every release of a cluster client writes a latch (the first answer,
  * for a re-send) and, its answer read, deletes it without waiting: after
  * a partial and a full release no latch key is left on the node, and the
@@ -864,38 +999,25 @@ static bool pred_latch_gone(void *arg, char *why, size_t cap) {
  * just never there). A release of nothing held stores no latch. */
 static void test_latch_deleted(void **state) {
   (void)state;
+  int ms[16];
+  assert_true(live_masters(ms) >= 1);
   rlock_client *c = cluster_client(NULL, 0);
   char name[64];
-  rt_cluster_key_on(cl, 0, "latch:plain:", name, sizeof name);
+  rt_cluster_key_on(cl, ms[0], "latch:plain:", name, sizeof name);
   int n = owner_of(name);
   rlock_lock *l = fx_lock(c, name);
-  OK(rlock_lock_try_acquire(l, 0, 30000));
-  OK(rlock_lock_try_acquire(l, 0, 30000));
+  uint64_t me = dk_me();
+  OK(dk_acquire(l, me, 0, 30000));
+  OK(dk_acquire(l, me, 0, 30000));
   latch_gone g = {n, name, calls_on(n, "del") + 2};
-  OK(rlock_lock_release(l)); /* one level left: answer 0 */
-  OK(rlock_lock_release(l)); /* deleted: answer 1 */
+  OK(dk_release(l, me)); /* one level left: answer 0 */
+  OK(dk_release(l, me)); /* deleted: answer 1 */
   assert_int_equal(exists_on(n, name), 0);
-  rt_wait_until(pred_latch_gone, &g, rt_scaled_ms(5000),
-                "both latches deleted");
-  RC(rlock_lock_release(l), RLOCK_ENOTHELD);
+  dk_wait(pred_latch_gone, &g, 5000, "both latches deleted");
+  RC(dk_release(l, me), RLOCK_ENOTHELD);
   assert_int_equal(latch_keys(n, name), 0);
   rlock_lock_free(l);
-  rlock_client_free(c);
-}
-
-typedef struct releaser {
-  pthread_t th;
-  rlock_lock *l;
-  uint64_t owner;
-  int rc;
-  char msg[256];
-} releaser;
-
-static void *releaser_main(void *arg) {
-  releaser *r = arg;
-  r->rc = rlock_lock_release_owner(r->l, r->owner);
-  snprintf(r->msg, sizeof r->msg, "%s", rlock_error_last()->message);
-  return NULL;
+  dk_free(c);
 }
 
 typedef struct dropped {
@@ -924,7 +1046,6 @@ static void test_latch_replays_lost_reply(void **state) {
   (void)state;
   int m = is_live_master(1) ? 1 : 0;
   rlock_config *cfg;
-  rlock_client *c;
   OK(rlock_config_new(&cfg));
   char url[1024];
   OK(rlock_config_set_url(cfg, cluster_url(url, sizeof url, NULL)));
@@ -933,52 +1054,44 @@ static void test_latch_replays_lost_reply(void **state) {
   OK(rlock_config_set_connect_timeout_ms(cfg, rt_scaled_ms(2000)));
   OK(rlock_config_set_command_timeout_ms(cfg, 300));
   OK(rlock_config_set_replica_sync_timeout_ms(cfg, 200));
-  OK(rlock_client_new(&c, cfg));
+  rlock_client *c = dk_client_cfg(cfg);
   rlock_config_free(cfg);
-  char name[64], field[RLOCK_OWNER_MAX + 32];
+  char name[64], field[RLOCK_OWNER_MAX];
   rt_cluster_key_on(cl, m, "latch:lost:", name, sizeof name);
   rlock_lock *l = fx_lock(c, name);
-  rlock_acquire_options o;
-  OK(rlock_acquire_options_init(&o, RLOCK_ACQUIRE_OPTIONS_VERSION));
-  o.wait_ms = 0;
-  o.lease_ms = 60000; /* no watchdog: no renewal script in the counts */
-  o.owner = rlock_owner_new();
-  OK(rlock_lock_acquire_opts(l, &o));
-  OK(rlock_lock_acquire_opts(l, &o));
-  snprintf(field, sizeof field, "%s:%llu", rlock_client_id(c),
-           (unsigned long long)o.owner);
+  uint64_t me = rlock_owner_new();
+  field_of(c, me, field);
+  /* No watchdog: no renewal script in the counts. */
+  OK(dk_acquire(l, me, 0, 60000));
+  OK(dk_acquire(l, me, 0, 60000));
   assert_int_equal(fx_hget(node(m), name, field), 2);
   long long scripts0 = calls_on(m, "evalsha") + calls_on(m, "eval");
   rlock_stats st;
   OK(rlock_client_stats(c, &st, sizeof st));
   dropped d = {c, st.disconnects};
   rt_server_freeze(node(m));
-  releaser r = {.l = l, .owner = o.owner};
-  assert_int_equal(pthread_create(&r.th, NULL, releaser_main, &r), 0);
+  dk_op r;
+  dk_release_start(&r, l, me);
   /* The first try timed out: its connection was dropped, its bytes wait
    * in the stopped master's socket. */
-  rt_wait_until(pred_dropped, &d, rt_scaled_ms(5000),
-                "the release's first try to time out");
+  dk_wait(pred_dropped, &d, 5000, "the release's first try to time out");
   rt_server_thaw(node(m));
-  pthread_join(r.th, NULL);
-  if (r.rc != RLOCK_OK)
-    fail_msg("release: %d %s", r.rc, r.msg);
+  if (dk_op_wait(&r, 10000, "the release") != RLOCK_OK)
+    fail_msg("release: %d %s", r.r.rc, r.r.msg);
   long long runs = calls_on(m, "evalsha") + calls_on(m, "eval") - scripts0;
   printf("[   INFO   ] the master ran the release script %lld times\n", runs);
   assert_true(runs >= 2); /* the lost try, and the repeat */
   assert_int_equal(fx_hget(node(m), name, field), 1); /* one level, once */
   int64_t count = 0;
-  OK(rlock_lock_hold_count_owner(&count, l, o.owner));
+  OK(dk_hold_count(&count, l, me));
   assert_int_equal(count, 1);
   latch_gone g = {m, name, 0};
-  rt_wait_until(pred_latch_gone, &g, rt_scaled_ms(5000),
-                "the replayed release's latch deleted");
-  OK(rlock_lock_release_owner(l, o.owner));
+  dk_wait(pred_latch_gone, &g, 5000, "the replayed release's latch deleted");
+  OK(dk_release(l, me));
   assert_int_equal(exists_on(m, name), 0);
-  rt_wait_until(pred_latch_gone, &g, rt_scaled_ms(5000),
-                "the last release's latch deleted");
+  dk_wait(pred_latch_gone, &g, 5000, "the last release's latch deleted");
   rlock_lock_free(l);
-  rlock_client_free(c);
+  dk_free(c);
 }
 
 /* ---- 6. a seed list whose first node is dead ----------------------------- */
@@ -1207,8 +1320,10 @@ static const char *REDISSON_UNLOCK =
 
 static void test_interop_spublish(void **state) {
   (void)state;
+  int ms[16];
+  assert_true(live_masters(ms) >= 2);
   char name[64], ch[128];
-  int m = 1;
+  int m = ms[1];
   rt_cluster_key_on(cl, m, "interop:", name, sizeof name);
   snprintf(ch, sizeof ch, "redisson_lock__channel:{%s}", name);
   /* A Redisson holder blocks rlock. */
@@ -1218,26 +1333,26 @@ static void test_interop_spublish(void **state) {
   freeReplyObject(r);
   rlock_client *c = cluster_client(NULL, 0);
   rlock_lock *l = fx_lock(c, name);
-  RC(rlock_lock_try_acquire(l, 0, 0), RLOCK_ELOCKED);
+  uint64_t me = dk_me(), other = rlock_owner_new();
+  RC(dk_acquire(l, me, 0, 0), RLOCK_ELOCKED);
   /* Its unlock's SPUBLISH wakes an rlock waiter at once. */
-  waiter w = {.c = c, .name = name, .wait_ms = 20000, .lease_ms = 30000};
-  waiter_start(&w);
+  dk_op w;
+  dk_acquire_start(&w, l, other, 20000, 30000);
   wait_subs(ch, 1, m, 1, 10000);
   int64_t t0 = rt_now_us();
   r = rt_cmd(node(m), "EVAL %s 2 %s %s 0 30000 %s SPUBLISH", REDISSON_UNLOCK,
              name, ch, JAVA_OWNER);
   assert_int_equal(r->integer, 1);
   freeReplyObject(r);
-  waiter_join(&w);
-  OK(w.rc);
-  OK(w.rc_release);
-  double ms = (double)(atomic_load(&w.acquired_us) - t0) / 1000.0;
-  report("rlock waiter woken by Redisson's unlock (SPUBLISH)", ms);
-  ASSERT_BETWEEN((int64_t)ms, 0, 250);
+  OK(dk_op_wait(&w, 20000, "the waiter"));
+  double ms_woke = (double)(w.done_us - t0) / 1000.0;
+  OK(dk_release(l, other));
+  dk_report("rlock waiter woken by Redisson's unlock (SPUBLISH)", ms_woke);
+  ASSERT_BETWEEN((int64_t)ms_woke, 0, 250);
 
   /* The other way: an rlock release reaches a Redisson waiter's
    * SSUBSCRIBE on the owning node, and its lock script then succeeds. */
-  OK(rlock_lock_acquire(l));
+  OK(dk_acquire(l, me, 0, RLOCK_LEASE_WATCHDOG));
   r = rt_cmd(node(m), "EVAL %s 1 %s 30000 %s", REDISSON_LOCK, name, JAVA_OWNER);
   assert_int_equal(r->type, REDIS_REPLY_INTEGER);
   freeReplyObject(r);
@@ -1245,7 +1360,7 @@ static void test_interop_spublish(void **state) {
   r = redisCommand(sub, "SSUBSCRIBE %s", ch);
   assert_non_null(r);
   freeReplyObject(r);
-  OK(rlock_lock_release(l));
+  OK(dk_release(l, me));
   struct timeval tv = {.tv_sec = rt_scaled_ms(5000) / 1000};
   redisSetTimeout(sub, tv);
   assert_int_equal(redisGetReply(sub, (void **)&r), REDIS_OK);
@@ -1262,31 +1377,43 @@ static void test_interop_spublish(void **state) {
   assert_int_equal(r->integer, 1);
   freeReplyObject(r);
   rlock_lock_free(l);
-  rlock_client_free(c);
+  dk_free(c);
 }
 
 /* ---- 4. failovers during contention ---------------------------------------
  */
 
 /* Graceful failover (CLUSTER FAILOVER) of the master holding a lock that
- * another client waits for in sharded mode. */
+ * another client waits for in sharded mode: the hold is renewed on the
+ * promoted replica, the waiter's subscription stays in the slot's shard,
+ * and the release (its client freed right after) wakes the waiter. The
+ * test's thread drives the failover meanwhile (a loop runs on a thread of
+ * its own, never blocked). */
 static void test_graceful_failover(void **state) {
   (void)state;
-  int g = 1;
-  assert_true(is_live_master(g));
+  int ms[16], n = live_masters(ms), g = -1;
+  for (int i = 0; i < n && g < 0; i++) /* the second master, or another */
+    if (rt_cluster_replica_of(cl, ms[(i + 1) % n]) >= 0)
+      g = ms[(i + 1) % n];
+  assert_true(g >= 0);
   char name[64], ch[128];
   rt_cluster_key_on(cl, g, "fo:graceful:", name, sizeof name);
   snprintf(ch, sizeof ch, "redisson_lock__channel:{%s}", name);
   int64_t wd = 3000;
+  dk_bg_begin();
   rlock_client *h = cluster_client(NULL, wd), *wc = cluster_client(NULL, 0);
-  rlock_lock *l = fx_lock(h, name);
-  OK(rlock_lock_acquire(l));
-  waiter w = {.c = wc, .name = name, .wait_ms = 60000, .lease_ms = 30000};
-  waiter_start(&w);
+  static rlock_lock *l, *wl; /* static, as the waiter's op */
+  l = fx_lock(h, name);
+  wl = fx_lock(wc, name);
+  uint64_t me = dk_me(), w = rlock_owner_new();
+  OK(dk_acquire(l, me, 0, RLOCK_LEASE_WATCHDOG));
+  static dk_op wop;
+  dk_acquire_start(&wop, wl, w, 60000, 30000);
   wait_subs(ch, 1, g, 1, 10000);
+  dk_bg_measure_from_now();
   int ng = rt_cluster_failover(cl, g);
-  report("graceful failover (CLUSTER FAILOVER)",
-         (double)rt_cluster_last_failover_ms(cl));
+  dk_report("graceful failover (CLUSTER FAILOVER)",
+            (double)rt_cluster_last_failover_ms(cl));
   assert_int_equal(owner_of(name), ng);
   assert_int_equal(exists_on(ng, name), 1);
   /* The subscription follows the slot's shard: on the promoted replica,
@@ -1299,15 +1426,25 @@ static void test_graceful_failover(void **state) {
   describe_subs(ch, where, sizeof where);
   printf("[   INFO   ] after CLUSTER FAILOVER %d -> %d: %s\n", g, ng, where);
   watch_renewals(ng, name, 0, wd + wd / 3, 0);
-  double ms = release_then_wake(l, h, &w);
-  report("wake-up after a graceful failover (holder's lease 3 s)", ms);
-  ASSERT_BETWEEN((int64_t)ms, 0, 500);
-  rlock_client_free(wc);
+  assert_false(dk_op_done(&wop));
+  int64_t released = rt_now_us();
+  OK(dk_release(l, me));
+  rlock_lock_free(l);
+  dk_free(h); /* the waiter does not depend on the holder's client */
+  OK(dk_op_wait(&wop, 10000, "the waiter"));
+  double woke = (double)(wop.done_us - released) / 1000.0;
+  dk_report("wake-up after a graceful failover (holder's lease 3 s)", woke);
+  ASSERT_BETWEEN((int64_t)woke, 0, 500);
+  OK(dk_release(wl, w));
+  rlock_lock_free(wl);
+  dk_free(wc);
+  dk_bg_end("a graceful failover");
 }
 
 /* A thread that keeps taking fresh names on the victim's slots with
  * wait 0 while the master is killed and replaced: each call must succeed
- * or fail with a documented code within its deadline. */
+ * or fail with a documented code within its deadline. Its calls use no
+ * cmocka assertion (they are off the test's thread). */
 #define PROBE_NAMES 400
 typedef struct prober {
   rlock_client *c;
@@ -1322,17 +1459,50 @@ typedef struct prober {
   pthread_t t;
 } prober;
 
+/* `what` on `l` for `owner` from a thread that is not the test's: the
+ * blocking call, or the _async one waited for (polling) up to `wait` plus
+ * 15 s; -100 when no answer came. */
+static int probe_call(int what, rlock_lock *l, uint64_t owner, int64_t wait,
+                      int64_t lease, char *msg, size_t cap) {
+  dk_op *op = calloc(1, sizeof *op);
+  if (op == NULL)
+    return RLOCK_ENOMEM;
+  *op = (dk_op){.l = l, .what = what, .o = opts(owner, wait, lease)};
+  if (!dk_loop()) {
+    dk_op_call(op);
+  } else {
+    int rc = what == DK_RELEASE
+                 ? rlock_lock_release_async(l, owner, dk_op_on_done, op)
+                 : rlock_lock_acquire_async(l, &op->o, dk_op_on_done, op, NULL);
+    int64_t end = rt_now_ms() + wait + rt_scaled_ms(15000);
+    while (rc == RLOCK_OK && !dk_op_done(op) && rt_now_ms() < end)
+      rt_sleep_ms(1);
+    if (rc != RLOCK_OK)
+      dk_op_finish(op, rc, 0);
+    if (!dk_op_done(op)) { /* op and lock stay: the answer may yet come */
+      snprintf(msg, cap, "no answer within %lld ms", (long long)(wait + 15000));
+      return -100;
+    }
+  }
+  snprintf(msg, cap, "%s", op->r.msg);
+  int rc = op->r.rc;
+  free(op);
+  return rc;
+}
+
 static void *prober_main(void *arg) {
   prober *p = arg;
+  uint64_t owner = rlock_owner_new();
   for (int i = 0; i < PROBE_NAMES && !atomic_load(&p->stop); i++) {
     rlock_lock *l;
+    char msg[256];
     if (rlock_lock_new(&l, p->c, p->names[i]) != RLOCK_OK)
       break;
     int64_t t0 = rt_now_us();
-    int rc = rlock_lock_try_acquire(l, 0, 10000);
+    int rc = probe_call(DK_ACQUIRE, l, owner, 0, 10000, msg, sizeof msg);
     int64_t t1 = rt_now_us();
     if (rc == RLOCK_OK)
-      rc = rlock_lock_release(l);
+      rc = probe_call(DK_RELEASE, l, owner, 0, 0, msg, sizeof msg);
     int64_t ms = (t1 - t0) / 1000;
     p->worst_ms = ms > p->worst_ms ? ms : p->worst_ms;
     p->calls++;
@@ -1348,48 +1518,39 @@ static void *prober_main(void *arg) {
       p->failed++;
     } else if (p->bad_rc++ == 0) {
       p->bad_rc_value = rc;
-      snprintf(p->bad_msg, sizeof p->bad_msg, "%s",
-               rlock_error_last()->message);
+      snprintf(p->bad_msg, sizeof p->bad_msg, "%s", msg);
     }
-    rlock_lock_free(l);
+    if (rc != -100)
+      rlock_lock_free(l);
     rt_sleep_ms(rc == RLOCK_OK ? 5 : 20);
   }
   return NULL;
 }
 
-/* A thread that, as soon as the kill happened, takes a fresh name on the
- * victim's slots with a long wait: it must ride out the failover. */
-typedef struct rider {
-  rlock_client *c;
-  const char *name;
-  _Atomic int64_t *kill_us;
-  int rc;
-  int64_t took_ms, done_us;
-  char msg[256];
-  pthread_t t;
-} rider;
-
-static void *rider_main(void *arg) {
-  rider *r = arg;
-  int64_t t0 = rt_now_ms();
-  while (atomic_load(r->kill_us) == 0 && rt_now_ms() - t0 < 120000)
-    rt_sleep_ms(1);
-  rlock_lock *l;
-  if ((r->rc = rlock_lock_new(&l, r->c, r->name)) != RLOCK_OK)
-    return NULL;
-  t0 = rt_now_ms();
-  r->rc = rlock_lock_try_acquire(l, rt_scaled_ms(20000), 10000);
-  r->took_ms = rt_now_ms() - t0;
-  r->done_us = rt_now_us();
-  snprintf(r->msg, sizeof r->msg, "%s", rlock_error_last()->message);
-  if (r->rc == RLOCK_OK)
-    r->rc = rlock_lock_release(l);
-  rlock_lock_free(l);
-  return NULL;
+static bool pred_promoted(void *arg, char *why, size_t cap) {
+  int rep = *(int *)arg;
+  snprintf(why, cap, "node %d is not a master yet", rep);
+  return rt_cluster_is_master(cl, rep);
 }
 
-/* kill -9 of the master holding a lock that another client waits for
- * (sharded mode), while new locks are being taken on its slots.
+static atomic_int kill_lost; /* lost-lock callbacks for the holder's lock */
+
+static void on_kill_lost(const char *name, const char *owner, void *ud) {
+  (void)owner, (void)ud;
+  fprintf(stderr, "lost: %s\n", name);
+  atomic_fetch_add(&kill_lost, 1);
+}
+
+/* kill -9 of the master holding a lock (watchdog, 10 s) that another
+ * client waits for (sharded mode, 60 s), while new locks are being taken
+ * on its slots (wait 0, every call answered with a documented code within
+ * its deadline) and a call begun right after the kill waits 20 s: the
+ * hold, replicated before the kill (WAIT), survives on the promoted
+ * replica and is renewed there for its holder, never reported lost; the
+ * call begun at the kill gets its lock once the replica took over; the
+ * waiter's subscription moves to the promoted replica and the release
+ * wakes it. The test's thread drives the failover meanwhile (a loop runs
+ * on a thread of its own, never blocked).
  *
  * Regression test for BUG-3 "sharded subscription stuck on a dead node"
  * (fixed: a sharded subscriber that cannot reconnect looks its channels'
@@ -1404,11 +1565,12 @@ static void *rider_main(void *arg) {
  * unlock and wakes only when the holder's TTL runs out. */
 static void test_kill_master(void **state) {
   (void)state;
-  int k = 2;
-  assert_true(is_live_master(k));
-  int rep = rt_cluster_replica_of(cl, k);
-  assert_true(rep >= 0);
-  char name[64], ch[128], ride[64];
+  int ms[16], n = live_masters(ms), k = -1, rep = -1;
+  for (int i = n - 1; i >= 0 && k < 0; i--)
+    if ((rep = rt_cluster_replica_of(cl, ms[i])) >= 0)
+      k = ms[i];
+  assert_true(k >= 0);
+  char name[64], ch[128], ride[64], field[RLOCK_OWNER_MAX];
   rt_cluster_key_on(cl, k, "fo:kill:", name, sizeof name);
   rt_cluster_key_on(cl, k, "fo:ride:", ride, sizeof ride);
   snprintf(ch, sizeof ch, "redisson_lock__channel:{%s}", name);
@@ -1420,47 +1582,54 @@ static void test_kill_master(void **state) {
   }
   /* The holder's watchdog lease outlives the failover (~3-4 s). */
   int64_t wd = 10000;
-  rlock_client *h = cluster_client(NULL, wd), *wc = cluster_client(NULL, 0);
-  rlock_client *pc = cluster_client(NULL, 0), *rc = cluster_client(NULL, 0);
-  rlock_lock *l = fx_lock(h, name);
-  OK(rlock_lock_acquire(l));
-  /* Let the lock reach the replica before the crash. */
-  int64_t t0 = rt_now_ms();
-  while (rt_cmd_int(node(rep), "DBSIZE") == 0) {
-    if (rt_now_ms() - t0 > rt_scaled_ms(5000))
-      fail_msg("the lock never reached node %d, the replica", rep);
-    rt_sleep_ms(10);
-  }
-  waiter w = {.c = wc, .name = name, .wait_ms = 60000, .lease_ms = 30000};
-  waiter_start(&w);
+  char url[1024];
+  cluster_url(url, sizeof url, NULL);
+  atomic_store(&kill_lost, 0);
+  dk_bg_begin();
+  rlock_client *h = dk_client(url, wd, on_kill_lost, NULL);
+  rlock_client *wc = cluster_client(NULL, 0), *pc = cluster_client(NULL, 0),
+               *rc = cluster_client(NULL, 0);
+  static rlock_lock *l, *wl, *rl; /* static, as the ops below */
+  l = fx_lock(h, name);
+  wl = fx_lock(wc, name);
+  rl = fx_lock(rc, ride);
+  uint64_t me = dk_me(), w = rlock_owner_new(), r = rlock_owner_new();
+  dk_field(h, me, field);
+  OK(dk_acquire(l, me, 0, RLOCK_LEASE_WATCHDOG));
+  /* WAIT answered: the replica has the hold before the crash. */
+  assert_int_equal(first_int(rep, "READONLY", "EXISTS", name), 1);
+  static dk_op wop, rop;
+  dk_acquire_start(&wop, wl, w, rt_scaled_ms(60000), 30000);
   wait_subs(ch, 1, k, 1, 10000);
-  prober p = {.c = pc, .names = probe_names};
+  static prober p;
+  p = (prober){.c = pc, .names = probe_names};
   assert_int_equal(pthread_create(&p.t, NULL, prober_main, &p), 0);
-  rider r = {.c = rc, .name = ride, .kill_us = &p.kill_us};
-  assert_int_equal(pthread_create(&r.t, NULL, rider_main, &r), 0);
-  t0 = rt_now_ms();
+  int64_t t0 = rt_now_ms();
   while (atomic_load(&p.ok) < 3) {
     if (rt_now_ms() - t0 > rt_scaled_ms(10000))
       fail_msg("the prober took no lock before the kill");
     rt_sleep_ms(5);
   }
+  dk_bg_measure_from_now();
 
-  int64_t kill_ms = rt_now_ms();
-  atomic_store(&p.kill_us, kill_ms * 1000);
-  int nk = rt_cluster_kill_master(cl, k, rt_scaled_ms(30000));
-  report("failover after kill -9 (until the cluster is ok)",
-         (double)rt_cluster_last_failover_ms(cl));
+  int64_t kill_us = rt_now_us();
+  atomic_store(&p.kill_us, kill_us);
+  rt_server_kill(node(k));
+  dk_acquire_start(&rop, rl, r, rt_scaled_ms(20000), 10000);
+  rt_wait_until(pred_promoted, &rep, rt_scaled_ms(30000), "the failover");
+  rt_cluster_wait_ok(cl, rt_scaled_ms(30000));
+  dk_report("kill -9 to the cluster ok again",
+            (double)(rt_now_us() - kill_us) / 1000.0);
   while (atomic_load(&p.first_ok_after_us) == 0) {
-    if (rt_now_ms() - kill_ms > rt_scaled_ms(30000))
+    if (rt_now_us() - kill_us > rt_scaled_ms(30000) * 1000)
       fail_msg("no lock on the failed master's slots succeeded within %lld ms",
                (long long)rt_scaled_ms(30000));
     rt_sleep_ms(10);
   }
-  report("kill -9 to the first lock taken by a wait-0 prober",
-         (double)(atomic_load(&p.first_ok_after_us) / 1000 - kill_ms));
+  dk_report("kill -9 to the first lock taken by a wait-0 prober",
+            (double)(atomic_load(&p.first_ok_after_us) - kill_us) / 1000.0);
   atomic_store(&p.stop, 1);
   pthread_join(p.t, NULL);
-  pthread_join(r.t, NULL);
   printf("[   INFO   ] prober: %d calls, %d ok, %d failed with EIO/ETIMEOUT/"
          "ESERVER/EREPLICA, longest %lld ms\n",
          p.calls, atomic_load(&p.ok), p.failed, (long long)p.worst_ms);
@@ -1470,37 +1639,53 @@ static void test_kill_master(void **state) {
   /* wait 0: retries for connect + command timeout, then at most one
    * command in flight and one connect. */
   ASSERT_BETWEEN(p.worst_ms, 0, 1000 + 2000 + 2000 + 1000 + 500);
-  if (r.rc != RLOCK_OK)
+  if (dk_op_wait(&rop, 25000, "the call begun at the kill") != RLOCK_OK)
     fail_msg("an acquisition begun at the kill with a 20 s wait failed: "
              "%d %s",
-             r.rc, r.msg);
-  report("kill -9 to the lock of a call waiting through the failover",
-         (double)(r.done_us / 1000 - kill_ms));
+             rop.r.rc, rop.r.msg);
+  dk_report("kill -9 to the lock of a call waiting through the failover",
+            (double)(rop.done_us - kill_us) / 1000.0);
+  assert_int_equal(exists_on(rep, ride), 1);
+  OK(dk_release(rl, r));
 
-  assert_int_equal(owner_of(name), nk);
-  assert_int_equal(exists_on(nk, name), 1);
-  /* The holder's renewals resumed on the new master. */
-  watch_renewals(nk, name, 0, wd / 3 + wd / 6, wd / 3);
+  assert_int_equal(owner_of(name), rep);
+  assert_int_equal(exists_on(rep, name), 1);
+  /* The holder's renewals resumed on the new master, for its holder; the
+   * hold was never reported lost. */
+  watch_renewals(rep, name, 0, wd / 3 + wd / 6, wd / 3);
+  assert_int_equal(fx_hget(node(rep), name, field), 1);
+  assert_int_equal(atomic_load(&kill_lost), 0);
   /* The waiter's subscription moves to the promoted replica. (Checked
    * without failing at once, so that the wake-up is measured too.) */
   char why[768];
-  bool moved = subs_within(ch, nk, -1, 5000, why, sizeof why);
-  assert_int_equal(atomic_load(&w.done), 0);
-  double ms = release_then_wake(l, h, &w);
-  report("wake-up after a kill -9 failover (holder's lease 10 s)", ms);
-  rlock_client_free(wc);
-  rlock_client_free(pc);
-  rlock_client_free(rc);
+  bool moved = subs_within(ch, rep, -1, 5000, why, sizeof why);
+  assert_false(dk_op_done(&wop));
+  int64_t released = rt_now_us();
+  OK(dk_release(l, me));
+  rlock_lock_free(l);
+  dk_free(h); /* the waiter does not depend on the holder's client */
+  dk_op_wait(&wop, 10000, "the waiter");
+  double woke = (double)(wop.done_us - released) / 1000.0;
+  dk_report("wake-up after a kill -9 failover (holder's lease 10 s)", woke);
+  OK(wop.r.rc);
+  OK(dk_release(wl, w));
+  rlock_lock_free(wl);
+  rlock_lock_free(rl);
+  dk_free(wc);
+  dk_free(pc);
+  dk_free(rc);
+  dk_bg_end("kill -9 of a cluster master");
   /* The killed node comes back as a replica: the cluster is whole again. */
   rt_server_start_again(node(k));
   rt_cluster_wait_ok(cl, rt_scaled_ms(30000));
-  if (!moved || ms > rt_scaled_ms(500)) {
+  int64_t bound = rt_scaled_ms(dk_loop() ? 2000 : 500);
+  if (!moved || woke > (double)bound) {
     char detail[1024];
     snprintf(detail, sizeof detail,
-             "subscription %s; waiter woke %.0f ms "
-             "after the release (holder's TTL bound, not the message): %s",
-             moved ? "moved" : "not moved to the new master", ms,
-             moved ? "" : why);
+             "subscription %s; waiter woke %.0f ms after the release "
+             "(holder's TTL bound, not the message; at most %lld ms): %s",
+             moved ? "moved" : "not moved to the new master", woke,
+             (long long)bound, moved ? "" : why);
     regression("BUG-3 sharded subscription stuck on a dead node", detail);
   }
 }
@@ -1558,44 +1743,47 @@ static int child_main(int argc, char **argv) {
   return rc == RLOCK_OK ? 0 : 1;
 }
 
-/* ---- the group --------------------------------------------------------------
+/* ---- the groups ------------------------------------------------------------
  */
 
-static int setup(void **state) {
-  (void)state;
-  int64_t t0 = rt_now_ms();
-  cl = rt_cluster_start(3, 1);
-  report("cluster start, 3 masters + 3 replicas", (double)(rt_now_ms() - t0));
-  srv = rt_server_start(NULL);
+/* The cluster and a plain server, once for every group. */
+static int setup(void) {
+  if (cl == NULL) {
+    int64_t t0 = rt_now_ms();
+    cl = rt_cluster_start(3, 1);
+    dk_report("cluster start, 3 masters + 3 replicas",
+              (double)(rt_now_ms() - t0));
+    srv = rt_server_start(NULL);
+  }
   return 0;
 }
 
-static int teardown(void **state) {
-  (void)state;
+int main(int argc, char **argv) {
+  fx_argv0 = argv[0];
+  if (argc > 2 && strcmp(argv[1], "--child") == 0)
+    return child_main(argc - 2, argv + 2);
+  const dk_case cases[] = {
+      DK_CASE(test_wrong_url_kind, DK_BLOCK),
+      DK_CASE(test_dead_first_seed, DK_BLOCK),
+      DK_CASE(test_every_master, DK_ALL),
+      DK_CASE(test_latch_replays_lost_reply, DK_ALL),
+      DK_CASE(test_wake_classic, DK_ALL),
+      DK_CASE(test_wake_sharded, DK_ALL),
+      DK_CASE(test_wake_auto, DK_ALL),
+      DK_CASE(test_interop_spublish, DK_ALL),
+      DK_CASE(test_multilock, DK_BLOCK),
+      DK_CASE(test_redlock, DK_BLOCK),
+      DK_CASE(test_watchdog_many_slots, DK_BLOCK),
+      DK_CASE(test_watchdog_idle_tick, DK_BLOCK),
+      DK_CASE(test_watchdog_stopped_master, DK_BLOCK),
+      DK_CASE(test_latch_deleted, DK_ALL),
+      DK_CASE(test_migration_under_locks, DK_ALL),
+      DK_CASE(test_release_during_migration, DK_ALL),
+      DK_CASE(test_graceful_failover, DK_ALL),
+      DK_CASE(test_kill_master, DK_ALL),
+  };
+  int failed = DK_RUN(cases, setup, NULL);
   rt_cluster_free(cl);
   rt_server_free(srv);
-  return 0;
+  return failed;
 }
-
-static const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_wrong_url_kind),
-    cmocka_unit_test(test_dead_first_seed),
-    cmocka_unit_test(test_every_master),
-    cmocka_unit_test(test_wake_classic),
-    cmocka_unit_test(test_wake_sharded),
-    cmocka_unit_test(test_wake_auto),
-    cmocka_unit_test(test_interop_spublish),
-    cmocka_unit_test(test_multilock),
-    cmocka_unit_test(test_redlock),
-    cmocka_unit_test(test_watchdog_many_slots),
-    cmocka_unit_test(test_watchdog_idle_tick),
-    cmocka_unit_test(test_watchdog_stopped_master),
-    cmocka_unit_test(test_latch_deleted),
-    cmocka_unit_test(test_latch_replays_lost_reply),
-    cmocka_unit_test(test_migration_under_locks),
-    cmocka_unit_test(test_release_during_migration),
-    cmocka_unit_test(test_graceful_failover),
-    cmocka_unit_test(test_kill_master),
-};
-
-FX_MAIN(tests, setup, teardown, child_main)

@@ -1,6 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Integration: RedLock over 3 and 5 independent redis-servers. */
-#include "fixture.h"
+/*
+ * Integration: RedLock over 3 and 5 independent redis-servers. The cases
+ * written once run once per driver (drivers.h): a RedLock over blocking
+ * clients (rlock_redlock_acquire_opts, _release_owner) and one over loop
+ * clients on libuv and on libevent (rlock_redlock_acquire_async_result,
+ * _release_async). The blocking RedLock's own cases: rounds slowed by
+ * frozen and unreachable members, renewals and a restarted member, an
+ * explicit owner across threads, the constructor's refusals. The loop
+ * RedLock's own: each member's outcome of a release, cancels (on the loop
+ * and off it), a member's client freed with an acquisition pending, the
+ * async calls' refusals.
+ */
+#include "drivers.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -19,21 +30,30 @@ typedef struct cluster {
   rlock_redlock *r;
 } cluster;
 
+/* n servers, a client of the running driver on each, a RedLock over a
+ * lock `name` of each. */
 static void up(cluster *k, int n, const char *name, int64_t watchdog) {
   k->n = n;
   for (int i = 0; i < n; i++) {
     k->srv[i] = rt_server_start(NULL);
-    k->c[i] = fx_client(k->srv[i], watchdog);
+    k->c[i] = dk_client(rt_server_url(k->srv[i]), watchdog, NULL, NULL);
     k->l[i] = fx_lock(k->c[i], name);
   }
   OK(rlock_redlock_new(&k->r, k->l, (size_t)n));
 }
 
+/* Free what is left (a client already freed is NULL). A blocking
+ * client's locks go before it; a loop client goes before its locks,
+ * since a member's canceled attempt may still be pending (freeing its
+ * client completes it; it reads its lock). */
 static void down(cluster *k) {
   rlock_redlock_free(k->r);
   for (int i = 0; i < k->n; i++) {
+    if (dk_loop() && k->c[i] != NULL)
+      dk_free(k->c[i]);
     rlock_lock_free(k->l[i]);
-    rlock_client_free(k->c[i]);
+    if (!dk_loop())
+      dk_free(k->c[i]);
     rt_server_free(k->srv[i]);
   }
 }
@@ -44,30 +64,178 @@ static void hold_foreign(rt_server *s, const char *name) {
   freeReplyObject(rt_cmd(s, "PEXPIRE %s 60000", name));
 }
 
-static void test_all_up(void **state) {
+/* The hold count of `owner` on member i, as its server stores it (-1:
+ * none). */
+static long long held(cluster *k, int i, const char *name, uint64_t owner) {
+  char field[RLOCK_OWNER_MAX];
+  dk_field(k->c[i], owner, field);
+  return fx_hget(k->srv[i], name, field);
+}
+
+/* ---- the RedLock's calls, on either driver ------------------------------- */
+
+/* An acquisition's or a release's outcome, with each member's. */
+typedef struct outcome {
+  atomic_int done;
+  int rc;
+  int64_t validity;
+  rlock_redlock_result *res;
+  char msg[256];
+  /* a blocking call in the background */
+  rlock_redlock *r;
+  rlock_acquire_options o;
+  pthread_t thread;
+} outcome;
+
+static void on_result(void *arg, int rc, int64_t validity,
+                      rlock_redlock_result *res) {
+  outcome *o = arg;
+  o->rc = rc;
+  o->validity = validity;
+  o->res = res;
+  snprintf(o->msg, sizeof o->msg, "%s",
+           rc == RLOCK_OK ? "" : rlock_error_last()->message);
+  atomic_fetch_add(&o->done, 1);
+}
+
+static void *acquire_main(void *arg) {
+  outcome *o = arg;
+  rlock_redlock_result *res = NULL;
+  int rc = rlock_redlock_acquire_opts(&res, o->r, &o->o);
+  on_result(o, rc, rlock_redlock_result_validity_ms(res), res);
+  return NULL;
+}
+
+/* Start acquiring for `owner` (explicit), answered later: on a thread of
+ * its own (blocking) or on the loop. */
+static void acquire_start(outcome *out, cluster *k, uint64_t owner,
+                          int64_t wait, int64_t lease) {
+  *out = (outcome){.r = k->r, .o = opts(owner, wait, lease)};
+  if (dk_loop()) {
+    OK(rlock_redlock_acquire_async_result(k->r, &out->o, on_result, out, NULL));
+    assert_int_equal(atomic_load(&out->done), 0); /* never from inside */
+  } else {
+    assert_int_equal(pthread_create(&out->thread, NULL, acquire_main, out), 0);
+  }
+}
+
+static bool pred_outcome(void *arg, char *why, size_t cap) {
+  snprintf(why, cap, "no outcome yet");
+  return atomic_load(&((outcome *)arg)->done) > 0;
+}
+
+/* Wait for an outcome started with acquire_start; its status. */
+static int outcome_wait(outcome *out, int64_t ms, const char *what) {
+  dk_wait(pred_outcome, out, ms + (out->o.wait_ms > 0 ? out->o.wait_ms : 0),
+          what);
+  if (!dk_loop())
+    pthread_join(out->thread, NULL);
+  assert_non_null(out->res);
+  if (out->rc != RLOCK_OK)
+    rlock_loop_error(out->rc, out->msg); /* for RC()'s message */
+  return out->rc;
+}
+
+/* Acquire for `owner` (RLOCK_OWNER_THREAD: the blocking caller's
+ * thread); its status, each member's in *res (if given: free it with
+ * rlock_redlock_result_free) and the validity in *validity. */
+static int rl_acquire(cluster *k, uint64_t owner, int64_t wait, int64_t lease,
+                      int64_t *validity, rlock_redlock_result **res) {
+  outcome out = {0};
+  if (dk_loop()) {
+    acquire_start(&out, k, owner, wait, lease);
+    outcome_wait(&out, 5000, "a RedLock acquisition");
+  } else {
+    rlock_acquire_options o = opts(owner, wait, lease);
+    out.rc = rlock_redlock_acquire_opts(&out.res, k->r, &o);
+    out.validity = rlock_redlock_result_validity_ms(out.res);
+    snprintf(out.msg, sizeof out.msg, "%s",
+             out.rc == RLOCK_OK ? "" : rlock_error_last()->message);
+  }
+  assert_int_equal(rlock_redlock_result_count(out.res), (size_t)k->n);
+  assert_int_equal(rlock_redlock_result_validity_ms(out.res), out.validity);
+  if (validity != NULL)
+    *validity = out.validity;
+  if (res != NULL)
+    *res = out.res;
+  else
+    rlock_redlock_result_free(out.res);
+  if (out.rc != RLOCK_OK)
+    rlock_loop_error(out.rc, out.msg);
+  return out.rc;
+}
+
+static int rl_release(cluster *k, uint64_t owner) {
+  if (!dk_loop())
+    return rlock_redlock_release_owner(k->r, owner);
+  result r = {0};
+  OK(rlock_redlock_release_async(k->r, owner, on_done, &r));
+  run_until(&r.done, 1, 5000, "a RedLock release");
+  if (r.rc != RLOCK_OK)
+    rlock_loop_error(r.rc, r.msg);
+  return r.rc;
+}
+
+/* Run a loop meanwhile until `name` is gone from server s (a member's
+ * client giving back a grant on its own). */
+static bool pred_gone(void *arg, char *why, size_t cap) {
+  const char *const *w = arg;
+  snprintf(why, cap, "%s is still held on its server", w[1]);
+  return rt_cmd_int((rt_server *)(uintptr_t)w[0], "EXISTS %s", w[1]) == 0;
+}
+
+static void wait_gone(rt_server *s, const char *name) {
+  const char *w[2] = {(const char *)(uintptr_t)s, name};
+  dk_wait(pred_gone, w, 5000, "a member's key to go");
+}
+
+/* ---- on every driver ------------------------------------------------------
+ */
+
+static void test_all_members(void **state) {
   (void)state;
   cluster k;
   up(&k, 3, "rl:all", 0);
+  uint64_t a = dk_me(), b = rlock_owner_new();
   rlock_redlock_result *res;
-  OK(rlock_redlock_try_acquire(&res, k.r, 0, 10000));
-  assert_int_equal(rlock_redlock_result_count(res), 3);
-  ASSERT_RANGE(rlock_redlock_result_validity_ms(res), 9000, 10000 - 102);
+  int64_t validity;
+  OK(rl_acquire(&k, a, 0, 10000, &validity, &res));
+  ASSERT_RANGE(validity, 9000, 10000 - 102);
   /* Every member is taken, not just the first quorum to answer. */
   for (int i = 0; i < 3; i++) {
     OK(rlock_redlock_result_status(res, i));
     assert_string_equal(rlock_redlock_result_message(res, i), "");
-    char owner[RLOCK_OWNER_MAX];
-    fx_owner(k.c[i], owner);
-    assert_int_equal(fx_hget(k.srv[i], "rl:all", owner), 1);
+    assert_int_equal(held(&k, i, "rl:all", a), 1);
     ASSERT_RANGE(rt_cmd_int(k.srv[i], "PTTL rl:all"), 9000, 10000);
-    OK(rlock_lock_check(k.l[i])); /* recorded on its own client */
+    OK(rlock_lock_check_owner(k.l[i], a)); /* recorded on its own client */
   }
   rlock_redlock_result_free(res);
-  OK(rlock_redlock_release(k.r));
+  RC(rl_acquire(&k, b, 0, 10000, NULL, NULL), RLOCK_ELOCKED);
+  RC(rl_acquire(&k, b, 200, 10000, NULL, NULL), RLOCK_ELOCKED); /* rounds
+                                                                    retried */
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(held(&k, i, "rl:all", b), -1);
+  OK(rl_acquire(&k, a, 0, 10000, NULL, NULL)); /* reentrant on every member */
+  assert_int_equal(held(&k, 1, "rl:all", a), 2);
+  OK(rl_release(&k, a));
+  OK(rl_release(&k, a));
   for (int i = 0; i < 3; i++)
     assert_int_equal(rt_cmd_int(k.srv[i], "EXISTS rl:all"), 0);
-  RC(rlock_redlock_release(k.r), RLOCK_ENOTHELD); /* nothing held now */
+  RC(rl_release(&k, a), RLOCK_ENOTHELD); /* nothing held now */
   assert_non_null(strstr(rlock_error_last()->message, "not held"));
+  /* Watchdog lease: the members' clients renew; validity from it. */
+  OK(rl_acquire(&k, b, 0, RLOCK_LEASE_WATCHDOG, &validity, NULL));
+  ASSERT_RANGE(validity, 20000, 30000);
+  OK(rlock_lock_check_owner(k.l[2], b));
+  if (dk_loop()) {
+    /* The blocking release refuses loop clients before touching any
+     * member's hold record: every member stays recorded (and renewed). */
+    RC(rlock_redlock_release_owner(k.r, b), RLOCK_EINVAL);
+    assert_non_null(strstr(rlock_error_last()->message, "event loop"));
+    for (int i = 0; i < 3; i++)
+      OK(rlock_lock_check_owner(k.l[i], b));
+  }
+  OK(rl_release(&k, b));
   down(&k);
 }
 
@@ -77,17 +245,21 @@ static void test_minority_down_still_acquires(void **state) {
   up(&k, 5, "rl:minority", 0);
   rt_server_stop(k.srv[1]);
   rt_server_stop(k.srv[3]);
+  uint64_t a = dk_me();
   rlock_redlock_result *res;
-  OK(rlock_redlock_try_acquire(&res, k.r, 0, 10000));
-  assert_true(rlock_redlock_result_validity_ms(res) > 0);
-  assert_true(rlock_redlock_result_validity_ms(res) <= 10000);
-  for (int i = 0; i < 5; i += 2)
+  int64_t validity;
+  OK(rl_acquire(&k, a, 0, 10000, &validity, &res));
+  assert_true(validity > 0);
+  assert_true(validity <= 10000);
+  for (int i = 0; i < 5; i += 2) {
     OK(rlock_redlock_result_status(res, i));
+    assert_int_equal(held(&k, i, "rl:minority", a), 1);
+  }
   assert_int_equal(rlock_redlock_result_status(res, 1) == RLOCK_OK, 0);
   assert_int_equal(rlock_redlock_result_status(res, 3) == RLOCK_OK, 0);
   assert_true(strlen(rlock_redlock_result_message(res, 1)) > 0);
   rlock_redlock_result_free(res);
-  OK(rlock_redlock_release(k.r)); /* members never taken are ignored */
+  OK(rl_release(&k, a)); /* members never taken are ignored */
   for (int i = 0; i < 5; i += 2)
     assert_int_equal(rt_cmd_int(k.srv[i], "EXISTS rl:minority"), 0);
   down(&k);
@@ -99,44 +271,74 @@ static void test_majority_down_fails_cleanly(void **state) {
   up(&k, 3, "rl:majority", 0);
   rt_server_stop(k.srv[0]);
   rt_server_stop(k.srv[2]);
+  uint64_t a = dk_me();
   rlock_redlock_result *res;
-  int64_t t0 = rt_now_ms();
-  int rc = rlock_redlock_try_acquire(&res, k.r, 500, 10000);
+  int64_t validity, t0 = rt_now_ms();
+  int rc = rl_acquire(&k, a, 500, 10000, &validity, &res);
   int64_t took = rt_now_ms() - t0;
   assert_int_equal(rc, RLOCK_EIO);
   ASSERT_BETWEEN(took, 500, 1500);
   assert_non_null(strstr(rlock_error_last()->message, "quorum"));
-  assert_int_equal(rlock_redlock_result_validity_ms(res), 0);
+  assert_int_equal(validity, 0);
   assert_int_equal(rlock_redlock_result_status(res, 0), RLOCK_EIO);
   rlock_redlock_result_free(res);
-  assert_int_equal(rt_cmd_int(k.srv[1], "EXISTS rl:majority"), 0);
+  /* The live member's grant is given back: by the blocking call before it
+   * returns; by a loop member's client on its own when the round was
+   * decided without waiting for it. */
+  if (!dk_loop())
+    assert_int_equal(rt_cmd_int(k.srv[1], "EXISTS rl:majority"), 0);
+  wait_gone(k.srv[1], "rl:majority");
   /* Waiting for ever does not hang on an outage either. */
   t0 = rt_now_ms();
-  RC(rlock_redlock_try_acquire(NULL, k.r, RLOCK_WAIT_FOREVER, 10000),
-     RLOCK_EIO);
+  RC(rl_acquire(&k, a, RLOCK_WAIT_FOREVER, 10000, NULL, NULL), RLOCK_EIO);
   ASSERT_BETWEEN(rt_now_ms() - t0, 0, 1500);
   down(&k);
 }
 
+/* A majority held by someone else: no round reaches the quorum, and
+ * what the free member granted is given back; a wait goes on until the
+ * others let go. */
 static void test_majority_held_elsewhere(void **state) {
   (void)state;
   cluster k;
   up(&k, 3, "rl:held", 0);
   hold_foreign(k.srv[0], "rl:held");
   hold_foreign(k.srv[1], "rl:held");
+  uint64_t a = dk_me(), b = rlock_owner_new();
   int64_t t0 = rt_now_ms();
-  RC(rlock_redlock_try_acquire(NULL, k.r, 300, 10000), RLOCK_ELOCKED);
+  RC(rl_acquire(&k, a, 300, 10000, NULL, NULL), RLOCK_ELOCKED);
   ASSERT_BETWEEN(rt_now_ms() - t0, 300, 1500);
-  assert_int_equal(rt_cmd_int(k.srv[2], "EXISTS rl:held"), 0);
+  if (!dk_loop()) /* given back before the call returns */
+    assert_int_equal(rt_cmd_int(k.srv[2], "EXISTS rl:held"), 0);
+  RC(rl_acquire(&k, a, 0, 10000, NULL, NULL), RLOCK_ELOCKED);
+  /* Member 2 may not have been waited for once two had refused: its
+   * client gives back a late grant on its own. */
+  wait_gone(k.srv[2], "rl:held");
   /* With one holder gone the quorum is back. */
   freeReplyObject(rt_cmd(k.srv[1], "DEL rl:held"));
-  OK(rlock_redlock_try_acquire(NULL, k.r, 300, 10000));
-  OK(rlock_redlock_release(k.r));
+  OK(rl_acquire(&k, a, 300, 10000, NULL, NULL));
+  OK(rl_release(&k, a));
   assert_int_equal(
       fx_hget(k.srv[0], "rl:held", "00000000-0000-4000-8000-000000000000:1"),
       1);
+  /* Waiting: the rounds go on until the others let go. */
+  hold_foreign(k.srv[1], "rl:held");
+  outcome w;
+  acquire_start(&w, &k, b, 10000, 10000);
+  dk_let_time_pass(20);
+  assert_int_equal(atomic_load(&w.done), 0);
+  assert_int_equal(rt_cmd_int(k.srv[0], "DEL rl:held"), 1);
+  assert_int_equal(rt_cmd_int(k.srv[1], "DEL rl:held"), 1);
+  OK(outcome_wait(&w, 10000, "the RedLock after the others let go"));
+  rlock_redlock_result_free(w.res);
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(held(&k, i, "rl:held", b), 1);
+  OK(rl_release(&k, b));
   down(&k);
 }
+
+/* ---- the blocking RedLock's own -------------------------------------------
+ */
 
 static void test_waits_for_all_decides_early_on_refusals(void **state) {
   (void)state;
@@ -522,20 +724,285 @@ static void test_unreachable_member_delays_no_other(void **state) {
   rt_server_free(s2);
 }
 
+/* ---- the loop RedLock's own -----------------------------------------------
+ */
+
+static outcome acquire_result(cluster *k, uint64_t owner, int64_t wait,
+                              int64_t lease) {
+  outcome out;
+  acquire_start(&out, k, owner, wait, lease);
+  outcome_wait(&out, 5000, "a RedLock result");
+  assert_int_equal(rlock_redlock_result_count(out.res), (size_t)k->n);
+  return out;
+}
+
+static outcome release_result(cluster *k, uint64_t owner) {
+  outcome out = {0};
+  OK(rlock_redlock_release_async_result(k->r, owner, on_result, &out));
+  outcome_wait(&out, 5000, "a RedLock release's result");
+  assert_int_equal(rlock_redlock_result_count(out.res), (size_t)k->n);
+  assert_int_equal(rlock_redlock_result_validity_ms(out.res), 0);
+  return out;
+}
+
+static void expect_member(const rlock_redlock_result *res, size_t i, int rc,
+                          const char *needle) {
+  const char *msg = rlock_redlock_result_message(res, i);
+  if (rlock_redlock_result_status(res, i) != rc ||
+      (needle != NULL && strstr(msg, needle) == NULL) ||
+      (rc == RLOCK_OK) != (msg[0] == '\0'))
+    fail_msg("member %zu: %d '%s', expected %d '%s'", i,
+             rlock_redlock_result_status(res, i), msg, rc,
+             needle ? needle : "");
+}
+
+/* Each member's outcome after an async acquisition and release, as the
+ * blocking RedLock's result tells it. */
+static void test_results(void **state) {
+  (void)state;
+  cluster k;
+  up(&k, 3, "lrl:res", 0);
+  uint64_t a = rlock_owner_new(), b = rlock_owner_new();
+  outcome o = acquire_result(&k, a, 0, 10000);
+  OK(o.rc);
+  assert_int_equal(rlock_redlock_result_validity_ms(o.res), o.validity);
+  ASSERT_RANGE(o.validity, 9000, 10000 - 102);
+  for (size_t i = 0; i < 3; i++)
+    expect_member(o.res, i, RLOCK_OK, NULL);
+  rlock_redlock_result_free(o.res);
+  /* Held by A everywhere: B's round misses, every member says why. */
+  o = acquire_result(&k, b, 0, 10000);
+  RC(o.rc, RLOCK_ELOCKED);
+  assert_int_equal(o.validity, 0);
+  assert_int_equal(rlock_redlock_result_validity_ms(o.res), 0);
+  int locked = 0;
+  for (size_t i = 0; i < 3; i++) {
+    int st = rlock_redlock_result_status(o.res, i);
+    if (st == RLOCK_ELOCKED)
+      expect_member(o.res, i, RLOCK_ELOCKED, "held by another");
+    else /* the quorum was out of reach before it answered */
+      expect_member(o.res, i, RLOCK_ETIMEOUT, "not waited for");
+    locked += st == RLOCK_ELOCKED;
+  }
+  assert_true(locked >= 2);
+  rlock_redlock_result_free(o.res);
+  o = release_result(&k, a);
+  OK(o.rc);
+  for (size_t i = 0; i < 3; i++)
+    expect_member(o.res, i, RLOCK_OK, NULL);
+  rlock_redlock_result_free(o.res);
+  o = release_result(&k, a); /* nothing held now */
+  RC(o.rc, RLOCK_ENOTHELD);
+  for (size_t i = 0; i < 3; i++)
+    expect_member(o.res, i, RLOCK_ENOTHELD, "not held");
+  rlock_redlock_result_free(o.res);
+  down(&k);
+}
+
+/* A member down: the quorum is taken, that member says why not; its
+ * release fails too, and does not count (it was never taken); with a
+ * majority down, a transport error. A round canceled in flight: every
+ * member says so. */
+static void test_results_member_down(void **state) {
+  (void)state;
+  cluster k;
+  up(&k, 3, "lrl:resdown", 0);
+  uint64_t a = rlock_owner_new(), b = rlock_owner_new();
+  outcome o;
+  rt_server_stop(k.srv[2]);
+  o = acquire_result(&k, a, 0, 10000);
+  OK(o.rc);
+  expect_member(o.res, 0, RLOCK_OK, NULL);
+  expect_member(o.res, 1, RLOCK_OK, NULL);
+  assert_int_equal(held(&k, 0, "lrl:resdown", a), 1);
+  assert_int_equal(held(&k, 1, "lrl:resdown", a), 1);
+  int st = rlock_redlock_result_status(o.res, 2);
+  assert_true(st == RLOCK_EIO || st == RLOCK_ETIMEOUT);
+  expect_member(o.res, 2, st, NULL);
+  rlock_redlock_result_free(o.res);
+  o = release_result(&k, a);
+  OK(o.rc);
+  expect_member(o.res, 0, RLOCK_OK, NULL);
+  expect_member(o.res, 1, RLOCK_OK, NULL);
+  st = rlock_redlock_result_status(o.res, 2);
+  assert_true(st == RLOCK_EIO || st == RLOCK_ETIMEOUT);
+  expect_member(o.res, 2, st, NULL);
+  rlock_redlock_result_free(o.res);
+  /* Canceled with its first round in flight: every member says so (or
+   * that it was not waited for). */
+  outcome c = {0};
+  rlock_op *op;
+  rlock_acquire_options ao = opts(b, RLOCK_WAIT_FOREVER, 10000);
+  OK(rlock_redlock_acquire_async_result(k.r, &ao, on_result, &c, &op));
+  OK(rlock_op_cancel(op));
+  outcome_wait(&c, 5000, "the canceled RedLock's result");
+  RC(c.rc, RLOCK_ECANCELED);
+  assert_int_equal(rlock_redlock_result_count(c.res), 3);
+  for (size_t i = 0; i < 3; i++) {
+    st = rlock_redlock_result_status(c.res, i);
+    assert_true(st == RLOCK_ECANCELED || st == RLOCK_ETIMEOUT);
+    expect_member(c.res, i, st, NULL);
+  }
+  rlock_redlock_result_free(c.res);
+  RC(rlock_redlock_acquire_async_result(k.r, &ao, NULL, &c, NULL),
+     RLOCK_EINVAL);
+  RC(rlock_redlock_release_async_result(k.r, RLOCK_OWNER_THREAD, on_result, &c),
+     RLOCK_EINVAL);
+  /* A majority down: a transport error, nothing left on the live one. */
+  rt_server_stop(k.srv[1]);
+  int rc = rl_acquire(&k, a, 0, 10000, NULL, NULL);
+  assert_true(rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT);
+  assert_int_equal(rt_cmd_int(k.srv[0], "EXISTS lrl:resdown"), 0);
+  down(&k);
+}
+
+static void test_cancel(void **state) {
+  (void)state;
+  cluster k;
+  up(&k, 3, "lrl:cancel", 0);
+  hold_foreign(k.srv[0], "lrl:cancel");
+  hold_foreign(k.srv[1], "lrl:cancel");
+  uint64_t a = rlock_owner_new();
+  result r = {0};
+  rlock_op *op = NULL;
+  rlock_acquire_options o = opts(a, RLOCK_WAIT_FOREVER, 10000);
+  OK(rlock_redlock_acquire_async(k.r, &o, on_done, &r, &op));
+  assert_non_null(op);
+  OK(rlock_op_cancel(op)); /* with the first round in flight */
+  run_until(&r.done, 1, 5000, "the canceled RedLock");
+  RC(r.rc, RLOCK_ECANCELED);
+  /* Given back before the callback: nothing of ours on the free member. */
+  assert_int_equal(rt_cmd_int(k.srv[2], "EXISTS lrl:cancel"), 0);
+  run_once(50);
+  assert_int_equal(r.done, 1);
+  down(&k);
+}
+
+typedef struct elsewhere {
+  rlock_redlock *r;
+  uint64_t owner;
+  rlock_op *op;
+  result res;
+  int rc, cancel_rc;
+} elsewhere;
+
+/* Started and canceled at once on a thread that is not the loop's (the
+ * loop is not running meanwhile, so no callback can). */
+static void *start_cancel_elsewhere(void *arg) {
+  elsewhere *e = arg;
+  rlock_acquire_options o = opts(e->owner, RLOCK_WAIT_FOREVER, 10000);
+  e->rc = rlock_redlock_acquire_async(e->r, &o, on_done, &e->res, &e->op);
+  e->cancel_rc = e->rc == RLOCK_OK ? rlock_op_cancel(e->op) : e->rc;
+  return NULL;
+}
+
+/* A RedLock acquisition started and canceled off the loop's thread. */
+static void test_cancel_other_thread(void **state) {
+  (void)state;
+  cluster k;
+  up(&k, 3, "lrl:xcancel", 0);
+  hold_foreign(k.srv[0], "lrl:xcancel");
+  hold_foreign(k.srv[1], "lrl:xcancel");
+  elsewhere e = {.r = k.r, .owner = rlock_owner_new()};
+  pthread_t t;
+  pthread_create(&t, NULL, start_cancel_elsewhere, &e);
+  pthread_join(t, NULL);
+  OK(e.rc);
+  OK(e.cancel_rc);
+  run_until(&e.res.done, 1, 5000, "the RedLock canceled elsewhere");
+  RC(e.res.rc, RLOCK_ECANCELED);
+  wait_gone(k.srv[2], "lrl:xcancel");
+  assert_int_equal(held(&k, 2, "lrl:xcancel", e.owner), -1);
+  down(&k);
+}
+
+/* Member 0's client (the operation's) freed with the acquisition pending:
+ * its callback runs once, inside the free, with RLOCK_ECLOSED; the other
+ * members' clients give back what they were granted. */
+static void test_free_with_pending(void **state) {
+  (void)state;
+  cluster k;
+  up(&k, 3, "lrl:free", 0);
+  hold_foreign(k.srv[0], "lrl:free");
+  hold_foreign(k.srv[1], "lrl:free");
+  uint64_t a = rlock_owner_new();
+  result r = {0};
+  rlock_acquire_options o = opts(a, RLOCK_WAIT_FOREVER, 10000);
+  OK(rlock_redlock_acquire_async(k.r, &o, on_done, &r, NULL));
+  outcome out = {0}; /* and one telling each member's outcome */
+  o.owner = rlock_owner_new();
+  OK(rlock_redlock_acquire_async_result(k.r, &o, on_result, &out, NULL));
+  run_once(20);
+  loop_free(k.c[0]);
+  k.c[0] = NULL;
+  assert_int_equal(r.done, 1);
+  RC(r.rc, RLOCK_ECLOSED);
+  assert_int_equal(atomic_load(&out.done), 1);
+  RC(out.rc, RLOCK_ECLOSED);
+  assert_int_equal(rlock_redlock_result_count(out.res), 3);
+  for (size_t i = 0; i < 3; i++) /* taken, or why not */
+    assert_true(rlock_redlock_result_status(out.res, i) <= RLOCK_OK);
+  rlock_redlock_result_free(out.res);
+  wait_gone(k.srv[2], "lrl:free");
+  assert_int_equal(r.done, 1);
+  down(&k);
+}
+
+static void test_bad_input_async(void **state) {
+  (void)state;
+  cluster k;
+  up(&k, 3, "lrl:bad", 0);
+  result r = {0};
+  rlock_acquire_options o = opts(rlock_owner_new(), 0, 10000);
+  RC(rlock_redlock_acquire_async(NULL, &o, on_done, &r, NULL), RLOCK_EINVAL);
+  RC(rlock_redlock_acquire_async(k.r, &o, NULL, &r, NULL), RLOCK_EINVAL);
+  RC(rlock_redlock_acquire_async(k.r, NULL, on_done, &r, NULL), RLOCK_EINVAL);
+  o.owner = RLOCK_OWNER_THREAD;
+  RC(rlock_redlock_acquire_async(k.r, &o, on_done, &r, NULL), RLOCK_EINVAL);
+  o = opts(rlock_owner_new(), -5, 10000);
+  RC(rlock_redlock_acquire_async(k.r, &o, on_done, &r, NULL), RLOCK_EINVAL);
+  RC(rlock_redlock_release_async(k.r, RLOCK_OWNER_THREAD, on_done, &r),
+     RLOCK_EINVAL);
+  RC(rlock_redlock_release_async(NULL, 1, on_done, &r), RLOCK_EINVAL);
+  /* The blocking RedLock refuses loop clients, the async one blocking
+   * clients. */
+  RC(rlock_redlock_try_acquire(NULL, k.r, 0, 10000), RLOCK_EINVAL);
+  rlock_client *blocking = fx_client(k.srv[0], 0);
+  rlock_lock *bl = fx_lock(blocking, "lrl:bad");
+  rlock_lock *mixed[3] = {bl, k.l[1], k.l[2]};
+  rlock_redlock *m;
+  OK(rlock_redlock_new(&m, mixed, 3));
+  o = opts(rlock_owner_new(), 0, 10000);
+  RC(rlock_redlock_acquire_async(m, &o, on_done, &r, NULL), RLOCK_EINVAL);
+  assert_non_null(strstr(rlock_error_last()->message, "rlock_client_new_loop"));
+  rlock_redlock_free(m);
+  rlock_lock_free(bl);
+  rlock_client_free(blocking);
+  assert_int_equal(r.done, 0);
+  down(&k);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_all_up),
-      cmocka_unit_test(test_minority_down_still_acquires),
-      cmocka_unit_test(test_majority_down_fails_cleanly),
-      cmocka_unit_test(test_majority_held_elsewhere),
-      cmocka_unit_test(test_waits_for_all_decides_early_on_refusals),
-      cmocka_unit_test(test_free_members_all_taken),
-      cmocka_unit_test(test_watchdog_renews_every_member),
-      cmocka_unit_test(test_slow_member_eats_validity),
-      cmocka_unit_test(test_restart_while_held),
-      cmocka_unit_test(test_explicit_owner_across_threads),
-      cmocka_unit_test(test_bad_input),
-      cmocka_unit_test(test_unreachable_member_delays_no_other),
+  (void)srv; /* fixture.h's single server: unused here */
+  const dk_case cases[] = {
+      DK_CASE(test_all_members, DK_ALL),
+      DK_CASE(test_minority_down_still_acquires, DK_ALL),
+      DK_CASE(test_majority_down_fails_cleanly, DK_ALL),
+      DK_CASE(test_majority_held_elsewhere, DK_ALL),
+      DK_CASE(test_waits_for_all_decides_early_on_refusals, DK_BLOCK),
+      DK_CASE(test_free_members_all_taken, DK_BLOCK),
+      DK_CASE(test_watchdog_renews_every_member, DK_BLOCK),
+      DK_CASE(test_slow_member_eats_validity, DK_BLOCK),
+      DK_CASE(test_restart_while_held, DK_BLOCK),
+      DK_CASE(test_explicit_owner_across_threads, DK_BLOCK),
+      DK_CASE(test_bad_input, DK_BLOCK),
+      DK_CASE(test_unreachable_member_delays_no_other, DK_BLOCK),
+      DK_CASE(test_results, DK_LOOPS),
+      DK_CASE(test_results_member_down, DK_LOOPS),
+      DK_CASE(test_cancel, DK_LOOPS),
+      DK_CASE(test_cancel_other_thread, DK_LOOPS),
+      DK_CASE(test_free_with_pending, DK_LOOPS),
+      DK_CASE(test_bad_input_async, DK_LOOPS),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return DK_RUN(cases, NULL, NULL);
 }

@@ -1,8 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Integration: confirming lock writes on replicas (WAIT, Redisson's
- * checkLockSyncedSlaves) and the unlock latch that makes a repeated
- * release return the first answer. A real master with a real replica. */
-#include "fixture.h"
+/*
+ * Integration: confirming lock writes on replicas (WAIT after a lock
+ * write where the master has replicas, Redisson's checkLockSyncedSlaves),
+ * and the unlock latch that makes a repeated release return the first
+ * answer. A real master with a real replica; every case once per driver
+ * (drivers.h: blocking, libuv, libevent): an acquisition returns once the
+ * replica has the hold, a release once it is gone there too; with
+ * confirmation off neither WAIT nor INFO is sent; a paused replica
+ * (SIGSTOP) confirms nothing, so an acquisition is given back and fails
+ * with RLOCK_EREPLICA (or, within a wait, is tried again and succeeds once
+ * the replica is back), and a release is reported RLOCK_EREPLICA.
+ */
+#include "drivers.h"
 
 #include "script.h"
 
@@ -15,32 +24,17 @@ static bool link_up(void *arg, char *why, size_t size) {
   return strcmp(v, "up") == 0;
 }
 
-static int setup(void **state) {
-  (void)state;
-  master = rt_server_start(NULL);
-  char port[16];
-  snprintf(port, sizeof port, "%d", rt_server_port(master));
-  replica = rt_server_start(
-      (const char *const[]){"--replicaof", "127.0.0.1", port, NULL});
-  rt_wait_until(link_up, replica, rt_scaled_ms(10000), "the replica to sync");
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  rt_server_free(replica);
-  rt_server_free(master);
-  return 0;
-}
-
 static rlock_client *client(int sync, int64_t sync_ms) {
   rlock_config *cfg;
-  rlock_client *c;
   OK(rlock_config_new(&cfg));
   OK(rlock_config_set_url(cfg, rt_server_url(master)));
+  OK(rlock_config_set_connect_timeout_ms(cfg, 1000));
+  OK(rlock_config_set_command_timeout_ms(cfg, 2000));
   OK(rlock_config_set_replica_sync(cfg, sync));
   OK(rlock_config_set_replica_sync_timeout_ms(cfg, sync_ms));
-  OK(rlock_client_new(&c, cfg));
+  if (getenv("RLOCK_TEST_LOG") != NULL)
+    OK(rlock_config_set_log(cfg, lt_log, RLOCK_LOG_DEBUG, NULL));
+  rlock_client *c = dk_client_cfg(cfg);
   rlock_config_free(cfg);
   return c;
 }
@@ -57,69 +51,118 @@ static void counts(rt_server *s, long long *wait, long long *info) {
 }
 
 /* With a replica attached, every lock write is followed by WAIT: when the
- * acquisition returns, the replica already has the hold. */
+ * acquisition returns, the replica has the hold already; when the release
+ * does, the replica has let it go. */
 static void test_writes_wait_for_the_replica(void **state) {
   (void)state;
   rlock_client *c = client(1, 2000);
-  freeReplyObject(rt_cmd(master, "CONFIG RESETSTAT"));
+  rt_cmd_ok(master, "CONFIG RESETSTAT");
   rlock_lock *l = fx_lock(c, "rep:a");
-  char owner[RLOCK_OWNER_MAX];
-  fx_owner(c, owner);
-  OK(rlock_lock_try_acquire(l, 0, 30000));
-  assert_int_equal(fx_hget(replica, "rep:a", owner), 1);
-  OK(rlock_lock_release(l));
+  uint64_t me = dk_me();
+  char field[RLOCK_OWNER_MAX];
+  dk_field(c, me, field);
+  OK(dk_acquire(l, me, 0, 30000));
+  assert_int_equal(fx_hget(replica, "rep:a", field), 1);
+  OK(dk_acquire(l, me, 0, 30000)); /* re-entered */
+  assert_int_equal(fx_hget(replica, "rep:a", field), 2);
+  OK(dk_release(l, me));
+  assert_int_equal(fx_hget(replica, "rep:a", field), 1);
+  OK(dk_release(l, me));
   assert_int_equal(rt_cmd_int(replica, "EXISTS rep:a"), 0);
   long long waits, infos;
   counts(master, &waits, &infos);
-  assert_true(waits >= 2);
+  assert_true(waits >= 4);
   assert_int_equal(infos, 1); /* the replica count, once */
+  /* The other kinds' writes wait too. */
+  rlock_lock *fair, *wr;
+  OK(rlock_lock_new_fair(&fair, c, "rep:fair"));
+  OK(rlock_lock_new_write(&wr, c, "rep:rw"));
+  OK(dk_acquire(fair, me, 0, 30000));
+  assert_int_equal(fx_hget(replica, "rep:fair", field), 1);
+  OK(dk_acquire(wr, me, 0, 30000));
+  assert_int_equal(rt_cmd_int(replica, "EXISTS rep:rw"), 1);
+  OK(dk_release(fair, me));
+  OK(dk_release(wr, me));
+  assert_int_equal(rt_cmd_int(replica, "EXISTS rep:fair rep:rw"), 0);
+  rlock_lock_free(fair);
+  rlock_lock_free(wr);
   rlock_lock_free(l);
-  rlock_client_free(c);
+  dk_free(c);
 }
 
 /* Turned off: no WAIT, no INFO. */
 static void test_sync_off(void **state) {
   (void)state;
   rlock_client *c = client(0, 1000);
-  freeReplyObject(rt_cmd(master, "CONFIG RESETSTAT"));
+  rt_cmd_ok(master, "CONFIG RESETSTAT");
   rlock_lock *l = fx_lock(c, "rep:off");
-  OK(rlock_lock_try_acquire(l, 0, 30000));
-  OK(rlock_lock_release(l));
+  uint64_t me = dk_me();
+  OK(dk_acquire(l, me, 0, 30000));
+  OK(dk_release(l, me));
   long long waits, infos;
   counts(master, &waits, &infos);
   assert_int_equal(waits, 0);
   assert_int_equal(infos, 0);
   rlock_lock_free(l);
-  rlock_client_free(c);
+  dk_free(c);
 }
 
-/* A paused replica confirms nothing: the acquisition fails cleanly after
- * the sync timeout and leaves no hold; within a wait it is retried and
- * succeeds once the replica is back. */
-static void test_unconfirmed_acquisition_is_undone(void **state) {
+/* A paused replica confirms nothing: an acquisition without a wait fails
+ * with RLOCK_EREPLICA after the sync timeout and leaves no hold, locally
+ * or on the server; one with a wait is tried again and succeeds once the
+ * replica is back; a release no replica confirmed is RLOCK_EREPLICA (the
+ * master did release it). */
+static void test_paused_replica(void **state) {
   (void)state;
   rlock_client *c = client(1, 200);
   rlock_lock *l = fx_lock(c, "rep:paused");
-  OK(rlock_client_ping(c, NULL)); /* learn the replica count first */
-  OK(rlock_lock_try_acquire(l, 0, 30000));
-  OK(rlock_lock_release(l));
+  uint64_t me = dk_me();
+  if (!dk_loop())
+    OK(rlock_client_ping(c, NULL)); /* learns the replica count */
+  OK(dk_acquire(l, me, 0, 30000));  /* so does the first write */
+  OK(dk_release(l, me));
   rt_server_freeze(replica);
   int64_t t0 = rt_now_ms();
-  RC(rlock_lock_try_acquire(l, 0, 30000), RLOCK_EREPLICA);
+  result r;
+  RC(dk_acquire_r(l, me, 0, 30000, &r), RLOCK_EREPLICA);
   ASSERT_BETWEEN(rt_now_ms() - t0, 150, 3000);
-  assert_non_null(strstr(rlock_error_last()->message, "given back"));
+  if (strstr(r.msg, "given back") == NULL)
+    fail_msg("the message does not say the hold was given back: %s", r.msg);
   assert_int_equal(rt_cmd_int(master, "EXISTS rep:paused"), 0);
-  int held = 1;
-  OK(rlock_lock_is_held(&held, l));
-  assert_int_equal(held, 0);
-  RC(rlock_lock_check(l), RLOCK_ENOTHELD);
+  RC(rlock_lock_check_owner(l, me), RLOCK_ENOTHELD);
+  int64_t holds = -1;
+  OK(dk_hold_count(&holds, l, me));
+  assert_int_equal(holds, 0);
+  if (!dk_loop()) {
+    int held = 1;
+    OK(rlock_lock_is_held(&held, l));
+    assert_int_equal(held, 0);
+  }
+  /* Within a wait: tried again until the replica confirms. */
+  uint64_t other = rlock_owner_new();
+  dk_op w;
+  dk_acquire_start(&w, l, other, rt_scaled_ms(10000), 30000);
+  dk_let_time_pass(500); /* several unconfirmed tries go by */
+  assert_false(dk_op_done(&w));
   rt_server_thaw(replica);
-  rt_wait_until(link_up, replica, rt_scaled_ms(10000),
-                "the replica to come back");
-  OK(rlock_lock_try_acquire(l, 5000, 30000));
-  OK(rlock_lock_release(l));
+  OK(dk_op_wait(&w, 15000, "the acquisition waiting for the replica"));
+  OK(rlock_lock_check_owner(l, other));
+  dk_wait(link_up, replica, 10000, "the replica to come back");
+  char field[RLOCK_OWNER_MAX];
+  dk_field(c, other, field);
+  assert_int_equal(fx_hget(replica, "rep:paused", field), 1);
+  /* A release while the replica is paused: done on the master, but not
+   * confirmed. */
+  rt_server_freeze(replica);
+  RC(dk_release(l, other), RLOCK_EREPLICA);
+  rt_server_thaw(replica);
+  assert_int_equal(rt_cmd_int(master, "EXISTS rep:paused"), 0);
+  dk_wait(link_up, replica, 10000, "the replica to come back");
+  /* With the replica back, an acquisition with a wait is confirmed. */
+  OK(dk_acquire(l, me, 5000, 30000));
+  OK(dk_release(l, me));
   rlock_lock_free(l);
-  rlock_client_free(c);
+  dk_free(c);
 }
 
 /* Run lock_release.lua as the library sends it, with latch `id`. */
@@ -142,7 +185,8 @@ static long long release_with_latch(const char *name, const char *owner,
 }
 
 /* The unlock latch: a release repeated with the same request id returns
- * the first answer and releases nothing more; a new id releases again. */
+ * the first answer and releases nothing more; a new id releases again.
+ * (The script alone, no client: in the blocking group only.) */
 static void test_latch_makes_release_idempotent(void **state) {
   (void)state;
   const char *owner = "00000000-0000-4000-8000-000000000000:7";
@@ -159,12 +203,36 @@ static void test_latch_makes_release_idempotent(void **state) {
                1, 10000);
 }
 
+/* ---- the groups -----------------------------------------------------------
+ */
+
+static int setup(void) {
+  if (master == NULL) {
+    master = rt_server_start(NULL);
+    char port[16];
+    snprintf(port, sizeof port, "%d", rt_server_port(master));
+    replica = rt_server_start(
+        (const char *const[]){"--replicaof", "127.0.0.1", port, NULL});
+    rt_wait_until(link_up, replica, rt_scaled_ms(10000), "the replica to sync");
+  }
+  return 0;
+}
+
+static void teardown(void) {
+  if (rt_server_pid(replica) != 0)
+    kill(rt_server_pid(replica), SIGCONT); /* a failed case froze it */
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_writes_wait_for_the_replica),
-      cmocka_unit_test(test_sync_off),
-      cmocka_unit_test(test_unconfirmed_acquisition_is_undone),
-      cmocka_unit_test(test_latch_makes_release_idempotent),
+  (void)srv; /* fixture.h's single server: unused here */
+  const dk_case cases[] = {
+      DK_CASE(test_writes_wait_for_the_replica, DK_ALL),
+      DK_CASE(test_sync_off, DK_ALL),
+      DK_CASE(test_paused_replica, DK_ALL),
+      DK_CASE(test_latch_makes_release_idempotent, DK_BLOCK),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  int failed = DK_RUN(cases, setup, teardown);
+  rt_server_free(replica);
+  rt_server_free(master);
+  return failed;
 }
