@@ -92,9 +92,82 @@ struct lt {
   int64_t last_cpu_us, last_queued_us; /* loop thread */
   _Atomic int64_t from_us;             /* measuring since */
   atomic_long ticks;
+  atomic_int failed;
+  char err[512]; /* the first failure; read once `failed` is seen */
   uv_timer_t uvt;
   struct event *evt;
 };
+
+/* On the loop thread: record a failure (the first one's message kept);
+ * lt_stop fails the test with it (test_topo_stalls). */
+static inline void lt_fail(lt *x, const char *fmt, ...) {
+  if (atomic_load(&x->failed) == 0) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(x->err, sizeof x->err, fmt, ap);
+    va_end(ap);
+  }
+  atomic_fetch_add(&x->failed, 1);
+}
+
+/* A loop client for `url`: connect 1 s, command 2 s (as fx_client_opts). */
+static inline rlock_client *lt_client(const char *url, int64_t watchdog,
+                                      rlock_lost_fn lost, void *ud) {
+  rlock_config *cfg;
+  OK(rlock_config_new(&cfg));
+  OK(rlock_config_set_url(cfg, url));
+  OK(rlock_config_set_connect_timeout_ms(cfg, 1000));
+  OK(rlock_config_set_command_timeout_ms(cfg, 2000));
+  if (watchdog > 0)
+    OK(rlock_config_set_watchdog_timeout_ms(cfg, watchdog));
+  if (lost != NULL)
+    OK(rlock_config_set_lost_callback(cfg, lost, ud));
+  if (getenv("RLOCK_TEST_LOG") != NULL)
+    OK(rlock_config_set_log(cfg, lt_log, RLOCK_LOG_DEBUG,
+                            (void *)(intptr_t)++lt_clients));
+  rlock_client *c = loop_client_cfg(cfg);
+  rlock_config_free(cfg);
+  return c;
+}
+
+/* A completion seen from another thread: written on the loop thread,
+ * `done` stored last (test_topo_stalls). */
+typedef struct lt_res {
+  int rc;
+  int64_t value;
+  int64_t at_us; /* when the callback ran */
+  char msg[256];
+  atomic_int done;
+} lt_res;
+
+static inline void lt_done(void *arg, int rc, int64_t value) {
+  lt_res *r = arg;
+  r->rc = rc;
+  r->value = value;
+  r->at_us = rt_now_us();
+  snprintf(r->msg, sizeof r->msg, "%s",
+           rc == RLOCK_OK ? "" : rlock_error_last()->message);
+  atomic_fetch_add(&r->done, 1);
+}
+
+static inline void lt_res_reset(lt_res *r) {
+  r->rc = -100;
+  r->msg[0] = '\0';
+  atomic_store(&r->done, 0);
+}
+
+static inline bool lt_pred_done(void *arg, char *why, size_t cap) {
+  snprintf(why, cap, "no answer yet");
+  return atomic_load(&((lt_res *)arg)->done) > 0;
+}
+
+/* Test thread: wait (polling) for a completion, up to `ms` (scaled
+ * here), and fail unless it succeeded. */
+static inline void lt_wait_ok(lt_res *r, int64_t ms, const char *what) {
+  rt_wait_until(lt_pred_done, r, rt_scaled_ms(ms), what);
+  if (r->rc != RLOCK_OK)
+    fail_msg("%s: %d (%s)", what, r->rc, r->msg);
+}
 
 /* CPU time of the calling thread, in µs. */
 static inline int64_t lt_cpu_us(void) {
@@ -233,6 +306,8 @@ static inline int64_t lt_stop(lt *x) {
   pthread_join(x->thread, NULL);
   if (kind == UV)
     uv_run(&uvl, UV_RUN_NOWAIT); /* the clients' closed handles */
+  if (atomic_load(&x->failed))
+    fail_msg("on the loop thread: %s", x->err);
   return atomic_load(&x->max_late_us);
 }
 
