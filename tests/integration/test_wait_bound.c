@@ -23,8 +23,8 @@ static long queued_at_port(int port) {
   fgets(line, sizeof line, f); /* the header */
   while (fgets(line, sizeof line, f) != NULL) {
     unsigned local_port, tx, rx;
-    if (sscanf(line, " %*d: %*x:%x %*x:%*x %*x %x:%x", &local_port, &tx,
-               &rx) == 3 &&
+    if (sscanf(line, " %*d: %*x:%x %*x:%*x %*x %x:%x", &local_port, &tx, &rx) ==
+            3 &&
         (int)local_port == port)
       total += rx;
   }
@@ -97,8 +97,8 @@ typedef struct canceled_wait {
 
 static void *wait_for_ever(void *arg) {
   canceled_wait *w = arg;
-  w->rc = rlock_lock_try_acquire_cancel(w->l, RLOCK_WAIT_FOREVER, 5000,
-                                        w->token);
+  w->rc =
+      rlock_lock_try_acquire_cancel(w->l, RLOCK_WAIT_FOREVER, 5000, w->token);
   atomic_store(&w->ended_ms, rt_now_ms());
   return NULL;
 }
