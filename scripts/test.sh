@@ -40,20 +40,28 @@ VALGRIND="valgrind;--quiet;--leak-check=full;--show-leak-kinds=definite,indirect
 VALGRIND+=";--errors-for-leak-kinds=definite,indirect;--error-exitcode=99"
 VALGRIND+=";--suppressions=$PWD/tests/valgrind.supp"
 
-# run NAME CMAKE_ARGS...: configure build-test-NAME, build, run ctest.
+# run NAME CTEST_JOBS CMAKE_ARGS...: configure build-test-NAME, build, run
+# ctest with CTEST_JOBS tests at once (RLOCK_TEST_JOBS, when set, for every
+# configuration), then print its ten slowest tests (from ctest's JUnit
+# file) whether or not they passed.
 run() {
-  local name=$1 dir=build-test-$1
-  shift
+  local name=$1 jobs=${RLOCK_TEST_JOBS:-$2} dir=build-test-$1 rc=0
+  shift 2
   echo "==> $name"
   cmake -S . -B "$dir" -DRLOCK_WERROR=ON "$@" >/dev/null
   cmake --build "$dir" -j"$JOBS" >/dev/null
-  (cd "$dir" && ctest --output-on-failure -j2)
+  rm -f "$dir/ctest-junit.xml"
+  (cd "$dir" && ctest --output-on-failure -j"$jobs" --output-junit ctest-junit.xml) ||
+    rc=$?
+  [ ! -f "$dir/ctest-junit.xml" ] ||
+    scripts/ctest_slowest.py "$dir/ctest-junit.xml" 10 "$name: ctest -j$jobs"
+  return "$rc"
 }
 
 suite() {
   case $1 in
   release) suite format
-           run release -DCMAKE_BUILD_TYPE=RelWithDebInfo
+           run release 4 -DCMAKE_BUILD_TYPE=RelWithDebInfo
            scripts/test_python.sh build-test-release
            suite consumer ;;
   format) echo "==> format"
@@ -67,23 +75,49 @@ suite() {
   fuzz) echo "==> fuzz"
         FUZZ_SECONDS=${FUZZ_SECONDS:-20} scripts/fuzz.sh ;;
   asan) ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-          run asan -DCMAKE_BUILD_TYPE=Debug -DRLOCK_SANITIZE=address,undefined \
+          run asan 4 -DCMAKE_BUILD_TYPE=Debug -DRLOCK_SANITIZE=address,undefined \
           -DRLOCK_TEST_TIME_SCALE=2
         scripts/test_python.sh --asan build-test-asan ;;
   # die_after_fork=0: tests fork child processes that create clients (and
   # so threads); the children only run rlock code.
   tsan) TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 die_after_fork=0" \
-          run tsan -DCMAKE_BUILD_TYPE=Debug -DRLOCK_SANITIZE=thread \
+          run tsan 4 -DCMAKE_BUILD_TYPE=Debug -DRLOCK_SANITIZE=thread \
           -DRLOCK_TEST_TIME_SCALE=3 ;;
-  valgrind) run valgrind -DCMAKE_BUILD_TYPE=Debug "-DRLOCK_TEST_LAUNCHER=$VALGRIND" \
+  valgrind) run valgrind 4 -DCMAKE_BUILD_TYPE=Debug "-DRLOCK_TEST_LAUNCHER=$VALGRIND" \
               -DRLOCK_TEST_TIME_SCALE=8 ;;
   *) echo "unknown suite '$1' (release, asan, tsan, valgrind, consumer, python, format, deb, fuzz)" >&2; exit 64 ;;
   esac
 }
 
+# Each suite's wall time, printed at the end (also when one fails: the
+# suites run until then, and the one that failed).
+TIMES=()
+CURRENT="" CURRENT_START=$SECONDS ALL_START=$SECONDS
+print_times() {
+  local rc=$? t name secs note
+  [ -z "$CURRENT" ] || TIMES+=("$CURRENT $((SECONDS - CURRENT_START)) (failed)")
+  [ ${#TIMES[@]} -gt 0 ] || return "$rc"
+  echo "==> wall time per suite:"
+  for t in "${TIMES[@]}"; do
+    read -r name secs note <<<"$t"
+    printf '    %-9s %3dm%02ds%s\n' "$name" $((secs / 60)) $((secs % 60)) \
+      "${note:+ $note}"
+  done
+  printf '    %-9s %3dm%02ds\n' all $(((SECONDS - ALL_START) / 60)) \
+    $(((SECONDS - ALL_START) % 60))
+  return "$rc"
+}
+trap print_times EXIT
+timed() {
+  CURRENT=$1 CURRENT_START=$SECONDS
+  suite "$1"
+  TIMES+=("$1 $((SECONDS - CURRENT_START))")
+  CURRENT=""
+}
+
 if [ $# -gt 0 ]; then
-  for s in "$@"; do suite "$s"; done
+  for s in "$@"; do timed "$s"; done
 else
-  for s in release deb asan tsan valgrind fuzz; do suite "$s"; done
+  for s in release deb asan tsan valgrind fuzz; do timed "$s"; done
 fi
 echo "==> all suites passed"
