@@ -14,6 +14,7 @@
 #   FUZZ_SECONDS=600 scripts/fuzz.sh
 #   FUZZ_MERGE=1 scripts/fuzz.sh     afterwards, add to fuzz/corpus/<name>/
 #                                    the inputs that reach new coverage
+#   FUZZ_BUILD_ONLY=1 scripts/fuzz.sh   build the targets, run none
 #
 # Found inputs stay in build-fuzz/corpus/<name>/ (kept between runs: the
 # repository's seeds are copied in first); crashes go to
@@ -36,6 +37,7 @@ CC=clang cmake -S . -B "$DIR" -DRLOCK_FUZZ=ON -DRLOCK_WERROR=ON \
   -DRLOCK_BUILD_CLI=OFF -DRLOCK_BUILD_BENCH=OFF -DRLOCK_BUILD_EXAMPLES=OFF \
   >/dev/null
 cmake --build "$DIR" -j"$JOBS" --target rlock_fuzz >/dev/null
+[ "${FUZZ_BUILD_ONLY:-0}" != 1 ] || exit 0
 
 if [ $# -gt 0 ]; then
   targets=("$@")
