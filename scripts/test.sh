@@ -14,12 +14,20 @@
 # (under a minute; needs root or sudo, like the package installs).
 # The fuzz suite runs scripts/fuzz.sh: builds the libFuzzer targets of
 # fuzz/ with clang (ASan+UBSan) in build-fuzz and runs each over its seed
-# corpus for FUZZ_SECONDS, 20 here (about two minutes in all).
+# corpus for FUZZ_SECONDS, 20 here, one a core at a time (about a minute
+# in all on 2 cores).
 # The release and asan suites also run the Python binding's suite
 # (scripts/test_python.sh: python/ built against that build, in a venv
 # under it, mypy --strict, then pytest; under ASan with the sanitizers'
 # runtimes preloaded), about a minute.
 # Each test binary starts and stops its own servers on free loopback ports.
+# ctest runs four tests at once (RLOCK_TEST_JOBS sets another number), the
+# longest first, and each run ends with its ten slowest tests
+# (scripts/ctest_slowest.py); the builds after the first are made in the
+# background at the lowest priority while the suites before them run; the
+# script ends with each suite's wall time. The fault scenarios run in their
+# short form here (RLOCK_FAULT_SECONDS, 3 s each); scripts/soak.sh runs the
+# long one.
 #
 #   scripts/test.sh            all four configurations, deb and fuzz
 #   scripts/test.sh release    just one: release | asan | tsan | valgrind
@@ -31,6 +39,7 @@
 #                              release suite runs both)
 #   scripts/test.sh deb        only the Debian package check
 #   scripts/test.sh fuzz       only the fuzz targets
+#   scripts/test.sh asan tsan  several, in that order
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -75,9 +84,10 @@ build() {
 # ask for. Each suite waits for it before building (then a no-op; a
 # build that failed here fails again there, saying why). It runs in a
 # process group of its own, which the exit stops if it still runs.
-PREBUILD=""
+PREBUILD="" PREBUILDING=""
 prebuild() {
   [ $# -gt 0 ] || return 0
+  PREBUILDING=" $* "
   set -m
   (
     renice -n 19 -p "$BASHPID" >/dev/null
@@ -86,7 +96,9 @@ prebuild() {
   PREBUILD=$!
   set +m
 }
+# prebuilt NAME: wait for the background builds if NAME is one of them.
 prebuilt() {
+  [[ "$PREBUILDING" == *" $1 "* ]] || return 0
   [ -z "$PREBUILD" ] || wait "$PREBUILD" || true
   PREBUILD=""
 }
@@ -96,7 +108,7 @@ prebuilt() {
 run() {
   local name=$1 dir=build-test-$1 rc=0
   echo "==> $name"
-  prebuilt
+  prebuilt "$name"
   build "$name"
   rm -f "$dir/ctest-junit.xml"
   (cd "$dir" && ctest --output-on-failure -j"$CTEST_JOBS" \
@@ -121,7 +133,7 @@ suite() {
   deb) echo "==> deb"
        scripts/deb.sh ;;
   fuzz) echo "==> fuzz"
-        prebuilt
+        prebuilt fuzz
         FUZZ_SECONDS=${FUZZ_SECONDS:-20} scripts/fuzz.sh ;;
   asan) ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
           run asan
