@@ -23,11 +23,11 @@
 # Each test binary starts and stops its own servers on free loopback ports.
 # ctest runs four tests at once, three under valgrind (RLOCK_TEST_JOBS sets
 # another number), the longest first, and each run ends with its ten
-# slowest tests (scripts/ctest_slowest.py); the builds after the first are made in the
-# background at the lowest priority while the suites before them run; the
-# script ends with each suite's wall time. The fault scenarios run in their
-# short form here (RLOCK_FAULT_SECONDS, 3 s each); scripts/soak.sh runs the
-# long one.
+# slowest tests (scripts/ctest_slowest.py); the builds after the first are
+# made in the background at the lowest priority while the suites before
+# them run; the script ends with each suite's wall time (about 18 minutes
+# in all on 2 cores). The fault scenarios run in their short form here
+# (RLOCK_FAULT_SECONDS, 3 s each); scripts/soak.sh runs the long one.
 #
 #   scripts/test.sh            all four configurations, deb and fuzz
 #   scripts/test.sh release    just one: release | asan | tsan | valgrind
