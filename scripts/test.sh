@@ -14,12 +14,20 @@
 # (under a minute; needs root or sudo, like the package installs).
 # The fuzz suite runs scripts/fuzz.sh: builds the libFuzzer targets of
 # fuzz/ with clang (ASan+UBSan) in build-fuzz and runs each over its seed
-# corpus for FUZZ_SECONDS, 20 here (about two minutes in all).
+# corpus for FUZZ_SECONDS, 20 here, one a core at a time (about a minute
+# in all on 2 cores).
 # The release and asan suites also run the Python binding's suite
 # (scripts/test_python.sh: python/ built against that build, in a venv
 # under it, mypy --strict, then pytest; under ASan with the sanitizers'
 # runtimes preloaded), about a minute.
 # Each test binary starts and stops its own servers on free loopback ports.
+# ctest runs four tests at once, three under valgrind (RLOCK_TEST_JOBS sets
+# another number), the longest first, and each run ends with its ten
+# slowest tests (scripts/ctest_slowest.py); the builds after the first are
+# made in the background at the lowest priority while the suites before
+# them run; the script ends with each suite's wall time (about 18 minutes
+# in all on 2 cores). The fault scenarios run in their short form here
+# (RLOCK_FAULT_SECONDS, 3 s each); scripts/soak.sh runs the long one.
 #
 #   scripts/test.sh            all four configurations, deb and fuzz
 #   scripts/test.sh release    just one: release | asan | tsan | valgrind
@@ -31,6 +39,7 @@
 #                              release suite runs both)
 #   scripts/test.sh deb        only the Debian package check
 #   scripts/test.sh fuzz       only the fuzz targets
+#   scripts/test.sh asan tsan  several, in that order
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -40,20 +49,82 @@ VALGRIND="valgrind;--quiet;--leak-check=full;--show-leak-kinds=definite,indirect
 VALGRIND+=";--errors-for-leak-kinds=definite,indirect;--error-exitcode=99"
 VALGRIND+=";--suppressions=$PWD/tests/valgrind.supp"
 
-# run NAME CMAKE_ARGS...: configure build-test-NAME, build, run ctest.
+# config NAME: the configure arguments of configuration NAME (release,
+# asan, tsan, valgrind) in ARGS, and how many tests its ctest runs at once
+# in CTEST_JOBS. The tests mostly wait (on leases, failovers, servers
+# starting), even under valgrind, so more run at once than there are
+# cores; valgrind's computing is what slows a test's own threads, and a
+# few tests give a renewal tens of milliseconds that no time scale
+# stretches, so it runs three, not four. RLOCK_TEST_JOBS, when set, is
+# every configuration's.
+config() {
+  case $1 in
+  release) ARGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) CTEST_JOBS=4 ;;
+  asan) ARGS=(-DCMAKE_BUILD_TYPE=Debug "-DRLOCK_SANITIZE=address,undefined"
+              -DRLOCK_TEST_TIME_SCALE=2) CTEST_JOBS=4 ;;
+  tsan) ARGS=(-DCMAKE_BUILD_TYPE=Debug -DRLOCK_SANITIZE=thread
+              -DRLOCK_TEST_TIME_SCALE=3) CTEST_JOBS=4 ;;
+  valgrind) ARGS=(-DCMAKE_BUILD_TYPE=Debug "-DRLOCK_TEST_LAUNCHER=$VALGRIND"
+                  -DRLOCK_TEST_TIME_SCALE=8) CTEST_JOBS=3 ;;
+  esac
+  CTEST_JOBS=${RLOCK_TEST_JOBS:-$CTEST_JOBS}
+}
+
+# build NAME: configure and build build-test-NAME (fuzz: build-fuzz).
+build() {
+  if [ "$1" = fuzz ]; then
+    FUZZ_BUILD_ONLY=1 scripts/fuzz.sh >/dev/null
+    return
+  fi
+  config "$1"
+  cmake -S . -B "build-test-$1" -DRLOCK_WERROR=ON "${ARGS[@]}" >/dev/null
+  cmake --build "build-test-$1" -j"$JOBS" >/dev/null
+}
+
+# prebuild NAME...: build these configurations one after another in the
+# background at the lowest priority (nice 19), while the suites before
+# them run: their tests leave most of the CPU idle, and keep what they
+# ask for. Each suite waits for it before building (then a no-op; a
+# build that failed here fails again there, saying why). It runs in a
+# process group of its own, which the exit stops if it still runs.
+PREBUILD="" PREBUILDING=""
+prebuild() {
+  [ $# -gt 0 ] || return 0
+  PREBUILDING=" $* "
+  set -m
+  (
+    renice -n 19 -p "$BASHPID" >/dev/null
+    for n in "$@"; do build "$n" >/dev/null 2>&1 || true; done
+  ) &
+  PREBUILD=$!
+  set +m
+}
+# prebuilt NAME: wait for the background builds if NAME is one of them.
+prebuilt() {
+  [[ "$PREBUILDING" == *" $1 "* ]] || return 0
+  [ -z "$PREBUILD" ] || wait "$PREBUILD" || true
+  PREBUILD=""
+}
+
+# run NAME: build build-test-NAME, run its ctest, then print its ten
+# slowest tests (from ctest's JUnit file) whether or not they passed.
 run() {
-  local name=$1 dir=build-test-$1
-  shift
+  local name=$1 dir=build-test-$1 rc=0
   echo "==> $name"
-  cmake -S . -B "$dir" -DRLOCK_WERROR=ON "$@" >/dev/null
-  cmake --build "$dir" -j"$JOBS" >/dev/null
-  (cd "$dir" && ctest --output-on-failure -j2)
+  prebuilt "$name"
+  build "$name"
+  rm -f "$dir/ctest-junit.xml"
+  (cd "$dir" && ctest --output-on-failure -j"$CTEST_JOBS" \
+     --output-junit ctest-junit.xml) || rc=$?
+  [ ! -f "$dir/ctest-junit.xml" ] ||
+    scripts/ctest_slowest.py "$dir/ctest-junit.xml" 10 "$name: ctest -j$CTEST_JOBS"
+  return "$rc"
 }
 
 suite() {
   case $1 in
   release) suite format
-           run release -DCMAKE_BUILD_TYPE=RelWithDebInfo
+           run release
            scripts/test_python.sh build-test-release
            suite consumer ;;
   format) echo "==> format"
@@ -65,25 +136,60 @@ suite() {
   deb) echo "==> deb"
        scripts/deb.sh ;;
   fuzz) echo "==> fuzz"
+        prebuilt fuzz
         FUZZ_SECONDS=${FUZZ_SECONDS:-20} scripts/fuzz.sh ;;
   asan) ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-          run asan -DCMAKE_BUILD_TYPE=Debug -DRLOCK_SANITIZE=address,undefined \
-          -DRLOCK_TEST_TIME_SCALE=2
+          run asan
         scripts/test_python.sh --asan build-test-asan ;;
   # die_after_fork=0: tests fork child processes that create clients (and
   # so threads); the children only run rlock code.
   tsan) TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 die_after_fork=0" \
-          run tsan -DCMAKE_BUILD_TYPE=Debug -DRLOCK_SANITIZE=thread \
-          -DRLOCK_TEST_TIME_SCALE=3 ;;
-  valgrind) run valgrind -DCMAKE_BUILD_TYPE=Debug "-DRLOCK_TEST_LAUNCHER=$VALGRIND" \
-              -DRLOCK_TEST_TIME_SCALE=8 ;;
+          run tsan ;;
+  valgrind) run valgrind ;;
   *) echo "unknown suite '$1' (release, asan, tsan, valgrind, consumer, python, format, deb, fuzz)" >&2; exit 64 ;;
   esac
 }
 
-if [ $# -gt 0 ]; then
-  for s in "$@"; do suite "$s"; done
-else
-  for s in release deb asan tsan valgrind fuzz; do suite "$s"; done
-fi
+# Each suite's wall time, printed at the end (also when one fails: the
+# suites run until then, and the one that failed).
+TIMES=()
+CURRENT="" CURRENT_START=$SECONDS ALL_START=$SECONDS
+print_times() {
+  local rc=$? t name secs note
+  [ -z "$PREBUILD" ] || kill -- "-$PREBUILD" 2>/dev/null || true
+  [ -z "$CURRENT" ] || TIMES+=("$CURRENT $((SECONDS - CURRENT_START)) (failed)")
+  [ ${#TIMES[@]} -gt 0 ] || return "$rc"
+  echo "==> wall time per suite:"
+  for t in "${TIMES[@]}"; do
+    read -r name secs note <<<"$t"
+    printf '    %-9s %3dm%02ds%s\n' "$name" $((secs / 60)) $((secs % 60)) \
+      "${note:+ $note}"
+  done
+  printf '    %-9s %3dm%02ds\n' all $(((SECONDS - ALL_START) / 60)) \
+    $(((SECONDS - ALL_START) % 60))
+  return "$rc"
+}
+trap print_times EXIT
+timed() {
+  CURRENT=$1 CURRENT_START=$SECONDS
+  suite "$1"
+  TIMES+=("$1 $((SECONDS - CURRENT_START))")
+  CURRENT=""
+}
+
+[ $# -gt 0 ] || set -- release deb asan tsan valgrind fuzz
+# The builds after the first are made ahead, in the background.
+later=() first=""
+for s in "$@"; do
+  case $s in
+  release | asan | tsan | valgrind | fuzz)
+    if [ -z "$first" ]; then
+      first=$s
+    elif [ "$s" != "$first" ] && [[ " ${later[*]} " != *" $s "* ]]; then
+      later+=("$s")
+    fi ;;
+  esac
+done
+prebuild "${later[@]}"
+for s in "$@"; do timed "$s"; done
 echo "==> all suites passed"
