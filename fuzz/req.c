@@ -118,6 +118,8 @@ static rlock__step redirect(const char *s, unsigned *slot, const char **addr) {
 static int error_code(const char *s) {
   if (strstr(s, "WRONGTYPE") != NULL)
     return RLOCK_EWRONGTYPE;
+  if (strstr(s, "NON_REENTRANT_REACQUIRE") != NULL)
+    return RLOCK_EHELD;
   if (starts(s, "NOAUTH") || starts(s, "WRONGPASS") || starts(s, "NOPERM") ||
       strstr(s, "The user executing the script can't") != NULL ||
       strstr(s, "ACL failure in script") != NULL) /* ACL inside a script */
