@@ -253,16 +253,19 @@ static void test_huge_count_in_a_lock_is_bounded(void **state) {
  * count must not make the watchdog's script run for ever. */
 static void test_forged_count_does_not_wedge_renewal(void **state) {
   (void)state;
-  rlock_client *c = fx_client(srv, 300);
+  /* A renewal every lease/3; the key is left two thirds of a lease, so a
+   * late tick still finds it (a loaded machine delays ticks). */
+  const int64_t lease = rt_scaled_ms(1500), left = lease * 2 / 3;
+  rlock_client *c = fx_client(srv, lease);
   char owner[RLOCK_OWNER_MAX];
   fx_owner(c, owner);
   rlock_lock *r = make(c, READ, "huge:renew");
   OK(rlock_lock_try_acquire(r, 0, RLOCK_LEASE_WATCHDOG));
   freeReplyObject(rt_cmd(srv, "HSET huge:renew %s 99999999999", owner));
-  freeReplyObject(rt_cmd(srv, "PEXPIRE huge:renew 150"));
-  /* The next renewal (every 100 ms) extends the lock back to 300 ms. */
+  freeReplyObject(rt_cmd(srv, "PEXPIRE huge:renew %lld", (long long)left));
+  /* The next renewal extends the lock back to a whole lease. */
   int64_t t0 = rt_now_ms();
-  while (rt_cmd_int(srv, "PTTL huge:renew") <= 160) {
+  while (rt_cmd_int(srv, "PTTL huge:renew") <= left + 10) {
     if (rt_now_ms() - t0 > rt_scaled_ms(3000))
       fail_msg("the watchdog did not renew the lock");
     rt_sleep_ms(10);
