@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Unit tests: the RESP encoder of conn.h (rlock__resp_*, rlock__conn_format),
+/* Unit tests: the RESP encoder of resp.h (rlock__resp_*, rlock__resp_format),
  * rlock__req_encode_to into a reused buffer, and the reply nodes a thread
  * keeps for reuse (reply.h). The encoder must write exactly what hiredis's
  * redisFormatCommandArgv writes, fail cleanly when memory runs out, and a
@@ -17,7 +17,7 @@
 
 #include "alloc.h"
 #include "cmd.h"
-#include "conn.h"
+#include "resp.h"
 #include "reader.h"
 #include "reply.h"
 
@@ -33,7 +33,7 @@ static void same_as_hiredis(int argc, const char **argv, const size_t *lens,
   assert_int_equal(b.len, (size_t)wlen);
   assert_memory_equal(b.p, want, (size_t)wlen);
   char *got;
-  assert_int_equal(rlock__conn_format(&got, argc, argv, lens), wlen);
+  assert_int_equal(rlock__resp_format(&got, argc, argv, lens), wlen);
   assert_memory_equal(got, want, (size_t)wlen);
   free(got);
   if (nul_free) {
@@ -95,7 +95,7 @@ static void encode_nomem(void **state) {
   assert_int_equal(rlock__resp_bulk(&b, "x", 1), -1);
   assert_int_equal(rlock__resp_array(&b, 1), -1);
   char *out = NULL;
-  assert_int_equal(rlock__conn_format(&out, 3, set, NULL), -1);
+  assert_int_equal(rlock__resp_format(&out, 3, set, NULL), -1);
   assert_null(out);
   rlock__alloc_fail_at(0, 0);
   assert_null(b.p);

@@ -345,7 +345,7 @@ static int append_cmd(plan *p, const char *word, const char *ch, size_t chlen) {
   const char *argv[2] = {word, ch};
   size_t lens[2] = {strlen(word), chlen};
   char *cmd;
-  long n = rlock__conn_format(&cmd, 2, argv, lens);
+  long n = rlock__resp_format(&cmd, 2, argv, lens);
   char *buf = n < 0 ? NULL : rlock__realloc(p->buf, p->len + (size_t)n);
   if (buf == NULL) {
     free(n < 0 ? NULL : cmd);

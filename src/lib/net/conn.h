@@ -40,29 +40,8 @@
 
 #include "endpoint.h"
 #include "reader.h"
+#include "resp.h"
 #include "tls.h"
-
-/* A growable byte buffer: p is rlock__realloc'ed (release with free()),
- * len bytes in use out of cap. {0} is an empty one. */
-typedef struct rlock__buf {
-  char *p;
-  size_t len, cap;
-} rlock__buf;
-
-/* Make room for `more` bytes past b->len (growing by doubling, from 512
- * bytes). 0, or -1 when out of memory (b unchanged). */
-int rlock__buf_reserve(rlock__buf *b, size_t more);
-
-/* Append one command, an array of argc bulk strings, in RESP
- * (`*N\r\n$len\r\narg\r\n...`). lens NULL: the arguments are
- * NUL-terminated. 0, or -1 when out of memory (b unchanged). */
-int rlock__resp_command(rlock__buf *b, int argc, const char **argv,
-                        const size_t *lens);
-
-/* Append RESP's pieces: an array header `*n\r\n`, and a bulk string
- * `$len\r\ns\r\n`. 0, or -1 when out of memory (b unchanged). */
-int rlock__resp_array(rlock__buf *b, size_t n);
-int rlock__resp_bulk(rlock__buf *b, const char *s, size_t len);
 
 /* The most a connection's output buffer keeps between commands; a larger
  * one (a long renewal batch) is freed once sent. */
@@ -102,13 +81,6 @@ int rlock__conn_open(rlock__conn **out, const rlock__endpoint *ep,
 
 /* Close and free. NULL is ignored. */
 void rlock__conn_close(rlock__conn *c);
-
-/* Encode a command into a malloc'ed RESP buffer (free with free()).
- * Returns its length, or -1 when out of memory. Commands sent often go
- * through c->out instead (rlock__conn_send_out), which allocates nothing
- * once warm. */
-long rlock__conn_format(char **out, int argc, const char **argv,
-                        const size_t *lens);
 
 /* Write all of buf, waiting for the socket as needed until
  * c->io_deadline_us, or for one command timeout from now when no command
