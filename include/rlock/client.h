@@ -148,6 +148,7 @@ typedef struct rlock_stats {
                                   a connect */
   uint64_t topology_changes; /**< Sentinel master switches and cluster slot
                                   moves followed */
+  uint64_t redirections;     /**< MOVED and ASK redirections followed */
 } rlock_stats;
 
 /**
@@ -161,6 +162,66 @@ typedef struct rlock_stats {
  */
 RLOCK_EXTERN int rlock_client_stats(const rlock_client *client,
                                     rlock_stats *out, size_t size);
+
+/** rlock_client_metrics_text() flag: the OpenMetrics text format
+ * (counter families named without `_total` in HELP and TYPE, a final
+ * `# EOF`), served as `application/openmetrics-text; version=1.0.0`.
+ * Without it, the Prometheus text format 0.0.4 (`text/plain;
+ * version=0.0.4`). */
+#define RLOCK_METRICS_OPENMETRICS 1u
+
+/**
+ * Write the client's metrics in the Prometheus text format into `buf`,
+ * for the program to serve on its own metrics endpoint (the library
+ * serves nothing). Every family has HELP and TYPE lines; names start with
+ * `rlock_` and carry their unit (`_seconds`).
+ *
+ * Per kind of lock (label `kind`: reentrant, nonreentrant, fair,
+ * nonreentrant_fair, read, write, fenced, spin; and multilock, redlock for
+ * those acquisitions as a whole, whose members count under their own
+ * kinds too), for each kind that has seen any: the counters
+ * rlock_acquisitions_total, rlock_acquire_timeouts_total (ended
+ * RLOCK_ELOCKED), rlock_acquire_failures_total (any other error),
+ * rlock_lost_total (holds found lost: by the watchdog, a check or the
+ * release); the gauges rlock_holds (holds now: a thread's re-entries
+ * count once) and rlock_waiters (acquisitions waiting now); the
+ * histograms rlock_wait_seconds (an acquisition's start to the hold),
+ * rlock_hold_seconds (a hold's first level to the release of its last)
+ * and rlock_handoff_seconds (a waiter's last wake-up: the unlock message,
+ * or the end of a sleep, to the hold), with buckets from 100 us to 300 s.
+ * With rlock_config_set_metrics_names(), the names kept have series of
+ * their own (labels `kind` and `name`), which the `kind`-only series
+ * leave out: a sum over both is the client's total.
+ * Per client: rlock_waits_total, rlock_wakeups_total,
+ * rlock_releases_total, rlock_renewals_total,
+ * rlock_renewal_failures_total, rlock_lost_told_total,
+ * rlock_connects_total, rlock_connect_failures_total,
+ * rlock_disconnects_total (a reconnect is a disconnect, then a connect),
+ * rlock_topology_changes_total, rlock_redirections_total (as
+ * rlock_stats) and rlock_metric_names_refused_total.
+ *
+ * Recording costs a few relaxed atomic adds on the lock path and never
+ * allocates; memory is fixed when the client is made.
+ *
+ * Thread-safety: any thread, any client kind (also a loop client, off its
+ * loop's thread), lock-free: each number is exact, but they are not one
+ * snapshot (a hold may show in rlock_holds before its acquisition shows
+ * in rlock_acquisitions_total).
+ *
+ * @param buf    receives the text, NUL-terminated (may be NULL when size
+ *               is 0, to ask for the size)
+ * @param size   bytes at buf
+ * @param needed if not NULL, receives the bytes the whole text needs,
+ *               its NUL included (also when it did not fit)
+ * @param flags  0, or RLOCK_METRICS_OPENMETRICS
+ * @return RLOCK_OK; RLOCK_EINVAL: client NULL, buf NULL with size > 0,
+ *         an unknown flag, or `size` too small (then buf holds as much as
+ *         fits, and *needed says how much to give: the text grows as
+ *         kinds and names are first used, so leave room).
+ */
+RLOCK_EXTERN int rlock_client_metrics_text(const rlock_client *client,
+                                           char *buf, size_t size,
+                                           size_t *needed, unsigned flags);
 
 RLOCK_END_DECLS
 

@@ -150,7 +150,8 @@ static int record(rlock__round *rd, int64_t lease) {
     if (rd->fan[i].done && rd->fan[i].rc == RLOCK_OK &&
         rd->fan[i].reply->type == RLOCK__R_NIL &&
         rlock__hold_push_owned(l->client, l->name, rd->owner[i], lease,
-                               rd->started, NULL, rd->owner_number) != RLOCK_OK)
+                               rd->started, NULL, rd->owner_number,
+                               l->ms) != RLOCK_OK)
       return RLOCK_ENOMEM;
   }
   return RLOCK_OK;

@@ -325,6 +325,9 @@ struct rlock_op {
   rlock__plan plan;   /* its decisions (kinds/plan.h) */
   int64_t bound_us;   /* the attempts' bound (lreq.bound_us), or 0 */
   int waiting;        /* an attempt found it held and the wait began */
+  int unmetered;      /* a RedLock's member: its round is what counts */
+  int64_t start_us;   /* when it began (the metrics' wait time) ... */
+  int64_t woke_us;    /* ... and its wait's last wake-up (the handoff) */
   int64_t backoff_ms; /* spin kind: the next back-off */
   unsigned spins;
   uint64_t seed;

@@ -310,6 +310,7 @@ static void new_round(rlock_op *op) {
       continue;
     }
     child->wait_ms = 0; /* one attempt */
+    child->unmetered = 1;
     child->lease_ms = op->lease_ms;
     child->lease_sent = rlock__redlock_member_lease(r, i, op->lease_ms);
     red->pending++;
