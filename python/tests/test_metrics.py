@@ -166,3 +166,31 @@ async def test_aio_contention_counted(server: Server, name: str) -> None:
         assert got == [1 + WAITERS]
     with pytest.raises(rlock.Closed):
         client.metrics()
+
+
+@pytest.mark.asyncio
+async def test_aio_multilock_redlock(servers3: List[Server],
+                                     name: str) -> None:
+    clients = [rlock.aio.Client(s.url) for s in servers3]
+    try:
+        c = clients[0]
+        m = c.multi_lock(c.lock(name + "m1"), c.fair_lock(name + "m2"))
+        async with m:
+            pass
+        r = c.red_lock(*[k.lock(name) for k in clients])
+        async with r:
+            pass
+        got = c.metrics()
+        assert got.lock("multilock").acquisitions == 1
+        assert got.lock("multilock").wait.count == 1
+        assert got.lock("redlock").acquisitions == 1
+        # The MultiLock's members count under their own kinds; the
+        # RedLock's member holds under theirs, in each member's client.
+        assert got.lock("fair").acquisitions == 1
+        assert got.lock("reentrant").acquisitions == 1
+        assert got.lock("reentrant").hold.count == 2
+        assert clients[1].metrics().lock("reentrant").hold.count == 1
+        assert clients[1].metrics().lock("redlock").acquisitions == 0
+    finally:
+        for k in clients:
+            k.close()

@@ -153,8 +153,8 @@ static void test_names(void **state) {
     OK(dk_acquire(both[i], me, 0, 0));
     OK(dk_release(both[i], me));
   }
-  SERIES_EQ(c, "rlock_acquisitions_total{kind=\"reentrant\",name=\"metrics:a\"}",
-            2);
+  SERIES_EQ(
+      c, "rlock_acquisitions_total{kind=\"reentrant\",name=\"metrics:a\"}", 2);
   SERIES_EQ(c,
             "rlock_acquisitions_total{kind=\"reentrant\",name="
             "\"metrics:\\\"q\\\\\"}",
@@ -167,6 +167,60 @@ static void test_names(void **state) {
     rlock_lock_free(both[i]);
   if (!dk_loop())
     dk_free(c);
+}
+
+/* A MultiLock's and a RedLock's acquisitions count as wholes under their
+ * own kinds; a MultiLock's members count under theirs too. */
+static void test_multilock_redlock(void **state) {
+  (void)state;
+  rlock_client *c = dk_client(rt_server_url(srv), 0, NULL, NULL);
+  rlock_lock *l[3] = {fx_lock(c, "metrics:m1"), fx_lock(c, "metrics:m2"),
+                      fx_lock(c, "metrics:m3")};
+  /* A RedLock's members need servers of their own; its acquisitions
+   * count in its first member's client. */
+  rt_server *s2 = rt_server_start(NULL), *s3 = rt_server_start(NULL);
+  rlock_client *c2 = dk_client(rt_server_url(s2), 0, NULL, NULL);
+  rlock_client *c3 = dk_client(rt_server_url(s3), 0, NULL, NULL);
+  rlock_lock *rl[3] = {l[0], fx_lock(c2, "metrics:r2"),
+                       fx_lock(c3, "metrics:r3")};
+  rlock_multilock *m;
+  rlock_redlock *r;
+  OK(rlock_multilock_new(&m, l, 2));
+  OK(rlock_redlock_new(&r, rl, 3));
+  OK(rlock_multilock_try_acquire(m, 0, 0));
+  OK(rlock_multilock_release(m));
+  uint64_t other = rlock_owner_new();
+  OK(dk_acquire(l[1], other, 0, 0));
+  RC(rlock_multilock_try_acquire(m, 0, 0), RLOCK_ELOCKED);
+  OK(dk_release(l[1], other));
+  rlock_redlock_result *res = NULL;
+  OK(rlock_redlock_try_acquire(&res, r, 0, 0));
+  rlock_redlock_result_free(res);
+  OK(rlock_redlock_release(r));
+  SERIES_EQ(c, "rlock_acquisitions_total{kind=\"multilock\"}", 1);
+  SERIES_EQ(c, "rlock_acquire_timeouts_total{kind=\"multilock\"}", 1);
+  SERIES_EQ(c, "rlock_wait_seconds_count{kind=\"multilock\"}", 1);
+  SERIES_EQ(c, "rlock_acquisitions_total{kind=\"redlock\"}", 1);
+  /* The members: 2, then 1 before the refusal, then `other`'s. */
+  SERIES_EQ(c, "rlock_acquisitions_total" KIND, 4);
+  SERIES_EQ(c, "rlock_acquire_timeouts_total" KIND, 1);
+  /* Every hold went, the RedLock's member's too (one of its members'
+   * holds counts in each of its clients). */
+  SERIES_EQ(c, "rlock_holds" KIND, 0);
+  SERIES_EQ(c, "rlock_hold_seconds_count" KIND, 5);
+  SERIES_EQ(c2, "rlock_hold_seconds_count" KIND, 1);
+  SERIES_EQ(c2, "rlock_acquisitions_total{kind=\"redlock\"}", -1);
+  rlock_redlock_free(r);
+  rlock_multilock_free(m);
+  for (int i = 0; i < 3; i++)
+    rlock_lock_free(l[i]);
+  rlock_lock_free(rl[1]);
+  rlock_lock_free(rl[2]);
+  dk_free(c3);
+  dk_free(c2);
+  dk_free(c);
+  rt_server_free(s3);
+  rt_server_free(s2);
 }
 
 /* The OpenMetrics variant, the size asked for, and the refusals. */
@@ -189,8 +243,7 @@ static void test_format_and_args(void **state) {
   OK(rlock_client_metrics_text(c, text, sizeof text, NULL, 0));
   assert_non_null(strstr(text, "# TYPE rlock_renewals_total counter\n"));
   assert_null(strstr(text, "# EOF"));
-  RC(rlock_client_metrics_text(NULL, text, sizeof text, NULL, 0),
-     RLOCK_EINVAL);
+  RC(rlock_client_metrics_text(NULL, text, sizeof text, NULL, 0), RLOCK_EINVAL);
   RC(rlock_client_metrics_text(c, NULL, 10, NULL, 0), RLOCK_EINVAL);
   RC(rlock_client_metrics_text(c, text, sizeof text, NULL, 2), RLOCK_EINVAL);
   rlock_config *cfg;
@@ -218,6 +271,7 @@ int main(void) {
   const dk_case cases[] = {
       DK_CASE(test_contention, DK_ALL),
       DK_CASE(test_names, DK_ALL),
+      DK_CASE(test_multilock_redlock, DK_BLOCK),
       DK_CASE(test_format_and_args, DK_BLOCK),
   };
   return DK_RUN(cases, start, stop);

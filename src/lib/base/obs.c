@@ -279,6 +279,13 @@ static int64_t ld_signed(const atomic_int_fast64_t *a) {
   return v < 0 ? 0 : v; /* a begin and its end seen out of order */
 }
 
+static int hist_used(const rlock__hist *h) {
+  for (int i = 0; i <= RLOCK__HIST_BOUNDS; i++)
+    if (ld(&h->bucket[i]) != 0)
+      return 1;
+  return 0;
+}
+
 /* The sets to show: every kind that has seen anything, every name kept. */
 static size_t nsets(const rlock__obs *o) {
   return RLOCK__MK_COUNT +
@@ -291,7 +298,8 @@ static const rlock__mset *set_at(const rlock__obs *o, size_t i) {
   if (m->name != NULL || ld(&m->acquisitions) || ld(&m->timeouts) ||
       ld(&m->failures) || ld(&m->lost) ||
       atomic_load_explicit(&m->holds, memory_order_relaxed) != 0 ||
-      atomic_load_explicit(&m->waiters, memory_order_relaxed) != 0)
+      atomic_load_explicit(&m->waiters, memory_order_relaxed) != 0 ||
+      hist_used(&m->hold)) /* a RedLock's member: holds, no acquisitions */
     return m;
   return NULL;
 }

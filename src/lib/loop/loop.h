@@ -326,6 +326,8 @@ struct rlock_op {
   int64_t bound_us;   /* the attempts' bound (lreq.bound_us), or 0 */
   int waiting;        /* an attempt found it held and the wait began */
   int unmetered;      /* a RedLock's member: its round is what counts */
+  rlock__mset *whole; /* a MultiLock's or RedLock's acquisition: its
+                         metrics, recorded when it finishes; else NULL */
   int64_t start_us;   /* when it began (the metrics' wait time) ... */
   int64_t woke_us;    /* ... and its wait's last wake-up (the handoff) */
   int64_t backoff_ms; /* spin kind: the next back-off */
