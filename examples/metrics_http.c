@@ -155,8 +155,10 @@ int main(int argc, char **argv) {
     ok = serve_one(listener, client) == 0;
     pthread_join(t, NULL);
     ok = ok && strstr(s.answer, "HTTP/1.0 200 OK\r\n") == s.answer &&
-         strstr(s.answer, "\nrlock_acquisitions_total{kind=\"reentrant\"} 3\n") &&
-         strstr(s.answer, "\nrlock_acquire_timeouts_total{kind=\"reentrant\"} 1\n");
+         strstr(s.answer,
+                "\nrlock_acquisitions_total{kind=\"reentrant\"} 3\n") &&
+         strstr(s.answer,
+                "\nrlock_acquire_timeouts_total{kind=\"reentrant\"} 1\n");
     printf("scraped http://127.0.0.1:%d/metrics: %s\n", port,
            ok ? "3 acquisitions and 1 timeout of a reentrant lock"
               : "not what happened");

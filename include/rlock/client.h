@@ -148,7 +148,9 @@ typedef struct rlock_stats {
                                   a connect */
   uint64_t topology_changes; /**< Sentinel master switches and cluster slot
                                   moves followed */
-  uint64_t redirections;     /**< MOVED and ASK redirections followed */
+  uint64_t redirections;     /**< MOVED and ASK redirections followed (a
+                                  cluster's slots moving, or the client's
+                                  map of them out of date) */
 } rlock_stats;
 
 /**
@@ -178,17 +180,23 @@ RLOCK_EXTERN int rlock_client_stats(const rlock_client *client,
  *
  * Per kind of lock (label `kind`: reentrant, nonreentrant, fair,
  * nonreentrant_fair, read, write, fenced, spin; and multilock, redlock for
- * those acquisitions as a whole, whose members count under their own
- * kinds too), for each kind that has seen any: the counters
- * rlock_acquisitions_total, rlock_acquire_timeouts_total (ended
- * RLOCK_ELOCKED), rlock_acquire_failures_total (any other error),
- * rlock_lost_total (holds found lost: by the watchdog, a check or the
- * release); the gauges rlock_holds (holds now: a thread's re-entries
- * count once) and rlock_waiters (acquisitions waiting now); the
- * histograms rlock_wait_seconds (an acquisition's start to the hold),
- * rlock_hold_seconds (a hold's first level to the release of its last)
- * and rlock_handoff_seconds (a waiter's last wake-up: the unlock message,
- * or the end of a sleep, to the hold), with buckets from 100 us to 300 s.
+ * those acquisitions as a whole, in their first member's client, with
+ * acquisitions, timeouts, failures and wait times only; a MultiLock's
+ * members count under their own kinds, and a RedLock's members' holds
+ * under theirs), for each kind that has seen any: the counters
+ * rlock_acquisitions_total, rlock_acquire_timeouts_total (ended RLOCK_ELOCKED:
+ * held until the wait ran out, or at a single try),
+ * rlock_acquire_failures_total (any other error), rlock_lost_total (holds found
+ * lost: by the watchdog, by their release, or by this client's force release);
+ * the gauges rlock_holds (holds recorded now, a thread's re-entries once; a
+ * lost one until its holder releases it) and rlock_waiters (acquisitions
+ * waiting now); the histograms rlock_wait_seconds (an acquisition's start to
+ * the hold, for those that took the lock), rlock_hold_seconds (a hold's first
+ * level to the release of its last, holds not found lost) and
+ * rlock_handoff_seconds (acquisitions that waited: from the waiter's last
+ * wake-up to the hold; the wake-up is the unlock message's arrival, a
+ * confirmed subscription or the end of a sleep, and on a blocking client
+ * the waiting thread's resumption), buckets from 100 us to 300 s.
  * With rlock_config_set_metrics_names(), the names kept have series of
  * their own (labels `kind` and `name`), which the `kind`-only series
  * leave out: a sum over both is the client's total.
@@ -204,9 +212,9 @@ RLOCK_EXTERN int rlock_client_stats(const rlock_client *client,
  * allocates; memory is fixed when the client is made.
  *
  * Thread-safety: any thread, any client kind (also a loop client, off its
- * loop's thread), lock-free: each number is exact, but they are not one
- * snapshot (a hold may show in rlock_holds before its acquisition shows
- * in rlock_acquisitions_total).
+ * loop's thread; never while the client is being freed), lock-free: each
+ * number is exact, but they are not one snapshot (a hold may show in
+ * rlock_holds before its acquisition shows in rlock_acquisitions_total).
  *
  * @param buf    receives the text, NUL-terminated (may be NULL when size
  *               is 0, to ask for the size)

@@ -324,7 +324,7 @@ static const family set_families[] = {
     FAM("rlock_lost_total", "counter", lost,
         "Holds found lost: expired or deleted while held."),
     FAM("rlock_holds", "gauge", holds,
-        "Holds this client has now (a thread's re-entries count once)."),
+        "Holds recorded now (re-entries once; a lost one until released)."),
     FAM("rlock_waiters", "gauge", waiters,
         "Acquisitions waiting now for a lock held elsewhere."),
     FAM("rlock_wait_seconds", "histogram", wait,
@@ -333,8 +333,8 @@ static const family set_families[] = {
     FAM("rlock_hold_seconds", "histogram", hold,
         "Time from a hold's first level to the release of its last."),
     FAM("rlock_handoff_seconds", "histogram", handoff,
-        "Time from the last wake-up of a wait (an unlock message, or the "
-        "end of a sleep) to the hold."),
+        "Time from a waiter's last wake-up (an unlock message, a confirmed "
+        "subscription, the end of a sleep) to the hold."),
 };
 
 static void put_hist(text *t, const char *name, const rlock__mset *m,
