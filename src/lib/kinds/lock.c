@@ -199,7 +199,11 @@ int rlock__lock_alloc(rlock_lock **out, rlock_client *client, const char *name,
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   l->client = client;
   l->kind = kind;
-  l->ms = rlock__obs_mset(&client->obs, kind->metric, name);
+  /* No per-name slot in a fork()ed child: its mutex may have been held
+   * at the fork (the child's operations on this client are refused). */
+  l->ms = rlock__origin_ok(&client->origin)
+              ? rlock__obs_mset(&client->obs, kind->metric, name)
+              : &client->obs.kinds[kind->metric];
   rlock__spin_options(&l->spin, NULL); /* the defaults: cannot fail */
   l->name = rlock__strdup(name);
   l->channel = rlock__name_prefixed(
