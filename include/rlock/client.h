@@ -151,6 +151,10 @@ typedef struct rlock_stats {
   uint64_t redirections;     /**< MOVED and ASK redirections followed (a
                                   cluster's slots moving, or the client's
                                   map of them out of date) */
+  uint64_t reconnects;       /**< connections opened to replace one that
+                                  was dropped (counted in disconnects):
+                                  to the same node, by a command pool, a
+                                  subscriber or a loop client's node */
 } rlock_stats;
 
 /**
@@ -204,7 +208,7 @@ RLOCK_EXTERN int rlock_client_stats(const rlock_client *client,
  * rlock_releases_total, rlock_renewals_total,
  * rlock_renewal_failures_total, rlock_lost_told_total,
  * rlock_connects_total, rlock_connect_failures_total,
- * rlock_disconnects_total (a reconnect is a disconnect, then a connect),
+ * rlock_disconnects_total, rlock_reconnects_total,
  * rlock_topology_changes_total, rlock_redirections_total (as
  * rlock_stats) and rlock_metric_names_refused_total.
  *

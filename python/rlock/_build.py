@@ -103,7 +103,8 @@ typedef struct rlock_stats {
   uint64_t acquisitions; uint64_t waits; uint64_t wakeups; uint64_t releases;
   uint64_t renewals; uint64_t renewal_failures; uint64_t lost;
   uint64_t connects; uint64_t connect_failures; uint64_t disconnects;
-  uint64_t topology_changes; uint64_t redirections; ...;
+  uint64_t topology_changes; uint64_t redirections; uint64_t reconnects;
+  ...;
 } rlock_stats;
 int rlock_client_stats(const rlock_client *client, rlock_stats *out,
                        size_t size);

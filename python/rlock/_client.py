@@ -80,6 +80,7 @@ class Stats:
     disconnects: int
     topology_changes: int
     redirections: int
+    reconnects: int
 
 
 LostCallback = Callable[[str, str], Any]

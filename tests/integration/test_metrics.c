@@ -223,6 +223,29 @@ static void test_multilock_redlock(void **state) {
   rt_server_free(s2);
 }
 
+/* A connection killed by the server is replaced: one disconnect, one
+ * reconnect. */
+static void test_reconnect(void **state) {
+  (void)state;
+  rlock_client *c = dk_client(rt_server_url(srv), 0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "metrics:reconnect");
+  uint64_t me = dk_me();
+  OK(dk_acquire(l, me, 0, 0));
+  OK(dk_release(l, me));
+  SERIES_EQ(c, "rlock_reconnects_total", 0);
+  freeReplyObject(rt_cmd(srv, "CLIENT KILL TYPE normal"));
+  OK(dk_acquire(l, me, 5000, 0)); /* rides out a connection lost idle */
+  OK(dk_release(l, me));
+  SERIES_EQ(c, "rlock_disconnects_total", 1);
+  SERIES_EQ(c, "rlock_reconnects_total", 1);
+  SERIES_EQ(c, "rlock_connects_total", 2);
+  if (dk_loop())
+    dk_free(c);
+  rlock_lock_free(l);
+  if (!dk_loop())
+    dk_free(c);
+}
+
 /* The OpenMetrics variant, the size asked for, and the refusals. */
 static void test_format_and_args(void **state) {
   (void)state;
@@ -271,6 +294,7 @@ int main(void) {
   const dk_case cases[] = {
       DK_CASE(test_contention, DK_ALL),
       DK_CASE(test_names, DK_ALL),
+      DK_CASE(test_reconnect, DK_ALL),
       DK_CASE(test_multilock_redlock, DK_BLOCK),
       DK_CASE(test_format_and_args, DK_BLOCK),
   };

@@ -69,10 +69,10 @@ static void test_names(void **state) {
   const char *t = render(&o, 0);
   assert_non_null(strstr(t, "\nrlock_acquisitions_total{kind=\"reentrant\","
                             "name=\"a\\\"b\\\\c\\nd\"} 1\n"));
-  assert_non_null(strstr(
-      t, "\nrlock_acquire_timeouts_total{kind=\"reentrant\"} 1\n"));
   assert_non_null(
-      strstr(t, "\nrlock_waiters{kind=\"write\",name=\"a\\\"b\\\\c\\nd\"} 1\n"));
+      strstr(t, "\nrlock_acquire_timeouts_total{kind=\"reentrant\"} 1\n"));
+  assert_non_null(strstr(
+      t, "\nrlock_waiters{kind=\"write\",name=\"a\\\"b\\\\c\\nd\"} 1\n"));
   assert_non_null(strstr(t, "\nrlock_metric_names_refused_total 1\n"));
   rlock__obs_destroy(&o);
 }

@@ -145,6 +145,8 @@ typedef struct rlock__lconn rlock__lconn;
 struct rlock__lconn {
   int fd;
   int state;                 /* enum rlock__lconn_state */
+  int dropped;               /* it was ready, then dropped: the next
+                                connection is a reconnect */
   int watching;              /* events asked of the adapter */
   const rlock__endpoint *ep; /* whom it connects to (borrowed) */
   rlock__lnode *ln;          /* the node it belongs to, NULL for a sentinel */
