@@ -10,13 +10,14 @@ set -euo pipefail
 # the event-loop adapters (rlock_uv, rlock_event); g++ (also in
 # build-essential, named since CI needs it): include/rlock.hpp's example
 # and test; python3-*, mypy: the Python binding (python/,
-# scripts/test_python.sh); dh-python and python3-all-dev: python3-rlock's
+# scripts/test_python.sh; python3-prometheus-client: its metrics'
+# collector and tests); dh-python and python3-all-dev: python3-rlock's
 # build (debian/control's Build-Depends; scripts/deb.sh also installs
 # debhelper and dpkg-dev).
 PKGS=(build-essential g++ cmake pkg-config libhiredis-dev libssl-dev openssl libcmocka-dev
       libuv1-dev libevent-dev
       python3-dev python3-venv python3-setuptools python3-wheel python3-cffi python3-pytest
-      python3-pytest-asyncio mypy dh-python python3-all-dev
+      python3-pytest-asyncio python3-prometheus-client mypy dh-python python3-all-dev
       redis-server redis-tools redis-sentinel valgrind python3
       clang libclang-rt-dev clang-format)
 

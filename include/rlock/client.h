@@ -148,6 +148,13 @@ typedef struct rlock_stats {
                                   a connect */
   uint64_t topology_changes; /**< Sentinel master switches and cluster slot
                                   moves followed */
+  uint64_t redirections;     /**< MOVED and ASK redirections followed (a
+                                  cluster's slots moving, or the client's
+                                  map of them out of date) */
+  uint64_t reconnects;       /**< connections opened to replace one that
+                                  was dropped (counted in disconnects):
+                                  to the same node, by a command pool, a
+                                  subscriber or a loop client's node */
 } rlock_stats;
 
 /**
@@ -161,6 +168,72 @@ typedef struct rlock_stats {
  */
 RLOCK_EXTERN int rlock_client_stats(const rlock_client *client,
                                     rlock_stats *out, size_t size);
+
+/** rlock_client_metrics_text() flag: the OpenMetrics text format
+ * (counter families named without `_total` in HELP and TYPE, a final
+ * `# EOF`), served as `application/openmetrics-text; version=1.0.0`.
+ * Without it, the Prometheus text format 0.0.4 (`text/plain;
+ * version=0.0.4`). */
+#define RLOCK_METRICS_OPENMETRICS 1u
+
+/**
+ * Write the client's metrics in the Prometheus text format into `buf`,
+ * for the program to serve on its own metrics endpoint (the library
+ * serves nothing). Every family has HELP and TYPE lines; names start with
+ * `rlock_` and carry their unit (`_seconds`).
+ *
+ * Per kind of lock (label `kind`: reentrant, nonreentrant, fair,
+ * nonreentrant_fair, read, write, fenced, spin; and multilock, redlock for
+ * those acquisitions as a whole, in their first member's client, with
+ * acquisitions, timeouts, failures and wait times only; a MultiLock's
+ * members count under their own kinds, and a RedLock's members' holds
+ * under theirs), for each kind that has seen any: the counters
+ * rlock_acquisitions_total, rlock_acquire_timeouts_total (ended RLOCK_ELOCKED:
+ * held until the wait ran out, or at a single try),
+ * rlock_acquire_failures_total (any other error), rlock_lost_total (holds found
+ * lost: by the watchdog, by their release, or by this client's force release);
+ * the gauges rlock_holds (holds recorded now, a thread's re-entries once; a
+ * lost one until its holder releases it) and rlock_waiters (acquisitions
+ * waiting now); the histograms rlock_wait_seconds (an acquisition's start to
+ * the hold, for those that took the lock), rlock_hold_seconds (a hold's first
+ * level to the release of its last, holds not found lost) and
+ * rlock_handoff_seconds (acquisitions that waited: from the waiter's last
+ * wake-up to the hold; the wake-up is the unlock message's arrival, a
+ * confirmed subscription or the end of a sleep, and on a blocking client
+ * the waiting thread's resumption), buckets from 100 us to 300 s.
+ * With rlock_config_set_metrics_names(), the names kept have series of
+ * their own (labels `kind` and `name`), which the `kind`-only series
+ * leave out: a sum over both is the client's total.
+ * Per client: rlock_waits_total, rlock_wakeups_total,
+ * rlock_releases_total, rlock_renewals_total,
+ * rlock_renewal_failures_total, rlock_lost_told_total,
+ * rlock_connects_total, rlock_connect_failures_total,
+ * rlock_disconnects_total, rlock_reconnects_total,
+ * rlock_topology_changes_total, rlock_redirections_total (as
+ * rlock_stats) and rlock_metric_names_refused_total.
+ *
+ * Recording costs a few relaxed atomic adds on the lock path and never
+ * allocates; memory is fixed when the client is made.
+ *
+ * Thread-safety: any thread, any client kind (also a loop client, off its
+ * loop's thread; never while the client is being freed), lock-free: each
+ * number is exact, but they are not one snapshot (a hold may show in
+ * rlock_holds before its acquisition shows in rlock_acquisitions_total).
+ *
+ * @param buf    receives the text, NUL-terminated (may be NULL when size
+ *               is 0, to ask for the size)
+ * @param size   bytes at buf
+ * @param needed if not NULL, receives the bytes the whole text needs,
+ *               its NUL included (also when it did not fit)
+ * @param flags  0, or RLOCK_METRICS_OPENMETRICS
+ * @return RLOCK_OK; RLOCK_EINVAL: client NULL, buf NULL with size > 0,
+ *         an unknown flag, or `size` too small (then buf holds as much as
+ *         fits, and *needed says how much to give: the text grows as
+ *         kinds and names are first used, so leave room).
+ */
+RLOCK_EXTERN int rlock_client_metrics_text(const rlock_client *client,
+                                           char *buf, size_t size,
+                                           size_t *needed, unsigned flags);
 
 RLOCK_END_DECLS
 

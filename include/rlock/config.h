@@ -303,6 +303,24 @@ RLOCK_EXTERN int rlock_config_set_password(rlock_config *cfg, const char *user,
 RLOCK_EXTERN int rlock_config_set_subscription_linger(rlock_config *cfg,
                                                       int64_t ms, int max_idle);
 
+/** The most lock names rlock_config_set_metrics_names() keeps. */
+#define RLOCK_METRICS_NAMES_MAX 10000
+
+/**
+ * Keep the metrics (rlock_client_metrics_text) of up to `max_names` lock
+ * names apart, each under a `name` label beside its `kind`: the first
+ * names this client makes lock objects for, each (kind, name) pair once.
+ * Lock objects made once every slot is taken are counted under their
+ * kind only (no `name` label), as every lock is by default (0): a
+ * monitoring system keeps a series per label value, so names that are
+ * not a small fixed set belong there. The slots are allocated when the
+ * client is made (about 600 bytes each), so recording never allocates.
+ * @return RLOCK_OK, or RLOCK_EINVAL (config NULL, max_names outside
+ *         0..RLOCK_METRICS_NAMES_MAX).
+ */
+RLOCK_EXTERN int rlock_config_set_metrics_names(rlock_config *cfg,
+                                                int max_names);
+
 /** How much a log message matters; a hook gets those up to its level. */
 typedef enum rlock_log_level {
   RLOCK_LOG_ERROR = 1, /**< a held lock was lost */

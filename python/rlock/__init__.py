@@ -31,6 +31,7 @@ from ._errors import (AlreadyHeld, AuthError, Canceled, Closed,
                       ConnectionError, Deadlock, Error, InvalidArgument,
                       Locked, LockLost, NotHeld, OutOfMemory, ProtocolError,
                       ReplicaError, ServerError, TimeoutError, WrongType)
+from ._metrics import Histogram, LockMetrics, Metrics, MetricsCollector
 from ._native import HEADER_VERSION, LIBRARY_VERSION
 
 #: The package's version: the version of librlock it was built against.
@@ -43,6 +44,7 @@ __all__ = [
     "NonReentrantLock", "NonReentrantFairLock", "AlreadyHeld",
     "WriteLock", "ReadWriteLock", "MultiLock", "RedLock", "Owner", "Cancel",
     "LockInfo", "Holder", "Waiter", "RedLockResult", "MemberResult", "Stats",
+    "Metrics", "LockMetrics", "Histogram", "MetricsCollector",
     "Status", "PubSubMode", "LogLevel", "lock_order", "Error",
     "InvalidArgument", "OutOfMemory", "ConnectionError", "TimeoutError",
     "ProtocolError", "ServerError", "AuthError", "WrongType", "Locked",

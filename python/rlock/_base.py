@@ -432,13 +432,16 @@ def make_config(url: Optional[str], kw: Dict[str, Any],
 
 
 def _set_ints(cfg: Any, kw: Dict[str, Any]) -> None:
-    v = kw.get("pool_size")
-    if v is not None:
+    for key, setter in (("pool_size", lib.rlock_config_set_pool_size),
+                        ("metrics_names",
+                         lib.rlock_config_set_metrics_names)):
+        v = kw.get(key)
+        if v is None:
+            continue
         if isinstance(v, bool) or not isinstance(v, int):
-            raise TypeError(f"pool_size must be an int, not "
+            raise TypeError(f"{key} must be an int, not "
                             f"{type(v).__name__}")
-        _set(cfg, f"pool_size={v!r}",
-             lib.rlock_config_set_pool_size(cfg, max(min(v, 1 << 30), -1)))
+        _set(cfg, f"{key}={v!r}", setter(cfg, max(min(v, 1 << 30), -1)))
     v = kw.get("pubsub_mode")
     if v is not None:
         names = {"auto": PubSubMode.AUTO, "classic": PubSubMode.CLASSIC,

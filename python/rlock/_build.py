@@ -85,6 +85,8 @@ int rlock_config_set_password(rlock_config *cfg, const char *user,
                               const char *password);
 int rlock_config_set_subscription_linger(rlock_config *cfg, int64_t ms,
                                          int max_idle);
+#define RLOCK_METRICS_NAMES_MAX ...
+int rlock_config_set_metrics_names(rlock_config *cfg, int max_names);
 int rlock_config_set_log(rlock_config *cfg, rlock_log_fn fn,
                          rlock_log_level max_level, void *userdata);
 
@@ -101,10 +103,14 @@ typedef struct rlock_stats {
   uint64_t acquisitions; uint64_t waits; uint64_t wakeups; uint64_t releases;
   uint64_t renewals; uint64_t renewal_failures; uint64_t lost;
   uint64_t connects; uint64_t connect_failures; uint64_t disconnects;
-  uint64_t topology_changes; ...;
+  uint64_t topology_changes; uint64_t redirections; uint64_t reconnects;
+  ...;
 } rlock_stats;
 int rlock_client_stats(const rlock_client *client, rlock_stats *out,
                        size_t size);
+#define RLOCK_METRICS_OPENMETRICS ...
+int rlock_client_metrics_text(const rlock_client *client, char *buf,
+                              size_t size, size_t *needed, unsigned flags);
 
 /* lock.h */
 typedef struct rlock_lock rlock_lock;

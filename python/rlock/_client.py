@@ -11,13 +11,14 @@ from types import TracebackType
 from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence,
                     Set, Tuple, Type, Union)
 
-from . import _base, _wait
+from . import _base, _metrics, _wait
 from ._base import (DEFAULT, ECANCELED, ELOCKED, OK, CallbackThread, Handle,
                     LockInfo, LogLevel, OwnerLike, PubSubMode, RedLockResult,
                     _bytes, _text, check, lease_ms, lock_info, owner_number,
                     pick_lease, pick_wait, redlock_result, spin_options,
                     wait_ms)
 from ._errors import Closed, Error, InvalidArgument, Locked, error_for
+from ._metrics import Metrics, MetricsCollector
 from ._native import ffi, lib
 
 _UNSET: Any = object()
@@ -78,6 +79,8 @@ class Stats:
     connect_failures: int
     disconnects: int
     topology_changes: int
+    redirections: int
+    reconnects: int
 
 
 LostCallback = Callable[[str, str], Any]
@@ -178,6 +181,9 @@ class Client:
         log, log_level: ``log(level, message)`` receives the client's log
             messages up to log_level (default LogLevel.WARN), on the
             callback thread.
+        metrics_names: keep the metrics of up to this many lock names
+            apart, each under a ``name`` label (default 0: per kind only;
+            rlock_config_set_metrics_names).
 
     Raises:
         InvalidArgument: a URL or an option out of range; the message says
@@ -211,6 +217,7 @@ class Client:
                  password: Optional[str] = None,
                  subscription_linger: Optional[float] = None,
                  max_idle_subscriptions: Optional[int] = None,
+                 metrics_names: Optional[int] = None,
                  log: Optional[LogCallback] = None,
                  log_level: LogLevel = LogLevel.WARN) -> None:
         kw = {k: v for k, v in locals().items()
@@ -385,6 +392,28 @@ class Client:
             self._leave()
         return Stats(**{f: int(getattr(s, f))
                         for f in Stats.__dataclass_fields__})
+
+    def metrics_text(self, openmetrics: bool = False) -> str:
+        """The client's metrics in the Prometheus text format (OpenMetrics
+        when `openmetrics`), for an application's metrics endpoint
+        (rlock_client_metrics_text)."""
+        self._enter()
+        try:
+            return _metrics.metrics_text(self._ptr, openmetrics)
+        finally:
+            self._leave()
+
+    def metrics(self) -> Metrics:
+        """The client's metrics, read: per kind of lock (and per name kept,
+        ``metrics_names``) its counters, gauges and wait, hold and handoff
+        histograms, and the client's own counters."""
+        return _metrics.parse(self.metrics_text())
+
+    def collector(self) -> MetricsCollector:
+        """A prometheus_client collector of this client's metrics, to
+        register with a CollectorRegistry (prometheus_client needed then,
+        Debian's python3-prometheus-client)."""
+        return MetricsCollector(self.metrics_text)
 
     def list_locks(self, pattern: Optional[str] = None) -> List[LockInfo]:
         """The locks held now whose names match the glob `pattern` (Redis's

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect as _inspect
+import threading
 import warnings
 import weakref
 from types import TracebackType
@@ -41,13 +42,14 @@ from typing import (Any, Awaitable, Callable, Coroutine, Dict, Generator,
                     Generic, Iterable, List, NoReturn, Optional, Sequence,
                     Tuple, Type, TypeVar, Union)
 
-from . import _base
+from . import _base, _metrics
 from ._base import (DEFAULT, ECANCELED, ELOCKED, OK, Handle, LockInfo,
                     LogLevel, Owner, OwnerLike, PubSubMode, RedLockResult,
                     _bytes, _text, check, lease_ms, lock_info, owner_number,
                     pick_lease, pick_wait, redlock_result, spin_options,
                     wait_ms)
 from ._client import Stats
+from ._metrics import Metrics, MetricsCollector
 from ._errors import Closed, InvalidArgument, Locked, error_for
 from ._native import ffi, lib
 
@@ -334,6 +336,7 @@ class Client:
                  password: Optional[str] = None,
                  subscription_linger: Optional[float] = None,
                  max_idle_subscriptions: Optional[int] = None,
+                 metrics_names: Optional[int] = None,
                  log: Optional[Callable[[LogLevel, str], Any]] = None,
                  log_level: LogLevel = LogLevel.WARN) -> None:
         kw = {k: v for k, v in locals().items()
@@ -350,6 +353,9 @@ class Client:
                                ) from None
         self._ptr: Any = None
         self._closed = False
+        # metrics_text may run on another thread (a collector's scrape):
+        # it and the free of the C client exclude each other.
+        self._metrics_mu = threading.Lock()
         self._pending: Dict[int, _Op] = {}
         self._handles: Dict[int, Handle] = {}
         self._adapter = _Adapter(self._loop)
@@ -394,10 +400,12 @@ class Client:
         Locks still held expire with their lease. Again: nothing."""
         if self._closed:
             return
-        self._closed = True
-        rc = lib.rlock_client_free(self._ptr)
+        with self._metrics_mu:
+            self._closed = True
+            rc = lib.rlock_client_free(self._ptr)
+            if rc != OK:
+                self._closed = False
         if rc != OK:
-            self._closed = False
             raise error_for(rc)
         self._ptr = None
         handles = list(self._handles.values())
@@ -461,6 +469,21 @@ class Client:
         check(lib.rlock_client_stats(self._ptr, s, ffi.sizeof("rlock_stats")))
         return Stats(**{f: int(getattr(s, f))
                         for f in Stats.__dataclass_fields__})
+
+    def metrics_text(self, openmetrics: bool = False) -> str:
+        """rlock.Client.metrics_text(); from any thread."""
+        with self._metrics_mu:
+            self._check()
+            return _metrics.metrics_text(self._ptr, openmetrics)
+
+    def metrics(self) -> Metrics:
+        """rlock.Client.metrics(); from any thread."""
+        return _metrics.parse(self.metrics_text())
+
+    def collector(self) -> MetricsCollector:
+        """rlock.Client.collector(): its scrapes may come from any
+        thread."""
+        return MetricsCollector(self.metrics_text)
 
     def _start(self, kind: str, fn: Callable[..., int], *args: Any,
                with_op: bool = False) -> _Op:

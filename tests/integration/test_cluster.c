@@ -715,6 +715,7 @@ static void test_migration_under_locks(void **state) {
     rlock_stats st;
     OK(rlock_client_stats(h, &st, sizeof st));
     assert_true(st.topology_changes >= 1); /* the slot's move was followed */
+    assert_true(st.redirections >= 2);     /* ASK, then MOVED */
   }
   assert_int_equal(exists_on(to, b), 1);
   int64_t released = rt_now_us();

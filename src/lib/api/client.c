@@ -125,3 +125,25 @@ int rlock_client_stats(const rlock_client *c, rlock_stats *out, size_t size) {
   rlock__obs_read(&c->obs, out, size);
   return RLOCK_OK;
 }
+
+int rlock_client_metrics_text(const rlock_client *c, char *buf, size_t size,
+                              size_t *needed, unsigned flags) {
+  if (needed != NULL)
+    *needed = 0;
+  if (c == NULL || (buf == NULL && size > 0) ||
+      (flags & ~RLOCK_METRICS_OPENMETRICS) != 0)
+    return rlock__err(RLOCK_EINVAL, "rlock_client_metrics_text: %s",
+                      c == NULL     ? "client is NULL"
+                      : buf == NULL ? "buf is NULL"
+                                    : "unknown flags");
+  size_t len = rlock__obs_text(&c->obs, buf, size,
+                               (flags & RLOCK_METRICS_OPENMETRICS) != 0);
+  if (needed != NULL)
+    *needed = len + 1;
+  if (len >= size)
+    return rlock__err(RLOCK_EINVAL,
+                      "rlock_client_metrics_text: %zu bytes needed, %zu "
+                      "given",
+                      len + 1, size);
+  return RLOCK_OK;
+}

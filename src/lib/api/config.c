@@ -167,6 +167,15 @@ int rlock_config_set_subscription_linger(rlock_config *cfg, int64_t ms,
   return RLOCK_OK;
 }
 
+int rlock_config_set_metrics_names(rlock_config *cfg, int max_names) {
+  CHECK_CFG(cfg, "rlock_config_set_metrics_names");
+  if (max_names < 0 || max_names > RLOCK_METRICS_NAMES_MAX)
+    return rlock__err(RLOCK_EINVAL, "metrics names must be 0..%d (got %d)",
+                      RLOCK_METRICS_NAMES_MAX, max_names);
+  cfg->metrics_names = max_names;
+  return RLOCK_OK;
+}
+
 int rlock_config_set_tls_ca(rlock_config *cfg, const char *ca_file,
                             const char *ca_dir) {
   CHECK_CFG(cfg, "rlock_config_set_tls_ca");

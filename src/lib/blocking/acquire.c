@@ -138,6 +138,9 @@ typedef struct acq {
   int64_t sent;     /* when the last attempt was written */
   int64_t token;    /* the last successful attempt's fencing token */
   int waiting;      /* an attempt was answered "held": a wait began */
+  int64_t start;    /* when the call began (the metrics' wait time) */
+  int64_t woke;     /* the last attempt's start: while waiting, when the
+                       waiter last woke (the metrics' handoff time) */
 } acq;
 
 /* One attempt: build the kind's call, run it (riding out a failover
@@ -202,7 +205,7 @@ static int outage_end(acq *a, int rc) {
 static int attempt(acq *a) {
   rlock_client *c = a->l->client;
   for (;;) {
-    a->sent = rlock__now_us();
+    a->woke = a->sent = rlock__now_us();
     int transient;
     int rc = attempt_once(a, rlock__plan_retry_limit(&a->plan, c, a->sent),
                           &transient);
@@ -215,6 +218,7 @@ static int attempt(acq *a) {
     if (rc == RLOCK_ELOCKED && a->plan.wait_ms != 0 && !a->waiting) {
       a->waiting = 1;
       rlock__obs_count(&c->obs, RLOCK__STAT_WAITS);
+      rlock__obs_wait_begin(a->l->ms);
     }
     if (rc == RLOCK_OK || rc == RLOCK_ELOCKED) {
       rlock__plan_answered(&a->plan);
@@ -331,7 +335,7 @@ static int record(acq *a, int64_t lease_ms, uint64_t owner_number) {
   rlock__field(l, a->owner, field);
   int rc = rlock__hold_push_owned(l->client, l->name, field, lease_ms, a->sent,
                                   l->kind->read_renewal ? l->base : NULL,
-                                  owner_number);
+                                  owner_number, l->ms);
   if (rc != RLOCK_OK) {
     rlock__err(RLOCK_ENOMEM,
                "out of memory recording the hold of '%s' "
@@ -363,7 +367,8 @@ int rlock__acquire_opts(rlock_lock *l, const rlock_acquire_options *o) {
   acq a = {.l = l,
            .owner = owner,
            .lease = o->lease_ms > 0 ? o->lease_ms : c->cfg.watchdog_timeout_ms,
-           .cancel = o->cancel};
+           .cancel = o->cancel,
+           .start = rlock__now_us()};
   rlock__plan_init(&a.plan, o->wait_ms);
   rlock__bound was =
       rlock__bound_enter(rlock__wait_bound(c, o->wait_ms), o->cancel);
@@ -377,6 +382,7 @@ int rlock__acquire_opts(rlock_lock *l, const rlock_acquire_options *o) {
   else if ((rc = record(&a, o->lease_ms, o->owner)) == RLOCK_OK &&
            o->token != NULL)
     *o->token = a.token;
+  rlock__obs_acquire_end(l->ms, rc, a.waiting, a.start, a.woke);
   rlock__bound_restore(was);
   return rc;
 }

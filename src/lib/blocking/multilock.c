@@ -106,9 +106,12 @@ int rlock_multilock_acquire_opts(rlock_multilock *m,
   if (o.token != NULL)
     return rlock__err(RLOCK_EINVAL, "a MultiLock issues no fencing token "
                                     "(each fenced member has its own)");
-  rlock__bound was = rlock__bound_enter(
-      rlock__wait_bound(m->members[0]->client, o.wait_ms), o.cancel);
+  rlock_client *c = m->members[0]->client;
+  int64_t start = rlock__now_us();
+  rlock__bound was =
+      rlock__bound_enter(rlock__wait_bound(c, o.wait_ms), o.cancel);
   rc = acquire_all(m, &o);
+  rlock__obs_acquire_end(&c->obs.kinds[RLOCK__MK_MULTILOCK], rc, 0, start, 0);
   rlock__bound_restore(was);
   return rc;
 }

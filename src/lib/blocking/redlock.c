@@ -150,7 +150,8 @@ static int record(rlock__round *rd, int64_t lease) {
     if (rd->fan[i].done && rd->fan[i].rc == RLOCK_OK &&
         rd->fan[i].reply->type == RLOCK__R_NIL &&
         rlock__hold_push_owned(l->client, l->name, rd->owner[i], lease,
-                               rd->started, NULL, rd->owner_number) != RLOCK_OK)
+                               rd->started, NULL, rd->owner_number,
+                               l->ms) != RLOCK_OK)
       return RLOCK_ENOMEM;
   }
   return RLOCK_OK;
@@ -235,9 +236,12 @@ int rlock_redlock_acquire_opts(rlock_redlock_result **result, rlock_redlock *r,
   rlock_redlock_result *res = rlock__calloc(1, sizeof *res);
   if (res == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
-  rlock__bound was = rlock__bound_enter(
-      rlock__wait_bound(r->members[0]->client, o.wait_ms), o.cancel);
+  rlock_client *c = r->members[0]->client;
+  int64_t start = rlock__now_us();
+  rlock__bound was =
+      rlock__bound_enter(rlock__wait_bound(c, o.wait_ms), o.cancel);
   rc = acquire_rounds(r, &o, res);
+  rlock__obs_acquire_end(&c->obs.kinds[RLOCK__MK_REDLOCK], rc, 0, start, 0);
   rlock__bound_restore(was);
   if (result != NULL)
     *result = res;

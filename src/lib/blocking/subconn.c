@@ -151,6 +151,7 @@ static void log_connect(rlock_client *c, rlock__subconn *sc,
     return;
   }
   rlock__obs_count(&c->obs, RLOCK__STAT_CONNECTS);
+  rlock__obs_add(&c->obs, RLOCK__STAT_RECONNECTS, sc->lost != 0);
   rlock__obs_log(&c->obs, sc->lost ? RLOCK_LOG_INFO : RLOCK_LOG_DEBUG,
                  "subscriber %sconnected to %s", sc->lost ? "re" : "",
                  node->where);

@@ -345,6 +345,7 @@ rlock__next rlock__req_next(rlock__topo *t, rlock__req *q, int64_t deadline_us,
       q->rc = rlock_error_last()->code;
       return RLOCK__NEXT_FAIL;
     }
+    rlock__obs_count(t->obs, RLOCK__STAT_REDIRECTIONS);
     if (q->step == RLOCK__STEP_MOVED)
       rlock__topo_set_slot(t, q->slot, *node);
     q->asking = q->step == RLOCK__STEP_ASK;

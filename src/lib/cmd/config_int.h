@@ -26,6 +26,7 @@ struct rlock_config {
   int pool_size;
   int64_t linger_ms; /* rlock_config_set_subscription_linger */
   int max_idle_subs;
+  int metrics_names; /* rlock_config_set_metrics_names */
   rlock_lost_fn lost_fn;
   void *lost_userdata;
   rlock_log_fn log_fn;

@@ -82,6 +82,8 @@ int rlock__client_setup(rlock_client **out, const rlock_config *cfg) {
   c->obs.fn = c->cfg.log_fn;
   c->obs.userdata = c->cfg.log_userdata;
   c->obs.max_level = c->cfg.log_level;
+  if ((rc = rlock__obs_init(&c->obs, (size_t)c->cfg.metrics_names)) != RLOCK_OK)
+    goto fail_cfg;
   rc = rlock__topo_init(&c->topo, &c->cfg.target, c->cfg.pool_size,
                         c->cfg.connect_timeout_ms, c->cfg.command_timeout_ms,
                         &c->obs);
@@ -102,6 +104,7 @@ fail_wd:
 fail_topo:
   rlock__topo_destroy(&c->topo);
 fail_cfg:
+  rlock__obs_destroy(&c->obs); /* nothing when it was not set up */
   rlock__tls_free(c->tls);
   rlock__config_clear(&c->cfg);
   free(c);
@@ -113,6 +116,7 @@ void rlock__client_teardown(rlock_client *c) {
   free(c->wd);
   rlock__topo_destroy(&c->topo);
   rlock__tls_free(c->tls); /* after every connection that used it */
+  rlock__obs_destroy(&c->obs);
   rlock__config_clear(&c->cfg);
   free(c);
 }

@@ -104,6 +104,7 @@ static void inspect(rlock_lock *l, rlock__call *call) {
 
 static const rlock__kind fair_kind = {
     .label = "fair lock",
+    .metric = RLOCK__MK_FAIR,
     .field_suffix = "",
     .attempt = attempt,
     .channel = channel,
@@ -117,6 +118,7 @@ static const rlock__kind fair_kind = {
  * refused. */
 static const rlock__kind nonreentrant_fair_kind = {
     .label = "non-reentrant fair lock",
+    .metric = RLOCK__MK_NONREENTRANT_FAIR,
     .field_suffix = "",
     .nonreentrant = 1,
     .attempt = attempt,

@@ -118,6 +118,7 @@ static void inspect(rlock_lock *l, rlock__call *call) {
 
 static const rlock__kind reentrant_kind = {
     .label = "lock",
+    .metric = RLOCK__MK_REENTRANT,
     .field_suffix = "",
     .attempt = attempt,
     .channel = channel,
@@ -130,6 +131,7 @@ static const rlock__kind reentrant_kind = {
  * scripts, a re-entry refused. */
 static const rlock__kind nonreentrant_kind = {
     .label = "non-reentrant lock",
+    .metric = RLOCK__MK_NONREENTRANT,
     .field_suffix = "",
     .nonreentrant = 1,
     .attempt = attempt,
@@ -142,6 +144,7 @@ static const rlock__kind nonreentrant_kind = {
 /* The spin lock: the reentrant lock's scripts, a back-off for waiting. */
 static const rlock__kind spin_kind = {
     .label = "spin lock",
+    .metric = RLOCK__MK_SPIN,
     .field_suffix = "",
     .spin = 1,
     .attempt = attempt,
@@ -164,6 +167,7 @@ static void fenced_attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
 
 static const rlock__kind fenced_kind = {
     .label = "fenced lock",
+    .metric = RLOCK__MK_FENCED,
     .field_suffix = "",
     .tokens = 1,
     .attempt = fenced_attempt,
@@ -195,6 +199,11 @@ int rlock__lock_alloc(rlock_lock **out, rlock_client *client, const char *name,
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   l->client = client;
   l->kind = kind;
+  /* No per-name slot in a fork()ed child: its mutex may have been held
+   * at the fork (the child's operations on this client are refused). */
+  l->ms = rlock__origin_ok(&client->origin)
+              ? rlock__obs_mset(&client->obs, kind->metric, name)
+              : &client->obs.kinds[kind->metric];
   rlock__spin_options(&l->spin, NULL); /* the defaults: cannot fail */
   l->name = rlock__strdup(name);
   l->channel = rlock__name_prefixed(
@@ -360,6 +369,8 @@ int rlock__release_result(rlock_lock *l, const char *field, int state,
                           const rlock__reply *r) {
   int gone =
       r->type == RLOCK__R_NIL || (r->type == RLOCK__R_INT && r->integer == 2);
+  if (gone && state == RLOCK__HOLD_HELD) /* lost, and news to the client */
+    rlock__obs_lost(l->ms);
   if (gone && state == RLOCK__HOLD_NONE)
     return rlock__err(RLOCK_ENOTHELD,
                       "%s '%s' is not held by this owner "

@@ -50,6 +50,7 @@ int rlock__acquire_unconfirmed(const rlock_lock *l, const rlock__call *call);
 
 typedef struct rlock__kind {
   const char *label; /* "lock", for messages */
+  int metric;        /* the metrics' kind (rlock__mkind, obs.h) */
   /* The hash field of a hold is the owner plus this suffix (":write" for
    * a write hold, else ""); hold records are kept per field, so a thread's
    * read and write holds on one lock are renewed independently. */
@@ -105,6 +106,7 @@ typedef struct rlock__spin {
 struct rlock_lock {
   rlock_client *client;
   const rlock__kind *kind;
+  rlock__mset *ms;  /* where its metrics go: its name's or its kind's */
   rlock__spin spin; /* the spin kind's back-off (defaults for the others) */
   char *name;
   char *channel;    /* redisson_lock__channel:{name} */

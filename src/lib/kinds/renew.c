@@ -74,6 +74,7 @@ static void collect(const char *k, size_t kl, void *v, void *arg) {
      * holder is told by tell_lost, which needs no memory. */
     h->lost = 1;
     h->untold = 1;
+    rlock__obs_lost(h->ms);
     all->lost++;
     h->gen = ++all->wd->next_gen;
     return;
@@ -204,6 +205,7 @@ static int apply_one(rlock__watchdog *wd, const snap *s, int alive,
     return 0;
   }
   h->lost = 1;
+  rlock__obs_lost(h->ms);
   h->gen = ++wd->next_gen;
   return 1;
 }

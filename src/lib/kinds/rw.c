@@ -91,6 +91,7 @@ static int read_locked(const rlock_lock_info *info) {
 
 static const rlock__kind read_kind = {
     .label = "read lock",
+    .metric = RLOCK__MK_READ,
     .field_suffix = "",
     .read_renewal = 1,
     .attempt = read_attempt,
@@ -137,6 +138,7 @@ static int write_locked(const rlock_lock_info *info) {
 
 static const rlock__kind write_kind = {
     .label = "write lock",
+    .metric = RLOCK__MK_WRITE,
     .field_suffix = ":write",
     .attempt = write_attempt,
     .channel = channel,

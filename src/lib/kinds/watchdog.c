@@ -44,6 +44,15 @@ static void hold_free(rlock__hold *h) {
   free(h);
 }
 
+static void hold_release(rlock__watchdog *wd, rlock__hold *h);
+
+/* A record leaves the map: out of the holds gauge, its hold time observed
+ * when `held_us` >= 0 (a release, not a loss). Locked. */
+static void hold_drop(rlock__watchdog *wd, rlock__hold *h, int64_t held_us) {
+  rlock__obs_hold_end(h->ms, held_us);
+  hold_release(wd, h);
+}
+
 /* A record is done with: kept as a spare when there is room. Locked. */
 static void hold_release(rlock__watchdog *wd, rlock__hold *h) {
   if (wd->nspare >= RLOCK__HOLD_SPARES) {
@@ -177,9 +186,10 @@ static int arm(rlock__watchdog *wd) {
 }
 
 int rlock__hold_push(rlock_client *c, const char *name, const char *owner,
-                     int64_t lease_ms, int64_t sent_us, const char *base) {
+                     int64_t lease_ms, int64_t sent_us, const char *base,
+                     rlock__mset *ms) {
   return rlock__hold_push_owned(c, name, owner, lease_ms, sent_us, base,
-                                RLOCK_OWNER_THREAD);
+                                RLOCK_OWNER_THREAD, ms);
 }
 
 /* A new record's liveness: the calling thread's when it owns the hold
@@ -206,7 +216,7 @@ static void reap_if_exited(rlock__watchdog *wd) {
 
 int rlock__hold_push_owned(rlock_client *c, const char *name, const char *owner,
                            int64_t lease_ms, int64_t sent_us, const char *base,
-                           uint64_t owner_number) {
+                           uint64_t owner_number, rlock__mset *ms) {
   rlock__watchdog *wd = c->wd;
   char key[KEYBUF_SIZE];
   size_t klen = make_key(key, name, strlen(name), owner);
@@ -219,9 +229,14 @@ int rlock__hold_push_owned(rlock_client *c, const char *name, const char *owner,
     if (rlock__map_put(&wd->holds, key, klen, h) != 0) {
       hold_release(wd, h);
       h = NULL;
+    } else {
+      h->ms = ms;
+      h->since_us = sent_us;
+      rlock__obs_hold_begin(ms);
     }
   }
   if (h != NULL && h->lost) { /* a new hold: the lost levels are gone */
+    h->since_us = sent_us;
     h->depth = 0;
     h->wd_levels = 0;
     h->lost = 0;
@@ -275,16 +290,16 @@ void rlock__hold_pop(rlock_client *c, const char *name, const char *owner,
   if (h != NULL) {
     rlock__obs_count(&c->obs, RLOCK__STAT_RELEASES);
     *state = h->lost ? RLOCK__HOLD_LOST : RLOCK__HOLD_HELD;
-    int64_t top = h->leases[--h->depth];
+    int64_t top = h->leases[--h->depth], now = rlock__now_us();
     if (top == 0)
       h->wd_levels--;
     if (h->depth > 0 && h->leases[h->depth - 1] > 0)
       *keep_lease_ms = h->leases[h->depth - 1];
-    h->expires_us = rlock__now_us() + *keep_lease_ms * 1000;
+    h->expires_us = now + *keep_lease_ms * 1000;
     h->gen = ++wd->next_gen;
     if (h->depth == 0 || h->lost) {
       rlock__map_del(&wd->holds, key, klen);
-      hold_release(wd, h);
+      hold_drop(wd, h, h->lost ? -1 : now - h->since_us);
     }
   }
   pthread_mutex_unlock(&wd->mu);
@@ -315,7 +330,7 @@ void rlock__hold_forget(rlock_client *c, const char *name, const char *owner) {
   rlock__hold *h = find(wd, name, owner, key, &klen);
   if (h != NULL) {
     rlock__map_del(&wd->holds, key, klen);
-    hold_release(wd, h);
+    hold_drop(wd, h, -1);
   }
   pthread_mutex_unlock(&wd->mu);
 }
@@ -330,6 +345,8 @@ static void mark_if_named(const char *k, size_t kl, void *v, void *arg) {
   rlock__hold *h = v;
   mark_ctx *m = arg;
   if (strcmp(k, m->name) == 0) { /* the key starts with name NUL */
+    if (!h->lost)
+      rlock__obs_lost(h->ms);
     h->lost = 1;
     /* From the shared counter: a record's generations never repeat. */
     h->gen = ++m->wd->next_gen;
@@ -348,7 +365,7 @@ static int orphaned(const char *k, size_t kl, void *v, void *arg) {
   rlock__hold *h = v;
   if (!rlock__life_gone(h->life) || h->inflight)
     return 0;
-  hold_release(arg, h);
+  hold_drop(arg, h, -1);
   return 1;
 }
 

@@ -36,6 +36,7 @@
 #include <stdint.h>
 
 #include "map.h"
+#include "obs.h"
 #include "owner.h"
 
 typedef struct rlock_client rlock_client;
@@ -71,6 +72,8 @@ typedef struct rlock__hold {
   /* The owning thread's liveness (owner.h); NULL for an explicit owner.
    * Once the thread has exited the record is dropped unrenewed. */
   rlock__life *life;
+  rlock__mset *ms;  /* the metrics it counts in (obs.h), or NULL */
+  int64_t since_us; /* monotonic: its first level was sent */
   int lost;
   int untold;     /* lost by time, the holder not told yet (renew.c) */
   int inflight;   /* a renewal that names this record is in flight */
@@ -104,15 +107,19 @@ void rlock__watchdog_destroy(rlock__watchdog *wd);
  * acquired by a request sent at `sent_us` (monotonic): a fixed lease is
  * taken to end `lease_ms` after that, which errs on the early side. A read
  * hold passes its timeout-key `base` (renewed by renew_read.lua), others
- * NULL. RLOCK_ENOMEM on failure. */
+ * NULL. The record counts in the metrics set `ms` (its lock's; NULL:
+ * none): the holds gauge while it lives, the hold time when its last
+ * level is released, a loss when it is found lost. RLOCK_ENOMEM on
+ * failure. */
 int rlock__hold_push(rlock_client *c, const char *name, const char *owner,
-                     int64_t lease_ms, int64_t sent_us, const char *base);
+                     int64_t lease_ms, int64_t sent_us, const char *base,
+                     rlock__mset *ms);
 
 /* rlock__hold_push for an owner number: RLOCK_OWNER_THREAD (the calling
  * thread: the record follows its liveness) or an explicit owner. */
 int rlock__hold_push_owned(rlock_client *c, const char *name, const char *owner,
                            int64_t lease_ms, int64_t sent_us, const char *base,
-                           uint64_t owner_number);
+                           uint64_t owner_number, rlock__mset *ms);
 
 /* Remove one level. *state tells what was known; *keep_lease_ms is the
  * lease the remaining holds should keep (the level below's lease, or the

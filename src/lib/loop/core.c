@@ -169,6 +169,8 @@ int rlock__lop_submit(rlock_op *op, void (*start)(rlock_op *op)) {
 
 void rlock__lop_finish(rlock_op *op, int rc, int64_t value) {
   rlock__loop *lp = op->c->loop;
+  if (op->whole != NULL)
+    rlock__obs_acquire_end(op->whole, rc, 0, op->start_us, 0);
   op->rc = rc;
   op->value = value;
   op->msg[0] = '\0';

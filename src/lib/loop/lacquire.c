@@ -41,9 +41,17 @@ static rlock_op *of_timer(rlock__ltimer *t) {
 static void attempt(rlock_op *op);
 static void settle_read(rlock_op *op);
 
+/* The acquisition's outcome into its lock's metrics (obs.h). */
+static void metered(rlock_op *op, int rc) {
+  if (!op->unmetered)
+    rlock__obs_acquire_end(op->l->ms, rc, op->waiting, op->start_us,
+                           op->woke_us);
+}
+
 /* The end: out of the channel, outcome recorded. */
 static void done(rlock_op *op, int rc, int64_t value) {
   rlock__lsub_leave(op->c, op);
+  metered(op, rc);
   rlock__lop_finish(op, rc, value);
 }
 
@@ -54,6 +62,7 @@ static void epilogue_done(rlock_client *c, rlock__lreq *r) {
   rlock__reply_free(r->q.reply);
   rlock__call_clear(&r->call);
   rlock__err(op->rc, "%s", op->msg); /* the reason it ends, not this call's */
+  metered(op, op->rc);
   rlock__lop_finish(op, op->rc, 0);
 }
 
@@ -101,11 +110,12 @@ static void sleep_until(rlock_op *op, int state, int64_t until) {
 static void on_timer(rlock_client *c, rlock__ltimer *t) {
   (void)c;
   rlock_op *op = of_timer(t);
-  if (op->state == RLOCK__LACQ_SETTLING) /* read_done's pause */
+  if (op->state == RLOCK__LACQ_SETTLING) { /* read_done's pause */
     settle_read(op);
-  else if (op->state == RLOCK__LACQ_SUBSCRIBING ||
-           op->state == RLOCK__LACQ_SLEEPING)
+  } else if (op->state == RLOCK__LACQ_SUBSCRIBING ||
+             op->state == RLOCK__LACQ_SLEEPING) {
     attempt(op);
+  }
 }
 
 /* Held elsewhere and the wait lasts: subscribe, sleep or spin. */
@@ -152,7 +162,7 @@ static void acquired(rlock_op *op, int64_t token) {
   if (rlock__hold_push_owned(op->c, l->name, field, op->lease_ms,
                              op->lreq.sent_us,
                              l->kind->read_renewal ? l->base : NULL,
-                             op->owner_number) != RLOCK_OK) {
+                             op->owner_number, l->ms) != RLOCK_OK) {
     rlock__err(RLOCK_ENOMEM,
                "out of memory recording the hold of '%s' "
                "(released)",
@@ -386,6 +396,7 @@ static void attempt_done(rlock_client *c, rlock__lreq *r) {
   if (!op->waiting) {
     op->waiting = 1;
     rlock__obs_count(&c->obs, RLOCK__STAT_WAITS);
+    rlock__obs_wait_begin(op->l->ms);
   }
   if (op->sub_rc != RLOCK_OK) { /* the channel was refused meanwhile */
     rlock__err(op->sub_rc, "%s", op->msg);
@@ -398,6 +409,10 @@ static void attempt_done(rlock_client *c, rlock__lreq *r) {
 static void attempt(rlock_op *op) {
   rlock_lock *l = op->l;
   rlock__ltimer_stop(op->c, &op->timer);
+  /* A waiter's wake-up (handoff time): now, unless an unlock message came
+   * while the last attempt flew (its arrival, lacquire_event). */
+  if (op->waiting && !op->woken)
+    op->woke_us = rlock__now_us();
   op->state = RLOCK__LACQ_ATTEMPTING;
   op->woken = 0;
   l->kind->attempt(l, op->owner, op->lease_sent, op->wait_ms, &op->lreq.call);
@@ -413,6 +428,7 @@ static void attempt(rlock_op *op) {
 void rlock__lacquire_start(rlock_op *op) {
   rlock__ltimer_init(&op->timer, on_timer);
   rlock__plan_init(&op->plan, op->wait_ms);
+  op->start_us = rlock__now_us();
   op->deadline_us = op->plan.deadline_us;
   /* A single try is bounded by the connection's own timeouts. */
   op->bound_us = op->wait_ms > 0 ? rlock__wait_bound(op->c, op->wait_ms) : 0;
@@ -438,6 +454,8 @@ void rlock__lacquire_event(rlock_op *op, rlock__chan_event what) {
   }
   if (op->state == RLOCK__LACQ_ATTEMPTING ||
       op->state == RLOCK__LACQ_SETTLING) {
+    if (what == RLOCK__CHAN_WOKEN && !op->woken) /* the message's arrival */
+      op->woke_us = rlock__now_us();
     op->woken |= what == RLOCK__CHAN_WOKEN;
     return;
   }
@@ -459,6 +477,7 @@ void rlock__lacquire_cancel(rlock_op *op) {
 }
 
 void rlock__lacquire_abandon(rlock_op *op) {
+  metered(op, RLOCK_ECLOSED);
   rlock__ltimer_stop(op->c, &op->timer);
   rlock__lsub_leave(op->c, op);
 }

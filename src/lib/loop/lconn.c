@@ -230,6 +230,8 @@ static int queue_login(rlock_client *c, rlock__lconn *k) {
 static void connected(rlock_client *c, rlock__lconn *k) {
   k->state = RLOCK__LCONN_READY;
   rlock__obs_count(&c->obs, RLOCK__STAT_CONNECTS);
+  rlock__obs_add(&c->obs, RLOCK__STAT_RECONNECTS, k->dropped != 0);
+  k->dropped = 0;
   rlock__obs_log(&c->obs, RLOCK_LOG_DEBUG, "loop: connected to %s", k->where);
   rlock__ltimer_stop(c, &k->io_timer);
   if (k->due > 0) {
@@ -369,6 +371,7 @@ static int shut(rlock_client *c, rlock__lconn *k) {
   rlock__dial_end(&k->dial);
   rlock__resolve_drop(k->lookup);
   k->lookup = NULL;
+  k->dropped |= was == RLOCK__LCONN_READY;
   if (was == RLOCK__LCONN_READY)
     rlock__obs_count(&c->obs, RLOCK__STAT_DISCONNECTS);
   else if (was != RLOCK__LCONN_CLOSED)

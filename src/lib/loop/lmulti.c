@@ -283,6 +283,8 @@ int rlock_multilock_acquire_async(rlock_multilock *m,
   op->cb = cb;
   op->arg = arg;
   op->multi = m;
+  op->whole = &op->c->obs.kinds[RLOCK__MK_MULTILOCK];
+  op->start_us = rlock__now_us();
   op->owner_number = o.owner;
   op->wait_ms = o.wait_ms;
   op->lease_ms = o.lease_ms;

@@ -145,6 +145,8 @@ typedef struct rlock__lconn rlock__lconn;
 struct rlock__lconn {
   int fd;
   int state;                 /* enum rlock__lconn_state */
+  int dropped;               /* it was ready, then dropped: the next
+                                connection is a reconnect */
   int watching;              /* events asked of the adapter */
   const rlock__endpoint *ep; /* whom it connects to (borrowed) */
   rlock__lnode *ln;          /* the node it belongs to, NULL for a sentinel */
@@ -325,6 +327,11 @@ struct rlock_op {
   rlock__plan plan;   /* its decisions (kinds/plan.h) */
   int64_t bound_us;   /* the attempts' bound (lreq.bound_us), or 0 */
   int waiting;        /* an attempt found it held and the wait began */
+  int unmetered;      /* a RedLock's member: its round is what counts */
+  rlock__mset *whole; /* a MultiLock's or RedLock's acquisition: its
+                         metrics, recorded when it finishes; else NULL */
+  int64_t start_us;   /* when it began (the metrics' wait time) ... */
+  int64_t woke_us;    /* ... and its wait's last wake-up (the handoff) */
   int64_t backoff_ms; /* spin kind: the next back-off */
   unsigned spins;
   uint64_t seed;

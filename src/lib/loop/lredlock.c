@@ -310,6 +310,7 @@ static void new_round(rlock_op *op) {
       continue;
     }
     child->wait_ms = 0; /* one attempt */
+    child->unmetered = 1;
     child->lease_ms = op->lease_ms;
     child->lease_sent = rlock__redlock_member_lease(r, i, op->lease_ms);
     red->pending++;
@@ -507,6 +508,8 @@ static int acquire(rlock_redlock *r, const rlock_acquire_options *opts,
     return RLOCK_ENOMEM;
   op->wait_ms = o.wait_ms;
   op->lease_ms = o.lease_ms;
+  op->whole = &op->c->obs.kinds[RLOCK__MK_REDLOCK];
+  op->start_us = rlock__now_us();
   if (out != NULL) /* before it can start: from any thread */
     *out = op;
   return rlock__lop_submit(op, redlock_start);

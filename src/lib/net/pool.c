@@ -92,6 +92,24 @@ static int take(rlock__pool *p, int64_t deadline, rlock__conn **out) {
   return RLOCK_OK;
 }
 
+/* A connection was dropped: counted, and owed a replacement. */
+static void count_drop(rlock__pool *p) {
+  rlock__obs_count(p->obs, RLOCK__STAT_DISCONNECTS);
+  atomic_fetch_add_explicit(&p->dropped, 1, memory_order_relaxed);
+}
+
+/* A connection was opened: a reconnect when it replaces a dropped one. */
+static void count_open(rlock__pool *p) {
+  rlock__obs_count(p->obs, RLOCK__STAT_CONNECTS);
+  int owed = atomic_load_explicit(&p->dropped, memory_order_relaxed);
+  while (owed > 0 && !atomic_compare_exchange_weak_explicit(
+                         &p->dropped, &owed, owed - 1, memory_order_relaxed,
+                         memory_order_relaxed))
+    ;
+  if (owed > 0)
+    rlock__obs_count(p->obs, RLOCK__STAT_RECONNECTS);
+}
+
 int rlock__pool_get(rlock__pool *p, rlock__conn **out) {
   /* Before anything else: in a forked child the mutex may be held by a
    * thread that does not exist here, and the sockets are the parent's. */
@@ -116,7 +134,7 @@ int rlock__pool_get(rlock__pool *p, rlock__conn **out) {
          rlock__conn_drain(*out, RLOCK__DRAIN_MS) == RLOCK_OK) &&
         rlock__conn_lendable(*out))
       return RLOCK_OK;
-    rlock__obs_count(p->obs, RLOCK__STAT_DISCONNECTS);
+    count_drop(p);
     rlock__obs_log(p->obs, RLOCK_LOG_WARN,
                    "connection to %s was closed "
                    "while idle (server restarted, or the connection was "
@@ -131,7 +149,7 @@ int rlock__pool_get(rlock__pool *p, rlock__conn **out) {
     rlock__obs_log(p->obs, RLOCK_LOG_WARN, "%s", rlock_error_last()->message);
     return rc;
   }
-  rlock__obs_count(p->obs, RLOCK__STAT_CONNECTS);
+  count_open(p);
   rlock__obs_log(p->obs, RLOCK_LOG_DEBUG, "connected to %s", (*out)->where);
   return rc;
 }
@@ -153,7 +171,7 @@ int rlock__pool_get_idle(rlock__pool *p, rlock__conn **out) {
       *out = c;
       return RLOCK_OK;
     }
-    rlock__obs_count(p->obs, RLOCK__STAT_DISCONNECTS);
+    count_drop(p);
     discard(p, c);
   }
 }
@@ -166,7 +184,7 @@ void rlock__pool_put(rlock__pool *p, rlock__conn *c) {
     pthread_cond_signal(&p->cv);
     /* Put back by the thread whose call broke it: its last error says
      * why. Logged outside the mutex (the hook may call the library). */
-    rlock__obs_count(p->obs, RLOCK__STAT_DISCONNECTS);
+    count_drop(p);
     rlock__obs_log(p->obs, RLOCK_LOG_WARN, "connection to %s dropped: %s",
                    c->where, rlock_error_last()->message);
     rlock__conn_close(c);

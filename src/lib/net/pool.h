@@ -37,6 +37,8 @@ typedef struct rlock__pool {
   rlock__origin origin;   /* the process that opened it */
   struct rlock__obs *obs; /* the client's counters and log (obs.h), or
                              NULL; set once before first use */
+  atomic_int dropped;     /* connections dropped and not yet replaced
+                             (the reconnects counter) */
   const char *refuse;     /* why blocking use is refused (an event-loop
                              client), or NULL; set once before first use */
 } rlock__pool;
