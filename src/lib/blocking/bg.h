@@ -19,6 +19,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "loop.h"
+
 typedef struct rlock_client rlock_client;
 struct pollfd;
 
@@ -29,7 +31,7 @@ struct pollfd;
 typedef struct rlock__bg {
   pthread_t thread;
   int started;
-  int wake_fd;
+  rlock__lpoll lp; /* the loop engine's adapter (its eventfd wakes us) */
   atomic_int stop;
   struct rlock__bg_ticker *renew; /* the renewal tick under way (renewal.c) */
 } rlock__bg;

@@ -32,6 +32,10 @@ typedef struct rlock__driver {
    * (watchdog.c); 0 when they share each node's one connection, in order
    * (the loop). */
   int release_waits_renewal;
+  /* 1: the user's event loop drives the client (rlock_client_new_loop):
+   * the _async functions and rlock_loop_* serve it. 0: a blocking client,
+   * whose loop state (c->loop) belongs to its background thread. */
+  int user_loop;
 } rlock__driver;
 
 /* The blocking driver (bg.c). */
@@ -53,8 +57,9 @@ struct rlock_client {
   rlock__tls *tls; /* the TLS context every TLS connection shares, or NULL */
   rlock__origin origin;     /* the process that created it (origin.h): in a
                                fork()ed child every operation is refused */
-  struct rlock__loop *loop; /* an event loop drives it (loop/loop.h): no
-                               background thread; NULL otherwise */
+  struct rlock__loop *loop; /* the loop engine's state (loop/loop.h): the
+                               user's event loop drives it (drv->user_loop),
+                               or the blocking client's background thread */
 };
 
 /* A client without its driver: rlock_client_new starts the background

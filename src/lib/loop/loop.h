@@ -43,6 +43,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <stdatomic.h>
@@ -467,6 +468,9 @@ typedef struct rlock__loop {
   /* rlock_op_cancel from other threads (core.c) */
   rlock_op *cancel_first, *cancel_last;
   atomic_int lookups_done; /* a name lookup thread woke the loop */
+  atomic_int renew_asked;  /* another thread recorded the first watchdog
+                              hold: arm the renewal tick (a blocking
+                              client's loop) */
   /* the servers (lroute.c): one entry per topology node met */
   rlock__lnode **nodes;
   size_t nnodes, capnodes;
@@ -511,5 +515,72 @@ void rlock__lsub_master_changed(rlock_client *c);
  * in lsub.c), so a failover is followed at once. */
 void rlock__lswatch_start(rlock_client *c);
 void rlock__lswatch_retry(rlock_client *c, rlock__ltimer *t);
+
+/* The adapter's entry points without the check that the client is a
+ * loop client (rlock_loop_io, _timer, _wake refuse a blocking client):
+ * for the library's own poll() runner. */
+void rlock__loop_io(rlock_client *c, int fd, int events);
+void rlock__loop_timer(rlock_client *c);
+void rlock__loop_wake(rlock_client *c);
+
+/* ---- a blocking client's loop (core.c) ---------------------------------- */
+
+/* A blocking client has a loop state too, driven by its background thread
+ * (blocking/bg.c) through the poll() adapter below; its callers' threads
+ * never touch it but through the inbox and rlock__loop_ask_renew.
+ * Attach the state with the adapter `table` (the thread that runs it is
+ * bound later): RLOCK_OK or RLOCK_ENOMEM, nothing left attached. */
+int rlock__loop_attach(rlock_client *c, const rlock_loop *table);
+/* The loop's thread is `thread` (before any work is handed to it). */
+void rlock__loop_bind(rlock_client *c, pthread_t thread);
+/* Any thread: a watchdog hold was recorded; arm the renewal tick on the
+ * loop's thread. */
+void rlock__loop_ask_renew(rlock_client *c);
+/* On the loop's thread, as it stops: every pending operation completes
+ * with RLOCK_ECLOSED, every connection closes, the timer is disarmed. */
+void rlock__loop_shut(rlock_client *c);
+/* Free the loop state (its thread has stopped, or never started). */
+void rlock__loop_detach(rlock_client *c);
+
+/* ---- the loop engine on poll() (lpoll.c) --------------------------------- */
+
+/* An rlock_loop adapter the library runs itself: the descriptors the
+ * engine watches, its one timer, an eventfd for wake(). Not thread-safe
+ * but for rlock__lpoll_wake. */
+struct rlock__lwatch {
+  int fd;
+  int events;      /* RLOCK_LOOP_READ | RLOCK_LOOP_WRITE */
+  unsigned serial; /* which registration of fd this is */
+  unsigned polled; /* the serial the last poll saw */
+};
+
+typedef struct rlock__lpoll {
+  rlock_client *c;
+  int wake_fd;
+  struct rlock__lwatch *w;
+  size_t nw, capw;
+  unsigned serial;
+  struct pollfd *pfd; /* the wake-up, the table, then `extra` entries */
+  int npfd;           /* entries the last rlock__lpoll_fds filled */
+  int extra;
+  int64_t timer_us; /* monotonic; INT64_MAX: disarmed */
+} rlock__lpoll;
+
+/* Set up `p` for client `c`, with room for `extra` pollfd entries of the
+ * runner's own after the engine's, and fill `table` for
+ * rlock__loop_attach. RLOCK_OK, RLOCK_ENOMEM or RLOCK_EIO (eventfd). */
+int rlock__lpoll_init(rlock__lpoll *p, rlock_client *c, int extra,
+                      rlock_loop *table);
+void rlock__lpoll_destroy(rlock__lpoll *p);
+/* Any thread: make the runner's poll() return (nothing in a fork()ed
+ * child of the client's process). */
+void rlock__lpoll_wake(rlock__lpoll *p);
+/* The pollfd array to poll: the engine's *n entries first, then room for
+ * `extra`; *next is lowered to the engine's timer. Valid until the next
+ * rlock__lpoll_dispatch. */
+struct pollfd *rlock__lpoll_fds(rlock__lpoll *p, int *n, int64_t *next);
+/* After poll() (polled: it returned > 0, revents set): hand the engine
+ * its events, its wake-up and its timer when due. */
+void rlock__lpoll_dispatch(rlock__lpoll *p, int polled);
 
 #endif /* RLOCK_LOOP_INT_H */
