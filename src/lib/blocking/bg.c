@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * bg.c - the background thread: one poll() loop driving pub/sub, the
- * Sentinel watch and the watchdog's renewal ticks, whose connections it
- * polls with the subscribers' (a tick never polls on its own).
+ * bg.c - the background thread: one poll() loop driving the loop engine
+ * (on loop/lpoll.c's adapter: renewals, timers), pub/sub and the Sentinel
+ * watch; and the blocking driver's table.
  */
 #include "bg.h"
 
@@ -40,42 +40,37 @@ static int64_t watch_service(rlock_client *c, int readable) {
   return rlock__sentinel_watch_service(&c->topo, &c->swatch, readable);
 }
 
-/* Room after the loop engine's pollfd entries: the watch, the renewal
- * tick's, the subscribers'. */
-#define BG_FDS (1 + RLOCK__BG_RENEW_FDS + POLL_MAX)
+/* Room after the loop engine's pollfd entries: the watch, the
+ * subscribers'. */
+#define BG_FDS (1 + POLL_MAX)
 
 static void *bg_main(void *arg) {
   rlock_client *c = arg;
   rlock__bg *bg = c->bg;
   struct pollfd *fds = NULL;
   int nl = 0;          /* the loop engine's entries, first */
-  int nr = 0;          /* renewal fds polled last time, after the watch's */
-  int n = 0;           /* subscriber fds polled last time, after those */
+  int n = 0;           /* subscriber fds polled last time, after the watch */
   int polled = 0;      /* the last poll() returned events */
   int watch_ready = 0; /* the sentinel watch's fd was readable */
   while (!atomic_load(&bg->stop)) {
     /* What the last poll found is read before the engine runs: its events
      * may move the array. */
-    int64_t next = rlock__pubsub_service(c, fds + nl + 1 + nr, n);
+    int64_t next = rlock__pubsub_service(c, fds + nl + 1, n);
     /* A switch first: a renewal due now must go to the new master. */
     int64_t at = watch_service(c, watch_ready);
-    next = at < next ? at : next;
-    at = rlock__bg_renew(c, fds + nl + 1, nr);
     next = at < next ? at : next;
     rlock__lpoll_dispatch(&bg->lp, polled);
     fds = rlock__lpoll_fds(&bg->lp, &nl, &next);
     /* A negative fd is ignored by poll(). */
     fds[nl] = (struct pollfd){.fd = rlock__sentinel_watch_fd(&c->swatch),
                               .events = POLLIN};
-    nr = rlock__bg_renew_pollfds(c, fds + nl + 1, RLOCK__BG_RENEW_FDS);
-    n = rlock__pubsub_pollfds(c, fds + nl + 1 + nr, POLL_MAX, &next);
-    int rc = poll(fds, (nfds_t)(nl + 1 + nr + n), poll_timeout_ms(next));
+    n = rlock__pubsub_pollfds(c, fds + nl + 1, POLL_MAX, &next);
+    int rc = poll(fds, (nfds_t)(nl + 1 + n), poll_timeout_ms(next));
     polled = rc > 0;
     if (rc <= 0)
-      n = nr = 0; /* nothing to read; revents are not set */
+      n = 0; /* nothing to read; revents are not set */
     watch_ready = rc > 0 && fds[nl].fd >= 0 && fds[nl].revents != 0;
   }
-  rlock__bg_renew_stop(c);
   rlock__loop_shut(c);
   return NULL;
 }
@@ -137,6 +132,6 @@ static int bg_free(rlock_client *c) {
 
 const rlock__driver rlock__bg_driver = {
     .free = bg_free,
-    .renew_arm = rlock__bg_wake,
+    .renew_arm = rlock__loop_ask_renew, /* the loop's lrenew.c renews */
     .release_waits_renewal = 1,
 };

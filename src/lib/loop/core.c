@@ -301,8 +301,18 @@ static const size_t table_size[RLOCK_LOOP_VERSION + 1] = {
 
 static int loop_new(rlock_client *c, const rlock_loop *loop) {
   rlock__loop *lp = rlock__calloc(1, sizeof *lp);
-  if (lp == NULL)
+  /* The timer heap's first room, now: the loop's own timers (renewal,
+   * re-subscription, health checks) are then armed without memory, as a
+   * blocking client's first watchdog hold must be on its background
+   * thread, whatever that thread's allocations meet. */
+  rlock__ltimer **heap = rlock__calloc(64, sizeof *heap);
+  if (lp == NULL || heap == NULL) {
+    free(lp);
+    free(heap);
     return rlock__err(RLOCK_ENOMEM, "out of memory");
+  }
+  lp->heap = heap;
+  lp->capheap = 64;
   c->loop = lp;
   memcpy(&lp->ad, loop, table_size[loop->version]); /* later fields: 0 */
   lp->thread = pthread_self();
