@@ -29,47 +29,31 @@ static int poll_timeout_ms(int64_t next_us) {
   return ms > 60000 ? 60000 : (int)ms;
 }
 
-/* Room for the wake-up fd and this many subscriber connections (one per
- * cluster node with waiters); more are polled on later passes. */
+/* Room after the loop engine's pollfd entries for this many subscriber
+ * connections (one per cluster node with waiters); more are polled on
+ * later passes. */
 #define POLL_MAX 128
-
-/* The sentinel watch, when the client uses Sentinel. */
-static int64_t watch_service(rlock_client *c, int readable) {
-  if (c->topo.target.kind != RLOCK__TOPO_SENTINEL)
-    return INT64_MAX;
-  return rlock__sentinel_watch_service(&c->topo, &c->swatch, readable);
-}
-
-/* Room after the loop engine's pollfd entries: the watch, the
- * subscribers'. */
-#define BG_FDS (1 + POLL_MAX)
 
 static void *bg_main(void *arg) {
   rlock_client *c = arg;
   rlock__bg *bg = c->bg;
-  struct pollfd *fds = NULL;
-  int nl = 0;          /* the loop engine's entries, first */
-  int n = 0;           /* subscriber fds polled last time, after the watch */
-  int polled = 0;      /* the last poll() returned events */
-  int watch_ready = 0; /* the sentinel watch's fd was readable */
+  struct pollfd *sub = NULL; /* the subscribers' entries, after the loop's */
+  int n = 0;                 /* how many were polled last time */
+  int polled = 0;            /* the last poll() returned events */
+  rlock__loop_begin(c);
   while (!atomic_load(&bg->stop)) {
     /* What the last poll found is read before the engine runs: its events
      * may move the array. */
-    int64_t next = rlock__pubsub_service(c, fds + nl + 1, n);
-    /* A switch first: a renewal due now must go to the new master. */
-    int64_t at = watch_service(c, watch_ready);
-    next = at < next ? at : next;
+    int64_t next = rlock__pubsub_service(c, sub, n);
     rlock__lpoll_dispatch(&bg->lp, polled);
-    fds = rlock__lpoll_fds(&bg->lp, &nl, &next);
-    /* A negative fd is ignored by poll(). */
-    fds[nl] = (struct pollfd){.fd = rlock__sentinel_watch_fd(&c->swatch),
-                              .events = POLLIN};
-    n = rlock__pubsub_pollfds(c, fds + nl + 1, POLL_MAX, &next);
-    int rc = poll(fds, (nfds_t)(nl + 1 + n), poll_timeout_ms(next));
+    int nl;
+    struct pollfd *fds = rlock__lpoll_fds(&bg->lp, &nl, &next);
+    sub = fds + nl;
+    n = rlock__pubsub_pollfds(c, sub, POLL_MAX, &next);
+    int rc = poll(fds, (nfds_t)(nl + n), poll_timeout_ms(next));
     polled = rc > 0;
     if (rc <= 0)
       n = 0; /* nothing to read; revents are not set */
-    watch_ready = rc > 0 && fds[nl].fd >= 0 && fds[nl].revents != 0;
   }
   rlock__loop_shut(c);
   return NULL;
@@ -77,7 +61,7 @@ static void *bg_main(void *arg) {
 
 int rlock__bg_start(rlock_client *c) {
   rlock_loop table;
-  int rc = rlock__lpoll_init(&c->bg->lp, c, BG_FDS, &table);
+  int rc = rlock__lpoll_init(&c->bg->lp, c, POLL_MAX, &table);
   if (rc != RLOCK_OK)
     return rc;
   if ((rc = rlock__loop_attach(c, &table)) != RLOCK_OK) {
@@ -122,7 +106,6 @@ void rlock__bg_stop(rlock_client *c) {
 
 static int bg_free(rlock_client *c) {
   rlock__bg_stop(c);
-  rlock__sentinel_watch_close(&c->swatch);
   rlock__pubsub_destroy(c->ps);
   free(c->ps);
   free(c->bg);

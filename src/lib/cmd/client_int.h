@@ -12,7 +12,6 @@
 
 #include "obs.h"
 #include "config_int.h"
-#include "sentinel.h"
 #include "topo.h"
 #include "rlock/client.h"
 #include "script.h"
@@ -45,8 +44,7 @@ struct rlock_client {
   const rlock__driver *drv;
   rlock_config cfg;
   char id[37];
-  rlock__topo topo;             /* the servers, and which serves a key */
-  rlock__sentinel_watch swatch; /* background thread: +switch-master */
+  rlock__topo topo; /* the servers, and which serves a key */
   /* The hold records (kinds layer), and the blocking driver's subscriber
    * and background thread (NULL for an event-loop client): hung off the
    * client, so this header does not need their definitions. */

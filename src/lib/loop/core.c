@@ -531,6 +531,12 @@ void rlock__loop_bind(rlock_client *c, pthread_t thread) {
   c->loop->thread = thread;
 }
 
+void rlock__loop_begin(rlock_client *c) {
+  enter(c);
+  rlock__lswatch_start(c); /* Sentinel: follow +switch-master */
+  leave(c, 0);
+}
+
 void rlock__loop_ask_renew(rlock_client *c) {
   rlock__loop *lp = c->loop;
   atomic_store(&lp->renew_asked, 1);

@@ -533,6 +533,10 @@ void rlock__loop_wake(rlock_client *c);
 int rlock__loop_attach(rlock_client *c, const rlock_loop *table);
 /* The loop's thread is `thread` (before any work is handed to it). */
 void rlock__loop_bind(rlock_client *c, pthread_t thread);
+/* On the loop's thread, as it starts: with Sentinel, watch for
+ * +switch-master (lsub.c), whose refresh tells the blocking subscriber
+ * through the topology's on_change. */
+void rlock__loop_begin(rlock_client *c);
 /* Any thread: a watchdog hold was recorded; arm the renewal tick on the
  * loop's thread. */
 void rlock__loop_ask_renew(rlock_client *c);
