@@ -279,9 +279,10 @@ enum rlock__lop_type {
   RLOCK__LOP_COUNT,
   RLOCK__LOP_TTL,
   RLOCK__LOP_INSPECT,
-  RLOCK__LOP_MULTI,  /* a MultiLock acquisition (lmulti.c) */
-  RLOCK__LOP_RELET,  /* a MultiLock member's fresh lease */
-  RLOCK__LOP_REDLOCK /* a RedLock's acquisition or release (lredlock.c) */
+  RLOCK__LOP_MULTI,   /* a MultiLock acquisition (lmulti.c) */
+  RLOCK__LOP_RELET,   /* a MultiLock member's fresh lease */
+  RLOCK__LOP_REDLOCK, /* a RedLock's acquisition or release (lredlock.c) */
+  RLOCK__LOP_CALL     /* one call of a blocking fan-out (lfan.c) */
 };
 
 typedef struct rlock__lchan rlock__lchan;
@@ -522,6 +523,46 @@ void rlock__lswatch_retry(rlock_client *c, rlock__ltimer *t);
 void rlock__loop_io(rlock_client *c, int fd, int events);
 void rlock__loop_timer(rlock_client *c);
 void rlock__loop_wake(rlock_client *c);
+
+/* ---- a blocking fan-out (lfan.c) ------------------------------------------
+ * Several calls at once, each on the loop of its lock's client (a
+ * blocking client's background thread, or a loop client's loop run by
+ * another thread), waited for by the calling thread:
+ *
+ *   rlock__lfan *g = rlock__lfan_new(n);        // NULL: out of memory
+ *   rlock__call *call = rlock__lfan_call(g, i, lock);  // build it here;
+ *                                               // NULL: out of memory
+ *   rlock__lfan_run(g, out, deadline_us, decide, arg); // frees g
+ */
+
+/* One call's outcome, as the caller sees it. */
+typedef struct rlock__fan {
+  int done;            /* its outcome is in (always, once run returned) */
+  int rc;              /* RLOCK_OK (reply set), a status, or: */
+  rlock__reply *reply; /* on RLOCK_OK: the caller's to free */
+  char error[256];     /* the message when rc is not RLOCK_OK */
+} rlock__fan;
+
+/* Status of a call decide() stopped waiting for before its answer. */
+#define RLOCK__EABANDONED (-1001)
+
+typedef struct rlock__lfan rlock__lfan;
+rlock__lfan *rlock__lfan_new(size_t n);
+/* The call i, to be carried on `l`'s client's loop: the caller builds it
+ * (the strings it borrows are copied before it is sent). NULL when out of
+ * memory: call i then fails with RLOCK_ENOMEM. */
+rlock__call *rlock__lfan_call(rlock__lfan *g, size_t i, struct rlock_lock *l);
+/* Send every call and fill out[0..n) as the answers come, until all are
+ * in, `deadline_us` passes or the thread's bound ends the wait (those
+ * still pending: RLOCK_ETIMEOUT), or decide(arg), asked after each
+ * answer, returns nonzero (pending: RLOCK__EABANDONED). Pending calls go
+ * on on their loops; their answers are dropped. A call whose client's
+ * loop runs on this very thread fails with RLOCK_EDEADLK. Frees g. */
+void rlock__lfan_run(rlock__lfan *g, rlock__fan *out, int64_t deadline_us,
+                     int (*decide)(void *arg), void *arg);
+/* out[0..n) all failed with `rc` (the last error's message): for a
+ * fan-out that could not even be made. */
+void rlock__lfan_fail(rlock__fan *out, size_t n, int rc);
 
 /* ---- a blocking client's loop (core.c) ---------------------------------- */
 
