@@ -29,10 +29,10 @@
 
 typedef struct slot {
   struct rlock__lfan *g;
-  rlock_op *op;       /* until it is handed to its loop */
-  char *kept;         /* the call's borrowed strings, copied */
-  rlock__reply *in;   /* the answer, between lreq's done and the callback */
-  int done, rc;       /* the loop's side, under g->mu */
+  rlock_op *op;     /* its operation, until told() ends it */
+  char *kept;       /* the call's borrowed strings, copied */
+  rlock__reply *in; /* the answer, between lreq's done and the callback */
+  int done, rc;     /* the loop's side, under g->mu */
   rlock__reply *reply;
   char error[256];
   int abandoned; /* the caller stopped waiting: drop the answer */

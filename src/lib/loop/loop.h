@@ -33,10 +33,17 @@
  *              timer, a batch in flight per node at a time;
  *   lmulti.c   a MultiLock as a chain of member operations;
  *   lredlock.c a RedLock's rounds as member operations of several loop
- *              clients on one loop thread.
+ *              clients on one loop thread;
+ *   lpoll.c    the engine on poll(): an adapter table the library runs
+ *              itself, on a blocking client's background thread
+ *              (blocking/bg.c), which then carries that client's
+ *              renewals, Sentinel watch and RedLock calls;
+ *   lfan.c     a blocking fan-out: calls handed to several clients'
+ *              loops, waited for by the caller's thread.
  *
  * Everything here runs on the loop's thread, so nothing is locked but the
- * inbox (and the hold records' own mutex, shared with watchdog.c).
+ * inbox (and the hold records' own mutex, shared with watchdog.c, and a
+ * blocking fan-out's group, lfan.c).
  */
 #ifndef RLOCK_LOOP_INT_H
 #define RLOCK_LOOP_INT_H
