@@ -6,7 +6,8 @@
  * clients on libuv and on libevent (rlock_redlock_acquire_async_result,
  * _release_async). The blocking RedLock's own cases: rounds slowed by
  * frozen and unreachable members, renewals and a restarted member, an
- * explicit owner across threads, the constructor's refusals. The loop
+ * explicit owner across threads, the constructor's refusals, a round
+ * canceled while members are frozen. The loop
  * RedLock's own: each member's outcome of a release, cancels (on the loop
  * and off it), a member's client freed with an acquisition pending, the
  * async calls' refusals.
