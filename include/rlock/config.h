@@ -153,10 +153,11 @@ RLOCK_EXTERN int rlock_config_set_unreachable_retry_ms(rlock_config *cfg,
 
 /**
  * Most connections a blocking client opens for commands to one server
- * (the subscriber connections are extra). A caller that finds them all
- * busy waits for one, bounded by the command timeout. A loop client
- * (loop.h) keeps one command connection per server and ignores this.
- * 1 to 1024. Default 64.
+ * (the subscriber connections are extra, as is one connection per server
+ * for its background thread: lease renewals and RedLock rounds). A caller that
+ * finds them all busy waits for one, bounded by the command timeout. A loop
+ * client (loop.h) keeps one command connection per server and ignores this. 1
+ * to 1024. Default 64.
  */
 RLOCK_EXTERN int rlock_config_set_pool_size(rlock_config *cfg, int size);
 

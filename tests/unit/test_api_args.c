@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "rlock.h"
+#include "rlock/loop.h"
 
 /* Check a status code and that the message mentions `needle` (if any). */
 static void check_rc(int rc, int code, const char *needle, const char *expr) {
@@ -201,6 +202,34 @@ static void test_strerror(void **state) {
   assert_non_null(strchr(rlock_version_string(), '.'));
 }
 
+static void ignore_result(void *arg, int rc, int64_t value) {
+  (void)arg, (void)rc, (void)value;
+  fail_msg("a refused operation's callback ran");
+}
+
+/* A blocking client runs the loop engine on its background thread: the
+ * adapter's entry points must not reach it from a user's thread, and the
+ * _async functions must still refuse it. */
+static void test_blocking_not_a_loop_client(void **state) {
+  (void)state;
+  rlock_client *c;
+  rlock_lock *l;
+  assert_int_equal(rlock_client_new(&c, NULL), RLOCK_OK);
+  assert_int_equal(rlock_lock_new(&l, c, "api-args"), RLOCK_OK);
+  rlock_loop_io(c, 0, RLOCK_LOOP_READ); /* ignored */
+  rlock_loop_timer(c);
+  rlock_loop_wake(c);
+  rlock_acquire_options o;
+  rlock_acquire_options_init(&o, RLOCK_ACQUIRE_OPTIONS_VERSION);
+  o.owner = rlock_owner_new();
+  ASSERT_RC(rlock_lock_acquire_async(l, &o, ignore_result, NULL, NULL),
+            RLOCK_EINVAL, "rlock_client_new_loop");
+  ASSERT_RC(rlock_lock_release_async(l, o.owner, ignore_result, NULL),
+            RLOCK_EINVAL, "rlock_client_new_loop");
+  rlock_lock_free(l);
+  assert_int_equal(rlock_client_free(c), RLOCK_OK);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_config_setters),
@@ -209,6 +238,7 @@ int main(void) {
       cmocka_unit_test(test_lock_durations),
       cmocka_unit_test(test_options_version),
       cmocka_unit_test(test_strerror),
+      cmocka_unit_test(test_blocking_not_a_loop_client),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,9 +18,10 @@
  * or what to send next (EVAL after NOSCRIPT, ...), and rlock__req_next()
  * decides for both drivers what follows a redirection or a refusal.
  * rlock__call_run() runs one to completion on the caller's thread over a
- * pooled connection (the blocking driver); the fan-out (fanout.c) drives
- * several at once from one poll loop; the loop driver (loop/lroute.c,
- * lconn.c) drives the same machine without blocking.
+ * pooled connection (the blocking driver); the loop engine
+ * (loop/lroute.c, lconn.c) drives the same machine without blocking, for
+ * a loop client and for a blocking client's background thread and
+ * fan-out (loop/lfan.c).
  */
 #ifndef RLOCK_CMD_H
 #define RLOCK_CMD_H

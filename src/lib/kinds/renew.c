@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * renew.c - the watchdog's renewal tick, as steps either driver runs: the
- * blocking driver's background thread (blocking/renewal.c: every batch
- * taken at once, pipelined per node, settled as replies come) and a loop
- * client's timer (loop/lrenew.c: every node's batches at once, one in
- * flight per node). Either way each batch is settled on its own.
+ * renew.c - the watchdog's renewal tick, as steps the loop engine runs
+ * (loop/lrenew.c: every node's batches at once, one in flight per node,
+ * each batch settled on its own), for a loop client on its loop's thread
+ * and for a blocking client on its background thread.
  *
  * Each tick snapshots the records that need renewing, renews them in
  * batches of RLOCK__RENEW_BATCH with one script call each, then applies
