@@ -244,9 +244,9 @@ static int cycle_sync(uint64_t n, int flags) {
   if (!ok_or_nomem(rlock_psemaphore_new(&p, c, "alloc:psem"), "psem_new", n) ||
       !ok_or_nomem(rlock_psemaphore_try_set_permits(NULL, p, 1), "psem set",
                    n) ||
-      !ok_or_nomem(rlock_psemaphore_acquire(id, p, 1000, RLOCK_LEASE_WATCHDOG,
-                                            NULL),
-                   "psem take", n))
+      !ok_or_nomem(
+          rlock_psemaphore_acquire(id, p, 1000, RLOCK_LEASE_WATCHDOG, NULL),
+          "psem take", n))
     goto out;
   leased = 1;
   if (!ok_or_nomem(rlock_psemaphore_check(p, id), "psem check", n) ||
