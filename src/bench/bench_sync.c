@@ -94,8 +94,8 @@ typedef struct hand {
   objs *o;
   int kind;
   long rounds;
-  atomic_int phase;       /* odd: the holder holds, the waiter may wait */
-  atomic_llong released;  /* when the holder called release (ns) */
+  atomic_int phase;      /* odd: the holder holds, the waiter may wait */
+  atomic_llong released; /* when the holder called release (ns) */
   bench_samples *s;
   int rc;
 } hand;
@@ -195,10 +195,9 @@ int bench_sync(const bench_args *a) {
                      1);
     bench_report_num(&rep, "semaphore_handoff_p50_us",
                      bench_samples_us(&hs[1], 50), 1);
-    bench_report_num(&rep, "semaphore_handoff_vs_lock",
-                     bench_samples_us(&hs[1], 50) /
-                         bench_samples_us(&hs[0], 50),
-                     3);
+    bench_report_num(
+        &rep, "semaphore_handoff_vs_lock",
+        bench_samples_us(&hs[1], 50) / bench_samples_us(&hs[0], 50), 3);
     bench_report_end(&rep);
   }
   for (int k = 0; k < SYNC_KINDS; k++)

@@ -496,6 +496,56 @@ static void test_semaphore_interop(void **state) {
   dk_free(c);
 }
 
+typedef struct cancel_arg {
+  const char *channel;
+  rlock_cancel *tok;
+} cancel_arg;
+
+static void *fire_when_waiting(void *arg) {
+  cancel_arg *a = arg;
+  rt_wait_until(pred_subscribed, (void *)a->channel, rt_scaled_ms(5000),
+                "the waiter subscribed");
+  rlock_cancel_fire(a->tok);
+  return NULL;
+}
+
+/* A wait ends when its cancel token fires (blocking) or when it is
+ * canceled (rlock_op_cancel, loop): RLOCK_ECANCELED, nothing taken. */
+static void test_cancel(void **state) {
+  (void)state;
+  char name[128], channel[160];
+  fresh(name, sizeof name, "cancel");
+  snprintf(channel, sizeof channel, "redisson_sc:{%s}", name);
+  rlock_client *c = client(0, NULL, NULL);
+  rlock_semaphore *s;
+  OK(rlock_semaphore_new(&s, c, name));
+  OK(s_set(s, 0));
+  int64_t t0 = rt_now_ms();
+  if (!dk_loop()) { /* fired by another thread while it waits */
+    cancel_arg a = {.channel = channel};
+    OK(rlock_cancel_new(&a.tok));
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, fire_when_waiting, &a), 0);
+    RC(rlock_semaphore_acquire(s, 1, 20000, a.tok), RLOCK_ECANCELED);
+    pthread_join(t, NULL);
+    rlock_cancel_free(a.tok);
+  } else {
+    sk k = {0};
+    rlock_op *op;
+    OK(rlock_semaphore_acquire_async(s, 1, 20000, sk_cb, &k, &op));
+    wait_subscribed(channel);
+    OK(rlock_op_cancel(op));
+    RC(sk_wait(&k, RLOCK_OK), RLOCK_ECANCELED);
+  }
+  ASSERT_BETWEEN(rt_now_ms() - t0, 0, 5000);
+  OK(s_release(s, 1));
+  int64_t v = 0;
+  OK(s_available(&v, s));
+  assert_int_equal(v, 1); /* nothing was taken */
+  rlock_semaphore_free(s);
+  dk_free(c);
+}
+
 /* ---- the permit-expirable semaphore
  * ------------------------------------------- */
 
@@ -698,6 +748,7 @@ int main(void) {
   const dk_case cases[] = {
       DK_CASE(test_semaphore_basics, DK_ALL),
       DK_CASE(test_foreign_keys, DK_ALL),
+      DK_CASE(test_cancel, DK_ALL),
       DK_CASE(test_semaphore_interop_single, DK_ALL),
       DK_CASE(test_psemaphore_basics, DK_ALL),
       DK_CASE(test_psemaphore_watchdog_single, DK_ALL),
