@@ -108,10 +108,8 @@ static void test_checker(void **state) {
 }
 
 static const struct CMUnitTest tests_of_faults[] = {
-    cmocka_unit_test(test_checker),
-    cmocka_unit_test(test_kill9),
-    cmocka_unit_test(test_kill9_loop),
-    cmocka_unit_test(test_sigstop),
+    cmocka_unit_test(test_checker),      cmocka_unit_test(test_kill9),
+    cmocka_unit_test(test_kill9_loop),   cmocka_unit_test(test_sigstop),
     cmocka_unit_test(test_sigstop_loop),
 };
 
