@@ -723,6 +723,18 @@ static void test_latch(void **state) {
   OK(l_delete(&v, x));
   assert_int_equal(v, 0);
   rlock_latch_free(x);
+  if (topo != NULL) {
+    /* A {tag} of its own: Redisson's channel for it is in another slot,
+     * which a script cannot SPUBLISH to: refused, nothing written. */
+    OK(rlock_latch_new(&x, c, "sync-{tagged}-latch"));
+    RC(l_try_set(x, 1), RLOCK_EINVAL);
+    assert_non_null(strstr(rlock_error_last()->message, "{tag}"));
+    RC(l_await(x, 0), RLOCK_EINVAL);
+    assert_int_equal(rt_cmd_int(node_of("sync-{tagged}-latch"),
+                                "EXISTS sync-{tagged}-latch"),
+                     0);
+    rlock_latch_free(x);
+  }
   dk_free(c);
 }
 
