@@ -780,6 +780,20 @@ static void test_replica_wait(void **state) {
   snprintf(tkey, sizeof tkey, "{%s}:timeout", pname);
   assert_int_equal(rt_cmd_int(node_of(pname), "ZCARD %s", tkey), 0);
   assert_int_equal(get_count(pname), 1); /* given back */
+  /* A release of a permit nobody leased says so, confirmed or not. */
+  RC(p_release(p, "0123456789abcdef0123456789abcdef"), RLOCK_ENOTHELD);
+  rt_server_thaw(replica);
+  dk_wait(pred_link_up, replica, 10000, "the replica back");
+  /* A lease update no replica confirmed still took on the master. */
+  OK(p_acquire(id, p, 0, 30000));
+  rt_server_freeze(replica);
+  RC(p_update(p, id, 60000), RLOCK_EREPLICA);
+  OK(p_check(p, id));
+  int64_t left = 0;
+  OK(p_lease(&left, p, id));
+  assert_true(left > 40000);
+  RC(p_release(p, id), RLOCK_EREPLICA); /* released on the master */
+  assert_int_equal(rt_cmd_int(node_of(pname), "ZCARD %s", tkey), 0);
   rt_server_thaw(replica);
   dk_wait(pred_link_up, replica, 10000, "the replica back");
   OK(p_acquire(id, p, 0, 30000));

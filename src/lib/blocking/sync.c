@@ -22,8 +22,9 @@ static int usable(const void *obj, const char *fn) {
 }
 
 /* Run one call of a synchroniser: its integer answer into *value (may be
- * NULL). A write (`write`) is confirmed on replicas where the client asks
- * for it: RLOCK_EREPLICA when none did (it stands on the master). */
+ * NULL; set also with RLOCK_EREPLICA). A write (`write`) is confirmed on
+ * replicas where the client asks for it: RLOCK_EREPLICA when none did (it
+ * stands on the master). */
 static int run(rlock_lock *l, rlock__call *call, int write, int64_t *value) {
   rlock__reply *r;
   int64_t v = 0;
@@ -33,14 +34,14 @@ static int run(rlock_lock *l, rlock__call *call, int write, int64_t *value) {
     return rc;
   rc = rlock__sync_reply(l, r, &v);
   rlock__reply_free(r);
+  if (rc == RLOCK_OK && value != NULL)
+    *value = v; /* also when unconfirmed: the master's answer */
   if (rc == RLOCK_OK && write && rlock__call_unconfirmed(call))
     return rlock__err(RLOCK_EREPLICA,
                       "%s '%s': written on %s, but no replica confirmed it "
                       "within %lld ms",
                       l->kind->label, l->name, call->served_by,
                       (long long)l->client->cfg.replica_sync_timeout_ms);
-  if (rc == RLOCK_OK && value != NULL)
-    *value = v;
   return rc;
 }
 
@@ -210,16 +211,17 @@ int rlock_psemaphore_release(rlock_psemaphore *s, const char *id) {
   if (rc != RLOCK_OK)
     return rc;
   int state;
-  int64_t keep, released;
+  int64_t keep, released = 0;
   /* Renewal stops first, so it never outlives the release. */
   rlock__hold_pop(s->l->client, s->l->name, lower, &state, &keep);
   rlock__call call;
   rlock__psem_call(s->l, "release", 0, lower, &call);
   rc = run(s->l, &call, 1, &released);
-  if (rc == RLOCK_EREPLICA)
+  if (rc == RLOCK_EREPLICA && released == 1)
     return rc; /* released on the master */
-  return rc == RLOCK_OK ? rlock__permit_result(s->l, lower, state, released)
-                        : rc;
+  return rc == RLOCK_OK || rc == RLOCK_EREPLICA
+             ? rlock__permit_result(s->l, lower, state, released)
+             : rc;
 }
 
 int rlock_psemaphore_update_lease(rlock_psemaphore *s, const char *id,
@@ -237,7 +239,7 @@ int rlock_psemaphore_update_lease(rlock_psemaphore *s, const char *id,
   int known = rlock__hold_depth(c, s->l->name, lower) > 0 ||
               rlock__hold_check(c, s->l->name, lower) == RLOCK_ELOST;
   rlock__call call;
-  int64_t renewed;
+  int64_t renewed = 0;
   rlock__psem_call(s->l, "renew", lease_ms, lower, &call);
   rc = run(s->l, &call, 1, &renewed);
   if (rc != RLOCK_OK && rc != RLOCK_EREPLICA)

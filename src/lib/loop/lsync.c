@@ -46,8 +46,8 @@ static int is(const rlock_op *op, const char *what) {
 
 /* What the answer means for the permit the operation names. */
 static int permit_outcome(rlock_op *op, int rc, int64_t v) {
-  if (is(op, "release"))
-    return rc == RLOCK_OK
+  if (is(op, "release")) /* unconfirmed: the master's answer still says */
+    return rc == RLOCK_OK || (rc == RLOCK_EREPLICA && v != 1)
                ? rlock__permit_result(op->l, op->owner, op->hold_state, v)
                : rc;
   if (is(op, "lease"))
