@@ -415,6 +415,12 @@ static void test_semaphore_basics(void **state) {
   assert_int_equal(v, -2); /* Redisson lets addPermits go below zero */
   OK(s_set(s, 7));
   assert_int_equal(get_count(name), 7);
+  /* A TTL (Java's trySetPermits(n, ttl)) survives a release, as with
+   * Redisson's INCRBY. */
+  rt_cmd_int(node_of(name), "PEXPIRE %s 60000", name);
+  OK(s_release(s, 1));
+  ASSERT_RANGE(rt_cmd_int(node_of(name), "PTTL %s", name), 1, 60000);
+  OK(s_set(s, 7));
   /* Bad input: refused, nothing written. */
   RC(s_acquire(s, 0, 0), RLOCK_EINVAL);
   RC(s_release(s, -1), RLOCK_EINVAL);

@@ -7,10 +7,12 @@
 -- count, as Redisson's release and addPermits do; a waiter wakes up to
 -- that many of its sleepers.
 --   acquire N: take N when available: nil; else -1 (wait for a message).
---   release N: add N (absent: 0), publish; the new count.
+--   release N: INCRBY N (absent: 0; the key's TTL, if any, kept), publish;
+--              the new count.
 --   tryset N:  set N and publish when absent: 1; else 0.
 --   set N:     set N and publish (rlock's; Redisson has no such call): 1.
---   add D:     add D (may be negative; absent: 0), publish; the new count.
+--   add D:     SET the count + D (may be negative; absent: 0; as Redisson's,
+--              a TTL goes), publish; the new count.
 --   get:       the count (0 when absent).
 --   drain:     set 0 when present; the count it had (0 when absent).
 -- A count that would leave Redisson's int range is refused with the status
@@ -36,7 +38,11 @@ if op == 'tryset' and v ~= false then return 0 end
 local new = n
 if op == 'release' or op == 'add' then new = (v or 0) + n end
 if not count_int(new) then return redis.status_reply('RANGE') end
-redis.call('set', KEYS[1], new)
+if op == 'release' then
+  redis.call('incrby', KEYS[1], n) -- as Redisson's: a TTL the key has stays
+else
+  redis.call('set', KEYS[1], new)
+end
 redis.call(ARGV[3], ARGV[4], new)
 if op == 'tryset' or op == 'set' then return 1 end
 return new
