@@ -4,11 +4,14 @@
  * three permits, each round a watchdog permit taken, worked with, checked
  * and released, while holders are killed (kill -9: their permit comes
  * back one watchdog lease later) or stopped past their lease (SIGSTOP:
- * their permit goes to another worker; once resumed they must be told).
+ * their permit goes to another worker; once resumed they must be told),
+ * and while Sentinel fails the master over.
  * The history's judge (rt_history_check_n) allows three holders at once:
  * a fourth is a violation unless one of them was told its permit was
  * gone; every stopped holder must be told. Blocking and loop workers. */
 #include "faults_kit.h"
+
+#include "rt_sentinel.h"
 
 #define PERMITS 3
 
@@ -56,6 +59,27 @@ static void sigstop(fk_mode mode) {
   fk.sem = 0;
 }
 
+/* The semaphore behind Sentinel, failed over every 0.3-0.6 s: a permit
+ * the new master never heard of is found gone by its holder's watchdog,
+ * and a holder beside three others must have been told. */
+static void sentinel_failover(fk_mode mode) {
+  fk.sem = PERMITS;
+  rt_sentinel_group *g = rt_sentinel_start("semfaultmaster", 1, 3);
+  fk.lock_url = rt_sentinel_url(g);
+  int fd = fk_begin("sem-sentinel-failover", mode);
+  int switches = 0;
+  for (int64_t t0 = rt_now_ms(); fk_running(t0); switches++) {
+    rt_sleep_ms(300 + rand_r(&seed) % 300);
+    rt_history_add(fd, -1, -1, RT_EV_FAULT, 'F', 0, 0);
+    rt_sentinel_failover(g, rt_scaled_ms(30000));
+  }
+  rt_verdict v = fk_finish(fd, "sem-sentinel-failover", 0);
+  fk.lock_url = NULL;
+  rt_sentinel_free(g);
+  assert_true(switches > 0 && v.acquisitions > 0);
+  fk.sem = 0;
+}
+
 static void test_kill9(void **state) {
   (void)state;
   kill9(FK_BLOCKING);
@@ -74,6 +98,16 @@ static void test_sigstop(void **state) {
 static void test_sigstop_loop(void **state) {
   (void)state;
   sigstop(FK_LOOP);
+}
+
+static void test_sentinel_failover(void **state) {
+  (void)state;
+  sentinel_failover(FK_BLOCKING);
+}
+
+static void test_sentinel_failover_loop(void **state) {
+  (void)state;
+  sentinel_failover(FK_LOOP);
 }
 
 /* A record of worker `w` on semaphore 0 at time `t` (us). */
@@ -108,9 +142,13 @@ static void test_checker(void **state) {
 }
 
 static const struct CMUnitTest tests_of_faults[] = {
-    cmocka_unit_test(test_checker),      cmocka_unit_test(test_kill9),
-    cmocka_unit_test(test_kill9_loop),   cmocka_unit_test(test_sigstop),
+    cmocka_unit_test(test_checker),
+    cmocka_unit_test(test_kill9),
+    cmocka_unit_test(test_kill9_loop),
+    cmocka_unit_test(test_sigstop),
     cmocka_unit_test(test_sigstop_loop),
+    cmocka_unit_test(test_sentinel_failover),
+    cmocka_unit_test(test_sentinel_failover_loop),
 };
 
 FX_MAIN(tests_of_faults, fx_setup, fx_teardown, child_main)
