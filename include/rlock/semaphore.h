@@ -356,6 +356,48 @@ RLOCK_EXTERN int rlock_psemaphore_lease_ms(int64_t *remaining_ms,
                                            rlock_psemaphore *sem,
                                            const char *id);
 
+/** A snapshot of a permit-expirable semaphore (rlock_psemaphore_inspect). */
+typedef struct rlock_permits_info rlock_permits_info;
+
+/** Most leased permits a snapshot describes (the earliest deadlines). */
+#define RLOCK_INSPECT_PERMITS 1000
+
+/**
+ * The semaphore's state in one atomic step, expired permits given back
+ * first (as every operation does): available permits, the leased ones
+ * with their ids and remaining leases, earliest deadline first (at most
+ * RLOCK_INSPECT_PERMITS of them; rlock_permits_info_leased counts all).
+ * For tools (`rlock status`).
+ * @param out receives the snapshot; free it with rlock_permits_info_free().
+ * @return RLOCK_OK; RLOCK_EINVAL (NULL argument, a loop client);
+ *         RLOCK_EWRONGTYPE; RLOCK_ENOMEM; transport errors.
+ */
+RLOCK_EXTERN int rlock_psemaphore_inspect(rlock_permits_info **out,
+                                          rlock_psemaphore *sem);
+
+/** Available permits in the snapshot (0 when the semaphore's key was
+ * absent, or info is NULL). */
+RLOCK_EXTERN int64_t
+rlock_permits_info_available(const rlock_permits_info *info);
+/** Permits leased when the snapshot was taken (all of them, also past
+ * RLOCK_INSPECT_PERMITS); 0 when info is NULL. */
+RLOCK_EXTERN size_t rlock_permits_info_leased(const rlock_permits_info *info);
+/** Leased permits the snapshot describes (min(leased,
+ * RLOCK_INSPECT_PERMITS)). */
+RLOCK_EXTERN size_t rlock_permits_info_count(const rlock_permits_info *info);
+/** Permit `i`'s id (RLOCK_PERMIT_ID_LEN hex digits), or NULL when out of
+ * range. Borrowed: valid as long as the snapshot. */
+RLOCK_EXTERN const char *rlock_permits_info_id(const rlock_permits_info *info,
+                                               size_t i);
+/** Permit `i`'s remaining lease in ms at the snapshot (by the semaphore's
+ * deadlines against this client's wall clock: PROTOCOL.md); -1 for a
+ * permit without a lease (Redisson's acquire without one); 0 when out of
+ * range. */
+RLOCK_EXTERN int64_t rlock_permits_info_lease_ms(const rlock_permits_info *info,
+                                                 size_t i);
+/** Free a snapshot. NULL is ignored. */
+RLOCK_EXTERN void rlock_permits_info_free(rlock_permits_info *info);
+
 /* ---- Loop clients (rlock/loop.h) -------------------------------------- */
 /*
  * The _async forms of the calls above for a loop client: same arguments,
@@ -445,6 +487,14 @@ RLOCK_EXTERN int rlock_psemaphore_permits_async(rlock_psemaphore *sem,
 RLOCK_EXTERN int rlock_psemaphore_lease_ms_async(rlock_psemaphore *sem,
                                                  const char *id,
                                                  rlock_async_fn cb, void *arg);
+
+/** Completion of an inspection: `info` (the callback's to free, with
+ * rlock_permits_info_free()) when rc is RLOCK_OK, else NULL. */
+typedef void (*rlock_permits_fn)(void *arg, int rc, rlock_permits_info *info);
+
+/** rlock_psemaphore_inspect() on the loop. */
+RLOCK_EXTERN int rlock_psemaphore_inspect_async(rlock_psemaphore *sem,
+                                                rlock_permits_fn cb, void *arg);
 
 RLOCK_END_DECLS
 

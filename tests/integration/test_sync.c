@@ -212,6 +212,41 @@ static int p_lease(int64_t *n, rlock_psemaphore *s, const char *id) {
             rlock_psemaphore_lease_ms_async(s, id, sk_cb, &k_));
 }
 
+typedef struct pk {
+  atomic_int done;
+  int rc;
+  rlock_permits_info *info;
+  char msg[256];
+} pk;
+
+static void pk_cb(void *arg, int rc, rlock_permits_info *info) {
+  pk *k = arg;
+  k->rc = rc;
+  k->info = info;
+  snprintf(k->msg, sizeof k->msg, "%s",
+           rc == RLOCK_OK ? "" : rlock_error_last()->message);
+  atomic_store(&k->done, 1);
+}
+
+static bool pk_pred(void *arg, char *why, size_t cap) {
+  snprintf(why, cap, "no snapshot yet");
+  return atomic_load(&((pk *)arg)->done);
+}
+
+static int p_inspect(rlock_permits_info **out, rlock_psemaphore *s) {
+  if (!dk_loop())
+    return rlock_psemaphore_inspect(out, s);
+  pk k = {0};
+  int rc = rlock_psemaphore_inspect_async(s, pk_cb, &k);
+  if (rc != RLOCK_OK)
+    return rc;
+  dk_wait(pk_pred, &k, 15000, "a snapshot");
+  *out = k.info;
+  if (k.rc != RLOCK_OK)
+    rlock_loop_error(k.rc, k.msg);
+  return k.rc;
+}
+
 typedef struct p_check_arg {
   rlock_psemaphore *s;
   const char *id;
@@ -587,6 +622,16 @@ static void test_psemaphore_basics(void **state) {
   assert_true(v > 0 && v <= 600);
   RC(p_acquire(b, p, 0, 1000), RLOCK_ELOCKED);
   OK(p_check(p, a));
+  rlock_permits_info *info = NULL;
+  OK(p_inspect(&info, p));
+  assert_int_equal(rlock_permits_info_available(info), 0);
+  assert_int_equal(rlock_permits_info_leased(info), 1);
+  assert_int_equal(rlock_permits_info_count(info), 1);
+  assert_string_equal(rlock_permits_info_id(info, 0), a);
+  assert_true(rlock_permits_info_lease_ms(info, 0) > 0 &&
+              rlock_permits_info_lease_ms(info, 0) <= 600);
+  assert_null(rlock_permits_info_id(info, 1));
+  rlock_permits_info_free(info);
   /* A waiter gets the permit once the lease runs out (no message). */
   int64_t t0 = rt_now_ms();
   OK(p_acquire(b, p, 5000, 5000));

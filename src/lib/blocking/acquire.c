@@ -158,7 +158,7 @@ static int attempt_once(acq *a, int64_t deadline, int *transient) {
   int rc = rlock__lock_run_until(l, &call, deadline, &r);
   *transient = call.transient;
   if (call.sent_us != 0)
-    a->sent = call.sent_us;
+    a->sent = rlock__call_granted_from(&call);
   if (rc == RLOCK_ENOMEM && call.in_flight)
     return undo_unread(l, owner, lease);
   if (rc == RLOCK_EIO && call.in_flight)

@@ -245,7 +245,7 @@ int rlock_psemaphore_update_lease(rlock_psemaphore *s, const char *id,
   if (rc != RLOCK_OK && rc != RLOCK_EREPLICA)
     return rc;
   if (renewed == 1) {
-    rlock__permit_relet(s->l, lower, lease_ms, call.sent_us);
+    rlock__permit_relet(s->l, lower, lease_ms, rlock__call_granted_from(&call));
     return rc;
   }
   rlock__hold_forget(c, s->l->name, lower);
@@ -310,6 +310,24 @@ int rlock_psemaphore_lease_ms(int64_t *remaining_ms, rlock_psemaphore *s,
     return rlock__permit_result(s->l, lower, RLOCK__HOLD_NONE, 0);
   *remaining_ms = v;
   return RLOCK_OK;
+}
+
+int rlock_psemaphore_inspect(rlock_permits_info **out, rlock_psemaphore *s) {
+  static const char fn[] = "rlock_psemaphore_inspect";
+  int rc = usable(s, fn);
+  if (rc != RLOCK_OK)
+    return rc;
+  if (out == NULL)
+    return rlock__err(RLOCK_EINVAL, "%s: out is NULL", fn);
+  *out = NULL;
+  rlock__call call;
+  rlock__reply *r;
+  rlock__psem_call(s->l, "inspect", 0, NULL, &call);
+  if ((rc = rlock__lock_run(s->l, &call, &r)) != RLOCK_OK)
+    return rc;
+  rc = rlock__permits_parse(r, out);
+  rlock__reply_free(r);
+  return rc;
 }
 
 /* ---- the count-down latch

@@ -413,6 +413,11 @@ void rlock__renew_settle(rlock_client *c, rlock__renew_tick *t,
   snap_list *l = list_of(t, b->list);
   if (rc == RLOCK_OK)
     rc = parse_batch(r, b->n, alive);
+  /* A permit's new deadline was stamped when its batch was built, which
+   * may be before it was sent: vouch from the tick's start instead, which
+   * is earlier than any stamp, so the local view errs early. */
+  if (b->list == 2 && t->all.now_us < sent_us)
+    sent_us = t->all.now_us;
   if (rc != RLOCK_OK)
     batch_failed(c, l, b->from, b->n);
   else

@@ -38,6 +38,10 @@ void rlock__psem_call(rlock_lock *l, const char *op, int64_t num,
   int64_t now = rlock__epoch_ms(); /* Redisson's clock: sync_int.h */
   if (strcmp(op, "acquire") == 0 || strcmp(op, "renew") == 0)
     num += now; /* a lease becomes a deadline */
+  /* ... which runs from now, before the call is sent: the local view of
+   * the lease starts here (rlock__call_granted_from). Set after the call
+   * is started below. */
+  int64_t stamp = rlock__now_us();
   rlock__call_script(call, &rlock__script_psemaphore);
   rlock__call_key(call, l->name);
   rlock__call_key(call, l->timeouts);
@@ -47,6 +51,7 @@ void rlock__psem_call(rlock_lock *l, const char *op, int64_t num,
   rlock__call_arg(call, rlock__publish_cmd(l->client));
   rlock__call_arg(call, l->channel);
   rlock__call_arg(call, id != NULL ? id : "");
+  call->stamped_us = stamp;
 }
 
 void rlock__latch_call(rlock_lock *l, const char *op, int64_t num,
@@ -361,4 +366,82 @@ void rlock__permit_relet(rlock_lock *l, const char *id, int64_t lease_ms,
    * on the server, and a check says RLOCK_ENOTHELD. */
   rlock__hold_push_owned(l->client, l->name, id, lease_ms, sent_us, l->base,
                          UINT64_MAX);
+}
+
+/* ---- a permit-expirable semaphore's snapshot --------------------------------
+ */
+
+struct rlock_permits_info {
+  int64_t available;
+  size_t leased, n;
+  int64_t *lease_ms;                    /* n of them */
+  char (*ids)[RLOCK_PERMIT_ID_LEN + 1]; /* n of them */
+};
+
+static int permits_malformed(void) {
+  return rlock__err(RLOCK_EPROTO,
+                    "the semaphore's inspection returned an unexpected "
+                    "reply");
+}
+
+int rlock__permits_parse(const rlock__reply *r, rlock_permits_info **out) {
+  *out = NULL;
+  if (r->type != RLOCK__R_ARRAY || r->n < 2 || r->n % 2 != 0 ||
+      r->elem[0]->type != RLOCK__R_INT || r->elem[1]->type != RLOCK__R_INT ||
+      r->elem[1]->integer < 0)
+    return permits_malformed();
+  size_t n = (r->n - 2) / 2;
+  rlock_permits_info *info = rlock__calloc(1, sizeof *info);
+  if (info == NULL ||
+      (n > 0 &&
+       ((info->lease_ms = rlock__calloc(n, sizeof *info->lease_ms)) == NULL ||
+        (info->ids = rlock__calloc(n, sizeof *info->ids)) == NULL))) {
+    rlock_permits_info_free(info);
+    return rlock__err(RLOCK_ENOMEM, "out of memory");
+  }
+  info->available = r->elem[0]->integer;
+  info->leased = (size_t)r->elem[1]->integer;
+  info->n = n;
+  for (size_t i = 0; i < n; i++) {
+    const rlock__reply *id = r->elem[2 + 2 * i], *ms = r->elem[3 + 2 * i];
+    if (id->type != RLOCK__R_STR || ms->type != RLOCK__R_INT) {
+      rlock_permits_info_free(info);
+      return permits_malformed();
+    }
+    snprintf(
+        info->ids[i], sizeof info->ids[i], "%.*s",
+        (int)(id->len < RLOCK_PERMIT_ID_LEN ? id->len : RLOCK_PERMIT_ID_LEN),
+        id->str);
+    info->lease_ms[i] = ms->integer;
+  }
+  *out = info;
+  return RLOCK_OK;
+}
+
+int64_t rlock_permits_info_available(const rlock_permits_info *info) {
+  return info != NULL ? info->available : 0;
+}
+
+size_t rlock_permits_info_leased(const rlock_permits_info *info) {
+  return info != NULL ? info->leased : 0;
+}
+
+size_t rlock_permits_info_count(const rlock_permits_info *info) {
+  return info != NULL ? info->n : 0;
+}
+
+const char *rlock_permits_info_id(const rlock_permits_info *info, size_t i) {
+  return info != NULL && i < info->n ? info->ids[i] : NULL;
+}
+
+int64_t rlock_permits_info_lease_ms(const rlock_permits_info *info, size_t i) {
+  return info != NULL && i < info->n ? info->lease_ms[i] : 0;
+}
+
+void rlock_permits_info_free(rlock_permits_info *info) {
+  if (info == NULL)
+    return;
+  free(info->lease_ms);
+  free(info->ids);
+  free(info);
 }

@@ -71,6 +71,10 @@ int rlock__sync_reply(const rlock_lock *l, const rlock__reply *r,
  * bytes): the form records are kept under. */
 void rlock__permit_id_lower(const char *in, char *out);
 
+/* A psemaphore's inspection answer into a snapshot (RLOCK_OK), or
+ * RLOCK_EPROTO / RLOCK_ENOMEM with the last error set. */
+int rlock__permits_parse(const rlock__reply *r, rlock_permits_info **out);
+
 /* A fresh permit id: 32 lowercase hex digits and a NUL into `id`. */
 int rlock__permit_id(char *id);
 

@@ -342,6 +342,8 @@ static void attempt_done(rlock_client *c, rlock__lreq *r) {
   rlock__reply *reply = r->q.reply;
   r->q.reply = NULL;
   int in_flight = r->call.in_flight;
+  if (r->call.stamped_us != 0 && r->call.stamped_us < r->sent_us)
+    r->sent_us = r->call.stamped_us; /* the lease runs from its stamp */
   int may_pass = rc != RLOCK_OK && retryable(r, rc, r->call.transient);
   rlock__call_clear(&r->call);
   int64_t token = 0;

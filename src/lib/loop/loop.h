@@ -345,6 +345,8 @@ struct rlock_op {
   /* synchronisers (lsync.c): a permit acquisition's callback (instead of
    * cb), and a one-call operation's script operation and its number */
   rlock_permit_fn permit_cb;
+  rlock_permits_fn permits_cb; /* an inspection's, with its snapshot: */
+  rlock_permits_info *permits;
   const char *sync_op;
   int64_t sync_num;
   int sync_write;

@@ -73,6 +73,8 @@ static void one_done(rlock_client *c, rlock__lreq *r) {
   int64_t v = 0;
   if (rc != RLOCK_OK)
     rc = rlock__wrongtype(op->l, rc);
+  else if (op->permits_cb != NULL) /* an inspection */
+    rc = rlock__permits_parse(reply, &op->permits);
   else
     rc = rlock__sync_reply(op->l, reply, &v);
   rlock__reply_free(reply);
@@ -82,6 +84,8 @@ static void one_done(rlock_client *c, rlock__lreq *r) {
                     "within %lld ms",
                     op->l->kind->label, op->l->name, r->call.served_by,
                     (long long)c->cfg.replica_sync_timeout_ms);
+  if (r->call.stamped_us != 0 && r->call.stamped_us < r->sent_us)
+    r->sent_us = r->call.stamped_us; /* a new lease runs from its stamp */
   rlock__call_clear(&r->call);
   if (op->owner[0] != '\0')
     rc = permit_outcome(op, rc, v);
@@ -320,4 +324,19 @@ int rlock_latch_delete_async(rlock_latch *x, rlock_async_fn cb, void *arg) {
   static const char fn[] = "rlock_latch_delete_async";
   int rc = x != NULL ? rlock__latch_usable(x->l, fn) : RLOCK_OK;
   return rc == RLOCK_OK ? one(x, "delete", 0, NULL, 1, cb, arg, fn) : rc;
+}
+
+int rlock_psemaphore_inspect_async(rlock_psemaphore *s, rlock_permits_fn cb,
+                                   void *arg) {
+  static const char fn[] = "rlock_psemaphore_inspect_async";
+  int rc = check(s, (const void *)cb, fn);
+  if (rc != RLOCK_OK)
+    return rc;
+  rlock_op *op = rlock__lop_new(s->l, RLOCK__LOP_SYNC);
+  if (op == NULL)
+    return RLOCK_ENOMEM;
+  op->permits_cb = cb;
+  op->arg = arg;
+  op->sync_op = "inspect";
+  return rlock__lop_submit(op, one_start);
 }

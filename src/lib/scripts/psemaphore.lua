@@ -15,6 +15,8 @@
 --   renew:   give permit ARGV[6] deadline ARGV[3]: 1; 0 when not leased.
 --   lease:   ms left of permit ARGV[6]; -2 when not leased.
 --   get:     available (0 when absent).  total: available + leased.
+--   inspect: {available, leased, then for the first INSPECT_MAX permits by
+--            deadline: id (hex), ms left (-1: no expiry)}.
 --   tryset N, set N (Redisson's setPermits: the total), add D: as
 --            semaphore.lua, with Redisson's messages.
 -- Counts that would leave Redisson's int range: the status RANGE, nothing
@@ -24,6 +26,7 @@
 -- @include permitid
 local PURGE_MAX = 1000
 local NO_EXPIRY = 922337203685477 -- Redisson's deadline of a permit
+local INSPECT_MAX = 1000 -- RLOCK_INSPECT_PERMITS
 local op, now, n = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local v, refusal = count_get(KEYS[1], 'semaphore')
 if v == nil then return refusal end
@@ -66,6 +69,18 @@ if op == 'renew' or op == 'lease' then
   if op == 'lease' then return math.max(0, tonumber(d) - now) end
   redis.call('zadd', KEYS[2], n, id())
   return 1
+end
+if op == 'inspect' then
+  local out = {v or 0, redis.call('zcard', KEYS[2])}
+  local first = redis.call('zrange', KEYS[2], 0, INSPECT_MAX - 1, 'WITHSCORES')
+  for i = 1, #first, 2 do
+    out[#out + 1] = string.gsub(first[i], '.', function(c)
+      return string.format('%02x', string.byte(c))
+    end)
+    local d = tonumber(first[i + 1])
+    out[#out + 1] = d >= NO_EXPIRY and -1 or math.max(0, d - now)
+  end
+  return out
 end
 if op == 'get' then return v or 0 end
 if op == 'total' then
