@@ -247,6 +247,15 @@ static void test_sync_args(void **state) {
       RLOCK_EINVAL, "lease");
   ASSERT_RC(rlock_psemaphore_check(p, "0123456789abcdef0123456789abcdef"),
             RLOCK_ENOTHELD, NULL);
+  ASSERT_RC(rlock_psemaphore_inspect(NULL, p), RLOCK_EINVAL, "NULL");
+  rlock_permits_info *info = NULL;
+  ASSERT_RC(rlock_psemaphore_inspect(&info, NULL), RLOCK_EINVAL, "NULL");
+  assert_null(info);
+  assert_int_equal(rlock_permits_info_leased(NULL), 0);
+  assert_null(rlock_permits_info_id(NULL, 0));
+  rlock_permits_info_free(NULL);
+  ASSERT_RC(rlock_psemaphore_inspect_async(p, NULL, NULL), RLOCK_EINVAL,
+            "NULL");
   ASSERT_RC(rlock_latch_try_set_count(NULL, x, 0), RLOCK_EINVAL, "count");
   ASSERT_RC(rlock_latch_try_set_count(NULL, x, -3), RLOCK_EINVAL, "count");
   ASSERT_RC(rlock_latch_await(x, -2, NULL), RLOCK_EINVAL, "wait");
