@@ -17,5 +17,7 @@
 #include "rlock/multilock.h"
 #include "rlock/redlock.h"
 #include "rlock/loop.h"
+#include "rlock/semaphore.h"
+#include "rlock/latch.h"
 
 #endif /* RLOCK_H */

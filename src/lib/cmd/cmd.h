@@ -80,6 +80,11 @@ typedef struct rlock__call {
    * just before the write: whatever ran, ran after it), 0 when never; an
    * acquisition's lease runs from it */
   int64_t sent_us;
+  /* in: when the call's arguments were stamped from the clocks (the
+   * permit-expirable semaphore's deadline, by the wall clock), monotonic;
+   * 0 when none. What it grants runs from the earlier of this and
+   * sent_us, so the local view of a lease errs early (kinds/sync.c). */
+  int64_t stamped_us;
   const char *small[RLOCK__CALL_SMALL];
   char store[RLOCK__CALL_STORE];
 } rlock__call;
@@ -98,6 +103,9 @@ void rlock__call_num(rlock__call *call, int64_t v);
  * argument), or "" when the store is full (the call then fails to run). */
 const char *rlock__call_fmt(rlock__call *call, const char *fmt, ...)
     RLOCK_PRINTF(2, 3);
+/* When what the call grants begins, for the local view of a lease: the
+ * earlier of its send and its stamp (stamped_us). */
+int64_t rlock__call_granted_from(const rlock__call *call);
 /* Free what the call allocated. The call may be started again. */
 void rlock__call_clear(rlock__call *call);
 
