@@ -91,6 +91,7 @@ static const rlock__kind semaphore_kind = {
     .label = "semaphore",
     .field_suffix = "",
     .sync = 1,
+    .metric = RLOCK__MK_SEMAPHORE,
     .unavailable = "has not the permits asked for available",
     .attempt = sem_attempt,
     .channel = own_channel,
@@ -116,6 +117,7 @@ static const rlock__kind psemaphore_kind = {
     .field_suffix = "",
     .sync = 1,
     .permits = 1,
+    .metric = RLOCK__MK_PSEMAPHORE,
     .unavailable = "has no permit available",
     .attempt = psem_attempt,
     .channel = own_channel,
@@ -139,6 +141,7 @@ static const rlock__kind latch_kind = {
     .label = "count-down latch",
     .field_suffix = "",
     .sync = 1,
+    .metric = RLOCK__MK_LATCH,
     .unavailable = "still has a count above zero",
     .attempt = latch_attempt,
     .channel = own_channel,
@@ -365,7 +368,7 @@ void rlock__permit_relet(rlock_lock *l, const char *id, int64_t lease_ms,
   /* Out of memory here leaves no record: the permit still has its lease
    * on the server, and a check says RLOCK_ENOTHELD. */
   rlock__hold_push_owned(l->client, l->name, id, lease_ms, sent_us, l->base,
-                         UINT64_MAX);
+                         UINT64_MAX, l->ms);
 }
 
 /* ---- a permit-expirable semaphore's snapshot --------------------------------
