@@ -35,5 +35,9 @@ extern const rlock__script rlock__script_write_release;
 extern const rlock__script rlock__script_rw_force_release;
 extern const rlock__script rlock__script_renew_read;
 extern const rlock__script rlock__script_list_inspect;
+extern const rlock__script rlock__script_semaphore;
+extern const rlock__script rlock__script_psemaphore;
+extern const rlock__script rlock__script_psem_renew;
+extern const rlock__script rlock__script_latch;
 
 #endif /* RLOCK_SCRIPT_H */

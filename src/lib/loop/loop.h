@@ -56,6 +56,7 @@
 #include "plan.h"
 #include "reader.h"
 #include "rlock/loop.h"
+#include "rlock/semaphore.h"
 
 typedef struct rlock__lconn rlock__lconn;
 
@@ -278,9 +279,10 @@ enum rlock__lop_type {
   RLOCK__LOP_COUNT,
   RLOCK__LOP_TTL,
   RLOCK__LOP_INSPECT,
-  RLOCK__LOP_MULTI,  /* a MultiLock acquisition (lmulti.c) */
-  RLOCK__LOP_RELET,  /* a MultiLock member's fresh lease */
-  RLOCK__LOP_REDLOCK /* a RedLock's acquisition or release (lredlock.c) */
+  RLOCK__LOP_MULTI,   /* a MultiLock acquisition (lmulti.c) */
+  RLOCK__LOP_RELET,   /* a MultiLock member's fresh lease */
+  RLOCK__LOP_REDLOCK, /* a RedLock's acquisition or release (lredlock.c) */
+  RLOCK__LOP_SYNC     /* a synchroniser's one call (lsync.c) */
 };
 
 typedef struct rlock__lchan rlock__lchan;
@@ -340,6 +342,12 @@ struct rlock_op {
   rlock__latch latch;       /* its unlock latch (lock_int.h), and ... */
   char latch_id[33];        /* ... the request id every repeat carries */
   int64_t release_until_us; /* repeats end here */
+  /* synchronisers (lsync.c): a permit acquisition's callback (instead of
+   * cb), and a one-call operation's script operation and its number */
+  rlock_permit_fn permit_cb;
+  const char *sync_op;
+  int64_t sync_num;
+  int sync_write;
   /* MultiLock (lmulti.c) */
   struct rlock_multilock *multi;
   size_t index;    /* the member being taken, given back or re-let */
