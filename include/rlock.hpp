@@ -1416,7 +1416,7 @@ namespace detail {
 // owner and fencing token mean nothing there, so they are refused.
 inline rlock_acquire_options sync_options(const acquire_options &o) {
   rlock_acquire_options c = o.native();
-  if (c.owner != RLOCK_OWNER_THREAD || c.token != nullptr)
+  if (c.owner != 0 || c.token != nullptr)
     throw error(RLOCK_EINVAL, "acquire_options: a semaphore's permits have "
                               "no owner and no fencing token");
   return c;
@@ -1459,7 +1459,8 @@ public:
   /// Take `n` permits (1 to RLOCK_MAX_PERMITS), waiting as long as it
   /// takes.
   void acquire(std::int64_t n = 1) {
-    detail::check(rlock_semaphore_acquire(h_, n, RLOCK_WAIT_FOREVER, nullptr));
+    detail::check(
+        rlock_semaphore_acquire(h_, n, detail::wait_forever, nullptr));
   }
   /// One attempt: true when taken.
   bool try_acquire(std::int64_t n = 1) {
@@ -1633,11 +1634,11 @@ public:
   }
 
   /// Take a permit, waiting as long as it takes; renewed by the watchdog.
-  permit acquire() { return must(take(RLOCK_WAIT_FOREVER, 0, nullptr)); }
+  permit acquire() { return must(take(detail::wait_forever, 0, nullptr)); }
   /// Take a permit with a fixed lease, waiting as long as it takes.
   template <class Rep, class Period>
   permit acquire(std::chrono::duration<Rep, Period> lease) {
-    return must(take(RLOCK_WAIT_FOREVER, lease_ms(lease), nullptr));
+    return must(take(detail::wait_forever, lease_ms(lease), nullptr));
   }
   /// Take a permit as `o` says (wait, lease, cancel token; no owner or
   /// fencing token): empty when none came within the wait.
@@ -1766,7 +1767,7 @@ public:
   bool try_wait() { return reached(rlock_latch_await(h_, 0, nullptr)); }
   /// Wait as long as it takes for the count to reach zero.
   void wait() {
-    detail::check(rlock_latch_await(h_, RLOCK_WAIT_FOREVER, nullptr));
+    detail::check(rlock_latch_await(h_, detail::wait_forever, nullptr));
   }
   /// Wait at most `d`: true when the count reached zero.
   template <class Rep, class Period>
