@@ -240,7 +240,7 @@ def test_cli_interop(client: rlock.Client, server: Server, name: str,
     sem = client.permit_expirable_semaphore(name)
     proc = subprocess.Popen(
         [rlock_cli, "-u", server.url, "exec", "--permits", "2", name, "--",
-         "sh", "-c", 'echo "$RLOCK_PERMIT_ID"; read x'],
+         "sh", "-c", 'echo "$RLOCK_PERMIT_ID"; cat >/dev/null'],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
