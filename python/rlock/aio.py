@@ -22,6 +22,10 @@ starts with ``a``, as ``aclose`` does: the queries are ``alocked()``,
 it is (a coroutine object, always true). The names they had before
 (``locked()``, ...) still work when awaited, with a DeprecationWarning,
 and raise TypeError in a boolean context instead of being always true.
+The semaphores and the latch follow the same rule: ``acquire``,
+``release`` and the latch's ``wait`` (asyncio.Event's) are awaited under
+those names, the rest with an ``a`` (``aavailable()``, ``acount_down()``,
+...).
 
 Owners: by default each asyncio Task is an owner (a task that holds a lock
 may acquire it again; two tasks exclude each other). Pass ``owner=`` (an
