@@ -259,3 +259,42 @@ def test_cli_interop(client: rlock.Client, server: Server, name: str,
     subprocess.run([rlock_cli, "-u", server.url, "latch", "down",
                     name + "l"], check=True)
     assert latch.wait(5)
+
+
+def test_on_a_cluster(cluster: List[Server], name: str) -> None:
+    """Each kind on a Cluster of three masters: a waiter woken across
+    clients (the channel in the name's slot)."""
+    from conftest import cluster_url
+    a = rlock.Client(cluster_url(cluster))
+    b = rlock.Client(cluster_url(cluster))
+    try:
+        sem = a.permit_expirable_semaphore(name)
+        sem.try_set_permits(1)
+        p = sem.acquire()
+        assert p is not None
+        got: List[object] = []
+        t = threading.Thread(target=lambda: got.append(
+            b.permit_expirable_semaphore(name).acquire(timeout=20)))
+        t.start()
+        wait_for(lambda: b.stats().waits >= 1, 10, "the waiter")
+        p.release()
+        t.join(10 * SCALE)
+        assert len(got) == 1 and isinstance(got[0], rlock.Permit)
+        got[0].release()  # type: ignore[attr-defined]
+        latch = a.count_down_latch(name + "l")
+        latch.try_set_count(1)
+        done: List[bool] = []
+        t = threading.Thread(target=lambda: done.append(
+            b.count_down_latch(name + "l").wait(20)))
+        t.start()
+        wait_for(lambda: b.stats().waits >= 2, 10, "the latch waiter")
+        latch.count_down()
+        t.join(10 * SCALE)
+        assert done == [True]
+        s = a.semaphore(name + "s")
+        s.set_permits(2)
+        assert b.semaphore(name + "s").acquire(permits=2, timeout=5)
+        assert s.available() == 0
+    finally:
+        a.close()
+        b.close()
