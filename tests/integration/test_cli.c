@@ -2435,6 +2435,29 @@ static void test_exec_permits(void **state) {
   assert_int_equal(get_count(name), 2);
 }
 
+/* The deadline (ms since the epoch) of the one permit leased in `name`'s
+ * timeout set; -1 when there is none. */
+static long long permit_deadline(const char *name) {
+  redisReply *r = rt_cmd(srv, "ZRANGE {%s}:timeout 0 -1 WITHSCORES", name);
+  long long v = r->type == REDIS_REPLY_ARRAY && r->elements == 2
+                    ? atoll(r->element[1]->str)
+                    : -1;
+  freeReplyObject(r);
+  return v;
+}
+
+typedef struct deadline_wait {
+  const char *name;
+  long long after;
+} deadline_wait;
+
+static bool deadline_moved(void *arg, char *why, size_t cap) {
+  deadline_wait *w = arg;
+  long long now = permit_deadline(w->name);
+  snprintf(why, cap, "deadline %lld, first %lld", now, w->after);
+  return now > w->after;
+}
+
 /* The permit's key deleted while COMMAND runs: COMMAND is terminated and
  * rlock exits 76, naming the permit; a key that is not a semaphore is
  * refused (65) and left alone. */
@@ -2449,6 +2472,10 @@ static void test_exec_permit_lost(void **state) {
   proc_start(&p, ARGS("-u", url, "--watchdog", "600ms", "exec", "--permits",
                       "1", name, "--", "sh", "-c", script));
   fx_wait_file(ready, SCALED(5000));
+  /* the watchdog renews it: its deadline moves on */
+  deadline_wait dw = {name, permit_deadline(name)};
+  assert_true(dw.after > 0);
+  rt_wait_until(deadline_moved, &dw, SCALED(5000), "a renewal of the permit");
   freeReplyObject(rt_cmd(srv, "DEL %s {%s}:timeout", name, name));
   assert_int_equal(proc_wait(&p, SCALED(5000)), 76);
   assert_string_equal(fx_slurp(got), "term\n");
