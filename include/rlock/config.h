@@ -39,7 +39,9 @@ typedef struct rlock_config rlock_config;
  * and rlock_lock_check() says so already.
  *
  * @param name     the lock's name (borrowed for the duration of the call)
- * @param owner    the hold's owner field, "<client id>:<owner number>"
+ * @param owner    the hold's owner field, "<client id>:<owner number>"; for a
+ *                 permit of a permit-expirable semaphore (rlock/semaphore.h),
+ *                 `name` is the semaphore's and this the permit's id
  * @param userdata as given to rlock_config_set_lost_callback()
  *
  * No library lock is held during the call. The callback must not block for

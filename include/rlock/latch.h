@@ -29,8 +29,9 @@
  * string holding a decimal integer): every operation returns
  * RLOCK_EWRONGTYPE and leaves the key as it is.
  *
- * Waiting: a waiter reads the count, subscribes, and sleeps until a "0"
- * message, then reads the count again; it never polls.
+ * Waiting: a waiter reads the count, subscribes, and sleeps until a
+ * message on the channel ("0", or "1", which Redisson's delete sends),
+ * then reads the count again; it never polls.
  *
  * Threading, topologies, replica confirmation and names: as for
  * semaphores (rlock/semaphore.h). The blocking functions refuse a loop

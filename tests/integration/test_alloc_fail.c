@@ -212,6 +212,99 @@ static void test_multilock(void **state) {
   }
 }
 
+/* ---- semaphores and the latch ---------------------------------------------
+ * One cycle over the synchronisers (rlock/semaphore.h, rlock/latch.h), as
+ * cycle(): a semaphore's permit taken and given back, a watchdog permit
+ * of a permit-expirable semaphore taken, checked and released, a latch set,
+ * counted down and awaited. With one allocation failing, nothing may be
+ * left taken: the semaphore has its 2 permits, no permit is leased. */
+static int cycle_sync(uint64_t n, int flags) {
+  rlock__alloc_fail_at(n, flags);
+  rlock_config *cfg = NULL;
+  rlock_client *c = NULL;
+  rlock_semaphore *s = NULL;
+  rlock_psemaphore *p = NULL;
+  rlock_latch *x = NULL;
+  int took = 0, leased = 0;
+  char id[RLOCK_PERMIT_ID_LEN + 1];
+  int ok = ok_or_nomem(rlock_config_new(&cfg), "config_new", n) &&
+           ok_or_nomem(rlock_config_set_url(cfg, rt_server_url(srv)), "set_url",
+                       n) &&
+           ok_or_nomem(rlock_client_new(&c, cfg), "client_new", n);
+  rlock_config_free(cfg);
+  if (!ok ||
+      !ok_or_nomem(rlock_semaphore_new(&s, c, "alloc:sem"), "sem_new", n) ||
+      !ok_or_nomem(rlock_semaphore_try_set_permits(NULL, s, 2), "sem set", n) ||
+      !ok_or_nomem(rlock_semaphore_acquire(s, 1, 1000, NULL), "sem take", n))
+    goto out;
+  took = 1;
+  if (!ok_or_nomem(rlock_semaphore_release(s, 1), "sem release", n))
+    goto out;
+  took = 0;
+  if (!ok_or_nomem(rlock_psemaphore_new(&p, c, "alloc:psem"), "psem_new", n) ||
+      !ok_or_nomem(rlock_psemaphore_try_set_permits(NULL, p, 1), "psem set",
+                   n) ||
+      !ok_or_nomem(
+          rlock_psemaphore_acquire(id, p, 1000, RLOCK_LEASE_WATCHDOG, NULL),
+          "psem take", n))
+    goto out;
+  leased = 1;
+  if (!ok_or_nomem(rlock_psemaphore_check(p, id), "psem check", n) ||
+      !ok_or_nomem(rlock_psemaphore_release(p, id), "psem release", n))
+    goto out;
+  leased = 0;
+  if (!ok_or_nomem(rlock_latch_new(&x, c, "alloc:latch"), "latch_new", n) ||
+      !ok_or_nomem(rlock_latch_try_set_count(NULL, x, 1), "latch set", n) ||
+      !ok_or_nomem(rlock_latch_count_down(x), "latch down", n) ||
+      !ok_or_nomem(rlock_latch_await(x, 1000, NULL), "latch await", n))
+    goto out;
+out:;
+  int clean = rlock__alloc_failed() == 0;
+  rlock__alloc_fail_at(0, 0);
+  if (took)
+    rlock_semaphore_release(s, 1);
+  if (leased)
+    rlock_psemaphore_release(p, id);
+  rlock_semaphore_free(s);
+  rlock_psemaphore_free(p);
+  rlock_latch_free(x);
+  rlock_client_free(c);
+  return clean;
+}
+
+/* With one failure nothing is left taken; the keys go for the next cycle
+ * (with every later allocation failing, a taken permit of the semaphore,
+ * which never expires, may be left: nothing can be sent to give it back). */
+static void nothing_left_sync(uint64_t n, int flags) {
+  redisReply *r = rt_cmd(srv, "GET alloc:sem");
+  long long sem = r->type == REDIS_REPLY_STRING ? atoll(r->str) : 2;
+  freeReplyObject(r);
+  long long leased = rt_cmd_int(srv, "ZCARD {alloc:psem}:timeout");
+  if ((flags & RLOCK__ALLOC_ONCE) && (sem != 2 || leased != 0))
+    fail_msg("N=%llu (one failure): %lld permits left of 2, %lld leased",
+             (unsigned long long)n, sem, leased);
+  freeReplyObject(rt_cmd(srv, "DEL alloc:sem alloc:psem {alloc:psem}:timeout "
+                              "alloc:latch"));
+}
+
+static void test_sync(void **state) {
+  (void)state;
+  static const int modes[2] = {RLOCK__ALLOC_THIS_THREAD | RLOCK__ALLOC_ONCE,
+                               RLOCK__ALLOC_THIS_THREAD};
+  for (int f = 0; f < 2; f++) {
+    uint64_t n;
+    for (n = 1; n < 100000; n++) {
+      int clean = cycle_sync(n, modes[f]);
+      nothing_left_sync(n, modes[f]);
+      if (clean)
+        break;
+    }
+    print_message("semaphores and latch: %llu allocations walked\n",
+                  (unsigned long long)n);
+    assert_true(n > 10);
+  }
+}
+
 /* ---- the background thread ---------------------------------------------
  * The walks above fail the test thread's allocations. These fail those of
  * every other thread instead (RLOCK__ALLOC_OTHER_THREADS): a blocking
@@ -631,6 +724,7 @@ int main(void) {
       cmocka_unit_test(test_fenced),
       cmocka_unit_test(test_spin),
       cmocka_unit_test(test_multilock),
+      cmocka_unit_test(test_sync),
       cmocka_unit_test(test_background_once),
       cmocka_unit_test(test_background_all),
       cmocka_unit_test(test_background_fair),

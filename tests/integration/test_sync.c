@@ -23,12 +23,14 @@ static rt_cluster *cl;
 /* The topology the case runs on: NULL for the single server. */
 static rt_cluster *topo;
 
-/* ---- where things are ------------------------------------------------------ */
+/* ---- where things are ------------------------------------------------------
+ */
 
 static rt_server *node_of(const char *key) {
   if (topo == NULL)
     return srv;
-  return rt_cluster_node(topo, rt_cluster_slot_owner(topo, rt_cluster_slot_of(key)));
+  return rt_cluster_node(topo,
+                         rt_cluster_slot_owner(topo, rt_cluster_slot_of(key)));
 }
 
 /* GET of a count, as a number (0 when absent). */
@@ -108,7 +110,7 @@ static int sk_wait(sk *k, int rc) {
 }
 
 /* Each: the blocking call, or the _async call answered. */
-#define SYNC_CALL(out_, blocking, async_call)                                 \
+#define SYNC_CALL(out_, blocking, async_call)                                  \
   do {                                                                         \
     if (!dk_loop())                                                            \
       return (blocking);                                                       \
@@ -163,8 +165,8 @@ static int p_acquire(char *id, rlock_psemaphore *s, int64_t wait,
     return rlock_psemaphore_acquire(id, s, wait, lease, NULL);
   sk k = {0};
   k.wait = wait;
-  int rc = sk_wait(
-      &k, rlock_psemaphore_acquire_async(s, wait, lease, sk_permit_cb, &k, NULL));
+  int rc = sk_wait(&k, rlock_psemaphore_acquire_async(s, wait, lease,
+                                                      sk_permit_cb, &k, NULL));
   if (rc == RLOCK_OK)
     snprintf(id, RLOCK_PERMIT_ID_LEN + 1, "%s", k.id);
   return rc;
@@ -300,9 +302,8 @@ static int bg_end(sk *k) {
  * run on the node that owns the key. */
 
 /* RSemaphore.release(n): add, publish the new count. */
-static const char *JAVA_SEM_RELEASE =
-    "return redis.call(ARGV[2], KEYS[2], "
-    "redis.call('incrby', KEYS[1], ARGV[1]))";
+static const char *JAVA_SEM_RELEASE = "return redis.call(ARGV[2], KEYS[2], "
+                                      "redis.call('incrby', KEYS[1], ARGV[1]))";
 /* RSemaphore.tryAcquire(n): take when enough, 1; else 0. */
 static const char *JAVA_SEM_TRY =
     "local have = tonumber(redis.call('get', KEYS[1]) or '0') "
@@ -347,8 +348,8 @@ static long long java_eval(const char *key, const char *script, int nkeys,
 /* A Java-style waiter: a connection subscribed to `channel`. */
 static redisContext *java_subscribe(const char *channel) {
   redisContext *ctx = rt_server_connect(node_of(channel));
-  redisReply *r = redisCommand(ctx, "%s %s",
-                               topo ? "SSUBSCRIBE" : "SUBSCRIBE", channel);
+  redisReply *r =
+      redisCommand(ctx, "%s %s", topo ? "SSUBSCRIBE" : "SUBSCRIBE", channel);
   assert_non_null(r);
   freeReplyObject(r);
   struct timeval tv = {rt_scaled_ms(5000) / 1000, 0};
@@ -369,15 +370,16 @@ static long long java_message(redisContext *ctx) {
   return v;
 }
 
-/* ---- names ------------------------------------------------------------------ */
+/* ---- names ------------------------------------------------------------------
+ */
 
 static void fresh(char *buf, size_t size, const char *what) {
   static int seq;
-  snprintf(buf, size, "sync-%s-%s-%d-%d", what, dk_name(), topo != NULL,
-           ++seq);
+  snprintf(buf, size, "sync-%s-%s-%d-%d", what, dk_name(), topo != NULL, ++seq);
 }
 
-/* ---- the semaphore ------------------------------------------------------------ */
+/* ---- the semaphore
+ * ------------------------------------------------------------ */
 
 static void test_semaphore_basics(void **state) {
   (void)state;
@@ -494,7 +496,8 @@ static void test_semaphore_interop(void **state) {
   dk_free(c);
 }
 
-/* ---- the permit-expirable semaphore ------------------------------------------- */
+/* ---- the permit-expirable semaphore
+ * ------------------------------------------- */
 
 static void test_psemaphore_basics(void **state) {
   (void)state;
@@ -617,7 +620,8 @@ static void test_psemaphore_interop(void **state) {
   dk_free(c);
 }
 
-/* ---- the count-down latch ------------------------------------------------------ */
+/* ---- the count-down latch
+ * ------------------------------------------------------ */
 
 static void test_latch(void **state) {
   (void)state;
@@ -663,7 +667,8 @@ static void test_latch(void **state) {
   dk_free(c);
 }
 
-/* ---- the groups ---------------------------------------------------------------- */
+/* ---- the groups
+ * ---------------------------------------------------------------- */
 
 #define BOTH(fn)                                                               \
   static void fn##_single(void **state) {                                      \

@@ -64,7 +64,8 @@ static int set_flag(int *set, int64_t v) {
   return RLOCK_OK;
 }
 
-/* ---- the semaphore ---------------------------------------------------------- */
+/* ---- the semaphore ----------------------------------------------------------
+ */
 
 int rlock_semaphore_try_set_permits(int *set, rlock_semaphore *s,
                                     int64_t permits) {
@@ -141,7 +142,8 @@ int rlock_semaphore_drain(int64_t *drained, rlock_semaphore *s) {
   return run(s->l, &call, 1, drained);
 }
 
-/* ---- the permit-expirable semaphore ------------------------------------------ */
+/* ---- the permit-expirable semaphore
+ * ------------------------------------------ */
 
 int rlock_psemaphore_try_set_permits(int *set, rlock_psemaphore *s,
                                      int64_t permits) {
@@ -261,11 +263,11 @@ int rlock_psemaphore_check(rlock_psemaphore *s, const char *id) {
   char lower[RLOCK_PERMIT_ID_LEN + 1];
   rlock__permit_id_lower(id, lower);
   rc = rlock__hold_check(s->l->client, s->l->name, lower);
-  return rc == RLOCK_OK ? rc : rlock__permit_result(s->l, lower,
-                                                    rc == RLOCK_ELOST
-                                                        ? RLOCK__HOLD_LOST
-                                                        : RLOCK__HOLD_NONE,
-                                                    0);
+  return rc == RLOCK_OK
+             ? rc
+             : rlock__permit_result(
+                   s->l, lower,
+                   rc == RLOCK_ELOST ? RLOCK__HOLD_LOST : RLOCK__HOLD_NONE, 0);
 }
 
 static int psem_query(int64_t *out, rlock_psemaphore *s, const char *op,
@@ -308,7 +310,8 @@ int rlock_psemaphore_lease_ms(int64_t *remaining_ms, rlock_psemaphore *s,
   return RLOCK_OK;
 }
 
-/* ---- the count-down latch ---------------------------------------------------- */
+/* ---- the count-down latch
+ * ---------------------------------------------------- */
 
 static int latch_args(rlock_latch *x, const char *fn) {
   int rc = usable(x, fn);

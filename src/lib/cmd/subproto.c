@@ -113,7 +113,7 @@ int64_t rlock__message_wakes(const char *channel, size_t chlen,
     return end != payload && n > 0 ? (int64_t)n : 0;
   }
   if (has_prefix(channel, chlen, "redisson_countdownlatch__channel__"))
-    return strcmp(payload, "0") == 0 ? RLOCK__WAKE_ALL : 0;
+    return RLOCK__WAKE_ALL; /* "0", and "1": Redisson's delete sends it */
   return rlock__unlock_wakes_all(payload) ? RLOCK__WAKE_ALL : 1;
 }
 

@@ -73,8 +73,10 @@ int rlock__unlock_wakes_all(const char *payload);
  * channel try again, RLOCK__WAKE_ALL for every one.
  *  - "redisson_sc:..." (SemaphorePubSub): the number published, the
  *    permits now available (0 and below: none).
- *  - "redisson_countdownlatch__channel__..." (CountDownLatchPubSub): "0"
- *    (zero reached, or deleted) every waiter; "1" (a new count) none.
+ *  - "redisson_countdownlatch__channel__..." (CountDownLatchPubSub): every
+ *    waiter, which reads the count again: "0" (zero reached), and also
+ *    "1" (a new count), which Redisson's delete sends too, where its own
+ *    waiters sleep on until their wait ends.
  *  - a lock's channel (LockPubSub): rlock__unlock_wakes_all's rule. */
 #define RLOCK__WAKE_ALL INT64_MAX
 int64_t rlock__message_wakes(const char *channel, size_t chlen,

@@ -59,7 +59,8 @@ void rlock__latch_call(rlock_lock *l, const char *op, int64_t num,
   rlock__call_arg(call, l->channel);
 }
 
-/* ---- the kinds ------------------------------------------------------------ */
+/* ---- the kinds ------------------------------------------------------------
+ */
 
 /* The semaphore's "owner" is the number of permits asked for. */
 static void sem_attempt(rlock_lock *l, const char *permits, int64_t lease_ms,
@@ -149,7 +150,8 @@ void rlock__sync_call(rlock_lock *l, const char *op, int64_t num,
     rlock__sem_call(l, op, num, call);
 }
 
-/* ---- constructors ---------------------------------------------------------- */
+/* ---- constructors ----------------------------------------------------------
+ */
 
 /* The lock under a synchroniser: the name's checks, then its channel
  * (and timeout key) in place of a lock's. */
@@ -189,8 +191,8 @@ static int sync_alloc(rlock_lock **out, rlock_client *client, const char *name,
 }
 
 /* The public object around the lock. */
-static int wrap(void **out, size_t size, rlock_client *client,
-                const char *name, const rlock__kind *kind) {
+static int wrap(void **out, size_t size, rlock_client *client, const char *name,
+                const rlock__kind *kind) {
   if (out == NULL)
     return rlock__err(RLOCK_EINVAL, "cannot create a %s: out is NULL",
                       kind->label);
@@ -219,8 +221,7 @@ int rlock_psemaphore_new(rlock_psemaphore **out, rlock_client *client,
   return wrap((void **)out, sizeof **out, client, name, &psemaphore_kind);
 }
 
-int rlock_latch_new(rlock_latch **out, rlock_client *client,
-                    const char *name) {
+int rlock_latch_new(rlock_latch **out, rlock_client *client, const char *name) {
   return wrap((void **)out, sizeof **out, client, name, &latch_kind);
 }
 
@@ -254,7 +255,8 @@ const char *rlock_latch_name(const rlock_latch *x) {
   return x != NULL ? x->l->name : NULL;
 }
 
-/* ---- checks ---------------------------------------------------------------- */
+/* ---- checks ----------------------------------------------------------------
+ */
 
 int rlock__check_permits(int64_t permits, int64_t min, const char *fn) {
   if (permits < min || permits > RLOCK_MAX_PERMITS)

@@ -37,7 +37,8 @@ static int check(const void *obj, const void *cb, const char *fn) {
   return RLOCK_OK;
 }
 
-/* ---- one call ---------------------------------------------------------------- */
+/* ---- one call
+ * ---------------------------------------------------------------- */
 
 static int is(const rlock_op *op, const char *what) {
   return strcmp(op->sync_op, what) == 0;
@@ -46,9 +47,9 @@ static int is(const rlock_op *op, const char *what) {
 /* What the answer means for the permit the operation names. */
 static int permit_outcome(rlock_op *op, int rc, int64_t v) {
   if (is(op, "release"))
-    return rc == RLOCK_OK ? rlock__permit_result(op->l, op->owner,
-                                                 op->hold_state, v)
-                          : rc;
+    return rc == RLOCK_OK
+               ? rlock__permit_result(op->l, op->owner, op->hold_state, v)
+               : rc;
   if (is(op, "lease"))
     return rc == RLOCK_OK && v == -2
                ? rlock__permit_result(op->l, op->owner, RLOCK__HOLD_NONE, 0)
@@ -129,7 +130,8 @@ static int one(const void *obj, const char *what, int64_t num, const char *id,
   return rlock__lop_submit(op, one_start);
 }
 
-/* ---- waits ---------------------------------------------------------------------- */
+/* ---- waits
+ * ---------------------------------------------------------------------- */
 
 static int wait_async(rlock_lock *l, const char *owner, int64_t wait_ms,
                       int64_t lease_ms, rlock_async_fn cb,
@@ -158,8 +160,8 @@ static int wait_async(rlock_lock *l, const char *owner, int64_t wait_ms,
 }
 
 int rlock_semaphore_acquire_async(rlock_semaphore *s, int64_t permits,
-                                  int64_t wait_ms, rlock_async_fn cb,
-                                  void *arg, rlock_op **op) {
+                                  int64_t wait_ms, rlock_async_fn cb, void *arg,
+                                  rlock_op **op) {
   static const char fn[] = "rlock_semaphore_acquire_async";
   if (op != NULL)
     *op = NULL;
@@ -194,22 +196,21 @@ int rlock_latch_await_async(rlock_latch *x, int64_t wait_ms, rlock_async_fn cb,
   return wait_async(x->l, "", wait_ms, 0, cb, NULL, arg, op);
 }
 
-/* ---- the one-call operations ------------------------------------------------- */
+/* ---- the one-call operations
+ * ------------------------------------------------- */
 
 int rlock_semaphore_release_async(rlock_semaphore *s, int64_t permits,
                                   rlock_async_fn cb, void *arg) {
   static const char fn[] = "rlock_semaphore_release_async";
   int rc = rlock__check_permits(permits, 1, fn);
-  return rc == RLOCK_OK ? one(s, "release", permits, NULL, 1, cb, arg, fn)
-                        : rc;
+  return rc == RLOCK_OK ? one(s, "release", permits, NULL, 1, cb, arg, fn) : rc;
 }
 
 int rlock_semaphore_try_set_permits_async(rlock_semaphore *s, int64_t permits,
                                           rlock_async_fn cb, void *arg) {
   static const char fn[] = "rlock_semaphore_try_set_permits_async";
   int rc = rlock__check_permits(permits, 0, fn);
-  return rc == RLOCK_OK ? one(s, "tryset", permits, NULL, 1, cb, arg, fn)
-                        : rc;
+  return rc == RLOCK_OK ? one(s, "tryset", permits, NULL, 1, cb, arg, fn) : rc;
 }
 
 int rlock_semaphore_set_permits_async(rlock_semaphore *s, int64_t permits,
@@ -257,13 +258,11 @@ int rlock_psemaphore_update_lease_async(rlock_psemaphore *s, const char *id,
   return one(s, "renew", lease_ms, id, 1, cb, arg, fn);
 }
 
-int rlock_psemaphore_try_set_permits_async(rlock_psemaphore *s,
-                                           int64_t permits, rlock_async_fn cb,
-                                           void *arg) {
+int rlock_psemaphore_try_set_permits_async(rlock_psemaphore *s, int64_t permits,
+                                           rlock_async_fn cb, void *arg) {
   static const char fn[] = "rlock_psemaphore_try_set_permits_async";
   int rc = rlock__check_permits(permits, 0, fn);
-  return rc == RLOCK_OK ? one(s, "tryset", permits, NULL, 1, cb, arg, fn)
-                        : rc;
+  return rc == RLOCK_OK ? one(s, "tryset", permits, NULL, 1, cb, arg, fn) : rc;
 }
 
 int rlock_psemaphore_set_permits_async(rlock_psemaphore *s, int64_t permits,
@@ -282,8 +281,7 @@ int rlock_psemaphore_add_permits_async(rlock_psemaphore *s, int64_t delta,
 
 int rlock_psemaphore_available_async(rlock_psemaphore *s, rlock_async_fn cb,
                                      void *arg) {
-  return one(s, "get", 0, NULL, 0, cb, arg,
-             "rlock_psemaphore_available_async");
+  return one(s, "get", 0, NULL, 0, cb, arg, "rlock_psemaphore_available_async");
 }
 
 int rlock_psemaphore_permits_async(rlock_psemaphore *s, rlock_async_fn cb,
@@ -308,8 +306,7 @@ int rlock_latch_try_set_count_async(rlock_latch *x, int64_t count,
   return rc == RLOCK_OK ? one(x, "tryset", count, NULL, 1, cb, arg, fn) : rc;
 }
 
-int rlock_latch_count_down_async(rlock_latch *x, rlock_async_fn cb,
-                                 void *arg) {
+int rlock_latch_count_down_async(rlock_latch *x, rlock_async_fn cb, void *arg) {
   static const char fn[] = "rlock_latch_count_down_async";
   int rc = x != NULL ? rlock__latch_usable(x->l, fn) : RLOCK_OK;
   return rc == RLOCK_OK ? one(x, "down", 0, NULL, 1, cb, arg, fn) : rc;

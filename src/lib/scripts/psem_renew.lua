@@ -7,12 +7,11 @@
 -- has not passed, it gets the new deadline and 1 is emitted, else 0 (an
 -- expired permit is left for the next script of its semaphore to give
 -- back). A key that is not a sorted set counts as gone.
+-- @include permitid
 local out = {}
 local now = tonumber(ARGV[1])
 for i = 1, #KEYS do
-  local id = string.gsub(ARGV[2 + i], '%x%x', function(h)
-    return string.char(tonumber(h, 16))
-  end)
+  local id = permit_raw(ARGV[2 + i])
   local d = redis.pcall('zscore', KEYS[i], id)
   if type(d) == 'string' and tonumber(d) > now then
     redis.call('zadd', KEYS[i], 'XX', ARGV[2], id)

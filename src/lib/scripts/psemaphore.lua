@@ -21,6 +21,7 @@
 -- written. A key that is not a count, or a timeout key that is not a
 -- sorted set: WRONGTYPE, untouched.
 -- @include countcheck
+-- @include permitid
 local PURGE_MAX = 1000
 local NO_EXPIRY = 922337203685477 -- Redisson's deadline of a permit
 local op, now, n = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -39,9 +40,7 @@ if #expired > 0 then
   if v > 0 then redis.call(ARGV[4], ARGV[5], v) end
 end
 local function id()
-  return (string.gsub(ARGV[6], '%x%x', function(h)
-    return string.char(tonumber(h, 16))
-  end))
+  return permit_raw(ARGV[6])
 end
 if op == 'acquire' then
   if v ~= false and v >= 1 then
