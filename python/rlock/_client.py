@@ -166,7 +166,8 @@ class Client:
         replica_sync: confirm lock writes on replicas with WAIT (default
             True); replica_sync_timeout: WAIT's bound (default 1).
         on_lost: called as ``on_lost(name, owner)`` when the watchdog finds
-            a lock this client held gone; runs on the client's callback
+            a lock this client held gone (for a permit of a
+            permit-expirable semaphore: its name and the permit's id); runs on the client's callback
             thread (never while the library holds a mutex), so it may call
             anything, close the client included.
         tls_ca, tls_ca_dir, tls_cert, tls_key, tls_server_name,
