@@ -874,6 +874,19 @@ void test_semaphores_and_latch(void **) {
     CHECK(sem.available() == 0);
     sem.add_permits(3);
     CHECK(sem.drain() == 3);
+    rlock::cancel_token tok; // a wait another thread ends
+    {
+      const auto waits = c.stats().waits;
+      worker w(f, [&] {
+        CHECK_THROWS(rlock::canceled, rlock::errc::canceled,
+                     sem.acquire(rlock::acquire_options().cancel(tok)), );
+      });
+      wait_for([&] { return c.stats().waits > waits; }, 5000,
+               "the semaphore waiter");
+      tok.fire();
+    }
+    f.check();
+    CHECK(sem.available() == 0);
     CHECK_THROWS(rlock::error, rlock::errc::invalid, sem.acquire(0), );
     CHECK_THROWS(rlock::error, rlock::errc::invalid, sem.release(-1), );
     rlock::owner o;
