@@ -2419,8 +2419,19 @@ static void test_exec_permits(void **state) {
                       "{\"name\": \"cli:permits\", \"kind\": "
                       "\"permit-expirable-semaphore\", \"available\": 0, "
                       "\"permits\": 2, \"leased\": 2}\n");
+  /* a third, waiting (subscribed), runs once the first gives its permit
+   * back, with -l's fixed lease */
+  char ran[512], channel[128];
+  fx_tmp_path(ran, sizeof ran, "permits-third-ran");
+  snprintf(channel, sizeof channel, "redisson_sc:{%s}", name);
+  proc_start(&third, ARGS("-u", url, "exec", "--permits", "2", "-w", "20s",
+                          "-l", "20s", name, "--", "touch", ran));
+  fx_wait_subscribers(srv, channel, 1, "the third exec's subscription");
+  assert_false(file_exists(ran));
   fx_touch(g[0].go);
   assert_int_equal(proc_wait(&p[0], SCALED(10000)), 0);
+  assert_int_equal(proc_wait(&third, SCALED(10000)), 0);
+  assert_true(file_exists(ran));
   assert_int_equal(get_count(name), 1);
   fx_touch(g[1].go);
   assert_int_equal(proc_wait(&p[1], SCALED(10000)), 0);
