@@ -157,7 +157,8 @@ def test_permit_semaphore_watchdog_renews(server: Server, name: str) -> None:
         sem.try_set_permits(1)
         p = sem.acquire()
         assert p is not None
-        time.sleep(1.5)  # what is tested: renewals across 2.5 leases
+        # renewals every 0.2 s: after 4 the permit has outlived 1.3 leases
+        wait_for(lambda: c.stats().renewals >= 4, 10, "four renewals")
         assert p.check() and sem.available() == 0
         server.cmd("DEL", name, f"{{{name}}}:timeout")  # lost
         wait_for(lambda: bool(lost), 10, "the loss to be told")
