@@ -313,3 +313,23 @@ async def test_semaphores_and_latch(server: Server, name: str) -> None:
         assert await latch.atry_set_count(1)
         assert await latch.wait(0.1) is False
         assert await latch.adelete() is True
+
+
+async def test_lost_permit_told(server: Server, name: str) -> None:
+    lost: List[str] = []
+    async with rlock.aio.Client(server.url, watchdog_timeout=0.6,
+                                on_lost=lambda n, o: lost.append(o)) as c:
+        ps = c.permit_expirable_semaphore(name)
+        await ps.atry_set_permits(1)
+        p = await ps.acquire()  # renewed by the watchdog on the loop
+        assert p is not None
+        await until(lambda: asyncio.sleep(0, c.stats().renewals >= 4),
+                    "four renewals")
+        assert ps.check(p) and await ps.aavailable() == 0
+        server.cmd("DEL", name, f"{{{name}}}:timeout")
+        await until(lambda: asyncio.sleep(0, bool(lost)), "the loss")
+        assert lost == [p.id]
+        with pytest.raises(rlock.LockLost):
+            ps.check(p)
+        with pytest.raises(rlock.LockLost):
+            await p.release()
