@@ -16,9 +16,11 @@ from typing import Any, Callable, List, Optional, Type, Union
 from . import _wait
 from ._base import (DEFAULT, OK, Handle, _bytes, lease_ms, pick_lease,
                     pick_wait, wait_ms)
-from ._errors import Error, InvalidArgument, Locked, error_for
+from ._errors import Closed, Error, InvalidArgument, Locked, error_for
 from ._native import ffi, lib
 
+_ECANCELED = lib.RLOCK_ECANCELED
+_ELOCKED = lib.RLOCK_ELOCKED
 _ENOTHELD = lib.RLOCK_ENOTHELD
 _ELOST = lib.RLOCK_ELOST
 _BIG = 1 << 62  # past every range the library accepts, within int64_t
@@ -40,6 +42,7 @@ class _Object:
     _new: Callable[..., int]
     _free: Callable[[Any], None]
     _ctype = ""
+    _what = ""  # for messages
 
     def __init__(self, client: Any, name: str) -> None:
         from ._client import Client
@@ -106,7 +109,7 @@ class _Object:
         """One wait through _wait.wait: `call(ptr, wait_ms, token, box)`
         makes the library call; True when it succeeded, False when the
         wait ended first (RLOCK_ELOCKED)."""
-        from ._client import _cancel_ptr, _result, _thread_cancel
+        from ._client import _cancel_ptr, _thread_cancel
         user = None if cancel is None else _cancel_ptr(cancel)
         tok = _thread_cancel() if user is None else user
         mine = None if user is not None else tok
@@ -120,7 +123,14 @@ class _Object:
             finally:
                 c._leave(mine)
         rc = _wait.wait(attempt, wait_v, tok, user is None, took)
-        return _result(rc, cancel)
+        if rc == OK:
+            return True
+        if rc == _ELOCKED:
+            return False
+        if rc == _ECANCELED and user is None:
+            raise Closed(f"the client was closed while waiting for "
+                         f"{self._what} '{self._name}'")
+        raise error_for(rc)
 
 
 class Semaphore(_Object):
@@ -142,6 +152,7 @@ class Semaphore(_Object):
     _new = staticmethod(lib.rlock_semaphore_new)
     _free = staticmethod(lib.rlock_semaphore_free)
     _ctype = "rlock_semaphore"
+    _what = "semaphore"
 
     def __init__(self, client: Any, name: str, *,
                  wait: Optional[float] = None) -> None:
@@ -323,6 +334,7 @@ class PermitExpirableSemaphore(_Object):
     _new = staticmethod(lib.rlock_psemaphore_new)
     _free = staticmethod(lib.rlock_psemaphore_free)
     _ctype = "rlock_psemaphore"
+    _what = "a permit of semaphore"
 
     def __init__(self, client: Any, name: str, *,
                  wait: Optional[float] = None,
@@ -504,6 +516,7 @@ class CountDownLatch(_Object):
     _new = staticmethod(lib.rlock_latch_new)
     _free = staticmethod(lib.rlock_latch_free)
     _ctype = "rlock_latch"
+    _what = "latch"
 
     def try_set_count(self, count: int) -> bool:
         """Set the count (1 to 2**63-1) if the latch has none; True when

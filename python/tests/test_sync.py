@@ -232,6 +232,7 @@ def test_close_ends_waits(server: Server, name: str) -> None:
     c.close()
     t.join(10 * SCALE)
     assert len(errors) == 1 and isinstance(errors[0], rlock.Closed)
+    assert f"a permit of semaphore '{name}'" in str(errors[0])
 
 
 def test_cli_interop(client: rlock.Client, server: Server, name: str,
