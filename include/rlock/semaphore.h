@@ -45,8 +45,9 @@
  * the watchdog) is on the monotonic clock.
  *
  * Values: permit counts are Java ints in Redisson, so every count written
- * stays within 0..RLOCK_MAX_PERMITS (a write that would leave more is
- * refused with RLOCK_EINVAL, nothing written).
+ * stays within -RLOCK_MAX_PERMITS..RLOCK_MAX_PERMITS (below zero only
+ * through a negative add); a write that would leave that range is refused
+ * with RLOCK_EINVAL, nothing written.
  *
  * Keys that are not semaphores: NAME must be absent or a string holding a
  * decimal integer; "{NAME}:timeout" absent or a sorted set. Anything else
@@ -294,7 +295,7 @@ RLOCK_EXTERN int rlock_psemaphore_acquire(char *id, rlock_psemaphore *sem,
  * @return RLOCK_OK; RLOCK_ELOST (this client took the permit, and it
  *         expired, was released by someone else, or the key was deleted:
  *         nothing given back); RLOCK_ENOTHELD (no such permit is leased,
- *         and this client never took it: nothing written); RLOCK_EINVAL
+ *         and this client never took it: nothing given back); RLOCK_EINVAL
  *         (NULL argument, an id not of 32 hex digits); RLOCK_EWRONGTYPE;
  *         RLOCK_EREPLICA (released on the master only); transport errors
  *         (the client stops renewing the permit: it comes back after its

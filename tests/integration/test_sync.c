@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Integration: Redisson's synchronisers (rlock/semaphore.h, rlock/latch.h)
- * on a single server and on a Redis Cluster with sharded pub/sub, each
- * case on a blocking client and on libuv and libevent loop clients
- * (drivers.h).
+ * on a single server, on a Redis Cluster with sharded pub/sub and behind
+ * Sentinel (with its replica frozen: replica confirmation), each case on a
+ * blocking client and on libuv and libevent loop clients (drivers.h).
  *
  * Interop: the Java side is played by small scripts written here from the
  * behaviour Redisson documents and its wire format (docs/PROTOCOL.md):
@@ -18,15 +18,21 @@
 #include <stdatomic.h>
 
 #include "rt_cluster.h"
+#include "rt_sentinel.h"
 
 static rt_cluster *cl;
-/* The topology the case runs on: NULL for the single server. */
+static rt_sentinel_group *grp;
+/* The topology the case runs on: the cluster (topo), Sentinel's group
+ * (sen), or neither: the single server. */
 static rt_cluster *topo;
+static rt_sentinel_group *sen;
 
 /* ---- where things are ------------------------------------------------------
  */
 
 static rt_server *node_of(const char *key) {
+  if (sen != NULL)
+    return rt_sentinel_master(sen);
   if (topo == NULL)
     return srv;
   return rt_cluster_node(topo,
@@ -43,6 +49,8 @@ static long long get_count(const char *key) {
 
 static rlock_client *client(int64_t watchdog, rlock_lost_fn lost, void *ud) {
   char url[1024];
+  if (sen != NULL)
+    return dk_client(rt_sentinel_url(sen), watchdog, lost, ud);
   if (topo == NULL)
     return dk_client(rt_server_url(srv), watchdog, lost, ud);
   snprintf(url, sizeof url, "%s?pubsub=sharded", rt_cluster_url(topo));
@@ -375,7 +383,8 @@ static long long java_message(redisContext *ctx) {
 
 static void fresh(char *buf, size_t size, const char *what) {
   static int seq;
-  snprintf(buf, size, "sync-%s-%s-%d-%d", what, dk_name(), topo != NULL, ++seq);
+  snprintf(buf, size, "sync-%s-%s-%d%d-%d", what, dk_name(), topo != NULL,
+           sen != NULL, ++seq);
 }
 
 /* ---- the semaphore
@@ -492,6 +501,56 @@ static void test_semaphore_interop(void **state) {
   assert_int_equal(java_message(java), 2);
   const char *two[] = {"2"};
   assert_int_equal(java_eval(name, JAVA_SEM_TRY, 1, keys, 1, two), 1);
+  rlock_semaphore_free(s);
+  dk_free(c);
+}
+
+typedef struct cancel_arg {
+  const char *channel;
+  rlock_cancel *tok;
+} cancel_arg;
+
+static void *fire_when_waiting(void *arg) {
+  cancel_arg *a = arg;
+  rt_wait_until(pred_subscribed, (void *)a->channel, rt_scaled_ms(5000),
+                "the waiter subscribed");
+  rlock_cancel_fire(a->tok);
+  return NULL;
+}
+
+/* A wait ends when its cancel token fires (blocking) or when it is
+ * canceled (rlock_op_cancel, loop): RLOCK_ECANCELED, nothing taken. */
+static void test_cancel(void **state) {
+  (void)state;
+  char name[128], channel[160];
+  fresh(name, sizeof name, "cancel");
+  snprintf(channel, sizeof channel, "redisson_sc:{%s}", name);
+  rlock_client *c = client(0, NULL, NULL);
+  rlock_semaphore *s;
+  OK(rlock_semaphore_new(&s, c, name));
+  OK(s_set(s, 0));
+  int64_t t0 = rt_now_ms();
+  if (!dk_loop()) { /* fired by another thread while it waits */
+    cancel_arg a = {.channel = channel};
+    OK(rlock_cancel_new(&a.tok));
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, fire_when_waiting, &a), 0);
+    RC(rlock_semaphore_acquire(s, 1, 20000, a.tok), RLOCK_ECANCELED);
+    pthread_join(t, NULL);
+    rlock_cancel_free(a.tok);
+  } else {
+    sk k = {0};
+    rlock_op *op;
+    OK(rlock_semaphore_acquire_async(s, 1, 20000, sk_cb, &k, &op));
+    wait_subscribed(channel);
+    OK(rlock_op_cancel(op));
+    RC(sk_wait(&k, RLOCK_OK), RLOCK_ECANCELED);
+  }
+  ASSERT_BETWEEN(rt_now_ms() - t0, 0, 5000);
+  OK(s_release(s, 1));
+  int64_t v = 0;
+  OK(s_available(&v, s));
+  assert_int_equal(v, 1); /* nothing was taken */
   rlock_semaphore_free(s);
   dk_free(c);
 }
@@ -667,6 +726,58 @@ static void test_latch(void **state) {
   dk_free(c);
 }
 
+/* Behind Sentinel, with the master's replica frozen: a write no replica
+ * confirmed says so (RLOCK_EREPLICA: it stands on the master), and a permit
+ * taken is given back, as a lock's acquisition is. */
+static bool pred_link_up(void *arg, char *why, size_t cap) {
+  char v[32] = "";
+  rt_server_info_field(arg, "replication", "master_link_status", v, sizeof v);
+  snprintf(why, cap, "master_link_status %s", v);
+  return strcmp(v, "up") == 0;
+}
+
+static void test_replica_wait(void **state) {
+  (void)state;
+  sen = grp;
+  char name[128];
+  fresh(name, sizeof name, "wait");
+  rlock_config *cfg;
+  OK(rlock_config_new(&cfg));
+  OK(rlock_config_set_url(cfg, rt_sentinel_url(grp)));
+  OK(rlock_config_set_connect_timeout_ms(cfg, 1000));
+  OK(rlock_config_set_command_timeout_ms(cfg, 2000));
+  OK(rlock_config_set_replica_sync_timeout_ms(cfg, 200));
+  rlock_client *c = dk_client_cfg(cfg);
+  rlock_config_free(cfg);
+  rlock_semaphore *s;
+  rlock_psemaphore *p;
+  OK(rlock_semaphore_new(&s, c, name));
+  char pname[160];
+  snprintf(pname, sizeof pname, "%s-p", name);
+  OK(rlock_psemaphore_new(&p, c, pname));
+  OK(s_set(s, 2)); /* confirmed: the replica runs */
+  OK(p_try_set(p, 1));
+  rt_server *replica = rt_sentinel_replica(grp, 0);
+  rt_server_freeze(replica);
+  RC(s_release(s, 1), RLOCK_EREPLICA);
+  assert_non_null(strstr(rlock_error_last()->message, "replica"));
+  assert_int_equal(get_count(name), 3); /* done on the master */
+  char id[RLOCK_PERMIT_ID_LEN + 1];
+  RC(p_acquire(id, p, 0, 30000), RLOCK_EREPLICA);
+  char tkey[200];
+  snprintf(tkey, sizeof tkey, "{%s}:timeout", pname);
+  assert_int_equal(rt_cmd_int(node_of(pname), "ZCARD %s", tkey), 0);
+  assert_int_equal(get_count(pname), 1); /* given back */
+  rt_server_thaw(replica);
+  dk_wait(pred_link_up, replica, 10000, "the replica back");
+  OK(p_acquire(id, p, 0, 30000));
+  OK(p_release(p, id));
+  rlock_semaphore_free(s);
+  rlock_psemaphore_free(p);
+  dk_free(c);
+  sen = NULL;
+}
+
 /* ---- the groups
  * ---------------------------------------------------------------- */
 
@@ -679,6 +790,11 @@ static void test_latch(void **state) {
     topo = cl;                                                                 \
     fn(state);                                                                 \
     topo = NULL;                                                               \
+  }                                                                            \
+  static void fn##_sentinel(void **state) {                                    \
+    sen = grp;                                                                 \
+    fn(state);                                                                 \
+    sen = NULL;                                                                \
   }
 
 BOTH(test_semaphore_interop)
@@ -691,13 +807,27 @@ static int setup(void) {
     srv = rt_server_start(NULL);
   if (cl == NULL && getenv("RLOCK_TEST_NO_CLUSTER") == NULL)
     cl = rt_cluster_start(3, 0);
+  if (grp == NULL && getenv("RLOCK_TEST_NO_CLUSTER") == NULL)
+    grp = rt_sentinel_start("sync-master", 1, 3);
   return 0;
+}
+
+/* A case left a replica frozen: thaw it for the next. */
+static void teardown(void) {
+  if (grp != NULL) {
+    rt_server *r = rt_sentinel_replica(grp, 0);
+    if (rt_server_pid(r) != 0)
+      kill(rt_server_pid(r), SIGCONT);
+  }
+  sen = NULL;
+  topo = NULL;
 }
 
 int main(void) {
   const dk_case cases[] = {
       DK_CASE(test_semaphore_basics, DK_ALL),
       DK_CASE(test_foreign_keys, DK_ALL),
+      DK_CASE(test_cancel, DK_ALL),
       DK_CASE(test_semaphore_interop_single, DK_ALL),
       DK_CASE(test_psemaphore_basics, DK_ALL),
       DK_CASE(test_psemaphore_watchdog_single, DK_ALL),
@@ -707,8 +837,14 @@ int main(void) {
       DK_CASE(test_psemaphore_interop_cluster, DK_ALL),
       DK_CASE(test_psemaphore_watchdog_cluster, DK_ALL),
       DK_CASE(test_latch_cluster, DK_ALL),
+      DK_CASE(test_semaphore_interop_sentinel, DK_ALL),
+      DK_CASE(test_psemaphore_watchdog_sentinel, DK_ALL),
+      DK_CASE(test_psemaphore_interop_sentinel, DK_ALL),
+      DK_CASE(test_latch_sentinel, DK_ALL),
+      DK_CASE(test_replica_wait, DK_ALL),
   };
-  int failed = DK_RUN(cases, setup, NULL);
+  int failed = DK_RUN(cases, setup, teardown);
+  rt_sentinel_free(grp);
   rt_cluster_free(cl);
   rt_server_free(srv);
   return failed;

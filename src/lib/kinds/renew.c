@@ -95,8 +95,12 @@ static void collect(const char *k, size_t kl, void *v, void *arg) {
 static void report_lost(rlock_client *c, const char *name, const char *owner,
                         const char *why) {
   rlock__obs_count(&c->obs, RLOCK__STAT_LOST);
-  rlock__obs_log(&c->obs, RLOCK_LOG_ERROR, "lock '%s' lost by %s: %s", name,
-                 owner, why);
+  /* A permit's owner is its id: 32 hex digits, never "<uuid>:<n>". */
+  int permit =
+      strlen(owner) == RLOCK_PERMIT_ID_LEN && strchr(owner, ':') == NULL;
+  rlock__obs_log(&c->obs, RLOCK_LOG_ERROR, "%s '%s' lost%s%s: %s",
+                 permit ? "semaphore" : "lock", name,
+                 permit ? ": permit " : " by ", owner, why);
   if (c->cfg.lost_fn != NULL)
     c->cfg.lost_fn(name, owner, c->cfg.lost_userdata);
 }
