@@ -66,6 +66,7 @@ int cli_cmd_exec(const cli_global *g, int argc, char **argv);
 int cli_cmd_status(const cli_global *g, int argc, char **argv);
 int cli_cmd_unlock(const cli_global *g, int argc, char **argv);
 int cli_cmd_list(const cli_global *g, int argc, char **argv);
+int cli_cmd_latch(const cli_global *g, int argc, char **argv);
 
 /* ---- a lock's snapshot as `status` shows it (cmd_status.c) -------------- */
 
@@ -245,8 +246,8 @@ int cli_check_command(const char *cmd);
 /* How cli_spawn_watch() watches the lock while the child runs. */
 typedef struct cli_watch {
   /* Polled every period_ms and after cli_spawn_wake(): 1 when the lock is
-   * lost (then writes its name into `name`, size `size`), else 0. NULL:
-   * never lost. */
+   * lost (then writes what was lost, "lock 'NAME'", into `name`, size
+   * `size`), else 0. NULL: never lost. */
   int (*lost)(void *ud, char *name, size_t size);
   void *ud;
   const char *argv0; /* for the message; set by cli_spawn_watch */

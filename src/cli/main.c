@@ -18,12 +18,16 @@
 
 static const char main_help[] =
     "Usage: rlock [-u URL]... [OPTION]... exec\n"
-    "             [--fair|--read|--write|--fenced|--spin] [-n|-w DUR]\n"
-    "             [-l DUR] [-E CODE] [--on-lost ACTION] [--kill-after DUR]\n"
-    "             [--check-every DUR] [-v] NAME [NAME...] -- COMMAND [ARG...]\n"
+    "             [--fair|--read|--write|--fenced|--spin|--permits N]\n"
+    "             [-n|-w DUR] [-l DUR] [-E CODE] [--on-lost ACTION]\n"
+    "             [--kill-after DUR] [--check-every DUR] [-v]\n"
+    "             NAME [NAME...] -- COMMAND [ARG...]\n"
     "       rlock [-u URL] [OPTION]... status [--json] NAME [NAME...]\n"
     "       rlock [-u URL] [OPTION]... list [--json] [PATTERN]\n"
     "       rlock [-u URL] [OPTION]... unlock --force NAME\n"
+    "       rlock [-u URL] [OPTION]... latch set NAME COUNT\n"
+    "       rlock [-u URL] [OPTION]... latch down NAME\n"
+    "       rlock [-u URL] [OPTION]... latch wait [-w DUR] NAME\n"
     "       rlock --help | --version\n"
     "\n"
     "Redis distributed locks from the shell, compatible with Redisson's "
@@ -31,10 +35,12 @@ static const char main_help[] =
     "\n"
     "Commands:\n"
     "  exec     run COMMAND while holding the lock NAME (--fenced: with\n"
-    "           its fencing token in $RLOCK_TOKEN)\n"
+    "           its fencing token in $RLOCK_TOKEN; --permits N: one of\n"
+    "           the N permits of the semaphore NAME instead)\n"
     "  status   show who holds each lock NAME (--json for scripts)\n"
     "  list     show the locks held now whose names match PATTERN\n"
     "  unlock   delete the lock NAME whoever holds it (--force)\n"
+    "  latch    set, count down or wait for the count-down latch NAME\n"
     "Run 'rlock COMMAND --help' for a command's options.\n"
     "\n"
     "Global options (OPTION above):\n"
@@ -84,28 +90,29 @@ static const char main_help[] =
     "\n"
     "Exit status:\n"
     "  0        success (exec: COMMAND's status, whatever it is)\n"
-    "  1        unlock --force: there was no lock to delete\n"
+    "  1        unlock --force: there was no lock to delete; latch set:\n"
+    "           the latch already had a count\n"
     "  64       usage error\n"
     "  65       NAME holds something that is not a lock, or is invalid\n"
     "  69       Redis unreachable, refusing or failing\n"
     "  70       internal error\n"
     "  71       system error (cannot fork or start a thread, out of memory)\n"
     "  74       cannot write the output\n"
-    "  75       exec: lock not acquired within -w (or exec -E's CODE)\n"
-    "  76       exec: the lock was lost while COMMAND ran (see exec's\n"
-    "           --on-lost)\n"
+    "  75       exec: lock (or permit) not acquired within -w (or exec -E's\n"
+    "           CODE); latch wait: the count was not zero within -w\n"
+    "  76       exec: the lock (or permit) was lost while COMMAND ran (see\n"
+    "           exec's --on-lost)\n"
     "  126/127  exec: COMMAND not executable / not found\n"
     "  128+N    exec: COMMAND killed by signal N, or rlock got signal N\n"
-    "           while waiting for the lock\n";
+    "           while waiting for the lock; latch wait: rlock got signal N\n";
 
 static const struct {
   const char *name;
   int (*run)(const cli_global *g, int argc, char **argv);
 } commands[] = {
-    {"exec", cli_cmd_exec},
-    {"status", cli_cmd_status},
-    {"unlock", cli_cmd_unlock},
-    {"list", cli_cmd_list},
+    {"exec", cli_cmd_exec},     {"status", cli_cmd_status},
+    {"unlock", cli_cmd_unlock}, {"list", cli_cmd_list},
+    {"latch", cli_cmd_latch},
 };
 
 #define MAIN_SHORTOPTS "+:u:h"
@@ -260,7 +267,7 @@ static int parse_global(int argc, char **argv, cli_global *g) {
 
 static int dispatch(const cli_global *g, int argc, char **argv) {
   if (argc == 0)
-    return cli_usage("missing command (exec, status, list or unlock)");
+    return cli_usage("missing command (exec, status, list, unlock or latch)");
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
     if (strcmp(argv[0], commands[i].name) != 0)
       continue;
@@ -270,7 +277,8 @@ static int dispatch(const cli_global *g, int argc, char **argv) {
     return commands[i].run(g, argc, argv);
   }
   return cli_usage(
-      "unknown command '%s' (expected exec, status, list or unlock)", argv[0]);
+      "unknown command '%s' (expected exec, status, list, unlock or latch)",
+      argv[0]);
 }
 
 /* A closed standard fd would be reused by the first socket the library
