@@ -114,10 +114,10 @@ static void test_fair_reentry_refused(void **state) {
   rlock_client_free(c);
 }
 
-/* Redisson's script and rlock on one lock: each refuses the other's
+/* A Java client (its acquisition played) and rlock on one lock: each refuses the other's
  * re-entry for the same owner field, and each is a held lock to the
  * other's owners. */
-static void test_interop_with_redissons_script(void **state) {
+static void test_interop_with_java_acquisition(void **state) {
   (void)state;
   rlock_client *c = fx_client(srv, 0);
   rlock_lock *l;
@@ -150,7 +150,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reentry_refused),
       cmocka_unit_test(test_fair_reentry_refused),
-      cmocka_unit_test(test_interop_with_redissons_script),
+      cmocka_unit_test(test_interop_with_java_acquisition),
   };
   return cmocka_run_group_tests(tests, fx_setup, fx_teardown);
 }
