@@ -588,6 +588,11 @@ void rlock__lfan_run(rlock__lfan *g, rlock__fan *out, int64_t deadline_us,
  * fan-out that could not even be made. */
 void rlock__lfan_fail(rlock__fan *out, size_t n, int rc);
 
+/* 1 when `c` is a loop client, which the caller's event loop drives: the
+ * public `_async` entry points refuse a blocking client, whose loop state
+ * belongs to its background thread. */
+int rlock__user_loop(const rlock_client *c);
+
 /* ---- a blocking client's loop (core.c) ---------------------------------- */
 
 /* A blocking client has a loop state too, driven by its background thread
