@@ -35,5 +35,8 @@ extern const rlock__script rlock__script_write_release;
 extern const rlock__script rlock__script_rw_force_release;
 extern const rlock__script rlock__script_renew_read;
 extern const rlock__script rlock__script_list_inspect;
+extern const rlock__script rlock__script_election_campaign;
+extern const rlock__script rlock__script_election_resign;
+extern const rlock__script rlock__script_election_observe;
 
 #endif /* RLOCK_SCRIPT_H */
