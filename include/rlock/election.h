@@ -133,8 +133,7 @@ RLOCK_EXTERN int rlock_election_check(rlock_election *e, uint64_t owner);
  *         RLOCK_EINVAL (NULL argument); RLOCK_EWRONGTYPE (the name holds
  *         something that is not a plain lock); RLOCK_EIO, ...
  */
-RLOCK_EXTERN int rlock_election_observe(rlock_leader **out,
-                                        rlock_election *e);
+RLOCK_EXTERN int rlock_election_observe(rlock_leader **out, rlock_election *e);
 
 /** 1 when the snapshot saw a leader (the lock held), else 0. */
 RLOCK_EXTERN int rlock_leader_present(const rlock_leader *l);

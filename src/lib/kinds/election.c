@@ -68,8 +68,8 @@ static const rlock__kind election_kind = {
 
 static int election_lock(rlock_lock **out, rlock_client *client,
                          const char *name) {
-  int rc = rlock__lock_alloc(out, client, name, &election_kind,
-                             RLOCK__KEYS_PLAIN);
+  int rc =
+      rlock__lock_alloc(out, client, name, &election_kind, RLOCK__KEYS_PLAIN);
   if (rc != RLOCK_OK)
     return rc;
   (*out)->leader = rlock__name_prefixed("rlock_leader", name);
@@ -158,9 +158,8 @@ int rlock__campaign_options(rlock_acquire_options *out,
                             const rlock_acquire_options *in) {
   int rc = rlock__options(out, in);
   if (rc == RLOCK_OK && out->token != NULL)
-    return rlock__err(RLOCK_EINVAL,
-                      "a campaign hands back its term itself: "
-                      "rlock_acquire_options.token must be NULL");
+    return rlock__err(RLOCK_EINVAL, "a campaign hands back its term itself: "
+                                    "rlock_acquire_options.token must be NULL");
   return rc;
 }
 
@@ -180,8 +179,7 @@ static int observe_shape(const rlock__reply *r) {
     return 0;
   if (r->n >= 2 && (!is_str(r->elem[0]) || r->elem[1]->type != RLOCK__R_INT))
     return 0;
-  return r->n != 4 ||
-         (r->elem[2]->type == RLOCK__R_INT && is_str(r->elem[3]));
+  return r->n != 4 || (r->elem[2]->type == RLOCK__R_INT && is_str(r->elem[3]));
 }
 
 int rlock__observe_parse(const rlock__reply *r, rlock_leader **out) {
