@@ -66,6 +66,8 @@ int cli_cmd_exec(const cli_global *g, int argc, char **argv);
 int cli_cmd_status(const cli_global *g, int argc, char **argv);
 int cli_cmd_unlock(const cli_global *g, int argc, char **argv);
 int cli_cmd_list(const cli_global *g, int argc, char **argv);
+int cli_cmd_elect(const cli_global *g, int argc, char **argv);
+int cli_cmd_leader(const cli_global *g, int argc, char **argv);
 
 /* ---- a lock's snapshot as `status` shows it (cmd_status.c) -------------- */
 
@@ -277,6 +279,19 @@ typedef struct cli_watch {
  * stays.
  */
 int cli_spawn_watch(char **argv, cli_watch *w);
+
+/* Where cli_command_env() writes its two variables. */
+typedef struct cli_env_slots {
+  char name[RLOCK_MAX_NAME_LEN + 16];
+  char token[64];
+} cli_env_slots;
+
+/* COMMAND's environment (cmd_exec.c): rlock's, with RLOCK_NAME=name and,
+ * when token > 0, var=token, replacing any inherited RLOCK_NAME,
+ * RLOCK_TOKEN or RLOCK_TERM; NULL when out of memory. Free the array
+ * only. */
+char **cli_command_env(const char *name, const char *var, int64_t token,
+                       cli_env_slots *slots);
 
 /* ---- a bounded release (release.c) -------------------------------------- */
 

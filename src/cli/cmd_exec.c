@@ -208,14 +208,14 @@ static int spawn_held(const exec_args *a, rlock_lock **locks, int n,
 
 extern char **environ;
 
-/* The environment for COMMAND: rlock's, with RLOCK_NAME=<first NAME> and,
- * for --fenced (token > 0), RLOCK_TOKEN=<token> in place of any inherited
- * ones, in the slots given; NULL when out of memory. Built before the
- * fork: the child of a threaded process must not allocate. Free the array
- * only (its strings are environ's and the slots). */
-static char **command_env(const char *name, int64_t token, char *name_slot,
-                          size_t name_size, char *token_slot,
-                          size_t token_size) {
+/* The environment for COMMAND: rlock's, with RLOCK_NAME=<name> and, when
+ * token > 0, <var>=<token> (RLOCK_TOKEN for --fenced, RLOCK_TERM for
+ * elect) in place of any inherited RLOCK_NAME, RLOCK_TOKEN or RLOCK_TERM,
+ * in the slots given; NULL when out of memory. Built before the fork: the
+ * child of a threaded process must not allocate. Free the array only (its
+ * strings are environ's and the slots). */
+char **cli_command_env(const char *name, const char *var, int64_t token,
+                       cli_env_slots *slots) {
   size_t n = 0, k = 0;
   while (environ[n] != NULL)
     n++;
@@ -224,26 +224,22 @@ static char **command_env(const char *name, int64_t token, char *name_slot,
     return NULL;
   for (size_t i = 0; i < n; i++)
     if (strncmp(environ[i], "RLOCK_TOKEN=", 12) != 0 &&
+        strncmp(environ[i], "RLOCK_TERM=", 11) != 0 &&
         strncmp(environ[i], "RLOCK_NAME=", 11) != 0)
       env[k++] = environ[i];
-  snprintf(name_slot, name_size, "RLOCK_NAME=%s", name);
-  env[k++] = name_slot;
+  snprintf(slots->name, sizeof slots->name, "RLOCK_NAME=%s", name);
+  env[k++] = slots->name;
   if (token > 0) {
-    snprintf(token_slot, token_size, "RLOCK_TOKEN=%" PRId64, token);
-    env[k] = token_slot;
+    snprintf(slots->token, sizeof slots->token, "%s=%" PRId64, var, token);
+    env[k] = slots->token;
   }
   return env;
 }
 
-/* COMMAND's environment (see command_env), in `slots`. */
-typedef struct env_slots {
-  char name[RLOCK_MAX_NAME_LEN + 16];
-  char token[64];
-} env_slots;
-
-static char **make_env(const exec_args *a, int64_t token, env_slots *slots) {
-  return command_env(a->name, token, slots->name, sizeof slots->name,
-                     slots->token, sizeof slots->token);
+/* COMMAND's environment (cli_command_env), in `slots`. */
+static char **make_env(const exec_args *a, int64_t token,
+                       cli_env_slots *slots) {
+  return cli_command_env(a->name, "RLOCK_TOKEN", token, slots);
 }
 
 /* NAME -- COMMAND [ARG...]: `rest` holds the n words after the options;
@@ -461,7 +457,7 @@ static int run_locked(rlock_lock *lock, const exec_args *a) {
   if (rc != RLOCK_OK)
     return cli_lib_error(rc);
   say(a, "acquired", a->name);
-  env_slots slots;
+  cli_env_slots slots;
   char **envp = make_env(a, token, &slots);
   int status;
   if (envp == NULL)
@@ -501,7 +497,7 @@ static int run_multi(rlock_lock **locks, const exec_args *a) {
     status = cli_lib_error(rc);
   } else {
     say(a, "acquired", a->name);
-    env_slots slots;
+    cli_env_slots slots;
     char **envp = make_env(a, 0, &slots);
     status = envp == NULL ? cli_fail(-1, "cannot start '%s': out of memory",
                                      a->command[0])
@@ -577,7 +573,7 @@ int cli_cmd_exec(const cli_global *g, int argc, char **argv) {
     status = cli_usage("exec: --check-every is not for a RedLock (several "
                        "-u), which survives the loss of a member");
   else if (g->nurls > 1) {
-    env_slots slots;
+    cli_env_slots slots;
     char **envp = make_env(&a, 0, &slots);
     cli_redlock_args r = {.name = a.name,
                           .wait_ms = a.wait_ms,

@@ -24,6 +24,10 @@ static const char main_help[] =
     "       rlock [-u URL] [OPTION]... status [--json] NAME [NAME...]\n"
     "       rlock [-u URL] [OPTION]... list [--json] [PATTERN]\n"
     "       rlock [-u URL] [OPTION]... unlock --force NAME\n"
+    "       rlock [-u URL] [OPTION]... elect [--value TEXT] [-n|-w DUR]\n"
+    "             [--kill-after DUR] [-v] NAME -- COMMAND [ARG...]\n"
+    "       rlock [-u URL] [OPTION]... leader [--json] [--watch]\n"
+    "             [--interval DUR] NAME\n"
     "       rlock --help | --version\n"
     "\n"
     "Redis distributed locks from the shell, compatible with Redisson's "
@@ -35,6 +39,9 @@ static const char main_help[] =
     "  status   show who holds each lock NAME (--json for scripts)\n"
     "  list     show the locks held now whose names match PATTERN\n"
     "  unlock   delete the lock NAME whoever holds it (--force)\n"
+    "  elect    campaign in the election NAME and run COMMAND while\n"
+    "           leader (the term in $RLOCK_TERM)\n"
+    "  leader   show who leads the election NAME (--watch: each change)\n"
     "Run 'rlock COMMAND --help' for a command's options.\n"
     "\n"
     "Global options (OPTION above):\n"
@@ -84,28 +91,29 @@ static const char main_help[] =
     "\n"
     "Exit status:\n"
     "  0        success (exec: COMMAND's status, whatever it is)\n"
-    "  1        unlock --force: there was no lock to delete\n"
+    "  1        unlock --force: there was no lock to delete; leader:\n"
+    "           nobody leads\n"
     "  64       usage error\n"
     "  65       NAME holds something that is not a lock, or is invalid\n"
     "  69       Redis unreachable, refusing or failing\n"
     "  70       internal error\n"
     "  71       system error (cannot fork or start a thread, out of memory)\n"
     "  74       cannot write the output\n"
-    "  75       exec: lock not acquired within -w (or exec -E's CODE)\n"
+    "  75       exec: lock not acquired within -w (or exec -E's CODE);\n"
+    "           elect: not leading within -w\n"
     "  76       exec: the lock was lost while COMMAND ran (see exec's\n"
-    "           --on-lost)\n"
-    "  126/127  exec: COMMAND not executable / not found\n"
-    "  128+N    exec: COMMAND killed by signal N, or rlock got signal N\n"
-    "           while waiting for the lock\n";
+    "           --on-lost); elect: leadership was lost while COMMAND ran\n"
+    "  126/127  exec, elect: COMMAND not executable / not found\n"
+    "  128+N    exec, elect: COMMAND killed by signal N, or rlock got\n"
+    "           signal N while waiting (leader --watch: ended by it)\n";
 
 static const struct {
   const char *name;
   int (*run)(const cli_global *g, int argc, char **argv);
 } commands[] = {
-    {"exec", cli_cmd_exec},
-    {"status", cli_cmd_status},
-    {"unlock", cli_cmd_unlock},
-    {"list", cli_cmd_list},
+    {"exec", cli_cmd_exec},     {"status", cli_cmd_status},
+    {"unlock", cli_cmd_unlock}, {"list", cli_cmd_list},
+    {"elect", cli_cmd_elect},   {"leader", cli_cmd_leader},
 };
 
 #define MAIN_SHORTOPTS "+:u:h"
@@ -260,7 +268,8 @@ static int parse_global(int argc, char **argv, cli_global *g) {
 
 static int dispatch(const cli_global *g, int argc, char **argv) {
   if (argc == 0)
-    return cli_usage("missing command (exec, status, list or unlock)");
+    return cli_usage(
+        "missing command (exec, status, list, unlock, elect or leader)");
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
     if (strcmp(argv[0], commands[i].name) != 0)
       continue;
@@ -269,8 +278,9 @@ static int dispatch(const cli_global *g, int argc, char **argv) {
       return cli_usage("--retry-for applies to exec only, not to %s", argv[0]);
     return commands[i].run(g, argc, argv);
   }
-  return cli_usage(
-      "unknown command '%s' (expected exec, status, list or unlock)", argv[0]);
+  return cli_usage("unknown command '%s' (expected exec, status, list, "
+                   "unlock, elect or leader)",
+                   argv[0]);
 }
 
 /* A closed standard fd would be reused by the first socket the library

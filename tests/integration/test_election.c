@@ -82,8 +82,7 @@ static void el_on_done(void *arg, int rc, int64_t term) {
 static void *el_main(void *arg) {
   el_op *op = arg;
   int64_t term = 0;
-  int rc = rlock_election_campaign(op->e, op->value,
-                                   &op->o, &term);
+  int rc = rlock_election_campaign(op->e, op->value, &op->o, &term);
   el_finish(op, rc, term);
   return NULL;
 }
@@ -102,8 +101,8 @@ static void el_start(el_op *op, rlock_election *e, const char *value,
   op->o = opts(owner, wait, lease);
   atomic_store(&op->done, 0);
   if (dk_loop()) {
-    int rc = rlock_election_campaign_async(e, op->value,
-                                           &op->o, el_on_done, op, NULL);
+    int rc = rlock_election_campaign_async(e, op->value, &op->o, el_on_done, op,
+                                           NULL);
     if (rc != RLOCK_OK)
       el_finish(op, rc, 0);
   } else {
@@ -490,16 +489,16 @@ static void test_redisson_on_the_layout(void **state) {
   OK(campaign(e, "rlock", me, 0, 0, &term));
   /* Java sees a fenced lock held: its try gets the TTL, its token reads
    * the term, its renewal of an owner it is not finds nothing. */
-  redisReply *r = rt_cmd(srv, "EVAL %s 2 el:java redisson_lock_token:{el:java} "
-                              "30000 %s",
+  redisReply *r = rt_cmd(srv,
+                         "EVAL %s 2 el:java redisson_lock_token:{el:java} "
+                         "30000 %s",
                          JAVA_FENCED_LOCK, JAVA_OWNER);
   assert_int_equal(r->type, REDIS_REPLY_ARRAY);
   assert_true(r->element[0]->integer > 0);
   freeReplyObject(r);
   assert_int_equal(get_int(srv, "redisson_lock_token:{el:java}"), term);
-  assert_int_equal(rt_cmd_int(srv, "EVAL %s 1 el:java 30000 %s", JAVA_RENEW,
-                              JAVA_OWNER),
-                   0);
+  assert_int_equal(
+      rt_cmd_int(srv, "EVAL %s 1 el:java 30000 %s", JAVA_RENEW, JAVA_OWNER), 0);
   /* rlock's own lock objects on the name read it as a lock. */
   rlock_lock_info *info;
   OK(dk_inspect(&info, rlock_election_lock(e)));
