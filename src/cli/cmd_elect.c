@@ -98,8 +98,7 @@ static int elect_option(elect_args *a, int c, char **argv) {
       return cli_usage("--value: empty (give 1 to %d bytes)",
                        RLOCK_MAX_LEADER_VALUE);
     if (strlen(optarg) > RLOCK_MAX_LEADER_VALUE)
-      return cli_usage("--value: longer than %d bytes",
-                       RLOCK_MAX_LEADER_VALUE);
+      return cli_usage("--value: longer than %d bytes", RLOCK_MAX_LEADER_VALUE);
     a->value = optarg;
     return CLI_CONTINUE;
   case OPT_KILL_AFTER:
@@ -184,8 +183,9 @@ static int after_resign(const elect_args *a, int status, int lost, int rc,
   if (status == CLI_EXIT_LOST)
     return status;
   if (lost || rc == RLOCK_ELOST) {
-    cli_fail(0, "leadership of '%s' was lost while '%s' ran (found at the "
-                "resignation)",
+    cli_fail(0,
+             "leadership of '%s' was lost while '%s' ran (found at the "
+             "resignation)",
              a->name, a->command[0]);
     return CLI_EXIT_LOST;
   }
@@ -210,8 +210,7 @@ static int lead(rlock_election *e, const elect_args *a, int64_t period_ms,
   if (envp == NULL) {
     status = cli_fail(-1, "cannot start '%s': out of memory", a->command[0]);
   } else {
-    cli_watch w = {elect_lost, e,  NULL, period_ms, a->kill_after_ms,
-                   1,          envp};
+    cli_watch w = {elect_lost, e, NULL, period_ms, a->kill_after_ms, 1, envp};
     status = cli_spawn_watch(a->command, &w);
   }
   free(envp);
@@ -250,7 +249,7 @@ static int campaign(rlock_election *e, const elect_args *a, int64_t period_ms) {
 }
 
 int cli_cmd_elect(const cli_global *g, int argc, char **argv) {
-  elect_args a = {RLOCK_WAIT_FOREVER, 10000, 0, NULL, NULL, NULL,
+  elect_args a = {RLOCK_WAIT_FOREVER,    10000, 0, NULL, NULL, NULL,
                   CLI_COMMAND_TIMEOUT_MS};
   int status = parse_elect(argc, argv, &a);
   if (status != CLI_CONTINUE)
