@@ -21,9 +21,9 @@ services, the ``rlock`` command and C programs.
 
 ``rlock.aio`` has the same locks for asyncio.
 """
-from ._base import (Holder, LockInfo, LogLevel, MemberResult, Owner,
+from ._base import (Holder, Leader, LockInfo, LogLevel, MemberResult, Owner,
                     PubSubMode, RedLockResult, Status, Waiter)
-from ._client import (Cancel, Client, FairLock, FencedLock, Lock, MultiLock,
+from ._client import (Cancel, Client, Election, FairLock, FencedLock, Lock, MultiLock,
                       NonReentrantFairLock, NonReentrantLock, ReadLock,
                       ReadWriteLock, RedLock, SpinLock, Stats, WriteLock,
                       lock_order)
@@ -40,7 +40,7 @@ __version__ = HEADER_VERSION
 library_version = LIBRARY_VERSION
 
 __all__ = [
-    "Client", "Lock", "FairLock", "FencedLock", "SpinLock", "ReadLock",
+    "Client", "Election", "Leader", "Lock", "FairLock", "FencedLock", "SpinLock", "ReadLock",
     "NonReentrantLock", "NonReentrantFairLock", "AlreadyHeld",
     "WriteLock", "ReadWriteLock", "MultiLock", "RedLock", "Owner", "Cancel",
     "LockInfo", "Holder", "Waiter", "RedLockResult", "MemberResult", "Stats",
