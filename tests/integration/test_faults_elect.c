@@ -15,9 +15,9 @@
  * longer). */
 #include "faults_kit.h"
 
-#define EL_WORKERS 3   /* 0, 1 blocking; 2 a loop client */
-#define EL_STEPS 8     /* steps a leader acts before it resigns */
-#define EL_STEP_MS 5   /* the work of one step */
+#define EL_WORKERS 3      /* 0, 1 blocking; 2 a loop client */
+#define EL_STEPS 8        /* steps a leader acts before it resigns */
+#define EL_STEP_MS 5      /* the work of one step */
 #define EL_NAME "fault:E" /* the election (lock 0 of the kit's resource) */
 
 /* ---- the campaigner process ---------------------------------------------- */
@@ -111,14 +111,15 @@ static int el_main(int argc, char **argv) {
   }
 }
 
-/* ---- the harness's side ---------------------------------------------------- */
+/* ---- the harness's side ----------------------------------------------------
+ */
 
 static void el_spawn(int id) {
   char ids[8], port[16];
   snprintf(ids, sizeof ids, "%d", id);
   snprintf(port, sizeof port, "%d", rt_server_port(srv));
-  const char *args[] = {"elector",    ids,          rt_server_url(srv),
-                        port,         fk.hist_path, NULL};
+  const char *args[] = {"elector", ids,          rt_server_url(srv),
+                        port,      fk.hist_path, NULL};
   fk.pids[id] = fx_spawn_child(args, NULL);
 }
 
