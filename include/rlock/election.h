@@ -40,7 +40,9 @@
  *
  * Threading: an election object carries no per-owner state; any number of
  * threads may use one. Every function that talks to the server is a
- * blocking call (a loop client: the _async forms, rlock/loop.h).
+ * blocking call, refused on a loop client as a lock's blocking calls are
+ * (there: the _async forms, rlock/loop.h); rlock_election_check and the
+ * rlock_leader_* accessors do no I/O and serve both.
  */
 #ifndef RLOCK_ELECTION_H
 #define RLOCK_ELECTION_H
@@ -83,6 +85,7 @@ RLOCK_EXTERN const char *rlock_election_name(const rlock_election *e);
  * rlock_lock_inspect, rlock_lock_extend_owner of a fixed lease). Borrowed:
  * owned by the election object. Do not acquire it to lead: a hold taken
  * through it writes no leader record.
+ * @return the lock; NULL when e is NULL (RLOCK_EINVAL as the last error).
  */
 RLOCK_EXTERN rlock_lock *rlock_election_lock(rlock_election *e);
 
