@@ -5,7 +5,8 @@
  *
  * It goes through what main() does before anything touches the network:
  * the global options (main.c), the command's own options and words
- * (cmd_exec.c, cmd_status.c, cmd_unlock.c, cmd_list.c, reached through
+ * (cmd_exec.c, cmd_status.c, cmd_unlock.c, cmd_list.c, cmd_latch.c,
+ * reached through
  * fuzz/cli/),
  * then what the commands do first with them without I/O: every -u URL and
  * --watchdog given to a configuration (as cli_client_new does) and every
@@ -63,6 +64,8 @@ static void check_exec(const fuzz_exec *a, char **argv, int argc) {
   FUZZ_CHECK(a->on_lost_ignore == 0 || a->on_lost_ignore == 1);
   FUZZ_CHECK(a->nnames >= 1);
   FUZZ_CHECK(a->kind != CLI_FENCED || a->nnames == 1);
+  FUZZ_CHECK(a->permits >= 0 && a->permits <= RLOCK_MAX_PERMITS);
+  FUZZ_CHECK(a->permits == 0 || (a->kind == CLI_LOCK && a->nnames == 1));
   FUZZ_CHECK(a->names > argv && a->names + a->nnames < argv + argc);
   FUZZ_CHECK(strcmp(a->names[a->nnames], "--") == 0);
   FUZZ_CHECK(a->command == a->names + a->nnames + 1);
@@ -72,6 +75,18 @@ static void check_exec(const fuzz_exec *a, char **argv, int argc) {
     FUZZ_CHECK(i == 0 || a->names[i][0] != '-');
     check_name(a->names[i]);
   }
+}
+
+/* Parsed `latch` words: a verb, a NAME, set's COUNT, wait's -w. */
+static void check_latch(const fuzz_latch *a) {
+  int set = strcmp(a->verb, "set") == 0;
+  FUZZ_CHECK(set || strcmp(a->verb, "down") == 0 ||
+             strcmp(a->verb, "wait") == 0);
+  FUZZ_CHECK(set ? a->count >= 1 : a->count == 0);
+  FUZZ_CHECK(a->wait_ms == RLOCK_WAIT_FOREVER ||
+             (strcmp(a->verb, "wait") == 0 && a->wait_ms >= 0 &&
+              a->wait_ms <= RLOCK_MAX_DURATION_MS));
+  check_name(a->name);
 }
 
 /* dispatch() in main.c, up to where a command would connect. */
@@ -109,6 +124,11 @@ static void command(const cli_global *g, int argc, char **argv) {
     st = fuzz_cli_unlock(argc, argv, &name);
     if (st == CLI_CONTINUE)
       check_name(name);
+  } else if (strcmp(argv[0], "latch") == 0) {
+    fuzz_latch a;
+    st = fuzz_cli_latch(argc, argv, &a);
+    if (st == CLI_CONTINUE)
+      check_latch(&a);
   } else {
     return; /* "unknown command" */
   }

@@ -18,5 +18,7 @@
 #include "rlock/redlock.h"
 #include "rlock/election.h"
 #include "rlock/loop.h"
+#include "rlock/semaphore.h"
+#include "rlock/latch.h"
 
 #endif /* RLOCK_H */

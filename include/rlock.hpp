@@ -35,11 +35,19 @@
 //                is a Lockable view that acts for it.
 //  - cancel_token: rlock_cancel, ends a wait from any thread.
 //  - guard<L>:   holds a Lockable for a scope and can release it checked.
+//  - counting_semaphore: rlock_semaphore (Redisson's RSemaphore), shaped
+//                like std::counting_semaphore; its permits never expire.
+//  - permit_semaphore, permit: rlock_psemaphore (RPermitExpirableSemaphore)
+//                and one permit of it, released when the permit object is
+//                destroyed (RAII); leases, or the watchdog.
+//  - latch:      rlock_latch (RCountDownLatch), shaped like std::latch,
+//                with timed waits.
 //
 // Lifetimes (the C headers' rules, which the wrappers cannot enforce):
 //  - A client must outlive every mutex made from it; mutexes must outlive
 //    the multilocks and redlocks over them; a view (for_owner) must not
-//    outlive its lock or its owner, nor a guard its lock.
+//    outlive its lock or its owner, nor a guard its lock; a permit_semaphore
+//    must outlive its permits, and a client every semaphore and latch.
 //  - Holds belong to the thread that took them (or to an explicit owner),
 //    not to the object: destroying a mutex or a client does not release a
 //    lock (it expires after its lease; a watchdog lease within the watchdog
@@ -83,6 +91,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <initializer_list>
@@ -1398,6 +1407,398 @@ private:
     return out;
   }
   rlock_redlock *h_ = nullptr;
+};
+
+// ---- semaphores and the count-down latch -----------------------------------
+
+namespace detail {
+// A semaphore's, permit's or latch's options as the C calls take them:
+// owner and fencing token mean nothing there, so they are refused.
+inline rlock_acquire_options sync_options(const acquire_options &o) {
+  rlock_acquire_options c = o.native();
+  if (c.owner != 0 || c.token != nullptr)
+    throw error(RLOCK_EINVAL, "acquire_options: a semaphore's permits have "
+                              "no owner and no fencing token");
+  return c;
+}
+} // namespace detail
+
+/// A semaphore (rlock_semaphore, Redisson's RSemaphore), shaped like
+/// std::counting_semaphore: acquire(), try_acquire(), try_acquire_for(),
+/// try_acquire_until(), release(n); each also takes a number of permits.
+/// Its permits belong to nobody (any thread or process may release) and
+/// never expire: a process that dies holding permits takes them with it
+/// until someone adds them back (add_permits, set_permits); where a holder
+/// may crash, use permit_semaphore. Thread-safe; the client must outlive
+/// it. A wait ends with errc::canceled when its cancel token fires.
+class counting_semaphore {
+public:
+  counting_semaphore() noexcept = default;
+  /// The semaphore `name` on `c`. Does no I/O.
+  counting_semaphore(client &c, std::string_view name) {
+    const std::string n = detail::c_string(name, "semaphore name");
+    detail::check(rlock_semaphore_new(&h_, c.native_handle(), n.c_str()));
+  }
+  ~counting_semaphore() { rlock_semaphore_free(h_); }
+  counting_semaphore(counting_semaphore &&o) noexcept
+      : h_(std::exchange(o.h_, nullptr)) {}
+  counting_semaphore &operator=(counting_semaphore &&o) noexcept {
+    if (this != &o)
+      rlock_semaphore_free(std::exchange(h_, std::exchange(o.h_, nullptr)));
+    return *this;
+  }
+  counting_semaphore(const counting_semaphore &) = delete;
+  counting_semaphore &operator=(const counting_semaphore &) = delete;
+
+  explicit operator bool() const noexcept { return h_ != nullptr; }
+  rlock_semaphore *native_handle() const noexcept { return h_; }
+  std::string_view name() const noexcept {
+    return h_ ? rlock_semaphore_name(h_) : "";
+  }
+
+  /// Take `n` permits (1 to RLOCK_MAX_PERMITS), waiting as long as it
+  /// takes.
+  void acquire(std::int64_t n = 1) {
+    detail::check(
+        rlock_semaphore_acquire(h_, n, detail::wait_forever, nullptr));
+  }
+  /// One attempt: true when taken.
+  bool try_acquire(std::int64_t n = 1) {
+    return detail::acquired(rlock_semaphore_acquire(h_, n, 0, nullptr));
+  }
+  template <class Rep, class Period>
+  bool try_acquire_for(std::chrono::duration<Rep, Period> wait,
+                       std::int64_t n = 1) {
+    return detail::acquired(
+        rlock_semaphore_acquire(h_, n, detail::wait_ms(wait), nullptr));
+  }
+  template <class Clock, class Duration>
+  bool try_acquire_until(std::chrono::time_point<Clock, Duration> t,
+                         std::int64_t n = 1) {
+    return detail::acquired(
+        rlock_semaphore_acquire(h_, n, detail::wait_until_ms(t), nullptr));
+  }
+  /// Take `n` permits as `o` says (its wait and cancel token; no lease,
+  /// owner or fencing token: errc::invalid for the last two).
+  bool acquire(const acquire_options &o, std::int64_t n = 1) {
+    const rlock_acquire_options c = detail::sync_options(o);
+    return detail::acquired(
+        rlock_semaphore_acquire(h_, n, c.wait_ms, c.cancel));
+  }
+  /// Give `n` permits back (anyone may) and wake waiters.
+  void release(std::int64_t n = 1) {
+    detail::check(rlock_semaphore_release(h_, n));
+  }
+  /// The permits available now (a round trip).
+  std::int64_t available() {
+    std::int64_t v = 0;
+    detail::check(rlock_semaphore_available(&v, h_));
+    return v;
+  }
+  /// Set the permits if none were ever set; true when set.
+  bool try_set_permits(std::int64_t n) {
+    int set = 0;
+    detail::check(rlock_semaphore_try_set_permits(&set, h_, n));
+    return set != 0;
+  }
+  void set_permits(std::int64_t n) {
+    detail::check(rlock_semaphore_set_permits(h_, n));
+  }
+  /// Add `delta` permits (negative takes away).
+  void add_permits(std::int64_t delta) {
+    detail::check(rlock_semaphore_add_permits(h_, delta));
+  }
+  /// Take every available permit; returns how many there were.
+  std::int64_t drain() {
+    std::int64_t v = 0;
+    detail::check(rlock_semaphore_drain(&v, h_));
+    return v;
+  }
+
+private:
+  rlock_semaphore *h_ = nullptr;
+};
+
+/// One permit of a permit_semaphore, owned RAII-style: the destructor
+/// releases it (reporting nothing, as a guard's unlock()); release()
+/// releases it checked. Moves; the permit_semaphore it came from must
+/// outlive it. A default-constructed or moved-from permit owns nothing.
+class permit {
+public:
+  permit() noexcept = default;
+  ~permit() { reset(); }
+  permit(permit &&o) noexcept : h_(std::exchange(o.h_, nullptr)) {
+    std::memcpy(id_, o.id_, sizeof id_);
+  }
+  permit &operator=(permit &&o) noexcept {
+    if (this != &o) {
+      reset();
+      h_ = std::exchange(o.h_, nullptr);
+      std::memcpy(id_, o.id_, sizeof id_);
+    }
+    return *this;
+  }
+  permit(const permit &) = delete;
+  permit &operator=(const permit &) = delete;
+
+  /// Whether it owns a permit.
+  explicit operator bool() const noexcept { return h_ != nullptr; }
+  /// The permit's id: RLOCK_PERMIT_ID_LEN hex digits ("" when empty).
+  std::string_view id() const noexcept {
+    return h_ ? std::string_view(id_) : std::string_view();
+  }
+  /// Release now, checked: throws lost_lock when it was lost (expired,
+  /// released by someone else, the key deleted), connection_error, ...;
+  /// owns nothing afterwards, thrown or not. errc::not_held when empty.
+  void release() {
+    rlock_psemaphore *h = std::exchange(h_, nullptr);
+    if (h == nullptr)
+      throw error(RLOCK_ENOTHELD, "rlock::permit owns no permit");
+    detail::check(rlock_psemaphore_release(h, id_));
+  }
+  /// Whether it is still good, answered locally (rlock_psemaphore_check):
+  /// returns when it is; throws lost_lock once lost.
+  void check() const {
+    detail::check(rlock_psemaphore_check(h_, h_ ? id_ : nullptr));
+  }
+  /// A fixed lease of `lease` from now (a watchdog permit is renewed no
+  /// more); lost_lock when lost.
+  template <class Rep, class Period>
+  void update_lease(std::chrono::duration<Rep, Period> lease) {
+    detail::check(rlock_psemaphore_update_lease(h_, h_ ? id_ : nullptr,
+                                                detail::to_ms(lease)));
+  }
+  /// The lease left (a round trip); empty when no longer leased.
+  std::optional<std::chrono::milliseconds> lease_left() const {
+    std::int64_t ms = 0;
+    const int rc = rlock_psemaphore_lease_ms(&ms, h_, h_ ? id_ : nullptr);
+    if (rc == RLOCK_ENOTHELD)
+      return std::nullopt;
+    detail::check(rc);
+    return std::chrono::milliseconds(ms);
+  }
+  /// Stop owning without releasing; returns the id ("" when empty).
+  std::string dismiss() noexcept {
+    std::string id(this->id());
+    h_ = nullptr;
+    return id;
+  }
+
+private:
+  friend class permit_semaphore;
+  permit(rlock_psemaphore *h, const char *id) noexcept : h_(h) {
+    std::memcpy(id_, id, sizeof id_);
+  }
+  void reset() noexcept {
+    if (h_ != nullptr)
+      (void)rlock_psemaphore_release(std::exchange(h_, nullptr), id_);
+  }
+  rlock_psemaphore *h_ = nullptr;
+  char id_[RLOCK_PERMIT_ID_LEN + 1] = {0};
+};
+
+/// A permit-expirable semaphore (rlock_psemaphore, Redisson's
+/// RPermitExpirableSemaphore): each permit taken has an id and a lease,
+/// and comes back by itself when its lease runs out. acquire() returns a
+/// permit that releases itself when destroyed, taken with a fixed lease or
+/// (by default) renewed by the client's watchdog until released, so a
+/// crashed holder's permit comes back one watchdog timeout later. A permit
+/// lost meanwhile is told as a lost lock is (the lost-lock callback,
+/// permit::check() and permit::release() throwing lost_lock). Deadlines
+/// are stamped with the wall clock, as Redisson does (rlock/semaphore.h:
+/// clocks must agree to well within a lease). Thread-safe; the client
+/// must outlive it, and it must outlive its permits.
+class permit_semaphore {
+public:
+  permit_semaphore() noexcept = default;
+  /// The semaphore `name` on `c`. Does no I/O.
+  permit_semaphore(client &c, std::string_view name) {
+    const std::string n = detail::c_string(name, "semaphore name");
+    detail::check(rlock_psemaphore_new(&h_, c.native_handle(), n.c_str()));
+  }
+  ~permit_semaphore() { rlock_psemaphore_free(h_); }
+  permit_semaphore(permit_semaphore &&o) noexcept
+      : h_(std::exchange(o.h_, nullptr)) {}
+  permit_semaphore &operator=(permit_semaphore &&o) noexcept {
+    if (this != &o)
+      rlock_psemaphore_free(std::exchange(h_, std::exchange(o.h_, nullptr)));
+    return *this;
+  }
+  permit_semaphore(const permit_semaphore &) = delete;
+  permit_semaphore &operator=(const permit_semaphore &) = delete;
+
+  explicit operator bool() const noexcept { return h_ != nullptr; }
+  rlock_psemaphore *native_handle() const noexcept { return h_; }
+  std::string_view name() const noexcept {
+    return h_ ? rlock_psemaphore_name(h_) : "";
+  }
+
+  /// Take a permit, waiting as long as it takes; renewed by the watchdog.
+  permit acquire() { return must(take(detail::wait_forever, 0, nullptr)); }
+  /// Take a permit with a fixed lease, waiting as long as it takes.
+  template <class Rep, class Period>
+  permit acquire(std::chrono::duration<Rep, Period> lease) {
+    return must(take(detail::wait_forever, lease_ms(lease), nullptr));
+  }
+  /// Take a permit as `o` says (wait, lease, cancel token; no owner or
+  /// fencing token): empty when none came within the wait.
+  std::optional<permit> acquire(const acquire_options &o) {
+    const rlock_acquire_options c = detail::sync_options(o);
+    return take(c.wait_ms, c.lease_ms, c.cancel);
+  }
+  /// One attempt (watchdog lease).
+  std::optional<permit> try_acquire() { return take(0, 0, nullptr); }
+  template <class Rep, class Period>
+  std::optional<permit> try_acquire_for(std::chrono::duration<Rep, Period> w) {
+    return take(detail::wait_ms(w), 0, nullptr);
+  }
+  template <class Rep, class Period, class LRep, class LPeriod>
+  std::optional<permit>
+  try_acquire_for(std::chrono::duration<Rep, Period> w,
+                  std::chrono::duration<LRep, LPeriod> lease) {
+    return take(detail::wait_ms(w), lease_ms(lease), nullptr);
+  }
+  template <class Clock, class Duration>
+  std::optional<permit>
+  try_acquire_until(std::chrono::time_point<Clock, Duration> t) {
+    return take(detail::wait_until_ms(t), 0, nullptr);
+  }
+  /// Release the permit `id` (any client's), checked as permit::release().
+  void release(std::string_view id) {
+    const std::string s = detail::c_string(id, "permit id");
+    detail::check(rlock_psemaphore_release(h_, s.c_str()));
+  }
+  /// The available permits (expired ones given back first).
+  std::int64_t available() { return value(rlock_psemaphore_available); }
+  /// The total: available plus leased.
+  std::int64_t permits() { return value(rlock_psemaphore_permits); }
+  /// Set the permits if none were ever set; true when set.
+  bool try_set_permits(std::int64_t n) {
+    int set = 0;
+    detail::check(rlock_psemaphore_try_set_permits(&set, h_, n));
+    return set != 0;
+  }
+  /// Make the total (available plus leased) `n`.
+  void set_permits(std::int64_t n) {
+    detail::check(rlock_psemaphore_set_permits(h_, n));
+  }
+  /// Add `delta` available permits (negative takes away).
+  void add_permits(std::int64_t delta) {
+    detail::check(rlock_psemaphore_add_permits(h_, delta));
+  }
+
+private:
+  // A lease in ms: a zero or negative one would mean the watchdog to the
+  // C call, so it is refused here instead.
+  template <class Rep, class Period>
+  static std::int64_t lease_ms(std::chrono::duration<Rep, Period> d) {
+    const std::int64_t ms = detail::to_ms(d);
+    if (ms <= 0)
+      throw error(RLOCK_EINVAL, "a permit's lease must be at least 1 ms (or "
+                                "none: the watchdog)");
+    return ms;
+  }
+  static permit must(std::optional<permit> p) {
+    if (!p) // a wait for ever ends with a permit or an error
+      throw error(RLOCK_ELOCKED, "no permit taken");
+    return std::move(*p);
+  }
+  std::optional<permit> take(std::int64_t wait, std::int64_t lease,
+                             rlock_cancel *cancel) {
+    char id[RLOCK_PERMIT_ID_LEN + 1] = {0};
+    if (!detail::acquired(
+            rlock_psemaphore_acquire(id, h_, wait, lease, cancel)))
+      return std::nullopt;
+    return permit(h_, id);
+  }
+  std::int64_t value(int (*fn)(std::int64_t *, rlock_psemaphore *)) {
+    std::int64_t v = 0;
+    detail::check(fn(&v, h_));
+    return v;
+  }
+  rlock_psemaphore *h_ = nullptr;
+};
+
+/// A count-down latch (rlock_latch, Redisson's RCountDownLatch), shaped
+/// like std::latch: count_down(), wait(), try_wait(), arrive_and_wait(),
+/// plus timed waits (wait_for, wait_until). Unlike std::latch its count
+/// is set with try_set_count() (only when it has none), and once at zero
+/// it can be set again. A latch never set counts zero. Thread-safe; the
+/// client must outlive it.
+class latch {
+public:
+  latch() noexcept = default;
+  /// The latch `name` on `c`. Does no I/O.
+  latch(client &c, std::string_view name) {
+    const std::string n = detail::c_string(name, "latch name");
+    detail::check(rlock_latch_new(&h_, c.native_handle(), n.c_str()));
+  }
+  ~latch() { rlock_latch_free(h_); }
+  latch(latch &&o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
+  latch &operator=(latch &&o) noexcept {
+    if (this != &o)
+      rlock_latch_free(std::exchange(h_, std::exchange(o.h_, nullptr)));
+    return *this;
+  }
+  latch(const latch &) = delete;
+  latch &operator=(const latch &) = delete;
+
+  explicit operator bool() const noexcept { return h_ != nullptr; }
+  rlock_latch *native_handle() const noexcept { return h_; }
+  std::string_view name() const noexcept {
+    return h_ ? rlock_latch_name(h_) : "";
+  }
+
+  /// Set the count (1 to INT64_MAX) if the latch has none; true when set.
+  bool try_set_count(std::int64_t n) {
+    int set = 0;
+    detail::check(rlock_latch_try_set_count(&set, h_, n));
+    return set != 0;
+  }
+  /// Count down by one (Redisson counts down one at a time).
+  void count_down() { detail::check(rlock_latch_count_down(h_)); }
+  /// The count now (a round trip).
+  std::int64_t count() {
+    std::int64_t v = 0;
+    detail::check(rlock_latch_count(&v, h_));
+    return v;
+  }
+  /// Whether the count is zero (one look, no waiting).
+  bool try_wait() { return reached(rlock_latch_await(h_, 0, nullptr)); }
+  /// Wait as long as it takes for the count to reach zero.
+  void wait() {
+    detail::check(rlock_latch_await(h_, detail::wait_forever, nullptr));
+  }
+  /// Wait at most `d`: true when the count reached zero.
+  template <class Rep, class Period>
+  bool wait_for(std::chrono::duration<Rep, Period> d) {
+    return reached(rlock_latch_await(h_, detail::wait_ms(d), nullptr));
+  }
+  template <class Clock, class Duration>
+  bool wait_until(std::chrono::time_point<Clock, Duration> t) {
+    return reached(rlock_latch_await(h_, detail::wait_until_ms(t), nullptr));
+  }
+  /// Wait as `o` says (its wait and cancel token).
+  bool wait(const acquire_options &o) {
+    const rlock_acquire_options c = detail::sync_options(o);
+    return reached(rlock_latch_await(h_, c.wait_ms, c.cancel));
+  }
+  /// count_down(), then wait().
+  void arrive_and_wait() {
+    count_down();
+    wait();
+  }
+  /// Delete the latch whatever its count (its waiters return); true when
+  /// there was one.
+  bool remove() {
+    int deleted = 0;
+    detail::check(rlock_latch_delete(&deleted, h_));
+    return deleted != 0;
+  }
+
+private:
+  static bool reached(int rc) { return detail::acquired(rc); }
+  rlock_latch *h_ = nullptr;
 };
 
 // ---- guards ----------------------------------------------------------------

@@ -4,7 +4,8 @@
 #   1. the server's EVALSHA ceiling (redis-benchmark, 50 connections, the
 #      library's acquire script) alternating with rlock-bench many, three
 #      rounds of each;
-#   2. rlock-bench uncontended and contended (4 processes, with and without
+#   2. rlock-bench uncontended, sync (the semaphores next to the lock) and
+#      contended (4 processes, with and without
 #      200 us of think time);
 #   3. rlock-bench fair with 2, 11 and 101 processes (1, 10 and 100 waiters
 #      queued at each handoff), each with the server's EVALSHA time
@@ -151,6 +152,7 @@ for round in $(seq "$ROUNDS"); do
   run_bench many --threads 16 --seconds "$MANY_S"
 done
 run_bench uncontended --ops "$UNC_OPS"
+run_bench sync --ops "$UNC_OPS"
 run_bench contended --procs 4 --ops "$CON_OPS"
 run_bench contended --procs 4 --ops "$CON_OPS" --think-us 200
 for run in $FAIR_RUNS; do
@@ -188,6 +190,7 @@ def pick(kind):
     return [r for r in rows if r["workload"] == kind]
 ceils, manys = pick("evalsha_ceiling"), pick("many")
 unc, cons = pick("uncontended")[0], pick("contended")
+syncs = pick("sync")
 fairs = pick("fair")
 servers = {s["procs"]: s for s in pick("fair_server")}
 rws = pick("rw")
@@ -322,6 +325,17 @@ r = unc["lock_unlock_vs_floor"]
 check(r is not None and r <= 1.15,
       f"uncontended lock+unlock p50 <= 1.15 x floor p50: "
       f"ratio {num(r, '{:.3f}')}")
+for y in syncs:
+    r = y["semaphore_vs_lock"]
+    check(r is not None and r <= 1.05,
+          f"semaphore acquire+release of 1 permit p50 <= 1.05 x the lock's "
+          f"pair: ratio {num(r, '{:.3f}')} (permit-expirable: "
+          f"{num(y['psemaphore_vs_lock'], '{:.3f}')}, no target)")
+    r = y["semaphore_handoff_vs_lock"]
+    check(r is not None and r <= 1.1,
+          f"semaphore handoff p50 <= 1.1 x the lock's: ratio "
+          f"{num(r, '{:.3f}')} ({num(y['semaphore_handoff_p50_us'])} / "
+          f"{num(y['lock_handoff_p50_us'])} us)")
 for c in cons:
     turn_checks(f"contended think {c['think_us']} us:", c, True)
 for f in fairs:

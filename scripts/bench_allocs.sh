@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Heap allocations per uncontended lock+unlock pair after a warm-up, all
+# Heap allocations per uncontended lock+unlock pair (and semaphore and
+# permit-expirable semaphore acquire+release of one permit) after a warm-up, all
 # threads, at the libc level (bench/allocs: a counting malloc shim linked
 # ahead of libc, and a program doing the pairs), against a throwaway
 # redis-server on a free loopback port, stopped by pid on exit.
@@ -20,4 +21,6 @@ cc -O2 -shared -fPIC bench/allocs/shim.c -o "$dir/libshim.so" -ldl
 cc -O2 -Iinclude bench/allocs/pairs.c -o "$dir/pairs" -L"$dir" -lrlock \
   -L"$dir" -lshim -Wl,-rpath,"$PWD/$dir"
 start_server 0
-"$dir/pairs" "redis://127.0.0.1:${PORTS[0]}" "${1:-200}" "${2:-1000}"
+for kind in lock semaphore psemaphore; do
+  "$dir/pairs" "redis://127.0.0.1:${PORTS[0]}" "${1:-200}" "${2:-1000}" "$kind"
+done

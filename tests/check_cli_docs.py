@@ -8,13 +8,15 @@ Checks, printing every difference and exiting 1 if there is any:
   - the synopsis lines of `rlock --help` (its "Usage:" block) and of the
     man page's SYNOPSIS agree word for word, in the same order;
   - each command's own `rlock COMMAND --help` usage is that command's
-    synopsis line (the commands are those listed under "Commands:");
+    synopsis lines, in the same order (the commands are those listed under
+    "Commands:"; latch has one line per verb);
   - every option in the man page's OPTIONS (the tags of its .TP items)
     is in the help texts' option lists (main and commands), and the
     reverse;
   - every exit status a help text lists (its "Exit status:" block) is
     one the man page's EXIT STATUS describes, and the commands that
-    write to standard output (status, list, unlock) list 74, its failure.
+    write to standard output (status, list, unlock, latch) list 74, its
+    failure.
 
 Roff is rendered just enough for that: font macros (.B, .I, .BR, .RB,
 .IR, .RI, .BI, .IB) join their arguments as groff does, escapes are
@@ -177,7 +179,7 @@ def man_exit_codes(lines):
             for i, line in enumerate(lines[:-1]) if line.startswith(".TP")}
 
 
-STDOUT_COMMANDS = {"status", "list", "unlock"}
+STDOUT_COMMANDS = {"status", "list", "unlock", "latch"}
 
 
 def help_commands(text):
@@ -226,7 +228,7 @@ def main():
                           f"(cannot write the output)")
         own = help_synopsis(text)
         mine = [e for e in help_syn if cmd in e]
-        if len(own) != 1 or len(mine) != 1 or own[0] != mine[0]:
+        if not own or own != mine:
             errors.append(
                 f"rlock {cmd} --help usage differs from rlock --help:\n"
                 f"  {cmd} --help: {' / '.join(' '.join(e) for e in own)}\n"

@@ -8,8 +8,8 @@
 int fuzz_cli_exec(int argc, char **argv, fuzz_exec *out) {
   exec_args a = EXEC_ARGS_INIT;
   int status = parse_exec(argc, argv, &a);
-  *out = (fuzz_exec){a.wait_ms, a.lease_ms, a.kill_after_ms, a.kind,
-                     a.names,   a.nnames,   a.command,       a.on_lost_ignore};
+  *out = (fuzz_exec){a.wait_ms, a.lease_ms, a.kill_after_ms,  a.kind,   a.names,
+                     a.nnames,  a.command,  a.on_lost_ignore, a.permits};
   if (status == CLI_CONTINUE && a.name != a.names[0])
     abort(); /* the first name is names[0] */
   return status;

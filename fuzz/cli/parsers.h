@@ -3,10 +3,10 @@
  * parsers.h - the rlock CLI's option parsers, reached by fuzz_cli.
  *
  * They are static in src/cli (main.c, cmd_exec.c, cmd_status.c,
- * cmd_unlock.c, cmd_list.c); each file here #includes one of those sources
- * whole and hands its parser out, so the CLI itself stays as it is. Each
- * returns CLI_CONTINUE (parsed: go on and do the work) or the exit status the
- * CLI would exit with, after printing the same help or usage text.
+ * cmd_unlock.c, cmd_list.c, cmd_latch.c); each file here #includes one of those
+ * sources whole and hands its parser out, so the CLI itself stays as it is.
+ * Each returns CLI_CONTINUE (parsed: go on and do the work) or the exit status
+ * the CLI would exit with, after printing the same help or usage text.
  */
 #ifndef RLOCK_FUZZ_CLI_PARSERS_H
 #define RLOCK_FUZZ_CLI_PARSERS_H
@@ -24,6 +24,7 @@ typedef struct fuzz_exec {
   int nnames;
   char **command;
   int on_lost_ignore;
+  int64_t permits; /* --permits N, or 0 */
 } fuzz_exec;
 
 /* `exec` (argv[0] is "exec"), as cli_cmd_exec parses it. */
@@ -37,5 +38,14 @@ int fuzz_cli_list(int argc, char **argv, const char **pattern, int *json);
 
 /* `unlock`: *name set on CLI_CONTINUE. */
 int fuzz_cli_unlock(int argc, char **argv, const char **name);
+
+/* What `latch`'s options and words said. */
+typedef struct fuzz_latch {
+  const char *verb, *name;
+  int64_t count, wait_ms;
+} fuzz_latch;
+
+/* `latch` (argv[0] is "latch"). */
+int fuzz_cli_latch(int argc, char **argv, fuzz_latch *out);
 
 #endif /* RLOCK_FUZZ_CLI_PARSERS_H */

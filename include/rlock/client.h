@@ -183,7 +183,10 @@ RLOCK_EXTERN int rlock_client_stats(const rlock_client *client,
  * `rlock_` and carry their unit (`_seconds`).
  *
  * Per kind of lock (label `kind`: reentrant, nonreentrant, fair,
- * nonreentrant_fair, read, write, fenced, spin; and multilock, redlock for
+ * nonreentrant_fair, read, write, fenced, spin; semaphore, psemaphore
+ * (the permit-expirable one) and latch, where an acquisition is a permit
+ * taken or a latch's wait that saw zero, and only psemaphore permits are
+ * holds; and multilock, redlock for
  * those acquisitions as a whole, in their first member's client, with
  * acquisitions, timeouts, failures and wait times only; a MultiLock's
  * members count under their own kinds, and a RedLock's members' holds

@@ -39,7 +39,9 @@ typedef struct rlock_config rlock_config;
  * and rlock_lock_check() says so already.
  *
  * @param name     the lock's name (borrowed for the duration of the call)
- * @param owner    the hold's owner field, "<client id>:<owner number>"
+ * @param owner    the hold's owner field, "<client id>:<owner number>"; for a
+ *                 permit of a permit-expirable semaphore (rlock/semaphore.h),
+ *                 `name` is the semaphore's and this the permit's id
  * @param userdata as given to rlock_config_set_lost_callback()
  *
  * No library lock is held during the call. The callback must not block for
@@ -153,10 +155,11 @@ RLOCK_EXTERN int rlock_config_set_unreachable_retry_ms(rlock_config *cfg,
 
 /**
  * Most connections a blocking client opens for commands to one server
- * (the subscriber connections are extra). A caller that finds them all
- * busy waits for one, bounded by the command timeout. A loop client
- * (loop.h) keeps one command connection per server and ignores this.
- * 1 to 1024. Default 64.
+ * (the subscriber connections are extra, as is one connection per server
+ * for its background thread: lease renewals and RedLock rounds). A caller that
+ * finds them all busy waits for one, bounded by the command timeout. A loop
+ * client (loop.h) keeps one command connection per server and ignores this. 1
+ * to 1024. Default 64.
  */
 RLOCK_EXTERN int rlock_config_set_pool_size(rlock_config *cfg, int size);
 

@@ -57,7 +57,9 @@ typedef enum rlock_status {
   /** Waiting would deadlock: the caller holds a read hold on the
    * read-write lock whose write hold it asked for; or rlock_client_free()
    * was called on the client's own background thread (from its lost-lock
-   * callback), which it would have to join. */
+   * callback), which it would have to join; or, as a RedLock member's
+   * status, a blocking RedLock was used on the background thread of that
+   * member's client, which carries the member's calls. */
   RLOCK_EDEADLK = -14,
   /** No replica confirmed the write within the replica sync timeout
    * (rlock_config_set_replica_sync): an acquisition was undone, a release

@@ -64,8 +64,10 @@ RLOCK_EXTERN void rlock_redlock_free(rlock_redlock *r);
  * once the quorum is out of reach. A slow or unreachable member therefore
  * costs a successful round up to that member timeout (validity counts
  * it). A member that did not answer in time may still take its lock on
- * its server (rlock_redlock_release covers it; otherwise it expires with
- * its lease, unrenewed). Rounds that miss the quorum release what they
+ * its server: a round that fails gives it back, sent after the attempt on
+ * the same connection; after a round that succeeded without it,
+ * rlock_redlock_release covers it (otherwise it expires with its lease,
+ * unrenewed). Rounds that miss the quorum release what they
  * took and are retried after a short random pause until the wait runs
  * out (contention only, when waiting for ever).
  * @param result if not NULL, receives the outcome of the last round (also
@@ -81,7 +83,8 @@ RLOCK_EXTERN int rlock_redlock_try_acquire(rlock_redlock_result **result,
                                            int64_t lease_ms);
 
 /** rlock_redlock_try_acquire(), giving up when `cancel` fires (checked
- * between rounds): RLOCK_ECANCELED, nothing held. */
+ * at least every 20 ms, within a round too): RLOCK_ECANCELED, nothing
+ * held. */
 RLOCK_EXTERN int rlock_redlock_try_acquire_cancel(rlock_redlock_result **result,
                                                   rlock_redlock *r,
                                                   int64_t wait_ms,
@@ -90,8 +93,8 @@ RLOCK_EXTERN int rlock_redlock_try_acquire_cancel(rlock_redlock_result **result,
 
 /**
  * Acquire a quorum with options (lock.h): the wait, each member's lease,
- * the cancel token (checked between rounds) and the owner. The other
- * RedLock acquire functions are short forms of this one.
+ * the cancel token (as rlock_redlock_try_acquire_cancel()) and the owner. The
+ * other RedLock acquire functions are short forms of this one.
  * @param opts NULL for the defaults (wait for ever, watchdog leases).
  * @return as rlock_redlock_try_acquire(); RLOCK_EINVAL also for an
  *         unknown options version or a token asked for (a RedLock issues
@@ -124,7 +127,8 @@ rlock_redlock_result_validity_ms(const rlock_redlock_result *res);
 /** Number of members (the same order as given to rlock_redlock_new). */
 RLOCK_EXTERN size_t rlock_redlock_result_count(const rlock_redlock_result *res);
 /** RLOCK_OK when member `i` was taken, else why not (RLOCK_ELOCKED,
- * RLOCK_EIO, RLOCK_ETIMEOUT, ...). */
+ * RLOCK_EIO, RLOCK_ETIMEOUT, RLOCK_EDEADLK on the background thread of
+ * that member's client, ...). */
 RLOCK_EXTERN int rlock_redlock_result_status(const rlock_redlock_result *res,
                                              size_t i);
 /** A message for member `i` ("" when taken). Borrowed. */

@@ -3,8 +3,9 @@
 
 The binding of librlock (the C library): the same locks, keys, channels
 and scripts as Redisson's RLock, RFairLock, RReadWriteLock, RFencedLock,
-RSpinLock, MultiLock and RedLock, so Python services share locks with Java
-services, the ``rlock`` command and C programs.
+RSpinLock, MultiLock and RedLock, and of its RSemaphore,
+RPermitExpirableSemaphore and RCountDownLatch, so Python services share
+them with Java services, the ``rlock`` command and C programs.
 
     import rlock
 
@@ -27,6 +28,8 @@ from ._client import (Cancel, Client, Election, FairLock, FencedLock, Lock, Mult
                       NonReentrantFairLock, NonReentrantLock, ReadLock,
                       ReadWriteLock, RedLock, SpinLock, Stats, WriteLock,
                       lock_order)
+from ._sync import (CountDownLatch, Permit, PermitExpirableSemaphore,
+                    Semaphore)
 from ._errors import (AlreadyHeld, AuthError, Canceled, Closed,
                       ConnectionError, Deadlock, Error, InvalidArgument,
                       Locked, LockLost, NotHeld, OutOfMemory, ProtocolError,
@@ -42,6 +45,7 @@ library_version = LIBRARY_VERSION
 __all__ = [
     "Client", "Election", "Leader", "Lock", "FairLock", "FencedLock", "SpinLock", "ReadLock",
     "NonReentrantLock", "NonReentrantFairLock", "AlreadyHeld",
+    "Semaphore", "PermitExpirableSemaphore", "Permit", "CountDownLatch",
     "WriteLock", "ReadWriteLock", "MultiLock", "RedLock", "Owner", "Cancel",
     "LockInfo", "Holder", "Waiter", "RedLockResult", "MemberResult", "Stats",
     "Metrics", "LockMetrics", "Histogram", "MetricsCollector",

@@ -197,6 +197,47 @@ typedef int (*rlock_lock_list_fn)(const char *name, const char *kind,
 int rlock_client_list_locks(rlock_client *client, const char *pattern,
                             rlock_lock_list_fn fn, void *arg);
 
+/* semaphore.h */
+#define RLOCK_MAX_PERMITS ...
+#define RLOCK_PERMIT_ID_LEN ...
+typedef struct rlock_semaphore rlock_semaphore;
+int rlock_semaphore_new(rlock_semaphore **out, rlock_client *client,
+                        const char *name);
+void rlock_semaphore_free(rlock_semaphore *sem);
+int rlock_semaphore_try_set_permits(int *set, rlock_semaphore *sem,
+                                    int64_t permits);
+int rlock_semaphore_set_permits(rlock_semaphore *sem, int64_t permits);
+int rlock_semaphore_add_permits(rlock_semaphore *sem, int64_t delta);
+int rlock_semaphore_release(rlock_semaphore *sem, int64_t permits);
+int rlock_semaphore_available(int64_t *available, rlock_semaphore *sem);
+int rlock_semaphore_drain(int64_t *drained, rlock_semaphore *sem);
+typedef struct rlock_psemaphore rlock_psemaphore;
+int rlock_psemaphore_new(rlock_psemaphore **out, rlock_client *client,
+                         const char *name);
+void rlock_psemaphore_free(rlock_psemaphore *sem);
+int rlock_psemaphore_try_set_permits(int *set, rlock_psemaphore *sem,
+                                     int64_t permits);
+int rlock_psemaphore_set_permits(rlock_psemaphore *sem, int64_t permits);
+int rlock_psemaphore_add_permits(rlock_psemaphore *sem, int64_t delta);
+int rlock_psemaphore_release(rlock_psemaphore *sem, const char *id);
+int rlock_psemaphore_update_lease(rlock_psemaphore *sem, const char *id,
+                                  int64_t lease_ms);
+int rlock_psemaphore_check(rlock_psemaphore *sem, const char *id);
+int rlock_psemaphore_available(int64_t *available, rlock_psemaphore *sem);
+int rlock_psemaphore_permits(int64_t *permits, rlock_psemaphore *sem);
+int rlock_psemaphore_lease_ms(int64_t *remaining_ms, rlock_psemaphore *sem,
+                              const char *id);
+
+/* latch.h */
+typedef struct rlock_latch rlock_latch;
+int rlock_latch_new(rlock_latch **out, rlock_client *client,
+                    const char *name);
+void rlock_latch_free(rlock_latch *latch);
+int rlock_latch_try_set_count(int *set, rlock_latch *latch, int64_t count);
+int rlock_latch_count_down(rlock_latch *latch);
+int rlock_latch_count(int64_t *count, rlock_latch *latch);
+int rlock_latch_delete(int *deleted, rlock_latch *latch);
+
 /* multilock.h */
 typedef struct rlock_multilock rlock_multilock;
 #define RLOCK_MAX_MEMBERS ...
@@ -279,6 +320,54 @@ int rlock_redlock_acquire_async_result(rlock_redlock *r,
 int rlock_redlock_release_async_result(rlock_redlock *r, uint64_t owner,
                                        rlock_redlock_fn cb, void *arg);
 
+typedef void (*rlock_permit_fn)(void *arg, int rc, const char *id);
+int rlock_semaphore_acquire_async(rlock_semaphore *sem, int64_t permits,
+                                  int64_t wait_ms, rlock_async_fn cb,
+                                  void *arg, rlock_op **op);
+int rlock_semaphore_release_async(rlock_semaphore *sem, int64_t permits,
+                                  rlock_async_fn cb, void *arg);
+int rlock_semaphore_try_set_permits_async(rlock_semaphore *sem,
+                                          int64_t permits, rlock_async_fn cb,
+                                          void *arg);
+int rlock_semaphore_set_permits_async(rlock_semaphore *sem, int64_t permits,
+                                      rlock_async_fn cb, void *arg);
+int rlock_semaphore_add_permits_async(rlock_semaphore *sem, int64_t delta,
+                                      rlock_async_fn cb, void *arg);
+int rlock_semaphore_available_async(rlock_semaphore *sem, rlock_async_fn cb,
+                                    void *arg);
+int rlock_semaphore_drain_async(rlock_semaphore *sem, rlock_async_fn cb,
+                                void *arg);
+int rlock_psemaphore_acquire_async(rlock_psemaphore *sem, int64_t wait_ms,
+                                   int64_t lease_ms, rlock_permit_fn cb,
+                                   void *arg, rlock_op **op);
+int rlock_psemaphore_release_async(rlock_psemaphore *sem, const char *id,
+                                   rlock_async_fn cb, void *arg);
+int rlock_psemaphore_update_lease_async(rlock_psemaphore *sem,
+                                        const char *id, int64_t lease_ms,
+                                        rlock_async_fn cb, void *arg);
+int rlock_psemaphore_try_set_permits_async(rlock_psemaphore *sem,
+                                           int64_t permits,
+                                           rlock_async_fn cb, void *arg);
+int rlock_psemaphore_set_permits_async(rlock_psemaphore *sem,
+                                       int64_t permits, rlock_async_fn cb,
+                                       void *arg);
+int rlock_psemaphore_add_permits_async(rlock_psemaphore *sem, int64_t delta,
+                                       rlock_async_fn cb, void *arg);
+int rlock_psemaphore_available_async(rlock_psemaphore *sem,
+                                     rlock_async_fn cb, void *arg);
+int rlock_psemaphore_permits_async(rlock_psemaphore *sem, rlock_async_fn cb,
+                                   void *arg);
+int rlock_psemaphore_lease_ms_async(rlock_psemaphore *sem, const char *id,
+                                    rlock_async_fn cb, void *arg);
+int rlock_latch_try_set_count_async(rlock_latch *latch, int64_t count,
+                                    rlock_async_fn cb, void *arg);
+int rlock_latch_count_down_async(rlock_latch *latch, rlock_async_fn cb,
+                                 void *arg);
+int rlock_latch_count_async(rlock_latch *latch, rlock_async_fn cb, void *arg);
+int rlock_latch_await_async(rlock_latch *latch, int64_t wait_ms,
+                            rlock_async_fn cb, void *arg, rlock_op **op);
+int rlock_latch_delete_async(rlock_latch *latch, rlock_async_fn cb,
+                             void *arg);
 typedef struct rlock_election rlock_election;
 typedef struct rlock_leader rlock_leader;
 #define RLOCK_MAX_LEADER_VALUE ...
@@ -319,6 +408,15 @@ int rlock_py_election_campaign(rlock_election *e, const char *value,
 int rlock_py_redlock_acquire(rlock_redlock_result **result, rlock_redlock *r,
                              const rlock_acquire_options *opts, int *rc);
 
+int rlock_py_semaphore_acquire(rlock_semaphore *sem, int64_t permits,
+                               int64_t wait_ms, rlock_cancel *cancel,
+                               int *rc);
+int rlock_py_psemaphore_acquire(char *id, rlock_psemaphore *sem,
+                                int64_t wait_ms, int64_t lease_ms,
+                                rlock_cancel *cancel, int *rc);
+int rlock_py_latch_await(rlock_latch *latch, int64_t wait_ms,
+                         rlock_cancel *cancel, int *rc);
+
 /* The callbacks, in Python (rlock/_native.py). */
 extern "Python" void _rlock_lost_cb(const char *, const char *, void *);
 extern "Python" void _rlock_log_cb(rlock_log_level, const char *, void *);
@@ -333,6 +431,7 @@ extern "Python" void _rlock_info_done(void *, int, rlock_lock_info *);
 extern "Python" void _rlock_leader_done(void *, int, rlock_leader *);
 extern "Python" void _rlock_redlock_done(void *, int, int64_t,
                                          rlock_redlock_result *);
+extern "Python" void _rlock_permit_done(void *, int, const char *);
 """
 
 
@@ -560,6 +659,25 @@ static int rlock_py_redlock_acquire(rlock_redlock_result **result,
                                     const rlock_acquire_options *opts,
                                     int *rc) {
   return *rc = rlock_redlock_acquire_opts(result, r, opts);
+}
+
+/* The semaphores' and the latch's waits, for rlock/_wait.py (the same
+ * reason as above: the status stored where the binding can read it). */
+static int rlock_py_semaphore_acquire(rlock_semaphore *sem, int64_t permits,
+                                      int64_t wait_ms, rlock_cancel *cancel,
+                                      int *rc) {
+  return *rc = rlock_semaphore_acquire(sem, permits, wait_ms, cancel);
+}
+
+static int rlock_py_psemaphore_acquire(char *id, rlock_psemaphore *sem,
+                                       int64_t wait_ms, int64_t lease_ms,
+                                       rlock_cancel *cancel, int *rc) {
+  return *rc = rlock_psemaphore_acquire(id, sem, wait_ms, lease_ms, cancel);
+}
+
+static int rlock_py_latch_await(rlock_latch *latch, int64_t wait_ms,
+                                rlock_cancel *cancel, int *rc) {
+  return *rc = rlock_latch_await(latch, wait_ms, cancel);
 }
 """
 

@@ -11,7 +11,7 @@ from types import TracebackType
 from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence,
                     Set, Tuple, Type, Union)
 
-from . import _base, _metrics, _wait
+from . import _base, _metrics, _sync, _wait
 from ._base import (DEFAULT, ECANCELED, ELOCKED, OK, CallbackThread, Handle,
                     Leader, LockInfo, LogLevel, OwnerLike, PubSubMode,
                     RedLockResult, _bytes, _text, check, lease_ms, leader_of,
@@ -170,7 +170,8 @@ class Client:
         replica_sync: confirm lock writes on replicas with WAIT (default
             True); replica_sync_timeout: WAIT's bound (default 1).
         on_lost: called as ``on_lost(name, owner)`` when the watchdog finds
-            a lock this client held gone; runs on the client's callback
+            a lock this client held gone (for a permit of a
+            permit-expirable semaphore: its name and the permit's id); runs on the client's callback
             thread (never while the library holds a mutex), so it may call
             anything, close the client included.
         tls_ca, tls_ca_dir, tls_cert, tls_key, tls_server_name,
@@ -506,6 +507,29 @@ class Client:
         """A quorum lock over reentrant locks of independent servers (one
         client each)."""
         return RedLock(*locks, wait=wait, lease=lease)
+
+    # ---- semaphores and the latch (rlock/_sync.py) -------------------------
+    def semaphore(self, name: str, *,
+                  wait: Optional[float] = None) -> "_sync.Semaphore":
+        """A semaphore (Redisson's RSemaphore) named `name`, shaped like
+        threading.Semaphore, with its own `wait` for ``with`` (None: for
+        ever). Its permits never expire (see Semaphore). No I/O."""
+        return _sync.Semaphore(self, name, wait=wait)
+
+    def permit_expirable_semaphore(
+            self, name: str, *, wait: Optional[float] = None,
+            lease: Optional[float] = None
+    ) -> "_sync.PermitExpirableSemaphore":
+        """A permit-expirable semaphore (RPermitExpirableSemaphore): each
+        permit has an id and a lease (`lease` seconds, or None: renewed by
+        the watchdog while held) and comes back by itself. No I/O."""
+        return _sync.PermitExpirableSemaphore(self, name, wait=wait,
+                                              lease=lease)
+
+    def count_down_latch(self, name: str) -> "_sync.CountDownLatch":
+        """A count-down latch (RCountDownLatch), waited on as
+        threading.Event. No I/O."""
+        return _sync.CountDownLatch(self, name)
 
 
 def _close_all() -> None:

@@ -48,7 +48,7 @@ _EMPTY = Histogram((), 0.0, 0)
 class LockMetrics:
     """The metrics of one kind of lock ("reentrant", "fair", "read",
     "write", "fenced", "spin", "nonreentrant", "nonreentrant_fair",
-    "multilock", "redlock"), or of one lock name of that kind when the
+    "multilock", "redlock", "semaphore", "psemaphore", "latch"), or of one lock name of that kind when the
     client keeps it apart (``metrics_names``); `name` is None for the
     kind's series."""
 

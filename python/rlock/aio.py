@@ -22,6 +22,10 @@ starts with ``a``, as ``aclose`` does: the queries are ``alocked()``,
 it is (a coroutine object, always true). The names they had before
 (``locked()``, ...) still work when awaited, with a DeprecationWarning,
 and raise TypeError in a boolean context instead of being always true.
+The semaphores and the latch follow the same rule: ``acquire``,
+``release`` and the latch's ``wait`` (asyncio.Event's) are awaited under
+those names, the rest with an ``a`` (``aavailable()``, ``acount_down()``,
+...).
 
 Owners: by default each asyncio Task is an owner (a task that holds a lock
 may acquire it again; two tasks exclude each other). Pass ``owner=`` (an
@@ -42,21 +46,21 @@ from typing import (Any, Awaitable, Callable, Coroutine, Dict, Generator,
                     Generic, Iterable, List, NoReturn, Optional, Sequence,
                     Tuple, Type, TypeVar, Union)
 
-from . import _base, _metrics
-from ._base import (DEFAULT, ECANCELED, ELOCKED, OK, Handle, Leader, LockInfo,
-                    LogLevel, Owner, OwnerLike, PubSubMode, RedLockResult,
-                    _bytes, _text, check, lease_ms, leader_of, leader_value,
-                    lock_info, owner_number,
-                    pick_lease, pick_wait, redlock_result, spin_options,
-                    wait_ms)
+from . import _base, _metrics, _sync
+from ._base import (DEFAULT, ECANCELED, ELOCKED, OK, Handle, Leader,
+                    LockInfo, LogLevel, Owner, OwnerLike, PubSubMode,
+                    RedLockResult, _bytes, _text, check, lease_ms, leader_of,
+                    leader_value, lock_info, owner_number, pick_lease,
+                    pick_wait, redlock_result, spin_options, wait_ms)
 from ._client import Stats
 from ._metrics import Metrics, MetricsCollector
-from ._errors import Closed, InvalidArgument, Locked, error_for
+from ._errors import Closed, Error, InvalidArgument, Locked, error_for
 from ._native import ffi, lib
 
 __all__ = ["Client", "Lock", "FairLock", "FencedLock", "SpinLock",
            "ReadLock", "WriteLock", "ReadWriteLock", "MultiLock", "RedLock",
-           "Election"]
+           "Semaphore", "PermitExpirableSemaphore", "Permit",
+           "CountDownLatch", "Election"]
 
 _READ = lib.RLOCK_LOOP_READ
 _WRITE = lib.RLOCK_LOOP_WRITE
@@ -581,6 +585,22 @@ class Client:
         """A quorum lock over reentrant locks of several loop clients."""
         return RedLock(*locks, wait=wait, lease=lease)
 
+    def semaphore(self, name: str, *,
+                  wait: Optional[float] = None) -> "Semaphore":
+        """A semaphore (RSemaphore); its permits never expire. No I/O."""
+        return Semaphore(self, name, wait=wait)
+
+    def permit_expirable_semaphore(
+            self, name: str, *, wait: Optional[float] = None,
+            lease: Optional[float] = None) -> "PermitExpirableSemaphore":
+        """A permit-expirable semaphore (RPermitExpirableSemaphore). No
+        I/O."""
+        return PermitExpirableSemaphore(self, name, wait=wait, lease=lease)
+
+    def count_down_latch(self, name: str) -> "CountDownLatch":
+        """A count-down latch (RCountDownLatch). No I/O."""
+        return CountDownLatch(self, name)
+
 
 async def _settle(op: _Op) -> Tuple[int, Any, str]:
     """Await an operation that cannot be canceled (releases, queries):
@@ -1100,6 +1120,370 @@ class RedLock(_Group):
         rc, _, msg = await _settle(op)
         if rc != OK:
             raise error_for(rc, msg)
+
+
+# ---- semaphores and the count-down latch -----------------------------------
+@ffi.def_extern()
+def _rlock_permit_done(arg: Any, rc: int, pid: Any) -> None:
+    try:
+        ffi.from_handle(arg).finish(rc, _text(pid) if rc == OK else None)
+    except BaseException:  # pragma: no cover
+        pass
+
+
+class _SyncObject:
+    """A semaphore's or latch's C object on a loop client."""
+
+    _new: Callable[..., int]
+    _free: Callable[[Any], None]
+    _ctype = ""
+
+    def __init__(self, client: Client, name: str) -> None:
+        if not isinstance(client, Client):
+            raise TypeError("client must be an rlock.aio.Client, not "
+                            f"{type(client).__name__}")
+        client._check()
+        self._client = client
+        self._name = name
+        p = ffi.new(f"{self._ctype} **")
+        check(self._new(p, client._ptr, _bytes(name, "name")))
+        self._h = Handle(p[0], self._free)
+        client._track(self._h)
+
+    def __del__(self) -> None:
+        h = getattr(self, "_h", None)
+        if h is not None:
+            self._client._untrack(h)
+
+    def __repr__(self) -> str:
+        return f"<rlock.aio.{type(self).__name__} {self._name!r}>"
+
+    @property
+    def name(self) -> str:
+        """The name (its key in Redis)."""
+        return self._name
+
+    @property
+    def client(self) -> Client:
+        """The client it uses."""
+        return self._client
+
+    async def _value(self, kind: str, fn: Callable[..., int],
+                     *args: Any) -> Any:
+        op = self._client._start(kind, fn, self._h.ptr, *args,
+                                 lib._rlock_async_done)
+        rc, value, msg = await _settle(op)
+        if rc != OK:
+            raise error_for(rc, msg)
+        return value
+
+
+class Semaphore(_SyncObject):
+    """A semaphore (RSemaphore) of an aio.Client, shaped like
+    asyncio.Semaphore but awaited throughout: ``async with sem:`` holds a
+    permit; ``await sem.acquire(permits=n)``, ``await sem.release(n)``;
+    the other calls are coroutines named with an ``a``. Its permits never
+    expire (rlock.Semaphore says why that matters). Cancelling the task
+    that awaits acquire() cancels the wait; permits granted meanwhile are
+    given back."""
+
+    _new = staticmethod(lib.rlock_semaphore_new)
+    _free = staticmethod(lib.rlock_semaphore_free)
+    _ctype = "rlock_semaphore"
+
+    def __init__(self, client: Client, name: str, *,
+                 wait: Optional[float] = None) -> None:
+        wait_ms(True, wait, "wait")
+        self._wait: Optional[float] = wait
+        super().__init__(client, name)
+
+    @property
+    def wait(self) -> Optional[float]:
+        """The semaphore's own wait in seconds (None: for ever)."""
+        return self._wait
+
+    async def acquire(self, blocking: bool = True,
+                      timeout: Optional[float] = DEFAULT, *,
+                      permits: int = 1,
+                      wait: Optional[float] = DEFAULT) -> bool:
+        """Take `permits` permits (rlock.Semaphore.acquire's arguments and
+        answers)."""
+        n = _sync.count_arg(permits, "permits")
+        w = pick_wait(blocking, timeout, wait, self._wait)
+        op = self._client._start("acquire", lib.rlock_semaphore_acquire_async,
+                                 self._h.ptr, n, w, lib._rlock_async_done,
+                                 with_op=True)
+        rc, _, msg = await _acquisition(op, lambda: self.release(n))
+        return _answer(rc, msg)
+
+    async def release(self, n: int = 1) -> None:
+        """Give `n` permits back."""
+        await self._value("release", lib.rlock_semaphore_release_async,
+                          _sync.count_arg(n, "n"))
+
+    async def __aenter__(self) -> "Semaphore":
+        if not await self.acquire():
+            raise Locked(f"semaphore '{self._name}': no permit within its "
+                         f"wait of {self._wait} s")
+        return self
+
+    async def __aexit__(self, et: Optional[Type[BaseException]],
+                        ev: Optional[BaseException],
+                        tb: Optional[TracebackType]) -> None:
+        await self.release()
+
+    async def aavailable(self) -> int:
+        """The permits available now."""
+        return int(await self._value("available",
+                                     lib.rlock_semaphore_available_async))
+
+    async def atry_set_permits(self, permits: int) -> bool:
+        """Set the permits if none were ever set; True when set."""
+        return bool(await self._value(
+            "try-set", lib.rlock_semaphore_try_set_permits_async,
+            _sync.count_arg(permits, "permits")))
+
+    async def aset_permits(self, permits: int) -> None:
+        """Set the available permits, whatever they were."""
+        await self._value("set", lib.rlock_semaphore_set_permits_async,
+                          _sync.count_arg(permits, "permits"))
+
+    async def aadd_permits(self, delta: int) -> None:
+        """Add `delta` permits (negative takes away)."""
+        await self._value("add", lib.rlock_semaphore_add_permits_async,
+                          _sync.count_arg(delta, "delta"))
+
+    async def adrain(self) -> int:
+        """Take every available permit; returns how many."""
+        return int(await self._value("drain",
+                                     lib.rlock_semaphore_drain_async))
+
+
+def _permit_id(permit: Any) -> bytes:
+    if isinstance(permit, Permit):
+        return permit.id.encode()
+    if isinstance(permit, str):
+        return _bytes(permit, "permit id")
+    raise TypeError("permit must be an rlock.aio.Permit or its id (str), "
+                    f"not {type(permit).__name__}")
+
+
+class Permit:
+    """One permit of an aio PermitExpirableSemaphore: its id and
+    semaphore; ``async with`` releases it at the end."""
+
+    __slots__ = ("id", "semaphore")
+
+    def __init__(self, semaphore: "PermitExpirableSemaphore",
+                 id: str) -> None:
+        self.semaphore = semaphore
+        self.id = id
+
+    def __repr__(self) -> str:
+        return f"<rlock.aio.Permit {self.id} of {self.semaphore.name!r}>"
+
+    async def release(self) -> None:
+        """await semaphore.release(this permit)."""
+        await self.semaphore.release(self)
+
+    async def aupdate_lease(self, lease: float) -> None:
+        """await semaphore.aupdate_lease(this permit, lease)."""
+        await self.semaphore.aupdate_lease(self, lease)
+
+    def check(self) -> bool:
+        """semaphore.check(this permit), locally."""
+        return self.semaphore.check(self)
+
+    async def __aenter__(self) -> "Permit":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.release()
+
+
+class PermitExpirableSemaphore(_SyncObject):
+    """A permit-expirable semaphore (RPermitExpirableSemaphore) of an
+    aio.Client: ``await sem.acquire()`` returns a Permit (or None), taken
+    with ``lease=`` seconds or renewed by the watchdog on the loop;
+    ``await sem.release(permit)``; ``async with sem as permit:``. The
+    rules are rlock.PermitExpirableSemaphore's; cancelling the task that
+    awaits acquire() cancels the wait, and a permit granted meanwhile is
+    released."""
+
+    _new = staticmethod(lib.rlock_psemaphore_new)
+    _free = staticmethod(lib.rlock_psemaphore_free)
+    _ctype = "rlock_psemaphore"
+
+    def __init__(self, client: Client, name: str, *,
+                 wait: Optional[float] = None,
+                 lease: Optional[float] = None) -> None:
+        wait_ms(True, wait, "wait")
+        lease_ms(lease)
+        self._wait: Optional[float] = wait
+        self._lease: Optional[float] = lease
+        # Each task's permits from ``async with``, innermost last.
+        self._entered: "weakref.WeakKeyDictionary[Any, List[Permit]]" = \
+            weakref.WeakKeyDictionary()
+        super().__init__(client, name)
+
+    @property
+    def wait(self) -> Optional[float]:
+        """The semaphore's own wait in seconds (None: for ever)."""
+        return self._wait
+
+    @property
+    def lease(self) -> Optional[float]:
+        """The semaphore's own lease in seconds (None: the watchdog)."""
+        return self._lease
+
+    async def acquire(self, blocking: bool = True,
+                      timeout: Optional[float] = DEFAULT,
+                      lease: Optional[float] = DEFAULT, *,
+                      wait: Optional[float] = DEFAULT) -> Optional[Permit]:
+        """Take one permit: the Permit, or None when none came within the
+        wait (rlock.PermitExpirableSemaphore.acquire's arguments)."""
+        w = pick_wait(blocking, timeout, wait, self._wait)
+        ls = pick_lease(lease, self._lease)
+        op = self._client._start("acquire",
+                                 lib.rlock_psemaphore_acquire_async,
+                                 self._h.ptr, w, ls, lib._rlock_permit_done,
+                                 with_op=True)
+
+        def give_back() -> Awaitable[Any]:
+            return self.release(str(op.fut.result()[1]))
+        rc, pid, msg = await _acquisition(op, give_back)
+        if not _answer(rc, msg):
+            return None
+        return Permit(self, str(pid))
+
+    async def release(self, permit: Union[Permit, str]) -> None:
+        """Give the permit back (LockLost, NotHeld as the sync one's)."""
+        await self._value("release", lib.rlock_psemaphore_release_async,
+                          _permit_id(permit))
+
+    async def aupdate_lease(self, permit: Union[Permit, str],
+                            lease: float) -> None:
+        """Give the permit a fixed lease of `lease` seconds from now."""
+        ms = lease_ms(lease)
+        if ms == lib.RLOCK_LEASE_WATCHDOG:
+            raise InvalidArgument("update_lease needs a lease in seconds")
+        await self._value("update", lib.rlock_psemaphore_update_lease_async,
+                          _permit_id(permit), ms)
+
+    def check(self, permit: Union[Permit, str]) -> bool:
+        """Local check of a permit this client took: True held, False not
+        held here; LockLost when lost."""
+        self._client._check()
+        rc = lib.rlock_psemaphore_check(self._h.ptr, _permit_id(permit))
+        if rc == lib.RLOCK_ENOTHELD:
+            return False
+        if rc != OK:
+            raise error_for(rc)
+        return True
+
+    async def alease_left(self, permit: Union[Permit, str]
+                          ) -> Optional[float]:
+        """Seconds left on the permit's lease; None when not leased."""
+        try:
+            ms = await self._value("lease",
+                                   lib.rlock_psemaphore_lease_ms_async,
+                                   _permit_id(permit))
+        except Error as e:
+            if e.code == lib.RLOCK_ENOTHELD:
+                return None
+            raise
+        return int(ms) / 1000
+
+    async def aavailable(self) -> int:
+        """The permits available now."""
+        return int(await self._value("available",
+                                     lib.rlock_psemaphore_available_async))
+
+    async def apermits(self) -> int:
+        """The total: available plus leased."""
+        return int(await self._value("permits",
+                                     lib.rlock_psemaphore_permits_async))
+
+    async def atry_set_permits(self, permits: int) -> bool:
+        """Set the permits if none were ever set; True when set."""
+        return bool(await self._value(
+            "try-set", lib.rlock_psemaphore_try_set_permits_async,
+            _sync.count_arg(permits, "permits")))
+
+    async def aset_permits(self, permits: int) -> None:
+        """Make the total (available plus leased) `permits`."""
+        await self._value("set", lib.rlock_psemaphore_set_permits_async,
+                          _sync.count_arg(permits, "permits"))
+
+    async def aadd_permits(self, delta: int) -> None:
+        """Add `delta` available permits (negative takes away)."""
+        await self._value("add", lib.rlock_psemaphore_add_permits_async,
+                          _sync.count_arg(delta, "delta"))
+
+    def _task(self) -> "asyncio.Task[Any]":
+        task = asyncio.current_task()
+        if task is None:
+            raise InvalidArgument("async with needs a current asyncio task")
+        return task
+
+    async def __aenter__(self) -> Permit:
+        """Take a permit with the semaphore's own wait and lease; Locked
+        when that wait ends without one."""
+        permit = await self.acquire()
+        if permit is None:
+            raise Locked(f"semaphore '{self._name}': no permit within its "
+                         f"wait of {self._wait} s")
+        self._entered.setdefault(self._task(), []).append(permit)
+        return permit
+
+    async def __aexit__(self, *exc: Any) -> None:
+        """Release the permit this task's ``async with`` took."""
+        await self._entered[self._task()].pop().release()
+
+
+class CountDownLatch(_SyncObject):
+    """A count-down latch (RCountDownLatch) of an aio.Client: ``await
+    latch.wait()`` returns True once the count is zero (asyncio.Event's
+    wait, with an optional bound); the other calls are coroutines named
+    with an ``a``."""
+
+    _new = staticmethod(lib.rlock_latch_new)
+    _free = staticmethod(lib.rlock_latch_free)
+    _ctype = "rlock_latch"
+
+    async def atry_set_count(self, count: int) -> bool:
+        """Set the count if the latch has none; True when set."""
+        return bool(await self._value(
+            "try-set", lib.rlock_latch_try_set_count_async,
+            _sync.count_arg(count, "count")))
+
+    async def acount_down(self) -> None:
+        """Count down by one."""
+        await self._value("down", lib.rlock_latch_count_down_async)
+
+    async def acount(self) -> int:
+        """The count now (0 when none is set)."""
+        return int(await self._value("count", lib.rlock_latch_count_async))
+
+    async def wait(self, timeout: Optional[float] = DEFAULT, *,
+                   wait: Optional[float] = DEFAULT) -> bool:
+        """Wait until the count is zero, at most `timeout` (or `wait`)
+        seconds (None: for ever); True when zero, False when the wait
+        ended first. Cancelling the task cancels the wait."""
+        w = pick_wait(True, timeout, wait, None)
+        op = self._client._start("await", lib.rlock_latch_await_async,
+                                 self._h.ptr, w, lib._rlock_async_done,
+                                 with_op=True)
+        rc, _, msg = await _acquisition(op, _nothing)
+        return _answer(rc, msg)
+
+    async def adelete(self) -> bool:
+        """Delete the latch whatever its count; True when there was one."""
+        return bool(await self._value("delete", lib.rlock_latch_delete_async))
+
+
+async def _nothing() -> None:
+    """A latch's wait holds nothing to give back."""
 
 
 class Election:

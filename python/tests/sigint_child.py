@@ -5,7 +5,8 @@
     sigint_child.py KIND NAME URL [URL...] [--KEYWORD=SECONDS ...]
 
 KIND: reentrant, fair, fenced, spin, read, write, multi (two reentrant
-locks NAME:a and NAME:b), red (a RedLock over the URLs, one client each).
+locks NAME:a and NAME:b), red (a RedLock over the URLs, one client each),
+semaphore and psemaphore (``with sem:``), latch (``latch.wait()``).
 --KEYWORD=SECONDS: a keyword of rlock.Client (command_timeout=30, ...).
 Prints, one line each, flushed:
   "waiting"                    just before ``with``
@@ -43,6 +44,12 @@ def make(kind: str, name: str, clients: List[rlock.Client]) -> Any:
         return c.multi_lock(c.lock(name + ":a"), c.lock(name + ":b"))
     if kind == "red":
         return rlock.RedLock(*(x.lock(name) for x in clients))
+    if kind == "semaphore":
+        return c.semaphore(name)
+    if kind == "psemaphore":
+        return c.permit_expirable_semaphore(name)
+    if kind == "latch":
+        return c.count_down_latch(name)
     raise SystemExit(f"unknown kind {kind}")
 
 
@@ -72,11 +79,17 @@ def main() -> None:
     threading.Thread(target=watch, args=(clients, done), daemon=True).start()
     print("waiting", flush=True)
     try:
-        with lock:
+        if kind == "latch":
+            lock.wait()
+        else:
+            with lock:
+                print("entered", flush=True)
+        if kind == "latch":
             print("entered", flush=True)
     except KeyboardInterrupt:
         members = lock.locks if hasattr(lock, "locks") else [lock]
-        holds = sum(1 for m in members if m.check())
+        # A semaphore's holds are on the server (the test looks there).
+        holds = sum(1 for m in members if hasattr(m, "locked") and m.check())
         print(f"interrupted {holds}", flush=True)
     except BaseException as e:  # reported to the test
         print(f"error {e!r}", flush=True)

@@ -255,3 +255,81 @@ async def test_aextend(server: Server, name: str) -> None:
         with pytest.raises(rlock.LockLost):
             await lock.aextend(20)
         assert int(server.cmd("EXISTS", name)) == 0
+
+
+async def test_semaphores_and_latch(server: Server, name: str) -> None:
+    async with rlock.aio.Client(server.url) as c:
+        sem = c.semaphore(name)
+        assert await sem.atry_set_permits(1) is True
+        assert await sem.acquire() is True
+        waiter = asyncio.create_task(sem.acquire(timeout=20))
+        await until(lambda: asyncio.sleep(0, c.stats().waits >= 1),
+                    "the semaphore waiter")
+        await sem.release()
+        assert await waiter is True
+        assert await sem.aavailable() == 0
+        assert await sem.acquire(blocking=False) is False
+        await sem.release()
+        async with sem:
+            assert await sem.aavailable() == 0
+        await sem.aadd_permits(2)
+        assert await sem.adrain() == 3
+        await sem.aset_permits(1)
+        # a cancelled wait takes nothing
+        held = await sem.acquire()
+        t = asyncio.create_task(sem.acquire())
+        await asyncio.sleep(0.05)
+        t.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await t
+        await sem.release()
+        assert await sem.aavailable() == 1 and held
+
+        ps = c.permit_expirable_semaphore(name + "p")
+        assert await ps.atry_set_permits(1)
+        p = await ps.acquire(lease=30)
+        assert isinstance(p, rlock.aio.Permit) and len(p.id) == 32
+        assert ps.check(p) and await ps.aavailable() == 0
+        assert await ps.acquire(blocking=False) is None
+        left = await ps.alease_left(p)
+        assert left is not None and 25 < left <= 30
+        await p.aupdate_lease(60)
+        await p.release()
+        with pytest.raises(rlock.NotHeld):
+            await ps.release("0" * 32)
+        async with ps as permit:
+            assert ps.check(permit) and await ps.apermits() == 1
+        assert await ps.aavailable() == 1
+
+        latch = c.count_down_latch(name + "l")
+        assert await latch.wait(0) is True
+        assert await latch.atry_set_count(2)
+        w = asyncio.create_task(latch.wait(20))
+        await latch.acount_down()
+        assert await latch.acount() == 1 and not w.done()
+        await latch.acount_down()
+        assert await w is True
+        assert await latch.wait(timeout=0.05) is True
+        assert await latch.atry_set_count(1)
+        assert await latch.wait(0.1) is False
+        assert await latch.adelete() is True
+
+
+async def test_lost_permit_told(server: Server, name: str) -> None:
+    lost: List[str] = []
+    async with rlock.aio.Client(server.url, watchdog_timeout=0.6,
+                                on_lost=lambda n, o: lost.append(o)) as c:
+        ps = c.permit_expirable_semaphore(name)
+        await ps.atry_set_permits(1)
+        p = await ps.acquire()  # renewed by the watchdog on the loop
+        assert p is not None
+        await until(lambda: asyncio.sleep(0, c.stats().renewals >= 4),
+                    "four renewals")
+        assert ps.check(p) and await ps.aavailable() == 0
+        server.cmd("DEL", name, f"{{{name}}}:timeout")
+        await until(lambda: asyncio.sleep(0, bool(lost)), "the loss")
+        assert lost == [p.id]
+        with pytest.raises(rlock.LockLost):
+            ps.check(p)
+        with pytest.raises(rlock.LockLost):
+            await p.release()

@@ -162,6 +162,42 @@ def test_sigint_interrupts_a_wait(kind: str, server: Server,
     child.finish()
 
 
+@pytest.mark.parametrize("kind", ["semaphore", "psemaphore", "latch"])
+def test_sigint_interrupts_a_semaphore_or_latch_wait(
+        kind: str, server: Server, client: rlock.Client, name: str,
+        children: List[Child]) -> None:
+    if kind == "semaphore":
+        client.semaphore(name).try_set_permits(0)
+        chan = f"redisson_sc:{{{name}}}"
+    elif kind == "psemaphore":
+        ps = client.permit_expirable_semaphore(name)
+        ps.try_set_permits(1)
+        mine = ps.acquire(blocking=False)
+        assert mine is not None
+        chan = f"redisson_sc:{{{name}}}"
+    else:
+        client.count_down_latch(name).try_set_count(1)
+        chan = f"redisson_countdownlatch__channel__{{{name}}}"
+    child = Child(kind, name, server.url)
+    children.append(child)
+    child.expect("waiting")
+    wait_for(lambda: numsub(server, chan) >= 1, what=f"the {kind} waiter")
+    took = child.interrupt()
+    print(f"{kind}: KeyboardInterrupt {took * 1000:.1f} ms after SIGINT")
+    assert took < BOUND
+    if kind == "semaphore":  # nothing taken: a release is all there is
+        sem = client.semaphore(name)
+        sem.release()
+        assert sem.available() == 1
+    elif kind == "psemaphore":  # only this test's permit is leased
+        assert ps.available() == 0 and ps.permits() == 1
+        mine.release()
+        assert ps.available() == 1
+    else:
+        assert client.count_down_latch(name).count() == 1
+    child.finish()
+
+
 def scripts_run(server: Server) -> int:
     """How many scripts the server has run (INFO commandstats)."""
     n = 0

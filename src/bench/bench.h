@@ -95,6 +95,7 @@ int bench_redlock(const bench_args *a);
 int bench_tls(const bench_args *a);  /* urls[0] TCP, urls[1] TLS */
 int bench_loop(const bench_args *a); /* threads: acquisitions in flight */
 int bench_handoff(const bench_args *a);
+int bench_sync(const bench_args *a); /* semaphores next to the lock */
 
 /* ---- stats.c: time and samples --------------------------------------- */
 

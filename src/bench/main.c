@@ -78,7 +78,12 @@ static const char USAGE[] =
     "                            single-threaded hiredis subscriber\n"
     "                            blocked in read(), R rounds of a phase\n"
     "                            of each, K acquisitions per process a\n"
-    "                            phase (defaults 2, 100, 30, 300)\n";
+    "                            phase (defaults 2, 100, 30, 300)\n"
+    "  sync [--ops K]            one client: lock, semaphore (1 permit) and\n"
+    "                            permit-expirable semaphore pairs, step by\n"
+    "                            step, then handoffs to a waiting thread,\n"
+    "                            lock and semaphore alternating (K default\n"
+    "                            20000; K/20 handoffs, at least 50)\n";
 
 enum {
   W_UNCONTENDED = 1,
@@ -89,11 +94,13 @@ enum {
   W_REDLOCK = 32,
   W_TLS = 64,
   W_LOOP = 128,
-  W_HANDOFF = 256
+  W_HANDOFF = 256,
+  W_SYNC = 512
 };
 #define W_TURNS (W_CONTENDED | W_FAIR | W_RW) /* processes taking turns */
 #define WORKLOAD_LIST                                                          \
-  "uncontended, contended, fair, rw, many, redlock, tls, loop, handoff"
+  "uncontended, contended, fair, rw, many, redlock, tls, loop, handoff, "      \
+  "sync"
 /* At most this many processes in a run (--procs; --readers + --writers). */
 #define MAX_PROCS 256
 
@@ -108,7 +115,8 @@ static const struct {
                  {"redlock", W_REDLOCK},
                  {"tls", W_TLS},
                  {"loop", W_LOOP},
-                 {"handoff", W_HANDOFF}};
+                 {"handoff", W_HANDOFF},
+                 {"sync", W_SYNC}};
 
 /* Workload options: which workloads take them and their valid range. */
 typedef struct opt_spec {
@@ -135,7 +143,8 @@ enum {
 
 static const opt_spec OPTS[O_COUNT] = {
     [O_OPS] = {"--ops",
-               W_UNCONTENDED | W_TURNS | W_REDLOCK | W_TLS | W_LOOP | W_HANDOFF,
+               W_UNCONTENDED | W_TURNS | W_REDLOCK | W_TLS | W_LOOP |
+                   W_HANDOFF | W_SYNC,
                1, 100000000, 1},
     [O_PROCS] = {"--procs", W_CONTENDED | W_FAIR | W_HANDOFF, 1, MAX_PROCS, 1},
     [O_READERS] = {"--readers", W_RW, 1, MAX_PROCS - 1, 1},
@@ -387,6 +396,8 @@ int main(int argc, char **argv) {
     return bench_loop(&p.args);
   case W_HANDOFF:
     return bench_handoff(&p.args);
+  case W_SYNC:
+    return bench_sync(&p.args);
   default:
     return bench_many(&p.args);
   }

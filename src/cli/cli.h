@@ -66,6 +66,7 @@ int cli_cmd_exec(const cli_global *g, int argc, char **argv);
 int cli_cmd_status(const cli_global *g, int argc, char **argv);
 int cli_cmd_unlock(const cli_global *g, int argc, char **argv);
 int cli_cmd_list(const cli_global *g, int argc, char **argv);
+int cli_cmd_latch(const cli_global *g, int argc, char **argv);
 int cli_cmd_elect(const cli_global *g, int argc, char **argv);
 int cli_cmd_leader(const cli_global *g, int argc, char **argv);
 
@@ -247,8 +248,8 @@ int cli_check_command(const char *cmd);
 /* How cli_spawn_watch() watches the lock while the child runs. */
 typedef struct cli_watch {
   /* Polled every period_ms and after cli_spawn_wake(): 1 when the lock is
-   * lost (then writes its name into `name`, size `size`), else 0. NULL:
-   * never lost. */
+   * lost (then writes what was lost, "lock 'NAME'", into `name`, size
+   * `size`), else 0. NULL: never lost. */
   int (*lost)(void *ud, char *name, size_t size);
   void *ud;
   const char *argv0; /* for the message; set by cli_spawn_watch */
@@ -280,16 +281,17 @@ typedef struct cli_watch {
  */
 int cli_spawn_watch(char **argv, cli_watch *w);
 
-/* Where cli_command_env() writes its two variables. */
+/* COMMAND's own variables (cmd_exec.c), in slots that outlive the fork. */
 typedef struct cli_env_slots {
   char name[RLOCK_MAX_NAME_LEN + 16];
   char token[64];
+  char permit[RLOCK_PERMIT_ID_LEN + 32];
 } cli_env_slots;
 
-/* COMMAND's environment (cmd_exec.c): rlock's, with RLOCK_NAME=name and,
- * when token > 0, var=token, replacing any inherited RLOCK_NAME,
- * RLOCK_TOKEN or RLOCK_TERM; NULL when out of memory. Free the array
- * only. */
+/* COMMAND's environment as exec builds it (cmd_exec.c): rlock's, with
+ * RLOCK_NAME=name and, when token > 0, var=token (elect: RLOCK_TERM),
+ * replacing any inherited RLOCK_NAME, RLOCK_TOKEN, RLOCK_TERM or
+ * RLOCK_PERMIT_ID; NULL when out of memory. Free the array only. */
 char **cli_command_env(const char *name, const char *var, int64_t token,
                        cli_env_slots *slots);
 

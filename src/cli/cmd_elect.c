@@ -167,7 +167,7 @@ static int elect_lost(void *ud, char *name, size_t size) {
   rlock_election *e = ud;
   if (rlock_election_check(e, RLOCK_OWNER_THREAD) != RLOCK_ELOST)
     return 0;
-  snprintf(name, size, "%s", rlock_election_name(e));
+  snprintf(name, size, "leadership of '%s'", rlock_election_name(e));
   return 1;
 }
 

@@ -7,7 +7,9 @@
  * Acquire (in one wait a signal can end, see waiting.c), run COMMAND as a
  * child (spawn.c) while the library's watchdog renews the lease, release,
  * and exit with COMMAND's status. With --fenced, COMMAND finds the
- * acquisition's fencing token in $RLOCK_TOKEN.
+ * acquisition's fencing token in $RLOCK_TOKEN. With --permits N, NAME is a
+ * permit-expirable semaphore (set to N permits when it has none) and one
+ * permit is held instead of a lock, its id in $RLOCK_PERMIT_ID.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -39,6 +41,8 @@ typedef struct exec_args {
   int64_t release_ms;     /* bound on the release: the command timeout */
   int no_retry;           /* --retry-for 0, or -w 0: a failure ends the wait,
                              and is told by its own message */
+  int64_t permits;        /* --permits N: hold a permit of the semaphore
+                             NAME, set to N when it has none; 0: a lock */
 } exec_args;
 
 /* exec's defaults: wait for ever, the watchdog, a reentrant lock, the
@@ -46,14 +50,15 @@ typedef struct exec_args {
 #define EXEC_ARGS_INIT                                                         \
   {                                                                            \
     RLOCK_WAIT_FOREVER, RLOCK_LEASE_WATCHDOG, CLI_LOCK, NULL, NULL, 0, NULL,   \
-        0, 10000, 0, 0, EX_TEMPFAIL, 0, CLI_COMMAND_TIMEOUT_MS, 0              \
+        0, 10000, 0, 0, EX_TEMPFAIL, 0, CLI_COMMAND_TIMEOUT_MS, 0, 0           \
   }
 
 static const char exec_help[] =
     "Usage: rlock [-u URL]... [OPTION]... exec\n"
-    "             [--fair|--read|--write|--fenced|--spin] [-n|-w DUR]\n"
-    "             [-l DUR] [-E CODE] [--on-lost ACTION] [--kill-after DUR]\n"
-    "             [--check-every DUR] [-v] NAME [NAME...] -- COMMAND [ARG...]\n"
+    "             [--fair|--read|--write|--fenced|--spin|--permits N]\n"
+    "             [-n|-w DUR] [-l DUR] [-E CODE] [--on-lost ACTION]\n"
+    "             [--kill-after DUR] [--check-every DUR] [-v]\n"
+    "             NAME [NAME...] -- COMMAND [ARG...]\n"
     "\n"
     "Acquire the lock NAME, run COMMAND while holding it, release it once\n"
     "COMMAND and every process it started have exited (as flock does; once\n"
@@ -71,6 +76,9 @@ static const char exec_help[] =
     "COMMAND gets SIGTERM.\n"
     "Several NAMEs are taken together, all or none (a MultiLock), in the\n"
     "order given: give them in the same order everywhere (e.g. sorted).\n"
+    "With --permits N, NAME is a semaphore instead, and COMMAND runs while\n"
+    "holding one of its N permits (what is said here of the lock holds of\n"
+    "that permit).\n"
     "\n"
     "Options:\n"
     "  -w, --wait DUR, --timeout DUR\n"
@@ -101,8 +109,16 @@ static const char exec_help[] =
     "                    by retrying with back-off (1ms doubling to 128ms)\n"
     "                    instead of listening for pub/sub unlock messages\n"
     "                    (servers or proxies without pub/sub)\n"
-    "                    At most one of --fair, --read, --write, --fenced\n"
-    "                    and --spin\n"
+    "      --permits N   hold one permit of the permit-expirable semaphore\n"
+    "                    NAME (Redisson's RPermitExpirableSemaphore), which\n"
+    "                    is set to N permits (1 to 2147483647) when it has\n"
+    "                    none, instead of a lock: at most N COMMANDs run at\n"
+    "                    once. COMMAND finds the permit's id in\n"
+    "                    $RLOCK_PERMIT_ID. The permit is renewed as a lock is\n"
+    "                    (or has -l's lease), so a crashed rlock's permit\n"
+    "                    comes back within a lease. One NAME and one -u only\n"
+    "                    At most one of --fair, --read, --write, --fenced,\n"
+    "                    --spin and --permits\n"
     "      --on-lost ACTION  what to do when the lock is lost while COMMAND\n"
     "                    runs: 'terminate' (default) sends COMMAND's group\n"
     "                    SIGTERM at once and exits with 76; 'ignore' lets it\n"
@@ -135,9 +151,9 @@ static const char exec_help[] =
     "  69       Redis unreachable, refusing or failing\n"
     "  70       internal error\n"
     "  71       system error (cannot fork or start a thread, out of memory)\n"
-    "  75       lock not acquired within -w (or -E's CODE)\n"
-    "  76       the lock was lost while COMMAND ran (COMMAND was\n"
-    "           terminated, or it was found lost at the release)\n";
+    "  75       lock (or permit) not acquired within -w (or -E's CODE)\n"
+    "  76       the lock (or permit) was lost while COMMAND ran (COMMAND\n"
+    "           was terminated, or it was found lost at the release)\n";
 
 static atomic_int lost_flag;
 
@@ -178,7 +194,7 @@ static int held_lost(void *ud, char *name, size_t size) {
   for (int i = 0; i < h->n; i++)
     if (rlock_lock_check(h->locks[i]) == RLOCK_ELOST ||
         (ask && server_says_lost(h->locks[i]))) {
-      snprintf(name, size, "%s", h->names[i]);
+      snprintf(name, size, "lock '%s'", h->names[i]);
       return 1;
     }
   return 0;
@@ -190,56 +206,81 @@ static int terminates(const exec_args *a) {
   return !a->on_lost_ignore && a->lease_ms == RLOCK_LEASE_WATCHDOG;
 }
 
-/* Run COMMAND, watching `n` locks as --on-lost says, with `envp` as its
- * environment. */
+/* Run COMMAND with `envp` as its environment, watching what it holds
+ * with lost(ud, ...) as --on-lost says. */
+static int spawn_watched(const exec_args *a,
+                         int (*lost)(void *, char *, size_t), void *ud,
+                         char **envp) {
+  cli_watch w = {
+      terminates(a) ? lost : NULL, ud,  NULL, a->period_ms, a->kill_after_ms,
+      !a->on_lost_ignore,          envp};
+  return cli_spawn_watch(a->command, &w);
+}
+
+/* Run COMMAND, watching `n` locks. */
 static int spawn_held(const exec_args *a, rlock_lock **locks, int n,
                       char **envp) {
   held h = {locks, a->names, n, a->check_every_ms,
             cli_now_ms() + a->check_every_ms};
-  cli_watch w = {terminates(a) ? held_lost : NULL,
-                 &h,
-                 NULL,
-                 a->period_ms,
-                 a->kill_after_ms,
-                 !a->on_lost_ignore,
-                 envp};
-  return cli_spawn_watch(a->command, &w);
+  return spawn_watched(a, held_lost, &h, envp);
 }
 
 extern char **environ;
 
-/* The environment for COMMAND: rlock's, with RLOCK_NAME=<name> and, when
- * token > 0, <var>=<token> (RLOCK_TOKEN for --fenced, RLOCK_TERM for
- * elect) in place of any inherited RLOCK_NAME, RLOCK_TOKEN or RLOCK_TERM,
- * in the slots given; NULL when out of memory. Built before the fork: the
- * child of a threaded process must not allocate. Free the array only (its
- * strings are environ's and the slots). */
-char **cli_command_env(const char *name, const char *var, int64_t token,
-                       cli_env_slots *slots) {
+/* Whether environ's entry `e` is one of the variables rlock sets. */
+static int ours(const char *e) {
+  return strncmp(e, "RLOCK_TOKEN=", 12) == 0 ||
+         strncmp(e, "RLOCK_NAME=", 11) == 0 ||
+         strncmp(e, "RLOCK_TERM=", 11) == 0 ||
+         strncmp(e, "RLOCK_PERMIT_ID=", 16) == 0;
+}
+
+/* The environment for COMMAND: rlock's, with RLOCK_NAME=<first NAME>,
+ * for --fenced (token > 0) RLOCK_TOKEN=<token>, for --permits (permit not
+ * NULL) RLOCK_PERMIT_ID=<id>, in place of any inherited ones, in `slots`;
+ * NULL when out of memory. Built before the fork: the child of a threaded
+ * process must not allocate. Free the array only (its strings are
+ * environ's and the slots). */
+static char **command_env(const char *name, int64_t token, const char *permit,
+                          cli_env_slots *slots) {
   size_t n = 0, k = 0;
   while (environ[n] != NULL)
     n++;
-  char **env = calloc(n + 3, sizeof *env);
+  char **env = calloc(n + 4, sizeof *env);
   if (env == NULL)
     return NULL;
   for (size_t i = 0; i < n; i++)
-    if (strncmp(environ[i], "RLOCK_TOKEN=", 12) != 0 &&
-        strncmp(environ[i], "RLOCK_TERM=", 11) != 0 &&
-        strncmp(environ[i], "RLOCK_NAME=", 11) != 0)
+    if (!ours(environ[i]))
       env[k++] = environ[i];
   snprintf(slots->name, sizeof slots->name, "RLOCK_NAME=%s", name);
   env[k++] = slots->name;
   if (token > 0) {
+    snprintf(slots->token, sizeof slots->token, "RLOCK_TOKEN=%" PRId64, token);
+    env[k++] = slots->token;
+  }
+  if (permit != NULL) {
+    snprintf(slots->permit, sizeof slots->permit, "RLOCK_PERMIT_ID=%s", permit);
+    env[k] = slots->permit;
+  }
+  return env;
+}
+
+char **cli_command_env(const char *name, const char *var, int64_t token,
+                       cli_env_slots *slots) {
+  char **env = command_env(name, 0, NULL, slots);
+  size_t k = 0;
+  while (env != NULL && env[k] != NULL)
+    k++;
+  if (env != NULL && token > 0) { /* room: command_env leaves two slots */
     snprintf(slots->token, sizeof slots->token, "%s=%" PRId64, var, token);
     env[k] = slots->token;
   }
   return env;
 }
 
-/* COMMAND's environment (cli_command_env), in `slots`. */
 static char **make_env(const exec_args *a, int64_t token,
                        cli_env_slots *slots) {
-  return cli_command_env(a->name, "RLOCK_TOKEN", token, slots);
+  return command_env(a->name, token, NULL, slots);
 }
 
 /* NAME -- COMMAND [ARG...]: `rest` holds the n words after the options;
@@ -280,7 +321,8 @@ enum {
   OPT_KILL_AFTER,
   OPT_FENCED,
   OPT_SPIN,
-  OPT_CHECK_EVERY
+  OPT_CHECK_EVERY,
+  OPT_PERMITS
 };
 
 /* --fair, --read, --write, --fenced and --spin pick the lock's kind; at
@@ -295,6 +337,20 @@ static int set_kind(exec_args *a, int opt) {
     return cli_usage("exec: --fair, --read, --write, --fenced and --spin "
                      "exclude each other");
   a->kind = k;
+  return CLI_CONTINUE;
+}
+
+/* --permits N: a decimal 1..RLOCK_MAX_PERMITS. */
+static int set_permits(exec_args *a, const char *s) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (s[0] < '0' || s[0] > '9' || *end != '\0' || errno != 0 || v < 1 ||
+      v > RLOCK_MAX_PERMITS)
+    return cli_usage("--permits: '%s' is not a number of permits (1 to "
+                     "%" PRId64 ")",
+                     s, RLOCK_MAX_PERMITS);
+  a->permits = v;
   return CLI_CONTINUE;
 }
 
@@ -318,6 +374,8 @@ static int exec_option(exec_args *a, int c, char **argv) {
   case OPT_FENCED:
   case OPT_SPIN:
     return set_kind(a, c);
+  case OPT_PERMITS:
+    return set_permits(a, optarg);
   case OPT_ON_LOST:
     if (strcmp(optarg, "ignore") != 0 && strcmp(optarg, "terminate") != 0)
       return cli_usage("--on-lost: '%s' is neither 'terminate' nor 'ignore'",
@@ -372,6 +430,7 @@ static int parse_exec(int argc, char **argv, exec_args *a) {
       {"on-lost", required_argument, NULL, OPT_ON_LOST},
       {"kill-after", required_argument, NULL, OPT_KILL_AFTER},
       {"check-every", required_argument, NULL, OPT_CHECK_EVERY},
+      {"permits", required_argument, NULL, OPT_PERMITS},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
@@ -395,6 +454,12 @@ static int parse_exec(int argc, char **argv, exec_args *a) {
   if (st == CLI_CONTINUE && a->kind == CLI_FENCED && a->nnames > 1)
     return cli_usage("exec: --fenced takes one NAME (got '%s' after '%s')",
                      a->names[1], a->names[0]);
+  if (st == CLI_CONTINUE && a->permits > 0 && a->kind != CLI_LOCK)
+    return cli_usage("exec: --permits excludes --fair, --read, --write, "
+                     "--fenced and --spin (NAME is a semaphore, not a lock)");
+  if (st == CLI_CONTINUE && a->permits > 0 && a->nnames > 1)
+    return cli_usage("exec: --permits takes one NAME (got '%s' after '%s')",
+                     a->names[1], a->names[0]);
   return st;
 }
 
@@ -414,23 +479,24 @@ static void say(const exec_args *a, const char *what, const char *name) {
  */
 static int after_release(const exec_args *a, int status, const char *lost,
                          int rc, const char *msg) {
+  const char *what = a->permits > 0 ? "the permit of semaphore" : "lock";
   if (status < 0)
     return EX_OSERR;
   if (status == CLI_EXIT_LOST)
     return status;
   if (lost != NULL && terminates(a)) {
-    cli_fail(0, "lock '%s' was lost while '%s' ran (found at its release)",
+    cli_fail(0, "%s '%s' was lost while '%s' ran (found at its release)", what,
              lost, a->command[0]);
     return CLI_EXIT_LOST;
   }
   if (lost != NULL)
-    cli_fail(0, "warning: lock '%s' was lost while '%s' ran", lost,
+    cli_fail(0, "warning: %s '%s' was lost while '%s' ran", what, lost,
              a->command[0]);
   else if (rc != RLOCK_OK) /* CLI_RELEASE_TIMEOUT too */
     cli_fail(0,
-             "warning: cannot release lock '%s' (it expires by itself within "
+             "warning: cannot release %s '%s' (it expires by itself within "
              "its lease): %s",
-             a->name, msg);
+             what, a->name, msg);
   else
     say(a, "released", a->name);
   return status;
@@ -543,6 +609,105 @@ static int exec_multi(const cli_global *g, const exec_args *a) {
   return status;
 }
 
+/* ---- --permits: a permit of a permit-expirable semaphore ---------------- */
+
+/* What cli_spawn_watch() polls for a permit, and what its release needs. */
+typedef struct permit_held {
+  rlock_psemaphore *sem;
+  const char *name;
+  char id[RLOCK_PERMIT_ID_LEN + 1];
+  int64_t check_every_ms; /* --check-every, or 0 */
+  int64_t next_ask;
+} permit_held;
+
+/* Lost once the local check says so (the watchdog found it gone, its
+ * lease ran out, renewals failed for a whole lease) or, with
+ * --check-every, once the server no longer leases it. */
+static int permit_lost(void *ud, char *what, size_t size) {
+  permit_held *p = ud;
+  int ask = p->check_every_ms > 0 && cli_now_ms() >= p->next_ask;
+  int64_t left;
+  if (ask)
+    p->next_ask = cli_now_ms() + p->check_every_ms;
+  if (rlock_psemaphore_check(p->sem, p->id) == RLOCK_ELOST ||
+      (ask &&
+       rlock_psemaphore_lease_ms(&left, p->sem, p->id) == RLOCK_ENOTHELD)) {
+    snprintf(what, size, "the permit %s of semaphore '%s'", p->id, p->name);
+    return 1;
+  }
+  return 0;
+}
+
+static int release_permit(void *arg, uint64_t owner) {
+  permit_held *p = arg;
+  (void)owner; /* a permit has an id, not an owner */
+  return rlock_psemaphore_release(p->sem, p->id);
+}
+
+/* Take one permit (setting the semaphore to --permits N when it has none)
+ * in one wait a signal ends: CLI_CONTINUE when taken, else an exit status
+ * (after saying why; -E may make it 0). */
+static int take_permit(permit_held *p, const exec_args *a) {
+  int rc = rlock_psemaphore_try_set_permits(NULL, p->sem, a->permits);
+  if (rc != RLOCK_OK)
+    return cli_lib_error(rc);
+  cli_notice_begin(a->name, a->no_retry);
+  rc = rlock_psemaphore_acquire(p->id, p->sem, a->wait_ms, a->lease_ms,
+                                cli_cancel_token());
+  cli_notice_end();
+  if (rc == RLOCK_ECANCELED)
+    return CLI_EXIT_SIGNAL_BASE + cli_signal_caught();
+  if (rc == RLOCK_ELOCKED)
+    return cli_fail(a->conflict_status, "%s", rlock_error_last()->message);
+  if (rc != RLOCK_OK)
+    return cli_lib_error(rc);
+  if (cli_signal_caught() != 0) { /* the signal came first: do not run */
+    rlock_psemaphore_release(p->sem, p->id);
+    return CLI_EXIT_SIGNAL_BASE + cli_signal_caught();
+  }
+  return CLI_CONTINUE;
+}
+
+/* Hold the permit while COMMAND runs, then release it (bounded). */
+static int run_permit(permit_held *p, const exec_args *a) {
+  int status = take_permit(p, a);
+  if (status != CLI_CONTINUE)
+    return status;
+  say(a, "acquired a permit of", a->name);
+  cli_env_slots slots;
+  char **envp = command_env(a->name, 0, p->id, &slots);
+  if (envp == NULL)
+    status = cli_fail(-1, "cannot start '%s': out of memory", a->command[0]);
+  else
+    status = spawn_watched(a, permit_lost, p, envp);
+  free(envp);
+  int lost = status == CLI_EXIT_LOST || atomic_load(&lost_flag) ||
+             rlock_psemaphore_check(p->sem, p->id) == RLOCK_ELOST;
+  const char *msg;
+  int rc = cli_release_bounded(release_permit, p, a->release_ms, &msg);
+  return after_release(a, status, lost || rc == RLOCK_ELOST ? a->name : NULL,
+                       rc, msg);
+}
+
+/* exec --permits N NAME: the client, the semaphore, the run. */
+static int exec_permit(const cli_global *g, const exec_args *a) {
+  static permit_held p; /* static: an abandoned release may still read it */
+  rlock_client *client;
+  int status = cli_client_new(g, g->url, on_lost, NULL, &client);
+  if (status != 0)
+    return status;
+  p = (permit_held){.name = a->name,
+                    .check_every_ms = a->check_every_ms,
+                    .next_ask = cli_now_ms() + a->check_every_ms};
+  int rc = rlock_psemaphore_new(&p.sem, client, a->name);
+  status = rc != RLOCK_OK ? cli_lib_error(rc) : run_permit(&p, a);
+  if (cli_release_abandoned())
+    return status; /* the release still uses them; rlock exits now */
+  rlock_psemaphore_free(p.sem);
+  rlock_client_free(client);
+  return status;
+}
+
 /* How often to look at the lock: the renewal period (a lost lock is seen
  * within one of it, at the latest, even should the callback never come),
  * or --check-every when shorter. */
@@ -566,9 +731,10 @@ int cli_cmd_exec(const cli_global *g, int argc, char **argv) {
     return status; /* no point waiting for the lock */
   if (cli_signals_install() != 0)
     return cli_fail(EX_OSERR, "cannot catch signals: %s", strerror(errno));
-  if (g->nurls > 1 && (a.nnames > 1 || a.kind != CLI_LOCK))
+  if (g->nurls > 1 && (a.nnames > 1 || a.kind != CLI_LOCK || a.permits > 0))
     status = cli_usage("exec: a RedLock (several -u) takes one NAME and no "
-                       "--fair, --read, --write, --fenced or --spin");
+                       "--fair, --read, --write, --fenced, --spin or "
+                       "--permits");
   else if (g->nurls > 1 && a.check_every_ms > 0)
     status = cli_usage("exec: --check-every is not for a RedLock (several "
                        "-u), which survives the loss of a member");
@@ -590,6 +756,8 @@ int cli_cmd_exec(const cli_global *g, int argc, char **argv) {
     free(envp);
   } else if (a.nnames > 1) {
     status = exec_multi(g, &a);
+  } else if (a.permits > 0) {
+    status = exec_permit(g, &a);
   } else {
     rlock_client *client;
     rlock_lock *lock;

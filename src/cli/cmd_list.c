@@ -22,6 +22,8 @@ static const char list_help[] =
     "written, and one that is not a hash is not even read. Redis 6.0 or\n"
     "later. Each lock is shown once; locks taken or released meanwhile may\n"
     "or may not show. The last line says how many locks were shown.\n"
+    "Semaphores and count-down latches are not listed: show one with\n"
+    "'rlock status NAME'.\n"
     "\n"
     "Kinds: reentrant; fair (a lock with waiters queued: a fair lock\n"
     "without waiters shows as reentrant); read-write (held for reading or\n"

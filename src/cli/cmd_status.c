@@ -4,6 +4,11 @@
  * for how long, from one atomic snapshot per lock (rlock_lock_inspect);
  * and the latest fencing token issued for NAME, if any (rlock_lock_token,
  * one more read). Its holder printers serve `rlock list` too.
+ *
+ * A NAME that is not a lock but a counter (a string holding a number) is
+ * shown as a semaphore's or latch's count: their layouts are the same, so
+ * only a permit-expirable semaphore, which has permits leased, can be told
+ * apart (by its total exceeding what is available).
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -21,6 +26,10 @@ static const char status_help[] =
     "lock (exec --fenced, Redisson's RFencedLock) has been taken on NAME,\n"
     "also the latest fencing token issued for it (while NAME is held by a\n"
     "fenced holder, that holder's token).\n"
+    "A NAME that holds a semaphore's or a count-down latch's count (both\n"
+    "are a number in Redis) shows that count; a permit-expirable semaphore\n"
+    "with permits leased shows how many are available of how many (reading\n"
+    "it gives expired permits back, as every Redisson call on it does).\n"
     "\n"
     "Options:\n"
     "  --json       print one JSON object per NAME, each on one line, in\n"
@@ -39,15 +48,20 @@ static const char status_help[] =
     "               writer's owner ends in \":write\"; node is the server\n"
     "               that answered: in a cluster the master of the lock's\n"
     "               slot, behind Sentinel the master; token, the latest\n"
-    "               fencing token, only once one has been issued)\n"
+    "               fencing token, only once one has been issued);\n"
+    "               for a count: {\"name\": \"NAME\", \"kind\":\n"
+    "                \"count\"|\"permit-expirable-semaphore\", \"available\": "
+    "N,\n"
+    "                \"permits\": N, \"leased\": N} (a count's available is\n"
+    "               the number, a semaphore's permits or a latch's count)\n"
     "  -h, --help   show this help\n"
     "\n"
     "Exit status:\n"
     "  0    success, whether the locks are held or free\n"
     "  64   usage error\n"
-    "  65   a NAME holds something that is not a lock (or its token key\n"
-    "       something that is not a counter), or is invalid; the other\n"
-    "       NAMEs are still shown\n"
+    "  65   a NAME holds something that is neither a lock nor a count\n"
+    "       (or its token key something that is not a counter), or is\n"
+    "       invalid; the other NAMEs are still shown\n"
     "  69   Redis unreachable, refusing or failing (no more NAMEs are\n"
     "       tried)\n"
     "  74   cannot write the output\n";
@@ -195,6 +209,46 @@ static int parse_status(int argc, char **argv, int *first, int *json) {
   return CLI_CONTINUE;
 }
 
+/* A count (a semaphore's, a latch's) or a permit-expirable semaphore's
+ * permits, from two reads: the total (available plus leased), then the
+ * available ones. A key that is no count either is told with `why`, the
+ * lock's reason. */
+static int show_count(rlock_client *client, const char *name, int json,
+                      const char *why) {
+  rlock_psemaphore *sem;
+  int64_t total = 0, available = 0;
+  int rc = rlock_psemaphore_new(&sem, client, name);
+  if (rc == RLOCK_OK)
+    rc = rlock_psemaphore_permits(&total, sem);
+  if (rc == RLOCK_OK)
+    rc = rlock_psemaphore_available(&available, sem);
+  rlock_psemaphore_free(sem);
+  if (rc == RLOCK_EWRONGTYPE)
+    return cli_fail(EX_DATAERR, "%s", why);
+  if (rc != RLOCK_OK)
+    return cli_lib_error(rc);
+  int leased = total > available;
+  if (json) {
+    fputs("{\"name\": ", stdout);
+    cli_json_string(stdout, name);
+    printf(", \"kind\": \"%s\", \"available\": %" PRId64
+           ", \"permits\": %" PRId64 ", \"leased\": %" PRId64 "}\n",
+           leased ? "permit-expirable-semaphore" : "count", available, total,
+           total - available);
+    return 0;
+  }
+  cli_put_printable(stdout, name);
+  if (leased)
+    printf(": permit-expirable semaphore, %" PRId64 " available of %" PRId64
+           " (%" PRId64 " leased)\n",
+           available, total, total - available);
+  else
+    printf(": count %" PRId64 " (a semaphore's available permits or a "
+           "latch's count)\n",
+           available);
+  return 0;
+}
+
 /* Show one lock: 0, or an exit status after saying what went wrong. */
 static int show(rlock_client *client, const char *name, int json) {
   rlock_lock *lock;
@@ -204,6 +258,12 @@ static int show(rlock_client *client, const char *name, int json) {
   if (rc != RLOCK_OK)
     return cli_lib_error(rc); /* a bad name: EX_DATAERR */
   rc = rlock_lock_inspect(&info, lock);
+  if (rc == RLOCK_EWRONGTYPE) {
+    char why[512];
+    snprintf(why, sizeof why, "%s", rlock_error_last()->message);
+    rlock_lock_free(lock);
+    return show_count(client, name, json, why);
+  }
   if (rc != RLOCK_OK) {
     rlock_lock_free(lock);
     return cli_lib_error(rc);

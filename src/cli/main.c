@@ -18,12 +18,16 @@
 
 static const char main_help[] =
     "Usage: rlock [-u URL]... [OPTION]... exec\n"
-    "             [--fair|--read|--write|--fenced|--spin] [-n|-w DUR]\n"
-    "             [-l DUR] [-E CODE] [--on-lost ACTION] [--kill-after DUR]\n"
-    "             [--check-every DUR] [-v] NAME [NAME...] -- COMMAND [ARG...]\n"
+    "             [--fair|--read|--write|--fenced|--spin|--permits N]\n"
+    "             [-n|-w DUR] [-l DUR] [-E CODE] [--on-lost ACTION]\n"
+    "             [--kill-after DUR] [--check-every DUR] [-v]\n"
+    "             NAME [NAME...] -- COMMAND [ARG...]\n"
     "       rlock [-u URL] [OPTION]... status [--json] NAME [NAME...]\n"
     "       rlock [-u URL] [OPTION]... list [--json] [PATTERN]\n"
     "       rlock [-u URL] [OPTION]... unlock --force NAME\n"
+    "       rlock [-u URL] [OPTION]... latch set NAME COUNT\n"
+    "       rlock [-u URL] [OPTION]... latch down NAME\n"
+    "       rlock [-u URL] [OPTION]... latch wait [-w DUR] NAME\n"
     "       rlock [-u URL] [OPTION]... elect [--value TEXT] [-n|-w DUR]\n"
     "             [--kill-after DUR] [-v] NAME -- COMMAND [ARG...]\n"
     "       rlock [-u URL] [OPTION]... leader [--json] [--watch]\n"
@@ -35,10 +39,12 @@ static const char main_help[] =
     "\n"
     "Commands:\n"
     "  exec     run COMMAND while holding the lock NAME (--fenced: with\n"
-    "           its fencing token in $RLOCK_TOKEN)\n"
+    "           its fencing token in $RLOCK_TOKEN; --permits N: one of\n"
+    "           the N permits of the semaphore NAME instead)\n"
     "  status   show who holds each lock NAME (--json for scripts)\n"
     "  list     show the locks held now whose names match PATTERN\n"
     "  unlock   delete the lock NAME whoever holds it (--force)\n"
+    "  latch    set, count down or wait for the count-down latch NAME\n"
     "  elect    campaign in the election NAME and run COMMAND while\n"
     "           leader (the term in $RLOCK_TERM)\n"
     "  leader   show who leads the election NAME (--watch: each change)\n"
@@ -91,21 +97,25 @@ static const char main_help[] =
     "\n"
     "Exit status:\n"
     "  0        success (exec: COMMAND's status, whatever it is)\n"
-    "  1        unlock --force: there was no lock to delete; leader:\n"
-    "           nobody leads\n"
+    "  1        unlock --force: there was no lock to delete; latch set:\n"
+    "           the latch already had a count; leader: nobody leads\n"
     "  64       usage error\n"
     "  65       NAME holds something that is not a lock, or is invalid\n"
     "  69       Redis unreachable, refusing or failing\n"
     "  70       internal error\n"
     "  71       system error (cannot fork or start a thread, out of memory)\n"
     "  74       cannot write the output\n"
-    "  75       exec: lock not acquired within -w (or exec -E's CODE);\n"
-    "           elect: not leading within -w\n"
-    "  76       exec: the lock was lost while COMMAND ran (see exec's\n"
-    "           --on-lost); elect: leadership was lost while COMMAND ran\n"
+    "  75       exec: lock (or permit) not acquired within -w (or exec -E's\n"
+    "           CODE); latch wait: the count was not zero within -w; elect:\n"
+    "           not leading within -w\n"
+    "  76       exec: the lock (or permit) was lost while COMMAND ran (see\n"
+    "           exec's --on-lost); elect: leadership was lost while COMMAND "
+    "ran\n"
     "  126/127  exec, elect: COMMAND not executable / not found\n"
-    "  128+N    exec, elect: COMMAND killed by signal N, or rlock got\n"
-    "           signal N while waiting (leader --watch: ended by it)\n";
+    "  128+N    exec, elect: COMMAND killed by signal N, or rlock got signal "
+    "N\n"
+    "           while waiting for the lock (or leadership); latch wait: rlock\n"
+    "           got signal N; leader --watch: ended by signal N\n";
 
 static const struct {
   const char *name;
@@ -113,7 +123,8 @@ static const struct {
 } commands[] = {
     {"exec", cli_cmd_exec},     {"status", cli_cmd_status},
     {"unlock", cli_cmd_unlock}, {"list", cli_cmd_list},
-    {"elect", cli_cmd_elect},   {"leader", cli_cmd_leader},
+    {"latch", cli_cmd_latch},   {"elect", cli_cmd_elect},
+    {"leader", cli_cmd_leader},
 };
 
 #define MAIN_SHORTOPTS "+:u:h"
@@ -268,8 +279,8 @@ static int parse_global(int argc, char **argv, cli_global *g) {
 
 static int dispatch(const cli_global *g, int argc, char **argv) {
   if (argc == 0)
-    return cli_usage(
-        "missing command (exec, status, list, unlock, elect or leader)");
+    return cli_usage("missing command (exec, status, list, unlock, latch, "
+                     "elect or leader)");
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
     if (strcmp(argv[0], commands[i].name) != 0)
       continue;
@@ -279,7 +290,7 @@ static int dispatch(const cli_global *g, int argc, char **argv) {
     return commands[i].run(g, argc, argv);
   }
   return cli_usage("unknown command '%s' (expected exec, status, list, "
-                   "unlock, elect or leader)",
+                   "unlock, latch, elect or leader)",
                    argv[0]);
 }
 

@@ -281,8 +281,7 @@ static void watch_lock(job *j, const cli_watch *w, int64_t now) {
   char name[512] = "";
   if (w->lost(w->ud, name, sizeof name)) {
     j->lost = 1;
-    cli_fail(0, "lock '%s' was lost while '%s' ran: terminating it", name,
-             w->argv0);
+    cli_fail(0, "%s was lost while '%s' ran: terminating it", name, w->argv0);
     signal_job(j, SIGTERM);
     j->kill_at = now + w->kill_after_ms;
   }

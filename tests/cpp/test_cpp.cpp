@@ -25,6 +25,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <sstream>
 #include <stdexcept>
@@ -849,6 +850,111 @@ void test_client(void **) {
   });
 }
 
+// counting_semaphore, permit_semaphore and latch: the standard shapes,
+// leases and the watchdog, a waiter woken by another thread, the RAII
+// permit, and bad input refused with nothing written.
+void test_semaphores_and_latch(void **) {
+  run([] {
+    rlock::client c = make_client();
+    connection redis(srv);
+    rlock::counting_semaphore sem(c, "cpp:sem");
+    CHECK(sem.name() == "cpp:sem" && sem.available() == 0);
+    CHECK(sem.try_set_permits(2) && !sem.try_set_permits(9));
+    sem.acquire();
+    CHECK(sem.try_acquire() && !sem.try_acquire());
+    CHECK(!sem.try_acquire_for(50ms));
+    CHECK(!sem.try_acquire_until(std::chrono::steady_clock::now() + 20ms));
+    failures f;
+    {
+      worker w(f, [&] { CHECK(sem.try_acquire_for(20s, 2)); });
+      wait_for([&] { return redis.subscribers("redisson_sc:{cpp:sem}") >= 1; },
+               5000, "the semaphore waiter");
+      sem.release(2);
+    }
+    f.check();
+    CHECK(sem.available() == 0);
+    sem.add_permits(3);
+    CHECK(sem.drain() == 3);
+    rlock::cancel_token tok; // a wait another thread ends
+    {
+      const auto waits = c.stats().waits;
+      worker w(f, [&] {
+        CHECK_THROWS(rlock::canceled, rlock::errc::canceled,
+                     sem.acquire(rlock::acquire_options().cancel(tok)), );
+      });
+      wait_for([&] { return c.stats().waits > waits; }, 5000,
+               "the semaphore waiter");
+      tok.fire();
+    }
+    f.check();
+    CHECK(sem.available() == 0);
+    CHECK_THROWS(rlock::error, rlock::errc::invalid, sem.acquire(0), );
+    CHECK_THROWS(rlock::error, rlock::errc::invalid, sem.release(-1), );
+    rlock::owner o;
+    CHECK_THROWS(rlock::error, rlock::errc::invalid,
+                 sem.acquire(rlock::acquire_options().owner(o)), );
+
+    rlock::permit_semaphore ps(c, "cpp:psem");
+    CHECK(ps.try_set_permits(2));
+    {
+      rlock::permit a = ps.acquire();
+      CHECK(a && a.id().size() == RLOCK_PERMIT_ID_LEN);
+      a.check();
+      std::optional<rlock::permit> b = ps.try_acquire_for(1s, 200ms);
+      CHECK(b && b->id() != a.id());
+      CHECK(ps.available() == 0 && ps.permits() == 2 && !ps.try_acquire());
+      CHECK_BETWEEN(a.lease_left()->count(), 20000, 30000);
+      wait_for([&] { return ps.available() == 1; }, 5000, "b's lease to end");
+      CHECK_THROWS(rlock::lost_lock, rlock::errc::lost, b->check(), );
+      CHECK_THROWS(rlock::lost_lock, rlock::errc::lost, b->release(), );
+      a.update_lease(60s);
+      CHECK_BETWEEN(a.lease_left()->count(), 55000, 60000);
+      rlock::permit moved = std::move(a);
+      CHECK(!a && moved);
+    } // moved's destructor released it
+    CHECK(ps.available() == 2);
+    CHECK_THROWS(rlock::error, rlock::errc::not_held,
+                 ps.release(std::string(32, '0')), );
+    CHECK_THROWS(rlock::error, rlock::errc::invalid, ps.release("x"), );
+    CHECK_THROWS(rlock::error, rlock::errc::invalid, ps.acquire(0ms), );
+    rlock::permit kept = ps.acquire(30s);
+    const std::string id = kept.dismiss();
+    CHECK(!kept && ps.available() == 1);
+    ps.release(id);
+    CHECK(ps.available() == 2);
+
+    rlock::latch l(c, "cpp:latch");
+    CHECK(l.try_wait() && l.count() == 0);
+    CHECK(l.try_set_count(2) && !l.try_set_count(5));
+    CHECK(!l.try_wait() && !l.wait_for(30ms));
+    {
+      worker w(f, [&] { l.wait(); });
+      wait_for(
+          [&] {
+            return redis.subscribers(
+                       "redisson_countdownlatch__channel__{cpp:latch}") >= 1;
+          },
+          5000, "the latch waiter");
+      l.count_down();
+      CHECK(l.count() == 1);
+      l.arrive_and_wait();
+    }
+    f.check();
+    CHECK(l.count() == 0 && l.wait_until(std::chrono::system_clock::now()));
+    CHECK_THROWS(rlock::error, rlock::errc::invalid, l.try_set_count(0), );
+    CHECK(l.try_set_count(1) && l.remove() && !l.remove());
+    redis.set("cpp:notsem", 1);
+    rlock::mutex m(c, "cpp:notsem");
+    CHECK_THROWS(rlock::wrong_type, rlock::errc::wrong_type, m.try_lock(), );
+    rlock::counting_semaphore empty;
+    CHECK(!empty && empty.name().empty());
+    static_assert(move_only<rlock::counting_semaphore>());
+    static_assert(move_only<rlock::permit_semaphore>());
+    static_assert(move_only<rlock::permit>());
+    static_assert(move_only<rlock::latch>());
+  });
+}
+
 int setup(void **) {
   srv = rt_server_start(nullptr);
   return 0;
@@ -902,6 +1008,7 @@ int main() {
       cmocka_unit_test(test_kinds),
       cmocka_unit_test(test_redlock),
       cmocka_unit_test(test_client),
+      cmocka_unit_test(test_semaphores_and_latch),
       cmocka_unit_test(test_election),
   };
   if (std::getenv("RLOCK_TEST_FILTER") != nullptr)

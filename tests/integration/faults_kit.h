@@ -23,6 +23,11 @@
  * runs workers elsewhere (another network namespace) sets fk.url_of,
  * fk.prefix_of and fk.counter_host.
  *
+ * With fk.sem = N, the workers share one permit-expirable semaphore of N
+ * permits instead (rlock/semaphore.h, watchdog permits): a round takes a
+ * permit, works 2 ms, checks it and releases it, and the checker allows
+ * N holders at once (rt_history_check_n); no counter, no fencing.
+ *
  * Use: fd = fk_begin("name", FK_LOOP); inject faults while
  * fk_running(t0); v = fk_finish(fd, "name", counter_checked); and in
  * FX_MAIN's child function call fk_child_main() first.
@@ -55,6 +60,7 @@ static struct fk_state {
   pid_t pids[FK_WORKERS];
   fk_mode mode;
   int file_fence;           /* the fenced resource in a file, not on srv */
+  int sem;                  /* > 0: a semaphore of this many permits */
   char fence_path[512];     /* its path (fk.file_fence) */
   const char *lock_url;     /* where the locks live (NULL: srv) */
   const char *counter_host; /* srv as the workers reach it (NULL: 127.0.0.1) */
@@ -229,6 +235,85 @@ static inline void fk_round_loop(int fd, int id, int li, rlock_lock *l,
     rt_history_add(fd, id, li, RT_EV_LOST, 0, 0, 0);
 }
 
+/* ---- the semaphore's rounds -------------------------------------------- */
+
+#define FK_SEM_NAME "fault:S"
+
+/* A permit's round, its outcomes recorded as a lock's (lock index 0). */
+static inline void fk_sem_blocking(int fd, int id, rlock_psemaphore *s) {
+  char pid[RLOCK_PERMIT_ID_LEN + 1];
+  int64_t t0 = rt_now_us();
+  int rc =
+      rlock_psemaphore_acquire(pid, s, FK_WAIT_MS, RLOCK_LEASE_WATCHDOG, NULL);
+  if (!fk_acquired(fd, id, 0, rc, 0, t0))
+    return;
+  usleep(2000); /* the work with the permit */
+  if (rlock_psemaphore_check(s, pid) == RLOCK_ELOST)
+    rt_history_add(fd, id, 0, RT_EV_LOST, 0, 0, 0);
+  rt_history_add(fd, id, 0, RT_EV_RELEASING, 0, 0, 0);
+  if (rlock_psemaphore_release(s, pid) == RLOCK_ELOST)
+    rt_history_add(fd, id, 0, RT_EV_LOST, 0, 0, 0);
+}
+
+typedef struct fk_permit {
+  int done, rc;
+  char id[RLOCK_PERMIT_ID_LEN + 1];
+} fk_permit;
+
+static inline void fk_on_permit(void *arg, int rc, const char *id) {
+  fk_permit *p = arg;
+  p->rc = rc;
+  if (id != NULL)
+    snprintf(p->id, sizeof p->id, "%s", id);
+  p->done = 1;
+}
+
+static inline void fk_sem_loop(int fd, int id, rlock_psemaphore *s,
+                               uv_loop_t *loop, uv_timer_t *t) {
+  fk_permit acq = {0};
+  int64_t t0 = rt_now_us();
+  int rc0 = rlock_psemaphore_acquire_async(s, FK_WAIT_MS, RLOCK_LEASE_WATCHDOG,
+                                           fk_on_permit, &acq, NULL);
+  if (rc0 == RLOCK_OK)
+    fk_run_until(loop, &acq.done);
+  else
+    acq.rc = rc0;
+  if (!fk_acquired(fd, id, 0, acq.rc, 0, t0))
+    return;
+  fk_loop_sleep(loop, t, 2);
+  if (rlock_psemaphore_check(s, acq.id) == RLOCK_ELOST)
+    rt_history_add(fd, id, 0, RT_EV_LOST, 0, 0, 0);
+  rt_history_add(fd, id, 0, RT_EV_RELEASING, 0, 0, 0);
+  fk_call rel = {0};
+  if (rlock_psemaphore_release_async(s, acq.id, fk_on_done, &rel) != RLOCK_OK)
+    return;
+  fk_run_until(loop, &rel.done);
+  if (rel.rc == RLOCK_ELOST)
+    rt_history_add(fd, id, 0, RT_EV_LOST, 0, 0, 0);
+}
+
+/* The semaphore worker's rounds, for ever (fk_worker's, with fk.sem). */
+static inline void fk_sem_worker(int fd, int id, rlock_client *c,
+                                 uv_loop_t *loop, uv_timer_t *t) {
+  rlock_psemaphore *s;
+  if (rlock_psemaphore_new(&s, c, FK_SEM_NAME) != RLOCK_OK)
+    _exit(3);
+  /* Every worker asks: the first one sets it (a restart finds it set). */
+  while (fk.mode == FK_BLOCKING &&
+         rlock_psemaphore_try_set_permits(NULL, s, fk.sem) != RLOCK_OK)
+    usleep(10000);
+  fk_call set = {0};
+  if (fk.mode == FK_LOOP && rlock_psemaphore_try_set_permits_async(
+                                s, fk.sem, fk_on_done, &set) == RLOCK_OK)
+    fk_run_until(loop, &set.done);
+  for (;;) {
+    if (fk.mode == FK_LOOP)
+      fk_sem_loop(fd, id, s, loop, t);
+    else
+      fk_sem_blocking(fd, id, s);
+  }
+}
+
 /* ---- the worker process ------------------------------------------------- */
 
 static inline rlock_config *fk_worker_config(const char *url) {
@@ -273,6 +358,8 @@ static inline void fk_worker(int id, const char *url, int port) {
                           : rlock_client_new(&c, cfg)) != RLOCK_OK)
     _exit(3);
   rlock_config_free(cfg);
+  if (fk.sem > 0)
+    fk_sem_worker(fd, id, c, &loop, &timer);
   rlock_lock *l[FK_LOCKS];
   for (int i = 0; i < FK_LOCKS; i++) {
     char name[32];
@@ -292,11 +379,12 @@ static inline void fk_worker(int id, const char *url, int port) {
 }
 
 /* The worker role: `worker ID MODE URL PORT HISTORY FILE_FENCE FENCE_PATH
- * COUNTER_HOST`. Returns -1 when `argv` is not a worker role (the caller
- * handles its own roles); a worker never returns. */
+ * COUNTER_HOST SEM`. Returns -1 when `argv` is not a worker role (the
+ * caller handles its own roles); a worker never returns. */
 static inline int fk_child_main(int argc, char **argv) {
-  if (argc != 9 || strcmp(argv[0], "worker") != 0)
+  if (argc != 10 || strcmp(argv[0], "worker") != 0)
     return -1;
+  fk.sem = atoi(argv[9]);
   fk.mode = (fk_mode)atoi(argv[2]);
   snprintf(fk.hist_path, sizeof fk.hist_path, "%s", argv[5]);
   fk.file_fence = atoi(argv[6]);
@@ -310,7 +398,8 @@ static inline int fk_child_main(int argc, char **argv) {
 
 /* Start worker `id` (again), under its prefix if any. */
 static inline void fk_spawn(int id) {
-  char ids[16], mode[4], port[16], ff[4];
+  char ids[16], mode[4], port[16], ff[4], sem[16];
+  snprintf(sem, sizeof sem, "%d", fk.sem);
   snprintf(ids, sizeof ids, "%d", id);
   snprintf(mode, sizeof mode, "%d", (int)fk.mode);
   snprintf(port, sizeof port, "%d", rt_server_port(srv));
@@ -327,6 +416,7 @@ static inline void fk_spawn(int id) {
                         ff,
                         fk.fence_path[0] ? fk.fence_path : "-",
                         fk.counter_host ? fk.counter_host : "127.0.0.1",
+                        sem,
                         NULL};
   const char *const *prefix = fk.prefix_of ? fk.prefix_of(id) : NULL;
   if (prefix == NULL) {
@@ -529,7 +619,8 @@ static inline rt_verdict fk_finish(int fd, const char *scenario,
   }
   close(fd);
   long counter = counter_checked ? fk_counter_sum() : -1;
-  rt_verdict v = rt_history_check(fk.hist_path, counter, rt_scaled_ms(3000));
+  rt_verdict v = rt_history_check_n(fk.hist_path, counter, rt_scaled_ms(3000),
+                                    fk.sem > 0 ? fk.sem : 1);
   char name[128];
   snprintf(name, sizeof name, "%s%s", scenario,
            fk.mode == FK_LOOP ? " (loop)" : "");

@@ -212,6 +212,99 @@ static void test_multilock(void **state) {
   }
 }
 
+/* ---- semaphores and the latch ---------------------------------------------
+ * One cycle over the synchronisers (rlock/semaphore.h, rlock/latch.h), as
+ * cycle(): a semaphore's permit taken and given back, a watchdog permit
+ * of a permit-expirable semaphore taken, checked and released, a latch set,
+ * counted down and awaited. With one allocation failing, nothing may be
+ * left taken: the semaphore has its 2 permits, no permit is leased. */
+static int cycle_sync(uint64_t n, int flags) {
+  rlock__alloc_fail_at(n, flags);
+  rlock_config *cfg = NULL;
+  rlock_client *c = NULL;
+  rlock_semaphore *s = NULL;
+  rlock_psemaphore *p = NULL;
+  rlock_latch *x = NULL;
+  int took = 0, leased = 0;
+  char id[RLOCK_PERMIT_ID_LEN + 1];
+  int ok = ok_or_nomem(rlock_config_new(&cfg), "config_new", n) &&
+           ok_or_nomem(rlock_config_set_url(cfg, rt_server_url(srv)), "set_url",
+                       n) &&
+           ok_or_nomem(rlock_client_new(&c, cfg), "client_new", n);
+  rlock_config_free(cfg);
+  if (!ok ||
+      !ok_or_nomem(rlock_semaphore_new(&s, c, "alloc:sem"), "sem_new", n) ||
+      !ok_or_nomem(rlock_semaphore_try_set_permits(NULL, s, 2), "sem set", n) ||
+      !ok_or_nomem(rlock_semaphore_acquire(s, 1, 1000, NULL), "sem take", n))
+    goto out;
+  took = 1;
+  if (!ok_or_nomem(rlock_semaphore_release(s, 1), "sem release", n))
+    goto out;
+  took = 0;
+  if (!ok_or_nomem(rlock_psemaphore_new(&p, c, "alloc:psem"), "psem_new", n) ||
+      !ok_or_nomem(rlock_psemaphore_try_set_permits(NULL, p, 1), "psem set",
+                   n) ||
+      !ok_or_nomem(
+          rlock_psemaphore_acquire(id, p, 1000, RLOCK_LEASE_WATCHDOG, NULL),
+          "psem take", n))
+    goto out;
+  leased = 1;
+  if (!ok_or_nomem(rlock_psemaphore_check(p, id), "psem check", n) ||
+      !ok_or_nomem(rlock_psemaphore_release(p, id), "psem release", n))
+    goto out;
+  leased = 0;
+  if (!ok_or_nomem(rlock_latch_new(&x, c, "alloc:latch"), "latch_new", n) ||
+      !ok_or_nomem(rlock_latch_try_set_count(NULL, x, 1), "latch set", n) ||
+      !ok_or_nomem(rlock_latch_count_down(x), "latch down", n) ||
+      !ok_or_nomem(rlock_latch_await(x, 1000, NULL), "latch await", n))
+    goto out;
+out:;
+  int clean = rlock__alloc_failed() == 0;
+  rlock__alloc_fail_at(0, 0);
+  if (took)
+    rlock_semaphore_release(s, 1);
+  if (leased)
+    rlock_psemaphore_release(p, id);
+  rlock_semaphore_free(s);
+  rlock_psemaphore_free(p);
+  rlock_latch_free(x);
+  rlock_client_free(c);
+  return clean;
+}
+
+/* With one failure nothing is left taken; the keys go for the next cycle
+ * (with every later allocation failing, a taken permit of the semaphore,
+ * which never expires, may be left: nothing can be sent to give it back). */
+static void nothing_left_sync(uint64_t n, int flags) {
+  redisReply *r = rt_cmd(srv, "GET alloc:sem");
+  long long sem = r->type == REDIS_REPLY_STRING ? atoll(r->str) : 2;
+  freeReplyObject(r);
+  long long leased = rt_cmd_int(srv, "ZCARD {alloc:psem}:timeout");
+  if ((flags & RLOCK__ALLOC_ONCE) && (sem != 2 || leased != 0))
+    fail_msg("N=%llu (one failure): %lld permits left of 2, %lld leased",
+             (unsigned long long)n, sem, leased);
+  freeReplyObject(rt_cmd(srv, "DEL alloc:sem alloc:psem {alloc:psem}:timeout "
+                              "alloc:latch"));
+}
+
+static void test_sync(void **state) {
+  (void)state;
+  static const int modes[2] = {RLOCK__ALLOC_THIS_THREAD | RLOCK__ALLOC_ONCE,
+                               RLOCK__ALLOC_THIS_THREAD};
+  for (int f = 0; f < 2; f++) {
+    uint64_t n;
+    for (n = 1; n < 100000; n++) {
+      int clean = cycle_sync(n, modes[f]);
+      nothing_left_sync(n, modes[f]);
+      if (clean)
+        break;
+    }
+    print_message("semaphores and latch: %llu allocations walked\n",
+                  (unsigned long long)n);
+    assert_true(n > 10);
+  }
+}
+
 /* ---- the background thread ---------------------------------------------
  * The walks above fail the test thread's allocations. These fail those of
  * every other thread instead (RLOCK__ALLOC_OTHER_THREADS): a blocking
@@ -622,6 +715,147 @@ static void test_loop_all(void **state) {
   walk_loop(0);
 }
 
+/* ---- a loop client's permits ---------------------------------------------
+ * cycle_loop for a permit-expirable semaphore of one permit: the holder
+ * takes it under the watchdog (renewed by psem_renew.lua on the loop),
+ * a waiter waits for it, the loop thread's allocations fail from N; the
+ * holder must be told whenever its permit is gone, and the waiter gets it
+ * or fails with a documented status within its wait. */
+typedef struct lp_permit {
+  lp_done d;
+  char id[RLOCK_PERMIT_ID_LEN + 1];
+} lp_permit;
+
+static void lp_on_permit(void *arg, int rc, const char *id) {
+  lp_permit *p = arg;
+  if (id != NULL)
+    snprintf(p->id, sizeof p->id, "%s", id);
+  lp_on_done(&p->d, rc, 0);
+}
+
+static int lp_permit_told(rlock_psemaphore *s, const char *id, uint64_t n) {
+  int check = rlock_psemaphore_check(s, id);
+  if (check != RLOCK_OK && check != RLOCK_ELOST)
+    fail_msg("N=%llu: rlock_psemaphore_check returned %d",
+             (unsigned long long)n, check);
+  long long leased = rt_cmd_int(srv, "ZCARD {alloc:lpsem}:timeout");
+  if (leased == 0 && check != RLOCK_ELOST)
+    fail_msg("N=%llu: the permit is gone, but the check says held",
+             (unsigned long long)n);
+  if (check == RLOCK_ELOST) {
+    LP_RUN_UNTIL(atomic_load(&bg_lost) > 0, BG_WATCHDOG_MS);
+    if (atomic_load(&bg_lost) != 1)
+      fail_msg("N=%llu: permit lost, lost callback called %d times",
+               (unsigned long long)n, atomic_load(&bg_lost));
+  } else if (atomic_load(&bg_lost) != 0) {
+    fail_msg("N=%llu: lost callback called, but the check says held",
+             (unsigned long long)n);
+  }
+  return check == RLOCK_ELOST;
+}
+
+static void lp_permit_release(rlock_psemaphore *s, const char *id) {
+  lp_done d = {0};
+  OK(rlock_psemaphore_release_async(s, id, lp_on_done, &d));
+  LP_RUN_UNTIL(d.done, 5000);
+  if (d.done != 1 ||
+      (d.rc != RLOCK_OK && d.rc != RLOCK_ELOST && d.rc != RLOCK_ENOTHELD))
+    fail_msg("cleaning up: a permit's release returned %d (%s)", d.rc, d.msg);
+}
+
+static int cycle_loop_permit(uint64_t n, int flags, int *was_told) {
+  atomic_store(&bg_lost, 0);
+  rlock_config *cfg;
+  OK(rlock_config_new(&cfg));
+  OK(rlock_config_set_url(cfg, rt_server_url(srv)));
+  OK(rlock_config_set_watchdog_timeout_ms(cfg, BG_WATCHDOG_MS));
+  OK(rlock_config_set_lost_callback(cfg, bg_on_lost, NULL));
+  rlock_client *c = loop_client_cfg(cfg);
+  rlock_config_free(cfg);
+  rlock_psemaphore *s;
+  OK(rlock_psemaphore_new(&s, c, "alloc:lpsem"));
+  lp_permit h = {0}, w = {0};
+  lp_done set = {0}, r = {0};
+  OK(rlock_psemaphore_try_set_permits_async(s, 1, lp_on_done, &set));
+  LP_RUN_UNTIL(set.done, 5000);
+  OK(rlock_psemaphore_acquire_async(s, 0, RLOCK_LEASE_WATCHDOG, lp_on_permit,
+                                    &h, NULL));
+  LP_RUN_UNTIL(h.d.done, 5000);
+  assert_int_equal(h.d.rc, RLOCK_OK);
+  rlock_stats base = bg_stats(c);
+  int64_t wait_ms = rt_scaled_ms(8 * BG_WATCHDOG_MS), t0 = rt_now_ms();
+  rlock__alloc_fail_at(n, RLOCK__ALLOC_THIS_THREAD | flags);
+  lp_started(
+      rlock_psemaphore_acquire_async(s, wait_ms, 5000, lp_on_permit, &w, NULL),
+      &w.d, "the waiter's acquire_async", n);
+  LP_RUN_UNTIL((bg_stats(c).renewals >= base.renewals + 2 ||
+                atomic_load(&bg_lost) > 0) &&
+                   (bg_stats(c).waits > base.waits || w.d.done),
+               3 * BG_WATCHDOG_MS);
+  int told = lp_permit_told(s, h.id, n);
+  int64_t released_at = rt_now_ms();
+  lp_started(rlock_psemaphore_release_async(s, h.id, lp_on_done, &r), &r,
+             "the holder's release_async", n);
+  LP_RUN_UNTIL(r.done && w.d.done, 5000 + 8 * BG_WATCHDOG_MS);
+  if (r.done != 1 ||
+      (r.rc != RLOCK_OK && r.rc != RLOCK_ELOST && r.rc != RLOCK_ENOMEM))
+    fail_msg("N=%llu: the holder's release: %d callbacks, status %d (%s)",
+             (unsigned long long)n, r.done, r.rc, r.msg);
+  told |= r.rc == RLOCK_ELOST;
+  if (w.d.done != 1)
+    fail_msg("N=%llu: the waiter's callback ran %d times",
+             (unsigned long long)n, w.d.done);
+  int clean = rlock__alloc_failed() == 0;
+  rlock__alloc_fail_at(0, 0);
+  lp_waiter_ok(&w.d, t0, wait_ms, released_at, told, n);
+  if (r.rc == RLOCK_ENOMEM)
+    lp_permit_release(s, h.id);
+  if (w.d.rc == RLOCK_OK)
+    lp_permit_release(s, w.id);
+  *was_told = told;
+  rlock_psemaphore_free(s);
+  loop_free(c);
+  /* With one failure nothing is left leased; otherwise a permit whose
+   * release could not be sent comes back after its lease. */
+  long long leased = rt_cmd_int(srv, "ZCARD {alloc:lpsem}:timeout");
+  if ((flags & RLOCK__ALLOC_ONCE) && leased != 0)
+    fail_msg("N=%llu (one failure): %lld permits left leased",
+             (unsigned long long)n, leased);
+  freeReplyObject(rt_cmd(srv, "DEL alloc:lpsem {alloc:lpsem}:timeout"));
+  return clean;
+}
+
+static void walk_loop_permit(int flags) {
+  uint64_t stride = rt_scaled_ms(1) >= 4 ? 3 : 1, n;
+  int told = 0;
+  kind = UV;
+  loop_open();
+  for (n = 1; n < 100000; n += n < 40 ? 1 : stride) {
+    int lost;
+    int clean = cycle_loop_permit(n, flags, &lost);
+    told += lost;
+    if (clean)
+      break;
+  }
+  loop_close();
+  print_message("loop client, permits, %s: %llu allocations walked; the "
+                "holder was told it lost its permit in %d\n",
+                flags & RLOCK__ALLOC_ONCE ? "one failing"
+                                          : "all failing from N",
+                (unsigned long long)n, told);
+  assert_true(n > 10);
+}
+
+static void test_loop_permit_once(void **state) {
+  (void)state;
+  walk_loop_permit(RLOCK__ALLOC_ONCE);
+}
+
+static void test_loop_permit_all(void **state) {
+  (void)state;
+  walk_loop_permit(0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reentrant),
@@ -631,12 +865,15 @@ int main(void) {
       cmocka_unit_test(test_fenced),
       cmocka_unit_test(test_spin),
       cmocka_unit_test(test_multilock),
+      cmocka_unit_test(test_sync),
       cmocka_unit_test(test_background_once),
       cmocka_unit_test(test_background_all),
       cmocka_unit_test(test_background_fair),
       cmocka_unit_test(test_background_rw),
       cmocka_unit_test(test_loop_once),
       cmocka_unit_test(test_loop_all),
+      cmocka_unit_test(test_loop_permit_once),
+      cmocka_unit_test(test_loop_permit_all),
   };
   if (getenv("RLOCK_TEST_FILTER") != NULL)
     cmocka_set_test_filter(getenv("RLOCK_TEST_FILTER"));

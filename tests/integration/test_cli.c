@@ -1704,6 +1704,25 @@ static void test_usage_errors(void **state) {
        "--fenced", "n", "--", "true"},
       {"-u", "redis://127.0.0.1:1", "-u", "redis://127.0.0.1:2", "exec",
        "--spin", "n", "--", "true"},
+      {"exec", "--permits", "0", "n", "--", "true"},
+      {"exec", "--permits", "2147483648", "n", "--", "true"},
+      {"exec", "--permits", "x", "n", "--", "true"},
+      {"exec", "--permits", "2", "--fair", "n", "--", "true"},
+      {"exec", "--permits", "2", "a", "b", "--", "true"},
+      {"-u", "redis://127.0.0.1:1", "-u", "redis://127.0.0.1:2", "exec",
+       "--permits", "2", "n", "--", "true"},
+      {"latch"},
+      {"latch", "open", "n"},
+      {"latch", "set", "n"},
+      {"latch", "set", "n", "0"},
+      {"latch", "set", "n", "-1"},
+      {"latch", "set", "n", "9223372036854775808"},
+      {"latch", "down"},
+      {"latch", "down", "a", "b"},
+      {"latch", "-w", "1s", "down", "n"},
+      {"latch", "wait", "n", "-w", "1s"},
+      {"latch", "wait", "-w", "5x", "n"},
+      {"--retry-for", "1s", "latch", "wait", "n"},
       {"status"},
       {"status", "a", "--json"},
       {"status", "--json=yes", "a"},
@@ -2350,6 +2369,180 @@ static void test_exec_ctrl_z_stops_whole_job(void **state) {
   assert_string_equal(fx_slurp(status), "0\n");
 }
 
+/* ---- semaphores and latches --------------------------------------------- */
+
+/* The number a semaphore's or latch's string key holds (-1: absent). */
+static long long get_count(const char *name) {
+  redisReply *r = rt_cmd(srv, "GET %s", name);
+  long long v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : -1;
+  freeReplyObject(r);
+  return v;
+}
+
+/* exec --permits 2: two COMMANDs run at once, each with its permit's id;
+ * a third finds none within -w 0 (75); status shows the permits leased;
+ * each release gives its permit back. */
+static void test_exec_permits(void **state) {
+  (void)state;
+  const char *name = "cli:permits";
+  char script[2][4096], idfile[2][512], tag[32];
+  gate g[2];
+  proc p[2], third, st;
+  for (int i = 0; i < 2; i++) {
+    snprintf(tag, sizeof tag, "permits%d", i);
+    gate_init(&g[i], tag);
+    snprintf(tag, sizeof tag, "permits%d.id", i);
+    fx_tmp_path(idfile[i], sizeof idfile[i], tag);
+    char before[1100];
+    snprintf(before, sizeof before, "echo \"$RLOCK_PERMIT_ID\" > %s;",
+             idfile[i]);
+    proc_start(&p[i],
+               ARGS("-u", url, "exec", "--permits", "2", name, "--", "sh", "-c",
+                    gate_script(&g[i], script[i], sizeof script[i], before,
+                                "exit 0")));
+    fx_wait_file(g[i].ready, SCALED(5000));
+  }
+  char id0[64];
+  snprintf(id0, sizeof id0, "%s", fx_slurp(idfile[0]));   /* static buffer */
+  assert_int_equal(strlen(id0), RLOCK_PERMIT_ID_LEN + 1); /* and '\n' */
+  assert_string_not_equal(id0, fx_slurp(idfile[1]));
+  assert_int_equal(get_count(name), 0);
+  assert_int_equal(rt_cmd_int(srv, "ZCARD {%s}:timeout", name), 2);
+  run_expect(
+      &third, 75,
+      ARGS("-u", url, "exec", "--permits", "2", "-w", "0", name, "--", "true"));
+  run_expect(&st, 0, ARGS("-u", url, "status", name));
+  assert_non_null(strstr(st.out[0], "cli:permits: permit-expirable "
+                                    "semaphore, 0 available of 2 (2 leased)"));
+  run_expect(&st, 0, ARGS("-u", url, "status", "--json", name));
+  assert_string_equal(st.out[0],
+                      "{\"name\": \"cli:permits\", \"kind\": "
+                      "\"permit-expirable-semaphore\", \"available\": 0, "
+                      "\"permits\": 2, \"leased\": 2}\n");
+  /* a third, waiting (subscribed), runs once the first gives its permit
+   * back, with -l's fixed lease */
+  char ran[512], channel[128];
+  fx_tmp_path(ran, sizeof ran, "permits-third-ran");
+  snprintf(channel, sizeof channel, "redisson_sc:{%s}", name);
+  proc_start(&third, ARGS("-u", url, "exec", "--permits", "2", "-w", "20s",
+                          "-l", "20s", name, "--", "touch", ran));
+  fx_wait_subscribers(srv, channel, 1, "the third exec's subscription");
+  assert_false(file_exists(ran));
+  fx_touch(g[0].go);
+  assert_int_equal(proc_wait(&p[0], SCALED(10000)), 0);
+  assert_int_equal(proc_wait(&third, SCALED(10000)), 0);
+  assert_true(file_exists(ran));
+  assert_int_equal(get_count(name), 1);
+  fx_touch(g[1].go);
+  assert_int_equal(proc_wait(&p[1], SCALED(10000)), 0);
+  assert_int_equal(get_count(name), 2);
+  assert_int_equal(rt_cmd_int(srv, "ZCARD {%s}:timeout", name), 0);
+  run_expect(&st, 0, ARGS("-u", url, "status", name));
+  assert_string_equal(st.out[0], "cli:permits: count 2 (a semaphore's "
+                                 "available permits or a latch's count)\n");
+  /* the count stands once set: --permits 5 does not change it */
+  run_expect(&third, 0,
+             ARGS("-u", url, "exec", "--permits", "5", name, "--", "true"));
+  assert_int_equal(get_count(name), 2);
+}
+
+/* The deadline (ms since the epoch) of the one permit leased in `name`'s
+ * timeout set; -1 when there is none. */
+static long long permit_deadline(const char *name) {
+  redisReply *r = rt_cmd(srv, "ZRANGE {%s}:timeout 0 -1 WITHSCORES", name);
+  long long v = r->type == REDIS_REPLY_ARRAY && r->elements == 2
+                    ? atoll(r->element[1]->str)
+                    : -1;
+  freeReplyObject(r);
+  return v;
+}
+
+typedef struct deadline_wait {
+  const char *name;
+  long long after;
+} deadline_wait;
+
+static bool deadline_moved(void *arg, char *why, size_t cap) {
+  deadline_wait *w = arg;
+  long long now = permit_deadline(w->name);
+  snprintf(why, cap, "deadline %lld, first %lld", now, w->after);
+  return now > w->after;
+}
+
+/* The permit's key deleted while COMMAND runs: COMMAND is terminated and
+ * rlock exits 76, naming the permit; a key that is not a semaphore is
+ * refused (65) and left alone. */
+static void test_exec_permit_lost(void **state) {
+  (void)state;
+  const char *name = "cli:permit-lost";
+  char got[512], ready[512], script[2048];
+  fx_tmp_path(got, sizeof got, "permit-lost-term");
+  fx_tmp_path(ready, sizeof ready, "permit-lost-ready");
+  idle_script(script, sizeof script, got, "exit 9", ready);
+  proc p;
+  proc_start(&p, ARGS("-u", url, "--watchdog", "600ms", "exec", "--permits",
+                      "1", name, "--", "sh", "-c", script));
+  fx_wait_file(ready, SCALED(5000));
+  /* the watchdog renews it: its deadline moves on */
+  deadline_wait dw = {name, permit_deadline(name)};
+  assert_true(dw.after > 0);
+  rt_wait_until(deadline_moved, &dw, SCALED(5000), "a renewal of the permit");
+  freeReplyObject(rt_cmd(srv, "DEL %s {%s}:timeout", name, name));
+  assert_int_equal(proc_wait(&p, SCALED(5000)), 76);
+  assert_string_equal(fx_slurp(got), "term\n");
+  assert_int_equal(count_rlock_lines(p.out[1]), 1);
+  assert_non_null(strstr(p.out[1], "of semaphore 'cli:permit-lost' was "
+                                   "lost"));
+  hold_foreign(name, FOREIGN, 1, 30000);
+  run_expect(
+      &p, 65,
+      ARGS("-u", url, "exec", "--permits", "1", "-w", "0", name, "--", "true"));
+  assert_int_equal(rt_cmd_int(srv, "HLEN %s", name), 1);
+  freeReplyObject(rt_cmd(srv, "DEL %s", name));
+}
+
+/* latch set, down and wait: a waiter (subscribed) goes on when the count
+ * reaches zero; -w bounds a wait (75); a signal ends one (128+N); a latch
+ * never set is open. */
+static void test_latch(void **state) {
+  (void)state;
+  const char *name = "cli:latch";
+  char channel[128];
+  snprintf(channel, sizeof channel, "redisson_countdownlatch__channel__{%s}",
+           name);
+  proc p, w, s;
+  run_expect(&p, 0, ARGS("-u", url, "latch", "wait", "-w", "0", name));
+  run_expect(&p, 0, ARGS("-u", url, "latch", "set", name, "2"));
+  assert_string_equal(p.out[0], "rlock: latch 'cli:latch' set to 2\n");
+  run_expect(&p, 1, ARGS("-u", url, "latch", "set", name, "7"));
+  assert_string_equal(p.out[0],
+                      "rlock: latch 'cli:latch' already counts 2; left as "
+                      "it is\n");
+  assert_int_equal(get_count(name), 2);
+  run_expect(&p, 0, ARGS("-u", url, "status", name));
+  assert_non_null(strstr(p.out[0], "cli:latch: count 2"));
+  int64_t t0 = rt_now_ms();
+  run_expect(&p, 75, ARGS("-u", url, "latch", "wait", "-w", "200ms", name));
+  ASSERT_BETWEEN(p.ended - t0, 200, 5000);
+  proc_start(&s, ARGS("-u", url, "latch", "wait", name));
+  proc_start(&w, ARGS("-u", url, "latch", "-w", "1m", "wait", name));
+  fx_wait_subscribers(srv, channel, 2, "the latch waiters");
+  kill(s.pid, SIGTERM);
+  assert_int_equal(proc_wait(&s, SCALED(5000)), 128 + SIGTERM);
+  run_expect(&p, 0, ARGS("-u", url, "latch", "down", name));
+  assert_int_equal(get_count(name), 1);
+  run_expect(&p, 0, ARGS("-u", url, "latch", "down", name));
+  assert_int_equal(proc_wait(&w, SCALED(5000)), 0);
+  assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
+  run_expect(&p, 0, ARGS("-u", url, "latch", "down", name)); /* no count */
+  assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
+  freeReplyObject(rt_cmd(srv, "SET %s not-a-count", name));
+  run_expect(&p, 65, ARGS("-u", url, "latch", "down", name));
+  run_expect(&p, 65, ARGS("-u", url, "latch", "set", name, "1"));
+  assert_int_equal(p.len[0], 0);
+  freeReplyObject(rt_cmd(srv, "DEL %s", name));
+}
+
 /* ---- elect and leader ------------------------------------------------------
  */
 
@@ -2439,7 +2632,8 @@ static void test_elect_standby_takes_over(void **state) {
   assert_int_equal(kill(leader.pid, SIGCONT), 0);
   assert_int_equal(proc_wait(&leader, SCALED(5000)), 76);
   assert_string_equal(fx_slurp(got), "term\n");
-  assert_non_null(strstr(leader.out[1], "'cli:elect:standby' was lost"));
+  assert_non_null(
+      strstr(leader.out[1], "leadership of 'cli:elect:standby' was lost"));
 }
 
 /* Drain `w` until its stdout has `n` lines, for up to 5 s (scaled). */
@@ -2533,6 +2727,9 @@ int main(void) {
       cmocka_unit_test(test_exec_flock_options),
       cmocka_unit_test(test_messages),
       cmocka_unit_test(test_exec_ctrl_z_stops_whole_job),
+      cmocka_unit_test(test_exec_permits),
+      cmocka_unit_test(test_exec_permit_lost),
+      cmocka_unit_test(test_latch),
       cmocka_unit_test(test_exec_says_once_what_is_wrong),
       cmocka_unit_test(test_thread_that_cannot_start),
       cmocka_unit_test(test_elect_and_leader),

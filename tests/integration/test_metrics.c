@@ -246,6 +246,40 @@ static void test_reconnect(void **state) {
     dk_free(c);
 }
 
+/* Semaphores, permit-expirable semaphores and latches count under kinds
+ * of their own, never as reentrant locks; only permits are holds. */
+static void test_synchronisers(void **state) {
+  (void)state;
+  rlock_client *c = dk_client(rt_server_url(srv), 0, NULL, NULL);
+  rlock_semaphore *s;
+  rlock_psemaphore *p;
+  rlock_latch *l;
+  OK(rlock_semaphore_new(&s, c, "metrics:sem"));
+  OK(rlock_psemaphore_new(&p, c, "metrics:psem"));
+  OK(rlock_latch_new(&l, c, "metrics:latch"));
+  OK(rlock_semaphore_set_permits(s, 1));
+  OK(rlock_semaphore_acquire(s, 1, 0, NULL));
+  RC(rlock_semaphore_acquire(s, 1, 0, NULL), RLOCK_ELOCKED);
+  OK(rlock_semaphore_release(s, 1));
+  OK(rlock_psemaphore_set_permits(p, 1));
+  char id[RLOCK_PERMIT_ID_LEN + 1];
+  OK(rlock_psemaphore_acquire(id, p, 0, 10000, NULL));
+  SERIES_EQ(c, "rlock_holds{kind=\"psemaphore\"}", 1);
+  OK(rlock_psemaphore_release(p, id));
+  OK(rlock_latch_await(l, 0, NULL)); /* no count: already zero */
+  SERIES_EQ(c, "rlock_acquisitions_total{kind=\"semaphore\"}", 1);
+  SERIES_EQ(c, "rlock_acquire_timeouts_total{kind=\"semaphore\"}", 1);
+  SERIES_EQ(c, "rlock_acquisitions_total{kind=\"psemaphore\"}", 1);
+  SERIES_EQ(c, "rlock_holds{kind=\"psemaphore\"}", 0);
+  SERIES_EQ(c, "rlock_acquisitions_total{kind=\"latch\"}", 1);
+  SERIES_EQ(c, "rlock_acquisitions_total" KIND, -1); /* never shown */
+  rlock_latch_free(l);
+  rlock_psemaphore_free(p);
+  rlock_semaphore_free(s);
+  freeReplyObject(rt_cmd(srv, "DEL metrics:sem metrics:psem"));
+  dk_free(c);
+}
+
 /* The OpenMetrics variant, the size asked for, and the refusals. */
 static void test_format_and_args(void **state) {
   (void)state;
@@ -297,6 +331,7 @@ int main(void) {
       DK_CASE(test_reconnect, DK_ALL),
       DK_CASE(test_multilock_redlock, DK_BLOCK),
       DK_CASE(test_format_and_args, DK_BLOCK),
+      DK_CASE(test_synchronisers, DK_BLOCK),
   };
   return DK_RUN(cases, start, stop);
 }

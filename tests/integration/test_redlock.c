@@ -6,7 +6,8 @@
  * clients on libuv and on libevent (rlock_redlock_acquire_async_result,
  * _release_async). The blocking RedLock's own cases: rounds slowed by
  * frozen and unreachable members, renewals and a restarted member, an
- * explicit owner across threads, the constructor's refusals. The loop
+ * explicit owner across threads, the constructor's refusals, a round
+ * canceled while members are frozen. The loop
  * RedLock's own: each member's outcome of a release, cancels (on the loop
  * and off it), a member's client freed with an acquisition pending, the
  * async calls' refusals.
@@ -724,6 +725,63 @@ static void test_unreachable_member_delays_no_other(void **state) {
   rt_server_free(s2);
 }
 
+typedef struct firer {
+  rlock_cancel *token;
+  int64_t after_ms;
+} firer;
+
+static void *fire_later(void *arg) {
+  firer *f = arg;
+  rt_sleep_ms(f->after_ms);
+  rlock_cancel_fire(f->token);
+  return NULL;
+}
+
+static bool pred_all_free(void *arg, char *why, size_t cap) {
+  cluster *k = arg;
+  for (int i = 0; i < k->n; i++)
+    if (rt_cmd_int(k->srv[i], "EXISTS rl:cancel") != 0) {
+      snprintf(why, cap, "member %d still holds rl:cancel", i);
+      return false;
+    }
+  return true;
+}
+
+/* A blocking round waiting on two frozen members (no quorum yet, member
+ * timeout 2 s) ends soon after its cancel token fires. Its attempts on
+ * the frozen members are abandoned, not stopped: the give-back of each
+ * goes behind it on the same connection, so once the members thaw no
+ * member is left held for the 60 s lease. */
+static void test_cancel_blocking_round(void **state) {
+  (void)state;
+  cluster k;
+  up(&k, 3, "rl:cancel", 0);
+  rlock_cancel *token;
+  OK(rlock_cancel_new(&token));
+  rt_server_freeze(k.srv[1]);
+  rt_server_freeze(k.srv[2]);
+  firer f = {token, 150};
+  pthread_t t;
+  pthread_create(&t, NULL, fire_later, &f);
+  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
+  o.wait_ms = 10000;
+  o.lease_ms = 60000;
+  o.cancel = token;
+  int64_t t0 = rt_now_ms();
+  RC(rlock_redlock_acquire_opts(NULL, k.r, &o), RLOCK_ECANCELED);
+  int64_t took = rt_now_ms() - t0;
+  pthread_join(t, NULL);
+  print_message("canceled after 150 ms; returned after %lld ms\n",
+                (long long)took);
+  ASSERT_BETWEEN(took, 150, 150 + 600); /* not the 2000 ms member timeout */
+  rt_server_thaw(k.srv[1]);
+  rt_server_thaw(k.srv[2]);
+  rt_wait_until(pred_all_free, &k, rt_scaled_ms(3000),
+                "every member given back");
+  rlock_cancel_free(token);
+  down(&k);
+}
+
 /* ---- the loop RedLock's own -----------------------------------------------
  */
 
@@ -997,6 +1055,7 @@ int main(void) {
       DK_CASE(test_explicit_owner_across_threads, DK_BLOCK),
       DK_CASE(test_bad_input, DK_BLOCK),
       DK_CASE(test_unreachable_member_delays_no_other, DK_BLOCK),
+      DK_CASE(test_cancel_blocking_round, DK_BLOCK),
       DK_CASE(test_results, DK_LOOPS),
       DK_CASE(test_results_member_down, DK_LOOPS),
       DK_CASE(test_cancel, DK_LOOPS),

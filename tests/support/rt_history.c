@@ -109,6 +109,32 @@ static size_t holds_of(const reader *rd, hold *h, size_t cap, int64_t end) {
   return n;
 }
 
+/* A semaphore of `capacity` permits: a hold that begins while `capacity`
+ * others of the same semaphore are open is one too many, unless it or
+ * one of them was told its hold was gone (a stale holder). */
+static void check_capacity(rt_verdict *v, hold *h, size_t n, int capacity) {
+  for (size_t j = 0; j < n; j++) {
+    int open = 0, stale = h[j].refused_after;
+    for (size_t i = 0; i < j; i++)
+      if (h[i].lock == h[j].lock && h[i].worker != h[j].worker &&
+          h[i].to > h[j].from) {
+        open++;
+        stale |= h[i].refused_after;
+      }
+    if (open < capacity)
+      continue;
+    if (stale) {
+      v->fenced_overlaps++;
+      continue;
+    }
+    v->overlaps++;
+    note(v,
+         "semaphore %d: worker %d took a permit at %lld us while %d "
+         "others held one (%d permits)",
+         h[j].lock, h[j].worker, (long long)h[j].from, open, capacity);
+  }
+}
+
 static void check_overlaps(rt_verdict *v, hold *h, size_t n) {
   for (size_t i = 0; i < n; i++)
     for (size_t j = i + 1; j < n && h[j].from < h[i].to; j++) {
@@ -154,6 +180,11 @@ static void check_tokens(rt_verdict *v, const reader *rd) {
 }
 
 rt_verdict rt_history_check(const char *path, long counter, int64_t slack_ms) {
+  return rt_history_check_n(path, counter, slack_ms, 1);
+}
+
+rt_verdict rt_history_check_n(const char *path, long counter, int64_t slack_ms,
+                              int capacity) {
   rt_verdict v;
   memset(&v, 0, sizeof v);
   v.counter_value = counter;
@@ -215,7 +246,11 @@ rt_verdict rt_history_check(const char *path, long counter, int64_t slack_ms) {
   int64_t end = rd.n > 0 ? rd.r[rd.n - 1].t_us + 1 : 0;
   hold *h = calloc(rd.n + 1, sizeof *h);
   if (h != NULL) {
-    check_overlaps(&v, h, holds_of(&rd, h, rd.n + 1, end));
+    size_t n = holds_of(&rd, h, rd.n + 1, end);
+    if (capacity > 1)
+      check_capacity(&v, h, n, capacity);
+    else
+      check_overlaps(&v, h, n);
     free(h);
   }
   if (counter >= 0 && v.bumps_done > counter) {

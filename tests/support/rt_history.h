@@ -84,6 +84,13 @@ typedef struct rt_verdict {
  * no counter), `slack_ms` what a call may overrun its wait by. */
 rt_verdict rt_history_check(const char *path, long counter, int64_t slack_ms);
 
+/* rt_history_check for the permits of semaphores of `capacity` permits
+ * (a record's `lock` names the semaphore): an overlap is a permit taken
+ * while `capacity` others of the same semaphore are held; 1 is
+ * rt_history_check. */
+rt_verdict rt_history_check_n(const char *path, long counter, int64_t slack_ms,
+                              int capacity);
+
 /* One line of totals, for logs and the soak script. */
 void rt_history_print(const char *scenario, const rt_verdict *v);
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "rlock.h"
+#include "rlock/loop.h"
 
 /* Check a status code and that the message mentions `needle` (if any). */
 static void check_rc(int rc, int code, const char *needle, const char *expr) {
@@ -190,6 +191,91 @@ static void test_options_version(void **state) {
   rlock_client_free(c);
 }
 
+/* The semaphores and the latch: every argument checked before any I/O. */
+static void noop(void *arg, int rc, int64_t v) { (void)arg, (void)rc, (void)v; }
+
+static void test_sync_args(void **state) {
+  (void)state;
+  rlock_config *cfg;
+  rlock_client *c;
+  assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
+  assert_int_equal(rlock_config_set_url(cfg, "redis://127.0.0.1:1"), RLOCK_OK);
+  assert_int_equal(rlock_client_new(&c, cfg), RLOCK_OK);
+  rlock_config_free(cfg);
+  rlock_semaphore *s;
+  rlock_psemaphore *p;
+  rlock_latch *x;
+  ASSERT_RC(rlock_semaphore_new(NULL, c, "s"), RLOCK_EINVAL, "NULL");
+  ASSERT_RC(rlock_semaphore_new(&s, NULL, "s"), RLOCK_EINVAL, "NULL");
+  ASSERT_RC(rlock_psemaphore_new(&p, c, ""), RLOCK_EINVAL, "empty");
+  ASSERT_RC(rlock_latch_new(&x, c, "a{}b"), RLOCK_EINVAL, "tag");
+  assert_int_equal(rlock_semaphore_new(&s, c, "s"), RLOCK_OK);
+  assert_int_equal(rlock_psemaphore_new(&p, c, "p"), RLOCK_OK);
+  assert_int_equal(rlock_latch_new(&x, c, "x"), RLOCK_OK);
+  assert_string_equal(rlock_semaphore_name(s), "s");
+  assert_null(rlock_latch_name(NULL));
+  /* NULL objects */
+  ASSERT_RC(rlock_semaphore_acquire(NULL, 1, 0, NULL), RLOCK_EINVAL, "NULL");
+  ASSERT_RC(rlock_semaphore_release(NULL, 1), RLOCK_EINVAL, "NULL");
+  ASSERT_RC(rlock_psemaphore_check(NULL, "x"), RLOCK_EINVAL, "NULL");
+  ASSERT_RC(rlock_latch_count_down(NULL), RLOCK_EINVAL, "NULL");
+  ASSERT_RC(rlock_semaphore_available(NULL, s), RLOCK_EINVAL, "NULL");
+  ASSERT_RC(rlock_latch_count(NULL, x), RLOCK_EINVAL, "NULL");
+  ASSERT_RC(rlock_psemaphore_acquire(NULL, p, 0, 0, NULL), RLOCK_EINVAL,
+            "NULL");
+  /* counts and durations */
+  ASSERT_RC(rlock_semaphore_acquire(s, 0, 0, NULL), RLOCK_EINVAL, "permits");
+  ASSERT_RC(rlock_semaphore_acquire(s, RLOCK_MAX_PERMITS + 1, 0, NULL),
+            RLOCK_EINVAL, "permits");
+  ASSERT_RC(rlock_semaphore_acquire(s, 1, -5, NULL), RLOCK_EINVAL, "wait");
+  ASSERT_RC(rlock_semaphore_release(s, -1), RLOCK_EINVAL, "permits");
+  ASSERT_RC(rlock_semaphore_try_set_permits(NULL, s, -1), RLOCK_EINVAL,
+            "permits");
+  ASSERT_RC(rlock_semaphore_add_permits(s, 0), RLOCK_EINVAL, "delta");
+  ASSERT_RC(rlock_psemaphore_set_permits(p, RLOCK_MAX_PERMITS + 1),
+            RLOCK_EINVAL, "permits");
+  char id[RLOCK_PERMIT_ID_LEN + 1];
+  ASSERT_RC(rlock_psemaphore_acquire(id, p, 0, -1, NULL), RLOCK_EINVAL,
+            "lease");
+  ASSERT_RC(rlock_psemaphore_acquire(id, p, 0, RLOCK_MAX_DURATION_MS + 1, NULL),
+            RLOCK_EINVAL, "lease");
+  ASSERT_RC(rlock_psemaphore_release(p, NULL), RLOCK_EINVAL, "NULL");
+  ASSERT_RC(rlock_psemaphore_release(p, "0123"), RLOCK_EINVAL, "hex");
+  ASSERT_RC(rlock_psemaphore_release(p, "0123456789abcdef0123456789abcdeg"),
+            RLOCK_EINVAL, "hex");
+  ASSERT_RC(
+      rlock_psemaphore_update_lease(p, "0123456789abcdef0123456789abcdef", 0),
+      RLOCK_EINVAL, "lease");
+  ASSERT_RC(rlock_psemaphore_check(p, "0123456789abcdef0123456789abcdef"),
+            RLOCK_ENOTHELD, NULL);
+  ASSERT_RC(rlock_psemaphore_inspect(NULL, p), RLOCK_EINVAL, "NULL");
+  rlock_permits_info *info = NULL;
+  ASSERT_RC(rlock_psemaphore_inspect(&info, NULL), RLOCK_EINVAL, "NULL");
+  assert_null(info);
+  assert_int_equal(rlock_permits_info_leased(NULL), 0);
+  assert_null(rlock_permits_info_id(NULL, 0));
+  rlock_permits_info_free(NULL);
+  ASSERT_RC(rlock_psemaphore_inspect_async(p, NULL, NULL), RLOCK_EINVAL,
+            "NULL");
+  ASSERT_RC(rlock_latch_try_set_count(NULL, x, 0), RLOCK_EINVAL, "count");
+  ASSERT_RC(rlock_latch_try_set_count(NULL, x, -3), RLOCK_EINVAL, "count");
+  ASSERT_RC(rlock_latch_await(x, -2, NULL), RLOCK_EINVAL, "wait");
+  /* the _async forms need a loop client */
+  ASSERT_RC(rlock_semaphore_release_async(s, 1, noop, NULL), RLOCK_EINVAL,
+            "rlock_client_new_loop");
+  ASSERT_RC(rlock_semaphore_acquire_async(s, 1, 0, NULL, NULL, NULL),
+            RLOCK_EINVAL, "NULL");
+  ASSERT_RC(rlock_latch_await_async(x, 0, noop, NULL, NULL), RLOCK_EINVAL,
+            "rlock_client_new_loop");
+  ASSERT_RC(rlock_psemaphore_release_async(p, NULL, noop, NULL), RLOCK_EINVAL,
+            "NULL");
+  rlock_semaphore_free(s);
+  rlock_psemaphore_free(p);
+  rlock_latch_free(x);
+  rlock_semaphore_free(NULL);
+  assert_int_equal(rlock_client_free(c), RLOCK_OK);
+}
+
 static void test_strerror(void **state) {
   (void)state;
   for (int code = RLOCK_EDEADLK; code <= RLOCK_OK; code++)
@@ -201,6 +287,34 @@ static void test_strerror(void **state) {
   assert_non_null(strchr(rlock_version_string(), '.'));
 }
 
+static void ignore_result(void *arg, int rc, int64_t value) {
+  (void)arg, (void)rc, (void)value;
+  fail_msg("a refused operation's callback ran");
+}
+
+/* A blocking client runs the loop engine on its background thread: the
+ * adapter's entry points must not reach it from a user's thread, and the
+ * _async functions must still refuse it. */
+static void test_blocking_not_a_loop_client(void **state) {
+  (void)state;
+  rlock_client *c;
+  rlock_lock *l;
+  assert_int_equal(rlock_client_new(&c, NULL), RLOCK_OK);
+  assert_int_equal(rlock_lock_new(&l, c, "api-args"), RLOCK_OK);
+  rlock_loop_io(c, 0, RLOCK_LOOP_READ); /* ignored */
+  rlock_loop_timer(c);
+  rlock_loop_wake(c);
+  rlock_acquire_options o;
+  rlock_acquire_options_init(&o, RLOCK_ACQUIRE_OPTIONS_VERSION);
+  o.owner = rlock_owner_new();
+  ASSERT_RC(rlock_lock_acquire_async(l, &o, ignore_result, NULL, NULL),
+            RLOCK_EINVAL, "rlock_client_new_loop");
+  ASSERT_RC(rlock_lock_release_async(l, o.owner, ignore_result, NULL),
+            RLOCK_EINVAL, "rlock_client_new_loop");
+  rlock_lock_free(l);
+  assert_int_equal(rlock_client_free(c), RLOCK_OK);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_config_setters),
@@ -209,6 +323,8 @@ int main(void) {
       cmocka_unit_test(test_lock_durations),
       cmocka_unit_test(test_options_version),
       cmocka_unit_test(test_strerror),
+      cmocka_unit_test(test_blocking_not_a_loop_client),
+      cmocka_unit_test(test_sync_args),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,8 @@
  * bytes at a subscriber socket's head a waiting thread may drop unparsed.
  * It must count only whole (s)message pushes, and stop at anything else:
  * dropping a confirmation, a PONG or half a push would desynchronize the
- * background thread's reader. */
+ * background thread's reader. And rlock__message_wakes, what a message
+ * wakes by its channel's kind, for both subscribers. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -76,11 +77,36 @@ static void stops_at_a_cut(void **state) {
   assert_int_equal(len_of(two), strlen(two));
 }
 
+static int64_t wakes(const char *channel, const char *payload) {
+  return rlock__message_wakes(channel, strlen(channel), payload);
+}
+
+/* Redisson's pub/sub classes: LockPubSub ("0" one, "1" all),
+ * SemaphorePubSub (the number published), CountDownLatchPubSub (every
+ * waiter looks again). */
+static void message_wakes(void **state) {
+  (void)state;
+  assert_int_equal(wakes("redisson_lock__channel:{a}", "0"), 1);
+  assert_int_equal(wakes("redisson_rwlock:{a}", "1"), RLOCK__WAKE_ALL);
+  assert_int_equal(wakes("redisson_lock__channel:{a}:x:1", "0"), 1);
+  assert_int_equal(wakes("redisson_sc:{a}", "3"), 3);
+  assert_int_equal(wakes("redisson_sc:{a}", "0"), 0);
+  assert_int_equal(wakes("redisson_sc:{a}", "-2"), 0);
+  assert_int_equal(wakes("redisson_sc:{a}", "x"), 0);
+  assert_int_equal(wakes("redisson_countdownlatch__channel__{a}", "0"),
+                   RLOCK__WAKE_ALL);
+  assert_int_equal(wakes("redisson_countdownlatch__channel__{a}", "1"),
+                   RLOCK__WAKE_ALL);
+  /* the channel's length is what counts, not a NUL */
+  assert_int_equal(rlock__message_wakes("redisson_sc:{a}", 8, "5"), 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(whole_messages),
       cmocka_unit_test(stops_at_anything_else),
       cmocka_unit_test(stops_at_a_cut),
+      cmocka_unit_test(message_wakes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -54,7 +54,8 @@ void rlock__obs_read(const rlock__obs *o, rlock_stats *out, size_t size) {
 
 static const char *const kind_names[RLOCK__MK_COUNT] = {
     "reentrant", "nonreentrant", "fair", "nonreentrant_fair", "read",
-    "write",     "fenced",       "spin", "multilock",         "redlock"};
+    "write",     "fenced",       "spin", "multilock",         "redlock",
+    "semaphore", "psemaphore",   "latch"};
 
 static const int64_t bound_us[RLOCK__HIST_BOUNDS] = {100,
                                                      250,

@@ -57,6 +57,9 @@ typedef enum rlock__mkind {
   RLOCK__MK_SPIN,
   RLOCK__MK_MULTILOCK,
   RLOCK__MK_REDLOCK,
+  RLOCK__MK_SEMAPHORE,
+  RLOCK__MK_PSEMAPHORE,
+  RLOCK__MK_LATCH,
   RLOCK__MK_COUNT
 } rlock__mkind;
 

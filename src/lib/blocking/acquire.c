@@ -105,6 +105,8 @@ static int read_count(rlock_lock *l, const char *owner, rlock__plan *plan,
 static int settle_in_flight(rlock_lock *l, const char *owner, int64_t lease,
                             rlock__plan *plan, int rc, int64_t *token,
                             int *transient) {
+  if (l->kind->sync)
+    return rc; /* no field to read (lock_int.h) */
   rlock__saved_error why;
   rlock__error_save(&why);
   char field[RLOCK_FIELD_MAX];
@@ -159,7 +161,7 @@ static int attempt_once(acq *a, int64_t deadline, int *transient) {
   int rc = rlock__lock_run_until(l, &call, deadline, &r);
   *transient = call.transient;
   if (call.sent_us != 0)
-    a->sent = call.sent_us;
+    a->sent = rlock__call_granted_from(&call);
   if (rc == RLOCK_ENOMEM && call.in_flight)
     return undo_unread(l, owner, lease);
   if (rc == RLOCK_EIO && call.in_flight)
@@ -331,11 +333,14 @@ static int not_acquired(acq *a, int rc) {
  * cannot be recorded. */
 static int record(acq *a, int64_t lease_ms, uint64_t owner_number) {
   rlock_lock *l = a->l;
+  if (l->kind->sync && !l->kind->permits)
+    return RLOCK_OK; /* nothing held: permits or a latch's zero */
   char field[RLOCK_FIELD_MAX];
   rlock__field(l, a->owner, field);
-  int rc = rlock__hold_push_owned(l->client, l->name, field, lease_ms, a->sent,
-                                  l->kind->read_renewal ? l->base : NULL,
-                                  owner_number, l->ms);
+  int rc = rlock__hold_push_owned(
+      l->client, l->name, field, lease_ms, a->sent,
+      l->kind->read_renewal || l->kind->permits ? l->base : NULL, owner_number,
+      l->ms);
   if (rc != RLOCK_OK) {
     rlock__err(RLOCK_ENOMEM,
                "out of memory recording the hold of '%s' "
@@ -351,6 +356,13 @@ static int record(acq *a, int64_t lease_ms, uint64_t owner_number) {
 int rlock__acquire_opts(rlock_lock *l, const rlock_acquire_options *o) {
   if (l == NULL)
     return rlock__err(RLOCK_EINVAL, "lock is NULL");
+  char owner[RLOCK_OWNER_MAX];
+  rlock__owner_as(l->client, o->owner, owner);
+  return rlock__acquire_as(l, owner, o);
+}
+
+int rlock__acquire_as(rlock_lock *l, const char *owner,
+                      const rlock_acquire_options *o) {
   int rc = rlock__blocking_check(l->client);
   if (rc != RLOCK_OK)
     return rc;
@@ -362,8 +374,6 @@ int rlock__acquire_opts(rlock_lock *l, const rlock_acquire_options *o) {
   if (rlock__canceled(o->cancel))
     return rlock__err(RLOCK_ECANCELED, "wait canceled before it began");
   rlock_client *c = l->client;
-  char owner[RLOCK_OWNER_MAX];
-  rlock__owner_as(c, o->owner, owner);
   acq a = {.l = l,
            .owner = owner,
            .lease = o->lease_ms > 0 ? o->lease_ms : c->cfg.watchdog_timeout_ms,

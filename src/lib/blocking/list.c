@@ -302,7 +302,7 @@ int rlock_client_list_locks(rlock_client *c, const char *pattern,
     return rlock__err(RLOCK_EINVAL,
                       "rlock_client_list_locks: the pattern is %s",
                       len == 0 ? "empty" : "longer than 1024 bytes");
-  if (c->loop != NULL)
+  if (c->drv->user_loop)
     return rlock__err(RLOCK_EINVAL, "rlock_client_list_locks: not for an "
                                     "event-loop client");
   lister L = {.c = c, .pattern = pattern, .fn = fn, .arg = arg};

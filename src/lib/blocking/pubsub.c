@@ -458,21 +458,24 @@ void rlock__pubsub_sweep(rlock__pubsub *ps) {
 
 /* ---- what the background thread's pushes do ------------------------- */
 
-/* Release wake-ups for a message: "1" wakes every waiting thread, anything
- * else one (Redisson's UNLOCK_MESSAGE "0"). Permits never exceed the
- * number of local users, so a burst of messages cannot pile up. */
+/* Release wake-ups for a message, as many as it wakes by its channel's
+ * kind (rlock__message_wakes: a lock's "0" one, "1" all). Permits never exceed
+ * the number of local users, so a burst of messages cannot pile up. */
 static void deliver(rlock__pubsub *ps, rlock__sub *s, const char *payload) {
   if (s->skip > 0) { /* its direct waiter acted on it already */
     s->skip--;
     poke(ps, s);
     return;
   }
-  if (rlock__unlock_wakes_all(payload)) {
+  int64_t n = rlock__message_wakes(s->channel, s->chlen, payload);
+  if (n >= (int64_t)s->refs) {
     s->permits += s->refs; /* also those between an attempt and a sleep */
     pthread_cond_broadcast(&s->cv);
   } else {
-    s->permits++;
-    pthread_cond_signal(&s->cv);
+    for (int64_t i = 0; i < n; i++) {
+      s->permits++;
+      pthread_cond_signal(&s->cv);
+    }
   }
   if (s->permits > s->refs)
     s->permits = s->refs;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * redlock.c - the blocking RedLock: acquisition rounds (kinds/redlock.c's
- * decisions, one fan-out each), release and results.
+ * decisions, one fan-out each: every member's call carried by its
+ * client's loop, loop/lfan.c, while this thread waits), release and
+ * results.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -12,8 +14,93 @@
 #include "cancel.h"
 #include "calls.h"
 #include "common.h"
+#include "loop.h"
 #include "redlock_int.h"
 #include "watchdog.h"
+
+/* One acquisition round over every member. */
+typedef struct rlock__round {
+  rlock_redlock *r;
+  uint64_t owner_number; /* RLOCK_OWNER_THREAD or an explicit owner */
+  rlock__fan fan[RLOCK_MAX_REDLOCK_MEMBERS];
+  char owner[RLOCK_MAX_REDLOCK_MEMBERS][RLOCK_OWNER_MAX];
+  int64_t started;         /* monotonic us */
+  int64_t lease_min;       /* ms */
+  int64_t node_timeout_ms; /* how long a member may take in this round */
+  int64_t validity;        /* ms; may be <= 0 */
+  size_t taken;
+} rlock__round;
+
+/* A fan-out of one call per member (build(i, call) builds member i's),
+ * run until `deadline` (and decide), its outcomes in out[]. */
+static void fan_members(rlock_lock *const *locks, size_t n, rlock__fan *out,
+                        void (*build)(void *arg, size_t i, rlock__call *call),
+                        void *arg, int64_t deadline, int (*decide)(void *arg)) {
+  rlock__lfan *g = rlock__lfan_new(n);
+  if (g == NULL) {
+    rlock__lfan_fail(out, n, rlock__err(RLOCK_ENOMEM, "out of memory"));
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    rlock__call *call = rlock__lfan_call(g, i, locks[i]);
+    if (call != NULL)
+      build(arg, i, call);
+  }
+  rlock__lfan_run(g, out, deadline, decide, arg);
+}
+
+static int taken(const rlock__fan *f) {
+  return f->done && f->rc == RLOCK_OK && f->reply->type == RLOCK__R_NIL;
+}
+
+/* The round's early stop (rlock__redlock_out_of_reach). */
+static int decide(void *arg) {
+  rlock__round *rd = arg;
+  size_t no = 0;
+  for (size_t i = 0; i < rd->r->n; i++)
+    no += rd->fan[i].done && !taken(&rd->fan[i]);
+  return rlock__redlock_out_of_reach(rd->r, no);
+}
+
+/* Member i's attempt, with the round's lease (rd->lease_min holds the
+ * caller's lease meanwhile). */
+static void build_attempt(void *arg, size_t i, rlock__call *call) {
+  rlock__round *rd = arg;
+  rlock_lock *l = rd->r->members[i];
+  l->kind->attempt(l, rd->owner[i],
+                   rlock__redlock_member_lease(rd->r, i, rd->lease_min), 0,
+                   call);
+  call->sync = 0; /* independent masters: no WAIT (ARCHITECTURE.md) */
+}
+
+/* Send the acquire script to every member at once and collect every
+ * answer until the member timeout (sooner only once the quorum is out of
+ * reach). Free the replies with round_free(). */
+static void redlock_round(rlock__round *rd, int64_t lease) {
+  rlock_redlock *r = rd->r;
+  int64_t lease_min = INT64_MAX;
+  for (size_t i = 0; i < r->n; i++) {
+    int64_t li = rlock__redlock_member_lease(r, i, lease);
+    lease_min = li < lease_min ? li : lease_min;
+    rlock__owner_as(r->members[i]->client, rd->owner_number, rd->owner[i]);
+  }
+  rd->lease_min = lease; /* for build_attempt */
+  rd->started = rlock__now_us();
+  rd->node_timeout_ms = rlock__redlock_node_timeout_ms(r, lease_min);
+  fan_members(r->members, r->n, rd->fan, build_attempt, rd,
+              rd->started + rd->node_timeout_ms * 1000, decide);
+  rd->lease_min = lease_min;
+  rd->validity = rlock__redlock_validity(rd->lease_min, rd->started);
+  rd->taken = 0;
+  for (size_t i = 0; i < r->n; i++)
+    rd->taken += taken(&rd->fan[i]);
+}
+
+static void round_free(rlock__round *rd) {
+  for (size_t i = 0; i < rd->r->n; i++)
+    if (rd->fan[i].done && rd->fan[i].rc == RLOCK_OK)
+      rlock__reply_free(rd->fan[i].reply);
+}
 
 /* Status and message of member i after a round. */
 static int member_status(const rlock__fan *f, char *msg, size_t size,
@@ -72,6 +159,8 @@ typedef struct release_set {
   size_t idx[RLOCK_MAX_REDLOCK_MEMBERS]; /* member indexes */
   int state[RLOCK_MAX_REDLOCK_MEMBERS];  /* rlock__hold_pop's answer */
   char owner[RLOCK_MAX_REDLOCK_MEMBERS][RLOCK_OWNER_MAX];
+  int64_t keep_ms[RLOCK_MAX_REDLOCK_MEMBERS];
+  rlock_lock *locks[RLOCK_MAX_REDLOCK_MEMBERS];
   rlock__fan fan[RLOCK_MAX_REDLOCK_MEMBERS];
 } release_set;
 
@@ -87,8 +176,15 @@ static void release_prepare(release_set *s, rlock_redlock *r, size_t i,
   rlock__owner_as(l->client, owner, s->owner[k]);
   if (recorded)
     rlock__hold_pop(l->client, l->name, s->owner[k], &s->state[k], &keep_ms);
-  s->fan[k].client = l->client;
-  l->kind->release(l, s->owner[k], keep_ms, &rlock__no_latch, &s->fan[k].call);
+  s->keep_ms[k] = keep_ms;
+  s->locks[k] = l;
+}
+
+static void build_release(void *arg, size_t k, rlock__call *call) {
+  release_set *s = arg;
+  rlock_lock *l = s->locks[k];
+  l->kind->release(l, s->owner[k], s->keep_ms[k], &rlock__no_latch, call);
+  call->sync = 0; /* independent masters: no WAIT (ARCHITECTURE.md) */
 }
 
 /* Whether member k of a release was held by the owner: recorded, or
@@ -113,7 +209,7 @@ static int release_members(rlock_redlock *r, uint64_t owner, int recorded,
   for (size_t i = 0; i < r->n; i++)
     if (which == NULL || which[i])
       release_prepare(s, r, i, recorded, owner);
-  rlock__fanout(s->fan, s->n, deadline, NULL, NULL);
+  fan_members(s->locks, s->n, s->fan, build_release, s, deadline, NULL);
   int rc = RLOCK_OK, held = 0;
   for (size_t k = 0; k < s->n; k++) {
     size_t i = s->idx[k];
@@ -174,21 +270,25 @@ static void to_release(const rlock__round *rd, int *which) {
 static int one_round(rlock__round *rd, int64_t lease,
                      rlock_redlock_result *res) {
   int which[RLOCK_MAX_REDLOCK_MEMBERS];
-  rlock__redlock_round(rd, lease);
+  redlock_round(rd, lease);
   int ok = rd->taken >= rd->r->quorum && rd->validity > 0;
   fill_result(res, rd, ok);
   to_release(rd, which);
   int rc = ok ? record(rd, lease) : round_failure(rd, res);
-  rlock__round_free(rd);
+  round_free(rd);
   if (rc != RLOCK_OK) {
     rlock__saved_error saved;
     rlock__error_save(&saved);
-    /* Best effort, bounded like the round: what cannot be released now
-     * expires with its lease. (ok: recording ran out of memory.) Also
-     * once the caller's wait has ended or was canceled. */
+    /* Best effort, bounded like the round, or by the margin once the
+     * caller's wait has ended or was canceled: each give-back is sent,
+     * whether it is waited for or not, behind its member's attempt on
+     * that member's connection, so one the server has not answered yet
+     * still runs after it. (ok: recording ran out of memory.) */
+    int64_t until = rlock__bound_reached()
+                        ? rlock__cleanup_bound()
+                        : rlock__now_us() + rd->node_timeout_ms * 1000;
     rlock__bound was = rlock__bound_extend(rlock__cleanup_bound());
-    release_members(rd->r, rd->owner_number, ok, which,
-                    rlock__now_us() + rd->node_timeout_ms * 1000);
+    release_members(rd->r, rd->owner_number, ok, which, until);
     rlock__bound_restore(was);
     rlock__error_restore(&saved);
   }

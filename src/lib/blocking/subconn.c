@@ -264,7 +264,7 @@ int rlock__subconn_drop_stale(rlock__subconn *sc) {
    * tell them apart): a subscriber connection owes none, but if it did,
    * dropping pushes would shift what they skip. */
   if (sc->pub_fd < 0 || sc->polled || sc->drain || sc->conn->skip != 0 ||
-      sc->conn->owed != 0 || rlock__reader_buffered(sc->conn->reader) != 0)
+      rlock__reader_buffered(sc->conn->reader) != 0)
     return 0;
   char buf[4096];
   for (;;) {

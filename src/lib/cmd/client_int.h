@@ -12,7 +12,6 @@
 
 #include "obs.h"
 #include "config_int.h"
-#include "sentinel.h"
 #include "topo.h"
 #include "rlock/client.h"
 #include "script.h"
@@ -32,6 +31,10 @@ typedef struct rlock__driver {
    * (watchdog.c); 0 when they share each node's one connection, in order
    * (the loop). */
   int release_waits_renewal;
+  /* 1: the user's event loop drives the client (rlock_client_new_loop):
+   * the _async functions and rlock_loop_* serve it. 0: a blocking client,
+   * whose loop state (c->loop) belongs to its background thread. */
+  int user_loop;
 } rlock__driver;
 
 /* The blocking driver (bg.c). */
@@ -41,8 +44,7 @@ struct rlock_client {
   const rlock__driver *drv;
   rlock_config cfg;
   char id[37];
-  rlock__topo topo;             /* the servers, and which serves a key */
-  rlock__sentinel_watch swatch; /* background thread: +switch-master */
+  rlock__topo topo; /* the servers, and which serves a key */
   /* The hold records (kinds layer), and the blocking driver's subscriber
    * and background thread (NULL for an event-loop client): hung off the
    * client, so this header does not need their definitions. */
@@ -53,8 +55,9 @@ struct rlock_client {
   rlock__tls *tls; /* the TLS context every TLS connection shares, or NULL */
   rlock__origin origin;     /* the process that created it (origin.h): in a
                                fork()ed child every operation is refused */
-  struct rlock__loop *loop; /* an event loop drives it (loop/loop.h): no
-                               background thread; NULL otherwise */
+  struct rlock__loop *loop; /* the loop engine's state (loop/loop.h): the
+                               user's event loop drives it (drv->user_loop),
+                               or the blocking client's background thread */
 };
 
 /* A client without its driver: rlock_client_new starts the background

@@ -31,6 +31,7 @@ static void call_start(rlock__call *call, const rlock__script *s,
   call->transient = 0;
   call->in_flight = 0;
   call->sent_us = 0;
+  call->stamped_us = 0;
   call->then = NULL;
 }
 
@@ -500,6 +501,12 @@ int rlock__call_run_until(rlock_client *c, rlock__call *call,
 
 int rlock__call_run(rlock_client *c, rlock__call *call, rlock__reply **out) {
   return rlock__call_run_until(c, call, 0, out);
+}
+
+int64_t rlock__call_granted_from(const rlock__call *call) {
+  if (call->stamped_us != 0 && call->stamped_us < call->sent_us)
+    return call->stamped_us;
+  return call->sent_us;
 }
 
 const char *rlock__publish_cmd(rlock_client *c) {

@@ -18,9 +18,10 @@
  * or what to send next (EVAL after NOSCRIPT, ...), and rlock__req_next()
  * decides for both drivers what follows a redirection or a refusal.
  * rlock__call_run() runs one to completion on the caller's thread over a
- * pooled connection (the blocking driver); the fan-out (fanout.c) drives
- * several at once from one poll loop; the loop driver (loop/lroute.c,
- * lconn.c) drives the same machine without blocking.
+ * pooled connection (the blocking driver); the loop engine
+ * (loop/lroute.c, lconn.c) drives the same machine without blocking, for
+ * a loop client and for a blocking client's background thread and
+ * fan-out (loop/lfan.c).
  */
 #ifndef RLOCK_CMD_H
 #define RLOCK_CMD_H
@@ -79,6 +80,11 @@ typedef struct rlock__call {
    * just before the write: whatever ran, ran after it), 0 when never; an
    * acquisition's lease runs from it */
   int64_t sent_us;
+  /* in: when the call's arguments were stamped from the clocks (the
+   * permit-expirable semaphore's deadline, by the wall clock), monotonic;
+   * 0 when none. What it grants runs from the earlier of this and
+   * sent_us, so the local view of a lease errs early (kinds/sync.c). */
+  int64_t stamped_us;
   const char *small[RLOCK__CALL_SMALL];
   char store[RLOCK__CALL_STORE];
 } rlock__call;
@@ -97,6 +103,9 @@ void rlock__call_num(rlock__call *call, int64_t v);
  * argument), or "" when the store is full (the call then fails to run). */
 const char *rlock__call_fmt(rlock__call *call, const char *fmt, ...)
     RLOCK_PRINTF(2, 3);
+/* When what the call grants begins, for the local view of a lease: the
+ * earlier of its send and its stamp (stamped_us). */
+int64_t rlock__call_granted_from(const rlock__call *call);
 /* Free what the call allocated. The call may be started again. */
 void rlock__call_clear(rlock__call *call);
 

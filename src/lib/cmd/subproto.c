@@ -4,6 +4,7 @@
  */
 #include "subproto.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 rlock__node *rlock__sub_node(rlock__topo *t, int sharded, const char *channel) {
@@ -95,6 +96,25 @@ size_t rlock__push_messages_len(const char *buf, size_t n) {
 
 int rlock__unlock_wakes_all(const char *payload) {
   return payload != NULL && strcmp(payload, "1") == 0;
+}
+
+static int has_prefix(const char *s, size_t n, const char *prefix) {
+  size_t m = strlen(prefix);
+  return n >= m && memcmp(s, prefix, m) == 0;
+}
+
+int64_t rlock__message_wakes(const char *channel, size_t chlen,
+                             const char *payload) {
+  if (payload == NULL)
+    return 1;
+  if (has_prefix(channel, chlen, "redisson_sc:")) {
+    char *end;
+    long long n = strtoll(payload, &end, 10);
+    return end != payload && n > 0 ? (int64_t)n : 0;
+  }
+  if (has_prefix(channel, chlen, "redisson_countdownlatch__channel__"))
+    return RLOCK__WAKE_ALL; /* "0", and "1": Redisson's delete sends it */
+  return rlock__unlock_wakes_all(payload) ? RLOCK__WAKE_ALL : 1;
 }
 
 int rlock__sub_error_moved(const rlock__reply *r) {

@@ -68,6 +68,20 @@ size_t rlock__push_messages_len(const char *buf, size_t n);
  * waiter; anything else ("0") wakes one. */
 int rlock__unlock_wakes_all(const char *payload);
 
+/* What a message wakes, by its channel's kind (Redisson's pub/sub
+ * classes), for both subscribers: how many sleeping waiters of the
+ * channel try again, RLOCK__WAKE_ALL for every one.
+ *  - "redisson_sc:..." (SemaphorePubSub): the number published, the
+ *    permits now available (0 and below: none).
+ *  - "redisson_countdownlatch__channel__..." (CountDownLatchPubSub): every
+ *    waiter, which reads the count again: "0" (zero reached), and also
+ *    "1" (a new count), which Redisson's delete sends too, where its own
+ *    waiters sleep on until their wait ends.
+ *  - a lock's channel (LockPubSub): rlock__unlock_wakes_all's rule. */
+#define RLOCK__WAKE_ALL INT64_MAX
+int64_t rlock__message_wakes(const char *channel, size_t chlen,
+                             const char *payload);
+
 /* An error reply to (S)SUBSCRIBE that means "not here" (MOVED: a sharded
  * channel's slot is served elsewhere), to be redone after a refresh,
  * rather than a refusal (an ACL) that fails the waiters. */

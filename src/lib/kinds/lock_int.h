@@ -65,6 +65,17 @@ typedef struct rlock__kind {
    * non-reentrant locks): the attempt answers NON_REENTRANT_REACQUIRE,
    * RLOCK_EHELD. */
   int nonreentrant;
+  /* A synchroniser (sync_int.h): an attempt's "owner" is what the kind
+   * needs, not a hash field; nothing is recorded for the watchdog but a
+   * permit (`permits`: the permit-expirable semaphore's, under its id,
+   * renewed by psem_renew.lua); an attempt lost in flight is not
+   * settled by a read (it failed: the permits of a semaphore may then be
+   * taken, a permit comes back after its lease). */
+  int sync;
+  int permits;
+  /* How a wait that ran out is worded ("<label> '<name>' <unavailable>
+   * within the wait"); NULL for locks. */
+  const char *unavailable;
   /* The kind's operations are calls it builds, never runs: the blocking
    * path runs them (rlock__lock_run), RedLock fans them out, and a loop
    * client sends them from an event loop (loop/). */
@@ -186,6 +197,11 @@ int rlock__options(rlock_acquire_options *out, const rlock_acquire_options *in);
  * the hold (lease 0 = watchdog) for its owner on success and writes the
  * fencing token where asked. `o` is validated (rlock__options). */
 int rlock__acquire_opts(rlock_lock *l, const rlock_acquire_options *o);
+
+/* rlock__acquire_opts with the kind's own "owner" string (a
+ * synchroniser's, sync_int.h); `o->owner` is the record's owner number. */
+int rlock__acquire_as(rlock_lock *l, const char *owner,
+                      const rlock_acquire_options *o);
 
 /* rlock__acquire_opts for the calling thread, without a token. */
 int rlock__acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms,

@@ -2,8 +2,9 @@
 /*
  * redlock.c - the quorum lock over independent servers.
  *
- * One round sends the acquire script to every member at once (fanout.c)
- * and waits for every answer, up to the round's member timeout, so that
+ * A round (blocking/redlock.c, loop/lredlock.c) sends the acquire script
+ * to every member at once and waits for every answer, up to the round's
+ * member timeout, so that
  * every member free in that round is taken (and then renewed): losing one
  * later, say on a server restarted without persistence, need not drop the
  * lock below the quorum. It stops early only once the quorum is out of
@@ -17,7 +18,6 @@
 #include <time.h>
 
 #include "common.h"
-#include "fanout.h"
 #include "lock_int.h"
 #include "redlock_int.h"
 
@@ -88,10 +88,6 @@ void rlock_redlock_free(rlock_redlock *r) { free(r); }
 
 /* ---- one round --------------------------------------------------------- */
 
-static int taken(const rlock__fan *f) {
-  return f->done && f->rc == RLOCK_OK && f->reply->type == RLOCK__R_NIL;
-}
-
 int64_t rlock__redlock_validity(int64_t lease_min_ms, int64_t started_us) {
   int64_t elapsed = (rlock__now_us() - started_us + 999) / 1000;
   return lease_min_ms - elapsed - (lease_min_ms / 100 + 2);
@@ -126,15 +122,6 @@ int rlock__redlock_miss_code(const int *status, size_t n, size_t taken,
   return RLOCK_ELOCKED;
 }
 
-/* The fan-out's early stop (rlock__redlock_out_of_reach). */
-static int decide(void *arg) {
-  rlock__round *rd = arg;
-  size_t no = 0;
-  for (size_t i = 0; i < rd->r->n; i++)
-    no += rd->fan[i].done && !taken(&rd->fan[i]);
-  return rlock__redlock_out_of_reach(rd->r, no);
-}
-
 int64_t rlock__redlock_member_lease(const rlock_redlock *r, size_t i,
                                     int64_t lease) {
   return lease > 0 ? lease : r->members[i]->client->cfg.watchdog_timeout_ms;
@@ -145,31 +132,4 @@ int64_t rlock__redlock_node_timeout_ms(const rlock_redlock *r,
   int64_t t = lease_min / 20,
           cap = r->members[0]->client->cfg.command_timeout_ms;
   return t < 10 ? 10 : t > cap ? cap : t;
-}
-
-void rlock__redlock_round(rlock__round *rd, int64_t lease) {
-  rlock_redlock *r = rd->r;
-  rd->lease_min = INT64_MAX;
-  for (size_t i = 0; i < r->n; i++) {
-    rlock_lock *l = r->members[i];
-    int64_t li = rlock__redlock_member_lease(r, i, lease);
-    rd->lease_min = li < rd->lease_min ? li : rd->lease_min;
-    rlock__owner_as(l->client, rd->owner_number, rd->owner[i]);
-    rd->fan[i].client = l->client;
-    l->kind->attempt(l, rd->owner[i], li, 0, &rd->fan[i].call);
-  }
-  rd->started = rlock__now_us();
-  rd->node_timeout_ms = rlock__redlock_node_timeout_ms(r, rd->lease_min);
-  rlock__fanout(rd->fan, r->n, rd->started + rd->node_timeout_ms * 1000, decide,
-                rd);
-  rd->validity = rlock__redlock_validity(rd->lease_min, rd->started);
-  rd->taken = 0;
-  for (size_t i = 0; i < r->n; i++)
-    rd->taken += taken(&rd->fan[i]);
-}
-
-void rlock__round_free(rlock__round *rd) {
-  for (size_t i = 0; i < rd->r->n; i++)
-    if (rd->fan[i].done && rd->fan[i].rc == RLOCK_OK)
-      rlock__reply_free(rd->fan[i].reply);
 }

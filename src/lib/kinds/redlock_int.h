@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * redlock_int.h - internals shared by redlock.c (rounds, validation) and
- * blocking/redlock.c (the acquire loop, release, results).
+ * redlock_int.h - internals shared by redlock.c (validation, decisions),
+ * blocking/redlock.c (rounds, release, results) and loop/lredlock.c.
  */
 #ifndef RLOCK_REDLOCK_INT_H
 #define RLOCK_REDLOCK_INT_H
 
-#include "fanout.h"
 #include "lock_int.h"
 #include "rlock/redlock.h"
 
@@ -23,26 +22,6 @@ struct rlock_redlock_result {
   char message[RLOCK_MAX_REDLOCK_MEMBERS][256];
 };
 
-/* One acquisition round over every member. */
-typedef struct rlock__round {
-  rlock_redlock *r;
-  uint64_t owner_number; /* RLOCK_OWNER_THREAD or an explicit owner */
-  rlock__fan fan[RLOCK_MAX_REDLOCK_MEMBERS];
-  char owner[RLOCK_MAX_REDLOCK_MEMBERS][RLOCK_OWNER_MAX];
-  int64_t started;         /* monotonic us */
-  int64_t lease_min;       /* ms */
-  int64_t node_timeout_ms; /* how long a member may take in this round */
-  int64_t validity;        /* ms; may be <= 0 */
-  size_t taken;
-} rlock__round;
-
-/* Send the acquire script to every member at once and collect every
- * answer until the member timeout (sooner only once the quorum is out of
- * reach); fills rd (rd->r and rd->owner_number set by the caller). Free the
- * replies with rlock__round_free(). */
-void rlock__redlock_round(rlock__round *rd, int64_t lease_ms);
-void rlock__round_free(rlock__round *rd);
-
 /* The status of a round that missed the quorum, from its members'
  * statuses: RLOCK_ELOCKED when the quorum was taken but too slowly or a
  * member is held elsewhere (contention), else the first member's failure
@@ -51,8 +30,9 @@ int rlock__redlock_miss_code(const int *status, size_t n, size_t taken,
                              size_t quorum);
 
 /* ---- a RedLock's decisions, for both drivers (redlock.c) ----------------
- * blocking/redlock.c (one fan-out per round) and loop/lredlock.c (a
- * state machine over member operations) carry out the same rounds. */
+ * blocking/redlock.c (one fan-out per round, its calls carried by the
+ * members' loops: loop/lfan.c) and loop/lredlock.c (a state machine over
+ * member operations) carry out the same rounds. */
 
 /* The validity left of a round begun at `started_us` whose smallest
  * member lease is `lease_min_ms`: that lease less the time the round took

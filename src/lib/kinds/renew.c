@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * renew.c - the watchdog's renewal tick, as steps either driver runs: the
- * blocking driver's background thread (blocking/renewal.c: every batch
- * taken at once, pipelined per node, settled as replies come) and a loop
- * client's timer (loop/lrenew.c: every node's batches at once, one in
- * flight per node). Either way each batch is settled on its own.
+ * renew.c - the watchdog's renewal tick, as steps the loop engine runs
+ * (loop/lrenew.c: every node's batches at once, one in flight per node,
+ * each batch settled on its own), for a loop client on its loop's thread
+ * and for a blocking client on its background thread.
  *
  * Each tick snapshots the records that need renewing, renews them in
  * batches of RLOCK__RENEW_BATCH with one script call each, then applies
@@ -21,6 +20,7 @@
 #include "slot.h"
 #include "common.h"
 #include "rlock/lock.h"
+#include "sync_int.h"
 #include "watchdog.h"
 
 typedef struct snap {
@@ -39,10 +39,11 @@ typedef struct snap_list {
 
 /* Holds to renew, split by the script that renews them. */
 typedef struct snaps {
-  snap_list std;  /* renew.lua */
-  snap_list read; /* renew_read.lua */
-  size_t missed;  /* holds due that could not be copied (no memory) */
-  size_t lost;    /* holds marked lost by time (to be told) */
+  snap_list std;    /* renew.lua */
+  snap_list read;   /* renew_read.lua */
+  snap_list permit; /* psem_renew.lua: permits (base: mark + timeout key) */
+  size_t missed;    /* holds due that could not be copied (no memory) */
+  size_t lost;      /* holds marked lost by time (to be told) */
   int64_t now_us;
   rlock__watchdog *wd;
 } snaps;
@@ -65,7 +66,9 @@ static void collect(const char *k, size_t kl, void *v, void *arg) {
   (void)k, (void)kl;
   rlock__hold *h = v;
   snaps *all = arg;
-  snap_list *l = h->base ? &all->read : &all->std;
+  snap_list *l = h->base == NULL                         ? &all->std
+                 : h->base[0] == RLOCK__PERMIT_BASE_MARK ? &all->permit
+                                                         : &all->read;
   if (h->wd_levels == 0 || h->lost)
     return;
   if (all->now_us >= h->vouched_us) {
@@ -92,8 +95,12 @@ static void collect(const char *k, size_t kl, void *v, void *arg) {
 static void report_lost(rlock_client *c, const char *name, const char *owner,
                         const char *why) {
   rlock__obs_count(&c->obs, RLOCK__STAT_LOST);
-  rlock__obs_log(&c->obs, RLOCK_LOG_ERROR, "lock '%s' lost by %s: %s", name,
-                 owner, why);
+  /* A permit's owner is its id: 32 hex digits, never "<uuid>:<n>". */
+  int permit =
+      strlen(owner) == RLOCK_PERMIT_ID_LEN && strchr(owner, ':') == NULL;
+  rlock__obs_log(&c->obs, RLOCK_LOG_ERROR, "%s '%s' lost%s%s: %s",
+                 permit ? "semaphore" : "lock", name,
+                 permit ? ": permit " : " by ", owner, why);
   if (c->cfg.lost_fn != NULL)
     c->cfg.lost_fn(name, owner, c->cfg.lost_userdata);
 }
@@ -146,6 +153,22 @@ static void snap_free(snap_list *l) {
     free(l->items[i].base);
   }
   free(l->items);
+}
+
+/* Build the call renewing n permits (Redisson's updateLeaseTime, batched):
+ * KEYS their semaphores' timeout keys (the base past its mark: the name's
+ * slot); ARGV now and the new deadline, by this client's wall clock as
+ * Redisson stamps them, then the permit ids. */
+static void build_permits(rlock_client *c, const snap *items, size_t n,
+                          rlock__call *call) {
+  rlock__call_script(call, &rlock__script_psem_renew);
+  for (size_t i = 0; i < n; i++)
+    rlock__call_key(call, items[i].base + 1);
+  int64_t now = rlock__epoch_ms();
+  rlock__call_num(call, now);
+  rlock__call_num(call, now + c->cfg.watchdog_timeout_ms);
+  for (size_t i = 0; i < n; i++)
+    rlock__call_arg(call, items[i].owner);
 }
 
 /* Build the call renewing n holds: KEYS the names; ARGV the lease, the
@@ -277,20 +300,23 @@ static int snaps_alloc(snaps *all, size_t n) {
     return 0;
   all->std.items = rlock__malloc(n * sizeof *all->std.items);
   all->read.items = rlock__malloc(n * sizeof *all->read.items);
-  if (all->std.items == NULL || all->read.items == NULL)
+  all->permit.items = rlock__malloc(n * sizeof *all->permit.items);
+  if (all->std.items == NULL || all->read.items == NULL ||
+      all->permit.items == NULL)
     return -1;
-  all->std.cap = all->read.cap = n;
+  all->std.cap = all->read.cap = all->permit.cap = n;
   return 0;
 }
 
 struct rlock__renew_tick {
   snaps all;
   rlock__renew_batch cur; /* the next batch to take: list 0 std, 1 read,
-                             2 done; from: its first item in that list */
+                             2 permits, 3 done; from: its first item in
+                             that list */
 };
 
 static snap_list *list_of(rlock__renew_tick *t, int list) {
-  return list == 0 ? &t->all.std : &t->all.read;
+  return list == 0 ? &t->all.std : list == 1 ? &t->all.read : &t->all.permit;
 }
 
 /* Take the tick's snapshot, locked: the holds due copied into `all` (as
@@ -305,7 +331,7 @@ static void snapshot(rlock__watchdog *wd, snaps *all) {
   rlock__map_each(&wd->holds, collect, all);
   wd->next_tick_us =
       rlock__now_us() + (all->missed > 0 ? wd->retry_us : wd->period_us);
-  if (all->std.n + all->read.n + all->missed == 0)
+  if (all->std.n + all->read.n + all->permit.n + all->missed == 0)
     wd->armed = 0; /* nothing to renew: idle until the next watchdog hold */
 }
 
@@ -344,6 +370,9 @@ int rlock__renew_begin(rlock_client *c, rlock__renew_tick **out,
     if (t->all.read.n > 1)
       qsort(t->all.read.items, t->all.read.n, sizeof *t->all.read.items,
             by_slot);
+    if (t->all.permit.n > 1)
+      qsort(t->all.permit.items, t->all.permit.n, sizeof *t->all.permit.items,
+            by_slot);
   }
   *out = t;
   return RLOCK_OK;
@@ -352,11 +381,11 @@ int rlock__renew_begin(rlock_client *c, rlock__renew_tick **out,
 int rlock__renew_take(rlock_client *c, rlock__renew_tick *t,
                       rlock__renew_batch *b) {
   rlock__renew_batch *at = &t->cur;
-  while (at->list < 2 && at->from >= list_of(t, at->list)->n) {
+  while (at->list < 3 && at->from >= list_of(t, at->list)->n) {
     at->list++;
     at->from = 0;
   }
-  if (at->list >= 2)
+  if (at->list >= 3)
     return 0;
   *b = *at;
   b->n = batch_size(c, list_of(t, at->list), at->from);
@@ -371,8 +400,11 @@ const char *rlock__renew_key(rlock__renew_tick *t,
 
 void rlock__renew_build(rlock_client *c, rlock__renew_tick *t,
                         const rlock__renew_batch *b, rlock__call *call) {
-  build_batch(c, list_of(t, b->list)->items + b->from, b->n, b->list == 1,
-              call);
+  const snap *items = list_of(t, b->list)->items + b->from;
+  if (b->list == 2)
+    build_permits(c, items, b->n, call);
+  else
+    build_batch(c, items, b->n, b->list == 1, call);
 }
 
 void rlock__renew_settle(rlock_client *c, rlock__renew_tick *t,
@@ -382,6 +414,11 @@ void rlock__renew_settle(rlock_client *c, rlock__renew_tick *t,
   snap_list *l = list_of(t, b->list);
   if (rc == RLOCK_OK)
     rc = parse_batch(r, b->n, alive);
+  /* A permit's new deadline was stamped when its batch was built, which
+   * may be before it was sent: vouch from the tick's start instead, which
+   * is earlier than any stamp, so the local view errs early. */
+  if (b->list == 2 && t->all.now_us < sent_us)
+    sent_us = t->all.now_us;
   if (rc != RLOCK_OK)
     batch_failed(c, l, b->from, b->n);
   else
@@ -397,5 +434,6 @@ void rlock__renew_end(rlock_client *c, rlock__renew_tick *t) {
   (void)c;
   snap_free(&t->all.std);
   snap_free(&t->all.read);
+  snap_free(&t->all.permit);
   free(t);
 }

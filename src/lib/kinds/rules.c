@@ -153,6 +153,9 @@ int rlock_acquire_options_init(rlock_acquire_options *opts,
 }
 
 int rlock__not_acquired(const rlock_lock *l, int rc, int64_t ttl) {
+  if (rc == RLOCK_ELOCKED && l->kind->unavailable != NULL)
+    return rlock__err(rc, "%s '%s' %s within the wait", l->kind->label, l->name,
+                      l->kind->unavailable);
   if (rc == RLOCK_ELOCKED && ttl < 0)
     return rlock__err(rc, "%s '%s' is held by another owner (no expiry)",
                       l->kind->label, l->name);

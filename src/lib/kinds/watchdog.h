@@ -9,9 +9,9 @@
  * release (Redisson #7272). A record is renewed while any of its levels is
  * a watchdog level. The client's driver renews all such records every
  * third of the watchdog timeout, up to RLOCK__RENEW_BATCH locks per
- * script call (renew.c's tick: on a blocking client's background thread,
- * pipelined per node, blocking/renewal.c; on a loop client's timer, one
- * batch in flight per node, loop/lrenew.c). A renewal that finds the
+ * script call (renew.c's tick, carried by the loop engine's lrenew.c, one
+ * batch in flight per node: on a loop client's loop, or on a blocking
+ * client's background thread). A renewal that finds the
  * lock gone marks the record lost (never re-takes it) and reports it
  * through the lost-lock callback; the owner's next release then returns
  * RLOCK_ELOST. A hold whose renewals fail is vouched for only until one
@@ -167,10 +167,9 @@ void rlock__watchdog_reap(rlock__watchdog *wd);
 
 /* One renewal tick in steps, for either driver: the tick's batches are
  * taken (rlock__renew_take), routed and sent by the driver, and each is
- * settled on its own as its answer comes (rlock__renew_settle): the
- * blocking background thread pipelines them per node
- * (blocking/renewal.c), a loop client sends every node's at once, one in
- * flight per node (loop/lrenew.c). */
+ * settled on its own as its answer comes (rlock__renew_settle): the loop
+ * engine sends every node's at once, one in flight per node
+ * (loop/lrenew.c), for either driver. */
 typedef struct rlock__renew_tick rlock__renew_tick;
 struct rlock__call;
 struct rlock__reply;

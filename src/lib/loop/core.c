@@ -42,6 +42,10 @@ static void run_completions(rlock_client *c) {
       op->info_cb(op->arg, op->rc, op->info);
     else if (op->type == RLOCK__LOP_OBSERVE)
       op->leader_cb(op->arg, op->rc, op->leader);
+    else if (op->permits_cb != NULL)
+      op->permits_cb(op->arg, op->rc, op->permits);
+    else if (op->permit_cb != NULL) /* the id was the attempt's owner */
+      op->permit_cb(op->arg, op->rc, op->rc == RLOCK_OK ? op->owner : NULL);
     else
       op->cb(op->arg, op->rc, op->value);
     if (atomic_load(&op->cancels) != 0)
@@ -208,9 +212,19 @@ static rlock__lconn *conn_of(rlock_client *c, int fd) {
   return NULL; /* closed meanwhile: a stale event */
 }
 
+/* 1 when `c` is a loop client, which the caller's event loop drives: the
+ * public entry points refuse a blocking client, whose loop state belongs
+ * to its background thread. */
+static int user_loop(const rlock_client *c) {
+  return c != NULL && c->loop != NULL && c->drv->user_loop;
+}
+
 void rlock_loop_io(rlock_client *c, int fd, int events) {
-  if (c == NULL || c->loop == NULL)
-    return;
+  if (user_loop(c))
+    rlock__loop_io(c, fd, events);
+}
+
+void rlock__loop_io(rlock_client *c, int fd, int events) {
   enter(c);
   rlock__lconn *k = conn_of(c, fd);
   if (k != NULL)
@@ -219,8 +233,11 @@ void rlock_loop_io(rlock_client *c, int fd, int events) {
 }
 
 void rlock_loop_timer(rlock_client *c) {
-  if (c == NULL || c->loop == NULL)
-    return;
+  if (user_loop(c))
+    rlock__loop_timer(c);
+}
+
+void rlock__loop_timer(rlock_client *c) {
   enter(c);
   c->loop->armed_us = INT64_MAX; /* it fired: no longer armed */
   rlock__ltimer_run_due(c);
@@ -267,11 +284,16 @@ static void take_inbox(rlock_client *c) {
 }
 
 void rlock_loop_wake(rlock_client *c) {
-  if (c == NULL || c->loop == NULL)
-    return;
+  if (user_loop(c))
+    rlock__loop_wake(c);
+}
+
+void rlock__loop_wake(rlock_client *c) {
   enter(c);
   if (atomic_exchange(&c->loop->lookups_done, 0))
     rlock__lconn_each(c, rlock__lconn_lookups);
+  if (atomic_exchange(&c->loop->renew_asked, 0))
+    rlock__lrenew_arm(c);
   take_inbox(c);
   leave(c, 1);
 }
@@ -287,14 +309,25 @@ static const size_t table_size[RLOCK_LOOP_VERSION + 1] = {
 
 static int loop_new(rlock_client *c, const rlock_loop *loop) {
   rlock__loop *lp = rlock__calloc(1, sizeof *lp);
-  if (lp == NULL)
+  /* The timer heap's first room, now: the loop's own timers (renewal,
+   * re-subscription, health checks) are then armed without memory, as a
+   * blocking client's first watchdog hold must be on its background
+   * thread, whatever that thread's allocations meet. */
+  rlock__ltimer **heap = rlock__calloc(64, sizeof *heap);
+  if (lp == NULL || heap == NULL) {
+    free(lp);
+    free(heap);
     return rlock__err(RLOCK_ENOMEM, "out of memory");
+  }
+  lp->heap = heap;
+  lp->capheap = 64;
   c->loop = lp;
   memcpy(&lp->ad, loop, table_size[loop->version]); /* later fields: 0 */
   lp->thread = pthread_self();
   lp->armed_us = INT64_MAX;
   pthread_mutex_init(&lp->inbox_mu, NULL);
   atomic_init(&lp->lookups_done, 0);
+  atomic_init(&lp->renew_asked, 0);
   /* Both are pointed at a sentinel when used (ltopo.c, lsub.c). */
   rlock__lconn_init(&lp->sentinel, &c->cfg.target.addrs[0], NULL);
   rlock__lconn_init(&lp->swatch, &c->cfg.target.addrs[0], NULL);
@@ -335,6 +368,7 @@ static const rlock__driver loop_driver = {
     .free = loop_client_free,
     .renew_arm = loop_renew_arm,
     .release_waits_renewal = 0,
+    .user_loop = 1,
 };
 
 /* Learn the topology at once (a cluster's map, Sentinel's master), so
@@ -490,4 +524,45 @@ int rlock_op_cancel(rlock_op *op) {
 
 int rlock_loop_error(int code, const char *message) {
   return rlock__err(code, "%s", message ? message : "");
+}
+
+/* ---- a blocking client's loop, run by its background thread ------------- */
+
+int rlock__loop_attach(rlock_client *c, const rlock_loop *table) {
+  int rc = loop_new(c, table);
+  if (rc != RLOCK_OK && c->loop != NULL)
+    loop_free(c);
+  return rc;
+}
+
+void rlock__loop_bind(rlock_client *c, pthread_t thread) {
+  c->loop->thread = thread;
+}
+
+void rlock__loop_begin(rlock_client *c) {
+  enter(c);
+  rlock__lswatch_start(c); /* Sentinel: follow +switch-master */
+  leave(c, 0);
+}
+
+void rlock__loop_ask_renew(rlock_client *c) {
+  rlock__loop *lp = c->loop;
+  atomic_store(&lp->renew_asked, 1);
+  lp->ad.wake(lp->ad.data);
+}
+
+void rlock__loop_shut(rlock_client *c) {
+  rlock__loop *lp = c->loop;
+  if (lp->closing)
+    return;
+  lp->closing = 1;
+  enter(c);
+  close_all(c);
+  lp->ad.timer(lp->ad.data, -1);
+  leave(c, 0);
+}
+
+void rlock__loop_detach(rlock_client *c) {
+  if (c->loop != NULL)
+    loop_free(c);
 }

@@ -159,10 +159,14 @@ static void acquired(rlock_op *op, int64_t token) {
   rlock_lock *l = op->l;
   char field[RLOCK_FIELD_MAX];
   rlock__field(l, op->owner, field);
-  if (rlock__hold_push_owned(op->c, l->name, field, op->lease_ms,
-                             op->lreq.sent_us,
-                             l->kind->read_renewal ? l->base : NULL,
-                             op->owner_number, l->ms) != RLOCK_OK) {
+  if (l->kind->sync && !l->kind->permits) { /* nothing held to record */
+    done(op, RLOCK_OK, token);
+    return;
+  }
+  if (rlock__hold_push_owned(
+          op->c, l->name, field, op->lease_ms, op->lreq.sent_us,
+          l->kind->read_renewal || l->kind->permits ? l->base : NULL,
+          op->owner_number, l->ms) != RLOCK_OK) {
     rlock__err(RLOCK_ENOMEM,
                "out of memory recording the hold of '%s' "
                "(released)",
@@ -348,6 +352,8 @@ static void attempt_done(rlock_client *c, rlock__lreq *r) {
   rlock__reply *reply = r->q.reply;
   r->q.reply = NULL;
   int in_flight = r->call.in_flight;
+  if (r->call.stamped_us != 0 && r->call.stamped_us < r->sent_us)
+    r->sent_us = r->call.stamped_us; /* the lease runs from its stamp */
   int may_pass = rc != RLOCK_OK && retryable(r, rc, r->call.transient);
   rlock__call_clear(&r->call);
   int64_t token = 0;
@@ -363,8 +369,8 @@ static void attempt_done(rlock_client *c, rlock__lreq *r) {
                rlock_error_last()->message);
     give_back(op, RLOCK_ENOMEM);
     return;
-  } else if (rc == RLOCK_EIO && in_flight) {
-    settle(op, rc);
+  } else if (rc == RLOCK_EIO && in_flight && !op->l->kind->sync) {
+    settle(op, rc); /* a synchroniser has no field to read (lock_int.h) */
     return;
   }
   if (op->canceled) {

@@ -33,16 +33,24 @@
  *              timer, a batch in flight per node at a time;
  *   lmulti.c   a MultiLock as a chain of member operations;
  *   lredlock.c a RedLock's rounds as member operations of several loop
- *              clients on one loop thread.
+ *              clients on one loop thread;
+ *   lpoll.c    the engine on poll(): an adapter table the library runs
+ *              itself, on a blocking client's background thread
+ *              (blocking/bg.c), which then carries that client's
+ *              renewals, Sentinel watch and RedLock calls;
+ *   lfan.c     a blocking fan-out: calls handed to several clients'
+ *              loops, waited for by the caller's thread.
  *
  * Everything here runs on the loop's thread, so nothing is locked but the
- * inbox (and the hold records' own mutex, shared with watchdog.c).
+ * inbox (and the hold records' own mutex, shared with watchdog.c, and a
+ * blocking fan-out's group, lfan.c).
  */
 #ifndef RLOCK_LOOP_INT_H
 #define RLOCK_LOOP_INT_H
 
 #include <pthread.h>
 #include <stdint.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <stdatomic.h>
@@ -57,6 +65,7 @@
 #include "reader.h"
 #include "rlock/election.h"
 #include "rlock/loop.h"
+#include "rlock/semaphore.h"
 
 typedef struct rlock__lconn rlock__lconn;
 
@@ -284,6 +293,8 @@ enum rlock__lop_type {
   RLOCK__LOP_MULTI,   /* a MultiLock acquisition (lmulti.c) */
   RLOCK__LOP_RELET,   /* a MultiLock member's fresh lease */
   RLOCK__LOP_REDLOCK, /* a RedLock's acquisition or release (lredlock.c) */
+  RLOCK__LOP_CALL,    /* one call of a blocking fan-out (lfan.c) */
+  RLOCK__LOP_SYNC,    /* a synchroniser's one call (lsync.c) */
   RLOCK__LOP_OBSERVE  /* an election's observation (lops.c) */
 };
 
@@ -351,6 +362,14 @@ struct rlock_op {
   rlock__latch latch;       /* its unlock latch (lock_int.h), and ... */
   char latch_id[33];        /* ... the request id every repeat carries */
   int64_t release_until_us; /* repeats end here */
+  /* synchronisers (lsync.c): a permit acquisition's callback (instead of
+   * cb), and a one-call operation's script operation and its number */
+  rlock_permit_fn permit_cb;
+  rlock_permits_fn permits_cb; /* an inspection's, with its snapshot: */
+  rlock_permits_info *permits;
+  const char *sync_op;
+  int64_t sync_num;
+  int sync_write;
   /* MultiLock (lmulti.c) */
   struct rlock_multilock *multi;
   size_t index;    /* the member being taken, given back or re-let */
@@ -478,6 +497,9 @@ typedef struct rlock__loop {
   /* rlock_op_cancel from other threads (core.c) */
   rlock_op *cancel_first, *cancel_last;
   atomic_int lookups_done; /* a name lookup thread woke the loop */
+  atomic_int renew_asked;  /* another thread recorded the first watchdog
+                              hold: arm the renewal tick (a blocking
+                              client's loop) */
   /* the servers (lroute.c): one entry per topology node met */
   rlock__lnode **nodes;
   size_t nnodes, capnodes;
@@ -522,5 +544,116 @@ void rlock__lsub_master_changed(rlock_client *c);
  * in lsub.c), so a failover is followed at once. */
 void rlock__lswatch_start(rlock_client *c);
 void rlock__lswatch_retry(rlock_client *c, rlock__ltimer *t);
+
+/* The adapter's entry points without the check that the client is a
+ * loop client (rlock_loop_io, _timer, _wake refuse a blocking client):
+ * for the library's own poll() runner. */
+void rlock__loop_io(rlock_client *c, int fd, int events);
+void rlock__loop_timer(rlock_client *c);
+void rlock__loop_wake(rlock_client *c);
+
+/* ---- a blocking fan-out (lfan.c) ------------------------------------------
+ * Several calls at once, each on the loop of its lock's client (a
+ * blocking client's background thread, or a loop client's loop run by
+ * another thread), waited for by the calling thread:
+ *
+ *   rlock__lfan *g = rlock__lfan_new(n);        // NULL: out of memory
+ *   rlock__call *call = rlock__lfan_call(g, i, lock);  // build it here;
+ *                                               // NULL: out of memory
+ *   rlock__lfan_run(g, out, deadline_us, decide, arg); // frees g
+ */
+
+/* One call's outcome, as the caller sees it. */
+typedef struct rlock__fan {
+  int done;            /* its outcome is in (always, once run returned) */
+  int rc;              /* RLOCK_OK (reply set), a status, or: */
+  rlock__reply *reply; /* on RLOCK_OK: the caller's to free */
+  char error[256];     /* the message when rc is not RLOCK_OK */
+} rlock__fan;
+
+/* Status of a call decide() stopped waiting for before its answer. */
+#define RLOCK__EABANDONED (-1001)
+
+typedef struct rlock__lfan rlock__lfan;
+rlock__lfan *rlock__lfan_new(size_t n);
+/* The call i, to be carried on `l`'s client's loop: the caller builds it
+ * (the strings it borrows are copied before it is sent). NULL when out of
+ * memory: call i then fails with RLOCK_ENOMEM. */
+rlock__call *rlock__lfan_call(rlock__lfan *g, size_t i, struct rlock_lock *l);
+/* Send every call and fill out[0..n) as the answers come, until all are
+ * in, `deadline_us` passes or the thread's bound ends the wait (those
+ * still pending: RLOCK_ETIMEOUT), or decide(arg), asked after each
+ * answer, returns nonzero (pending: RLOCK__EABANDONED). Pending calls go
+ * on on their loops; their answers are dropped. A call whose client's
+ * loop runs on this very thread fails with RLOCK_EDEADLK. Frees g. */
+void rlock__lfan_run(rlock__lfan *g, rlock__fan *out, int64_t deadline_us,
+                     int (*decide)(void *arg), void *arg);
+/* out[0..n) all failed with `rc` (the last error's message): for a
+ * fan-out that could not even be made. */
+void rlock__lfan_fail(rlock__fan *out, size_t n, int rc);
+
+/* ---- a blocking client's loop (core.c) ---------------------------------- */
+
+/* A blocking client has a loop state too, driven by its background thread
+ * (blocking/bg.c) through the poll() adapter below; its callers' threads
+ * never touch it but through the inbox and rlock__loop_ask_renew.
+ * Attach the state with the adapter `table` (the thread that runs it is
+ * bound later): RLOCK_OK or RLOCK_ENOMEM, nothing left attached. */
+int rlock__loop_attach(rlock_client *c, const rlock_loop *table);
+/* The loop's thread is `thread` (before any work is handed to it). */
+void rlock__loop_bind(rlock_client *c, pthread_t thread);
+/* On the loop's thread, as it starts: with Sentinel, watch for
+ * +switch-master (lsub.c), whose refresh tells the blocking subscriber
+ * through the topology's on_change. */
+void rlock__loop_begin(rlock_client *c);
+/* Any thread: a watchdog hold was recorded; arm the renewal tick on the
+ * loop's thread. */
+void rlock__loop_ask_renew(rlock_client *c);
+/* On the loop's thread, as it stops: every pending operation completes
+ * with RLOCK_ECLOSED, every connection closes, the timer is disarmed. */
+void rlock__loop_shut(rlock_client *c);
+/* Free the loop state (its thread has stopped, or never started). */
+void rlock__loop_detach(rlock_client *c);
+
+/* ---- the loop engine on poll() (lpoll.c) --------------------------------- */
+
+/* An rlock_loop adapter the library runs itself: the descriptors the
+ * engine watches, its one timer, an eventfd for wake(). Not thread-safe
+ * but for rlock__lpoll_wake. */
+struct rlock__lwatch {
+  int fd;
+  int events;      /* RLOCK_LOOP_READ | RLOCK_LOOP_WRITE */
+  unsigned serial; /* which registration of fd this is */
+  unsigned polled; /* the serial the last poll saw */
+};
+
+typedef struct rlock__lpoll {
+  rlock_client *c;
+  int wake_fd;
+  struct rlock__lwatch *w;
+  size_t nw, capw;
+  unsigned serial;
+  struct pollfd *pfd; /* the wake-up, the table, then `extra` entries */
+  int npfd;           /* entries the last rlock__lpoll_fds filled */
+  int extra;
+  int64_t timer_us; /* monotonic; INT64_MAX: disarmed */
+} rlock__lpoll;
+
+/* Set up `p` for client `c`, with room for `extra` pollfd entries of the
+ * runner's own after the engine's, and fill `table` for
+ * rlock__loop_attach. RLOCK_OK, RLOCK_ENOMEM or RLOCK_EIO (eventfd). */
+int rlock__lpoll_init(rlock__lpoll *p, rlock_client *c, int extra,
+                      rlock_loop *table);
+void rlock__lpoll_destroy(rlock__lpoll *p);
+/* Any thread: make the runner's poll() return (nothing in a fork()ed
+ * child of the client's process). */
+void rlock__lpoll_wake(rlock__lpoll *p);
+/* The pollfd array to poll: the engine's *n entries first, then room for
+ * `extra`; *next is lowered to the engine's timer. Valid until the next
+ * rlock__lpoll_dispatch. */
+struct pollfd *rlock__lpoll_fds(rlock__lpoll *p, int *n, int64_t *next);
+/* After poll() (polled: it returned > 0, revents set): hand the engine
+ * its events, its wake-up and its timer when due. */
+void rlock__lpoll_dispatch(rlock__lpoll *p, int polled);
 
 #endif /* RLOCK_LOOP_INT_H */

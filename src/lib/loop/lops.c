@@ -30,7 +30,7 @@ static int check(rlock_lock *l, const void *cb, const char *fn) {
                       l == NULL ? "lock" : "callback");
   if (!rlock__origin_ok(&l->client->origin))
     return rlock__origin_refuse(&l->client->origin);
-  if (l->client->loop == NULL)
+  if (l->client->loop == NULL || !l->client->drv->user_loop)
     return rlock__err(RLOCK_EINVAL,
                       "%s: the lock's client was not made with "
                       "rlock_client_new_loop (use the blocking functions)",

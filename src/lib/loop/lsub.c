@@ -243,20 +243,32 @@ static void walk(rlock_client *c, rlock__lchan *ch, rlock__chan_event what) {
     idle(c, ch);
 }
 
-/* "0": the longest sleeper, else a permit. "1": everyone. */
-static void deliver(rlock_client *c, rlock__lchan *ch, const char *payload) {
+/* As many as the message wakes (rlock__message_wakes: a lock's "0" one,
+ * "1" all): the longest sleepers, then a permit each for those between
+ * an attempt and a sleep. */
+static void deliver(rlock_client *c, rlock__lchan *ch, const char *payload,
+                    size_t chlen) {
   rlock__obs_count(&c->obs, RLOCK__STAT_WAKEUPS);
-  if (rlock__unlock_wakes_all(payload)) {
+  int64_t n = rlock__message_wakes(ch->name, chlen, payload);
+  if (n >= (int64_t)ch->nwaiters) {
     walk(c, ch, RLOCK__CHAN_WOKEN);
     return;
   }
-  for (rlock_op *op = ch->first; op != NULL; op = op->cnext)
+  ch->walking = 1; /* as walk(): the cursor survives waiters leaving */
+  for (rlock_op *op = ch->first; op != NULL && n > 0 && !c->loop->doomed;
+       op = ch->cursor) {
+    ch->cursor = op->cnext;
     if (op->state == RLOCK__LACQ_SLEEPING) {
       rlock__lacquire_event(op, RLOCK__CHAN_WOKEN);
-      return;
+      n--;
     }
-  if (ch->permits < ch->nwaiters)
+  }
+  ch->cursor = NULL;
+  ch->walking = 0;
+  for (; n > 0 && ch->permits < ch->nwaiters; n--)
     ch->permits++;
+  if (ch->nwaiters == 0 && !c->loop->doomed)
+    idle(c, ch);
 }
 
 static rlock__lchan *pop_sent(rlock__lconn *k) {
@@ -325,7 +337,7 @@ static void on_push(rlock_client *c, rlock__lconn *k, const rlock__push *p) {
   rlock__lchan *ch = rlock__map_get(&c->loop->chans, p->channel, p->chlen);
   if (p->kind == RLOCK__PUSH_MESSAGE) {
     if (ch != NULL && ch->k == k)
-      deliver(c, ch, p->payload);
+      deliver(c, ch, p->payload, p->chlen);
   } else if (p->kind == RLOCK__PUSH_UNSUBSCRIBED && ch != NULL && ch->k == k &&
              ch->state == RLOCK__LCHAN_ACTIVE) {
     dropped(c, ch); /* not asked for */

@@ -386,19 +386,6 @@ int rlock__conn_call(rlock__conn *c, int argc, const char **argv,
   return rc;
 }
 
-int rlock__conn_drain(rlock__conn *c, int64_t max_ms) {
-  int64_t deadline = rlock__deadline_after_ms(max_ms);
-  while (c->owed > 0) {
-    rlock__reply *r;
-    int rc = recv_until(c, &r, deadline); /* a slow server: drop it */
-    if (rc != RLOCK_OK)
-      return rc;
-    rlock__reply_free(r);
-    c->owed--;
-  }
-  return RLOCK_OK;
-}
-
 int rlock__conn_send_skip(rlock__conn *c, int n) {
   int64_t was = c->io_deadline_us;
   c->io_deadline_us = rlock__deadline_after_ms(c->timeout_ms);

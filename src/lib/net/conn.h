@@ -52,7 +52,6 @@ typedef struct rlock__conn {
   int64_t rcvtimeo_ms; /* the socket's SO_RCVTIMEO, 0 until set */
   int broken;
   int64_t timeout_ms; /* the command timeout */
-  int owed;           /* replies still due to requests nobody awaits */
   int skip;           /* replies still due to commands sent without
                          waiting (rlock__conn_send_skip), which precede
                          any other reply: every read discards them first */
@@ -116,11 +115,6 @@ int rlock__conn_read_some(rlock__conn *c);
  * RLOCK_ENOMEM (connection broken) when the buffered bytes are not a
  * reply or too large. Never touches the socket. */
 int rlock__conn_take_reply(rlock__conn *c, rlock__reply **out);
-
-/* Read and discard the `owed` replies, waiting at most `max_ms` for them
- * in all: RLOCK_OK when the connection is ready for a new command, else an
- * error (the connection is broken; the caller drops it). */
-int rlock__conn_drain(rlock__conn *c, int64_t max_ms);
 
 /* Send what was encoded into c->out (`n` commands) without waiting for
  * their replies: the next reads on the connection discard them (`skip`),

@@ -5,12 +5,7 @@
 #include "pool.h"
 
 #include <errno.h>
-#include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include "cancel.h"
 #include "common.h"
@@ -37,10 +32,6 @@ int rlock__pool_init(rlock__pool *p, const rlock__endpoint *ep, int max,
 }
 
 void rlock__pool_destroy(rlock__pool *p) {
-  pthread_mutex_lock(&p->mu);
-  while (p->opening > 0) /* each bounded by the connect timeout */
-    pthread_cond_wait(&p->cv, &p->mu);
-  pthread_mutex_unlock(&p->mu);
   for (int i = 0; i < p->nidle; i++)
     rlock__conn_close(p->idle[i]);
   free(p->idle);
@@ -128,11 +119,8 @@ int rlock__pool_get(rlock__pool *p, rlock__conn **out) {
       return rc;
     if (*out == NULL)
       break;
-    /* Replies owed to abandoned requests come first; the staleness probe
-     * is a system call: both stay out of the mutex. */
-    if (((*out)->owed == 0 ||
-         rlock__conn_drain(*out, RLOCK__DRAIN_MS) == RLOCK_OK) &&
-        rlock__conn_lendable(*out))
+    /* The staleness probe is a system call: out of the mutex. */
+    if (rlock__conn_lendable(*out))
       return RLOCK_OK;
     count_drop(p);
     rlock__obs_log(p->obs, RLOCK_LOG_WARN,
@@ -154,28 +142,6 @@ int rlock__pool_get(rlock__pool *p, rlock__conn **out) {
   return rc;
 }
 
-int rlock__pool_get_idle(rlock__pool *p, rlock__conn **out) {
-  *out = NULL;
-  if (!rlock__origin_ok(&p->origin))
-    return rlock__origin_refuse(&p->origin);
-  if (p->refuse != NULL)
-    return rlock__err(RLOCK_EINVAL, "%s", p->refuse);
-  for (;;) {
-    pthread_mutex_lock(&p->mu);
-    rlock__conn *c = p->nidle > 0 ? p->idle[--p->nidle] : NULL;
-    pthread_mutex_unlock(&p->mu);
-    if (c == NULL)
-      return RLOCK_OK;
-    if ((c->owed == 0 || rlock__conn_drain(c, RLOCK__DRAIN_MS) == RLOCK_OK) &&
-        rlock__conn_lendable(c)) {
-      *out = c;
-      return RLOCK_OK;
-    }
-    count_drop(p);
-    discard(p, c);
-  }
-}
-
 void rlock__pool_put(rlock__pool *p, rlock__conn *c) {
   pthread_mutex_lock(&p->mu);
   if (c->broken) {
@@ -193,119 +159,4 @@ void rlock__pool_put(rlock__pool *p, rlock__conn *c) {
   p->idle[p->nidle++] = c;
   pthread_cond_signal(&p->cv);
   pthread_mutex_unlock(&p->mu);
-}
-
-/* ---- opening in the background ----------------------------------------- */
-
-struct rlock__opening {
-  rlock__pool *pool;
-  int fd;          /* eventfd, written once the outcome is known */
-  atomic_int refs; /* the thread's and the caller's */
-  pthread_mutex_t mu;
-  int done, abandoned;
-  int rc;
-  rlock__conn *conn;
-  char msg[256];
-};
-
-static void opening_unref(rlock__opening *o) {
-  if (atomic_fetch_sub(&o->refs, 1) != 1)
-    return;
-  close(o->fd);
-  pthread_mutex_destroy(&o->mu);
-  free(o);
-}
-
-static void *open_main(void *arg) {
-  rlock__opening *o = arg;
-  rlock__pool *p = o->pool;
-  rlock__conn *conn = NULL;
-  int rc = rlock__pool_get(p, &conn);
-  pthread_mutex_lock(&o->mu);
-  int abandoned = o->abandoned;
-  o->done = 1;
-  o->rc = rc;
-  o->conn = abandoned ? NULL : conn;
-  if (rc != RLOCK_OK)
-    snprintf(o->msg, sizeof o->msg, "%s", rlock_error_last()->message);
-  pthread_mutex_unlock(&o->mu);
-  uint64_t one = 1;
-  ssize_t n;
-  do
-    n = write(o->fd, &one, sizeof one);
-  while (n < 0 && errno == EINTR);
-  if (abandoned && conn != NULL)
-    rlock__pool_put(p, conn);
-  opening_unref(o);
-  /* Last: the pool may be destroyed as soon as this is seen. */
-  pthread_mutex_lock(&p->mu);
-  p->opening--;
-  pthread_cond_broadcast(&p->cv);
-  pthread_mutex_unlock(&p->mu);
-  return NULL;
-}
-
-int rlock__pool_open_async(rlock__pool *p, rlock__opening **out) {
-  *out = NULL;
-  rlock__opening *o = rlock__calloc(1, sizeof *o);
-  if (o == NULL)
-    return rlock__err(RLOCK_ENOMEM, "out of memory");
-  if ((o->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
-    free(o);
-    return rlock__err(RLOCK_EIO, "eventfd: %s", strerror(errno));
-  }
-  o->pool = p;
-  atomic_init(&o->refs, 2);
-  pthread_mutex_init(&o->mu, NULL);
-  pthread_mutex_lock(&p->mu);
-  p->opening++;
-  pthread_mutex_unlock(&p->mu);
-  pthread_attr_t attr;
-  pthread_t t;
-  int err = pthread_attr_init(&attr);
-  if (err == 0) {
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    err = pthread_create(&t, &attr, open_main, o);
-    pthread_attr_destroy(&attr);
-  }
-  if (err != 0) {
-    pthread_mutex_lock(&p->mu);
-    p->opening--;
-    pthread_cond_broadcast(&p->cv);
-    pthread_mutex_unlock(&p->mu);
-    close(o->fd);
-    pthread_mutex_destroy(&o->mu);
-    free(o);
-    return rlock__err(RLOCK_EIO, "cannot start a thread: %s", strerror(err));
-  }
-  *out = o;
-  return RLOCK_OK;
-}
-
-int rlock__pool_open_fd(const rlock__opening *o) { return o->fd; }
-
-int rlock__pool_open_take(rlock__opening *o, int *rc, rlock__conn **conn,
-                          char *msg, size_t size) {
-  pthread_mutex_lock(&o->mu);
-  int done = o->done;
-  if (done) {
-    *rc = o->rc;
-    *conn = o->conn;
-    snprintf(msg, size, "%s", o->msg);
-  }
-  pthread_mutex_unlock(&o->mu);
-  if (done)
-    opening_unref(o);
-  return done;
-}
-
-void rlock__pool_open_abandon(rlock__opening *o) {
-  pthread_mutex_lock(&o->mu);
-  rlock__conn *conn = o->done ? o->conn : NULL;
-  o->abandoned = 1;
-  o->conn = NULL;
-  pthread_mutex_unlock(&o->mu);
-  if (conn != NULL) /* made after all: keep it warm */
-    rlock__pool_put(o->pool, conn);
-  opening_unref(o);
 }

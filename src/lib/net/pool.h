@@ -19,17 +19,12 @@
 #include "origin.h"
 #include "endpoint.h"
 
-/* How long a borrower waits for replies owed to abandoned requests (on a
- * healthy server they are already there) before dropping the connection. */
-#define RLOCK__DRAIN_MS 20
-
 typedef struct rlock__pool {
   pthread_mutex_t mu;
   pthread_cond_t cv;  /* signalled when a connection is returned */
   rlock__conn **idle; /* stack of idle connections */
   int nidle;
-  int total;   /* idle + borrowed + being opened */
-  int opening; /* rlock__pool_open_async() threads still running */
+  int total; /* idle + borrowed + being opened */
   int max;
   rlock__endpoint ep;
   int64_t connect_ms;
@@ -46,9 +41,8 @@ typedef struct rlock__pool {
 int rlock__pool_init(rlock__pool *p, const rlock__endpoint *ep, int max,
                      int64_t connect_ms, int64_t command_ms);
 
-/* Close every idle connection and free the pool's memory, after waiting
- * for connections being opened in the background (each bounded by the
- * connect timeout). No connection may be borrowed. */
+/* Close every idle connection and free the pool's memory. No connection
+ * may be borrowed. */
 void rlock__pool_destroy(rlock__pool *p);
 
 /* Borrow a connection, opening one when none is idle and the pool is
@@ -59,33 +53,5 @@ int rlock__pool_get(rlock__pool *p, rlock__conn **out);
 
 /* Give a connection back; a broken one is closed instead. */
 void rlock__pool_put(rlock__pool *p, rlock__conn *c);
-
-/* Borrow an idle connection, never opening one or waiting: RLOCK_OK with
- * *out NULL when none is idle. RLOCK_ECLOSED in a fork()ed child. */
-int rlock__pool_get_idle(rlock__pool *p, rlock__conn **out);
-
-/* A connection being opened on a thread of its own, so that a caller
- * driving several servers (the RedLock fan-out) waits for none of them:
- * poll `fd` (readable once the outcome is known), then
- * rlock__pool_open_take(). */
-typedef struct rlock__opening rlock__opening;
-
-/* Start opening a connection of `p` (rlock__pool_get's rules: a free
- * slot, or the wait for one, then the connect) on a detached thread.
- * RLOCK_OK with *out set, RLOCK_ENOMEM, or RLOCK_EIO when no thread can
- * be started. */
-int rlock__pool_open_async(rlock__pool *p, rlock__opening **out);
-
-/* A descriptor that polls readable once the opening has an outcome. */
-int rlock__pool_open_fd(const rlock__opening *o);
-
-/* The outcome, once known: 1 with *rc (and *conn when RLOCK_OK; the
- * failure's message in `msg`), and the opening freed; 0 while it runs. */
-int rlock__pool_open_take(rlock__opening *o, int *rc, rlock__conn **conn,
-                          char *msg, size_t size);
-
-/* Give up on an opening: a connection it makes goes back to the pool
- * (warm for the next user); it frees itself. */
-void rlock__pool_open_abandon(rlock__opening *o);
 
 #endif /* RLOCK_POOL_H */

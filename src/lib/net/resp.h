@@ -33,8 +33,8 @@ int rlock__resp_bulk(rlock__buf *b, const char *s, size_t len);
 
 /* Encode a command into a malloc'ed RESP buffer (free with free()).
  * Returns its length, or -1 when out of memory. Commands sent often go
- * through a connection's own buffer instead (rlock__conn_send_out), which allocates nothing
- * once warm. */
+ * through a connection's own buffer instead (rlock__conn_send_out), which
+ * allocates nothing once warm. */
 long rlock__resp_format(char **out, int argc, const char **argv,
                         const size_t *lens);
 

@@ -133,11 +133,6 @@ static int refresh(rlock__topo *t, int force, int wait) {
   return rc;
 }
 
-void rlock__topo_refresh_now(rlock__topo *t) {
-  if (t->target.kind != RLOCK__TOPO_SINGLE)
-    refresh(t, 1, 1);
-}
-
 void rlock__topo_refresh(rlock__topo *t) {
   if (t->target.kind != RLOCK__TOPO_SINGLE)
     refresh(t, 0, 0);

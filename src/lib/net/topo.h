@@ -126,10 +126,6 @@ void rlock__topo_moved(rlock__topo *t, unsigned slot, rlock__node *node);
  * for a driver that refreshes in its own way. */
 void rlock__topo_set_slot(rlock__topo *t, unsigned slot, rlock__node *node);
 
-/* Refresh now (waiting for one already running): the topology is known
- * to have changed (Sentinel announced a new master). */
-void rlock__topo_refresh_now(rlock__topo *t);
-
 /* After a failure that may mean the topology changed (a node unreachable,
  * CLUSTERDOWN, READONLY): refresh unless one ran within
  * RLOCK__TOPO_REFRESH_MS or is running. */

@@ -1,0 +1,566 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Semaphores and the count-down latch of the blocking client
+(rlock.Client.semaphore, .permit_expirable_semaphore, .count_down_latch).
+
+They wait as the locks do: one library call, which Ctrl-C on the main
+thread interrupts (rlock/_wait.py), and which a hold taken just before an
+exception is given back from (permits released, a permit released by
+its id).
+"""
+from __future__ import annotations
+
+import threading
+from types import TracebackType
+from typing import Any, Callable, List, Optional, Type, Union
+
+from . import _wait
+from ._base import (DEFAULT, OK, Handle, _bytes, lease_ms, pick_lease,
+                    pick_wait, wait_ms)
+from ._errors import Closed, Error, InvalidArgument, Locked, error_for
+from ._native import ffi, lib
+
+_ECANCELED = lib.RLOCK_ECANCELED
+_ELOCKED = lib.RLOCK_ELOCKED
+_ENOTHELD = lib.RLOCK_ENOTHELD
+_ELOST = lib.RLOCK_ELOST
+_BIG = 1 << 62  # past every range the library accepts, within int64_t
+
+
+def count_arg(value: Any, what: str) -> int:
+    """A count (permits, a latch's count) for C: an int, clamped within
+    int64_t so that the library, not cffi, refuses what is out of range
+    (with its message)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
+    return max(min(value, _BIG), -_BIG)
+
+
+class _Object:
+    """A semaphore's or latch's C object on a blocking client: made with
+    `_new`, freed with `_free` (before the client: the client tracks it)."""
+
+    _new: Callable[..., int]
+    _free: Callable[[Any], None]
+    _ctype = ""
+    _what = ""  # for messages
+
+    def __init__(self, client: Any, name: str) -> None:
+        from ._client import Client
+        if not isinstance(client, Client):
+            raise TypeError("client must be an rlock.Client, not "
+                            f"{type(client).__name__}")
+        self._client = client
+        self._name = name
+        p = ffi.new(f"{self._ctype} **")
+        client._enter()
+        try:
+            rc = self._new(p, client._ptr, _bytes(name, "name"))
+            if rc != OK:
+                raise error_for(rc)
+        finally:
+            client._leave()
+        self._h = Handle(p[0], self._free)
+        client._track(self._h)
+
+    def __del__(self) -> None:
+        h = getattr(self, "_h", None)
+        if h is not None:
+            self._client._untrack(h)
+
+    def __repr__(self) -> str:
+        return f"<rlock.{type(self).__name__} {self._name!r}>"
+
+    @property
+    def name(self) -> str:
+        """The name (its key in Redis)."""
+        return self._name
+
+    @property
+    def client(self) -> Any:
+        """The client it uses."""
+        return self._client
+
+    def _call(self, fn: Callable[..., int], *args: Any) -> None:
+        """fn(ptr, *args), raising the status's exception."""
+        c = self._client
+        c._enter()
+        try:
+            rc = fn(self._h.ptr, *args)
+        finally:
+            c._leave()
+        if rc != OK:
+            raise error_for(rc)
+
+    def _out(self, fn: Callable[..., int], ctype: str, *args: Any) -> Any:
+        """fn(out, ptr, *args)'s *out, raising the status's exception."""
+        out = ffi.new(ctype)
+        c = self._client
+        c._enter()
+        try:
+            rc = fn(out, self._h.ptr, *args)
+        finally:
+            c._leave()
+        if rc != OK:
+            raise error_for(rc)
+        return out[0]
+
+    def _waited(self, call: Callable[[Any, int, Any, Any], None],
+                wait_v: int, cancel: Any, took: List[bool]) -> bool:
+        """One wait through _wait.wait: `call(ptr, wait_ms, token, box)`
+        makes the library call; True when it succeeded, False when the
+        wait ended first (RLOCK_ELOCKED)."""
+        from ._client import _cancel_ptr, _thread_cancel
+        user = None if cancel is None else _cancel_ptr(cancel)
+        tok = _thread_cancel() if user is None else user
+        mine = None if user is not None else tok
+        c = self._client
+        ptr = self._h.ptr
+
+        def attempt(w: int, box: Any) -> None:
+            c._enter(mine, reset=False)
+            try:
+                call(ptr, w, tok, box)
+            finally:
+                c._leave(mine)
+        rc = _wait.wait(attempt, wait_v, tok, user is None, took)
+        if rc == OK:
+            return True
+        if rc == _ELOCKED:
+            return False
+        if rc == _ECANCELED and user is None:
+            raise Closed(f"the client was closed while waiting for "
+                         f"{self._what} '{self._name}'")
+        raise error_for(rc)
+
+
+class Semaphore(_Object):
+    """A semaphore (Redisson's RSemaphore), from ``client.semaphore(name)``,
+    shaped like threading.Semaphore: acquire() and release(n), and
+    ``with sem:`` holds one permit.
+
+    Its permits belong to nobody and never expire: anyone may release, and
+    a process that dies holding permits takes them with it until someone
+    adds them back (add_permits, set_permits). Where a holder may crash,
+    use client.permit_expirable_semaphore(), whose permits come back by
+    themselves.
+
+    On the main thread Ctrl-C (SIGINT) ends a wait and raises
+    KeyboardInterrupt with nothing taken; permits taken just before an
+    exception are given back.
+    """
+
+    _new = staticmethod(lib.rlock_semaphore_new)
+    _free = staticmethod(lib.rlock_semaphore_free)
+    _ctype = "rlock_semaphore"
+    _what = "semaphore"
+
+    def __init__(self, client: Any, name: str, *,
+                 wait: Optional[float] = None) -> None:
+        wait_ms(True, wait, "wait")
+        self._wait: Optional[float] = wait
+        super().__init__(client, name)
+
+    @property
+    def wait(self) -> Optional[float]:
+        """The semaphore's own wait in seconds (None: for ever), used by
+        ``with`` and by acquire() unless told otherwise."""
+        return self._wait
+
+    def acquire(self, blocking: bool = True,
+                timeout: Optional[float] = DEFAULT, *, permits: int = 1,
+                wait: Optional[float] = DEFAULT,
+                cancel: Optional[Any] = None) -> bool:
+        """Take `permits` permits at once, waiting as threading.Semaphore
+        does.
+
+        Args:
+            blocking: False tries once.
+            timeout / wait: the longest wait in seconds (the same thing
+                under threading's and rlock's names); None or -1 for ever.
+                Default: the semaphore's own wait.
+            permits: how many (1 to 2**31-1).
+            cancel: an rlock.Cancel whose fire() ends the wait (Canceled).
+
+        Returns:
+            True when taken, False when not that many were available
+            within the wait (nothing taken).
+
+        Raises:
+            KeyboardInterrupt (Ctrl-C on the main thread: nothing taken),
+            InvalidArgument, WrongType (the key is not a semaphore),
+            ConnectionError/TimeoutError, ReplicaError, Canceled, Closed.
+        """
+        n = count_arg(permits, "permits")
+        wait_v = pick_wait(blocking, timeout, wait, self._wait)
+        took: List[bool] = []
+
+        def call(ptr: Any, w: int, tok: Any, box: Any) -> None:
+            lib.rlock_py_semaphore_acquire(ptr, n, w, tok, box)
+        try:
+            return self._waited(call, wait_v, cancel, took)
+        except BaseException:
+            if took:
+                self._give_back(n)
+            raise
+
+    def _give_back(self, n: int) -> None:
+        try:
+            self.release(n)
+        except Exception:
+            pass
+
+    def release(self, n: int = 1) -> None:
+        """Give `n` permits back (anyone may) and wake waiters."""
+        self._call(lib.rlock_semaphore_release, count_arg(n, "n"))
+
+    def __enter__(self) -> "Semaphore":
+        """Take one permit with the semaphore's own wait; Locked when that
+        wait ends without one."""
+        if not self.acquire():
+            raise Locked(f"semaphore '{self._name}': no permit within its "
+                         f"wait of {self._wait} s")
+        return self
+
+    def __exit__(self, et: Optional[Type[BaseException]],
+                 ev: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        self.release()
+
+    def available(self) -> int:
+        """The permits available now (0 when never set; negative after
+        add_permits took more than there were)."""
+        return int(self._out(lib.rlock_semaphore_available, "int64_t *"))
+
+    def try_set_permits(self, permits: int) -> bool:
+        """Set the available permits if none were ever set; True when set,
+        False when the semaphore exists (left as it is)."""
+        return bool(self._out(lib.rlock_semaphore_try_set_permits, "int *",
+                              count_arg(permits, "permits")))
+
+    def set_permits(self, permits: int) -> None:
+        """Set the available permits, whatever they were."""
+        self._call(lib.rlock_semaphore_set_permits,
+                   count_arg(permits, "permits"))
+
+    def add_permits(self, delta: int) -> None:
+        """Add `delta` permits (negative takes away, also below zero)."""
+        self._call(lib.rlock_semaphore_add_permits, count_arg(delta, "delta"))
+
+    def drain(self) -> int:
+        """Take every available permit at once; returns how many there
+        were."""
+        return int(self._out(lib.rlock_semaphore_drain, "int64_t *"))
+
+
+PermitLike = Union["Permit", str]
+
+
+def _permit_id(permit: Any) -> bytes:
+    if isinstance(permit, Permit):
+        return permit.id.encode()
+    if isinstance(permit, str):
+        return _bytes(permit, "permit id")
+    raise TypeError("permit must be an rlock.Permit or its id (str), not "
+                    f"{type(permit).__name__}")
+
+
+class Permit:
+    """One permit of a permit-expirable semaphore: its id (32 hex digits,
+    Redisson's form) and the semaphore it came from. A context manager:
+    ``with sem.acquire() as permit:`` releases it at the end."""
+
+    __slots__ = ("id", "semaphore")
+
+    def __init__(self, semaphore: "PermitExpirableSemaphore",
+                 id: str) -> None:
+        self.semaphore = semaphore
+        self.id = id
+
+    def __repr__(self) -> str:
+        return f"<rlock.Permit {self.id} of {self.semaphore.name!r}>"
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Permit) and other.id == self.id
+                and other.semaphore.name == self.semaphore.name)
+
+    def __hash__(self) -> int:
+        return hash((self.semaphore.name, self.id))
+
+    def release(self) -> None:
+        """semaphore.release(this permit)."""
+        self.semaphore.release(self)
+
+    def update_lease(self, lease: float) -> None:
+        """semaphore.update_lease(this permit, lease)."""
+        self.semaphore.update_lease(self, lease)
+
+    def check(self) -> bool:
+        """semaphore.check(this permit)."""
+        return self.semaphore.check(self)
+
+    def lease_left(self) -> Optional[float]:
+        """semaphore.lease_left(this permit)."""
+        return self.semaphore.lease_left(self)
+
+    def __enter__(self) -> "Permit":
+        return self
+
+    def __exit__(self, et: Optional[Type[BaseException]],
+                 ev: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        self.release()
+
+
+class PermitExpirableSemaphore(_Object):
+    """A permit-expirable semaphore (Redisson's RPermitExpirableSemaphore),
+    from ``client.permit_expirable_semaphore(name)``: each permit taken has
+    an id and a lease, and comes back by itself when its lease runs out.
+
+    acquire() returns a Permit (None when none came within the wait),
+    taken with a fixed ``lease=`` (seconds) or, by default, renewed by the
+    client's watchdog until released, so that a crashed holder's permit
+    comes back one watchdog timeout later. Release it by the Permit (or
+    its id, from any client). ``with sem as permit:`` takes one with the
+    semaphore's own wait and lease and releases it at the end.
+
+    A permit lost meanwhile (expired, released by someone else, the key
+    deleted) is told as a lost lock is: the client's on_lost callback,
+    check() raising LockLost, release() raising LockLost.
+
+    Deadlines are stamped with the wall clock, as Redisson does: clients
+    sharing a semaphore need clocks that agree to well within a lease.
+    """
+
+    _new = staticmethod(lib.rlock_psemaphore_new)
+    _free = staticmethod(lib.rlock_psemaphore_free)
+    _ctype = "rlock_psemaphore"
+    _what = "a permit of semaphore"
+
+    def __init__(self, client: Any, name: str, *,
+                 wait: Optional[float] = None,
+                 lease: Optional[float] = None) -> None:
+        wait_ms(True, wait, "wait")
+        lease_ms(lease)
+        self._wait: Optional[float] = wait
+        self._lease: Optional[float] = lease
+        self._entered = threading.local()
+        super().__init__(client, name)
+
+    @property
+    def wait(self) -> Optional[float]:
+        """The semaphore's own wait in seconds (None: for ever)."""
+        return self._wait
+
+    @property
+    def lease(self) -> Optional[float]:
+        """The semaphore's own lease in seconds (None: the watchdog)."""
+        return self._lease
+
+    def acquire(self, blocking: bool = True,
+                timeout: Optional[float] = DEFAULT,
+                lease: Optional[float] = DEFAULT, *,
+                wait: Optional[float] = DEFAULT,
+                cancel: Optional[Any] = None) -> Optional[Permit]:
+        """Take one permit.
+
+        Args:
+            blocking, timeout, wait, cancel: as Semaphore.acquire.
+            lease: seconds after which the permit comes back by itself;
+                None: the watchdog renews it until released. Default: the
+                semaphore's own lease.
+
+        Returns:
+            The Permit, or None when none came within the wait.
+
+        Raises:
+            As Semaphore.acquire.
+        """
+        wait_v = pick_wait(blocking, timeout, wait, self._wait)
+        lease_v = pick_lease(lease, self._lease)
+        buf = ffi.new("char[]", lib.RLOCK_PERMIT_ID_LEN + 1)
+        took: List[bool] = []
+
+        def call(ptr: Any, w: int, tok: Any, box: Any) -> None:
+            lib.rlock_py_psemaphore_acquire(buf, ptr, w, lease_v, tok, box)
+        try:
+            if not self._waited(call, wait_v, cancel, took):
+                return None
+        except BaseException:
+            if took:
+                try:
+                    self.release(ffi.string(buf).decode())
+                except Exception:
+                    pass
+            raise
+        return Permit(self, ffi.string(buf).decode())
+
+    def release(self, permit: PermitLike) -> None:
+        """Give the permit back (by its Permit or id) and wake waiters.
+
+        Raises:
+            LockLost: this client took it, and it expired, was released by
+                someone else or the key was deleted.
+            NotHeld: no such permit is leased (and this client never took
+                it).
+            ConnectionError/TimeoutError: the client stops renewing it; it
+                comes back after its lease.
+        """
+        self._call(lib.rlock_psemaphore_release, _permit_id(permit))
+
+    def try_release(self, permit: PermitLike) -> bool:
+        """release(), answering False instead of raising NotHeld or
+        LockLost (Redisson's tryRelease)."""
+        try:
+            self.release(permit)
+            return True
+        except Error as e:
+            if e.code in (_ENOTHELD, _ELOST):
+                return False
+            raise
+
+    def update_lease(self, permit: PermitLike, lease: float) -> None:
+        """Give the permit a fixed lease of `lease` seconds from now (a
+        watchdog permit is then renewed no more). LockLost, NotHeld as
+        release()."""
+        ms = lease_ms(lease)
+        if ms == lib.RLOCK_LEASE_WATCHDOG:
+            raise InvalidArgument("update_lease needs a lease in seconds")
+        self._call(lib.rlock_psemaphore_update_lease, _permit_id(permit), ms)
+
+    def check(self, permit: PermitLike) -> bool:
+        """Whether a permit this client took is still good, answered
+        locally without a round trip: True while held, False when this
+        client does not hold it.
+
+        Raises:
+            LockLost: the watchdog found it gone, its lease ran out, or
+                renewals failed for a whole watchdog timeout.
+        """
+        c = self._client
+        c._enter()
+        try:
+            rc = lib.rlock_psemaphore_check(self._h.ptr, _permit_id(permit))
+        finally:
+            c._leave()
+        if rc == _ENOTHELD:
+            return False
+        if rc != OK:
+            raise error_for(rc)
+        return True
+
+    def lease_left(self, permit: PermitLike) -> Optional[float]:
+        """Seconds left on the permit's lease (one round trip); None when
+        no such permit is leased."""
+        try:
+            return int(self._out(lib.rlock_psemaphore_lease_ms, "int64_t *",
+                                 _permit_id(permit))) / 1000
+        except Error as e:
+            if e.code == _ENOTHELD:
+                return None
+            raise
+
+    def available(self) -> int:
+        """The permits available now (expired ones given back first)."""
+        return int(self._out(lib.rlock_psemaphore_available, "int64_t *"))
+
+    def permits(self) -> int:
+        """The total: available plus leased."""
+        return int(self._out(lib.rlock_psemaphore_permits, "int64_t *"))
+
+    def try_set_permits(self, permits: int) -> bool:
+        """Set the available permits if none were ever set; True when
+        set."""
+        return bool(self._out(lib.rlock_psemaphore_try_set_permits, "int *",
+                              count_arg(permits, "permits")))
+
+    def set_permits(self, permits: int) -> None:
+        """Make the total (available plus leased) `permits`."""
+        self._call(lib.rlock_psemaphore_set_permits,
+                   count_arg(permits, "permits"))
+
+    def add_permits(self, delta: int) -> None:
+        """Add `delta` available permits (negative takes away)."""
+        self._call(lib.rlock_psemaphore_add_permits,
+                   count_arg(delta, "delta"))
+
+    def __enter__(self) -> Permit:
+        """Take a permit with the semaphore's own wait and lease; Locked
+        when that wait ends without one. Returns the Permit."""
+        permit = self.acquire()
+        if permit is None:
+            raise Locked(f"semaphore '{self._name}': no permit within its "
+                         f"wait of {self._wait} s")
+        stack = self._entered.__dict__.setdefault("stack", [])
+        stack.append(permit)
+        return permit
+
+    def __exit__(self, et: Optional[Type[BaseException]],
+                 ev: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        """Release the permit this thread's ``with`` took."""
+        self._entered.stack.pop().release()
+
+
+class CountDownLatch(_Object):
+    """A count-down latch (Redisson's RCountDownLatch), from
+    ``client.count_down_latch(name)``, waited on as threading.Event is:
+    wait() returns True once the count is zero.
+
+    try_set_count(n) sets it (only when it has no count), anyone may
+    count_down(), and every waiter wakes when it reaches zero. Once at
+    zero it can be set again. A latch never set counts 0: wait() returns
+    True at once. Ctrl-C on the main thread ends wait() with
+    KeyboardInterrupt.
+    """
+
+    _new = staticmethod(lib.rlock_latch_new)
+    _free = staticmethod(lib.rlock_latch_free)
+    _ctype = "rlock_latch"
+    _what = "latch"
+
+    def try_set_count(self, count: int) -> bool:
+        """Set the count (1 to 2**63-1) if the latch has none; True when
+        set, False when it had one (left as it is)."""
+        return bool(self._out(lib.rlock_latch_try_set_count, "int *",
+                              count_arg(count, "count")))
+
+    def count_down(self) -> None:
+        """Count down by one; at zero every waiter wakes. Nothing happens
+        on a latch without a count."""
+        self._call(lib.rlock_latch_count_down)
+
+    def count(self) -> int:
+        """The count now (0 when none is set)."""
+        return int(self._out(lib.rlock_latch_count, "int64_t *"))
+
+    def is_set(self) -> bool:
+        """Whether the count is zero (threading.Event's name)."""
+        return self.count() == 0
+
+    def wait(self, timeout: Optional[float] = DEFAULT, *,
+             wait: Optional[float] = DEFAULT,
+             cancel: Optional[Any] = None) -> bool:
+        """Wait until the count is zero, at most `timeout` (or `wait`)
+        seconds (None or -1, the default: for ever; 0: look once).
+
+        Returns:
+            True when the count is zero, False when the wait ended first.
+
+        Raises:
+            KeyboardInterrupt (Ctrl-C on the main thread), InvalidArgument,
+            WrongType, ConnectionError/TimeoutError, Canceled, Closed.
+        """
+        wait_v = pick_wait(True, timeout, wait, None)
+
+        def call(ptr: Any, w: int, tok: Any, box: Any) -> None:
+            lib.rlock_py_latch_await(ptr, w, tok, box)
+        return self._waited(call, wait_v, cancel, [])
+
+    def delete(self) -> bool:
+        """Delete the latch whatever its count (its waiters return True);
+        True when there was one."""
+        return bool(self._out(lib.rlock_latch_delete, "int *"))
+
+
+__all__ = ["Semaphore", "PermitExpirableSemaphore", "Permit",
+           "CountDownLatch"]
