@@ -3,8 +3,9 @@
  * blocking client and on loop clients (drivers.h), against one server and
  * a Redis Cluster: campaign, observe, resign; the statuses of bad input
  * and of a second campaign; a standby taking over when the leader's lease
- * runs out (timed); a leader deposed by force told; Redisson's RFencedLock
- * scripts and rlock's lock objects on the same name. */
+ * runs out (timed); a leader deposed by force told; a Java client's
+ * RFencedLock operations (scripts of our own with Redisson's effects) and
+ * rlock's lock objects on the same name. */
 #include "drivers.h"
 #include "rt_cluster.h"
 
@@ -450,32 +451,47 @@ static void test_deposed_cluster(void **state) {
   deposed_told(1);
 }
 
-/* ---- 4. Redisson's scripts and rlock's lock objects on the name --------- */
+/* ---- 4. a Java client's operations and rlock's lock objects on the name - */
 
-/* RFencedLock's acquisition as Redisson sends it (tryLockInnerAsync of
- * RedissonFencedLock): free or the owner's, then INCR the token key, one
- * more hold, the lease; else the TTL. KEYS name, token; ARGV lease, owner. */
+/* A Java client is played by scripts of our own with the effects
+ * docs/PROTOCOL.md gives Redisson's (§2.1, §2.3); they are not Redisson's
+ * source. */
+
+/* RFencedLock's acquisition: when the hash is absent or already the
+ * owner's, the token counter goes up, the owner's count goes up and the
+ * lease is set, answering {-1, token}; else {pttl, -1}. KEYS name, token;
+ * ARGV lease, owner. */
 static const char *JAVA_FENCED_LOCK =
-    "if redis.call('exists', KEYS[1]) == 0 or "
-    "redis.call('hexists', KEYS[1], ARGV[2]) == 1 then "
-    "local t = redis.call('incr', KEYS[2]) "
+    "local mine = redis.call('hexists', KEYS[1], ARGV[2]) == 1 "
+    "local free = redis.call('exists', KEYS[1]) == 0 "
+    "if not (free or mine) then "
+    "  return {redis.call('pttl', KEYS[1]), -1} "
+    "end "
+    "local token = redis.call('incr', KEYS[2]) "
     "redis.call('hincrby', KEYS[1], ARGV[2], 1) "
     "redis.call('pexpire', KEYS[1], ARGV[1]) "
-    "return {-1, t} end "
-    "return {redis.call('pttl', KEYS[1]), -1}";
+    "return {-1, token}";
 
-/* RedissonBaseLock's renewal: PEXPIRE while the owner's field is there. */
+/* The watchdog's renewal: a new lease only while the owner's field is
+ * there; 1 renewed, 0 gone. KEYS name; ARGV lease, owner. */
 static const char *JAVA_RENEW =
-    "if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then "
-    "redis.call('pexpire', KEYS[1], ARGV[1]) return 1 end return 0";
+    "if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then return 0 end "
+    "redis.call('pexpire', KEYS[1], ARGV[1]) "
+    "return 1";
 
-/* RedissonLock's release: one hold less; the last deletes and publishes. */
+/* A release: nil when the owner holds nothing; one hold less, 0 with the
+ * lease kept while holds remain; else the hash deleted and the message
+ * published, 1. KEYS name, channel; ARGV message, lease, owner. */
 static const char *JAVA_UNLOCK =
     "if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return nil end "
-    "if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then "
-    "redis.call('pexpire', KEYS[1], ARGV[2]) return 0 end "
-    "redis.call('del', KEYS[1]) "
-    "redis.call('publish', KEYS[2], ARGV[1]) return 1";
+    "local left = redis.call('hincrby', KEYS[1], ARGV[3], -1) "
+    "if left <= 0 then "
+    "  redis.call('del', KEYS[1]) "
+    "  redis.call('publish', KEYS[2], ARGV[1]) "
+    "  return 1 "
+    "end "
+    "redis.call('pexpire', KEYS[1], ARGV[2]) "
+    "return 0";
 
 #define JAVA_OWNER "0d9e8f7a-1b2c-4d3e-8f4a-5b6c7d8e9f01:73"
 
