@@ -42,12 +42,15 @@
 //                destroyed (RAII); leases, or the watchdog.
 //  - latch:      rlock_latch (RCountDownLatch), shaped like std::latch,
 //                with timed waits.
+//  - election, leader: rlock_election (leader election on the fenced lock):
+//                campaign() returns the term, observe() a leader snapshot.
 //
 // Lifetimes (the C headers' rules, which the wrappers cannot enforce):
 //  - A client must outlive every mutex made from it; mutexes must outlive
 //    the multilocks and redlocks over them; a view (for_owner) must not
 //    outlive its lock or its owner, nor a guard its lock; a permit_semaphore
-//    must outlive its permits, and a client every semaphore and latch.
+//    must outlive its permits, and a client every semaphore, latch and
+//    election.
 //  - Holds belong to the thread that took them (or to an explicit owner),
 //    not to the object: destroying a mutex or a client does not release a
 //    lock (it expires after its lease; a watchdog lease within the watchdog

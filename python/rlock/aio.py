@@ -1548,6 +1548,15 @@ class Election:
         self._client._check()
         check(lib.rlock_election_check(self._h.ptr, _owner(owner)))
 
+    def leading(self, *, owner: OwnerLike = None) -> bool:
+        """check() as a bool: False when lost or not leading."""
+        self._client._check()
+        rc = lib.rlock_election_check(self._h.ptr, _owner(owner))
+        if rc in (lib.RLOCK_ELOST, lib.RLOCK_ENOTHELD):
+            return False
+        check(rc)
+        return True
+
     async def observe(self) -> Optional[Leader]:
         """Who leads now (a Leader), or None: one round trip."""
         op = self._client._start("observe", lib.rlock_election_observe_async,

@@ -99,6 +99,7 @@ async def test_aio_election(server: Server, name: str) -> None:
         seen = await e.observe()
         assert seen is not None and (seen.value, seen.term) == ("aio", term)
         e.check()
+        assert e.leading() and not e.leading(owner=rlock.Owner())
         with pytest.raises(rlock.AlreadyHeld):
             await e.campaign("again")
         sb = rlock.Owner()
