@@ -40,6 +40,8 @@ static void run_completions(rlock_client *c) {
       rlock__err(op->rc, "%s", op->msg);
     if (op->type == RLOCK__LOP_INSPECT)
       op->info_cb(op->arg, op->rc, op->info);
+    else if (op->type == RLOCK__LOP_OBSERVE)
+      op->leader_cb(op->arg, op->rc, op->leader);
     else if (op->permits_cb != NULL)
       op->permits_cb(op->arg, op->rc, op->permits);
     else if (op->permit_cb != NULL) /* the id was the attempt's owner */

@@ -63,6 +63,7 @@
 #include "map.h"
 #include "plan.h"
 #include "reader.h"
+#include "rlock/election.h"
 #include "rlock/loop.h"
 #include "rlock/semaphore.h"
 
@@ -293,7 +294,8 @@ enum rlock__lop_type {
   RLOCK__LOP_RELET,   /* a MultiLock member's fresh lease */
   RLOCK__LOP_REDLOCK, /* a RedLock's acquisition or release (lredlock.c) */
   RLOCK__LOP_CALL,    /* one call of a blocking fan-out (lfan.c) */
-  RLOCK__LOP_SYNC     /* a synchroniser's one call (lsync.c) */
+  RLOCK__LOP_SYNC,    /* a synchroniser's one call (lsync.c) */
+  RLOCK__LOP_OBSERVE  /* an election's observation (lops.c) */
 };
 
 typedef struct rlock__lchan rlock__lchan;
@@ -311,6 +313,8 @@ struct rlock_op {
   int rc;
   int64_t value;
   rlock_lock_info *info;
+  rlock_leader_fn leader_cb; /* RLOCK__LOP_OBSERVE: its callback ... */
+  rlock_leader *leader;      /* ... and its snapshot */
   char msg[512];
   /* links */
   rlock_op *prev, *next;       /* every live operation */
