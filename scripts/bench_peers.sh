@@ -551,6 +551,33 @@ def done(col, run):
     return f"{got}/{want}"
 
 
+# Rows: (label, values, ratio?); a ratio is printed with its worst round
+# for rlock (the rounds' own medians): WORST names the row's run and key.
+WORST = {}
+
+
+def per_round(col, run, key):
+    out = {}
+    for r in runs(col, run):
+        if isinstance(r.get(key), (int, float)):
+            out.setdefault(r["round"], []).append(r[key])
+    return {k: statistics.median(v) for k, v in out.items()}
+
+
+def worst(label, rl):
+    """The least favourable round for rlock column rl: the highest
+    peer/rlock in a /s row, the lowest in a us row."""
+    if label not in WORST:
+        return None
+    run, key, up = WORST[label]
+    a = per_round(rl, run, key)
+    b = per_round("rs-sem", run, "lock_unlock_p50_us"
+                  if key == "pair_p50_us" else
+                  "lock_unlock_p99_us" if key == "pair_p99_us" else key)
+    v = [b[k] / a[k] for k in a if k in b and a[k]]
+    return (max(v) if up else min(v)) if v else None
+
+
 table = [
     ("uncontended: pairs/s", {c: med(c, "sunc", "pairs_per_s") for c in COLS},
      True),
@@ -570,6 +597,10 @@ for label, key, ratio in [("acquisitions/s", "acquisitions_per_s", True),
                           ("handoff p99 us", "handoff_p99_us", True)]:
     table.append((f"{con}: {label}", {c: med(c, "scon", key) for c in COLS},
                   ratio))
+    WORST[f"{con}: {label}"] = ("scon", key, key.endswith("_per_s"))
+WORST["uncontended: pairs/s"] = ("sunc", "pairs_per_s", True)
+WORST["uncontended: pair p50 us"] = ("sunc", "pair_p50_us", False)
+WORST["uncontended: pair p99 us"] = ("sunc", "pair_p99_us", False)
 table.append((f"{con}: acquisitions done/asked (all rounds)",
               {c: done(c, "scon") for c in COLS}, False))
 table.append((f"{con}: overlaps seen (all rounds)",
@@ -577,6 +608,7 @@ table.append((f"{con}: overlaps seen (all rounds)",
 hand = f"handoff to a waiter, 1 permit (hold {hand_hold} us)"
 table.append((f"{hand}: p50 us", {c: med(c, "shand", "handoff_p50_us")
                                   for c in COLS}, True))
+WORST[f"{hand}: p50 us"] = ("shand", "handoff_p50_us", False)
 table.append((f"{hand}: p99 us", {c: med(c, "shand", "handoff_p99_us")
                                   for c in COLS}, True))
 table.append((f"{hand}: handoffs measured",
@@ -597,12 +629,15 @@ for label, vals, ratio in table:
         a, b = vals.get(c), vals.get("rs-sem")
         ok = ratio and isinstance(a, (int, float)) and \
             isinstance(b, (int, float)) and a
-        cells.append(f"{b / a:.2f}" if ok else "")
+        w = worst(label, c) if ok else None
+        cells.append((f"{b / a:.2f}" + (f" ({w:.2f})" if w else ""))
+                     if ok else "")
     print("| " + " | ".join(cells) + " |")
 print()
 print("Ratios are redis-semaphore/rlock: above 1 in a /s row, "
-      "redis-semaphore is faster; above 1 in a us row, it is slower. Every "
-      "worker is a process with its own client.")
+      "redis-semaphore is faster; above 1 in a us row, it is slower. In "
+      "brackets: the round least favourable to rlock (its own medians). "
+      "Every worker is a process with its own client.")
 PY
 }
 
