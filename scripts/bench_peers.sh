@@ -31,7 +31,7 @@
 # Usage: scripts/bench_peers.sh [--quick] [--rounds R] [--no-build]
 #                               [--only locks|semaphores]
 #   --quick     one short round (under 2 minutes), for smoke-testing
-#   --rounds R  rounds (default 3, about 6 minutes on 2 CPUs)
+#   --rounds R  rounds (default 3, about 5 minutes on 2 CPUs)
 #   --no-build  use build-bench/rlock-bench as it is (no cmake)
 #   --only W    the locks' workloads only, or the semaphores' only
 #
@@ -292,7 +292,9 @@ server_refs() {
 }
 
 # ---- the rounds -------------------------------------------------------------
+# shellcheck disable=SC2034 # both read through rotate's nameref
 LIBS=(rlock redis-py node-redlock redis-semaphore)
+# shellcheck disable=SC2034
 SEMS=(rlock-sem rlock-psem rs-sem)
 
 # Rotate the array named $1 by the round into `order`, so no one always

@@ -91,7 +91,8 @@ static void names_init(names *nm) {
   bench_key(nm->holders, sizeof nm->holders, "rlock-bench:holders", pid);
 }
 
-/* ---- uncontended ---------------------------------------------------------- */
+/* ---- uncontended ----------------------------------------------------------
+ */
 
 static int del_keys(const char *url, const names *nm) {
   redisContext *raw = bench_raw_connect(url);
@@ -142,7 +143,8 @@ static int uncontended(const bench_args *a, rlock_client *c, const names *nm) {
   return rc;
 }
 
-/* ---- processes (turns.h) -------------------------------------------------- */
+/* ---- processes (turns.h) --------------------------------------------------
+ */
 
 typedef struct sem_state {
   rlock_client *client;
