@@ -18,7 +18,9 @@
  * it takes; each holder counts itself in (INCR of a holders key), holds H
  * us, counts itself out (DECR) and releases, then thinks T us. Reported:
  * acquisitions/s, every acquisition's wait p50/p99 (from the call to its
- * return, waits or not), the handoffs (turns.h) and the overlaps (more
+ * return, waits or not), the handoffs (turns.h: from the latest release
+ * to an acquisition that started before it, so with permits to spare one
+ * that did not need that release counts too) and the overlaps (more
  * than P holders counted at once: a broken semaphore; the run then exits
  * 1). With --ping-pong the processes take turns strictly (turns.h,
  * spec.alternate): with 2 processes and 1 permit, the handoff to a
