@@ -8,6 +8,8 @@ library):
                             panel per workload (medians over the rounds)
   docs/bench/handoff.svg    the time a waiter waits for a released lock,
                             p50 to p99 per library and workload (log scale)
+  docs/bench/semaphores.svg rlock's two semaphores next to redis-semaphore's
+                            Semaphore, one panel per workload
 
 The run's data is kept beside them (docs/bench/peers.jsonl), so the charts
 are regenerated from it by one command:
@@ -34,7 +36,12 @@ OUT = ROOT / "docs" / "bench"
 LIBS = ["rlock", "redis-py", "node-redlock", "redis-semaphore"]
 FLOOR = "floor"
 COLOURS = {FLOOR: "#9e9e9e", "rlock": "#c62828", "redis-py": "#1565c0",
-           "node-redlock": "#2e7d32", "redis-semaphore": "#ef6c00"}
+           "node-redlock": "#2e7d32", "redis-semaphore": "#ef6c00",
+           "rlock-sem": "#c62828", "rlock-psem": "#ad1457",
+           "rs-sem": "#ef6c00"}
+# The semaphores' columns (bench_peers.sh) and their names in the chart.
+SEMS = {"rlock-sem": "rlock semaphore", "rlock-psem": "rlock psemaphore",
+        "rs-sem": "redis-semaphore"}
 FONT = 'font-family="DejaVu Sans, Helvetica, Arial, sans-serif"'
 
 
@@ -141,7 +148,7 @@ def bar_panel(y: float, p: Panel, label_w: float, plot_w: float) -> Tuple[List[s
         return out + [text(label_w, y + 12, "no data in this run", 11)], y + 24
     x_of = scale([v for _, v in present], log, plot_w)
     for s, v in present:
-        name = "floor (bare hiredis)" if s == FLOOR else s
+        name = "floor (bare hiredis)" if s == FLOOR else SEMS.get(s, s)
         if s == FLOOR and unit == "/s":
             name = "server ceiling / 2"
         out.append(text(label_w - 8, y + 12, name, 12, "end"))
@@ -158,6 +165,37 @@ def workloads_svg(rows: List[dict], note: str) -> str:
                  weight="bold"), text(10, 40, note, 11, fill="#616161")]
     y = 56.0
     for p in panels(rows):
+        part, y = bar_panel(y, p, label_w, plot_w)
+        body += part
+    return svg(width, int(y + 6), body)
+
+
+# ---- the semaphores chart -------------------------------------------------------
+
+def sem_panels(rows: List[dict]) -> List[Panel]:
+    def each(run: str, key: str, peer_key: str) -> List[Tuple[str, Optional[float]]]:
+        return [(c, median(rows, c, run, peer_key if c == "rs-sem" else key))
+                for c in SEMS]
+    return [
+        ("Uncontended acquire+release of one permit, p50 (lower is better)",
+         "us", False, each("sunc", "pair_p50_us", "lock_unlock_p50_us")),
+        ("8 processes on 3 permits, 1 ms holds, acquisitions/s (higher is "
+         "better)", "/s", False,
+         each("scon", "acquisitions_per_s", "acquisitions_per_s")),
+        ("8 processes on 3 permits, wait in acquire, p50 (lower is better)",
+         "us", False, each("scon", "acquire_p50_us", "acquire_p50_us")),
+        ("Handoff of 1 permit to a waiting process, p50 (lower is better; "
+         "log scale)", "us", True,
+         each("shand", "handoff_p50_us", "handoff_p50_us")),
+    ]
+
+
+def semaphores_svg(rows: List[dict], note: str) -> str:
+    label_w, plot_w, width = 170.0, 430.0, 720
+    body = [text(10, 22, "rlock's semaphores next to redis-semaphore", 16,
+                 weight="bold"), text(10, 40, note, 11, fill="#616161")]
+    y = 56.0
+    for p in sem_panels(rows):
         part, y = bar_panel(y, p, label_w, plot_w)
         body += part
     return svg(width, int(y + 6), body)
@@ -247,7 +285,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             f"(docs/bench/peers.jsonl)")
     (OUT / "workloads.svg").write_text(workloads_svg(rows, note))
     (OUT / "handoff.svg").write_text(handoff_svg(rows, note))
-    print(f"wrote {OUT / 'workloads.svg'} and {OUT / 'handoff.svg'}")
+    (OUT / "semaphores.svg").write_text(semaphores_svg(rows, note))
+    print(f"wrote {OUT / 'workloads.svg'}, {OUT / 'handoff.svg'} and "
+          f"{OUT / 'semaphores.svg'}")
     return 0
 
 

@@ -21,7 +21,10 @@
  *                members are contacted in parallel;
  *   handoff      processes in a strict ping-pong on one lock, the waiter
  *                asleep at each release: the library's waiter next to a
- *                bare single-threaded hiredis one, in interleaved rounds.
+ *                bare single-threaded hiredis one, in interleaved rounds;
+ *   sync         the semaphores' pairs and handoff next to the lock's;
+ *   semaphore    one permit at a time of either semaphore kind: pairs in
+ *                a row, or N processes on P permits (bench_sem.c).
  *
  * Everything talks to the library through its public API only (no header
  * of src/lib). The floor and handoff's bare waiter (raw.c) send the
@@ -83,6 +86,9 @@ typedef struct bench_args {
   int floor;            /* contended --floor: the floor's runs too */
   int deferred_shift;   /* fair --deferred-shift: the clients defer the
                            fair deadline shift (config.h) */
+  int expirable;        /* semaphore --kind expirable (else plain) */
+  int permits;          /* semaphore: permits (with --procs) */
+  int ping_pong;        /* semaphore --ping-pong: strict turns */
 } bench_args;
 
 /* ---- workloads (bench_<name>.c); each returns an exit status -------- */
@@ -95,7 +101,8 @@ int bench_redlock(const bench_args *a);
 int bench_tls(const bench_args *a);  /* urls[0] TCP, urls[1] TLS */
 int bench_loop(const bench_args *a); /* threads: acquisitions in flight */
 int bench_handoff(const bench_args *a);
-int bench_sync(const bench_args *a); /* semaphores next to the lock */
+int bench_sync(const bench_args *a);      /* semaphores next to the lock */
+int bench_semaphore(const bench_args *a); /* bench_sem.c */
 
 /* ---- stats.c: time and samples --------------------------------------- */
 

@@ -83,7 +83,19 @@ static const char USAGE[] =
     "                            permit-expirable semaphore pairs, step by\n"
     "                            step, then handoffs to a waiting thread,\n"
     "                            lock and semaphore alternating (K default\n"
-    "                            20000; K/20 handoffs, at least 50)\n";
+    "                            20000; K/20 handoffs, at least 50)\n"
+    "  semaphore [--kind plain|expirable] [--ops K]\n"
+    "            [--procs N [--permits P] [--hold-us H] [--think-us T]\n"
+    "             [--ping-pong]]\n"
+    "                            one permit at a time of a semaphore\n"
+    "                            (plain) or a permit-expirable one taken\n"
+    "                            with the watchdog (expirable); without\n"
+    "                            --procs one thread: K acquire+release\n"
+    "                            pairs; with it N processes on P permits\n"
+    "                            (default 1), K acquisitions each, holding\n"
+    "                            H us (default 0), pausing T us between;\n"
+    "                            --ping-pong: strict turns, the next one\n"
+    "                            asleep in its wait (K default 20000)\n";
 
 enum {
   W_UNCONTENDED = 1,
@@ -95,12 +107,13 @@ enum {
   W_TLS = 64,
   W_LOOP = 128,
   W_HANDOFF = 256,
-  W_SYNC = 512
+  W_SYNC = 512,
+  W_SEMAPHORE = 1024
 };
 #define W_TURNS (W_CONTENDED | W_FAIR | W_RW) /* processes taking turns */
 #define WORKLOAD_LIST                                                          \
   "uncontended, contended, fair, rw, many, redlock, tls, loop, handoff, "      \
-  "sync"
+  "sync, semaphore"
 /* At most this many processes in a run (--procs; --readers + --writers). */
 #define MAX_PROCS 256
 
@@ -116,7 +129,8 @@ static const struct {
                  {"tls", W_TLS},
                  {"loop", W_LOOP},
                  {"handoff", W_HANDOFF},
-                 {"sync", W_SYNC}};
+                 {"sync", W_SYNC},
+                 {"semaphore", W_SEMAPHORE}};
 
 /* Workload options: which workloads take them and their valid range. */
 typedef struct opt_spec {
@@ -138,24 +152,27 @@ enum {
   O_ROUNDS,
   O_HOLD,
   O_HOLD_MAX,
+  O_PERMITS,
   O_COUNT
 };
 
 static const opt_spec OPTS[O_COUNT] = {
     [O_OPS] = {"--ops",
                W_UNCONTENDED | W_TURNS | W_REDLOCK | W_TLS | W_LOOP |
-                   W_HANDOFF | W_SYNC,
+                   W_HANDOFF | W_SYNC | W_SEMAPHORE,
                1, 100000000, 1},
-    [O_PROCS] = {"--procs", W_CONTENDED | W_FAIR | W_HANDOFF, 1, MAX_PROCS, 1},
+    [O_PROCS] = {"--procs", W_CONTENDED | W_FAIR | W_HANDOFF | W_SEMAPHORE, 1,
+                 MAX_PROCS, 1},
     [O_READERS] = {"--readers", W_RW, 1, MAX_PROCS - 1, 1},
     [O_WRITERS] = {"--writers", W_RW, 1, MAX_PROCS - 1, 1},
-    [O_THINK] = {"--think-us", W_TURNS, 0, 10000000, 1},
+    [O_THINK] = {"--think-us", W_TURNS | W_SEMAPHORE, 0, 10000000, 1},
     [O_THREADS] = {"--threads", W_MANY | W_LOOP, 1, 100000, 1},
     [O_LOCKS] = {"--locks", W_MANY | W_LOOP, 1, 1000000, 1},
     [O_SECONDS] = {"--seconds", W_MANY | W_LOOP, 0.1, 3600, 0},
     [O_ROUNDS] = {"--rounds", W_HANDOFF | W_CONTENDED, 1, 1000, 1},
-    [O_HOLD] = {"--hold-us", W_HANDOFF, 0, 10000000, 1},
+    [O_HOLD] = {"--hold-us", W_HANDOFF | W_SEMAPHORE, 0, 10000000, 1},
     [O_HOLD_MAX] = {"--hold-max-us", W_HANDOFF, 0, 10000000, 1},
+    [O_PERMITS] = {"--permits", W_SEMAPHORE, 1, 1000000, 1},
 };
 
 typedef struct parsed {
@@ -165,6 +182,7 @@ typedef struct parsed {
   int given[O_COUNT];
   int help;
   const char *script; /* --script NAME */
+  const char *kind;   /* semaphore --kind */
 } parsed;
 
 static int usage_error(const char *fmt, ...)
@@ -241,6 +259,10 @@ static int parse_word(parsed *p, int argc, char **argv, int *i) {
     return p->args.floor = 1, 0;
   if (strcmp(w, "--deferred-shift") == 0)
     return p->args.deferred_shift = 1, 0;
+  if (strcmp(w, "--ping-pong") == 0)
+    return p->args.ping_pong = 1, 0;
+  if (is_opt(w, "--kind"))
+    return take_value(argc, argv, i, "--kind", &p->kind);
   if (is_opt(w, "--script"))
     return take_value(argc, argv, i, "--script", &p->script);
   if (strcmp(w, "-u") == 0 || is_opt(w, "--url")) {
@@ -270,9 +292,25 @@ static int check_rw(const parsed *p) {
   return 0;
 }
 
+/* semaphore: --kind plain|expirable; the processes' options need
+ * --procs. */
+static int check_semaphore(parsed *p) {
+  if (p->kind != NULL && strcmp(p->kind, "plain") != 0 &&
+      strcmp(p->kind, "expirable") != 0)
+    return usage_error("--kind takes plain or expirable (got '%s')", p->kind);
+  p->args.expirable = p->kind != NULL && strcmp(p->kind, "expirable") == 0;
+  if (!p->given[O_PROCS] && (p->given[O_PERMITS] || p->given[O_HOLD] ||
+                             p->given[O_THINK] || p->args.ping_pong))
+    return usage_error("--permits, --hold-us, --think-us and --ping-pong "
+                       "need --procs N");
+  if (p->args.ping_pong && p->val[O_PROCS] < 2)
+    return usage_error("--ping-pong needs --procs 2 or more");
+  return 0;
+}
+
 /* Options must fit the workload; contended and fair need --procs and
  * --ops. */
-static int check_combination(const parsed *p) {
+static int check_combination(parsed *p) {
   if (p->args.workload == NULL)
     return usage_error("no workload given (" WORKLOAD_LIST ")");
   if (p->args.nurls > 1 && p->workload != W_REDLOCK && p->workload != W_TLS)
@@ -289,6 +327,8 @@ static int check_combination(const parsed *p) {
   if (p->workload == W_MANY && p->given[O_THREADS] && p->val[O_THREADS] > 256)
     return usage_error("many takes --threads from 1 to 256 (got %.0f)",
                        p->val[O_THREADS]);
+  if ((p->kind != NULL || p->args.ping_pong) && p->workload != W_SEMAPHORE)
+    return usage_error("--kind and --ping-pong apply to semaphore only");
   if (p->workload == W_RW)
     return check_rw(p);
   if (p->workload == W_HANDOFF && p->given[O_PROCS] && p->val[O_PROCS] < 2)
@@ -305,7 +345,7 @@ static int check_combination(const parsed *p) {
     return usage_error("--hold-max-us must be at least --hold-us");
   if ((p->workload & W_TURNS) && (!p->given[O_PROCS] || !p->given[O_OPS]))
     return usage_error("%s needs --procs N and --ops K", p->args.workload);
-  return 0;
+  return p->workload == W_SEMAPHORE ? check_semaphore(p) : 0;
 }
 
 static int check_url(const char *url) {
@@ -332,7 +372,10 @@ static void apply_values(parsed *p) {
   a->rounds = p->given[O_ROUNDS]         ? (int)p->val[O_ROUNDS]
               : p->workload == W_HANDOFF ? 30
                                          : 5;
-  a->hold_us = p->given[O_HOLD] ? (long)p->val[O_HOLD] : 300;
+  a->hold_us = p->given[O_HOLD]             ? (long)p->val[O_HOLD]
+               : p->workload == W_SEMAPHORE ? 0
+                                            : 300;
+  a->permits = p->given[O_PERMITS] ? (int)p->val[O_PERMITS] : 1;
   a->hold_max_us = p->given[O_HOLD_MAX] ? (long)p->val[O_HOLD_MAX] : a->hold_us;
   if (a->nurls == 0) {
     const char *env = getenv("RLOCK_URL");
@@ -398,6 +441,8 @@ int main(int argc, char **argv) {
     return bench_handoff(&p.args);
   case W_SYNC:
     return bench_sync(&p.args);
+  case W_SEMAPHORE:
+    return bench_semaphore(&p.args);
   default:
     return bench_many(&p.args);
   }

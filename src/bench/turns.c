@@ -43,7 +43,7 @@ static int shm_map(turns_out *o, const turns_spec *sp) {
   size_t hdr = (sizeof(turns_hdr) + 63) / 64 * 64;
   size_t slots = (size_t)sp->procs * sizeof(turns_slot);
   size_t area = (size_t)sp->procs * (size_t)turns_rounds(sp) * sizeof(int64_t);
-  size_t areas = 1 + (sp->queue != NULL) + (sp->phases > 0);
+  size_t areas = 1 + (sp->queue != NULL) + (sp->phases > 0) + (sp->permits > 0);
   o->size = hdr + slots + area * areas;
   void *p = mmap(NULL, o->size, PROT_READ | PROT_WRITE,
                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -57,6 +57,8 @@ static int shm_map(turns_out *o, const turns_spec *sp) {
   o->queued = sp->queue ? (int64_t *)next : NULL;
   next += sp->queue ? area : 0;
   o->phase_of = sp->phases > 0 ? (int64_t *)next : NULL;
+  next += sp->phases > 0 ? area : 0;
+  o->waits = sp->permits > 0 ? (int64_t *)next : NULL;
   return 0;
 }
 
@@ -136,6 +138,9 @@ typedef struct series {
   int64_t *phase_of; /* NULL unless the spec has phases */
   size_t n;
   int64_t wait_total, wait_max; /* time spent in rlock_lock_acquire */
+  int64_t *waits;               /* NULL unless the spec has permits */
+  size_t nwaits;
+  long overlaps;
 } series;
 
 /* Read both pipelined replies (SET, then with a queue LLEN). */
@@ -172,6 +177,27 @@ static int hold(child *ch, int64_t *queued) {
       (ch->sp->queue && bench_raw_append(ch->raw, 2, llen) != 0))
     return -1;
   return set_replies(ch, queued);
+}
+
+/* A semaphore's hold begins (spec->permits): count this holder in; more
+ * than `permits` at once is an overlap. */
+static int sem_hold(child *ch, series *s) {
+  const char *incr[2] = {"INCR", ch->sp->counter};
+  redisReply *r = bench_raw_cmd(ch->raw, 2, incr, NULL);
+  if (r == NULL)
+    return -1;
+  if (r->type == REDIS_REPLY_INTEGER && r->integer > ch->sp->permits)
+    s->overlaps++;
+  freeReplyObject(r);
+  return 0;
+}
+
+/* And ends, just before the release: count this holder out. */
+static int sem_unhold(child *ch) {
+  const char *decr[2] = {"DECR", ch->sp->counter};
+  redisReply *r = bench_raw_cmd(ch->raw, 2, decr, NULL);
+  freeReplyObject(r); /* NULL is fine */
+  return r != NULL ? 0 : -1;
 }
 
 /* It was released while we waited: a handoff. */
@@ -244,6 +270,8 @@ static int one_round(child *ch, series *s, long i, int final) {
   s->wait_total += got - wait_from;
   if (got - wait_from > s->wait_max)
     s->wait_max = got - wait_from;
+  if (s->waits != NULL)
+    s->waits[s->nwaits++] = got - wait_from;
   /* The release this process had to wait for (turns.h). */
   int64_t last =
       atomic_load(ch->cur->role->exclusive ? &h->last_release_ns
@@ -256,11 +284,16 @@ static int one_round(child *ch, series *s, long i, int final) {
     bump_turn(h);
   }
   int64_t queued = 0;
-  if (hold(ch, &queued) != 0) {
+  int sem = ch->sp->permits > 0;
+  if ((sem ? sem_hold(ch, s) : hold(ch, &queued)) != 0) {
     give_back(ch); /* let the others finish */
     return BENCH_EXIT_FAIL;
   }
   bench_sleep_us(hold_time(ch));
+  if (sem && sem_unhold(ch) != 0) {
+    give_back(ch);
+    return BENCH_EXIT_FAIL;
+  }
   stamp_release(ch, queued);
   if ((rc = give_back(ch)) != 0)
     return rc;
@@ -279,7 +312,8 @@ static int child_rounds(child *ch) {
   size_t base = (size_t)ch->idx * (size_t)turns_rounds(sp);
   series s = {.handoff = ch->o->samples + base,
               .queued = ch->o->queued ? ch->o->queued + base : NULL,
-              .phase_of = ch->o->phase_of ? ch->o->phase_of + base : NULL};
+              .phase_of = ch->o->phase_of ? ch->o->phase_of + base : NULL,
+              .waits = ch->o->waits ? ch->o->waits + base : NULL};
   long phases = sp->phases > 0 ? sp->phases : 1;
   int rc = 0;
   for (long p = 0; p < phases && rc == 0; p++) {
@@ -298,6 +332,8 @@ static int child_rounds(child *ch) {
   slot->nsamples = s.n;
   slot->wait_total_ns = s.wait_total;
   slot->wait_max_ns = s.wait_max;
+  slot->nwaits = s.nwaits;
+  slot->overlaps = s.overlaps;
   return rc;
 }
 
@@ -572,6 +608,21 @@ int64_t *turns_gather(const turns_spec *sp, const turns_out *o,
     const int64_t *s = area + (size_t)i * (size_t)turns_rounds(sp);
     for (size_t j = 0; j < o->slots[i].nsamples; j++)
       out[(*n)++] = s[j];
+  }
+  return out;
+}
+
+int64_t *turns_gather_waits(const turns_spec *sp, const turns_out *o, int from,
+                            int to, size_t *n) {
+  size_t total = 0;
+  for (int i = from; i < to; i++)
+    total += o->slots[i].nwaits;
+  int64_t *out = malloc((total > 0 ? total : 1) * sizeof *out);
+  *n = 0;
+  for (int i = from; i < to && out != NULL && o->waits != NULL; i++) {
+    const int64_t *w = o->waits + (size_t)i * (size_t)turns_rounds(sp);
+    for (size_t j = 0; j < o->slots[i].nwaits; j++)
+      out[(*n)++] = w[j];
   }
   return out;
 }

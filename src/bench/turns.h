@@ -112,7 +112,15 @@ struct turns_spec {
   const char *lock2; /* role 1's lock name in phases */
   long warmup;       /* phases: rounds at the start of each role's first
                         phase that record no handoff */
-  void *arg;         /* for the report function */
+  /* Semaphores (bench_sem.c): the role's acquire takes one of `permits`
+   * permits, so up to that many hold at once. A hold is then an INCR of
+   * `counter` (a count of holders; an answer above `permits` is an
+   * overlap, turns_slot.overlaps), the pause, and a DECR just before the
+   * release: one round trip on each side, as the exclusive GET + SET.
+   * Every acquisition's wait (from the call to its return) is recorded in
+   * turns_out.waits. 0: a lock (the roles' exclusive/shared holds). */
+  long permits;
+  void *arg; /* for the report function */
 };
 
 /* The shared page(s): a header, then per-process slots, then samples. */
@@ -134,6 +142,8 @@ typedef struct turns_slot {
   size_t nsamples;       /* handoffs recorded in its sample range */
   int64_t wait_total_ns; /* time spent in rlock_lock_acquire, in all */
   int64_t wait_max_ns;   /* and in its longest call */
+  size_t nwaits;         /* spec->permits: waits recorded (every round) */
+  long overlaps;         /* spec->permits: holders counted above permits */
 } turns_slot;
 
 /* Sample areas are [procs * R], R a process's rounds (turns_rounds):
@@ -145,6 +155,8 @@ typedef struct turns_out {
   int64_t *samples;    /* handoff latencies, ns */
   int64_t *queued;     /* only with spec->queue (else NULL) */
   int64_t *phase_of;   /* only with spec->phases (else NULL) */
+  int64_t *waits;      /* only with spec->permits: every wait, ns, at
+                          the round's index (else NULL) */
   size_t size;         /* of the mapping */
   bench_samples pings; /* before and after the run, see turns.c */
   int64_t t0;          /* when the start was given */
@@ -180,6 +192,11 @@ double turns_ping_us(turns_out *o);
  * whatever the area; *n is their number. NULL when out of memory. */
 int64_t *turns_gather(const turns_spec *sp, const turns_out *o,
                       const int64_t *area, int from, int to, size_t *n);
+
+/* Every acquisition's wait of processes [from, to) (spec->permits), in
+ * one malloc'ed array; *n is their number. NULL when out of memory. */
+int64_t *turns_gather_waits(const turns_spec *sp, const turns_out *o, int from,
+                            int to, size_t *n);
 
 /* Report the handoffs of processes [from, to) as "<prefix>handoffs",
  * "<prefix>handoff_p50_us" and "<prefix>handoff_p99_us"; *p50 gets the

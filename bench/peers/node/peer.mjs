@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// peer.mjs - node-redlock (redlock 5 beta) and redis-semaphore's Mutex,
-// both over ioredis, through the workloads of scripts/bench_peers.sh,
+// peer.mjs - node-redlock (redlock 5 beta), redis-semaphore's Mutex and
+// redis-semaphore's Semaphore, all over ioredis, through the workloads of
+// scripts/bench_peers.sh,
 // printing one JSON object per run on one line (the same keys as
 // bench/peers/py/peer_redispy.py; see bench/peers/README.md).
 //
-//   node peer.mjs --lib redlock|semaphore --port P [--prefix S] WORKLOAD [options]
+//   node peer.mjs --lib redlock|semaphore|sem --port P [--prefix S]
+//                 [--permits P] WORKLOAD [options]
 //
 //   uncontended --ops K
 //   contended --procs N --ops K [--think-us T] [--max-seconds S]
+//             [--hold-us H] (sem: the holder's pause; locks: none)
 //   handoff --ops K [--hold-us H] [--max-seconds S]
 //   many --procs T --locks L --seconds S
 //
@@ -20,7 +23,11 @@
 // retries gives up after about 2 s, and a contended waiter would throw);
 // the lock's duration is 10000 ms (redlock has no default). redis-semaphore's
 // Mutex with its defaults (lockTimeout 10 s refreshed every 8 s,
-// retryInterval 10 ms, acquireTimeout 10 s).
+// retryInterval 10 ms, acquireTimeout 10 s). --lib sem: redis-semaphore's
+// Semaphore of --permits P permits (default 1), the same defaults; in
+// contended its holders count themselves in a holders key (INCR, an answer
+// above P is an overlap), hold H us and count themselves out (DECR), as
+// rlock-bench semaphore does.
 import { fork } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -28,23 +35,24 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import Redis from "ioredis";
 import Redlock, { ResourceLockedError } from "redlock";
-import { Mutex } from "redis-semaphore";
+import { Mutex, Semaphore } from "redis-semaphore";
 
 const SELF = fileURLToPath(import.meta.url);
 const now = () => process.hrtime.bigint(); // CLOCK_MONOTONIC, in ns
-const LIBS = { redlock: "node-redlock", semaphore: "redis-semaphore" };
+const LIBS = { redlock: "node-redlock", semaphore: "redis-semaphore",
+  sem: "redis-semaphore Semaphore" };
 const REDLOCK_DURATION_MS = 10000;
 
 function parseArgs(argv) {
   const a = {
     lib: null, port: null, prefix: null, workload: null, ops: 2000, procs: 4,
-    thinkUs: 0, holdUs: 300, maxSeconds: 10, locks: 1000, seconds: 3,
-    child: null, shared: null,
+    thinkUs: 0, holdUs: null, maxSeconds: 10, locks: 1000, seconds: 3,
+    child: null, shared: null, permits: 1,
   };
   const num = { "--port": "port", "--ops": "ops", "--procs": "procs",
     "--think-us": "thinkUs", "--hold-us": "holdUs",
     "--max-seconds": "maxSeconds", "--locks": "locks",
-    "--seconds": "seconds", "--child": "child" };
+    "--seconds": "seconds", "--child": "child", "--permits": "permits" };
   const str = { "--lib": "lib", "--prefix": "prefix", "--shared": "shared" };
   for (let i = 0; i < argv.length; i++) {
     const w = argv[i];
@@ -53,7 +61,10 @@ function parseArgs(argv) {
     else if (!w.startsWith("-") && a.workload === null) a.workload = w;
     else throw new Error(`peer.mjs: unexpected argument '${w}'`);
   }
-  if (!(a.lib in LIBS)) throw new Error("peer.mjs: --lib redlock|semaphore");
+  if (!(a.lib in LIBS)) throw new Error("peer.mjs: --lib redlock|semaphore|sem");
+  if (!(a.permits >= 1)) throw new Error("peer.mjs: --permits P (1 or more)");
+  if (a.permits !== 1 && a.lib !== "sem")
+    throw new Error("peer.mjs: --permits is for --lib sem");
   if (!a.port) throw new Error("peer.mjs: --port P");
   if (!["uncontended", "contended", "handoff", "many"].includes(a.workload))
     throw new Error("peer.mjs: workload uncontended|contended|handoff|many");
@@ -98,6 +109,12 @@ function makeLocks(a, client) {
           held = null;
         },
       };
+    };
+  }
+  if (a.lib === "sem") {
+    return (name) => {
+      const m = new Semaphore(client, name, a.permits);
+      return { acquire: () => m.acquire(), release: () => m.release() };
     };
   }
   return (name) => {
@@ -198,7 +215,7 @@ async function contendedChild(a) {
   await client.ping();
   await childReady();
   const deadline = now() + BigInt(Math.round(a.maxSeconds * 1e9));
-  const hand = [];
+  const hand = [], waits = [];
   let done = 0, overlaps = 0, errors = 0, first = null, last = null, error;
   while (done < a.ops && now() < deadline) {
     const waited = now();
@@ -210,12 +227,19 @@ async function contendedChild(a) {
       continue;
     }
     const got = now();
+    waits.push(Number(got - waited));
     const rel = getShared(fd, 0);
     if (rel > waited) hand.push(Number(got - rel));
-    // Non-atomic GET + SET; INCR/DECR of a holder count ride along.
-    const [[, v], [, h]] = await client.pipeline().get(counter).incr(holders).exec();
-    if (h > 1) overlaps++;
-    await client.pipeline().set(counter, Number(v ?? 0) + 1).decr(holders).exec();
+    if (a.lib === "sem") { // count in, hold, count out
+      if ((await client.incr(holders)) > a.permits) overlaps++;
+      sleepUs(a.holdUs ?? 0);
+      await client.decr(holders);
+    } else {
+      // Non-atomic GET + SET; INCR/DECR of a holder count ride along.
+      const [[, v], [, h]] = await client.pipeline().get(counter).incr(holders).exec();
+      if (h > 1) overlaps++;
+      await client.pipeline().set(counter, Number(v ?? 0) + 1).decr(holders).exec();
+    }
     const t = now();
     putShared(fd, 0, t);
     await lock.release();
@@ -224,7 +248,7 @@ async function contendedChild(a) {
     last = t;
     sleepUs(a.thinkUs);
   }
-  await childDone(client, { done, handoffs: hand, overlaps, errors, error,
+  await childDone(client, { done, handoffs: hand, waits, overlaps, errors, error,
     first: first === null ? null : String(first),
     last: last === null ? null : String(last) });
 }
@@ -261,7 +285,7 @@ async function handoffChild(a) {
     const rel = getShared(fd, 0);
     if (rel > waited) hand.push(Number(got - rel));
     putShared(fd, 8, getShared(fd, 8) + 1n); // the other one waits now
-    sleepUs(a.holdUs);
+    sleepUs(a.holdUs ?? 300);
     const t = now();
     putShared(fd, 0, t);
     await lock.release();
@@ -304,6 +328,7 @@ async function turns(a, workload, counter) {
   const ok = results.filter((x) => x.done !== undefined);
   const done = ok.reduce((s, x) => s + x.done, 0);
   const hand = ok.flatMap((x) => x.handoffs);
+  const waits = ok.flatMap((x) => x.waits ?? []);
   const ends = ok.filter((x) => x.last !== null).map((x) => BigInt(x.last));
   const end = ends.reduce((m, x) => (x > m ? x : m), start);
   const elapsed = ends.length ? Number(end - start) / 1e9 : null;
@@ -319,8 +344,18 @@ async function turns(a, workload, counter) {
     lost_updates: final === null ? null : done - final,
     errors: errs.length + ok.reduce((s, x) => s + x.errors, 0) };
   if (workload === "handoff") {
-    out.hold_us = a.holdUs;
+    out.hold_us = a.holdUs ?? 300;
     delete out.think_us; delete out.overlaps; delete out.lost_updates;
+  } else {
+    out.acquire_p50_us = us(pct(waits, 50));
+    out.acquire_p99_us = us(pct(waits, 99));
+  }
+  if (a.lib === "sem") {
+    out.permits = a.permits;
+    if (workload === "contended") {
+      out.hold_us = a.holdUs ?? 0;
+      delete out.lost_updates; // no counter: holders are counted instead
+    }
   }
   if (errs.length) out.error = errs[0];
   else if (ok.some((x) => x.error)) out.error = ok.find((x) => x.error).error;
@@ -348,7 +383,8 @@ async function main() {
     return body[a.workload](a);
   }
   if (a.workload === "uncontended") return uncontended(a);
-  if (a.workload === "contended") return turns(a, "contended", a.prefix + "counter");
+  if (a.workload === "contended")
+    return turns(a, "contended", a.lib === "sem" ? null : a.prefix + "counter");
   if (a.workload === "handoff") {
     a.procs = 2;
     return turns(a, "handoff", null);
