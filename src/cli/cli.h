@@ -51,6 +51,9 @@ typedef struct cli_global {
   const char *tls_server_name; /* --tls-server-name NAME, or NULL */
   int64_t connect_timeout_ms;  /* --connect-timeout DUR, or 0: default */
   int64_t command_timeout_ms;  /* --command-timeout DUR, or 0: default */
+  /* The program the client's registry record names (exec: its COMMAND),
+   * or NULL: no registry record (the commands that hold nothing). */
+  const char *program;
 } cli_global;
 
 /* The library's default command timeout (rlock_config_set_command_timeout_ms),
@@ -71,14 +74,27 @@ int cli_cmd_latch(const cli_global *g, int argc, char **argv);
 /* ---- a lock's snapshot as `status` shows it (cmd_status.c) -------------- */
 
 /* "  holder OWNER (2 holds)" lines; a read-write lock's "  reader ..." and
-   "  writer ...". */
-void cli_print_holders(const rlock_lock_info *info);
-/* "  queued 1: OWNER (deadline in 4m59s)" for each waiter listed. */
-void cli_print_queue(const rlock_lock_info *info);
+   "  writer ...", each followed by its client's line (cli_print_who). */
+void cli_print_holders(rlock_client *client, const rlock_lock_info *info);
+/* "  queued 1: OWNER (deadline in 4m59s)" for each waiter listed, each
+   followed by its client's line. */
+void cli_print_queue(rlock_client *client, const rlock_lock_info *info);
 /* "  node HOST:PORT (cluster)" for a cluster or Sentinel, else nothing. */
 void cli_print_node(const rlock_lock_info *info, const char *topology);
-/* The JSON members "holders": [...], "queue": [...]. */
-void cli_json_holders(const rlock_lock_info *info);
+/* The JSON members "holders": [...], "queue": [...], each entry with its
+   "client" (cli_json_who). */
+void cli_json_holders(rlock_client *client, const rlock_lock_info *info);
+
+/* ---- who is behind an owner field (who.c) ------------------------------ */
+
+/* "    client: pid 4242 on HOST, PROGRAM (rlock 0.9.0, client up 5m07s)"
+   from the owner's registry record (rlock_client_whois, read once per
+   client id a command), or "    client: Redisson or unknown client (no
+   registry record)". */
+void cli_print_who(rlock_client *client, const char *owner);
+/* The JSON member ', "client": {"host": ..., "pid": N, "program": ...,
+   "version": ..., "started_ms": N}', or ', "client": null'. */
+void cli_json_who(rlock_client *client, const char *owner);
 
 /* ---- errors and exit statuses (util.c) -------------------------------- */
 

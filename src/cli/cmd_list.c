@@ -15,7 +15,9 @@ static const char list_help[] =
     "\n"
     "List the locks held now whose names match PATTERN (a Redis glob: *,\n"
     "?, [abc], \\ escapes; default *), with their kind, holders, time to\n"
-    "live and, for a fair lock, how many waiters are queued. Every server\n"
+    "live and, for a fair lock, how many waiters are queued (the first 10\n"
+    "listed). Each holder and waiter is followed by who it is, as 'rlock\n"
+    "status' shows it (its client's registry record). Every server\n"
     "is walked: a cluster's every master, Sentinel's master. Keys are\n"
     "found with SCAN in small steps (never KEYS) and each hash is checked\n"
     "by the rule the lock scripts use; a key that is not a lock is never\n"
@@ -36,8 +38,10 @@ static const char list_help[] =
     "\"read-write\"|\n"
     "                \"fenced\", \"mode\": \"read\"|\"write\"|null, "
     "\"ttl_ms\": N,\n"
-    "                \"holders\": [{\"owner\": \"OWNER\", \"count\": N}],\n"
-    "                \"queue\": [{\"owner\": \"OWNER\", \"deadline_ms\": N}],\n"
+    "                \"holders\": [{\"owner\": \"OWNER\", \"count\": N,\n"
+    "                  \"client\": CLIENT}],\n"
+    "                \"queue\": [{\"owner\": \"OWNER\", \"deadline_ms\": N,\n"
+    "                  \"client\": CLIENT}],\n"
     "                \"queue_length\": N, \"node\": \"HOST:PORT\",\n"
     "                \"topology\": \"single\"|\"cluster\"|\"sentinel\"}\n"
     "               (as status --json, but queue lists at most the first\n"
@@ -88,12 +92,13 @@ static int parse_list(int argc, char **argv, const char **pattern, int *json) {
 }
 
 typedef struct shown {
+  rlock_client *client; /* for the holders' registry records */
   const char *topology;
   int json;
   size_t n;
 } shown;
 
-static void print_json(const char *name, const char *kind,
+static void print_json(rlock_client *client, const char *name, const char *kind,
                        const rlock_lock_info *info, const char *topology) {
   const char *mode = rlock_lock_info_mode(info);
   fputs("{\"name\": ", stdout);
@@ -101,7 +106,7 @@ static void print_json(const char *name, const char *kind,
   printf(", \"kind\": \"%s\", \"mode\": %s%s%s, \"ttl_ms\": %" PRId64 ", ",
          kind, mode ? "\"" : "", mode ? mode : "null", mode ? "\"" : "",
          rlock_lock_info_ttl_ms(info));
-  cli_json_holders(info);
+  cli_json_holders(client, info);
   printf(", \"queue_length\": %zu, \"node\": ",
          rlock_lock_info_queue_length(info));
   cli_json_string(stdout, rlock_lock_info_node(info));
@@ -110,8 +115,9 @@ static void print_json(const char *name, const char *kind,
 
 /* "jobs: fair, expires in 29.5s, 3 queued" and its holders; a read-write
  * lock says "held for reading" or "for writing". */
-static void print_human(const char *name, const char *kind,
-                        const rlock_lock_info *info, const char *topology) {
+static void print_human(rlock_client *client, const char *name,
+                        const char *kind, const rlock_lock_info *info,
+                        const char *topology) {
   const char *mode = rlock_lock_info_mode(info);
   int64_t ttl = rlock_lock_info_ttl_ms(info);
   size_t queued = rlock_lock_info_queue_length(info);
@@ -126,7 +132,8 @@ static void print_human(const char *name, const char *kind,
   if (queued > 0)
     printf(", %zu queued", queued);
   fputc('\n', stdout);
-  cli_print_holders(info);
+  cli_print_holders(client, info);
+  cli_print_queue(client, info);
   cli_print_node(info, topology);
 }
 
@@ -134,9 +141,9 @@ static int show(const char *name, const char *kind, const rlock_lock_info *info,
                 void *arg) {
   shown *s = arg;
   if (s->json)
-    print_json(name, kind, info, s->topology);
+    print_json(s->client, name, kind, info, s->topology);
   else
-    print_human(name, kind, info, s->topology);
+    print_human(s->client, name, kind, info, s->topology);
   s->n++;
   return ferror(stdout) != 0; /* stop: main() reports the write error */
 }
@@ -152,7 +159,7 @@ int cli_cmd_list(const cli_global *g, int argc, char **argv) {
   rlock_client *client;
   if ((status = cli_client_new(g, g->url, NULL, NULL, &client)) != 0)
     return status;
-  shown s = {rlock_client_topology(client), json, 0};
+  shown s = {client, rlock_client_topology(client), json, 0};
   int rc = rlock_client_list_locks(client, pattern, show, &s);
   if (rc != RLOCK_OK)
     status = cli_lib_error(rc);

@@ -536,6 +536,13 @@ static void test_exec_fair_order_and_queue(void **state) {
   }
   freeReplyObject(r);
   assert_non_null(strstr(p.out[0], "\"deadline_ms\": "));
+  for (int i = 0; i < 4; i++) { /* each waiter's client: its rlock's pid */
+    char pid[64];
+    snprintf(pid, sizeof pid, "\"pid\": %ld, \"program\": \"sh -c ",
+             (long)w[i].pid);
+    if (strstr(q, pid) == NULL)
+      fail_msg("waiter %d: no '%s' in %s", i, pid, q);
+  }
   assert_int_equal(kill(w[2].pid, SIGTERM), 0); /* "x" gives up */
   assert_int_equal(proc_wait(&w[2], SCALED(5000)), 128 + SIGTERM);
   assert_int_equal(fair_queue_len(name), 3);
@@ -1385,16 +1392,31 @@ static void test_status_of_exec_holder(void **state) {
   fx_wait_file(g.ready, SCALED(5000));
   const char *field = only_field(name);
   run_expect(&p, 0, ARGS("-u", url, "status", "--json", name));
+  /* the holder's client, from exec's registry record: rlock's pid and
+   * COMMAND */
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
   snprintf(want, sizeof want,
-           "\"holders\": [{\"owner\": \"%s\", \"count\": 1}], "
-           "\"queue\": [], \"node\": \"127.0.0.1:%d\", "
-           "\"topology\": \"single\"}\n",
-           field, rt_server_port(srv));
+           "\"holders\": [{\"owner\": \"%s\", \"count\": 1, "
+           "\"client\": {\"host\": \"%s\", \"pid\": %ld, "
+           "\"program\": \"sh -c ",
+           field, host, (long)holder.pid);
   assert_non_null(
       strstr(p.out[0], "{\"name\": \"cli:held\", \"locked\": true"));
+  if (strstr(p.out[0], want) == NULL)
+    fail_msg("no '%s' in %s", want, p.out[0]);
+  snprintf(want, sizeof want,
+           "\"queue\": [], \"node\": \"127.0.0.1:%d\", "
+           "\"topology\": \"single\"}\n",
+           rt_server_port(srv));
   assert_non_null(strstr(p.out[0], want));
   ASSERT_BETWEEN(json_ttl(p.out[0]), 20000, 30000);
   assert_int_equal(count_lines(p.out[0]), 1);
+  run_expect(&p, 0, ARGS("-u", url, "status", name));
+  snprintf(want, sizeof want, "    client: pid %ld on %s, sh -c ",
+           (long)holder.pid, host);
+  if (strstr(p.out[0], want) == NULL)
+    fail_msg("no '%s' in %s", want, p.out[0]);
   fx_touch(g.go);
   assert_int_equal(proc_wait(&holder, SCALED(10000)), 0);
 }
@@ -1412,7 +1434,8 @@ static void check_json_with_python(const char *json_file, const char *name) {
       "name = sys.argv[2].encode('utf-8', 'surrogateescape').decode()\n"
       "assert d['name'] == name, d\n"
       "assert d['locked'] is True and 50000 < d['ttl_ms'] <= 60000, d\n"
-      "assert d['holders'] == [{'owner': sys.argv[3], 'count': 2}], d\n"
+      "assert d['holders'] == [{'owner': sys.argv[3], 'count': 2,\n"
+      "                         'client': None}], d\n"
       "assert d['queue'] == [], d\n"
       "assert d['node'].startswith('127.0.0.1:'), d\n"
       "assert d['topology'] == 'single', d\n";
@@ -1439,7 +1462,8 @@ static void test_status_json_escaping(void **state) {
                          "{\"name\": \"cli:q\\\"b\\\\s\\tc\\u0001 "
                          "\xc3\xbc/\xe2\x82\xac\", \"locked\": true"));
   assert_non_null(strstr(p.out[0], "\"holders\": [{\"owner\": \"" FOREIGN
-                                   "\", \"count\": 2}], \"queue\": [], "
+                                   "\", \"count\": 2, \"client\": null}], "
+                                   "\"queue\": [], "
                                    "\"node\": \"127.0.0.1:"));
   FILE *f = fopen(fx_tmp_path(file, sizeof file, "status.json"), "w");
   assert_non_null(f);
@@ -1449,7 +1473,9 @@ static void test_status_json_escaping(void **state) {
 
   run_expect(&p, 0, ARGS("-u", url, "status", name));
   assert_non_null(strstr(p.out[0], ": locked, expires in "));
-  assert_non_null(strstr(p.out[0], "\n  holder " FOREIGN " (2 holds)\n"));
+  assert_non_null(strstr(p.out[0], "\n  holder " FOREIGN
+                                   " (2 holds)\n    client: Redisson or "
+                                   "unknown client (no registry record)\n"));
   freeReplyObject(rt_cmd(srv, "DEL %s", name));
 }
 

@@ -268,9 +268,24 @@ static void wait_queued(const char *queue, long long n) {
   }
 }
 
+/* Wait for the client's registry record (written by its background
+ * thread when it is made; in a cluster on the node of its key). */
+static void wait_record(rlock_client *c) {
+  rlock_client_record rec;
+  int64_t t0 = rt_now_ms();
+  int rc;
+  while ((rc = rlock_client_whois(c, rlock_client_id(c), &rec)) != 1) {
+    if (rc < 0 || rt_now_ms() - t0 > rt_scaled_ms(10000))
+      fail_msg("no registry record of %s: %d", rlock_client_id(c), rc);
+    rt_sleep_ms(5);
+  }
+}
+
 static void hold_all(held *h) {
   h->c = fx_client_opts(T.url, 0, NULL, NULL);
   h->w = fx_client_opts(T.url, 0, NULL, NULL);
+  wait_record(h->c);
+  wait_record(h->w);
   OK(rlock_lock_new(&h->reentrant, h->c, "lk:reentrant"));
   OK(rlock_lock_acquire_lease(h->reentrant, LEASE_MS));
   OK(rlock_lock_acquire_lease(h->reentrant, LEASE_MS));
@@ -421,6 +436,19 @@ static int run_cli(const char *url, const char *args, char *out, size_t size) {
   return WEXITSTATUS(st);
 }
 
+/* How many holders and waiters of a list --json line are this process's
+ * clients, by their registry records. */
+static int clients_here(const char *line) {
+  char host[256] = "", want[512];
+  gethostname(host, sizeof host - 1);
+  snprintf(want, sizeof want, "\"client\": {\"host\": \"%s\", \"pid\": %ld, ",
+           host, (long)getpid());
+  int n = 0;
+  for (const char *p = line; (p = strstr(p, want)) != NULL; p++)
+    n++;
+  return n;
+}
+
 static void check_cli(void) {
   static char out[65536];
   assert_int_equal(run_cli(T.url, "list --json", out, sizeof out), 0);
@@ -437,12 +465,24 @@ static void check_cli(void) {
     if (strncmp(line + 13, "fair\"", 5) == 0 &&
         strstr(line, "\"queue_length\": 2, ") == NULL)
       fail_msg("lk:fair without its 2 waiters: %s", line);
+    /* every holder and waiter shown with its client: one holder each, two
+     * readers, the fair lock's two waiters */
+    int want = strncmp(line + 13, "fair\"", 5) == 0   ? 3
+               : strncmp(line + 13, "read\"", 5) == 0 ? 2
+                                                      : 1;
+    if (clients_here(line) != want)
+      fail_msg("not %d holders and waiters of this process: %s", want, line);
   }
   assert_int_equal(lines, 5);
   assert_int_equal(run_cli(T.url, "list 'lk:*'", out, sizeof out), 0);
   assert_non_null(strstr(out, "lk:fair: fair, expires in "));
   assert_non_null(strstr(out, ", 2 queued\n"));
   assert_non_null(strstr(out, "lk:read: read-write, held for reading"));
+  char client[512], host[256] = "";
+  gethostname(host, sizeof host - 1);
+  snprintf(client, sizeof client, "\n    client: pid %ld on %s, ",
+           (long)getpid(), host);
+  assert_non_null(strstr(out, client));
   assert_non_null(strstr(out, "\n5 locks\n"));
   assert_int_equal(run_cli(T.url, "list 'none:*'", out, sizeof out), 0);
   assert_string_equal(out, "0 locks\n");

@@ -59,8 +59,8 @@ static void free_client(rlock_client *c) { dk_free(c); }
 static void test_record(void **state) {
   (void)state;
   int64_t before = (int64_t)time(NULL) * 1000 - 1000;
-  rlock_client *c = reg_client(PERIOD, "registry test\nprog", rt_server_url(srv),
-                               NULL, NULL);
+  rlock_client *c =
+      reg_client(PERIOD, "registry test\nprog", rt_server_url(srv), NULL, NULL);
   wait_key(c);
   char key[80];
   key_of(c, key, sizeof key);
@@ -274,8 +274,8 @@ static void stop(void) {
 
 int main(void) {
   const dk_case cases[] = {
-      DK_CASE(test_record, DK_ALL),     DK_CASE(test_period, DK_ALL),
-      DK_CASE(test_off, DK_ALL),        DK_CASE(test_acl_refused, DK_ALL),
+      DK_CASE(test_record, DK_ALL), DK_CASE(test_period, DK_ALL),
+      DK_CASE(test_off, DK_ALL),    DK_CASE(test_acl_refused, DK_ALL),
       DK_CASE(test_args, DK_BLOCK),
   };
   return DK_RUN(cases, start, stop);

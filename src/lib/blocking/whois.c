@@ -15,7 +15,9 @@ int rlock_client_whois(rlock_client *c, const char *owner,
                        rlock_client_record *out) {
   if (c == NULL || owner == NULL || out == NULL)
     return rlock__err(RLOCK_EINVAL, "rlock_client_whois: %s is NULL",
-                      c == NULL ? "client" : owner == NULL ? "owner" : "out");
+                      c == NULL       ? "client"
+                      : owner == NULL ? "owner"
+                                      : "out");
   memset(out, 0, sizeof *out);
   char id[37];
   if (rlock__registry_id(owner, id) != 0)
@@ -28,8 +30,8 @@ int rlock_client_whois(rlock_client *c, const char *owner,
     return rc;
   rlock__call call;
   rlock__call_cmd(&call, "GET");
-  rlock__call_key(&call, rlock__call_fmt(&call, "%s%s", RLOCK_REGISTRY_PREFIX,
-                                         id));
+  rlock__call_key(&call,
+                  rlock__call_fmt(&call, "%s%s", RLOCK_REGISTRY_PREFIX, id));
   rlock__reply *r;
   if ((rc = rlock__call_run(c, &call, &r)) != RLOCK_OK)
     return rc;

@@ -126,6 +126,9 @@ struct rlock__lreq {
                                refusal or an unreachable node ends it at
                                once, and its caller tries again, so no
                                release sent meanwhile is overtaken by it */
+  int quiet;                /* its connection's failure is logged at DEBUG
+                               when no other request waited on it (the
+                               registry's write: lregistry.c) */
   char why[256];            /* a refusal's message, kept over a pause */
   int64_t sent_us;          /* when it was queued */
   uint64_t start;           /* bytes queued on the connection before it */

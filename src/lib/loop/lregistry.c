@@ -10,10 +10,10 @@
  * and allocates nothing of its own.
  *
  * A failed write changes nothing else: an unreachable server is tried
- * again next period (the connection's own failure is logged where it is
- * met); a refusal (an ACL without the registry's prefix, a read-only
- * replica) is logged once at WARN, then the writes go on quietly, so a
- * permission granted later takes effect.
+ * again next period (a connection that failed with only this write on
+ * it is logged at DEBUG: the lock calls report an outage); a refusal (an ACL
+ * without the registry's prefix, a read-only replica) is logged once at WARN,
+ * then the writes go on quietly, so a permission granted later takes effect.
  */
 #include <string.h>
 
@@ -38,8 +38,7 @@ static void reg_done(rlock_client *c, rlock__lreq *r) {
                  "affected, and operators will not see this client's host, "
                  "pid and program (allow the key prefix %s, or turn the "
                  "registry off: rlock_config_set_registry_period 0)",
-                 c->reg.key, e->message,
-                 RLOCK_REGISTRY_PREFIX);
+                 c->reg.key, e->message, RLOCK_REGISTRY_PREFIX);
 }
 
 static void reg_send(rlock_client *c) {
@@ -54,6 +53,7 @@ static void reg_send(rlock_client *c) {
   rlock__req_init(&r->q, &r->call);
   r->done = reg_done;
   r->no_pause = 1; /* next period tries again: never queued for long */
+  r->quiet = 1;    /* an unreachable server is the lock calls' to report */
   r->deadline_us = 0;
   r->bound_us = 0;
   lp->reg_busy = 1;
@@ -64,8 +64,7 @@ void rlock__lregistry_tick(rlock_client *c, rlock__ltimer *t) {
   rlock__loop *lp = c->loop;
   if (lp->closing || c->cfg.registry_period_ms <= 0)
     return;
-  rlock__ltimer_at(c, t,
-                   rlock__now_us() + c->cfg.registry_period_ms * 1000);
+  rlock__ltimer_at(c, t, rlock__now_us() + c->cfg.registry_period_ms * 1000);
   if (!lp->reg_busy) /* one in flight at most: a slow server gets no more */
     reg_send(c);
 }
