@@ -22,8 +22,8 @@ them with Java services, the ``rlock`` command and C programs.
 
 ``rlock.aio`` has the same locks for asyncio.
 """
-from ._base import (Holder, LockInfo, LogLevel, MemberResult, Owner,
-                    PubSubMode, RedLockResult, Status, Waiter)
+from ._base import (ClientRecord, Holder, LockInfo, LogLevel, MemberResult,
+                    Owner, PubSubMode, RedLockResult, Status, Waiter)
 from ._client import (Cancel, Client, FairLock, FencedLock, Lock, MultiLock,
                       NonReentrantFairLock, NonReentrantLock, ReadLock,
                       ReadWriteLock, RedLock, SpinLock, Stats, WriteLock,
@@ -47,7 +47,7 @@ __all__ = [
     "NonReentrantLock", "NonReentrantFairLock", "AlreadyHeld",
     "Semaphore", "PermitExpirableSemaphore", "Permit", "CountDownLatch",
     "WriteLock", "ReadWriteLock", "MultiLock", "RedLock", "Owner", "Cancel",
-    "LockInfo", "Holder", "Waiter", "RedLockResult", "MemberResult", "Stats",
+    "LockInfo", "Holder", "Waiter", "ClientRecord", "RedLockResult", "MemberResult", "Stats",
     "Metrics", "LockMetrics", "Histogram", "MetricsCollector",
     "Status", "PubSubMode", "LogLevel", "lock_order", "Error",
     "InvalidArgument", "OutOfMemory", "ConnectionError", "TimeoutError",
