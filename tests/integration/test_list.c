@@ -486,6 +486,12 @@ static void check_cli(void) {
   assert_non_null(strstr(out, "\n5 locks\n"));
   assert_int_equal(run_cli(T.url, "list 'none:*'", out, sizeof out), 0);
   assert_string_equal(out, "0 locks\n");
+  /* status reads the same records, wherever their keys live */
+  assert_int_equal(run_cli(T.url, "status --json lk:fair", out, sizeof out), 0);
+  if (clients_here(out) != 3)
+    fail_msg("status --json lk:fair: not 3 clients of this process: %s", out);
+  assert_int_equal(run_cli(T.url, "status lk:read", out, sizeof out), 0);
+  assert_non_null(strstr(out, client));
 }
 
 /* ---- SLOWLOG: what list sent, and how long each command ran ---------------
