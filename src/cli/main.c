@@ -23,7 +23,7 @@ static const char main_help[] =
     "             [--kill-after DUR] [--check-every DUR] [-v]\n"
     "             NAME [NAME...] -- COMMAND [ARG...]\n"
     "       rlock [-u URL] [OPTION]... status [--json] NAME [NAME...]\n"
-    "       rlock [-u URL] [OPTION]... list [--json] [PATTERN]\n"
+    "       rlock [-u URL] [OPTION]... list [--json] [--counts] [PATTERN]\n"
     "       rlock [-u URL] [OPTION]... unlock --force NAME\n"
     "       rlock [-u URL] [OPTION]... latch set NAME COUNT\n"
     "       rlock [-u URL] [OPTION]... latch down NAME\n"

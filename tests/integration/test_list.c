@@ -494,6 +494,13 @@ static void check_cli(void) {
   assert_non_null(strstr(out, client));
 }
 
+static int count_lines_of(const char *s) {
+  int n = 0;
+  for (; *s; s++)
+    n += *s == '\n';
+  return n;
+}
+
 /* ---- SLOWLOG: what list sent, and how long each command ran ---------------
  */
 
@@ -565,6 +572,61 @@ static void slowlog_check(void) {
 
 /* ---- the scenario, on any topology -------------------------------------- */
 
+/* Counts under "cnt:": a semaphore, a latch, a permit-expirable semaphore
+ * with a permit leased, an application's counter (a count too: they look
+ * alike), a string that is no number, a lock (not a count). list --counts
+ * shows the first four, each once, and nothing of Redisson's or of the
+ * registry; the C call refuses what it must. */
+static void check_counts(rlock_client *c) {
+  rlock_semaphore *sem;
+  rlock_latch *latch;
+  rlock_psemaphore *ps;
+  char id[RLOCK_PERMIT_ID_LEN + 1];
+  int set;
+  OK(rlock_semaphore_new(&sem, c, "cnt:sem"));
+  OK(rlock_semaphore_set_permits(sem, 3));
+  OK(rlock_latch_new(&latch, c, "cnt:latch"));
+  OK(rlock_latch_try_set_count(&set, latch, 2));
+  OK(rlock_psemaphore_new(&ps, c, "cnt:psem"));
+  OK(rlock_psemaphore_set_permits(ps, 3));
+  OK(rlock_psemaphore_acquire(id, ps, 0, LEASE_MS, NULL));
+  rt_cmd_ok(server_of("cnt:visits"), "SET cnt:visits 42");
+  rt_cmd_ok(server_of("cnt:word"), "SET cnt:word v");
+  static char out[65536];
+  assert_int_equal(run_cli(T.url, "list --counts 'cnt:*'", out, sizeof out), 0);
+  assert_non_null(strstr(out, "cnt:sem: count 3 (a semaphore's available "
+                              "permits or a latch's count)\n"));
+  assert_non_null(strstr(out, "cnt:latch: count 2 ("));
+  assert_non_null(strstr(out, "cnt:visits: count 42 ("));
+  assert_non_null(strstr(out,
+                         "cnt:psem: permit-expirable semaphore, 2 available, 1 "
+                         "leased\n"));
+  assert_null(strstr(out, "cnt:word"));
+  assert_non_null(strstr(out, "\n0 locks\n4 counts\n"));
+  assert_int_equal(
+      run_cli(T.url, "list --counts --json 'cnt:p*'", out, sizeof out), 0);
+  assert_non_null(strstr(out, "{\"name\": \"cnt:psem\", \"kind\": "
+                              "\"permit-expirable-semaphore\", \"available\": "
+                              "2, \"leased\": 1, \"node\": \""));
+  assert_int_equal(count_lines_of(out), 1);
+  /* Redisson's counters (the fenced lock's token) and the registry are
+   * strings of digits or records: never listed */
+  assert_int_equal(run_cli(T.url, "list --counts 'r*'", out, sizeof out), 0);
+  assert_string_equal(out, "0 locks\n0 counts\n");
+  RC(rlock_client_list_counts(NULL, "*", NULL, NULL), RLOCK_EINVAL);
+  RC(rlock_client_list_counts(c, "", NULL, NULL), RLOCK_EINVAL);
+  OK(rlock_psemaphore_release(ps, id));
+  rlock_psemaphore_free(ps);
+  rlock_latch_free(latch);
+  rlock_semaphore_free(sem);
+  for (const char *const *k =
+           (const char *const[]){"cnt:sem", "cnt:latch", "cnt:psem",
+                                 "{cnt:psem}:timeout", "cnt:visits", "cnt:word",
+                                 NULL};
+       *k != NULL; k++)
+    rt_cmd_int(server_of(*k), "DEL %s", *k);
+}
+
 static void scenario(void) {
   configure_masters();
   create_keys();
@@ -584,6 +646,7 @@ static void scenario(void) {
   check_cli(); /* two more listings */
   slowlog_check();
   snapshot(0);
+  check_counts(c);
   rlock_client_free(c);
   release_all(&h);
 }
