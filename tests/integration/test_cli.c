@@ -1383,7 +1383,7 @@ static long long json_ttl(const char *json) {
 static void test_status_of_exec_holder(void **state) {
   (void)state;
   const char *name = "cli:held";
-  char want[256], script[1400];
+  char want[1024], script[1400];
   gate g;
   gate_init(&g, "held");
   proc holder, p;
