@@ -70,6 +70,7 @@ int cli_cmd_status(const cli_global *g, int argc, char **argv);
 int cli_cmd_unlock(const cli_global *g, int argc, char **argv);
 int cli_cmd_list(const cli_global *g, int argc, char **argv);
 int cli_cmd_latch(const cli_global *g, int argc, char **argv);
+int cli_cmd_top(const cli_global *g, int argc, char **argv);
 
 /* ---- a lock's snapshot as `status` shows it (cmd_status.c) -------------- */
 
@@ -95,6 +96,10 @@ void cli_print_who(rlock_client *client, const char *owner);
 /* The JSON member ', "client": {"host": ..., "pid": N, "program": ...,
    "version": ..., "started_ms": N}', or ', "client": null'. */
 void cli_json_who(rlock_client *client, const char *owner);
+/* The owner's registry record (read as cli_print_who reads it), or NULL
+   when it has none. Borrowed: valid until the next cli_who_* call. */
+const rlock_client_record *cli_who_record(rlock_client *client,
+                                          const char *owner);
 
 /* ---- errors and exit statuses (util.c) -------------------------------- */
 

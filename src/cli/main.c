@@ -24,6 +24,8 @@ static const char main_help[] =
     "             NAME [NAME...] -- COMMAND [ARG...]\n"
     "       rlock [-u URL] [OPTION]... status [--json] NAME [NAME...]\n"
     "       rlock [-u URL] [OPTION]... list [--json] [--counts] [PATTERN]\n"
+    "       rlock [-u URL] [OPTION]... top [--once] [--json] [--interval DUR]\n"
+    "             [PATTERN]\n"
     "       rlock [-u URL] [OPTION]... unlock --force NAME\n"
     "       rlock [-u URL] [OPTION]... latch set NAME COUNT\n"
     "       rlock [-u URL] [OPTION]... latch down NAME\n"
@@ -39,6 +41,7 @@ static const char main_help[] =
     "           the N permits of the semaphore NAME instead)\n"
     "  status   show who holds each lock NAME (--json for scripts)\n"
     "  list     show the locks held now whose names match PATTERN\n"
+    "  top      the locks held now, who holds and who waits, refreshed\n"
     "  unlock   delete the lock NAME whoever holds it (--force)\n"
     "  latch    set, count down or wait for the count-down latch NAME\n"
     "Run 'rlock COMMAND --help' for a command's options.\n"
@@ -112,7 +115,7 @@ static const struct {
 } commands[] = {
     {"exec", cli_cmd_exec},     {"status", cli_cmd_status},
     {"unlock", cli_cmd_unlock}, {"list", cli_cmd_list},
-    {"latch", cli_cmd_latch},
+    {"top", cli_cmd_top},       {"latch", cli_cmd_latch},
 };
 
 #define MAIN_SHORTOPTS "+:u:h"

@@ -82,3 +82,9 @@ void cli_json_who(rlock_client *client, const char *owner) {
   cli_json_string(stdout, e->rec.version);
   printf(", \"started_ms\": %" PRId64 "}", e->rec.started_ms);
 }
+
+const rlock_client_record *cli_who_record(rlock_client *client,
+                                          const char *owner) {
+  const who_entry *e = who(client, owner);
+  return e != NULL && e->found == 1 ? &e->rec : NULL;
+}
