@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * cmd_top.c - `rlock top [--once] [--json] [--interval DUR] [PATTERN]`:
+ * cmd_top.c - `rlock top [--once] [--json] [--counts] [--interval DUR]
+ * [PATTERN]`:
  * the locks held now, refreshed, for an operator watching a service
  * wait. Each refresh is one rlock_client_list_locks walk (SCAN in small
  * steps, as `list`), its holders' and waiters' registry records read
@@ -25,9 +26,8 @@
 #include "cli.h"
 
 static const char top_help[] =
-    "Usage: rlock [-u URL] [OPTION]... top [--once] [--json] [--interval "
-    "DUR]\n"
-    "             [PATTERN]\n"
+    "Usage: rlock [-u URL] [OPTION]... top [--once] [--json] [--counts]\n"
+    "             [--interval DUR] [PATTERN]\n"
     "\n"
     "Show the locks held now whose names match PATTERN (default *),\n"
     "refreshed every --interval: for each its waiters (a fair lock's queue\n"
@@ -46,6 +46,11 @@ static const char top_help[] =
     "                  is not a terminal)\n"
     "  --json          with --once: one JSON object per lock, as 'rlock\n"
     "                  list --json' prints them\n"
+    "  --counts        also the semaphores and latches, found as 'rlock list\n"
+    "                  --counts' finds them: kind \"count\" (a semaphore's\n"
+    "                  permits or a latch's count: they look alike) with the\n"
+    "                  number under HOLD, or \"psem\" (a permit-expirable\n"
+    "                  semaphore) with its permits leased under HOLD\n"
     "  --interval DUR  time between refreshes (default 1s, at least 100ms)\n"
     "  -h, --help      show this help\n"
     "\n"
@@ -59,11 +64,12 @@ static const char top_help[] =
 #define OPT_ONCE 256
 #define OPT_JSON 257
 #define OPT_INTERVAL 258
+#define OPT_COUNTS 259
 #define TOP_MAX 4096 /* locks kept per refresh */
 
 typedef struct top_args {
   const char *pattern;
-  int once, json;
+  int once, json, counts;
   int64_t interval_ms;
 } top_args;
 
@@ -90,6 +96,7 @@ static int parse_top(int argc, char **argv, top_args *a) {
       {"once", no_argument, NULL, OPT_ONCE},
       {"json", no_argument, NULL, OPT_JSON},
       {"interval", required_argument, NULL, OPT_INTERVAL},
+      {"counts", no_argument, NULL, OPT_COUNTS},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   int c;
@@ -102,6 +109,8 @@ static int parse_top(int argc, char **argv, top_args *a) {
       a->once = 1;
     else if (c == OPT_JSON)
       a->json = 1;
+    else if (c == OPT_COUNTS)
+      a->counts = 1;
     else if (c == OPT_INTERVAL) {
       if (cli_duration_arg("--interval", optarg, &a->interval_ms) != 0)
         return EX_USAGE;
@@ -147,6 +156,24 @@ static int collect(const char *name, const char *kind,
   return 0;
 }
 
+/* One count into the table (list_counts' callback): HOLD is the number,
+ * or a permit-expirable semaphore's permits leased. */
+static int collect_count(const char *name, const char *kind, int64_t available,
+                         int64_t leased, const char *node, void *arg) {
+  (void)node;
+  table *t = arg;
+  if (t->n == TOP_MAX)
+    return 1;
+  row *r = &t->rows[t->n++];
+  memset(r, 0, sizeof *r);
+  snprintf(r->name, sizeof r->name, "%.127s", name);
+  r->kind = leased > 0 ? "psem" : strcmp(kind, "count") == 0 ? "count" : kind;
+  r->ttl_ms = -1;
+  r->holders = (size_t)(leased > 0 ? leased : available > 0 ? available : 0);
+  r->up_ms = -1;
+  return 0;
+}
+
 static int sort_mode; /* qsort has no argument */
 
 static int by_order(const void *a, const void *b) {
@@ -180,11 +207,19 @@ static void print_row(const row *r, int width) {
 
 static void print_table(const table *t, int width, int rows_max) {
   static const char *const sorts[] = {"waiters", "name", "ttl"};
-  size_t shown = 0;
+  size_t shown = 0, counts = 0;
   for (size_t i = 0; i < t->n; i++)
-    shown += t->filter[0] == '\0' || strstr(t->rows[i].name, t->filter);
-  printf("%zu lock%s, sorted by %s%s%s\n", shown, shown == 1 ? "" : "s",
-         sorts[t->sort], t->filter[0] ? ", filter " : "", t->filter);
+    if (t->filter[0] == '\0' || strstr(t->rows[i].name, t->filter)) {
+      shown++;
+      counts += t->rows[i].ttl_ms == -1 && t->rows[i].pid == 0 &&
+                (strcmp(t->rows[i].kind, "count") == 0 ||
+                 strcmp(t->rows[i].kind, "psem") == 0);
+    }
+  printf("%zu lock%s", shown - counts, shown - counts == 1 ? "" : "s");
+  if (counts > 0)
+    printf(", %zu count%s", counts, counts == 1 ? "" : "s");
+  printf(", sorted by %s%s%s\n", sorts[t->sort],
+         t->filter[0] ? ", filter " : "", t->filter);
   puts("WAIT HOLD      TTL       UP KIND       NAME                     "
        "HOLDER (pid@host program)");
   int left = rows_max > 0 ? rows_max - 3 : -1;
@@ -197,9 +232,11 @@ static void print_table(const table *t, int width, int rows_max) {
 }
 
 /* Refresh the table: RLOCK_OK or the listing's status. */
-static int refresh(table *t, const char *pattern) {
+static int refresh(table *t, const char *pattern, int counts) {
   t->n = 0;
   int rc = rlock_client_list_locks(t->client, pattern, collect, t);
+  if (rc == RLOCK_OK && counts)
+    rc = rlock_client_list_counts(t->client, pattern, collect_count, t);
   sort_mode = t->sort;
   qsort(t->rows, t->n, sizeof *t->rows, by_order);
   return rc;
@@ -269,7 +306,7 @@ static int live(table *t, const top_args *a) {
   int typing = 0, status = 0;
   raw_begin();
   for (;;) {
-    int rc = refresh(t, a->pattern);
+    int rc = refresh(t, a->pattern, a->counts);
     if (rc != RLOCK_OK) {
       raw_off();
       fputs("\x1b[2J\x1b[H", stdout);
@@ -303,7 +340,7 @@ static int live(table *t, const top_args *a) {
 }
 
 static int once(table *t, const top_args *a) {
-  int rc = refresh(t, a->pattern);
+  int rc = refresh(t, a->pattern, a->counts);
   if (rc != RLOCK_OK)
     return cli_lib_error(rc);
   if (!a->json) {
