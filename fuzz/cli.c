@@ -6,7 +6,7 @@
  * It goes through what main() does before anything touches the network:
  * the global options (main.c), the command's own options and words
  * (cmd_exec.c, cmd_status.c, cmd_unlock.c, cmd_list.c, cmd_latch.c,
- * reached through
+ * cmd_elect.c, cmd_leader.c, reached through
  * fuzz/cli/),
  * then what the commands do first with them without I/O: every -u URL and
  * --watchdog given to a configuration (as cli_client_new does) and every
@@ -89,6 +89,37 @@ static void check_latch(const fuzz_latch *a) {
   check_name(a->name);
 }
 
+/* `elect` and `leader`: what their parsers accepted, or -1 for another
+ * command (*st is then untouched). */
+static int election_command(int argc, char **argv, int *st) {
+  if (strcmp(argv[0], "elect") == 0) {
+    fuzz_elect a;
+    if ((*st = fuzz_cli_elect(argc, argv, &a)) != CLI_CONTINUE)
+      return 0;
+    FUZZ_CHECK(a.wait_ms == RLOCK_WAIT_FOREVER ||
+               (a.wait_ms >= 0 && a.wait_ms <= RLOCK_MAX_DURATION_MS));
+    FUZZ_CHECK(a.kill_after_ms >= 0 &&
+               a.kill_after_ms <= RLOCK_MAX_DURATION_MS);
+    FUZZ_CHECK(a.value == NULL || (a.value[0] != '\0' &&
+                                   strlen(a.value) <= RLOCK_MAX_LEADER_VALUE));
+    FUZZ_CHECK(a.command > argv && a.command < argv + argc &&
+               a.command[0] != NULL && strcmp(a.command[-1], "--") == 0);
+    check_name(a.name);
+    return 0;
+  }
+  if (strcmp(argv[0], "leader") == 0) {
+    fuzz_leader a;
+    if ((*st = fuzz_cli_leader(argc, argv, &a)) != CLI_CONTINUE)
+      return 0;
+    FUZZ_CHECK(a.json == 0 || a.json == 1);
+    FUZZ_CHECK(a.watch == 0 || a.watch == 1);
+    FUZZ_CHECK(a.interval_ms >= 10 && a.interval_ms <= RLOCK_MAX_DURATION_MS);
+    check_name(a.name);
+    return 0;
+  }
+  return -1;
+}
+
 /* dispatch() in main.c, up to where a command would connect. */
 static void command(const cli_global *g, int argc, char **argv) {
   if (argc == 0)
@@ -129,6 +160,8 @@ static void command(const cli_global *g, int argc, char **argv) {
     st = fuzz_cli_latch(argc, argv, &a);
     if (st == CLI_CONTINUE)
       check_latch(&a);
+  } else if (election_command(argc, argv, &st) == 0) {
+    /* checked there */
   } else {
     return; /* "unknown command" */
   }

@@ -16,6 +16,7 @@
 #include "rlock/lock.h"
 #include "rlock/multilock.h"
 #include "rlock/redlock.h"
+#include "rlock/election.h"
 #include "rlock/loop.h"
 #include "rlock/semaphore.h"
 #include "rlock/latch.h"

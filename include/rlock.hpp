@@ -42,12 +42,15 @@
 //                destroyed (RAII); leases, or the watchdog.
 //  - latch:      rlock_latch (RCountDownLatch), shaped like std::latch,
 //                with timed waits.
+//  - election, leader: rlock_election (leader election on the fenced lock):
+//                campaign() returns the term, observe() a leader snapshot.
 //
 // Lifetimes (the C headers' rules, which the wrappers cannot enforce):
 //  - A client must outlive every mutex made from it; mutexes must outlive
 //    the multilocks and redlocks over them; a view (for_owner) must not
 //    outlive its lock or its owner, nor a guard its lock; a permit_semaphore
-//    must outlive its permits, and a client every semaphore and latch.
+//    must outlive its permits, and a client every semaphore, latch and
+//    election.
 //  - Holds belong to the thread that took them (or to an explicit owner),
 //    not to the object: destroying a mutex or a client does not release a
 //    lock (it expires after its lease; a watchdog lease within the watchdog
@@ -1855,6 +1858,97 @@ public:
 
 private:
   L *l_;
+};
+
+/// Who leads an election, read in one atomic step (election::observe).
+struct leader {
+  std::string owner;                ///< "<client id>:<owner number>"
+  std::optional<std::string> value; ///< none: a holder that did not campaign
+  std::int64_t term = 0;            ///< the fencing token (0: unknown)
+  std::chrono::milliseconds ttl{0}; ///< lease left at the snapshot
+};
+
+/// A leader election on the fenced lock `name` (rlock/election.h):
+/// campaign() waits until the owner leads and returns the term, the
+/// fencing token of the winning acquisition; resign() gives it up;
+/// observe() tells anyone who leads. Carries no per-owner state: many
+/// threads may share one. Destroying it does not resign.
+class election {
+public:
+  election() noexcept = default;
+  /// An election object for `name` on `c` (a lock name's rules). No I/O.
+  election(client &c, std::string_view name) {
+    const std::string n = detail::c_string(name, "election name");
+    detail::check(rlock_election_new(&h_, c.native_handle(), n.c_str()));
+  }
+  ~election() { rlock_election_free(h_); }
+  election(election &&o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
+  election &operator=(election &&o) noexcept {
+    if (this != &o)
+      rlock_election_free(std::exchange(h_, std::exchange(o.h_, nullptr)));
+    return *this;
+  }
+  election(const election &) = delete;
+  election &operator=(const election &) = delete;
+
+  explicit operator bool() const noexcept { return h_ != nullptr; }
+  rlock_election *native_handle() const noexcept { return h_; }
+  std::string_view name() const noexcept {
+    return h_ ? rlock_election_name(h_) : "";
+  }
+
+  /// Campaign with `value` (1 to 65536 bytes, no NUL) as `o` says (its
+  /// token() must not be set: the term is the answer): the term once
+  /// leading, std::nullopt when another owner led for the whole wait.
+  /// Throws rlock::error with errc::held when the owner leads already,
+  /// errc::invalid for a bad value (nothing written), canceled, ...
+  std::optional<std::int64_t> campaign(std::string_view value,
+                                       const acquire_options &o = {}) {
+    const std::string v = detail::c_string(value, "leader value");
+    rlock_acquire_options c = o.native();
+    std::int64_t term = 0;
+    if (!detail::acquired(
+            rlock_election_campaign(handle(), v.c_str(), &c, &term)))
+      return std::nullopt;
+    return term;
+  }
+  /// Stop leading (the calling thread's campaign). Throws rlock::error
+  /// with errc::not_held when not leading, lost_lock when it was lost.
+  void resign() { detail::check(rlock_election_resign(handle(), 0)); }
+  void resign(const owner &o) {
+    detail::check(rlock_election_resign(handle(), o.checked_id()));
+  }
+  /// Returns while the calling thread (or `o`) leads, answered locally;
+  /// throws lost_lock once leadership was lost, errc::not_held when it
+  /// does not lead here.
+  void check() { detail::check(rlock_election_check(handle(), 0)); }
+  void check(const owner &o) {
+    detail::check(rlock_election_check(handle(), o.checked_id()));
+  }
+  /// Who leads now, one round trip; std::nullopt when nobody does.
+  std::optional<leader> observe() {
+    rlock_leader *l = nullptr;
+    detail::check(rlock_election_observe(&l, handle()));
+    std::unique_ptr<rlock_leader, void (*)(rlock_leader *)> hold(
+        l, rlock_leader_free);
+    if (!rlock_leader_present(l))
+      return std::nullopt;
+    leader out;
+    out.owner = rlock_leader_owner(l);
+    if (const char *v = rlock_leader_value(l))
+      out.value = v;
+    out.term = rlock_leader_term(l);
+    out.ttl = std::chrono::milliseconds(rlock_leader_ttl_ms(l));
+    return out;
+  }
+
+private:
+  rlock_election *handle() const {
+    if (h_ == nullptr)
+      detail::throw_empty("rlock::election");
+    return h_;
+  }
+  rlock_election *h_ = nullptr;
 };
 
 } // namespace rlock

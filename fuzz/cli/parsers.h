@@ -3,7 +3,8 @@
  * parsers.h - the rlock CLI's option parsers, reached by fuzz_cli.
  *
  * They are static in src/cli (main.c, cmd_exec.c, cmd_status.c,
- * cmd_unlock.c, cmd_list.c, cmd_latch.c); each file here #includes one of those
+ * cmd_unlock.c, cmd_list.c, cmd_latch.c, cmd_elect.c, cmd_leader.c); each
+ * file here #includes one of those
  * sources whole and hands its parser out, so the CLI itself stays as it is.
  * Each returns CLI_CONTINUE (parsed: go on and do the work) or the exit status
  * the CLI would exit with, after printing the same help or usage text.
@@ -47,5 +48,25 @@ typedef struct fuzz_latch {
 
 /* `latch` (argv[0] is "latch"). */
 int fuzz_cli_latch(int argc, char **argv, fuzz_latch *out);
+
+/* What `elect`'s options and words said. */
+typedef struct fuzz_elect {
+  int64_t wait_ms, kill_after_ms;
+  const char *value, *name;
+  char **command;
+} fuzz_elect;
+
+/* `elect` (argv[0] is "elect"). */
+int fuzz_cli_elect(int argc, char **argv, fuzz_elect *out);
+
+/* What `leader`'s options and words said. */
+typedef struct fuzz_leader {
+  int json, watch;
+  int64_t interval_ms;
+  const char *name;
+} fuzz_leader;
+
+/* `leader` (argv[0] is "leader"). */
+int fuzz_cli_leader(int argc, char **argv, fuzz_leader *out);
 
 #endif /* RLOCK_FUZZ_CLI_PARSERS_H */

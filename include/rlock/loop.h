@@ -68,6 +68,7 @@
 #include <stdint.h>
 
 #include "client.h"
+#include "election.h"
 #include "export.h"
 #include "lock.h"
 #include "multilock.h"
@@ -253,6 +254,38 @@ typedef void (*rlock_info_fn)(void *arg, int rc, rlock_lock_info *info);
 /** The lock's whole state at once (rlock_lock_inspect). */
 RLOCK_EXTERN int rlock_lock_inspect_async(rlock_lock *lock, rlock_info_fn cb,
                                           void *arg);
+
+/**
+ * rlock_election_campaign() on the loop: wait until `opts->owner` leads,
+ * as rlock_lock_acquire_async() waits (its rules, bounds and statuses,
+ * plus the campaign's: RLOCK_EHELD when the owner leads already), then
+ * the callback gets RLOCK_OK and the term as its value. `value` is checked
+ * and copied before this returns (RLOCK_EINVAL: NULL, empty, longer than
+ * RLOCK_MAX_LEADER_VALUE; nothing sent).
+ * @param opts required; owner must be an explicit owner; cancel and token
+ *        NULL (cancel with rlock_op_cancel()).
+ * @param op as for rlock_lock_acquire_async().
+ * @return RLOCK_OK (the callback will run), RLOCK_EINVAL, RLOCK_ENOMEM.
+ */
+RLOCK_EXTERN int
+rlock_election_campaign_async(rlock_election *e, const char *value,
+                              const rlock_acquire_options *opts,
+                              rlock_async_fn cb, void *arg, rlock_op **op);
+
+/** rlock_election_resign() on the loop: `owner` stops leading (the
+ * callback gets rlock_election_resign's statuses, value 0). */
+RLOCK_EXTERN int rlock_election_resign_async(rlock_election *e, uint64_t owner,
+                                             rlock_async_fn cb, void *arg);
+
+/**
+ * Completion of an observation: `leader` (owned by the callback, free it
+ * with rlock_leader_free()) when rc is RLOCK_OK, else NULL.
+ */
+typedef void (*rlock_leader_fn)(void *arg, int rc, rlock_leader *leader);
+
+/** Who leads now (rlock_election_observe), in one round trip. */
+RLOCK_EXTERN int rlock_election_observe_async(rlock_election *e,
+                                              rlock_leader_fn cb, void *arg);
 
 /**
  * Acquire every member of `m` for `opts->owner`, in order, within

@@ -22,9 +22,10 @@ them with Java services, the ``rlock`` command and C programs.
 
 ``rlock.aio`` has the same locks for asyncio.
 """
-from ._base import (ClientRecord, Holder, LockInfo, LogLevel, MemberResult,
-                    Owner, PubSubMode, RedLockResult, Status, Waiter)
-from ._client import (Cancel, Client, FairLock, FencedLock, Lock, MultiLock,
+from ._base import (ClientRecord, Holder, Leader, LockInfo, LogLevel,
+                    MemberResult, Owner, PubSubMode, RedLockResult, Status,
+                    Waiter)
+from ._client import (Cancel, Client, Election, FairLock, FencedLock, Lock, MultiLock,
                       NonReentrantFairLock, NonReentrantLock, ReadLock,
                       ReadWriteLock, RedLock, SpinLock, Stats, WriteLock,
                       lock_order)
@@ -43,7 +44,7 @@ __version__ = HEADER_VERSION
 library_version = LIBRARY_VERSION
 
 __all__ = [
-    "Client", "Lock", "FairLock", "FencedLock", "SpinLock", "ReadLock",
+    "Client", "Election", "Leader", "Lock", "FairLock", "FencedLock", "SpinLock", "ReadLock",
     "NonReentrantLock", "NonReentrantFairLock", "AlreadyHeld",
     "Semaphore", "PermitExpirableSemaphore", "Permit", "CountDownLatch",
     "WriteLock", "ReadWriteLock", "MultiLock", "RedLock", "Owner", "Cancel",

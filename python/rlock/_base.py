@@ -298,6 +298,44 @@ class LockInfo:
     kind: Optional[str] = None
 
 
+@dataclass(frozen=True)
+class Leader:
+    """Who leads an election, read in one atomic step (observe()).
+
+    Attributes:
+        owner: the leader's owner field ("<client id>:<owner>").
+        value: what the leader published; None for a holder of the lock
+            that did not campaign (a Redisson RFencedLock, say).
+        term: the leader's term, its fencing token (0 when unknown, as
+            for the value).
+        ttl: seconds left on the leader's lease.
+    """
+
+    owner: str
+    value: Optional[str]
+    term: int
+    ttl: float
+
+
+def leader_of(ptr: Any) -> Optional[Leader]:
+    """Copy a rlock_leader (borrowed) into a Leader; None: nobody leads."""
+    if not lib.rlock_leader_present(ptr):
+        return None
+    return Leader(owner=_text(lib.rlock_leader_owner(ptr)) or "",
+                  value=_text(lib.rlock_leader_value(ptr)),
+                  term=int(lib.rlock_leader_term(ptr)),
+                  ttl=max(0, int(lib.rlock_leader_ttl_ms(ptr))) / 1000)
+
+
+def leader_value(value: str) -> bytes:
+    """A campaign's value as the library takes it (checked there too)."""
+    if not isinstance(value, str):
+        raise TypeError(f"value must be a str, not {type(value).__name__}")
+    if "\0" in value:
+        raise InvalidArgument("a leader value cannot contain NUL")
+    return value.encode()
+
+
 def lock_info(name: str, info: Any, kind: Optional[str] = None) -> LockInfo:
     """Copy a rlock_lock_info (borrowed) into a LockInfo."""
     ttl = int(lib.rlock_lock_info_ttl_ms(info))

@@ -378,6 +378,29 @@ int rlock_latch_await_async(rlock_latch *latch, int64_t wait_ms,
                             rlock_async_fn cb, void *arg, rlock_op **op);
 int rlock_latch_delete_async(rlock_latch *latch, rlock_async_fn cb,
                              void *arg);
+typedef struct rlock_election rlock_election;
+typedef struct rlock_leader rlock_leader;
+#define RLOCK_MAX_LEADER_VALUE ...
+int rlock_election_new(rlock_election **out, rlock_client *client,
+                       const char *name);
+void rlock_election_free(rlock_election *e);
+int rlock_election_resign(rlock_election *e, uint64_t owner);
+int rlock_election_check(rlock_election *e, uint64_t owner);
+int rlock_election_observe(rlock_leader **out, rlock_election *e);
+int rlock_leader_present(const rlock_leader *l);
+const char *rlock_leader_owner(const rlock_leader *l);
+const char *rlock_leader_value(const rlock_leader *l);
+int64_t rlock_leader_term(const rlock_leader *l);
+int64_t rlock_leader_ttl_ms(const rlock_leader *l);
+void rlock_leader_free(rlock_leader *l);
+int rlock_election_campaign_async(rlock_election *e, const char *value,
+                                  const rlock_acquire_options *opts,
+                                  rlock_async_fn cb, void *arg, rlock_op **op);
+int rlock_election_resign_async(rlock_election *e, uint64_t owner,
+                                rlock_async_fn cb, void *arg);
+typedef void (*rlock_leader_fn)(void *arg, int rc, rlock_leader *leader);
+int rlock_election_observe_async(rlock_election *e, rlock_leader_fn cb,
+                                 void *arg);
 
 /* The binding's own C (SOURCE below): SIGINT during a main-thread wait. */
 int rlock_py_intr_arm(rlock_cancel *token);
@@ -389,6 +412,9 @@ int rlock_py_lock_try_acquire(rlock_lock *lock, int64_t wait_ms,
                               int *rc);
 int rlock_py_multilock_acquire(rlock_multilock *m,
                                const rlock_acquire_options *opts, int *rc);
+int rlock_py_election_campaign(rlock_election *e, const char *value,
+                               const rlock_acquire_options *opts,
+                               int64_t *term, int *rc);
 int rlock_py_redlock_acquire(rlock_redlock_result **result, rlock_redlock *r,
                              const rlock_acquire_options *opts, int *rc);
 
@@ -412,6 +438,7 @@ extern "Python" void _rlock_loop_wake(void *);
 extern "Python" void _rlock_loop_detach(void *);
 extern "Python" void _rlock_async_done(void *, int, int64_t);
 extern "Python" void _rlock_info_done(void *, int, rlock_lock_info *);
+extern "Python" void _rlock_leader_done(void *, int, rlock_leader *);
 extern "Python" void _rlock_redlock_done(void *, int, int64_t,
                                          rlock_redlock_result *);
 extern "Python" void _rlock_permit_done(void *, int, const char *);
@@ -623,6 +650,12 @@ static int rlock_py_lock_try_acquire(rlock_lock *lock, int64_t wait_ms,
                                      int64_t lease_ms, rlock_cancel *cancel,
                                      int *rc) {
   return *rc = rlock_lock_try_acquire_cancel(lock, wait_ms, lease_ms, cancel);
+}
+
+static int rlock_py_election_campaign(rlock_election *e, const char *value,
+                                      const rlock_acquire_options *opts,
+                                      int64_t *term, int *rc) {
+  return *rc = rlock_election_campaign(e, value, opts, term);
 }
 
 static int rlock_py_multilock_acquire(rlock_multilock *m,

@@ -13,12 +13,13 @@ from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence,
 
 from . import _base, _metrics, _sync, _wait
 from ._base import (DEFAULT, ECANCELED, ELOCKED, OK, CallbackThread,
-                    ClientRecord, Handle,
-                    LockInfo, LogLevel, OwnerLike, PubSubMode, RedLockResult,
-                    _bytes, _text, check, lease_ms, lock_info, owner_number,
-                    pick_lease, pick_wait, redlock_result, spin_options,
-                    wait_ms)
-from ._errors import Closed, Error, InvalidArgument, Locked, error_for
+                    ClientRecord, Handle, Leader, LockInfo, LogLevel,
+                    OwnerLike, PubSubMode, RedLockResult, _bytes, _text,
+                    check, lease_ms, leader_of, leader_value, lock_info,
+                    owner_number, pick_lease, pick_wait, redlock_result,
+                    spin_options, wait_ms)
+from ._errors import (Closed, Error, InvalidArgument, Locked, LockLost,
+                      NotHeld, error_for)
 from ._metrics import Metrics, MetricsCollector
 from ._native import ffi, lib
 
@@ -494,6 +495,11 @@ class Client:
         """A fenced lock (RFencedLock): each acquisition gets a growing
         fencing token (``.token``)."""
         return FencedLock(self, name, wait=wait, lease=lease)
+
+    def election(self, name: str) -> "Election":
+        """The leader election `name` (on the fenced lock `name`): campaign,
+        resign, check, observe. No I/O."""
+        return Election(self, name)
 
     def spin_lock(self, name: str, *, backoff: str = "exponential",
                   initial_delay: Optional[float] = None,
@@ -1301,3 +1307,159 @@ def lock_order(names: Iterable[str]) -> List[str]:
 __all__ = ["Client", "Cancel", "Stats", "Lock", "FairLock", "FencedLock",
            "SpinLock", "ReadLock", "WriteLock", "ReadWriteLock", "MultiLock",
            "RedLock", "lock_order", "Error", "InvalidArgument"]
+
+
+class Election:
+    """A leader election (rlock/election.h), from ``client.election(name)``.
+
+    Leading is holding Redisson's RFencedLock `name`; the term is the
+    fencing token of the campaign that won (it only grows: pass it with
+    each write so a deposed leader's writes are refused). Campaigns belong
+    to the calling thread, or to an explicit ``owner=``; one object serves
+    any number of threads.
+    """
+
+    def __init__(self, client: Client, name: str) -> None:
+        if not isinstance(client, Client):
+            raise TypeError("client must be an rlock.Client, not "
+                            f"{type(client).__name__}")
+        p = ffi.new("rlock_election **")
+        self._client = client
+        self._name = name
+        client._enter()
+        try:
+            rc = lib.rlock_election_new(p, client._ptr, _bytes(name, "name"))
+            if rc != OK:
+                raise error_for(rc)
+        finally:
+            client._leave()
+        self._h = Handle(p[0], lib.rlock_election_free)
+        client._track(self._h)
+
+    def __del__(self) -> None:
+        h = getattr(self, "_h", None)
+        if h is not None:
+            self._client._untrack(h)
+
+    def __repr__(self) -> str:
+        return f"<rlock.Election {self._name!r}>"
+
+    @property
+    def name(self) -> str:
+        """The election's name (its lock's key)."""
+        return self._name
+
+    def campaign(self, value: str, *, wait: Optional[float] = None,
+                 lease: Optional[float] = None, owner: OwnerLike = None,
+                 cancel: Optional[Cancel] = None) -> Optional[int]:
+        """Wait until the calling thread (or `owner`) leads, publishing
+        `value` (1 to 65536 bytes of text).
+
+        Args:
+            wait: seconds to wait at most (None: for ever; 0: try once).
+            lease: a fixed lease in seconds after which leadership ends;
+                None: the watchdog renews it while leading.
+            owner: who campaigns (an Owner), None for the calling thread.
+            cancel: a Cancel whose fire() ends the wait (Canceled); on the
+                main thread Ctrl-C ends it too (KeyboardInterrupt).
+
+        Returns:
+            The term when leading, None when another owner led for the
+            whole wait.
+
+        Raises:
+            AlreadyHeld: this owner leads already (nothing written).
+            InvalidArgument: an empty or too long value, bad durations.
+            WrongType, ConnectionError, TimeoutError, Canceled, Closed.
+        """
+        val = leader_value(value)
+        wait_v = pick_wait(True, DEFAULT, wait, None)
+        lease_v = pick_lease(lease, None)
+        own = owner_number(owner)
+        user = None if cancel is None else _cancel_ptr(cancel)
+        tok = _thread_cancel() if user is None else user
+        o = ffi.new("rlock_acquire_options *")
+        lib.rlock_acquire_options_init(o, lib.RLOCK_ACQUIRE_OPTIONS_VERSION)
+        o.lease_ms, o.owner, o.cancel = lease_v, own, tok
+        term = ffi.new("int64_t *")
+        mine = None if user is not None else tok
+        c, ptr = self._client, self._h.ptr
+
+        def attempt(w: int, box: Any) -> None:
+            o.wait_ms = w
+            c._enter(mine, reset=False)
+            try:
+                lib.rlock_py_election_campaign(ptr, val, o, term, box)
+            finally:
+                c._leave(mine)
+        took: List[bool] = []
+        try:
+            rc = _wait.wait(attempt, wait_v, tok, user is None, took)
+            return int(term[0]) if _result(rc, cancel) else None
+        except BaseException:
+            if took:
+                try:
+                    self.resign(owner=owner)
+                except Exception:
+                    pass
+            raise
+
+    def resign(self, *, owner: OwnerLike = None) -> None:
+        """Stop leading: the lock is released (a standby is woken).
+
+        Raises:
+            NotHeld: the owner does not lead (nothing written).
+            LockLost: it led, but lost it meanwhile.
+            ConnectionError/TimeoutError: the server cannot be reached.
+        """
+        c = self._client
+        c._enter()
+        try:
+            rc = lib.rlock_election_resign(self._h.ptr, owner_number(owner))
+        finally:
+            c._leave()
+        if rc != OK:
+            raise error_for(rc)
+
+    def check(self, *, owner: OwnerLike = None) -> None:
+        """Whether the owner still leads, answered locally (no round
+        trip): returns while it leads.
+
+        Raises:
+            LockLost: leadership was lost (the lease ran out, the lock was
+                deleted or taken, or renewals failed for a whole lease).
+            NotHeld: the owner does not lead here.
+        """
+        c = self._client
+        c._enter()
+        try:
+            rc = lib.rlock_election_check(self._h.ptr, owner_number(owner))
+        finally:
+            c._leave()
+        if rc != OK:
+            raise error_for(rc)
+
+    def leading(self, *, owner: OwnerLike = None) -> bool:
+        """check() as a bool: False when lost or not leading."""
+        try:
+            self.check(owner=owner)
+            return True
+        except (LockLost, NotHeld):
+            return False
+
+    def observe(self) -> Optional[Leader]:
+        """Who leads now, for anyone, in one round trip: a Leader, or None
+        when nobody does."""
+        out = ffi.new("rlock_leader **")
+        c = self._client
+        c._enter()
+        try:
+            rc = lib.rlock_election_observe(out, self._h.ptr)
+            if rc != OK:
+                raise error_for(rc)
+        finally:
+            c._leave()
+        try:
+            return leader_of(out[0])
+        finally:
+            lib.rlock_leader_free(out[0])

@@ -47,11 +47,11 @@ from typing import (Any, Awaitable, Callable, Coroutine, Dict, Generator,
                     Tuple, Type, TypeVar, Union)
 
 from . import _base, _metrics, _sync
-from ._base import (DEFAULT, ECANCELED, ELOCKED, OK, Handle, LockInfo,
-                    LogLevel, Owner, OwnerLike, PubSubMode, RedLockResult,
-                    _bytes, _text, check, lease_ms, lock_info, owner_number,
-                    pick_lease, pick_wait, redlock_result, spin_options,
-                    wait_ms)
+from ._base import (DEFAULT, ECANCELED, ELOCKED, OK, Handle, Leader,
+                    LockInfo, LogLevel, Owner, OwnerLike, PubSubMode,
+                    RedLockResult, _bytes, _text, check, lease_ms, leader_of,
+                    leader_value, lock_info, owner_number, pick_lease,
+                    pick_wait, redlock_result, spin_options, wait_ms)
 from ._client import Stats
 from ._metrics import Metrics, MetricsCollector
 from ._errors import Closed, Error, InvalidArgument, Locked, error_for
@@ -60,7 +60,7 @@ from ._native import ffi, lib
 __all__ = ["Client", "Lock", "FairLock", "FencedLock", "SpinLock",
            "ReadLock", "WriteLock", "ReadWriteLock", "MultiLock", "RedLock",
            "Semaphore", "PermitExpirableSemaphore", "Permit",
-           "CountDownLatch"]
+           "CountDownLatch", "Election"]
 
 _READ = lib.RLOCK_LOOP_READ
 _WRITE = lib.RLOCK_LOOP_WRITE
@@ -217,6 +217,19 @@ def _rlock_info_done(arg: Any, rc: int, info: Any) -> None:
             v = lock_info(op.kind, info) if rc == OK else None
         finally:
             lib.rlock_lock_info_free(info)
+        op.finish(rc, v)
+    except BaseException:  # pragma: no cover
+        pass
+
+
+@ffi.def_extern()
+def _rlock_leader_done(arg: Any, rc: int, leader: Any) -> None:
+    try:
+        op = ffi.from_handle(arg)
+        try:
+            v = leader_of(leader) if rc == OK else None
+        finally:
+            lib.rlock_leader_free(leader)
         op.finish(rc, v)
     except BaseException:  # pragma: no cover
         pass
@@ -540,6 +553,10 @@ class Client:
                     lease: Optional[float] = None) -> "FencedLock":
         """A fenced lock (RFencedLock), with ``.token``."""
         return FencedLock(self, name, wait=wait, lease=lease)
+
+    def election(self, name: str) -> "Election":
+        """The leader election `name` (rlock.Client.election). No I/O."""
+        return Election(self, name)
 
     def spin_lock(self, name: str, *, backoff: str = "exponential",
                   initial_delay: Optional[float] = None,
@@ -1469,3 +1486,84 @@ class CountDownLatch(_SyncObject):
 
 async def _nothing() -> None:
     """A latch's wait holds nothing to give back."""
+
+
+class Election:
+    """A leader election of an aio.Client (rlock.Election's operations as
+    coroutines; campaigns belong to the current task, or to ``owner=``)."""
+
+    def __init__(self, client: Client, name: str) -> None:
+        if not isinstance(client, Client):
+            raise TypeError("client must be an rlock.aio.Client, not "
+                            f"{type(client).__name__}")
+        client._check()
+        self._client = client
+        self._name = name
+        p = ffi.new("rlock_election **")
+        check(lib.rlock_election_new(p, client._ptr, _bytes(name, "name")))
+        self._h = Handle(p[0], lib.rlock_election_free)
+        client._track(self._h)
+
+    def __del__(self) -> None:
+        h = getattr(self, "_h", None)
+        if h is not None:
+            self._client._untrack(h)
+
+    def __repr__(self) -> str:
+        return f"<rlock.aio.Election {self._name!r}>"
+
+    @property
+    def name(self) -> str:
+        """The election's name."""
+        return self._name
+
+    async def campaign(self, value: str, *, wait: Optional[float] = None,
+                       lease: Optional[float] = None,
+                       owner: OwnerLike = None) -> Optional[int]:
+        """rlock.Election.campaign for the current task (or `owner`): the
+        term, or None when the wait ended. Cancelling the awaiting task
+        cancels the campaign (leadership granted meanwhile is resigned)."""
+        val = leader_value(value)
+        o = ffi.new("rlock_acquire_options *")
+        lib.rlock_acquire_options_init(o, lib.RLOCK_ACQUIRE_OPTIONS_VERSION)
+        o.wait_ms = pick_wait(True, DEFAULT, wait, None)
+        o.lease_ms = pick_lease(lease, None)
+        own = o.owner = _owner(owner)
+        op = self._client._start("campaign", lib.rlock_election_campaign_async,
+                                 self._h.ptr, val, o, lib._rlock_async_done,
+                                 with_op=True)
+        rc, value_, msg = await _acquisition(
+            op, lambda: self.resign(owner=Owner(own)))
+        return int(value_) if _answer(rc, msg) else None
+
+    async def resign(self, *, owner: OwnerLike = None) -> None:
+        """Stop leading (rlock.Election.resign's exceptions)."""
+        op = self._client._start("resign", lib.rlock_election_resign_async,
+                                 self._h.ptr, _owner(owner),
+                                 lib._rlock_async_done)
+        rc, _, msg = await _settle(op)
+        if rc != OK:
+            raise error_for(rc, msg)
+
+    def check(self, *, owner: OwnerLike = None) -> None:
+        """rlock.Election.check, answered locally (call it on the loop)."""
+        self._client._check()
+        check(lib.rlock_election_check(self._h.ptr, _owner(owner)))
+
+    def leading(self, *, owner: OwnerLike = None) -> bool:
+        """check() as a bool: False when lost or not leading."""
+        self._client._check()
+        rc = lib.rlock_election_check(self._h.ptr, _owner(owner))
+        if rc in (lib.RLOCK_ELOST, lib.RLOCK_ENOTHELD):
+            return False
+        check(rc)
+        return True
+
+    async def observe(self) -> Optional[Leader]:
+        """Who leads now (a Leader), or None: one round trip."""
+        op = self._client._start("observe", lib.rlock_election_observe_async,
+                                 self._h.ptr, lib._rlock_leader_done)
+        rc, value, msg = await _settle(op)
+        if rc != OK:
+            raise error_for(rc, msg)
+        return value  # type: ignore[no-any-return]

@@ -71,6 +71,8 @@ int cli_cmd_unlock(const cli_global *g, int argc, char **argv);
 int cli_cmd_list(const cli_global *g, int argc, char **argv);
 int cli_cmd_latch(const cli_global *g, int argc, char **argv);
 int cli_cmd_top(const cli_global *g, int argc, char **argv);
+int cli_cmd_elect(const cli_global *g, int argc, char **argv);
+int cli_cmd_leader(const cli_global *g, int argc, char **argv);
 
 /* ---- a lock's snapshot as `status` shows it (cmd_status.c) -------------- */
 
@@ -218,6 +220,11 @@ int cli_open(const cli_global *g, const char *name, cli_kind kind,
              rlock_lost_fn lost, void *ud, rlock_client **client,
              rlock_lock **lock);
 
+/* COMMAND and its arguments joined by spaces, cut to what the registry
+ * keeps, into buf (RLOCK_PROGRAM_MAX + 1 bytes): the program exec's and
+ * elect's registry records name (cli_global.program). */
+void cli_program_text(char *const *command, char *buf);
+
 /* Free what cli_open() made. */
 void cli_close(rlock_client *client, rlock_lock *lock);
 
@@ -299,6 +306,20 @@ typedef struct cli_watch {
  * stays.
  */
 int cli_spawn_watch(char **argv, cli_watch *w);
+
+/* COMMAND's own variables (cmd_exec.c), in slots that outlive the fork. */
+typedef struct cli_env_slots {
+  char name[RLOCK_MAX_NAME_LEN + 16];
+  char token[64];
+  char permit[RLOCK_PERMIT_ID_LEN + 32];
+} cli_env_slots;
+
+/* COMMAND's environment as exec builds it (cmd_exec.c): rlock's, with
+ * RLOCK_NAME=name and, when token > 0, var=token (elect: RLOCK_TERM),
+ * replacing any inherited RLOCK_NAME, RLOCK_TOKEN, RLOCK_TERM or
+ * RLOCK_PERMIT_ID; NULL when out of memory. Free the array only. */
+char **cli_command_env(const char *name, const char *var, int64_t token,
+                       cli_env_slots *slots);
 
 /* ---- a bounded release (release.c) -------------------------------------- */
 

@@ -231,17 +231,11 @@ static int spawn_held(const exec_args *a, rlock_lock **locks, int n,
 
 extern char **environ;
 
-/* COMMAND's own variables, in slots that outlive the fork. */
-typedef struct env_slots {
-  char name[RLOCK_MAX_NAME_LEN + 16];
-  char token[64];
-  char permit[RLOCK_PERMIT_ID_LEN + 32];
-} env_slots;
-
 /* Whether environ's entry `e` is one of the variables rlock sets. */
 static int ours(const char *e) {
   return strncmp(e, "RLOCK_TOKEN=", 12) == 0 ||
          strncmp(e, "RLOCK_NAME=", 11) == 0 ||
+         strncmp(e, "RLOCK_TERM=", 11) == 0 ||
          strncmp(e, "RLOCK_PERMIT_ID=", 16) == 0;
 }
 
@@ -252,7 +246,7 @@ static int ours(const char *e) {
  * process must not allocate. Free the array only (its strings are
  * environ's and the slots). */
 static char **command_env(const char *name, int64_t token, const char *permit,
-                          env_slots *slots) {
+                          cli_env_slots *slots) {
   size_t n = 0, k = 0;
   while (environ[n] != NULL)
     n++;
@@ -275,7 +269,21 @@ static char **command_env(const char *name, int64_t token, const char *permit,
   return env;
 }
 
-static char **make_env(const exec_args *a, int64_t token, env_slots *slots) {
+char **cli_command_env(const char *name, const char *var, int64_t token,
+                       cli_env_slots *slots) {
+  char **env = command_env(name, 0, NULL, slots);
+  size_t k = 0;
+  while (env != NULL && env[k] != NULL)
+    k++;
+  if (env != NULL && token > 0) { /* room: command_env leaves two slots */
+    snprintf(slots->token, sizeof slots->token, "%s=%" PRId64, var, token);
+    env[k] = slots->token;
+  }
+  return env;
+}
+
+static char **make_env(const exec_args *a, int64_t token,
+                       cli_env_slots *slots) {
   return command_env(a->name, token, NULL, slots);
 }
 
@@ -519,7 +527,7 @@ static int run_locked(rlock_lock *lock, const exec_args *a) {
   if (rc != RLOCK_OK)
     return cli_lib_error(rc);
   say(a, "acquired", a->name);
-  env_slots slots;
+  cli_env_slots slots;
   char **envp = make_env(a, token, &slots);
   int status;
   if (envp == NULL)
@@ -559,7 +567,7 @@ static int run_multi(rlock_lock **locks, const exec_args *a) {
     status = cli_lib_error(rc);
   } else {
     say(a, "acquired", a->name);
-    env_slots slots;
+    cli_env_slots slots;
     char **envp = make_env(a, 0, &slots);
     status = envp == NULL ? cli_fail(-1, "cannot start '%s': out of memory",
                                      a->command[0])
@@ -670,7 +678,7 @@ static int run_permit(permit_held *p, const exec_args *a) {
   if (status != CLI_CONTINUE)
     return status;
   say(a, "acquired a permit of", a->name);
-  env_slots slots;
+  cli_env_slots slots;
   char **envp = command_env(a->name, 0, p->id, &slots);
   if (envp == NULL)
     status = cli_fail(-1, "cannot start '%s': out of memory", a->command[0]);
@@ -714,9 +722,7 @@ static int64_t watch_period(const cli_global *g, const exec_args *a) {
   return p < 1 ? 1 : p;
 }
 
-/* COMMAND and its arguments joined by spaces, cut to what the registry
- * keeps, into buf (RLOCK_PROGRAM_MAX + 1 bytes). */
-static void program_text(char *const *command, char *buf) {
+void cli_program_text(char *const *command, char *buf) {
   size_t n = 0;
   buf[0] = '\0';
   for (size_t i = 0; command[i] != NULL && n < RLOCK_PROGRAM_MAX; i++) {
@@ -735,7 +741,7 @@ int cli_cmd_exec(const cli_global *g, int argc, char **argv) {
     return status;
   /* The registry record names COMMAND: operators see what holds. */
   static char program[RLOCK_PROGRAM_MAX + 1];
-  program_text(a.command, program);
+  cli_program_text(a.command, program);
   cli_global gx = *g;
   gx.program = program;
   g = &gx;
@@ -755,7 +761,7 @@ int cli_cmd_exec(const cli_global *g, int argc, char **argv) {
     status = cli_usage("exec: --check-every is not for a RedLock (several "
                        "-u), which survives the loss of a member");
   else if (g->nurls > 1) {
-    env_slots slots;
+    cli_env_slots slots;
     char **envp = make_env(&a, 0, &slots);
     cli_redlock_args r = {.name = a.name,
                           .wait_ms = a.wait_ms,

@@ -30,6 +30,10 @@ static const char main_help[] =
     "       rlock [-u URL] [OPTION]... latch set NAME COUNT\n"
     "       rlock [-u URL] [OPTION]... latch down NAME\n"
     "       rlock [-u URL] [OPTION]... latch wait [-w DUR] NAME\n"
+    "       rlock [-u URL] [OPTION]... elect [--value TEXT] [-n|-w DUR]\n"
+    "             [--kill-after DUR] [-v] NAME -- COMMAND [ARG...]\n"
+    "       rlock [-u URL] [OPTION]... leader [--json] [--watch]\n"
+    "             [--interval DUR] NAME\n"
     "       rlock --help | --version\n"
     "\n"
     "Redis distributed locks from the shell, compatible with Redisson's "
@@ -44,6 +48,9 @@ static const char main_help[] =
     "  top      the locks held now, who holds and who waits, refreshed\n"
     "  unlock   delete the lock NAME whoever holds it (--force)\n"
     "  latch    set, count down or wait for the count-down latch NAME\n"
+    "  elect    campaign in the election NAME and run COMMAND while\n"
+    "           leader (the term in $RLOCK_TERM)\n"
+    "  leader   show who leads the election NAME (--watch: each change)\n"
     "Run 'rlock COMMAND --help' for a command's options.\n"
     "\n"
     "Global options (OPTION above):\n"
@@ -94,7 +101,7 @@ static const char main_help[] =
     "Exit status:\n"
     "  0        success (exec: COMMAND's status, whatever it is)\n"
     "  1        unlock --force: there was no lock to delete; latch set:\n"
-    "           the latch already had a count\n"
+    "           the latch already had a count; leader: nobody leads\n"
     "  64       usage error\n"
     "  65       NAME holds something that is not a lock, or is invalid\n"
     "  69       Redis unreachable, refusing or failing\n"
@@ -102,12 +109,16 @@ static const char main_help[] =
     "  71       system error (cannot fork or start a thread, out of memory)\n"
     "  74       cannot write the output\n"
     "  75       exec: lock (or permit) not acquired within -w (or exec -E's\n"
-    "           CODE); latch wait: the count was not zero within -w\n"
+    "           CODE); latch wait: the count was not zero within -w; elect:\n"
+    "           not leading within -w\n"
     "  76       exec: the lock (or permit) was lost while COMMAND ran (see\n"
-    "           exec's --on-lost)\n"
-    "  126/127  exec: COMMAND not executable / not found\n"
-    "  128+N    exec: COMMAND killed by signal N, or rlock got signal N\n"
-    "           while waiting for the lock; latch wait: rlock got signal N\n";
+    "           exec's --on-lost); elect: leadership was lost while COMMAND "
+    "ran\n"
+    "  126/127  exec, elect: COMMAND not executable / not found\n"
+    "  128+N    exec, elect: COMMAND killed by signal N, or rlock got signal "
+    "N\n"
+    "           while waiting for the lock (or leadership); latch wait: rlock\n"
+    "           got signal N; leader --watch: ended by signal N\n";
 
 static const struct {
   const char *name;
@@ -116,6 +127,7 @@ static const struct {
     {"exec", cli_cmd_exec},     {"status", cli_cmd_status},
     {"unlock", cli_cmd_unlock}, {"list", cli_cmd_list},
     {"top", cli_cmd_top},       {"latch", cli_cmd_latch},
+    {"elect", cli_cmd_elect},   {"leader", cli_cmd_leader},
 };
 
 #define MAIN_SHORTOPTS "+:u:h"
@@ -270,7 +282,8 @@ static int parse_global(int argc, char **argv, cli_global *g) {
 
 static int dispatch(const cli_global *g, int argc, char **argv) {
   if (argc == 0)
-    return cli_usage("missing command (exec, status, list, unlock or latch)");
+    return cli_usage("missing command (exec, status, list, unlock, latch, "
+                     "elect or leader)");
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
     if (strcmp(argv[0], commands[i].name) != 0)
       continue;
@@ -279,9 +292,9 @@ static int dispatch(const cli_global *g, int argc, char **argv) {
       return cli_usage("--retry-for applies to exec only, not to %s", argv[0]);
     return commands[i].run(g, argc, argv);
   }
-  return cli_usage(
-      "unknown command '%s' (expected exec, status, list, unlock or latch)",
-      argv[0]);
+  return cli_usage("unknown command '%s' (expected exec, status, list, "
+                   "unlock, latch, elect or leader)",
+                   argv[0]);
 }
 
 /* A closed standard fd would be reused by the first socket the library

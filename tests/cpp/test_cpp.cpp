@@ -258,6 +258,7 @@ static_assert(move_only<rlock::multilock>());
 static_assert(move_only<rlock::redlock>());
 static_assert(move_only<rlock::owner>());
 static_assert(move_only<rlock::cancel_token>());
+static_assert(move_only<rlock::election>());
 static_assert(move_only<rlock::guard<rlock::mutex>>());
 static_assert(std::is_nothrow_move_constructible_v<rlock::read_write_lock>);
 static_assert(!std::is_copy_constructible_v<rlock::read_write_lock>);
@@ -959,6 +960,37 @@ int setup(void **) {
   return 0;
 }
 
+// An election: campaign (the term), observe from another client, a second
+// campaign refused (errc::held), resign of a non-leader (errc::not_held), a
+// standby taking over once a fixed lease runs out, the stale leader told.
+void test_election(void **) {
+  run([] {
+    redis_del("cpp:elect");
+    rlock::client a = make_client(), b = make_client();
+    rlock::election ea(a, "cpp:elect"), eb(b, "cpp:elect");
+    CHECK(ea.name() == "cpp:elect" && !ea.observe());
+    auto t1 = ea.campaign("A", rlock::acquire_options().lease(800ms));
+    CHECK(t1 && *t1 > 0);
+    auto seen = eb.observe();
+    CHECK(seen && seen->value == std::optional<std::string>("A"));
+    CHECK(seen->term == *t1 && seen->owner == a.owner_field(), seen->owner);
+    CHECK(seen->ttl > 0ms && seen->ttl <= 800ms, seen->ttl.count());
+    ea.check();
+    CHECK_THROWS(rlock::error, rlock::errc::held, ea.campaign("again"), );
+    CHECK_THROWS(rlock::error, rlock::errc::invalid, ea.campaign(""), );
+    CHECK_THROWS(rlock::error, rlock::errc::not_held, eb.resign(), );
+    CHECK(!eb.campaign("B", rlock::acquire_options().try_once()));
+    auto t0 = std::chrono::steady_clock::now();
+    auto t2 = eb.campaign("B", rlock::acquire_options().wait(5s));
+    auto took = std::chrono::steady_clock::now() - t0;
+    CHECK(t2 && *t2 > *t1 && took < 1800ms, *t2);
+    CHECK_THROWS(rlock::lost_lock, rlock::errc::lost, ea.check(), );
+    CHECK(eb.observe()->value == std::optional<std::string>("B"));
+    eb.resign();
+    CHECK(!ea.observe());
+  });
+}
+
 int teardown(void **) {
   rt_server_free(srv);
   return 0;
@@ -977,6 +1009,7 @@ int main() {
       cmocka_unit_test(test_redlock),
       cmocka_unit_test(test_client),
       cmocka_unit_test(test_semaphores_and_latch),
+      cmocka_unit_test(test_election),
   };
   if (std::getenv("RLOCK_TEST_FILTER") != nullptr)
     cmocka_set_test_filter(std::getenv("RLOCK_TEST_FILTER"));

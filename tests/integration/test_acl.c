@@ -16,12 +16,12 @@
 #define RULES                                                                  \
   "~locks:* ~rlock:client:* ~{locks:* ~redisson_lock_queue:{locks:* "          \
   "~redisson_lock_timeout:{locks:* ~redisson_lock_token:{locks:* "             \
-  "~redisson_unlock_latch:{locks:* "                                           \
+  "~redisson_unlock_latch:{locks:* ~rlock_leader:{locks:* "                    \
   "&redisson_lock__channel:{locks:* &redisson_rwlock:{locks:* "                \
   "+evalsha +eval +ping +info +wait +subscribe +unsubscribe +publish +get "    \
   "+hget +hexists +hincrby +hset +hdel +hgetall +hkeys +hlen +pexpire +pttl "  \
   "+del +exists +type +set +incr +lindex +lpop +lrange +lrem +rpush +zadd "    \
-  "+zincrby +zrange +zrem +zscore +scan +llen"
+  "+zincrby +zrange +zrem +zscore +scan +llen +hmget"
 
 /* README's extras for a cluster, and behind Sentinel; the sentinels' own
  * user. */
@@ -271,6 +271,45 @@ static void test_documented_rules_suffice(void **state) {
   (void)state;
   set_user("locker", RULES);
   cycle_and_list();
+}
+
+/* An election as the user: campaign, observe, resign, another client's
+ * campaign; without the leader record's key pattern a campaign is refused
+ * (RLOCK_EAUTH), nothing written. */
+static void test_election_as_user(void **state) {
+  (void)state;
+  set_user("locker", RULES);
+  rlock_client *c = user_client("locker"), *d = user_client("locker");
+  rlock_election *e, *f;
+  OK(rlock_election_new(&e, c, "locks:leader"));
+  OK(rlock_election_new(&f, d, "locks:leader"));
+  int64_t term = 0;
+  OK(rlock_election_campaign(e, "a", NULL, &term));
+  rlock_leader *l;
+  OK(rlock_election_observe(&l, f));
+  assert_string_equal(rlock_leader_value(l), "a");
+  assert_int_equal(rlock_leader_term(l), term);
+  rlock_leader_free(l);
+  OK(rlock_election_resign(e, RLOCK_OWNER_THREAD));
+  OK(rlock_election_campaign(f, "b", NULL, &term));
+  OK(rlock_election_resign(f, RLOCK_OWNER_THREAD));
+  rlock_election_free(e);
+  rlock_election_free(f);
+  rlock_client_free(d);
+  rlock_client_free(c);
+  char rules[2048];
+  snprintf(rules, sizeof rules, "%s", RULES);
+  char *p = strstr(rules, "~rlock_leader:{locks:* ");
+  assert_non_null(p);
+  memmove(p, p + strlen("~rlock_leader:{locks:* "),
+          strlen(p + strlen("~rlock_leader:{locks:* ")) + 1);
+  set_user("norecord", rules);
+  c = user_client("norecord");
+  OK(rlock_election_new(&e, c, "locks:leader2"));
+  assert_int_equal(rlock_election_campaign(e, "a", NULL, NULL), RLOCK_EAUTH);
+  assert_int_equal(rt_cmd_int(srv, "EXISTS locks:leader2"), 0);
+  rlock_election_free(e);
+  rlock_client_free(c);
 }
 
 /* A cluster: the user (with the cluster extras) on every node. */
@@ -595,6 +634,7 @@ static void test_cli_hides_password(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_documented_rules_suffice),
+      cmocka_unit_test(test_election_as_user),
       cmocka_unit_test(test_missing_rights),
       cmocka_unit_test(test_redlock_member),
       cmocka_unit_test(test_password_not_shown),

@@ -386,7 +386,8 @@ static void test_exec_lease_expiry_warns(void **state) {
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
 }
 
-/* --watchdog sets the lease, which the watchdog keeps renewing. */
+/* --watchdog sets the lease, which the watchdog keeps renewing: the TTL
+ * seen to go back up three times, the lock there all along. */
 static void test_exec_watchdog_renews(void **state) {
   (void)state;
   const char *name = "cli:watchdog";
@@ -395,15 +396,22 @@ static void test_exec_watchdog_renews(void **state) {
   gate_init(&g, "watchdog");
   proc p;
   proc_start(&p,
-             ARGS("-u", url, "--watchdog", "600ms", "exec", name, "--", "sh",
+             ARGS("-u", url, "--watchdog", "1500ms", "exec", name, "--", "sh",
                   "-c", gate_script(&g, script, sizeof script, "", ":")));
   fx_wait_exists(srv, name, 1, SCALED(5000));
-  ASSERT_BETWEEN(rt_cmd_int(srv, "PTTL %s", name), 1, 600);
-  /* Time is the point: two leases, which only renewal outlasts (COMMAND
-   * runs on until the test creates `go`). */
-  rt_sleep_ms(1300);
-  assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 1);
-  ASSERT_RANGE(rt_cmd_int(srv, "PTTL %s", name), 1, 600);
+  long long last = rt_cmd_int(srv, "PTTL %s", name);
+  ASSERT_BETWEEN(last, 1, 1500);
+  int renewed = 0;
+  int64_t t0 = rt_now_ms();
+  while (renewed < 3) {
+    long long ttl = rt_cmd_int(srv, "PTTL %s", name);
+    assert_true(ttl > 0); /* never let go while COMMAND runs */
+    renewed += ttl > last + 50;
+    last = ttl;
+    if (rt_now_ms() - t0 > SCALED(10000))
+      fail_msg("renewed %d times in 10 s", renewed);
+    rt_sleep_ms(20);
+  }
   fx_touch(g.go);
   assert_int_equal(proc_wait(&p, SCALED(10000)), 0);
   assert_string_equal(p.out[1], "");
@@ -2706,6 +2714,139 @@ static void test_latch(void **state) {
   freeReplyObject(rt_cmd(srv, "DEL %s", name));
 }
 
+/* ---- elect and leader ------------------------------------------------------
+ */
+
+/* elect runs COMMAND while leader, with the term in $RLOCK_TERM and its
+ * value readable by `leader` (text and JSON) meanwhile; then resigns. Bad
+ * input is a usage error with nothing written. */
+static void test_elect_and_leader(void **state) {
+  (void)state;
+  const char *name = "cli:elect";
+  char file[512], before[700], script[5000], want[256];
+  gate g;
+  proc p, leader;
+  run_expect(&p, 1, ARGS("-u", url, "leader", name));
+  assert_string_equal(p.out[0], "cli:elect: no leader\n");
+  run_expect(&p, 1, ARGS("-u", url, "leader", "--json", name));
+  assert_string_equal(p.out[0], "{\"name\":\"cli:elect\",\"leader\":false}\n");
+  gate_init(&g, "elect");
+  fx_tmp_path(file, sizeof file, "elect.term");
+  snprintf(before, sizeof before, "echo \"$RLOCK_TERM\" > %s;", file);
+  gate_script(&g, script, sizeof script, before, ":");
+  proc_start(&leader, ARGS("-u", url, "elect", "--value", "host-a:1", name,
+                           "--", "sh", "-c", script));
+  fx_wait_file(g.ready, SCALED(5000));
+  long long term = file_token(file);
+  assert_int_equal(term, token_key(name));
+  run_expect(&p, 0, ARGS("-u", url, "leader", name));
+  snprintf(want, sizeof want, "cli:elect: host-a:1 (term %lld, lease ", term);
+  assert_ptr_equal(strstr(p.out[0], want), p.out[0]);
+  run_expect(&p, 0, ARGS("-u", url, "leader", "--json", name));
+  snprintf(want, sizeof want,
+           "{\"name\":\"cli:elect\",\"leader\":true,\"value\":\"host-a:1\","
+           "\"term\":%lld,\"ttl_ms\":",
+           term);
+  assert_ptr_equal(strstr(p.out[0], want), p.out[0]);
+  /* A second campaign waits; with -n it is not leading: 75. */
+  run_expect(&p, 75, ARGS("-u", url, "elect", "-n", name, "--", "true"));
+  assert_int_equal(token_key(name), term);
+  fx_touch(g.go);
+  assert_int_equal(proc_wait(&leader, SCALED(10000)), 0);
+  assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
+  assert_int_equal(rt_cmd_int(srv, "EXISTS rlock_leader:{%s}", name), 0);
+  run_expect(&p, 1, ARGS("-u", url, "leader", name));
+  /* The default value: HOST:PID of rlock. */
+  snprintf(script, sizeof script, "%s -u %s leader --json %s", cli, url, name);
+  run_expect(&p, 0, ARGS("-u", url, "elect", name, "--", "sh", "-c", script));
+  assert_non_null(strstr(p.out[0], "\"leader\":true,\"value\":\""));
+  assert_non_null(strstr(p.out[0], ":")); /* HOST:PID */
+  /* Usage errors: nothing written. */
+  run_expect(&p, 64,
+             ARGS("-u", url, "elect", "--value", "", name, "--", "true"));
+  run_expect(&p, 64, ARGS("-u", url, "elect", name));
+  run_expect(&p, 64, ARGS("-u", url, "elect", name, "other", "--", "true"));
+  run_expect(&p, 64, ARGS("-u", url, "leader", "--interval", "1s", name));
+  run_expect(&p, 64, ARGS("-u", url, "leader"));
+  assert_int_equal(token_key(name), term + 1);
+}
+
+/* A standby elect takes over once the leader's rlock is stopped past its
+ * lease (SIGSTOP), with a larger term; the deposed leader, resumed, finds
+ * its leadership lost and exits 76 (its COMMAND terminated). */
+static void test_elect_standby_takes_over(void **state) {
+  (void)state;
+  const char *name = "cli:elect:standby";
+  char got[512], ready[512], script[2048], tfile[512], sscript[700];
+  fx_tmp_path(got, sizeof got, "elect-term");
+  fx_tmp_path(ready, sizeof ready, "elect-ready");
+  fx_tmp_path(tfile, sizeof tfile, "elect-standby.term");
+  idle_script(script, sizeof script, got, "exit 9", ready);
+  proc leader, standby;
+  proc_start(&leader, ARGS("-u", url, "--watchdog", "600ms", "elect", "--value",
+                           "A", name, "--", "sh", "-c", script));
+  fx_wait_file(ready, SCALED(5000));
+  long long t1 = token_key(name);
+  snprintf(sscript, sizeof sscript, "echo \"$RLOCK_TERM\" > %s", tfile);
+  proc_start(&standby, ARGS("-u", url, "--watchdog", "600ms", "elect",
+                            "--value", "B", name, "--", "sh", "-c", sscript));
+  fx_wait_subscribers(srv, "redisson_lock__channel:{cli:elect:standby}", 1,
+                      "the standby's subscription");
+  int64_t t0 = rt_now_ms();
+  assert_int_equal(kill(leader.pid, SIGSTOP), 0);
+  assert_int_equal(proc_wait(&standby, SCALED(5000)), 0);
+  print_message("elect: the standby led and ended %lld ms after the "
+                "leader's SIGSTOP (lease 600 ms)\n",
+                (long long)(standby.ended - t0));
+  ASSERT_BETWEEN(standby.ended - t0, 0, 600 + 1000);
+  assert_true(file_token(tfile) > t1);
+  assert_int_equal(kill(leader.pid, SIGCONT), 0);
+  assert_int_equal(proc_wait(&leader, SCALED(5000)), 76);
+  assert_string_equal(fx_slurp(got), "term\n");
+  assert_non_null(
+      strstr(leader.out[1], "leadership of 'cli:elect:standby' was lost"));
+}
+
+/* Drain `w` until its stdout has `n` lines, for up to 5 s (scaled). */
+static void wait_lines(proc *w, int n) {
+  int64_t end = rt_now_ms() + SCALED(5000);
+  while (count_lines(w->out[0]) < n && rt_now_ms() < end) {
+    proc_drain(w);
+    rt_sleep_ms(10);
+  }
+  if (count_lines(w->out[0]) < n)
+    fail_msg("leader --watch printed %d lines, not %d: '%s'",
+             count_lines(w->out[0]), n, w->out[0]);
+}
+
+/* leader --watch: the state now, then a line per change, until a signal
+ * (128+N). */
+static void test_leader_watch(void **state) {
+  (void)state;
+  const char *name = "cli:elect:watch";
+  char script[2400];
+  gate g;
+  proc w, p;
+  proc_start(&w,
+             ARGS("-u", url, "leader", "--watch", "--interval", "20ms", name));
+  wait_lines(&w, 1);
+  gate_init(&g, "elect-watch");
+  gate_script(&g, script, sizeof script, "", ":");
+  proc_start(&p, ARGS("-u", url, "elect", "--value", "W", name, "--", "sh",
+                      "-c", script));
+  fx_wait_file(g.ready, SCALED(5000));
+  wait_lines(&w, 2);
+  fx_touch(g.go);
+  assert_int_equal(proc_wait(&p, SCALED(10000)), 0);
+  wait_lines(&w, 3);
+  assert_int_equal(kill(w.pid, SIGTERM), 0);
+  assert_int_equal(proc_wait(&w, SCALED(5000)), 128 + SIGTERM);
+  assert_int_equal(count_lines(w.out[0]), 3);
+  assert_ptr_equal(strstr(w.out[0], "cli:elect:watch: no leader\n"), w.out[0]);
+  assert_non_null(strstr(w.out[0], "\ncli:elect:watch: W (term "));
+  assert_non_null(strstr(w.out[0], ")\ncli:elect:watch: no leader\n"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_exec_holds_lock_while_command_runs),
@@ -2764,6 +2905,9 @@ int main(void) {
       cmocka_unit_test(test_latch),
       cmocka_unit_test(test_exec_says_once_what_is_wrong),
       cmocka_unit_test(test_thread_that_cannot_start),
+      cmocka_unit_test(test_elect_and_leader),
+      cmocka_unit_test(test_elect_standby_takes_over),
+      cmocka_unit_test(test_leader_watch),
   };
   /* $RLOCK_TEST_FILTER (a cmocka pattern) runs only the tests matching. */
   if (getenv("RLOCK_TEST_FILTER") != NULL)

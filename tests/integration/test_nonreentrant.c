@@ -114,8 +114,8 @@ static void test_fair_reentry_refused(void **state) {
   rlock_client_free(c);
 }
 
-/* A Java client (its acquisition played) and rlock on one lock: each refuses the other's
- * re-entry for the same owner field, and each is a held lock to the
+/* A Java client (its acquisition played) and rlock on one lock: each refuses
+ * the other's re-entry for the same owner field, and each is a held lock to the
  * other's owners. */
 static void test_interop_with_java_acquisition(void **state) {
   (void)state;

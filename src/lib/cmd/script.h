@@ -40,5 +40,8 @@ extern const rlock__script rlock__script_semaphore;
 extern const rlock__script rlock__script_psemaphore;
 extern const rlock__script rlock__script_psem_renew;
 extern const rlock__script rlock__script_latch;
+extern const rlock__script rlock__script_election_campaign;
+extern const rlock__script rlock__script_election_resign;
+extern const rlock__script rlock__script_election_observe;
 
 #endif /* RLOCK_SCRIPT_H */

@@ -116,6 +116,14 @@ static void inspect(rlock_lock *l, rlock__call *call) {
   rlock__call_key(call, l->name);
 }
 
+void rlock__plain_force_release(rlock_lock *l, rlock__call *call) {
+  force_release(l, call);
+}
+
+void rlock__plain_inspect(rlock_lock *l, rlock__call *call) {
+  inspect(l, call);
+}
+
 static const rlock__kind reentrant_kind = {
     .label = "lock",
     .metric = RLOCK__MK_REENTRANT,
@@ -351,6 +359,8 @@ void rlock_lock_free(rlock_lock *l) {
   free(l->rw_channel);
   free(l->latch);
   free(l->token);
+  free(l->leader);
+  free(l->value);
   free(l);
 }
 

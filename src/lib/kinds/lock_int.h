@@ -128,6 +128,8 @@ struct rlock_lock {
                        wakes a read-write lock's waiters), else NULL */
   char *latch;      /* redisson_unlock_latch:{name}, + ":<id>" per unlock */
   char *token;      /* redisson_lock_token:{name}: fencing tokens */
+  char *leader;     /* election: rlock_leader:{name}, else NULL */
+  char *value;      /* election campaign: the value it writes, else NULL */
 };
 
 /* Which extra keys rlock__lock_alloc derives. */
@@ -175,6 +177,11 @@ int rlock__lock_alloc(rlock_lock **out, rlock_client *client, const char *name,
 void rlock__latch_ttl(const rlock__latch *latch, rlock__call *call);
 void rlock__latch_name(rlock_lock *l, const rlock__latch *latch,
                        rlock__call *call);
+
+/* The reentrant kind's force release and inspection (kinds/lock.c), for
+ * kinds sharing its layout (kinds/election.c). */
+void rlock__plain_force_release(rlock_lock *l, rlock__call *call);
+void rlock__plain_inspect(rlock_lock *l, rlock__call *call);
 
 /* Validate durations for the public API. */
 int rlock__check_wait(int64_t wait_ms);

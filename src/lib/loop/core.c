@@ -40,6 +40,8 @@ static void run_completions(rlock_client *c) {
       rlock__err(op->rc, "%s", op->msg);
     if (op->type == RLOCK__LOP_INSPECT)
       op->info_cb(op->arg, op->rc, op->info);
+    else if (op->type == RLOCK__LOP_OBSERVE)
+      op->leader_cb(op->arg, op->rc, op->leader);
     else if (op->permits_cb != NULL)
       op->permits_cb(op->arg, op->rc, op->permits);
     else if (op->permit_cb != NULL) /* the id was the attempt's owner */
@@ -210,15 +212,12 @@ static rlock__lconn *conn_of(rlock_client *c, int fd) {
   return NULL; /* closed meanwhile: a stale event */
 }
 
-/* 1 when `c` is a loop client, which the caller's event loop drives: the
- * public entry points refuse a blocking client, whose loop state belongs
- * to its background thread. */
-static int user_loop(const rlock_client *c) {
+int rlock__user_loop(const rlock_client *c) {
   return c != NULL && c->loop != NULL && c->drv->user_loop;
 }
 
 void rlock_loop_io(rlock_client *c, int fd, int events) {
-  if (user_loop(c))
+  if (rlock__user_loop(c))
     rlock__loop_io(c, fd, events);
 }
 
@@ -231,7 +230,7 @@ void rlock__loop_io(rlock_client *c, int fd, int events) {
 }
 
 void rlock_loop_timer(rlock_client *c) {
-  if (user_loop(c))
+  if (rlock__user_loop(c))
     rlock__loop_timer(c);
 }
 
@@ -282,7 +281,7 @@ static void take_inbox(rlock_client *c) {
 }
 
 void rlock_loop_wake(rlock_client *c) {
-  if (user_loop(c))
+  if (rlock__user_loop(c))
     rlock__loop_wake(c);
 }
 

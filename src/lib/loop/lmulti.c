@@ -243,7 +243,7 @@ static int check_multi(rlock_multilock *m, const void *cb, const char *fn) {
     rlock_client *c = m->members[i]->client;
     if (!rlock__origin_ok(&c->origin))
       return rlock__origin_refuse(&c->origin);
-    if (c->loop == NULL || !c->drv->user_loop)
+    if (!rlock__user_loop(c))
       return rlock__err(RLOCK_EINVAL,
                         "%s: member %zu's client was not made with "
                         "rlock_client_new_loop (a MultiLock's members are "

@@ -63,6 +63,7 @@
 #include "map.h"
 #include "plan.h"
 #include "reader.h"
+#include "rlock/election.h"
 #include "rlock/loop.h"
 #include "rlock/semaphore.h"
 
@@ -296,7 +297,8 @@ enum rlock__lop_type {
   RLOCK__LOP_RELET,   /* a MultiLock member's fresh lease */
   RLOCK__LOP_REDLOCK, /* a RedLock's acquisition or release (lredlock.c) */
   RLOCK__LOP_CALL,    /* one call of a blocking fan-out (lfan.c) */
-  RLOCK__LOP_SYNC     /* a synchroniser's one call (lsync.c) */
+  RLOCK__LOP_SYNC,    /* a synchroniser's one call (lsync.c) */
+  RLOCK__LOP_OBSERVE  /* an election's observation (lops.c) */
 };
 
 typedef struct rlock__lchan rlock__lchan;
@@ -314,6 +316,8 @@ struct rlock_op {
   int rc;
   int64_t value;
   rlock_lock_info *info;
+  rlock_leader_fn leader_cb; /* RLOCK__LOP_OBSERVE: its callback ... */
+  rlock_leader *leader;      /* ... and its snapshot */
   char msg[512];
   /* links */
   rlock_op *prev, *next;       /* every live operation */
@@ -599,6 +603,11 @@ void rlock__lfan_run(rlock__lfan *g, rlock__fan *out, int64_t deadline_us,
 /* out[0..n) all failed with `rc` (the last error's message): for a
  * fan-out that could not even be made. */
 void rlock__lfan_fail(rlock__fan *out, size_t n, int rc);
+
+/* 1 when `c` is a loop client, which the caller's event loop drives: the
+ * public `_async` entry points refuse a blocking client, whose loop state
+ * belongs to its background thread. */
+int rlock__user_loop(const rlock_client *c);
 
 /* ---- a blocking client's loop (core.c) ---------------------------------- */
 

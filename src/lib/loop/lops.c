@@ -14,6 +14,7 @@
 
 #include "client_int.h"
 #include "common.h"
+#include "election_int.h"
 #include "lock_int.h"
 #include "loop.h"
 #include "watchdog.h"
@@ -29,7 +30,7 @@ static int check(rlock_lock *l, const void *cb, const char *fn) {
                       l == NULL ? "lock" : "callback");
   if (!rlock__origin_ok(&l->client->origin))
     return rlock__origin_refuse(&l->client->origin);
-  if (l->client->loop == NULL || !l->client->drv->user_loop)
+  if (!rlock__user_loop(l->client))
     return rlock__err(RLOCK_EINVAL,
                       "%s: the lock's client was not made with "
                       "rlock_client_new_loop (use the blocking functions)",
@@ -361,4 +362,37 @@ int rlock_lock_extend_async(rlock_lock *l, uint64_t owner, int64_t lease_ms,
   rlock__owner_as(l->client, owner, op->owner);
   op->keep_ms = lease_ms;
   return rlock__lop_submit(op, extend_start);
+}
+
+/* ---- an election's observation ----------------------------------------- */
+
+static void observe_done(rlock_client *c, rlock__lreq *r) {
+  (void)c;
+  rlock_op *op = of_lreq(r);
+  rlock__reply *reply;
+  int rc = answer(r, &reply);
+  if (rc == RLOCK_OK)
+    rc = rlock__observe_parse(reply, &op->leader);
+  rlock__reply_free(reply);
+  rlock__lop_finish(op, rlock__wrongtype(op->l, rc), 0);
+}
+
+static void observe_start(rlock_op *op) {
+  rlock__observe_call(op->l, &op->lreq.call);
+  send_call(op, observe_done);
+}
+
+int rlock_election_observe_async(rlock_election *e, rlock_leader_fn cb,
+                                 void *arg) {
+  if (e == NULL)
+    return rlock__err(RLOCK_EINVAL,
+                      "rlock_election_observe_async: election is NULL");
+  int rc = check(e->lock, (const void *)cb, "rlock_election_observe_async");
+  if (rc != RLOCK_OK)
+    return rc;
+  rlock_op *op = op_new(e->lock, RLOCK__LOP_OBSERVE, NULL, arg);
+  if (op == NULL)
+    return RLOCK_ENOMEM;
+  op->leader_cb = cb;
+  return rlock__lop_submit(op, observe_start);
 }

@@ -440,7 +440,7 @@ static int check_redlock(rlock_redlock *r, const void *cb, const char *fn) {
     rlock_client *c = r->members[i]->client;
     if (!rlock__origin_ok(&c->origin))
       return rlock__origin_refuse(&c->origin);
-    if (c->loop == NULL || !c->drv->user_loop)
+    if (!rlock__user_loop(c))
       return rlock__err(RLOCK_EINVAL,
                         "%s: member %zu's client was not made with "
                         "rlock_client_new_loop (use the blocking functions)",

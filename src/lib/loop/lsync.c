@@ -27,7 +27,7 @@ static int check(const void *obj, const void *cb, const char *fn) {
   rlock_lock *l = *(rlock_lock *const *)obj;
   if (!rlock__origin_ok(&l->client->origin))
     return rlock__origin_refuse(&l->client->origin);
-  if (l->client->loop == NULL)
+  if (!rlock__user_loop(l->client))
     return rlock__err(RLOCK_EINVAL,
                       "%s: the client was not made with "
                       "rlock_client_new_loop (use the blocking functions)",

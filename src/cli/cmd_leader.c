@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * cmd_leader.c - `rlock leader [--json] [--watch] NAME`: who leads the
+ * election NAME (rlock_election_observe: value, term, lease left, owner),
+ * once or one line per change.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+static const char leader_help[] =
+    "Usage: rlock [-u URL] [OPTION]... leader [--json] [--watch]\n"
+    "             [--interval DUR] NAME\n"
+    "\n"
+    "Show who leads the election NAME (see 'rlock elect'): the leader's\n"
+    "value (by default HOST:PID of its rlock elect), its term, the lease\n"
+    "left and its owner id, read in one step. A holder of the lock NAME\n"
+    "that did not campaign (a Redisson RFencedLock, say) is shown with its\n"
+    "owner only.\n"
+    "\n"
+    "Options:\n"
+    "  --json          print one JSON object per line: name, leader (true\n"
+    "                  or false), value, term, ttl_ms, owner\n"
+    "  --watch         print the current state, then one line each time the\n"
+    "                  leader (owner or term) changes, until interrupted;\n"
+    "                  it looks every --interval and when the leader's\n"
+    "                  lease is due to end\n"
+    "  --interval DUR  how often --watch looks (default 1s, at least 10ms)\n"
+    "  -h, --help      show this help\n"
+    "\n"
+    "Exit status:\n"
+    "  0      someone leads\n"
+    "  1      nobody leads (without --watch)\n"
+    "  64     usage error\n"
+    "  65     NAME holds something that is not a lock, or is invalid\n"
+    "  69     Redis unreachable, refusing or failing\n"
+    "  74     cannot write the output\n"
+    "  128+N  --watch ended by signal N\n";
+
+typedef struct leader_args {
+  int json, watch;
+  int64_t interval_ms;
+  const char *name;
+} leader_args;
+
+#define LEADER_SHORTOPTS "+:h"
+enum { OPT_JSON = 256, OPT_WATCH, OPT_INTERVAL };
+
+static int leader_option(leader_args *a, int c, char **argv) {
+  switch (c) {
+  case OPT_JSON:
+    a->json = 1;
+    return CLI_CONTINUE;
+  case OPT_WATCH:
+    a->watch = 1;
+    return CLI_CONTINUE;
+  case OPT_INTERVAL:
+    if (cli_duration_arg("--interval", optarg, &a->interval_ms) != 0)
+      return EX_USAGE;
+    if (a->interval_ms < 10)
+      return cli_usage("--interval must be at least 10ms");
+    return CLI_CONTINUE;
+  default:
+    return cli_bad_option(c, argv, LEADER_SHORTOPTS);
+  }
+}
+
+static int parse_leader(int argc, char **argv, leader_args *a) {
+  static const struct option longopts[] = {
+      {"json", no_argument, NULL, OPT_JSON},
+      {"watch", no_argument, NULL, OPT_WATCH},
+      {"interval", required_argument, NULL, OPT_INTERVAL},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  int c, interval_set = 0;
+  optind = 0;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, LEADER_SHORTOPTS, longopts, NULL)) !=
+         -1) {
+    if (c == 'h')
+      return cli_help(leader_help);
+    interval_set |= c == OPT_INTERVAL;
+    int st = leader_option(a, c, argv);
+    if (st != CLI_CONTINUE)
+      return st;
+  }
+  if (interval_set && !a->watch)
+    return cli_usage("leader: --interval applies to --watch only");
+  return cli_one_name("leader", argc - optind, argv + optind, &a->name);
+}
+
+static void print_json(const char *name, const rlock_leader *l) {
+  fputs("{\"name\":", stdout);
+  cli_json_string(stdout, name);
+  printf(",\"leader\":%s", rlock_leader_present(l) ? "true" : "false");
+  if (rlock_leader_present(l)) {
+    fputs(",\"value\":", stdout);
+    if (rlock_leader_value(l) != NULL)
+      cli_json_string(stdout, rlock_leader_value(l));
+    else
+      fputs("null", stdout);
+    printf(",\"term\":%lld,\"ttl_ms\":%lld,\"owner\":",
+           (long long)rlock_leader_term(l), (long long)rlock_leader_ttl_ms(l));
+    cli_json_string(stdout, rlock_leader_owner(l));
+  }
+  fputs("}\n", stdout);
+}
+
+static void print_text(const char *name, const rlock_leader *l) {
+  cli_put_printable(stdout, name);
+  if (!rlock_leader_present(l)) {
+    fputs(": no leader\n", stdout);
+    return;
+  }
+  char left[32];
+  cli_format_ms(left, sizeof left,
+                rlock_leader_ttl_ms(l) > 0 ? rlock_leader_ttl_ms(l) : 0);
+  if (rlock_leader_value(l) != NULL) {
+    fputs(": ", stdout);
+    cli_put_printable(stdout, rlock_leader_value(l));
+    printf(" (term %lld, lease %s left, owner ",
+           (long long)rlock_leader_term(l), left);
+  } else {
+    printf(": held without a campaign (lease %s left, owner ", left);
+  }
+  cli_put_printable(stdout, rlock_leader_owner(l));
+  fputs(")\n", stdout);
+}
+
+static void print_leader(const leader_args *a, const rlock_leader *l) {
+  if (a->json)
+    print_json(a->name, l);
+  else
+    print_text(a->name, l);
+  fflush(stdout);
+}
+
+/* Whether two snapshots name the same leadership (owner and term). */
+static int same(const rlock_leader *x, const rlock_leader *y) {
+  if (rlock_leader_present(x) != rlock_leader_present(y))
+    return 0;
+  if (!rlock_leader_present(x))
+    return 1;
+  return rlock_leader_term(x) == rlock_leader_term(y) &&
+         strcmp(rlock_leader_owner(x), rlock_leader_owner(y)) == 0;
+}
+
+/* Sleep `ms` on the monotonic clock, in steps a caught signal ends. */
+static void pause_ms(int64_t ms) {
+  int64_t end = cli_now_ms() + ms;
+  while (cli_signal_caught() == 0 && cli_now_ms() < end) {
+    int64_t step = end - cli_now_ms();
+    if (step > 50)
+      step = 50;
+    struct timespec ts = {0, (long)step * 1000000L};
+    nanosleep(&ts, NULL); /* EINTR: the loop looks at the signal */
+  }
+}
+
+/* --watch: look every interval, and at the lease's end. */
+static int watch(rlock_election *e, const leader_args *a, rlock_leader *last) {
+  for (;;) {
+    int64_t next = a->interval_ms, ttl = rlock_leader_ttl_ms(last);
+    if (ttl > 0 && ttl + 1 < next)
+      next = ttl + 1;
+    pause_ms(next);
+    if (cli_signal_caught() != 0)
+      break;
+    rlock_leader *now;
+    int rc = rlock_election_observe(&now, e);
+    if (rc != RLOCK_OK) {
+      rlock_leader_free(last);
+      return cli_lib_error(rc);
+    }
+    if (!same(last, now))
+      print_leader(a, now);
+    rlock_leader_free(last);
+    last = now;
+  }
+  rlock_leader_free(last);
+  return CLI_EXIT_SIGNAL_BASE + cli_signal_caught();
+}
+
+static int show(rlock_client *client, const leader_args *a) {
+  rlock_election *e;
+  int rc = rlock_election_new(&e, client, a->name);
+  if (rc != RLOCK_OK)
+    return cli_lib_error(rc);
+  rlock_leader *l;
+  rc = rlock_election_observe(&l, e);
+  int status;
+  if (rc != RLOCK_OK) {
+    status = cli_lib_error(rc);
+  } else {
+    print_leader(a, l);
+    if (a->watch)
+      status = watch(e, a, l);
+    else {
+      status = rlock_leader_present(l) ? 0 : CLI_EXIT_NOTHING;
+      rlock_leader_free(l);
+    }
+  }
+  rlock_election_free(e);
+  return status;
+}
+
+int cli_cmd_leader(const cli_global *g, int argc, char **argv) {
+  leader_args a = {0, 0, 1000, NULL};
+  int status = parse_leader(argc, argv, &a);
+  if (status != CLI_CONTINUE)
+    return status;
+  if (a.watch && cli_signals_install() != 0)
+    return cli_fail(EX_OSERR, "cannot catch signals: %s", strerror(errno));
+  rlock_client *client;
+  status = cli_client_new(g, g->url, NULL, NULL, &client);
+  if (status != 0)
+    return status;
+  status = show(client, &a);
+  rlock_client_free(client);
+  if (a.watch)
+    cli_signals_free();
+  return status;
+}
