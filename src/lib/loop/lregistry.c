@@ -28,8 +28,10 @@ static void reg_done(rlock_client *c, rlock__lreq *r) {
   r->q.reply = NULL;
   rlock__call_clear(&r->call);
   lp->reg_busy = 0;
+  /* Only a refusal is worth a word: an outage is the lock calls' to
+   * report, and memory short for now is tried again next period. */
   if (rc == RLOCK_OK || lp->closing || lp->reg_warned || rc == RLOCK_EIO ||
-      rc == RLOCK_ETIMEOUT || rc == RLOCK_ECLOSED)
+      rc == RLOCK_ETIMEOUT || rc == RLOCK_ECLOSED || rc == RLOCK_ENOMEM)
     return;
   lp->reg_warned = 1;
   const rlock_error *e = rlock_error_last();
