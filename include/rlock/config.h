@@ -343,7 +343,9 @@ RLOCK_EXTERN int rlock_config_set_metrics_names(rlock_config *cfg,
  * on a lock call's path. rlock_client_whois() reads it back, so
  * operators (`rlock status`, `rlock list`) see who holds and who waits.
  * A write the server refuses (an ACL) is logged once at WARN and never
- * touches the locks. 0 turns the registry off: no key is ever written.
+ * touches the locks; a write that cannot reach the server is tried again
+ * next period, and logged only at DEBUG (the lock calls report an
+ * outage). 0 turns the registry off: no key is ever written.
  * Default RLOCK_REGISTRY_PERIOD_DEFAULT (10 s).
  * @return RLOCK_OK, or RLOCK_EINVAL (config NULL, period_ms other than 0
  *         and outside 100..3600000).
