@@ -13,13 +13,14 @@ set -euo pipefail
 # scripts/test_python.sh; python3-prometheus-client: its metrics'
 # collector and tests); dh-python and python3-all-dev: python3-rlock's
 # build (debian/control's Build-Depends; scripts/deb.sh also installs
-# debhelper and dpkg-dev).
+# debhelper and dpkg-dev); tmux: test_cli runs `rlock top` in a real
+# terminal.
 PKGS=(build-essential g++ cmake pkg-config libhiredis-dev libssl-dev openssl libcmocka-dev
       libuv1-dev libevent-dev
       python3-dev python3-venv python3-setuptools python3-wheel python3-cffi python3-pytest
       python3-pytest-asyncio python3-prometheus-client mypy dh-python python3-all-dev
       redis-server redis-tools redis-sentinel valgrind python3
-      clang libclang-rt-dev clang-format)
+      clang libclang-rt-dev clang-format tmux)
 
 missing=()
 for p in "${PKGS[@]}"; do

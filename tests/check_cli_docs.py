@@ -179,7 +179,7 @@ def man_exit_codes(lines):
             for i, line in enumerate(lines[:-1]) if line.startswith(".TP")}
 
 
-STDOUT_COMMANDS = {"status", "list", "unlock", "latch"}
+STDOUT_COMMANDS = {"status", "list", "top", "unlock", "latch"}
 
 
 def help_commands(text):

@@ -5,5 +5,6 @@
 #include "parsers.h"
 
 int fuzz_cli_list(int argc, char **argv, const char **pattern, int *json) {
-  return parse_list(argc, argv, pattern, json);
+  int counts = 0;
+  return parse_list(argc, argv, pattern, json, &counts);
 }

@@ -121,6 +121,39 @@ RLOCK_EXTERN const char *rlock_client_topology(const rlock_client *client);
  */
 RLOCK_EXTERN int rlock_client_ping(rlock_client *client, int64_t *rtt_us);
 
+/** What a client's registry record says about it
+ * (rlock_config_set_registry_period). Strings are NUL-terminated. */
+typedef struct rlock_client_record {
+  char client_id[37];                  /**< the client's id (its UUID) */
+  char host[256];                      /**< its host name */
+  long long pid;                       /**< its process id on that host */
+  char program[RLOCK_PROGRAM_MAX + 1]; /**< rlock_config_set_program's text,
+                                            or the command line */
+  char version[32];                    /**< its rlock version */
+  int64_t started_ms; /**< when it was made, Unix epoch milliseconds */
+} rlock_client_record;
+
+/**
+ * Who is behind an owner field (a lock's holder or waiter, as
+ * rlock_lock_info_owner() gives it: "<client id>:<thread>") or a bare
+ * client id: reads its registry record from the server, one GET of
+ * RLOCK_REGISTRY_PREFIX + the id on the node that serves that key.
+ * Blocking; thread-safe; not for a loop client (RLOCK_EINVAL).
+ *
+ * @param owner an owner field or a client id (a UUID, 36 characters,
+ *              before any ':'); borrowed
+ * @param out   filled when the record is found (zeroed otherwise)
+ * @return 1 when found; 0 when there is no record (a Redisson client, a
+ *         client whose registry is off, one gone for three periods); or
+ *         RLOCK_EINVAL (NULL argument, an owner that does not start with
+ *         a client id, a loop client), RLOCK_ECLOSED (a fork()ed child),
+ *         RLOCK_EIO, RLOCK_ETIMEOUT, RLOCK_EAUTH (an ACL refused the
+ *         read), RLOCK_EWRONGTYPE (the key is not a record),
+ *         RLOCK_ESERVER, RLOCK_ENOMEM.
+ */
+RLOCK_EXTERN int rlock_client_whois(rlock_client *client, const char *owner,
+                                    rlock_client_record *out);
+
 /**
  * Counters of what a client has done since it was created, for a program
  * to export to its metrics. Each only grows. Fields are only ever added

@@ -324,6 +324,46 @@ RLOCK_EXTERN int rlock_config_set_subscription_linger(rlock_config *cfg,
 RLOCK_EXTERN int rlock_config_set_metrics_names(rlock_config *cfg,
                                                 int max_names);
 
+/** Where each client's registry record lives: this prefix, then its
+ * client id (rlock_client_id). An ACL that lets clients write it is in
+ * the README's ACL section. */
+#define RLOCK_REGISTRY_PREFIX "rlock:client:"
+/** The registry period by default, in milliseconds. */
+#define RLOCK_REGISTRY_PERIOD_DEFAULT 10000
+/** The longest program text (rlock_config_set_program), in bytes. */
+#define RLOCK_PROGRAM_MAX 256
+
+/**
+ * How often the client writes its registry record: one SET of
+ * RLOCK_REGISTRY_PREFIX + its client id, holding its host, pid, program,
+ * rlock version and start time, with a TTL of three periods, so the
+ * record goes a little after the client does. It is written when the
+ * client is made and then once a period, on the client's background
+ * thread (a blocking client) or its loop's thread (a loop client), never
+ * on a lock call's path. rlock_client_whois() reads it back, so
+ * operators (`rlock status`, `rlock list`) see who holds and who waits.
+ * A write the server refuses (an ACL) is logged once at WARN and never
+ * touches the locks; a write that cannot reach the server is tried again
+ * next period, and logged only at DEBUG (the lock calls report an
+ * outage). 0 turns the registry off: no key is ever written.
+ * Default RLOCK_REGISTRY_PERIOD_DEFAULT (10 s).
+ * @return RLOCK_OK, or RLOCK_EINVAL (config NULL, period_ms other than 0
+ *         and outside 100..3600000).
+ */
+RLOCK_EXTERN int rlock_config_set_registry_period(rlock_config *cfg,
+                                                  int64_t period_ms);
+
+/**
+ * The program the registry record names: e.g. the command `rlock exec`
+ * runs. Default (NULL): the process's command line, read from
+ * /proc/self/cmdline (its arguments joined by spaces), or "" where there
+ * is none. Control characters are written as spaces; the text is copied.
+ * @return RLOCK_OK, or RLOCK_EINVAL (config NULL, an empty text, one over
+ *         RLOCK_PROGRAM_MAX bytes).
+ */
+RLOCK_EXTERN int rlock_config_set_program(rlock_config *cfg,
+                                          const char *program);
+
 /** How much a log message matters; a hook gets those up to its level. */
 typedef enum rlock_log_level {
   RLOCK_LOG_ERROR = 1, /**< a held lock was lost */

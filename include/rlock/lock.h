@@ -669,6 +669,56 @@ RLOCK_EXTERN int rlock_client_list_locks(rlock_client *client,
                                          const char *pattern,
                                          rlock_lock_list_fn fn, void *arg);
 
+/**
+ * Called by rlock_client_list_counts() for each count found, as
+ * rlock_lock_list_fn is (the calling thread, no library lock held).
+ *
+ * @param name      the key. Borrowed: valid during the call.
+ * @param kind      "permit-expirable-semaphore" (a lease set,
+ *                  {NAME}:timeout, holds permits leased now) or "count":
+ *                  a semaphore's available permits, a count-down latch's
+ *                  count, or any other string of decimal digits (in
+ *                  Redis they look alike, as in Redisson, and a
+ *                  permit-expirable semaphore with no permit leased
+ *                  looks the same too). Static.
+ * @param available the number stored (a semaphore's available permits, a
+ *                  latch's count)
+ * @param leased    permits leased now (a permit-expirable semaphore's),
+ *                  else 0
+ * @param node      "host:port" of the server that answered. Borrowed.
+ * @param arg       the pointer given to rlock_client_list_counts().
+ * @return 0 to go on; anything else stops the listing.
+ */
+typedef int (*rlock_count_list_fn)(const char *name, const char *kind,
+                                   int64_t available, int64_t leased,
+                                   const char *node, void *arg);
+
+/**
+ * The counts whose names match the glob `pattern`: semaphores, latches
+ * and permit-expirable semaphores (rlock/semaphore.h, rlock/latch.h), on
+ * every server as rlock_client_list_locks() walks them, with SCAN ...
+ * TYPE string in the same small steps; each step's strings go, per
+ * cluster slot, to one read-only script that keeps those holding decimal
+ * digits. Redisson's own keys (names starting "redisson_": fencing-token
+ * counters, unlock latches) and rlock's registry records
+ * (RLOCK_REGISTRY_PREFIX) are left out; any other counter an application
+ * keeps under the pattern shows as a "count": give a pattern that only
+ * your semaphores and latches match. Every string matched is read (an
+ * access for LRU/LFU eviction); nothing is written.
+ *
+ * Threading, access control (plus +get +type +zcard on the lease sets)
+ * and the order of reports as rlock_client_list_locks().
+ *
+ * @return RLOCK_OK (also when fn stopped the listing); RLOCK_EINVAL
+ *         (client or fn NULL, pattern empty or longer than
+ *         RLOCK_MAX_NAME_LEN bytes, a loop client); RLOCK_EIO,
+ *         RLOCK_ETIMEOUT, RLOCK_EAUTH, RLOCK_ESERVER, RLOCK_EPROTO,
+ *         RLOCK_ENOMEM, RLOCK_ECLOSED, as rlock_client_list_locks().
+ */
+RLOCK_EXTERN int rlock_client_list_counts(rlock_client *client,
+                                          const char *pattern,
+                                          rlock_count_list_fn fn, void *arg);
+
 RLOCK_END_DECLS
 
 #endif /* RLOCK_LOCK_H */

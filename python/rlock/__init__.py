@@ -22,8 +22,9 @@ them with Java services, the ``rlock`` command and C programs.
 
 ``rlock.aio`` has the same locks for asyncio.
 """
-from ._base import (Holder, Leader, LockInfo, LogLevel, MemberResult, Owner,
-                    PubSubMode, RedLockResult, Status, Waiter)
+from ._base import (ClientRecord, Holder, Leader, LockInfo, LogLevel,
+                    MemberResult, Owner, PubSubMode, RedLockResult, Status,
+                    Waiter)
 from ._client import (Cancel, Client, Election, FairLock, FencedLock, Lock, MultiLock,
                       NonReentrantFairLock, NonReentrantLock, ReadLock,
                       ReadWriteLock, RedLock, SpinLock, Stats, WriteLock,
@@ -47,7 +48,7 @@ __all__ = [
     "NonReentrantLock", "NonReentrantFairLock", "AlreadyHeld",
     "Semaphore", "PermitExpirableSemaphore", "Permit", "CountDownLatch",
     "WriteLock", "ReadWriteLock", "MultiLock", "RedLock", "Owner", "Cancel",
-    "LockInfo", "Holder", "Waiter", "RedLockResult", "MemberResult", "Stats",
+    "LockInfo", "Holder", "Waiter", "ClientRecord", "RedLockResult", "MemberResult", "Stats",
     "Metrics", "LockMetrics", "Histogram", "MetricsCollector",
     "Status", "PubSubMode", "LogLevel", "lock_order", "Error",
     "InvalidArgument", "OutOfMemory", "ConnectionError", "TimeoutError",

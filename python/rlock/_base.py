@@ -237,6 +237,39 @@ class Waiter:
 
 
 @dataclass(frozen=True)
+class ClientRecord:
+    """Who an owner field belongs to: its client's registry record
+    (Client.whois(), rlock_client_whois), written by every rlock client
+    unless its ``registry_period`` is 0.
+
+    Attributes:
+        client_id: the client's id, the owner field's part before ':'.
+        host: the host name it runs on.
+        pid: its process id there.
+        program: the ``program`` it was given, else its command line.
+        version: its rlock version.
+        started: when the client was made, Unix epoch seconds (its clock).
+    """
+
+    client_id: str
+    host: str
+    pid: int
+    program: str
+    version: str
+    started: float
+
+
+def client_record(rec: Any) -> ClientRecord:
+    """Copy a filled rlock_client_record into a ClientRecord."""
+    def text(field: Any) -> str:
+        return str(ffi.string(field).decode("utf-8", "replace"))
+    return ClientRecord(client_id=text(rec.client_id), host=text(rec.host),
+                        pid=int(rec.pid), program=text(rec.program),
+                        version=text(rec.version),
+                        started=int(rec.started_ms) / 1000)
+
+
+@dataclass(frozen=True)
 class LockInfo:
     """A lock's whole state, read in one atomic step (inspect()).
 
@@ -459,6 +492,7 @@ def make_config(url: Optional[str], kw: Dict[str, Any],
         _set(cfg, "user/password", lib.rlock_config_set_password(
             cfg, ffi.NULL if user is None else _bytes(user, "user"),
             ffi.NULL if pw is None else _bytes(pw, "password")))
+    _set_registry(cfg, kw)
     if lost_cb is not None:
         _set(cfg, "on_lost",
              lib.rlock_config_set_lost_callback(cfg, lost_cb, userdata))
@@ -467,6 +501,18 @@ def make_config(url: Optional[str], kw: Dict[str, Any],
         _set(cfg, f"log_level={level!r}",
              lib.rlock_config_set_log(cfg, log_cb, int(level), userdata))
     return cfg
+
+
+def _set_registry(cfg: Any, kw: Dict[str, Any]) -> None:
+    v = kw.get("registry_period")
+    if v is not None:
+        _set(cfg, f"registry_period={v!r}",
+             lib.rlock_config_set_registry_period(
+                 cfg, seconds_to_ms(v, "registry_period")))
+    v = kw.get("program")
+    if v is not None:
+        _set(cfg, f"program={v!r}",
+             lib.rlock_config_set_program(cfg, _bytes(v, "program")))
 
 
 def _set_ints(cfg: Any, kw: Dict[str, Any]) -> None:

@@ -87,6 +87,10 @@ int rlock_config_set_subscription_linger(rlock_config *cfg, int64_t ms,
                                          int max_idle);
 #define RLOCK_METRICS_NAMES_MAX ...
 int rlock_config_set_metrics_names(rlock_config *cfg, int max_names);
+#define RLOCK_REGISTRY_PERIOD_DEFAULT ...
+#define RLOCK_PROGRAM_MAX ...
+int rlock_config_set_registry_period(rlock_config *cfg, int64_t period_ms);
+int rlock_config_set_program(rlock_config *cfg, const char *program);
 int rlock_config_set_log(rlock_config *cfg, rlock_log_fn fn,
                          rlock_log_level max_level, void *userdata);
 
@@ -99,6 +103,12 @@ const char *rlock_client_id(const rlock_client *client);
 int rlock_client_owner(char *buf, size_t size, const rlock_client *client);
 const char *rlock_client_topology(const rlock_client *client);
 int rlock_client_ping(rlock_client *client, int64_t *rtt_us);
+typedef struct rlock_client_record {
+  char client_id[37]; char host[256]; long long pid; char program[257];
+  char version[32]; int64_t started_ms;
+} rlock_client_record;
+int rlock_client_whois(rlock_client *client, const char *owner,
+                       rlock_client_record *out);
 typedef struct rlock_stats {
   uint64_t acquisitions; uint64_t waits; uint64_t wakeups; uint64_t releases;
   uint64_t renewals; uint64_t renewal_failures; uint64_t lost;

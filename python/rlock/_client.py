@@ -12,11 +12,12 @@ from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence,
                     Set, Tuple, Type, Union)
 
 from . import _base, _metrics, _sync, _wait
-from ._base import (DEFAULT, ECANCELED, ELOCKED, OK, CallbackThread, Handle,
-                    Leader, LockInfo, LogLevel, OwnerLike, PubSubMode,
-                    RedLockResult, _bytes, _text, check, lease_ms, leader_of,
-                    leader_value, lock_info, owner_number, pick_lease,
-                    pick_wait, redlock_result, spin_options, wait_ms)
+from ._base import (DEFAULT, ECANCELED, ELOCKED, OK, CallbackThread,
+                    ClientRecord, Handle, Leader, LockInfo, LogLevel,
+                    OwnerLike, PubSubMode, RedLockResult, _bytes, _text,
+                    check, lease_ms, leader_of, leader_value, lock_info,
+                    owner_number, pick_lease, pick_wait, redlock_result,
+                    spin_options, wait_ms)
 from ._errors import (Closed, Error, InvalidArgument, Locked, LockLost,
                       NotHeld, error_for)
 from ._metrics import Metrics, MetricsCollector
@@ -186,6 +187,13 @@ class Client:
         metrics_names: keep the metrics of up to this many lock names
             apart, each under a ``name`` label (default 0: per kind only;
             rlock_config_set_metrics_names).
+        registry_period: how often (seconds) the client writes its
+            registry record, rlock:client:<client id>, naming its host,
+            pid, program, rlock version and start time for operators
+            (whois(), ``rlock status``); default 10, 0: never
+            (rlock_config_set_registry_period).
+        program: the program that record names (default: the command
+            line, e.g. "python3 app.py"; at most 256 bytes).
 
     Raises:
         InvalidArgument: a URL or an option out of range; the message says
@@ -220,6 +228,8 @@ class Client:
                  subscription_linger: Optional[float] = None,
                  max_idle_subscriptions: Optional[int] = None,
                  metrics_names: Optional[int] = None,
+                 registry_period: Optional[float] = None,
+                 program: Optional[str] = None,
                  log: Optional[LogCallback] = None,
                  log_level: LogLevel = LogLevel.WARN) -> None:
         kw = {k: v for k, v in locals().items()
@@ -382,6 +392,23 @@ class Client:
         finally:
             self._leave()
         return int(rtt[0]) / 1e6
+
+    def whois(self, owner: str) -> Optional[ClientRecord]:
+        """Who is behind an owner field (a Holder's or a Waiter's ``owner``)
+        or a client id: its client's registry record, read from the
+        server (one GET), or None when there is none (a Redisson client,
+        an rlock client whose ``registry_period`` is 0, or one gone for a
+        while). Raises InvalidArgument for an owner that does not start
+        with a client id."""
+        out = ffi.new("rlock_client_record *")
+        b = _bytes(owner, "owner")
+        self._enter()
+        try:
+            found = lib.rlock_client_whois(self._ptr, b, out)
+        finally:
+            self._leave()
+        check(min(found, 0))
+        return _base.client_record(out) if found == 1 else None
 
     def stats(self) -> Stats:
         """The client's counters (acquisitions, waits, renewals, ...)."""

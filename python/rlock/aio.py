@@ -356,6 +356,8 @@ class Client:
                  subscription_linger: Optional[float] = None,
                  max_idle_subscriptions: Optional[int] = None,
                  metrics_names: Optional[int] = None,
+                 registry_period: Optional[float] = None,
+                 program: Optional[str] = None,
                  log: Optional[Callable[[LogLevel, str], Any]] = None,
                  log_level: LogLevel = LogLevel.WARN) -> None:
         kw = {k: v for k, v in locals().items()

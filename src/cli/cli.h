@@ -51,6 +51,9 @@ typedef struct cli_global {
   const char *tls_server_name; /* --tls-server-name NAME, or NULL */
   int64_t connect_timeout_ms;  /* --connect-timeout DUR, or 0: default */
   int64_t command_timeout_ms;  /* --command-timeout DUR, or 0: default */
+  /* The program the client's registry record names (exec: its COMMAND),
+   * or NULL: no registry record (the commands that hold nothing). */
+  const char *program;
 } cli_global;
 
 /* The library's default command timeout (rlock_config_set_command_timeout_ms),
@@ -67,20 +70,38 @@ int cli_cmd_status(const cli_global *g, int argc, char **argv);
 int cli_cmd_unlock(const cli_global *g, int argc, char **argv);
 int cli_cmd_list(const cli_global *g, int argc, char **argv);
 int cli_cmd_latch(const cli_global *g, int argc, char **argv);
+int cli_cmd_top(const cli_global *g, int argc, char **argv);
 int cli_cmd_elect(const cli_global *g, int argc, char **argv);
 int cli_cmd_leader(const cli_global *g, int argc, char **argv);
 
 /* ---- a lock's snapshot as `status` shows it (cmd_status.c) -------------- */
 
 /* "  holder OWNER (2 holds)" lines; a read-write lock's "  reader ..." and
-   "  writer ...". */
-void cli_print_holders(const rlock_lock_info *info);
-/* "  queued 1: OWNER (deadline in 4m59s)" for each waiter listed. */
-void cli_print_queue(const rlock_lock_info *info);
+   "  writer ...", each followed by its client's line (cli_print_who). */
+void cli_print_holders(rlock_client *client, const rlock_lock_info *info);
+/* "  queued 1: OWNER (deadline in 4m59s)" for each waiter listed, each
+   followed by its client's line. */
+void cli_print_queue(rlock_client *client, const rlock_lock_info *info);
 /* "  node HOST:PORT (cluster)" for a cluster or Sentinel, else nothing. */
 void cli_print_node(const rlock_lock_info *info, const char *topology);
-/* The JSON members "holders": [...], "queue": [...]. */
-void cli_json_holders(const rlock_lock_info *info);
+/* The JSON members "holders": [...], "queue": [...], each entry with its
+   "client" (cli_json_who). */
+void cli_json_holders(rlock_client *client, const rlock_lock_info *info);
+
+/* ---- who is behind an owner field (who.c) ------------------------------ */
+
+/* "    client: pid 4242 on HOST, PROGRAM (rlock 0.9.0, client up 5m07s)"
+   from the owner's registry record (rlock_client_whois, read once per
+   client id a command), or "    client: Redisson or unknown client (no
+   registry record)". */
+void cli_print_who(rlock_client *client, const char *owner);
+/* The JSON member ', "client": {"host": ..., "pid": N, "program": ...,
+   "version": ..., "started_ms": N}', or ', "client": null'. */
+void cli_json_who(rlock_client *client, const char *owner);
+/* The owner's registry record (read as cli_print_who reads it), or NULL
+   when it has none. Borrowed: valid until the next cli_who_* call. */
+const rlock_client_record *cli_who_record(rlock_client *client,
+                                          const char *owner);
 
 /* ---- errors and exit statuses (util.c) -------------------------------- */
 
@@ -198,6 +219,11 @@ int cli_lock_new(cli_kind kind, rlock_lock **lock, rlock_client *client,
 int cli_open(const cli_global *g, const char *name, cli_kind kind,
              rlock_lost_fn lost, void *ud, rlock_client **client,
              rlock_lock **lock);
+
+/* COMMAND and its arguments joined by spaces, cut to what the registry
+ * keeps, into buf (RLOCK_PROGRAM_MAX + 1 bytes): the program exec's and
+ * elect's registry records name (cli_global.program). */
+void cli_program_text(char *const *command, char *buf);
 
 /* Free what cli_open() made. */
 void cli_close(rlock_client *client, rlock_lock *lock);

@@ -111,6 +111,10 @@ static int configure(rlock_config *cfg, const cli_global *g, const char *url,
                                         cfg, g->command_timeout_ms) != RLOCK_OK)
     return cli_usage("invalid --command-timeout: %s",
                      rlock_error_last()->message);
+  if ((g->program != NULL
+           ? rlock_config_set_program(cfg, g->program)
+           : rlock_config_set_registry_period(cfg, 0)) != RLOCK_OK)
+    return cli_lib_error(rlock_error_last()->code);
   if (rlock_config_set_log(cfg, cli_notice_log, RLOCK_LOG_WARN, NULL) !=
       RLOCK_OK)
     return cli_lib_error(rlock_error_last()->code);

@@ -254,6 +254,12 @@ int cli_cmd_elect(const cli_global *g, int argc, char **argv) {
   int status = parse_elect(argc, argv, &a);
   if (status != CLI_CONTINUE)
     return status;
+  /* The registry record names COMMAND: operators see who leads. */
+  static char program[RLOCK_PROGRAM_MAX + 1];
+  cli_program_text(a.command, program);
+  cli_global gx = *g;
+  gx.program = program;
+  g = &gx;
   if (g->command_timeout_ms != 0)
     a.release_ms = g->command_timeout_ms;
   int64_t period = (g->watchdog_ms != 0 ? g->watchdog_ms : 30000) / 3;

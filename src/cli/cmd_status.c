@@ -26,6 +26,11 @@ static const char status_help[] =
     "lock (exec --fenced, Redisson's RFencedLock) has been taken on NAME,\n"
     "also the latest fencing token issued for it (while NAME is held by a\n"
     "fenced holder, that holder's token).\n"
+    "Each holder and queued waiter is followed by who it is, from its\n"
+    "client's registry record (rlock:client:<client id>): host, pid,\n"
+    "program, rlock version and how long ago the client was made (the hold\n"
+    "time itself is not kept in Redis); \"Redisson or unknown client\" when\n"
+    "there is no record.\n"
     "A NAME that holds a semaphore's or a count-down latch's count (both\n"
     "are a number in Redis) shows that count; a permit-expirable semaphore\n"
     "with permits leased shows how many are available of how many (reading\n"
@@ -37,8 +42,10 @@ static const char status_help[] =
     "               {\"name\": \"NAME\", \"locked\": true|false, "
     "\"ttl_ms\": N,\n"
     "                \"mode\": \"read\"|\"write\"|null,\n"
-    "                \"holders\": [{\"owner\": \"OWNER\", \"count\": N}],\n"
-    "                \"queue\": [{\"owner\": \"OWNER\", \"deadline_ms\": N}],\n"
+    "                \"holders\": [{\"owner\": \"OWNER\", \"count\": N,\n"
+    "                  \"client\": CLIENT}],\n"
+    "                \"queue\": [{\"owner\": \"OWNER\", \"deadline_ms\": N,\n"
+    "                  \"client\": CLIENT}],\n"
     "                \"node\": \"HOST:PORT\", \"topology\": "
     "\"single\"|\"cluster\"|\n"
     "                \"sentinel\", \"token\": N}\n"
@@ -48,7 +55,10 @@ static const char status_help[] =
     "               writer's owner ends in \":write\"; node is the server\n"
     "               that answered: in a cluster the master of the lock's\n"
     "               slot, behind Sentinel the master; token, the latest\n"
-    "               fencing token, only once one has been issued);\n"
+    "               fencing token, only once one has been issued;\n"
+    "               CLIENT is {\"host\": H, \"pid\": N, \"program\": P,\n"
+    "               \"version\": V, \"started_ms\": N} from the registry\n"
+    "               record, or null for a Redisson or unknown client);\n"
     "               for a count: {\"name\": \"NAME\", \"kind\":\n"
     "                \"count\"|\"permit-expirable-semaphore\", \"available\": "
     "N,\n"
@@ -66,26 +76,33 @@ static const char status_help[] =
     "       tried)\n"
     "  74   cannot write the output\n";
 
-void cli_json_holders(const rlock_lock_info *info) {
+void cli_json_holders(rlock_client *client, const rlock_lock_info *info) {
   fputs("\"holders\": [", stdout);
   for (size_t i = 0; i < rlock_lock_info_holder_count(info); i++) {
+    const char *owner = rlock_lock_info_holder_owner(info, i);
     fputs(i > 0 ? ", {\"owner\": " : "{\"owner\": ", stdout);
-    cli_json_string(stdout, rlock_lock_info_holder_owner(info, i));
-    printf(", \"count\": %" PRId64 "}", rlock_lock_info_holder_holds(info, i));
+    cli_json_string(stdout, owner);
+    printf(", \"count\": %" PRId64, rlock_lock_info_holder_holds(info, i));
+    cli_json_who(client, owner);
+    fputc('}', stdout);
   }
   fputs("], \"queue\": [", stdout);
   for (size_t i = 0; i < rlock_lock_info_queue_count(info); i++) {
+    const char *owner = rlock_lock_info_queue_owner(info, i);
     fputs(i > 0 ? ", {\"owner\": " : "{\"owner\": ", stdout);
-    cli_json_string(stdout, rlock_lock_info_queue_owner(info, i));
-    printf(", \"deadline_ms\": %" PRId64 "}",
+    cli_json_string(stdout, owner);
+    printf(", \"deadline_ms\": %" PRId64,
            rlock_lock_info_queue_deadline_ms(info, i));
+    cli_json_who(client, owner);
+    fputc('}', stdout);
   }
   fputc(']', stdout);
 }
 
 /* `token` is the latest fencing token, 0 when none was ever issued. */
-static void print_json(const char *name, const rlock_lock_info *info,
-                       const char *topology, int64_t token) {
+static void print_json(rlock_client *client, const char *name,
+                       const rlock_lock_info *info, const char *topology,
+                       int64_t token) {
   fputs("{\"name\": ", stdout);
   cli_json_string(stdout, name);
   const char *mode = rlock_lock_info_mode(info);
@@ -93,7 +110,7 @@ static void print_json(const char *name, const rlock_lock_info *info,
          rlock_lock_info_locked(info) ? "true" : "false",
          rlock_lock_info_ttl_ms(info), mode ? "\"" : "", mode ? mode : "null",
          mode ? "\"" : "");
-  cli_json_holders(info);
+  cli_json_holders(client, info);
   fputs(", \"node\": ", stdout);
   cli_json_string(stdout, rlock_lock_info_node(info));
   printf(", \"topology\": \"%s\"", topology);
@@ -102,20 +119,23 @@ static void print_json(const char *name, const rlock_lock_info *info,
   fputs("}\n", stdout);
 }
 
-void cli_print_queue(const rlock_lock_info *info) {
+void cli_print_queue(rlock_client *client, const rlock_lock_info *info) {
   for (size_t i = 0; i < rlock_lock_info_queue_count(info); i++) {
     char left[32];
+    const char *owner = rlock_lock_info_queue_owner(info, i);
     cli_format_ms(left, sizeof left,
                   rlock_lock_info_queue_deadline_ms(info, i));
     printf("  queued %zu: ", i + 1);
-    cli_put_printable(stdout, rlock_lock_info_queue_owner(info, i));
+    cli_put_printable(stdout, owner);
     printf(" (deadline in %s)\n", left);
+    cli_print_who(client, owner);
   }
 }
 
 /* "  holder OWNER (2 holds)"; for a read-write lock "  reader OWNER (...)"
  * or "  writer OWNER (...)" (the owner without its ":write" suffix). */
-static void print_holder(const rlock_lock_info *info, size_t i, int rw) {
+static void print_holder(rlock_client *client, const rlock_lock_info *info,
+                         size_t i, int rw) {
   const char *owner = rlock_lock_info_holder_owner(info, i);
   int64_t holds = rlock_lock_info_holder_holds(info, i);
   size_t n = strlen(owner);
@@ -129,11 +149,12 @@ static void print_holder(const rlock_lock_info *info, size_t i, int rw) {
     cli_put_printable(stdout, owner);
   }
   printf(" (%" PRId64 " hold%s)\n", holds, holds == 1 ? "" : "s");
+  cli_print_who(client, owner);
 }
 
-void cli_print_holders(const rlock_lock_info *info) {
+void cli_print_holders(rlock_client *client, const rlock_lock_info *info) {
   for (size_t i = 0; i < rlock_lock_info_holder_count(info); i++)
-    print_holder(info, i, rlock_lock_info_mode(info) != NULL);
+    print_holder(client, info, i, rlock_lock_info_mode(info) != NULL);
 }
 
 void cli_print_node(const rlock_lock_info *info, const char *topology) {
@@ -151,14 +172,15 @@ static void print_token(int64_t token) {
 }
 
 /* "orders: locked, expires in 29.5s" + "  holder OWNER (2 holds)" lines. */
-static void print_human(const char *name, const rlock_lock_info *info,
-                        const char *topology, int64_t token) {
+static void print_human(rlock_client *client, const char *name,
+                        const rlock_lock_info *info, const char *topology,
+                        int64_t token) {
   int64_t ttl = rlock_lock_info_ttl_ms(info);
   cli_put_printable(stdout, name);
   if (!rlock_lock_info_locked(info)) {
     fputs(": free\n", stdout);
     print_token(token);
-    cli_print_queue(info);
+    cli_print_queue(client, info);
     cli_print_node(info, topology);
     return;
   }
@@ -171,9 +193,9 @@ static void print_human(const char *name, const rlock_lock_info *info,
                                                   : " for reading";
   printf(": locked%s, %s%s\n", what, ttl >= 0 ? "expires in " : "no expiry",
          left);
-  cli_print_holders(info);
+  cli_print_holders(client, info);
   print_token(token);
-  cli_print_queue(info);
+  cli_print_queue(client, info);
   cli_print_node(info, topology);
 }
 
@@ -278,9 +300,9 @@ static int show(rlock_client *client, const char *name, int json) {
   }
   const char *topology = rlock_client_topology(client);
   if (json)
-    print_json(name, info, topology, token);
+    print_json(client, name, info, topology, token);
   else
-    print_human(name, info, topology, token);
+    print_human(client, name, info, topology, token);
   rlock_lock_info_free(info);
   return 0;
 }

@@ -23,7 +23,9 @@ static const char main_help[] =
     "             [--kill-after DUR] [--check-every DUR] [-v]\n"
     "             NAME [NAME...] -- COMMAND [ARG...]\n"
     "       rlock [-u URL] [OPTION]... status [--json] NAME [NAME...]\n"
-    "       rlock [-u URL] [OPTION]... list [--json] [PATTERN]\n"
+    "       rlock [-u URL] [OPTION]... list [--json] [--counts] [PATTERN]\n"
+    "       rlock [-u URL] [OPTION]... top [--once] [--json] [--counts]\n"
+    "             [--interval DUR] [PATTERN]\n"
     "       rlock [-u URL] [OPTION]... unlock --force NAME\n"
     "       rlock [-u URL] [OPTION]... latch set NAME COUNT\n"
     "       rlock [-u URL] [OPTION]... latch down NAME\n"
@@ -43,6 +45,7 @@ static const char main_help[] =
     "           the N permits of the semaphore NAME instead)\n"
     "  status   show who holds each lock NAME (--json for scripts)\n"
     "  list     show the locks held now whose names match PATTERN\n"
+    "  top      the locks held now, who holds and who waits, refreshed\n"
     "  unlock   delete the lock NAME whoever holds it (--force)\n"
     "  latch    set, count down or wait for the count-down latch NAME\n"
     "  elect    campaign in the election NAME and run COMMAND while\n"
@@ -123,8 +126,8 @@ static const struct {
 } commands[] = {
     {"exec", cli_cmd_exec},     {"status", cli_cmd_status},
     {"unlock", cli_cmd_unlock}, {"list", cli_cmd_list},
-    {"latch", cli_cmd_latch},   {"elect", cli_cmd_elect},
-    {"leader", cli_cmd_leader},
+    {"top", cli_cmd_top},       {"latch", cli_cmd_latch},
+    {"elect", cli_cmd_elect},   {"leader", cli_cmd_leader},
 };
 
 #define MAIN_SHORTOPTS "+:u:h"

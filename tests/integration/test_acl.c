@@ -14,7 +14,7 @@
 /* README's rule set, for names starting "locks:" (one server, replicas
  * confirmed with WAIT by default). */
 #define RULES                                                                  \
-  "~locks:* ~{locks:* ~redisson_lock_queue:{locks:* "                          \
+  "~locks:* ~rlock:client:* ~{locks:* ~redisson_lock_queue:{locks:* "          \
   "~redisson_lock_timeout:{locks:* ~redisson_lock_token:{locks:* "             \
   "~redisson_unlock_latch:{locks:* ~rlock_leader:{locks:* "                    \
   "&redisson_lock__channel:{locks:* &redisson_rwlock:{locks:* "                \

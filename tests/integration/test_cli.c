@@ -532,7 +532,14 @@ static void test_exec_fair_order_and_queue(void **state) {
                            script, ids[i]));
     wait_fair_queue(name, i + 1);
   }
-  run_expect(&p, 0, ARGS("-u", url, "status", "--json", name));
+  /* Each waiter's registry record is written by its client's background
+   * thread as it starts, beside its acquisition: status shows the
+   * waiter's client once it is there. */
+  int64_t t0 = rt_now_ms();
+  do {
+    run_expect(&p, 0, ARGS("-u", url, "status", "--json", name));
+  } while (strstr(p.out[0], "\"client\": null") != NULL &&
+           rt_now_ms() - t0 < SCALED(5000));
   const char *q = strstr(p.out[0], "\"queue\": [{\"owner\": \"");
   assert_non_null(q);
   redisReply *r = rt_cmd(srv, "LRANGE redisson_lock_queue:{%s} 0 -1", name);
@@ -544,6 +551,13 @@ static void test_exec_fair_order_and_queue(void **state) {
   }
   freeReplyObject(r);
   assert_non_null(strstr(p.out[0], "\"deadline_ms\": "));
+  for (int i = 0; i < 4; i++) { /* each waiter's client: its rlock's pid */
+    char pid[64];
+    snprintf(pid, sizeof pid, "\"pid\": %ld, \"program\": \"sh -c ",
+             (long)w[i].pid);
+    if (strstr(q, pid) == NULL)
+      fail_msg("waiter %d: no '%s' in %s", i, pid, q);
+  }
   assert_int_equal(kill(w[2].pid, SIGTERM), 0); /* "x" gives up */
   assert_int_equal(proc_wait(&w[2], SCALED(5000)), 128 + SIGTERM);
   assert_int_equal(fair_queue_len(name), 3);
@@ -1384,7 +1398,7 @@ static long long json_ttl(const char *json) {
 static void test_status_of_exec_holder(void **state) {
   (void)state;
   const char *name = "cli:held";
-  char want[256], script[1400];
+  char want[1024], script[1400];
   gate g;
   gate_init(&g, "held");
   proc holder, p;
@@ -1392,19 +1406,164 @@ static void test_status_of_exec_holder(void **state) {
                            gate_script(&g, script, sizeof script, "", ":")));
   fx_wait_file(g.ready, SCALED(5000));
   const char *field = only_field(name);
-  run_expect(&p, 0, ARGS("-u", url, "status", "--json", name));
+  /* the holder's client, from exec's registry record (written by its
+   * background thread as it starts, beside the acquisition): rlock's pid
+   * and COMMAND */
+  int64_t t0 = rt_now_ms();
+  do {
+    run_expect(&p, 0, ARGS("-u", url, "status", "--json", name));
+  } while (strstr(p.out[0], "\"client\": null") != NULL &&
+           rt_now_ms() - t0 < SCALED(5000));
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
   snprintf(want, sizeof want,
-           "\"holders\": [{\"owner\": \"%s\", \"count\": 1}], "
-           "\"queue\": [], \"node\": \"127.0.0.1:%d\", "
-           "\"topology\": \"single\"}\n",
-           field, rt_server_port(srv));
+           "\"holders\": [{\"owner\": \"%s\", \"count\": 1, "
+           "\"client\": {\"host\": \"%s\", \"pid\": %ld, "
+           "\"program\": \"sh -c ",
+           field, host, (long)holder.pid);
   assert_non_null(
       strstr(p.out[0], "{\"name\": \"cli:held\", \"locked\": true"));
+  if (strstr(p.out[0], want) == NULL)
+    fail_msg("no '%s' in %s", want, p.out[0]);
+  snprintf(want, sizeof want,
+           "\"queue\": [], \"node\": \"127.0.0.1:%d\", "
+           "\"topology\": \"single\"}\n",
+           rt_server_port(srv));
   assert_non_null(strstr(p.out[0], want));
   ASSERT_BETWEEN(json_ttl(p.out[0]), 20000, 30000);
   assert_int_equal(count_lines(p.out[0]), 1);
+  run_expect(&p, 0, ARGS("-u", url, "status", name));
+  snprintf(want, sizeof want, "    client: pid %ld on %s, sh -c ",
+           (long)holder.pid, host);
+  if (strstr(p.out[0], want) == NULL)
+    fail_msg("no '%s' in %s", want, p.out[0]);
   fx_touch(g.go);
   assert_int_equal(proc_wait(&holder, SCALED(10000)), 0);
+}
+
+/* ---- rlock top in a real terminal (tmux) ---------------------------------
+ * A tmux server of the test's own (-L: its socket), so no other tmux is
+ * touched; stopped with kill-server on that socket. */
+
+static char tmux_sock[64];
+
+/* Run `tmux -L SOCK ARGS` quietly: its exit status. */
+static int tmux(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int tmux(const char *fmt, ...) {
+  char args[2048], cmd[2300];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(args, sizeof args, fmt, ap);
+  va_end(ap);
+  snprintf(cmd, sizeof cmd, "tmux -L %s %s >/dev/null 2>&1", tmux_sock, args);
+  int st = system(cmd);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The pane's text now, into out. */
+static void tmux_screen(char *out, size_t size) {
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "tmux -L %s capture-pane -p -t top 2>/dev/null",
+           tmux_sock);
+  FILE *f = popen(cmd, "r");
+  size_t n = f ? fread(out, 1, size - 1, f) : 0;
+  out[n] = '\0';
+  if (f)
+    pclose(f);
+}
+
+/* Wait up to ms for `text` on the pane: elapsed ms, or -1. */
+static int64_t tmux_wait_for(const char *text, int64_t ms, char *screen,
+                             size_t size) {
+  int64_t t0 = rt_now_ms();
+  do {
+    tmux_screen(screen, size);
+    if (strstr(screen, text) != NULL)
+      return rt_now_ms() - t0;
+    rt_sleep_ms(20);
+  } while (rt_now_ms() - t0 < ms);
+  return -1;
+}
+
+/* rlock top on `server_url` in a 200x30 tmux pane, then "EXITED <status>". */
+static void tmux_top(const char *server_url) {
+  assert_int_equal(tmux("new-session -d -s top -x 200 -y 30 "
+                        "\"'%s' -u '%s' top --interval 250ms; "
+                        "echo EXITED \\$?; sleep 60\"",
+                        cli, server_url),
+                   0);
+}
+
+/* top shows a holder another process takes within 2 s (its pid, from the
+ * registry), quits with q (exit 0), and ends with a message and 69 when
+ * its server goes away. */
+static void test_top_in_a_terminal(void **state) {
+  (void)state;
+  if (system("command -v tmux >/dev/null 2>&1") != 0) {
+    print_message("no tmux: rlock top's terminal test skipped\n");
+    return;
+  }
+  snprintf(tmux_sock, sizeof tmux_sock, "rlock-test-%ld", (long)getpid());
+  static char screen[16384];
+  tmux_top(url);
+  assert_true(tmux_wait_for("sorted by waiters", SCALED(5000), screen,
+                            sizeof screen) >= 0);
+  const char *name = "cli:top";
+  char script[1400], pid[64];
+  gate g;
+  gate_init(&g, "top");
+  proc holder;
+  int64_t t0 = rt_now_ms();
+  proc_start(&holder, ARGS("-u", url, "exec", name, "--", "sh", "-c",
+                           gate_script(&g, script, sizeof script, "", ":")));
+  snprintf(pid, sizeof pid, "%ld@", (long)holder.pid);
+  if (tmux_wait_for(pid, SCALED(5000), screen, sizeof screen) < 0)
+    fail_msg("no holder %s on the screen:\n%s", pid, screen);
+  int64_t seen = rt_now_ms() - t0;
+  print_message("top showed the holder's pid %lld ms after it started\n",
+                (long long)seen);
+  ASSERT_BETWEEN(seen, 0, 2000);
+  assert_non_null(strstr(screen, name));
+  assert_int_equal(tmux("send-keys -t top q"), 0);
+  assert_true(tmux_wait_for("EXITED 0", SCALED(5000), screen, sizeof screen) >=
+              0);
+  fx_touch(g.go);
+  assert_int_equal(proc_wait(&holder, SCALED(10000)), 0);
+  tmux("kill-session -t top");
+
+  rt_server *s = rt_server_start(NULL); /* one to lose */
+  tmux_top(rt_server_url(s));
+  assert_true(tmux_wait_for("sorted by waiters", SCALED(5000), screen,
+                            sizeof screen) >= 0);
+  rt_server_kill(s);
+  if (tmux_wait_for("EXITED 69", SCALED(10000), screen, sizeof screen) < 0)
+    fail_msg("top did not end with 69 on a lost server:\n%s", screen);
+  assert_non_null(strstr(screen, "rlock: top: lost the server: "));
+  rt_server_free(s);
+  tmux("kill-server");
+}
+
+static void test_top_once(void **state) {
+  (void)state;
+  hold_foreign("cli:top1", FOREIGN, 1, 60000);
+  proc p;
+  run_expect(&p, 0, ARGS("-u", url, "top", "--once", "cli:top*"));
+  assert_non_null(strstr(p.out[0], "1 lock, sorted by waiters\n"));
+  assert_non_null(strstr(p.out[0], " reentrant  cli:top1 "));
+  run_expect(&p, 0, ARGS("-u", url, "top", "--once", "--json", "cli:top*"));
+  assert_non_null(strstr(p.out[0], "{\"name\": \"cli:top1\", \"kind\": "
+                                   "\"reentrant\", \"ttl_ms\": "));
+  assert_non_null(strstr(p.out[0], "\"holders\": 1, \"holder\": null}\n"));
+  rt_cmd_ok(srv, "SET cli:top:sem 3");
+  run_expect(&p, 0, ARGS("-u", url, "top", "--once", "--counts", "cli:top*"));
+  assert_non_null(strstr(p.out[0], "1 lock, 1 count, sorted by waiters\n"));
+  assert_non_null(strstr(p.out[0], "    0    3        -        ? count      "
+                                   "cli:top:sem "));
+  freeReplyObject(rt_cmd(srv, "DEL cli:top:sem"));
+  run_expect(&p, 64, ARGS("-u", url, "top", "--json", "cli:top*"));
+  run_expect(&p, 64, ARGS("-u", url, "top", "--interval", "10ms"));
+  run_expect(&p, 69, ARGS("-u", dead_url, "top", "--once"));
+  freeReplyObject(rt_cmd(srv, "DEL cli:top1"));
 }
 
 /* python3's json module must accept the output, names escaped right. */
@@ -1420,7 +1579,8 @@ static void check_json_with_python(const char *json_file, const char *name) {
       "name = sys.argv[2].encode('utf-8', 'surrogateescape').decode()\n"
       "assert d['name'] == name, d\n"
       "assert d['locked'] is True and 50000 < d['ttl_ms'] <= 60000, d\n"
-      "assert d['holders'] == [{'owner': sys.argv[3], 'count': 2}], d\n"
+      "assert d['holders'] == [{'owner': sys.argv[3], 'count': 2,\n"
+      "                         'client': None}], d\n"
       "assert d['queue'] == [], d\n"
       "assert d['node'].startswith('127.0.0.1:'), d\n"
       "assert d['topology'] == 'single', d\n";
@@ -1447,7 +1607,8 @@ static void test_status_json_escaping(void **state) {
                          "{\"name\": \"cli:q\\\"b\\\\s\\tc\\u0001 "
                          "\xc3\xbc/\xe2\x82\xac\", \"locked\": true"));
   assert_non_null(strstr(p.out[0], "\"holders\": [{\"owner\": \"" FOREIGN
-                                   "\", \"count\": 2}], \"queue\": [], "
+                                   "\", \"count\": 2, \"client\": null}], "
+                                   "\"queue\": [], "
                                    "\"node\": \"127.0.0.1:"));
   FILE *f = fopen(fx_tmp_path(file, sizeof file, "status.json"), "w");
   assert_non_null(f);
@@ -1457,7 +1618,9 @@ static void test_status_json_escaping(void **state) {
 
   run_expect(&p, 0, ARGS("-u", url, "status", name));
   assert_non_null(strstr(p.out[0], ": locked, expires in "));
-  assert_non_null(strstr(p.out[0], "\n  holder " FOREIGN " (2 holds)\n"));
+  assert_non_null(strstr(p.out[0], "\n  holder " FOREIGN
+                                   " (2 holds)\n    client: Redisson or "
+                                   "unknown client (no registry record)\n"));
   freeReplyObject(rt_cmd(srv, "DEL %s", name));
 }
 
@@ -2706,6 +2869,8 @@ int main(void) {
       cmocka_unit_test(test_exec_keeps_ignored_signal_ignored),
       cmocka_unit_test(test_status_free),
       cmocka_unit_test(test_status_of_exec_holder),
+      cmocka_unit_test(test_top_in_a_terminal),
+      cmocka_unit_test(test_top_once),
       cmocka_unit_test(test_status_json_escaping),
       cmocka_unit_test(test_unlock_force),
       cmocka_unit_test(test_unreachable_server),

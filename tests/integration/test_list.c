@@ -268,9 +268,24 @@ static void wait_queued(const char *queue, long long n) {
   }
 }
 
+/* Wait for the client's registry record (written by its background
+ * thread when it is made; in a cluster on the node of its key). */
+static void wait_record(rlock_client *c) {
+  rlock_client_record rec;
+  int64_t t0 = rt_now_ms();
+  int rc;
+  while ((rc = rlock_client_whois(c, rlock_client_id(c), &rec)) != 1) {
+    if (rc < 0 || rt_now_ms() - t0 > rt_scaled_ms(10000))
+      fail_msg("no registry record of %s: %d", rlock_client_id(c), rc);
+    rt_sleep_ms(5);
+  }
+}
+
 static void hold_all(held *h) {
   h->c = fx_client_opts(T.url, 0, NULL, NULL);
   h->w = fx_client_opts(T.url, 0, NULL, NULL);
+  wait_record(h->c);
+  wait_record(h->w);
   OK(rlock_lock_new(&h->reentrant, h->c, "lk:reentrant"));
   OK(rlock_lock_acquire_lease(h->reentrant, LEASE_MS));
   OK(rlock_lock_acquire_lease(h->reentrant, LEASE_MS));
@@ -421,6 +436,19 @@ static int run_cli(const char *url, const char *args, char *out, size_t size) {
   return WEXITSTATUS(st);
 }
 
+/* How many holders and waiters of a list --json line are this process's
+ * clients, by their registry records. */
+static int clients_here(const char *line) {
+  char host[256] = "", want[512];
+  gethostname(host, sizeof host - 1);
+  snprintf(want, sizeof want, "\"client\": {\"host\": \"%s\", \"pid\": %ld, ",
+           host, (long)getpid());
+  int n = 0;
+  for (const char *p = line; (p = strstr(p, want)) != NULL; p++)
+    n++;
+  return n;
+}
+
 static void check_cli(void) {
   static char out[65536];
   assert_int_equal(run_cli(T.url, "list --json", out, sizeof out), 0);
@@ -437,15 +465,40 @@ static void check_cli(void) {
     if (strncmp(line + 13, "fair\"", 5) == 0 &&
         strstr(line, "\"queue_length\": 2, ") == NULL)
       fail_msg("lk:fair without its 2 waiters: %s", line);
+    /* every holder and waiter shown with its client: one holder each, two
+     * readers, the fair lock's two waiters */
+    int want = strncmp(line + 13, "fair\"", 5) == 0   ? 3
+               : strncmp(line + 13, "read\"", 5) == 0 ? 2
+                                                      : 1;
+    if (clients_here(line) != want)
+      fail_msg("not %d holders and waiters of this process: %s", want, line);
   }
   assert_int_equal(lines, 5);
   assert_int_equal(run_cli(T.url, "list 'lk:*'", out, sizeof out), 0);
   assert_non_null(strstr(out, "lk:fair: fair, expires in "));
   assert_non_null(strstr(out, ", 2 queued\n"));
   assert_non_null(strstr(out, "lk:read: read-write, held for reading"));
+  char client[512], host[256] = "";
+  gethostname(host, sizeof host - 1);
+  snprintf(client, sizeof client, "\n    client: pid %ld on %s, ",
+           (long)getpid(), host);
+  assert_non_null(strstr(out, client));
   assert_non_null(strstr(out, "\n5 locks\n"));
   assert_int_equal(run_cli(T.url, "list 'none:*'", out, sizeof out), 0);
   assert_string_equal(out, "0 locks\n");
+  /* status reads the same records, wherever their keys live */
+  assert_int_equal(run_cli(T.url, "status --json lk:fair", out, sizeof out), 0);
+  if (clients_here(out) != 3)
+    fail_msg("status --json lk:fair: not 3 clients of this process: %s", out);
+  assert_int_equal(run_cli(T.url, "status lk:read", out, sizeof out), 0);
+  assert_non_null(strstr(out, client));
+}
+
+static int count_lines_of(const char *s) {
+  int n = 0;
+  for (; *s; s++)
+    n += *s == '\n';
+  return n;
 }
 
 /* ---- SLOWLOG: what list sent, and how long each command ran ---------------
@@ -519,6 +572,61 @@ static void slowlog_check(void) {
 
 /* ---- the scenario, on any topology -------------------------------------- */
 
+/* Counts under "cnt:": a semaphore, a latch, a permit-expirable semaphore
+ * with a permit leased, an application's counter (a count too: they look
+ * alike), a string that is no number, a lock (not a count). list --counts
+ * shows the first four, each once, and nothing of Redisson's or of the
+ * registry; the C call refuses what it must. */
+static void check_counts(rlock_client *c) {
+  rlock_semaphore *sem;
+  rlock_latch *latch;
+  rlock_psemaphore *ps;
+  char id[RLOCK_PERMIT_ID_LEN + 1];
+  int set;
+  OK(rlock_semaphore_new(&sem, c, "cnt:sem"));
+  OK(rlock_semaphore_set_permits(sem, 3));
+  OK(rlock_latch_new(&latch, c, "cnt:latch"));
+  OK(rlock_latch_try_set_count(&set, latch, 2));
+  OK(rlock_psemaphore_new(&ps, c, "cnt:psem"));
+  OK(rlock_psemaphore_set_permits(ps, 3));
+  OK(rlock_psemaphore_acquire(id, ps, 0, LEASE_MS, NULL));
+  rt_cmd_ok(server_of("cnt:visits"), "SET cnt:visits 42");
+  rt_cmd_ok(server_of("cnt:word"), "SET cnt:word v");
+  static char out[65536];
+  assert_int_equal(run_cli(T.url, "list --counts 'cnt:*'", out, sizeof out), 0);
+  assert_non_null(strstr(out, "cnt:sem: count 3 (a semaphore's available "
+                              "permits or a latch's count)\n"));
+  assert_non_null(strstr(out, "cnt:latch: count 2 ("));
+  assert_non_null(strstr(out, "cnt:visits: count 42 ("));
+  assert_non_null(strstr(out,
+                         "cnt:psem: permit-expirable semaphore, 2 available, 1 "
+                         "leased\n"));
+  assert_null(strstr(out, "cnt:word"));
+  assert_non_null(strstr(out, "\n0 locks\n4 counts\n"));
+  assert_int_equal(
+      run_cli(T.url, "list --counts --json 'cnt:p*'", out, sizeof out), 0);
+  assert_non_null(strstr(out, "{\"name\": \"cnt:psem\", \"kind\": "
+                              "\"permit-expirable-semaphore\", \"available\": "
+                              "2, \"leased\": 1, \"node\": \""));
+  assert_int_equal(count_lines_of(out), 1);
+  /* Redisson's counters (the fenced lock's token) and the registry are
+   * strings of digits or records: never listed */
+  assert_int_equal(run_cli(T.url, "list --counts 'r*'", out, sizeof out), 0);
+  assert_string_equal(out, "0 locks\n0 counts\n");
+  RC(rlock_client_list_counts(NULL, "*", NULL, NULL), RLOCK_EINVAL);
+  RC(rlock_client_list_counts(c, "", NULL, NULL), RLOCK_EINVAL);
+  OK(rlock_psemaphore_release(ps, id));
+  rlock_psemaphore_free(ps);
+  rlock_latch_free(latch);
+  rlock_semaphore_free(sem);
+  for (const char *const *k =
+           (const char *const[]){"cnt:sem", "cnt:latch", "cnt:psem",
+                                 "{cnt:psem}:timeout", "cnt:visits", "cnt:word",
+                                 NULL};
+       *k != NULL; k++)
+    rt_cmd_int(server_of(*k), "DEL %s", *k);
+}
+
 static void scenario(void) {
   configure_masters();
   create_keys();
@@ -538,6 +646,7 @@ static void scenario(void) {
   check_cli(); /* two more listings */
   slowlog_check();
   snapshot(0);
+  check_counts(c);
   rlock_client_free(c);
   release_all(&h);
 }

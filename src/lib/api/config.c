@@ -4,6 +4,8 @@
  */
 #include "config_int.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -173,6 +175,28 @@ int rlock_config_set_metrics_names(rlock_config *cfg, int max_names) {
     return rlock__err(RLOCK_EINVAL, "metrics names must be 0..%d (got %d)",
                       RLOCK_METRICS_NAMES_MAX, max_names);
   cfg->metrics_names = max_names;
+  return RLOCK_OK;
+}
+
+int rlock_config_set_registry_period(rlock_config *cfg, int64_t period_ms) {
+  CHECK_CFG(cfg, "rlock_config_set_registry_period");
+  if (period_ms != 0 && (period_ms < 100 || period_ms > 3600000))
+    return rlock__err(RLOCK_EINVAL,
+                      "registry period must be 0 (off) or 100..3600000 ms "
+                      "(got %" PRId64 ")",
+                      period_ms);
+  cfg->registry_period_ms = period_ms;
+  return RLOCK_OK;
+}
+
+int rlock_config_set_program(rlock_config *cfg, const char *program) {
+  CHECK_CFG(cfg, "rlock_config_set_program");
+  if (program != NULL &&
+      (*program == '\0' || strlen(program) > RLOCK_PROGRAM_MAX))
+    return rlock__err(RLOCK_EINVAL,
+                      "program must not be empty or longer than %d bytes",
+                      RLOCK_PROGRAM_MAX);
+  snprintf(cfg->program, sizeof cfg->program, "%s", program ? program : "");
   return RLOCK_OK;
 }
 

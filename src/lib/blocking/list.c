@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <stdio.h>
+
 #include "client_int.h"
 #include "cluster.h"
 #include "cmd.h"
@@ -30,15 +32,19 @@
 /* Hash fields one script call may read (list_inspect.lua's budget). */
 #define FIELD_BUDGET 1000
 
-typedef struct lister {
+typedef struct lister lister;
+struct lister {
   rlock_client *c;
   const char *pattern;
+  const char *type; /* SCAN's TYPE: "hash" (locks) or "string" (counts) */
+  int (*examine)(lister *L, const rlock__reply *keys); /* one SCAN step */
   rlock_lock_list_fn fn;
+  rlock_count_list_fn count_fn;
   void *arg;
   int cluster;
   rlock__map seen; /* names reported: SCAN may return a key twice */
   int stopped;     /* fn asked to stop */
-} lister;
+};
 
 /* A key from a SCAN step, with its cluster slot (0 elsewhere). */
 typedef struct candidate {
@@ -275,14 +281,14 @@ static int scan_node(lister *L, rlock__node *node) {
   char cursor[32] = "0";
   do {
     const char *argv[] = {"SCAN",  cursor,     "MATCH", L->pattern,
-                          "COUNT", SCAN_COUNT, "TYPE",  "hash"};
+                          "COUNT", SCAN_COUNT, "TYPE",  L->type};
     rlock__reply *r;
     int rc = rlock__topo_node_call(node, 8, argv, &r);
     if (rc != RLOCK_OK)
       return rc;
     rc = scan_reply(node, r, cursor, sizeof cursor);
     if (rc == RLOCK_OK)
-      rc = examine(L, r->elem[1]);
+      rc = L->examine(L, r->elem[1]);
     rlock__reply_free(r);
     if (rc != RLOCK_OK)
       return rc;
@@ -290,29 +296,160 @@ static int scan_node(lister *L, rlock__node *node) {
   return RLOCK_OK;
 }
 
-int rlock_client_list_locks(rlock_client *c, const char *pattern,
-                            rlock_lock_list_fn fn, void *arg) {
-  if (c == NULL || fn == NULL)
-    return rlock__err(RLOCK_EINVAL, "rlock_client_list_locks: %s is NULL",
+/* ---- counts (rlock_client_list_counts) ---------------------------------- */
+
+/* Keys that hold digits but are no semaphore or latch of the user's:
+ * Redisson's own (token counters, unlock latches) and rlock's registry. */
+static int not_a_count(const candidate *k) {
+  static const char *const prefixes[] = {"redisson_", RLOCK_REGISTRY_PREFIX};
+  for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+    if (strncmp(k->key, prefixes[i], strlen(prefixes[i])) == 0)
+      return 1;
+  return 0;
+}
+
+/* One entry of list_counts.lua's answer: {digits, leased} or 0. */
+static int count_entry(lister *L, const candidate *k, const rlock__reply *e,
+                       const char *node) {
+  if (e->type == RLOCK__R_INT)
+    return RLOCK_OK;
+  if (e->type != RLOCK__R_ARRAY || e->n != 2 ||
+      e->elem[0]->type != RLOCK__R_STR || e->elem[1]->type != RLOCK__R_INT)
+    return rlock__err(RLOCK_EPROTO, "list_counts returned a malformed entry");
+  if (rlock__map_get(&L->seen, k->key, k->len) != NULL)
+    return RLOCK_OK;
+  if (rlock__map_put(&L->seen, k->key, k->len, (void *)k) != 0)
+    return rlock__err(RLOCK_ENOMEM, "out of memory");
+  int64_t leased = e->elem[1]->integer;
+  long long v = strtoll(e->elem[0]->str, NULL, 10);
+  L->stopped =
+      L->count_fn(k->key, leased > 0 ? "permit-expirable-semaphore" : "count",
+                  (int64_t)v, leased, node, L->arg) != 0;
+  return RLOCK_OK;
+}
+
+/* Run list_counts.lua over keys[0..n) (one slot). */
+static int count_batch(lister *L, const candidate *keys, size_t n) {
+  char **sets = rlock__calloc(n, sizeof *sets);
+  if (sets == NULL)
+    return rlock__err(RLOCK_ENOMEM, "out of memory");
+  rlock__call call;
+  rlock__call_script(&call, &rlock__script_list_counts);
+  int rc = RLOCK_OK;
+  for (size_t i = 0; i < n; i++)
+    rlock__call_key(&call, keys[i].key);
+  for (size_t i = 0; i < n && rc == RLOCK_OK; i++) {
+    char *braced = rlock__name_braced(keys[i].key); /* suffixName */
+    size_t len = braced != NULL ? strlen(braced) + 9 : 0;
+    if (braced == NULL || (sets[i] = rlock__malloc(len)) == NULL)
+      rc = rlock__err(RLOCK_ENOMEM, "out of memory");
+    else
+      snprintf(sets[i], len, "%s:timeout", braced);
+    free(braced);
+    rlock__call_arg(&call, sets[i] != NULL ? sets[i] : "");
+  }
+  if (rc == RLOCK_OK && call.failed)
+    rc = rlock__err(RLOCK_ENOMEM, "out of memory");
+  rlock__reply *r = NULL;
+  if (rc == RLOCK_OK)
+    rc = rlock__call_run(L->c, &call, &r);
+  else
+    rlock__call_clear(&call);
+  if (rc == RLOCK_OK && (r->type != RLOCK__R_ARRAY || r->n != n))
+    rc = rlock__err(RLOCK_EPROTO, "list_counts returned an unexpected reply");
+  for (size_t i = 0; rc == RLOCK_OK && i < n && !L->stopped; i++)
+    rc = count_entry(L, &keys[i], r->elem[i], call.served_by);
+  rlock__reply_free(r);
+  for (size_t i = 0; i < n; i++)
+    free(sets[i]);
+  free(sets);
+  return rc;
+}
+
+/* The strings of one SCAN step, per slot. */
+static int counts_step(lister *L, const rlock__reply *keys) {
+  candidate *k = rlock__calloc(keys->n ? keys->n : 1, sizeof *k);
+  if (k == NULL)
+    return rlock__err(RLOCK_ENOMEM, "out of memory");
+  size_t n = 0;
+  int rc = RLOCK_OK;
+  for (size_t i = 0; i < keys->n && rc == RLOCK_OK; i++) {
+    const rlock__reply *key = keys->elem[i];
+    if (key->type != RLOCK__R_STR)
+      rc = rlock__err(RLOCK_EPROTO, "SCAN returned a %s key",
+                      rlock__reply_type_name(key));
+    else if (strlen(key->str) == key->len) {
+      k[n] = (candidate){key->str, key->len,
+                         L->cluster ? rlock__slot(key->str, key->len) : 0, i};
+      n += !not_a_count(&k[n]);
+    }
+  }
+  qsort(k, n, sizeof *k, by_slot);
+  for (size_t i = 0; i < n && rc == RLOCK_OK && !L->stopped;) {
+    size_t j = i + 1;
+    while (j < n && k[j].slot == k[i].slot)
+      j++;
+    rc = count_batch(L, k + i, j - i);
+    i = j;
+  }
+  free(k);
+  return rc;
+}
+
+/* The checks both listings make: RLOCK_OK, or RLOCK_EINVAL with why. */
+static int list_args(const char *what, rlock_client *c, int no_fn,
+                     const char **pattern) {
+  if (c == NULL || no_fn)
+    return rlock__err(RLOCK_EINVAL, "%s: %s is NULL", what,
                       c == NULL ? "client" : "fn");
-  if (pattern == NULL)
-    pattern = "*";
-  size_t len = strlen(pattern);
+  if (*pattern == NULL)
+    *pattern = "*";
+  size_t len = strlen(*pattern);
   if (len == 0 || len > RLOCK_MAX_NAME_LEN)
-    return rlock__err(RLOCK_EINVAL,
-                      "rlock_client_list_locks: the pattern is %s",
+    return rlock__err(RLOCK_EINVAL, "%s: the pattern is %s", what,
                       len == 0 ? "empty" : "longer than 1024 bytes");
   if (c->drv->user_loop)
-    return rlock__err(RLOCK_EINVAL, "rlock_client_list_locks: not for an "
-                                    "event-loop client");
-  lister L = {.c = c, .pattern = pattern, .fn = fn, .arg = arg};
-  L.cluster = c->cfg.target.kind == RLOCK__TOPO_CLUSTER;
+    return rlock__err(RLOCK_EINVAL, "%s: not for an event-loop client", what);
+  return RLOCK_OK;
+}
+
+/* Walk every server with L's SCAN type and step. */
+static int walk(lister *L) {
+  L->cluster = L->c->cfg.target.kind == RLOCK__TOPO_CLUSTER;
   rlock__node **nodes;
   size_t n;
-  int rc = servers(&L, &nodes, &n);
-  for (size_t i = 0; i < n && rc == RLOCK_OK && !L.stopped; i++)
-    rc = scan_node(&L, nodes[i]);
+  int rc = servers(L, &nodes, &n);
+  for (size_t i = 0; i < n && rc == RLOCK_OK && !L->stopped; i++)
+    rc = scan_node(L, nodes[i]);
   free(nodes);
-  rlock__map_clear(&L.seen);
+  rlock__map_clear(&L->seen);
   return rc;
+}
+
+int rlock_client_list_counts(rlock_client *c, const char *pattern,
+                             rlock_count_list_fn fn, void *arg) {
+  int rc = list_args("rlock_client_list_counts", c, fn == NULL, &pattern);
+  if (rc != RLOCK_OK)
+    return rc;
+  lister L = {.c = c,
+              .pattern = pattern,
+              .type = "string",
+              .examine = counts_step,
+              .count_fn = fn,
+              .arg = arg};
+  return walk(&L);
+}
+
+int rlock_client_list_locks(rlock_client *c, const char *pattern,
+                            rlock_lock_list_fn fn, void *arg) {
+  int rc = list_args("rlock_client_list_locks", c, fn == NULL, &pattern);
+  if (rc != RLOCK_OK)
+    return rc;
+  lister L = {.c = c,
+              .pattern = pattern,
+              .type = "hash",
+              .examine = examine,
+              .fn = fn,
+              .arg = arg};
+  return walk(&L);
 }

@@ -40,6 +40,13 @@ typedef struct rlock__driver {
 /* The blocking driver (bg.c). */
 extern const rlock__driver rlock__bg_driver;
 
+/* A client's registry record (kinds/registry.c), made when it is set up
+ * and written each period by the loop engine (loop/lregistry.c). */
+typedef struct rlock__registry {
+  char key[64];   /* RLOCK_REGISTRY_PREFIX + the client id */
+  char rec[1024]; /* the record's text */
+} rlock__registry;
+
 struct rlock_client {
   const rlock__driver *drv;
   rlock_config cfg;
@@ -58,6 +65,7 @@ struct rlock_client {
   struct rlock__loop *loop; /* the loop engine's state (loop/loop.h): the
                                user's event loop drives it (drv->user_loop),
                                or the blocking client's background thread */
+  rlock__registry reg;
 };
 
 /* A client without its driver: rlock_client_new starts the background

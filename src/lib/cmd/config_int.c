@@ -20,6 +20,7 @@ int rlock__config_defaults(rlock_config *cfg) {
   cfg->unreachable_retry_ms = RLOCK_RETRY_FOREVER;
   cfg->pool_size = 64;
   cfg->linger_ms = 1000;
+  cfg->registry_period_ms = RLOCK_REGISTRY_PERIOD_DEFAULT;
   cfg->max_idle_subs = 64;
   cfg->pubsub_mode = -1;
   cfg->sync_replicas = 1;

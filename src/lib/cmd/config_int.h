@@ -26,7 +26,11 @@ struct rlock_config {
   int pool_size;
   int64_t linger_ms; /* rlock_config_set_subscription_linger */
   int max_idle_subs;
-  int metrics_names; /* rlock_config_set_metrics_names */
+  int metrics_names;          /* rlock_config_set_metrics_names */
+  int64_t registry_period_ms; /* rlock_config_set_registry_period; 0: off */
+  /* rlock_config_set_program: the text the registry names the program
+   * by, or "" for the process's command line (kinds/registry.c) */
+  char program[RLOCK_PROGRAM_MAX + 1];
   rlock_lost_fn lost_fn;
   void *lost_userdata;
   rlock_log_fn log_fn;

@@ -15,6 +15,7 @@
 #include "client_int.h"
 #include "common.h"
 #include "owner.h"
+#include "registry.h"
 #include "watchdog.h"
 
 /* A random version-4 UUID in canonical lower-case form, as Redisson's
@@ -77,6 +78,8 @@ int rlock__client_setup(rlock_client **out, const rlock_config *cfg) {
       (rc = rlock__config_apply(&c->cfg)) != RLOCK_OK ||
       (rc = tls_setup(c)) != RLOCK_OK)
     goto fail_cfg;
+  if (c->cfg.registry_period_ms > 0)
+    rlock__registry_setup(&c->reg, c->id, c->cfg.program);
   if (c->cfg.pubsub_mode >= 0) /* the setter wins over the URL */
     c->cfg.target.pubsub = (rlock__pubsub_mode)c->cfg.pubsub_mode;
   c->obs.fn = c->cfg.log_fn;

@@ -334,6 +334,7 @@ static int loop_new(rlock_client *c, const rlock_loop *loop) {
   rlock__ltimer_init(&lp->swatch_retry, rlock__lswatch_retry);
   rlock__ltimer_init(&lp->health, NULL);
   rlock__ltimer_init(&lp->renew, rlock__lrenew_tick);
+  rlock__ltimer_init(&lp->registry, rlock__lregistry_tick);
   return RLOCK_OK;
 }
 
@@ -368,15 +369,17 @@ static const rlock__driver loop_driver = {
     .user_loop = 1,
 };
 
-/* Learn the topology at once (a cluster's map, Sentinel's master), so
+/* Write the registry record (lregistry.c). Learn the topology at once
+ * (a cluster's map, Sentinel's master), so
  * the first calls need not wait for it, and follow Sentinel's
  * +switch-master. */
 static void start_topology(rlock_client *c) {
-  if (c->topo.target.kind == RLOCK__TOPO_SINGLE)
-    return;
   enter(c);
-  rlock__ltopo_refresh(c, 1);
-  rlock__lswatch_start(c);
+  if (c->topo.target.kind != RLOCK__TOPO_SINGLE) {
+    rlock__ltopo_refresh(c, 1);
+    rlock__lswatch_start(c);
+  }
+  rlock__lregistry_start(c);
   leave(c, 0);
 }
 
@@ -445,6 +448,7 @@ static void close_all(rlock_client *c) {
     rlock__lop_finish(op, RLOCK_ECLOSED, 0);
   }
   rlock__ltimer_stop(c, &lp->renew);
+  rlock__ltimer_stop(c, &lp->registry);
   rlock__ltimer_stop(c, &lp->sub_retry);
   rlock__ltimer_stop(c, &lp->swatch_retry);
   rlock__ltimer_stop(c, &lp->health);
@@ -539,6 +543,7 @@ void rlock__loop_bind(rlock_client *c, pthread_t thread) {
 void rlock__loop_begin(rlock_client *c) {
   enter(c);
   rlock__lswatch_start(c); /* Sentinel: follow +switch-master */
+  rlock__lregistry_start(c);
   leave(c, 0);
 }
 

@@ -389,12 +389,23 @@ static int shut(rlock_client *c, rlock__lconn *k) {
   return was;
 }
 
+/* Whether every request on the connection is quiet (rlock__lreq.quiet):
+ * its failure then concerns no caller, so it is no warning. */
+static int only_quiet(const rlock__lconn *k) {
+  for (const rlock__lreq *r = k->head; r != NULL; r = r->next)
+    if (!r->quiet)
+      return 0;
+  return k->head != NULL;
+}
+
 void rlock__lconn_fail(rlock_client *c, rlock__lconn *k, int rc) {
   rlock__saved_error why;
   rlock__error_save(&why);
+  int quiet = only_quiet(k);
   int was = shut(c, k);
   if (was != RLOCK__LCONN_CLOSED)
-    rlock__obs_log(&c->obs, RLOCK_LOG_WARN, "loop: %s", why.message);
+    rlock__obs_log(&c->obs, quiet ? RLOCK_LOG_DEBUG : RLOCK_LOG_WARN,
+                   "loop: %s", why.message);
   uint64_t written = k->written;
   rlock__lreq *r = k->head;
   k->head = k->tail = NULL;

@@ -127,6 +127,9 @@ struct rlock__lreq {
                                refusal or an unreachable node ends it at
                                once, and its caller tries again, so no
                                release sent meanwhile is overtaken by it */
+  int quiet;                /* its connection's failure is logged at DEBUG
+                               when no other request waited on it (the
+                               registry's write: lregistry.c) */
   char why[256];            /* a refusal's message, kept over a pause */
   int64_t sent_us;          /* when it was queued */
   uint64_t start;           /* bytes queued on the connection before it */
@@ -524,12 +527,21 @@ typedef struct rlock__loop {
   /* the watchdog (lrenew.c) */
   rlock__ltimer renew;        /* the watchdog's tick */
   struct rlock__ltick *ticks; /* ticks with a batch in flight */
+  /* the registry record (lregistry.c) */
+  rlock__ltimer registry; /* the next write */
+  rlock__lreq reg_req;    /* the write in flight */
+  int reg_busy;           /* reg_req is in flight */
+  int reg_warned;         /* a refusal was logged */
 } rlock__loop;
 
 /* Make sure the renewal tick is armed (a watchdog hold was recorded). */
 void rlock__lrenew_arm(rlock_client *c);
 /* The tick (lrenew.c). */
 void rlock__lrenew_tick(rlock_client *c, rlock__ltimer *t);
+/* Write the registry record now and then once a period (lregistry.c);
+ * nothing when the registry is off. */
+void rlock__lregistry_start(rlock_client *c);
+void rlock__lregistry_tick(rlock_client *c, rlock__ltimer *t);
 /* Make sure silent subscribers are PINGed (a timer while any is open). */
 void rlock__lsub_health_arm(rlock_client *c);
 /* Make `k` a subscriber connection (lsub.c's replies and failures). */
