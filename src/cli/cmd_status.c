@@ -33,8 +33,9 @@ static const char status_help[] =
     "there is no record.\n"
     "A NAME that holds a semaphore's or a count-down latch's count (both\n"
     "are a number in Redis) shows that count; a permit-expirable semaphore\n"
-    "with permits leased shows how many are available of how many (reading\n"
-    "it gives expired permits back, as every Redisson call on it does).\n"
+    "with permits leased shows how many are available of how many, then\n"
+    "each leased permit's id and the lease it has left (reading it gives\n"
+    "expired permits back, as every Redisson call on it does).\n"
     "\n"
     "Options:\n"
     "  --json       print one JSON object per NAME, each on one line, in\n"
@@ -62,8 +63,11 @@ static const char status_help[] =
     "               for a count: {\"name\": \"NAME\", \"kind\":\n"
     "                \"count\"|\"permit-expirable-semaphore\", \"available\": "
     "N,\n"
-    "                \"permits\": N, \"leased\": N} (a count's available is\n"
-    "               the number, a semaphore's permits or a latch's count)\n"
+    "                \"permits\": N, \"leased\": N, \"permit_leases\":\n"
+    "                [{\"id\": \"ID\", \"lease_ms\": N}]} (a count's\n"
+    "               available is the number, a semaphore's permits or a\n"
+    "               latch's count; permit_leases only with permits leased,\n"
+    "               the first 1000 by deadline, lease_ms -1 for none)\n"
     "  -h, --help   show this help\n"
     "\n"
     "Exit status:\n"
@@ -231,43 +235,72 @@ static int parse_status(int argc, char **argv, int *first, int *json) {
   return CLI_CONTINUE;
 }
 
+/* A permit-expirable semaphore's leased permits, each with its lease left
+ * (-1: none), as JSON members or as indented lines. */
+static void put_permits(const rlock_permits_info *info, int json) {
+  size_t n = rlock_permits_info_count(info);
+  if (json)
+    fputs(", \"permit_leases\": [", stdout);
+  for (size_t i = 0; i < n; i++) {
+    const char *id = rlock_permits_info_id(info, i);
+    int64_t ms = rlock_permits_info_lease_ms(info, i);
+    if (json)
+      printf("%s{\"id\": \"%s\", \"lease_ms\": %" PRId64 "}", i > 0 ? ", " : "",
+             id, ms);
+    else if (ms < 0)
+      printf("  permit %s, no lease\n", id);
+    else
+      printf("  permit %s, lease %" PRId64 " ms left\n", id, ms);
+  }
+  if (json)
+    fputs("]", stdout);
+  else if (rlock_permits_info_leased(info) > n)
+    printf("  (%zu more permits leased, not shown)\n",
+           rlock_permits_info_leased(info) - n);
+}
+
 /* A count (a semaphore's, a latch's) or a permit-expirable semaphore's
- * permits, from two reads: the total (available plus leased), then the
- * available ones. A key that is no count either is told with `why`, the
- * lock's reason. */
+ * permits, from one snapshot (rlock_psemaphore_inspect): the available
+ * ones and the leased ones with their leases. A key that is no count
+ * either is told with `why`, the lock's reason. */
 static int show_count(rlock_client *client, const char *name, int json,
                       const char *why) {
   rlock_psemaphore *sem;
-  int64_t total = 0, available = 0;
+  rlock_permits_info *info = NULL;
   int rc = rlock_psemaphore_new(&sem, client, name);
   if (rc == RLOCK_OK)
-    rc = rlock_psemaphore_permits(&total, sem);
-  if (rc == RLOCK_OK)
-    rc = rlock_psemaphore_available(&available, sem);
+    rc = rlock_psemaphore_inspect(&info, sem);
   rlock_psemaphore_free(sem);
   if (rc == RLOCK_EWRONGTYPE)
     return cli_fail(EX_DATAERR, "%s", why);
   if (rc != RLOCK_OK)
     return cli_lib_error(rc);
-  int leased = total > available;
+  int64_t available = rlock_permits_info_available(info);
+  int64_t leased = (int64_t)rlock_permits_info_leased(info);
   if (json) {
     fputs("{\"name\": ", stdout);
     cli_json_string(stdout, name);
     printf(", \"kind\": \"%s\", \"available\": %" PRId64
-           ", \"permits\": %" PRId64 ", \"leased\": %" PRId64 "}\n",
-           leased ? "permit-expirable-semaphore" : "count", available, total,
-           total - available);
-    return 0;
+           ", \"permits\": %" PRId64 ", \"leased\": %" PRId64,
+           leased > 0 ? "permit-expirable-semaphore" : "count", available,
+           available + leased, leased);
+    if (leased > 0)
+      put_permits(info, 1);
+    fputs("}\n", stdout);
+  } else {
+    cli_put_printable(stdout, name);
+    if (leased > 0) {
+      printf(": permit-expirable semaphore, %" PRId64 " available of %" PRId64
+             " (%" PRId64 " leased)\n",
+             available, available + leased, leased);
+      put_permits(info, 0);
+    } else {
+      printf(": count %" PRId64 " (a semaphore's available permits or a "
+             "latch's count)\n",
+             available);
+    }
   }
-  cli_put_printable(stdout, name);
-  if (leased)
-    printf(": permit-expirable semaphore, %" PRId64 " available of %" PRId64
-           " (%" PRId64 " leased)\n",
-           available, total, total - available);
-  else
-    printf(": count %" PRId64 " (a semaphore's available permits or a "
-           "latch's count)\n",
-           available);
+  rlock_permits_info_free(info);
   return 0;
 }
 

@@ -2585,11 +2585,17 @@ static void test_exec_permits(void **state) {
   run_expect(&st, 0, ARGS("-u", url, "status", name));
   assert_non_null(strstr(st.out[0], "cli:permits: permit-expirable "
                                     "semaphore, 0 available of 2 (2 leased)"));
+  char line[128];
+  id0[RLOCK_PERMIT_ID_LEN] = '\0'; /* without its '\n' */
+  snprintf(line, sizeof line, "  permit %s, lease ", id0);
+  assert_non_null(strstr(st.out[0], line)); /* each permit, with its lease */
   run_expect(&st, 0, ARGS("-u", url, "status", "--json", name));
-  assert_string_equal(st.out[0],
-                      "{\"name\": \"cli:permits\", \"kind\": "
-                      "\"permit-expirable-semaphore\", \"available\": 0, "
-                      "\"permits\": 2, \"leased\": 2}\n");
+  assert_non_null(strstr(st.out[0], "{\"name\": \"cli:permits\", \"kind\": "
+                                    "\"permit-expirable-semaphore\", "
+                                    "\"available\": 0, \"permits\": 2, "
+                                    "\"leased\": 2, \"permit_leases\": [{"));
+  snprintf(line, sizeof line, "{\"id\": \"%s\", \"lease_ms\": ", id0);
+  assert_non_null(strstr(st.out[0], line));
   /* a third, waiting (subscribed), runs once the first gives its permit
    * back, with -l's fixed lease */
   char ran[512], channel[128];
