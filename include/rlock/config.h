@@ -355,9 +355,10 @@ RLOCK_EXTERN int rlock_config_set_registry_period(rlock_config *cfg,
 
 /**
  * The program the registry record names: e.g. the command `rlock exec`
- * runs. Default (NULL): the process's command line, read from
- * /proc/self/cmdline (its arguments joined by spaces), or "" where there
- * is none. Control characters are written as spaces; the text is copied.
+ * runs. Default (NULL): the process's argv[0], read from
+ * /proc/self/cmdline, or "" where there is none (never its arguments,
+ * which may carry secrets: the record is readable by every client). Control
+ * characters are written as spaces; the text is copied.
  * @return RLOCK_OK, or RLOCK_EINVAL (config NULL, an empty text, one over
  *         RLOCK_PROGRAM_MAX bytes).
  */

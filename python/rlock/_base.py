@@ -246,7 +246,7 @@ class ClientRecord:
         client_id: the client's id, the owner field's part before ':'.
         host: the host name it runs on.
         pid: its process id there.
-        program: the ``program`` it was given, else its command line.
+        program: the ``program`` it was given, else its argv[0].
         version: its rlock version.
         started: when the client was made, Unix epoch seconds (its clock).
     """

@@ -106,3 +106,17 @@ def test_asyncio_client_writes_its_record(server: Server, name: str) -> None:
             await lk.release()
             return rec.program
     assert asyncio.run(main()) == "pytest aio"
+
+
+def test_default_program_is_argv0_only(server: Server, name: str) -> None:
+    """Without program=, the record names the process's argv[0], never its
+    arguments (pytest runs with several: they could be secrets)."""
+    with open("/proc/self/cmdline", "rb") as f:
+        argv = f.read().split(b"\0")
+    with rlock.Client(server.url) as c:
+        lock = c.lock(name)
+        with lock:
+            owner = lock.inspect().holders[0].owner
+            rec = record_of(c, owner)
+    assert rec.program == argv[0].decode()
+    assert len([a for a in argv if a]) > 1  # there were arguments to leave out

@@ -14,9 +14,11 @@ static rlock_client *client_for(rt_fake *f) {
   rlock_config *cfg;
   rlock_client *c = NULL;
   assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
-  /* The scripts play exact command sequences: no INFO replication probe. */
+  /* The scripts play exact command sequences: no INFO replication probe,
+   * no registry record. */
   assert_int_equal(rlock_config_set_url(cfg, rt_fake_url(f)), RLOCK_OK);
   assert_int_equal(rlock_config_set_replica_sync(cfg, 0), RLOCK_OK);
+  assert_int_equal(rlock_config_set_registry_period(cfg, 0), RLOCK_OK);
   assert_int_equal(rlock_config_set_command_timeout_ms(cfg, 2000), RLOCK_OK);
   assert_int_equal(rlock_client_new(&c, cfg), RLOCK_OK);
   rlock_config_free(cfg);
@@ -195,8 +197,10 @@ static void test_loop_taken(void **state) {
   rlock_config *cfg;
   assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
   assert_int_equal(rlock_config_set_url(cfg, rt_fake_url(f)), RLOCK_OK);
-  /* The script plays exact command sequences: no INFO replication probe. */
+  /* The script plays exact command sequences: no INFO replication probe,
+   * no registry record. */
   assert_int_equal(rlock_config_set_replica_sync(cfg, 0), RLOCK_OK);
+  assert_int_equal(rlock_config_set_registry_period(cfg, 0), RLOCK_OK);
   assert_int_equal(rlock_client_new_loop(&m.c, cfg, &table), RLOCK_OK);
   rlock_config_free(cfg);
   rlock_lock *l;

@@ -21,8 +21,10 @@ static rlock_client *client_for(rt_fake *f) {
   rlock_client *c;
   assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
   assert_int_equal(rlock_config_set_url(cfg, rt_fake_url(f)), RLOCK_OK);
-  /* The scripts play exact command sequences: no INFO replication probe. */
+  /* The scripts play exact command sequences: no INFO replication probe,
+   * no registry record. */
   assert_int_equal(rlock_config_set_replica_sync(cfg, 0), RLOCK_OK);
+  assert_int_equal(rlock_config_set_registry_period(cfg, 0), RLOCK_OK);
   assert_int_equal(rlock_config_set_command_timeout_ms(cfg, 300), RLOCK_OK);
   assert_int_equal(rlock_client_new(&c, cfg), RLOCK_OK);
   rlock_config_free(cfg);
@@ -165,8 +167,10 @@ static void test_silent_subscriber_is_replaced(void **state) {
   rlock_client *c;
   assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
   assert_int_equal(rlock_config_set_url(cfg, rt_fake_url(f)), RLOCK_OK);
-  /* The scripts play exact command sequences: no INFO replication probe. */
+  /* The scripts play exact command sequences: no INFO replication probe,
+   * no registry record. */
   assert_int_equal(rlock_config_set_replica_sync(cfg, 0), RLOCK_OK);
+  assert_int_equal(rlock_config_set_registry_period(cfg, 0), RLOCK_OK);
   assert_int_equal(rlock_config_set_command_timeout_ms(cfg, 300), RLOCK_OK);
   assert_int_equal(rlock_config_set_connect_timeout_ms(cfg, 500), RLOCK_OK);
   assert_int_equal(rlock_client_new(&c, cfg), RLOCK_OK);

@@ -65,9 +65,11 @@ static rlock_client *new_client(const char *url, int64_t command_ms,
   rlock_client *c = NULL;
   if (rlock_config_new(&cfg) != RLOCK_OK)
     return NULL;
-  /* The scripts play exact command sequences: no INFO replication probe. */
+  /* The scripts play exact command sequences: no INFO replication probe,
+   * no registry record. */
   if (rlock_config_set_url(cfg, url) != RLOCK_OK ||
       rlock_config_set_replica_sync(cfg, 0) != RLOCK_OK ||
+      rlock_config_set_registry_period(cfg, 0) != RLOCK_OK ||
       rlock_config_set_command_timeout_ms(cfg, command_ms) != RLOCK_OK ||
       rlock_config_set_connect_timeout_ms(cfg, connect_ms) != RLOCK_OK ||
       rlock_client_new(&c, cfg) != RLOCK_OK)

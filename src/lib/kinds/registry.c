@@ -31,23 +31,17 @@ static void clean(char *s) {
       *s = ' ';
 }
 
-/* The process's command line, arguments joined by spaces, into
- * out[size]; "" where /proc is not there. */
-static void cmdline(char *out, size_t size) {
+/* The process's argv[0] into out[size]; "" where /proc is not there.
+ * Only argv[0]: the arguments may carry secrets (a password, a token),
+ * and the record is readable by every client of the server. */
+static void argv0(char *out, size_t size) {
   out[0] = '\0';
   int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return;
   ssize_t n = read(fd, out, size - 1);
   close(fd);
-  if (n <= 0)
-    return;
-  while (n > 0 && out[n - 1] == '\0')
-    n--; /* the last argument's terminator */
-  for (ssize_t i = 0; i < n; i++)
-    if (out[i] == '\0')
-      out[i] = ' ';
-  out[n] = '\0';
+  out[n > 0 ? n : 0] = '\0'; /* argv[0] ends at its own NUL */
 }
 
 void rlock__registry_setup(rlock__registry *r, const char *id,
@@ -60,7 +54,7 @@ void rlock__registry_setup(rlock__registry *r, const char *id,
   if (program[0] != '\0')
     snprintf(prog, sizeof prog, "%s", program);
   else
-    cmdline(prog, sizeof prog);
+    argv0(prog, sizeof prog);
   clean(host);
   clean(prog);
   snprintf(r->key, sizeof r->key, "%s%s", RLOCK_REGISTRY_PREFIX, id);
