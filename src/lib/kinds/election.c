@@ -14,8 +14,6 @@
 #include "election_int.h"
 #include "names.h"
 
-#define UNLOCK_MESSAGE "0"
-
 static void campaign_attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
                              int64_t wait_ms, rlock__call *call) {
   (void)wait_ms;
@@ -30,24 +28,11 @@ static void campaign_attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
   rlock__call_arg(call, l->value != NULL ? l->value : "");
 }
 
-static const char *channel(rlock_lock *l, const char *owner, char *buf,
-                           size_t size) {
-  (void)owner, (void)buf, (void)size;
-  return l->channel;
-}
-
 /* lock_release.lua's arguments, plus the record. */
 static void resign(rlock_lock *l, const char *owner, int64_t keep_ms,
                    const rlock__latch *latch, rlock__call *call) {
-  rlock__call_script(call, &rlock__script_election_resign);
-  rlock__call_key(call, l->name);
-  rlock__call_arg(call, UNLOCK_MESSAGE);
-  rlock__call_num(call, keep_ms);
-  rlock__call_arg(call, owner);
-  rlock__call_arg(call, rlock__publish_cmd(l->client));
-  rlock__latch_ttl(latch, call);
-  rlock__call_arg(call, l->channel);
-  rlock__latch_name(l, latch, call);
+  rlock__release_args(l, &rlock__script_election_resign, owner, keep_ms, latch,
+                      call);
   rlock__call_arg(call, l->leader);
 }
 
@@ -60,7 +45,7 @@ static const rlock__kind election_kind = {
     .tokens = 1,
     .nonreentrant = 1,
     .attempt = campaign_attempt,
-    .channel = channel,
+    .channel = rlock__own_channel,
     .release = resign,
     .force_release = rlock__plain_force_release,
     .inspect = rlock__plain_inspect,

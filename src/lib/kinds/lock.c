@@ -84,15 +84,16 @@ static void attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
     rlock__call_arg(call, "1");
 }
 
-static const char *channel(rlock_lock *l, const char *owner, char *buf,
-                           size_t size) {
+const char *rlock__own_channel(rlock_lock *l, const char *owner, char *buf,
+                               size_t size) {
   (void)owner, (void)buf, (void)size;
   return l->channel;
 }
 
-static void release(rlock_lock *l, const char *owner, int64_t keep_ms,
-                    const rlock__latch *latch, rlock__call *call) {
-  rlock__call_script(call, &rlock__script_lock_release);
+void rlock__release_args(rlock_lock *l, const rlock__script *script,
+                         const char *owner, int64_t keep_ms,
+                         const rlock__latch *latch, rlock__call *call) {
+  rlock__call_script(call, script);
   rlock__call_key(call, l->name);
   rlock__call_arg(call, UNLOCK_MESSAGE);
   rlock__call_num(call, keep_ms);
@@ -101,6 +102,12 @@ static void release(rlock_lock *l, const char *owner, int64_t keep_ms,
   rlock__latch_ttl(latch, call);
   rlock__call_arg(call, l->channel);
   rlock__latch_name(l, latch, call);
+}
+
+static void release(rlock_lock *l, const char *owner, int64_t keep_ms,
+                    const rlock__latch *latch, rlock__call *call) {
+  rlock__release_args(l, &rlock__script_lock_release, owner, keep_ms, latch,
+                      call);
 }
 
 static void force_release(rlock_lock *l, rlock__call *call) {
@@ -129,7 +136,7 @@ static const rlock__kind reentrant_kind = {
     .metric = RLOCK__MK_REENTRANT,
     .field_suffix = "",
     .attempt = attempt,
-    .channel = channel,
+    .channel = rlock__own_channel,
     .release = release,
     .force_release = force_release,
     .inspect = inspect,
@@ -143,7 +150,7 @@ static const rlock__kind nonreentrant_kind = {
     .field_suffix = "",
     .nonreentrant = 1,
     .attempt = attempt,
-    .channel = channel,
+    .channel = rlock__own_channel,
     .release = release,
     .force_release = force_release,
     .inspect = inspect,
@@ -156,7 +163,7 @@ static const rlock__kind spin_kind = {
     .field_suffix = "",
     .spin = 1,
     .attempt = attempt,
-    .channel = channel,
+    .channel = rlock__own_channel,
     .release = release,
     .force_release = force_release,
     .inspect = inspect,
@@ -179,7 +186,7 @@ static const rlock__kind fenced_kind = {
     .field_suffix = "",
     .tokens = 1,
     .attempt = fenced_attempt,
-    .channel = channel,
+    .channel = rlock__own_channel,
     .release = release,
     .force_release = force_release,
     .inspect = inspect,

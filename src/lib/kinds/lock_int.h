@@ -170,6 +170,19 @@ void rlock__owner_as(const rlock_client *c, uint64_t owner, char *buf);
 int rlock__lock_alloc(rlock_lock **out, rlock_client *client, const char *name,
                       const rlock__kind *kind, enum rlock__keys keys);
 
+/* A kind's channel when it is the object's own (l->channel), whoever
+ * waits: rlock__kind.channel for every kind but the fair lock's. */
+const char *rlock__own_channel(rlock_lock *l, const char *owner, char *buf,
+                               size_t size);
+
+/* lock_release.lua's arguments after its script (`script`: it or a
+ * script that takes the same ones first): the name, the unlock message,
+ * the lease kept, the owner, the publish command, the latch's TTL, the
+ * channel and the latch's name. */
+void rlock__release_args(rlock_lock *l, const rlock__script *script,
+                         const char *owner, int64_t keep_ms,
+                         const rlock__latch *latch, rlock__call *call);
+
 /* Add the latch's TTL and its key's name to a release call, as arguments
  * (where each script's header says). Names that are not keys of their
  * own (channels, prefixes, the latch) go as ARGV: a cluster migrating the

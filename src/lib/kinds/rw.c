@@ -15,12 +15,6 @@
 #include "common.h"
 #include "lock_int.h"
 
-static const char *channel(rlock_lock *l, const char *owner, char *buf,
-                           size_t size) {
-  (void)owner, (void)buf, (void)size;
-  return l->channel;
-}
-
 static void inspect(rlock_lock *l, rlock__call *call) {
   rlock__call_script(call, &rlock__script_lock_inspect);
   rlock__call_key(call, l->name);
@@ -95,7 +89,7 @@ static const rlock__kind read_kind = {
     .field_suffix = "",
     .read_renewal = 1,
     .attempt = read_attempt,
-    .channel = channel,
+    .channel = rlock__own_channel,
     .release = read_release,
     .force_release = read_force,
     .inspect = inspect,
@@ -141,7 +135,7 @@ static const rlock__kind write_kind = {
     .metric = RLOCK__MK_WRITE,
     .field_suffix = ":write",
     .attempt = write_attempt,
-    .channel = channel,
+    .channel = rlock__own_channel,
     .release = write_release,
     .force_release = write_force,
     .inspect = inspect,

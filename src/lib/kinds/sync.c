@@ -74,12 +74,6 @@ static void sem_attempt(rlock_lock *l, const char *permits, int64_t lease_ms,
   rlock__sem_call(l, "acquire", strtoll(permits, NULL, 10), call);
 }
 
-static const char *own_channel(rlock_lock *l, const char *owner, char *buf,
-                               size_t size) {
-  (void)owner, (void)buf, (void)size;
-  return l->channel;
-}
-
 /* What an acquisition gives back: the permits it took. */
 static void sem_give_back(rlock_lock *l, const char *permits, int64_t keep_ms,
                           const rlock__latch *latch, rlock__call *call) {
@@ -94,7 +88,7 @@ static const rlock__kind semaphore_kind = {
     .metric = RLOCK__MK_SEMAPHORE,
     .unavailable = "has not the permits asked for available",
     .attempt = sem_attempt,
-    .channel = own_channel,
+    .channel = rlock__own_channel,
     .release = sem_give_back,
 };
 
@@ -120,7 +114,7 @@ static const rlock__kind psemaphore_kind = {
     .metric = RLOCK__MK_PSEMAPHORE,
     .unavailable = "has no permit available",
     .attempt = psem_attempt,
-    .channel = own_channel,
+    .channel = rlock__own_channel,
     .release = psem_give_back,
 };
 
@@ -144,7 +138,7 @@ static const rlock__kind latch_kind = {
     .metric = RLOCK__MK_LATCH,
     .unavailable = "still has a count above zero",
     .attempt = latch_attempt,
-    .channel = own_channel,
+    .channel = rlock__own_channel,
     .release = latch_give_back,
 };
 
