@@ -991,6 +991,186 @@ static void test_watchdog_stopped_master(void **state) {
   rlock_client_free(c);
 }
 
+/* ---- 5a. a stopped master's subscriber delays nobody else ---------------- */
+
+typedef struct dropped {
+  rlock_client *c;
+  uint64_t before;
+} dropped;
+
+static bool pred_dropped(void *arg, char *why, size_t cap) {
+  dropped *d = arg;
+  rlock_stats st;
+  OK(rlock_client_stats(d->c, &st, sizeof st));
+  snprintf(why, cap, "%llu connections dropped, %llu before",
+           (unsigned long long)st.disconnects, (unsigned long long)d->before);
+  return st.disconnects > d->before;
+}
+
+/* The cluster's URL with a login ("AUTH default any": the default user
+ * has no password, so any is accepted): a connection's first exchange is
+ * then a command, which a stopped server never answers. */
+static const char *login_url(char *buf, size_t size) {
+  const char *u = rt_cluster_url(cl);
+  const char *p = strstr(u, "://");
+  assert_non_null(p);
+  snprintf(buf, size, "%.*sdefault:any@%s", (int)(p + 3 - u), u, p + 3);
+  return buf;
+}
+
+/* Whether a connection to node n's port that `known` (a CLIENT LIST of
+ * the node, taken before it stopped) does not list has bytes queued at
+ * the server: a new connection's first command reached the stopped node,
+ * which will not answer it. */
+typedef struct new_queued {
+  int port;
+  const char *known;
+} new_queued;
+
+static bool pred_new_queued(void *arg, char *why, size_t cap) {
+  const new_queued *q = arg;
+  FILE *f = fopen("/proc/net/tcp", "r");
+  if (f == NULL)
+    fail_msg("cannot read /proc/net/tcp");
+  char line[512], addr[64];
+  bool found = false;
+  fgets(line, sizeof line, f); /* the header */
+  while (!found && fgets(line, sizeof line, f) != NULL) {
+    unsigned lport, rport, tx, rx;
+    if (sscanf(line, " %*d: %*x:%x %*x:%x %*x %x:%x", &lport, &rport, &tx,
+               &rx) != 4 ||
+        (int)lport != q->port || rx == 0)
+      continue;
+    snprintf(addr, sizeof addr, "addr=127.0.0.1:%u ", rport);
+    found = strstr(q->known, addr) == NULL;
+  }
+  fclose(f);
+  snprintf(why, cap, "no new connection to port %d has a command queued",
+           q->port);
+  return found;
+}
+
+static bool pred_either(void *arg, char *why, size_t cap) {
+  dk_op **ops = arg;
+  snprintf(why, cap, "neither waiter has the lock");
+  return dk_op_done(ops[0]) || dk_op_done(ops[1]);
+}
+
+/* Release `l` (held by `owner`) and return how long, in ms, until `w`
+ * (waiting for it) had it. */
+static double handoff_ms(rlock_lock *l, uint64_t owner, dk_op *w,
+                         dk_op *other) {
+  int64_t t0 = rt_now_us();
+  OK(dk_release(l, owner));
+  dk_op *ops[2] = {w, other != NULL ? other : w};
+  dk_wait(pred_either, ops, 5000, "a waiter to take the released lock");
+  dk_op *got = dk_op_done(w) ? w : other;
+  if (got->r.rc != RLOCK_OK)
+    fail_msg("waiter: %d %s", got->r.rc, got->r.msg);
+  return (double)(got->done_us - t0) / 1000.0;
+}
+
+/* Another master that stops answering (SIGSTOP) while this client's
+ * subscriber to it reconnects (its pub/sub connection killed just before
+ * the stop, a waiter still waiting there) delays nobody elsewhere: two
+ * waiters on one lock of a healthy master (one channel, so neither
+ * watches the socket alone) each take it within 100 ms (scaled) of its
+ * release, and watchdog holds on the two healthy masters keep being
+ * renewed (a lease of 1200 ms against a command timeout of 1500 ms: one
+ * wait on the stopped node's login would let them run out). The node is
+ * thawed and the cluster left as it was. */
+static void test_stopped_master_subscriber(void **state) {
+  (void)state;
+  for (int m = 0; m < 3; m++)
+    assert_true(is_live_master(m));
+  int64_t wd = 1200;
+  char url[1024], na[64], nb[64], nr[2][64], cha[128], chb[128];
+  rt_cluster_key_on(cl, 0, "sm:a:", na, sizeof na);
+  rt_cluster_key_on(cl, 1, "sm:b:", nb, sizeof nb);
+  rt_cluster_key_on(cl, 1, "sm:r1:", nr[0], sizeof nr[0]);
+  rt_cluster_key_on(cl, 2, "sm:r2:", nr[1], sizeof nr[1]);
+  snprintf(cha, sizeof cha, "redisson_lock__channel:{%s}", na);
+  snprintf(chb, sizeof chb, "redisson_lock__channel:{%s}", nb);
+  set_node_timeout(60000); /* no failover while it is stopped */
+  dk_bg_begin();
+  rlock_config *cfg;
+  OK(rlock_config_new(&cfg));
+  OK(rlock_config_set_url(cfg, login_url(url, sizeof url)));
+  OK(rlock_config_set_connect_timeout_ms(cfg, 1000));
+  OK(rlock_config_set_command_timeout_ms(cfg, 1500));
+  OK(rlock_config_set_watchdog_timeout_ms(cfg, wd));
+  rlock_client *c = dk_client_cfg(cfg);
+  rlock_config_free(cfg);
+  static rlock_lock *la, *lb, *lr[2]; /* static, as the ops below */
+  la = fx_lock(c, na);
+  lb = fx_lock(c, nb);
+  uint64_t ha = rlock_owner_new(), hb = rlock_owner_new();
+  uint64_t hr = rlock_owner_new(), o1 = rlock_owner_new(),
+           o2 = rlock_owner_new();
+  OK(dk_acquire(la, ha, 0, 60000));
+  OK(dk_acquire(lb, hb, 0, 60000));
+  for (int i = 0; i < 2; i++) {
+    lr[i] = fx_lock(c, nr[i]);
+    OK(dk_acquire(lr[i], hr, 0, RLOCK_LEASE_WATCHDOG));
+  }
+  static dk_op wa, w1, w2;
+  dk_acquire_start(&wa, la, rlock_owner_new(), rt_scaled_ms(60000), 30000);
+  wait_subs(cha, 1, 0, 1, 10000);
+  long long scripts0 = calls_on(1, "evalsha") + calls_on(1, "eval");
+  dk_acquire_start(&w1, lb, o1, rt_scaled_ms(60000), 30000);
+  dk_acquire_start(&w2, lb, o2, rt_scaled_ms(60000), 30000);
+  wait_subs(chb, 1, 1, 1, 10000);
+  int64_t t0 = rt_now_ms();
+  while (calls_on(1, "evalsha") + calls_on(1, "eval") < scripts0 + 2) {
+    if (rt_now_ms() - t0 > rt_scaled_ms(10000))
+      fail_msg("the two waiters did not both attempt");
+    rt_sleep_ms(5);
+  }
+  rlock_stats st;
+  OK(rlock_client_stats(c, &st, sizeof st));
+  dropped d = {c, st.disconnects};
+  redisReply *known = rt_cmd(node(0), "CLIENT LIST");
+  freeReplyObject(rt_cmd(node(0), "CLIENT KILL TYPE pubsub"));
+  rt_server_freeze(node(0));
+  dk_wait(pred_dropped, &d, 5000, "the subscriber to node 0 dropped");
+  /* Its reconnection's login waits for an answer that does not come. */
+  new_queued q = {rt_server_port(node(0)), known->str ? known->str : ""};
+  dk_wait(pred_new_queued, &q, 5000, "the subscriber's login sent to node 0");
+  freeReplyObject(known);
+  dk_bg_measure_from_now();
+  double first = handoff_ms(lb, hb, &w1, &w2);
+  dk_op *got = dk_op_done(&w1) ? &w1 : &w2, *next = got == &w1 ? &w2 : &w1;
+  double second = handoff_ms(lb, got == &w1 ? o1 : o2, next, NULL);
+  printf("[   INFO   ] node 0 stopped, its subscriber reconnecting: "
+         "handoffs on node 1 in %.1f and %.1f ms\n",
+         first, second);
+  ASSERT_BETWEEN(first, 0, 100);
+  ASSERT_BETWEEN(second, 0, 100);
+  OK(dk_op_wait(&w1, 1000, "the first waiter on node 1")); /* joined */
+  OK(dk_op_wait(&w2, 1000, "the second waiter on node 1"));
+  OK(dk_release(lb, got == &w1 ? o2 : o1));
+  for (int i = 0; i < 2; i++)
+    watch_renewals(i + 1, nr[i], 0, 2 * wd, 0);
+  rt_server_thaw(node(0));
+  OK(dk_release(la, ha));
+  /* The waiter there may have given up on the stopped node (a timeout),
+   * or takes the lock now. */
+  if (dk_op_wait(&wa, 20000, "the waiter on node 0") == RLOCK_OK)
+    OK(dk_release(la, wa.o.owner));
+  else if (wa.r.rc != RLOCK_ETIMEOUT && wa.r.rc != RLOCK_EIO)
+    fail_msg("waiter on node 0: %d %s", wa.r.rc, wa.r.msg);
+  for (int i = 0; i < 2; i++) {
+    OK(dk_release(lr[i], hr));
+    rlock_lock_free(lr[i]);
+  }
+  rlock_lock_free(la);
+  rlock_lock_free(lb);
+  dk_free(c);
+  dk_bg_end("a stopped master's subscriber reconnecting");
+  set_node_timeout(RT_CLUSTER_NODE_TIMEOUT_MS);
+  rt_cluster_wait_ok(cl, rt_scaled_ms(30000));
+}
+
 /* ---- 5b. the unlock latch: replayed, then deleted ------------------------ */
 
 /* Every release of a cluster client writes a latch (the first answer,
@@ -1019,20 +1199,6 @@ static void test_latch_deleted(void **state) {
   assert_int_equal(latch_keys(n, name), 0);
   rlock_lock_free(l);
   dk_free(c);
-}
-
-typedef struct dropped {
-  rlock_client *c;
-  uint64_t before;
-} dropped;
-
-static bool pred_dropped(void *arg, char *why, size_t cap) {
-  dropped *d = arg;
-  rlock_stats st;
-  OK(rlock_client_stats(d->c, &st, sizeof st));
-  snprintf(why, cap, "%llu connections dropped, %llu before",
-           (unsigned long long)st.disconnects, (unsigned long long)d->before);
-  return st.disconnects > d->before;
 }
 
 /* A release whose reply is lost is sent again with its latch, and the
@@ -1555,10 +1721,10 @@ static void on_kill_lost(const char *name, const char *owner, void *ud) {
  *
  * Regression test for BUG-3 "sharded subscription stuck on a dead node"
  * (fixed: a sharded subscriber that cannot reconnect looks its channels'
- * owners up again). It was (src/lib/
- * subconn.c, connect_sc() / serve()): when the node of a sharded
- * subscriber connection dies, drop() reroutes its subscriptions, but the
- * slot map still names the dead node (CLUSTER SHARDS leaves out a shard
+ * owners up again; the subscriber is loop/lsub.c's for both drivers now,
+ * whose failed connection refreshes the topology). It was: when the node of a
+ * sharded subscriber connection dies, drop() reroutes its subscriptions, but
+ * the slot map still names the dead node (CLUSTER SHARDS leaves out a shard
  * whose master failed, and apply_map() keeps the old owner), so they are
  * assigned to a new connection to the same dead node. connect_sc() then
  * fails forever with back-off and never reroutes again: s->on stays on the
@@ -1777,6 +1943,7 @@ int main(int argc, char **argv) {
       DK_CASE(test_watchdog_many_slots, DK_BLOCK),
       DK_CASE(test_watchdog_idle_tick, DK_BLOCK),
       DK_CASE(test_watchdog_stopped_master, DK_BLOCK),
+      DK_CASE(test_stopped_master_subscriber, DK_ALL),
       DK_CASE(test_latch_deleted, DK_ALL),
       DK_CASE(test_migration_under_locks, DK_ALL),
       DK_CASE(test_release_during_migration, DK_ALL),

@@ -16,7 +16,14 @@
 #include "pubsub.h"
 #include "bg.h"
 
-static void wake_bg(void *arg) { rlock__bg_wake(arg); }
+/* Sentinel named a new master: the subscriber follows (pubsub.c's turn on
+ * the background thread). The topology calls this only once the client
+ * is set up. */
+static void master_moved(void *arg) {
+  rlock_client *c = arg;
+  atomic_store(&c->ps->master_moved, 1);
+  rlock__bg_wake(c);
+}
 
 int rlock_client_new(rlock_client **out, const rlock_config *cfg) {
   if (out == NULL)
@@ -26,7 +33,7 @@ int rlock_client_new(rlock_client **out, const rlock_config *cfg) {
     return rc;
   rlock_client *c = *out;
   c->drv = &rlock__bg_driver;
-  c->topo.on_change = wake_bg; /* Sentinel: the subscriber follows */
+  c->topo.on_change = master_moved;
   c->topo.on_change_arg = c;
   /* The blocking driver's subscriber and background thread (an event
    * loop has its own). */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bg.c - the background thread: one poll() loop driving the loop engine
- * (on loop/lpoll.c's adapter: renewals, timers), pub/sub and the Sentinel
- * watch; and the blocking driver's table.
+ * (on loop/lpoll.c's adapter: renewals, timers, the subscriber, the
+ * Sentinel watch) for the waiting threads' channel fronts (pubsub.c); and
+ * the blocking driver's table.
  */
 #include "bg.h"
 
@@ -29,31 +30,22 @@ static int poll_timeout_ms(int64_t next_us) {
   return ms > 60000 ? 60000 : (int)ms;
 }
 
-/* Room after the loop engine's pollfd entries for this many subscriber
- * connections (one per cluster node with waiters); more are polled on
- * later passes. */
-#define POLL_MAX 128
-
 static void *bg_main(void *arg) {
   rlock_client *c = arg;
   rlock__bg *bg = c->bg;
-  struct pollfd *sub = NULL; /* the subscribers' entries, after the loop's */
-  int n = 0;                 /* how many were polled last time */
-  int polled = 0;            /* the last poll() returned events */
   rlock__loop_begin(c);
   while (!atomic_load(&bg->stop)) {
-    /* What the last poll found is read before the engine runs: its events
-     * may move the array. */
-    int64_t next = rlock__pubsub_service(c, sub, n);
-    rlock__lpoll_dispatch(&bg->lp, polled);
-    int nl;
-    struct pollfd *fds = rlock__lpoll_fds(&bg->lp, &nl, &next);
-    sub = fds + nl;
-    n = rlock__pubsub_pollfds(c, sub, POLL_MAX, &next);
-    int rc = poll(fds, (nfds_t)(nl + n), poll_timeout_ms(next));
-    polled = rc > 0;
-    if (rc <= 0)
-      n = 0; /* nothing to read; revents are not set */
+    int64_t next = INT64_MAX;
+    int n;
+    struct pollfd *fds = rlock__lpoll_fds(&bg->lp, &n, &next);
+    /* A subscriber socket a direct waiter watches (or that is quiet) is
+     * left out: an unlock message then wakes that thread alone. */
+    rlock__pubsub_mute(c, fds, n, &next);
+    int rc = poll(fds, (nfds_t)n, poll_timeout_ms(next));
+    int subs = rc > 0 && rlock__pubsub_any_ready(c, fds, n);
+    rlock__lpoll_dispatch(&bg->lp, rc > 0);
+    if (subs) /* a direct waiter parked on what was read looks again */
+      rlock__pubsub_read_done(c->ps);
   }
   rlock__loop_shut(c);
   return NULL;
@@ -61,13 +53,17 @@ static void *bg_main(void *arg) {
 
 int rlock__bg_start(rlock_client *c) {
   rlock_loop table;
-  int rc = rlock__lpoll_init(&c->bg->lp, c, POLL_MAX, &table);
+  int rc = rlock__lpoll_init(&c->bg->lp, c, 0, &table);
   if (rc != RLOCK_OK)
     return rc;
   if ((rc = rlock__loop_attach(c, &table)) != RLOCK_OK) {
     rlock__lpoll_destroy(&c->bg->lp);
     return rc;
   }
+  /* The waiting threads' channel fronts ride on the loop's subscriber. */
+  c->bg->lp.unwatch = rlock__pubsub_closing;
+  c->bg->lp.unwatch_arg = c;
+  c->loop->on_wake = rlock__pubsub_turn;
   atomic_init(&c->bg->stop, 0);
   /* The thread inherits a fully blocked signal mask: signals meant for the
    * application (SIGINT, SIGTERM, ...) must never land on it. */

@@ -3,14 +3,15 @@
  * bg.h - a blocking client's one background thread.
  *
  * It runs the loop engine (loop/) on the library's poll() adapter
- * (loop/lpoll.c): the watchdog's renewals (loop/lrenew.c), with their
- * connections, its timers and its inbox. Beside the engine it still
- * carries the blocking subscriber (pubsub.c, subconn.c) and the Sentinel
- * +switch-master watch (net/sentinel.c). One poll() over the engine's
- * descriptors, its eventfd (which user threads write when they need the
- * thread), the watch's and the subscribers' sockets, with a timeout taken
- * from the earliest time any part asks for. No part waits anywhere else
- * on a server's answer, so a node that does not answer delays no unlock
+ * (loop/lpoll.c): the watchdog's renewals (loop/lrenew.c), the subscriber
+ * and the Sentinel +switch-master watch (loop/lsub.c), with their
+ * connections, its timers and its inbox; at each wake-up of the loop it
+ * also joins and leaves the waiting threads' channel fronts (pubsub.c).
+ * One poll() over the engine's descriptors and its eventfd (which user
+ * threads write when they need the thread), less the subscriber input
+ * pubsub.c mutes (a direct waiter's socket, quiet sockets), with the
+ * engine's timer as its timeout. Nothing waits anywhere else on a
+ * server's answer, so a node that does not answer delays no unlock
  * message and no other node's renewal. It blocks every signal so that
  * signals reach the application's threads.
  */

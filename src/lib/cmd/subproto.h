@@ -1,13 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * subproto.h - what both subscribers (the blocking one: pubsub.c +
- * subconn.c on the background thread; the loop's: loop/lsub.c) share of
- * Redis pub/sub and Redisson's messages: the node a channel is subscribed
- * on, the words to send, what a push says, what an unlock message wakes,
- * and the timings of re-subscription and health checks. The two differ
- * only in how their waiters wait (threads on condition variables, or
- * operations on a loop), so each keeps its own waiter bookkeeping over
- * these steps.
+ * subproto.h - Redis pub/sub and Redisson's messages as the subscriber
+ * (loop/lsub.c, which a blocking client's background thread runs too)
+ * speaks them: the node a channel is subscribed on, the words to send,
+ * what a push says, what a message wakes, and the timings of
+ * re-subscription and health checks.
  */
 #ifndef RLOCK_SUBPROTO_H
 #define RLOCK_SUBPROTO_H

@@ -292,6 +292,8 @@ void rlock__loop_wake(rlock_client *c) {
   if (atomic_exchange(&c->loop->renew_asked, 0))
     rlock__lrenew_arm(c);
   take_inbox(c);
+  if (c->loop->on_wake != NULL)
+    c->loop->on_wake(c);
   leave(c, 1);
 }
 

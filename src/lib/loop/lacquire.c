@@ -41,6 +41,7 @@ static rlock_op *of_timer(rlock__ltimer *t) {
 static void attempt(rlock_op *op);
 static void settle_read(rlock_op *op);
 
+static int op_asleep(const rlock__lwaiter *w);
 /* The acquisition's outcome into its lock's metrics (obs.h). */
 static void metered(rlock_op *op, int rc) {
   if (!op->unmetered)
@@ -50,7 +51,7 @@ static void metered(rlock_op *op, int rc) {
 
 /* The end: out of the channel, outcome recorded. */
 static void done(rlock_op *op, int rc, int64_t value) {
-  rlock__lsub_leave(op->c, op);
+  rlock__lsub_leave(op->c, &op->sw);
   metered(op, rc);
   rlock__lop_finish(op, rc, value);
 }
@@ -69,7 +70,7 @@ static void epilogue_done(rlock_client *c, rlock__lreq *r) {
 /* Run op->lreq.call (built by the caller), then end with `rc` and the
  * last error as it is now, whatever the call's own outcome. */
 static void end_after_call(rlock_op *op, int rc) {
-  rlock__lsub_leave(op->c, op);
+  rlock__lsub_leave(op->c, &op->sw);
   rlock__ltimer_stop(op->c, &op->timer);
   op->rc = rc;
   snprintf(op->msg, sizeof op->msg, "%s", rlock_error_last()->message);
@@ -129,10 +130,12 @@ static void wait_more(rlock_op *op) {
     sleep_until(op, RLOCK__LACQ_SLEEPING, until < bound ? until : bound);
     return;
   }
-  if (op->chan == NULL) {
+  if (op->sw.chan == NULL) {
     char chbuf[RLOCK_MAX_NAME_LEN + 128];
     const char *ch = l->kind->channel(l, op->owner, chbuf, sizeof chbuf);
-    int rc = rlock__lsub_join(op->c, op, ch);
+    op->sw.asleep = op_asleep;
+    op->sw.event = rlock__lacquire_event;
+    int rc = rlock__lsub_join(op->c, &op->sw, ch);
     if (rc < 0) {
       fail(op, rc);
       return;
@@ -144,13 +147,13 @@ static void wait_more(rlock_op *op) {
     attempt(op); /* confirmed already: a message may have gone by */
     return;
   }
-  if (op->woken || rlock__lsub_take_permit(op)) {
+  if (op->woken || rlock__lsub_take_permit(&op->sw)) {
     attempt(op);
     return;
   }
   sleep_until(op,
-              rlock__lsub_active(op) ? RLOCK__LACQ_SLEEPING
-                                     : RLOCK__LACQ_SUBSCRIBING,
+              rlock__lsub_active(&op->sw) ? RLOCK__LACQ_SLEEPING
+                                          : RLOCK__LACQ_SUBSCRIBING,
               bound);
 }
 
@@ -443,10 +446,20 @@ void rlock__lacquire_start(rlock_op *op) {
   attempt(op);
 }
 
-void rlock__lacquire_event(rlock_op *op, rlock__chan_event what) {
+/* An unlock message "0" goes to the longest sleeper. */
+static int op_asleep(const rlock__lwaiter *w) {
+  const rlock_op *op =
+      (const rlock_op *)((const char *)w - offsetof(rlock_op, sw));
+  return op->state == RLOCK__LACQ_SLEEPING;
+}
+
+void rlock__lacquire_event(rlock__lwaiter *w, rlock__chan_event what) {
+  rlock_op *op = (rlock_op *)((char *)w - offsetof(rlock_op, sw));
+  if (what == RLOCK__CHAN_WOKEN_ALL) /* one acquisition: one wake-up */
+    what = RLOCK__CHAN_WOKEN;
   if (what == RLOCK__CHAN_FAILED) { /* the channel was refused (an ACL): last
                                        error set */
-    rlock__lsub_leave(op->c, op);
+    rlock__lsub_leave(op->c, &op->sw);
     if (op->state == RLOCK__LACQ_ATTEMPTING ||
         op->state == RLOCK__LACQ_SETTLING ||
         op->state == RLOCK__LACQ_GIVING_BACK) {
@@ -485,5 +498,5 @@ void rlock__lacquire_cancel(rlock_op *op) {
 void rlock__lacquire_abandon(rlock_op *op) {
   metered(op, RLOCK_ECLOSED);
   rlock__ltimer_stop(op->c, &op->timer);
-  rlock__lsub_leave(op->c, op);
+  rlock__lsub_leave(op->c, &op->sw);
 }

@@ -303,6 +303,29 @@ enum rlock__lop_type {
 
 typedef struct rlock__lchan rlock__lchan;
 
+/* What a waiter's channel tells it (lsub.c). */
+typedef enum rlock__chan_event {
+  RLOCK__CHAN_FAILED,    /* the subscription failed (last error set) */
+  RLOCK__CHAN_CONFIRMED, /* the subscription is confirmed */
+  RLOCK__CHAN_WOKEN,     /* a message (its channel's wakes: how many) */
+  RLOCK__CHAN_WOKEN_ALL  /* messages possibly missed: each tries again */
+} rlock__chan_event;
+
+/* One party waiting on a channel (lsub.c): a loop acquisition
+ * (lacquire.c), or a blocking client's channel front (blocking/pubsub.c),
+ * which stands for every thread of that client waiting on the channel.
+ * Its owner fills asleep and event, then joins. */
+typedef struct rlock__lwaiter rlock__lwaiter;
+struct rlock__lwaiter {
+  rlock__lchan *chan;          /* NULL: on no channel */
+  rlock__lwaiter *prev, *next; /* the channel's waiters, in arrival order */
+  /* Whether an unlock message "0" goes to it now (it sleeps on it); one
+   * that none takes is kept as a permit (rlock__lsub_take_permit). */
+  int (*asleep)(const rlock__lwaiter *w);
+  /* What the channel tells it; it may leave the channel meanwhile. */
+  void (*event)(rlock__lwaiter *w, rlock__chan_event what);
+};
+
 struct rlock_op {
   int type; /* enum rlock__lop_type */
   rlock_client *c;
@@ -353,12 +376,11 @@ struct rlock_op {
   int64_t backoff_ms; /* spin kind: the next back-off */
   unsigned spins;
   uint64_t seed;
-  int sub_rc;         /* the channel was refused while an attempt flew */
-  int settle_rc;      /* SETTLING: the failure that started it ... */
-  int64_t settle_had; /* ... and the levels recorded before */
-  rlock__lchan *chan;
-  rlock_op *cprev, *cnext; /* the channel's waiters */
-  rlock__ltimer timer;     /* the sleep bound */
+  int sub_rc;          /* the channel was refused while an attempt flew */
+  int settle_rc;       /* SETTLING: the failure that started it ... */
+  int64_t settle_had;  /* ... and the levels recorded before */
+  rlock__lwaiter sw;   /* on its channel (lsub.c) */
+  rlock__ltimer timer; /* the sleep bound */
   /* release */
   int hold_state;
   int64_t keep_ms;
@@ -424,13 +446,7 @@ void rlock__loop_leave(rlock_client *c);
 
 /* lacquire.c */
 void rlock__lacquire_start(rlock_op *op);
-/* What a waiter's channel tells it (lsub.c). */
-typedef enum rlock__chan_event {
-  RLOCK__CHAN_FAILED,    /* the subscription failed (last error set) */
-  RLOCK__CHAN_CONFIRMED, /* the subscription is confirmed */
-  RLOCK__CHAN_WOKEN      /* an unlock message (or a possibly missed one) */
-} rlock__chan_event;
-void rlock__lacquire_event(rlock_op *op, rlock__chan_event what);
+void rlock__lacquire_event(rlock__lwaiter *w, rlock__chan_event what);
 /* rlock_op_cancel on the loop thread. */
 void rlock__lacquire_cancel(rlock_op *op);
 /* The client is being freed: abandon the acquisition (no I/O). */
@@ -450,11 +466,13 @@ struct rlock__lchan {
   rlock__lconn *k;      /* the subscriber it is (being) subscribed on */
   char *name;
   size_t len;
-  int state;              /* enum rlock__lchan_state */
-  int permits;            /* unlock messages no waiter has taken yet */
-  rlock_op *first, *last; /* waiters, in arrival order */
-  rlock_op *cursor;       /* the next waiter a walk visits */
-  int walking;            /* a walk over the waiters is under way */
+  int state;                    /* enum rlock__lchan_state */
+  int permits;                  /* unlock messages no waiter has taken yet */
+  rlock__lwaiter *first, *last; /* waiters, in arrival order */
+  rlock__lwaiter *cursor;       /* the next waiter a walk visits */
+  int walking;                  /* a walk over the waiters is under way */
+  int64_t wakes; /* what the message being delivered wakes (RLOCK__CHAN
+                    _WOKEN): how many, RLOCK__WAKE_ALL for all */
   int nwaiters;
 };
 
@@ -469,18 +487,25 @@ enum rlock__lacq_state {
                               it took the lock */
 };
 
-/* Join `op` to the waiters of `channel`, subscribing when needed: 1 when
- * the subscription is confirmed already, 0 when the operation will hear
+/* Join `w` to the waiters of `channel`, subscribing when needed: 1 when
+ * the subscription is confirmed already, 0 when the waiter will hear
  * RLOCK__CHAN_CONFIRMED once it is (RLOCK__CHAN_FAILED if it fails), or a
  * status (the subscriber cannot connect, out of memory). */
-int rlock__lsub_join(rlock_client *c, rlock_op *op, const char *channel);
-/* 1 when op's channel is confirmed. */
-int rlock__lsub_active(const rlock_op *op);
-/* Leave (unsubscribing when it was the last waiter). */
-void rlock__lsub_leave(rlock_client *c, rlock_op *op);
+int rlock__lsub_join(rlock_client *c, rlock__lwaiter *w, const char *channel);
+/* 1 when w's channel is confirmed. */
+int rlock__lsub_active(const rlock__lwaiter *w);
+/* Leave (unsubscribing when it was the last waiter, after the linger).
+ * No-op when on no channel. */
+void rlock__lsub_leave(rlock_client *c, rlock__lwaiter *w);
+/* Leave, unsubscribing at once when it was the last waiter: for a
+ * blocking client's front, which lingers on its own. */
+void rlock__lsub_leave_now(rlock_client *c, rlock__lwaiter *w);
+/* The file descriptor of w's subscriber connection when it is up and in
+ * plain text (its bytes can be peeked at), else -1. */
+int rlock__lsub_fd(const rlock__lwaiter *w);
 /* The waiter is going to sleep: take a permit if one is there (1), else
  * 0. */
-int rlock__lsub_take_permit(rlock_op *op);
+int rlock__lsub_take_permit(rlock__lwaiter *w);
 
 /* ---- the client's loop state (core.c) ---------------------------------- */
 
@@ -503,6 +528,9 @@ typedef struct rlock__loop {
   atomic_int renew_asked;  /* another thread recorded the first watchdog
                               hold: arm the renewal tick (a blocking
                               client's loop) */
+  /* A blocking client's loop: run at each wake-up, inside the loop's
+   * turn (blocking/pubsub.c's channel fronts); NULL otherwise. */
+  void (*on_wake)(rlock_client *c);
   /* the servers (lroute.c): one entry per topology node met */
   rlock__lnode **nodes;
   size_t nnodes, capnodes;
@@ -654,6 +682,10 @@ typedef struct rlock__lpoll {
   int npfd;           /* entries the last rlock__lpoll_fds filled */
   int extra;
   int64_t timer_us; /* monotonic; INT64_MAX: disarmed */
+  /* Told as the engine stops watching fd, before it closes it (the
+   * runner's own users of the descriptor let go); may be NULL. */
+  void (*unwatch)(void *arg, int fd);
+  void *unwatch_arg;
 } rlock__lpoll;
 
 /* Set up `p` for client `c`, with room for `extra` pollfd entries of the

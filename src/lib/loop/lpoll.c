@@ -55,6 +55,8 @@ static int lp_watch(void *data, int fd, int events) {
   if (events == 0) {
     if (i >= 0)
       p->w[i] = p->w[--p->nw];
+    if (i >= 0 && p->unwatch != NULL)
+      p->unwatch(p->unwatch_arg, fd);
     return 0;
   }
   if (i < 0) {

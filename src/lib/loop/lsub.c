@@ -129,8 +129,8 @@ static void unsubscribe(rlock_client *c, rlock__lchan *ch) {
     chan_drop(c, ch);
 }
 
-/* No waiter left: linger, or go. */
-static void idle(rlock_client *c, rlock__lchan *ch) {
+/* No waiter left: linger (when `linger` and configured), or go. */
+static void idle(rlock_client *c, rlock__lchan *ch, int linger) {
   rlock__loop *lp = c->loop;
   ch->permits = 0;
   if (ch->state == RLOCK__LCHAN_PENDING)
@@ -140,7 +140,7 @@ static void idle(rlock_client *c, rlock__lchan *ch) {
       chan_drop(c, ch);
     return;
   }
-  if (c->cfg.linger_ms > 0 && lp->idle_chans < c->cfg.max_idle_subs &&
+  if (linger && c->cfg.linger_ms > 0 && lp->idle_chans < c->cfg.max_idle_subs &&
       rlock__ltimer_at(c, &ch->linger,
                        rlock__deadline_after_ms(c->cfg.linger_ms)) ==
           RLOCK_OK) {
@@ -156,11 +156,11 @@ static void linger_over(rlock_client *c, rlock__ltimer *t) {
   unsubscribe(c, ch);
 }
 
-int rlock__lsub_active(const rlock_op *op) {
-  return op->chan != NULL && op->chan->state == RLOCK__LCHAN_ACTIVE;
+int rlock__lsub_active(const rlock__lwaiter *w) {
+  return w->chan != NULL && w->chan->state == RLOCK__LCHAN_ACTIVE;
 }
 
-int rlock__lsub_join(rlock_client *c, rlock_op *op, const char *channel) {
+int rlock__lsub_join(rlock_client *c, rlock__lwaiter *w, const char *channel) {
   rlock__loop *lp = c->loop;
   size_t len = strlen(channel);
   rlock__lchan *ch = rlock__map_get(&lp->chans, channel, len);
@@ -189,42 +189,55 @@ int rlock__lsub_join(rlock_client *c, rlock_op *op, const char *channel) {
       return rc;
     }
   }
-  op->chan = ch;
-  op->cnext = NULL;
-  op->cprev = ch->last;
+  w->chan = ch;
+  w->next = NULL;
+  w->prev = ch->last;
   if (ch->last != NULL)
-    ch->last->cnext = op;
+    ch->last->next = w;
   else
-    ch->first = op;
-  ch->last = op;
+    ch->first = w;
+  ch->last = w;
   ch->nwaiters++;
   return ch->state == RLOCK__LCHAN_ACTIVE;
 }
 
-void rlock__lsub_leave(rlock_client *c, rlock_op *op) {
-  rlock__lchan *ch = op->chan;
+static void part(rlock_client *c, rlock__lwaiter *w, int linger) {
+  rlock__lchan *ch = w->chan;
   if (ch == NULL)
     return;
-  if (ch->cursor == op)
-    ch->cursor = op->cnext;
-  if (op->cprev != NULL)
-    op->cprev->cnext = op->cnext;
+  if (ch->cursor == w)
+    ch->cursor = w->next;
+  if (w->prev != NULL)
+    w->prev->next = w->next;
   else
-    ch->first = op->cnext;
-  if (op->cnext != NULL)
-    op->cnext->cprev = op->cprev;
+    ch->first = w->next;
+  if (w->next != NULL)
+    w->next->prev = w->prev;
   else
-    ch->last = op->cprev;
-  op->chan = NULL;
-  op->cprev = op->cnext = NULL;
+    ch->last = w->prev;
+  w->chan = NULL;
+  w->prev = w->next = NULL;
   if (--ch->nwaiters == 0 && !ch->walking)
-    idle(c, ch);
+    idle(c, ch, linger);
 }
 
-int rlock__lsub_take_permit(rlock_op *op) {
-  if (op->chan == NULL || op->chan->permits == 0)
+void rlock__lsub_leave(rlock_client *c, rlock__lwaiter *w) { part(c, w, 1); }
+
+void rlock__lsub_leave_now(rlock_client *c, rlock__lwaiter *w) {
+  part(c, w, 0);
+}
+
+int rlock__lsub_fd(const rlock__lwaiter *w) {
+  const rlock__lconn *k = w->chan != NULL ? w->chan->k : NULL;
+  if (k == NULL || k->state != RLOCK__LCONN_READY || k->tls != NULL)
+    return -1;
+  return k->fd;
+}
+
+int rlock__lsub_take_permit(rlock__lwaiter *w) {
+  if (w->chan == NULL || w->chan->permits == 0)
     return 0;
-  op->chan->permits--;
+  w->chan->permits--;
   return 1;
 }
 
@@ -232,34 +245,36 @@ int rlock__lsub_take_permit(rlock_op *op) {
  * waiters leaving on the way. */
 static void walk(rlock_client *c, rlock__lchan *ch, rlock__chan_event what) {
   ch->walking = 1;
-  for (rlock_op *op = ch->first; op != NULL && !c->loop->doomed;
-       op = ch->cursor) {
-    ch->cursor = op->cnext;
-    rlock__lacquire_event(op, what);
+  for (rlock__lwaiter *w = ch->first; w != NULL && !c->loop->doomed;
+       w = ch->cursor) {
+    ch->cursor = w->next;
+    w->event(w, what);
   }
   ch->cursor = NULL;
   ch->walking = 0;
   if (ch->nwaiters == 0 && !c->loop->doomed)
-    idle(c, ch);
+    idle(c, ch, 1);
 }
 
 /* As many as the message wakes (rlock__message_wakes: a lock's "0" one,
  * "1" all): the longest sleepers, then a permit each for those between
- * an attempt and a sleep. */
+ * an attempt and a sleep. A waiter reads the count in ch->wakes (a
+ * blocking client's front stands for several threads). */
 static void deliver(rlock_client *c, rlock__lchan *ch, const char *payload,
                     size_t chlen) {
   rlock__obs_count(&c->obs, RLOCK__STAT_WAKEUPS);
   int64_t n = rlock__message_wakes(ch->name, chlen, payload);
+  ch->wakes = n;
   if (n >= (int64_t)ch->nwaiters) {
     walk(c, ch, RLOCK__CHAN_WOKEN);
     return;
   }
   ch->walking = 1; /* as walk(): the cursor survives waiters leaving */
-  for (rlock_op *op = ch->first; op != NULL && n > 0 && !c->loop->doomed;
-       op = ch->cursor) {
-    ch->cursor = op->cnext;
-    if (op->state == RLOCK__LACQ_SLEEPING) {
-      rlock__lacquire_event(op, RLOCK__CHAN_WOKEN);
+  for (rlock__lwaiter *w = ch->first; w != NULL && n > 0 && !c->loop->doomed;
+       w = ch->cursor) {
+    ch->cursor = w->next;
+    if (w->asleep(w)) {
+      w->event(w, RLOCK__CHAN_WOKEN);
       n--;
     }
   }
@@ -268,7 +283,7 @@ static void deliver(rlock_client *c, rlock__lchan *ch, const char *payload,
   for (; n > 0 && ch->permits < ch->nwaiters; n--)
     ch->permits++;
   if (ch->nwaiters == 0 && !c->loop->doomed)
-    idle(c, ch);
+    idle(c, ch, 1);
 }
 
 static rlock__lchan *pop_sent(rlock__lconn *k) {
@@ -285,7 +300,7 @@ static void confirmed(rlock_client *c, rlock__lchan *ch, int subscribed) {
     ch->state = RLOCK__LCHAN_ACTIVE;
     c->loop->sub_backoff_ms = 0; /* the subscriber works */
     if (ch->nwaiters == 0)
-      idle(c, ch);
+      idle(c, ch, 1);
     else
       walk(c, ch, RLOCK__CHAN_CONFIRMED);
   } else if (!subscribed && ch->state == RLOCK__LCHAN_UNSUB_PENDING) {
@@ -433,8 +448,8 @@ void rlock__lsub_retry(rlock_client *c, rlock__ltimer *t) {
     tried = 1;
     if (subscribe(c, ch) != RLOCK_OK || ch->state == RLOCK__LCHAN_NONE)
       failed = 1;
-    walk(c, ch,
-         RLOCK__CHAN_WOKEN); /* an unlock may have been missed: attempt again */
+    /* An unlock may have been missed: every waiter attempts again. */
+    walk(c, ch, RLOCK__CHAN_WOKEN_ALL);
   }
   free(l.items);
   /* The back-off grows with every try and is reset only by a confirmed
