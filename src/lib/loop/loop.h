@@ -198,7 +198,9 @@ struct rlock__lconn {
    * order (lsub.c). */
   struct rlock__lchan **sent;
   size_t nsent, capsent;
-  int sharded; /* a subscriber: SSUBSCRIBE (1) or SUBSCRIBE (0) */
+  int sharded;  /* a subscriber: SSUBSCRIBE (1) or SUBSCRIBE (0) */
+  int sub_lost; /* a subscriber that dropped with channels on it: its next
+                   confirmed subscription says it reconnected (INFO) */
   char where[128];
 };
 

@@ -299,6 +299,11 @@ static void confirmed(rlock_client *c, rlock__lchan *ch, int subscribed) {
   if (subscribed && ch->state == RLOCK__LCHAN_PENDING) {
     ch->state = RLOCK__LCHAN_ACTIVE;
     c->loop->sub_backoff_ms = 0; /* the subscriber works */
+    if (ch->k != NULL && ch->k->sub_lost) {
+      ch->k->sub_lost = 0;
+      rlock__obs_log(&c->obs, RLOCK_LOG_INFO, "subscriber reconnected to %s",
+                     ch->k->where);
+    }
     if (ch->nwaiters == 0)
       idle(c, ch, 1);
     else
@@ -404,6 +409,13 @@ static chan_list list_chans(rlock_client *c, rlock__lconn *k) {
 static void on_down(rlock_client *c, rlock__lconn *k, int rc) {
   (void)rc;
   chan_list l = list_chans(c, k);
+  if (k->dropped && l.n > 0 && !k->sub_lost) {
+    k->sub_lost = 1;
+    rlock__obs_log(&c->obs, RLOCK_LOG_WARN,
+                   "subscriber connection to %s dropped: %s; subscribing "
+                   "again",
+                   k->where, rlock_error_last()->message);
+  }
   for (size_t i = 0; i < l.n; i++) {
     rlock__lchan *ch = l.items[i];
     if (ch->linger.idx != RLOCK__LTIMER_OFF) {
