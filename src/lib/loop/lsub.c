@@ -60,9 +60,15 @@ static void chan_drop(rlock_client *c, rlock__lchan *ch) {
 
 /* The subscriber connection that serves `ch` now: the node of its slot
  * (sharded) or the primary (classic). NULL while the topology does not
- * know (a refresh is then under way). */
+ * know (a refresh is then under way): also while a cluster in auto mode
+ * has not been probed for sharded pub/sub, which a refresh does just
+ * after applying its slot map (another thread may route by that map
+ * meanwhile), so a channel is never subscribed classic by mistake. */
 static rlock__lconn *conn_for(rlock_client *c, const rlock__lchan *ch) {
-  int sharded = atomic_load(&c->topo.sharded) > 0;
+  int s = atomic_load(&c->topo.sharded);
+  if (s < 0)
+    return NULL;
+  int sharded = s > 0;
   rlock__node *node = rlock__sub_node(&c->topo, sharded, ch->name);
   rlock__lnode *ln = node != NULL ? rlock__lnode_of(c, node) : NULL;
   if (ln == NULL)
