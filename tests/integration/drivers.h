@@ -30,6 +30,7 @@
 #define RLOCK_TEST_DRIVERS_H
 
 #include "loop_topo.h"
+#include "rt_proc.h"
 
 /* The drivers (the loop ones are loop_fixture.h's kinds). */
 enum { DK_UV = UV, DK_EV = EV, DK_BLOCKING, DK_NDRIVERS };
@@ -100,9 +101,11 @@ static inline void dk_on_loop(void (*fn)(void *), void *arg) {
 }
 
 /* Leave a background mode that a failed case left on (its loop thread
- * stopped, its clients freed), so that the next case starts clean. */
+ * stopped, its clients freed) and thaw any server it left frozen, so
+ * that the next case starts clean. */
 static inline int dk_recover(void **state) {
   (void)state;
+  rt_proc_continue_all();
   dk_bg = false;
   if (dk_loop())
     lt_abandon();

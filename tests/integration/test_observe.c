@@ -208,7 +208,21 @@ static void test_log_restart(void **state) {
   assert_int_equal(heard_at(&h, "lock 'observe:lost' lost"), RLOCK_LOG_ERROR);
   fx_waiter_join(&w); /* the waiter takes the lock that is gone */
   OK(w.rc);
+  /* It may have taken it before its channel was subscribed again: a
+   * second wait makes the subscriber reconnect either way. */
+  rlock_client *third = fx_client(srv, 0);
+  rlock_lock *again = fx_lock(third, "observe:sub");
+  OK(rlock_lock_acquire_lease(again, 60000));
+  fx_waiter w2;
+  fx_waiter_start(&w2, fx_lock(c, "observe:sub"));
+  fx_wait_subscribers(srv, "redisson_lock__channel:{observe:sub}", 1,
+                      "the second waiter's subscription");
   wait_heard(&h, "subscriber reconnected to");
+  OK(rlock_lock_release(again));
+  OK(fx_waiter_join(&w2));
+  rlock_lock_free(w2.l);
+  rlock_lock_free(again);
+  rlock_client_free(third);
   assert_int_equal(heard_at(&h, "subscriber connection to"), RLOCK_LOG_WARN);
   assert_int_equal(heard_at(&h, "subscriber reconnected"), RLOCK_LOG_INFO);
   rlock_stats st = stats_of(c);

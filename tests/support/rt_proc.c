@@ -77,6 +77,16 @@ void rt_proc_release(int slot) {
 
 pid_t rt_proc_pid(int slot) { return (pid_t)atomic_load(&g_slots[slot].pid); }
 
+void rt_proc_continue_all(void) {
+  if (!rt_proc_is_owner())
+    return;
+  for (int i = 0; i < RT_PROC_MAX; i++) {
+    pid_t pid = rt_proc_pid(i);
+    if (atomic_load(&g_slots[i].state) == SLOT_USED && pid > 0)
+      kill(pid, SIGCONT);
+  }
+}
+
 /* ------------------------------------------------------------------------ */
 /* Cleanup on exit and on fatal signals                                     */
 /* ------------------------------------------------------------------------ */

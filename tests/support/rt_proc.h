@@ -40,6 +40,10 @@ void rt_proc_release(int slot);
 /* The slot's live child, or 0. */
 pid_t rt_proc_pid(int slot);
 
+/* SIGCONT to every live child: a case that failed while a server was
+   frozen (SIGSTOP) must not leave it frozen for the cases after it. */
+void rt_proc_continue_all(void);
+
 /* fork() + execve(bin, argv) on the spawner thread, in a process group of
    its own, with stdin /dev/null, stdout and stderr on log_fd, no other
    inherited fd, default signal dispositions and mask. The pid is in the slot
