@@ -42,6 +42,26 @@ static void test_taken(void **state) {
   finish(f, c);
 }
 
+/* The read itself is lost in flight too (a second pooled connection the
+ * dead master had reset): a read runs nothing, so it is read again, and
+ * the answer settles it. */
+static void test_read_lost_too(void **state) {
+  (void)state;
+  static const rt_fake_step s[] = {
+      RT_STEP_ACCEPT(), RT_STEP_EXPECT("EVALSHA"), RT_STEP_CLOSE(),
+      RT_STEP_ACCEPT(), RT_STEP_EXPECT("HGET"),    RT_STEP_CLOSE(),
+      RT_STEP_ACCEPT(), RT_STEP_EXPECT("HGET"),    RT_STEP_SEND("$1\r\n1\r\n"),
+      RT_STEP_END()};
+  rt_fake *f = rt_fake_start(s);
+  rlock_client *c = client_for(f);
+  rlock_lock *l;
+  assert_int_equal(rlock_lock_new(&l, c, "inflight"), RLOCK_OK);
+  expect_rc(rlock_lock_try_acquire(l, 0, 10000), RLOCK_OK, NULL);
+  expect_rc(rlock_lock_check(l), RLOCK_OK, NULL);
+  rlock_lock_free(l);
+  finish(f, c);
+}
+
 /* A fenced lock's token is then the counter's value. */
 static void test_taken_fenced(void **state) {
   (void)state;
@@ -173,20 +193,8 @@ static void on_outcome(void *arg, int rc, int64_t v) {
   o->rc = rc;
 }
 
-/* The loop client's attempt (its first use of the script on a connection
- * goes as EVAL) is lost; the read finds the field: taken. */
-static void test_loop_taken(void **state) {
-  (void)state;
-  /* A loop connection loads a script (SCRIPT LOAD, pipelined) before its
-   * first EVALSHA; the server reads both and closes without answering. */
-  static const rt_fake_step s[] = {RT_STEP_ACCEPT(),
-                                   RT_STEP_EXPECT("SCRIPT"),
-                                   RT_STEP_EXPECT("EVALSHA"),
-                                   RT_STEP_CLOSE(),
-                                   RT_STEP_ACCEPT(),
-                                   RT_STEP_EXPECT("HGET"),
-                                   RT_STEP_SEND("$1\r\n1\r\n"),
-                                   RT_STEP_END()};
+/* A loop client's attempt plays `s`; it must end taken. */
+static void loop_expect_taken(const rt_fake_step *s) {
   rt_fake *f = rt_fake_start(s);
   mini m = {.fd = {-1, -1, -1, -1}, .timer_at_ms = -1};
   rlock_loop table = {.version = RLOCK_LOOP_VERSION,
@@ -223,10 +231,46 @@ static void test_loop_taken(void **state) {
   finish(f, m.c);
 }
 
+/* The loop client's attempt is lost; the read finds the field: taken. A
+ * loop connection loads a script (SCRIPT LOAD, pipelined) before its
+ * first EVALSHA; the server reads both and closes without answering. */
+static void test_loop_taken(void **state) {
+  (void)state;
+  static const rt_fake_step s[] = {RT_STEP_ACCEPT(),
+                                   RT_STEP_EXPECT("SCRIPT"),
+                                   RT_STEP_EXPECT("EVALSHA"),
+                                   RT_STEP_CLOSE(),
+                                   RT_STEP_ACCEPT(),
+                                   RT_STEP_EXPECT("HGET"),
+                                   RT_STEP_SEND("$1\r\n1\r\n"),
+                                   RT_STEP_END()};
+  loop_expect_taken(s);
+}
+
+/* ... and its read is lost in flight too: read again (test_read_lost_too). */
+static void test_loop_read_lost_too(void **state) {
+  (void)state;
+  static const rt_fake_step s[] = {RT_STEP_ACCEPT(),
+                                   RT_STEP_EXPECT("SCRIPT"),
+                                   RT_STEP_EXPECT("EVALSHA"),
+                                   RT_STEP_CLOSE(),
+                                   RT_STEP_ACCEPT(),
+                                   RT_STEP_EXPECT("HGET"),
+                                   RT_STEP_CLOSE(),
+                                   RT_STEP_ACCEPT(),
+                                   RT_STEP_EXPECT("HGET"),
+                                   RT_STEP_SEND("$1\r\n1\r\n"),
+                                   RT_STEP_END()};
+  loop_expect_taken(s);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_taken), cmocka_unit_test(test_taken_fenced),
-      cmocka_unit_test(test_not_taken), cmocka_unit_test(test_unexplained),
-      cmocka_unit_test(test_loop_taken)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_taken),
+                                     cmocka_unit_test(test_read_lost_too),
+                                     cmocka_unit_test(test_taken_fenced),
+                                     cmocka_unit_test(test_not_taken),
+                                     cmocka_unit_test(test_unexplained),
+                                     cmocka_unit_test(test_loop_taken),
+                                     cmocka_unit_test(test_loop_read_lost_too)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

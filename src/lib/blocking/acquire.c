@@ -83,7 +83,7 @@ static int read_count(rlock_lock *l, const char *owner, rlock__plan *plan,
       rlock__reply_free(r);
       return rc;
     }
-    int64_t again = rlock__plan_settle_again(plan, call.transient);
+    int64_t again = rlock__plan_settle_again(plan, &call, rc);
     if (again == 0 || rlock__bound_reached())
       return rc;
     sleep_until(again, NULL);

@@ -5,6 +5,7 @@
 #include "plan.h"
 
 #include "client_int.h"
+#include "cmd.h"
 #include "common.h"
 #include "lock_int.h"
 
@@ -71,9 +72,12 @@ void rlock__plan_settle_begin(rlock__plan *p, const rlock_client *c) {
   p->settle_ms = SETTLE_FIRST_MS;
 }
 
-int64_t rlock__plan_settle_again(rlock__plan *p, int transient) {
+int64_t rlock__plan_settle_again(rlock__plan *p, const rlock__call *call,
+                                 int rc) {
+  int passing = call->transient || (call->in_flight && rc == RLOCK_EIO &&
+                                    !rlock__error_is_final());
   int64_t next = rlock__deadline_after_ms(p->settle_ms);
-  if (!transient || next >= p->settle_until_us)
+  if (!passing || next >= p->settle_until_us)
     return 0;
   p->settle_ms = doubled(p->settle_ms);
   return next;

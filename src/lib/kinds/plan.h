@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 typedef struct rlock_client rlock_client;
+typedef struct rlock__call rlock__call; /* cmd/cmd.h */
 
 typedef struct rlock__plan {
   int64_t wait_ms;         /* as asked: 0 one try, RLOCK_WAIT_FOREVER */
@@ -66,9 +67,12 @@ int rlock__plan_outage_end(const rlock__plan *p, int rc);
  * a command timeout). */
 void rlock__plan_settle_begin(rlock__plan *p, const rlock_client *c);
 
-/* A settling read failed (`transient`: it may pass): when to read again,
- * or 0 to stop (the attempt's failure then stands). */
-int64_t rlock__plan_settle_again(rlock__plan *p, int transient);
+/* A settling read failed with `rc` (`call`: the read, after its run):
+ * when to read again, or 0 to stop (the attempt's failure then stands).
+ * A read runs nothing, so one lost in flight (a pooled connection the
+ * dead master had reset) may pass as one that was never sent. */
+int64_t rlock__plan_settle_again(rlock__plan *p, const rlock__call *call,
+                                 int rc);
 
 /* An acquisition no replica confirmed was given back: when to attempt
  * again (a replica may be catching up), or 0 when the wait leaves no room

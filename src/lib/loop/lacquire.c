@@ -256,14 +256,15 @@ static void read_done(rlock_client *c, rlock__lreq *r) {
   op->busy = 0;
   rlock__reply *reply = r->q.reply;
   r->q.reply = NULL;
-  int rc = r->q.rc, transient = r->call.transient;
-  rlock__call_clear(&r->call);
-  int64_t now = -1;
+  int rc = r->q.rc;
+  int64_t now = -1, retry;
   if (rc == RLOCK_OK)
     rc = rlock__count_reply(reply, &now);
   rlock__reply_free(reply);
+  retry =
+      rc != RLOCK_OK ? rlock__plan_settle_again(&op->plan, &r->call, rc) : 0;
+  rlock__call_clear(&r->call);
   if (rc != RLOCK_OK) {
-    int64_t retry = rlock__plan_settle_again(&op->plan, transient);
     if (retry != 0) {
       rlock__ltimer_at(op->c, &op->timer, retry);
       return;
