@@ -35,13 +35,15 @@ void rlock__sem_call(rlock_lock *l, const char *op, int64_t num,
 
 void rlock__psem_call(rlock_lock *l, const char *op, int64_t num,
                       const char *id, rlock__call *call) {
-  int64_t now = rlock__epoch_ms(); /* Redisson's clock: sync_int.h */
+  /* A lease becomes a deadline on Redisson's clock (sync_int.h), which
+   * runs from now, before the call is sent: the local view of the lease
+   * starts here (rlock__call_granted_from), read first and a millisecond
+   * early, so that it ends no later than the deadline the wall clock's
+   * whole milliseconds give the server. Set after the call is started. */
+  int64_t stamp = rlock__now_us() - 1000;
+  int64_t now = rlock__epoch_ms();
   if (strcmp(op, "acquire") == 0 || strcmp(op, "renew") == 0)
-    num += now; /* a lease becomes a deadline */
-  /* ... which runs from now, before the call is sent: the local view of
-   * the lease starts here (rlock__call_granted_from). Set after the call
-   * is started below. */
-  int64_t stamp = rlock__now_us();
+    num += now;
   rlock__call_script(call, &rlock__script_psemaphore);
   rlock__call_key(call, l->name);
   rlock__call_key(call, l->timeouts);
