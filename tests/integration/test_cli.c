@@ -1730,6 +1730,18 @@ static void test_exec_retry_for(void **state) {
       strstr(p.out[1], "tried again for") == NULL)
     fail_msg("stderr: %s", p.out[1]);
   assert_false(file_exists(ran));
+  /* elect and latch wait wait too, so --retry-for bounds them as well. */
+  run_expect(&p, 69,
+             ARGS("-u", dead_url, "--retry-for", "700ms", "elect",
+                  "cli:retry-elect", "--", "touch", ran));
+  ASSERT_BETWEEN(p.ended - p.started, 700, SCALED(700 + 2500));
+  assert_non_null(strstr(p.out[1], "tried again for"));
+  assert_false(file_exists(ran));
+  run_expect(&p, 69,
+             ARGS("-u", dead_url, "--retry-for", "700ms", "latch", "wait",
+                  "cli:retry-latch"));
+  ASSERT_BETWEEN(p.ended - p.started, 700, SCALED(700 + 2500));
+  assert_non_null(strstr(p.out[1], "tried again for"));
   proc_start(&p, ARGS("-u", "redis://no-such-host.invalid:6379", "exec", "-w",
                       "5s", "cli:retry", "--", "touch", ran));
   int st = proc_wait(&p, SCALED(10000));
@@ -1893,7 +1905,18 @@ static void test_usage_errors(void **state) {
       {"latch", "-w", "1s", "down", "n"},
       {"latch", "wait", "n", "-w", "1s"},
       {"latch", "wait", "-w", "5x", "n"},
-      {"--retry-for", "1s", "latch", "wait", "n"},
+      {"--retry-for", "1s", "latch", "down", "n"},
+      {"--retry-for", "1s", "latch", "set", "n", "1"},
+      {"--retry-for", "1s", "top", "--once"},
+      {"--retry-for", "1s", "leader", "n"},
+      {"top", "x*", "--once"},
+      {"leader", "n", "--json"},
+      {"-u", "redis://127.0.0.1:1", "-u", "redis://127.0.0.1:2", "leader", "n"},
+      {"-u", "redis://127.0.0.1:1", "-u", "redis://127.0.0.1:2", "elect", "n",
+       "--", "true"},
+      {"-u", "redis://127.0.0.1:1", "-u", "redis://127.0.0.1:2", "top"},
+      {"-u", "redis://127.0.0.1:1", "-u", "redis://127.0.0.1:2", "latch",
+       "down", "n"},
       {"status"},
       {"status", "a", "--json"},
       {"status", "--json=yes", "a"},
@@ -2352,6 +2375,15 @@ static void test_messages(void **state) {
       run_deleted_meanwhile(&p, "odd", odd, ARGS("-u", url, "exec", odd)), 76);
   assert_string_equal(p.out[1], "rlock: lock 'cli:nl\\n\\x1b[31mx' was lost "
                                 "while 'sh' ran (found at its release)\n");
+  /* The same escapes in what status, list and unlock print on stdout. */
+  hold_foreign(odd, FOREIGN, 1, 60000);
+  run_expect(&p, 0, ARGS("-u", url, "status", odd));
+  assert_ptr_equal(strstr(p.out[0], "cli:nl\\n\\x1b[31mx: locked, "), p.out[0]);
+  run_expect(&p, 0, ARGS("-u", url, "list", "cli:nl*"));
+  assert_ptr_equal(strstr(p.out[0], "cli:nl\\n\\x1b[31mx: reentrant, "),
+                   p.out[0]);
+  run_expect(&p, 0, ARGS("-u", url, "unlock", "--force", odd));
+  assert_string_equal(p.out[0], "rlock: deleted lock 'cli:nl\\n\\x1b[31mx'\n");
 
   /* One lock of several lost while COMMAND runs: one line. */
   char got[512], ready[512], script[2048];
