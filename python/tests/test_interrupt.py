@@ -286,6 +286,30 @@ def test_sigint_interrupts_a_wait_on_a_hung_server(
         hung.stop()
 
 
+def test_wait_bounds_the_call_on_a_hung_server(workdir: str,
+                                               name: str) -> None:
+    """A server that takes connections and never answers: acquire's wait
+    bounds the whole call, and a single try takes one command timeout,
+    not one per command it needs (issue 29: 6.2 s for timeout=2)."""
+    hung = Server(workdir, [])
+    os.kill(hung.proc.pid, signal.SIGSTOP)
+    c = rlock.Client(hung.url, command_timeout=0.8, connect_timeout=0.8)
+    try:
+        lock = c.lock(name)
+        for blocking, wait, bound in ((True, 0.5, 0.5), (False, None, 0.8)):
+            t0 = time.monotonic()
+            with pytest.raises(rlock.TimeoutError):
+                lock.acquire(blocking, wait=wait)
+            took = time.monotonic() - t0
+            print(f"hung server, acquire(blocking={blocking}, wait={wait}): "
+                  f"TimeoutError after {took:.2f} s")
+            assert bound - 0.05 < took < bound + 0.2 + 0.5 * SCALE
+    finally:
+        c.close()
+        os.kill(hung.proc.pid, signal.SIGCONT)
+        hung.stop()
+
+
 def test_unreachable_retry_bounds_a_wait_on_a_server_that_is_down(
         workdir: str, name: str) -> None:
     down = Server(workdir, [])

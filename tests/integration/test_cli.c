@@ -2315,6 +2315,32 @@ static void test_exec_release_bounded_on_hung_server(void **state) {
   rt_server_free(hung);
 }
 
+/* A server that takes connections and never answers: exec's -w bounds
+ * the whole wait, and -w 0 (a single try) takes one command timeout, not
+ * one per command it needs (issue 29: 6.2 s for -w 2s, 6.1 s for -w 0);
+ * rlock says what is wrong in one line and exits 69. */
+static void test_exec_wait_bounded_on_hung_server(void **state) {
+  (void)state;
+  rt_server *hung = rt_server_start(NULL);
+  assert_int_equal(kill(rt_server_pid(hung), SIGSTOP), 0);
+  static const char *const waits[] = {"500ms", "0"};
+  const int64_t bounds[] = {500, 800}; /* -w, or the command timeout */
+  for (int i = 0; i < 2; i++) {
+    proc p;
+    run_expect(&p, 69,
+               ARGS("-u", rt_server_url(hung), "--command-timeout", "800ms",
+                    "--connect-timeout", "800ms", "exec", "-w", waits[i],
+                    "cli:hung-wait", "--", "true"));
+    print_message("hung server, -w %s: exit 69 after %lld ms\n", waits[i],
+                  (long long)(p.ended - p.started));
+    ASSERT_BETWEEN(p.ended - p.started, bounds[i] - 50,
+                   bounds[i] + SCALED(200 + 500));
+    assert_int_equal(count_lines(p.out[1]), 1);
+  }
+  assert_int_equal(kill(rt_server_pid(hung), SIGCONT), 0);
+  rt_server_free(hung);
+}
+
 /* flock's spellings and the other conveniences: -n and --timeout, -E for
  * the conflict status, seconds with a fraction, -v saying what the wait is
  * for, $RLOCK_NAME. */
@@ -2935,6 +2961,7 @@ int main(void) {
       cmocka_unit_test(test_exec_sigquit_releases),
       cmocka_unit_test(test_exec_loss_found_late_or_checked),
       cmocka_unit_test(test_exec_release_bounded_on_hung_server),
+      cmocka_unit_test(test_exec_wait_bounded_on_hung_server),
       cmocka_unit_test(test_exec_flock_options),
       cmocka_unit_test(test_messages),
       cmocka_unit_test(test_exec_ctrl_z_stops_whole_job),
