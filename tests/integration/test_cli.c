@@ -2401,6 +2401,12 @@ static void test_messages(void **state) {
       run_deleted_meanwhile(&p, "odd", odd, ARGS("-u", url, "exec", odd)), 76);
   assert_string_equal(p.out[1], "rlock: lock 'cli:nl\\n\\x1b[31mx' was lost "
                                 "while 'sh' ran (found at its release)\n");
+  /* An invalid name is bad data (65), as rlock(1) says: a lone '}' too. */
+  static const char *const bad[] = {"cli:a}b", "cli:a{b", "cli:a{}b", ""};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    run_expect(&p, 65, ARGS("-u", url, "status", bad[i]));
+    assert_int_equal(count_lines(p.out[1]), 1);
+  }
   /* The same escapes in what status, list and unlock print on stdout. */
   hold_foreign(odd, FOREIGN, 1, 60000);
   run_expect(&p, 0, ARGS("-u", url, "status", odd));
