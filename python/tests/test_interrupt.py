@@ -198,6 +198,29 @@ def test_sigint_interrupts_a_semaphore_or_latch_wait(
     child.finish()
 
 
+def test_sigint_interrupts_a_campaign(server: Server, client: rlock.Client,
+                                      name: str,
+                                      children: List[Child]) -> None:
+    """Election.campaign is a blocking call of the binding too: Ctrl-C
+    ends its wait, the standby leading nothing and the leader untouched."""
+    election = client.election(name)
+    term = election.campaign("leader")
+    assert term is not None
+    child = Child("election", name, server.url)
+    children.append(child)
+    child.expect("waiting")
+    wait_for(lambda: numsub(server, channel(name)) >= 1,
+             what="the campaigning child")
+    took = child.interrupt()
+    print(f"election: KeyboardInterrupt {took * 1000:.1f} ms after SIGINT")
+    assert took < BOUND
+    leader = election.observe()
+    assert leader is not None and leader.value == "leader"
+    assert leader.term == term
+    election.resign()
+    child.finish()
+
+
 def scripts_run(server: Server) -> int:
     """How many scripts the server has run (INFO commandstats)."""
     n = 0
