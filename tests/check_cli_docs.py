@@ -15,8 +15,9 @@ Checks, printing every difference and exiting 1 if there is any:
     reverse;
   - every exit status a help text lists (its "Exit status:" block) is
     one the man page's EXIT STATUS describes, and the commands that
-    write to standard output (status, list, unlock, latch) list 74, its
-    failure.
+    write to standard output (status, list, top, unlock, latch, leader)
+    list 74, its failure, and every command lists 71 (a thread that
+    cannot start: each makes a client, which starts one).
 
 Roff is rendered just enough for that: font macros (.B, .I, .BR, .RB,
 .IR, .RI, .BI, .IB) join their arguments as groff does, escapes are
@@ -179,7 +180,7 @@ def man_exit_codes(lines):
             for i, line in enumerate(lines[:-1]) if line.startswith(".TP")}
 
 
-STDOUT_COMMANDS = {"status", "list", "top", "unlock", "latch"}
+STDOUT_COMMANDS = {"status", "list", "top", "unlock", "latch", "leader"}
 
 
 def help_commands(text):
@@ -226,6 +227,9 @@ def main():
         if cmd in STDOUT_COMMANDS and "74" not in codes[f"rlock {cmd}"]:
             errors.append(f"rlock {cmd} --help: its exit statuses omit 74 "
                           f"(cannot write the output)")
+        if "71" not in codes[f"rlock {cmd}"]:
+            errors.append(f"rlock {cmd} --help: its exit statuses omit 71 "
+                          f"(every command starts the client's thread)")
         own = help_synopsis(text)
         mine = [e for e in help_syn if cmd in e]
         if not own or own != mine:

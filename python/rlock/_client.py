@@ -900,8 +900,8 @@ class Lock:
     def extend(self, lease: float, owner: OwnerLike = None) -> None:
         """Give the calling thread's (or `owner`'s) hold, taken with a
         fixed lease, a fresh one: it now expires `lease` seconds from now.
-        redis-py's ``reacquire()`` is ``extend(the lease)``, and its
-        ``extend(t, replace_ttl=True)`` is ``extend(t)``. A hold the
+        redis-py's ``reacquire()`` is reacquire() (``extend(lock.lease)``),
+        and its ``extend(t, replace_ttl=True)`` is ``extend(t)``. A hold the
         watchdog renews needs none.
 
         Raises:
@@ -923,6 +923,24 @@ class Lock:
             c._leave()
         if rc != OK:
             raise error_for(rc)
+
+    def reacquire(self, owner: OwnerLike = None) -> None:
+        """redis-py's ``reacquire()``: give the calling thread's (or
+        `owner`'s) hold a fresh lease of the lock's own ``lease`` (given
+        to client.lock()), from now: ``extend(lock.lease)``.
+
+        Raises:
+            InvalidArgument: the lock has no lease of its own (its holds
+                are renewed by the watchdog, or took a lease per call:
+                extend() those).
+            The exceptions of extend().
+        """
+        if self._lease is None:
+            raise InvalidArgument(
+                f"reacquire needs the lock's own lease (client.lock("
+                f"{self._name!r}, lease=...)); this one has none: extend("
+                f"seconds) a hold taken with acquire(lease=...)")
+        self.extend(self._lease, owner)
 
     def inspect(self) -> LockInfo:
         """The lock's whole state in one atomic step (LockInfo): TTL, every

@@ -821,6 +821,16 @@ class Lock:
         await self._value("extend", lib.rlock_lock_extend_async,
                           _owner(owner), ms, lib._rlock_async_done)
 
+    async def areacquire(self, owner: OwnerLike = None) -> None:
+        """redis-py's ``reacquire()``: ``await aextend(lock.lease)``, the
+        lock's own lease (the sync Lock.reacquire's rules)."""
+        if self._lease is None:
+            raise InvalidArgument(
+                f"areacquire needs the lock's own lease (client.lock("
+                f"{self._name!r}, lease=...)); this one has none: aextend("
+                f"seconds) a hold taken with acquire(lease=...)")
+        await self.aextend(self._lease, owner)
+
     async def attl(self) -> Optional[float]:
         """Seconds left on the lease, None when not locked."""
         ms = int(await self._value("ttl", lib.rlock_lock_ttl_async,

@@ -6,7 +6,8 @@
 
 KIND: reentrant, fair, fenced, spin, read, write, multi (two reentrant
 locks NAME:a and NAME:b), red (a RedLock over the URLs, one client each),
-semaphore and psemaphore (``with sem:``), latch (``latch.wait()``).
+semaphore and psemaphore (``with sem:``), latch (``latch.wait()``),
+election (``campaign("child")``).
 --KEYWORD=SECONDS: a keyword of rlock.Client (command_timeout=30, ...).
 Prints, one line each, flushed:
   "waiting"                    just before ``with``
@@ -50,6 +51,8 @@ def make(kind: str, name: str, clients: List[rlock.Client]) -> Any:
         return c.permit_expirable_semaphore(name)
     if kind == "latch":
         return c.count_down_latch(name)
+    if kind == "election":
+        return c.election(name)
     raise SystemExit(f"unknown kind {kind}")
 
 
@@ -81,15 +84,19 @@ def main() -> None:
     try:
         if kind == "latch":
             lock.wait()
+        elif kind == "election":
+            lock.campaign("child")
         else:
             with lock:
                 print("entered", flush=True)
-        if kind == "latch":
+        if kind in ("latch", "election"):
             print("entered", flush=True)
     except KeyboardInterrupt:
         members = lock.locks if hasattr(lock, "locks") else [lock]
         # A semaphore's holds are on the server (the test looks there).
         holds = sum(1 for m in members if hasattr(m, "locked") and m.check())
+        if kind == "election":
+            holds = int(lock.leading())
         print(f"interrupted {holds}", flush=True)
     except BaseException as e:  # reported to the test
         print(f"error {e!r}", flush=True)

@@ -255,6 +255,13 @@ async def test_aextend(server: Server, name: str) -> None:
         with pytest.raises(rlock.LockLost):
             await lock.aextend(20)
         assert int(server.cmd("EXISTS", name)) == 0
+        own = c.lock(name, lease=20)
+        await own.acquire(lease=0.3)
+        await own.areacquire()
+        assert 15000 < int(server.cmd("PTTL", name)) <= 20000
+        await own.release()
+        with pytest.raises(rlock.InvalidArgument, match="own lease"):
+            await lock.areacquire()
 
 
 async def test_semaphores_and_latch(server: Server, name: str) -> None:

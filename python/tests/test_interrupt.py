@@ -198,6 +198,29 @@ def test_sigint_interrupts_a_semaphore_or_latch_wait(
     child.finish()
 
 
+def test_sigint_interrupts_a_campaign(server: Server, client: rlock.Client,
+                                      name: str,
+                                      children: List[Child]) -> None:
+    """Election.campaign is a blocking call of the binding too: Ctrl-C
+    ends its wait, the standby leading nothing and the leader untouched."""
+    election = client.election(name)
+    term = election.campaign("leader")
+    assert term is not None
+    child = Child("election", name, server.url)
+    children.append(child)
+    child.expect("waiting")
+    wait_for(lambda: numsub(server, channel(name)) >= 1,
+             what="the campaigning child")
+    took = child.interrupt()
+    print(f"election: KeyboardInterrupt {took * 1000:.1f} ms after SIGINT")
+    assert took < BOUND
+    leader = election.observe()
+    assert leader is not None and leader.value == "leader"
+    assert leader.term == term
+    election.resign()
+    child.finish()
+
+
 def scripts_run(server: Server) -> int:
     """How many scripts the server has run (INFO commandstats)."""
     n = 0
@@ -282,6 +305,30 @@ def test_sigint_interrupts_a_wait_on_a_hung_server(
         assert took < BOUND
         child.finish()
     finally:
+        os.kill(hung.proc.pid, signal.SIGCONT)
+        hung.stop()
+
+
+def test_wait_bounds_the_call_on_a_hung_server(workdir: str,
+                                               name: str) -> None:
+    """A server that takes connections and never answers: acquire's wait
+    bounds the whole call, and a single try takes one command timeout,
+    not one per command it needs (issue 29: 6.2 s for timeout=2)."""
+    hung = Server(workdir, [])
+    os.kill(hung.proc.pid, signal.SIGSTOP)
+    c = rlock.Client(hung.url, command_timeout=0.8, connect_timeout=0.8)
+    try:
+        lock = c.lock(name)
+        for blocking, wait, bound in ((True, 0.5, 0.5), (False, None, 0.8)):
+            t0 = time.monotonic()
+            with pytest.raises(rlock.TimeoutError):
+                lock.acquire(blocking, wait=wait)
+            took = time.monotonic() - t0
+            print(f"hung server, acquire(blocking={blocking}, wait={wait}): "
+                  f"TimeoutError after {took:.2f} s")
+            assert bound - 0.05 < took < bound + 0.2 + 0.5 * SCALE
+    finally:
+        c.close()
         os.kill(hung.proc.pid, signal.SIGCONT)
         hung.stop()
 

@@ -321,6 +321,24 @@ def test_extend_gives_a_fixed_lease_a_fresh_one(client: rlock.Client,
     lock.release()
 
 
+def test_reacquire_renews_the_locks_own_lease(client: rlock.Client,
+                                              server: Server,
+                                              name: str) -> None:
+    lock = client.lock(name, lease=20)
+    with pytest.raises(rlock.NotHeld):
+        lock.reacquire()
+    assert lock.acquire(lease=0.3)  # this call's lease, not the lock's
+    assert int(server.cmd("PTTL", name)) <= 300
+    lock.reacquire()  # redis-py's: the lock's own lease, from now
+    assert 15000 < int(server.cmd("PTTL", name)) <= 20000
+    lock.release()
+    bare = client.lock(name)  # no lease of its own: nothing to reset to
+    assert bare.acquire(lease=5)
+    with pytest.raises(rlock.InvalidArgument, match="own lease"):
+        bare.reacquire()
+    bare.release()
+
+
 def test_nonreentrant_lock_refuses_its_holder(client: rlock.Client,
                                               server: Server,
                                               name: str) -> None:

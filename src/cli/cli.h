@@ -111,8 +111,13 @@ int cli_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print a --help text on stdout; returns 0, the exit status for it. */
 int cli_help(const char *text);
 
+/* A usage error if a word after the first of `rest` (n words: NAME or
+ * PATTERN, as `what` says, and what follows) looks like an option, which
+ * goes before them; else CLI_CONTINUE. */
+int cli_options_first(const char *cmd, const char *what, int n, char **rest);
+
 /* The one NAME left in `rest` (n words) for command `cmd`: CLI_CONTINUE
- * with *name set, or a usage error. */
+ * with *name set, or a usage error (options after it included). */
 int cli_one_name(const char *cmd, int n, char **rest, const char **name);
 
 /* Print "rlock: <msg>" on stderr and return `code`. Every message line
@@ -137,8 +142,9 @@ int cli_lib_error(int rc);
    getopt_long(). Long-only options must use values >= 256. */
 int cli_bad_option(int opt, char **argv, const char *shortopts);
 
-/* Print s, replacing control characters with '?', so that a name or owner
-   from Redis cannot drive the terminal. */
+/* Print s with control characters escaped as in messages (\n, \x1b), so
+   that a name or owner from Redis can neither break a line of the output
+   nor drive the terminal, and stays told apart from its neighbours. */
 void cli_put_printable(FILE *out, const char *s);
 
 /* CLOCK_MONOTONIC in milliseconds. */

@@ -254,6 +254,9 @@ int cli_cmd_elect(const cli_global *g, int argc, char **argv) {
   int status = parse_elect(argc, argv, &a);
   if (status != CLI_CONTINUE)
     return status;
+  if (g->nurls > 1)
+    return cli_usage("elect: one -u URL only (several are for exec's "
+                     "RedLock)");
   /* The registry record names COMMAND: operators see who leads. */
   static char program[RLOCK_PROGRAM_MAX + 1];
   cli_program_text(a.command, program);

@@ -49,6 +49,8 @@ static const char latch_help[] =
     "  65       NAME holds something that is not a latch (left alone), or\n"
     "           is invalid\n"
     "  69       Redis unreachable, refusing or failing\n"
+    "  70       internal error\n"
+    "  71       system error (cannot start a thread, out of memory)\n"
     "  74       cannot write the output\n"
     "  75       wait: the count was not zero within -w\n"
     "  128+N    wait: rlock got signal N while waiting\n";
@@ -88,8 +90,9 @@ static int parse_words(int n, char **w, int waited, latch_args *a) {
     return cli_usage("latch %s: -w is for 'latch wait'", a->verb);
   for (int i = 1; i < n; i++)
     if (w[i][0] == '-')
-      return cli_usage("latch %s: options go before NAME (got '%s')", a->verb,
-                       w[i]);
+      return cli_usage("latch %s: options go before NAME (got '%s' after "
+                       "'%s')",
+                       a->verb, w[i], w[i - 1]);
   if (n < 2)
     return cli_usage("latch %s: missing NAME", a->verb);
   if (set && n < 3)
@@ -185,6 +188,10 @@ int cli_cmd_latch(const cli_global *g, int argc, char **argv) {
   if (g->nurls > 1)
     return cli_usage("latch: one -u URL only (several are for exec's "
                      "RedLock)");
+  if (g->retry_set && strcmp(a.verb, "wait") != 0)
+    return cli_usage("--retry-for applies to exec, elect and latch wait "
+                     "only, not to latch %s",
+                     a.verb);
   rlock_client *client;
   if ((status = cli_client_new(g, g->url, NULL, NULL, &client)) != 0)
     return status;

@@ -37,6 +37,8 @@ static const char leader_help[] =
     "  64     usage error\n"
     "  65     NAME holds something that is not a lock, or is invalid\n"
     "  69     Redis unreachable, refusing or failing\n"
+    "  70     internal error\n"
+    "  71     system error (cannot start a thread, out of memory)\n"
     "  74     cannot write the output\n"
     "  128+N  --watch ended by signal N\n";
 
@@ -212,6 +214,9 @@ int cli_cmd_leader(const cli_global *g, int argc, char **argv) {
   int status = parse_leader(argc, argv, &a);
   if (status != CLI_CONTINUE)
     return status;
+  if (g->nurls > 1)
+    return cli_usage("leader: one -u URL only (several are for exec's "
+                     "RedLock)");
   if (a.watch && cli_signals_install() != 0)
     return cli_fail(EX_OSERR, "cannot catch signals: %s", strerror(errno));
   rlock_client *client;

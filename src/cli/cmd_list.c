@@ -69,6 +69,8 @@ static const char list_help[] =
     "  69   Redis unreachable, refusing or failing (also an ACL user's\n"
     "       PATTERN reaching keys it may not read); what was printed\n"
     "       before stands, no more follows\n"
+    "  70   internal error\n"
+    "  71   system error (cannot start a thread, out of memory)\n"
     "  74   cannot write the output\n";
 
 #define LIST_SHORTOPTS "+:h"
@@ -97,11 +99,10 @@ static int parse_list(int argc, char **argv, const char **pattern, int *json,
     else
       return cli_bad_option(c, argv, LIST_SHORTOPTS);
   }
-  for (int i = optind + 1; i < argc; i++)
-    if (argv[i][0] == '-')
-      return cli_usage("list: options go before PATTERN (got '%s' after "
-                       "'%s')",
-                       argv[i], argv[optind]);
+  int status =
+      cli_options_first("list", "PATTERN", argc - optind, argv + optind);
+  if (status != CLI_CONTINUE)
+    return status;
   if (argc - optind > 1)
     return cli_usage("list: one PATTERN only (got '%s' after '%s')",
                      argv[optind + 1], argv[optind]);

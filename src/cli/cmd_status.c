@@ -78,6 +78,8 @@ static const char status_help[] =
     "       invalid; the other NAMEs are still shown\n"
     "  69   Redis unreachable, refusing or failing (no more NAMEs are\n"
     "       tried)\n"
+    "  70   internal error\n"
+    "  71   system error (cannot start a thread, out of memory)\n"
     "  74   cannot write the output\n";
 
 void cli_json_holders(rlock_client *client, const rlock_lock_info *info) {
@@ -226,13 +228,8 @@ static int parse_status(int argc, char **argv, int *first, int *json) {
   }
   if (optind == argc)
     return cli_usage("status: missing NAME");
-  for (int i = optind + 1; i < argc; i++)
-    if (argv[i][0] == '-')
-      return cli_usage("status: options go before NAME (got '%s' after "
-                       "'%s')",
-                       argv[i], argv[optind]);
   *first = optind;
-  return CLI_CONTINUE;
+  return cli_options_first("status", "NAME", argc - optind, argv + optind);
 }
 
 /* A permit-expirable semaphore's leased permits, each with its lease left

@@ -58,6 +58,8 @@ static const char top_help[] =
     "  0    quit with q, or --once printed its table\n"
     "  64   usage error\n"
     "  69   Redis unreachable, refusing or failing\n"
+    "  70   internal error\n"
+    "  71   system error (cannot start a thread, out of memory)\n"
     "  74   cannot write the output\n";
 
 #define TOP_SHORTOPTS "+:h"
@@ -119,6 +121,10 @@ static int parse_top(int argc, char **argv, top_args *a) {
     } else
       return cli_bad_option(c, argv, TOP_SHORTOPTS);
   }
+  int status =
+      cli_options_first("top", "PATTERN", argc - optind, argv + optind);
+  if (status != CLI_CONTINUE)
+    return status;
   if (argc - optind > 1)
     return cli_usage("top: one PATTERN only (got '%s' after '%s')",
                      argv[optind + 1], argv[optind]);

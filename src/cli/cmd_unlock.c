@@ -30,6 +30,8 @@ static const char unlock_help[] =
     "  65   NAME holds something that is not a lock (left alone), or is\n"
     "       invalid\n"
     "  69   Redis unreachable, refusing or failing\n"
+    "  70   internal error\n"
+    "  71   system error (cannot start a thread, out of memory)\n"
     "  74   cannot write the output\n";
 
 #define UNLOCK_SHORTOPTS "+:h"
@@ -52,11 +54,10 @@ static int parse_unlock(int argc, char **argv, const char **name) {
       return cli_bad_option(c, argv, UNLOCK_SHORTOPTS);
     force = 1;
   }
-  for (int i = optind + 1; i < argc; i++)
-    if (argv[i][0] == '-')
-      return cli_usage("unlock: options go before NAME (got '%s' after "
-                       "'%s')",
-                       argv[i], argv[optind]);
+  int status =
+      cli_options_first("unlock", "NAME", argc - optind, argv + optind);
+  if (status != CLI_CONTINUE)
+    return status;
   if (!force)
     return cli_usage("unlock: only 'unlock --force' is supported: a lock "
                      "belongs to its holder's thread, which rlock is not");

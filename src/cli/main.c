@@ -69,10 +69,10 @@ static const char main_help[] =
     "      --watchdog DUR  lease of a lock held by exec without -l, renewed\n"
     "                      every third of it (default 30s, at least 30ms)\n"
     "      --retry-for DUR\n"
-    "                      exec only: while waiting, try a server that\n"
-    "                      cannot be reached for at most DUR, then exit 69\n"
-    "                      (default: as long as the wait lasts; 0: not at\n"
-    "                      all)\n"
+    "                      exec, elect, latch wait: while waiting, try a\n"
+    "                      server that cannot be reached for at most DUR,\n"
+    "                      then exit 69 (default: as long as the wait\n"
+    "                      lasts; 0: not at all)\n"
     "      --connect-timeout DUR\n"
     "                      bound on making a connection (default 2s)\n"
     "      --command-timeout DUR\n"
@@ -123,11 +123,12 @@ static const char main_help[] =
 static const struct {
   const char *name;
   int (*run)(const cli_global *g, int argc, char **argv);
+  int waits; /* may wait for a server it cannot reach: takes --retry-for */
 } commands[] = {
-    {"exec", cli_cmd_exec},     {"status", cli_cmd_status},
-    {"unlock", cli_cmd_unlock}, {"list", cli_cmd_list},
-    {"top", cli_cmd_top},       {"latch", cli_cmd_latch},
-    {"elect", cli_cmd_elect},   {"leader", cli_cmd_leader},
+    {"exec", cli_cmd_exec, 1},     {"status", cli_cmd_status, 0},
+    {"unlock", cli_cmd_unlock, 0}, {"list", cli_cmd_list, 0},
+    {"top", cli_cmd_top, 0},       {"latch", cli_cmd_latch, 1},
+    {"elect", cli_cmd_elect, 1},   {"leader", cli_cmd_leader, 0},
 };
 
 #define MAIN_SHORTOPTS "+:u:h"
@@ -287,9 +288,12 @@ static int dispatch(const cli_global *g, int argc, char **argv) {
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
     if (strcmp(argv[0], commands[i].name) != 0)
       continue;
-    /* Only exec waits: an option that would change nothing is refused. */
-    if (g->retry_set && commands[i].run != cli_cmd_exec)
-      return cli_usage("--retry-for applies to exec only, not to %s", argv[0]);
+    /* Only exec, elect and latch wait (latch checks its verb): an option
+     * that would change nothing is refused. */
+    if (g->retry_set && !commands[i].waits)
+      return cli_usage("--retry-for applies to exec, elect and latch wait "
+                       "only, not to %s",
+                       argv[0]);
     return commands[i].run(g, argc, argv);
   }
   return cli_usage("unknown command '%s' (expected exec, status, list, "

@@ -12,25 +12,31 @@
 
 #include "cli.h"
 
-/* One "rlock: ..." line: control characters (a newline or an escape
- * sequence in a lock name or an argument) are shown escaped, C-style. */
+/* `s` with control characters shown escaped, C-style (\n, \t, \r,
+ * \x1b): a newline or an escape sequence in a lock name or an argument
+ * can neither break a line nor drive the terminal. */
+static void put_escaped(FILE *out, const char *s) {
+  for (; *s != '\0'; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '\n')
+      fputs("\\n", out);
+    else if (ch == '\t')
+      fputs("\\t", out);
+    else if (ch == '\r')
+      fputs("\\r", out);
+    else if (ch < 0x20 || ch == 0x7f)
+      fprintf(out, "\\x%02x", ch);
+    else
+      fputc(ch, out);
+  }
+}
+
+/* One "rlock: ..." line, escaped as put_escaped() does. */
 static void vline(const char *fmt, va_list ap) {
   char buf[4096];
   vsnprintf(buf, sizeof buf, fmt, ap);
   fputs("rlock: ", stderr);
-  for (const char *p = buf; *p != '\0'; p++) {
-    unsigned char ch = (unsigned char)*p;
-    if (ch == '\n')
-      fputs("\\n", stderr);
-    else if (ch == '\t')
-      fputs("\\t", stderr);
-    else if (ch == '\r')
-      fputs("\\r", stderr);
-    else if (ch < 0x20 || ch == 0x7f)
-      fprintf(stderr, "\\x%02x", ch);
-    else
-      fputc(ch, stderr);
-  }
+  put_escaped(stderr, buf);
   fputc('\n', stderr);
 }
 
@@ -43,9 +49,20 @@ int cli_usage(const char *fmt, ...) {
   return EX_USAGE;
 }
 
+int cli_options_first(const char *cmd, const char *what, int n, char **rest) {
+  for (int i = 1; i < n; i++)
+    if (rest[i][0] == '-')
+      return cli_usage("%s: options go before %s (got '%s' after '%s')", cmd,
+                       what, rest[i], rest[0]);
+  return CLI_CONTINUE;
+}
+
 int cli_one_name(const char *cmd, int n, char **rest, const char **name) {
   if (n == 0)
     return cli_usage("%s: missing NAME", cmd);
+  int status = cli_options_first(cmd, "NAME", n, rest);
+  if (status != CLI_CONTINUE)
+    return status;
   if (n > 1)
     return cli_usage("%s: one NAME only (got '%s' after '%s')", cmd, rest[1],
                      rest[0]);
@@ -127,12 +144,7 @@ int cli_bad_option(int opt, char **argv, const char *shortopts) {
   return cli_usage("unknown option '-%c'", optopt);
 }
 
-void cli_put_printable(FILE *out, const char *s) {
-  for (; *s != '\0'; s++) {
-    unsigned char ch = (unsigned char)*s;
-    fputc(ch < 0x20 || ch == 0x7f ? '?' : ch, out);
-  }
-}
+void cli_put_printable(FILE *out, const char *s) { put_escaped(out, s); }
 
 int64_t cli_now_ms(void) {
   struct timespec ts;

@@ -1730,6 +1730,18 @@ static void test_exec_retry_for(void **state) {
       strstr(p.out[1], "tried again for") == NULL)
     fail_msg("stderr: %s", p.out[1]);
   assert_false(file_exists(ran));
+  /* elect and latch wait wait too, so --retry-for bounds them as well. */
+  run_expect(&p, 69,
+             ARGS("-u", dead_url, "--retry-for", "700ms", "elect",
+                  "cli:retry-elect", "--", "touch", ran));
+  ASSERT_BETWEEN(p.ended - p.started, 700, SCALED(700 + 2500));
+  assert_non_null(strstr(p.out[1], "tried again for"));
+  assert_false(file_exists(ran));
+  run_expect(&p, 69,
+             ARGS("-u", dead_url, "--retry-for", "700ms", "latch", "wait",
+                  "cli:retry-latch"));
+  ASSERT_BETWEEN(p.ended - p.started, 700, SCALED(700 + 2500));
+  assert_non_null(strstr(p.out[1], "tried again for"));
   proc_start(&p, ARGS("-u", "redis://no-such-host.invalid:6379", "exec", "-w",
                       "5s", "cli:retry", "--", "touch", ran));
   int st = proc_wait(&p, SCALED(10000));
@@ -1893,7 +1905,18 @@ static void test_usage_errors(void **state) {
       {"latch", "-w", "1s", "down", "n"},
       {"latch", "wait", "n", "-w", "1s"},
       {"latch", "wait", "-w", "5x", "n"},
-      {"--retry-for", "1s", "latch", "wait", "n"},
+      {"--retry-for", "1s", "latch", "down", "n"},
+      {"--retry-for", "1s", "latch", "set", "n", "1"},
+      {"--retry-for", "1s", "top", "--once"},
+      {"--retry-for", "1s", "leader", "n"},
+      {"top", "x*", "--once"},
+      {"leader", "n", "--json"},
+      {"-u", "redis://127.0.0.1:1", "-u", "redis://127.0.0.1:2", "leader", "n"},
+      {"-u", "redis://127.0.0.1:1", "-u", "redis://127.0.0.1:2", "elect", "n",
+       "--", "true"},
+      {"-u", "redis://127.0.0.1:1", "-u", "redis://127.0.0.1:2", "top"},
+      {"-u", "redis://127.0.0.1:1", "-u", "redis://127.0.0.1:2", "latch",
+       "down", "n"},
       {"status"},
       {"status", "a", "--json"},
       {"status", "--json=yes", "a"},
@@ -2292,6 +2315,32 @@ static void test_exec_release_bounded_on_hung_server(void **state) {
   rt_server_free(hung);
 }
 
+/* A server that takes connections and never answers: exec's -w bounds
+ * the whole wait, and -w 0 (a single try) takes one command timeout, not
+ * one per command it needs (issue 29: 6.2 s for -w 2s, 6.1 s for -w 0);
+ * rlock says what is wrong in one line and exits 69. */
+static void test_exec_wait_bounded_on_hung_server(void **state) {
+  (void)state;
+  rt_server *hung = rt_server_start(NULL);
+  assert_int_equal(kill(rt_server_pid(hung), SIGSTOP), 0);
+  static const char *const waits[] = {"500ms", "0"};
+  const int64_t bounds[] = {500, 800}; /* -w, or the command timeout */
+  for (int i = 0; i < 2; i++) {
+    proc p;
+    run_expect(&p, 69,
+               ARGS("-u", rt_server_url(hung), "--command-timeout", "800ms",
+                    "--connect-timeout", "800ms", "exec", "-w", waits[i],
+                    "cli:hung-wait", "--", "true"));
+    print_message("hung server, -w %s: exit 69 after %lld ms\n", waits[i],
+                  (long long)(p.ended - p.started));
+    ASSERT_BETWEEN(p.ended - p.started, bounds[i] - 50,
+                   bounds[i] + SCALED(200 + 500));
+    assert_int_equal(count_lines(p.out[1]), 1);
+  }
+  assert_int_equal(kill(rt_server_pid(hung), SIGCONT), 0);
+  rt_server_free(hung);
+}
+
 /* flock's spellings and the other conveniences: -n and --timeout, -E for
  * the conflict status, seconds with a fraction, -v saying what the wait is
  * for, $RLOCK_NAME. */
@@ -2352,6 +2401,21 @@ static void test_messages(void **state) {
       run_deleted_meanwhile(&p, "odd", odd, ARGS("-u", url, "exec", odd)), 76);
   assert_string_equal(p.out[1], "rlock: lock 'cli:nl\\n\\x1b[31mx' was lost "
                                 "while 'sh' ran (found at its release)\n");
+  /* An invalid name is bad data (65), as rlock(1) says: a lone '}' too. */
+  static const char *const bad[] = {"cli:a}b", "cli:a{b", "cli:a{}b", ""};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    run_expect(&p, 65, ARGS("-u", url, "status", bad[i]));
+    assert_int_equal(count_lines(p.out[1]), 1);
+  }
+  /* The same escapes in what status, list and unlock print on stdout. */
+  hold_foreign(odd, FOREIGN, 1, 60000);
+  run_expect(&p, 0, ARGS("-u", url, "status", odd));
+  assert_ptr_equal(strstr(p.out[0], "cli:nl\\n\\x1b[31mx: locked, "), p.out[0]);
+  run_expect(&p, 0, ARGS("-u", url, "list", "cli:nl*"));
+  assert_ptr_equal(strstr(p.out[0], "cli:nl\\n\\x1b[31mx: reentrant, "),
+                   p.out[0]);
+  run_expect(&p, 0, ARGS("-u", url, "unlock", "--force", odd));
+  assert_string_equal(p.out[0], "rlock: deleted lock 'cli:nl\\n\\x1b[31mx'\n");
 
   /* One lock of several lost while COMMAND runs: one line. */
   char got[512], ready[512], script[2048];
@@ -2903,6 +2967,7 @@ int main(void) {
       cmocka_unit_test(test_exec_sigquit_releases),
       cmocka_unit_test(test_exec_loss_found_late_or_checked),
       cmocka_unit_test(test_exec_release_bounded_on_hung_server),
+      cmocka_unit_test(test_exec_wait_bounded_on_hung_server),
       cmocka_unit_test(test_exec_flock_options),
       cmocka_unit_test(test_messages),
       cmocka_unit_test(test_exec_ctrl_z_stops_whole_job),

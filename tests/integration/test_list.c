@@ -484,6 +484,26 @@ static void check_cli(void) {
            (long)getpid(), host);
   assert_non_null(strstr(out, client));
   assert_non_null(strstr(out, "\n5 locks\n"));
+  /* A cluster or Sentinel names each lock's node on a line of its own
+   * (rlock(1)), a single server none. */
+  const char *topology = strstr(T.url, "-cluster://")    ? "cluster"
+                         : strstr(T.url, "-sentinel://") ? "sentinel"
+                                                         : NULL;
+  if (topology == NULL) {
+    assert_null(strstr(out, "\n  node "));
+  } else {
+    char tail[64];
+    snprintf(tail, sizeof tail, " (%s)\n", topology);
+    int nodes = 0;
+    for (const char *p = out; (p = strstr(p, "\n  node ")) != NULL; p++) {
+      const char *eol = strchr(p + 1, '\n');
+      if (eol == NULL ||
+          strncmp(eol - strlen(tail) + 1, tail, strlen(tail)) != 0)
+        fail_msg("node line without '%s': %s", tail, p + 1);
+      nodes++;
+    }
+    assert_int_equal(nodes, 5);
+  }
   assert_int_equal(run_cli(T.url, "list 'none:*'", out, sizeof out), 0);
   assert_string_equal(out, "0 locks\n");
   /* status reads the same records, wherever their keys live */

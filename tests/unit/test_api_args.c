@@ -106,6 +106,7 @@ static void test_lock_names(void **state) {
   ASSERT_RC(rlock_lock_new(&l, c, big), RLOCK_EINVAL, "longer");
   ASSERT_RC(rlock_lock_new(&l, c, "a{}b"), RLOCK_EINVAL, "tag");
   ASSERT_RC(rlock_lock_new(&l, c, "a{b"), RLOCK_EINVAL, "tag");
+  ASSERT_RC(rlock_lock_new(&l, c, "a}b"), RLOCK_EINVAL, "tag"); /* lone } */
   big[RLOCK_MAX_NAME_LEN] = '\0';
   ASSERT_RC(rlock_lock_new(&l, c, big), RLOCK_OK, NULL);
   rlock_lock_free(l);
