@@ -29,6 +29,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TREE = os.path.dirname(os.path.dirname(HERE))
 SCALE = float(os.environ.get("RLOCK_TEST_TIME_SCALE", "1"))
 
+# A suite started as a background job (`cmd &` in a script, nohup) inherits
+# SIGINT ignored, and Python then installs no KeyboardInterrupt handler, in
+# this process or in the children the tests start. Ctrl-C is what
+# test_interrupt checks, so give SIGINT Python's handler as an interactive
+# start would (a handled signal is reset to the default at exec, so the
+# children get theirs too).
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 def free_port() -> int:
     with socket.socket() as s:
