@@ -72,7 +72,7 @@ def source_text():
     return "\n".join(parts)
 
 
-def tests_known(text):
+def tests_known():
     names = set()
     for p in glob.glob(os.path.join(ROOT, "tests", "**", "test_*.c*"),
                        recursive=True):
@@ -98,25 +98,27 @@ def main():
     with open(DOC) as fh:
         doc = re.sub(r"^```.*?^```", "", fh.read(), flags=re.S | re.M)
     text = source_text()
+    idents = set(re.findall(r"\brlock_\w+", text))
+    funcs = set(re.findall(r"\b(\w+)\s*\(", text))
     bad = []
     toks = sorted(set(re.findall(r"`([^`\n]+)`", doc)))
     for tok in toks:
         if looks_like_path(tok) and not exists(tok):
             bad.append("no such file: %s" % tok)
         for ident in re.findall(r"\brlock_\w*[a-z0-9]\b", tok):
-            if not re.search(r"\b%s\b" % re.escape(ident), text):
+            if ident not in idents:
                 bad.append("not in the sources: %s" % ident)
     tests = where_to_look_tests(doc)
     if tests is None:
         bad.append("no 'Where to look' section")
     else:
-        known = tests_known(text)
+        known = tests_known()
         for t in tests:
             name = t.split("/")[-1]
             name = os.path.splitext(name)[0]
             if name in known or looks_like_path(t) and exists(t):
                 continue
-            if re.search(r"\b%s\s*\(" % re.escape(name), text):
+            if name in funcs:
                 continue  # a test function
             bad.append("no such test: %s" % t)
     for b in sorted(set(bad)):
