@@ -109,7 +109,9 @@ RLOCK_EXTERN int rlock_latch_count(int64_t *count, rlock_latch *latch);
  *         when the wait ended); RLOCK_ECANCELED; RLOCK_EINVAL;
  *         RLOCK_EWRONGTYPE; transport errors (a wait rides out an outage
  *         as a lock's does, rlock_lock_try_acquire). The wait bounds the
- *         call as a lock's wait does.
+ *         call as a lock's wait does; the wait's last look, made at its
+ *         end, takes nothing, so one the server leaves unanswered then is
+ *         RLOCK_ELOCKED, not RLOCK_ETIMEOUT.
  */
 RLOCK_EXTERN int rlock_latch_await(rlock_latch *latch, int64_t wait_ms,
                                    rlock_cancel *cancel);

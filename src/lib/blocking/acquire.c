@@ -211,6 +211,8 @@ static int attempt(acq *a) {
     int transient;
     int rc = attempt_once(a, rlock__plan_retry_limit(&a->plan, c, a->sent),
                           &transient);
+    if (rlock__plan_read_cut(&a->plan, a->l, rc))
+      rc = RLOCK_ELOCKED;
     int64_t again;
     if (rc == RLOCK_EREPLICA &&
         (again = rlock__plan_unconfirmed_again(&a->plan)) != 0) {

@@ -73,6 +73,10 @@ typedef struct rlock__kind {
    * taken, a permit comes back after its lease). */
   int sync;
   int permits;
+  /* The attempt only reads (a latch's await): it takes nothing, so one
+   * left unanswered past the wait's end is "not in time"
+   * (rlock__plan_read_cut), not a failure. */
+  int reads;
   /* How a wait that ran out is worded ("<label> '<name>' <unavailable>
    * within the wait"); NULL for locks. */
   const char *unavailable;

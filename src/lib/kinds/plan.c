@@ -89,3 +89,8 @@ int64_t rlock__plan_unconfirmed_again(const rlock__plan *p) {
   int64_t next = rlock__deadline_after_ms(RLOCK__UNCONFIRMED_PAUSE_MS);
   return next < p->deadline_us ? next : 0;
 }
+
+int rlock__plan_read_cut(const rlock__plan *p, const rlock_lock *l, int rc) {
+  return rc == RLOCK_ETIMEOUT && l->kind->reads &&
+         rlock__now_us() >= p->deadline_us;
+}

@@ -19,6 +19,7 @@
 
 typedef struct rlock_client rlock_client;
 typedef struct rlock__call rlock__call; /* cmd/cmd.h */
+typedef struct rlock_lock rlock_lock;
 
 typedef struct rlock__plan {
   int64_t wait_ms;         /* as asked: 0 one try, RLOCK_WAIT_FOREVER */
@@ -73,6 +74,14 @@ void rlock__plan_settle_begin(rlock__plan *p, const rlock_client *c);
  * dead master had reset) may pass as one that was never sent. */
 int64_t rlock__plan_settle_again(rlock__plan *p, const rlock__call *call,
                                  int rc);
+
+/* Whether an attempt that failed with `rc` is, instead, the wait ending
+ * without the condition: a kind whose attempt only reads (a latch) whose
+ * read the call's bound cut (RLOCK_ETIMEOUT) after the wait's end. The
+ * wait's last read is sent at its end, and the bound gives its answer a
+ * short margin only: a slow answer is "not yet", nothing having been
+ * taken. */
+int rlock__plan_read_cut(const rlock__plan *p, const rlock_lock *l, int rc);
 
 /* An acquisition no replica confirmed was given back: when to attempt
  * again (a replica may be catching up), or 0 when the wait leaves no room

@@ -137,6 +137,7 @@ static const rlock__kind latch_kind = {
     .label = "count-down latch",
     .field_suffix = "",
     .sync = 1,
+    .reads = 1,
     .metric = RLOCK__MK_LATCH,
     .unavailable = "still has a count above zero",
     .attempt = latch_attempt,

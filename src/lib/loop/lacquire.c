@@ -393,6 +393,8 @@ static void attempt_done(rlock_client *c, rlock__lreq *r) {
     acquired(op, token);
     return;
   }
+  if (rlock__plan_read_cut(&op->plan, op->l, rc))
+    rc = RLOCK_ELOCKED;
   if (rc != RLOCK_ELOCKED) {
     if (!ride_out(op, may_pass))
       outage_fail(op, rlock__wrongtype(op->l, rc));
