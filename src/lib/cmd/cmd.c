@@ -246,7 +246,10 @@ rlock__step rlock__req_feed(rlock__req *q, const char *where, rlock__reply *r) {
   }
   if (q->wait_due == 2) { /* WAIT's reply: how many replicas confirmed */
     q->wait_due = 0;
-    q->acked = r->type == RLOCK__R_INT ? (int)r->integer : -1;
+    /* Any other answer confirmed nothing: -UNBLOCKED when the master was
+     * made a replica while WAIT was blocked (Sentinel demoting an old
+     * master), and the new master may not have the write. */
+    q->acked = r->type == RLOCK__R_INT ? (int)r->integer : 0;
     rlock__reply_free(r);
     return q->step = q->deferred;
   }

@@ -160,7 +160,8 @@ typedef struct rlock__req {
   int wait_due;         /* 1: the command's reply is next, then WAIT's;
                            2: WAIT's reply is next */
   rlock__step deferred; /* the command's step, acted on after WAIT's */
-  int acked;            /* WAIT's answer, -1 when none */
+  int acked;            /* WAIT's count (0 for any other answer: an
+                           error confirmed nothing), -1 when none */
   rlock__step step;     /* the last step fed */
   unsigned slot;        /* MOVED: the slot */
   char addr[128];       /* MOVED, ASK: "host:port" */
