@@ -215,6 +215,34 @@ static void test_demoted_during_wait(void **state) {
   dk_free(c);
 }
 
+/* The connection cut after the acquisition's own reply, while its WAIT
+ * waits: the hold was taken and no replica confirmed it, so it is given
+ * back and the acquisition fails with RLOCK_EREPLICA, by every driver (a
+ * loop client read the hold back from the server and reported it held). */
+static void test_cut_during_wait(void **state) {
+  (void)state;
+  rlock_client *c = client(1, 1500); /* below the command timeout */
+  rlock_lock *l = fx_lock(c, "rep:cut");
+  uint64_t me = rlock_owner_new(); /* the acquisition runs elsewhere */
+  if (!dk_loop())
+    OK(rlock_client_ping(c, NULL)); /* learns the replica count */
+  OK(dk_acquire(l, me, 0, 30000));  /* so does the first write */
+  OK(dk_release(l, me));
+  rt_server_freeze(replica); /* its WAIT never answers */
+  dk_op w;
+  dk_acquire_start(&w, l, me, 0, 30000);
+  dk_wait(a_client_blocked, master, 5000, "the acquisition's WAIT");
+  freeReplyObject(rt_cmd(master, "CLIENT KILL TYPE normal"));
+  RC(dk_op_wait(&w, 15000, "the acquisition whose connection was cut"),
+     RLOCK_EREPLICA);
+  RC(rlock_lock_check_owner(l, me), RLOCK_ENOTHELD);
+  rt_server_thaw(replica);
+  dk_wait(link_up, replica, 10000, "the replica's link");
+  assert_int_equal(rt_cmd_int(master, "EXISTS rep:cut"), 0); /* given back */
+  rlock_lock_free(l);
+  dk_free(c);
+}
+
 /* Run lock_release.lua as the library sends it, with latch `id`. */
 static long long release_with_latch(const char *name, const char *owner,
                                     const char *id) {
@@ -284,6 +312,7 @@ int main(void) {
       DK_CASE(test_sync_off, DK_ALL),
       DK_CASE(test_paused_replica, DK_ALL),
       DK_CASE(test_demoted_during_wait, DK_ALL),
+      DK_CASE(test_cut_during_wait, DK_ALL),
       DK_CASE(test_latch_makes_release_idempotent, DK_BLOCK),
   };
   int failed = DK_RUN(cases, setup, teardown);

@@ -192,6 +192,13 @@ long rlock__req_encode_to(rlock__req *q, rlock__buf *out);
  * command (NOSCRIPT, MOVED, ASK, TRYAGAIN, ...) lead to a resend. */
 rlock__step rlock__req_feed(rlock__req *q, const char *where, rlock__reply *r);
 
+/* The connection failed after the command's own reply, while WAIT's was
+ * due: the command ran, so its answer stands, and what WAIT would have
+ * said is taken as "no replica confirmed" (acked 0: the write is
+ * unconfirmed). Returns 1 with q->step DONE when so; 0 (nothing changed)
+ * for any other state, in which the request failed with the connection. */
+int rlock__req_wait_reply_lost(rlock__req *q);
+
 /* What a request does after a step that leaves its connection, decided
  * once for both drivers (no I/O: the caller carries it out). */
 typedef enum rlock__next {
