@@ -199,7 +199,7 @@ static int converse(rlock__req *q, server *s) {
     int asking_ok = q->asking_reply && r->type != RLOCK__R_ERROR;
     int wait_reply = !asking_ok && q->wait_due == 2;
     int was_eval = q->eval, wait_due = q->wait_due;
-    int64_t acked = r->type == RLOCK__R_INT ? (int)r->integer : -1;
+    int64_t acked = r->type == RLOCK__R_INT ? (int)r->integer : 0;
     char *text = r->type == RLOCK__R_ERROR ? rlock__strdup(r->str) : NULL;
     FUZZ_CHECK(r->type != RLOCK__R_ERROR || text != NULL);
     rlock__reply *value = r->type == RLOCK__R_ERROR ? NULL : r;

@@ -196,7 +196,9 @@ RLOCK_EXTERN int rlock_config_set_pubsub_mode(rlock_config *cfg, int mode);
  * are independent masters. A loop client's RedLock takes and releases each
  * member with that member's client's ordinary operations, which are
  * confirmed where the member's master has replicas.) An acquisition no
- * replica confirmed is undone for the same owner and tried again within the
+ * replica confirmed (WAIT counted none, or answered with an error, as a
+ * master made a replica while WAIT waits does) is undone for the same
+ * owner and tried again within the
  * caller's wait, then fails with RLOCK_EREPLICA; a release no replica
  * confirmed returns RLOCK_EREPLICA (it did happen on the master). Not
  * confirming keeps a failover from losing a lock just taken, at the cost of

@@ -557,6 +557,41 @@ static inline void fk_wait_acquisitions(off_t from, long n) {
                 "acquisitions after the last fault");
 }
 
+/* Every worker has returned from two acquisition calls since offset
+ * *from (fk_history_size() taken after the last fault): the round the
+ * fault caught, whatever stage it was in, is over, with what its release
+ * said recorded. */
+static inline bool fk_pred_rounds_done(void *arg, char *why, size_t cap) {
+  off_t from = *(off_t *)arg;
+  int calls[FK_WORKERS] = {0};
+  FILE *f = fopen(fk.hist_path, "rb");
+  rt_record rec;
+  if (f != NULL && fseeko(f, from, SEEK_SET) == 0)
+    while (fread(&rec, sizeof rec, 1, f) == 1)
+      if (rec.ev == RT_EV_ACQUIRE_CALL && rec.worker >= 0 &&
+          rec.worker < FK_WORKERS)
+        calls[rec.worker]++;
+  if (f != NULL)
+    fclose(f);
+  for (int i = 0; i < FK_WORKERS; i++)
+    if (calls[i] < 2) {
+      snprintf(why, cap, "worker %d: %d calls since the last fault", i,
+               calls[i]);
+      return false;
+    }
+  return true;
+}
+
+/* Wait until every worker has finished the round the last fault caught
+ * (fk_pred_rounds_done), before fk_finish() kills them: a holder whose
+ * permit or lock the fault took must have its chance to be told (its
+ * release, a third of a lease at most later its renewal), which the
+ * checker needs to tell a stale holder from an overlap. */
+static inline void fk_wait_rounds_done(off_t from) {
+  rt_wait_until(fk_pred_rounds_done, &from, rt_scaled_ms(10000),
+                "every worker's round after the last fault");
+}
+
 /* Stop (SIGSTOP) a worker caught holding a lock; its id, or -1 when
  * none was caught in a few tries. */
 static inline int fk_stop_a_holder(void) {

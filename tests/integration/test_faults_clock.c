@@ -714,30 +714,6 @@ static int tail_in_hold(void) {
   return -1;
 }
 
-/* Every worker has returned from two acquisition calls since offset
- * *from (the history's size after the last jump): the round the jump
- * caught, whatever stage it was in, is over, with what its release said
- * recorded. */
-static bool pred_rounds_done(void *arg, char *why, size_t cap) {
-  off_t from = *(off_t *)arg;
-  int calls[FK_WORKERS] = {0};
-  FILE *f = fopen(fk.hist_path, "rb");
-  rt_record rec;
-  if (f != NULL && fseeko(f, from, SEEK_SET) == 0)
-    while (fread(&rec, sizeof rec, 1, f) == 1)
-      if (rec.ev == RT_EV_ACQUIRE_CALL && rec.worker >= 0 &&
-          rec.worker < FK_WORKERS)
-        calls[rec.worker]++;
-  if (f != NULL)
-    fclose(f);
-  for (int i = 0; i < FK_WORKERS; i++)
-    if (calls[i] < 2) {
-      snprintf(why, cap, "worker %d: %d calls since the jump", i, calls[i]);
-      return false;
-    }
-  return true;
-}
-
 static void clock_jumps(fk_mode mode) {
   fk.lock_url = rt_server_url(clk);
   int fd = fk_begin("clock-jump", mode), jumps = 0, in_hold = 0;
@@ -754,8 +730,7 @@ static void clock_jumps(fk_mode mode) {
   }
   /* A stale holder of the last jump must have its chance to be told
    * before the workers are killed. */
-  rt_wait_until(pred_rounds_done, &last, rt_scaled_ms(10000),
-                "every worker's round after the last jump");
+  fk_wait_rounds_done(last);
   rt_verdict v = fk_finish(fd, "clock-jump", 0);
   fk.lock_url = NULL;
   print_message("[ CLOCK    ] %d jumps (%d while a worker held a lock): %ld "
@@ -830,8 +805,7 @@ static void redlock_jumps(fk_mode mode, int partitioned) {
     rt_clock_jump_ms(m[2], 2 * FK_WATCHDOG_MS);
     last = fk_history_size();
   }
-  rt_wait_until(pred_rounds_done, &last, rt_scaled_ms(10000),
-                "every worker's round after the last jump");
+  fk_wait_rounds_done(last);
   fk.lock_url = "redlock"; /* not srv's locks: nothing to look for there */
   rt_verdict v = fk_finish(fd, name, 0);
   fk.lock_url = NULL;

@@ -61,18 +61,29 @@ static void sigstop(fk_mode mode) {
 
 /* The semaphore behind Sentinel, failed over every 0.3-0.6 s: a permit
  * the new master never heard of is found gone by its holder's watchdog,
- * and a holder beside three others must have been told. */
+ * and a holder beside three others must have been told. Each failover is
+ * settled (rt_sentinel_failover_settled: the old master made the new
+ * one's replica at once, as the sentinels do 10 s later), so each one
+ * promotes a replica of the master: with the bare failover, the second
+ * one and every later one switched between two masters that never
+ * replicated each other, whose holders no client can tell anything (a
+ * holder released on the master it was granted by, which said yes, while
+ * another took the same permit on the other). The workers finish the
+ * round the last failover caught before they are stopped. */
 static void sentinel_failover(fk_mode mode) {
   fk.sem = PERMITS;
   rt_sentinel_group *g = rt_sentinel_start("semfaultmaster", 1, 3);
   fk.lock_url = rt_sentinel_url(g);
   int fd = fk_begin("sem-sentinel-failover", mode);
   int switches = 0;
+  off_t last = 0; /* the history's size once the latest switch was seen */
   for (int64_t t0 = rt_now_ms(); fk_running(t0); switches++) {
     rt_sleep_ms(300 + rand_r(&seed) % 300);
     rt_history_add(fd, -1, -1, RT_EV_FAULT, 'F', 0, 0);
-    rt_sentinel_failover(g, rt_scaled_ms(30000));
+    rt_sentinel_failover_settled(g, rt_scaled_ms(30000));
+    last = fk_history_size();
   }
+  fk_wait_rounds_done(last);
   rt_verdict v = fk_finish(fd, "sem-sentinel-failover", 0);
   fk.lock_url = NULL;
   rt_sentinel_free(g);

@@ -9,7 +9,9 @@
  * confirmation off neither WAIT nor INFO is sent; a paused replica
  * (SIGSTOP) confirms nothing, so an acquisition is given back and fails
  * with RLOCK_EREPLICA (or, within a wait, is tried again and succeeds once
- * the replica is back), and a release is reported RLOCK_EREPLICA.
+ * the replica is back), and a release is reported RLOCK_EREPLICA; so is
+ * an acquisition whose WAIT the master cut short when it was made a
+ * replica.
  */
 #include "drivers.h"
 
@@ -165,6 +167,82 @@ static void test_paused_replica(void **state) {
   dk_free(c);
 }
 
+/* The master counts its replica online again (the replica's own
+ * master_link_status can still say up from before its link was cut). */
+static bool replica_online(void *arg, char *why, size_t size) {
+  char v[128];
+  rt_server_info_field(arg, "replication", "slave0", v, sizeof v);
+  snprintf(why, size, "slave0:%s", v);
+  return strstr(v, "state=online") != NULL;
+}
+
+/* The master has a client blocked (WAIT, here). */
+static bool a_client_blocked(void *arg, char *why, size_t size) {
+  char v[32];
+  rt_server_info_field(arg, "clients", "blocked_clients", v, sizeof v);
+  snprintf(why, size, "blocked_clients:%s", v);
+  return atoi(v) > 0;
+}
+
+/* The master turned into a replica while the acquisition's WAIT is
+ * blocked (as Sentinel turns an old master into a replica): the server
+ * answers WAIT with -UNBLOCKED and closes the connection. No replica
+ * confirmed the hold, which the new master may not have: the acquisition
+ * is given back and fails with RLOCK_EREPLICA, never reported held. */
+static void test_demoted_during_wait(void **state) {
+  (void)state;
+  rlock_client *c = client(1, 1500); /* below the command timeout */
+  rlock_lock *l = fx_lock(c, "rep:demoted");
+  uint64_t me = rlock_owner_new(); /* the acquisition runs elsewhere */
+  if (!dk_loop())
+    OK(rlock_client_ping(c, NULL)); /* learns the replica count */
+  OK(dk_acquire(l, me, 0, 30000));  /* so does the first write */
+  OK(dk_release(l, me));
+  rt_server_freeze(replica); /* its WAIT never answers */
+  dk_op w;
+  dk_acquire_start(&w, l, me, 0, 30000);
+  dk_wait(a_client_blocked, master, 5000, "the acquisition's WAIT");
+  rt_cmd_ok(master, "REPLICAOF 127.0.0.1 %d", rt_free_port());
+  RC(dk_op_wait(&w, 15000, "the acquisition whose WAIT was cut"),
+     RLOCK_EREPLICA);
+  RC(rlock_lock_check_owner(l, me), RLOCK_ENOTHELD);
+  rt_cmd_ok(master, "REPLICAOF NO ONE");
+  rt_server_thaw(replica);
+  freeReplyObject(rt_cmd(master, "DEL rep:demoted")); /* not given back */
+  dk_wait(replica_online, master, 10000, "the replica to come back");
+  dk_wait(link_up, replica, 10000, "the replica's link");
+  rlock_lock_free(l);
+  dk_free(c);
+}
+
+/* The connection cut after the acquisition's own reply, while its WAIT
+ * waits: the hold was taken and no replica confirmed it, so it is given
+ * back and the acquisition fails with RLOCK_EREPLICA, by every driver (a
+ * loop client read the hold back from the server and reported it held). */
+static void test_cut_during_wait(void **state) {
+  (void)state;
+  rlock_client *c = client(1, 1500); /* below the command timeout */
+  rlock_lock *l = fx_lock(c, "rep:cut");
+  uint64_t me = rlock_owner_new(); /* the acquisition runs elsewhere */
+  if (!dk_loop())
+    OK(rlock_client_ping(c, NULL)); /* learns the replica count */
+  OK(dk_acquire(l, me, 0, 30000));  /* so does the first write */
+  OK(dk_release(l, me));
+  rt_server_freeze(replica); /* its WAIT never answers */
+  dk_op w;
+  dk_acquire_start(&w, l, me, 0, 30000);
+  dk_wait(a_client_blocked, master, 5000, "the acquisition's WAIT");
+  freeReplyObject(rt_cmd(master, "CLIENT KILL TYPE normal"));
+  RC(dk_op_wait(&w, 15000, "the acquisition whose connection was cut"),
+     RLOCK_EREPLICA);
+  RC(rlock_lock_check_owner(l, me), RLOCK_ENOTHELD);
+  rt_server_thaw(replica);
+  dk_wait(link_up, replica, 10000, "the replica's link");
+  assert_int_equal(rt_cmd_int(master, "EXISTS rep:cut"), 0); /* given back */
+  rlock_lock_free(l);
+  dk_free(c);
+}
+
 /* Run lock_release.lua as the library sends it, with latch `id`. */
 static long long release_with_latch(const char *name, const char *owner,
                                     const char *id) {
@@ -221,6 +299,10 @@ static int setup(void) {
 static void teardown(void) {
   if (rt_server_pid(replica) != 0)
     kill(rt_server_pid(replica), SIGCONT); /* a failed case froze it */
+  char role[16];
+  rt_server_role(master, role, sizeof role);
+  if (strcmp(role, "master") != 0) /* or left it a replica */
+    rt_cmd_ok(master, "REPLICAOF NO ONE");
 }
 
 int main(void) {
@@ -229,6 +311,8 @@ int main(void) {
       DK_CASE(test_writes_wait_for_the_replica, DK_ALL),
       DK_CASE(test_sync_off, DK_ALL),
       DK_CASE(test_paused_replica, DK_ALL),
+      DK_CASE(test_demoted_during_wait, DK_ALL),
+      DK_CASE(test_cut_during_wait, DK_ALL),
       DK_CASE(test_latch_makes_release_idempotent, DK_BLOCK),
   };
   int failed = DK_RUN(cases, setup, teardown);

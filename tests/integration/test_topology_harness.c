@@ -443,6 +443,30 @@ static void test_sentinel_graceful_failover(void **state) {
   rt_sentinel_free(g);
 }
 
+/* Back-to-back failovers, each settled: the second promotes the first old
+ * master, which by then replicates the first new one, so a write made
+ * between the two is still there. (With rt_sentinel_failover() alone the
+ * old master is still a master of its own when the second failover
+ * promotes it: the write is gone.) */
+static void test_sentinel_failover_settled(void **state) {
+  (void)state;
+  rt_sentinel_group *g = rt_sentinel_start("settled", 1, 3);
+  rt_server *first = rt_sentinel_master(g), *second = rt_sentinel_replica(g, 0);
+  int port = rt_sentinel_failover_settled(g, rt_scaled_ms(30000));
+  assert_int_equal(port, rt_server_port(second));
+  char role[16];
+  rt_server_role(first, role, sizeof role);
+  assert_string_equal(role, "slave");
+  rt_cmd_ok(second, "SET k between");
+  assert_int_equal(rt_cmd_int(second, "WAIT 1 5000"), 1);
+  port = rt_sentinel_failover_settled(g, rt_scaled_ms(30000));
+  assert_int_equal(port, rt_server_port(first));
+  assert_reply_string(rt_cmd(first, "GET k"), "between");
+  rt_server_role(second, role, sizeof role);
+  assert_string_equal(role, "slave");
+  rt_sentinel_free(g);
+}
+
 int main(void) {
   const struct CMUnitTest slots[] = {
       cmocka_unit_test(test_slot_of_known_values),
@@ -457,6 +481,7 @@ int main(void) {
       cmocka_unit_test(test_cluster_failover),
       cmocka_unit_test(test_sentinel_kill_master),
       cmocka_unit_test(test_sentinel_graceful_failover),
+      cmocka_unit_test(test_sentinel_failover_settled),
   };
   int failed = cmocka_run_group_tests_name("hash slots", slots, NULL, NULL);
   failed += cmocka_run_group_tests_name("cluster of 3 masters", cluster3,

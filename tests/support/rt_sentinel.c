@@ -490,3 +490,18 @@ int rt_sentinel_failover(rt_sentinel_group *g, int64_t timeout_ms) {
   int64_t left = timeout_ms - (rt_now_ms() - start);
   return rt_sentinel_wait_failover(g, left > 0 ? left : 0);
 }
+
+int rt_sentinel_failover_settled(rt_sentinel_group *g, int64_t timeout_ms) {
+  int64_t start = rt_now_ms();
+  int old = g->master;
+  int port = rt_sentinel_failover(g, timeout_ms);
+  rt_server *o = g->servers[old];
+  char role[16] = "";
+  if (running(o))
+    rt_server_role(o, role, sizeof role);
+  if (strcmp(role, "master") == 0) /* the sentinels' +convert-to-slave */
+    rt_cmd_ok(o, "REPLICAOF %s %d", server_host(g, g->master), port);
+  int64_t left = timeout_ms - (rt_now_ms() - start);
+  rt_sentinel_wait_replicas(g, left > 0 ? left : 0);
+  return port;
+}

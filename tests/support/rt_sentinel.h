@@ -151,6 +151,21 @@ int rt_sentinel_wait_failover(rt_sentinel_group *g, int64_t timeout_ms);
  */
 int rt_sentinel_failover(rt_sentinel_group *g, int64_t timeout_ms);
 
+/*
+ * rt_sentinel_failover(), then at once what the sentinels do only some 10 s
+ * later: the old master, when it is running and still says it is a master,
+ * is made a replica of the new one (REPLICAOF, which drops what it accepted
+ * after the switch, as the sentinels' own conversion does), and every
+ * running replica is waited for in sync (rt_sentinel_wait_replicas()), all
+ * within timeout_ms. Failovers closer together than that 10 s then still
+ * promote a replica holding the master's data, as the test's "a master with
+ * a replica" says; with rt_sentinel_failover() alone, the second one
+ * promotes the first old master, a master that never replicated the other,
+ * and the two lose each other's writes in turn. Returns the new master's
+ * port.
+ */
+int rt_sentinel_failover_settled(rt_sentinel_group *g, int64_t timeout_ms);
+
 /* Wait up to timeout_ms (as is) until every running server other than the
    group's master says (ROLE, INFO replication) it is a replica of the
    master's port with master_link_status:up. Fails the test on timeout. */

@@ -189,11 +189,45 @@ static void test_noscript_wait_asking(void **state) {
   rlock__call_clear(&call);
 }
 
+/* WAIT answered with an error (-UNBLOCKED: the master was made a replica
+ * while WAIT was blocked) confirmed nothing: acked is 0, so the write is
+ * unconfirmed, and the command's own answer stands. */
+static void test_wait_error_confirms_nothing(void **state) {
+  (void)state;
+  rlock__call call;
+  rlock__req q;
+  rlock__call_script(&call, &rlock__script_lock_acquire);
+  rlock__call_key(&call, "orders");
+  rlock__call_num(&call, 30000);
+  rlock__call_arg(&call, "owner:1");
+  call.sync = 1;
+  rlock__req_init(&q, &call);
+  q.wait_n = 1;
+  q.wait_ms = 100;
+  expect_sent(&q, "EVALSHA", 2);
+  assert_int_equal(rlock__req_feed(&q, WHERE, reply(RLOCK__R_NIL, NULL)),
+                   RLOCK__STEP_MORE);
+  assert_int_equal(
+      rlock__req_feed(&q, WHERE,
+                      err_reply("UNBLOCKED force unblock from blocking "
+                                "operation, instance state changed (master "
+                                "-> replica?)")),
+      RLOCK__STEP_DONE);
+  assert_int_equal(q.rc, RLOCK_OK);
+  assert_int_equal(q.acked, 0);
+  call.replicas = q.wait_n;
+  call.acked = q.acked;
+  assert_true(rlock__call_unconfirmed(&call));
+  rlock__reply_free(q.reply);
+  rlock__call_clear(&call);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_redirect_parsing),
       cmocka_unit_test(test_errors),
       cmocka_unit_test(test_noscript_wait_asking),
+      cmocka_unit_test(test_wait_error_confirms_nothing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

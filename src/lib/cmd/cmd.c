@@ -246,7 +246,10 @@ rlock__step rlock__req_feed(rlock__req *q, const char *where, rlock__reply *r) {
   }
   if (q->wait_due == 2) { /* WAIT's reply: how many replicas confirmed */
     q->wait_due = 0;
-    q->acked = r->type == RLOCK__R_INT ? (int)r->integer : -1;
+    /* Any other answer confirmed nothing: -UNBLOCKED when the master was
+     * made a replica while WAIT was blocked (Sentinel demoting an old
+     * master), and the new master may not have the write. */
+    q->acked = r->type == RLOCK__R_INT ? (int)r->integer : 0;
     rlock__reply_free(r);
     return q->step = q->deferred;
   }
@@ -267,16 +270,19 @@ rlock__step rlock__req_feed(rlock__req *q, const char *where, rlock__reply *r) {
 
 /* ---- the blocking driver ----------------------------------------------- */
 
-/* The connection failed after the command's own reply, while WAIT's was
- * due: the command ran, so its answer stands (what WAIT would have said
- * is unknown, taken as "no replica confirmed"); anything else fails. */
+int rlock__req_wait_reply_lost(rlock__req *q) {
+  if (q->wait_due != 2 || q->deferred != RLOCK__STEP_DONE)
+    return 0;
+  q->wait_due = 0;
+  q->acked = 0;
+  q->step = RLOCK__STEP_DONE;
+  return 1;
+}
+
+/* rlock__req_wait_reply_lost, or the request fails with the connection. */
 static int lost_wait_reply(rlock__req *q, int rc) {
-  if (q->wait_due == 2 && q->deferred == RLOCK__STEP_DONE) {
-    q->wait_due = 0;
-    q->acked = 0;
-    q->step = RLOCK__STEP_DONE;
+  if (rlock__req_wait_reply_lost(q))
     return RLOCK_OK;
-  }
   rlock__reply_free(q->reply);
   q->reply = NULL;
   return rc;

@@ -160,7 +160,8 @@ typedef struct rlock__req {
   int wait_due;         /* 1: the command's reply is next, then WAIT's;
                            2: WAIT's reply is next */
   rlock__step deferred; /* the command's step, acted on after WAIT's */
-  int acked;            /* WAIT's answer, -1 when none */
+  int acked;            /* WAIT's count (0 for any other answer: an
+                           error confirmed nothing), -1 when none */
   rlock__step step;     /* the last step fed */
   unsigned slot;        /* MOVED: the slot */
   char addr[128];       /* MOVED, ASK: "host:port" */
@@ -190,6 +191,13 @@ long rlock__req_encode_to(rlock__req *q, rlock__buf *out);
  * also kept in q->step. Only replies the server gives before running a
  * command (NOSCRIPT, MOVED, ASK, TRYAGAIN, ...) lead to a resend. */
 rlock__step rlock__req_feed(rlock__req *q, const char *where, rlock__reply *r);
+
+/* The connection failed after the command's own reply, while WAIT's was
+ * due: the command ran, so its answer stands, and what WAIT would have
+ * said is taken as "no replica confirmed" (acked 0: the write is
+ * unconfirmed). Returns 1 with q->step DONE when so; 0 (nothing changed)
+ * for any other state, in which the request failed with the connection. */
+int rlock__req_wait_reply_lost(rlock__req *q);
 
 /* What a request does after a step that leaves its connection, decided
  * once for both drivers (no I/O: the caller carries it out). */

@@ -22,7 +22,9 @@
  *
  * A failure closes the socket and tells every request: RLOCK_EIO (or
  * RLOCK_ETIMEOUT...) with call.in_flight set when its bytes may have
- * reached the server, and call.transient when nothing was sent at all. The
+ * reached the server, and call.transient when nothing was sent at all;
+ * except a lock write answered but for its WAIT, which is done and
+ * unconfirmed (rlock__req_wait_reply_lost, as the blocking runner). The
  * next request opens a new connection.
  */
 #include <errno.h>
@@ -412,6 +414,13 @@ void rlock__lconn_fail(rlock_client *c, rlock__lconn *k, int rc) {
   while (r != NULL) {
     rlock__lreq *next = r->next;
     r->next = NULL;
+    if (rlock__req_wait_reply_lost(&r->q)) { /* answered but for WAIT's */
+      r->call.served_by = k->where;
+      rlock__error_restore(&why);
+      rlock__lreq_answered(c, k, r, RLOCK__STEP_DONE);
+      r = next;
+      continue;
+    }
     r->q.rc = rc;
     r->q.reply = NULL;
     r->call.in_flight = written > r->start;
