@@ -115,6 +115,13 @@ static void client_kill(fk_mode mode) {
   fk_finish(fd, "client-kill", 0); /* the counter's own link is killed too */
 }
 
+/* Append a record at *t, then step *t a microsecond. */
+static void put(int fd, int64_t *t, int worker, int lock, rt_ev ev, int64_t a,
+                int64_t b, int64_t c) {
+  rt_record r = {(*t)++, worker, lock, (int32_t)ev, 0, a, b, c};
+  assert_int_equal(write(fd, &r, sizeof r), (ssize_t)sizeof r);
+}
+
 /* The checker itself: a hand-made history with an overlap and a token
  * inversion is caught; a clean one passes. */
 static void test_checker(void **state) {
@@ -123,14 +130,16 @@ static void test_checker(void **state) {
   snprintf(path, sizeof path, "%s/checker.history", rt_server_dir(srv));
   unlink(path);
   int fd = rt_history_open(path);
-  rt_history_add(fd, 0, 0, RT_EV_ACQUIRED, 5, 0, 0);
-  rt_history_add(fd, 0, 0, RT_EV_WRITE_ACCEPTED, 5, 0, 0);
-  rt_history_add(fd, 1, 0, RT_EV_ACQUIRED, 4, 0, 0);       /* overlap */
-  rt_history_add(fd, 1, 0, RT_EV_WRITE_ACCEPTED, 4, 0, 0); /* inversion */
-  rt_history_add(fd, 1, 0, RT_EV_RELEASING, 0, 0, 0);
-  rt_history_add(fd, 0, 0, RT_EV_RELEASING, 0, 0, 0);
-  rt_history_add(fd, 2, 1, RT_EV_ACQUIRE_CALL, 100, 5000, 0); /* starved */
-  rt_history_add(fd, 2, 1, RT_EV_ACQUIRE_FAILED, -99, 100, 5000);
+  int64_t t = 1000; /* times of its own, a microsecond apart: records
+                       of one microsecond would make holds of none */
+  put(fd, &t, 0, 0, RT_EV_ACQUIRED, 5, 0, 0);
+  put(fd, &t, 0, 0, RT_EV_WRITE_ACCEPTED, 5, 0, 0);
+  put(fd, &t, 1, 0, RT_EV_ACQUIRED, 4, 0, 0);       /* overlap */
+  put(fd, &t, 1, 0, RT_EV_WRITE_ACCEPTED, 4, 0, 0); /* inversion */
+  put(fd, &t, 1, 0, RT_EV_RELEASING, 0, 0, 0);
+  put(fd, &t, 0, 0, RT_EV_RELEASING, 0, 0, 0);
+  put(fd, &t, 2, 1, RT_EV_ACQUIRE_CALL, 100, 5000, 0); /* starved */
+  put(fd, &t, 2, 1, RT_EV_ACQUIRE_FAILED, -99, 100, 5000);
   close(fd);
   rt_verdict v = rt_history_check(path, -1, 1000);
   assert_int_equal(v.overlaps, 1);
@@ -140,10 +149,11 @@ static void test_checker(void **state) {
   assert_false(rt_history_clean(&v));
   unlink(path);
   fd = rt_history_open(path);
+  t = 1000;
   for (int w = 0; w < 2; w++) {
-    rt_history_add(fd, w, 0, RT_EV_ACQUIRED, w + 1, 0, 0);
-    rt_history_add(fd, w, 0, RT_EV_BUMP_DONE, w + 1, 0, 0);
-    rt_history_add(fd, w, 0, RT_EV_RELEASING, 0, 0, 0);
+    put(fd, &t, w, 0, RT_EV_ACQUIRED, w + 1, 0, 0);
+    put(fd, &t, w, 0, RT_EV_BUMP_DONE, w + 1, 0, 0);
+    put(fd, &t, w, 0, RT_EV_RELEASING, 0, 0, 0);
   }
   close(fd);
   v = rt_history_check(path, 1, 1000); /* two bumps, counter 1: lost */

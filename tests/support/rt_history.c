@@ -62,9 +62,37 @@ static reader load(const char *path) {
   return rd;
 }
 
-static int by_time(const void *a, const void *b) {
-  int64_t x = ((const rt_record *)a)->t_us, y = ((const rt_record *)b)->t_us;
-  return (x > y) - (x < y);
+/* A record's place: its time, then its place in the file. */
+typedef struct placed {
+  int64_t t_us;
+  size_t at;
+} placed;
+
+static int by_place(const void *a, const void *b) {
+  const placed *x = a, *y = b;
+  if (x->t_us != y->t_us)
+    return (x->t_us > y->t_us) - (x->t_us < y->t_us);
+  return (x->at > y->at) - (x->at < y->at);
+}
+
+/* Order the records by time; those of one microsecond keep the file's
+ * order (a worker writes its own in the order they happened; qsort alone
+ * is not stable, and the checker's verdict must not depend on it). */
+static void sort_by_time(reader *rd) {
+  placed *p = calloc(rd->n + 1, sizeof *p);
+  rt_record *out = calloc(rd->n + 1, sizeof *out);
+  if (p == NULL || out == NULL) {
+    fprintf(stderr, "rt_history: out of memory sorting %zu records\n", rd->n);
+    abort();
+  }
+  for (size_t i = 0; i < rd->n; i++)
+    p[i] = (placed){rd->r[i].t_us, i};
+  qsort(p, rd->n, sizeof *p, by_place);
+  for (size_t i = 0; i < rd->n; i++)
+    out[i] = rd->r[p[i].at];
+  free(p);
+  free(rd->r);
+  rd->r = out;
 }
 
 static void note(rt_verdict *v, const char *fmt, ...) {
@@ -189,7 +217,7 @@ rt_verdict rt_history_check_n(const char *path, long counter, int64_t slack_ms,
   memset(&v, 0, sizeof v);
   v.counter_value = counter;
   reader rd = load(path);
-  qsort(rd.r, rd.n, sizeof *rd.r, by_time);
+  sort_by_time(&rd);
   v.records = (long)rd.n;
   for (size_t i = 0; i < rd.n; i++) {
     const rt_record *r = &rd.r[i];
