@@ -71,10 +71,9 @@ static void print_line(rlock_client *client, const char *name,
   if (!rlock_lock_info_locked(info))
     fputs(": free", stdout);
   else
-    printf(": locked%s by",
-           mode == NULL                 ? ""
-           : strcmp(mode, "write") == 0 ? " for writing"
-                                        : " for reading");
+    printf(": locked%s by", mode == NULL                 ? ""
+                            : strcmp(mode, "write") == 0 ? " for writing"
+                                                         : " for reading");
   for (size_t i = 0; i < rlock_lock_info_holder_count(info); i++) {
     const char *o = rlock_lock_info_holder_owner(info, i);
     int64_t n = rlock_lock_info_holder_holds(info, i);

@@ -2910,6 +2910,56 @@ static void test_status_watch(void **state) {
   run_expect(&w, 64, ARGS("-u", url, "status", "--watch", name, name));
 }
 
+/* leader --watch from messages: with a one-minute interval, a standby's
+ * takeover announced by the leader's resignation is shown, then nobody. */
+static void test_leader_watch_handover(void **state) {
+  (void)state;
+  const char *name = "cli:elect:handover";
+  char s1[2400], s2[2400];
+  gate g1, g2;
+  proc w, a, b;
+  proc_start(&w,
+             ARGS("-u", url, "leader", "--watch", "--interval", "60s", name));
+  wait_lines(&w, 1);
+  fx_wait_subscribers(srv, "redisson_lock__channel:{cli:elect:handover}", 1,
+                      "the watch's subscription");
+  gate_init(&g1, "handover-a");
+  gate_init(&g2, "handover-b");
+  proc_start(&a, ARGS("-u", url, "elect", "--value", "A", name, "--", "sh",
+                      "-c", gate_script(&g1, s1, sizeof s1, "", ":")));
+  fx_wait_file(g1.ready, SCALED(5000));
+  proc_start(&b, ARGS("-u", url, "elect", "--value", "B", name, "--", "sh",
+                      "-c", gate_script(&g2, s2, sizeof s2, "", ":")));
+  fx_wait_subscribers(srv, "redisson_lock__channel:{cli:elect:handover}", 2,
+                      "the standby's subscription");
+  fx_touch(g1.go);
+  assert_int_equal(proc_wait(&a, SCALED(10000)), 0);
+  fx_wait_file(g2.ready, SCALED(5000));
+  int64_t t0 = rt_now_ms();
+  while (strstr(w.out[0], "handover: B (term ") == NULL &&
+         rt_now_ms() - t0 < SCALED(5000)) {
+    proc_drain(&w);
+    rt_sleep_ms(10);
+  }
+  fx_touch(g2.go);
+  assert_int_equal(proc_wait(&b, SCALED(10000)), 0);
+  t0 = rt_now_ms();
+  const char *bl;
+  while (((bl = strstr(w.out[0], "handover: B (term ")) == NULL ||
+          strstr(bl, "handover: no leader\n") == NULL) &&
+         rt_now_ms() - t0 < SCALED(5000)) {
+    proc_drain(&w);
+    rt_sleep_ms(10);
+  }
+  assert_int_equal(kill(w.pid, SIGTERM), 0);
+  assert_int_equal(proc_wait(&w, SCALED(5000)), 128 + SIGTERM);
+  bl = strstr(w.out[0], "handover: B (term ");
+  if (bl == NULL || strstr(bl, "handover: no leader\n") == NULL)
+    fail_msg("leader --watch printed: '%s'", w.out[0]);
+  assert_ptr_equal(strstr(w.out[0], "cli:elect:handover: no leader\n"),
+                   w.out[0]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_exec_holds_lock_while_command_runs),
@@ -2972,6 +3022,7 @@ int main(void) {
       cmocka_unit_test(test_elect_and_leader),
       cmocka_unit_test(test_elect_standby_takes_over),
       cmocka_unit_test(test_leader_watch),
+      cmocka_unit_test(test_leader_watch_handover),
   };
   /* $RLOCK_TEST_FILTER (a cmocka pattern) runs only the tests matching. */
   if (getenv("RLOCK_TEST_FILTER") != NULL)

@@ -91,8 +91,7 @@ static bool pred_waiting(void *arg, char *why, size_t cap) {
     return false;
   }
   char want[64];
-  snprintf(want, sizeof want, "rlock_waiters{kind=\"reentrant\"} %d\n",
-           w->n);
+  snprintf(want, sizeof want, "rlock_waiters{kind=\"reentrant\"} %d\n", w->n);
   snprintf(why, cap, "no '%s' in the metrics", want);
   return strstr(buf, want) != NULL;
 }

@@ -448,6 +448,8 @@ int rlock__lop_options(rlock_acquire_options *o,
 
 /* lops.c: a release's start (the hold popped, the script sent). */
 void rlock__lrelease_start(rlock_op *op);
+/* lops.c: an observation's start (RLOCK__LOP_OBSERVE, leader_cb set). */
+void rlock__lobserve_start(rlock_op *op);
 
 /* lmulti.c */
 void rlock__lmulti_cancel(rlock_op *op);

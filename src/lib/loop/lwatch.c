@@ -26,12 +26,12 @@ struct rlock_watch {
   void *arg;
   /* loop thread */
   rlock__lwatcher lw;
-  int up_once; /* RLOCK_WATCH_SUBSCRIBED was told */
-  int lost;    /* RLOCK_WATCH_LOST was told, not resumed since */
-  int over;    /* failed, or leaving: nothing more is told */
-  int started; /* its join has run */
-  int doomed;  /* freed on the loop's thread before its join ran: the
-                  join frees it */
+  int up_once;     /* RLOCK_WATCH_SUBSCRIBED was told */
+  int lost;        /* RLOCK_WATCH_LOST was told, not resumed since */
+  int over;        /* failed, or leaving: nothing more is told */
+  int started;     /* its join has run */
+  int doomed;      /* freed on the loop's thread before its join ran: the
+                      join frees it */
   rlock_op *leave; /* made with the watch, so a free cannot fail */
   /* a free from another thread waits for the loop to have left */
   pthread_mutex_t mu;
@@ -86,7 +86,8 @@ static void join_start(rlock_op *op) {
     free(w->leave);
     watch_free(w);
     op->arg = NULL;
-  } else if (!w->over && rlock__lsub_watch(op->c, &w->lw, w->channel) != RLOCK_OK)
+  } else if (!w->over &&
+             rlock__lsub_watch(op->c, &w->lw, w->channel) != RLOCK_OK)
     on_event(&w->lw, RLOCK__WATCH_FAILED, NULL, 0);
   rlock__lop_finish(op, RLOCK_OK, 0);
 }
@@ -154,8 +155,7 @@ static int watch_new(rlock_watch **out, rlock_lock *l, rlock_watch_fn fn,
   if (!rlock__origin_ok(&c->origin))
     return rlock__origin_refuse(&c->origin);
   if (c->loop == NULL || c->loop->closing)
-    return rlock__err(RLOCK_ECLOSED, "%s: the client is being freed",
-                      fn_name);
+    return rlock__err(RLOCK_ECLOSED, "%s: the client is being freed", fn_name);
   rlock_watch *w = rlock__calloc(1, sizeof *w);
   if (w == NULL || (w->channel = rlock__strdup(l->channel)) == NULL) {
     free(w);
@@ -181,7 +181,8 @@ static int watch_new(rlock_watch **out, rlock_lock *l, rlock_watch_fn fn,
 int rlock_watch_lock(rlock_watch **out, rlock_lock *lock, rlock_watch_fn fn,
                      void *arg) {
   int rc = check(out, lock, "lock", fn, "rlock_watch_lock");
-  return rc != RLOCK_OK ? rc : watch_new(out, lock, fn, arg, "rlock_watch_lock");
+  return rc != RLOCK_OK ? rc
+                        : watch_new(out, lock, fn, arg, "rlock_watch_lock");
 }
 
 int rlock_watch_semaphore(rlock_watch **out, rlock_semaphore *semaphore,
@@ -203,16 +204,17 @@ int rlock_watch_psemaphore(rlock_watch **out, rlock_psemaphore *semaphore,
 int rlock_watch_latch(rlock_watch **out, rlock_latch *latch, rlock_watch_fn fn,
                       void *arg) {
   int rc = check(out, latch, "latch", fn, "rlock_watch_latch");
-  return rc != RLOCK_OK ? rc
-                        : watch_new(out, latch->l, fn, arg, "rlock_watch_latch");
+  return rc != RLOCK_OK
+             ? rc
+             : watch_new(out, latch->l, fn, arg, "rlock_watch_latch");
 }
 
 int rlock_watch_election(rlock_watch **out, rlock_election *election,
                          rlock_watch_fn fn, void *arg) {
   int rc = check(out, election, "election", fn, "rlock_watch_election");
-  return rc != RLOCK_OK ? rc
-                        : watch_new(out, election->lock, fn, arg,
-                                    "rlock_watch_election");
+  return rc != RLOCK_OK
+             ? rc
+             : watch_new(out, election->lock, fn, arg, "rlock_watch_election");
 }
 
 const char *rlock_watch_channel(const rlock_watch *w) {
