@@ -558,6 +558,15 @@ static void test_exec_fair_order_and_queue(void **state) {
     if (strstr(q, pid) == NULL)
       fail_msg("waiter %d: no '%s' in %s", i, pid, q);
   }
+  /* top shows the queue in its order, each waiter's client. */
+  run_expect(&p, 0, ARGS("-u", url, "top", "--once", name));
+  at = p.out[0];
+  for (int i = 0; i < 4; i++) {
+    char line[64];
+    snprintf(line, sizeof line, "queued %d: %ld@", i + 1, (long)w[i].pid);
+    if ((at = strstr(at, line)) == NULL)
+      fail_msg("top: no '%s', in order, in '%s'", line, p.out[0]);
+  }
   assert_int_equal(kill(w[2].pid, SIGTERM), 0); /* "x" gives up */
   assert_int_equal(proc_wait(&w[2], SCALED(5000)), 128 + SIGTERM);
   assert_int_equal(fair_queue_len(name), 3);
