@@ -41,11 +41,11 @@ struct rlock_election_watch {
   int present;  /* ... */
   int64_t term; /* ... */
   char owner[RLOCK_OWNER_MAX];
-  int failing;  /* a failed read was told, none has worked since */
-  int started;  /* its join has run */
-  int doomed;   /* freed meanwhile: whoever comes last frees it */
-  rlock_op *leave; /* made with it, so a free cannot fail */
-  int leaving;     /* the leave waits for the read in flight: */
+  int failing;          /* a failed read was told, none has worked since */
+  int started;          /* its join has run */
+  int doomed;           /* freed meanwhile: whoever comes last frees it */
+  rlock_op *leave;      /* made with it, so a free cannot fail */
+  int leaving;          /* the leave waits for the read in flight: */
   rlock_op *leaving_op; /* ... this one */
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -131,8 +131,7 @@ static void read_now(rlock_election_watch *w) {
   rlock__ltimer_stop(w->c, &w->timer);
   rlock_op *op = rlock__lop_new(w->e->lock, RLOCK__LOP_OBSERVE);
   if (op == NULL) { /* out of memory: at the next interval */
-    rlock__ltimer_at(w->c, &w->timer,
-                     rlock__deadline_after_ms(w->interval_ms));
+    rlock__ltimer_at(w->c, &w->timer, rlock__deadline_after_ms(w->interval_ms));
     return;
   }
   op->leader_cb = observed;
@@ -189,8 +188,7 @@ static void leave_start(rlock_op *op) {
   if (w->reading) {
     w->leaving = 1; /* observed() finishes it */
     w->leaving_op = op;
-  }
-  else
+  } else
     rlock__lop_finish(op, RLOCK_OK, 0);
 }
 
@@ -231,8 +229,7 @@ static int check(rlock_election_watch **out, rlock_election *e,
   if (!rlock__origin_ok(&c->origin))
     return rlock__origin_refuse(&c->origin);
   if (c->loop == NULL || c->loop->closing)
-    return rlock__err(RLOCK_ECLOSED, "%s: the client is being freed",
-                      fn_name);
+    return rlock__err(RLOCK_ECLOSED, "%s: the client is being freed", fn_name);
   return RLOCK_OK;
 }
 

@@ -25,7 +25,11 @@
  *              counts and WAIT behind lock writes;
  *   lsub.c     the subscribers (one per node subscribed on): channels
  *              shared by waiters, woken in arrival order by unlock
- *              messages; health-check PINGs; Sentinel's +switch-master;
+ *              messages, and by watchers told every message after them;
+ *              health-check PINGs; Sentinel's +switch-master;
+ *   lwatch.c   rlock/watch.h's watches, watchers of the subscriber;
+ *   lfollow.c  rlock_election_watch_new: the leader re-read on messages,
+ *              at its lease's end and every interval;
  *   lacquire.c the acquisition state machine (attempt, subscribe, sleep
  *              until a message or the holder's TTL, attempt again);
  *   lops.c     release, force release and the queries;
