@@ -3,17 +3,20 @@
  * loop clients (drivers.h), against one server and a Redis Cluster with
  * sharded pub/sub: a watch and a waiter on one channel of one client (the
  * waiter woken by every release, as fast as without the watch, and the
- * watch hearing each release); a lost subscription told and its return;
+ * watch hearing each release); a lost subscription told and its return,
+ * also across a Sentinel failover;
  * a semaphore's and a latch's messages; a watch freed from its own
  * callback; bad arguments. */
 #include "drivers.h"
 #include "rt_cluster.h"
+#include "rt_sentinel.h"
 
 #include <stdatomic.h>
 
 #include "rlock/watch.h"
 
 static rt_cluster *cl;
+static rt_sentinel_group *grp;
 
 /* What a watch heard, read by the test's thread while the client's loop
  * thread writes it (a blocking client's background thread). */
@@ -276,6 +279,36 @@ static void test_free_in_callback(void **state) {
   dk_free(c);
 }
 
+/* Sentinel: a failover moves the watch's subscription to the new master
+ * (lost, then resumed), where it hears what is published. */
+static void test_sentinel_failover(void **state) {
+  (void)state;
+  if (grp == NULL)
+    grp = rt_sentinel_start("watch-master", 1, 3);
+  rlock_client *c = dk_client(rt_sentinel_url(grp), 30000, NULL, NULL);
+  rlock_lock *l;
+  OK(rlock_lock_new(&l, c, "watch:sentinel"));
+  static heard h;
+  memset(&h, 0, sizeof h);
+  rlock_watch *w;
+  OK(rlock_watch_lock(&w, l, on_watch, &h));
+  wait_count(&h.subscribed, 1, "the watch subscribed");
+  rt_cmd_int(rt_sentinel_master(grp), "PUBLISH %s 0", rlock_watch_channel(w));
+  wait_count(&h.messages, 1, "the watch heard the first master");
+  rt_sentinel_failover(grp, rt_scaled_ms(30000));
+  dk_report("SENTINEL FAILOVER", (double)rt_sentinel_failover_ms(grp));
+  wait_count(&h.lost, 1, "the watch told its loss");
+  wait_count(&h.resumed, 1, "the watch subscribed on the new master");
+  dk_wait_subscribers(rt_sentinel_master(grp), rlock_watch_channel(w), 1,
+                      "the subscription on the new master");
+  rt_cmd_int(rt_sentinel_master(grp), "PUBLISH %s 0", rlock_watch_channel(w));
+  wait_count(&h.messages, 2, "the watch heard the new master");
+  assert_int_equal(atomic_load(&h.failed), 0);
+  rlock_watch_free(w);
+  rlock_lock_free(l);
+  dk_free(c);
+}
+
 static void test_bad_arguments(void **state) {
   (void)state;
   rlock_client *c = dk_client(rt_server_url(srv), 30000, NULL, NULL);
@@ -317,8 +350,10 @@ int main(void) {
       DK_CASE(test_semaphore_and_latch, DK_ALL),
       DK_CASE(test_free_in_callback, DK_ALL),
       DK_CASE(test_waiter_and_watch_cluster, DK_ALL),
+      DK_CASE(test_sentinel_failover, DK_ALL),
   };
   int failed = DK_RUN(cases, setup, NULL);
+  rt_sentinel_free(grp);
   rt_cluster_free(cl);
   rt_server_free(srv);
   return failed;
