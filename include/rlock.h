@@ -20,5 +20,6 @@
 #include "rlock/loop.h"
 #include "rlock/semaphore.h"
 #include "rlock/latch.h"
+#include "rlock/watch.h"
 
 #endif /* RLOCK_H */

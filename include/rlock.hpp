@@ -1868,6 +1868,79 @@ struct leader {
   std::chrono::milliseconds ttl{0}; ///< lease left at the snapshot
 };
 
+namespace detail {
+// A snapshot (borrowed) as a leader; std::nullopt when nobody leads.
+inline std::optional<leader> leader_of(const rlock_leader *l) {
+  if (!rlock_leader_present(l))
+    return std::nullopt;
+  leader out;
+  out.owner = rlock_leader_owner(l);
+  if (const char *v = rlock_leader_value(l))
+    out.value = v;
+  out.term = rlock_leader_term(l);
+  out.ttl = std::chrono::milliseconds(rlock_leader_ttl_ms(l));
+  return out;
+}
+} // namespace detail
+
+/// A running election::watch() (rlock_election_watch_new): each change of
+/// leader calls its function; destroying it (or stop()) ends that, waiting
+/// for a call under way. Move-only; the election and its client must
+/// outlive it.
+class leader_watch {
+public:
+  /// Called with the leader (std::nullopt: nobody leads) on the client's
+  /// loop thread (a blocking client's background thread): no blocking
+  /// call of that client in it. An exception it throws is dropped.
+  using on_change = std::function<void(const std::optional<leader> &)>;
+  /// Called once per run of failed reads, with the status and message.
+  using on_error = std::function<void(const error &)>;
+
+  leader_watch() noexcept = default;
+  ~leader_watch() { stop(); }
+  leader_watch(leader_watch &&o) noexcept
+      : h_(std::exchange(o.h_, nullptr)), s_(std::move(o.s_)) {}
+  leader_watch &operator=(leader_watch &&o) noexcept {
+    if (this != &o) {
+      stop();
+      h_ = std::exchange(o.h_, nullptr);
+      s_ = std::move(o.s_);
+    }
+    return *this;
+  }
+  leader_watch(const leader_watch &) = delete;
+  leader_watch &operator=(const leader_watch &) = delete;
+
+  explicit operator bool() const noexcept { return h_ != nullptr; }
+  /// Stop now (no call runs once it returns). Again: nothing.
+  void stop() noexcept {
+    rlock_election_watch_free(std::exchange(h_, nullptr));
+    s_.reset();
+  }
+
+private:
+  friend class election;
+  struct state {
+    on_change change;
+    on_error failed;
+  };
+  static void told(void *arg, int rc, rlock_leader *l) noexcept {
+    auto *s = static_cast<state *>(arg);
+    std::unique_ptr<rlock_leader, void (*)(rlock_leader *)> hold(
+        l, rlock_leader_free);
+    try {
+      if (rc == RLOCK_OK)
+        s->change(detail::leader_of(l));
+      else if (s->failed)
+        s->failed(error(rc, detail::last_message(rc)));
+    } catch (...) {
+      // Nothing may cross into C.
+    }
+  }
+  rlock_election_watch *h_ = nullptr;
+  std::unique_ptr<state> s_;
+};
+
 /// A leader election on the fenced lock `name` (rlock/election.h):
 /// campaign() waits until the owner leads and returns the term, the
 /// fencing token of the winning acquisition; resign() gives it up;
@@ -1931,15 +2004,28 @@ public:
     detail::check(rlock_election_observe(&l, handle()));
     std::unique_ptr<rlock_leader, void (*)(rlock_leader *)> hold(
         l, rlock_leader_free);
-    if (!rlock_leader_present(l))
-      return std::nullopt;
-    leader out;
-    out.owner = rlock_leader_owner(l);
-    if (const char *v = rlock_leader_value(l))
-      out.value = v;
-    out.term = rlock_leader_term(l);
-    out.ttl = std::chrono::milliseconds(rlock_leader_ttl_ms(l));
-    return out;
+    return detail::leader_of(l);
+  }
+  /// Follow who leads (rlock_election_watch_new): `fn` gets the leader now,
+  /// then each change of leader (owner or term), read again at each
+  /// message of the election's channel (and soon after it), at the
+  /// lease's end and every `interval` (10 ms to a day); `failed`, if set,
+  /// once per run of failed reads. Throws rlock::error (errc::invalid for
+  /// an interval out of range, ...).
+  template <class Rep = std::int64_t, class Period = std::milli>
+  leader_watch
+  watch(leader_watch::on_change fn,
+        std::chrono::duration<Rep, Period> interval = std::chrono::seconds(1),
+        leader_watch::on_error failed = {}) {
+    if (!fn)
+      throw error(RLOCK_EINVAL, "election::watch: no function");
+    leader_watch w;
+    w.s_ = std::make_unique<leader_watch::state>(
+        leader_watch::state{std::move(fn), std::move(failed)});
+    detail::check(rlock_election_watch_new(&w.h_, handle(),
+                                           detail::to_ms(interval),
+                                           &leader_watch::told, w.s_.get()));
+    return w;
   }
 
 private:

@@ -37,6 +37,8 @@
  * Losing leadership (the lease ran out, the lock was deleted or taken by
  * force) is told as a lock's loss: through the client's lost-lock
  * callback (rlock_config_set_lost_callback), and by rlock_election_check.
+ * Anyone can follow who leads: rlock_election_watch_new() calls back on
+ * each change of leader.
  *
  * Threading: an election object carries no per-owner state; any number of
  * threads may use one. Every function that talks to the server is a
@@ -152,6 +154,58 @@ RLOCK_EXTERN int64_t rlock_leader_term(const rlock_leader *l);
 RLOCK_EXTERN int64_t rlock_leader_ttl_ms(const rlock_leader *l);
 /** Free a snapshot. NULL is accepted. */
 RLOCK_EXTERN void rlock_leader_free(rlock_leader *l);
+
+typedef struct rlock_election_watch rlock_election_watch;
+
+/**
+ * A leader change, or a failed read (rlock_election_watch_new).
+ * @param rc RLOCK_OK with `leader` (owned by the callback: free it with
+ *           rlock_leader_free()), or the failed read's status (the last
+ *           error holds its message) with `leader` NULL.
+ */
+typedef void (*rlock_leader_change_fn)(void *arg, int rc, rlock_leader *leader);
+
+/** Longest interval rlock_election_watch_new() accepts: a day, in ms. */
+#define RLOCK_ELECTION_WATCH_MAX_INTERVAL 86400000
+
+/**
+ * Follow who leads: `fn` is called with the leader read now (present or
+ * not), then each time a read finds another leadership (owner or term:
+ * a new leader, the same owner's next term, or nobody). The leader is
+ * read again whenever the election's channel has a message (a
+ * resignation, a leader's release: rlock/watch.h) and twice soon after it
+ * (10 ms after it, then 50 ms later: the standby it woke takes over meanwhile,
+ * and taking publishes nothing), when a lost subscription is back, when the
+ * leader's lease is due to end (a leader that stopped is gone then), and
+ * every `interval_ms`. A leadership that begins and ends between two
+ * reads is not seen; the terms told then jump by more than one.
+ *
+ * A failed read is told once (rc, leader NULL), until a read works again;
+ * the reads go on.
+ *
+ * Threading: `fn` runs on the client's loop thread (a blocking client's
+ * background thread, or the thread running a loop client's loop), one
+ * call at a time, under rlock/watch.h's rules for callbacks (no blocking
+ * call of this client in it; rlock_election_watch_free() of this watch is
+ * allowed). Any thread may make and free the watch; on a loop client,
+ * from another thread, the loop must be running.
+ *
+ * @param out receives the watch; free it with rlock_election_watch_free()
+ *            before the election object and the client.
+ * @param interval_ms 10 to RLOCK_ELECTION_WATCH_MAX_INTERVAL.
+ * @return RLOCK_OK; RLOCK_EINVAL (NULL out, election or fn, interval out
+ *         of range, the client of a fork()ed parent); RLOCK_ECLOSED (a
+ *         loop client being freed); RLOCK_ENOMEM; each with a message.
+ */
+RLOCK_EXTERN int rlock_election_watch_new(rlock_election_watch **out,
+                                          rlock_election *election,
+                                          int64_t interval_ms,
+                                          rlock_leader_change_fn fn, void *arg);
+
+/** Stop following and free the watch: once it returns `fn` is not
+ * running and will not run again (from inside `fn`: at once). NULL is
+ * accepted. */
+RLOCK_EXTERN void rlock_election_watch_free(rlock_election_watch *w);
 
 RLOCK_END_DECLS
 

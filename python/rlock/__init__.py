@@ -22,7 +22,7 @@ them with Java services, the ``rlock`` command and C programs.
 
 ``rlock.aio`` has the same locks for asyncio.
 """
-from ._base import (ClientRecord, Holder, Leader, LockInfo, LogLevel,
+from ._base import (ClientRecord, Holder, Leader, LeaderWatch, LockInfo, LogLevel,
                     MemberResult, Owner, PubSubMode, RedLockResult, Status,
                     Waiter)
 from ._client import (Cancel, Client, Election, FairLock, FencedLock, Lock, MultiLock,
@@ -44,7 +44,7 @@ __version__ = HEADER_VERSION
 library_version = LIBRARY_VERSION
 
 __all__ = [
-    "Client", "Election", "Leader", "Lock", "FairLock", "FencedLock", "SpinLock", "ReadLock",
+    "Client", "Election", "Leader", "LeaderWatch", "Lock", "FairLock", "FencedLock", "SpinLock", "ReadLock",
     "NonReentrantLock", "NonReentrantFairLock", "AlreadyHeld",
     "Semaphore", "PermitExpirableSemaphore", "Permit", "CountDownLatch",
     "WriteLock", "ReadWriteLock", "MultiLock", "RedLock", "Owner", "Cancel",

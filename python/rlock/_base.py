@@ -327,6 +327,95 @@ def leader_of(ptr: Any) -> Optional[Leader]:
                   ttl=max(0, int(lib.rlock_leader_ttl_ms(ptr))) / 1000)
 
 
+LeaderCallback = Callable[[Optional[Leader]], Any]
+ErrorCallback = Callable[[Error], Any]
+
+
+class _LeaderFollow:
+    """The userdata of a leader watch's C callback: turns each call into
+    a Leader (or None, or an error) and hands it to `post`, which runs it
+    where the client runs callbacks."""
+
+    def __init__(self, callback: LeaderCallback,
+                 on_error: Optional[ErrorCallback],
+                 post: Callable[..., None]) -> None:
+        self.callback = callback
+        self.on_error = on_error
+        self.post = post
+
+    def told(self, rc: int, leader: Optional[Leader]) -> None:
+        if rc == OK:
+            self.post(self.callback, leader)
+        elif self.on_error is not None:
+            self.post(self.on_error, error_for(rc))
+
+
+@ffi.def_extern()
+def _rlock_leader_change(arg: Any, rc: int, leader: Any) -> None:
+    """C leader-change callback (the client's loop thread): copy the
+    snapshot, free it, queue the user's callback; never raises into C."""
+    try:
+        v = None
+        if leader != ffi.NULL:
+            try:
+                v = leader_of(leader)
+            finally:
+                lib.rlock_leader_free(leader)
+        ffi.from_handle(arg).told(rc, v)
+    except BaseException:  # pragma: no cover - nothing may reach C
+        pass
+
+
+class LeaderWatch:
+    """A running Election.watch(): close() (or leaving a ``with`` block)
+    stops it; so do closing its election's client and freeing the
+    election. Once close() has returned, no new call of the callback is
+    queued."""
+
+    def __init__(self, h: "Handle", name: str) -> None:
+        self._h = h
+        self._name = name
+
+    def close(self) -> None:
+        """Stop following (waits for a C callback under way to return)."""
+        self._h.free()
+
+    @property
+    def closed(self) -> bool:
+        """Whether it was stopped."""
+        return self._h.ptr is None
+
+    def __enter__(self) -> "LeaderWatch":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<rlock.LeaderWatch {self._name!r}>"
+
+
+def leader_watch(election: "Handle", name: str, interval: float,
+                 follow: _LeaderFollow) -> LeaderWatch:
+    """rlock_election_watch_new on `election` (its handle frees the watch
+    first); the watch's handle keeps `follow`'s C handle alive."""
+    ms = seconds_to_ms(interval, "interval")
+    userdata = ffi.new_handle(follow)
+    p = ffi.new("rlock_election_watch **")
+    rc = lib.rlock_election_watch_new(p, election.ptr, ms,
+                                      lib._rlock_leader_change, userdata)
+    if rc != OK:
+        raise error_for(rc)
+
+    def free(ptr: Any, keep: Any = userdata) -> None:
+        lib.rlock_election_watch_free(ptr)
+        del keep
+
+    h = Handle(p[0], free)
+    election.deps.append(h)
+    return LeaderWatch(h, name)
+
+
 def leader_value(value: str) -> bytes:
     """A campaign's value as the library takes it (checked there too)."""
     if not isinstance(value, str):

@@ -401,6 +401,13 @@ int rlock_election_resign_async(rlock_election *e, uint64_t owner,
 typedef void (*rlock_leader_fn)(void *arg, int rc, rlock_leader *leader);
 int rlock_election_observe_async(rlock_election *e, rlock_leader_fn cb,
                                  void *arg);
+typedef struct rlock_election_watch rlock_election_watch;
+typedef void (*rlock_leader_change_fn)(void *arg, int rc,
+                                       rlock_leader *leader);
+int rlock_election_watch_new(rlock_election_watch **out, rlock_election *e,
+                             int64_t interval_ms, rlock_leader_change_fn fn,
+                             void *arg);
+void rlock_election_watch_free(rlock_election_watch *w);
 
 /* The binding's own C (SOURCE below): SIGINT during a main-thread wait. */
 int rlock_py_intr_arm(rlock_cancel *token);
@@ -442,6 +449,7 @@ extern "Python" void _rlock_leader_done(void *, int, rlock_leader *);
 extern "Python" void _rlock_redlock_done(void *, int, int64_t,
                                          rlock_redlock_result *);
 extern "Python" void _rlock_permit_done(void *, int, const char *);
+extern "Python" void _rlock_leader_change(void *, int, rlock_leader *);
 """
 
 

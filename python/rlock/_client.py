@@ -13,7 +13,9 @@ from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence,
 
 from . import _base, _metrics, _sync, _wait
 from ._base import (DEFAULT, ECANCELED, ELOCKED, OK, CallbackThread,
-                    ClientRecord, Handle, Leader, LockInfo, LogLevel,
+                    ClientRecord, ErrorCallback, Handle, Leader,
+                    LeaderCallback, LeaderWatch, LockInfo, LogLevel,
+                    _LeaderFollow, leader_watch,
                     OwnerLike, PubSubMode, RedLockResult, _bytes, _text,
                     check, lease_ms, leader_of, leader_value, lock_info,
                     owner_number, pick_lease, pick_wait, redlock_result,
@@ -1464,6 +1466,27 @@ class Election:
             return True
         except (LockLost, NotHeld):
             return False
+
+    def watch(self, callback: LeaderCallback, *, interval: float = 1.0,
+              on_error: Optional[ErrorCallback] = None) -> LeaderWatch:
+        """Follow who leads (rlock_election_watch_new): ``callback(leader)``
+        (a Leader, or None when nobody leads) with the leader now, then at
+        each change of leader (owner or term), on the client's callback
+        thread. The leader is read again at each message of the election's
+        channel (a resignation or release, and twice soon after: the
+        standby it woke takes over), at the leader's lease end and every
+        `interval` seconds (taking the lead publishes nothing: a leadership
+        that begins and ends between two reads is not seen). A failed read
+        calls ``on_error(exc)`` once, until a read works again. Returns a
+        LeaderWatch: close() it (or use ``with``) to stop."""
+        c = self._client
+        c._enter()
+        try:
+            return leader_watch(
+                self._h, self._name, interval,
+                _LeaderFollow(callback, on_error, c._cbthread.post))
+        finally:
+            c._leave()
 
     def observe(self) -> Optional[Leader]:
         """Who leads now, for anyone, in one round trip: a Leader, or None

@@ -47,8 +47,9 @@ from typing import (Any, Awaitable, Callable, Coroutine, Dict, Generator,
                     Tuple, Type, TypeVar, Union)
 
 from . import _base, _metrics, _sync
-from ._base import (DEFAULT, ECANCELED, ELOCKED, OK, Handle, Leader,
-                    LockInfo, LogLevel, Owner, OwnerLike, PubSubMode,
+from ._base import (DEFAULT, ECANCELED, ELOCKED, OK, ErrorCallback, Handle,
+                    Leader, LeaderCallback, LeaderWatch, _LeaderFollow,
+                    leader_watch, LockInfo, LogLevel, Owner, OwnerLike, PubSubMode,
                     RedLockResult, _bytes, _text, check, lease_ms, leader_of,
                     leader_value, lock_info, owner_number, pick_lease,
                     pick_wait, redlock_result, spin_options, wait_ms)
@@ -379,6 +380,8 @@ class Client:
         self._metrics_mu = threading.Lock()
         self._pending: Dict[int, _Op] = {}
         self._handles: Dict[int, Handle] = {}
+        # Leader watches: freed before the client (their C objects need it).
+        self._watches: "weakref.WeakSet[Handle]" = weakref.WeakSet()
         self._adapter = _Adapter(self._loop)
         self._callbacks = _Callbacks(self._loop, on_lost, log)
         self._userdata = ffi.new_handle(self._callbacks)
@@ -421,6 +424,8 @@ class Client:
         Locks still held expire with their lease. Again: nothing."""
         if self._closed:
             return
+        for w in list(self._watches):
+            w.free()
         with self._metrics_mu:
             self._closed = True
             rc = lib.rlock_client_free(self._ptr)
@@ -1568,6 +1573,19 @@ class Election:
             return False
         check(rc)
         return True
+
+    def watch(self, callback: LeaderCallback, *, interval: float = 1.0,
+              on_error: Optional[ErrorCallback] = None) -> LeaderWatch:
+        """rlock.Election.watch() on the event loop: ``callback(leader)``
+        (a coroutine function's result is run as a task) with the leader
+        now, then at each change, and ``on_error(exc)`` once per run of
+        failed reads; close() the LeaderWatch to stop."""
+        self._client._check()
+        w = leader_watch(
+            self._h, self._name, interval,
+            _LeaderFollow(callback, on_error, self._client._callbacks._call))
+        self._client._watches.add(w._h)
+        return w
 
     async def observe(self) -> Optional[Leader]:
         """Who leads now (a Leader), or None: one round trip."""

@@ -126,3 +126,93 @@ async def test_aio_election(server: Server, name: str) -> None:
         seen = await e.observe()
         assert seen is not None and seen.value == "standby"
         await e.resign(owner=sb)
+
+
+def _values(seen: "list[rlock.Leader | None]") -> "list[str | None]":
+    return [None if x is None else x.value for x in seen]
+
+
+def test_watch_tells_each_leader(client: rlock.Client, server: Server,
+                                 name: str) -> None:
+    """Election.watch: the leader now, then a handover a resignation
+    announces leader after leader (the interval is a minute: messages
+    only), then nobody; close() stops it."""
+    e = client.election(name)
+    seen: "list[rlock.Leader | None]" = []
+    cv = threading.Condition()
+
+    def told(leader: "rlock.Leader | None") -> None:
+        with cv:
+            seen.append(leader)
+            cv.notify_all()
+
+    def wait_for(pred: "object") -> None:
+        with cv:
+            assert cv.wait_for(pred, 10), f"told {_values(seen)}"  # type: ignore[arg-type]
+
+    channel = f"redisson_lock__channel:{{{name}}}"
+    with e.watch(told, interval=60) as w:
+        wait_for(lambda: len(seen) >= 1)
+        assert seen[0] is None
+        end = time.monotonic() + 10
+        while server.cmd("PUBSUB", "NUMSUB", channel)[1] < 1:
+            assert time.monotonic() < end, "the watch did not subscribe"
+            time.sleep(0.01)
+        a, b = rlock.Owner(), rlock.Owner()
+        other = rlock.Client(server.url)  # its own subscription: counted
+        try:
+            eo = other.election(name)
+            ta = eo.campaign("A", owner=a)
+            standby = threading.Thread(
+                target=lambda: eo.campaign("B", owner=b, wait=10))
+            standby.start()
+            while server.cmd("PUBSUB", "NUMSUB", channel)[1] < 2:
+                assert time.monotonic() < end, "the standby did not subscribe"
+                time.sleep(0.01)
+            eo.resign(owner=a)
+            standby.join(10)
+            wait_for(lambda: "B" in _values(seen))
+            eo.resign(owner=b)
+        finally:
+            other.close()
+        wait_for(lambda: _values(seen)[-1] is None and "B" in _values(seen))
+        vals = _values(seen)
+        assert vals[-2:] == ["B", None] and vals[0] is None
+        assert all(v in (None, "A", "B") for v in vals)
+        tb = seen[-2]
+        assert tb is not None and ta is not None and tb.term > ta
+    assert w.closed
+    with pytest.raises(rlock.InvalidArgument):
+        e.watch(told, interval=0.001)
+
+
+@pytest.mark.asyncio
+async def test_aio_watch(server: Server, name: str) -> None:
+    async with rlock.aio.Client(server.url) as c:
+        e = c.election(name)
+        q: "asyncio.Queue[rlock.Leader | None]" = asyncio.Queue()
+        w = e.watch(q.put_nowait, interval=60)
+        assert await asyncio.wait_for(q.get(), 10) is None
+        channel = f"redisson_lock__channel:{{{name}}}"
+        end = asyncio.get_running_loop().time() + 10
+        while server.cmd("PUBSUB", "NUMSUB", channel)[1] < 1:
+            assert asyncio.get_running_loop().time() < end
+            await asyncio.sleep(0.01)
+        a, b = rlock.Owner(), rlock.Owner()
+        async with rlock.aio.Client(server.url) as other:
+            eo = other.election(name)  # its own subscription: counted
+            await eo.campaign("A", owner=a)
+            standby = asyncio.create_task(eo.campaign("B", owner=b))
+            while server.cmd("PUBSUB", "NUMSUB", channel)[1] < 2:
+                assert asyncio.get_running_loop().time() < end
+                await asyncio.sleep(0.01)
+            await eo.resign(owner=a)
+            tb = await asyncio.wait_for(standby, 10)
+            got: "list[rlock.Leader | None]" = []
+            while not got or got[-1] is None or got[-1].value != "B":
+                got.append(await asyncio.wait_for(q.get(), 10))
+            assert got[-1] is not None and got[-1].term == tb
+            await eo.resign(owner=b)
+            assert await asyncio.wait_for(q.get(), 10) is None
+        w.close()
+        assert w.closed

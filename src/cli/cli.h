@@ -98,6 +98,29 @@ void cli_print_who(rlock_client *client, const char *owner);
 /* The JSON member ', "client": {"host": ..., "pid": N, "program": ...,
    "version": ..., "started_ms": N}', or ', "client": null'. */
 void cli_json_who(rlock_client *client, const char *owner);
+/* ---- following a lock's channels (follow.c) ----------------------------- */
+
+/* The messages of a lock's channels (rlock/watch.h) and caught signals,
+ * waited for on the command's thread. */
+typedef struct cli_follow cli_follow;
+/* 0, or an exit status after saying why. */
+int cli_follow_new(cli_follow **out);
+int cli_follow_lock(cli_follow *f, rlock_lock *lock);
+int cli_follow_election(cli_follow *f, rlock_election *e);
+/* Wait up to `ms`: 1 when a message came (or a lost subscription is back:
+ * read again), 0 when the time is up, -1 when a signal was caught. */
+int cli_follow_wait(cli_follow *f, int64_t ms);
+void cli_follow_free(cli_follow *f);
+
+/* status --watch NAME (cmd_status_watch.c): the exit status. */
+int cli_status_watch(rlock_client *client, const char *name, int json,
+                     int64_t interval_ms);
+/* status --json's object for a lock, on one line (cmd_status.c); `token`
+ * 0 leaves it out. */
+void cli_status_json(rlock_client *client, const char *name,
+                     const rlock_lock_info *info, const char *topology,
+                     int64_t token);
+
 /* The owner's registry record (read as cli_print_who reads it), or NULL
    when it has none. Borrowed: valid until the next cli_who_* call. */
 const rlock_client_record *cli_who_record(rlock_client *client,

@@ -2,10 +2,12 @@
 /*
  * cmd_leader.c - `rlock leader [--json] [--watch] NAME`: who leads the
  * election NAME (rlock_election_observe: value, term, lease left, owner),
- * once or one line per change.
+ * once or one line per change (rlock_election_watch_new: from the
+ * election's messages, the lease's end and the interval).
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 
@@ -26,8 +28,12 @@ static const char leader_help[] =
     "                  or false), value, term, ttl_ms, owner\n"
     "  --watch         print the current state, then one line each time the\n"
     "                  leader (owner or term) changes, until interrupted;\n"
-    "                  it looks every --interval and when the leader's\n"
-    "                  lease is due to end\n"
+    "                  it looks when a message on the election's channel\n"
+    "                  says a leader went (and twice soon after, for the\n"
+    "                  standby that takes over), when the leader's lease\n"
+    "                  is due to end and every --interval (a new leader\n"
+    "                  publishes nothing: one that comes and goes between\n"
+    "                  two looks is not shown)\n"
     "  --interval DUR  how often --watch looks (default 1s, at least 10ms)\n"
     "  -h, --help      show this help\n"
     "\n"
@@ -140,50 +146,36 @@ static void print_leader(const leader_args *a, const rlock_leader *l) {
   fflush(stdout);
 }
 
-/* Whether two snapshots name the same leadership (owner and term). */
-static int same(const rlock_leader *x, const rlock_leader *y) {
-  if (rlock_leader_present(x) != rlock_leader_present(y))
-    return 0;
-  if (!rlock_leader_present(x))
-    return 1;
-  return rlock_leader_term(x) == rlock_leader_term(y) &&
-         strcmp(rlock_leader_owner(x), rlock_leader_owner(y)) == 0;
+/* --watch: rlock_election_watch_new tells each change on the client's
+ * background thread; this thread waits for a signal or a failed read. */
+typedef struct follow {
+  const leader_args *a;
+  atomic_int status; /* an exit status once a read failed, else 0 */
+} follow;
+
+static void on_change(void *arg, int rc, rlock_leader *l) {
+  follow *f = arg;
+  if (rc != RLOCK_OK) {
+    atomic_store(&f->status, cli_lib_error(rc));
+    return;
+  }
+  print_leader(f->a, l);
+  rlock_leader_free(l);
 }
 
-/* Sleep `ms` on the monotonic clock, in steps a caught signal ends. */
-static void pause_ms(int64_t ms) {
-  int64_t end = cli_now_ms() + ms;
-  while (cli_signal_caught() == 0 && cli_now_ms() < end) {
-    int64_t step = end - cli_now_ms();
-    if (step > 50)
-      step = 50;
-    struct timespec ts = {0, (long)step * 1000000L};
+static int watch(rlock_election *e, const leader_args *a) {
+  follow f = {a, 0};
+  rlock_election_watch *w;
+  int rc = rlock_election_watch_new(&w, e, a->interval_ms, on_change, &f);
+  if (rc != RLOCK_OK)
+    return cli_lib_error(rc);
+  while (cli_signal_caught() == 0 && atomic_load(&f.status) == 0) {
+    struct timespec ts = {0, 50 * 1000000L};
     nanosleep(&ts, NULL); /* EINTR: the loop looks at the signal */
   }
-}
-
-/* --watch: look every interval, and at the lease's end. */
-static int watch(rlock_election *e, const leader_args *a, rlock_leader *last) {
-  for (;;) {
-    int64_t next = a->interval_ms, ttl = rlock_leader_ttl_ms(last);
-    if (ttl > 0 && ttl + 1 < next)
-      next = ttl + 1;
-    pause_ms(next);
-    if (cli_signal_caught() != 0)
-      break;
-    rlock_leader *now;
-    int rc = rlock_election_observe(&now, e);
-    if (rc != RLOCK_OK) {
-      rlock_leader_free(last);
-      return cli_lib_error(rc);
-    }
-    if (!same(last, now))
-      print_leader(a, now);
-    rlock_leader_free(last);
-    last = now;
-  }
-  rlock_leader_free(last);
-  return CLI_EXIT_SIGNAL_BASE + cli_signal_caught();
+  rlock_election_watch_free(w);
+  int st = atomic_load(&f.status);
+  return st != 0 ? st : CLI_EXIT_SIGNAL_BASE + cli_signal_caught();
 }
 
 static int show(rlock_client *client, const leader_args *a) {
@@ -192,18 +184,15 @@ static int show(rlock_client *client, const leader_args *a) {
   if (rc != RLOCK_OK)
     return cli_lib_error(rc);
   rlock_leader *l;
-  rc = rlock_election_observe(&l, e);
   int status;
-  if (rc != RLOCK_OK) {
+  if (a->watch) {
+    status = watch(e, a);
+  } else if ((rc = rlock_election_observe(&l, e)) != RLOCK_OK) {
     status = cli_lib_error(rc);
   } else {
     print_leader(a, l);
-    if (a->watch)
-      status = watch(e, a, l);
-    else {
-      status = rlock_leader_present(l) ? 0 : CLI_EXIT_NOTHING;
-      rlock_leader_free(l);
-    }
+    status = rlock_leader_present(l) ? 0 : CLI_EXIT_NOTHING;
+    rlock_leader_free(l);
   }
   rlock_election_free(e);
   return status;

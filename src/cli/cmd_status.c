@@ -10,6 +10,7 @@
  * only a permit-expirable semaphore, which has permits leased, can be told
  * apart (by its total exceeding what is available).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -19,6 +20,9 @@
 
 static const char status_help[] =
     "Usage: rlock [-u URL] [OPTION]... status [--json] NAME [NAME...]\n"
+    "       rlock [-u URL] [OPTION]... status [--json] --watch [--interval "
+    "DUR]\n"
+    "             NAME\n"
     "\n"
     "Show whether each lock NAME is held, by whom (owner field\n"
     "<client id>:<thread id> and hold count) and when it expires, and\n"
@@ -68,6 +72,21 @@ static const char status_help[] =
     "               available is the number, a semaphore's permits or a\n"
     "               latch's count; permit_leases only with permits leased,\n"
     "               the first 1000 by deadline, lease_ms -1 for none)\n"
+    "  --watch      follow the lock NAME: print its state, then one line\n"
+    "               each time its holders or its queue change, until\n"
+    "               interrupted: \"TIME NAME: free\" or \"TIME NAME: locked\n"
+    "               by OWNER xCOUNT (pid P on HOST, PROGRAM), ...; queued:\n"
+    "               OWNER ...\" (TIME in UTC; the client part from the\n"
+    "               registry, when known); with --json one object per\n"
+    "               change as above, without token. It reads the lock when\n"
+    "               a message on the lock's channel says a holder let go,\n"
+    "               when the holder's lease is due to end, and every\n"
+    "               --interval: taking a lock publishes nothing (nor does\n"
+    "               a fair lock's release on that channel), so a change\n"
+    "               only a taking makes is seen within the interval, and\n"
+    "               one undone within it can go unseen\n"
+    "  --interval DUR  how often --watch reads the lock without a message\n"
+    "               (default 1s, at least 10ms)\n"
     "  -h, --help   show this help\n"
     "\n"
     "Exit status:\n"
@@ -80,7 +99,8 @@ static const char status_help[] =
     "       tried)\n"
     "  70   internal error\n"
     "  71   system error (cannot start a thread, out of memory)\n"
-    "  74   cannot write the output\n";
+    "  74   cannot write the output\n"
+    "  128+N  --watch ended by signal N (Ctrl-C: 130)\n";
 
 void cli_json_holders(rlock_client *client, const rlock_lock_info *info) {
   fputs("\"holders\": [", stdout);
@@ -106,9 +126,9 @@ void cli_json_holders(rlock_client *client, const rlock_lock_info *info) {
 }
 
 /* `token` is the latest fencing token, 0 when none was ever issued. */
-static void print_json(rlock_client *client, const char *name,
-                       const rlock_lock_info *info, const char *topology,
-                       int64_t token) {
+void cli_status_json(rlock_client *client, const char *name,
+                     const rlock_lock_info *info, const char *topology,
+                     int64_t token) {
   fputs("{\"name\": ", stdout);
   cli_json_string(stdout, name);
   const char *mode = rlock_lock_info_mode(info);
@@ -206,13 +226,40 @@ static void print_human(rlock_client *client, const char *name,
 }
 
 #define STATUS_SHORTOPTS "+:h"
-#define OPT_JSON 256
+enum { OPT_JSON = 256, OPT_WATCH, OPT_INTERVAL };
 
-/* Returns CLI_CONTINUE with the NAMEs (argv[*first..argc)) and *json
- * set, or an exit status. */
-static int parse_status(int argc, char **argv, int *first, int *json) {
+typedef struct status_args {
+  int first, json, watch, interval_set;
+  int64_t interval_ms;
+} status_args;
+
+static int status_option(status_args *a, int c, char **argv) {
+  switch (c) {
+  case OPT_JSON:
+    a->json = 1;
+    return CLI_CONTINUE;
+  case OPT_WATCH:
+    a->watch = 1;
+    return CLI_CONTINUE;
+  case OPT_INTERVAL:
+    a->interval_set = 1;
+    if (cli_duration_arg("--interval", optarg, &a->interval_ms) != 0)
+      return EX_USAGE;
+    if (a->interval_ms < 10)
+      return cli_usage("--interval must be at least 10ms");
+    return CLI_CONTINUE;
+  default:
+    return cli_bad_option(c, argv, STATUS_SHORTOPTS);
+  }
+}
+
+/* Returns CLI_CONTINUE with the NAMEs (argv[a->first..argc)) and the
+ * options in *a, or an exit status. */
+static int parse_status(int argc, char **argv, status_args *a) {
   static const struct option longopts[] = {
       {"json", no_argument, NULL, OPT_JSON},
+      {"watch", no_argument, NULL, OPT_WATCH},
+      {"interval", required_argument, NULL, OPT_INTERVAL},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   int c;
@@ -222,14 +269,21 @@ static int parse_status(int argc, char **argv, int *first, int *json) {
          -1) {
     if (c == 'h')
       return cli_help(status_help);
-    if (c != OPT_JSON)
-      return cli_bad_option(c, argv, STATUS_SHORTOPTS);
-    *json = 1;
+    int st = status_option(a, c, argv);
+    if (st != CLI_CONTINUE)
+      return st;
   }
   if (optind == argc)
     return cli_usage("status: missing NAME");
-  *first = optind;
-  return cli_options_first("status", "NAME", argc - optind, argv + optind);
+  int st = cli_options_first("status", "NAME", argc - optind, argv + optind);
+  if (st != CLI_CONTINUE)
+    return st;
+  if (a->interval_set && !a->watch)
+    return cli_usage("status: --interval applies to --watch only");
+  if (a->watch && argc - optind != 1)
+    return cli_usage("status: --watch follows one NAME");
+  a->first = optind;
+  return CLI_CONTINUE;
 }
 
 /* A permit-expirable semaphore's leased permits, each with its lease left
@@ -330,7 +384,7 @@ static int show(rlock_client *client, const char *name, int json) {
   }
   const char *topology = rlock_client_topology(client);
   if (json)
-    print_json(client, name, info, topology, token);
+    cli_status_json(client, name, info, topology, token);
   else
     print_human(client, name, info, topology, token);
   rlock_lock_info_free(info);
@@ -338,23 +392,30 @@ static int show(rlock_client *client, const char *name, int json) {
 }
 
 int cli_cmd_status(const cli_global *g, int argc, char **argv) {
-  int first = 0, json = 0;
-  int status = parse_status(argc, argv, &first, &json);
+  status_args a = {0, 0, 0, 0, 1000};
+  int status = parse_status(argc, argv, &a);
   if (status != CLI_CONTINUE)
     return status;
   if (g->nurls > 1)
     return cli_usage(
         "status: one -u URL only (several are for exec's RedLock)");
+  if (a.watch && cli_signals_install() != 0)
+    return cli_fail(EX_OSERR, "cannot catch signals: %s", strerror(errno));
   rlock_client *client;
-  if ((status = cli_client_new(g, g->url, NULL, NULL, &client)) != 0)
-    return status;
-  /* A NAME that is not a lock does not hide the others; a server that
-   * fails would fail them all, so that ends the command. */
-  for (int i = first; i < argc && status != EX_UNAVAILABLE; i++) {
-    int st = show(client, argv[i], json);
-    if (status == 0 || st == EX_UNAVAILABLE)
-      status = st;
+  if ((status = cli_client_new(g, g->url, NULL, NULL, &client)) == 0) {
+    if (a.watch)
+      status = cli_status_watch(client, argv[a.first], a.json, a.interval_ms);
+    /* A NAME that is not a lock does not hide the others; a server that
+     * fails would fail them all, so that ends the command. */
+    for (int i = a.first; !a.watch && i < argc && status != EX_UNAVAILABLE;
+         i++) {
+      int st = show(client, argv[i], a.json);
+      if (status == 0 || st == EX_UNAVAILABLE)
+        status = st;
+    }
+    rlock_client_free(client);
   }
-  rlock_client_free(client);
+  if (a.watch)
+    cli_signals_free();
   return status;
 }

@@ -7,7 +7,8 @@
  * steps, as `list`), its holders' and waiters' registry records read
  * once per client (who.c), sorted by waiters, then by how long the
  * holder's client has been up (the hold time is not kept in Redis: that
- * bounds it). On a terminal it redraws with plain ANSI escapes and reads
+ * bounds it); a fair lock's first queued waiters under it, in order. On a
+ * terminal it redraws with plain ANSI escapes and reads
  * keys from standard input in non-canonical mode: q quits, s changes the
  * order, / filters by a substring of the name. --once prints one table
  * (no escapes) and exits, as does a standard output that is no terminal.
@@ -35,6 +36,8 @@ static const char top_help[] =
     "client (pid, host, program, from the registry; \"?\" for a Redisson or\n"
     "unknown client). Sorted by waiters, then by how long the holder's\n"
     "client has been up (UP: the hold time itself is not kept in Redis).\n"
+    "Under a fair lock, its first 5 queued waiters in queue order, one a\n"
+    "line: \"queued N: pid@host program\" (the owner for an unknown client).\n"
     "Every refresh walks the servers as 'rlock list' does (SCAN in small\n"
     "steps), so it stays gentle on a server with many other keys.\n"
     "Keys: q quit; s sort by waiters, name or TTL in turn; / filter by a\n"
@@ -68,6 +71,7 @@ static const char top_help[] =
 #define OPT_INTERVAL 258
 #define OPT_COUNTS 259
 #define TOP_MAX 4096 /* locks kept per refresh */
+#define TOP_QUEUE 5  /* a fair lock's queued waiters shown, in order */
 
 typedef struct top_args {
   const char *pattern;
@@ -83,6 +87,9 @@ typedef struct row {
   long long pid; /* first holder's client, 0: unknown */
   char host[64], program[96];
   int64_t up_ms; /* its client's age, -1: unknown */
+  /* a fair lock's first queued waiters, in order: "pid@host program", or
+   * the owner field when its client is unknown */
+  char queue[TOP_QUEUE][112];
 } row;
 
 typedef struct table {
@@ -134,6 +141,16 @@ static int parse_top(int argc, char **argv, top_args *a) {
   return CLI_CONTINUE;
 }
 
+/* "pid@host program" of `owner`'s client, or the owner field. */
+static void describe(rlock_client *client, const char *owner, char *buf,
+                     size_t size) {
+  const rlock_client_record *rec = cli_who_record(client, owner);
+  if (rec != NULL)
+    snprintf(buf, size, "%lld@%.40s %.50s", rec->pid, rec->host, rec->program);
+  else
+    snprintf(buf, size, "%.100s", owner);
+}
+
 /* One lock into the table (list_locks' callback). */
 static int collect(const char *name, const char *kind,
                    const rlock_lock_info *info, void *arg) {
@@ -148,6 +165,11 @@ static int collect(const char *name, const char *kind,
   r->waiters = rlock_lock_info_queue_length(info);
   r->holders = rlock_lock_info_holder_count(info);
   r->up_ms = -1;
+  for (size_t i = 0;
+       i < r->waiters && i < TOP_QUEUE && i < rlock_lock_info_queue_count(info);
+       i++)
+    describe(t->client, rlock_lock_info_queue_owner(info, i), r->queue[i],
+             sizeof r->queue[i]);
   const rlock_client_record *rec =
       r->holders > 0
           ? cli_who_record(t->client, rlock_lock_info_holder_owner(info, 0))
@@ -195,6 +217,34 @@ static int by_order(const void *a, const void *b) {
   return strcmp(x->name, y->name);
 }
 
+/* A line cut to `width` (0: whole), made printable. */
+static void put_line(char *line, int n, int width) {
+  if (width > 0 && n > width)
+    line[width] = '\0';
+  cli_put_printable(stdout, line);
+  fputc('\n', stdout);
+}
+
+/* A fair lock's queue under its row, in order, while `*left` lines are
+ * left (-1: no bound): "  queued 1: pid@host program". */
+static void print_queue(const row *r, int width, int *left) {
+  char line[256];
+  for (size_t i = 0; i < r->waiters && i < TOP_QUEUE && *left != 0; i++) {
+    if (r->queue[i][0] == '\0')
+      break;
+    int n = snprintf(line, sizeof line, "%41squeued %zu: %s", "", i + 1,
+                     r->queue[i]);
+    put_line(line, n, width);
+    *left -= *left > 0;
+  }
+  if (r->waiters > TOP_QUEUE && *left != 0) {
+    int n = snprintf(line, sizeof line, "%41s(%zu more queued)", "",
+                     r->waiters - TOP_QUEUE);
+    put_line(line, n, width);
+    *left -= *left > 0;
+  }
+}
+
 static void print_row(const row *r, int width) {
   char ttl[32] = "-", up[32] = "?", line[1024], who[256] = "?";
   if (r->ttl_ms >= 0)
@@ -205,10 +255,7 @@ static void print_row(const row *r, int width) {
     snprintf(who, sizeof who, "%lld@%s %s", r->pid, r->host, r->program);
   int n = snprintf(line, sizeof line, "%5zu %4zu %8s %8s %-10s %-24s %s",
                    r->waiters, r->holders, ttl, up, r->kind, r->name, who);
-  if (width > 0 && n > width)
-    line[width] = '\0';
-  cli_put_printable(stdout, line);
-  fputc('\n', stdout);
+  put_line(line, n, width);
 }
 
 static void print_table(const table *t, int width, int rows_max) {
@@ -234,6 +281,7 @@ static void print_table(const table *t, int width, int rows_max) {
       continue;
     print_row(&t->rows[i], width);
     left -= left > 0;
+    print_queue(&t->rows[i], width, &left);
   }
 }
 

@@ -23,6 +23,9 @@ static const char main_help[] =
     "             [--kill-after DUR] [--check-every DUR] [-v]\n"
     "             NAME [NAME...] -- COMMAND [ARG...]\n"
     "       rlock [-u URL] [OPTION]... status [--json] NAME [NAME...]\n"
+    "       rlock [-u URL] [OPTION]... status [--json] --watch [--interval "
+    "DUR]\n"
+    "             NAME\n"
     "       rlock [-u URL] [OPTION]... list [--json] [--counts] [PATTERN]\n"
     "       rlock [-u URL] [OPTION]... top [--once] [--json] [--counts]\n"
     "             [--interval DUR] [PATTERN]\n"
@@ -43,7 +46,8 @@ static const char main_help[] =
     "  exec     run COMMAND while holding the lock NAME (--fenced: with\n"
     "           its fencing token in $RLOCK_TOKEN; --permits N: one of\n"
     "           the N permits of the semaphore NAME instead)\n"
-    "  status   show who holds each lock NAME (--json for scripts)\n"
+    "  status   show who holds each lock NAME (--json for scripts; --watch:\n"
+    "           each change)\n"
     "  list     show the locks held now whose names match PATTERN\n"
     "  top      the locks held now, who holds and who waits, refreshed\n"
     "  unlock   delete the lock NAME whoever holds it (--force)\n"
@@ -118,7 +122,8 @@ static const char main_help[] =
     "  128+N    exec, elect: COMMAND killed by signal N, or rlock got signal "
     "N\n"
     "           while waiting for the lock (or leadership); latch wait: rlock\n"
-    "           got signal N; leader --watch: ended by signal N\n";
+    "           got signal N; status --watch, leader --watch: ended by signal "
+    "N\n";
 
 static const struct {
   const char *name;

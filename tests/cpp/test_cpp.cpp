@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <csetjmp>
 #include <cstdarg>
 #include <cstddef>
@@ -991,6 +992,43 @@ void test_election(void **) {
   });
 }
 
+// election::watch: the leader now, then each change (the wrapper's
+// plumbing; the C tests follow the messages), stopped by its RAII object.
+void test_election_watch(void **) {
+  run([] {
+    redis_del("cpp:elect:watch");
+    rlock::client a = make_client(), b = make_client();
+    rlock::election ea(a, "cpp:elect:watch"), eb(b, "cpp:elect:watch");
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<std::string> seen; // "-": nobody
+    auto told = [&](const std::optional<rlock::leader> &l) {
+      std::lock_guard<std::mutex> g(mu);
+      seen.push_back(l ? l->value.value_or("?") : "-");
+      cv.notify_all();
+    };
+    auto wait_for = [&](std::size_t n) {
+      std::unique_lock<std::mutex> g(mu);
+      CHECK(cv.wait_for(g, 10s, [&] { return seen.size() >= n; }), seen.size());
+    };
+    CHECK_THROWS(rlock::error, rlock::errc::invalid, ea.watch(told, 1ms), );
+    rlock::leader_watch w = ea.watch(told, 20ms);
+    CHECK(static_cast<bool>(w));
+    wait_for(1);
+    auto term = eb.campaign("B");
+    CHECK(term.has_value());
+    wait_for(2);
+    eb.resign();
+    wait_for(3);
+    w.stop();
+    CHECK(!w);
+    std::lock_guard<std::mutex> g(mu);
+    CHECK(seen.size() == 3 && seen[0] == "-" && seen[1] == "B" &&
+              seen[2] == "-",
+          seen.size());
+  });
+}
+
 int teardown(void **) {
   rt_server_free(srv);
   return 0;
@@ -1010,6 +1048,7 @@ int main() {
       cmocka_unit_test(test_client),
       cmocka_unit_test(test_semaphores_and_latch),
       cmocka_unit_test(test_election),
+      cmocka_unit_test(test_election_watch),
   };
   if (std::getenv("RLOCK_TEST_FILTER") != nullptr)
     cmocka_set_test_filter(std::getenv("RLOCK_TEST_FILTER"));

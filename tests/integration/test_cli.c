@@ -558,6 +558,15 @@ static void test_exec_fair_order_and_queue(void **state) {
     if (strstr(q, pid) == NULL)
       fail_msg("waiter %d: no '%s' in %s", i, pid, q);
   }
+  /* top shows the queue in its order, each waiter's client. */
+  run_expect(&p, 0, ARGS("-u", url, "top", "--once", name));
+  at = p.out[0];
+  for (int i = 0; i < 4; i++) {
+    char line[64];
+    snprintf(line, sizeof line, "queued %d: %ld@", i + 1, (long)w[i].pid);
+    if ((at = strstr(at, line)) == NULL)
+      fail_msg("top: no '%s', in order, in '%s'", line, p.out[0]);
+  }
   assert_int_equal(kill(w[2].pid, SIGTERM), 0); /* "x" gives up */
   assert_int_equal(proc_wait(&w[2], SCALED(5000)), 128 + SIGTERM);
   assert_int_equal(fair_queue_len(name), 3);
@@ -2917,6 +2926,113 @@ static void test_leader_watch(void **state) {
   assert_non_null(strstr(w.out[0], ")\ncli:elect:watch: no leader\n"));
 }
 
+/* status --watch: the state, then a line per change of holder, from the
+ * lock's messages (the interval is a minute: no poll sees any of it);
+ * Ctrl-C ends it with 130. */
+static void test_status_watch(void **state) {
+  (void)state;
+  const char *name = "cli:status:watch";
+  char s1[1400], s2[1400];
+  gate g1, g2;
+  proc w, holder, waiter;
+  proc_start(&w,
+             ARGS("-u", url, "status", "--watch", "--interval", "60s", name));
+  wait_lines(&w, 1);
+  fx_wait_subscribers(srv, "redisson_lock__channel:{cli:status:watch}", 1,
+                      "the watch's subscription");
+  fx_wait_subscribers(srv, "redisson_rwlock:{cli:status:watch}", 1,
+                      "the watch's subscription (read-write lock)");
+  gate_init(&g1, "status-watch-1");
+  gate_init(&g2, "status-watch-2");
+  proc_start(&holder, ARGS("-u", url, "exec", name, "--", "sh", "-c",
+                           gate_script(&g1, s1, sizeof s1, "", ":")));
+  fx_wait_file(g1.ready, SCALED(5000));
+  proc_start(&waiter, ARGS("-u", url, "exec", name, "--", "sh", "-c",
+                           gate_script(&g2, s2, sizeof s2, "", ":")));
+  fx_wait_subscribers(srv, "redisson_lock__channel:{cli:status:watch}", 2,
+                      "the waiting exec's subscription");
+  fx_touch(g1.go); /* the holder goes, the waiter takes the lock */
+  assert_int_equal(proc_wait(&holder, SCALED(10000)), 0);
+  fx_wait_file(g2.ready, SCALED(5000));
+  wait_lines(&w, 2);
+  fx_touch(g2.go);
+  assert_int_equal(proc_wait(&waiter, SCALED(10000)), 0);
+  wait_lines(&w, 3);
+  assert_int_equal(kill(w.pid, SIGINT), 0);
+  assert_int_equal(proc_wait(&w, SCALED(5000)), 130);
+  /* The first holder shows too when a read after the subscriptions'
+   * confirmations found it (they are read as messages are). */
+  int n = count_lines(w.out[0]);
+  char who[64];
+  snprintf(who, sizeof who, " x1 (pid %d on ", (int)waiter.pid);
+  const char *waiter_line = strstr(w.out[0], who);
+  if ((n != 3 && n != 4) || waiter_line == NULL)
+    fail_msg("status --watch printed: '%s'", w.out[0]);
+  assert_non_null(strstr(w.out[0], "Z cli:status:watch: free\n"));
+  assert_non_null(
+      strstr(strchr(waiter_line, '\n'), "Z cli:status:watch: free\n"));
+  /* --json: one object a line; --interval without --watch is refused. */
+  proc_start(&w, ARGS("-u", url, "status", "--json", "--watch", name));
+  wait_lines(&w, 1);
+  assert_int_equal(kill(w.pid, SIGTERM), 0);
+  assert_int_equal(proc_wait(&w, SCALED(5000)), 128 + SIGTERM);
+  assert_ptr_equal(strstr(w.out[0], "{\"name\": \"cli:status:watch\", "
+                                    "\"locked\": false"),
+                   w.out[0]);
+  run_expect(&w, 64, ARGS("-u", url, "status", "--interval", "1s", name));
+  run_expect(&w, 64, ARGS("-u", url, "status", "--watch", name, name));
+}
+
+/* leader --watch from messages: with a one-minute interval, a standby's
+ * takeover announced by the leader's resignation is shown, then nobody. */
+static void test_leader_watch_handover(void **state) {
+  (void)state;
+  const char *name = "cli:elect:handover";
+  char s1[2400], s2[2400];
+  gate g1, g2;
+  proc w, a, b;
+  proc_start(&w,
+             ARGS("-u", url, "leader", "--watch", "--interval", "60s", name));
+  wait_lines(&w, 1);
+  fx_wait_subscribers(srv, "redisson_lock__channel:{cli:elect:handover}", 1,
+                      "the watch's subscription");
+  gate_init(&g1, "handover-a");
+  gate_init(&g2, "handover-b");
+  proc_start(&a, ARGS("-u", url, "elect", "--value", "A", name, "--", "sh",
+                      "-c", gate_script(&g1, s1, sizeof s1, "", ":")));
+  fx_wait_file(g1.ready, SCALED(5000));
+  proc_start(&b, ARGS("-u", url, "elect", "--value", "B", name, "--", "sh",
+                      "-c", gate_script(&g2, s2, sizeof s2, "", ":")));
+  fx_wait_subscribers(srv, "redisson_lock__channel:{cli:elect:handover}", 2,
+                      "the standby's subscription");
+  fx_touch(g1.go);
+  assert_int_equal(proc_wait(&a, SCALED(10000)), 0);
+  fx_wait_file(g2.ready, SCALED(5000));
+  int64_t t0 = rt_now_ms();
+  while (strstr(w.out[0], "handover: B (term ") == NULL &&
+         rt_now_ms() - t0 < SCALED(5000)) {
+    proc_drain(&w);
+    rt_sleep_ms(10);
+  }
+  fx_touch(g2.go);
+  assert_int_equal(proc_wait(&b, SCALED(10000)), 0);
+  t0 = rt_now_ms();
+  const char *bl;
+  while (((bl = strstr(w.out[0], "handover: B (term ")) == NULL ||
+          strstr(bl, "handover: no leader\n") == NULL) &&
+         rt_now_ms() - t0 < SCALED(5000)) {
+    proc_drain(&w);
+    rt_sleep_ms(10);
+  }
+  assert_int_equal(kill(w.pid, SIGTERM), 0);
+  assert_int_equal(proc_wait(&w, SCALED(5000)), 128 + SIGTERM);
+  bl = strstr(w.out[0], "handover: B (term ");
+  if (bl == NULL || strstr(bl, "handover: no leader\n") == NULL)
+    fail_msg("leader --watch printed: '%s'", w.out[0]);
+  assert_ptr_equal(strstr(w.out[0], "cli:elect:handover: no leader\n"),
+                   w.out[0]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_exec_holds_lock_while_command_runs),
@@ -2926,6 +3042,7 @@ int main(void) {
       cmocka_unit_test(test_exec_wait_bounds),
       cmocka_unit_test(test_exec_processes_take_turns),
       cmocka_unit_test(test_exec_waiter_acquires_promptly),
+      cmocka_unit_test(test_status_watch),
       cmocka_unit_test(test_exec_fair_order_and_queue),
       cmocka_unit_test(test_unlock_force_fair_wakes_head),
       cmocka_unit_test(test_exec_read_write),
@@ -2979,6 +3096,7 @@ int main(void) {
       cmocka_unit_test(test_elect_and_leader),
       cmocka_unit_test(test_elect_standby_takes_over),
       cmocka_unit_test(test_leader_watch),
+      cmocka_unit_test(test_leader_watch_handover),
   };
   /* $RLOCK_TEST_FILTER (a cmocka pattern) runs only the tests matching. */
   if (getenv("RLOCK_TEST_FILTER") != NULL)

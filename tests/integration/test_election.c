@@ -563,6 +563,123 @@ static void test_redisson_on_the_layout(void **state) {
   dk_free(c);
 }
 
+/* ---- following the leader (rlock_election_watch_new) --------------------- */
+
+/* What the leader-change callback told, in order: "-" for nobody, else
+ * the value and term; read by the test's thread. */
+typedef struct told {
+  pthread_mutex_t mu;
+  char seq[1024];
+  int64_t terms[16];
+  int n, failures;
+} told;
+
+static void on_change(void *arg, int rc, rlock_leader *l) {
+  told *t = arg;
+  pthread_mutex_lock(&t->mu);
+  if (rc != RLOCK_OK) {
+    t->failures++;
+  } else {
+    char one[64];
+    if (rlock_leader_present(l))
+      snprintf(one, sizeof one, "%s;", rlock_leader_value(l));
+    else
+      snprintf(one, sizeof one, "-;");
+    strncat(t->seq, one, sizeof t->seq - strlen(t->seq) - 1);
+    if (t->n < 16)
+      t->terms[t->n] = rlock_leader_term(l);
+    t->n++;
+  }
+  pthread_mutex_unlock(&t->mu);
+  rlock_leader_free(l);
+}
+
+typedef struct told_want {
+  told *t;
+  const char *tail; /* the sequence ends with it */
+} told_want;
+
+static bool pred_told(void *arg, char *why, size_t cap) {
+  told_want *w = arg;
+  pthread_mutex_lock(&w->t->mu);
+  size_t n = strlen(w->t->seq), m = strlen(w->tail);
+  bool ok = n >= m && strcmp(w->t->seq + n - m, w->tail) == 0;
+  snprintf(why, cap, "told '%s', want it to end with '%s'", w->t->seq, w->tail);
+  pthread_mutex_unlock(&w->t->mu);
+  return ok;
+}
+
+static void wait_told(told *t, const char *tail) {
+  told_want w = {t, tail};
+  dk_wait(pred_told, &w, 5000, "the leader-change callback");
+}
+
+/* The callback tells the leader now, then each change: a resignation's
+ * message brings the standby it woke (never missed between two leaders:
+ * the interval is a minute, no poll sees any of it), then nobody. */
+static void test_follow_leader(void **state) {
+  (void)state;
+  topo t;
+  topo_single(&t, "el:follow");
+  fresh(t.s, t.name);
+  rlock_client *c = dk_client(t.url, 30000, NULL, NULL);
+  rlock_client *o = dk_client(t.url, 30000, NULL, NULL);
+  rlock_election *e, *eo;
+  OK(rlock_election_new(&e, c, t.name));
+  OK(rlock_election_new(&eo, o, t.name));
+  static told tl;
+  memset(&tl, 0, sizeof tl);
+  pthread_mutex_init(&tl.mu, NULL);
+  rlock_election_watch *w;
+  OK(rlock_election_watch_new(&w, e, 60000, on_change, &tl));
+  wait_told(&tl, "-;");
+  char channel[160];
+  snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", t.name);
+  dk_wait_subscribers(t.s, channel, 1, "the watch's subscription");
+  uint64_t a = rlock_owner_new(), b = rlock_owner_new();
+  int64_t ta, tb;
+  OK(campaign(eo, "A", a, 0, RLOCK_LEASE_WATCHDOG, &ta));
+  /* Taking publishes nothing: A is seen by the lease's end or the
+   * interval only, unless a message comes. B waits for it. */
+  el_op ob = {0};
+  el_start(&ob, eo, "B", b, 20000, RLOCK_LEASE_WATCHDOG);
+  dk_wait_subscribers(t.s, channel, 2, "the standby's subscription");
+  OK(resign(eo, a));
+  OK(el_wait(&ob, 10000));
+  tb = ob.term;
+  wait_told(&tl, "B;");
+  OK(resign(eo, b));
+  wait_told(&tl, "B;-;");
+  pthread_mutex_lock(&tl.mu);
+  const char *seq = tl.seq;
+  assert_true(strcmp(seq, "-;B;-;") == 0 || strcmp(seq, "-;-;B;-;") == 0 ||
+              strcmp(seq, "-;A;-;B;-;") == 0 || strcmp(seq, "-;A;B;-;") == 0);
+  assert_true(tb > ta);
+  assert_int_equal(tl.failures, 0);
+  pthread_mutex_unlock(&tl.mu);
+  rlock_election_watch_free(w);
+  /* Bad arguments. */
+  rlock_election_watch *bad = (rlock_election_watch *)1;
+  assert_int_equal(rlock_election_watch_new(&bad, NULL, 1000, on_change, NULL),
+                   RLOCK_EINVAL);
+  assert_null(bad);
+  assert_int_equal(rlock_election_watch_new(&bad, e, 9, on_change, NULL),
+                   RLOCK_EINVAL);
+  assert_int_equal(
+      rlock_election_watch_new(&bad, e, RLOCK_ELECTION_WATCH_MAX_INTERVAL + 1,
+                               on_change, NULL),
+      RLOCK_EINVAL);
+  assert_int_equal(rlock_election_watch_new(&bad, e, 1000, NULL, NULL),
+                   RLOCK_EINVAL);
+  assert_int_equal(rlock_election_watch_new(NULL, e, 1000, on_change, NULL),
+                   RLOCK_EINVAL);
+  rlock_election_watch_free(NULL);
+  rlock_election_free(e);
+  rlock_election_free(eo);
+  dk_free(c);
+  dk_free(o);
+}
+
 static int setup(void) {
   if (cl == NULL) {
     srv = rt_server_start(NULL);
@@ -580,6 +697,7 @@ int main(int argc, char **argv) {
       DK_CASE(test_takeover_single, DK_ALL),
       DK_CASE(test_deposed_single, DK_ALL),
       DK_CASE(test_redisson_on_the_layout, DK_ALL),
+      DK_CASE(test_follow_leader, DK_ALL),
       DK_CASE(test_basic_cluster, DK_ALL),
       DK_CASE(test_takeover_cluster, DK_ALL),
       DK_CASE(test_deposed_cluster, DK_ALL),

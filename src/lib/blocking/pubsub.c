@@ -186,14 +186,17 @@ static void drop_stale(int fd) {
  * no one else's wake-up), the whole message pushes at its head are read
  * away here (while the loop leaves the socket out whole: quiet, or still
  * left to an earlier direct wait): waking the background thread would put a
- * second thread on a CPU just before the wait. What is left (a confirmation, a
+ * second thread on a CPU just before the wait (not while the client has
+ * a watch, which must hear every message). What is left (a confirmation, a
  * push cut short, more than a peek shows) is marked: its unlock messages
  * are skipped when the loop reads them, and a direct waiter looks past
  * those bytes. Called locked. */
-static void mark_stale(rlock__pubsub *ps, rlock__sub *s) {
+static void mark_stale(rlock_client *c, rlock__pubsub *ps, rlock__sub *s) {
   int unread = (ps->muted_quiet && ps->quiet_whole) ||
                (ps->muted_fd == s->pub_fd && ps->direct_whole);
-  if (s->pub_fd >= 0 && ps->users == 1 && unread) {
+  /* Never with a watch (rlock/watch.h): every message is a watch's. */
+  if (s->pub_fd >= 0 && ps->users == 1 && unread &&
+      atomic_load(&c->loop->watches) == 0) {
     drop_stale(s->pub_fd);
     ps->read_gen++; /* what a parked direct waiter waited for is gone */
   }
@@ -266,7 +269,7 @@ int rlock__sub_acquire(rlock_client *c, const char *channel,
   if (s->refs++ == 0) {
     ps->users++;
     if (s->idle_until_us != 0 && s->active)
-      mark_stale(ps, s);
+      mark_stale(c, ps, s);
   }
   unlinger(ps, s);
   uint64_t gen = s->fail_gen;
@@ -376,8 +379,9 @@ static int wait_direct(rlock_client *c, rlock__sub *s, int64_t until_us,
          rlock__now_us() < until_us)
     got = direct_poll(c, s, until_us, cancel);
   ps->direct = NULL;
-  /* Others may rely on the socket this one stops watching. */
-  if (!got && ps->users > 1)
+  /* Others may rely on the socket this one stops watching; a watch
+   * (rlock/watch.h) on the message this one acted on, once it is woken. */
+  if ((!got && ps->users > 1) || atomic_load(&c->loop->watches) > 0)
     need_reader(c);
   if (!got && s->permits > 0 && !rlock__canceled(cancel)) {
     s->permits--;
@@ -653,7 +657,10 @@ void rlock__pubsub_mute(rlock_client *c, struct pollfd *fds, int n,
   int64_t now = rlock__now_us();
   pthread_mutex_lock(&ps->mu);
   int direct = ps->direct != NULL ? direct_fd(ps, ps->direct) : -1;
-  int quiet = ps->users == 0 && now < ps->lazy_due_us;
+  /* Quiet: no thread waits, and no watch (rlock/watch.h) wants its
+   * messages at once. */
+  int quiet = ps->users == 0 && now < ps->lazy_due_us &&
+              atomic_load(&c->loop->watches) == 0;
   if (ps->users > 0 || now >= ps->lazy_due_us)
     ps->lazy_due_us = now + LAZY_READ_US;
   ps->muted_fd = -1;

@@ -43,8 +43,10 @@ void rlock__push_read(const rlock__reply *r, rlock__push *out) {
   out->kind = kind_of(r->elem[0]);
   out->channel = r->elem[1]->str;
   out->chlen = r->elem[1]->len;
-  if (r->elem[2]->type == RLOCK__R_STR)
+  if (r->elem[2]->type == RLOCK__R_STR) {
     out->payload = r->elem[2]->str;
+    out->paylen = r->elem[2]->len;
+  }
   if (out->kind == RLOCK__PUSH_MESSAGE && out->payload == NULL)
     out->kind = RLOCK__PUSH_OTHER;
 }

@@ -47,6 +47,7 @@ typedef struct rlock__push {
   const char *channel; /* borrowed from the reply */
   size_t chlen;
   const char *payload; /* a message's, or NULL */
+  size_t paylen;       /* its length */
   int pong;            /* a PING's answer (kind OTHER) */
 } rlock__push;
 

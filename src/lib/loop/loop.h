@@ -25,7 +25,11 @@
  *              counts and WAIT behind lock writes;
  *   lsub.c     the subscribers (one per node subscribed on): channels
  *              shared by waiters, woken in arrival order by unlock
- *              messages; health-check PINGs; Sentinel's +switch-master;
+ *              messages, and by watchers told every message after them;
+ *              health-check PINGs; Sentinel's +switch-master;
+ *   lwatch.c   rlock/watch.h's watches, watchers of the subscriber;
+ *   lfollow.c  rlock_election_watch_new: the leader re-read on messages,
+ *              at its lease's end and every interval;
  *   lacquire.c the acquisition state machine (attempt, subscribe, sleep
  *              until a message or the holder's TTL, attempt again);
  *   lops.c     release, force release and the queries;
@@ -300,7 +304,8 @@ enum rlock__lop_type {
   RLOCK__LOP_REDLOCK, /* a RedLock's acquisition or release (lredlock.c) */
   RLOCK__LOP_CALL,    /* one call of a blocking fan-out (lfan.c) */
   RLOCK__LOP_SYNC,    /* a synchroniser's one call (lsync.c) */
-  RLOCK__LOP_OBSERVE  /* an election's observation (lops.c) */
+  RLOCK__LOP_OBSERVE, /* an election's observation (lops.c) */
+  RLOCK__LOP_WATCH    /* a channel watch joining or leaving (lwatch.c) */
 };
 
 typedef struct rlock__lchan rlock__lchan;
@@ -326,6 +331,26 @@ struct rlock__lwaiter {
   int (*asleep)(const rlock__lwaiter *w);
   /* What the channel tells it; it may leave the channel meanwhile. */
   void (*event)(rlock__lwaiter *w, rlock__chan_event what);
+};
+
+/* What a watcher's channel tells it (lsub.c). */
+typedef enum rlock__watch_event {
+  RLOCK__WATCH_UP,      /* the subscription is confirmed (again) */
+  RLOCK__WATCH_MESSAGE, /* a message: its payload */
+  RLOCK__WATCH_DOWN,    /* the subscription is lost (told at each retry) */
+  RLOCK__WATCH_FAILED   /* refused (last error set): it left the channel */
+} rlock__watch_event;
+
+/* One party following a channel without waiting on it (rlock/watch.h's
+ * watches, lwatch.c): told every message after the waiters it wakes, never
+ * counted among them, so it takes no unlock message and keeps no permit. */
+typedef struct rlock__lwatcher rlock__lwatcher;
+struct rlock__lwatcher {
+  rlock__lchan *chan;           /* NULL: on no channel */
+  rlock__lwatcher *prev, *next; /* the channel's watchers */
+  /* It may leave the channel meanwhile (also other watchers). */
+  void (*event)(rlock__lwatcher *w, rlock__watch_event what,
+                const char *payload, size_t len);
 };
 
 struct rlock_op {
@@ -427,6 +452,8 @@ int rlock__lop_options(rlock_acquire_options *o,
 
 /* lops.c: a release's start (the hold popped, the script sent). */
 void rlock__lrelease_start(rlock_op *op);
+/* lops.c: an observation's start (RLOCK__LOP_OBSERVE, leader_cb set). */
+void rlock__lobserve_start(rlock_op *op);
 
 /* lmulti.c */
 void rlock__lmulti_cancel(rlock_op *op);
@@ -476,6 +503,9 @@ struct rlock__lchan {
   int64_t wakes; /* what the message being delivered wakes (RLOCK__CHAN
                     _WOKEN): how many, RLOCK__WAKE_ALL for all */
   int nwaiters;
+  rlock__lwatcher *wfirst, *wlast; /* watchers (they keep it subscribed) */
+  rlock__lwatcher *wcursor;        /* the next watcher a telling visits */
+  int nwatchers;
 };
 
 /* The states of an acquisition (lacquire.c), which the subscriber reads
@@ -508,6 +538,14 @@ int rlock__lsub_fd(const rlock__lwaiter *w);
 /* The waiter is going to sleep: take a permit if one is there (1), else
  * 0. */
 int rlock__lsub_take_permit(rlock__lwaiter *w);
+/* Add the watcher `w` to `channel`, subscribing when needed: RLOCK_OK
+ * (RLOCK__WATCH_UP comes once the subscription is confirmed; at once, from
+ * this call, when it is already) or a status (out of memory, the
+ * subscriber cannot connect). */
+int rlock__lsub_watch(rlock_client *c, rlock__lwatcher *w, const char *channel);
+/* Take the watcher off its channel (unsubscribing, after the linger, when
+ * no one else uses it). No-op when on no channel. */
+void rlock__lsub_unwatch(rlock_client *c, rlock__lwatcher *w);
 
 /* ---- the client's loop state (core.c) ---------------------------------- */
 
@@ -550,6 +588,9 @@ typedef struct rlock__loop {
   rlock__ltimer sub_retry; /* re-subscribing after a subscriber failed */
   int64_t sub_backoff_ms;
   int idle_chans;             /* channels lingering with no waiter */
+  atomic_int watches;         /* live rlock_watch objects (lwatch.c): a
+                                 blocking client's poll then reads its
+                                 subscriber sockets at once (pubsub.c) */
   rlock__ltimer swatch_retry; /* reconnecting the +switch-master watch */
   rlock__ltimer health;       /* PINGs to silent subscribers */
   int64_t swatch_backoff_ms;

@@ -377,7 +377,7 @@ static void observe_done(rlock_client *c, rlock__lreq *r) {
   rlock__lop_finish(op, rlock__wrongtype(op->l, rc), 0);
 }
 
-static void observe_start(rlock_op *op) {
+void rlock__lobserve_start(rlock_op *op) {
   rlock__observe_call(op->l, &op->lreq.call);
   send_call(op, observe_done);
 }
@@ -394,5 +394,5 @@ int rlock_election_observe_async(rlock_election *e, rlock_leader_fn cb,
   if (op == NULL)
     return RLOCK_ENOMEM;
   op->leader_cb = cb;
-  return rlock__lop_submit(op, observe_start);
+  return rlock__lop_submit(op, rlock__lobserve_start);
 }

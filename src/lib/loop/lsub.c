@@ -27,6 +27,12 @@
  *
  * With Sentinel, one connection also listens for +switch-master on a
  * sentinel (the "swatch"), so a failover is followed at once.
+ *
+ * A channel also has watchers (rlock/watch.h, lwatch.c), which keep it
+ * subscribed but are not waiters: a message wakes the waiters it wakes
+ * first (their attempts flushed to the server), then is told to every
+ * watcher; a lost subscription is told to them at each retry, and its
+ * confirmation again.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +53,11 @@ static void chan_free(rlock_client *c, rlock__lchan *ch) {
   rlock__ltimer_stop(c, &ch->linger);
   free(ch->name);
   free(ch);
+}
+
+/* No waiter and no watcher: nothing keeps the channel. */
+static int unused(const rlock__lchan *ch) {
+  return ch->nwaiters == 0 && ch->nwatchers == 0;
 }
 
 static void chan_drop(rlock_client *c, rlock__lchan *ch) {
@@ -166,31 +177,17 @@ int rlock__lsub_active(const rlock__lwaiter *w) {
   return w->chan != NULL && w->chan->state == RLOCK__LCHAN_ACTIVE;
 }
 
+static rlock__lchan *chan_get(rlock_client *c, const char *channel);
+
 int rlock__lsub_join(rlock_client *c, rlock__lwaiter *w, const char *channel) {
-  rlock__loop *lp = c->loop;
-  size_t len = strlen(channel);
-  rlock__lchan *ch = rlock__map_get(&lp->chans, channel, len);
-  if (ch == NULL) {
-    ch = rlock__calloc(1, sizeof *ch);
-    if (ch == NULL || (ch->name = rlock__strdup(channel)) == NULL ||
-        rlock__map_put(&lp->chans, channel, len, ch) != 0) {
-      if (ch != NULL)
-        free(ch->name);
-      free(ch);
-      return rlock__err(RLOCK_ENOMEM, "out of memory");
-    }
-    ch->len = len;
-    rlock__ltimer_init(&ch->linger, linger_over);
-  }
-  if (ch->linger.idx != RLOCK__LTIMER_OFF) { /* lingering: in use again */
-    rlock__ltimer_stop(c, &ch->linger);
-    lp->idle_chans--;
-  }
+  rlock__lchan *ch = chan_get(c, channel);
+  if (ch == NULL)
+    return RLOCK_ENOMEM;
   if (ch->state == RLOCK__LCHAN_NONE ||
       ch->state == RLOCK__LCHAN_UNSUB_PENDING) {
     int rc = subscribe(c, ch);
     if (rc != RLOCK_OK) {
-      if (ch->nwaiters == 0 && ch->state == RLOCK__LCHAN_NONE)
+      if (unused(ch) && ch->state == RLOCK__LCHAN_NONE)
         chan_drop(c, ch);
       return rc;
     }
@@ -223,7 +220,7 @@ static void part(rlock_client *c, rlock__lwaiter *w, int linger) {
     ch->last = w->prev;
   w->chan = NULL;
   w->prev = w->next = NULL;
-  if (--ch->nwaiters == 0 && !ch->walking)
+  if (--ch->nwaiters == 0 && unused(ch) && !ch->walking)
     idle(c, ch, linger);
 }
 
@@ -247,6 +244,81 @@ int rlock__lsub_take_permit(rlock__lwaiter *w) {
   return 1;
 }
 
+/* The channel `channel`, made when there is none. Its subscription is
+ * the caller's to ask for (subscribe() when NONE or UNSUB_PENDING). */
+static rlock__lchan *chan_get(rlock_client *c, const char *channel) {
+  rlock__loop *lp = c->loop;
+  size_t len = strlen(channel);
+  rlock__lchan *ch = rlock__map_get(&lp->chans, channel, len);
+  if (ch == NULL) {
+    ch = rlock__calloc(1, sizeof *ch);
+    if (ch == NULL || (ch->name = rlock__strdup(channel)) == NULL ||
+        rlock__map_put(&lp->chans, channel, len, ch) != 0) {
+      if (ch != NULL)
+        free(ch->name);
+      free(ch);
+      rlock__err(RLOCK_ENOMEM, "out of memory");
+      return NULL;
+    }
+    ch->len = len;
+    rlock__ltimer_init(&ch->linger, linger_over);
+  }
+  if (ch->linger.idx != RLOCK__LTIMER_OFF) { /* lingering: in use again */
+    rlock__ltimer_stop(c, &ch->linger);
+    lp->idle_chans--;
+  }
+  return ch;
+}
+
+int rlock__lsub_watch(rlock_client *c, rlock__lwatcher *w,
+                      const char *channel) {
+  rlock__lchan *ch = chan_get(c, channel);
+  if (ch == NULL)
+    return RLOCK_ENOMEM;
+  if (ch->state == RLOCK__LCHAN_NONE ||
+      ch->state == RLOCK__LCHAN_UNSUB_PENDING) {
+    int rc = subscribe(c, ch);
+    if (rc != RLOCK_OK) {
+      if (unused(ch) && ch->state == RLOCK__LCHAN_NONE)
+        chan_drop(c, ch);
+      return rc;
+    }
+  }
+  w->chan = ch;
+  w->next = NULL;
+  w->prev = ch->wlast;
+  if (ch->wlast != NULL)
+    ch->wlast->next = w;
+  else
+    ch->wfirst = w;
+  ch->wlast = w;
+  ch->nwatchers++;
+  if (ch->state == RLOCK__LCHAN_ACTIVE)
+    w->event(w, RLOCK__WATCH_UP, NULL, 0);
+  return RLOCK_OK;
+}
+
+void rlock__lsub_unwatch(rlock_client *c, rlock__lwatcher *w) {
+  rlock__lchan *ch = w->chan;
+  if (ch == NULL)
+    return;
+  if (ch->wcursor == w)
+    ch->wcursor = w->next;
+  if (w->prev != NULL)
+    w->prev->next = w->next;
+  else
+    ch->wfirst = w->next;
+  if (w->next != NULL)
+    w->next->prev = w->prev;
+  else
+    ch->wlast = w->prev;
+  w->chan = NULL;
+  w->prev = w->next = NULL;
+  ch->nwatchers--;
+  if (unused(ch) && !ch->walking)
+    idle(c, ch, 1);
+}
+
 /* Tell every waiter of `ch` (those that join meanwhile too), safe against
  * waiters leaving on the way. */
 static void walk(rlock_client *c, rlock__lchan *ch, rlock__chan_event what) {
@@ -258,7 +330,24 @@ static void walk(rlock_client *c, rlock__lchan *ch, rlock__chan_event what) {
   }
   ch->cursor = NULL;
   ch->walking = 0;
-  if (ch->nwaiters == 0 && !c->loop->doomed)
+  if (unused(ch) && !c->loop->doomed)
+    idle(c, ch, 1);
+}
+
+/* Tell every watcher of `ch`, safe against watchers leaving on the way;
+ * the channel is kept meanwhile (walking). */
+static void tell(rlock_client *c, rlock__lchan *ch, rlock__watch_event what,
+                 const char *payload, size_t len) {
+  int walking = ch->walking;
+  ch->walking = 1;
+  for (rlock__lwatcher *w = ch->wfirst; w != NULL && !c->loop->doomed;
+       w = ch->wcursor) {
+    ch->wcursor = w->next;
+    w->event(w, what, payload, len);
+  }
+  ch->wcursor = NULL;
+  ch->walking = walking;
+  if (!walking && unused(ch) && !c->loop->doomed)
     idle(c, ch, 1);
 }
 
@@ -266,9 +355,8 @@ static void walk(rlock_client *c, rlock__lchan *ch, rlock__chan_event what) {
  * "1" all): the longest sleepers, then a permit each for those between
  * an attempt and a sleep. A waiter reads the count in ch->wakes (a
  * blocking client's front stands for several threads). */
-static void deliver(rlock_client *c, rlock__lchan *ch, const char *payload,
-                    size_t chlen) {
-  rlock__obs_count(&c->obs, RLOCK__STAT_WAKEUPS);
+static void wake_waiters(rlock_client *c, rlock__lchan *ch, const char *payload,
+                         size_t chlen) {
   int64_t n = rlock__message_wakes(ch->name, chlen, payload);
   ch->wakes = n;
   if (n >= (int64_t)ch->nwaiters) {
@@ -288,8 +376,29 @@ static void deliver(rlock_client *c, rlock__lchan *ch, const char *payload,
   ch->walking = 0;
   for (; n > 0 && ch->permits < ch->nwaiters; n--)
     ch->permits++;
-  if (ch->nwaiters == 0 && !c->loop->doomed)
+  if (unused(ch) && !c->loop->doomed)
     idle(c, ch, 1);
+}
+
+/* A message: its waiters first, then its watchers, whose callbacks may
+ * take their time: what the waiters woke sent first, so a watcher never
+ * delays a waiter's attempt (a blocking client's waiters are threads,
+ * woken already). */
+static void deliver(rlock_client *c, rlock__lchan *ch, const rlock__push *p) {
+  rlock__obs_count(&c->obs, RLOCK__STAT_WAKEUPS);
+  if (ch->nwatchers == 0) {
+    wake_waiters(c, ch, p->payload, p->chlen);
+    return;
+  }
+  /* Its watchers keep it, whatever the waiters do (none leaves meanwhile:
+   * a waiter's event runs no user code). */
+  int woke = ch->nwaiters > 0;
+  if (woke)
+    wake_waiters(c, ch, p->payload, p->chlen);
+  if (woke && !c->loop->doomed)
+    rlock__lconn_each(c, rlock__lconn_flush);
+  if (!c->loop->doomed)
+    tell(c, ch, RLOCK__WATCH_MESSAGE, p->payload, p->paylen);
 }
 
 static rlock__lchan *pop_sent(rlock__lconn *k) {
@@ -310,13 +419,17 @@ static void confirmed(rlock_client *c, rlock__lchan *ch, int subscribed) {
       rlock__obs_log(&c->obs, RLOCK_LOG_INFO, "subscriber reconnected to %s",
                      ch->k->where);
     }
-    if (ch->nwaiters == 0)
+    if (unused(ch)) {
       idle(c, ch, 1);
-    else
-      walk(c, ch, RLOCK__CHAN_CONFIRMED);
+      return;
+    }
+    int watched = ch->nwatchers > 0; /* then it outlives the walk */
+    walk(c, ch, RLOCK__CHAN_CONFIRMED);
+    if (watched && !c->loop->doomed)
+      tell(c, ch, RLOCK__WATCH_UP, NULL, 0);
   } else if (!subscribed && ch->state == RLOCK__LCHAN_UNSUB_PENDING) {
     ch->state = RLOCK__LCHAN_NONE;
-    if (ch->nwaiters == 0)
+    if (unused(ch))
       chan_drop(c, ch);
   }
 }
@@ -356,14 +469,18 @@ static void refused(rlock_client *c, rlock__lconn *k, rlock__reply *r) {
   if (ch == NULL)
     return;
   ch->state = RLOCK__LCHAN_NONE;
+  int watched = ch->nwatchers > 0; /* then it outlives the walk */
   walk(c, ch, RLOCK__CHAN_FAILED);
+  /* Its watchers leave it as they are told (the last error is set). */
+  if (watched && !c->loop->doomed)
+    tell(c, ch, RLOCK__WATCH_FAILED, NULL, 0);
 }
 
 static void on_push(rlock_client *c, rlock__lconn *k, const rlock__push *p) {
   rlock__lchan *ch = rlock__map_get(&c->loop->chans, p->channel, p->chlen);
   if (p->kind == RLOCK__PUSH_MESSAGE) {
     if (ch != NULL && ch->k == k)
-      deliver(c, ch, p->payload, p->chlen);
+      deliver(c, ch, p);
   } else if (p->kind == RLOCK__PUSH_UNSUBSCRIBED && ch != NULL && ch->k == k &&
              ch->state == RLOCK__LCHAN_ACTIVE) {
     dropped(c, ch); /* not asked for */
@@ -458,16 +575,20 @@ void rlock__lsub_retry(rlock_client *c, rlock__ltimer *t) {
   for (size_t i = 0; i < l.n && !lp->doomed; i++) {
     rlock__lchan *ch = l.items[i];
     if (ch->state != RLOCK__LCHAN_NONE)
-      continue;              /* on a connection that is up */
-    if (ch->nwaiters == 0) { /* lingering: the server dropped it */
+      continue;       /* on a connection that is up */
+    if (unused(ch)) { /* lingering: the server dropped it */
       chan_drop(c, ch);
       continue;
     }
     tried = 1;
     if (subscribe(c, ch) != RLOCK_OK || ch->state == RLOCK__LCHAN_NONE)
       failed = 1;
-    /* An unlock may have been missed: every waiter attempts again. */
+    /* An unlock may have been missed: every waiter attempts again, and
+     * every watcher hears that its messages may have been. */
+    int watched = ch->nwatchers > 0; /* then it outlives the walk */
     walk(c, ch, RLOCK__CHAN_WOKEN_ALL);
+    if (watched && !lp->doomed)
+      tell(c, ch, RLOCK__WATCH_DOWN, NULL, 0);
   }
   free(l.items);
   /* The back-off grows with every try and is reset only by a confirmed
