@@ -733,6 +733,27 @@ static void test_psemaphore_interop(void **state) {
 /* ---- the count-down latch
  * ------------------------------------------------------ */
 
+/* Scripts a server ran since its CONFIG RESETSTAT (EVAL or EVALSHA). */
+static long long scripts_run(rt_server *s) {
+  redisReply *r = rt_cmd(s, "INFO commandstats");
+  long long n = 0;
+  for (const char *k = r->str;
+       k != NULL && (k = strstr(k, "cmdstat_eval")) != NULL; k++) {
+    const char *c = strstr(k, ":calls=");
+    if (c != NULL && (k[12] == ':' || strncmp(k + 12, "sha:", 4) == 0))
+      n += atoll(c + 7);
+  }
+  freeReplyObject(r);
+  return n;
+}
+
+/* A waiter looked before it subscribed and once subscribed: asleep. */
+static bool pred_two_looks(void *arg, char *why, size_t cap) {
+  long long n = scripts_run(arg);
+  snprintf(why, cap, "%lld scripts run, want 2", n);
+  return n >= 2;
+}
+
 static void test_latch(void **state) {
   (void)state;
   char name[128], channel[200];
@@ -778,8 +799,11 @@ static void test_latch(void **state) {
      * bound cuts it a margin later, and the wait ends "not in time" (a
      * read took nothing), not as a failure. */
     OK(l_try_set(x, 1));
+    freeReplyObject(rt_cmd(node_of(name), "CONFIG RESETSTAT"));
     bg_start(&w, BG_LATCH, x, rt_scaled_ms(1500));
     wait_subscribed(channel);
+    dk_wait(pred_two_looks, node_of(name), 5000,
+            "the look before and after subscribing");
     rt_server_freeze(node_of(name));
     int rc = bg_end(&w);
     rt_server_thaw(node_of(name));
@@ -812,8 +836,30 @@ static bool pred_link_up(void *arg, char *why, size_t cap) {
   return strcmp(v, "up") == 0;
 }
 
+/* The master lists its replica, linked: the client's first write then
+ * counts one replica to confirm on. */
+static bool pred_replica_listed(void *arg, char *why, size_t cap) {
+  char v[32] = "";
+  rt_server_info_field(arg, "replication", "connected_slaves", v, sizeof v);
+  snprintf(why, cap, "connected_slaves %s", v);
+  return atoi(v) >= 1;
+}
+
+/* The replica-wait case's teardown: whatever it did, the replica runs and
+ * the next cases look at their own servers. */
+static int replica_wait_done(void **state) {
+  (void)state;
+  rt_proc_continue_all();
+  sen = NULL;
+  return 0;
+}
+
 static void test_replica_wait(void **state) {
   (void)state;
+  dk_wait(pred_link_up, rt_sentinel_replica(grp, 0), 10000,
+          "the replica linked");
+  dk_wait(pred_replica_listed, rt_sentinel_master(grp), 10000,
+          "the master listing its replica");
   sen = grp;
   char name[128];
   fresh(name, sizeof name, "wait");
@@ -931,7 +977,7 @@ int main(void) {
       DK_CASE(test_psemaphore_watchdog_sentinel, DK_ALL),
       DK_CASE(test_psemaphore_interop_sentinel, DK_ALL),
       DK_CASE(test_latch_sentinel, DK_ALL),
-      DK_CASE(test_replica_wait, DK_ALL),
+      DK_CASE_ST(test_replica_wait, dk_recover, replica_wait_done, DK_ALL),
   };
   int failed = DK_RUN(cases, setup, teardown);
   rt_sentinel_free(grp);
