@@ -18,15 +18,19 @@ typedef struct heard {
   int n;
   int level[MAX_LINES];
   char line[MAX_LINES][256];
-  rlock_client *client; /* asked for its counters from inside the hook */
+  /* asked for its counters from inside the hook; set once the client is
+   * made, while its background thread may already log (its registry
+   * record's connection) */
+  _Atomic(rlock_client *) client;
   atomic_int reentered;
 } heard;
 
 static void hear(rlock_log_level level, const char *message, void *ud) {
   heard *h = ud;
-  if (h->client != NULL) { /* the hook may call the library */
+  rlock_client *c = atomic_load(&h->client);
+  if (c != NULL) { /* the hook may call the library */
     rlock_stats st;
-    if (rlock_client_stats(h->client, &st, sizeof st) == RLOCK_OK)
+    if (rlock_client_stats(c, &st, sizeof st) == RLOCK_OK)
       atomic_fetch_add(&h->reentered, 1);
   }
   pthread_mutex_lock(&h->mu);
@@ -205,7 +209,7 @@ static void test_log_restart(void **state) {
   heard h;
   heard_init(&h);
   rlock_client *c = logged_client(WD, RLOCK_LOG_DEBUG, &h);
-  h.client = c;
+  atomic_store(&h.client, c);
   rlock_client *other = fx_client(srv, 0);
   rlock_lock *l = fx_lock(c, "observe:lost");
   OK(rlock_lock_acquire(l));
