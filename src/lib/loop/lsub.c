@@ -179,7 +179,10 @@ int rlock__lsub_active(const rlock__lwaiter *w) {
 
 static rlock__lchan *chan_get(rlock_client *c, const char *channel);
 
-int rlock__lsub_join(rlock_client *c, rlock__lwaiter *w, const char *channel) {
+/* `channel`'s entry, subscribed or being subscribed, for a waiter or a
+ * watcher to join: RLOCK_OK with *out, or the failure (nothing kept). */
+static int chan_for_joining(rlock_client *c, const char *channel,
+                            rlock__lchan **out) {
   rlock__lchan *ch = chan_get(c, channel);
   if (ch == NULL)
     return RLOCK_ENOMEM;
@@ -192,6 +195,15 @@ int rlock__lsub_join(rlock_client *c, rlock__lwaiter *w, const char *channel) {
       return rc;
     }
   }
+  *out = ch;
+  return RLOCK_OK;
+}
+
+int rlock__lsub_join(rlock_client *c, rlock__lwaiter *w, const char *channel) {
+  rlock__lchan *ch;
+  int rc = chan_for_joining(c, channel, &ch);
+  if (rc != RLOCK_OK)
+    return rc;
   w->chan = ch;
   w->next = NULL;
   w->prev = ch->last;
@@ -272,18 +284,10 @@ static rlock__lchan *chan_get(rlock_client *c, const char *channel) {
 
 int rlock__lsub_watch(rlock_client *c, rlock__lwatcher *w,
                       const char *channel) {
-  rlock__lchan *ch = chan_get(c, channel);
-  if (ch == NULL)
-    return RLOCK_ENOMEM;
-  if (ch->state == RLOCK__LCHAN_NONE ||
-      ch->state == RLOCK__LCHAN_UNSUB_PENDING) {
-    int rc = subscribe(c, ch);
-    if (rc != RLOCK_OK) {
-      if (unused(ch) && ch->state == RLOCK__LCHAN_NONE)
-        chan_drop(c, ch);
-      return rc;
-    }
-  }
+  rlock__lchan *ch;
+  int rc = chan_for_joining(c, channel, &ch);
+  if (rc != RLOCK_OK)
+    return rc;
   w->chan = ch;
   w->next = NULL;
   w->prev = ch->wlast;
