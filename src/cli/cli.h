@@ -188,6 +188,11 @@ int cli_parse_duration(const char *s, int64_t *ms, const char **why);
    on failure: returns 0 or EX_USAGE. */
 int cli_duration_arg(const char *opt, const char *s, int64_t *ms);
 
+/* Parse `--interval`'s argument for command `cmd`, refusing one under
+   `min_ms` with a usage error: returns CLI_CONTINUE or EX_USAGE. */
+int cli_interval_arg(const char *cmd, const char *s, int64_t min_ms,
+                     int64_t *ms);
+
 /* Human form of a non-negative duration: "250ms", "12.3s", "5m07s",
    "2h05m". */
 void cli_format_ms(char *buf, size_t size, int64_t ms);

@@ -66,11 +66,7 @@ static int leader_option(leader_args *a, int c, char **argv) {
     a->watch = 1;
     return CLI_CONTINUE;
   case OPT_INTERVAL:
-    if (cli_duration_arg("--interval", optarg, &a->interval_ms) != 0)
-      return EX_USAGE;
-    if (a->interval_ms < 10)
-      return cli_usage("--interval must be at least 10ms");
-    return CLI_CONTINUE;
+    return cli_interval_arg("leader", optarg, 10, &a->interval_ms);
   default:
     return cli_bad_option(c, argv, LEADER_SHORTOPTS);
   }

@@ -243,11 +243,7 @@ static int status_option(status_args *a, int c, char **argv) {
     return CLI_CONTINUE;
   case OPT_INTERVAL:
     a->interval_set = 1;
-    if (cli_duration_arg("--interval", optarg, &a->interval_ms) != 0)
-      return EX_USAGE;
-    if (a->interval_ms < 10)
-      return cli_usage("--interval must be at least 10ms");
-    return CLI_CONTINUE;
+    return cli_interval_arg("status", optarg, 10, &a->interval_ms);
   default:
     return cli_bad_option(c, argv, STATUS_SHORTOPTS);
   }

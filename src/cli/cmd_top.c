@@ -121,10 +121,9 @@ static int parse_top(int argc, char **argv, top_args *a) {
     else if (c == OPT_COUNTS)
       a->counts = 1;
     else if (c == OPT_INTERVAL) {
-      if (cli_duration_arg("--interval", optarg, &a->interval_ms) != 0)
-        return EX_USAGE;
-      if (a->interval_ms < 100)
-        return cli_usage("top: --interval must be at least 100ms");
+      int st = cli_interval_arg("top", optarg, 100, &a->interval_ms);
+      if (st != CLI_CONTINUE)
+        return st;
     } else
       return cli_bad_option(c, argv, TOP_SHORTOPTS);
   }

@@ -92,6 +92,16 @@ int cli_duration_arg(const char *opt, const char *s, int64_t *ms) {
   return 0;
 }
 
+int cli_interval_arg(const char *cmd, const char *s, int64_t min_ms,
+                     int64_t *ms) {
+  if (cli_duration_arg("--interval", s, ms) != 0)
+    return EX_USAGE;
+  if (*ms < min_ms)
+    return cli_usage("%s: --interval must be at least %lldms", cmd,
+                     (long long)min_ms);
+  return CLI_CONTINUE;
+}
+
 void cli_format_ms(char *buf, size_t size, int64_t ms) {
   if (ms < 1000)
     snprintf(buf, size, "%lldms", (long long)ms);
