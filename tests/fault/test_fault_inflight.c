@@ -62,6 +62,25 @@ static void test_read_lost_too(void **state) {
   finish(f, c);
 }
 
+/* A waiting acquisition whose attempt is lost and whose reads find no
+ * answer until its wait ends: the failure says how long it tried. */
+static void test_unsettled_wait_says_how_long(void **state) {
+  (void)state;
+  static const rt_fake_step s[] = {
+      RT_STEP_ACCEPT(), RT_STEP_EXPECT("EVALSHA"), RT_STEP_CLOSE(),
+      RT_STEP_ACCEPT(), RT_STEP_EXPECT("HGET"),    RT_STEP_END()};
+  rt_fake *f = rt_fake_start(s);
+  rlock_client *c = client_for(f);
+  rlock_lock *l;
+  assert_int_equal(rlock_lock_new(&l, c, "inflight"), RLOCK_OK);
+  int rc = rlock_lock_try_acquire(l, 500, 10000);
+  if (rc != RLOCK_EIO && rc != RLOCK_ETIMEOUT)
+    fail_msg("got %d (%s)", rc, rlock_error_last()->message);
+  expect_rc(RLOCK_EIO, RLOCK_EIO, "tried again for");
+  rlock_lock_free(l);
+  finish(f, c);
+}
+
 /* A fenced lock's token is then the counter's value. */
 static void test_taken_fenced(void **state) {
   (void)state;
@@ -265,12 +284,14 @@ static void test_loop_read_lost_too(void **state) {
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_taken),
-                                     cmocka_unit_test(test_read_lost_too),
-                                     cmocka_unit_test(test_taken_fenced),
-                                     cmocka_unit_test(test_not_taken),
-                                     cmocka_unit_test(test_unexplained),
-                                     cmocka_unit_test(test_loop_taken),
-                                     cmocka_unit_test(test_loop_read_lost_too)};
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_taken),
+      cmocka_unit_test(test_read_lost_too),
+      cmocka_unit_test(test_unsettled_wait_says_how_long),
+      cmocka_unit_test(test_taken_fenced),
+      cmocka_unit_test(test_not_taken),
+      cmocka_unit_test(test_unexplained),
+      cmocka_unit_test(test_loop_taken),
+      cmocka_unit_test(test_loop_read_lost_too)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -329,17 +329,28 @@ static void test_wait_fails_at_once_when_final(void **state) {
   rt_server_free(pw);
 }
 
+/* Each case starts with the server up: one that failed while it was
+ * stopped would leave the next case's unbounded calls waiting for ever. */
+static int server_up(void **state) {
+  (void)state;
+  if (rt_server_pid(srv) == 0)
+    rt_server_start_again(srv);
+  return 0;
+}
+
+#define CASE(fn) cmocka_unit_test_setup(fn, server_up)
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_restart_while_holding),
-      cmocka_unit_test(test_restart_while_waiting),
-      cmocka_unit_test(test_outage_fails_fast_then_recovers),
-      cmocka_unit_test(test_outage_while_waiting_forever),
-      cmocka_unit_test(test_outage_while_waiting_ends_at_deadline),
-      cmocka_unit_test(test_outage_wait_canceled),
-      cmocka_unit_test(test_wait_meets_server_not_up_yet),
-      cmocka_unit_test(test_retry_bound_ends_unbounded_wait),
-      cmocka_unit_test(test_wait_fails_at_once_when_final),
+      CASE(test_restart_while_holding),
+      CASE(test_restart_while_waiting),
+      CASE(test_outage_fails_fast_then_recovers),
+      CASE(test_outage_while_waiting_forever),
+      CASE(test_outage_while_waiting_ends_at_deadline),
+      CASE(test_outage_wait_canceled),
+      CASE(test_wait_meets_server_not_up_yet),
+      CASE(test_retry_bound_ends_unbounded_wait),
+      CASE(test_wait_fails_at_once_when_final),
   };
   return cmocka_run_group_tests(tests, fx_setup, fx_teardown);
 }

@@ -63,13 +63,17 @@ int rlock__plan_outage_end(const rlock__plan *p, int rc) {
 }
 
 void rlock__plan_settle_begin(rlock__plan *p, const rlock_client *c) {
+  int64_t now = rlock__now_us();
   int64_t floor = rlock__deadline_after_ms(c->cfg.connect_timeout_ms +
                                            c->cfg.command_timeout_ms);
-  int64_t limit = p->wait_ms == 0
-                      ? p->deadline_us
-                      : rlock__plan_retry_limit(p, c, rlock__now_us());
+  int64_t limit =
+      p->wait_ms == 0 ? p->deadline_us : rlock__plan_retry_limit(p, c, now);
   p->settle_until_us = limit > floor ? limit : floor;
   p->settle_ms = SETTLE_FIRST_MS;
+  if (p->wait_ms != 0 && p->outage_us == 0) { /* the connection was lost: */
+    p->outage_us = now; /* a wait that ends in it says how long it tried */
+    p->backoff_ms = RLOCK__OUTAGE_FIRST_MS;
+  }
 }
 
 int64_t rlock__plan_settle_again(rlock__plan *p, const rlock__call *call,

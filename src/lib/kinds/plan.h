@@ -65,7 +65,8 @@ int rlock__plan_outage_end(const rlock__plan *p, int rc);
 
 /* An attempt was lost in flight: start the reads that tell whether it took
  * the lock. They go on within the retry limit (and at least a connect and
- * a command timeout). */
+ * a command timeout). For a wait, an outage begins here, unless one is
+ * under way: a wait it ends says how long it tried (plan_outage_end). */
 void rlock__plan_settle_begin(rlock__plan *p, const rlock_client *c);
 
 /* A settling read failed with `rc` (`call`: the read, after its run):
