@@ -125,6 +125,7 @@ static void *waiter_main(void *arg) {
 
 static void waiter_start(waiter *w, const char *name) {
   memset(w, 0, sizeof *w);
+  freeReplyObject(rt_cmd(clk, "CONFIG RESETSTAT"));
   w->c = clock_client(clk, NULL);
   OK(rlock_lock_new_fenced(&w->l, w->c, name));
   w->owner = rlock_owner_new();
@@ -133,6 +134,9 @@ static void waiter_start(waiter *w, const char *name) {
   char ch[256];
   snprintf(ch, sizeof ch, "redisson_lock__channel:{%s}", name);
   fx_wait_subscribers(clk, ch, 1, "the waiter's subscription");
+  /* and its look once subscribed (or a renewal: these count too) is in,
+   * so it cannot take the lock the jump expires before the rival does */
+  fx_wait_evalsha(clk, 2, "the waiter's attempts");
 }
 
 static void waiter_free(waiter *w) {
@@ -252,7 +256,8 @@ static int check_blocking(void *l) { return rlock_lock_check(l); }
  * release then says RLOCK_ELOST. */
 static void test_jump_blocking_holder(void **state) {
   (void)state;
-  lost_seen lost = {0};
+  static lost_seen lost; /* static: a failed case's client writes to it */
+  lost = (lost_seen){0};
   rlock_client *c = clock_client(clk, &lost);
   rlock_lock *l;
   OK(rlock_lock_new_fenced(&l, c, "clock:b"));
@@ -262,7 +267,8 @@ static void test_jump_blocking_holder(void **state) {
   o.token = &t1;
   OK(rlock_lock_acquire_opts(l, &o));
   assert_int_equal(fenced_write("clock:b", t1), 1);
-  jump_run j = {.who = "blocking holder", .lost = &lost};
+  static jump_run j; /* static: a failed case's waiter writes to it */
+  j = (jump_run){.who = "blocking holder", .lost = &lost};
   jump_under_holder(&j, "clock:b", t1, check_blocking, l);
   report_jump(&j);
   /* Told within a renewal period of the jump (plus slack), once. */
@@ -309,9 +315,10 @@ static int check_loop(void *h) {
  * RLOCK_ELOST. */
 static void test_jump_loop_holder(void **state) {
   (void)state;
-  uv_loop_t loop;
+  static uv_loop_t loop; /* static, as the blocking holder's */
   uv_loop_init(&loop);
-  lost_seen lost = {0};
+  static lost_seen lost;
+  lost = (lost_seen){0};
   rlock_config *cfg;
   rlock_client *c;
   OK(rlock_config_new(&cfg));
@@ -330,7 +337,8 @@ static void test_jump_loop_holder(void **state) {
   loop_until(&loop, &acq.done, 5000, "the loop holder's acquisition");
   OK(acq.rc);
   assert_int_equal(fenced_write("clock:l", acq.value), 1);
-  jump_run j = {.who = "loop holder", .lost = &lost, .loop = &loop};
+  static jump_run j; /* as the blocking holder's */
+  j = (jump_run){.who = "loop holder", .lost = &lost, .loop = &loop};
   jump_under_holder(&j, "clock:l", acq.value, check_loop, &h);
   report_jump(&j);
   ASSERT_BETWEEN(atomic_load(&lost.at_ms) - j.jump_at, 0, RENEW_MS + 1000);
