@@ -5,5 +5,9 @@
 #include "parsers.h"
 
 int fuzz_cli_status(int argc, char **argv, int *first, int *json) {
-  return parse_status(argc, argv, first, json);
+  status_args a = {0, 0, 0, 0, 1000};
+  int rc = parse_status(argc, argv, &a);
+  *first = a.first;
+  *json = a.json;
+  return rc;
 }

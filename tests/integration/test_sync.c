@@ -800,15 +800,26 @@ static void test_latch(void **state) {
      * bound cuts it a margin later, and the wait ends "not in time" (a
      * read took nothing), not as a failure. */
     OK(l_try_set(x, 1));
-    freeReplyObject(rt_cmd(node_of(name), "CONFIG RESETSTAT"));
-    bg_start(&w, BG_LATCH, x, rt_scaled_ms(1500));
+    /* A command timeout past the wait's end: whenever a look goes out
+     * after the stop, the wait's bound is what ends it. */
+    rlock_config *cfg;
+    OK(rlock_config_new(&cfg));
+    OK(rlock_config_set_url(cfg, rt_server_url(srv)));
+    OK(rlock_config_set_command_timeout_ms(cfg, rt_scaled_ms(20000)));
+    rlock_client *patient = dk_client_cfg(cfg);
+    rlock_config_free(cfg);
+    rlock_latch *px;
+    OK(rlock_latch_new(&px, patient, name));
+    freeReplyObject(rt_cmd(srv, "CONFIG RESETSTAT"));
+    bg_start(&w, BG_LATCH, px, rt_scaled_ms(1500));
     wait_subscribed(channel);
-    dk_wait(pred_two_looks, node_of(name), 5000,
-            "the look before and after subscribing");
-    rt_server_freeze(node_of(name));
+    dk_wait(pred_two_looks, srv, 5000, "the look before and after subscribing");
+    rt_server_freeze(srv);
     int rc = bg_end(&w);
-    rt_server_thaw(node_of(name));
+    rt_server_thaw(srv);
     RC(rc, RLOCK_ELOCKED);
+    rlock_latch_free(px);
+    dk_free(patient);
     OK(l_delete(&v, x));
   }
   rlock_latch_free(x);
