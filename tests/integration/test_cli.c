@@ -2961,12 +2961,14 @@ static void test_status_watch(void **state) {
   assert_int_equal(kill(w.pid, SIGINT), 0);
   assert_int_equal(proc_wait(&w, SCALED(5000)), 130);
   /* The first holder shows too when a read after the subscriptions'
-   * confirmations found it (they are read as messages are). */
+   * confirmations found it (they are read as messages are), and so does
+   * the lock free between the two when the read on the holder's release
+   * came before the waiter took it (a slow machine: valgrind). */
   int n = count_lines(w.out[0]);
   char who[64];
   snprintf(who, sizeof who, " x1 (pid %d on ", (int)waiter.pid);
   const char *waiter_line = strstr(w.out[0], who);
-  if ((n != 3 && n != 4) || waiter_line == NULL)
+  if (n < 3 || n > 5 || waiter_line == NULL)
     fail_msg("status --watch printed: '%s'", w.out[0]);
   assert_non_null(strstr(w.out[0], "Z cli:status:watch: free\n"));
   assert_non_null(
