@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,11 @@ typedef struct rlock__lookup {
   char port[8];
   char host[]; /* NUL-terminated */
 } lookup;
+
+/* Lookup threads started and not yet past getaddrinfo(). */
+static atomic_int running;
+
+int rlock__resolve_running(void) { return atomic_load(&running); }
 
 static int lookup_addrinfo(const char *host, const char *port, int flags,
                            struct addrinfo **out) {
@@ -58,6 +64,7 @@ static void *lookup_main(void *arg) {
   struct addrinfo *res = NULL;
   int rc = lookup_addrinfo(l->host, l->port, 0, &res);
   int e = errno;
+  atomic_fetch_sub(&running, 1);
   pthread_mutex_lock(&l->mu);
   l->rc = rc;
   l->sys_errno = e;
@@ -97,7 +104,10 @@ static int lookup_start(lookup *l) {
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
+  atomic_fetch_add(&running, 1);
   rc = pthread_create(&tid, &attr, lookup_main, l);
+  if (rc != 0)
+    atomic_fetch_sub(&running, 1);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   pthread_attr_destroy(&attr);
   return rc;

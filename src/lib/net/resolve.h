@@ -51,4 +51,9 @@ int rlock__resolve_take(rlock__lookup *l, int *rc, struct addrinfo **out,
  * thread ends. NULL is ignored. */
 void rlock__resolve_drop(rlock__lookup *l);
 
+/* How many lookup threads are still inside getaddrinfo(), given up on or
+ * not. A program that must not exit under one (a leak checker sees the
+ * resolver's buffers of a thread cut off by exit) waits for 0. */
+int rlock__resolve_running(void);
+
 #endif /* RLOCK_RESOLVE_H */
