@@ -536,8 +536,6 @@ static inline int dk_run(const dk_case *cases, size_t n, int (*setup)(void),
   assert_non_null(list);
   dk_file_setup = setup;
   dk_file_teardown = teardown;
-  if (getenv("RLOCK_TEST_FILTER") != NULL)
-    cmocka_set_test_filter(getenv("RLOCK_TEST_FILTER"));
   const int order[] = {DK_BLOCKING, DK_UV, DK_EV};
   for (int d = 0; d < DK_NDRIVERS; d++) {
     size_t k = 0;
@@ -549,8 +547,8 @@ static inline int dk_run(const dk_case *cases, size_t n, int (*setup)(void),
     dk = order[d];
     if (dk_loop())
       kind = dk;
-    failed += _cmocka_run_group_tests(dk_name(), list, k, dk_group_setup,
-                                      dk_group_teardown);
+    failed +=
+        rt_run_group(dk_name(), list, k, dk_group_setup, dk_group_teardown);
   }
   free(list);
   return failed;

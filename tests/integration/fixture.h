@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <pthread.h>
+#include "rt_select.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -386,16 +387,14 @@ static inline int fx_wait_child(pid_t pid, int64_t ms) {
 }
 
 /* Run the tests, or the child role when started by fx_spawn_child.
- * $RLOCK_TEST_FILTER (a cmocka pattern, '*' and '?' allowed) runs only the
- * tests whose names match, e.g. RLOCK_TEST_FILTER='test_wake_*'. */
+ * $RLOCK_TEST_FILTER and $RLOCK_TEST_SKIP choose the cases (rt_select.h),
+ * e.g. RLOCK_TEST_FILTER='test_wake_*'. */
 #define FX_MAIN(tests, setup, teardown, child_fn)                              \
   int main(int argc, char **argv) {                                            \
     fx_argv0 = argv[0];                                                        \
     if (argc > 2 && strcmp(argv[1], "--child") == 0)                           \
       return child_fn(argc - 2, argv + 2);                                     \
-    if (getenv("RLOCK_TEST_FILTER") != NULL)                                   \
-      cmocka_set_test_filter(getenv("RLOCK_TEST_FILTER"));                     \
-    return cmocka_run_group_tests(tests, setup, teardown);                     \
+    return RT_RUN_GROUP(#tests, tests, setup, teardown);                       \
   }
 
 /* A path in the shared server's temporary directory (removed with the

@@ -875,7 +875,5 @@ int main(void) {
       cmocka_unit_test(test_loop_permit_once),
       cmocka_unit_test(test_loop_permit_all),
   };
-  if (getenv("RLOCK_TEST_FILTER") != NULL)
-    cmocka_set_test_filter(getenv("RLOCK_TEST_FILTER"));
-  return cmocka_run_group_tests(tests, fx_setup, fx_teardown);
+  return RT_RUN_GROUP("tests", tests, fx_setup, fx_teardown);
 }

@@ -3100,8 +3100,5 @@ int main(void) {
       cmocka_unit_test(test_leader_watch),
       cmocka_unit_test(test_leader_watch_handover),
   };
-  /* $RLOCK_TEST_FILTER (a cmocka pattern) runs only the tests matching. */
-  if (getenv("RLOCK_TEST_FILTER") != NULL)
-    cmocka_set_test_filter(getenv("RLOCK_TEST_FILTER"));
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return RT_RUN_GROUP("tests", tests, setup, teardown);
 }

@@ -1183,7 +1183,5 @@ int main(int argc, char **argv) {
     printf("test_faults_partition: %s: every scenario skipped\n", why);
     return 77;
   }
-  if (getenv("RLOCK_TEST_FILTER") != NULL)
-    cmocka_set_test_filter(getenv("RLOCK_TEST_FILTER"));
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return RT_RUN_GROUP("tests", tests, NULL, NULL);
 }

@@ -1567,8 +1567,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {CASES(0)};
   int failed = 0;
   kind = UV;
-  failed += cmocka_run_group_tests_name("libuv", tests, setup, teardown);
+  failed += RT_RUN_GROUP("libuv", tests, setup, teardown);
   kind = EV;
-  failed += cmocka_run_group_tests_name("libevent", tests, setup, teardown);
+  failed += RT_RUN_GROUP("libevent", tests, setup, teardown);
   return failed;
 }

@@ -532,7 +532,5 @@ int main(void) {
       cmocka_unit_test(test_cluster),
       cmocka_unit_test(test_sentinel),
   };
-  if (getenv("RLOCK_TEST_FILTER") != NULL)
-    cmocka_set_test_filter(getenv("RLOCK_TEST_FILTER"));
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return RT_RUN_GROUP("tests", tests, setup, teardown);
 }

@@ -481,7 +481,5 @@ int main(void) {
       cmocka_unit_test(test_wakeups_while_renewal_stuck_blocking),
       cmocka_unit_test(test_wakeups_while_renewal_stuck_loop),
   };
-  if (getenv("RLOCK_TEST_FILTER") != NULL)
-    cmocka_set_test_filter(getenv("RLOCK_TEST_FILTER"));
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return RT_RUN_GROUP("tests", tests, setup, teardown);
 }
