@@ -138,7 +138,8 @@ typedef struct rlock_client_record {
  * rlock_lock_info_owner() gives it: "<client id>:<thread>") or a bare
  * client id: reads its registry record from the server, one GET of
  * RLOCK_REGISTRY_PREFIX + the id on the node that serves that key.
- * Blocking; thread-safe; not for a loop client (RLOCK_EINVAL).
+ * Blocking; thread-safe; not for a loop client (RLOCK_EINVAL: a loop
+ * client reads it with rlock_client_whois_async(), rlock/loop.h).
  *
  * @param owner an owner field or a client id (a UUID, 36 characters,
  *              before any ':'); borrowed

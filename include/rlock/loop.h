@@ -288,6 +288,46 @@ RLOCK_EXTERN int rlock_election_observe_async(rlock_election *e,
                                               rlock_leader_fn cb, void *arg);
 
 /**
+ * Completion of rlock_client_whois_async(): `rc` is RLOCK_OK or a status
+ * (rlock_error_last() has the message); `record` is the record read when
+ * rc is RLOCK_OK and one was found, else NULL (RLOCK_OK with NULL: there
+ * is no record). `record` is borrowed for the call: copy the struct to
+ * keep it; the library frees it when the callback returns.
+ */
+typedef void (*rlock_record_fn)(void *arg, int rc,
+                                const rlock_client_record *record);
+
+/**
+ * rlock_client_whois() on the loop: who is behind an owner field or a
+ * client id, read as that call reads it (one GET of RLOCK_REGISTRY_PREFIX
+ * + the id, sent to the node that serves that key: its slot's master on
+ * a cluster, MOVED and ASK followed, refusals retried within the connect
+ * plus the command timeout as any loop call's; Sentinel's master). Not
+ * cancelable; rlock_client_free() with it pending completes it with
+ * RLOCK_ECLOSED. Any thread, as every _async function; the callback runs
+ * on the loop's thread.
+ *
+ * @param client a loop client (rlock_client_new_loop)
+ * @param owner  an owner field ("<client id>:<thread>") or a client id
+ *               (a UUID, 36 characters, before any ':'); borrowed, read
+ *               before this returns
+ * @param cb     required; gets the record or NULL (rlock_record_fn)
+ * @return RLOCK_OK (the callback will run: RLOCK_OK, with the record or
+ *         NULL when there is none (a Redisson client, a client whose
+ *         registry is off, one gone for three periods); RLOCK_EIO,
+ *         RLOCK_ETIMEOUT, RLOCK_EAUTH (an ACL refused the read),
+ *         RLOCK_EWRONGTYPE (the key is not a record), RLOCK_ESERVER,
+ *         RLOCK_ENOMEM, RLOCK_ECLOSED (the client was freed)); or, with no
+ *         callback, RLOCK_EINVAL (client, owner or cb NULL; an owner that
+ *         does not start with a client id; a blocking client: use
+ *         rlock_client_whois()), RLOCK_ECLOSED (a fork()ed child, or the
+ *         client is being freed), RLOCK_ENOMEM.
+ */
+RLOCK_EXTERN int rlock_client_whois_async(rlock_client *client,
+                                          const char *owner, rlock_record_fn cb,
+                                          void *arg);
+
+/**
  * Acquire every member of `m` for `opts->owner`, in order, within
  * `opts->wait_ms` in all: rlock_multilock_acquire_opts's rules (each
  * member with what is left of the wait; with a fixed lease, the earlier

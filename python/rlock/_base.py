@@ -239,7 +239,8 @@ class Waiter:
 @dataclass(frozen=True)
 class ClientRecord:
     """Who an owner field belongs to: its client's registry record
-    (Client.whois(), rlock_client_whois), written by every rlock client
+    (Client.whois(), rlock.aio.Client.awhois(), rlock_client_whois),
+    written by every rlock client
     unless its ``registry_period`` is 0.
 
     Attributes:

@@ -401,6 +401,10 @@ int rlock_election_resign_async(rlock_election *e, uint64_t owner,
 typedef void (*rlock_leader_fn)(void *arg, int rc, rlock_leader *leader);
 int rlock_election_observe_async(rlock_election *e, rlock_leader_fn cb,
                                  void *arg);
+typedef void (*rlock_record_fn)(void *arg, int rc,
+                                const rlock_client_record *record);
+int rlock_client_whois_async(rlock_client *client, const char *owner,
+                             rlock_record_fn cb, void *arg);
 typedef struct rlock_election_watch rlock_election_watch;
 typedef void (*rlock_leader_change_fn)(void *arg, int rc,
                                        rlock_leader *leader);
@@ -446,6 +450,8 @@ extern "Python" void _rlock_loop_detach(void *);
 extern "Python" void _rlock_async_done(void *, int, int64_t);
 extern "Python" void _rlock_info_done(void *, int, rlock_lock_info *);
 extern "Python" void _rlock_leader_done(void *, int, rlock_leader *);
+extern "Python" void _rlock_record_done(void *, int,
+                                        const rlock_client_record *);
 extern "Python" void _rlock_redlock_done(void *, int, int64_t,
                                          rlock_redlock_result *);
 extern "Python" void _rlock_permit_done(void *, int, const char *);

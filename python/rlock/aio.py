@@ -18,7 +18,7 @@ Names: every method that must be awaited is either one asyncio.Lock
 awaits too (``acquire``) or the release that pairs with it, or its name
 starts with ``a``, as ``aclose`` does: the queries are ``alocked()``,
 ``aheld()``, ``ahold_count()``, ``attl()``, ``ainspect()`` and
-``aforce_release()``, so that ``if lock.alocked():`` reads as the mistake
+``aforce_release()`` (and the client's ``awhois()``), so that ``if lock.alocked():`` reads as the mistake
 it is (a coroutine object, always true). The names they had before
 (``locked()``, ...) still work when awaited, with a DeprecationWarning,
 and raise TypeError in a boolean context instead of being always true.
@@ -47,7 +47,8 @@ from typing import (Any, Awaitable, Callable, Coroutine, Dict, Generator,
                     Tuple, Type, TypeVar, Union)
 
 from . import _base, _metrics, _sync
-from ._base import (DEFAULT, ECANCELED, ELOCKED, OK, ErrorCallback, Handle,
+from ._base import (DEFAULT, ECANCELED, ELOCKED, OK, ClientRecord,
+                    ErrorCallback, Handle,
                     Leader, LeaderCallback, LeaderWatch, _LeaderFollow,
                     leader_watch, LockInfo, LogLevel, Owner, OwnerLike, PubSubMode,
                     RedLockResult, _bytes, _text, check, lease_ms, leader_of,
@@ -232,6 +233,15 @@ def _rlock_leader_done(arg: Any, rc: int, leader: Any) -> None:
         finally:
             lib.rlock_leader_free(leader)
         op.finish(rc, v)
+    except BaseException:  # pragma: no cover
+        pass
+
+
+@ffi.def_extern()
+def _rlock_record_done(arg: Any, rc: int, rec: Any) -> None:
+    try:  # the record is borrowed for the callback: copied here
+        ffi.from_handle(arg).finish(
+            rc, _base.client_record(rec) if rec != ffi.NULL else None)
     except BaseException:  # pragma: no cover
         pass
 
@@ -487,6 +497,29 @@ class Client:
     def pending(self) -> int:
         """How many operations are pending on this client now."""
         return len(self._pending)
+
+    async def awhois(self, owner: str) -> Optional[ClientRecord]:
+        """rlock.Client.whois() on the loop: who is behind an owner field
+        (a Holder's or a Waiter's ``owner``) or a client id, read from the
+        server (one GET, rlock_client_whois_async): its ClientRecord, or
+        None when there is none (a Redisson client, an rlock client whose
+        ``registry_period`` is 0, or one gone for a while). Awaited to the
+        end even when the task is cancelled meanwhile (then
+        CancelledError).
+
+        Raises:
+            InvalidArgument: an owner that does not start with a client id.
+            TypeError: an owner that is not a str.
+            Closed, ConnectionError, ...: as the other queries.
+        """
+        b = _bytes(owner, "owner")
+        op = self._start("whois", lib.rlock_client_whois_async, self._ptr, b,
+                         lib._rlock_record_done)
+        rc, value, msg = await _settle(op)
+        if rc != OK:
+            raise error_for(rc, msg)
+        rec: Optional[ClientRecord] = value
+        return rec
 
     def stats(self) -> Stats:
         """The client's counters."""

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """The client registry from Python: every client (blocking and asyncio)
-writes its record, and Client.whois() reads who is behind a holder's or a
-queued waiter's owner field (LockInfo.holders, LockInfo.queue), on one
-server and on a cluster; keyword checks; registry_period=0 writes none."""
+writes its record, and Client.whois() (rlock.aio: awhois()) reads who is
+behind a holder's or a queued waiter's owner field (LockInfo.holders,
+LockInfo.queue), on one server and on a cluster; keyword checks;
+registry_period=0 writes none."""
 from __future__ import annotations
 
 import asyncio
@@ -106,6 +107,74 @@ def test_asyncio_client_writes_its_record(server: Server, name: str) -> None:
             await lk.release()
             return rec.program
     assert asyncio.run(main()) == "pytest aio"
+
+
+async def arecord_of(c: rlock.aio.Client, owner: str) -> rlock.ClientRecord:
+    """awhois() until the record is there (a client writes it at once, on
+    its loop)."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + 10
+    while (rec := await c.awhois(owner)) is None:
+        assert loop.time() < end, f"no record of {owner}"
+        await asyncio.sleep(0.01)
+    return rec
+
+
+@pytest.mark.asyncio
+async def test_asyncio_whois(server: Server, name: str) -> None:
+    """rlock.aio's awhois(): the ClientRecord the sync whois() returns for
+    the same owner; None for an unknown, a Redisson or a registry-less
+    client; the sync whois's refusals."""
+    async with rlock.aio.Client(server.url, program="pytest awhois") as c, \
+            rlock.aio.Client(server.url, registry_period=0) as off:
+        lk = c.fair_lock(name)
+        await lk.acquire()
+        owner = (await lk.ainspect()).holders[0].owner
+        rec = await arecord_of(c, owner)
+        assert (rec.client_id, rec.pid, rec.program, rec.host) == (
+            owner.split(":")[0], os.getpid(), "pytest awhois",
+            socket.gethostname())
+        assert rec.version == rlock.library_version
+        with rlock.Client(server.url) as b:
+            assert b.whois(owner) == rec
+        assert await c.awhois(rec.client_id) == rec  # a bare client id
+        assert await c.awhois(UNKNOWN) is None
+        redisson = "8f14e45f-ceea-467f-a0e6-6b4f1e2b6c11:1"
+        resp(server.port, "HSET", f"{name}:redisson", redisson, "1")
+        resp(server.port, "PEXPIRE", f"{name}:redisson", "30000")
+        held = await c.lock(f"{name}:redisson").ainspect()
+        assert held.holders[0].owner == redisson
+        assert await c.awhois(redisson) is None
+        await off.lock(f"{name}:off").acquire()
+        off_owner = (await off.lock(f"{name}:off").ainspect()).holders[0].owner
+        assert await c.awhois(off_owner) is None
+        await off.lock(f"{name}:off").release()
+        with pytest.raises(rlock.InvalidArgument):
+            await c.awhois("not-a-client:1")
+        with pytest.raises(TypeError):
+            await c.awhois(42)  # type: ignore[arg-type]
+        resp(server.port, "SET", f"rlock:client:{UNKNOWN.split(':')[0]}",
+             "garbage")
+        with pytest.raises(rlock.WrongType):
+            await c.awhois(UNKNOWN)
+        resp(server.port, "DEL", f"rlock:client:{UNKNOWN.split(':')[0]}",
+             f"{name}:redisson")
+        await lk.release()
+    with pytest.raises(rlock.Closed):
+        await c.awhois(owner)
+
+
+@pytest.mark.asyncio
+async def test_asyncio_whois_cluster(cluster: List[Server],
+                                     name: str) -> None:
+    async with rlock.aio.Client(cluster_url(cluster),
+                                program="pytest aio cluster") as c:
+        lk = c.lock(name)
+        await lk.acquire()
+        owner = (await lk.ainspect()).holders[0].owner
+        rec = await arecord_of(c, owner)
+        assert (rec.pid, rec.program) == (os.getpid(), "pytest aio cluster")
+        await lk.release()
 
 
 def test_default_program_is_argv0_only(server: Server, name: str) -> None:

@@ -484,6 +484,51 @@ static inline int dk_inspect(rlock_lock_info **out, rlock_lock *l) {
   return s.rc;
 }
 
+/* ---- who is behind an owner field --------------------------------------- */
+
+typedef struct dk_rec {
+  atomic_int done;
+  int rc, found;
+  rlock_client_record rec;
+  char msg[256];
+} dk_rec;
+
+static inline void dk_on_record(void *arg, int rc,
+                                const rlock_client_record *rec) {
+  dk_rec *s = arg;
+  s->rc = rc;
+  s->found = rec != NULL;
+  if (rec != NULL)
+    s->rec = *rec; /* borrowed for the callback */
+  snprintf(s->msg, sizeof s->msg, "%s",
+           rc == RLOCK_OK ? "" : rlock_error_last()->message);
+  atomic_store(&s->done, 1);
+}
+
+static inline bool dk_pred_record(void *arg, char *why, size_t cap) {
+  snprintf(why, cap, "no whois answer yet");
+  return atomic_load(&((dk_rec *)arg)->done);
+}
+
+/* rlock_client_whois's answer (1 found, 0 none, or a status), through
+ * rlock_client_whois_async on a loop driver (called from the test's
+ * thread: the loop's own, or another one in the background mode). */
+static inline int dk_whois(rlock_client *c, const char *owner,
+                           rlock_client_record *out) {
+  if (!dk_loop())
+    return rlock_client_whois(c, owner, out);
+  dk_rec s = {0};
+  memset(out, 0, sizeof *out);
+  int rc = rlock_client_whois_async(c, owner, dk_on_record, &s);
+  if (rc != RLOCK_OK)
+    return rc;
+  dk_wait(dk_pred_record, &s, 10000, "a whois answer");
+  if (s.rc != RLOCK_OK)
+    return rlock_loop_error(s.rc, s.msg);
+  *out = s.rec;
+  return s.found;
+}
+
 /* ---- the groups --------------------------------------------------------- */
 
 /* A case and the drivers it runs on (DK_ALL, DK_BLOCK, DK_LOOPS). */

@@ -3,7 +3,8 @@
  * Integration: rlock against a real Redis Cluster (rt_cluster: 3 masters,
  * one replica each). The cases written once run once per driver
  * (drivers.h: a blocking client, a loop client on libuv and on libevent):
- * every lock kind on every master, keys on the owning node; waiters woken
+ * every lock kind on every master, keys on the owning node; whois read
+ * from the master of the registry key's slot; waiters woken
  * by unlock messages in the three pub/sub modes (classic, sharded, auto);
  * Redisson's own scripts publishing with SPUBLISH; the unlock latch
  * (deleted after each release, replayed for a release whose reply was
@@ -487,6 +488,61 @@ static void test_every_master(void **state) {
   }
   dk_free(a);
   dk_free(b);
+}
+
+/* Whether a client's registry record is on the node that owns its slot
+ * (arg: the key). */
+static bool pred_record_on_owner(void *arg, char *why, size_t cap) {
+  const char *key = arg;
+  int m = owner_of(key);
+  snprintf(why, cap, "no %s on node %d", key, m);
+  return exists_on(m, key) == 1;
+}
+
+/* whois reads each client's record from the master of its key's slot:
+ * clients are made until every master holds one's record, and a reader
+ * of the running driver finds each, following no redirection (routed by
+ * the slot, not by MOVED). */
+static void test_whois_by_slot(void **state) {
+  (void)state;
+  int masters[16], n = live_masters(masters);
+  rlock_client *on[16] = {0};
+  int have = 0;
+  for (int tries = 0; have < n && tries < 60; tries++) {
+    rlock_client *c = cluster_client(NULL, 0);
+    char key[80];
+    snprintf(key, sizeof key, "%s%s", RLOCK_REGISTRY_PREFIX,
+             rlock_client_id(c));
+    dk_wait(pred_record_on_owner, key, 5000, "a registry record");
+    int m = owner_of(key), i = 0;
+    while (masters[i] != m)
+      i++;
+    if (on[i] == NULL) {
+      on[i] = c;
+      have++;
+    } else {
+      dk_free(c);
+    }
+  }
+  assert_int_equal(have, n);
+  rlock_client *r = cluster_client(NULL, 0);
+  rlock_client_record rec;
+  RC(dk_whois(r, rlock_client_id(on[0]), &rec), 1); /* the map is known */
+  rlock_stats st0, st1;
+  OK(rlock_client_stats(r, &st0, sizeof st0));
+  for (int i = 0; i < n; i++) {
+    char owner[RLOCK_OWNER_MAX];
+    snprintf(owner, sizeof owner, "%s:7", rlock_client_id(on[i]));
+    RC(dk_whois(r, owner, &rec), 1);
+    assert_string_equal(rec.client_id, rlock_client_id(on[i]));
+    assert_int_equal(rec.pid, (long long)getpid());
+  }
+  RC(dk_whois(r, "11111111-2222-3333-4444-555555555555:1", &rec), 0);
+  OK(rlock_client_stats(r, &st1, sizeof st1));
+  assert_int_equal(st1.redirections, st0.redirections);
+  for (int i = 0; i < n; i++)
+    dk_free(on[i]);
+  dk_free(r);
 }
 
 /* ---- 2. wake-ups in each pub/sub mode ------------------------------------ */
@@ -1975,6 +2031,7 @@ int main(int argc, char **argv) {
       DK_CASE(test_wrong_url_kind, DK_BLOCK),
       DK_CASE(test_dead_first_seed, DK_BLOCK),
       DK_CASE(test_every_master, DK_ALL),
+      DK_CASE(test_whois_by_slot, DK_ALL),
       DK_CASE(test_latch_replays_lost_reply, DK_ALL),
       DK_CASE(test_wake_classic, DK_ALL),
       DK_CASE(test_wake_sharded, DK_ALL),

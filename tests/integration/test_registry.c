@@ -7,7 +7,9 @@
  * periods, is written again once a period and no more often however many
  * locks are taken; off, no key is written; a write an ACL refuses is
  * logged once and the locks go on; whois reads it back from an owner
- * field, says 0 for an unknown client, refuses bad arguments.
+ * field, says 0 for an unknown client (a Redisson holder), refuses bad
+ * arguments; on a loop client rlock_client_whois_async does (dk_whois),
+ * from any thread, and a client freed completes it with RLOCK_ECLOSED.
  */
 #include "drivers.h"
 
@@ -66,11 +68,10 @@ static void test_record(void **state) {
   key_of(c, key, sizeof key);
   long long ttl = rt_cmd_int(srv, "PTTL %s", key);
   ASSERT_RANGE(ttl, 1, 3 * PERIOD);
-  rlock_client *b = fx_client(srv, 0); /* whois is blocking */
   char owner[RLOCK_OWNER_MAX];
   snprintf(owner, sizeof owner, "%s:42", rlock_client_id(c));
   rlock_client_record rec;
-  RC(rlock_client_whois(b, owner, &rec), 1);
+  RC(dk_whois(c, owner, &rec), 1); /* the loop's whois on a loop driver */
   assert_string_equal(rec.client_id, rlock_client_id(c));
   assert_int_equal(rec.pid, (long long)getpid());
   assert_string_equal(rec.program, "registry test prog"); /* no newline */
@@ -79,7 +80,12 @@ static void test_record(void **state) {
   gethostname(host, sizeof host - 1);
   assert_string_equal(rec.host, host);
   ASSERT_RANGE(rec.started_ms, before, (int64_t)time(NULL) * 1000 + 1000);
-  RC(rlock_client_whois(b, rlock_client_id(c), &rec), 1); /* a bare id */
+  RC(dk_whois(c, rlock_client_id(c), &rec), 1); /* a bare id */
+  assert_string_equal(rec.client_id, rlock_client_id(c));
+  rlock_client *b = fx_client(srv, 0); /* another client reads it alike */
+  rlock_client_record again;
+  RC(rlock_client_whois(b, owner, &again), 1);
+  assert_memory_equal(&again, &rec, sizeof rec);
   rlock_client_free(b);
   free_client(c);
 }
@@ -147,11 +153,9 @@ static void test_off(void **state) {
   char key[80];
   key_of(off, key, sizeof key);
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", key), 0);
-  rlock_client *b = fx_client(srv, 0);
   rlock_client_record rec;
-  RC(rlock_client_whois(b, rlock_client_id(off), &rec), 0);
+  RC(dk_whois(on, rlock_client_id(off), &rec), 0);
   assert_string_equal(rec.host, "");
-  rlock_client_free(b);
   free_client(on);
   if (dk_loop())
     free_client(off);
@@ -262,6 +266,146 @@ static void test_args(void **state) {
   rlock_client_free(b);
 }
 
+/* A lock held as Redisson holds it (its own client id, thread 1): its
+ * holder has no record, and whois says so (0, the record zeroed). */
+static void test_redisson_owner(void **state) {
+  (void)state;
+  const char *field = "8f14e45f-ceea-467f-a0e6-6b4f1e2b6c11:1";
+  rt_cmd_int(srv, "HSET registry:redisson %s 1", field);
+  rt_cmd_int(srv, "PEXPIRE registry:redisson 30000");
+  rlock_client *c = reg_client(PERIOD, NULL, rt_server_url(srv), NULL, NULL);
+  rlock_lock *l = fx_lock(c, "registry:redisson");
+  rlock_lock_info *info;
+  OK(dk_inspect(&info, l));
+  assert_int_equal(rlock_lock_info_holder_count(info), 1);
+  assert_string_equal(rlock_lock_info_holder_owner(info, 0), field);
+  rlock_client_record rec;
+  memset(&rec, 'x', sizeof rec);
+  RC(dk_whois(c, rlock_lock_info_holder_owner(info, 0), &rec), 0);
+  assert_string_equal(rec.client_id, "");
+  assert_string_equal(rec.host, "");
+  assert_int_equal(rec.pid, 0);
+  rlock_lock_info_free(info);
+  rt_cmd_int(srv, "DEL registry:redisson");
+  if (dk_loop())
+    free_client(c);
+  rlock_lock_free(l);
+  if (!dk_loop())
+    free_client(c);
+}
+
+static void never_called(void *arg, int rc, const rlock_client_record *rec) {
+  (void)rc, (void)rec;
+  atomic_fetch_add((atomic_int *)arg, 1);
+}
+
+/* rlock_client_whois_async refuses what rlock_client_whois refuses, and a
+ * blocking client, with no callback; a key that is not a record is the
+ * callback's RLOCK_EWRONGTYPE; a fork()ed child is refused. */
+static void test_args_async(void **state) {
+  (void)state;
+  rlock_client *c = reg_client(0, NULL, rt_server_url(srv), NULL, NULL);
+  rlock_client *b = fx_client(srv, 0);
+  const char *id = "11111111-2222-3333-4444-555555555555";
+  atomic_int calls = 0;
+  RC(rlock_client_whois_async(NULL, id, never_called, &calls), RLOCK_EINVAL);
+  RC(rlock_client_whois_async(c, NULL, never_called, &calls), RLOCK_EINVAL);
+  RC(rlock_client_whois_async(c, id, NULL, &calls), RLOCK_EINVAL);
+  RC(rlock_client_whois_async(c, "", never_called, &calls), RLOCK_EINVAL);
+  RC(rlock_client_whois_async(c, "not-a-uuid:1", never_called, &calls),
+     RLOCK_EINVAL);
+  RC(rlock_client_whois_async(c, "0123456789abcdef0123456789abcdef0123:1",
+                              never_called, &calls),
+     RLOCK_EINVAL); /* 36 characters, no dashes */
+  RC(rlock_client_whois_async(b, id, never_called, &calls), RLOCK_EINVAL);
+  assert_non_null(strstr(rlock_error_last()->message, "rlock_client_whois"));
+  rlock_client_record rec;
+  RC(rlock_client_whois(c, id, &rec), RLOCK_EINVAL); /* and the converse */
+  RC(dk_whois(c, id, &rec), 0);
+  rt_cmd_ok(srv, "SET " RLOCK_REGISTRY_PREFIX "%s garbage", id);
+  RC(dk_whois(c, "11111111-2222-3333-4444-555555555555:7", &rec),
+     RLOCK_EWRONGTYPE);
+  assert_non_null(strstr(rlock_error_last()->message, "not a registry"));
+  rt_cmd_int(srv, "DEL " RLOCK_REGISTRY_PREFIX "%s", id);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) { /* a fork()ed child's client is refused */
+    rt_forked_child();
+    _exit(rlock_client_whois_async(c, id, never_called, &calls) == RLOCK_ECLOSED
+              ? 0
+              : 1);
+  }
+  int st;
+  waitpid(pid, &st, 0);
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  dk_let_time_pass(50); /* a callback would have come by now */
+  assert_int_equal(atomic_load(&calls), 0);
+  rlock_client_free(b);
+  free_client(c);
+}
+
+typedef struct freed {
+  rlock_client *c;
+  dk_rec first;
+  int again; /* what a whois asked from inside the first's callback gave */
+} freed;
+
+static void on_freed(void *arg, int rc, const rlock_client_record *rec) {
+  freed *f = arg;
+  f->again =
+      rlock_client_whois_async(f->c, rlock_client_id(f->c), never_called, NULL);
+  dk_on_record(&f->first, rc, rec);
+}
+
+/* Freeing the client completes a pending whois inside the free, with
+ * RLOCK_ECLOSED and no record; a whois asked then is refused. */
+static void test_whois_freed(void **state) {
+  (void)state;
+  rlock_client *c = reg_client(PERIOD, NULL, rt_server_url(srv), NULL, NULL);
+  freed f = {.c = c};
+  OK(rlock_client_whois_async(c, rlock_client_id(c), on_freed, &f));
+  assert_int_equal(atomic_load(&f.first.done), 0); /* never from the call */
+  free_client(c);
+  assert_int_equal(atomic_load(&f.first.done), 1);
+  assert_int_equal(f.first.rc, RLOCK_ECLOSED);
+  assert_int_equal(f.first.found, 0);
+  assert_int_equal(f.again, RLOCK_ECLOSED);
+}
+
+typedef struct asker {
+  rlock_client *c;
+  char owner[RLOCK_OWNER_MAX];
+  dk_rec got;
+  int rc;
+} asker;
+
+static void *ask_off_loop(void *arg) {
+  asker *a = arg;
+  a->rc = rlock_client_whois_async(a->c, a->owner, dk_on_record, &a->got);
+  return NULL;
+}
+
+/* Asked from another thread, it runs on the loop's: the callback comes
+ * there with the record. */
+static void test_whois_other_thread(void **state) {
+  (void)state;
+  rlock_client *c =
+      reg_client(PERIOD, "asked from afar", rt_server_url(srv), NULL, NULL);
+  wait_key(c);
+  asker a = {.c = c};
+  snprintf(a.owner, sizeof a.owner, "%s:9", rlock_client_id(c));
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, ask_off_loop, &a), 0);
+  pthread_join(t, NULL);
+  OK(a.rc);
+  dk_wait(dk_pred_record, &a.got, 10000, "the whois asked off the loop");
+  OK(a.got.rc);
+  assert_int_equal(a.got.found, 1);
+  assert_string_equal(a.got.rec.program, "asked from afar");
+  assert_int_equal(a.got.rec.pid, (long long)getpid());
+  free_client(c);
+}
+
 static int start(void) {
   srv = rt_server_start(NULL);
   return srv == NULL;
@@ -274,9 +418,15 @@ static void stop(void) {
 
 int main(void) {
   const dk_case cases[] = {
-      DK_CASE(test_record, DK_ALL), DK_CASE(test_period, DK_ALL),
-      DK_CASE(test_off, DK_ALL),    DK_CASE(test_acl_refused, DK_ALL),
+      DK_CASE(test_record, DK_ALL),
+      DK_CASE(test_period, DK_ALL),
+      DK_CASE(test_off, DK_ALL),
+      DK_CASE(test_acl_refused, DK_ALL),
       DK_CASE(test_args, DK_BLOCK),
+      DK_CASE(test_redisson_owner, DK_ALL),
+      DK_CASE(test_args_async, DK_LOOPS),
+      DK_CASE(test_whois_freed, DK_LOOPS),
+      DK_CASE(test_whois_other_thread, DK_LOOPS),
   };
   return DK_RUN(cases, start, stop);
 }

@@ -42,12 +42,16 @@ static void run_completions(rlock_client *c) {
       op->info_cb(op->arg, op->rc, op->info);
     else if (op->type == RLOCK__LOP_OBSERVE)
       op->leader_cb(op->arg, op->rc, op->leader);
+    else if (op->type == RLOCK__LOP_WHOIS) /* the record is borrowed */
+      op->record_cb(op->arg, op->rc, op->rc == RLOCK_OK ? op->record : NULL);
     else if (op->permits_cb != NULL)
       op->permits_cb(op->arg, op->rc, op->permits);
     else if (op->permit_cb != NULL) /* the id was the attempt's owner */
       op->permit_cb(op->arg, op->rc, op->rc == RLOCK_OK ? op->owner : NULL);
     else
       op->cb(op->arg, op->rc, op->value);
+    free(op->record);
+    op->record = NULL;
     if (atomic_load(&op->cancels) != 0)
       op->called = 1; /* freed once its cancel requests are handled */
     else
@@ -92,16 +96,22 @@ void rlock__loop_leave(rlock_client *c) { leave(c, 0); }
 
 /* ---- operations ---------------------------------------------------- */
 
-rlock_op *rlock__lop_new(rlock_lock *l, int type) {
+rlock_op *rlock__lop_new_on(rlock_client *c, int type) {
   rlock_op *op = rlock__calloc(1, sizeof *op);
   if (op == NULL) {
     rlock__err(RLOCK_ENOMEM, "out of memory");
     return NULL;
   }
   op->type = type;
-  op->l = l;
-  op->c = l->client;
+  op->c = c;
   rlock__ltimer_init(&op->timer, NULL);
+  return op;
+}
+
+rlock_op *rlock__lop_new(rlock_lock *l, int type) {
+  rlock_op *op = rlock__lop_new_on(l->client, type);
+  if (op != NULL)
+    op->l = l;
   return op;
 }
 

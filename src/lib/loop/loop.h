@@ -33,6 +33,8 @@
  *   lacquire.c the acquisition state machine (attempt, subscribe, sleep
  *              until a message or the holder's TTL, attempt again);
  *   lops.c     release, force release and the queries;
+ *   lwhois.c   rlock_client_whois_async: one GET of a registry record, an
+ *              operation that belongs to no lock;
  *   lrenew.c   the watchdog's renewal tick (renew.c's steps) on the loop's
  *              timer, a batch in flight per node at a time;
  *   lmulti.c   a MultiLock as a chain of member operations;
@@ -305,7 +307,8 @@ enum rlock__lop_type {
   RLOCK__LOP_CALL,    /* one call of a blocking fan-out (lfan.c) */
   RLOCK__LOP_SYNC,    /* a synchroniser's one call (lsync.c) */
   RLOCK__LOP_OBSERVE, /* an election's observation (lops.c) */
-  RLOCK__LOP_WATCH    /* a channel watch joining or leaving (lwatch.c) */
+  RLOCK__LOP_WATCH,   /* a channel watch joining or leaving (lwatch.c) */
+  RLOCK__LOP_WHOIS    /* a registry record read (lwhois.c) */
 };
 
 typedef struct rlock__lchan rlock__lchan;
@@ -366,8 +369,11 @@ struct rlock_op {
   int rc;
   int64_t value;
   rlock_lock_info *info;
-  rlock_leader_fn leader_cb; /* RLOCK__LOP_OBSERVE: its callback ... */
-  rlock_leader *leader;      /* ... and its snapshot */
+  rlock_leader_fn leader_cb;   /* RLOCK__LOP_OBSERVE: its callback ... */
+  rlock_leader *leader;        /* ... and its snapshot */
+  rlock_record_fn record_cb;   /* RLOCK__LOP_WHOIS: its callback ... */
+  rlock_client_record *record; /* ... and the record read, or NULL (none
+                                  found); freed after the callback */
   char msg[512];
   /* links */
   rlock_op *prev, *next;       /* every live operation */
@@ -435,6 +441,9 @@ struct rlock_op {
 /* Allocate an operation of `type` on `l`. NULL (last error set) when out
  * of memory. */
 rlock_op *rlock__lop_new(rlock_lock *l, int type);
+/* The same for an operation of client `c` that is about no lock (a
+ * watch's join, a registry read): its `l` is NULL. */
+rlock_op *rlock__lop_new_on(rlock_client *c, int type);
 /* Start `op` on the loop: at once on the loop thread, else through the
  * inbox. The start function runs on the loop thread. */
 int rlock__lop_submit(rlock_op *op, void (*start)(rlock_op *op));

@@ -116,16 +116,11 @@ static void leave_done(void *arg, int rc, int64_t value) {
 }
 
 static rlock_op *op_new(rlock_watch *w, rlock_async_fn done) {
-  rlock_op *op = rlock__calloc(1, sizeof *op);
-  if (op == NULL) {
-    rlock__err(RLOCK_ENOMEM, "out of memory");
-    return NULL;
+  rlock_op *op = rlock__lop_new_on(w->c, RLOCK__LOP_WATCH);
+  if (op != NULL) {
+    op->cb = done;
+    op->arg = w;
   }
-  op->type = RLOCK__LOP_WATCH;
-  op->c = w->c;
-  op->cb = done;
-  op->arg = w;
-  rlock__ltimer_init(&op->timer, NULL);
   return op;
 }
 
