@@ -719,6 +719,79 @@ RLOCK_EXTERN int rlock_client_list_counts(rlock_client *client,
                                           const char *pattern,
                                           rlock_count_list_fn fn, void *arg);
 
+/** The most channels rlock_client_list_syncs() looks at per server and
+ * pub/sub kind (classic, sharded). */
+#define RLOCK_LIST_CHANNELS_MAX 10000
+
+/**
+ * Called by rlock_client_list_syncs() for each semaphore, latch or
+ * permit-expirable semaphore found, as rlock_lock_list_fn is (the calling
+ * thread, no library lock held).
+ *
+ * @param name        its name. Borrowed: valid during the call.
+ * @param kind        "semaphore": a client is subscribed to its channel
+ *                    (redisson_sc:{NAME}) and it has no lease set, so a
+ *                    semaphore, or a permit-expirable semaphore with no
+ *                    permit leased now (in Redis they look alike);
+ *                    "permit-expirable-semaphore": its lease set
+ *                    ({NAME}:timeout) holds permits leased now; "latch": a
+ *                    client is subscribed to its channel
+ *                    (redisson_countdownlatch__channel__{NAME}). Static.
+ * @param value       the number stored: available permits, or a latch's
+ *                    count; 0 when the key is absent (a semaphore never
+ *                    set, a latch counted down)
+ * @param leased      permits leased now (a permit-expirable semaphore's),
+ *                    else 0
+ * @param subscribers client connections subscribed to its channel now,
+ *                    summed over the servers (PUBSUB NUMSUB): each may
+ *                    carry several waiters, and a client may stay
+ *                    subscribed a moment after its last wait (rlock's
+ *                    subscription linger) or to follow it (a watch); 0 for
+ *                    a permit-expirable semaphore found by its lease set
+ * @param node        "host:port" of the server that holds its key.
+ *                    Borrowed.
+ * @param arg         the pointer given to rlock_client_list_syncs().
+ * @return 0 to go on; anything else stops the listing.
+ */
+typedef int (*rlock_sync_list_fn)(const char *name, const char *kind,
+                                  int64_t value, int64_t leased,
+                                  int64_t subscribers, const char *node,
+                                  void *arg);
+
+/**
+ * The semaphores, latches and permit-expirable semaphores whose names
+ * match the glob `pattern` that can be told from any other counter
+ * without reading every string: those a client waits on now (or follows:
+ * subscribed to the kind's channel), and the permit-expirable semaphores
+ * with permits leased. Each server (as rlock_client_list_locks() walks
+ * them) is asked once for the channels subscribed there whose names start
+ * "redisson_s" or "redisson_c" (PUBSUB CHANNELS; on a cluster PUBSUB
+ * SHARDCHANNELS too), at most RLOCK_LIST_CHANNELS_MAX of each, then for
+ * their subscriber counts (PUBSUB NUMSUB, SHARDNUMSUB: 100 channels a
+ * call); its sorted sets whose names end ":timeout" are found by SCAN ...
+ * TYPE zset in rlock_client_list_locks()'s small steps. The names are
+ * matched against `pattern` as SCAN MATCH would match them, and their
+ * counts read per cluster slot by one read-only script (a key that is
+ * not a string of decimal digits is left out). A semaphore nobody waits on
+ * and a latch nobody awaits are plain strings of digits, as any
+ * application counter is: rlock_client_list_counts() lists every such
+ * string. Nothing is written.
+ *
+ * Threading as rlock_client_list_locks(); access control: SCAN, PUBSUB,
+ * and +type +get +zcard on the names and their lease sets. Each found
+ * once; one taken, released or awaited meanwhile may or may not show.
+ *
+ * @return RLOCK_OK (also when fn stopped the listing); RLOCK_EINVAL
+ *         (client or fn NULL, pattern empty or longer than
+ *         RLOCK_MAX_NAME_LEN bytes, a loop client); RLOCK_EIO,
+ *         RLOCK_ETIMEOUT, RLOCK_EAUTH, RLOCK_ESERVER, RLOCK_EPROTO,
+ *         RLOCK_ENOMEM, RLOCK_ECLOSED, as rlock_client_list_locks().
+ *         Nothing is passed to fn before every server has answered.
+ */
+RLOCK_EXTERN int rlock_client_list_syncs(rlock_client *client,
+                                         const char *pattern,
+                                         rlock_sync_list_fn fn, void *arg);
+
 RLOCK_END_DECLS
 
 #endif /* RLOCK_LOCK_H */

@@ -4,8 +4,10 @@
  * [PATTERN]`:
  * the locks held now, refreshed, for an operator watching a service
  * wait. Each refresh is one rlock_client_list_locks walk (SCAN in small
- * steps, as `list`), its holders' and waiters' registry records read
- * once per client (who.c), sorted by waiters, then by how long the
+ * steps, as `list`) and one rlock_client_list_syncs (the semaphores and
+ * latches waited on, by their channels; permit-expirable semaphores with
+ * permits leased, by their lease sets), its holders' and waiters' registry
+ * records read once per client (who.c), sorted by waiters, then by how long the
  * holder's client has been up (the hold time is not kept in Redis: that
  * bounds it); a fair lock's first queued waiters under it, in order. On a
  * terminal it redraws with plain ANSI escapes and reads
@@ -38,8 +40,19 @@ static const char top_help[] =
     "client has been up (UP: the hold time itself is not kept in Redis).\n"
     "Under a fair lock, its first 5 queued waiters in queue order, one a\n"
     "line: \"queued N: pid@host program\" (the owner for an unknown client).\n"
+    "Then the semaphores and latches that can be told from any counter:\n"
+    "kind \"semaphore\" or \"latch\" when a client is subscribed to its\n"
+    "channel (someone waits on it now, or did a moment ago, or follows it),\n"
+    "with WAIT the clients subscribed and HOLD its number (available\n"
+    "permits, the latch's count); \"psem\", a permit-expirable semaphore\n"
+    "with permits leased (its NAME:timeout sorted set), with the permits\n"
+    "leased under HOLD. A semaphore nobody waits on is a string of digits\n"
+    "like any counter: see --counts.\n"
     "Every refresh walks the servers as 'rlock list' does (SCAN in small\n"
-    "steps), so it stays gentle on a server with many other keys.\n"
+    "steps), once for the locks and once for the lease sets, and asks each\n"
+    "server once for its channels, so it stays gentle on a server with many\n"
+    "other keys. An ACL that refuses those reads leaves the locks shown,\n"
+    "and the header says why the semaphores and latches are not.\n"
     "Keys: q quit; s sort by waiters, name or TTL in turn; / filter by a\n"
     "part of the name (Enter ends it, an empty one clears it).\n"
     "A server that fails ends it with a message (69).\n"
@@ -47,13 +60,16 @@ static const char top_help[] =
     "Options:\n"
     "  --once          print one table and exit (also when standard output\n"
     "                  is not a terminal)\n"
-    "  --json          with --once: one JSON object per lock, as 'rlock\n"
-    "                  list --json' prints them\n"
-    "  --counts        also the semaphores and latches, found as 'rlock list\n"
-    "                  --counts' finds them: kind \"count\" (a semaphore's\n"
-    "                  permits or a latch's count: they look alike) with the\n"
-    "                  number under HOLD, or \"psem\" (a permit-expirable\n"
-    "                  semaphore) with its permits leased under HOLD\n"
+    "  --json          with --once: one JSON object per row, each on one\n"
+    "                  line: {\"name\", \"kind\", \"ttl_ms\", \"waiters\",\n"
+    "                  \"holders\", \"holder\": {\"pid\", \"host\", "
+    "\"program\",\n"
+    "                  \"up_ms\"} or null}\n"
+    "  --counts        also every other semaphore and latch, found as 'rlock\n"
+    "                  list --counts' finds them (a third walk, reading each\n"
+    "                  string of digits): kind \"count\" (a semaphore's\n"
+    "                  permits or a latch's count, or any other counter: they\n"
+    "                  look alike) with the number under HOLD\n"
     "  --interval DUR  time between refreshes (default 1s, at least 100ms)\n"
     "  -h, --help      show this help\n"
     "\n"
@@ -79,8 +95,13 @@ typedef struct top_args {
   int64_t interval_ms;
 } top_args;
 
+/* What a row is: a lock; a semaphore or latch told apart by its channel or
+ * lease set (rlock_client_list_syncs); a count (--counts). */
+enum { ROW_LOCK, ROW_SYNC, ROW_COUNT };
+
 typedef struct row {
   char name[128]; /* cut to fit a screen */
+  int what;       /* ROW_* */
   const char *kind;
   int64_t ttl_ms;
   size_t waiters, holders;
@@ -98,6 +119,8 @@ typedef struct table {
   size_t n;
   int sort; /* 0 waiters, 1 name, 2 TTL */
   char filter[64];
+  char denied[160]; /* why the semaphores and latches are not shown (an
+                       ACL's refusal), or "" */
 } table;
 
 static int parse_top(int argc, char **argv, top_args *a) {
@@ -150,20 +173,30 @@ static void describe(rlock_client *client, const char *owner, char *buf,
     snprintf(buf, size, "%.100s", owner);
 }
 
+/* A new row of `what` named `name`, or NULL when the table is full. */
+static row *add_row(table *t, int what, const char *name) {
+  if (t->n == TOP_MAX)
+    return NULL; /* enough for any screen */
+  row *r = &t->rows[t->n++];
+  memset(r, 0, sizeof *r);
+  snprintf(r->name, sizeof r->name, "%.127s", name);
+  r->what = what;
+  r->ttl_ms = -1;
+  r->up_ms = -1;
+  return r;
+}
+
 /* One lock into the table (list_locks' callback). */
 static int collect(const char *name, const char *kind,
                    const rlock_lock_info *info, void *arg) {
   table *t = arg;
-  if (t->n == TOP_MAX)
-    return 1; /* enough for any screen */
-  row *r = &t->rows[t->n++];
-  memset(r, 0, sizeof *r);
-  snprintf(r->name, sizeof r->name, "%.127s", name);
+  row *r = add_row(t, ROW_LOCK, name);
+  if (r == NULL)
+    return 1;
   r->kind = kind;
   r->ttl_ms = rlock_lock_info_ttl_ms(info);
   r->waiters = rlock_lock_info_queue_length(info);
   r->holders = rlock_lock_info_holder_count(info);
-  r->up_ms = -1;
   for (size_t i = 0;
        i < r->waiters && i < TOP_QUEUE && i < rlock_lock_info_queue_count(info);
        i++)
@@ -183,21 +216,48 @@ static int collect(const char *name, const char *kind,
   return 0;
 }
 
-/* One count into the table (list_counts' callback): HOLD is the number,
- * or a permit-expirable semaphore's permits leased. */
+/* One semaphore or latch into the table (list_syncs' callback): WAIT is
+ * the clients subscribed to its channel; HOLD its number (a semaphore's
+ * available permits, a latch's count), or a permit-expirable semaphore's
+ * permits leased. */
+static int collect_sync(const char *name, const char *kind, int64_t value,
+                        int64_t leased, int64_t subscribers, const char *node,
+                        void *arg) {
+  (void)node;
+  row *r = add_row(arg, ROW_SYNC, name);
+  if (r == NULL)
+    return 1;
+  r->kind = leased > 0                   ? "psem"
+            : strcmp(kind, "latch") == 0 ? "latch"
+                                         : "semaphore";
+  r->waiters = (size_t)(subscribers > 0 ? subscribers : 0);
+  r->holders = (size_t)(leased > 0 ? leased : value > 0 ? value : 0);
+  return 0;
+}
+
+/* Whether the semaphores and latches found hold a row named `name`. */
+static int shown(const table *t, const char *name) {
+  for (size_t i = t->n; i-- > 0 && t->rows[i].what != ROW_LOCK;)
+    if (t->rows[i].what == ROW_SYNC && strcmp(t->rows[i].name, name) == 0)
+      return 1;
+  return 0;
+}
+
+/* One count into the table (list_counts' callback) unless shown already:
+ * HOLD is the number, or a permit-expirable semaphore's permits leased. */
 static int collect_count(const char *name, const char *kind, int64_t available,
                          int64_t leased, const char *node, void *arg) {
-  (void)node;
+  (void)node, (void)kind;
   table *t = arg;
-  if (t->n == TOP_MAX)
+  char cut[128];
+  snprintf(cut, sizeof cut, "%.127s", name);
+  if (shown(t, cut))
+    return 0;
+  row *r = add_row(t, ROW_COUNT, name);
+  if (r == NULL)
     return 1;
-  row *r = &t->rows[t->n++];
-  memset(r, 0, sizeof *r);
-  snprintf(r->name, sizeof r->name, "%.127s", name);
-  r->kind = leased > 0 ? "psem" : strcmp(kind, "count") == 0 ? "count" : kind;
-  r->ttl_ms = -1;
+  r->kind = leased > 0 ? "psem" : "count";
   r->holders = (size_t)(leased > 0 ? leased : available > 0 ? available : 0);
-  r->up_ms = -1;
   return 0;
 }
 
@@ -252,26 +312,34 @@ static void print_row(const row *r, int width) {
     cli_format_ms(up, sizeof up, r->up_ms);
   if (r->pid > 0)
     snprintf(who, sizeof who, "%lld@%s %s", r->pid, r->host, r->program);
+  if (r->what != ROW_LOCK) /* no holder a semaphore or latch records */
+    up[0] = who[0] = '-', up[1] = who[1] = '\0';
   int n = snprintf(line, sizeof line, "%5zu %4zu %8s %8s %-10s %-24s %s",
                    r->waiters, r->holders, ttl, up, r->kind, r->name, who);
   put_line(line, n, width);
 }
 
-static void print_table(const table *t, int width, int rows_max) {
+/* "N locks, N semaphores and latches[, N counts], sorted by ...". */
+static void print_heading(const table *t, int counts) {
   static const char *const sorts[] = {"waiters", "name", "ttl"};
-  size_t shown = 0, counts = 0;
+  size_t n[3] = {0, 0, 0};
   for (size_t i = 0; i < t->n; i++)
-    if (t->filter[0] == '\0' || strstr(t->rows[i].name, t->filter)) {
-      shown++;
-      counts += t->rows[i].ttl_ms == -1 && t->rows[i].pid == 0 &&
-                (strcmp(t->rows[i].kind, "count") == 0 ||
-                 strcmp(t->rows[i].kind, "psem") == 0);
-    }
-  printf("%zu lock%s", shown - counts, shown - counts == 1 ? "" : "s");
-  if (counts > 0)
-    printf(", %zu count%s", counts, counts == 1 ? "" : "s");
+    if (t->filter[0] == '\0' || strstr(t->rows[i].name, t->filter))
+      n[t->rows[i].what]++;
+  printf("%zu lock%s, ", n[ROW_LOCK], n[ROW_LOCK] == 1 ? "" : "s");
+  if (t->denied[0] != '\0')
+    printf("semaphores and latches not shown (%s)", t->denied);
+  else
+    printf("%zu %s", n[ROW_SYNC],
+           n[ROW_SYNC] == 1 ? "semaphore or latch" : "semaphores and latches");
+  if (counts)
+    printf(", %zu count%s", n[ROW_COUNT], n[ROW_COUNT] == 1 ? "" : "s");
   printf(", sorted by %s%s%s\n", sorts[t->sort],
          t->filter[0] ? ", filter " : "", t->filter);
+}
+
+static void print_table(const table *t, int counts, int width, int rows_max) {
+  print_heading(t, counts);
   puts("WAIT HOLD      TTL       UP KIND       NAME                     "
        "HOLDER (pid@host program)");
   int left = rows_max > 0 ? rows_max - 3 : -1;
@@ -288,6 +356,16 @@ static void print_table(const table *t, int width, int rows_max) {
 static int refresh(table *t, const char *pattern, int counts) {
   t->n = 0;
   int rc = rlock_client_list_locks(t->client, pattern, collect, t);
+  t->denied[0] = '\0';
+  size_t locks = t->n;
+  if (rc == RLOCK_OK &&
+      (rc = rlock_client_list_syncs(t->client, pattern, collect_sync, t)) ==
+          RLOCK_EAUTH) { /* a user allowed the locks only: show them */
+    snprintf(t->denied, sizeof t->denied, "%.150s",
+             rlock_error_last()->message);
+    t->n = locks; /* none of them, rather than some */
+    rc = RLOCK_OK;
+  }
   if (rc == RLOCK_OK && counts)
     rc = rlock_client_list_counts(t->client, pattern, collect_count, t);
   sort_mode = t->sort;
@@ -371,7 +449,7 @@ static int live(table *t, const top_args *a) {
     int width, height;
     screen_size(&width, &height);
     fputs("\x1b[H\x1b[2J", stdout);
-    print_table(t, width, height);
+    print_table(t, a->counts, width, height);
     if (typing)
       printf("filter: %s", t->filter);
     if (fflush(stdout) != 0 || ferror(stdout))
@@ -397,7 +475,7 @@ static int once(table *t, const top_args *a) {
   if (rc != RLOCK_OK)
     return cli_lib_error(rc);
   if (!a->json) {
-    print_table(t, 0, 0);
+    print_table(t, a->counts, 0, 0);
     return 0;
   }
   for (size_t i = 0; i < t->n; i++) {

@@ -1557,7 +1557,8 @@ static void test_top_once(void **state) {
   hold_foreign("cli:top1", FOREIGN, 1, 60000);
   proc p;
   run_expect(&p, 0, ARGS("-u", url, "top", "--once", "cli:top*"));
-  assert_non_null(strstr(p.out[0], "1 lock, sorted by waiters\n"));
+  assert_non_null(strstr(p.out[0], "1 lock, 0 semaphores and latches, "
+                                   "sorted by waiters\n"));
   assert_non_null(strstr(p.out[0], " reentrant  cli:top1 "));
   run_expect(&p, 0, ARGS("-u", url, "top", "--once", "--json", "cli:top*"));
   assert_non_null(strstr(p.out[0], "{\"name\": \"cli:top1\", \"kind\": "
@@ -1565,8 +1566,9 @@ static void test_top_once(void **state) {
   assert_non_null(strstr(p.out[0], "\"holders\": 1, \"holder\": null}\n"));
   rt_cmd_ok(srv, "SET cli:top:sem 3");
   run_expect(&p, 0, ARGS("-u", url, "top", "--once", "--counts", "cli:top*"));
-  assert_non_null(strstr(p.out[0], "1 lock, 1 count, sorted by waiters\n"));
-  assert_non_null(strstr(p.out[0], "    0    3        -        ? count      "
+  assert_non_null(strstr(p.out[0], "1 lock, 0 semaphores and latches, 1 "
+                                   "count, sorted by waiters\n"));
+  assert_non_null(strstr(p.out[0], "    0    3        -        - count      "
                                    "cli:top:sem "));
   freeReplyObject(rt_cmd(srv, "DEL cli:top:sem"));
   run_expect(&p, 64, ARGS("-u", url, "top", "--json", "cli:top*"));

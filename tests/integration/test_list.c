@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Integration: rlock_client_list_locks and `rlock list` on a single
+/* Integration: rlock_client_list_locks and `rlock list` (and
+ * rlock_client_list_syncs and `rlock top`'s semaphores and latches) on a single
  * server, a cluster (every master) and Sentinel, with every lock kind held
  * (reentrant, fair with queued waiters, read-write read and write,
  * fenced) next to 10,000 keys that are not locks, of every type.
@@ -647,6 +648,173 @@ static void check_counts(rlock_client *c) {
     rt_cmd_int(server_of(*k), "DEL %s", *k);
 }
 
+/* ---- semaphores and latches by their channels and lease sets ----------- */
+
+typedef struct synced {
+  int n;
+  struct {
+    char name[64], kind[40];
+    int64_t value, leased, subs;
+  } e[16];
+} synced;
+
+static int record_sync(const char *name, const char *kind, int64_t value,
+                       int64_t leased, int64_t subs, const char *node,
+                       void *arg) {
+  synced *s = arg;
+  assert_non_null(strstr(node, "127.0.0.1:"));
+  assert_true(s->n < 16);
+  snprintf(s->e[s->n].name, sizeof s->e[0].name, "%s", name);
+  snprintf(s->e[s->n].kind, sizeof s->e[0].kind, "%s", kind);
+  s->e[s->n].value = value;
+  s->e[s->n].leased = leased;
+  s->e[s->n++].subs = subs;
+  return 0;
+}
+
+/* The entry named `name`, or NULL. */
+static const void *sync_of(const synced *s, const char *name, const char *kind,
+                           int64_t value, int64_t leased) {
+  for (int i = 0; i < s->n; i++)
+    if (strcmp(s->e[i].name, name) == 0) {
+      assert_string_equal(s->e[i].kind, kind);
+      assert_int_equal(s->e[i].value, value);
+      assert_int_equal(s->e[i].leased, leased);
+      return &s->e[i];
+    }
+  return NULL;
+}
+
+typedef struct waiter {
+  rlock_client *c;
+  const char *name;
+  int latch, rc;
+  pthread_t t;
+} waiter;
+
+/* A waiter of its own client: a permit of a semaphore, or a latch. */
+static void *wait_main(void *arg) {
+  waiter *w = arg;
+  if (w->latch) {
+    rlock_latch *x;
+    OK(rlock_latch_new(&x, w->c, w->name));
+    w->rc = rlock_latch_await(x, 60000, NULL);
+    rlock_latch_free(x);
+  } else {
+    rlock_semaphore *sem;
+    OK(rlock_semaphore_new(&sem, w->c, w->name));
+    w->rc = rlock_semaphore_acquire(sem, 1, 60000, NULL);
+    rlock_semaphore_free(sem);
+  }
+  return NULL;
+}
+
+typedef struct sync_want {
+  rlock_client *c;
+  synced s;
+} sync_want;
+
+/* Both waiters show (their channels have a subscriber). */
+static bool pred_waited(void *arg, char *why, size_t cap) {
+  sync_want *w = arg;
+  w->s.n = 0;
+  OK(rlock_client_list_syncs(w->c, "syn:*", record_sync, &w->s));
+  int waited = 0;
+  for (int i = 0; i < w->s.n; i++)
+    waited += w->s.e[i].subs > 0;
+  snprintf(why, cap, "%d of 2 waited on", waited);
+  return waited == 2;
+}
+
+/* By default (no --counts), what can be told from any counter: a
+ * semaphore and a latch someone waits on (their channels), permit-
+ * expirable semaphores with a permit leased (their lease sets; a name
+ * with a tag, and the name "{syn:br}" whose lease set "{syn:br}:timeout"
+ * reads also as that of "syn:br"); never an idle semaphore or an
+ * application's counter. rlock top --once shows them with their kinds. */
+static void check_syncs(rlock_client *c) {
+  rlock_semaphore *sem, *idle;
+  rlock_latch *latch;
+  rlock_psemaphore *ps[2];
+  const char *psn[2] = {"syn:{t}ps", "{syn:br}"};
+  char id[2][RLOCK_PERMIT_ID_LEN + 1];
+  int set;
+  OK(rlock_semaphore_new(&sem, c, "syn:sem"));
+  OK(rlock_semaphore_set_permits(sem, 0));
+  OK(rlock_semaphore_new(&idle, c, "syn:idle"));
+  OK(rlock_semaphore_set_permits(idle, 3));
+  OK(rlock_latch_new(&latch, c, "syn:latch"));
+  OK(rlock_latch_try_set_count(&set, latch, 1));
+  for (int i = 0; i < 2; i++) {
+    OK(rlock_psemaphore_new(&ps[i], c, psn[i]));
+    OK(rlock_psemaphore_set_permits(ps[i], 2));
+    OK(rlock_psemaphore_acquire(id[i], ps[i], 0, LEASE_MS, NULL));
+  }
+  rt_cmd_ok(server_of("syn:visits"), "SET syn:visits 42");
+  waiter w[2] = {{.name = "syn:sem"}, {.name = "syn:latch", .latch = 1}};
+  for (int i = 0; i < 2; i++) {
+    w[i].c = fx_client_opts(T.url, 0, NULL, NULL);
+    assert_int_equal(pthread_create(&w[i].t, NULL, wait_main, &w[i]), 0);
+  }
+  sync_want want = {.c = c};
+  rt_wait_until(pred_waited, &want, rt_scaled_ms(10000), "both waiters");
+  synced *s = &want.s;
+  assert_int_equal(s->n, 3); /* neither syn:idle nor syn:visits */
+  assert_non_null(sync_of(s, "syn:sem", "semaphore", 0, 0));
+  assert_non_null(sync_of(s, "syn:latch", "latch", 1, 0));
+  assert_non_null(sync_of(s, "syn:{t}ps", "permit-expirable-semaphore", 1, 1));
+  static char out[65536];
+  assert_int_equal(run_cli(T.url, "top --once 'syn:*'", out, sizeof out), 0);
+  assert_non_null(strstr(out, "0 locks, 3 semaphores and latches, sorted"));
+  assert_non_null(strstr(out, " semaphore  syn:sem "));
+  assert_non_null(strstr(out, " latch      syn:latch "));
+  assert_non_null(strstr(out, " psem       syn:{t}ps "));
+  assert_null(strstr(out, "syn:idle"));
+  assert_int_equal(
+      run_cli(T.url, "top --once --counts 'syn:*'", out, sizeof out), 0);
+  assert_non_null(strstr(out, " count      syn:idle "));
+  assert_non_null(strstr(out, " count      syn:visits "));
+  assert_non_null(strstr(out, "0 locks, 3 semaphores and latches, 2 counts"));
+  assert_int_equal(count_lines_of(strstr(out, "WAIT")), 6); /* each once */
+  if (strcmp(rlock_client_topology(c), "single") == 0) {
+    /* a user allowed the locks but not PUBSUB: top shows the locks and
+     * says why not the rest */
+    rt_cmd_ok(T.masters[0],
+              "ACL SETUSER toplocks reset on >pw ~* &* +@all -pubsub");
+    char url[256];
+    snprintf(url, sizeof url, "redis://toplocks:pw@127.0.0.1:%d",
+             rt_server_port(T.masters[0]));
+    assert_int_equal(run_cli(url, "top --once 'syn:*'", out, sizeof out), 0);
+    assert_non_null(strstr(out, "0 locks, semaphores and latches not shown ("));
+    assert_null(strstr(out, "syn:sem"));
+    rt_cmd_int(T.masters[0], "ACL DELUSER toplocks");
+  }
+  s->n = 0; /* the pattern is the names', as SCAN MATCH's */
+  OK(rlock_client_list_syncs(c, "{syn:b[r]}", record_sync, s));
+  assert_int_equal(s->n, 1);
+  assert_non_null(sync_of(s, "{syn:br}", "permit-expirable-semaphore", 1, 1));
+  OK(rlock_semaphore_release(sem, 1));
+  OK(rlock_latch_count_down(latch));
+  for (int i = 0; i < 2; i++) {
+    pthread_join(w[i].t, NULL);
+    OK(w[i].rc);
+    rlock_client_free(w[i].c);
+    OK(rlock_psemaphore_release(ps[i], id[i]));
+    rlock_psemaphore_free(ps[i]);
+  }
+  RC(rlock_client_list_syncs(NULL, "*", record_sync, s), RLOCK_EINVAL);
+  RC(rlock_client_list_syncs(c, "*", NULL, s), RLOCK_EINVAL);
+  RC(rlock_client_list_syncs(c, "", record_sync, s), RLOCK_EINVAL);
+  rlock_latch_free(latch);
+  rlock_semaphore_free(idle);
+  rlock_semaphore_free(sem);
+  for (const char *const *k =
+           (const char *const[]){"syn:sem", "syn:idle", "syn:latch",
+                                 "syn:{t}ps", "{syn:br}", "syn:visits", NULL};
+       *k != NULL; k++)
+    rt_cmd_int(server_of(*k), "DEL %s", *k);
+}
+
 static void scenario(void) {
   configure_masters();
   create_keys();
@@ -667,6 +835,7 @@ static void scenario(void) {
   slowlog_check();
   snapshot(0);
   check_counts(c);
+  check_syncs(c);
   rlock_client_free(c);
   release_all(&h);
 }
@@ -711,6 +880,60 @@ static void test_arguments(void **state) {
   snprintf(url, sizeof url, "redis://127.0.0.1:%d", rt_free_port());
   c = fx_client_opts(url, 0, NULL, NULL);
   RC(rlock_client_list_locks(c, NULL, record, &s), RLOCK_EIO);
+  rlock_client_free(c);
+}
+
+/* rlock_client_list_syncs when any allocation fails: RLOCK_ENOMEM with a
+ * message, or every semaphore listed (a channel subscribed by a plain
+ * connection, as a Redisson waiter's, and lease sets, one of a braced
+ * name), nothing leaked (ASan). */
+static void test_syncs_allocation_failure(void **state) {
+  (void)state;
+  rlock_client *c = fx_client(srv, 0);
+  redisContext *sub = rt_server_connect(srv);
+  freeReplyObject(redisCommand(sub, "SUBSCRIBE redisson_sc:{oom:s}"));
+  rt_cmd_ok(srv, "SET oom:s 0");
+  rlock_psemaphore *ps[3];
+  const char *names[3] = {"oom:p1", "oom:{t}p2", "{oom:p3}"};
+  char id[3][RLOCK_PERMIT_ID_LEN + 1];
+  for (int i = 0; i < 3; i++) {
+    OK(rlock_psemaphore_new(&ps[i], c, names[i]));
+    OK(rlock_psemaphore_set_permits(ps[i], 1));
+    OK(rlock_psemaphore_acquire(id[i], ps[i], 0, LEASE_MS, NULL));
+  }
+  synced want = {0};
+  OK(rlock_client_list_syncs(c, "*oom:*", record_sync, &want));
+  assert_int_equal(want.n, 4);
+  assert_non_null(sync_of(&want, "oom:s", "semaphore", 0, 0));
+  for (int i = 0; i < 3; i++)
+    assert_non_null(
+        sync_of(&want, names[i], "permit-expirable-semaphore", 0, 1));
+  uint64_t n;
+  for (n = 1; n < 100000; n++) {
+    synced got = {0};
+    rlock__alloc_fail_at(n, RLOCK__ALLOC_THIS_THREAD | RLOCK__ALLOC_ONCE);
+    int rc = rlock_client_list_syncs(c, "*oom:*", record_sync, &got);
+    int clean = rlock__alloc_failed() == 0;
+    rlock__alloc_fail_at(0, 0);
+    if (rc != RLOCK_OK && rc != RLOCK_ENOMEM)
+      fail_msg("N=%llu: %d (%s)", (unsigned long long)n, rc,
+               rlock_error_last()->message);
+    if (rc == RLOCK_ENOMEM && rlock_error_last()->message[0] == '\0')
+      fail_msg("N=%llu: RLOCK_ENOMEM without a message", (unsigned long long)n);
+    if (rc == RLOCK_OK)
+      assert_int_equal(got.n, 4);
+    if (clean)
+      break;
+  }
+  print_message("list_syncs: %llu allocations walked\n", (unsigned long long)n);
+  assert_true(n > 10);
+  for (int i = 0; i < 3; i++) {
+    OK(rlock_psemaphore_release(ps[i], id[i]));
+    rlock_psemaphore_free(ps[i]);
+    rt_cmd_int(srv, "DEL %s", names[i]);
+  }
+  redisFree(sub);
+  rt_cmd_int(srv, "DEL oom:s");
   rlock_client_free(c);
 }
 
@@ -837,6 +1060,7 @@ int main(void) {
       cmocka_unit_test(test_arguments),
       cmocka_unit_test(test_status_several_names),
       cmocka_unit_test(test_allocation_failure),
+      cmocka_unit_test(test_syncs_allocation_failure),
       cmocka_unit_test(test_single),
       cmocka_unit_test(test_cluster),
       cmocka_unit_test(test_sentinel),

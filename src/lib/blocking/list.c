@@ -21,6 +21,7 @@
 
 #include "client_int.h"
 #include "cluster.h"
+#include "list.h"
 #include "cmd.h"
 #include "lock_int.h"
 #include "map.h"
@@ -99,14 +100,13 @@ static int cluster_masters(rlock_client *c, rlock__node *any,
   return rc;
 }
 
-/* The servers to walk: *out (malloc'ed, *n of them). */
-static int servers(lister *L, rlock__node ***out, size_t *n) {
+int rlock__list_nodes(rlock_client *c, rlock__node ***out, size_t *n) {
   rlock__node *any;
   *out = NULL;
   *n = 0;
-  int rc = rlock__topo_route(&L->c->topo, NULL, &any);
-  if (rc != RLOCK_OK || L->cluster)
-    return rc != RLOCK_OK ? rc : cluster_masters(L->c, any, out, n);
+  int rc = rlock__topo_route(&c->topo, NULL, &any);
+  if (rc != RLOCK_OK || c->cfg.target.kind == RLOCK__TOPO_CLUSTER)
+    return rc != RLOCK_OK ? rc : cluster_masters(c, any, out, n);
   if ((*out = rlock__malloc(sizeof **out)) == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   (*out)[(*n)++] = any;
@@ -276,24 +276,30 @@ static int scan_reply(const rlock__node *node, const rlock__reply *r,
   return RLOCK_OK;
 }
 
-/* Walk one server's keys to the end (or until fn stops). */
-static int scan_node(lister *L, rlock__node *node) {
+int rlock__list_scan(rlock__node *node, const char *match, const char *type,
+                     int (*step)(void *arg, const rlock__reply *keys),
+                     void *arg, const int *stopped) {
   char cursor[32] = "0";
   do {
-    const char *argv[] = {"SCAN",  cursor,     "MATCH", L->pattern,
-                          "COUNT", SCAN_COUNT, "TYPE",  L->type};
+    const char *argv[] = {"SCAN",  cursor,     "MATCH", match,
+                          "COUNT", SCAN_COUNT, "TYPE",  type};
     rlock__reply *r;
     int rc = rlock__topo_node_call(node, 8, argv, &r);
     if (rc != RLOCK_OK)
       return rc;
     rc = scan_reply(node, r, cursor, sizeof cursor);
     if (rc == RLOCK_OK)
-      rc = L->examine(L, r->elem[1]);
+      rc = step(arg, r->elem[1]);
     rlock__reply_free(r);
     if (rc != RLOCK_OK)
       return rc;
-  } while (!L->stopped && strcmp(cursor, "0") != 0);
+  } while (!*stopped && strcmp(cursor, "0") != 0);
   return RLOCK_OK;
+}
+
+static int lister_step(void *arg, const rlock__reply *keys) {
+  lister *L = arg;
+  return L->examine(L, keys);
 }
 
 /* ---- counts (rlock_client_list_counts) ---------------------------------- */
@@ -396,8 +402,7 @@ static int counts_step(lister *L, const rlock__reply *keys) {
   return rc;
 }
 
-/* The checks both listings make: RLOCK_OK, or RLOCK_EINVAL with why. */
-static int list_args(const char *what, rlock_client *c, int no_fn,
+int rlock__list_args(const char *what, rlock_client *c, int no_fn,
                      const char **pattern) {
   if (c == NULL || no_fn)
     return rlock__err(RLOCK_EINVAL, "%s: %s is NULL", what,
@@ -418,9 +423,10 @@ static int walk(lister *L) {
   L->cluster = L->c->cfg.target.kind == RLOCK__TOPO_CLUSTER;
   rlock__node **nodes;
   size_t n;
-  int rc = servers(L, &nodes, &n);
+  int rc = rlock__list_nodes(L->c, &nodes, &n);
   for (size_t i = 0; i < n && rc == RLOCK_OK && !L->stopped; i++)
-    rc = scan_node(L, nodes[i]);
+    rc = rlock__list_scan(nodes[i], L->pattern, L->type, lister_step, L,
+                          &L->stopped);
   free(nodes);
   rlock__map_clear(&L->seen);
   return rc;
@@ -428,7 +434,8 @@ static int walk(lister *L) {
 
 int rlock_client_list_counts(rlock_client *c, const char *pattern,
                              rlock_count_list_fn fn, void *arg) {
-  int rc = list_args("rlock_client_list_counts", c, fn == NULL, &pattern);
+  int rc =
+      rlock__list_args("rlock_client_list_counts", c, fn == NULL, &pattern);
   if (rc != RLOCK_OK)
     return rc;
   lister L = {.c = c,
@@ -442,7 +449,7 @@ int rlock_client_list_counts(rlock_client *c, const char *pattern,
 
 int rlock_client_list_locks(rlock_client *c, const char *pattern,
                             rlock_lock_list_fn fn, void *arg) {
-  int rc = list_args("rlock_client_list_locks", c, fn == NULL, &pattern);
+  int rc = rlock__list_args("rlock_client_list_locks", c, fn == NULL, &pattern);
   if (rc != RLOCK_OK)
     return rc;
   lister L = {.c = c,

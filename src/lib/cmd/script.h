@@ -36,6 +36,7 @@ extern const rlock__script rlock__script_rw_force_release;
 extern const rlock__script rlock__script_renew_read;
 extern const rlock__script rlock__script_list_inspect;
 extern const rlock__script rlock__script_list_counts;
+extern const rlock__script rlock__script_list_syncs;
 extern const rlock__script rlock__script_semaphore;
 extern const rlock__script rlock__script_psemaphore;
 extern const rlock__script rlock__script_psem_renew;

@@ -59,3 +59,68 @@ char *rlock__name_braced(const char *name) {
     snprintf(out, len, "{%s}", name);
   return out;
 }
+
+/* Whether the one-byte token at *pp (a byte, "\\x", '?' or a class)
+ * matches `c`; *pp moves past it. */
+static int glob_one(const char **pp, unsigned char c) {
+  const char *p = *pp;
+  int hit = 0;
+  if (*p == '?') {
+    hit = 1;
+  } else if (*p == '[') {
+    int negate = *++p == '^';
+    p += negate;
+    for (; *p != '\0' && *p != ']'; p++) {
+      if (*p == '\\' && p[1] != '\0')
+        hit |= (unsigned char)*++p == c;
+      else if (p[1] == '-' && p[2] != '\0' && p[2] != ']') {
+        unsigned char lo = (unsigned char)p[0], hi = (unsigned char)p[2];
+        if (lo > hi) {
+          unsigned char t = lo;
+          lo = hi, hi = t;
+        }
+        hit |= c >= lo && c <= hi;
+        p += 2;
+      } else
+        hit |= (unsigned char)*p == c;
+    }
+    hit ^= negate;
+    if (*p == '\0')
+      p--; /* an open class ends with the pattern */
+  } else {
+    if (*p == '\\' && p[1] != '\0')
+      p++;
+    hit = (unsigned char)*p == c;
+  }
+  *pp = p + 1;
+  return hit;
+}
+
+/* Greedy with one resume point: the last '*' seen takes one more byte of
+ * `s` each time what follows it fails, so the time is bounded by the
+ * product of the lengths. */
+int rlock__glob(const char *pattern, const char *s) {
+  const char *p = pattern, *star = NULL, *resume = NULL;
+  while (*s != '\0') {
+    if (*p == '*') {
+      while (*p == '*')
+        p++;
+      star = p;
+      resume = s;
+      continue;
+    }
+    const char *next = p;
+    if (*p != '\0' && glob_one(&next, (unsigned char)*s)) {
+      p = next;
+      s++;
+    } else if (star != NULL) {
+      p = star;
+      s = ++resume;
+    } else {
+      return 0;
+    }
+  }
+  while (*p == '*')
+    p++;
+  return *p == '\0';
+}

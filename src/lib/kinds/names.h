@@ -21,4 +21,12 @@ char *rlock__name_prefixed(const char *prefix, const char *name);
  * the name itself when it already contains '{'. malloc'ed or NULL. */
 char *rlock__name_braced(const char *name);
 
+/* Whether `s` matches the glob `pattern` as Redis's SCAN MATCH and PUBSUB
+ * CHANNELS match: '*' any run, '?' any one byte, "[abc]", "[^abc]" and
+ * ranges "[a-z]", '\\' taking the next byte as it is (also inside a
+ * class); case-sensitive; a class left open ends with the pattern. For
+ * names found another way (a channel's, a lease set's) that must be
+ * filtered as SCAN would have filtered them. */
+int rlock__glob(const char *pattern, const char *s);
+
 #endif /* RLOCK_NAMES_H */
