@@ -31,7 +31,6 @@ int rt_run_group(const char *name, const struct CMUnitTest *tests, size_t n,
                  CMFixtureFunction setup, CMFixtureFunction teardown);
 
 #define RT_RUN_GROUP(name, tests, setup, teardown)                             \
-  rt_run_group(name, tests, sizeof(tests) / sizeof((tests)[0]), setup,         \
-               teardown)
+  rt_run_group(name, tests, sizeof(tests) / sizeof((tests)[0]), setup, teardown)
 
 #endif /* RT_SELECT_H */
