@@ -261,23 +261,27 @@ static void test_frozen_server_loses_hold_within_a_lease(void **state) {
   run_outage(1);
 }
 
-/* Normal releases, also racing renewal ticks, never call back. */
+/* Normal releases, also racing renewal ticks, never call back. The
+ * lease is long enough that a loaded machine does not lose the hold
+ * outright (which would rightly call back): a 60 ms one was lost with
+ * eight tests running at once. */
 static void test_no_callback_after_release(void **state) {
   (void)state;
   lost_log log = {0};
-  rlock_client *c = fx_client_opts(rt_server_url(srv), 60, on_lost, &log);
+  const int64_t lease = rt_scaled_ms(150);
+  rlock_client *c = fx_client_opts(rt_server_url(srv), lease, on_lost, &log);
   rlock_lock *l = fx_lock(c, "wd:quiet");
   int64_t t0 = rt_now_ms();
-  while (rt_now_ms() - t0 < 500) { /* renewal every 20 ms meanwhile */
+  while (rt_now_ms() - t0 < 500) { /* renewal every 50 ms meanwhile */
     OK(rlock_lock_acquire(l));
     rt_sleep_ms(rt_now_ms() % 7);
     OK(rlock_lock_release(l));
   }
   OK(rlock_lock_acquire(l));
-  rt_sleep_ms(300); /* five leases, renewed */
+  rt_sleep_ms(2 * lease); /* renewed */
   OK(rlock_lock_check(l));
   OK(rlock_lock_release(l));
-  rt_sleep_ms(300); /* ticks after the release */
+  rt_sleep_ms(lease); /* ticks after the release */
   assert_int_equal(atomic_load(&log.calls), 0);
   rlock_lock_free(l);
   rlock_client_free(c);
@@ -285,22 +289,34 @@ static void test_no_callback_after_release(void **state) {
 
 /* A renewal in flight while the last watchdog level is released must not
  * stretch the fixed lease left below it to the watchdog lease. A 30 ms
- * watchdog renews every 10 ms, so releases often meet a renewal. */
+ * watchdog renews every 10 ms, so releases often meet a renewal. A
+ * thread of the test held up past the 30 ms (a loaded machine) loses
+ * the whole key: that iteration shows nothing and is counted out. */
 static void test_inflight_renewal_does_not_stretch_fixed_lease(void **state) {
   (void)state;
   rlock_client *c = fx_client_opts(rt_server_url(srv), 30, NULL, NULL);
   rlock_lock *l = fx_lock(c, "wd:stretch");
+  int lost = 0;
   for (int i = 0; i < 200; i++) {
     OK(rlock_lock_acquire_lease(l, 5000));
     OK(rlock_lock_acquire(l));
     rt_sleep_ms(i % 11);
-    OK(rlock_lock_release(l)); /* PEXPIRE 5000: the fixed lease again */
+    /* PEXPIRE 5000: the fixed lease again */
+    int rc = rlock_lock_release(l);
+    if (rc == RLOCK_ELOST) {
+      lost++;
+      continue; /* the key expired: both levels are gone */
+    }
+    OK(rc);
     rt_sleep_ms(12); /* a late renewal (PEXPIRE 30) would land by now */
     long long ttl = rt_cmd_int(srv, "PTTL wd:stretch");
     if (ttl < 4000)
       fail_msg("iteration %d: PTTL %lld after the watchdog level went", i, ttl);
     OK(rlock_lock_release(l));
   }
+  if (lost > 100)
+    fail_msg("%d of 200 holds lost before their release: nothing shown",
+             lost);
   rlock_lock_free(l);
   rlock_client_free(c);
 }
