@@ -326,10 +326,13 @@ static int el_held_leader(void) {
   return x.id;
 }
 
-/* Stop every campaigner and judge the history: clean, at least 10 terms,
- * each issued once. */
+/* Let the election run 10 more terms after the last fault (a short run
+ * whose faults took its time still shows terms again, and has the 10 the
+ * judge wants), stop every campaigner and judge the history: clean, at
+ * least 10 terms, each issued once. */
 static rt_verdict el_finish(int fd, const char *scenario) {
   el_stay(false);
+  fk_wait_acquisitions(fk_history_size(), 10);
   for (int i = 0; i < EL_WORKERS; i++) {
     kill(fk.pids[i], SIGCONT);
     fk_kill_worker(fd, i);
