@@ -426,14 +426,23 @@ static void test_elect_sigstop(void **state) {
  * fails the master over: SENTINEL FAILOVER, settled, or the master killed
  * (fk_sentinel_crash); then lets the leader go. A campaign is confirmed
  * on the replica (WAIT: rlock_config_set_replica_sync, on by default)
- * before it returns, so no failover loses a term granted: terms stay
- * unique and increasing. Renewals are not confirmed: the leader may find
- * its lease gone on the promoted replica (the master killed: no renewal
- * reaches anyone for the promotion's length), and must then be told
- * (RLOCK_ELOST) or refused by the fenced resource, never overlap
- * unexplained. Printed: how long the sentinels took, and the fault to
- * the first accepted write of a term granted after it; bounded: that
- * write comes within a lease (+1 s) of the leader's release. */
+ * before it returns where the master has one. One granted on a master
+ * just promoted, before the old one is attached as its replica, is not
+ * (its client saw no replica to wait for), but each failover here is
+ * settled: the old master is attached at once, fully synced and seen
+ * receiving the stream (rt_sentinel_wait_replicas) before the next one,
+ * so no failover loses a term granted and every term must be issued
+ * once. (Failovers closer together than that, as the sentinels alone
+ * would make them, can lose such terms: the counter goes back, and the
+ * fenced resource refuses the repeated terms.) Renewals are not
+ * confirmed: the leader may find its lease gone on the promoted replica
+ * (SENTINEL FAILOVER: its renewals went to the old master until its
+ * client learned of the switch; the master killed: no renewal reaches
+ * anyone for the promotion's length), and must then be told (RLOCK_ELOST)
+ * or refused by the fenced resource, never overlap unexplained. Printed:
+ * how long the sentinels took, and the fault to the first accepted write
+ * of a term granted after it; bounded: that write comes within a lease
+ * (+1 s) of the leader's release. */
 static void el_server_failover(const char *scenario, bool crash) {
   rt_sentinel_group *g =
       rt_sentinel_start(crash ? "elcrashmaster" : "elfailmaster", 1, 3);
