@@ -13,7 +13,10 @@
  *   a lock wait does: woken by the unlock message, or when the leader's
  *   lease runs out), with the watchdog's lease by default, so a leader
  *   that stops (crash, SIGSTOP, a lost network) is replaced within one
- *   lease; a resignation is a release.
+ *   lease of its last renewal the server applied (one whose replies alone
+ *   are lost may have had a renewal applied that it never saw answered:
+ *   replaced up to a third of a lease later than it is told); a
+ *   resignation is a release.
  * - The term is the fencing token the winning acquisition took from the
  *   counter: it only grows, across clients and processes, so a resource
  *   that remembers the highest term it has seen refuses a deposed leader.

@@ -47,6 +47,8 @@
 
 #include "rlock/uv.h"
 #include "rt_history.h"
+#include "rt_netns.h"
+#include "rt_sentinel.h"
 
 #define FK_WORKERS 4
 #define FK_LOCKS 2
@@ -396,6 +398,34 @@ static inline int fk_child_main(int argc, char **argv) {
 
 /* ---- the harness's side ------------------------------------------------- */
 
+/* Start `argv0 --child args...` (args NULL-terminated) as worker `id`,
+ * under fk.prefix_of(id) when there is one (e.g. `ip netns exec NS`: the
+ * worker in another network namespace); its pid, which the caller owns.
+ * Every file's worker roles are started this way. */
+static inline pid_t fk_spawn_args(int id, const char *const *args) {
+  const char *const *prefix = fk.prefix_of ? fk.prefix_of(id) : NULL;
+  if (prefix == NULL)
+    return fx_spawn_child(args, NULL);
+  const char *argv[32];
+  int n = 0;
+  for (int i = 0; prefix[i] != NULL && n < 20; i++)
+    argv[n++] = prefix[i];
+  argv[n++] = fx_argv0;
+  argv[n++] = "--child";
+  for (int i = 0; args[i] != NULL && n < 31; i++)
+    argv[n++] = args[i];
+  argv[n] = NULL;
+  pid_t pid = fork();
+  if (pid < 0)
+    fail_msg("fork failed");
+  if (pid == 0) {
+    rt_forked_child();
+    execvp(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  return pid;
+}
+
 /* Start worker `id` (again), under its prefix if any. */
 static inline void fk_spawn(int id) {
   char ids[16], mode[4], port[16], ff[4], sem[16];
@@ -418,29 +448,7 @@ static inline void fk_spawn(int id) {
                         fk.counter_host ? fk.counter_host : "127.0.0.1",
                         sem,
                         NULL};
-  const char *const *prefix = fk.prefix_of ? fk.prefix_of(id) : NULL;
-  if (prefix == NULL) {
-    fk.pids[id] = fx_spawn_child(args, NULL);
-    return;
-  }
-  const char *argv[32];
-  int n = 0;
-  for (int i = 0; prefix[i] != NULL && n < 20; i++)
-    argv[n++] = prefix[i];
-  argv[n++] = fx_argv0;
-  argv[n++] = "--child";
-  for (int i = 0; args[i] != NULL; i++)
-    argv[n++] = args[i];
-  argv[n] = NULL;
-  pid_t pid = fork();
-  if (pid < 0)
-    fail_msg("fork failed");
-  if (pid == 0) {
-    rt_forked_child();
-    execvp(argv[0], (char *const *)argv);
-    _exit(127);
-  }
-  fk.pids[id] = pid;
+  fk.pids[id] = fk_spawn_args(id, args);
 }
 
 /* Kill worker `id` and record it once it is dead: recorded first, a
@@ -605,6 +613,67 @@ static inline int fk_stop_a_holder(void) {
     kill(fk.pids[id], SIGCONT);
   }
   return -1;
+}
+
+/* Wait (bounded) until some worker is inside a hold, so that a fault
+ * hits a holder (and, as a rule, waiters too). Returns whether one was
+ * seen. */
+static inline bool fk_holder_seen(void) {
+  int64_t end = rt_now_ms() + rt_scaled_ms(2000);
+  while (fk_in_hold() < 0)
+    if (rt_now_ms() >= end)
+      return false;
+    else
+      rt_sleep_ms(5);
+  return true;
+}
+
+/* ---- faults on the servers -------------------------------------------- */
+
+/* The running server at `port` among the group's, or NULL. */
+static inline rt_server *fk_sentinel_server_at(rt_sentinel_group *g, int port) {
+  for (int i = 0; i < rt_sentinel_nservers(g); i++)
+    if (rt_server_port(rt_sentinel_server(g, i)) == port)
+      return rt_sentinel_server(g, i);
+  return NULL;
+}
+
+/* One Sentinel crash, recorded as fault 'K' (b: the killed port): kill
+ * the master (SIGKILL: no shutdown, no last replication), wait for the
+ * sentinels to promote the replica, bring the dead one back as the new
+ * master's replica and wait for its link, so that the next crash again
+ * promotes a replica holding the master's data. */
+static inline void fk_sentinel_crash(rt_sentinel_group *g, int fd) {
+  rt_server *dead = rt_sentinel_master(g);
+  rt_history_add(fd, -1, -1, RT_EV_FAULT, 'K', rt_server_port(dead), 0);
+  rt_sentinel_kill_master(g);
+  int port = rt_sentinel_wait_failover(g, rt_scaled_ms(30000));
+  if (fk_sentinel_server_at(g, port) == NULL)
+    fail_msg("the sentinels promoted port %d, not one of the group's", port);
+  /* It comes back empty and would call itself a master until the
+   * sentinels convert it (about 10 s): make it the replica at once. */
+  rt_server_start_again(dead);
+  redisReply *r = rt_cmd(dead, "REPLICAOF 127.0.0.1 %d", port);
+  if (r->type != REDIS_REPLY_STATUS) /* "OK", or "OK Already connected" */
+    fail_msg("REPLICAOF on port %d refused", rt_server_port(dead));
+  freeReplyObject(r);
+  rt_sentinel_wait_replicas(g, rt_scaled_ms(30000));
+}
+
+/* ---- partitions: the test in a private network namespace ---------------- */
+
+/* Run the test binary's inner test `name` (its role `--child netns NAME`
+ * runs it, in the namespace rt_netns_rerun() makes), failing when it
+ * fails; or skip, saying why, where the machine cannot make namespaces. */
+static inline void fk_inside(const char *name) {
+  const char *why = rt_netns_unavailable();
+  if (why != NULL) {
+    print_message("%s: skipped\n", why);
+    skip();
+  }
+  int st = rt_netns_rerun(fx_argv0, (const char *const[]){"netns", name, NULL});
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    fail_msg("%s in its private namespace failed (status %#x)", name, st);
 }
 
 /* Once every worker is gone: no lock key (their leases ran out), no

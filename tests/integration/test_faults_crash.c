@@ -31,46 +31,6 @@ static int child_main(int argc, char **argv) {
 
 static unsigned seed = 22;
 
-/* Wait (bounded) until some worker is inside a hold, so that each kill
- * hits a master with a holder on it (and, four workers on two locks, as
- * a rule waiters too). Returns whether one was seen. */
-static bool holder_seen(void) {
-  int64_t end = rt_now_ms() + rt_scaled_ms(2000);
-  while (fk_in_hold() < 0)
-    if (rt_now_ms() >= end)
-      return false;
-    else
-      rt_sleep_ms(5);
-  return true;
-}
-
-/* The running server at `port` among the group's, or NULL. */
-static rt_server *sentinel_server_at(rt_sentinel_group *g, int port) {
-  for (int i = 0; i < rt_sentinel_nservers(g); i++)
-    if (rt_server_port(rt_sentinel_server(g, i)) == port)
-      return rt_sentinel_server(g, i);
-  return NULL;
-}
-
-/* One Sentinel crash: kill the master, wait for the sentinels to promote
- * the replica, bring the dead one back as the new master's replica. */
-static void sentinel_crash(rt_sentinel_group *g, int fd) {
-  rt_server *dead = rt_sentinel_master(g);
-  rt_history_add(fd, -1, -1, RT_EV_FAULT, 'K', rt_server_port(dead), 0);
-  rt_sentinel_kill_master(g);
-  int port = rt_sentinel_wait_failover(g, rt_scaled_ms(30000));
-  if (sentinel_server_at(g, port) == NULL)
-    fail_msg("the sentinels promoted port %d, not one of the group's", port);
-  /* It comes back empty and would call itself a master until the
-   * sentinels convert it (about 10 s): make it the replica at once. */
-  rt_server_start_again(dead);
-  redisReply *r = rt_cmd(dead, "REPLICAOF 127.0.0.1 %d", port);
-  if (r->type != REDIS_REPLY_STATUS) /* "OK", or "OK Already connected" */
-    fail_msg("REPLICAOF on port %d refused", rt_server_port(dead));
-  freeReplyObject(r);
-  rt_sentinel_wait_replicas(g, rt_scaled_ms(30000));
-}
-
 /* Print what a crash run did, and check it did what it meant to: masters
  * killed with a holder on them, each kill recorded as a fault. */
 static void kills_report(const char *name, const char *move, fk_mode mode,
@@ -94,8 +54,8 @@ static void sentinel_kill(fk_mode mode) {
   int64_t took_ms = 0;
   for (int64_t t0 = rt_now_ms(); fk_running(t0); kills++) {
     rt_sleep_ms(200 + rand_r(&seed) % 300); /* the fault's rhythm */
-    with_holder += holder_seen();
-    sentinel_crash(g, fd);
+    with_holder += fk_holder_seen();
+    fk_sentinel_crash(g, fd);
     took_ms += rt_sentinel_failover_ms(g);
   }
   fk_wait_acquisitions(fk_history_size(), 10); /* the locks work again */
@@ -137,7 +97,7 @@ static void cluster_kill(fk_mode mode) {
   int64_t took_ms = 0;
   for (int64_t t0 = rt_now_ms(); fk_running(t0); kills++) {
     rt_sleep_ms(200 + rand_r(&seed) % 300);
-    with_holder += holder_seen();
+    with_holder += fk_holder_seen();
     cluster_crash(cl, fd, kills % FK_LOCKS); /* each lock's master in turn */
     took_ms += rt_cluster_last_failover_ms(cl);
   }

@@ -1124,22 +1124,10 @@ static int child_main(int argc, char **argv) {
   return 64;
 }
 
-/* Run inner test `name` in a private namespace, or skip saying why. */
-static void inside(const char *name) {
-  const char *why = rt_netns_unavailable();
-  if (why != NULL) {
-    print_message("%s: skipped\n", why);
-    skip();
-  }
-  int st = rt_netns_rerun(fx_argv0, (const char *const[]){"netns", name, NULL});
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-    fail_msg("%s in its private namespace failed (status %#x)", name, st);
-}
-
 #define OUTER(name)                                                            \
   static void test_##name(void **state) {                                      \
     (void)state;                                                               \
-    inside("in_" #name);                                                       \
+    fk_inside("in_" #name);                                                    \
   }
 OUTER(harness)
 OUTER(proxy)

@@ -170,13 +170,37 @@ static bool replica_in_sync(rt_sentinel_group *g, int i, char *why,
   return false;
 }
 
+/* The master's `want` replicas receive its command stream: a write on
+ * the harness's connection (PUBLISH, which replicas get but which changes
+ * no key) acknowledged by all of them (WAIT). A replica can report
+ * master_link_status:up while its master still holds the stream back:
+ * after a diskless full sync a Redis 7.0 master streams to the replica only
+ * once it has the replica's REPLCONF ACK, and one that comes before the
+ * master has seen its RDB child end is not counted, so the stream waits
+ * for the replica's next once-a-second ACK. WAIT asks for an ACK at once
+ * (REPLCONF GETACK). A failover in that window would promote a replica
+ * without the master's latest writes. */
+static bool replicas_streaming(rt_sentinel_group *g, int want, char *why,
+                               size_t cap) {
+  rt_server *m = g->servers[g->master];
+  freeReplyObject(rt_cmd(m, "PUBLISH rt-sentinel:streaming 1"));
+  long long acked = rt_cmd_int(m, "WAIT %d 100", want);
+  snprintf(why, cap, "%lld of %d replicas acknowledged the master's write",
+           acked, want);
+  return acked >= want;
+}
+
 static bool pred_replicas_in_sync(void *arg, char *why, size_t cap) {
   rt_sentinel_group *g = arg;
-  for (int i = 0; i < g->nservers; i++)
-    if (i != g->master && running(g->servers[i]) &&
-        !replica_in_sync(g, i, why, cap))
+  int want = 0;
+  for (int i = 0; i < g->nservers; i++) {
+    if (i == g->master || !running(g->servers[i]))
+      continue;
+    if (!replica_in_sync(g, i, why, cap))
       return false;
-  return true;
+    want++;
+  }
+  return want == 0 || replicas_streaming(g, want, why, cap);
 }
 
 void rt_sentinel_wait_replicas(rt_sentinel_group *g, int64_t timeout_ms) {

@@ -168,7 +168,12 @@ int rt_sentinel_failover_settled(rt_sentinel_group *g, int64_t timeout_ms);
 
 /* Wait up to timeout_ms (as is) until every running server other than the
    group's master says (ROLE, INFO replication) it is a replica of the
-   master's port with master_link_status:up. Fails the test on timeout. */
+   master's port with master_link_status:up, and all of them receive the
+   master's command stream: a write the harness makes (PUBLISH, which
+   changes no key) acknowledged by each (WAIT). Link up alone is not that:
+   after a diskless full sync a Redis 7.0 master may hold the stream back
+   until the replica's next once-a-second REPLCONF ACK. Fails the test on
+   timeout. */
 void rt_sentinel_wait_replicas(rt_sentinel_group *g, int64_t timeout_ms);
 
 /* How long the latest switch seen by rt_sentinel_wait_failover() took, in
