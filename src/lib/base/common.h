@@ -85,6 +85,9 @@ char *rlock__strndup(const char *s, size_t n);
 /* 2 * n random hex digits (from getrandom) and a NUL into out. RLOCK_OK,
  * or RLOCK_EIO when the kernel gives no randomness. */
 int rlock__random_hex(char *out, size_t n);
+/* The n bytes that 2 * n hex digits (either case) spell, into out: 0, or
+ * -1 when one of them is not a hex digit. */
+int rlock__hex_bytes(const char *hex, unsigned char *out, size_t n);
 
 /* The calling thread's owner number (owner.h): never reused in the
  * process, unlike a Linux thread id. */
