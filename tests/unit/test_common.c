@@ -34,7 +34,45 @@ static void test_decimal(void **state) {
   }
 }
 
+/* Hex both ways: random ids are lowercase hex of the asked length, and
+ * rlock__hex_bytes reads either case and refuses anything else. */
+static void test_hex(void **state) {
+  (void)state;
+  char id[33];
+  assert_int_equal(rlock__random_hex(id, 16), RLOCK_OK);
+  assert_int_equal(strlen(id), 32);
+  assert_int_equal(strspn(id, "0123456789abcdef"), 32);
+  unsigned char raw[16];
+  assert_int_equal(rlock__hex_bytes(id, raw, sizeof raw), 0);
+  for (size_t i = 0; i < sizeof raw; i++) {
+    char two[3];
+    snprintf(two, sizeof two, "%02x", raw[i]);
+    assert_memory_equal(two, id + 2 * i, 2);
+  }
+  unsigned char b[4];
+  assert_int_equal(rlock__hex_bytes("00fF7a9B", b, 4), 0);
+  assert_int_equal(b[0], 0x00);
+  assert_int_equal(b[1], 0xff);
+  assert_int_equal(b[2], 0x7a);
+  assert_int_equal(b[3], 0x9b);
+  const char *bad[] = {"0g",
+                       "g0",
+                       " 0",
+                       "0 ",
+                       "0",
+                       "\xff"
+                       "0",
+                       "-1"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    assert_int_equal(rlock__hex_bytes(bad[i], b, 1), -1);
+  for (int c = 0; c < 256; c++)
+    assert_int_equal(rlock__is_hex((char)c), (c >= '0' && c <= '9') ||
+                                                 (c >= 'a' && c <= 'f') ||
+                                                 (c >= 'A' && c <= 'F'));
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_decimal)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_decimal),
+                                     cmocka_unit_test(test_hex)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -161,16 +161,32 @@ char *rlock__strndup(const char *s, size_t n) {
 char *rlock__strdup(const char *s) { return rlock__strndup(s, strlen(s)); }
 
 size_t rlock__decimal(char *buf, int64_t v) {
+  /* Two digits a division: a call's numbers (epoch ms, deadlines) have
+   * thirteen. */
+  static const char pairs[] =
+      "00010203040506070809101112131415161718192021222324"
+      "25262728293031323334353637383940414243444546474849"
+      "50515253545556575859606162636465666768697071727374"
+      "75767778798081828384858687888990919293949596979899";
   char tmp[20];
   uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-  size_t n = 0, len = 0;
-  do
-    tmp[n++] = (char)('0' + u % 10);
-  while ((u /= 10) != 0);
+  size_t n = sizeof tmp, len = 0;
+  while (u >= 100) {
+    const char *d = pairs + 2 * (u % 100);
+    u /= 100;
+    tmp[--n] = d[1];
+    tmp[--n] = d[0];
+  }
+  if (u >= 10) {
+    tmp[--n] = pairs[2 * u + 1];
+    tmp[--n] = pairs[2 * u];
+  } else {
+    tmp[--n] = (char)('0' + u);
+  }
   if (v < 0)
     buf[len++] = '-';
-  while (n > 0)
-    buf[len++] = tmp[--n];
+  memcpy(buf + len, tmp + n, sizeof tmp - n);
+  len += sizeof tmp - n;
   buf[len] = '\0';
   return len;
 }
@@ -183,19 +199,19 @@ void rlock__sleep_ms(int64_t ms) {
     ;
 }
 
-/* A hex digit's value, or a value above 15 for any other character. */
-static unsigned hex_value(unsigned char c) {
-  unsigned d = (unsigned)c - '0', a = ((unsigned)c | 0x20) - 'a';
-  return d < 10 ? d : a < 6 ? a + 10 : 16;
-}
+const unsigned char rlock__hex1[256] = {
+    ['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,
+    ['6'] = 7,  ['7'] = 8,  ['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12,
+    ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16, ['A'] = 11, ['B'] = 12,
+    ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16};
 
 int rlock__hex_bytes(const char *hex, unsigned char *out, size_t n) {
   for (size_t i = 0; i < n; i++) {
-    unsigned hi = hex_value((unsigned char)hex[2 * i]);
-    unsigned lo = hi > 15 ? 16 : hex_value((unsigned char)hex[2 * i + 1]);
-    if (lo > 15)
+    unsigned hi = rlock__hex1[(unsigned char)hex[2 * i]];
+    unsigned lo = hi == 0 ? 0 : rlock__hex1[(unsigned char)hex[2 * i + 1]];
+    if (lo == 0)
       return -1;
-    out[i] = (unsigned char)(hi << 4 | lo);
+    out[i] = (unsigned char)((hi - 1) << 4 | (lo - 1));
   }
   return 0;
 }

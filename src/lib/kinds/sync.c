@@ -4,7 +4,6 @@
  * latch as lock kinds (sync_int.h): their constructors, the calls their
  * scripts take, and how their answers read, for both drivers.
  */
-#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -320,7 +319,7 @@ int rlock__check_permit_id(const char *id, const char *fn) {
     return rlock__err(RLOCK_EINVAL, "%s: permit id is NULL", fn);
   size_t n = strnlen(id, RLOCK_PERMIT_ID_LEN + 1);
   for (size_t i = 0; i < n; i++)
-    if (!isxdigit((unsigned char)id[i]))
+    if (!rlock__is_hex(id[i]))
       n = 0;
   if (n != RLOCK_PERMIT_ID_LEN)
     return rlock__err(RLOCK_EINVAL,
@@ -360,7 +359,7 @@ int rlock__sync_reply(const rlock_lock *l, const rlock__reply *r,
 
 void rlock__permit_id_lower(const char *in, char *out) {
   for (size_t i = 0; i < RLOCK_PERMIT_ID_LEN; i++)
-    out[i] = (char)tolower((unsigned char)in[i]);
+    out[i] = in[i] >= 'A' && in[i] <= 'F' ? (char)(in[i] + ('a' - 'A')) : in[i];
   out[RLOCK_PERMIT_ID_LEN] = '\0';
 }
 
