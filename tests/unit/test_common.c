@@ -8,6 +8,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "common.h"
 
@@ -71,8 +73,37 @@ static void test_hex(void **state) {
                                                  (c >= 'A' && c <= 'F'));
 }
 
+/* Ids drawn after fork() in the child are not the parent's next ones:
+ * the child drops the pool of random bytes it inherited. */
+static void test_random_after_fork(void **state) {
+  (void)state;
+  char first[33], mine[33], theirs[33] = "";
+  assert_int_equal(rlock__random_hex(first, 16), RLOCK_OK); /* pool filled */
+  int fd[2];
+  assert_int_equal(pipe(fd), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    char id[33];
+    int ok = rlock__random_hex(id, 16) == RLOCK_OK &&
+             write(fd[1], id, sizeof id) == (ssize_t)sizeof id;
+    _exit(ok ? 0 : 1);
+  }
+  close(fd[1]);
+  assert_int_equal(read(fd[0], theirs, sizeof theirs), (ssize_t)sizeof theirs);
+  close(fd[0]);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  assert_int_equal(rlock__random_hex(mine, 16), RLOCK_OK);
+  assert_string_not_equal(mine, theirs);
+  assert_string_not_equal(first, theirs);
+  assert_string_not_equal(first, mine);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_decimal),
-                                     cmocka_unit_test(test_hex)};
+                                     cmocka_unit_test(test_hex),
+                                     cmocka_unit_test(test_random_after_fork)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

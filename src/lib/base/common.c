@@ -3,6 +3,7 @@
  * common.c - last-error storage, monotonic time, thread ids.
  */
 #include "common.h"
+#include "origin.h"
 #include "owner.h"
 
 #include <errno.h>
@@ -216,18 +217,47 @@ int rlock__hex_bytes(const char *hex, unsigned char *out, size_t n) {
   return 0;
 }
 
-int rlock__random_hex(char *out, size_t n) {
-  unsigned char b[64];
+/* Random bytes from a pool of the calling thread's, filled by one
+ * getrandom() call for sixteen permit ids: an id is made for every
+ * acquisition of a permit, and a system call each was a percent of an
+ * uncontended pair. The pool is dropped when the process is a fork()ed
+ * child of the one that filled it (origin.h's generation; the first fill
+ * registers the fork handler), so a child never repeats its parent's ids.
+ * RLOCK_OK, or RLOCK_EIO when the kernel gives no randomness. */
+static _Thread_local struct {
+  unsigned char b[256];
+  size_t left; /* unused bytes, at the end of b */
+  unsigned gen;
+} pool;
+
+static int random_fill(void) {
+  rlock__origin here;
+  rlock__origin_here(&here);
   size_t got = 0;
-  if (n > sizeof b)
-    return rlock__err(RLOCK_EINVAL, "rlock__random_hex: %zu bytes", n);
-  while (got < n) {
-    ssize_t k = getrandom(b + got, n - got, 0);
-    if (k < 0 && errno != EINTR)
+  while (got < sizeof pool.b) {
+    ssize_t k = getrandom(pool.b + got, sizeof pool.b - got, 0);
+    if (k < 0 && errno != EINTR) {
+      pool.left = 0;
       return rlock__err(RLOCK_EIO, "getrandom failed: %s", strerror(errno));
+    }
     if (k > 0)
       got += (size_t)k;
   }
+  pool.left = sizeof pool.b;
+  pool.gen = here.gen;
+  return RLOCK_OK;
+}
+
+int rlock__random_hex(char *out, size_t n) {
+  if (n > sizeof pool.b)
+    return rlock__err(RLOCK_EINVAL, "rlock__random_hex: %zu bytes", n);
+  if (pool.left < n || !rlock__origin_ok(&(rlock__origin){.gen = pool.gen})) {
+    int rc = random_fill();
+    if (rc != RLOCK_OK)
+      return rc;
+  }
+  const unsigned char *b = pool.b + sizeof pool.b - pool.left;
+  pool.left -= n;
   /* A table, not snprintf: a permit id is made on every acquisition, and
    * sixteen snprintf calls cost more than the rest of it together. */
   static const char digits[] = "0123456789abcdef";

@@ -82,8 +82,10 @@ char *rlock__strdup(const char *s);
 size_t rlock__decimal(char *buf, int64_t v);
 char *rlock__strndup(const char *s, size_t n);
 
-/* 2 * n random hex digits (from getrandom) and a NUL into out. RLOCK_OK,
- * or RLOCK_EIO when the kernel gives no randomness. */
+/* 2 * n random hex digits (n <= 256; from getrandom, through a pool of
+ * the calling thread's that a fork()ed child refills) and a NUL into out.
+ * RLOCK_OK, RLOCK_EINVAL for n too large, or RLOCK_EIO when the kernel
+ * gives no randomness. */
 int rlock__random_hex(char *out, size_t n);
 /* The n bytes that 2 * n hex digits (either case) spell, into out: 0, or
  * -1 when one of them is not a hex digit (reading stops there). */
