@@ -6,13 +6,14 @@
 -- caller's epoch ms), ARGV[2] the permit's deadline, ARGV[3] the publish
 -- command, ARGV[4] the channel redisson_sc:{name}, ARGV[5] the permit id's
 -- 16 bytes, sent as the set stores them (no hex to decode here).
--- Answers nil when taken: DECRBY 1, ZADD deadline id, and the set given
--- KEYS[1]'s TTL when it has one, as Redisson's tryAcquire. Otherwise the
--- ms until the earliest deadline, or -1 when none expires. First, as each
--- of Redisson's scripts, expired permits (deadline at or before now) are
--- given back, at most PURGE_MAX a call, and the new count published when
--- positive. A key that is not a count, or a timeout key that is not a
--- sorted set: WRONGTYPE, nothing written.
+-- As Redisson's tryAcquire of one permit: first give back one expired
+-- permit (deadline at or before now; Redisson's acquisition gives back as
+-- many as it takes) and publish the new count when positive; then, with a
+-- permit available, DECRBY 1, ZADD deadline id, and give the set KEYS[1]'s
+-- TTL when it has one: nil. Otherwise the ms until the earliest deadline
+-- (1 while expired permits remain), or -1 when none expires. A key that is
+-- not a count, or a timeout key that is not a sorted set: WRONGTYPE,
+-- nothing written.
 -- The common case (a permit available, none expired) costs only the reads
 -- that decide it (GET, and ZCOUNT: an integer where the purge's
 -- ZRANGEBYSCORE makes an array) and Redisson's writes. Anything else, or
@@ -25,13 +26,11 @@ local due = redis.pcall('zcount', KEYS[2], 0, ARGV[1])
 if n == nil or n < 1 or due ~= 0 or
    type(redis.pcall('decrby', KEYS[1], 1)) ~= 'number' then
   -- @include countcheck
-  local PURGE_MAX = 1000
   local NO_EXPIRY = 922337203685477 -- Redisson's deadline of no lease
   local now = tonumber(ARGV[1])
   local v, refusal = count_get(KEYS[1], 'semaphore')
   if v == nil then return refusal end
-  local expired = redis.pcall('zrangebyscore', KEYS[2], 0, now, 'limit', 0,
-                              PURGE_MAX)
+  local expired = redis.pcall('zrangebyscore', KEYS[2], 0, now, 'limit', 0, 1)
   if expired.err then
     return redis.error_reply('WRONGTYPE key\'s timeout set holds a ' ..
                              redis.call('type', KEYS[2]).ok ..
