@@ -37,7 +37,7 @@ void rlock__sem_call(rlock_lock *l, const char *op, int64_t num,
  * bytes the timeout set stores, so the hot scripts decode nothing. */
 static void psem_hot_call(rlock_lock *l, int acquire, int64_t now,
                           int64_t deadline, const char *id, rlock__call *call) {
-  unsigned char raw[RLOCK_PERMIT_ID_LEN / 2];
+  unsigned char raw[RLOCK_PERMIT_ID_LEN / 2] = {0};
   rlock__call_script(call, acquire ? &rlock__script_psem_acquire
                                    : &rlock__script_psem_release);
   rlock__call_key(call, l->name);
