@@ -359,7 +359,7 @@ int rlock__sync_reply(const rlock_lock *l, const rlock__reply *r,
 
 void rlock__permit_id_lower(const char *in, char *out) {
   for (size_t i = 0; i < RLOCK_PERMIT_ID_LEN; i++)
-    out[i] = in[i] >= 'A' && in[i] <= 'F' ? (char)(in[i] + ('a' - 'A')) : in[i];
+    out[i] = (char)(in[i] | 0x20); /* hex digits and a-f have the bit */
   out[RLOCK_PERMIT_ID_LEN] = '\0';
 }
 
