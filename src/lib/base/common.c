@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * common.c - last-error storage, monotonic time, thread ids.
+ * common.c - last-error storage, monotonic time, thread ids, decimals,
+ * hex and random ids.
  */
 #include "common.h"
 #include "origin.h"
@@ -207,8 +208,9 @@ const unsigned char rlock__hex1[256] = {
     ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16};
 
 int rlock__hex_bytes(const char *hex, unsigned char *out, size_t n) {
-  /* No branch a digit: a permit id is decoded on every acquire and
-   * release. A NUL is no digit, so the string is never read past it. */
+  /* Table lookups, their validity folded into one flag: a permit id is
+   * decoded on every acquire and release. A NUL is no digit, so the
+   * string is never read past it. */
   unsigned bad = 0;
   for (size_t i = 0; i < n && bad == 0; i++) {
     unsigned hi = rlock__hex1[(unsigned char)hex[2 * i]];
