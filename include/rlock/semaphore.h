@@ -263,8 +263,8 @@ RLOCK_EXTERN int rlock_psemaphore_add_permits(rlock_psemaphore *sem,
 
 /**
  * Take one permit, waiting at most `wait_ms` (Redisson's
- * tryAcquire(wait, lease)). Expired permits are given back first, as
- * every Redisson script does.
+ * tryAcquire(wait, lease)). One expired permit is given back first, as
+ * Redisson's acquisition of one permit does.
  * @param id receives the permit's id, RLOCK_PERMIT_ID_LEN hex digits and
  *        '\0' (the caller's buffer of RLOCK_PERMIT_ID_LEN + 1 bytes);
  *        written only on RLOCK_OK.
@@ -290,12 +290,14 @@ RLOCK_EXTERN int rlock_psemaphore_acquire(char *id, rlock_psemaphore *sem,
  * Give back the permit `id` (Redisson's release(id)) and wake waiters. Any
  * client may release any permit by its id; the acquiring client stops
  * renewing it (another client's watchdog finds it gone and reports it
- * lost).
+ * lost). As Redisson's release, no other expired permit is given back,
+ * and an expired permit still in the set is given back all the same (the
+ * call then answers as for one no longer leased).
  * @param id RLOCK_PERMIT_ID_LEN hex digits (either case).
  * @return RLOCK_OK; RLOCK_ELOST (this client took the permit, and it
- *         expired, was released by someone else, or the key was deleted:
- *         nothing given back); RLOCK_ENOTHELD (no such permit is leased,
- *         and this client never took it: nothing given back); RLOCK_EINVAL
+ *         expired, was released by someone else, or the key was deleted);
+ *         RLOCK_ENOTHELD (no such permit is leased, and this client never
+ *         took it); RLOCK_EINVAL
  *         (NULL argument, an id not of 32 hex digits); RLOCK_EWRONGTYPE;
  *         RLOCK_EREPLICA (released on the master only); transport errors
  *         (the client stops renewing the permit: it comes back after its

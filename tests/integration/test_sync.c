@@ -16,6 +16,7 @@
 #include "drivers.h"
 
 #include <stdatomic.h>
+#include <time.h>
 
 #include "rt_cluster.h"
 #include "rt_sentinel.h"
@@ -364,6 +365,28 @@ static const char *JAVA_PSEM_RELEASE =
     "return string.char(tonumber(h, 16)) end) "
     "if redis.call('zrem', KEYS[3], raw) ~= 1 then return 0 end "
     "redis.call(ARGV[2], KEYS[2], redis.call('incrby', KEYS[1], 1)) "
+    "return 1";
+
+/* RPermitExpirableSemaphore.tryAcquire(1 permit, lease): give back at
+ * most as many expired permits as it takes (one), publishing the new count
+ * when positive; then, with a permit available, DECRBY 1, ZADD the id's
+ * 16 bytes at the deadline, and give the timeout set NAME's TTL when it
+ * has one: 1; else 0. KEYS name, timeout set, channel; ARGV deadline, now,
+ * id (hex), publish command. */
+static const char *JAVA_PSEM_ACQUIRE =
+    "local raw = string.gsub(ARGV[3], '..', function(h) "
+    "return string.char(tonumber(h, 16)) end) "
+    "local gone = redis.call('zrangebyscore', KEYS[2], 0, ARGV[2], 'limit', "
+    "0, 1) "
+    "if #gone > 0 then redis.call('zrem', KEYS[2], unpack(gone)) "
+    "local v = redis.call('incrby', KEYS[1], #gone) "
+    "if v > 0 then redis.call(ARGV[4], KEYS[3], v) end end "
+    "local have = redis.call('get', KEYS[1]) "
+    "if have == false or tonumber(have) < 1 then return 0 end "
+    "redis.call('decrby', KEYS[1], 1) "
+    "redis.call('zadd', KEYS[2], ARGV[1], raw) "
+    "local ttl = redis.call('pttl', KEYS[1]) "
+    "if ttl > 0 then redis.call('pexpire', KEYS[2], ttl) end "
     "return 1";
 
 static long long java_eval(const char *key, const char *script, int nkeys,
@@ -730,6 +753,145 @@ static void test_psemaphore_interop(void **state) {
   dk_free(c);
 }
 
+/* A permit-expirable semaphore's stored state, one line: the count, the
+ * timeout set (members in hex, scores), whether each key has a TTL. */
+static void psem_state(const char *name, char *out, size_t cap) {
+  char tkey[160];
+  snprintf(tkey, sizeof tkey, "{%s}:timeout", name);
+  size_t n =
+      (size_t)snprintf(out, cap, "count=%lld ttl=%d set:", get_count(name),
+                       rt_cmd_int(node_of(name), "PTTL %s", name) > 0);
+  redisReply *r = rt_cmd(node_of(name), "ZRANGE %s 0 -1 WITHSCORES", tkey);
+  for (size_t i = 0; i + 1 < r->elements && n < cap; i += 2) {
+    n += (size_t)snprintf(out + n, cap - n, " ");
+    for (size_t k = 0; k < r->element[i]->len && n < cap; k++)
+      n += (size_t)snprintf(out + n, cap - n, "%02x",
+                            (unsigned char)r->element[i]->str[k]);
+    n += (size_t)snprintf(out + n, cap - n, "@%s", r->element[i + 1]->str);
+  }
+  freeReplyObject(r);
+  if (n < cap)
+    snprintf(out + n, cap - n, " set-ttl=%d",
+             rt_cmd_int(node_of(name), "PTTL %s", tkey) > 0);
+}
+
+/* The payloads `ctx` (subscribed) was sent so far, space-separated: a
+ * PING's answer comes after every message published before it. */
+static void java_messages(redisContext *ctx, char *out, size_t cap) {
+  size_t n = 0;
+  out[0] = '\0';
+  redisAppendCommand(ctx, "PING");
+  for (;;) {
+    redisReply *r = NULL;
+    if (redisGetReply(ctx, (void **)&r) != REDIS_OK || r == NULL)
+      fail_msg("the Java-style subscriber got no answer to PING");
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    int pong = strcmp(r->element[0]->str, "pong") == 0;
+    if (!pong && n < cap)
+      n += (size_t)snprintf(out + n, cap - n, " %s", r->element[2]->str);
+    freeReplyObject(r);
+    if (pong)
+      return;
+  }
+}
+
+/* The hex of a 16-byte member, as a permit id. */
+static void permit_hex(const char *raw, char *id) {
+  for (int i = 0; i < 16; i++)
+    snprintf(id + 2 * i, 3, "%02x", (unsigned char)raw[i]);
+}
+
+typedef struct psem_pair {
+  char name[2][128], tkey[2][160], channel[2][160];
+  redisContext *sub[2];
+} psem_pair;
+
+/* Both semaphores, this library's [0] and Java's [1], in the same state
+ * and told the same messages since the last look. */
+static void psem_same(psem_pair *p, const char *step) {
+  char state[2][2048], msgs[2][256];
+  for (int i = 0; i < 2; i++) {
+    psem_state(p->name[i], state[i], sizeof state[i]);
+    java_messages(p->sub[i], msgs[i], sizeof msgs[i]);
+  }
+  if (strcmp(state[0], state[1]) != 0 || strcmp(msgs[0], msgs[1]) != 0)
+    fail_msg("%s: this library left %s, told [%s]; Redisson's scripts %s, "
+             "told [%s]",
+             step, state[0], msgs[0], state[1], msgs[1]);
+}
+
+/* This library's acquisition on [0] (a 60 s lease), then Redisson's with
+ * the same id and the deadline this library wrote on [1]; the same after. */
+static void both_acquire(psem_pair *p, rlock_psemaphore *ps, char *id,
+                         const char *step) {
+  OK(p_acquire(id, ps, 0, 60000));
+  unsigned char raw[16];
+  for (int i = 0; i < 16; i++)
+    sscanf(id + 2 * i, "%2hhx", &raw[i]);
+  redisReply *d =
+      rt_cmd(node_of(p->name[0]), "ZSCORE %s %b", p->tkey[0], raw, sizeof raw);
+  assert_int_equal(d->type, REDIS_REPLY_STRING);
+  char now[24];
+  snprintf(now, sizeof now, "%lld", (long long)time(NULL) * 1000);
+  const char *keys[] = {p->name[1], p->tkey[1], p->channel[1]};
+  const char *args[] = {d->str, now, id, publish_cmd()};
+  assert_int_equal(java_eval(p->name[1], JAVA_PSEM_ACQUIRE, 3, keys, 4, args),
+                   1);
+  freeReplyObject(d);
+  psem_same(p, step);
+}
+
+/* This library's release of `id` on [0] (answering `want`), then
+ * Redisson's on [1]; the same after. */
+static void both_release(psem_pair *p, rlock_psemaphore *ps, const char *id,
+                         int want, const char *step) {
+  RC(p_release(ps, id), want);
+  const char *keys[] = {p->name[1], p->channel[1], p->tkey[1]};
+  const char *args[] = {id, publish_cmd()};
+  assert_int_equal(java_eval(p->name[1], JAVA_PSEM_RELEASE, 3, keys, 2, args),
+                   1);
+  psem_same(p, step);
+}
+
+/* The stored state after each of this library's scripts is what
+ * Redisson's leave, started from the same state, and the messages are
+ * Redisson's: an acquisition with two expired permits present (Redisson's
+ * gives back one), a release with an expired permit of another's present
+ * (Redisson's release purges nothing), the release of that expired permit,
+ * and the common pair: an acquisition with none expired, its release. */
+static void test_psemaphore_redisson_state(void **state) {
+  (void)state;
+  psem_pair p;
+  for (int i = 0; i < 2; i++) {
+    fresh(p.name[i], sizeof p.name[i], i == 0 ? "psemst-c" : "psemst-j");
+    snprintf(p.tkey[i], sizeof p.tkey[i], "{%s}:timeout", p.name[i]);
+    snprintf(p.channel[i], sizeof p.channel[i], "redisson_sc:{%s}", p.name[i]);
+    rt_server *s = node_of(p.name[i]);
+    rt_cmd_ok(s, "SET %s 0 PX 600000", p.name[i]);
+    /* two expired permits, one without a lease (Redisson's marker) */
+    assert_int_equal(rt_cmd_int(s, "ZADD %s 1000 %s 2000 %s 922337203685477 %s",
+                                p.tkey[i], "expired-permit-1",
+                                "expired-permit-2", "unleased-permit!"),
+                     3);
+    p.sub[i] = java_subscribe(p.channel[i]);
+  }
+  rlock_client *c = client(0, NULL, NULL);
+  rlock_psemaphore *ps;
+  OK(rlock_psemaphore_new(&ps, c, p.name[0]));
+  char a[RLOCK_PERMIT_ID_LEN + 1], b[RLOCK_PERMIT_ID_LEN + 1];
+  char expired[RLOCK_PERMIT_ID_LEN + 1];
+  permit_hex("expired-permit-2", expired);
+  both_acquire(&p, ps, a, "acquisition, two permits expired");
+  both_release(&p, ps, a, RLOCK_OK, "release, another permit expired");
+  both_release(&p, ps, expired, RLOCK_ENOTHELD, "release of an expired permit");
+  both_acquire(&p, ps, b, "acquisition, none expired");
+  both_release(&p, ps, b, RLOCK_OK, "release");
+  for (int i = 0; i < 2; i++)
+    redisFree(p.sub[i]);
+  rlock_psemaphore_free(ps);
+  dk_free(c);
+}
+
 /* ---- the count-down latch
  * ------------------------------------------------------ */
 
@@ -947,6 +1109,7 @@ static void test_replica_wait(void **state) {
 
 BOTH(test_semaphore_interop)
 BOTH(test_psemaphore_interop)
+BOTH(test_psemaphore_redisson_state)
 BOTH(test_latch)
 BOTH(test_psemaphore_watchdog)
 
@@ -980,14 +1143,17 @@ int main(void) {
       DK_CASE(test_psemaphore_basics, DK_ALL),
       DK_CASE(test_psemaphore_watchdog_single, DK_ALL),
       DK_CASE(test_psemaphore_interop_single, DK_ALL),
+      DK_CASE(test_psemaphore_redisson_state_single, DK_ALL),
       DK_CASE(test_latch_single, DK_ALL),
       DK_CASE(test_semaphore_interop_cluster, DK_ALL),
       DK_CASE(test_psemaphore_interop_cluster, DK_ALL),
+      DK_CASE(test_psemaphore_redisson_state_cluster, DK_ALL),
       DK_CASE(test_psemaphore_watchdog_cluster, DK_ALL),
       DK_CASE(test_latch_cluster, DK_ALL),
       DK_CASE(test_semaphore_interop_sentinel, DK_ALL),
       DK_CASE(test_psemaphore_watchdog_sentinel, DK_ALL),
       DK_CASE(test_psemaphore_interop_sentinel, DK_ALL),
+      DK_CASE(test_psemaphore_redisson_state_sentinel, DK_ALL),
       DK_CASE(test_latch_sentinel, DK_ALL),
       DK_CASE_ST(test_replica_wait, dk_recover, replica_wait_done, DK_ALL),
   };

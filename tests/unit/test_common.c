@@ -8,6 +8,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "names.h"
@@ -61,8 +63,74 @@ static void test_glob(void **state) {
                cases[i].want);
 }
 
+/* Hex both ways: random ids are lowercase hex of the asked length, and
+ * rlock__hex_bytes reads either case and refuses anything else. */
+static void test_hex(void **state) {
+  (void)state;
+  char id[33];
+  assert_int_equal(rlock__random_hex(id, 16), RLOCK_OK);
+  assert_int_equal(strlen(id), 32);
+  assert_int_equal(strspn(id, "0123456789abcdef"), 32);
+  unsigned char raw[16];
+  assert_int_equal(rlock__hex_bytes(id, raw, sizeof raw), 0);
+  for (size_t i = 0; i < sizeof raw; i++) {
+    char two[3];
+    snprintf(two, sizeof two, "%02x", raw[i]);
+    assert_memory_equal(two, id + 2 * i, 2);
+  }
+  unsigned char b[4];
+  assert_int_equal(rlock__hex_bytes("00fF7a9B", b, 4), 0);
+  assert_int_equal(b[0], 0x00);
+  assert_int_equal(b[1], 0xff);
+  assert_int_equal(b[2], 0x7a);
+  assert_int_equal(b[3], 0x9b);
+  const char *bad[] = {"0g",
+                       "g0",
+                       " 0",
+                       "0 ",
+                       "0",
+                       "\xff"
+                       "0",
+                       "-1"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    assert_int_equal(rlock__hex_bytes(bad[i], b, 1), -1);
+  for (int c = 0; c < 256; c++)
+    assert_int_equal(rlock__is_hex((char)c), (c >= '0' && c <= '9') ||
+                                                 (c >= 'a' && c <= 'f') ||
+                                                 (c >= 'A' && c <= 'F'));
+}
+
+/* Ids drawn after fork() in the child are not the parent's next ones:
+ * the child drops the pool of random bytes it inherited. */
+static void test_random_after_fork(void **state) {
+  (void)state;
+  char first[33], mine[33], theirs[33] = "";
+  assert_int_equal(rlock__random_hex(first, 16), RLOCK_OK); /* pool filled */
+  int fd[2];
+  assert_int_equal(pipe(fd), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    char id[33];
+    int ok = rlock__random_hex(id, 16) == RLOCK_OK &&
+             write(fd[1], id, sizeof id) == (ssize_t)sizeof id;
+    _exit(ok ? 0 : 1);
+  }
+  close(fd[1]);
+  assert_int_equal(read(fd[0], theirs, sizeof theirs), (ssize_t)sizeof theirs);
+  close(fd[0]);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  assert_int_equal(rlock__random_hex(mine, 16), RLOCK_OK);
+  assert_string_not_equal(mine, theirs);
+  assert_string_not_equal(first, theirs);
+  assert_string_not_equal(first, mine);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_decimal),
-                                     cmocka_unit_test(test_glob)};
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_decimal), cmocka_unit_test(test_glob),
+      cmocka_unit_test(test_hex), cmocka_unit_test(test_random_after_fork)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

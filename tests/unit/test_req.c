@@ -222,12 +222,67 @@ static void test_wait_error_confirms_nothing(void **state) {
   rlock__call_clear(&call);
 }
 
+/* An argument of raw bytes (a permit id's 16, which may hold NUL) goes
+ * out whole, beside C-string arguments, as EVALSHA and again as EVAL; a
+ * third one, or one past the call's store, fails the call. */
+static void test_bytes_argument(void **state) {
+  (void)state;
+  static const unsigned char id[16] = {
+      0x00, 0x01, 0xff, 0x00, 'a', '\r', '\n', 0x80, 0, 0, 0, 0, 0, 0, 0, 7};
+  rlock__call call;
+  rlock__req q;
+  rlock__call_script(&call, &rlock__script_psem_release);
+  rlock__call_key(&call, "orders");
+  rlock__call_num(&call, 1700000000000);
+  rlock__call_bytes(&call, id, sizeof id);
+  rlock__call_arg(&call, "PUBLISH");
+  rlock__req_init(&q, &call);
+  for (int pass = 0; pass < 2; pass++) {
+    char *buf = NULL;
+    long len = rlock__req_encode(&q, &buf);
+    assert_true(len > 0);
+    rlock__reader *rd = rlock__reader_new();
+    assert_non_null(rd);
+    assert_int_equal(rlock__reader_feed(rd, buf, (size_t)len), RLOCK__READ_OK);
+    free(buf);
+    rlock__reply *r;
+    assert_int_equal(rlock__reader_get(rd, &r), RLOCK__READ_OK);
+    assert_non_null(r);
+    assert_int_equal(r->n, 7); /* verb, body, 1, key, now, id, PUBLISH */
+    assert_true(rlock__reply_is(r->elem[0], pass == 0 ? "EVALSHA" : "EVAL"));
+    assert_int_equal(r->elem[5]->len, sizeof id);
+    assert_memory_equal(r->elem[5]->str, id, sizeof id);
+    assert_true(rlock__reply_is(r->elem[6], "PUBLISH"));
+    rlock__reply_free(r);
+    rlock__reader_free(rd);
+    if (pass == 0)
+      assert_int_equal(
+          rlock__req_feed(&q, WHERE, err_reply("NOSCRIPT No script")),
+          RLOCK__STEP_RESEND);
+  }
+  rlock__call_clear(&call);
+  rlock__call_script(&call, &rlock__script_psem_release);
+  rlock__call_key(&call, "orders");
+  for (int i = 0; i < RLOCK__CALL_BYTES; i++)
+    rlock__call_bytes(&call, id, sizeof id);
+  assert_false(call.failed);
+  rlock__call_bytes(&call, id, sizeof id);
+  assert_true(call.failed);
+  rlock__call_clear(&call);
+  rlock__call_script(&call, &rlock__script_psem_release);
+  static char big[RLOCK__CALL_STORE];
+  rlock__call_bytes(&call, big, sizeof big);
+  assert_true(call.failed);
+  rlock__call_clear(&call);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_redirect_parsing),
       cmocka_unit_test(test_errors),
       cmocka_unit_test(test_noscript_wait_asking),
       cmocka_unit_test(test_wait_error_confirms_nothing),
+      cmocka_unit_test(test_bytes_argument),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

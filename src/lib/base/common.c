@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * common.c - last-error storage, monotonic time, thread ids.
+ * common.c - last-error storage, monotonic time, thread ids, decimals,
+ * hex and random ids.
  */
 #include "common.h"
+#include "origin.h"
 #include "owner.h"
 
 #include <errno.h>
@@ -161,16 +163,32 @@ char *rlock__strndup(const char *s, size_t n) {
 char *rlock__strdup(const char *s) { return rlock__strndup(s, strlen(s)); }
 
 size_t rlock__decimal(char *buf, int64_t v) {
+  /* Two digits a division: a call's numbers (epoch ms, deadlines) have
+   * thirteen. */
+  static const char pairs[] =
+      "00010203040506070809101112131415161718192021222324"
+      "25262728293031323334353637383940414243444546474849"
+      "50515253545556575859606162636465666768697071727374"
+      "75767778798081828384858687888990919293949596979899";
   char tmp[20];
   uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-  size_t n = 0, len = 0;
-  do
-    tmp[n++] = (char)('0' + u % 10);
-  while ((u /= 10) != 0);
+  size_t n = sizeof tmp, len = 0;
+  while (u >= 100) {
+    const char *d = pairs + 2 * (u % 100);
+    u /= 100;
+    tmp[--n] = d[1];
+    tmp[--n] = d[0];
+  }
+  if (u >= 10) {
+    tmp[--n] = pairs[2 * u + 1];
+    tmp[--n] = pairs[2 * u];
+  } else {
+    tmp[--n] = (char)('0' + u);
+  }
   if (v < 0)
     buf[len++] = '-';
-  while (n > 0)
-    buf[len++] = tmp[--n];
+  memcpy(buf + len, tmp + n, sizeof tmp - n);
+  len += sizeof tmp - n;
   buf[len] = '\0';
   return len;
 }
@@ -183,19 +201,75 @@ void rlock__sleep_ms(int64_t ms) {
     ;
 }
 
-int rlock__random_hex(char *out, size_t n) {
-  unsigned char b[64];
+const unsigned char rlock__hex1[256] = {
+    ['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,
+    ['6'] = 7,  ['7'] = 8,  ['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12,
+    ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16, ['A'] = 11, ['B'] = 12,
+    ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16};
+
+int rlock__hex_bytes(const char *hex, unsigned char *out, size_t n) {
+  /* Table lookups, their validity folded into one flag: a permit id is
+   * decoded on every acquire and release. A NUL is no digit, so the
+   * string is never read past it. */
+  unsigned bad = 0;
+  for (size_t i = 0; i < n && bad == 0; i++) {
+    unsigned hi = rlock__hex1[(unsigned char)hex[2 * i]];
+    bad |= hi == 0;
+    unsigned lo = bad ? 1 : rlock__hex1[(unsigned char)hex[2 * i + 1]];
+    bad |= lo == 0;
+    out[i] = (unsigned char)((hi - 1) << 4 | ((lo - 1) & 15));
+  }
+  return bad ? -1 : 0;
+}
+
+/* Random bytes from a pool of the calling thread's, filled by one
+ * getrandom() call for sixteen permit ids: an id is made for every
+ * acquisition of a permit, and a system call each was a percent of an
+ * uncontended pair. The pool is dropped when the process is a fork()ed
+ * child of the one that filled it (origin.h's generation; the first fill
+ * registers the fork handler), so a child never repeats its parent's ids.
+ * RLOCK_OK, or RLOCK_EIO when the kernel gives no randomness. */
+static _Thread_local struct {
+  unsigned char b[256];
+  size_t left; /* unused bytes, at the end of b */
+  unsigned gen;
+} pool;
+
+static int random_fill(void) {
+  rlock__origin here;
+  rlock__origin_here(&here);
   size_t got = 0;
-  if (n > sizeof b)
-    return rlock__err(RLOCK_EINVAL, "rlock__random_hex: %zu bytes", n);
-  while (got < n) {
-    ssize_t k = getrandom(b + got, n - got, 0);
-    if (k < 0 && errno != EINTR)
+  while (got < sizeof pool.b) {
+    ssize_t k = getrandom(pool.b + got, sizeof pool.b - got, 0);
+    if (k < 0 && errno != EINTR) {
+      pool.left = 0;
       return rlock__err(RLOCK_EIO, "getrandom failed: %s", strerror(errno));
+    }
     if (k > 0)
       got += (size_t)k;
   }
-  for (size_t i = 0; i < n; i++)
-    snprintf(out + 2 * i, 3, "%02x", b[i]);
+  pool.left = sizeof pool.b;
+  pool.gen = here.gen;
+  return RLOCK_OK;
+}
+
+int rlock__random_hex(char *out, size_t n) {
+  if (n > sizeof pool.b)
+    return rlock__err(RLOCK_EINVAL, "rlock__random_hex: %zu bytes", n);
+  if (pool.left < n || !rlock__origin_ok(&(rlock__origin){.gen = pool.gen})) {
+    int rc = random_fill();
+    if (rc != RLOCK_OK)
+      return rc;
+  }
+  const unsigned char *b = pool.b + sizeof pool.b - pool.left;
+  pool.left -= n;
+  /* A table, not snprintf: a permit id is made on every acquisition, and
+   * sixteen snprintf calls cost more than the rest of it together. */
+  static const char digits[] = "0123456789abcdef";
+  for (size_t i = 0; i < n; i++) {
+    out[2 * i] = digits[b[i] >> 4];
+    out[2 * i + 1] = digits[b[i] & 15];
+  }
+  out[2 * n] = '\0';
   return RLOCK_OK;
 }

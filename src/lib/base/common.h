@@ -82,9 +82,20 @@ char *rlock__strdup(const char *s);
 size_t rlock__decimal(char *buf, int64_t v);
 char *rlock__strndup(const char *s, size_t n);
 
-/* 2 * n random hex digits (from getrandom) and a NUL into out. RLOCK_OK,
- * or RLOCK_EIO when the kernel gives no randomness. */
+/* 2 * n random hex digits (n <= 256; from getrandom, through a pool of
+ * the calling thread's that a fork()ed child refills) and a NUL into out.
+ * RLOCK_OK, RLOCK_EINVAL for n too large, or RLOCK_EIO when the kernel
+ * gives no randomness. */
 int rlock__random_hex(char *out, size_t n);
+/* The n bytes that 2 * n hex digits (either case) spell, into out: 0, or
+ * -1 when one of them is not a hex digit (reading stops there). */
+int rlock__hex_bytes(const char *hex, unsigned char *out, size_t n);
+/* Each hex digit's value plus one (either case), 0 for any other byte. */
+extern const unsigned char rlock__hex1[256];
+/* 1 when c is a hex digit (either case), whatever the locale; else 0. */
+static inline int rlock__is_hex(char c) {
+  return rlock__hex1[(unsigned char)c] != 0;
+}
 
 /* The calling thread's owner number (owner.h): never reused in the
  * process, unlike a Linux thread id. */

@@ -7,7 +7,7 @@
  */
 #include <inttypes.h>
 #include <stdint.h>
-#include <stdio.h>
+#include <string.h>
 
 #include "calls.h"
 #include "common.h"
@@ -192,7 +192,7 @@ int rlock_psemaphore_acquire(char *id, rlock_psemaphore *s, int64_t wait_ms,
     return rc;
   rc = wait_for(s->l, mine, wait_ms, lease_ms, cancel);
   if (rc == RLOCK_OK)
-    snprintf(id, RLOCK_PERMIT_ID_LEN + 1, "%s", mine);
+    memcpy(id, mine, sizeof mine);
   return rc;
 }
 

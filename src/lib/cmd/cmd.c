@@ -33,6 +33,7 @@ static void call_start(rlock__call *call, const rlock__script *s,
   call->sent_us = 0;
   call->stamped_us = 0;
   call->then = NULL;
+  call->nbytes = 0;
 }
 
 void rlock__call_script(rlock__call *call, const rlock__script *s) {
@@ -95,12 +96,29 @@ void rlock__call_num(rlock__call *call, int64_t v) {
   rlock__call_arg(call, at);
 }
 
+void rlock__call_bytes(rlock__call *call, const void *p, size_t n) {
+  if (call->nbytes == RLOCK__CALL_BYTES ||
+      sizeof call->store - call->used < n + 1) {
+    call->failed = 1;
+    rlock__call_arg(call, "");
+    return;
+  }
+  char *at = call->store + call->used;
+  memcpy(at, p, n);
+  at[n] = '\0'; /* not its end: bytes_len is */
+  call->used += n + 1;
+  call->bytes_at[call->nbytes] = call->n;
+  call->bytes_len[call->nbytes++] = n;
+  rlock__call_arg(call, at);
+}
+
 void rlock__call_clear(rlock__call *call) {
   if (call->kv != call->small)
     free(call->kv);
   call->kv = call->small;
   call->cap = RLOCK__CALL_SMALL;
   call->n = call->nkeys = 0;
+  call->nbytes = 0;
 }
 
 int rlock__call_unconfirmed(const rlock__call *call) {
@@ -116,6 +134,15 @@ const char *rlock__call_route_key(const rlock__call *call) {
 void rlock__req_init(rlock__req *q, rlock__call *call) {
   *q = (rlock__req){
       .call = call, .rc = RLOCK_OK, .step = RLOCK__STEP_ROUTE, .acked = -1};
+}
+
+/* The length of the call's entry i: a C string's, or that of the bytes
+ * rlock__call_bytes added. */
+static size_t entry_len(const rlock__call *call, int i) {
+  for (int k = 0; k < call->nbytes; k++)
+    if (call->bytes_at[k] == i)
+      return call->bytes_len[k];
+  return strlen(call->kv[i]);
 }
 
 /* Append `call` (as EVAL when `eval`) in RESP. 0, or -1 when out of
@@ -138,7 +165,7 @@ static int encode_call(const rlock__call *call, int eval, rlock__buf *b) {
     return -1;
   }
   for (int i = 0; i < call->n; i++)
-    if (rlock__resp_bulk(b, call->kv[i], strlen(call->kv[i])) != 0)
+    if (rlock__resp_bulk(b, call->kv[i], entry_len(call, i)) != 0)
       return -1;
   return 0;
 }

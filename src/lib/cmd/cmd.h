@@ -39,6 +39,8 @@ typedef struct rlock__buf rlock__buf; /* net/conn.h */
 /* Room for the strings a call formats itself (numbers, derived keys). */
 #define RLOCK__CALL_STORE 3072
 #define RLOCK__CALL_SMALL 16
+/* Arguments of raw bytes a call may carry (rlock__call_bytes). */
+#define RLOCK__CALL_BYTES 2
 
 /* One command or script call. Keys come first, then arguments. Strings
  * added with rlock__call_key/arg are borrowed and must outlive the call;
@@ -85,6 +87,11 @@ typedef struct rlock__call {
    * 0 when none. What it grants runs from the earlier of this and
    * sent_us, so the local view of a lease errs early (kinds/sync.c). */
   int64_t stamped_us;
+  /* arguments added by rlock__call_bytes: their indexes in kv and their
+   * lengths (the others are C strings) */
+  int nbytes;
+  int bytes_at[RLOCK__CALL_BYTES];
+  size_t bytes_len[RLOCK__CALL_BYTES];
   const char *small[RLOCK__CALL_SMALL];
   char store[RLOCK__CALL_STORE];
 } rlock__call;
@@ -99,6 +106,11 @@ void rlock__call_key(rlock__call *call, const char *key);
 void rlock__call_arg(rlock__call *call, const char *arg);
 /* Append a decimal argument, stored in the call. */
 void rlock__call_num(rlock__call *call, int64_t v);
+/* Append an argument of `n` bytes of any value (NUL included: a permit
+ * id's 16 bytes, which a script then need not decode from hex), copied
+ * into the call. At most RLOCK__CALL_BYTES a call; past that, or past the
+ * store, the call fails to run. */
+void rlock__call_bytes(rlock__call *call, const void *p, size_t n);
 /* Format a string into the call's store and return it (for a key or an
  * argument), or "" when the store is full (the call then fails to run). */
 const char *rlock__call_fmt(rlock__call *call, const char *fmt, ...)

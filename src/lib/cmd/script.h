@@ -39,6 +39,8 @@ extern const rlock__script rlock__script_list_counts;
 extern const rlock__script rlock__script_list_syncs;
 extern const rlock__script rlock__script_semaphore;
 extern const rlock__script rlock__script_psemaphore;
+extern const rlock__script rlock__script_psem_acquire;
+extern const rlock__script rlock__script_psem_release;
 extern const rlock__script rlock__script_psem_renew;
 extern const rlock__script rlock__script_latch;
 extern const rlock__script rlock__script_election_campaign;

@@ -4,7 +4,6 @@
  * latch as lock kinds (sync_int.h): their constructors, the calls their
  * scripts take, and how their answers read, for both drivers.
  */
-#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +32,27 @@ void rlock__sem_call(rlock_lock *l, const char *op, int64_t num,
   rlock__call_arg(call, l->channel);
 }
 
+/* An acquisition's or release's call: a script of its own each
+ * (psem_acquire.lua, psem_release.lua), the permit id sent as the 16
+ * bytes the timeout set stores, so the hot scripts decode nothing. */
+static void psem_hot_call(rlock_lock *l, int acquire, int64_t now,
+                          int64_t deadline, const char *id, rlock__call *call) {
+  unsigned char raw[RLOCK_PERMIT_ID_LEN / 2] = {0};
+  rlock__call_script(call, acquire ? &rlock__script_psem_acquire
+                                   : &rlock__script_psem_release);
+  rlock__call_key(call, l->name);
+  rlock__call_key(call, l->timeouts);
+  num_arg(call, now);
+  if (acquire)
+    num_arg(call, deadline);
+  rlock__call_arg(call, rlock__publish_cmd(l->client));
+  rlock__call_arg(call, l->channel);
+  if (id == NULL || strlen(id) != RLOCK_PERMIT_ID_LEN ||
+      rlock__hex_bytes(id, raw, sizeof raw) != 0)
+    call->failed = 1; /* the callers pass checked ids */
+  rlock__call_bytes(call, raw, sizeof raw);
+}
+
 void rlock__psem_call(rlock_lock *l, const char *op, int64_t num,
                       const char *id, rlock__call *call) {
   /* A lease becomes a deadline on Redisson's clock (sync_int.h), which
@@ -42,17 +62,22 @@ void rlock__psem_call(rlock_lock *l, const char *op, int64_t num,
    * whole milliseconds give the server. Set after the call is started. */
   int64_t stamp = rlock__now_us() - 1000;
   int64_t now = rlock__epoch_ms();
-  if (strcmp(op, "acquire") == 0 || strcmp(op, "renew") == 0)
+  int acquire = strcmp(op, "acquire") == 0;
+  if (acquire || strcmp(op, "renew") == 0)
     num += now;
-  rlock__call_script(call, &rlock__script_psemaphore);
-  rlock__call_key(call, l->name);
-  rlock__call_key(call, l->timeouts);
-  rlock__call_arg(call, op);
-  num_arg(call, now);
-  num_arg(call, num);
-  rlock__call_arg(call, rlock__publish_cmd(l->client));
-  rlock__call_arg(call, l->channel);
-  rlock__call_arg(call, id != NULL ? id : "");
+  if (acquire || strcmp(op, "release") == 0) {
+    psem_hot_call(l, acquire, now, num, id, call);
+  } else {
+    rlock__call_script(call, &rlock__script_psemaphore);
+    rlock__call_key(call, l->name);
+    rlock__call_key(call, l->timeouts);
+    rlock__call_arg(call, op);
+    num_arg(call, now);
+    num_arg(call, num);
+    rlock__call_arg(call, rlock__publish_cmd(l->client));
+    rlock__call_arg(call, l->channel);
+    rlock__call_arg(call, id != NULL ? id : "");
+  }
   call->stamped_us = stamp;
 }
 
@@ -294,7 +319,7 @@ int rlock__check_permit_id(const char *id, const char *fn) {
     return rlock__err(RLOCK_EINVAL, "%s: permit id is NULL", fn);
   size_t n = strnlen(id, RLOCK_PERMIT_ID_LEN + 1);
   for (size_t i = 0; i < n; i++)
-    if (!isxdigit((unsigned char)id[i]))
+    if (!rlock__is_hex(id[i]))
       n = 0;
   if (n != RLOCK_PERMIT_ID_LEN)
     return rlock__err(RLOCK_EINVAL,
@@ -334,7 +359,7 @@ int rlock__sync_reply(const rlock_lock *l, const rlock__reply *r,
 
 void rlock__permit_id_lower(const char *in, char *out) {
   for (size_t i = 0; i < RLOCK_PERMIT_ID_LEN; i++)
-    out[i] = (char)tolower((unsigned char)in[i]);
+    out[i] = (char)(in[i] | 0x20); /* hex digits and a-f have the bit */
   out[RLOCK_PERMIT_ID_LEN] = '\0';
 }
 

@@ -3,15 +3,14 @@
 -- string KEYS[1]; the leased ones in the sorted set KEYS[2]
 -- ("{name}:timeout"), member = the permit id's 16 bytes, score = its
 -- deadline in ms since the epoch by the acquiring client's clock.
+-- Acquire and release, the hot pair, have scripts of their own
+-- (psem_acquire.lua, psem_release.lua); this one has the rest.
 -- ARGV[1] the operation, ARGV[2] now (the caller's epoch ms), ARGV[3] its
 -- number (a deadline or a count), ARGV[4] the publish command, ARGV[5] the
 -- channel redisson_sc:{name}, ARGV[6] a permit id (32 hex digits).
 -- Every operation first gives back the permits whose deadline has passed
 -- (at most PURGE_MAX a call), publishing the new count when positive, as
 -- each of Redisson's scripts does.
---   acquire: take one permit with deadline ARGV[3]: nil; else the ms until
---            the earliest leased permit's deadline, or -1 (none expires).
---   release: give back permit ARGV[6], publish: 1; 0 when not leased.
 --   renew:   give permit ARGV[6] deadline ARGV[3]: 1; 0 when not leased.
 --   lease:   ms left of permit ARGV[6]; -2 when not leased.
 --   get:     available (0 when absent).  total: available + leased.
@@ -44,24 +43,6 @@ if #expired > 0 then
 end
 local function id()
   return permit_raw(ARGV[6])
-end
-if op == 'acquire' then
-  if v ~= false and v >= 1 then
-    redis.call('decrby', KEYS[1], 1)
-    redis.call('zadd', KEYS[2], n, id())
-    local ttl = redis.call('pttl', KEYS[1])
-    if ttl > 0 then redis.call('pexpire', KEYS[2], ttl) end
-    return nil
-  end
-  local first = redis.call('zrange', KEYS[2], 0, 0, 'WITHSCORES')
-  if first[1] == nil or tonumber(first[2]) >= NO_EXPIRY then return -1 end
-  return math.max(1, tonumber(first[2]) - now)
-end
-if op == 'release' then
-  if redis.call('zrem', KEYS[2], id()) == 0 then return 0 end
-  local left = redis.call('incrby', KEYS[1], 1)
-  redis.call(ARGV[4], ARGV[5], left)
-  return 1
 end
 if op == 'renew' or op == 'lease' then
   local d = redis.call('zscore', KEYS[2], id())
