@@ -315,8 +315,7 @@ static void test_inflight_renewal_does_not_stretch_fixed_lease(void **state) {
     OK(rlock_lock_release(l));
   }
   if (lost > 100)
-    fail_msg("%d of 200 holds lost before their release: nothing shown",
-             lost);
+    fail_msg("%d of 200 holds lost before their release: nothing shown", lost);
   rlock_lock_free(l);
   rlock_client_free(c);
 }
