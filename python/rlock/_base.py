@@ -10,7 +10,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
-from ._errors import Error, InvalidArgument, error_for
+from ._errors import Closed, Error, InvalidArgument, error_for
 from ._native import ffi, lib
 
 OK = 0
@@ -536,6 +536,41 @@ def check(rc: int, context: str = "") -> None:
     thread, right after the call: it reads the thread's last error)."""
     if rc != OK:
         raise error_for(rc, context=context)
+
+
+def answer(rc: int, message: Optional[str] = None,
+           closed: Optional[str] = None) -> bool:
+    """An acquisition's status as acquire()'s answer: True when taken,
+    False when the wait ended first (RLOCK_ELOCKED), else the exception,
+    with `message` (an asynchronous call's) or the thread's last error.
+    `closed`: what a blocking wait on the thread's own token waited for;
+    its ECANCELED means the client was closed (Closed)."""
+    if rc == OK:
+        return True
+    if rc == ELOCKED:
+        return False
+    if rc == ECANCELED and closed is not None:
+        raise Closed(f"the client was closed while waiting for {closed}")
+    raise error_for(rc, message)
+
+
+def held_answer(rc: int) -> bool:
+    """A local check's status (rlock_lock_check_owner, ...): True while
+    held, False when not held here (RLOCK_ENOTHELD), else the exception
+    (LockLost: it was lost)."""
+    if rc == lib.RLOCK_ENOTHELD:
+        return False
+    check(rc)
+    return True
+
+
+def acquire_options(lease: int, owner: int, wait: int = 0) -> Any:
+    """A rlock_acquire_options with the lease, owner and wait given (ms and
+    owner number), the rest the library's defaults."""
+    o = ffi.new("rlock_acquire_options *")
+    lib.rlock_acquire_options_init(o, lib.RLOCK_ACQUIRE_OPTIONS_VERSION)
+    o.lease_ms, o.owner, o.wait_ms = lease, owner, wait
+    return o
 
 
 # The configuration keywords, each with its setter: (name, setter,

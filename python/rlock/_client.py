@@ -6,110 +6,26 @@ import atexit
 import os
 import threading
 import weakref
-from dataclasses import dataclass
 from types import TracebackType
-from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence,
-                    Set, Tuple, Type, Union)
+from typing import (Any, Callable, Dict, Iterable, List, Optional, Set,
+                    Tuple, Type, TypeVar)
 
-from . import _base, _metrics, _sync, _wait
-from ._base import (DEFAULT, ECANCELED, ELOCKED, OK, CallbackThread,
-                    ClientRecord, ErrorCallback, Handle, Leader,
-                    LeaderCallback, LeaderWatch, LockInfo, LogLevel,
-                    _LeaderFollow, leader_watch,
-                    OwnerLike, PubSubMode, RedLockResult, _bytes, _text,
-                    check, lease_ms, leader_of, leader_value, lock_info,
-                    owner_number, pick_lease, pick_wait, redlock_result,
-                    spin_options, wait_ms)
-from ._errors import (Closed, Error, InvalidArgument, Locked, LockLost,
-                      NotHeld, error_for)
-from ._metrics import Metrics, MetricsCollector
+from . import _base, _metrics, _wait
+from ._base import (DEFAULT, OK, CallbackThread, ClientRecord, ErrorCallback,
+                    Handle, Leader, LeaderCallback, LeaderWatch, LockInfo,
+                    OwnerLike, _LeaderFollow, _bytes, _text, acquire_options,
+                    answer, check, leader_of, leader_value, leader_watch,
+                    lock_info, owner_number, pick_lease, pick_wait,
+                    RedLockResult, redlock_result, spin_options)
+from ._clientbase import ClientBase, LogCallback, LostCallback, Stats
+from ._errors import Closed, Error, InvalidArgument, error_for
 from ._native import ffi, lib
+from ._objects import (ElectionBase, GroupBase, LockBase, fixed_lease,
+                       members, spin_lock_options)
+from ._wait import Cancel, give_back
 
-_UNSET: Any = object()
-_tls = threading.local()
-
-
-def _thread_cancel() -> Any:
-    """The calling thread's own cancel token: every wait of the thread
-    passes it, so that closing the client ends the wait (Closed)."""
-    try:
-        return _tls.cancel
-    except AttributeError:
-        p = ffi.new("rlock_cancel **")
-        check(lib.rlock_cancel_new(p))
-        _tls.cancel = ffi.gc(p[0], lib.rlock_cancel_free)
-        return _tls.cancel
-
-
-class Cancel:
-    """A token that makes the waits given it (``cancel=``) give up:
-    ``fire()`` from any thread, and every such wait raises rlock.Canceled
-    within about 20 ms; a fair waiter leaves the queue. Stays fired until
-    ``reset()``."""
-
-    __slots__ = ("_ptr",)
-
-    def __init__(self) -> None:
-        p = ffi.new("rlock_cancel **")
-        check(lib.rlock_cancel_new(p))
-        self._ptr = ffi.gc(p[0], lib.rlock_cancel_free)
-
-    def fire(self) -> None:
-        """Fire the token (any thread)."""
-        lib.rlock_cancel_fire(self._ptr)
-
-    def reset(self) -> None:
-        """Clear a fired token, to use it again."""
-        lib.rlock_cancel_reset(self._ptr)
-
-    @property
-    def fired(self) -> bool:
-        """Whether it has fired (and not been reset)."""
-        return bool(lib.rlock_cancel_fired(self._ptr))
-
-
-@dataclass(frozen=True)
-class Stats:
-    """A client's counters since it was created (rlock_client_stats)."""
-
-    acquisitions: int
-    waits: int
-    wakeups: int
-    releases: int
-    renewals: int
-    renewal_failures: int
-    lost: int
-    connects: int
-    connect_failures: int
-    disconnects: int
-    topology_changes: int
-    redirections: int
-    reconnects: int
-
-
-LostCallback = Callable[[str, str], Any]
-LogCallback = Callable[[LogLevel, str], Any]
-
+_T = TypeVar("_T")
 _clients: "weakref.WeakSet[Client]" = weakref.WeakSet()
-
-
-@ffi.def_extern()
-def _rlock_lost_cb(name: Any, owner: Any, userdata: Any) -> None:
-    """C lost-lock callback (library thread): queue it for the client's
-    callback thread; never raises into C."""
-    try:
-        ffi.from_handle(userdata)._post_lost(_text(name), _text(owner))
-    except BaseException:  # pragma: no cover - nothing may reach C
-        pass
-
-
-@ffi.def_extern()
-def _rlock_log_cb(level: int, message: Any, userdata: Any) -> None:
-    """C log hook (any thread): queue it for the callback thread."""
-    try:
-        ffi.from_handle(userdata)._post_log(int(level), _text(message))
-    except BaseException:  # pragma: no cover
-        pass
 
 
 @ffi.def_extern()
@@ -123,26 +39,7 @@ def _rlock_list_cb(name: Any, kind: Any, info: Any, arg: Any) -> int:
         return 1
 
 
-class _Callbacks:
-    """The userdata of a client's C callbacks: re-dispatches them."""
-
-    def __init__(self, on_lost: Optional[LostCallback],
-                 log: Optional[LogCallback],
-                 post: Callable[..., None]) -> None:
-        self.on_lost = on_lost
-        self.log = log
-        self.post = post
-
-    def _post_lost(self, name: str, owner: str) -> None:
-        if self.on_lost is not None:
-            self.post(self.on_lost, name, owner)
-
-    def _post_log(self, level: int, message: str) -> None:
-        if self.log is not None:
-            self.post(self.log, LogLevel(level), message)
-
-
-class Client:
+class Client(ClientBase):
     """A connection to Redis (one server, a Cluster or Sentinel) that every
     lock uses; thread-safe, share one per process.
 
@@ -207,39 +104,9 @@ class Client:
     made it: in a fork()ed child every call raises Closed.
     """
 
-    def __init__(self, url: Optional[str] = None, *,
-                 connect_timeout: Optional[float] = None,
-                 command_timeout: Optional[float] = None,
-                 watchdog_timeout: Optional[float] = None,
-                 fair_wait_timeout: Optional[float] = None,
-                 unreachable_retry: Optional[float] = _UNSET,
-                 pool_size: Optional[int] = None,
-                 pubsub_mode: Union[str, PubSubMode, None] = None,
-                 replica_sync: Optional[bool] = None,
-                 fair_deferred_shift: Optional[bool] = None,
-                 replica_sync_timeout: Optional[float] = None,
-                 on_lost: Optional[LostCallback] = None,
-                 tls_ca: Optional[str] = None,
-                 tls_ca_dir: Optional[str] = None,
-                 tls_cert: Optional[str] = None,
-                 tls_key: Optional[str] = None,
-                 tls_server_name: Optional[str] = None,
-                 tls_insecure: Optional[bool] = None,
-                 user: Optional[str] = None,
-                 password: Optional[str] = None,
-                 subscription_linger: Optional[float] = None,
-                 max_idle_subscriptions: Optional[int] = None,
-                 metrics_names: Optional[int] = None,
-                 registry_period: Optional[float] = None,
-                 program: Optional[str] = None,
-                 log: Optional[LogCallback] = None,
-                 log_level: LogLevel = LogLevel.WARN) -> None:
-        kw = {k: v for k, v in locals().items()
-              if k not in ("self", "url", "on_lost", "log") and v is not _UNSET}
-        for name, fn in (("on_lost", on_lost), ("log", log)):
-            if fn is not None and not callable(fn):
-                raise TypeError(f"{name} must be callable, not "
-                                f"{type(fn).__name__}")
+    def _open(self, url: Optional[str], kw: Dict[str, Any],
+              on_lost: Optional[LostCallback],
+              log: Optional[LogCallback]) -> None:
         self._mu = threading.RLock()
         self._idle = threading.Condition(self._mu)
         self._closed = False
@@ -249,11 +116,7 @@ class Client:
         self._handles: Dict[int, Handle] = {}
         self._ptr: Any = None
         self._cbthread = CallbackThread("rlock-callbacks")
-        self._callbacks = _Callbacks(on_lost, log, self._cbthread.post)
-        self._userdata = ffi.new_handle(self._callbacks)
-        cfg = _base.make_config(
-            url, kw, lib._rlock_lost_cb if on_lost else None,
-            lib._rlock_log_cb if log else None, self._userdata)
+        cfg = self._config(url, kw, on_lost, log, self._cbthread.post)
         p = ffi.new("rlock_client **")
         check(lib.rlock_client_new(p, cfg))
         self._ptr = p[0]
@@ -285,6 +148,14 @@ class Client:
                 self._waiting.discard(token)
             if self._inflight == 0 and self._closed:
                 self._idle.notify_all()
+
+    def _call(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """fn(*args), counted in and out (Closed once closed)."""
+        self._enter()
+        try:
+            return fn(*args)
+        finally:
+            self._leave()
 
     def _track(self, h: Handle) -> None:
         with self._mu:
@@ -352,24 +223,12 @@ class Client:
 
     # ---- about the client -------------------------------------------------
     @property
-    def id(self) -> str:
-        """The client's identity, a UUID, first half of its owner fields."""
-        self._enter()
-        try:
-            return _text(lib.rlock_client_id(self._ptr)) or ""
-        finally:
-            self._leave()
-
-    @property
     def owner(self) -> str:
         """The owner field this client writes for the calling thread,
         "<client id>:<owner number>"."""
         buf = ffi.new("char[]", lib.RLOCK_OWNER_MAX)
-        self._enter()
-        try:
-            check(lib.rlock_client_owner(buf, lib.RLOCK_OWNER_MAX, self._ptr))
-        finally:
-            self._leave()
+        check(self._call(lib.rlock_client_owner, buf, lib.RLOCK_OWNER_MAX,
+                         self._ptr))
         return str(ffi.string(buf).decode())
 
     def owner_field(self, owner: OwnerLike) -> str:
@@ -379,20 +238,13 @@ class Client:
     @property
     def topology(self) -> str:
         """"single", "cluster" or "sentinel", from the URL."""
-        self._enter()
-        try:
-            return _text(lib.rlock_client_topology(self._ptr)) or ""
-        finally:
-            self._leave()
+        return self._call(lambda: _text(
+            lib.rlock_client_topology(self._ptr)) or "")
 
     def ping(self) -> float:
         """Round trip a PING; returns the round-trip time in seconds."""
         rtt = ffi.new("int64_t *")
-        self._enter()
-        try:
-            check(lib.rlock_client_ping(self._ptr, rtt))
-        finally:
-            self._leave()
+        check(self._call(lib.rlock_client_ping, self._ptr, rtt))
         return int(rtt[0]) / 1e6
 
     def whois(self, owner: str) -> Optional[ClientRecord]:
@@ -404,47 +256,15 @@ class Client:
         with a client id."""
         out = ffi.new("rlock_client_record *")
         b = _bytes(owner, "owner")
-        self._enter()
-        try:
-            found = lib.rlock_client_whois(self._ptr, b, out)
-        finally:
-            self._leave()
+        found = self._call(lib.rlock_client_whois, self._ptr, b, out)
         check(min(found, 0))
         return _base.client_record(out) if found == 1 else None
-
-    def stats(self) -> Stats:
-        """The client's counters (acquisitions, waits, renewals, ...)."""
-        s = ffi.new("rlock_stats *")
-        self._enter()
-        try:
-            check(lib.rlock_client_stats(self._ptr, s,
-                                         ffi.sizeof("rlock_stats")))
-        finally:
-            self._leave()
-        return Stats(**{f: int(getattr(s, f))
-                        for f in Stats.__dataclass_fields__})
 
     def metrics_text(self, openmetrics: bool = False) -> str:
         """The client's metrics in the Prometheus text format (OpenMetrics
         when `openmetrics`), for an application's metrics endpoint
         (rlock_client_metrics_text)."""
-        self._enter()
-        try:
-            return _metrics.metrics_text(self._ptr, openmetrics)
-        finally:
-            self._leave()
-
-    def metrics(self) -> Metrics:
-        """The client's metrics, read: per kind of lock (and per name kept,
-        ``metrics_names``) its counters, gauges and wait, hold and handoff
-        histograms, and the client's own counters."""
-        return _metrics.parse(self.metrics_text())
-
-    def collector(self) -> MetricsCollector:
-        """A prometheus_client collector of this client's metrics, to
-        register with a CollectorRegistry (prometheus_client needed then,
-        Debian's python3-prometheus-client)."""
-        return MetricsCollector(self.metrics_text)
+        return self._call(_metrics.metrics_text, self._ptr, openmetrics)
 
     def list_locks(self, pattern: Optional[str] = None) -> List[LockInfo]:
         """The locks held now whose names match the glob `pattern` (Redis's
@@ -453,12 +273,8 @@ class Client:
         out: List[LockInfo] = []
         h = ffi.new_handle(out)
         pat = ffi.NULL if pattern is None else _bytes(pattern, "pattern")
-        self._enter()
-        try:
-            check(lib.rlock_client_list_locks(self._ptr, pat,
-                                              lib._rlock_list_cb, h))
-        finally:
-            self._leave()
+        check(self._call(lib.rlock_client_list_locks, self._ptr, pat,
+                         lib._rlock_list_cb, h))
         return out
 
     # ---- lock objects -----------------------------------------------------
@@ -585,26 +401,7 @@ atexit.register(_close_all)
 os.register_at_fork(after_in_child=_after_fork)
 
 
-def _result(rc: int, user_cancel: Any) -> bool:
-    """An acquisition's status as acquire()'s answer."""
-    if rc == OK:
-        return True
-    if rc == ELOCKED:
-        return False
-    if rc == ECANCELED and user_cancel is None:
-        raise Closed("the client was closed while waiting for the lock")
-    raise error_for(rc)
-
-
-def _cancel_ptr(cancel: Optional["Cancel"]) -> Any:
-    """A user's Cancel as its C token (TypeError for anything else)."""
-    if not isinstance(cancel, Cancel):
-        raise TypeError("cancel must be an rlock.Cancel, not "
-                        f"{type(cancel).__name__}")
-    return cancel._ptr
-
-
-class Lock:
+class Lock(LockBase["Client"]):
     """A reentrant lock (Redisson's RLock), from ``client.lock(name)``.
 
     It follows threading.Lock: acquire() and release(), locked(), and
@@ -624,64 +421,7 @@ class Lock:
     lock but before acquire() or ``with`` hands it over gives it back.
     """
 
-    _new = staticmethod(lib.rlock_lock_new)
-    kind = "reentrant"
-
-    def __init__(self, client: Client, name: str, *,
-                 wait: Optional[float] = None,
-                 lease: Optional[float] = None) -> None:
-        if not isinstance(client, Client):
-            raise TypeError("client must be an rlock.Client, not "
-                            f"{type(client).__name__}")
-        wait_ms(True, wait, "wait")  # checked now, used at each acquire
-        lease_ms(lease)
-        self._wait: Optional[float] = wait
-        self._lease: Optional[float] = lease
-        p = ffi.new("rlock_lock **")
-        self._client = client
-        self._name = name
-        client._enter()
-        try:
-            rc = self._make(p, client._ptr, _bytes(name, "name"))
-            if rc != OK:
-                raise error_for(rc)
-        finally:
-            client._leave()
-        self._h = Handle(p[0], lib.rlock_lock_free)
-        client._track(self._h)
-
-    def _make(self, out: Any, client: Any, name: bytes) -> int:
-        return int(self._new(out, client, name))
-
-    def __del__(self) -> None:
-        h = getattr(self, "_h", None)
-        if h is not None:
-            self._client._untrack(h)
-
-    def __repr__(self) -> str:
-        return f"<rlock.{type(self).__name__} {self._name!r}>"
-
-    @property
-    def name(self) -> str:
-        """The lock's name (its key in Redis)."""
-        return self._name
-
-    @property
-    def client(self) -> Client:
-        """The client the lock uses."""
-        return self._client
-
-    @property
-    def wait(self) -> Optional[float]:
-        """The lock's own wait in seconds (None: for ever), given to
-        client.lock(): what ``with`` and acquire() wait by default."""
-        return self._wait
-
-    @property
-    def lease(self) -> Optional[float]:
-        """The lock's own lease in seconds (None: renewed by the watchdog
-        while held), given to client.lock()."""
-        return self._lease
+    _client_type = Client
 
     def acquire(self, blocking: bool = True,
                 timeout: Optional[float] = DEFAULT,
@@ -725,10 +465,8 @@ class Lock:
                               cancel, took)
         except BaseException:
             if took:
-                self._give_back(owner)
+                give_back(lambda: self.release(owner=owner))
             raise
-
-    _wants_token = False
 
     def _take(self, blocking: bool, timeout: Any, lease: Any, wait: Any,
               owner: OwnerLike, cancel: Optional[Cancel],
@@ -738,47 +476,26 @@ class Lock:
         wait_v = pick_wait(blocking, timeout, wait, self._wait)
         lease_v = pick_lease(lease, self._lease)
         own = owner_number(owner)
-        user = None if cancel is None else _cancel_ptr(cancel)
-        tok = _thread_cancel() if user is None else user
-        c = self._client
         ptr = self._h.ptr
-        if own == 0 and user is None and not self._wants_token:
-            def attempt(w: int, box: Any) -> None:
-                c._enter(tok, reset=False)
-                try:
-                    lib.rlock_py_lock_try_acquire(ptr, w, lease_v, tok, box)
-                finally:
-                    c._leave(tok)
-            rc = _wait.wait(attempt, wait_v, tok, True, took)
-            return _result(rc, None)
-        o = ffi.new("rlock_acquire_options *")
-        lib.rlock_acquire_options_init(o, lib.RLOCK_ACQUIRE_OPTIONS_VERSION)
-        o.lease_ms, o.owner, o.cancel = lease_v, own, tok
+        closed = "the lock" if cancel is None else None
+        if own == 0 and cancel is None and not self._wants_token:
+            def plain(w: int, tok: Any, box: Any) -> None:
+                lib.rlock_py_lock_try_acquire(ptr, w, lease_v, tok, box)
+            return answer(_wait.blocking(self._client, plain, wait_v, None,
+                                         took), closed=closed)
+        o = acquire_options(lease_v, own)
         token = ffi.new("int64_t *") if self._wants_token else None
         if token is not None:
             o.token = token
-        mine = None if user is not None else tok
 
-        def attempt_opts(w: int, box: Any) -> None:
-            o.wait_ms = w
-            c._enter(mine, reset=False)
-            try:
-                lib.rlock_py_lock_acquire(ptr, o, box)
-            finally:
-                c._leave(mine)
-        rc = _wait.wait(attempt_opts, wait_v, tok, user is None, took)
-        got = _result(rc, cancel)
+        def with_options(w: int, tok: Any, box: Any) -> None:
+            o.wait_ms, o.cancel = w, tok
+            lib.rlock_py_lock_acquire(ptr, o, box)
+        got = answer(_wait.blocking(self._client, with_options, wait_v,
+                                    cancel, took), closed=closed)
         if got and token is not None:
             self._got_token(own, int(token[0]))
         return got
-
-    def _give_back(self, owner: OwnerLike) -> None:
-        """Release the hold an interrupted acquisition took; its errors
-        give way to the exception being raised."""
-        try:
-            self.release(owner=owner)
-        except Exception:
-            pass
 
     def _got_token(self, own: int, token: int) -> None:
         pass
@@ -795,15 +512,7 @@ class Lock:
             ConnectionError/TimeoutError: the server cannot be reached (the
                 lock is no longer renewed and expires with its lease).
         """
-        own = owner_number(owner)
-        c = self._client
-        c._enter()
-        try:
-            rc = lib.rlock_lock_release_owner(self._h.ptr, own)
-        finally:
-            c._leave()
-        if rc != OK:
-            raise error_for(rc)
+        self._do(lib.rlock_lock_release_owner, owner_number(owner))
 
     def __enter__(self) -> "Lock":
         """Acquire with the lock's wait and lease (client.lock()'s).
@@ -817,12 +526,11 @@ class Lock:
         try:
             if not self._take(True, DEFAULT, DEFAULT, DEFAULT, None, None,
                               took):
-                raise Locked(f"lock '{self._name}' was not acquired within "
-                             f"its wait of {self._wait} s")
+                raise self._not_acquired()
             return self
         except BaseException:
             if took:
-                self._give_back(None)
+                give_back(self.release)
             raise
 
     def __exit__(self, et: Optional[Type[BaseException]],
@@ -830,26 +538,14 @@ class Lock:
                  tb: Optional[TracebackType]) -> None:
         self.release()
 
-    def _query(self, fn: Callable[..., int], ctype: str, *args: Any) -> Any:
-        out = ffi.new(ctype)
-        c = self._client
-        c._enter()
-        try:
-            rc = fn(out, self._h.ptr, *args)
-        finally:
-            c._leave()
-        if rc != OK:
-            raise error_for(rc)
-        return out[0]
-
     def locked(self) -> bool:
         """Whether anyone holds the lock (one round trip)."""
-        return bool(self._query(lib.rlock_lock_is_locked, "int *"))
+        return bool(self._out(lib.rlock_lock_is_locked, "int *"))
 
     def held(self, owner: OwnerLike = None) -> bool:
         """Whether the calling thread (or `owner`) holds it (server's
         answer)."""
-        return bool(self._query(lib.rlock_lock_is_held_owner, "int *",
+        return bool(self._out(lib.rlock_lock_is_held_owner, "int *",
                                 owner_number(owner)))
 
     def owned(self, owner: OwnerLike = None) -> bool:
@@ -858,7 +554,7 @@ class Lock:
 
     def holds(self, owner: OwnerLike = None) -> int:
         """The hold count of the calling thread (or `owner`), 0 if none."""
-        return int(self._query(lib.rlock_lock_hold_count_owner,
+        return int(self._out(lib.rlock_lock_hold_count_owner,
                                "int64_t *", owner_number(owner)))
 
     @property
@@ -870,13 +566,13 @@ class Lock:
     @property
     def ttl(self) -> Optional[float]:
         """Seconds left on the lock's lease, None when it is not locked."""
-        ms = int(self._query(lib.rlock_lock_ttl, "int64_t *"))
+        ms = int(self._out(lib.rlock_lock_ttl, "int64_t *"))
         return None if ms < 0 else ms / 1000
 
     def force_release(self) -> bool:
         """Delete the lock whoever holds it and wake a waiter; True when
         there was a lock to delete."""
-        return bool(self._query(lib.rlock_lock_force_release, "int *"))
+        return bool(self._out(lib.rlock_lock_force_release, "int *"))
 
     def check(self, owner: OwnerLike = None) -> bool:
         """Whether the calling thread's (or `owner`'s) hold is still good,
@@ -887,17 +583,7 @@ class Lock:
             LockLost: the watchdog found it gone, its fixed lease ran out,
                 or renewals failed for a whole watchdog lease.
         """
-        c = self._client
-        c._enter()
-        try:
-            rc = lib.rlock_lock_check_owner(self._h.ptr, owner_number(owner))
-        finally:
-            c._leave()
-        if rc == lib.RLOCK_ENOTHELD:
-            return False
-        if rc != OK:
-            raise error_for(rc)
-        return True
+        return self._held(lib.rlock_lock_check_owner, owner_number(owner))
 
     def extend(self, lease: float, owner: OwnerLike = None) -> None:
         """Give the calling thread's (or `owner`'s) hold, taken with a
@@ -913,18 +599,8 @@ class Lock:
             InvalidArgument: a lease out of range, or a watchdog hold.
             ConnectionError/TimeoutError: the server cannot be reached.
         """
-        ms = lease_ms(lease)
-        if ms == lib.RLOCK_LEASE_WATCHDOG:
-            raise InvalidArgument("extend needs a lease in seconds")
-        c = self._client
-        c._enter()
-        try:
-            rc = lib.rlock_lock_extend_owner(self._h.ptr, owner_number(owner),
-                                             ms)
-        finally:
-            c._leave()
-        if rc != OK:
-            raise error_for(rc)
+        self._do(lib.rlock_lock_extend_owner, owner_number(owner),
+                 fixed_lease(lease, "extend"))
 
     def reacquire(self, owner: OwnerLike = None) -> None:
         """redis-py's ``reacquire()``: give the calling thread's (or
@@ -937,29 +613,16 @@ class Lock:
                 extend() those).
             The exceptions of extend().
         """
-        if self._lease is None:
-            raise InvalidArgument(
-                f"reacquire needs the lock's own lease (client.lock("
-                f"{self._name!r}, lease=...)); this one has none: extend("
-                f"seconds) a hold taken with acquire(lease=...)")
-        self.extend(self._lease, owner)
+        self.extend(self._own_lease(), owner)
 
     def inspect(self) -> LockInfo:
         """The lock's whole state in one atomic step (LockInfo): TTL, every
         holder with its hold count, a fair lock's queue."""
-        p = ffi.new("rlock_lock_info **")
-        c = self._client
-        c._enter()
+        p = self._out(lib.rlock_lock_inspect, "rlock_lock_info **")
         try:
-            rc = lib.rlock_lock_inspect(p, self._h.ptr)
+            return lock_info(self._name, p)
         finally:
-            c._leave()
-        if rc != OK:
-            raise error_for(rc)
-        try:
-            return lock_info(self._name, p[0])
-        finally:
-            lib.rlock_lock_info_free(p[0])
+            lib.rlock_lock_info_free(p)
 
 
 class FairLock(Lock):
@@ -1020,7 +683,7 @@ class FencedLock(Lock):
     def latest_token(self) -> int:
         """The latest token issued for the name, by anyone (0 if none
         ever was): one round trip."""
-        return int(self._query(lib.rlock_lock_token, "int64_t *"))
+        return int(self._out(lib.rlock_lock_token, "int64_t *"))
 
 
 class SpinLock(Lock):
@@ -1032,8 +695,7 @@ class SpinLock(Lock):
     def __init__(self, client: Client, name: str, opts: Any = None, *,
                  wait: Optional[float] = None,
                  lease: Optional[float] = None) -> None:
-        self._opts = opts if opts is not None else spin_options(
-            "exponential", None, None, None, None, None)
+        self._opts = spin_lock_options(opts)
         super().__init__(client, name, wait=wait, lease=lease)
 
     def _make(self, out: Any, client: Any, name: bytes) -> int:
@@ -1078,126 +740,65 @@ class ReadWriteLock:
         return f"<rlock.ReadWriteLock {self.name!r}>"
 
 
-def _members(locks: Sequence[Any], what: str) -> List[Lock]:
-    if len(locks) == 1 and not isinstance(locks[0], Lock) and isinstance(
-            locks[0], Iterable):
-        locks = list(locks[0])
-    for i, m in enumerate(locks):
-        if not isinstance(m, Lock):
-            raise TypeError(f"{what} member {i} must be an rlock lock "
-                            f"(client.lock(), ...), not {type(m).__name__}")
-    return list(locks)
-
-
-class _Group:
+class _Group(GroupBase):
     """What MultiLock and RedLock share: members on one or more clients,
     entered together for every call; a wait and a lease of their own for
     ``with`` and acquire() (``wait=``, ``lease=``, as client.lock's)."""
 
-    _new: Callable[..., int]
-    _free: Callable[[Any], None]
-    _what = ""
-
     def __init__(self, *locks: Lock, wait: Optional[float] = None,
                  lease: Optional[float] = None) -> None:
-        self._locks = _members(locks, self._what)
-        wait_ms(True, wait, "wait")
-        lease_ms(lease)
-        self._wait: Optional[float] = wait
-        self._lease: Optional[float] = lease
-        self._clients = list({id(m.client): m.client
-                              for m in self._locks}.values())
-        arr = ffi.new("rlock_lock *[]", [m._h.ptr for m in self._locks]
-                      or [ffi.NULL])
-        p = ffi.new(f"rlock_{self._what.lower()} **")
-        self._enter(None)
-        try:
-            rc = self._new(p, arr, len(self._locks))
-            if rc != OK:
-                raise error_for(rc)
-        finally:
-            self._leave(None)
-        self._h = Handle(p[0], self._free)
-        for m in self._locks:  # freed before any member
-            m._h.deps.append(self._h)
+        ms = members(locks, Lock, self._what,
+                     "rlock lock (client.lock(), ...)")
+        self._clients = list({id(m.client): m.client for m in ms}.values())
+        self._open(ms, wait, lease)
 
-    def _enter(self, tok: Any, reset: bool = True) -> None:
+    def _enter(self, token: Any = None, reset: bool = True) -> None:
         done: List[Client] = []
         try:
             for c in self._clients:
-                c._enter(tok, reset=reset and not done)
+                c._enter(token, reset=reset and not done)
                 done.append(c)
         except BaseException:
             for c in done:
-                c._leave(tok)
+                c._leave(token)
             raise
 
-    def _leave(self, tok: Any) -> None:
+    def _leave(self, token: Any = None) -> None:
         for c in self._clients:
-            c._leave(tok)
+            c._leave(token)
 
-    def __del__(self) -> None:
-        h = getattr(self, "_h", None)
-        if h is not None:
-            for m in self._locks:
-                try:
-                    m._h.deps.remove(h)
-                except ValueError:
-                    pass
-            h.free()
+    def _call(self, fn: Callable[..., _T], *args: Any) -> _T:
+        self._enter()
+        try:
+            return fn(*args)
+        finally:
+            self._leave()
 
     @property
     def locks(self) -> Tuple[Lock, ...]:
         """The members, in order."""
         return tuple(self._locks)
 
-    @property
-    def wait(self) -> Optional[float]:
-        """The group's own wait in seconds (None: for ever)."""
-        return self._wait
-
-    @property
-    def lease(self) -> Optional[float]:
-        """The group's own lease in seconds (None: the watchdog)."""
-        return self._lease
-
     def _take(self, blocking: bool, timeout: Any, lease: Any, wait: Any,
               owner: OwnerLike, cancel: Optional[Cancel],
               took: List[bool]) -> bool:
         """acquire()'s work (Lock._take's contract)."""
-        o = ffi.new("rlock_acquire_options *")
-        lib.rlock_acquire_options_init(o, lib.RLOCK_ACQUIRE_OPTIONS_VERSION)
         wait_v = pick_wait(blocking, timeout, wait, self._wait)
-        o.lease_ms = pick_lease(lease, self._lease)
-        o.owner = owner_number(owner)
-        user = None if cancel is None else _cancel_ptr(cancel)
-        tok = _thread_cancel() if user is None else user
-        o.cancel = tok
-        mine = None if user is not None else tok
+        o = acquire_options(pick_lease(lease, self._lease),
+                            owner_number(owner))
 
-        def attempt(w: int, box: Any) -> None:
-            o.wait_ms = w
-            self._enter(mine, reset=False)
-            try:
-                self._call(o, box)
-            finally:
-                self._leave(mine)
-        rc = _wait.wait(attempt, wait_v, tok, user is None, took)
-        return _result(rc, cancel)
+        def call(w: int, tok: Any, box: Any) -> None:
+            o.wait_ms, o.cancel = w, tok
+            self._acquire(o, box)
+        rc = _wait.blocking(self, call, wait_v, cancel, took)
+        return answer(rc, closed="the lock" if cancel is None else None)
 
-    def _call(self, o: Any, box: Any) -> None:
+    def _acquire(self, o: Any, box: Any) -> None:
         raise NotImplementedError
 
     def _release(self, fn: Callable[[Any, int], int],
                  owner: OwnerLike) -> None:
-        own = owner_number(owner)
-        self._enter(None)
-        try:
-            rc = fn(self._h.ptr, own)
-        finally:
-            self._leave(None)
-        if rc != OK:
-            raise error_for(rc)
+        check(self._call(fn, self._h.ptr, owner_number(owner)))
 
     def acquire(self, blocking: bool = True,
                 timeout: Optional[float] = DEFAULT,
@@ -1212,14 +813,8 @@ class _Group:
                               cancel, took)
         except BaseException:
             if took:
-                self._give_back(owner)
+                give_back(lambda: self.release(owner=owner))
             raise
-
-    def _give_back(self, owner: OwnerLike) -> None:
-        try:
-            self.release(owner=owner)
-        except Exception:
-            pass
 
     def __enter__(self) -> "_Group":
         """Acquire with the group's wait and lease; Locked when the wait
@@ -1228,12 +823,11 @@ class _Group:
         try:
             if not self._take(True, DEFAULT, DEFAULT, DEFAULT, None, None,
                               took):
-                raise Locked(f"{self._what} was not acquired within its "
-                             f"wait of {self._wait} s")
+                raise self._not_acquired()
             return self
         except BaseException:
             if took:
-                self._give_back(None)
+                give_back(self.release)
             raise
 
     def __exit__(self, *exc: Any) -> None:
@@ -1259,7 +853,7 @@ class MultiLock(_Group):
     _free = staticmethod(lib.rlock_multilock_free)
     _what = "MultiLock"
 
-    def _call(self, o: Any, box: Any) -> None:
+    def _acquire(self, o: Any, box: Any) -> None:
         lib.rlock_py_multilock_acquire(self._h.ptr, o, box)
 
     def release(self, *, owner: OwnerLike = None) -> None:
@@ -1270,14 +864,8 @@ class MultiLock(_Group):
     def held(self, owner: OwnerLike = None) -> bool:
         """Whether the calling thread (or `owner`) holds every member."""
         out = ffi.new("int *")
-        self._enter(None)
-        try:
-            rc = lib.rlock_multilock_is_held_owner(out, self._h.ptr,
-                                                   owner_number(owner))
-        finally:
-            self._leave(None)
-        if rc != OK:
-            raise error_for(rc)
+        check(self._call(lib.rlock_multilock_is_held_owner, out, self._h.ptr,
+                         owner_number(owner)))
         return bool(out[0])
 
     def owned(self, owner: OwnerLike = None) -> bool:
@@ -1298,7 +886,7 @@ class RedLock(_Group):
     _what = "RedLock"
     last_result: Optional[RedLockResult] = None
 
-    def _call(self, o: Any, box: Any) -> None:
+    def _acquire(self, o: Any, box: Any) -> None:
         res = ffi.new("rlock_redlock_result **")
         try:
             lib.rlock_py_redlock_acquire(res, self._h.ptr, o, box)
@@ -1329,7 +917,7 @@ __all__ = ["Client", "Cancel", "Stats", "Lock", "FairLock", "FencedLock",
            "RedLock", "lock_order", "Error", "InvalidArgument"]
 
 
-class Election:
+class Election(ElectionBase["Client"]):
     """A leader election (rlock/election.h), from ``client.election(name)``.
 
     Leading is holding Redisson's RFencedLock `name`; the term is the
@@ -1339,35 +927,7 @@ class Election:
     any number of threads.
     """
 
-    def __init__(self, client: Client, name: str) -> None:
-        if not isinstance(client, Client):
-            raise TypeError("client must be an rlock.Client, not "
-                            f"{type(client).__name__}")
-        p = ffi.new("rlock_election **")
-        self._client = client
-        self._name = name
-        client._enter()
-        try:
-            rc = lib.rlock_election_new(p, client._ptr, _bytes(name, "name"))
-            if rc != OK:
-                raise error_for(rc)
-        finally:
-            client._leave()
-        self._h = Handle(p[0], lib.rlock_election_free)
-        client._track(self._h)
-
-    def __del__(self) -> None:
-        h = getattr(self, "_h", None)
-        if h is not None:
-            self._client._untrack(h)
-
-    def __repr__(self) -> str:
-        return f"<rlock.Election {self._name!r}>"
-
-    @property
-    def name(self) -> str:
-        """The election's name (its lock's key)."""
-        return self._name
+    _client_type = Client
 
     def campaign(self, value: str, *, wait: Optional[float] = None,
                  lease: Optional[float] = None, owner: OwnerLike = None,
@@ -1394,34 +954,21 @@ class Election:
         """
         val = leader_value(value)
         wait_v = pick_wait(True, DEFAULT, wait, None)
-        lease_v = pick_lease(lease, None)
-        own = owner_number(owner)
-        user = None if cancel is None else _cancel_ptr(cancel)
-        tok = _thread_cancel() if user is None else user
-        o = ffi.new("rlock_acquire_options *")
-        lib.rlock_acquire_options_init(o, lib.RLOCK_ACQUIRE_OPTIONS_VERSION)
-        o.lease_ms, o.owner, o.cancel = lease_v, own, tok
+        o = acquire_options(pick_lease(lease, None), owner_number(owner))
         term = ffi.new("int64_t *")
-        mine = None if user is not None else tok
-        c, ptr = self._client, self._h.ptr
+        ptr = self._h.ptr
 
-        def attempt(w: int, box: Any) -> None:
-            o.wait_ms = w
-            c._enter(mine, reset=False)
-            try:
-                lib.rlock_py_election_campaign(ptr, val, o, term, box)
-            finally:
-                c._leave(mine)
+        def call(w: int, tok: Any, box: Any) -> None:
+            o.wait_ms, o.cancel = w, tok
+            lib.rlock_py_election_campaign(ptr, val, o, term, box)
         took: List[bool] = []
         try:
-            rc = _wait.wait(attempt, wait_v, tok, user is None, took)
-            return int(term[0]) if _result(rc, cancel) else None
+            rc = _wait.blocking(self._client, call, wait_v, cancel, took)
+            got = answer(rc, closed="the lock" if cancel is None else None)
+            return int(term[0]) if got else None
         except BaseException:
             if took:
-                try:
-                    self.resign(owner=owner)
-                except Exception:
-                    pass
+                give_back(lambda: self.resign(owner=owner))
             raise
 
     def resign(self, *, owner: OwnerLike = None) -> None:
@@ -1432,40 +979,7 @@ class Election:
             LockLost: it led, but lost it meanwhile.
             ConnectionError/TimeoutError: the server cannot be reached.
         """
-        c = self._client
-        c._enter()
-        try:
-            rc = lib.rlock_election_resign(self._h.ptr, owner_number(owner))
-        finally:
-            c._leave()
-        if rc != OK:
-            raise error_for(rc)
-
-    def check(self, *, owner: OwnerLike = None) -> None:
-        """Whether the owner still leads, answered locally (no round
-        trip): returns while it leads.
-
-        Raises:
-            LockLost: leadership was lost (the lease ran out, the lock was
-                deleted or taken, or renewals failed for a whole lease).
-            NotHeld: the owner does not lead here.
-        """
-        c = self._client
-        c._enter()
-        try:
-            rc = lib.rlock_election_check(self._h.ptr, owner_number(owner))
-        finally:
-            c._leave()
-        if rc != OK:
-            raise error_for(rc)
-
-    def leading(self, *, owner: OwnerLike = None) -> bool:
-        """check() as a bool: False when lost or not leading."""
-        try:
-            self.check(owner=owner)
-            return True
-        except (LockLost, NotHeld):
-            return False
+        self._do(lib.rlock_election_resign, owner_number(owner))
 
     def watch(self, callback: LeaderCallback, *, interval: float = 1.0,
               on_error: Optional[ErrorCallback] = None) -> LeaderWatch:
@@ -1480,27 +994,18 @@ class Election:
         calls ``on_error(exc)`` once, until a read works again. Returns a
         LeaderWatch: close() it (or use ``with``) to stop."""
         c = self._client
-        c._enter()
-        try:
-            return leader_watch(
-                self._h, self._name, interval,
-                _LeaderFollow(callback, on_error, c._cbthread.post))
-        finally:
-            c._leave()
+        return c._call(leader_watch, self._h, self._name, interval,
+                       _LeaderFollow(callback, on_error, c._cbthread.post))
 
     def observe(self) -> Optional[Leader]:
         """Who leads now, for anyone, in one round trip: a Leader, or None
         when nobody does."""
-        out = ffi.new("rlock_leader **")
-        c = self._client
-        c._enter()
+        p = self._out(lib.rlock_election_observe, "rlock_leader **")
         try:
-            rc = lib.rlock_election_observe(out, self._h.ptr)
-            if rc != OK:
-                raise error_for(rc)
+            return leader_of(p)
         finally:
-            c._leave()
-        try:
-            return leader_of(out[0])
-        finally:
-            lib.rlock_leader_free(out[0])
+            lib.rlock_leader_free(p)
+
+
+# Last: _sync imports Client from here (its objects take one).
+from . import _sync

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import threading
 from types import TracebackType
-from typing import Any, Callable, List, Optional, Type, Union
+from typing import Any, List, Optional, Type, Union
 
 from . import _wait
-from ._base import (DEFAULT, OK, Handle, _bytes, lease_ms, pick_lease,
-                    pick_wait, wait_ms)
-from ._errors import Closed, Error, InvalidArgument, Locked, error_for
+from ._base import DEFAULT, answer, pick_lease, pick_wait
+from ._client import Client
+from ._errors import Error
 from ._native import ffi, lib
+from ._objects import (Named, PermitSemaphoreBase, SemaphoreBase,
+                       fixed_lease, permit_id)
+from ._wait import give_back
 
-_ECANCELED = lib.RLOCK_ECANCELED
-_ELOCKED = lib.RLOCK_ELOCKED
 _ENOTHELD = lib.RLOCK_ENOTHELD
 _ELOST = lib.RLOCK_ELOST
 _BIG = 1 << 62  # past every range the library accepts, within int64_t
@@ -35,105 +36,23 @@ def count_arg(value: Any, what: str) -> int:
     return max(min(value, _BIG), -_BIG)
 
 
-class _Object:
-    """A semaphore's or latch's C object on a blocking client: made with
-    `_new`, freed with `_free` (before the client: the client tracks it)."""
+class _Object(Named[Client]):
+    """A semaphore's or latch's C object on a blocking client."""
 
-    _new: Callable[..., int]
-    _free: Callable[[Any], None]
-    _ctype = ""
+    _client_type = Client
     _what = ""  # for messages
 
-    def __init__(self, client: Any, name: str) -> None:
-        from ._client import Client
-        if not isinstance(client, Client):
-            raise TypeError("client must be an rlock.Client, not "
-                            f"{type(client).__name__}")
-        self._client = client
-        self._name = name
-        p = ffi.new(f"{self._ctype} **")
-        client._enter()
-        try:
-            rc = self._new(p, client._ptr, _bytes(name, "name"))
-            if rc != OK:
-                raise error_for(rc)
-        finally:
-            client._leave()
-        self._h = Handle(p[0], self._free)
-        client._track(self._h)
-
-    def __del__(self) -> None:
-        h = getattr(self, "_h", None)
-        if h is not None:
-            self._client._untrack(h)
-
-    def __repr__(self) -> str:
-        return f"<rlock.{type(self).__name__} {self._name!r}>"
-
-    @property
-    def name(self) -> str:
-        """The name (its key in Redis)."""
-        return self._name
-
-    @property
-    def client(self) -> Any:
-        """The client it uses."""
-        return self._client
-
-    def _call(self, fn: Callable[..., int], *args: Any) -> None:
-        """fn(ptr, *args), raising the status's exception."""
-        c = self._client
-        c._enter()
-        try:
-            rc = fn(self._h.ptr, *args)
-        finally:
-            c._leave()
-        if rc != OK:
-            raise error_for(rc)
-
-    def _out(self, fn: Callable[..., int], ctype: str, *args: Any) -> Any:
-        """fn(out, ptr, *args)'s *out, raising the status's exception."""
-        out = ffi.new(ctype)
-        c = self._client
-        c._enter()
-        try:
-            rc = fn(out, self._h.ptr, *args)
-        finally:
-            c._leave()
-        if rc != OK:
-            raise error_for(rc)
-        return out[0]
-
-    def _waited(self, call: Callable[[Any, int, Any, Any], None],
-                wait_v: int, cancel: Any, took: List[bool]) -> bool:
-        """One wait through _wait.wait: `call(ptr, wait_ms, token, box)`
-        makes the library call; True when it succeeded, False when the
+    def _waited(self, call: _wait.Call, wait_v: int, cancel: Any,
+                took: List[bool]) -> bool:
+        """One wait through _wait.blocking (`call(wait_ms, token, box)`
+        makes the library call): True when it succeeded, False when the
         wait ended first (RLOCK_ELOCKED)."""
-        from ._client import _cancel_ptr, _thread_cancel
-        user = None if cancel is None else _cancel_ptr(cancel)
-        tok = _thread_cancel() if user is None else user
-        mine = None if user is not None else tok
-        c = self._client
-        ptr = self._h.ptr
-
-        def attempt(w: int, box: Any) -> None:
-            c._enter(mine, reset=False)
-            try:
-                call(ptr, w, tok, box)
-            finally:
-                c._leave(mine)
-        rc = _wait.wait(attempt, wait_v, tok, user is None, took)
-        if rc == OK:
-            return True
-        if rc == _ELOCKED:
-            return False
-        if rc == _ECANCELED and user is None:
-            raise Closed(f"the client was closed while waiting for "
-                         f"{self._what} '{self._name}'")
-        raise error_for(rc)
+        rc = _wait.blocking(self._client, call, wait_v, cancel, took)
+        return answer(rc, closed=None if cancel is not None
+                      else f"{self._what} '{self._name}'")
 
 
-class Semaphore(_Object):
+class Semaphore(_Object, SemaphoreBase[Client]):
     """A semaphore (Redisson's RSemaphore), from ``client.semaphore(name)``,
     shaped like threading.Semaphore: acquire() and release(n), and
     ``with sem:`` holds one permit.
@@ -149,22 +68,7 @@ class Semaphore(_Object):
     exception are given back.
     """
 
-    _new = staticmethod(lib.rlock_semaphore_new)
-    _free = staticmethod(lib.rlock_semaphore_free)
-    _ctype = "rlock_semaphore"
     _what = "semaphore"
-
-    def __init__(self, client: Any, name: str, *,
-                 wait: Optional[float] = None) -> None:
-        wait_ms(True, wait, "wait")
-        self._wait: Optional[float] = wait
-        super().__init__(client, name)
-
-    @property
-    def wait(self) -> Optional[float]:
-        """The semaphore's own wait in seconds (None: for ever), used by
-        ``with`` and by acquire() unless told otherwise."""
-        return self._wait
 
     def acquire(self, blocking: bool = True,
                 timeout: Optional[float] = DEFAULT, *, permits: int = 1,
@@ -192,33 +96,27 @@ class Semaphore(_Object):
         """
         n = count_arg(permits, "permits")
         wait_v = pick_wait(blocking, timeout, wait, self._wait)
+        ptr = self._h.ptr
         took: List[bool] = []
 
-        def call(ptr: Any, w: int, tok: Any, box: Any) -> None:
+        def call(w: int, tok: Any, box: Any) -> None:
             lib.rlock_py_semaphore_acquire(ptr, n, w, tok, box)
         try:
             return self._waited(call, wait_v, cancel, took)
         except BaseException:
             if took:
-                self._give_back(n)
+                give_back(lambda: self.release(n))
             raise
-
-    def _give_back(self, n: int) -> None:
-        try:
-            self.release(n)
-        except Exception:
-            pass
 
     def release(self, n: int = 1) -> None:
         """Give `n` permits back (anyone may) and wake waiters."""
-        self._call(lib.rlock_semaphore_release, count_arg(n, "n"))
+        self._do(lib.rlock_semaphore_release, count_arg(n, "n"))
 
     def __enter__(self) -> "Semaphore":
         """Take one permit with the semaphore's own wait; Locked when that
         wait ends without one."""
         if not self.acquire():
-            raise Locked(f"semaphore '{self._name}': no permit within its "
-                         f"wait of {self._wait} s")
+            raise self._no_permit()
         return self
 
     def __exit__(self, et: Optional[Type[BaseException]],
@@ -239,12 +137,12 @@ class Semaphore(_Object):
 
     def set_permits(self, permits: int) -> None:
         """Set the available permits, whatever they were."""
-        self._call(lib.rlock_semaphore_set_permits,
+        self._do(lib.rlock_semaphore_set_permits,
                    count_arg(permits, "permits"))
 
     def add_permits(self, delta: int) -> None:
         """Add `delta` permits (negative takes away, also below zero)."""
-        self._call(lib.rlock_semaphore_add_permits, count_arg(delta, "delta"))
+        self._do(lib.rlock_semaphore_add_permits, count_arg(delta, "delta"))
 
     def drain(self) -> int:
         """Take every available permit at once; returns how many there
@@ -256,12 +154,7 @@ PermitLike = Union["Permit", str]
 
 
 def _permit_id(permit: Any) -> bytes:
-    if isinstance(permit, Permit):
-        return permit.id.encode()
-    if isinstance(permit, str):
-        return _bytes(permit, "permit id")
-    raise TypeError("permit must be an rlock.Permit or its id (str), not "
-                    f"{type(permit).__name__}")
+    return permit_id(permit, Permit, "rlock")
 
 
 class Permit:
@@ -311,7 +204,7 @@ class Permit:
         self.release()
 
 
-class PermitExpirableSemaphore(_Object):
+class PermitExpirableSemaphore(_Object, PermitSemaphoreBase[Client]):
     """A permit-expirable semaphore (Redisson's RPermitExpirableSemaphore),
     from ``client.permit_expirable_semaphore(name)``: each permit taken has
     an id and a lease, and comes back by itself when its lease runs out.
@@ -331,30 +224,13 @@ class PermitExpirableSemaphore(_Object):
     sharing a semaphore need clocks that agree to well within a lease.
     """
 
-    _new = staticmethod(lib.rlock_psemaphore_new)
-    _free = staticmethod(lib.rlock_psemaphore_free)
-    _ctype = "rlock_psemaphore"
     _what = "a permit of semaphore"
 
-    def __init__(self, client: Any, name: str, *,
+    def __init__(self, client: Client, name: str, *,
                  wait: Optional[float] = None,
                  lease: Optional[float] = None) -> None:
-        wait_ms(True, wait, "wait")
-        lease_ms(lease)
-        self._wait: Optional[float] = wait
-        self._lease: Optional[float] = lease
         self._entered = threading.local()
-        super().__init__(client, name)
-
-    @property
-    def wait(self) -> Optional[float]:
-        """The semaphore's own wait in seconds (None: for ever)."""
-        return self._wait
-
-    @property
-    def lease(self) -> Optional[float]:
-        """The semaphore's own lease in seconds (None: the watchdog)."""
-        return self._lease
+        super().__init__(client, name, wait=wait, lease=lease)
 
     def acquire(self, blocking: bool = True,
                 timeout: Optional[float] = DEFAULT,
@@ -378,19 +254,17 @@ class PermitExpirableSemaphore(_Object):
         wait_v = pick_wait(blocking, timeout, wait, self._wait)
         lease_v = pick_lease(lease, self._lease)
         buf = ffi.new("char[]", lib.RLOCK_PERMIT_ID_LEN + 1)
+        ptr = self._h.ptr
         took: List[bool] = []
 
-        def call(ptr: Any, w: int, tok: Any, box: Any) -> None:
+        def call(w: int, tok: Any, box: Any) -> None:
             lib.rlock_py_psemaphore_acquire(buf, ptr, w, lease_v, tok, box)
         try:
             if not self._waited(call, wait_v, cancel, took):
                 return None
         except BaseException:
             if took:
-                try:
-                    self.release(ffi.string(buf).decode())
-                except Exception:
-                    pass
+                give_back(lambda: self.release(ffi.string(buf).decode()))
             raise
         return Permit(self, ffi.string(buf).decode())
 
@@ -405,7 +279,7 @@ class PermitExpirableSemaphore(_Object):
             ConnectionError/TimeoutError: the client stops renewing it; it
                 comes back after its lease.
         """
-        self._call(lib.rlock_psemaphore_release, _permit_id(permit))
+        self._do(lib.rlock_psemaphore_release, _permit_id(permit))
 
     def try_release(self, permit: PermitLike) -> bool:
         """release(), answering False instead of raising NotHeld or
@@ -422,10 +296,8 @@ class PermitExpirableSemaphore(_Object):
         """Give the permit a fixed lease of `lease` seconds from now (a
         watchdog permit is then renewed no more). LockLost, NotHeld as
         release()."""
-        ms = lease_ms(lease)
-        if ms == lib.RLOCK_LEASE_WATCHDOG:
-            raise InvalidArgument("update_lease needs a lease in seconds")
-        self._call(lib.rlock_psemaphore_update_lease, _permit_id(permit), ms)
+        ms = fixed_lease(lease, "update_lease")
+        self._do(lib.rlock_psemaphore_update_lease, _permit_id(permit), ms)
 
     def check(self, permit: PermitLike) -> bool:
         """Whether a permit this client took is still good, answered
@@ -436,17 +308,7 @@ class PermitExpirableSemaphore(_Object):
             LockLost: the watchdog found it gone, its lease ran out, or
                 renewals failed for a whole watchdog timeout.
         """
-        c = self._client
-        c._enter()
-        try:
-            rc = lib.rlock_psemaphore_check(self._h.ptr, _permit_id(permit))
-        finally:
-            c._leave()
-        if rc == _ENOTHELD:
-            return False
-        if rc != OK:
-            raise error_for(rc)
-        return True
+        return self._held(lib.rlock_psemaphore_check, _permit_id(permit))
 
     def lease_left(self, permit: PermitLike) -> Optional[float]:
         """Seconds left on the permit's lease (one round trip); None when
@@ -475,12 +337,12 @@ class PermitExpirableSemaphore(_Object):
 
     def set_permits(self, permits: int) -> None:
         """Make the total (available plus leased) `permits`."""
-        self._call(lib.rlock_psemaphore_set_permits,
+        self._do(lib.rlock_psemaphore_set_permits,
                    count_arg(permits, "permits"))
 
     def add_permits(self, delta: int) -> None:
         """Add `delta` available permits (negative takes away)."""
-        self._call(lib.rlock_psemaphore_add_permits,
+        self._do(lib.rlock_psemaphore_add_permits,
                    count_arg(delta, "delta"))
 
     def __enter__(self) -> Permit:
@@ -488,8 +350,7 @@ class PermitExpirableSemaphore(_Object):
         when that wait ends without one. Returns the Permit."""
         permit = self.acquire()
         if permit is None:
-            raise Locked(f"semaphore '{self._name}': no permit within its "
-                         f"wait of {self._wait} s")
+            raise self._no_permit()
         stack = self._entered.__dict__.setdefault("stack", [])
         stack.append(permit)
         return permit
@@ -527,7 +388,7 @@ class CountDownLatch(_Object):
     def count_down(self) -> None:
         """Count down by one; at zero every waiter wakes. Nothing happens
         on a latch without a count."""
-        self._call(lib.rlock_latch_count_down)
+        self._do(lib.rlock_latch_count_down)
 
     def count(self) -> int:
         """The count now (0 when none is set)."""
@@ -551,8 +412,9 @@ class CountDownLatch(_Object):
             WrongType, ConnectionError/TimeoutError, Canceled, Closed.
         """
         wait_v = pick_wait(True, timeout, wait, None)
+        ptr = self._h.ptr
 
-        def call(ptr: Any, w: int, tok: Any, box: Any) -> None:
+        def call(w: int, tok: Any, box: Any) -> None:
             lib.rlock_py_latch_await(ptr, w, tok, box)
         return self._waited(call, wait_v, cancel, [])
 

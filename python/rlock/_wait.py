@@ -45,8 +45,9 @@ import os
 import signal
 import threading
 import time
-from typing import Any, Callable, List
+from typing import Any, Callable, List, Optional, Protocol
 
+from ._base import check
 from ._native import ffi, lib
 
 # signal.getsignal converts its answer to an enum: 2.4 us a call, against
@@ -63,6 +64,98 @@ _PENDING = 1  # no library status is positive: "the call has not returned"
 _armed_token: List[Any] = [None]
 
 Attempt = Callable[[int, Any], None]
+_tls = threading.local()
+
+
+class Cancel:
+    """A token that makes the waits given it (``cancel=``) give up:
+    ``fire()`` from any thread, and every such wait raises rlock.Canceled
+    within about 20 ms; a fair waiter leaves the queue. Stays fired until
+    ``reset()``."""
+
+    __slots__ = ("_ptr",)
+
+    def __init__(self) -> None:
+        self._ptr = _new_token()
+
+    def fire(self) -> None:
+        """Fire the token (any thread)."""
+        lib.rlock_cancel_fire(self._ptr)
+
+    def reset(self) -> None:
+        """Clear a fired token, to use it again."""
+        lib.rlock_cancel_reset(self._ptr)
+
+    @property
+    def fired(self) -> bool:
+        """Whether it has fired (and not been reset)."""
+        return bool(lib.rlock_cancel_fired(self._ptr))
+
+
+def _new_token() -> Any:
+    """A rlock_cancel, freed by cffi when dropped."""
+    p = ffi.new("rlock_cancel **")
+    check(lib.rlock_cancel_new(p))
+    return ffi.gc(p[0], lib.rlock_cancel_free)
+
+
+def thread_cancel() -> Any:
+    """The calling thread's own cancel token: every wait of the thread
+    passes it, so that closing the client ends the wait (Closed)."""
+    try:
+        return _tls.cancel
+    except AttributeError:
+        _tls.cancel = _new_token()
+        return _tls.cancel
+
+
+def cancel_ptr(cancel: Optional[Cancel]) -> Any:
+    """A user's Cancel as its C token (TypeError for anything else)."""
+    if not isinstance(cancel, Cancel):
+        raise TypeError("cancel must be an rlock.Cancel, not "
+                        f"{type(cancel).__name__}")
+    return cancel._ptr
+
+
+class Entered(Protocol):
+    """What a blocking wait counts itself in and out of: a client, or the
+    clients of a group's members."""
+
+    def _enter(self, token: Any = None, reset: bool = True) -> None: ...
+
+    def _leave(self, token: Any = None) -> None: ...
+
+
+Call = Callable[[int, Any, Any], None]
+
+
+def blocking(clients: Entered, call: Call, wait_ms: int,
+             cancel: Optional[Cancel], took: List[bool]) -> int:
+    """Run a blocking library call through wait(): ``call(wait_ms, token,
+    box)`` makes it, counted in and out of `clients` around each try.
+    The token is `cancel`'s, else the thread's own (which closing the
+    client fires: the caller answers ECANCELED then with Closed). Returns
+    the library's status; `took` as wait()'s."""
+    user = None if cancel is None else cancel_ptr(cancel)
+    tok = thread_cancel() if user is None else user
+    mine = None if user is not None else tok
+
+    def attempt(w: int, box: Any) -> None:
+        clients._enter(mine, reset=False)
+        try:
+            call(w, tok, box)
+        finally:
+            clients._leave(mine)
+    return wait(attempt, wait_ms, tok, user is None, took)
+
+
+def give_back(release: Callable[[], Any]) -> None:
+    """Give back a hold that an interrupted acquisition took: its errors
+    give way to the exception being raised."""
+    try:
+        release()
+    except Exception:
+        pass
 
 
 def _disarm_in_child() -> None:

@@ -42,22 +42,23 @@ import threading
 import warnings
 import weakref
 from types import TracebackType
-from typing import (Any, Awaitable, Callable, Coroutine, Dict, Generator,
-                    Generic, Iterable, List, NoReturn, Optional, Sequence,
-                    Tuple, Type, TypeVar, Union)
+from typing import (Any, Awaitable, Callable, ClassVar, Coroutine, Dict,
+                    Generator, Generic, List, NoReturn, Optional, Tuple, Type,
+                    TypeVar, Union)
 
 from . import _base, _metrics, _sync
-from ._base import (DEFAULT, ECANCELED, ELOCKED, OK, ClientRecord,
-                    ErrorCallback, Handle,
-                    Leader, LeaderCallback, LeaderWatch, _LeaderFollow,
-                    leader_watch, LockInfo, LogLevel, Owner, OwnerLike, PubSubMode,
-                    RedLockResult, _bytes, _text, check, lease_ms, leader_of,
-                    leader_value, lock_info, owner_number, pick_lease,
-                    pick_wait, redlock_result, spin_options, wait_ms)
-from ._client import Stats
-from ._metrics import Metrics, MetricsCollector
-from ._errors import Closed, Error, InvalidArgument, Locked, error_for
+from ._base import (DEFAULT, OK, ClientRecord, ErrorCallback, Handle,
+                    Leader, LeaderCallback, LeaderWatch, LockInfo, Owner,
+                    OwnerLike, RedLockResult, _LeaderFollow, _bytes, _text,
+                    acquire_options, answer, leader_of, leader_value,
+                    leader_watch, lock_info, owner_number, pick_lease,
+                    pick_wait, redlock_result, spin_options)
+from ._clientbase import ClientBase, LogCallback, LostCallback
+from ._errors import Closed, Error, InvalidArgument, error_for
 from ._native import ffi, lib
+from ._objects import (ElectionBase, GroupBase, LockBase, Named,
+                       PermitSemaphoreBase, SemaphoreBase, fixed_lease,
+                       members, permit_id, spin_lock_options)
 
 __all__ = ["Client", "Lock", "FairLock", "FencedLock", "SpinLock",
            "ReadLock", "WriteLock", "ReadWriteLock", "MultiLock", "RedLock",
@@ -66,7 +67,7 @@ __all__ = ["Client", "Lock", "FairLock", "FencedLock", "SpinLock",
 
 _READ = lib.RLOCK_LOOP_READ
 _WRITE = lib.RLOCK_LOOP_WRITE
-_UNSET: Any = object()
+_T = TypeVar("_T")
 
 
 # ---- the adapter table on asyncio ----------------------------------------
@@ -259,42 +260,18 @@ def _rlock_redlock_done(arg: Any, rc: int, validity: int, res: Any) -> None:
         pass
 
 
-def _answer(rc: int, msg: str) -> bool:
-    """An acquisition's status: True, False (not within the wait), or the
-    exception."""
-    if rc == OK:
-        return True
-    if rc == ELOCKED:
-        return False
-    raise error_for(rc, msg)
-
-
-class _Callbacks:
-    """Userdata of a loop client's lost and log callbacks: both come on
-    the loop's thread, inside a library call; they are re-dispatched with
-    call_soon (a coroutine function's result becomes a task)."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop,
-                 on_lost: Optional[Callable[..., Any]],
-                 log: Optional[Callable[..., Any]]) -> None:
-        self.loop = loop
-        self.on_lost = on_lost
-        self.log = log
-
-    def _call(self, fn: Callable[..., Any], *args: Any) -> None:
+def _loop_post(loop: asyncio.AbstractEventLoop) -> Callable[..., None]:
+    """How a loop client runs its callbacks (lost locks, log messages,
+    leader changes): they come on the loop's thread, inside a library
+    call, and are re-dispatched with call_soon (a coroutine function's
+    result becomes a task)."""
+    def post(fn: Callable[..., Any], *args: Any) -> None:
         def run() -> None:
             r = fn(*args)
             if _inspect.isawaitable(r):
                 asyncio.ensure_future(r)
-        self.loop.call_soon(run)
-
-    def _post_lost(self, name: str, owner: str) -> None:
-        if self.on_lost is not None:
-            self._call(self.on_lost, name, owner)
-
-    def _post_log(self, level: int, message: str) -> None:
-        if self.log is not None:
-            self._call(self.log, LogLevel(level), message)
+        loop.call_soon(run)
+    return post
 
 
 _leaked: List[Any] = []
@@ -311,10 +288,14 @@ def _owner(owner: OwnerLike) -> int:
     if task is None:
         raise InvalidArgument("no current asyncio task to own the hold: "
                               "pass owner=rlock.Owner()")
+    return _owner_of(task).number
+
+
+def _owner_of(task: "asyncio.Task[Any]") -> Owner:
     o = _task_owners.get(task)
     if o is None:
         o = _task_owners[task] = Owner()
-    return o.number
+    return o
 
 
 def task_owner(task: Optional["asyncio.Task[Any]"] = None) -> Owner:
@@ -322,13 +303,10 @@ def task_owner(task: Optional["asyncio.Task[Any]"] = None) -> Owner:
     t = task or asyncio.current_task()
     if t is None:
         raise InvalidArgument("no current asyncio task")
-    o = _task_owners.get(t)
-    if o is None:
-        o = _task_owners[t] = Owner()
-    return o
+    return _owner_of(t)
 
 
-class Client:
+class Client(ClientBase):
     """A client driven by the running asyncio loop (librlock's loop API).
 
     Create it inside a coroutine; it belongs to that loop and must be used
@@ -344,39 +322,9 @@ class Client:
         RuntimeError: no running loop.
     """
 
-    def __init__(self, url: Optional[str] = None, *,
-                 connect_timeout: Optional[float] = None,
-                 command_timeout: Optional[float] = None,
-                 watchdog_timeout: Optional[float] = None,
-                 fair_wait_timeout: Optional[float] = None,
-                 unreachable_retry: Optional[float] = _UNSET,
-                 pool_size: Optional[int] = None,
-                 pubsub_mode: Union[str, PubSubMode, None] = None,
-                 replica_sync: Optional[bool] = None,
-                 fair_deferred_shift: Optional[bool] = None,
-                 replica_sync_timeout: Optional[float] = None,
-                 on_lost: Optional[Callable[[str, str], Any]] = None,
-                 tls_ca: Optional[str] = None,
-                 tls_ca_dir: Optional[str] = None,
-                 tls_cert: Optional[str] = None,
-                 tls_key: Optional[str] = None,
-                 tls_server_name: Optional[str] = None,
-                 tls_insecure: Optional[bool] = None,
-                 user: Optional[str] = None,
-                 password: Optional[str] = None,
-                 subscription_linger: Optional[float] = None,
-                 max_idle_subscriptions: Optional[int] = None,
-                 metrics_names: Optional[int] = None,
-                 registry_period: Optional[float] = None,
-                 program: Optional[str] = None,
-                 log: Optional[Callable[[LogLevel, str], Any]] = None,
-                 log_level: LogLevel = LogLevel.WARN) -> None:
-        kw = {k: v for k, v in locals().items()
-              if k not in ("self", "url", "on_lost", "log") and v is not _UNSET}
-        for name, fn in (("on_lost", on_lost), ("log", log)):
-            if fn is not None and not callable(fn):
-                raise TypeError(f"{name} must be callable, not "
-                                f"{type(fn).__name__}")
+    def _open(self, url: Optional[str], kw: Dict[str, Any],
+              on_lost: Optional[LostCallback],
+              log: Optional[LogCallback]) -> None:
         try:
             self._loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -393,11 +341,7 @@ class Client:
         # Leader watches: freed before the client (their C objects need it).
         self._watches: "weakref.WeakSet[Handle]" = weakref.WeakSet()
         self._adapter = _Adapter(self._loop)
-        self._callbacks = _Callbacks(self._loop, on_lost, log)
-        self._userdata = ffi.new_handle(self._callbacks)
-        cfg = _base.make_config(
-            url, kw, lib._rlock_lost_cb if on_lost else None,
-            lib._rlock_log_cb if log else None, self._userdata)
+        cfg = self._config(url, kw, on_lost, log, _loop_post(self._loop))
         table = ffi.new("rlock_loop *")
         table.version = lib.RLOCK_LOOP_VERSION
         table.data = self._adapter.handle
@@ -418,6 +362,11 @@ class Client:
     def _check(self) -> None:
         if self._closed:
             raise Closed("the client is closed")
+
+    def _call(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """fn(*args) on the live client (Closed once closed)."""
+        self._check()
+        return fn(*args)
 
     def _track(self, h: Handle) -> None:
         self._check()
@@ -482,12 +431,6 @@ class Client:
         return f"<rlock.aio.Client {self.url or 'redis://127.0.0.1:6379'}" \
                f"{' (closed)' if self._closed else ''}>"
 
-    @property
-    def id(self) -> str:
-        """The client's identity (a UUID)."""
-        self._check()
-        return _text(lib.rlock_client_id(self._ptr)) or ""
-
     def owner_field(self, owner: OwnerLike = None) -> str:
         """The owner field this client writes for `owner` (default: the
         current task)."""
@@ -513,36 +456,16 @@ class Client:
             Closed, ConnectionError, ...: as the other queries.
         """
         b = _bytes(owner, "owner")
-        op = self._start("whois", lib.rlock_client_whois_async, self._ptr, b,
-                         lib._rlock_record_done)
-        rc, value, msg = await _settle(op)
-        if rc != OK:
-            raise error_for(rc, msg)
-        rec: Optional[ClientRecord] = value
+        rec: Optional[ClientRecord] = await self._result(
+            "whois", lib.rlock_client_whois_async, self._ptr, b,
+            lib._rlock_record_done)
         return rec
-
-    def stats(self) -> Stats:
-        """The client's counters."""
-        self._check()
-        s = ffi.new("rlock_stats *")
-        check(lib.rlock_client_stats(self._ptr, s, ffi.sizeof("rlock_stats")))
-        return Stats(**{f: int(getattr(s, f))
-                        for f in Stats.__dataclass_fields__})
 
     def metrics_text(self, openmetrics: bool = False) -> str:
         """rlock.Client.metrics_text(); from any thread."""
         with self._metrics_mu:
             self._check()
             return _metrics.metrics_text(self._ptr, openmetrics)
-
-    def metrics(self) -> Metrics:
-        """rlock.Client.metrics(); from any thread."""
-        return _metrics.parse(self.metrics_text())
-
-    def collector(self) -> MetricsCollector:
-        """rlock.Client.collector(): its scrapes may come from any
-        thread."""
-        return MetricsCollector(self.metrics_text)
 
     def _start(self, kind: str, fn: Callable[..., int], *args: Any,
                with_op: bool = False) -> _Op:
@@ -558,6 +481,15 @@ class Client:
             raise error_for(rc)
         self._pending[id(op)] = op
         return op
+
+    async def _result(self, kind: str, fn: Callable[..., int],
+                      *args: Any) -> Any:
+        """An operation that is not canceled (a release, a query): its
+        value, else its status's exception."""
+        rc, value, msg = await _settle(self._start(kind, fn, *args))
+        if rc != OK:
+            raise error_for(rc, msg)
+        return value
 
     # ---- lock objects -----------------------------------------------------
     # Every lock takes `wait` and `lease` (seconds; None: for ever, and
@@ -685,7 +617,6 @@ async def _acquisition(op: _Op,
         raise
 
 
-_T = TypeVar("_T")
 
 
 class _Deprecated(Generic[_T]):
@@ -715,66 +646,27 @@ def _deprecated(coro: Coroutine[Any, Any, _T], name: str) -> _Deprecated[_T]:
     return _Deprecated(coro, name)
 
 
-class Lock:
+class _OnLoop:
+    """The asyncio side of the objects of _objects.py: their package in
+    messages and reprs, and owners that default to the current task."""
+
+    _api: ClassVar[str] = "rlock.aio"
+    _own: Callable[[Any], int] = staticmethod(_owner)
+    _client_type: ClassVar[type] = Client
+
+    async def _value(self: Any, kind: str, fn: Callable[..., int], *args: Any,
+                     done: Any = lib._rlock_async_done) -> Any:
+        """fn(ptr, *args, done)'s value (a query, a release), else the
+        status's exception."""
+        return await self._client._result(kind, fn, self._h.ptr, *args, done)
+
+
+class Lock(_OnLoop, LockBase[Client]):
     """A reentrant lock (RLock) of an aio.Client: ``async with lock:``
     holds it for the current task; ``await lock.acquire()``, ``await
     lock.release()``; the queries are coroutines named with an ``a``
     (``await lock.alocked()``). ``client.lock(name, wait=, lease=)``
     gives it a wait and a lease of its own, as rlock.Client.lock does."""
-
-    _new = staticmethod(lib.rlock_lock_new)
-    kind = "reentrant"
-    _wants_token = False
-
-    def __init__(self, client: Client, name: str, *,
-                 wait: Optional[float] = None,
-                 lease: Optional[float] = None) -> None:
-        if not isinstance(client, Client):
-            raise TypeError("client must be an rlock.aio.Client, not "
-                            f"{type(client).__name__}")
-        wait_ms(True, wait, "wait")
-        lease_ms(lease)
-        self._wait: Optional[float] = wait
-        self._lease: Optional[float] = lease
-        client._check()
-        self._client = client
-        self._name = name
-        p = ffi.new("rlock_lock **")
-        check(self._make(p, client._ptr, _bytes(name, "name")))
-        self._h = Handle(p[0], lib.rlock_lock_free)
-        client._track(self._h)
-        self._tokens: Dict[int, int] = {}
-
-    def _make(self, out: Any, client: Any, name: bytes) -> int:
-        return int(self._new(out, client, name))
-
-    def __del__(self) -> None:
-        h = getattr(self, "_h", None)
-        if h is not None:
-            self._client._untrack(h)
-
-    def __repr__(self) -> str:
-        return f"<rlock.aio.{type(self).__name__} {self._name!r}>"
-
-    @property
-    def name(self) -> str:
-        """The lock's name."""
-        return self._name
-
-    @property
-    def client(self) -> Client:
-        """The client the lock uses."""
-        return self._client
-
-    @property
-    def wait(self) -> Optional[float]:
-        """The lock's own wait in seconds (None: for ever)."""
-        return self._wait
-
-    @property
-    def lease(self) -> Optional[float]:
-        """The lock's own lease in seconds (None: the watchdog)."""
-        return self._lease
 
     async def acquire(self, blocking: bool = True,
                       timeout: Optional[float] = DEFAULT,
@@ -786,20 +678,22 @@ class Lock:
         for ever; by default the lock's own wait and lease). Cancelling
         the awaiting task cancels the acquisition (a fair waiter leaves
         the queue)."""
-        o = ffi.new("rlock_acquire_options *")
-        lib.rlock_acquire_options_init(o, lib.RLOCK_ACQUIRE_OPTIONS_VERSION)
-        o.wait_ms = pick_wait(blocking, timeout, wait, self._wait)
-        o.lease_ms = pick_lease(lease, self._lease)
-        own = o.owner = _owner(owner)
+        wait_v = pick_wait(blocking, timeout, wait, self._wait)
+        lease_v = pick_lease(lease, self._lease)
+        own = _owner(owner)
         op = self._client._start("acquire", lib.rlock_lock_acquire_async,
-                                 self._h.ptr, o, lib._rlock_async_done,
-                                 with_op=True)
+                                 self._h.ptr,
+                                 acquire_options(lease_v, own, wait_v),
+                                 lib._rlock_async_done, with_op=True)
         rc, value, msg = await _acquisition(
             op, lambda: self.release(owner=Owner(own)))
-        got = _answer(rc, msg)
+        got = answer(rc, msg)
         if got and self._wants_token:
-            self._tokens[own] = int(value)
+            self._got_token(own, int(value))
         return got
+
+    def _got_token(self, own: int, token: int) -> None:
+        pass
 
     async def release(self, *, owner: OwnerLike = None) -> None:
         """Release one hold of the current task (or `owner`).
@@ -807,19 +701,14 @@ class Lock:
         Raises:
             NotHeld, LockLost, ConnectionError... as rlock.Lock.release.
         """
-        op = self._client._start("release", lib.rlock_lock_release_async,
-                                 self._h.ptr, _owner(owner),
-                                 lib._rlock_async_done)
-        rc, _, msg = await _settle(op)
-        if rc != OK:
-            raise error_for(rc, msg)
+        await self._value("release", lib.rlock_lock_release_async,
+                          _owner(owner))
 
     async def __aenter__(self) -> "Lock":
         """Acquire with the lock's own wait and lease; Locked when that
         wait ends without it."""
         if not await self.acquire():
-            raise Locked(f"lock '{self._name}' was not acquired within its "
-                         f"wait of {self._wait} s")
+            raise self._not_acquired()
         return self
 
     async def __aexit__(self, et: Optional[Type[BaseException]],
@@ -827,24 +716,16 @@ class Lock:
                         tb: Optional[TracebackType]) -> None:
         await self.release()
 
-    async def _value(self, kind: str, fn: Callable[..., int],
-                     *args: Any) -> Any:
-        op = self._client._start(kind, fn, self._h.ptr, *args)
-        rc, value, msg = await _settle(op)
-        if rc != OK:
-            raise error_for(rc, msg)
-        return value
-
     async def alocked(self) -> bool:
         """Whether anyone holds the lock."""
-        return bool(await self._value("locked", lib.rlock_lock_is_locked_async,
-                                      lib._rlock_async_done))
+        return bool(await self._value("locked",
+                                      lib.rlock_lock_is_locked_async))
 
     async def ahold_count(self, owner: OwnerLike = None) -> int:
         """The hold count of the current task (or `owner`)."""
         return int(await self._value("holds",
                                      lib.rlock_lock_hold_count_async,
-                                     _owner(owner), lib._rlock_async_done))
+                                     _owner(owner)))
 
     async def aheld(self, owner: OwnerLike = None) -> bool:
         """Whether the current task (or `owner`) holds it."""
@@ -853,39 +734,30 @@ class Lock:
     async def aextend(self, lease: float, owner: OwnerLike = None) -> None:
         """Give the current task's (or `owner`'s) fixed-lease hold a fresh
         lease of `lease` seconds from now (the sync Lock.extend's rules)."""
-        ms = lease_ms(lease)
-        if ms == lib.RLOCK_LEASE_WATCHDOG:
-            raise InvalidArgument("extend needs a lease in seconds")
+        ms = fixed_lease(lease, "extend")
         await self._value("extend", lib.rlock_lock_extend_async,
-                          _owner(owner), ms, lib._rlock_async_done)
+                          _owner(owner), ms)
 
     async def areacquire(self, owner: OwnerLike = None) -> None:
         """redis-py's ``reacquire()``: ``await aextend(lock.lease)``, the
         lock's own lease (the sync Lock.reacquire's rules)."""
-        if self._lease is None:
-            raise InvalidArgument(
-                f"areacquire needs the lock's own lease (client.lock("
-                f"{self._name!r}, lease=...)); this one has none: aextend("
-                f"seconds) a hold taken with acquire(lease=...)")
-        await self.aextend(self._lease, owner)
+        await self.aextend(self._own_lease("a"), owner)
 
     async def attl(self) -> Optional[float]:
         """Seconds left on the lease, None when not locked."""
-        ms = int(await self._value("ttl", lib.rlock_lock_ttl_async,
-                                   lib._rlock_async_done))
+        ms = int(await self._value("ttl", lib.rlock_lock_ttl_async))
         return None if ms < 0 else ms / 1000
 
     async def aforce_release(self) -> bool:
         """Delete the lock whoever holds it; True when there was one."""
         return bool(await self._value("force",
-                                      lib.rlock_lock_force_release_async,
-                                      lib._rlock_async_done))
+                                      lib.rlock_lock_force_release_async))
 
     async def ainspect(self) -> LockInfo:
         """The lock's whole state in one atomic step."""
         info: LockInfo = await self._value(self._name,
                                            lib.rlock_lock_inspect_async,
-                                           lib._rlock_info_done)
+                                           done=lib._rlock_info_done)
         return info
 
     # The queries' names before the ``a`` prefix: deprecated.
@@ -916,13 +788,7 @@ class Lock:
     def check(self, owner: OwnerLike = None) -> bool:
         """Local check of the current task's (or `owner`'s) hold, no round
         trip: True held, False not held; LockLost when lost."""
-        self._client._check()
-        rc = lib.rlock_lock_check_owner(self._h.ptr, _owner(owner))
-        if rc == lib.RLOCK_ENOTHELD:
-            return False
-        if rc != OK:
-            raise error_for(rc)
-        return True
+        return self._held(lib.rlock_lock_check_owner, _owner(owner))
 
 
 class FairLock(Lock):
@@ -955,6 +821,15 @@ class FencedLock(Lock):
     kind = "fenced"
     _wants_token = True
 
+    def __init__(self, client: Client, name: str, *,
+                 wait: Optional[float] = None,
+                 lease: Optional[float] = None) -> None:
+        super().__init__(client, name, wait=wait, lease=lease)
+        self._tokens: Dict[int, int] = {}
+
+    def _got_token(self, own: int, token: int) -> None:
+        self._tokens[own] = token
+
     @property
     def token(self) -> Optional[int]:
         """The fencing token of the current task's latest acquisition
@@ -974,8 +849,7 @@ class SpinLock(Lock):
     def __init__(self, client: Client, name: str, opts: Any = None, *,
                  wait: Optional[float] = None,
                  lease: Optional[float] = None) -> None:
-        self._opts = opts if opts is not None else spin_options(
-            "exponential", None, None, None, None, None)
+        self._opts = spin_lock_options(opts)
         super().__init__(client, name, wait=wait, lease=lease)
 
     def _make(self, out: Any, client: Any, name: bytes) -> int:
@@ -1016,67 +890,27 @@ class ReadWriteLock:
         return self._write
 
 
-class _Group:
-    _new: Callable[..., int]
-    _free: Callable[[Any], None]
-    _what = ""
+class _Group(GroupBase):
+    """What MultiLock and RedLock share on a loop client: `_acquire_async`
+    and `_release_async` with `_done`, their callback."""
+
+    _acquire_async: Callable[..., int]
+    _done: Any = lib._rlock_async_done
+    _kind = ""
 
     def __init__(self, *locks: Lock, wait: Optional[float] = None,
                  lease: Optional[float] = None) -> None:
-        wait_ms(True, wait, "wait")
-        lease_ms(lease)
-        self._wait: Optional[float] = wait
-        self._lease: Optional[float] = lease
-        if len(locks) == 1 and not isinstance(locks[0], Lock) and \
-                isinstance(locks[0], Iterable):
-            locks = tuple(locks[0])
-        for i, m in enumerate(locks):
-            if not isinstance(m, Lock):
-                raise TypeError(f"{self._what} member {i} must be an "
-                                f"rlock.aio lock, not {type(m).__name__}")
-        self._locks: List[Lock] = list(locks)
-        self._client = locks[0].client if locks else None
-        arr = ffi.new("rlock_lock *[]", [m._h.ptr for m in locks]
-                      or [ffi.NULL])
-        p = ffi.new(f"rlock_{self._what.lower()} **")
-        check(self._new(p, arr, len(locks)))
-        self._h = Handle(p[0], self._free)
-        for m in locks:
-            m._h.deps.append(self._h)
+        ms = members(locks, Lock, self._what, "rlock.aio lock")
+        self._client: Optional[Client] = ms[0].client if ms else None
+        self._open(ms, wait, lease)
 
-    def __del__(self) -> None:
-        h = getattr(self, "_h", None)
-        if h is not None:
-            for m in self._locks:
-                try:
-                    m._h.deps.remove(h)
-                except ValueError:
-                    pass
-            h.free()
+    def _call(self, fn: Callable[..., _T], *args: Any) -> _T:
+        return fn(*args)
 
     @property
     def locks(self) -> Tuple[Lock, ...]:
         """The members, in order."""
         return tuple(self._locks)
-
-    @property
-    def wait(self) -> Optional[float]:
-        """The group's own wait in seconds (None: for ever)."""
-        return self._wait
-
-    @property
-    def lease(self) -> Optional[float]:
-        """The group's own lease in seconds (None: the watchdog)."""
-        return self._lease
-
-    def _opts(self, blocking: bool, timeout: Any, lease: Any, wait: Any,
-              owner: OwnerLike) -> Tuple[Any, int]:
-        o = ffi.new("rlock_acquire_options *")
-        lib.rlock_acquire_options_init(o, lib.RLOCK_ACQUIRE_OPTIONS_VERSION)
-        o.wait_ms = pick_wait(blocking, timeout, wait, self._wait)
-        o.lease_ms = pick_lease(lease, self._lease)
-        own = o.owner = _owner(owner)
-        return o, own
 
     def _owner_client(self) -> Client:
         for m in self._locks:
@@ -1088,8 +922,7 @@ class _Group:
         """Acquire with the group's own wait and lease; Locked when that
         wait ends without it."""
         if not await self.acquire():
-            raise Locked(f"{self._what} was not acquired within its wait "
-                         f"of {self._wait} s")
+            raise self._not_acquired()
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -1100,7 +933,27 @@ class _Group:
                       lease: Optional[float] = DEFAULT, *,
                       wait: Optional[float] = DEFAULT,
                       owner: OwnerLike = None) -> bool:
-        raise NotImplementedError
+        """Acquire for the current task (or `owner`): every member (a
+        MultiLock), a quorum (a RedLock)."""
+        wait_v = pick_wait(blocking, timeout, wait, self._wait)
+        lease_v = pick_lease(lease, self._lease)
+        own = _owner(owner)
+        op = self._owner_client()._start(
+            self._kind, self._acquire_async, self._h.ptr,
+            acquire_options(lease_v, own, wait_v), self._done, with_op=True)
+        rc, value, msg = await _acquisition(
+            op, lambda: self.release(owner=Owner(own)))
+        self._got(value)
+        return answer(rc, msg)
+
+    def _got(self, value: Any) -> None:
+        pass
+
+    async def _release(self, fn: Callable[..., int],
+                       owner: OwnerLike) -> None:
+        await self._owner_client()._result(
+            self._kind + "-release", fn, self._h.ptr, _owner(owner),
+            self._done)
 
     async def release(self, *, owner: OwnerLike = None) -> None:
         raise NotImplementedError
@@ -1112,30 +965,13 @@ class MultiLock(_Group):
 
     _new = staticmethod(lib.rlock_multilock_new)
     _free = staticmethod(lib.rlock_multilock_free)
+    _acquire_async = staticmethod(lib.rlock_multilock_acquire_async)
     _what = "MultiLock"
-
-    async def acquire(self, blocking: bool = True,
-                      timeout: Optional[float] = DEFAULT,
-                      lease: Optional[float] = DEFAULT, *,
-                      wait: Optional[float] = DEFAULT,
-                      owner: OwnerLike = None) -> bool:
-        """Acquire every member for the current task (or `owner`)."""
-        o, own = self._opts(blocking, timeout, lease, wait, owner)
-        op = self._owner_client()._start(
-            "multi", lib.rlock_multilock_acquire_async, self._h.ptr, o,
-            lib._rlock_async_done, with_op=True)
-        rc, _, msg = await _acquisition(
-            op, lambda: self.release(owner=Owner(own)))
-        return _answer(rc, msg)
+    _kind = "multi"
 
     async def release(self, *, owner: OwnerLike = None) -> None:
         """Release one hold of every member."""
-        op = self._owner_client()._start(
-            "multi-release", lib.rlock_multilock_release_async, self._h.ptr,
-            _owner(owner), lib._rlock_async_done)
-        rc, _, msg = await _settle(op)
-        if rc != OK:
-            raise error_for(rc, msg)
+        await self._release(lib.rlock_multilock_release_async, owner)
 
 
 class RedLock(_Group):
@@ -1144,32 +980,18 @@ class RedLock(_Group):
 
     _new = staticmethod(lib.rlock_redlock_new)
     _free = staticmethod(lib.rlock_redlock_free)
+    _acquire_async = staticmethod(lib.rlock_redlock_acquire_async_result)
+    _done = lib._rlock_redlock_done
     _what = "RedLock"
+    _kind = "redlock"
     last_result: Optional[RedLockResult] = None
 
-    async def acquire(self, blocking: bool = True,
-                      timeout: Optional[float] = DEFAULT,
-                      lease: Optional[float] = DEFAULT, *,
-                      wait: Optional[float] = DEFAULT,
-                      owner: OwnerLike = None) -> bool:
-        """Acquire a quorum for the current task (or `owner`)."""
-        o, own = self._opts(blocking, timeout, lease, wait, owner)
-        op = self._owner_client()._start(
-            "redlock", lib.rlock_redlock_acquire_async_result, self._h.ptr,
-            o, lib._rlock_redlock_done, with_op=True)
-        rc, res, msg = await _acquisition(
-            op, lambda: self.release(owner=Owner(own)))
-        self.last_result = res
-        return _answer(rc, msg)
+    def _got(self, value: Any) -> None:
+        self.last_result = value
 
     async def release(self, *, owner: OwnerLike = None) -> None:
         """Release the owner's holds on every member."""
-        op = self._owner_client()._start(
-            "redlock-release", lib.rlock_redlock_release_async_result,
-            self._h.ptr, _owner(owner), lib._rlock_redlock_done)
-        rc, _, msg = await _settle(op)
-        if rc != OK:
-            raise error_for(rc, msg)
+        await self._release(lib.rlock_redlock_release_async_result, owner)
 
 
 # ---- semaphores and the count-down latch -----------------------------------
@@ -1181,54 +1003,7 @@ def _rlock_permit_done(arg: Any, rc: int, pid: Any) -> None:
         pass
 
 
-class _SyncObject:
-    """A semaphore's or latch's C object on a loop client."""
-
-    _new: Callable[..., int]
-    _free: Callable[[Any], None]
-    _ctype = ""
-
-    def __init__(self, client: Client, name: str) -> None:
-        if not isinstance(client, Client):
-            raise TypeError("client must be an rlock.aio.Client, not "
-                            f"{type(client).__name__}")
-        client._check()
-        self._client = client
-        self._name = name
-        p = ffi.new(f"{self._ctype} **")
-        check(self._new(p, client._ptr, _bytes(name, "name")))
-        self._h = Handle(p[0], self._free)
-        client._track(self._h)
-
-    def __del__(self) -> None:
-        h = getattr(self, "_h", None)
-        if h is not None:
-            self._client._untrack(h)
-
-    def __repr__(self) -> str:
-        return f"<rlock.aio.{type(self).__name__} {self._name!r}>"
-
-    @property
-    def name(self) -> str:
-        """The name (its key in Redis)."""
-        return self._name
-
-    @property
-    def client(self) -> Client:
-        """The client it uses."""
-        return self._client
-
-    async def _value(self, kind: str, fn: Callable[..., int],
-                     *args: Any) -> Any:
-        op = self._client._start(kind, fn, self._h.ptr, *args,
-                                 lib._rlock_async_done)
-        rc, value, msg = await _settle(op)
-        if rc != OK:
-            raise error_for(rc, msg)
-        return value
-
-
-class Semaphore(_SyncObject):
+class Semaphore(_OnLoop, SemaphoreBase[Client]):
     """A semaphore (RSemaphore) of an aio.Client, shaped like
     asyncio.Semaphore but awaited throughout: ``async with sem:`` holds a
     permit; ``await sem.acquire(permits=n)``, ``await sem.release(n)``;
@@ -1236,21 +1011,6 @@ class Semaphore(_SyncObject):
     expire (rlock.Semaphore says why that matters). Cancelling the task
     that awaits acquire() cancels the wait; permits granted meanwhile are
     given back."""
-
-    _new = staticmethod(lib.rlock_semaphore_new)
-    _free = staticmethod(lib.rlock_semaphore_free)
-    _ctype = "rlock_semaphore"
-
-    def __init__(self, client: Client, name: str, *,
-                 wait: Optional[float] = None) -> None:
-        wait_ms(True, wait, "wait")
-        self._wait: Optional[float] = wait
-        super().__init__(client, name)
-
-    @property
-    def wait(self) -> Optional[float]:
-        """The semaphore's own wait in seconds (None: for ever)."""
-        return self._wait
 
     async def acquire(self, blocking: bool = True,
                       timeout: Optional[float] = DEFAULT, *,
@@ -1264,7 +1024,7 @@ class Semaphore(_SyncObject):
                                  self._h.ptr, n, w, lib._rlock_async_done,
                                  with_op=True)
         rc, _, msg = await _acquisition(op, lambda: self.release(n))
-        return _answer(rc, msg)
+        return answer(rc, msg)
 
     async def release(self, n: int = 1) -> None:
         """Give `n` permits back."""
@@ -1273,8 +1033,7 @@ class Semaphore(_SyncObject):
 
     async def __aenter__(self) -> "Semaphore":
         if not await self.acquire():
-            raise Locked(f"semaphore '{self._name}': no permit within its "
-                         f"wait of {self._wait} s")
+            raise self._no_permit()
         return self
 
     async def __aexit__(self, et: Optional[Type[BaseException]],
@@ -1310,12 +1069,7 @@ class Semaphore(_SyncObject):
 
 
 def _permit_id(permit: Any) -> bytes:
-    if isinstance(permit, Permit):
-        return permit.id.encode()
-    if isinstance(permit, str):
-        return _bytes(permit, "permit id")
-    raise TypeError("permit must be an rlock.aio.Permit or its id (str), "
-                    f"not {type(permit).__name__}")
+    return permit_id(permit, Permit, "rlock.aio")
 
 
 class Permit:
@@ -1351,7 +1105,7 @@ class Permit:
         await self.release()
 
 
-class PermitExpirableSemaphore(_SyncObject):
+class PermitExpirableSemaphore(_OnLoop, PermitSemaphoreBase[Client]):
     """A permit-expirable semaphore (RPermitExpirableSemaphore) of an
     aio.Client: ``await sem.acquire()`` returns a Permit (or None), taken
     with ``lease=`` seconds or renewed by the watchdog on the loop;
@@ -1360,31 +1114,13 @@ class PermitExpirableSemaphore(_SyncObject):
     awaits acquire() cancels the wait, and a permit granted meanwhile is
     released."""
 
-    _new = staticmethod(lib.rlock_psemaphore_new)
-    _free = staticmethod(lib.rlock_psemaphore_free)
-    _ctype = "rlock_psemaphore"
-
     def __init__(self, client: Client, name: str, *,
                  wait: Optional[float] = None,
                  lease: Optional[float] = None) -> None:
-        wait_ms(True, wait, "wait")
-        lease_ms(lease)
-        self._wait: Optional[float] = wait
-        self._lease: Optional[float] = lease
         # Each task's permits from ``async with``, innermost last.
         self._entered: "weakref.WeakKeyDictionary[Any, List[Permit]]" = \
             weakref.WeakKeyDictionary()
-        super().__init__(client, name)
-
-    @property
-    def wait(self) -> Optional[float]:
-        """The semaphore's own wait in seconds (None: for ever)."""
-        return self._wait
-
-    @property
-    def lease(self) -> Optional[float]:
-        """The semaphore's own lease in seconds (None: the watchdog)."""
-        return self._lease
+        super().__init__(client, name, wait=wait, lease=lease)
 
     async def acquire(self, blocking: bool = True,
                       timeout: Optional[float] = DEFAULT,
@@ -1402,7 +1138,7 @@ class PermitExpirableSemaphore(_SyncObject):
         def give_back() -> Awaitable[Any]:
             return self.release(str(op.fut.result()[1]))
         rc, pid, msg = await _acquisition(op, give_back)
-        if not _answer(rc, msg):
+        if not answer(rc, msg):
             return None
         return Permit(self, str(pid))
 
@@ -1414,22 +1150,14 @@ class PermitExpirableSemaphore(_SyncObject):
     async def aupdate_lease(self, permit: Union[Permit, str],
                             lease: float) -> None:
         """Give the permit a fixed lease of `lease` seconds from now."""
-        ms = lease_ms(lease)
-        if ms == lib.RLOCK_LEASE_WATCHDOG:
-            raise InvalidArgument("update_lease needs a lease in seconds")
+        ms = fixed_lease(lease, "update_lease")
         await self._value("update", lib.rlock_psemaphore_update_lease_async,
                           _permit_id(permit), ms)
 
     def check(self, permit: Union[Permit, str]) -> bool:
         """Local check of a permit this client took: True held, False not
         held here; LockLost when lost."""
-        self._client._check()
-        rc = lib.rlock_psemaphore_check(self._h.ptr, _permit_id(permit))
-        if rc == lib.RLOCK_ENOTHELD:
-            return False
-        if rc != OK:
-            raise error_for(rc)
-        return True
+        return self._held(lib.rlock_psemaphore_check, _permit_id(permit))
 
     async def alease_left(self, permit: Union[Permit, str]
                           ) -> Optional[float]:
@@ -1481,8 +1209,7 @@ class PermitExpirableSemaphore(_SyncObject):
         when that wait ends without one."""
         permit = await self.acquire()
         if permit is None:
-            raise Locked(f"semaphore '{self._name}': no permit within its "
-                         f"wait of {self._wait} s")
+            raise self._no_permit()
         self._entered.setdefault(self._task(), []).append(permit)
         return permit
 
@@ -1491,7 +1218,7 @@ class PermitExpirableSemaphore(_SyncObject):
         await self._entered[self._task()].pop().release()
 
 
-class CountDownLatch(_SyncObject):
+class CountDownLatch(_OnLoop, Named[Client]):
     """A count-down latch (RCountDownLatch) of an aio.Client: ``await
     latch.wait()`` returns True once the count is zero (asyncio.Event's
     wait, with an optional bound); the other calls are coroutines named
@@ -1525,7 +1252,7 @@ class CountDownLatch(_SyncObject):
                                  self._h.ptr, w, lib._rlock_async_done,
                                  with_op=True)
         rc, _, msg = await _acquisition(op, _nothing)
-        return _answer(rc, msg)
+        return answer(rc, msg)
 
     async def adelete(self) -> bool:
         """Delete the latch whatever its count; True when there was one."""
@@ -1536,34 +1263,9 @@ async def _nothing() -> None:
     """A latch's wait holds nothing to give back."""
 
 
-class Election:
+class Election(_OnLoop, ElectionBase[Client]):
     """A leader election of an aio.Client (rlock.Election's operations as
     coroutines; campaigns belong to the current task, or to ``owner=``)."""
-
-    def __init__(self, client: Client, name: str) -> None:
-        if not isinstance(client, Client):
-            raise TypeError("client must be an rlock.aio.Client, not "
-                            f"{type(client).__name__}")
-        client._check()
-        self._client = client
-        self._name = name
-        p = ffi.new("rlock_election **")
-        check(lib.rlock_election_new(p, client._ptr, _bytes(name, "name")))
-        self._h = Handle(p[0], lib.rlock_election_free)
-        client._track(self._h)
-
-    def __del__(self) -> None:
-        h = getattr(self, "_h", None)
-        if h is not None:
-            self._client._untrack(h)
-
-    def __repr__(self) -> str:
-        return f"<rlock.aio.Election {self._name!r}>"
-
-    @property
-    def name(self) -> str:
-        """The election's name."""
-        return self._name
 
     async def campaign(self, value: str, *, wait: Optional[float] = None,
                        lease: Optional[float] = None,
@@ -1572,40 +1274,21 @@ class Election:
         term, or None when the wait ended. Cancelling the awaiting task
         cancels the campaign (leadership granted meanwhile is resigned)."""
         val = leader_value(value)
-        o = ffi.new("rlock_acquire_options *")
-        lib.rlock_acquire_options_init(o, lib.RLOCK_ACQUIRE_OPTIONS_VERSION)
-        o.wait_ms = pick_wait(True, DEFAULT, wait, None)
-        o.lease_ms = pick_lease(lease, None)
-        own = o.owner = _owner(owner)
+        wait_v = pick_wait(True, DEFAULT, wait, None)
+        lease_v = pick_lease(lease, None)
+        own = _owner(owner)
         op = self._client._start("campaign", lib.rlock_election_campaign_async,
-                                 self._h.ptr, val, o, lib._rlock_async_done,
-                                 with_op=True)
+                                 self._h.ptr, val,
+                                 acquire_options(lease_v, own, wait_v),
+                                 lib._rlock_async_done, with_op=True)
         rc, value_, msg = await _acquisition(
             op, lambda: self.resign(owner=Owner(own)))
-        return int(value_) if _answer(rc, msg) else None
+        return int(value_) if answer(rc, msg) else None
 
     async def resign(self, *, owner: OwnerLike = None) -> None:
         """Stop leading (rlock.Election.resign's exceptions)."""
-        op = self._client._start("resign", lib.rlock_election_resign_async,
-                                 self._h.ptr, _owner(owner),
-                                 lib._rlock_async_done)
-        rc, _, msg = await _settle(op)
-        if rc != OK:
-            raise error_for(rc, msg)
-
-    def check(self, *, owner: OwnerLike = None) -> None:
-        """rlock.Election.check, answered locally (call it on the loop)."""
-        self._client._check()
-        check(lib.rlock_election_check(self._h.ptr, _owner(owner)))
-
-    def leading(self, *, owner: OwnerLike = None) -> bool:
-        """check() as a bool: False when lost or not leading."""
-        self._client._check()
-        rc = lib.rlock_election_check(self._h.ptr, _owner(owner))
-        if rc in (lib.RLOCK_ELOST, lib.RLOCK_ENOTHELD):
-            return False
-        check(rc)
-        return True
+        await self._value("resign", lib.rlock_election_resign_async,
+                          _owner(owner))
 
     def watch(self, callback: LeaderCallback, *, interval: float = 1.0,
               on_error: Optional[ErrorCallback] = None) -> LeaderWatch:
@@ -1613,18 +1296,15 @@ class Election:
         (a coroutine function's result is run as a task) with the leader
         now, then at each change, and ``on_error(exc)`` once per run of
         failed reads; close() the LeaderWatch to stop."""
-        self._client._check()
-        w = leader_watch(
-            self._h, self._name, interval,
-            _LeaderFollow(callback, on_error, self._client._callbacks._call))
-        self._client._watches.add(w._h)
+        c = self._client
+        w = c._call(leader_watch, self._h, self._name, interval,
+                    _LeaderFollow(callback, on_error, c._callbacks.post))
+        c._watches.add(w._h)
         return w
 
     async def observe(self) -> Optional[Leader]:
         """Who leads now (a Leader), or None: one round trip."""
-        op = self._client._start("observe", lib.rlock_election_observe_async,
-                                 self._h.ptr, lib._rlock_leader_done)
-        rc, value, msg = await _settle(op)
-        if rc != OK:
-            raise error_for(rc, msg)
-        return value  # type: ignore[no-any-return]
+        leader: Optional[Leader] = await self._value(
+            "observe", lib.rlock_election_observe_async,
+            done=lib._rlock_leader_done)
+        return leader
