@@ -52,7 +52,38 @@ class _Object(Named[Client]):
                       else f"{self._what} '{self._name}'")
 
 
-class Semaphore(_Object, SemaphoreBase[Client]):
+class _Permits(_Object):
+    """The permit counts of both semaphores (their C calls are named alike,
+    after `_ctype`: rlock_semaphore_available, rlock_psemaphore_...)."""
+
+    def _fn(self, call: str) -> Any:
+        return getattr(lib, f"{self._ctype}_{call}")
+
+    def available(self) -> int:
+        """The permits available now (0 when never set; negative after
+        add_permits took more than there were; a permit-expirable
+        semaphore gives expired permits back first)."""
+        return int(self._out(self._fn("available"), "int64_t *"))
+
+    def try_set_permits(self, permits: int) -> bool:
+        """Set the available permits if none were ever set; True when set,
+        False when the semaphore exists (left as it is)."""
+        return bool(self._out(self._fn("try_set_permits"), "int *",
+                              count_arg(permits, "permits")))
+
+    def set_permits(self, permits: int) -> None:
+        """Set the permits, whatever they were: a Semaphore's available
+        ones, a PermitExpirableSemaphore's total (available plus
+        leased)."""
+        self._do(self._fn("set_permits"), count_arg(permits, "permits"))
+
+    def add_permits(self, delta: int) -> None:
+        """Add `delta` available permits (negative takes away, also below
+        zero)."""
+        self._do(self._fn("add_permits"), count_arg(delta, "delta"))
+
+
+class Semaphore(_Permits, SemaphoreBase[Client]):
     """A semaphore (Redisson's RSemaphore), from ``client.semaphore(name)``,
     shaped like threading.Semaphore: acquire() and release(n), and
     ``with sem:`` holds one permit.
@@ -124,26 +155,6 @@ class Semaphore(_Object, SemaphoreBase[Client]):
                  tb: Optional[TracebackType]) -> None:
         self.release()
 
-    def available(self) -> int:
-        """The permits available now (0 when never set; negative after
-        add_permits took more than there were)."""
-        return int(self._out(lib.rlock_semaphore_available, "int64_t *"))
-
-    def try_set_permits(self, permits: int) -> bool:
-        """Set the available permits if none were ever set; True when set,
-        False when the semaphore exists (left as it is)."""
-        return bool(self._out(lib.rlock_semaphore_try_set_permits, "int *",
-                              count_arg(permits, "permits")))
-
-    def set_permits(self, permits: int) -> None:
-        """Set the available permits, whatever they were."""
-        self._do(lib.rlock_semaphore_set_permits,
-                   count_arg(permits, "permits"))
-
-    def add_permits(self, delta: int) -> None:
-        """Add `delta` permits (negative takes away, also below zero)."""
-        self._do(lib.rlock_semaphore_add_permits, count_arg(delta, "delta"))
-
     def drain(self) -> int:
         """Take every available permit at once; returns how many there
         were."""
@@ -204,7 +215,7 @@ class Permit:
         self.release()
 
 
-class PermitExpirableSemaphore(_Object, PermitSemaphoreBase[Client]):
+class PermitExpirableSemaphore(_Permits, PermitSemaphoreBase[Client]):
     """A permit-expirable semaphore (Redisson's RPermitExpirableSemaphore),
     from ``client.permit_expirable_semaphore(name)``: each permit taken has
     an id and a lease, and comes back by itself when its lease runs out.
@@ -321,29 +332,9 @@ class PermitExpirableSemaphore(_Object, PermitSemaphoreBase[Client]):
                 return None
             raise
 
-    def available(self) -> int:
-        """The permits available now (expired ones given back first)."""
-        return int(self._out(lib.rlock_psemaphore_available, "int64_t *"))
-
     def permits(self) -> int:
         """The total: available plus leased."""
         return int(self._out(lib.rlock_psemaphore_permits, "int64_t *"))
-
-    def try_set_permits(self, permits: int) -> bool:
-        """Set the available permits if none were ever set; True when
-        set."""
-        return bool(self._out(lib.rlock_psemaphore_try_set_permits, "int *",
-                              count_arg(permits, "permits")))
-
-    def set_permits(self, permits: int) -> None:
-        """Make the total (available plus leased) `permits`."""
-        self._do(lib.rlock_psemaphore_set_permits,
-                   count_arg(permits, "permits"))
-
-    def add_permits(self, delta: int) -> None:
-        """Add `delta` available permits (negative takes away)."""
-        self._do(lib.rlock_psemaphore_add_permits,
-                   count_arg(delta, "delta"))
 
     def __enter__(self) -> Permit:
         """Take a permit with the semaphore's own wait and lease; Locked

@@ -34,10 +34,11 @@ exception raised right after the call returns (another signal's Python
 handler: CPython raises pending ones as soon as a C call returns) still
 tells whether a hold was taken; the caller gives it back.
 
-Any blocking call of the binding reuses wait() (semaphores and latches
-too, when the library has them): a shim in _build.py's SOURCE that also
-stores the call's status in an ``int *``, and an attempt function that
-counts the call in and out of its client around that shim.
+Every blocking call of the binding (locks, groups, campaigns, semaphores,
+latches) goes through blocking(), which picks the cancel token and runs
+wait() with an attempt that counts the call in and out of its client(s);
+the call itself is a shim in _build.py's SOURCE that also stores its
+status in an ``int *``.
 """
 from __future__ import annotations
 

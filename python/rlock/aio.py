@@ -1003,7 +1003,38 @@ def _rlock_permit_done(arg: Any, rc: int, pid: Any) -> None:
         pass
 
 
-class Semaphore(_OnLoop, SemaphoreBase[Client]):
+class _Permits(_OnLoop):
+    """The permit counts of both semaphores, awaited (rlock.Semaphore's
+    and rlock.PermitExpirableSemaphore's rules; their C calls are named
+    alike, after `_ctype`)."""
+
+    _ctype: str
+
+    async def _count(self, call: str, *args: Any) -> Any:
+        fn = getattr(lib, f"{self._ctype}_{call}_async")
+        return await self._value(call, fn, *args)
+
+    async def aavailable(self) -> int:
+        """The permits available now."""
+        return int(await self._count("available"))
+
+    async def atry_set_permits(self, permits: int) -> bool:
+        """Set the permits if none were ever set; True when set."""
+        return bool(await self._count("try_set_permits",
+                                      _sync.count_arg(permits, "permits")))
+
+    async def aset_permits(self, permits: int) -> None:
+        """Set the permits, whatever they were: a Semaphore's available
+        ones, a PermitExpirableSemaphore's total (available plus
+        leased)."""
+        await self._count("set_permits", _sync.count_arg(permits, "permits"))
+
+    async def aadd_permits(self, delta: int) -> None:
+        """Add `delta` available permits (negative takes away)."""
+        await self._count("add_permits", _sync.count_arg(delta, "delta"))
+
+
+class Semaphore(_Permits, SemaphoreBase[Client]):
     """A semaphore (RSemaphore) of an aio.Client, shaped like
     asyncio.Semaphore but awaited throughout: ``async with sem:`` holds a
     permit; ``await sem.acquire(permits=n)``, ``await sem.release(n)``;
@@ -1040,27 +1071,6 @@ class Semaphore(_OnLoop, SemaphoreBase[Client]):
                         ev: Optional[BaseException],
                         tb: Optional[TracebackType]) -> None:
         await self.release()
-
-    async def aavailable(self) -> int:
-        """The permits available now."""
-        return int(await self._value("available",
-                                     lib.rlock_semaphore_available_async))
-
-    async def atry_set_permits(self, permits: int) -> bool:
-        """Set the permits if none were ever set; True when set."""
-        return bool(await self._value(
-            "try-set", lib.rlock_semaphore_try_set_permits_async,
-            _sync.count_arg(permits, "permits")))
-
-    async def aset_permits(self, permits: int) -> None:
-        """Set the available permits, whatever they were."""
-        await self._value("set", lib.rlock_semaphore_set_permits_async,
-                          _sync.count_arg(permits, "permits"))
-
-    async def aadd_permits(self, delta: int) -> None:
-        """Add `delta` permits (negative takes away)."""
-        await self._value("add", lib.rlock_semaphore_add_permits_async,
-                          _sync.count_arg(delta, "delta"))
 
     async def adrain(self) -> int:
         """Take every available permit; returns how many."""
@@ -1105,7 +1115,7 @@ class Permit:
         await self.release()
 
 
-class PermitExpirableSemaphore(_OnLoop, PermitSemaphoreBase[Client]):
+class PermitExpirableSemaphore(_Permits, PermitSemaphoreBase[Client]):
     """A permit-expirable semaphore (RPermitExpirableSemaphore) of an
     aio.Client: ``await sem.acquire()`` returns a Permit (or None), taken
     with ``lease=`` seconds or renewed by the watchdog on the loop;
@@ -1172,31 +1182,10 @@ class PermitExpirableSemaphore(_OnLoop, PermitSemaphoreBase[Client]):
             raise
         return int(ms) / 1000
 
-    async def aavailable(self) -> int:
-        """The permits available now."""
-        return int(await self._value("available",
-                                     lib.rlock_psemaphore_available_async))
-
     async def apermits(self) -> int:
         """The total: available plus leased."""
         return int(await self._value("permits",
                                      lib.rlock_psemaphore_permits_async))
-
-    async def atry_set_permits(self, permits: int) -> bool:
-        """Set the permits if none were ever set; True when set."""
-        return bool(await self._value(
-            "try-set", lib.rlock_psemaphore_try_set_permits_async,
-            _sync.count_arg(permits, "permits")))
-
-    async def aset_permits(self, permits: int) -> None:
-        """Make the total (available plus leased) `permits`."""
-        await self._value("set", lib.rlock_psemaphore_set_permits_async,
-                          _sync.count_arg(permits, "permits"))
-
-    async def aadd_permits(self, delta: int) -> None:
-        """Add `delta` available permits (negative takes away)."""
-        await self._value("add", lib.rlock_psemaphore_add_permits_async,
-                          _sync.count_arg(delta, "delta"))
 
     def _task(self) -> "asyncio.Task[Any]":
         task = asyncio.current_task()
