@@ -573,8 +573,29 @@ def acquire_options(lease: int, owner: int, wait: int = 0) -> Any:
     return o
 
 
-# The configuration keywords, each with its setter: (name, setter,
-# conversion). Durations are seconds; see Client's docstring.
+# The configuration keywords by the kind of value they take, each with its
+# setter; make_config sets them in a fixed order (the first bad one is the
+# one reported). Durations are seconds; see Client's docstring.
+_DURATIONS = (
+    ("connect_timeout", lib.rlock_config_set_connect_timeout_ms),
+    ("command_timeout", lib.rlock_config_set_command_timeout_ms),
+    ("watchdog_timeout", lib.rlock_config_set_watchdog_timeout_ms),
+    ("fair_wait_timeout", lib.rlock_config_set_fair_wait_timeout_ms),
+    ("replica_sync_timeout", lib.rlock_config_set_replica_sync_timeout_ms))
+_COUNTS = (("pool_size", lib.rlock_config_set_pool_size),
+           ("metrics_names", lib.rlock_config_set_metrics_names))
+_FLAGS = {"fair_deferred_shift": lib.rlock_config_set_fair_deferred_shift,
+          "replica_sync": lib.rlock_config_set_replica_sync,
+          "tls_insecure": lib.rlock_config_set_tls_insecure}
+# Optional strings set together by one setter (NULL for those not given).
+_TLS = ((("tls_ca", "tls_ca_dir"), lib.rlock_config_set_tls_ca),
+        (("tls_cert", "tls_key"), lib.rlock_config_set_tls_cert),
+        (("tls_server_name",), lib.rlock_config_set_tls_server_name))
+_LOGIN = ((("user", "password"), lib.rlock_config_set_password),)
+_PUBSUB_MODES = {"auto": PubSubMode.AUTO, "classic": PubSubMode.CLASSIC,
+                 "sharded": PubSubMode.SHARDED}
+
+
 def _set(cfg: Any, what: str, rc: int) -> None:
     if rc != OK:
         raise error_for(rc, context=f"{what}: ")
@@ -591,16 +612,7 @@ def make_config(url: Optional[str], kw: Dict[str, Any],
     if url is not None:
         _set(cfg, f"url {url!r}",
              lib.rlock_config_set_url(cfg, _bytes(url, "url")))
-    for key, setter in (("connect_timeout",
-                         lib.rlock_config_set_connect_timeout_ms),
-                        ("command_timeout",
-                         lib.rlock_config_set_command_timeout_ms),
-                        ("watchdog_timeout",
-                         lib.rlock_config_set_watchdog_timeout_ms),
-                        ("fair_wait_timeout",
-                         lib.rlock_config_set_fair_wait_timeout_ms),
-                        ("replica_sync_timeout",
-                         lib.rlock_config_set_replica_sync_timeout_ms)):
+    for key, setter in _DURATIONS:
         v = kw.get(key)
         if v is not None:
             _set(cfg, f"{key}={v!r}", setter(cfg, seconds_to_ms(v, key)))
@@ -610,13 +622,16 @@ def make_config(url: Optional[str], kw: Dict[str, Any],
               else seconds_to_ms(v, "unreachable_retry"))
         _set(cfg, f"unreachable_retry={v!r}",
              lib.rlock_config_set_unreachable_retry_ms(cfg, ms))
-    _set_ints(cfg, kw)
-    _set_tls(cfg, kw)
-    if kw.get("user") is not None or kw.get("password") is not None:
-        user, pw = kw.get("user"), kw.get("password")
-        _set(cfg, "user/password", lib.rlock_config_set_password(
-            cfg, ffi.NULL if user is None else _bytes(user, "user"),
-            ffi.NULL if pw is None else _bytes(pw, "password")))
+    for key, setter in _COUNTS:
+        v = kw.get(key)
+        if v is not None:
+            _set(cfg, f"{key}={v!r}", setter(cfg, _count(v, key)))
+    _set_pubsub_mode(cfg, kw.get("pubsub_mode"))
+    _set_flags(cfg, kw, "fair_deferred_shift", "replica_sync")
+    _set_linger(cfg, kw)
+    _set_strings(cfg, kw, _TLS)
+    _set_flags(cfg, kw, "tls_insecure")
+    _set_strings(cfg, kw, _LOGIN)
     _set_registry(cfg, kw)
     if lost_cb is not None:
         _set(cfg, "on_lost",
@@ -626,6 +641,55 @@ def make_config(url: Optional[str], kw: Dict[str, Any],
         _set(cfg, f"log_level={level!r}",
              lib.rlock_config_set_log(cfg, log_cb, int(level), userdata))
     return cfg
+
+
+def _count(v: Any, key: str) -> int:
+    """A count keyword (pool_size, ...): an int, clamped so that the
+    library, not cffi, refuses what is out of range."""
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError(f"{key} must be an int, not {type(v).__name__}")
+    return max(min(v, 1 << 30), -1)
+
+
+def _set_flags(cfg: Any, kw: Dict[str, Any], *keys: str) -> None:
+    for key in keys:
+        v = kw.get(key)
+        if v is not None:
+            _set(cfg, key, _FLAGS[key](cfg, 1 if v else 0))
+
+
+def _set_strings(cfg: Any, kw: Dict[str, Any],
+                 groups: Tuple[Tuple[Tuple[str, ...], Any], ...]) -> None:
+    for keys, setter in groups:
+        if all(kw.get(k) is None for k in keys):
+            continue
+        args = [ffi.NULL if kw.get(k) is None else _bytes(kw[k], k)
+                for k in keys]
+        _set(cfg, "/".join(keys), setter(cfg, *args))
+
+
+def _set_pubsub_mode(cfg: Any, v: Any) -> None:
+    if v is None:
+        return
+    mode = _PUBSUB_MODES.get(v) if isinstance(v, str) else v
+    if not isinstance(mode, int) or isinstance(mode, bool):
+        raise InvalidArgument(f"pubsub_mode must be 'auto', 'classic', "
+                              f"'sharded' or a PubSubMode, not {v!r}")
+    _set(cfg, f"pubsub_mode={v!r}",
+         lib.rlock_config_set_pubsub_mode(cfg, int(mode)))
+
+
+def _set_linger(cfg: Any, kw: Dict[str, Any]) -> None:
+    linger = kw.get("subscription_linger")
+    idle = kw.get("max_idle_subscriptions")
+    if linger is None and idle is None:
+        return
+    ms = 1000 if linger is None else seconds_to_ms(
+        linger, "subscription_linger")
+    n = _count(64 if idle is None else idle, "max_idle_subscriptions")
+    _set(cfg, f"subscription_linger={linger!r}, "
+         f"max_idle_subscriptions={idle!r}",
+         lib.rlock_config_set_subscription_linger(cfg, ms, n))
 
 
 def _set_registry(cfg: Any, kw: Dict[str, Any]) -> None:
@@ -638,72 +702,6 @@ def _set_registry(cfg: Any, kw: Dict[str, Any]) -> None:
     if v is not None:
         _set(cfg, f"program={v!r}",
              lib.rlock_config_set_program(cfg, _bytes(v, "program")))
-
-
-def _set_ints(cfg: Any, kw: Dict[str, Any]) -> None:
-    for key, setter in (("pool_size", lib.rlock_config_set_pool_size),
-                        ("metrics_names",
-                         lib.rlock_config_set_metrics_names)):
-        v = kw.get(key)
-        if v is None:
-            continue
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise TypeError(f"{key} must be an int, not "
-                            f"{type(v).__name__}")
-        _set(cfg, f"{key}={v!r}", setter(cfg, max(min(v, 1 << 30), -1)))
-    v = kw.get("pubsub_mode")
-    if v is not None:
-        names = {"auto": PubSubMode.AUTO, "classic": PubSubMode.CLASSIC,
-                 "sharded": PubSubMode.SHARDED}
-        mode = names.get(v) if isinstance(v, str) else v
-        if not isinstance(mode, int) or isinstance(mode, bool):
-            raise InvalidArgument(f"pubsub_mode must be 'auto', 'classic', "
-                                  f"'sharded' or a PubSubMode, not {v!r}")
-        _set(cfg, f"pubsub_mode={v!r}",
-             lib.rlock_config_set_pubsub_mode(cfg, int(mode)))
-    v = kw.get("fair_deferred_shift")
-    if v is not None:
-        _set(cfg, "fair_deferred_shift",
-             lib.rlock_config_set_fair_deferred_shift(cfg, 1 if v else 0))
-    v = kw.get("replica_sync")
-    if v is not None:
-        _set(cfg, "replica_sync",
-             lib.rlock_config_set_replica_sync(cfg, 1 if v else 0))
-    linger, idle = kw.get("subscription_linger"), kw.get(
-        "max_idle_subscriptions")
-    if linger is not None or idle is not None:
-        ms = 1000 if linger is None else seconds_to_ms(
-            linger, "subscription_linger")
-        n = 64 if idle is None else idle
-        if isinstance(n, bool) or not isinstance(n, int):
-            raise TypeError("max_idle_subscriptions must be an int, not "
-                            f"{type(n).__name__}")
-        _set(cfg, f"subscription_linger={linger!r}, "
-             f"max_idle_subscriptions={idle!r}",
-             lib.rlock_config_set_subscription_linger(
-                 cfg, ms, max(min(n, 1 << 30), -1)))
-
-
-def _set_tls(cfg: Any, kw: Dict[str, Any]) -> None:
-    def opt(key: str) -> Any:
-        v = kw.get(key)
-        return ffi.NULL if v is None else _bytes(v, key)
-
-    if kw.get("tls_ca") is not None or kw.get("tls_ca_dir") is not None:
-        _set(cfg, "tls_ca/tls_ca_dir",
-             lib.rlock_config_set_tls_ca(cfg, opt("tls_ca"),
-                                         opt("tls_ca_dir")))
-    if kw.get("tls_cert") is not None or kw.get("tls_key") is not None:
-        _set(cfg, "tls_cert/tls_key",
-             lib.rlock_config_set_tls_cert(cfg, opt("tls_cert"),
-                                           opt("tls_key")))
-    if kw.get("tls_server_name") is not None:
-        _set(cfg, "tls_server_name",
-             lib.rlock_config_set_tls_server_name(cfg,
-                                                  opt("tls_server_name")))
-    if kw.get("tls_insecure") is not None:
-        _set(cfg, "tls_insecure", lib.rlock_config_set_tls_insecure(
-            cfg, 1 if kw["tls_insecure"] else 0))
 
 
 class CallbackThread:

@@ -599,8 +599,8 @@ class Lock(LockBase["Client"]):
             InvalidArgument: a lease out of range, or a watchdog hold.
             ConnectionError/TimeoutError: the server cannot be reached.
         """
-        self._do(lib.rlock_lock_extend_owner, owner_number(owner),
-                 fixed_lease(lease, "extend"))
+        ms = fixed_lease(lease, "extend")
+        self._do(lib.rlock_lock_extend_owner, owner_number(owner), ms)
 
     def reacquire(self, owner: OwnerLike = None) -> None:
         """redis-py's ``reacquire()``: give the calling thread's (or
