@@ -401,34 +401,28 @@ atexit.register(_close_all)
 os.register_at_fork(after_in_child=_after_fork)
 
 
-class Lock(LockBase["Client"]):
-    """A reentrant lock (Redisson's RLock), from ``client.lock(name)``.
+class _Takes:
+    """acquire() on _take(), for Lock and the groups: a hold taken when an
+    exception ends the acquisition is given back (by release()) before the
+    exception goes on. Each public entry (acquire, ``with``) keeps its own
+    try, so that no frame stands between the hold and that try."""
 
-    It follows threading.Lock: acquire() and release(), locked(), and
-    ``with lock:``. Holds belong to the calling thread (each Python thread
-    is an owner), or to an explicit ``owner=`` (rlock.Owner). The thread
-    that holds it may acquire it again (the hold count goes up). A lock
-    object holds no per-thread state: share it between threads freely.
+    def _take(self, blocking: bool, timeout: Any, lease: Any, wait: Any,
+              owner: OwnerLike, cancel: Optional[Cancel],
+              took: List[bool]) -> bool:
+        raise NotImplementedError
 
-    ``client.lock(name, wait=5, lease=30)`` gives the lock a wait and a
-    lease of its own: ``with lock:`` and acquire() use them unless told
-    otherwise (the defaults: wait for ever; no lease, the watchdog renews
-    the hold while it is held).
-
-    On the main thread Ctrl-C (SIGINT) ends a wait as a Cancel's fire()
-    does, and raises KeyboardInterrupt: nothing is held, a fair waiter has
-    left the queue. An exception raised once the library has taken the
-    lock but before acquire() or ``with`` hands it over gives it back.
-    """
-
-    _client_type = Client
+    def release(self, *, owner: OwnerLike = None) -> None:
+        raise NotImplementedError
 
     def acquire(self, blocking: bool = True,
                 timeout: Optional[float] = DEFAULT,
                 lease: Optional[float] = DEFAULT, *,
                 wait: Optional[float] = DEFAULT, owner: OwnerLike = None,
                 cancel: Optional[Cancel] = None) -> bool:
-        """Acquire the lock, waiting for it as threading.Lock does.
+        """Acquire the lock, waiting for it as threading.Lock does (a
+        MultiLock or RedLock: the group, with the wait and lease it was
+        given; its class says what holding it means).
 
         Args:
             blocking: False tries once.
@@ -467,6 +461,29 @@ class Lock(LockBase["Client"]):
             if took:
                 give_back(lambda: self.release(owner=owner))
             raise
+
+
+class Lock(_Takes, LockBase["Client"]):
+    """A reentrant lock (Redisson's RLock), from ``client.lock(name)``.
+
+    It follows threading.Lock: acquire() and release(), locked(), and
+    ``with lock:``. Holds belong to the calling thread (each Python thread
+    is an owner), or to an explicit ``owner=`` (rlock.Owner). The thread
+    that holds it may acquire it again (the hold count goes up). A lock
+    object holds no per-thread state: share it between threads freely.
+
+    ``client.lock(name, wait=5, lease=30)`` gives the lock a wait and a
+    lease of its own: ``with lock:`` and acquire() use them unless told
+    otherwise (the defaults: wait for ever; no lease, the watchdog renews
+    the hold while it is held).
+
+    On the main thread Ctrl-C (SIGINT) ends a wait as a Cancel's fire()
+    does, and raises KeyboardInterrupt: nothing is held, a fair waiter has
+    left the queue. An exception raised once the library has taken the
+    lock but before acquire() or ``with`` hands it over gives it back.
+    """
+
+    _client_type = Client
 
     def _take(self, blocking: bool, timeout: Any, lease: Any, wait: Any,
               owner: OwnerLike, cancel: Optional[Cancel],
@@ -740,7 +757,7 @@ class ReadWriteLock:
         return f"<rlock.ReadWriteLock {self.name!r}>"
 
 
-class _Group(GroupBase):
+class _Group(_Takes, GroupBase):
     """What MultiLock and RedLock share: members on one or more clients,
     entered together for every call; a wait and a lease of their own for
     ``with`` and acquire() (``wait=``, ``lease=``, as client.lock's)."""
@@ -800,22 +817,6 @@ class _Group(GroupBase):
                  owner: OwnerLike) -> None:
         check(self._call(fn, self._h.ptr, owner_number(owner)))
 
-    def acquire(self, blocking: bool = True,
-                timeout: Optional[float] = DEFAULT,
-                lease: Optional[float] = DEFAULT, *,
-                wait: Optional[float] = DEFAULT, owner: OwnerLike = None,
-                cancel: Optional[Cancel] = None) -> bool:
-        """Acquire as Lock.acquire (the same arguments, answers and
-        Ctrl-C behaviour); the class says what holding means."""
-        took: List[bool] = []
-        try:
-            return self._take(blocking, timeout, lease, wait, owner,
-                              cancel, took)
-        except BaseException:
-            if took:
-                give_back(lambda: self.release(owner=owner))
-            raise
-
     def __enter__(self) -> "_Group":
         """Acquire with the group's wait and lease; Locked when the wait
         ends without it (as Lock's)."""
@@ -832,9 +833,6 @@ class _Group(GroupBase):
 
     def __exit__(self, *exc: Any) -> None:
         self.release()
-
-    def release(self, *, owner: OwnerLike = None) -> None:
-        raise NotImplementedError
 
 
 class MultiLock(_Group):
