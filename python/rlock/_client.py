@@ -20,8 +20,8 @@ from ._base import (DEFAULT, OK, CallbackThread, ClientRecord, ErrorCallback,
 from ._clientbase import ClientBase, LogCallback, LostCallback, Stats
 from ._errors import Closed, Error, InvalidArgument, error_for
 from ._native import ffi, lib
-from ._objects import (ElectionBase, GroupBase, LockBase, fixed_lease,
-                       members, spin_lock_options)
+from ._objects import (ElectionBase, GroupBase, LockBase, SpinBase,
+                       fixed_lease, members)
 from ._wait import Cancel, give_back
 
 _T = TypeVar("_T")
@@ -647,7 +647,6 @@ class FairLock(Lock):
     they arrived; a waiter that gives up (timeout, Cancel) leaves the
     queue."""
 
-    _new = staticmethod(lib.rlock_lock_new_fair)
     kind = "fair"
 
 
@@ -656,14 +655,12 @@ class NonReentrantLock(Lock):
     lock's layout, but the holder acquiring it again gets AlreadyHeld at
     once, whatever the wait."""
 
-    _new = staticmethod(lib.rlock_lock_new_nonreentrant)
     kind = "nonreentrant"
 
 
 class NonReentrantFairLock(FairLock):
     """A non-reentrant fair lock (RedissonNonReentrantFairLock)."""
 
-    _new = staticmethod(lib.rlock_lock_new_fair_nonreentrant)
     kind = "nonreentrant-fair"
 
 
@@ -672,7 +669,6 @@ class FencedLock(Lock):
     next fencing token of the lock's name, which only grows: a resource
     that remembers the highest token it saw refuses a stale holder."""
 
-    _new = staticmethod(lib.rlock_lock_new_fenced)
     kind = "fenced"
     _wants_token = True
 
@@ -703,35 +699,21 @@ class FencedLock(Lock):
         return int(self._out(lib.rlock_lock_token, "int64_t *"))
 
 
-class SpinLock(Lock):
+class SpinLock(SpinBase["Client"], Lock):
     """A spin lock (Redisson's RSpinLock): a waiter never subscribes; it
     retries after a back-off (client.spin_lock's keywords)."""
-
-    kind = "spin"
-
-    def __init__(self, client: Client, name: str, opts: Any = None, *,
-                 wait: Optional[float] = None,
-                 lease: Optional[float] = None) -> None:
-        self._opts = spin_lock_options(opts)
-        super().__init__(client, name, wait=wait, lease=lease)
-
-    def _make(self, out: Any, client: Any, name: bytes) -> int:
-        return int(lib.rlock_lock_new_spin_opts(out, client, name,
-                                                self._opts))
 
 
 class ReadLock(Lock):
     """The read half of a read-write lock: shared by any number of
     owners while no writer holds the write half."""
 
-    _new = staticmethod(lib.rlock_lock_new_read)
     kind = "read"
 
 
 class WriteLock(Lock):
     """The write half of a read-write lock: one owner, and no readers."""
 
-    _new = staticmethod(lib.rlock_lock_new_write)
     kind = "write"
 
 

@@ -8,7 +8,7 @@ and aio.py add how a call is made (a blocking call, or an _async call and
 its future) and their docstrings."""
 from __future__ import annotations
 
-from typing import (Any, Callable, ClassVar, Generic, Iterable, List,
+from typing import (Any, Callable, ClassVar, Dict, Generic, Iterable, List,
                     Optional, Protocol, Sequence, Tuple, Type, TypeVar)
 
 from ._base import (Handle, OwnerLike, _bytes, check, held_answer,
@@ -141,11 +141,20 @@ class Named(Generic[C]):
         return held_answer(self._client._call(fn, self._h.ptr, *args))
 
 
+# The library's constructor of each kind of lock (a spin lock's takes its
+# back-off too: SpinBase).
+_LOCK_NEW: Dict[str, Callable[..., int]] = {
+    "reentrant": lib.rlock_lock_new, "fair": lib.rlock_lock_new_fair,
+    "nonreentrant": lib.rlock_lock_new_nonreentrant,
+    "nonreentrant-fair": lib.rlock_lock_new_fair_nonreentrant,
+    "fenced": lib.rlock_lock_new_fenced, "read": lib.rlock_lock_new_read,
+    "write": lib.rlock_lock_new_write}
+
+
 class LockBase(Named[C], OwnTimes):
     """What a lock is on both clients; the kinds below differ only in how
-    the C lock is made (`_new`, `_make`)."""
+    the C lock is made (by `kind`)."""
 
-    _new = staticmethod(lib.rlock_lock_new)
     _free = staticmethod(lib.rlock_lock_free)
     _ctype = "rlock_lock"
     kind = "reentrant"
@@ -157,6 +166,9 @@ class LockBase(Named[C], OwnTimes):
         self._check_client(client)
         self._own_times(wait, lease)  # checked now, used at each acquire
         self._open(client, name)
+
+    def _make(self, out: Any, client: Any, name: bytes) -> int:
+        return int(_LOCK_NEW[self.kind](out, client, name))
 
     def _not_acquired(self) -> Locked:
         """What ``with`` raises when the lock's own wait ended without it."""
@@ -182,10 +194,23 @@ def fixed_lease(lease: float, what: str) -> int:
     return ms
 
 
-def spin_lock_options(opts: Any) -> Any:
-    """A spin lock's back-off: `opts`, else spin_lock()'s defaults."""
-    return opts if opts is not None else spin_options(
-        "exponential", None, None, None, None, None)
+class SpinBase(LockBase[C]):
+    """A spin lock on both clients: its C lock takes the back-off
+    (rlock_spin_options from client.spin_lock()'s keywords; None: their
+    defaults)."""
+
+    kind = "spin"
+
+    def __init__(self, client: C, name: str, opts: Any = None, *,
+                 wait: Optional[float] = None,
+                 lease: Optional[float] = None) -> None:
+        self._opts = opts if opts is not None else spin_options(
+            "exponential", None, None, None, None, None)
+        super().__init__(client, name, wait=wait, lease=lease)
+
+    def _make(self, out: Any, client: Any, name: bytes) -> int:
+        return int(lib.rlock_lock_new_spin_opts(out, client, name,
+                                                self._opts))
 
 
 class ElectionBase(Named[C]):

@@ -57,8 +57,8 @@ from ._clientbase import ClientBase, LogCallback, LostCallback
 from ._errors import Closed, Error, InvalidArgument, error_for
 from ._native import ffi, lib
 from ._objects import (ElectionBase, GroupBase, LockBase, Named,
-                       PermitSemaphoreBase, SemaphoreBase, fixed_lease,
-                       members, permit_id, spin_lock_options)
+                       PermitSemaphoreBase, SemaphoreBase, SpinBase,
+                       fixed_lease, members, permit_id)
 
 __all__ = ["Client", "Lock", "FairLock", "FencedLock", "SpinLock",
            "ReadLock", "WriteLock", "ReadWriteLock", "MultiLock", "RedLock",
@@ -794,7 +794,6 @@ class Lock(_OnLoop, LockBase[Client]):
 class FairLock(Lock):
     """A fair lock (RFairLock) of an aio.Client."""
 
-    _new = staticmethod(lib.rlock_lock_new_fair)
     kind = "fair"
 
 
@@ -803,21 +802,18 @@ class NonReentrantLock(Lock):
     lock's layout, but the holder acquiring it again gets AlreadyHeld at
     once, whatever the wait."""
 
-    _new = staticmethod(lib.rlock_lock_new_nonreentrant)
     kind = "nonreentrant"
 
 
 class NonReentrantFairLock(FairLock):
     """A non-reentrant fair lock (RedissonNonReentrantFairLock)."""
 
-    _new = staticmethod(lib.rlock_lock_new_fair_nonreentrant)
     kind = "nonreentrant-fair"
 
 
 class FencedLock(Lock):
     """A fenced lock (RFencedLock) of an aio.Client."""
 
-    _new = staticmethod(lib.rlock_lock_new_fenced)
     kind = "fenced"
     _wants_token = True
 
@@ -841,33 +837,19 @@ class FencedLock(Lock):
         return self._tokens.get(_owner(owner))
 
 
-class SpinLock(Lock):
+class SpinLock(SpinBase[Client], Lock):
     """A spin lock (RSpinLock) of an aio.Client."""
-
-    kind = "spin"
-
-    def __init__(self, client: Client, name: str, opts: Any = None, *,
-                 wait: Optional[float] = None,
-                 lease: Optional[float] = None) -> None:
-        self._opts = spin_lock_options(opts)
-        super().__init__(client, name, wait=wait, lease=lease)
-
-    def _make(self, out: Any, client: Any, name: bytes) -> int:
-        return int(lib.rlock_lock_new_spin_opts(out, client, name,
-                                                self._opts))
 
 
 class ReadLock(Lock):
     """The read half of a read-write lock."""
 
-    _new = staticmethod(lib.rlock_lock_new_read)
     kind = "read"
 
 
 class WriteLock(Lock):
     """The write half of a read-write lock."""
 
-    _new = staticmethod(lib.rlock_lock_new_write)
     kind = "write"
 
 
