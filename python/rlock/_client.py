@@ -563,7 +563,7 @@ class Lock(_Takes, LockBase["Client"]):
         """Whether the calling thread (or `owner`) holds it (server's
         answer)."""
         return bool(self._out(lib.rlock_lock_is_held_owner, "int *",
-                                owner_number(owner)))
+                              owner_number(owner)))
 
     def owned(self, owner: OwnerLike = None) -> bool:
         """held(), under redis-py's name."""
@@ -571,8 +571,8 @@ class Lock(_Takes, LockBase["Client"]):
 
     def holds(self, owner: OwnerLike = None) -> int:
         """The hold count of the calling thread (or `owner`), 0 if none."""
-        return int(self._out(lib.rlock_lock_hold_count_owner,
-                               "int64_t *", owner_number(owner)))
+        return int(self._out(lib.rlock_lock_hold_count_owner, "int64_t *",
+                             owner_number(owner)))
 
     @property
     def hold_count(self) -> int:

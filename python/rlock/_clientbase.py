@@ -121,7 +121,8 @@ class ClientBase:
                  log: Optional[LogCallback] = None,
                  log_level: LogLevel = LogLevel.WARN) -> None:
         kw = {k: v for k, v in locals().items()
-              if k not in ("self", "url", "on_lost", "log") and v is not _UNSET}
+              if k not in ("self", "url", "on_lost", "log")
+              and v is not _UNSET}
         for name, fn in (("on_lost", on_lost), ("log", log)):
             if fn is not None and not callable(fn):
                 raise TypeError(f"{name} must be callable, not "

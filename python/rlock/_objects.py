@@ -100,6 +100,7 @@ class Named(Generic[C]):
         self._client = client
         self._name = name
         p = ffi.new(f"{self._ctype} **")
+        # Inside the call: a closed client is told before a bad name.
         check(client._call(
             lambda: self._make(p, client._ptr, _bytes(name, "name"))))
         self._h = Handle(p[0], self._free)
