@@ -60,6 +60,12 @@ class LogLevel(enum.IntEnum):
     DEBUG = lib.RLOCK_LOG_DEBUG
 
 
+def swallow(exc: Any, value: Any, tb: Any) -> None:
+    """The onerror of every extern "Python" callback: nothing may reach
+    the library, so an exception raised in one is dropped and the
+    callback returns its error value (0 unless given)."""
+
+
 def _text(p: Any) -> Optional[str]:
     """A C string as str (None for NULL)."""
     return None if p == ffi.NULL else ffi.string(p).decode("utf-8",
@@ -351,20 +357,17 @@ class _LeaderFollow:
             self.post(self.on_error, error_for(rc))
 
 
-@ffi.def_extern()
+@ffi.def_extern(onerror=swallow)
 def _rlock_leader_change(arg: Any, rc: int, leader: Any) -> None:
     """C leader-change callback (the client's loop thread): copy the
     snapshot, free it, queue the user's callback; never raises into C."""
-    try:
-        v = None
-        if leader != ffi.NULL:
-            try:
-                v = leader_of(leader)
-            finally:
-                lib.rlock_leader_free(leader)
-        ffi.from_handle(arg).told(rc, v)
-    except BaseException:  # pragma: no cover - nothing may reach C
-        pass
+    v = None
+    if leader != ffi.NULL:
+        try:
+            v = leader_of(leader)
+        finally:
+            lib.rlock_leader_free(leader)
+    ffi.from_handle(arg).told(rc, v)
 
 
 class LeaderWatch:

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, TypeVar, Union
 
 from . import _metrics
-from ._base import LogLevel, PubSubMode, _text, check, make_config
+from ._base import (LogLevel, PubSubMode, _text, check, make_config,
+                    swallow)
 from ._metrics import Metrics, MetricsCollector
 from ._native import ffi, lib
 
@@ -59,23 +60,17 @@ class Callbacks:
             self.post(self.log, LogLevel(level), message)
 
 
-@ffi.def_extern()
+@ffi.def_extern(onerror=swallow)
 def _rlock_lost_cb(name: Any, owner: Any, userdata: Any) -> None:
     """C lost-lock callback (library thread, or the loop's): queue it where
     the client runs callbacks; never raises into C."""
-    try:
-        ffi.from_handle(userdata)._post_lost(_text(name), _text(owner))
-    except BaseException:  # pragma: no cover - nothing may reach C
-        pass
+    ffi.from_handle(userdata)._post_lost(_text(name), _text(owner))
 
 
-@ffi.def_extern()
+@ffi.def_extern(onerror=swallow)
 def _rlock_log_cb(level: int, message: Any, userdata: Any) -> None:
     """C log hook (any thread): queue it where the client runs callbacks."""
-    try:
-        ffi.from_handle(userdata)._post_log(int(level), _text(message))
-    except BaseException:  # pragma: no cover
-        pass
+    ffi.from_handle(userdata)._post_log(int(level), _text(message))
 
 
 def _client_id(ptr: Any) -> str:

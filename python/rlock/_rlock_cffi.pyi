@@ -5,7 +5,7 @@ from typing import Any, Callable, TypeVar
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 class _FFI:
-    def def_extern(self, name: str = ...,
+    def def_extern(self, name: str = ..., error: Any = ...,
                    onerror: Any = ...) -> Callable[[_F], _F]: ...
     def __getattr__(self, name: str) -> Any: ...
 

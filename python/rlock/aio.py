@@ -52,7 +52,7 @@ from ._base import (DEFAULT, OK, ClientRecord, ErrorCallback, Handle,
                     OwnerLike, RedLockResult, _LeaderFollow, _bytes, _text,
                     acquire_options, answer, leader_of, leader_value,
                     leader_watch, lock_info, owner_number, pick_lease,
-                    pick_wait, redlock_result, spin_options)
+                    pick_wait, redlock_result, spin_options, swallow)
 from ._clientbase import ClientBase, LogCallback, LostCallback
 from ._errors import Closed, Error, InvalidArgument, error_for
 from ._native import ffi, lib
@@ -145,36 +145,24 @@ class _Adapter:
 _live: "set[_Adapter]" = set()  # adapters whose C client lives
 
 
-@ffi.def_extern()
+@ffi.def_extern(onerror=swallow, error=-1)
 def _rlock_loop_watch(data: Any, fd: int, events: int) -> int:
-    try:
-        return int(ffi.from_handle(data).watch(fd, events))
-    except BaseException:
-        return -1
+    return int(ffi.from_handle(data).watch(fd, events))
 
 
-@ffi.def_extern()
+@ffi.def_extern(onerror=swallow)
 def _rlock_loop_timer(data: Any, after_ms: int) -> None:
-    try:
-        ffi.from_handle(data).set_timer(after_ms)
-    except BaseException:  # pragma: no cover
-        pass
+    ffi.from_handle(data).set_timer(after_ms)
 
 
-@ffi.def_extern()
+@ffi.def_extern(onerror=swallow)
 def _rlock_loop_wake(data: Any) -> None:
-    try:
-        ffi.from_handle(data).wake()
-    except BaseException:  # pragma: no cover
-        pass
+    ffi.from_handle(data).wake()
 
 
-@ffi.def_extern()
+@ffi.def_extern(onerror=swallow)
 def _rlock_loop_detach(data: Any) -> None:
-    try:
-        ffi.from_handle(data).detach()
-    except BaseException:  # pragma: no cover
-        pass
+    ffi.from_handle(data).detach()
 
 
 # ---- operations ----------------------------------------------------------
@@ -204,60 +192,46 @@ class _Op:
             self.fut.set_result((rc, value, msg))
 
 
-@ffi.def_extern()
+@ffi.def_extern(onerror=swallow)
 def _rlock_async_done(arg: Any, rc: int, value: int) -> None:
-    try:
-        ffi.from_handle(arg).finish(rc, int(value))
-    except BaseException:  # pragma: no cover
-        pass
+    ffi.from_handle(arg).finish(rc, int(value))
 
 
-@ffi.def_extern()
+@ffi.def_extern(onerror=swallow)
 def _rlock_info_done(arg: Any, rc: int, info: Any) -> None:
+    op = ffi.from_handle(arg)
     try:
-        op = ffi.from_handle(arg)
-        try:
-            v = lock_info(op.kind, info) if rc == OK else None
-        finally:
-            lib.rlock_lock_info_free(info)
-        op.finish(rc, v)
-    except BaseException:  # pragma: no cover
-        pass
+        v = lock_info(op.kind, info) if rc == OK else None
+    finally:
+        lib.rlock_lock_info_free(info)
+    op.finish(rc, v)
 
 
-@ffi.def_extern()
+@ffi.def_extern(onerror=swallow)
 def _rlock_leader_done(arg: Any, rc: int, leader: Any) -> None:
+    op = ffi.from_handle(arg)
     try:
-        op = ffi.from_handle(arg)
-        try:
-            v = leader_of(leader) if rc == OK else None
-        finally:
-            lib.rlock_leader_free(leader)
-        op.finish(rc, v)
-    except BaseException:  # pragma: no cover
-        pass
+        v = leader_of(leader) if rc == OK else None
+    finally:
+        lib.rlock_leader_free(leader)
+    op.finish(rc, v)
 
 
-@ffi.def_extern()
+@ffi.def_extern(onerror=swallow)
 def _rlock_record_done(arg: Any, rc: int, rec: Any) -> None:
-    try:  # the record is borrowed for the callback: copied here
-        ffi.from_handle(arg).finish(
-            rc, _base.client_record(rec) if rec != ffi.NULL else None)
-    except BaseException:  # pragma: no cover
-        pass
+    # The record is borrowed for the callback: copied here.
+    ffi.from_handle(arg).finish(
+        rc, _base.client_record(rec) if rec != ffi.NULL else None)
 
 
-@ffi.def_extern()
+@ffi.def_extern(onerror=swallow)
 def _rlock_redlock_done(arg: Any, rc: int, validity: int, res: Any) -> None:
+    op = ffi.from_handle(arg)
     try:
-        op = ffi.from_handle(arg)
-        try:
-            v = redlock_result(res)
-        finally:
-            lib.rlock_redlock_result_free(res)
-        op.finish(rc, v)
-    except BaseException:  # pragma: no cover
-        pass
+        v = redlock_result(res)
+    finally:
+        lib.rlock_redlock_result_free(res)
+    op.finish(rc, v)
 
 
 def _loop_post(loop: asyncio.AbstractEventLoop) -> Callable[..., None]:
@@ -977,12 +951,9 @@ class RedLock(_Group):
 
 
 # ---- semaphores and the count-down latch -----------------------------------
-@ffi.def_extern()
+@ffi.def_extern(onerror=swallow)
 def _rlock_permit_done(arg: Any, rc: int, pid: Any) -> None:
-    try:
-        ffi.from_handle(arg).finish(rc, _text(pid) if rc == OK else None)
-    except BaseException:  # pragma: no cover
-        pass
+    ffi.from_handle(arg).finish(rc, _text(pid) if rc == OK else None)
 
 
 class _Permits(_OnLoop):
