@@ -226,18 +226,20 @@ async def test_queries_say_they_are_awaited(server: Server,
 async def test_own_wait_and_lease_and_timeout_none(server: Server,
                                                    name: str) -> None:
     async with rlock.aio.Client(server.url) as c:
-        lock = c.lock(name, wait=0.1, lease=8)
+        # Waits long enough for a loaded machine's round trip: an attempt
+        # cut by the wait's end raises TimeoutError, not False.
+        lock = c.lock(name, wait=0.3, lease=8)
         assert await lock.acquire(timeout=None)  # for ever, as at run time
         assert 7 < (await lock.attl() or 0) <= 8
-        other = asyncio.create_task(lock.acquire())  # the lock's 0.1 s
+        other = asyncio.create_task(lock.acquire())  # the lock's 0.3 s
         assert await other is False
 
         async def enter() -> None:
             async with lock:
                 pytest.fail("the body ran")
-        with pytest.raises(rlock.Locked, match="0.1 s"):
+        with pytest.raises(rlock.Locked, match="0.3 s"):
             await asyncio.create_task(enter())
-        assert await asyncio.create_task(lock.acquire(wait=0.05)) is False
+        assert await asyncio.create_task(lock.acquire(wait=0.2)) is False
         with pytest.raises(TypeError, match="not both"):
             await lock.acquire(timeout=1, wait=1)
         await lock.release()
