@@ -26,7 +26,7 @@
 # another number), the longest first, and each run ends with its ten
 # slowest tests (scripts/ctest_slowest.py); the builds after the first are
 # made in the background at the lowest priority while the suites before
-# them run; the script ends with each suite's wall time (about 25 minutes
+# them run; the script ends with each suite's wall time (about 14 minutes
 # in all on 2 cores). The fault scenarios run in their short form here
 # (RLOCK_FAULT_SECONDS, 3 s each); scripts/soak.sh runs the long one.
 #
