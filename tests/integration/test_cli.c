@@ -1120,7 +1120,9 @@ static void test_exec_kill_after_escalates(void **state) {
   assert_int_equal(proc_wait(&p, SCALED(5000)), 76);
   print_message("kill-after: COMMAND ended %lld ms after the DEL\n",
                 (long long)(p.ended - t0));
-  ASSERT_BETWEEN(p.ended - t0, 500, 200 + 500 + 300);
+  /* At least --kill-after; the loss is seen at the next renewal tick
+   * (200 ms), later on a loaded machine. */
+  ASSERT_BETWEEN(p.ended - t0, 500, 500 + SCALED(1500));
   assert_string_equal(fx_slurp(got),
                       "term\n"); /* TERM came, and was shrugged */
   assert_int_equal(count_rlock_lines(p.out[1]), 1);

@@ -949,7 +949,9 @@ static void test_watchdog_many_slots(void **state) {
  * into an abort of the whole test binary. */
 static void test_watchdog_idle_tick(void **state) {
   (void)state;
-  int64_t wd = 90; /* renewal every 30 ms */
+  /* Renewals every 67 ms, released; a shorter lease is lost outright
+   * with eight tests running at once. */
+  int64_t wd = rt_scaled_ms(200);
   rlock_client *c = cluster_client(NULL, wd);
   char name[64];
   rt_cluster_key_on(cl, 0, "idle:", name, sizeof name);
