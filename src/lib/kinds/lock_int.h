@@ -278,6 +278,10 @@ int rlock__retryable(int rc, int transient);
  * command timeout (or the connect timeout, when longer). Monotonic us. */
 int64_t rlock__wait_bound(const rlock_client *c, int64_t wait_ms);
 
+/* The lease an attempt sends: `lease_ms`, or the client's watchdog
+ * timeout for RLOCK_LEASE_WATCHDOG (0). */
+int64_t rlock__lease_sent(const rlock_client *c, int64_t lease_ms);
+
 /* The bound of what follows a call's end (the cleanup above): the margin
  * from now, never past an enclosing call's bound. */
 int64_t rlock__cleanup_bound(void);

@@ -20,7 +20,9 @@ static int64_t doubled(int64_t ms) {
 void rlock__plan_init(rlock__plan *p, int64_t wait_ms) {
   *p = (rlock__plan){.wait_ms = wait_ms,
                      .deadline_us = rlock__deadline_after_ms(wait_ms),
-                     .ttl_ms = -1};
+                     .ttl_ms = -1,
+                     .seed = (uint64_t)rlock__now_us() ^ rlock__thread_id() ^
+                             (uint64_t)(uintptr_t)p};
 }
 
 int64_t rlock__plan_round_until(const rlock__plan *p) {
@@ -52,7 +54,24 @@ int64_t rlock__plan_ride_out(rlock__plan *p, const rlock_client *c,
   return until < limit ? until : limit;
 }
 
-void rlock__plan_answered(rlock__plan *p) { p->outage_us = 0; }
+void rlock__plan_answered(rlock__plan *p, const rlock_lock *l, int rc) {
+  if (rc != RLOCK_OK && rc != RLOCK_ELOCKED)
+    return;
+  p->outage_us = 0;
+  if (rc == RLOCK_ELOCKED && p->wait_ms != 0 && !p->waiting) {
+    p->waiting = 1;
+    rlock__obs_count(&l->client->obs, RLOCK__STAT_WAITS);
+    rlock__obs_wait_begin(l->ms);
+  }
+}
+
+int64_t rlock__plan_spin(rlock__plan *p, const rlock__spin *s) {
+  int64_t ms = p->spins++ == 0 ? rlock__spin_first(s) : p->spin_ms;
+  p->spin_ms = rlock__spin_next(s, ms, p->spins, &p->seed);
+  int64_t until = rlock__now_us() + ms * 1000;
+  int64_t bound = rlock__plan_round_until(p);
+  return until < bound ? until : bound;
+}
 
 int rlock__plan_outage_end(const rlock__plan *p, int rc) {
   if (p->outage_us == 0)
@@ -92,6 +111,12 @@ int64_t rlock__plan_unconfirmed_again(const rlock__plan *p) {
     return 0;
   int64_t next = rlock__deadline_after_ms(RLOCK__UNCONFIRMED_PAUSE_MS);
   return next < p->deadline_us ? next : 0;
+}
+
+rlock__settled rlock__plan_settled(int64_t had, int64_t now) {
+  return now == had       ? RLOCK__SETTLED_UNTAKEN
+         : now == had + 1 ? RLOCK__SETTLED_TAKEN
+                          : RLOCK__SETTLED_UNKNOWN;
 }
 
 int rlock__plan_read_cut(const rlock__plan *p, const rlock_lock *l, int rc) {

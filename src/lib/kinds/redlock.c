@@ -124,7 +124,7 @@ int rlock__redlock_miss_code(const int *status, size_t n, size_t taken,
 
 int64_t rlock__redlock_member_lease(const rlock_redlock *r, size_t i,
                                     int64_t lease) {
-  return lease > 0 ? lease : r->members[i]->client->cfg.watchdog_timeout_ms;
+  return rlock__lease_sent(r->members[i]->client, lease);
 }
 
 int64_t rlock__redlock_node_timeout_ms(const rlock_redlock *r,

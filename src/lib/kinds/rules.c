@@ -82,6 +82,10 @@ int64_t rlock__wait_bound(const rlock_client *c, int64_t wait_ms) {
   return rlock__deadline_after_ms(wait_ms + RLOCK__WAIT_MARGIN_MS);
 }
 
+int64_t rlock__lease_sent(const rlock_client *c, int64_t lease_ms) {
+  return lease_ms > 0 ? lease_ms : c->cfg.watchdog_timeout_ms;
+}
+
 int64_t rlock__cleanup_bound(void) {
   return rlock__deadline_after_ms(RLOCK__WAIT_MARGIN_MS);
 }

@@ -95,7 +95,6 @@ static rlock_op *child_new(rlock_op *op, size_t i, int type,
 }
 
 static void take(rlock_op *op) {
-  rlock_lock *l = op->multi->members[op->index];
   rlock_op *child = child_new(op, op->index, RLOCK__LOP_ACQUIRE, member_taken);
   if (child != NULL) {
     child->cancel = rlock__lacquire_cancel;
@@ -109,8 +108,6 @@ static void take(rlock_op *op) {
                        ? RLOCK_WAIT_FOREVER
                        : rlock__ms_left(op->deadline_us);
   child->lease_ms = op->lease_ms;
-  child->lease_sent =
-      op->lease_ms > 0 ? op->lease_ms : l->client->cfg.watchdog_timeout_ms;
   rlock__lop_submit(child, rlock__lacquire_start);
 }
 

@@ -392,17 +392,14 @@ struct rlock_op {
   int canceled;
   int woken; /* a wake-up came while an attempt was in flight */
   int64_t lease_ms, lease_sent, wait_ms, deadline_us;
-  rlock__plan plan;   /* its decisions (kinds/plan.h) */
-  int64_t bound_us;   /* the attempts' bound (lreq.bound_us), or 0 */
-  int waiting;        /* an attempt found it held and the wait began */
-  int unmetered;      /* a RedLock's member: its round is what counts */
-  rlock__mset *whole; /* a MultiLock's or RedLock's acquisition: its
-                         metrics, recorded when it finishes; else NULL */
-  int64_t start_us;   /* when it began (the metrics' wait time) ... */
-  int64_t woke_us;    /* ... and its wait's last wake-up (the handoff) */
-  int64_t backoff_ms; /* spin kind: the next back-off */
-  unsigned spins;
-  uint64_t seed;
+  rlock__plan plan;    /* its decisions (kinds/plan.h) */
+  int64_t bound_us;    /* the attempts' bound (lreq.bound_us), or 0 */
+  int unmetered;       /* a RedLock's member: its round is what counts */
+  rlock__mset *whole;  /* a MultiLock's or RedLock's acquisition: its
+                          metrics, recorded when it finishes; else NULL */
+  int64_t start_us;    /* when it began (the metrics' wait time) ... */
+  int64_t woke_us;     /* ... and its wait's last wake-up (the handoff) */
+  uint64_t seed;       /* a RedLock's pauses between rounds */
   int sub_rc;          /* the channel was refused while an attempt flew */
   int settle_rc;       /* SETTLING: the failure that started it ... */
   int64_t settle_had;  /* ... and the levels recorded before */

@@ -71,8 +71,6 @@ int rlock_lock_acquire_async(rlock_lock *l, const rlock_acquire_options *opts,
   rlock__owner_as(l->client, o.owner, op->owner);
   op->wait_ms = o.wait_ms;
   op->lease_ms = o.lease_ms;
-  op->lease_sent =
-      o.lease_ms > 0 ? o.lease_ms : l->client->cfg.watchdog_timeout_ms;
   if (out != NULL) /* before it can start: from any thread */
     *out = op;
   return rlock__lop_submit(op, rlock__lacquire_start);

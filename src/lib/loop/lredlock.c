@@ -312,7 +312,6 @@ static void new_round(rlock_op *op) {
     child->wait_ms = 0; /* one attempt */
     child->unmetered = 1;
     child->lease_ms = op->lease_ms;
-    child->lease_sent = rlock__redlock_member_lease(r, i, op->lease_ms);
     red->pending++;
   }
   /* Submitted after counting: a member's answer may come at once (its

@@ -157,7 +157,6 @@ static int wait_async(rlock_lock *l, const char *owner, int64_t wait_ms,
   snprintf(op->owner, sizeof op->owner, "%s", owner);
   op->wait_ms = wait_ms;
   op->lease_ms = lease_ms;
-  op->lease_sent = lease_ms > 0 ? lease_ms : l->client->cfg.watchdog_timeout_ms;
   if (out != NULL)
     *out = op;
   return rlock__lop_submit(op, rlock__lacquire_start);
