@@ -37,11 +37,7 @@ static int run(rlock_lock *l, rlock__call *call, int write, int64_t *value) {
   if (rc == RLOCK_OK && value != NULL)
     *value = v; /* also when unconfirmed: the master's answer */
   if (rc == RLOCK_OK && write && rlock__call_unconfirmed(call))
-    return rlock__err(RLOCK_EREPLICA,
-                      "%s '%s': written on %s, but no replica confirmed it "
-                      "within %lld ms",
-                      l->kind->label, l->name, call->served_by,
-                      (long long)l->client->cfg.replica_sync_timeout_ms);
+    return rlock__sync_unconfirmed(l, call);
   return rc;
 }
 
@@ -217,11 +213,8 @@ int rlock_psemaphore_release(rlock_psemaphore *s, const char *id) {
   rlock__call call;
   rlock__psem_call(s->l, "release", 0, lower, &call);
   rc = run(s->l, &call, 1, &released);
-  if (rc == RLOCK_EREPLICA && released == 1)
-    return rc; /* released on the master */
-  return rc == RLOCK_OK || rc == RLOCK_EREPLICA
-             ? rlock__permit_result(s->l, lower, state, released)
-             : rc;
+  return rlock__permit_outcome(s->l, "release", lower, state, rc, released, 0,
+                               0);
 }
 
 int rlock_psemaphore_update_lease(rlock_psemaphore *s, const char *id,
@@ -229,28 +222,15 @@ int rlock_psemaphore_update_lease(rlock_psemaphore *s, const char *id,
   static const char fn[] = "rlock_psemaphore_update_lease";
   char lower[RLOCK_PERMIT_ID_LEN + 1];
   int rc = permit_args(s, id, lower, fn);
-  if (rc != RLOCK_OK)
+  if (rc != RLOCK_OK || (rc = rlock__check_permit_lease(lease_ms, fn)) != 0)
     return rc;
-  if (lease_ms < 1 || lease_ms > RLOCK_MAX_DURATION_MS)
-    return rlock__err(RLOCK_EINVAL,
-                      "%s: lease must be 1..%" PRId64 " ms (got %" PRId64 ")",
-                      fn, RLOCK_MAX_DURATION_MS, lease_ms);
-  rlock_client *c = s->l->client;
-  int known = rlock__hold_depth(c, s->l->name, lower) > 0 ||
-              rlock__hold_check(c, s->l->name, lower) == RLOCK_ELOST;
+  int known = rlock__permit_known(s->l, lower);
   rlock__call call;
   int64_t renewed = 0;
   rlock__psem_call(s->l, "renew", lease_ms, lower, &call);
   rc = run(s->l, &call, 1, &renewed);
-  if (rc != RLOCK_OK && rc != RLOCK_EREPLICA)
-    return rc;
-  if (renewed == 1) {
-    rlock__permit_relet(s->l, lower, lease_ms, rlock__call_granted_from(&call));
-    return rc;
-  }
-  rlock__hold_forget(c, s->l->name, lower);
-  return rlock__permit_result(s->l, lower,
-                              known ? RLOCK__HOLD_LOST : RLOCK__HOLD_NONE, 0);
+  return rlock__permit_outcome(s->l, "renew", lower, known, rc, renewed,
+                               lease_ms, rlock__call_granted_from(&call));
 }
 
 int rlock_psemaphore_check(rlock_psemaphore *s, const char *id) {
@@ -304,12 +284,12 @@ int rlock_psemaphore_lease_ms(int64_t *remaining_ms, rlock_psemaphore *s,
   rlock__call call;
   int64_t v;
   rlock__psem_call(s->l, "lease", 0, lower, &call);
-  if ((rc = run(s->l, &call, 0, &v)) != RLOCK_OK)
-    return rc;
-  if (v == -2)
-    return rlock__permit_result(s->l, lower, RLOCK__HOLD_NONE, 0);
-  *remaining_ms = v;
-  return RLOCK_OK;
+  rc = run(s->l, &call, 0, &v);
+  rc = rlock__permit_outcome(s->l, "lease", lower, RLOCK__HOLD_NONE, rc, v, 0,
+                             0);
+  if (rc == RLOCK_OK)
+    *remaining_ms = v;
+  return rc;
 }
 
 int rlock_psemaphore_inspect(rlock_permits_info **out, rlock_psemaphore *s) {

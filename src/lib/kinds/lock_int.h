@@ -324,6 +324,24 @@ struct rlock_multilock {
   rlock_lock *members[];
 };
 
+/* ---- a MultiLock's decisions, for both drivers (multilock.c) ----------
+ * blocking/multilock.c (on the caller's thread) and loop/lmulti.c (a
+ * chain of member operations) take the members in order. */
+
+/* The wait left for the next member: RLOCK_WAIT_FOREVER, or what is left
+ * until `deadline_us` (0 once it passed: one last try). */
+int64_t rlock__multi_wait_left(int64_t wait_ms, int64_t deadline_us);
+
+/* Member i failed with `rc`: how many members, from the first, are given
+ * back. Those taken, and member i too after a transport error (its
+ * script may have run; the release is a no-op when it did not). */
+size_t rlock__multi_give_back(size_t i, int rc);
+
+/* Whether member i gets the full lease again once every member is taken:
+ * a fixed lease, and not the last member (just taken with it). Watchdog
+ * leases are renewed anyway. */
+int rlock__multi_relets(const rlock_multilock *m, size_t i, int64_t lease_ms);
+
 /* A MultiLock's member i, held under `field`, given a fresh fixed lease
  * once the last member is taken: whether its record still vouches for
  * it, the renewal call, and what its answer means (RLOCK_ELOCKED when it

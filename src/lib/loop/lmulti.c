@@ -60,10 +60,7 @@ static void taken_next(rlock_op *op, int rc) {
     return;
   }
   if (rc != RLOCK_OK) {
-    /* After a transport error the script may have run: give member i
-     * back too (a no-op when it did not). */
-    int unsure = rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT;
-    fail(op, rc, unsure ? op->index + 1 : op->index);
+    fail(op, rc, rlock__multi_give_back(op->index, rc));
     return;
   }
   op->index++;
@@ -104,9 +101,7 @@ static void take(rlock_op *op) {
     fail(op, RLOCK_ENOMEM, op->index);
     return;
   }
-  child->wait_ms = op->wait_ms == RLOCK_WAIT_FOREVER
-                       ? RLOCK_WAIT_FOREVER
-                       : rlock__ms_left(op->deadline_us);
+  child->wait_ms = rlock__multi_wait_left(op->wait_ms, op->deadline_us);
   child->lease_ms = op->lease_ms;
   rlock__lop_submit(child, rlock__lacquire_start);
 }
@@ -184,7 +179,7 @@ static void step(rlock_op *op) {
     op->phase = RELETTING;
     op->index = 0;
   }
-  if (op->lease_ms > 0 && op->index + 1 < n) {
+  if (rlock__multi_relets(op->multi, op->index, op->lease_ms)) {
     relet(op);
     return;
   }

@@ -52,9 +52,9 @@ struct rlock__lred {
   int64_t started_us, lease_min_ms;
   int rc; /* a failed round's status, while giving back */
   char msg[512];
-  /* The caller: one of cb and res_cb. res (with res_cb) gathers each
-   * member's message as it comes, and its status and validity at the
-   * end; it is handed over with the callback. */
+  /* The caller: one of cb and res_cb. res gathers each member's message
+   * as it comes (a missed round's message names one), and its status and
+   * validity at the end; it is handed over with res_cb. */
   rlock_async_fn cb;
   rlock_redlock_fn res_cb;
   void *arg;
@@ -75,9 +75,8 @@ static void finish(rlock_op *op, int rc, int64_t value) {
 /* Member i's outcome in this round (or release), with its message. */
 static void note(struct rlock__lred *red, size_t i, int rc, const char *msg) {
   red->status[i] = rc;
-  if (red->res != NULL)
-    snprintf(red->res->message[i], sizeof red->res->message[i], "%s",
-             rc == RLOCK_OK ? "" : msg);
+  snprintf(red->res->message[i], sizeof red->res->message[i], "%s",
+           rc == RLOCK_OK ? "" : msg);
 }
 
 /* The operation's callback (run_completions, with the last error set):
@@ -89,6 +88,7 @@ static void completed(void *arg, int rc, int64_t value) {
   op->red = NULL;
   if (red->res_cb == NULL) {
     red->cb(red->arg, rc, value);
+    free(red->res);
     free(red);
     return;
   }
@@ -197,17 +197,6 @@ static void give_back(rlock_op *op, int rc) {
 /* ---- a round's outcome ---------------------------------------------------
  */
 
-/* The status of a round that missed, with a message that counts. */
-static int miss(rlock_op *op, int64_t validity) {
-  struct rlock__lred *red = op->red;
-  size_t n = op->redlock->n, quorum = op->redlock->quorum;
-  int code = rlock__redlock_miss_code(red->status, n, red->taken, quorum);
-  return rlock__err(code,
-                    "RedLock: %zu of %zu members taken (quorum %zu), "
-                    "validity left %lld ms",
-                    red->taken, n, quorum, (long long)validity);
-}
-
 /* Members not waited for: canceled, each with why (as blocking/redlock.c). */
 static void drop_unanswered(rlock_op *op) {
   struct rlock__lred *red = op->red;
@@ -236,11 +225,14 @@ static void decide(rlock_op *op) {
     give_back(op, rlock__err(RLOCK_ECANCELED, "wait canceled"));
     return;
   }
-  if (red->taken >= op->redlock->quorum && validity > 0) {
+  if (rlock__redlock_held(op->redlock, red->taken, validity)) {
     finish(op, RLOCK_OK, validity);
     return;
   }
-  give_back(op, miss(op, validity));
+  for (size_t i = 0; i < op->redlock->n; i++)
+    red->res->status[i] = red->status[i];
+  give_back(op,
+            rlock__redlock_miss(op->redlock, red->res, red->taken, validity));
 }
 
 /* Whether the round can end now: every member answered, or too many
@@ -284,11 +276,7 @@ static void new_round(rlock_op *op) {
   op->phase = ROUND;
   red->taken = 0;
   red->pending = 0;
-  red->lease_min_ms = INT64_MAX;
-  for (size_t i = 0; i < r->n; i++) {
-    int64_t li = rlock__redlock_member_lease(r, i, op->lease_ms);
-    red->lease_min_ms = li < red->lease_min_ms ? li : red->lease_min_ms;
-  }
+  red->lease_min_ms = rlock__redlock_lease_min(r, op->lease_ms);
   red->started_us = rlock__now_us();
   int64_t timeout_ms = rlock__redlock_node_timeout_ms(r, red->lease_min_ms);
   if (rlock__ltimer_at(op->c, &op->timer,
@@ -296,8 +284,7 @@ static void new_round(rlock_op *op) {
     finish(op, RLOCK_ENOMEM, 0);
     return;
   }
-  if (red->res != NULL)
-    red->res->n = r->n; /* this round's outcome from now on */
+  red->res->n = r->n; /* this round's outcome from now on */
   for (size_t i = 0; i < r->n; i++) {
     red->status[i] = PENDING;
     rlock_op *child = child_new(op, i, RLOCK__LOP_ACQUIRE, member_answered);
@@ -395,8 +382,7 @@ static void member_released(void *arg, int rc, int64_t v) {
 static void release_start(rlock_op *op) {
   struct rlock__lred *red = op->red;
   rlock_redlock *r = op->redlock;
-  if (red->res != NULL)
-    red->res->n = r->n;
+  red->res->n = r->n;
   for (size_t i = 0; i < r->n; i++) {
     red->status[i] = PENDING;
     rlock_op *child = child_new(op, i, RLOCK__LOP_RELEASE, member_released);
@@ -470,8 +456,7 @@ static rlock_op *op_new(rlock_redlock *r, const caller *who, uint64_t owner) {
   op->cancel = rlock__lredlock_cancel;
   op->abandon = rlock__lredlock_abandon;
   struct rlock__lred *red = rlock__calloc(1, sizeof *red);
-  if (red != NULL && who->res_cb != NULL &&
-      (red->res = rlock__calloc(1, sizeof *red->res)) == NULL) {
+  if (red != NULL && (red->res = rlock__calloc(1, sizeof *red->res)) == NULL) {
     free(red);
     red = NULL;
   }

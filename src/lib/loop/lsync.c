@@ -44,27 +44,8 @@ static int is(const rlock_op *op, const char *what) {
   return strcmp(op->sync_op, what) == 0;
 }
 
-/* What the answer means for the permit the operation names. */
-static int permit_outcome(rlock_op *op, int rc, int64_t v) {
-  if (is(op, "release")) /* unconfirmed: the master's answer still says */
-    return rc == RLOCK_OK || (rc == RLOCK_EREPLICA && v != 1)
-               ? rlock__permit_result(op->l, op->owner, op->hold_state, v)
-               : rc;
-  if (is(op, "lease"))
-    return rc == RLOCK_OK && v == -2
-               ? rlock__permit_result(op->l, op->owner, RLOCK__HOLD_NONE, 0)
-               : rc;
-  if (rc != RLOCK_OK && rc != RLOCK_EREPLICA)
-    return rc; /* renew: the lease is the old or the new one */
-  if (v == 1) {
-    rlock__permit_relet(op->l, op->owner, op->sync_num, op->lreq.sent_us);
-    return rc;
-  }
-  rlock__hold_forget(op->c, op->l->name, op->owner);
-  return rlock__permit_result(op->l, op->owner, op->hold_state, 0);
-}
-
 static void one_done(rlock_client *c, rlock__lreq *r) {
+  (void)c;
   rlock_op *op = of_lreq(r);
   op->busy = 0;
   int rc = r->q.rc;
@@ -79,16 +60,13 @@ static void one_done(rlock_client *c, rlock__lreq *r) {
     rc = rlock__sync_reply(op->l, reply, &v);
   rlock__reply_free(reply);
   if (rc == RLOCK_OK && op->sync_write && rlock__call_unconfirmed(&r->call))
-    rc = rlock__err(RLOCK_EREPLICA,
-                    "%s '%s': written on %s, but no replica confirmed it "
-                    "within %lld ms",
-                    op->l->kind->label, op->l->name, r->call.served_by,
-                    (long long)c->cfg.replica_sync_timeout_ms);
+    rc = rlock__sync_unconfirmed(op->l, &r->call);
   if (r->call.stamped_us != 0 && r->call.stamped_us < r->sent_us)
     r->sent_us = r->call.stamped_us; /* a new lease runs from its stamp */
   rlock__call_clear(&r->call);
   if (op->owner[0] != '\0')
-    rc = permit_outcome(op, rc, v);
+    rc = rlock__permit_outcome(op->l, op->sync_op, op->owner, op->hold_state,
+                               rc, v, op->sync_num, r->sent_us);
   if (is(op, "tryset") || is(op, "delete")) /* 1 or 0 */
     v = v == 1;
   rlock__lop_finish(op, rc, rc == RLOCK_OK ? v : 0);
@@ -100,8 +78,7 @@ static void one_start(rlock_op *op) {
     int64_t keep;
     rlock__hold_pop(op->c, l->name, op->owner, &op->hold_state, &keep);
   } else if (is(op, "renew")) {
-    int known = rlock__hold_check(op->c, l->name, op->owner) != RLOCK_ENOTHELD;
-    op->hold_state = known ? RLOCK__HOLD_LOST : RLOCK__HOLD_NONE;
+    op->hold_state = rlock__permit_known(l, op->owner);
   }
   rlock__sync_call(l, op->sync_op, op->sync_num,
                    op->owner[0] != '\0' ? op->owner : NULL, &op->lreq.call);
@@ -254,11 +231,8 @@ int rlock_psemaphore_update_lease_async(rlock_psemaphore *s, const char *id,
   static const char fn[] = "rlock_psemaphore_update_lease_async";
   if (id == NULL)
     return rlock__err(RLOCK_EINVAL, "%s: permit id is NULL", fn);
-  if (lease_ms < 1 || lease_ms > RLOCK_MAX_DURATION_MS)
-    return rlock__err(RLOCK_EINVAL,
-                      "%s: lease must be 1..%" PRId64 " ms (got %" PRId64 ")",
-                      fn, RLOCK_MAX_DURATION_MS, lease_ms);
-  return one(s, "renew", lease_ms, id, 1, cb, arg, fn);
+  int rc = rlock__check_permit_lease(lease_ms, fn);
+  return rc == RLOCK_OK ? one(s, "renew", lease_ms, id, 1, cb, arg, fn) : rc;
 }
 
 int rlock_psemaphore_try_set_permits_async(rlock_psemaphore *s, int64_t permits,
