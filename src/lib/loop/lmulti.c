@@ -230,28 +230,7 @@ static int check_multi(rlock_multilock *m, const void *cb, const char *fn) {
   if (m == NULL || cb == NULL)
     return rlock__err(RLOCK_EINVAL, "%s: %s is NULL", fn,
                       m == NULL ? "MultiLock" : "callback");
-  rlock_client *c0 = m->members[0]->client;
-  for (size_t i = 0; i < m->n; i++) {
-    rlock_client *c = m->members[i]->client;
-    if (!rlock__origin_ok(&c->origin))
-      return rlock__origin_refuse(&c->origin);
-    if (!rlock__user_loop(c))
-      return rlock__err(RLOCK_EINVAL,
-                        "%s: member %zu's client was not made with "
-                        "rlock_client_new_loop (a MultiLock's members are "
-                        "all on loop clients, or all on blocking ones: use "
-                        "the blocking functions for those)",
-                        fn, i);
-    if (!pthread_equal(c->loop->thread, c0->loop->thread))
-      return rlock__err(RLOCK_EINVAL,
-                        "%s: every member's client must run on one loop "
-                        "thread (member %zu's does not run on member 0's)",
-                        fn, i);
-    if (c->loop->closing)
-      return rlock__err(RLOCK_ECLOSED, "%s: member %zu's client is being freed",
-                        fn, i);
-  }
-  return RLOCK_OK;
+  return rlock__lop_check_clients(m->members, m->n, fn);
 }
 
 int rlock_multilock_acquire_async(rlock_multilock *m,

@@ -439,6 +439,12 @@ int rlock__lop_submit(rlock_op *op, void (*start)(rlock_op *op));
  * callback runs at the end of the loop turn. The operation must not be
  * in flight or waiting any more. */
 void rlock__lop_finish(rlock_op *op, int rc, int64_t value);
+/* The checks every _async entry point makes of its locks' clients (a
+ * MultiLock's or RedLock's members; one for the rest): made in this
+ * process (fork), loop clients (rlock_client_new_loop) of one loop
+ * thread, none being freed. RLOCK_OK, or the refusal naming `fn`. */
+int rlock__lop_check_clients(rlock_lock *const *locks, size_t n,
+                             const char *fn);
 /* The owner number check shared by the _async entry points. */
 int rlock__lop_check_owner(uint64_t owner, const char *fn);
 /* An _async acquisition's options, checked into *o: required, an explicit

@@ -23,21 +23,38 @@ static rlock_op *of_lreq(rlock__lreq *r) {
   return (rlock_op *)((char *)r - offsetof(rlock_op, lreq));
 }
 
+int rlock__lop_check_clients(rlock_lock *const *locks, size_t n,
+                             const char *fn) {
+  rlock_client *c0 = locks[0]->client;
+  for (size_t i = 0; i < n; i++) {
+    rlock_client *c = locks[i]->client;
+    char who[48] = "the client";
+    if (n > 1)
+      snprintf(who, sizeof who, "member %zu's client", i);
+    if (!rlock__origin_ok(&c->origin))
+      return rlock__origin_refuse(&c->origin);
+    if (!rlock__user_loop(c))
+      return rlock__err(RLOCK_EINVAL,
+                        "%s: %s was not made with rlock_client_new_loop "
+                        "(use the blocking functions)",
+                        fn, who);
+    if (!pthread_equal(c->loop->thread, c0->loop->thread))
+      return rlock__err(RLOCK_EINVAL,
+                        "%s: every member's client must run on one loop "
+                        "thread (member %zu's does not run on member 0's)",
+                        fn, i);
+    if (c->loop->closing)
+      return rlock__err(RLOCK_ECLOSED, "%s: %s is being freed", fn, who);
+  }
+  return RLOCK_OK;
+}
+
 /* Checks every entry point shares. */
 static int check(rlock_lock *l, const void *cb, const char *fn) {
   if (l == NULL || cb == NULL)
     return rlock__err(RLOCK_EINVAL, "%s: %s is NULL", fn,
                       l == NULL ? "lock" : "callback");
-  if (!rlock__origin_ok(&l->client->origin))
-    return rlock__origin_refuse(&l->client->origin);
-  if (!rlock__user_loop(l->client))
-    return rlock__err(RLOCK_EINVAL,
-                      "%s: the lock's client was not made with "
-                      "rlock_client_new_loop (use the blocking functions)",
-                      fn);
-  if (l->client->loop->closing)
-    return rlock__err(RLOCK_ECLOSED, "%s: the client is being freed", fn);
-  return RLOCK_OK;
+  return rlock__lop_check_clients(&l, 1, fn);
 }
 
 static rlock_op *op_new(rlock_lock *l, int type, rlock_async_fn cb, void *arg) {

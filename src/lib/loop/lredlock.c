@@ -420,26 +420,7 @@ static int check_redlock(rlock_redlock *r, const void *cb, const char *fn) {
   if (r == NULL || cb == NULL)
     return rlock__err(RLOCK_EINVAL, "%s: %s is NULL", fn,
                       r == NULL ? "RedLock" : "callback");
-  rlock_client *c0 = r->members[0]->client;
-  for (size_t i = 0; i < r->n; i++) {
-    rlock_client *c = r->members[i]->client;
-    if (!rlock__origin_ok(&c->origin))
-      return rlock__origin_refuse(&c->origin);
-    if (!rlock__user_loop(c))
-      return rlock__err(RLOCK_EINVAL,
-                        "%s: member %zu's client was not made with "
-                        "rlock_client_new_loop (use the blocking functions)",
-                        fn, i);
-    if (!pthread_equal(c->loop->thread, c0->loop->thread))
-      return rlock__err(RLOCK_EINVAL,
-                        "%s: every member's client must run on one loop "
-                        "thread (member %zu's does not run on member 0's)",
-                        fn, i);
-    if (c->loop->closing)
-      return rlock__err(RLOCK_ECLOSED, "%s: member %zu's client is being freed",
-                        fn, i);
-  }
-  return RLOCK_OK;
+  return rlock__lop_check_clients(r->members, r->n, fn);
 }
 
 /* Who the operation tells: cb, or res_cb with each member's outcome. */

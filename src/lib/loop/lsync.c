@@ -24,17 +24,7 @@ static int check(const void *obj, const void *cb, const char *fn) {
   if (obj == NULL || cb == NULL)
     return rlock__err(RLOCK_EINVAL, "%s: %s is NULL", fn,
                       obj == NULL ? "the object" : "callback");
-  rlock_lock *l = *(rlock_lock *const *)obj;
-  if (!rlock__origin_ok(&l->client->origin))
-    return rlock__origin_refuse(&l->client->origin);
-  if (!rlock__user_loop(l->client))
-    return rlock__err(RLOCK_EINVAL,
-                      "%s: the client was not made with "
-                      "rlock_client_new_loop (use the blocking functions)",
-                      fn);
-  if (l->client->loop->closing)
-    return rlock__err(RLOCK_ECLOSED, "%s: the client is being freed", fn);
-  return RLOCK_OK;
+  return rlock__lop_check_clients((rlock_lock *const *)obj, 1, fn);
 }
 
 /* ---- one call
