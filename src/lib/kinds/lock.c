@@ -373,6 +373,28 @@ void rlock_lock_free(rlock_lock *l) {
 
 const char *rlock_lock_name(const rlock_lock *l) { return l ? l->name : NULL; }
 
+/* The owner field is built on every operation; cache it per thread for
+ * the last client used. Keyed by client id and thread id, so a second
+ * client, or the child of a fork (new thread id), rebuilds it. */
+static _Thread_local struct {
+  char id[37];
+  uint64_t tid;
+  char owner[RLOCK_OWNER_MAX];
+  size_t len;
+} owner_cache;
+
+void rlock__owner(const rlock_client *c, char *buf) {
+  uint64_t tid = rlock__thread_id();
+  if (owner_cache.tid != tid || memcmp(owner_cache.id, c->id, 36) != 0) {
+    int n = snprintf(owner_cache.owner, sizeof owner_cache.owner, "%s:%" PRIu64,
+                     c->id, tid);
+    owner_cache.len = (size_t)n;
+    memcpy(owner_cache.id, c->id, sizeof owner_cache.id);
+    owner_cache.tid = tid;
+  }
+  memcpy(buf, owner_cache.owner, owner_cache.len + 1);
+}
+
 void rlock__owner_as(const rlock_client *c, uint64_t owner, char *buf) {
   if (owner == RLOCK_OWNER_THREAD)
     rlock__owner(c, buf);

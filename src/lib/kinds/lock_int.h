@@ -165,6 +165,10 @@ void rlock__latch_key(const rlock_lock *l, const rlock__latch *latch, char *buf,
 void rlock__latch_del(const rlock_lock *l, const rlock__latch *latch,
                       rlock__call *call);
 
+/* Write "<client id>:<thread id>" for the calling thread into buf
+ * (RLOCK_OWNER_MAX bytes). */
+void rlock__owner(const rlock_client *c, char *buf);
+
 /* The owner field of `owner` (RLOCK_OWNER_THREAD: the calling thread's)
  * into buf (RLOCK_OWNER_MAX bytes). */
 void rlock__owner_as(const rlock_client *c, uint64_t owner, char *buf);

@@ -25,6 +25,7 @@
 #include "lock_int.h"
 #include "loop.h"
 #include "resolve.h"
+#include "setup.h"
 
 static void enter(rlock_client *c) { c->loop->depth++; }
 
