@@ -41,6 +41,17 @@ static rlock_op *of_timer(rlock__ltimer *t) {
 static void attempt(rlock_op *op);
 static void settle_read(rlock_op *op);
 
+/* Send op->lreq.call (built by the caller), its answer to `done`, bound
+ * by `bound_us` (0: none; what follows the wait is not cut by it). */
+static void send_call(rlock_op *op, void (*done)(rlock_client *, rlock__lreq *),
+                      int64_t bound_us) {
+  rlock__req_init(&op->lreq.q, &op->lreq.call);
+  op->lreq.bound_us = bound_us;
+  op->lreq.done = done;
+  op->busy = 1;
+  rlock__lreq_send(op->c, &op->lreq);
+}
+
 static int op_asleep(const rlock__lwaiter *w);
 /* The acquisition's outcome into its lock's metrics (obs.h). */
 static void metered(rlock_op *op, int rc) {
@@ -76,11 +87,7 @@ static void end_after_call(rlock_op *op, int rc) {
   snprintf(op->msg, sizeof op->msg, "%s", rlock_error_last()->message);
   op->state = RLOCK__LACQ_GIVING_BACK;
   op->lreq.call.sync = 1; /* a lock write, as the blocking path's */
-  rlock__req_init(&op->lreq.q, &op->lreq.call);
-  op->lreq.bound_us = 0; /* after the wait too */
-  op->lreq.done = epilogue_done;
-  op->busy = 1;
-  rlock__lreq_send(op->c, &op->lreq);
+  send_call(op, epilogue_done, 0);
 }
 
 /* Give back what the server may have granted, then end with rc. */
@@ -275,24 +282,15 @@ static void read_done(rlock_client *c, rlock__lreq *r) {
   } else if (op->l->kind->tokens) {
     rlock__call_cmd(&op->lreq.call, "GET");
     rlock__call_key(&op->lreq.call, op->l->token);
-    rlock__req_init(&op->lreq.q, &op->lreq.call);
-    op->lreq.bound_us = 0; /* after the wait too */
-    op->lreq.done = token_done;
-    op->busy = 1;
-    rlock__lreq_send(op->c, &op->lreq);
+    send_call(op, token_done, 0);
   } else {
     settled_taken(op, 0);
   }
 }
 
 static void settle_read(rlock_op *op) {
-  rlock__call *call = &op->lreq.call;
-  rlock__count_call(op->l, op->owner, call);
-  rlock__req_init(&op->lreq.q, call);
-  op->lreq.bound_us = 0; /* after the wait too */
-  op->lreq.done = read_done;
-  op->busy = 1;
-  rlock__lreq_send(op->c, &op->lreq);
+  rlock__count_call(op->l, op->owner, &op->lreq.call);
+  send_call(op, read_done, 0);
 }
 
 /* The server closed the connection after reading the attempt: read the
@@ -337,11 +335,7 @@ static void undo_unconfirmed(rlock_op *op, const rlock__call *taken) {
                    &op->lreq.call);
   op->lreq.call.sync = 1;
   op->state = RLOCK__LACQ_GIVING_BACK;
-  rlock__req_init(&op->lreq.q, &op->lreq.call);
-  op->lreq.bound_us = 0; /* after the wait too */
-  op->lreq.done = undo_done;
-  op->busy = 1;
-  rlock__lreq_send(op->c, &op->lreq);
+  send_call(op, undo_done, 0);
 }
 
 static void attempt_done(rlock_client *c, rlock__lreq *r) {
@@ -420,12 +414,8 @@ static void attempt(rlock_op *op) {
   op->woken = 0;
   l->kind->attempt(l, op->owner, op->lease_sent, op->wait_ms, &op->lreq.call);
   op->lreq.call.sync = 1;
-  rlock__req_init(&op->lreq.q, &op->lreq.call);
   op->lreq.deadline_us = op->deadline_us; /* ride out a failover */
-  op->lreq.bound_us = op->bound_us;
-  op->lreq.done = attempt_done;
-  op->busy = 1;
-  rlock__lreq_send(op->c, &op->lreq);
+  send_call(op, attempt_done, op->bound_us);
 }
 
 void rlock__lacquire_start(rlock_op *op) {
