@@ -103,6 +103,10 @@ rlock_op *rlock__lop_new(rlock_lock *l, int type) {
   op->l = l;
   op->c = l->client;
   rlock__ltimer_init(&op->timer, NULL);
+  if (type == RLOCK__LOP_ACQUIRE) { /* its own cancel and abandon steps */
+    op->cancel = rlock__lacquire_cancel;
+    op->abandon = rlock__lacquire_abandon;
+  }
   return op;
 }
 

@@ -478,6 +478,14 @@ void rlock__lacquire_cancel(rlock_op *op) {
   fail(op, RLOCK_ECANCELED);
 }
 
+void rlock__lacquire_cancel_member(rlock_op *op) {
+  if (op->type != RLOCK__LOP_ACQUIRE || op->finished)
+    return;
+  rlock__loop_enter(op->c);
+  rlock__lacquire_cancel(op);
+  rlock__loop_leave(op->c);
+}
+
 void rlock__lacquire_abandon(rlock_op *op) {
   metered(op, RLOCK_ECLOSED);
   rlock__ltimer_stop(op->c, &op->timer);

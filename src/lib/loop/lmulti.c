@@ -93,10 +93,6 @@ static rlock_op *child_new(rlock_op *op, size_t i, int type,
 
 static void take(rlock_op *op) {
   rlock_op *child = child_new(op, op->index, RLOCK__LOP_ACQUIRE, member_taken);
-  if (child != NULL) {
-    child->cancel = rlock__lacquire_cancel;
-    child->abandon = rlock__lacquire_abandon;
-  }
   if (child == NULL) {
     fail(op, RLOCK_ENOMEM, op->index);
     return;
@@ -193,19 +189,12 @@ static void multi_start(rlock_op *op) {
   step(op);
 }
 
-/* Cancel the child's acquisition from inside its own client's turn. */
-static void cancel_child(rlock_op *child) {
-  rlock__loop_enter(child->c);
-  rlock__lacquire_cancel(child);
-  rlock__loop_leave(child->c);
-}
-
 void rlock__lmulti_cancel(rlock_op *op) {
   if (op->canceled || op->finished)
     return;
   op->canceled = 1;
   if (op->phase == TAKING && op->child != NULL)
-    cancel_child(op->child); /* its answer moves the chain on */
+    rlock__lacquire_cancel_member(op->child); /* its answer moves on */
 }
 
 void rlock__lmulti_abandon(rlock_op *op) {
@@ -216,9 +205,8 @@ void rlock__lmulti_abandon(rlock_op *op) {
   child->cb = noop;
   /* On another client, which lives on: canceled, it gives back a late
    * grant by itself. (On this one it is completed with the client.) */
-  if (child->c != op->c && child->type == RLOCK__LOP_ACQUIRE &&
-      !child->finished)
-    cancel_child(child);
+  if (child->c != op->c)
+    rlock__lacquire_cancel_member(child);
 }
 
 /* ---- entry points -----------------------------------------------------------

@@ -429,7 +429,8 @@ struct rlock_op {
   struct rlock__lred *red; /* its members' state; freed at the end */
 };
 
-/* Allocate an operation of `type` on `l`. NULL (last error set) when out
+/* Allocate an operation of `type` on `l` (an acquisition gets
+ * lacquire.c's cancel and abandon steps). NULL (last error set) when out
  * of memory. */
 rlock_op *rlock__lop_new(rlock_lock *l, int type);
 /* Start `op` on the loop: at once on the loop thread, else through the
@@ -479,6 +480,10 @@ void rlock__loop_leave(rlock_client *c);
 /* lacquire.c */
 void rlock__lacquire_start(rlock_op *op);
 void rlock__lacquire_event(rlock__lwaiter *w, rlock__chan_event what);
+/* Cancel `op`, a MultiLock's or RedLock's member operation (nothing
+ * unless it is an acquisition under way), from another client's turn:
+ * inside its own client's (rlock__loop_enter). */
+void rlock__lacquire_cancel_member(rlock_op *op);
 /* rlock_op_cancel on the loop thread. */
 void rlock__lacquire_cancel(rlock_op *op);
 /* The client is being freed: abandon the acquisition (no I/O). */

@@ -82,8 +82,6 @@ int rlock_lock_acquire_async(rlock_lock *l, const rlock_acquire_options *opts,
   rlock_op *op = op_new(l, RLOCK__LOP_ACQUIRE, cb, arg);
   if (op == NULL)
     return RLOCK_ENOMEM;
-  op->cancel = rlock__lacquire_cancel;
-  op->abandon = rlock__lacquire_abandon;
   op->owner_number = o.owner;
   rlock__owner_as(l->client, o.owner, op->owner);
   op->wait_ms = o.wait_ms;

@@ -129,11 +129,7 @@ static void drop_child(rlock_op *op, size_t i) {
     return;
   child->cb = noop;
   op->red->child[i] = NULL;
-  if (child->type == RLOCK__LOP_ACQUIRE && !child->finished) {
-    rlock__loop_enter(child->c);
-    rlock__lacquire_cancel(child);
-    rlock__loop_leave(child->c);
-  }
+  rlock__lacquire_cancel_member(child);
 }
 
 /* ---- giving back, then the next round or the end -------------------------
@@ -288,10 +284,6 @@ static void new_round(rlock_op *op) {
   for (size_t i = 0; i < r->n; i++) {
     red->status[i] = PENDING;
     rlock_op *child = child_new(op, i, RLOCK__LOP_ACQUIRE, member_answered);
-    if (child != NULL) {
-      child->cancel = rlock__lacquire_cancel;
-      child->abandon = rlock__lacquire_abandon;
-    }
     if (child == NULL) {
       note(red, i, RLOCK_ENOMEM, "out of memory");
       continue;
@@ -324,14 +316,9 @@ void rlock__lredlock_cancel(rlock_op *op) {
   if (op->phase == ROUND) {
     /* Each pending member answers (a grant given back by its client
      * first); then what was taken is given back and the op ends. */
-    for (size_t i = 0; i < op->redlock->n; i++) {
-      rlock_op *child = op->red->child[i];
-      if (child != NULL && !child->finished) {
-        rlock__loop_enter(child->c);
-        rlock__lacquire_cancel(child);
-        rlock__loop_leave(child->c);
-      }
-    }
+    for (size_t i = 0; i < op->redlock->n; i++)
+      if (op->red->child[i] != NULL)
+        rlock__lacquire_cancel_member(op->red->child[i]);
     if (round_over(op))
       decide(op);
   } else if (op->phase == PAUSE) {

@@ -118,8 +118,6 @@ static int wait_async(rlock_lock *l, const char *owner, int64_t wait_ms,
   op->cb = cb;
   op->permit_cb = permit_cb;
   op->arg = arg;
-  op->cancel = rlock__lacquire_cancel;
-  op->abandon = rlock__lacquire_abandon;
   op->owner_number = UINT64_MAX; /* a permit belongs to no thread */
   snprintf(op->owner, sizeof op->owner, "%s", owner);
   op->wait_ms = wait_ms;
