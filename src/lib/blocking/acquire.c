@@ -316,19 +316,8 @@ static int not_acquired(acq *a, int rc) {
  * cannot be recorded. */
 static int record(acq *a, int64_t lease_ms, uint64_t owner_number) {
   rlock_lock *l = a->l;
-  if (l->kind->sync && !l->kind->permits)
-    return RLOCK_OK; /* nothing held: permits or a latch's zero */
-  char field[RLOCK_FIELD_MAX];
-  rlock__field(l, a->owner, field);
-  int rc = rlock__hold_push_owned(
-      l->client, l->name, field, lease_ms, a->sent,
-      l->kind->read_renewal || l->kind->permits ? l->base : NULL, owner_number,
-      l->ms);
+  int rc = rlock__acquired_record(l, a->owner, lease_ms, a->sent, owner_number);
   if (rc != RLOCK_OK) {
-    rlock__err(RLOCK_ENOMEM,
-               "out of memory recording the hold of '%s' "
-               "(released)",
-               l->name);
     rlock__call call;
     l->kind->release(l, a->owner, a->lease, &rlock__no_latch, &call);
     run_quietly(l, &call);
@@ -382,10 +371,8 @@ int rlock__acquire_as(rlock_lock *l, const char *owner,
 
 int rlock__acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms,
                    const rlock_cancel *cancel) {
-  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
-  o.wait_ms = wait_ms;
-  o.lease_ms = lease_ms;
-  o.cancel = (rlock_cancel *)cancel;
+  rlock_acquire_options o =
+      rlock__options_with(wait_ms, lease_ms, (rlock_cancel *)cancel);
   rlock_acquire_options checked;
   int rc = rlock__options(&checked, &o);
   return rc == RLOCK_OK ? rlock__acquire_opts(l, &checked) : rc;
@@ -417,9 +404,6 @@ int rlock_lock_try_acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms) {
 
 int rlock_lock_try_acquire_cancel(rlock_lock *l, int64_t wait_ms,
                                   int64_t lease_ms, rlock_cancel *cancel) {
-  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
-  o.wait_ms = wait_ms;
-  o.lease_ms = lease_ms;
-  o.cancel = cancel;
+  rlock_acquire_options o = rlock__options_with(wait_ms, lease_ms, cancel);
   return rlock_lock_acquire_opts(l, &o);
 }

@@ -107,10 +107,7 @@ int rlock_multilock_acquire_opts(rlock_multilock *m,
 
 int rlock_multilock_try_acquire_cancel(rlock_multilock *m, int64_t wait_ms,
                                        int64_t lease_ms, rlock_cancel *cancel) {
-  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
-  o.wait_ms = wait_ms;
-  o.lease_ms = lease_ms;
-  o.cancel = cancel;
+  rlock_acquire_options o = rlock__options_with(wait_ms, lease_ms, cancel);
   return rlock_multilock_acquire_opts(m, &o);
 }
 

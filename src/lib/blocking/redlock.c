@@ -223,11 +223,9 @@ static int release_members(rlock_redlock *r, uint64_t owner, int recorded,
 static int record(rlock__round *rd, int64_t lease) {
   for (size_t i = 0; i < rd->r->n; i++) {
     rlock_lock *l = rd->r->members[i];
-    if (rd->fan[i].done && rd->fan[i].rc == RLOCK_OK &&
-        rd->fan[i].reply->type == RLOCK__R_NIL &&
-        rlock__hold_push_owned(l->client, l->name, rd->owner[i], lease,
-                               rd->started, NULL, rd->owner_number,
-                               l->ms) != RLOCK_OK)
+    if (taken(&rd->fan[i]) &&
+        rlock__acquired_record(l, rd->owner[i], lease, rd->started,
+                               rd->owner_number) != RLOCK_OK)
       return RLOCK_ENOMEM;
   }
   return RLOCK_OK;
@@ -334,10 +332,7 @@ int rlock_redlock_acquire_opts(rlock_redlock_result **result, rlock_redlock *r,
 int rlock_redlock_try_acquire_cancel(rlock_redlock_result **result,
                                      rlock_redlock *r, int64_t wait_ms,
                                      int64_t lease_ms, rlock_cancel *cancel) {
-  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
-  o.wait_ms = wait_ms;
-  o.lease_ms = lease_ms;
-  o.cancel = cancel;
+  rlock_acquire_options o = rlock__options_with(wait_ms, lease_ms, cancel);
   return rlock_redlock_acquire_opts(result, r, &o);
 }
 

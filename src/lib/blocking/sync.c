@@ -44,10 +44,7 @@ static int run(rlock_lock *l, rlock__call *call, int write, int64_t *value) {
 /* A wait of the kind, for `owner` (sync_int.h) with `lease_ms`. */
 static int wait_for(rlock_lock *l, const char *owner, int64_t wait_ms,
                     int64_t lease_ms, rlock_cancel *cancel) {
-  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
-  o.wait_ms = wait_ms;
-  o.lease_ms = lease_ms;
-  o.cancel = cancel;
+  rlock_acquire_options o = rlock__options_with(wait_ms, lease_ms, cancel);
   o.owner = UINT64_MAX; /* a permit belongs to no thread (watchdog.h) */
   int rc = rlock__check_wait(wait_ms);
   if (rc == RLOCK_OK)

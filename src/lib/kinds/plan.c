@@ -13,10 +13,6 @@
  * to the outage pauses' 1 s. */
 #define SETTLE_FIRST_MS 25
 
-static int64_t doubled(int64_t ms) {
-  return ms * 2 < RLOCK__OUTAGE_MAX_MS ? ms * 2 : RLOCK__OUTAGE_MAX_MS;
-}
-
 void rlock__plan_init(rlock__plan *p, int64_t wait_ms) {
   *p = (rlock__plan){.wait_ms = wait_ms,
                      .deadline_us = rlock__deadline_after_ms(wait_ms),
@@ -50,7 +46,7 @@ int64_t rlock__plan_ride_out(rlock__plan *p, const rlock_client *c,
     p->backoff_ms = RLOCK__OUTAGE_FIRST_MS;
   }
   int64_t until = now + p->backoff_ms * 1000;
-  p->backoff_ms = doubled(p->backoff_ms);
+  p->backoff_ms = rlock__doubled(p->backoff_ms, RLOCK__OUTAGE_MAX_MS);
   return until < limit ? until : limit;
 }
 
@@ -102,7 +98,7 @@ int64_t rlock__plan_settle_again(rlock__plan *p, const rlock__call *call,
   int64_t next = rlock__deadline_after_ms(p->settle_ms);
   if (!passing || next >= p->settle_until_us)
     return 0;
-  p->settle_ms = doubled(p->settle_ms);
+  p->settle_ms = rlock__doubled(p->settle_ms, RLOCK__OUTAGE_MAX_MS);
   return next;
 }
 

@@ -140,6 +140,15 @@ int rlock__options(rlock_acquire_options *out,
   return rc == RLOCK_OK ? rlock__check_lease(out->lease_ms) : rc;
 }
 
+rlock_acquire_options rlock__options_with(int64_t wait_ms, int64_t lease_ms,
+                                          rlock_cancel *cancel) {
+  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
+  o.wait_ms = wait_ms;
+  o.lease_ms = lease_ms;
+  o.cancel = cancel;
+  return o;
+}
+
 int rlock_acquire_options_init(rlock_acquire_options *opts,
                                unsigned int version) {
   if (opts == NULL)

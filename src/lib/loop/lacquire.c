@@ -164,25 +164,11 @@ static void wait_more(rlock_op *op) {
 
 /* Acquired: record the hold (given back when it cannot be). */
 static void acquired(rlock_op *op, int64_t token) {
-  rlock_lock *l = op->l;
-  char field[RLOCK_FIELD_MAX];
-  rlock__field(l, op->owner, field);
-  if (l->kind->sync && !l->kind->permits) { /* nothing held to record */
-    done(op, RLOCK_OK, token);
-    return;
-  }
-  if (rlock__hold_push_owned(
-          op->c, l->name, field, op->lease_ms, op->lreq.sent_us,
-          l->kind->read_renewal || l->kind->permits ? l->base : NULL,
-          op->owner_number, l->ms) != RLOCK_OK) {
-    rlock__err(RLOCK_ENOMEM,
-               "out of memory recording the hold of '%s' "
-               "(released)",
-               l->name);
+  if (rlock__acquired_record(op->l, op->owner, op->lease_ms, op->lreq.sent_us,
+                             op->owner_number) != RLOCK_OK)
     give_back(op, RLOCK_ENOMEM);
-    return;
-  }
-  done(op, RLOCK_OK, token);
+  else
+    done(op, RLOCK_OK, token);
 }
 
 /* A failure that ran nothing and may pass (rlock__retryable), in an

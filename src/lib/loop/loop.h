@@ -408,9 +408,8 @@ struct rlock_op {
   /* release */
   int hold_state;
   int64_t keep_ms;
-  rlock__latch latch;       /* its unlock latch (lock_int.h), and ... */
-  char latch_id[33];        /* ... the request id every repeat carries */
-  int64_t release_until_us; /* repeats end here */
+  rlock__latch latch; /* its unlock latch (lock_int.h), and ... */
+  char latch_id[33];  /* ... the request id every repeat carries */
   /* synchronisers (lsync.c): a permit acquisition's callback (instead of
    * cb), and a one-call operation's script operation and its number */
   rlock_permit_fn permit_cb;

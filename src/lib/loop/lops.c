@@ -153,10 +153,11 @@ static void release_done(rlock_client *c, rlock__lreq *r) {
   rlock_op *op = of_lreq(r);
   rlock__reply *reply;
   int rc = answer(r, &reply);
-  if (rlock__release_again(&op->latch, rc, &r->call, op->release_until_us)) {
+  if (rlock__release_again(&op->latch, rc, &r->call)) {
     rlock__reply_free(reply);
     rlock__ltimer_init(&op->timer, release_again_due);
-    if (rlock__ltimer_at(op->c, &op->timer, rlock__deadline_after_ms(20)) ==
+    if (rlock__ltimer_at(op->c, &op->timer,
+                         rlock__deadline_after_ms(RLOCK__RELEASE_PAUSE_MS)) ==
         RLOCK_OK)
       return;
     rc = rlock__err(RLOCK_ENOMEM, "out of memory");
@@ -167,11 +168,9 @@ static void release_done(rlock_client *c, rlock__lreq *r) {
   if (rc == RLOCK_OK) {
     char field[RLOCK_FIELD_MAX];
     rlock__field(op->l, op->owner, field);
-    rc = rlock__release_result(op->l, field, op->hold_state, reply);
+    rc = rlock__release_result(op->l, &r->call, field, op->hold_state, reply);
   }
   rlock__reply_free(reply);
-  if (rc == RLOCK_OK && rlock__call_unconfirmed(&r->call))
-    rc = rlock__release_unconfirmed(op->l, &r->call);
   rlock__lop_finish(op, rlock__wrongtype(op->l, rc), 0);
 }
 
@@ -189,8 +188,6 @@ void rlock__lrelease_start(rlock_op *op) {
   rlock__field(l, op->owner, field);
   rlock__hold_pop(op->c, l->name, field, &op->hold_state, &op->keep_ms);
   rlock__release_latch(l, &op->latch, op->latch_id);
-  op->release_until_us = rlock__deadline_after_ms(
-      op->c->cfg.connect_timeout_ms + op->c->cfg.command_timeout_ms);
   release_send(op);
 }
 
@@ -209,25 +206,14 @@ int rlock_lock_release_async(rlock_lock *l, uint64_t owner, rlock_async_fn cb,
 }
 
 static void force_done(rlock_client *c, rlock__lreq *r) {
+  (void)c;
   rlock_op *op = of_lreq(r);
   rlock__reply *reply;
   int rc = answer(r, &reply);
-  int64_t deleted = 0;
-  if (rc == RLOCK_OK && reply->type != RLOCK__R_INT) {
-    rc = rlock__err(RLOCK_EPROTO, "force-unlock script returned a %s",
-                    rlock__reply_type_name(reply));
-  } else if (rc == RLOCK_OK) {
-    deleted = reply->integer == 1;
-    if (deleted) /* as rlock_lock_force_release: only a deletion ends holds */
-      rlock__hold_mark_lost(c, op->l->name);
-  }
+  int deleted = 0;
+  if (rc == RLOCK_OK)
+    rc = rlock__force_result(op->l, &r->call, reply, &deleted);
   rlock__reply_free(reply);
-  if (rc == RLOCK_OK && rlock__call_unconfirmed(&r->call))
-    rc = rlock__err(RLOCK_EREPLICA,
-                    "%s '%s' was force-released on %s, but no replica "
-                    "confirmed it within %lld ms",
-                    op->l->kind->label, op->l->name, r->call.served_by,
-                    (long long)c->cfg.replica_sync_timeout_ms);
   rlock__lop_finish(op, rlock__wrongtype(op->l, rc), deleted);
 }
 
