@@ -82,28 +82,6 @@ static void test_unsettled_wait_says_how_long(void **state) {
   finish(f, c);
 }
 
-/* A waiting acquisition whose attempt is lost and whose read is refused
- * (an error answer: nothing tells whether the attempt took the lock):
- * the failure stands at once. Attempting again could take one more level
- * than the client records. */
-static const rt_fake_step read_refused[] = {
-    RT_STEP_ACCEPT(),       RT_STEP_EXPECT("EVALSHA"),
-    RT_STEP_CLOSE(),        RT_STEP_ACCEPT(),
-    RT_STEP_EXPECT("HGET"), RT_STEP_SEND("-ERR refused for the test\r\n"),
-    RT_STEP_END()};
-
-static void test_unsettled_read_refused(void **state) {
-  (void)state;
-  rt_fake *f = rt_fake_start(read_refused);
-  rlock_client *c = client_for(f);
-  rlock_lock *l;
-  assert_int_equal(rlock_lock_new(&l, c, "inflight"), RLOCK_OK);
-  expect_rc(rlock_lock_try_acquire(l, 3000, 10000), RLOCK_EIO, "closed");
-  expect_rc(rlock_lock_check(l), RLOCK_ENOTHELD, NULL);
-  rlock_lock_free(l);
-  finish(f, c);
-}
-
 /* A fenced lock's token is then the counter's value. */
 static void test_taken_fenced(void **state) {
   (void)state;
@@ -128,9 +106,9 @@ static void test_taken_fenced(void **state) {
   finish(f, c);
 }
 
-/* The attempt is lost, then the read answers `count`: the original
- * failure stands and nothing is recorded. */
-static void expect_untaken(const char *count) {
+/* The attempt of an acquisition waiting `wait_ms` is lost, then the read
+ * answers `count`: the original failure stands and nothing is recorded. */
+static void expect_untaken(const char *count, int64_t wait_ms) {
   const rt_fake_step s[] = {RT_STEP_ACCEPT(),       RT_STEP_EXPECT("EVALSHA"),
                             RT_STEP_CLOSE(),        RT_STEP_ACCEPT(),
                             RT_STEP_EXPECT("HGET"), RT_STEP_SEND(count),
@@ -139,7 +117,7 @@ static void expect_untaken(const char *count) {
   rlock_client *c = client_for(f);
   rlock_lock *l;
   assert_int_equal(rlock_lock_new(&l, c, "inflight"), RLOCK_OK);
-  expect_rc(rlock_lock_try_acquire(l, 0, 10000), RLOCK_EIO, "closed");
+  expect_rc(rlock_lock_try_acquire(l, wait_ms, 10000), RLOCK_EIO, "closed");
   expect_rc(rlock_lock_check(l), RLOCK_ENOTHELD, NULL);
   rlock_lock_free(l);
   finish(f, c);
@@ -149,14 +127,22 @@ static void expect_untaken(const char *count) {
  * broken connection, as before. */
 static void test_not_taken(void **state) {
   (void)state;
-  expect_untaken("$-1\r\n");
+  expect_untaken("$-1\r\n", 0);
 }
 
 /* Two levels where the client recorded none cannot come from this
  * attempt. */
 static void test_unexplained(void **state) {
   (void)state;
-  expect_untaken("$1\r\n2\r\n");
+  expect_untaken("$1\r\n2\r\n", 0);
+}
+
+/* A waiting acquisition whose read is refused (an error answer: nothing
+ * tells whether the attempt took the lock): the failure stands at once.
+ * Attempting again could take one more level than the client records. */
+static void test_unsettled_read_refused(void **state) {
+  (void)state;
+  expect_untaken("-ERR refused for the test\r\n", 3000);
 }
 
 /* ---- the same on an event-loop client ------------------------------------
