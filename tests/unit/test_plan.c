@@ -113,8 +113,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ride_out_after_settle_starts_at_first_pause),
       cmocka_unit_test(test_settle_stops_on_a_refused_read),
-      cmocka_unit_test(test_settled),
-      cmocka_unit_test(test_spin_pauses),
+      cmocka_unit_test(test_settled), cmocka_unit_test(test_spin_pauses),
       cmocka_unit_test(test_spin_within_the_wait)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

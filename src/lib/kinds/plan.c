@@ -16,9 +16,7 @@
 void rlock__plan_init(rlock__plan *p, int64_t wait_ms) {
   *p = (rlock__plan){.wait_ms = wait_ms,
                      .deadline_us = rlock__deadline_after_ms(wait_ms),
-                     .ttl_ms = -1,
-                     .seed = (uint64_t)rlock__now_us() ^ rlock__thread_id() ^
-                             (uint64_t)(uintptr_t)p};
+                     .ttl_ms = -1};
 }
 
 int64_t rlock__plan_round_until(const rlock__plan *p) {
@@ -62,7 +60,12 @@ void rlock__plan_answered(rlock__plan *p, const rlock_lock *l, int rc) {
 }
 
 int64_t rlock__plan_spin(rlock__plan *p, const rlock__spin *s) {
-  int64_t ms = p->spins++ == 0 ? rlock__spin_first(s) : p->spin_ms;
+  int64_t ms = p->spin_ms;
+  if (p->spins++ == 0) { /* seeded here: most acquisitions never spin */
+    p->seed =
+        (uint64_t)rlock__now_us() ^ rlock__thread_id() ^ (uint64_t)(uintptr_t)p;
+    ms = rlock__spin_first(s);
+  }
   p->spin_ms = rlock__spin_next(s, ms, p->spins, &p->seed);
   int64_t until = rlock__now_us() + ms * 1000;
   int64_t bound = rlock__plan_round_until(p);
