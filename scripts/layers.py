@@ -3,7 +3,7 @@
 """Check that src/lib's layers point one way.
 
 The folders of src/lib are layers, in this order:
-  base <- net <- cmd <- kinds <- loop <- blocking <- api
+  base <- net <- cmd <- kinds <- client <- loop <- blocking <- api
 A file may include the headers of its own layer and of the layers before
 it, and call functions defined there, never after it. The loop engine
 sits below the blocking driver, whose background thread runs it; the
@@ -21,7 +21,8 @@ import re
 import subprocess
 import sys
 
-ORDER = ["base", "net", "cmd", "kinds", "loop", "blocking", "api"]
+ORDER = ["base", "net", "cmd", "kinds", "client", "loop", "blocking",
+         "api"]
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 LIB = os.path.join(ROOT, "src", "lib")
 

@@ -29,8 +29,8 @@ BASES = ["", "src", "src/lib", "src/lib/scripts", "src/cli", "include",
          "bench", "bench/py", "bench/peers", "bench/peers/node", "cmake", "fuzz", "examples",
          "src/bench", "src/adapters", "src/lib/scripts/include",
          "tests/consumer", "tests/abi"] + [
-    "src/lib/" + d for d in ("base", "net", "cmd", "kinds", "loop",
-                             "blocking", "api")]
+    "src/lib/" + d for d in ("base", "net", "cmd", "kinds", "client",
+                             "loop", "blocking", "api")]
 EXT = (".c", ".h", ".py", ".lua", ".md", ".sh", ".cmake", ".cpp", ".in",
        ".hpp", ".1", ".symbols", ".txt", ".json")
 SOURCES = ("src", "include", "tests", "python", "fuzz", "cmake", "examples")

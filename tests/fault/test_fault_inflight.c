@@ -9,6 +9,7 @@
 #include "rt_util.h"
 
 #include <poll.h>
+#include <stdio.h>
 
 static rlock_client *client_for(rt_fake *f) {
   rlock_config *cfg;
@@ -105,9 +106,9 @@ static void test_taken_fenced(void **state) {
   finish(f, c);
 }
 
-/* The attempt is lost, then the read answers `count`: the original
- * failure stands and nothing is recorded. */
-static void expect_untaken(const char *count) {
+/* The attempt of an acquisition waiting `wait_ms` is lost, then the read
+ * answers `count`: the original failure stands and nothing is recorded. */
+static void expect_untaken(const char *count, int64_t wait_ms) {
   const rt_fake_step s[] = {RT_STEP_ACCEPT(),       RT_STEP_EXPECT("EVALSHA"),
                             RT_STEP_CLOSE(),        RT_STEP_ACCEPT(),
                             RT_STEP_EXPECT("HGET"), RT_STEP_SEND(count),
@@ -116,7 +117,7 @@ static void expect_untaken(const char *count) {
   rlock_client *c = client_for(f);
   rlock_lock *l;
   assert_int_equal(rlock_lock_new(&l, c, "inflight"), RLOCK_OK);
-  expect_rc(rlock_lock_try_acquire(l, 0, 10000), RLOCK_EIO, "closed");
+  expect_rc(rlock_lock_try_acquire(l, wait_ms, 10000), RLOCK_EIO, "closed");
   expect_rc(rlock_lock_check(l), RLOCK_ENOTHELD, NULL);
   rlock_lock_free(l);
   finish(f, c);
@@ -126,14 +127,22 @@ static void expect_untaken(const char *count) {
  * broken connection, as before. */
 static void test_not_taken(void **state) {
   (void)state;
-  expect_untaken("$-1\r\n");
+  expect_untaken("$-1\r\n", 0);
 }
 
 /* Two levels where the client recorded none cannot come from this
  * attempt. */
 static void test_unexplained(void **state) {
   (void)state;
-  expect_untaken("$1\r\n2\r\n");
+  expect_untaken("$1\r\n2\r\n", 0);
+}
+
+/* A waiting acquisition whose read is refused (an error answer: nothing
+ * tells whether the attempt took the lock): the failure stands at once.
+ * Attempting again could take one more level than the client records. */
+static void test_unsettled_read_refused(void **state) {
+  (void)state;
+  expect_untaken("-ERR refused for the test\r\n", 3000);
 }
 
 /* ---- the same on an event-loop client ------------------------------------
@@ -203,6 +212,7 @@ static void mini_turn(mini *m) {
 
 typedef struct outcome {
   int done, rc;
+  char msg[512]; /* the callback's rlock_error_last() */
 } outcome;
 
 static void on_outcome(void *arg, int rc, int64_t v) {
@@ -210,10 +220,14 @@ static void on_outcome(void *arg, int rc, int64_t v) {
   outcome *o = arg;
   o->done++;
   o->rc = rc;
+  snprintf(o->msg, sizeof o->msg, "%s", rlock_error_last()->message);
 }
 
-/* A loop client's attempt plays `s`; it must end taken. */
-static void loop_expect_taken(const rt_fake_step *s) {
+/* A loop client's attempt, waiting `wait_ms`, plays `s`; it must end
+ * with `code` (its message holding `needle`), the lock then held or not
+ * as that says. */
+static void loop_expect(const rt_fake_step *s, int64_t wait_ms, int code,
+                        const char *needle) {
   rt_fake *f = rt_fake_start(s);
   mini m = {.fd = {-1, -1, -1, -1}, .timer_at_ms = -1};
   rlock_loop table = {.version = RLOCK_LOOP_VERSION,
@@ -235,7 +249,7 @@ static void loop_expect_taken(const rt_fake_step *s) {
   uint64_t me = rlock_owner_new();
   rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
   o.owner = me;
-  o.wait_ms = 0;
+  o.wait_ms = wait_ms;
   o.lease_ms = 10000;
   outcome out = {0};
   assert_int_equal(rlock_lock_acquire_async(l, &o, on_outcome, &out, NULL),
@@ -244,8 +258,11 @@ static void loop_expect_taken(const rt_fake_step *s) {
   while (!out.done && rt_now_ms() < end)
     mini_turn(&m);
   assert_int_equal(out.done, 1);
-  expect_rc(out.rc, RLOCK_OK, NULL);
-  expect_rc(rlock_lock_check_owner(l, me), RLOCK_OK, NULL);
+  if (out.rc != code || (needle && strstr(out.msg, needle) == NULL))
+    fail_msg("got %d (%s), expected %d with '%s'", out.rc, out.msg, code,
+             needle ? needle : "");
+  expect_rc(rlock_lock_check_owner(l, me),
+            code == RLOCK_OK ? RLOCK_OK : RLOCK_ENOTHELD, NULL);
   rlock_lock_free(l);
   finish(f, m.c);
 }
@@ -263,7 +280,7 @@ static void test_loop_taken(void **state) {
                                    RT_STEP_EXPECT("HGET"),
                                    RT_STEP_SEND("$1\r\n1\r\n"),
                                    RT_STEP_END()};
-  loop_expect_taken(s);
+  loop_expect(s, 0, RLOCK_OK, NULL);
 }
 
 /* ... and its read is lost in flight too: read again (test_read_lost_too). */
@@ -280,7 +297,23 @@ static void test_loop_read_lost_too(void **state) {
                                    RT_STEP_EXPECT("HGET"),
                                    RT_STEP_SEND("$1\r\n1\r\n"),
                                    RT_STEP_END()};
-  loop_expect_taken(s);
+  loop_expect(s, 0, RLOCK_OK, NULL);
+}
+
+/* The loop's wait whose read is refused: the failure stands
+ * (test_unsettled_read_refused). */
+static void test_loop_unsettled_read_refused(void **state) {
+  (void)state;
+  static const rt_fake_step s[] = {
+      RT_STEP_ACCEPT(),
+      RT_STEP_EXPECT("SCRIPT"),
+      RT_STEP_EXPECT("EVALSHA"),
+      RT_STEP_CLOSE(),
+      RT_STEP_ACCEPT(),
+      RT_STEP_EXPECT("HGET"),
+      RT_STEP_SEND("-ERR refused for the test\r\n"),
+      RT_STEP_END()};
+  loop_expect(s, 3000, RLOCK_EIO, "closed");
 }
 
 int main(void) {
@@ -292,6 +325,8 @@ int main(void) {
       cmocka_unit_test(test_not_taken),
       cmocka_unit_test(test_unexplained),
       cmocka_unit_test(test_loop_taken),
-      cmocka_unit_test(test_loop_read_lost_too)};
+      cmocka_unit_test(test_loop_read_lost_too),
+      cmocka_unit_test(test_unsettled_read_refused),
+      cmocka_unit_test(test_loop_unsettled_read_refused)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,8 @@
 #include "client_int.h"
 #include "cmd.h"
 #include "common.h"
+#include "lock_int.h"
+#include "setup.h"
 #include "watchdog.h"
 #include "pubsub.h"
 #include "bg.h"

@@ -128,6 +128,10 @@ int64_t rlock__ms_left(int64_t deadline_us) {
   return left <= 0 ? 0 : (left + 999) / 1000;
 }
 
+int64_t rlock__doubled(int64_t ms, int64_t max_ms) {
+  return ms * 2 < max_ms ? ms * 2 : max_ms;
+}
+
 int rlock__cond_init(pthread_cond_t *cv) {
   pthread_condattr_t attr;
   int rc = pthread_condattr_init(&attr);

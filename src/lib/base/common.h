@@ -65,6 +65,9 @@ void rlock__sleep_ms(int64_t ms);
 /* Milliseconds left until `deadline_us`, rounded up, never negative. */
 int64_t rlock__ms_left(int64_t deadline_us);
 
+/* A back-off's pause after `ms`: doubled, at most `max_ms`. */
+int64_t rlock__doubled(int64_t ms, int64_t max_ms);
+
 /* Initialise a condition variable that waits on the monotonic clock. */
 int rlock__cond_init(pthread_cond_t *cv);
 

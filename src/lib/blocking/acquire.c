@@ -95,13 +95,11 @@ static int read_count(rlock_lock *l, const char *owner, rlock__plan *plan,
  * the lock or not, and it will not run later (a closed connection's
  * unread commands are dropped). Not after a timeout: a slow server may
  * still run the attempt after a read on another connection, so that read
- * would settle nothing. Nobody else writes this owner's field, so reading
- * it settles which:
- * one more level than this client recorded means taken (a fenced lock's
- * token is then the counter's value: no one else can have taken one
- * since), as many means not (*transient: attempt again). Anything else,
- * or no answer to the read before `deadline`, leaves the original
- * failure (the plan's settle steps). */
+ * would settle nothing. Reading the owner's field settles which
+ * (rlock__plan_settled): taken (a fenced lock's token is then the
+ * counter's value: no one else can have taken one since), or not
+ * (*transient: attempt again). Anything else, or no answer to the read
+ * within the plan's settle steps, leaves the original failure. */
 static int settle_in_flight(rlock_lock *l, const char *owner, int64_t lease,
                             rlock__plan *plan, int rc, int64_t *token,
                             int *transient) {
@@ -112,13 +110,11 @@ static int settle_in_flight(rlock_lock *l, const char *owner, int64_t lease,
   char field[RLOCK_FIELD_MAX];
   rlock__field(l, owner, field);
   int64_t had = (int64_t)rlock__hold_depth(l->client, l->name, field), now;
-  if (read_count(l, owner, plan, &now) == RLOCK_OK &&
-      (now == had || now == had + 1)) {
-    if (now == had) {
-      *transient = 1;
-      rlock__error_restore(&why);
-      return rc;
-    }
+  rlock__settled was = read_count(l, owner, plan, &now) == RLOCK_OK
+                           ? rlock__plan_settled(had, now)
+                           : RLOCK__SETTLED_UNKNOWN;
+  *transient = was == RLOCK__SETTLED_UNTAKEN;
+  if (was == RLOCK__SETTLED_TAKEN) {
     *token = 0;
     if (!l->kind->tokens || rlock_lock_token(token, l) == RLOCK_OK)
       return RLOCK_OK;
@@ -139,7 +135,6 @@ typedef struct acq {
   rlock__plan plan; /* the wait, the holder's TTL, the outage (plan.h) */
   int64_t sent;     /* when the last attempt was written */
   int64_t token;    /* the last successful attempt's fencing token */
-  int waiting;      /* an attempt was answered "held": a wait began */
   int64_t start;    /* when the call began (the metrics' wait time) */
   int64_t woke;     /* the last attempt's start: while waiting, when the
                        waiter last woke (the metrics' handoff time) */
@@ -219,20 +214,11 @@ static int attempt(acq *a) {
       sleep_until(again, a->cancel);
       continue;
     }
-    if (rc == RLOCK_ELOCKED && a->plan.wait_ms != 0 && !a->waiting) {
-      a->waiting = 1;
-      rlock__obs_count(&c->obs, RLOCK__STAT_WAITS);
-      rlock__obs_wait_begin(a->l->ms);
-    }
-    if (rc == RLOCK_OK || rc == RLOCK_ELOCKED) {
-      rlock__plan_answered(&a->plan);
+    rlock__plan_answered(&a->plan, a->l, rc);
+    if (rc == RLOCK_OK || rc == RLOCK_ELOCKED)
       return rc;
-    }
-    if (!ride_out(a, rlock__retryable(rc, transient))) {
-      rc = outage_end(a, rc);
-      rlock__plan_answered(&a->plan);
-      return rc;
-    }
+    if (!ride_out(a, rlock__retryable(rc, transient)))
+      return outage_end(a, rc);
   }
 }
 
@@ -293,21 +279,16 @@ static void sleep_until(int64_t until_us, const rlock_cancel *cancel) {
   }
 }
 
-/* The spin lock's wait: no subscription; back off, bounded by the
- * holder's TTL and the deadline, then attempt again. */
+/* The spin lock's wait: no subscription; back off (rlock__plan_spin),
+ * then attempt again. */
 static int spin_and_retry(acq *a) {
-  uint64_t seed = (uint64_t)rlock__now_us() ^ rlock__thread_id();
-  int64_t delay = rlock__spin_first(&a->l->spin);
-  for (unsigned failures = 1;; failures++) {
-    int64_t until = rlock__now_us() + delay * 1000;
-    int64_t bound = rlock__plan_round_until(&a->plan);
-    sleep_until(until < bound ? until : bound, a->cancel);
+  for (;;) {
+    sleep_until(rlock__plan_spin(&a->plan, &a->l->spin), a->cancel);
     if (rlock__canceled(a->cancel))
       return rlock__err(RLOCK_ECANCELED, "wait canceled");
     int rc = attempt(a);
     if (rc != RLOCK_ELOCKED || rlock__now_us() >= a->plan.deadline_us)
       return rc;
-    delay = rlock__spin_next(&a->l->spin, delay, failures, &seed);
   }
 }
 
@@ -335,19 +316,8 @@ static int not_acquired(acq *a, int rc) {
  * cannot be recorded. */
 static int record(acq *a, int64_t lease_ms, uint64_t owner_number) {
   rlock_lock *l = a->l;
-  if (l->kind->sync && !l->kind->permits)
-    return RLOCK_OK; /* nothing held: permits or a latch's zero */
-  char field[RLOCK_FIELD_MAX];
-  rlock__field(l, a->owner, field);
-  int rc = rlock__hold_push_owned(
-      l->client, l->name, field, lease_ms, a->sent,
-      l->kind->read_renewal || l->kind->permits ? l->base : NULL, owner_number,
-      l->ms);
+  int rc = rlock__acquired_record(l, a->owner, lease_ms, a->sent, owner_number);
   if (rc != RLOCK_OK) {
-    rlock__err(RLOCK_ENOMEM,
-               "out of memory recording the hold of '%s' "
-               "(released)",
-               l->name);
     rlock__call call;
     l->kind->release(l, a->owner, a->lease, &rlock__no_latch, &call);
     run_quietly(l, &call);
@@ -378,7 +348,7 @@ int rlock__acquire_as(rlock_lock *l, const char *owner,
   rlock_client *c = l->client;
   acq a = {.l = l,
            .owner = owner,
-           .lease = o->lease_ms > 0 ? o->lease_ms : c->cfg.watchdog_timeout_ms,
+           .lease = rlock__lease_sent(c, o->lease_ms),
            .cancel = o->cancel,
            .start = rlock__now_us()};
   rlock__plan_init(&a.plan, o->wait_ms);
@@ -394,17 +364,15 @@ int rlock__acquire_as(rlock_lock *l, const char *owner,
   else if ((rc = record(&a, o->lease_ms, o->owner)) == RLOCK_OK &&
            o->token != NULL)
     *o->token = a.token;
-  rlock__obs_acquire_end(l->ms, rc, a.waiting, a.start, a.woke);
+  rlock__obs_acquire_end(l->ms, rc, a.plan.waiting, a.start, a.woke);
   rlock__bound_restore(was);
   return rc;
 }
 
 int rlock__acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms,
                    const rlock_cancel *cancel) {
-  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
-  o.wait_ms = wait_ms;
-  o.lease_ms = lease_ms;
-  o.cancel = (rlock_cancel *)cancel;
+  rlock_acquire_options o =
+      rlock__options_with(wait_ms, lease_ms, (rlock_cancel *)cancel);
   rlock_acquire_options checked;
   int rc = rlock__options(&checked, &o);
   return rc == RLOCK_OK ? rlock__acquire_opts(l, &checked) : rc;
@@ -436,9 +404,6 @@ int rlock_lock_try_acquire(rlock_lock *l, int64_t wait_ms, int64_t lease_ms) {
 
 int rlock_lock_try_acquire_cancel(rlock_lock *l, int64_t wait_ms,
                                   int64_t lease_ms, rlock_cancel *cancel) {
-  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
-  o.wait_ms = wait_ms;
-  o.lease_ms = lease_ms;
-  o.cancel = cancel;
+  rlock_acquire_options o = rlock__options_with(wait_ms, lease_ms, cancel);
   return rlock_lock_acquire_opts(l, &o);
 }

@@ -18,6 +18,7 @@
 
 #include "client_int.h"
 #include "common.h"
+#include "setup.h"
 #include "watchdog.h"
 #include "pubsub.h"
 

@@ -50,7 +50,6 @@ int rlock__blocking_check_all(rlock_lock *const *members, size_t n) {
 typedef struct unlatch {
   const rlock_lock *l;
   const rlock__latch *latch;
-  int64_t deadline;
   int decided; /* the answer was read: `again` holds the decision */
   int again;
 } unlatch;
@@ -59,7 +58,7 @@ static int unlatch_then(void *arg, const rlock__call *call,
                         const rlock__reply *r, rlock__buf *out) {
   unlatch *u = arg;
   u->decided = 1;
-  u->again = rlock__release_again(u->latch, RLOCK_OK, call, u->deadline);
+  u->again = rlock__release_again(u->latch, RLOCK_OK, call);
   if (u->again || !rlock__latch_spent(u->latch, r))
     return 0;
   char key[RLOCK__LATCH_KEY_MAX];
@@ -87,11 +86,9 @@ int rlock_lock_release_owner(rlock_lock *l, uint64_t owner_number) {
   rlock__hold_pop(l->client, l->name, field, &state, &keep_ms);
   rlock__latch latch;
   rlock__release_latch(l, &latch, id);
-  int64_t deadline = rlock__deadline_after_ms(
-      l->client->cfg.connect_timeout_ms + l->client->cfg.command_timeout_ms);
   rlock__call call;
   rlock__reply *r = NULL;
-  unlatch u = {.l = l, .latch = &latch, .deadline = deadline};
+  unlatch u = {.l = l, .latch = &latch};
   for (;;) {
     l->kind->release(l, owner, keep_ms, &latch, &call);
     call.sync = 1;
@@ -99,19 +96,16 @@ int rlock_lock_release_owner(rlock_lock *l, uint64_t owner_number) {
     call.then_arg = &u;
     u.decided = 0;
     rc = rlock__lock_run(l, &call, &r);
-    if (!(u.decided ? u.again
-                    : rlock__release_again(&latch, rc, &call, deadline)))
+    if (!(u.decided ? u.again : rlock__release_again(&latch, rc, &call)))
       break;
     rlock__reply_free(r);
     r = NULL;
-    rlock__sleep_ms(20);
+    rlock__sleep_ms(RLOCK__RELEASE_PAUSE_MS);
   }
   if (rc != RLOCK_OK)
     return rc;
-  rc = rlock__release_result(l, field, state, r);
+  rc = rlock__release_result(l, &call, field, state, r);
   rlock__reply_free(r);
-  if (rc == RLOCK_OK && rlock__call_unconfirmed(&call))
-    rc = rlock__release_unconfirmed(l, &call);
   return rc;
 }
 
@@ -128,24 +122,8 @@ int rlock_lock_force_release(int *deleted, rlock_lock *l) {
   rc = rlock__lock_run(l, &call, &r);
   if (rc != RLOCK_OK)
     return rc;
-  if (r->type != RLOCK__R_INT) {
-    rc = rlock__err(RLOCK_EPROTO, "force-unlock script returned a %s",
-                    rlock__reply_type_name(r));
-  } else {
-    /* Only a deletion ends local holds: a read lock's force release does
-     * nothing to a write-held lock, whose renewal must go on. */
-    if (r->integer == 1)
-      rlock__hold_mark_lost(l->client, l->name);
-    if (deleted != NULL)
-      *deleted = r->integer == 1;
-  }
+  rc = rlock__force_result(l, &call, r, deleted);
   rlock__reply_free(r);
-  if (rc == RLOCK_OK && rlock__call_unconfirmed(&call))
-    rc = rlock__err(RLOCK_EREPLICA,
-                    "%s '%s' was force-released on %s, but "
-                    "no replica confirmed it within %lld ms",
-                    l->kind->label, l->name, call.served_by,
-                    (long long)l->client->cfg.replica_sync_timeout_ms);
   return rc;
 }
 

@@ -32,13 +32,6 @@ static void release_first(rlock_multilock *m, size_t n, uint64_t owner) {
   rlock__error_restore(&saved);
 }
 
-/* Remaining wait for the next member: forever, or what is left (0 once
- * the deadline passed: one last try). */
-static int64_t wait_left(int64_t wait_ms, int64_t deadline) {
-  return wait_ms == RLOCK_WAIT_FOREVER ? RLOCK_WAIT_FOREVER
-                                       : rlock__ms_left(deadline);
-}
-
 /* Give member i, held by `owner`, a fresh fixed lease of `lease_ms`, and
  * tell its hold record when that now ends. It must still be held: its
  * local record must vouch for it (a lease that ran out may have let
@@ -70,19 +63,15 @@ static int acquire_all(rlock_multilock *m, const rlock_acquire_options *o) {
   int64_t deadline = rlock__deadline_after_ms(o->wait_ms);
   rlock_acquire_options member = *o;
   for (size_t i = 0; i < m->n; i++) {
-    member.wait_ms = wait_left(o->wait_ms, deadline);
+    member.wait_ms = rlock__multi_wait_left(o->wait_ms, deadline);
     int rc = rlock__acquire_opts(m->members[i], &member);
     if (rc != RLOCK_OK) {
-      /* After a transport error the script may have run: release member i
-       * too (a no-op when it did not). */
-      int unsure = rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT;
-      release_first(m, unsure ? i + 1 : i, o->owner);
+      release_first(m, rlock__multi_give_back(i, rc), o->owner);
       return rc;
     }
   }
-  /* Every member is held: the earlier ones get their full lease again. The
-   * last was just taken with it. (Watchdog leases are renewed anyway.) */
-  for (size_t i = 0; o->lease_ms > 0 && i + 1 < m->n; i++) {
+  /* Every member is held: the earlier ones get their full lease again. */
+  for (size_t i = 0; rlock__multi_relets(m, i, o->lease_ms); i++) {
     char owner[RLOCK_OWNER_MAX]; /* the owner, on i's client */
     rlock__owner_as(m->members[i]->client, o->owner, owner);
     int rc = relet(m, i, owner, o->lease_ms);
@@ -118,10 +107,7 @@ int rlock_multilock_acquire_opts(rlock_multilock *m,
 
 int rlock_multilock_try_acquire_cancel(rlock_multilock *m, int64_t wait_ms,
                                        int64_t lease_ms, rlock_cancel *cancel) {
-  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
-  o.wait_ms = wait_ms;
-  o.lease_ms = lease_ms;
-  o.cancel = cancel;
+  rlock_acquire_options o = rlock__options_with(wait_ms, lease_ms, cancel);
   return rlock_multilock_acquire_opts(m, &o);
 }
 

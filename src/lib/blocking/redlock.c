@@ -78,12 +78,9 @@ static void build_attempt(void *arg, size_t i, rlock__call *call) {
  * reach). Free the replies with round_free(). */
 static void redlock_round(rlock__round *rd, int64_t lease) {
   rlock_redlock *r = rd->r;
-  int64_t lease_min = INT64_MAX;
-  for (size_t i = 0; i < r->n; i++) {
-    int64_t li = rlock__redlock_member_lease(r, i, lease);
-    lease_min = li < lease_min ? li : lease_min;
+  int64_t lease_min = rlock__redlock_lease_min(r, lease);
+  for (size_t i = 0; i < r->n; i++)
     rlock__owner_as(r->members[i]->client, rd->owner_number, rd->owner[i]);
-  }
   rd->lease_min = lease; /* for build_attempt */
   rd->started = rlock__now_us();
   rd->node_timeout_ms = rlock__redlock_node_timeout_ms(r, lease_min);
@@ -134,23 +131,6 @@ static void fill_result(rlock_redlock_result *res, const rlock__round *rd,
   for (size_t i = 0; i < res->n; i++)
     res->status[i] = member_status(&rd->fan[i], res->message[i],
                                    sizeof res->message[i], rd->r->members[i]);
-}
-
-/* The call's status for a failed round, with a message that counts. */
-static int round_failure(const rlock__round *rd,
-                         const rlock_redlock_result *res) {
-  int code =
-      rlock__redlock_miss_code(res->status, res->n, rd->taken, rd->r->quorum);
-  for (size_t i = 0; i < res->n; i++)
-    if (res->status[i] != RLOCK_OK && res->status[i] != RLOCK_ETIMEOUT)
-      return rlock__err(code,
-                        "RedLock: %zu of %zu members taken (quorum "
-                        "%zu); member %zu: %s",
-                        rd->taken, res->n, rd->r->quorum, i, res->message[i]);
-  return rlock__err(code,
-                    "RedLock: %zu of %zu members taken (quorum %zu), "
-                    "validity left %" PRId64 " ms",
-                    rd->taken, res->n, rd->r->quorum, rd->validity);
 }
 
 /* The members one release concerns, and what is known of each. */
@@ -243,11 +223,9 @@ static int release_members(rlock_redlock *r, uint64_t owner, int recorded,
 static int record(rlock__round *rd, int64_t lease) {
   for (size_t i = 0; i < rd->r->n; i++) {
     rlock_lock *l = rd->r->members[i];
-    if (rd->fan[i].done && rd->fan[i].rc == RLOCK_OK &&
-        rd->fan[i].reply->type == RLOCK__R_NIL &&
-        rlock__hold_push_owned(l->client, l->name, rd->owner[i], lease,
-                               rd->started, NULL, rd->owner_number,
-                               l->ms) != RLOCK_OK)
+    if (taken(&rd->fan[i]) &&
+        rlock__acquired_record(l, rd->owner[i], lease, rd->started,
+                               rd->owner_number) != RLOCK_OK)
       return RLOCK_ENOMEM;
   }
   return RLOCK_OK;
@@ -271,10 +249,11 @@ static int one_round(rlock__round *rd, int64_t lease,
                      rlock_redlock_result *res) {
   int which[RLOCK_MAX_REDLOCK_MEMBERS];
   redlock_round(rd, lease);
-  int ok = rd->taken >= rd->r->quorum && rd->validity > 0;
+  int ok = rlock__redlock_held(rd->r, rd->taken, rd->validity);
   fill_result(res, rd, ok);
   to_release(rd, which);
-  int rc = ok ? record(rd, lease) : round_failure(rd, res);
+  int rc = ok ? record(rd, lease)
+              : rlock__redlock_miss(rd->r, res, rd->taken, rd->validity);
   round_free(rd);
   if (rc != RLOCK_OK) {
     rlock__saved_error saved;
@@ -353,10 +332,7 @@ int rlock_redlock_acquire_opts(rlock_redlock_result **result, rlock_redlock *r,
 int rlock_redlock_try_acquire_cancel(rlock_redlock_result **result,
                                      rlock_redlock *r, int64_t wait_ms,
                                      int64_t lease_ms, rlock_cancel *cancel) {
-  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
-  o.wait_ms = wait_ms;
-  o.lease_ms = lease_ms;
-  o.cancel = cancel;
+  rlock_acquire_options o = rlock__options_with(wait_ms, lease_ms, cancel);
   return rlock_redlock_acquire_opts(result, r, &o);
 }
 

@@ -37,21 +37,14 @@ static int run(rlock_lock *l, rlock__call *call, int write, int64_t *value) {
   if (rc == RLOCK_OK && value != NULL)
     *value = v; /* also when unconfirmed: the master's answer */
   if (rc == RLOCK_OK && write && rlock__call_unconfirmed(call))
-    return rlock__err(RLOCK_EREPLICA,
-                      "%s '%s': written on %s, but no replica confirmed it "
-                      "within %lld ms",
-                      l->kind->label, l->name, call->served_by,
-                      (long long)l->client->cfg.replica_sync_timeout_ms);
+    return rlock__sync_unconfirmed(l, call);
   return rc;
 }
 
 /* A wait of the kind, for `owner` (sync_int.h) with `lease_ms`. */
 static int wait_for(rlock_lock *l, const char *owner, int64_t wait_ms,
                     int64_t lease_ms, rlock_cancel *cancel) {
-  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
-  o.wait_ms = wait_ms;
-  o.lease_ms = lease_ms;
-  o.cancel = cancel;
+  rlock_acquire_options o = rlock__options_with(wait_ms, lease_ms, cancel);
   o.owner = UINT64_MAX; /* a permit belongs to no thread (watchdog.h) */
   int rc = rlock__check_wait(wait_ms);
   if (rc == RLOCK_OK)
@@ -59,10 +52,28 @@ static int wait_for(rlock_lock *l, const char *owner, int64_t wait_ms,
   return rc == RLOCK_OK ? rlock__acquire_as(l, owner, &o) : rc;
 }
 
-static int set_flag(int *set, int64_t v) {
-  if (set != NULL)
-    *set = v == 1;
-  return RLOCK_OK;
+/* The script operation `what` with `num` (and a permit `id`, lowercase)
+ * on the synchroniser `obj`, after `check` (the argument's, RLOCK_OK when
+ * none): as run(). */
+static int one(const void *obj, int check, const char *what, int64_t num,
+               const char *id, int write, int64_t *value, const char *fn) {
+  int rc = usable(obj, fn);
+  if (rc != RLOCK_OK || (rc = check) != RLOCK_OK)
+    return rc;
+  rlock_lock *l = *(rlock_lock *const *)obj;
+  rlock__call call;
+  rlock__sync_call(l, what, num, id, &call);
+  return run(l, &call, write, value);
+}
+
+/* one() answering 1 or 0 into *flag (may be NULL). */
+static int one_flag(const void *obj, int check, const char *what, int64_t num,
+                    int *flag, const char *fn) {
+  int64_t v = 0;
+  int rc = one(obj, check, what, num, NULL, 1, &v, fn);
+  if (rc == RLOCK_OK && flag != NULL)
+    *flag = v == 1;
+  return rc;
 }
 
 /* ---- the semaphore ----------------------------------------------------------
@@ -71,34 +82,19 @@ static int set_flag(int *set, int64_t v) {
 int rlock_semaphore_try_set_permits(int *set, rlock_semaphore *s,
                                     int64_t permits) {
   static const char fn[] = "rlock_semaphore_try_set_permits";
-  int rc = usable(s, fn);
-  if (rc != RLOCK_OK || (rc = rlock__check_permits(permits, 0, fn)) != 0)
-    return rc;
-  rlock__call call;
-  int64_t v;
-  rlock__sem_call(s->l, "tryset", permits, &call);
-  rc = run(s->l, &call, 1, &v);
-  return rc == RLOCK_OK ? set_flag(set, v) : rc;
+  return one_flag(s, rlock__check_permits(permits, 0, fn), "tryset", permits,
+                  set, fn);
 }
 
 int rlock_semaphore_set_permits(rlock_semaphore *s, int64_t permits) {
   static const char fn[] = "rlock_semaphore_set_permits";
-  int rc = usable(s, fn);
-  if (rc != RLOCK_OK || (rc = rlock__check_permits(permits, 0, fn)) != 0)
-    return rc;
-  rlock__call call;
-  rlock__sem_call(s->l, "set", permits, &call);
-  return run(s->l, &call, 1, NULL);
+  return one(s, rlock__check_permits(permits, 0, fn), "set", permits, NULL, 1,
+             NULL, fn);
 }
 
 int rlock_semaphore_add_permits(rlock_semaphore *s, int64_t delta) {
   static const char fn[] = "rlock_semaphore_add_permits";
-  int rc = usable(s, fn);
-  if (rc != RLOCK_OK || (rc = rlock__check_delta(delta, fn)) != 0)
-    return rc;
-  rlock__call call;
-  rlock__sem_call(s->l, "add", delta, &call);
-  return run(s->l, &call, 1, NULL);
+  return one(s, rlock__check_delta(delta, fn), "add", delta, NULL, 1, NULL, fn);
 }
 
 int rlock_semaphore_acquire(rlock_semaphore *s, int64_t permits,
@@ -114,33 +110,26 @@ int rlock_semaphore_acquire(rlock_semaphore *s, int64_t permits,
 
 int rlock_semaphore_release(rlock_semaphore *s, int64_t permits) {
   static const char fn[] = "rlock_semaphore_release";
-  int rc = usable(s, fn);
-  if (rc != RLOCK_OK || (rc = rlock__check_permits(permits, 1, fn)) != 0)
-    return rc;
-  rlock__call call;
-  rlock__sem_call(s->l, "release", permits, &call);
-  return run(s->l, &call, 1, NULL);
+  return one(s, rlock__check_permits(permits, 1, fn), "release", permits, NULL,
+             1, NULL, fn);
+}
+
+/* A read of `what` into *out, which must be given. */
+static int query(int64_t *out, const void *obj, const char *what,
+                 const char *fn) {
+  int check = out == NULL ? rlock__err(RLOCK_EINVAL,
+                                       "%s: the result pointer is NULL", fn)
+                          : RLOCK_OK;
+  return one(obj, check, what, 0, NULL, 0, out, fn);
 }
 
 int rlock_semaphore_available(int64_t *available, rlock_semaphore *s) {
-  static const char fn[] = "rlock_semaphore_available";
-  int rc = usable(s, fn);
-  if (rc != RLOCK_OK)
-    return rc;
-  if (available == NULL)
-    return rlock__err(RLOCK_EINVAL, "%s: available is NULL", fn);
-  rlock__call call;
-  rlock__sem_call(s->l, "get", 0, &call);
-  return run(s->l, &call, 0, available);
+  return query(available, s, "get", "rlock_semaphore_available");
 }
 
 int rlock_semaphore_drain(int64_t *drained, rlock_semaphore *s) {
-  int rc = usable(s, "rlock_semaphore_drain");
-  if (rc != RLOCK_OK)
-    return rc;
-  rlock__call call;
-  rlock__sem_call(s->l, "drain", 0, &call);
-  return run(s->l, &call, 1, drained);
+  return one(s, RLOCK_OK, "drain", 0, NULL, 1, drained,
+             "rlock_semaphore_drain");
 }
 
 /* ---- the permit-expirable semaphore
@@ -149,34 +138,19 @@ int rlock_semaphore_drain(int64_t *drained, rlock_semaphore *s) {
 int rlock_psemaphore_try_set_permits(int *set, rlock_psemaphore *s,
                                      int64_t permits) {
   static const char fn[] = "rlock_psemaphore_try_set_permits";
-  int rc = usable(s, fn);
-  if (rc != RLOCK_OK || (rc = rlock__check_permits(permits, 0, fn)) != 0)
-    return rc;
-  rlock__call call;
-  int64_t v;
-  rlock__psem_call(s->l, "tryset", permits, NULL, &call);
-  rc = run(s->l, &call, 1, &v);
-  return rc == RLOCK_OK ? set_flag(set, v) : rc;
+  return one_flag(s, rlock__check_permits(permits, 0, fn), "tryset", permits,
+                  set, fn);
 }
 
 int rlock_psemaphore_set_permits(rlock_psemaphore *s, int64_t permits) {
   static const char fn[] = "rlock_psemaphore_set_permits";
-  int rc = usable(s, fn);
-  if (rc != RLOCK_OK || (rc = rlock__check_permits(permits, 0, fn)) != 0)
-    return rc;
-  rlock__call call;
-  rlock__psem_call(s->l, "set", permits, NULL, &call);
-  return run(s->l, &call, 1, NULL);
+  return one(s, rlock__check_permits(permits, 0, fn), "set", permits, NULL, 1,
+             NULL, fn);
 }
 
 int rlock_psemaphore_add_permits(rlock_psemaphore *s, int64_t delta) {
   static const char fn[] = "rlock_psemaphore_add_permits";
-  int rc = usable(s, fn);
-  if (rc != RLOCK_OK || (rc = rlock__check_delta(delta, fn)) != 0)
-    return rc;
-  rlock__call call;
-  rlock__psem_call(s->l, "add", delta, NULL, &call);
-  return run(s->l, &call, 1, NULL);
+  return one(s, rlock__check_delta(delta, fn), "add", delta, NULL, 1, NULL, fn);
 }
 
 int rlock_psemaphore_acquire(char *id, rlock_psemaphore *s, int64_t wait_ms,
@@ -217,11 +191,8 @@ int rlock_psemaphore_release(rlock_psemaphore *s, const char *id) {
   rlock__call call;
   rlock__psem_call(s->l, "release", 0, lower, &call);
   rc = run(s->l, &call, 1, &released);
-  if (rc == RLOCK_EREPLICA && released == 1)
-    return rc; /* released on the master */
-  return rc == RLOCK_OK || rc == RLOCK_EREPLICA
-             ? rlock__permit_result(s->l, lower, state, released)
-             : rc;
+  return rlock__permit_outcome(s->l, "release", lower, state, rc, released, 0,
+                               0);
 }
 
 int rlock_psemaphore_update_lease(rlock_psemaphore *s, const char *id,
@@ -229,28 +200,15 @@ int rlock_psemaphore_update_lease(rlock_psemaphore *s, const char *id,
   static const char fn[] = "rlock_psemaphore_update_lease";
   char lower[RLOCK_PERMIT_ID_LEN + 1];
   int rc = permit_args(s, id, lower, fn);
-  if (rc != RLOCK_OK)
+  if (rc != RLOCK_OK || (rc = rlock__check_permit_lease(lease_ms, fn)) != 0)
     return rc;
-  if (lease_ms < 1 || lease_ms > RLOCK_MAX_DURATION_MS)
-    return rlock__err(RLOCK_EINVAL,
-                      "%s: lease must be 1..%" PRId64 " ms (got %" PRId64 ")",
-                      fn, RLOCK_MAX_DURATION_MS, lease_ms);
-  rlock_client *c = s->l->client;
-  int known = rlock__hold_depth(c, s->l->name, lower) > 0 ||
-              rlock__hold_check(c, s->l->name, lower) == RLOCK_ELOST;
+  int known = rlock__permit_known(s->l, lower);
   rlock__call call;
   int64_t renewed = 0;
   rlock__psem_call(s->l, "renew", lease_ms, lower, &call);
   rc = run(s->l, &call, 1, &renewed);
-  if (rc != RLOCK_OK && rc != RLOCK_EREPLICA)
-    return rc;
-  if (renewed == 1) {
-    rlock__permit_relet(s->l, lower, lease_ms, rlock__call_granted_from(&call));
-    return rc;
-  }
-  rlock__hold_forget(c, s->l->name, lower);
-  return rlock__permit_result(s->l, lower,
-                              known ? RLOCK__HOLD_LOST : RLOCK__HOLD_NONE, 0);
+  return rlock__permit_outcome(s->l, "renew", lower, known, rc, renewed,
+                               lease_ms, rlock__call_granted_from(&call));
 }
 
 int rlock_psemaphore_check(rlock_psemaphore *s, const char *id) {
@@ -272,24 +230,12 @@ int rlock_psemaphore_check(rlock_psemaphore *s, const char *id) {
                    rc == RLOCK_ELOST ? RLOCK__HOLD_LOST : RLOCK__HOLD_NONE, 0);
 }
 
-static int psem_query(int64_t *out, rlock_psemaphore *s, const char *op,
-                      const char *fn) {
-  int rc = usable(s, fn);
-  if (rc != RLOCK_OK)
-    return rc;
-  if (out == NULL)
-    return rlock__err(RLOCK_EINVAL, "%s: the result pointer is NULL", fn);
-  rlock__call call;
-  rlock__psem_call(s->l, op, 0, NULL, &call);
-  return run(s->l, &call, 0, out);
-}
-
 int rlock_psemaphore_available(int64_t *available, rlock_psemaphore *s) {
-  return psem_query(available, s, "get", "rlock_psemaphore_available");
+  return query(available, s, "get", "rlock_psemaphore_available");
 }
 
 int rlock_psemaphore_permits(int64_t *permits, rlock_psemaphore *s) {
-  return psem_query(permits, s, "total", "rlock_psemaphore_permits");
+  return query(permits, s, "total", "rlock_psemaphore_permits");
 }
 
 int rlock_psemaphore_lease_ms(int64_t *remaining_ms, rlock_psemaphore *s,
@@ -304,12 +250,12 @@ int rlock_psemaphore_lease_ms(int64_t *remaining_ms, rlock_psemaphore *s,
   rlock__call call;
   int64_t v;
   rlock__psem_call(s->l, "lease", 0, lower, &call);
-  if ((rc = run(s->l, &call, 0, &v)) != RLOCK_OK)
-    return rc;
-  if (v == -2)
-    return rlock__permit_result(s->l, lower, RLOCK__HOLD_NONE, 0);
-  *remaining_ms = v;
-  return RLOCK_OK;
+  rc = run(s->l, &call, 0, &v);
+  rc = rlock__permit_outcome(s->l, "lease", lower, RLOCK__HOLD_NONE, rc, v, 0,
+                             0);
+  if (rc == RLOCK_OK)
+    *remaining_ms = v;
+  return rc;
 }
 
 int rlock_psemaphore_inspect(rlock_permits_info **out, rlock_psemaphore *s) {
@@ -341,34 +287,19 @@ static int latch_args(rlock_latch *x, const char *fn) {
 int rlock_latch_try_set_count(int *set, rlock_latch *x, int64_t count) {
   static const char fn[] = "rlock_latch_try_set_count";
   int rc = latch_args(x, fn);
-  if (rc != RLOCK_OK || (rc = rlock__check_count(count, fn)) != RLOCK_OK)
-    return rc;
-  rlock__call call;
-  int64_t v;
-  rlock__latch_call(x->l, "tryset", count, &call);
-  rc = run(x->l, &call, 1, &v);
-  return rc == RLOCK_OK ? set_flag(set, v) : rc;
+  return rc == RLOCK_OK ? one_flag(x, rlock__check_count(count, fn), "tryset",
+                                   count, set, fn)
+                        : rc;
 }
 
 int rlock_latch_count_down(rlock_latch *x) {
-  int rc = latch_args(x, "rlock_latch_count_down");
-  if (rc != RLOCK_OK)
-    return rc;
-  rlock__call call;
-  rlock__latch_call(x->l, "down", 0, &call);
-  return run(x->l, &call, 1, NULL);
+  static const char fn[] = "rlock_latch_count_down";
+  int rc = latch_args(x, fn);
+  return rc == RLOCK_OK ? one(x, RLOCK_OK, "down", 0, NULL, 1, NULL, fn) : rc;
 }
 
 int rlock_latch_count(int64_t *count, rlock_latch *x) {
-  static const char fn[] = "rlock_latch_count";
-  int rc = usable(x, fn);
-  if (rc != RLOCK_OK)
-    return rc;
-  if (count == NULL)
-    return rlock__err(RLOCK_EINVAL, "%s: count is NULL", fn);
-  rlock__call call;
-  rlock__latch_call(x->l, "get", 0, &call);
-  return run(x->l, &call, 0, count);
+  return query(count, x, "get", "rlock_latch_count");
 }
 
 int rlock_latch_await(rlock_latch *x, int64_t wait_ms, rlock_cancel *cancel) {
@@ -377,12 +308,7 @@ int rlock_latch_await(rlock_latch *x, int64_t wait_ms, rlock_cancel *cancel) {
 }
 
 int rlock_latch_delete(int *deleted, rlock_latch *x) {
-  int rc = latch_args(x, "rlock_latch_delete");
-  if (rc != RLOCK_OK)
-    return rc;
-  rlock__call call;
-  int64_t v;
-  rlock__latch_call(x->l, "delete", 0, &call);
-  rc = run(x->l, &call, 1, &v);
-  return rc == RLOCK_OK ? set_flag(deleted, v) : rc;
+  static const char fn[] = "rlock_latch_delete";
+  int rc = latch_args(x, fn);
+  return rc == RLOCK_OK ? one_flag(x, RLOCK_OK, "delete", 0, deleted, fn) : rc;
 }

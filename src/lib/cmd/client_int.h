@@ -68,15 +68,4 @@ struct rlock_client {
   rlock__registry reg;
 };
 
-/* A client without its driver: rlock_client_new starts the background
- * thread on it, rlock_client_new_loop attaches an event loop; each sets
- * c->drv. */
-int rlock__client_setup(rlock_client **out, const rlock_config *cfg);
-/* Free what rlock__client_setup made (the driver stopped first). */
-void rlock__client_teardown(rlock_client *c);
-
-/* Write "<client id>:<thread id>" for the calling thread into buf
- * (RLOCK_OWNER_MAX bytes). */
-void rlock__owner(const rlock_client *c, char *buf);
-
 #endif /* RLOCK_CLIENT_INT_H */

@@ -44,7 +44,7 @@ int64_t rlock__attempt_token(const rlock__reply *r) {
   return r->type == RLOCK__R_ARRAY && r->n == 1 ? r->elem[0]->integer : 0;
 }
 
-const rlock__latch rlock__no_latch = {"-", 0};
+const rlock__latch rlock__no_latch = {"-", 0, 0};
 
 void rlock__latch_name(rlock_lock *l, const rlock__latch *latch,
                        rlock__call *call) {
@@ -373,6 +373,28 @@ void rlock_lock_free(rlock_lock *l) {
 
 const char *rlock_lock_name(const rlock_lock *l) { return l ? l->name : NULL; }
 
+/* The owner field is built on every operation; cache it per thread for
+ * the last client used. Keyed by client id and thread id, so a second
+ * client, or the child of a fork (new thread id), rebuilds it. */
+static _Thread_local struct {
+  char id[37];
+  uint64_t tid;
+  char owner[RLOCK_OWNER_MAX];
+  size_t len;
+} owner_cache;
+
+void rlock__owner(const rlock_client *c, char *buf) {
+  uint64_t tid = rlock__thread_id();
+  if (owner_cache.tid != tid || memcmp(owner_cache.id, c->id, 36) != 0) {
+    int n = snprintf(owner_cache.owner, sizeof owner_cache.owner, "%s:%" PRIu64,
+                     c->id, tid);
+    owner_cache.len = (size_t)n;
+    memcpy(owner_cache.id, c->id, sizeof owner_cache.id);
+    owner_cache.tid = tid;
+  }
+  memcpy(buf, owner_cache.owner, owner_cache.len + 1);
+}
+
 void rlock__owner_as(const rlock_client *c, uint64_t owner, char *buf) {
   if (owner == RLOCK_OWNER_THREAD)
     rlock__owner(c, buf);
@@ -382,8 +404,8 @@ void rlock__owner_as(const rlock_client *c, uint64_t owner, char *buf) {
 
 /* Interpret a release script's answer given what we knew locally about
  * the hold of `field`. */
-int rlock__release_result(rlock_lock *l, const char *field, int state,
-                          const rlock__reply *r) {
+int rlock__release_result(rlock_lock *l, const rlock__call *call,
+                          const char *field, int state, const rlock__reply *r) {
   int gone =
       r->type == RLOCK__R_NIL || (r->type == RLOCK__R_INT && r->integer == 2);
   if (gone && state == RLOCK__HOLD_HELD) /* lost, and news to the client */
@@ -403,7 +425,8 @@ int rlock__release_result(rlock_lock *l, const char *field, int state,
                       rlock__reply_type_name(r));
   if (r->integer == 1) /* our last hold went: nothing left to renew */
     rlock__hold_forget(l->client, l->name, field);
-  return RLOCK_OK;
+  return rlock__call_unconfirmed(call) ? rlock__release_unconfirmed(l, call)
+                                       : RLOCK_OK;
 }
 
 void rlock__release_latch(const rlock_lock *l, rlock__latch *latch, char *id) {
@@ -414,14 +437,34 @@ void rlock__release_latch(const rlock_lock *l, rlock__latch *latch, char *id) {
   latch->id = id;
   latch->ttl_ms = 2 * (cfg->connect_timeout_ms + cfg->command_timeout_ms +
                        cfg->replica_sync_timeout_ms);
+  latch->until_us = rlock__deadline_after_ms(cfg->connect_timeout_ms +
+                                             cfg->command_timeout_ms);
 }
 
 int rlock__release_again(const rlock__latch *latch, int rc,
-                         const rlock__call *call, int64_t deadline) {
-  if (latch->ttl_ms == 0 || rlock__now_us() >= deadline)
+                         const rlock__call *call) {
+  if (latch->ttl_ms == 0 || rlock__now_us() >= latch->until_us)
     return 0;
   return rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT ||
          (rc == RLOCK_OK && rlock__call_unconfirmed(call));
+}
+
+int rlock__force_result(rlock_lock *l, const rlock__call *call,
+                        const rlock__reply *r, int *deleted) {
+  if (r->type != RLOCK__R_INT)
+    return rlock__err(RLOCK_EPROTO, "force-unlock script returned a %s",
+                      rlock__reply_type_name(r));
+  if (r->integer == 1)
+    rlock__hold_mark_lost(l->client, l->name);
+  if (deleted != NULL)
+    *deleted = r->integer == 1;
+  if (!rlock__call_unconfirmed(call))
+    return RLOCK_OK;
+  return rlock__err(RLOCK_EREPLICA,
+                    "%s '%s' was force-released on %s, but no replica "
+                    "confirmed it within %lld ms",
+                    l->kind->label, l->name, call->served_by,
+                    (long long)l->client->cfg.replica_sync_timeout_ms);
 }
 
 int rlock__release_unconfirmed(const rlock_lock *l, const rlock__call *call) {
@@ -439,6 +482,21 @@ int rlock__acquire_unconfirmed(const rlock_lock *l, const rlock__call *call) {
                     "confirmed it within %lld ms; it was given back",
                     l->kind->label, l->name, call->served_by, call->replicas,
                     (long long)l->client->cfg.replica_sync_timeout_ms);
+}
+
+int rlock__acquired_record(rlock_lock *l, const char *owner, int64_t lease_ms,
+                           int64_t sent_us, uint64_t owner_number) {
+  if (l->kind->sync && !l->kind->permits)
+    return RLOCK_OK; /* nothing held: permits or a latch's zero */
+  char field[RLOCK_FIELD_MAX];
+  rlock__field(l, owner, field);
+  const char *base = l->kind->read_renewal || l->kind->permits ? l->base : NULL;
+  if (rlock__hold_push_owned(l->client, l->name, field, lease_ms, sent_us, base,
+                             owner_number, l->ms) == RLOCK_OK)
+    return RLOCK_OK;
+  return rlock__err(RLOCK_ENOMEM,
+                    "out of memory recording the hold of '%s' (released)",
+                    l->name);
 }
 
 int rlock_lock_check(rlock_lock *l) {

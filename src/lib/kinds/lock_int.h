@@ -27,26 +27,40 @@
 typedef struct rlock__latch {
   const char *id;
   int64_t ttl_ms;
+  int64_t until_us; /* a release goes again only until then */
 } rlock__latch;
 
 /* A release that is never re-sent. */
 extern const rlock__latch rlock__no_latch;
 
 /* The latch of one release: where the topology can fail over, a request
- * id (Redisson's, 32 hex digits, written into `id`: 33 bytes) and a TTL
- * covering every retry; otherwise none. Both drivers' releases use it. */
+ * id (Redisson's, 32 hex digits, written into `id`: 33 bytes), a TTL
+ * covering every retry, and the end of the retries (the connect plus the
+ * command timeout from now); otherwise none. Both drivers' releases use
+ * it. */
 void rlock__release_latch(const rlock_lock *l, rlock__latch *latch, char *id);
 
 /* Whether to send a release again: it carries a latch (a repeat returns
- * the first answer and releases nothing more), there is time before
- * `deadline_us`, and it failed in flight or no replica confirmed it. */
+ * the first answer and releases nothing more), its retries have not
+ * ended, and it failed in flight or no replica confirmed it. It goes
+ * again after RLOCK__RELEASE_PAUSE_MS. */
 int rlock__release_again(const rlock__latch *latch, int rc,
-                         const rlock__call *call, int64_t deadline_us);
+                         const rlock__call *call);
+#define RLOCK__RELEASE_PAUSE_MS 20
 
 /* RLOCK_EREPLICA, with its message, for a release (or an acquisition,
  * which is then given back) that no replica confirmed. */
 int rlock__release_unconfirmed(const rlock_lock *l, const rlock__call *call);
 int rlock__acquire_unconfirmed(const rlock_lock *l, const rlock__call *call);
+
+/* Record an acquisition of `l` for `owner` (the field's owner part; the
+ * record's owner number `owner_number`), with `lease_ms` (0: the
+ * watchdog's) from `sent_us`, for renewal and rlock_lock_check. A
+ * synchroniser records only permits (a latch's zero holds nothing).
+ * RLOCK_ENOMEM, worded, when it cannot be recorded: the caller gives the
+ * acquisition back. */
+int rlock__acquired_record(rlock_lock *l, const char *owner, int64_t lease_ms,
+                           int64_t sent_us, uint64_t owner_number);
 
 typedef struct rlock__kind {
   const char *label; /* "lock", for messages */
@@ -165,6 +179,10 @@ void rlock__latch_key(const rlock_lock *l, const rlock__latch *latch, char *buf,
 void rlock__latch_del(const rlock_lock *l, const rlock__latch *latch,
                       rlock__call *call);
 
+/* Write "<client id>:<thread id>" for the calling thread into buf
+ * (RLOCK_OWNER_MAX bytes). */
+void rlock__owner(const rlock_client *c, char *buf);
+
 /* The owner field of `owner` (RLOCK_OWNER_THREAD: the calling thread's)
  * into buf (RLOCK_OWNER_MAX bytes). */
 void rlock__owner_as(const rlock_client *c, uint64_t owner, char *buf);
@@ -203,6 +221,11 @@ void rlock__plain_inspect(rlock_lock *l, rlock__call *call);
 /* Validate durations for the public API. */
 int rlock__check_wait(int64_t wait_ms);
 int rlock__check_lease(int64_t lease_ms);
+
+/* Options with `wait_ms`, `lease_ms` and `cancel`, the rest defaults: for
+ * the entry points that take them as arguments. */
+rlock_acquire_options rlock__options_with(int64_t wait_ms, int64_t lease_ms,
+                                          rlock_cancel *cancel);
 
 /* Validate options given to a public entry point and copy the fields
  * their version has into *out (the rest keep their defaults). */
@@ -278,6 +301,10 @@ int rlock__retryable(int rc, int transient);
  * command timeout (or the connect timeout, when longer). Monotonic us. */
 int64_t rlock__wait_bound(const rlock_client *c, int64_t wait_ms);
 
+/* The lease an attempt sends: `lease_ms`, or the client's watchdog
+ * timeout for RLOCK_LEASE_WATCHDOG (0). */
+int64_t rlock__lease_sent(const rlock_client *c, int64_t lease_ms);
+
 /* The bound of what follows a call's end (the cleanup above): the margin
  * from now, never past an enclosing call's bound. */
 int64_t rlock__cleanup_bound(void);
@@ -288,11 +315,21 @@ int64_t rlock__cleanup_bound(void);
 int64_t rlock__outage_until(const rlock_client *c, int64_t since_us,
                             int64_t deadline_us);
 
-/* A release script's answer, given what this client knew of the hold of
- * `field` (enum rlock__hold_state): RLOCK_OK, RLOCK_ENOTHELD, RLOCK_ELOST
- * or RLOCK_EPROTO; forgets the record when the last hold went. */
-int rlock__release_result(rlock_lock *l, const char *field, int state,
-                          const rlock__reply *r);
+/* A release script's answer `r` to `call` (after its run), given what
+ * this client knew of the hold of `field` (enum rlock__hold_state):
+ * RLOCK_OK, RLOCK_ENOTHELD, RLOCK_ELOST, RLOCK_EPROTO, or RLOCK_EREPLICA
+ * when released but no replica confirmed it; forgets the record when the
+ * last hold went. */
+int rlock__release_result(rlock_lock *l, const rlock__call *call,
+                          const char *field, int state, const rlock__reply *r);
+
+/* A force release's answer `r` to `call` (after its run): *deleted
+ * (may be NULL) 1 when the lock was deleted, which ends every local
+ * hold of it (a read lock's force release leaves a write-held lock, whose
+ * renewal goes on). RLOCK_OK, RLOCK_EPROTO for an answer that is no
+ * integer, or RLOCK_EREPLICA when no replica confirmed it. */
+int rlock__force_result(rlock_lock *l, const rlock__call *call,
+                        const rlock__reply *r, int *deleted);
 
 /* Fill `info` from an inspection's reply (RLOCK_EPROTO when malformed). */
 int rlock__inspect_parse(const rlock__reply *r, rlock_lock_info *info,
@@ -319,6 +356,24 @@ struct rlock_multilock {
   size_t n;
   rlock_lock *members[];
 };
+
+/* ---- a MultiLock's decisions, for both drivers (multilock.c) ----------
+ * blocking/multilock.c (on the caller's thread) and loop/lmulti.c (a
+ * chain of member operations) take the members in order. */
+
+/* The wait left for the next member: RLOCK_WAIT_FOREVER, or what is left
+ * until `deadline_us` (0 once it passed: one last try). */
+int64_t rlock__multi_wait_left(int64_t wait_ms, int64_t deadline_us);
+
+/* Member i failed with `rc`: how many members, from the first, are given
+ * back. Those taken, and member i too after a transport error (its
+ * script may have run; the release is a no-op when it did not). */
+size_t rlock__multi_give_back(size_t i, int rc);
+
+/* Whether member i gets the full lease again once every member is taken:
+ * a fixed lease, and not the last member (just taken with it). Watchdog
+ * leases are renewed anyway. */
+int rlock__multi_relets(const rlock_multilock *m, size_t i, int64_t lease_ms);
 
 /* A MultiLock's member i, held under `field`, given a fresh fixed lease
  * once the last member is taken: whether its record still vouches for

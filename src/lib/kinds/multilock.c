@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * multilock.c - a MultiLock's members (checked once, at construction),
- * and the canonical member order (rlock_names_sort). The blocking driver's
- * acquisition is blocking/multilock.c's, the loop's loop/lmulti.c's.
+ * the decisions of its acquisition (lock_int.h), and the canonical member
+ * order (rlock_names_sort). The blocking driver carries the acquisition
+ * in blocking/multilock.c, the loop in loop/lmulti.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +60,19 @@ int rlock_multilock_new(rlock_multilock **out, rlock_lock *const *members,
 }
 
 void rlock_multilock_free(rlock_multilock *m) { free(m); }
+
+int64_t rlock__multi_wait_left(int64_t wait_ms, int64_t deadline_us) {
+  return wait_ms == RLOCK_WAIT_FOREVER ? RLOCK_WAIT_FOREVER
+                                       : rlock__ms_left(deadline_us);
+}
+
+size_t rlock__multi_give_back(size_t i, int rc) {
+  return rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT ? i + 1 : i;
+}
+
+int rlock__multi_relets(const rlock_multilock *m, size_t i, int64_t lease_ms) {
+  return lease_ms > 0 && i + 1 < m->n;
+}
 
 static int cmp_names(const void *a, const void *b) {
   return strcmp(*(const char *const *)a, *(const char *const *)b);

@@ -13,10 +13,6 @@
  * to the outage pauses' 1 s. */
 #define SETTLE_FIRST_MS 25
 
-static int64_t doubled(int64_t ms) {
-  return ms * 2 < RLOCK__OUTAGE_MAX_MS ? ms * 2 : RLOCK__OUTAGE_MAX_MS;
-}
-
 void rlock__plan_init(rlock__plan *p, int64_t wait_ms) {
   *p = (rlock__plan){.wait_ms = wait_ms,
                      .deadline_us = rlock__deadline_after_ms(wait_ms),
@@ -48,11 +44,33 @@ int64_t rlock__plan_ride_out(rlock__plan *p, const rlock_client *c,
     p->backoff_ms = RLOCK__OUTAGE_FIRST_MS;
   }
   int64_t until = now + p->backoff_ms * 1000;
-  p->backoff_ms = doubled(p->backoff_ms);
+  p->backoff_ms = rlock__doubled(p->backoff_ms, RLOCK__OUTAGE_MAX_MS);
   return until < limit ? until : limit;
 }
 
-void rlock__plan_answered(rlock__plan *p) { p->outage_us = 0; }
+void rlock__plan_answered(rlock__plan *p, const rlock_lock *l, int rc) {
+  if (rc != RLOCK_OK && rc != RLOCK_ELOCKED)
+    return;
+  p->outage_us = 0;
+  if (rc == RLOCK_ELOCKED && p->wait_ms != 0 && !p->waiting) {
+    p->waiting = 1;
+    rlock__obs_count(&l->client->obs, RLOCK__STAT_WAITS);
+    rlock__obs_wait_begin(l->ms);
+  }
+}
+
+int64_t rlock__plan_spin(rlock__plan *p, const rlock__spin *s) {
+  int64_t ms = p->spin_ms;
+  if (p->spins++ == 0) { /* seeded here: most acquisitions never spin */
+    p->seed =
+        (uint64_t)rlock__now_us() ^ rlock__thread_id() ^ (uint64_t)(uintptr_t)p;
+    ms = rlock__spin_first(s);
+  }
+  p->spin_ms = rlock__spin_next(s, ms, p->spins, &p->seed);
+  int64_t until = rlock__now_us() + ms * 1000;
+  int64_t bound = rlock__plan_round_until(p);
+  return until < bound ? until : bound;
+}
 
 int rlock__plan_outage_end(const rlock__plan *p, int rc) {
   if (p->outage_us == 0)
@@ -83,7 +101,7 @@ int64_t rlock__plan_settle_again(rlock__plan *p, const rlock__call *call,
   int64_t next = rlock__deadline_after_ms(p->settle_ms);
   if (!passing || next >= p->settle_until_us)
     return 0;
-  p->settle_ms = doubled(p->settle_ms);
+  p->settle_ms = rlock__doubled(p->settle_ms, RLOCK__OUTAGE_MAX_MS);
   return next;
 }
 
@@ -92,6 +110,12 @@ int64_t rlock__plan_unconfirmed_again(const rlock__plan *p) {
     return 0;
   int64_t next = rlock__deadline_after_ms(RLOCK__UNCONFIRMED_PAUSE_MS);
   return next < p->deadline_us ? next : 0;
+}
+
+rlock__settled rlock__plan_settled(int64_t had, int64_t now) {
+  return now == had       ? RLOCK__SETTLED_UNTAKEN
+         : now == had + 1 ? RLOCK__SETTLED_TAKEN
+                          : RLOCK__SETTLED_UNKNOWN;
 }
 
 int rlock__plan_read_cut(const rlock__plan *p, const rlock_lock *l, int rc) {

@@ -20,6 +20,7 @@
 typedef struct rlock_client rlock_client;
 typedef struct rlock__call rlock__call; /* cmd/cmd.h */
 typedef struct rlock_lock rlock_lock;
+typedef struct rlock__spin rlock__spin; /* lock_int.h */
 
 typedef struct rlock__plan {
   int64_t wait_ms;         /* as asked: 0 one try, RLOCK_WAIT_FOREVER */
@@ -29,6 +30,10 @@ typedef struct rlock__plan {
   int64_t backoff_ms;      /* the next pause of that outage */
   int64_t settle_until_us; /* reads settling a lost attempt end here ... */
   int64_t settle_ms;       /* ... with this pause before the next one */
+  int waiting;             /* an answer said "held" and the wait began */
+  unsigned spins;          /* a spin lock's pauses so far ... */
+  int64_t spin_ms;         /* ... the next one ... */
+  uint64_t seed;           /* ... and its jitter's generator */
 } rlock__plan;
 
 /* Pause between attempts whose acquisition no replica confirmed. */
@@ -55,9 +60,16 @@ int64_t rlock__plan_retry_limit(const rlock__plan *p, const rlock_client *c,
 int64_t rlock__plan_ride_out(rlock__plan *p, const rlock_client *c,
                              int retryable);
 
-/* The server answered the attempt (granted or held elsewhere): the
- * outage under way, if any, is over. */
-void rlock__plan_answered(rlock__plan *p);
+/* The attempt on `l` ended with `rc`. An answer (RLOCK_OK granted,
+ * RLOCK_ELOCKED held elsewhere) ends the outage under way, if any. The
+ * first "held" of an acquisition that waits begins its wait: counted once
+ * in the client's and the lock's metrics (p->waiting). */
+void rlock__plan_answered(rlock__plan *p, const rlock_lock *l, int rc);
+
+/* A spin lock was found held: when to attempt again. Its back-off
+ * (rlock__spin_first, then rlock__spin_next), never past the holder's
+ * lease nor the wait (rlock__plan_round_until). */
+int64_t rlock__plan_spin(rlock__plan *p, const rlock__spin *s);
 
 /* Give up with `rc`, the last error: after an outage, worded with how
  * long it was tried again. Returns rc. */
@@ -75,6 +87,18 @@ void rlock__plan_settle_begin(rlock__plan *p, const rlock_client *c);
  * dead master had reset) may pass as one that was never sent. */
 int64_t rlock__plan_settle_again(rlock__plan *p, const rlock__call *call,
                                  int rc);
+
+/* What a settling read's answer says of the attempt lost in flight. Nobody
+ * else writes this owner's field: `now` (its count on the server) one
+ * more than `had` (the levels this client recorded) means taken, as many
+ * means not. */
+typedef enum rlock__settled {
+  RLOCK__SETTLED_UNTAKEN, /* the failure ran nothing: a wait rides it out */
+  RLOCK__SETTLED_TAKEN,   /* the attempt took the lock */
+  RLOCK__SETTLED_UNKNOWN, /* anything else: the failure stands, never
+                             tried again (it may have taken the lock) */
+} rlock__settled;
+rlock__settled rlock__plan_settled(int64_t had, int64_t now);
 
 /* Whether an attempt that failed with `rc` is, instead, the wait ending
  * without the condition: a kind whose attempt only reads (a latch) whose

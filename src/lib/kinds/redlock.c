@@ -109,8 +109,21 @@ int64_t rlock__redlock_next_round(uint64_t *seed, int64_t deadline_us) {
   return at < deadline_us ? at : deadline_us;
 }
 
-int rlock__redlock_miss_code(const int *status, size_t n, size_t taken,
-                             size_t quorum) {
+int64_t rlock__redlock_lease_min(const rlock_redlock *r, int64_t lease_ms) {
+  int64_t min = INT64_MAX;
+  for (size_t i = 0; i < r->n; i++) {
+    int64_t li = rlock__redlock_member_lease(r, i, lease_ms);
+    min = li < min ? li : min;
+  }
+  return min;
+}
+
+int rlock__redlock_held(const rlock_redlock *r, size_t taken,
+                        int64_t validity_ms) {
+  return taken >= r->quorum && validity_ms > 0;
+}
+
+static int miss_code(const int *status, size_t n, size_t taken, size_t quorum) {
   if (taken >= quorum) /* too slow: no validity left */
     return RLOCK_ELOCKED;
   for (size_t i = 0; i < n; i++)
@@ -122,9 +135,24 @@ int rlock__redlock_miss_code(const int *status, size_t n, size_t taken,
   return RLOCK_ELOCKED;
 }
 
+int rlock__redlock_miss(const rlock_redlock *r, const rlock_redlock_result *res,
+                        size_t taken, int64_t validity_ms) {
+  int code = miss_code(res->status, r->n, taken, r->quorum);
+  for (size_t i = 0; i < r->n; i++)
+    if (res->status[i] != RLOCK_OK && res->status[i] != RLOCK_ETIMEOUT)
+      return rlock__err(code,
+                        "RedLock: %zu of %zu members taken (quorum "
+                        "%zu); member %zu: %s",
+                        taken, r->n, r->quorum, i, res->message[i]);
+  return rlock__err(code,
+                    "RedLock: %zu of %zu members taken (quorum %zu), "
+                    "validity left %lld ms",
+                    taken, r->n, r->quorum, (long long)validity_ms);
+}
+
 int64_t rlock__redlock_member_lease(const rlock_redlock *r, size_t i,
                                     int64_t lease) {
-  return lease > 0 ? lease : r->members[i]->client->cfg.watchdog_timeout_ms;
+  return rlock__lease_sent(r->members[i]->client, lease);
 }
 
 int64_t rlock__redlock_node_timeout_ms(const rlock_redlock *r,

@@ -22,13 +22,6 @@ struct rlock_redlock_result {
   char message[RLOCK_MAX_REDLOCK_MEMBERS][256];
 };
 
-/* The status of a round that missed the quorum, from its members'
- * statuses: RLOCK_ELOCKED when the quorum was taken but too slowly or a
- * member is held elsewhere (contention), else the first member's failure
- * (an outage), else RLOCK_ELOCKED. */
-int rlock__redlock_miss_code(const int *status, size_t n, size_t taken,
-                             size_t quorum);
-
 /* ---- a RedLock's decisions, for both drivers (redlock.c) ----------------
  * blocking/redlock.c (one fan-out per round, its calls carried by the
  * members' loops: loop/lfan.c) and loop/lredlock.c (a state machine over
@@ -39,6 +32,23 @@ int rlock__redlock_miss_code(const int *status, size_t n, size_t taken,
  * and a clock-drift allowance of 1% + 2 ms (the RedLock algorithm's).
  * The round holds the lock only while this is > 0. */
 int64_t rlock__redlock_validity(int64_t lease_min_ms, int64_t started_us);
+
+/* The smallest lease of a round's members (rlock__redlock_member_lease). */
+int64_t rlock__redlock_lease_min(const rlock_redlock *r, int64_t lease_ms);
+
+/* Whether a round holds the lock: `taken` reach the quorum, and validity
+ * is left. */
+int rlock__redlock_held(const rlock_redlock *r, size_t taken,
+                        int64_t validity_ms);
+
+/* The failure of a round that missed, from each member's status and
+ * message (res): RLOCK_ELOCKED when the quorum was taken but too slowly
+ * or a member is held elsewhere (contention), else the first member's
+ * failure (an outage). Its message counts the members taken and names
+ * the first member that failed other than by its timeout, or else the
+ * validity left. Returns the code. */
+int rlock__redlock_miss(const rlock_redlock *r, const rlock_redlock_result *res,
+                        size_t taken, int64_t validity_ms);
 
 /* Whether a round can stop waiting for members: `refused` of them have
  * answered without granting, so the quorum is out of reach. Reaching the

@@ -82,6 +82,10 @@ int64_t rlock__wait_bound(const rlock_client *c, int64_t wait_ms) {
   return rlock__deadline_after_ms(wait_ms + RLOCK__WAIT_MARGIN_MS);
 }
 
+int64_t rlock__lease_sent(const rlock_client *c, int64_t lease_ms) {
+  return lease_ms > 0 ? lease_ms : c->cfg.watchdog_timeout_ms;
+}
+
 int64_t rlock__cleanup_bound(void) {
   return rlock__deadline_after_ms(RLOCK__WAIT_MARGIN_MS);
 }
@@ -134,6 +138,15 @@ int rlock__options(rlock_acquire_options *out,
   memcpy(out, in, options_size[in->version]);
   int rc = rlock__check_wait(out->wait_ms);
   return rc == RLOCK_OK ? rlock__check_lease(out->lease_ms) : rc;
+}
+
+rlock_acquire_options rlock__options_with(int64_t wait_ms, int64_t lease_ms,
+                                          rlock_cancel *cancel) {
+  rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
+  o.wait_ms = wait_ms;
+  o.lease_ms = lease_ms;
+  o.cancel = cancel;
+  return o;
 }
 
 int rlock_acquire_options_init(rlock_acquire_options *opts,

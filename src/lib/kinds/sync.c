@@ -393,6 +393,49 @@ void rlock__permit_relet(rlock_lock *l, const char *id, int64_t lease_ms,
                          UINT64_MAX, l->ms);
 }
 
+int rlock__sync_unconfirmed(const rlock_lock *l, const rlock__call *call) {
+  return rlock__err(RLOCK_EREPLICA,
+                    "%s '%s': written on %s, but no replica confirmed it "
+                    "within %lld ms",
+                    l->kind->label, l->name, call->served_by,
+                    (long long)l->client->cfg.replica_sync_timeout_ms);
+}
+
+int rlock__check_permit_lease(int64_t lease_ms, const char *fn) {
+  if (lease_ms < 1 || lease_ms > RLOCK_MAX_DURATION_MS)
+    return rlock__err(RLOCK_EINVAL,
+                      "%s: lease must be 1..%" PRId64 " ms (got %" PRId64 ")",
+                      fn, RLOCK_MAX_DURATION_MS, lease_ms);
+  return RLOCK_OK;
+}
+
+int rlock__permit_known(const rlock_lock *l, const char *id) {
+  return rlock__hold_check(l->client, l->name, id) != RLOCK_ENOTHELD
+             ? RLOCK__HOLD_LOST
+             : RLOCK__HOLD_NONE;
+}
+
+int rlock__permit_outcome(rlock_lock *l, const char *op, const char *id,
+                          int state, int rc, int64_t v, int64_t lease_ms,
+                          int64_t sent_us) {
+  if (strcmp(op, "release") == 0) /* unconfirmed: the master's answer says */
+    return rc == RLOCK_OK || (rc == RLOCK_EREPLICA && v != 1)
+               ? rlock__permit_result(l, id, state, v)
+               : rc;
+  if (strcmp(op, "lease") == 0)
+    return rc == RLOCK_OK && v == -2
+               ? rlock__permit_result(l, id, RLOCK__HOLD_NONE, 0)
+               : rc;
+  if (rc != RLOCK_OK && rc != RLOCK_EREPLICA)
+    return rc; /* renew: the lease is the old or the new one */
+  if (v == 1) {
+    rlock__permit_relet(l, id, lease_ms, sent_us);
+    return rc;
+  }
+  rlock__hold_forget(l->client, l->name, id);
+  return rlock__permit_result(l, id, state, 0);
+}
+
 /* ---- a permit-expirable semaphore's snapshot --------------------------------
  */
 

@@ -91,4 +91,25 @@ int rlock__permit_result(const rlock_lock *l, const char *id, int state,
 void rlock__permit_relet(rlock_lock *l, const char *id, int64_t lease_ms,
                          int64_t sent_us);
 
+/* A write the master answered but no replica confirmed (`call`, after its
+ * run): RLOCK_EREPLICA, worded. It stands on the master. */
+int rlock__sync_unconfirmed(const rlock_lock *l, const rlock__call *call);
+
+/* A lease update's lease: 1 ms to RLOCK_MAX_DURATION_MS, else
+ * RLOCK_EINVAL naming `fn`. */
+int rlock__check_permit_lease(int64_t lease_ms, const char *fn);
+
+/* What this client knows of permit `id` before a lease update:
+ * RLOCK__HOLD_LOST when it holds or held it, else RLOCK__HOLD_NONE. */
+int rlock__permit_known(const rlock_lock *l, const char *id);
+
+/* What the answer to permit call `op` on `id` means, for both drivers:
+ * "release" (`state` as rlock__hold_pop gave it), "lease" (-2: none) or
+ * "renew" (`state` as rlock__permit_known gave it; the new lease `lease_ms`
+ * sent at `sent_us`). `rc` is the call's status (RLOCK_EREPLICA: the
+ * master's answer `v` stands, unconfirmed). Returns the call's status. */
+int rlock__permit_outcome(rlock_lock *l, const char *op, const char *id,
+                          int state, int rc, int64_t v, int64_t lease_ms,
+                          int64_t sent_us);
+
 #endif /* RLOCK_SYNC_INT_H */

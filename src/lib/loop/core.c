@@ -25,6 +25,7 @@
 #include "lock_int.h"
 #include "loop.h"
 #include "resolve.h"
+#include "setup.h"
 
 static void enter(rlock_client *c) { c->loop->depth++; }
 
@@ -105,6 +106,10 @@ rlock_op *rlock__lop_new_on(rlock_client *c, int type) {
   op->type = type;
   op->c = c;
   rlock__ltimer_init(&op->timer, NULL);
+  if (type == RLOCK__LOP_ACQUIRE) { /* its own cancel and abandon steps */
+    op->cancel = rlock__lacquire_cancel;
+    op->abandon = rlock__lacquire_abandon;
+  }
   return op;
 }
 

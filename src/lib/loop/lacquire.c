@@ -41,11 +41,22 @@ static rlock_op *of_timer(rlock__ltimer *t) {
 static void attempt(rlock_op *op);
 static void settle_read(rlock_op *op);
 
+/* Send op->lreq.call (built by the caller), its answer to `done`, bound
+ * by `bound_us` (0: none; what follows the wait is not cut by it). */
+static void send_call(rlock_op *op, void (*done)(rlock_client *, rlock__lreq *),
+                      int64_t bound_us) {
+  rlock__req_init(&op->lreq.q, &op->lreq.call);
+  op->lreq.bound_us = bound_us;
+  op->lreq.done = done;
+  op->busy = 1;
+  rlock__lreq_send(op->c, &op->lreq);
+}
+
 static int op_asleep(const rlock__lwaiter *w);
 /* The acquisition's outcome into its lock's metrics (obs.h). */
 static void metered(rlock_op *op, int rc) {
   if (!op->unmetered)
-    rlock__obs_acquire_end(op->l->ms, rc, op->waiting, op->start_us,
+    rlock__obs_acquire_end(op->l->ms, rc, op->plan.waiting, op->start_us,
                            op->woke_us);
 }
 
@@ -76,11 +87,7 @@ static void end_after_call(rlock_op *op, int rc) {
   snprintf(op->msg, sizeof op->msg, "%s", rlock_error_last()->message);
   op->state = RLOCK__LACQ_GIVING_BACK;
   op->lreq.call.sync = 1; /* a lock write, as the blocking path's */
-  rlock__req_init(&op->lreq.q, &op->lreq.call);
-  op->lreq.bound_us = 0; /* after the wait too */
-  op->lreq.done = epilogue_done;
-  op->busy = 1;
-  rlock__lreq_send(op->c, &op->lreq);
+  send_call(op, epilogue_done, 0);
 }
 
 /* Give back what the server may have granted, then end with rc. */
@@ -122,14 +129,12 @@ static void on_timer(rlock_client *c, rlock__ltimer *t) {
 /* Held elsewhere and the wait lasts: subscribe, sleep or spin. */
 static void wait_more(rlock_op *op) {
   rlock_lock *l = op->l;
-  int64_t bound = rlock__plan_round_until(&op->plan);
   if (l->kind->spin) {
-    int64_t until = rlock__now_us() + op->backoff_ms * 1000;
-    op->backoff_ms =
-        rlock__spin_next(&l->spin, op->backoff_ms, ++op->spins, &op->seed);
-    sleep_until(op, RLOCK__LACQ_SLEEPING, until < bound ? until : bound);
+    sleep_until(op, RLOCK__LACQ_SLEEPING,
+                rlock__plan_spin(&op->plan, &l->spin));
     return;
   }
+  int64_t bound = rlock__plan_round_until(&op->plan);
   if (op->sw.chan == NULL) {
     char chbuf[RLOCK_MAX_NAME_LEN + 128];
     const char *ch = l->kind->channel(l, op->owner, chbuf, sizeof chbuf);
@@ -159,25 +164,11 @@ static void wait_more(rlock_op *op) {
 
 /* Acquired: record the hold (given back when it cannot be). */
 static void acquired(rlock_op *op, int64_t token) {
-  rlock_lock *l = op->l;
-  char field[RLOCK_FIELD_MAX];
-  rlock__field(l, op->owner, field);
-  if (l->kind->sync && !l->kind->permits) { /* nothing held to record */
-    done(op, RLOCK_OK, token);
-    return;
-  }
-  if (rlock__hold_push_owned(
-          op->c, l->name, field, op->lease_ms, op->lreq.sent_us,
-          l->kind->read_renewal || l->kind->permits ? l->base : NULL,
-          op->owner_number, l->ms) != RLOCK_OK) {
-    rlock__err(RLOCK_ENOMEM,
-               "out of memory recording the hold of '%s' "
-               "(released)",
-               l->name);
+  if (rlock__acquired_record(op->l, op->owner, op->lease_ms, op->lreq.sent_us,
+                             op->owner_number) != RLOCK_OK)
     give_back(op, RLOCK_ENOMEM);
-    return;
-  }
-  done(op, RLOCK_OK, token);
+  else
+    done(op, RLOCK_OK, token);
 }
 
 /* A failure that ran nothing and may pass (rlock__retryable), in an
@@ -210,14 +201,15 @@ static int retryable(const rlock__lreq *r, int rc, int transient) {
 
 /* ---- an attempt lost in flight (acquire.c's settle_in_flight) ---------- */
 
-/* The attempt is known not to have run to a grant: its failure stands
- * (a waiter rides it out). */
-static void settled_untaken(rlock_op *op) {
+/* The attempt did not take the lock (`untaken`): its failure ran nothing,
+ * and a waiter rides it out. Or it cannot be told: the failure stands,
+ * never tried again (plan.h's rlock__settled). */
+static void settled_failed(rlock_op *op, int untaken) {
   rlock__err(op->settle_rc, "%s", op->msg);
   if (op->canceled) {
     rlock__err(RLOCK_ECANCELED, "wait canceled");
     fail(op, RLOCK_ECANCELED);
-  } else if (op->settle_rc != RLOCK_EIO || !ride_out(op, 1)) {
+  } else if (!untaken || !ride_out(op, 1)) {
     outage_fail(op, op->settle_rc);
   }
 }
@@ -264,40 +256,27 @@ static void read_done(rlock_client *c, rlock__lreq *r) {
   retry =
       rc != RLOCK_OK ? rlock__plan_settle_again(&op->plan, &r->call, rc) : 0;
   rlock__call_clear(&r->call);
-  if (rc != RLOCK_OK) {
-    if (retry != 0) {
-      rlock__ltimer_at(op->c, &op->timer, retry);
-      return;
-    }
-    settled_untaken(op); /* cannot tell: the failure stands */
+  if (rc != RLOCK_OK && retry != 0) {
+    rlock__ltimer_at(op->c, &op->timer, retry);
     return;
   }
-  if (now == op->settle_had + 1 && op->l->kind->tokens) {
+  rlock__settled was = rc != RLOCK_OK
+                           ? RLOCK__SETTLED_UNKNOWN
+                           : rlock__plan_settled(op->settle_had, now);
+  if (was != RLOCK__SETTLED_TAKEN) {
+    settled_failed(op, was == RLOCK__SETTLED_UNTAKEN);
+  } else if (op->l->kind->tokens) {
     rlock__call_cmd(&op->lreq.call, "GET");
     rlock__call_key(&op->lreq.call, op->l->token);
-    rlock__req_init(&op->lreq.q, &op->lreq.call);
-    op->lreq.bound_us = 0; /* after the wait too */
-    op->lreq.done = token_done;
-    op->busy = 1;
-    rlock__lreq_send(op->c, &op->lreq);
-  } else if (now == op->settle_had + 1) {
+    send_call(op, token_done, 0);
+  } else {
     settled_taken(op, 0);
-  } else if (now == op->settle_had) {
-    settled_untaken(op);
-  } else { /* unexplained: the failure stands */
-    rlock__err(op->settle_rc, "%s", op->msg);
-    fail(op, op->settle_rc);
   }
 }
 
 static void settle_read(rlock_op *op) {
-  rlock__call *call = &op->lreq.call;
-  rlock__count_call(op->l, op->owner, call);
-  rlock__req_init(&op->lreq.q, call);
-  op->lreq.bound_us = 0; /* after the wait too */
-  op->lreq.done = read_done;
-  op->busy = 1;
-  rlock__lreq_send(op->c, &op->lreq);
+  rlock__count_call(op->l, op->owner, &op->lreq.call);
+  send_call(op, read_done, 0);
 }
 
 /* The server closed the connection after reading the attempt: read the
@@ -342,14 +321,11 @@ static void undo_unconfirmed(rlock_op *op, const rlock__call *taken) {
                    &op->lreq.call);
   op->lreq.call.sync = 1;
   op->state = RLOCK__LACQ_GIVING_BACK;
-  rlock__req_init(&op->lreq.q, &op->lreq.call);
-  op->lreq.bound_us = 0; /* after the wait too */
-  op->lreq.done = undo_done;
-  op->busy = 1;
-  rlock__lreq_send(op->c, &op->lreq);
+  send_call(op, undo_done, 0);
 }
 
 static void attempt_done(rlock_client *c, rlock__lreq *r) {
+  (void)c;
   rlock_op *op = of_lreq(r);
   op->busy = 0;
   int rc = r->q.rc;
@@ -400,15 +376,10 @@ static void attempt_done(rlock_client *c, rlock__lreq *r) {
       outage_fail(op, rlock__wrongtype(op->l, rc));
     return;
   }
-  rlock__plan_answered(&op->plan);
+  rlock__plan_answered(&op->plan, op->l, rc);
   if (op->wait_ms == 0 || rlock__now_us() >= op->deadline_us) {
     fail(op, rlock__not_acquired(op->l, rc, op->plan.ttl_ms));
     return;
-  }
-  if (!op->waiting) {
-    op->waiting = 1;
-    rlock__obs_count(&c->obs, RLOCK__STAT_WAITS);
-    rlock__obs_wait_begin(op->l->ms);
   }
   if (op->sub_rc != RLOCK_OK) { /* the channel was refused meanwhile */
     rlock__err(op->sub_rc, "%s", op->msg);
@@ -423,18 +394,14 @@ static void attempt(rlock_op *op) {
   rlock__ltimer_stop(op->c, &op->timer);
   /* A waiter's wake-up (handoff time): now, unless an unlock message came
    * while the last attempt flew (its arrival, lacquire_event). */
-  if (op->waiting && !op->woken)
+  if (op->plan.waiting && !op->woken)
     op->woke_us = rlock__now_us();
   op->state = RLOCK__LACQ_ATTEMPTING;
   op->woken = 0;
   l->kind->attempt(l, op->owner, op->lease_sent, op->wait_ms, &op->lreq.call);
   op->lreq.call.sync = 1;
-  rlock__req_init(&op->lreq.q, &op->lreq.call);
   op->lreq.deadline_us = op->deadline_us; /* ride out a failover */
-  op->lreq.bound_us = op->bound_us;
-  op->lreq.done = attempt_done;
-  op->busy = 1;
-  rlock__lreq_send(op->c, &op->lreq);
+  send_call(op, attempt_done, op->bound_us);
 }
 
 void rlock__lacquire_start(rlock_op *op) {
@@ -444,8 +411,7 @@ void rlock__lacquire_start(rlock_op *op) {
   op->deadline_us = op->plan.deadline_us;
   /* A single try is bounded by the connection's own timeouts. */
   op->bound_us = op->wait_ms > 0 ? rlock__wait_bound(op->c, op->wait_ms) : 0;
-  op->backoff_ms = rlock__spin_first(&op->l->spin);
-  op->seed = (uint64_t)rlock__now_us() ^ (uintptr_t)op;
+  op->lease_sent = rlock__lease_sent(op->c, op->lease_ms);
   attempt(op);
 }
 
@@ -496,6 +462,14 @@ void rlock__lacquire_cancel(rlock_op *op) {
   rlock__ltimer_stop(op->c, &op->timer);
   rlock__err(RLOCK_ECANCELED, "wait canceled");
   fail(op, RLOCK_ECANCELED);
+}
+
+void rlock__lacquire_cancel_member(rlock_op *op) {
+  if (op->type != RLOCK__LOP_ACQUIRE || op->finished)
+    return;
+  rlock__loop_enter(op->c);
+  rlock__lacquire_cancel(op);
+  rlock__loop_leave(op->c);
 }
 
 void rlock__lacquire_abandon(rlock_op *op) {

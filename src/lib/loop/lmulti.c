@@ -60,10 +60,7 @@ static void taken_next(rlock_op *op, int rc) {
     return;
   }
   if (rc != RLOCK_OK) {
-    /* After a transport error the script may have run: give member i
-     * back too (a no-op when it did not). */
-    int unsure = rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT;
-    fail(op, rc, unsure ? op->index + 1 : op->index);
+    fail(op, rc, rlock__multi_give_back(op->index, rc));
     return;
   }
   op->index++;
@@ -95,22 +92,13 @@ static rlock_op *child_new(rlock_op *op, size_t i, int type,
 }
 
 static void take(rlock_op *op) {
-  rlock_lock *l = op->multi->members[op->index];
   rlock_op *child = child_new(op, op->index, RLOCK__LOP_ACQUIRE, member_taken);
-  if (child != NULL) {
-    child->cancel = rlock__lacquire_cancel;
-    child->abandon = rlock__lacquire_abandon;
-  }
   if (child == NULL) {
     fail(op, RLOCK_ENOMEM, op->index);
     return;
   }
-  child->wait_ms = op->wait_ms == RLOCK_WAIT_FOREVER
-                       ? RLOCK_WAIT_FOREVER
-                       : rlock__ms_left(op->deadline_us);
+  child->wait_ms = rlock__multi_wait_left(op->wait_ms, op->deadline_us);
   child->lease_ms = op->lease_ms;
-  child->lease_sent =
-      op->lease_ms > 0 ? op->lease_ms : l->client->cfg.watchdog_timeout_ms;
   rlock__lop_submit(child, rlock__lacquire_start);
 }
 
@@ -187,7 +175,7 @@ static void step(rlock_op *op) {
     op->phase = RELETTING;
     op->index = 0;
   }
-  if (op->lease_ms > 0 && op->index + 1 < n) {
+  if (rlock__multi_relets(op->multi, op->index, op->lease_ms)) {
     relet(op);
     return;
   }
@@ -201,19 +189,12 @@ static void multi_start(rlock_op *op) {
   step(op);
 }
 
-/* Cancel the child's acquisition from inside its own client's turn. */
-static void cancel_child(rlock_op *child) {
-  rlock__loop_enter(child->c);
-  rlock__lacquire_cancel(child);
-  rlock__loop_leave(child->c);
-}
-
 void rlock__lmulti_cancel(rlock_op *op) {
   if (op->canceled || op->finished)
     return;
   op->canceled = 1;
   if (op->phase == TAKING && op->child != NULL)
-    cancel_child(op->child); /* its answer moves the chain on */
+    rlock__lacquire_cancel_member(op->child); /* its answer moves on */
 }
 
 void rlock__lmulti_abandon(rlock_op *op) {
@@ -224,9 +205,8 @@ void rlock__lmulti_abandon(rlock_op *op) {
   child->cb = noop;
   /* On another client, which lives on: canceled, it gives back a late
    * grant by itself. (On this one it is completed with the client.) */
-  if (child->c != op->c && child->type == RLOCK__LOP_ACQUIRE &&
-      !child->finished)
-    cancel_child(child);
+  if (child->c != op->c)
+    rlock__lacquire_cancel_member(child);
 }
 
 /* ---- entry points -----------------------------------------------------------
@@ -238,28 +218,7 @@ static int check_multi(rlock_multilock *m, const void *cb, const char *fn) {
   if (m == NULL || cb == NULL)
     return rlock__err(RLOCK_EINVAL, "%s: %s is NULL", fn,
                       m == NULL ? "MultiLock" : "callback");
-  rlock_client *c0 = m->members[0]->client;
-  for (size_t i = 0; i < m->n; i++) {
-    rlock_client *c = m->members[i]->client;
-    if (!rlock__origin_ok(&c->origin))
-      return rlock__origin_refuse(&c->origin);
-    if (!rlock__user_loop(c))
-      return rlock__err(RLOCK_EINVAL,
-                        "%s: member %zu's client was not made with "
-                        "rlock_client_new_loop (a MultiLock's members are "
-                        "all on loop clients, or all on blocking ones: use "
-                        "the blocking functions for those)",
-                        fn, i);
-    if (!pthread_equal(c->loop->thread, c0->loop->thread))
-      return rlock__err(RLOCK_EINVAL,
-                        "%s: every member's client must run on one loop "
-                        "thread (member %zu's does not run on member 0's)",
-                        fn, i);
-    if (c->loop->closing)
-      return rlock__err(RLOCK_ECLOSED, "%s: member %zu's client is being freed",
-                        fn, i);
-  }
-  return RLOCK_OK;
+  return rlock__lop_check_clients(m->members, m->n, fn);
 }
 
 int rlock_multilock_acquire_async(rlock_multilock *m,

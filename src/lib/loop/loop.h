@@ -398,17 +398,14 @@ struct rlock_op {
   int canceled;
   int woken; /* a wake-up came while an attempt was in flight */
   int64_t lease_ms, lease_sent, wait_ms, deadline_us;
-  rlock__plan plan;   /* its decisions (kinds/plan.h) */
-  int64_t bound_us;   /* the attempts' bound (lreq.bound_us), or 0 */
-  int waiting;        /* an attempt found it held and the wait began */
-  int unmetered;      /* a RedLock's member: its round is what counts */
-  rlock__mset *whole; /* a MultiLock's or RedLock's acquisition: its
-                         metrics, recorded when it finishes; else NULL */
-  int64_t start_us;   /* when it began (the metrics' wait time) ... */
-  int64_t woke_us;    /* ... and its wait's last wake-up (the handoff) */
-  int64_t backoff_ms; /* spin kind: the next back-off */
-  unsigned spins;
-  uint64_t seed;
+  rlock__plan plan;    /* its decisions (kinds/plan.h) */
+  int64_t bound_us;    /* the attempts' bound (lreq.bound_us), or 0 */
+  int unmetered;       /* a RedLock's member: its round is what counts */
+  rlock__mset *whole;  /* a MultiLock's or RedLock's acquisition: its
+                          metrics, recorded when it finishes; else NULL */
+  int64_t start_us;    /* when it began (the metrics' wait time) ... */
+  int64_t woke_us;     /* ... and its wait's last wake-up (the handoff) */
+  uint64_t seed;       /* a RedLock's pauses between rounds */
   int sub_rc;          /* the channel was refused while an attempt flew */
   int settle_rc;       /* SETTLING: the failure that started it ... */
   int64_t settle_had;  /* ... and the levels recorded before */
@@ -417,9 +414,8 @@ struct rlock_op {
   /* release */
   int hold_state;
   int64_t keep_ms;
-  rlock__latch latch;       /* its unlock latch (lock_int.h), and ... */
-  char latch_id[33];        /* ... the request id every repeat carries */
-  int64_t release_until_us; /* repeats end here */
+  rlock__latch latch; /* its unlock latch (lock_int.h), and ... */
+  char latch_id[33];  /* ... the request id every repeat carries */
   /* synchronisers (lsync.c): a permit acquisition's callback (instead of
    * cb), and a one-call operation's script operation and its number */
   rlock_permit_fn permit_cb;
@@ -438,7 +434,8 @@ struct rlock_op {
   struct rlock__lred *red; /* its members' state; freed at the end */
 };
 
-/* Allocate an operation of `type` on `l`. NULL (last error set) when out
+/* Allocate an operation of `type` on `l` (an acquisition gets
+ * lacquire.c's cancel and abandon steps). NULL (last error set) when out
  * of memory. */
 rlock_op *rlock__lop_new(rlock_lock *l, int type);
 /* The same for an operation of client `c` that is about no lock (a
@@ -451,6 +448,12 @@ int rlock__lop_submit(rlock_op *op, void (*start)(rlock_op *op));
  * callback runs at the end of the loop turn. The operation must not be
  * in flight or waiting any more. */
 void rlock__lop_finish(rlock_op *op, int rc, int64_t value);
+/* The checks every _async entry point makes of its locks' clients (a
+ * MultiLock's or RedLock's members; one for the rest): made in this
+ * process (fork), loop clients (rlock_client_new_loop) of one loop
+ * thread, none being freed. RLOCK_OK, or the refusal naming `fn`. */
+int rlock__lop_check_clients(rlock_lock *const *locks, size_t n,
+                             const char *fn);
 /* The owner number check shared by the _async entry points. */
 int rlock__lop_check_owner(uint64_t owner, const char *fn);
 /* An _async acquisition's options, checked into *o: required, an explicit
@@ -485,6 +488,10 @@ void rlock__loop_leave(rlock_client *c);
 /* lacquire.c */
 void rlock__lacquire_start(rlock_op *op);
 void rlock__lacquire_event(rlock__lwaiter *w, rlock__chan_event what);
+/* Cancel `op`, a MultiLock's or RedLock's member operation (nothing
+ * unless it is an acquisition under way), from another client's turn:
+ * inside its own client's (rlock__loop_enter). */
+void rlock__lacquire_cancel_member(rlock_op *op);
 /* rlock_op_cancel on the loop thread. */
 void rlock__lacquire_cancel(rlock_op *op);
 /* The client is being freed: abandon the acquisition (no I/O). */

@@ -23,21 +23,38 @@ static rlock_op *of_lreq(rlock__lreq *r) {
   return (rlock_op *)((char *)r - offsetof(rlock_op, lreq));
 }
 
+int rlock__lop_check_clients(rlock_lock *const *locks, size_t n,
+                             const char *fn) {
+  rlock_client *c0 = locks[0]->client;
+  for (size_t i = 0; i < n; i++) {
+    rlock_client *c = locks[i]->client;
+    char who[48] = "the client";
+    if (n > 1)
+      snprintf(who, sizeof who, "member %zu's client", i);
+    if (!rlock__origin_ok(&c->origin))
+      return rlock__origin_refuse(&c->origin);
+    if (!rlock__user_loop(c))
+      return rlock__err(RLOCK_EINVAL,
+                        "%s: %s was not made with rlock_client_new_loop "
+                        "(use the blocking functions)",
+                        fn, who);
+    if (!pthread_equal(c->loop->thread, c0->loop->thread))
+      return rlock__err(RLOCK_EINVAL,
+                        "%s: every member's client must run on one loop "
+                        "thread (member %zu's does not run on member 0's)",
+                        fn, i);
+    if (c->loop->closing)
+      return rlock__err(RLOCK_ECLOSED, "%s: %s is being freed", fn, who);
+  }
+  return RLOCK_OK;
+}
+
 /* Checks every entry point shares. */
 static int check(rlock_lock *l, const void *cb, const char *fn) {
   if (l == NULL || cb == NULL)
     return rlock__err(RLOCK_EINVAL, "%s: %s is NULL", fn,
                       l == NULL ? "lock" : "callback");
-  if (!rlock__origin_ok(&l->client->origin))
-    return rlock__origin_refuse(&l->client->origin);
-  if (!rlock__user_loop(l->client))
-    return rlock__err(RLOCK_EINVAL,
-                      "%s: the lock's client was not made with "
-                      "rlock_client_new_loop (use the blocking functions)",
-                      fn);
-  if (l->client->loop->closing)
-    return rlock__err(RLOCK_ECLOSED, "%s: the client is being freed", fn);
-  return RLOCK_OK;
+  return rlock__lop_check_clients(&l, 1, fn);
 }
 
 static rlock_op *op_new(rlock_lock *l, int type, rlock_async_fn cb, void *arg) {
@@ -65,14 +82,10 @@ int rlock_lock_acquire_async(rlock_lock *l, const rlock_acquire_options *opts,
   rlock_op *op = op_new(l, RLOCK__LOP_ACQUIRE, cb, arg);
   if (op == NULL)
     return RLOCK_ENOMEM;
-  op->cancel = rlock__lacquire_cancel;
-  op->abandon = rlock__lacquire_abandon;
   op->owner_number = o.owner;
   rlock__owner_as(l->client, o.owner, op->owner);
   op->wait_ms = o.wait_ms;
   op->lease_ms = o.lease_ms;
-  op->lease_sent =
-      o.lease_ms > 0 ? o.lease_ms : l->client->cfg.watchdog_timeout_ms;
   if (out != NULL) /* before it can start: from any thread */
     *out = op;
   return rlock__lop_submit(op, rlock__lacquire_start);
@@ -140,10 +153,11 @@ static void release_done(rlock_client *c, rlock__lreq *r) {
   rlock_op *op = of_lreq(r);
   rlock__reply *reply;
   int rc = answer(r, &reply);
-  if (rlock__release_again(&op->latch, rc, &r->call, op->release_until_us)) {
+  if (rlock__release_again(&op->latch, rc, &r->call)) {
     rlock__reply_free(reply);
     rlock__ltimer_init(&op->timer, release_again_due);
-    if (rlock__ltimer_at(op->c, &op->timer, rlock__deadline_after_ms(20)) ==
+    if (rlock__ltimer_at(op->c, &op->timer,
+                         rlock__deadline_after_ms(RLOCK__RELEASE_PAUSE_MS)) ==
         RLOCK_OK)
       return;
     rc = rlock__err(RLOCK_ENOMEM, "out of memory");
@@ -154,11 +168,9 @@ static void release_done(rlock_client *c, rlock__lreq *r) {
   if (rc == RLOCK_OK) {
     char field[RLOCK_FIELD_MAX];
     rlock__field(op->l, op->owner, field);
-    rc = rlock__release_result(op->l, field, op->hold_state, reply);
+    rc = rlock__release_result(op->l, &r->call, field, op->hold_state, reply);
   }
   rlock__reply_free(reply);
-  if (rc == RLOCK_OK && rlock__call_unconfirmed(&r->call))
-    rc = rlock__release_unconfirmed(op->l, &r->call);
   rlock__lop_finish(op, rlock__wrongtype(op->l, rc), 0);
 }
 
@@ -176,8 +188,6 @@ void rlock__lrelease_start(rlock_op *op) {
   rlock__field(l, op->owner, field);
   rlock__hold_pop(op->c, l->name, field, &op->hold_state, &op->keep_ms);
   rlock__release_latch(l, &op->latch, op->latch_id);
-  op->release_until_us = rlock__deadline_after_ms(
-      op->c->cfg.connect_timeout_ms + op->c->cfg.command_timeout_ms);
   release_send(op);
 }
 
@@ -196,25 +206,14 @@ int rlock_lock_release_async(rlock_lock *l, uint64_t owner, rlock_async_fn cb,
 }
 
 static void force_done(rlock_client *c, rlock__lreq *r) {
+  (void)c;
   rlock_op *op = of_lreq(r);
   rlock__reply *reply;
   int rc = answer(r, &reply);
-  int64_t deleted = 0;
-  if (rc == RLOCK_OK && reply->type != RLOCK__R_INT) {
-    rc = rlock__err(RLOCK_EPROTO, "force-unlock script returned a %s",
-                    rlock__reply_type_name(reply));
-  } else if (rc == RLOCK_OK) {
-    deleted = reply->integer == 1;
-    if (deleted) /* as rlock_lock_force_release: only a deletion ends holds */
-      rlock__hold_mark_lost(c, op->l->name);
-  }
+  int deleted = 0;
+  if (rc == RLOCK_OK)
+    rc = rlock__force_result(op->l, &r->call, reply, &deleted);
   rlock__reply_free(reply);
-  if (rc == RLOCK_OK && rlock__call_unconfirmed(&r->call))
-    rc = rlock__err(RLOCK_EREPLICA,
-                    "%s '%s' was force-released on %s, but no replica "
-                    "confirmed it within %lld ms",
-                    op->l->kind->label, op->l->name, r->call.served_by,
-                    (long long)c->cfg.replica_sync_timeout_ms);
   rlock__lop_finish(op, rlock__wrongtype(op->l, rc), deleted);
 }
 

@@ -52,9 +52,9 @@ struct rlock__lred {
   int64_t started_us, lease_min_ms;
   int rc; /* a failed round's status, while giving back */
   char msg[512];
-  /* The caller: one of cb and res_cb. res (with res_cb) gathers each
-   * member's message as it comes, and its status and validity at the
-   * end; it is handed over with the callback. */
+  /* The caller: one of cb and res_cb. res gathers each member's message
+   * as it comes (a missed round's message names one), and its status and
+   * validity at the end; it is handed over with res_cb. */
   rlock_async_fn cb;
   rlock_redlock_fn res_cb;
   void *arg;
@@ -75,9 +75,8 @@ static void finish(rlock_op *op, int rc, int64_t value) {
 /* Member i's outcome in this round (or release), with its message. */
 static void note(struct rlock__lred *red, size_t i, int rc, const char *msg) {
   red->status[i] = rc;
-  if (red->res != NULL)
-    snprintf(red->res->message[i], sizeof red->res->message[i], "%s",
-             rc == RLOCK_OK ? "" : msg);
+  snprintf(red->res->message[i], sizeof red->res->message[i], "%s",
+           rc == RLOCK_OK ? "" : msg);
 }
 
 /* The operation's callback (run_completions, with the last error set):
@@ -89,6 +88,7 @@ static void completed(void *arg, int rc, int64_t value) {
   op->red = NULL;
   if (red->res_cb == NULL) {
     red->cb(red->arg, rc, value);
+    free(red->res);
     free(red);
     return;
   }
@@ -129,11 +129,7 @@ static void drop_child(rlock_op *op, size_t i) {
     return;
   child->cb = noop;
   op->red->child[i] = NULL;
-  if (child->type == RLOCK__LOP_ACQUIRE && !child->finished) {
-    rlock__loop_enter(child->c);
-    rlock__lacquire_cancel(child);
-    rlock__loop_leave(child->c);
-  }
+  rlock__lacquire_cancel_member(child);
 }
 
 /* ---- giving back, then the next round or the end -------------------------
@@ -197,17 +193,6 @@ static void give_back(rlock_op *op, int rc) {
 /* ---- a round's outcome ---------------------------------------------------
  */
 
-/* The status of a round that missed, with a message that counts. */
-static int miss(rlock_op *op, int64_t validity) {
-  struct rlock__lred *red = op->red;
-  size_t n = op->redlock->n, quorum = op->redlock->quorum;
-  int code = rlock__redlock_miss_code(red->status, n, red->taken, quorum);
-  return rlock__err(code,
-                    "RedLock: %zu of %zu members taken (quorum %zu), "
-                    "validity left %lld ms",
-                    red->taken, n, quorum, (long long)validity);
-}
-
 /* Members not waited for: canceled, each with why (as blocking/redlock.c). */
 static void drop_unanswered(rlock_op *op) {
   struct rlock__lred *red = op->red;
@@ -236,11 +221,14 @@ static void decide(rlock_op *op) {
     give_back(op, rlock__err(RLOCK_ECANCELED, "wait canceled"));
     return;
   }
-  if (red->taken >= op->redlock->quorum && validity > 0) {
+  if (rlock__redlock_held(op->redlock, red->taken, validity)) {
     finish(op, RLOCK_OK, validity);
     return;
   }
-  give_back(op, miss(op, validity));
+  for (size_t i = 0; i < op->redlock->n; i++)
+    red->res->status[i] = red->status[i];
+  give_back(op,
+            rlock__redlock_miss(op->redlock, red->res, red->taken, validity));
 }
 
 /* Whether the round can end now: every member answered, or too many
@@ -284,11 +272,7 @@ static void new_round(rlock_op *op) {
   op->phase = ROUND;
   red->taken = 0;
   red->pending = 0;
-  red->lease_min_ms = INT64_MAX;
-  for (size_t i = 0; i < r->n; i++) {
-    int64_t li = rlock__redlock_member_lease(r, i, op->lease_ms);
-    red->lease_min_ms = li < red->lease_min_ms ? li : red->lease_min_ms;
-  }
+  red->lease_min_ms = rlock__redlock_lease_min(r, op->lease_ms);
   red->started_us = rlock__now_us();
   int64_t timeout_ms = rlock__redlock_node_timeout_ms(r, red->lease_min_ms);
   if (rlock__ltimer_at(op->c, &op->timer,
@@ -296,15 +280,10 @@ static void new_round(rlock_op *op) {
     finish(op, RLOCK_ENOMEM, 0);
     return;
   }
-  if (red->res != NULL)
-    red->res->n = r->n; /* this round's outcome from now on */
+  red->res->n = r->n; /* this round's outcome from now on */
   for (size_t i = 0; i < r->n; i++) {
     red->status[i] = PENDING;
     rlock_op *child = child_new(op, i, RLOCK__LOP_ACQUIRE, member_answered);
-    if (child != NULL) {
-      child->cancel = rlock__lacquire_cancel;
-      child->abandon = rlock__lacquire_abandon;
-    }
     if (child == NULL) {
       note(red, i, RLOCK_ENOMEM, "out of memory");
       continue;
@@ -312,7 +291,6 @@ static void new_round(rlock_op *op) {
     child->wait_ms = 0; /* one attempt */
     child->unmetered = 1;
     child->lease_ms = op->lease_ms;
-    child->lease_sent = rlock__redlock_member_lease(r, i, op->lease_ms);
     red->pending++;
   }
   /* Submitted after counting: a member's answer may come at once (its
@@ -338,14 +316,9 @@ void rlock__lredlock_cancel(rlock_op *op) {
   if (op->phase == ROUND) {
     /* Each pending member answers (a grant given back by its client
      * first); then what was taken is given back and the op ends. */
-    for (size_t i = 0; i < op->redlock->n; i++) {
-      rlock_op *child = op->red->child[i];
-      if (child != NULL && !child->finished) {
-        rlock__loop_enter(child->c);
-        rlock__lacquire_cancel(child);
-        rlock__loop_leave(child->c);
-      }
-    }
+    for (size_t i = 0; i < op->redlock->n; i++)
+      if (op->red->child[i] != NULL)
+        rlock__lacquire_cancel_member(op->red->child[i]);
     if (round_over(op))
       decide(op);
   } else if (op->phase == PAUSE) {
@@ -396,8 +369,7 @@ static void member_released(void *arg, int rc, int64_t v) {
 static void release_start(rlock_op *op) {
   struct rlock__lred *red = op->red;
   rlock_redlock *r = op->redlock;
-  if (red->res != NULL)
-    red->res->n = r->n;
+  red->res->n = r->n;
   for (size_t i = 0; i < r->n; i++) {
     red->status[i] = PENDING;
     rlock_op *child = child_new(op, i, RLOCK__LOP_RELEASE, member_released);
@@ -435,26 +407,7 @@ static int check_redlock(rlock_redlock *r, const void *cb, const char *fn) {
   if (r == NULL || cb == NULL)
     return rlock__err(RLOCK_EINVAL, "%s: %s is NULL", fn,
                       r == NULL ? "RedLock" : "callback");
-  rlock_client *c0 = r->members[0]->client;
-  for (size_t i = 0; i < r->n; i++) {
-    rlock_client *c = r->members[i]->client;
-    if (!rlock__origin_ok(&c->origin))
-      return rlock__origin_refuse(&c->origin);
-    if (!rlock__user_loop(c))
-      return rlock__err(RLOCK_EINVAL,
-                        "%s: member %zu's client was not made with "
-                        "rlock_client_new_loop (use the blocking functions)",
-                        fn, i);
-    if (!pthread_equal(c->loop->thread, c0->loop->thread))
-      return rlock__err(RLOCK_EINVAL,
-                        "%s: every member's client must run on one loop "
-                        "thread (member %zu's does not run on member 0's)",
-                        fn, i);
-    if (c->loop->closing)
-      return rlock__err(RLOCK_ECLOSED, "%s: member %zu's client is being freed",
-                        fn, i);
-  }
-  return RLOCK_OK;
+  return rlock__lop_check_clients(r->members, r->n, fn);
 }
 
 /* Who the operation tells: cb, or res_cb with each member's outcome. */
@@ -471,8 +424,7 @@ static rlock_op *op_new(rlock_redlock *r, const caller *who, uint64_t owner) {
   op->cancel = rlock__lredlock_cancel;
   op->abandon = rlock__lredlock_abandon;
   struct rlock__lred *red = rlock__calloc(1, sizeof *red);
-  if (red != NULL && who->res_cb != NULL &&
-      (red->res = rlock__calloc(1, sizeof *red->res)) == NULL) {
+  if (red != NULL && (red->res = rlock__calloc(1, sizeof *red->res)) == NULL) {
     free(red);
     red = NULL;
   }

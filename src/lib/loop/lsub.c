@@ -600,10 +600,9 @@ void rlock__lsub_retry(rlock_client *c, rlock__ltimer *t) {
    * every connection (killed, a failover under way) is not tried again
    * on every turn of the loop. */
   if (tried)
-    lp->sub_backoff_ms = lp->sub_backoff_ms == 0 ? RESUB_FIRST_MS
-                         : lp->sub_backoff_ms * 2 < RESUB_MAX_MS
-                             ? lp->sub_backoff_ms * 2
-                             : RESUB_MAX_MS;
+    lp->sub_backoff_ms = lp->sub_backoff_ms == 0
+                             ? RESUB_FIRST_MS
+                             : rlock__doubled(lp->sub_backoff_ms, RESUB_MAX_MS);
   if (failed) /* also over an arming at once by a connection that failed */
     rlock__ltimer_at(c, &lp->sub_retry,
                      rlock__deadline_after_ms(lp->sub_backoff_ms));
@@ -693,9 +692,8 @@ static void swatch_down(rlock_client *c, rlock__lconn *k, int rc) {
     lp->swatch_backoff_ms = SWATCH_BACKOFF_MIN_MS;
   rlock__ltimer_at(c, &lp->swatch_retry,
                    rlock__deadline_after_ms(lp->swatch_backoff_ms));
-  lp->swatch_backoff_ms = lp->swatch_backoff_ms * 2 < SWATCH_BACKOFF_MAX_MS
-                              ? lp->swatch_backoff_ms * 2
-                              : SWATCH_BACKOFF_MAX_MS;
+  lp->swatch_backoff_ms =
+      rlock__doubled(lp->swatch_backoff_ms, SWATCH_BACKOFF_MAX_MS);
 }
 
 void rlock__lswatch_start(rlock_client *c) {

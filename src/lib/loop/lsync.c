@@ -24,17 +24,7 @@ static int check(const void *obj, const void *cb, const char *fn) {
   if (obj == NULL || cb == NULL)
     return rlock__err(RLOCK_EINVAL, "%s: %s is NULL", fn,
                       obj == NULL ? "the object" : "callback");
-  rlock_lock *l = *(rlock_lock *const *)obj;
-  if (!rlock__origin_ok(&l->client->origin))
-    return rlock__origin_refuse(&l->client->origin);
-  if (!rlock__user_loop(l->client))
-    return rlock__err(RLOCK_EINVAL,
-                      "%s: the client was not made with "
-                      "rlock_client_new_loop (use the blocking functions)",
-                      fn);
-  if (l->client->loop->closing)
-    return rlock__err(RLOCK_ECLOSED, "%s: the client is being freed", fn);
-  return RLOCK_OK;
+  return rlock__lop_check_clients((rlock_lock *const *)obj, 1, fn);
 }
 
 /* ---- one call
@@ -44,27 +34,8 @@ static int is(const rlock_op *op, const char *what) {
   return strcmp(op->sync_op, what) == 0;
 }
 
-/* What the answer means for the permit the operation names. */
-static int permit_outcome(rlock_op *op, int rc, int64_t v) {
-  if (is(op, "release")) /* unconfirmed: the master's answer still says */
-    return rc == RLOCK_OK || (rc == RLOCK_EREPLICA && v != 1)
-               ? rlock__permit_result(op->l, op->owner, op->hold_state, v)
-               : rc;
-  if (is(op, "lease"))
-    return rc == RLOCK_OK && v == -2
-               ? rlock__permit_result(op->l, op->owner, RLOCK__HOLD_NONE, 0)
-               : rc;
-  if (rc != RLOCK_OK && rc != RLOCK_EREPLICA)
-    return rc; /* renew: the lease is the old or the new one */
-  if (v == 1) {
-    rlock__permit_relet(op->l, op->owner, op->sync_num, op->lreq.sent_us);
-    return rc;
-  }
-  rlock__hold_forget(op->c, op->l->name, op->owner);
-  return rlock__permit_result(op->l, op->owner, op->hold_state, 0);
-}
-
 static void one_done(rlock_client *c, rlock__lreq *r) {
+  (void)c;
   rlock_op *op = of_lreq(r);
   op->busy = 0;
   int rc = r->q.rc;
@@ -79,16 +50,13 @@ static void one_done(rlock_client *c, rlock__lreq *r) {
     rc = rlock__sync_reply(op->l, reply, &v);
   rlock__reply_free(reply);
   if (rc == RLOCK_OK && op->sync_write && rlock__call_unconfirmed(&r->call))
-    rc = rlock__err(RLOCK_EREPLICA,
-                    "%s '%s': written on %s, but no replica confirmed it "
-                    "within %lld ms",
-                    op->l->kind->label, op->l->name, r->call.served_by,
-                    (long long)c->cfg.replica_sync_timeout_ms);
+    rc = rlock__sync_unconfirmed(op->l, &r->call);
   if (r->call.stamped_us != 0 && r->call.stamped_us < r->sent_us)
     r->sent_us = r->call.stamped_us; /* a new lease runs from its stamp */
   rlock__call_clear(&r->call);
   if (op->owner[0] != '\0')
-    rc = permit_outcome(op, rc, v);
+    rc = rlock__permit_outcome(op->l, op->sync_op, op->owner, op->hold_state,
+                               rc, v, op->sync_num, r->sent_us);
   if (is(op, "tryset") || is(op, "delete")) /* 1 or 0 */
     v = v == 1;
   rlock__lop_finish(op, rc, rc == RLOCK_OK ? v : 0);
@@ -100,8 +68,7 @@ static void one_start(rlock_op *op) {
     int64_t keep;
     rlock__hold_pop(op->c, l->name, op->owner, &op->hold_state, &keep);
   } else if (is(op, "renew")) {
-    int known = rlock__hold_check(op->c, l->name, op->owner) != RLOCK_ENOTHELD;
-    op->hold_state = known ? RLOCK__HOLD_LOST : RLOCK__HOLD_NONE;
+    op->hold_state = rlock__permit_known(l, op->owner);
   }
   rlock__sync_call(l, op->sync_op, op->sync_num,
                    op->owner[0] != '\0' ? op->owner : NULL, &op->lreq.call);
@@ -151,13 +118,10 @@ static int wait_async(rlock_lock *l, const char *owner, int64_t wait_ms,
   op->cb = cb;
   op->permit_cb = permit_cb;
   op->arg = arg;
-  op->cancel = rlock__lacquire_cancel;
-  op->abandon = rlock__lacquire_abandon;
   op->owner_number = UINT64_MAX; /* a permit belongs to no thread */
   snprintf(op->owner, sizeof op->owner, "%s", owner);
   op->wait_ms = wait_ms;
   op->lease_ms = lease_ms;
-  op->lease_sent = lease_ms > 0 ? lease_ms : l->client->cfg.watchdog_timeout_ms;
   if (out != NULL)
     *out = op;
   return rlock__lop_submit(op, rlock__lacquire_start);
@@ -255,11 +219,8 @@ int rlock_psemaphore_update_lease_async(rlock_psemaphore *s, const char *id,
   static const char fn[] = "rlock_psemaphore_update_lease_async";
   if (id == NULL)
     return rlock__err(RLOCK_EINVAL, "%s: permit id is NULL", fn);
-  if (lease_ms < 1 || lease_ms > RLOCK_MAX_DURATION_MS)
-    return rlock__err(RLOCK_EINVAL,
-                      "%s: lease must be 1..%" PRId64 " ms (got %" PRId64 ")",
-                      fn, RLOCK_MAX_DURATION_MS, lease_ms);
-  return one(s, "renew", lease_ms, id, 1, cb, arg, fn);
+  int rc = rlock__check_permit_lease(lease_ms, fn);
+  return rc == RLOCK_OK ? one(s, "renew", lease_ms, id, 1, cb, arg, fn) : rc;
 }
 
 int rlock_psemaphore_try_set_permits_async(rlock_psemaphore *s, int64_t permits,

@@ -3,7 +3,7 @@
  * lwhois.c - rlock_client_whois_async: a client's registry record read on
  * the loop, one GET of its key, routed by that key as every loop call is
  * (its slot's node on a cluster), and read by the blocking call's parser
- * (kinds/registry.c), so both say the same of the same key.
+ * (client/registry.c), so both say the same of the same key.
  *
  * The operation belongs to no lock (rlock__lop_new_on): the client's list
  * of pending operations is what completes it when the client is freed.

@@ -1,20 +1,20 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * client_state.c - what every client has below its driver: configuration,
- * identity, TLS context, topology and hold records (rlock__client_setup);
- * the blocking driver (api/client.c, blocking/bg.c) and the loop's
- * (loop/core.c) build on it.
+ * setup.c - what every client has below its driver: configuration,
+ * identity, TLS context, topology, hold records and its registry record
+ * (setup.h); the blocking driver (api/client.c, blocking/bg.c) and the
+ * loop's (loop/core.c) build on it.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
+#include "setup.h"
+
 #include "client_int.h"
 #include "common.h"
-#include "owner.h"
 #include "registry.h"
 #include "watchdog.h"
 
@@ -122,26 +122,4 @@ void rlock__client_teardown(rlock_client *c) {
   rlock__obs_destroy(&c->obs);
   rlock__config_clear(&c->cfg);
   free(c);
-}
-
-/* The owner field is built on every operation; cache it per thread for
- * the last client used. Keyed by client id and thread id, so a second
- * client, or the child of a fork (new thread id), rebuilds it. */
-static _Thread_local struct {
-  char id[37];
-  uint64_t tid;
-  char owner[RLOCK_OWNER_MAX];
-  size_t len;
-} owner_cache;
-
-void rlock__owner(const rlock_client *c, char *buf) {
-  uint64_t tid = rlock__thread_id();
-  if (owner_cache.tid != tid || memcmp(owner_cache.id, c->id, 36) != 0) {
-    int n = snprintf(owner_cache.owner, sizeof owner_cache.owner, "%s:%" PRIu64,
-                     c->id, tid);
-    owner_cache.len = (size_t)n;
-    memcpy(owner_cache.id, c->id, sizeof owner_cache.id);
-    owner_cache.tid = tid;
-  }
-  memcpy(buf, owner_cache.owner, owner_cache.len + 1);
 }
