@@ -345,13 +345,8 @@ static int count_batch(lister *L, const candidate *keys, size_t n) {
   for (size_t i = 0; i < n; i++)
     rlock__call_key(&call, keys[i].key);
   for (size_t i = 0; i < n && rc == RLOCK_OK; i++) {
-    char *braced = rlock__name_braced(keys[i].key); /* suffixName */
-    size_t len = braced != NULL ? strlen(braced) + 9 : 0;
-    if (braced == NULL || (sets[i] = rlock__malloc(len)) == NULL)
+    if ((sets[i] = rlock__name_suffixed(keys[i].key, ":timeout")) == NULL)
       rc = rlock__err(RLOCK_ENOMEM, "out of memory");
-    else
-      snprintf(sets[i], len, "%s:timeout", braced);
-    free(braced);
     rlock__call_arg(&call, sets[i] != NULL ? sets[i] : "");
   }
   if (rc == RLOCK_OK && call.failed)

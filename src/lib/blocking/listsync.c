@@ -314,13 +314,8 @@ static int read_batch(syncs *S, found **f, size_t n) {
     rlock__call_key(&call, f[i]->alt != NULL ? f[i]->alt : f[i]->name);
   }
   for (size_t i = 0; i < n && rc == RLOCK_OK; i++) {
-    char *braced = rlock__name_braced(f[i]->name); /* suffixName */
-    size_t len = braced != NULL ? strlen(braced) + sizeof LEASE_SUFFIX : 0;
-    if (braced == NULL || (sets[i] = rlock__malloc(len)) == NULL)
+    if ((sets[i] = rlock__name_suffixed(f[i]->name, LEASE_SUFFIX)) == NULL)
       rc = rlock__err(RLOCK_ENOMEM, "out of memory");
-    else
-      snprintf(sets[i], len, "%s" LEASE_SUFFIX, braced);
-    free(braced);
     rlock__call_arg(&call, sets[i] != NULL ? sets[i] : "");
   }
   if (rc == RLOCK_OK && call.failed)

@@ -50,14 +50,17 @@ char *rlock__name_prefixed(const char *prefix, const char *name) {
   return out;
 }
 
-char *rlock__name_braced(const char *name) {
-  if (strchr(name, '{') != NULL)
-    return rlock__strdup(name);
-  size_t len = strlen(name) + 3;
+char *rlock__name_suffixed(const char *name, const char *suffix) {
+  const char *form = strchr(name, '{') != NULL ? "%s%s" : "{%s}%s";
+  size_t len = strlen(name) + strlen(suffix) + 3;
   char *out = rlock__malloc(len);
   if (out != NULL)
-    snprintf(out, len, "{%s}", name);
+    snprintf(out, len, form, name, suffix);
   return out;
+}
+
+char *rlock__name_braced(const char *name) {
+  return rlock__name_suffixed(name, "");
 }
 
 /* Whether the one-byte token at *pp (a byte, "\\x", '?' or a class)

@@ -21,6 +21,11 @@ char *rlock__name_prefixed(const char *prefix, const char *name);
  * the name itself when it already contains '{'. malloc'ed or NULL. */
 char *rlock__name_braced(const char *name);
 
+/* Redisson's suffixName: the braced base followed by `suffix`, e.g. a
+ * permit-expirable semaphore's lease set "{name}:timeout". malloc'ed or
+ * NULL. */
+char *rlock__name_suffixed(const char *name, const char *suffix);
+
 /* Whether `s` matches the glob `pattern` as Redis's SCAN MATCH and PUBSUB
  * CHANNELS match: '*' any run, '?' any one byte, "[abc]", "[^abc]" and
  * ranges "[a-z]", '\\' taking the next byte as it is (also inside a

@@ -201,15 +201,11 @@ static int sync_alloc(rlock_lock **out, rlock_client *client, const char *name,
     l->channel = rlock__name_prefixed("redisson_sc", name);
   }
   if (kind == &psemaphore_kind) {
-    char *braced = rlock__name_braced(name); /* Redisson's suffixName */
-    size_t n = braced != NULL ? strlen(braced) + 16 : 0;
-    l->timeouts = braced != NULL ? rlock__malloc(n) : NULL;
-    l->base = braced != NULL ? rlock__malloc(n + 1) : NULL;
-    if (l->timeouts != NULL && l->base != NULL) {
-      snprintf(l->timeouts, n, "%s:timeout", braced);
-      snprintf(l->base, n + 1, "%c%s", RLOCK__PERMIT_BASE_MARK, l->timeouts);
-    }
-    free(braced);
+    l->timeouts = rlock__name_suffixed(name, ":timeout");
+    size_t n = l->timeouts != NULL ? strlen(l->timeouts) + 2 : 0;
+    l->base = l->timeouts != NULL ? rlock__malloc(n) : NULL;
+    if (l->base != NULL)
+      snprintf(l->base, n, "%c%s", RLOCK__PERMIT_BASE_MARK, l->timeouts);
   }
   if (l->channel == NULL ||
       (kind == &psemaphore_kind && (l->timeouts == NULL || l->base == NULL))) {
