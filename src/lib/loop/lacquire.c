@@ -30,10 +30,6 @@
 #include "loop.h"
 #include "watchdog.h"
 
-static rlock_op *of_lreq(rlock__lreq *r) {
-  return (rlock_op *)((char *)r - offsetof(rlock_op, lreq));
-}
-
 static rlock_op *of_timer(rlock__ltimer *t) {
   return (rlock_op *)((char *)t - offsetof(rlock_op, timer));
 }
@@ -69,7 +65,7 @@ static void done(rlock_op *op, int rc, int64_t value) {
 
 static void epilogue_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
-  rlock_op *op = of_lreq(r);
+  rlock_op *op = rlock__lop_of(r);
   op->busy = 0;
   rlock__reply_free(r->q.reply);
   rlock__call_clear(&r->call);
@@ -225,7 +221,7 @@ static void settled_taken(rlock_op *op, int64_t token) {
 
 static void token_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
-  rlock_op *op = of_lreq(r);
+  rlock_op *op = rlock__lop_of(r);
   op->busy = 0;
   rlock__reply *reply = r->q.reply;
   r->q.reply = NULL;
@@ -244,11 +240,9 @@ static void token_done(rlock_client *c, rlock__lreq *r) {
 
 static void read_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
-  rlock_op *op = of_lreq(r);
-  op->busy = 0;
-  rlock__reply *reply = r->q.reply;
-  r->q.reply = NULL;
-  int rc = r->q.rc;
+  rlock_op *op = rlock__lop_of(r);
+  rlock__reply *reply;
+  int rc = rlock__lop_take(r, &reply);
   int64_t now = -1, retry;
   if (rc == RLOCK_OK)
     rc = rlock__count_reply(reply, &now);
@@ -295,7 +289,7 @@ static void settle(rlock_op *op, int rc) {
 
 static void undo_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
-  rlock_op *op = of_lreq(r);
+  rlock_op *op = rlock__lop_of(r);
   op->busy = 0;
   rlock__reply_free(r->q.reply);
   r->q.reply = NULL;
@@ -326,11 +320,9 @@ static void undo_unconfirmed(rlock_op *op, const rlock__call *taken) {
 
 static void attempt_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
-  rlock_op *op = of_lreq(r);
-  op->busy = 0;
-  int rc = r->q.rc;
-  rlock__reply *reply = r->q.reply;
-  r->q.reply = NULL;
+  rlock_op *op = rlock__lop_of(r);
+  rlock__reply *reply;
+  int rc = rlock__lop_take(r, &reply);
   int in_flight = r->call.in_flight;
   if (r->call.stamped_us != 0 && r->call.stamped_us < r->sent_us)
     r->sent_us = r->call.stamped_us; /* the lease runs from its stamp */

@@ -85,13 +85,9 @@ static void unref(rlock__lfan *g) {
 
 /* ---- on the loop's thread ---------------------------------------------- */
 
-static rlock_op *of_lreq(rlock__lreq *r) {
-  return (rlock_op *)((char *)r - offsetof(rlock_op, lreq));
-}
-
 static void answered(rlock_client *c, rlock__lreq *r) {
   (void)c;
-  rlock_op *op = of_lreq(r);
+  rlock_op *op = rlock__lop_of(r);
   slot *s = op->arg;
   op->busy = 0;
   s->in = r->q.reply;

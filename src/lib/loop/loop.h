@@ -55,6 +55,7 @@
 #define RLOCK_LOOP_INT_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -433,6 +434,21 @@ struct rlock_op {
   struct rlock_redlock *redlock;
   struct rlock__lred *red; /* its members' state; freed at the end */
 };
+
+/* The operation a request belongs to (its `lreq`). */
+static inline rlock_op *rlock__lop_of(rlock__lreq *r) {
+  return (rlock_op *)((char *)r - offsetof(rlock_op, lreq));
+}
+
+/* A request's answer taken by its operation, which is no longer busy:
+ * its status, and its reply (the caller's to free; NULL when none) in
+ * *reply. */
+static inline int rlock__lop_take(rlock__lreq *r, rlock__reply **reply) {
+  rlock__lop_of(r)->busy = 0;
+  *reply = r->q.reply;
+  r->q.reply = NULL;
+  return r->q.rc;
+}
 
 /* Allocate an operation of `type` on `l` (an acquisition gets
  * lacquire.c's cancel and abandon steps). NULL (last error set) when out

@@ -19,10 +19,6 @@
 #include "loop.h"
 #include "watchdog.h"
 
-static rlock_op *of_lreq(rlock__lreq *r) {
-  return (rlock_op *)((char *)r - offsetof(rlock_op, lreq));
-}
-
 int rlock__lop_check_clients(rlock_lock *const *locks, size_t n,
                              const char *fn) {
   rlock_client *c0 = locks[0]->client;
@@ -103,7 +99,7 @@ static void send_call(rlock_op *op,
 
 /* Take the answer: RLOCK_OK with *reply (caller frees), or the failure. */
 static int answer(rlock__lreq *r, rlock__reply **reply) {
-  of_lreq(r)->busy = 0;
+  rlock__lop_of(r)->busy = 0;
   *reply = r->q.reply;
   r->q.reply = NULL;
   rlock__call_clear(&r->call);
@@ -150,7 +146,7 @@ static void release_again_due(rlock_client *c, rlock__ltimer *t) {
  * first answer). */
 static void release_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
-  rlock_op *op = of_lreq(r);
+  rlock_op *op = rlock__lop_of(r);
   rlock__reply *reply;
   int rc = answer(r, &reply);
   if (rlock__release_again(&op->latch, rc, &r->call)) {
@@ -207,7 +203,7 @@ int rlock_lock_release_async(rlock_lock *l, uint64_t owner, rlock_async_fn cb,
 
 static void force_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
-  rlock_op *op = of_lreq(r);
+  rlock_op *op = rlock__lop_of(r);
   rlock__reply *reply;
   int rc = answer(r, &reply);
   int deleted = 0;
@@ -236,7 +232,7 @@ int rlock_lock_force_release_async(rlock_lock *l, rlock_async_fn cb,
 
 static void inspect_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
-  rlock_op *op = of_lreq(r);
+  rlock_op *op = rlock__lop_of(r);
   const char *where = r->node != NULL ? r->node->where : "";
   rlock__reply *reply;
   int rc = answer(r, &reply);
@@ -292,7 +288,7 @@ int rlock_lock_inspect_async(rlock_lock *l, rlock_info_fn cb, void *arg) {
 
 static void count_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
-  rlock_op *op = of_lreq(r);
+  rlock_op *op = rlock__lop_of(r);
   rlock__reply *reply;
   int rc = answer(r, &reply);
   int64_t count = 0;
@@ -325,7 +321,7 @@ int rlock_lock_hold_count_async(rlock_lock *l, uint64_t owner,
 
 static void extend_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
-  rlock_op *op = of_lreq(r);
+  rlock_op *op = rlock__lop_of(r);
   char field[RLOCK_FIELD_MAX];
   rlock__field(op->l, op->owner, field);
   rlock__reply *reply;
@@ -367,7 +363,7 @@ int rlock_lock_extend_async(rlock_lock *l, uint64_t owner, int64_t lease_ms,
 
 static void observe_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
-  rlock_op *op = of_lreq(r);
+  rlock_op *op = rlock__lop_of(r);
   rlock__reply *reply;
   int rc = answer(r, &reply);
   if (rc == RLOCK_OK)

@@ -15,10 +15,6 @@
 #include "sync_int.h"
 #include "watchdog.h"
 
-static rlock_op *of_lreq(rlock__lreq *r) {
-  return (rlock_op *)((char *)r - offsetof(rlock_op, lreq));
-}
-
 /* The checks every entry point shares (lops.c's, for a synchroniser). */
 static int check(const void *obj, const void *cb, const char *fn) {
   if (obj == NULL || cb == NULL)
@@ -36,11 +32,9 @@ static int is(const rlock_op *op, const char *what) {
 
 static void one_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
-  rlock_op *op = of_lreq(r);
-  op->busy = 0;
-  int rc = r->q.rc;
-  rlock__reply *reply = r->q.reply;
-  r->q.reply = NULL;
+  rlock_op *op = rlock__lop_of(r);
+  rlock__reply *reply;
+  int rc = rlock__lop_take(r, &reply);
   int64_t v = 0;
   if (rc != RLOCK_OK)
     rc = rlock__wrongtype(op->l, rc);

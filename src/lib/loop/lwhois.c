@@ -22,19 +22,13 @@
 
 static const char fn[] = "rlock_client_whois_async";
 
-static rlock_op *of_lreq(rlock__lreq *r) {
-  return (rlock_op *)((char *)r - offsetof(rlock_op, lreq));
-}
-
 /* The answer: a record (kept for the callback), nil (none: NULL), or a
  * key that holds something else. */
 static void whois_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
-  rlock_op *op = of_lreq(r);
-  op->busy = 0;
-  int rc = r->q.rc;
-  rlock__reply *reply = r->q.reply;
-  r->q.reply = NULL;
+  rlock_op *op = rlock__lop_of(r);
+  rlock__reply *reply;
+  int rc = rlock__lop_take(r, &reply);
   rlock__call_clear(&r->call);
   if (rc == RLOCK_OK && reply->type == RLOCK__R_STR &&
       rlock__registry_parse(reply->str, reply->len, op->owner, op->record) != 0)
