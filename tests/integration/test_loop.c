@@ -39,6 +39,22 @@ static rlock_client *loop_client(int64_t watchdog, rlock_lost_fn lost,
   return c;
 }
 
+/* A loop client of `url`; `connect_ms` and `retry_ms` (the unreachable
+ * retry bound) when not 0. */
+static rlock_client *loop_client_at(const char *url, int64_t connect_ms,
+                                    int64_t retry_ms) {
+  rlock_config *cfg;
+  OK(rlock_config_new(&cfg));
+  OK(rlock_config_set_url(cfg, url));
+  if (connect_ms > 0)
+    OK(rlock_config_set_connect_timeout_ms(cfg, connect_ms));
+  if (retry_ms > 0)
+    OK(rlock_config_set_unreachable_retry_ms(cfg, retry_ms));
+  rlock_client *c = loop_client_cfg(cfg);
+  rlock_config_free(cfg);
+  return c;
+}
+
 /* Run the loop until `cond` holds, failing the test after `ms` (scaled). */
 #define RUN_LOOP_UNTIL(cond, ms)                                               \
   do {                                                                         \
@@ -1216,11 +1232,7 @@ static void test_tls(void **state) {
   char url[512];
   snprintf(url, sizeof url, "rediss://127.0.0.1:%d?tls_ca=%s", tls_port,
            certs.ca);
-  rlock_config *cfg;
-  OK(rlock_config_new(&cfg));
-  OK(rlock_config_set_url(cfg, url));
-  rlock_client *c = loop_client_cfg(cfg);
-  rlock_config_free(cfg);
+  rlock_client *c = loop_client_at(url, 0, 0);
   rlock_lock *l = fx_lock(c, "loop:tls");
   uint64_t a = rlock_owner_new(), b = rlock_owner_new();
   OK(acquire(l, a, 0, 30000));
@@ -1244,11 +1256,7 @@ static void test_tls(void **state) {
   bad[1] = plain;
   const char *why[2] = {"certificate verify failed", "plain-text port"};
   for (int i = 0; i < 2; i++) {
-    OK(rlock_config_new(&cfg));
-    OK(rlock_config_set_url(cfg, bad[i]));
-    OK(rlock_config_set_connect_timeout_ms(cfg, 2000));
-    c = loop_client_cfg(cfg);
-    rlock_config_free(cfg);
+    c = loop_client_at(bad[i], 2000, 0);
     l = fx_lock(c, "loop:tls");
     /* A refused certificate is not waited out, even by a wait. */
     int64_t t0 = rt_now_ms();
@@ -1266,17 +1274,6 @@ static void test_tls(void **state) {
   rt_tls_remove(&certs);
 }
 
-/* A server that is not there: the acquisition fails with the connect
- * error, through the callback. */
-static rlock_client *loop_client_url(const char *url) {
-  rlock_config *cfg;
-  OK(rlock_config_new(&cfg));
-  OK(rlock_config_set_url(cfg, url));
-  rlock_client *c = loop_client_cfg(cfg);
-  rlock_config_free(cfg);
-  return c;
-}
-
 /* Connections open as the blocking client's do (net/dial.c): a refused
  * login is RLOCK_EAUTH, and a name is looked up without blocking the
  * loop and connected at whichever of its addresses the server listens
@@ -1285,14 +1282,14 @@ static void test_login_and_names(void **state) {
   (void)state;
   char url[96];
   snprintf(url, sizeof url, "redis://:wrong@127.0.0.1:%d", rt_server_port(srv));
-  rlock_client *c = loop_client_url(url);
+  rlock_client *c = loop_client_at(url, 0, 0);
   rlock_lock *l = fx_lock(c, "loop:login");
   RC(acquire(l, rlock_owner_new(), 0, 1000), RLOCK_EAUTH);
   assert_non_null(strstr(rlock_error_last()->message, "AUTH refused"));
   rlock_lock_free(l);
   loop_free(c);
   snprintf(url, sizeof url, "redis://localhost:%d", rt_server_port(srv));
-  c = loop_client_url(url);
+  c = loop_client_at(url, 0, 0);
   l = fx_lock(c, "loop:by-name");
   uint64_t me = rlock_owner_new();
   OK(acquire(l, me, 0, 1000));
@@ -1301,15 +1298,13 @@ static void test_login_and_names(void **state) {
   loop_free(c);
 }
 
+/* A server that is not there: the acquisition fails with the connect
+ * error, through the callback. */
 static void test_unreachable(void **state) {
   (void)state;
-  rlock_config *cfg;
-  OK(rlock_config_new(&cfg));
   char url[64];
   snprintf(url, sizeof url, "redis://127.0.0.1:%d", rt_free_port());
-  OK(rlock_config_set_url(cfg, url));
-  rlock_client *c = loop_client_cfg(cfg);
-  rlock_config_free(cfg);
+  rlock_client *c = loop_client_at(url, 0, 0);
   rlock_lock *l = fx_lock(c, "loop:nowhere");
   int64_t t0 = rt_now_ms();
   RC(acquire(l, rlock_owner_new(), 0, 1000), RLOCK_EIO); /* a try: at once */
@@ -1321,11 +1316,7 @@ static void test_unreachable(void **state) {
   /* A host name that does not resolve, looked up off the loop's thread:
    * an acquisition fails at once even with a wait (waiting cannot mend
    * it), naming the host, within the connect timeout. */
-  OK(rlock_config_new(&cfg));
-  OK(rlock_config_set_url(cfg, "redis://no-such-host.invalid:6379"));
-  OK(rlock_config_set_connect_timeout_ms(cfg, 1000));
-  c = loop_client_cfg(cfg);
-  rlock_config_free(cfg);
+  c = loop_client_at("redis://no-such-host.invalid:6379", 1000, 0);
   l = fx_lock(c, "loop:nowhere");
   t0 = rt_now_ms();
   int rc = acquire(l, rlock_owner_new(), 5000, 1000);
@@ -1349,12 +1340,7 @@ static void test_wait_meets_server_not_up_yet(void **state) {
   (void)state;
   rt_server *later = rt_server_start(NULL);
   rt_server_stop(later);
-  rlock_config *cfg;
-  OK(rlock_config_new(&cfg));
-  OK(rlock_config_set_url(cfg, rt_server_url(later)));
-  OK(rlock_config_set_connect_timeout_ms(cfg, 1000));
-  rlock_client *c = loop_client_cfg(cfg);
-  rlock_config_free(cfg);
+  rlock_client *c = loop_client_at(rt_server_url(later), 1000, 0);
   rlock_lock *l = fx_lock(c, "loop:late");
   uint64_t me = rlock_owner_new();
   result r = {0};
@@ -1379,14 +1365,9 @@ static void test_wait_meets_server_not_up_yet(void **state) {
  * on a server that stays down, saying how long it tried. */
 static void test_retry_bound(void **state) {
   (void)state;
-  rlock_config *cfg;
-  OK(rlock_config_new(&cfg));
   char url[64];
   snprintf(url, sizeof url, "redis://127.0.0.1:%d", rt_free_port());
-  OK(rlock_config_set_url(cfg, url));
-  OK(rlock_config_set_unreachable_retry_ms(cfg, 600));
-  rlock_client *c = loop_client_cfg(cfg);
-  rlock_config_free(cfg);
+  rlock_client *c = loop_client_at(url, 0, 600);
   rlock_lock *l = fx_lock(c, "loop:bound");
   int64_t t0 = rt_now_ms();
   RC(acquire(l, rlock_owner_new(), RLOCK_WAIT_FOREVER, 1000), RLOCK_EIO);
