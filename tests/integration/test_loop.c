@@ -55,6 +55,12 @@ static rlock_client *loop_client_at(const char *url, int64_t connect_ms,
   return c;
 }
 
+/* Free a case's lock `l`, then its loop client `c`. */
+static void lock_done(rlock_client *c, rlock_lock *l) {
+  rlock_lock_free(l);
+  loop_free(c);
+}
+
 /* Run the loop until `cond` holds, failing the test after `ms` (scaled). */
 #define RUN_LOOP_UNTIL(cond, ms)                                               \
   do {                                                                         \
@@ -122,8 +128,7 @@ static void test_acquire_release(void **state) {
   OK(release(l, me));
   assert_int_equal(rt_cmd_int(srv, "EXISTS loop:basic"), 0);
   RC(release(l, me), RLOCK_ENOTHELD);
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 /* A command's calls so far, from INFO commandstats (0 when never run). */
@@ -207,8 +212,7 @@ static void test_queries(void **state) {
   assert_int_equal(forced.value, 1);
   RC(rlock_lock_check_owner(l, me), RLOCK_ELOST);
   RC(release(l, me), RLOCK_ELOST);
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 static bool subscribed(void *arg, char *why, size_t cap) {
@@ -259,8 +263,7 @@ static void test_wait_for_blocking_holder(void **state) {
   OK(release(l, me));
   OK(rlock_lock_try_acquire(bl, 0, 1000));
   OK(rlock_lock_release(bl));
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
   rlock_lock_free(bl);
   rlock_client_free(bc);
 }
@@ -372,8 +375,7 @@ static void test_subscriber_killed(void **state) {
   await_rc(&r, RLOCK_OK, 10000, "the waiter after re-subscribing");
   ASSERT_BETWEEN(rt_now_ms() - t0, 0, 3000);
   OK(release(l, b));
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 static void test_wait_runs_out(void **state) {
@@ -388,8 +390,7 @@ static void test_wait_runs_out(void **state) {
   ASSERT_BETWEEN(rt_now_ms() - t0, 290, 3000);
   assert_non_null(strstr(rlock_error_last()->message, "held by another"));
   OK(release(l, a));
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 /* A waiter whose holder's lease runs out is woken by the TTL bound (no
@@ -404,8 +405,7 @@ static void test_ttl_wakes_waiter(void **state) {
   OK(acquire(l, b, 10000, 10000));
   ASSERT_BETWEEN(rt_now_ms() - t0, 300, 3000);
   OK(release(l, b));
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 static void test_cancel(void **state) {
@@ -439,8 +439,7 @@ static void test_cancel(void **state) {
   await_rc(&r3, RLOCK_ECANCELED, 5000, "the canceled acquisition");
   assert_int_equal(rt_cmd_int(srv, "EXISTS loop:cancel"), 0);
   RC(rlock_op_cancel(NULL), RLOCK_EINVAL);
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 /* A canceled fair waiter leaves the queue. */
@@ -460,8 +459,7 @@ static void test_fair_cancel_leaves_queue(void **state) {
   await_rc(&r, RLOCK_ECANCELED, 5000, "the canceled fair waiter");
   assert_int_equal(rt_cmd_int(srv, "LLEN redisson_lock_queue:{loop:fair}"), 0);
   OK(release(l, a));
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 /* Fair waiters are served in arrival order; a read lock is shared and a
@@ -521,8 +519,7 @@ static void test_kinds(void **state) {
   rlock_lock_free(spin);
   rlock_lock_free(fair);
   rlock_lock_free(rd);
-  rlock_lock_free(wr);
-  loop_free(c);
+  lock_done(c, wr);
 }
 
 static rlock_multilock *three(rlock_client *c, rlock_lock **l) {
@@ -770,8 +767,7 @@ static void test_fencing_token(void **state) {
   run_until(&r.done, 1, 5000, "the fenced acquisition");
   assert_int_equal(r.value, first + 1);
   OK(release(l, me));
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 /* The watchdog renews on the loop: held past several leases. */
@@ -795,8 +791,7 @@ static void test_watchdog(void **state) {
   assert_true(st.renewals >= 2);
   OK(release(l, me));
   assert_int_equal(rt_cmd_int(srv, "EXISTS loop:wd"), 0);
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 /* A blocking release called on a loop client's lock is refused before it
@@ -839,8 +834,7 @@ static void test_blocking_refused_keeps_hold(void **state) {
   assert_int_equal(rt_cmd_int(srv, "EXISTS loop:refused"), 0);
   RC(rlock_lock_check_owner(l, me), RLOCK_ENOTHELD);
   rlock_lock_free(other);
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 typedef struct lost_seen {
@@ -869,8 +863,7 @@ static void test_lost_lock(void **state) {
   assert_true(pthread_equal(seen.thread, pthread_self()));
   RC(rlock_lock_check_owner(l, me), RLOCK_ELOST);
   RC(release(l, me), RLOCK_ELOST);
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 /* Freeing the client with operations pending completes each once, inside
@@ -1083,8 +1076,7 @@ static void test_cancel_other_thread(void **state) {
   pthread_mutex_destroy(&k.mu);
   pthread_cond_destroy(&k.cv);
   OK(release(l, a));
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 /* An acquisition started off the loop's thread (that thread is gone),
@@ -1113,8 +1105,7 @@ static void test_cancel_started_elsewhere(void **state) {
   }
   OK(release(l, a));
   assert_int_equal(rt_cmd_int(srv, "EXISTS loop:xcancel4"), 0);
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 /* A cancel from another thread that comes while the callback runs (the
@@ -1137,8 +1128,7 @@ static void test_cancel_while_called(void **state) {
   OK(release(l, k.owner)); /* the cancel request is handled meanwhile */
   assert_int_equal(rt_cmd_int(srv, "EXISTS loop:xcancel5"), 0);
   pthread_mutex_destroy(&k.mu);
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 static void test_bad_input(void **state) {
@@ -1180,8 +1170,7 @@ static void test_bad_input(void **state) {
   rlock_lock_free(bl);
   rlock_client_free(bc);
   assert_int_equal(r.done, 0);
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 /* A bad adapter table; every topology is accepted (a cluster's seeds are
@@ -1243,8 +1232,7 @@ static void test_tls(void **state) {
   OK(release(l, a));
   await_rc(&r, RLOCK_OK, 5000, "the waiter woken over TLS");
   OK(release(l, b));
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
   /* A CA that signed nothing of the server's; a plain-text port. */
   const char *bad[2];
   char other[512], plain[512];
@@ -1267,8 +1255,7 @@ static void test_tls(void **state) {
     assert_true(rc == RLOCK_EIO || (i == 1 && rc == RLOCK_ETIMEOUT));
     if (strstr(rlock_error_last()->message, why[i]) == NULL)
       fail_msg("'%s' lacks '%s'", rlock_error_last()->message, why[i]);
-    rlock_lock_free(l);
-    loop_free(c);
+    lock_done(c, l);
   }
   rt_server_free(ts);
   rt_tls_remove(&certs);
@@ -1286,16 +1273,14 @@ static void test_login_and_names(void **state) {
   rlock_lock *l = fx_lock(c, "loop:login");
   RC(acquire(l, rlock_owner_new(), 0, 1000), RLOCK_EAUTH);
   assert_non_null(strstr(rlock_error_last()->message, "AUTH refused"));
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
   snprintf(url, sizeof url, "redis://localhost:%d", rt_server_port(srv));
   c = loop_client_at(url, 0, 0);
   l = fx_lock(c, "loop:by-name");
   uint64_t me = rlock_owner_new();
   OK(acquire(l, me, 0, 1000));
   OK(release(l, me));
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 /* A server that is not there: the acquisition fails with the connect
@@ -1311,8 +1296,7 @@ static void test_unreachable(void **state) {
   ASSERT_BETWEEN(rt_now_ms() - t0, 0, 1000);
   assert_non_null(strstr(rlock_error_last()->message, "connect"));
   assert_null(strstr(rlock_error_last()->message, "tried again"));
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
   /* A host name that does not resolve, looked up off the loop's thread:
    * an acquisition fails at once even with a wait (waiting cannot mend
    * it), naming the host, within the connect timeout. */
@@ -1324,8 +1308,7 @@ static void test_unreachable(void **state) {
   ASSERT_BETWEEN(rt_now_ms() - t0, 0, 1000 + 500);
   if (strstr(rlock_error_last()->message, "no-such-host.invalid") == NULL)
     fail_msg("message: %s", rlock_error_last()->message);
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 static uint64_t connect_failures(rlock_client *c) {
@@ -1356,8 +1339,7 @@ static void test_wait_meets_server_not_up_yet(void **state) {
   assert_true(connect_failures(c) >= 2); /* tried again */
   assert_int_equal(rt_cmd_int(later, "EXISTS loop:late"), 1);
   OK(release(l, me));
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
   rt_server_free(later);
 }
 
@@ -1375,8 +1357,7 @@ static void test_retry_bound(void **state) {
   if (strstr(rlock_error_last()->message, "tried again for") == NULL)
     fail_msg("message: %s", rlock_error_last()->message);
   assert_true(connect_failures(c) >= 2);
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 /* A loop client's spin waiter backs off as its options say: the server
@@ -1397,8 +1378,7 @@ static size_t loop_spin_attempts(const rlock_spin_options *o, const char *name,
       fx_monitor_end(&m, srv, "EVALSHA", "EVAL", name, us, SC_MAX_ATTEMPTS);
   OK(release(h, holder));
   rlock_lock_free(h);
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
   return n;
 }
 
@@ -1438,8 +1418,7 @@ static void test_extend(void **state) {
   assert_int_equal(extend(l, me, 20000), RLOCK_EINVAL);
   assert_int_equal(release(l, me), RLOCK_OK);
   RC(rlock_lock_extend_async(NULL, me, 1000, on_done, NULL), RLOCK_EINVAL);
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 /* A non-reentrant lock on the loop: the holder's second acquisition is
@@ -1462,8 +1441,7 @@ static void test_nonreentrant(void **state) {
     assert_int_equal(release(both[i], me), RLOCK_ENOTHELD);
   }
   rlock_lock_free(f);
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 #define CASES(K)                                                               \
