@@ -107,27 +107,54 @@ static void nothing_left(const char *name, uint64_t n, int flags) {
   freeReplyObject(rt_cmd(srv, "DEL %s", name));
 }
 
-static void walk(size_t k, int flags) {
-  /* Under valgrind (time scale 8) every third N is walked past the first
-   * 40: each cycle opens connections. */
-  uint64_t stride = rt_scaled_ms(1) >= 4 ? 3 : 1, n;
-  for (n = 1; n < 100000; n += n < 40 ? 1 : stride) {
-    int clean = cycle(k, n, flags);
-    nothing_left(kinds[k].name, n, flags);
-    if (clean)
+/* One cycle of a walk with the Nth allocation failing (as `flags` say),
+ * what is left on the server checked; returns 1 when no allocation was
+ * refused. `ctx`: the walk's own. */
+typedef int (*cycle_fn)(uint64_t n, int flags, void *ctx);
+
+/* What the walks of a lock's holder and waiter count over their cycles:
+ * the waiter got the lock; the holder was told it lost it. */
+typedef struct tally {
+  const void *what; /* the walk's subject (a kind), if any */
+  int got, told;
+} tally;
+
+/* Walk N = 1, 2, ... until a cycle refuses no allocation, and say how far
+ * (after `label`); at least 10 allocations must have been walked. When
+ * `strided`, under valgrind (time scale 8) every third N is walked past
+ * the first 40: each such cycle opens connections. */
+static void walk_cycles(const char *label, cycle_fn one, int flags, void *ctx,
+                        int strided) {
+  uint64_t stride = strided && rt_scaled_ms(1) >= 4 ? 3 : 1, n;
+  for (n = 1; n < 100000; n += n < 40 ? 1 : stride)
+    if (one(n, flags, ctx))
       break;
-  }
-  print_message("%s, %s: %llu allocations walked\n", kinds[k].name,
+  print_message("%s, %s: %llu allocations walked\n", label,
                 flags & RLOCK__ALLOC_ONCE ? "one failing"
                                           : "all failing from N",
                 (unsigned long long)n);
   assert_true(n > 10);
 }
 
+static int cycle_kind(uint64_t n, int flags, void *ctx) {
+  size_t k = *(const size_t *)ctx;
+  int clean = cycle(k, n, flags);
+  nothing_left(kinds[k].name, n, flags);
+  return clean;
+}
+
+/* Both walks of the test thread's allocations: one failing, and all
+ * failing from N. */
+static void walk_both(const char *label, cycle_fn one, void *ctx, int strided) {
+  walk_cycles(label, one, RLOCK__ALLOC_THIS_THREAD | RLOCK__ALLOC_ONCE, ctx,
+              strided);
+  walk_cycles(label, one, RLOCK__ALLOC_THIS_THREAD, ctx, strided);
+}
+
 #define BOTH(k)                                                                \
   do {                                                                         \
-    walk(k, RLOCK__ALLOC_THIS_THREAD | RLOCK__ALLOC_ONCE);                     \
-    walk(k, RLOCK__ALLOC_THIS_THREAD);                                         \
+    size_t k_ = (k);                                                           \
+    walk_both(kinds[k_].name, cycle_kind, &k_, 1);                             \
   } while (0)
 
 static void test_reentrant(void **state) {
@@ -193,23 +220,17 @@ out:;
   return clean;
 }
 
+static int cycle_multi_left(uint64_t n, int flags, void *ctx) {
+  (void)ctx;
+  int clean = cycle_multi(n, flags);
+  nothing_left("alloc:m1", n, flags);
+  nothing_left("alloc:m2", n, flags);
+  return clean;
+}
+
 static void test_multilock(void **state) {
   (void)state;
-  static const int modes[2] = {RLOCK__ALLOC_THIS_THREAD | RLOCK__ALLOC_ONCE,
-                               RLOCK__ALLOC_THIS_THREAD};
-  for (int f = 0; f < 2; f++) {
-    uint64_t n;
-    for (n = 1; n < 100000; n++) {
-      int clean = cycle_multi(n, modes[f]);
-      nothing_left("alloc:m1", n, modes[f]);
-      nothing_left("alloc:m2", n, modes[f]);
-      if (clean)
-        break;
-    }
-    print_message("multilock: %llu allocations walked\n",
-                  (unsigned long long)n);
-    assert_true(n > 10);
-  }
+  walk_both("multilock", cycle_multi_left, NULL, 0);
 }
 
 /* ---- semaphores and the latch ---------------------------------------------
@@ -287,22 +308,16 @@ static void nothing_left_sync(uint64_t n, int flags) {
                               "alloc:latch"));
 }
 
+static int cycle_sync_left(uint64_t n, int flags, void *ctx) {
+  (void)ctx;
+  int clean = cycle_sync(n, flags);
+  nothing_left_sync(n, flags);
+  return clean;
+}
+
 static void test_sync(void **state) {
   (void)state;
-  static const int modes[2] = {RLOCK__ALLOC_THIS_THREAD | RLOCK__ALLOC_ONCE,
-                               RLOCK__ALLOC_THIS_THREAD};
-  for (int f = 0; f < 2; f++) {
-    uint64_t n;
-    for (n = 1; n < 100000; n++) {
-      int clean = cycle_sync(n, modes[f]);
-      nothing_left_sync(n, modes[f]);
-      if (clean)
-        break;
-    }
-    print_message("semaphores and latch: %llu allocations walked\n",
-                  (unsigned long long)n);
-    assert_true(n > 10);
-  }
+  walk_both("semaphores and latch", cycle_sync_left, NULL, 0);
 }
 
 /* ---- the background thread ---------------------------------------------
@@ -445,8 +460,9 @@ static void bg_waiter_ok(const bg_waiter *w, int64_t released_at, int told,
 
 /* One cycle with the Nth allocation off the test's threads failing (and,
  * without ONCE, every later one). Returns 1 when none was refused. */
-static int cycle_bg(const bg_kind *k, uint64_t n, int flags, int *waiter_rc,
-                    int *was_told) {
+static int cycle_bg(uint64_t n, int flags, void *ctx) {
+  tally *tl = ctx;
+  const bg_kind *k = tl->what;
   atomic_store(&bg_lost, 0);
   rlock_client *c =
       fx_client_opts(rt_server_url(srv), BG_WATCHDOG_MS, bg_on_lost, NULL);
@@ -471,8 +487,8 @@ static int cycle_bg(const bg_kind *k, uint64_t n, int flags, int *waiter_rc,
   int clean = rlock__alloc_failed() == 0;
   rlock__alloc_fail_at(0, 0);
   bg_waiter_ok(&w, released_at, told, n);
-  *waiter_rc = w.rc;
-  *was_told = told;
+  tl->got += w.rc == RLOCK_OK;
+  tl->told += told;
   rlock_lock_free(lh);
   rlock_lock_free(lw);
   OK(rlock_client_free(c));
@@ -481,29 +497,22 @@ static int cycle_bg(const bg_kind *k, uint64_t n, int flags, int *waiter_rc,
   return clean;
 }
 
-static void walk_bg(const bg_kind *k, int flags) {
-  uint64_t stride = rt_scaled_ms(1) >= 4 ? 3 : 1, n;
-  int got = 0, told = 0;
-  for (n = 1; n < 100000; n += n < 40 ? 1 : stride) {
-    int rc, lost;
-    int clean = cycle_bg(k, n, flags, &rc, &lost);
-    got += rc == RLOCK_OK;
-    told += lost;
-    if (clean)
-      break;
-  }
-  print_message("background thread, %s, %s: %llu allocations walked; the "
-                "waiter got the lock in %d cycles; the holder was told it "
-                "lost it in %d\n",
-                k->label,
-                flags & RLOCK__ALLOC_ONCE ? "one failing"
-                                          : "all failing from N",
-                (unsigned long long)n, got, told);
-  assert_true(n > 10);
-  /* From N = 1 on, no renewal can be sent: the lease runs out, and the
-   * holder must have been told. */
+/* Say what a walk's tally counted; from N = 1 on (not ONCE), no renewal
+ * can be sent: the lease runs out, and the holder must have been told. */
+static void tally_check(const char *label, const tally *t, int flags) {
+  print_message("%s: the waiter got the lock in %d cycles; the holder was "
+                "told it lost it in %d\n",
+                label, t->got, t->told);
   if (!(flags & RLOCK__ALLOC_ONCE))
-    assert_true(told > 0);
+    assert_true(t->told > 0);
+}
+
+static void walk_bg(const bg_kind *k, int flags) {
+  char label[96];
+  snprintf(label, sizeof label, "background thread, %s", k->label);
+  tally t = {.what = k};
+  walk_cycles(label, cycle_bg, flags, &t, 1);
+  tally_check(label, &t, flags);
 }
 
 static void test_background_once(void **state) {
@@ -623,7 +632,9 @@ static void lp_clean(rlock_lock *l, uint64_t owner) {
     fail_msg("cleaning up: release returned %d (%s)", d.rc, d.msg);
 }
 
-static int cycle_loop(uint64_t n, int flags, int *waiter_rc, int *was_told) {
+/* A loop client under the cycles' watchdog, its losses counted in
+ * bg_lost (reset). */
+static rlock_client *lp_client(void) {
   atomic_store(&bg_lost, 0);
   rlock_config *cfg;
   OK(rlock_config_new(&cfg));
@@ -632,6 +643,12 @@ static int cycle_loop(uint64_t n, int flags, int *waiter_rc, int *was_told) {
   OK(rlock_config_set_lost_callback(cfg, bg_on_lost, NULL));
   rlock_client *c = loop_client_cfg(cfg);
   rlock_config_free(cfg);
+  return c;
+}
+
+static int cycle_loop(uint64_t n, int flags, void *ctx) {
+  tally *tl = ctx;
+  rlock_client *c = lp_client();
   rlock_lock *lh = fx_lock(c, "alloc:loop"), *lw = fx_lock(c, "alloc:loop");
   uint64_t oh = rlock_owner_new(), ow = rlock_owner_new();
   lp_done h = {0}, w = {0}, r = {0};
@@ -669,8 +686,8 @@ static int cycle_loop(uint64_t n, int flags, int *waiter_rc, int *was_told) {
     lp_clean(lh, oh);
   if (w.rc == RLOCK_OK)
     lp_clean(lw, ow);
-  *waiter_rc = w.rc;
-  *was_told = told;
+  tl->got += w.rc == RLOCK_OK;
+  tl->told += told;
   rlock_lock_free(lh);
   rlock_lock_free(lw);
   loop_free(c);
@@ -681,28 +698,12 @@ static int cycle_loop(uint64_t n, int flags, int *waiter_rc, int *was_told) {
 }
 
 static void walk_loop(int flags) {
-  uint64_t stride = rt_scaled_ms(1) >= 4 ? 3 : 1, n;
-  int got = 0, told = 0;
+  tally t = {0};
   kind = UV;
   loop_open();
-  for (n = 1; n < 100000; n += n < 40 ? 1 : stride) {
-    int rc, lost;
-    int clean = cycle_loop(n, flags, &rc, &lost);
-    got += rc == RLOCK_OK;
-    told += lost;
-    if (clean)
-      break;
-  }
+  walk_cycles("loop client", cycle_loop, flags, &t, 1);
   loop_close();
-  print_message("loop client, %s: %llu allocations walked; the waiter got "
-                "the lock in %d cycles; the holder was told it lost it in "
-                "%d\n",
-                flags & RLOCK__ALLOC_ONCE ? "one failing"
-                                          : "all failing from N",
-                (unsigned long long)n, got, told);
-  assert_true(n > 10);
-  if (!(flags & RLOCK__ALLOC_ONCE))
-    assert_true(told > 0);
+  tally_check("loop client", &t, flags);
 }
 
 static void test_loop_once(void **state) {
@@ -763,15 +764,9 @@ static void lp_permit_release(rlock_psemaphore *s, const char *id) {
     fail_msg("cleaning up: a permit's release returned %d (%s)", d.rc, d.msg);
 }
 
-static int cycle_loop_permit(uint64_t n, int flags, int *was_told) {
-  atomic_store(&bg_lost, 0);
-  rlock_config *cfg;
-  OK(rlock_config_new(&cfg));
-  OK(rlock_config_set_url(cfg, rt_server_url(srv)));
-  OK(rlock_config_set_watchdog_timeout_ms(cfg, BG_WATCHDOG_MS));
-  OK(rlock_config_set_lost_callback(cfg, bg_on_lost, NULL));
-  rlock_client *c = loop_client_cfg(cfg);
-  rlock_config_free(cfg);
+static int cycle_loop_permit(uint64_t n, int flags, void *ctx) {
+  tally *tl = ctx;
+  rlock_client *c = lp_client();
   rlock_psemaphore *s;
   OK(rlock_psemaphore_new(&s, c, "alloc:lpsem"));
   lp_permit h = {0}, w = {0};
@@ -812,7 +807,7 @@ static int cycle_loop_permit(uint64_t n, int flags, int *was_told) {
     lp_permit_release(s, h.id);
   if (w.d.rc == RLOCK_OK)
     lp_permit_release(s, w.id);
-  *was_told = told;
+  tl->told += told;
   rlock_psemaphore_free(s);
   loop_free(c);
   /* With one failure nothing is left leased; otherwise a permit whose
@@ -826,24 +821,14 @@ static int cycle_loop_permit(uint64_t n, int flags, int *was_told) {
 }
 
 static void walk_loop_permit(int flags) {
-  uint64_t stride = rt_scaled_ms(1) >= 4 ? 3 : 1, n;
-  int told = 0;
+  tally t = {0};
   kind = UV;
   loop_open();
-  for (n = 1; n < 100000; n += n < 40 ? 1 : stride) {
-    int lost;
-    int clean = cycle_loop_permit(n, flags, &lost);
-    told += lost;
-    if (clean)
-      break;
-  }
+  walk_cycles("loop client, permits", cycle_loop_permit, flags, &t, 1);
   loop_close();
-  print_message("loop client, permits, %s: %llu allocations walked; the "
-                "holder was told it lost its permit in %d\n",
-                flags & RLOCK__ALLOC_ONCE ? "one failing"
-                                          : "all failing from N",
-                (unsigned long long)n, told);
-  assert_true(n > 10);
+  print_message("loop client, permits: the holder was told it lost its "
+                "permit in %d cycles\n",
+                t.told);
 }
 
 static void test_loop_permit_once(void **state) {

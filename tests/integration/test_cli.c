@@ -239,6 +239,7 @@ static int file_exists(const char *path) { return access(path, F_OK) == 0; }
  * the time is what the test is about. */
 typedef struct gate {
   char ready[512], go[512];
+  char script[2400]; /* the COMMAND's shell text, from gate_script */
 } gate;
 
 static void gate_init(gate *g, const char *tag) {
@@ -249,13 +250,43 @@ static void gate_init(gate *g, const char *tag) {
   fx_tmp_path(g->go, sizeof g->go, file);
 }
 
-/* The shell text of such a COMMAND: `before`, the ready mark, the wait for
- * go (polled every 20 ms), then `after`. */
-static const char *gate_script(const gate *g, char *buf, size_t size,
-                               const char *before, const char *after) {
-  snprintf(buf, size, "%s touch %s; while [ ! -e %s ]; do sleep 0.02; done; %s",
-           before, g->ready, g->go, after);
-  return buf;
+/* The shell text of such a COMMAND (kept in g->script): `before`, the
+ * ready mark, the wait for go (polled every 20 ms), then `after`. */
+static const char *gate_script(gate *g, const char *before, const char *after) {
+  int n = snprintf(g->script, sizeof g->script,
+                   "%s touch %s; while [ ! -e %s ]; do sleep 0.02; done; %s",
+                   before, g->ready, g->go, after);
+  assert_true(n > 0 && (size_t)n < sizeof g->script);
+  return g->script;
+}
+
+/* Start `rlock ARGS -- sh -c SCRIPT`. */
+static void proc_start_sh(proc *p, const char *const *args,
+                          const char *script) {
+  const char *argv[64];
+  size_t n = 0;
+  for (; args[n] != NULL; n++) {
+    assert_true(n < 59);
+    argv[n] = args[n];
+  }
+  const char *tail[] = {"--", "sh", "-c", script, NULL};
+  memcpy(argv + n, tail, sizeof tail);
+  proc_start(p, argv);
+}
+
+/* The usual holder: `rlock ARGS -- sh -c` a gated COMMAND that does
+ * nothing else, started, and running once this returns. */
+static void gate_hold(proc *p, gate *g, const char *tag,
+                      const char *const *args) {
+  gate_init(g, tag);
+  proc_start_sh(p, args, gate_script(g, "", ":"));
+  fx_wait_file(g->ready, SCALED(5000));
+}
+
+/* Let the gated COMMAND of `p` end, and require rlock's `status`. */
+static void gate_open(proc *p, gate *g, int status) {
+  fx_touch(g->go);
+  assert_int_equal(proc_wait(p, SCALED(10000)), status);
 }
 
 /* Hold `name` as a foreign Redisson client would, straight in Redis. */
@@ -316,18 +347,15 @@ static int teardown(void **state) { return fx_teardown(state); }
 static void test_exec_holds_lock_while_command_runs(void **state) {
   (void)state;
   const char *name = "cli:exec";
-  char script[1400];
   gate g;
   gate_init(&g, "exec");
   proc p;
-  proc_start(&p, ARGS("-u", url, "exec", name, "--", "sh", "-c",
-                      gate_script(&g, script, sizeof script,
-                                  "echo out; echo err >&2;", "exit 3")));
+  proc_start_sh(&p, ARGS("-u", url, "exec", name),
+                gate_script(&g, "echo out; echo err >&2;", "exit 3"));
   fx_wait_file(g.ready, SCALED(5000));
   assert_owner_shape(only_field(name));
   ASSERT_BETWEEN(rt_cmd_int(srv, "PTTL %s", name), 20000, 30000);
-  fx_touch(g.go);
-  assert_int_equal(proc_wait(&p, SCALED(10000)), 3);
+  gate_open(&p, &g, 3);
   assert_string_equal(p.out[0], "out\n");
   assert_string_equal(p.out[1], "err\n");
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
@@ -370,17 +398,15 @@ static void test_exec_exit_statuses(void **state) {
 static void test_exec_lease_expiry_warns(void **state) {
   (void)state;
   const char *name = "cli:lease";
-  char script[1400];
   gate g;
   gate_init(&g, "lease");
   proc p;
-  proc_start(&p, ARGS("-u", url, "exec", "-l", "400ms", name, "--", "sh", "-c",
-                      gate_script(&g, script, sizeof script, "", ":")));
+  proc_start_sh(&p, ARGS("-u", url, "exec", "-l", "400ms", name),
+                gate_script(&g, "", ":"));
   fx_wait_exists(srv, name, 1, SCALED(5000));
   ASSERT_BETWEEN(rt_cmd_int(srv, "PTTL %s", name), 1, 400);
   fx_wait_exists(srv, name, 0, SCALED(5000)); /* the lease ran out */
-  fx_touch(g.go);
-  assert_int_equal(proc_wait(&p, SCALED(10000)), 0);
+  gate_open(&p, &g, 0);
   assert_string_equal(p.out[1], "rlock: warning: lock 'cli:lease' was lost "
                                 "while 'sh' ran\n");
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
@@ -391,13 +417,11 @@ static void test_exec_lease_expiry_warns(void **state) {
 static void test_exec_watchdog_renews(void **state) {
   (void)state;
   const char *name = "cli:watchdog";
-  char script[1400];
   gate g;
   gate_init(&g, "watchdog");
   proc p;
-  proc_start(&p,
-             ARGS("-u", url, "--watchdog", "1500ms", "exec", name, "--", "sh",
-                  "-c", gate_script(&g, script, sizeof script, "", ":")));
+  proc_start_sh(&p, ARGS("-u", url, "--watchdog", "1500ms", "exec", name),
+                gate_script(&g, "", ":"));
   fx_wait_exists(srv, name, 1, SCALED(5000));
   long long last = rt_cmd_int(srv, "PTTL %s", name);
   ASSERT_BETWEEN(last, 1, 1500);
@@ -412,8 +436,7 @@ static void test_exec_watchdog_renews(void **state) {
       fail_msg("renewed %d times in 10 s", renewed);
     rt_sleep_ms(20);
   }
-  fx_touch(g.go);
-  assert_int_equal(proc_wait(&p, SCALED(10000)), 0);
+  gate_open(&p, &g, 0);
   assert_string_equal(p.out[1], "");
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
 }
@@ -481,18 +504,13 @@ static void test_exec_processes_take_turns(void **state) {
 static void test_exec_waiter_acquires_promptly(void **state) {
   (void)state;
   const char *name = "cli:handoff";
-  char script[1400];
   gate g;
-  gate_init(&g, "handoff");
   proc holder, waiter;
-  proc_start(&holder, ARGS("-u", url, "exec", name, "--", "sh", "-c",
-                           gate_script(&g, script, sizeof script, "", ":")));
-  fx_wait_file(g.ready, SCALED(5000));
+  gate_hold(&holder, &g, "handoff", ARGS("-u", url, "exec", name));
   proc_start(&waiter, ARGS("-u", url, "exec", name, "--", "true"));
   fx_wait_subscribers(srv, "redisson_lock__channel:{cli:handoff}", 1,
                       "the waiting exec's subscription");
-  fx_touch(g.go);
-  assert_int_equal(proc_wait(&holder, SCALED(10000)), 0);
+  gate_open(&holder, &g, 0);
   assert_int_equal(proc_wait(&waiter, SCALED(10000)), 0);
   ASSERT_BETWEEN(waiter.ended - holder.ended, 0, SCALED(1500));
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
@@ -517,15 +535,12 @@ static void wait_fair_queue(const char *name, long long n) {
 static void test_exec_fair_order_and_queue(void **state) {
   (void)state;
   const char *name = "cli:fair";
-  char log[512], script[700], hscript[1400];
+  char log[512], script[700];
   gate g;
-  gate_init(&g, "fair");
   proc holder, w[4], p;
   fx_tmp_path(log, sizeof log, "fair.log");
   snprintf(script, sizeof script, "echo $0 >> %s", log);
-  proc_start(&holder, ARGS("-u", url, "exec", "--fair", name, "--", "sh", "-c",
-                           gate_script(&g, hscript, sizeof hscript, "", ":")));
-  fx_wait_file(g.ready, SCALED(5000));
+  gate_hold(&holder, &g, "fair", ARGS("-u", url, "exec", "--fair", name));
   const char *ids[4] = {"a", "b", "x", "c"};
   for (int i = 0; i < 4; i++) {
     proc_start(&w[i], ARGS("-u", url, "exec", "--fair", name, "--", "sh", "-c",
@@ -570,8 +585,7 @@ static void test_exec_fair_order_and_queue(void **state) {
   assert_int_equal(kill(w[2].pid, SIGTERM), 0); /* "x" gives up */
   assert_int_equal(proc_wait(&w[2], SCALED(5000)), 128 + SIGTERM);
   assert_int_equal(fair_queue_len(name), 3);
-  fx_touch(g.go);
-  assert_int_equal(proc_wait(&holder, SCALED(10000)), 0);
+  gate_open(&holder, &g, 0);
   for (int i = 0; i < 4; i++)
     if (i != 2)
       assert_int_equal(proc_wait(&w[i], SCALED(10000)), 0);
@@ -587,13 +601,9 @@ static void test_exec_fair_order_and_queue(void **state) {
 static void test_unlock_force_fair_wakes_head(void **state) {
   (void)state;
   const char *name = "cli:fair-force";
-  char script[1400];
   gate g; /* never opened: the test ends the holder with SIGTERM */
-  gate_init(&g, "fair-force");
   proc holder, waiter, p;
-  proc_start(&holder, ARGS("-u", url, "exec", "--fair", name, "--", "sh", "-c",
-                           gate_script(&g, script, sizeof script, "", ":")));
-  fx_wait_file(g.ready, SCALED(5000));
+  gate_hold(&holder, &g, "fair-force", ARGS("-u", url, "exec", "--fair", name));
   proc_start(&waiter, ARGS("-u", url, "exec", "--fair", name, "--", "true"));
   wait_fair_queue(name, 1);
   fx_wait_fair_head_subscribed(srv, name);
@@ -612,7 +622,7 @@ static void test_unlock_force_fair_wakes_head(void **state) {
 static void test_exec_read_write(void **state) {
   (void)state;
   const char *name = "cli:rw";
-  char log[512], start[600], end[600], script[2400];
+  char log[512], start[600], end[600];
   gate g; /* the readers read until the test has seen them both, and the
              writer waiting */
   gate_init(&g, "rw");
@@ -620,7 +630,7 @@ static void test_exec_read_write(void **state) {
   fx_tmp_path(log, sizeof log, "rw.log");
   snprintf(start, sizeof start, "echo start $0 >> %s;", log);
   snprintf(end, sizeof end, "echo end $0 >> %s", log);
-  gate_script(&g, script, sizeof script, start, end);
+  const char *script = gate_script(&g, start, end);
   proc_start(&r1, ARGS("-u", url, "exec", "--read", name, "--", "sh", "-c",
                        script, "r1"));
   proc_start(&r2, ARGS("-u", url, "exec", "--read", name, "--", "sh", "-c",
@@ -640,8 +650,7 @@ static void test_exec_read_write(void **state) {
                       script, "w"));
   fx_wait_subscribers(srv, "redisson_rwlock:{cli:rw}", 1,
                       "the waiting writer's subscription");
-  fx_touch(g.go);
-  assert_int_equal(proc_wait(&r1, SCALED(10000)), 0);
+  gate_open(&r1, &g, 0);
   assert_int_equal(proc_wait(&r2, SCALED(10000)), 0);
   assert_int_equal(proc_wait(&w, SCALED(10000)), 0);
   const char *s = fx_slurp(log);
@@ -710,8 +719,8 @@ static long long file_token(const char *path) {
 static void test_exec_fenced_token(void **state) {
   (void)state;
   const char *name = "cli:fenced";
-  char file[512], script[1200], hfile[512], hbefore[600], holder_script[2400],
-      wfile[512], waiter_script[1200], want[256];
+  char file[512], script[1200], hfile[512], hbefore[600], wfile[512],
+      waiter_script[1200], want[256];
   gate g;
   proc p, holder, waiter;
   fx_tmp_path(file, sizeof file, "fenced.token");
@@ -734,7 +743,7 @@ static void test_exec_fenced_token(void **state) {
   fx_tmp_path(hfile, sizeof hfile, "fenced.holder");
   fx_tmp_path(wfile, sizeof wfile, "fenced.waiter");
   snprintf(hbefore, sizeof hbefore, "echo \"$RLOCK_TOKEN\" > %s;", hfile);
-  gate_script(&g, holder_script, sizeof holder_script, hbefore, ":");
+  const char *holder_script = gate_script(&g, hbefore, ":");
   snprintf(waiter_script, sizeof waiter_script, "echo \"$RLOCK_TOKEN\" > %s",
            wfile);
   proc_start(&holder, ARGS("-u", url, "exec", "--fenced", name, "--", "sh",
@@ -755,8 +764,7 @@ static void test_exec_fenced_token(void **state) {
                            "-c", waiter_script));
   fx_wait_subscribers(srv, "redisson_lock__channel:{cli:fenced}", 1,
                       "the waiting exec --fenced's subscription");
-  fx_touch(g.go);
-  assert_int_equal(proc_wait(&holder, SCALED(10000)), 0);
+  gate_open(&holder, &g, 0);
   assert_int_equal(proc_wait(&waiter, SCALED(10000)), 0);
   assert_int_equal(file_token(wfile), th + 1);
   assert_int_equal(token_key(name), th + 1);
@@ -793,15 +801,12 @@ static void test_exec_fenced_token(void **state) {
 static void test_exec_spin(void **state) {
   (void)state;
   const char *name = "cli:spin";
-  char ran[512], ran2[512], script[1400];
+  char ran[512], ran2[512];
   gate g;
   proc holder, waiter, p;
-  gate_init(&g, "spin");
   fx_tmp_path(ran, sizeof ran, "spin.ran");
   fx_tmp_path(ran2, sizeof ran2, "spin.ran2");
-  proc_start(&holder, ARGS("-u", url, "exec", "--spin", name, "--", "sh", "-c",
-                           gate_script(&g, script, sizeof script, "", ":")));
-  fx_wait_file(g.ready, SCALED(5000));
+  gate_hold(&holder, &g, "spin", ARGS("-u", url, "exec", "--spin", name));
   assert_owner_shape(only_field(name));
   run_expect(
       &p, 75,
@@ -825,8 +830,7 @@ static void test_exec_spin(void **state) {
   proc_start(&waiter,
              ARGS("-u", url, "exec", "--spin", name, "--", "touch", ran));
   fx_wait_evalsha(srv, 4, "the waiting exec --spin's first tries");
-  fx_touch(g.go);
-  assert_int_equal(proc_wait(&holder, SCALED(10000)), 0);
+  gate_open(&holder, &g, 0);
   assert_int_equal(proc_wait(&waiter, SCALED(10000)), 0);
   ASSERT_BETWEEN(waiter.ended - holder.ended, 0, SCALED(1500));
   assert_true(file_exists(ran));
@@ -975,27 +979,49 @@ static void idle_script(char *buf, size_t size, const char *got,
            got, on_term, ready);
 }
 
+/* A COMMAND that idles until its TERM trap ends it (idle_script), its
+ * files named after a tag: got, "<tag>-term"; ready, "<tag>-ready". */
+typedef struct idler {
+  char got[512], ready[512], script[2048];
+} idler;
+
+/* Start `rlock ARGS -- sh -c` such a COMMAND, its TERM trap running
+ * `on_term`; returns once COMMAND runs. */
+static void idle_start(proc *p, idler *x, const char *tag, const char *on_term,
+                       const char *const *args) {
+  char file[128];
+  snprintf(file, sizeof file, "%s-term", tag);
+  fx_tmp_path(x->got, sizeof x->got, file);
+  snprintf(file, sizeof file, "%s-ready", tag);
+  fx_tmp_path(x->ready, sizeof x->ready, file);
+  idle_script(x->script, sizeof x->script, x->got, on_term, x->ready);
+  proc_start_sh(p, args, x->script);
+  fx_wait_file(x->ready, SCALED(5000));
+}
+
+/* DEL `name` while `p`'s COMMAND runs: rlock must find the loss and exit
+ * 76. Returns how long after the DEL it exited (printed after `label`). */
+static int64_t del_until_lost(proc *p, const char *name, const char *label) {
+  int64_t t0 = rt_now_ms();
+  freeReplyObject(rt_cmd(srv, "DEL %s", name));
+  assert_int_equal(proc_wait(p, SCALED(5000)), 76);
+  print_message("%s: COMMAND ended %lld ms after the DEL\n", label,
+                (long long)(p->ended - t0));
+  return p->ended - t0;
+}
+
 /* The key deleted while COMMAND runs: within one renewal period (200 ms
  * with --watchdog 600ms) COMMAND gets SIGTERM, one line names the lock,
  * and rlock exits 76. */
 static void test_exec_lost_lock_terminates_command(void **state) {
   (void)state;
   const char *name = "cli:lost";
-  char got[512], ready[512], script[2048];
-  fx_tmp_path(got, sizeof got, "lost-term");
-  fx_tmp_path(ready, sizeof ready, "lost-ready");
-  idle_script(script, sizeof script, got, "exit 9", ready);
+  idler x;
   proc p;
-  proc_start(&p, ARGS("-u", url, "--watchdog", "600ms", "exec", name, "--",
-                      "sh", "-c", script));
-  fx_wait_file(ready, SCALED(5000));
-  int64_t t0 = rt_now_ms();
-  freeReplyObject(rt_cmd(srv, "DEL %s", name));
-  assert_int_equal(proc_wait(&p, SCALED(5000)), 76);
-  print_message("exec: COMMAND ended %lld ms after the DEL\n",
-                (long long)(p.ended - t0));
-  ASSERT_BETWEEN(p.ended - t0, 0, 200 + 300);
-  assert_string_equal(fx_slurp(got), "term\n");
+  idle_start(&p, &x, "lost", "exit 9",
+             ARGS("-u", url, "--watchdog", "600ms", "exec", name));
+  ASSERT_BETWEEN(del_until_lost(&p, name, "exec"), 0, 200 + 300);
+  assert_string_equal(fx_slurp(x.got), "term\n");
   assert_int_equal(count_rlock_lines(p.out[1]), 1);
   assert_non_null(strstr(p.out[1], "lock 'cli:lost' was lost"));
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
@@ -1039,14 +1065,10 @@ static void test_exec_waits_through_outage(void **state) {
 static void test_exec_server_restart_terminates_command(void **state) {
   (void)state;
   const char *name = "cli:lost-restart";
-  char got[512], ready[512], script[2048];
-  fx_tmp_path(got, sizeof got, "restart-term");
-  fx_tmp_path(ready, sizeof ready, "restart-ready");
-  idle_script(script, sizeof script, got, "exit 9", ready);
+  idler x;
   proc p;
-  proc_start(&p, ARGS("-u", url, "--watchdog", "600ms", "exec", name, "--",
-                      "sh", "-c", script));
-  fx_wait_file(ready, SCALED(5000));
+  idle_start(&p, &x, "restart", "exit 9",
+             ARGS("-u", url, "--watchdog", "600ms", "exec", name));
   rt_server_restart(srv); /* same port, no data */
   int64_t t0 = rt_now_ms();
   assert_int_equal(proc_wait(&p, SCALED(5000)), 76);
@@ -1054,7 +1076,7 @@ static void test_exec_server_restart_terminates_command(void **state) {
                 (long long)(p.ended - t0));
   /* One renewal period (200 ms), a reconnect, and slack. */
   ASSERT_BETWEEN(p.ended - t0, 0, 200 + 800);
-  assert_string_equal(fx_slurp(got), "term\n");
+  assert_string_equal(fx_slurp(x.got), "term\n");
   assert_int_equal(count_rlock_lines(p.out[1]), 1);
   assert_non_null(strstr(p.out[1], "lock 'cli:lost-restart' was lost"));
 }
@@ -1080,13 +1102,13 @@ static void del_and_resetstat(const char *name) {
 static void test_exec_on_lost_ignore_keeps_command(void **state) {
   (void)state;
   const char *name = "cli:lost-ignore";
-  char script[2048];
   gate g;
   gate_init(&g, "ignore");
   proc p;
-  proc_start(&p, ARGS("-u", url, "--watchdog", "600ms", "exec", "--on-lost",
-                      "ignore", name, "--", "sh", "-c",
-                      gate_script(&g, script, sizeof script, "", "exit 5")));
+  proc_start_sh(&p,
+                ARGS("-u", url, "--watchdog", "600ms", "exec", "--on-lost",
+                     "ignore", name),
+                gate_script(&g, "", "exit 5"));
   fx_wait_file(g.ready, SCALED(5000));
   del_and_resetstat(name);
   /* The loss is seen: a renewal ran on the deleted key (the only EVALSHA
@@ -1107,23 +1129,16 @@ static void test_exec_on_lost_ignore_keeps_command(void **state) {
 static void test_exec_kill_after_escalates(void **state) {
   (void)state;
   const char *name = "cli:lost-kill";
-  char got[512], ready[512], script[2048];
-  fx_tmp_path(got, sizeof got, "kill-term");
-  fx_tmp_path(ready, sizeof ready, "kill-ready");
-  idle_script(script, sizeof script, got, ":", ready);
+  idler x;
   proc p;
-  proc_start(&p, ARGS("-u", url, "--watchdog", "600ms", "exec", "--kill-after",
-                      "500ms", name, "--", "sh", "-c", script));
-  fx_wait_file(ready, SCALED(5000));
-  int64_t t0 = rt_now_ms();
-  freeReplyObject(rt_cmd(srv, "DEL %s", name));
-  assert_int_equal(proc_wait(&p, SCALED(5000)), 76);
-  print_message("kill-after: COMMAND ended %lld ms after the DEL\n",
-                (long long)(p.ended - t0));
+  idle_start(&p, &x, "kill", ":",
+             ARGS("-u", url, "--watchdog", "600ms", "exec", "--kill-after",
+                  "500ms", name));
   /* At least --kill-after; the loss is seen at the next renewal tick
    * (200 ms), later on a loaded machine. */
-  ASSERT_BETWEEN(p.ended - t0, 500, 500 + SCALED(1500));
-  assert_string_equal(fx_slurp(got),
+  ASSERT_BETWEEN(del_until_lost(&p, name, "kill-after"), 500,
+                 500 + SCALED(1500));
+  assert_string_equal(fx_slurp(x.got),
                       "term\n"); /* TERM came, and was shrugged */
   assert_int_equal(count_rlock_lines(p.out[1]), 1);
 }
@@ -1132,17 +1147,13 @@ static void test_exec_kill_after_escalates(void **state) {
 static void test_exec_command_dies_with_rlock(void **state) {
   (void)state;
   const char *name = "cli:pdeath";
-  char got[512], ready[512], script[2048];
-  fx_tmp_path(got, sizeof got, "pdeath-term");
-  fx_tmp_path(ready, sizeof ready, "pdeath-ready");
-  idle_script(script, sizeof script, got, "exit 9", ready);
+  idler x;
   proc p;
-  proc_start(&p, ARGS("-u", url, "exec", name, "--", "sh", "-c", script));
-  fx_wait_file(ready, SCALED(5000));
+  idle_start(&p, &x, "pdeath", "exit 9", ARGS("-u", url, "exec", name));
   int64_t t0 = rt_now_ms();
   assert_int_equal(kill(p.pid, SIGKILL), 0);
   assert_int_equal(proc_wait(&p, SCALED(5000)), 128 + SIGKILL);
-  fx_wait_file(got, SCALED(2000));
+  fx_wait_file(x.got, SCALED(2000));
   print_message("pdeath: COMMAND trapped TERM %lld ms after the kill\n",
                 (long long)(rt_now_ms() - t0));
   freeReplyObject(rt_cmd(srv, "DEL %s", name));
@@ -1155,12 +1166,12 @@ static void test_exec_command_dies_with_rlock(void **state) {
 static void test_exec_ctrl_c_reaches_command_once(void **state) {
   (void)state;
   const char *name = "cli:ctrlc";
-  char got[512], trap[600], script[2048];
+  char got[512], trap[600];
   gate g;
   gate_init(&g, "ctrlc");
   fx_tmp_path(got, sizeof got, "ctrlc-int");
   snprintf(trap, sizeof trap, "trap 'echo int >> %s' INT;", got);
-  gate_script(&g, script, sizeof script, trap, "exit 3");
+  const char *script = gate_script(&g, trap, "exit 3");
   int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
   assert_true(master >= 0);
   assert_int_equal(grantpt(master), 0);
@@ -1275,7 +1286,7 @@ static void wait_sigint(pid_t rlock, const char *file, int want, int stopped,
  * both), so once COMMAND marked that TERM, a second SIGINT would have
  * been counted. */
 static void group_sigint_case(const char *name, int use_pty) {
-  char got[512], marks[512], trap[1400], script[4096], slave_path[128] = "";
+  char got[512], marks[512], trap[1400], slave_path[128] = "";
   gate g;
   gate_init(&g, use_pty ? "grpint-pty" : "grpint");
   fx_tmp_path(got, sizeof got, use_pty ? "grpint-pty-int" : "grpint-int");
@@ -1283,7 +1294,7 @@ static void group_sigint_case(const char *name, int use_pty) {
   snprintf(trap, sizeof trap,
            "trap 'echo int >> %s' INT; trap 'echo term >> %s' TERM;", got,
            marks);
-  gate_script(&g, script, sizeof script, trap, "exit 3");
+  const char *script = gate_script(&g, trap, "exit 3");
   int master = -1;
   if (use_pty) {
     master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
@@ -1363,14 +1374,13 @@ static void test_exec_signal_while_waiting(void **state) {
 static void test_exec_keeps_ignored_signal_ignored(void **state) {
   (void)state;
   const char *name = "cli:nohup";
-  char script[1400];
   gate g;
   gate_init(&g, "nohup");
   proc p;
   proc_opts o = {NULL, -1, 1};
   proc_start_opts(&p, &o,
                   ARGS("-u", url, "exec", name, "--", "sh", "-c",
-                       gate_script(&g, script, sizeof script, "", "exit 5")));
+                       gate_script(&g, "", "exit 5")));
   fx_wait_file(g.ready, SCALED(5000)); /* the HUP comes while COMMAND runs */
   assert_int_equal(kill(p.pid, SIGHUP), 0);
   fx_touch(g.go);
@@ -1409,13 +1419,10 @@ static long long json_ttl(const char *json) {
 static void test_status_of_exec_holder(void **state) {
   (void)state;
   const char *name = "cli:held";
-  char want[1024], script[1400];
+  char want[1024];
   gate g;
-  gate_init(&g, "held");
   proc holder, p;
-  proc_start(&holder, ARGS("-u", url, "exec", name, "--", "sh", "-c",
-                           gate_script(&g, script, sizeof script, "", ":")));
-  fx_wait_file(g.ready, SCALED(5000));
+  gate_hold(&holder, &g, "held", ARGS("-u", url, "exec", name));
   const char *field = only_field(name);
   /* the holder's client, from exec's registry record (written by its
    * background thread as it starts, beside the acquisition): rlock's pid
@@ -1448,8 +1455,7 @@ static void test_status_of_exec_holder(void **state) {
            (long)holder.pid, host);
   if (strstr(p.out[0], want) == NULL)
     fail_msg("no '%s' in %s", want, p.out[0]);
-  fx_touch(g.go);
-  assert_int_equal(proc_wait(&holder, SCALED(10000)), 0);
+  gate_open(&holder, &g, 0);
 }
 
 /* ---- rlock top in a real terminal (tmux) ---------------------------------
@@ -1520,13 +1526,13 @@ static void test_top_in_a_terminal(void **state) {
   assert_true(tmux_wait_for("sorted by waiters", SCALED(5000), screen,
                             sizeof screen) >= 0);
   const char *name = "cli:top";
-  char script[1400], pid[64];
+  char pid[64];
   gate g;
   gate_init(&g, "top");
   proc holder;
   int64_t t0 = rt_now_ms();
-  proc_start(&holder, ARGS("-u", url, "exec", name, "--", "sh", "-c",
-                           gate_script(&g, script, sizeof script, "", ":")));
+  proc_start_sh(&holder, ARGS("-u", url, "exec", name),
+                gate_script(&g, "", ":"));
   snprintf(pid, sizeof pid, "%ld@", (long)holder.pid);
   if (tmux_wait_for(pid, SCALED(5000), screen, sizeof screen) < 0)
     fail_msg("no holder %s on the screen:\n%s", pid, screen);
@@ -1538,8 +1544,7 @@ static void test_top_in_a_terminal(void **state) {
   assert_int_equal(tmux("send-keys -t top q"), 0);
   assert_true(tmux_wait_for("EXITED 0", SCALED(5000), screen, sizeof screen) >=
               0);
-  fx_touch(g.go);
-  assert_int_equal(proc_wait(&holder, SCALED(10000)), 0);
+  gate_open(&holder, &g, 0);
   tmux("kill-session -t top");
 
   rt_server *s = rt_server_start(NULL); /* one to lose */
@@ -1643,13 +1648,9 @@ static void test_status_json_escaping(void **state) {
 static void test_unlock_force(void **state) {
   (void)state;
   const char *name = "cli:force";
-  char script[1400];
   gate g; /* never opened: the test ends the holder with SIGTERM */
-  gate_init(&g, "force");
   proc holder, waiter, p;
-  proc_start(&holder, ARGS("-u", url, "exec", name, "--", "sh", "-c",
-                           gate_script(&g, script, sizeof script, "", ":")));
-  fx_wait_file(g.ready, SCALED(5000));
+  gate_hold(&holder, &g, "force", ARGS("-u", url, "exec", name));
   proc_start(&waiter, ARGS("-u", url, "exec", name, "--", "true"));
   fx_wait_subscribers(srv, "redisson_lock__channel:{cli:force}", 1,
                       "the waiting exec's subscription");
@@ -2217,14 +2218,11 @@ static void test_exec_signal_ends_leftovers(void **state) {
 static void test_exec_sigquit_releases(void **state) {
   (void)state;
   const char *name = "cli:quit";
-  char script[1400], ran[512];
+  char ran[512];
   gate g;
-  gate_init(&g, "quit");
   fx_tmp_path(ran, sizeof ran, "quit-ran");
   proc holder, waiter, late;
-  proc_start(&holder, ARGS("-u", url, "exec", "--fair", name, "--", "sh", "-c",
-                           gate_script(&g, script, sizeof script, "", ":")));
-  fx_wait_file(g.ready, SCALED(5000));
+  gate_hold(&holder, &g, "quit", ARGS("-u", url, "exec", "--fair", name));
   proc_start(&waiter, ARGS("-u", url, "exec", "--fair", name, "--", "true"));
   wait_fair_queue(name, 1);
   proc_start(&late,
@@ -2249,7 +2247,6 @@ static void test_exec_sigquit_releases(void **state) {
  * COMMAND runs, then lets it exit 0; returns rlock's exit status. */
 static int run_deleted_meanwhile(proc *p, const char *tag, const char *name,
                                  const char *const *args) {
-  char script[1400];
   const char *argv[32];
   gate g;
   gate_init(&g, tag);
@@ -2259,7 +2256,7 @@ static int run_deleted_meanwhile(proc *p, const char *tag, const char *name,
   argv[n++] = "--";
   argv[n++] = "sh";
   argv[n++] = "-c";
-  argv[n++] = gate_script(&g, script, sizeof script, "", "exit 0");
+  argv[n++] = gate_script(&g, "", "exit 0");
   argv[n] = NULL;
   proc_start(p, argv);
   fx_wait_file(g.ready, SCALED(5000));
@@ -2284,19 +2281,11 @@ static void test_exec_loss_found_late_or_checked(void **state) {
                    0);
   assert_non_null(strstr(p.out[1], "warning: lock 'cli:late-loss' was lost"));
 
-  char got[512], ready[512], script[2048];
-  fx_tmp_path(got, sizeof got, "checked-term");
-  fx_tmp_path(ready, sizeof ready, "checked-ready");
-  idle_script(script, sizeof script, got, "exit 9", ready);
-  proc_start(&p, ARGS("-u", url, "exec", "--check-every", "200ms", name, "--",
-                      "sh", "-c", script));
-  fx_wait_file(ready, SCALED(5000));
-  int64_t t0 = rt_now_ms();
-  freeReplyObject(rt_cmd(srv, "DEL %s", name));
-  assert_int_equal(proc_wait(&p, SCALED(5000)), 76);
-  print_message("--check-every 200ms: COMMAND ended %lld ms after the DEL\n",
-                (long long)(p.ended - t0));
-  ASSERT_BETWEEN(p.ended - t0, 0, SCALED(200 + 800));
+  idler x;
+  idle_start(&p, &x, "checked", "exit 9",
+             ARGS("-u", url, "exec", "--check-every", "200ms", name));
+  ASSERT_BETWEEN(del_until_lost(&p, name, "--check-every 200ms"), 0,
+                 SCALED(200 + 800));
   assert_int_equal(count_rlock_lines(p.out[1]), 1);
 }
 
@@ -2306,15 +2295,11 @@ static void test_exec_loss_found_late_or_checked(void **state) {
 static void test_exec_release_bounded_on_hung_server(void **state) {
   (void)state;
   rt_server *hung = rt_server_start(NULL);
-  char got[512], ready[512], script[2048];
-  fx_tmp_path(got, sizeof got, "hung-term");
-  fx_tmp_path(ready, sizeof ready, "hung-ready");
-  idle_script(script, sizeof script, got, "exit 9", ready);
+  idler x;
   proc p;
-  proc_start(&p, ARGS("-u", rt_server_url(hung), "--watchdog", "600ms",
-                      "--command-timeout", "400ms", "exec", "cli:hung", "--",
-                      "sh", "-c", script));
-  fx_wait_file(ready, SCALED(5000));
+  idle_start(&p, &x, "hung", "exit 9",
+             ARGS("-u", rt_server_url(hung), "--watchdog", "600ms",
+                  "--command-timeout", "400ms", "exec", "cli:hung"));
   assert_int_equal(kill(rt_server_pid(hung), SIGSTOP), 0);
   int64_t t0 = rt_now_ms();
   int st = proc_wait(&p, SCALED(10000));
@@ -2324,7 +2309,7 @@ static void test_exec_release_bounded_on_hung_server(void **state) {
   assert_int_equal(st, 76);
   /* A lease (600 ms), the 400 ms bound on the release, and slack. */
   ASSERT_BETWEEN(p.ended - t0, 0, SCALED(600 + 400 + 1000));
-  assert_string_equal(fx_slurp(got), "term\n");
+  assert_string_equal(fx_slurp(x.got), "term\n");
   rt_server_free(hung);
 }
 
@@ -2431,13 +2416,10 @@ static void test_messages(void **state) {
   assert_string_equal(p.out[0], "rlock: deleted lock 'cli:nl\\n\\x1b[31mx'\n");
 
   /* One lock of several lost while COMMAND runs: one line. */
-  char got[512], ready[512], script[2048];
-  fx_tmp_path(got, sizeof got, "multi-term");
-  fx_tmp_path(ready, sizeof ready, "multi-ready");
-  idle_script(script, sizeof script, got, "exit 9", ready);
-  proc_start(&p, ARGS("-u", url, "--watchdog", "600ms", "exec", "cli:m1",
-                      "cli:m2", "--", "sh", "-c", script));
-  fx_wait_file(ready, SCALED(5000));
+  idler x;
+  idle_start(
+      &p, &x, "multi", "exit 9",
+      ARGS("-u", url, "--watchdog", "600ms", "exec", "cli:m1", "cli:m2"));
   freeReplyObject(rt_cmd(srv, "DEL cli:m2"));
   assert_int_equal(proc_wait(&p, SCALED(5000)), 76);
   assert_int_equal(count_rlock_lines(p.out[1]), 1);
@@ -2633,7 +2615,7 @@ static long long get_count(const char *name) {
 static void test_exec_permits(void **state) {
   (void)state;
   const char *name = "cli:permits";
-  char script[2][4096], idfile[2][512], tag[32];
+  char idfile[2][512], tag[32];
   gate g[2];
   proc p[2], third, st;
   for (int i = 0; i < 2; i++) {
@@ -2644,10 +2626,8 @@ static void test_exec_permits(void **state) {
     char before[1100];
     snprintf(before, sizeof before, "echo \"$RLOCK_PERMIT_ID\" > %s;",
              idfile[i]);
-    proc_start(&p[i],
-               ARGS("-u", url, "exec", "--permits", "2", name, "--", "sh", "-c",
-                    gate_script(&g[i], script[i], sizeof script[i], before,
-                                "exit 0")));
+    proc_start_sh(&p[i], ARGS("-u", url, "exec", "--permits", "2", name),
+                  gate_script(&g[i], before, "exit 0"));
     fx_wait_file(g[i].ready, SCALED(5000));
   }
   char id0[64];
@@ -2729,21 +2709,18 @@ static bool deadline_moved(void *arg, char *why, size_t cap) {
 static void test_exec_permit_lost(void **state) {
   (void)state;
   const char *name = "cli:permit-lost";
-  char got[512], ready[512], script[2048];
-  fx_tmp_path(got, sizeof got, "permit-lost-term");
-  fx_tmp_path(ready, sizeof ready, "permit-lost-ready");
-  idle_script(script, sizeof script, got, "exit 9", ready);
+  idler x;
   proc p;
-  proc_start(&p, ARGS("-u", url, "--watchdog", "600ms", "exec", "--permits",
-                      "1", name, "--", "sh", "-c", script));
-  fx_wait_file(ready, SCALED(5000));
+  idle_start(
+      &p, &x, "permit-lost", "exit 9",
+      ARGS("-u", url, "--watchdog", "600ms", "exec", "--permits", "1", name));
   /* the watchdog renews it: its deadline moves on */
   deadline_wait dw = {name, permit_deadline(name)};
   assert_true(dw.after > 0);
   rt_wait_until(deadline_moved, &dw, SCALED(5000), "a renewal of the permit");
   freeReplyObject(rt_cmd(srv, "DEL %s {%s}:timeout", name, name));
   assert_int_equal(proc_wait(&p, SCALED(5000)), 76);
-  assert_string_equal(fx_slurp(got), "term\n");
+  assert_string_equal(fx_slurp(x.got), "term\n");
   assert_int_equal(count_rlock_lines(p.out[1]), 1);
   assert_non_null(strstr(p.out[1], "of semaphore 'cli:permit-lost' was "
                                    "lost"));
@@ -2816,9 +2793,8 @@ static void test_elect_and_leader(void **state) {
   gate_init(&g, "elect");
   fx_tmp_path(file, sizeof file, "elect.term");
   snprintf(before, sizeof before, "echo \"$RLOCK_TERM\" > %s;", file);
-  gate_script(&g, script, sizeof script, before, ":");
-  proc_start(&leader, ARGS("-u", url, "elect", "--value", "host-a:1", name,
-                           "--", "sh", "-c", script));
+  proc_start_sh(&leader, ARGS("-u", url, "elect", "--value", "host-a:1", name),
+                gate_script(&g, before, ":"));
   fx_wait_file(g.ready, SCALED(5000));
   long long term = file_token(file);
   assert_int_equal(term, token_key(name));
@@ -2834,8 +2810,7 @@ static void test_elect_and_leader(void **state) {
   /* A second campaign waits; with -n it is not leading: 75. */
   run_expect(&p, 75, ARGS("-u", url, "elect", "-n", name, "--", "true"));
   assert_int_equal(token_key(name), term);
-  fx_touch(g.go);
-  assert_int_equal(proc_wait(&leader, SCALED(10000)), 0);
+  gate_open(&leader, &g, 0);
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
   assert_int_equal(rt_cmd_int(srv, "EXISTS rlock_leader:{%s}", name), 0);
   run_expect(&p, 1, ARGS("-u", url, "leader", name));
@@ -2860,15 +2835,13 @@ static void test_elect_and_leader(void **state) {
 static void test_elect_standby_takes_over(void **state) {
   (void)state;
   const char *name = "cli:elect:standby";
-  char got[512], ready[512], script[2048], tfile[512], sscript[700];
-  fx_tmp_path(got, sizeof got, "elect-term");
-  fx_tmp_path(ready, sizeof ready, "elect-ready");
+  char tfile[512], sscript[700];
+  idler x;
   fx_tmp_path(tfile, sizeof tfile, "elect-standby.term");
-  idle_script(script, sizeof script, got, "exit 9", ready);
   proc leader, standby;
-  proc_start(&leader, ARGS("-u", url, "--watchdog", "600ms", "elect", "--value",
-                           "A", name, "--", "sh", "-c", script));
-  fx_wait_file(ready, SCALED(5000));
+  idle_start(
+      &leader, &x, "elect", "exit 9",
+      ARGS("-u", url, "--watchdog", "600ms", "elect", "--value", "A", name));
   long long t1 = token_key(name);
   snprintf(sscript, sizeof sscript, "echo \"$RLOCK_TERM\" > %s", tfile);
   proc_start(&standby, ARGS("-u", url, "--watchdog", "600ms", "elect",
@@ -2885,7 +2858,7 @@ static void test_elect_standby_takes_over(void **state) {
   assert_true(file_token(tfile) > t1);
   assert_int_equal(kill(leader.pid, SIGCONT), 0);
   assert_int_equal(proc_wait(&leader, SCALED(5000)), 76);
-  assert_string_equal(fx_slurp(got), "term\n");
+  assert_string_equal(fx_slurp(x.got), "term\n");
   assert_non_null(
       strstr(leader.out[1], "leadership of 'cli:elect:standby' was lost"));
 }
@@ -2907,20 +2880,18 @@ static void wait_lines(proc *w, int n) {
 static void test_leader_watch(void **state) {
   (void)state;
   const char *name = "cli:elect:watch";
-  char script[2400];
   gate g;
   proc w, p;
   proc_start(&w,
              ARGS("-u", url, "leader", "--watch", "--interval", "20ms", name));
   wait_lines(&w, 1);
   gate_init(&g, "elect-watch");
-  gate_script(&g, script, sizeof script, "", ":");
+  const char *script = gate_script(&g, "", ":");
   proc_start(&p, ARGS("-u", url, "elect", "--value", "W", name, "--", "sh",
                       "-c", script));
   fx_wait_file(g.ready, SCALED(5000));
   wait_lines(&w, 2);
-  fx_touch(g.go);
-  assert_int_equal(proc_wait(&p, SCALED(10000)), 0);
+  gate_open(&p, &g, 0);
   wait_lines(&w, 3);
   assert_int_equal(kill(w.pid, SIGTERM), 0);
   assert_int_equal(proc_wait(&w, SCALED(5000)), 128 + SIGTERM);
@@ -2936,7 +2907,6 @@ static void test_leader_watch(void **state) {
 static void test_status_watch(void **state) {
   (void)state;
   const char *name = "cli:status:watch";
-  char s1[1400], s2[1400];
   gate g1, g2;
   proc w, holder, waiter;
   proc_start(&w,
@@ -2946,21 +2916,17 @@ static void test_status_watch(void **state) {
                       "the watch's subscription");
   fx_wait_subscribers(srv, "redisson_rwlock:{cli:status:watch}", 1,
                       "the watch's subscription (read-write lock)");
-  gate_init(&g1, "status-watch-1");
   gate_init(&g2, "status-watch-2");
-  proc_start(&holder, ARGS("-u", url, "exec", name, "--", "sh", "-c",
-                           gate_script(&g1, s1, sizeof s1, "", ":")));
-  fx_wait_file(g1.ready, SCALED(5000));
-  proc_start(&waiter, ARGS("-u", url, "exec", name, "--", "sh", "-c",
-                           gate_script(&g2, s2, sizeof s2, "", ":")));
+  gate_hold(&holder, &g1, "status-watch-1", ARGS("-u", url, "exec", name));
+  proc_start_sh(&waiter, ARGS("-u", url, "exec", name),
+                gate_script(&g2, "", ":"));
   fx_wait_subscribers(srv, "redisson_lock__channel:{cli:status:watch}", 2,
                       "the waiting exec's subscription");
   fx_touch(g1.go); /* the holder goes, the waiter takes the lock */
   assert_int_equal(proc_wait(&holder, SCALED(10000)), 0);
   fx_wait_file(g2.ready, SCALED(5000));
   wait_lines(&w, 2);
-  fx_touch(g2.go);
-  assert_int_equal(proc_wait(&waiter, SCALED(10000)), 0);
+  gate_open(&waiter, &g2, 0);
   wait_lines(&w, 3);
   assert_int_equal(kill(w.pid, SIGINT), 0);
   assert_int_equal(proc_wait(&w, SCALED(5000)), 130);
@@ -2994,7 +2960,6 @@ static void test_status_watch(void **state) {
 static void test_leader_watch_handover(void **state) {
   (void)state;
   const char *name = "cli:elect:handover";
-  char s1[2400], s2[2400];
   gate g1, g2;
   proc w, a, b;
   proc_start(&w,
@@ -3002,17 +2967,14 @@ static void test_leader_watch_handover(void **state) {
   wait_lines(&w, 1);
   fx_wait_subscribers(srv, "redisson_lock__channel:{cli:elect:handover}", 1,
                       "the watch's subscription");
-  gate_init(&g1, "handover-a");
   gate_init(&g2, "handover-b");
-  proc_start(&a, ARGS("-u", url, "elect", "--value", "A", name, "--", "sh",
-                      "-c", gate_script(&g1, s1, sizeof s1, "", ":")));
-  fx_wait_file(g1.ready, SCALED(5000));
-  proc_start(&b, ARGS("-u", url, "elect", "--value", "B", name, "--", "sh",
-                      "-c", gate_script(&g2, s2, sizeof s2, "", ":")));
+  gate_hold(&a, &g1, "handover-a",
+            ARGS("-u", url, "elect", "--value", "A", name));
+  proc_start_sh(&b, ARGS("-u", url, "elect", "--value", "B", name),
+                gate_script(&g2, "", ":"));
   fx_wait_subscribers(srv, "redisson_lock__channel:{cli:elect:handover}", 2,
                       "the standby's subscription");
-  fx_touch(g1.go);
-  assert_int_equal(proc_wait(&a, SCALED(10000)), 0);
+  gate_open(&a, &g1, 0);
   fx_wait_file(g2.ready, SCALED(5000));
   int64_t t0 = rt_now_ms();
   while (strstr(w.out[0], "handover: B (term ") == NULL &&
@@ -3020,8 +2982,7 @@ static void test_leader_watch_handover(void **state) {
     proc_drain(&w);
     rt_sleep_ms(10);
   }
-  fx_touch(g2.go);
-  assert_int_equal(proc_wait(&b, SCALED(10000)), 0);
+  gate_open(&b, &g2, 0);
   t0 = rt_now_ms();
   const char *bl;
   while (((bl = strstr(w.out[0], "handover: B (term ")) == NULL ||

@@ -39,11 +39,58 @@ static rlock_client *loop_client(int64_t watchdog, rlock_lost_fn lost,
   return c;
 }
 
+/* A loop client of `url`; `connect_ms` and `retry_ms` (the unreachable
+ * retry bound) when not 0. */
+static rlock_client *loop_client_at(const char *url, int64_t connect_ms,
+                                    int64_t retry_ms) {
+  rlock_config *cfg;
+  OK(rlock_config_new(&cfg));
+  OK(rlock_config_set_url(cfg, url));
+  if (connect_ms > 0)
+    OK(rlock_config_set_connect_timeout_ms(cfg, connect_ms));
+  if (retry_ms > 0)
+    OK(rlock_config_set_unreachable_retry_ms(cfg, retry_ms));
+  rlock_client *c = loop_client_cfg(cfg);
+  rlock_config_free(cfg);
+  return c;
+}
+
+/* Free a case's lock `l`, then its loop client `c`. */
+static void lock_done(rlock_client *c, rlock_lock *l) {
+  rlock_lock_free(l);
+  loop_free(c);
+}
+
+/* Run the loop until `cond` holds, failing the test after `ms` (scaled). */
+#define RUN_LOOP_UNTIL(cond, ms)                                               \
+  do {                                                                         \
+    int64_t end_ = rt_now_ms() + rt_scaled_ms(ms);                             \
+    while (!(cond)) {                                                          \
+      if (rt_now_ms() >= end_)                                                 \
+        fail_msg("waited %d ms for %s", (int)(ms), #cond);                     \
+      run_once(20);                                                            \
+    }                                                                          \
+  } while (0)
+
+/* Start an acquisition whose answer lands in `r` (`op`: NULL or where its
+ * handle goes). */
+static void start_acquire(rlock_lock *l, uint64_t owner, int64_t wait,
+                          int64_t lease, result *r, rlock_op **op) {
+  rlock_acquire_options o = opts(owner, wait, lease);
+  OK(rlock_lock_acquire_async(l, &o, on_done, r, op));
+}
+
+/* Run the loop until `r` is answered (within `ms`, scaled), and require
+ * the answer `rc`. */
+static void await_rc(result *r, int rc, int64_t ms, const char *what) {
+  run_until(&r->done, 1, ms, what);
+  RC(r->rc, rc);
+}
+
 /* Acquire and wait for the answer; returns its code. */
 static int acquire(rlock_lock *l, uint64_t owner, int64_t wait, int64_t lease) {
   result r = {0};
-  rlock_acquire_options o = opts(owner, wait, lease);
-  OK(rlock_lock_acquire_async(l, &o, on_done, &r, NULL));
+  start_acquire(l, owner, wait, lease, &r, NULL);
   assert_int_equal(r.done, 0); /* never from inside the call */
   run_until(&r.done, 1, 5000 + (wait > 0 ? wait : 0), "an acquisition");
   return r.rc;
@@ -81,8 +128,7 @@ static void test_acquire_release(void **state) {
   OK(release(l, me));
   assert_int_equal(rt_cmd_int(srv, "EXISTS loop:basic"), 0);
   RC(release(l, me), RLOCK_ENOTHELD);
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 /* A command's calls so far, from INFO commandstats (0 when never run). */
@@ -130,8 +176,7 @@ static void test_script_load_and_flush(void **state) {
         OK(rlock_lock_release_async(ls[i], me, on_done, &r[i]));
     }
     for (int i = 0; i < N; i++) {
-      run_until(&r[i].done, 1, 5000, "a script call after SCRIPT FLUSH");
-      OK(r[i].rc);
+      await_rc(&r[i], RLOCK_OK, 5000, "a script call after SCRIPT FLUSH");
       done++;
     }
   }
@@ -167,8 +212,7 @@ static void test_queries(void **state) {
   assert_int_equal(forced.value, 1);
   RC(rlock_lock_check_owner(l, me), RLOCK_ELOST);
   RC(release(l, me), RLOCK_ELOST);
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 static bool subscribed(void *arg, char *why, size_t cap) {
@@ -177,6 +221,18 @@ static bool subscribed(void *arg, char *why, size_t cap) {
   freeReplyObject(r);
   snprintf(why, cap, "%lld subscribers", n);
   return n >= 1;
+}
+
+/* Run the loop until an acquisition waits for an unlock message on
+ * `chan`: the channel has a subscriber. */
+static void run_until_waiting(const char *chan) {
+  char why[64];
+  RUN_LOOP_UNTIL(subscribed((void *)chan, why, sizeof why), 5000);
+}
+
+/* Run the loop until `field` holds `name` on the server. */
+static void run_until_field(const char *name, const char *field) {
+  RUN_LOOP_UNTIL(fx_hget(srv, name, field) == 1, 5000);
 }
 
 /* A waiter sleeps until the holder (a blocking client) releases, woken by
@@ -190,21 +246,12 @@ static void test_wait_for_blocking_holder(void **state) {
   rlock_lock *l = fx_lock(c, "loop:shared");
   uint64_t me = rlock_owner_new();
   result r = {0};
-  rlock_acquire_options o = opts(me, 30000, 10000);
-  OK(rlock_lock_acquire_async(l, &o, on_done, &r, NULL));
-  /* Run the loop until the subscription shows on the server. */
-  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
-  char why[64];
-  char chan[] = "redisson_lock__channel:{loop:shared}";
-  while (!subscribed(chan, why, sizeof why)) {
-    assert_true(rt_now_ms() < end);
-    run_once(20);
-  }
+  start_acquire(l, me, 30000, 10000, &r, NULL);
+  run_until_waiting("redisson_lock__channel:{loop:shared}");
   assert_int_equal(r.done, 0);
   int64_t t0 = rt_now_ms();
   OK(rlock_lock_release(bl));
-  run_until(&r.done, 1, 5000, "the woken waiter");
-  OK(r.rc);
+  await_rc(&r, RLOCK_OK, 5000, "the woken waiter");
   /* Woken by the message, not by the holder's 60 s lease. */
   ASSERT_BETWEEN(rt_now_ms() - t0, 0, 2000);
   assert_true(pthread_equal(r.thread, pthread_self()));
@@ -216,8 +263,7 @@ static void test_wait_for_blocking_holder(void **state) {
   OK(release(l, me));
   OK(rlock_lock_try_acquire(bl, 0, 1000));
   OK(rlock_lock_release(bl));
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
   rlock_lock_free(bl);
   rlock_client_free(bc);
 }
@@ -317,30 +363,19 @@ static void test_subscriber_killed(void **state) {
   uint64_t a = rlock_owner_new(), b = rlock_owner_new();
   OK(acquire(l, a, 0, 60000));
   result r = {0};
-  rlock_acquire_options o = opts(b, 30000, 10000);
-  OK(rlock_lock_acquire_async(l, &o, on_done, &r, NULL));
+  start_acquire(l, b, 30000, 10000, &r, NULL);
   char chan[] = "redisson_lock__channel:{loop:resub}";
   char why[64];
-  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
-  while (!subscribed(chan, why, sizeof why)) {
-    assert_true(rt_now_ms() < end);
-    run_once(20);
-  }
+  run_until_waiting(chan);
   assert_true(rt_cmd_int(srv, "CLIENT KILL TYPE pubsub") >= 1);
   assert_false(subscribed(chan, why, sizeof why)); /* the loop has not run */
-  end = rt_now_ms() + rt_scaled_ms(5000);
-  while (!subscribed(chan, why, sizeof why)) {
-    assert_true(rt_now_ms() < end);
-    run_once(20);
-  }
+  run_until_waiting(chan);
   int64_t t0 = rt_now_ms();
   OK(release(l, a));
-  run_until(&r.done, 1, 10000, "the waiter after re-subscribing");
-  OK(r.rc);
+  await_rc(&r, RLOCK_OK, 10000, "the waiter after re-subscribing");
   ASSERT_BETWEEN(rt_now_ms() - t0, 0, 3000);
   OK(release(l, b));
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 static void test_wait_runs_out(void **state) {
@@ -355,8 +390,7 @@ static void test_wait_runs_out(void **state) {
   ASSERT_BETWEEN(rt_now_ms() - t0, 290, 3000);
   assert_non_null(strstr(rlock_error_last()->message, "held by another"));
   OK(release(l, a));
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 /* A waiter whose holder's lease runs out is woken by the TTL bound (no
@@ -371,8 +405,7 @@ static void test_ttl_wakes_waiter(void **state) {
   OK(acquire(l, b, 10000, 10000));
   ASSERT_BETWEEN(rt_now_ms() - t0, 300, 3000);
   OK(release(l, b));
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 static void test_cancel(void **state) {
@@ -388,8 +421,7 @@ static void test_cancel(void **state) {
   assert_non_null(op);
   run_once(50); /* let the first attempt go out and come back, or not */
   OK(rlock_op_cancel(op));
-  run_until(&r.done, 1, 5000, "the canceled acquisition");
-  RC(r.rc, RLOCK_ECANCELED);
+  await_rc(&r, RLOCK_ECANCELED, 5000, "the canceled acquisition");
   char field[RLOCK_OWNER_MAX];
   field_of(c, b, field);
   assert_int_equal(fx_hget(srv, "loop:cancel", field), -1);
@@ -398,19 +430,16 @@ static void test_cancel(void **state) {
   OK(rlock_lock_acquire_async(l, &o, on_done, &r2, &op));
   OK(rlock_op_cancel(op));
   assert_int_equal(r2.done, 0);
-  run_until(&r2.done, 1, 5000, "the canceled acquisition");
-  RC(r2.rc, RLOCK_ECANCELED);
+  await_rc(&r2, RLOCK_ECANCELED, 5000, "the canceled acquisition");
   OK(release(l, a));
   /* A cancel that finds the lock granted gives it back. */
   result r3 = {0};
   OK(rlock_lock_acquire_async(l, &o, on_done, &r3, &op));
   OK(rlock_op_cancel(op));
-  run_until(&r3.done, 1, 5000, "the canceled acquisition");
-  RC(r3.rc, RLOCK_ECANCELED);
+  await_rc(&r3, RLOCK_ECANCELED, 5000, "the canceled acquisition");
   assert_int_equal(rt_cmd_int(srv, "EXISTS loop:cancel"), 0);
   RC(rlock_op_cancel(NULL), RLOCK_EINVAL);
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 /* A canceled fair waiter leaves the queue. */
@@ -423,20 +452,14 @@ static void test_fair_cancel_leaves_queue(void **state) {
   OK(acquire(l, a, 0, 30000));
   result r = {0};
   rlock_op *op;
-  rlock_acquire_options o = opts(b, RLOCK_WAIT_FOREVER, 10000);
-  OK(rlock_lock_acquire_async(l, &o, on_done, &r, &op));
-  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
-  while (rt_cmd_int(srv, "LLEN redisson_lock_queue:{loop:fair}") != 1) {
-    assert_true(rt_now_ms() < end);
-    run_once(20);
-  }
+  start_acquire(l, b, RLOCK_WAIT_FOREVER, 10000, &r, &op);
+  RUN_LOOP_UNTIL(rt_cmd_int(srv, "LLEN redisson_lock_queue:{loop:fair}") == 1,
+                 5000);
   OK(rlock_op_cancel(op));
-  run_until(&r.done, 1, 5000, "the canceled fair waiter");
-  RC(r.rc, RLOCK_ECANCELED);
+  await_rc(&r, RLOCK_ECANCELED, 5000, "the canceled fair waiter");
   assert_int_equal(rt_cmd_int(srv, "LLEN redisson_lock_queue:{loop:fair}"), 0);
   OK(release(l, a));
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 /* Fair waiters are served in arrival order; a read lock is shared and a
@@ -458,15 +481,11 @@ static void test_kinds(void **state) {
     rlock_acquire_options ao = opts(o[i], 20000, 30000);
     OK(rlock_lock_acquire_async(fair, &ao, on_done, &w[i - 1], NULL));
   }
-  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
-  while (rt_cmd_int(srv, "LLEN redisson_lock_queue:{loop:fairq}") != 3) {
-    assert_true(rt_now_ms() < end);
-    run_once(20);
-  }
+  RUN_LOOP_UNTIL(rt_cmd_int(srv, "LLEN redisson_lock_queue:{loop:fairq}") == 3,
+                 5000);
   OK(release(fair, o[0]));
   for (int i = 0; i < 3; i++) {
-    run_until(&w[i].done, 1, 10000, "the next fair waiter");
-    OK(w[i].rc);
+    await_rc(&w[i], RLOCK_OK, 10000, "the next fair waiter");
     for (int j = i + 1; j < 3; j++)
       assert_int_equal(w[j].done, 0); /* served in arrival order */
     OK(release(fair, o[i + 1]));
@@ -474,28 +493,24 @@ static void test_kinds(void **state) {
   OK(acquire(rd, o[0], 0, 30000));
   OK(acquire(rd, o[1], 0, 30000)); /* shared */
   result wres = {0};
-  rlock_acquire_options wo = opts(o[2], 20000, 30000);
-  OK(rlock_lock_acquire_async(wr, &wo, on_done, &wres, NULL));
+  start_acquire(wr, o[2], 20000, 30000, &wres, NULL);
   run_once(50);
   OK(release(rd, o[0]));
   if (wres.done)
     fail_msg("writer finished early: %d %s", wres.rc, wres.msg);
   OK(release(rd, o[1]));
-  run_until(&wres.done, 1, 10000, "the writer");
-  OK(wres.rc);
+  await_rc(&wres, RLOCK_OK, 10000, "the writer");
   OK(release(wr, o[2]));
   /* A spin lock's waiter backs off and tries again: no subscription. */
   rlock_lock *spin;
   OK(rlock_lock_new_spin(&spin, c, "loop:spin"));
   OK(acquire(spin, o[0], 0, 30000));
   result sres = {0};
-  rlock_acquire_options so = opts(o[1], 20000, 30000);
-  OK(rlock_lock_acquire_async(spin, &so, on_done, &sres, NULL));
+  start_acquire(spin, o[1], 20000, 30000, &sres, NULL);
   run_once(50);
   assert_int_equal(sres.done, 0);
   OK(release(spin, o[0]));
-  run_until(&sres.done, 1, 10000, "the spinning waiter");
-  OK(sres.rc);
+  await_rc(&sres, RLOCK_OK, 10000, "the spinning waiter");
   redisReply *n =
       rt_cmd(srv, "PUBSUB NUMSUB redisson_lock__channel:{loop:spin}");
   assert_int_equal(n->element[1]->integer, 0);
@@ -504,8 +519,7 @@ static void test_kinds(void **state) {
   rlock_lock_free(spin);
   rlock_lock_free(fair);
   rlock_lock_free(rd);
-  rlock_lock_free(wr);
-  loop_free(c);
+  lock_done(c, wr);
 }
 
 static rlock_multilock *three(rlock_client *c, rlock_lock **l) {
@@ -565,14 +579,9 @@ static void test_multilock(void **state) {
   rlock_op *op;
   rlock_acquire_options o = opts(b, RLOCK_WAIT_FOREVER, 20000);
   OK(rlock_multilock_acquire_async(m, &o, on_done, &r, &op));
-  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
-  while (fx_hget(srv, "loop:m0", fb) != 1) {
-    assert_true(rt_now_ms() < end);
-    run_once(20);
-  }
+  run_until_field("loop:m0", fb);
   OK(rlock_op_cancel(op));
-  run_until(&r.done, 1, 5000, "the canceled MultiLock");
-  RC(r.rc, RLOCK_ECANCELED);
+  await_rc(&r, RLOCK_ECANCELED, 5000, "the canceled MultiLock");
   assert_int_equal(fx_hget(srv, "loop:m0", fb), -1);
   OK(release(l[1], a));
   RC(multi_release(m, b), RLOCK_ENOTHELD);
@@ -631,15 +640,6 @@ static void duo_down(duo *d) {
     rlock_lock_free(d->l[i]);
 }
 
-/* Run the loop until `field` holds `name` on the server. */
-static void run_until_field(const char *name, const char *field) {
-  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
-  while (fx_hget(srv, name, field) != 1) {
-    assert_true(rt_now_ms() < end);
-    run_once(20);
-  }
-}
-
 /* A MultiLock's members on two loop clients of this loop thread: taken
  * all or none, each by its own client; waiting, re-letting and canceling
  * as with one client. */
@@ -678,8 +678,7 @@ static void test_multilock_clients(void **state) {
   OK(rlock_multilock_acquire_async(d.m, &o, on_done, &r, &op));
   run_until_field("loop:x0", fb[0]);
   OK(rlock_op_cancel(op));
-  run_until(&r.done, 1, 5000, "the canceled MultiLock");
-  RC(r.rc, RLOCK_ECANCELED);
+  await_rc(&r, RLOCK_ECANCELED, 5000, "the canceled MultiLock");
   assert_int_equal(fx_hget(srv, "loop:x0", fb[0]), -1);
   assert_int_equal(fx_hget(srv, "loop:x1", fb[1]), -1);
   OK(release(d.l[1], a));
@@ -708,11 +707,7 @@ static void test_multilock_clients_free(void **state) {
   RC(f.rc, RLOCK_ECLOSED);
   /* The waiter left: its channel is given up once it has lingered. */
   char chan[] = "redisson_lock__channel:{loop:x1}", why[64];
-  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
-  while (subscribed(chan, why, sizeof why)) {
-    assert_true(rt_now_ms() < end);
-    run_once(50);
-  }
+  RUN_LOOP_UNTIL(!subscribed(chan, why, sizeof why), 5000);
   OK(release(d.l[1], a));
   assert_int_equal(fx_hget(srv, "loop:x1", fb[1]), -1);
   rt_cmd_int(srv, "DEL loop:x0"); /* c[0]'s hold, never released */
@@ -763,8 +758,7 @@ static void test_fencing_token(void **state) {
   result r = {0};
   rlock_acquire_options o = opts(me, 0, 10000);
   OK(rlock_lock_acquire_async(l, &o, on_done, &r, NULL));
-  run_until(&r.done, 1, 5000, "the fenced acquisition");
-  OK(r.rc);
+  await_rc(&r, RLOCK_OK, 5000, "the fenced acquisition");
   int64_t first = r.value;
   assert_true(first > 0);
   OK(release(l, me));
@@ -773,8 +767,7 @@ static void test_fencing_token(void **state) {
   run_until(&r.done, 1, 5000, "the fenced acquisition");
   assert_int_equal(r.value, first + 1);
   OK(release(l, me));
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 /* The watchdog renews on the loop: held past several leases. */
@@ -798,8 +791,7 @@ static void test_watchdog(void **state) {
   assert_true(st.renewals >= 2);
   OK(release(l, me));
   assert_int_equal(rt_cmd_int(srv, "EXISTS loop:wd"), 0);
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 /* A blocking release called on a loop client's lock is refused before it
@@ -842,8 +834,7 @@ static void test_blocking_refused_keeps_hold(void **state) {
   assert_int_equal(rt_cmd_int(srv, "EXISTS loop:refused"), 0);
   RC(rlock_lock_check_owner(l, me), RLOCK_ENOTHELD);
   rlock_lock_free(other);
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 typedef struct lost_seen {
@@ -872,8 +863,7 @@ static void test_lost_lock(void **state) {
   assert_true(pthread_equal(seen.thread, pthread_self()));
   RC(rlock_lock_check_owner(l, me), RLOCK_ELOST);
   RC(release(l, me), RLOCK_ELOST);
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 /* Freeing the client with operations pending completes each once, inside
@@ -886,8 +876,7 @@ static void test_free_with_pending(void **state) {
   OK(acquire(l, a, 0, 5000));
   result r[3] = {{0}};
   for (int i = 0; i < 3; i++) {
-    rlock_acquire_options o = opts(rlock_owner_new(), 30000, 5000);
-    OK(rlock_lock_acquire_async(l, &o, on_done, &r[i], NULL));
+    start_acquire(l, rlock_owner_new(), 30000, 5000, &r[i], NULL);
   }
   run_once(50);
   OK(rlock_client_free(c)); /* the lock after: its operations were pending */
@@ -961,8 +950,7 @@ static void test_other_thread(void **state) {
   pthread_create(&t, NULL, submit_elsewhere, &s);
   pthread_join(t, NULL);
   OK(s.rc);
-  run_until(&s.r.done, 1, 5000, "the acquisition started elsewhere");
-  OK(s.r.rc);
+  await_rc(&s.r, RLOCK_OK, 5000, "the acquisition started elsewhere");
   assert_true(pthread_equal(s.r.thread, pthread_self()));
   OK(release(s.l, s.owner));
   rlock_lock_free(s.l);
@@ -1037,17 +1025,6 @@ static void *start_then_cancel_late(void *arg) {
   return NULL;
 }
 
-/* Run the loop until `op`'s acquisition waits for an unlock message:
- * its channel has a subscriber. */
-static void run_until_waiting(const char *chan) {
-  char why[64];
-  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
-  while (!subscribed((void *)chan, why, sizeof why)) {
-    assert_true(rt_now_ms() < end);
-    run_once(20);
-  }
-}
-
 /* An acquisition started off the loop's thread can be canceled from that
  * thread: its callback gets RLOCK_ECANCELED and nothing is left held (a
  * grant that came first is given back). */
@@ -1068,8 +1045,7 @@ static void test_cancel_other_thread(void **state) {
     OK(k.rc);
     OK(k.cancel_rc);
     assert_non_null(k.op);
-    run_until(&k.r.done, 1, 5000, "the acquisition canceled elsewhere");
-    RC(k.r.rc, RLOCK_ECANCELED);
+    await_rc(&k.r, RLOCK_ECANCELED, 5000, "the acquisition canceled elsewhere");
     field_of(c, k.owner, field);
     assert_int_equal(fx_hget(srv, "loop:xcancel", field), -1);
     assert_int_equal(rt_cmd_int(srv, "EXISTS loop:xcancel"), held);
@@ -1093,16 +1069,14 @@ static void test_cancel_other_thread(void **state) {
   OK(k.rc);
   OK(k.cancel_rc);
   assert_int_equal(k.r.done, 0);
-  run_until(&k.r.done, 1, 5000, "the waiter canceled elsewhere");
-  RC(k.r.rc, RLOCK_ECANCELED);
+  await_rc(&k.r, RLOCK_ECANCELED, 5000, "the waiter canceled elsewhere");
   assert_true(pthread_equal(k.r.thread, pthread_self()));
   field_of(c, k.owner, field);
   assert_int_equal(fx_hget(srv, "loop:xcancel", field), -1);
   pthread_mutex_destroy(&k.mu);
   pthread_cond_destroy(&k.cv);
   OK(release(l, a));
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 /* An acquisition started off the loop's thread (that thread is gone),
@@ -1125,15 +1099,13 @@ static void test_cancel_started_elsewhere(void **state) {
       run_until_waiting("redisson_lock__channel:{loop:xcancel4}");
     OK(rlock_op_cancel(k.op));
     assert_int_equal(k.r.done, 0);
-    run_until(&k.r.done, 1, 5000, "the waiter canceled on the loop");
-    RC(k.r.rc, RLOCK_ECANCELED);
+    await_rc(&k.r, RLOCK_ECANCELED, 5000, "the waiter canceled on the loop");
     field_of(c, k.owner, field);
     assert_int_equal(fx_hget(srv, "loop:xcancel4", field), -1);
   }
   OK(release(l, a));
   assert_int_equal(rt_cmd_int(srv, "EXISTS loop:xcancel4"), 0);
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 /* A cancel from another thread that comes while the callback runs (the
@@ -1156,8 +1128,7 @@ static void test_cancel_while_called(void **state) {
   OK(release(l, k.owner)); /* the cancel request is handled meanwhile */
   assert_int_equal(rt_cmd_int(srv, "EXISTS loop:xcancel5"), 0);
   pthread_mutex_destroy(&k.mu);
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 static void test_bad_input(void **state) {
@@ -1199,8 +1170,7 @@ static void test_bad_input(void **state) {
   rlock_lock_free(bl);
   rlock_client_free(bc);
   assert_int_equal(r.done, 0);
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 /* A bad adapter table; every topology is accepted (a cluster's seeds are
@@ -1251,28 +1221,18 @@ static void test_tls(void **state) {
   char url[512];
   snprintf(url, sizeof url, "rediss://127.0.0.1:%d?tls_ca=%s", tls_port,
            certs.ca);
-  rlock_config *cfg;
-  OK(rlock_config_new(&cfg));
-  OK(rlock_config_set_url(cfg, url));
-  rlock_client *c = loop_client_cfg(cfg);
-  rlock_config_free(cfg);
+  rlock_client *c = loop_client_at(url, 0, 0);
   rlock_lock *l = fx_lock(c, "loop:tls");
   uint64_t a = rlock_owner_new(), b = rlock_owner_new();
   OK(acquire(l, a, 0, 30000));
   result r = {0};
-  rlock_acquire_options o = opts(b, 20000, 10000);
-  OK(rlock_lock_acquire_async(l, &o, on_done, &r, NULL));
-  int64_t end = rt_now_ms() + rt_scaled_ms(5000);
-  while (fx_evalsha_calls(ts) < 2) { /* b's attempts, before and after */
-    assert_true(rt_now_ms() < end);  /* subscribing */
-    run_once(20);
-  }
+  start_acquire(l, b, 20000, 10000, &r, NULL);
+  /* b's attempts, before and after subscribing */
+  RUN_LOOP_UNTIL(fx_evalsha_calls(ts) >= 2, 5000);
   OK(release(l, a));
-  run_until(&r.done, 1, 5000, "the waiter woken over TLS");
-  OK(r.rc);
+  await_rc(&r, RLOCK_OK, 5000, "the waiter woken over TLS");
   OK(release(l, b));
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
   /* A CA that signed nothing of the server's; a plain-text port. */
   const char *bad[2];
   char other[512], plain[512];
@@ -1284,11 +1244,7 @@ static void test_tls(void **state) {
   bad[1] = plain;
   const char *why[2] = {"certificate verify failed", "plain-text port"};
   for (int i = 0; i < 2; i++) {
-    OK(rlock_config_new(&cfg));
-    OK(rlock_config_set_url(cfg, bad[i]));
-    OK(rlock_config_set_connect_timeout_ms(cfg, 2000));
-    c = loop_client_cfg(cfg);
-    rlock_config_free(cfg);
+    c = loop_client_at(bad[i], 2000, 0);
     l = fx_lock(c, "loop:tls");
     /* A refused certificate is not waited out, even by a wait. */
     int64_t t0 = rt_now_ms();
@@ -1299,22 +1255,10 @@ static void test_tls(void **state) {
     assert_true(rc == RLOCK_EIO || (i == 1 && rc == RLOCK_ETIMEOUT));
     if (strstr(rlock_error_last()->message, why[i]) == NULL)
       fail_msg("'%s' lacks '%s'", rlock_error_last()->message, why[i]);
-    rlock_lock_free(l);
-    loop_free(c);
+    lock_done(c, l);
   }
   rt_server_free(ts);
   rt_tls_remove(&certs);
-}
-
-/* A server that is not there: the acquisition fails with the connect
- * error, through the callback. */
-static rlock_client *loop_client_url(const char *url) {
-  rlock_config *cfg;
-  OK(rlock_config_new(&cfg));
-  OK(rlock_config_set_url(cfg, url));
-  rlock_client *c = loop_client_cfg(cfg);
-  rlock_config_free(cfg);
-  return c;
 }
 
 /* Connections open as the blocking client's do (net/dial.c): a refused
@@ -1325,47 +1269,38 @@ static void test_login_and_names(void **state) {
   (void)state;
   char url[96];
   snprintf(url, sizeof url, "redis://:wrong@127.0.0.1:%d", rt_server_port(srv));
-  rlock_client *c = loop_client_url(url);
+  rlock_client *c = loop_client_at(url, 0, 0);
   rlock_lock *l = fx_lock(c, "loop:login");
   RC(acquire(l, rlock_owner_new(), 0, 1000), RLOCK_EAUTH);
   assert_non_null(strstr(rlock_error_last()->message, "AUTH refused"));
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
   snprintf(url, sizeof url, "redis://localhost:%d", rt_server_port(srv));
-  c = loop_client_url(url);
+  c = loop_client_at(url, 0, 0);
   l = fx_lock(c, "loop:by-name");
   uint64_t me = rlock_owner_new();
   OK(acquire(l, me, 0, 1000));
   OK(release(l, me));
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
+/* A server that is not there: the acquisition fails with the connect
+ * error, through the callback. */
 static void test_unreachable(void **state) {
   (void)state;
-  rlock_config *cfg;
-  OK(rlock_config_new(&cfg));
   char url[64];
   snprintf(url, sizeof url, "redis://127.0.0.1:%d", rt_free_port());
-  OK(rlock_config_set_url(cfg, url));
-  rlock_client *c = loop_client_cfg(cfg);
-  rlock_config_free(cfg);
+  rlock_client *c = loop_client_at(url, 0, 0);
   rlock_lock *l = fx_lock(c, "loop:nowhere");
   int64_t t0 = rt_now_ms();
   RC(acquire(l, rlock_owner_new(), 0, 1000), RLOCK_EIO); /* a try: at once */
   ASSERT_BETWEEN(rt_now_ms() - t0, 0, 1000);
   assert_non_null(strstr(rlock_error_last()->message, "connect"));
   assert_null(strstr(rlock_error_last()->message, "tried again"));
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
   /* A host name that does not resolve, looked up off the loop's thread:
    * an acquisition fails at once even with a wait (waiting cannot mend
    * it), naming the host, within the connect timeout. */
-  OK(rlock_config_new(&cfg));
-  OK(rlock_config_set_url(cfg, "redis://no-such-host.invalid:6379"));
-  OK(rlock_config_set_connect_timeout_ms(cfg, 1000));
-  c = loop_client_cfg(cfg);
-  rlock_config_free(cfg);
+  c = loop_client_at("redis://no-such-host.invalid:6379", 1000, 0);
   l = fx_lock(c, "loop:nowhere");
   t0 = rt_now_ms();
   int rc = acquire(l, rlock_owner_new(), 5000, 1000);
@@ -1373,8 +1308,7 @@ static void test_unreachable(void **state) {
   ASSERT_BETWEEN(rt_now_ms() - t0, 0, 1000 + 500);
   if (strstr(rlock_error_last()->message, "no-such-host.invalid") == NULL)
     fail_msg("message: %s", rlock_error_last()->message);
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 static uint64_t connect_failures(rlock_client *c) {
@@ -1389,35 +1323,23 @@ static void test_wait_meets_server_not_up_yet(void **state) {
   (void)state;
   rt_server *later = rt_server_start(NULL);
   rt_server_stop(later);
-  rlock_config *cfg;
-  OK(rlock_config_new(&cfg));
-  OK(rlock_config_set_url(cfg, rt_server_url(later)));
-  OK(rlock_config_set_connect_timeout_ms(cfg, 1000));
-  rlock_client *c = loop_client_cfg(cfg);
-  rlock_config_free(cfg);
+  rlock_client *c = loop_client_at(rt_server_url(later), 1000, 0);
   rlock_lock *l = fx_lock(c, "loop:late");
   uint64_t me = rlock_owner_new();
   result r = {0};
-  rlock_acquire_options o = opts(me, 5000, 10000);
-  OK(rlock_lock_acquire_async(l, &o, on_done, &r, NULL));
-  int64_t end = rt_now_ms() + rt_scaled_ms(3000);
-  while (connect_failures(c) < 1) { /* its first attempt */
-    assert_true(rt_now_ms() < end);
-    run_once(20);
-  }
+  start_acquire(l, me, 5000, 10000, &r, NULL);
+  RUN_LOOP_UNTIL(connect_failures(c) >= 1, 3000); /* its first attempt */
   /* Time is the point: the server comes up a second after the wait
    * began, which the acquisition must outlast (the loop runs meanwhile). */
-  for (end = rt_now_ms() + 1000; rt_now_ms() < end;)
+  for (int64_t end = rt_now_ms() + 1000; rt_now_ms() < end;)
     run_once(end - rt_now_ms());
   assert_int_equal(r.done, 0);
   rt_server_start_again(later);
-  run_until(&r.done, 1, 5000, "the acquisition once the server is up");
-  OK(r.rc);
+  await_rc(&r, RLOCK_OK, 5000, "the acquisition once the server is up");
   assert_true(connect_failures(c) >= 2); /* tried again */
   assert_int_equal(rt_cmd_int(later, "EXISTS loop:late"), 1);
   OK(release(l, me));
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
   rt_server_free(later);
 }
 
@@ -1425,14 +1347,9 @@ static void test_wait_meets_server_not_up_yet(void **state) {
  * on a server that stays down, saying how long it tried. */
 static void test_retry_bound(void **state) {
   (void)state;
-  rlock_config *cfg;
-  OK(rlock_config_new(&cfg));
   char url[64];
   snprintf(url, sizeof url, "redis://127.0.0.1:%d", rt_free_port());
-  OK(rlock_config_set_url(cfg, url));
-  OK(rlock_config_set_unreachable_retry_ms(cfg, 600));
-  rlock_client *c = loop_client_cfg(cfg);
-  rlock_config_free(cfg);
+  rlock_client *c = loop_client_at(url, 0, 600);
   rlock_lock *l = fx_lock(c, "loop:bound");
   int64_t t0 = rt_now_ms();
   RC(acquire(l, rlock_owner_new(), RLOCK_WAIT_FOREVER, 1000), RLOCK_EIO);
@@ -1440,8 +1357,7 @@ static void test_retry_bound(void **state) {
   if (strstr(rlock_error_last()->message, "tried again for") == NULL)
     fail_msg("message: %s", rlock_error_last()->message);
   assert_true(connect_failures(c) >= 2);
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 /* A loop client's spin waiter backs off as its options say: the server
@@ -1462,8 +1378,7 @@ static size_t loop_spin_attempts(const rlock_spin_options *o, const char *name,
       fx_monitor_end(&m, srv, "EVALSHA", "EVAL", name, us, SC_MAX_ATTEMPTS);
   OK(release(h, holder));
   rlock_lock_free(h);
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
   return n;
 }
 
@@ -1503,8 +1418,7 @@ static void test_extend(void **state) {
   assert_int_equal(extend(l, me, 20000), RLOCK_EINVAL);
   assert_int_equal(release(l, me), RLOCK_OK);
   RC(rlock_lock_extend_async(NULL, me, 1000, on_done, NULL), RLOCK_EINVAL);
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 /* A non-reentrant lock on the loop: the holder's second acquisition is
@@ -1527,8 +1441,7 @@ static void test_nonreentrant(void **state) {
     assert_int_equal(release(both[i], me), RLOCK_ENOTHELD);
   }
   rlock_lock_free(f);
-  rlock_lock_free(l);
-  loop_free(c);
+  lock_done(c, l);
 }
 
 #define CASES(K)                                                               \
