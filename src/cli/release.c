@@ -8,7 +8,10 @@
  * and rlock waits for it at most a given time: past that, rlock goes on
  * without it (the lock then expires by itself, within its lease) and the
  * thread is left to finish or be ended by rlock's exit. Its objects (the
- * lock, the client) must then not be freed: rlock is about to exit.
+ * lock, the client) must then not be freed: rlock is about to exit. A
+ * release done in time is joined: the thread has then ended, and the
+ * libraries' per-thread state (OpenSSL's error queue) was freed with it,
+ * not left to a process exiting under it.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -28,6 +31,7 @@ static struct {
   cli_release_fn fn;
   void *arg;
   uint64_t owner;
+  pthread_t thread;
   char message[512]; /* the thread's */
   char shown[512];   /* the caller's copy, taken under mu */
   int cv_ready;
@@ -69,16 +73,11 @@ static int start(void) {
     pthread_condattr_destroy(&ca);
     rel.cv_ready = 1;
   }
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_t t;
-  int err = pthread_create(&t, &attr, release_main, NULL);
+  int err = pthread_create(&rel.thread, NULL, release_main, NULL);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
-  pthread_attr_destroy(&attr);
   return err;
 }
 
@@ -108,6 +107,10 @@ int cli_release_bounded(cli_release_fn fn, void *arg, int64_t bound_ms,
              (long long)bound_ms);
   rel.abandoned = !rel.done;
   pthread_mutex_unlock(&rel.mu);
+  if (rel.abandoned)
+    pthread_detach(rel.thread);
+  else
+    pthread_join(rel.thread, NULL); /* past its signal: ends at once */
   return rc;
 }
 

@@ -367,12 +367,14 @@ static void test_cli(void **state) {
            "-u rediss://127.0.0.1:%d --tls-ca %s --user "
            "alice --password-file %s exec tls:cli -- true",
            tls_port[0], certs.ca, pwfile);
-  assert_int_equal(run_cli(out, sizeof out, NULL, args), 0);
+  int st = run_cli(out, sizeof out, NULL, args);
+  if (st != 0)
+    fail_msg("exec over TLS with a password file: %d: %s", st, out);
   snprintf(args, sizeof args,
            "-u rediss://127.0.0.1:%d --tls-ca %s --user "
            "alice status tls:cli",
            tls_port[0], certs.ca_dir); /* a CA dir */
-  int st = run_cli(out, sizeof out, "RLOCK_PASSWORD=s3cret-pw", args);
+  st = run_cli(out, sizeof out, "RLOCK_PASSWORD=s3cret-pw", args);
   if (st != 0)
     fail_msg("status over TLS with a CA directory: %d: %s", st, out);
   assert_null(strstr(out, "s3cret"));
