@@ -140,6 +140,8 @@ static void test_checker(void **state) {
   put(fd, &t, 0, 0, RT_EV_RELEASING, 0, 0, 0);
   put(fd, &t, 2, 1, RT_EV_ACQUIRE_CALL, 100, 5000, 0); /* starved */
   put(fd, &t, 2, 1, RT_EV_ACQUIRE_FAILED, -99, 100, 5000);
+  put(fd, &t, 2, 1, RT_EV_ACQUIRE_CALL, 100, 100, 0);
+  put(fd, &t, 2, 1, RT_EV_ACQUIRE_FAILED, RLOCK_EHELD, 0, 0); /* documented */
   close(fd);
   rt_verdict v = rt_history_check(path, -1, 1000);
   assert_int_equal(v.overlaps, 1);

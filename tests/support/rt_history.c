@@ -14,6 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <rlock/errors.h>
+
 #include <cmocka.h>
 
 #include "rt_util.h"
@@ -251,7 +253,7 @@ rt_verdict rt_history_check_n(const char *path, long counter, int64_t slack_ms,
       break;
     case RT_EV_ACQUIRE_FAILED:
       v.acquire_failed++;
-      if (r->a > -1 || r->a < -15) {
+      if (r->a > -1 || r->a < RLOCK_EHELD) { /* the newest status */
         v.undocumented++;
         note(&v, "worker %d: an acquisition failed with status %lld", r->worker,
              (long long)r->a);
