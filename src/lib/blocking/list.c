@@ -334,36 +334,50 @@ static int count_entry(lister *L, const candidate *k, const rlock__reply *e,
   return RLOCK_OK;
 }
 
+int rlock__list_batch(rlock_client *c, rlock__call *call, const void *items,
+                      size_t n, const char *(*name_at)(const void *, size_t),
+                      const char *script, rlock__reply **out) {
+  *out = NULL;
+  char **sets = rlock__calloc(n, sizeof *sets);
+  int rc = sets == NULL ? rlock__err(RLOCK_ENOMEM, "out of memory") : RLOCK_OK;
+  for (size_t i = 0; i < n && rc == RLOCK_OK; i++) {
+    if ((sets[i] = rlock__name_suffixed(name_at(items, i), ":timeout")) == NULL)
+      rc = rlock__err(RLOCK_ENOMEM, "out of memory");
+    rlock__call_arg(call, sets[i] != NULL ? sets[i] : "");
+  }
+  if (rc == RLOCK_OK && call->failed)
+    rc = rlock__err(RLOCK_ENOMEM, "out of memory");
+  if (rc == RLOCK_OK)
+    rc = rlock__call_run(c, call, out);
+  else
+    rlock__call_clear(call);
+  if (rc == RLOCK_OK && ((*out)->type != RLOCK__R_ARRAY || (*out)->n != n)) {
+    rlock__reply_free(*out);
+    *out = NULL;
+    rc = rlock__err(RLOCK_EPROTO, "%s returned an unexpected reply", script);
+  }
+  for (size_t i = 0; sets != NULL && i < n; i++)
+    free(sets[i]);
+  free(sets);
+  return rc;
+}
+
+static const char *candidate_key(const void *items, size_t i) {
+  return ((const candidate *)items)[i].key;
+}
+
 /* Run list_counts.lua over keys[0..n) (one slot). */
 static int count_batch(lister *L, const candidate *keys, size_t n) {
-  char **sets = rlock__calloc(n, sizeof *sets);
-  if (sets == NULL)
-    return rlock__err(RLOCK_ENOMEM, "out of memory");
   rlock__call call;
   rlock__call_script(&call, &rlock__script_list_counts);
-  int rc = RLOCK_OK;
   for (size_t i = 0; i < n; i++)
     rlock__call_key(&call, keys[i].key);
-  for (size_t i = 0; i < n && rc == RLOCK_OK; i++) {
-    if ((sets[i] = rlock__name_suffixed(keys[i].key, ":timeout")) == NULL)
-      rc = rlock__err(RLOCK_ENOMEM, "out of memory");
-    rlock__call_arg(&call, sets[i] != NULL ? sets[i] : "");
-  }
-  if (rc == RLOCK_OK && call.failed)
-    rc = rlock__err(RLOCK_ENOMEM, "out of memory");
-  rlock__reply *r = NULL;
-  if (rc == RLOCK_OK)
-    rc = rlock__call_run(L->c, &call, &r);
-  else
-    rlock__call_clear(&call);
-  if (rc == RLOCK_OK && (r->type != RLOCK__R_ARRAY || r->n != n))
-    rc = rlock__err(RLOCK_EPROTO, "list_counts returned an unexpected reply");
+  rlock__reply *r;
+  int rc =
+      rlock__list_batch(L->c, &call, keys, n, candidate_key, "list_counts", &r);
   for (size_t i = 0; rc == RLOCK_OK && i < n && !L->stopped; i++)
     rc = count_entry(L, &keys[i], r->elem[i], call.served_by);
   rlock__reply_free(r);
-  for (size_t i = 0; i < n; i++)
-    free(sets[i]);
-  free(sets);
   return rc;
 }
 

@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "client_int.h"
+#include "cmd.h"
 #include "reply.h"
 #include "topo.h"
 
@@ -30,5 +31,15 @@ int rlock__list_nodes(rlock_client *c, rlock__node ***out, size_t *n);
 int rlock__list_scan(rlock__node *node, const char *match, const char *type,
                      int (*step)(void *arg, const rlock__reply *keys),
                      void *arg, const int *stopped);
+
+/* Run a listing script over one slot's batch of n names: `call` (a
+ * script call) has its keys; each name's lease set, Redisson's
+ * "{name}:timeout" (name_at(items, i) gives name i), is appended as an
+ * argument, the call run and its reply checked to be an array of n.
+ * RLOCK_OK with *out set (the caller frees it), else a status with *out
+ * NULL and the call cleared. `script` names it in messages. */
+int rlock__list_batch(rlock_client *c, rlock__call *call, const void *items,
+                      size_t n, const char *(*name_at)(const void *, size_t),
+                      const char *script, rlock__reply **out);
 
 #endif /* RLOCK_LIST_H */

@@ -300,39 +300,24 @@ static int report(syncs *S, const found *f, const rlock__reply *e,
   return RLOCK_OK;
 }
 
+static const char *found_name(const void *items, size_t i) {
+  return ((found *const *)items)[i]->name;
+}
+
 /* Read the counts of f[0..n) (one slot) with list_syncs.lua, and report
  * each. */
 static int read_batch(syncs *S, found **f, size_t n) {
-  char **sets = rlock__calloc(n, sizeof *sets);
-  if (sets == NULL)
-    return rlock__err(RLOCK_ENOMEM, "out of memory");
   rlock__call call;
   rlock__call_script(&call, &rlock__script_list_syncs);
-  int rc = RLOCK_OK;
   for (size_t i = 0; i < n; i++) {
     rlock__call_key(&call, f[i]->name);
     rlock__call_key(&call, f[i]->alt != NULL ? f[i]->alt : f[i]->name);
   }
-  for (size_t i = 0; i < n && rc == RLOCK_OK; i++) {
-    if ((sets[i] = rlock__name_suffixed(f[i]->name, LEASE_SUFFIX)) == NULL)
-      rc = rlock__err(RLOCK_ENOMEM, "out of memory");
-    rlock__call_arg(&call, sets[i] != NULL ? sets[i] : "");
-  }
-  if (rc == RLOCK_OK && call.failed)
-    rc = rlock__err(RLOCK_ENOMEM, "out of memory");
-  rlock__reply *r = NULL;
-  if (rc == RLOCK_OK)
-    rc = rlock__call_run(S->c, &call, &r);
-  else
-    rlock__call_clear(&call);
-  if (rc == RLOCK_OK && (r->type != RLOCK__R_ARRAY || r->n != n))
-    rc = rlock__err(RLOCK_EPROTO, "list_syncs returned an unexpected reply");
+  rlock__reply *r;
+  int rc = rlock__list_batch(S->c, &call, f, n, found_name, "list_syncs", &r);
   for (size_t i = 0; rc == RLOCK_OK && i < n && !S->stopped; i++)
     rc = report(S, f[i], r->elem[i], call.served_by);
   rlock__reply_free(r);
-  for (size_t i = 0; i < n; i++)
-    free(sets[i]);
-  free(sets);
   return rc;
 }
 
