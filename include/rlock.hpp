@@ -594,6 +594,21 @@ struct listed_lock {
   lock_info info;
 };
 
+/// One semaphore, permit-expirable semaphore or latch found by
+/// client::list_syncs() or a count found by client::list_counts().
+struct listed_sync {
+  std::string name;
+  /// list_syncs(): "semaphore", "latch" or "permit-expirable-semaphore";
+  /// list_counts(): "permit-expirable-semaphore" or "count".
+  std::string kind;
+  std::int64_t value = 0;  ///< available permits, or a latch's count
+  std::int64_t leased = 0; ///< permits leased now (permit-expirable)
+  /// Connections subscribed to its channel (list_syncs()); -1 from
+  /// list_counts(), which does not ask.
+  std::int64_t subscribers = -1;
+  std::string node; ///< "host:port" of the server holding its key
+};
+
 namespace detail {
 inline std::string str(const char *s) { return s ? s : ""; }
 
@@ -745,10 +760,56 @@ public:
     detail::check(rc);
     return std::move(st.found);
   }
+  /// The semaphores, latches and permit-expirable semaphores matching
+  /// `pattern` that a client waits on now, and the permit-expirable
+  /// semaphores with permits leased (rlock_client_list_syncs: PUBSUB and
+  /// SCAN, nothing written).
+  std::vector<listed_sync> list_syncs(std::string_view pattern = "*") {
+    return list_numbers(pattern, rlock_client_list_syncs, &sync_one);
+  }
+  /// Every string of decimal digits matching `pattern` (semaphores,
+  /// latches and any other counter: give a pattern only yours match) and
+  /// every permit-expirable semaphore with permits leased
+  /// (rlock_client_list_counts: SCAN, each string read).
+  std::vector<listed_sync> list_counts(std::string_view pattern = "*") {
+    return list_numbers(pattern, rlock_client_list_counts, &count_one);
+  }
+  /// Who is behind an owner field or a client id: its registry record, or
+  /// nothing for a Redisson client or one without a record
+  /// (rlock_client_whois).
+  std::optional<rlock_client_record> whois(std::string_view owner) {
+    const std::string o = detail::c_string(owner, "owner");
+    rlock_client_record rec{};
+    const int rc = rlock_client_whois(h_, o.c_str(), &rec);
+    detail::check(rc < 0 ? rc : RLOCK_OK);
+    return rc == 1 ? std::optional<rlock_client_record>(rec) : std::nullopt;
+  }
+  /// The client's metrics in the Prometheus text format, or OpenMetrics'
+  /// (rlock_client_metrics_text).
+  std::string metrics_text(bool openmetrics = false) const {
+    const unsigned flags = openmetrics ? RLOCK_METRICS_OPENMETRICS : 0;
+    std::string out(4096, '\0');
+    for (;;) {
+      std::size_t needed = 0;
+      const int rc =
+          rlock_client_metrics_text(h_, out.data(), out.size(), &needed, flags);
+      if (rc == RLOCK_OK) {
+        out.resize(std::strlen(out.c_str()));
+        return out;
+      }
+      if (needed <= out.size())
+        detail::check(rc);
+      out.assign(needed + 1024, '\0'); // the text may grow meanwhile
+    }
+  }
 
 private:
   struct list_state {
     std::vector<listed_lock> found;
+    std::exception_ptr failure;
+  };
+  struct sync_state {
+    std::vector<listed_sync> found;
     std::exception_ptr failure;
   };
   // Called by the C library on this thread: nothing may unwind through it.
@@ -762,6 +823,34 @@ private:
       st->failure = std::current_exception();
       return 1;
     }
+  }
+  static int sync_one(const char *name, const char *kind, std::int64_t value,
+                      std::int64_t leased, std::int64_t subscribers,
+                      const char *node, void *arg) noexcept {
+    auto *st = static_cast<sync_state *>(arg);
+    try {
+      st->found.push_back({name, kind, value, leased, subscribers, node});
+      return 0;
+    } catch (...) {
+      st->failure = std::current_exception();
+      return 1;
+    }
+  }
+  static int count_one(const char *name, const char *kind,
+                       std::int64_t available, std::int64_t leased,
+                       const char *node, void *arg) noexcept {
+    return sync_one(name, kind, available, leased, -1, node, arg);
+  }
+  template <typename Fn, typename Cb>
+  std::vector<listed_sync> list_numbers(std::string_view pattern, Fn list,
+                                        Cb cb) {
+    sync_state st;
+    const std::string pat = detail::c_string(pattern, "pattern");
+    const int rc = list(h_, pat.c_str(), cb, &st);
+    if (st.failure)
+      std::rethrow_exception(st.failure);
+    detail::check(rc);
+    return std::move(st.found);
   }
   rlock_client *handle() const {
     if (h_ == nullptr)

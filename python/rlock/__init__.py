@@ -24,7 +24,7 @@ them with Java services, the ``rlock`` command and C programs.
 """
 from ._base import (ClientRecord, Holder, Leader, LeaderWatch, LockInfo, LogLevel,
                     MemberResult, Owner, PubSubMode, RedLockResult, Status,
-                    Waiter)
+                    SyncInfo, Waiter)
 from ._client import (Cancel, Client, Election, FairLock, FencedLock, Lock, MultiLock,
                       NonReentrantFairLock, NonReentrantLock, ReadLock,
                       ReadWriteLock, RedLock, SpinLock, Stats, WriteLock,
@@ -48,7 +48,7 @@ __all__ = [
     "NonReentrantLock", "NonReentrantFairLock", "AlreadyHeld",
     "Semaphore", "PermitExpirableSemaphore", "Permit", "CountDownLatch",
     "WriteLock", "ReadWriteLock", "MultiLock", "RedLock", "Owner", "Cancel",
-    "LockInfo", "Holder", "Waiter", "ClientRecord", "RedLockResult", "MemberResult", "Stats",
+    "LockInfo", "SyncInfo", "Holder", "Waiter", "ClientRecord", "RedLockResult", "MemberResult", "Stats",
     "Metrics", "LockMetrics", "Histogram", "MetricsCollector",
     "Status", "PubSubMode", "LogLevel", "lock_order", "Error",
     "InvalidArgument", "OutOfMemory", "ConnectionError", "TimeoutError",

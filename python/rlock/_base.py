@@ -277,6 +277,37 @@ def client_record(rec: Any) -> ClientRecord:
 
 
 @dataclass(frozen=True)
+class SyncInfo:
+    """A semaphore, permit-expirable semaphore or count-down latch found by
+    Client.list_syncs() (rlock_client_list_syncs) or Client.list_counts()
+    (rlock_client_list_counts).
+
+    Attributes:
+        name: its name (its key).
+        kind: from list_syncs(): "semaphore" (a client waits on or follows
+            its channel, and it has no permit leased), "latch" (likewise,
+            the latch's channel) or "permit-expirable-semaphore" (permits
+            leased now); from list_counts(): "permit-expirable-semaphore"
+            or "count" (a semaphore's permits, a latch's count or any other
+            string of decimal digits: in Redis they look alike).
+        value: the number stored: available permits or the latch's count
+            (0 when the key is absent).
+        leased: permits leased now (a permit-expirable semaphore), else 0.
+        subscribers: client connections subscribed to its channel
+            (list_syncs(); each may carry several waiters); None from
+            list_counts().
+        node: the server that holds its key, "host:port".
+    """
+
+    name: str
+    kind: str
+    value: int
+    leased: int
+    subscribers: Optional[int]
+    node: str
+
+
+@dataclass(frozen=True)
 class LockInfo:
     """A lock's whole state, read in one atomic step (inspect()).
 
@@ -764,4 +795,4 @@ class CallbackThread:
 
 
 __all__ = ["Status", "PubSubMode", "LogLevel", "Owner", "Holder", "Waiter",
-           "LockInfo", "MemberResult", "RedLockResult", "Error"]
+           "LockInfo", "SyncInfo", "MemberResult", "RedLockResult", "Error"]

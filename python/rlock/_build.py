@@ -206,6 +206,17 @@ typedef int (*rlock_lock_list_fn)(const char *name, const char *kind,
                                   const rlock_lock_info *info, void *arg);
 int rlock_client_list_locks(rlock_client *client, const char *pattern,
                             rlock_lock_list_fn fn, void *arg);
+typedef int (*rlock_count_list_fn)(const char *name, const char *kind,
+                                   int64_t available, int64_t leased,
+                                   const char *node, void *arg);
+int rlock_client_list_counts(rlock_client *client, const char *pattern,
+                             rlock_count_list_fn fn, void *arg);
+typedef int (*rlock_sync_list_fn)(const char *name, const char *kind,
+                                  int64_t value, int64_t leased,
+                                  int64_t subscribers, const char *node,
+                                  void *arg);
+int rlock_client_list_syncs(rlock_client *client, const char *pattern,
+                            rlock_sync_list_fn fn, void *arg);
 
 /* semaphore.h */
 #define RLOCK_MAX_PERMITS ...
@@ -443,6 +454,10 @@ extern "Python" void _rlock_lost_cb(const char *, const char *, void *);
 extern "Python" void _rlock_log_cb(rlock_log_level, const char *, void *);
 extern "Python" int _rlock_list_cb(const char *, const char *,
                                    const rlock_lock_info *, void *);
+extern "Python" int _rlock_count_cb(const char *, const char *, int64_t,
+                                    int64_t, const char *, void *);
+extern "Python" int _rlock_sync_cb(const char *, const char *, int64_t,
+                                   int64_t, int64_t, const char *, void *);
 extern "Python" int _rlock_loop_watch(void *, int, int);
 extern "Python" void _rlock_loop_timer(void *, int64_t);
 extern "Python" void _rlock_loop_wake(void *);

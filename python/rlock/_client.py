@@ -16,7 +16,8 @@ from ._base import (DEFAULT, OK, CallbackThread, ClientRecord, ErrorCallback,
                     OwnerLike, _LeaderFollow, _bytes, _text, acquire_options,
                     answer, check, leader_of, leader_value, leader_watch,
                     lock_info, owner_number, pick_lease, pick_wait,
-                    RedLockResult, redlock_result, spin_options, swallow)
+                    RedLockResult, SyncInfo, redlock_result, spin_options,
+                    swallow)
 from ._clientbase import ClientBase, LogCallback, LostCallback, Stats
 from ._errors import Closed, Error, InvalidArgument, error_for
 from ._native import ffi, lib
@@ -33,6 +34,28 @@ def _rlock_list_cb(name: Any, kind: Any, info: Any, arg: Any) -> int:
     """C listing callback (the calling thread): collect one lock."""
     out = ffi.from_handle(arg)
     out.append(lock_info(_text(name) or "", info, _text(kind)))
+    return 0
+
+
+@ffi.def_extern(onerror=swallow, error=1)
+def _rlock_count_cb(name: Any, kind: Any, available: int, leased: int,
+                    node: Any, arg: Any) -> int:
+    """C count-listing callback (the calling thread): collect one count."""
+    out = ffi.from_handle(arg)
+    out.append(SyncInfo(name=_text(name) or "", kind=_text(kind) or "",
+                        value=int(available), leased=int(leased),
+                        subscribers=None, node=_text(node) or ""))
+    return 0
+
+
+@ffi.def_extern(onerror=swallow, error=1)
+def _rlock_sync_cb(name: Any, kind: Any, value: int, leased: int,
+                   subscribers: int, node: Any, arg: Any) -> int:
+    """C sync-listing callback (the calling thread): collect one."""
+    out = ffi.from_handle(arg)
+    out.append(SyncInfo(name=_text(name) or "", kind=_text(kind) or "",
+                        value=int(value), leased=int(leased),
+                        subscribers=int(subscribers), node=_text(node) or ""))
     return 0
 
 
@@ -272,6 +295,31 @@ class Client(ClientBase):
         pat = ffi.NULL if pattern is None else _bytes(pattern, "pattern")
         check(self._call(lib.rlock_client_list_locks, self._ptr, pat,
                          lib._rlock_list_cb, h))
+        return out
+
+    def list_syncs(self, pattern: Optional[str] = None) -> List[SyncInfo]:
+        """The semaphores, latches and permit-expirable semaphores whose
+        names match the glob `pattern` (None: all) that can be told from any
+        other counter: those a client waits on now, and permit-expirable
+        semaphores with permits leased (rlock_client_list_syncs: PUBSUB
+        and SCAN, nothing written)."""
+        out: List[SyncInfo] = []
+        h = ffi.new_handle(out)
+        pat = ffi.NULL if pattern is None else _bytes(pattern, "pattern")
+        check(self._call(lib.rlock_client_list_syncs, self._ptr, pat,
+                         lib._rlock_sync_cb, h))
+        return out
+
+    def list_counts(self, pattern: Optional[str] = None) -> List[SyncInfo]:
+        """Every string of decimal digits whose name matches `pattern`
+        (semaphores, latches, and any application counter: give a pattern
+        only yours match) and every permit-expirable semaphore with permits
+        leased (rlock_client_list_counts: SCAN, each string read)."""
+        out: List[SyncInfo] = []
+        h = ffi.new_handle(out)
+        pat = ffi.NULL if pattern is None else _bytes(pattern, "pattern")
+        check(self._call(lib.rlock_client_list_counts, self._ptr, pat,
+                         lib._rlock_count_cb, h))
         return out
 
     # ---- lock objects -----------------------------------------------------

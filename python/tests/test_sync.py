@@ -300,3 +300,49 @@ def test_on_a_cluster(cluster: List[Server], name: str) -> None:
     finally:
         a.close()
         b.close()
+
+
+def test_list_syncs_and_counts(client: rlock.Client, server: Server,
+                               name: str) -> None:
+    sem = client.semaphore(name + ":sem")
+    sem.try_set_permits(0)
+    psem = client.permit_expirable_semaphore(name + ":psem")
+    psem.try_set_permits(3)
+    client.count_down_latch(name + ":latch").try_set_count(2)
+    got: List[bool] = []
+    waiter = threading.Thread(
+        target=lambda: got.append(sem.acquire(timeout=20)))
+    waiter.start()
+    permit = None
+    try:
+        wait_for(lambda: numsub(server, sc_channel(name + ":sem")) >= 1, 10,
+                 "the waiter to subscribe")
+        permit = psem.acquire(lease=30)
+        syncs = {s.name: s for s in client.list_syncs(name + ":*")}
+        # the latch nobody awaits is a plain count: list_syncs leaves it
+        assert set(syncs) == {name + ":sem", name + ":psem"}
+        assert syncs[name + ":sem"].kind == "semaphore"
+        assert syncs[name + ":sem"].value == 0
+        assert syncs[name + ":sem"].subscribers == 1
+        p = syncs[name + ":psem"]
+        assert (p.kind, p.value, p.leased) == \
+            ("permit-expirable-semaphore", 2, 1)
+        assert p.node.endswith(f":{server.port}")
+        counts = {c.name: c for c in client.list_counts(name + ":*")}
+        assert set(counts) == {name + ":sem", name + ":psem", name + ":latch"}
+        assert counts[name + ":latch"].kind == "count"
+        assert counts[name + ":latch"].value == 2
+        assert counts[name + ":latch"].subscribers is None
+        assert counts[name + ":psem"].leased == 1
+        assert client.list_syncs("nothing-here:*") == []
+        for bad in ("", "x" * 70000):
+            with pytest.raises(rlock.InvalidArgument):
+                client.list_syncs(bad)
+            with pytest.raises(rlock.InvalidArgument):
+                client.list_counts(bad)
+    finally:
+        if permit is not None:
+            permit.release()
+        sem.release()
+        waiter.join(10 * SCALE)
+    assert got == [True]

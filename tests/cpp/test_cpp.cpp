@@ -36,6 +36,8 @@
 #include <utility>
 #include <vector>
 
+#include <unistd.h>
+
 // Last: cmocka.h defines macros (fail(), ...) that the standard headers'
 // own names would collide with.
 extern "C" {
@@ -833,6 +835,16 @@ void test_client(void **) {
               found[0].kind == "reentrant" && found[0].info.holders.size() == 1,
           found.size());
     const std::string owner = c.owner_field();
+    std::optional<rlock_client_record> rec;
+    wait_for([&] { return (rec = c.whois(owner)).has_value(); }, 5000,
+             "the client's registry record");
+    CHECK(rec->client_id == c.id() && rec->pid == getpid(), rec->pid);
+    CHECK(!c.whois("00000000-0000-0000-0000-000000000000").has_value());
+    CHECK_THROWS(rlock::error, rlock::errc::invalid, c.whois("not an id"), );
+    const std::string metrics = c.metrics_text();
+    CHECK(metrics.find("rlock_acquisitions_total") != std::string::npos,
+          metrics.size());
+    CHECK(c.metrics_text(true).find("# EOF") != std::string::npos);
     redis_del("cpp:lost");
     wait_for([&] { return lost.load() == 1; }, 5000, "the lost callback");
     {
@@ -870,6 +882,17 @@ void test_semaphores_and_latch(void **) {
       worker w(f, [&] { CHECK(sem.try_acquire_for(20s, 2)); });
       wait_for([&] { return redis.subscribers("redisson_sc:{cpp:sem}") >= 1; },
                5000, "the semaphore waiter");
+      std::vector<rlock::listed_sync> found = c.list_syncs("cpp:se?");
+      CHECK(found.size() == 1 && found[0].name == "cpp:sem" &&
+                found[0].kind == "semaphore" && found[0].value == 0 &&
+                found[0].subscribers >= 1 && !found[0].node.empty(),
+            found.size());
+      found = c.list_counts("cpp:se?");
+      CHECK(found.size() == 1 && found[0].kind == "count" &&
+                found[0].value == 0 && found[0].subscribers == -1,
+            found.size());
+      CHECK(c.list_syncs("cpp:nothing*").empty());
+      CHECK_THROWS(rlock::error, rlock::errc::invalid, c.list_syncs(""), );
       sem.release(2);
     }
     f.check();
