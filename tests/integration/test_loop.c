@@ -770,30 +770,6 @@ static void test_fencing_token(void **state) {
   lock_done(c, l);
 }
 
-/* The watchdog renews on the loop: held past several leases. */
-static void test_watchdog(void **state) {
-  (void)state;
-  int64_t wd = rt_scaled_ms(600);
-  rlock_client *c = loop_client(wd, NULL, NULL);
-  rlock_lock *l = fx_lock(c, "loop:wd");
-  uint64_t me = rlock_owner_new();
-  OK(acquire(l, me, 0, RLOCK_LEASE_WATCHDOG));
-  /* Time passing is the behaviour under test: run the loop for three
-   * watchdog timeouts, then the lock must still be there. */
-  int64_t end = rt_now_ms() + 3 * wd;
-  while (rt_now_ms() < end)
-    run_once(end - rt_now_ms());
-  assert_int_equal(rt_cmd_int(srv, "EXISTS loop:wd"), 1);
-  ASSERT_RANGE(rt_cmd_int(srv, "PTTL loop:wd"), 1, wd);
-  OK(rlock_lock_check_owner(l, me));
-  rlock_stats st;
-  OK(rlock_client_stats(c, &st, sizeof st));
-  assert_true(st.renewals >= 2);
-  OK(release(l, me));
-  assert_int_equal(rt_cmd_int(srv, "EXISTS loop:wd"), 0);
-  lock_done(c, l);
-}
-
 /* A blocking release called on a loop client's lock is refused before it
  * touches the hold record: the watchdog hold of an explicit owner goes on
  * being renewed, past several watchdog timeouts, and is then released by
@@ -834,35 +810,6 @@ static void test_blocking_refused_keeps_hold(void **state) {
   assert_int_equal(rt_cmd_int(srv, "EXISTS loop:refused"), 0);
   RC(rlock_lock_check_owner(l, me), RLOCK_ENOTHELD);
   rlock_lock_free(other);
-  lock_done(c, l);
-}
-
-typedef struct lost_seen {
-  int n;
-  pthread_t thread;
-} lost_seen;
-
-static void on_lost(const char *name, const char *owner, void *ud) {
-  (void)name, (void)owner;
-  lost_seen *s = ud;
-  s->n++;
-  s->thread = pthread_self();
-}
-
-/* A watchdog hold deleted behind the holder's back is found by the next
- * renewal and reported on the loop's thread. */
-static void test_lost_lock(void **state) {
-  (void)state;
-  lost_seen seen = {0};
-  rlock_client *c = loop_client(rt_scaled_ms(600), on_lost, &seen);
-  rlock_lock *l = fx_lock(c, "loop:lost");
-  uint64_t me = rlock_owner_new();
-  OK(acquire(l, me, 0, RLOCK_LEASE_WATCHDOG));
-  assert_int_equal(rt_cmd_int(srv, "DEL loop:lost"), 1);
-  run_until(&seen.n, 1, 10000, "the lost-lock callback");
-  assert_true(pthread_equal(seen.thread, pthread_self()));
-  RC(rlock_lock_check_owner(l, me), RLOCK_ELOST);
-  RC(release(l, me), RLOCK_ELOST);
   lock_done(c, l);
 }
 
@@ -1459,9 +1406,8 @@ static void test_nonreentrant(void **state) {
       cmocka_unit_test(test_multilock_clients),                                \
       cmocka_unit_test(test_multilock_clients_free),                           \
       cmocka_unit_test(test_multilock_clients_refused),                        \
-      cmocka_unit_test(test_fencing_token), cmocka_unit_test(test_watchdog),   \
+      cmocka_unit_test(test_fencing_token),                                    \
       cmocka_unit_test(test_blocking_refused_keeps_hold),                      \
-      cmocka_unit_test(test_lost_lock),                                        \
       cmocka_unit_test(test_free_with_pending),                                \
       cmocka_unit_test(test_free_inside_callback),                             \
       cmocka_unit_test(test_other_thread),                                     \
