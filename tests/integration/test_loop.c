@@ -112,25 +112,6 @@ static void field_of(rlock_client *c, uint64_t owner, char *buf) {
 /* ---- cases ----------------------------------------------------------------
  */
 
-static void test_acquire_release(void **state) {
-  (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
-  rlock_lock *l = fx_lock(c, "loop:basic");
-  uint64_t me = rlock_owner_new();
-  OK(acquire(l, me, 0, RLOCK_LEASE_WATCHDOG));
-  char field[RLOCK_OWNER_MAX];
-  field_of(c, me, field);
-  assert_int_equal(fx_hget(srv, "loop:basic", field), 1);
-  OK(acquire(l, me, 0, 10000)); /* reentrant */
-  assert_int_equal(fx_hget(srv, "loop:basic", field), 2);
-  OK(rlock_lock_check_owner(l, me));
-  OK(release(l, me));
-  OK(release(l, me));
-  assert_int_equal(rt_cmd_int(srv, "EXISTS loop:basic"), 0);
-  RC(release(l, me), RLOCK_ENOTHELD);
-  lock_done(c, l);
-}
-
 /* A command's calls so far, from INFO commandstats (0 when never run). */
 static long long calls_of(const char *cmd) {
   redisReply *r = rt_cmd(srv, "INFO commandstats");
@@ -1338,36 +1319,6 @@ static void test_spin_backoffs(void **state) {
   sc_check_exponential(us, loop_spin_attempts(&o, "loop:spin-exp", us));
 }
 
-static int extend(rlock_lock *l, uint64_t owner, int64_t lease) {
-  result r = {0};
-  OK(rlock_lock_extend_async(l, owner, lease, on_done, &r));
-  run_until(&r.done, 1, 5000, "an extension");
-  return r.rc;
-}
-
-/* rlock_lock_extend_async: as the blocking call (test_lock_basic's
- * test_extend), on the loop. */
-static void test_extend(void **state) {
-  (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
-  rlock_lock *l = fx_lock(c, "loop:extend");
-  uint64_t me = rlock_owner_new();
-  assert_int_equal(extend(l, me, 1000), RLOCK_ENOTHELD);
-  assert_int_equal(acquire(l, me, 0, 300), RLOCK_OK);
-  assert_int_equal(extend(l, me, 20000), RLOCK_OK);
-  ASSERT_RANGE(rt_cmd_int(srv, "PTTL loop:extend"), 15000, 20000);
-  assert_int_equal(extend(l, me, 0), RLOCK_EINVAL);
-  assert_int_equal(rt_cmd_int(srv, "DEL loop:extend"), 1);
-  assert_int_equal(extend(l, me, 20000), RLOCK_ELOST);
-  assert_int_equal(rt_cmd_int(srv, "EXISTS loop:extend"), 0);
-  release(l, me);
-  assert_int_equal(acquire(l, me, 0, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
-  assert_int_equal(extend(l, me, 20000), RLOCK_EINVAL);
-  assert_int_equal(release(l, me), RLOCK_OK);
-  RC(rlock_lock_extend_async(NULL, me, 1000, on_done, NULL), RLOCK_EINVAL);
-  lock_done(c, l);
-}
-
 /* A non-reentrant lock on the loop: the holder's second acquisition is
  * refused at once with RLOCK_EHELD (test_nonreentrant's, blocking). */
 static void test_nonreentrant(void **state) {
@@ -1392,8 +1343,8 @@ static void test_nonreentrant(void **state) {
 }
 
 #define CASES(K)                                                               \
-  cmocka_unit_test(test_acquire_release),                                      \
-      cmocka_unit_test(test_script_load_and_flush),                            \
+                                                                               \
+  cmocka_unit_test(test_script_load_and_flush),                                \
       cmocka_unit_test(test_queries),                                          \
       cmocka_unit_test(test_wait_for_blocking_holder),                         \
       cmocka_unit_test(test_waiters_in_order),                                 \
@@ -1419,7 +1370,7 @@ static void test_nonreentrant(void **state) {
       cmocka_unit_test(test_unreachable),                                      \
       cmocka_unit_test(test_wait_meets_server_not_up_yet),                     \
       cmocka_unit_test(test_retry_bound),                                      \
-      cmocka_unit_test(test_spin_backoffs), cmocka_unit_test(test_extend),     \
+      cmocka_unit_test(test_spin_backoffs),                                    \
       cmocka_unit_test(test_nonreentrant)
 
 int main(void) {
