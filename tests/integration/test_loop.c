@@ -1319,29 +1319,6 @@ static void test_spin_backoffs(void **state) {
   sc_check_exponential(us, loop_spin_attempts(&o, "loop:spin-exp", us));
 }
 
-/* A non-reentrant lock on the loop: the holder's second acquisition is
- * refused at once with RLOCK_EHELD (test_nonreentrant's, blocking). */
-static void test_nonreentrant(void **state) {
-  (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
-  rlock_lock *l, *f;
-  OK(rlock_lock_new_nonreentrant(&l, c, "loop:nr"));
-  OK(rlock_lock_new_fair_nonreentrant(&f, c, "loop:nr-fair"));
-  uint64_t me = rlock_owner_new();
-  rlock_lock *both[2] = {l, f};
-  for (int i = 0; i < 2; i++) {
-    assert_int_equal(acquire(both[i], me, 0, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
-    int64_t t0 = rt_now_ms();
-    assert_int_equal(acquire(both[i], me, 5000, RLOCK_LEASE_WATCHDOG),
-                     RLOCK_EHELD);
-    ASSERT_BETWEEN(rt_now_ms() - t0, 0, 1000);
-    assert_int_equal(release(both[i], me), RLOCK_OK);
-    assert_int_equal(release(both[i], me), RLOCK_ENOTHELD);
-  }
-  rlock_lock_free(f);
-  lock_done(c, l);
-}
-
 #define CASES(K)                                                               \
                                                                                \
   cmocka_unit_test(test_script_load_and_flush),                                \
@@ -1370,8 +1347,7 @@ static void test_nonreentrant(void **state) {
       cmocka_unit_test(test_unreachable),                                      \
       cmocka_unit_test(test_wait_meets_server_not_up_yet),                     \
       cmocka_unit_test(test_retry_bound),                                      \
-      cmocka_unit_test(test_spin_backoffs),                                    \
-      cmocka_unit_test(test_nonreentrant)
+      cmocka_unit_test(test_spin_backoffs),
 
 int main(void) {
   const struct CMUnitTest tests[] = {CASES(0)};
