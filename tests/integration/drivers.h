@@ -681,11 +681,14 @@ static inline int dk_run(const dk_case *cases, size_t n, int (*setup)(void),
 #define DK_RUN(cases, setup, teardown)                                         \
   dk_run(cases, sizeof(cases) / sizeof((cases)[0]), setup, teardown)
 
-/* A suite on fixture.h's one server (srv): each group's setup starts it
- * if it is not running yet, dk_main frees it at the end. */
+/* A suite on fixture.h's one server (srv): the first group's setup
+ * starts it, each later one empties it (FLUSHALL: a driver's cases find
+ * no key the previous driver's left), dk_main frees it at the end. */
 static inline int dk_srv_setup(void) {
   if (srv == NULL)
     srv = rt_server_start(NULL);
+  else
+    rt_cmd_ok(srv, "FLUSHALL");
   return srv == NULL;
 }
 

@@ -729,28 +729,6 @@ static void test_multilock_clients_refused(void **state) {
   duo_down(&d);
 }
 
-/* A fenced lock's token comes as the callback's value. */
-static void test_fencing_token(void **state) {
-  (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
-  rlock_lock *l;
-  OK(rlock_lock_new_fenced(&l, c, "loop:fenced"));
-  uint64_t me = rlock_owner_new();
-  result r = {0};
-  rlock_acquire_options o = opts(me, 0, 10000);
-  OK(rlock_lock_acquire_async(l, &o, on_done, &r, NULL));
-  await_rc(&r, RLOCK_OK, 5000, "the fenced acquisition");
-  int64_t first = r.value;
-  assert_true(first > 0);
-  OK(release(l, me));
-  r.done = 0;
-  OK(rlock_lock_acquire_async(l, &o, on_done, &r, NULL));
-  run_until(&r.done, 1, 5000, "the fenced acquisition");
-  assert_int_equal(r.value, first + 1);
-  OK(release(l, me));
-  lock_done(c, l);
-}
-
 /* A blocking release called on a loop client's lock is refused before it
  * touches the hold record: the watchdog hold of an explicit owner goes on
  * being renewed, past several watchdog timeouts, and is then released by
@@ -1334,7 +1312,7 @@ static void test_spin_backoffs(void **state) {
       cmocka_unit_test(test_multilock_clients),                                \
       cmocka_unit_test(test_multilock_clients_free),                           \
       cmocka_unit_test(test_multilock_clients_refused),                        \
-      cmocka_unit_test(test_fencing_token),                                    \
+                                                                               \
       cmocka_unit_test(test_blocking_refused_keeps_hold),                      \
       cmocka_unit_test(test_free_with_pending),                                \
       cmocka_unit_test(test_free_inside_callback),                             \
