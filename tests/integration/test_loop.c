@@ -9,7 +9,6 @@
 
 #include "loop_fixture.h"
 #include "rt_tls.h"
-#include "spin_checks.h"
 
 static int setup(void **state) {
   (void)state;
@@ -1266,37 +1265,6 @@ static void test_retry_bound(void **state) {
   lock_done(c, l);
 }
 
-/* A loop client's spin waiter backs off as its options say: the server
- * times of its attempts on `name` (held by another owner for a minute)
- * during one wait of SC_WAIT_MS, as MONITOR saw them. */
-static size_t loop_spin_attempts(const rlock_spin_options *o, const char *name,
-                                 int64_t *us) {
-  rlock_client *c = loop_client(0, NULL, NULL);
-  rlock_lock *h, *l;
-  OK(rlock_lock_new_spin(&h, c, name));
-  OK(rlock_lock_new_spin_opts(&l, c, name, o));
-  uint64_t holder = rlock_owner_new();
-  OK(acquire(h, holder, 0, 60000)); /* the script is used on the connection */
-  fx_monitor m;
-  fx_monitor_start(&m, srv);
-  RC(acquire(l, rlock_owner_new(), SC_WAIT_MS, 1000), RLOCK_ELOCKED);
-  size_t n =
-      fx_monitor_end(&m, srv, "EVALSHA", "EVAL", name, us, SC_MAX_ATTEMPTS);
-  OK(release(h, holder));
-  rlock_lock_free(h);
-  lock_done(c, l);
-  return n;
-}
-
-static void test_spin_backoffs(void **state) {
-  (void)state;
-  int64_t us[SC_MAX_ATTEMPTS];
-  rlock_spin_options o = sc_constant();
-  sc_check_constant(us, loop_spin_attempts(&o, "loop:spin-constant", us));
-  o = sc_exponential();
-  sc_check_exponential(us, loop_spin_attempts(&o, "loop:spin-exp", us));
-}
-
 #define CASES(K)                                                               \
                                                                                \
   cmocka_unit_test(test_script_load_and_flush),                                \
@@ -1324,8 +1292,7 @@ static void test_spin_backoffs(void **state) {
       cmocka_unit_test(test_tls), cmocka_unit_test(test_login_and_names),      \
       cmocka_unit_test(test_unreachable),                                      \
       cmocka_unit_test(test_wait_meets_server_not_up_yet),                     \
-      cmocka_unit_test(test_retry_bound),                                      \
-      cmocka_unit_test(test_spin_backoffs),
+      cmocka_unit_test(test_retry_bound),
 
 int main(void) {
   const struct CMUnitTest tests[] = {CASES(0)};
