@@ -358,36 +358,6 @@ static void test_subscriber_killed(void **state) {
   lock_done(c, l);
 }
 
-static void test_wait_runs_out(void **state) {
-  (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
-  rlock_lock *l = fx_lock(c, "loop:timeout");
-  uint64_t a = rlock_owner_new(), b = rlock_owner_new();
-  OK(acquire(l, a, 0, 30000));
-  RC(acquire(l, b, 0, 1000), RLOCK_ELOCKED);
-  int64_t t0 = rt_now_ms();
-  RC(acquire(l, b, 300, 1000), RLOCK_ELOCKED);
-  ASSERT_BETWEEN(rt_now_ms() - t0, 290, 3000);
-  assert_non_null(strstr(rlock_error_last()->message, "held by another"));
-  OK(release(l, a));
-  lock_done(c, l);
-}
-
-/* A waiter whose holder's lease runs out is woken by the TTL bound (no
- * unlock message is ever published). */
-static void test_ttl_wakes_waiter(void **state) {
-  (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
-  rlock_lock *l = fx_lock(c, "loop:ttl");
-  uint64_t a = rlock_owner_new(), b = rlock_owner_new();
-  OK(acquire(l, a, 0, 400));
-  int64_t t0 = rt_now_ms();
-  OK(acquire(l, b, 10000, 10000));
-  ASSERT_BETWEEN(rt_now_ms() - t0, 300, 3000);
-  OK(release(l, b));
-  lock_done(c, l);
-}
-
 static void test_cancel(void **state) {
   (void)state;
   rlock_client *c = loop_client(0, NULL, NULL);
@@ -1273,8 +1243,8 @@ static void test_retry_bound(void **state) {
       cmocka_unit_test(test_waiters_in_order),                                 \
       cmocka_unit_test(test_ten_thousand_pending),                             \
       cmocka_unit_test(test_subscriber_killed),                                \
-      cmocka_unit_test(test_wait_runs_out),                                    \
-      cmocka_unit_test(test_ttl_wakes_waiter), cmocka_unit_test(test_cancel),  \
+                                                                               \
+      cmocka_unit_test(test_cancel),                                           \
       cmocka_unit_test(test_fair_cancel_leaves_queue),                         \
       cmocka_unit_test(test_kinds), cmocka_unit_test(test_multilock),          \
       cmocka_unit_test(test_multilock_clients),                                \
