@@ -685,10 +685,13 @@ static inline int dk_run(const dk_case *cases, size_t n, int (*setup)(void),
  * starts it, each later one empties it (FLUSHALL: a driver's cases find
  * no key the previous driver's left), dk_main frees it at the end. */
 static inline int dk_srv_setup(void) {
-  if (srv == NULL)
+  if (srv == NULL) {
     srv = rt_server_start(NULL);
-  else
+  } else {
+    if (rt_server_pid(srv) == 0) /* a case left it stopped */
+      rt_server_start_again(srv);
     rt_cmd_ok(srv, "FLUSHALL");
+  }
   return srv == NULL;
 }
 

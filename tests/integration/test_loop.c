@@ -1158,83 +1158,6 @@ static void test_login_and_names(void **state) {
   lock_done(c, l);
 }
 
-/* A server that is not there: the acquisition fails with the connect
- * error, through the callback. */
-static void test_unreachable(void **state) {
-  (void)state;
-  char url[64];
-  snprintf(url, sizeof url, "redis://127.0.0.1:%d", rt_free_port());
-  rlock_client *c = loop_client_at(url, 0, 0);
-  rlock_lock *l = fx_lock(c, "loop:nowhere");
-  int64_t t0 = rt_now_ms();
-  RC(acquire(l, rlock_owner_new(), 0, 1000), RLOCK_EIO); /* a try: at once */
-  ASSERT_BETWEEN(rt_now_ms() - t0, 0, 1000);
-  assert_non_null(strstr(rlock_error_last()->message, "connect"));
-  assert_null(strstr(rlock_error_last()->message, "tried again"));
-  lock_done(c, l);
-  /* A host name that does not resolve, looked up off the loop's thread:
-   * an acquisition fails at once even with a wait (waiting cannot mend
-   * it), naming the host, within the connect timeout. */
-  c = loop_client_at("redis://no-such-host.invalid:6379", 1000, 0);
-  l = fx_lock(c, "loop:nowhere");
-  t0 = rt_now_ms();
-  int rc = acquire(l, rlock_owner_new(), 5000, 1000);
-  assert_true(rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT);
-  ASSERT_BETWEEN(rt_now_ms() - t0, 0, 1000 + 500);
-  if (strstr(rlock_error_last()->message, "no-such-host.invalid") == NULL)
-    fail_msg("message: %s", rlock_error_last()->message);
-  lock_done(c, l);
-}
-
-static uint64_t connect_failures(rlock_client *c) {
-  rlock_stats st;
-  OK(rlock_client_stats(c, &st, sizeof st));
-  return st.connect_failures;
-}
-
-/* A loop client's wait begun while its server is down rides that out
- * from the first attempt, and takes the lock once the server is up. */
-static void test_wait_meets_server_not_up_yet(void **state) {
-  (void)state;
-  rt_server *later = rt_server_start(NULL);
-  rt_server_stop(later);
-  rlock_client *c = loop_client_at(rt_server_url(later), 1000, 0);
-  rlock_lock *l = fx_lock(c, "loop:late");
-  uint64_t me = rlock_owner_new();
-  result r = {0};
-  start_acquire(l, me, 5000, 10000, &r, NULL);
-  RUN_LOOP_UNTIL(connect_failures(c) >= 1, 3000); /* its first attempt */
-  /* Time is the point: the server comes up a second after the wait
-   * began, which the acquisition must outlast (the loop runs meanwhile). */
-  for (int64_t end = rt_now_ms() + 1000; rt_now_ms() < end;)
-    run_once(end - rt_now_ms());
-  assert_int_equal(r.done, 0);
-  rt_server_start_again(later);
-  await_rc(&r, RLOCK_OK, 5000, "the acquisition once the server is up");
-  assert_true(connect_failures(c) >= 2); /* tried again */
-  assert_int_equal(rt_cmd_int(later, "EXISTS loop:late"), 1);
-  OK(release(l, me));
-  lock_done(c, l);
-  rt_server_free(later);
-}
-
-/* The unreachable retry bound ends a loop client's wait without a bound
- * on a server that stays down, saying how long it tried. */
-static void test_retry_bound(void **state) {
-  (void)state;
-  char url[64];
-  snprintf(url, sizeof url, "redis://127.0.0.1:%d", rt_free_port());
-  rlock_client *c = loop_client_at(url, 0, 600);
-  rlock_lock *l = fx_lock(c, "loop:bound");
-  int64_t t0 = rt_now_ms();
-  RC(acquire(l, rlock_owner_new(), RLOCK_WAIT_FOREVER, 1000), RLOCK_EIO);
-  ASSERT_BETWEEN(rt_now_ms() - t0, 600, 600 + 2000);
-  if (strstr(rlock_error_last()->message, "tried again for") == NULL)
-    fail_msg("message: %s", rlock_error_last()->message);
-  assert_true(connect_failures(c) >= 2);
-  lock_done(c, l);
-}
-
 #define CASES(K)                                                               \
                                                                                \
   cmocka_unit_test(test_script_load_and_flush),                                \
@@ -1259,10 +1182,7 @@ static void test_retry_bound(void **state) {
       cmocka_unit_test(test_cancel_started_elsewhere),                         \
       cmocka_unit_test(test_cancel_while_called),                              \
       cmocka_unit_test(test_bad_input), cmocka_unit_test(test_bad_table),      \
-      cmocka_unit_test(test_tls), cmocka_unit_test(test_login_and_names),      \
-      cmocka_unit_test(test_unreachable),                                      \
-      cmocka_unit_test(test_wait_meets_server_not_up_yet),                     \
-      cmocka_unit_test(test_retry_bound),
+      cmocka_unit_test(test_tls), cmocka_unit_test(test_login_and_names),
 
 int main(void) {
   const struct CMUnitTest tests[] = {CASES(0)};
