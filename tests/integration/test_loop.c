@@ -8,7 +8,6 @@
 #include <stdatomic.h>
 
 #include "loop_fixture.h"
-#include "rt_tls.h"
 
 static int setup(void **state) {
   (void)state;
@@ -1068,58 +1067,6 @@ static void test_bad_table(void **state) {
   rlock_config_free(cfg);
 }
 
-/* The loop client over TLS (rediss://): the handshake runs on the loop;
- * a waiter is woken through the TLS subscriber; a wrong CA and a
- * plain-text port fail through the callback, with the reason. */
-static void test_tls(void **state) {
-  (void)state;
-  rt_tls certs;
-  rt_tls_make(&certs);
-  int tls_port;
-  rt_server *ts = rt_tls_server_start(&certs, &tls_port, "no");
-  char url[512];
-  snprintf(url, sizeof url, "rediss://127.0.0.1:%d?tls_ca=%s", tls_port,
-           certs.ca);
-  rlock_client *c = loop_client_at(url, 0, 0);
-  rlock_lock *l = fx_lock(c, "loop:tls");
-  uint64_t a = rlock_owner_new(), b = rlock_owner_new();
-  OK(acquire(l, a, 0, 30000));
-  result r = {0};
-  start_acquire(l, b, 20000, 10000, &r, NULL);
-  /* b's attempts, before and after subscribing */
-  RUN_LOOP_UNTIL(fx_evalsha_calls(ts) >= 2, 5000);
-  OK(release(l, a));
-  await_rc(&r, RLOCK_OK, 5000, "the waiter woken over TLS");
-  OK(release(l, b));
-  lock_done(c, l);
-  /* A CA that signed nothing of the server's; a plain-text port. */
-  const char *bad[2];
-  char other[512], plain[512];
-  snprintf(other, sizeof other, "rediss://127.0.0.1:%d?tls_ca=%s", tls_port,
-           certs.other_ca);
-  snprintf(plain, sizeof plain, "rediss://127.0.0.1:%d?tls_ca=%s",
-           rt_server_port(ts), certs.ca);
-  bad[0] = other;
-  bad[1] = plain;
-  const char *why[2] = {"certificate verify failed", "plain-text port"};
-  for (int i = 0; i < 2; i++) {
-    c = loop_client_at(bad[i], 2000, 0);
-    l = fx_lock(c, "loop:tls");
-    /* A refused certificate is not waited out, even by a wait. */
-    int64_t t0 = rt_now_ms();
-    int rc = acquire(l, a, i == 0 ? 20000 : 0, 1000);
-    if (i == 0)
-      ASSERT_BETWEEN(rt_now_ms() - t0, 0, 2000);
-    /* A plain-text server may answer the hello, or wait for more. */
-    assert_true(rc == RLOCK_EIO || (i == 1 && rc == RLOCK_ETIMEOUT));
-    if (strstr(rlock_error_last()->message, why[i]) == NULL)
-      fail_msg("'%s' lacks '%s'", rlock_error_last()->message, why[i]);
-    lock_done(c, l);
-  }
-  rt_server_free(ts);
-  rt_tls_remove(&certs);
-}
-
 /* Connections open as the blocking client's do (net/dial.c): a refused
  * login is RLOCK_EAUTH, and a name is looked up without blocking the
  * loop and connected at whichever of its addresses the server listens
@@ -1166,7 +1113,7 @@ static void test_login_and_names(void **state) {
       cmocka_unit_test(test_cancel_started_elsewhere),                         \
       cmocka_unit_test(test_cancel_while_called),                              \
       cmocka_unit_test(test_bad_input), cmocka_unit_test(test_bad_table),      \
-      cmocka_unit_test(test_tls), cmocka_unit_test(test_login_and_names),
+      cmocka_unit_test(test_login_and_names),
 
 int main(void) {
   const struct CMUnitTest tests[] = {CASES(0)};
