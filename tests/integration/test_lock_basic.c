@@ -369,6 +369,23 @@ static void test_extend(void **state) {
   dk_free(c);
 }
 
+/* A host name is looked up (off a loop's thread) and connected at
+ * whichever of its addresses the server listens on ("localhost" may name
+ * ::1 first; the server listens on 127.0.0.1). */
+static void test_connects_by_name(void **state) {
+  (void)state;
+  char url[96];
+  snprintf(url, sizeof url, "redis://localhost:%d", rt_server_port(srv));
+  rlock_client *c = dk_client(url, 0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "basic:by-name");
+  uint64_t me = dk_me();
+  OK(dk_acquire(l, me, 0, 1000));
+  assert_int_equal(rt_cmd_int(srv, "EXISTS basic:by-name"), 1);
+  OK(dk_release(l, me));
+  rlock_lock_free(l);
+  dk_free(c);
+}
+
 static const dk_case cases[] = {
     DK_CASE(test_reentrant_counts, DK_ALL),
     DK_CASE(test_layout_is_redissons, DK_BLOCK),
@@ -382,6 +399,7 @@ static const dk_case cases[] = {
     DK_CASE(test_inspect, DK_BLOCK),
     DK_CASE(test_try_once_and_tagged_channel, DK_BLOCK),
     DK_CASE(test_extend, DK_ALL),
+    DK_CASE(test_connects_by_name, DK_ALL),
 };
 
 DK_MAIN(cases, NULL)

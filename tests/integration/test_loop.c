@@ -1,27 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Integration: event-loop clients (rlock/loop.h) on a real server, each
- * case run once on libuv and once on libevent (the adapters are compiled
- * into this binary).
+ * Integration: what exists only for event-loop clients (rlock/loop.h) on
+ * a real server, each case run once on libuv and once on libevent
+ * (drivers.h's loop groups): cancels from any thread, a client freed with
+ * operations pending or inside a callback, 10,000 pending acquisitions,
+ * the blocking calls refused on a loop client, the adapter table. The
+ * scenarios a blocking client shares run once per driver in the suites
+ * of their topics (test_lock_basic, test_lock_wait, test_lock_watchdog,
+ * test_multilock, ...).
  */
 #include <sched.h>
 #include <stdatomic.h>
 
-#include "loop_fixture.h"
-
-static int setup(void **state) {
-  (void)state;
-  srv = rt_server_start(NULL);
-  loop_open();
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  loop_close();
-  rt_server_free(srv);
-  return 0;
-}
+#include "drivers.h"
 
 static rlock_client *loop_client(int64_t watchdog, rlock_lost_fn lost,
                                  void *ud) {
@@ -32,22 +23,6 @@ static rlock_client *loop_client(int64_t watchdog, rlock_lost_fn lost,
     OK(rlock_config_set_watchdog_timeout_ms(cfg, watchdog));
   if (lost != NULL)
     OK(rlock_config_set_lost_callback(cfg, lost, ud));
-  rlock_client *c = loop_client_cfg(cfg);
-  rlock_config_free(cfg);
-  return c;
-}
-
-/* A loop client of `url`; `connect_ms` and `retry_ms` (the unreachable
- * retry bound) when not 0. */
-static rlock_client *loop_client_at(const char *url, int64_t connect_ms,
-                                    int64_t retry_ms) {
-  rlock_config *cfg;
-  OK(rlock_config_new(&cfg));
-  OK(rlock_config_set_url(cfg, url));
-  if (connect_ms > 0)
-    OK(rlock_config_set_connect_timeout_ms(cfg, connect_ms));
-  if (retry_ms > 0)
-    OK(rlock_config_set_unreachable_retry_ms(cfg, retry_ms));
   rlock_client *c = loop_client_cfg(cfg);
   rlock_config_free(cfg);
   return c;
@@ -99,12 +74,6 @@ static int release(rlock_lock *l, uint64_t owner) {
   OK(rlock_lock_release_async(l, owner, on_done, &r));
   run_until(&r.done, 1, 5000, "a release");
   return r.rc;
-}
-
-/* The owner field of `owner` on `c`, as the server stores it. */
-static void field_of(rlock_client *c, uint64_t owner, char *buf) {
-  snprintf(buf, RLOCK_OWNER_MAX, "%s:%llu", rlock_client_id(c),
-           (unsigned long long)owner);
 }
 
 /* ---- cases ----------------------------------------------------------------
@@ -1067,60 +1036,29 @@ static void test_bad_table(void **state) {
   rlock_config_free(cfg);
 }
 
-/* Connections open as the blocking client's do (net/dial.c): a refused
- * login is RLOCK_EAUTH, and a name is looked up without blocking the
- * loop and connected at whichever of its addresses the server listens
- * on ("localhost" may name ::1 first; the server listens on 127.0.0.1). */
-static void test_login_and_names(void **state) {
-  (void)state;
-  char url[96];
-  snprintf(url, sizeof url, "redis://:wrong@127.0.0.1:%d", rt_server_port(srv));
-  rlock_client *c = loop_client_at(url, 0, 0);
-  rlock_lock *l = fx_lock(c, "loop:login");
-  RC(acquire(l, rlock_owner_new(), 0, 1000), RLOCK_EAUTH);
-  assert_non_null(strstr(rlock_error_last()->message, "AUTH refused"));
-  lock_done(c, l);
-  snprintf(url, sizeof url, "redis://localhost:%d", rt_server_port(srv));
-  c = loop_client_at(url, 0, 0);
-  l = fx_lock(c, "loop:by-name");
-  uint64_t me = rlock_owner_new();
-  OK(acquire(l, me, 0, 1000));
-  OK(release(l, me));
-  lock_done(c, l);
-}
+static const dk_case cases[] = {
+    DK_CASE(test_script_load_and_flush, DK_LOOPS),
+    DK_CASE(test_queries, DK_LOOPS),
+    DK_CASE(test_wait_for_blocking_holder, DK_LOOPS),
+    DK_CASE(test_waiters_in_order, DK_LOOPS),
+    DK_CASE(test_ten_thousand_pending, DK_LOOPS),
+    DK_CASE(test_subscriber_killed, DK_LOOPS),
+    DK_CASE(test_cancel, DK_LOOPS),
+    DK_CASE(test_fair_cancel_leaves_queue, DK_LOOPS),
+    DK_CASE(test_kinds, DK_LOOPS),
+    DK_CASE(test_multilock_canceled, DK_LOOPS),
+    DK_CASE(test_multilock_clients, DK_LOOPS),
+    DK_CASE(test_multilock_clients_free, DK_LOOPS),
+    DK_CASE(test_multilock_clients_refused, DK_LOOPS),
+    DK_CASE(test_blocking_refused_keeps_hold, DK_LOOPS),
+    DK_CASE(test_free_with_pending, DK_LOOPS),
+    DK_CASE(test_free_inside_callback, DK_LOOPS),
+    DK_CASE(test_other_thread, DK_LOOPS),
+    DK_CASE(test_cancel_other_thread, DK_LOOPS),
+    DK_CASE(test_cancel_started_elsewhere, DK_LOOPS),
+    DK_CASE(test_cancel_while_called, DK_LOOPS),
+    DK_CASE(test_bad_input, DK_LOOPS),
+    DK_CASE(test_bad_table, DK_LOOPS),
+};
 
-#define CASES(K)                                                               \
-                                                                               \
-  cmocka_unit_test(test_script_load_and_flush),                                \
-      cmocka_unit_test(test_queries),                                          \
-      cmocka_unit_test(test_wait_for_blocking_holder),                         \
-      cmocka_unit_test(test_waiters_in_order),                                 \
-      cmocka_unit_test(test_ten_thousand_pending),                             \
-      cmocka_unit_test(test_subscriber_killed),                                \
-                                                                               \
-      cmocka_unit_test(test_cancel),                                           \
-      cmocka_unit_test(test_fair_cancel_leaves_queue),                         \
-      cmocka_unit_test(test_kinds), cmocka_unit_test(test_multilock_canceled), \
-      cmocka_unit_test(test_multilock_clients),                                \
-      cmocka_unit_test(test_multilock_clients_free),                           \
-      cmocka_unit_test(test_multilock_clients_refused),                        \
-                                                                               \
-      cmocka_unit_test(test_blocking_refused_keeps_hold),                      \
-      cmocka_unit_test(test_free_with_pending),                                \
-      cmocka_unit_test(test_free_inside_callback),                             \
-      cmocka_unit_test(test_other_thread),                                     \
-      cmocka_unit_test(test_cancel_other_thread),                              \
-      cmocka_unit_test(test_cancel_started_elsewhere),                         \
-      cmocka_unit_test(test_cancel_while_called),                              \
-      cmocka_unit_test(test_bad_input), cmocka_unit_test(test_bad_table),      \
-      cmocka_unit_test(test_login_and_names),
-
-int main(void) {
-  const struct CMUnitTest tests[] = {CASES(0)};
-  int failed = 0;
-  kind = UV;
-  failed += RT_RUN_GROUP("libuv", tests, setup, teardown);
-  kind = EV;
-  failed += RT_RUN_GROUP("libevent", tests, setup, teardown);
-  return failed;
-}
+DK_MAIN(cases, NULL)
