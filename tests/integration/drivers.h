@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * drivers.h - one scenario, two drivers: the topology suites
- * (test_replicas, test_sentinel, test_cluster) write each case once, and
- * it runs once per driver, each driver a cmocka group of its own:
+ * drivers.h - one scenario, two drivers: a suite (the topology ones,
+ * test_replicas, test_sentinel, test_cluster, and the lock's own, e.g.
+ * test_lock_basic, test_lock_watchdog, test_multilock) writes each case
+ * once, and it runs once per driver, each driver a cmocka group of its
+ * own:
  *
  *   "blocking"  a blocking client (rlock_client_new), its calls made on
  *               the test's thread (or, for a call that must wait in the
