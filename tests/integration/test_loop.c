@@ -14,15 +14,14 @@
 
 #include "drivers.h"
 
-static rlock_client *loop_client(int64_t watchdog, rlock_lost_fn lost,
-                                 void *ud) {
+/* A loop client of the server with the library's defaults (`watchdog`
+ * when not 0). */
+static rlock_client *loop_client(int64_t watchdog) {
   rlock_config *cfg;
   OK(rlock_config_new(&cfg));
   OK(rlock_config_set_url(cfg, rt_server_url(srv)));
   if (watchdog > 0)
     OK(rlock_config_set_watchdog_timeout_ms(cfg, watchdog));
-  if (lost != NULL)
-    OK(rlock_config_set_lost_callback(cfg, lost, ud));
   rlock_client *c = loop_client_cfg(cfg);
   rlock_config_free(cfg);
   return c;
@@ -98,7 +97,7 @@ static long long calls_of(const char *cmd) {
 static void test_script_load_and_flush(void **state) {
   (void)state;
   rt_cmd_ok(srv, "CONFIG RESETSTAT");
-  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_client *c = loop_client(0);
   enum { N = 50 };
   rlock_lock *ls[N];
   char name[32];
@@ -139,7 +138,7 @@ static void test_script_load_and_flush(void **state) {
 
 static void test_queries(void **state) {
   (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_client *c = loop_client(0);
   rlock_lock *l = fx_lock(c, "loop:query");
   uint64_t me = rlock_owner_new();
   result locked = {0}, count = {0}, ttl = {0};
@@ -163,19 +162,10 @@ static void test_queries(void **state) {
   lock_done(c, l);
 }
 
-static bool subscribed(void *arg, char *why, size_t cap) {
-  redisReply *r = rt_cmd(srv, "PUBSUB NUMSUB %s", (const char *)arg);
-  long long n = r->element[1]->integer;
-  freeReplyObject(r);
-  snprintf(why, cap, "%lld subscribers", n);
-  return n >= 1;
-}
-
 /* Run the loop until an acquisition waits for an unlock message on
  * `chan`: the channel has a subscriber. */
 static void run_until_waiting(const char *chan) {
-  char why[64];
-  RUN_LOOP_UNTIL(subscribed((void *)chan, why, sizeof why), 5000);
+  dk_wait_subscribers(srv, chan, 1, "a waiter's subscription");
 }
 
 /* Run the loop until `field` holds `name` on the server. */
@@ -190,7 +180,7 @@ static void test_wait_for_blocking_holder(void **state) {
   rlock_client *bc = fx_client(srv, 0);
   rlock_lock *bl = fx_lock(bc, "loop:shared");
   OK(rlock_lock_acquire_lease(bl, 60000));
-  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_client *c = loop_client(0);
   rlock_lock *l = fx_lock(c, "loop:shared");
   uint64_t me = rlock_owner_new();
   result r = {0};
@@ -256,7 +246,7 @@ static void chain_acquired(void *arg, int rc, int64_t v) {
 }
 
 static void run_chain(int n, const char *name) {
-  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_client *c = loop_client(0);
   chain ch = {.l = fx_lock(c, name), .n = n};
   ch.owners = calloc((size_t)n, sizeof *ch.owners);
   ch.res = calloc((size_t)n, sizeof *ch.res);
@@ -306,17 +296,16 @@ static void test_ten_thousand_pending(void **state) {
  * holder's lease, 60 s, is not what ends the wait). */
 static void test_subscriber_killed(void **state) {
   (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_client *c = loop_client(0);
   rlock_lock *l = fx_lock(c, "loop:resub");
   uint64_t a = rlock_owner_new(), b = rlock_owner_new();
   OK(acquire(l, a, 0, 60000));
   result r = {0};
   start_acquire(l, b, 30000, 10000, &r, NULL);
   char chan[] = "redisson_lock__channel:{loop:resub}";
-  char why[64];
   run_until_waiting(chan);
   assert_true(rt_cmd_int(srv, "CLIENT KILL TYPE pubsub") >= 1);
-  assert_false(subscribed(chan, why, sizeof why)); /* the loop has not run */
+  assert_int_equal(fx_subscribers(srv, chan), 0); /* the loop has not run */
   run_until_waiting(chan);
   int64_t t0 = rt_now_ms();
   OK(release(l, a));
@@ -328,7 +317,7 @@ static void test_subscriber_killed(void **state) {
 
 static void test_cancel(void **state) {
   (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_client *c = loop_client(0);
   rlock_lock *l = fx_lock(c, "loop:cancel");
   uint64_t a = rlock_owner_new(), b = rlock_owner_new();
   OK(acquire(l, a, 0, 30000));
@@ -363,7 +352,7 @@ static void test_cancel(void **state) {
 /* A canceled fair waiter leaves the queue. */
 static void test_fair_cancel_leaves_queue(void **state) {
   (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_client *c = loop_client(0);
   rlock_lock *l;
   OK(rlock_lock_new_fair(&l, c, "loop:fair"));
   uint64_t a = rlock_owner_new(), b = rlock_owner_new();
@@ -384,7 +373,7 @@ static void test_fair_cancel_leaves_queue(void **state) {
  * write lock waits for it: every kind runs on the loop. */
 static void test_kinds(void **state) {
   (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_client *c = loop_client(0);
   rlock_lock *fair, *rd, *wr;
   OK(rlock_lock_new_fair(&fair, c, "loop:fairq"));
   OK(rlock_lock_new_read(&rd, c, "loop:rw"));
@@ -470,7 +459,7 @@ static int multi_release(rlock_multilock *m, uint64_t owner) {
  * test_multilock). */
 static void test_multilock_canceled(void **state) {
   (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_client *c = loop_client(0);
   rlock_lock *l[3];
   rlock_multilock *m = three(c, l);
   uint64_t a = rlock_owner_new(), b = rlock_owner_new();
@@ -524,8 +513,8 @@ typedef struct duo {
 } duo;
 
 static void duo_up(duo *d) {
-  d->c[0] = loop_client(0, NULL, NULL);
-  d->c[1] = loop_client(0, NULL, NULL);
+  d->c[0] = loop_client(0);
+  d->c[1] = loop_client(0);
   d->l[0] = fx_lock(d->c[0], "loop:x0");
   d->l[1] = fx_lock(d->c[1], "loop:x1");
   d->l[2] = fx_lock(d->c[0], "loop:x2");
@@ -608,8 +597,8 @@ static void test_multilock_clients_free(void **state) {
   assert_int_equal(f.done, 1);
   RC(f.rc, RLOCK_ECLOSED);
   /* The waiter left: its channel is given up once it has lingered. */
-  char chan[] = "redisson_lock__channel:{loop:x1}", why[64];
-  RUN_LOOP_UNTIL(!subscribed(chan, why, sizeof why), 5000);
+  dk_wait_subscribers(srv, "redisson_lock__channel:{loop:x1}", 0,
+                      "the channel given up");
   OK(release(d.l[1], a));
   assert_int_equal(fx_hget(srv, "loop:x1", fb[1]), -1);
   rt_cmd_int(srv, "DEL loop:x0"); /* c[0]'s hold, never released */
@@ -657,7 +646,7 @@ static void test_multilock_clients_refused(void **state) {
 static void test_blocking_refused_keeps_hold(void **state) {
   (void)state;
   int64_t wd = rt_scaled_ms(600);
-  rlock_client *c = loop_client(wd, NULL, NULL);
+  rlock_client *c = loop_client(wd);
   rlock_lock *l = fx_lock(c, "loop:refused");
   rlock_lock *other = fx_lock(c, "loop:refused2");
   uint64_t me = rlock_owner_new();
@@ -697,7 +686,7 @@ static void test_blocking_refused_keeps_hold(void **state) {
  * rlock_client_free, with RLOCK_ECLOSED; nothing runs after. */
 static void test_free_with_pending(void **state) {
   (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_client *c = loop_client(0);
   rlock_lock *l = fx_lock(c, "loop:free");
   uint64_t a = rlock_owner_new();
   OK(acquire(l, a, 0, 5000));
@@ -740,7 +729,7 @@ static void free_inside(void *arg, int rc, int64_t v) {
 static void test_free_inside_callback(void **state) {
   (void)state;
   freer f = {0};
-  f.c = loop_client(0, NULL, NULL);
+  f.c = loop_client(0);
   f.l = fx_lock(f.c, "loop:freecb");
   rlock_acquire_options o = opts(rlock_owner_new(), 0, 2000);
   OK(rlock_lock_acquire_async(f.l, &o, free_inside, &f, NULL));
@@ -771,7 +760,7 @@ static void *submit_elsewhere(void *arg) {
  * loop's thread. */
 static void test_other_thread(void **state) {
   (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_client *c = loop_client(0);
   submitter s = {.l = fx_lock(c, "loop:thread"), .owner = rlock_owner_new()};
   pthread_t t;
   pthread_create(&t, NULL, submit_elsewhere, &s);
@@ -857,7 +846,7 @@ static void *start_then_cancel_late(void *arg) {
  * grant that came first is given back). */
 static void test_cancel_other_thread(void **state) {
   (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_client *c = loop_client(0);
   rlock_lock *l = fx_lock(c, "loop:xcancel");
   uint64_t a = rlock_owner_new();
   char field[RLOCK_OWNER_MAX];
@@ -911,7 +900,7 @@ static void test_cancel_other_thread(void **state) {
  * it waits. */
 static void test_cancel_started_elsewhere(void **state) {
   (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_client *c = loop_client(0);
   rlock_lock *l = fx_lock(c, "loop:xcancel4");
   uint64_t a = rlock_owner_new();
   char field[RLOCK_OWNER_MAX];
@@ -941,7 +930,7 @@ static void test_cancel_started_elsewhere(void **state) {
  * handled (ASan and valgrind check the memory). */
 static void test_cancel_while_called(void **state) {
   (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_client *c = loop_client(0);
   rlock_lock *l = fx_lock(c, "loop:xcancel5");
   late k = {.l = l, .owner = rlock_owner_new()};
   pthread_mutex_init(&k.mu, NULL);
@@ -960,7 +949,7 @@ static void test_cancel_while_called(void **state) {
 
 static void test_bad_input(void **state) {
   (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_client *c = loop_client(0);
   rlock_lock *l = fx_lock(c, "loop:bad");
   result r = {0};
   rlock_acquire_options o = opts(RLOCK_OWNER_THREAD, 0, 1000);
