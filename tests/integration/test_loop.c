@@ -173,39 +173,6 @@ static void run_until_field(const char *name, const char *field) {
   RUN_LOOP_UNTIL(fx_hget(srv, name, field) == 1, 5000);
 }
 
-/* A waiter sleeps until the holder (a blocking client) releases, woken by
- * the unlock message: blocking and loop clients share one lock. */
-static void test_wait_for_blocking_holder(void **state) {
-  (void)state;
-  rlock_client *bc = fx_client(srv, 0);
-  rlock_lock *bl = fx_lock(bc, "loop:shared");
-  OK(rlock_lock_acquire_lease(bl, 60000));
-  rlock_client *c = loop_client(0);
-  rlock_lock *l = fx_lock(c, "loop:shared");
-  uint64_t me = rlock_owner_new();
-  result r = {0};
-  start_acquire(l, me, 30000, 10000, &r, NULL);
-  run_until_waiting("redisson_lock__channel:{loop:shared}");
-  assert_int_equal(r.done, 0);
-  int64_t t0 = rt_now_ms();
-  OK(rlock_lock_release(bl));
-  await_rc(&r, RLOCK_OK, 5000, "the woken waiter");
-  /* Woken by the message, not by the holder's 60 s lease. */
-  ASSERT_BETWEEN(rt_now_ms() - t0, 0, 2000);
-  assert_true(pthread_equal(r.thread, pthread_self()));
-  char field[RLOCK_OWNER_MAX];
-  field_of(c, me, field);
-  assert_int_equal(fx_hget(srv, "loop:shared", field), 1);
-  /* And the other way round: the blocking client waits for the loop's. */
-  RC(rlock_lock_try_acquire(bl, 0, 1000), RLOCK_ELOCKED);
-  OK(release(l, me));
-  OK(rlock_lock_try_acquire(bl, 0, 1000));
-  OK(rlock_lock_release(bl));
-  lock_done(c, l);
-  rlock_lock_free(bl);
-  rlock_client_free(bc);
-}
-
 /* Many acquisitions of one lock pending on one loop: each is woken in turn
  * by the previous one's release and they complete in the order they were
  * made. */
@@ -1028,7 +995,6 @@ static void test_bad_table(void **state) {
 static const dk_case cases[] = {
     DK_CASE(test_script_load_and_flush, DK_LOOPS),
     DK_CASE(test_queries, DK_LOOPS),
-    DK_CASE(test_wait_for_blocking_holder, DK_LOOPS),
     DK_CASE(test_waiters_in_order, DK_LOOPS),
     DK_CASE(test_ten_thousand_pending, DK_LOOPS),
     DK_CASE(test_subscriber_killed, DK_LOOPS),
