@@ -98,6 +98,32 @@ static void test_unlock_message_wakes_waiter(void **state) {
   dk_free(wc);
 }
 
+/* The subscriber's connection is killed while a waiter sleeps: it is
+ * subscribed again, and the release's message still wakes the waiter (the
+ * holder's lease, 60 s, is not what ends the wait). */
+static void test_subscriber_killed(void **state) {
+  (void)state;
+  rlock_client *c = dk_client(rt_server_url(srv), 0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "wait:resub");
+  uint64_t a = dk_me(), b = rlock_owner_new();
+  OK(dk_acquire(l, a, 0, 60000));
+  dk_op w;
+  dk_acquire_start(&w, l, b, 30000, 10000);
+  const char *chan = "redisson_lock__channel:{wait:resub}";
+  dk_wait_subscribers(srv, chan, 1, "the waiter's subscription");
+  assert_true(rt_cmd_int(srv, "CLIENT KILL TYPE pubsub") >= 1);
+  if (dk_loop()) /* the loop has not run since */
+    assert_int_equal(fx_subscribers(srv, chan), 0);
+  dk_wait_subscribers(srv, chan, 1, "the subscription again");
+  int64_t t0 = rt_now_ms();
+  OK(dk_release(l, a));
+  OK(dk_op_wait(&w, 10000, "the waiter after re-subscribing"));
+  ASSERT_BETWEEN(w.done_us / 1000 - t0, 0, 3000);
+  OK(dk_release(l, b));
+  rlock_lock_free(l);
+  dk_free(c);
+}
+
 static bool pred_one_acquired(void *arg, char *why, size_t cap) {
   waiter *w = arg;
   snprintf(why, cap, "none of the three waiters holds the lock");
@@ -337,6 +363,7 @@ static int child_main(int argc, char **argv) {
 static const dk_case cases[] = {
     DK_CASE(test_try_acquire_timing, DK_ALL),
     DK_CASE(test_unlock_message_wakes_waiter, DK_ALL),
+    DK_CASE(test_subscriber_killed, DK_ALL),
     DK_CASE(test_one_message_wakes_one_waiter, DK_BLOCK),
     DK_CASE(test_subscription_shared_and_released, DK_BLOCK),
     DK_CASE(test_cancel_ends_a_wait, DK_BLOCK),

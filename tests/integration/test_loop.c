@@ -258,30 +258,6 @@ static void test_ten_thousand_pending(void **state) {
   run_chain(10000, "loop:many");
 }
 
-/* The subscriber's connection is killed while a waiter sleeps: it is
- * subscribed again, and the release's message still wakes the waiter (the
- * holder's lease, 60 s, is not what ends the wait). */
-static void test_subscriber_killed(void **state) {
-  (void)state;
-  rlock_client *c = loop_client(0);
-  rlock_lock *l = fx_lock(c, "loop:resub");
-  uint64_t a = rlock_owner_new(), b = rlock_owner_new();
-  OK(acquire(l, a, 0, 60000));
-  result r = {0};
-  start_acquire(l, b, 30000, 10000, &r, NULL);
-  char chan[] = "redisson_lock__channel:{loop:resub}";
-  run_until_waiting(chan);
-  assert_true(rt_cmd_int(srv, "CLIENT KILL TYPE pubsub") >= 1);
-  assert_int_equal(fx_subscribers(srv, chan), 0); /* the loop has not run */
-  run_until_waiting(chan);
-  int64_t t0 = rt_now_ms();
-  OK(release(l, a));
-  await_rc(&r, RLOCK_OK, 10000, "the waiter after re-subscribing");
-  ASSERT_BETWEEN(rt_now_ms() - t0, 0, 3000);
-  OK(release(l, b));
-  lock_done(c, l);
-}
-
 static void test_cancel(void **state) {
   (void)state;
   rlock_client *c = loop_client(0);
@@ -997,7 +973,6 @@ static const dk_case cases[] = {
     DK_CASE(test_queries, DK_LOOPS),
     DK_CASE(test_waiters_in_order, DK_LOOPS),
     DK_CASE(test_ten_thousand_pending, DK_LOOPS),
-    DK_CASE(test_subscriber_killed, DK_LOOPS),
     DK_CASE(test_cancel, DK_LOOPS),
     DK_CASE(test_fair_cancel_leaves_queue, DK_LOOPS),
     DK_CASE(test_kinds, DK_LOOPS),
