@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * drivers.h - one scenario, two drivers: the topology suites
- * (test_replicas, test_sentinel, test_cluster) write each case once, and
- * it runs once per driver, each driver a cmocka group of its own:
+ * drivers.h - one scenario, two drivers: a suite (the topology ones,
+ * test_replicas, test_sentinel, test_cluster, and the lock's own, e.g.
+ * test_lock_basic, test_lock_watchdog, test_multilock) writes each case
+ * once, and it runs once per driver, each driver a cmocka group of its
+ * own:
  *
  *   "blocking"  a blocking client (rlock_client_new), its calls made on
  *               the test's thread (or, for a call that must wait in the
@@ -529,6 +531,85 @@ static inline int dk_whois(rlock_client *c, const char *owner,
   return s.found;
 }
 
+/* ---- other calls answered by a callback --------------------------------- */
+
+/* A loop client's _async call (other than dk_op's) and its callback. */
+typedef struct dk_cb {
+  atomic_int done;
+  int rc;
+  int64_t value;
+  char msg[256];
+} dk_cb;
+
+static inline void dk_on_cb(void *arg, int rc, int64_t value) {
+  dk_cb *s = arg;
+  s->rc = rc;
+  s->value = value;
+  snprintf(s->msg, sizeof s->msg, "%s",
+           rc == RLOCK_OK ? "" : rlock_error_last()->message);
+  atomic_store(&s->done, 1);
+}
+
+static inline bool dk_pred_cb(void *arg, char *why, size_t cap) {
+  snprintf(why, cap, "no callback yet");
+  return atomic_load(&((dk_cb *)arg)->done);
+}
+
+/* The status of an _async call that returned `started`: that, when it
+ * refused, or its callback's, waited for up to `ms` (scaled). */
+static inline int dk_cb_wait(dk_cb *s, int started, int64_t ms,
+                             const char *what) {
+  if (started != RLOCK_OK)
+    return started;
+  dk_wait(dk_pred_cb, s, ms, what);
+  if (s->rc != RLOCK_OK)
+    rlock_loop_error(s->rc, s->msg); /* for RC()'s message */
+  return s->rc;
+}
+
+/* rlock_lock_extend_owner, synchronous on every driver. */
+static inline int dk_extend(rlock_lock *l, uint64_t owner, int64_t lease) {
+  if (!dk_loop())
+    return rlock_lock_extend_owner(l, owner, lease);
+  dk_cb s = {0};
+  int rc = rlock_lock_extend_async(l, owner, lease, dk_on_cb, &s);
+  return dk_cb_wait(&s, rc, 10000, "an extension");
+}
+
+/* rlock_multilock_acquire_opts for `owner`, synchronous on every driver. */
+static inline int dk_multi_acquire(rlock_multilock *m, uint64_t owner,
+                                   int64_t wait, int64_t lease) {
+  rlock_acquire_options o = opts(owner, wait, lease);
+  if (!dk_loop())
+    return rlock_multilock_acquire_opts(m, &o);
+  dk_cb s = {0};
+  int rc = rlock_multilock_acquire_async(m, &o, dk_on_cb, &s, NULL);
+  return dk_cb_wait(&s, rc, 10000 + (wait > 0 ? wait : 0), "a MultiLock");
+}
+
+/* rlock_multilock_release_owner, synchronous on every driver. */
+static inline int dk_multi_release(rlock_multilock *m, uint64_t owner) {
+  if (!dk_loop())
+    return rlock_multilock_release_owner(m, owner);
+  dk_cb s = {0};
+  int rc = rlock_multilock_release_async(m, owner, dk_on_cb, &s);
+  return dk_cb_wait(&s, rc, 10000, "a MultiLock release");
+}
+
+/* The client's renewals so far (rlock_client_stats). */
+static inline uint64_t dk_renewals(rlock_client *c) {
+  rlock_stats st;
+  OK(rlock_client_stats(c, &st, sizeof st));
+  return st.renewals;
+}
+
+/* The client's failed connection attempts so far (rlock_client_stats). */
+static inline uint64_t dk_connect_failures(rlock_client *c) {
+  rlock_stats st;
+  OK(rlock_client_stats(c, &st, sizeof st));
+  return st.connect_failures;
+}
+
 /* ---- the groups --------------------------------------------------------- */
 
 /* A case and the drivers it runs on (DK_ALL, DK_BLOCK, DK_LOOPS). */
@@ -601,5 +682,40 @@ static inline int dk_run(const dk_case *cases, size_t n, int (*setup)(void),
 
 #define DK_RUN(cases, setup, teardown)                                         \
   dk_run(cases, sizeof(cases) / sizeof((cases)[0]), setup, teardown)
+
+/* A suite on fixture.h's one server (srv): the first group's setup
+ * starts it, each later one empties it (FLUSHALL: a driver's cases find
+ * no key the previous driver's left), dk_main frees it at the end. */
+static inline int dk_srv_setup(void) {
+  if (srv == NULL) {
+    srv = rt_server_start(NULL);
+  } else {
+    if (rt_server_pid(srv) == 0) /* a case left it stopped */
+      rt_server_start_again(srv);
+    rt_cmd_ok(srv, "FLUSHALL");
+  }
+  return srv == NULL;
+}
+
+/* main() for a suite on fixture.h's one server whose cases may start
+ * children of the test binary (fx_spawn_child): "--child ROLE ..." runs
+ * `child_fn` (NULL: none), anything else each driver's group of
+ * `cases`. */
+static inline int dk_main(int argc, char **argv, const dk_case *cases, size_t n,
+                          int (*child_fn)(int, char **)) {
+  fx_argv0 = argv[0];
+  if (child_fn != NULL && argc > 2 && strcmp(argv[1], "--child") == 0)
+    return child_fn(argc - 2, argv + 2);
+  int failed = dk_run(cases, n, dk_srv_setup, NULL);
+  rt_server_free(srv);
+  srv = NULL;
+  return failed;
+}
+
+#define DK_MAIN(cases, child_fn)                                               \
+  int main(int argc, char **argv) {                                            \
+    return dk_main(argc, argv, cases, sizeof(cases) / sizeof((cases)[0]),      \
+                   child_fn);                                                  \
+  }
 
 #endif /* RLOCK_TEST_DRIVERS_H */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Integration: waiting for a lock (pub/sub wake-ups, timing bounds) and
- * mutual exclusion under contention from threads and processes. */
-#include "fixture.h"
+ * mutual exclusion under contention from threads and processes. The
+ * wait's bounds run on every driver (drivers.h). */
+#include "drivers.h"
 
 #include <signal.h>
 #include <stdatomic.h>
@@ -16,20 +17,26 @@ static void hold_foreign(const char *name, int lease_ms) {
   freeReplyObject(rt_cmd(srv, "PEXPIRE %s %d", name, lease_ms));
 }
 
+/* A wait for a held lock runs out after the time asked (a loop's timer
+ * may fire up to 10 ms early: its clock is read once a turn), no try
+ * waits at all; each says who holds it. */
 static void test_try_acquire_timing(void **state) {
   (void)state;
-  rlock_client *c = fx_client(srv, 0);
+  rlock_client *c = dk_client(rt_server_url(srv), 0, NULL, NULL);
   rlock_lock *l = fx_lock(c, "wait:timing");
+  uint64_t me = dk_me();
   hold_foreign("wait:timing", 60000);
   int64_t t0 = rt_now_ms();
-  RC(rlock_lock_try_acquire(l, 500, 0), RLOCK_ELOCKED);
-  ASSERT_BETWEEN(rt_now_ms() - t0, 500, 2000);
+  RC(dk_acquire(l, me, 500, 0), RLOCK_ELOCKED);
+  ASSERT_BETWEEN(rt_now_ms() - t0, dk_loop() ? 490 : 500, 2000);
+  assert_non_null(strstr(rlock_error_last()->message, "held by another"));
   t0 = rt_now_ms();
-  RC(rlock_lock_try_acquire(l, 0, 0), RLOCK_ELOCKED);
+  RC(dk_acquire(l, me, 0, 0), RLOCK_ELOCKED);
   ASSERT_BETWEEN(rt_now_ms() - t0, 0, 500);
+  assert_non_null(strstr(rlock_error_last()->message, "held by another"));
   freeReplyObject(rt_cmd(srv, "DEL wait:timing"));
   rlock_lock_free(l);
-  rlock_client_free(c);
+  dk_free(c);
 }
 
 typedef struct waiter {
@@ -58,24 +65,63 @@ static void *waiter_main(void *arg) {
   return NULL;
 }
 
+/* A waiter (of the running driver) sleeps until the holder (a blocking
+ * client, another process's as far as it knows) releases, woken by the
+ * unlock message; then the holder's client waits for the waiter's hold
+ * in turn. */
 static void test_unlock_message_wakes_waiter(void **state) {
   (void)state;
-  rlock_client *holder = fx_client(srv, 0), *wc = fx_client(srv, 0);
-  rlock_lock *l = fx_lock(holder, "wait:wake");
+  rlock_client *holder = fx_client(srv, 0);
+  rlock_client *wc = dk_client(rt_server_url(srv), 0, NULL, NULL);
+  rlock_lock *l = fx_lock(holder, "wait:wake"), *wl = fx_lock(wc, "wait:wake");
   OK(rlock_lock_acquire_lease(l, 60000)); /* long TTL: polling would show */
-  waiter w = {.client = wc, .name = "wait:wake", .wait_ms = 20000};
-  pthread_t t;
-  pthread_create(&t, NULL, waiter_main, &w);
-  fx_wait_subscribers(srv, "redisson_lock__channel:{wait:wake}", 1,
+  uint64_t me = rlock_owner_new();
+  dk_op w;
+  dk_acquire_start(&w, wl, me, 20000, 10000);
+  dk_wait_subscribers(srv, "redisson_lock__channel:{wait:wake}", 1,
                       "the waiter's subscription");
+  assert_false(dk_op_done(&w));
   int64_t released = rt_now_ms();
   OK(rlock_lock_release(l));
-  pthread_join(t, NULL);
-  OK(w.rc);
-  ASSERT_BETWEEN(atomic_load(&w.acquired_at) - released, 0, 250);
+  OK(dk_op_wait(&w, 5000, "the woken waiter"));
+  ASSERT_BETWEEN(w.done_us / 1000 - released, 0, 250);
+  char field[RLOCK_OWNER_MAX];
+  dk_field(wc, me, field);
+  assert_int_equal(fx_hget(srv, "wait:wake", field), 1);
+  RC(rlock_lock_try_acquire(l, 0, 1000), RLOCK_ELOCKED);
+  OK(dk_release(wl, me));
+  OK(rlock_lock_try_acquire(l, 0, 1000));
+  OK(rlock_lock_release(l));
+  rlock_lock_free(wl);
   rlock_lock_free(l);
   rlock_client_free(holder);
-  rlock_client_free(wc);
+  dk_free(wc);
+}
+
+/* The subscriber's connection is killed while a waiter sleeps: it is
+ * subscribed again, and the release's message still wakes the waiter (the
+ * holder's lease, 60 s, is not what ends the wait). */
+static void test_subscriber_killed(void **state) {
+  (void)state;
+  rlock_client *c = dk_client(rt_server_url(srv), 0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "wait:resub");
+  uint64_t a = dk_me(), b = rlock_owner_new();
+  OK(dk_acquire(l, a, 0, 60000));
+  dk_op w;
+  dk_acquire_start(&w, l, b, 30000, 10000);
+  const char *chan = "redisson_lock__channel:{wait:resub}";
+  dk_wait_subscribers(srv, chan, 1, "the waiter's subscription");
+  assert_true(rt_cmd_int(srv, "CLIENT KILL TYPE pubsub") >= 1);
+  if (dk_loop()) /* the loop has not run since */
+    assert_int_equal(fx_subscribers(srv, chan), 0);
+  dk_wait_subscribers(srv, chan, 1, "the subscription again");
+  int64_t t0 = rt_now_ms();
+  OK(dk_release(l, a));
+  OK(dk_op_wait(&w, 10000, "the waiter after re-subscribing"));
+  ASSERT_BETWEEN(w.done_us / 1000 - t0, 0, 3000);
+  OK(dk_release(l, b));
+  rlock_lock_free(l);
+  dk_free(c);
 }
 
 static bool pred_one_acquired(void *arg, char *why, size_t cap) {
@@ -314,14 +360,15 @@ static int child_main(int argc, char **argv) {
   return rc == RLOCK_OK ? 0 : 1;
 }
 
-static const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_try_acquire_timing),
-    cmocka_unit_test(test_unlock_message_wakes_waiter),
-    cmocka_unit_test(test_one_message_wakes_one_waiter),
-    cmocka_unit_test(test_subscription_shared_and_released),
-    cmocka_unit_test(test_cancel_ends_a_wait),
-    cmocka_unit_test(test_mutual_exclusion_threads),
-    cmocka_unit_test(test_mutual_exclusion_processes),
+static const dk_case cases[] = {
+    DK_CASE(test_try_acquire_timing, DK_ALL),
+    DK_CASE(test_unlock_message_wakes_waiter, DK_ALL),
+    DK_CASE(test_subscriber_killed, DK_ALL),
+    DK_CASE(test_one_message_wakes_one_waiter, DK_BLOCK),
+    DK_CASE(test_subscription_shared_and_released, DK_BLOCK),
+    DK_CASE(test_cancel_ends_a_wait, DK_BLOCK),
+    DK_CASE(test_mutual_exclusion_threads, DK_BLOCK),
+    DK_CASE(test_mutual_exclusion_processes, DK_BLOCK),
 };
 
-FX_MAIN(tests, fx_setup, fx_teardown, child_main)
+DK_MAIN(cases, child_main)

@@ -1,55 +1,27 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Integration: event-loop clients (rlock/loop.h) on a real server, each
- * case run once on libuv and once on libevent (the adapters are compiled
- * into this binary).
+ * Integration: what exists only for event-loop clients (rlock/loop.h) on
+ * a real server, each case run once on libuv and once on libevent
+ * (drivers.h's loop groups): cancels from any thread, a client freed with
+ * operations pending or inside a callback, 10,000 pending acquisitions,
+ * the blocking calls refused on a loop client, the adapter table. The
+ * scenarios a blocking client shares run once per driver in the suites
+ * of their topics (test_lock_basic, test_lock_wait, test_lock_watchdog,
+ * test_multilock, ...).
  */
 #include <sched.h>
 #include <stdatomic.h>
 
-#include "loop_fixture.h"
-#include "rt_tls.h"
-#include "spin_checks.h"
+#include "drivers.h"
 
-static int setup(void **state) {
-  (void)state;
-  srv = rt_server_start(NULL);
-  loop_open();
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  loop_close();
-  rt_server_free(srv);
-  return 0;
-}
-
-static rlock_client *loop_client(int64_t watchdog, rlock_lost_fn lost,
-                                 void *ud) {
+/* A loop client of the server with the library's defaults (`watchdog`
+ * when not 0). */
+static rlock_client *loop_client(int64_t watchdog) {
   rlock_config *cfg;
   OK(rlock_config_new(&cfg));
   OK(rlock_config_set_url(cfg, rt_server_url(srv)));
   if (watchdog > 0)
     OK(rlock_config_set_watchdog_timeout_ms(cfg, watchdog));
-  if (lost != NULL)
-    OK(rlock_config_set_lost_callback(cfg, lost, ud));
-  rlock_client *c = loop_client_cfg(cfg);
-  rlock_config_free(cfg);
-  return c;
-}
-
-/* A loop client of `url`; `connect_ms` and `retry_ms` (the unreachable
- * retry bound) when not 0. */
-static rlock_client *loop_client_at(const char *url, int64_t connect_ms,
-                                    int64_t retry_ms) {
-  rlock_config *cfg;
-  OK(rlock_config_new(&cfg));
-  OK(rlock_config_set_url(cfg, url));
-  if (connect_ms > 0)
-    OK(rlock_config_set_connect_timeout_ms(cfg, connect_ms));
-  if (retry_ms > 0)
-    OK(rlock_config_set_unreachable_retry_ms(cfg, retry_ms));
   rlock_client *c = loop_client_cfg(cfg);
   rlock_config_free(cfg);
   return c;
@@ -103,33 +75,8 @@ static int release(rlock_lock *l, uint64_t owner) {
   return r.rc;
 }
 
-/* The owner field of `owner` on `c`, as the server stores it. */
-static void field_of(rlock_client *c, uint64_t owner, char *buf) {
-  snprintf(buf, RLOCK_OWNER_MAX, "%s:%llu", rlock_client_id(c),
-           (unsigned long long)owner);
-}
-
 /* ---- cases ----------------------------------------------------------------
  */
-
-static void test_acquire_release(void **state) {
-  (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
-  rlock_lock *l = fx_lock(c, "loop:basic");
-  uint64_t me = rlock_owner_new();
-  OK(acquire(l, me, 0, RLOCK_LEASE_WATCHDOG));
-  char field[RLOCK_OWNER_MAX];
-  field_of(c, me, field);
-  assert_int_equal(fx_hget(srv, "loop:basic", field), 1);
-  OK(acquire(l, me, 0, 10000)); /* reentrant */
-  assert_int_equal(fx_hget(srv, "loop:basic", field), 2);
-  OK(rlock_lock_check_owner(l, me));
-  OK(release(l, me));
-  OK(release(l, me));
-  assert_int_equal(rt_cmd_int(srv, "EXISTS loop:basic"), 0);
-  RC(release(l, me), RLOCK_ENOTHELD);
-  lock_done(c, l);
-}
 
 /* A command's calls so far, from INFO commandstats (0 when never run). */
 static long long calls_of(const char *cmd) {
@@ -150,7 +97,7 @@ static long long calls_of(const char *cmd) {
 static void test_script_load_and_flush(void **state) {
   (void)state;
   rt_cmd_ok(srv, "CONFIG RESETSTAT");
-  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_client *c = loop_client(0);
   enum { N = 50 };
   rlock_lock *ls[N];
   char name[32];
@@ -191,7 +138,7 @@ static void test_script_load_and_flush(void **state) {
 
 static void test_queries(void **state) {
   (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_client *c = loop_client(0);
   rlock_lock *l = fx_lock(c, "loop:query");
   uint64_t me = rlock_owner_new();
   result locked = {0}, count = {0}, ttl = {0};
@@ -215,57 +162,15 @@ static void test_queries(void **state) {
   lock_done(c, l);
 }
 
-static bool subscribed(void *arg, char *why, size_t cap) {
-  redisReply *r = rt_cmd(srv, "PUBSUB NUMSUB %s", (const char *)arg);
-  long long n = r->element[1]->integer;
-  freeReplyObject(r);
-  snprintf(why, cap, "%lld subscribers", n);
-  return n >= 1;
-}
-
 /* Run the loop until an acquisition waits for an unlock message on
  * `chan`: the channel has a subscriber. */
 static void run_until_waiting(const char *chan) {
-  char why[64];
-  RUN_LOOP_UNTIL(subscribed((void *)chan, why, sizeof why), 5000);
+  dk_wait_subscribers(srv, chan, 1, "a waiter's subscription");
 }
 
 /* Run the loop until `field` holds `name` on the server. */
 static void run_until_field(const char *name, const char *field) {
   RUN_LOOP_UNTIL(fx_hget(srv, name, field) == 1, 5000);
-}
-
-/* A waiter sleeps until the holder (a blocking client) releases, woken by
- * the unlock message: blocking and loop clients share one lock. */
-static void test_wait_for_blocking_holder(void **state) {
-  (void)state;
-  rlock_client *bc = fx_client(srv, 0);
-  rlock_lock *bl = fx_lock(bc, "loop:shared");
-  OK(rlock_lock_acquire_lease(bl, 60000));
-  rlock_client *c = loop_client(0, NULL, NULL);
-  rlock_lock *l = fx_lock(c, "loop:shared");
-  uint64_t me = rlock_owner_new();
-  result r = {0};
-  start_acquire(l, me, 30000, 10000, &r, NULL);
-  run_until_waiting("redisson_lock__channel:{loop:shared}");
-  assert_int_equal(r.done, 0);
-  int64_t t0 = rt_now_ms();
-  OK(rlock_lock_release(bl));
-  await_rc(&r, RLOCK_OK, 5000, "the woken waiter");
-  /* Woken by the message, not by the holder's 60 s lease. */
-  ASSERT_BETWEEN(rt_now_ms() - t0, 0, 2000);
-  assert_true(pthread_equal(r.thread, pthread_self()));
-  char field[RLOCK_OWNER_MAX];
-  field_of(c, me, field);
-  assert_int_equal(fx_hget(srv, "loop:shared", field), 1);
-  /* And the other way round: the blocking client waits for the loop's. */
-  RC(rlock_lock_try_acquire(bl, 0, 1000), RLOCK_ELOCKED);
-  OK(release(l, me));
-  OK(rlock_lock_try_acquire(bl, 0, 1000));
-  OK(rlock_lock_release(bl));
-  lock_done(c, l);
-  rlock_lock_free(bl);
-  rlock_client_free(bc);
 }
 
 /* Many acquisitions of one lock pending on one loop: each is woken in turn
@@ -308,7 +213,7 @@ static void chain_acquired(void *arg, int rc, int64_t v) {
 }
 
 static void run_chain(int n, const char *name) {
-  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_client *c = loop_client(0);
   chain ch = {.l = fx_lock(c, name), .n = n};
   ch.owners = calloc((size_t)n, sizeof *ch.owners);
   ch.res = calloc((size_t)n, sizeof *ch.res);
@@ -353,64 +258,9 @@ static void test_ten_thousand_pending(void **state) {
   run_chain(10000, "loop:many");
 }
 
-/* The subscriber's connection is killed while a waiter sleeps: it is
- * subscribed again, and the release's message still wakes the waiter (the
- * holder's lease, 60 s, is not what ends the wait). */
-static void test_subscriber_killed(void **state) {
-  (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
-  rlock_lock *l = fx_lock(c, "loop:resub");
-  uint64_t a = rlock_owner_new(), b = rlock_owner_new();
-  OK(acquire(l, a, 0, 60000));
-  result r = {0};
-  start_acquire(l, b, 30000, 10000, &r, NULL);
-  char chan[] = "redisson_lock__channel:{loop:resub}";
-  char why[64];
-  run_until_waiting(chan);
-  assert_true(rt_cmd_int(srv, "CLIENT KILL TYPE pubsub") >= 1);
-  assert_false(subscribed(chan, why, sizeof why)); /* the loop has not run */
-  run_until_waiting(chan);
-  int64_t t0 = rt_now_ms();
-  OK(release(l, a));
-  await_rc(&r, RLOCK_OK, 10000, "the waiter after re-subscribing");
-  ASSERT_BETWEEN(rt_now_ms() - t0, 0, 3000);
-  OK(release(l, b));
-  lock_done(c, l);
-}
-
-static void test_wait_runs_out(void **state) {
-  (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
-  rlock_lock *l = fx_lock(c, "loop:timeout");
-  uint64_t a = rlock_owner_new(), b = rlock_owner_new();
-  OK(acquire(l, a, 0, 30000));
-  RC(acquire(l, b, 0, 1000), RLOCK_ELOCKED);
-  int64_t t0 = rt_now_ms();
-  RC(acquire(l, b, 300, 1000), RLOCK_ELOCKED);
-  ASSERT_BETWEEN(rt_now_ms() - t0, 290, 3000);
-  assert_non_null(strstr(rlock_error_last()->message, "held by another"));
-  OK(release(l, a));
-  lock_done(c, l);
-}
-
-/* A waiter whose holder's lease runs out is woken by the TTL bound (no
- * unlock message is ever published). */
-static void test_ttl_wakes_waiter(void **state) {
-  (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
-  rlock_lock *l = fx_lock(c, "loop:ttl");
-  uint64_t a = rlock_owner_new(), b = rlock_owner_new();
-  OK(acquire(l, a, 0, 400));
-  int64_t t0 = rt_now_ms();
-  OK(acquire(l, b, 10000, 10000));
-  ASSERT_BETWEEN(rt_now_ms() - t0, 300, 3000);
-  OK(release(l, b));
-  lock_done(c, l);
-}
-
 static void test_cancel(void **state) {
   (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_client *c = loop_client(0);
   rlock_lock *l = fx_lock(c, "loop:cancel");
   uint64_t a = rlock_owner_new(), b = rlock_owner_new();
   OK(acquire(l, a, 0, 30000));
@@ -445,7 +295,7 @@ static void test_cancel(void **state) {
 /* A canceled fair waiter leaves the queue. */
 static void test_fair_cancel_leaves_queue(void **state) {
   (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_client *c = loop_client(0);
   rlock_lock *l;
   OK(rlock_lock_new_fair(&l, c, "loop:fair"));
   uint64_t a = rlock_owner_new(), b = rlock_owner_new();
@@ -466,7 +316,7 @@ static void test_fair_cancel_leaves_queue(void **state) {
  * write lock waits for it: every kind runs on the loop. */
 static void test_kinds(void **state) {
   (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_client *c = loop_client(0);
   rlock_lock *fair, *rd, *wr;
   OK(rlock_lock_new_fair(&fair, c, "loop:fairq"));
   OK(rlock_lock_new_read(&rd, c, "loop:rw"));
@@ -547,33 +397,17 @@ static int multi_release(rlock_multilock *m, uint64_t owner) {
   return r.rc;
 }
 
-/* All or none, on the loop: a MultiLock waits for its blocked member,
- * gives the earlier members the full lease again, gives back what it took
- * when it fails or is canceled. */
-static void test_multilock(void **state) {
+/* A MultiLock canceled while it waits for member 1 gives member 0 back
+ * (taking, waiting and re-letting run on every driver in
+ * test_multilock). */
+static void test_multilock_canceled(void **state) {
   (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_client *c = loop_client(0);
   rlock_lock *l[3];
   rlock_multilock *m = three(c, l);
   uint64_t a = rlock_owner_new(), b = rlock_owner_new();
   char fb[RLOCK_OWNER_MAX];
   field_of(c, b, fb);
-  OK(multi_acquire(m, a, 0, RLOCK_LEASE_WATCHDOG));
-  for (int i = 0; i < 3; i++)
-    OK(rlock_lock_check_owner(l[i], a));
-  RC(multi_acquire(m, b, 300, 5000), RLOCK_ELOCKED);
-  assert_int_equal(fx_hget(srv, "loop:m0", fb), -1);
-  OK(multi_release(m, a));
-  for (int i = 0; i < 3; i++)
-    RC(rlock_lock_check_owner(l[i], a), RLOCK_ENOTHELD);
-  /* B waits for member 2, held by A alone; A lets go after 300 ms. */
-  OK(acquire(l[2], a, 0, 300));
-  OK(multi_acquire(m, b, 10000, 20000));
-  ASSERT_RANGE(rt_cmd_int(srv, "PTTL loop:m0"), 15000, 20000); /* re-let */
-  assert_int_equal(fx_hget(srv, "loop:m2", fb), 1);
-  OK(multi_release(m, b));
-  assert_int_equal(rt_cmd_int(srv, "EXISTS loop:m0 loop:m1 loop:m2"), 0);
-  /* Canceled while waiting for member 1: member 0 is given back. */
   OK(acquire(l[1], a, 0, 30000));
   result r = {0};
   rlock_op *op;
@@ -622,8 +456,8 @@ typedef struct duo {
 } duo;
 
 static void duo_up(duo *d) {
-  d->c[0] = loop_client(0, NULL, NULL);
-  d->c[1] = loop_client(0, NULL, NULL);
+  d->c[0] = loop_client(0);
+  d->c[1] = loop_client(0);
   d->l[0] = fx_lock(d->c[0], "loop:x0");
   d->l[1] = fx_lock(d->c[1], "loop:x1");
   d->l[2] = fx_lock(d->c[0], "loop:x2");
@@ -706,8 +540,8 @@ static void test_multilock_clients_free(void **state) {
   assert_int_equal(f.done, 1);
   RC(f.rc, RLOCK_ECLOSED);
   /* The waiter left: its channel is given up once it has lingered. */
-  char chan[] = "redisson_lock__channel:{loop:x1}", why[64];
-  RUN_LOOP_UNTIL(!subscribed(chan, why, sizeof why), 5000);
+  dk_wait_subscribers(srv, "redisson_lock__channel:{loop:x1}", 0,
+                      "the channel given up");
   OK(release(d.l[1], a));
   assert_int_equal(fx_hget(srv, "loop:x1", fb[1]), -1);
   rt_cmd_int(srv, "DEL loop:x0"); /* c[0]'s hold, never released */
@@ -748,52 +582,6 @@ static void test_multilock_clients_refused(void **state) {
   duo_down(&d);
 }
 
-/* A fenced lock's token comes as the callback's value. */
-static void test_fencing_token(void **state) {
-  (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
-  rlock_lock *l;
-  OK(rlock_lock_new_fenced(&l, c, "loop:fenced"));
-  uint64_t me = rlock_owner_new();
-  result r = {0};
-  rlock_acquire_options o = opts(me, 0, 10000);
-  OK(rlock_lock_acquire_async(l, &o, on_done, &r, NULL));
-  await_rc(&r, RLOCK_OK, 5000, "the fenced acquisition");
-  int64_t first = r.value;
-  assert_true(first > 0);
-  OK(release(l, me));
-  r.done = 0;
-  OK(rlock_lock_acquire_async(l, &o, on_done, &r, NULL));
-  run_until(&r.done, 1, 5000, "the fenced acquisition");
-  assert_int_equal(r.value, first + 1);
-  OK(release(l, me));
-  lock_done(c, l);
-}
-
-/* The watchdog renews on the loop: held past several leases. */
-static void test_watchdog(void **state) {
-  (void)state;
-  int64_t wd = rt_scaled_ms(600);
-  rlock_client *c = loop_client(wd, NULL, NULL);
-  rlock_lock *l = fx_lock(c, "loop:wd");
-  uint64_t me = rlock_owner_new();
-  OK(acquire(l, me, 0, RLOCK_LEASE_WATCHDOG));
-  /* Time passing is the behaviour under test: run the loop for three
-   * watchdog timeouts, then the lock must still be there. */
-  int64_t end = rt_now_ms() + 3 * wd;
-  while (rt_now_ms() < end)
-    run_once(end - rt_now_ms());
-  assert_int_equal(rt_cmd_int(srv, "EXISTS loop:wd"), 1);
-  ASSERT_RANGE(rt_cmd_int(srv, "PTTL loop:wd"), 1, wd);
-  OK(rlock_lock_check_owner(l, me));
-  rlock_stats st;
-  OK(rlock_client_stats(c, &st, sizeof st));
-  assert_true(st.renewals >= 2);
-  OK(release(l, me));
-  assert_int_equal(rt_cmd_int(srv, "EXISTS loop:wd"), 0);
-  lock_done(c, l);
-}
-
 /* A blocking release called on a loop client's lock is refused before it
  * touches the hold record: the watchdog hold of an explicit owner goes on
  * being renewed, past several watchdog timeouts, and is then released by
@@ -801,7 +589,7 @@ static void test_watchdog(void **state) {
 static void test_blocking_refused_keeps_hold(void **state) {
   (void)state;
   int64_t wd = rt_scaled_ms(600);
-  rlock_client *c = loop_client(wd, NULL, NULL);
+  rlock_client *c = loop_client(wd);
   rlock_lock *l = fx_lock(c, "loop:refused");
   rlock_lock *other = fx_lock(c, "loop:refused2");
   uint64_t me = rlock_owner_new();
@@ -837,40 +625,11 @@ static void test_blocking_refused_keeps_hold(void **state) {
   lock_done(c, l);
 }
 
-typedef struct lost_seen {
-  int n;
-  pthread_t thread;
-} lost_seen;
-
-static void on_lost(const char *name, const char *owner, void *ud) {
-  (void)name, (void)owner;
-  lost_seen *s = ud;
-  s->n++;
-  s->thread = pthread_self();
-}
-
-/* A watchdog hold deleted behind the holder's back is found by the next
- * renewal and reported on the loop's thread. */
-static void test_lost_lock(void **state) {
-  (void)state;
-  lost_seen seen = {0};
-  rlock_client *c = loop_client(rt_scaled_ms(600), on_lost, &seen);
-  rlock_lock *l = fx_lock(c, "loop:lost");
-  uint64_t me = rlock_owner_new();
-  OK(acquire(l, me, 0, RLOCK_LEASE_WATCHDOG));
-  assert_int_equal(rt_cmd_int(srv, "DEL loop:lost"), 1);
-  run_until(&seen.n, 1, 10000, "the lost-lock callback");
-  assert_true(pthread_equal(seen.thread, pthread_self()));
-  RC(rlock_lock_check_owner(l, me), RLOCK_ELOST);
-  RC(release(l, me), RLOCK_ELOST);
-  lock_done(c, l);
-}
-
 /* Freeing the client with operations pending completes each once, inside
  * rlock_client_free, with RLOCK_ECLOSED; nothing runs after. */
 static void test_free_with_pending(void **state) {
   (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_client *c = loop_client(0);
   rlock_lock *l = fx_lock(c, "loop:free");
   uint64_t a = rlock_owner_new();
   OK(acquire(l, a, 0, 5000));
@@ -913,7 +672,7 @@ static void free_inside(void *arg, int rc, int64_t v) {
 static void test_free_inside_callback(void **state) {
   (void)state;
   freer f = {0};
-  f.c = loop_client(0, NULL, NULL);
+  f.c = loop_client(0);
   f.l = fx_lock(f.c, "loop:freecb");
   rlock_acquire_options o = opts(rlock_owner_new(), 0, 2000);
   OK(rlock_lock_acquire_async(f.l, &o, free_inside, &f, NULL));
@@ -944,7 +703,7 @@ static void *submit_elsewhere(void *arg) {
  * loop's thread. */
 static void test_other_thread(void **state) {
   (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_client *c = loop_client(0);
   submitter s = {.l = fx_lock(c, "loop:thread"), .owner = rlock_owner_new()};
   pthread_t t;
   pthread_create(&t, NULL, submit_elsewhere, &s);
@@ -1030,7 +789,7 @@ static void *start_then_cancel_late(void *arg) {
  * grant that came first is given back). */
 static void test_cancel_other_thread(void **state) {
   (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_client *c = loop_client(0);
   rlock_lock *l = fx_lock(c, "loop:xcancel");
   uint64_t a = rlock_owner_new();
   char field[RLOCK_OWNER_MAX];
@@ -1084,7 +843,7 @@ static void test_cancel_other_thread(void **state) {
  * it waits. */
 static void test_cancel_started_elsewhere(void **state) {
   (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_client *c = loop_client(0);
   rlock_lock *l = fx_lock(c, "loop:xcancel4");
   uint64_t a = rlock_owner_new();
   char field[RLOCK_OWNER_MAX];
@@ -1114,7 +873,7 @@ static void test_cancel_started_elsewhere(void **state) {
  * handled (ASan and valgrind check the memory). */
 static void test_cancel_while_called(void **state) {
   (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_client *c = loop_client(0);
   rlock_lock *l = fx_lock(c, "loop:xcancel5");
   late k = {.l = l, .owner = rlock_owner_new()};
   pthread_mutex_init(&k.mu, NULL);
@@ -1133,7 +892,7 @@ static void test_cancel_while_called(void **state) {
 
 static void test_bad_input(void **state) {
   (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
+  rlock_client *c = loop_client(0);
   rlock_lock *l = fx_lock(c, "loop:bad");
   result r = {0};
   rlock_acquire_options o = opts(RLOCK_OWNER_THREAD, 0, 1000);
@@ -1209,279 +968,27 @@ static void test_bad_table(void **state) {
   rlock_config_free(cfg);
 }
 
-/* The loop client over TLS (rediss://): the handshake runs on the loop;
- * a waiter is woken through the TLS subscriber; a wrong CA and a
- * plain-text port fail through the callback, with the reason. */
-static void test_tls(void **state) {
-  (void)state;
-  rt_tls certs;
-  rt_tls_make(&certs);
-  int tls_port;
-  rt_server *ts = rt_tls_server_start(&certs, &tls_port, "no");
-  char url[512];
-  snprintf(url, sizeof url, "rediss://127.0.0.1:%d?tls_ca=%s", tls_port,
-           certs.ca);
-  rlock_client *c = loop_client_at(url, 0, 0);
-  rlock_lock *l = fx_lock(c, "loop:tls");
-  uint64_t a = rlock_owner_new(), b = rlock_owner_new();
-  OK(acquire(l, a, 0, 30000));
-  result r = {0};
-  start_acquire(l, b, 20000, 10000, &r, NULL);
-  /* b's attempts, before and after subscribing */
-  RUN_LOOP_UNTIL(fx_evalsha_calls(ts) >= 2, 5000);
-  OK(release(l, a));
-  await_rc(&r, RLOCK_OK, 5000, "the waiter woken over TLS");
-  OK(release(l, b));
-  lock_done(c, l);
-  /* A CA that signed nothing of the server's; a plain-text port. */
-  const char *bad[2];
-  char other[512], plain[512];
-  snprintf(other, sizeof other, "rediss://127.0.0.1:%d?tls_ca=%s", tls_port,
-           certs.other_ca);
-  snprintf(plain, sizeof plain, "rediss://127.0.0.1:%d?tls_ca=%s",
-           rt_server_port(ts), certs.ca);
-  bad[0] = other;
-  bad[1] = plain;
-  const char *why[2] = {"certificate verify failed", "plain-text port"};
-  for (int i = 0; i < 2; i++) {
-    c = loop_client_at(bad[i], 2000, 0);
-    l = fx_lock(c, "loop:tls");
-    /* A refused certificate is not waited out, even by a wait. */
-    int64_t t0 = rt_now_ms();
-    int rc = acquire(l, a, i == 0 ? 20000 : 0, 1000);
-    if (i == 0)
-      ASSERT_BETWEEN(rt_now_ms() - t0, 0, 2000);
-    /* A plain-text server may answer the hello, or wait for more. */
-    assert_true(rc == RLOCK_EIO || (i == 1 && rc == RLOCK_ETIMEOUT));
-    if (strstr(rlock_error_last()->message, why[i]) == NULL)
-      fail_msg("'%s' lacks '%s'", rlock_error_last()->message, why[i]);
-    lock_done(c, l);
-  }
-  rt_server_free(ts);
-  rt_tls_remove(&certs);
-}
+static const dk_case cases[] = {
+    DK_CASE(test_script_load_and_flush, DK_LOOPS),
+    DK_CASE(test_queries, DK_LOOPS),
+    DK_CASE(test_waiters_in_order, DK_LOOPS),
+    DK_CASE(test_ten_thousand_pending, DK_LOOPS),
+    DK_CASE(test_cancel, DK_LOOPS),
+    DK_CASE(test_fair_cancel_leaves_queue, DK_LOOPS),
+    DK_CASE(test_kinds, DK_LOOPS),
+    DK_CASE(test_multilock_canceled, DK_LOOPS),
+    DK_CASE(test_multilock_clients, DK_LOOPS),
+    DK_CASE(test_multilock_clients_free, DK_LOOPS),
+    DK_CASE(test_multilock_clients_refused, DK_LOOPS),
+    DK_CASE(test_blocking_refused_keeps_hold, DK_LOOPS),
+    DK_CASE(test_free_with_pending, DK_LOOPS),
+    DK_CASE(test_free_inside_callback, DK_LOOPS),
+    DK_CASE(test_other_thread, DK_LOOPS),
+    DK_CASE(test_cancel_other_thread, DK_LOOPS),
+    DK_CASE(test_cancel_started_elsewhere, DK_LOOPS),
+    DK_CASE(test_cancel_while_called, DK_LOOPS),
+    DK_CASE(test_bad_input, DK_LOOPS),
+    DK_CASE(test_bad_table, DK_LOOPS),
+};
 
-/* Connections open as the blocking client's do (net/dial.c): a refused
- * login is RLOCK_EAUTH, and a name is looked up without blocking the
- * loop and connected at whichever of its addresses the server listens
- * on ("localhost" may name ::1 first; the server listens on 127.0.0.1). */
-static void test_login_and_names(void **state) {
-  (void)state;
-  char url[96];
-  snprintf(url, sizeof url, "redis://:wrong@127.0.0.1:%d", rt_server_port(srv));
-  rlock_client *c = loop_client_at(url, 0, 0);
-  rlock_lock *l = fx_lock(c, "loop:login");
-  RC(acquire(l, rlock_owner_new(), 0, 1000), RLOCK_EAUTH);
-  assert_non_null(strstr(rlock_error_last()->message, "AUTH refused"));
-  lock_done(c, l);
-  snprintf(url, sizeof url, "redis://localhost:%d", rt_server_port(srv));
-  c = loop_client_at(url, 0, 0);
-  l = fx_lock(c, "loop:by-name");
-  uint64_t me = rlock_owner_new();
-  OK(acquire(l, me, 0, 1000));
-  OK(release(l, me));
-  lock_done(c, l);
-}
-
-/* A server that is not there: the acquisition fails with the connect
- * error, through the callback. */
-static void test_unreachable(void **state) {
-  (void)state;
-  char url[64];
-  snprintf(url, sizeof url, "redis://127.0.0.1:%d", rt_free_port());
-  rlock_client *c = loop_client_at(url, 0, 0);
-  rlock_lock *l = fx_lock(c, "loop:nowhere");
-  int64_t t0 = rt_now_ms();
-  RC(acquire(l, rlock_owner_new(), 0, 1000), RLOCK_EIO); /* a try: at once */
-  ASSERT_BETWEEN(rt_now_ms() - t0, 0, 1000);
-  assert_non_null(strstr(rlock_error_last()->message, "connect"));
-  assert_null(strstr(rlock_error_last()->message, "tried again"));
-  lock_done(c, l);
-  /* A host name that does not resolve, looked up off the loop's thread:
-   * an acquisition fails at once even with a wait (waiting cannot mend
-   * it), naming the host, within the connect timeout. */
-  c = loop_client_at("redis://no-such-host.invalid:6379", 1000, 0);
-  l = fx_lock(c, "loop:nowhere");
-  t0 = rt_now_ms();
-  int rc = acquire(l, rlock_owner_new(), 5000, 1000);
-  assert_true(rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT);
-  ASSERT_BETWEEN(rt_now_ms() - t0, 0, 1000 + 500);
-  if (strstr(rlock_error_last()->message, "no-such-host.invalid") == NULL)
-    fail_msg("message: %s", rlock_error_last()->message);
-  lock_done(c, l);
-}
-
-static uint64_t connect_failures(rlock_client *c) {
-  rlock_stats st;
-  OK(rlock_client_stats(c, &st, sizeof st));
-  return st.connect_failures;
-}
-
-/* A loop client's wait begun while its server is down rides that out
- * from the first attempt, and takes the lock once the server is up. */
-static void test_wait_meets_server_not_up_yet(void **state) {
-  (void)state;
-  rt_server *later = rt_server_start(NULL);
-  rt_server_stop(later);
-  rlock_client *c = loop_client_at(rt_server_url(later), 1000, 0);
-  rlock_lock *l = fx_lock(c, "loop:late");
-  uint64_t me = rlock_owner_new();
-  result r = {0};
-  start_acquire(l, me, 5000, 10000, &r, NULL);
-  RUN_LOOP_UNTIL(connect_failures(c) >= 1, 3000); /* its first attempt */
-  /* Time is the point: the server comes up a second after the wait
-   * began, which the acquisition must outlast (the loop runs meanwhile). */
-  for (int64_t end = rt_now_ms() + 1000; rt_now_ms() < end;)
-    run_once(end - rt_now_ms());
-  assert_int_equal(r.done, 0);
-  rt_server_start_again(later);
-  await_rc(&r, RLOCK_OK, 5000, "the acquisition once the server is up");
-  assert_true(connect_failures(c) >= 2); /* tried again */
-  assert_int_equal(rt_cmd_int(later, "EXISTS loop:late"), 1);
-  OK(release(l, me));
-  lock_done(c, l);
-  rt_server_free(later);
-}
-
-/* The unreachable retry bound ends a loop client's wait without a bound
- * on a server that stays down, saying how long it tried. */
-static void test_retry_bound(void **state) {
-  (void)state;
-  char url[64];
-  snprintf(url, sizeof url, "redis://127.0.0.1:%d", rt_free_port());
-  rlock_client *c = loop_client_at(url, 0, 600);
-  rlock_lock *l = fx_lock(c, "loop:bound");
-  int64_t t0 = rt_now_ms();
-  RC(acquire(l, rlock_owner_new(), RLOCK_WAIT_FOREVER, 1000), RLOCK_EIO);
-  ASSERT_BETWEEN(rt_now_ms() - t0, 600, 600 + 2000);
-  if (strstr(rlock_error_last()->message, "tried again for") == NULL)
-    fail_msg("message: %s", rlock_error_last()->message);
-  assert_true(connect_failures(c) >= 2);
-  lock_done(c, l);
-}
-
-/* A loop client's spin waiter backs off as its options say: the server
- * times of its attempts on `name` (held by another owner for a minute)
- * during one wait of SC_WAIT_MS, as MONITOR saw them. */
-static size_t loop_spin_attempts(const rlock_spin_options *o, const char *name,
-                                 int64_t *us) {
-  rlock_client *c = loop_client(0, NULL, NULL);
-  rlock_lock *h, *l;
-  OK(rlock_lock_new_spin(&h, c, name));
-  OK(rlock_lock_new_spin_opts(&l, c, name, o));
-  uint64_t holder = rlock_owner_new();
-  OK(acquire(h, holder, 0, 60000)); /* the script is used on the connection */
-  fx_monitor m;
-  fx_monitor_start(&m, srv);
-  RC(acquire(l, rlock_owner_new(), SC_WAIT_MS, 1000), RLOCK_ELOCKED);
-  size_t n =
-      fx_monitor_end(&m, srv, "EVALSHA", "EVAL", name, us, SC_MAX_ATTEMPTS);
-  OK(release(h, holder));
-  rlock_lock_free(h);
-  lock_done(c, l);
-  return n;
-}
-
-static void test_spin_backoffs(void **state) {
-  (void)state;
-  int64_t us[SC_MAX_ATTEMPTS];
-  rlock_spin_options o = sc_constant();
-  sc_check_constant(us, loop_spin_attempts(&o, "loop:spin-constant", us));
-  o = sc_exponential();
-  sc_check_exponential(us, loop_spin_attempts(&o, "loop:spin-exp", us));
-}
-
-static int extend(rlock_lock *l, uint64_t owner, int64_t lease) {
-  result r = {0};
-  OK(rlock_lock_extend_async(l, owner, lease, on_done, &r));
-  run_until(&r.done, 1, 5000, "an extension");
-  return r.rc;
-}
-
-/* rlock_lock_extend_async: as the blocking call (test_lock_basic's
- * test_extend), on the loop. */
-static void test_extend(void **state) {
-  (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
-  rlock_lock *l = fx_lock(c, "loop:extend");
-  uint64_t me = rlock_owner_new();
-  assert_int_equal(extend(l, me, 1000), RLOCK_ENOTHELD);
-  assert_int_equal(acquire(l, me, 0, 300), RLOCK_OK);
-  assert_int_equal(extend(l, me, 20000), RLOCK_OK);
-  ASSERT_RANGE(rt_cmd_int(srv, "PTTL loop:extend"), 15000, 20000);
-  assert_int_equal(extend(l, me, 0), RLOCK_EINVAL);
-  assert_int_equal(rt_cmd_int(srv, "DEL loop:extend"), 1);
-  assert_int_equal(extend(l, me, 20000), RLOCK_ELOST);
-  assert_int_equal(rt_cmd_int(srv, "EXISTS loop:extend"), 0);
-  release(l, me);
-  assert_int_equal(acquire(l, me, 0, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
-  assert_int_equal(extend(l, me, 20000), RLOCK_EINVAL);
-  assert_int_equal(release(l, me), RLOCK_OK);
-  RC(rlock_lock_extend_async(NULL, me, 1000, on_done, NULL), RLOCK_EINVAL);
-  lock_done(c, l);
-}
-
-/* A non-reentrant lock on the loop: the holder's second acquisition is
- * refused at once with RLOCK_EHELD (test_nonreentrant's, blocking). */
-static void test_nonreentrant(void **state) {
-  (void)state;
-  rlock_client *c = loop_client(0, NULL, NULL);
-  rlock_lock *l, *f;
-  OK(rlock_lock_new_nonreentrant(&l, c, "loop:nr"));
-  OK(rlock_lock_new_fair_nonreentrant(&f, c, "loop:nr-fair"));
-  uint64_t me = rlock_owner_new();
-  rlock_lock *both[2] = {l, f};
-  for (int i = 0; i < 2; i++) {
-    assert_int_equal(acquire(both[i], me, 0, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
-    int64_t t0 = rt_now_ms();
-    assert_int_equal(acquire(both[i], me, 5000, RLOCK_LEASE_WATCHDOG),
-                     RLOCK_EHELD);
-    ASSERT_BETWEEN(rt_now_ms() - t0, 0, 1000);
-    assert_int_equal(release(both[i], me), RLOCK_OK);
-    assert_int_equal(release(both[i], me), RLOCK_ENOTHELD);
-  }
-  rlock_lock_free(f);
-  lock_done(c, l);
-}
-
-#define CASES(K)                                                               \
-  cmocka_unit_test(test_acquire_release),                                      \
-      cmocka_unit_test(test_script_load_and_flush),                            \
-      cmocka_unit_test(test_queries),                                          \
-      cmocka_unit_test(test_wait_for_blocking_holder),                         \
-      cmocka_unit_test(test_waiters_in_order),                                 \
-      cmocka_unit_test(test_ten_thousand_pending),                             \
-      cmocka_unit_test(test_subscriber_killed),                                \
-      cmocka_unit_test(test_wait_runs_out),                                    \
-      cmocka_unit_test(test_ttl_wakes_waiter), cmocka_unit_test(test_cancel),  \
-      cmocka_unit_test(test_fair_cancel_leaves_queue),                         \
-      cmocka_unit_test(test_kinds), cmocka_unit_test(test_multilock),          \
-      cmocka_unit_test(test_multilock_clients),                                \
-      cmocka_unit_test(test_multilock_clients_free),                           \
-      cmocka_unit_test(test_multilock_clients_refused),                        \
-      cmocka_unit_test(test_fencing_token), cmocka_unit_test(test_watchdog),   \
-      cmocka_unit_test(test_blocking_refused_keeps_hold),                      \
-      cmocka_unit_test(test_lost_lock),                                        \
-      cmocka_unit_test(test_free_with_pending),                                \
-      cmocka_unit_test(test_free_inside_callback),                             \
-      cmocka_unit_test(test_other_thread),                                     \
-      cmocka_unit_test(test_cancel_other_thread),                              \
-      cmocka_unit_test(test_cancel_started_elsewhere),                         \
-      cmocka_unit_test(test_cancel_while_called),                              \
-      cmocka_unit_test(test_bad_input), cmocka_unit_test(test_bad_table),      \
-      cmocka_unit_test(test_tls), cmocka_unit_test(test_login_and_names),      \
-      cmocka_unit_test(test_unreachable),                                      \
-      cmocka_unit_test(test_wait_meets_server_not_up_yet),                     \
-      cmocka_unit_test(test_retry_bound),                                      \
-      cmocka_unit_test(test_spin_backoffs), cmocka_unit_test(test_extend),     \
-      cmocka_unit_test(test_nonreentrant)
-
-int main(void) {
-  const struct CMUnitTest tests[] = {CASES(0)};
-  int failed = 0;
-  kind = UV;
-  failed += RT_RUN_GROUP("libuv", tests, setup, teardown);
-  kind = EV;
-  failed += RT_RUN_GROUP("libevent", tests, setup, teardown);
-  return failed;
-}
+DK_MAIN(cases, NULL)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Integration: MultiLock — all or nothing over locks of any kind, on one
- * or several servers. */
-#include "fixture.h"
+ * or several servers. Taking, failing, waiting and re-letting run on
+ * every driver (drivers.h). */
+#include "drivers.h"
 
 #include <stdatomic.h>
 
@@ -18,11 +19,12 @@ static long long subscribers(rt_server *s, const char *name) {
   return fx_subscribers(s, channel);
 }
 
-/* Wait until a waiter listens for the release of lock `name`. */
+/* Wait until a waiter listens for the release of lock `name` (a loop
+ * running meanwhile). */
 static void wait_subscribed(rt_server *s, const char *name) {
   char channel[256];
   snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
-  fx_wait_subscribers(s, channel, 1, "a MultiLock waiter's subscription");
+  dk_wait_subscribers(s, channel, 1, "a MultiLock waiter's subscription");
 }
 
 static rlock_multilock *multi(rlock_lock **members, size_t n) {
@@ -31,91 +33,135 @@ static rlock_multilock *multi(rlock_lock **members, size_t n) {
   return m;
 }
 
+/* Whether every member of `l` (n) is `owner`'s: `want`, the status
+ * rlock_lock_check_owner gives each. */
+static void check_members(rlock_lock **l, int n, uint64_t owner, int want) {
+  for (int i = 0; i < n; i++)
+    RC(dk_check(l[i], owner), want);
+}
+
 static void test_all_held_then_released(void **state) {
   (void)state;
-  rlock_client *c = fx_client(srv, 0);
+  rlock_client *c = dk_client(rt_server_url(srv), 0, NULL, NULL);
   rlock_lock *l[3] = {fx_lock(c, "m:a"), fx_lock(c, "m:b"), fx_lock(c, "m:c")};
   rlock_multilock *m = multi(l, 3);
+  uint64_t me = dk_me();
   char owner[RLOCK_OWNER_MAX];
-  fx_owner(c, owner);
-  OK(rlock_multilock_acquire(m));
+  dk_field(c, me, owner);
+  OK(dk_multi_acquire(m, me, RLOCK_WAIT_FOREVER, RLOCK_LEASE_WATCHDOG));
   int held;
-  OK(rlock_multilock_is_held(&held, m));
-  assert_int_equal(held, 1);
+  if (!dk_loop()) {
+    OK(rlock_multilock_is_held(&held, m));
+    assert_int_equal(held, 1);
+  }
+  check_members(l, 3, me, RLOCK_OK);
   assert_int_equal(fx_hget(srv, "m:a", owner), 1);
   assert_int_equal(fx_hget(srv, "m:b", owner), 1);
   assert_int_equal(fx_hget(srv, "m:c", owner), 1);
-  OK(rlock_multilock_release(m));
+  OK(dk_multi_release(m, me));
   assert_int_equal(rt_cmd_int(srv, "EXISTS m:a m:b m:c"), 0);
-  OK(rlock_multilock_is_held(&held, m));
-  assert_int_equal(held, 0);
-  RC(rlock_multilock_release(m), RLOCK_ENOTHELD);
+  if (!dk_loop()) {
+    OK(rlock_multilock_is_held(&held, m));
+    assert_int_equal(held, 0);
+  }
+  check_members(l, 3, me, RLOCK_ENOTHELD);
+  RC(dk_multi_release(m, me), RLOCK_ENOTHELD);
   rlock_multilock_free(m);
   for (int i = 0; i < 3; i++)
     rlock_lock_free(l[i]);
-  rlock_client_free(c);
+  dk_free(c);
 }
 
 static void test_one_busy_member_fails_all(void **state) {
   (void)state;
-  rlock_client *c = fx_client(srv, 0);
+  rlock_client *c = dk_client(rt_server_url(srv), 0, NULL, NULL);
   rlock_lock *l[3] = {fx_lock(c, "m:x1"), fx_lock(c, "m:x2"),
                       fx_lock(c, "m:x3")};
   rlock_multilock *m = multi(l, 3);
+  uint64_t me = dk_me();
   hold_foreign(srv, "m:x2", 60000);
-  RC(rlock_multilock_try_acquire(m, 0, 0), RLOCK_ELOCKED);
+  RC(dk_multi_acquire(m, me, 0, 0), RLOCK_ELOCKED);
   assert_non_null(strstr(rlock_error_last()->message, "m:x2"));
   assert_int_equal(rt_cmd_int(srv, "EXISTS m:x1 m:x3"), 0);
   int64_t t0 = rt_now_ms();
-  RC(rlock_multilock_try_acquire(m, 300, 5000), RLOCK_ELOCKED);
-  ASSERT_BETWEEN(rt_now_ms() - t0, 300, 1500);
+  RC(dk_multi_acquire(m, me, 300, 5000), RLOCK_ELOCKED);
+  /* (a loop's timer may fire up to 10 ms early: its clock is read once a
+   * turn) */
+  ASSERT_BETWEEN(rt_now_ms() - t0, dk_loop() ? 290 : 300, 1500);
   assert_int_equal(rt_cmd_int(srv, "EXISTS m:x1 m:x3"), 0);
-  RC(rlock_lock_check(l[0]), RLOCK_ENOTHELD); /* released locally too */
+  check_members(l, 3, me, RLOCK_ENOTHELD); /* released locally too */
   freeReplyObject(rt_cmd(srv, "DEL m:x2"));
   rlock_multilock_free(m);
   for (int i = 0; i < 3; i++)
     rlock_lock_free(l[i]);
-  rlock_client_free(c);
+  dk_free(c);
 }
 
+/* A MultiLock acquisition waiting in the background: on a thread of its
+ * own (blocking), or by the loop; got_at is when it was answered. */
 typedef struct mwaiter {
   rlock_multilock *m;
+  uint64_t owner;
   int rc;
   _Atomic int64_t got_at;
+  pthread_t thread;
 } mwaiter;
+
+static void mwaiter_done(void *arg, int rc, int64_t value) {
+  (void)value;
+  mwaiter *w = arg;
+  w->rc = rc;
+  atomic_store(&w->got_at, rt_now_ms());
+}
 
 static void *mwaiter_main(void *arg) {
   mwaiter *w = arg;
-  w->rc = rlock_multilock_try_acquire(w->m, 10000, 0);
-  atomic_store(&w->got_at, rt_now_ms());
-  if (w->rc == RLOCK_OK)
-    w->rc = rlock_multilock_release(w->m);
+  rlock_acquire_options o = opts(w->owner, 10000, 0);
+  mwaiter_done(w, rlock_multilock_acquire_opts(w->m, &o), 0);
   return NULL;
+}
+
+static void mwaiter_start(mwaiter *w) {
+  rlock_acquire_options o = opts(w->owner, 10000, 0);
+  if (dk_loop())
+    OK(rlock_multilock_acquire_async(w->m, &o, mwaiter_done, w, NULL));
+  else
+    assert_int_equal(pthread_create(&w->thread, NULL, mwaiter_main, w), 0);
+}
+
+static bool pred_got(void *arg, char *why, size_t cap) {
+  snprintf(why, cap, "the MultiLock waiter has no answer yet");
+  return atomic_load(&((mwaiter *)arg)->got_at) != 0;
 }
 
 static void test_waiter_wakes_when_blocker_freed(void **state) {
   (void)state;
-  rlock_client *c = fx_client(srv, 0), *other = fx_client(srv, 0);
+  const char *url = rt_server_url(srv);
+  rlock_client *c = dk_client(url, 0, NULL, NULL);
+  rlock_client *other = dk_client(url, 0, NULL, NULL);
   rlock_lock *l[2] = {fx_lock(c, "m:w1"), fx_lock(c, "m:w2")};
   rlock_lock *blocker = fx_lock(other, "m:w2");
-  OK(rlock_lock_acquire_lease(blocker, 60000));
+  uint64_t ob = dk_me();
+  OK(dk_acquire(blocker, ob, 0, 60000));
   rlock_multilock *m = multi(l, 2);
-  mwaiter w = {.m = m};
-  pthread_t t;
-  pthread_create(&t, NULL, mwaiter_main, &w);
+  mwaiter w = {.m = m, .owner = rlock_owner_new()};
+  mwaiter_start(&w);
   wait_subscribed(srv, "m:w2");
   int64_t t0 = rt_now_ms();
-  OK(rlock_lock_release(blocker));
-  pthread_join(t, NULL);
+  OK(dk_release(blocker, ob));
+  dk_wait(pred_got, &w, 10000, "the MultiLock waiter");
+  if (!dk_loop())
+    pthread_join(w.thread, NULL);
   OK(w.rc);
   ASSERT_BETWEEN(atomic_load(&w.got_at) - t0, 0, 300);
+  OK(dk_multi_release(m, w.owner));
   assert_int_equal(rt_cmd_int(srv, "EXISTS m:w1 m:w2"), 0);
   rlock_multilock_free(m);
   rlock_lock_free(l[0]);
   rlock_lock_free(l[1]);
   rlock_lock_free(blocker);
-  rlock_client_free(c);
-  rlock_client_free(other);
+  dk_free(c);
+  dk_free(other);
 }
 
 static void test_kinds_and_servers_mixed(void **state) {
@@ -242,8 +288,11 @@ static bool pred_aged(void *arg, char *why, size_t cap) {
 static void test_lease_renewed_on_every_member(void **state) {
   (void)state;
   const int64_t lease = 3000, delay = 1000;
-  rlock_client *c = fx_client(srv, 0), *c3 = fx_client(srv, 0),
-               *other = fx_client(srv, 0);
+  const char *url = rt_server_url(srv);
+  rlock_client *c = dk_client(url, 0, NULL, NULL);
+  rlock_client *c3 = dk_client(url, 0, NULL, NULL);
+  rlock_client *other = fx_client(srv, 0); /* the blocker's: blocking */
+  uint64_t me = dk_me();
   rlock_lock *l[3];
   OK(rlock_lock_new_read(&l[0], c, "m:L1"));   /* renew_read.lua */
   OK(rlock_lock_new(&l[1], c, "m:L2"));        /* the one waited for */
@@ -258,13 +307,13 @@ static void test_lease_renewed_on_every_member(void **state) {
   pthread_t t;
   blocker_start(&b, &t);
   int64_t t0 = rt_now_ms();
-  OK(rlock_multilock_try_acquire(m, 10000, lease));
+  OK(dk_multi_acquire(m, me, 10000, lease));
   int64_t took = rt_now_ms() - t0;
   pthread_join(t, NULL);
   assert_int_equal(atomic_load(&b.state), 2);
   assert_true(took >= delay);
   char owner[RLOCK_OWNER_MAX], tkey[256];
-  fx_owner(c, owner);
+  dk_field(c, me, owner);
   snprintf(tkey, sizeof tkey, "{m:L1}:%s:rwlock_timeout:1", owner);
   long long ttl[3] = {rt_cmd_int(srv, "PTTL m:L1"),
                       rt_cmd_int(srv, "PTTL m:L2"),
@@ -282,17 +331,17 @@ static void test_lease_renewed_on_every_member(void **state) {
   /* The local record knows the new end: past the first member's original
    * lease (the server's PTTL tells), it still vouches for it. */
   char first[] = "m:L1";
-  rt_wait_until(pred_aged, first, rt_scaled_ms(5000), "m:L1 to age");
+  dk_wait(pred_aged, first, 5000, "m:L1 to age");
   assert_true(rt_now_ms() - t0 > lease);
-  OK(rlock_lock_check(l[0]));
-  OK(rlock_lock_check(l[2]));
-  OK(rlock_multilock_release(m));
+  OK(dk_check(l[0], me));
+  OK(dk_check(l[2], me));
+  OK(dk_multi_release(m, me));
   assert_int_equal(rt_cmd_int(srv, "EXISTS m:L1 m:L2 m:L3 %s", tkey), 0);
   rlock_multilock_free(m);
   for (int i = 0; i < 3; i++)
     rlock_lock_free(l[i]);
-  rlock_client_free(c);
-  rlock_client_free(c3);
+  dk_free(c);
+  dk_free(c3);
   rlock_client_free(other);
 }
 
@@ -424,17 +473,16 @@ static void test_bad_input_and_sort(void **state) {
   rlock_client_free(c);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_all_held_then_released),
-      cmocka_unit_test(test_one_busy_member_fails_all),
-      cmocka_unit_test(test_waiter_wakes_when_blocker_freed),
-      cmocka_unit_test(test_kinds_and_servers_mixed),
-      cmocka_unit_test(test_failures_leave_nothing_held),
-      cmocka_unit_test(test_lease_renewed_on_every_member),
-      cmocka_unit_test(test_member_gone_before_the_last_fails),
-      cmocka_unit_test(test_explicit_owner_across_threads),
-      cmocka_unit_test(test_bad_input_and_sort),
-  };
-  return cmocka_run_group_tests(tests, fx_setup, fx_teardown);
-}
+static const dk_case cases[] = {
+    DK_CASE(test_all_held_then_released, DK_ALL),
+    DK_CASE(test_one_busy_member_fails_all, DK_ALL),
+    DK_CASE(test_waiter_wakes_when_blocker_freed, DK_ALL),
+    DK_CASE(test_kinds_and_servers_mixed, DK_BLOCK),
+    DK_CASE(test_failures_leave_nothing_held, DK_BLOCK),
+    DK_CASE(test_lease_renewed_on_every_member, DK_ALL),
+    DK_CASE(test_member_gone_before_the_last_fails, DK_BLOCK),
+    DK_CASE(test_explicit_owner_across_threads, DK_BLOCK),
+    DK_CASE(test_bad_input_and_sort, DK_BLOCK),
+};
+
+DK_MAIN(cases, NULL)

@@ -5,8 +5,9 @@
  * queued; other owners wait as usual; the layout is the lock's and the
  * fair lock's, so a Java client's acquisition (played below by a script of
  * our own with the effects PROTOCOL.md gives Redisson's) and rlock refuse
- * each other's re-entry and share the lock. */
-#include "fixture.h"
+ * each other's re-entry and share the lock. Each case runs on every
+ * driver (drivers.h). */
+#include "drivers.h"
 
 #include <stdatomic.h>
 
@@ -33,28 +34,16 @@ static redisReply *java_acquire(const char *name, const char *owner) {
 
 /* Refused at once (no wait, whatever the wait asked), with its status and
  * a message naming the lock; the hold count stays 1. */
-static void expect_refused(rlock_lock *l, const char *name, int64_t wait) {
+static void expect_refused(rlock_lock *l, uint64_t me, const char *name,
+                           int64_t wait) {
   int64_t t0 = rt_now_ms();
-  RC(rlock_lock_try_acquire(l, wait, RLOCK_LEASE_WATCHDOG), RLOCK_EHELD);
+  RC(dk_acquire(l, me, wait, RLOCK_LEASE_WATCHDOG), RLOCK_EHELD);
   ASSERT_BETWEEN(rt_now_ms() - t0, 0, 500);
   assert_non_null(strstr(rlock_error_last()->message, name));
   assert_non_null(strstr(rlock_error_last()->message, "already held"));
   int64_t count = 0;
-  OK(rlock_lock_hold_count(&count, l));
+  OK(dk_hold_count(&count, l, me));
   assert_int_equal(count, 1);
-}
-
-typedef struct other {
-  rlock_lock *l;
-  int rc;
-} other;
-
-static void *other_thread(void *arg) {
-  other *o = arg;
-  o->rc = rlock_lock_try_acquire(o->l, 20000, RLOCK_LEASE_WATCHDOG);
-  if (o->rc == RLOCK_OK)
-    o->rc = rlock_lock_release(o->l);
-  return NULL;
 }
 
 static bool pred_queued(void *arg, char *why, size_t cap) {
@@ -64,54 +53,62 @@ static bool pred_queued(void *arg, char *why, size_t cap) {
   return n == 1;
 }
 
-/* Another owner waits for the holder's release, then takes it. */
-static void other_waits(rlock_lock *l, const char *name, int fair) {
-  other o = {.l = l, .rc = -1};
-  pthread_t t;
-  pthread_create(&t, NULL, other_thread, &o);
+/* Another owner waits for the holder's (`me`) release, then takes it. */
+static void other_waits(rlock_lock *l, uint64_t me, const char *name,
+                        int fair) {
+  uint64_t other = rlock_owner_new();
+  dk_op op;
+  dk_acquire_start(&op, l, other, 20000, RLOCK_LEASE_WATCHDOG);
+  char channel[512];
   if (fair) {
-    rt_wait_until(pred_queued, (void *)name, rt_scaled_ms(5000),
-                  "the other owner queued");
-    fx_wait_fair_head_subscribed(srv, name);
+    dk_wait(pred_queued, (void *)name, 5000, "the other owner queued");
+    redisReply *r = rt_cmd(srv, "LINDEX redisson_lock_queue:{%s} 0", name);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}:%s", name,
+             r->str);
+    freeReplyObject(r);
   } else {
-    char channel[256];
     snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
-    fx_wait_subscribers(srv, channel, 1, "the other owner's wait");
   }
-  OK(rlock_lock_release(l));
-  pthread_join(t, NULL);
-  OK(o.rc);
+  dk_wait_subscribers(srv, channel, 1, "the other owner's wait");
+  OK(dk_release(l, me));
+  OK(dk_op_wait(&op, 10000, "the other owner's acquisition"));
+  OK(dk_release(l, other));
 }
 
 static void test_reentry_refused(void **state) {
   (void)state;
-  rlock_client *c = fx_client(srv, 0);
+  rlock_client *c = dk_client(rt_server_url(srv), 0, NULL, NULL);
   rlock_lock *l;
   OK(rlock_lock_new_nonreentrant(&l, c, "nr:plain"));
-  OK(rlock_lock_try_acquire(l, 0, RLOCK_LEASE_WATCHDOG));
-  expect_refused(l, "nr:plain", 0);
-  expect_refused(l, "nr:plain", 5000);
-  expect_refused(l, "nr:plain", RLOCK_WAIT_FOREVER);
-  other_waits(l, "nr:plain", 0);
-  RC(rlock_lock_release(l), RLOCK_ENOTHELD);
+  uint64_t me = dk_me();
+  OK(dk_acquire(l, me, 0, RLOCK_LEASE_WATCHDOG));
+  expect_refused(l, me, "nr:plain", 0);
+  expect_refused(l, me, "nr:plain", 5000);
+  expect_refused(l, me, "nr:plain", RLOCK_WAIT_FOREVER);
+  other_waits(l, me, "nr:plain", 0);
+  RC(dk_release(l, me), RLOCK_ENOTHELD);
   assert_int_equal(rt_cmd_int(srv, "EXISTS nr:plain"), 0);
   rlock_lock_free(l);
-  rlock_client_free(c);
+  dk_free(c);
 }
 
 static void test_fair_reentry_refused(void **state) {
   (void)state;
-  rlock_client *c = fx_client(srv, 0);
+  rlock_client *c = dk_client(rt_server_url(srv), 0, NULL, NULL);
   rlock_lock *l;
   OK(rlock_lock_new_fair_nonreentrant(&l, c, "nr:fair"));
-  OK(rlock_lock_try_acquire(l, 0, RLOCK_LEASE_WATCHDOG));
-  expect_refused(l, "nr:fair", 5000);
+  uint64_t me = dk_me();
+  OK(dk_acquire(l, me, 0, RLOCK_LEASE_WATCHDOG));
+  expect_refused(l, me, "nr:fair", 5000);
   /* nothing queued for the holder */
   assert_int_equal(rt_cmd_int(srv, "LLEN redisson_lock_queue:{nr:fair}"), 0);
   assert_int_equal(rt_cmd_int(srv, "ZCARD redisson_lock_timeout:{nr:fair}"), 0);
-  other_waits(l, "nr:fair", 1);
+  other_waits(l, me, "nr:fair", 1);
+  RC(dk_release(l, me), RLOCK_ENOTHELD);
+  assert_int_equal(rt_cmd_int(srv, "EXISTS nr:fair"), 0);
   rlock_lock_free(l);
-  rlock_client_free(c);
+  dk_free(c);
 }
 
 /* A Java client (its acquisition played) and rlock on one lock: each refuses
@@ -119,13 +116,14 @@ static void test_fair_reentry_refused(void **state) {
  * other's owners. */
 static void test_interop_with_java_acquisition(void **state) {
   (void)state;
-  rlock_client *c = fx_client(srv, 0);
+  rlock_client *c = dk_client(rt_server_url(srv), 0, NULL, NULL);
   rlock_lock *l;
   OK(rlock_lock_new_nonreentrant(&l, c, "nr:java"));
+  uint64_t owner = dk_me();
   char me[RLOCK_OWNER_MAX];
-  fx_owner(c, me);
+  dk_field(c, owner, me);
   /* rlock holds: Java's script refuses that owner, waits for another */
-  OK(rlock_lock_try_acquire(l, 0, RLOCK_LEASE_WATCHDOG));
+  OK(dk_acquire(l, owner, 0, RLOCK_LEASE_WATCHDOG));
   redisReply *r = java_acquire("nr:java", me);
   assert_int_equal(r->type, REDIS_REPLY_ERROR);
   assert_non_null(strstr(r->str, "NON_REENTRANT_REACQUIRE"));
@@ -134,23 +132,22 @@ static void test_interop_with_java_acquisition(void **state) {
   assert_int_equal(r->type, REDIS_REPLY_INTEGER); /* the holder's TTL */
   assert_true(r->integer > 0);
   freeReplyObject(r);
-  OK(rlock_lock_release(l));
+  OK(dk_release(l, owner));
   /* Java holds under rlock's owner field: rlock refuses the re-entry */
   r = java_acquire("nr:java", me);
   assert_int_equal(r->type, REDIS_REPLY_NIL);
   freeReplyObject(r);
-  RC(rlock_lock_try_acquire(l, 0, RLOCK_LEASE_WATCHDOG), RLOCK_EHELD);
+  RC(dk_acquire(l, owner, 0, RLOCK_LEASE_WATCHDOG), RLOCK_EHELD);
   assert_int_equal(fx_hget(srv, "nr:java", me), 1);
   assert_int_equal(rt_cmd_int(srv, "DEL nr:java"), 1);
   rlock_lock_free(l);
-  rlock_client_free(c);
+  dk_free(c);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_reentry_refused),
-      cmocka_unit_test(test_fair_reentry_refused),
-      cmocka_unit_test(test_interop_with_java_acquisition),
-  };
-  return cmocka_run_group_tests(tests, fx_setup, fx_teardown);
-}
+static const dk_case cases[] = {
+    DK_CASE(test_reentry_refused, DK_ALL),
+    DK_CASE(test_fair_reentry_refused, DK_ALL),
+    DK_CASE(test_interop_with_java_acquisition, DK_ALL),
+};
+
+DK_MAIN(cases, NULL)

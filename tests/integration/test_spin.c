@@ -3,8 +3,9 @@
  * layout, but a waiter never subscribes: it retries after a back-off (1 ms
  * doubling to 128 ms, with jitter, or what rlock_lock_new_spin_opts
  * chose) bounded by the holder's TTL and the wait. Its release publishes,
- * so a reentrant lock's waiters wake. */
-#include "fixture.h"
+ * so a reentrant lock's waiters wake. The back-off policies run on every
+ * driver (drivers.h). */
+#include "drivers.h"
 #include "spin_checks.h"
 
 #include <math.h>
@@ -390,20 +391,23 @@ static void test_release_wakes_reentrant_waiter(void **state) {
  * them. */
 static size_t spin_attempts(const rlock_spin_options *o, const char *name,
                             int64_t *us) {
-  rlock_client *holder = fx_client(srv, 0), *wc = fx_client(srv, 0);
+  const char *url = rt_server_url(srv);
+  rlock_client *holder = dk_client(url, 0, NULL, NULL);
+  rlock_client *wc = dk_client(url, 0, NULL, NULL);
   rlock_lock *h = spin_lock(holder, name), *l;
   OK(rlock_lock_new_spin_opts(&l, wc, name, o));
-  OK(rlock_lock_acquire_lease(h, 60000)); /* the script is loaded now */
+  uint64_t held_by = dk_me(), me = dk_me();
+  OK(dk_acquire(h, held_by, 0, 60000)); /* the script is loaded now */
   fx_monitor m;
   fx_monitor_start(&m, srv);
-  RC(rlock_lock_try_acquire(l, SC_WAIT_MS, 1000), RLOCK_ELOCKED);
+  RC(dk_acquire(l, me, SC_WAIT_MS, 1000), RLOCK_ELOCKED);
   size_t n =
       fx_monitor_end(&m, srv, "EVALSHA", "EVAL", name, us, SC_MAX_ATTEMPTS);
-  OK(rlock_lock_release(h));
+  OK(dk_release(h, held_by));
   rlock_lock_free(h);
   rlock_lock_free(l);
-  rlock_client_free(holder);
-  rlock_client_free(wc);
+  dk_free(holder);
+  dk_free(wc);
   return n;
 }
 
@@ -473,18 +477,18 @@ static void test_options_checked(void **state) {
   rlock_client_free(c);
 }
 
-static const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_mutual_exclusion),
-    cmocka_unit_test(test_spin_and_reentrant_exclude),
-    cmocka_unit_test(test_waiter_never_subscribes),
-    cmocka_unit_test(test_waiter_acquires_promptly_after_release),
-    cmocka_unit_test(test_bounded_wait_times_out),
-    cmocka_unit_test(test_cancel_ends_a_spin_wait),
-    cmocka_unit_test(test_waiter_takes_lapsed_lease),
-    cmocka_unit_test(test_release_wakes_reentrant_waiter),
-    cmocka_unit_test(test_constant_backoff),
-    cmocka_unit_test(test_exponential_backoff),
-    cmocka_unit_test(test_options_checked),
+static const dk_case cases[] = {
+    DK_CASE(test_mutual_exclusion, DK_BLOCK),
+    DK_CASE(test_spin_and_reentrant_exclude, DK_BLOCK),
+    DK_CASE(test_waiter_never_subscribes, DK_BLOCK),
+    DK_CASE(test_waiter_acquires_promptly_after_release, DK_BLOCK),
+    DK_CASE(test_bounded_wait_times_out, DK_BLOCK),
+    DK_CASE(test_cancel_ends_a_spin_wait, DK_BLOCK),
+    DK_CASE(test_waiter_takes_lapsed_lease, DK_BLOCK),
+    DK_CASE(test_release_wakes_reentrant_waiter, DK_BLOCK),
+    DK_CASE(test_constant_backoff, DK_ALL),
+    DK_CASE(test_exponential_backoff, DK_ALL),
+    DK_CASE(test_options_checked, DK_BLOCK),
 };
 
 static int no_child(int argc, char **argv) {
@@ -492,4 +496,4 @@ static int no_child(int argc, char **argv) {
   return 64;
 }
 
-FX_MAIN(tests, fx_setup, fx_teardown, no_child)
+DK_MAIN(cases, no_child)

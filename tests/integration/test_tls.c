@@ -6,8 +6,11 @@
  * rediss:// and a TLS server behind redis:// each fail with a clear
  * message within the connect timeout; a server that requires client
  * certificates gets one; the CLI takes the TLS files and a password that
- * stays out of its command line and output. */
-#include "fixture.h"
+ * stays out of its command line and output. A lock, its waiter and the
+ * watchdog over TLS, and a refused certificate that ends a wait at once,
+ * run on every driver (drivers.h): a loop client's handshakes run on its
+ * loop. */
+#include "drivers.h"
 
 #include <stdatomic.h>
 #include <sys/wait.h>
@@ -24,8 +27,10 @@ static int tls_port[3];
 static rt_server *mtls_srv; /* requires client certificates */
 static int mtls_port;
 
-static int setup(void **state) {
-  (void)state;
+/* The servers, made once for every driver's group. */
+static int setup(void) {
+  if (tls_srv[0] != NULL)
+    return 0;
   rt_tls_make(&certs);
   for (int i = 0; i < 3; i++)
     tls_srv[i] = rt_tls_server_start(&certs, &tls_port[i], "no");
@@ -34,13 +39,11 @@ static int setup(void **state) {
   return 0;
 }
 
-static int teardown(void **state) {
-  (void)state;
+static void teardown(void) {
   for (int i = 0; i < 3; i++)
     rt_server_free(tls_srv[i]);
   rt_server_free(mtls_srv);
   rt_tls_remove(&certs);
-  return 0;
 }
 
 /* "rediss://127.0.0.1:PORT?tls_ca=CA" plus `extra` parameters. */
@@ -50,16 +53,17 @@ static const char *tls_url(char *buf, size_t size, int port, const char *ca,
   return buf;
 }
 
+/* A client of the running driver (a blocking one in the cases that run
+ * on it alone). */
 static rlock_client *client_for(const char *url, int64_t watchdog) {
   rlock_config *cfg;
-  rlock_client *c;
   OK(rlock_config_new(&cfg));
   OK(rlock_config_set_url(cfg, url));
   OK(rlock_config_set_connect_timeout_ms(cfg, CONNECT_MS));
   OK(rlock_config_set_command_timeout_ms(cfg, 2000));
   if (watchdog > 0)
     OK(rlock_config_set_watchdog_timeout_ms(cfg, watchdog));
-  OK(rlock_client_new(&c, cfg));
+  rlock_client *c = dk_client_cfg(cfg);
   rlock_config_free(cfg);
   return c;
 }
@@ -84,15 +88,10 @@ static bool pred_any_subscriber(void *arg, char *why, size_t cap) {
   return n > 0;
 }
 
-typedef struct renewed {
-  rlock_client *c;
-} renewed;
-
 static bool pred_renewed(void *arg, char *why, size_t cap) {
-  rlock_stats st;
-  OK(rlock_client_stats(((renewed *)arg)->c, &st, sizeof st));
-  snprintf(why, cap, "%llu renewals", (unsigned long long)st.renewals);
-  return st.renewals >= 2;
+  uint64_t n = dk_renewals(arg);
+  snprintf(why, cap, "%llu renewals", (unsigned long long)n);
+  return n >= 2;
 }
 
 /* A lock, a waiter woken by the unlock message (its subscriber over
@@ -101,19 +100,21 @@ static void test_lock_wait_watchdog(void **state) {
   (void)state;
   rlock_client *holder = tls_client(0, 600), *wc = tls_client(0, 0);
   rlock_lock *l = fx_lock(holder, "tls:lock");
-  OK(rlock_lock_acquire(l));
-  OK(rlock_lock_acquire(l));
-  renewed r = {holder};
-  rt_wait_until(pred_renewed, &r, rt_scaled_ms(5000), "two renewals");
+  uint64_t me = dk_me();
+  OK(dk_acquire(l, me, 0, RLOCK_LEASE_WATCHDOG));
+  OK(dk_acquire(l, me, 0, RLOCK_LEASE_WATCHDOG));
+  dk_wait(pred_renewed, holder, 5000, "two renewals");
   ASSERT_RANGE(rt_cmd_int(srv, "PTTL tls:lock"), 1, 600);
-  fx_waiter w;
-  fx_waiter_start(&w, fx_lock(wc, "tls:lock"));
-  fx_wait_subscribers(srv, "redisson_lock__channel:{tls:lock}", 1,
+  rlock_lock *lw = fx_lock(wc, "tls:lock");
+  uint64_t waiter = rlock_owner_new();
+  dk_op w;
+  dk_acquire_start(&w, lw, waiter, RLOCK_WAIT_FOREVER, RLOCK_LEASE_WATCHDOG);
+  dk_wait_subscribers(srv, "redisson_lock__channel:{tls:lock}", 1,
                       "the waiter's subscription (over TLS)");
-  OK(rlock_lock_release(l));
-  OK(rlock_lock_release(l));
-  fx_waiter_join(&w);
-  OK(w.rc);
+  OK(dk_release(l, me));
+  OK(dk_release(l, me));
+  OK(dk_op_wait(&w, 10000, "the waiter woken over TLS"));
+  OK(dk_release(lw, waiter));
   assert_int_equal(rt_cmd_int(srv, "EXISTS tls:lock"), 0);
   /* Every connection of both clients was TLS: none reached the plain
    * port's clients but the harness's own. */
@@ -121,10 +122,10 @@ static void test_lock_wait_watchdog(void **state) {
   OK(rlock_client_stats(wc, &st, sizeof st));
   assert_true(st.connects >= 2); /* a command connection, the subscriber */
   assert_int_equal(st.disconnects, 0);
-  rlock_lock_free(w.l);
+  rlock_lock_free(lw);
   rlock_lock_free(l);
-  rlock_client_free(holder);
-  rlock_client_free(wc);
+  dk_free(holder);
+  dk_free(wc);
 }
 
 static void test_redlock(void **state) {
@@ -177,21 +178,24 @@ static void expect_refused(const char *url, const char *what) {
 }
 
 /* A certificate refused is final: an acquisition that waits fails at
- * once too, instead of trying again for its whole wait. */
-static void expect_refused_waiting(const char *url, const char *what) {
+ * once too (within `bound_ms` and a margin), instead of trying again for
+ * its whole wait. Its status. */
+static int expect_refused_waiting(const char *url, const char *what,
+                                  int64_t bound_ms) {
   rlock_client *c = client_for(url, 0);
   rlock_lock *l;
   OK(rlock_lock_new(&l, c, "tls:refused"));
   int64_t t0 = rt_now_ms();
-  int rc = rlock_lock_try_acquire(l, 20000, 1000);
+  int rc = dk_acquire(l, dk_me(), 20000, 1000);
   int64_t ms = rt_now_ms() - t0;
   if ((rc != RLOCK_EIO && rc != RLOCK_ETIMEOUT) ||
       strstr(rlock_error_last()->message, what) == NULL)
     fail_msg("%s: status %d, message '%s', wanted '%s'", url, rc,
              rlock_error_last()->message, what);
-  ASSERT_BETWEEN(ms, 0, CONNECT_MS + 500);
+  ASSERT_BETWEEN(ms, 0, bound_ms + 500);
   rlock_lock_free(l);
-  rlock_client_free(c);
+  dk_free(c);
+  return rc;
 }
 
 static void test_verify_failures(void **state) {
@@ -199,15 +203,12 @@ static void test_verify_failures(void **state) {
   char url[600];
   expect_refused(tls_url(url, sizeof url, tls_port[0], certs.other_ca, ""),
                  "certificate verify failed");
-  expect_refused_waiting(url, "certificate verify failed");
   expect_refused(tls_url(url, sizeof url, tls_port[0], certs.ca,
                          "&tls_server_name=other.example"),
                  "hostname mismatch");
   /* A plain-text server behind rediss://, a TLS one behind redis://. */
   expect_refused(tls_url(url, sizeof url, rt_server_port(srv), certs.ca, ""),
                  "plain-text port");
-  /* It never answers the hello: final too, not an outage to ride out. */
-  expect_refused_waiting(url, "plain-text port");
   snprintf(url, sizeof url, "redis://127.0.0.1:%d", tls_port[0]);
   expect_refused(url, "TLS port");
   /* Only asked for explicitly: no verification at all. */
@@ -216,6 +217,25 @@ static void test_verify_failures(void **state) {
   OK(ping(tls_url(url, sizeof url, tls_port[0], certs.other_ca,
                   "&tls_insecure=yes"),
           msg, sizeof msg, &ms));
+}
+
+/* A refused certificate and a plain-text server behind rediss:// end an
+ * acquisition's wait at once (a loop client's refused certificate is
+ * RLOCK_EIO). */
+static void test_refused_ends_a_wait(void **state) {
+  (void)state;
+  char url[600];
+  int rc = expect_refused_waiting(
+      tls_url(url, sizeof url, tls_port[0], certs.other_ca, ""),
+      "certificate verify failed", CONNECT_MS);
+  if (dk_loop())
+    RC(rc, RLOCK_EIO);
+  /* It never answers the hello: final too, not an outage to ride out (a
+   * loop client waits for the hello's answer up to the command timeout,
+   * 2 s, a blocking one up to the connect timeout). */
+  expect_refused_waiting(
+      tls_url(url, sizeof url, rt_server_port(srv), certs.ca, ""),
+      "plain-text port", dk_loop() ? 2000 : CONNECT_MS);
 }
 
 /* Threads of one client making their first connections at once: every
@@ -520,19 +540,23 @@ static void test_sentinel(void **state) {
   rt_sentinel_free(g);
 }
 
+static const dk_case cases[] = {
+    DK_CASE(test_lock_wait_watchdog, DK_ALL),
+    DK_CASE(test_redlock, DK_BLOCK),
+    DK_CASE(test_verify_failures, DK_BLOCK),
+    DK_CASE(test_refused_ends_a_wait, DK_ALL),
+    DK_CASE(test_concurrent_handshakes, DK_BLOCK),
+    DK_CASE(test_expired_certificate, DK_BLOCK),
+    DK_CASE(test_client_certificate, DK_BLOCK),
+    DK_CASE(test_config_errors, DK_BLOCK),
+    DK_CASE(test_cli, DK_BLOCK),
+    DK_CASE(test_cli_tls_server_name, DK_BLOCK),
+    DK_CASE(test_cluster, DK_BLOCK),
+    DK_CASE(test_sentinel, DK_BLOCK),
+};
+
 int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_lock_wait_watchdog),
-      cmocka_unit_test(test_redlock),
-      cmocka_unit_test(test_verify_failures),
-      cmocka_unit_test(test_concurrent_handshakes),
-      cmocka_unit_test(test_expired_certificate),
-      cmocka_unit_test(test_client_certificate),
-      cmocka_unit_test(test_config_errors),
-      cmocka_unit_test(test_cli),
-      cmocka_unit_test(test_cli_tls_server_name),
-      cmocka_unit_test(test_cluster),
-      cmocka_unit_test(test_sentinel),
-  };
-  return RT_RUN_GROUP("tests", tests, setup, teardown);
+  int failed = DK_RUN(cases, setup, NULL);
+  teardown();
+  return failed;
 }
