@@ -316,11 +316,10 @@ int rlock__check_count(int64_t count, const char *fn) {
 int rlock__check_permit_id(const char *id, const char *fn) {
   if (id == NULL)
     return rlock__err(RLOCK_EINVAL, "%s: permit id is NULL", fn);
-  size_t n = strnlen(id, RLOCK_PERMIT_ID_LEN + 1);
-  for (size_t i = 0; i < n; i++)
-    if (!rlock__is_hex(id[i]))
-      n = 0;
-  if (n != RLOCK_PERMIT_ID_LEN)
+  size_t n = 0; /* hex digits; a NUL is none, so reading stops there */
+  while (n < RLOCK_PERMIT_ID_LEN && rlock__is_hex(id[n]))
+    n++;
+  if (n != RLOCK_PERMIT_ID_LEN || id[n] != '\0')
     return rlock__err(RLOCK_EINVAL,
                       "%s: a permit id is %d hex digits (got \"%.40s\")", fn,
                       RLOCK_PERMIT_ID_LEN, id);
@@ -357,8 +356,13 @@ int rlock__sync_reply(const rlock_lock *l, const rlock__reply *r,
 }
 
 void rlock__permit_id_lower(const char *in, char *out) {
-  for (size_t i = 0; i < RLOCK_PERMIT_ID_LEN; i++)
-    out[i] = (char)(in[i] | 0x20); /* hex digits and a-f have the bit */
+  /* Hex digits and a-f have the bit: set in eight bytes at a time, as a
+   * release does on every call. */
+  uint64_t w[RLOCK_PERMIT_ID_LEN / 8];
+  memcpy(w, in, sizeof w);
+  for (size_t i = 0; i < sizeof w / sizeof *w; i++)
+    w[i] |= UINT64_C(0x2020202020202020);
+  memcpy(out, w, sizeof w);
   out[RLOCK_PERMIT_ID_LEN] = '\0';
 }
 
