@@ -755,9 +755,8 @@ static void test_psemaphore_interop(void **state) {
 
 /* A permit-expirable semaphore's stored state, one line: the count, the
  * timeout set (members in hex, scores), whether each key has a TTL. */
-static void psem_state(const char *name, char *out, size_t cap) {
-  char tkey[160];
-  snprintf(tkey, sizeof tkey, "{%s}:timeout", name);
+static void psem_state(const char *name, const char *tkey, char *out,
+                       size_t cap) {
   size_t n =
       (size_t)snprintf(out, cap, "count=%lld ttl=%d set:", get_count(name),
                        rt_cmd_int(node_of(name), "PTTL %s", name) > 0);
@@ -811,7 +810,7 @@ typedef struct psem_pair {
 static void psem_same(psem_pair *p, const char *step) {
   char state[2][2048], msgs[2][256];
   for (int i = 0; i < 2; i++) {
-    psem_state(p->name[i], state[i], sizeof state[i]);
+    psem_state(p->name[i], p->tkey[i], state[i], sizeof state[i]);
     java_messages(p->sub[i], msgs[i], sizeof msgs[i]);
   }
   if (strcmp(state[0], state[1]) != 0 || strcmp(msgs[0], msgs[1]) != 0)
@@ -853,19 +852,45 @@ static void both_release(psem_pair *p, rlock_psemaphore *ps, const char *id,
   psem_same(p, step);
 }
 
+/* Both copies of permit `id` given a deadline a second ago: a lease run
+ * out, its deadline as many digits as now's. */
+static void psem_run_out(psem_pair *p, const char *id) {
+  unsigned char raw[16];
+  for (int i = 0; i < 16; i++)
+    sscanf(id + 2 * i, "%2hhx", &raw[i]);
+  for (int i = 0; i < 2; i++)
+    assert_int_equal(rt_cmd_int(node_of(p->name[i]), "ZADD %s XX CH %lld %b",
+                                p->tkey[i], (long long)time(NULL) * 1000 - 1000,
+                                raw, sizeof raw),
+                     1);
+}
+
 /* The stored state after each of this library's scripts is what
  * Redisson's leave, started from the same state, and the messages are
  * Redisson's: an acquisition with two expired permits present (Redisson's
  * gives back one), a release with an expired permit of another's present
  * (Redisson's release purges nothing), the release of that expired permit,
- * and the common pair: an acquisition with none expired, its release. */
-static void test_psemaphore_redisson_state(void **state) {
-  (void)state;
+ * the release of a permit whose lease ran out (lost: its deadline read as
+ * a number of as many digits as now's), and the common pair: an
+ * acquisition with none expired, its release.
+ * For a plain name and for one with a {tag}, whose timeout set and
+ * channel Redisson names without adding braces (the hot scripts make the
+ * channel themselves). */
+static void psem_redisson_state(int tagged) {
   psem_pair p;
   for (int i = 0; i < 2; i++) {
-    fresh(p.name[i], sizeof p.name[i], i == 0 ? "psemst-c" : "psemst-j");
-    snprintf(p.tkey[i], sizeof p.tkey[i], "{%s}:timeout", p.name[i]);
-    snprintf(p.channel[i], sizeof p.channel[i], "redisson_sc:{%s}", p.name[i]);
+    char base[96];
+    fresh(base, sizeof base, i == 0 ? "psemst-c" : "psemst-j");
+    if (tagged) {
+      snprintf(p.name[i], sizeof p.name[i], "t{%s}:sem", base);
+      snprintf(p.tkey[i], sizeof p.tkey[i], "%s:timeout", p.name[i]);
+      snprintf(p.channel[i], sizeof p.channel[i], "redisson_sc:%s", p.name[i]);
+    } else {
+      snprintf(p.name[i], sizeof p.name[i], "%s", base);
+      snprintf(p.tkey[i], sizeof p.tkey[i], "{%s}:timeout", p.name[i]);
+      snprintf(p.channel[i], sizeof p.channel[i], "redisson_sc:{%s}",
+               p.name[i]);
+    }
     rt_server *s = node_of(p.name[i]);
     rt_cmd_ok(s, "SET %s 0 PX 600000", p.name[i]);
     /* two expired permits, one without a lease (Redisson's marker) */
@@ -884,12 +909,21 @@ static void test_psemaphore_redisson_state(void **state) {
   both_acquire(&p, ps, a, "acquisition, two permits expired");
   both_release(&p, ps, a, RLOCK_OK, "release, another permit expired");
   both_release(&p, ps, expired, RLOCK_ENOTHELD, "release of an expired permit");
+  both_acquire(&p, ps, a, "acquisition, its lease to run out");
+  psem_run_out(&p, a);
+  both_release(&p, ps, a, RLOCK_ELOST, "release after the lease ran out");
   both_acquire(&p, ps, b, "acquisition, none expired");
   both_release(&p, ps, b, RLOCK_OK, "release");
   for (int i = 0; i < 2; i++)
     redisFree(p.sub[i]);
   rlock_psemaphore_free(ps);
   dk_free(c);
+}
+
+static void test_psemaphore_redisson_state(void **state) {
+  (void)state;
+  psem_redisson_state(0);
+  psem_redisson_state(1);
 }
 
 /* ---- the count-down latch

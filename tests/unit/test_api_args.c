@@ -244,6 +244,10 @@ static void test_sync_args(void **state) {
   ASSERT_RC(rlock_psemaphore_release(p, "0123"), RLOCK_EINVAL, "hex");
   ASSERT_RC(rlock_psemaphore_release(p, "0123456789abcdef0123456789abcdeg"),
             RLOCK_EINVAL, "hex");
+  ASSERT_RC(rlock_psemaphore_release(p, "0123456789abcdef0123456789abcdef0"),
+            RLOCK_EINVAL, "hex");
+  ASSERT_RC(rlock_psemaphore_check(p, "g123456789abcdef0123456789abcdef"),
+            RLOCK_EINVAL, "hex");
   ASSERT_RC(
       rlock_psemaphore_update_lease(p, "0123456789abcdef0123456789abcdef", 0),
       RLOCK_EINVAL, "lease");

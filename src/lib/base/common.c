@@ -212,18 +212,19 @@ const unsigned char rlock__hex1[256] = {
     ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16};
 
 int rlock__hex_bytes(const char *hex, unsigned char *out, size_t n) {
-  /* Table lookups, their validity folded into one flag: a permit id is
-   * decoded on every acquire and release. A NUL is no digit, so the
-   * string is never read past it. */
-  unsigned bad = 0;
-  for (size_t i = 0; i < n && bad == 0; i++) {
+  /* Table lookups, a predictable branch a digit: a permit id is decoded
+   * on every acquire and release. A NUL is no digit, so the string is
+   * never read past it. */
+  for (size_t i = 0; i < n; i++) {
     unsigned hi = rlock__hex1[(unsigned char)hex[2 * i]];
-    bad |= hi == 0;
-    unsigned lo = bad ? 1 : rlock__hex1[(unsigned char)hex[2 * i + 1]];
-    bad |= lo == 0;
-    out[i] = (unsigned char)((hi - 1) << 4 | ((lo - 1) & 15));
+    if (hi == 0)
+      return -1;
+    unsigned lo = rlock__hex1[(unsigned char)hex[2 * i + 1]];
+    if (lo == 0)
+      return -1;
+    out[i] = (unsigned char)((hi - 1) << 4 | (lo - 1));
   }
-  return bad ? -1 : 0;
+  return 0;
 }
 
 /* Random bytes from a pool of the calling thread's, filled by one

@@ -248,7 +248,7 @@ int rlock_psemaphore_lease_ms(int64_t *remaining_ms, rlock_psemaphore *s,
   if (remaining_ms == NULL)
     return rlock__err(RLOCK_EINVAL, "%s: remaining_ms is NULL", fn);
   rlock__call call;
-  int64_t v;
+  int64_t v = 0;
   rlock__psem_call(s->l, "lease", 0, lower, &call);
   rc = run(s->l, &call, 0, &v);
   rc = rlock__permit_outcome(s->l, "lease", lower, RLOCK__HOLD_NONE, rc, v, 0,
