@@ -90,13 +90,15 @@ static int uncontended(objs *o, long ops, bench_samples *s) {
 
 /* ---- handoff ------------------------------------------------------------ */
 
+/* One waiter thread for both kinds, round r on kind r % 2: the two kinds'
+ * handoffs alternate one by one, so a change in the machine's speed
+ * (other processes, frequency) during the run weighs on both alike. */
 typedef struct hand {
   objs *o;
-  int kind;
   long rounds;
   atomic_int phase;      /* odd: the holder holds, the waiter may wait */
   atomic_llong released; /* when the holder called release (ns) */
-  bench_samples *s;
+  bench_samples *s;      /* one per kind */
   int rc;
 } hand;
 
@@ -116,13 +118,14 @@ static int give(objs *o, int kind) {
 static void *waiter(void *arg) {
   hand *h = arg;
   for (long r = 0; r < h->rounds; r++) {
+    int kind = (int)(r % 2);
     while (atomic_load(&h->phase) != (int)(2 * r + 1))
       bench_sleep_us(20); /* no spinning: 2 cores, the holder's thread */
-    int rc = take(h->o, h->kind, RLOCK_WAIT_FOREVER);
+    int rc = take(h->o, kind, RLOCK_WAIT_FOREVER);
     int64_t got = bench_now_ns();
     if (rc == RLOCK_OK)
-      bench_samples_push(h->s, got - atomic_load(&h->released));
-    if (rc != RLOCK_OK || (rc = give(h->o, h->kind)) != RLOCK_OK) {
+      bench_samples_push(&h->s[kind], got - atomic_load(&h->released));
+    if (rc != RLOCK_OK || (rc = give(h->o, kind)) != RLOCK_OK) {
       h->rc = rc;
       atomic_store(&h->phase, -1);
       return NULL;
@@ -132,13 +135,15 @@ static void *waiter(void *arg) {
   return NULL;
 }
 
-static int handoff(objs *o, int kind, long rounds, bench_samples *s) {
-  hand h = {.o = o, .kind = kind, .rounds = rounds, .s = s};
+/* `rounds` handoffs to the waiter, lock and semaphore in turn. */
+static int handoffs(objs *o, long rounds, bench_samples *s) {
+  hand h = {.o = o, .rounds = rounds, .s = s};
   pthread_t t;
   if (pthread_create(&t, NULL, waiter, &h) != 0)
     return bench_fail("pthread_create");
-  int rc = RLOCK_OK;
+  int rc = RLOCK_OK, kind = 0;
   for (long r = 0; r < rounds && rc == RLOCK_OK; r++) {
+    kind = (int)(r % 2);
     if ((rc = take(o, kind, 0)) != RLOCK_OK)
       break;
     atomic_store(&h.phase, (int)(2 * r + 1));
@@ -171,9 +176,8 @@ int bench_sync(const bench_args *a) {
     bench_samples_init(&hs[k], (size_t)rounds);
   if (rc == 0)
     rc = uncontended(&o, a->ops, s);
-  for (long r = 0; rc == 0 && r < 10; r++) /* alternate in 10 slices */
-    for (int k = 0; rc == 0 && k < 2; k++)
-      rc = handoff(&o, k, rounds / 10, &hs[k]);
+  if (rc == 0)
+    rc = handoffs(&o, 2 * rounds, hs);
   if (rc == 0) {
     bench_report rep;
     bench_report_begin(&rep, a->json, "sync");
