@@ -41,11 +41,8 @@ static void settle_read(rlock_op *op);
  * by `bound_us` (0: none; what follows the wait is not cut by it). */
 static void send_call(rlock_op *op, void (*done)(rlock_client *, rlock__lreq *),
                       int64_t bound_us) {
-  rlock__req_init(&op->lreq.q, &op->lreq.call);
   op->lreq.bound_us = bound_us;
-  op->lreq.done = done;
-  op->busy = 1;
-  rlock__lreq_send(op->c, &op->lreq);
+  rlock__lreq_send(op->c, &op->lreq, done);
 }
 
 static int op_asleep(const rlock__lwaiter *w);
@@ -66,7 +63,6 @@ static void done(rlock_op *op, int rc, int64_t value) {
 static void epilogue_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
   rlock_op *op = rlock__lop_of(r);
-  op->busy = 0;
   rlock__reply_free(r->q.reply);
   rlock__call_clear(&r->call);
   rlock__err(op->rc, "%s", op->msg); /* the reason it ends, not this call's */
@@ -222,7 +218,6 @@ static void settled_taken(rlock_op *op, int64_t token) {
 static void token_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
   rlock_op *op = rlock__lop_of(r);
-  op->busy = 0;
   rlock__reply *reply = r->q.reply;
   r->q.reply = NULL;
   rlock__call_clear(&r->call);
@@ -290,7 +285,6 @@ static void settle(rlock_op *op, int rc) {
 static void undo_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
   rlock_op *op = rlock__lop_of(r);
-  op->busy = 0;
   rlock__reply_free(r->q.reply);
   r->q.reply = NULL;
   rlock__call_clear(&r->call);

@@ -130,9 +130,7 @@ static void relet_start(rlock_op *child) {
     return;
   }
   rlock__relet_call(l, field, child->keep_ms, &child->lreq.call);
-  rlock__req_init(&child->lreq.q, &child->lreq.call);
-  child->lreq.done = relet_done;
-  rlock__lreq_send(child->c, &child->lreq);
+  rlock__lreq_send(child->c, &child->lreq, relet_done);
 }
 
 static void relet_answered(void *arg, int rc, int64_t v) {

@@ -146,13 +146,14 @@ struct rlock__lreq {
   void (*done)(rlock_client *c, rlock__lreq *r);
 };
 
-/* Send `r->call` (built by the caller) to the node that serves its key:
- * routed through the topology (net/topo.c), following MOVED and ASK,
- * retrying refusals and unreachable nodes until r->deadline_us where the
- * topology can change, as the blocking driver does (rlock__req_next).
- * Always ends in done(): at once (from inside this call) when it cannot
- * even be queued. */
-void rlock__lreq_send(rlock_client *c, rlock__lreq *r);
+/* Send `r->call` (built by the caller) to the node that serves its key,
+ * its answer to `done` (r->q is set up here): routed through the topology
+ * (net/topo.c), following MOVED and ASK, retrying refusals and
+ * unreachable nodes until r->deadline_us where the topology can change,
+ * as the blocking driver does (rlock__req_next). Always ends in done():
+ * at once (from inside this call) when it cannot even be queued. */
+void rlock__lreq_send(rlock_client *c, rlock__lreq *r,
+                      void (*done)(rlock_client *c, rlock__lreq *r));
 
 enum rlock__lconn_state {
   RLOCK__LCONN_CLOSED,
@@ -381,7 +382,6 @@ struct rlock_op {
   rlock_op *later;             /* the inbox, or the completions */
   void (*start)(rlock_op *op); /* while in the inbox */
   int finished;                /* outcome set, callback due */
-  int busy;                    /* lreq is in flight */
   /* An acquisition's own steps (NULL for the other operations): cancel it
    * on the loop thread (rlock_op_cancel), and abandon it without I/O when
    * the client is freed (before it completes with RLOCK_ECLOSED). */
@@ -440,11 +440,9 @@ static inline rlock_op *rlock__lop_of(rlock__lreq *r) {
   return (rlock_op *)((char *)r - offsetof(rlock_op, lreq));
 }
 
-/* A request's answer taken by its operation, which is no longer busy:
- * its status, and its reply (the caller's to free; NULL when none) in
- * *reply. */
+/* A request's answer taken by its operation: its status, and its reply
+ * (the caller's to free; NULL when none) in *reply. */
 static inline int rlock__lop_take(rlock__lreq *r, rlock__reply **reply) {
-  rlock__lop_of(r)->busy = 0;
   *reply = r->q.reply;
   r->q.reply = NULL;
   return r->q.rc;

@@ -89,21 +89,11 @@ int rlock_lock_acquire_async(rlock_lock *l, const rlock_acquire_options *opts,
 
 /* ---- one call, one answer --------------------------------------------- */
 
-static void send_call(rlock_op *op,
-                      void (*done)(rlock_client *, rlock__lreq *)) {
-  rlock__req_init(&op->lreq.q, &op->lreq.call);
-  op->lreq.done = done;
-  op->busy = 1;
-  rlock__lreq_send(op->c, &op->lreq);
-}
-
 /* Take the answer: RLOCK_OK with *reply (caller frees), or the failure. */
 static int answer(rlock__lreq *r, rlock__reply **reply) {
-  rlock__lop_of(r)->busy = 0;
-  *reply = r->q.reply;
-  r->q.reply = NULL;
+  int rc = rlock__lop_take(r, reply);
   rlock__call_clear(&r->call);
-  return r->q.rc;
+  return rc;
 }
 
 static void release_send(rlock_op *op);
@@ -127,10 +117,8 @@ static void unlatch(rlock_op *op, const rlock__reply *reply) {
   rlock__lreq *r = rlock__calloc(1, sizeof *r);
   if (r != NULL) {
     rlock__latch_del(op->l, &op->latch, &r->call);
-    rlock__req_init(&r->q, &r->call);
-    r->done = unlatch_done;
     r->no_pause = 1; /* never parked on a timer past the client */
-    rlock__lreq_send(op->c, r);
+    rlock__lreq_send(op->c, r, unlatch_done);
   }
   rlock__error_restore(&saved);
 }
@@ -174,7 +162,7 @@ static void release_send(rlock_op *op) {
   rlock_lock *l = op->l;
   l->kind->release(l, op->owner, op->keep_ms, &op->latch, &op->lreq.call);
   op->lreq.call.sync = 1;
-  send_call(op, release_done);
+  rlock__lreq_send(op->c, &op->lreq, release_done);
 }
 
 /* Stop renewal first, as the blocking release does. */
@@ -216,7 +204,7 @@ static void force_done(rlock_client *c, rlock__lreq *r) {
 static void force_start(rlock_op *op) {
   op->l->kind->force_release(op->l, &op->lreq.call);
   op->lreq.call.sync = 1;
-  send_call(op, force_done);
+  rlock__lreq_send(op->c, &op->lreq, force_done);
 }
 
 int rlock_lock_force_release_async(rlock_lock *l, rlock_async_fn cb,
@@ -257,7 +245,7 @@ static void inspect_done(rlock_client *c, rlock__lreq *r) {
 
 static void inspect_start(rlock_op *op) {
   op->l->kind->inspect(op->l, &op->lreq.call);
-  send_call(op, inspect_done);
+  rlock__lreq_send(op->c, &op->lreq, inspect_done);
 }
 
 static int query(rlock_lock *l, int type, rlock_async_fn cb,
@@ -300,7 +288,7 @@ static void count_done(rlock_client *c, rlock__lreq *r) {
 
 static void count_start(rlock_op *op) {
   rlock__count_call(op->l, op->owner, &op->lreq.call);
-  send_call(op, count_done);
+  rlock__lreq_send(op->c, &op->lreq, count_done);
 }
 
 int rlock_lock_hold_count_async(rlock_lock *l, uint64_t owner,
@@ -341,7 +329,7 @@ static void extend_start(rlock_op *op) {
     return;
   }
   rlock__relet_call(op->l, field, op->keep_ms, &op->lreq.call);
-  send_call(op, extend_done);
+  rlock__lreq_send(op->c, &op->lreq, extend_done);
 }
 
 int rlock_lock_extend_async(rlock_lock *l, uint64_t owner, int64_t lease_ms,
@@ -374,7 +362,7 @@ static void observe_done(rlock_client *c, rlock__lreq *r) {
 
 void rlock__lobserve_start(rlock_op *op) {
   rlock__observe_call(op->l, &op->lreq.call);
-  send_call(op, observe_done);
+  rlock__lreq_send(op->c, &op->lreq, observe_done);
 }
 
 int rlock_election_observe_async(rlock_election *e, rlock_leader_fn cb,

@@ -164,12 +164,10 @@ static void lane_send(rlock_client *c, lane *ln) {
     return;
   ln->cur = ln->todo[ln->next++];
   rlock__renew_build(c, ln->tick->t, &ln->cur, &ln->req.call);
-  rlock__req_init(&ln->req.q, &ln->req.call);
-  ln->req.done = lane_done;
   ln->req.no_pause = 1; /* the tick retries: see rlock__lreq */
   ln->busy = 1;
   ln->tick->busy++;
-  rlock__lreq_send(c, &ln->req); /* may end (lane_done) at once */
+  rlock__lreq_send(c, &ln->req, lane_done); /* may end at once */
 }
 
 /* Split the tick's batches into lanes by the node that serves each now;

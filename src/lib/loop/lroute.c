@@ -152,7 +152,10 @@ static void route(rlock_client *c, rlock__lreq *r) {
   rlock__lreplicas_send(c, ln, r);
 }
 
-void rlock__lreq_send(rlock_client *c, rlock__lreq *r) {
+void rlock__lreq_send(rlock_client *c, rlock__lreq *r,
+                      void (*done)(rlock_client *c, rlock__lreq *r)) {
+  rlock__req_init(&r->q, &r->call);
+  r->done = done;
   int64_t floor = rlock__deadline_after_ms(c->cfg.connect_timeout_ms +
                                            c->cfg.command_timeout_ms);
   r->until_us = r->deadline_us > floor ? r->deadline_us : floor;

@@ -67,10 +67,7 @@ static void one_start(rlock_op *op) {
   rlock__sync_call(l, op->sync_op, op->sync_num,
                    op->owner[0] != '\0' ? op->owner : NULL, &op->lreq.call);
   op->lreq.call.sync = op->sync_write;
-  rlock__req_init(&op->lreq.q, &op->lreq.call);
-  op->lreq.done = one_done;
-  op->busy = 1;
-  rlock__lreq_send(op->c, &op->lreq);
+  rlock__lreq_send(op->c, &op->lreq, one_done);
 }
 
 /* Queue the script operation `what` with `num` (and a permit `id`). */

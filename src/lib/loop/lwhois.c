@@ -47,10 +47,7 @@ static void whois_start(rlock_op *op) {
   rlock__call_cmd(&r->call, "GET");
   rlock__call_key(&r->call, rlock__call_fmt(&r->call, "%s%s",
                                             RLOCK_REGISTRY_PREFIX, op->owner));
-  rlock__req_init(&r->q, &r->call);
-  r->done = whois_done;
-  op->busy = 1;
-  rlock__lreq_send(op->c, r); /* may end (whois_done) at once */
+  rlock__lreq_send(op->c, r, whois_done); /* may end at once */
 }
 
 /* The checks of a loop client's entry point (lops.c's, with no lock). */
