@@ -105,34 +105,6 @@ static void take(rlock_op *op) {
 /* ---- the fresh leases -----------------------------------------------------
  */
 
-static void relet_done(rlock_client *c, rlock__lreq *r) {
-  (void)c;
-  rlock_op *child = (rlock_op *)((char *)r - offsetof(rlock_op, lreq));
-  rlock_lock *l = child->l;
-  char field[RLOCK_FIELD_MAX];
-  rlock__field(l, child->owner, field);
-  rlock__reply *reply = r->q.reply;
-  r->q.reply = NULL;
-  rlock__call_clear(&r->call);
-  int rc = rlock__relet_result(l, child->index, field, child->keep_ms, r->q.rc,
-                               reply, r->sent_us);
-  rlock__reply_free(reply);
-  rlock__lop_finish(child, rc, 0);
-}
-
-static void relet_start(rlock_op *child) {
-  rlock_lock *l = child->l;
-  char field[RLOCK_FIELD_MAX];
-  rlock__field(l, child->owner, field);
-  int rc = rlock__relet_check(l, child->index, field, child->keep_ms);
-  if (rc != RLOCK_OK) {
-    rlock__lop_finish(child, rc, 0);
-    return;
-  }
-  rlock__relet_call(l, field, child->keep_ms, &child->lreq.call);
-  rlock__lreq_send(child->c, &child->lreq, relet_done);
-}
-
 static void relet_answered(void *arg, int rc, int64_t v) {
   (void)v;
   rlock_op *op = answered(arg);
@@ -152,7 +124,8 @@ static void relet(rlock_op *op) {
     return;
   }
   child->keep_ms = op->lease_ms;
-  rlock__lop_submit(child, relet_start);
+  child->multi = op->multi; /* a member's fresh lease (lops.c) */
+  rlock__lop_submit(child, rlock__lrelet_start);
 }
 
 /* ---- the chain ------------------------------------------------------------

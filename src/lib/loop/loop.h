@@ -304,7 +304,8 @@ enum rlock__lop_type {
   RLOCK__LOP_TTL,
   RLOCK__LOP_INSPECT,
   RLOCK__LOP_MULTI,   /* a MultiLock acquisition (lmulti.c) */
-  RLOCK__LOP_RELET,   /* a MultiLock member's fresh lease */
+  RLOCK__LOP_RELET,   /* a fresh fixed lease (an extension, a MultiLock
+                         member's) */
   RLOCK__LOP_REDLOCK, /* a RedLock's acquisition or release (lredlock.c) */
   RLOCK__LOP_CALL,    /* one call of a blocking fan-out (lfan.c) */
   RLOCK__LOP_SYNC,    /* a synchroniser's one call (lsync.c) */
@@ -425,7 +426,7 @@ struct rlock_op {
   const char *sync_op;
   int64_t sync_num;
   int sync_write;
-  /* MultiLock (lmulti.c) */
+  /* MultiLock (lmulti.c): its operation's, or a member's fresh lease's */
   struct rlock_multilock *multi;
   size_t index;    /* the member being taken, given back or re-let */
   int phase;       /* lmulti.c */
@@ -478,6 +479,10 @@ int rlock__lop_options(rlock_acquire_options *o,
 
 /* lops.c: a release's start (the hold popped, the script sent). */
 void rlock__lrelease_start(rlock_op *op);
+/* lops.c: a fresh fixed lease's start (RLOCK__LOP_RELET, keep_ms the
+ * lease): rlock_lock_extend_async's, or, with `multi` set, a MultiLock
+ * member's (`index`) once the last member is taken (lmulti.c). */
+void rlock__lrelet_start(rlock_op *op);
 /* lops.c: an observation's start (RLOCK__LOP_OBSERVE, leader_cb set). */
 void rlock__lobserve_start(rlock_op *op);
 

@@ -307,29 +307,36 @@ int rlock_lock_hold_count_async(rlock_lock *l, uint64_t owner,
 
 /* ---- a fresh fixed lease ------------------------------------------------ */
 
-static void extend_done(rlock_client *c, rlock__lreq *r) {
+/* One call for both: what the checks and the answer mean differs (an
+ * extension's hold, or a MultiLock member's: relet.c). */
+static void relet_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
   rlock_op *op = rlock__lop_of(r);
   char field[RLOCK_FIELD_MAX];
   rlock__field(op->l, op->owner, field);
   rlock__reply *reply;
   int rc = answer(r, &reply);
-  rc = rlock__extend_result(op->l, field, op->keep_ms, rc, reply,
-                            op->lreq.sent_us);
+  if (op->multi != NULL)
+    rc = rlock__relet_result(op->l, op->index, field, op->keep_ms, rc, reply,
+                             r->sent_us);
+  else
+    rc = rlock__extend_result(op->l, field, op->keep_ms, rc, reply, r->sent_us);
   rlock__reply_free(reply);
   rlock__lop_finish(op, rc, 0);
 }
 
-static void extend_start(rlock_op *op) {
+void rlock__lrelet_start(rlock_op *op) {
   char field[RLOCK_FIELD_MAX];
   rlock__field(op->l, op->owner, field);
-  int rc = rlock__extend_check(op->l, field, op->keep_ms);
+  int rc = op->multi != NULL
+               ? rlock__relet_check(op->l, op->index, field, op->keep_ms)
+               : rlock__extend_check(op->l, field, op->keep_ms);
   if (rc != RLOCK_OK) {
     rlock__lop_finish(op, rc, 0);
     return;
   }
   rlock__relet_call(op->l, field, op->keep_ms, &op->lreq.call);
-  rlock__lreq_send(op->c, &op->lreq, extend_done);
+  rlock__lreq_send(op->c, &op->lreq, relet_done);
 }
 
 int rlock_lock_extend_async(rlock_lock *l, uint64_t owner, int64_t lease_ms,
@@ -344,7 +351,7 @@ int rlock_lock_extend_async(rlock_lock *l, uint64_t owner, int64_t lease_ms,
   op->owner_number = owner;
   rlock__owner_as(l->client, owner, op->owner);
   op->keep_ms = lease_ms;
-  return rlock__lop_submit(op, extend_start);
+  return rlock__lop_submit(op, rlock__lrelet_start);
 }
 
 /* ---- an election's observation ----------------------------------------- */
