@@ -28,6 +28,8 @@
  *              messages, and by watchers told every message after them;
  *              health-check PINGs; Sentinel's +switch-master;
  *   lwatch.c   rlock/watch.h's watches, watchers of the subscriber;
+ *   lparty.c   what a watch and an election watch share: made and freed
+ *              by any thread, joined and left on the loop thread;
  *   lfollow.c  rlock_election_watch_new: the leader re-read on messages,
  *              at its lease's end and every interval;
  *   lacquire.c the acquisition state machine (attempt, subscribe, sleep
@@ -515,6 +517,49 @@ void rlock__lacquire_cancel_member(rlock_op *op);
 void rlock__lacquire_cancel(rlock_op *op);
 /* The client is being freed: abandon the acquisition (no I/O). */
 void rlock__lacquire_abandon(rlock_op *op);
+
+/* ---- objects of the loop thread made by any thread (lparty.c) ---------- */
+
+/* A watch (lwatch.c) or an election watch (lfollow.c): made and freed by
+ * any thread, it lives on its client's loop thread. Its join and its
+ * leave run there (through the inbox from another thread) as
+ * RLOCK__LOP_WATCH operations whose arg is the party; it counts in
+ * rlock__loop.watches from init to the free. Its owner embeds it. */
+typedef struct rlock__lparty {
+  rlock_client *c;
+  void *owner;            /* the object that embeds it */
+  int started;            /* its join has run (loop thread) */
+  int doomed;             /* freed on the loop thread while a step of it
+                             was still due (its join, a read in flight):
+                             that step frees it */
+  rlock_op *join, *leave; /* made with it, so neither can fail later */
+  pthread_mutex_t mu;     /* a free from another thread waits ... */
+  pthread_cond_t cv;
+  int left; /* ... until its leave has run */
+} rlock__lparty;
+
+/* A constructor's checks of `c`: made in this process, not being freed.
+ * RLOCK_OK, or the refusal naming `fn`. */
+int rlock__lparty_check(rlock_client *c, const char *fn);
+/* Set up `p` (zeroed) for `owner` on `c`: RLOCK_OK, or RLOCK_ENOMEM
+ * with nothing kept (no rlock__lparty_destroy then). */
+int rlock__lparty_init(rlock__lparty *p, rlock_client *c, void *owner);
+/* Hand the join to the loop: `join` runs there (at once on the loop
+ * thread) and finishes its operation. RLOCK_OK. */
+int rlock__lparty_join(rlock__lparty *p, void (*join)(rlock_op *op));
+/* A free begins (no longer counted): 1 when it runs on the loop thread,
+ * whose caller leaves at once, else 0. */
+int rlock__lparty_here(rlock__lparty *p);
+/* Off the loop thread: hand the leave to the loop (`leave` runs there and
+ * finishes its operation, at once or later) and wait until it has run.
+ * Nothing when the loop is closed, or in a fork()ed child's copy. */
+void rlock__lparty_leave(rlock__lparty *p, void (*leave)(rlock_op *op));
+/* Free what the party holds (its leave, unless handed to the loop). */
+void rlock__lparty_destroy(rlock__lparty *p);
+/* The owner of the party whose join or leave `op` is. */
+static inline void *rlock__lparty_owner(const rlock_op *op) {
+  return ((rlock__lparty *)op->arg)->owner;
+}
 
 /* ---- the subscriber (lsub.c) ------------------------------------------- */
 
