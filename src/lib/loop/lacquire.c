@@ -218,11 +218,10 @@ static void settled_taken(rlock_op *op, int64_t token) {
 static void token_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
   rlock_op *op = rlock__lop_of(r);
-  rlock__reply *reply = r->q.reply;
-  r->q.reply = NULL;
-  rlock__call_clear(&r->call);
+  rlock__reply *reply;
   int64_t token = 0;
-  int ok = r->q.rc == RLOCK_OK && reply->type == RLOCK__R_STR &&
+  int ok = rlock__lreq_take(r, &reply) == RLOCK_OK &&
+           reply->type == RLOCK__R_STR &&
            rlock__token_reply(op->l, reply, &token) == RLOCK_OK;
   rlock__reply_free(reply);
   if (ok) {
@@ -237,14 +236,13 @@ static void read_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
   rlock_op *op = rlock__lop_of(r);
   rlock__reply *reply;
-  int rc = rlock__lop_take(r, &reply);
+  int rc = rlock__lreq_take(r, &reply);
   int64_t now = -1, retry;
   if (rc == RLOCK_OK)
     rc = rlock__count_reply(reply, &now);
   rlock__reply_free(reply);
   retry =
       rc != RLOCK_OK ? rlock__plan_settle_again(&op->plan, &r->call, rc) : 0;
-  rlock__call_clear(&r->call);
   if (rc != RLOCK_OK && retry != 0) {
     rlock__ltimer_at(op->c, &op->timer, retry);
     return;
@@ -316,12 +314,11 @@ static void attempt_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
   rlock_op *op = rlock__lop_of(r);
   rlock__reply *reply;
-  int rc = rlock__lop_take(r, &reply);
+  int rc = rlock__lreq_take(r, &reply);
   int in_flight = r->call.in_flight;
   if (r->call.stamped_us != 0 && r->call.stamped_us < r->sent_us)
     r->sent_us = r->call.stamped_us; /* the lease runs from its stamp */
   int may_pass = rc != RLOCK_OK && retryable(r, rc, r->call.transient);
-  rlock__call_clear(&r->call);
   int64_t token = 0;
   if (rc == RLOCK_OK) {
     rc = rlock__attempt_result(op->l, reply, &op->plan.ttl_ms);

@@ -443,11 +443,14 @@ static inline rlock_op *rlock__lop_of(rlock__lreq *r) {
   return (rlock_op *)((char *)r - offsetof(rlock_op, lreq));
 }
 
-/* A request's answer taken by its operation: its status, and its reply
- * (the caller's to free; NULL when none) in *reply. */
-static inline int rlock__lop_take(rlock__lreq *r, rlock__reply **reply) {
+/* A request's answer, taken by its done step: its status, and its reply
+ * (the caller's to free; NULL when none) in *reply. The call's arguments
+ * are cleared (rlock__call_clear); what the request learned (in_flight,
+ * transient, replicas, acked, stamped_us) is left to read. */
+static inline int rlock__lreq_take(rlock__lreq *r, rlock__reply **reply) {
   *reply = r->q.reply;
   r->q.reply = NULL;
+  rlock__call_clear(&r->call);
   return r->q.rc;
 }
 

@@ -89,13 +89,6 @@ int rlock_lock_acquire_async(rlock_lock *l, const rlock_acquire_options *opts,
 
 /* ---- one call, one answer --------------------------------------------- */
 
-/* Take the answer: RLOCK_OK with *reply (caller frees), or the failure. */
-static int answer(rlock__lreq *r, rlock__reply **reply) {
-  int rc = rlock__lop_take(r, reply);
-  rlock__call_clear(&r->call);
-  return rc;
-}
-
 static void release_send(rlock_op *op);
 
 static void unlatch_done(rlock_client *c, rlock__lreq *r) {
@@ -136,7 +129,7 @@ static void release_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
   rlock_op *op = rlock__lop_of(r);
   rlock__reply *reply;
-  int rc = answer(r, &reply);
+  int rc = rlock__lreq_take(r, &reply);
   if (rlock__release_again(&op->latch, rc, &r->call)) {
     rlock__reply_free(reply);
     rlock__ltimer_init(&op->timer, release_again_due);
@@ -193,7 +186,7 @@ static void force_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
   rlock_op *op = rlock__lop_of(r);
   rlock__reply *reply;
-  int rc = answer(r, &reply);
+  int rc = rlock__lreq_take(r, &reply);
   int deleted = 0;
   if (rc == RLOCK_OK)
     rc = rlock__force_result(op->l, &r->call, reply, &deleted);
@@ -223,7 +216,7 @@ static void inspect_done(rlock_client *c, rlock__lreq *r) {
   rlock_op *op = rlock__lop_of(r);
   const char *where = r->node != NULL ? r->node->where : "";
   rlock__reply *reply;
-  int rc = answer(r, &reply);
+  int rc = rlock__lreq_take(r, &reply);
   rlock_lock_info *info = NULL;
   if (rc == RLOCK_OK && (info = rlock__info_new()) == NULL)
     rc = RLOCK_ENOMEM;
@@ -278,7 +271,7 @@ static void count_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
   rlock_op *op = rlock__lop_of(r);
   rlock__reply *reply;
-  int rc = answer(r, &reply);
+  int rc = rlock__lreq_take(r, &reply);
   int64_t count = 0;
   if (rc == RLOCK_OK)
     rc = rlock__count_reply(reply, &count);
@@ -315,7 +308,7 @@ static void relet_done(rlock_client *c, rlock__lreq *r) {
   char field[RLOCK_FIELD_MAX];
   rlock__field(op->l, op->owner, field);
   rlock__reply *reply;
-  int rc = answer(r, &reply);
+  int rc = rlock__lreq_take(r, &reply);
   if (op->multi != NULL)
     rc = rlock__relet_result(op->l, op->index, field, op->keep_ms, rc, reply,
                              r->sent_us);
@@ -360,7 +353,7 @@ static void observe_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
   rlock_op *op = rlock__lop_of(r);
   rlock__reply *reply;
-  int rc = answer(r, &reply);
+  int rc = rlock__lreq_take(r, &reply);
   if (rc == RLOCK_OK)
     rc = rlock__observe_parse(reply, &op->leader);
   rlock__reply_free(reply);

@@ -22,10 +22,9 @@
 
 static void reg_done(rlock_client *c, rlock__lreq *r) {
   rlock__loop *lp = c->loop;
-  int rc = r->q.rc;
-  rlock__reply_free(r->q.reply);
-  r->q.reply = NULL;
-  rlock__call_clear(&r->call);
+  rlock__reply *reply;
+  int rc = rlock__lreq_take(r, &reply);
+  rlock__reply_free(reply);
   lp->reg_busy = 0;
   /* Only a refusal is worth a word: an outage is the lock calls' to
    * report, and memory short for now is tried again next period. */

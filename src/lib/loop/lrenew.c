@@ -139,16 +139,15 @@ static void lane_send(rlock_client *c, lane *ln);
 static void lane_done(rlock_client *c, rlock__lreq *r) {
   lane *ln = (lane *)r; /* req is its first member */
   ltick *k = ln->tick;
-  rlock__reply *reply = r->q.reply;
-  r->q.reply = NULL;
-  rlock__call_clear(&r->call);
+  rlock__reply *reply;
+  int rc = rlock__lreq_take(r, &reply);
   ln->busy = 0;
   k->busy--;
   k->held++;
   if (!c->loop->closing) {
-    rlock__renew_settle(c, k->t, &ln->cur, r->q.rc, reply, r->sent_us);
-    if (r->q.rc != RLOCK_OK)
-      lane_fail_rest(c, ln, r->q.rc); /* the node failed: not one by one */
+    rlock__renew_settle(c, k->t, &ln->cur, rc, reply, r->sent_us);
+    if (rc != RLOCK_OK)
+      lane_fail_rest(c, ln, rc); /* the node failed: not one by one */
     else
       lane_send(c, ln);
   }

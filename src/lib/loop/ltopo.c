@@ -58,17 +58,16 @@ static void refresh_over(rlock_client *c) {
 
 static void answered(rlock_client *c, rlock__lreq *r) {
   rlock__loop *lp = c->loop;
-  rlock__reply *reply = r->q.reply;
-  r->q.reply = NULL;
-  rlock__call_clear(&r->call);
+  rlock__reply *reply;
+  int rc = rlock__lreq_take(r, &reply);
   if (lp->closing) {
     rlock__reply_free(reply);
     lp->refreshing = 0;
     return;
   }
-  rlock__refresh_feed(&c->topo, &lp->refresh, r->q.rc,
-                      r->q.rc == RLOCK_OK ? reply : NULL);
-  if (r->q.rc != RLOCK_OK)
+  rlock__refresh_feed(&c->topo, &lp->refresh, rc,
+                      rc == RLOCK_OK ? reply : NULL);
+  if (rc != RLOCK_OK)
     rlock__reply_free(reply);
   ask_next(c);
 }
@@ -168,10 +167,9 @@ static void queue_write(rlock_client *c, rlock__lnode *ln, rlock__lreq *r,
 
 static void info_done(rlock_client *c, rlock__lreq *r) {
   rlock__lnode *ln = of_info(r);
-  rlock__reply *reply = r->q.rc == RLOCK_OK ? r->q.reply : NULL;
-  r->q.reply = NULL;
-  rlock__call_clear(&r->call);
-  int n = rlock__node_replicas_learned(ln->node, reply);
+  rlock__reply *reply;
+  int rc = rlock__lreq_take(r, &reply);
+  int n = rlock__node_replicas_learned(ln->node, rc == RLOCK_OK ? reply : NULL);
   rlock__reply_free(reply);
   ln->info_busy = 0;
   rlock__lreq *w = ln->await_first;

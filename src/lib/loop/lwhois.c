@@ -28,8 +28,7 @@ static void whois_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
   rlock_op *op = rlock__lop_of(r);
   rlock__reply *reply;
-  int rc = rlock__lop_take(r, &reply);
-  rlock__call_clear(&r->call);
+  int rc = rlock__lreq_take(r, &reply);
   if (rc == RLOCK_OK && reply->type == RLOCK__R_STR &&
       rlock__registry_parse(reply->str, reply->len, op->owner, op->record) != 0)
     rc = rlock__err(RLOCK_EWRONGTYPE, "%s: %s%s is not a registry record", fn,
