@@ -62,6 +62,22 @@ static rlock_op *op_new(rlock_lock *l, int type, rlock_async_fn cb, void *arg) {
   return op;
 }
 
+/* An operation of `type` for `owner`, the lock, callback and owner
+ * checked first: RLOCK_OK with *out (not started yet), or a status. */
+static int owned(rlock_lock *l, int type, uint64_t owner, rlock_async_fn cb,
+                 void *arg, const char *fn, rlock_op **out) {
+  int rc = check(l, (const void *)cb, fn);
+  if (rc != RLOCK_OK || (rc = rlock__lop_check_owner(owner, fn)) != RLOCK_OK)
+    return rc;
+  rlock_op *op = op_new(l, type, cb, arg);
+  if (op == NULL)
+    return RLOCK_ENOMEM;
+  op->owner_number = owner;
+  rlock__owner_as(l->client, owner, op->owner);
+  *out = op;
+  return RLOCK_OK;
+}
+
 /* ---- acquire ----------------------------------------------------------- */
 
 int rlock_lock_acquire_async(rlock_lock *l, const rlock_acquire_options *opts,
@@ -170,16 +186,10 @@ void rlock__lrelease_start(rlock_op *op) {
 
 int rlock_lock_release_async(rlock_lock *l, uint64_t owner, rlock_async_fn cb,
                              void *arg) {
-  int rc = check(l, (const void *)cb, "rlock_lock_release_async");
-  if (rc != RLOCK_OK || (rc = rlock__lop_check_owner(
-                             owner, "rlock_lock_release_async")) != RLOCK_OK)
-    return rc;
-  rlock_op *op = op_new(l, RLOCK__LOP_RELEASE, cb, arg);
-  if (op == NULL)
-    return RLOCK_ENOMEM;
-  op->owner_number = owner;
-  rlock__owner_as(l->client, owner, op->owner);
-  return rlock__lop_submit(op, rlock__lrelease_start);
+  rlock_op *op;
+  int rc = owned(l, RLOCK__LOP_RELEASE, owner, cb, arg,
+                 "rlock_lock_release_async", &op);
+  return rc != RLOCK_OK ? rc : rlock__lop_submit(op, rlock__lrelease_start);
 }
 
 static void force_done(rlock_client *c, rlock__lreq *r) {
@@ -286,16 +296,10 @@ static void count_start(rlock_op *op) {
 
 int rlock_lock_hold_count_async(rlock_lock *l, uint64_t owner,
                                 rlock_async_fn cb, void *arg) {
-  int rc = check(l, (const void *)cb, "rlock_lock_hold_count_async");
-  if (rc != RLOCK_OK || (rc = rlock__lop_check_owner(
-                             owner, "rlock_lock_hold_count_async")) != RLOCK_OK)
-    return rc;
-  rlock_op *op = op_new(l, RLOCK__LOP_COUNT, cb, arg);
-  if (op == NULL)
-    return RLOCK_ENOMEM;
-  op->owner_number = owner;
-  rlock__owner_as(l->client, owner, op->owner);
-  return rlock__lop_submit(op, count_start);
+  rlock_op *op;
+  int rc = owned(l, RLOCK__LOP_COUNT, owner, cb, arg,
+                 "rlock_lock_hold_count_async", &op);
+  return rc != RLOCK_OK ? rc : rlock__lop_submit(op, count_start);
 }
 
 /* ---- a fresh fixed lease ------------------------------------------------ */
@@ -334,15 +338,11 @@ void rlock__lrelet_start(rlock_op *op) {
 
 int rlock_lock_extend_async(rlock_lock *l, uint64_t owner, int64_t lease_ms,
                             rlock_async_fn cb, void *arg) {
-  int rc = check(l, (const void *)cb, "rlock_lock_extend_async");
-  if (rc != RLOCK_OK || (rc = rlock__lop_check_owner(
-                             owner, "rlock_lock_extend_async")) != RLOCK_OK)
+  rlock_op *op;
+  int rc = owned(l, RLOCK__LOP_RELET, owner, cb, arg, "rlock_lock_extend_async",
+                 &op);
+  if (rc != RLOCK_OK)
     return rc;
-  rlock_op *op = op_new(l, RLOCK__LOP_RELET, cb, arg);
-  if (op == NULL)
-    return RLOCK_ENOMEM;
-  op->owner_number = owner;
-  rlock__owner_as(l->client, owner, op->owner);
   op->keep_ms = lease_ms;
   return rlock__lop_submit(op, rlock__lrelet_start);
 }
