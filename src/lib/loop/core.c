@@ -113,6 +113,19 @@ rlock_op *rlock__lop_new_on(rlock_client *c, int type) {
   return op;
 }
 
+int rlock__lgrow(void *arr, size_t *cap, size_t n, size_t size, size_t first) {
+  if (n < *cap)
+    return RLOCK_OK;
+  void *p;
+  memcpy(&p, arr, sizeof p); /* an item **, read as the void * it is */
+  size_t want = *cap > 0 ? *cap * 2 : first;
+  if ((p = rlock__realloc(p, want * size)) == NULL)
+    return rlock__err(RLOCK_ENOMEM, "out of memory");
+  memcpy(arr, &p, sizeof p);
+  *cap = want;
+  return RLOCK_OK;
+}
+
 rlock_op *rlock__lop_new(rlock_lock *l, int type) {
   rlock_op *op = rlock__lop_new_on(l->client, type);
   if (op != NULL)

@@ -78,6 +78,12 @@
 
 typedef struct rlock__lconn rlock__lconn;
 
+/* Room for one more item of `size` bytes in the array whose pointer is at
+ * `arr` (an `item **`), holding `n` of `*cap`: doubled when full (to
+ * `first` from none; core.c). RLOCK_OK, or RLOCK_ENOMEM (last error set)
+ * with the array as it was. */
+int rlock__lgrow(void *arr, size_t *cap, size_t n, size_t size, size_t first);
+
 /* ---- timers (timer.c) --------------------------------------------- */
 
 typedef struct rlock__ltimer rlock__ltimer;

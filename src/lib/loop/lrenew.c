@@ -76,14 +76,9 @@ static lane *lane_of(ltick *k, rlock__node *node) {
   for (size_t i = 0; i < k->nlanes; i++)
     if (k->lanes[i]->node == node)
       return k->lanes[i];
-  if (k->nlanes == k->cap) {
-    size_t cap = k->cap ? k->cap * 2 : 4;
-    lane **v = rlock__realloc(k->lanes, cap * sizeof *v);
-    if (v == NULL)
-      return NULL;
-    k->lanes = v;
-    k->cap = cap;
-  }
+  if (rlock__lgrow(&k->lanes, &k->cap, k->nlanes, sizeof *k->lanes, 4) !=
+      RLOCK_OK)
+    return NULL;
   lane *ln = rlock__calloc(1, sizeof *ln);
   if (ln != NULL) {
     ln->tick = k;
@@ -94,16 +89,10 @@ static lane *lane_of(ltick *k, rlock__node *node) {
 }
 
 static int add_todo(lane *ln, const rlock__renew_batch *b) {
-  if (ln->n == ln->cap) {
-    size_t cap = ln->cap ? ln->cap * 2 : 4;
-    rlock__renew_batch *v = rlock__realloc(ln->todo, cap * sizeof *v);
-    if (v == NULL)
-      return -1;
-    ln->todo = v;
-    ln->cap = cap;
-  }
-  ln->todo[ln->n++] = *b;
-  return 0;
+  int rc = rlock__lgrow(&ln->todo, &ln->cap, ln->n, sizeof *ln->todo, 4);
+  if (rc == RLOCK_OK)
+    ln->todo[ln->n++] = *b;
+  return rc;
 }
 
 static void tick_end(rlock_client *c, ltick *k) {
@@ -181,7 +170,7 @@ static void route_all(rlock_client *c, ltick *k) {
       continue;
     }
     lane *ln = lane_of(k, node);
-    if (ln == NULL || add_todo(ln, &b) != 0)
+    if (ln == NULL || add_todo(ln, &b) != RLOCK_OK)
       rlock__renew_settle(c, k->t, &b,
                           rlock__err(RLOCK_ENOMEM, "out of memory"), NULL, 0);
   }

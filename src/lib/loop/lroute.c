@@ -43,18 +43,10 @@ rlock__lnode *rlock__lnode_of(rlock_client *c, rlock__node *node) {
   for (size_t i = 0; i < lp->nnodes; i++)
     if (lp->nodes[i]->node == node)
       return lp->nodes[i];
-  if (lp->nnodes == lp->capnodes) {
-    size_t cap = lp->capnodes ? lp->capnodes * 2 : 4;
-    rlock__lnode **v = rlock__realloc(lp->nodes, cap * sizeof *v);
-    if (v == NULL) {
-      rlock__err(RLOCK_ENOMEM, "out of memory");
-      return NULL;
-    }
-    lp->nodes = v;
-    lp->capnodes = cap;
-  }
-  rlock__lnode *ln = rlock__calloc(1, sizeof *ln);
-  if (ln == NULL) {
+  rlock__lnode *ln = NULL;
+  if (rlock__lgrow(&lp->nodes, &lp->capnodes, lp->nnodes, sizeof *lp->nodes,
+                   4) != RLOCK_OK ||
+      (ln = rlock__calloc(1, sizeof *ln)) == NULL) {
     rlock__err(RLOCK_ENOMEM, "out of memory");
     return NULL;
   }

@@ -96,14 +96,9 @@ static int queue_word(rlock_client *c, rlock__lchan *ch, rlock__lconn *k,
   int rc = rlock__lconn_open(c, k);
   if (rc != RLOCK_OK)
     return rc;
-  if (k->nsent == k->capsent) {
-    size_t cap = k->capsent ? k->capsent * 2 : 16;
-    rlock__lchan **sent = rlock__realloc(k->sent, cap * sizeof *sent);
-    if (sent == NULL)
-      return rlock__err(RLOCK_ENOMEM, "out of memory");
-    k->sent = sent;
-    k->capsent = cap;
-  }
+  if ((rc = rlock__lgrow(&k->sent, &k->capsent, k->nsent, sizeof *k->sent,
+                         16)) != RLOCK_OK)
+    return rc;
   const char *argv[2] = {word, ch->name};
   size_t lens[2] = {strlen(word), ch->len};
   if ((rc = rlock__lconn_command(k, 2, argv, lens)) != RLOCK_OK)
