@@ -363,16 +363,25 @@ int rlock__lconn_open(rlock_client *c, rlock__lconn *k) {
 
 /* Close the socket and forget what was queued; the requests are told by
  * the caller. */
-static int shut(rlock_client *c, rlock__lconn *k) {
-  int was = k->state;
-  if (k->fd >= 0 && k->watching != 0)
-    c->loop->ad.watch(c->loop->ad.data, k->fd, 0);
+/* Let go of the socket and of what reads it (the buffers stay). */
+static void drop_io(rlock__lconn *k) {
   if (k->fd >= 0 && k->fd != k->dial.fd)
     close(k->fd);
   k->fd = -1;
   rlock__dial_end(&k->dial);
   rlock__resolve_drop(k->lookup);
   k->lookup = NULL;
+  rlock__reader_free(k->rd);
+  k->rd = NULL;
+  rlock__tls_close(k->tls); /* its BIO never touches the socket */
+  k->tls = NULL;
+}
+
+static int shut(rlock_client *c, rlock__lconn *k) {
+  int was = k->state;
+  if (k->fd >= 0 && k->watching != 0)
+    c->loop->ad.watch(c->loop->ad.data, k->fd, 0);
+  drop_io(k);
   k->dropped |= was == RLOCK__LCONN_READY;
   if (was == RLOCK__LCONN_READY)
     rlock__obs_count(&c->obs, RLOCK__STAT_DISCONNECTS);
@@ -384,10 +393,6 @@ static int shut(rlock_client *c, rlock__lconn *k) {
   k->due = 0;
   k->login_due = 0;
   rlock__ltimer_stop(c, &k->io_timer);
-  rlock__reader_free(k->rd);
-  k->rd = NULL;
-  rlock__tls_close(k->tls);
-  k->tls = NULL;
   return was;
 }
 
@@ -437,16 +442,7 @@ void rlock__lconn_fail(rlock_client *c, rlock__lconn *k, int rc) {
 }
 
 void rlock__lconn_destroy(rlock__lconn *k) {
-  rlock__tls_close(k->tls);
-  k->tls = NULL;
-  if (k->fd >= 0 && k->fd != k->dial.fd)
-    close(k->fd);
-  k->fd = -1;
-  rlock__dial_end(&k->dial);
-  rlock__resolve_drop(k->lookup);
-  k->lookup = NULL;
-  rlock__reader_free(k->rd);
-  k->rd = NULL;
+  drop_io(k);
   free(k->out.p);
   k->out = (rlock__buf){0};
   free(k->sent);
