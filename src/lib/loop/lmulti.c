@@ -43,16 +43,6 @@ static void fail(rlock_op *op, int rc, size_t held) {
   release_next(op);
 }
 
-/* A child answered: enter member 0's client (what the chain queues there,
- * the MultiLock's completion included, goes out at leave) and forget the
- * child. Pair with rlock__loop_leave(op->c). */
-static rlock_op *answered(void *arg) {
-  rlock_op *op = arg;
-  rlock__loop_enter(op->c);
-  op->child = NULL;
-  return op;
-}
-
 static void taken_next(rlock_op *op, int rc) {
   if (rc == RLOCK_OK && op->canceled) {
     rlock__err(RLOCK_ECANCELED, "wait canceled");
@@ -67,22 +57,42 @@ static void taken_next(rlock_op *op, int rc) {
   step(op);
 }
 
-static void member_taken(void *arg, int rc, int64_t v) {
+static void relet_next(rlock_op *op, int rc) {
+  if (rc != RLOCK_OK) {
+    fail(op, rc, op->multi->n);
+    return;
+  }
+  op->index++;
+  step(op);
+}
+
+static void released_next(rlock_op *op, int rc);
+
+/* A step's child answered (the phase says which step): enter member 0's
+ * client, so that what the chain queues there (the MultiLock's completion
+ * included) goes out at the leave, forget the child, and go on. */
+static void member_done(void *arg, int rc, int64_t v) {
   (void)v;
-  rlock_op *op = answered(arg);
-  taken_next(op, rc);
+  rlock_op *op = arg;
+  rlock__loop_enter(op->c);
+  op->child = NULL;
+  if (op->phase == TAKING)
+    taken_next(op, rc);
+  else if (op->phase == RELETTING)
+    relet_next(op, rc);
+  else
+    released_next(op, rc);
   rlock__loop_leave(op->c);
 }
 
-/* A step's operation on member `i` for op's owner, reporting to `cb`;
- * NULL when out of memory. */
-static rlock_op *child_new(rlock_op *op, size_t i, int type,
-                           rlock_async_fn cb) {
+/* A step's operation on member `i` for op's owner, reporting to
+ * member_done(); NULL when out of memory. */
+static rlock_op *child_new(rlock_op *op, size_t i, int type) {
   rlock_lock *l = op->multi->members[i];
   rlock_op *child = rlock__lop_new(l, type);
   if (child == NULL)
     return NULL;
-  child->cb = cb;
+  child->cb = member_done;
   child->arg = op;
   child->index = i;
   child->owner_number = op->owner_number;
@@ -92,7 +102,7 @@ static rlock_op *child_new(rlock_op *op, size_t i, int type,
 }
 
 static void take(rlock_op *op) {
-  rlock_op *child = child_new(op, op->index, RLOCK__LOP_ACQUIRE, member_taken);
+  rlock_op *child = child_new(op, op->index, RLOCK__LOP_ACQUIRE);
   if (child == NULL) {
     fail(op, RLOCK_ENOMEM, op->index);
     return;
@@ -105,20 +115,8 @@ static void take(rlock_op *op) {
 /* ---- the fresh leases -----------------------------------------------------
  */
 
-static void relet_answered(void *arg, int rc, int64_t v) {
-  (void)v;
-  rlock_op *op = answered(arg);
-  if (rc != RLOCK_OK) {
-    fail(op, rc, op->multi->n);
-  } else {
-    op->index++;
-    step(op);
-  }
-  rlock__loop_leave(op->c);
-}
-
 static void relet(rlock_op *op) {
-  rlock_op *child = child_new(op, op->index, RLOCK__LOP_RELET, relet_answered);
+  rlock_op *child = child_new(op, op->index, RLOCK__LOP_RELET);
   if (child == NULL) {
     fail(op, RLOCK_ENOMEM, op->multi->n);
     return;
@@ -223,8 +221,6 @@ int rlock_multilock_acquire_async(rlock_multilock *m,
   return rlock__lop_submit(op, multi_start);
 }
 
-static void released_one(void *arg, int rc, int64_t v);
-
 /* Release members [0, index) in reverse, then end with op->rc: the
  * reason a failed acquisition gives them back, or (a release, op->rc
  * RLOCK_OK to begin with) the first release that failed. */
@@ -236,23 +232,20 @@ static void release_next(rlock_op *op) {
     return;
   }
   --op->index;
-  rlock_op *child = child_new(op, op->index, RLOCK__LOP_RELEASE, released_one);
+  rlock_op *child = child_new(op, op->index, RLOCK__LOP_RELEASE);
   if (child == NULL) {
-    released_one(op, RLOCK_ENOMEM, 0);
+    member_done(op, RLOCK_ENOMEM, 0);
     return;
   }
   rlock__lop_submit(child, rlock__lrelease_start);
 }
 
-static void released_one(void *arg, int rc, int64_t v) {
-  (void)v;
-  rlock_op *op = answered(arg);
+static void released_next(rlock_op *op, int rc) {
   if (rc != RLOCK_OK && op->rc == RLOCK_OK) {
     op->rc = rc;
     snprintf(op->msg, sizeof op->msg, "%s", rlock_error_last()->message);
   }
   release_next(op);
-  rlock__loop_leave(op->c);
 }
 
 static void release_all_start(rlock_op *op) {
