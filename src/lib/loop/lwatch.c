@@ -93,9 +93,11 @@ static void watch_free(rlock_watch *w) {
   free(w);
 }
 
-/* Checks every constructor shares. */
-static int check(rlock_watch **out, const void *obj, const char *what,
-                 rlock_watch_fn fn, const char *fn_name) {
+/* A watch of the lock `l` of `obj` (the lock itself, or the semaphore,
+ * latch or election it belongs to; `what` names it), checked first. */
+static int watch_new(rlock_watch **out, const void *obj, rlock_lock *l,
+                     const char *what, rlock_watch_fn fn, void *arg,
+                     const char *fn_name) {
   if (out != NULL)
     *out = NULL;
   if (out == NULL || obj == NULL || fn == NULL)
@@ -103,11 +105,6 @@ static int check(rlock_watch **out, const void *obj, const char *what,
                       out == NULL   ? "out"
                       : obj == NULL ? what
                                     : "fn");
-  return RLOCK_OK;
-}
-
-static int watch_new(rlock_watch **out, rlock_lock *l, rlock_watch_fn fn,
-                     void *arg, const char *fn_name) {
   int rc = rlock__lparty_check(l->client, fn_name);
   if (rc != RLOCK_OK)
     return rc;
@@ -130,41 +127,31 @@ static int watch_new(rlock_watch **out, rlock_lock *l, rlock_watch_fn fn,
 
 int rlock_watch_lock(rlock_watch **out, rlock_lock *lock, rlock_watch_fn fn,
                      void *arg) {
-  int rc = check(out, lock, "lock", fn, "rlock_watch_lock");
-  return rc != RLOCK_OK ? rc
-                        : watch_new(out, lock, fn, arg, "rlock_watch_lock");
+  return watch_new(out, lock, lock, "lock", fn, arg, "rlock_watch_lock");
 }
 
 int rlock_watch_semaphore(rlock_watch **out, rlock_semaphore *semaphore,
                           rlock_watch_fn fn, void *arg) {
-  int rc = check(out, semaphore, "semaphore", fn, "rlock_watch_semaphore");
-  return rc != RLOCK_OK
-             ? rc
-             : watch_new(out, semaphore->l, fn, arg, "rlock_watch_semaphore");
+  return watch_new(out, semaphore, semaphore ? semaphore->l : NULL, "semaphore",
+                   fn, arg, "rlock_watch_semaphore");
 }
 
 int rlock_watch_psemaphore(rlock_watch **out, rlock_psemaphore *semaphore,
                            rlock_watch_fn fn, void *arg) {
-  int rc = check(out, semaphore, "semaphore", fn, "rlock_watch_psemaphore");
-  return rc != RLOCK_OK
-             ? rc
-             : watch_new(out, semaphore->l, fn, arg, "rlock_watch_psemaphore");
+  return watch_new(out, semaphore, semaphore ? semaphore->l : NULL, "semaphore",
+                   fn, arg, "rlock_watch_psemaphore");
 }
 
 int rlock_watch_latch(rlock_watch **out, rlock_latch *latch, rlock_watch_fn fn,
                       void *arg) {
-  int rc = check(out, latch, "latch", fn, "rlock_watch_latch");
-  return rc != RLOCK_OK
-             ? rc
-             : watch_new(out, latch->l, fn, arg, "rlock_watch_latch");
+  return watch_new(out, latch, latch ? latch->l : NULL, "latch", fn, arg,
+                   "rlock_watch_latch");
 }
 
 int rlock_watch_election(rlock_watch **out, rlock_election *election,
                          rlock_watch_fn fn, void *arg) {
-  int rc = check(out, election, "election", fn, "rlock_watch_election");
-  return rc != RLOCK_OK
-             ? rc
-             : watch_new(out, election->lock, fn, arg, "rlock_watch_election");
+  return watch_new(out, election, election ? election->lock : NULL, "election",
+                   fn, arg, "rlock_watch_election");
 }
 
 const char *rlock_watch_channel(const rlock_watch *w) {
