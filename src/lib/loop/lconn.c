@@ -121,40 +121,37 @@ static int cut_short(rlock_client *c, rlock__lconn *k, int64_t now,
   return 1;
 }
 
+/* When the connection's own timeout ends: its connect timeout while it
+ * opens, else the command timeout after the last answer due. */
+static int64_t own_until(const rlock_client *c, const rlock__lconn *k) {
+  return k->state == RLOCK__LCONN_READY ? k->due_since_us + command_us(c)
+                                        : k->connect_until_us;
+}
+
 static void on_timer(rlock_client *c, rlock__ltimer *t) {
   rlock__lconn *k = of_timer(t);
   int64_t now = rlock__now_us();
-  if (k->state == RLOCK__LCONN_CONNECTING ||
-      k->state == RLOCK__LCONN_RESOLVING) {
-    int64_t next = k->connect_until_us;
-    if (cut_short(c, k, now, &next))
-      return;
-    if (now < k->connect_until_us) {
-      rlock__ltimer_at(c, t, next);
-      return;
-    }
-    if (k->state == RLOCK__LCONN_CONNECTING)
-      rlock__dial_timed_out(&k->dial, c->cfg.connect_timeout_ms);
-    else
-      rlock__err(RLOCK_ETIMEOUT,
-                 "cannot connect to redis %s: name lookup did not finish in "
-                 "time",
-                 k->where);
-    rlock__lconn_fail(c, k, rlock_error_last()->code);
+  if (k->state == RLOCK__LCONN_CLOSED ||
+      (k->state == RLOCK__LCONN_READY && k->due == 0))
     return;
-  }
-  if (k->state != RLOCK__LCONN_READY || k->due == 0)
-    return;
-  int64_t next = k->due_since_us + command_us(c);
+  int64_t next = own_until(c, k);
   if (cut_short(c, k, now, &next))
     return;
-  if (now < k->due_since_us + command_us(c)) {
+  if (now < own_until(c, k)) { /* answers may have come meanwhile */
     rlock__ltimer_at(c, t, next);
     return;
   }
-  rlock__err(RLOCK_ETIMEOUT, "redis %s: no answer in time (%lld ms)", k->where,
-             (long long)c->cfg.command_timeout_ms);
-  rlock__lconn_fail(c, k, RLOCK_ETIMEOUT);
+  if (k->state == RLOCK__LCONN_CONNECTING)
+    rlock__dial_timed_out(&k->dial, c->cfg.connect_timeout_ms);
+  else if (k->state == RLOCK__LCONN_RESOLVING)
+    rlock__err(RLOCK_ETIMEOUT,
+               "cannot connect to redis %s: name lookup did not finish in "
+               "time",
+               k->where);
+  else
+    rlock__err(RLOCK_ETIMEOUT, "redis %s: no answer in time (%lld ms)",
+               k->where, (long long)c->cfg.command_timeout_ms);
+  rlock__lconn_fail(c, k, rlock_error_last()->code);
 }
 
 /* ---- bytes out --------------------------------------------------------- */
