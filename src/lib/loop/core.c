@@ -133,6 +133,14 @@ rlock_op *rlock__lop_new(rlock_lock *l, int type) {
   return op;
 }
 
+void rlock__lop_ignore(void *arg, int rc, int64_t value) {
+  (void)arg, (void)rc, (void)value;
+}
+
+int rlock__lop_canceled(void) {
+  return rlock__err(RLOCK_ECANCELED, "wait canceled");
+}
+
 int rlock__lop_check_owner(uint64_t owner, const char *fn) {
   if (owner == RLOCK_OWNER_THREAD)
     return rlock__err(RLOCK_EINVAL,

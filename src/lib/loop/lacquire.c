@@ -198,18 +198,15 @@ static int retryable(const rlock__lreq *r, int rc, int transient) {
  * never tried again (plan.h's rlock__settled). */
 static void settled_failed(rlock_op *op, int untaken) {
   rlock__err(op->settle_rc, "%s", op->msg);
-  if (op->canceled) {
-    rlock__err(RLOCK_ECANCELED, "wait canceled");
-    fail(op, RLOCK_ECANCELED);
-  } else if (!untaken || !ride_out(op, 1)) {
+  if (op->canceled)
+    fail(op, rlock__lop_canceled());
+  else if (!untaken || !ride_out(op, 1))
     outage_fail(op, op->settle_rc);
-  }
 }
 
 static void settled_taken(rlock_op *op, int64_t token) {
   if (op->canceled) {
-    rlock__err(RLOCK_ECANCELED, "wait canceled");
-    give_back(op, RLOCK_ECANCELED);
+    give_back(op, rlock__lop_canceled());
     return;
   }
   acquired(op, token);
@@ -288,9 +285,10 @@ static void undo_done(rlock_client *c, rlock__lreq *r) {
   rlock__call_clear(&r->call);
   int64_t next = rlock__plan_unconfirmed_again(&op->plan);
   if (op->canceled || next == 0) {
-    rlock__err(op->canceled ? RLOCK_ECANCELED : RLOCK_EREPLICA, "%s",
-               op->canceled ? "wait canceled" : op->msg);
-    done(op, op->canceled ? RLOCK_ECANCELED : RLOCK_EREPLICA, 0);
+    done(op,
+         op->canceled ? rlock__lop_canceled()
+                      : rlock__err(RLOCK_EREPLICA, "%s", op->msg),
+         0);
     return;
   }
   sleep_until(op, RLOCK__LACQ_SLEEPING, next); /* then attempt again */
@@ -337,11 +335,10 @@ static void attempt_done(rlock_client *c, rlock__lreq *r) {
     return;
   }
   if (op->canceled) {
-    rlock__err(RLOCK_ECANCELED, "wait canceled");
     if (rc == RLOCK_OK)
-      give_back(op, RLOCK_ECANCELED);
+      give_back(op, rlock__lop_canceled());
     else
-      fail(op, RLOCK_ECANCELED);
+      fail(op, rlock__lop_canceled());
     return;
   }
   if (rc == RLOCK_OK && rlock__call_unconfirmed(&r->call)) {
@@ -443,8 +440,7 @@ void rlock__lacquire_cancel(rlock_op *op) {
       op->state == RLOCK__LACQ_SETTLING || op->state == RLOCK__LACQ_GIVING_BACK)
     return; /* decided when the answer comes */
   rlock__ltimer_stop(op->c, &op->timer);
-  rlock__err(RLOCK_ECANCELED, "wait canceled");
-  fail(op, RLOCK_ECANCELED);
+  fail(op, rlock__lop_canceled());
 }
 
 void rlock__lacquire_cancel_member(rlock_op *op) {

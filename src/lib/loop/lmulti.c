@@ -30,8 +30,6 @@ enum { TAKING, RELETTING, GIVING_BACK };
 
 static void step(rlock_op *op);
 
-static void noop(void *arg, int rc, int64_t v) { (void)arg, (void)rc, (void)v; }
-
 static void release_next(rlock_op *op);
 
 /* Fail with rc (the last error's message): give back `held` members. */
@@ -45,8 +43,7 @@ static void fail(rlock_op *op, int rc, size_t held) {
 
 static void taken_next(rlock_op *op, int rc) {
   if (rc == RLOCK_OK && op->canceled) {
-    rlock__err(RLOCK_ECANCELED, "wait canceled");
-    fail(op, RLOCK_ECANCELED, op->index + 1);
+    fail(op, rlock__lop_canceled(), op->index + 1);
     return;
   }
   if (rc != RLOCK_OK) {
@@ -132,8 +129,7 @@ static void relet(rlock_op *op) {
 static void step(rlock_op *op) {
   size_t n = op->multi->n;
   if (op->canceled) {
-    rlock__err(RLOCK_ECANCELED, "wait canceled");
-    fail(op, RLOCK_ECANCELED, op->phase == TAKING ? op->index : n);
+    fail(op, rlock__lop_canceled(), op->phase == TAKING ? op->index : n);
     return;
   }
   if (op->phase == TAKING && op->index < n) {
@@ -171,7 +167,7 @@ void rlock__lmulti_abandon(rlock_op *op) {
   op->child = NULL;
   if (child == NULL)
     return;
-  child->cb = noop;
+  child->cb = rlock__lop_ignore;
   /* On another client, which lives on: canceled, it gives back a late
    * grant by itself. (On this one it is completed with the client.) */
   if (child->c != op->c)

@@ -480,6 +480,11 @@ void rlock__lop_finish(rlock_op *op, int rc, int64_t value);
  * thread, none being freed. RLOCK_OK, or the refusal naming `fn`. */
 int rlock__lop_check_clients(rlock_lock *const *locks, size_t n,
                              const char *fn);
+/* A callback that does nothing: an operation whose outcome no one awaits
+ * (a watch's join, a member whose parent stopped listening). */
+void rlock__lop_ignore(void *arg, int rc, int64_t value);
+/* RLOCK_ECANCELED, with the message of a wait canceled (rlock_op_cancel). */
+int rlock__lop_canceled(void);
 /* The owner number check shared by the _async entry points. */
 int rlock__lop_check_owner(uint64_t owner, const char *fn);
 /* An _async acquisition's options, checked into *o: required, an explicit

@@ -22,10 +22,6 @@ int rlock__lparty_check(rlock_client *c, const char *fn) {
   return RLOCK_OK;
 }
 
-static void joined(void *arg, int rc, int64_t value) {
-  (void)arg, (void)rc, (void)value;
-}
-
 /* The leave ran (or the loop closed without running it: RLOCK_ECLOSED,
  * and the channel is gone with the loop): the waiting free goes on. */
 static void left(void *arg, int rc, int64_t value) {
@@ -49,7 +45,7 @@ static rlock_op *op_new(rlock__lparty *p, rlock_async_fn done) {
 int rlock__lparty_init(rlock__lparty *p, rlock_client *c, void *owner) {
   p->c = c;
   p->owner = owner;
-  if ((p->join = op_new(p, joined)) == NULL ||
+  if ((p->join = op_new(p, rlock__lop_ignore)) == NULL ||
       (p->leave = op_new(p, left)) == NULL) {
     free(p->join);
     return RLOCK_ENOMEM;
