@@ -154,7 +154,8 @@ static void multi_start(rlock_op *op) {
   step(op);
 }
 
-void rlock__lmulti_cancel(rlock_op *op) {
+/* rlock_op_cancel on the loop thread. */
+static void multi_cancel(rlock_op *op) {
   if (op->canceled || op->finished)
     return;
   op->canceled = 1;
@@ -162,7 +163,9 @@ void rlock__lmulti_cancel(rlock_op *op) {
     rlock__lacquire_cancel_member(op->child); /* its answer moves on */
 }
 
-void rlock__lmulti_abandon(rlock_op *op) {
+/* The client is being freed: the operation's child, if any, tells it
+ * nothing any more. */
+static void multi_abandon(rlock_op *op) {
   rlock_op *child = op->child;
   op->child = NULL;
   if (child == NULL)
@@ -202,8 +205,8 @@ int rlock_multilock_acquire_async(rlock_multilock *m,
   rlock_op *op = rlock__lop_new(m->members[0], RLOCK__LOP_MULTI);
   if (op == NULL)
     return RLOCK_ENOMEM;
-  op->cancel = rlock__lmulti_cancel;
-  op->abandon = rlock__lmulti_abandon;
+  op->cancel = multi_cancel;
+  op->abandon = multi_abandon;
   op->cb = cb;
   op->arg = arg;
   op->multi = m;
@@ -259,8 +262,8 @@ int rlock_multilock_release_async(rlock_multilock *m, uint64_t owner,
   rlock_op *op = rlock__lop_new(m->members[0], RLOCK__LOP_MULTI);
   if (op == NULL)
     return RLOCK_ENOMEM;
-  op->cancel = rlock__lmulti_cancel;
-  op->abandon = rlock__lmulti_abandon;
+  op->cancel = multi_cancel;
+  op->abandon = multi_abandon;
   op->cb = cb;
   op->arg = arg;
   op->multi = m;

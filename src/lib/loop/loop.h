@@ -502,18 +502,6 @@ void rlock__lrelet_start(rlock_op *op);
 /* lops.c: an observation's start (RLOCK__LOP_OBSERVE, leader_cb set). */
 void rlock__lobserve_start(rlock_op *op);
 
-/* lmulti.c */
-void rlock__lmulti_cancel(rlock_op *op);
-/* The client is being freed: the operation's child, if any, tells it
- * nothing any more. */
-void rlock__lmulti_abandon(rlock_op *op);
-
-/* lredlock.c */
-void rlock__lredlock_cancel(rlock_op *op);
-/* The client is being freed: cancel the members' pending attempts, which
- * tell it nothing any more. */
-void rlock__lredlock_abandon(rlock_op *op);
-
 /* Enter and leave another loop client from inside one's turn (a RedLock's
  * members are on several clients): what is queued on `c` meanwhile goes
  * out, and its completions are scheduled, when the outermost leave runs. */

@@ -303,7 +303,8 @@ static void redlock_start(rlock_op *op) {
   new_round(op);
 }
 
-void rlock__lredlock_cancel(rlock_op *op) {
+/* rlock_op_cancel on the loop thread. */
+static void redlock_cancel(rlock_op *op) {
   if (op->canceled || op->finished || op->red == NULL)
     return;
   op->canceled = 1;
@@ -320,7 +321,9 @@ void rlock__lredlock_cancel(rlock_op *op) {
   } /* GIVING_BACK: ends canceled once given back */
 }
 
-void rlock__lredlock_abandon(rlock_op *op) {
+/* The client is being freed: cancel the members' pending attempts, which
+ * tell it nothing any more. */
+static void redlock_abandon(rlock_op *op) {
   if (op->red == NULL)
     return;
   for (size_t i = 0; i < op->redlock->n; i++)
@@ -414,8 +417,8 @@ static rlock_op *op_new(rlock_redlock *r, const caller *who, uint64_t owner) {
   rlock_op *op = rlock__lop_new(r->members[0], RLOCK__LOP_REDLOCK);
   if (op == NULL)
     return NULL;
-  op->cancel = rlock__lredlock_cancel;
-  op->abandon = rlock__lredlock_abandon;
+  op->cancel = redlock_cancel;
+  op->abandon = redlock_abandon;
   struct rlock__lred *red = rlock__calloc(1, sizeof *red);
   if (red != NULL && (red->res = rlock__calloc(1, sizeof *red->res)) == NULL) {
     free(red);
