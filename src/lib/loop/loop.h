@@ -332,14 +332,28 @@ typedef enum rlock__chan_event {
   RLOCK__CHAN_WOKEN_ALL  /* messages possibly missed: each tries again */
 } rlock__chan_event;
 
+/* A place in one of a channel's lists (lsub.c): its waiters, or its
+ * watchers, each in the order they joined. */
+typedef struct rlock__llink rlock__llink;
+struct rlock__llink {
+  rlock__llink *prev, *next;
+};
+
+/* One of a channel's lists. A walk over it visits `cursor` next, which
+ * a member leaving on the way moves past itself. */
+typedef struct rlock__llist {
+  rlock__llink *first, *last, *cursor;
+  int n;
+} rlock__llist;
+
 /* One party waiting on a channel (lsub.c): a loop acquisition
  * (lacquire.c), or a blocking client's channel front (blocking/pubsub.c),
  * which stands for every thread of that client waiting on the channel.
  * Its owner fills asleep and event, then joins. */
 typedef struct rlock__lwaiter rlock__lwaiter;
 struct rlock__lwaiter {
-  rlock__lchan *chan;          /* NULL: on no channel */
-  rlock__lwaiter *prev, *next; /* the channel's waiters, in arrival order */
+  rlock__llink at;    /* first: its place among the channel's waiters */
+  rlock__lchan *chan; /* NULL: on no channel */
   /* Whether an unlock message "0" goes to it now (it sleeps on it); one
    * that none takes is kept as a permit (rlock__lsub_take_permit). */
   int (*asleep)(const rlock__lwaiter *w);
@@ -360,8 +374,8 @@ typedef enum rlock__watch_event {
  * counted among them, so it takes no unlock message and keeps no permit. */
 typedef struct rlock__lwatcher rlock__lwatcher;
 struct rlock__lwatcher {
-  rlock__lchan *chan;           /* NULL: on no channel */
-  rlock__lwatcher *prev, *next; /* the channel's watchers */
+  rlock__llink at;    /* first: its place among the channel's watchers */
+  rlock__lchan *chan; /* NULL: on no channel */
   /* It may leave the channel meanwhile (also other watchers). */
   void (*event)(rlock__lwatcher *w, rlock__watch_event what,
                 const char *payload, size_t len);
@@ -577,17 +591,13 @@ struct rlock__lchan {
   rlock__lconn *k;      /* the subscriber it is (being) subscribed on */
   char *name;
   size_t len;
-  int state;                    /* enum rlock__lchan_state */
-  int permits;                  /* unlock messages no waiter has taken yet */
-  rlock__lwaiter *first, *last; /* waiters, in arrival order */
-  rlock__lwaiter *cursor;       /* the next waiter a walk visits */
-  int walking;                  /* a walk over the waiters is under way */
-  int64_t wakes; /* what the message being delivered wakes (RLOCK__CHAN
-                    _WOKEN): how many, RLOCK__WAKE_ALL for all */
-  int nwaiters;
-  rlock__lwatcher *wfirst, *wlast; /* watchers (they keep it subscribed) */
-  rlock__lwatcher *wcursor;        /* the next watcher a telling visits */
-  int nwatchers;
+  int state;             /* enum rlock__lchan_state */
+  int permits;           /* unlock messages no waiter has taken yet */
+  rlock__llist waiters;  /* rlock__lwaiter.at, in arrival order */
+  int walking;           /* a walk over the waiters is under way */
+  int64_t wakes;         /* what the message being delivered wakes (RLOCK__CHAN
+                            _WOKEN): how many, RLOCK__WAKE_ALL for all */
+  rlock__llist watchers; /* rlock__lwatcher.at (they keep it subscribed) */
 };
 
 /* The states of an acquisition (lacquire.c), which the subscriber reads
