@@ -168,22 +168,30 @@ int rlock__lop_options(rlock_acquire_options *o,
   return RLOCK_OK;
 }
 
-static void link_op(rlock__loop *lp, rlock_op *op) {
-  op->next = lp->ops;
-  op->prev = NULL;
-  if (lp->ops != NULL)
-    lp->ops->prev = op;
-  lp->ops = op;
+void rlock__llist_add(rlock__llist *l, rlock__llink *e) {
+  e->next = NULL;
+  e->prev = l->last;
+  if (l->last != NULL)
+    l->last->next = e;
+  else
+    l->first = e;
+  l->last = e;
+  l->n++;
 }
 
-static void unlink_op(rlock__loop *lp, rlock_op *op) {
-  if (op->prev != NULL)
-    op->prev->next = op->next;
+void rlock__llist_del(rlock__llist *l, rlock__llink *e) {
+  if (l->cursor == e)
+    l->cursor = e->next;
+  if (e->prev != NULL)
+    e->prev->next = e->next;
   else
-    lp->ops = op->next;
-  if (op->next != NULL)
-    op->next->prev = op->prev;
-  op->prev = op->next = NULL;
+    l->first = e->next;
+  if (e->next != NULL)
+    e->next->prev = e->prev;
+  else
+    l->last = e->prev;
+  e->prev = e->next = NULL;
+  l->n--;
 }
 
 int rlock__lop_submit(rlock_op *op, void (*start)(rlock_op *op)) {
@@ -203,7 +211,7 @@ int rlock__lop_submit(rlock_op *op, void (*start)(rlock_op *op)) {
     return RLOCK_OK;
   }
   enter(c);
-  link_op(lp, op);
+  rlock__llist_add(&lp->ops, &op->at);
   start(op);
   leave(c, 0);
   return RLOCK_OK;
@@ -220,7 +228,7 @@ void rlock__lop_finish(rlock_op *op, int rc, int64_t value) {
     snprintf(op->msg, sizeof op->msg, "%s", rlock_error_last()->message);
   op->finished = 1;
   rlock__ltimer_stop(op->c, &op->timer);
-  unlink_op(lp, op);
+  rlock__llist_del(&lp->ops, &op->at);
   op->later = NULL;
   if (lp->done_last != NULL)
     lp->done_last->later = op;
@@ -309,7 +317,7 @@ static void take_inbox(rlock_client *c) {
   while (op != NULL && !lp->doomed) {
     rlock_op *next = op->later;
     op->later = NULL;
-    link_op(lp, op);
+    rlock__llist_add(&lp->ops, &op->at);
     op->start(op);
     op = next;
   }
@@ -475,11 +483,11 @@ static void close_all(rlock_client *c) {
   pthread_mutex_unlock(&lp->inbox_mu);
   while (in != NULL) { /* never started: linked now, finished below */
     rlock_op *next = in->later;
-    link_op(lp, in);
+    rlock__llist_add(&lp->ops, &in->at);
     in = next;
   }
-  while (lp->ops != NULL) {
-    rlock_op *op = lp->ops;
+  while (lp->ops.last != NULL) { /* the latest first */
+    rlock_op *op = (rlock_op *)((char *)lp->ops.last - offsetof(rlock_op, at));
     if (op->abandon != NULL)
       op->abandon(op);
     rlock__err(RLOCK_ECLOSED, "client freed");

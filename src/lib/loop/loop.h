@@ -84,6 +84,24 @@ typedef struct rlock__lconn rlock__lconn;
  * with the array as it was. */
 int rlock__lgrow(void *arr, size_t *cap, size_t n, size_t size, size_t first);
 
+/* A place in a list: a channel's waiters or watchers (lsub.c), the live
+ * operations (core.c). Its owner embeds it. */
+typedef struct rlock__llink rlock__llink;
+struct rlock__llink {
+  rlock__llink *prev, *next;
+};
+
+/* A list, in the order its members were added. A walk over it visits
+ * `cursor` next, which a member taken out on the way moves past itself. */
+typedef struct rlock__llist {
+  rlock__llink *first, *last, *cursor;
+  int n;
+} rlock__llist;
+
+/* Add `e` at the end of `l`; take it out (core.c). */
+void rlock__llist_add(rlock__llist *l, rlock__llink *e);
+void rlock__llist_del(rlock__llist *l, rlock__llink *e);
+
 /* ---- timers (timer.c) --------------------------------------------- */
 
 typedef struct rlock__ltimer rlock__ltimer;
@@ -332,20 +350,6 @@ typedef enum rlock__chan_event {
   RLOCK__CHAN_WOKEN_ALL  /* messages possibly missed: each tries again */
 } rlock__chan_event;
 
-/* A place in one of a channel's lists (lsub.c): its waiters, or its
- * watchers, each in the order they joined. */
-typedef struct rlock__llink rlock__llink;
-struct rlock__llink {
-  rlock__llink *prev, *next;
-};
-
-/* One of a channel's lists. A walk over it visits `cursor` next, which
- * a member leaving on the way moves past itself. */
-typedef struct rlock__llist {
-  rlock__llink *first, *last, *cursor;
-  int n;
-} rlock__llist;
-
 /* One party waiting on a channel (lsub.c): a loop acquisition
  * (lacquire.c), or a blocking client's channel front (blocking/pubsub.c),
  * which stands for every thread of that client waiting on the channel.
@@ -401,7 +405,7 @@ struct rlock_op {
                                   found); freed after the callback */
   char msg[512];
   /* links */
-  rlock_op *prev, *next;       /* every live operation */
+  rlock__llink at;             /* among the live operations */
   rlock_op *later;             /* the inbox, or the completions */
   void (*start)(rlock_op *op); /* while in the inbox */
   int finished;                /* outcome set, callback due */
@@ -650,7 +654,7 @@ typedef struct rlock__loop {
   int64_t armed_us; /* what the adapter's timer is armed for */
   rlock__ltimer **heap;
   size_t nheap, capheap;
-  rlock_op *ops;                    /* live operations */
+  rlock__llist ops;                 /* live operations (rlock_op.at) */
   rlock_op *done_first, *done_last; /* completions due */
   pthread_mutex_t inbox_mu;
   rlock_op *inbox_first, *inbox_last;

@@ -60,34 +60,6 @@ static int unused(const rlock__lchan *ch) {
   return ch->waiters.n == 0 && ch->watchers.n == 0;
 }
 
-/* Add `e` at the end of `l`. */
-static void link_in(rlock__llist *l, rlock__llink *e) {
-  e->next = NULL;
-  e->prev = l->last;
-  if (l->last != NULL)
-    l->last->next = e;
-  else
-    l->first = e;
-  l->last = e;
-  l->n++;
-}
-
-/* Take `e` out of `l`; a walk under way goes on after it. */
-static void link_out(rlock__llist *l, rlock__llink *e) {
-  if (l->cursor == e)
-    l->cursor = e->next;
-  if (e->prev != NULL)
-    e->prev->next = e->next;
-  else
-    l->first = e->next;
-  if (e->next != NULL)
-    e->next->prev = e->prev;
-  else
-    l->last = e->prev;
-  e->prev = e->next = NULL;
-  l->n--;
-}
-
 static void chan_drop(rlock_client *c, rlock__lchan *ch) {
   rlock__lconn *k = ch->k;
   for (size_t i = 0; k != NULL && i < k->nsent; i++) /* confirmations due */
@@ -228,7 +200,7 @@ int rlock__lsub_join(rlock_client *c, rlock__lwaiter *w, const char *channel) {
   if (rc != RLOCK_OK)
     return rc;
   w->chan = ch;
-  link_in(&ch->waiters, &w->at);
+  rlock__llist_add(&ch->waiters, &w->at);
   return ch->state == RLOCK__LCHAN_ACTIVE;
 }
 
@@ -236,7 +208,7 @@ static void part(rlock_client *c, rlock__lwaiter *w, int linger) {
   rlock__lchan *ch = w->chan;
   if (ch == NULL)
     return;
-  link_out(&ch->waiters, &w->at);
+  rlock__llist_del(&ch->waiters, &w->at);
   w->chan = NULL;
   if (unused(ch) && !ch->walking)
     idle(c, ch, linger);
@@ -295,7 +267,7 @@ int rlock__lsub_watch(rlock_client *c, rlock__lwatcher *w,
   if (rc != RLOCK_OK)
     return rc;
   w->chan = ch;
-  link_in(&ch->watchers, &w->at);
+  rlock__llist_add(&ch->watchers, &w->at);
   if (ch->state == RLOCK__LCHAN_ACTIVE)
     w->event(w, RLOCK__WATCH_UP, NULL, 0);
   return RLOCK_OK;
@@ -305,7 +277,7 @@ void rlock__lsub_unwatch(rlock_client *c, rlock__lwatcher *w) {
   rlock__lchan *ch = w->chan;
   if (ch == NULL)
     return;
-  link_out(&ch->watchers, &w->at);
+  rlock__llist_del(&ch->watchers, &w->at);
   w->chan = NULL;
   if (unused(ch) && !ch->walking)
     idle(c, ch, 1);
