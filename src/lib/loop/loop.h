@@ -405,8 +405,8 @@ struct rlock_op {
                                   found); freed after the callback */
   char msg[512];
   /* links */
-  rlock__llink at;             /* among the live operations */
-  rlock_op *later;             /* the inbox, or the completions */
+  rlock__llink at;             /* in the inbox, then among the live
+                                  operations, then the completions due */
   void (*start)(rlock_op *op); /* while in the inbox */
   int finished;                /* outcome set, callback due */
   /* An acquisition's own steps (NULL for the other operations): cancel it
@@ -654,10 +654,10 @@ typedef struct rlock__loop {
   int64_t armed_us; /* what the adapter's timer is armed for */
   rlock__ltimer **heap;
   size_t nheap, capheap;
-  rlock__llist ops;                 /* live operations (rlock_op.at) */
-  rlock_op *done_first, *done_last; /* completions due */
+  rlock__llist ops;  /* live operations (rlock_op.at) */
+  rlock__llist done; /* completions due (rlock_op.at) */
   pthread_mutex_t inbox_mu;
-  rlock_op *inbox_first, *inbox_last;
+  rlock__llist inbox; /* operations started off the loop thread */
   /* rlock_op_cancel from other threads (core.c) */
   rlock_op *cancel_first, *cancel_last;
   atomic_int lookups_done; /* a name lookup thread woke the loop */
