@@ -83,9 +83,11 @@ void rlock__lconn_answered(rlock__lconn *k) {
  * INT64_MAX (rlock__lreq.bound_us). */
 static int64_t earliest_bound(const rlock__lconn *k) {
   int64_t at = INT64_MAX;
-  for (const rlock__lreq *r = k->head; r != NULL; r = r->next)
-    if (r->bound_us != 0 && r->bound_us < at)
-      at = r->bound_us;
+  for (rlock__llink *e = k->reqs.first; e != NULL; e = e->next) {
+    int64_t bound = rlock__lreq_at(e)->bound_us;
+    if (bound != 0 && bound < at)
+      at = bound;
+  }
   return at;
 }
 
@@ -396,10 +398,10 @@ static int shut(rlock_client *c, rlock__lconn *k) {
 /* Whether every request on the connection is quiet (rlock__lreq.quiet):
  * its failure then concerns no caller, so it is no warning. */
 static int only_quiet(const rlock__lconn *k) {
-  for (const rlock__lreq *r = k->head; r != NULL; r = r->next)
-    if (!r->quiet)
+  for (rlock__llink *e = k->reqs.first; e != NULL; e = e->next)
+    if (!rlock__lreq_at(e)->quiet)
       return 0;
-  return k->head != NULL;
+  return k->reqs.first != NULL;
 }
 
 void rlock__lconn_fail(rlock_client *c, rlock__lconn *k, int rc) {
@@ -411,16 +413,15 @@ void rlock__lconn_fail(rlock_client *c, rlock__lconn *k, int rc) {
     rlock__obs_log(&c->obs, quiet ? RLOCK_LOG_DEBUG : RLOCK_LOG_WARN,
                    "loop: %s", why.message);
   uint64_t written = k->written;
-  rlock__lreq *r = k->head;
-  k->head = k->tail = NULL;
-  while (r != NULL) {
-    rlock__lreq *next = r->next;
-    r->next = NULL;
+  rlock__llist reqs = k->reqs; /* its links are its requests' own */
+  k->reqs = (rlock__llist){0};
+  rlock__lreq *r;
+  while ((r = rlock__lreq_at(reqs.first)) != NULL) {
+    rlock__llist_del(&reqs, &r->at);
     if (rlock__req_wait_reply_lost(&r->q)) { /* answered but for WAIT's */
       r->call.served_by = k->where;
       rlock__error_restore(&why);
       rlock__lreq_answered(c, k, r, RLOCK__STEP_DONE);
-      r = next;
       continue;
     }
     r->q.rc = rc;
@@ -429,7 +430,6 @@ void rlock__lconn_fail(rlock_client *c, rlock__lconn *k, int rc) {
     r->call.transient = was != RLOCK__LCONN_READY || written <= r->start;
     rlock__error_restore(&why);
     rlock__lreq_failed(c, r);
-    r = next;
   }
   if (k->on_down != NULL && was != RLOCK__LCONN_CLOSED) {
     rlock__error_restore(&why);
@@ -459,7 +459,7 @@ static void load_answered(rlock__lconn *k, rlock__reply *reply) {
 
 /* The request at the head takes a reply; done, resent or kept. */
 static void feed_head(rlock_client *c, rlock__lconn *k, rlock__reply *reply) {
-  rlock__lreq *r = k->head;
+  rlock__lreq *r = rlock__lreq_at(k->reqs.first);
   r->replies--;
   if (r->load_due) {
     r->load_due = 0;
@@ -469,10 +469,7 @@ static void feed_head(rlock_client *c, rlock__lconn *k, rlock__reply *reply) {
   rlock__step step = rlock__req_feed(&r->q, k->where, reply);
   if (step == RLOCK__STEP_MORE && r->replies > 0)
     return;
-  k->head = r->next;
-  if (k->head == NULL)
-    k->tail = NULL;
-  r->next = NULL;
+  rlock__llist_del(&k->reqs, &r->at);
   r->call.served_by = k->where;
   if (step == RLOCK__STEP_RESEND)
     k->nevald = 0; /* NOSCRIPT: the server's scripts were flushed */
@@ -495,7 +492,7 @@ static void dispatch(rlock_client *c, rlock__lconn *k, rlock__reply *reply) {
     k->on_reply(c, k, reply);
     return;
   }
-  if (k->head == NULL) {
+  if (k->reqs.first == NULL) {
     rlock__reply_free(reply);
     rlock__err(RLOCK_EPROTO, "redis %s: a reply nobody asked for", k->where);
     rlock__lconn_fail(c, k, RLOCK_EPROTO);
@@ -606,7 +603,6 @@ static int first_use(rlock__lconn *k, rlock__req *q) {
 }
 
 void rlock__lreq_queue(rlock_client *c, rlock__lconn *k, rlock__lreq *r) {
-  r->next = NULL;
   int rc = rlock__lconn_open(c, k);
   if (k->off > 0 && k->off == k->out.len)
     k->off = k->out.len = 0;
@@ -631,11 +627,7 @@ void rlock__lreq_queue(rlock_client *c, rlock__lconn *k, rlock__lreq *r) {
   r->sent_us = rlock__now_us();
   r->replies = 1 + r->load_due + r->q.asking_reply + (r->q.wait_due ? 1 : 0);
   rlock__lconn_expect(c, k, r->replies);
-  if (k->tail != NULL)
-    k->tail->next = r;
-  else
-    k->head = r;
-  k->tail = r;
+  rlock__llist_add(&k->reqs, &r->at);
   rlock__lconn_watch_bound(c, k, r->bound_us);
 }
 
@@ -648,5 +640,5 @@ void rlock__lconn_watch_bound(rlock_client *c, rlock__lconn *k,
 
 void rlock__lconn_close(rlock_client *c, rlock__lconn *k) {
   shut(c, k);
-  k->head = k->tail = NULL;
+  k->reqs = (rlock__llist){0};
 }

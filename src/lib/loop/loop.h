@@ -168,9 +168,16 @@ struct rlock__lreq {
   uint64_t start;           /* bytes queued on the connection before it */
   int replies;              /* replies still due for what was sent */
   int load_due;             /* SCRIPT LOAD\'s reply comes first */
-  rlock__lreq *next;        /* FIFO */
+  rlock__llink at; /* in a connection's FIFO, or waiting (parked, behind
+                     an INFO: ltopo.c) */
   void (*done)(rlock_client *c, rlock__lreq *r);
 };
+
+/* The request whose link `e` is (NULL: none). */
+static inline rlock__lreq *rlock__lreq_at(rlock__llink *e) {
+  return e != NULL ? (rlock__lreq *)((char *)e - offsetof(rlock__lreq, at))
+                   : NULL;
+}
 
 /* Send `r->call` (built by the caller) to the node that serves its key,
  * its answer to `done` (r->q is set up here): routed through the topology
@@ -207,10 +214,10 @@ struct rlock__lconn {
   struct rlock__tls_conn *tls; /* NULL: plain text */
   const char *login[2];        /* the login commands whose replies are due */
   int login_due;
-  int due;                  /* answers expected (not unlock messages) */
-  int64_t due_since_us;     /* the last answer, or the first one due */
-  int64_t rx_us;            /* when bytes last came in */
-  rlock__lreq *head, *tail; /* requests, in the order they were sent */
+  int due;              /* answers expected (not unlock messages) */
+  int64_t due_since_us; /* the last answer, or the first one due */
+  int64_t rx_us;        /* when bytes last came in */
+  rlock__llist reqs;    /* requests, in the order they were sent */
   /* Scripts loaded on this connection's server: the first use of each
    * is preceded by SCRIPT LOAD, pipelined (so no NOSCRIPT sends a request
    * back to the tail, past later ones: scripts loaded so are never
@@ -245,7 +252,7 @@ struct rlock__lnode {
   rlock__lconn sub; /* its subscriptions (lsub.c) */
   rlock__lreq info; /* INFO replication, while the count is asked */
   int info_busy;
-  rlock__lreq *await_first, *await_last; /* lock writes waiting for it */
+  rlock__llist await; /* lock writes waiting for it (rlock__lreq.at) */
 };
 
 /* Set up a closed connection to `ep` (borrowed; it must outlive k). */
@@ -678,7 +685,7 @@ typedef struct rlock__loop {
   int refreshing;
   int64_t refreshed_us; /* when the last one began */
   int master_changed;   /* Sentinel named a new master meanwhile */
-  rlock__lreq *parked_first, *parked_last; /* waiting for the refresh */
+  rlock__llist parked;  /* requests waiting for the refresh */
   /* the subscriber (lsub.c) */
   rlock__map chans;        /* channel -> rlock__lchan* */
   rlock__ltimer sub_retry; /* re-subscribing after a subscriber failed */

@@ -26,7 +26,6 @@ static rlock__lreq *of_retry(rlock__ltimer *t) {
 
 static void finish(rlock_client *c, rlock__lreq *r) {
   rlock__ltimer_stop(c, &r->retry);
-  r->next = NULL;
   r->done(c, r);
 }
 
@@ -152,7 +151,6 @@ void rlock__lreq_send(rlock_client *c, rlock__lreq *r,
                                            c->cfg.command_timeout_ms);
   r->until_us = r->deadline_us > floor ? r->deadline_us : floor;
   r->deadline_us = 0;
-  r->next = NULL;
   r->to = NULL;
   r->node = NULL;
   r->attempt = 0;
