@@ -171,32 +171,6 @@ int rlock__lop_options(rlock_acquire_options *o,
   return RLOCK_OK;
 }
 
-void rlock__llist_add(rlock__llist *l, rlock__llink *e) {
-  e->next = NULL;
-  e->prev = l->last;
-  if (l->last != NULL)
-    l->last->next = e;
-  else
-    l->first = e;
-  l->last = e;
-  l->n++;
-}
-
-void rlock__llist_del(rlock__llist *l, rlock__llink *e) {
-  if (l->cursor == e)
-    l->cursor = e->next;
-  if (e->prev != NULL)
-    e->prev->next = e->next;
-  else
-    l->first = e->next;
-  if (e->next != NULL)
-    e->next->prev = e->prev;
-  else
-    l->last = e->prev;
-  e->prev = e->next = NULL;
-  l->n--;
-}
-
 int rlock__lop_submit(rlock_op *op, void (*start)(rlock_op *op)) {
   rlock_client *c = op->c;
   rlock__loop *lp = c->loop;

@@ -98,9 +98,32 @@ typedef struct rlock__llist {
   int n;
 } rlock__llist;
 
-/* Add `e` at the end of `l`; take it out (core.c). */
-void rlock__llist_add(rlock__llist *l, rlock__llink *e);
-void rlock__llist_del(rlock__llist *l, rlock__llink *e);
+/* Add `e` at the end of `l`; take it out. */
+static inline void rlock__llist_add(rlock__llist *l, rlock__llink *e) {
+  e->next = NULL;
+  e->prev = l->last;
+  if (l->last != NULL)
+    l->last->next = e;
+  else
+    l->first = e;
+  l->last = e;
+  l->n++;
+}
+
+static inline void rlock__llist_del(rlock__llist *l, rlock__llink *e) {
+  if (l->cursor == e)
+    l->cursor = e->next;
+  if (e->prev != NULL)
+    e->prev->next = e->next;
+  else
+    l->first = e->next;
+  if (e->next != NULL)
+    e->next->prev = e->prev;
+  else
+    l->last = e->prev;
+  e->prev = e->next = NULL;
+  l->n--;
+}
 
 /* ---- timers (timer.c) --------------------------------------------- */
 
@@ -699,8 +722,8 @@ typedef struct rlock__loop {
   int64_t swatch_backoff_ms;
   size_t swatch_next; /* the sentinel to try next */
   /* the watchdog (lrenew.c) */
-  rlock__ltimer renew;        /* the watchdog's tick */
-  struct rlock__ltick *ticks; /* ticks with a batch in flight */
+  rlock__ltimer renew; /* the watchdog's tick */
+  rlock__llist ticks;  /* ticks with a batch in flight (lrenew.c) */
   /* the registry record (lregistry.c) */
   rlock__ltimer registry; /* the next write */
   rlock__lreq reg_req;    /* the write in flight */

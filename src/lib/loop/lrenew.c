@@ -40,13 +40,13 @@ typedef struct lane {
 } lane;
 
 struct rlock__ltick {
+  rlock__llink at; /* first: among the loop's ticks under way */
   rlock__renew_tick *t;
   lane **lanes;
   size_t nlanes, cap;
   size_t busy; /* lanes with a batch in flight */
   int held;    /* calls under way that use it: not ended from under them
                   (a request may end inside rlock__lreq_send) */
-  ltick *next; /* the loop's ticks under way */
 };
 
 static void arm_at(rlock_client *c, int64_t at) {
@@ -65,10 +65,12 @@ void rlock__lrenew_arm(rlock_client *c) {
 
 /* Whether a batch to `node` is in flight, from any tick. */
 static int node_busy(const rlock__loop *lp, const rlock__node *node) {
-  for (const ltick *k = lp->ticks; k != NULL; k = k->next)
+  for (const rlock__llink *e = lp->ticks.first; e != NULL; e = e->next) {
+    const ltick *k = (const ltick *)e;
     for (size_t i = 0; i < k->nlanes; i++)
       if (k->lanes[i]->busy && k->lanes[i]->node == node)
         return 1;
+  }
   return 0;
 }
 
@@ -96,12 +98,7 @@ static int add_todo(lane *ln, const rlock__renew_batch *b) {
 }
 
 static void tick_end(rlock_client *c, ltick *k) {
-  rlock__loop *lp = c->loop;
-  for (ltick **p = &lp->ticks; *p != NULL; p = &(*p)->next)
-    if (*p == k) {
-      *p = k->next;
-      break;
-    }
+  rlock__llist_del(&c->loop->ticks, &k->at);
   for (size_t i = 0; i < k->nlanes; i++) {
     free(k->lanes[i]->todo);
     free(k->lanes[i]);
@@ -199,8 +196,7 @@ void rlock__lrenew_tick(rlock_client *c, rlock__ltimer *timer) {
   }
   k->t = t;
   route_all(c, k);
-  k->next = lp->ticks;
-  lp->ticks = k;
+  rlock__llist_add(&lp->ticks, &k->at);
   k->held = 1;
   for (size_t i = 0; i < k->nlanes; i++)
     lane_send(c, k->lanes[i]);
