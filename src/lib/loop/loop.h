@@ -34,7 +34,8 @@
  *              at its lease's end and every interval;
  *   lacquire.c the acquisition state machine (attempt, subscribe, sleep
  *              until a message or the holder's TTL, attempt again);
- *   lops.c     release, force release and the queries;
+ *   lops.c     release, force release, the queries and fresh fixed
+ *              leases (an extension, a MultiLock member's);
  *   lwhois.c   rlock_client_whois_async: one GET of a registry record, an
  *              operation that belongs to no lock;
  *   lrenew.c   the watchdog's renewal tick (renew.c's steps) on the loop's
