@@ -174,10 +174,11 @@ int rlock__lsub_active(const rlock__lwaiter *w) {
 
 static rlock__lchan *chan_get(rlock_client *c, const char *channel);
 
-/* `channel`'s entry, subscribed or being subscribed, for a waiter or a
- * watcher to join: RLOCK_OK with *out, or the failure (nothing kept). */
-static int chan_for_joining(rlock_client *c, const char *channel,
-                            rlock__lchan **out) {
+/* Join `channel`, subscribed or being subscribed: `at` goes at the end
+ * of its waiters (or, `watcher`, of its watchers) and *chan names it.
+ * RLOCK_OK, or the failure (nothing kept). */
+static int join_list(rlock_client *c, const char *channel, int watcher,
+                     rlock__llink *at, rlock__lchan **chan) {
   rlock__lchan *ch = chan_get(c, channel);
   if (ch == NULL)
     return RLOCK_ENOMEM;
@@ -190,18 +191,14 @@ static int chan_for_joining(rlock_client *c, const char *channel,
       return rc;
     }
   }
-  *out = ch;
+  *chan = ch;
+  rlock__llist_add(watcher ? &ch->watchers : &ch->waiters, at);
   return RLOCK_OK;
 }
 
 int rlock__lsub_join(rlock_client *c, rlock__lwaiter *w, const char *channel) {
-  rlock__lchan *ch;
-  int rc = chan_for_joining(c, channel, &ch);
-  if (rc != RLOCK_OK)
-    return rc;
-  w->chan = ch;
-  rlock__llist_add(&ch->waiters, &w->at);
-  return ch->state == RLOCK__LCHAN_ACTIVE;
+  int rc = join_list(c, channel, 0, &w->at, &w->chan);
+  return rc != RLOCK_OK ? rc : w->chan->state == RLOCK__LCHAN_ACTIVE;
 }
 
 static void part(rlock_client *c, rlock__lwaiter *w, int linger) {
@@ -262,15 +259,10 @@ static rlock__lchan *chan_get(rlock_client *c, const char *channel) {
 
 int rlock__lsub_watch(rlock_client *c, rlock__lwatcher *w,
                       const char *channel) {
-  rlock__lchan *ch;
-  int rc = chan_for_joining(c, channel, &ch);
-  if (rc != RLOCK_OK)
-    return rc;
-  w->chan = ch;
-  rlock__llist_add(&ch->watchers, &w->at);
-  if (ch->state == RLOCK__LCHAN_ACTIVE)
+  int rc = join_list(c, channel, 1, &w->at, &w->chan);
+  if (rc == RLOCK_OK && w->chan->state == RLOCK__LCHAN_ACTIVE)
     w->event(w, RLOCK__WATCH_UP, NULL, 0);
-  return RLOCK_OK;
+  return rc;
 }
 
 void rlock__lsub_unwatch(rlock_client *c, rlock__lwatcher *w) {
