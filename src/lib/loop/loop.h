@@ -85,8 +85,10 @@ typedef struct rlock__lconn rlock__lconn;
  * with the array as it was. */
 int rlock__lgrow(void *arr, size_t *cap, size_t n, size_t size, size_t first);
 
-/* A place in a list: a channel's waiters or watchers (lsub.c), the live
- * operations (core.c). Its owner embeds it. */
+/* A place in a list: a channel's waiters or watchers (lsub.c), the
+ * operations in the inbox, live or done (core.c), a connection's requests
+ * or those waiting (lconn.c, ltopo.c), the renewal ticks (lrenew.c). Its
+ * owner embeds it. */
 typedef struct rlock__llink rlock__llink;
 struct rlock__llink {
   rlock__llink *prev, *next;
