@@ -29,14 +29,17 @@
 
 static void enter(rlock_client *c) { c->loop->depth++; }
 
+/* The operation whose link `e` is (NULL: none). */
+static rlock_op *op_of(rlock__llink *e) {
+  return e != NULL ? (rlock_op *)((char *)e - offsetof(rlock_op, at)) : NULL;
+}
+
 /* Run due callbacks, each with its operation's error as the last error. */
 static void run_completions(rlock_client *c) {
   rlock__loop *lp = c->loop;
-  while (lp->done_first != NULL && !lp->doomed) {
-    rlock_op *op = lp->done_first;
-    lp->done_first = op->later;
-    if (lp->done_first == NULL)
-      lp->done_last = NULL;
+  rlock_op *op;
+  while (!lp->doomed && (op = op_of(lp->done.first)) != NULL) {
+    rlock__llist_del(&lp->done, &op->at);
     if (op->rc != RLOCK_OK)
       rlock__err(op->rc, "%s", op->msg);
     if (op->type == RLOCK__LOP_INSPECT)
@@ -63,7 +66,7 @@ static void run_completions(rlock_client *c) {
 /* Tell the adapter when to call rlock_loop_timer next. */
 static void rearm(rlock_client *c) {
   rlock__loop *lp = c->loop;
-  int64_t at = lp->done_first != NULL ? 0 : rlock__ltimer_next(c);
+  int64_t at = lp->done.first != NULL ? 0 : rlock__ltimer_next(c);
   if (at == lp->armed_us)
     return;
   lp->armed_us = at;
@@ -113,11 +116,32 @@ rlock_op *rlock__lop_new_on(rlock_client *c, int type) {
   return op;
 }
 
+int rlock__lgrow(void *arr, size_t *cap, size_t n, size_t size, size_t first) {
+  if (n < *cap)
+    return RLOCK_OK;
+  void *p;
+  memcpy(&p, arr, sizeof p); /* an item **, read as the void * it is */
+  size_t want = *cap > 0 ? *cap * 2 : first;
+  if ((p = rlock__realloc(p, want * size)) == NULL)
+    return rlock__err(RLOCK_ENOMEM, "out of memory");
+  memcpy(arr, &p, sizeof p);
+  *cap = want;
+  return RLOCK_OK;
+}
+
 rlock_op *rlock__lop_new(rlock_lock *l, int type) {
   rlock_op *op = rlock__lop_new_on(l->client, type);
   if (op != NULL)
     op->l = l;
   return op;
+}
+
+void rlock__lop_ignore(void *arg, int rc, int64_t value) {
+  (void)arg, (void)rc, (void)value;
+}
+
+int rlock__lop_canceled(void) {
+  return rlock__err(RLOCK_ECANCELED, "wait canceled");
 }
 
 int rlock__lop_check_owner(uint64_t owner, const char *fn) {
@@ -147,42 +171,19 @@ int rlock__lop_options(rlock_acquire_options *o,
   return RLOCK_OK;
 }
 
-static void link_op(rlock__loop *lp, rlock_op *op) {
-  op->next = lp->ops;
-  op->prev = NULL;
-  if (lp->ops != NULL)
-    lp->ops->prev = op;
-  lp->ops = op;
-}
-
-static void unlink_op(rlock__loop *lp, rlock_op *op) {
-  if (op->prev != NULL)
-    op->prev->next = op->next;
-  else
-    lp->ops = op->next;
-  if (op->next != NULL)
-    op->next->prev = op->prev;
-  op->prev = op->next = NULL;
-}
-
 int rlock__lop_submit(rlock_op *op, void (*start)(rlock_op *op)) {
   rlock_client *c = op->c;
   rlock__loop *lp = c->loop;
   if (!pthread_equal(pthread_self(), lp->thread)) {
     op->start = start;
     pthread_mutex_lock(&lp->inbox_mu);
-    op->later = NULL;
-    if (lp->inbox_last != NULL)
-      lp->inbox_last->later = op;
-    else
-      lp->inbox_first = op;
-    lp->inbox_last = op;
+    rlock__llist_add(&lp->inbox, &op->at);
     pthread_mutex_unlock(&lp->inbox_mu);
     lp->ad.wake(lp->ad.data);
     return RLOCK_OK;
   }
   enter(c);
-  link_op(lp, op);
+  rlock__llist_add(&lp->ops, &op->at);
   start(op);
   leave(c, 0);
   return RLOCK_OK;
@@ -199,13 +200,8 @@ void rlock__lop_finish(rlock_op *op, int rc, int64_t value) {
     snprintf(op->msg, sizeof op->msg, "%s", rlock_error_last()->message);
   op->finished = 1;
   rlock__ltimer_stop(op->c, &op->timer);
-  unlink_op(lp, op);
-  op->later = NULL;
-  if (lp->done_last != NULL)
-    lp->done_last->later = op;
-  else
-    lp->done_first = op;
-  lp->done_last = op;
+  rlock__llist_del(&lp->ops, &op->at);
+  rlock__llist_add(&lp->done, &op->at);
 }
 
 /* ---- the adapter's entry points ------------------------------------------ */
@@ -281,16 +277,15 @@ static void run_cancels(rlock__loop *lp, rlock_op *list, int apply) {
 static void take_inbox(rlock_client *c) {
   rlock__loop *lp = c->loop;
   pthread_mutex_lock(&lp->inbox_mu);
-  rlock_op *op = lp->inbox_first, *cancels = lp->cancel_first;
-  lp->inbox_first = lp->inbox_last = NULL;
+  rlock__llist in = lp->inbox; /* its links are its operations' own */
+  rlock_op *op, *cancels = lp->cancel_first;
+  lp->inbox = (rlock__llist){0};
   lp->cancel_first = lp->cancel_last = NULL;
   pthread_mutex_unlock(&lp->inbox_mu);
-  while (op != NULL && !lp->doomed) {
-    rlock_op *next = op->later;
-    op->later = NULL;
-    link_op(lp, op);
+  while (!lp->doomed && (op = op_of(in.first)) != NULL) {
+    rlock__llist_del(&in, &op->at);
+    rlock__llist_add(&lp->ops, &op->at);
     op->start(op);
-    op = next;
   }
   run_cancels(lp, cancels, !lp->doomed);
 }
@@ -449,16 +444,15 @@ static void close_all(rlock_client *c) {
   rlock__lconn_each(c, close_one);
   rlock__ltopo_destroy(c);
   pthread_mutex_lock(&lp->inbox_mu);
-  rlock_op *in = lp->inbox_first;
-  lp->inbox_first = lp->inbox_last = NULL;
+  rlock__llist in = lp->inbox;
+  lp->inbox = (rlock__llist){0};
   pthread_mutex_unlock(&lp->inbox_mu);
-  while (in != NULL) { /* never started: linked now, finished below */
-    rlock_op *next = in->later;
-    link_op(lp, in);
-    in = next;
+  rlock_op *op; /* those never started are live now, finished below */
+  while ((op = op_of(in.first)) != NULL) {
+    rlock__llist_del(&in, &op->at);
+    rlock__llist_add(&lp->ops, &op->at);
   }
-  while (lp->ops != NULL) {
-    rlock_op *op = lp->ops;
+  while ((op = op_of(lp->ops.last)) != NULL) { /* the latest first */
     if (op->abandon != NULL)
       op->abandon(op);
     rlock__err(RLOCK_ECLOSED, "client freed");

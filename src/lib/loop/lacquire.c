@@ -41,11 +41,8 @@ static void settle_read(rlock_op *op);
  * by `bound_us` (0: none; what follows the wait is not cut by it). */
 static void send_call(rlock_op *op, void (*done)(rlock_client *, rlock__lreq *),
                       int64_t bound_us) {
-  rlock__req_init(&op->lreq.q, &op->lreq.call);
   op->lreq.bound_us = bound_us;
-  op->lreq.done = done;
-  op->busy = 1;
-  rlock__lreq_send(op->c, &op->lreq);
+  rlock__lreq_send(op->c, &op->lreq, done);
 }
 
 static int op_asleep(const rlock__lwaiter *w);
@@ -66,7 +63,6 @@ static void done(rlock_op *op, int rc, int64_t value) {
 static void epilogue_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
   rlock_op *op = rlock__lop_of(r);
-  op->busy = 0;
   rlock__reply_free(r->q.reply);
   rlock__call_clear(&r->call);
   rlock__err(op->rc, "%s", op->msg); /* the reason it ends, not this call's */
@@ -202,18 +198,15 @@ static int retryable(const rlock__lreq *r, int rc, int transient) {
  * never tried again (plan.h's rlock__settled). */
 static void settled_failed(rlock_op *op, int untaken) {
   rlock__err(op->settle_rc, "%s", op->msg);
-  if (op->canceled) {
-    rlock__err(RLOCK_ECANCELED, "wait canceled");
-    fail(op, RLOCK_ECANCELED);
-  } else if (!untaken || !ride_out(op, 1)) {
+  if (op->canceled)
+    fail(op, rlock__lop_canceled());
+  else if (!untaken || !ride_out(op, 1))
     outage_fail(op, op->settle_rc);
-  }
 }
 
 static void settled_taken(rlock_op *op, int64_t token) {
   if (op->canceled) {
-    rlock__err(RLOCK_ECANCELED, "wait canceled");
-    give_back(op, RLOCK_ECANCELED);
+    give_back(op, rlock__lop_canceled());
     return;
   }
   acquired(op, token);
@@ -222,12 +215,10 @@ static void settled_taken(rlock_op *op, int64_t token) {
 static void token_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
   rlock_op *op = rlock__lop_of(r);
-  op->busy = 0;
-  rlock__reply *reply = r->q.reply;
-  r->q.reply = NULL;
-  rlock__call_clear(&r->call);
+  rlock__reply *reply;
   int64_t token = 0;
-  int ok = r->q.rc == RLOCK_OK && reply->type == RLOCK__R_STR &&
+  int ok = rlock__lreq_take(r, &reply) == RLOCK_OK &&
+           reply->type == RLOCK__R_STR &&
            rlock__token_reply(op->l, reply, &token) == RLOCK_OK;
   rlock__reply_free(reply);
   if (ok) {
@@ -242,14 +233,13 @@ static void read_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
   rlock_op *op = rlock__lop_of(r);
   rlock__reply *reply;
-  int rc = rlock__lop_take(r, &reply);
+  int rc = rlock__lreq_take(r, &reply);
   int64_t now = -1, retry;
   if (rc == RLOCK_OK)
     rc = rlock__count_reply(reply, &now);
   rlock__reply_free(reply);
   retry =
       rc != RLOCK_OK ? rlock__plan_settle_again(&op->plan, &r->call, rc) : 0;
-  rlock__call_clear(&r->call);
   if (rc != RLOCK_OK && retry != 0) {
     rlock__ltimer_at(op->c, &op->timer, retry);
     return;
@@ -290,15 +280,15 @@ static void settle(rlock_op *op, int rc) {
 static void undo_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
   rlock_op *op = rlock__lop_of(r);
-  op->busy = 0;
   rlock__reply_free(r->q.reply);
   r->q.reply = NULL;
   rlock__call_clear(&r->call);
   int64_t next = rlock__plan_unconfirmed_again(&op->plan);
   if (op->canceled || next == 0) {
-    rlock__err(op->canceled ? RLOCK_ECANCELED : RLOCK_EREPLICA, "%s",
-               op->canceled ? "wait canceled" : op->msg);
-    done(op, op->canceled ? RLOCK_ECANCELED : RLOCK_EREPLICA, 0);
+    done(op,
+         op->canceled ? rlock__lop_canceled()
+                      : rlock__err(RLOCK_EREPLICA, "%s", op->msg),
+         0);
     return;
   }
   sleep_until(op, RLOCK__LACQ_SLEEPING, next); /* then attempt again */
@@ -322,12 +312,11 @@ static void attempt_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
   rlock_op *op = rlock__lop_of(r);
   rlock__reply *reply;
-  int rc = rlock__lop_take(r, &reply);
+  int rc = rlock__lreq_take(r, &reply);
   int in_flight = r->call.in_flight;
   if (r->call.stamped_us != 0 && r->call.stamped_us < r->sent_us)
     r->sent_us = r->call.stamped_us; /* the lease runs from its stamp */
   int may_pass = rc != RLOCK_OK && retryable(r, rc, r->call.transient);
-  rlock__call_clear(&r->call);
   int64_t token = 0;
   if (rc == RLOCK_OK) {
     rc = rlock__attempt_result(op->l, reply, &op->plan.ttl_ms);
@@ -346,11 +335,10 @@ static void attempt_done(rlock_client *c, rlock__lreq *r) {
     return;
   }
   if (op->canceled) {
-    rlock__err(RLOCK_ECANCELED, "wait canceled");
     if (rc == RLOCK_OK)
-      give_back(op, RLOCK_ECANCELED);
+      give_back(op, rlock__lop_canceled());
     else
-      fail(op, RLOCK_ECANCELED);
+      fail(op, rlock__lop_canceled());
     return;
   }
   if (rc == RLOCK_OK && rlock__call_unconfirmed(&r->call)) {
@@ -452,8 +440,7 @@ void rlock__lacquire_cancel(rlock_op *op) {
       op->state == RLOCK__LACQ_SETTLING || op->state == RLOCK__LACQ_GIVING_BACK)
     return; /* decided when the answer comes */
   rlock__ltimer_stop(op->c, &op->timer);
-  rlock__err(RLOCK_ECANCELED, "wait canceled");
-  fail(op, RLOCK_ECANCELED);
+  fail(op, rlock__lop_canceled());
 }
 
 void rlock__lacquire_cancel_member(rlock_op *op) {

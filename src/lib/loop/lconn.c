@@ -83,9 +83,11 @@ void rlock__lconn_answered(rlock__lconn *k) {
  * INT64_MAX (rlock__lreq.bound_us). */
 static int64_t earliest_bound(const rlock__lconn *k) {
   int64_t at = INT64_MAX;
-  for (const rlock__lreq *r = k->head; r != NULL; r = r->next)
-    if (r->bound_us != 0 && r->bound_us < at)
-      at = r->bound_us;
+  for (rlock__llink *e = k->reqs.first; e != NULL; e = e->next) {
+    int64_t bound = rlock__lreq_at(e)->bound_us;
+    if (bound != 0 && bound < at)
+      at = bound;
+  }
   return at;
 }
 
@@ -121,40 +123,37 @@ static int cut_short(rlock_client *c, rlock__lconn *k, int64_t now,
   return 1;
 }
 
+/* When the connection's own timeout ends: its connect timeout while it
+ * opens, else the command timeout after the last answer due. */
+static int64_t own_until(const rlock_client *c, const rlock__lconn *k) {
+  return k->state == RLOCK__LCONN_READY ? k->due_since_us + command_us(c)
+                                        : k->connect_until_us;
+}
+
 static void on_timer(rlock_client *c, rlock__ltimer *t) {
   rlock__lconn *k = of_timer(t);
   int64_t now = rlock__now_us();
-  if (k->state == RLOCK__LCONN_CONNECTING ||
-      k->state == RLOCK__LCONN_RESOLVING) {
-    int64_t next = k->connect_until_us;
-    if (cut_short(c, k, now, &next))
-      return;
-    if (now < k->connect_until_us) {
-      rlock__ltimer_at(c, t, next);
-      return;
-    }
-    if (k->state == RLOCK__LCONN_CONNECTING)
-      rlock__dial_timed_out(&k->dial, c->cfg.connect_timeout_ms);
-    else
-      rlock__err(RLOCK_ETIMEOUT,
-                 "cannot connect to redis %s: name lookup did not finish in "
-                 "time",
-                 k->where);
-    rlock__lconn_fail(c, k, rlock_error_last()->code);
+  if (k->state == RLOCK__LCONN_CLOSED ||
+      (k->state == RLOCK__LCONN_READY && k->due == 0))
     return;
-  }
-  if (k->state != RLOCK__LCONN_READY || k->due == 0)
-    return;
-  int64_t next = k->due_since_us + command_us(c);
+  int64_t next = own_until(c, k);
   if (cut_short(c, k, now, &next))
     return;
-  if (now < k->due_since_us + command_us(c)) {
+  if (now < own_until(c, k)) { /* answers may have come meanwhile */
     rlock__ltimer_at(c, t, next);
     return;
   }
-  rlock__err(RLOCK_ETIMEOUT, "redis %s: no answer in time (%lld ms)", k->where,
-             (long long)c->cfg.command_timeout_ms);
-  rlock__lconn_fail(c, k, RLOCK_ETIMEOUT);
+  if (k->state == RLOCK__LCONN_CONNECTING)
+    rlock__dial_timed_out(&k->dial, c->cfg.connect_timeout_ms);
+  else if (k->state == RLOCK__LCONN_RESOLVING)
+    rlock__err(RLOCK_ETIMEOUT,
+               "cannot connect to redis %s: name lookup did not finish in "
+               "time",
+               k->where);
+  else
+    rlock__err(RLOCK_ETIMEOUT, "redis %s: no answer in time (%lld ms)",
+               k->where, (long long)c->cfg.command_timeout_ms);
+  rlock__lconn_fail(c, k, rlock_error_last()->code);
 }
 
 /* ---- bytes out --------------------------------------------------------- */
@@ -363,16 +362,25 @@ int rlock__lconn_open(rlock_client *c, rlock__lconn *k) {
 
 /* Close the socket and forget what was queued; the requests are told by
  * the caller. */
-static int shut(rlock_client *c, rlock__lconn *k) {
-  int was = k->state;
-  if (k->fd >= 0 && k->watching != 0)
-    c->loop->ad.watch(c->loop->ad.data, k->fd, 0);
+/* Let go of the socket and of what reads it (the buffers stay). */
+static void drop_io(rlock__lconn *k) {
   if (k->fd >= 0 && k->fd != k->dial.fd)
     close(k->fd);
   k->fd = -1;
   rlock__dial_end(&k->dial);
   rlock__resolve_drop(k->lookup);
   k->lookup = NULL;
+  rlock__reader_free(k->rd);
+  k->rd = NULL;
+  rlock__tls_close(k->tls); /* its BIO never touches the socket */
+  k->tls = NULL;
+}
+
+static int shut(rlock_client *c, rlock__lconn *k) {
+  int was = k->state;
+  if (k->fd >= 0 && k->watching != 0)
+    c->loop->ad.watch(c->loop->ad.data, k->fd, 0);
+  drop_io(k);
   k->dropped |= was == RLOCK__LCONN_READY;
   if (was == RLOCK__LCONN_READY)
     rlock__obs_count(&c->obs, RLOCK__STAT_DISCONNECTS);
@@ -384,20 +392,16 @@ static int shut(rlock_client *c, rlock__lconn *k) {
   k->due = 0;
   k->login_due = 0;
   rlock__ltimer_stop(c, &k->io_timer);
-  rlock__reader_free(k->rd);
-  k->rd = NULL;
-  rlock__tls_close(k->tls);
-  k->tls = NULL;
   return was;
 }
 
 /* Whether every request on the connection is quiet (rlock__lreq.quiet):
  * its failure then concerns no caller, so it is no warning. */
 static int only_quiet(const rlock__lconn *k) {
-  for (const rlock__lreq *r = k->head; r != NULL; r = r->next)
-    if (!r->quiet)
+  for (rlock__llink *e = k->reqs.first; e != NULL; e = e->next)
+    if (!rlock__lreq_at(e)->quiet)
       return 0;
-  return k->head != NULL;
+  return k->reqs.first != NULL;
 }
 
 void rlock__lconn_fail(rlock_client *c, rlock__lconn *k, int rc) {
@@ -409,16 +413,15 @@ void rlock__lconn_fail(rlock_client *c, rlock__lconn *k, int rc) {
     rlock__obs_log(&c->obs, quiet ? RLOCK_LOG_DEBUG : RLOCK_LOG_WARN,
                    "loop: %s", why.message);
   uint64_t written = k->written;
-  rlock__lreq *r = k->head;
-  k->head = k->tail = NULL;
-  while (r != NULL) {
-    rlock__lreq *next = r->next;
-    r->next = NULL;
+  rlock__llist reqs = k->reqs; /* its links are its requests' own */
+  k->reqs = (rlock__llist){0};
+  rlock__lreq *r;
+  while ((r = rlock__lreq_at(reqs.first)) != NULL) {
+    rlock__llist_del(&reqs, &r->at);
     if (rlock__req_wait_reply_lost(&r->q)) { /* answered but for WAIT's */
       r->call.served_by = k->where;
       rlock__error_restore(&why);
       rlock__lreq_answered(c, k, r, RLOCK__STEP_DONE);
-      r = next;
       continue;
     }
     r->q.rc = rc;
@@ -427,7 +430,6 @@ void rlock__lconn_fail(rlock_client *c, rlock__lconn *k, int rc) {
     r->call.transient = was != RLOCK__LCONN_READY || written <= r->start;
     rlock__error_restore(&why);
     rlock__lreq_failed(c, r);
-    r = next;
   }
   if (k->on_down != NULL && was != RLOCK__LCONN_CLOSED) {
     rlock__error_restore(&why);
@@ -437,16 +439,7 @@ void rlock__lconn_fail(rlock_client *c, rlock__lconn *k, int rc) {
 }
 
 void rlock__lconn_destroy(rlock__lconn *k) {
-  rlock__tls_close(k->tls);
-  k->tls = NULL;
-  if (k->fd >= 0 && k->fd != k->dial.fd)
-    close(k->fd);
-  k->fd = -1;
-  rlock__dial_end(&k->dial);
-  rlock__resolve_drop(k->lookup);
-  k->lookup = NULL;
-  rlock__reader_free(k->rd);
-  k->rd = NULL;
+  drop_io(k);
   free(k->out.p);
   k->out = (rlock__buf){0};
   free(k->sent);
@@ -466,7 +459,7 @@ static void load_answered(rlock__lconn *k, rlock__reply *reply) {
 
 /* The request at the head takes a reply; done, resent or kept. */
 static void feed_head(rlock_client *c, rlock__lconn *k, rlock__reply *reply) {
-  rlock__lreq *r = k->head;
+  rlock__lreq *r = rlock__lreq_at(k->reqs.first);
   r->replies--;
   if (r->load_due) {
     r->load_due = 0;
@@ -476,10 +469,7 @@ static void feed_head(rlock_client *c, rlock__lconn *k, rlock__reply *reply) {
   rlock__step step = rlock__req_feed(&r->q, k->where, reply);
   if (step == RLOCK__STEP_MORE && r->replies > 0)
     return;
-  k->head = r->next;
-  if (k->head == NULL)
-    k->tail = NULL;
-  r->next = NULL;
+  rlock__llist_del(&k->reqs, &r->at);
   r->call.served_by = k->where;
   if (step == RLOCK__STEP_RESEND)
     k->nevald = 0; /* NOSCRIPT: the server's scripts were flushed */
@@ -502,7 +492,7 @@ static void dispatch(rlock_client *c, rlock__lconn *k, rlock__reply *reply) {
     k->on_reply(c, k, reply);
     return;
   }
-  if (k->head == NULL) {
+  if (k->reqs.first == NULL) {
     rlock__reply_free(reply);
     rlock__err(RLOCK_EPROTO, "redis %s: a reply nobody asked for", k->where);
     rlock__lconn_fail(c, k, RLOCK_EPROTO);
@@ -613,7 +603,6 @@ static int first_use(rlock__lconn *k, rlock__req *q) {
 }
 
 void rlock__lreq_queue(rlock_client *c, rlock__lconn *k, rlock__lreq *r) {
-  r->next = NULL;
   int rc = rlock__lconn_open(c, k);
   if (k->off > 0 && k->off == k->out.len)
     k->off = k->out.len = 0;
@@ -638,11 +627,7 @@ void rlock__lreq_queue(rlock_client *c, rlock__lconn *k, rlock__lreq *r) {
   r->sent_us = rlock__now_us();
   r->replies = 1 + r->load_due + r->q.asking_reply + (r->q.wait_due ? 1 : 0);
   rlock__lconn_expect(c, k, r->replies);
-  if (k->tail != NULL)
-    k->tail->next = r;
-  else
-    k->head = r;
-  k->tail = r;
+  rlock__llist_add(&k->reqs, &r->at);
   rlock__lconn_watch_bound(c, k, r->bound_us);
 }
 
@@ -655,5 +640,5 @@ void rlock__lconn_watch_bound(rlock_client *c, rlock__lconn *k,
 
 void rlock__lconn_close(rlock_client *c, rlock__lconn *k) {
   shut(c, k);
-  k->head = k->tail = NULL;
+  k->reqs = (rlock__llist){0};
 }

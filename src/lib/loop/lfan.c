@@ -89,7 +89,6 @@ static void answered(rlock_client *c, rlock__lreq *r) {
   (void)c;
   rlock_op *op = rlock__lop_of(r);
   slot *s = op->arg;
-  op->busy = 0;
   s->in = r->q.reply;
   r->q.reply = NULL;
   rlock__lop_finish(op, r->q.rc, 0);
@@ -98,11 +97,8 @@ static void answered(rlock_client *c, rlock__lreq *r) {
 static void start(rlock_op *op) {
   slot *s = op->arg;
   rlock__lreq *r = &op->lreq;
-  rlock__req_init(&r->q, &r->call);
-  r->done = answered;
-  r->deadline_us = s->g->deadline_us; /* refusals retried until then */
-  op->busy = 1;
-  rlock__lreq_send(op->c, r); /* may end (answered) at once */
+  r->deadline_us = s->g->deadline_us;   /* refusals retried until then */
+  rlock__lreq_send(op->c, r, answered); /* may end (answered) at once */
 }
 
 /* The operation's callback: its outcome (an answer, a failure, the client

@@ -8,10 +8,9 @@
  * leader's lease is due to end, and every interval; the callback told each
  * time the leader (owner and term) differs from the last one told. All of
  * it on the client's loop thread: a watcher of the subscriber (lsub.c), a
- * timer, one observation in flight at a time. Joining and leaving go
- * through the loop's inbox from another thread, as lwatch.c's.
+ * timer, one observation in flight at a time. It joins and leaves there
+ * as lwatch.c's watches do (lparty.c).
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +26,8 @@ static const int64_t quick_ms[2] = {10, 50};
 
 struct rlock_election_watch {
   rlock__ltimer timer; /* first: the next read */
-  rlock_client *c;
+  rlock__lparty p;     /* p.doomed: freed meanwhile, whoever comes last
+                          (its join, its read's answer) frees it */
   rlock_election *e;
   rlock_leader_change_fn fn;
   void *arg;
@@ -42,20 +42,12 @@ struct rlock_election_watch {
   int64_t term; /* ... */
   char owner[RLOCK_OWNER_MAX];
   int failing;          /* a failed read was told, none has worked since */
-  int started;          /* its join has run */
-  int doomed;           /* freed meanwhile: whoever comes last frees it */
-  rlock_op *leave;      /* made with it, so a free cannot fail */
   int leaving;          /* the leave waits for the read in flight: */
   rlock_op *leaving_op; /* ... this one */
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  int left;
 };
 
 static void destroy(rlock_election_watch *w) {
-  pthread_cond_destroy(&w->cv);
-  pthread_mutex_destroy(&w->mu);
-  free(w->leave);
+  rlock__lparty_destroy(&w->p);
   free(w);
 }
 
@@ -78,7 +70,7 @@ static void plan_next(rlock_election_watch *w, const rlock_leader *l) {
     ms = quick_ms[2 - w->quick--];
   if (l != NULL && l->present && l->ttl_ms >= 0 && l->ttl_ms + 1 < ms)
     ms = l->ttl_ms + 1;
-  rlock__ltimer_at(w->c, &w->timer, rlock__deadline_after_ms(ms));
+  rlock__ltimer_at(w->p.c, &w->timer, rlock__deadline_after_ms(ms));
 }
 
 /* Whether `l` is another leadership than the last one told (and it is
@@ -100,9 +92,9 @@ static int changed(rlock_election_watch *w, const rlock_leader *l) {
 static void observed(void *arg, int rc, rlock_leader *l) {
   rlock_election_watch *w = arg;
   w->reading = 0;
-  if (w->doomed || w->leaving) {
+  if (w->p.doomed || w->leaving) {
     rlock_leader_free(l);
-    if (w->doomed)
+    if (w->p.doomed)
       destroy(w);
     else
       rlock__lop_finish(w->leaving_op, RLOCK_OK, 0);
@@ -128,10 +120,11 @@ static void read_now(rlock_election_watch *w) {
     w->again = 1;
     return;
   }
-  rlock__ltimer_stop(w->c, &w->timer);
+  rlock__ltimer_stop(w->p.c, &w->timer);
   rlock_op *op = rlock__lop_new(w->e->lock, RLOCK__LOP_OBSERVE);
   if (op == NULL) { /* out of memory: at the next interval */
-    rlock__ltimer_at(w->c, &w->timer, rlock__deadline_after_ms(w->interval_ms));
+    rlock__ltimer_at(w->p.c, &w->timer,
+                     rlock__deadline_after_ms(w->interval_ms));
     return;
   }
   op->leader_cb = observed;
@@ -150,26 +143,22 @@ static void on_channel(rlock__lwatcher *lw, rlock__watch_event what,
   (void)payload, (void)len;
   rlock_election_watch *w = of_watcher(lw);
   if (what == RLOCK__WATCH_FAILED) /* refused: the reads go on */
-    rlock__lsub_unwatch(w->c, lw);
+    rlock__lsub_unwatch(w->p.c, lw);
   if (what == RLOCK__WATCH_MESSAGE)
     w->quick = 2;
   if (what == RLOCK__WATCH_MESSAGE || what == RLOCK__WATCH_UP)
     read_now(w);
 }
 
-static void nothing(void *arg, int rc, int64_t value) {
-  (void)arg, (void)rc, (void)value;
-}
-
 /* Loop thread: follow the channel (or, if it cannot be followed, read by
  * the interval only), and read the leader now. */
 static void join_start(rlock_op *op) {
-  rlock_election_watch *w = op->arg;
-  w->started = 1;
-  if (w->doomed) {
+  rlock_election_watch *w = rlock__lparty_owner(op);
+  w->p.started = 1;
+  if (w->p.doomed) {
     destroy(w);
   } else {
-    if (rlock__lsub_watch(w->c, &w->lw, w->e->lock->channel) != RLOCK_OK)
+    if (rlock__lsub_watch(w->p.c, &w->lw, w->e->lock->channel) != RLOCK_OK)
       w->lw.chan = NULL;
     read_now(w);
   }
@@ -178,36 +167,18 @@ static void join_start(rlock_op *op) {
 
 /* Loop thread: stop; the leave completes once no read is in flight. */
 static void stop(rlock_election_watch *w) {
-  rlock__lsub_unwatch(w->c, &w->lw);
-  rlock__ltimer_stop(w->c, &w->timer);
+  rlock__lsub_unwatch(w->p.c, &w->lw);
+  rlock__ltimer_stop(w->p.c, &w->timer);
 }
 
 static void leave_start(rlock_op *op) {
-  rlock_election_watch *w = op->arg;
+  rlock_election_watch *w = rlock__lparty_owner(op);
   stop(w);
   if (w->reading) {
     w->leaving = 1; /* observed() finishes it */
     w->leaving_op = op;
   } else
     rlock__lop_finish(op, RLOCK_OK, 0);
-}
-
-static void leave_done(void *arg, int rc, int64_t value) {
-  (void)rc, (void)value;
-  rlock_election_watch *w = arg;
-  pthread_mutex_lock(&w->mu);
-  w->left = 1;
-  pthread_cond_broadcast(&w->cv);
-  pthread_mutex_unlock(&w->mu);
-}
-
-static rlock_op *op_new(rlock_election_watch *w, rlock_async_fn done) {
-  rlock_op *op = rlock__lop_new(w->e->lock, RLOCK__LOP_WATCH);
-  if (op != NULL) {
-    op->cb = done;
-    op->arg = w;
-  }
-  return op;
 }
 
 static int check(rlock_election_watch **out, rlock_election *e,
@@ -225,12 +196,7 @@ static int check(rlock_election_watch **out, rlock_election *e,
                       "%s: interval_ms %lld is not between 10 and %lld",
                       fn_name, (long long)interval_ms,
                       (long long)RLOCK_ELECTION_WATCH_MAX_INTERVAL);
-  rlock_client *c = e->lock->client;
-  if (!rlock__origin_ok(&c->origin))
-    return rlock__origin_refuse(&c->origin);
-  if (c->loop == NULL || c->loop->closing)
-    return rlock__err(RLOCK_ECLOSED, "%s: the client is being freed", fn_name);
-  return RLOCK_OK;
+  return rlock__lparty_check(e->lock->client, fn_name);
 }
 
 int rlock_election_watch_new(rlock_election_watch **out, rlock_election *e,
@@ -242,51 +208,33 @@ int rlock_election_watch_new(rlock_election_watch **out, rlock_election *e,
   rlock_election_watch *w = rlock__calloc(1, sizeof *w);
   if (w == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
-  w->c = e->lock->client;
   w->e = e;
   w->fn = fn;
   w->arg = arg;
   w->interval_ms = interval_ms;
   w->lw.event = on_channel;
   rlock__ltimer_init(&w->timer, due);
-  pthread_mutex_init(&w->mu, NULL);
-  rlock__cond_init(&w->cv);
-  rlock_op *op = op_new(w, nothing);
-  if (op == NULL || (w->leave = op_new(w, leave_done)) == NULL) {
-    free(op);
-    destroy(w);
+  if (rlock__lparty_init(&w->p, e->lock->client, w) != RLOCK_OK) {
+    free(w);
     return RLOCK_ENOMEM;
   }
-  atomic_fetch_add(&w->c->loop->watches, 1);
   *out = w;
-  return rlock__lop_submit(op, join_start);
+  return rlock__lparty_join(&w->p, join_start);
 }
 
 void rlock_election_watch_free(rlock_election_watch *w) {
   if (w == NULL)
     return;
-  rlock_client *c = w->c;
-  atomic_fetch_sub(&c->loop->watches, 1);
-  int here = pthread_equal(pthread_self(), c->loop->thread);
-  if (here && !c->loop->closing) {
-    if (w->started)
+  int here = rlock__lparty_here(&w->p);
+  if (here && !w->p.c->loop->closing) {
+    if (w->p.started)
       stop(w);
-    if (!w->started || w->reading)
-      w->doomed = 1; /* its join, or its read's answer, frees it */
-    else
-      destroy(w);
-    return;
+    if (!w->p.started || w->reading) {
+      w->p.doomed = 1; /* its join, or its read's answer, frees it */
+      return;
+    }
+  } else if (!here) {
+    rlock__lparty_leave(&w->p, leave_start);
   }
-  if (here || c->loop->closing || !rlock__origin_ok(&c->origin)) {
-    destroy(w); /* a loop closed, or a fork()ed child's copy */
-    return;
-  }
-  rlock_op *leave = w->leave;
-  w->leave = NULL; /* the loop frees it once it has run */
-  rlock__lop_submit(leave, leave_start);
-  pthread_mutex_lock(&w->mu);
-  while (!w->left)
-    pthread_cond_wait(&w->cv, &w->mu);
-  pthread_mutex_unlock(&w->mu);
-  destroy(w);
+  destroy(w); /* also: a loop closed, or a fork()ed child's copy */
 }

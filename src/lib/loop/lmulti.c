@@ -30,8 +30,6 @@ enum { TAKING, RELETTING, GIVING_BACK };
 
 static void step(rlock_op *op);
 
-static void noop(void *arg, int rc, int64_t v) { (void)arg, (void)rc, (void)v; }
-
 static void release_next(rlock_op *op);
 
 /* Fail with rc (the last error's message): give back `held` members. */
@@ -43,20 +41,9 @@ static void fail(rlock_op *op, int rc, size_t held) {
   release_next(op);
 }
 
-/* A child answered: enter member 0's client (what the chain queues there,
- * the MultiLock's completion included, goes out at leave) and forget the
- * child. Pair with rlock__loop_leave(op->c). */
-static rlock_op *answered(void *arg) {
-  rlock_op *op = arg;
-  rlock__loop_enter(op->c);
-  op->child = NULL;
-  return op;
-}
-
 static void taken_next(rlock_op *op, int rc) {
   if (rc == RLOCK_OK && op->canceled) {
-    rlock__err(RLOCK_ECANCELED, "wait canceled");
-    fail(op, RLOCK_ECANCELED, op->index + 1);
+    fail(op, rlock__lop_canceled(), op->index + 1);
     return;
   }
   if (rc != RLOCK_OK) {
@@ -67,22 +54,42 @@ static void taken_next(rlock_op *op, int rc) {
   step(op);
 }
 
-static void member_taken(void *arg, int rc, int64_t v) {
+static void relet_next(rlock_op *op, int rc) {
+  if (rc != RLOCK_OK) {
+    fail(op, rc, op->multi->n);
+    return;
+  }
+  op->index++;
+  step(op);
+}
+
+static void released_next(rlock_op *op, int rc);
+
+/* A step's child answered (the phase says which step): enter member 0's
+ * client, so that what the chain queues there (the MultiLock's completion
+ * included) goes out at the leave, forget the child, and go on. */
+static void member_done(void *arg, int rc, int64_t v) {
   (void)v;
-  rlock_op *op = answered(arg);
-  taken_next(op, rc);
+  rlock_op *op = arg;
+  rlock__loop_enter(op->c);
+  op->child = NULL;
+  if (op->phase == TAKING)
+    taken_next(op, rc);
+  else if (op->phase == RELETTING)
+    relet_next(op, rc);
+  else
+    released_next(op, rc);
   rlock__loop_leave(op->c);
 }
 
-/* A step's operation on member `i` for op's owner, reporting to `cb`;
- * NULL when out of memory. */
-static rlock_op *child_new(rlock_op *op, size_t i, int type,
-                           rlock_async_fn cb) {
+/* A step's operation on member `i` for op's owner, reporting to
+ * member_done(); NULL when out of memory. */
+static rlock_op *child_new(rlock_op *op, size_t i, int type) {
   rlock_lock *l = op->multi->members[i];
   rlock_op *child = rlock__lop_new(l, type);
   if (child == NULL)
     return NULL;
-  child->cb = cb;
+  child->cb = member_done;
   child->arg = op;
   child->index = i;
   child->owner_number = op->owner_number;
@@ -92,7 +99,7 @@ static rlock_op *child_new(rlock_op *op, size_t i, int type,
 }
 
 static void take(rlock_op *op) {
-  rlock_op *child = child_new(op, op->index, RLOCK__LOP_ACQUIRE, member_taken);
+  rlock_op *child = child_new(op, op->index, RLOCK__LOP_ACQUIRE);
   if (child == NULL) {
     fail(op, RLOCK_ENOMEM, op->index);
     return;
@@ -105,56 +112,15 @@ static void take(rlock_op *op) {
 /* ---- the fresh leases -----------------------------------------------------
  */
 
-static void relet_done(rlock_client *c, rlock__lreq *r) {
-  (void)c;
-  rlock_op *child = (rlock_op *)((char *)r - offsetof(rlock_op, lreq));
-  rlock_lock *l = child->l;
-  char field[RLOCK_FIELD_MAX];
-  rlock__field(l, child->owner, field);
-  rlock__reply *reply = r->q.reply;
-  r->q.reply = NULL;
-  rlock__call_clear(&r->call);
-  int rc = rlock__relet_result(l, child->index, field, child->keep_ms, r->q.rc,
-                               reply, r->sent_us);
-  rlock__reply_free(reply);
-  rlock__lop_finish(child, rc, 0);
-}
-
-static void relet_start(rlock_op *child) {
-  rlock_lock *l = child->l;
-  char field[RLOCK_FIELD_MAX];
-  rlock__field(l, child->owner, field);
-  int rc = rlock__relet_check(l, child->index, field, child->keep_ms);
-  if (rc != RLOCK_OK) {
-    rlock__lop_finish(child, rc, 0);
-    return;
-  }
-  rlock__relet_call(l, field, child->keep_ms, &child->lreq.call);
-  rlock__req_init(&child->lreq.q, &child->lreq.call);
-  child->lreq.done = relet_done;
-  rlock__lreq_send(child->c, &child->lreq);
-}
-
-static void relet_answered(void *arg, int rc, int64_t v) {
-  (void)v;
-  rlock_op *op = answered(arg);
-  if (rc != RLOCK_OK) {
-    fail(op, rc, op->multi->n);
-  } else {
-    op->index++;
-    step(op);
-  }
-  rlock__loop_leave(op->c);
-}
-
 static void relet(rlock_op *op) {
-  rlock_op *child = child_new(op, op->index, RLOCK__LOP_RELET, relet_answered);
+  rlock_op *child = child_new(op, op->index, RLOCK__LOP_RELET);
   if (child == NULL) {
     fail(op, RLOCK_ENOMEM, op->multi->n);
     return;
   }
   child->keep_ms = op->lease_ms;
-  rlock__lop_submit(child, relet_start);
+  child->multi = op->multi; /* a member's fresh lease (lops.c) */
+  rlock__lop_submit(child, rlock__lrelet_start);
 }
 
 /* ---- the chain ------------------------------------------------------------
@@ -163,8 +129,7 @@ static void relet(rlock_op *op) {
 static void step(rlock_op *op) {
   size_t n = op->multi->n;
   if (op->canceled) {
-    rlock__err(RLOCK_ECANCELED, "wait canceled");
-    fail(op, RLOCK_ECANCELED, op->phase == TAKING ? op->index : n);
+    fail(op, rlock__lop_canceled(), op->phase == TAKING ? op->index : n);
     return;
   }
   if (op->phase == TAKING && op->index < n) {
@@ -189,7 +154,8 @@ static void multi_start(rlock_op *op) {
   step(op);
 }
 
-void rlock__lmulti_cancel(rlock_op *op) {
+/* rlock_op_cancel on the loop thread. */
+static void multi_cancel(rlock_op *op) {
   if (op->canceled || op->finished)
     return;
   op->canceled = 1;
@@ -197,12 +163,14 @@ void rlock__lmulti_cancel(rlock_op *op) {
     rlock__lacquire_cancel_member(op->child); /* its answer moves on */
 }
 
-void rlock__lmulti_abandon(rlock_op *op) {
+/* The client is being freed: the operation's child, if any, tells it
+ * nothing any more. */
+static void multi_abandon(rlock_op *op) {
   rlock_op *child = op->child;
   op->child = NULL;
   if (child == NULL)
     return;
-  child->cb = noop;
+  child->cb = rlock__lop_ignore;
   /* On another client, which lives on: canceled, it gives back a late
    * grant by itself. (On this one it is completed with the client.) */
   if (child->c != op->c)
@@ -237,8 +205,8 @@ int rlock_multilock_acquire_async(rlock_multilock *m,
   rlock_op *op = rlock__lop_new(m->members[0], RLOCK__LOP_MULTI);
   if (op == NULL)
     return RLOCK_ENOMEM;
-  op->cancel = rlock__lmulti_cancel;
-  op->abandon = rlock__lmulti_abandon;
+  op->cancel = multi_cancel;
+  op->abandon = multi_abandon;
   op->cb = cb;
   op->arg = arg;
   op->multi = m;
@@ -252,8 +220,6 @@ int rlock_multilock_acquire_async(rlock_multilock *m,
   return rlock__lop_submit(op, multi_start);
 }
 
-static void released_one(void *arg, int rc, int64_t v);
-
 /* Release members [0, index) in reverse, then end with op->rc: the
  * reason a failed acquisition gives them back, or (a release, op->rc
  * RLOCK_OK to begin with) the first release that failed. */
@@ -265,23 +231,20 @@ static void release_next(rlock_op *op) {
     return;
   }
   --op->index;
-  rlock_op *child = child_new(op, op->index, RLOCK__LOP_RELEASE, released_one);
+  rlock_op *child = child_new(op, op->index, RLOCK__LOP_RELEASE);
   if (child == NULL) {
-    released_one(op, RLOCK_ENOMEM, 0);
+    member_done(op, RLOCK_ENOMEM, 0);
     return;
   }
   rlock__lop_submit(child, rlock__lrelease_start);
 }
 
-static void released_one(void *arg, int rc, int64_t v) {
-  (void)v;
-  rlock_op *op = answered(arg);
+static void released_next(rlock_op *op, int rc) {
   if (rc != RLOCK_OK && op->rc == RLOCK_OK) {
     op->rc = rc;
     snprintf(op->msg, sizeof op->msg, "%s", rlock_error_last()->message);
   }
   release_next(op);
-  rlock__loop_leave(op->c);
 }
 
 static void release_all_start(rlock_op *op) {
@@ -299,8 +262,8 @@ int rlock_multilock_release_async(rlock_multilock *m, uint64_t owner,
   rlock_op *op = rlock__lop_new(m->members[0], RLOCK__LOP_MULTI);
   if (op == NULL)
     return RLOCK_ENOMEM;
-  op->cancel = rlock__lmulti_cancel;
-  op->abandon = rlock__lmulti_abandon;
+  op->cancel = multi_cancel;
+  op->abandon = multi_abandon;
   op->cb = cb;
   op->arg = arg;
   op->multi = m;

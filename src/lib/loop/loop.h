@@ -28,11 +28,14 @@
  *              messages, and by watchers told every message after them;
  *              health-check PINGs; Sentinel's +switch-master;
  *   lwatch.c   rlock/watch.h's watches, watchers of the subscriber;
+ *   lparty.c   what a watch and an election watch share: made and freed
+ *              by any thread, joined and left on the loop thread;
  *   lfollow.c  rlock_election_watch_new: the leader re-read on messages,
  *              at its lease's end and every interval;
  *   lacquire.c the acquisition state machine (attempt, subscribe, sleep
  *              until a message or the holder's TTL, attempt again);
- *   lops.c     release, force release and the queries;
+ *   lops.c     release, force release, the queries and fresh fixed
+ *              leases (an extension, a MultiLock member's);
  *   lwhois.c   rlock_client_whois_async: one GET of a registry record, an
  *              operation that belongs to no lock;
  *   lrenew.c   the watchdog's renewal tick (renew.c's steps) on the loop's
@@ -75,6 +78,55 @@
 #include "rlock/semaphore.h"
 
 typedef struct rlock__lconn rlock__lconn;
+
+/* Room for one more item of `size` bytes in the array whose pointer is at
+ * `arr` (an `item **`), holding `n` of `*cap`: doubled when full (to
+ * `first` from none; core.c). RLOCK_OK, or RLOCK_ENOMEM (last error set)
+ * with the array as it was. */
+int rlock__lgrow(void *arr, size_t *cap, size_t n, size_t size, size_t first);
+
+/* A place in a list: a channel's waiters or watchers (lsub.c), the
+ * operations in the inbox, live or done (core.c), a connection's requests
+ * or those waiting (lconn.c, ltopo.c), the renewal ticks (lrenew.c). Its
+ * owner embeds it. */
+typedef struct rlock__llink rlock__llink;
+struct rlock__llink {
+  rlock__llink *prev, *next;
+};
+
+/* A list, in the order its members were added. A walk over it visits
+ * `cursor` next, which a member taken out on the way moves past itself. */
+typedef struct rlock__llist {
+  rlock__llink *first, *last, *cursor;
+  int n;
+} rlock__llist;
+
+/* Add `e` at the end of `l`; take it out. */
+static inline void rlock__llist_add(rlock__llist *l, rlock__llink *e) {
+  e->next = NULL;
+  e->prev = l->last;
+  if (l->last != NULL)
+    l->last->next = e;
+  else
+    l->first = e;
+  l->last = e;
+  l->n++;
+}
+
+static inline void rlock__llist_del(rlock__llist *l, rlock__llink *e) {
+  if (l->cursor == e)
+    l->cursor = e->next;
+  if (e->prev != NULL)
+    e->prev->next = e->next;
+  else
+    l->first = e->next;
+  if (e->next != NULL)
+    e->next->prev = e->prev;
+  else
+    l->last = e->prev;
+  e->prev = e->next = NULL;
+  l->n--;
+}
 
 /* ---- timers (timer.c) --------------------------------------------- */
 
@@ -142,17 +194,25 @@ struct rlock__lreq {
   uint64_t start;           /* bytes queued on the connection before it */
   int replies;              /* replies still due for what was sent */
   int load_due;             /* SCRIPT LOAD\'s reply comes first */
-  rlock__lreq *next;        /* FIFO */
+  rlock__llink at; /* in a connection's FIFO, or waiting (parked, behind
+                     an INFO: ltopo.c) */
   void (*done)(rlock_client *c, rlock__lreq *r);
 };
 
-/* Send `r->call` (built by the caller) to the node that serves its key:
- * routed through the topology (net/topo.c), following MOVED and ASK,
- * retrying refusals and unreachable nodes until r->deadline_us where the
- * topology can change, as the blocking driver does (rlock__req_next).
- * Always ends in done(): at once (from inside this call) when it cannot
- * even be queued. */
-void rlock__lreq_send(rlock_client *c, rlock__lreq *r);
+/* The request whose link `e` is (NULL: none). */
+static inline rlock__lreq *rlock__lreq_at(rlock__llink *e) {
+  return e != NULL ? (rlock__lreq *)((char *)e - offsetof(rlock__lreq, at))
+                   : NULL;
+}
+
+/* Send `r->call` (built by the caller) to the node that serves its key,
+ * its answer to `done` (r->q is set up here): routed through the topology
+ * (net/topo.c), following MOVED and ASK, retrying refusals and
+ * unreachable nodes until r->deadline_us where the topology can change,
+ * as the blocking driver does (rlock__req_next). Always ends in done():
+ * at once (from inside this call) when it cannot even be queued. */
+void rlock__lreq_send(rlock_client *c, rlock__lreq *r,
+                      void (*done)(rlock_client *c, rlock__lreq *r));
 
 enum rlock__lconn_state {
   RLOCK__LCONN_CLOSED,
@@ -180,10 +240,10 @@ struct rlock__lconn {
   struct rlock__tls_conn *tls; /* NULL: plain text */
   const char *login[2];        /* the login commands whose replies are due */
   int login_due;
-  int due;                  /* answers expected (not unlock messages) */
-  int64_t due_since_us;     /* the last answer, or the first one due */
-  int64_t rx_us;            /* when bytes last came in */
-  rlock__lreq *head, *tail; /* requests, in the order they were sent */
+  int due;              /* answers expected (not unlock messages) */
+  int64_t due_since_us; /* the last answer, or the first one due */
+  int64_t rx_us;        /* when bytes last came in */
+  rlock__llist reqs;    /* requests, in the order they were sent */
   /* Scripts loaded on this connection's server: the first use of each
    * is preceded by SCRIPT LOAD, pipelined (so no NOSCRIPT sends a request
    * back to the tail, past later ones: scripts loaded so are never
@@ -218,7 +278,7 @@ struct rlock__lnode {
   rlock__lconn sub; /* its subscriptions (lsub.c) */
   rlock__lreq info; /* INFO replication, while the count is asked */
   int info_busy;
-  rlock__lreq *await_first, *await_last; /* lock writes waiting for it */
+  rlock__llist await; /* lock writes waiting for it (rlock__lreq.at) */
 };
 
 /* Set up a closed connection to `ep` (borrowed; it must outlive k). */
@@ -303,7 +363,8 @@ enum rlock__lop_type {
   RLOCK__LOP_TTL,
   RLOCK__LOP_INSPECT,
   RLOCK__LOP_MULTI,   /* a MultiLock acquisition (lmulti.c) */
-  RLOCK__LOP_RELET,   /* a MultiLock member's fresh lease */
+  RLOCK__LOP_RELET,   /* a fresh fixed lease (an extension, a MultiLock
+                         member's) */
   RLOCK__LOP_REDLOCK, /* a RedLock's acquisition or release (lredlock.c) */
   RLOCK__LOP_CALL,    /* one call of a blocking fan-out (lfan.c) */
   RLOCK__LOP_SYNC,    /* a synchroniser's one call (lsync.c) */
@@ -328,8 +389,8 @@ typedef enum rlock__chan_event {
  * Its owner fills asleep and event, then joins. */
 typedef struct rlock__lwaiter rlock__lwaiter;
 struct rlock__lwaiter {
-  rlock__lchan *chan;          /* NULL: on no channel */
-  rlock__lwaiter *prev, *next; /* the channel's waiters, in arrival order */
+  rlock__llink at;    /* first: its place among the channel's waiters */
+  rlock__lchan *chan; /* NULL: on no channel */
   /* Whether an unlock message "0" goes to it now (it sleeps on it); one
    * that none takes is kept as a permit (rlock__lsub_take_permit). */
   int (*asleep)(const rlock__lwaiter *w);
@@ -350,8 +411,8 @@ typedef enum rlock__watch_event {
  * counted among them, so it takes no unlock message and keeps no permit. */
 typedef struct rlock__lwatcher rlock__lwatcher;
 struct rlock__lwatcher {
-  rlock__lchan *chan;           /* NULL: on no channel */
-  rlock__lwatcher *prev, *next; /* the channel's watchers */
+  rlock__llink at;    /* first: its place among the channel's watchers */
+  rlock__lchan *chan; /* NULL: on no channel */
   /* It may leave the channel meanwhile (also other watchers). */
   void (*event)(rlock__lwatcher *w, rlock__watch_event what,
                 const char *payload, size_t len);
@@ -377,11 +438,10 @@ struct rlock_op {
                                   found); freed after the callback */
   char msg[512];
   /* links */
-  rlock_op *prev, *next;       /* every live operation */
-  rlock_op *later;             /* the inbox, or the completions */
+  rlock__llink at;             /* in the inbox, then among the live
+                                  operations, then the completions due */
   void (*start)(rlock_op *op); /* while in the inbox */
   int finished;                /* outcome set, callback due */
-  int busy;                    /* lreq is in flight */
   /* An acquisition's own steps (NULL for the other operations): cancel it
    * on the loop thread (rlock_op_cancel), and abandon it without I/O when
    * the client is freed (before it completes with RLOCK_ECLOSED). */
@@ -425,7 +485,7 @@ struct rlock_op {
   const char *sync_op;
   int64_t sync_num;
   int sync_write;
-  /* MultiLock (lmulti.c) */
+  /* MultiLock (lmulti.c): its operation's, or a member's fresh lease's */
   struct rlock_multilock *multi;
   size_t index;    /* the member being taken, given back or re-let */
   int phase;       /* lmulti.c */
@@ -440,13 +500,14 @@ static inline rlock_op *rlock__lop_of(rlock__lreq *r) {
   return (rlock_op *)((char *)r - offsetof(rlock_op, lreq));
 }
 
-/* A request's answer taken by its operation, which is no longer busy:
- * its status, and its reply (the caller's to free; NULL when none) in
- * *reply. */
-static inline int rlock__lop_take(rlock__lreq *r, rlock__reply **reply) {
-  rlock__lop_of(r)->busy = 0;
+/* A request's answer, taken by its done step: its status, and its reply
+ * (the caller's to free; NULL when none) in *reply. The call's arguments
+ * are cleared (rlock__call_clear); what the request learned (in_flight,
+ * transient, replicas, acked, stamped_us) is left to read. */
+static inline int rlock__lreq_take(rlock__lreq *r, rlock__reply **reply) {
   *reply = r->q.reply;
   r->q.reply = NULL;
+  rlock__call_clear(&r->call);
   return r->q.rc;
 }
 
@@ -470,6 +531,11 @@ void rlock__lop_finish(rlock_op *op, int rc, int64_t value);
  * thread, none being freed. RLOCK_OK, or the refusal naming `fn`. */
 int rlock__lop_check_clients(rlock_lock *const *locks, size_t n,
                              const char *fn);
+/* A callback that does nothing: an operation whose outcome no one awaits
+ * (a watch's join, a member whose parent stopped listening). */
+void rlock__lop_ignore(void *arg, int rc, int64_t value);
+/* RLOCK_ECANCELED, with the message of a wait canceled (rlock_op_cancel). */
+int rlock__lop_canceled(void);
 /* The owner number check shared by the _async entry points. */
 int rlock__lop_check_owner(uint64_t owner, const char *fn);
 /* An _async acquisition's options, checked into *o: required, an explicit
@@ -480,20 +546,12 @@ int rlock__lop_options(rlock_acquire_options *o,
 
 /* lops.c: a release's start (the hold popped, the script sent). */
 void rlock__lrelease_start(rlock_op *op);
+/* lops.c: a fresh fixed lease's start (RLOCK__LOP_RELET, keep_ms the
+ * lease): rlock_lock_extend_async's, or, with `multi` set, a MultiLock
+ * member's (`index`) once the last member is taken (lmulti.c). */
+void rlock__lrelet_start(rlock_op *op);
 /* lops.c: an observation's start (RLOCK__LOP_OBSERVE, leader_cb set). */
 void rlock__lobserve_start(rlock_op *op);
-
-/* lmulti.c */
-void rlock__lmulti_cancel(rlock_op *op);
-/* The client is being freed: the operation's child, if any, tells it
- * nothing any more. */
-void rlock__lmulti_abandon(rlock_op *op);
-
-/* lredlock.c */
-void rlock__lredlock_cancel(rlock_op *op);
-/* The client is being freed: cancel the members' pending attempts, which
- * tell it nothing any more. */
-void rlock__lredlock_abandon(rlock_op *op);
 
 /* Enter and leave another loop client from inside one's turn (a RedLock's
  * members are on several clients): what is queued on `c` meanwhile goes
@@ -513,6 +571,49 @@ void rlock__lacquire_cancel(rlock_op *op);
 /* The client is being freed: abandon the acquisition (no I/O). */
 void rlock__lacquire_abandon(rlock_op *op);
 
+/* ---- objects of the loop thread made by any thread (lparty.c) ---------- */
+
+/* A watch (lwatch.c) or an election watch (lfollow.c): made and freed by
+ * any thread, it lives on its client's loop thread. Its join and its
+ * leave run there (through the inbox from another thread) as
+ * RLOCK__LOP_WATCH operations whose arg is the party; it counts in
+ * rlock__loop.watches from init to the free. Its owner embeds it. */
+typedef struct rlock__lparty {
+  rlock_client *c;
+  void *owner;            /* the object that embeds it */
+  int started;            /* its join has run (loop thread) */
+  int doomed;             /* freed on the loop thread while a step of it
+                             was still due (its join, a read in flight):
+                             that step frees it */
+  rlock_op *join, *leave; /* made with it, so neither can fail later */
+  pthread_mutex_t mu;     /* a free from another thread waits ... */
+  pthread_cond_t cv;
+  int left; /* ... until its leave has run */
+} rlock__lparty;
+
+/* A constructor's checks of `c`: made in this process, not being freed.
+ * RLOCK_OK, or the refusal naming `fn`. */
+int rlock__lparty_check(rlock_client *c, const char *fn);
+/* Set up `p` (zeroed) for `owner` on `c`: RLOCK_OK, or RLOCK_ENOMEM
+ * with nothing kept (no rlock__lparty_destroy then). */
+int rlock__lparty_init(rlock__lparty *p, rlock_client *c, void *owner);
+/* Hand the join to the loop: `join` runs there (at once on the loop
+ * thread) and finishes its operation. RLOCK_OK. */
+int rlock__lparty_join(rlock__lparty *p, void (*join)(rlock_op *op));
+/* A free begins (no longer counted): 1 when it runs on the loop thread,
+ * whose caller leaves at once, else 0. */
+int rlock__lparty_here(rlock__lparty *p);
+/* Off the loop thread: hand the leave to the loop (`leave` runs there and
+ * finishes its operation, at once or later) and wait until it has run.
+ * Nothing when the loop is closed, or in a fork()ed child's copy. */
+void rlock__lparty_leave(rlock__lparty *p, void (*leave)(rlock_op *op));
+/* Free what the party holds (its leave, unless handed to the loop). */
+void rlock__lparty_destroy(rlock__lparty *p);
+/* The owner of the party whose join or leave `op` is. */
+static inline void *rlock__lparty_owner(const rlock_op *op) {
+  return ((rlock__lparty *)op->arg)->owner;
+}
+
 /* ---- the subscriber (lsub.c) ------------------------------------------- */
 
 enum rlock__lchan_state {
@@ -527,17 +628,13 @@ struct rlock__lchan {
   rlock__lconn *k;      /* the subscriber it is (being) subscribed on */
   char *name;
   size_t len;
-  int state;                    /* enum rlock__lchan_state */
-  int permits;                  /* unlock messages no waiter has taken yet */
-  rlock__lwaiter *first, *last; /* waiters, in arrival order */
-  rlock__lwaiter *cursor;       /* the next waiter a walk visits */
-  int walking;                  /* a walk over the waiters is under way */
-  int64_t wakes; /* what the message being delivered wakes (RLOCK__CHAN
-                    _WOKEN): how many, RLOCK__WAKE_ALL for all */
-  int nwaiters;
-  rlock__lwatcher *wfirst, *wlast; /* watchers (they keep it subscribed) */
-  rlock__lwatcher *wcursor;        /* the next watcher a telling visits */
-  int nwatchers;
+  int state;             /* enum rlock__lchan_state */
+  int permits;           /* unlock messages no waiter has taken yet */
+  rlock__llist waiters;  /* rlock__lwaiter.at, in arrival order */
+  int walking;           /* a walk over the waiters is under way */
+  int64_t wakes;         /* what the message being delivered wakes (RLOCK__CHAN
+                            _WOKEN): how many, RLOCK__WAKE_ALL for all */
+  rlock__llist watchers; /* rlock__lwatcher.at (they keep it subscribed) */
 };
 
 /* The states of an acquisition (lacquire.c), which the subscriber reads
@@ -590,10 +687,10 @@ typedef struct rlock__loop {
   int64_t armed_us; /* what the adapter's timer is armed for */
   rlock__ltimer **heap;
   size_t nheap, capheap;
-  rlock_op *ops;                    /* live operations */
-  rlock_op *done_first, *done_last; /* completions due */
+  rlock__llist ops;  /* live operations (rlock_op.at) */
+  rlock__llist done; /* completions due (rlock_op.at) */
   pthread_mutex_t inbox_mu;
-  rlock_op *inbox_first, *inbox_last;
+  rlock__llist inbox; /* operations started off the loop thread */
   /* rlock_op_cancel from other threads (core.c) */
   rlock_op *cancel_first, *cancel_last;
   atomic_int lookups_done; /* a name lookup thread woke the loop */
@@ -614,7 +711,7 @@ typedef struct rlock__loop {
   int refreshing;
   int64_t refreshed_us; /* when the last one began */
   int master_changed;   /* Sentinel named a new master meanwhile */
-  rlock__lreq *parked_first, *parked_last; /* waiting for the refresh */
+  rlock__llist parked;  /* requests waiting for the refresh */
   /* the subscriber (lsub.c) */
   rlock__map chans;        /* channel -> rlock__lchan* */
   rlock__ltimer sub_retry; /* re-subscribing after a subscriber failed */
@@ -628,8 +725,8 @@ typedef struct rlock__loop {
   int64_t swatch_backoff_ms;
   size_t swatch_next; /* the sentinel to try next */
   /* the watchdog (lrenew.c) */
-  rlock__ltimer renew;        /* the watchdog's tick */
-  struct rlock__ltick *ticks; /* ticks with a batch in flight */
+  rlock__ltimer renew; /* the watchdog's tick */
+  rlock__llist ticks;  /* ticks with a batch in flight (lrenew.c) */
   /* the registry record (lregistry.c) */
   rlock__ltimer registry; /* the next write */
   rlock__lreq reg_req;    /* the write in flight */

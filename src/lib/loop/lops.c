@@ -62,6 +62,22 @@ static rlock_op *op_new(rlock_lock *l, int type, rlock_async_fn cb, void *arg) {
   return op;
 }
 
+/* An operation of `type` for `owner`, the lock, callback and owner
+ * checked first: RLOCK_OK with *out (not started yet), or a status. */
+static int owned(rlock_lock *l, int type, uint64_t owner, rlock_async_fn cb,
+                 void *arg, const char *fn, rlock_op **out) {
+  int rc = check(l, (const void *)cb, fn);
+  if (rc != RLOCK_OK || (rc = rlock__lop_check_owner(owner, fn)) != RLOCK_OK)
+    return rc;
+  rlock_op *op = op_new(l, type, cb, arg);
+  if (op == NULL)
+    return RLOCK_ENOMEM;
+  op->owner_number = owner;
+  rlock__owner_as(l->client, owner, op->owner);
+  *out = op;
+  return RLOCK_OK;
+}
+
 /* ---- acquire ----------------------------------------------------------- */
 
 int rlock_lock_acquire_async(rlock_lock *l, const rlock_acquire_options *opts,
@@ -89,23 +105,6 @@ int rlock_lock_acquire_async(rlock_lock *l, const rlock_acquire_options *opts,
 
 /* ---- one call, one answer --------------------------------------------- */
 
-static void send_call(rlock_op *op,
-                      void (*done)(rlock_client *, rlock__lreq *)) {
-  rlock__req_init(&op->lreq.q, &op->lreq.call);
-  op->lreq.done = done;
-  op->busy = 1;
-  rlock__lreq_send(op->c, &op->lreq);
-}
-
-/* Take the answer: RLOCK_OK with *reply (caller frees), or the failure. */
-static int answer(rlock__lreq *r, rlock__reply **reply) {
-  rlock__lop_of(r)->busy = 0;
-  *reply = r->q.reply;
-  r->q.reply = NULL;
-  rlock__call_clear(&r->call);
-  return r->q.rc;
-}
-
 static void release_send(rlock_op *op);
 
 static void unlatch_done(rlock_client *c, rlock__lreq *r) {
@@ -127,10 +126,8 @@ static void unlatch(rlock_op *op, const rlock__reply *reply) {
   rlock__lreq *r = rlock__calloc(1, sizeof *r);
   if (r != NULL) {
     rlock__latch_del(op->l, &op->latch, &r->call);
-    rlock__req_init(&r->q, &r->call);
-    r->done = unlatch_done;
     r->no_pause = 1; /* never parked on a timer past the client */
-    rlock__lreq_send(op->c, r);
+    rlock__lreq_send(op->c, r, unlatch_done);
   }
   rlock__error_restore(&saved);
 }
@@ -148,7 +145,7 @@ static void release_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
   rlock_op *op = rlock__lop_of(r);
   rlock__reply *reply;
-  int rc = answer(r, &reply);
+  int rc = rlock__lreq_take(r, &reply);
   if (rlock__release_again(&op->latch, rc, &r->call)) {
     rlock__reply_free(reply);
     rlock__ltimer_init(&op->timer, release_again_due);
@@ -174,7 +171,7 @@ static void release_send(rlock_op *op) {
   rlock_lock *l = op->l;
   l->kind->release(l, op->owner, op->keep_ms, &op->latch, &op->lreq.call);
   op->lreq.call.sync = 1;
-  send_call(op, release_done);
+  rlock__lreq_send(op->c, &op->lreq, release_done);
 }
 
 /* Stop renewal first, as the blocking release does. */
@@ -189,23 +186,17 @@ void rlock__lrelease_start(rlock_op *op) {
 
 int rlock_lock_release_async(rlock_lock *l, uint64_t owner, rlock_async_fn cb,
                              void *arg) {
-  int rc = check(l, (const void *)cb, "rlock_lock_release_async");
-  if (rc != RLOCK_OK || (rc = rlock__lop_check_owner(
-                             owner, "rlock_lock_release_async")) != RLOCK_OK)
-    return rc;
-  rlock_op *op = op_new(l, RLOCK__LOP_RELEASE, cb, arg);
-  if (op == NULL)
-    return RLOCK_ENOMEM;
-  op->owner_number = owner;
-  rlock__owner_as(l->client, owner, op->owner);
-  return rlock__lop_submit(op, rlock__lrelease_start);
+  rlock_op *op;
+  int rc = owned(l, RLOCK__LOP_RELEASE, owner, cb, arg,
+                 "rlock_lock_release_async", &op);
+  return rc != RLOCK_OK ? rc : rlock__lop_submit(op, rlock__lrelease_start);
 }
 
 static void force_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
   rlock_op *op = rlock__lop_of(r);
   rlock__reply *reply;
-  int rc = answer(r, &reply);
+  int rc = rlock__lreq_take(r, &reply);
   int deleted = 0;
   if (rc == RLOCK_OK)
     rc = rlock__force_result(op->l, &r->call, reply, &deleted);
@@ -216,7 +207,7 @@ static void force_done(rlock_client *c, rlock__lreq *r) {
 static void force_start(rlock_op *op) {
   op->l->kind->force_release(op->l, &op->lreq.call);
   op->lreq.call.sync = 1;
-  send_call(op, force_done);
+  rlock__lreq_send(op->c, &op->lreq, force_done);
 }
 
 int rlock_lock_force_release_async(rlock_lock *l, rlock_async_fn cb,
@@ -235,7 +226,7 @@ static void inspect_done(rlock_client *c, rlock__lreq *r) {
   rlock_op *op = rlock__lop_of(r);
   const char *where = r->node != NULL ? r->node->where : "";
   rlock__reply *reply;
-  int rc = answer(r, &reply);
+  int rc = rlock__lreq_take(r, &reply);
   rlock_lock_info *info = NULL;
   if (rc == RLOCK_OK && (info = rlock__info_new()) == NULL)
     rc = RLOCK_ENOMEM;
@@ -257,7 +248,7 @@ static void inspect_done(rlock_client *c, rlock__lreq *r) {
 
 static void inspect_start(rlock_op *op) {
   op->l->kind->inspect(op->l, &op->lreq.call);
-  send_call(op, inspect_done);
+  rlock__lreq_send(op->c, &op->lreq, inspect_done);
 }
 
 static int query(rlock_lock *l, int type, rlock_async_fn cb,
@@ -290,7 +281,7 @@ static void count_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
   rlock_op *op = rlock__lop_of(r);
   rlock__reply *reply;
-  int rc = answer(r, &reply);
+  int rc = rlock__lreq_take(r, &reply);
   int64_t count = 0;
   if (rc == RLOCK_OK)
     rc = rlock__count_reply(reply, &count);
@@ -300,63 +291,60 @@ static void count_done(rlock_client *c, rlock__lreq *r) {
 
 static void count_start(rlock_op *op) {
   rlock__count_call(op->l, op->owner, &op->lreq.call);
-  send_call(op, count_done);
+  rlock__lreq_send(op->c, &op->lreq, count_done);
 }
 
 int rlock_lock_hold_count_async(rlock_lock *l, uint64_t owner,
                                 rlock_async_fn cb, void *arg) {
-  int rc = check(l, (const void *)cb, "rlock_lock_hold_count_async");
-  if (rc != RLOCK_OK || (rc = rlock__lop_check_owner(
-                             owner, "rlock_lock_hold_count_async")) != RLOCK_OK)
-    return rc;
-  rlock_op *op = op_new(l, RLOCK__LOP_COUNT, cb, arg);
-  if (op == NULL)
-    return RLOCK_ENOMEM;
-  op->owner_number = owner;
-  rlock__owner_as(l->client, owner, op->owner);
-  return rlock__lop_submit(op, count_start);
+  rlock_op *op;
+  int rc = owned(l, RLOCK__LOP_COUNT, owner, cb, arg,
+                 "rlock_lock_hold_count_async", &op);
+  return rc != RLOCK_OK ? rc : rlock__lop_submit(op, count_start);
 }
 
 /* ---- a fresh fixed lease ------------------------------------------------ */
 
-static void extend_done(rlock_client *c, rlock__lreq *r) {
+/* One call for both: what the checks and the answer mean differs (an
+ * extension's hold, or a MultiLock member's: relet.c). */
+static void relet_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
   rlock_op *op = rlock__lop_of(r);
   char field[RLOCK_FIELD_MAX];
   rlock__field(op->l, op->owner, field);
   rlock__reply *reply;
-  int rc = answer(r, &reply);
-  rc = rlock__extend_result(op->l, field, op->keep_ms, rc, reply,
-                            op->lreq.sent_us);
+  int rc = rlock__lreq_take(r, &reply);
+  if (op->multi != NULL)
+    rc = rlock__relet_result(op->l, op->index, field, op->keep_ms, rc, reply,
+                             r->sent_us);
+  else
+    rc = rlock__extend_result(op->l, field, op->keep_ms, rc, reply, r->sent_us);
   rlock__reply_free(reply);
   rlock__lop_finish(op, rc, 0);
 }
 
-static void extend_start(rlock_op *op) {
+void rlock__lrelet_start(rlock_op *op) {
   char field[RLOCK_FIELD_MAX];
   rlock__field(op->l, op->owner, field);
-  int rc = rlock__extend_check(op->l, field, op->keep_ms);
+  int rc = op->multi != NULL
+               ? rlock__relet_check(op->l, op->index, field, op->keep_ms)
+               : rlock__extend_check(op->l, field, op->keep_ms);
   if (rc != RLOCK_OK) {
     rlock__lop_finish(op, rc, 0);
     return;
   }
   rlock__relet_call(op->l, field, op->keep_ms, &op->lreq.call);
-  send_call(op, extend_done);
+  rlock__lreq_send(op->c, &op->lreq, relet_done);
 }
 
 int rlock_lock_extend_async(rlock_lock *l, uint64_t owner, int64_t lease_ms,
                             rlock_async_fn cb, void *arg) {
-  int rc = check(l, (const void *)cb, "rlock_lock_extend_async");
-  if (rc != RLOCK_OK || (rc = rlock__lop_check_owner(
-                             owner, "rlock_lock_extend_async")) != RLOCK_OK)
+  rlock_op *op;
+  int rc = owned(l, RLOCK__LOP_RELET, owner, cb, arg, "rlock_lock_extend_async",
+                 &op);
+  if (rc != RLOCK_OK)
     return rc;
-  rlock_op *op = op_new(l, RLOCK__LOP_RELET, cb, arg);
-  if (op == NULL)
-    return RLOCK_ENOMEM;
-  op->owner_number = owner;
-  rlock__owner_as(l->client, owner, op->owner);
   op->keep_ms = lease_ms;
-  return rlock__lop_submit(op, extend_start);
+  return rlock__lop_submit(op, rlock__lrelet_start);
 }
 
 /* ---- an election's observation ----------------------------------------- */
@@ -365,7 +353,7 @@ static void observe_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
   rlock_op *op = rlock__lop_of(r);
   rlock__reply *reply;
-  int rc = answer(r, &reply);
+  int rc = rlock__lreq_take(r, &reply);
   if (rc == RLOCK_OK)
     rc = rlock__observe_parse(reply, &op->leader);
   rlock__reply_free(reply);
@@ -374,7 +362,7 @@ static void observe_done(rlock_client *c, rlock__lreq *r) {
 
 void rlock__lobserve_start(rlock_op *op) {
   rlock__observe_call(op->l, &op->lreq.call);
-  send_call(op, observe_done);
+  rlock__lreq_send(op->c, &op->lreq, observe_done);
 }
 
 int rlock_election_observe_async(rlock_election *e, rlock_leader_fn cb,

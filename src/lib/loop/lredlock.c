@@ -63,14 +63,7 @@ struct rlock__lred {
 
 #define PENDING 1 /* not a status code: they are <= 0 */
 
-static void noop(void *arg, int rc, int64_t v) { (void)arg, (void)rc, (void)v; }
-
 static void new_round(rlock_op *op);
-
-/* End with rc: the callback (completed()) runs at the end of the turn. */
-static void finish(rlock_op *op, int rc, int64_t value) {
-  rlock__lop_finish(op, rc, value);
-}
 
 /* Member i's outcome in this round (or release), with its message. */
 static void note(struct rlock__lred *red, size_t i, int rc, const char *msg) {
@@ -127,7 +120,7 @@ static void drop_child(rlock_op *op, size_t i) {
   rlock_op *child = op->red->child[i];
   if (child == NULL)
     return;
-  child->cb = noop;
+  child->cb = rlock__lop_ignore;
   op->red->child[i] = NULL;
   rlock__lacquire_cancel_member(child);
 }
@@ -139,16 +132,17 @@ static void after_give_back(rlock_op *op) {
   struct rlock__lred *red = op->red;
   if (!rlock__redlock_retry(red->rc, op->canceled, op->wait_ms,
                             op->deadline_us)) {
-    int rc = op->canceled ? RLOCK_ECANCELED : red->rc;
-    rlock__err(rc, "%s", op->canceled ? "wait canceled" : red->msg);
-    finish(op, rc, 0);
+    rlock__lop_finish(op,
+                      op->canceled ? rlock__lop_canceled()
+                                   : rlock__err(red->rc, "%s", red->msg),
+                      0);
     return;
   }
   op->phase = PAUSE;
   if (rlock__ltimer_at(op->c, &op->timer,
                        rlock__redlock_next_round(&op->seed, op->deadline_us)) !=
       RLOCK_OK)
-    finish(op, RLOCK_ENOMEM, 0);
+    rlock__lop_finish(op, RLOCK_ENOMEM, 0);
 }
 
 /* A member operation answered: enter member 0's client (what the answer
@@ -218,11 +212,11 @@ static void decide(rlock_op *op) {
   int64_t validity =
       rlock__redlock_validity(red->lease_min_ms, red->started_us);
   if (op->canceled) {
-    give_back(op, rlock__err(RLOCK_ECANCELED, "wait canceled"));
+    give_back(op, rlock__lop_canceled());
     return;
   }
   if (rlock__redlock_held(op->redlock, red->taken, validity)) {
-    finish(op, RLOCK_OK, validity);
+    rlock__lop_finish(op, RLOCK_OK, validity);
     return;
   }
   for (size_t i = 0; i < op->redlock->n; i++)
@@ -266,7 +260,7 @@ static void new_round(rlock_op *op) {
   struct rlock__lred *red = op->red;
   rlock_redlock *r = op->redlock;
   if (op->canceled) {
-    finish(op, rlock__err(RLOCK_ECANCELED, "wait canceled"), 0);
+    rlock__lop_finish(op, rlock__lop_canceled(), 0);
     return;
   }
   op->phase = ROUND;
@@ -277,7 +271,7 @@ static void new_round(rlock_op *op) {
   int64_t timeout_ms = rlock__redlock_node_timeout_ms(r, red->lease_min_ms);
   if (rlock__ltimer_at(op->c, &op->timer,
                        red->started_us + timeout_ms * 1000) != RLOCK_OK) {
-    finish(op, RLOCK_ENOMEM, 0);
+    rlock__lop_finish(op, RLOCK_ENOMEM, 0);
     return;
   }
   red->res->n = r->n; /* this round's outcome from now on */
@@ -309,7 +303,8 @@ static void redlock_start(rlock_op *op) {
   new_round(op);
 }
 
-void rlock__lredlock_cancel(rlock_op *op) {
+/* rlock_op_cancel on the loop thread. */
+static void redlock_cancel(rlock_op *op) {
   if (op->canceled || op->finished || op->red == NULL)
     return;
   op->canceled = 1;
@@ -322,12 +317,13 @@ void rlock__lredlock_cancel(rlock_op *op) {
     if (round_over(op))
       decide(op);
   } else if (op->phase == PAUSE) {
-    rlock__err(RLOCK_ECANCELED, "wait canceled");
-    finish(op, RLOCK_ECANCELED, 0);
+    rlock__lop_finish(op, rlock__lop_canceled(), 0);
   } /* GIVING_BACK: ends canceled once given back */
 }
 
-void rlock__lredlock_abandon(rlock_op *op) {
+/* The client is being freed: cancel the members' pending attempts, which
+ * tell it nothing any more. */
+static void redlock_abandon(rlock_op *op) {
   if (op->red == NULL)
     return;
   for (size_t i = 0; i < op->redlock->n; i++)
@@ -361,7 +357,7 @@ static void member_released(void *arg, int rc, int64_t v) {
       rlock__err(out, "%s", red->msg);
     else if (out == RLOCK_ENOTHELD)
       rlock__err(out, "RedLock is not held by this owner on any member");
-    finish(op, out, 0);
+    rlock__lop_finish(op, out, 0);
   }
   rlock__loop_leave(op->c);
 }
@@ -391,7 +387,7 @@ static void release_start(rlock_op *op) {
   }
   if (red->pending == 0) {
     rlock__err(red->rc, "%s", red->msg);
-    finish(op, red->rc, 0);
+    rlock__lop_finish(op, red->rc, 0);
     return;
   }
   for (size_t i = 0; i < r->n; i++)
@@ -421,8 +417,8 @@ static rlock_op *op_new(rlock_redlock *r, const caller *who, uint64_t owner) {
   rlock_op *op = rlock__lop_new(r->members[0], RLOCK__LOP_REDLOCK);
   if (op == NULL)
     return NULL;
-  op->cancel = rlock__lredlock_cancel;
-  op->abandon = rlock__lredlock_abandon;
+  op->cancel = redlock_cancel;
+  op->abandon = redlock_abandon;
   struct rlock__lred *red = rlock__calloc(1, sizeof *red);
   if (red != NULL && (red->res = rlock__calloc(1, sizeof *red->res)) == NULL) {
     free(red);

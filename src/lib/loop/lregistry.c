@@ -15,7 +15,6 @@
  * without the registry's prefix, a read-only replica) is logged once at WARN,
  * then the writes go on quietly, so a permission granted later takes effect.
  */
-#include <string.h>
 
 #include "client_int.h"
 #include "common.h"
@@ -23,10 +22,9 @@
 
 static void reg_done(rlock_client *c, rlock__lreq *r) {
   rlock__loop *lp = c->loop;
-  int rc = r->q.rc;
-  rlock__reply_free(r->q.reply);
-  r->q.reply = NULL;
-  rlock__call_clear(&r->call);
+  rlock__reply *reply;
+  int rc = rlock__lreq_take(r, &reply);
+  rlock__reply_free(reply);
   lp->reg_busy = 0;
   /* Only a refusal is worth a word: an outage is the lock calls' to
    * report, and memory short for now is tried again next period. */
@@ -46,20 +44,17 @@ static void reg_done(rlock_client *c, rlock__lreq *r) {
 static void reg_send(rlock_client *c) {
   rlock__loop *lp = c->loop;
   rlock__lreq *r = &lp->reg_req;
-  memset(&r->q, 0, sizeof r->q);
   rlock__call_cmd(&r->call, "SET");
   rlock__call_key(&r->call, c->reg.key);
   rlock__call_arg(&r->call, c->reg.rec);
   rlock__call_arg(&r->call, "PX");
   rlock__call_num(&r->call, 3 * c->cfg.registry_period_ms);
-  rlock__req_init(&r->q, &r->call);
-  r->done = reg_done;
   r->no_pause = 1; /* next period tries again: never queued for long */
   r->quiet = 1;    /* an unreachable server is the lock calls' to report */
   r->deadline_us = 0;
   r->bound_us = 0;
   lp->reg_busy = 1;
-  rlock__lreq_send(c, r); /* may end (reg_done) at once */
+  rlock__lreq_send(c, r, reg_done); /* may end (reg_done) at once */
 }
 
 void rlock__lregistry_tick(rlock_client *c, rlock__ltimer *t) {

@@ -40,13 +40,13 @@ typedef struct lane {
 } lane;
 
 struct rlock__ltick {
+  rlock__llink at; /* first: among the loop's ticks under way */
   rlock__renew_tick *t;
   lane **lanes;
   size_t nlanes, cap;
   size_t busy; /* lanes with a batch in flight */
   int held;    /* calls under way that use it: not ended from under them
                   (a request may end inside rlock__lreq_send) */
-  ltick *next; /* the loop's ticks under way */
 };
 
 static void arm_at(rlock_client *c, int64_t at) {
@@ -65,10 +65,12 @@ void rlock__lrenew_arm(rlock_client *c) {
 
 /* Whether a batch to `node` is in flight, from any tick. */
 static int node_busy(const rlock__loop *lp, const rlock__node *node) {
-  for (const ltick *k = lp->ticks; k != NULL; k = k->next)
+  for (const rlock__llink *e = lp->ticks.first; e != NULL; e = e->next) {
+    const ltick *k = (const ltick *)e;
     for (size_t i = 0; i < k->nlanes; i++)
       if (k->lanes[i]->busy && k->lanes[i]->node == node)
         return 1;
+  }
   return 0;
 }
 
@@ -76,14 +78,9 @@ static lane *lane_of(ltick *k, rlock__node *node) {
   for (size_t i = 0; i < k->nlanes; i++)
     if (k->lanes[i]->node == node)
       return k->lanes[i];
-  if (k->nlanes == k->cap) {
-    size_t cap = k->cap ? k->cap * 2 : 4;
-    lane **v = rlock__realloc(k->lanes, cap * sizeof *v);
-    if (v == NULL)
-      return NULL;
-    k->lanes = v;
-    k->cap = cap;
-  }
+  if (rlock__lgrow(&k->lanes, &k->cap, k->nlanes, sizeof *k->lanes, 4) !=
+      RLOCK_OK)
+    return NULL;
   lane *ln = rlock__calloc(1, sizeof *ln);
   if (ln != NULL) {
     ln->tick = k;
@@ -94,25 +91,14 @@ static lane *lane_of(ltick *k, rlock__node *node) {
 }
 
 static int add_todo(lane *ln, const rlock__renew_batch *b) {
-  if (ln->n == ln->cap) {
-    size_t cap = ln->cap ? ln->cap * 2 : 4;
-    rlock__renew_batch *v = rlock__realloc(ln->todo, cap * sizeof *v);
-    if (v == NULL)
-      return -1;
-    ln->todo = v;
-    ln->cap = cap;
-  }
-  ln->todo[ln->n++] = *b;
-  return 0;
+  int rc = rlock__lgrow(&ln->todo, &ln->cap, ln->n, sizeof *ln->todo, 4);
+  if (rc == RLOCK_OK)
+    ln->todo[ln->n++] = *b;
+  return rc;
 }
 
 static void tick_end(rlock_client *c, ltick *k) {
-  rlock__loop *lp = c->loop;
-  for (ltick **p = &lp->ticks; *p != NULL; p = &(*p)->next)
-    if (*p == k) {
-      *p = k->next;
-      break;
-    }
+  rlock__llist_del(&c->loop->ticks, &k->at);
   for (size_t i = 0; i < k->nlanes; i++) {
     free(k->lanes[i]->todo);
     free(k->lanes[i]);
@@ -139,16 +125,15 @@ static void lane_send(rlock_client *c, lane *ln);
 static void lane_done(rlock_client *c, rlock__lreq *r) {
   lane *ln = (lane *)r; /* req is its first member */
   ltick *k = ln->tick;
-  rlock__reply *reply = r->q.reply;
-  r->q.reply = NULL;
-  rlock__call_clear(&r->call);
+  rlock__reply *reply;
+  int rc = rlock__lreq_take(r, &reply);
   ln->busy = 0;
   k->busy--;
   k->held++;
   if (!c->loop->closing) {
-    rlock__renew_settle(c, k->t, &ln->cur, r->q.rc, reply, r->sent_us);
-    if (r->q.rc != RLOCK_OK)
-      lane_fail_rest(c, ln, r->q.rc); /* the node failed: not one by one */
+    rlock__renew_settle(c, k->t, &ln->cur, rc, reply, r->sent_us);
+    if (rc != RLOCK_OK)
+      lane_fail_rest(c, ln, rc); /* the node failed: not one by one */
     else
       lane_send(c, ln);
   }
@@ -164,12 +149,10 @@ static void lane_send(rlock_client *c, lane *ln) {
     return;
   ln->cur = ln->todo[ln->next++];
   rlock__renew_build(c, ln->tick->t, &ln->cur, &ln->req.call);
-  rlock__req_init(&ln->req.q, &ln->req.call);
-  ln->req.done = lane_done;
   ln->req.no_pause = 1; /* the tick retries: see rlock__lreq */
   ln->busy = 1;
   ln->tick->busy++;
-  rlock__lreq_send(c, &ln->req); /* may end (lane_done) at once */
+  rlock__lreq_send(c, &ln->req, lane_done); /* may end at once */
 }
 
 /* Split the tick's batches into lanes by the node that serves each now;
@@ -184,7 +167,7 @@ static void route_all(rlock_client *c, ltick *k) {
       continue;
     }
     lane *ln = lane_of(k, node);
-    if (ln == NULL || add_todo(ln, &b) != 0)
+    if (ln == NULL || add_todo(ln, &b) != RLOCK_OK)
       rlock__renew_settle(c, k->t, &b,
                           rlock__err(RLOCK_ENOMEM, "out of memory"), NULL, 0);
   }
@@ -213,8 +196,7 @@ void rlock__lrenew_tick(rlock_client *c, rlock__ltimer *timer) {
   }
   k->t = t;
   route_all(c, k);
-  k->next = lp->ticks;
-  lp->ticks = k;
+  rlock__llist_add(&lp->ticks, &k->at);
   k->held = 1;
   for (size_t i = 0; i < k->nlanes; i++)
     lane_send(c, k->lanes[i]);

@@ -26,7 +26,6 @@ static rlock__lreq *of_retry(rlock__ltimer *t) {
 
 static void finish(rlock_client *c, rlock__lreq *r) {
   rlock__ltimer_stop(c, &r->retry);
-  r->next = NULL;
   r->done(c, r);
 }
 
@@ -43,18 +42,10 @@ rlock__lnode *rlock__lnode_of(rlock_client *c, rlock__node *node) {
   for (size_t i = 0; i < lp->nnodes; i++)
     if (lp->nodes[i]->node == node)
       return lp->nodes[i];
-  if (lp->nnodes == lp->capnodes) {
-    size_t cap = lp->capnodes ? lp->capnodes * 2 : 4;
-    rlock__lnode **v = rlock__realloc(lp->nodes, cap * sizeof *v);
-    if (v == NULL) {
-      rlock__err(RLOCK_ENOMEM, "out of memory");
-      return NULL;
-    }
-    lp->nodes = v;
-    lp->capnodes = cap;
-  }
-  rlock__lnode *ln = rlock__calloc(1, sizeof *ln);
-  if (ln == NULL) {
+  rlock__lnode *ln = NULL;
+  if (rlock__lgrow(&lp->nodes, &lp->capnodes, lp->nnodes, sizeof *lp->nodes,
+                   4) != RLOCK_OK ||
+      (ln = rlock__calloc(1, sizeof *ln)) == NULL) {
     rlock__err(RLOCK_ENOMEM, "out of memory");
     return NULL;
   }
@@ -152,12 +143,14 @@ static void route(rlock_client *c, rlock__lreq *r) {
   rlock__lreplicas_send(c, ln, r);
 }
 
-void rlock__lreq_send(rlock_client *c, rlock__lreq *r) {
+void rlock__lreq_send(rlock_client *c, rlock__lreq *r,
+                      void (*done)(rlock_client *c, rlock__lreq *r)) {
+  rlock__req_init(&r->q, &r->call);
+  r->done = done;
   int64_t floor = rlock__deadline_after_ms(c->cfg.connect_timeout_ms +
                                            c->cfg.command_timeout_ms);
   r->until_us = r->deadline_us > floor ? r->deadline_us : floor;
   r->deadline_us = 0;
-  r->next = NULL;
   r->to = NULL;
   r->node = NULL;
   r->attempt = 0;

@@ -57,7 +57,7 @@ static void chan_free(rlock_client *c, rlock__lchan *ch) {
 
 /* No waiter and no watcher: nothing keeps the channel. */
 static int unused(const rlock__lchan *ch) {
-  return ch->nwaiters == 0 && ch->nwatchers == 0;
+  return ch->waiters.n == 0 && ch->watchers.n == 0;
 }
 
 static void chan_drop(rlock_client *c, rlock__lchan *ch) {
@@ -96,14 +96,9 @@ static int queue_word(rlock_client *c, rlock__lchan *ch, rlock__lconn *k,
   int rc = rlock__lconn_open(c, k);
   if (rc != RLOCK_OK)
     return rc;
-  if (k->nsent == k->capsent) {
-    size_t cap = k->capsent ? k->capsent * 2 : 16;
-    rlock__lchan **sent = rlock__realloc(k->sent, cap * sizeof *sent);
-    if (sent == NULL)
-      return rlock__err(RLOCK_ENOMEM, "out of memory");
-    k->sent = sent;
-    k->capsent = cap;
-  }
+  if ((rc = rlock__lgrow(&k->sent, &k->capsent, k->nsent, sizeof *k->sent,
+                         16)) != RLOCK_OK)
+    return rc;
   const char *argv[2] = {word, ch->name};
   size_t lens[2] = {strlen(word), ch->len};
   if ((rc = rlock__lconn_command(k, 2, argv, lens)) != RLOCK_OK)
@@ -179,10 +174,11 @@ int rlock__lsub_active(const rlock__lwaiter *w) {
 
 static rlock__lchan *chan_get(rlock_client *c, const char *channel);
 
-/* `channel`'s entry, subscribed or being subscribed, for a waiter or a
- * watcher to join: RLOCK_OK with *out, or the failure (nothing kept). */
-static int chan_for_joining(rlock_client *c, const char *channel,
-                            rlock__lchan **out) {
+/* Join `channel`, subscribed or being subscribed: `at` goes at the end
+ * of its waiters (or, `watcher`, of its watchers) and *chan names it.
+ * RLOCK_OK, or the failure (nothing kept). */
+static int join_list(rlock_client *c, const char *channel, int watcher,
+                     rlock__llink *at, rlock__lchan **chan) {
   rlock__lchan *ch = chan_get(c, channel);
   if (ch == NULL)
     return RLOCK_ENOMEM;
@@ -195,44 +191,23 @@ static int chan_for_joining(rlock_client *c, const char *channel,
       return rc;
     }
   }
-  *out = ch;
+  *chan = ch;
+  rlock__llist_add(watcher ? &ch->watchers : &ch->waiters, at);
   return RLOCK_OK;
 }
 
 int rlock__lsub_join(rlock_client *c, rlock__lwaiter *w, const char *channel) {
-  rlock__lchan *ch;
-  int rc = chan_for_joining(c, channel, &ch);
-  if (rc != RLOCK_OK)
-    return rc;
-  w->chan = ch;
-  w->next = NULL;
-  w->prev = ch->last;
-  if (ch->last != NULL)
-    ch->last->next = w;
-  else
-    ch->first = w;
-  ch->last = w;
-  ch->nwaiters++;
-  return ch->state == RLOCK__LCHAN_ACTIVE;
+  int rc = join_list(c, channel, 0, &w->at, &w->chan);
+  return rc != RLOCK_OK ? rc : w->chan->state == RLOCK__LCHAN_ACTIVE;
 }
 
 static void part(rlock_client *c, rlock__lwaiter *w, int linger) {
   rlock__lchan *ch = w->chan;
   if (ch == NULL)
     return;
-  if (ch->cursor == w)
-    ch->cursor = w->next;
-  if (w->prev != NULL)
-    w->prev->next = w->next;
-  else
-    ch->first = w->next;
-  if (w->next != NULL)
-    w->next->prev = w->prev;
-  else
-    ch->last = w->prev;
+  rlock__llist_del(&ch->waiters, &w->at);
   w->chan = NULL;
-  w->prev = w->next = NULL;
-  if (--ch->nwaiters == 0 && unused(ch) && !ch->walking)
+  if (unused(ch) && !ch->walking)
     idle(c, ch, linger);
 }
 
@@ -284,41 +259,18 @@ static rlock__lchan *chan_get(rlock_client *c, const char *channel) {
 
 int rlock__lsub_watch(rlock_client *c, rlock__lwatcher *w,
                       const char *channel) {
-  rlock__lchan *ch;
-  int rc = chan_for_joining(c, channel, &ch);
-  if (rc != RLOCK_OK)
-    return rc;
-  w->chan = ch;
-  w->next = NULL;
-  w->prev = ch->wlast;
-  if (ch->wlast != NULL)
-    ch->wlast->next = w;
-  else
-    ch->wfirst = w;
-  ch->wlast = w;
-  ch->nwatchers++;
-  if (ch->state == RLOCK__LCHAN_ACTIVE)
+  int rc = join_list(c, channel, 1, &w->at, &w->chan);
+  if (rc == RLOCK_OK && w->chan->state == RLOCK__LCHAN_ACTIVE)
     w->event(w, RLOCK__WATCH_UP, NULL, 0);
-  return RLOCK_OK;
+  return rc;
 }
 
 void rlock__lsub_unwatch(rlock_client *c, rlock__lwatcher *w) {
   rlock__lchan *ch = w->chan;
   if (ch == NULL)
     return;
-  if (ch->wcursor == w)
-    ch->wcursor = w->next;
-  if (w->prev != NULL)
-    w->prev->next = w->next;
-  else
-    ch->wfirst = w->next;
-  if (w->next != NULL)
-    w->next->prev = w->prev;
-  else
-    ch->wlast = w->prev;
+  rlock__llist_del(&ch->watchers, &w->at);
   w->chan = NULL;
-  w->prev = w->next = NULL;
-  ch->nwatchers--;
   if (unused(ch) && !ch->walking)
     idle(c, ch, 1);
 }
@@ -327,12 +279,13 @@ void rlock__lsub_unwatch(rlock_client *c, rlock__lwatcher *w) {
  * waiters leaving on the way. */
 static void walk(rlock_client *c, rlock__lchan *ch, rlock__chan_event what) {
   ch->walking = 1;
-  for (rlock__lwaiter *w = ch->first; w != NULL && !c->loop->doomed;
-       w = ch->cursor) {
-    ch->cursor = w->next;
+  for (rlock__llink *e = ch->waiters.first; e != NULL && !c->loop->doomed;
+       e = ch->waiters.cursor) {
+    ch->waiters.cursor = e->next;
+    rlock__lwaiter *w = (rlock__lwaiter *)e;
     w->event(w, what);
   }
-  ch->cursor = NULL;
+  ch->waiters.cursor = NULL;
   ch->walking = 0;
   if (unused(ch) && !c->loop->doomed)
     idle(c, ch, 1);
@@ -344,12 +297,13 @@ static void tell(rlock_client *c, rlock__lchan *ch, rlock__watch_event what,
                  const char *payload, size_t len) {
   int walking = ch->walking;
   ch->walking = 1;
-  for (rlock__lwatcher *w = ch->wfirst; w != NULL && !c->loop->doomed;
-       w = ch->wcursor) {
-    ch->wcursor = w->next;
+  for (rlock__llink *e = ch->watchers.first; e != NULL && !c->loop->doomed;
+       e = ch->watchers.cursor) {
+    ch->watchers.cursor = e->next;
+    rlock__lwatcher *w = (rlock__lwatcher *)e;
     w->event(w, what, payload, len);
   }
-  ch->wcursor = NULL;
+  ch->watchers.cursor = NULL;
   ch->walking = walking;
   if (!walking && unused(ch) && !c->loop->doomed)
     idle(c, ch, 1);
@@ -363,22 +317,23 @@ static void wake_waiters(rlock_client *c, rlock__lchan *ch, const char *payload,
                          size_t chlen) {
   int64_t n = rlock__message_wakes(ch->name, chlen, payload);
   ch->wakes = n;
-  if (n >= (int64_t)ch->nwaiters) {
+  if (n >= (int64_t)ch->waiters.n) {
     walk(c, ch, RLOCK__CHAN_WOKEN);
     return;
   }
   ch->walking = 1; /* as walk(): the cursor survives waiters leaving */
-  for (rlock__lwaiter *w = ch->first; w != NULL && n > 0 && !c->loop->doomed;
-       w = ch->cursor) {
-    ch->cursor = w->next;
+  for (rlock__llink *e = ch->waiters.first;
+       e != NULL && n > 0 && !c->loop->doomed; e = ch->waiters.cursor) {
+    ch->waiters.cursor = e->next;
+    rlock__lwaiter *w = (rlock__lwaiter *)e;
     if (w->asleep(w)) {
       w->event(w, RLOCK__CHAN_WOKEN);
       n--;
     }
   }
-  ch->cursor = NULL;
+  ch->waiters.cursor = NULL;
   ch->walking = 0;
-  for (; n > 0 && ch->permits < ch->nwaiters; n--)
+  for (; n > 0 && ch->permits < ch->waiters.n; n--)
     ch->permits++;
   if (unused(ch) && !c->loop->doomed)
     idle(c, ch, 1);
@@ -390,13 +345,13 @@ static void wake_waiters(rlock_client *c, rlock__lchan *ch, const char *payload,
  * woken already). */
 static void deliver(rlock_client *c, rlock__lchan *ch, const rlock__push *p) {
   rlock__obs_count(&c->obs, RLOCK__STAT_WAKEUPS);
-  if (ch->nwatchers == 0) {
+  if (ch->watchers.n == 0) {
     wake_waiters(c, ch, p->payload, p->chlen);
     return;
   }
   /* Its watchers keep it, whatever the waiters do (none leaves meanwhile:
    * a waiter's event runs no user code). */
-  int woke = ch->nwaiters > 0;
+  int woke = ch->waiters.n > 0;
   if (woke)
     wake_waiters(c, ch, p->payload, p->chlen);
   if (woke && !c->loop->doomed)
@@ -427,7 +382,7 @@ static void confirmed(rlock_client *c, rlock__lchan *ch, int subscribed) {
       idle(c, ch, 1);
       return;
     }
-    int watched = ch->nwatchers > 0; /* then it outlives the walk */
+    int watched = ch->watchers.n > 0; /* then it outlives the walk */
     walk(c, ch, RLOCK__CHAN_CONFIRMED);
     if (watched && !c->loop->doomed)
       tell(c, ch, RLOCK__WATCH_UP, NULL, 0);
@@ -473,7 +428,7 @@ static void refused(rlock_client *c, rlock__lconn *k, rlock__reply *r) {
   if (ch == NULL)
     return;
   ch->state = RLOCK__LCHAN_NONE;
-  int watched = ch->nwatchers > 0; /* then it outlives the walk */
+  int watched = ch->watchers.n > 0; /* then it outlives the walk */
   walk(c, ch, RLOCK__CHAN_FAILED);
   /* Its watchers leave it as they are told (the last error is set). */
   if (watched && !c->loop->doomed)
@@ -589,7 +544,7 @@ void rlock__lsub_retry(rlock_client *c, rlock__ltimer *t) {
       failed = 1;
     /* An unlock may have been missed: every waiter attempts again, and
      * every watcher hears that its messages may have been. */
-    int watched = ch->nwatchers > 0; /* then it outlives the walk */
+    int watched = ch->watchers.n > 0; /* then it outlives the walk */
     walk(c, ch, RLOCK__CHAN_WOKEN_ALL);
     if (watched && !lp->doomed)
       tell(c, ch, RLOCK__WATCH_DOWN, NULL, 0);

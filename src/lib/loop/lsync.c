@@ -34,7 +34,7 @@ static void one_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
   rlock_op *op = rlock__lop_of(r);
   rlock__reply *reply;
-  int rc = rlock__lop_take(r, &reply);
+  int rc = rlock__lreq_take(r, &reply);
   int64_t v = 0;
   if (rc != RLOCK_OK)
     rc = rlock__wrongtype(op->l, rc);
@@ -47,7 +47,6 @@ static void one_done(rlock_client *c, rlock__lreq *r) {
     rc = rlock__sync_unconfirmed(op->l, &r->call);
   if (r->call.stamped_us != 0 && r->call.stamped_us < r->sent_us)
     r->sent_us = r->call.stamped_us; /* a new lease runs from its stamp */
-  rlock__call_clear(&r->call);
   if (op->owner[0] != '\0')
     rc = rlock__permit_outcome(op->l, op->sync_op, op->owner, op->hold_state,
                                rc, v, op->sync_num, r->sent_us);
@@ -67,10 +66,7 @@ static void one_start(rlock_op *op) {
   rlock__sync_call(l, op->sync_op, op->sync_num,
                    op->owner[0] != '\0' ? op->owner : NULL, &op->lreq.call);
   op->lreq.call.sync = op->sync_write;
-  rlock__req_init(&op->lreq.q, &op->lreq.call);
-  op->lreq.done = one_done;
-  op->busy = 1;
-  rlock__lreq_send(op->c, &op->lreq);
+  rlock__lreq_send(op->c, &op->lreq, one_done);
 }
 
 /* Queue the script operation `what` with `num` (and a permit `id`). */

@@ -29,16 +29,15 @@ static void ask_next(rlock_client *c);
 
 static void unpark_all(rlock_client *c, int rc) {
   rlock__loop *lp = c->loop;
-  rlock__lreq *r = lp->parked_first;
-  lp->parked_first = lp->parked_last = NULL;
+  rlock__llist parked = lp->parked;
+  lp->parked = (rlock__llist){0};
   rlock__saved_error why;
   rlock__error_save(&why);
-  while (r != NULL && !lp->doomed) {
-    rlock__lreq *next = r->next;
-    r->next = NULL;
+  rlock__lreq *r;
+  while (!lp->doomed && (r = rlock__lreq_at(parked.first)) != NULL) {
+    rlock__llist_del(&parked, &r->at);
     rlock__error_restore(&why);
     rlock__lreq_unparked(c, r, rc);
-    r = next;
   }
 }
 
@@ -58,17 +57,16 @@ static void refresh_over(rlock_client *c) {
 
 static void answered(rlock_client *c, rlock__lreq *r) {
   rlock__loop *lp = c->loop;
-  rlock__reply *reply = r->q.reply;
-  r->q.reply = NULL;
-  rlock__call_clear(&r->call);
+  rlock__reply *reply;
+  int rc = rlock__lreq_take(r, &reply);
   if (lp->closing) {
     rlock__reply_free(reply);
     lp->refreshing = 0;
     return;
   }
-  rlock__refresh_feed(&c->topo, &lp->refresh, r->q.rc,
-                      r->q.rc == RLOCK_OK ? reply : NULL);
-  if (r->q.rc != RLOCK_OK)
+  rlock__refresh_feed(&c->topo, &lp->refresh, rc,
+                      rc == RLOCK_OK ? reply : NULL);
+  if (rc != RLOCK_OK)
     rlock__reply_free(reply);
   ask_next(c);
 }
@@ -135,12 +133,7 @@ void rlock__ltopo_park(rlock_client *c, rlock__lreq *r) {
     rlock__lreq_unparked(c, r, RLOCK_OK);
     return;
   }
-  r->next = NULL;
-  if (lp->parked_last != NULL)
-    lp->parked_last->next = r;
-  else
-    lp->parked_first = r;
-  lp->parked_last = r;
+  rlock__llist_add(&lp->parked, &r->at);
   rlock__ltopo_refresh(c, 1);
 }
 
@@ -168,24 +161,22 @@ static void queue_write(rlock_client *c, rlock__lnode *ln, rlock__lreq *r,
 
 static void info_done(rlock_client *c, rlock__lreq *r) {
   rlock__lnode *ln = of_info(r);
-  rlock__reply *reply = r->q.rc == RLOCK_OK ? r->q.reply : NULL;
-  r->q.reply = NULL;
-  rlock__call_clear(&r->call);
-  int n = rlock__node_replicas_learned(ln->node, reply);
+  rlock__reply *reply;
+  int rc = rlock__lreq_take(r, &reply);
+  int n = rlock__node_replicas_learned(ln->node, rc == RLOCK_OK ? reply : NULL);
   rlock__reply_free(reply);
   ln->info_busy = 0;
-  rlock__lreq *w = ln->await_first;
-  ln->await_first = ln->await_last = NULL;
-  while (w != NULL && !c->loop->doomed) {
-    rlock__lreq *next = w->next;
-    w->next = NULL;
+  rlock__llist await = ln->await;
+  ln->await = (rlock__llist){0};
+  rlock__lreq *w;
+  while (!c->loop->doomed && (w = rlock__lreq_at(await.first)) != NULL) {
+    rlock__llist_del(&await, &w->at);
     if (c->loop->closing) {
       w->q.rc = rlock__err(RLOCK_ECLOSED, "client freed");
       w->done(c, w);
     } else {
       queue_write(c, ln, w, n);
     }
-    w = next;
   }
 }
 
@@ -193,16 +184,11 @@ void rlock__lreplicas_send(rlock_client *c, rlock__lnode *ln, rlock__lreq *r) {
   int n = r->call.sync && c->cfg.sync_replicas
               ? rlock__node_replicas_known(ln->node)
               : 0;
-  if (n >= 0 && ln->await_first == NULL) {
+  if (n >= 0 && ln->await.first == NULL) {
     queue_write(c, ln, r, n);
     return;
   }
-  r->next = NULL; /* behind the INFO under way */
-  if (ln->await_last != NULL)
-    ln->await_last->next = r;
-  else
-    ln->await_first = r;
-  ln->await_last = r;
+  rlock__llist_add(&ln->await, &r->at); /* behind the INFO under way */
   rlock__lreq *q = &ln->info;
   /* The INFO is answered no later than the earliest waiter needs. */
   if (!ln->info_busy)

@@ -28,8 +28,7 @@ static void whois_done(rlock_client *c, rlock__lreq *r) {
   (void)c;
   rlock_op *op = rlock__lop_of(r);
   rlock__reply *reply;
-  int rc = rlock__lop_take(r, &reply);
-  rlock__call_clear(&r->call);
+  int rc = rlock__lreq_take(r, &reply);
   if (rc == RLOCK_OK && reply->type == RLOCK__R_STR &&
       rlock__registry_parse(reply->str, reply->len, op->owner, op->record) != 0)
     rc = rlock__err(RLOCK_EWRONGTYPE, "%s: %s%s is not a registry record", fn,
@@ -47,10 +46,7 @@ static void whois_start(rlock_op *op) {
   rlock__call_cmd(&r->call, "GET");
   rlock__call_key(&r->call, rlock__call_fmt(&r->call, "%s%s",
                                             RLOCK_REGISTRY_PREFIX, op->owner));
-  rlock__req_init(&r->q, &r->call);
-  r->done = whois_done;
-  op->busy = 1;
-  rlock__lreq_send(op->c, r); /* may end (whois_done) at once */
+  rlock__lreq_send(op->c, r, whois_done); /* may end at once */
 }
 
 /* The checks of a loop client's entry point (lops.c's, with no lock). */

@@ -68,14 +68,10 @@ void rlock__ltimer_stop(rlock_client *c, rlock__ltimer *t) {
 int rlock__ltimer_at(rlock_client *c, rlock__ltimer *t, int64_t at_us) {
   rlock__loop *lp = c->loop;
   rlock__ltimer_stop(c, t);
-  if (lp->nheap == lp->capheap) {
-    size_t cap = lp->capheap ? lp->capheap * 2 : 64;
-    rlock__ltimer **heap = rlock__realloc(lp->heap, cap * sizeof *heap);
-    if (heap == NULL)
-      return rlock__err(RLOCK_ENOMEM, "out of memory");
-    lp->heap = heap;
-    lp->capheap = cap;
-  }
+  int rc =
+      rlock__lgrow(&lp->heap, &lp->capheap, lp->nheap, sizeof *lp->heap, 64);
+  if (rc != RLOCK_OK)
+    return rc;
   t->at_us = at_us;
   put(lp, lp->nheap++, t);
   up(lp, t->idx);
