@@ -187,17 +187,12 @@ int rlock__endpoint_parse(rlock__endpoint *ep, const char *url) {
   return rc;
 }
 
-static int dup_opt(char **dst, const char *src) {
-  *dst = NULL;
-  return src == NULL || (*dst = rlock__strdup(src)) != NULL ? 0 : -1;
-}
-
 int rlock__endpoint_copy(rlock__endpoint *dst, const rlock__endpoint *src) {
   *dst = *src;
-  if (dup_opt(&dst->host, src->host) ||
-      dup_opt(&dst->unix_path, src->unix_path) ||
-      dup_opt(&dst->user, src->user) ||
-      dup_opt(&dst->password, src->password)) {
+  if (rlock__dup_opt(&dst->host, src->host) ||
+      rlock__dup_opt(&dst->unix_path, src->unix_path) ||
+      rlock__dup_opt(&dst->user, src->user) ||
+      rlock__dup_opt(&dst->password, src->password)) {
     rlock__endpoint_clear(dst);
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   }

@@ -42,19 +42,14 @@ struct rlock__tls_conn {
 
 /* ---- options ------------------------------------------------------------ */
 
-static int dup_or_null(char **dst, const char *src) {
-  *dst = NULL;
-  return src == NULL || (*dst = rlock__strdup(src)) != NULL ? 0 : -1;
-}
-
 int rlock__tls_opts_copy(rlock__tls_opts *dst, const rlock__tls_opts *src) {
   memset(dst, 0, sizeof *dst);
   dst->insecure = src->insecure;
-  if (dup_or_null(&dst->ca_file, src->ca_file) ||
-      dup_or_null(&dst->ca_dir, src->ca_dir) ||
-      dup_or_null(&dst->cert_file, src->cert_file) ||
-      dup_or_null(&dst->key_file, src->key_file) ||
-      dup_or_null(&dst->server_name, src->server_name)) {
+  if (rlock__dup_opt(&dst->ca_file, src->ca_file) ||
+      rlock__dup_opt(&dst->ca_dir, src->ca_dir) ||
+      rlock__dup_opt(&dst->cert_file, src->cert_file) ||
+      rlock__dup_opt(&dst->key_file, src->key_file) ||
+      rlock__dup_opt(&dst->server_name, src->server_name)) {
     rlock__tls_opts_clear(dst);
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   }
@@ -127,7 +122,7 @@ int rlock__tls_new(rlock__tls **out, const rlock__tls_opts *o) {
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   pthread_mutex_init(&t->handshake_mu, NULL);
   if ((t->ctx = SSL_CTX_new(TLS_client_method())) == NULL ||
-      dup_or_null(&t->server_name, o->server_name) != 0) {
+      rlock__dup_opt(&t->server_name, o->server_name) != 0) {
     rlock__tls_free(t);
     ERR_clear_error();
     return rlock__err(RLOCK_ENOMEM, "out of memory");
