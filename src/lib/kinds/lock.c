@@ -134,7 +134,6 @@ void rlock__plain_inspect(rlock_lock *l, rlock__call *call) {
 static const rlock__kind reentrant_kind = {
     .label = "lock",
     .metric = RLOCK__MK_REENTRANT,
-    .field_suffix = "",
     .attempt = attempt,
     .channel = rlock__own_channel,
     .release = release,
@@ -147,7 +146,6 @@ static const rlock__kind reentrant_kind = {
 static const rlock__kind nonreentrant_kind = {
     .label = "non-reentrant lock",
     .metric = RLOCK__MK_NONREENTRANT,
-    .field_suffix = "",
     .nonreentrant = 1,
     .attempt = attempt,
     .channel = rlock__own_channel,
@@ -160,7 +158,6 @@ static const rlock__kind nonreentrant_kind = {
 static const rlock__kind spin_kind = {
     .label = "spin lock",
     .metric = RLOCK__MK_SPIN,
-    .field_suffix = "",
     .spin = 1,
     .attempt = attempt,
     .channel = rlock__own_channel,
@@ -183,7 +180,6 @@ static void fenced_attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
 static const rlock__kind fenced_kind = {
     .label = "fenced lock",
     .metric = RLOCK__MK_FENCED,
-    .field_suffix = "",
     .tokens = 1,
     .attempt = fenced_attempt,
     .channel = rlock__own_channel,
@@ -195,9 +191,11 @@ static const rlock__kind fenced_kind = {
 /* ---- lock objects ------------------------------------------------------ */
 
 void rlock__field(const rlock_lock *l, const char *owner, char *buf) {
-  size_t n = strlen(owner), m = strlen(l->kind->field_suffix);
-  memcpy(buf, owner, n); /* on every operation: no snprintf */
-  memcpy(buf + n, l->kind->field_suffix, m + 1);
+  const char *suffix = l->kind->field_suffix;
+  size_t n = strlen(owner);
+  memcpy(buf, owner, n + 1); /* on every operation: no snprintf */
+  if (suffix != NULL)
+    memcpy(buf + n, suffix, strlen(suffix) + 1);
 }
 
 int rlock__lock_alloc(rlock_lock **out, rlock_client *client, const char *name,

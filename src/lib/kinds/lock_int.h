@@ -66,8 +66,9 @@ typedef struct rlock__kind {
   const char *label; /* "lock", for messages */
   int metric;        /* the metrics' kind (rlock__mkind, obs.h) */
   /* The hash field of a hold is the owner plus this suffix (":write" for
-   * a write hold, else ""); hold records are kept per field, so a thread's
-   * read and write holds on one lock are renewed independently. */
+   * a write hold; NULL, the default, for none); hold records are kept per
+   * field, so a thread's read and write holds on one lock are renewed
+   * independently. */
   const char *field_suffix;
   /* Renew holds with renew_read.lua (read holds' timeout keys). */
   int read_renewal;

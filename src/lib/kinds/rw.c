@@ -86,7 +86,6 @@ static int read_locked(const rlock_lock_info *info) {
 static const rlock__kind read_kind = {
     .label = "read lock",
     .metric = RLOCK__MK_READ,
-    .field_suffix = "",
     .read_renewal = 1,
     .attempt = read_attempt,
     .channel = rlock__own_channel,

@@ -110,7 +110,6 @@ static void sem_give_back(rlock_lock *l, const char *permits, int64_t keep_ms,
 
 static const rlock__kind semaphore_kind = {
     .label = "semaphore",
-    .field_suffix = "",
     .sync = 1,
     .metric = RLOCK__MK_SEMAPHORE,
     .unavailable = "has not the permits asked for available",
@@ -135,7 +134,6 @@ static void psem_give_back(rlock_lock *l, const char *id, int64_t keep_ms,
 
 static const rlock__kind psemaphore_kind = {
     .label = "permit-expirable semaphore",
-    .field_suffix = "",
     .sync = 1,
     .permits = 1,
     .metric = RLOCK__MK_PSEMAPHORE,
@@ -160,7 +158,6 @@ static void latch_give_back(rlock_lock *l, const char *owner, int64_t keep_ms,
 
 static const rlock__kind latch_kind = {
     .label = "count-down latch",
-    .field_suffix = "",
     .sync = 1,
     .reads = 1,
     .metric = RLOCK__MK_LATCH,
