@@ -35,15 +35,8 @@ if redis.call('exists', KEYS[1]) == 0 then
   notify_head()
   return latch_set(latch, ARGV[6], 2)
 end
-local held, refusal = hold_check(KEYS[1], ARGV[3])
-if held == nil then return refusal end
-if held == 0 then
-  return nil
-end
-if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
-  redis.call('pexpire', KEYS[1], ARGV[2])
-  return latch_set(latch, ARGV[6], 0)
-end
+local done, answer = hold_release(KEYS[1], ARGV[3], ARGV[2], latch, ARGV[6])
+if done then return answer end
 redis.call('del', KEYS[1])
 notify_head()
 return latch_set(latch, ARGV[6], 1)
