@@ -110,7 +110,7 @@ static void release(rlock_lock *l, const char *owner, int64_t keep_ms,
                       call);
 }
 
-static void force_release(rlock_lock *l, rlock__call *call) {
+void rlock__plain_force_release(rlock_lock *l, rlock__call *call) {
   rlock__call_script(call, &rlock__script_lock_force_release);
   rlock__call_key(call, l->name);
   rlock__call_arg(call, UNLOCK_MESSAGE);
@@ -118,17 +118,9 @@ static void force_release(rlock_lock *l, rlock__call *call) {
   rlock__call_arg(call, l->channel);
 }
 
-static void inspect(rlock_lock *l, rlock__call *call) {
+void rlock__plain_inspect(rlock_lock *l, rlock__call *call) {
   rlock__call_script(call, &rlock__script_lock_inspect);
   rlock__call_key(call, l->name);
-}
-
-void rlock__plain_force_release(rlock_lock *l, rlock__call *call) {
-  force_release(l, call);
-}
-
-void rlock__plain_inspect(rlock_lock *l, rlock__call *call) {
-  inspect(l, call);
 }
 
 static const rlock__kind reentrant_kind = {
@@ -137,8 +129,8 @@ static const rlock__kind reentrant_kind = {
     .attempt = attempt,
     .channel = rlock__own_channel,
     .release = release,
-    .force_release = force_release,
-    .inspect = inspect,
+    .force_release = rlock__plain_force_release,
+    .inspect = rlock__plain_inspect,
 };
 
 /* Redisson 4.4's non-reentrant lock: the reentrant lock's layout and
@@ -150,8 +142,8 @@ static const rlock__kind nonreentrant_kind = {
     .attempt = attempt,
     .channel = rlock__own_channel,
     .release = release,
-    .force_release = force_release,
-    .inspect = inspect,
+    .force_release = rlock__plain_force_release,
+    .inspect = rlock__plain_inspect,
 };
 
 /* The spin lock: the reentrant lock's scripts, a back-off for waiting. */
@@ -162,8 +154,8 @@ static const rlock__kind spin_kind = {
     .attempt = attempt,
     .channel = rlock__own_channel,
     .release = release,
-    .force_release = force_release,
-    .inspect = inspect,
+    .force_release = rlock__plain_force_release,
+    .inspect = rlock__plain_inspect,
 };
 
 /* The fenced lock: the reentrant lock whose acquisitions take a token. */
@@ -184,8 +176,8 @@ static const rlock__kind fenced_kind = {
     .attempt = fenced_attempt,
     .channel = rlock__own_channel,
     .release = release,
-    .force_release = force_release,
-    .inspect = inspect,
+    .force_release = rlock__plain_force_release,
+    .inspect = rlock__plain_inspect,
 };
 
 /* ---- lock objects ------------------------------------------------------ */

@@ -215,7 +215,8 @@ void rlock__latch_name(rlock_lock *l, const rlock__latch *latch,
                        rlock__call *call);
 
 /* The reentrant kind's force release and inspection (kinds/lock.c), for
- * kinds sharing its layout (kinds/election.c). */
+ * kinds sharing its layout (the other plain kinds, the election; the
+ * read-write halves inspect with it too). */
 void rlock__plain_force_release(rlock_lock *l, rlock__call *call);
 void rlock__plain_inspect(rlock_lock *l, rlock__call *call);
 
