@@ -123,14 +123,17 @@ void rlock__plain_inspect(rlock_lock *l, rlock__call *call) {
   rlock__call_key(call, l->name);
 }
 
+/* What every kind of the reentrant lock's layout does alike: its
+ * channel, release, force release and inspection. */
+#define PLAIN_OPS                                                              \
+  .channel = rlock__own_channel, .release = release,                           \
+  .force_release = rlock__plain_force_release, .inspect = rlock__plain_inspect
+
 static const rlock__kind reentrant_kind = {
     .label = "lock",
     .metric = RLOCK__MK_REENTRANT,
     .attempt = attempt,
-    .channel = rlock__own_channel,
-    .release = release,
-    .force_release = rlock__plain_force_release,
-    .inspect = rlock__plain_inspect,
+    PLAIN_OPS,
 };
 
 /* Redisson 4.4's non-reentrant lock: the reentrant lock's layout and
@@ -140,10 +143,7 @@ static const rlock__kind nonreentrant_kind = {
     .metric = RLOCK__MK_NONREENTRANT,
     .nonreentrant = 1,
     .attempt = attempt,
-    .channel = rlock__own_channel,
-    .release = release,
-    .force_release = rlock__plain_force_release,
-    .inspect = rlock__plain_inspect,
+    PLAIN_OPS,
 };
 
 /* The spin lock: the reentrant lock's scripts, a back-off for waiting. */
@@ -152,10 +152,7 @@ static const rlock__kind spin_kind = {
     .metric = RLOCK__MK_SPIN,
     .spin = 1,
     .attempt = attempt,
-    .channel = rlock__own_channel,
-    .release = release,
-    .force_release = rlock__plain_force_release,
-    .inspect = rlock__plain_inspect,
+    PLAIN_OPS,
 };
 
 /* The fenced lock: the reentrant lock whose acquisitions take a token. */
@@ -174,10 +171,7 @@ static const rlock__kind fenced_kind = {
     .metric = RLOCK__MK_FENCED,
     .tokens = 1,
     .attempt = fenced_attempt,
-    .channel = rlock__own_channel,
-    .release = release,
-    .force_release = rlock__plain_force_release,
-    .inspect = rlock__plain_inspect,
+    PLAIN_OPS,
 };
 
 /* ---- lock objects ------------------------------------------------------ */
