@@ -403,12 +403,16 @@ int rlock__list_args(const char *what, rlock_client *c, int no_fn,
   return RLOCK_OK;
 }
 
-/* Walk every server with L's SCAN type and step. */
-static int walk(lister *L) {
+/* After the listing's checks (`what` names it; `no_fn`: no callback),
+ * walk every server with L's SCAN type and step. */
+static int walk(lister *L, const char *what, int no_fn) {
+  int rc = rlock__list_args(what, L->c, no_fn, &L->pattern);
+  if (rc != RLOCK_OK)
+    return rc;
   L->cluster = L->c->cfg.target.kind == RLOCK__TOPO_CLUSTER;
   rlock__node **nodes;
   size_t n;
-  int rc = rlock__list_nodes(L->c, &nodes, &n);
+  rc = rlock__list_nodes(L->c, &nodes, &n);
   for (size_t i = 0; i < n && rc == RLOCK_OK && !L->stopped; i++)
     rc = rlock__list_scan(nodes[i], L->pattern, L->type, lister_step, L,
                           &L->stopped);
@@ -419,10 +423,6 @@ static int walk(lister *L) {
 
 int rlock_client_list_counts(rlock_client *c, const char *pattern,
                              rlock_count_list_fn fn, void *arg) {
-  int rc =
-      rlock__list_args("rlock_client_list_counts", c, fn == NULL, &pattern);
-  if (rc != RLOCK_OK)
-    return rc;
   lister L = {.c = c,
               .pattern = pattern,
               .type = "string",
@@ -430,19 +430,16 @@ int rlock_client_list_counts(rlock_client *c, const char *pattern,
               .batch = count_batch,
               .count_fn = fn,
               .arg = arg};
-  return walk(&L);
+  return walk(&L, "rlock_client_list_counts", fn == NULL);
 }
 
 int rlock_client_list_locks(rlock_client *c, const char *pattern,
                             rlock_lock_list_fn fn, void *arg) {
-  int rc = rlock__list_args("rlock_client_list_locks", c, fn == NULL, &pattern);
-  if (rc != RLOCK_OK)
-    return rc;
   lister L = {.c = c,
               .pattern = pattern,
               .type = "hash",
               .batch = lock_batch,
               .fn = fn,
               .arg = arg};
-  return walk(&L);
+  return walk(&L, "rlock_client_list_locks", fn == NULL);
 }
