@@ -15,15 +15,8 @@
 
 #define MAX_URL_LEN 4096
 
-static int hexval(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
+/* A hex digit's value (either case), or -1 (base's table). */
+static int hexval(char c) { return rlock__hex1[(unsigned char)c] - 1; }
 
 char *rlock__url_decode(const char *s, size_t n) {
   char *out = rlock__malloc(n + 1), *o = out;
