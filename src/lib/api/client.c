@@ -44,18 +44,14 @@ int rlock_client_new(rlock_client **out, const rlock_config *cfg) {
   rc = c->ps == NULL || c->bg == NULL
            ? rlock__err(RLOCK_ENOMEM, "out of memory")
            : rlock__pubsub_init(c->ps);
-  if (rc != RLOCK_OK) {
-    free(c->ps);
-    free(c->bg);
-    rlock__client_teardown(c);
-    *out = NULL;
-    return rc;
+  if (rc == RLOCK_OK) {
+    c->ps->obs = &c->obs;
+    c->ps->linger_us = c->cfg.linger_ms * 1000;
+    c->ps->max_idle = c->cfg.max_idle_subs;
+    if ((rc = rlock__bg_start(c)) != RLOCK_OK)
+      rlock__pubsub_destroy(c->ps);
   }
-  c->ps->obs = &c->obs;
-  c->ps->linger_us = c->cfg.linger_ms * 1000;
-  c->ps->max_idle = c->cfg.max_idle_subs;
-  if ((rc = rlock__bg_start(c)) != RLOCK_OK) {
-    rlock__pubsub_destroy(c->ps);
+  if (rc != RLOCK_OK) {
     free(c->ps);
     free(c->bg);
     rlock__client_teardown(c);

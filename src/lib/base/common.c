@@ -166,6 +166,11 @@ char *rlock__strndup(const char *s, size_t n) {
 
 char *rlock__strdup(const char *s) { return rlock__strndup(s, strlen(s)); }
 
+int rlock__dup_opt(char **dst, const char *src) {
+  *dst = NULL;
+  return src == NULL || (*dst = rlock__strdup(src)) != NULL ? 0 : -1;
+}
+
 size_t rlock__decimal(char *buf, int64_t v) {
   /* Two digits a division: a call's numbers (epoch ms, deadlines) have
    * thirteen. */

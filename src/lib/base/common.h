@@ -78,6 +78,10 @@ int rlock__cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu,
                            int64_t deadline_us);
 
 char *rlock__strdup(const char *s);
+/* *dst = a copy of src (NULL stays NULL): 0, or -1 when out of memory
+ * (*dst NULL). For the optional strings of configurations and
+ * endpoints. */
+int rlock__dup_opt(char **dst, const char *src);
 
 /* v in decimal into buf (at least 21 bytes), NUL-terminated; returns the
  * length. What snprintf("%lld") gives, at a tenth of its cost: numbers

@@ -22,9 +22,9 @@
 #include "pubsub.h"
 
 /* Run a call whose outcome does not change the caller's: keeps the last
- * error (the reason the caller is giving up or failing). */
-/* It runs even when the wait has ended or was canceled, within a margin
- * of its own (rlock__cleanup_bound). */
+ * error (the reason the caller is giving up or failing). It runs even
+ * when the wait has ended or was canceled, within a margin of its own
+ * (rlock__cleanup_bound). */
 static void run_quietly(rlock_lock *l, rlock__call *call) {
   rlock__saved_error saved;
   rlock__reply *r;
@@ -37,14 +37,20 @@ static void run_quietly(rlock_lock *l, rlock__call *call) {
   rlock__error_restore(&saved);
 }
 
+/* Give back one level of `owner`'s hold (what an attempt took, or may
+ * have taken), quietly: a release without a latch, never sent again. */
+static void give_back(rlock_lock *l, const char *owner, int64_t lease) {
+  rlock__call call;
+  l->kind->release(l, owner, lease, &rlock__no_latch, &call);
+  run_quietly(l, &call);
+}
+
 /* An acquisition no replica confirmed is given back (Redisson does the
  * same): a failover now would lose it, and another owner could take it. */
 static int undo_unconfirmed(rlock_lock *l, const char *owner, int64_t lease,
                             const rlock__call *taken) {
   rlock__acquire_unconfirmed(l, taken);
-  rlock__call undo;
-  l->kind->release(l, owner, lease, &rlock__no_latch, &undo);
-  run_quietly(l, &undo);
+  give_back(l, owner, lease);
   return RLOCK_EREPLICA;
 }
 
@@ -55,9 +61,7 @@ static int undo_unconfirmed(rlock_lock *l, const char *owner, int64_t lease,
 static int undo_unread(rlock_lock *l, const char *owner, int64_t lease) {
   rlock__saved_error saved;
   rlock__error_save(&saved);
-  rlock__call call;
-  l->kind->release(l, owner, lease, &rlock__no_latch, &call);
-  run_quietly(l, &call);
+  give_back(l, owner, lease);
   rlock__error_restore(&saved);
   return rlock__err(RLOCK_ENOMEM,
                     "%s (what the server may have granted "
@@ -118,9 +122,7 @@ static int settle_in_flight(rlock_lock *l, const char *owner, int64_t lease,
     *token = 0;
     if (!l->kind->tokens || rlock_lock_token(token, l) == RLOCK_OK)
       return RLOCK_OK;
-    rlock__call undo; /* taken, but its token is unknown: given back */
-    l->kind->release(l, owner, lease, &rlock__no_latch, &undo);
-    run_quietly(l, &undo);
+    give_back(l, owner, lease); /* taken, but its token is unknown */
   }
   rlock__error_restore(&why);
   return rc;
@@ -295,9 +297,7 @@ static int spin_and_retry(acq *a) {
 /* The grant was read after the token fired (the read's grace,
  * RLOCK__CANCEL_GRACE_MS): the caller gave up, so it is given back. */
 static int give_back_canceled(acq *a) {
-  rlock__call call;
-  a->l->kind->release(a->l, a->owner, a->lease, &rlock__no_latch, &call);
-  run_quietly(a->l, &call);
+  give_back(a->l, a->owner, a->lease);
   return rlock__err(RLOCK_ECANCELED, "wait canceled");
 }
 
@@ -317,11 +317,8 @@ static int not_acquired(acq *a, int rc) {
 static int record(acq *a, int64_t lease_ms, uint64_t owner_number) {
   rlock_lock *l = a->l;
   int rc = rlock__acquired_record(l, a->owner, lease_ms, a->sent, owner_number);
-  if (rc != RLOCK_OK) {
-    rlock__call call;
-    l->kind->release(l, a->owner, a->lease, &rlock__no_latch, &call);
-    run_quietly(l, &call);
-  }
+  if (rc != RLOCK_OK)
+    give_back(l, a->owner, a->lease);
   return rc;
 }
 

@@ -33,20 +33,6 @@
 /* Hash fields one script call may read (list_inspect.lua's budget). */
 #define FIELD_BUDGET 1000
 
-typedef struct lister lister;
-struct lister {
-  rlock_client *c;
-  const char *pattern;
-  const char *type; /* SCAN's TYPE: "hash" (locks) or "string" (counts) */
-  int (*examine)(lister *L, const rlock__reply *keys); /* one SCAN step */
-  rlock_lock_list_fn fn;
-  rlock_count_list_fn count_fn;
-  void *arg;
-  int cluster;
-  rlock__map seen; /* names reported: SCAN may return a key twice */
-  int stopped;     /* fn asked to stop */
-};
-
 /* A key from a SCAN step, with its cluster slot (0 elsewhere). */
 typedef struct candidate {
   const char *key;
@@ -54,6 +40,24 @@ typedef struct candidate {
   unsigned slot;
   size_t order; /* in the reply */
 } candidate;
+
+typedef struct lister lister;
+struct lister {
+  rlock_client *c;
+  const char *pattern;
+  const char *type; /* SCAN's TYPE: "hash" (locks) or "string" (counts) */
+  /* A SCAN step's keys worth reading (NULL: all), and the run of the
+   * listing's script over keys[0..n), one slot's: *done is how many it
+   * reached (at least one when it succeeds). */
+  int (*skip)(const candidate *k);
+  int (*batch)(lister *L, const candidate *keys, size_t n, size_t *done);
+  rlock_lock_list_fn fn;
+  rlock_count_list_fn count_fn;
+  void *arg;
+  int cluster;
+  rlock__map seen; /* names reported: SCAN may return a key twice */
+  int stopped;     /* fn asked to stop */
+};
 
 /* ---- the servers ------------------------------------------------------- */
 
@@ -188,7 +192,8 @@ static int derive(const char *name, char **aux) {
 
 /* Run list_inspect.lua over keys[0..n) (one slot); *done: keys it
  * reached. */
-static int run_batch(lister *L, const candidate *keys, size_t n, size_t *done) {
+static int lock_batch(lister *L, const candidate *keys, size_t n,
+                      size_t *done) {
   char **aux = rlock__calloc(3 * n, sizeof *aux);
   if (aux == NULL)
     return rlock__err(RLOCK_ENOMEM, "out of memory");
@@ -231,35 +236,6 @@ static int by_slot(const void *a, const void *b) {
   return x->order < y->order ? -1 : x->order > y->order;
 }
 
-/* Check the keys of one SCAN step: per slot, in as many calls as the
- * script's budget needs. */
-static int examine(lister *L, const rlock__reply *keys) {
-  candidate *k = rlock__calloc(keys->n ? keys->n : 1, sizeof *k);
-  if (k == NULL)
-    return rlock__err(RLOCK_ENOMEM, "out of memory");
-  size_t n = 0;
-  int rc = RLOCK_OK;
-  for (size_t i = 0; i < keys->n && rc == RLOCK_OK; i++) {
-    const rlock__reply *key = keys->elem[i];
-    if (key->type != RLOCK__R_STR)
-      rc = rlock__err(RLOCK_EPROTO, "SCAN returned a %s key",
-                      rlock__reply_type_name(key));
-    else if (strlen(key->str) == key->len) /* a NUL: no rlock name */
-      k[n++] = (candidate){key->str, key->len,
-                           L->cluster ? rlock__slot(key->str, key->len) : 0, i};
-  }
-  qsort(k, n, sizeof *k, by_slot);
-  for (size_t i = 0; i < n && rc == RLOCK_OK && !L->stopped;) {
-    size_t j = i + 1, done = 0;
-    while (j < n && k[j].slot == k[i].slot)
-      j++;
-    rc = run_batch(L, k + i, j - i, &done);
-    i += done;
-  }
-  free(k);
-  return rc;
-}
-
 /* Check SCAN's reply [cursor, [key...]] and copy the cursor. */
 static int scan_reply(const rlock__node *node, const rlock__reply *r,
                       char *cursor, size_t size) {
@@ -297,9 +273,37 @@ int rlock__list_scan(rlock__node *node, const char *match, const char *type,
   return RLOCK_OK;
 }
 
+/* Check the keys of one SCAN step: per slot, in as many calls as the
+ * listing's script needs (list_inspect.lua's field budget may stop it
+ * short of a slot's last key). */
 static int lister_step(void *arg, const rlock__reply *keys) {
   lister *L = arg;
-  return L->examine(L, keys);
+  candidate *k = rlock__calloc(keys->n ? keys->n : 1, sizeof *k);
+  if (k == NULL)
+    return rlock__err(RLOCK_ENOMEM, "out of memory");
+  size_t n = 0;
+  int rc = RLOCK_OK;
+  for (size_t i = 0; i < keys->n && rc == RLOCK_OK; i++) {
+    const rlock__reply *key = keys->elem[i];
+    if (key->type != RLOCK__R_STR)
+      rc = rlock__err(RLOCK_EPROTO, "SCAN returned a %s key",
+                      rlock__reply_type_name(key));
+    else if (strlen(key->str) == key->len) { /* a NUL: no rlock name */
+      k[n] = (candidate){key->str, key->len,
+                         L->cluster ? rlock__slot(key->str, key->len) : 0, i};
+      n += L->skip == NULL || !L->skip(&k[n]);
+    }
+  }
+  qsort(k, n, sizeof *k, by_slot);
+  for (size_t i = 0; i < n && rc == RLOCK_OK && !L->stopped;) {
+    size_t j = i + 1, done = 0;
+    while (j < n && k[j].slot == k[i].slot)
+      j++;
+    rc = L->batch(L, k + i, j - i, &done);
+    i += done;
+  }
+  free(k);
+  return rc;
 }
 
 /* ---- counts (rlock_client_list_counts) ---------------------------------- */
@@ -366,8 +370,10 @@ static const char *candidate_key(const void *items, size_t i) {
   return ((const candidate *)items)[i].key;
 }
 
-/* Run list_counts.lua over keys[0..n) (one slot). */
-static int count_batch(lister *L, const candidate *keys, size_t n) {
+/* Run list_counts.lua over keys[0..n) (one slot): it reaches them all. */
+static int count_batch(lister *L, const candidate *keys, size_t n,
+                       size_t *done) {
+  *done = n;
   rlock__call call;
   rlock__call_script(&call, &rlock__script_list_counts);
   for (size_t i = 0; i < n; i++)
@@ -378,36 +384,6 @@ static int count_batch(lister *L, const candidate *keys, size_t n) {
   for (size_t i = 0; rc == RLOCK_OK && i < n && !L->stopped; i++)
     rc = count_entry(L, &keys[i], r->elem[i], call.served_by);
   rlock__reply_free(r);
-  return rc;
-}
-
-/* The strings of one SCAN step, per slot. */
-static int counts_step(lister *L, const rlock__reply *keys) {
-  candidate *k = rlock__calloc(keys->n ? keys->n : 1, sizeof *k);
-  if (k == NULL)
-    return rlock__err(RLOCK_ENOMEM, "out of memory");
-  size_t n = 0;
-  int rc = RLOCK_OK;
-  for (size_t i = 0; i < keys->n && rc == RLOCK_OK; i++) {
-    const rlock__reply *key = keys->elem[i];
-    if (key->type != RLOCK__R_STR)
-      rc = rlock__err(RLOCK_EPROTO, "SCAN returned a %s key",
-                      rlock__reply_type_name(key));
-    else if (strlen(key->str) == key->len) {
-      k[n] = (candidate){key->str, key->len,
-                         L->cluster ? rlock__slot(key->str, key->len) : 0, i};
-      n += !not_a_count(&k[n]);
-    }
-  }
-  qsort(k, n, sizeof *k, by_slot);
-  for (size_t i = 0; i < n && rc == RLOCK_OK && !L->stopped;) {
-    size_t j = i + 1;
-    while (j < n && k[j].slot == k[i].slot)
-      j++;
-    rc = count_batch(L, k + i, j - i);
-    i = j;
-  }
-  free(k);
   return rc;
 }
 
@@ -427,12 +403,16 @@ int rlock__list_args(const char *what, rlock_client *c, int no_fn,
   return RLOCK_OK;
 }
 
-/* Walk every server with L's SCAN type and step. */
-static int walk(lister *L) {
+/* After the listing's checks (`what` names it; `no_fn`: no callback),
+ * walk every server with L's SCAN type and step. */
+static int walk(lister *L, const char *what, int no_fn) {
+  int rc = rlock__list_args(what, L->c, no_fn, &L->pattern);
+  if (rc != RLOCK_OK)
+    return rc;
   L->cluster = L->c->cfg.target.kind == RLOCK__TOPO_CLUSTER;
   rlock__node **nodes;
   size_t n;
-  int rc = rlock__list_nodes(L->c, &nodes, &n);
+  rc = rlock__list_nodes(L->c, &nodes, &n);
   for (size_t i = 0; i < n && rc == RLOCK_OK && !L->stopped; i++)
     rc = rlock__list_scan(nodes[i], L->pattern, L->type, lister_step, L,
                           &L->stopped);
@@ -443,29 +423,23 @@ static int walk(lister *L) {
 
 int rlock_client_list_counts(rlock_client *c, const char *pattern,
                              rlock_count_list_fn fn, void *arg) {
-  int rc =
-      rlock__list_args("rlock_client_list_counts", c, fn == NULL, &pattern);
-  if (rc != RLOCK_OK)
-    return rc;
   lister L = {.c = c,
               .pattern = pattern,
               .type = "string",
-              .examine = counts_step,
+              .skip = not_a_count,
+              .batch = count_batch,
               .count_fn = fn,
               .arg = arg};
-  return walk(&L);
+  return walk(&L, "rlock_client_list_counts", fn == NULL);
 }
 
 int rlock_client_list_locks(rlock_client *c, const char *pattern,
                             rlock_lock_list_fn fn, void *arg) {
-  int rc = rlock__list_args("rlock_client_list_locks", c, fn == NULL, &pattern);
-  if (rc != RLOCK_OK)
-    return rc;
   lister L = {.c = c,
               .pattern = pattern,
               .type = "hash",
-              .examine = examine,
+              .batch = lock_batch,
               .fn = fn,
               .arg = arg};
-  return walk(&L);
+  return walk(&L, "rlock_client_list_locks", fn == NULL);
 }

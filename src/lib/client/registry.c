@@ -72,9 +72,7 @@ int rlock__registry_id(const char *owner, char id[37]) {
   for (size_t i = 0; i < 36; i++) {
     char ch = owner[i];
     int dash = i == 8 || i == 13 || i == 18 || i == 23;
-    if (dash ? ch != '-'
-             : !((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') ||
-                 (ch >= 'A' && ch <= 'F')))
+    if (dash ? ch != '-' : !rlock__is_hex(ch))
       return -1;
   }
   memcpy(id, owner, 36);

@@ -29,11 +29,6 @@ int rlock__config_defaults(rlock_config *cfg) {
   return rlock__target_parse(&cfg->target, RLOCK_DEFAULT_URL);
 }
 
-int rlock__dup_opt(char **dst, const char *src) {
-  *dst = NULL;
-  return src == NULL || (*dst = rlock__strdup(src)) != NULL ? 0 : -1;
-}
-
 int rlock__config_copy(rlock_config *dst, const rlock_config *src) {
   *dst = *src;
   dst->user = dst->password = NULL;

@@ -48,9 +48,6 @@ struct rlock_config {
 int rlock__config_defaults(rlock_config *cfg);
 
 /* Deep copy into zeroed `dst`. */
-/* *dst = a copy of src (NULL stays NULL): 0, or -1 when out of memory. */
-int rlock__dup_opt(char **dst, const char *src);
-
 int rlock__config_copy(rlock_config *dst, const rlock_config *src);
 
 /* Free what `cfg` owns (not cfg itself). */

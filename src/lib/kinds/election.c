@@ -41,7 +41,6 @@ static void resign(rlock_lock *l, const char *owner, int64_t keep_ms,
 static const rlock__kind election_kind = {
     .label = "election",
     .metric = RLOCK__MK_FENCED,
-    .field_suffix = "",
     .tokens = 1,
     .nonreentrant = 1,
     .attempt = campaign_attempt,

@@ -105,7 +105,6 @@ static void inspect(rlock_lock *l, rlock__call *call) {
 static const rlock__kind fair_kind = {
     .label = "fair lock",
     .metric = RLOCK__MK_FAIR,
-    .field_suffix = "",
     .attempt = attempt,
     .channel = channel,
     .give_up = give_up,
@@ -119,7 +118,6 @@ static const rlock__kind fair_kind = {
 static const rlock__kind nonreentrant_fair_kind = {
     .label = "non-reentrant fair lock",
     .metric = RLOCK__MK_NONREENTRANT_FAIR,
-    .field_suffix = "",
     .nonreentrant = 1,
     .attempt = attempt,
     .channel = channel,

@@ -110,7 +110,7 @@ static void release(rlock_lock *l, const char *owner, int64_t keep_ms,
                       call);
 }
 
-static void force_release(rlock_lock *l, rlock__call *call) {
+void rlock__plain_force_release(rlock_lock *l, rlock__call *call) {
   rlock__call_script(call, &rlock__script_lock_force_release);
   rlock__call_key(call, l->name);
   rlock__call_arg(call, UNLOCK_MESSAGE);
@@ -118,28 +118,22 @@ static void force_release(rlock_lock *l, rlock__call *call) {
   rlock__call_arg(call, l->channel);
 }
 
-static void inspect(rlock_lock *l, rlock__call *call) {
+void rlock__plain_inspect(rlock_lock *l, rlock__call *call) {
   rlock__call_script(call, &rlock__script_lock_inspect);
   rlock__call_key(call, l->name);
 }
 
-void rlock__plain_force_release(rlock_lock *l, rlock__call *call) {
-  force_release(l, call);
-}
-
-void rlock__plain_inspect(rlock_lock *l, rlock__call *call) {
-  inspect(l, call);
-}
+/* What every kind of the reentrant lock's layout does alike: its
+ * channel, release, force release and inspection. */
+#define PLAIN_OPS                                                              \
+  .channel = rlock__own_channel, .release = release,                           \
+  .force_release = rlock__plain_force_release, .inspect = rlock__plain_inspect
 
 static const rlock__kind reentrant_kind = {
     .label = "lock",
     .metric = RLOCK__MK_REENTRANT,
-    .field_suffix = "",
     .attempt = attempt,
-    .channel = rlock__own_channel,
-    .release = release,
-    .force_release = force_release,
-    .inspect = inspect,
+    PLAIN_OPS,
 };
 
 /* Redisson 4.4's non-reentrant lock: the reentrant lock's layout and
@@ -147,26 +141,18 @@ static const rlock__kind reentrant_kind = {
 static const rlock__kind nonreentrant_kind = {
     .label = "non-reentrant lock",
     .metric = RLOCK__MK_NONREENTRANT,
-    .field_suffix = "",
     .nonreentrant = 1,
     .attempt = attempt,
-    .channel = rlock__own_channel,
-    .release = release,
-    .force_release = force_release,
-    .inspect = inspect,
+    PLAIN_OPS,
 };
 
 /* The spin lock: the reentrant lock's scripts, a back-off for waiting. */
 static const rlock__kind spin_kind = {
     .label = "spin lock",
     .metric = RLOCK__MK_SPIN,
-    .field_suffix = "",
     .spin = 1,
     .attempt = attempt,
-    .channel = rlock__own_channel,
-    .release = release,
-    .force_release = force_release,
-    .inspect = inspect,
+    PLAIN_OPS,
 };
 
 /* The fenced lock: the reentrant lock whose acquisitions take a token. */
@@ -183,21 +169,19 @@ static void fenced_attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
 static const rlock__kind fenced_kind = {
     .label = "fenced lock",
     .metric = RLOCK__MK_FENCED,
-    .field_suffix = "",
     .tokens = 1,
     .attempt = fenced_attempt,
-    .channel = rlock__own_channel,
-    .release = release,
-    .force_release = force_release,
-    .inspect = inspect,
+    PLAIN_OPS,
 };
 
 /* ---- lock objects ------------------------------------------------------ */
 
 void rlock__field(const rlock_lock *l, const char *owner, char *buf) {
-  size_t n = strlen(owner), m = strlen(l->kind->field_suffix);
-  memcpy(buf, owner, n); /* on every operation: no snprintf */
-  memcpy(buf + n, l->kind->field_suffix, m + 1);
+  const char *suffix = l->kind->field_suffix;
+  size_t n = strlen(owner);
+  memcpy(buf, owner, n + 1); /* on every operation: no snprintf */
+  if (suffix != NULL)
+    memcpy(buf + n, suffix, strlen(suffix) + 1);
 }
 
 int rlock__lock_alloc(rlock_lock **out, rlock_client *client, const char *name,

@@ -66,8 +66,9 @@ typedef struct rlock__kind {
   const char *label; /* "lock", for messages */
   int metric;        /* the metrics' kind (rlock__mkind, obs.h) */
   /* The hash field of a hold is the owner plus this suffix (":write" for
-   * a write hold, else ""); hold records are kept per field, so a thread's
-   * read and write holds on one lock are renewed independently. */
+   * a write hold; NULL, the default, for none); hold records are kept per
+   * field, so a thread's read and write holds on one lock are renewed
+   * independently. */
   const char *field_suffix;
   /* Renew holds with renew_read.lua (read holds' timeout keys). */
   int read_renewal;
@@ -214,7 +215,8 @@ void rlock__latch_name(rlock_lock *l, const rlock__latch *latch,
                        rlock__call *call);
 
 /* The reentrant kind's force release and inspection (kinds/lock.c), for
- * kinds sharing its layout (kinds/election.c). */
+ * kinds sharing its layout (the other plain kinds, the election; the
+ * read-write halves inspect with it too). */
 void rlock__plain_force_release(rlock_lock *l, rlock__call *call);
 void rlock__plain_inspect(rlock_lock *l, rlock__call *call);
 

@@ -131,7 +131,9 @@ static int fill_list(owner_list *list, const rlock__reply *r, size_t from,
   return RLOCK_OK;
 }
 
-static int parse_inspect(const rlock__reply *r, rlock_lock_info *info) {
+int rlock__inspect_parse(const rlock__reply *r, rlock_lock_info *info,
+                         const char *node) {
+  snprintf(info->node, sizeof info->node, "%s", node);
   if (r->type != RLOCK__R_ARRAY || r->n < 3 ||
       r->elem[0]->type != RLOCK__R_STR || r->elem[1]->type != RLOCK__R_INT ||
       r->elem[2]->type != RLOCK__R_INT || r->elem[2]->integer < 0 ||
@@ -158,12 +160,6 @@ rlock_lock_info *rlock__info_new(void) {
   if (info == NULL)
     rlock__err(RLOCK_ENOMEM, "out of memory");
   return info;
-}
-
-int rlock__inspect_parse(const rlock__reply *r, rlock_lock_info *info,
-                         const char *node) {
-  snprintf(info->node, sizeof info->node, "%s", node);
-  return parse_inspect(r, info);
 }
 
 int rlock_lock_info_locked(const rlock_lock_info *info) {

@@ -37,13 +37,16 @@ typedef struct snap_list {
   size_t cap;
 } snap_list;
 
+/* The lists of a tick, by the script that renews them (the batches'
+ * `list`, watchdog.h): renew.lua, renew_read.lua, and psem_renew.lua for
+ * permits (their base: the mark, then the timeout key). */
+enum { STD, READ, PERMIT, LISTS };
+
 /* Holds to renew, split by the script that renews them. */
 typedef struct snaps {
-  snap_list std;    /* renew.lua */
-  snap_list read;   /* renew_read.lua */
-  snap_list permit; /* psem_renew.lua: permits (base: mark + timeout key) */
-  size_t missed;    /* holds due that could not be copied (no memory) */
-  size_t lost;      /* holds marked lost by time (to be told) */
+  snap_list lists[LISTS];
+  size_t missed; /* holds due that could not be copied (no memory) */
+  size_t lost;   /* holds marked lost by time (to be told) */
   int64_t now_us;
   rlock__watchdog *wd;
 } snaps;
@@ -66,9 +69,9 @@ static void collect(const char *k, size_t kl, void *v, void *arg) {
   (void)k, (void)kl;
   rlock__hold *h = v;
   snaps *all = arg;
-  snap_list *l = h->base == NULL                         ? &all->std
-                 : h->base[0] == RLOCK__PERMIT_BASE_MARK ? &all->permit
-                                                         : &all->read;
+  snap_list *l = &all->lists[h->base == NULL                         ? STD
+                             : h->base[0] == RLOCK__PERMIT_BASE_MARK ? PERMIT
+                                                                     : READ];
   if (h->wd_levels == 0 || h->lost)
     return;
   if (all->now_us >= h->vouched_us) {
@@ -293,30 +296,26 @@ static void batch_failed(rlock_client *c, const snap_list *l, size_t from,
   pthread_mutex_unlock(&c->wd->mu);
 }
 
-/* Allocate both lists for up to `n` holds each. Returns 0, or -1 with
- * no room in either (every hold due is then counted missed). */
+/* Allocate every list for up to `n` holds. Returns 0, or -1 with no
+ * room in any (every hold due is then counted missed). */
 static int snaps_alloc(snaps *all, size_t n) {
-  if (n == 0)
-    return 0;
-  all->std.items = rlock__malloc(n * sizeof *all->std.items);
-  all->read.items = rlock__malloc(n * sizeof *all->read.items);
-  all->permit.items = rlock__malloc(n * sizeof *all->permit.items);
-  if (all->std.items == NULL || all->read.items == NULL ||
-      all->permit.items == NULL)
-    return -1;
-  all->std.cap = all->read.cap = all->permit.cap = n;
+  for (int i = 0; i < LISTS && n > 0; i++)
+    if ((all->lists[i].items =
+             rlock__malloc(n * sizeof *all->lists[i].items)) == NULL)
+      return -1;
+  for (int i = 0; i < LISTS; i++)
+    all->lists[i].cap = n;
   return 0;
 }
 
 struct rlock__renew_tick {
   snaps all;
-  rlock__renew_batch cur; /* the next batch to take: list 0 std, 1 read,
-                             2 permits, 3 done; from: its first item in
-                             that list */
+  rlock__renew_batch cur; /* the next batch to take: its list (LISTS once
+                             done) and its first item in that list */
 };
 
 static snap_list *list_of(rlock__renew_tick *t, int list) {
-  return list == 0 ? &t->all.std : list == 1 ? &t->all.read : &t->all.permit;
+  return &t->all.lists[list];
 }
 
 /* Take the tick's snapshot, locked: the holds due copied into `all` (as
@@ -331,7 +330,10 @@ static void snapshot(rlock__watchdog *wd, snaps *all) {
   rlock__map_each(&wd->holds, collect, all);
   wd->next_tick_us =
       rlock__now_us() + (all->missed > 0 ? wd->retry_us : wd->period_us);
-  if (all->std.n + all->read.n + all->permit.n + all->missed == 0)
+  size_t due = all->missed;
+  for (int i = 0; i < LISTS; i++)
+    due += all->lists[i].n;
+  if (due == 0)
     wd->armed = 0; /* nothing to renew: idle until the next watchdog hold */
 }
 
@@ -364,16 +366,10 @@ int rlock__renew_begin(rlock_client *c, rlock__renew_tick **out,
       rlock__renew_end(c, t);
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   }
-  if (c->topo.target.kind == RLOCK__TOPO_CLUSTER) {
-    if (t->all.std.n > 1) /* items NULL when 0 */
-      qsort(t->all.std.items, t->all.std.n, sizeof *t->all.std.items, by_slot);
-    if (t->all.read.n > 1)
-      qsort(t->all.read.items, t->all.read.n, sizeof *t->all.read.items,
+  for (int i = 0; i < LISTS; i++)
+    if (c->topo.target.kind == RLOCK__TOPO_CLUSTER && all->lists[i].n > 1)
+      qsort(all->lists[i].items, all->lists[i].n, sizeof *all->lists[i].items,
             by_slot);
-    if (t->all.permit.n > 1)
-      qsort(t->all.permit.items, t->all.permit.n, sizeof *t->all.permit.items,
-            by_slot);
-  }
   *out = t;
   return RLOCK_OK;
 }
@@ -381,11 +377,11 @@ int rlock__renew_begin(rlock_client *c, rlock__renew_tick **out,
 int rlock__renew_take(rlock_client *c, rlock__renew_tick *t,
                       rlock__renew_batch *b) {
   rlock__renew_batch *at = &t->cur;
-  while (at->list < 3 && at->from >= list_of(t, at->list)->n) {
+  while (at->list < LISTS && at->from >= list_of(t, at->list)->n) {
     at->list++;
     at->from = 0;
   }
-  if (at->list >= 3)
+  if (at->list >= LISTS)
     return 0;
   *b = *at;
   b->n = batch_size(c, list_of(t, at->list), at->from);
@@ -401,10 +397,10 @@ const char *rlock__renew_key(rlock__renew_tick *t,
 void rlock__renew_build(rlock_client *c, rlock__renew_tick *t,
                         const rlock__renew_batch *b, rlock__call *call) {
   const snap *items = list_of(t, b->list)->items + b->from;
-  if (b->list == 2)
+  if (b->list == PERMIT)
     build_permits(c, items, b->n, call);
   else
-    build_batch(c, items, b->n, b->list == 1, call);
+    build_batch(c, items, b->n, b->list == READ, call);
 }
 
 void rlock__renew_settle(rlock_client *c, rlock__renew_tick *t,
@@ -417,7 +413,7 @@ void rlock__renew_settle(rlock_client *c, rlock__renew_tick *t,
   /* A permit's new deadline was stamped when its batch was built, which
    * may be before it was sent: vouch from the tick's start instead, which
    * is earlier than any stamp, so the local view errs early. */
-  if (b->list == 2 && t->all.now_us < sent_us)
+  if (b->list == PERMIT && t->all.now_us < sent_us)
     sent_us = t->all.now_us;
   if (rc != RLOCK_OK)
     batch_failed(c, l, b->from, b->n);
@@ -432,8 +428,7 @@ void rlock__renew_skip(rlock_client *c, rlock__renew_tick *t,
 
 void rlock__renew_end(rlock_client *c, rlock__renew_tick *t) {
   (void)c;
-  snap_free(&t->all.std);
-  snap_free(&t->all.read);
-  snap_free(&t->all.permit);
+  for (int i = 0; i < LISTS; i++)
+    snap_free(&t->all.lists[i]);
   free(t);
 }

@@ -15,11 +15,6 @@
 #include "common.h"
 #include "lock_int.h"
 
-static void inspect(rlock_lock *l, rlock__call *call) {
-  rlock__call_script(call, &rlock__script_lock_inspect);
-  rlock__call_key(call, l->name);
-}
-
 static void force_release(rlock_lock *l, const char *mode, const char *msg,
                           rlock__call *call) {
   rlock__call_script(call, &rlock__script_rw_force_release);
@@ -86,13 +81,12 @@ static int read_locked(const rlock_lock_info *info) {
 static const rlock__kind read_kind = {
     .label = "read lock",
     .metric = RLOCK__MK_READ,
-    .field_suffix = "",
     .read_renewal = 1,
     .attempt = read_attempt,
     .channel = rlock__own_channel,
     .release = read_release,
     .force_release = read_force,
-    .inspect = inspect,
+    .inspect = rlock__plain_inspect,
     .locked = read_locked,
 };
 
@@ -138,7 +132,7 @@ static const rlock__kind write_kind = {
     .channel = rlock__own_channel,
     .release = write_release,
     .force_release = write_force,
-    .inspect = inspect,
+    .inspect = rlock__plain_inspect,
     .locked = write_locked,
 };
 

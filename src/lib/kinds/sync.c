@@ -22,9 +22,11 @@ static void num_arg(rlock__call *call, int64_t num) {
   rlock__call_num(call, num);
 }
 
-void rlock__sem_call(rlock_lock *l, const char *op, int64_t num,
-                     rlock__call *call) {
-  rlock__call_script(call, &rlock__script_semaphore);
+/* A semaphore's or a latch's call: `script` (semaphore.lua, latch.lua)
+ * with the operation, its number and the channel its waiters hear. */
+static void count_call(rlock_lock *l, const rlock__script *script,
+                       const char *op, int64_t num, rlock__call *call) {
+  rlock__call_script(call, script);
   rlock__call_key(call, l->name);
   rlock__call_arg(call, op);
   num_arg(call, num);
@@ -84,16 +86,6 @@ void rlock__psem_call(rlock_lock *l, const char *op, int64_t num,
   call->stamped_us = stamp;
 }
 
-void rlock__latch_call(rlock_lock *l, const char *op, int64_t num,
-                       rlock__call *call) {
-  rlock__call_script(call, &rlock__script_latch);
-  rlock__call_key(call, l->name);
-  rlock__call_arg(call, op);
-  num_arg(call, num);
-  rlock__call_arg(call, rlock__publish_cmd(l->client));
-  rlock__call_arg(call, l->channel);
-}
-
 /* ---- the kinds ------------------------------------------------------------
  */
 
@@ -101,19 +93,20 @@ void rlock__latch_call(rlock_lock *l, const char *op, int64_t num,
 static void sem_attempt(rlock_lock *l, const char *permits, int64_t lease_ms,
                         int64_t wait_ms, rlock__call *call) {
   (void)lease_ms, (void)wait_ms;
-  rlock__sem_call(l, "acquire", strtoll(permits, NULL, 10), call);
+  count_call(l, &rlock__script_semaphore, "acquire", strtoll(permits, NULL, 10),
+             call);
 }
 
 /* What an acquisition gives back: the permits it took. */
 static void sem_give_back(rlock_lock *l, const char *permits, int64_t keep_ms,
                           const rlock__latch *latch, rlock__call *call) {
   (void)keep_ms, (void)latch;
-  rlock__sem_call(l, "release", strtoll(permits, NULL, 10), call);
+  count_call(l, &rlock__script_semaphore, "release", strtoll(permits, NULL, 10),
+             call);
 }
 
 static const rlock__kind semaphore_kind = {
     .label = "semaphore",
-    .field_suffix = "",
     .sync = 1,
     .metric = RLOCK__MK_SEMAPHORE,
     .unavailable = "has not the permits asked for available",
@@ -138,7 +131,6 @@ static void psem_give_back(rlock_lock *l, const char *id, int64_t keep_ms,
 
 static const rlock__kind psemaphore_kind = {
     .label = "permit-expirable semaphore",
-    .field_suffix = "",
     .sync = 1,
     .permits = 1,
     .metric = RLOCK__MK_PSEMAPHORE,
@@ -151,19 +143,18 @@ static const rlock__kind psemaphore_kind = {
 static void latch_attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
                           int64_t wait_ms, rlock__call *call) {
   (void)owner, (void)lease_ms, (void)wait_ms;
-  rlock__latch_call(l, "await", 0, call);
+  count_call(l, &rlock__script_latch, "await", 0, call);
 }
 
 /* An await takes nothing, so gives nothing back: a read stands in. */
 static void latch_give_back(rlock_lock *l, const char *owner, int64_t keep_ms,
                             const rlock__latch *latch, rlock__call *call) {
   (void)owner, (void)keep_ms, (void)latch;
-  rlock__latch_call(l, "get", 0, call);
+  count_call(l, &rlock__script_latch, "get", 0, call);
 }
 
 static const rlock__kind latch_kind = {
     .label = "count-down latch",
-    .field_suffix = "",
     .sync = 1,
     .reads = 1,
     .metric = RLOCK__MK_LATCH,
@@ -177,10 +168,11 @@ void rlock__sync_call(rlock_lock *l, const char *op, int64_t num,
                       const char *id, rlock__call *call) {
   if (l->kind == &psemaphore_kind)
     rlock__psem_call(l, op, num, id, call);
-  else if (l->kind == &latch_kind)
-    rlock__latch_call(l, op, num, call);
   else
-    rlock__sem_call(l, op, num, call);
+    count_call(l,
+               l->kind == &latch_kind ? &rlock__script_latch
+                                      : &rlock__script_semaphore,
+               op, num, call);
 }
 
 /* ---- constructors ----------------------------------------------------------

@@ -36,19 +36,15 @@ struct rlock_latch {
  * semaphore's timeout key; renewed by psem_renew.lua. */
 #define RLOCK__PERMIT_BASE_MARK '\x01'
 
-/* The operations of the three scripts (their headers say what each
- * answers), with the number an operation takes (0 when none). The
- * psemaphore's "acquire" and "renew" take a lease, sent as a deadline by
- * this client's wall clock, as Redisson's. */
-void rlock__sem_call(rlock_lock *l, const char *op, int64_t num,
-                     rlock__call *call);
-void rlock__psem_call(rlock_lock *l, const char *op, int64_t num,
-                      const char *id, rlock__call *call);
-void rlock__latch_call(rlock_lock *l, const char *op, int64_t num,
-                       rlock__call *call);
-
-/* The call of whichever kind `l` is (a permit `id`, or NULL). */
+/* The call of whichever kind `l` is: an operation of its script
+ * (semaphore.lua, psemaphore.lua, latch.lua: their headers say what each
+ * answers), with the number an operation takes (0 when none) and a
+ * permit `id` (or NULL). The psemaphore's "acquire" and "renew" take a
+ * lease, sent as a deadline by this client's wall clock, as Redisson's;
+ * rlock__psem_call is that kind's. */
 void rlock__sync_call(rlock_lock *l, const char *op, int64_t num,
+                      const char *id, rlock__call *call);
+void rlock__psem_call(rlock_lock *l, const char *op, int64_t num,
                       const char *id, rlock__call *call);
 
 /* Argument checks shared by both drivers' entry points: each words the

@@ -175,7 +175,7 @@ struct rlock__call;
 struct rlock__reply;
 
 /* One batch of a tick: `n` holds from item `from` of one list (the
- * renew.lua or the renew_read.lua holds). */
+ * renew.lua, the renew_read.lua or the psem_renew.lua holds). */
 typedef struct rlock__renew_batch {
   int list;
   size_t from, n;

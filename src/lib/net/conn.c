@@ -321,6 +321,15 @@ int rlock__conn_take_reply(rlock__conn *c, rlock__reply **out) {
   }
 }
 
+/* Feed n bytes read into the reader, or report the read's failure. */
+static int fed(rlock__conn *c, const char *buf, ssize_t n) {
+  if (n <= 0)
+    return io_error(c, "read", n == 0 ? 0 : errno);
+  c->heard = 1;
+  rlock__read_status st = rlock__reader_feed(c->reader, buf, (size_t)n);
+  return st == RLOCK__READ_OK ? RLOCK_OK : reader_error(c, st);
+}
+
 /* One read into the reader. RLOCK_OK with *want 0 when bytes arrived, or
  * with *want the readiness to wait for when none had; else an error. */
 static int fill(rlock__conn *c, short *want) {
@@ -328,12 +337,8 @@ static int fill(rlock__conn *c, short *want) {
   ssize_t n = stream_read(c, buf, sizeof buf, want);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
     return RLOCK_OK;
-  if (n <= 0)
-    return io_error(c, "read", n == 0 ? 0 : errno);
   *want = 0;
-  c->heard = 1;
-  rlock__read_status st = rlock__reader_feed(c->reader, buf, (size_t)n);
-  return st == RLOCK__READ_OK ? RLOCK_OK : reader_error(c, st);
+  return fed(c, buf, n);
 }
 
 int rlock__conn_read_some(rlock__conn *c) {
@@ -343,15 +348,6 @@ int rlock__conn_read_some(rlock__conn *c) {
   while (rc == RLOCK_OK && want == 0 && stream_pending(c))
     rc = fill(c, &want);
   return rc;
-}
-
-/* Feed n bytes read into the reader, or report the read's failure. */
-static int fed(rlock__conn *c, const char *buf, ssize_t n) {
-  if (n <= 0)
-    return io_error(c, "read", n == 0 ? 0 : errno);
-  c->heard = 1;
-  rlock__read_status st = rlock__reader_feed(c->reader, buf, (size_t)n);
-  return st == RLOCK__READ_OK ? RLOCK_OK : reader_error(c, st);
 }
 
 /* Take one reply, reading and waiting for it until `deadline_us`. */

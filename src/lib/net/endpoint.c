@@ -15,15 +15,8 @@
 
 #define MAX_URL_LEN 4096
 
-static int hexval(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
+/* A hex digit's value (either case), or -1 (base's table). */
+static int hexval(char c) { return rlock__hex1[(unsigned char)c] - 1; }
 
 char *rlock__url_decode(const char *s, size_t n) {
   char *out = rlock__malloc(n + 1), *o = out;
@@ -187,17 +180,12 @@ int rlock__endpoint_parse(rlock__endpoint *ep, const char *url) {
   return rc;
 }
 
-static int dup_opt(char **dst, const char *src) {
-  *dst = NULL;
-  return src == NULL || (*dst = rlock__strdup(src)) != NULL ? 0 : -1;
-}
-
 int rlock__endpoint_copy(rlock__endpoint *dst, const rlock__endpoint *src) {
   *dst = *src;
-  if (dup_opt(&dst->host, src->host) ||
-      dup_opt(&dst->unix_path, src->unix_path) ||
-      dup_opt(&dst->user, src->user) ||
-      dup_opt(&dst->password, src->password)) {
+  if (rlock__dup_opt(&dst->host, src->host) ||
+      rlock__dup_opt(&dst->unix_path, src->unix_path) ||
+      rlock__dup_opt(&dst->user, src->user) ||
+      rlock__dup_opt(&dst->password, src->password)) {
     rlock__endpoint_clear(dst);
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   }

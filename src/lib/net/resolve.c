@@ -118,42 +118,6 @@ static void describe_failure(int rc, int sys_errno, char *why, size_t cap) {
            rc == EAI_SYSTEM ? strerror(sys_errno) : gai_strerror(rc));
 }
 
-/* Look `host` up on a thread, waiting until `deadline_us`. */
-static int resolve_name(const char *host, const char *port, int64_t deadline_us,
-                        struct addrinfo **out, char *why, size_t cap) {
-  lookup *l = lookup_new(host, port);
-  if (l == NULL) {
-    snprintf(why, cap, "out of memory");
-    return RLOCK_ENOMEM;
-  }
-  int err = lookup_start(l);
-  if (err != 0) {
-    free(l); /* never shared */
-    snprintf(why, cap, "name lookup could not start (%s)", strerror(err));
-    return RLOCK_EIO;
-  }
-  pthread_mutex_lock(&l->mu);
-  while (!l->done)
-    if (rlock__cond_wait_until(&l->cv, &l->mu, deadline_us) == ETIMEDOUT)
-      break;
-  int done = l->done, rc = l->rc, sys_errno = l->sys_errno;
-  if (done && rc == 0) {
-    *out = l->res;
-    l->res = NULL;
-  }
-  pthread_mutex_unlock(&l->mu);
-  lookup_unref(l);
-  if (!done) {
-    snprintf(why, cap, "name lookup did not finish in time");
-    return RLOCK_ETIMEOUT;
-  }
-  if (rc != 0) {
-    describe_failure(rc, sys_errno, why, cap);
-    return RLOCK_EIO;
-  }
-  return RLOCK_OK;
-}
-
 /* A numeric address needs no lookup (no thread, no waiting): RLOCK_OK
  * with *out set, 1 when `host` is a name to look up, or RLOCK_EIO with
  * `why` said. `service` receives the port as text. */
@@ -169,15 +133,6 @@ static int resolve_numeric(const char *host, int port, char service[8],
     return 1;
   describe_failure(rc, errno, why, cap);
   return RLOCK_EIO;
-}
-
-int rlock__resolve(const char *host, int port, int64_t deadline_us,
-                   struct addrinfo **out, char *why, size_t cap) {
-  char service[8];
-  int rc = resolve_numeric(host, port, service, out, why, cap);
-  if (rc != 1)
-    return rc;
-  return resolve_name(host, service, deadline_us, out, why, cap);
 }
 
 /* ---- without waiting ------------------------------------------------------
@@ -237,4 +192,24 @@ void rlock__resolve_drop(rlock__lookup *p) {
   l->wake = NULL;
   pthread_mutex_unlock(&l->mu);
   lookup_unref(l);
+}
+
+/* A name is looked up on a thread (rlock__resolve_start), waited for
+ * until `deadline_us`, then taken, or dropped for the thread to free. */
+int rlock__resolve(const char *host, int port, int64_t deadline_us,
+                   struct addrinfo **out, char *why, size_t cap) {
+  lookup *l;
+  int rc = rlock__resolve_start(host, port, out, &l, NULL, NULL, why, cap);
+  if (rc != RLOCK_OK || l == NULL)
+    return rc; /* failed, or a numeric address */
+  pthread_mutex_lock(&l->mu);
+  while (!l->done)
+    if (rlock__cond_wait_until(&l->cv, &l->mu, deadline_us) == ETIMEDOUT)
+      break;
+  pthread_mutex_unlock(&l->mu);
+  if (rlock__resolve_take(l, &rc, out, why, cap))
+    return rc;
+  rlock__resolve_drop(l);
+  snprintf(why, cap, "name lookup did not finish in time");
+  return RLOCK_ETIMEOUT;
 }

@@ -42,19 +42,14 @@ struct rlock__tls_conn {
 
 /* ---- options ------------------------------------------------------------ */
 
-static int dup_or_null(char **dst, const char *src) {
-  *dst = NULL;
-  return src == NULL || (*dst = rlock__strdup(src)) != NULL ? 0 : -1;
-}
-
 int rlock__tls_opts_copy(rlock__tls_opts *dst, const rlock__tls_opts *src) {
   memset(dst, 0, sizeof *dst);
   dst->insecure = src->insecure;
-  if (dup_or_null(&dst->ca_file, src->ca_file) ||
-      dup_or_null(&dst->ca_dir, src->ca_dir) ||
-      dup_or_null(&dst->cert_file, src->cert_file) ||
-      dup_or_null(&dst->key_file, src->key_file) ||
-      dup_or_null(&dst->server_name, src->server_name)) {
+  if (rlock__dup_opt(&dst->ca_file, src->ca_file) ||
+      rlock__dup_opt(&dst->ca_dir, src->ca_dir) ||
+      rlock__dup_opt(&dst->cert_file, src->cert_file) ||
+      rlock__dup_opt(&dst->key_file, src->key_file) ||
+      rlock__dup_opt(&dst->server_name, src->server_name)) {
     rlock__tls_opts_clear(dst);
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   }
@@ -127,7 +122,7 @@ int rlock__tls_new(rlock__tls **out, const rlock__tls_opts *o) {
     return rlock__err(RLOCK_ENOMEM, "out of memory");
   pthread_mutex_init(&t->handshake_mu, NULL);
   if ((t->ctx = SSL_CTX_new(TLS_client_method())) == NULL ||
-      dup_or_null(&t->server_name, o->server_name) != 0) {
+      rlock__dup_opt(&t->server_name, o->server_name) != 0) {
     rlock__tls_free(t);
     ERR_clear_error();
     return rlock__err(RLOCK_ENOMEM, "out of memory");
@@ -231,46 +226,41 @@ static int expect_name(SSL *ssl, const char *name, int verify) {
          (!verify || SSL_set1_host(ssl, name) == 1);
 }
 
+/* Why a handshake failed. Final (rlock__error_final) where trying again
+ * would meet the same answer: a wait that rode it out would retry in
+ * silence for ever. */
 static int handshake_failed(SSL *ssl, const char *where, int timed_out) {
-  if (timed_out) {
-    /* The server took the connection and never answered the hello: a
-     * plain-text Redis waits for the end of an inline command there.
-     * Final, like a plain-text server's answer (below): a wait that rode
-     * it out would retry in silence for ever. */
-    ERR_clear_error();
+  long v = timed_out ? X509_V_OK : SSL_get_verify_result(ssl);
+  unsigned long e = ERR_peek_error();
+  int plain = ERR_GET_LIB(e) == ERR_LIB_SSL &&
+              (ERR_GET_REASON(e) == SSL_R_WRONG_VERSION_NUMBER ||
+               ERR_GET_REASON(e) == SSL_R_PACKET_LENGTH_TOO_LONG);
+  if (!timed_out && v == X509_V_OK && !plain)
+    return rlock__err(
+        RLOCK_EIO, "TLS handshake with redis %s failed: %s", where,
+        ssl_reason(errno ? strerror(errno) : "connection closed"));
+  ERR_clear_error();
+  if (timed_out) /* the server took the connection and never answered the
+                    hello: a plain-text Redis waits for the end of an
+                    inline command there, like the answer below */
     rlock__err(RLOCK_ETIMEOUT,
                "TLS handshake with redis %s did not "
                "finish in time (a plain-text port? then use "
                "redis://)",
                where);
-    rlock__error_final();
-    return RLOCK_ETIMEOUT;
-  }
-  long v = SSL_get_verify_result(ssl);
-  if (v != X509_V_OK) { /* final: trying again meets the same certificate */
-    ERR_clear_error();
+  else if (v != X509_V_OK) /* trying again meets the same certificate */
     rlock__err(RLOCK_EIO,
                "TLS handshake with redis %s failed: "
                "certificate verify failed: %s",
                where, X509_verify_cert_error_string(v));
-    rlock__error_final();
-    return RLOCK_EIO;
-  }
-  unsigned long e = ERR_peek_error();
-  if (ERR_GET_LIB(e) == ERR_LIB_SSL &&
-      (ERR_GET_REASON(e) == SSL_R_WRONG_VERSION_NUMBER ||
-       ERR_GET_REASON(e) == SSL_R_PACKET_LENGTH_TOO_LONG)) {
-    ERR_clear_error();
+  else
     rlock__err(RLOCK_EIO,
                "TLS handshake with redis %s failed: the "
                "server does not speak TLS there (a plain-text port? "
                "then use redis://)",
                where);
-    rlock__error_final();
-    return RLOCK_EIO;
-  }
-  return rlock__err(RLOCK_EIO, "TLS handshake with redis %s failed: %s", where,
-                    ssl_reason(errno ? strerror(errno) : "connection closed"));
+  rlock__error_final();
+  return timed_out ? RLOCK_ETIMEOUT : RLOCK_EIO;
 }
 
 int rlock__tls_start(rlock__tls_conn **out, const rlock__tls *t, int fd,

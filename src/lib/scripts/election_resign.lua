@@ -10,15 +10,8 @@
 local channel, latch, record = ARGV[6], ARGV[7], ARGV[8]
 local replay = latch_get(latch, ARGV[5])
 if replay ~= nil then return replay end
-local held, refusal = hold_check(KEYS[1], ARGV[3])
-if held == nil then return refusal end
-if held == 0 then
-  return nil
-end
-if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
-  redis.call('pexpire', KEYS[1], ARGV[2])
-  return latch_set(latch, ARGV[5], 0)
-end
+local done, answer = hold_release(KEYS[1], ARGV[3], ARGV[2], latch, ARGV[5])
+if done then return answer end
 redis.call('del', KEYS[1])
 local rec = redis.pcall('hget', record, 'owner')
 if rec == ARGV[3] then redis.call('del', record) end

@@ -65,10 +65,7 @@ if lock_free and (head == false or head == ARGV[2]) then
   redis.call('hset', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   -- the new head may sleep until notified (it found the lock free)
-  local next_head = redis.call('lindex', queue, 0)
-  if next_head ~= false then
-    redis.call(ARGV[5], channel .. ':' .. next_head, '0')
-  end
+  notify_head(queue, ARGV[5], channel, '0')
   return nil
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then

@@ -30,8 +30,5 @@ if shape == 'read' or shape == 'write' then
 elseif deleted == 1 then
   redis.call(ARGV[3], channel, ARGV[1])
 end
-local head = redis.call('lindex', queue, 0)
-if head ~= false then
-  redis.call(ARGV[3], channel .. ':' .. head, ARGV[1])
-end
+notify_head(queue, ARGV[3], channel, ARGV[1])
 return deleted

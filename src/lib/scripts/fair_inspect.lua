@@ -8,15 +8,7 @@
 -- name without knowing its kind); a key that is not a lock (lockcheck) is
 -- refused with a WRONGTYPE error.
 -- @include lockcheck
-local shape, refusal = lock_check(KEYS[1], 'any')
-if shape == nil then return refusal end
-local t = redis.call('type', KEYS[1]).ok
-local out = {t, redis.call('pttl', KEYS[1]), 0}
-if t == 'hash' then
-  local h = redis.call('hgetall', KEYS[1])
-  out[3] = #h
-  for i = 1, #h do out[#out + 1] = h[i] end
-end
+-- @include snapshot
 local queue = redis.call('lrange', ARGV[2], 0, -1)
 -- a shift pending (fairpurge.lua's fair_shift) is counted, not applied
 local shift = tonumber(redis.call('get', ARGV[3] .. ':shift') or '0') or 0

@@ -24,26 +24,12 @@ if replay ~= nil then return replay end
 local now = tonumber(ARGV[4])
 purge_stale(queue, timeouts, now)
 
-local function notify_head()
-  local head = redis.call('lindex', queue, 0)
-  if head ~= false then
-    redis.call(ARGV[5], channel .. ':' .. head, ARGV[1])
-  end
-end
-
 if redis.call('exists', KEYS[1]) == 0 then
-  notify_head()
+  notify_head(queue, ARGV[5], channel, ARGV[1])
   return latch_set(latch, ARGV[6], 2)
 end
-local held, refusal = hold_check(KEYS[1], ARGV[3])
-if held == nil then return refusal end
-if held == 0 then
-  return nil
-end
-if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
-  redis.call('pexpire', KEYS[1], ARGV[2])
-  return latch_set(latch, ARGV[6], 0)
-end
+local done, answer = hold_release(KEYS[1], ARGV[3], ARGV[2], latch, ARGV[6])
+if done then return answer end
 redis.call('del', KEYS[1])
-notify_head()
+notify_head(queue, ARGV[5], channel, ARGV[1])
 return latch_set(latch, ARGV[6], 1)

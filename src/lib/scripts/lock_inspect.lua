@@ -5,15 +5,5 @@
 -- (lockcheck) is refused with a WRONGTYPE error. (The fair lock's inspect
 -- appends its queue after the fields.)
 -- @include lockcheck
-local shape, refusal = lock_check(KEYS[1], 'any')
-if shape == nil then return refusal end
-local t = redis.call('type', KEYS[1]).ok
-local out = {t, redis.call('pttl', KEYS[1]), 0}
-if t == 'hash' then
-  local h = redis.call('hgetall', KEYS[1])
-  out[3] = #h
-  for i = 1, #h do
-    out[#out + 1] = h[i]
-  end
-end
+-- @include snapshot
 return out

@@ -63,3 +63,13 @@ local function purge_stale(queue, timeouts, now)
   end
   return purged
 end
+
+-- notify_head: tell the waiter at the head of `queue`, if any, on its own
+-- channel (`channel` .. ':' .. owner) with `publish`, that the lock may be
+-- free.
+local function notify_head(queue, publish, channel, message)
+  local head = redis.call('lindex', queue, 0)
+  if head ~= false then
+    redis.call(publish, channel .. ':' .. head, message)
+  end
+end

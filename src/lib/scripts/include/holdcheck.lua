@@ -1,6 +1,7 @@
 -- SPDX-License-Identifier: BSD-3-Clause
--- holdcheck: the cheap check a plain or fair release makes, included by
--- their scripts. The owner's field proves the hash is a lock (only this
+-- holdcheck: the cheap check a plain or fair release makes, and the
+-- release of one hold that follows it, included by their scripts (after
+-- latch.lua). The owner's field proves the hash is a lock (only this
 -- owner writes it); only a read-write lock of the same owner could carry
 -- it too, and that one must be refused, not decremented (lockcheck.lua
 -- is the full rule, too costly for every release).
@@ -17,4 +18,20 @@ local function hold_check(key, owner)
                                   'not a plain or fair lock')
   end
   return held
+end
+
+-- Take one hold of `owner` off `key` (hold_check first), keeping `keep`
+-- ms of lease when holds remain. Returns true and the script's answer when
+-- that ends the release: the refusal, nil when `owner` holds nothing, 0
+-- (stored in the latch `latch`, TTL `ttl`) when holds remain; false when
+-- the last hold went, for the caller to delete the lock and tell waiters.
+local function hold_release(key, owner, keep, latch, ttl)
+  local held, refusal = hold_check(key, owner)
+  if held == nil then return true, refusal end
+  if held == 0 then return true, nil end
+  if redis.call('hincrby', key, owner, -1) > 0 then
+    redis.call('pexpire', key, keep)
+    return true, latch_set(latch, ttl, 0)
+  end
+  return false
 end
