@@ -286,16 +286,20 @@ class Client(ClientBase):
         (rlock_client_metrics_text)."""
         return self._call(_metrics.metrics_text, self._ptr, openmetrics)
 
+    def _listing(self, fn: Any, cb: Any, pattern: Optional[str]) -> List[Any]:
+        """Run one of librlock's listings (fn, its callback cb collecting
+        into a list) over `pattern` (None: all)."""
+        out: List[Any] = []
+        h = ffi.new_handle(out)
+        pat = ffi.NULL if pattern is None else _bytes(pattern, "pattern")
+        check(self._call(fn, self._ptr, pat, cb, h))
+        return out
+
     def list_locks(self, pattern: Optional[str] = None) -> List[LockInfo]:
         """The locks held now whose names match the glob `pattern` (Redis's
         MATCH syntax; None: all), on every server of the topology, each
         with its snapshot and kind. SCAN-based: never blocks the server."""
-        out: List[LockInfo] = []
-        h = ffi.new_handle(out)
-        pat = ffi.NULL if pattern is None else _bytes(pattern, "pattern")
-        check(self._call(lib.rlock_client_list_locks, self._ptr, pat,
-                         lib._rlock_list_cb, h))
-        return out
+        return self._listing(lib.rlock_client_list_locks, lib._rlock_list_cb, pattern)
 
     def list_syncs(self, pattern: Optional[str] = None) -> List[SyncInfo]:
         """The semaphores, latches and permit-expirable semaphores whose
@@ -303,24 +307,14 @@ class Client(ClientBase):
         other counter: those a client waits on now, and permit-expirable
         semaphores with permits leased (rlock_client_list_syncs: PUBSUB
         and SCAN, nothing written)."""
-        out: List[SyncInfo] = []
-        h = ffi.new_handle(out)
-        pat = ffi.NULL if pattern is None else _bytes(pattern, "pattern")
-        check(self._call(lib.rlock_client_list_syncs, self._ptr, pat,
-                         lib._rlock_sync_cb, h))
-        return out
+        return self._listing(lib.rlock_client_list_syncs, lib._rlock_sync_cb, pattern)
 
     def list_counts(self, pattern: Optional[str] = None) -> List[SyncInfo]:
         """Every string of decimal digits whose name matches `pattern`
         (semaphores, latches, and any application counter: give a pattern
         only yours match) and every permit-expirable semaphore with permits
         leased (rlock_client_list_counts: SCAN, each string read)."""
-        out: List[SyncInfo] = []
-        h = ffi.new_handle(out)
-        pat = ffi.NULL if pattern is None else _bytes(pattern, "pattern")
-        check(self._call(lib.rlock_client_list_counts, self._ptr, pat,
-                         lib._rlock_count_cb, h))
-        return out
+        return self._listing(lib.rlock_client_list_counts, lib._rlock_count_cb, pattern)
 
     # ---- lock objects -----------------------------------------------------
     # Every lock takes `wait` (seconds; None: for ever) and `lease`
