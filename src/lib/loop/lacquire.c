@@ -443,7 +443,7 @@ void rlock__lacquire_event(rlock__lwaiter *w, rlock__chan_event what) {
     return;
   }
   if (op->state == RLOCK__LACQ_SUBSCRIBING && what != RLOCK__CHAN_WOKEN)
-    wake(op); /* confirmed: past the wait's end, nothing to try */
+    wake(op); /* confirmed: attempt, unless the wait has ended */
   else if (op->state == RLOCK__LACQ_SUBSCRIBING ||
            (what == RLOCK__CHAN_WOKEN && op->state == RLOCK__LACQ_SLEEPING))
     attempt(op);
