@@ -64,6 +64,8 @@ RLOCK_EXTERN int rlock_multilock_acquire(rlock_multilock *m);
  *         no member is held (those taken were released) and the status
  *         is the failing member's: RLOCK_ELOCKED, RLOCK_EWRONGTYPE,
  *         RLOCK_EDEADLK, RLOCK_EIO, ... (the message names the member).
+ *         RLOCK_ELOCKED also when a wait (wait_ms > 0) ended before a
+ *         member could be tried: that member is not tried at all.
  */
 RLOCK_EXTERN int rlock_multilock_try_acquire(rlock_multilock *m,
                                              int64_t wait_ms, int64_t lease_ms);

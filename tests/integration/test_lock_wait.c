@@ -124,6 +124,45 @@ static void test_subscriber_killed(void **state) {
   dk_free(c);
 }
 
+static bool pred_attempts(void *arg, char *why, size_t cap) {
+  long long want = *(long long *)arg, got = fx_evalsha_calls(srv);
+  snprintf(why, cap, "%lld attempts of %lld", got, want);
+  return got >= want;
+}
+
+/* A wait nothing wakes (no message; the holder's lease, 60 s, outlasts
+ * it) ends at its end "not in time" without a last attempt: one sent then
+ * would race the call's bound, which leaves its answer 100 ms only, so a
+ * slow but healthy server (a loaded machine) turned RLOCK_ELOCKED into
+ * RLOCK_ETIMEOUT. The server freezes once the attempt after subscribing
+ * has been answered: nothing is in flight when the wait ends. */
+static void test_wait_end_sends_no_attempt(void **state) {
+  (void)state;
+  rlock_client *c = dk_client(rt_server_url(srv), 0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "wait:end");
+  uint64_t me = dk_me();
+  OK(dk_acquire(l, me, 0, 5000)); /* connected, the script loaded */
+  OK(dk_release(l, me));
+  hold_foreign("wait:end", 60000);
+  freeReplyObject(rt_cmd(srv, "CONFIG RESETSTAT"));
+  dk_op w;
+  dk_acquire_start(&w, l, rlock_owner_new(), rt_scaled_ms(1000), 5000);
+  long long two = 2; /* the first attempt, and the one after subscribing */
+  dk_wait(pred_attempts, &two, 5000, "the attempt after subscribing");
+  /* Its answer may still wait in the server's output, behind that of the
+   * INFO just answered: one more round trip lets it out. */
+  freeReplyObject(rt_cmd(srv, "PING"));
+  rt_server_freeze(srv);
+  int rc = dk_op_wait(&w, 5000, "the wait's end");
+  rt_server_thaw(srv);
+  RC(rc, RLOCK_ELOCKED);
+  assert_non_null(strstr(w.r.msg, "held by another"));
+  assert_int_equal(fx_evalsha_calls(srv), 2);
+  freeReplyObject(rt_cmd(srv, "DEL wait:end"));
+  rlock_lock_free(l);
+  dk_free(c);
+}
+
 static bool pred_one_acquired(void *arg, char *why, size_t cap) {
   waiter *w = arg;
   snprintf(why, cap, "none of the three waiters holds the lock");
@@ -364,6 +403,7 @@ static const dk_case cases[] = {
     DK_CASE(test_try_acquire_timing, DK_ALL),
     DK_CASE(test_unlock_message_wakes_waiter, DK_ALL),
     DK_CASE(test_subscriber_killed, DK_ALL),
+    DK_CASE(test_wait_end_sends_no_attempt, DK_ALL),
     DK_CASE(test_one_message_wakes_one_waiter, DK_BLOCK),
     DK_CASE(test_subscription_shared_and_released, DK_BLOCK),
     DK_CASE(test_cancel_ends_a_wait, DK_BLOCK),

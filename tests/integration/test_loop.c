@@ -493,8 +493,16 @@ static void test_multilock_clients(void **state) {
   assert_int_equal(fx_hget(srv, "loop:x2", fa[0]), 1);
   for (int i = 0; i < 3; i++)
     OK(rlock_lock_check_owner(d.l[i], a)); /* recorded on its own client */
-  RC(multi_acquire(d.m, b, 300, 5000), RLOCK_ELOCKED);
+  int rc = multi_acquire(d.m, b, 300, 5000);
+  /* "Not in time"; or, on a loaded machine, RLOCK_ETIMEOUT: an attempt
+   * sent within the wait answered later than the bound's margin, 100 ms
+   * past the wait (the wait's end sends none: test_lock_wait). Either way
+   * nothing of b's stays held. */
+  if (rc != RLOCK_ETIMEOUT)
+    RC(rc, RLOCK_ELOCKED);
   assert_int_equal(fx_hget(srv, "loop:x0", fb[0]), -1);
+  assert_int_equal(fx_hget(srv, "loop:x1", fb[1]), -1);
+  assert_int_equal(fx_hget(srv, "loop:x2", fb[0]), -1);
   OK(multi_release(d.m, a));
   assert_int_equal(rt_cmd_int(srv, "EXISTS loop:x0 loop:x1 loop:x2"), 0);
   /* B waits for member 1 (on c[1]), held by A for 300 ms; then the

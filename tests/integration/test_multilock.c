@@ -84,7 +84,14 @@ static void test_one_busy_member_fails_all(void **state) {
   assert_non_null(strstr(rlock_error_last()->message, "m:x2"));
   assert_int_equal(rt_cmd_int(srv, "EXISTS m:x1 m:x3"), 0);
   int64_t t0 = rt_now_ms();
-  RC(dk_multi_acquire(m, me, 300, 5000), RLOCK_ELOCKED);
+  int rc = dk_multi_acquire(m, me, 300, 5000);
+  /* "Not in time"; or, on a loaded machine, RLOCK_ETIMEOUT: an attempt
+   * sent within the wait (m:x2's first, or the one after subscribing)
+   * answered later than the bound's margin, 100 ms past the wait. The
+   * wait's end itself sends none (test_lock_wait's
+   * test_wait_end_sends_no_attempt). Either way nothing stays held. */
+  if (rc != RLOCK_ETIMEOUT)
+    RC(rc, RLOCK_ELOCKED);
   /* (a loop's timer may fire up to 10 ms early: its clock is read once a
    * turn) */
   ASSERT_BETWEEN(rt_now_ms() - t0, dk_loop() ? 290 : 300, 1500);

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "client_int.h"
@@ -109,11 +110,60 @@ static void test_spin_within_the_wait(void **state) {
   assert_true(rlock__plan_spin(&p, &s) <= p.deadline_us);
 }
 
+/* A wait past its end gives up without attempting, for a kind whose
+ * attempt writes; a latch still looks (it only reads), and neither a
+ * single try nor a wait for ever has an end to pass. */
+static void test_wait_ended(void **state) {
+  (void)state;
+  rlock__kind writes = {.label = "lock"},
+              reads = {.label = "latch", .reads = 1};
+  char x[] = "x";
+  rlock_lock l = {.kind = &writes, .name = x};
+  rlock__plan p;
+  rlock__plan_init(&p, 60000);
+  assert_false(rlock__plan_wait_ended(&p, &l));
+  p.deadline_us = rlock__now_us(); /* the wait's end has come */
+  assert_true(rlock__plan_wait_ended(&p, &l));
+  l.kind = &reads;
+  assert_false(rlock__plan_wait_ended(&p, &l));
+  l.kind = &writes;
+  rlock__plan_init(&p, 0);
+  assert_false(rlock__plan_wait_ended(&p, &l));
+  rlock__plan_init(&p, RLOCK_WAIT_FOREVER);
+  assert_false(rlock__plan_wait_ended(&p, &l));
+}
+
+/* A MultiLock whose wait has ended takes no further member (not even one
+ * try with no wait left): RLOCK_ELOCKED naming it. Within the wait, with
+ * wait 0 (one try each) or for ever, it goes on. */
+static void test_multi_in_time(void **state) {
+  (void)state;
+  rlock__kind k = {.label = "lock"};
+  char na[] = "a", nb[] = "b";
+  rlock_lock a = {.kind = &k, .name = na}, b = {.kind = &k, .name = nb};
+  rlock_multilock *m = malloc(sizeof *m + 2 * sizeof m->members[0]);
+  assert_non_null(m);
+  m->n = 2;
+  m->members[0] = &a;
+  m->members[1] = &b;
+  int64_t now = rlock__now_us();
+  assert_int_equal(rlock__multi_in_time(m, 1, 300, now + 100000), RLOCK_OK);
+  assert_int_equal(rlock__multi_in_time(m, 1, 300, now), RLOCK_ELOCKED);
+  assert_non_null(strstr(rlock_error_last()->message, "member 1 (lock 'b')"));
+  assert_int_equal(rlock__multi_in_time(m, 1, 0, now), RLOCK_OK);
+  assert_int_equal(rlock__multi_in_time(m, 1, RLOCK_WAIT_FOREVER, INT64_MAX),
+                   RLOCK_OK);
+  free(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ride_out_after_settle_starts_at_first_pause),
       cmocka_unit_test(test_settle_stops_on_a_refused_read),
-      cmocka_unit_test(test_settled), cmocka_unit_test(test_spin_pauses),
-      cmocka_unit_test(test_spin_within_the_wait)};
+      cmocka_unit_test(test_settled),
+      cmocka_unit_test(test_spin_pauses),
+      cmocka_unit_test(test_spin_within_the_wait),
+      cmocka_unit_test(test_wait_ended),
+      cmocka_unit_test(test_multi_in_time)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -248,7 +248,8 @@ static int subscribe(acq *a, const char *ch, rlock__sub **sub) {
   }
 }
 
-/* Subscribe, then attempt on every wake-up. */
+/* Subscribe, then attempt on every wake-up; a wake-up with no message
+ * past the wait's end gives up instead (rlock__plan_wait_ended). */
 static int wait_and_retry(acq *a) {
   rlock_lock *l = a->l;
   rlock_client *c = l->client;
@@ -258,11 +259,16 @@ static int wait_and_retry(acq *a) {
   int rc = subscribe(a, ch, &sub);
   if (rc != RLOCK_OK || sub == NULL)
     return rc;
-  for (;;) {
+  for (int woken = 0;;) {
+    if (!woken && rlock__plan_wait_ended(&a->plan, l)) {
+      rc = RLOCK_ELOCKED;
+      break;
+    }
     rc = attempt(a);
     if (rc != RLOCK_ELOCKED || rlock__now_us() >= a->plan.deadline_us)
       break;
-    rlock__sub_wait(c, sub, rlock__plan_round_until(&a->plan), a->cancel);
+    woken =
+        rlock__sub_wait(c, sub, rlock__plan_round_until(&a->plan), a->cancel);
     if (rlock__canceled(a->cancel)) {
       rc = rlock__err(RLOCK_ECANCELED, "wait canceled");
       break;

@@ -64,7 +64,9 @@ static int acquire_all(rlock_multilock *m, const rlock_acquire_options *o) {
   rlock_acquire_options member = *o;
   for (size_t i = 0; i < m->n; i++) {
     member.wait_ms = rlock__multi_wait_left(o->wait_ms, deadline);
-    int rc = rlock__acquire_opts(m->members[i], &member);
+    int rc = rlock__multi_in_time(m, i, o->wait_ms, deadline);
+    if (rc == RLOCK_OK)
+      rc = rlock__acquire_opts(m->members[i], &member);
     if (rc != RLOCK_OK) {
       release_first(m, rlock__multi_give_back(i, rc), o->owner);
       return rc;

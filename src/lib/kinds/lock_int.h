@@ -364,8 +364,16 @@ struct rlock_multilock {
  * chain of member operations) take the members in order. */
 
 /* The wait left for the next member: RLOCK_WAIT_FOREVER, or what is left
- * until `deadline_us` (0 once it passed: one last try). */
+ * until `deadline_us` (0 for a single try each, wait_ms 0). */
 int64_t rlock__multi_wait_left(int64_t wait_ms, int64_t deadline_us);
+
+/* Before member i of a MultiLock waiting `wait_ms` until `deadline_us`:
+ * RLOCK_OK to take it, or RLOCK_ELOCKED naming it once a positive wait
+ * has ended ("not in time", as Redisson gives up), instead of one try
+ * with no wait left: a write racing the call's bound, which leaves its
+ * answer RLOCK__WAIT_MARGIN_MS only. */
+int rlock__multi_in_time(const rlock_multilock *m, size_t i, int64_t wait_ms,
+                         int64_t deadline_us);
 
 /* Member i failed with `rc`: how many members, from the first, are given
  * back. Those taken, and member i too after a transport error (its

@@ -66,6 +66,17 @@ int64_t rlock__multi_wait_left(int64_t wait_ms, int64_t deadline_us) {
                                        : rlock__ms_left(deadline_us);
 }
 
+int rlock__multi_in_time(const rlock_multilock *m, size_t i, int64_t wait_ms,
+                         int64_t deadline_us) {
+  if (wait_ms <= 0 || rlock__now_us() < deadline_us)
+    return RLOCK_OK;
+  const rlock_lock *l = m->members[i];
+  return rlock__err(RLOCK_ELOCKED,
+                    "MultiLock wait ended before member %zu (%s '%s') "
+                    "could be taken",
+                    i, l->kind->label, l->name);
+}
+
 size_t rlock__multi_give_back(size_t i, int rc) {
   return rc == RLOCK_EIO || rc == RLOCK_ETIMEOUT ? i + 1 : i;
 }

@@ -122,3 +122,7 @@ int rlock__plan_read_cut(const rlock__plan *p, const rlock_lock *l, int rc) {
   return rc == RLOCK_ETIMEOUT && l->kind->reads &&
          rlock__now_us() >= p->deadline_us;
 }
+
+int rlock__plan_wait_ended(const rlock__plan *p, const rlock_lock *l) {
+  return p->wait_ms > 0 && !l->kind->reads && rlock__now_us() >= p->deadline_us;
+}

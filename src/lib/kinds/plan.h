@@ -108,6 +108,17 @@ rlock__settled rlock__plan_settled(int64_t had, int64_t now);
  * taken. */
 int rlock__plan_read_cut(const rlock__plan *p, const rlock_lock *l, int rc);
 
+/* Whether a waiter whose sleep ended with no message (the holder's lease
+ * outlasting the wait, or its subscription confirmed only then) is past
+ * the wait's end and gives up now, "not in time", without attempting: an
+ * attempt then is a write nothing suggested would succeed, racing the
+ * call's bound, which leaves its answer RLOCK__WAIT_MARGIN_MS only, so a
+ * slow but healthy server would turn "held for the whole wait" into
+ * RLOCK_ETIMEOUT (Redisson gives up there too). Not for a latch, whose
+ * look at the wait's end only reads (rlock__plan_read_cut), nor for a
+ * wait for ever or a single try. */
+int rlock__plan_wait_ended(const rlock__plan *p, const rlock_lock *l);
+
 /* An acquisition no replica confirmed was given back: when to attempt
  * again (a replica may be catching up), or 0 when the wait leaves no room
  * (then RLOCK_EREPLICA). */

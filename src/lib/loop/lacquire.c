@@ -107,6 +107,18 @@ static void sleep_until(rlock_op *op, int state, int64_t until) {
     rlock__ltimer_at(op->c, &op->timer, until);
 }
 
+/* A wake-up with no message: attempt, unless the wait's own sleep
+ * (op->resting) has reached its end (rlock__plan_wait_ended): then it
+ * ends "not in time", no write racing the bound. */
+static void wake(rlock_op *op) {
+  if (op->resting && rlock__plan_wait_ended(&op->plan, op->l)) {
+    rlock__ltimer_stop(op->c, &op->timer);
+    fail(op, rlock__not_acquired(op->l, RLOCK_ELOCKED, op->plan.ttl_ms));
+    return;
+  }
+  attempt(op);
+}
+
 static void on_timer(rlock_client *c, rlock__ltimer *t) {
   (void)c;
   rlock_op *op = of_timer(t);
@@ -114,7 +126,7 @@ static void on_timer(rlock_client *c, rlock__ltimer *t) {
     settle_read(op);
   } else if (op->state == RLOCK__LACQ_SUBSCRIBING ||
              op->state == RLOCK__LACQ_SLEEPING) {
-    attempt(op);
+    wake(op);
   }
 }
 
@@ -138,6 +150,7 @@ static void wait_more(rlock_op *op) {
       return;
     }
     if (rc == 0) {
+      op->resting = 1;
       sleep_until(op, RLOCK__LACQ_SUBSCRIBING, bound);
       return;
     }
@@ -148,6 +161,7 @@ static void wait_more(rlock_op *op) {
     attempt(op);
     return;
   }
+  op->resting = 1;
   sleep_until(op,
               rlock__lsub_active(&op->sw) ? RLOCK__LACQ_SLEEPING
                                           : RLOCK__LACQ_SUBSCRIBING,
@@ -378,6 +392,7 @@ static void attempt(rlock_op *op) {
     op->woke_us = rlock__now_us();
   op->state = RLOCK__LACQ_ATTEMPTING;
   op->woken = 0;
+  op->resting = 0;
   l->kind->attempt(l, op->owner, op->lease_sent, op->wait_ms, &op->lreq.call);
   op->lreq.call.sync = 1;
   op->lreq.deadline_us = op->deadline_us; /* ride out a failover */
@@ -427,8 +442,10 @@ void rlock__lacquire_event(rlock__lwaiter *w, rlock__chan_event what) {
     op->woken |= what == RLOCK__CHAN_WOKEN;
     return;
   }
-  if (op->state == RLOCK__LACQ_SUBSCRIBING ||
-      (what == RLOCK__CHAN_WOKEN && op->state == RLOCK__LACQ_SLEEPING))
+  if (op->state == RLOCK__LACQ_SUBSCRIBING && what != RLOCK__CHAN_WOKEN)
+    wake(op); /* confirmed: attempt, unless the wait has ended */
+  else if (op->state == RLOCK__LACQ_SUBSCRIBING ||
+           (what == RLOCK__CHAN_WOKEN && op->state == RLOCK__LACQ_SLEEPING))
     attempt(op);
 }
 

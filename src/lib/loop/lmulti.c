@@ -99,6 +99,12 @@ static rlock_op *child_new(rlock_op *op, size_t i, int type) {
 }
 
 static void take(rlock_op *op) {
+  int rc =
+      rlock__multi_in_time(op->multi, op->index, op->wait_ms, op->deadline_us);
+  if (rc != RLOCK_OK) {
+    fail(op, rc, op->index);
+    return;
+  }
   rlock_op *child = child_new(op, op->index, RLOCK__LOP_ACQUIRE);
   if (child == NULL) {
     fail(op, RLOCK_ENOMEM, op->index);

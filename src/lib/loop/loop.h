@@ -458,6 +458,8 @@ struct rlock_op {
   int state; /* lacquire.c */
   int canceled;
   int woken; /* a wake-up came while an attempt was in flight */
+  /* asleep for a message or the holder's lease, not for a pause */
+  int resting;
   int64_t lease_ms, lease_sent, wait_ms, deadline_us;
   rlock__plan plan;    /* its decisions (kinds/plan.h) */
   int64_t bound_us;    /* the attempts' bound (lreq.bound_us), or 0 */
