@@ -472,15 +472,22 @@ static inline bool fk_running(int64_t t0) {
   return rt_now_ms() - t0 < fk_run_ms();
 }
 
-/* Start the workers in `mode` on a clean slate; the harness's history fd.
- * The scenario's name gets the mode's suffix in the history's file. */
-static inline int fk_begin(const char *scenario, fk_mode mode) {
+/* A clean slate for a scenario in `mode` (srv flushed, a new history
+ * file, no worker started yet); the harness's history fd. The scenario's
+ * name gets the mode's suffix in the history's file. */
+static inline int fk_history_begin(const char *scenario, fk_mode mode) {
   fk.mode = mode;
   snprintf(fk.hist_path, sizeof fk.hist_path, "%s/%s%s.history",
            rt_server_dir(srv), scenario, mode == FK_LOOP ? "-loop" : "");
   unlink(fk.hist_path);
   freeReplyObject(rt_cmd(srv, "FLUSHALL"));
-  int fd = rt_history_open(fk.hist_path);
+  return rt_history_open(fk.hist_path);
+}
+
+/* Start the workers in `mode` on a clean slate (fk_history_begin); the
+ * harness's history fd. */
+static inline int fk_begin(const char *scenario, fk_mode mode) {
+  int fd = fk_history_begin(scenario, mode);
   for (int i = 0; i < FK_WORKERS; i++)
     fk_spawn(i);
   return fd;
@@ -627,6 +634,57 @@ static inline bool fk_holder_seen(void) {
       rt_sleep_ms(5);
   return true;
 }
+
+/* ---- faults on the workers --------------------------------------------- */
+
+/* Workers killed (kill -9) at random moments, every 150-400 ms (the
+ * fault's rhythm, drawn from *seed), each respawned at once, until the
+ * scenario started by fk_begin() has run fk_run_ms(). */
+static inline void fk_kill9_faults(int fd, unsigned *seed) {
+  for (int64_t t0 = rt_now_ms(); fk_running(t0);) {
+    rt_sleep_ms(150 + rand_r(seed) % 250);
+    int id = (int)(rand_r(seed) % FK_WORKERS);
+    rt_history_add(fd, -1, -1, RT_EV_FAULT, SIGKILL, id, 0);
+    fk_kill_worker(fd, id);
+    fk_spawn(id);
+  }
+}
+
+/* Holders stopped (SIGSTOP) for twice their lease, one every 100-300 ms,
+ * until the scenario has run fk_run_ms(). Each is resumed and let see
+ * what became of its hold (its RELEASING record) before the next fault
+ * (or the end) can cut that short. Returns how many were stopped. */
+static inline int fk_sigstop_faults(int fd, unsigned *seed) {
+  int stale = 0;
+  for (int64_t t0 = rt_now_ms(); fk_running(t0);) {
+    rt_sleep_ms(100 + rand_r(seed) % 200);
+    int id = fk_stop_a_holder();
+    if (id < 0)
+      continue;
+    stale++;
+    rt_history_add(fd, -1, -1, RT_EV_FAULT, SIGSTOP, id, 0);
+    rt_sleep_ms(2 * FK_WATCHDOG_MS); /* past the lease: the fault itself */
+    off_t seen = fk_history_size();
+    kill(fk.pids[id], SIGCONT);
+    fk_wait_record_from(id, seen, RT_EV_RELEASING);
+  }
+  return stale;
+}
+
+/* One scenario `fn(fk_mode)`, two cmocka cases: test_<fn> on blocking
+ * workers, test_<fn>_loop on loop workers (the names the ctest shards
+ * select). FK_CASES(fn) lists both in a CMUnitTest table. */
+#define FK_BOTH_DRIVERS(fn)                                                    \
+  static void test_##fn(void **state) {                                        \
+    (void)state;                                                               \
+    fn(FK_BLOCKING);                                                           \
+  }                                                                            \
+  static void test_##fn##_loop(void **state) {                                 \
+    (void)state;                                                               \
+    fn(FK_LOOP);                                                               \
+  }
+#define FK_CASES(fn)                                                           \
+  cmocka_unit_test(test_##fn), cmocka_unit_test(test_##fn##_loop)
 
 /* ---- faults on the servers -------------------------------------------- */
 

@@ -722,23 +722,33 @@ static int tail_in_hold(void) {
   return -1;
 }
 
-static void clock_jumps(fk_mode mode) {
-  fk.lock_url = rt_server_url(clk);
-  int fd = fk_begin("clock-jump", mode), jumps = 0, in_hold = 0;
+/* The clock of `s` jumps +2 s (twice the workers' lease) every 300-600 ms
+ * (the fault's rhythm), while a worker holds a lock when one is caught
+ * within 100 ms, until the scenario has run fk_run_ms(); then a stale
+ * holder of the last jump has its chance to be told before the workers
+ * are killed. Returns the jumps; *in_hold counts those that caught a
+ * holder. */
+static int jump_faults(int fd, rt_server *s, int *in_hold) {
+  int jumps = 0;
   off_t last = 0; /* the history's size at the latest jump */
   for (int64_t t0 = rt_now_ms(); fk_running(t0); jumps++) {
-    rt_sleep_ms(300 + rand_r(&seed) % 300); /* the fault's rhythm */
+    rt_sleep_ms(300 + rand_r(&seed) % 300);
     int64_t until = rt_now_ms() + 100;
     while (tail_in_hold() < 0 && rt_now_ms() < until)
       rt_sleep_ms(1);
-    in_hold += tail_in_hold() >= 0;
+    *in_hold += tail_in_hold() >= 0;
     rt_history_add(fd, -1, -1, RT_EV_FAULT, 'J', 2 * FK_WATCHDOG_MS, 0);
-    rt_clock_jump_ms(clk, 2 * FK_WATCHDOG_MS);
+    rt_clock_jump_ms(s, 2 * FK_WATCHDOG_MS);
     last = fk_history_size();
   }
-  /* A stale holder of the last jump must have its chance to be told
-   * before the workers are killed. */
   fk_wait_rounds_done(last);
+  return jumps;
+}
+
+static void clock_jumps(fk_mode mode) {
+  fk.lock_url = rt_server_url(clk);
+  int fd = fk_begin("clock-jump", mode), in_hold = 0;
+  int jumps = jump_faults(fd, clk, &in_hold);
   rt_verdict v = fk_finish(fd, "clock-jump", 0);
   fk.lock_url = NULL;
   print_message("[ CLOCK    ] %d jumps (%d while a worker held a lock): %ld "
@@ -750,15 +760,7 @@ static void clock_jumps(fk_mode mode) {
   assert_true(in_hold == 0 || v.lost + v.writes_refused > 0);
 }
 
-static void test_clock_jumps(void **state) {
-  (void)state;
-  clock_jumps(FK_BLOCKING);
-}
-
-static void test_clock_jumps_loop(void **state) {
-  (void)state;
-  clock_jumps(FK_LOOP);
-}
+FK_BOTH_DRIVERS(clock_jumps)
 
 /* Start RedLock worker `id` over the servers `m`, those in `cut` replaced
  * by ports where nothing listens. */
@@ -786,34 +788,18 @@ static void rl_spawn(int id, rt_server *const *m, unsigned cut) {
  * 0 and 1 cannot reach D and E, workers 2 and 3 cannot reach A and B
  * (Kleppmann's case: the two sides' quorums meet only in C); else every
  * worker reaches every member. */
-static void redlock_jumps(fk_mode mode, int partitioned) {
+static void redlock_jumps_run(fk_mode mode, int partitioned) {
   const char *name = partitioned ? "redlock-jump-cut" : "redlock-jump";
   rt_server *m[RL_MEMBERS];
   for (int i = 0; i < RL_MEMBERS; i++)
     m[i] = rt_clock_server_start(NULL);
-  fk.mode = mode;
-  snprintf(fk.hist_path, sizeof fk.hist_path, "%s/%s%s.history",
-           rt_server_dir(srv), name, mode == FK_LOOP ? "-loop" : "");
-  unlink(fk.hist_path);
-  freeReplyObject(rt_cmd(srv, "FLUSHALL"));
-  int fd = rt_history_open(fk.hist_path), jumps = 0, in_hold = 0;
+  int fd = fk_history_begin(name, mode), in_hold = 0;
   for (int id = 0; id < FK_WORKERS; id++)
     rl_spawn(id, m,
              !partitioned ? 0u
              : id < 2     ? (1u << 3 | 1u << 4)
                           : (1u << 0 | 1u << 1));
-  off_t last = 0;
-  for (int64_t t0 = rt_now_ms(); fk_running(t0); jumps++) {
-    rt_sleep_ms(300 + rand_r(&seed) % 300); /* the fault's rhythm */
-    int64_t until = rt_now_ms() + 100;
-    while (tail_in_hold() < 0 && rt_now_ms() < until)
-      rt_sleep_ms(1);
-    in_hold += tail_in_hold() >= 0;
-    rt_history_add(fd, -1, -1, RT_EV_FAULT, 'J', 2 * FK_WATCHDOG_MS, 0);
-    rt_clock_jump_ms(m[2], 2 * FK_WATCHDOG_MS);
-    last = fk_history_size();
-  }
-  fk_wait_rounds_done(last);
+  int jumps = jump_faults(fd, m[2], &in_hold);
   fk.lock_url = "redlock"; /* not srv's locks: nothing to look for there */
   rt_verdict v = fk_finish(fd, name, 0);
   fk.lock_url = NULL;
@@ -833,25 +819,14 @@ static void redlock_jumps(fk_mode mode, int partitioned) {
   assert_true(in_hold == 0 || v.lost > 0);
 }
 
-static void test_redlock_jumps(void **state) {
-  (void)state;
-  redlock_jumps(FK_BLOCKING, 0);
-}
+/* Every worker reaches every member. */
+static void redlock_jumps(fk_mode mode) { redlock_jumps_run(mode, 0); }
 
-static void test_redlock_jumps_loop(void **state) {
-  (void)state;
-  redlock_jumps(FK_LOOP, 0);
-}
+/* The sides partitioned as in Kleppmann's case. */
+static void redlock_jumps_cut(fk_mode mode) { redlock_jumps_run(mode, 1); }
 
-static void test_redlock_jumps_cut(void **state) {
-  (void)state;
-  redlock_jumps(FK_BLOCKING, 1);
-}
-
-static void test_redlock_jumps_cut_loop(void **state) {
-  (void)state;
-  redlock_jumps(FK_LOOP, 1);
-}
+FK_BOTH_DRIVERS(redlock_jumps)
+FK_BOTH_DRIVERS(redlock_jumps_cut)
 
 static const struct CMUnitTest tests_of_clocks[] = {
     cmocka_unit_test(test_shim_moves_expiry),
@@ -860,12 +835,9 @@ static const struct CMUnitTest tests_of_clocks[] = {
     cmocka_unit_test(test_jump_rlock_exec),
     cmocka_unit_test(test_redlock_kleppmann_fixed_lease),
     cmocka_unit_test(test_redlock_kleppmann_watchdog),
-    cmocka_unit_test(test_clock_jumps),
-    cmocka_unit_test(test_clock_jumps_loop),
-    cmocka_unit_test(test_redlock_jumps),
-    cmocka_unit_test(test_redlock_jumps_loop),
-    cmocka_unit_test(test_redlock_jumps_cut),
-    cmocka_unit_test(test_redlock_jumps_cut_loop),
+    FK_CASES(clock_jumps),
+    FK_CASES(redlock_jumps),
+    FK_CASES(redlock_jumps_cut),
 };
 
 FX_MAIN(tests_of_clocks, setup, teardown, child_main)
