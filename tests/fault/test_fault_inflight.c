@@ -11,19 +11,20 @@
 #include <poll.h>
 #include <stdio.h>
 
-static rlock_client *client_for(rt_fake *f) {
-  rlock_config *cfg;
-  rlock_client *c = NULL;
-  assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
-  /* The scripts play exact command sequences: no INFO replication probe,
-   * no registry record. */
-  assert_int_equal(rlock_config_set_url(cfg, rt_fake_url(f)), RLOCK_OK);
-  assert_int_equal(rlock_config_set_replica_sync(cfg, 0), RLOCK_OK);
-  assert_int_equal(rlock_config_set_registry_period(cfg, 0), RLOCK_OK);
-  assert_int_equal(rlock_config_set_command_timeout_ms(cfg, 2000), RLOCK_OK);
-  assert_int_equal(rlock_client_new(&c, cfg), RLOCK_OK);
-  rlock_config_free(cfg);
-  return c;
+/* Commands time out after 2 s. */
+static rlock_client *client_for(rt_fake *f) { return fake_client(f, 2000, 0); }
+
+/* A try-once acquisition plays `s` and ends with the lock taken and
+ * recorded: one level, which its check confirms. */
+static void expect_taken(const rt_fake_step *s) {
+  rt_fake *f = rt_fake_start(s);
+  rlock_client *c = client_for(f);
+  rlock_lock *l;
+  assert_int_equal(rlock_lock_new(&l, c, "inflight"), RLOCK_OK);
+  expect_rc(rlock_lock_try_acquire(l, 0, 10000), RLOCK_OK, NULL);
+  expect_rc(rlock_lock_check(l), RLOCK_OK, NULL);
+  rlock_lock_free(l);
+  finish(f, c);
 }
 
 /* The read finds the field: the attempt took the lock. */
@@ -33,14 +34,7 @@ static void test_taken(void **state) {
       RT_STEP_ACCEPT(), RT_STEP_EXPECT("EVALSHA"), RT_STEP_CLOSE(),
       RT_STEP_ACCEPT(), RT_STEP_EXPECT("HGET"),    RT_STEP_SEND("$1\r\n1\r\n"),
       RT_STEP_END()};
-  rt_fake *f = rt_fake_start(s);
-  rlock_client *c = client_for(f);
-  rlock_lock *l;
-  assert_int_equal(rlock_lock_new(&l, c, "inflight"), RLOCK_OK);
-  expect_rc(rlock_lock_try_acquire(l, 0, 10000), RLOCK_OK, NULL);
-  expect_rc(rlock_lock_check(l), RLOCK_OK, NULL); /* recorded: one level */
-  rlock_lock_free(l);
-  finish(f, c);
+  expect_taken(s);
 }
 
 /* The read itself is lost in flight too (a second pooled connection the
@@ -53,14 +47,7 @@ static void test_read_lost_too(void **state) {
       RT_STEP_ACCEPT(), RT_STEP_EXPECT("HGET"),    RT_STEP_CLOSE(),
       RT_STEP_ACCEPT(), RT_STEP_EXPECT("HGET"),    RT_STEP_SEND("$1\r\n1\r\n"),
       RT_STEP_END()};
-  rt_fake *f = rt_fake_start(s);
-  rlock_client *c = client_for(f);
-  rlock_lock *l;
-  assert_int_equal(rlock_lock_new(&l, c, "inflight"), RLOCK_OK);
-  expect_rc(rlock_lock_try_acquire(l, 0, 10000), RLOCK_OK, NULL);
-  expect_rc(rlock_lock_check(l), RLOCK_OK, NULL);
-  rlock_lock_free(l);
-  finish(f, c);
+  expect_taken(s);
 }
 
 /* A waiting acquisition whose attempt is lost and whose reads find no
@@ -235,13 +222,8 @@ static void loop_expect(const rt_fake_step *s, int64_t wait_ms, int code,
                       .watch = mini_watch,
                       .timer = mini_timer,
                       .wake = mini_wake};
-  rlock_config *cfg;
-  assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
-  assert_int_equal(rlock_config_set_url(cfg, rt_fake_url(f)), RLOCK_OK);
-  /* The script plays exact command sequences: no INFO replication probe,
-   * no registry record. */
-  assert_int_equal(rlock_config_set_replica_sync(cfg, 0), RLOCK_OK);
-  assert_int_equal(rlock_config_set_registry_period(cfg, 0), RLOCK_OK);
+  rlock_config *cfg = fault_config(rt_fake_url(f), 0, 0);
+  assert_non_null(cfg);
   assert_int_equal(rlock_client_new_loop(&m.c, cfg, &table), RLOCK_OK);
   rlock_config_free(cfg);
   rlock_lock *l;

@@ -16,20 +16,8 @@
 #include "rt_fake.h"
 #include "rt_util.h"
 
-static rlock_client *client_for(rt_fake *f) {
-  rlock_config *cfg;
-  rlock_client *c;
-  assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
-  assert_int_equal(rlock_config_set_url(cfg, rt_fake_url(f)), RLOCK_OK);
-  /* The scripts play exact command sequences: no INFO replication probe,
-   * no registry record. */
-  assert_int_equal(rlock_config_set_replica_sync(cfg, 0), RLOCK_OK);
-  assert_int_equal(rlock_config_set_registry_period(cfg, 0), RLOCK_OK);
-  assert_int_equal(rlock_config_set_command_timeout_ms(cfg, 300), RLOCK_OK);
-  assert_int_equal(rlock_client_new(&c, cfg), RLOCK_OK);
-  rlock_config_free(cfg);
-  return c;
-}
+/* Commands time out after 300 ms. */
+static rlock_client *client_for(rt_fake *f) { return fake_client(f, 300, 0); }
 
 static void test_truncated_reply_then_close(void **state) {
   (void)state;
@@ -163,18 +151,7 @@ static void test_silent_subscriber_is_replaced(void **state) {
                             {RT_SEND, "$-1\r\n"}, /* got it */
                             {RT_END}};
   rt_fake *f = rt_fake_start(s);
-  rlock_config *cfg;
-  rlock_client *c;
-  assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
-  assert_int_equal(rlock_config_set_url(cfg, rt_fake_url(f)), RLOCK_OK);
-  /* The scripts play exact command sequences: no INFO replication probe,
-   * no registry record. */
-  assert_int_equal(rlock_config_set_replica_sync(cfg, 0), RLOCK_OK);
-  assert_int_equal(rlock_config_set_registry_period(cfg, 0), RLOCK_OK);
-  assert_int_equal(rlock_config_set_command_timeout_ms(cfg, 300), RLOCK_OK);
-  assert_int_equal(rlock_config_set_connect_timeout_ms(cfg, 500), RLOCK_OK);
-  assert_int_equal(rlock_client_new(&c, cfg), RLOCK_OK);
-  rlock_config_free(cfg);
+  rlock_client *c = fake_client(f, 300, 500);
   rlock_lock *l;
   assert_int_equal(rlock_lock_new(&l, c, "fault:silent"), RLOCK_OK);
   int64_t t0 = rt_now_ms();
