@@ -406,16 +406,6 @@ static void test_whois_other_thread(void **state) {
   free_client(c);
 }
 
-static int start(void) {
-  srv = rt_server_start(NULL);
-  return srv == NULL;
-}
-
-static void stop(void) {
-  rt_server_free(srv);
-  srv = NULL;
-}
-
 int main(void) {
   const dk_case cases[] = {
       DK_CASE(test_record, DK_ALL),
@@ -428,5 +418,5 @@ int main(void) {
       DK_CASE(test_whois_freed, DK_LOOPS),
       DK_CASE(test_whois_other_thread, DK_LOOPS),
   };
-  return DK_RUN(cases, start, stop);
+  return DK_RUN(cases, fx_srv_start, fx_srv_stop);
 }
