@@ -53,6 +53,18 @@ static void fresh(rt_server *s, const char *name) {
   rt_cmd_int(s, "DEL %s %s %s", name, token, record);
 }
 
+/* Two cases of the scenario fn(cluster): test_<test>_single on the single
+ * server, test_<test>_cluster on the cluster. */
+#define ON_BOTH_TOPOLOGIES(test, fn)                                           \
+  static void test_##test##_single(void **state) {                             \
+    (void)state;                                                               \
+    fn(0);                                                                     \
+  }                                                                            \
+  static void test_##test##_cluster(void **state) {                            \
+    (void)state;                                                               \
+    fn(1);                                                                     \
+  }
+
 /* ---- the election calls, synchronous on every driver -------------------- */
 
 typedef struct el_op {
@@ -281,15 +293,7 @@ static void campaign_observe_resign(int cluster) {
   dk_free(b);
 }
 
-static void test_basic_single(void **state) {
-  (void)state;
-  campaign_observe_resign(0);
-}
-
-static void test_basic_cluster(void **state) {
-  (void)state;
-  campaign_observe_resign(1);
-}
+ON_BOTH_TOPOLOGIES(basic, campaign_observe_resign)
 
 /* Bad input: RLOCK_EINVAL with a message, nothing written. */
 static void test_bad_input(void **state) {
@@ -385,15 +389,7 @@ static void standby_takes_over(int cluster) {
   dk_free(b);
 }
 
-static void test_takeover_single(void **state) {
-  (void)state;
-  standby_takes_over(0);
-}
-
-static void test_takeover_cluster(void **state) {
-  (void)state;
-  standby_takes_over(1);
-}
+ON_BOTH_TOPOLOGIES(takeover, standby_takes_over)
 
 /* ---- 3. deposed by force: told --------------------------------------- */
 
@@ -441,15 +437,7 @@ static void deposed_told(int cluster) {
   dk_free(b);
 }
 
-static void test_deposed_single(void **state) {
-  (void)state;
-  deposed_told(0);
-}
-
-static void test_deposed_cluster(void **state) {
-  (void)state;
-  deposed_told(1);
-}
+ON_BOTH_TOPOLOGIES(deposed, deposed_told)
 
 /* ---- 4. a Java client's operations and rlock's lock objects on the name - */
 
