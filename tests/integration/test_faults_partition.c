@@ -769,31 +769,10 @@ static void in_kit_silent(void **state) {
   kit_silent(FK_LOOP);
 }
 
-typedef struct acq_count {
-  off_t from;
-  int want;
-} acq_count;
-
-static bool pred_acquisitions(void *arg, char *why, size_t cap) {
-  acq_count *w = arg;
-  FILE *f = fopen(fk.hist_path, "rb");
-  rt_record rec;
-  int n = 0;
-  if (f != NULL && fseeko(f, w->from, SEEK_SET) == 0)
-    while (fread(&rec, sizeof rec, 1, f) == 1)
-      n += rec.ev == RT_EV_ACQUIRED;
-  if (f != NULL)
-    fclose(f);
-  snprintf(why, cap, "%d acquisitions recorded, want %d", n, w->want);
-  return n >= w->want;
-}
-
 /* Wait until the workers have recorded `n` more acquisitions: the
  * workload is at work (before a fault, or again after it). */
 static void wait_acquisitions(int n) {
-  acq_count w = {fk_history_size(), n};
-  rt_wait_until(pred_acquisitions, &w, rt_scaled_ms(20000),
-                "the workers' acquisitions");
+  fk_wait_acquisitions(fk_history_size(), n);
 }
 
 /* ---- Sentinel: split brain ---------------------------------------------- */
