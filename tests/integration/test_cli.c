@@ -1047,9 +1047,6 @@ static void test_exec_lost_lock_terminates_command(void **state) {
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
 }
 
-/* The server restarted without persistence while COMMAND runs: the lock
- * is gone with the data; the first renewal after the restart finds it so,
- * and COMMAND is terminated as for a deleted key. */
 /* `rlock exec NAME -- touch RAN` waiting (subscribed) for NAME, which a
  * foreign owner holds for `lease_ms`; RAN is a fresh path that exists
  * once COMMAND ran. */
@@ -1082,6 +1079,9 @@ static void test_exec_waits_through_outage(void **state) {
   assert_true(file_exists(ran));
 }
 
+/* The server restarted without persistence while COMMAND runs: the lock
+ * is gone with the data; the first renewal after the restart finds it so,
+ * and COMMAND is terminated as for a deleted key. */
 static void test_exec_server_restart_terminates_command(void **state) {
   (void)state;
   const char *name = "cli:lost-restart";
@@ -2243,19 +2243,8 @@ static void test_exec_sigquit_releases(void **state) {
  * COMMAND runs, then lets it exit 0; returns rlock's exit status. */
 static int run_deleted_meanwhile(proc *p, const char *tag, const char *name,
                                  const char *const *args) {
-  const char *argv[32];
   gate g;
-  gate_init(&g, tag);
-  int n = 0;
-  for (; args[n] != NULL; n++)
-    argv[n] = args[n];
-  argv[n++] = "--";
-  argv[n++] = "sh";
-  argv[n++] = "-c";
-  argv[n++] = gate_script(&g, "", "exit 0");
-  argv[n] = NULL;
-  proc_start(p, argv);
-  fx_wait_file(g.ready, SCALED(5000));
+  gate_hold(p, &g, tag, args);
   freeReplyObject(rt_cmd(srv, "DEL %s", name));
   fx_touch(g.go);
   return proc_wait(p, SCALED(5000));
