@@ -493,15 +493,16 @@ static inline int fk_begin(const char *scenario, fk_mode mode) {
   return fd;
 }
 
-/* The worker whose last record in the history is inside a hold (after
- * ACQUIRED, before RELEASING), or -1. */
-static inline int fk_in_hold(void) {
+/* The worker whose last record in the history past offset `from` is
+ * inside a hold (after ACQUIRED, before RELEASING), or -1. */
+static inline int fk_in_hold_from(off_t from) {
   int last[FK_WORKERS] = {0};
   FILE *f = fopen(fk.hist_path, "rb");
   rt_record rec;
-  while (f != NULL && fread(&rec, sizeof rec, 1, f) == 1)
-    if (rec.worker >= 0 && rec.worker < FK_WORKERS)
-      last[rec.worker] = rec.ev;
+  if (f != NULL && fseeko(f, from, SEEK_SET) == 0)
+    while (fread(&rec, sizeof rec, 1, f) == 1)
+      if (rec.worker >= 0 && rec.worker < FK_WORKERS)
+        last[rec.worker] = rec.ev;
   if (f != NULL)
     fclose(f);
   for (int i = 0; i < FK_WORKERS; i++)
@@ -510,6 +511,9 @@ static inline int fk_in_hold(void) {
       return i;
   return -1;
 }
+
+/* The same over the whole history. */
+static inline int fk_in_hold(void) { return fk_in_hold_from(0); }
 
 static inline off_t fk_history_size(void) {
   struct stat st;
