@@ -87,4 +87,27 @@ static inline rlock_client *fake_client(rt_fake *f, int64_t command_ms,
   return c;
 }
 
+/* What most fault cases start from: a fake playing `s`, a blocking
+ * client of it (fake_client: `command_ms`, `connect_ms`), and that
+ * client's lock `name`. fake_lock_end() frees the lock, then finish()es. */
+typedef struct fake_lock {
+  rt_fake *f;
+  rlock_client *c;
+  rlock_lock *l;
+} fake_lock;
+
+static inline void fake_lock_start(fake_lock *k, const rt_fake_step *s,
+                                   int64_t command_ms, int64_t connect_ms,
+                                   const char *name) {
+  k->f = rt_fake_start(s);
+  k->c = fake_client(k->f, command_ms, connect_ms);
+  if (rlock_lock_new(&k->l, k->c, name) != RLOCK_OK)
+    fail_msg("no lock '%s': %s", name, rlock_error_last()->message);
+}
+
+static inline void fake_lock_end(fake_lock *k) {
+  rlock_lock_free(k->l);
+  finish(k->f, k->c);
+}
+
 #endif /* RLOCK_TEST_FAULT_H */

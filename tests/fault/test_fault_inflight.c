@@ -17,14 +17,11 @@ static rlock_client *client_for(rt_fake *f) { return fake_client(f, 2000, 0); }
 /* A try-once acquisition plays `s` and ends with the lock taken and
  * recorded: one level, which its check confirms. */
 static void expect_taken(const rt_fake_step *s) {
-  rt_fake *f = rt_fake_start(s);
-  rlock_client *c = client_for(f);
-  rlock_lock *l;
-  assert_int_equal(rlock_lock_new(&l, c, "inflight"), RLOCK_OK);
-  expect_rc(rlock_lock_try_acquire(l, 0, 10000), RLOCK_OK, NULL);
-  expect_rc(rlock_lock_check(l), RLOCK_OK, NULL);
-  rlock_lock_free(l);
-  finish(f, c);
+  fake_lock k;
+  fake_lock_start(&k, s, 2000, 0, "inflight");
+  expect_rc(rlock_lock_try_acquire(k.l, 0, 10000), RLOCK_OK, NULL);
+  expect_rc(rlock_lock_check(k.l), RLOCK_OK, NULL);
+  fake_lock_end(&k);
 }
 
 /* The read finds the field: the attempt took the lock. */
@@ -57,16 +54,13 @@ static void test_unsettled_wait_says_how_long(void **state) {
   static const rt_fake_step s[] = {
       RT_STEP_ACCEPT(), RT_STEP_EXPECT("EVALSHA"), RT_STEP_CLOSE(),
       RT_STEP_ACCEPT(), RT_STEP_EXPECT("HGET"),    RT_STEP_END()};
-  rt_fake *f = rt_fake_start(s);
-  rlock_client *c = client_for(f);
-  rlock_lock *l;
-  assert_int_equal(rlock_lock_new(&l, c, "inflight"), RLOCK_OK);
-  int rc = rlock_lock_try_acquire(l, 500, 10000);
+  fake_lock k;
+  fake_lock_start(&k, s, 2000, 0, "inflight");
+  int rc = rlock_lock_try_acquire(k.l, 500, 10000);
   if (rc != RLOCK_EIO && rc != RLOCK_ETIMEOUT)
     fail_msg("got %d (%s)", rc, rlock_error_last()->message);
   expect_rc(RLOCK_EIO, RLOCK_EIO, "tried again for");
-  rlock_lock_free(l);
-  finish(f, c);
+  fake_lock_end(&k);
 }
 
 /* A fenced lock's token is then the counter's value. */
@@ -100,14 +94,11 @@ static void expect_untaken(const char *count, int64_t wait_ms) {
                             RT_STEP_CLOSE(),        RT_STEP_ACCEPT(),
                             RT_STEP_EXPECT("HGET"), RT_STEP_SEND(count),
                             RT_STEP_END()};
-  rt_fake *f = rt_fake_start(s);
-  rlock_client *c = client_for(f);
-  rlock_lock *l;
-  assert_int_equal(rlock_lock_new(&l, c, "inflight"), RLOCK_OK);
-  expect_rc(rlock_lock_try_acquire(l, wait_ms, 10000), RLOCK_EIO, "closed");
-  expect_rc(rlock_lock_check(l), RLOCK_ENOTHELD, NULL);
-  rlock_lock_free(l);
-  finish(f, c);
+  fake_lock k;
+  fake_lock_start(&k, s, 2000, 0, "inflight");
+  expect_rc(rlock_lock_try_acquire(k.l, wait_ms, 10000), RLOCK_EIO, "closed");
+  expect_rc(rlock_lock_check(k.l), RLOCK_ENOTHELD, NULL);
+  fake_lock_end(&k);
 }
 
 /* The field is absent: not taken; a try-once acquisition reports the

@@ -103,17 +103,14 @@ static void test_trickled_acquire_times_out(void **state) {
                                    RT_STEP_EXPECT("PING"),
                                    RT_STEP_SEND("+PONG\r\n"),
                                    RT_STEP_END()};
-  rt_fake *f = rt_fake_start(s);
-  rlock_client *c = client_for(f);
-  rlock_lock *l;
-  assert_int_equal(rlock_lock_new(&l, c, "fault:trickle"), RLOCK_OK);
+  fake_lock k;
+  fake_lock_start(&k, s, 300, 2000, "fault:trickle");
   int64_t t0 = rt_now_ms();
-  expect_rc(rlock_lock_try_acquire(l, 0, 5000), RLOCK_ETIMEOUT, "in time");
+  expect_rc(rlock_lock_try_acquire(k.l, 0, 5000), RLOCK_ETIMEOUT, "in time");
   expect_took(t0, 250, 1500);
   /* Not re-sent (it may have run); the client works on a new conn. */
-  expect_rc(rlock_client_ping(c, NULL), RLOCK_OK, NULL);
-  rlock_lock_free(l);
-  finish(f, c);
+  expect_rc(rlock_client_ping(k.c, NULL), RLOCK_OK, NULL);
+  fake_lock_end(&k);
 }
 
 /* ---- a reply's cost is bounded --------------------------------------- */
