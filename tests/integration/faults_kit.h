@@ -738,6 +738,31 @@ static inline void fk_inside(const char *name) {
     fail_msg("%s in its private namespace failed (status %#x)", name, st);
 }
 
+/* The outer case test_<name>: the inner case in_<name> run in the
+ * private namespace (fk_inside). */
+#define FK_OUTER(name)                                                         \
+  static void test_##name(void **state) {                                      \
+    (void)state;                                                               \
+    fk_inside("in_" #name);                                                    \
+  }
+
+/* Inside that namespace, the servers of a partition run: srv (the
+ * counters' and the fenced resource's) on the router's own address, which
+ * no fault touches, and the one returned, whose packets the partitions
+ * cut, in namespace `ns` of `net`. fk_netns_free() stops them all. */
+static inline rt_server *fk_netns_servers(rt_netns *net, int ns) {
+  srv = rt_server_start_opts(&(rt_server_opts){.host = rt_netns_router_addr()});
+  return rt_server_start_opts(&(rt_server_opts){
+      .host = rt_netns_addr(net, ns), .prefix = rt_netns_prefix(net, ns)});
+}
+
+static inline int fk_netns_free(rt_netns *net, rt_server *cut) {
+  rt_server_free(cut);
+  rt_server_free(srv);
+  rt_netns_free(net);
+  return 0;
+}
+
 /* Once every worker is gone: no lock key (their leases ran out), no
  * subscription, and no connection but the harness's own. */
 static inline bool fk_pred_clean(void *arg, char *why, size_t cap) {

@@ -306,18 +306,13 @@ static int inner_setup(void **state) {
   rt_netns_add(net, "srv");
   rt_netns_add(net, "a");
   rt_netns_add(net, "b");
-  srv = rt_server_start_opts(&(rt_server_opts){.host = rt_netns_router_addr()});
-  lsrv = rt_server_start_opts(&(rt_server_opts){
-      .host = rt_netns_addr(net, NS_S), .prefix = rt_netns_prefix(net, NS_S)});
+  lsrv = fk_netns_servers(net, NS_S);
   return 0;
 }
 
 static int inner_teardown(void **state) {
   (void)state;
-  rt_server_free(lsrv);
-  rt_server_free(srv);
-  rt_netns_free(net);
-  return 0;
+  return fk_netns_free(net, lsrv);
 }
 
 /* A client program in namespace `ns`: this binary with `args`. */
@@ -1091,12 +1086,7 @@ static int child_main(int argc, char **argv) {
   return 64;
 }
 
-#define OUTER(name)                                                            \
-  static void test_##name(void **state) {                                      \
-    (void)state;                                                               \
-    fk_inside("in_" #name);                                                    \
-  }
-PARTITION_CASES(OUTER)
+PARTITION_CASES(FK_OUTER)
 
 #define OUTER_CASE(name) cmocka_unit_test(test_##name),
 static const struct CMUnitTest tests[] = {PARTITION_CASES(OUTER_CASE)};
