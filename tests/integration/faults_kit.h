@@ -798,17 +798,33 @@ static inline long fk_counter_sum(void) {
   return counter;
 }
 
+/* Stop the first `n` workers (a stopped one continued first, so that it
+ * can be killed), each kill recorded, and close the history. */
+static inline void fk_stop_workers(int fd, int n) {
+  for (int i = 0; i < n; i++) {
+    kill(fk.pids[i], SIGCONT);
+    fk_kill_worker(fd, i);
+  }
+  close(fd);
+}
+
+/* With $RLOCK_FAULT_KEEP set, a copy of the history in
+ * /tmp/rlock-SCENARIO.history, for a look. */
+static inline void fk_keep_history(const char *scenario) {
+  char keep[700];
+  snprintf(keep, sizeof keep, "cp %s /tmp/rlock-%s.history", fk.hist_path,
+           scenario);
+  if (getenv("RLOCK_FAULT_KEEP") != NULL && system(keep) != 0)
+    print_message("could not keep the history\n");
+}
+
 /* Stop every worker, judge the history, fail on any violation (and on
  * fewer than 10 acquisitions: a run that did nothing proves nothing).
  * `counter_checked`: judge lost updates too (only where the counter's
  * own server and link are untouched by the fault). */
 static inline rt_verdict fk_finish(int fd, const char *scenario,
                                    int counter_checked) {
-  for (int i = 0; i < FK_WORKERS; i++) {
-    kill(fk.pids[i], SIGCONT); /* a stopped one must be killable too */
-    fk_kill_worker(fd, i);
-  }
-  close(fd);
+  fk_stop_workers(fd, FK_WORKERS);
   long counter = counter_checked ? fk_counter_sum() : -1;
   rt_verdict v = rt_history_check_n(fk.hist_path, counter, rt_scaled_ms(3000),
                                     fk.sem > 0 ? fk.sem : 1);
@@ -817,11 +833,7 @@ static inline rt_verdict fk_finish(int fd, const char *scenario,
            fk.mode == FK_LOOP ? " (loop)" : "");
   rt_history_print(name, &v);
   if (!rt_history_clean(&v)) {
-    char keep[700];
-    snprintf(keep, sizeof keep, "cp %s /tmp/rlock-%s.history", fk.hist_path,
-             scenario);
-    if (getenv("RLOCK_FAULT_KEEP") != NULL && system(keep) != 0)
-      print_message("could not keep the history\n");
+    fk_keep_history(scenario);
     fail_msg("%s: %s", name, v.first);
   }
   if (v.acquisitions < 10)

@@ -333,16 +333,8 @@ static int el_held_leader(void) {
 static rt_verdict el_finish(int fd, const char *scenario) {
   el_stay(false);
   fk_wait_acquisitions(fk_history_size(), 10);
-  for (int i = 0; i < EL_WORKERS; i++) {
-    kill(fk.pids[i], SIGCONT);
-    fk_kill_worker(fd, i);
-  }
-  close(fd);
-  char keep[700]; /* $RLOCK_FAULT_KEEP: keep the history, for a look */
-  snprintf(keep, sizeof keep, "cp %s /tmp/rlock-%s.history", fk.hist_path,
-           scenario);
-  if (getenv("RLOCK_FAULT_KEEP") != NULL && system(keep) != 0)
-    print_message("could not keep the history\n");
+  fk_stop_workers(fd, EL_WORKERS);
+  fk_keep_history(scenario);
   rt_verdict v = rt_history_check(fk.hist_path, -1, rt_scaled_ms(3000));
   rt_history_print(scenario, &v);
   if (!rt_history_clean(&v))
