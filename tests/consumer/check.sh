@@ -29,37 +29,11 @@
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 here=$src/tests/consumer
-own_work=0
-if [ $# -gt 0 ]; then
-  work=$1
-  rm -rf "$work" && mkdir -p "$work"
-else
-  work=$(mktemp -d)
-  own_work=1
-fi
-work=$(cd "$work" && pwd)
-# The server's socket lives in a short directory of its own (a unix socket
-# path has at most 107 bytes; WORKDIR may be long).
-sockdir=$(mktemp -d)
-server_pid=""
-cleanup() {
-  if [ -n "$server_pid" ]; then
-    kill "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
-  rm -rf "$sockdir"
-  if [ $own_work -eq 1 ]; then rm -rf "$work"; fi
-}
-trap cleanup EXIT
-trap 'exit 129' HUP
-trap 'exit 130' INT
-trap 'exit 143' TERM
+# shellcheck source=tests/consumer/common.sh
+. "$here/common.sh"
+consumer_begin "${1:-}" ""
 JOBS=$(nproc 2>/dev/null || echo 2)
 CC=${CC:-cc}
-
-step() { echo "--> $*"; }
-fail() { echo "consumer check FAILED: $*" >&2; exit 1; }
-q() { "$@" >"$work/last.log" 2>&1 || { cat "$work/last.log" >&2; fail "$*"; }; }
 
 # needs FILE LIB: FILE is dynamically linked against LIB (or not, with !).
 needs() { readelf -d "$1" | grep -q "NEEDED.*\[$2"; }
@@ -82,24 +56,7 @@ if top=$(git -C "$src" rev-parse --show-toplevel 2>/dev/null) &&
   want_version="$want_version (git $(git -C "$src" rev-parse --short HEAD))"
 fi
 
-step "a throwaway redis-server"
-for tool in redis-server redis-cli; do
-  command -v $tool >/dev/null || fail "$tool is needed (scripts/deps.sh installs it)"
-done
-sock=$sockdir/redis.sock
-url=unix://$sock
-redis-server --port 0 --unixsocket "$sock" --save "" --appendonly no \
-  --dir "$sockdir" --logfile "$sockdir/redis.log" &
-server_pid=$!
-for _ in $(seq 200); do
-  kill -0 "$server_pid" 2>/dev/null || break
-  [ "$(redis-cli -s "$sock" ping 2>/dev/null)" = PONG ] && break
-  sleep 0.05
-done
-[ "$(redis-cli -s "$sock" ping 2>/dev/null)" = PONG ] || {
-  tail -20 "$sockdir/redis.log" >&2 || true
-  fail "redis-server did not answer on $sock"
-}
+start_server
 
 step "install rlock $version into a throwaway prefix"
 prefix=$work/prefix

@@ -33,51 +33,16 @@ if [ $# -lt 1 ] || [ ! -e "$1/librlock.so" ]; then
   exit 64
 fi
 build=$(cd "$1" && pwd)
-own_work=0
-if [ $# -gt 1 ]; then
-  work=$2
-  rm -rf "$work" && mkdir -p "$work"
-else
-  work=$(mktemp -d)
-  own_work=1
-fi
-work=$(cd "$work" && pwd)
-sockdir=$(mktemp -d)
-server_pid=""
-cleanup() {
-  if [ -n "$server_pid" ]; then
-    kill "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
-  rm -rf "$sockdir"
-  if [ $own_work -eq 1 ]; then rm -rf "$work"; fi
-}
-trap cleanup EXIT
-trap 'exit 129' HUP
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-step() { echo "--> python install: $*"; }
-fail() { echo "python install check FAILED: $*" >&2; exit 1; }
-q() { "$@" >"$work/last.log" 2>&1 || { cat "$work/last.log" >&2; fail "$*"; }; }
+# shellcheck source=tests/consumer/common.sh
+. "$src/tests/consumer/common.sh"
+consumer_begin "${2:-}" "python install"
 
 PY=/usr/bin/python3
 "$PY" -c 'import cffi, setuptools, wheel, venv' 2>/dev/null ||
   fail "$PY lacks cffi, setuptools, wheel or venv (scripts/deps.sh installs python3-cffi," \
     "python3-setuptools, python3-wheel, python3-venv)"
 
-step "a throwaway redis-server"
-sock=$sockdir/redis.sock
-url=unix://$sock
-redis-server --port 0 --unixsocket "$sock" --save "" --appendonly no \
-  --dir "$sockdir" --logfile "$sockdir/redis.log" &
-server_pid=$!
-for _ in $(seq 200); do
-  kill -0 "$server_pid" 2>/dev/null || break
-  [ "$(redis-cli -s "$sock" ping 2>/dev/null)" = PONG ] && break
-  sleep 0.05
-done
-[ "$(redis-cli -s "$sock" ping 2>/dev/null)" = PONG ] || fail "redis-server did not answer on $sock"
+start_server
 
 step "a venv of $PY, the package's sources, build trees A and B"
 q "$PY" -m venv --system-site-packages "$work/venv"

@@ -37,6 +37,15 @@ static void assert_wait_ok(rt_fake *f) {
     fail_msg("rt_fake_wait: %s", rt_fake_error(f));
 }
 
+/* PING on `c` is answered PONG (a status reply). */
+static void expect_pong(redisContext *c) {
+  redisReply *r = redisCommand(c, "PING");
+  assert_non_null(r);
+  assert_int_equal(r->type, REDIS_REPLY_STATUS);
+  assert_string_equal(r->str, "PONG");
+  freeReplyObject(r);
+}
+
 static void test_ping_pong(void **state) {
   (void)state;
   static const rt_fake_step script[] = {
@@ -51,11 +60,7 @@ static void test_ping_pong(void **state) {
   assert_string_equal(rt_fake_url(f), url);
 
   redisContext *c = connect_fake(f);
-  redisReply *r = redisCommand(c, "PING");
-  assert_non_null(r);
-  assert_int_equal(r->type, REDIS_REPLY_STATUS);
-  assert_string_equal(r->str, "PONG");
-  freeReplyObject(r);
+  expect_pong(c);
   assert_wait_ok(f);
   assert_string_equal(rt_fake_error(f), "");
   redisFree(c);
@@ -124,10 +129,7 @@ static void test_wildcard_sleep_and_reconnect(void **state) {
   redisFree(c);
 
   c = connect_fake(f);
-  r = redisCommand(c, "PING");
-  assert_non_null(r);
-  assert_string_equal(r->str, "PONG");
-  freeReplyObject(r);
+  expect_pong(c);
   assert_wait_ok(f);
   redisFree(c);
   rt_fake_free(f);
@@ -188,6 +190,15 @@ static void test_wait_step(void **state) {
   rt_fake_free(f);
 }
 
+/* 50 ms after `f` started (time for its thread to block), rt_fake_free()
+ * returns within a second. */
+static void free_promptly(rt_fake *f) {
+  rt_sleep_ms(50);
+  int64_t t0 = rt_now_ms();
+  rt_fake_free(f);
+  assert_true(rt_now_ms() - t0 < rt_scaled_ms(1000));
+}
+
 /* rt_fake_free() must not hang whatever the script thread waits for. */
 static void test_free_is_prompt(void **state) {
   (void)state;
@@ -196,29 +207,16 @@ static void test_free_is_prompt(void **state) {
                                          RT_STEP_EXPECT("PING"), RT_STEP_END()};
   static const rt_fake_step in_sleep[] = {RT_STEP_SLEEP(60000), RT_STEP_END()};
 
-  /* The pauses below give the script thread time to get into its
+  /* The pauses (free_promptly) give the script thread time to get into its
      blocking call. No synchronisation: rt_fake_free() must be prompt
      wherever the thread is, so the outcome cannot depend on them; they
      only make the blocked case the likely one. */
-  rt_fake *f = rt_fake_start(in_accept);
-  rt_sleep_ms(50);
-  int64_t t0 = rt_now_ms();
-  rt_fake_free(f);
-  assert_true(rt_now_ms() - t0 < rt_scaled_ms(1000));
-
-  f = rt_fake_start(in_read);
+  free_promptly(rt_fake_start(in_accept));
+  rt_fake *f = rt_fake_start(in_read);
   redisContext *c = connect_fake(f); /* connected, sends nothing */
-  rt_sleep_ms(50);
-  t0 = rt_now_ms();
-  rt_fake_free(f);
-  assert_true(rt_now_ms() - t0 < rt_scaled_ms(1000));
+  free_promptly(f);
   redisFree(c);
-
-  f = rt_fake_start(in_sleep);
-  rt_sleep_ms(50);
-  t0 = rt_now_ms();
-  rt_fake_free(f);
-  assert_true(rt_now_ms() - t0 < rt_scaled_ms(1000));
+  free_promptly(rt_fake_start(in_sleep));
 
   rt_fake_free(NULL);
 }
@@ -239,10 +237,7 @@ static void test_steps_are_copied(void **state) {
   script[1].arg = "GET";
 
   redisContext *c = connect_fake(f);
-  redisReply *r = redisCommand(c, "PING");
-  assert_non_null(r);
-  assert_string_equal(r->str, "PONG");
-  freeReplyObject(r);
+  expect_pong(c);
   assert_wait_ok(f);
   redisFree(c);
   rt_fake_free(f);

@@ -11,36 +11,40 @@
 #include <poll.h>
 #include <stdio.h>
 
-static rlock_client *client_for(rt_fake *f) {
-  rlock_config *cfg;
-  rlock_client *c = NULL;
-  assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
-  /* The scripts play exact command sequences: no INFO replication probe,
-   * no registry record. */
-  assert_int_equal(rlock_config_set_url(cfg, rt_fake_url(f)), RLOCK_OK);
-  assert_int_equal(rlock_config_set_replica_sync(cfg, 0), RLOCK_OK);
-  assert_int_equal(rlock_config_set_registry_period(cfg, 0), RLOCK_OK);
-  assert_int_equal(rlock_config_set_command_timeout_ms(cfg, 2000), RLOCK_OK);
-  assert_int_equal(rlock_client_new(&c, cfg), RLOCK_OK);
-  rlock_config_free(cfg);
-  return c;
+/* The scripts' parts. The acquisition's attempt lost in flight: the
+ * server reads it and closes without answering (a loop connection loads
+ * its script first, SCRIPT LOAD pipelined before the EVALSHA). */
+#define LOST_ATTEMPT                                                           \
+  RT_STEP_ACCEPT(), RT_STEP_EXPECT("EVALSHA"), RT_STEP_CLOSE()
+#define LOOP_LOST_ATTEMPT                                                      \
+  RT_STEP_ACCEPT(), RT_STEP_EXPECT("SCRIPT"), RT_STEP_EXPECT("EVALSHA"),       \
+      RT_STEP_CLOSE()
+/* The read of the owner's field, on a new connection: lost in flight too,
+ * or answered `reply` (ONE_LEVEL: the attempt's hold). */
+#define READ_LOST RT_STEP_ACCEPT(), RT_STEP_EXPECT("HGET"), RT_STEP_CLOSE()
+#define READ_ANSWERED(reply)                                                   \
+  RT_STEP_ACCEPT(), RT_STEP_EXPECT("HGET"), RT_STEP_SEND(reply)
+#define ONE_LEVEL "$1\r\n1\r\n"
+
+/* Commands time out after 2 s. */
+static rlock_client *client_for(rt_fake *f) { return fake_client(f, 2000, 0); }
+
+/* A try-once acquisition plays `s` and ends with the lock taken and
+ * recorded: one level, which its check confirms. */
+static void expect_taken(const rt_fake_step *s) {
+  fake_lock k;
+  fake_lock_start(&k, s, 2000, 0, "inflight");
+  expect_rc(rlock_lock_try_acquire(k.l, 0, 10000), RLOCK_OK, NULL);
+  expect_rc(rlock_lock_check(k.l), RLOCK_OK, NULL);
+  fake_lock_end(&k);
 }
 
 /* The read finds the field: the attempt took the lock. */
 static void test_taken(void **state) {
   (void)state;
-  static const rt_fake_step s[] = {
-      RT_STEP_ACCEPT(), RT_STEP_EXPECT("EVALSHA"), RT_STEP_CLOSE(),
-      RT_STEP_ACCEPT(), RT_STEP_EXPECT("HGET"),    RT_STEP_SEND("$1\r\n1\r\n"),
-      RT_STEP_END()};
-  rt_fake *f = rt_fake_start(s);
-  rlock_client *c = client_for(f);
-  rlock_lock *l;
-  assert_int_equal(rlock_lock_new(&l, c, "inflight"), RLOCK_OK);
-  expect_rc(rlock_lock_try_acquire(l, 0, 10000), RLOCK_OK, NULL);
-  expect_rc(rlock_lock_check(l), RLOCK_OK, NULL); /* recorded: one level */
-  rlock_lock_free(l);
-  finish(f, c);
+  static const rt_fake_step s[] = {LOST_ATTEMPT, READ_ANSWERED(ONE_LEVEL),
+                                   RT_STEP_END()};
+  expect_taken(s);
 }
 
 /* The read itself is lost in flight too (a second pooled connection the
@@ -48,49 +52,32 @@ static void test_taken(void **state) {
  * the answer settles it. */
 static void test_read_lost_too(void **state) {
   (void)state;
-  static const rt_fake_step s[] = {
-      RT_STEP_ACCEPT(), RT_STEP_EXPECT("EVALSHA"), RT_STEP_CLOSE(),
-      RT_STEP_ACCEPT(), RT_STEP_EXPECT("HGET"),    RT_STEP_CLOSE(),
-      RT_STEP_ACCEPT(), RT_STEP_EXPECT("HGET"),    RT_STEP_SEND("$1\r\n1\r\n"),
-      RT_STEP_END()};
-  rt_fake *f = rt_fake_start(s);
-  rlock_client *c = client_for(f);
-  rlock_lock *l;
-  assert_int_equal(rlock_lock_new(&l, c, "inflight"), RLOCK_OK);
-  expect_rc(rlock_lock_try_acquire(l, 0, 10000), RLOCK_OK, NULL);
-  expect_rc(rlock_lock_check(l), RLOCK_OK, NULL);
-  rlock_lock_free(l);
-  finish(f, c);
+  static const rt_fake_step s[] = {LOST_ATTEMPT, READ_LOST,
+                                   READ_ANSWERED(ONE_LEVEL), RT_STEP_END()};
+  expect_taken(s);
 }
 
 /* A waiting acquisition whose attempt is lost and whose reads find no
  * answer until its wait ends: the failure says how long it tried. */
 static void test_unsettled_wait_says_how_long(void **state) {
   (void)state;
-  static const rt_fake_step s[] = {
-      RT_STEP_ACCEPT(), RT_STEP_EXPECT("EVALSHA"), RT_STEP_CLOSE(),
-      RT_STEP_ACCEPT(), RT_STEP_EXPECT("HGET"),    RT_STEP_END()};
-  rt_fake *f = rt_fake_start(s);
-  rlock_client *c = client_for(f);
-  rlock_lock *l;
-  assert_int_equal(rlock_lock_new(&l, c, "inflight"), RLOCK_OK);
-  int rc = rlock_lock_try_acquire(l, 500, 10000);
+  static const rt_fake_step s[] = {LOST_ATTEMPT, RT_STEP_ACCEPT(),
+                                   RT_STEP_EXPECT("HGET"), RT_STEP_END()};
+  fake_lock k;
+  fake_lock_start(&k, s, 2000, 0, "inflight");
+  int rc = rlock_lock_try_acquire(k.l, 500, 10000);
   if (rc != RLOCK_EIO && rc != RLOCK_ETIMEOUT)
     fail_msg("got %d (%s)", rc, rlock_error_last()->message);
   expect_rc(RLOCK_EIO, RLOCK_EIO, "tried again for");
-  rlock_lock_free(l);
-  finish(f, c);
+  fake_lock_end(&k);
 }
 
 /* A fenced lock's token is then the counter's value. */
 static void test_taken_fenced(void **state) {
   (void)state;
-  static const rt_fake_step s[] = {
-      RT_STEP_ACCEPT(),       RT_STEP_EXPECT("EVALSHA"),
-      RT_STEP_CLOSE(),        RT_STEP_ACCEPT(),
-      RT_STEP_EXPECT("HGET"), RT_STEP_SEND("$1\r\n1\r\n"),
-      RT_STEP_EXPECT("GET"),  RT_STEP_SEND("$2\r\n42\r\n"),
-      RT_STEP_END()};
+  static const rt_fake_step s[] = {LOST_ATTEMPT, READ_ANSWERED(ONE_LEVEL),
+                                   RT_STEP_EXPECT("GET"),
+                                   RT_STEP_SEND("$2\r\n42\r\n"), RT_STEP_END()};
   rt_fake *f = rt_fake_start(s);
   rlock_client *c = client_for(f);
   rlock_lock *l;
@@ -109,18 +96,12 @@ static void test_taken_fenced(void **state) {
 /* The attempt of an acquisition waiting `wait_ms` is lost, then the read
  * answers `count`: the original failure stands and nothing is recorded. */
 static void expect_untaken(const char *count, int64_t wait_ms) {
-  const rt_fake_step s[] = {RT_STEP_ACCEPT(),       RT_STEP_EXPECT("EVALSHA"),
-                            RT_STEP_CLOSE(),        RT_STEP_ACCEPT(),
-                            RT_STEP_EXPECT("HGET"), RT_STEP_SEND(count),
-                            RT_STEP_END()};
-  rt_fake *f = rt_fake_start(s);
-  rlock_client *c = client_for(f);
-  rlock_lock *l;
-  assert_int_equal(rlock_lock_new(&l, c, "inflight"), RLOCK_OK);
-  expect_rc(rlock_lock_try_acquire(l, wait_ms, 10000), RLOCK_EIO, "closed");
-  expect_rc(rlock_lock_check(l), RLOCK_ENOTHELD, NULL);
-  rlock_lock_free(l);
-  finish(f, c);
+  const rt_fake_step s[] = {LOST_ATTEMPT, READ_ANSWERED(count), RT_STEP_END()};
+  fake_lock k;
+  fake_lock_start(&k, s, 2000, 0, "inflight");
+  expect_rc(rlock_lock_try_acquire(k.l, wait_ms, 10000), RLOCK_EIO, "closed");
+  expect_rc(rlock_lock_check(k.l), RLOCK_ENOTHELD, NULL);
+  fake_lock_end(&k);
 }
 
 /* The field is absent: not taken; a try-once acquisition reports the
@@ -235,13 +216,8 @@ static void loop_expect(const rt_fake_step *s, int64_t wait_ms, int code,
                       .watch = mini_watch,
                       .timer = mini_timer,
                       .wake = mini_wake};
-  rlock_config *cfg;
-  assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
-  assert_int_equal(rlock_config_set_url(cfg, rt_fake_url(f)), RLOCK_OK);
-  /* The script plays exact command sequences: no INFO replication probe,
-   * no registry record. */
-  assert_int_equal(rlock_config_set_replica_sync(cfg, 0), RLOCK_OK);
-  assert_int_equal(rlock_config_set_registry_period(cfg, 0), RLOCK_OK);
+  rlock_config *cfg = fault_config(rt_fake_url(f), 0, 0);
+  assert_non_null(cfg);
   assert_int_equal(rlock_client_new_loop(&m.c, cfg, &table), RLOCK_OK);
   rlock_config_free(cfg);
   rlock_lock *l;
@@ -272,13 +248,7 @@ static void loop_expect(const rt_fake_step *s, int64_t wait_ms, int code,
  * first EVALSHA; the server reads both and closes without answering. */
 static void test_loop_taken(void **state) {
   (void)state;
-  static const rt_fake_step s[] = {RT_STEP_ACCEPT(),
-                                   RT_STEP_EXPECT("SCRIPT"),
-                                   RT_STEP_EXPECT("EVALSHA"),
-                                   RT_STEP_CLOSE(),
-                                   RT_STEP_ACCEPT(),
-                                   RT_STEP_EXPECT("HGET"),
-                                   RT_STEP_SEND("$1\r\n1\r\n"),
+  static const rt_fake_step s[] = {LOOP_LOST_ATTEMPT, READ_ANSWERED(ONE_LEVEL),
                                    RT_STEP_END()};
   loop_expect(s, 0, RLOCK_OK, NULL);
 }
@@ -286,17 +256,8 @@ static void test_loop_taken(void **state) {
 /* ... and its read is lost in flight too: read again (test_read_lost_too). */
 static void test_loop_read_lost_too(void **state) {
   (void)state;
-  static const rt_fake_step s[] = {RT_STEP_ACCEPT(),
-                                   RT_STEP_EXPECT("SCRIPT"),
-                                   RT_STEP_EXPECT("EVALSHA"),
-                                   RT_STEP_CLOSE(),
-                                   RT_STEP_ACCEPT(),
-                                   RT_STEP_EXPECT("HGET"),
-                                   RT_STEP_CLOSE(),
-                                   RT_STEP_ACCEPT(),
-                                   RT_STEP_EXPECT("HGET"),
-                                   RT_STEP_SEND("$1\r\n1\r\n"),
-                                   RT_STEP_END()};
+  static const rt_fake_step s[] = {LOOP_LOST_ATTEMPT, READ_LOST,
+                                   READ_ANSWERED(ONE_LEVEL), RT_STEP_END()};
   loop_expect(s, 0, RLOCK_OK, NULL);
 }
 
@@ -305,13 +266,7 @@ static void test_loop_read_lost_too(void **state) {
 static void test_loop_unsettled_read_refused(void **state) {
   (void)state;
   static const rt_fake_step s[] = {
-      RT_STEP_ACCEPT(),
-      RT_STEP_EXPECT("SCRIPT"),
-      RT_STEP_EXPECT("EVALSHA"),
-      RT_STEP_CLOSE(),
-      RT_STEP_ACCEPT(),
-      RT_STEP_EXPECT("HGET"),
-      RT_STEP_SEND("-ERR refused for the test\r\n"),
+      LOOP_LOST_ATTEMPT, READ_ANSWERED("-ERR refused for the test\r\n"),
       RT_STEP_END()};
   loop_expect(s, 3000, RLOCK_EIO, "closed");
 }

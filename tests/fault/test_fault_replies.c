@@ -16,20 +16,8 @@
 #include "rt_fake.h"
 #include "rt_util.h"
 
-static rlock_client *client_for(rt_fake *f) {
-  rlock_config *cfg;
-  rlock_client *c;
-  assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
-  assert_int_equal(rlock_config_set_url(cfg, rt_fake_url(f)), RLOCK_OK);
-  /* The scripts play exact command sequences: no INFO replication probe,
-   * no registry record. */
-  assert_int_equal(rlock_config_set_replica_sync(cfg, 0), RLOCK_OK);
-  assert_int_equal(rlock_config_set_registry_period(cfg, 0), RLOCK_OK);
-  assert_int_equal(rlock_config_set_command_timeout_ms(cfg, 300), RLOCK_OK);
-  assert_int_equal(rlock_client_new(&c, cfg), RLOCK_OK);
-  rlock_config_free(cfg);
-  return c;
-}
+/* Commands time out after 300 ms. */
+static rlock_client *client_for(rt_fake *f) { return fake_client(f, 300, 0); }
 
 static void test_truncated_reply_then_close(void **state) {
   (void)state;
@@ -89,14 +77,11 @@ static void test_noscript_falls_back_to_eval(void **state) {
       {RT_EXPECT, "EVALSHA"},
       {RT_SEND, ":1\r\n"}, /* released */
       {RT_END}};
-  rt_fake *f = rt_fake_start(s);
-  rlock_client *c = client_for(f);
-  rlock_lock *l;
-  assert_int_equal(rlock_lock_new(&l, c, "fault:noscript"), RLOCK_OK);
-  expect_rc(rlock_lock_try_acquire(l, 0, 5000), RLOCK_OK, NULL);
-  expect_rc(rlock_lock_release(l), RLOCK_OK, NULL);
-  rlock_lock_free(l);
-  finish(f, c);
+  fake_lock k;
+  fake_lock_start(&k, s, 300, 0, "fault:noscript");
+  expect_rc(rlock_lock_try_acquire(k.l, 0, 5000), RLOCK_OK, NULL);
+  expect_rc(rlock_lock_release(k.l), RLOCK_OK, NULL);
+  fake_lock_end(&k);
 }
 
 static void test_error_replies_are_mapped(void **state) {
@@ -110,15 +95,12 @@ static void test_error_replies_are_mapped(void **state) {
       {RT_EXPECT, "EVALSHA"},
       {RT_SEND, "+OK\r\n"}, /* not nil, not int */
       {RT_END}};
-  rt_fake *f = rt_fake_start(s);
-  rlock_client *c = client_for(f);
-  rlock_lock *l;
-  assert_int_equal(rlock_lock_new(&l, c, "fault:errors"), RLOCK_OK);
-  expect_rc(rlock_lock_try_acquire(l, 0, 5000), RLOCK_ESERVER, "READONLY");
-  expect_rc(rlock_lock_try_acquire(l, 0, 5000), RLOCK_EAUTH, "NOAUTH");
-  expect_rc(rlock_lock_try_acquire(l, 0, 5000), RLOCK_EPROTO, "reply type");
-  rlock_lock_free(l);
-  finish(f, c);
+  fake_lock k;
+  fake_lock_start(&k, s, 300, 0, "fault:errors");
+  expect_rc(rlock_lock_try_acquire(k.l, 0, 5000), RLOCK_ESERVER, "READONLY");
+  expect_rc(rlock_lock_try_acquire(k.l, 0, 5000), RLOCK_EAUTH, "NOAUTH");
+  expect_rc(rlock_lock_try_acquire(k.l, 0, 5000), RLOCK_EPROTO, "reply type");
+  fake_lock_end(&k);
 }
 
 static void test_server_closed_idle_connection(void **state) {
@@ -162,33 +144,16 @@ static void test_silent_subscriber_is_replaced(void **state) {
                             {RT_EXPECT, "EVALSHA"},
                             {RT_SEND, "$-1\r\n"}, /* got it */
                             {RT_END}};
-  rt_fake *f = rt_fake_start(s);
-  rlock_config *cfg;
-  rlock_client *c;
-  assert_int_equal(rlock_config_new(&cfg), RLOCK_OK);
-  assert_int_equal(rlock_config_set_url(cfg, rt_fake_url(f)), RLOCK_OK);
-  /* The scripts play exact command sequences: no INFO replication probe,
-   * no registry record. */
-  assert_int_equal(rlock_config_set_replica_sync(cfg, 0), RLOCK_OK);
-  assert_int_equal(rlock_config_set_registry_period(cfg, 0), RLOCK_OK);
-  assert_int_equal(rlock_config_set_command_timeout_ms(cfg, 300), RLOCK_OK);
-  assert_int_equal(rlock_config_set_connect_timeout_ms(cfg, 500), RLOCK_OK);
-  assert_int_equal(rlock_client_new(&c, cfg), RLOCK_OK);
-  rlock_config_free(cfg);
-  rlock_lock *l;
-  assert_int_equal(rlock_lock_new(&l, c, "fault:silent"), RLOCK_OK);
+  fake_lock k;
+  fake_lock_start(&k, s, 300, 500, "fault:silent");
   int64_t t0 = rt_now_ms();
-  expect_rc(rlock_lock_try_acquire(l, 5000, 10000), RLOCK_OK, NULL);
+  expect_rc(rlock_lock_try_acquire(k.l, 5000, 10000), RLOCK_OK, NULL);
   int64_t took = rt_now_ms() - t0;
   if (took < 250 || took > rt_scaled_ms(2000))
     fail_msg("acquired after %lld ms; the silent subscriber should have "
              "been replaced after about 300",
              (long long)took);
-  if (rt_fake_wait(f, 3000) != 0)
-    fail_msg("fake server script: %s", rt_fake_error(f));
-  rlock_lock_free(l);
-  rlock_client_free(c);
-  rt_fake_free(f);
+  fake_lock_end(&k);
 }
 
 static void test_subscribe_refused(void **state) {
@@ -202,16 +167,10 @@ static void test_subscribe_refused(void **state) {
       {RT_SEND, "-NOPERM this user has no permissions to access one of the "
                 "channels used as arguments\r\n"},
       {RT_END}};
-  rt_fake *f = rt_fake_start(s);
-  rlock_client *c = client_for(f);
-  rlock_lock *l;
-  assert_int_equal(rlock_lock_new(&l, c, "fault:acl"), RLOCK_OK);
-  expect_rc(rlock_lock_try_acquire(l, 3000, 0), RLOCK_EAUTH, "NOPERM");
-  if (rt_fake_wait(f, 3000) != 0)
-    fail_msg("fake server script: %s", rt_fake_error(f));
-  rlock_lock_free(l);
-  rlock_client_free(c);
-  rt_fake_free(f);
+  fake_lock k;
+  fake_lock_start(&k, s, 300, 0, "fault:acl");
+  expect_rc(rlock_lock_try_acquire(k.l, 3000, 0), RLOCK_EAUTH, "NOPERM");
+  fake_lock_end(&k);
 }
 
 int main(void) {

@@ -59,29 +59,9 @@ const char *__asan_default_options(void) { return "quarantine_size_mb=8"; }
 #define ADDRESS_SPACE_CAP (1L << 30)
 #define RSS_GROWTH_MAX_KB (200L * 1024)
 
-static rlock_client *new_client(const char *url, int64_t command_ms,
-                                int64_t connect_ms) {
-  rlock_config *cfg;
-  rlock_client *c = NULL;
-  if (rlock_config_new(&cfg) != RLOCK_OK)
-    return NULL;
-  /* The scripts play exact command sequences: no INFO replication probe,
-   * no registry record. */
-  if (rlock_config_set_url(cfg, url) != RLOCK_OK ||
-      rlock_config_set_replica_sync(cfg, 0) != RLOCK_OK ||
-      rlock_config_set_registry_period(cfg, 0) != RLOCK_OK ||
-      rlock_config_set_command_timeout_ms(cfg, command_ms) != RLOCK_OK ||
-      rlock_config_set_connect_timeout_ms(cfg, connect_ms) != RLOCK_OK ||
-      rlock_client_new(&c, cfg) != RLOCK_OK)
-    c = NULL;
-  rlock_config_free(cfg);
-  return c;
-}
-
+/* Commands time out after 300 ms, connections after 2 s. */
 static rlock_client *client_for(rt_fake *f) {
-  rlock_client *c = new_client(rt_fake_url(f), 300, 2000);
-  assert_non_null(c);
-  return c;
+  return fake_client(f, 300, 2000);
 }
 
 static void expect_took(int64_t t0, int64_t min_ms, int64_t max_ms) {
@@ -123,17 +103,14 @@ static void test_trickled_acquire_times_out(void **state) {
                                    RT_STEP_EXPECT("PING"),
                                    RT_STEP_SEND("+PONG\r\n"),
                                    RT_STEP_END()};
-  rt_fake *f = rt_fake_start(s);
-  rlock_client *c = client_for(f);
-  rlock_lock *l;
-  assert_int_equal(rlock_lock_new(&l, c, "fault:trickle"), RLOCK_OK);
+  fake_lock k;
+  fake_lock_start(&k, s, 300, 2000, "fault:trickle");
   int64_t t0 = rt_now_ms();
-  expect_rc(rlock_lock_try_acquire(l, 0, 5000), RLOCK_ETIMEOUT, "in time");
+  expect_rc(rlock_lock_try_acquire(k.l, 0, 5000), RLOCK_ETIMEOUT, "in time");
   expect_took(t0, 250, 1500);
   /* Not re-sent (it may have run); the client works on a new conn. */
-  expect_rc(rlock_client_ping(c, NULL), RLOCK_OK, NULL);
-  rlock_lock_free(l);
-  finish(f, c);
+  expect_rc(rlock_client_ping(k.c, NULL), RLOCK_OK, NULL);
+  fake_lock_end(&k);
 }
 
 /* ---- a reply's cost is bounded --------------------------------------- */
@@ -174,7 +151,7 @@ static int child_case(const char *url) {
     fputs("5", clear);
     fclose(clear);
   }
-  rlock_client *c = new_client(url, rt_scaled_ms(20000), 2000);
+  rlock_client *c = fault_client(url, rt_scaled_ms(20000), 2000);
   if (c == NULL)
     return CHILD_SETUP;
   long before = status_kb("VmRSS:");
@@ -277,7 +254,7 @@ static void test_unresolvable_host(void **state) {
   (void)state;
   /* .invalid never resolves (RFC 6761). Without a reachable DNS server
    * the lookup may instead run out of time: both name the cause. */
-  rlock_client *c = new_client("redis://nosuch.invalid:6379", 300, 1000);
+  rlock_client *c = fault_client("redis://nosuch.invalid:6379", 300, 1000);
   assert_non_null(c);
   int64_t t0 = rt_now_ms();
   int rc = rlock_client_ping(c, NULL);
@@ -299,7 +276,7 @@ static void test_name_that_resolves(void **state) {
   rt_fake *f = rt_fake_start(s);
   char url[64];
   snprintf(url, sizeof url, "redis://localhost:%d", rt_fake_port(f));
-  rlock_client *c = new_client(url, 1000, 2000);
+  rlock_client *c = fault_client(url, 1000, 2000);
   assert_non_null(c);
   expect_rc(rlock_client_ping(c, NULL), RLOCK_OK, NULL);
   finish(f, c);

@@ -472,29 +472,37 @@ static inline bool fk_running(int64_t t0) {
   return rt_now_ms() - t0 < fk_run_ms();
 }
 
-/* Start the workers in `mode` on a clean slate; the harness's history fd.
- * The scenario's name gets the mode's suffix in the history's file. */
-static inline int fk_begin(const char *scenario, fk_mode mode) {
+/* A clean slate for a scenario in `mode` (srv flushed, a new history
+ * file, no worker started yet); the harness's history fd. The scenario's
+ * name gets the mode's suffix in the history's file. */
+static inline int fk_history_begin(const char *scenario, fk_mode mode) {
   fk.mode = mode;
   snprintf(fk.hist_path, sizeof fk.hist_path, "%s/%s%s.history",
            rt_server_dir(srv), scenario, mode == FK_LOOP ? "-loop" : "");
   unlink(fk.hist_path);
   freeReplyObject(rt_cmd(srv, "FLUSHALL"));
-  int fd = rt_history_open(fk.hist_path);
+  return rt_history_open(fk.hist_path);
+}
+
+/* Start the workers in `mode` on a clean slate (fk_history_begin); the
+ * harness's history fd. */
+static inline int fk_begin(const char *scenario, fk_mode mode) {
+  int fd = fk_history_begin(scenario, mode);
   for (int i = 0; i < FK_WORKERS; i++)
     fk_spawn(i);
   return fd;
 }
 
-/* The worker whose last record in the history is inside a hold (after
- * ACQUIRED, before RELEASING), or -1. */
-static inline int fk_in_hold(void) {
+/* The worker whose last record in the history past offset `from` is
+ * inside a hold (after ACQUIRED, before RELEASING), or -1. */
+static inline int fk_in_hold_from(off_t from) {
   int last[FK_WORKERS] = {0};
   FILE *f = fopen(fk.hist_path, "rb");
   rt_record rec;
-  while (f != NULL && fread(&rec, sizeof rec, 1, f) == 1)
-    if (rec.worker >= 0 && rec.worker < FK_WORKERS)
-      last[rec.worker] = rec.ev;
+  if (f != NULL && fseeko(f, from, SEEK_SET) == 0)
+    while (fread(&rec, sizeof rec, 1, f) == 1)
+      if (rec.worker >= 0 && rec.worker < FK_WORKERS)
+        last[rec.worker] = rec.ev;
   if (f != NULL)
     fclose(f);
   for (int i = 0; i < FK_WORKERS; i++)
@@ -503,6 +511,9 @@ static inline int fk_in_hold(void) {
       return i;
   return -1;
 }
+
+/* The same over the whole history. */
+static inline int fk_in_hold(void) { return fk_in_hold_from(0); }
 
 static inline off_t fk_history_size(void) {
   struct stat st;
@@ -628,6 +639,57 @@ static inline bool fk_holder_seen(void) {
   return true;
 }
 
+/* ---- faults on the workers --------------------------------------------- */
+
+/* Workers killed (kill -9) at random moments, every 150-400 ms (the
+ * fault's rhythm, drawn from *seed), each respawned at once, until the
+ * scenario started by fk_begin() has run fk_run_ms(). */
+static inline void fk_kill9_faults(int fd, unsigned *seed) {
+  for (int64_t t0 = rt_now_ms(); fk_running(t0);) {
+    rt_sleep_ms(150 + rand_r(seed) % 250);
+    int id = (int)(rand_r(seed) % FK_WORKERS);
+    rt_history_add(fd, -1, -1, RT_EV_FAULT, SIGKILL, id, 0);
+    fk_kill_worker(fd, id);
+    fk_spawn(id);
+  }
+}
+
+/* Holders stopped (SIGSTOP) for twice their lease, one every 100-300 ms,
+ * until the scenario has run fk_run_ms(). Each is resumed and let see
+ * what became of its hold (its RELEASING record) before the next fault
+ * (or the end) can cut that short. Returns how many were stopped. */
+static inline int fk_sigstop_faults(int fd, unsigned *seed) {
+  int stale = 0;
+  for (int64_t t0 = rt_now_ms(); fk_running(t0);) {
+    rt_sleep_ms(100 + rand_r(seed) % 200);
+    int id = fk_stop_a_holder();
+    if (id < 0)
+      continue;
+    stale++;
+    rt_history_add(fd, -1, -1, RT_EV_FAULT, SIGSTOP, id, 0);
+    rt_sleep_ms(2 * FK_WATCHDOG_MS); /* past the lease: the fault itself */
+    off_t seen = fk_history_size();
+    kill(fk.pids[id], SIGCONT);
+    fk_wait_record_from(id, seen, RT_EV_RELEASING);
+  }
+  return stale;
+}
+
+/* One scenario `fn(fk_mode)`, two cmocka cases: test_<fn> on blocking
+ * workers, test_<fn>_loop on loop workers (the names the ctest shards
+ * select). FK_CASES(fn) lists both in a CMUnitTest table. */
+#define FK_BOTH_DRIVERS(fn)                                                    \
+  static void test_##fn(void **state) {                                        \
+    (void)state;                                                               \
+    fn(FK_BLOCKING);                                                           \
+  }                                                                            \
+  static void test_##fn##_loop(void **state) {                                 \
+    (void)state;                                                               \
+    fn(FK_LOOP);                                                               \
+  }
+#define FK_CASES(fn)                                                           \
+  cmocka_unit_test(test_##fn), cmocka_unit_test(test_##fn##_loop)
+
 /* ---- faults on the servers -------------------------------------------- */
 
 /* The running server at `port` among the group's, or NULL. */
@@ -676,6 +738,31 @@ static inline void fk_inside(const char *name) {
     fail_msg("%s in its private namespace failed (status %#x)", name, st);
 }
 
+/* The outer case test_<name>: the inner case in_<name> run in the
+ * private namespace (fk_inside). */
+#define FK_OUTER(name)                                                         \
+  static void test_##name(void **state) {                                      \
+    (void)state;                                                               \
+    fk_inside("in_" #name);                                                    \
+  }
+
+/* Inside that namespace, the servers of a partition run: srv (the
+ * counters' and the fenced resource's) on the router's own address, which
+ * no fault touches, and the one returned, whose packets the partitions
+ * cut, in namespace `ns` of `net`. fk_netns_free() stops them all. */
+static inline rt_server *fk_netns_servers(rt_netns *net, int ns) {
+  srv = rt_server_start_opts(&(rt_server_opts){.host = rt_netns_router_addr()});
+  return rt_server_start_opts(&(rt_server_opts){
+      .host = rt_netns_addr(net, ns), .prefix = rt_netns_prefix(net, ns)});
+}
+
+static inline int fk_netns_free(rt_netns *net, rt_server *cut) {
+  rt_server_free(cut);
+  rt_server_free(srv);
+  rt_netns_free(net);
+  return 0;
+}
+
 /* Once every worker is gone: no lock key (their leases ran out), no
  * subscription, and no connection but the harness's own. */
 static inline bool fk_pred_clean(void *arg, char *why, size_t cap) {
@@ -711,17 +798,33 @@ static inline long fk_counter_sum(void) {
   return counter;
 }
 
+/* Stop the first `n` workers (a stopped one continued first, so that it
+ * can be killed), each kill recorded, and close the history. */
+static inline void fk_stop_workers(int fd, int n) {
+  for (int i = 0; i < n; i++) {
+    kill(fk.pids[i], SIGCONT);
+    fk_kill_worker(fd, i);
+  }
+  close(fd);
+}
+
+/* With $RLOCK_FAULT_KEEP set, a copy of the history in
+ * /tmp/rlock-SCENARIO.history, for a look. */
+static inline void fk_keep_history(const char *scenario) {
+  char keep[700];
+  snprintf(keep, sizeof keep, "cp %s /tmp/rlock-%s.history", fk.hist_path,
+           scenario);
+  if (getenv("RLOCK_FAULT_KEEP") != NULL && system(keep) != 0)
+    print_message("could not keep the history\n");
+}
+
 /* Stop every worker, judge the history, fail on any violation (and on
  * fewer than 10 acquisitions: a run that did nothing proves nothing).
  * `counter_checked`: judge lost updates too (only where the counter's
  * own server and link are untouched by the fault). */
 static inline rt_verdict fk_finish(int fd, const char *scenario,
                                    int counter_checked) {
-  for (int i = 0; i < FK_WORKERS; i++) {
-    kill(fk.pids[i], SIGCONT); /* a stopped one must be killable too */
-    fk_kill_worker(fd, i);
-  }
-  close(fd);
+  fk_stop_workers(fd, FK_WORKERS);
   long counter = counter_checked ? fk_counter_sum() : -1;
   rt_verdict v = rt_history_check_n(fk.hist_path, counter, rt_scaled_ms(3000),
                                     fk.sem > 0 ? fk.sem : 1);
@@ -730,11 +833,7 @@ static inline rt_verdict fk_finish(int fd, const char *scenario,
            fk.mode == FK_LOOP ? " (loop)" : "");
   rt_history_print(name, &v);
   if (!rt_history_clean(&v)) {
-    char keep[700];
-    snprintf(keep, sizeof keep, "cp %s /tmp/rlock-%s.history", fk.hist_path,
-             scenario);
-    if (getenv("RLOCK_FAULT_KEEP") != NULL && system(keep) != 0)
-      print_message("could not keep the history\n");
+    fk_keep_history(scenario);
     fail_msg("%s: %s", name, v.first);
   }
   if (v.acquisitions < 10)

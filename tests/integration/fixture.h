@@ -123,6 +123,18 @@ static inline int fx_teardown(void **state) {
   return 0;
 }
 
+/* The same for a file whose groups DK_RUN runs (drivers.h): srv started
+ * (nonzero when it cannot be), and stopped. */
+static inline int fx_srv_start(void) {
+  srv = rt_server_start(NULL);
+  return srv == NULL;
+}
+
+static inline void fx_srv_stop(void) {
+  rt_server_free(srv);
+  srv = NULL;
+}
+
 /* How many EVALSHA calls `s` has served since its last CONFIG RESETSTAT. */
 static inline long long fx_evalsha_calls(rt_server *s) {
   redisReply *r = rt_cmd(s, "INFO commandstats");

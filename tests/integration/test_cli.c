@@ -212,6 +212,14 @@ static void run_expect(proc *p, int status, const char *const *args) {
              args[0], p->status, status, p->out[0], p->out[1]);
 }
 
+/* Send `sig` to rlock `p` and require its exit `status` within 5 s. */
+static void signal_expect(proc *p, int sig, int status) {
+  assert_int_equal(kill(p->pid, sig), 0);
+  if (proc_wait(p, SCALED(5000)) != status)
+    fail_msg("rlock exited %d after signal %d, expected %d; stderr: %s",
+             p->status, sig, status, p->out[1]);
+}
+
 /* ---- small helpers ------------------------------------------------------ */
 
 static int count_lines(const char *s) {
@@ -274,12 +282,20 @@ static void proc_start_sh(proc *p, const char *const *args,
   proc_start(p, argv);
 }
 
-/* The usual holder: `rlock ARGS -- sh -c` a gated COMMAND that does
- * nothing else, started, and running once this returns. */
+/* Start `rlock ARGS -- sh -c` a gated COMMAND (gate_script's `before`
+ * and `after`) whose files are named after `tag`. */
+static void gate_start(proc *p, gate *g, const char *tag,
+                       const char *const *args, const char *before,
+                       const char *after) {
+  gate_init(g, tag);
+  proc_start_sh(p, args, gate_script(g, before, after));
+}
+
+/* The usual holder: such a COMMAND that does nothing else, started, and
+ * running once this returns. */
 static void gate_hold(proc *p, gate *g, const char *tag,
                       const char *const *args) {
-  gate_init(g, tag);
-  proc_start_sh(p, args, gate_script(g, "", ":"));
+  gate_start(p, g, tag, args, "", ":");
   fx_wait_file(g->ready, SCALED(5000));
 }
 
@@ -348,10 +364,9 @@ static void test_exec_holds_lock_while_command_runs(void **state) {
   (void)state;
   const char *name = "cli:exec";
   gate g;
-  gate_init(&g, "exec");
   proc p;
-  proc_start_sh(&p, ARGS("-u", url, "exec", name),
-                gate_script(&g, "echo out; echo err >&2;", "exit 3"));
+  gate_start(&p, &g, "exec", ARGS("-u", url, "exec", name),
+             "echo out; echo err >&2;", "exit 3");
   fx_wait_file(g.ready, SCALED(5000));
   assert_owner_shape(only_field(name));
   ASSERT_BETWEEN(rt_cmd_int(srv, "PTTL %s", name), 20000, 30000);
@@ -399,10 +414,9 @@ static void test_exec_lease_expiry_warns(void **state) {
   (void)state;
   const char *name = "cli:lease";
   gate g;
-  gate_init(&g, "lease");
   proc p;
-  proc_start_sh(&p, ARGS("-u", url, "exec", "-l", "400ms", name),
-                gate_script(&g, "", ":"));
+  gate_start(&p, &g, "lease", ARGS("-u", url, "exec", "-l", "400ms", name), "",
+             ":");
   fx_wait_exists(srv, name, 1, SCALED(5000));
   ASSERT_BETWEEN(rt_cmd_int(srv, "PTTL %s", name), 1, 400);
   fx_wait_exists(srv, name, 0, SCALED(5000)); /* the lease ran out */
@@ -418,10 +432,9 @@ static void test_exec_watchdog_renews(void **state) {
   (void)state;
   const char *name = "cli:watchdog";
   gate g;
-  gate_init(&g, "watchdog");
   proc p;
-  proc_start_sh(&p, ARGS("-u", url, "--watchdog", "1500ms", "exec", name),
-                gate_script(&g, "", ":"));
+  gate_start(&p, &g, "watchdog",
+             ARGS("-u", url, "--watchdog", "1500ms", "exec", name), "", ":");
   fx_wait_exists(srv, name, 1, SCALED(5000));
   long long last = rt_cmd_int(srv, "PTTL %s", name);
   ASSERT_BETWEEN(last, 1, 1500);
@@ -611,8 +624,7 @@ static void test_unlock_force_fair_wakes_head(void **state) {
   assert_int_equal(proc_wait(&waiter, SCALED(5000)), 0);
   ASSERT_BETWEEN(waiter.ended - p.ended, 0, SCALED(1000));
   /* The holder learns of the loss at its release at the latest: 76. */
-  assert_int_equal(kill(holder.pid, SIGTERM), 0);
-  assert_int_equal(proc_wait(&holder, SCALED(5000)), 76);
+  signal_expect(&holder, SIGTERM, 76);
   assert_int_equal(
       rt_cmd_int(srv, "EXISTS %s redisson_lock_queue:{%s}", name, name), 0);
 }
@@ -820,8 +832,7 @@ static void test_exec_spin(void **state) {
   fx_wait_evalsha(srv, 4, "the waiting exec --spin's first tries");
   assert_int_equal(fx_subscribers(srv, "redisson_lock__channel:{cli:spin}"), 0);
   int64_t t1 = rt_now_ms();
-  assert_int_equal(kill(p.pid, SIGINT), 0);
-  assert_int_equal(proc_wait(&p, SCALED(5000)), 128 + SIGINT);
+  signal_expect(&p, SIGINT, 128 + SIGINT);
   ASSERT_BETWEEN(p.ended - t1, 0, SCALED(1500));
   assert_false(file_exists(ran2));
 
@@ -887,15 +898,24 @@ static void test_exec_redlock(void **state) {
   rt_server_free(s3);
 }
 
-/* A terminal gets a progress line naming the holder; it is cleared. */
-/* Run rlock with stderr on a terminal (a pty); `buf` gets what it
- * showed there. Returns the exit status. */
-static int run_on_terminal(const char *const *args, char *buf, size_t size) {
+/* A new pty: its master side (close-on-exec), and in `slave` (at least
+ * 128 bytes) the path of its slave side. */
+static int pty_open(char *slave, size_t size) {
   int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
   assert_true(master >= 0);
   assert_int_equal(grantpt(master), 0);
   assert_int_equal(unlockpt(master), 0);
-  int slave = open(ptsname(master), O_RDWR | O_NOCTTY | O_CLOEXEC);
+  snprintf(slave, size, "%s", ptsname(master));
+  return master;
+}
+
+/* A terminal gets a progress line naming the holder; it is cleared. */
+/* Run rlock with stderr on a terminal (a pty); `buf` gets what it
+ * showed there. Returns the exit status. */
+static int run_on_terminal(const char *const *args, char *buf, size_t size) {
+  char slave_path[128];
+  int master = pty_open(slave_path, sizeof slave_path);
+  int slave = open(slave_path, O_RDWR | O_NOCTTY | O_CLOEXEC);
   assert_true(slave >= 0);
   proc p;
   proc_opts o = {NULL, slave, 0};
@@ -1027,9 +1047,6 @@ static void test_exec_lost_lock_terminates_command(void **state) {
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
 }
 
-/* The server restarted without persistence while COMMAND runs: the lock
- * is gone with the data; the first renewal after the restart finds it so,
- * and COMMAND is terminated as for a deleted key. */
 /* `rlock exec NAME -- touch RAN` waiting (subscribed) for NAME, which a
  * foreign owner holds for `lease_ms`; RAN is a fresh path that exists
  * once COMMAND ran. */
@@ -1062,6 +1079,9 @@ static void test_exec_waits_through_outage(void **state) {
   assert_true(file_exists(ran));
 }
 
+/* The server restarted without persistence while COMMAND runs: the lock
+ * is gone with the data; the first renewal after the restart finds it so,
+ * and COMMAND is terminated as for a deleted key. */
 static void test_exec_server_restart_terminates_command(void **state) {
   (void)state;
   const char *name = "cli:lost-restart";
@@ -1103,12 +1123,11 @@ static void test_exec_on_lost_ignore_keeps_command(void **state) {
   (void)state;
   const char *name = "cli:lost-ignore";
   gate g;
-  gate_init(&g, "ignore");
   proc p;
-  proc_start_sh(&p,
-                ARGS("-u", url, "--watchdog", "600ms", "exec", "--on-lost",
-                     "ignore", name),
-                gate_script(&g, "", "exit 5"));
+  gate_start(&p, &g, "ignore",
+             ARGS("-u", url, "--watchdog", "600ms", "exec", "--on-lost",
+                  "ignore", name),
+             "", "exit 5");
   fx_wait_file(g.ready, SCALED(5000));
   del_and_resetstat(name);
   /* The loss is seen: a renewal ran on the deleted key (the only EVALSHA
@@ -1151,12 +1170,35 @@ static void test_exec_command_dies_with_rlock(void **state) {
   proc p;
   idle_start(&p, &x, "pdeath", "exit 9", ARGS("-u", url, "exec", name));
   int64_t t0 = rt_now_ms();
-  assert_int_equal(kill(p.pid, SIGKILL), 0);
-  assert_int_equal(proc_wait(&p, SCALED(5000)), 128 + SIGKILL);
+  signal_expect(&p, SIGKILL, 128 + SIGKILL);
   fx_wait_file(x.got, SCALED(2000));
   print_message("pdeath: COMMAND trapped TERM %lld ms after the kill\n",
                 (long long)(rt_now_ms() - t0));
   freeReplyObject(rt_cmd(srv, "DEL %s", name));
+}
+
+/* Start `rlock exec NAME -- sh -c SCRIPT` in a new session (a new process
+ * group, led by rlock), its standard streams on /dev/null; with `slave`
+ * not "", that pty (pty_open) becomes its controlling terminal (the first
+ * terminal a session leader opens). Returns rlock's pid. */
+static pid_t session_exec(const char *name, const char *script,
+                          const char *slave) {
+  const char *argv[] = {cli,  "-u", url,  "exec", name,
+                        "--", "sh", "-c", script, NULL};
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    child_signals(0);
+    setsid();
+    int devnull = open("/dev/null", O_RDWR);
+    if (devnull < 0 || (slave[0] != '\0' && open(slave, O_RDWR) < 0) ||
+        dup2(devnull, STDIN_FILENO) < 0 || dup2(devnull, STDOUT_FILENO) < 0 ||
+        dup2(devnull, STDERR_FILENO) < 0)
+      _exit(126);
+    execv(cli, (char *const *)argv);
+    _exit(127);
+  }
+  return pid;
 }
 
 /* Ctrl-C on a terminal: rlock runs in a new session with a pty as its
@@ -1172,27 +1214,9 @@ static void test_exec_ctrl_c_reaches_command_once(void **state) {
   fx_tmp_path(got, sizeof got, "ctrlc-int");
   snprintf(trap, sizeof trap, "trap 'echo int >> %s' INT;", got);
   const char *script = gate_script(&g, trap, "exit 3");
-  int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-  assert_true(master >= 0);
-  assert_int_equal(grantpt(master), 0);
-  assert_int_equal(unlockpt(master), 0);
   char slave_path[128];
-  snprintf(slave_path, sizeof slave_path, "%s", ptsname(master));
-  const char *argv[] = {cli,  "-u", url,  "exec", name,
-                        "--", "sh", "-c", script, NULL};
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    child_signals(0);
-    setsid(); /* then the first terminal opened becomes the controlling one */
-    int slave = open(slave_path, O_RDWR);
-    int devnull = open("/dev/null", O_RDWR);
-    if (slave < 0 || devnull < 0 || dup2(devnull, STDIN_FILENO) < 0 ||
-        dup2(devnull, STDOUT_FILENO) < 0 || dup2(devnull, STDERR_FILENO) < 0)
-      _exit(126);
-    execv(cli, (char *const *)argv);
-    _exit(127);
-  }
+  int master = pty_open(slave_path, sizeof slave_path);
+  pid_t pid = session_exec(name, script, slave_path);
   fx_wait_file(g.ready, SCALED(5000));
   /* A forwarded copy sent while the terminal's is still pending merges
    * with it: repeat, so that a double delivery would show. */
@@ -1295,29 +1319,8 @@ static void group_sigint_case(const char *name, int use_pty) {
            "trap 'echo int >> %s' INT; trap 'echo term >> %s' TERM;", got,
            marks);
   const char *script = gate_script(&g, trap, "exit 3");
-  int master = -1;
-  if (use_pty) {
-    master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-    assert_true(master >= 0);
-    assert_int_equal(grantpt(master), 0);
-    assert_int_equal(unlockpt(master), 0);
-    snprintf(slave_path, sizeof slave_path, "%s", ptsname(master));
-  }
-  const char *argv[] = {cli,  "-u", url,  "exec", name,
-                        "--", "sh", "-c", script, NULL};
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    child_signals(0);
-    setsid(); /* a new group, led by rlock; no controlling terminal yet */
-    int devnull = open("/dev/null", O_RDWR);
-    if (devnull < 0 || (use_pty && open(slave_path, O_RDWR) < 0) ||
-        dup2(devnull, STDIN_FILENO) < 0 || dup2(devnull, STDOUT_FILENO) < 0 ||
-        dup2(devnull, STDERR_FILENO) < 0)
-      _exit(126);
-    execv(cli, (char *const *)argv);
-    _exit(127);
-  }
+  int master = use_pty ? pty_open(slave_path, sizeof slave_path) : -1;
+  pid_t pid = session_exec(name, script, slave_path);
   fx_wait_file(g.ready, SCALED(5000));
   if (use_pty) { /* the terminal is COMMAND's group's, not rlock's */
     pid_t fg = tcgetpgrp(master);
@@ -1361,8 +1364,7 @@ static void test_exec_signal_while_waiting(void **state) {
   proc p;
   start_waiting_exec(&p, name, 60000, ran, sizeof ran);
   int64_t t0 = rt_now_ms();
-  assert_int_equal(kill(p.pid, SIGINT), 0);
-  assert_int_equal(proc_wait(&p, SCALED(5000)), 128 + SIGINT);
+  signal_expect(&p, SIGINT, 128 + SIGINT);
   ASSERT_BETWEEN(p.ended - t0, 0, SCALED(1500));
   assert_false(file_exists(ran));
   assert_int_equal(fx_hget(srv, name, FOREIGN), 1);
@@ -1528,11 +1530,9 @@ static void test_top_in_a_terminal(void **state) {
   const char *name = "cli:top";
   char pid[64];
   gate g;
-  gate_init(&g, "top");
   proc holder;
   int64_t t0 = rt_now_ms();
-  proc_start_sh(&holder, ARGS("-u", url, "exec", name),
-                gate_script(&g, "", ":"));
+  gate_start(&holder, &g, "top", ARGS("-u", url, "exec", name), "", ":");
   snprintf(pid, sizeof pid, "%ld@", (long)holder.pid);
   if (tmux_wait_for(pid, SCALED(5000), screen, sizeof screen) < 0)
     fail_msg("no holder %s on the screen:\n%s", pid, screen);
@@ -1663,8 +1663,7 @@ static void test_unlock_force(void **state) {
   /* The holder's command goes on (the deletion comes long before the
    * next renewal); when it ends, the release finds the lock lost: one
    * line, and 76, as for a loss seen while COMMAND ran. */
-  assert_int_equal(kill(holder.pid, SIGTERM), 0);
-  assert_int_equal(proc_wait(&holder, SCALED(5000)), 76);
+  signal_expect(&holder, SIGTERM, 76);
   assert_string_equal(holder.out[1], "rlock: lock 'cli:force' was lost while "
                                      "'sh' ran (found at its release)\n");
 
@@ -2205,8 +2204,7 @@ static void test_exec_signal_ends_leftovers(void **state) {
     rt_sleep_ms(5);
   }
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 1);
-  assert_int_equal(kill(p.pid, SIGINT), 0);
-  assert_int_equal(proc_wait(&p, SCALED(5000)), 3);
+  signal_expect(&p, SIGINT, 3);
   assert_true(pid_gone(left));
   assert_true(pid_gone(stopped));
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
@@ -2228,11 +2226,9 @@ static void test_exec_sigquit_releases(void **state) {
   proc_start(&late,
              ARGS("-u", url, "exec", "--fair", name, "--", "touch", ran));
   wait_fair_queue(name, 2);
-  assert_int_equal(kill(waiter.pid, SIGQUIT), 0); /* a waiter: leaves */
-  assert_int_equal(proc_wait(&waiter, SCALED(5000)), 128 + SIGQUIT);
+  signal_expect(&waiter, SIGQUIT, 128 + SIGQUIT); /* a waiter: leaves */
   assert_int_equal(fair_queue_len(name), 1);
-  assert_int_equal(kill(holder.pid, SIGQUIT), 0); /* the holder: releases */
-  assert_int_equal(proc_wait(&holder, SCALED(5000)), 128 + SIGQUIT);
+  signal_expect(&holder, SIGQUIT, 128 + SIGQUIT); /* the holder: releases */
   assert_int_equal(proc_wait(&late, SCALED(5000)), 0);
   assert_true(file_exists(ran));
   assert_int_equal(
@@ -2247,19 +2243,8 @@ static void test_exec_sigquit_releases(void **state) {
  * COMMAND runs, then lets it exit 0; returns rlock's exit status. */
 static int run_deleted_meanwhile(proc *p, const char *tag, const char *name,
                                  const char *const *args) {
-  const char *argv[32];
   gate g;
-  gate_init(&g, tag);
-  int n = 0;
-  for (; args[n] != NULL; n++)
-    argv[n] = args[n];
-  argv[n++] = "--";
-  argv[n++] = "sh";
-  argv[n++] = "-c";
-  argv[n++] = gate_script(&g, "", "exit 0");
-  argv[n] = NULL;
-  proc_start(p, argv);
-  fx_wait_file(g.ready, SCALED(5000));
+  gate_hold(p, &g, tag, args);
   freeReplyObject(rt_cmd(srv, "DEL %s", name));
   fx_touch(g.go);
   return proc_wait(p, SCALED(5000));
@@ -2459,8 +2444,7 @@ static void test_exec_says_once_what_is_wrong(void **state) {
   /* Time is the point: a second line would have come by now (the wait
    * tries again every second at the latest). */
   rt_sleep_ms(2500);
-  assert_int_equal(kill(p.pid, SIGTERM), 0);
-  assert_int_equal(proc_wait(&p, SCALED(5000)), 128 + SIGTERM);
+  signal_expect(&p, SIGTERM, 128 + SIGTERM);
   assert_int_equal(count_lines(p.out[1]), 1);
   if (strstr(p.out[1], "rlock: waiting for 'cli:silent': cannot connect") !=
           p.out[1] ||
@@ -2548,12 +2532,8 @@ static void test_exec_ctrl_z_stops_whole_job(void **state) {
   fx_tmp_path(ready, sizeof ready, "ctrlz-ready");
   fx_tmp_path(got, sizeof got, "ctrlz-got");
   fx_tmp_path(status, sizeof status, "ctrlz-status");
-  int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-  assert_true(master >= 0);
-  assert_int_equal(grantpt(master), 0);
-  assert_int_equal(unlockpt(master), 0);
   char slave_path[128];
-  snprintf(slave_path, sizeof slave_path, "%s", ptsname(master));
+  int master = pty_open(slave_path, sizeof slave_path);
   fcntl(master, F_SETFL, O_NONBLOCK);
   pid_t bash = fork();
   assert_true(bash >= 0);
@@ -2619,15 +2599,15 @@ static void test_exec_permits(void **state) {
   gate g[2];
   proc p[2], third, st;
   for (int i = 0; i < 2; i++) {
-    snprintf(tag, sizeof tag, "permits%d", i);
-    gate_init(&g[i], tag);
     snprintf(tag, sizeof tag, "permits%d.id", i);
     fx_tmp_path(idfile[i], sizeof idfile[i], tag);
     char before[1100];
     snprintf(before, sizeof before, "echo \"$RLOCK_PERMIT_ID\" > %s;",
              idfile[i]);
-    proc_start_sh(&p[i], ARGS("-u", url, "exec", "--permits", "2", name),
-                  gate_script(&g[i], before, "exit 0"));
+    snprintf(tag, sizeof tag, "permits%d", i);
+    gate_start(&p[i], &g[i], tag,
+               ARGS("-u", url, "exec", "--permits", "2", name), before,
+               "exit 0");
     fx_wait_file(g[i].ready, SCALED(5000));
   }
   char id0[64];
@@ -2790,11 +2770,11 @@ static void test_elect_and_leader(void **state) {
   assert_string_equal(p.out[0], "cli:elect: no leader\n");
   run_expect(&p, 1, ARGS("-u", url, "leader", "--json", name));
   assert_string_equal(p.out[0], "{\"name\":\"cli:elect\",\"leader\":false}\n");
-  gate_init(&g, "elect");
   fx_tmp_path(file, sizeof file, "elect.term");
   snprintf(before, sizeof before, "echo \"$RLOCK_TERM\" > %s;", file);
-  proc_start_sh(&leader, ARGS("-u", url, "elect", "--value", "host-a:1", name),
-                gate_script(&g, before, ":"));
+  gate_start(&leader, &g, "elect",
+             ARGS("-u", url, "elect", "--value", "host-a:1", name), before,
+             ":");
   fx_wait_file(g.ready, SCALED(5000));
   long long term = file_token(file);
   assert_int_equal(term, token_key(name));
@@ -2856,8 +2836,7 @@ static void test_elect_standby_takes_over(void **state) {
                 (long long)(standby.ended - t0));
   ASSERT_BETWEEN(standby.ended - t0, 0, 600 + 1000);
   assert_true(file_token(tfile) > t1);
-  assert_int_equal(kill(leader.pid, SIGCONT), 0);
-  assert_int_equal(proc_wait(&leader, SCALED(5000)), 76);
+  signal_expect(&leader, SIGCONT, 76);
   assert_string_equal(fx_slurp(x.got), "term\n");
   assert_non_null(
       strstr(leader.out[1], "leadership of 'cli:elect:standby' was lost"));
@@ -2885,28 +2864,25 @@ static void test_leader_watch(void **state) {
   proc_start(&w,
              ARGS("-u", url, "leader", "--watch", "--interval", "20ms", name));
   wait_lines(&w, 1);
-  gate_init(&g, "elect-watch");
-  const char *script = gate_script(&g, "", ":");
-  proc_start(&p, ARGS("-u", url, "elect", "--value", "W", name, "--", "sh",
-                      "-c", script));
-  fx_wait_file(g.ready, SCALED(5000));
+  gate_hold(&p, &g, "elect-watch",
+            ARGS("-u", url, "elect", "--value", "W", name));
   wait_lines(&w, 2);
   gate_open(&p, &g, 0);
   wait_lines(&w, 3);
-  assert_int_equal(kill(w.pid, SIGTERM), 0);
-  assert_int_equal(proc_wait(&w, SCALED(5000)), 128 + SIGTERM);
+  signal_expect(&w, SIGTERM, 128 + SIGTERM);
   assert_int_equal(count_lines(w.out[0]), 3);
   assert_ptr_equal(strstr(w.out[0], "cli:elect:watch: no leader\n"), w.out[0]);
   assert_non_null(strstr(w.out[0], "\ncli:elect:watch: W (term "));
   assert_non_null(strstr(w.out[0], ")\ncli:elect:watch: no leader\n"));
 }
 
-/* Drain `w` until a "free" line follows the line of holder `who`. */
-static void wait_free_after(proc *w, const char *who, const char *free_line) {
+/* Drain `w` until its stdout has `text` after the first `after` (NULL:
+ * anywhere), for up to 5 s (scaled); the caller checks what came. */
+static void wait_output(proc *w, const char *after, const char *text) {
   int64_t end = rt_now_ms() + SCALED(5000);
   for (;;) {
-    const char *at = strstr(w->out[0], who);
-    if ((at != NULL && strstr(at, free_line) != NULL) || rt_now_ms() >= end)
+    const char *at = after != NULL ? strstr(w->out[0], after) : w->out[0];
+    if ((at != NULL && strstr(at, text) != NULL) || rt_now_ms() >= end)
       return;
     proc_drain(w);
     rt_sleep_ms(10);
@@ -2928,10 +2904,9 @@ static void test_status_watch(void **state) {
                       "the watch's subscription");
   fx_wait_subscribers(srv, "redisson_rwlock:{cli:status:watch}", 1,
                       "the watch's subscription (read-write lock)");
-  gate_init(&g2, "status-watch-2");
   gate_hold(&holder, &g1, "status-watch-1", ARGS("-u", url, "exec", name));
-  proc_start_sh(&waiter, ARGS("-u", url, "exec", name),
-                gate_script(&g2, "", ":"));
+  gate_start(&waiter, &g2, "status-watch-2", ARGS("-u", url, "exec", name), "",
+             ":");
   fx_wait_subscribers(srv, "redisson_lock__channel:{cli:status:watch}", 2,
                       "the waiting exec's subscription");
   fx_touch(g1.go); /* the holder goes, the waiter takes the lock */
@@ -2942,9 +2917,8 @@ static void test_status_watch(void **state) {
   char who[64];
   snprintf(who, sizeof who, " x1 (pid %d on ", (int)waiter.pid);
   /* Its release: 3 lines may be there before it (a free lock first). */
-  wait_free_after(&w, who, "Z cli:status:watch: free\n");
-  assert_int_equal(kill(w.pid, SIGINT), 0);
-  assert_int_equal(proc_wait(&w, SCALED(5000)), 130);
+  wait_output(&w, who, "Z cli:status:watch: free\n");
+  signal_expect(&w, SIGINT, 130);
   /* The first holder shows too when a read after the subscriptions'
    * confirmations found it (they are read as messages are), and so does
    * the lock free between the two when the read on the holder's release
@@ -2959,8 +2933,7 @@ static void test_status_watch(void **state) {
   /* --json: one object a line; --interval without --watch is refused. */
   proc_start(&w, ARGS("-u", url, "status", "--json", "--watch", name));
   wait_lines(&w, 1);
-  assert_int_equal(kill(w.pid, SIGTERM), 0);
-  assert_int_equal(proc_wait(&w, SCALED(5000)), 128 + SIGTERM);
+  signal_expect(&w, SIGTERM, 128 + SIGTERM);
   assert_ptr_equal(strstr(w.out[0], "{\"name\": \"cli:status:watch\", "
                                     "\"locked\": false"),
                    w.out[0]);
@@ -2980,33 +2953,19 @@ static void test_leader_watch_handover(void **state) {
   wait_lines(&w, 1);
   fx_wait_subscribers(srv, "redisson_lock__channel:{cli:elect:handover}", 1,
                       "the watch's subscription");
-  gate_init(&g2, "handover-b");
   gate_hold(&a, &g1, "handover-a",
             ARGS("-u", url, "elect", "--value", "A", name));
-  proc_start_sh(&b, ARGS("-u", url, "elect", "--value", "B", name),
-                gate_script(&g2, "", ":"));
+  gate_start(&b, &g2, "handover-b",
+             ARGS("-u", url, "elect", "--value", "B", name), "", ":");
   fx_wait_subscribers(srv, "redisson_lock__channel:{cli:elect:handover}", 2,
                       "the standby's subscription");
   gate_open(&a, &g1, 0);
   fx_wait_file(g2.ready, SCALED(5000));
-  int64_t t0 = rt_now_ms();
-  while (strstr(w.out[0], "handover: B (term ") == NULL &&
-         rt_now_ms() - t0 < SCALED(5000)) {
-    proc_drain(&w);
-    rt_sleep_ms(10);
-  }
+  wait_output(&w, NULL, "handover: B (term ");
   gate_open(&b, &g2, 0);
-  t0 = rt_now_ms();
-  const char *bl;
-  while (((bl = strstr(w.out[0], "handover: B (term ")) == NULL ||
-          strstr(bl, "handover: no leader\n") == NULL) &&
-         rt_now_ms() - t0 < SCALED(5000)) {
-    proc_drain(&w);
-    rt_sleep_ms(10);
-  }
-  assert_int_equal(kill(w.pid, SIGTERM), 0);
-  assert_int_equal(proc_wait(&w, SCALED(5000)), 128 + SIGTERM);
-  bl = strstr(w.out[0], "handover: B (term ");
+  wait_output(&w, "handover: B (term ", "handover: no leader\n");
+  signal_expect(&w, SIGTERM, 128 + SIGTERM);
+  const char *bl = strstr(w.out[0], "handover: B (term ");
   if (bl == NULL || strstr(bl, "handover: no leader\n") == NULL)
     fail_msg("leader --watch printed: '%s'", w.out[0]);
   assert_ptr_equal(strstr(w.out[0], "cli:elect:handover: no leader\n"),

@@ -53,6 +53,18 @@ static void fresh(rt_server *s, const char *name) {
   rt_cmd_int(s, "DEL %s %s %s", name, token, record);
 }
 
+/* Two cases of the scenario fn(cluster): test_<test>_single on the single
+ * server, test_<test>_cluster on the cluster. */
+#define ON_BOTH_TOPOLOGIES(test, fn)                                           \
+  static void test_##test##_single(void **state) {                             \
+    (void)state;                                                               \
+    fn(0);                                                                     \
+  }                                                                            \
+  static void test_##test##_cluster(void **state) {                            \
+    (void)state;                                                               \
+    fn(1);                                                                     \
+  }
+
 /* ---- the election calls, synchronous on every driver -------------------- */
 
 typedef struct el_op {
@@ -223,73 +235,83 @@ static long long get_int(rt_server *s, const char *key) {
 
 /* ---- 1. campaign, observe, resign; bad input ----------------------------- */
 
-static void campaign_observe_resign(int cluster) {
+/* Two contenders on a fresh `name` (topo_of), each on a client of its
+ * own with its election: a (with `watchdog` and `lost`) and b. */
+typedef struct rivals {
   topo t;
-  topo_of(&t, cluster, "el:basic");
-  fresh(t.s, t.name);
-  rlock_client *a = dk_client(t.url, 0, NULL, NULL);
-  rlock_client *b = dk_client(t.url, 0, NULL, NULL);
-  rlock_election *ea = election(a, t.name), *eb = election(b, t.name);
+  rlock_client *a, *b;
+  rlock_election *ea, *eb;
+} rivals;
+
+static void rivals_open(rivals *r, int cluster, const char *name,
+                        int64_t watchdog, rlock_lost_fn lost) {
+  topo_of(&r->t, cluster, name);
+  fresh(r->t.s, r->t.name);
+  r->a = dk_client(r->t.url, watchdog, lost, NULL);
+  r->b = dk_client(r->t.url, 0, NULL, NULL);
+  r->ea = election(r->a, r->t.name);
+  r->eb = election(r->b, r->t.name);
+}
+
+static void rivals_close(rivals *r) {
+  rlock_election_free(r->ea);
+  rlock_election_free(r->eb);
+  dk_free(r->a);
+  dk_free(r->b);
+}
+
+static void campaign_observe_resign(int cluster) {
+  rivals r;
+  rivals_open(&r, cluster, "el:basic", 0, NULL);
   char token[160], record[160], field[RLOCK_OWNER_MAX];
-  key_of(token, sizeof token, "redisson_lock_token", t.name);
-  key_of(record, sizeof record, "rlock_leader", t.name);
+  key_of(token, sizeof token, "redisson_lock_token", r.t.name);
+  key_of(record, sizeof record, "rlock_leader", r.t.name);
   uint64_t me = dk_me(), other = rlock_owner_new();
-  rlock_leader *l = observe(eb); /* nobody yet */
+  rlock_leader *l = observe(r.eb); /* nobody yet */
   assert_false(rlock_leader_present(l));
   assert_null(rlock_leader_value(l));
   assert_int_equal(rlock_leader_ttl_ms(l), -2);
   rlock_leader_free(l);
   int64_t term = 0;
-  OK(campaign(ea, "alpha", me, 0, 0, &term));
+  OK(campaign(r.ea, "alpha", me, 0, 0, &term));
   assert_true(term >= 1);
-  assert_int_equal(get_int(t.s, token), term);
-  l = observe(eb);
+  assert_int_equal(get_int(r.t.s, token), term);
+  l = observe(r.eb);
   assert_true(rlock_leader_present(l));
   assert_string_equal(rlock_leader_value(l), "alpha");
   assert_int_equal(rlock_leader_term(l), term);
   assert_true(rlock_leader_ttl_ms(l) > 0);
-  dk_field(a, me, field);
+  dk_field(r.a, me, field);
   assert_string_equal(rlock_leader_owner(l), field);
   rlock_leader_free(l);
-  OK(check(ea, me));
+  OK(check(r.ea, me));
   /* A second campaign of the leader: refused, nothing written. */
-  assert_int_equal(campaign(ea, "again", me, 0, 0, NULL), RLOCK_EHELD);
-  assert_int_equal(get_int(t.s, token), term);
-  assert_int_equal(fx_hget(t.s, t.name, field), 1);
+  assert_int_equal(campaign(r.ea, "again", me, 0, 0, NULL), RLOCK_EHELD);
+  assert_int_equal(get_int(r.t.s, token), term);
+  assert_int_equal(fx_hget(r.t.s, r.t.name, field), 1);
   /* Another owner: the leader leads; a try ends RLOCK_ELOCKED. */
-  assert_int_equal(campaign(eb, "beta", other, 0, 0, NULL), RLOCK_ELOCKED);
-  assert_int_equal(campaign(eb, "beta", other, 200, 0, NULL), RLOCK_ELOCKED);
+  assert_int_equal(campaign(r.eb, "beta", other, 0, 0, NULL), RLOCK_ELOCKED);
+  assert_int_equal(campaign(r.eb, "beta", other, 200, 0, NULL), RLOCK_ELOCKED);
   /* Resign when not leader: a clear status, nothing written. */
-  assert_int_equal(resign(eb, other), RLOCK_ENOTHELD);
-  assert_int_equal(rt_cmd_int(t.s, "EXISTS %s", t.name), 1);
-  assert_int_equal(rt_cmd_int(t.s, "EXISTS %s", record), 1);
-  OK(resign(ea, me));
-  assert_int_equal(rt_cmd_int(t.s, "EXISTS %s", t.name), 0);
-  assert_int_equal(rt_cmd_int(t.s, "EXISTS %s", record), 0);
-  assert_int_equal(check(ea, me), RLOCK_ENOTHELD);
-  l = observe(eb);
+  assert_int_equal(resign(r.eb, other), RLOCK_ENOTHELD);
+  assert_int_equal(rt_cmd_int(r.t.s, "EXISTS %s", r.t.name), 1);
+  assert_int_equal(rt_cmd_int(r.t.s, "EXISTS %s", record), 1);
+  OK(resign(r.ea, me));
+  assert_int_equal(rt_cmd_int(r.t.s, "EXISTS %s", r.t.name), 0);
+  assert_int_equal(rt_cmd_int(r.t.s, "EXISTS %s", record), 0);
+  assert_int_equal(check(r.ea, me), RLOCK_ENOTHELD);
+  l = observe(r.eb);
   assert_false(rlock_leader_present(l));
   rlock_leader_free(l);
   /* The next term is larger. */
   int64_t next = 0;
-  OK(campaign(eb, "beta", other, 0, 0, &next));
+  OK(campaign(r.eb, "beta", other, 0, 0, &next));
   assert_true(next > term);
-  OK(resign(eb, other));
-  rlock_election_free(ea);
-  rlock_election_free(eb);
-  dk_free(a);
-  dk_free(b);
+  OK(resign(r.eb, other));
+  rivals_close(&r);
 }
 
-static void test_basic_single(void **state) {
-  (void)state;
-  campaign_observe_resign(0);
-}
-
-static void test_basic_cluster(void **state) {
-  (void)state;
-  campaign_observe_resign(1);
-}
+ON_BOTH_TOPOLOGIES(basic, campaign_observe_resign)
 
 /* Bad input: RLOCK_EINVAL with a message, nothing written. */
 static void test_bad_input(void **state) {
@@ -343,19 +365,15 @@ static void test_bad_input(void **state) {
 /* ---- 2. a standby takes over when the leader's lease runs out ----------- */
 
 static void standby_takes_over(int cluster) {
-  topo t;
-  topo_of(&t, cluster, "el:expiry");
-  fresh(t.s, t.name);
+  rivals r;
+  rivals_open(&r, cluster, "el:expiry", 0, NULL);
   const int64_t lease = 1000;
-  rlock_client *a = dk_client(t.url, 0, NULL, NULL);
-  rlock_client *b = dk_client(t.url, 0, NULL, NULL);
-  rlock_election *ea = election(a, t.name), *eb = election(b, t.name);
   uint64_t me = dk_me(), standby = rlock_owner_new();
   int64_t t1 = 0;
   int64_t sent_us = rt_now_us();
-  OK(campaign(ea, "first", me, 0, lease, &t1));
+  OK(campaign(r.ea, "first", me, 0, lease, &t1));
   el_op op = {0};
-  el_start(&op, eb, "second", standby, 10000, 0);
+  el_start(&op, r.eb, "second", standby, 10000, 0);
   OK(el_wait(&op, 10000));
   double ms = (double)(op.done_us - sent_us) / 1000.0;
   dk_report(cluster ? "takeover after the lease (cluster), from the "
@@ -368,32 +386,21 @@ static void standby_takes_over(int cluster) {
   assert_true(ms >= (double)lease - 5);
   assert_true(ms <= (double)(lease + rt_scaled_ms(1000)));
   assert_true(op.term > t1);
-  assert_int_equal(check(ea, me), RLOCK_ELOST);
-  rlock_leader *l = observe(ea);
+  assert_int_equal(check(r.ea, me), RLOCK_ELOST);
+  rlock_leader *l = observe(r.ea);
   assert_string_equal(rlock_leader_value(l), "second");
   assert_int_equal(rlock_leader_term(l), op.term);
   rlock_leader_free(l);
   /* The deposed leader's resignation writes nothing. */
-  assert_int_equal(resign(ea, me), RLOCK_ELOST);
-  l = observe(ea);
+  assert_int_equal(resign(r.ea, me), RLOCK_ELOST);
+  l = observe(r.ea);
   assert_string_equal(rlock_leader_value(l), "second");
   rlock_leader_free(l);
-  OK(resign(eb, standby));
-  rlock_election_free(ea);
-  rlock_election_free(eb);
-  dk_free(a);
-  dk_free(b);
+  OK(resign(r.eb, standby));
+  rivals_close(&r);
 }
 
-static void test_takeover_single(void **state) {
-  (void)state;
-  standby_takes_over(0);
-}
-
-static void test_takeover_cluster(void **state) {
-  (void)state;
-  standby_takes_over(1);
-}
+ON_BOTH_TOPOLOGIES(takeover, standby_takes_over)
 
 /* ---- 3. deposed by force: told --------------------------------------- */
 
@@ -411,45 +418,30 @@ static bool lost_pred(void *arg, char *why, size_t cap) {
 }
 
 static void deposed_told(int cluster) {
-  topo t;
-  topo_of(&t, cluster, "el:force");
-  fresh(t.s, t.name);
+  rivals r;
+  rivals_open(&r, cluster, "el:force", 900, on_lost);
   atomic_store(&lost_calls, 0);
-  rlock_client *a = dk_client(t.url, 900, on_lost, NULL);
-  rlock_client *b = dk_client(t.url, 0, NULL, NULL);
-  rlock_election *ea = election(a, t.name), *eb = election(b, t.name);
   uint64_t me = dk_me(), standby = rlock_owner_new();
   int64_t t1 = 0, t2 = 0;
-  OK(campaign(ea, "first", me, 0, 0, &t1));
+  OK(campaign(r.ea, "first", me, 0, 0, &t1));
   el_op op = {0};
-  el_start(&op, eb, "second", standby, 10000, 0);
+  el_start(&op, r.eb, "second", standby, 10000, 0);
   /* Taken by force (a DEL, as an operator's or Redisson's forceUnlock,
    * without the unlock message: the standby wakes with the TTL it saw). */
-  rt_cmd_int(t.s, "DEL %s", t.name);
+  rt_cmd_int(r.t.s, "DEL %s", r.t.name);
   dk_wait(lost_pred, NULL, 5000, "the deposed leader told");
-  assert_int_equal(check(ea, me), RLOCK_ELOST);
+  assert_int_equal(check(r.ea, me), RLOCK_ELOST);
   OK(el_wait(&op, 10000));
   t2 = op.term;
   assert_true(t2 > t1);
-  rlock_leader *l = observe(ea);
+  rlock_leader *l = observe(r.ea);
   assert_string_equal(rlock_leader_value(l), "second");
   rlock_leader_free(l);
-  OK(resign(eb, standby));
-  rlock_election_free(ea);
-  rlock_election_free(eb);
-  dk_free(a);
-  dk_free(b);
+  OK(resign(r.eb, standby));
+  rivals_close(&r);
 }
 
-static void test_deposed_single(void **state) {
-  (void)state;
-  deposed_told(0);
-}
-
-static void test_deposed_cluster(void **state) {
-  (void)state;
-  deposed_told(1);
-}
+ON_BOTH_TOPOLOGIES(deposed, deposed_told)
 
 /* ---- 4. a Java client's operations and rlock's lock objects on the name - */
 

@@ -33,13 +33,7 @@ static unsigned seed = 12345;
  * runs out, and no two workers ever hold it at once. */
 static void kill9(fk_mode mode) {
   int fd = fk_begin("kill9", mode);
-  for (int64_t t0 = rt_now_ms(); rt_now_ms() - t0 < fk_run_ms();) {
-    rt_sleep_ms(150 + rand_r(&seed) % 250); /* the fault's rhythm */
-    int id = (int)(rand_r(&seed) % FK_WORKERS);
-    rt_history_add(fd, -1, -1, RT_EV_FAULT, SIGKILL, id, 0);
-    fk_kill_worker(fd, id);
-    fk_spawn(id);
-  }
+  fk_kill9_faults(fd, &seed);
   fk_finish(fd, "kill9", 1);
 }
 
@@ -47,21 +41,8 @@ static void kill9(fk_mode mode) {
  * the stale holder's fenced write is refused or it learns it lost the
  * lock. (Its counter bump may be lost: the counter is not fenced.) */
 static void sigstop(fk_mode mode) {
-  int fd = fk_begin("sigstop", mode), stale = 0;
-  for (int64_t t0 = rt_now_ms(); rt_now_ms() - t0 < fk_run_ms();) {
-    rt_sleep_ms(100 + rand_r(&seed) % 200);
-    int id = fk_stop_a_holder();
-    if (id < 0)
-      continue;
-    stale++;
-    rt_history_add(fd, -1, -1, RT_EV_FAULT, SIGSTOP, id, 0);
-    rt_sleep_ms(2 * FK_WATCHDOG_MS); /* past the lease: the fault itself */
-    off_t seen = fk_history_size();
-    kill(fk.pids[id], SIGCONT);
-    /* Let it see what became of its hold before the next fault (or the
-     * end) can cut it short. */
-    fk_wait_record_from(id, seen, RT_EV_RELEASING);
-  }
+  int fd = fk_begin("sigstop", mode);
+  int stale = fk_sigstop_faults(fd, &seed);
   rt_verdict v = fk_finish(fd, "sigstop", 0);
   /* Each stale holder was told: its write refused, or the lock lost. */
   assert_true(stale > 0);
@@ -247,55 +228,11 @@ static void cluster_failover(fk_mode mode) {
   assert_true(switches > 0 && v.acquisitions > 0);
 }
 
-static void test_kill9(void **state) {
-  (void)state;
-  kill9(FK_BLOCKING);
-}
-
-static void test_kill9_loop(void **state) {
-  (void)state;
-  kill9(FK_LOOP);
-}
-
-static void test_sigstop(void **state) {
-  (void)state;
-  sigstop(FK_BLOCKING);
-}
-
-static void test_sigstop_loop(void **state) {
-  (void)state;
-  sigstop(FK_LOOP);
-}
-
-static void test_client_kill(void **state) {
-  (void)state;
-  client_kill(FK_BLOCKING);
-}
-
-static void test_client_kill_loop(void **state) {
-  (void)state;
-  client_kill(FK_LOOP);
-}
-
-static void test_sentinel_failover(void **state) {
-  (void)state;
-  sentinel_failover(FK_BLOCKING);
-}
-
-static void test_sentinel_failover_loop(void **state) {
-  (void)state;
-  sentinel_failover(FK_LOOP);
-}
-
-static void test_cluster_failover(void **state) {
-  (void)state;
-  cluster_failover(FK_BLOCKING);
-}
-
-static void test_cluster_failover_loop(void **state) {
-  (void)state;
-  cluster_failover(FK_LOOP);
-}
+FK_BOTH_DRIVERS(kill9)
+FK_BOTH_DRIVERS(sigstop)
+FK_BOTH_DRIVERS(client_kill)
+FK_BOTH_DRIVERS(sentinel_failover)
+FK_BOTH_DRIVERS(cluster_failover)
 
 /* Inside the network namespace test_slow_link made: the workload over its
  * shaped loopback, no other fault. */
@@ -346,20 +283,15 @@ static void test_slow_link(void **state) {
 
 static const struct CMUnitTest tests_of_faults[] = {
     cmocka_unit_test(test_checker),
-    cmocka_unit_test(test_kill9),
-    cmocka_unit_test(test_kill9_loop),
-    cmocka_unit_test(test_sigstop),
-    cmocka_unit_test(test_sigstop_loop),
+    FK_CASES(kill9),
+    FK_CASES(sigstop),
     cmocka_unit_test(test_server_paused),
-    cmocka_unit_test(test_client_kill),
-    cmocka_unit_test(test_client_kill_loop),
+    FK_CASES(client_kill),
     cmocka_unit_test(test_restart_persistent),
     cmocka_unit_test(test_restart_volatile),
     cmocka_unit_test(test_maxmemory),
-    cmocka_unit_test(test_sentinel_failover),
-    cmocka_unit_test(test_sentinel_failover_loop),
-    cmocka_unit_test(test_cluster_failover),
-    cmocka_unit_test(test_cluster_failover_loop),
+    FK_CASES(sentinel_failover),
+    FK_CASES(cluster_failover),
     cmocka_unit_test(test_slow_link),
 };
 

@@ -436,6 +436,29 @@ static void rl_side_down(rl_side *s) {
   }
 }
 
+/* Kleppmann's layout: five members on servers of their own clocks (m),
+ * client 1's side cut off from D and E, client 2's from A and B, so the
+ * two sides' quorums meet only in C; each member with `watchdog` (0: the
+ * default) on `name`. */
+typedef struct rl_layout {
+  rt_server *m[RL_MEMBERS];
+  rl_side one, two;
+} rl_layout;
+
+static void rl_layout_up(rl_layout *k, int64_t watchdog, const char *name) {
+  for (int i = 0; i < RL_MEMBERS; i++)
+    k->m[i] = rt_clock_server_start(NULL);
+  rl_side_up(&k->one, k->m, 1u << 3 | 1u << 4, watchdog, name);
+  rl_side_up(&k->two, k->m, 1u << 0 | 1u << 1, watchdog, name);
+}
+
+static void rl_layout_down(rl_layout *k) {
+  rl_side_down(&k->one);
+  rl_side_down(&k->two);
+  for (int i = 0; i < RL_MEMBERS; i++)
+    rt_server_free(k->m[i]);
+}
+
 /* "OK OK OK EIO EIO": each member's status in a round, for the page. */
 static void rl_statuses(const rlock_redlock_result *res, char *out,
                         size_t cap) {
@@ -467,27 +490,23 @@ static int rl_members_held(rl_side *s) {
  * two holders either. */
 static void test_redlock_kleppmann_fixed_lease(void **state) {
   (void)state;
-  rt_server *m[RL_MEMBERS];
-  for (int i = 0; i < RL_MEMBERS; i++)
-    m[i] = rt_clock_server_start(NULL);
-  rl_side one, two;
-  rl_side_up(&one, m, 1u << 3 | 1u << 4, 0, "clock:rl");
-  rl_side_up(&two, m, 1u << 0 | 1u << 1, 0, "clock:rl");
+  rl_layout k;
+  rl_layout_up(&k, 0, "clock:rl");
   const int64_t lease = 10000;
   rlock_redlock_result *r1, *r2;
   int64_t t1 = rt_now_ms();
-  OK(rlock_redlock_try_acquire(&r1, one.r, 0, lease));
+  OK(rlock_redlock_try_acquire(&r1, k.one.r, 0, lease));
   int64_t v1 = rlock_redlock_result_validity_ms(r1);
   ASSERT_RANGE(v1, lease / 2, lease);
-  rt_clock_jump_ms(m[2], 2 * lease); /* C's clock: its key expires */
-  OK(rlock_redlock_try_acquire(&r2, two.r, 0, lease));
+  rt_clock_jump_ms(k.m[2], 2 * lease); /* C's clock: its key expires */
+  OK(rlock_redlock_try_acquire(&r2, k.two.r, 0, lease));
   int64_t t2 = rt_now_ms();
   char s1[128], s2[128];
   rl_statuses(r1, s1, sizeof s1);
   rl_statuses(r2, s2, sizeof s2);
   /* Both hold a quorum: client 1 by its own records and validity. */
   int64_t left = v1 - (t2 - t1);
-  int held1 = rl_members_held(&one);
+  int held1 = rl_members_held(&k.one);
   print_message("[ CLOCK    ] RedLock, fixed %lld ms lease: client 1 "
                 "[%s] validity %lld ms; C's clock +%lld ms; client 2 [%s] "
                 "validity %lld ms, %lld ms later; client 1's validity then "
@@ -502,21 +521,18 @@ static void test_redlock_kleppmann_fixed_lease(void **state) {
   for (int i = 0; i < RL_MEMBERS; i++)
     assert_int_equal(rlock_redlock_result_status(r2, i),
                      i < 2 ? rlock_redlock_result_status(r1, 3) : RLOCK_OK);
-  /* No token to fence with: a RedLock refuses to issue one. */
+  /* No token to fence with: a RedLock refuses to issue k.one. */
   int64_t token = 0;
   rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
   o.wait_ms = 0;
   o.token = &token;
-  RC(rlock_redlock_acquire_opts(NULL, one.r, &o), RLOCK_EINVAL);
+  RC(rlock_redlock_acquire_opts(NULL, k.one.r, &o), RLOCK_EINVAL);
   /* Client 1 learns only when it lets go: C was not its own any more. */
-  RC(rlock_redlock_release(one.r), RLOCK_ELOST);
-  OK(rlock_redlock_release(two.r));
+  RC(rlock_redlock_release(k.one.r), RLOCK_ELOST);
+  OK(rlock_redlock_release(k.two.r));
   rlock_redlock_result_free(r1);
   rlock_redlock_result_free(r2);
-  rl_side_down(&one);
-  rl_side_down(&two);
-  for (int i = 0; i < RL_MEMBERS; i++)
-    rt_server_free(m[i]);
+  rl_layout_down(&k);
 }
 
 /* The same with watchdog leases (3 s, renewed every second): client 1's
@@ -527,24 +543,20 @@ static void test_redlock_kleppmann_fixed_lease(void **state) {
  * once); the overlap is bounded by the renewal period, not removed. */
 static void test_redlock_kleppmann_watchdog(void **state) {
   (void)state;
-  rt_server *m[RL_MEMBERS];
-  for (int i = 0; i < RL_MEMBERS; i++)
-    m[i] = rt_clock_server_start(NULL);
-  rl_side one, two;
-  rl_side_up(&one, m, 1u << 3 | 1u << 4, LEASE_MS, "clock:rlw");
-  rl_side_up(&two, m, 1u << 0 | 1u << 1, LEASE_MS, "clock:rlw");
+  rl_layout k;
+  rl_layout_up(&k, LEASE_MS, "clock:rlw");
   rlock_redlock_result *r1, *r2;
-  OK(rlock_redlock_try_acquire(&r1, one.r, 0, RLOCK_LEASE_WATCHDOG));
+  OK(rlock_redlock_try_acquire(&r1, k.one.r, 0, RLOCK_LEASE_WATCHDOG));
   int64_t v1 = rlock_redlock_result_validity_ms(r1);
   int64_t jump_at = rt_now_ms();
-  rt_clock_jump_ms(m[2], JUMP_MS);
-  OK(rlock_redlock_try_acquire(&r2, two.r, 0, RLOCK_LEASE_WATCHDOG));
+  rt_clock_jump_ms(k.m[2], JUMP_MS);
+  OK(rlock_redlock_try_acquire(&r2, k.two.r, 0, RLOCK_LEASE_WATCHDOG));
   int64_t t2 = rt_now_ms();
-  int held_at_t2 = rl_members_held(&one);
-  rt_wait_until(pred_lost_called, &one.lost, rt_scaled_ms(RENEW_MS + 3000),
+  int held_at_t2 = rl_members_held(&k.one);
+  rt_wait_until(pred_lost_called, &k.one.lost, rt_scaled_ms(RENEW_MS + 3000),
                 "client 1's lost callback for C");
-  int64_t told = atomic_load(&one.lost.at_ms);
-  int held = rl_members_held(&one);
+  int64_t told = atomic_load(&k.one.lost.at_ms);
+  int held = rl_members_held(&k.one);
   print_message("[ CLOCK    ] RedLock, watchdog %d ms: client 1 validity "
                 "%lld ms; C's clock +%d ms; client 2 took C, D, E %lld ms "
                 "after the jump (client 1's members then %d of 5 held); "
@@ -554,17 +566,14 @@ static void test_redlock_kleppmann_watchdog(void **state) {
                 held_at_t2, (long long)(told - t2), held);
   assert_int_equal(held_at_t2, 3);
   assert_int_equal(held, 2);
-  assert_int_equal(atomic_load(&one.lost.calls), 1);
-  RC(rlock_lock_check(one.l[2]), RLOCK_ELOST);
+  assert_int_equal(atomic_load(&k.one.lost.calls), 1);
+  RC(rlock_lock_check(k.one.l[2]), RLOCK_ELOST);
   ASSERT_BETWEEN(told - jump_at, 0, RENEW_MS + 1000);
-  RC(rlock_redlock_release(one.r), RLOCK_ELOST);
-  OK(rlock_redlock_release(two.r));
+  RC(rlock_redlock_release(k.one.r), RLOCK_ELOST);
+  OK(rlock_redlock_release(k.two.r));
   rlock_redlock_result_free(r1);
   rlock_redlock_result_free(r2);
-  rl_side_down(&one);
-  rl_side_down(&two);
-  for (int i = 0; i < RL_MEMBERS; i++)
-    rt_server_free(m[i]);
+  rl_layout_down(&k);
 }
 
 /* ---- RedLock under the history checker ---------------------------------- */
@@ -688,14 +697,6 @@ static int rl_worker_main(int argc, char **argv) {
 
 static unsigned seed = 22;
 
-/* The kit's workload with its locks on clk, whose clock jumps forward by
- * twice the workers' 1 s lease every 300-600 ms, each time while a worker
- * holds a lock (when one is caught within 100 ms): every lock key expires
- * at once. Holders learn it at their next check or release, or a fenced
- * write refuses them; the checker requires every overlap's stale holder
- * to be told or refused (the counter is not fenced, so it is not judged),
- * so the workers are stopped only once each has finished the round the
- * last jump caught (an overlap cut short by the end could not be told). */
 /* The worker whose last record among the history's latest 512 is inside
  * a hold, or -1: fk_in_hold() on the tail only. The harness polls this
  * every millisecond, and reading a whole 60 s history (megabytes) that
@@ -705,40 +706,45 @@ static int tail_in_hold(void) {
   if (stat(fk.hist_path, &st) != 0)
     return -1;
   long n = (long)(st.st_size / (off_t)sizeof(rt_record));
-  off_t from = (off_t)(n > 512 ? n - 512 : 0) * (off_t)sizeof(rt_record);
-  int last[FK_WORKERS] = {0};
-  FILE *f = fopen(fk.hist_path, "rb");
-  rt_record rec;
-  if (f != NULL && fseeko(f, from, SEEK_SET) == 0)
-    while (fread(&rec, sizeof rec, 1, f) == 1)
-      if (rec.worker >= 0 && rec.worker < FK_WORKERS)
-        last[rec.worker] = rec.ev;
-  if (f != NULL)
-    fclose(f);
-  for (int i = 0; i < FK_WORKERS; i++)
-    if (last[i] == RT_EV_ACQUIRED || last[i] == RT_EV_BUMP_BEGIN ||
-        last[i] == RT_EV_BUMP_DONE || last[i] == RT_EV_WRITE_ACCEPTED)
-      return i;
-  return -1;
+  return fk_in_hold_from((off_t)(n > 512 ? n - 512 : 0) *
+                         (off_t)sizeof(rt_record));
 }
 
-static void clock_jumps(fk_mode mode) {
-  fk.lock_url = rt_server_url(clk);
-  int fd = fk_begin("clock-jump", mode), jumps = 0, in_hold = 0;
+/* The clock of `s` jumps +2 s (twice the workers' lease) every 300-600 ms
+ * (the fault's rhythm), while a worker holds a lock when one is caught
+ * within 100 ms, until the scenario has run fk_run_ms(); then a stale
+ * holder of the last jump has its chance to be told before the workers
+ * are killed. Returns the jumps; *in_hold counts those that caught a
+ * holder. */
+static int jump_faults(int fd, rt_server *s, int *in_hold) {
+  int jumps = 0;
   off_t last = 0; /* the history's size at the latest jump */
   for (int64_t t0 = rt_now_ms(); fk_running(t0); jumps++) {
-    rt_sleep_ms(300 + rand_r(&seed) % 300); /* the fault's rhythm */
+    rt_sleep_ms(300 + rand_r(&seed) % 300);
     int64_t until = rt_now_ms() + 100;
     while (tail_in_hold() < 0 && rt_now_ms() < until)
       rt_sleep_ms(1);
-    in_hold += tail_in_hold() >= 0;
+    *in_hold += tail_in_hold() >= 0;
     rt_history_add(fd, -1, -1, RT_EV_FAULT, 'J', 2 * FK_WATCHDOG_MS, 0);
-    rt_clock_jump_ms(clk, 2 * FK_WATCHDOG_MS);
+    rt_clock_jump_ms(s, 2 * FK_WATCHDOG_MS);
     last = fk_history_size();
   }
-  /* A stale holder of the last jump must have its chance to be told
-   * before the workers are killed. */
   fk_wait_rounds_done(last);
+  return jumps;
+}
+
+/* The kit's workload with its locks on clk, whose clock jumps forward by
+ * twice the workers' 1 s lease every 300-600 ms, each time while a worker
+ * holds a lock (when one is caught within 100 ms): every lock key expires
+ * at once. Holders learn it at their next check or release, or a fenced
+ * write refuses them; the checker requires every overlap's stale holder
+ * to be told or refused (the counter is not fenced, so it is not judged),
+ * so the workers are stopped only once each has finished the round the
+ * last jump caught (an overlap cut short by the end could not be told). */
+static void clock_jumps(fk_mode mode) {
+  fk.lock_url = rt_server_url(clk);
+  int fd = fk_begin("clock-jump", mode), in_hold = 0;
+  int jumps = jump_faults(fd, clk, &in_hold);
   rt_verdict v = fk_finish(fd, "clock-jump", 0);
   fk.lock_url = NULL;
   print_message("[ CLOCK    ] %d jumps (%d while a worker held a lock): %ld "
@@ -750,15 +756,7 @@ static void clock_jumps(fk_mode mode) {
   assert_true(in_hold == 0 || v.lost + v.writes_refused > 0);
 }
 
-static void test_clock_jumps(void **state) {
-  (void)state;
-  clock_jumps(FK_BLOCKING);
-}
-
-static void test_clock_jumps_loop(void **state) {
-  (void)state;
-  clock_jumps(FK_LOOP);
-}
+FK_BOTH_DRIVERS(clock_jumps)
 
 /* Start RedLock worker `id` over the servers `m`, those in `cut` replaced
  * by ports where nothing listens. */
@@ -786,34 +784,18 @@ static void rl_spawn(int id, rt_server *const *m, unsigned cut) {
  * 0 and 1 cannot reach D and E, workers 2 and 3 cannot reach A and B
  * (Kleppmann's case: the two sides' quorums meet only in C); else every
  * worker reaches every member. */
-static void redlock_jumps(fk_mode mode, int partitioned) {
+static void redlock_jumps_run(fk_mode mode, int partitioned) {
   const char *name = partitioned ? "redlock-jump-cut" : "redlock-jump";
   rt_server *m[RL_MEMBERS];
   for (int i = 0; i < RL_MEMBERS; i++)
     m[i] = rt_clock_server_start(NULL);
-  fk.mode = mode;
-  snprintf(fk.hist_path, sizeof fk.hist_path, "%s/%s%s.history",
-           rt_server_dir(srv), name, mode == FK_LOOP ? "-loop" : "");
-  unlink(fk.hist_path);
-  freeReplyObject(rt_cmd(srv, "FLUSHALL"));
-  int fd = rt_history_open(fk.hist_path), jumps = 0, in_hold = 0;
+  int fd = fk_history_begin(name, mode), in_hold = 0;
   for (int id = 0; id < FK_WORKERS; id++)
     rl_spawn(id, m,
              !partitioned ? 0u
              : id < 2     ? (1u << 3 | 1u << 4)
                           : (1u << 0 | 1u << 1));
-  off_t last = 0;
-  for (int64_t t0 = rt_now_ms(); fk_running(t0); jumps++) {
-    rt_sleep_ms(300 + rand_r(&seed) % 300); /* the fault's rhythm */
-    int64_t until = rt_now_ms() + 100;
-    while (tail_in_hold() < 0 && rt_now_ms() < until)
-      rt_sleep_ms(1);
-    in_hold += tail_in_hold() >= 0;
-    rt_history_add(fd, -1, -1, RT_EV_FAULT, 'J', 2 * FK_WATCHDOG_MS, 0);
-    rt_clock_jump_ms(m[2], 2 * FK_WATCHDOG_MS);
-    last = fk_history_size();
-  }
-  fk_wait_rounds_done(last);
+  int jumps = jump_faults(fd, m[2], &in_hold);
   fk.lock_url = "redlock"; /* not srv's locks: nothing to look for there */
   rt_verdict v = fk_finish(fd, name, 0);
   fk.lock_url = NULL;
@@ -833,25 +815,14 @@ static void redlock_jumps(fk_mode mode, int partitioned) {
   assert_true(in_hold == 0 || v.lost > 0);
 }
 
-static void test_redlock_jumps(void **state) {
-  (void)state;
-  redlock_jumps(FK_BLOCKING, 0);
-}
+/* Every worker reaches every member. */
+static void redlock_jumps(fk_mode mode) { redlock_jumps_run(mode, 0); }
 
-static void test_redlock_jumps_loop(void **state) {
-  (void)state;
-  redlock_jumps(FK_LOOP, 0);
-}
+/* The sides partitioned as in Kleppmann's case. */
+static void redlock_jumps_cut(fk_mode mode) { redlock_jumps_run(mode, 1); }
 
-static void test_redlock_jumps_cut(void **state) {
-  (void)state;
-  redlock_jumps(FK_BLOCKING, 1);
-}
-
-static void test_redlock_jumps_cut_loop(void **state) {
-  (void)state;
-  redlock_jumps(FK_LOOP, 1);
-}
+FK_BOTH_DRIVERS(redlock_jumps)
+FK_BOTH_DRIVERS(redlock_jumps_cut)
 
 static const struct CMUnitTest tests_of_clocks[] = {
     cmocka_unit_test(test_shim_moves_expiry),
@@ -860,12 +831,9 @@ static const struct CMUnitTest tests_of_clocks[] = {
     cmocka_unit_test(test_jump_rlock_exec),
     cmocka_unit_test(test_redlock_kleppmann_fixed_lease),
     cmocka_unit_test(test_redlock_kleppmann_watchdog),
-    cmocka_unit_test(test_clock_jumps),
-    cmocka_unit_test(test_clock_jumps_loop),
-    cmocka_unit_test(test_redlock_jumps),
-    cmocka_unit_test(test_redlock_jumps_loop),
-    cmocka_unit_test(test_redlock_jumps_cut),
-    cmocka_unit_test(test_redlock_jumps_cut_loop),
+    FK_CASES(clock_jumps),
+    FK_CASES(redlock_jumps),
+    FK_CASES(redlock_jumps_cut),
 };
 
 FX_MAIN(tests_of_clocks, setup, teardown, child_main)

@@ -146,32 +146,13 @@ static void test_acquire_across_crash(void **state) {
   rt_sentinel_free(g);
 }
 
-static void test_sentinel_kill(void **state) {
-  (void)state;
-  sentinel_kill(FK_BLOCKING);
-}
-
-static void test_sentinel_kill_loop(void **state) {
-  (void)state;
-  sentinel_kill(FK_LOOP);
-}
-
-static void test_cluster_kill(void **state) {
-  (void)state;
-  cluster_kill(FK_BLOCKING);
-}
-
-static void test_cluster_kill_loop(void **state) {
-  (void)state;
-  cluster_kill(FK_LOOP);
-}
+FK_BOTH_DRIVERS(sentinel_kill)
+FK_BOTH_DRIVERS(cluster_kill)
 
 static const struct CMUnitTest tests_of_crashes[] = {
     cmocka_unit_test(test_acquire_across_crash),
-    cmocka_unit_test(test_sentinel_kill),
-    cmocka_unit_test(test_sentinel_kill_loop),
-    cmocka_unit_test(test_cluster_kill),
-    cmocka_unit_test(test_cluster_kill_loop),
+    FK_CASES(sentinel_kill),
+    FK_CASES(cluster_kill),
 };
 
 FX_MAIN(tests_of_crashes, fx_setup, fx_teardown, child_main)

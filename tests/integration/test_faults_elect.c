@@ -333,16 +333,8 @@ static int el_held_leader(void) {
 static rt_verdict el_finish(int fd, const char *scenario) {
   el_stay(false);
   fk_wait_acquisitions(fk_history_size(), 10);
-  for (int i = 0; i < EL_WORKERS; i++) {
-    kill(fk.pids[i], SIGCONT);
-    fk_kill_worker(fd, i);
-  }
-  close(fd);
-  char keep[700]; /* $RLOCK_FAULT_KEEP: keep the history, for a look */
-  snprintf(keep, sizeof keep, "cp %s /tmp/rlock-%s.history", fk.hist_path,
-           scenario);
-  if (getenv("RLOCK_FAULT_KEEP") != NULL && system(keep) != 0)
-    print_message("could not keep the history\n");
+  fk_stop_workers(fd, EL_WORKERS);
+  fk_keep_history(scenario);
   rt_verdict v = rt_history_check(fk.hist_path, -1, rt_scaled_ms(3000));
   rt_history_print(scenario, &v);
   if (!rt_history_clean(&v))
@@ -520,9 +512,7 @@ static int inner_setup(void **state) {
     snprintf(name, sizeof name, "w%d", i);
     rt_netns_add(net, name);
   }
-  srv = rt_server_start_opts(&(rt_server_opts){.host = rt_netns_router_addr()});
-  lsrv = rt_server_start_opts(&(rt_server_opts){
-      .host = rt_netns_addr(net, NS_S), .prefix = rt_netns_prefix(net, NS_S)});
+  lsrv = fk_netns_servers(net, NS_S);
   fk.url_of = el_url_of;
   fk.prefix_of = el_prefix_of;
   fk.counter_host = rt_netns_router_addr();
@@ -531,10 +521,7 @@ static int inner_setup(void **state) {
 
 static int inner_teardown(void **state) {
   (void)state;
-  rt_server_free(lsrv);
-  rt_server_free(srv);
-  rt_netns_free(net);
-  return 0;
+  return fk_netns_free(net, lsrv);
 }
 
 /* The leader, held on (el_stay), cut from the election's server (both
@@ -639,20 +626,9 @@ static const struct CMUnitTest inner_tests[] = {
     cmocka_unit_test(in_elect_silent),
 };
 
-static void test_elect_cut(void **state) {
-  (void)state;
-  fk_inside("in_elect_cut");
-}
-
-static void test_elect_one_way(void **state) {
-  (void)state;
-  fk_inside("in_elect_one_way");
-}
-
-static void test_elect_silent(void **state) {
-  (void)state;
-  fk_inside("in_elect_silent");
-}
+FK_OUTER(elect_cut)
+FK_OUTER(elect_one_way)
+FK_OUTER(elect_silent)
 
 static int child_main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[0], "netns") == 0) { /* fk_inside() */

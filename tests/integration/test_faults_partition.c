@@ -279,6 +279,18 @@ static int probe_main(int argc, char **argv) {
   return 0;
 }
 
+/* Inner case in_<name>: `scenario`, an expression of `mode`, run with
+ * blocking clients, then with loop clients. */
+#define IN_BOTH_DRIVERS(name, scenario)                                        \
+  static void in_##name(void **state) {                                        \
+    (void)state;                                                               \
+    const fk_mode modes[] = {FK_BLOCKING, FK_LOOP};                            \
+    for (int i_ = 0; i_ < 2; i_++) {                                           \
+      fk_mode mode = modes[i_];                                                \
+      scenario;                                                                \
+    }                                                                          \
+  }
+
 /* ---- inside the private namespace: the topology ------------------------- */
 
 /* The namespaces of every scenario: the lock server's, and two sides of
@@ -294,18 +306,13 @@ static int inner_setup(void **state) {
   rt_netns_add(net, "srv");
   rt_netns_add(net, "a");
   rt_netns_add(net, "b");
-  srv = rt_server_start_opts(&(rt_server_opts){.host = rt_netns_router_addr()});
-  lsrv = rt_server_start_opts(&(rt_server_opts){
-      .host = rt_netns_addr(net, NS_S), .prefix = rt_netns_prefix(net, NS_S)});
+  lsrv = fk_netns_servers(net, NS_S);
   return 0;
 }
 
 static int inner_teardown(void **state) {
   (void)state;
-  rt_server_free(lsrv);
-  rt_server_free(srv);
-  rt_netns_free(net);
-  return 0;
+  return fk_netns_free(net, lsrv);
 }
 
 /* A client program in namespace `ns`: this binary with `args`. */
@@ -592,17 +599,9 @@ static void holder_partition(fk_mode mode, bool one_way) {
   prog_end(&wb);
 }
 
-static void in_client_cut(void **state) {
-  (void)state;
-  holder_partition(FK_BLOCKING, false);
-  holder_partition(FK_LOOP, false);
-}
+IN_BOTH_DRIVERS(client_cut, holder_partition(mode, false))
 
-static void in_one_way(void **state) {
-  (void)state;
-  holder_partition(FK_BLOCKING, true);
-  holder_partition(FK_LOOP, true);
-}
+IN_BOTH_DRIVERS(one_way, holder_partition(mode, true))
 
 /* ---- direct scenario: a subscriber gone silent -------------------------- */
 
@@ -658,11 +657,7 @@ static void silent_subscriber(fk_mode mode) {
   rt_proxy_free(px);
 }
 
-static void in_silent_sub(void **state) {
-  (void)state;
-  silent_subscriber(FK_BLOCKING);
-  silent_subscriber(FK_LOOP);
-}
+IN_BOTH_DRIVERS(silent_sub, silent_subscriber(mode))
 
 /* ---- checker scenarios ----------------------------------------------------
  */
@@ -730,17 +725,9 @@ static void kit_cut(const char *name, fk_mode mode, bool one_way) {
   assert_true(faults > 0 && v.faults == faults);
 }
 
-static void in_kit_cut(void **state) {
-  (void)state;
-  kit_cut("partition-cut", FK_BLOCKING, false);
-  kit_cut("partition-cut", FK_LOOP, false);
-}
+IN_BOTH_DRIVERS(kit_cut, kit_cut("partition-cut", mode, false))
 
-static void in_kit_one_way(void **state) {
-  (void)state;
-  kit_cut("partition-one-way", FK_BLOCKING, true);
-  kit_cut("partition-one-way", FK_LOOP, true);
-}
+IN_BOTH_DRIVERS(kit_one_way, kit_cut("partition-one-way", mode, true))
 
 /* Every worker through the relay; its subscriber connections silenced
  * every 0.3-0.6 s (never resumed: a forgotten flow). */
@@ -763,37 +750,12 @@ static void kit_silent(fk_mode mode) {
   assert_true(silenced > 0 && v.faults > 0);
 }
 
-static void in_kit_silent(void **state) {
-  (void)state;
-  kit_silent(FK_BLOCKING);
-  kit_silent(FK_LOOP);
-}
-
-typedef struct acq_count {
-  off_t from;
-  int want;
-} acq_count;
-
-static bool pred_acquisitions(void *arg, char *why, size_t cap) {
-  acq_count *w = arg;
-  FILE *f = fopen(fk.hist_path, "rb");
-  rt_record rec;
-  int n = 0;
-  if (f != NULL && fseeko(f, w->from, SEEK_SET) == 0)
-    while (fread(&rec, sizeof rec, 1, f) == 1)
-      n += rec.ev == RT_EV_ACQUIRED;
-  if (f != NULL)
-    fclose(f);
-  snprintf(why, cap, "%d acquisitions recorded, want %d", n, w->want);
-  return n >= w->want;
-}
+IN_BOTH_DRIVERS(kit_silent, kit_silent(mode))
 
 /* Wait until the workers have recorded `n` more acquisitions: the
  * workload is at work (before a fault, or again after it). */
 static void wait_acquisitions(int n) {
-  acq_count w = {fk_history_size(), n};
-  rt_wait_until(pred_acquisitions, &w, rt_scaled_ms(20000),
-                "the workers' acquisitions");
+  fk_wait_acquisitions(fk_history_size(), n);
 }
 
 /* ---- Sentinel: split brain ---------------------------------------------- */
@@ -843,6 +805,50 @@ static const char *fence_addr(void) {
   return buf;
 }
 
+/* What the two holders of a split showed (times in µs, from the cut). */
+typedef struct stale_end {
+  long long b_at, b_ms, token_b; /* B's acquisition: when, ms after the cut,
+                                    and its token */
+  long long told_at, last_ok;    /* the old holder told RLOCK_ELOST (0:
+                                    not), and its last confirmed renewal */
+  long long accepted;            /* the old holder's late write accepted */
+} stale_end;
+
+/* Once the cut at `cut` has let a new holder in: a waiter on side B
+ * (driver `m`, `url`) takes `name` and writes its token (accepted), then
+ * the old holder `h` writes its own; its "told" line may come first.
+ * Returns B, to end. */
+static prog stale_writes(prog *h, const char *m, const char *url,
+                         const char *name, int64_t cut, stale_end *o) {
+  long long v[5], check = 0;
+  prog b = run_in(NS_B, (const char *[]){"waiter", m, url, fence_addr(),
+                                         "20000", name, NULL});
+  expect_line(&b, "acquired", v, 25000);
+  assert_int_equal(v[0], RLOCK_OK);
+  *o = (stale_end){v[1], (v[1] - cut) / 1000, v[3], 0, 0, -1};
+  assert_int_equal(v[4], 1); /* B's write accepted */
+  assert_int_equal(write(h->in, "w\n", 2), 2);
+  char line[256];
+  while (o->accepted < 0) {
+    fx_read_line(h->out, line, sizeof line, rt_scaled_ms(5000));
+    if (sscanf(line, "told %*d %lld %lld", &o->told_at, &o->last_ok) == 2)
+      continue;
+    if (sscanf(line, "wrote %lld %lld", &o->accepted, &check) != 2)
+      fail_msg("unexpected line from the holder: '%s'", line);
+  }
+  return b;
+}
+
+/* The old holder must be told within `ms` if it was not yet. */
+static void stale_told(prog *h, stale_end *o, int ms) {
+  char line[256];
+  if (o->told_at != 0)
+    return;
+  fx_read_line(h->out, line, sizeof line, rt_scaled_ms(ms));
+  if (sscanf(line, "told %*d %lld %lld", &o->told_at, &o->last_ok) != 2)
+    fail_msg("the old holder was not told: '%s'", line);
+}
+
 /* A holder on side A holds a fenced lock through the partition; the
  * majority's sentinels promote a replica; then a client on side B takes
  * the lock there and writes its token to the fenced resource (on the
@@ -867,39 +873,23 @@ static void split_brain(fk_mode mode, bool guarded) {
   split();
   rt_sentinel_wait_failover(g, rt_scaled_ms(30000));
   long long failover_ms = (rt_now_us() - cut) / 1000;
-  prog b = run_in(NS_B, (const char *[]){"waiter", m, url, fence_addr(),
-                                         "20000", LOCK, NULL});
-  expect_line(&b, "acquired", v, 25000);
-  assert_int_equal(v[0], RLOCK_OK);
-  long long b_at = v[1], b_ms = (v[1] - cut) / 1000, token_b = v[3];
-  assert_int_equal(v[4], 1); /* B's write accepted */
-  assert_int_equal(write(h.in, "w\n", 2), 2);
-  char line[256];
-  long long told_at = 0, last_ok = 0, accepted = -1, check = 0;
-  while (accepted < 0) { /* "told" may come first */
-    fx_read_line(h.out, line, sizeof line, rt_scaled_ms(5000));
-    if (sscanf(line, "told %*d %lld %lld", &told_at, &last_ok) == 2)
-      continue;
-    if (sscanf(line, "wrote %lld %lld", &accepted, &check) != 2)
-      fail_msg("unexpected line from the holder: '%s'", line);
-  }
-  if (guarded && told_at == 0) { /* refused renewals: told within a lease */
-    fx_read_line(h.out, line, sizeof line, rt_scaled_ms(LEASE_MS + 3000));
-    if (sscanf(line, "told %*d %lld %lld", &told_at, &last_ok) != 2)
-      fail_msg("the old holder was not told: '%s'", line);
-  }
-  bool overlap = told_at == 0 || last_ok >= b_at;
-  print_message(
-      "[ PARTITION] split-brain %s%s: failover after %lld ms; B "
-      "got the lock after %lld ms (token %lld, accepted); the old "
-      "holder (token %lld) %s, its late write %s: %s\n",
-      m, guarded ? " (min-replicas-to-write 1)" : "", failover_ms, b_ms,
-      token_b, token_a, told_at ? "was told RLOCK_ELOST" : "was never told",
-      accepted ? "ACCEPTED" : "refused", overlap ? "1 overlap" : "no overlap");
-  if (told_at)
+  stale_end o;
+  prog b = stale_writes(&h, m, url, LOCK, cut, &o);
+  if (guarded) /* refused renewals: told within a lease */
+    stale_told(&h, &o, LEASE_MS + 3000);
+  bool overlap = o.told_at == 0 || o.last_ok >= o.b_at;
+  print_message("[ PARTITION] split-brain %s%s: failover after %lld ms; B "
+                "got the lock after %lld ms (token %lld, accepted); the old "
+                "holder (token %lld) %s, its late write %s: %s\n",
+                m, guarded ? " (min-replicas-to-write 1)" : "", failover_ms,
+                o.b_ms, o.token_b, token_a,
+                o.told_at ? "was told RLOCK_ELOST" : "was never told",
+                o.accepted ? "ACCEPTED" : "refused",
+                overlap ? "1 overlap" : "no overlap");
+  if (o.told_at)
     print_message("[ PARTITION]   told %lld ms after the cut\n",
-                  (told_at - cut) / 1000);
-  if (accepted && told_at == 0)
+                  (o.told_at - cut) / 1000);
+  if (o.accepted && o.told_at == 0)
     fail_msg("the stale holder was neither told nor refused");
   rt_netns_heal(net);
   prog_end(&h);
@@ -934,23 +924,11 @@ static void kit_split(fk_mode mode) {
   assert_true(v.faults == 1);
 }
 
-static void in_kit_split(void **state) {
-  (void)state;
-  kit_split(FK_BLOCKING);
-  kit_split(FK_LOOP);
-}
+IN_BOTH_DRIVERS(kit_split, kit_split(mode))
 
-static void in_split_brain(void **state) {
-  (void)state;
-  split_brain(FK_BLOCKING, false);
-  split_brain(FK_LOOP, false);
-}
+IN_BOTH_DRIVERS(split_brain, split_brain(mode, false))
 
-static void in_split_brain_guarded(void **state) {
-  (void)state;
-  split_brain(FK_BLOCKING, true);
-  split_brain(FK_LOOP, true);
-}
+IN_BOTH_DRIVERS(split_brain_guarded, split_brain(mode, true))
 
 /* ---- Cluster: a master on the minority side ------------------------------ */
 
@@ -1014,36 +992,18 @@ static void cluster_minority(fk_mode mode) {
   int64_t cut = rt_now_us();
   cluster_split();
   long long promoted_ms = wait_promoted(cl, cut);
-  prog b = run_in(NS_B, (const char *[]){"waiter", m, url, fence_addr(),
-                                         "20000", name, NULL});
-  expect_line(&b, "acquired", v, 25000);
-  assert_int_equal(v[0], RLOCK_OK);
-  long long b_at = v[1], b_ms = (v[1] - cut) / 1000, token_b = v[3];
-  assert_int_equal(v[4], 1);
-  assert_int_equal(write(h.in, "w\n", 2), 2);
-  char line[256];
-  long long told_at = 0, last_ok = 0, accepted = -1, check = 0;
-  while (accepted < 0) {
-    fx_read_line(h.out, line, sizeof line, rt_scaled_ms(5000));
-    if (sscanf(line, "told %*d %lld %lld", &told_at, &last_ok) == 2)
-      continue;
-    if (sscanf(line, "wrote %lld %lld", &accepted, &check) != 2)
-      fail_msg("unexpected line from the holder: '%s'", line);
-  }
-  if (told_at == 0) { /* master 0 refuses its renewals: told soon */
-    fx_read_line(h.out, line, sizeof line, rt_scaled_ms(LEASE_MS + 5000));
-    if (sscanf(line, "told %*d %lld %lld", &told_at, &last_ok) != 2)
-      fail_msg("the old holder was not told: '%s'", line);
-  }
-  bool overlap = last_ok >= b_at;
+  stale_end o;
+  prog b = stale_writes(&h, m, url, name, cut, &o);
+  stale_told(&h, &o, LEASE_MS + 5000); /* master 0 refuses its renewals */
+  bool overlap = o.last_ok >= o.b_at;
   print_message("[ PARTITION] cluster-minority %s: replica promoted after "
                 "%lld ms; B got the lock after %lld ms (token %lld); the old "
                 "holder (token %lld) told after %lld ms, its late write %s: "
                 "%s\n",
-                m, promoted_ms, b_ms, token_b, token_a, (told_at - cut) / 1000,
-                accepted ? "ACCEPTED" : "refused",
+                m, promoted_ms, o.b_ms, o.token_b, token_a,
+                (o.told_at - cut) / 1000, o.accepted ? "ACCEPTED" : "refused",
                 overlap ? "1 overlap" : "no overlap");
-  if (overlap && accepted)
+  if (overlap && o.accepted)
     fail_msg("an overlap whose stale holder was neither told in time nor "
              "refused");
   rt_netns_heal(net);
@@ -1052,11 +1012,7 @@ static void cluster_minority(fk_mode mode) {
   rt_cluster_free(cl);
 }
 
-static void in_cluster_minority(void **state) {
-  (void)state;
-  cluster_minority(FK_BLOCKING);
-  cluster_minority(FK_LOOP);
-}
+IN_BOTH_DRIVERS(cluster_minority, cluster_minority(mode))
 
 /* The checker's run: workers 0 and 1 with master 0, 2 and 3 with the
  * rest; the partition from the workers' 50th acquisition until the
@@ -1085,23 +1041,29 @@ static void kit_cluster(fk_mode mode) {
   assert_true(v.faults == 1);
 }
 
-static void in_kit_cluster(void **state) {
-  (void)state;
-  kit_cluster(FK_BLOCKING);
-  kit_cluster(FK_LOOP);
-}
+IN_BOTH_DRIVERS(kit_cluster, kit_cluster(mode))
 
 /* ---- running the inner tests -------------------------------------------- */
 
-static const struct CMUnitTest inner_tests[] = {
-    cmocka_unit_test(in_harness),     cmocka_unit_test(in_proxy),
-    cmocka_unit_test(in_client_cut),  cmocka_unit_test(in_one_way),
-    cmocka_unit_test(in_silent_sub),  cmocka_unit_test(in_kit_cut),
-    cmocka_unit_test(in_kit_one_way), cmocka_unit_test(in_kit_silent),
-    cmocka_unit_test(in_split_brain), cmocka_unit_test(in_split_brain_guarded),
-    cmocka_unit_test(in_kit_split),   cmocka_unit_test(in_cluster_minority),
-    cmocka_unit_test(in_kit_cluster),
-};
+/* The scenarios, in their order: each inner case in_<name> runs in the
+ * private namespace; the outer case test_<name> (the name the ctest shards
+ * select) runs it there. */
+#define PARTITION_CASES(X)                                                     \
+  X(harness)                                                                   \
+  X(proxy)                                                                     \
+  X(client_cut)                                                                \
+  X(one_way)                                                                   \
+  X(silent_sub)                                                                \
+  X(kit_cut)                                                                   \
+  X(kit_one_way)                                                               \
+  X(kit_silent)                                                                \
+  X(split_brain)                                                               \
+  X(split_brain_guarded)                                                       \
+  X(kit_split)                                                                 \
+  X(cluster_minority)                                                          \
+  X(kit_cluster)
+#define INNER_CASE(name) cmocka_unit_test(in_##name),
+static const struct CMUnitTest inner_tests[] = {PARTITION_CASES(INNER_CASE)};
 
 /* `netns TEST`: the inner test TEST, in the private namespace. */
 static int netns_main(const char *name) {
@@ -1124,40 +1086,10 @@ static int child_main(int argc, char **argv) {
   return 64;
 }
 
-#define OUTER(name)                                                            \
-  static void test_##name(void **state) {                                      \
-    (void)state;                                                               \
-    fk_inside("in_" #name);                                                    \
-  }
-OUTER(harness)
-OUTER(proxy)
-OUTER(client_cut)
-OUTER(one_way)
-OUTER(silent_sub)
-OUTER(kit_cut)
-OUTER(kit_one_way)
-OUTER(kit_silent)
-OUTER(split_brain)
-OUTER(split_brain_guarded)
-OUTER(kit_split)
-OUTER(cluster_minority)
-OUTER(kit_cluster)
+PARTITION_CASES(FK_OUTER)
 
-static const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_harness),
-    cmocka_unit_test(test_proxy),
-    cmocka_unit_test(test_client_cut),
-    cmocka_unit_test(test_one_way),
-    cmocka_unit_test(test_silent_sub),
-    cmocka_unit_test(test_kit_cut),
-    cmocka_unit_test(test_kit_one_way),
-    cmocka_unit_test(test_kit_silent),
-    cmocka_unit_test(test_split_brain),
-    cmocka_unit_test(test_split_brain_guarded),
-    cmocka_unit_test(test_kit_split),
-    cmocka_unit_test(test_cluster_minority),
-    cmocka_unit_test(test_kit_cluster),
-};
+#define OUTER_CASE(name) cmocka_unit_test(test_##name),
+static const struct CMUnitTest tests[] = {PARTITION_CASES(OUTER_CASE)};
 
 /* FX_MAIN, except that a machine that cannot make the namespaces skips
  * the whole file with exit status 77 (ctest: SKIP_RETURN_CODE), saying

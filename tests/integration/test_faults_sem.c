@@ -25,13 +25,7 @@ static unsigned seed = 4242;
 static void kill9(fk_mode mode) {
   fk.sem = PERMITS;
   int fd = fk_begin("sem-kill9", mode);
-  for (int64_t t0 = rt_now_ms(); fk_running(t0);) {
-    rt_sleep_ms(150 + rand_r(&seed) % 250); /* the fault's rhythm */
-    int id = (int)(rand_r(&seed) % FK_WORKERS);
-    rt_history_add(fd, -1, -1, RT_EV_FAULT, SIGKILL, id, 0);
-    fk_kill_worker(fd, id);
-    fk_spawn(id);
-  }
+  fk_kill9_faults(fd, &seed);
   fk_finish(fd, "sem-kill9", 0);
   fk.sem = 0;
 }
@@ -40,19 +34,8 @@ static void kill9(fk_mode mode) {
  * resumed, each is told (its check or its release says RLOCK_ELOST). */
 static void sigstop(fk_mode mode) {
   fk.sem = PERMITS;
-  int fd = fk_begin("sem-sigstop", mode), stale = 0;
-  for (int64_t t0 = rt_now_ms(); fk_running(t0);) {
-    rt_sleep_ms(100 + rand_r(&seed) % 200);
-    int id = fk_stop_a_holder();
-    if (id < 0)
-      continue;
-    stale++;
-    rt_history_add(fd, -1, -1, RT_EV_FAULT, SIGSTOP, id, 0);
-    rt_sleep_ms(2 * FK_WATCHDOG_MS); /* past the lease: the fault itself */
-    off_t seen = fk_history_size();
-    kill(fk.pids[id], SIGCONT);
-    fk_wait_record_from(id, seen, RT_EV_RELEASING);
-  }
+  int fd = fk_begin("sem-sigstop", mode);
+  int stale = fk_sigstop_faults(fd, &seed);
   rt_verdict v = fk_finish(fd, "sem-sigstop", 0);
   assert_true(stale > 0);
   assert_true(v.lost >= stale); /* every stale holder was told */
@@ -91,35 +74,9 @@ static void sentinel_failover(fk_mode mode) {
   fk.sem = 0;
 }
 
-static void test_kill9(void **state) {
-  (void)state;
-  kill9(FK_BLOCKING);
-}
-
-static void test_kill9_loop(void **state) {
-  (void)state;
-  kill9(FK_LOOP);
-}
-
-static void test_sigstop(void **state) {
-  (void)state;
-  sigstop(FK_BLOCKING);
-}
-
-static void test_sigstop_loop(void **state) {
-  (void)state;
-  sigstop(FK_LOOP);
-}
-
-static void test_sentinel_failover(void **state) {
-  (void)state;
-  sentinel_failover(FK_BLOCKING);
-}
-
-static void test_sentinel_failover_loop(void **state) {
-  (void)state;
-  sentinel_failover(FK_LOOP);
-}
+FK_BOTH_DRIVERS(kill9)
+FK_BOTH_DRIVERS(sigstop)
+FK_BOTH_DRIVERS(sentinel_failover)
 
 /* A record of worker `w` on semaphore 0 at time `t` (us). */
 static void put(int fd, int64_t t, int w, rt_ev ev) {
@@ -154,12 +111,9 @@ static void test_checker(void **state) {
 
 static const struct CMUnitTest tests_of_faults[] = {
     cmocka_unit_test(test_checker),
-    cmocka_unit_test(test_kill9),
-    cmocka_unit_test(test_kill9_loop),
-    cmocka_unit_test(test_sigstop),
-    cmocka_unit_test(test_sigstop_loop),
-    cmocka_unit_test(test_sentinel_failover),
-    cmocka_unit_test(test_sentinel_failover_loop),
+    FK_CASES(kill9),
+    FK_CASES(sigstop),
+    FK_CASES(sentinel_failover),
 };
 
 FX_MAIN(tests_of_faults, fx_setup, fx_teardown, child_main)

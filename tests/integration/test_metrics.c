@@ -321,16 +321,6 @@ static void test_format_and_args(void **state) {
   dk_free(c);
 }
 
-static int start(void) {
-  srv = rt_server_start(NULL);
-  return srv == NULL;
-}
-
-static void stop(void) {
-  rt_server_free(srv);
-  srv = NULL;
-}
-
 int main(void) {
   const dk_case cases[] = {
       DK_CASE(test_contention, DK_ALL),
@@ -340,5 +330,5 @@ int main(void) {
       DK_CASE(test_format_and_args, DK_BLOCK),
       DK_CASE(test_synchronisers, DK_BLOCK),
   };
-  return DK_RUN(cases, start, stop);
+  return DK_RUN(cases, fx_srv_start, fx_srv_stop);
 }

@@ -54,8 +54,6 @@ static void wait_key(const rlock_client *c) {
   dk_wait(pred_exists, key, 2000, "the registry record");
 }
 
-static void free_client(rlock_client *c) { dk_free(c); }
-
 /* The record names this process, the program set, the version; its TTL
  * is three periods; whois reads it back from an owner field. */
 static void test_record(void **state) {
@@ -87,7 +85,7 @@ static void test_record(void **state) {
   RC(rlock_client_whois(b, owner, &again), 1);
   assert_memory_equal(&again, &rec, sizeof rec);
   rlock_client_free(b);
-  free_client(c);
+  dk_free(c);
 }
 
 static bool pred_sets(void *arg, char *why, size_t cap) {
@@ -134,10 +132,10 @@ static void test_period(void **state) {
   ASSERT_RANGE(took, (n - 1) * PERIOD - 50, rt_scaled_ms(5000));
   ASSERT_RANGE(n, 4, rt_scaled_ms(5000) / PERIOD);
   if (dk_loop())
-    free_client(c);
+    dk_free(c);
   rlock_lock_free(l);
   if (!dk_loop())
-    free_client(c);
+    dk_free(c);
 }
 
 /* Off: no key, whatever the client does; whois says 0. */
@@ -156,12 +154,12 @@ static void test_off(void **state) {
   rlock_client_record rec;
   RC(dk_whois(on, rlock_client_id(off), &rec), 0);
   assert_string_equal(rec.host, "");
-  free_client(on);
+  dk_free(on);
   if (dk_loop())
-    free_client(off);
+    dk_free(off);
   rlock_lock_free(l);
   if (!dk_loop())
-    free_client(off);
+    dk_free(off);
 }
 
 static atomic_int warns;
@@ -211,10 +209,10 @@ static void test_acl_refused(void **state) {
   assert_int_equal(atomic_load(&warns), 1);
   assert_non_null(strstr(warned, RLOCK_REGISTRY_PREFIX));
   if (dk_loop())
-    free_client(c);
+    dk_free(c);
   rlock_lock_free(l);
   if (!dk_loop())
-    free_client(c);
+    dk_free(c);
   rt_cmd_int(srv, "ACL DELUSER regtest");
 }
 
@@ -288,10 +286,10 @@ static void test_redisson_owner(void **state) {
   rlock_lock_info_free(info);
   rt_cmd_int(srv, "DEL registry:redisson");
   if (dk_loop())
-    free_client(c);
+    dk_free(c);
   rlock_lock_free(l);
   if (!dk_loop())
-    free_client(c);
+    dk_free(c);
 }
 
 static void never_called(void *arg, int rc, const rlock_client_record *rec) {
@@ -341,7 +339,7 @@ static void test_args_async(void **state) {
   dk_let_time_pass(50); /* a callback would have come by now */
   assert_int_equal(atomic_load(&calls), 0);
   rlock_client_free(b);
-  free_client(c);
+  dk_free(c);
 }
 
 typedef struct freed {
@@ -365,7 +363,7 @@ static void test_whois_freed(void **state) {
   freed f = {.c = c};
   OK(rlock_client_whois_async(c, rlock_client_id(c), on_freed, &f));
   assert_int_equal(atomic_load(&f.first.done), 0); /* never from the call */
-  free_client(c);
+  dk_free(c);
   assert_int_equal(atomic_load(&f.first.done), 1);
   assert_int_equal(f.first.rc, RLOCK_ECLOSED);
   assert_int_equal(f.first.found, 0);
@@ -403,17 +401,7 @@ static void test_whois_other_thread(void **state) {
   assert_int_equal(a.got.found, 1);
   assert_string_equal(a.got.rec.program, "asked from afar");
   assert_int_equal(a.got.rec.pid, (long long)getpid());
-  free_client(c);
-}
-
-static int start(void) {
-  srv = rt_server_start(NULL);
-  return srv == NULL;
-}
-
-static void stop(void) {
-  rt_server_free(srv);
-  srv = NULL;
+  dk_free(c);
 }
 
 int main(void) {
@@ -428,5 +416,5 @@ int main(void) {
       DK_CASE(test_whois_freed, DK_LOOPS),
       DK_CASE(test_whois_other_thread, DK_LOOPS),
   };
-  return DK_RUN(cases, start, stop);
+  return DK_RUN(cases, fx_srv_start, fx_srv_stop);
 }

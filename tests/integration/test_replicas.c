@@ -52,6 +52,18 @@ static void counts(rt_server *s, long long *wait, long long *info) {
   freeReplyObject(r);
 }
 
+/* Lock `name` of client `c`, once `me` took and released it: the client
+ * has learnt the replica count (a blocking client pings first; a loop
+ * client learns it from the first write). */
+static rlock_lock *primed_lock(rlock_client *c, const char *name, uint64_t me) {
+  rlock_lock *l = fx_lock(c, name);
+  if (!dk_loop())
+    OK(rlock_client_ping(c, NULL));
+  OK(dk_acquire(l, me, 0, 30000));
+  OK(dk_release(l, me));
+  return l;
+}
+
 /* With a replica attached, every lock write is followed by WAIT: when the
  * acquisition returns, the replica has the hold already; when the release
  * does, the replica has let it go. */
@@ -117,12 +129,8 @@ static void test_sync_off(void **state) {
 static void test_paused_replica(void **state) {
   (void)state;
   rlock_client *c = client(1, 200);
-  rlock_lock *l = fx_lock(c, "rep:paused");
   uint64_t me = dk_me();
-  if (!dk_loop())
-    OK(rlock_client_ping(c, NULL)); /* learns the replica count */
-  OK(dk_acquire(l, me, 0, 30000));  /* so does the first write */
-  OK(dk_release(l, me));
+  rlock_lock *l = primed_lock(c, "rep:paused", me);
   rt_server_freeze(replica);
   int64_t t0 = rt_now_ms();
   result r;
@@ -184,6 +192,14 @@ static bool a_client_blocked(void *arg, char *why, size_t size) {
   return atoi(v) > 0;
 }
 
+/* The replica frozen (its WAIT never answers), then `me`'s acquisition
+ * of `l` started in `w` and seen blocked in WAIT on the master. */
+static void start_blocked_wait(dk_op *w, rlock_lock *l, uint64_t me) {
+  rt_server_freeze(replica);
+  dk_acquire_start(w, l, me, 0, 30000);
+  dk_wait(a_client_blocked, master, 5000, "the acquisition's WAIT");
+}
+
 /* The master turned into a replica while the acquisition's WAIT is
  * blocked (as Sentinel turns an old master into a replica): the server
  * answers WAIT with -UNBLOCKED and closes the connection. No replica
@@ -192,16 +208,10 @@ static bool a_client_blocked(void *arg, char *why, size_t size) {
 static void test_demoted_during_wait(void **state) {
   (void)state;
   rlock_client *c = client(1, 1500); /* below the command timeout */
-  rlock_lock *l = fx_lock(c, "rep:demoted");
-  uint64_t me = rlock_owner_new(); /* the acquisition runs elsewhere */
-  if (!dk_loop())
-    OK(rlock_client_ping(c, NULL)); /* learns the replica count */
-  OK(dk_acquire(l, me, 0, 30000));  /* so does the first write */
-  OK(dk_release(l, me));
-  rt_server_freeze(replica); /* its WAIT never answers */
+  uint64_t me = rlock_owner_new();   /* the acquisition runs elsewhere */
+  rlock_lock *l = primed_lock(c, "rep:demoted", me);
   dk_op w;
-  dk_acquire_start(&w, l, me, 0, 30000);
-  dk_wait(a_client_blocked, master, 5000, "the acquisition's WAIT");
+  start_blocked_wait(&w, l, me);
   rt_cmd_ok(master, "REPLICAOF 127.0.0.1 %d", rt_free_port());
   RC(dk_op_wait(&w, 15000, "the acquisition whose WAIT was cut"),
      RLOCK_EREPLICA);
@@ -222,16 +232,10 @@ static void test_demoted_during_wait(void **state) {
 static void test_cut_during_wait(void **state) {
   (void)state;
   rlock_client *c = client(1, 1500); /* below the command timeout */
-  rlock_lock *l = fx_lock(c, "rep:cut");
-  uint64_t me = rlock_owner_new(); /* the acquisition runs elsewhere */
-  if (!dk_loop())
-    OK(rlock_client_ping(c, NULL)); /* learns the replica count */
-  OK(dk_acquire(l, me, 0, 30000));  /* so does the first write */
-  OK(dk_release(l, me));
-  rt_server_freeze(replica); /* its WAIT never answers */
+  uint64_t me = rlock_owner_new();   /* the acquisition runs elsewhere */
+  rlock_lock *l = primed_lock(c, "rep:cut", me);
   dk_op w;
-  dk_acquire_start(&w, l, me, 0, 30000);
-  dk_wait(a_client_blocked, master, 5000, "the acquisition's WAIT");
+  start_blocked_wait(&w, l, me);
   freeReplyObject(rt_cmd(master, "CLIENT KILL TYPE normal"));
   RC(dk_op_wait(&w, 15000, "the acquisition whose connection was cut"),
      RLOCK_EREPLICA);

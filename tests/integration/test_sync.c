@@ -118,6 +118,9 @@ static int sk_wait(sk *k, int rc) {
   return k->rc;
 }
 
+/* SYNC_CALL's `out_` for the calls that give no value. */
+static int64_t *const none = NULL;
+
 /* Each: the blocking call, or the _async call answered. */
 #define SYNC_CALL(out_, blocking, async_call)                                  \
   do {                                                                         \
@@ -131,12 +134,10 @@ static int sk_wait(sk *k, int rc) {
   } while (0)
 
 static int s_acquire(rlock_semaphore *s, int64_t n, int64_t wait) {
-  int64_t *none = NULL;
   SYNC_CALL(none, rlock_semaphore_acquire(s, n, wait, NULL),
             rlock_semaphore_acquire_async(s, n, wait, sk_cb, &k_, NULL));
 }
 static int s_release(rlock_semaphore *s, int64_t n) {
-  int64_t *none = NULL;
   SYNC_CALL(none, rlock_semaphore_release(s, n),
             rlock_semaphore_release_async(s, n, sk_cb, &k_));
 }
@@ -150,12 +151,10 @@ static int s_try_set(int64_t *set, rlock_semaphore *s, int64_t n) {
   SYNC_CALL(set, 0, rlock_semaphore_try_set_permits_async(s, n, sk_cb, &k_));
 }
 static int s_set(rlock_semaphore *s, int64_t n) {
-  int64_t *none = NULL;
   SYNC_CALL(none, rlock_semaphore_set_permits(s, n),
             rlock_semaphore_set_permits_async(s, n, sk_cb, &k_));
 }
 static int s_add(rlock_semaphore *s, int64_t d) {
-  int64_t *none = NULL;
   SYNC_CALL(none, rlock_semaphore_add_permits(s, d),
             rlock_semaphore_add_permits_async(s, d, sk_cb, &k_));
 }
@@ -181,22 +180,18 @@ static int p_acquire(char *id, rlock_psemaphore *s, int64_t wait,
   return rc;
 }
 static int p_release(rlock_psemaphore *s, const char *id) {
-  int64_t *none = NULL;
   SYNC_CALL(none, rlock_psemaphore_release(s, id),
             rlock_psemaphore_release_async(s, id, sk_cb, &k_));
 }
 static int p_update(rlock_psemaphore *s, const char *id, int64_t lease) {
-  int64_t *none = NULL;
   SYNC_CALL(none, rlock_psemaphore_update_lease(s, id, lease),
             rlock_psemaphore_update_lease_async(s, id, lease, sk_cb, &k_));
 }
 static int p_try_set(rlock_psemaphore *s, int64_t n) {
-  int64_t *none = NULL;
   SYNC_CALL(none, rlock_psemaphore_try_set_permits(NULL, s, n),
             rlock_psemaphore_try_set_permits_async(s, n, sk_cb, &k_));
 }
 static int p_set(rlock_psemaphore *s, int64_t n) {
-  int64_t *none = NULL;
   SYNC_CALL(none, rlock_psemaphore_set_permits(s, n),
             rlock_psemaphore_set_permits_async(s, n, sk_cb, &k_));
 }
@@ -270,12 +265,10 @@ static int p_check(rlock_psemaphore *s, const char *id) {
 }
 
 static int l_try_set(rlock_latch *x, int64_t n) {
-  int64_t *none = NULL;
   SYNC_CALL(none, rlock_latch_try_set_count(NULL, x, n),
             rlock_latch_try_set_count_async(x, n, sk_cb, &k_));
 }
 static int l_down(rlock_latch *x) {
-  int64_t *none = NULL;
   SYNC_CALL(none, rlock_latch_count_down(x),
             rlock_latch_count_down_async(x, sk_cb, &k_));
 }
@@ -283,7 +276,6 @@ static int l_count(int64_t *n, rlock_latch *x) {
   SYNC_CALL(n, rlock_latch_count(n, x), rlock_latch_count_async(x, sk_cb, &k_));
 }
 static int l_await(rlock_latch *x, int64_t wait) {
-  int64_t *none = NULL;
   SYNC_CALL(none, rlock_latch_await(x, wait, NULL),
             rlock_latch_await_async(x, wait, sk_cb, &k_, NULL));
 }
@@ -445,14 +437,29 @@ static void fresh(char *buf, size_t size, const char *what) {
            sen != NULL, ++seq);
 }
 
+enum { NAME_LEN = 128, KEY_LEN = 160 };
+
+/* A case's start: a fresh name for `tag` in `name` (NAME_LEN bytes), and
+ * a client (no watchdog) where the case's topology is; with `channel` or
+ * `tkey` (KEY_LEN bytes) not NULL, the semaphores' channel and the
+ * permits' timeout set of that name. */
+static rlock_client *case_open(char *name, char *channel, char *tkey,
+                               const char *tag) {
+  fresh(name, NAME_LEN, tag);
+  if (channel != NULL)
+    snprintf(channel, KEY_LEN, "redisson_sc:{%s}", name);
+  if (tkey != NULL)
+    snprintf(tkey, KEY_LEN, "{%s}:timeout", name);
+  return client(0, NULL, NULL);
+}
+
 /* ---- the semaphore
  * ------------------------------------------------------------ */
 
 static void test_semaphore_basics(void **state) {
   (void)state;
-  char name[128];
-  fresh(name, sizeof name, "sem");
-  rlock_client *c = client(0, NULL, NULL);
+  char name[NAME_LEN];
+  rlock_client *c = case_open(name, NULL, NULL, "sem");
   rlock_semaphore *s;
   OK(rlock_semaphore_new(&s, c, name));
   int64_t v = -1;
@@ -542,10 +549,8 @@ static void test_foreign_keys(void **state) {
  * by this library's. */
 static void test_semaphore_interop(void **state) {
   (void)state;
-  char name[128], channel[160];
-  fresh(name, sizeof name, "semx");
-  snprintf(channel, sizeof channel, "redisson_sc:{%s}", name);
-  rlock_client *c = client(0, NULL, NULL);
+  char name[NAME_LEN], channel[KEY_LEN];
+  rlock_client *c = case_open(name, channel, NULL, "semx");
   rlock_semaphore *s;
   OK(rlock_semaphore_new(&s, c, name));
   OK(s_set(s, 0));
@@ -586,10 +591,8 @@ static void *fire_when_waiting(void *arg) {
  * canceled (rlock_op_cancel, loop): RLOCK_ECANCELED, nothing taken. */
 static void test_cancel(void **state) {
   (void)state;
-  char name[128], channel[160];
-  fresh(name, sizeof name, "cancel");
-  snprintf(channel, sizeof channel, "redisson_sc:{%s}", name);
-  rlock_client *c = client(0, NULL, NULL);
+  char name[NAME_LEN], channel[KEY_LEN];
+  rlock_client *c = case_open(name, channel, NULL, "cancel");
   rlock_semaphore *s;
   OK(rlock_semaphore_new(&s, c, name));
   OK(s_set(s, 0));
@@ -624,10 +627,8 @@ static void test_cancel(void **state) {
 
 static void test_psemaphore_basics(void **state) {
   (void)state;
-  char name[128], tkey[160];
-  fresh(name, sizeof name, "psem");
-  snprintf(tkey, sizeof tkey, "{%s}:timeout", name);
-  rlock_client *c = client(0, NULL, NULL);
+  char name[NAME_LEN], tkey[KEY_LEN];
+  rlock_client *c = case_open(name, NULL, tkey, "psem");
   rlock_psemaphore *p;
   OK(rlock_psemaphore_new(&p, c, name));
   OK(p_try_set(p, 1));
@@ -726,11 +727,8 @@ static void test_psemaphore_watchdog(void **state) {
 
 static void test_psemaphore_interop(void **state) {
   (void)state;
-  char name[128], channel[160], tkey[160];
-  fresh(name, sizeof name, "psemx");
-  snprintf(channel, sizeof channel, "redisson_sc:{%s}", name);
-  snprintf(tkey, sizeof tkey, "{%s}:timeout", name);
-  rlock_client *c = client(0, NULL, NULL);
+  char name[NAME_LEN], channel[KEY_LEN], tkey[KEY_LEN];
+  rlock_client *c = case_open(name, channel, tkey, "psemx");
   rlock_psemaphore *p;
   OK(rlock_psemaphore_new(&p, c, name));
   OK(p_try_set(p, 1));

@@ -37,9 +37,9 @@ static rlock__reply *integer(int64_t v) {
   return r;
 }
 
-/* Encode what the request sends next: `count` commands, the first of
- * them `first` (read back with the reply reader). */
-static void expect_sent(rlock__req *q, const char *first, int count) {
+/* A reply reader fed what the request sends next (encoded): its
+ * commands read back as arrays. The caller frees it. */
+static rlock__reader *sent_reader(rlock__req *q) {
   char *buf = NULL;
   long len = rlock__req_encode(q, &buf);
   assert_true(len > 0);
@@ -47,6 +47,13 @@ static void expect_sent(rlock__req *q, const char *first, int count) {
   assert_non_null(rd);
   assert_int_equal(rlock__reader_feed(rd, buf, (size_t)len), RLOCK__READ_OK);
   free(buf);
+  return rd;
+}
+
+/* Encode what the request sends next: `count` commands, the first of
+ * them `first` (read back with the reply reader). */
+static void expect_sent(rlock__req *q, const char *first, int count) {
+  rlock__reader *rd = sent_reader(q);
   for (int i = 0;; i++) {
     rlock__reply *r;
     assert_int_equal(rlock__reader_get(rd, &r), RLOCK__READ_OK);
@@ -67,6 +74,19 @@ static void start_hget(rlock__call *call, rlock__req *q) {
   rlock__call_key(call, "orders");
   rlock__call_arg(call, "owner");
   rlock__req_init(q, call);
+}
+
+/* A lock acquisition (sync: a write to confirm) whose request is to WAIT
+ * for one replica for 100 ms. */
+static void start_acquire_wait(rlock__call *call, rlock__req *q, int sync) {
+  rlock__call_script(call, &rlock__script_lock_acquire);
+  rlock__call_key(call, "orders");
+  rlock__call_num(call, 30000);
+  rlock__call_arg(call, "owner:1");
+  call->sync = sync;
+  rlock__req_init(q, call);
+  q->wait_n = 1;
+  q->wait_ms = 100;
 }
 
 /* An HGET sent and answered with the error `text`: the step it took. */
@@ -163,13 +183,7 @@ static void test_noscript_wait_asking(void **state) {
   (void)state;
   rlock__call call;
   rlock__req q;
-  rlock__call_script(&call, &rlock__script_lock_acquire);
-  rlock__call_key(&call, "orders");
-  rlock__call_num(&call, 30000);
-  rlock__call_arg(&call, "owner:1");
-  rlock__req_init(&q, &call);
-  q.wait_n = 1;
-  q.wait_ms = 100;
+  start_acquire_wait(&call, &q, 0);
   q.asking = 1;
   expect_sent(&q, "ASKING", 3);
   assert_int_equal(rlock__req_feed(&q, WHERE, reply(RLOCK__R_STATUS, "OK")),
@@ -196,14 +210,7 @@ static void test_wait_error_confirms_nothing(void **state) {
   (void)state;
   rlock__call call;
   rlock__req q;
-  rlock__call_script(&call, &rlock__script_lock_acquire);
-  rlock__call_key(&call, "orders");
-  rlock__call_num(&call, 30000);
-  rlock__call_arg(&call, "owner:1");
-  call.sync = 1;
-  rlock__req_init(&q, &call);
-  q.wait_n = 1;
-  q.wait_ms = 100;
+  start_acquire_wait(&call, &q, 1);
   expect_sent(&q, "EVALSHA", 2);
   assert_int_equal(rlock__req_feed(&q, WHERE, reply(RLOCK__R_NIL, NULL)),
                    RLOCK__STEP_MORE);
@@ -238,13 +245,7 @@ static void test_bytes_argument(void **state) {
   rlock__call_arg(&call, "PUBLISH");
   rlock__req_init(&q, &call);
   for (int pass = 0; pass < 2; pass++) {
-    char *buf = NULL;
-    long len = rlock__req_encode(&q, &buf);
-    assert_true(len > 0);
-    rlock__reader *rd = rlock__reader_new();
-    assert_non_null(rd);
-    assert_int_equal(rlock__reader_feed(rd, buf, (size_t)len), RLOCK__READ_OK);
-    free(buf);
+    rlock__reader *rd = sent_reader(&q);
     rlock__reply *r;
     assert_int_equal(rlock__reader_get(rd, &r), RLOCK__READ_OK);
     assert_non_null(r);
