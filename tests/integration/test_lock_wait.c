@@ -163,6 +163,37 @@ static void test_wait_end_sends_no_attempt(void **state) {
   dk_free(c);
 }
 
+/* The same for a spin lock: its back-off (constant, 2/5 of the wait)
+ * attempts at 0, 2/5 and 4/5 of the wait; the next pause, cut at the
+ * wait's end, ends the wait without a fourth attempt. */
+static void test_spin_wait_end_sends_no_attempt(void **state) {
+  (void)state;
+  rlock_client *c = dk_client(rt_server_url(srv), 0, NULL, NULL);
+  rlock_spin_options o = RLOCK_SPIN_OPTIONS_INIT;
+  o.backoff = RLOCK_SPIN_CONSTANT;
+  o.delay_ms = rt_scaled_ms(400);
+  rlock_lock *l;
+  OK(rlock_lock_new_spin_opts(&l, c, "wait:spin-end", &o));
+  uint64_t me = dk_me();
+  OK(dk_acquire(l, me, 0, 5000)); /* connected, the script loaded */
+  OK(dk_release(l, me));
+  hold_foreign("wait:spin-end", 60000);
+  freeReplyObject(rt_cmd(srv, "CONFIG RESETSTAT"));
+  dk_op w;
+  dk_acquire_start(&w, l, rlock_owner_new(), rt_scaled_ms(1000), 5000);
+  long long three = 3;
+  dk_wait(pred_attempts, &three, 5000, "the third attempt");
+  freeReplyObject(rt_cmd(srv, "PING")); /* as above */
+  rt_server_freeze(srv);
+  int rc = dk_op_wait(&w, 5000, "the wait's end");
+  rt_server_thaw(srv);
+  RC(rc, RLOCK_ELOCKED);
+  assert_int_equal(fx_evalsha_calls(srv), 3);
+  freeReplyObject(rt_cmd(srv, "DEL wait:spin-end"));
+  rlock_lock_free(l);
+  dk_free(c);
+}
+
 static bool pred_one_acquired(void *arg, char *why, size_t cap) {
   waiter *w = arg;
   snprintf(why, cap, "none of the three waiters holds the lock");
@@ -404,6 +435,7 @@ static const dk_case cases[] = {
     DK_CASE(test_unlock_message_wakes_waiter, DK_ALL),
     DK_CASE(test_subscriber_killed, DK_ALL),
     DK_CASE(test_wait_end_sends_no_attempt, DK_ALL),
+    DK_CASE(test_spin_wait_end_sends_no_attempt, DK_ALL),
     DK_CASE(test_one_message_wakes_one_waiter, DK_BLOCK),
     DK_CASE(test_subscription_shared_and_released, DK_BLOCK),
     DK_CASE(test_cancel_ends_a_wait, DK_BLOCK),

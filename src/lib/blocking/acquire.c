@@ -288,12 +288,15 @@ static void sleep_until(int64_t until_us, const rlock_cancel *cancel) {
 }
 
 /* The spin lock's wait: no subscription; back off (rlock__plan_spin),
- * then attempt again. */
+ * then attempt again. A pause that reached the wait's end ends it "not in
+ * time" without an attempt, as a subscribed wait does. */
 static int spin_and_retry(acq *a) {
   for (;;) {
     sleep_until(rlock__plan_spin(&a->plan, &a->l->spin), a->cancel);
     if (rlock__canceled(a->cancel))
       return rlock__err(RLOCK_ECANCELED, "wait canceled");
+    if (rlock__plan_wait_ended(&a->plan, a->l))
+      return RLOCK_ELOCKED;
     int rc = attempt(a);
     if (rc != RLOCK_ELOCKED || rlock__now_us() >= a->plan.deadline_us)
       return rc;

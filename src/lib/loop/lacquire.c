@@ -134,6 +134,7 @@ static void on_timer(rlock_client *c, rlock__ltimer *t) {
 static void wait_more(rlock_op *op) {
   rlock_lock *l = op->l;
   if (l->kind->spin) {
+    op->resting = 1;
     sleep_until(op, RLOCK__LACQ_SLEEPING,
                 rlock__plan_spin(&op->plan, &l->spin));
     return;
