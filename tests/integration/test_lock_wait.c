@@ -130,35 +130,44 @@ static bool pred_attempts(void *arg, char *why, size_t cap) {
   return got >= want;
 }
 
-/* A wait nothing wakes (no message; the holder's lease, 60 s, outlasts
- * it) ends at its end "not in time" without a last attempt: one sent then
- * would race the call's bound, which leaves its answer 100 ms only, so a
- * slow but healthy server (a loaded machine) turned RLOCK_ELOCKED into
- * RLOCK_ETIMEOUT. The server freezes once the attempt after subscribing
- * has been answered: nothing is in flight when the wait ends. */
-static void test_wait_end_sends_no_attempt(void **state) {
-  (void)state;
-  rlock_client *c = dk_client(rt_server_url(srv), 0, NULL, NULL);
-  rlock_lock *l = fx_lock(c, "wait:end");
+/* A wait on `name` (held by another owner for a minute) of 1 s: once the
+ * server has answered `attempts` attempts, it freezes until the wait
+ * ends, so nothing is in flight then; the wait must end "not in time"
+ * with no attempt more. */
+static void expect_quiet_end(rlock_lock *l, const char *name,
+                             long long attempts, const char *what) {
   uint64_t me = dk_me();
   OK(dk_acquire(l, me, 0, 5000)); /* connected, the script loaded */
   OK(dk_release(l, me));
-  hold_foreign("wait:end", 60000);
+  hold_foreign(name, 60000);
   freeReplyObject(rt_cmd(srv, "CONFIG RESETSTAT"));
   dk_op w;
   dk_acquire_start(&w, l, rlock_owner_new(), rt_scaled_ms(1000), 5000);
-  long long two = 2; /* the first attempt, and the one after subscribing */
-  dk_wait(pred_attempts, &two, 5000, "the attempt after subscribing");
-  /* Its answer may still wait in the server's output, behind that of the
-   * INFO just answered: one more round trip lets it out. */
+  long long want = attempts;
+  dk_wait(pred_attempts, &want, 5000, what);
+  /* The last answer may still wait in the server's output, behind that of
+   * the INFO just answered: one more round trip lets it out. */
   freeReplyObject(rt_cmd(srv, "PING"));
   rt_server_freeze(srv);
   int rc = dk_op_wait(&w, 5000, "the wait's end");
   rt_server_thaw(srv);
   RC(rc, RLOCK_ELOCKED);
   assert_non_null(strstr(w.r.msg, "held by another"));
-  assert_int_equal(fx_evalsha_calls(srv), 2);
-  freeReplyObject(rt_cmd(srv, "DEL wait:end"));
+  assert_int_equal(fx_evalsha_calls(srv), attempts);
+  freeReplyObject(rt_cmd(srv, "DEL %s", name));
+}
+
+/* A wait nothing wakes (no message; the holder's lease, 60 s, outlasts
+ * it) ends at its end "not in time" without a last attempt: one sent then
+ * would race the call's bound, which leaves its answer 100 ms only, so a
+ * slow but healthy server (a loaded machine) turned RLOCK_ELOCKED into
+ * RLOCK_ETIMEOUT. The server freezes once the attempt after subscribing
+ * (the second) has been answered. */
+static void test_wait_end_sends_no_attempt(void **state) {
+  (void)state;
+  rlock_client *c = dk_client(rt_server_url(srv), 0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "wait:end");
+  expect_quiet_end(l, "wait:end", 2, "the attempt after subscribing");
   rlock_lock_free(l);
   dk_free(c);
 }
@@ -174,22 +183,7 @@ static void test_spin_wait_end_sends_no_attempt(void **state) {
   o.delay_ms = rt_scaled_ms(400);
   rlock_lock *l;
   OK(rlock_lock_new_spin_opts(&l, c, "wait:spin-end", &o));
-  uint64_t me = dk_me();
-  OK(dk_acquire(l, me, 0, 5000)); /* connected, the script loaded */
-  OK(dk_release(l, me));
-  hold_foreign("wait:spin-end", 60000);
-  freeReplyObject(rt_cmd(srv, "CONFIG RESETSTAT"));
-  dk_op w;
-  dk_acquire_start(&w, l, rlock_owner_new(), rt_scaled_ms(1000), 5000);
-  long long three = 3;
-  dk_wait(pred_attempts, &three, 5000, "the third attempt");
-  freeReplyObject(rt_cmd(srv, "PING")); /* as above */
-  rt_server_freeze(srv);
-  int rc = dk_op_wait(&w, 5000, "the wait's end");
-  rt_server_thaw(srv);
-  RC(rc, RLOCK_ELOCKED);
-  assert_int_equal(fx_evalsha_calls(srv), 3);
-  freeReplyObject(rt_cmd(srv, "DEL wait:spin-end"));
+  expect_quiet_end(l, "wait:spin-end", 3, "the third attempt");
   rlock_lock_free(l);
   dk_free(c);
 }
