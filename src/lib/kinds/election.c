@@ -3,10 +3,10 @@
  * election.c - the election kind and the election objects (election.h):
  * a fenced lock (Redisson RFencedLock's hash, token counter and channel)
  * whose attempt also writes the leader record rlock_leader:{name} and
- * refuses a second campaign by the leader, and whose release deletes the
- * record (unless the leader's hold is one it does not know of: then it
- * waits). The calls are built here and run by blocking/election.c or
- * loop/lelect.c.
+ * refuses a second campaign by a leader that knows it leads (a hold of
+ * the owner's field its client does not know of is waited on), and whose
+ * release deletes the record. The calls are built here and run by
+ * blocking/election.c or loop/lelect.c.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -14,9 +14,10 @@
 -- the owner leads already and knows it (nothing written). A hold of the
 -- owner's field that its client does not know of (lost, yet still on the
 -- server, e.g. a promoted replica's copy) is answered with its TTL as
--- another leader's: the campaign waits for it to expire (nobody renews it). A token key that is not a
--- counter, a record that is not a hash, or a lock key that is not a lock
--- (lockcheck) is refused with WRONGTYPE before anything is written.
+-- another leader's: the campaign waits for it to expire (nobody renews
+-- it). A token key that is not a counter, a record that is not a hash, or
+-- a lock key that is not a lock (lockcheck) is refused with WRONGTYPE
+-- before anything is written.
 -- @include lockcheck
 local state, ttl, mine = lock_probe(KEYS[1], 'plain', ARGV[2])
 if state == nil then return ttl end -- the refusal
