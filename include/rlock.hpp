@@ -2062,7 +2062,8 @@ public:
   /// Campaign with `value` (1 to 65536 bytes, no NUL) as `o` says (its
   /// token() must not be set: the term is the answer): the term once
   /// leading, std::nullopt when another owner led for the whole wait.
-  /// Throws rlock::error with errc::held when the owner leads already,
+  /// Throws rlock::error with errc::held when the owner leads already
+  /// (and knows it: a lost hold still on the server is waited on),
   /// errc::invalid for a bad value (nothing written), canceled, ...
   std::optional<std::int64_t> campaign(std::string_view value,
                                        const acquire_options &o = {}) {

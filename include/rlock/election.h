@@ -35,7 +35,11 @@
  *
  * Owners: a campaign is for an owner (rlock_acquire_options.owner; the
  * calling thread by default), and a leader is never re-entered: a second
- * campaign by the owner that leads returns RLOCK_EHELD, nothing written.
+ * campaign by the owner that leads (and knows it: rlock_election_check
+ * would say RLOCK_OK) returns RLOCK_EHELD, nothing written. An owner told
+ * it lost leadership whose hold the server still carries (e.g. a promoted
+ * replica's copy after a failover; nobody renews it) waits on that hold as
+ * on another leader's, and leads with a new term once it expires.
  *
  * Losing leadership (the lease ran out, the lock was deleted or taken by
  * force) is told as a lock's loss: through the client's lost-lock
@@ -105,11 +109,13 @@ RLOCK_EXTERN rlock_lock *rlock_election_lock(rlock_election *e);
  *             comes in *term).
  * @param term if not NULL, receives the term (the fencing token).
  * @return RLOCK_OK when it leads; RLOCK_ELOCKED when another owner led
- *         for the whole wait; RLOCK_EHELD when this owner leads already
- *         (nothing written); RLOCK_ECANCELED; RLOCK_EINVAL (NULL election,
- *         a value NULL, empty or too long, bad options: nothing written),
- *         with a message; RLOCK_EWRONGTYPE (the name, its token counter or
- *         its record hold something else: nothing written);
+ *         for the whole wait (also a hold of this owner's the server
+ *         still carries after it was told RLOCK_ELOST); RLOCK_EHELD when
+ *         this owner leads already and knows it (nothing written);
+ *         RLOCK_ECANCELED; RLOCK_EINVAL (NULL election, a value NULL,
+ *         empty or too long, bad options: nothing written), with a
+ *         message; RLOCK_EWRONGTYPE (the name, its token counter or its
+ *         record hold something else: nothing written);
  *         RLOCK_EIO / RLOCK_ETIMEOUT / ... as an acquisition.
  */
 RLOCK_EXTERN int rlock_election_campaign(rlock_election *e, const char *value,

@@ -258,7 +258,9 @@ RLOCK_EXTERN int rlock_lock_inspect_async(rlock_lock *lock, rlock_info_fn cb,
 /**
  * rlock_election_campaign() on the loop: wait until `opts->owner` leads,
  * as rlock_lock_acquire_async() waits (its rules, bounds and statuses,
- * plus the campaign's: RLOCK_EHELD when the owner leads already), then
+ * plus the campaign's: RLOCK_EHELD when the owner leads already and knows
+ * it, as rlock_election_check says; a lost hold of its own still on the
+ * server is waited on as another leader's), then
  * the callback gets RLOCK_OK and the term as its value. `value` is checked
  * and copied before this returns (RLOCK_EINVAL: NULL, empty, longer than
  * RLOCK_MAX_LEADER_VALUE; nothing sent).

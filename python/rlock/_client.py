@@ -967,7 +967,9 @@ class Election(ElectionBase["Client"]):
             whole wait.
 
         Raises:
-            AlreadyHeld: this owner leads already (nothing written).
+            AlreadyHeld: this owner leads already, as check() says
+                (nothing written); a hold of its own it was told it lost
+                is waited on as another leader's.
             InvalidArgument: an empty or too long value, bad durations.
             WrongType, ConnectionError, TimeoutError, Canceled, Closed.
         """

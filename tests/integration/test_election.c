@@ -3,7 +3,8 @@
  * blocking client and on loop clients (drivers.h), against one server and
  * a Redis Cluster: campaign, observe, resign; the statuses of bad input
  * and of a second campaign; a standby taking over when the leader's lease
- * runs out (timed); a leader deposed by force told; a Java client's
+ * runs out (timed); a leader deposed by force told; a campaign by a
+ * leader told of its loss waiting on the ghost of its hold; a Java client's
  * RFencedLock operations (scripts of our own with Redisson's effects) and
  * rlock's lock objects on the same name. */
 #include "drivers.h"
@@ -443,6 +444,66 @@ static void deposed_told(int cluster) {
 
 ON_BOTH_TOPOLOGIES(deposed, deposed_told)
 
+/* ---- 3b. its own lost hold's ghost: waited on, not refused ------------- */
+
+/* PTTL of `key` (ms; -2 when absent). */
+static long long pttl(rt_server *s, const char *key) {
+  return rt_cmd_int(s, "PTTL %s", key);
+}
+
+/* A leader told its hold is lost, while the server still carries a hold
+ * of its field (as a promoted replica carries the old master's until its
+ * lease runs out; here the hold is deleted until the leader is told, then
+ * put back with a short TTL): the owner holds nothing it knows of, so its
+ * campaign waits on that ghost as on another leader's (a wait shorter
+ * than the ghost ends RLOCK_ELOCKED) and wins once it expires, with a new
+ * term. A leader that knows it leads is still refused RLOCK_EHELD. */
+static void ghost_waited_on(int cluster) {
+  rivals r;
+  rivals_open(&r, cluster, "el:ghost", 900, on_lost);
+  atomic_store(&lost_calls, 0);
+  uint64_t me = dk_me();
+  char field[RLOCK_OWNER_MAX];
+  dk_field(r.a, me, field);
+  int64_t t1 = 0, t2 = 0;
+  OK(campaign(r.ea, "first", me, 0, 0, &t1));
+  rt_cmd_int(r.t.s, "DEL %s", r.t.name);
+  dk_wait(lost_pred, NULL, 5000, "the leader told of its loss");
+  assert_int_equal(check(r.ea, me), RLOCK_ELOST);
+  const long long ghost = rt_scaled_ms(1500);
+  assert_int_equal(rt_cmd_int(r.t.s, "HSET %s %s 1", r.t.name, field), 1);
+  assert_int_equal(rt_cmd_int(r.t.s, "PEXPIRE %s %lld", r.t.name, ghost), 1);
+  int64_t begun_us = rt_now_us();
+  assert_int_equal(campaign(r.ea, "second", me, 200, 0, NULL), RLOCK_ELOCKED);
+  double ms = (double)(rt_now_us() - begun_us) / 1000.0;
+  assert_true(ms >= 195); /* it waited, as for another leader */
+  assert_int_equal(fx_hget(r.t.s, r.t.name, field), 1); /* nothing written */
+  long long left = pttl(r.t.s, r.t.name);
+  assert_true(left > 0);
+  begun_us = rt_now_us();
+  OK(campaign(r.ea, "second", me, rt_scaled_ms(10000), 0, &t2));
+  ms = (double)(rt_now_us() - begun_us) / 1000.0;
+  dk_report(cluster ? "elected past its own ghost hold (cluster), from "
+                      "the campaign"
+                    : "elected past its own ghost hold, from the campaign",
+            ms);
+  assert_true(ms >= (double)left - 20); /* woken by the ghost's TTL */
+  assert_true(ms <= (double)(left + rt_scaled_ms(1000)));
+  assert_true(t2 > t1);
+  OK(check(r.ea, me));
+  rlock_leader *l = observe(r.eb);
+  assert_string_equal(rlock_leader_value(l), "second");
+  assert_int_equal(rlock_leader_term(l), t2);
+  rlock_leader_free(l);
+  /* Now it leads and knows it: refused at once, nothing written. */
+  assert_int_equal(campaign(r.ea, "third", me, 0, 0, NULL), RLOCK_EHELD);
+  assert_int_equal(fx_hget(r.t.s, r.t.name, field), 1);
+  OK(resign(r.ea, me));
+  rivals_close(&r);
+}
+
+ON_BOTH_TOPOLOGIES(ghost, ghost_waited_on)
+
 /* ---- 4. a Java client's operations and rlock's lock objects on the name - */
 
 /* A Java client is played by scripts of our own with the effects
@@ -688,11 +749,13 @@ int main(int argc, char **argv) {
       DK_CASE(test_bad_input, DK_ALL),
       DK_CASE(test_takeover_single, DK_ALL),
       DK_CASE(test_deposed_single, DK_ALL),
+      DK_CASE(test_ghost_single, DK_ALL),
       DK_CASE(test_redisson_on_the_layout, DK_ALL),
       DK_CASE(test_follow_leader, DK_ALL),
       DK_CASE(test_basic_cluster, DK_ALL),
       DK_CASE(test_takeover_cluster, DK_ALL),
       DK_CASE(test_deposed_cluster, DK_ALL),
+      DK_CASE(test_ghost_cluster, DK_ALL),
   };
   int failed = DK_RUN(cases, setup, NULL);
   rt_cluster_free(cl);

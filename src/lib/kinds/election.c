@@ -3,9 +3,10 @@
  * election.c - the election kind and the election objects (election.h):
  * a fenced lock (Redisson RFencedLock's hash, token counter and channel)
  * whose attempt also writes the leader record rlock_leader:{name} and
- * refuses a second campaign by the leader, and whose release deletes the
- * record. The calls are built here and run by blocking/election.c or
- * loop/lelect.c.
+ * refuses a second campaign by a leader that knows it leads (a hold of
+ * the owner's field its client does not know of is waited on), and whose
+ * release deletes the record. The calls are built here and run by
+ * blocking/election.c or loop/lelect.c.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "common.h"
 #include "election_int.h"
 #include "names.h"
+#include "watchdog.h"
 
 static void campaign_attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
                              int64_t wait_ms, rlock__call *call) {
@@ -26,6 +28,11 @@ static void campaign_attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
   /* An object without a value (the election's own) never campaigns:
    * rlock__campaign_lock makes the ones that do. */
   rlock__call_arg(call, l->value != NULL ? l->value : "");
+  /* Whether this owner leads as far as it knows: the script refuses only
+   * such a leader (RLOCK_EHELD); a hold of its field it does not know of
+   * (lost, e.g. left on a promoted replica) is waited on as another's. */
+  rlock__call_arg(call,
+                  rlock__hold_live(l->client, l->name, owner) ? "1" : "0");
 }
 
 /* lock_release.lua's arguments, plus the record. */

@@ -407,16 +407,30 @@ size_t rlock__hold_fixed_levels(rlock_client *c, const char *name,
   return n;
 }
 
+/* rlock__hold_check's answer for the record `h` (NULL: none), locked,
+ * without a message. */
+static int hold_state(rlock__hold *h) {
+  return h == NULL                                              ? RLOCK_ENOTHELD
+         : h->lost                                              ? RLOCK_ELOST
+         : h->wd_levels == 0 && rlock__now_us() >= hold_end(h)  ? RLOCK_ELOST
+         : h->wd_levels > 0 && rlock__now_us() >= h->vouched_us ? RLOCK_ELOST
+                                                                : RLOCK_OK;
+}
+
+int rlock__hold_live(rlock_client *c, const char *name, const char *owner) {
+  char key[KEYBUF_SIZE];
+  size_t klen;
+  pthread_mutex_lock(&c->wd->mu);
+  int rc = hold_state(find(c->wd, name, owner, key, &klen));
+  pthread_mutex_unlock(&c->wd->mu);
+  return rc == RLOCK_OK;
+}
+
 int rlock__hold_check(rlock_client *c, const char *name, const char *owner) {
   char key[KEYBUF_SIZE];
   size_t klen;
   pthread_mutex_lock(&c->wd->mu);
-  rlock__hold *h = find(c->wd, name, owner, key, &klen);
-  int rc = h == NULL ? RLOCK_ENOTHELD
-           : h->lost ? RLOCK_ELOST
-           : h->wd_levels == 0 && rlock__now_us() >= hold_end(h)  ? RLOCK_ELOST
-           : h->wd_levels > 0 && rlock__now_us() >= h->vouched_us ? RLOCK_ELOST
-                                                                  : RLOCK_OK;
+  int rc = hold_state(find(c->wd, name, owner, key, &klen));
   pthread_mutex_unlock(&c->wd->mu);
   if (rc == RLOCK_ENOTHELD)
     return rlock__err(rc, "lock '%s' is not held by this owner (%s)", name,

@@ -152,6 +152,11 @@ void rlock__hold_mark_lost(rlock_client *c, const char *name);
  * the last confirmed renewal or acquisition. */
 int rlock__hold_check(rlock_client *c, const char *name, const char *owner);
 
+/* 1 when rlock__hold_check would say RLOCK_OK for (name, owner): this
+ * client knows of a live hold; else 0. Sets no error message (for a
+ * script's argument, not a caller's status). */
+int rlock__hold_live(rlock_client *c, const char *name, const char *owner);
+
 /* How many of (name, owner)'s levels have a fixed lease (not renewed by
  * the watchdog): 0 when none, or no record, or lost. */
 size_t rlock__hold_fixed_levels(rlock_client *c, const char *name,

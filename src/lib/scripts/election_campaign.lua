@@ -6,17 +6,25 @@
 -- KEYS[1] lock name. ARGV[1] lease in ms, ARGV[2] owner, ARGV[3] the token
 -- key redisson_lock_token:{name}, ARGV[4] the leader record
 -- rlock_leader:{name}, ARGV[5] the leader's value (the derived names are
--- arguments, in the lock's slot, as fenced_acquire.lua's token key).
+-- arguments, in the lock's slot, as fenced_acquire.lua's token key),
+-- ARGV[6] '1' when the owner's client knows it leads (a live local hold),
+-- else '0'.
 -- Returns {term} when elected (the term is the fencing token taken);
 -- otherwise the leader's remaining TTL in ms; NON_REENTRANT_REACQUIRE when
--- the owner leads already (nothing written). A token key that is not a
--- counter, a record that is not a hash, or a lock key that is not a lock
--- (lockcheck) is refused with WRONGTYPE before anything is written.
+-- the owner leads already and knows it (nothing written). A hold of the
+-- owner's field that its client does not know of (lost, yet still on the
+-- server, e.g. a promoted replica's copy) is answered with its TTL as
+-- another leader's: the campaign waits for it to expire (nobody renews
+-- it). A token key that is not a counter, a record that is not a hash, or
+-- a lock key that is not a lock (lockcheck) is refused with WRONGTYPE
+-- before anything is written.
 -- @include lockcheck
 local state, ttl, mine = lock_probe(KEYS[1], 'plain', ARGV[2])
 if state == nil then return ttl end -- the refusal
 if state ~= 'free' then
-  if mine > 0 then return redis.error_reply('NON_REENTRANT_REACQUIRE') end
+  if mine > 0 and ARGV[6] == '1' then
+    return redis.error_reply('NON_REENTRANT_REACQUIRE')
+  end
   return ttl
 end
 local rt = redis.call('type', ARGV[4]).ok
