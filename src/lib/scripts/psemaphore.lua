@@ -21,26 +21,16 @@
 -- Counts that would leave Redisson's int range: the status RANGE, nothing
 -- written. A key that is not a count, or a timeout key that is not a
 -- sorted set: WRONGTYPE, untouched.
--- @include countcheck
+-- @include psempurge
 -- @include permitid
 local PURGE_MAX = 1000
 local NO_EXPIRY = 922337203685477 -- Redisson's deadline of a permit
 local INSPECT_MAX = 1000 -- RLOCK_INSPECT_PERMITS
 local op, now, n = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local v, refusal = count_get(KEYS[1], 'semaphore')
+local v, refusal = psem_purge(now, PURGE_MAX, function(count)
+  redis.call(ARGV[4], ARGV[5], count)
+end)
 if v == nil then return refusal end
-local expired = redis.pcall('zrangebyscore', KEYS[2], 0, now, 'limit', 0,
-                            PURGE_MAX)
-if expired.err then
-  return redis.error_reply('WRONGTYPE key\'s timeout set holds a ' ..
-                           redis.call('type', KEYS[2]).ok ..
-                           ', not a sorted set')
-end
-if #expired > 0 then
-  redis.call('zrem', KEYS[2], unpack(expired))
-  v = redis.call('incrby', KEYS[1], #expired)
-  if v > 0 then redis.call(ARGV[4], ARGV[5], v) end
-end
 local function id()
   return permit_raw(ARGV[6])
 end

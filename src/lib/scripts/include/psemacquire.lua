@@ -32,23 +32,14 @@ local due = redis.pcall('zcount', KEYS[2], '0', ARGV[1])
 -- nothing.
 if n == nil or n < 1 or due ~= 0 or
    type(redis.pcall('decrby', KEYS[1], '1')) ~= 'number' then
-  -- @include countcheck
+  -- @include psempurge
   local NO_EXPIRY = 922337203685477 -- Redisson's deadline of no lease
   local now = tonumber(ARGV[1])
-  local v, refusal = count_get(KEYS[1], 'semaphore')
-  if v == nil then return refusal end
-  local expired = redis.pcall('zrangebyscore', KEYS[2], 0, now, 'limit', 0, 1)
-  if expired.err then
-    return redis.error_reply('WRONGTYPE key\'s timeout set holds a ' ..
-                             redis.call('type', KEYS[2]).ok ..
-                             ', not a sorted set')
-  end
-  if #expired > 0 then
-    redis.call('zrem', KEYS[2], unpack(expired))
-    v = redis.call('incrby', KEYS[1], #expired)
+  local v, refusal = psem_purge(now, 1, function(count)
     -- @include semchannel
-    if v > 0 then redis.call(PUBLISH, channel, v) end
-  end
+    redis.call(PUBLISH, channel, count)
+  end)
+  if v == nil then return refusal end
   if v == false or v < 1 then
     local first = redis.call('zrange', KEYS[2], 0, 0, 'WITHSCORES')
     if first[1] == nil or tonumber(first[2]) >= NO_EXPIRY then return -1 end
