@@ -417,21 +417,22 @@ static int hold_state(rlock__hold *h) {
                                                                 : RLOCK_OK;
 }
 
-int rlock__hold_live(rlock_client *c, const char *name, const char *owner) {
+/* hold_state of (name, owner)'s record, looked up under the lock. */
+static int hold_state_of(rlock_client *c, const char *name, const char *owner) {
   char key[KEYBUF_SIZE];
   size_t klen;
   pthread_mutex_lock(&c->wd->mu);
   int rc = hold_state(find(c->wd, name, owner, key, &klen));
   pthread_mutex_unlock(&c->wd->mu);
-  return rc == RLOCK_OK;
+  return rc;
+}
+
+int rlock__hold_live(rlock_client *c, const char *name, const char *owner) {
+  return hold_state_of(c, name, owner) == RLOCK_OK;
 }
 
 int rlock__hold_check(rlock_client *c, const char *name, const char *owner) {
-  char key[KEYBUF_SIZE];
-  size_t klen;
-  pthread_mutex_lock(&c->wd->mu);
-  int rc = hold_state(find(c->wd, name, owner, key, &klen));
-  pthread_mutex_unlock(&c->wd->mu);
+  int rc = hold_state_of(c, name, owner);
   if (rc == RLOCK_ENOTHELD)
     return rlock__err(rc, "lock '%s' is not held by this owner (%s)", name,
                       owner);
