@@ -452,6 +452,22 @@ static inline int dk_check(rlock_lock *l, uint64_t owner) {
   return a.rc;
 }
 
+/* The end of a callback that answers a dk_ wait: its status and message
+ * (rlock_error_last's, read on the callback's thread), then `done`, last,
+ * after whatever else the callback stored. */
+static inline void dk_answered(atomic_int *done, int *rc, char *msg, size_t cap,
+                               int code) {
+  *rc = code;
+  snprintf(msg, cap, "%s", code == RLOCK_OK ? "" : rlock_error_last()->message);
+  atomic_store(done, 1);
+}
+
+/* A dk_wait predicate: the callback has answered (arg: its `done`). */
+static inline bool dk_pred_answered(void *arg, char *why, size_t cap) {
+  snprintf(why, cap, "no answer yet");
+  return atomic_load((atomic_int *)arg);
+}
+
 typedef struct dk_info {
   atomic_int done;
   int rc;
@@ -461,16 +477,8 @@ typedef struct dk_info {
 
 static inline void dk_on_info(void *arg, int rc, rlock_lock_info *info) {
   dk_info *s = arg;
-  s->rc = rc;
   s->info = info;
-  snprintf(s->msg, sizeof s->msg, "%s",
-           rc == RLOCK_OK ? "" : rlock_error_last()->message);
-  atomic_store(&s->done, 1);
-}
-
-static inline bool dk_pred_info(void *arg, char *why, size_t cap) {
-  snprintf(why, cap, "no snapshot yet");
-  return atomic_load(&((dk_info *)arg)->done);
+  dk_answered(&s->done, &s->rc, s->msg, sizeof s->msg, rc);
 }
 
 /* The lock's snapshot (free it with rlock_lock_info_free). */
@@ -479,7 +487,7 @@ static inline int dk_inspect(rlock_lock_info **out, rlock_lock *l) {
     return rlock_lock_inspect(out, l);
   dk_info s = {0};
   OK(rlock_lock_inspect_async(l, dk_on_info, &s));
-  dk_wait(dk_pred_info, &s, 10000, "an inspection");
+  dk_wait(dk_pred_answered, &s.done, 10000, "an inspection");
   *out = s.info;
   if (s.rc != RLOCK_OK)
     rlock_loop_error(s.rc, s.msg);
@@ -498,18 +506,10 @@ typedef struct dk_rec {
 static inline void dk_on_record(void *arg, int rc,
                                 const rlock_client_record *rec) {
   dk_rec *s = arg;
-  s->rc = rc;
   s->found = rec != NULL;
   if (rec != NULL)
     s->rec = *rec; /* borrowed for the callback */
-  snprintf(s->msg, sizeof s->msg, "%s",
-           rc == RLOCK_OK ? "" : rlock_error_last()->message);
-  atomic_store(&s->done, 1);
-}
-
-static inline bool dk_pred_record(void *arg, char *why, size_t cap) {
-  snprintf(why, cap, "no whois answer yet");
-  return atomic_load(&((dk_rec *)arg)->done);
+  dk_answered(&s->done, &s->rc, s->msg, sizeof s->msg, rc);
 }
 
 /* rlock_client_whois's answer (1 found, 0 none, or a status), through
@@ -524,7 +524,7 @@ static inline int dk_whois(rlock_client *c, const char *owner,
   int rc = rlock_client_whois_async(c, owner, dk_on_record, &s);
   if (rc != RLOCK_OK)
     return rc;
-  dk_wait(dk_pred_record, &s, 10000, "a whois answer");
+  dk_wait(dk_pred_answered, &s.done, 10000, "a whois answer");
   if (s.rc != RLOCK_OK)
     return rlock_loop_error(s.rc, s.msg);
   *out = s.rec;
@@ -543,16 +543,8 @@ typedef struct dk_cb {
 
 static inline void dk_on_cb(void *arg, int rc, int64_t value) {
   dk_cb *s = arg;
-  s->rc = rc;
   s->value = value;
-  snprintf(s->msg, sizeof s->msg, "%s",
-           rc == RLOCK_OK ? "" : rlock_error_last()->message);
-  atomic_store(&s->done, 1);
-}
-
-static inline bool dk_pred_cb(void *arg, char *why, size_t cap) {
-  snprintf(why, cap, "no callback yet");
-  return atomic_load(&((dk_cb *)arg)->done);
+  dk_answered(&s->done, &s->rc, s->msg, sizeof s->msg, rc);
 }
 
 /* The status of an _async call that returned `started`: that, when it
@@ -561,7 +553,7 @@ static inline int dk_cb_wait(dk_cb *s, int started, int64_t ms,
                              const char *what) {
   if (started != RLOCK_OK)
     return started;
-  dk_wait(dk_pred_cb, s, ms, what);
+  dk_wait(dk_pred_answered, &s->done, ms, what);
   if (s->rc != RLOCK_OK)
     rlock_loop_error(s->rc, s->msg); /* for RC()'s message */
   return s->rc;

@@ -404,7 +404,7 @@ static void test_whois_other_thread(void **state) {
   assert_int_equal(pthread_create(&t, NULL, ask_off_loop, &a), 0);
   pthread_join(t, NULL);
   OK(a.rc);
-  dk_wait(dk_pred_record, &a.got, 10000, "the whois asked off the loop");
+  dk_wait(dk_pred_answered, &a.got.done, 10000, "the whois asked off the loop");
   OK(a.got.rc);
   assert_int_equal(a.got.found, 1);
   assert_string_equal(a.got.rec.program, "asked from afar");

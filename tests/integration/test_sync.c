@@ -89,11 +89,8 @@ typedef struct sk {
 
 static void sk_cb(void *arg, int rc, int64_t value) {
   sk *k = arg;
-  k->rc = rc;
   k->value = value;
-  snprintf(k->msg, sizeof k->msg, "%s",
-           rc == RLOCK_OK ? "" : rlock_error_last()->message);
-  atomic_store(&k->done, 1);
+  dk_answered(&k->done, &k->rc, k->msg, sizeof k->msg, rc);
 }
 
 static void sk_permit_cb(void *arg, int rc, const char *id) {
@@ -103,16 +100,12 @@ static void sk_permit_cb(void *arg, int rc, const char *id) {
   sk_cb(arg, rc, 0);
 }
 
-static bool sk_pred(void *arg, char *why, size_t cap) {
-  snprintf(why, cap, "no answer yet");
-  return atomic_load(&((sk *)arg)->done);
-}
-
 /* A loop call's answer: `rc` is what the _async call returned. */
 static int sk_wait(sk *k, int rc) {
   if (rc != RLOCK_OK)
     return rc;
-  dk_wait(sk_pred, k, 15000 + (k->wait > 0 ? k->wait : 0), "an answer");
+  dk_wait(dk_pred_answered, &k->done, 15000 + (k->wait > 0 ? k->wait : 0),
+          "an answer");
   if (k->rc != RLOCK_OK)
     rlock_loop_error(k->rc, k->msg);
   return k->rc;
@@ -325,7 +318,7 @@ static void bg_start(sk *k, int what, void *obj, int64_t wait) {
 }
 
 static int bg_end(sk *k) {
-  dk_wait(sk_pred, k, 10000, "the background wait");
+  dk_wait(dk_pred_answered, &k->done, 10000, "the background wait");
   if (!dk_loop())
     pthread_join(k->thread, NULL);
   if (k->rc != RLOCK_OK)

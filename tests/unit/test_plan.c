@@ -33,18 +33,24 @@ static void expect_pause(int64_t from, int64_t until, int64_t ms) {
              (long long)ms);
 }
 
+/* A wait of a minute on client `c` settling an attempt lost in flight;
+ * `read` a settling read, zeroed. */
+static void settling(rlock_client *c, rlock__plan *p, rlock__call *read) {
+  client_cfg(c);
+  rlock__plan_init(p, 60000);
+  rlock__plan_settle_begin(p, c);
+  memset(read, 0, sizeof *read);
+}
+
 /* After the reads that settle a lost attempt have backed off, a wait
  * rides out its outage from the first pause (25 ms, doubling), not from
  * where the reads' pauses had got to: the two back-offs are kept apart. */
 static void test_ride_out_after_settle_starts_at_first_pause(void **state) {
   (void)state;
   rlock_client c;
-  client_cfg(&c);
   rlock__plan p;
-  rlock__plan_init(&p, 60000);
-  rlock__plan_settle_begin(&p, &c);
   rlock__call read;
-  memset(&read, 0, sizeof read);
+  settling(&c, &p, &read);
   read.transient = 1; /* a read that may pass: read again */
   int64_t want = 25;
   for (int i = 0; i < 5; i++, want *= 2) {
@@ -62,12 +68,9 @@ static void test_ride_out_after_settle_starts_at_first_pause(void **state) {
 static void test_settle_stops_on_a_refused_read(void **state) {
   (void)state;
   rlock_client c;
-  client_cfg(&c);
   rlock__plan p;
-  rlock__plan_init(&p, 60000);
-  rlock__plan_settle_begin(&p, &c);
   rlock__call read;
-  memset(&read, 0, sizeof read); /* not transient, not in flight */
+  settling(&c, &p, &read); /* the read: not transient, not in flight */
   assert_int_equal(rlock__plan_settle_again(&p, &read, RLOCK_EPROTO), 0);
 }
 
