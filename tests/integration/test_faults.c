@@ -9,8 +9,8 @@
  * their lease (SIGSTOP, SIGCONT); the server restarted with an
  * append-only file; the server paused; connections killed (CLIENT KILL,
  * the subscriber's too). Each runs RLOCK_FAULT_SECONDS (default 3);
- * kill -9, SIGSTOP, CLIENT KILL and the failovers run once with blocking
- * workers and once with loop workers (faults_kit.h).
+ * every scenario but the slow link is written once and runs twice, with
+ * blocking workers and with loop workers (FK_BOTH_DRIVERS, faults_kit.h).
  * Where a lease lock cannot promise exclusion (a stopped holder), the
  * checker requires the stale holder to have been refused. */
 #include "faults_kit.h"
@@ -51,12 +51,11 @@ static void sigstop(fk_mode mode) {
 
 /* The server restarted with an append-only file (fsync always): locks
  * and the counter survive, waiters ride the restart out. */
-static void test_restart_persistent(void **state) {
-  (void)state;
+static void restart_persistent(fk_mode mode) {
   rt_server *plain = srv; /* the workers use srv: this run's server */
   srv = rt_server_start((const char *const[]){"--appendonly", "yes",
                                               "--appendfsync", "always", NULL});
-  int fd = fk_begin("restart-aof", FK_BLOCKING);
+  int fd = fk_begin("restart-aof", mode);
   for (int64_t t0 = rt_now_ms(); rt_now_ms() - t0 < fk_run_ms();) {
     rt_sleep_ms(500 + rand_r(&seed) % 300);
     rt_history_add(fd, -1, -1, RT_EV_FAULT, 'R', 0, 0);
@@ -69,9 +68,8 @@ static void test_restart_persistent(void **state) {
 
 /* The server paused for less than a lease: calls wait or time out with a
  * documented status, nothing overlaps. */
-static void test_server_paused(void **state) {
-  (void)state;
-  int fd = fk_begin("pause", FK_BLOCKING);
+static void server_paused(fk_mode mode) {
+  int fd = fk_begin("pause", mode);
   for (int64_t t0 = rt_now_ms(); rt_now_ms() - t0 < fk_run_ms();) {
     rt_sleep_ms(300 + rand_r(&seed) % 300);
     rt_history_add(fd, -1, -1, RT_EV_FAULT, 'P', 0, 0);
@@ -149,11 +147,10 @@ static void test_checker(void **state) {
  * token counters), so two holders may overlap; each overlap's stale
  * holder must learn it (its lock lost) or be refused by the fenced
  * resource, kept in a file here since Redis forgets it too. */
-static void test_restart_volatile(void **state) {
-  (void)state;
+static void restart_volatile(fk_mode mode) {
   fk.file_fence = 1;
   snprintf(fk.fence_path, sizeof fk.fence_path, "%s/fence", rt_server_dir(srv));
-  int fd = fk_begin("restart-volatile", FK_BLOCKING);
+  int fd = fk_begin("restart-volatile", mode);
   for (int64_t t0 = rt_now_ms(); rt_now_ms() - t0 < fk_run_ms();) {
     rt_sleep_ms(500 + rand_r(&seed) % 300);
     rt_history_add(fd, -1, -1, RT_EV_FAULT, 'V', 0, 0);
@@ -167,9 +164,8 @@ static void test_restart_volatile(void **state) {
 /* maxmemory reached (noeviction): acquisitions fail with a documented
  * status (the server's OOM refusal) while it lasts, nothing is half
  * written, and locks work again once memory is freed. */
-static void test_maxmemory(void **state) {
-  (void)state;
-  int fd = fk_begin("maxmemory", FK_BLOCKING);
+static void maxmemory(fk_mode mode) {
+  int fd = fk_begin("maxmemory", mode);
   rt_cmd_ok(srv, "CONFIG SET maxmemory-policy noeviction");
   for (int64_t t0 = rt_now_ms(); rt_now_ms() - t0 < fk_run_ms();) {
     rt_sleep_ms(200 + rand_r(&seed) % 200);
@@ -231,6 +227,10 @@ static void cluster_failover(fk_mode mode) {
 FK_BOTH_DRIVERS(kill9)
 FK_BOTH_DRIVERS(sigstop)
 FK_BOTH_DRIVERS(client_kill)
+FK_BOTH_DRIVERS(server_paused)
+FK_BOTH_DRIVERS(restart_persistent)
+FK_BOTH_DRIVERS(restart_volatile)
+FK_BOTH_DRIVERS(maxmemory)
 FK_BOTH_DRIVERS(sentinel_failover)
 FK_BOTH_DRIVERS(cluster_failover)
 
@@ -285,11 +285,11 @@ static const struct CMUnitTest tests_of_faults[] = {
     cmocka_unit_test(test_checker),
     FK_CASES(kill9),
     FK_CASES(sigstop),
-    cmocka_unit_test(test_server_paused),
+    FK_CASES(server_paused),
     FK_CASES(client_kill),
-    cmocka_unit_test(test_restart_persistent),
-    cmocka_unit_test(test_restart_volatile),
-    cmocka_unit_test(test_maxmemory),
+    FK_CASES(restart_persistent),
+    FK_CASES(restart_volatile),
+    FK_CASES(maxmemory),
     FK_CASES(sentinel_failover),
     FK_CASES(cluster_failover),
     cmocka_unit_test(test_slow_link),
