@@ -461,7 +461,9 @@ RLOCK_EXTERN int rlock_cancel_fired(const rlock_cancel *cancel);
  *         RLOCK_ELOST when this thread held it but it expired or was
  *         deleted meanwhile (the thread's local record is cleared);
  *         RLOCK_EIO / RLOCK_ETIMEOUT when the server cannot be reached (the
- *         lock is no longer renewed and expires after its lease).
+ *         lock is no longer renewed and expires after its lease; taken
+ *         again by the same owner meanwhile, the release that leaves the
+ *         owner no hold here deletes it, that level included).
  */
 RLOCK_EXTERN int rlock_lock_release(rlock_lock *lock);
 

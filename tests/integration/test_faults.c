@@ -224,6 +224,104 @@ static void cluster_failover(fk_mode mode) {
   assert_true(switches > 0 && v.acquisitions > 0);
 }
 
+/* ---- one client in the test's own process, on either driver ----------- */
+
+/* A client of `url` on `mode`'s driver (a loop client on its own libuv
+ * loop, run here while a call waits), one lock of it and its owner. */
+typedef struct one_client {
+  fk_mode mode;
+  uv_loop_t loop;
+  rlock_client *c;
+  rlock_lock *l;
+  uint64_t owner; /* the loop's calls' (a blocking call's: the thread) */
+} one_client;
+
+static void one_open(one_client *o, fk_mode mode, const char *url,
+                     const char *name) {
+  rlock_config *cfg;
+  o->mode = mode;
+  OK(rlock_config_new(&cfg));
+  OK(rlock_config_set_url(cfg, url));
+  OK(rlock_config_set_connect_timeout_ms(cfg, 500));
+  OK(rlock_config_set_command_timeout_ms(cfg, 1000));
+  if (mode == FK_LOOP) {
+    uv_loop_init(&o->loop);
+    OK(rlock_client_new_uv(&o->c, cfg, &o->loop));
+  } else {
+    OK(rlock_client_new(&o->c, cfg));
+  }
+  rlock_config_free(cfg);
+  OK(rlock_lock_new(&o->l, o->c, name));
+  o->owner = mode == FK_LOOP ? rlock_owner_new() : RLOCK_OWNER_THREAD;
+}
+
+static void one_close(one_client *o) {
+  rlock_lock_free(o->l);
+  OK(rlock_client_free(o->c));
+  if (o->mode == FK_LOOP) {
+    uv_run(&o->loop, UV_RUN_NOWAIT); /* the adapter's handles close */
+    assert_int_equal(uv_loop_close(&o->loop), 0);
+  }
+}
+
+/* Run the loop until the call `done` answers: its status. */
+static int one_wait(one_client *o, fk_call *done) {
+  int64_t end = rt_now_ms() + rt_scaled_ms(10000);
+  while (!done->done && rt_now_ms() < end)
+    uv_run(&o->loop, UV_RUN_ONCE);
+  if (!done->done)
+    fail_msg("no answer from the loop client within 10 s");
+  return done->rc;
+}
+
+/* Acquire with a wait of 5 s and a fixed lease of `lease_ms`. */
+static int one_acquire(one_client *o, int64_t lease_ms) {
+  rlock_acquire_options opts = RLOCK_ACQUIRE_OPTIONS_INIT;
+  opts.wait_ms = 5000;
+  opts.lease_ms = lease_ms;
+  opts.owner = o->owner;
+  if (o->mode == FK_BLOCKING)
+    return rlock_lock_acquire_opts(o->l, &opts);
+  fk_call done = {0};
+  int rc = rlock_lock_acquire_async(o->l, &opts, fk_on_done, &done, NULL);
+  return rc != RLOCK_OK ? rc : one_wait(o, &done);
+}
+
+static int one_release(one_client *o) {
+  if (o->mode == FK_BLOCKING)
+    return rlock_lock_release(o->l);
+  fk_call done = {0};
+  int rc = rlock_lock_release_async(o->l, o->owner, fk_on_done, &done);
+  return rc != RLOCK_OK ? rc : one_wait(o, &done);
+}
+
+/* A release that cannot reach the server (it is down) leaves the owner's
+ * hold there, to run out with its lease (rlock_lock_release's
+ * RLOCK_EIO). Taken again by the same owner meanwhile, the lock must not
+ * count that stale level: the next release, this client's last, frees
+ * it. (Found by restart_persistent: a worker that took and released a
+ * lock again and again after such a release kept it held, one level
+ * deep, for good; the other workers' waits all ran out.) */
+static void release_after_outage(fk_mode mode) {
+  rt_server *aof = rt_server_start((const char *const[]){
+      "--appendonly", "yes", "--appendfsync", "always", NULL});
+  one_client o;
+  one_open(&o, mode, rt_server_url(aof), "fault:outage");
+  OK(one_acquire(&o, 60000)); /* a fixed lease outlasts the test */
+  rt_server_stop(aof);
+  int rc = one_release(&o);
+  if (rc != RLOCK_EIO && rc != RLOCK_ETIMEOUT)
+    fail_msg("a release with the server down: %d (%s)", rc,
+             rlock_error_last()->message);
+  rt_server_start_again(aof); /* the lock is read back from the AOF */
+  assert_int_equal(rt_cmd_int(aof, "EXISTS fault:outage"), 1);
+  OK(one_acquire(&o, 60000));
+  OK(one_release(&o));
+  assert_int_equal(rt_cmd_int(aof, "EXISTS fault:outage"), 0);
+  one_close(&o);
+  rt_server_free(aof);
+}
+
 FK_BOTH_DRIVERS(kill9)
 FK_BOTH_DRIVERS(sigstop)
 FK_BOTH_DRIVERS(client_kill)
@@ -231,6 +329,7 @@ FK_BOTH_DRIVERS(server_paused)
 FK_BOTH_DRIVERS(restart_persistent)
 FK_BOTH_DRIVERS(restart_volatile)
 FK_BOTH_DRIVERS(maxmemory)
+FK_BOTH_DRIVERS(release_after_outage)
 FK_BOTH_DRIVERS(sentinel_failover)
 FK_BOTH_DRIVERS(cluster_failover)
 
@@ -290,6 +389,7 @@ static const struct CMUnitTest tests_of_faults[] = {
     FK_CASES(restart_persistent),
     FK_CASES(restart_volatile),
     FK_CASES(maxmemory),
+    FK_CASES(release_after_outage),
     FK_CASES(sentinel_failover),
     FK_CASES(cluster_failover),
     cmocka_unit_test(test_slow_link),
