@@ -198,10 +198,15 @@ static inline void fk_run_until(uv_loop_t *loop, const int *flag) {
     uv_run(loop, UV_RUN_ONCE);
 }
 
-/* The work's time inside the lock, with the loop running (renewals). */
+/* The work's time inside the lock, with the loop running (renewals). The
+ * loop's clock is read first: it is that of the last iteration, before the
+ * work's own round trips, and a timer already due by it fires at the start
+ * of the next UV_RUN_ONCE, which then still sleeps in its poll until some
+ * other event (the next renewal, a third of a lease away). */
 static inline void fk_loop_sleep(uv_loop_t *loop, uv_timer_t *t, int ms) {
   int fired = 0;
   t->data = &fired;
+  uv_update_time(loop);
   uv_timer_start(t, fk_on_timer, (uint64_t)ms, 0);
   fk_run_until(loop, &fired);
 }
