@@ -9,8 +9,10 @@
  * their lease (SIGSTOP, SIGCONT); the server restarted with an
  * append-only file; the server paused; connections killed (CLIENT KILL,
  * the subscriber's too). Each runs RLOCK_FAULT_SECONDS (default 3);
- * every scenario but the slow link is written once and runs twice, with
- * blocking workers and with loop workers (FK_BOTH_DRIVERS, faults_kit.h).
+ * every scenario but the slow link is written once and runs with
+ * blocking workers and with libuv loop workers (FK_BOTH_DRIVERS,
+ * faults_kit.h); those on the server (restart, pause, maxmemory) with
+ * libevent loop workers too (FK_ALL_DRIVERS).
  * Where a lease lock cannot promise exclusion (a stopped holder), the
  * checker requires the stale holder to have been refused. */
 #include "faults_kit.h"
@@ -227,10 +229,12 @@ static void cluster_failover(fk_mode mode) {
 /* ---- one client in the test's own process, on either driver ----------- */
 
 /* A client of `url` on `mode`'s driver (a loop client on its own libuv
- * loop, run here while a call waits), one lock of it and its owner. */
+ * loop or libevent base, run here while a call waits), one lock of it and
+ * its owner. */
 typedef struct one_client {
   fk_mode mode;
   uv_loop_t loop;
+  struct event_base *evb;
   rlock_client *c;
   rlock_lock *l;
   uint64_t owner; /* the loop's calls' (a blocking call's: the thread) */
@@ -247,12 +251,15 @@ static void one_open(one_client *o, fk_mode mode, const char *url,
   if (mode == FK_LOOP) {
     uv_loop_init(&o->loop);
     OK(rlock_client_new_uv(&o->c, cfg, &o->loop));
+  } else if (mode == FK_EVENT) {
+    assert_non_null(o->evb = event_base_new());
+    OK(rlock_client_new_event(&o->c, cfg, o->evb));
   } else {
     OK(rlock_client_new(&o->c, cfg));
   }
   rlock_config_free(cfg);
   OK(rlock_lock_new(&o->l, o->c, name));
-  o->owner = mode == FK_LOOP ? rlock_owner_new() : RLOCK_OWNER_THREAD;
+  o->owner = mode == FK_BLOCKING ? RLOCK_OWNER_THREAD : rlock_owner_new();
 }
 
 static void one_close(one_client *o) {
@@ -261,6 +268,8 @@ static void one_close(one_client *o) {
   if (o->mode == FK_LOOP) {
     uv_run(&o->loop, UV_RUN_NOWAIT); /* the adapter's handles close */
     assert_int_equal(uv_loop_close(&o->loop), 0);
+  } else if (o->mode == FK_EVENT) {
+    event_base_free(o->evb);
   }
 }
 
@@ -268,7 +277,10 @@ static void one_close(one_client *o) {
 static int one_wait(one_client *o, fk_call *done) {
   int64_t end = rt_now_ms() + rt_scaled_ms(10000);
   while (!done->done && rt_now_ms() < end)
-    uv_run(&o->loop, UV_RUN_ONCE);
+    if (o->mode == FK_EVENT)
+      event_base_loop(o->evb, EVLOOP_ONCE);
+    else
+      uv_run(&o->loop, UV_RUN_ONCE);
   if (!done->done)
     fail_msg("no answer from the loop client within 10 s");
   return done->rc;
@@ -325,11 +337,11 @@ static void release_after_outage(fk_mode mode) {
 FK_BOTH_DRIVERS(kill9)
 FK_BOTH_DRIVERS(sigstop)
 FK_BOTH_DRIVERS(client_kill)
-FK_BOTH_DRIVERS(server_paused)
-FK_BOTH_DRIVERS(restart_persistent)
-FK_BOTH_DRIVERS(restart_volatile)
-FK_BOTH_DRIVERS(maxmemory)
-FK_BOTH_DRIVERS(release_after_outage)
+FK_ALL_DRIVERS(server_paused)
+FK_ALL_DRIVERS(restart_persistent)
+FK_ALL_DRIVERS(restart_volatile)
+FK_ALL_DRIVERS(maxmemory)
+FK_ALL_DRIVERS(release_after_outage)
 FK_BOTH_DRIVERS(sentinel_failover)
 FK_BOTH_DRIVERS(cluster_failover)
 
@@ -384,12 +396,12 @@ static const struct CMUnitTest tests_of_faults[] = {
     cmocka_unit_test(test_checker),
     FK_CASES(kill9),
     FK_CASES(sigstop),
-    FK_CASES(server_paused),
+    FK_ALL_CASES(server_paused),
     FK_CASES(client_kill),
-    FK_CASES(restart_persistent),
-    FK_CASES(restart_volatile),
-    FK_CASES(maxmemory),
-    FK_CASES(release_after_outage),
+    FK_ALL_CASES(restart_persistent),
+    FK_ALL_CASES(restart_volatile),
+    FK_ALL_CASES(maxmemory),
+    FK_ALL_CASES(release_after_outage),
     FK_CASES(sentinel_failover),
     FK_CASES(cluster_failover),
     cmocka_unit_test(test_slow_link),
