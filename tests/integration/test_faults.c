@@ -311,9 +311,9 @@ static int one_release(one_client *o) {
  * hold there, to run out with its lease (rlock_lock_release's
  * RLOCK_EIO). Taken again by the same owner meanwhile, the lock must not
  * count that stale level: the next release, this client's last, frees
- * it. (Found by restart_persistent: a worker that took and released a
- * lock again and again after such a release kept it held, one level
- * deep, for good; the other workers' waits all ran out.) */
+ * it. (Otherwise an owner taking and releasing the lock in a loop keeps
+ * it held one level deep for good, as restart_persistent's workers did,
+ * and every other client's wait runs out.) */
 static void release_after_outage(fk_mode mode) {
   rt_server *aof = rt_server_start((const char *const[]){
       "--appendonly", "yes", "--appendfsync", "always", NULL});
