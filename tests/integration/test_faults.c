@@ -229,8 +229,8 @@ static void cluster_failover(fk_mode mode) {
 /* ---- one client in the test's own process, on either driver ----------- */
 
 /* A client of `url` on `mode`'s driver (a loop client on its own libuv
- * loop or libevent base, run here while a call waits), one lock of it and
- * its owner. */
+ * loop or libevent base, run here while a call waits), the lock its calls
+ * take (set by the caller) and their owner. */
 typedef struct one_client {
   fk_mode mode;
   uv_loop_t loop;
@@ -240,10 +240,10 @@ typedef struct one_client {
   uint64_t owner; /* the loop's calls' (a blocking call's: the thread) */
 } one_client;
 
-static void one_open(one_client *o, fk_mode mode, const char *url,
-                     const char *name) {
+static void one_open(one_client *o, fk_mode mode, const char *url) {
   rlock_config *cfg;
   o->mode = mode;
+  o->l = NULL;
   OK(rlock_config_new(&cfg));
   OK(rlock_config_set_url(cfg, url));
   OK(rlock_config_set_connect_timeout_ms(cfg, 500));
@@ -258,12 +258,10 @@ static void one_open(one_client *o, fk_mode mode, const char *url,
     OK(rlock_client_new(&o->c, cfg));
   }
   rlock_config_free(cfg);
-  OK(rlock_lock_new(&o->l, o->c, name));
   o->owner = mode == FK_BLOCKING ? RLOCK_OWNER_THREAD : rlock_owner_new();
 }
 
 static void one_close(one_client *o) {
-  rlock_lock_free(o->l);
   OK(rlock_client_free(o->c));
   if (o->mode == FK_LOOP) {
     uv_run(&o->loop, UV_RUN_NOWAIT); /* the adapter's handles close */
@@ -314,22 +312,40 @@ static int one_release(one_client *o) {
  * it. (Otherwise an owner taking and releasing the lock in a loop keeps
  * it held one level deep for good, as restart_persistent's workers did,
  * and every other client's wait runs out.) */
+static void outage_round(one_client *o, rt_server *aof, const char *name) {
+  OK(one_acquire(o, 60000)); /* a fixed lease outlasts the test */
+  rt_server_stop(aof);
+  int rc = one_release(o);
+  if (rc != RLOCK_EIO && rc != RLOCK_ETIMEOUT)
+    fail_msg("%s: a release with the server down: %d (%s)", name, rc,
+             rlock_error_last()->message);
+  rt_server_start_again(aof); /* the lock is read back from the AOF */
+  if (rt_cmd_int(aof, "EXISTS %s", name) != 1)
+    fail_msg("%s: the failed release's level is not there", name);
+  OK(one_acquire(o, 60000));
+  OK(one_release(o));
+  if (rt_cmd_int(aof, "EXISTS %s", name) != 0)
+    fail_msg("%s: still held after its owner's last release", name);
+}
+
+/* Each kind whose levels the server counts. */
+static const struct {
+  const char *name;
+  int (*make)(rlock_lock **, rlock_client *, const char *);
+} counted_kinds[] = {{"fault:outage", rlock_lock_new},
+                     {"fault:outage:fair", rlock_lock_new_fair},
+                     {"fault:outage:write", rlock_lock_new_write}};
+
 static void release_after_outage(fk_mode mode) {
   rt_server *aof = rt_server_start((const char *const[]){
       "--appendonly", "yes", "--appendfsync", "always", NULL});
   one_client o;
-  one_open(&o, mode, rt_server_url(aof), "fault:outage");
-  OK(one_acquire(&o, 60000)); /* a fixed lease outlasts the test */
-  rt_server_stop(aof);
-  int rc = one_release(&o);
-  if (rc != RLOCK_EIO && rc != RLOCK_ETIMEOUT)
-    fail_msg("a release with the server down: %d (%s)", rc,
-             rlock_error_last()->message);
-  rt_server_start_again(aof); /* the lock is read back from the AOF */
-  assert_int_equal(rt_cmd_int(aof, "EXISTS fault:outage"), 1);
-  OK(one_acquire(&o, 60000));
-  OK(one_release(&o));
-  assert_int_equal(rt_cmd_int(aof, "EXISTS fault:outage"), 0);
+  one_open(&o, mode, rt_server_url(aof));
+  for (size_t i = 0; i < sizeof counted_kinds / sizeof counted_kinds[0]; i++) {
+    OK(counted_kinds[i].make(&o.l, o.c, counted_kinds[i].name));
+    outage_round(&o, aof, counted_kinds[i].name);
+    rlock_lock_free(o.l);
+  }
   one_close(&o);
   rt_server_free(aof);
 }

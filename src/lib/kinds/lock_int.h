@@ -325,8 +325,9 @@ int64_t rlock__outage_until(const rlock_client *c, int64_t since_us,
  * (RLOCK_EIO, the server down), or by an acquisition whose answer was
  * lost; re-entered, it would keep the lock held after the owner's last
  * release, for as long as the owner takes the lock again within its lease.
- * Only the reentrant lock's, the fair lock's and the election's scripts
- * (include/holdcheck.lua) read it; the write lock maps it back. */
+ * The scripts of the kinds that count levels read it: holdcheck.lua's
+ * (reentrant, spin, fenced, fair lock, election) and write_release.lua; a
+ * read hold's release ignores the lease to keep. */
 #define RLOCK__KEEP_NONE (-1)
 
 /* `keep_ms` as rlock__hold_pop gave it for `field`'s hold of `l` (its

@@ -107,10 +107,7 @@ static void write_release(rlock_lock *l, const char *owner, int64_t keep_ms,
   rlock__call_script(call, &rlock__script_write_release);
   rlock__call_key(call, l->name);
   rlock__call_arg(call, "1");
-  /* Its script takes one level off, whatever this client records. */
-  rlock__call_num(call, keep_ms == RLOCK__KEEP_NONE
-                            ? l->client->cfg.watchdog_timeout_ms
-                            : keep_ms);
+  rlock__call_num(call, keep_ms);
   rlock__call_arg(call, rlock__call_fmt(call, "%s:write", owner));
   rlock__call_arg(call, rlock__publish_cmd(l->client));
   rlock__latch_ttl(latch, call);
