@@ -159,11 +159,41 @@ static void queue_write(rlock_client *c, rlock__lnode *ln, rlock__lreq *r,
   rlock__lreq_queue(c, &ln->cmd, r);
 }
 
+/* Whether the INFO's failure ends the writes behind it, as the blocking
+ * driver's count (net/route.c) ends its call: no answer in time (the
+ * writes' own answers would not come either: sending them on a new
+ * connection only costs a reconnect and a "cannot connect" once their
+ * bound passes on it), or a failure that is final. Any other failure
+ * (the connection closed) counts no replica and lets them go. */
+static int info_fails_writes(int rc) {
+  if (rc == RLOCK_ETIMEOUT)
+    rlock__error_final();
+  return rc == RLOCK_ETIMEOUT || rc == RLOCK_ECANCELED ||
+         (rc != RLOCK_OK && rlock__error_is_final());
+}
+
+/* A write that waited for the INFO fails as it would have (nothing of it
+ * was sent), with the INFO's error. */
+static void fail_write(rlock_client *c, rlock__lreq *w, int rc,
+                       const rlock__saved_error *why) {
+  rlock__error_restore(why);
+  w->q.rc = rc;
+  w->q.reply = NULL;
+  w->call.in_flight = 0;
+  w->call.transient = 0;
+  rlock__lreq_failed(c, w);
+}
+
 static void info_done(rlock_client *c, rlock__lreq *r) {
   rlock__lnode *ln = of_info(r);
   rlock__reply *reply;
   int rc = rlock__lreq_take(r, &reply);
-  int n = rlock__node_replicas_learned(ln->node, rc == RLOCK_OK ? reply : NULL);
+  int stop = info_fails_writes(rc);
+  rlock__saved_error why;
+  rlock__error_save(&why);
+  int n = stop ? 0
+               : rlock__node_replicas_learned(ln->node,
+                                              rc == RLOCK_OK ? reply : NULL);
   rlock__reply_free(reply);
   ln->info_busy = 0;
   rlock__llist await = ln->await;
@@ -174,6 +204,8 @@ static void info_done(rlock_client *c, rlock__lreq *r) {
     if (c->loop->closing) {
       w->q.rc = rlock__err(RLOCK_ECLOSED, "client freed");
       w->done(c, w);
+    } else if (stop) {
+      fail_write(c, w, rc, &why);
     } else {
       queue_write(c, ln, w, n);
     }
