@@ -12,7 +12,9 @@
  * A lock write (call.sync) goes out with WAIT behind it where its master
  * has replicas (net/topo.c's count, asked with INFO replication at most
  * every 30 s per node); while the count is being asked, writes for that
- * node wait behind the INFO on the same connection's queue.
+ * node wait behind the INFO on the same connection's queue. An INFO not
+ * answered in time fails them with its error (net/route.c's count ends
+ * its call so too).
  */
 #include <stddef.h>
 #include <stdlib.h>
