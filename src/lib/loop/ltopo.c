@@ -12,9 +12,9 @@
  * A lock write (call.sync) goes out with WAIT behind it where its master
  * has replicas (net/topo.c's count, asked with INFO replication at most
  * every 30 s per node); while the count is being asked, writes for that
- * node wait behind the INFO on the same connection's queue. An INFO not
- * answered in time fails them with its error (net/route.c's count ends
- * its call so too).
+ * node wait behind the INFO on the same connection's queue. An INFO sent
+ * and not answered in time fails them with its error (net/route.c's
+ * count ends its call so too).
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -162,16 +162,18 @@ static void queue_write(rlock_client *c, rlock__lnode *ln, rlock__lreq *r,
 }
 
 /* Whether the INFO's failure ends the writes behind it, as the blocking
- * driver's count (net/route.c) ends its call: no answer in time (the
- * writes' own answers would not come either: sending them on a new
- * connection only costs a reconnect and a "cannot connect" once their
- * bound passes on it), or a failure that is final. Any other failure
- * (the connection closed) counts no replica and lets them go. */
-static int info_fails_writes(int rc) {
-  if (rc == RLOCK_ETIMEOUT)
+ * driver's count (net/route.c) ends its call: sent and not answered in
+ * time (the writes' own answers would not come either: sending them on a
+ * new connection only costs a reconnect, and a "cannot connect" once
+ * their bound passes on it), or a failure that is final. Any other
+ * failure (the connection closed or refused, a connect timeout: a
+ * failover may be under way) counts no replica and lets them go on. */
+static int info_fails_writes(const rlock__lreq *r, int rc) {
+  int unanswered =
+      (rc == RLOCK_ETIMEOUT || rc == RLOCK_ECANCELED) && r->call.in_flight;
+  if (unanswered && rc == RLOCK_ETIMEOUT)
     rlock__error_final();
-  return rc == RLOCK_ETIMEOUT || rc == RLOCK_ECANCELED ||
-         (rc != RLOCK_OK && rlock__error_is_final());
+  return unanswered || (rc != RLOCK_OK && rlock__error_is_final());
 }
 
 /* A write that waited for the INFO fails as it would have (nothing of it
@@ -190,7 +192,7 @@ static void info_done(rlock_client *c, rlock__lreq *r) {
   rlock__lnode *ln = of_info(r);
   rlock__reply *reply;
   int rc = rlock__lreq_take(r, &reply);
-  int stop = info_fails_writes(rc);
+  int stop = info_fails_writes(r, rc);
   rlock__saved_error why;
   rlock__error_save(&why);
   int n = stop ? 0
