@@ -100,7 +100,13 @@ RLOCK_EXTERN void rlock_config_free(rlock_config *cfg);
  */
 RLOCK_EXTERN int rlock_config_set_url(rlock_config *cfg, const char *url);
 
-/** Bound on establishing a connection, 1 ms to 1 hour. Default 2000 ms. */
+/**
+ * Bound on establishing a connection: the name lookup, the TCP connect and
+ * the TLS handshake together, on every driver (a server that takes the
+ * connection but never answers the TLS hello fails by then). The login
+ * that follows (AUTH, SELECT) is bounded as any command is, by the command
+ * timeout. 1 ms to 1 hour. Default 2000 ms.
+ */
 RLOCK_EXTERN int rlock_config_set_connect_timeout_ms(rlock_config *cfg,
                                                      int64_t ms);
 
