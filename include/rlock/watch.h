@@ -88,9 +88,9 @@ typedef void (*rlock_watch_fn)(void *arg, rlock_watch_event event,
  *            the lock object and the client.
  * @param fn called as described above; never after rlock_watch_free()
  *           has returned.
- * @return RLOCK_OK; RLOCK_EINVAL (NULL out, lock or fn; the client of a
- *         fork()ed parent); RLOCK_ECLOSED (a loop client being freed);
- *         RLOCK_ENOMEM; each with a message.
+ * @return RLOCK_OK; RLOCK_EINVAL (NULL out, lock or fn); RLOCK_ECLOSED
+ *         (in a fork()ed child of the client's process, or a loop client
+ *         being freed); RLOCK_ENOMEM; each with a message.
  */
 RLOCK_EXTERN int rlock_watch_lock(rlock_watch **out, rlock_lock *lock,
                                   rlock_watch_fn fn, void *arg);
