@@ -6,7 +6,7 @@
  * A watch calls its callback with every message published on the object's
  * channel (the channel its waiters are woken through: Redisson's, see
  * docs/PROTOCOL.md): a lock's or an election's release ("0"; a read-write
- * lock's read release "1"), a semaphore's released permits (their count),
+ * lock's write release "1"), a semaphore's released permits (their count),
  * a latch's "0" (it reached zero) and "1" (a count was set). Taking a lock
  * or a permit publishes nothing: a watch hears holders go, not come, so a
  * caller that follows who holds re-reads the state on each message and
