@@ -240,8 +240,8 @@ RLOCK_EXTERN int rlock_lock_extend_async(rlock_lock *lock, uint64_t owner,
                                          int64_t lease_ms, rlock_async_fn cb,
                                          void *arg);
 
-/** Remaining lease in ms (value; as rlock_lock_ttl: -2 no lock, -1 no
- * expiry). */
+/** Remaining lease in ms (value; as rlock_lock_ttl: -2 when not locked;
+ * a hash with no expiry is not a lock: RLOCK_EWRONGTYPE). */
 RLOCK_EXTERN int rlock_lock_ttl_async(rlock_lock *lock, rlock_async_fn cb,
                                       void *arg);
 
