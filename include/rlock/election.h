@@ -136,7 +136,8 @@ RLOCK_EXTERN int rlock_election_resign(rlock_election *e, uint64_t owner);
  * rlock_lock_check_owner(): RLOCK_OK while it leads; RLOCK_ELOST once the
  * watchdog found the lock gone, a fixed lease ran out, or a whole lease
  * passed without a confirmed renewal; RLOCK_ENOTHELD when it does not
- * lead here; RLOCK_EINVAL for a NULL election.
+ * lead here; RLOCK_EINVAL for a NULL election; RLOCK_ECLOSED in a
+ * fork()ed child.
  */
 RLOCK_EXTERN int rlock_election_check(rlock_election *e, uint64_t owner);
 

@@ -499,7 +499,9 @@ RLOCK_EXTERN int rlock_lock_force_release(int *deleted, rlock_lock *lock);
  * or of memory: the server may have let it expire).
  * Times are on the monotonic clock from when the acquisition or renewal
  * was sent, so it errs on the early side. Once RLOCK_ELOST, it stays so
- * until the hold is released. RLOCK_ENOTHELD when it holds nothing here.
+ * until the hold is released. RLOCK_ENOTHELD when it holds nothing here;
+ * RLOCK_EINVAL for NULL; RLOCK_ECLOSED in a fork()ed child (the records
+ * are the parent's).
  */
 RLOCK_EXTERN int rlock_lock_check(rlock_lock *lock);
 
