@@ -28,8 +28,9 @@
  * operation, or the cancel, is handed to the loop through the adapter's
  * wake-up and runs there). Callbacks run on the loop's thread only.
  *
- * Callback contract (every rlock_async_fn, rlock_info_fn and
- * rlock_redlock_fn):
+ * Callback contract (every _async function's callback: rlock_async_fn,
+ * rlock_info_fn, rlock_leader_fn, rlock_record_fn, rlock_redlock_fn, and
+ * semaphore.h's rlock_permit_fn and rlock_permits_fn):
  *  - An _async function that returns RLOCK_OK calls its callback exactly
  *    once, later, from the loop (never from inside the _async call
  *    itself). One that returns an error never calls it.
