@@ -405,9 +405,10 @@ typedef void (*rlock_log_fn)(rlock_log_level level, const char *message,
 
 /**
  * Send the client's log messages up to `max_level` to `fn`. Pass NULL to
- * remove. Default: none (the library writes nothing anywhere).
- * @return RLOCK_OK, or RLOCK_EINVAL for a level outside
- *         RLOCK_LOG_ERROR..RLOCK_LOG_DEBUG.
+ * remove (`max_level` and `userdata` are then ignored). Default: none
+ * (the library writes nothing anywhere).
+ * @return RLOCK_OK, or RLOCK_EINVAL for a NULL `cfg` or, with a hook, a
+ *         level outside RLOCK_LOG_ERROR..RLOCK_LOG_DEBUG.
  */
 RLOCK_EXTERN int rlock_config_set_log(rlock_config *cfg, rlock_log_fn fn,
                                       rlock_log_level max_level,
