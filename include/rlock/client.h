@@ -258,7 +258,7 @@ RLOCK_EXTERN int rlock_client_stats(const rlock_client *client,
  * rlock_holds before its acquisition shows in rlock_acquisitions_total).
  *
  * @param buf    receives the text, NUL-terminated (may be NULL when size
- *               is 0, to ask for the size)
+ *               is 0, to ask for the size: RLOCK_EINVAL, *needed set)
  * @param size   bytes at buf
  * @param needed if not NULL, receives the bytes the whole text needs,
  *               its NUL included (also when it did not fit)

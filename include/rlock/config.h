@@ -100,7 +100,13 @@ RLOCK_EXTERN void rlock_config_free(rlock_config *cfg);
  */
 RLOCK_EXTERN int rlock_config_set_url(rlock_config *cfg, const char *url);
 
-/** Bound on establishing a connection, 1 ms to 1 hour. Default 2000 ms. */
+/**
+ * Bound on establishing a connection: the name lookup, the TCP connect and
+ * the TLS handshake together, on every driver (a server that takes the
+ * connection but never answers the TLS hello fails by then). The login
+ * that follows (AUTH, SELECT) is bounded as any command is, by the command
+ * timeout. 1 ms to 1 hour. Default 2000 ms.
+ */
 RLOCK_EXTERN int rlock_config_set_connect_timeout_ms(rlock_config *cfg,
                                                      int64_t ms);
 
@@ -399,9 +405,10 @@ typedef void (*rlock_log_fn)(rlock_log_level level, const char *message,
 
 /**
  * Send the client's log messages up to `max_level` to `fn`. Pass NULL to
- * remove. Default: none (the library writes nothing anywhere).
- * @return RLOCK_OK, or RLOCK_EINVAL for a level outside
- *         RLOCK_LOG_ERROR..RLOCK_LOG_DEBUG.
+ * remove (`max_level` and `userdata` are then ignored). Default: none
+ * (the library writes nothing anywhere).
+ * @return RLOCK_OK, or RLOCK_EINVAL for a NULL `cfg` or, with a hook, a
+ *         level outside RLOCK_LOG_ERROR..RLOCK_LOG_DEBUG.
  */
 RLOCK_EXTERN int rlock_config_set_log(rlock_config *cfg, rlock_log_fn fn,
                                       rlock_log_level max_level,

@@ -136,7 +136,8 @@ RLOCK_EXTERN int rlock_election_resign(rlock_election *e, uint64_t owner);
  * rlock_lock_check_owner(): RLOCK_OK while it leads; RLOCK_ELOST once the
  * watchdog found the lock gone, a fixed lease ran out, or a whole lease
  * passed without a confirmed renewal; RLOCK_ENOTHELD when it does not
- * lead here; RLOCK_EINVAL for a NULL election.
+ * lead here; RLOCK_EINVAL for a NULL election; RLOCK_ECLOSED in a
+ * fork()ed child.
  */
 RLOCK_EXTERN int rlock_election_check(rlock_election *e, uint64_t owner);
 
@@ -203,8 +204,9 @@ typedef void (*rlock_leader_change_fn)(void *arg, int rc, rlock_leader *leader);
  *            before the election object and the client.
  * @param interval_ms 10 to RLOCK_ELECTION_WATCH_MAX_INTERVAL.
  * @return RLOCK_OK; RLOCK_EINVAL (NULL out, election or fn, interval out
- *         of range, the client of a fork()ed parent); RLOCK_ECLOSED (a
- *         loop client being freed); RLOCK_ENOMEM; each with a message.
+ *         of range); RLOCK_ECLOSED (in a fork()ed child of the client's
+ *         process, or a loop client being freed); RLOCK_ENOMEM; each with
+ *         a message.
  */
 RLOCK_EXTERN int rlock_election_watch_new(rlock_election_watch **out,
                                           rlock_election *election,

@@ -37,14 +37,20 @@ typedef enum rlock_status {
   RLOCK_EAUTH = -7,
   /** The lock's key holds something that is not a lock of this family
    * (another type, a hash that is not a lock, or a read-write lock where a
-   * reentrant or fair one was asked for, or the reverse); it was left
+   * reentrant or fair one was asked for, or the reverse); for a semaphore
+   * or latch, a key that is not one (semaphore.h, latch.h). It was left
    * untouched. */
   RLOCK_EWRONGTYPE = -8,
-  /** Not acquired: another owner held the lock for the whole wait. */
+  /** Not acquired: another owner held the lock (or leadership) for the
+   * whole wait; for a semaphore, too few permits were available; for a
+   * latch's wait, the count was still above zero. */
   RLOCK_ELOCKED = -9,
-  /** The calling thread does not hold the lock it tried to release. */
+  /** The owner (by default the calling thread) does not hold the lock it
+   * tried to release, extend or check, or does not lead the election it
+   * resigns; for a permit-expirable semaphore, no such permit is leased. */
   RLOCK_ENOTHELD = -10,
-  /** The lock was held by this thread but expired or was deleted. */
+  /** The lock (a permit, a leadership) was held by this owner but
+   * expired, was deleted or was taken by force. */
   RLOCK_ELOST = -11,
   /** The client cannot serve the call: it belongs to another process
    * (the caller is a fork()ed child of the process that created it, and
@@ -67,8 +73,9 @@ typedef enum rlock_status {
    * its lease runs out). */
   RLOCK_EREPLICA = -15,
   /** A non-reentrant lock (rlock_lock_new_nonreentrant, _fair_nonreentrant)
-   * asked again by the owner that holds it: refused at once, nothing
-   * written (Redisson's NON_REENTRANT_REACQUIRE). */
+   * asked again by the owner that holds it, or a campaign by the owner
+   * that leads (election.h): refused at once, nothing written (Redisson's
+   * NON_REENTRANT_REACQUIRE). */
   RLOCK_EHELD = -16
 } rlock_status;
 

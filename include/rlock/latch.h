@@ -25,8 +25,8 @@
  * such a name there with RLOCK_EINVAL (with classic pub/sub it works).
  *
  * Counts are Java longs: 1 to INT64_MAX when set. A count of 0 or below is
- * refused (RLOCK_EINVAL). Keys that are not latches (NAME absent or a
- * string holding a decimal integer): every operation returns
+ * refused (RLOCK_EINVAL). A latch's key is absent or a string holding a
+ * decimal integer; on any other key every operation returns
  * RLOCK_EWRONGTYPE and leaves the key as it is.
  *
  * Waiting: a waiter reads the count, subscribes, and sleeps until a

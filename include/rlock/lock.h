@@ -359,12 +359,17 @@ RLOCK_EXTERN int rlock_lock_acquire_lease(rlock_lock *lock, int64_t lease_ms);
  *                 Re-acquiring resets the lease to the new value.
  * @return RLOCK_OK when the calling thread now holds the lock (once more);
  *         RLOCK_ELOCKED when another owner held it for the whole wait;
- *         RLOCK_EINVAL for a bad duration; RLOCK_EWRONGTYPE when the key
- *         holds something that is not a lock; RLOCK_EDEADLK when a write
- *         lock's caller holds read holds on it; RLOCK_EIO / RLOCK_ETIMEOUT
- *         when the server cannot be reached (if the connection broke
- *         after the request was sent, the server may still have granted
- *         the lock: it then expires with its lease).
+ *         RLOCK_EINVAL for NULL, a bad duration or a loop client;
+ *         RLOCK_EWRONGTYPE when the key holds something that is not a
+ *         lock; RLOCK_EDEADLK when a write lock's caller holds read holds
+ *         on it; RLOCK_EHELD when a non-reentrant lock's holder asks
+ *         again; RLOCK_EREPLICA when no replica confirmed the grant (it
+ *         was given back, rlock_config_set_replica_sync); RLOCK_EAUTH
+ *         when the login or an ACL right is refused; RLOCK_ECLOSED in a
+ *         fork()ed child; RLOCK_EIO / RLOCK_ETIMEOUT when the server
+ *         cannot be reached (if the connection broke after the request
+ *         was sent, the server may still have granted the lock: it then
+ *         expires with its lease).
  *
  * A wait (wait_ms != 0) rides out an outage, from its first attempt on:
  * attempts that reach no server (connection refused, connect timeout, a
@@ -460,6 +465,12 @@ RLOCK_EXTERN int rlock_cancel_fired(const rlock_cancel *cancel);
  *         changes on the server);
  *         RLOCK_ELOST when this thread held it but it expired or was
  *         deleted meanwhile (the thread's local record is cleared);
+ *         RLOCK_EWRONGTYPE when the key now holds something that is not a
+ *         lock (left untouched; the local record is cleared);
+ *         RLOCK_EREPLICA when no replica confirmed the release (it
+ *         happened on the master);
+ *         RLOCK_EINVAL for NULL or a loop client; RLOCK_ECLOSED in a
+ *         fork()ed child;
  *         RLOCK_EIO / RLOCK_ETIMEOUT when the server cannot be reached (the
  *         lock is no longer renewed and expires after its lease; taken
  *         again by the same owner meanwhile, the release that leaves the
@@ -490,7 +501,9 @@ RLOCK_EXTERN int rlock_lock_force_release(int *deleted, rlock_lock *lock);
  * or of memory: the server may have let it expire).
  * Times are on the monotonic clock from when the acquisition or renewal
  * was sent, so it errs on the early side. Once RLOCK_ELOST, it stays so
- * until the hold is released. RLOCK_ENOTHELD when it holds nothing here.
+ * until the hold is released. RLOCK_ENOTHELD when it holds nothing here;
+ * RLOCK_EINVAL for NULL; RLOCK_ECLOSED in a fork()ed child (the records
+ * are the parent's).
  */
 RLOCK_EXTERN int rlock_lock_check(rlock_lock *lock);
 

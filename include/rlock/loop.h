@@ -28,8 +28,9 @@
  * operation, or the cancel, is handed to the loop through the adapter's
  * wake-up and runs there). Callbacks run on the loop's thread only.
  *
- * Callback contract (every rlock_async_fn, rlock_info_fn and
- * rlock_redlock_fn):
+ * Callback contract (every _async function's callback: rlock_async_fn,
+ * rlock_info_fn, rlock_leader_fn, rlock_record_fn, rlock_redlock_fn, and
+ * semaphore.h's rlock_permit_fn and rlock_permits_fn):
  *  - An _async function that returns RLOCK_OK calls its callback exactly
  *    once, later, from the loop (never from inside the _async call
  *    itself). One that returns an error never calls it.
@@ -240,8 +241,8 @@ RLOCK_EXTERN int rlock_lock_extend_async(rlock_lock *lock, uint64_t owner,
                                          int64_t lease_ms, rlock_async_fn cb,
                                          void *arg);
 
-/** Remaining lease in ms (value; as rlock_lock_ttl: -2 no lock, -1 no
- * expiry). */
+/** Remaining lease in ms (value; as rlock_lock_ttl: -2 when not locked;
+ * a hash with no expiry is not a lock: RLOCK_EWRONGTYPE). */
 RLOCK_EXTERN int rlock_lock_ttl_async(rlock_lock *lock, rlock_async_fn cb,
                                       void *arg);
 

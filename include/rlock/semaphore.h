@@ -327,8 +327,9 @@ RLOCK_EXTERN int rlock_psemaphore_update_lease(rlock_psemaphore *sem,
  * watchdog timeout passed since the last confirmed renewal (monotonic
  * clock, from when each request was sent: it errs early). RLOCK_ENOTHELD
  * when this client holds no permit `id` of this semaphore (never took it,
- * or released it). RLOCK_EINVAL for NULL or a malformed id. Thread-safe;
- * also on a loop client, from any thread.
+ * or released it). RLOCK_EINVAL for NULL or a malformed id; RLOCK_ECLOSED
+ * in a fork()ed child. Thread-safe; also on a loop client, from any
+ * thread.
  */
 RLOCK_EXTERN int rlock_psemaphore_check(rlock_psemaphore *sem, const char *id);
 

@@ -6,7 +6,7 @@
  * A watch calls its callback with every message published on the object's
  * channel (the channel its waiters are woken through: Redisson's, see
  * docs/PROTOCOL.md): a lock's or an election's release ("0"; a read-write
- * lock's read release "1"), a semaphore's released permits (their count),
+ * lock's write release "1"), a semaphore's released permits (their count),
  * a latch's "0" (it reached zero) and "1" (a count was set). Taking a lock
  * or a permit publishes nothing: a watch hears holders go, not come, so a
  * caller that follows who holds re-reads the state on each message and
@@ -88,9 +88,9 @@ typedef void (*rlock_watch_fn)(void *arg, rlock_watch_event event,
  *            the lock object and the client.
  * @param fn called as described above; never after rlock_watch_free()
  *           has returned.
- * @return RLOCK_OK; RLOCK_EINVAL (NULL out, lock or fn; the client of a
- *         fork()ed parent); RLOCK_ECLOSED (a loop client being freed);
- *         RLOCK_ENOMEM; each with a message.
+ * @return RLOCK_OK; RLOCK_EINVAL (NULL out, lock or fn); RLOCK_ECLOSED
+ *         (in a fork()ed child of the client's process, or a loop client
+ *         being freed); RLOCK_ENOMEM; each with a message.
  */
 RLOCK_EXTERN int rlock_watch_lock(rlock_watch **out, rlock_lock *lock,
                                   rlock_watch_fn fn, void *arg);

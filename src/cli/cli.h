@@ -172,6 +172,9 @@ void cli_put_printable(FILE *out, const char *s);
 
 /* CLOCK_MONOTONIC in milliseconds. */
 int64_t cli_now_ms(void);
+/* The wall clock in Unix epoch milliseconds, to the millisecond: for the
+   age of a registry record (its start is written so), never a timeout. */
+int64_t cli_epoch_ms(void);
 
 /* ---- durations (duration.c) ------------------------------------------- */
 

@@ -210,7 +210,7 @@ static int collect(const char *name, const char *kind,
     r->pid = rec->pid;
     snprintf(r->host, sizeof r->host, "%.63s", rec->host); /* cut to fit */
     snprintf(r->program, sizeof r->program, "%.95s", rec->program);
-    int64_t now = (int64_t)time(NULL) * 1000;
+    int64_t now = cli_epoch_ms();
     r->up_ms = now >= rec->started_ms ? now - rec->started_ms : 0;
   }
   return 0;

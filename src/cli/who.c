@@ -61,7 +61,7 @@ void cli_print_who(rlock_client *client, const char *owner) {
   fputs(", ", stdout);
   cli_put_printable(stdout, e->rec.program[0] ? e->rec.program : "?");
   char up[32] = "?";
-  int64_t now = (int64_t)time(NULL) * 1000;
+  int64_t now = cli_epoch_ms();
   if (e->rec.started_ms > 0 && now >= e->rec.started_ms)
     cli_format_ms(up, sizeof up, now - e->rec.started_ms);
   printf(" (rlock %s, client up %s)\n", e->rec.version, up);

@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 
 extern char **environ;
 
@@ -1408,6 +1409,39 @@ static void test_status_free(void **state) {
   assert_string_equal(p.out[1], "");
   run_expect(&p, 0, ARGS("-u", url, "status", "cli:free"));
   assert_string_equal(p.out[0], "cli:free: free\n");
+}
+
+/* A holder whose client was made a moment ago shows its age ("client up
+ * 0.1s"), not "?": the age is read on the wall clock to the millisecond,
+ * as the record's start is written. The record is made here, started now,
+ * once the wall clock is early in a second, so a clock read in whole
+ * seconds would come out before the start. */
+static void test_status_young_client(void **state) {
+  (void)state;
+  const char *name = "cli:young";
+  const char *id = "11111111-2222-4333-8444-555555555555";
+  struct timespec ts;
+  do { /* polls the wall clock's phase, at most a second */
+    clock_gettime(CLOCK_REALTIME, &ts);
+  } while (ts.tv_nsec >= 200000000L);
+  long long started = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+  char key[64], rec[128];
+  snprintf(key, sizeof key, "rlock:client:%s", id);
+  snprintf(rec, sizeof rec,
+           "rlock-client 1\nhost=h\npid=1\nprogram=p\nversion=0.9.0\n"
+           "started=%lld\n",
+           started);
+  freeReplyObject(rt_cmd(srv, "SET %s %s PX 30000", key, rec));
+  char owner[64];
+  snprintf(owner, sizeof owner, "%s:1", id);
+  hold_foreign(name, owner, 1, 30000);
+  proc p;
+  run_expect(&p, 0, ARGS("-u", url, "status", name));
+  if (strstr(p.out[0], "client: pid 1 on h, p (rlock 0.9.0, client up ") ==
+          NULL ||
+      strstr(p.out[0], "client up ?") != NULL)
+    fail_msg("no age of the young client in %s", p.out[0]);
+  freeReplyObject(rt_cmd(srv, "DEL %s %s", name, key));
 }
 
 /* The "ttl_ms" value of a status --json line. */
@@ -2995,6 +3029,7 @@ int main(void) {
       cmocka_unit_test(test_exec_keeps_ignored_signal_ignored),
       cmocka_unit_test(test_status_free),
       cmocka_unit_test(test_status_of_exec_holder),
+      cmocka_unit_test(test_status_young_client),
       cmocka_unit_test(test_top_in_a_terminal),
       cmocka_unit_test(test_top_once),
       cmocka_unit_test(test_status_json_escaping),

@@ -356,6 +356,58 @@ static int child_main(int argc, char **argv) {
     pause();
 }
 
+/* Connections `srv` has taken so far. The PING first: the server takes
+ * what waits in its listen queue (connections made while it was stopped)
+ * no later than in the turn that reads the PING, so the INFO after it
+ * counts them all. */
+static long long connections_taken(void) {
+  freeReplyObject(rt_cmd(srv, "PING"));
+  char v[32];
+  assert_true(rt_server_info_field(srv, "stats", "total_connections_received",
+                                   v, sizeof v));
+  return atoll(v);
+}
+
+/* A watchdog hold on a server that stops (SIGSTOP) for 2.5 s while
+ * renewals tick every 300 ms and each renewal gives up after 250 ms (the
+ * command timeout): every tick and every retry after a failure (75 ms
+ * on) finds the node's connection failed or its renewal in flight, and
+ * dials it again only after the one before failed, until the hold is
+ * lost (900 ms without a confirmed renewal) and nothing more is sent. The
+ * server counts the connections it was offered meanwhile (the kernel
+ * queues them while it is stopped): the renewals' two at most (one
+ * after the other), and one to spare. */
+static void test_stopped_server_not_redialled_per_tick(void **state) {
+  (void)state;
+  rlock_config *cfg;
+  OK(rlock_config_new(&cfg));
+  OK(rlock_config_set_url(cfg, rt_server_url(srv)));
+  OK(rlock_config_set_connect_timeout_ms(cfg, 1000));
+  OK(rlock_config_set_command_timeout_ms(cfg, 250));
+  OK(rlock_config_set_watchdog_timeout_ms(cfg, 900));
+  /* No registry record: its write, racing the stop, is no renewal's. */
+  OK(rlock_config_set_registry_period(cfg, 0));
+  rlock_client *c = dk_client_cfg(cfg);
+  rlock_config_free(cfg);
+  rlock_lock *l = fx_lock(c, "wd:stopped");
+  uint64_t me = dk_me();
+  OK(dk_acquire(l, me, 0, RLOCK_LEASE_WATCHDOG));
+  long long before = connections_taken();
+  rt_server_freeze(srv);
+  /* Time is the point: ticks must come and go while it is stopped. */
+  dk_let_time_pass(2500);
+  rt_server_thaw(srv);
+  long long opened = connections_taken() - before;
+  print_message("%s: %lld connections made to the stopped server\n", dk_name(),
+                opened);
+  if (opened > 3)
+    fail_msg("%lld connections in 2.5 s of 300 ms ticks", opened);
+  RC(dk_check(l, me), RLOCK_ELOST);
+  dk_release(l, me);
+  rlock_lock_free(l);
+  dk_free(c);
+}
+
 static const dk_case cases[] = {
     DK_CASE(test_renewal_beyond_three_timeouts, DK_ALL),
     DK_CASE(test_renewal_stops_at_release, DK_BLOCK),
@@ -363,6 +415,7 @@ static const dk_case cases[] = {
     DK_CASE(test_mixed_leases_follow_the_hold_stack, DK_BLOCK),
     DK_CASE(test_crashed_holder_frees_within_timeout, DK_BLOCK),
     DK_CASE(test_lost_lock_is_reported_not_retaken, DK_ALL),
+    DK_CASE(test_stopped_server_not_redialled_per_tick, DK_ALL),
     DK_CASE(test_renewals_are_batched, DK_BLOCK),
     DK_CASE(test_outage_loses_hold_within_a_lease, DK_BLOCK),
     DK_CASE(test_frozen_server_loses_hold_within_a_lease, DK_BLOCK),

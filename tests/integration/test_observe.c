@@ -298,6 +298,8 @@ static void test_log_arguments(void **state) {
   RC(rlock_config_set_log(NULL, no_log, RLOCK_LOG_INFO, NULL), RLOCK_EINVAL);
   OK(rlock_config_set_log(cfg, no_log, RLOCK_LOG_DEBUG, NULL));
   OK(rlock_config_set_log(cfg, NULL, RLOCK_LOG_DEBUG, NULL)); /* removed */
+  /* Removing takes no level: any value, 0 included, is ignored. */
+  OK(rlock_config_set_log(cfg, NULL, (rlock_log_level)0, NULL));
   rlock_config_free(cfg);
 }
 

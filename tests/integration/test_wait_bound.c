@@ -76,6 +76,60 @@ static void test_wait_bounds_a_hung_server(void **state) {
   dk_free(warm);
 }
 
+/* Connections `srv` has taken so far. The PING first: the server takes
+ * what waits in its listen queue (connections made while it was frozen)
+ * no later than in the turn that reads the PING, so the INFO after it
+ * counts them all. */
+static long long connections_taken(void) {
+  freeReplyObject(rt_cmd(srv, "PING"));
+  char v[32];
+  assert_true(rt_server_info_field(srv, "stats", "total_connections_received",
+                                   v, sizeof v));
+  return atoll(v);
+}
+
+/* An acquisition of `l` waiting `wait_ms` on the frozen server ends with
+ * RLOCK_ETIMEOUT saying no answer came (never "cannot connect": the
+ * kernel still takes connections), within `bound_ms` and the margin. */
+static void expect_no_answer(rlock_lock *l, int64_t wait_ms, int64_t bound_ms,
+                             const char *what) {
+  int64_t t0 = rt_now_ms();
+  result r;
+  RC(dk_acquire_r(l, rlock_owner_new(), wait_ms, 5000, &r), RLOCK_ETIMEOUT);
+  int64_t ms = rt_now_ms() - t0;
+  if (strstr(r.msg, "no answer") == NULL || strstr(r.msg, "connect") != NULL)
+    fail_msg("%s: '%s', wanted no answer in time", what, r.msg);
+  ASSERT_BETWEEN(ms, bound_ms - 10, bound_ms + MARGIN_MS);
+}
+
+/* A server that stops answering (SIGSTOP) once a client is connected:
+ * each call says no answer came in time, ends by its own bound (one
+ * command timeout for a try, 2 s here, not one per command it needs) and
+ * opens at most one connection (a loop client used to open a second one
+ * for the attempt after the replica count, INFO, went unanswered on the
+ * first, then said it could not connect). The second and third calls
+ * start on a new connection, where the count is asked first (a count of
+ * none is asked again after 1 s). */
+static void test_frozen_server_no_answer(void **state) {
+  (void)state;
+  rlock_client *c = dk_client(rt_server_url(srv), 0, NULL, NULL);
+  rlock_lock *l = fx_lock(c, "bound:frozen");
+  uint64_t me = dk_me();
+  OK(dk_acquire(l, me, 0, 5000)); /* connected, the script loaded */
+  OK(dk_release(l, me));
+  long long before = connections_taken();
+  rt_server_freeze(srv);
+  expect_no_answer(l, 0, 2000, "a try on the open connection");
+  expect_no_answer(l, 1000, 1000, "a wait shorter than the command timeout");
+  expect_no_answer(l, 0, 2000, "a try on a new connection");
+  rt_server_thaw(srv);
+  long long opened = connections_taken() - before;
+  if (opened > 2)
+    fail_msg("%lld connections for 2 calls after the first failed", opened);
+  rlock_lock_free(l);
+  dk_free(c);
+}
+
 /* Wait 0 tries once: within one command timeout (2 s in fx_client), not
  * one per command the try needs. */
 static void test_try_once_bounded_by_command_timeout(void **state) {
@@ -156,6 +210,7 @@ static void test_multilock_wait_bounded(void **state) {
 
 static const dk_case cases[] = {
     DK_CASE(test_wait_bounds_a_hung_server, DK_ALL),
+    DK_CASE(test_frozen_server_no_answer, DK_ALL),
     DK_CASE(test_try_once_bounded_by_command_timeout, DK_BLOCK),
     DK_CASE(test_cancel_ends_a_read, DK_BLOCK),
     DK_CASE(test_multilock_wait_bounded, DK_BLOCK),

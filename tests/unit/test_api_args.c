@@ -91,6 +91,29 @@ static void test_client_identity(void **state) {
   rlock_client_free(NULL);
 }
 
+/* Each refusal of rlock_client_metrics_text names its own cause: an
+ * unknown flag is named even when buf is NULL with size 0 (a size
+ * query). */
+static void test_metrics_text_args(void **state) {
+  (void)state;
+  rlock_client *c;
+  assert_int_equal(rlock_client_new(&c, NULL), RLOCK_OK);
+  size_t needed = 0;
+  ASSERT_RC(rlock_client_metrics_text(NULL, NULL, 0, &needed, 0), RLOCK_EINVAL,
+            "client is NULL");
+  ASSERT_RC(rlock_client_metrics_text(c, NULL, 10, &needed, 0), RLOCK_EINVAL,
+            "buf is NULL");
+  ASSERT_RC(rlock_client_metrics_text(c, NULL, 0, &needed, 2), RLOCK_EINVAL,
+            "unknown flags");
+  char buf[64];
+  ASSERT_RC(rlock_client_metrics_text(c, buf, sizeof buf, &needed, 2),
+            RLOCK_EINVAL, "unknown flags");
+  ASSERT_RC(rlock_client_metrics_text(c, NULL, 0, &needed, 0), RLOCK_EINVAL,
+            "bytes needed");
+  assert_true(needed > 1);
+  rlock_client_free(c);
+}
+
 static void test_lock_names(void **state) {
   (void)state;
   rlock_client *c;
@@ -324,6 +347,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_config_setters),
       cmocka_unit_test(test_client_identity),
+      cmocka_unit_test(test_metrics_text_args),
       cmocka_unit_test(test_lock_names),
       cmocka_unit_test(test_lock_durations),
       cmocka_unit_test(test_options_version),

@@ -174,7 +174,8 @@ static void test_invalid(void **state) {
   expect_invalid("rediss:/h", "must start with");
   expect_invalid("redis://h?tls_ca=/x", "speaks no TLS");
   expect_invalid("redis-cluster://h:1?tls_insecure=yes", "speaks no TLS");
-  expect_invalid("rediss://h?tls_insecure=maybe", "yes or no");
+  expect_invalid("rediss://h?tls_insecure=maybe",
+                 "must be yes, no, 1, 0, true or false (got 'maybe')");
   expect_invalid("rediss://h?tls_ca=", "tls_ca");
   expect_invalid("rediss://h?pubsub=classic", "not known");
   expect_invalid("rediss-cluster://h:1?sentinel_tls=no", "not known");

@@ -135,12 +135,12 @@ int rlock_client_metrics_text(const rlock_client *c, char *buf, size_t size,
                               size_t *needed, unsigned flags) {
   if (needed != NULL)
     *needed = 0;
-  if (c == NULL || (buf == NULL && size > 0) ||
-      (flags & ~RLOCK_METRICS_OPENMETRICS) != 0)
+  int buf_bad = buf == NULL && size > 0; /* NULL with 0: a size query */
+  if (c == NULL || buf_bad || (flags & ~RLOCK_METRICS_OPENMETRICS) != 0)
     return rlock__err(RLOCK_EINVAL, "rlock_client_metrics_text: %s",
-                      c == NULL     ? "client is NULL"
-                      : buf == NULL ? "buf is NULL"
-                                    : "unknown flags");
+                      c == NULL ? "client is NULL"
+                      : buf_bad ? "buf is NULL"
+                                : "unknown flags");
   size_t len = rlock__obs_text(&c->obs, buf, size,
                                (flags & RLOCK_METRICS_OPENMETRICS) != 0);
   if (needed != NULL)

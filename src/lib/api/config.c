@@ -126,7 +126,8 @@ int rlock_config_set_lost_callback(rlock_config *cfg, rlock_lost_fn fn,
 int rlock_config_set_log(rlock_config *cfg, rlock_log_fn fn,
                          rlock_log_level max_level, void *userdata) {
   CHECK_CFG(cfg, "rlock_config_set_log");
-  if (max_level < RLOCK_LOG_ERROR || max_level > RLOCK_LOG_DEBUG)
+  if (fn != NULL &&
+      (max_level < RLOCK_LOG_ERROR || max_level > RLOCK_LOG_DEBUG))
     return rlock__err(RLOCK_EINVAL,
                       "log level must be RLOCK_LOG_ERROR (1) "
                       "to RLOCK_LOG_DEBUG (4) (got %d)",

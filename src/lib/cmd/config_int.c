@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * config_int.c - a configuration's defaults, copy and the settings a URL
- * or the environment adds (config_int.h); the public setters are
- * api/config.c's.
+ * adds (config_int.h); the public setters are api/config.c's.
  */
 #include "config_int.h"
 

@@ -12,7 +12,9 @@
  * A lock write (call.sync) goes out with WAIT behind it where its master
  * has replicas (net/topo.c's count, asked with INFO replication at most
  * every 30 s per node); while the count is being asked, writes for that
- * node wait behind the INFO on the same connection's queue.
+ * node wait behind the INFO on the same connection's queue. An INFO sent
+ * and not answered in time fails them with its error (net/route.c's
+ * count ends its call so too).
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -159,11 +161,43 @@ static void queue_write(rlock_client *c, rlock__lnode *ln, rlock__lreq *r,
   rlock__lreq_queue(c, &ln->cmd, r);
 }
 
+/* Whether the INFO's failure ends the writes behind it, as the blocking
+ * driver's count (net/route.c) ends its call: sent and not answered in
+ * time (the writes' own answers would not come either: sending them on a
+ * new connection only costs a reconnect, and a "cannot connect" once
+ * their bound passes on it), or a failure that is final. Any other
+ * failure (the connection closed or refused, a connect timeout: a
+ * failover may be under way) counts no replica and lets them go on. */
+static int info_fails_writes(const rlock__lreq *r, int rc) {
+  int unanswered =
+      (rc == RLOCK_ETIMEOUT || rc == RLOCK_ECANCELED) && r->call.in_flight;
+  if (unanswered && rc == RLOCK_ETIMEOUT)
+    rlock__error_final();
+  return unanswered || (rc != RLOCK_OK && rlock__error_is_final());
+}
+
+/* A write that waited for the INFO fails as it would have (nothing of it
+ * was sent), with the INFO's error. */
+static void fail_write(rlock_client *c, rlock__lreq *w, int rc,
+                       const rlock__saved_error *why) {
+  rlock__error_restore(why);
+  w->q.rc = rc;
+  w->q.reply = NULL;
+  w->call.in_flight = 0;
+  w->call.transient = 0;
+  rlock__lreq_failed(c, w);
+}
+
 static void info_done(rlock_client *c, rlock__lreq *r) {
   rlock__lnode *ln = of_info(r);
   rlock__reply *reply;
   int rc = rlock__lreq_take(r, &reply);
-  int n = rlock__node_replicas_learned(ln->node, rc == RLOCK_OK ? reply : NULL);
+  int stop = info_fails_writes(r, rc);
+  rlock__saved_error why;
+  rlock__error_save(&why);
+  int n = stop ? 0
+               : rlock__node_replicas_learned(ln->node,
+                                              rc == RLOCK_OK ? reply : NULL);
   rlock__reply_free(reply);
   ln->info_busy = 0;
   rlock__llist await = ln->await;
@@ -174,6 +208,8 @@ static void info_done(rlock_client *c, rlock__lreq *r) {
     if (c->loop->closing) {
       w->q.rc = rlock__err(RLOCK_ECLOSED, "client freed");
       w->done(c, w);
+    } else if (stop) {
+      fail_write(c, w, rc, &why);
     } else {
       queue_write(c, ln, w, n);
     }

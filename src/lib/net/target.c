@@ -76,9 +76,9 @@ static int set_tls_param(parse *p, const char *key, size_t klen,
     return 1;
   *rc = b >= 0 ? RLOCK_OK
                : rlock__err(RLOCK_EINVAL,
-                            "URL parameter %.*s must be yes "
-                            "or no",
-                            (int)klen, key);
+                            "URL parameter %.*s must be yes, no, "
+                            "1, 0, true or false (got '%.*s')",
+                            (int)klen, key, (int)vlen, val);
   return 0;
 }
 

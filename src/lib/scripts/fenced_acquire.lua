@@ -14,6 +14,11 @@
 local function take()
   local token = redis.pcall('incr', ARGV[3])
   if type(token) == 'table' then
+    if not (string.find(token.err, 'WRONGTYPE', 1, true) or
+            string.find(token.err, 'integer', 1, true) or
+            string.find(token.err, 'overflow', 1, true)) then
+      return token -- not about the counter: out of memory, an ACL right
+    end
     return redis.error_reply('WRONGTYPE key has a token key ' .. ARGV[3] ..
                              ' that is not a counter')
   end

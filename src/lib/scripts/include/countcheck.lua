@@ -7,9 +7,11 @@ local COUNT_INT_MAX = 2147483647
 
 -- The count at `key`: false when absent, a number, or nil and the
 -- WRONGTYPE error reply (`what` names the kind for the message). One GET.
+-- A GET refused for another reason (an ACL right) is that error, as is.
 local function count_get(key, what)
   local v = redis.pcall('get', key)
   if type(v) == 'table' and v.err then
+    if not string.find(v.err, 'WRONGTYPE', 1, true) then return nil, v end
     return nil, redis.error_reply('WRONGTYPE key holds a ' ..
                                   redis.call('type', key).ok .. ', not a ' ..
                                   what)

@@ -9,7 +9,10 @@
 -- error reply to return.
 local function hold_check(key, owner)
   local held = redis.pcall('hexists', key, owner)
-  if type(held) == 'table' then -- an error: not a hash
+  if type(held) == 'table' then -- an error: not a hash, or a refusal
+    if not string.find(held.err, 'WRONGTYPE', 1, true) then
+      return nil, held -- refused for another reason (an ACL right)
+    end
     return nil, redis.error_reply('WRONGTYPE key holds a ' ..
                                   redis.call('type', key).ok .. ', not a lock')
   end

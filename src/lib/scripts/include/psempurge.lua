@@ -14,6 +14,9 @@ local function psem_purge(now, limit, publish)
   local expired = redis.pcall('zrangebyscore', KEYS[2], 0, now, 'limit', 0,
                               limit)
   if expired.err then
+    if not string.find(expired.err, 'WRONGTYPE', 1, true) then
+      return nil, expired -- refused for another reason (an ACL right)
+    end
     return nil, redis.error_reply('WRONGTYPE key\'s timeout set holds a ' ..
                                   redis.call('type', KEYS[2]).ok ..
                                   ', not a sorted set')
