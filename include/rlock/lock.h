@@ -472,7 +472,9 @@ RLOCK_EXTERN int rlock_cancel_fired(const rlock_cancel *cancel);
  *         RLOCK_EINVAL for NULL or a loop client; RLOCK_ECLOSED in a
  *         fork()ed child;
  *         RLOCK_EIO / RLOCK_ETIMEOUT when the server cannot be reached (the
- *         lock is no longer renewed and expires after its lease).
+ *         lock is no longer renewed and expires after its lease; taken
+ *         again by the same owner meanwhile, the release that leaves the
+ *         owner no hold here deletes it, that level included).
  */
 RLOCK_EXTERN int rlock_lock_release(rlock_lock *lock);
 

@@ -14,7 +14,8 @@
  * A worker is a blocking client (FK_BLOCKING) or a loop client on its own
  * libuv loop (FK_LOOP: the round's acquisition and release are async
  * calls, the loop runs while it waits and while it works inside the lock,
- * so renewals run on the loop as in an event-driven server).
+ * so renewals run on the loop as in an event-driven server), or the same
+ * on a libevent base (FK_EVENT: FK_ALL_DRIVERS' third case).
  *
  * The locks live at fk.lock_url (default: the fixture's server srv); the
  * counters and the fenced resource live on srv, a server no fault
@@ -43,8 +44,10 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <event2/event.h>
 #include <uv.h>
 
+#include "rlock/event.h"
 #include "rlock/uv.h"
 #include "rt_history.h"
 #include "rt_netns.h"
@@ -55,7 +58,12 @@
 #define FK_WATCHDOG_MS 1000
 #define FK_WAIT_MS 2000
 
-typedef enum fk_mode { FK_BLOCKING, FK_LOOP } fk_mode;
+typedef enum fk_mode { FK_BLOCKING, FK_LOOP, FK_EVENT } fk_mode;
+
+/* An FK_EVENT worker's base (NULL in any other process): fk_run_until and
+ * fk_loop_sleep run it in place of the libuv loop they are given, so the
+ * loop rounds are the same on both loops. */
+static struct event_base *fk_evb;
 
 static struct fk_state {
   char hist_path[512];
@@ -192,16 +200,39 @@ static inline void fk_on_done(void *arg, int rc, int64_t value) {
 
 static inline void fk_on_timer(uv_timer_t *t) { *(int *)t->data = 1; }
 
-/* Run `loop` until `*flag` is set (the call's callback or a timer). */
-static inline void fk_run_until(uv_loop_t *loop, const int *flag) {
-  while (!*flag)
-    uv_run(loop, UV_RUN_ONCE);
+static inline void fk_on_evtimer(evutil_socket_t fd, short what, void *arg) {
+  (void)fd, (void)what;
+  *(int *)arg = 1;
 }
 
-/* The work's time inside the lock, with the loop running (renewals). */
+/* Run `loop` (fk_evb if set) until `*flag` is set (the call's callback or
+ * a timer). */
+static inline void fk_run_until(uv_loop_t *loop, const int *flag) {
+  while (!*flag)
+    if (fk_evb != NULL)
+      event_base_loop(fk_evb, EVLOOP_ONCE);
+    else
+      uv_run(loop, UV_RUN_ONCE);
+}
+
+/* The work's time inside the lock, with the loop running (renewals). The
+ * loop's clock is read first: it is that of the last iteration, before the
+ * work's own round trips, and a timer already due by it fires at the start
+ * of the next UV_RUN_ONCE, which then still sleeps in its poll until some
+ * other event (the next renewal, a third of a lease away). */
 static inline void fk_loop_sleep(uv_loop_t *loop, uv_timer_t *t, int ms) {
   int fired = 0;
+  if (fk_evb != NULL) {
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    struct event *ev = evtimer_new(fk_evb, fk_on_evtimer, &fired);
+    if (ev == NULL || evtimer_add(ev, &tv) != 0)
+      _exit(3);
+    fk_run_until(loop, &fired);
+    event_free(ev);
+    return;
+  }
   t->data = &fired;
+  uv_update_time(loop);
   uv_timer_start(t, fk_on_timer, (uint64_t)ms, 0);
   fk_run_until(loop, &fired);
 }
@@ -305,11 +336,11 @@ static inline void fk_sem_worker(int fd, int id, rlock_client *c,
          rlock_psemaphore_try_set_permits(NULL, s, fk.sem) != RLOCK_OK)
     usleep(10000);
   fk_call set = {0};
-  if (fk.mode == FK_LOOP && rlock_psemaphore_try_set_permits_async(
-                                s, fk.sem, fk_on_done, &set) == RLOCK_OK)
+  if (fk.mode != FK_BLOCKING && rlock_psemaphore_try_set_permits_async(
+                                    s, fk.sem, fk_on_done, &set) == RLOCK_OK)
     fk_run_until(loop, &set.done);
   for (;;) {
-    if (fk.mode == FK_LOOP)
+    if (fk.mode != FK_BLOCKING)
       fk_sem_loop(fd, id, s, loop, t);
     else
       fk_sem_blocking(fd, id, s);
@@ -356,8 +387,11 @@ static inline void fk_worker(int id, const char *url, int port) {
     uv_loop_init(&loop);
     uv_timer_init(&loop, &timer);
   }
-  if ((fk.mode == FK_LOOP ? rlock_client_new_uv(&c, cfg, &loop)
-                          : rlock_client_new(&c, cfg)) != RLOCK_OK)
+  if (fk.mode == FK_EVENT && (fk_evb = event_base_new()) == NULL)
+    _exit(3);
+  if ((fk.mode == FK_LOOP    ? rlock_client_new_uv(&c, cfg, &loop)
+       : fk.mode == FK_EVENT ? rlock_client_new_event(&c, cfg, fk_evb)
+                             : rlock_client_new(&c, cfg)) != RLOCK_OK)
     _exit(3);
   rlock_config_free(cfg);
   if (fk.sem > 0)
@@ -373,7 +407,7 @@ static inline void fk_worker(int id, const char *url, int port) {
   for (unsigned seed = (unsigned)getpid();;) {
     rc = fk_counter_link(rc, port);
     int li = (int)(rand_r(&seed) % FK_LOCKS);
-    if (fk.mode == FK_LOOP)
+    if (fk.mode != FK_BLOCKING)
       fk_round_loop(fd, id, li, l[li], rc, &loop, &timer);
     else
       fk_round_blocking(fd, id, li, l[li], rc);
@@ -478,7 +512,10 @@ static inline bool fk_running(int64_t t0) {
 static inline int fk_history_begin(const char *scenario, fk_mode mode) {
   fk.mode = mode;
   snprintf(fk.hist_path, sizeof fk.hist_path, "%s/%s%s.history",
-           rt_server_dir(srv), scenario, mode == FK_LOOP ? "-loop" : "");
+           rt_server_dir(srv), scenario,
+           mode == FK_LOOP    ? "-loop"
+           : mode == FK_EVENT ? "-libevent"
+                              : "");
   unlink(fk.hist_path);
   freeReplyObject(rt_cmd(srv, "FLUSHALL"));
   return rt_history_open(fk.hist_path);
@@ -690,6 +727,16 @@ static inline int fk_sigstop_faults(int fd, unsigned *seed) {
 #define FK_CASES(fn)                                                           \
   cmocka_unit_test(test_##fn), cmocka_unit_test(test_##fn##_loop)
 
+/* FK_BOTH_DRIVERS and a third case, test_<fn>_libevent, on libevent loop
+ * workers (FK_EVENT); FK_ALL_CASES(fn) lists the three. */
+#define FK_ALL_DRIVERS(fn)                                                     \
+  FK_BOTH_DRIVERS(fn)                                                          \
+  static void test_##fn##_libevent(void **state) {                             \
+    (void)state;                                                               \
+    fn(FK_EVENT);                                                              \
+  }
+#define FK_ALL_CASES(fn) FK_CASES(fn), cmocka_unit_test(test_##fn##_libevent)
+
 /* ---- faults on the servers -------------------------------------------- */
 
 /* The running server at `port` among the group's, or NULL. */
@@ -830,7 +877,9 @@ static inline rt_verdict fk_finish(int fd, const char *scenario,
                                     fk.sem > 0 ? fk.sem : 1);
   char name[128];
   snprintf(name, sizeof name, "%s%s", scenario,
-           fk.mode == FK_LOOP ? " (loop)" : "");
+           fk.mode == FK_LOOP    ? " (loop)"
+           : fk.mode == FK_EVENT ? " (libevent)"
+                                 : "");
   rt_history_print(name, &v);
   if (!rt_history_clean(&v)) {
     fk_keep_history(scenario);

@@ -9,8 +9,10 @@
  * their lease (SIGSTOP, SIGCONT); the server restarted with an
  * append-only file; the server paused; connections killed (CLIENT KILL,
  * the subscriber's too). Each runs RLOCK_FAULT_SECONDS (default 3);
- * kill -9, SIGSTOP, CLIENT KILL and the failovers run once with blocking
- * workers and once with loop workers (faults_kit.h).
+ * every scenario but the slow link is written once and runs with
+ * blocking workers and with libuv loop workers (FK_BOTH_DRIVERS,
+ * faults_kit.h); those on the server (restart, pause, maxmemory) with
+ * libevent loop workers too (FK_ALL_DRIVERS).
  * Where a lease lock cannot promise exclusion (a stopped holder), the
  * checker requires the stale holder to have been refused. */
 #include "faults_kit.h"
@@ -51,12 +53,11 @@ static void sigstop(fk_mode mode) {
 
 /* The server restarted with an append-only file (fsync always): locks
  * and the counter survive, waiters ride the restart out. */
-static void test_restart_persistent(void **state) {
-  (void)state;
+static void restart_persistent(fk_mode mode) {
   rt_server *plain = srv; /* the workers use srv: this run's server */
   srv = rt_server_start((const char *const[]){"--appendonly", "yes",
                                               "--appendfsync", "always", NULL});
-  int fd = fk_begin("restart-aof", FK_BLOCKING);
+  int fd = fk_begin("restart-aof", mode);
   for (int64_t t0 = rt_now_ms(); rt_now_ms() - t0 < fk_run_ms();) {
     rt_sleep_ms(500 + rand_r(&seed) % 300);
     rt_history_add(fd, -1, -1, RT_EV_FAULT, 'R', 0, 0);
@@ -69,9 +70,8 @@ static void test_restart_persistent(void **state) {
 
 /* The server paused for less than a lease: calls wait or time out with a
  * documented status, nothing overlaps. */
-static void test_server_paused(void **state) {
-  (void)state;
-  int fd = fk_begin("pause", FK_BLOCKING);
+static void server_paused(fk_mode mode) {
+  int fd = fk_begin("pause", mode);
   for (int64_t t0 = rt_now_ms(); rt_now_ms() - t0 < fk_run_ms();) {
     rt_sleep_ms(300 + rand_r(&seed) % 300);
     rt_history_add(fd, -1, -1, RT_EV_FAULT, 'P', 0, 0);
@@ -149,11 +149,10 @@ static void test_checker(void **state) {
  * token counters), so two holders may overlap; each overlap's stale
  * holder must learn it (its lock lost) or be refused by the fenced
  * resource, kept in a file here since Redis forgets it too. */
-static void test_restart_volatile(void **state) {
-  (void)state;
+static void restart_volatile(fk_mode mode) {
   fk.file_fence = 1;
   snprintf(fk.fence_path, sizeof fk.fence_path, "%s/fence", rt_server_dir(srv));
-  int fd = fk_begin("restart-volatile", FK_BLOCKING);
+  int fd = fk_begin("restart-volatile", mode);
   for (int64_t t0 = rt_now_ms(); rt_now_ms() - t0 < fk_run_ms();) {
     rt_sleep_ms(500 + rand_r(&seed) % 300);
     rt_history_add(fd, -1, -1, RT_EV_FAULT, 'V', 0, 0);
@@ -167,9 +166,8 @@ static void test_restart_volatile(void **state) {
 /* maxmemory reached (noeviction): acquisitions fail with a documented
  * status (the server's OOM refusal) while it lasts, nothing is half
  * written, and locks work again once memory is freed. */
-static void test_maxmemory(void **state) {
-  (void)state;
-  int fd = fk_begin("maxmemory", FK_BLOCKING);
+static void maxmemory(fk_mode mode) {
+  int fd = fk_begin("maxmemory", mode);
   rt_cmd_ok(srv, "CONFIG SET maxmemory-policy noeviction");
   for (int64_t t0 = rt_now_ms(); rt_now_ms() - t0 < fk_run_ms();) {
     rt_sleep_ms(200 + rand_r(&seed) % 200);
@@ -228,9 +226,138 @@ static void cluster_failover(fk_mode mode) {
   assert_true(switches > 0 && v.acquisitions > 0);
 }
 
+/* ---- one client in the test's own process, on either driver ----------- */
+
+/* A client of `url` on `mode`'s driver (a loop client on its own libuv
+ * loop or libevent base, run here while a call waits), the lock its calls
+ * take (set by the caller) and their owner. */
+typedef struct one_client {
+  fk_mode mode;
+  uv_loop_t loop;
+  struct event_base *evb;
+  rlock_client *c;
+  rlock_lock *l;
+  uint64_t owner; /* the loop's calls' (a blocking call's: the thread) */
+} one_client;
+
+static void one_open(one_client *o, fk_mode mode, const char *url) {
+  rlock_config *cfg;
+  o->mode = mode;
+  o->l = NULL;
+  OK(rlock_config_new(&cfg));
+  OK(rlock_config_set_url(cfg, url));
+  OK(rlock_config_set_connect_timeout_ms(cfg, 500));
+  OK(rlock_config_set_command_timeout_ms(cfg, 1000));
+  if (mode == FK_LOOP) {
+    uv_loop_init(&o->loop);
+    OK(rlock_client_new_uv(&o->c, cfg, &o->loop));
+  } else if (mode == FK_EVENT) {
+    assert_non_null(o->evb = event_base_new());
+    OK(rlock_client_new_event(&o->c, cfg, o->evb));
+  } else {
+    OK(rlock_client_new(&o->c, cfg));
+  }
+  rlock_config_free(cfg);
+  o->owner = mode == FK_BLOCKING ? RLOCK_OWNER_THREAD : rlock_owner_new();
+}
+
+static void one_close(one_client *o) {
+  OK(rlock_client_free(o->c));
+  if (o->mode == FK_LOOP) {
+    uv_run(&o->loop, UV_RUN_NOWAIT); /* the adapter's handles close */
+    assert_int_equal(uv_loop_close(&o->loop), 0);
+  } else if (o->mode == FK_EVENT) {
+    event_base_free(o->evb);
+  }
+}
+
+/* Run the loop until the call `done` answers: its status. */
+static int one_wait(one_client *o, fk_call *done) {
+  int64_t end = rt_now_ms() + rt_scaled_ms(10000);
+  while (!done->done && rt_now_ms() < end)
+    if (o->mode == FK_EVENT)
+      event_base_loop(o->evb, EVLOOP_ONCE);
+    else
+      uv_run(&o->loop, UV_RUN_ONCE);
+  if (!done->done)
+    fail_msg("no answer from the loop client within 10 s");
+  return done->rc;
+}
+
+/* Acquire with a wait of 5 s and a fixed lease of `lease_ms`. */
+static int one_acquire(one_client *o, int64_t lease_ms) {
+  rlock_acquire_options opts = RLOCK_ACQUIRE_OPTIONS_INIT;
+  opts.wait_ms = 5000;
+  opts.lease_ms = lease_ms;
+  opts.owner = o->owner;
+  if (o->mode == FK_BLOCKING)
+    return rlock_lock_acquire_opts(o->l, &opts);
+  fk_call done = {0};
+  int rc = rlock_lock_acquire_async(o->l, &opts, fk_on_done, &done, NULL);
+  return rc != RLOCK_OK ? rc : one_wait(o, &done);
+}
+
+static int one_release(one_client *o) {
+  if (o->mode == FK_BLOCKING)
+    return rlock_lock_release(o->l);
+  fk_call done = {0};
+  int rc = rlock_lock_release_async(o->l, o->owner, fk_on_done, &done);
+  return rc != RLOCK_OK ? rc : one_wait(o, &done);
+}
+
+/* A release that cannot reach the server (it is down) leaves the owner's
+ * hold there, to run out with its lease (rlock_lock_release's
+ * RLOCK_EIO). Taken again by the same owner meanwhile, the lock must not
+ * count that stale level: the next release, this client's last, frees
+ * it. (Otherwise an owner taking and releasing the lock in a loop keeps
+ * it held one level deep for good, as restart_persistent's workers did,
+ * and every other client's wait runs out.) */
+static void outage_round(one_client *o, rt_server *aof, const char *name) {
+  OK(one_acquire(o, 60000)); /* a fixed lease outlasts the test */
+  rt_server_stop(aof);
+  int rc = one_release(o);
+  if (rc != RLOCK_EIO && rc != RLOCK_ETIMEOUT)
+    fail_msg("%s: a release with the server down: %d (%s)", name, rc,
+             rlock_error_last()->message);
+  rt_server_start_again(aof); /* the lock is read back from the AOF */
+  if (rt_cmd_int(aof, "EXISTS %s", name) != 1)
+    fail_msg("%s: the failed release's level is not there", name);
+  OK(one_acquire(o, 60000));
+  OK(one_release(o));
+  if (rt_cmd_int(aof, "EXISTS %s", name) != 0)
+    fail_msg("%s: still held after its owner's last release", name);
+}
+
+/* Each kind whose levels the server counts. */
+static const struct {
+  const char *name;
+  int (*make)(rlock_lock **, rlock_client *, const char *);
+} counted_kinds[] = {{"fault:outage", rlock_lock_new},
+                     {"fault:outage:fair", rlock_lock_new_fair},
+                     {"fault:outage:write", rlock_lock_new_write}};
+
+static void release_after_outage(fk_mode mode) {
+  rt_server *aof = rt_server_start((const char *const[]){
+      "--appendonly", "yes", "--appendfsync", "always", NULL});
+  one_client o;
+  one_open(&o, mode, rt_server_url(aof));
+  for (size_t i = 0; i < sizeof counted_kinds / sizeof counted_kinds[0]; i++) {
+    OK(counted_kinds[i].make(&o.l, o.c, counted_kinds[i].name));
+    outage_round(&o, aof, counted_kinds[i].name);
+    rlock_lock_free(o.l);
+  }
+  one_close(&o);
+  rt_server_free(aof);
+}
+
 FK_BOTH_DRIVERS(kill9)
 FK_BOTH_DRIVERS(sigstop)
 FK_BOTH_DRIVERS(client_kill)
+FK_ALL_DRIVERS(server_paused)
+FK_ALL_DRIVERS(restart_persistent)
+FK_ALL_DRIVERS(restart_volatile)
+FK_ALL_DRIVERS(maxmemory)
+FK_ALL_DRIVERS(release_after_outage)
 FK_BOTH_DRIVERS(sentinel_failover)
 FK_BOTH_DRIVERS(cluster_failover)
 
@@ -285,11 +412,12 @@ static const struct CMUnitTest tests_of_faults[] = {
     cmocka_unit_test(test_checker),
     FK_CASES(kill9),
     FK_CASES(sigstop),
-    cmocka_unit_test(test_server_paused),
+    FK_ALL_CASES(server_paused),
     FK_CASES(client_kill),
-    cmocka_unit_test(test_restart_persistent),
-    cmocka_unit_test(test_restart_volatile),
-    cmocka_unit_test(test_maxmemory),
+    FK_ALL_CASES(restart_persistent),
+    FK_ALL_CASES(restart_volatile),
+    FK_ALL_CASES(maxmemory),
+    FK_ALL_CASES(release_after_outage),
     FK_CASES(sentinel_failover),
     FK_CASES(cluster_failover),
     cmocka_unit_test(test_slow_link),

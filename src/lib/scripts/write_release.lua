@@ -2,9 +2,10 @@
 -- Release one write hold (Redisson RReadWriteLock layout).
 -- KEYS[1] lock, ARGV[6] channel redisson_rwlock:{name}.
 -- ARGV[1] message "1" (wakes every waiter), ARGV[2] lease to keep when
--- write holds remain, ARGV[3] write field "<owner>:write", ARGV[4] publish
--- command; ARGV[7] the unlock latch, ARGV[5] its TTL in ms (0: none;
--- latch.lua). Returns nil when not held by ARGV[3], 0 when write holds
+-- write holds remain (-1: the client records no write level left, so
+-- every one goes, as in holdcheck.lua), ARGV[3] write field
+-- "<owner>:write", ARGV[4] publish command; ARGV[7] the unlock latch,
+-- ARGV[5] its TTL in ms (0: none; latch.lua). Returns nil when not held by ARGV[3], 0 when write holds
 -- remain, 1 when the last one went (the lock deleted, or downgraded to
 -- read when the same owner still has read holds), 2 when it was gone.
 -- Unlike Redisson, a downgrade also publishes, so waiting readers enter at
@@ -27,7 +28,8 @@ end
 if mode ~= 'write' or redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
   return nil
 end
-if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
+if tonumber(ARGV[2]) >= 0 and
+   redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
   redis.call('pexpire', KEYS[1], ARGV[2])
   return latch_set(latch, ARGV[5], 0)
 end

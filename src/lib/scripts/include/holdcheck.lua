@@ -28,11 +28,14 @@ end
 -- that ends the release: the refusal, nil when `owner` holds nothing, 0
 -- (stored in the latch `latch`, TTL `ttl`) when holds remain; false when
 -- the last hold went, for the caller to delete the lock and tell waiters.
+-- `keep` -1: the client records no level left, so every level of `owner`
+-- goes (one a release that never reached the server left behind must not
+-- keep the lock held after the owner's last release).
 local function hold_release(key, owner, keep, latch, ttl)
   local held, refusal = hold_check(key, owner)
   if held == nil then return true, refusal end
   if held == 0 then return true, nil end
-  if redis.call('hincrby', key, owner, -1) > 0 then
+  if tonumber(keep) >= 0 and redis.call('hincrby', key, owner, -1) > 0 then
     redis.call('pexpire', key, keep)
     return true, latch_set(latch, ttl, 0)
   end
