@@ -475,8 +475,8 @@ RLOCK_EXTERN int rlock_cancel_fired(const rlock_cancel *cancel);
  *         lock is no longer renewed and expires after its lease; taken
  *         again by the same owner meanwhile, the release that leaves the
  *         owner no hold here takes that level off too: the lock is
- *         deleted unless other holds keep it, another reader's of a read
- *         lock or the same owner's other half of a read-write lock).
+ *         deleted unless other holds keep it, another reader's or the
+ *         same owner's other half of a read-write lock).
  */
 RLOCK_EXTERN int rlock_lock_release(rlock_lock *lock);
 
