@@ -474,7 +474,9 @@ RLOCK_EXTERN int rlock_cancel_fired(const rlock_cancel *cancel);
  *         RLOCK_EIO / RLOCK_ETIMEOUT when the server cannot be reached (the
  *         lock is no longer renewed and expires after its lease; taken
  *         again by the same owner meanwhile, the release that leaves the
- *         owner no hold here deletes it, that level included).
+ *         owner no hold here takes that level off too: the lock is
+ *         deleted unless other holds keep it, another reader's or the
+ *         same owner's other half of a read-write lock).
  */
 RLOCK_EXTERN int rlock_lock_release(rlock_lock *lock);
 

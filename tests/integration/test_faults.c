@@ -334,7 +334,8 @@ static const struct {
   int (*make)(rlock_lock **, rlock_client *, const char *);
 } counted_kinds[] = {{"fault:outage", rlock_lock_new},
                      {"fault:outage:fair", rlock_lock_new_fair},
-                     {"fault:outage:write", rlock_lock_new_write}};
+                     {"fault:outage:write", rlock_lock_new_write},
+                     {"fault:outage:read", rlock_lock_new_read}};
 
 static void release_after_outage(fk_mode mode) {
   rt_server *aof = rt_server_start((const char *const[]){

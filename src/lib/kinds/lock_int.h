@@ -326,8 +326,9 @@ int64_t rlock__outage_until(const rlock_client *c, int64_t since_us,
  * lost; re-entered, it would keep the lock held after the owner's last
  * release, for as long as the owner takes the lock again within its lease.
  * The scripts of the kinds that count levels read it: holdcheck.lua's
- * (reentrant, spin, fenced, fair lock, election) and write_release.lua; a
- * read hold's release ignores the lease to keep. */
+ * (reentrant, spin, fenced, fair lock, election), write_release.lua and
+ * read_release.lua (which reads only this value of the lease to keep:
+ * each read level has a lease of its own). */
 #define RLOCK__KEEP_NONE (-1)
 
 /* `keep_ms` as rlock__hold_pop gave it for `field`'s hold of `l` (its

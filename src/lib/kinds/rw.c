@@ -46,7 +46,6 @@ static void read_attempt(rlock_lock *l, const char *owner, int64_t lease_ms,
 
 static void read_release(rlock_lock *l, const char *owner, int64_t keep_ms,
                          const rlock__latch *latch, rlock__call *call) {
-  (void)keep_ms; /* read holds keep their own leases */
   rlock__call_script(call, &rlock__script_read_release);
   rlock__call_key(call, l->name);
   rlock__call_arg(call, "0");
@@ -57,6 +56,9 @@ static void read_release(rlock_lock *l, const char *owner, int64_t keep_ms,
   rlock__call_arg(call, timeout_prefix(l, owner, call));
   rlock__call_arg(call, l->base);
   rlock__latch_name(l, latch, call);
+  /* Read holds keep their own leases: the script reads only -1
+   * (RLOCK__KEEP_NONE, every read level of `owner` goes). */
+  rlock__call_num(call, keep_ms);
 }
 
 static void read_force(rlock_lock *l, rlock__call *call) {

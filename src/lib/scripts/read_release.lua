@@ -3,7 +3,11 @@
 -- KEYS[1] lock, ARGV[5] channel redisson_rwlock:{name}, ARGV[6] this
 -- owner's timeout-key prefix, ARGV[7] the timeout-key base "{name}".
 -- ARGV[1] message "0", ARGV[2] owner, ARGV[3] publish command. ARGV[8]
--- the unlock latch, ARGV[4] its TTL in ms (0: none; latch.lua).
+-- the unlock latch, ARGV[4] its TTL in ms (0: none; latch.lua). ARGV[9]
+-- the lease to keep: read holds keep their own leases, so only -1 counts
+-- (the client records no read level of this owner left, so every one
+-- goes with its timeout key, as in holdcheck.lua: a level a release that
+-- never reached the server left behind must not keep a writer out).
 -- Returns nil when the owner holds no read hold, 0 when the lock lives on
 -- (other holds remain), 1 when it was deleted, 2 when it was already gone.
 -- The lock's TTL is recomputed from the timeout keys still alive, so holds
@@ -28,11 +32,21 @@ end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
   return nil
 end
-local left = redis.call('hincrby', KEYS[1], ARGV[2], -1)
-if left == 0 then
+if tonumber(ARGV[9]) == -1 then
+  -- The owner's count is untrusted: past LOCK_PROBES the timeout keys
+  -- left run out with their leases (no count names them any more).
+  local n = tonumber(redis.call('hget', KEYS[1], ARGV[2]))
+  for i = 1, math.min(n, LOCK_PROBES) do
+    redis.call('del', prefix .. ':' .. i)
+  end
   redis.call('hdel', KEYS[1], ARGV[2])
+else
+  local left = redis.call('hincrby', KEYS[1], ARGV[2], -1)
+  if left == 0 then
+    redis.call('hdel', KEYS[1], ARGV[2])
+  end
+  redis.call('del', prefix .. ':' .. (left + 1))
 end
-redis.call('del', prefix .. ':' .. (left + 1))
 if redis.call('hlen', KEYS[1]) > 1 then
   local max, probes = -3, 0
   for _, field in ipairs(redis.call('hkeys', KEYS[1])) do
