@@ -700,7 +700,7 @@ static void shift_as_redisson(int deferred) {
   OK(rlock_config_set_url(cfg, rt_server_url(srv)));
   OK(rlock_config_set_fair_deferred_shift(cfg, deferred));
   OK(rlock_client_new(&c, cfg));
-  made_c[n_c++] = c; /* the first of the case */
+  made_c[n_c++] = c; /* freed after the case, as client()'s are */
   rlock_config_free(cfg);
   owned_waiter w = {.l = fair_lock(c, n), .owner = rlock_owner_new()};
   pthread_t t;
