@@ -109,51 +109,46 @@ static void refuse_queries(rlock_lock *l, const char *kind, const char *key,
 }
 
 /* A key that is not a lock: every operation of every kind refuses it. */
-static void refuse_everything(rlock_client *c, const char *key,
-                              const char *needle) {
+static void refuse_everything(const char *key, const char *needle) {
+  rlock_client *c = fx_client(srv, 0);
   for (int k = 0; k < NKINDS; k++) {
     rlock_lock *l = make(c, (enum kind)k, key);
     refuse_writes(l, kind_name[k], key, needle, 1);
     refuse_queries(l, kind_name[k], key, needle);
     rlock_lock_free(l);
   }
+  rlock_client_free(c);
 }
 
 static void test_user_hash_is_not_a_lock(void **state) {
   (void)state;
-  rlock_client *c = fx_client(srv, 0);
   freeReplyObject(rt_cmd(srv, "HSET user:42 name alice balance 20"));
-  refuse_everything(c, "user:42", "not a lock");
+  refuse_everything("user:42", "not a lock");
   /* With an expiry it is still not a lock: "alice" is no hold count. */
   freeReplyObject(rt_cmd(srv, "PEXPIRE user:42 600000"));
-  refuse_everything(c, "user:42", "\"name\" is not a hold count");
+  refuse_everything("user:42", "\"name\" is not a hold count");
   freeReplyObject(rt_cmd(srv, "DEL user:42"));
-  rlock_client_free(c);
 }
 
 static void test_hash_with_huge_number(void **state) {
   (void)state;
-  rlock_client *c = fx_client(srv, 0);
   freeReplyObject(rt_cmd(srv, "HSET user:44 balance 99999999999"));
-  refuse_everything(c, "user:44", "no expiry");
+  refuse_everything("user:44", "no expiry");
   /* A mode field does not make it a read-write lock without an expiry. */
   freeReplyObject(rt_cmd(srv, "HSET user:45 mode read balance 99999999999"));
-  refuse_everything(c, "user:45", "not a lock");
+  refuse_everything("user:45", "not a lock");
   freeReplyObject(rt_cmd(srv, "DEL user:44 user:45"));
-  rlock_client_free(c);
 }
 
 static void test_other_types(void **state) {
   (void)state;
-  rlock_client *c = fx_client(srv, 0);
   freeReplyObject(rt_cmd(srv, "SET bk:string v"));
   freeReplyObject(rt_cmd(srv, "RPUSH bk:list a b"));
   freeReplyObject(rt_cmd(srv, "SADD bk:set a"));
-  refuse_everything(c, "bk:string", "holds a string, not a lock");
-  refuse_everything(c, "bk:list", "holds a list, not a lock");
-  refuse_everything(c, "bk:set", "holds a set, not a lock");
+  refuse_everything("bk:string", "holds a string, not a lock");
+  refuse_everything("bk:list", "holds a list, not a lock");
+  refuse_everything("bk:set", "holds a set, not a lock");
   freeReplyObject(rt_cmd(srv, "DEL bk:string bk:list bk:set"));
-  rlock_client_free(c);
 }
 
 /* A plain lock and a read-write lock on one name never both get in, not
