@@ -1429,7 +1429,7 @@ static void test_status_young_client(void **state) {
   snprintf(owner, sizeof owner, "%s:1", id);
   hold_foreign(name, owner, 1, 30000);
   proc p;
-  run_expect(&p, 0, ARGS("-u", url, "status", name));
+  run_expect(&p, 0, ON_URL("status", name));
   if (strstr(p.out[0], "client: pid 1 on h, p (rlock 0.9.0, client up ") ==
           NULL ||
       strstr(p.out[0], "client up ?") != NULL)
