@@ -509,6 +509,32 @@ static void test_list_rights(void **state) {
                               "other:h"));
 }
 
+/* A RedLock on "locks:red" over clients `c` (freed here) acquired (no
+ * wait, 10 s lease) and released: every member taken, or, with
+ * `refused0`, member 0 refused with RLOCK_EAUTH naming it and the others
+ * taken. */
+static void redlock_over(rlock_client *c[3], const char *refused0) {
+  rlock_lock *m[3];
+  for (int i = 0; i < 3; i++)
+    m[i] = fx_lock(c[i], "locks:red");
+  rlock_redlock *r;
+  OK(rlock_redlock_new(&r, m, 3));
+  rlock_redlock_result *res;
+  OK(rlock_redlock_try_acquire(&res, r, 0, 10000));
+  if (refused0 != NULL)
+    expect_eauth(rlock_redlock_result_status(res, 0),
+                 rlock_redlock_result_message(res, 0), refused0, "member 0");
+  for (size_t i = refused0 != NULL; i < 3; i++)
+    OK(rlock_redlock_result_status(res, i));
+  rlock_redlock_result_free(res);
+  OK(rlock_redlock_release(r));
+  rlock_redlock_free(r);
+  for (int i = 0; i < 3; i++) {
+    rlock_lock_free(m[i]);
+    rlock_client_free(c[i]);
+  }
+}
+
 /* A RedLock member whose user may not run scripts: that member is
  * refused with RLOCK_EAUTH, the others still make the quorum. */
 static void test_redlock_member(void **state) {
@@ -517,23 +543,7 @@ static void test_redlock_member(void **state) {
   rt_server *s2 = rt_server_start(NULL), *s3 = rt_server_start(NULL);
   rlock_client *c[3] = {user_client("noeval2"), fx_client(s2, 0),
                         fx_client(s3, 0)};
-  rlock_lock *m[3];
-  for (int i = 0; i < 3; i++)
-    m[i] = fx_lock(c[i], "locks:red");
-  rlock_redlock *r;
-  OK(rlock_redlock_new(&r, m, 3));
-  rlock_redlock_result *res;
-  OK(rlock_redlock_try_acquire(&res, r, 0, 10000));
-  expect_eauth(rlock_redlock_result_status(res, 0),
-               rlock_redlock_result_message(res, 0), "evalsha", "member 0");
-  OK(rlock_redlock_result_status(res, 1));
-  rlock_redlock_result_free(res);
-  OK(rlock_redlock_release(r));
-  rlock_redlock_free(r);
-  for (int i = 0; i < 3; i++) {
-    rlock_lock_free(m[i]);
-    rlock_client_free(c[i]);
-  }
+  redlock_over(c, "evalsha");
   rt_server_free(s2);
   rt_server_free(s3);
 }
@@ -575,28 +585,14 @@ static void test_multi_and_redlock_as_user(void **state) {
 
   rt_server *s[3] = {srv, rt_server_start(NULL), rt_server_start(NULL)};
   rlock_client *rc[3];
-  rlock_lock *m[3];
   for (int i = 0; i < 3; i++) {
     rt_server *keep = srv;
     srv = s[i]; /* set_user and user_client address `srv` */
     set_user("locker", RULES);
     rc[i] = user_client("locker");
     srv = keep;
-    m[i] = fx_lock(rc[i], "locks:red");
   }
-  rlock_redlock *r;
-  OK(rlock_redlock_new(&r, m, 3));
-  rlock_redlock_result *res;
-  OK(rlock_redlock_try_acquire(&res, r, 0, 10000));
-  for (size_t i = 0; i < 3; i++)
-    OK(rlock_redlock_result_status(res, i));
-  rlock_redlock_result_free(res);
-  OK(rlock_redlock_release(r));
-  rlock_redlock_free(r);
-  for (int i = 0; i < 3; i++) {
-    rlock_lock_free(m[i]);
-    rlock_client_free(rc[i]);
-  }
+  redlock_over(rc, NULL);
   rt_server_free(s[1]);
   rt_server_free(s[2]);
 }

@@ -26,6 +26,8 @@ static double time_scale = 1;
 #define SCALED(ms) ((int64_t)((ms)*time_scale))
 /* A NULL-terminated argument list (without the program name). */
 #define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
+/* Such a list that starts with "-u URL" (the shared server). */
+#define ON_URL(...) ARGS("-u", url, __VA_ARGS__)
 
 #define OUT_MAX 16384
 
@@ -230,6 +232,17 @@ static int count_lines(const char *s) {
   return n;
 }
 
+/* Run and require `status` and one line on stderr (rlock saying why),
+ * holding `want` (any line: NULL). */
+static void run_one_line(proc *p, int status, const char *want,
+                         const char *const *args) {
+  run_expect(p, status, args);
+  if (count_lines(p->out[1]) != 1 ||
+      (want != NULL && strstr(p->out[1], want) == NULL))
+    fail_msg("rlock %s ...: stderr '%s', expected one line saying '%s'",
+             args[0], p->out[1], want != NULL ? want : "");
+}
+
 /* rlock's own lines ("rlock: ...") among a stderr that COMMAND shares
  * (a shell there may say "Terminated" of a child the job signal killed). */
 static int count_rlock_lines(const char *s) {
@@ -366,8 +379,8 @@ static void test_exec_holds_lock_while_command_runs(void **state) {
   const char *name = "cli:exec";
   gate g;
   proc p;
-  gate_start(&p, &g, "exec", ARGS("-u", url, "exec", name),
-             "echo out; echo err >&2;", "exit 3");
+  gate_start(&p, &g, "exec", ON_URL("exec", name), "echo out; echo err >&2;",
+             "exit 3");
   fx_wait_file(g.ready, SCALED(5000));
   assert_owner_shape(only_field(name));
   ASSERT_BETWEEN(rt_cmd_int(srv, "PTTL %s", name), 20000, 30000);
@@ -382,17 +395,16 @@ static void test_exec_exit_statuses(void **state) {
   const char *name = "cli:status";
   char noexec[512];
   proc p;
-  run_expect(&p, 0, ARGS("-u", url, "exec", name, "--", "true"));
+  run_expect(&p, 0, ON_URL("exec", name, "--", "true"));
   run_expect(&p, 128 + SIGKILL,
-             ARGS("-u", url, "exec", name, "--", "sh", "-c", "kill -KILL $$"));
+             ON_URL("exec", name, "--", "sh", "-c", "kill -KILL $$"));
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
 
   /* Not runnable: reported at once, without waiting for the lock (held
    * elsewhere here, for a minute). */
   hold_foreign(name, FOREIGN, 1, 60000);
-  run_expect(&p, 127, ARGS("-u", url, "exec", name, "--", "no-such-cmd-xyz"));
-  assert_int_equal(count_lines(p.out[1]), 1);
-  assert_non_null(strstr(p.out[1], "no-such-cmd-xyz"));
+  run_one_line(&p, 127, "no-such-cmd-xyz",
+               ON_URL("exec", name, "--", "no-such-cmd-xyz"));
   ASSERT_BETWEEN(p.ended - p.started, 0, SCALED(1000));
 
   fx_tmp_path(noexec, sizeof noexec, "not-executable");
@@ -401,9 +413,8 @@ static void test_exec_exit_statuses(void **state) {
   fputs("#!/bin/sh\nexit 0\n", f);
   fclose(f);
   chmod(noexec, 0644);
-  run_expect(&p, 126, ARGS("-u", url, "exec", name, "--", noexec));
-  assert_int_equal(count_lines(p.out[1]), 1);
-  run_expect(&p, 126, ARGS("-u", url, "exec", name, "--", rt_server_dir(srv)));
+  run_one_line(&p, 126, NULL, ON_URL("exec", name, "--", noexec));
+  run_expect(&p, 126, ON_URL("exec", name, "--", rt_server_dir(srv)));
   assert_int_equal(fx_hget(srv, name, FOREIGN), 1);
   freeReplyObject(rt_cmd(srv, "DEL %s", name));
 }
@@ -416,8 +427,7 @@ static void test_exec_lease_expiry_warns(void **state) {
   const char *name = "cli:lease";
   gate g;
   proc p;
-  gate_start(&p, &g, "lease", ARGS("-u", url, "exec", "-l", "400ms", name), "",
-             ":");
+  gate_start(&p, &g, "lease", ON_URL("exec", "-l", "400ms", name), "", ":");
   fx_wait_exists(srv, name, 1, SCALED(5000));
   ASSERT_BETWEEN(rt_cmd_int(srv, "PTTL %s", name), 1, 400);
   fx_wait_exists(srv, name, 0, SCALED(5000)); /* the lease ran out */
@@ -434,8 +444,8 @@ static void test_exec_watchdog_renews(void **state) {
   const char *name = "cli:watchdog";
   gate g;
   proc p;
-  gate_start(&p, &g, "watchdog",
-             ARGS("-u", url, "--watchdog", "1500ms", "exec", name), "", ":");
+  gate_start(&p, &g, "watchdog", ON_URL("--watchdog", "1500ms", "exec", name),
+             "", ":");
   fx_wait_exists(srv, name, 1, SCALED(5000));
   long long last = rt_cmd_int(srv, "PTTL %s", name);
   ASSERT_BETWEEN(last, 1, 1500);
@@ -466,13 +476,11 @@ static void test_exec_wait_bounds(void **state) {
   fx_tmp_path(ran, sizeof ran, "busy-ran");
   hold_foreign(name, FOREIGN, 1, 60000);
 
-  run_expect(&p, 75,
-             ARGS("-u", url, "exec", "-w", "0", name, "--", "touch", ran));
+  run_one_line(&p, 75, NULL,
+               ON_URL("exec", "-w", "0", name, "--", "touch", ran));
   ASSERT_BETWEEN(p.ended - p.started, 0, SCALED(1000));
-  assert_int_equal(count_lines(p.out[1]), 1);
 
-  run_expect(&p, 75,
-             ARGS("-u", url, "exec", "-w", "500ms", name, "--", "touch", ran));
+  run_expect(&p, 75, ON_URL("exec", "-w", "500ms", name, "--", "touch", ran));
   ASSERT_BETWEEN(p.ended - p.started, 500, SCALED(2500));
   assert_int_equal(count_lines(p.out[1]), 1); /* not a terminal: silent */
   assert_string_equal(p.out[0], "");
@@ -495,8 +503,8 @@ static void test_exec_processes_take_turns(void **state) {
            "echo start $0 >> %s; sleep 0.2; echo end $0 >> %s", log, log);
   const char *ids[N] = {"a", "b", "c", "d"};
   for (int i = 0; i < N; i++)
-    proc_start(&p[i], ARGS("-u", url, "exec", "cli:turns", "--", "sh", "-c",
-                           script, ids[i]));
+    proc_start(&p[i],
+               ON_URL("exec", "cli:turns", "--", "sh", "-c", script, ids[i]));
   for (int i = 0; i < N; i++)
     assert_int_equal(proc_wait(&p[i], SCALED(20000)), 0);
 
@@ -520,14 +528,25 @@ static void test_exec_waiter_acquires_promptly(void **state) {
   const char *name = "cli:handoff";
   gate g;
   proc holder, waiter;
-  gate_hold(&holder, &g, "handoff", ARGS("-u", url, "exec", name));
-  proc_start(&waiter, ARGS("-u", url, "exec", name, "--", "true"));
+  gate_hold(&holder, &g, "handoff", ON_URL("exec", name));
+  proc_start(&waiter, ON_URL("exec", name, "--", "true"));
   fx_wait_subscribers(srv, "redisson_lock__channel:{cli:handoff}", 1,
                       "the waiting exec's subscription");
   gate_open(&holder, &g, 0);
   assert_int_equal(proc_wait(&waiter, SCALED(10000)), 0);
   ASSERT_BETWEEN(waiter.ended - holder.ended, 0, SCALED(1500));
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
+}
+
+/* `status --json NAME` into p once it shows every holder's and waiter's
+ * client (5 s at most): each client's registry record is written by its
+ * background thread as it starts, beside its acquisition. */
+static void status_with_clients(proc *p, const char *name) {
+  int64_t t0 = rt_now_ms();
+  do
+    run_expect(p, 0, ON_URL("status", "--json", name));
+  while (strstr(p->out[0], "\"client\": null") != NULL &&
+         rt_now_ms() - t0 < SCALED(5000));
 }
 
 static long long fair_queue_len(const char *name) {
@@ -554,21 +573,14 @@ static void test_exec_fair_order_and_queue(void **state) {
   proc holder, w[4], p;
   fx_tmp_path(log, sizeof log, "fair.log");
   snprintf(script, sizeof script, "echo $0 >> %s", log);
-  gate_hold(&holder, &g, "fair", ARGS("-u", url, "exec", "--fair", name));
+  gate_hold(&holder, &g, "fair", ON_URL("exec", "--fair", name));
   const char *ids[4] = {"a", "b", "x", "c"};
   for (int i = 0; i < 4; i++) {
-    proc_start(&w[i], ARGS("-u", url, "exec", "--fair", name, "--", "sh", "-c",
-                           script, ids[i]));
+    proc_start(&w[i], ON_URL("exec", "--fair", name, "--", "sh", "-c", script,
+                             ids[i]));
     wait_fair_queue(name, i + 1);
   }
-  /* Each waiter's registry record is written by its client's background
-   * thread as it starts, beside its acquisition: status shows the
-   * waiter's client once it is there. */
-  int64_t t0 = rt_now_ms();
-  do {
-    run_expect(&p, 0, ARGS("-u", url, "status", "--json", name));
-  } while (strstr(p.out[0], "\"client\": null") != NULL &&
-           rt_now_ms() - t0 < SCALED(5000));
+  status_with_clients(&p, name); /* each waiter's client */
   const char *q = strstr(p.out[0], "\"queue\": [{\"owner\": \"");
   assert_non_null(q);
   redisReply *r = rt_cmd(srv, "LRANGE redisson_lock_queue:{%s} 0 -1", name);
@@ -588,7 +600,7 @@ static void test_exec_fair_order_and_queue(void **state) {
       fail_msg("waiter %d: no '%s' in %s", i, pid, q);
   }
   /* top shows the queue in its order, each waiter's client. */
-  run_expect(&p, 0, ARGS("-u", url, "top", "--once", name));
+  run_expect(&p, 0, ON_URL("top", "--once", name));
   at = p.out[0];
   for (int i = 0; i < 4; i++) {
     char line[64];
@@ -617,11 +629,11 @@ static void test_unlock_force_fair_wakes_head(void **state) {
   const char *name = "cli:fair-force";
   gate g; /* never opened: the test ends the holder with SIGTERM */
   proc holder, waiter, p;
-  gate_hold(&holder, &g, "fair-force", ARGS("-u", url, "exec", "--fair", name));
-  proc_start(&waiter, ARGS("-u", url, "exec", "--fair", name, "--", "true"));
+  gate_hold(&holder, &g, "fair-force", ON_URL("exec", "--fair", name));
+  proc_start(&waiter, ON_URL("exec", "--fair", name, "--", "true"));
   wait_fair_queue(name, 1);
   fx_wait_fair_head_subscribed(srv, name);
-  run_expect(&p, 0, ARGS("-u", url, "unlock", "--force", name));
+  run_expect(&p, 0, ON_URL("unlock", "--force", name));
   assert_int_equal(proc_wait(&waiter, SCALED(5000)), 0);
   ASSERT_BETWEEN(waiter.ended - p.ended, 0, SCALED(1000));
   /* The holder learns of the loss at its release at the latest: 76. */
@@ -644,23 +656,23 @@ static void test_exec_read_write(void **state) {
   snprintf(start, sizeof start, "echo start $0 >> %s;", log);
   snprintf(end, sizeof end, "echo end $0 >> %s", log);
   const char *script = gate_script(&g, start, end);
-  proc_start(&r1, ARGS("-u", url, "exec", "--read", name, "--", "sh", "-c",
-                       script, "r1"));
-  proc_start(&r2, ARGS("-u", url, "exec", "--read", name, "--", "sh", "-c",
-                       script, "r2"));
+  proc_start(&r1,
+             ON_URL("exec", "--read", name, "--", "sh", "-c", script, "r1"));
+  proc_start(&r2,
+             ON_URL("exec", "--read", name, "--", "sh", "-c", script, "r2"));
   int64_t t0 = rt_now_ms();
   while (rt_cmd_int(srv, "HLEN %s", name) != 3) { /* mode + two readers */
     if (rt_now_ms() - t0 > SCALED(5000))
       fail_msg("the two readers did not hold the lock together");
     rt_sleep_ms(5);
   }
-  run_expect(&p, 0, ARGS("-u", url, "status", "--json", name));
+  run_expect(&p, 0, ON_URL("status", "--json", name));
   assert_non_null(strstr(p.out[0], "\"mode\": \"read\""));
-  run_expect(&p, 0, ARGS("-u", url, "status", name));
+  run_expect(&p, 0, ON_URL("status", name));
   assert_non_null(strstr(p.out[0], "locked for reading"));
   assert_non_null(strstr(p.out[0], "  reader "));
-  proc_start(&w, ARGS("-u", url, "exec", "--write", name, "--", "sh", "-c",
-                      script, "w"));
+  proc_start(&w,
+             ON_URL("exec", "--write", name, "--", "sh", "-c", script, "w"));
   fx_wait_subscribers(srv, "redisson_rwlock:{cli:rw}", 1,
                       "the waiting writer's subscription");
   gate_open(&r1, &g, 0);
@@ -675,8 +687,7 @@ static void test_exec_read_write(void **state) {
   const char *ws = strstr(s, "start w\nend w\n");
   assert_non_null(ws);
   assert_string_equal(ws, "start w\nend w\n");
-  run_expect(&p, 64,
-             ARGS("-u", url, "exec", "--read", "--write", name, "--", "true"));
+  run_expect(&p, 64, ON_URL("exec", "--read", "--write", name, "--", "true"));
   assert_non_null(strstr(p.out[1], "exclude each other"));
 }
 
@@ -690,21 +701,19 @@ static void test_exec_several_names(void **state) {
            "redis-cli -p %d exists cli:m1 cli:m2 "
            "cli:m3 > %s",
            rt_server_port(srv), out_file);
-  run_expect(&p, 0,
-             ARGS("-u", url, "exec", "cli:m1", "cli:m2", "cli:m3", "--", "sh",
-                  "-c", script));
+  run_expect(
+      &p, 0,
+      ON_URL("exec", "cli:m1", "cli:m2", "cli:m3", "--", "sh", "-c", script));
   assert_string_equal(fx_slurp(out_file), "3\n");
   assert_int_equal(rt_cmd_int(srv, "EXISTS cli:m1 cli:m2 cli:m3"), 0);
   hold_foreign("cli:m2", FOREIGN, 1, 60000);
-  run_expect(&p, 75,
-             ARGS("-u", url, "exec", "-w", "200ms", "cli:m1", "cli:m2",
-                  "cli:m3", "--", "true"));
-  assert_int_equal(count_lines(p.out[1]), 1);
-  assert_non_null(strstr(p.out[1], "cli:m2"));
+  run_one_line(&p, 75, "cli:m2",
+               ON_URL("exec", "-w", "200ms", "cli:m1", "cli:m2", "cli:m3", "--",
+                      "true"));
   assert_int_equal(rt_cmd_int(srv, "EXISTS cli:m1 cli:m3"), 0);
   freeReplyObject(rt_cmd(srv, "DEL cli:m2"));
-  run_expect(&p, 65, ARGS("-u", url, "exec", "cli:m1", "cli:m1", "--", "true"));
-  run_expect(&p, 64, ARGS("-u", url, "exec", "cli:m1", "-w", "--", "true"));
+  run_expect(&p, 65, ON_URL("exec", "cli:m1", "cli:m1", "--", "true"));
+  run_expect(&p, 64, ON_URL("exec", "cli:m1", "-w", "--", "true"));
 }
 
 /* GET redisson_lock_token:{name} (the fenced lock's counter); -1 when
@@ -738,14 +747,12 @@ static void test_exec_fenced_token(void **state) {
   proc p, holder, waiter;
   fx_tmp_path(file, sizeof file, "fenced.token");
   snprintf(script, sizeof script, "echo \"$RLOCK_TOKEN\" > %s", file);
-  run_expect(
-      &p, 0,
-      ARGS("-u", url, "exec", "--fenced", name, "--", "sh", "-c", script));
+  run_expect(&p, 0, ON_URL("exec", "--fenced", name, "--", "sh", "-c", script));
   long long t1 = file_token(file);
   assert_int_equal(t1, token_key(name));
-  run_expect(&p, 0,
-             ARGS("-u", url, "exec", "--fenced", "-l", "10s", name, "--", "sh",
-                  "-c", script));
+  run_expect(
+      &p, 0,
+      ON_URL("exec", "--fenced", "-l", "10s", name, "--", "sh", "-c", script));
   long long t2 = file_token(file);
   assert_true(t2 > t1);
   assert_int_equal(t2, token_key(name));
@@ -759,22 +766,22 @@ static void test_exec_fenced_token(void **state) {
   const char *holder_script = gate_script(&g, hbefore, ":");
   snprintf(waiter_script, sizeof waiter_script, "echo \"$RLOCK_TOKEN\" > %s",
            wfile);
-  proc_start(&holder, ARGS("-u", url, "exec", "--fenced", name, "--", "sh",
-                           "-c", holder_script));
+  proc_start(&holder,
+             ON_URL("exec", "--fenced", name, "--", "sh", "-c", holder_script));
   fx_wait_file(g.ready, SCALED(5000));
   long long th = file_token(hfile);
   assert_int_equal(th, token_key(name));
-  run_expect(&p, 0, ARGS("-u", url, "status", name));
+  run_expect(&p, 0, ON_URL("status", name));
   snprintf(want, sizeof want,
            "\n  token %lld (the latest fencing token "
            "issued)\n",
            th);
   assert_non_null(strstr(p.out[0], want));
-  run_expect(&p, 0, ARGS("-u", url, "status", "--json", name));
+  run_expect(&p, 0, ON_URL("status", "--json", name));
   snprintf(want, sizeof want, ", \"token\": %lld}\n", th);
   assert_non_null(strstr(p.out[0], want));
-  proc_start(&waiter, ARGS("-u", url, "exec", "--fenced", name, "--", "sh",
-                           "-c", waiter_script));
+  proc_start(&waiter,
+             ON_URL("exec", "--fenced", name, "--", "sh", "-c", waiter_script));
   fx_wait_subscribers(srv, "redisson_lock__channel:{cli:fenced}", 1,
                       "the waiting exec --fenced's subscription");
   gate_open(&holder, &g, 0);
@@ -784,21 +791,16 @@ static void test_exec_fenced_token(void **state) {
 
   /* A plain lock of the same name excludes it; no token is used up. */
   hold_foreign(name, FOREIGN, 1, 60000);
-  run_expect(
-      &p, 75,
-      ARGS("-u", url, "exec", "--fenced", "-w", "0", name, "--", "true"));
-  assert_int_equal(count_lines(p.out[1]), 1);
+  run_one_line(&p, 75, NULL,
+               ON_URL("exec", "--fenced", "-w", "0", name, "--", "true"));
   assert_int_equal(token_key(name), th + 1);
   freeReplyObject(rt_cmd(srv, "DEL %s", name));
 
   /* A token key that is not a counter: refused (65), left as it was. */
   freeReplyObject(rt_cmd(srv, "SET redisson_lock_token:{%s} abc", name));
-  run_expect(&p, 65, ARGS("-u", url, "exec", "--fenced", name, "--", "true"));
-  assert_int_equal(count_lines(p.out[1]), 1);
-  assert_non_null(strstr(p.out[1], "not a counter"));
-  run_expect(&p, 65, ARGS("-u", url, "status", name));
-  assert_int_equal(count_lines(p.out[1]), 1);
-  assert_non_null(strstr(p.out[1], "not a counter"));
+  run_one_line(&p, 65, "not a counter",
+               ON_URL("exec", "--fenced", name, "--", "true"));
+  run_one_line(&p, 65, "not a counter", ON_URL("status", name));
   assert_string_equal(p.out[0], "");
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
   redisReply *r = rt_cmd(srv, "GET redisson_lock_token:{%s}", name);
@@ -819,17 +821,14 @@ static void test_exec_spin(void **state) {
   proc holder, waiter, p;
   fx_tmp_path(ran, sizeof ran, "spin.ran");
   fx_tmp_path(ran2, sizeof ran2, "spin.ran2");
-  gate_hold(&holder, &g, "spin", ARGS("-u", url, "exec", "--spin", name));
+  gate_hold(&holder, &g, "spin", ON_URL("exec", "--spin", name));
   assert_owner_shape(only_field(name));
-  run_expect(
-      &p, 75,
-      ARGS("-u", url, "exec", "--spin", "-w", "0", name, "--", "touch", ran));
-  assert_int_equal(count_lines(p.out[1]), 1);
-  assert_non_null(strstr(p.out[1], "is held by another owner"));
+  run_one_line(&p, 75, "is held by another owner",
+               ON_URL("exec", "--spin", "-w", "0", name, "--", "touch", ran));
 
   /* A waiter that keeps trying, unsubscribed, until SIGINT ends it. */
   freeReplyObject(rt_cmd(srv, "CONFIG RESETSTAT"));
-  proc_start(&p, ARGS("-u", url, "exec", "--spin", name, "--", "touch", ran2));
+  proc_start(&p, ON_URL("exec", "--spin", name, "--", "touch", ran2));
   fx_wait_evalsha(srv, 4, "the waiting exec --spin's first tries");
   assert_int_equal(fx_subscribers(srv, "redisson_lock__channel:{cli:spin}"), 0);
   int64_t t1 = rt_now_ms();
@@ -839,8 +838,7 @@ static void test_exec_spin(void **state) {
 
   /* A waiter that gets the lock once the holder is done. */
   freeReplyObject(rt_cmd(srv, "CONFIG RESETSTAT"));
-  proc_start(&waiter,
-             ARGS("-u", url, "exec", "--spin", name, "--", "touch", ran));
+  proc_start(&waiter, ON_URL("exec", "--spin", name, "--", "touch", ran));
   fx_wait_evalsha(srv, 4, "the waiting exec --spin's first tries");
   gate_open(&holder, &g, 0);
   assert_int_equal(proc_wait(&waiter, SCALED(10000)), 0);
@@ -849,8 +847,7 @@ static void test_exec_spin(void **state) {
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
 
   run_expect(&p, 0,
-             ARGS("-u", url, "exec", "--spin", "cli:spin1", "cli:spin2", "--",
-                  "true"));
+             ON_URL("exec", "--spin", "cli:spin1", "cli:spin2", "--", "true"));
 }
 
 /* Several -u: a RedLock on NAME over independent servers. */
@@ -865,9 +862,9 @@ static void test_exec_redlock(void **state) {
            "for p in %d %d %d; do redis-cli -p $p exists cli:rl; done > %s",
            rt_server_port(srv), rt_server_port(s2), rt_server_port(s3),
            out_file);
-  run_expect(&p, 0,
-             ARGS("-u", url, "-u", u2, "-u", u3, "exec", "cli:rl", "--", "sh",
-                  "-c", script));
+  run_expect(
+      &p, 0,
+      ON_URL("-u", u2, "-u", u3, "exec", "cli:rl", "--", "sh", "-c", script));
   const char *seen = fx_slurp(out_file);
   int held = (seen[0] == '1') + (seen[2] == '1') + (seen[4] == '1');
   assert_true(held >= 2);
@@ -877,24 +874,21 @@ static void test_exec_redlock(void **state) {
   hold_foreign("cli:rl", FOREIGN, 1, 60000); /* held on srv */
   freeReplyObject(rt_cmd(s2, "HSET cli:rl " FOREIGN " 1"));
   freeReplyObject(rt_cmd(s2, "PEXPIRE cli:rl 60000"));
-  run_expect(&p, 75,
-             ARGS("-u", url, "-u", u2, "-u", u3, "exec", "-w", "200ms",
-                  "cli:rl", "--", "true"));
-  assert_int_equal(count_lines(p.out[1]), 1);
+  run_one_line(&p, 75, NULL,
+               ON_URL("-u", u2, "-u", u3, "exec", "-w", "200ms", "cli:rl", "--",
+                      "true"));
   assert_int_equal(rt_cmd_int(s3, "EXISTS cli:rl"), 0); /* nothing left */
   freeReplyObject(rt_cmd(srv, "DEL cli:rl"));
   rt_server_stop(s2);
   rt_server_stop(s3);
-  run_expect(&p, 69,
-             ARGS("-u", url, "-u", u2, "-u", u3, "exec", "-w", "0", "cli:rl",
-                  "--", "true"));
-  assert_int_equal(count_lines(p.out[1]), 1);
-  run_expect(&p, 64,
-             ARGS("-u", url, "-u", url, "exec", "cli:rl", "--", "true"));
   run_expect(
-      &p, 64,
-      ARGS("-u", url, "-u", u2, "exec", "--fair", "cli:rl", "--", "true"));
-  run_expect(&p, 64, ARGS("-u", url, "-u", u2, "status", "cli:rl"));
+      &p, 69,
+      ON_URL("-u", u2, "-u", u3, "exec", "-w", "0", "cli:rl", "--", "true"));
+  assert_int_equal(count_lines(p.out[1]), 1);
+  run_expect(&p, 64, ON_URL("-u", url, "exec", "cli:rl", "--", "true"));
+  run_expect(&p, 64,
+             ON_URL("-u", u2, "exec", "--fair", "cli:rl", "--", "true"));
+  run_expect(&p, 64, ON_URL("-u", u2, "status", "cli:rl"));
   rt_server_free(s2);
   rt_server_free(s3);
 }
@@ -937,10 +931,10 @@ static void test_exec_progress_on_terminal(void **state) {
   const char *name = "cli:tty";
   hold_foreign(name, FOREIGN, 1, 60000);
   char buf[8192];
-  assert_int_equal(run_on_terminal(ARGS("-u", url, "exec", "-w", "1500ms", name,
-                                        "--", "true"),
-                                   buf, sizeof buf),
-                   75);
+  assert_int_equal(
+      run_on_terminal(ON_URL("exec", "-w", "1500ms", name, "--", "true"), buf,
+                      sizeof buf),
+      75);
   assert_non_null(strstr(buf, "\rrlock: waiting for 'cli:tty' held by "));
   assert_non_null(strstr(buf, "(expires in "));
   assert_non_null(strstr(buf, "is held by another owner"));
@@ -975,7 +969,7 @@ static void test_exec_forwards_signals(void **state) {
              "sleep 30 & wait",
              got, names[i], ready);
     proc p;
-    proc_start(&p, ARGS("-u", url, "exec", name, "--", "sh", "-c", script));
+    proc_start(&p, ON_URL("exec", name, "--", "sh", "-c", script));
     fx_wait_file(ready, SCALED(5000));
     if (sigs[i] == SIGINT)
       assert_int_equal(sigqueue(p.pid, SIGINT, (union sigval){0}), 0);
@@ -1040,7 +1034,7 @@ static void test_exec_lost_lock_terminates_command(void **state) {
   idler x;
   proc p;
   idle_start(&p, &x, "lost", "exit 9",
-             ARGS("-u", url, "--watchdog", "600ms", "exec", name));
+             ON_URL("--watchdog", "600ms", "exec", name));
   ASSERT_BETWEEN(del_until_lost(&p, name, "exec"), 0, 200 + 300);
   assert_string_equal(fx_slurp(x.got), "term\n");
   assert_int_equal(count_rlock_lines(p.out[1]), 1);
@@ -1057,7 +1051,7 @@ static void start_waiting_exec(proc *p, const char *name, int lease_ms,
   snprintf(file, sizeof file, "%s-ran", name + 4); /* after "cli:" */
   fx_tmp_path(ran, size, file);
   hold_foreign(name, FOREIGN, 1, lease_ms);
-  proc_start(p, ARGS("-u", url, "exec", name, "--", "touch", ran));
+  proc_start(p, ON_URL("exec", name, "--", "touch", ran));
   snprintf(channel, sizeof channel, "redisson_lock__channel:{%s}", name);
   fx_wait_subscribers(srv, channel, 1, "the waiting exec's subscription");
 }
@@ -1089,7 +1083,7 @@ static void test_exec_server_restart_terminates_command(void **state) {
   idler x;
   proc p;
   idle_start(&p, &x, "restart", "exit 9",
-             ARGS("-u", url, "--watchdog", "600ms", "exec", name));
+             ON_URL("--watchdog", "600ms", "exec", name));
   rt_server_restart(srv); /* same port, no data */
   int64_t t0 = rt_now_ms();
   assert_int_equal(proc_wait(&p, SCALED(5000)), 76);
@@ -1126,8 +1120,7 @@ static void test_exec_on_lost_ignore_keeps_command(void **state) {
   gate g;
   proc p;
   gate_start(&p, &g, "ignore",
-             ARGS("-u", url, "--watchdog", "600ms", "exec", "--on-lost",
-                  "ignore", name),
+             ON_URL("--watchdog", "600ms", "exec", "--on-lost", "ignore", name),
              "", "exit 5");
   fx_wait_file(g.ready, SCALED(5000));
   del_and_resetstat(name);
@@ -1151,9 +1144,9 @@ static void test_exec_kill_after_escalates(void **state) {
   const char *name = "cli:lost-kill";
   idler x;
   proc p;
-  idle_start(&p, &x, "kill", ":",
-             ARGS("-u", url, "--watchdog", "600ms", "exec", "--kill-after",
-                  "500ms", name));
+  idle_start(
+      &p, &x, "kill", ":",
+      ON_URL("--watchdog", "600ms", "exec", "--kill-after", "500ms", name));
   /* At least --kill-after; the loss is seen at the next renewal tick
    * (200 ms), later on a loaded machine. */
   ASSERT_BETWEEN(del_until_lost(&p, name, "kill-after"), 500,
@@ -1169,7 +1162,7 @@ static void test_exec_command_dies_with_rlock(void **state) {
   const char *name = "cli:pdeath";
   idler x;
   proc p;
-  idle_start(&p, &x, "pdeath", "exit 9", ARGS("-u", url, "exec", name));
+  idle_start(&p, &x, "pdeath", "exit 9", ON_URL("exec", name));
   int64_t t0 = rt_now_ms();
   signal_expect(&p, SIGKILL, 128 + SIGKILL);
   fx_wait_file(x.got, SCALED(2000));
@@ -1381,9 +1374,9 @@ static void test_exec_keeps_ignored_signal_ignored(void **state) {
   gate_init(&g, "nohup");
   proc p;
   proc_opts o = {NULL, -1, 1};
-  proc_start_opts(&p, &o,
-                  ARGS("-u", url, "exec", name, "--", "sh", "-c",
-                       gate_script(&g, "", "exit 5")));
+  proc_start_opts(
+      &p, &o,
+      ON_URL("exec", name, "--", "sh", "-c", gate_script(&g, "", "exit 5")));
   fx_wait_file(g.ready, SCALED(5000)); /* the HUP comes while COMMAND runs */
   assert_int_equal(kill(p.pid, SIGHUP), 0);
   fx_touch(g.go);
@@ -1398,7 +1391,7 @@ static void test_exec_keeps_ignored_signal_ignored(void **state) {
 static void test_status_free(void **state) {
   (void)state;
   proc p;
-  run_expect(&p, 0, ARGS("-u", url, "status", "--json", "cli:free"));
+  run_expect(&p, 0, ON_URL("status", "--json", "cli:free"));
   char want[256];
   snprintf(want, sizeof want,
            "{\"name\": \"cli:free\", \"locked\": false, \"ttl_ms\": -2, "
@@ -1407,7 +1400,7 @@ static void test_status_free(void **state) {
            rt_server_port(srv));
   assert_string_equal(p.out[0], want);
   assert_string_equal(p.out[1], "");
-  run_expect(&p, 0, ARGS("-u", url, "status", "cli:free"));
+  run_expect(&p, 0, ON_URL("status", "cli:free"));
   assert_string_equal(p.out[0], "cli:free: free\n");
 }
 
@@ -1436,7 +1429,7 @@ static void test_status_young_client(void **state) {
   snprintf(owner, sizeof owner, "%s:1", id);
   hold_foreign(name, owner, 1, 30000);
   proc p;
-  run_expect(&p, 0, ARGS("-u", url, "status", name));
+  run_expect(&p, 0, ON_URL("status", name));
   if (strstr(p.out[0], "client: pid 1 on h, p (rlock 0.9.0, client up ") ==
           NULL ||
       strstr(p.out[0], "client up ?") != NULL)
@@ -1458,16 +1451,11 @@ static void test_status_of_exec_holder(void **state) {
   char want[1024];
   gate g;
   proc holder, p;
-  gate_hold(&holder, &g, "held", ARGS("-u", url, "exec", name));
+  gate_hold(&holder, &g, "held", ON_URL("exec", name));
   const char *field = only_field(name);
-  /* the holder's client, from exec's registry record (written by its
-   * background thread as it starts, beside the acquisition): rlock's pid
-   * and COMMAND */
-  int64_t t0 = rt_now_ms();
-  do {
-    run_expect(&p, 0, ARGS("-u", url, "status", "--json", name));
-  } while (strstr(p.out[0], "\"client\": null") != NULL &&
-           rt_now_ms() - t0 < SCALED(5000));
+  /* the holder's client, from exec's registry record: rlock's pid and
+   * COMMAND */
+  status_with_clients(&p, name);
   char host[256] = "";
   gethostname(host, sizeof host - 1);
   snprintf(want, sizeof want,
@@ -1486,7 +1474,7 @@ static void test_status_of_exec_holder(void **state) {
   assert_non_null(strstr(p.out[0], want));
   ASSERT_BETWEEN(json_ttl(p.out[0]), 20000, 30000);
   assert_int_equal(count_lines(p.out[0]), 1);
-  run_expect(&p, 0, ARGS("-u", url, "status", name));
+  run_expect(&p, 0, ON_URL("status", name));
   snprintf(want, sizeof want, "    client: pid %ld on %s, sh -c ",
            (long)holder.pid, host);
   if (strstr(p.out[0], want) == NULL)
@@ -1566,7 +1554,7 @@ static void test_top_in_a_terminal(void **state) {
   gate g;
   proc holder;
   int64_t t0 = rt_now_ms();
-  gate_start(&holder, &g, "top", ARGS("-u", url, "exec", name), "", ":");
+  gate_start(&holder, &g, "top", ON_URL("exec", name), "", ":");
   snprintf(pid, sizeof pid, "%ld@", (long)holder.pid);
   if (tmux_wait_for(pid, SCALED(5000), screen, sizeof screen) < 0)
     fail_msg("no holder %s on the screen:\n%s", pid, screen);
@@ -1597,23 +1585,23 @@ static void test_top_once(void **state) {
   (void)state;
   hold_foreign("cli:top1", FOREIGN, 1, 60000);
   proc p;
-  run_expect(&p, 0, ARGS("-u", url, "top", "--once", "cli:top*"));
+  run_expect(&p, 0, ON_URL("top", "--once", "cli:top*"));
   assert_non_null(strstr(p.out[0], "1 lock, 0 semaphores and latches, "
                                    "sorted by waiters\n"));
   assert_non_null(strstr(p.out[0], " reentrant  cli:top1 "));
-  run_expect(&p, 0, ARGS("-u", url, "top", "--once", "--json", "cli:top*"));
+  run_expect(&p, 0, ON_URL("top", "--once", "--json", "cli:top*"));
   assert_non_null(strstr(p.out[0], "{\"name\": \"cli:top1\", \"kind\": "
                                    "\"reentrant\", \"ttl_ms\": "));
   assert_non_null(strstr(p.out[0], "\"holders\": 1, \"holder\": null}\n"));
   rt_cmd_ok(srv, "SET cli:top:sem 3");
-  run_expect(&p, 0, ARGS("-u", url, "top", "--once", "--counts", "cli:top*"));
+  run_expect(&p, 0, ON_URL("top", "--once", "--counts", "cli:top*"));
   assert_non_null(strstr(p.out[0], "1 lock, 0 semaphores and latches, 1 "
                                    "count, sorted by waiters\n"));
   assert_non_null(strstr(p.out[0], "    0    3        -        - count      "
                                    "cli:top:sem "));
   freeReplyObject(rt_cmd(srv, "DEL cli:top:sem"));
-  run_expect(&p, 64, ARGS("-u", url, "top", "--json", "cli:top*"));
-  run_expect(&p, 64, ARGS("-u", url, "top", "--interval", "10ms"));
+  run_expect(&p, 64, ON_URL("top", "--json", "cli:top*"));
+  run_expect(&p, 64, ON_URL("top", "--interval", "10ms"));
   run_expect(&p, 69, ARGS("-u", dead_url, "top", "--once"));
   freeReplyObject(rt_cmd(srv, "DEL cli:top1"));
 }
@@ -1654,7 +1642,7 @@ static void test_status_json_escaping(void **state) {
   char file[512];
   proc p;
   hold_foreign(name, FOREIGN, 2, 60000);
-  run_expect(&p, 0, ARGS("-u", url, "status", "--json", name));
+  run_expect(&p, 0, ON_URL("status", "--json", name));
   assert_non_null(strstr(p.out[0],
                          "{\"name\": \"cli:q\\\"b\\\\s\\tc\\u0001 "
                          "\xc3\xbc/\xe2\x82\xac\", \"locked\": true"));
@@ -1668,7 +1656,7 @@ static void test_status_json_escaping(void **state) {
   fclose(f);
   check_json_with_python(file, name);
 
-  run_expect(&p, 0, ARGS("-u", url, "status", name));
+  run_expect(&p, 0, ON_URL("status", name));
   assert_non_null(strstr(p.out[0], ": locked, expires in "));
   assert_non_null(strstr(p.out[0], "\n  holder " FOREIGN
                                    " (2 holds)\n    client: Redisson or "
@@ -1684,11 +1672,11 @@ static void test_unlock_force(void **state) {
   const char *name = "cli:force";
   gate g; /* never opened: the test ends the holder with SIGTERM */
   proc holder, waiter, p;
-  gate_hold(&holder, &g, "force", ARGS("-u", url, "exec", name));
-  proc_start(&waiter, ARGS("-u", url, "exec", name, "--", "true"));
+  gate_hold(&holder, &g, "force", ON_URL("exec", name));
+  proc_start(&waiter, ON_URL("exec", name, "--", "true"));
   fx_wait_subscribers(srv, "redisson_lock__channel:{cli:force}", 1,
                       "the waiting exec's subscription");
-  run_expect(&p, 0, ARGS("-u", url, "unlock", "--force", name));
+  run_expect(&p, 0, ON_URL("unlock", "--force", name));
   assert_int_equal(count_lines(p.out[0]), 1);
   int64_t unlocked = p.ended;
   assert_int_equal(proc_wait(&waiter, SCALED(5000)), 0);
@@ -1701,7 +1689,7 @@ static void test_unlock_force(void **state) {
   assert_string_equal(holder.out[1], "rlock: lock 'cli:force' was lost while "
                                      "'sh' ran (found at its release)\n");
 
-  run_expect(&p, 1, ARGS("-u", url, "unlock", "--force", name));
+  run_expect(&p, 1, ON_URL("unlock", "--force", name));
   assert_int_equal(count_lines(p.out[0]) + count_lines(p.out[1]), 1);
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
 }
@@ -1723,8 +1711,7 @@ static void test_unreachable_server(void **state) {
       ARGS("-u", dead_url, "unlock", "--force", "cli:x"),
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    run_expect(&p, 69, cases[i]);
-    assert_int_equal(count_lines(p.out[1]), 1);
+    run_one_line(&p, 69, NULL, cases[i]);
     assert_int_equal(strncmp(p.out[1], "rlock: ", 7), 0);
     assert_string_equal(p.out[0], "");
   }
@@ -1814,15 +1801,15 @@ static void refuse_key(const char *name, const char *why) {
   redisReply *before = rt_cmd(srv, "DUMP %s", name);
   assert_int_equal(before->type, REDIS_REPLY_STRING);
   const char *const *cases[] = {
-      ARGS("-u", url, "exec", name, "--", "true"),
-      ARGS("-u", url, "exec", "-w", "0", name, "--", "true"),
-      ARGS("-u", url, "exec", "--fair", "-w", "0", name, "--", "true"),
-      ARGS("-u", url, "exec", "--read", "-w", "0", name, "--", "true"),
-      ARGS("-u", url, "exec", "--write", "-w", "0", name, "--", "true"),
-      ARGS("-u", url, "exec", "--read", name, "--", "true"),
-      ARGS("-u", url, "status", name),
-      ARGS("-u", url, "status", "--json", name),
-      ARGS("-u", url, "unlock", "--force", name),
+      ON_URL("exec", name, "--", "true"),
+      ON_URL("exec", "-w", "0", name, "--", "true"),
+      ON_URL("exec", "--fair", "-w", "0", name, "--", "true"),
+      ON_URL("exec", "--read", "-w", "0", name, "--", "true"),
+      ON_URL("exec", "--write", "-w", "0", name, "--", "true"),
+      ON_URL("exec", "--read", name, "--", "true"),
+      ON_URL("status", name),
+      ON_URL("status", "--json", name),
+      ON_URL("unlock", "--force", name),
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     proc p;
@@ -1862,17 +1849,16 @@ static void test_families_refused(void **state) {
   const char *name = "cli:family";
   proc p;
   hold_foreign(name, FOREIGN, 1, 30000);
-  run_expect(&p, 65,
-             ARGS("-u", url, "exec", "--read", "-w", "1s", name, "--", "true"));
+  run_expect(&p, 65, ON_URL("exec", "--read", "-w", "1s", name, "--", "true"));
   assert_non_null(strstr(p.out[1], "not a read-write lock"));
   freeReplyObject(rt_cmd(srv, "DEL %s", name));
   freeReplyObject(rt_cmd(srv, "HSET %s mode write %s:write 1", name, FOREIGN));
   freeReplyObject(rt_cmd(srv, "PEXPIRE %s 30000", name));
-  run_expect(&p, 65, ARGS("-u", url, "exec", "-w", "1s", name, "--", "true"));
+  run_expect(&p, 65, ON_URL("exec", "-w", "1s", name, "--", "true"));
   assert_non_null(strstr(p.out[1], "holds a read-write lock"));
-  run_expect(&p, 0, ARGS("-u", url, "status", name));
+  run_expect(&p, 0, ON_URL("status", name));
   assert_non_null(strstr(p.out[0], "locked for writing"));
-  run_expect(&p, 0, ARGS("-u", url, "unlock", "--force", name));
+  run_expect(&p, 0, ON_URL("unlock", "--force", name));
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
 }
 
@@ -2088,7 +2074,7 @@ static void test_url_from_environment(void **state) {
   assert_string_equal(p.out[0], "cli:env: free\n");
   proc_start_opts(&p, &env_dead, ARGS("status", "cli:env"));
   assert_int_equal(proc_wait(&p, SCALED(10000)), 69);
-  proc_start_opts(&p, &env_dead, ARGS("-u", url, "status", "cli:env"));
+  proc_start_opts(&p, &env_dead, ON_URL("status", "cli:env"));
   assert_int_equal(proc_wait(&p, SCALED(10000)), 0); /* -u wins */
 }
 
@@ -2135,9 +2121,8 @@ static void test_exec_signals_whole_job(void **state) {
     snprintf(tag, sizeof tag, "job%d-ready", i);
     fx_tmp_path(ready, sizeof ready, tag);
     proc p;
-    proc_start(&p,
-               ARGS("-u", url, "--watchdog", "600ms", "exec", name, "--", "sh",
-                    "-c", job_script(script, sizeof script, pidfile, ready)));
+    proc_start(&p, ON_URL("--watchdog", "600ms", "exec", name, "--", "sh", "-c",
+                          job_script(script, sizeof script, pidfile, ready)));
     pid_t child = pid_in(pidfile);
     fx_wait_file(ready, SCALED(5000));
     if (sigs[i] == 0)
@@ -2194,7 +2179,7 @@ static void test_exec_holds_lock_until_job_ends(void **state) {
            "echo $! > %s; exit 4",
            g.ready, g.go, pidfile);
   proc p;
-  proc_start(&p, ARGS("-u", url, "exec", name, "--", "sh", "-c", script));
+  proc_start(&p, ON_URL("exec", name, "--", "sh", "-c", script));
   pid_t job = pid_in(pidfile);
   reparent_wait w = {job, p.pid};
   rt_wait_until(pred_reparented, &w, SCALED(5000),
@@ -2226,8 +2211,8 @@ static void test_exec_signal_ends_leftovers(void **state) {
            "echo $! > %s; exit 3",
            pidfile, stopfile);
   proc p;
-  proc_start(&p, ARGS("-u", url, "exec", "--kill-after", "60s", name, "--",
-                      "sh", "-c", script));
+  proc_start(&p, ON_URL("exec", "--kill-after", "60s", name, "--", "sh", "-c",
+                        script));
   pid_t left = pid_in(pidfile), stopped = pid_in(stopfile);
   reparent_wait w = {left, p.pid};
   rt_wait_until(pred_reparented, &w, SCALED(5000),
@@ -2254,11 +2239,10 @@ static void test_exec_sigquit_releases(void **state) {
   gate g;
   fx_tmp_path(ran, sizeof ran, "quit-ran");
   proc holder, waiter, late;
-  gate_hold(&holder, &g, "quit", ARGS("-u", url, "exec", "--fair", name));
-  proc_start(&waiter, ARGS("-u", url, "exec", "--fair", name, "--", "true"));
+  gate_hold(&holder, &g, "quit", ON_URL("exec", "--fair", name));
+  proc_start(&waiter, ON_URL("exec", "--fair", name, "--", "true"));
   wait_fair_queue(name, 1);
-  proc_start(&late,
-             ARGS("-u", url, "exec", "--fair", name, "--", "touch", ran));
+  proc_start(&late, ON_URL("exec", "--fair", name, "--", "touch", ran));
   wait_fair_queue(name, 2);
   signal_expect(&waiter, SIGQUIT, 128 + SIGQUIT); /* a waiter: leaves */
   assert_int_equal(fair_queue_len(name), 1);
@@ -2289,20 +2273,19 @@ static void test_exec_loss_found_late_or_checked(void **state) {
   const char *name = "cli:late-loss";
   proc p;
   assert_int_equal(
-      run_deleted_meanwhile(&p, "late1", name, ARGS("-u", url, "exec", name)),
-      76);
+      run_deleted_meanwhile(&p, "late1", name, ON_URL("exec", name)), 76);
   assert_string_equal(p.out[1], "rlock: lock 'cli:late-loss' was lost while "
                                 "'sh' ran (found at its release)\n");
   /* --on-lost ignore keeps COMMAND's status, with a warning. */
-  assert_int_equal(run_deleted_meanwhile(
-                       &p, "late2", name,
-                       ARGS("-u", url, "exec", "--on-lost", "ignore", name)),
-                   0);
+  assert_int_equal(
+      run_deleted_meanwhile(&p, "late2", name,
+                            ON_URL("exec", "--on-lost", "ignore", name)),
+      0);
   assert_non_null(strstr(p.out[1], "warning: lock 'cli:late-loss' was lost"));
 
   idler x;
   idle_start(&p, &x, "checked", "exit 9",
-             ARGS("-u", url, "exec", "--check-every", "200ms", name));
+             ON_URL("exec", "--check-every", "200ms", name));
   ASSERT_BETWEEN(del_until_lost(&p, name, "--check-every 200ms"), 0,
                  SCALED(200 + 800));
   assert_int_equal(count_rlock_lines(p.out[1]), 1);
@@ -2366,26 +2349,22 @@ static void test_exec_flock_options(void **state) {
   const char *name = "cli:flockish";
   proc p;
   hold_foreign(name, FOREIGN, 1, 60000);
-  run_expect(&p, 75, ARGS("-u", url, "exec", "-n", name, "--", "true"));
-  run_expect(&p, 9,
-             ARGS("-u", url, "exec", "-n", "-E", "9", name, "--", "true"));
-  run_expect(&p, 75,
-             ARGS("-u", url, "exec", "--timeout", "0.3", name, "--", "true"));
+  run_expect(&p, 75, ON_URL("exec", "-n", name, "--", "true"));
+  run_expect(&p, 9, ON_URL("exec", "-n", "-E", "9", name, "--", "true"));
+  run_expect(&p, 75, ON_URL("exec", "--timeout", "0.3", name, "--", "true"));
   ASSERT_BETWEEN(p.ended - p.started, 300, SCALED(300 + 1500));
-  run_expect(
-      &p, 0,
-      ARGS("-u", url, "exec", "-E", "0", "--nonblock", name, "--", "true"));
-  run_expect(&p, 75,
-             ARGS("-u", url, "exec", "-v", "-w", "400ms", name, "--", "true"));
+  run_expect(&p, 0,
+             ON_URL("exec", "-E", "0", "--nonblock", name, "--", "true"));
+  run_expect(&p, 75, ON_URL("exec", "-v", "-w", "400ms", name, "--", "true"));
   if (strstr(p.out[1], "rlock: waiting for 'cli:flockish' held by " FOREIGN
                        " (expires in ") == NULL)
     fail_msg("stderr: %s", p.out[1]);
   freeReplyObject(rt_cmd(srv, "DEL %s", name));
-  run_expect(&p, 0, ARGS("-u", url, "exec", "-w", "1.5", name, "--", "true"));
+  run_expect(&p, 0, ON_URL("exec", "-w", "1.5", name, "--", "true"));
   run_expect(&p, 0,
-             ARGS("-u", url, "--connect-timeout", "1.5", "--command-timeout",
-                  "2s", "exec", "-v", "-w", "1d", name, "--", "sh", "-c",
-                  "echo \"$RLOCK_NAME\""));
+             ON_URL("--connect-timeout", "1.5", "--command-timeout", "2s",
+                    "exec", "-v", "-w", "1d", name, "--", "sh", "-c",
+                    "echo \"$RLOCK_NAME\""));
   assert_string_equal(p.out[0], "cli:flockish\n");
   assert_string_equal(p.out[1], "rlock: acquired 'cli:flockish'\n"
                                 "rlock: released 'cli:flockish'\n");
@@ -2414,31 +2393,28 @@ static void test_messages(void **state) {
   assert_non_null(strstr(p.out[1], "unlock: options go before NAME"));
 
   const char *odd = "cli:nl\n\x1b[31mx";
-  assert_int_equal(
-      run_deleted_meanwhile(&p, "odd", odd, ARGS("-u", url, "exec", odd)), 76);
+  assert_int_equal(run_deleted_meanwhile(&p, "odd", odd, ON_URL("exec", odd)),
+                   76);
   assert_string_equal(p.out[1], "rlock: lock 'cli:nl\\n\\x1b[31mx' was lost "
                                 "while 'sh' ran (found at its release)\n");
   /* An invalid name is bad data (65), as rlock(1) says: a lone '}' too. */
   static const char *const bad[] = {"cli:a}b", "cli:a{b", "cli:a{}b", ""};
-  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    run_expect(&p, 65, ARGS("-u", url, "status", bad[i]));
-    assert_int_equal(count_lines(p.out[1]), 1);
-  }
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    run_one_line(&p, 65, NULL, ON_URL("status", bad[i]));
   /* The same escapes in what status, list and unlock print on stdout. */
   hold_foreign(odd, FOREIGN, 1, 60000);
-  run_expect(&p, 0, ARGS("-u", url, "status", odd));
+  run_expect(&p, 0, ON_URL("status", odd));
   assert_ptr_equal(strstr(p.out[0], "cli:nl\\n\\x1b[31mx: locked, "), p.out[0]);
-  run_expect(&p, 0, ARGS("-u", url, "list", "cli:nl*"));
+  run_expect(&p, 0, ON_URL("list", "cli:nl*"));
   assert_ptr_equal(strstr(p.out[0], "cli:nl\\n\\x1b[31mx: reentrant, "),
                    p.out[0]);
-  run_expect(&p, 0, ARGS("-u", url, "unlock", "--force", odd));
+  run_expect(&p, 0, ON_URL("unlock", "--force", odd));
   assert_string_equal(p.out[0], "rlock: deleted lock 'cli:nl\\n\\x1b[31mx'\n");
 
   /* One lock of several lost while COMMAND runs: one line. */
   idler x;
-  idle_start(
-      &p, &x, "multi", "exit 9",
-      ARGS("-u", url, "--watchdog", "600ms", "exec", "cli:m1", "cli:m2"));
+  idle_start(&p, &x, "multi", "exit 9",
+             ON_URL("--watchdog", "600ms", "exec", "cli:m1", "cli:m2"));
   freeReplyObject(rt_cmd(srv, "DEL cli:m2"));
   assert_int_equal(proc_wait(&p, SCALED(5000)), 76);
   assert_int_equal(count_rlock_lines(p.out[1]), 1);
@@ -2507,7 +2483,7 @@ static void test_thread_that_cannot_start(void **state) {
   (void)state;
   proc p;
   proc_opts o = {NULL, -1, 0, 1};
-  proc_start_opts(&p, &o, ARGS("-u", url, "status", "cli:thread"));
+  proc_start_opts(&p, &o, ON_URL("status", "cli:thread"));
   int st = proc_wait(&p, SCALED(10000));
   if (st == 0) { /* the kernel mapped the stack after all (overcommit) */
     print_message("note: a 1 TiB thread stack was mapped; not checked\n");
@@ -2639,9 +2615,8 @@ static void test_exec_permits(void **state) {
     snprintf(before, sizeof before, "echo \"$RLOCK_PERMIT_ID\" > %s;",
              idfile[i]);
     snprintf(tag, sizeof tag, "permits%d", i);
-    gate_start(&p[i], &g[i], tag,
-               ARGS("-u", url, "exec", "--permits", "2", name), before,
-               "exit 0");
+    gate_start(&p[i], &g[i], tag, ON_URL("exec", "--permits", "2", name),
+               before, "exit 0");
     fx_wait_file(g[i].ready, SCALED(5000));
   }
   char id0[64];
@@ -2650,17 +2625,16 @@ static void test_exec_permits(void **state) {
   assert_string_not_equal(id0, fx_slurp(idfile[1]));
   assert_int_equal(get_count(name), 0);
   assert_int_equal(rt_cmd_int(srv, "ZCARD {%s}:timeout", name), 2);
-  run_expect(
-      &third, 75,
-      ARGS("-u", url, "exec", "--permits", "2", "-w", "0", name, "--", "true"));
-  run_expect(&st, 0, ARGS("-u", url, "status", name));
+  run_expect(&third, 75,
+             ON_URL("exec", "--permits", "2", "-w", "0", name, "--", "true"));
+  run_expect(&st, 0, ON_URL("status", name));
   assert_non_null(strstr(st.out[0], "cli:permits: permit-expirable "
                                     "semaphore, 0 available of 2 (2 leased)"));
   char line[128];
   id0[RLOCK_PERMIT_ID_LEN] = '\0'; /* without its '\n' */
   snprintf(line, sizeof line, "  permit %s, lease ", id0);
   assert_non_null(strstr(st.out[0], line)); /* each permit, with its lease */
-  run_expect(&st, 0, ARGS("-u", url, "status", "--json", name));
+  run_expect(&st, 0, ON_URL("status", "--json", name));
   assert_non_null(strstr(st.out[0], "{\"name\": \"cli:permits\", \"kind\": "
                                     "\"permit-expirable-semaphore\", "
                                     "\"available\": 0, \"permits\": 2, "
@@ -2672,8 +2646,8 @@ static void test_exec_permits(void **state) {
   char ran[512], channel[128];
   fx_tmp_path(ran, sizeof ran, "permits-third-ran");
   snprintf(channel, sizeof channel, "redisson_sc:{%s}", name);
-  proc_start(&third, ARGS("-u", url, "exec", "--permits", "2", "-w", "20s",
-                          "-l", "20s", name, "--", "touch", ran));
+  proc_start(&third, ON_URL("exec", "--permits", "2", "-w", "20s", "-l", "20s",
+                            name, "--", "touch", ran));
   fx_wait_subscribers(srv, channel, 1, "the third exec's subscription");
   assert_false(file_exists(ran));
   fx_touch(g[0].go);
@@ -2685,12 +2659,11 @@ static void test_exec_permits(void **state) {
   assert_int_equal(proc_wait(&p[1], SCALED(10000)), 0);
   assert_int_equal(get_count(name), 2);
   assert_int_equal(rt_cmd_int(srv, "ZCARD {%s}:timeout", name), 0);
-  run_expect(&st, 0, ARGS("-u", url, "status", name));
+  run_expect(&st, 0, ON_URL("status", name));
   assert_string_equal(st.out[0], "cli:permits: count 2 (a semaphore's "
                                  "available permits or a latch's count)\n");
   /* the count stands once set: --permits 5 does not change it */
-  run_expect(&third, 0,
-             ARGS("-u", url, "exec", "--permits", "5", name, "--", "true"));
+  run_expect(&third, 0, ON_URL("exec", "--permits", "5", name, "--", "true"));
   assert_int_equal(get_count(name), 2);
 }
 
@@ -2725,9 +2698,8 @@ static void test_exec_permit_lost(void **state) {
   const char *name = "cli:permit-lost";
   idler x;
   proc p;
-  idle_start(
-      &p, &x, "permit-lost", "exit 9",
-      ARGS("-u", url, "--watchdog", "600ms", "exec", "--permits", "1", name));
+  idle_start(&p, &x, "permit-lost", "exit 9",
+             ON_URL("--watchdog", "600ms", "exec", "--permits", "1", name));
   /* the watchdog renews it: its deadline moves on */
   deadline_wait dw = {name, permit_deadline(name)};
   assert_true(dw.after > 0);
@@ -2739,9 +2711,8 @@ static void test_exec_permit_lost(void **state) {
   assert_non_null(strstr(p.out[1], "of semaphore 'cli:permit-lost' was "
                                    "lost"));
   hold_foreign(name, FOREIGN, 1, 30000);
-  run_expect(
-      &p, 65,
-      ARGS("-u", url, "exec", "--permits", "1", "-w", "0", name, "--", "true"));
+  run_expect(&p, 65,
+             ON_URL("exec", "--permits", "1", "-w", "0", name, "--", "true"));
   assert_int_equal(rt_cmd_int(srv, "HLEN %s", name), 1);
   freeReplyObject(rt_cmd(srv, "DEL %s", name));
 }
@@ -2756,34 +2727,34 @@ static void test_latch(void **state) {
   snprintf(channel, sizeof channel, "redisson_countdownlatch__channel__{%s}",
            name);
   proc p, w, s;
-  run_expect(&p, 0, ARGS("-u", url, "latch", "wait", "-w", "0", name));
-  run_expect(&p, 0, ARGS("-u", url, "latch", "set", name, "2"));
+  run_expect(&p, 0, ON_URL("latch", "wait", "-w", "0", name));
+  run_expect(&p, 0, ON_URL("latch", "set", name, "2"));
   assert_string_equal(p.out[0], "rlock: latch 'cli:latch' set to 2\n");
-  run_expect(&p, 1, ARGS("-u", url, "latch", "set", name, "7"));
+  run_expect(&p, 1, ON_URL("latch", "set", name, "7"));
   assert_string_equal(p.out[0],
                       "rlock: latch 'cli:latch' already counts 2; left as "
                       "it is\n");
   assert_int_equal(get_count(name), 2);
-  run_expect(&p, 0, ARGS("-u", url, "status", name));
+  run_expect(&p, 0, ON_URL("status", name));
   assert_non_null(strstr(p.out[0], "cli:latch: count 2"));
   int64_t t0 = rt_now_ms();
-  run_expect(&p, 75, ARGS("-u", url, "latch", "wait", "-w", "200ms", name));
+  run_expect(&p, 75, ON_URL("latch", "wait", "-w", "200ms", name));
   ASSERT_BETWEEN(p.ended - t0, 200, 5000);
-  proc_start(&s, ARGS("-u", url, "latch", "wait", name));
-  proc_start(&w, ARGS("-u", url, "latch", "-w", "1m", "wait", name));
+  proc_start(&s, ON_URL("latch", "wait", name));
+  proc_start(&w, ON_URL("latch", "-w", "1m", "wait", name));
   fx_wait_subscribers(srv, channel, 2, "the latch waiters");
   kill(s.pid, SIGTERM);
   assert_int_equal(proc_wait(&s, SCALED(5000)), 128 + SIGTERM);
-  run_expect(&p, 0, ARGS("-u", url, "latch", "down", name));
+  run_expect(&p, 0, ON_URL("latch", "down", name));
   assert_int_equal(get_count(name), 1);
-  run_expect(&p, 0, ARGS("-u", url, "latch", "down", name));
+  run_expect(&p, 0, ON_URL("latch", "down", name));
   assert_int_equal(proc_wait(&w, SCALED(5000)), 0);
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
-  run_expect(&p, 0, ARGS("-u", url, "latch", "down", name)); /* no count */
+  run_expect(&p, 0, ON_URL("latch", "down", name)); /* no count */
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
   freeReplyObject(rt_cmd(srv, "SET %s not-a-count", name));
-  run_expect(&p, 65, ARGS("-u", url, "latch", "down", name));
-  run_expect(&p, 65, ARGS("-u", url, "latch", "set", name, "1"));
+  run_expect(&p, 65, ON_URL("latch", "down", name));
+  run_expect(&p, 65, ON_URL("latch", "set", name, "1"));
   assert_int_equal(p.len[0], 0);
   freeReplyObject(rt_cmd(srv, "DEL %s", name));
 }
@@ -2800,46 +2771,44 @@ static void test_elect_and_leader(void **state) {
   char file[512], before[700], script[5000], want[256];
   gate g;
   proc p, leader;
-  run_expect(&p, 1, ARGS("-u", url, "leader", name));
+  run_expect(&p, 1, ON_URL("leader", name));
   assert_string_equal(p.out[0], "cli:elect: no leader\n");
-  run_expect(&p, 1, ARGS("-u", url, "leader", "--json", name));
+  run_expect(&p, 1, ON_URL("leader", "--json", name));
   assert_string_equal(p.out[0], "{\"name\":\"cli:elect\",\"leader\":false}\n");
   fx_tmp_path(file, sizeof file, "elect.term");
   snprintf(before, sizeof before, "echo \"$RLOCK_TERM\" > %s;", file);
-  gate_start(&leader, &g, "elect",
-             ARGS("-u", url, "elect", "--value", "host-a:1", name), before,
-             ":");
+  gate_start(&leader, &g, "elect", ON_URL("elect", "--value", "host-a:1", name),
+             before, ":");
   fx_wait_file(g.ready, SCALED(5000));
   long long term = file_token(file);
   assert_int_equal(term, token_key(name));
-  run_expect(&p, 0, ARGS("-u", url, "leader", name));
+  run_expect(&p, 0, ON_URL("leader", name));
   snprintf(want, sizeof want, "cli:elect: host-a:1 (term %lld, lease ", term);
   assert_ptr_equal(strstr(p.out[0], want), p.out[0]);
-  run_expect(&p, 0, ARGS("-u", url, "leader", "--json", name));
+  run_expect(&p, 0, ON_URL("leader", "--json", name));
   snprintf(want, sizeof want,
            "{\"name\":\"cli:elect\",\"leader\":true,\"value\":\"host-a:1\","
            "\"term\":%lld,\"ttl_ms\":",
            term);
   assert_ptr_equal(strstr(p.out[0], want), p.out[0]);
   /* A second campaign waits; with -n it is not leading: 75. */
-  run_expect(&p, 75, ARGS("-u", url, "elect", "-n", name, "--", "true"));
+  run_expect(&p, 75, ON_URL("elect", "-n", name, "--", "true"));
   assert_int_equal(token_key(name), term);
   gate_open(&leader, &g, 0);
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
   assert_int_equal(rt_cmd_int(srv, "EXISTS rlock_leader:{%s}", name), 0);
-  run_expect(&p, 1, ARGS("-u", url, "leader", name));
+  run_expect(&p, 1, ON_URL("leader", name));
   /* The default value: HOST:PID of rlock. */
   snprintf(script, sizeof script, "%s -u %s leader --json %s", cli, url, name);
-  run_expect(&p, 0, ARGS("-u", url, "elect", name, "--", "sh", "-c", script));
+  run_expect(&p, 0, ON_URL("elect", name, "--", "sh", "-c", script));
   assert_non_null(strstr(p.out[0], "\"leader\":true,\"value\":\""));
   assert_non_null(strstr(p.out[0], ":")); /* HOST:PID */
   /* Usage errors: nothing written. */
-  run_expect(&p, 64,
-             ARGS("-u", url, "elect", "--value", "", name, "--", "true"));
-  run_expect(&p, 64, ARGS("-u", url, "elect", name));
-  run_expect(&p, 64, ARGS("-u", url, "elect", name, "other", "--", "true"));
-  run_expect(&p, 64, ARGS("-u", url, "leader", "--interval", "1s", name));
-  run_expect(&p, 64, ARGS("-u", url, "leader"));
+  run_expect(&p, 64, ON_URL("elect", "--value", "", name, "--", "true"));
+  run_expect(&p, 64, ON_URL("elect", name));
+  run_expect(&p, 64, ON_URL("elect", name, "other", "--", "true"));
+  run_expect(&p, 64, ON_URL("leader", "--interval", "1s", name));
+  run_expect(&p, 64, ON_URL("leader"));
   assert_int_equal(token_key(name), term + 1);
 }
 
@@ -2853,13 +2822,12 @@ static void test_elect_standby_takes_over(void **state) {
   idler x;
   fx_tmp_path(tfile, sizeof tfile, "elect-standby.term");
   proc leader, standby;
-  idle_start(
-      &leader, &x, "elect", "exit 9",
-      ARGS("-u", url, "--watchdog", "600ms", "elect", "--value", "A", name));
+  idle_start(&leader, &x, "elect", "exit 9",
+             ON_URL("--watchdog", "600ms", "elect", "--value", "A", name));
   long long t1 = token_key(name);
   snprintf(sscript, sizeof sscript, "echo \"$RLOCK_TERM\" > %s", tfile);
-  proc_start(&standby, ARGS("-u", url, "--watchdog", "600ms", "elect",
-                            "--value", "B", name, "--", "sh", "-c", sscript));
+  proc_start(&standby, ON_URL("--watchdog", "600ms", "elect", "--value", "B",
+                              name, "--", "sh", "-c", sscript));
   fx_wait_subscribers(srv, "redisson_lock__channel:{cli:elect:standby}", 1,
                       "the standby's subscription");
   int64_t t0 = rt_now_ms();
@@ -2895,11 +2863,9 @@ static void test_leader_watch(void **state) {
   const char *name = "cli:elect:watch";
   gate g;
   proc w, p;
-  proc_start(&w,
-             ARGS("-u", url, "leader", "--watch", "--interval", "20ms", name));
+  proc_start(&w, ON_URL("leader", "--watch", "--interval", "20ms", name));
   wait_lines(&w, 1);
-  gate_hold(&p, &g, "elect-watch",
-            ARGS("-u", url, "elect", "--value", "W", name));
+  gate_hold(&p, &g, "elect-watch", ON_URL("elect", "--value", "W", name));
   wait_lines(&w, 2);
   gate_open(&p, &g, 0);
   wait_lines(&w, 3);
@@ -2931,16 +2897,14 @@ static void test_status_watch(void **state) {
   const char *name = "cli:status:watch";
   gate g1, g2;
   proc w, holder, waiter;
-  proc_start(&w,
-             ARGS("-u", url, "status", "--watch", "--interval", "60s", name));
+  proc_start(&w, ON_URL("status", "--watch", "--interval", "60s", name));
   wait_lines(&w, 1);
   fx_wait_subscribers(srv, "redisson_lock__channel:{cli:status:watch}", 1,
                       "the watch's subscription");
   fx_wait_subscribers(srv, "redisson_rwlock:{cli:status:watch}", 1,
                       "the watch's subscription (read-write lock)");
-  gate_hold(&holder, &g1, "status-watch-1", ARGS("-u", url, "exec", name));
-  gate_start(&waiter, &g2, "status-watch-2", ARGS("-u", url, "exec", name), "",
-             ":");
+  gate_hold(&holder, &g1, "status-watch-1", ON_URL("exec", name));
+  gate_start(&waiter, &g2, "status-watch-2", ON_URL("exec", name), "", ":");
   fx_wait_subscribers(srv, "redisson_lock__channel:{cli:status:watch}", 2,
                       "the waiting exec's subscription");
   fx_touch(g1.go); /* the holder goes, the waiter takes the lock */
@@ -2965,14 +2929,14 @@ static void test_status_watch(void **state) {
   assert_non_null(
       strstr(strchr(waiter_line, '\n'), "Z cli:status:watch: free\n"));
   /* --json: one object a line; --interval without --watch is refused. */
-  proc_start(&w, ARGS("-u", url, "status", "--json", "--watch", name));
+  proc_start(&w, ON_URL("status", "--json", "--watch", name));
   wait_lines(&w, 1);
   signal_expect(&w, SIGTERM, 128 + SIGTERM);
   assert_ptr_equal(strstr(w.out[0], "{\"name\": \"cli:status:watch\", "
                                     "\"locked\": false"),
                    w.out[0]);
-  run_expect(&w, 64, ARGS("-u", url, "status", "--interval", "1s", name));
-  run_expect(&w, 64, ARGS("-u", url, "status", "--watch", name, name));
+  run_expect(&w, 64, ON_URL("status", "--interval", "1s", name));
+  run_expect(&w, 64, ON_URL("status", "--watch", name, name));
 }
 
 /* leader --watch from messages: with a one-minute interval, a standby's
@@ -2982,15 +2946,13 @@ static void test_leader_watch_handover(void **state) {
   const char *name = "cli:elect:handover";
   gate g1, g2;
   proc w, a, b;
-  proc_start(&w,
-             ARGS("-u", url, "leader", "--watch", "--interval", "60s", name));
+  proc_start(&w, ON_URL("leader", "--watch", "--interval", "60s", name));
   wait_lines(&w, 1);
   fx_wait_subscribers(srv, "redisson_lock__channel:{cli:elect:handover}", 1,
                       "the watch's subscription");
-  gate_hold(&a, &g1, "handover-a",
-            ARGS("-u", url, "elect", "--value", "A", name));
-  gate_start(&b, &g2, "handover-b",
-             ARGS("-u", url, "elect", "--value", "B", name), "", ":");
+  gate_hold(&a, &g1, "handover-a", ON_URL("elect", "--value", "A", name));
+  gate_start(&b, &g2, "handover-b", ON_URL("elect", "--value", "B", name), "",
+             ":");
   fx_wait_subscribers(srv, "redisson_lock__channel:{cli:elect:handover}", 2,
                       "the standby's subscription");
   gate_open(&a, &g1, 0);

@@ -662,38 +662,34 @@ static void wake_across_processes(const char *mode, int m, int sharded) {
   wait_subs(ch, sharded, m, 0, 10000); /* and the subscription went away */
 }
 
-/* Each mode: a waiter of the running driver woken by a holder of the same
- * driver and by a blocking holder; for the blocking client, also across
- * processes. */
-static void test_wake_classic(void **state) {
-  (void)state;
+/* Each mode (`mode`; `unnamed`: the URL names none), its subscriptions
+ * `sharded` or not: a waiter of the running driver woken by a holder of
+ * the same driver on the live master `first` and by a blocking holder on
+ * the next; for the blocking client, also across processes. */
+static void wake_in_mode(const char *mode, int unnamed, int sharded,
+                         int first) {
   int ms[16];
   assert_true(live_masters(ms) >= 3);
   if (!dk_loop())
-    wake_across_processes("classic", ms[0], 0);
-  wake("classic", ms[0], 0, 0);
-  wake("classic", ms[1], 0, 1);
+    wake_across_processes(mode, ms[first], sharded);
+  wake(unnamed ? NULL : mode, ms[first], sharded, 0);
+  wake(mode, ms[(first + 1) % 3], sharded, 1);
+}
+
+static void test_wake_classic(void **state) {
+  (void)state;
+  wake_in_mode("classic", 0, 0, 0);
 }
 
 static void test_wake_sharded(void **state) {
   (void)state;
-  int ms[16];
-  assert_true(live_masters(ms) >= 3);
-  if (!dk_loop())
-    wake_across_processes("sharded", ms[1], 1);
-  wake("sharded", ms[1], 1, 0);
-  wake("sharded", ms[2], 1, 1);
+  wake_in_mode("sharded", 0, 1, 1);
 }
 
+/* Redis 7 answers PUBSUB SHARDNUMSUB: auto, named or not, picks sharded. */
 static void test_wake_auto(void **state) {
   (void)state;
-  int ms[16];
-  assert_true(live_masters(ms) >= 3);
-  /* Redis 7 answers PUBSUB SHARDNUMSUB: auto must pick sharded. */
-  if (!dk_loop())
-    wake_across_processes("auto", ms[2], 1);
-  wake(NULL, ms[2], 1, 0);
-  wake("auto", ms[0], 1, 1);
+  wake_in_mode("auto", 1, 1, 2);
 }
 
 /* ---- 3. a slot migrated under held locks and a waiter ------------------- */

@@ -98,10 +98,49 @@ static long long epoch_ms(void) {
   return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Redisson's fair acquisition of `n` for `owner` (30 s lease, 300 s
+ * wait), its reply. */
+static redisReply *java_lock(const char *n, const char *owner) {
+  return rt_cmd(srv,
+                "EVAL %s 3 %s redisson_lock_queue:{%s} "
+                "redisson_lock_timeout:{%s} 30000 %s 300000 %lld",
+                JAVA_FAIR_LOCK, n, n, n, owner, epoch_ms());
+}
+
+/* Redisson's fair release of `n` by JAVA_OWNER, its reply. */
+static redisReply *java_unlock(const char *n) {
+  return rt_cmd(srv,
+                "EVAL %s 4 %s redisson_lock_queue:{%s} "
+                "redisson_lock_timeout:{%s} "
+                "redisson_lock__channel:{%s} 0 30000 %s %lld",
+                JAVA_FAIR_UNLOCK, n, n, n, n, JAVA_OWNER, epoch_ms());
+}
+
+/* The clients and fair locks a case makes (client(), fair_lock()), freed
+ * after it by free_made, its teardown, whether it passed or failed: a
+ * case frees none of them itself. */
+static rlock_client *made_c[4];
+static rlock_lock *made_l[8];
+static int n_c, n_l;
+
+static int free_made(void **state) {
+  (void)state;
+  while (n_l > 0)
+    rlock_lock_free(made_l[--n_l]);
+  while (n_c > 0)
+    rlock_client_free(made_c[--n_c]);
+  return 0;
+}
+
+static rlock_client *client(void) {
+  assert_true(n_c < 4);
+  return made_c[n_c++] = fx_client(srv, 0);
+}
+
 static rlock_lock *fair_lock(rlock_client *c, const char *name) {
-  rlock_lock *l;
-  OK(rlock_lock_new_fair(&l, c, name));
-  return l;
+  assert_true(n_l < 8);
+  OK(rlock_lock_new_fair(&made_l[n_l], c, name));
+  return made_l[n_l++];
 }
 
 static long long queue_len(const char *name) {
@@ -163,7 +202,7 @@ static void assert_order(const char *name, int n) {
 static void test_fifo_threads(void **state) {
   (void)state;
   enum { N = 6 };
-  rlock_client *holder = fx_client(srv, 0), *wc = fx_client(srv, 0);
+  rlock_client *holder = client(), *wc = client();
   rlock_lock *l = fair_lock(holder, "fair:threads");
   for (int round = 0; round < 3; round++) {
     OK(rlock_lock_acquire(l));
@@ -182,15 +221,12 @@ static void test_fifo_threads(void **state) {
     assert_order("fair:threads", N);
   }
   assert_no_keys_left("fair:threads");
-  rlock_lock_free(l);
-  rlock_client_free(holder);
-  rlock_client_free(wc);
 }
 
 static void test_fifo_processes(void **state) {
   (void)state;
   enum { N = 4 };
-  rlock_client *holder = fx_client(srv, 0);
+  rlock_client *holder = client();
   rlock_lock *l = fair_lock(holder, "fair:procs");
   for (int round = 0; round < 2; round++) {
     OK(rlock_lock_acquire(l));
@@ -212,13 +248,11 @@ static void test_fifo_processes(void **state) {
     assert_order("fair:procs", N);
   }
   assert_no_keys_left("fair:procs");
-  rlock_lock_free(l);
-  rlock_client_free(holder);
 }
 
 static void test_crashed_waiter_is_purged(void **state) {
   (void)state;
-  rlock_client *holder = fx_client(srv, 0), *wc = fx_client(srv, 0);
+  rlock_client *holder = client(), *wc = client();
   rlock_lock *l = fair_lock(holder, "fair:crash");
   OK(rlock_lock_acquire_lease(l, 800));
   int out;
@@ -241,14 +275,11 @@ static void test_crashed_waiter_is_purged(void **state) {
   assert_order("fair:crash", 1);
   assert_no_keys_left("fair:crash");
   RC(rlock_lock_release(l), RLOCK_ELOST); /* its lease ran out long ago */
-  rlock_lock_free(l);
-  rlock_client_free(holder);
-  rlock_client_free(wc);
 }
 
 static void test_give_up_leaves_queue_at_once(void **state) {
   (void)state;
-  rlock_client *holder = fx_client(srv, 0), *wc = fx_client(srv, 0);
+  rlock_client *holder = client(), *wc = client();
   rlock_lock *l = fair_lock(holder, "fair:giveup"),
              *w = fair_lock(wc, "fair:giveup");
   OK(rlock_lock_acquire_lease(l, 60000));
@@ -263,10 +294,6 @@ static void test_give_up_leaves_queue_at_once(void **state) {
                    0);
   OK(rlock_lock_release(l));
   assert_no_keys_left("fair:giveup");
-  rlock_lock_free(l);
-  rlock_lock_free(w);
-  rlock_client_free(holder);
-  rlock_client_free(wc);
 }
 
 typedef struct cancel_arg {
@@ -284,7 +311,7 @@ static void *cancel_thread(void *arg) {
 
 static void test_canceled_waiter_leaves_queue(void **state) {
   (void)state;
-  rlock_client *holder = fx_client(srv, 0), *wc = fx_client(srv, 0);
+  rlock_client *holder = client(), *wc = client();
   rlock_lock *l = fair_lock(holder, "fair:cancel");
   rlock_lock *w = fair_lock(wc, "fair:cancel");
   OK(rlock_lock_acquire_lease(l, 60000));
@@ -301,10 +328,6 @@ static void test_canceled_waiter_leaves_queue(void **state) {
   OK(rlock_lock_release(l));
   assert_no_keys_left("fair:cancel");
   rlock_cancel_free(tok);
-  rlock_lock_free(l);
-  rlock_lock_free(w);
-  rlock_client_free(holder);
-  rlock_client_free(wc);
 }
 
 static void test_second_in_line_does_not_spin(void **state) {
@@ -314,7 +337,7 @@ static void test_second_in_line_does_not_spin(void **state) {
   freeReplyObject(rt_cmd(srv,
                          "ZADD redisson_lock_timeout:{fair:spin} %lld dead:1",
                          epoch_ms() + 1500));
-  rlock_client *c = fx_client(srv, 0);
+  rlock_client *c = client();
   rlock_lock *l = fair_lock(c, "fair:spin");
   freeReplyObject(rt_cmd(srv, "CONFIG RESETSTAT"));
   int64_t t0 = rt_now_ms();
@@ -323,8 +346,6 @@ static void test_second_in_line_does_not_spin(void **state) {
   ASSERT_RANGE(fx_evalsha_calls(srv), 1, 10); /* not a tight loop */
   OK(rlock_lock_release(l));
   assert_no_keys_left("fair:spin");
-  rlock_lock_free(l);
-  rlock_client_free(c);
 }
 
 /* A waiter that never releases: it takes the lock with a lease and
@@ -420,7 +441,7 @@ static void test_leases_run_out_in_turn(void **state) {
   (void)state;
   enum { N = 8, LEASE_MS = 500 };
   const char *name = "fair:leases";
-  rlock_client *c = fx_client(srv, 0);
+  rlock_client *c = client();
   lease_waiter w[N];
   int64_t took = run_lease_waiters(c, name, w, N, LEASE_MS);
   print_message("%d lease waiters (lease %d ms): the last took its turn "
@@ -429,7 +450,6 @@ static void test_leases_run_out_in_turn(void **state) {
   ASSERT_BETWEEN(took, (N - 1) * LEASE_MS - 100, N * LEASE_MS + 2000);
   fx_wait_exists(srv, name, 0, rt_scaled_ms(2 * LEASE_MS));
   assert_no_keys_left(name);
-  rlock_client_free(c);
 }
 
 /* Two waiters behind a holder that never releases: the second in line
@@ -439,7 +459,7 @@ static void test_second_waiter_sleeps_through_leases(void **state) {
   (void)state;
   enum { LEASE_MS = 600 };
   const char *name = "fair:behind";
-  rlock_client *holder = fx_client(srv, 0), *c = fx_client(srv, 0);
+  rlock_client *holder = client(), *c = client();
   rlock_lock *l = fair_lock(holder, name);
   OK(rlock_lock_acquire_lease(l, LEASE_MS));
   freeReplyObject(rt_cmd(srv, "CONFIG RESETSTAT"));
@@ -453,9 +473,6 @@ static void test_second_waiter_sleeps_through_leases(void **state) {
   fx_wait_exists(srv, name, 0, rt_scaled_ms(2 * LEASE_MS));
   assert_no_keys_left(name);
   RC(rlock_lock_release(l), RLOCK_ELOST);
-  rlock_lock_free(l);
-  rlock_client_free(holder);
-  rlock_client_free(c);
 }
 
 typedef struct timed_waiter {
@@ -480,7 +497,7 @@ static void *timed_thread(void *arg) {
 
 static void test_force_release_wakes_head(void **state) {
   (void)state;
-  rlock_client *a = fx_client(srv, 0), *b = fx_client(srv, 0);
+  rlock_client *a = client(), *b = client();
   rlock_lock *l = fair_lock(a, "fair:force");
   OK(rlock_lock_acquire_lease(l, 60000));
   timed_waiter w = {.c = b, .name = "fair:force"};
@@ -498,15 +515,11 @@ static void test_force_release_wakes_head(void **state) {
   ASSERT_BETWEEN(atomic_load(&w.acquired_at) - t0, 0, 300);
   RC(rlock_lock_release(l), RLOCK_ELOST);
   assert_no_keys_left("fair:force");
-  rlock_lock_free(l);
-  rlock_lock_free(other);
-  rlock_client_free(a);
-  rlock_client_free(b);
 }
 
 static void test_reentrancy_and_non_holder(void **state) {
   (void)state;
-  rlock_client *a = fx_client(srv, 0), *b = fx_client(srv, 0);
+  rlock_client *a = client(), *b = client();
   rlock_lock *la = fair_lock(a, "fair:re"), *lb = fair_lock(b, "fair:re");
   OK(rlock_lock_acquire(la));
   OK(rlock_lock_try_acquire(la, 0, 0));
@@ -518,15 +531,11 @@ static void test_reentrancy_and_non_holder(void **state) {
   OK(rlock_lock_release(la));
   RC(rlock_lock_release(la), RLOCK_ENOTHELD);
   assert_no_keys_left("fair:re");
-  rlock_lock_free(la);
-  rlock_lock_free(lb);
-  rlock_client_free(a);
-  rlock_client_free(b);
 }
 
 static void test_wrong_type_and_names(void **state) {
   (void)state;
-  rlock_client *c = fx_client(srv, 0);
+  rlock_client *c = client();
   rlock_lock *l;
   RC(rlock_lock_new_fair(&l, c, ""), RLOCK_EINVAL);
   RC(rlock_lock_new_fair(&l, c, NULL), RLOCK_EINVAL);
@@ -544,13 +553,11 @@ static void test_wrong_type_and_names(void **state) {
   redisReply *r = rt_cmd(srv, "GET fair:string");
   assert_string_equal(r->str, "precious");
   freeReplyObject(r);
-  rlock_lock_free(l);
-  rlock_client_free(c);
 }
 
 static void test_inspect_shows_queue(void **state) {
   (void)state;
-  rlock_client *holder = fx_client(srv, 0), *wc = fx_client(srv, 0);
+  rlock_client *holder = client(), *wc = client();
   rlock_lock *l = fair_lock(holder, "fair:inspect");
   OK(rlock_lock_acquire_lease(l, 10000));
   timed_waiter w[2] = {{.c = wc, .name = "fair:inspect"},
@@ -579,14 +586,11 @@ static void test_inspect_shows_queue(void **state) {
     pthread_join(t[i], NULL);
     OK(w[i].rc);
   }
-  rlock_lock_free(l);
-  rlock_client_free(holder);
-  rlock_client_free(wc);
 }
 
 static void test_lease_expiry_with_waiters(void **state) {
   (void)state;
-  rlock_client *holder = fx_client(srv, 0), *wc = fx_client(srv, 0);
+  rlock_client *holder = client(), *wc = client();
   rlock_lock *l = fair_lock(holder, "fair:expiry");
   OK(rlock_lock_acquire_lease(l, 500));
   fifo_waiter w[2];
@@ -603,50 +607,37 @@ static void test_lease_expiry_with_waiters(void **state) {
   assert_order("fair:expiry", 2);
   RC(rlock_lock_release(l), RLOCK_ELOST);
   assert_no_keys_left("fair:expiry");
-  rlock_lock_free(l);
-  rlock_client_free(holder);
-  rlock_client_free(wc);
 }
 
 static void test_interop_rlock_waits_behind_redisson(void **state) {
   (void)state;
   const char *n = "fair:java-holds";
-  redisReply *r = rt_cmd(srv,
-                         "EVAL %s 3 %s redisson_lock_queue:{%s} "
-                         "redisson_lock_timeout:{%s} 30000 %s 300000 %lld",
-                         JAVA_FAIR_LOCK, n, n, n, JAVA_OWNER, epoch_ms());
+  redisReply *r = java_lock(n, JAVA_OWNER);
   assert_int_equal(r->type, REDIS_REPLY_NIL);
   freeReplyObject(r);
-  rlock_client *c = fx_client(srv, 0);
+  rlock_client *c = client();
   timed_waiter w = {.c = c, .name = n};
   pthread_t t;
   pthread_create(&t, NULL, timed_thread, &w);
   wait_queue_len(n, 1);
   fx_wait_fair_head_subscribed(srv, n);
   int64_t t0 = rt_now_ms();
-  r = rt_cmd(srv,
-             "EVAL %s 4 %s redisson_lock_queue:{%s} redisson_lock_timeout:{%s} "
-             "redisson_lock__channel:{%s} 0 30000 %s %lld",
-             JAVA_FAIR_UNLOCK, n, n, n, n, JAVA_OWNER, epoch_ms());
+  r = java_unlock(n);
   assert_int_equal(r->integer, 1);
   freeReplyObject(r);
   pthread_join(t, NULL);
   OK(w.rc);
   ASSERT_BETWEEN(atomic_load(&w.acquired_at) - t0, 0, 250);
   assert_no_keys_left(n);
-  rlock_client_free(c);
 }
 
 static void test_interop_redisson_waits_behind_rlock(void **state) {
   (void)state;
   const char *n = "fair:rlock-holds";
-  rlock_client *c = fx_client(srv, 0);
+  rlock_client *c = client();
   rlock_lock *l = fair_lock(c, n);
   OK(rlock_lock_acquire(l));
-  redisReply *r = rt_cmd(srv,
-                         "EVAL %s 3 %s redisson_lock_queue:{%s} "
-                         "redisson_lock_timeout:{%s} 30000 %s 300000 %lld",
-                         JAVA_FAIR_LOCK, n, n, n, JAVA_OWNER, epoch_ms());
+  redisReply *r = java_lock(n, JAVA_OWNER);
   assert_int_equal(r->type, REDIS_REPLY_INTEGER); /* queued, with a ttl */
   freeReplyObject(r);
   assert_int_equal(queue_len(n), 1);
@@ -659,16 +650,11 @@ static void test_interop_redisson_waits_behind_rlock(void **state) {
   assert_string_equal(r->element[2]->str, "0");
   freeReplyObject(r);
   redisFree(sub);
-  r = rt_cmd(srv,
-             "EVAL %s 3 %s redisson_lock_queue:{%s} "
-             "redisson_lock_timeout:{%s} 30000 %s 300000 %lld",
-             JAVA_FAIR_LOCK, n, n, n, JAVA_OWNER, epoch_ms());
+  r = java_lock(n, JAVA_OWNER);
   assert_int_equal(r->type, REDIS_REPLY_NIL); /* its turn */
   freeReplyObject(r);
   assert_int_equal(fx_hget(srv, n, JAVA_OWNER), 1);
   freeReplyObject(rt_cmd(srv, "DEL %s", n));
-  rlock_lock_free(l);
-  rlock_client_free(c);
 }
 
 /* The deadlines rlock leaves are Redisson's: a Java holder, an rlock
@@ -703,24 +689,18 @@ static void *owned_thread(void *arg) {
   return NULL;
 }
 
-static void java_queue(const char *n, const char *owner) {
-  freeReplyObject(rt_cmd(srv,
-                         "EVAL %s 3 %s redisson_lock_queue:{%s} "
-                         "redisson_lock_timeout:{%s} 30000 %s 300000 %lld",
-                         JAVA_FAIR_LOCK, n, n, n, owner, epoch_ms()));
-}
-
 static void shift_as_redisson(int deferred) {
   const char *n = "fair:shift";
   const char *java[2] = {"0b1e2b3c-4d5e-4f60-8a7b-9c0d1e2f3a4b:1",
                          "0b1e2b3c-4d5e-4f60-8a7b-9c0d1e2f3a4b:2"};
-  java_queue(n, JAVA_OWNER);
+  freeReplyObject(java_lock(n, JAVA_OWNER));
   rlock_config *cfg;
   rlock_client *c;
   OK(rlock_config_new(&cfg));
   OK(rlock_config_set_url(cfg, rt_server_url(srv)));
   OK(rlock_config_set_fair_deferred_shift(cfg, deferred));
   OK(rlock_client_new(&c, cfg));
+  made_c[n_c++] = c; /* freed after the case, as client()'s are */
   rlock_config_free(cfg);
   owned_waiter w = {.l = fair_lock(c, n), .owner = rlock_owner_new()};
   pthread_t t;
@@ -729,14 +709,10 @@ static void shift_as_redisson(int deferred) {
   fx_wait_fair_head_subscribed(srv, n);
   long long before[2];
   for (int i = 0; i < 2; i++) {
-    java_queue(n, java[i]);
+    freeReplyObject(java_lock(n, java[i]));
     before[i] = deadline_of(n, java[i]);
   }
-  freeReplyObject(rt_cmd(srv,
-                         "EVAL %s 4 %s redisson_lock_queue:{%s} "
-                         "redisson_lock_timeout:{%s} "
-                         "redisson_lock__channel:{%s} 0 30000 %s %lld",
-                         JAVA_FAIR_UNLOCK, n, n, n, n, JAVA_OWNER, epoch_ms()));
+  freeReplyObject(java_unlock(n));
   pthread_join(t, NULL); /* it holds the lock now */
   OK(w.rc);
   for (int i = 0; i < 2; i++)
@@ -753,8 +729,6 @@ static void shift_as_redisson(int deferred) {
                          "DEL %s redisson_lock_queue:{%s} "
                          "redisson_lock_timeout:{%s}",
                          n, n, n));
-  rlock_lock_free(w.l);
-  rlock_client_free(c);
 }
 
 static void test_deadlines_shift_as_redisson(void **state) {
@@ -795,24 +769,27 @@ static int child_main(int argc, char **argv) {
   return rc == RLOCK_OK ? 0 : 3;
 }
 
+/* Each case, its clients and locks freed after it. */
+#define CASE(fn) cmocka_unit_test_teardown(fn, free_made)
+
 static const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_fifo_threads),
-    cmocka_unit_test(test_fifo_processes),
-    cmocka_unit_test(test_crashed_waiter_is_purged),
-    cmocka_unit_test(test_give_up_leaves_queue_at_once),
-    cmocka_unit_test(test_canceled_waiter_leaves_queue),
-    cmocka_unit_test(test_second_in_line_does_not_spin),
-    cmocka_unit_test(test_second_waiter_sleeps_through_leases),
-    cmocka_unit_test(test_leases_run_out_in_turn),
-    cmocka_unit_test(test_force_release_wakes_head),
-    cmocka_unit_test(test_reentrancy_and_non_holder),
-    cmocka_unit_test(test_wrong_type_and_names),
-    cmocka_unit_test(test_inspect_shows_queue),
-    cmocka_unit_test(test_lease_expiry_with_waiters),
-    cmocka_unit_test(test_interop_rlock_waits_behind_redisson),
-    cmocka_unit_test(test_interop_redisson_waits_behind_rlock),
-    cmocka_unit_test(test_deadlines_shift_as_redisson),
-    cmocka_unit_test(test_deadlines_shift_deferred),
+    CASE(test_fifo_threads),
+    CASE(test_fifo_processes),
+    CASE(test_crashed_waiter_is_purged),
+    CASE(test_give_up_leaves_queue_at_once),
+    CASE(test_canceled_waiter_leaves_queue),
+    CASE(test_second_in_line_does_not_spin),
+    CASE(test_second_waiter_sleeps_through_leases),
+    CASE(test_leases_run_out_in_turn),
+    CASE(test_force_release_wakes_head),
+    CASE(test_reentrancy_and_non_holder),
+    CASE(test_wrong_type_and_names),
+    CASE(test_inspect_shows_queue),
+    CASE(test_lease_expiry_with_waiters),
+    CASE(test_interop_rlock_waits_behind_redisson),
+    CASE(test_interop_redisson_waits_behind_rlock),
+    CASE(test_deadlines_shift_as_redisson),
+    CASE(test_deadlines_shift_deferred),
 };
 
 FX_MAIN(tests, fx_setup, fx_teardown, child_main)

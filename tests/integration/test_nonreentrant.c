@@ -76,39 +76,39 @@ static void other_waits(rlock_lock *l, uint64_t me, const char *name,
   OK(dk_release(l, other));
 }
 
-static void test_reentry_refused(void **state) {
-  (void)state;
+/* The holder's re-entry of `name` (a fair one: `fair`) refused whatever
+ * the wait, nothing queued for it; another owner waits and takes it; the
+ * holder, released once, holds nothing more. */
+static void reentry_refused(const char *name, int fair) {
   rlock_client *c = dk_client(rt_server_url(srv), 0, NULL, NULL);
   rlock_lock *l;
-  OK(rlock_lock_new_nonreentrant(&l, c, "nr:plain"));
+  if (fair)
+    OK(rlock_lock_new_fair_nonreentrant(&l, c, name));
+  else
+    OK(rlock_lock_new_nonreentrant(&l, c, name));
   uint64_t me = dk_me();
   OK(dk_acquire(l, me, 0, RLOCK_LEASE_WATCHDOG));
-  expect_refused(l, me, "nr:plain", 0);
-  expect_refused(l, me, "nr:plain", 5000);
-  expect_refused(l, me, "nr:plain", RLOCK_WAIT_FOREVER);
-  other_waits(l, me, "nr:plain", 0);
+  const int64_t waits[] = {0, 5000, RLOCK_WAIT_FOREVER};
+  for (int i = 0; i < 3; i++)
+    expect_refused(l, me, name, waits[i]);
+  assert_int_equal(rt_cmd_int(srv, "LLEN redisson_lock_queue:{%s}", name), 0);
+  assert_int_equal(rt_cmd_int(srv, "ZCARD redisson_lock_timeout:{%s}", name),
+                   0);
+  other_waits(l, me, name, fair);
   RC(dk_release(l, me), RLOCK_ENOTHELD);
-  assert_int_equal(rt_cmd_int(srv, "EXISTS nr:plain"), 0);
+  assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
   rlock_lock_free(l);
   dk_free(c);
 }
 
+static void test_reentry_refused(void **state) {
+  (void)state;
+  reentry_refused("nr:plain", 0);
+}
+
 static void test_fair_reentry_refused(void **state) {
   (void)state;
-  rlock_client *c = dk_client(rt_server_url(srv), 0, NULL, NULL);
-  rlock_lock *l;
-  OK(rlock_lock_new_fair_nonreentrant(&l, c, "nr:fair"));
-  uint64_t me = dk_me();
-  OK(dk_acquire(l, me, 0, RLOCK_LEASE_WATCHDOG));
-  expect_refused(l, me, "nr:fair", 5000);
-  /* nothing queued for the holder */
-  assert_int_equal(rt_cmd_int(srv, "LLEN redisson_lock_queue:{nr:fair}"), 0);
-  assert_int_equal(rt_cmd_int(srv, "ZCARD redisson_lock_timeout:{nr:fair}"), 0);
-  other_waits(l, me, "nr:fair", 1);
-  RC(dk_release(l, me), RLOCK_ENOTHELD);
-  assert_int_equal(rt_cmd_int(srv, "EXISTS nr:fair"), 0);
-  rlock_lock_free(l);
-  dk_free(c);
+  reentry_refused("nr:fair", 1);
 }
 
 /* A Java client (its acquisition played) and rlock on one lock: each refuses

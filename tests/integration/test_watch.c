@@ -79,6 +79,16 @@ static void wait_count(atomic_int *v, int n, const char *what) {
   dk_wait(pred_at_least, &a, 5000, what);
 }
 
+/* A watch of `l` telling `h` (cleared first), once it is subscribed
+ * (`what` names that wait). */
+static rlock_watch *watch_lock(rlock_lock *l, heard *h, const char *what) {
+  rlock_watch *w;
+  memset(h, 0, sizeof *h);
+  OK(rlock_watch_lock(&w, l, on_watch, h));
+  wait_count(&h->subscribed, 1, what);
+  return w;
+}
+
 /* The client's waiters gauge (rlock_waiters{kind="reentrant"}) is `n`: an
  * acquisition found the lock held and waits. */
 typedef struct waiting {
@@ -157,11 +167,8 @@ static void waiter_and_watch(int cluster) {
   enum { ROUNDS = 15 };
   int64_t bare = handoffs(wc, wl, hl, ROUNDS);
   static heard h;
-  memset(&h, 0, sizeof h);
-  rlock_watch *w;
-  OK(rlock_watch_lock(&w, wl, on_watch, &h));
+  rlock_watch *w = watch_lock(wl, &h, "the watch subscribed");
   assert_non_null(strstr(rlock_watch_channel(w), "redisson_lock__channel:"));
-  wait_count(&h.subscribed, 1, "the watch subscribed");
   int64_t watched = handoffs(wc, wl, hl, ROUNDS);
   /* Each round: the holder's release and the waiter's. */
   wait_count(&h.messages, 2 * ROUNDS, "the watch heard every release");
@@ -199,10 +206,7 @@ static void test_lost_and_resumed(void **state) {
   rlock_lock *l;
   OK(rlock_lock_new(&l, c, "watch:lost"));
   static heard h;
-  memset(&h, 0, sizeof h);
-  rlock_watch *w;
-  OK(rlock_watch_lock(&w, l, on_watch, &h));
-  wait_count(&h.subscribed, 1, "the watch subscribed");
+  rlock_watch *w = watch_lock(l, &h, "the watch subscribed");
   assert_true(rt_cmd_int(srv, "CLIENT KILL TYPE pubsub") >= 1);
   wait_count(&h.lost, 1, "the watch told its loss");
   wait_count(&h.resumed, 1, "the watch told its return");
@@ -261,14 +265,8 @@ static void test_free_in_callback(void **state) {
   rlock_lock *l;
   OK(rlock_lock_new(&l, c, "watch:self"));
   static heard h1, h2;
-  memset(&h1, 0, sizeof h1);
-  memset(&h2, 0, sizeof h2);
-  rlock_watch *w1, *w2;
-  OK(rlock_watch_lock(&w1, l, on_watch, &h1));
-  OK(rlock_watch_lock(&w2, l, on_watch, &h2));
-  h1.free_me = w1;
-  wait_count(&h1.subscribed, 1, "the first watch subscribed");
-  wait_count(&h2.subscribed, 1, "the second watch subscribed");
+  h1.free_me = watch_lock(l, &h1, "the first watch subscribed");
+  rlock_watch *w2 = watch_lock(l, &h2, "the second watch subscribed");
   for (int i = 1; i <= 3; i++) {
     rt_cmd_int(srv, "PUBLISH %s 0", rlock_watch_channel(w2));
     wait_count(&h2.messages, i, "the second watch heard each message");
@@ -289,10 +287,7 @@ static void test_sentinel_failover(void **state) {
   rlock_lock *l;
   OK(rlock_lock_new(&l, c, "watch:sentinel"));
   static heard h;
-  memset(&h, 0, sizeof h);
-  rlock_watch *w;
-  OK(rlock_watch_lock(&w, l, on_watch, &h));
-  wait_count(&h.subscribed, 1, "the watch subscribed");
+  rlock_watch *w = watch_lock(l, &h, "the watch subscribed");
   rt_cmd_int(rt_sentinel_master(grp), "PUBLISH %s 0", rlock_watch_channel(w));
   wait_count(&h.messages, 1, "the watch heard the first master");
   rt_sentinel_failover(grp, rt_scaled_ms(30000));
