@@ -176,21 +176,11 @@ static inline rlock_client *dk_client_cfg(rlock_config *cfg) {
 }
 
 /* A client for `url` as fx_client_opts/lt_client make them (connect 1 s,
- * command 2 s; with $RLOCK_TEST_LOG its log lines on stderr). */
+ * command 2 s; a loop's with $RLOCK_TEST_LOG: its log lines on stderr). */
 static inline rlock_client *dk_client(const char *url, int64_t watchdog,
                                       rlock_lost_fn lost, void *ud) {
-  rlock_config *cfg;
-  OK(rlock_config_new(&cfg));
-  OK(rlock_config_set_url(cfg, url));
-  OK(rlock_config_set_connect_timeout_ms(cfg, 1000));
-  OK(rlock_config_set_command_timeout_ms(cfg, 2000));
-  if (watchdog > 0)
-    OK(rlock_config_set_watchdog_timeout_ms(cfg, watchdog));
-  if (lost != NULL)
-    OK(rlock_config_set_lost_callback(cfg, lost, ud));
-  if (dk_loop() && getenv("RLOCK_TEST_LOG") != NULL)
-    OK(rlock_config_set_log(cfg, lt_log, RLOCK_LOG_DEBUG,
-                            (void *)(intptr_t)++lt_clients));
+  rlock_config *cfg = dk_loop() ? lt_config(url, watchdog, lost, ud)
+                                : fx_config(url, watchdog, lost, ud);
   rlock_client *c = dk_client_cfg(cfg);
   rlock_config_free(cfg);
   return c;
@@ -211,6 +201,24 @@ static inline void dk_free(rlock_client *c) {
     dk_on_loop(dk_free_fn, c);
   else
     OK(rlock_client_free(c));
+}
+
+/* Free client `c` and its `n` locks in the order client.h asks of each
+ * driver: a blocking client after its locks, a loop client before them
+ * (its free completes what is still pending on them). */
+static inline void dk_free_locks(rlock_client *c, rlock_lock *const *locks,
+                                 size_t n) {
+  if (dk_loop())
+    dk_free(c);
+  for (size_t i = 0; i < n; i++)
+    rlock_lock_free(locks[i]);
+  if (!dk_loop())
+    dk_free(c);
+}
+
+/* The same for one lock. */
+static inline void dk_free_lock(rlock_client *c, rlock_lock *l) {
+  dk_free_locks(c, &l, 1);
 }
 
 /* ---- owners ------------------------------------------------------------- */

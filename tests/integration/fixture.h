@@ -52,11 +52,13 @@ static inline void fx_check(int rc, int code, const char *expr,
  * by $RLOCK_TEST_TIME_SCALE for instrumented builds, the lower never. */
 #define ASSERT_BETWEEN(v, lo, hi) ASSERT_RANGE(v, lo, rt_scaled_ms(hi))
 
-/* A client for `srv` with the given watchdog timeout (0: default). */
-static inline rlock_client *fx_client_opts(const char *url, int64_t watchdog,
-                                           rlock_lost_fn lost, void *ud) {
+/* The configuration the suites' clients start from (the caller frees
+ * it): `url`, connect timeout 1 s, command timeout 2 s, the watchdog
+ * timeout `watchdog` (0: the default) and the lost callback `lost` (NULL:
+ * none). */
+static inline rlock_config *fx_config(const char *url, int64_t watchdog,
+                                      rlock_lost_fn lost, void *ud) {
   rlock_config *cfg;
-  rlock_client *c;
   OK(rlock_config_new(&cfg));
   OK(rlock_config_set_url(cfg, url));
   OK(rlock_config_set_connect_timeout_ms(cfg, 1000));
@@ -65,6 +67,14 @@ static inline rlock_client *fx_client_opts(const char *url, int64_t watchdog,
     OK(rlock_config_set_watchdog_timeout_ms(cfg, watchdog));
   if (lost != NULL)
     OK(rlock_config_set_lost_callback(cfg, lost, ud));
+  return cfg;
+}
+
+/* A blocking client of fx_config(url, watchdog, lost, ud). */
+static inline rlock_client *fx_client_opts(const char *url, int64_t watchdog,
+                                           rlock_lost_fn lost, void *ud) {
+  rlock_config *cfg = fx_config(url, watchdog, lost, ud);
+  rlock_client *c;
   OK(rlock_client_new(&c, cfg));
   rlock_config_free(cfg);
   return c;

@@ -110,21 +110,21 @@ static inline void lt_fail(lt *x, const char *fmt, ...) {
   atomic_fetch_add(&x->failed, 1);
 }
 
-/* A loop client for `url`: connect 1 s, command 2 s (as fx_client_opts). */
-static inline rlock_client *lt_client(const char *url, int64_t watchdog,
+/* fx_config's configuration for a loop client (the caller frees it):
+ * with $RLOCK_TEST_LOG set, its log lines go to stderr. */
+static inline rlock_config *lt_config(const char *url, int64_t watchdog,
                                       rlock_lost_fn lost, void *ud) {
-  rlock_config *cfg;
-  OK(rlock_config_new(&cfg));
-  OK(rlock_config_set_url(cfg, url));
-  OK(rlock_config_set_connect_timeout_ms(cfg, 1000));
-  OK(rlock_config_set_command_timeout_ms(cfg, 2000));
-  if (watchdog > 0)
-    OK(rlock_config_set_watchdog_timeout_ms(cfg, watchdog));
-  if (lost != NULL)
-    OK(rlock_config_set_lost_callback(cfg, lost, ud));
+  rlock_config *cfg = fx_config(url, watchdog, lost, ud);
   if (getenv("RLOCK_TEST_LOG") != NULL)
     OK(rlock_config_set_log(cfg, lt_log, RLOCK_LOG_DEBUG,
                             (void *)(intptr_t)++lt_clients));
+  return cfg;
+}
+
+/* A loop client of lt_config(url, watchdog, lost, ud). */
+static inline rlock_client *lt_client(const char *url, int64_t watchdog,
+                                      rlock_lost_fn lost, void *ud) {
+  rlock_config *cfg = lt_config(url, watchdog, lost, ud);
   rlock_client *c = loop_client_cfg(cfg);
   rlock_config_free(cfg);
   return c;

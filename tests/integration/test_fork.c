@@ -26,19 +26,11 @@ static int registry_off; /* client_pool1 makes a client without one */
 
 static rlock_client *client_pool1(const char *url, int64_t watchdog,
                                   rlock_lost_fn lost, void *ud) {
-  rlock_config *cfg;
+  rlock_config *cfg = fx_config(url, watchdog, lost, ud);
   rlock_client *c;
-  OK(rlock_config_new(&cfg));
-  OK(rlock_config_set_url(cfg, url));
   OK(rlock_config_set_pool_size(cfg, 1));
   if (registry_off)
     OK(rlock_config_set_registry_period(cfg, 0));
-  OK(rlock_config_set_connect_timeout_ms(cfg, 1000));
-  OK(rlock_config_set_command_timeout_ms(cfg, 2000));
-  if (watchdog > 0)
-    OK(rlock_config_set_watchdog_timeout_ms(cfg, watchdog));
-  if (lost != NULL)
-    OK(rlock_config_set_lost_callback(cfg, lost, ud));
   OK(rlock_client_new(&c, cfg));
   rlock_config_free(cfg);
   return c;

@@ -205,11 +205,7 @@ static void test_outage_wait_canceled(void **state) {
 /* A waiter's client of the running driver with short timeouts and, if
  * `retry_ms` >= -1, that unreachable retry bound. */
 static rlock_client *retry_client(const char *url, int64_t retry_ms) {
-  rlock_config *cfg;
-  OK(rlock_config_new(&cfg));
-  OK(rlock_config_set_url(cfg, url));
-  OK(rlock_config_set_connect_timeout_ms(cfg, 1000));
-  OK(rlock_config_set_command_timeout_ms(cfg, 2000));
+  rlock_config *cfg = fx_config(url, 0, NULL, NULL);
   if (retry_ms >= -1)
     OK(rlock_config_set_unreachable_retry_ms(cfg, retry_ms));
   rlock_client *c = dk_client_cfg(cfg);

@@ -129,11 +129,7 @@ static void test_contention(void **state) {
   SERIES_EQ(c, "rlock_acquisitions_total" KIND, 2 + WAITERS);
   /* Kinds never used show nothing. */
   SERIES_EQ(c, "rlock_acquisitions_total{kind=\"fair\"}", -1);
-  if (dk_loop())
-    dk_free(c);
-  rlock_lock_free(l);
-  if (!dk_loop())
-    dk_free(c);
+  dk_free_lock(c, l);
 }
 
 /* Per-name series, within their bound; label values escaped. */
@@ -161,12 +157,7 @@ static void test_names(void **state) {
             1);
   SERIES_EQ(c, "rlock_acquisitions_total" KIND, 1); /* metrics:b */
   SERIES_EQ(c, "rlock_metric_names_refused_total", 1);
-  if (dk_loop())
-    dk_free(c);
-  for (int i = 0; i < 4; i++)
-    rlock_lock_free(both[i]);
-  if (!dk_loop())
-    dk_free(c);
+  dk_free_locks(c, both, 4);
 }
 
 /* A MultiLock's and a RedLock's acquisitions count as wholes under their
@@ -246,11 +237,7 @@ static void test_reconnect(void **state) {
   SERIES_EQ(c, "rlock_disconnects_total", 1);
   SERIES_EQ(c, "rlock_reconnects_total", 1);
   SERIES_EQ(c, "rlock_connects_total", 2);
-  if (dk_loop())
-    dk_free(c);
-  rlock_lock_free(l);
-  if (!dk_loop())
-    dk_free(c);
+  dk_free_lock(c, l);
 }
 
 /* Semaphores, permit-expirable semaphores and latches count under kinds

@@ -56,13 +56,8 @@ static const char *tls_url(char *buf, size_t size, int port, const char *ca,
 /* A client of the running driver (a blocking one in the cases that run
  * on it alone). */
 static rlock_client *client_for(const char *url, int64_t watchdog) {
-  rlock_config *cfg;
-  OK(rlock_config_new(&cfg));
-  OK(rlock_config_set_url(cfg, url));
+  rlock_config *cfg = fx_config(url, watchdog, NULL, NULL);
   OK(rlock_config_set_connect_timeout_ms(cfg, CONNECT_MS));
-  OK(rlock_config_set_command_timeout_ms(cfg, 2000));
-  if (watchdog > 0)
-    OK(rlock_config_set_watchdog_timeout_ms(cfg, watchdog));
   rlock_client *c = dk_client_cfg(cfg);
   rlock_config_free(cfg);
   return c;
