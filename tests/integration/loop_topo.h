@@ -24,15 +24,6 @@
 
 #include <time.h>
 
-#if defined(__has_include)
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#endif
-#endif
-#ifndef RUNNING_ON_VALGRIND
-#define RUNNING_ON_VALGRIND 0
-#endif
-
 /* With $RLOCK_TEST_LOG set, the clients' log lines go to stderr (for
  * finding out why a case failed). */
 static inline void lt_log(rlock_log_level level, const char *message,
@@ -343,7 +334,7 @@ static inline void lt_check_responsive(lt *x, int64_t late_us,
       (double)atomic_load(&x->worst_cpu_us) / 1000.0,
       (double)atomic_load(&x->worst_queued_us) / 1000.0);
   fflush(stdout);
-  if (RUNNING_ON_VALGRIND)
+  if (rt_on_valgrind())
     return;
   if (late_us > rt_scaled_ms(20) * 1000)
     fail_msg("%s: the loop's 10 ms timer fired %.1f ms late (more than %lld "
