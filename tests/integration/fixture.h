@@ -52,6 +52,20 @@ static inline void fx_check(int rc, int code, const char *expr,
  * by $RLOCK_TEST_TIME_SCALE for instrumented builds, the lower never. */
 #define ASSERT_BETWEEN(v, lo, hi) ASSERT_RANGE(v, lo, rt_scaled_ms(hi))
 
+/* Fail the test unless `rc`, what `what` returned with the Nth allocation
+ * failing, is RLOCK_OK or RLOCK_ENOMEM with a message; 1 for RLOCK_OK. */
+static inline int fx_ok_or_nomem(int rc, const char *what, uint64_t n) {
+  if (rc == RLOCK_OK)
+    return 1;
+  if (rc != RLOCK_ENOMEM)
+    fail_msg("N=%llu: %s returned %d (%s), not RLOCK_OK or RLOCK_ENOMEM",
+             (unsigned long long)n, what, rc, rlock_error_last()->message);
+  if (rlock_error_last()->message[0] == '\0')
+    fail_msg("N=%llu: %s: RLOCK_ENOMEM without a message",
+             (unsigned long long)n, what);
+  return 0;
+}
+
 /* The configuration the suites' clients start from (the caller frees
  * it): `url`, connect timeout 1 s, command timeout 2 s, the watchdog
  * timeout `watchdog` (0: the default) and the lost callback `lost` (NULL:
@@ -145,13 +159,21 @@ static inline void fx_srv_stop(void) {
   srv = NULL;
 }
 
-/* How many EVALSHA calls `s` has served since its last CONFIG RESETSTAT. */
-static inline long long fx_evalsha_calls(rt_server *s) {
+/* How many calls of command `cmd` (as INFO commandstats names it, e.g.
+ * "evalsha", "script|load") `s` has served since its last CONFIG
+ * RESETSTAT; 0 when none. */
+static inline long long fx_calls(rt_server *s, const char *cmd) {
   redisReply *r = rt_cmd(s, "INFO commandstats");
-  const char *p = strstr(r->str, "cmdstat_evalsha:calls=");
-  long long n = p ? atoll(p + strlen("cmdstat_evalsha:calls=")) : 0;
+  char key[64];
+  snprintf(key, sizeof key, "cmdstat_%s:calls=", cmd);
+  const char *p = strstr(r->str, key);
+  long long n = p ? atoll(p + strlen(key)) : 0;
   freeReplyObject(r);
   return n;
+}
+
+static inline long long fx_evalsha_calls(rt_server *s) {
+  return fx_calls(s, "evalsha");
 }
 
 /* ---- waiting for conditions, not for time ------------------------------

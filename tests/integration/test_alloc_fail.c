@@ -15,27 +15,14 @@
 
 #include "alloc.h"
 
-/* Fail the test unless rc is RLOCK_OK or a clean RLOCK_ENOMEM. */
-static int ok_or_nomem(int rc, const char *what, uint64_t n) {
-  if (rc == RLOCK_OK)
-    return 1;
-  if (rc != RLOCK_ENOMEM)
-    fail_msg("N=%llu: %s returned %d (%s), not RLOCK_OK or RLOCK_ENOMEM",
-             (unsigned long long)n, what, rc, rlock_error_last()->message);
-  if (rlock_error_last()->message[0] == '\0')
-    fail_msg("N=%llu: %s: RLOCK_ENOMEM without a message",
-             (unsigned long long)n, what);
-  return 0;
-}
-
 /* A client of srv made while allocations may fail: 1 when made, 0 when
  * a step was refused (ok_or_nomem's checks). */
 static int nomem_client(rlock_client **c, uint64_t n) {
   rlock_config *cfg = NULL;
-  int ok = ok_or_nomem(rlock_config_new(&cfg), "config_new", n) &&
-           ok_or_nomem(rlock_config_set_url(cfg, rt_server_url(srv)), "set_url",
-                       n) &&
-           ok_or_nomem(rlock_client_new(c, cfg), "client_new", n);
+  int ok = fx_ok_or_nomem(rlock_config_new(&cfg), "config_new", n) &&
+           fx_ok_or_nomem(rlock_config_set_url(cfg, rt_server_url(srv)),
+                          "set_url", n) &&
+           fx_ok_or_nomem(rlock_client_new(c, cfg), "client_new", n);
   rlock_config_free(cfg);
   return ok;
 }
@@ -64,27 +51,27 @@ static int cycle(const struct kind *k, uint64_t n, int flags) {
   int held = 0, rc;
   int64_t token = 0;
   if (!nomem_client(&c, n) ||
-      !ok_or_nomem(k->make(&l, c, k->name), "lock_new", n))
+      !fx_ok_or_nomem(k->make(&l, c, k->name), "lock_new", n))
     goto out;
   rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
   o.wait_ms = 1000;
   o.token = k->make == rlock_lock_new_fenced ? &token : NULL;
-  if (!ok_or_nomem(rlock_lock_acquire_opts(l, &o), "acquire", n))
+  if (!fx_ok_or_nomem(rlock_lock_acquire_opts(l, &o), "acquire", n))
     goto out;
   held = 1;
-  if (!ok_or_nomem(rlock_lock_acquire(l), "re-acquire", n))
+  if (!fx_ok_or_nomem(rlock_lock_acquire(l), "re-acquire", n))
     goto out;
   held = 2;
   int locked;
   int64_t count;
   rlock_lock_info *info = NULL;
-  if (!ok_or_nomem(rlock_lock_is_locked(&locked, l), "is_locked", n) ||
-      !ok_or_nomem(rlock_lock_hold_count(&count, l), "hold_count", n) ||
-      !ok_or_nomem(rlock_lock_inspect(&info, l), "inspect", n))
+  if (!fx_ok_or_nomem(rlock_lock_is_locked(&locked, l), "is_locked", n) ||
+      !fx_ok_or_nomem(rlock_lock_hold_count(&count, l), "hold_count", n) ||
+      !fx_ok_or_nomem(rlock_lock_inspect(&info, l), "inspect", n))
     goto out;
   rlock_lock_info_free(info);
   for (; held > 0; held--)
-    if (!ok_or_nomem(rlock_lock_release(l), "release", n))
+    if (!fx_ok_or_nomem(rlock_lock_release(l), "release", n))
       goto out;
 out:
   rc = rlock__alloc_failed() == 0;
@@ -198,16 +185,17 @@ static int cycle_multi(uint64_t n, int flags) {
   rlock_multilock *ml = NULL;
   int held = 0;
   if (!nomem_client(&c, n) ||
-      !ok_or_nomem(rlock_lock_new(&m[0], c, "alloc:m1"), "lock_new", n) ||
-      !ok_or_nomem(rlock_lock_new_fair(&m[1], c, "alloc:m2"), "lock_new", n) ||
-      !ok_or_nomem(rlock_multilock_new(&ml, m, 2), "multilock_new", n))
+      !fx_ok_or_nomem(rlock_lock_new(&m[0], c, "alloc:m1"), "lock_new", n) ||
+      !fx_ok_or_nomem(rlock_lock_new_fair(&m[1], c, "alloc:m2"), "lock_new",
+                      n) ||
+      !fx_ok_or_nomem(rlock_multilock_new(&ml, m, 2), "multilock_new", n))
     goto out;
   for (; held < 2; held++)
-    if (!ok_or_nomem(rlock_multilock_try_acquire(ml, 1000, 0),
-                     "multilock acquire", n))
+    if (!fx_ok_or_nomem(rlock_multilock_try_acquire(ml, 1000, 0),
+                        "multilock acquire", n))
       goto out;
   for (; held > 0; held--)
-    if (!ok_or_nomem(rlock_multilock_release(ml), "multilock release", n))
+    if (!fx_ok_or_nomem(rlock_multilock_release(ml), "multilock release", n))
       goto out;
 out:;
   int clean = rlock__alloc_failed() == 0;
@@ -249,30 +237,32 @@ static int cycle_sync(uint64_t n, int flags) {
   int took = 0, leased = 0;
   char id[RLOCK_PERMIT_ID_LEN + 1];
   if (!nomem_client(&c, n) ||
-      !ok_or_nomem(rlock_semaphore_new(&s, c, "alloc:sem"), "sem_new", n) ||
-      !ok_or_nomem(rlock_semaphore_try_set_permits(NULL, s, 2), "sem set", n) ||
-      !ok_or_nomem(rlock_semaphore_acquire(s, 1, 1000, NULL), "sem take", n))
+      !fx_ok_or_nomem(rlock_semaphore_new(&s, c, "alloc:sem"), "sem_new", n) ||
+      !fx_ok_or_nomem(rlock_semaphore_try_set_permits(NULL, s, 2), "sem set",
+                      n) ||
+      !fx_ok_or_nomem(rlock_semaphore_acquire(s, 1, 1000, NULL), "sem take", n))
     goto out;
   took = 1;
-  if (!ok_or_nomem(rlock_semaphore_release(s, 1), "sem release", n))
+  if (!fx_ok_or_nomem(rlock_semaphore_release(s, 1), "sem release", n))
     goto out;
   took = 0;
-  if (!ok_or_nomem(rlock_psemaphore_new(&p, c, "alloc:psem"), "psem_new", n) ||
-      !ok_or_nomem(rlock_psemaphore_try_set_permits(NULL, p, 1), "psem set",
-                   n) ||
-      !ok_or_nomem(
+  if (!fx_ok_or_nomem(rlock_psemaphore_new(&p, c, "alloc:psem"), "psem_new",
+                      n) ||
+      !fx_ok_or_nomem(rlock_psemaphore_try_set_permits(NULL, p, 1), "psem set",
+                      n) ||
+      !fx_ok_or_nomem(
           rlock_psemaphore_acquire(id, p, 1000, RLOCK_LEASE_WATCHDOG, NULL),
           "psem take", n))
     goto out;
   leased = 1;
-  if (!ok_or_nomem(rlock_psemaphore_check(p, id), "psem check", n) ||
-      !ok_or_nomem(rlock_psemaphore_release(p, id), "psem release", n))
+  if (!fx_ok_or_nomem(rlock_psemaphore_check(p, id), "psem check", n) ||
+      !fx_ok_or_nomem(rlock_psemaphore_release(p, id), "psem release", n))
     goto out;
   leased = 0;
-  if (!ok_or_nomem(rlock_latch_new(&x, c, "alloc:latch"), "latch_new", n) ||
-      !ok_or_nomem(rlock_latch_try_set_count(NULL, x, 1), "latch set", n) ||
-      !ok_or_nomem(rlock_latch_count_down(x), "latch down", n) ||
-      !ok_or_nomem(rlock_latch_await(x, 1000, NULL), "latch await", n))
+  if (!fx_ok_or_nomem(rlock_latch_new(&x, c, "alloc:latch"), "latch_new", n) ||
+      !fx_ok_or_nomem(rlock_latch_try_set_count(NULL, x, 1), "latch set", n) ||
+      !fx_ok_or_nomem(rlock_latch_count_down(x), "latch down", n) ||
+      !fx_ok_or_nomem(rlock_latch_await(x, 1000, NULL), "latch await", n))
     goto out;
 out:;
   int clean = rlock__alloc_failed() == 0;

@@ -894,16 +894,7 @@ static void test_psemaphore_redisson_state(void **state) {
 
 /* Scripts a server ran since its CONFIG RESETSTAT (EVAL or EVALSHA). */
 static long long scripts_run(rt_server *s) {
-  redisReply *r = rt_cmd(s, "INFO commandstats");
-  long long n = 0;
-  for (const char *k = r->str;
-       k != NULL && (k = strstr(k, "cmdstat_eval")) != NULL; k++) {
-    const char *c = strstr(k, ":calls=");
-    if (c != NULL && (k[12] == ':' || strncmp(k + 12, "sha:", 4) == 0))
-      n += atoll(c + 7);
-  }
-  freeReplyObject(r);
-  return n;
+  return fx_calls(s, "eval") + fx_calls(s, "evalsha");
 }
 
 /* A waiter looked before it subscribed and once subscribed: asleep. */
