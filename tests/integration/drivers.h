@@ -203,23 +203,24 @@ static inline void dk_free(rlock_client *c) {
     OK(rlock_client_free(c));
 }
 
-/* Free client `c` and its `n` locks in the order client.h asks of each
- * driver: a blocking client after its locks, a loop client before them
- * (its free completes what is still pending on them). */
-static inline void dk_free_locks(rlock_client *c, rlock_lock *const *locks,
-                                 size_t n) {
-  if (dk_loop())
-    dk_free(c);
-  for (size_t i = 0; i < n; i++)
+/* The end of a case: free its `nl` locks and its `nc` clients of the
+ * running driver in the order client.h asks of each: blocking clients
+ * after their locks, loop clients before them (a loop client's free
+ * completes what is still pending on them; rlock_lock_free never touches
+ * the client). */
+static inline void dk_free_all(rlock_lock *const *locks, size_t nl,
+                               rlock_client *const *clients, size_t nc) {
+  for (size_t i = 0; dk_loop() && i < nc; i++)
+    dk_free(clients[i]);
+  for (size_t i = 0; i < nl; i++)
     rlock_lock_free(locks[i]);
-  if (!dk_loop())
-    dk_free(c);
+  for (size_t i = 0; !dk_loop() && i < nc; i++)
+    dk_free(clients[i]);
 }
 
-/* The same for one lock. */
-static inline void dk_free_lock(rlock_client *c, rlock_lock *l) {
-  dk_free_locks(c, &l, 1);
-}
+/* DK_FREE((l1, l2), (c1, c2)): dk_free_all of those locks and clients. */
+#define DK_FREE(locks, clients)                                                \
+  dk_free_all(FX_LIST(rlock_lock, locks), FX_LIST(rlock_client, clients))
 
 /* ---- owners ------------------------------------------------------------- */
 

@@ -104,6 +104,26 @@ static inline rlock_lock *fx_lock(rlock_client *c, const char *name) {
   return l;
 }
 
+/* A parenthesised list, e.g. (a, b), as a compound literal of `type`
+ * pointers and its length. */
+#define FX_UNPAREN(...) __VA_ARGS__
+#define FX_LIST(type, items)                                                   \
+  (type *[]){FX_UNPAREN items},                                                \
+      sizeof((type *[]){FX_UNPAREN items}) / sizeof(type *)
+
+/* The end of a case: free its `nl` locks, then its `nc` blocking clients. */
+static inline void fx_free_all(rlock_lock *const *locks, size_t nl,
+                               rlock_client *const *clients, size_t nc) {
+  for (size_t i = 0; i < nl; i++)
+    rlock_lock_free(locks[i]);
+  for (size_t i = 0; i < nc; i++)
+    rlock_client_free(clients[i]);
+}
+
+/* FX_FREE((l1, l2), (c1, c2)): fx_free_all of those locks and clients. */
+#define FX_FREE(locks, clients)                                                \
+  fx_free_all(FX_LIST(rlock_lock, locks), FX_LIST(rlock_client, clients))
+
 /* The owner field this thread writes through client `c`. */
 static inline void fx_owner(rlock_client *c, char *buf) {
   OK(rlock_client_owner(buf, RLOCK_OWNER_MAX, c));

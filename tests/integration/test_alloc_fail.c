@@ -80,8 +80,7 @@ out:
   while (held-- > 0 && l != NULL)
     if (rlock_lock_release(l) != RLOCK_OK)
       break;
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l), (c));
   return rc;
 }
 
@@ -203,9 +202,7 @@ out:;
   while (held-- > 0 && rlock_multilock_release(ml) == RLOCK_OK)
     ;
   rlock_multilock_free(ml);
-  rlock_lock_free(m[0]);
-  rlock_lock_free(m[1]);
-  rlock_client_free(c);
+  FX_FREE((m[0], m[1]), (c));
   return clean;
 }
 

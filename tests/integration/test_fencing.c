@@ -283,8 +283,7 @@ static void test_paused_holder_is_fenced_off(void **state) {
   OK(rlock_lock_release(l));
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
   assert_int_equal(token_key(name), tb); /* tokens outlive the lock */
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l), (c));
 }
 
 static const struct CMUnitTest tests[] = {

@@ -962,9 +962,7 @@ static void test_status_several_names(void **state) {
     fail_msg("status --json st:b st:string st:a printed: %s", out);
   OK(rlock_lock_release(a));
   OK(rlock_lock_release(b));
-  rlock_lock_free(a);
-  rlock_lock_free(b);
-  rlock_client_free(c);
+  FX_FREE((a, b), (c));
   freeReplyObject(rt_cmd(srv, "DEL st:string"));
 }
 

@@ -135,7 +135,7 @@ static void test_period(void **state) {
    * once); at most one more than the periods elapsed */
   ASSERT_RANGE(took, (n - 1) * PERIOD - 50, rt_scaled_ms(5000));
   ASSERT_RANGE(n, 4, rt_scaled_ms(5000) / PERIOD);
-  dk_free_lock(c, l);
+  DK_FREE((l), (c));
 }
 
 /* Off: no key, whatever the client does; whois says 0. */
@@ -155,7 +155,7 @@ static void test_off(void **state) {
   RC(dk_whois(on, rlock_client_id(off), &rec), 0);
   assert_string_equal(rec.host, "");
   dk_free(on);
-  dk_free_lock(off, l);
+  DK_FREE((l), (off));
 }
 
 static atomic_int warns;
@@ -204,7 +204,7 @@ static void test_acl_refused(void **state) {
   OK(dk_release(l, me));
   assert_int_equal(atomic_load(&warns), 1);
   assert_non_null(strstr(warned, RLOCK_REGISTRY_PREFIX));
-  dk_free_lock(c, l);
+  DK_FREE((l), (c));
   rt_cmd_int(srv, "ACL DELUSER regtest");
 }
 
@@ -277,7 +277,7 @@ static void test_redisson_owner(void **state) {
   assert_int_equal(rec.pid, 0);
   rlock_lock_info_free(info);
   rt_cmd_int(srv, "DEL registry:redisson");
-  dk_free_lock(c, l);
+  DK_FREE((l), (c));
 }
 
 static void never_called(void *arg, int rc, const rlock_client_record *rec) {
