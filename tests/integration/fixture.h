@@ -104,6 +104,19 @@ static inline rlock_lock *fx_lock(rlock_client *c, const char *name) {
   return l;
 }
 
+/* A client of `url` with the library's defaults, for a child process
+ * (no cmocka there): its status. */
+static inline int fx_child_client(rlock_client **c, const char *url) {
+  rlock_config *cfg = NULL;
+  int rc = rlock_config_new(&cfg);
+  if (rc == RLOCK_OK)
+    rc = rlock_config_set_url(cfg, url);
+  if (rc == RLOCK_OK)
+    rc = rlock_client_new(c, cfg);
+  rlock_config_free(cfg);
+  return rc;
+}
+
 /* A parenthesised list, e.g. (a, b), as a compound literal of `type`
  * pointers and its length. */
 #define FX_UNPAREN(...) __VA_ARGS__

@@ -378,15 +378,9 @@ static void test_token_key_layout(void **state) {
 static int child_main(int argc, char **argv) {
   if (argc != 3 || strcmp(argv[0], "token") != 0)
     return 64;
-  rlock_config *cfg;
   rlock_client *c = NULL;
   rlock_lock *l = NULL;
-  int rc = rlock_config_new(&cfg);
-  if (rc == RLOCK_OK)
-    rc = rlock_config_set_url(cfg, argv[1]);
-  if (rc == RLOCK_OK)
-    rc = rlock_client_new(&c, cfg);
-  rlock_config_free(cfg);
+  int rc = fx_child_client(&c, argv[1]);
   if (rc == RLOCK_OK)
     rc = rlock_lock_new_fenced(&l, c, argv[2]);
   int64_t token = -1;

@@ -181,15 +181,9 @@ static void child_inherited(int fd) {
 
 /* The child's own client works. */
 static void child_own(int fd, const char *url) {
-  rlock_config *cfg = NULL;
   rlock_client *own = NULL;
   rlock_lock *l = NULL;
-  int rc = rlock_config_new(&cfg);
-  if (rc == RLOCK_OK)
-    rc = rlock_config_set_url(cfg, url);
-  if (rc == RLOCK_OK)
-    rc = rlock_client_new(&own, cfg);
-  rlock_config_free(cfg);
+  int rc = fx_child_client(&own, url);
   CHILD_OP(fd, "own_new", rc);
   if (rc == RLOCK_OK) {
     CHILD_OP(fd, "own_lock_new", rlock_lock_new(&l, own, "fork:child-own"));

@@ -399,13 +399,7 @@ static int child_main(int argc, char **argv) {
   if (argc != 2 || strcmp(argv[0], "increment") != 0)
     return 64;
   rlock_client *c;
-  rlock_config *cfg;
-  int rc = rlock_config_new(&cfg);
-  if (rc == RLOCK_OK)
-    rc = rlock_config_set_url(cfg, argv[1]);
-  if (rc == RLOCK_OK)
-    rc = rlock_client_new(&c, cfg);
-  rlock_config_free(cfg);
+  int rc = fx_child_client(&c, argv[1]);
   if (rc == RLOCK_OK) {
     rc = increment_loop(c, argv[1], "wait:mutex-procs", 100);
     rlock_client_free(c);
