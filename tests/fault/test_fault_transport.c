@@ -40,14 +40,6 @@
 #ifndef RT_SANITIZED
 #define RT_SANITIZED 0
 #endif
-#if defined(__has_include)
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#endif
-#endif
-#ifndef RUNNING_ON_VALGRIND
-#define RUNNING_ON_VALGRIND 0
-#endif
 
 #if defined(__SANITIZE_ADDRESS__)
 /* ASan parks freed blocks in a 256 MB quarantine, which would count as
@@ -141,7 +133,7 @@ static const char *self_path; /* argv[0] */
  * quickly, with the peak RSS grown by less than RSS_GROWTH_MAX_KB. No
  * cmocka here: the result is the exit code (and a line on stderr). */
 static int child_case(const char *url) {
-  if (!RT_SANITIZED && !RUNNING_ON_VALGRIND) {
+  if (!RT_SANITIZED && !rt_on_valgrind()) {
     struct rlimit rl = {ADDRESS_SPACE_CAP, ADDRESS_SPACE_CAP};
     if (setrlimit(RLIMIT_AS, &rl) != 0)
       return CHILD_SETUP;

@@ -530,21 +530,37 @@ static inline int fk_begin(const char *scenario, fk_mode mode) {
   return fd;
 }
 
-/* The worker whose last record in the history past offset `from` is
- * inside a hold (after ACQUIRED, before RELEASING), or -1. */
-static inline int fk_in_hold_from(off_t from) {
-  int last[FK_WORKERS] = {0};
+/* The history past offset `from`: each worker's last event, and the
+ * records of event `ev`, each worker's and in all. */
+typedef struct fk_scan {
+  int last[FK_WORKERS];
+  long count[FK_WORKERS], total;
+} fk_scan;
+
+static inline fk_scan fk_scan_from(off_t from, int ev) {
+  fk_scan s = {{0}, {0}, 0};
   FILE *f = fopen(fk.hist_path, "rb");
   rt_record rec;
   if (f != NULL && fseeko(f, from, SEEK_SET) == 0)
-    while (fread(&rec, sizeof rec, 1, f) == 1)
-      if (rec.worker >= 0 && rec.worker < FK_WORKERS)
-        last[rec.worker] = rec.ev;
+    while (fread(&rec, sizeof rec, 1, f) == 1) {
+      s.total += rec.ev == ev;
+      if (rec.worker >= 0 && rec.worker < FK_WORKERS) {
+        s.last[rec.worker] = rec.ev;
+        s.count[rec.worker] += rec.ev == ev;
+      }
+    }
   if (f != NULL)
     fclose(f);
+  return s;
+}
+
+/* The worker whose last record in the history past offset `from` is
+ * inside a hold (after ACQUIRED, before RELEASING), or -1. */
+static inline int fk_in_hold_from(off_t from) {
+  fk_scan s = fk_scan_from(from, -1);
   for (int i = 0; i < FK_WORKERS; i++)
-    if (last[i] == RT_EV_ACQUIRED || last[i] == RT_EV_BUMP_BEGIN ||
-        last[i] == RT_EV_BUMP_DONE || last[i] == RT_EV_WRITE_ACCEPTED)
+    if (s.last[i] == RT_EV_ACQUIRED || s.last[i] == RT_EV_BUMP_BEGIN ||
+        s.last[i] == RT_EV_BUMP_DONE || s.last[i] == RT_EV_WRITE_ACCEPTED)
       return i;
   return -1;
 }
@@ -565,16 +581,9 @@ typedef struct fk_record_wait {
 
 static inline bool fk_pred_record(void *arg, char *why, size_t cap) {
   fk_record_wait *w = arg;
-  FILE *f = fopen(fk.hist_path, "rb");
-  rt_record rec;
-  bool found = false;
-  if (f != NULL && fseeko(f, w->from, SEEK_SET) == 0)
-    while (!found && fread(&rec, sizeof rec, 1, f) == 1)
-      found = (w->worker < 0 || rec.worker == w->worker) && rec.ev == w->ev;
-  if (f != NULL)
-    fclose(f);
+  fk_scan s = fk_scan_from(w->from, w->ev);
   snprintf(why, cap, "no record %d from worker %d yet", w->ev, w->worker);
-  return found;
+  return (w->worker < 0 ? s.total : s.count[w->worker]) > 0;
 }
 
 /* Wait until worker `id` (-1: any) appends a record `ev` past offset
@@ -591,14 +600,7 @@ typedef struct fk_count_wait {
 
 static inline bool fk_pred_acquired(void *arg, char *why, size_t cap) {
   fk_count_wait *w = arg;
-  FILE *f = fopen(fk.hist_path, "rb");
-  rt_record rec;
-  long n = 0;
-  if (f != NULL && fseeko(f, w->from, SEEK_SET) == 0)
-    while (fread(&rec, sizeof rec, 1, f) == 1)
-      n += rec.ev == RT_EV_ACQUIRED;
-  if (f != NULL)
-    fclose(f);
+  long n = fk_scan_from(w->from, RT_EV_ACQUIRED).total;
   snprintf(why, cap, "%ld of %ld acquisitions since the last fault", n,
            w->want);
   return n >= w->want;
@@ -618,21 +620,11 @@ static inline void fk_wait_acquisitions(off_t from, long n) {
  * fault caught, whatever stage it was in, is over, with what its release
  * said recorded. */
 static inline bool fk_pred_rounds_done(void *arg, char *why, size_t cap) {
-  off_t from = *(off_t *)arg;
-  int calls[FK_WORKERS] = {0};
-  FILE *f = fopen(fk.hist_path, "rb");
-  rt_record rec;
-  if (f != NULL && fseeko(f, from, SEEK_SET) == 0)
-    while (fread(&rec, sizeof rec, 1, f) == 1)
-      if (rec.ev == RT_EV_ACQUIRE_CALL && rec.worker >= 0 &&
-          rec.worker < FK_WORKERS)
-        calls[rec.worker]++;
-  if (f != NULL)
-    fclose(f);
+  fk_scan s = fk_scan_from(*(off_t *)arg, RT_EV_ACQUIRE_CALL);
   for (int i = 0; i < FK_WORKERS; i++)
-    if (calls[i] < 2) {
-      snprintf(why, cap, "worker %d: %d calls since the last fault", i,
-               calls[i]);
+    if (s.count[i] < 2) {
+      snprintf(why, cap, "worker %d: %ld calls since the last fault", i,
+               s.count[i]);
       return false;
     }
   return true;

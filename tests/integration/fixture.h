@@ -52,11 +52,27 @@ static inline void fx_check(int rc, int code, const char *expr,
  * by $RLOCK_TEST_TIME_SCALE for instrumented builds, the lower never. */
 #define ASSERT_BETWEEN(v, lo, hi) ASSERT_RANGE(v, lo, rt_scaled_ms(hi))
 
-/* A client for `srv` with the given watchdog timeout (0: default). */
-static inline rlock_client *fx_client_opts(const char *url, int64_t watchdog,
-                                           rlock_lost_fn lost, void *ud) {
+/* Fail the test unless `rc`, what `what` returned with the Nth allocation
+ * failing, is RLOCK_OK or RLOCK_ENOMEM with a message; 1 for RLOCK_OK. */
+static inline int fx_ok_or_nomem(int rc, const char *what, uint64_t n) {
+  if (rc == RLOCK_OK)
+    return 1;
+  if (rc != RLOCK_ENOMEM)
+    fail_msg("N=%llu: %s returned %d (%s), not RLOCK_OK or RLOCK_ENOMEM",
+             (unsigned long long)n, what, rc, rlock_error_last()->message);
+  if (rlock_error_last()->message[0] == '\0')
+    fail_msg("N=%llu: %s: RLOCK_ENOMEM without a message",
+             (unsigned long long)n, what);
+  return 0;
+}
+
+/* The configuration the suites' clients start from (the caller frees
+ * it): `url`, connect timeout 1 s, command timeout 2 s, the watchdog
+ * timeout `watchdog` (0: the default) and the lost callback `lost` (NULL:
+ * none). */
+static inline rlock_config *fx_config(const char *url, int64_t watchdog,
+                                      rlock_lost_fn lost, void *ud) {
   rlock_config *cfg;
-  rlock_client *c;
   OK(rlock_config_new(&cfg));
   OK(rlock_config_set_url(cfg, url));
   OK(rlock_config_set_connect_timeout_ms(cfg, 1000));
@@ -65,6 +81,14 @@ static inline rlock_client *fx_client_opts(const char *url, int64_t watchdog,
     OK(rlock_config_set_watchdog_timeout_ms(cfg, watchdog));
   if (lost != NULL)
     OK(rlock_config_set_lost_callback(cfg, lost, ud));
+  return cfg;
+}
+
+/* A blocking client of fx_config(url, watchdog, lost, ud). */
+static inline rlock_client *fx_client_opts(const char *url, int64_t watchdog,
+                                           rlock_lost_fn lost, void *ud) {
+  rlock_config *cfg = fx_config(url, watchdog, lost, ud);
+  rlock_client *c;
   OK(rlock_client_new(&c, cfg));
   rlock_config_free(cfg);
   return c;
@@ -79,6 +103,39 @@ static inline rlock_lock *fx_lock(rlock_client *c, const char *name) {
   OK(rlock_lock_new(&l, c, name));
   return l;
 }
+
+/* A client of `url` with the library's defaults, for a child process
+ * (no cmocka there): its status. */
+static inline int fx_child_client(rlock_client **c, const char *url) {
+  rlock_config *cfg = NULL;
+  int rc = rlock_config_new(&cfg);
+  if (rc == RLOCK_OK)
+    rc = rlock_config_set_url(cfg, url);
+  if (rc == RLOCK_OK)
+    rc = rlock_client_new(c, cfg);
+  rlock_config_free(cfg);
+  return rc;
+}
+
+/* A parenthesised list, e.g. (a, b), as a compound literal of `type`
+ * pointers and its length. */
+#define FX_UNPAREN(...) __VA_ARGS__
+#define FX_LIST(type, items)                                                   \
+  (type *[]){FX_UNPAREN items},                                                \
+      sizeof((type *[]){FX_UNPAREN items}) / sizeof(type *)
+
+/* The end of a case: free its `nl` locks, then its `nc` blocking clients. */
+static inline void fx_free_all(rlock_lock *const *locks, size_t nl,
+                               rlock_client *const *clients, size_t nc) {
+  for (size_t i = 0; i < nl; i++)
+    rlock_lock_free(locks[i]);
+  for (size_t i = 0; i < nc; i++)
+    rlock_client_free(clients[i]);
+}
+
+/* FX_FREE((l1, l2), (c1, c2)): fx_free_all of those locks and clients. */
+#define FX_FREE(locks, clients)                                                \
+  fx_free_all(FX_LIST(rlock_lock, locks), FX_LIST(rlock_client, clients))
 
 /* The owner field this thread writes through client `c`. */
 static inline void fx_owner(rlock_client *c, char *buf) {
@@ -135,13 +192,21 @@ static inline void fx_srv_stop(void) {
   srv = NULL;
 }
 
-/* How many EVALSHA calls `s` has served since its last CONFIG RESETSTAT. */
-static inline long long fx_evalsha_calls(rt_server *s) {
+/* How many calls of command `cmd` (as INFO commandstats names it, e.g.
+ * "evalsha", "script|load") `s` has served since its last CONFIG
+ * RESETSTAT; 0 when none. */
+static inline long long fx_calls(rt_server *s, const char *cmd) {
   redisReply *r = rt_cmd(s, "INFO commandstats");
-  const char *p = strstr(r->str, "cmdstat_evalsha:calls=");
-  long long n = p ? atoll(p + strlen("cmdstat_evalsha:calls=")) : 0;
+  char key[64];
+  snprintf(key, sizeof key, "cmdstat_%s:calls=", cmd);
+  const char *p = strstr(r->str, key);
+  long long n = p ? atoll(p + strlen(key)) : 0;
   freeReplyObject(r);
   return n;
+}
+
+static inline long long fx_evalsha_calls(rt_server *s) {
+  return fx_calls(s, "evalsha");
 }
 
 /* ---- waiting for conditions, not for time ------------------------------

@@ -24,15 +24,6 @@
 
 #include <time.h>
 
-#if defined(__has_include)
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#endif
-#endif
-#ifndef RUNNING_ON_VALGRIND
-#define RUNNING_ON_VALGRIND 0
-#endif
-
 /* With $RLOCK_TEST_LOG set, the clients' log lines go to stderr (for
  * finding out why a case failed). */
 static inline void lt_log(rlock_log_level level, const char *message,
@@ -110,21 +101,21 @@ static inline void lt_fail(lt *x, const char *fmt, ...) {
   atomic_fetch_add(&x->failed, 1);
 }
 
-/* A loop client for `url`: connect 1 s, command 2 s (as fx_client_opts). */
-static inline rlock_client *lt_client(const char *url, int64_t watchdog,
+/* fx_config's configuration for a loop client (the caller frees it):
+ * with $RLOCK_TEST_LOG set, its log lines go to stderr. */
+static inline rlock_config *lt_config(const char *url, int64_t watchdog,
                                       rlock_lost_fn lost, void *ud) {
-  rlock_config *cfg;
-  OK(rlock_config_new(&cfg));
-  OK(rlock_config_set_url(cfg, url));
-  OK(rlock_config_set_connect_timeout_ms(cfg, 1000));
-  OK(rlock_config_set_command_timeout_ms(cfg, 2000));
-  if (watchdog > 0)
-    OK(rlock_config_set_watchdog_timeout_ms(cfg, watchdog));
-  if (lost != NULL)
-    OK(rlock_config_set_lost_callback(cfg, lost, ud));
+  rlock_config *cfg = fx_config(url, watchdog, lost, ud);
   if (getenv("RLOCK_TEST_LOG") != NULL)
     OK(rlock_config_set_log(cfg, lt_log, RLOCK_LOG_DEBUG,
                             (void *)(intptr_t)++lt_clients));
+  return cfg;
+}
+
+/* A loop client of lt_config(url, watchdog, lost, ud). */
+static inline rlock_client *lt_client(const char *url, int64_t watchdog,
+                                      rlock_lost_fn lost, void *ud) {
+  rlock_config *cfg = lt_config(url, watchdog, lost, ud);
   rlock_client *c = loop_client_cfg(cfg);
   rlock_config_free(cfg);
   return c;
@@ -343,7 +334,7 @@ static inline void lt_check_responsive(lt *x, int64_t late_us,
       (double)atomic_load(&x->worst_cpu_us) / 1000.0,
       (double)atomic_load(&x->worst_queued_us) / 1000.0);
   fflush(stdout);
-  if (RUNNING_ON_VALGRIND)
+  if (rt_on_valgrind())
     return;
   if (late_us > rt_scaled_ms(20) * 1000)
     fail_msg("%s: the loop's 10 ms timer fired %.1f ms late (more than %lld "

@@ -15,22 +15,21 @@
 
 #include "alloc.h"
 
-/* Fail the test unless rc is RLOCK_OK or a clean RLOCK_ENOMEM. */
-static int ok_or_nomem(int rc, const char *what, uint64_t n) {
-  if (rc == RLOCK_OK)
-    return 1;
-  if (rc != RLOCK_ENOMEM)
-    fail_msg("N=%llu: %s returned %d (%s), not RLOCK_OK or RLOCK_ENOMEM",
-             (unsigned long long)n, what, rc, rlock_error_last()->message);
-  if (rlock_error_last()->message[0] == '\0')
-    fail_msg("N=%llu: %s: RLOCK_ENOMEM without a message",
-             (unsigned long long)n, what);
-  return 0;
+/* A client of srv made while allocations may fail: 1 when made, 0 when
+ * a step was refused (ok_or_nomem's checks). */
+static int nomem_client(rlock_client **c, uint64_t n) {
+  rlock_config *cfg = NULL;
+  int ok = fx_ok_or_nomem(rlock_config_new(&cfg), "config_new", n) &&
+           fx_ok_or_nomem(rlock_config_set_url(cfg, rt_server_url(srv)),
+                          "set_url", n) &&
+           fx_ok_or_nomem(rlock_client_new(c, cfg), "client_new", n);
+  rlock_config_free(cfg);
+  return ok;
 }
 
 typedef int (*lock_new_fn)(rlock_lock **, rlock_client *, const char *);
 
-static const struct {
+static const struct kind {
   const char *name;
   lock_new_fn make;
 } kinds[] = {
@@ -45,40 +44,34 @@ static const struct {
 /* One cycle with the Nth allocation (and every later one) failing. Stops
  * at the first refusal, undoing what it did with allocation restored.
  * Returns 1 when no allocation was refused. */
-static int cycle(size_t k, uint64_t n, int flags) {
+static int cycle(const struct kind *k, uint64_t n, int flags) {
   rlock__alloc_fail_at(n, flags);
-  rlock_config *cfg = NULL;
   rlock_client *c = NULL;
   rlock_lock *l = NULL;
   int held = 0, rc;
   int64_t token = 0;
-  if (!ok_or_nomem(rlock_config_new(&cfg), "rlock_config_new", n))
-    goto out;
-  if (!ok_or_nomem(rlock_config_set_url(cfg, rt_server_url(srv)),
-                   "rlock_config_set_url", n) ||
-      !ok_or_nomem(rlock_client_new(&c, cfg), "rlock_client_new", n))
-    goto out;
-  if (!ok_or_nomem(kinds[k].make(&l, c, kinds[k].name), "lock_new", n))
+  if (!nomem_client(&c, n) ||
+      !fx_ok_or_nomem(k->make(&l, c, k->name), "lock_new", n))
     goto out;
   rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
   o.wait_ms = 1000;
-  o.token = k == 4 ? &token : NULL;
-  if (!ok_or_nomem(rlock_lock_acquire_opts(l, &o), "acquire", n))
+  o.token = k->make == rlock_lock_new_fenced ? &token : NULL;
+  if (!fx_ok_or_nomem(rlock_lock_acquire_opts(l, &o), "acquire", n))
     goto out;
   held = 1;
-  if (!ok_or_nomem(rlock_lock_acquire(l), "re-acquire", n))
+  if (!fx_ok_or_nomem(rlock_lock_acquire(l), "re-acquire", n))
     goto out;
   held = 2;
   int locked;
   int64_t count;
   rlock_lock_info *info = NULL;
-  if (!ok_or_nomem(rlock_lock_is_locked(&locked, l), "is_locked", n) ||
-      !ok_or_nomem(rlock_lock_hold_count(&count, l), "hold_count", n) ||
-      !ok_or_nomem(rlock_lock_inspect(&info, l), "inspect", n))
+  if (!fx_ok_or_nomem(rlock_lock_is_locked(&locked, l), "is_locked", n) ||
+      !fx_ok_or_nomem(rlock_lock_hold_count(&count, l), "hold_count", n) ||
+      !fx_ok_or_nomem(rlock_lock_inspect(&info, l), "inspect", n))
     goto out;
   rlock_lock_info_free(info);
   for (; held > 0; held--)
-    if (!ok_or_nomem(rlock_lock_release(l), "release", n))
+    if (!fx_ok_or_nomem(rlock_lock_release(l), "release", n))
       goto out;
 out:
   rc = rlock__alloc_failed() == 0;
@@ -87,9 +80,7 @@ out:
   while (held-- > 0 && l != NULL)
     if (rlock_lock_release(l) != RLOCK_OK)
       break;
-  rlock_lock_free(l);
-  rlock_client_free(c);
-  rlock_config_free(cfg);
+  FX_FREE((l), (c));
   return rc;
 }
 
@@ -137,9 +128,9 @@ static void walk_cycles(const char *label, cycle_fn one, int flags, void *ctx,
 }
 
 static int cycle_kind(uint64_t n, int flags, void *ctx) {
-  size_t k = *(const size_t *)ctx;
+  const struct kind *k = ctx;
   int clean = cycle(k, n, flags);
-  nothing_left(kinds[k].name, n, flags);
+  nothing_left(k->name, n, flags);
   return clean;
 }
 
@@ -151,35 +142,37 @@ static void walk_both(const char *label, cycle_fn one, void *ctx, int strided) {
   walk_cycles(label, one, RLOCK__ALLOC_THIS_THREAD, ctx, strided);
 }
 
-#define BOTH(k)                                                                \
-  do {                                                                         \
-    size_t k_ = (k);                                                           \
-    walk_both(kinds[k_].name, cycle_kind, &k_, 1);                             \
-  } while (0)
+/* ---- the cases ------------------------------------------------------------
+ * Each case is a row: a walk, its subject, and the flags of its walks
+ * (BOTH: one failing, then all failing from N). The case's name names
+ * the row. */
+#define BOTH (-1)
 
-static void test_reentrant(void **state) {
-  (void)state;
-  BOTH(0);
+typedef struct walk_row {
+  void (*walk)(const void *what, int flags);
+  const void *what;
+  int flags;
+} walk_row;
+
+static void test_row(void **state) {
+  const walk_row *r = *state;
+  if (r->flags != BOTH) {
+    r->walk(r->what, r->flags);
+    return;
+  }
+  r->walk(r->what, RLOCK__ALLOC_ONCE);
+  r->walk(r->what, 0);
 }
-static void test_fair(void **state) {
-  (void)state;
-  BOTH(1);
-}
-static void test_read(void **state) {
-  (void)state;
-  BOTH(2);
-}
-static void test_write(void **state) {
-  (void)state;
-  BOTH(3);
-}
-static void test_fenced(void **state) {
-  (void)state;
-  BOTH(4);
-}
-static void test_spin(void **state) {
-  (void)state;
-  BOTH(5);
+
+#define ROW(name, walk, what, flags)                                           \
+  {                                                                            \
+#name, test_row, NULL, NULL, &(walk_row) { walk, what, flags }             \
+  }
+
+/* A walk of the test thread's allocations over a kind's cycles. */
+static void walk_kind(const void *k, int flags) {
+  walk_cycles(((const struct kind *)k)->name, cycle_kind,
+              RLOCK__ALLOC_THIS_THREAD | flags, (void *)k, 1);
 }
 
 /* One MultiLock cycle (a reentrant and a fair member, each re-acquired
@@ -190,23 +183,18 @@ static int cycle_multi(uint64_t n, int flags) {
   rlock_lock *m[2] = {NULL, NULL};
   rlock_multilock *ml = NULL;
   int held = 0;
-  rlock_config *cfg = NULL;
-  int ok = ok_or_nomem(rlock_config_new(&cfg), "config_new", n) &&
-           ok_or_nomem(rlock_config_set_url(cfg, rt_server_url(srv)), "set_url",
-                       n) &&
-           ok_or_nomem(rlock_client_new(&c, cfg), "client_new", n);
-  rlock_config_free(cfg);
-  if (!ok ||
-      !ok_or_nomem(rlock_lock_new(&m[0], c, "alloc:m1"), "lock_new", n) ||
-      !ok_or_nomem(rlock_lock_new_fair(&m[1], c, "alloc:m2"), "lock_new", n) ||
-      !ok_or_nomem(rlock_multilock_new(&ml, m, 2), "multilock_new", n))
+  if (!nomem_client(&c, n) ||
+      !fx_ok_or_nomem(rlock_lock_new(&m[0], c, "alloc:m1"), "lock_new", n) ||
+      !fx_ok_or_nomem(rlock_lock_new_fair(&m[1], c, "alloc:m2"), "lock_new",
+                      n) ||
+      !fx_ok_or_nomem(rlock_multilock_new(&ml, m, 2), "multilock_new", n))
     goto out;
   for (; held < 2; held++)
-    if (!ok_or_nomem(rlock_multilock_try_acquire(ml, 1000, 0),
-                     "multilock acquire", n))
+    if (!fx_ok_or_nomem(rlock_multilock_try_acquire(ml, 1000, 0),
+                        "multilock acquire", n))
       goto out;
   for (; held > 0; held--)
-    if (!ok_or_nomem(rlock_multilock_release(ml), "multilock release", n))
+    if (!fx_ok_or_nomem(rlock_multilock_release(ml), "multilock release", n))
       goto out;
 out:;
   int clean = rlock__alloc_failed() == 0;
@@ -214,9 +202,7 @@ out:;
   while (held-- > 0 && rlock_multilock_release(ml) == RLOCK_OK)
     ;
   rlock_multilock_free(ml);
-  rlock_lock_free(m[0]);
-  rlock_lock_free(m[1]);
-  rlock_client_free(c);
+  FX_FREE((m[0], m[1]), (c));
   return clean;
 }
 
@@ -241,43 +227,39 @@ static void test_multilock(void **state) {
  * left taken: the semaphore has its 2 permits, no permit is leased. */
 static int cycle_sync(uint64_t n, int flags) {
   rlock__alloc_fail_at(n, flags);
-  rlock_config *cfg = NULL;
   rlock_client *c = NULL;
   rlock_semaphore *s = NULL;
   rlock_psemaphore *p = NULL;
   rlock_latch *x = NULL;
   int took = 0, leased = 0;
   char id[RLOCK_PERMIT_ID_LEN + 1];
-  int ok = ok_or_nomem(rlock_config_new(&cfg), "config_new", n) &&
-           ok_or_nomem(rlock_config_set_url(cfg, rt_server_url(srv)), "set_url",
-                       n) &&
-           ok_or_nomem(rlock_client_new(&c, cfg), "client_new", n);
-  rlock_config_free(cfg);
-  if (!ok ||
-      !ok_or_nomem(rlock_semaphore_new(&s, c, "alloc:sem"), "sem_new", n) ||
-      !ok_or_nomem(rlock_semaphore_try_set_permits(NULL, s, 2), "sem set", n) ||
-      !ok_or_nomem(rlock_semaphore_acquire(s, 1, 1000, NULL), "sem take", n))
+  if (!nomem_client(&c, n) ||
+      !fx_ok_or_nomem(rlock_semaphore_new(&s, c, "alloc:sem"), "sem_new", n) ||
+      !fx_ok_or_nomem(rlock_semaphore_try_set_permits(NULL, s, 2), "sem set",
+                      n) ||
+      !fx_ok_or_nomem(rlock_semaphore_acquire(s, 1, 1000, NULL), "sem take", n))
     goto out;
   took = 1;
-  if (!ok_or_nomem(rlock_semaphore_release(s, 1), "sem release", n))
+  if (!fx_ok_or_nomem(rlock_semaphore_release(s, 1), "sem release", n))
     goto out;
   took = 0;
-  if (!ok_or_nomem(rlock_psemaphore_new(&p, c, "alloc:psem"), "psem_new", n) ||
-      !ok_or_nomem(rlock_psemaphore_try_set_permits(NULL, p, 1), "psem set",
-                   n) ||
-      !ok_or_nomem(
+  if (!fx_ok_or_nomem(rlock_psemaphore_new(&p, c, "alloc:psem"), "psem_new",
+                      n) ||
+      !fx_ok_or_nomem(rlock_psemaphore_try_set_permits(NULL, p, 1), "psem set",
+                      n) ||
+      !fx_ok_or_nomem(
           rlock_psemaphore_acquire(id, p, 1000, RLOCK_LEASE_WATCHDOG, NULL),
           "psem take", n))
     goto out;
   leased = 1;
-  if (!ok_or_nomem(rlock_psemaphore_check(p, id), "psem check", n) ||
-      !ok_or_nomem(rlock_psemaphore_release(p, id), "psem release", n))
+  if (!fx_ok_or_nomem(rlock_psemaphore_check(p, id), "psem check", n) ||
+      !fx_ok_or_nomem(rlock_psemaphore_release(p, id), "psem release", n))
     goto out;
   leased = 0;
-  if (!ok_or_nomem(rlock_latch_new(&x, c, "alloc:latch"), "latch_new", n) ||
-      !ok_or_nomem(rlock_latch_try_set_count(NULL, x, 1), "latch set", n) ||
-      !ok_or_nomem(rlock_latch_count_down(x), "latch down", n) ||
-      !ok_or_nomem(rlock_latch_await(x, 1000, NULL), "latch await", n))
+  if (!fx_ok_or_nomem(rlock_latch_new(&x, c, "alloc:latch"), "latch_new", n) ||
+      !fx_ok_or_nomem(rlock_latch_try_set_count(NULL, x, 1), "latch set", n) ||
+      !fx_ok_or_nomem(rlock_latch_count_down(x), "latch down", n) ||
+      !fx_ok_or_nomem(rlock_latch_await(x, 1000, NULL), "latch await", n))
     goto out;
 out:;
   int clean = rlock__alloc_failed() == 0;
@@ -403,34 +385,44 @@ static const bg_kind bg_kinds[] = {
      rlock_lock_new_write},
 };
 
-/* The holder's view after the hold, against the server's: returns 1 when
- * it was told the hold is lost. */
-static int bg_told(rlock_client *c, rlock_lock *l, const char *name,
-                   uint64_t n) {
-  char field[RLOCK_OWNER_MAX];
-  fx_owner(c, field);
-  int check = rlock_lock_check(l);
+/* The holder's view after the hold (`check`: its check's status), by
+ * `who`, against the server's (`gone`: the server no longer has the
+ * hold): told whenever it is gone, its lost callback then called once
+ * (`idle` waits a turn meanwhile), never otherwise. 1 when told. */
+static int told_ok(int check, int gone, const char *who, uint64_t n,
+                   void (*idle)(void)) {
   if (check != RLOCK_OK && check != RLOCK_ELOST)
-    fail_msg("N=%llu: rlock_lock_check returned %d (%s)", (unsigned long long)n,
-             check, rlock_error_last()->message);
-  if (fx_hget(srv, name, field) == -1 && check != RLOCK_ELOST)
-    fail_msg("N=%llu: the server no longer has the hold, but "
-             "rlock_lock_check says it is held",
-             (unsigned long long)n);
+    fail_msg("N=%llu: %s: the check returned %d (%s)", (unsigned long long)n,
+             who, check, rlock_error_last()->message);
+  if (gone && check != RLOCK_ELOST)
+    fail_msg("N=%llu: %s: the server no longer has the hold, but the check "
+             "says it is held",
+             (unsigned long long)n, who);
   if (check == RLOCK_ELOST) {
     /* Told by the check; the callback follows at the next tick, which
      * needs no memory to tell it. */
     int64_t end = rt_now_ms() + rt_scaled_ms(BG_WATCHDOG_MS);
     while (atomic_load(&bg_lost) == 0 && rt_now_ms() < end)
-      rt_sleep_ms(5);
+      idle();
     if (atomic_load(&bg_lost) != 1)
-      fail_msg("N=%llu: hold lost, lost callback called %d times",
-               (unsigned long long)n, atomic_load(&bg_lost));
+      fail_msg("N=%llu: %s: hold lost, lost callback called %d times",
+               (unsigned long long)n, who, atomic_load(&bg_lost));
   } else if (atomic_load(&bg_lost) != 0) {
-    fail_msg("N=%llu: lost callback called, but rlock_lock_check says held",
-             (unsigned long long)n);
+    fail_msg("N=%llu: %s: lost callback called, but the check says held",
+             (unsigned long long)n, who);
   }
   return check == RLOCK_ELOST;
+}
+
+static void bg_idle(void) { rt_sleep_ms(5); }
+
+/* The blocking holder's view (rlock_lock_check): 1 when told. */
+static int bg_told(rlock_client *c, rlock_lock *l, const char *name,
+                   uint64_t n) {
+  char field[RLOCK_OWNER_MAX];
+  fx_owner(c, field);
+  int check = rlock_lock_check(l);
+  return told_ok(check, fx_hget(srv, name, field) == -1, "holder", n, bg_idle);
 }
 
 /* The waiter's outcome: the lock, or a documented failure, within its
@@ -507,34 +499,13 @@ static void tally_check(const char *label, const tally *t, int flags) {
     assert_true(t->told > 0);
 }
 
-static void walk_bg(const bg_kind *k, int flags) {
+static void walk_bg(const void *what, int flags) {
+  const bg_kind *k = what;
   char label[96];
   snprintf(label, sizeof label, "background thread, %s", k->label);
   tally t = {.what = k};
   walk_cycles(label, cycle_bg, flags, &t, 1);
   tally_check(label, &t, flags);
-}
-
-static void test_background_once(void **state) {
-  (void)state;
-  walk_bg(&bg_kinds[0], RLOCK__ALLOC_ONCE);
-}
-
-static void test_background_all(void **state) {
-  (void)state;
-  walk_bg(&bg_kinds[0], 0);
-}
-
-static void test_background_fair(void **state) {
-  (void)state;
-  walk_bg(&bg_kinds[1], RLOCK__ALLOC_ONCE);
-  walk_bg(&bg_kinds[1], 0);
-}
-
-static void test_background_rw(void **state) {
-  (void)state;
-  walk_bg(&bg_kinds[2], RLOCK__ALLOC_ONCE);
-  walk_bg(&bg_kinds[2], 0);
 }
 
 /* ---- a loop client's renewals and subscriber ----------------------------
@@ -585,31 +556,16 @@ static void lp_started(int rc, lp_done *d, const char *what, uint64_t n) {
   snprintf(d->msg, sizeof d->msg, "%s", rlock_error_last()->message);
 }
 
-/* The holder's view against the server's, as bg_told: 1 when told. */
+static void lp_idle(void) { run_once(5); }
+
+/* The loop holder's view (rlock_lock_check_owner), as bg_told. */
 static int lp_told(rlock_client *c, rlock_lock *l, uint64_t owner, uint64_t n) {
   char field[RLOCK_OWNER_MAX];
   snprintf(field, sizeof field, "%s:%llu", rlock_client_id(c),
            (unsigned long long)owner);
   int check = rlock_lock_check_owner(l, owner);
-  if (check != RLOCK_OK && check != RLOCK_ELOST)
-    fail_msg("N=%llu: rlock_lock_check_owner returned %d",
-             (unsigned long long)n, check);
-  if (fx_hget(srv, "alloc:loop", field) == -1 && check != RLOCK_ELOST)
-    fail_msg("N=%llu: loop client: the server no longer has the hold, but "
-             "rlock_lock_check says it is held",
-             (unsigned long long)n);
-  if (check == RLOCK_ELOST) {
-    LP_RUN_UNTIL(atomic_load(&bg_lost) > 0, BG_WATCHDOG_MS);
-    if (atomic_load(&bg_lost) != 1)
-      fail_msg("N=%llu: loop client: hold lost, lost callback called %d "
-               "times",
-               (unsigned long long)n, atomic_load(&bg_lost));
-  } else if (atomic_load(&bg_lost) != 0) {
-    fail_msg("N=%llu: loop client: lost callback called, but the check "
-             "says held",
-             (unsigned long long)n);
-  }
-  return check == RLOCK_ELOST;
+  return told_ok(check, fx_hget(srv, "alloc:loop", field) == -1, "loop client",
+                 n, lp_idle);
 }
 
 static void lp_waiter_ok(const lp_done *w, int64_t t0, int64_t wait_ms,
@@ -622,14 +578,34 @@ static void lp_waiter_ok(const lp_done *w, int64_t t0, int64_t wait_ms,
   bg_waiter_ok(&b, released_at, told, n);
 }
 
-/* Give back what the cycle may have left, with allocation working. */
+/* After the holder's release was started (its answer `r`): both it and
+ * the waiter's (`w`) answer once, the release as documented. Whether the
+ * holder was told it lost the lock: `told`, or by the release. */
+static int lp_ends(const lp_done *r, const lp_done *w, int told, uint64_t n) {
+  LP_RUN_UNTIL(r->done && w->done, 5000 + 8 * BG_WATCHDOG_MS);
+  if (r->done != 1 ||
+      (r->rc != RLOCK_OK && r->rc != RLOCK_ELOST && r->rc != RLOCK_ENOMEM))
+    fail_msg("N=%llu: the holder's release: %d callbacks, status %d (%s)",
+             (unsigned long long)n, r->done, r->rc, r->msg);
+  if (w->done != 1)
+    fail_msg("N=%llu: the waiter's callback ran %d times",
+             (unsigned long long)n, w->done);
+  return told | (r->rc == RLOCK_ELOST);
+}
+
+/* Give back what the cycle may have left, with allocation working: the
+ * release `started` (its status) answers `d`. */
+static void lp_given_back(int started, lp_done *d) {
+  OK(started);
+  LP_RUN_UNTIL(d->done, 5000);
+  if (d->done != 1 ||
+      (d->rc != RLOCK_OK && d->rc != RLOCK_ELOST && d->rc != RLOCK_ENOTHELD))
+    fail_msg("cleaning up: a release returned %d (%s)", d->rc, d->msg);
+}
+
 static void lp_clean(rlock_lock *l, uint64_t owner) {
   lp_done d = {0};
-  OK(rlock_lock_release_async(l, owner, lp_on_done, &d));
-  LP_RUN_UNTIL(d.done, 5000);
-  if (d.done != 1 ||
-      (d.rc != RLOCK_OK && d.rc != RLOCK_ELOST && d.rc != RLOCK_ENOTHELD))
-    fail_msg("cleaning up: release returned %d (%s)", d.rc, d.msg);
+  lp_given_back(rlock_lock_release_async(l, owner, lp_on_done, &d), &d);
 }
 
 /* A loop client under the cycles' watchdog, its losses counted in
@@ -670,15 +646,7 @@ static int cycle_loop(uint64_t n, int flags, void *ctx) {
   int64_t released_at = rt_now_ms();
   lp_started(rlock_lock_release_async(lh, oh, lp_on_done, &r), &r,
              "the holder's release_async", n);
-  LP_RUN_UNTIL(r.done && w.done, 5000 + 8 * BG_WATCHDOG_MS);
-  if (r.done != 1 ||
-      (r.rc != RLOCK_OK && r.rc != RLOCK_ELOST && r.rc != RLOCK_ENOMEM))
-    fail_msg("N=%llu: the holder's release: %d callbacks, status %d (%s)",
-             (unsigned long long)n, r.done, r.rc, r.msg);
-  told |= r.rc == RLOCK_ELOST;
-  if (w.done != 1)
-    fail_msg("N=%llu: the waiter's callback ran %d times",
-             (unsigned long long)n, w.done);
+  told = lp_ends(&r, &w, told, n);
   int clean = rlock__alloc_failed() == 0;
   rlock__alloc_fail_at(0, 0);
   lp_waiter_ok(&w, t0, wait_ms, released_at, told, n);
@@ -697,23 +665,14 @@ static int cycle_loop(uint64_t n, int flags, void *ctx) {
   return clean;
 }
 
-static void walk_loop(int flags) {
+static void walk_loop(const void *what, int flags) {
+  (void)what;
   tally t = {0};
   kind = UV;
   loop_open();
   walk_cycles("loop client", cycle_loop, flags, &t, 1);
   loop_close();
   tally_check("loop client", &t, flags);
-}
-
-static void test_loop_once(void **state) {
-  (void)state;
-  walk_loop(RLOCK__ALLOC_ONCE);
-}
-
-static void test_loop_all(void **state) {
-  (void)state;
-  walk_loop(0);
 }
 
 /* ---- a loop client's permits ---------------------------------------------
@@ -734,34 +693,16 @@ static void lp_on_permit(void *arg, int rc, const char *id) {
   lp_on_done(&p->d, rc, 0);
 }
 
+/* The permit holder's view (rlock_psemaphore_check), as bg_told. */
 static int lp_permit_told(rlock_psemaphore *s, const char *id, uint64_t n) {
   int check = rlock_psemaphore_check(s, id);
-  if (check != RLOCK_OK && check != RLOCK_ELOST)
-    fail_msg("N=%llu: rlock_psemaphore_check returned %d",
-             (unsigned long long)n, check);
-  long long leased = rt_cmd_int(srv, "ZCARD {alloc:lpsem}:timeout");
-  if (leased == 0 && check != RLOCK_ELOST)
-    fail_msg("N=%llu: the permit is gone, but the check says held",
-             (unsigned long long)n);
-  if (check == RLOCK_ELOST) {
-    LP_RUN_UNTIL(atomic_load(&bg_lost) > 0, BG_WATCHDOG_MS);
-    if (atomic_load(&bg_lost) != 1)
-      fail_msg("N=%llu: permit lost, lost callback called %d times",
-               (unsigned long long)n, atomic_load(&bg_lost));
-  } else if (atomic_load(&bg_lost) != 0) {
-    fail_msg("N=%llu: lost callback called, but the check says held",
-             (unsigned long long)n);
-  }
-  return check == RLOCK_ELOST;
+  return told_ok(check, rt_cmd_int(srv, "ZCARD {alloc:lpsem}:timeout") == 0,
+                 "loop client's permit", n, lp_idle);
 }
 
 static void lp_permit_release(rlock_psemaphore *s, const char *id) {
   lp_done d = {0};
-  OK(rlock_psemaphore_release_async(s, id, lp_on_done, &d));
-  LP_RUN_UNTIL(d.done, 5000);
-  if (d.done != 1 ||
-      (d.rc != RLOCK_OK && d.rc != RLOCK_ELOST && d.rc != RLOCK_ENOTHELD))
-    fail_msg("cleaning up: a permit's release returned %d (%s)", d.rc, d.msg);
+  lp_given_back(rlock_psemaphore_release_async(s, id, lp_on_done, &d), &d);
 }
 
 static int cycle_loop_permit(uint64_t n, int flags, void *ctx) {
@@ -791,15 +732,7 @@ static int cycle_loop_permit(uint64_t n, int flags, void *ctx) {
   int64_t released_at = rt_now_ms();
   lp_started(rlock_psemaphore_release_async(s, h.id, lp_on_done, &r), &r,
              "the holder's release_async", n);
-  LP_RUN_UNTIL(r.done && w.d.done, 5000 + 8 * BG_WATCHDOG_MS);
-  if (r.done != 1 ||
-      (r.rc != RLOCK_OK && r.rc != RLOCK_ELOST && r.rc != RLOCK_ENOMEM))
-    fail_msg("N=%llu: the holder's release: %d callbacks, status %d (%s)",
-             (unsigned long long)n, r.done, r.rc, r.msg);
-  told |= r.rc == RLOCK_ELOST;
-  if (w.d.done != 1)
-    fail_msg("N=%llu: the waiter's callback ran %d times",
-             (unsigned long long)n, w.d.done);
+  told = lp_ends(&r, &w.d, told, n);
   int clean = rlock__alloc_failed() == 0;
   rlock__alloc_fail_at(0, 0);
   lp_waiter_ok(&w.d, t0, wait_ms, released_at, told, n);
@@ -820,7 +753,8 @@ static int cycle_loop_permit(uint64_t n, int flags, void *ctx) {
   return clean;
 }
 
-static void walk_loop_permit(int flags) {
+static void walk_loop_permit(const void *what, int flags) {
+  (void)what;
   tally t = {0};
   kind = UV;
   loop_open();
@@ -831,34 +765,24 @@ static void walk_loop_permit(int flags) {
                 t.told);
 }
 
-static void test_loop_permit_once(void **state) {
-  (void)state;
-  walk_loop_permit(RLOCK__ALLOC_ONCE);
-}
-
-static void test_loop_permit_all(void **state) {
-  (void)state;
-  walk_loop_permit(0);
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_reentrant),
-      cmocka_unit_test(test_fair),
-      cmocka_unit_test(test_read),
-      cmocka_unit_test(test_write),
-      cmocka_unit_test(test_fenced),
-      cmocka_unit_test(test_spin),
+      ROW(test_reentrant, walk_kind, &kinds[0], BOTH),
+      ROW(test_fair, walk_kind, &kinds[1], BOTH),
+      ROW(test_read, walk_kind, &kinds[2], BOTH),
+      ROW(test_write, walk_kind, &kinds[3], BOTH),
+      ROW(test_fenced, walk_kind, &kinds[4], BOTH),
+      ROW(test_spin, walk_kind, &kinds[5], BOTH),
       cmocka_unit_test(test_multilock),
       cmocka_unit_test(test_sync),
-      cmocka_unit_test(test_background_once),
-      cmocka_unit_test(test_background_all),
-      cmocka_unit_test(test_background_fair),
-      cmocka_unit_test(test_background_rw),
-      cmocka_unit_test(test_loop_once),
-      cmocka_unit_test(test_loop_all),
-      cmocka_unit_test(test_loop_permit_once),
-      cmocka_unit_test(test_loop_permit_all),
+      ROW(test_background_once, walk_bg, &bg_kinds[0], RLOCK__ALLOC_ONCE),
+      ROW(test_background_all, walk_bg, &bg_kinds[0], 0),
+      ROW(test_background_fair, walk_bg, &bg_kinds[1], BOTH),
+      ROW(test_background_rw, walk_bg, &bg_kinds[2], BOTH),
+      ROW(test_loop_once, walk_loop, NULL, RLOCK__ALLOC_ONCE),
+      ROW(test_loop_all, walk_loop, NULL, 0),
+      ROW(test_loop_permit_once, walk_loop_permit, NULL, RLOCK__ALLOC_ONCE),
+      ROW(test_loop_permit_all, walk_loop_permit, NULL, 0),
   };
   return RT_RUN_GROUP("tests", tests, fx_setup, fx_teardown);
 }

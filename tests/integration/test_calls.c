@@ -132,8 +132,7 @@ static void test_refused_attempt(void **state) {
   assert_string_equal(top, "EVALSHA");
   assert_true(inner <= 2); /* Redisson's: 3 (EXISTS, HEXISTS, PTTL) */
   seen_free(&s);
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l), (c));
 }
 
 /* Wait until the waiter has subscribed and attempted once more after its
@@ -172,8 +171,7 @@ static void test_library_wait(void **state) {
   monitor_collect(&m, "calls:wait", "redisson_lock__channel:{calls:wait}", &s);
   check_wait(&s, "library waiter");
   seen_free(&s);
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l), (c));
 }
 
 /* A client whose subscription to the lock lingers (an hour here, so
@@ -226,8 +224,7 @@ static void test_lingering_wait(void **state) {
   assert_string_equal(top, "EVALSHA EVALSHA");
   assert_int_equal(after.wakeups - before.wakeups, 1);
   seen_free(&s);
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l), (c));
 }
 
 static void test_cli_wait(void **state) {

@@ -36,8 +36,7 @@ static void test_password_and_acl_user(void **state) {
   rlock_lock *l = fx_lock(c, "client:acl");
   OK(rlock_lock_acquire(l));
   OK(rlock_lock_release(l));
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l), (c));
 
   snprintf(url, sizeof url, "redis://:wrong@127.0.0.1:%d", port);
   c = client_for(url, 0);
@@ -49,8 +48,7 @@ static void test_password_and_acl_user(void **state) {
   c = client_for(url, 0);
   l = fx_lock(c, "client:noauth");
   RC(rlock_lock_acquire(l), RLOCK_EAUTH);
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l), (c));
   rt_server_free(s);
 }
 
@@ -69,8 +67,7 @@ static void test_database_and_unix_socket(void **state) {
   assert_int_equal(r->integer, 1);
   freeReplyObject(r);
   OK(rlock_lock_release(l));
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l), (c));
 
   snprintf(url, sizeof url, "redis://127.0.0.1:%d/5", rt_server_port(s));
   c = client_for(url, 0);
@@ -80,8 +77,7 @@ static void test_database_and_unix_socket(void **state) {
   assert_int_equal(r->integer, 1);
   freeReplyObject(r);
   OK(rlock_lock_release(l));
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l), (c));
   redisFree(raw);
   rt_server_free(s);
 }

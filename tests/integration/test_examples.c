@@ -10,6 +10,7 @@
  * examples' telling output lines are checked too (the fenced one's
  * refused stale write, the fair one's order). */
 #include "fixture.h"
+#include "rt_proc.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -89,26 +90,6 @@ static const char *slurp(const char *path, char *buf, size_t size) {
   return buf;
 }
 
-/* Start argv (argv[0] the program) with stdin /dev/null and stdout,
- * stderr to the files `out` and `err`. Everything is built before the
- * fork: the child of a threaded process only makes async-signal-safe
- * calls before execv. */
-static pid_t start(const char *const *argv, const char *out, const char *err) {
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    int in = open("/dev/null", O_RDONLY);
-    int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (in < 0 || o < 0 || e < 0 || dup2(in, STDIN_FILENO) < 0 ||
-        dup2(o, STDOUT_FILENO) < 0 || dup2(e, STDERR_FILENO) < 0)
-      _exit(126);
-    execv(argv[0], (char *const *)argv);
-    _exit(127);
-  }
-  return pid;
-}
-
 /* Run one example; on failure append why to `report` and return 0. */
 static int run_example(const char *name, char *report, size_t cap) {
   char prog[PATH_MAX], out[PATH_MAX], err[PATH_MAX];
@@ -120,7 +101,8 @@ static int run_example(const char *name, char *report, size_t cap) {
   rt_cmd_ok(srv, "FLUSHALL"); /* each example starts from an empty server */
   const char *argv[] = {prog, rt_server_url(srv), NULL};
   int64_t t0 = rt_now_ms();
-  pid_t pid = start(argv, out, err);
+  pid_t pid = rt_proc_start_to_files(argv, out, err, false);
+  assert_true(pid > 0);
   int status = fx_wait_child(pid, rt_scaled_ms(EXAMPLE_TIMEOUT_MS));
   int64_t ms = rt_now_ms() - t0;
   print_message("%-28s exit %d in %lld ms\n", name, status, (long long)ms);

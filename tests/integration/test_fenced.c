@@ -133,8 +133,7 @@ static void test_tokens_count_every_acquisition(void **state) {
                 (long long)first_ms, (long long)cycles_ms, dk_name());
   ASSERT_BETWEEN(cycles_ms, 0, 5000);
   RC(rlock_lock_token(NULL, l), RLOCK_EINVAL);
-  rlock_lock_free(l);
-  dk_free(c);
+  DK_FREE((l), (c));
 }
 
 static void test_tokens_grow_across_clients_and_processes(void **state) {
@@ -170,10 +169,7 @@ static void test_tokens_grow_across_clients_and_processes(void **state) {
   print_message("tokens: client A %" PRId64 ", client B %" PRId64
                 ", child process %lld, client A again %" PRId64 "\n",
                 ta, tb, tc, after);
-  rlock_lock_free(la);
-  rlock_lock_free(lb);
-  rlock_client_free(a);
-  rlock_client_free(b);
+  FX_FREE((la, lb), (a, b));
 }
 
 static void test_held_lock_issues_no_token(void **state) {
@@ -202,10 +198,7 @@ static void test_held_lock_issues_no_token(void **state) {
   print_message("immediate try on a held fenced lock: %lld ms\n",
                 (long long)try_ms);
   OK(rlock_lock_release(la));
-  rlock_lock_free(la);
-  rlock_lock_free(lb);
-  rlock_client_free(a);
-  rlock_client_free(b);
+  FX_FREE((la, lb), (a, b));
 }
 
 static void test_fenced_and_reentrant_exclude(void **state) {
@@ -240,11 +233,7 @@ static void test_fenced_and_reentrant_exclude(void **state) {
   OK(rlock_lock_release(ra));
   OK(rlock_lock_release(fa));
   assert_int_equal(rt_cmd_int(srv, "EXISTS fenced:mix"), 0);
-  rlock_lock_free(ra);
-  rlock_lock_free(fa);
-  rlock_lock_free(rb);
-  rlock_client_free(a);
-  rlock_client_free(b);
+  FX_FREE((ra, fa, rb), (a, b));
 }
 
 /* DUMP of `key`, for a byte-exact before/after comparison. */
@@ -344,8 +333,7 @@ static void test_token_key_of_another_type(void **state) {
   assert_int_equal(take(l, 0, 0), 42);
   OK(rlock_lock_release(l));
   freeReplyObject(rt_cmd(srv, "DEL %s", key));
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l), (c));
 }
 
 static void test_token_key_layout(void **state) {
@@ -382,8 +370,7 @@ static void test_token_key_layout(void **state) {
   fx_owner(c, owner);
   assert_int_equal(fx_hget(srv, "fenced:layout", owner), 1);
   OK(rlock_lock_release(l));
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l), (c));
 }
 
 /* Child role "token URL NAME": acquire NAME's fenced lock with a client
@@ -391,15 +378,9 @@ static void test_token_key_layout(void **state) {
 static int child_main(int argc, char **argv) {
   if (argc != 3 || strcmp(argv[0], "token") != 0)
     return 64;
-  rlock_config *cfg;
   rlock_client *c = NULL;
   rlock_lock *l = NULL;
-  int rc = rlock_config_new(&cfg);
-  if (rc == RLOCK_OK)
-    rc = rlock_config_set_url(cfg, argv[1]);
-  if (rc == RLOCK_OK)
-    rc = rlock_client_new(&c, cfg);
-  rlock_config_free(cfg);
+  int rc = fx_child_client(&c, argv[1]);
   if (rc == RLOCK_OK)
     rc = rlock_lock_new_fenced(&l, c, argv[2]);
   int64_t token = -1;
@@ -416,8 +397,7 @@ static int child_main(int argc, char **argv) {
   }
   if (rc != RLOCK_OK)
     fprintf(stderr, "child: %s\n", rlock_error_last()->message);
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l), (c));
   return rc == RLOCK_OK ? 0 : 1;
 }
 

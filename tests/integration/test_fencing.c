@@ -11,6 +11,7 @@
  * The resource is a file guarded by flock(2), written by this binary
  * itself: COMMAND runs `<this test> --child write FILE TOKEN DATA`. */
 #include "fixture.h"
+#include "rt_proc.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -91,37 +92,6 @@ static long long token_key(const char *name) {
   long long v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : -1;
   freeReplyObject(r);
   return v;
-}
-
-/* Start argv (argv[0] the program) in a process group of its own, with
- * stdin /dev/null and stdout, stderr to the files `out` and `err`. The
- * arguments are built by the caller: the child of a threaded process only
- * makes async-signal-safe calls before execv. */
-static pid_t start_group(const char *const *argv, const char *out,
-                         const char *err) {
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    setpgid(0, 0);
-    int in = open("/dev/null", O_RDONLY);
-    int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (in < 0 || o < 0 || e < 0 || dup2(in, STDIN_FILENO) < 0 ||
-        dup2(o, STDOUT_FILENO) < 0 || dup2(e, STDERR_FILENO) < 0)
-      _exit(126);
-    /* Known signal state: the signals rlock handles at their defaults,
-     * nothing blocked, whatever the test was started with. */
-    const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
-    struct sigaction sa = {.sa_handler = SIG_DFL};
-    sigemptyset(&sa.sa_mask);
-    for (int i = 0; i < 3; i++)
-      sigaction(sigs[i], &sa, NULL);
-    sigprocmask(SIG_SETMASK, &sa.sa_mask, NULL);
-    execv(argv[0], (char *const *)argv);
-    _exit(127);
-  }
-  setpgid(pid, pid); /* either of the two calls wins; both mean the same */
-  return pid;
 }
 
 /* Wait until our child `pid` is stopped (by a SIGSTOP sent meanwhile). */
@@ -217,7 +187,8 @@ static void test_paused_holder_is_fenced_off(void **state) {
                         "--fenced",   name, "--",
                         "sh",         "-c", script,
                         NULL};
-  pid_t pid = start_group(argv, out, err);
+  pid_t pid = rt_proc_start_to_files(argv, out, err, true);
+  assert_true(pid > 0);
 
   fx_wait_file(tok, rt_scaled_ms(10000));
   long long ta = atoll(fx_slurp(tok));
@@ -283,8 +254,7 @@ static void test_paused_holder_is_fenced_off(void **state) {
   OK(rlock_lock_release(l));
   assert_int_equal(rt_cmd_int(srv, "EXISTS %s", name), 0);
   assert_int_equal(token_key(name), tb); /* tokens outlive the lock */
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l), (c));
 }
 
 static const struct CMUnitTest tests[] = {

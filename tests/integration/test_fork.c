@@ -26,19 +26,11 @@ static int registry_off; /* client_pool1 makes a client without one */
 
 static rlock_client *client_pool1(const char *url, int64_t watchdog,
                                   rlock_lost_fn lost, void *ud) {
-  rlock_config *cfg;
+  rlock_config *cfg = fx_config(url, watchdog, lost, ud);
   rlock_client *c;
-  OK(rlock_config_new(&cfg));
-  OK(rlock_config_set_url(cfg, url));
   OK(rlock_config_set_pool_size(cfg, 1));
   if (registry_off)
     OK(rlock_config_set_registry_period(cfg, 0));
-  OK(rlock_config_set_connect_timeout_ms(cfg, 1000));
-  OK(rlock_config_set_command_timeout_ms(cfg, 2000));
-  if (watchdog > 0)
-    OK(rlock_config_set_watchdog_timeout_ms(cfg, watchdog));
-  if (lost != NULL)
-    OK(rlock_config_set_lost_callback(cfg, lost, ud));
   OK(rlock_client_new(&c, cfg));
   rlock_config_free(cfg);
   return c;
@@ -189,15 +181,9 @@ static void child_inherited(int fd) {
 
 /* The child's own client works. */
 static void child_own(int fd, const char *url) {
-  rlock_config *cfg = NULL;
   rlock_client *own = NULL;
   rlock_lock *l = NULL;
-  int rc = rlock_config_new(&cfg);
-  if (rc == RLOCK_OK)
-    rc = rlock_config_set_url(cfg, url);
-  if (rc == RLOCK_OK)
-    rc = rlock_client_new(&own, cfg);
-  rlock_config_free(cfg);
+  int rc = fx_child_client(&own, url);
   CHILD_OP(fd, "own_new", rc);
   if (rc == RLOCK_OK) {
     CHILD_OP(fd, "own_lock_new", rlock_lock_new(&l, own, "fork:child-own"));

@@ -915,12 +915,7 @@ static void test_syncs_allocation_failure(void **state) {
     int rc = rlock_client_list_syncs(c, "*oom:*", record_sync, &got);
     int clean = rlock__alloc_failed() == 0;
     rlock__alloc_fail_at(0, 0);
-    if (rc != RLOCK_OK && rc != RLOCK_ENOMEM)
-      fail_msg("N=%llu: %d (%s)", (unsigned long long)n, rc,
-               rlock_error_last()->message);
-    if (rc == RLOCK_ENOMEM && rlock_error_last()->message[0] == '\0')
-      fail_msg("N=%llu: RLOCK_ENOMEM without a message", (unsigned long long)n);
-    if (rc == RLOCK_OK)
+    if (fx_ok_or_nomem(rc, "list_syncs", n))
       assert_int_equal(got.n, 4);
     if (clean)
       break;
@@ -967,9 +962,7 @@ static void test_status_several_names(void **state) {
     fail_msg("status --json st:b st:string st:a printed: %s", out);
   OK(rlock_lock_release(a));
   OK(rlock_lock_release(b));
-  rlock_lock_free(a);
-  rlock_lock_free(b);
-  rlock_client_free(c);
+  FX_FREE((a, b), (c));
   freeReplyObject(rt_cmd(srv, "DEL st:string"));
 }
 
@@ -1000,13 +993,7 @@ static void test_allocation_failure(void **state) {
       int rc = rlock_client_list_locks(c, "oom:*", record, &s);
       int clean = rlock__alloc_failed() == 0;
       rlock__alloc_fail_at(0, 0);
-      if (rc != RLOCK_OK && rc != RLOCK_ENOMEM)
-        fail_msg("N=%llu: %d (%s)", (unsigned long long)n, rc,
-                 rlock_error_last()->message);
-      if (rc == RLOCK_ENOMEM && rlock_error_last()->message[0] == '\0')
-        fail_msg("N=%llu: RLOCK_ENOMEM without a message",
-                 (unsigned long long)n);
-      if (rc == RLOCK_OK) {
+      if (fx_ok_or_nomem(rc, "list_locks", n)) {
         assert_int_equal(s.n, 2);
         find(&s, "oom:a");
         find(&s, "oom:b");

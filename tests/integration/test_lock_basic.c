@@ -31,8 +31,7 @@ static void test_reentrant_counts(void **state) {
   }
   assert_int_equal(rt_cmd_int(srv, "EXISTS basic:reentrant"), 0);
   RC(dk_release(l, me), RLOCK_ENOTHELD);
-  rlock_lock_free(l);
-  dk_free(c);
+  DK_FREE((l), (c));
 }
 
 static void test_layout_is_redissons(void **state) {
@@ -61,8 +60,7 @@ static void test_layout_is_redissons(void **state) {
   freeReplyObject(r);
   ASSERT_RANGE(rt_cmd_int(srv, "PTTL basic:layout"), 29000, 30000);
   OK(rlock_lock_release(l));
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l), (c));
 }
 
 typedef struct other {
@@ -99,10 +97,8 @@ static void test_release_by_non_holder(void **state) {
   assert_non_null(strstr(rlock_error_last()->message, "not held"));
   assert_int_equal(rt_cmd_int(srv, "EXISTS basic:nonholder"), 1);
   OK(rlock_lock_release(l));
-  rlock_lock_free(l2);
-  rlock_client_free(c2);
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l2), (c2));
+  FX_FREE((l), (c));
 }
 
 /* A holder's lease runs out: a waiter is woken by the TTL bound (no
@@ -128,10 +124,7 @@ static void test_lease_expiry(void **state) {
   RC(dk_release(la, ma), RLOCK_ELOST);
   assert_non_null(strstr(rlock_error_last()->message, "lost"));
   OK(dk_release(lb, mb));
-  rlock_lock_free(la);
-  rlock_lock_free(lb);
-  dk_free(a);
-  dk_free(b);
+  DK_FREE((la, lb), (a, b));
 }
 
 static bool renewed(void *arg, char *why, size_t cap) {
@@ -154,8 +147,7 @@ static void test_acquire_lease_zero_is_watchdog(void **state) {
   OK(rlock_lock_release(l));
   assert_int_equal(rt_cmd_int(srv, "EXISTS basic:lease0"), 0);
   RC(rlock_lock_acquire_lease(l, -1), RLOCK_EINVAL);
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l), (c));
 }
 
 static void test_reentry_keeps_explicit_lease(void **state) {
@@ -172,8 +164,7 @@ static void test_reentry_keeps_explicit_lease(void **state) {
   OK(rlock_lock_release(l));
   OK(rlock_lock_ttl(&ttl, l));
   assert_int_equal(ttl, -2);
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l), (c));
 }
 
 /* Reentry deeper than a hold record keeps inline (4 levels), leases
@@ -206,9 +197,7 @@ static void test_deep_reentry_mixed_leases(void **state) {
   OK(rlock_lock_check(m));
   RC(rlock_lock_check(l), RLOCK_ENOTHELD);
   OK(rlock_lock_release(m));
-  rlock_lock_free(m);
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((m, l), (c));
 }
 
 static void test_force_release(void **state) {
@@ -231,10 +220,7 @@ static void test_force_release(void **state) {
   RC(rlock_lock_check(la), RLOCK_ELOST);
   RC(rlock_lock_release(la), RLOCK_ELOST);
   RC(rlock_lock_check(la), RLOCK_ENOTHELD);
-  rlock_lock_free(la);
-  rlock_lock_free(lb);
-  rlock_client_free(a);
-  rlock_client_free(b);
+  FX_FREE((la, lb), (a, b));
 }
 
 static void expect_wrongtype(rlock_lock *l, const char *key) {
@@ -266,9 +252,7 @@ static void test_wrong_type_loses_nothing(void **state) {
   freeReplyObject(r);
   assert_int_equal(rt_cmd_int(srv, "LLEN basic:list"), 2);
   assert_int_equal(rt_cmd_int(srv, "PTTL basic:string"), -1);
-  rlock_lock_free(ls);
-  rlock_lock_free(ll);
-  rlock_client_free(c);
+  FX_FREE((ls, ll), (c));
 }
 
 static void test_inspect(void **state) {
@@ -298,8 +282,7 @@ static void test_inspect(void **state) {
   assert_int_equal(locked, 1);
   OK(rlock_lock_release(l));
   OK(rlock_lock_release(l));
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l), (c));
 }
 
 static void test_try_once_and_tagged_channel(void **state) {
@@ -322,10 +305,7 @@ static void test_try_once_and_tagged_channel(void **state) {
   assert_string_equal(r->element[2]->str, "0");
   freeReplyObject(r);
   redisFree(sub);
-  rlock_lock_free(la);
-  rlock_lock_free(lb);
-  rlock_client_free(a);
-  rlock_client_free(b);
+  FX_FREE((la, lb), (a, b));
 }
 
 /* rlock_lock_extend for the thread's holds (a blocking client's own
@@ -365,8 +345,7 @@ static void test_extend(void **state) {
   RC(extend(l, me, 20000), RLOCK_EINVAL);
   assert_non_null(strstr(rlock_error_last()->message, "watchdog"));
   OK(dk_release(l, me));
-  rlock_lock_free(l);
-  dk_free(c);
+  DK_FREE((l), (c));
 }
 
 /* A host name is looked up (off a loop's thread) and connected at
@@ -382,8 +361,7 @@ static void test_connects_by_name(void **state) {
   OK(dk_acquire(l, me, 0, 1000));
   assert_int_equal(rt_cmd_int(srv, "EXISTS basic:by-name"), 1);
   OK(dk_release(l, me));
-  rlock_lock_free(l);
-  dk_free(c);
+  DK_FREE((l), (c));
 }
 
 static const dk_case cases[] = {

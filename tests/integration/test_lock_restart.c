@@ -35,8 +35,7 @@ static void test_restart_while_holding(void **state) {
   OK(rlock_lock_check(l));
   ASSERT_RANGE(rt_cmd_int(srv, "PTTL restart:hold"), 1, WD);
   OK(rlock_lock_release(l));
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l), (c));
 }
 
 typedef struct waiter {
@@ -87,9 +86,7 @@ static void test_restart_while_waiting(void **state) {
    * lease. */
   assert_true(w.done_at >= down);
   ASSERT_BETWEEN(w.done_at - back, -1000, 3000);
-  rlock_lock_free(l);
-  rlock_client_free(holder);
-  rlock_client_free(wc);
+  FX_FREE((l), (holder, wc));
 }
 
 /* A try (wait 0) against a server that is down fails at once, and so do
@@ -114,8 +111,7 @@ static void test_outage_fails_fast_then_recovers(void **state) {
   rt_server_start_again(srv);
   OK(rlock_lock_acquire(l));
   OK(rlock_lock_release(l));
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l), (c));
 }
 
 /* A waiter told to wait as long as it takes outlives an outage longer
@@ -143,9 +139,7 @@ static void test_outage_while_waiting_forever(void **state) {
   OK(w.rc);
   /* Back-off is at most 1 s between attempts. */
   ASSERT_BETWEEN(w.done_at - back, 0, 1000 + 3000);
-  rlock_lock_free(l);
-  rlock_client_free(holder);
-  rlock_client_free(wc);
+  FX_FREE((l), (holder, wc));
 }
 
 /* A bounded wait through an outage ends at its deadline with the
@@ -170,9 +164,7 @@ static void test_outage_while_waiting_ends_at_deadline(void **state) {
   /* The wait, plus at most one connect and command timeout. */
   ASSERT_BETWEEN(w.done_at - start, 2500, 2500 + 3000);
   rt_server_start_again(srv);
-  rlock_lock_free(l);
-  rlock_client_free(holder);
-  rlock_client_free(wc);
+  FX_FREE((l), (holder, wc));
 }
 
 /* A waiter riding out an outage can still be canceled. */
@@ -197,19 +189,13 @@ static void test_outage_wait_canceled(void **state) {
   ASSERT_BETWEEN(w.done_at - fired, 0, 1000);
   rt_server_start_again(srv);
   rlock_cancel_free(w.cancel);
-  rlock_lock_free(l);
-  rlock_client_free(holder);
-  rlock_client_free(wc);
+  FX_FREE((l), (holder, wc));
 }
 
 /* A waiter's client of the running driver with short timeouts and, if
  * `retry_ms` >= -1, that unreachable retry bound. */
 static rlock_client *retry_client(const char *url, int64_t retry_ms) {
-  rlock_config *cfg;
-  OK(rlock_config_new(&cfg));
-  OK(rlock_config_set_url(cfg, url));
-  OK(rlock_config_set_connect_timeout_ms(cfg, 1000));
-  OK(rlock_config_set_command_timeout_ms(cfg, 2000));
+  rlock_config *cfg = fx_config(url, 0, NULL, NULL);
   if (retry_ms >= -1)
     OK(rlock_config_set_unreachable_retry_ms(cfg, retry_ms));
   rlock_client *c = dk_client_cfg(cfg);
@@ -249,8 +235,7 @@ static void test_wait_meets_server_not_up_yet(void **state) {
   assert_int_equal(st.acquisitions, 1);
   assert_int_equal(rt_cmd_int(srv, "EXISTS restart:late"), 1);
   OK(dk_release(l, me));
-  rlock_lock_free(l);
-  dk_free(wc);
+  DK_FREE((l), (wc));
 }
 
 /* The unreachable retry bound ends a wait without a bound on a server
@@ -278,8 +263,7 @@ static void test_retry_bound_ends_unbounded_wait(void **state) {
       strstr(rlock_error_last()->message, "Connection refused") == NULL)
     fail_msg("message: %s", rlock_error_last()->message);
   assert_true(dk_connect_failures(c) >= 2);
-  rlock_lock_free(l);
-  dk_free(c);
+  DK_FREE((l), (c));
   for (int wait = 1; wait >= 0; wait--) {
     /* Bound 0 with a wait; the default bound with a try. */
     c = retry_client(rt_server_url(srv), wait ? 0 : -2);
@@ -289,8 +273,7 @@ static void test_retry_bound_ends_unbounded_wait(void **state) {
     ASSERT_BETWEEN(rt_now_ms() - t0, 0, 1000);
     assert_non_null(strstr(rlock_error_last()->message, "connect"));
     assert_null(strstr(rlock_error_last()->message, "tried again"));
-    rlock_lock_free(l);
-    dk_free(c);
+    DK_FREE((l), (c));
   }
   rt_server_start_again(srv);
 }
@@ -329,8 +312,7 @@ static void test_wait_fails_at_once_when_final(void **state) {
       fail_msg("message: %s", msg);
     assert_null(strstr(msg, "tried again"));
   }
-  rlock_lock_free(l);
-  dk_free(c);
+  DK_FREE((l), (c));
   /* A wrong password, to a server that wants another and to one that
    * wants none. */
   rt_server *pw =
@@ -346,8 +328,7 @@ static void test_wait_fails_at_once_when_final(void **state) {
     RC(dk_acquire(l, me, 5000, 1000), RLOCK_EAUTH);
     ASSERT_BETWEEN(rt_now_ms() - t0, 0, 1000);
     assert_non_null(strstr(rlock_error_last()->message, "AUTH refused"));
-    rlock_lock_free(l);
-    dk_free(c);
+    DK_FREE((l), (c));
   }
   rt_server_free(pw);
 }

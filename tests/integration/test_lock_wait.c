@@ -35,8 +35,7 @@ static void test_try_acquire_timing(void **state) {
   ASSERT_BETWEEN(rt_now_ms() - t0, 0, 500);
   assert_non_null(strstr(rlock_error_last()->message, "held by another"));
   freeReplyObject(rt_cmd(srv, "DEL wait:timing"));
-  rlock_lock_free(l);
-  dk_free(c);
+  DK_FREE((l), (c));
 }
 
 typedef struct waiter {
@@ -120,8 +119,7 @@ static void test_subscriber_killed(void **state) {
   OK(dk_op_wait(&w, 10000, "the waiter after re-subscribing"));
   ASSERT_BETWEEN(w.done_us / 1000 - t0, 0, 3000);
   OK(dk_release(l, b));
-  rlock_lock_free(l);
-  dk_free(c);
+  DK_FREE((l), (c));
 }
 
 static bool pred_attempts(void *arg, char *why, size_t cap) {
@@ -168,8 +166,7 @@ static void test_wait_end_sends_no_attempt(void **state) {
   rlock_client *c = dk_client(rt_server_url(srv), 0, NULL, NULL);
   rlock_lock *l = fx_lock(c, "wait:end");
   expect_quiet_end(l, "wait:end", 2, "the attempt after subscribing");
-  rlock_lock_free(l);
-  dk_free(c);
+  DK_FREE((l), (c));
 }
 
 /* The same for a spin lock: its back-off (constant, 2/5 of the wait)
@@ -184,8 +181,7 @@ static void test_spin_wait_end_sends_no_attempt(void **state) {
   rlock_lock *l;
   OK(rlock_lock_new_spin_opts(&l, c, "wait:spin-end", &o));
   expect_quiet_end(l, "wait:spin-end", 3, "the third attempt");
-  rlock_lock_free(l);
-  dk_free(c);
+  DK_FREE((l), (c));
 }
 
 static bool pred_one_acquired(void *arg, char *why, size_t cap) {
@@ -231,9 +227,7 @@ static void test_one_message_wakes_one_waiter(void **state) {
     pthread_join(t[i], NULL);
     OK(w[i].rc);
   }
-  rlock_lock_free(l);
-  rlock_client_free(holder);
-  rlock_client_free(wc);
+  FX_FREE((l), (holder, wc));
 }
 
 static void test_subscription_shared_and_released(void **state) {
@@ -259,9 +253,7 @@ static void test_subscription_shared_and_released(void **state) {
   }
   fx_wait_subscribers(srv, "redisson_lock__channel:{wait:shared}", 0,
                       "the end of the subscription after the last waiter");
-  rlock_lock_free(l);
-  rlock_client_free(holder);
-  rlock_client_free(wc);
+  FX_FREE((l), (holder, wc));
 }
 
 typedef struct cancel_waiter {
@@ -331,8 +323,7 @@ static void test_cancel_ends_a_wait(void **state) {
   RC(rlock_cancel_new(NULL), RLOCK_EINVAL);
   rlock_cancel_free(tok);
   rlock_cancel_free(NULL);
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l), (c));
 }
 
 /* Lock, GET, SET +1, unlock: loses updates unless the lock excludes. */
@@ -408,13 +399,7 @@ static int child_main(int argc, char **argv) {
   if (argc != 2 || strcmp(argv[0], "increment") != 0)
     return 64;
   rlock_client *c;
-  rlock_config *cfg;
-  int rc = rlock_config_new(&cfg);
-  if (rc == RLOCK_OK)
-    rc = rlock_config_set_url(cfg, argv[1]);
-  if (rc == RLOCK_OK)
-    rc = rlock_client_new(&c, cfg);
-  rlock_config_free(cfg);
+  int rc = fx_child_client(&c, argv[1]);
   if (rc == RLOCK_OK) {
     rc = increment_loop(c, argv[1], "wait:mutex-procs", 100);
     rlock_client_free(c);

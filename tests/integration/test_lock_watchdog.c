@@ -53,8 +53,7 @@ static void test_renewal_beyond_three_timeouts(void **state) {
   assert_int_equal(atomic_load(&log.calls), 0);
   OK(dk_release(l, me));
   assert_int_equal(rt_cmd_int(srv, "EXISTS wd:renew"), 0);
-  rlock_lock_free(l);
-  dk_free(c);
+  DK_FREE((l), (c));
 }
 
 static void test_renewal_stops_at_release(void **state) {
@@ -74,8 +73,7 @@ static void test_renewal_stops_at_release(void **state) {
   freeReplyObject(rt_cmd(srv, "HSET wd:stop %s 1", owner));
   freeReplyObject(rt_cmd(srv, "PEXPIRE wd:stop 300"));
   fx_wait_exists(srv, "wd:stop", 0, 1000);
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l), (c));
 }
 
 static void test_lease_lock_not_renewed(void **state) {
@@ -88,9 +86,7 @@ static void test_lease_lock_not_renewed(void **state) {
   ASSERT_BETWEEN(gone, 250, 1000);
   RC(rlock_lock_release(l), RLOCK_ELOST);
   OK(rlock_lock_release(w));
-  rlock_lock_free(l);
-  rlock_lock_free(w);
-  rlock_client_free(c);
+  FX_FREE((l, w), (c));
 }
 
 static void test_mixed_leases_follow_the_hold_stack(void **state) {
@@ -115,8 +111,7 @@ static void test_mixed_leases_follow_the_hold_stack(void **state) {
   OK(rlock_lock_release(l));
   ASSERT_RANGE(rt_cmd_int(srv, "PTTL wd:mixed"), 500, 700);
   fx_wait_exists(srv, "wd:mixed", 0, 1500);
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l), (c));
 }
 
 static void test_crashed_holder_frees_within_timeout(void **state) {
@@ -138,8 +133,7 @@ static void test_crashed_holder_frees_within_timeout(void **state) {
   OK(rlock_lock_try_acquire(l, 5000, 0));
   ASSERT_BETWEEN(rt_now_ms() - killed, 0, 1000 + 300);
   OK(rlock_lock_release(l));
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l), (c));
 }
 
 /* A watchdog hold deleted behind the holder's back is found by the next
@@ -167,8 +161,7 @@ static void test_lost_lock_is_reported_not_retaken(void **state) {
   assert_int_equal(atomic_load(&log.calls), 1);
   RC(dk_release(l, me), RLOCK_ELOST);
   RC(dk_check(l, me), RLOCK_ENOTHELD);
-  rlock_lock_free(l);
-  dk_free(c);
+  DK_FREE((l), (c));
 }
 
 static void test_renewals_are_batched(void **state) {
@@ -263,8 +256,7 @@ static void run_outage(int freeze) {
   assert_true(rc == RLOCK_ELOST || (!freeze && rc == RLOCK_EIO) ||
               (freeze && rc == RLOCK_OK));
   RC(rlock_lock_check(l), RLOCK_ENOTHELD);
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l), (c));
   rt_server_free(s);
 }
 
@@ -300,8 +292,7 @@ static void test_no_callback_after_release(void **state) {
   OK(rlock_lock_release(l));
   rt_sleep_ms(lease); /* ticks after the release */
   assert_int_equal(atomic_load(&log.calls), 0);
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l), (c));
 }
 
 /* A renewal in flight while the last watchdog level is released must not
@@ -333,8 +324,7 @@ static void test_inflight_renewal_does_not_stretch_fixed_lease(void **state) {
   }
   if (lost > 100)
     fail_msg("%d of 200 holds lost before their release: nothing shown", lost);
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l), (c));
 }
 
 /* Child role "hold URL NAME WATCHDOG_MS": acquire with the watchdog,

@@ -59,35 +59,8 @@ static void await_rc(result *r, int rc, int64_t ms, const char *what) {
   RC(r->rc, rc);
 }
 
-/* Acquire and wait for the answer; returns its code. */
-static int acquire(rlock_lock *l, uint64_t owner, int64_t wait, int64_t lease) {
-  result r = {0};
-  start_acquire(l, owner, wait, lease, &r, NULL);
-  assert_int_equal(r.done, 0); /* never from inside the call */
-  run_until(&r.done, 1, 5000 + (wait > 0 ? wait : 0), "an acquisition");
-  return r.rc;
-}
-
-static int release(rlock_lock *l, uint64_t owner) {
-  result r = {0};
-  OK(rlock_lock_release_async(l, owner, on_done, &r));
-  run_until(&r.done, 1, 5000, "a release");
-  return r.rc;
-}
-
 /* ---- cases ----------------------------------------------------------------
  */
-
-/* A command's calls so far, from INFO commandstats (0 when never run). */
-static long long calls_of(const char *cmd) {
-  redisReply *r = rt_cmd(srv, "INFO commandstats");
-  char key[64];
-  snprintf(key, sizeof key, "cmdstat_%s:calls=", cmd);
-  const char *p = strstr(r->str, key);
-  long long n = p ? atoll(p + strlen(key)) : 0;
-  freeReplyObject(r);
-  return n;
-}
 
 /* Scripts are loaded with SCRIPT LOAD ahead of their first EVALSHA on a
  * connection (never EVAL, whose scripts a Redis 7.4 server may evict),
@@ -106,10 +79,10 @@ static void test_script_load_and_flush(void **state) {
     ls[i] = fx_lock(c, name);
   }
   uint64_t me = rlock_owner_new();
-  OK(acquire(ls[0], me, 0, 10000));
-  OK(release(ls[0], me));
-  assert_true(calls_of("script|load") >= 1);
-  assert_int_equal(calls_of("eval"), 0);
+  OK(dk_acquire(ls[0], me, 0, 10000));
+  OK(dk_release(ls[0], me));
+  assert_true(fx_calls(srv, "script|load") >= 1);
+  assert_int_equal(fx_calls(srv, "eval"), 0);
   rt_cmd_ok(srv, "SCRIPT FLUSH");
   result r[N] = {{0}};
   int done = 0;
@@ -142,8 +115,8 @@ static void test_queries(void **state) {
   rlock_lock *l = fx_lock(c, "loop:query");
   uint64_t me = rlock_owner_new();
   result locked = {0}, count = {0}, ttl = {0};
-  OK(acquire(l, me, 0, 20000));
-  OK(acquire(l, me, 0, 20000));
+  OK(dk_acquire(l, me, 0, 20000));
+  OK(dk_acquire(l, me, 0, 20000));
   OK(rlock_lock_is_locked_async(l, on_done, &locked));
   OK(rlock_lock_hold_count_async(l, me, on_done, &count));
   OK(rlock_lock_ttl_async(l, on_done, &ttl));
@@ -158,7 +131,7 @@ static void test_queries(void **state) {
   run_until(&forced.done, 1, 5000, "a force release");
   assert_int_equal(forced.value, 1);
   RC(rlock_lock_check_owner(l, me), RLOCK_ELOST);
-  RC(release(l, me), RLOCK_ELOST);
+  RC(dk_release(l, me), RLOCK_ELOST);
   lock_done(c, l);
 }
 
@@ -220,7 +193,7 @@ static void run_chain(int n, const char *name) {
   the_chain = &ch;
   completions = 0;
   uint64_t first = rlock_owner_new();
-  OK(acquire(ch.l, first, 0, 60000)); /* held while the others queue */
+  OK(dk_acquire(ch.l, first, 0, 60000)); /* held while the others queue */
   rt_cmd_ok(srv, "CONFIG RESETSTAT");
   for (int i = 0; i < n; i++) {
     ch.owners[i] = rlock_owner_new();
@@ -236,7 +209,7 @@ static void run_chain(int n, const char *name) {
     assert_true(rt_now_ms() < end);
     run_once(20);
   }
-  OK(release(ch.l, first));
+  OK(dk_release(ch.l, first));
   run_until(&ch.released, n, 60000 + n * 10, "every waiter in turn");
   assert_int_equal(ch.bad, 0);
   for (int i = 0; i < n; i++)
@@ -263,7 +236,7 @@ static void test_cancel(void **state) {
   rlock_client *c = loop_client(0);
   rlock_lock *l = fx_lock(c, "loop:cancel");
   uint64_t a = rlock_owner_new(), b = rlock_owner_new();
-  OK(acquire(l, a, 0, 30000));
+  OK(dk_acquire(l, a, 0, 30000));
   result r = {0};
   rlock_op *op;
   rlock_acquire_options o = opts(b, RLOCK_WAIT_FOREVER, 10000);
@@ -281,7 +254,7 @@ static void test_cancel(void **state) {
   OK(rlock_op_cancel(op));
   assert_int_equal(r2.done, 0);
   await_rc(&r2, RLOCK_ECANCELED, 5000, "the canceled acquisition");
-  OK(release(l, a));
+  OK(dk_release(l, a));
   /* A cancel that finds the lock granted gives it back. */
   result r3 = {0};
   OK(rlock_lock_acquire_async(l, &o, on_done, &r3, &op));
@@ -299,7 +272,7 @@ static void test_fair_cancel_leaves_queue(void **state) {
   rlock_lock *l;
   OK(rlock_lock_new_fair(&l, c, "loop:fair"));
   uint64_t a = rlock_owner_new(), b = rlock_owner_new();
-  OK(acquire(l, a, 0, 30000));
+  OK(dk_acquire(l, a, 0, 30000));
   result r = {0};
   rlock_op *op;
   start_acquire(l, b, RLOCK_WAIT_FOREVER, 10000, &r, &op);
@@ -308,7 +281,7 @@ static void test_fair_cancel_leaves_queue(void **state) {
   OK(rlock_op_cancel(op));
   await_rc(&r, RLOCK_ECANCELED, 5000, "the canceled fair waiter");
   assert_int_equal(rt_cmd_int(srv, "LLEN redisson_lock_queue:{loop:fair}"), 0);
-  OK(release(l, a));
+  OK(dk_release(l, a));
   lock_done(c, l);
 }
 
@@ -324,7 +297,7 @@ static void test_kinds(void **state) {
   uint64_t o[4];
   for (int i = 0; i < 4; i++)
     o[i] = rlock_owner_new();
-  OK(acquire(fair, o[0], 0, 30000));
+  OK(dk_acquire(fair, o[0], 0, 30000));
   result w[3] = {{0}};
   completions = 0;
   for (int i = 1; i < 4; i++) {
@@ -333,39 +306,39 @@ static void test_kinds(void **state) {
   }
   RUN_LOOP_UNTIL(rt_cmd_int(srv, "LLEN redisson_lock_queue:{loop:fairq}") == 3,
                  5000);
-  OK(release(fair, o[0]));
+  OK(dk_release(fair, o[0]));
   for (int i = 0; i < 3; i++) {
     await_rc(&w[i], RLOCK_OK, 10000, "the next fair waiter");
     for (int j = i + 1; j < 3; j++)
       assert_int_equal(w[j].done, 0); /* served in arrival order */
-    OK(release(fair, o[i + 1]));
+    OK(dk_release(fair, o[i + 1]));
   }
-  OK(acquire(rd, o[0], 0, 30000));
-  OK(acquire(rd, o[1], 0, 30000)); /* shared */
+  OK(dk_acquire(rd, o[0], 0, 30000));
+  OK(dk_acquire(rd, o[1], 0, 30000)); /* shared */
   result wres = {0};
   start_acquire(wr, o[2], 20000, 30000, &wres, NULL);
   run_once(50);
-  OK(release(rd, o[0]));
+  OK(dk_release(rd, o[0]));
   if (wres.done)
     fail_msg("writer finished early: %d %s", wres.rc, wres.msg);
-  OK(release(rd, o[1]));
+  OK(dk_release(rd, o[1]));
   await_rc(&wres, RLOCK_OK, 10000, "the writer");
-  OK(release(wr, o[2]));
+  OK(dk_release(wr, o[2]));
   /* A spin lock's waiter backs off and tries again: no subscription. */
   rlock_lock *spin;
   OK(rlock_lock_new_spin(&spin, c, "loop:spin"));
-  OK(acquire(spin, o[0], 0, 30000));
+  OK(dk_acquire(spin, o[0], 0, 30000));
   result sres = {0};
   start_acquire(spin, o[1], 20000, 30000, &sres, NULL);
   run_once(50);
   assert_int_equal(sres.done, 0);
-  OK(release(spin, o[0]));
+  OK(dk_release(spin, o[0]));
   await_rc(&sres, RLOCK_OK, 10000, "the spinning waiter");
   redisReply *n =
       rt_cmd(srv, "PUBSUB NUMSUB redisson_lock__channel:{loop:spin}");
   assert_int_equal(n->element[1]->integer, 0);
   freeReplyObject(n);
-  OK(release(spin, o[1]));
+  OK(dk_release(spin, o[1]));
   rlock_lock_free(spin);
   rlock_lock_free(fair);
   rlock_lock_free(rd);
@@ -408,7 +381,7 @@ static void test_multilock_canceled(void **state) {
   uint64_t a = rlock_owner_new(), b = rlock_owner_new();
   char fb[RLOCK_OWNER_MAX];
   field_of(c, b, fb);
-  OK(acquire(l[1], a, 0, 30000));
+  OK(dk_acquire(l[1], a, 0, 30000));
   result r = {0};
   rlock_op *op;
   rlock_acquire_options o = opts(b, RLOCK_WAIT_FOREVER, 20000);
@@ -417,7 +390,7 @@ static void test_multilock_canceled(void **state) {
   OK(rlock_op_cancel(op));
   await_rc(&r, RLOCK_ECANCELED, 5000, "the canceled MultiLock");
   assert_int_equal(fx_hget(srv, "loop:m0", fb), -1);
-  OK(release(l[1], a));
+  OK(dk_release(l[1], a));
   RC(multi_release(m, b), RLOCK_ENOTHELD);
   rlock_multilock_free(m);
   for (int i = 0; i < 3; i++)
@@ -507,13 +480,13 @@ static void test_multilock_clients(void **state) {
   assert_int_equal(rt_cmd_int(srv, "EXISTS loop:x0 loop:x1 loop:x2"), 0);
   /* B waits for member 1 (on c[1]), held by A for 300 ms; then the
    * earlier member (on c[0]) gets its full lease again. */
-  OK(acquire(d.l[1], a, 0, 300));
+  OK(dk_acquire(d.l[1], a, 0, 300));
   OK(multi_acquire(d.m, b, 10000, 20000));
   ASSERT_RANGE(rt_cmd_int(srv, "PTTL loop:x0"), 15000, 20000);
   assert_int_equal(fx_hget(srv, "loop:x1", fb[1]), 1);
   OK(multi_release(d.m, b));
   /* Canceled while waiting for member 1: member 0 is given back. */
-  OK(acquire(d.l[1], a, 0, 30000));
+  OK(dk_acquire(d.l[1], a, 0, 30000));
   result r = {0};
   rlock_op *op;
   rlock_acquire_options o = opts(b, RLOCK_WAIT_FOREVER, 20000);
@@ -523,7 +496,7 @@ static void test_multilock_clients(void **state) {
   await_rc(&r, RLOCK_ECANCELED, 5000, "the canceled MultiLock");
   assert_int_equal(fx_hget(srv, "loop:x0", fb[0]), -1);
   assert_int_equal(fx_hget(srv, "loop:x1", fb[1]), -1);
-  OK(release(d.l[1], a));
+  OK(dk_release(d.l[1], a));
   duo_down(&d);
 }
 
@@ -538,7 +511,7 @@ static void test_multilock_clients_free(void **state) {
   char fb[2][RLOCK_OWNER_MAX];
   for (int i = 0; i < 2; i++)
     field_of(d.c[i], b, fb[i]);
-  OK(acquire(d.l[1], a, 0, 30000));
+  OK(dk_acquire(d.l[1], a, 0, 30000));
   result f = {0};
   rlock_acquire_options o = opts(b, RLOCK_WAIT_FOREVER, 20000);
   OK(rlock_multilock_acquire_async(d.m, &o, on_done, &f, NULL));
@@ -550,7 +523,7 @@ static void test_multilock_clients_free(void **state) {
   /* The waiter left: its channel is given up once it has lingered. */
   dk_wait_subscribers(srv, "redisson_lock__channel:{loop:x1}", 0,
                       "the channel given up");
-  OK(release(d.l[1], a));
+  OK(dk_release(d.l[1], a));
   assert_int_equal(fx_hget(srv, "loop:x1", fb[1]), -1);
   rt_cmd_int(srv, "DEL loop:x0"); /* c[0]'s hold, never released */
   duo_down(&d);
@@ -601,7 +574,7 @@ static void test_blocking_refused_keeps_hold(void **state) {
   rlock_lock *l = fx_lock(c, "loop:refused");
   rlock_lock *other = fx_lock(c, "loop:refused2");
   uint64_t me = rlock_owner_new();
-  OK(acquire(l, me, 0, RLOCK_LEASE_WATCHDOG));
+  OK(dk_acquire(l, me, 0, RLOCK_LEASE_WATCHDOG));
   RC(rlock_lock_release_owner(l, me), RLOCK_EINVAL);
   assert_non_null(strstr(rlock_error_last()->message, "event loop"));
   int deleted;
@@ -626,7 +599,7 @@ static void test_blocking_refused_keeps_hold(void **state) {
   OK(rlock_client_stats(c, &after, sizeof after));
   assert_true(after.renewals >= before.renewals + 2);
   OK(rlock_lock_check_owner(l, me));
-  OK(release(l, me));
+  OK(dk_release(l, me));
   assert_int_equal(rt_cmd_int(srv, "EXISTS loop:refused"), 0);
   RC(rlock_lock_check_owner(l, me), RLOCK_ENOTHELD);
   rlock_lock_free(other);
@@ -640,7 +613,7 @@ static void test_free_with_pending(void **state) {
   rlock_client *c = loop_client(0);
   rlock_lock *l = fx_lock(c, "loop:free");
   uint64_t a = rlock_owner_new();
-  OK(acquire(l, a, 0, 5000));
+  OK(dk_acquire(l, a, 0, 5000));
   result r[3] = {{0}};
   for (int i = 0; i < 3; i++) {
     start_acquire(l, rlock_owner_new(), 30000, 5000, &r[i], NULL);
@@ -719,7 +692,7 @@ static void test_other_thread(void **state) {
   OK(s.rc);
   await_rc(&s.r, RLOCK_OK, 5000, "the acquisition started elsewhere");
   assert_true(pthread_equal(s.r.thread, pthread_self()));
-  OK(release(s.l, s.owner));
+  OK(dk_release(s.l, s.owner));
   rlock_lock_free(s.l);
   loop_free(c);
 }
@@ -804,7 +777,7 @@ static void test_cancel_other_thread(void **state) {
   /* A free lock, then a held one: started and canceled at once. */
   for (int held = 0; held < 2; held++) {
     if (held)
-      OK(acquire(l, a, 0, 30000));
+      OK(dk_acquire(l, a, 0, 30000));
     canceler k = {.l = l, .owner = rlock_owner_new(), .mode = AT_ONCE};
     pthread_t t;
     pthread_create(&t, NULL, start_and_cancel, &k);
@@ -842,7 +815,7 @@ static void test_cancel_other_thread(void **state) {
   assert_int_equal(fx_hget(srv, "loop:xcancel", field), -1);
   pthread_mutex_destroy(&k.mu);
   pthread_cond_destroy(&k.cv);
-  OK(release(l, a));
+  OK(dk_release(l, a));
   lock_done(c, l);
 }
 
@@ -855,7 +828,7 @@ static void test_cancel_started_elsewhere(void **state) {
   rlock_lock *l = fx_lock(c, "loop:xcancel4");
   uint64_t a = rlock_owner_new();
   char field[RLOCK_OWNER_MAX];
-  OK(acquire(l, a, 0, 30000));
+  OK(dk_acquire(l, a, 0, 30000));
   for (int wait = 0; wait < 2; wait++) {
     canceler k = {.l = l, .owner = rlock_owner_new(), .mode = NEVER};
     pthread_t t;
@@ -870,7 +843,7 @@ static void test_cancel_started_elsewhere(void **state) {
     field_of(c, k.owner, field);
     assert_int_equal(fx_hget(srv, "loop:xcancel4", field), -1);
   }
-  OK(release(l, a));
+  OK(dk_release(l, a));
   assert_int_equal(rt_cmd_int(srv, "EXISTS loop:xcancel4"), 0);
   lock_done(c, l);
 }
@@ -892,7 +865,7 @@ static void test_cancel_while_called(void **state) {
   OK(k.rc);
   OK(k.cancel_rc);
   OK(k.r.rc);
-  OK(release(l, k.owner)); /* the cancel request is handled meanwhile */
+  OK(dk_release(l, k.owner)); /* the cancel request is handled meanwhile */
   assert_int_equal(rt_cmd_int(srv, "EXISTS loop:xcancel5"), 0);
   pthread_mutex_destroy(&k.mu);
   lock_done(c, l);

@@ -129,11 +129,7 @@ static void test_contention(void **state) {
   SERIES_EQ(c, "rlock_acquisitions_total" KIND, 2 + WAITERS);
   /* Kinds never used show nothing. */
   SERIES_EQ(c, "rlock_acquisitions_total{kind=\"fair\"}", -1);
-  if (dk_loop())
-    dk_free(c);
-  rlock_lock_free(l);
-  if (!dk_loop())
-    dk_free(c);
+  DK_FREE((l), (c));
 }
 
 /* Per-name series, within their bound; label values escaped. */
@@ -161,12 +157,7 @@ static void test_names(void **state) {
             1);
   SERIES_EQ(c, "rlock_acquisitions_total" KIND, 1); /* metrics:b */
   SERIES_EQ(c, "rlock_metric_names_refused_total", 1);
-  if (dk_loop())
-    dk_free(c);
-  for (int i = 0; i < 4; i++)
-    rlock_lock_free(both[i]);
-  if (!dk_loop())
-    dk_free(c);
+  DK_FREE((a, a2, q, b), (c));
 }
 
 /* A MultiLock's and a RedLock's acquisitions count as wholes under their
@@ -215,8 +206,7 @@ static void test_multilock_redlock(void **state) {
   for (int i = 0; i < 3; i++)
     rlock_lock_free(l[i]);
   rlock_lock_free(rl[1]);
-  rlock_lock_free(rl[2]);
-  dk_free(c3);
+  DK_FREE((rl[2]), (c3));
   dk_free(c2);
   dk_free(c);
   rt_server_free(s3);
@@ -246,11 +236,7 @@ static void test_reconnect(void **state) {
   SERIES_EQ(c, "rlock_disconnects_total", 1);
   SERIES_EQ(c, "rlock_reconnects_total", 1);
   SERIES_EQ(c, "rlock_connects_total", 2);
-  if (dk_loop())
-    dk_free(c);
-  rlock_lock_free(l);
-  if (!dk_loop())
-    dk_free(c);
+  DK_FREE((l), (c));
 }
 
 /* Semaphores, permit-expirable semaphores and latches count under kinds

@@ -67,9 +67,7 @@ static void test_all_held_then_released(void **state) {
   check_members(l, 3, me, RLOCK_ENOTHELD);
   RC(dk_multi_release(m, me), RLOCK_ENOTHELD);
   rlock_multilock_free(m);
-  for (int i = 0; i < 3; i++)
-    rlock_lock_free(l[i]);
-  dk_free(c);
+  DK_FREE((l[0], l[1], l[2]), (c));
 }
 
 static void test_one_busy_member_fails_all(void **state) {
@@ -99,9 +97,7 @@ static void test_one_busy_member_fails_all(void **state) {
   check_members(l, 3, me, RLOCK_ENOTHELD); /* released locally too */
   freeReplyObject(rt_cmd(srv, "DEL m:x2"));
   rlock_multilock_free(m);
-  for (int i = 0; i < 3; i++)
-    rlock_lock_free(l[i]);
-  dk_free(c);
+  DK_FREE((l[0], l[1], l[2]), (c));
 }
 
 /* A MultiLock acquisition waiting in the background: on a thread of its
@@ -164,11 +160,7 @@ static void test_waiter_wakes_when_blocker_freed(void **state) {
   OK(dk_multi_release(m, w.owner));
   assert_int_equal(rt_cmd_int(srv, "EXISTS m:w1 m:w2"), 0);
   rlock_multilock_free(m);
-  rlock_lock_free(l[0]);
-  rlock_lock_free(l[1]);
-  rlock_lock_free(blocker);
-  dk_free(c);
-  dk_free(other);
+  DK_FREE((l[0], l[1], blocker), (c, other));
 }
 
 static void test_kinds_and_servers_mixed(void **state) {
@@ -192,10 +184,7 @@ static void test_kinds_and_servers_mixed(void **state) {
   assert_int_equal(rt_cmd_int(srv, "EXISTS m:plain m:rw"), 0);
   assert_int_equal(rt_cmd_int(srv2, "EXISTS m:fair m:rw"), 0);
   rlock_multilock_free(m);
-  for (int i = 0; i < 4; i++)
-    rlock_lock_free(l[i]);
-  rlock_client_free(c1);
-  rlock_client_free(c2);
+  FX_FREE((l[0], l[1], l[2], l[3]), (c1, c2));
   rt_server_free(srv2);
 }
 
@@ -225,9 +214,7 @@ static void test_failures_leave_nothing_held(void **state) {
   rlock_cancel_free(tok);
   freeReplyObject(rt_cmd(srv, "DEL m:f2"));
   rlock_multilock_free(m);
-  for (int i = 0; i < 3; i++)
-    rlock_lock_free(l[i]);
-  rlock_client_free(c);
+  FX_FREE((l[0], l[1], l[2]), (c));
 }
 
 /* Holds a MultiLock's member from another client on its own thread, and
@@ -380,10 +367,7 @@ static void test_member_gone_before_the_last_fails(void **state) {
   OK(rlock_multilock_try_acquire(m, 0, 5000));
   OK(rlock_multilock_release(m));
   rlock_multilock_free(m);
-  for (int i = 0; i < 3; i++)
-    rlock_lock_free(l[i]);
-  rlock_client_free(c);
-  rlock_client_free(other);
+  FX_FREE((l[0], l[1], l[2]), (c, other));
 }
 
 typedef struct releaser {
@@ -434,10 +418,7 @@ static void test_explicit_owner_across_threads(void **state) {
   RC(rlock_multilock_acquire_opts(m, &o), RLOCK_EINVAL);
   assert_int_equal(rt_cmd_int(srv, "EXISTS m:o1"), 0);
   rlock_multilock_free(m);
-  for (int i = 0; i < 3; i++)
-    rlock_lock_free(l[i]);
-  rlock_client_free(c);
-  rlock_client_free(c2);
+  FX_FREE((l[0], l[1], l[2]), (c, c2));
 }
 
 static void test_bad_input_and_sort(void **state) {
@@ -474,10 +455,7 @@ static void test_bad_input_and_sort(void **state) {
   RC(rlock_names_sort(bad, 2), RLOCK_EINVAL);
   RC(rlock_names_sort(NULL, 2), RLOCK_EINVAL);
   OK(rlock_names_sort(NULL, 0));
-  rlock_lock_free(a);
-  rlock_lock_free(a2);
-  rlock_lock_free(f);
-  rlock_client_free(c);
+  FX_FREE((a, a2, f), (c));
 }
 
 static const dk_case cases[] = {

@@ -193,11 +193,7 @@ static void test_counters(void **state) {
   RC(rlock_client_stats(c, &st, 0), RLOCK_EINVAL);
   assert_non_null(strstr(rlock_error_last()->message, "size"));
 
-  rlock_lock_free(w.l);
-  rlock_lock_free(held);
-  rlock_lock_free(l);
-  rlock_client_free(other);
-  rlock_client_free(c);
+  FX_FREE((w.l, held, l), (other, c));
 }
 
 /* A restart without persistence: the held lock is reported lost (ERROR),
@@ -238,9 +234,7 @@ static void test_log_restart(void **state) {
   wait_heard(&h, "subscriber reconnected to");
   OK(rlock_lock_release(again));
   OK(fx_waiter_join(&w2));
-  rlock_lock_free(w2.l);
-  rlock_lock_free(again);
-  rlock_client_free(third);
+  FX_FREE((w2.l, again), (third));
   assert_int_equal(heard_at(&h, "subscriber connection to"), RLOCK_LOG_WARN);
   assert_int_equal(heard_at(&h, "subscriber reconnected"), RLOCK_LOG_INFO);
   rlock_stats st = stats_of(c);
@@ -249,11 +243,7 @@ static void test_log_restart(void **state) {
   assert_true(st.connects >= 3);
   assert_true(atomic_load(&h.reentered) > 0);
   RC(rlock_lock_release(l), RLOCK_ELOST);
-  rlock_lock_free(w.l);
-  rlock_lock_free(held);
-  rlock_lock_free(l);
-  rlock_client_free(other);
-  rlock_client_free(c);
+  FX_FREE((w.l, held, l), (other, c));
   pthread_mutex_destroy(&h.mu);
 }
 
@@ -279,8 +269,7 @@ static void test_log_outage_levels(void **state) {
   assert_true(max_level_heard(&h) <= RLOCK_LOG_WARN);
   rt_server_start_again(srv);
   RC(rlock_lock_release(l), RLOCK_ELOST);
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l), (c));
   pthread_mutex_destroy(&h.mu);
 }
 

@@ -23,11 +23,7 @@ static rt_server *srv;
 
 static rlock_client *reg_client(int64_t period, const char *program,
                                 const char *url, rlock_log_fn log, void *ud) {
-  rlock_config *cfg;
-  OK(rlock_config_new(&cfg));
-  OK(rlock_config_set_url(cfg, url));
-  OK(rlock_config_set_connect_timeout_ms(cfg, 1000));
-  OK(rlock_config_set_command_timeout_ms(cfg, 2000));
+  rlock_config *cfg = fx_config(url, 0, NULL, NULL);
   OK(rlock_config_set_registry_period(cfg, period));
   if (program != NULL)
     OK(rlock_config_set_program(cfg, program));
@@ -139,11 +135,7 @@ static void test_period(void **state) {
    * once); at most one more than the periods elapsed */
   ASSERT_RANGE(took, (n - 1) * PERIOD - 50, rt_scaled_ms(5000));
   ASSERT_RANGE(n, 4, rt_scaled_ms(5000) / PERIOD);
-  if (dk_loop())
-    dk_free(c);
-  rlock_lock_free(l);
-  if (!dk_loop())
-    dk_free(c);
+  DK_FREE((l), (c));
 }
 
 /* Off: no key, whatever the client does; whois says 0. */
@@ -163,11 +155,7 @@ static void test_off(void **state) {
   RC(dk_whois(on, rlock_client_id(off), &rec), 0);
   assert_string_equal(rec.host, "");
   dk_free(on);
-  if (dk_loop())
-    dk_free(off);
-  rlock_lock_free(l);
-  if (!dk_loop())
-    dk_free(off);
+  DK_FREE((l), (off));
 }
 
 static atomic_int warns;
@@ -216,11 +204,7 @@ static void test_acl_refused(void **state) {
   OK(dk_release(l, me));
   assert_int_equal(atomic_load(&warns), 1);
   assert_non_null(strstr(warned, RLOCK_REGISTRY_PREFIX));
-  if (dk_loop())
-    dk_free(c);
-  rlock_lock_free(l);
-  if (!dk_loop())
-    dk_free(c);
+  DK_FREE((l), (c));
   rt_cmd_int(srv, "ACL DELUSER regtest");
 }
 
@@ -293,11 +277,7 @@ static void test_redisson_owner(void **state) {
   assert_int_equal(rec.pid, 0);
   rlock_lock_info_free(info);
   rt_cmd_int(srv, "DEL registry:redisson");
-  if (dk_loop())
-    dk_free(c);
-  rlock_lock_free(l);
-  if (!dk_loop())
-    dk_free(c);
+  DK_FREE((l), (c));
 }
 
 static void never_called(void *arg, int rc, const rlock_client_record *rec) {

@@ -131,10 +131,7 @@ static void test_writer_waits_for_readers_and_excludes(void **state) {
   pthread_join(t, NULL);
   OK(w.rc);
   OK(rlock_lock_release(r2));
-  rlock_lock_free(r1);
-  rlock_lock_free(r2);
-  rlock_client_free(a);
-  rlock_client_free(b);
+  FX_FREE((r1, r2), (a, b));
 }
 
 static void test_downgrade_keeps_read_holds(void **state) {
@@ -169,11 +166,7 @@ static void test_downgrade_keeps_read_holds(void **state) {
   ASSERT_BETWEEN(atomic_load(&j.got_at) - t0, 0, 300);
   OK(rlock_lock_release(r));
   assert_int_equal(rt_cmd_int(srv, "EXISTS rw:down"), 0);
-  rlock_lock_free(w);
-  rlock_lock_free(r);
-  rlock_lock_free(other);
-  rlock_client_free(c);
-  rlock_client_free(o);
+  FX_FREE((w, r, other), (c, o));
 }
 
 static void test_upgrade_is_refused(void **state) {
@@ -189,9 +182,7 @@ static void test_upgrade_is_refused(void **state) {
   OK(rlock_lock_release(r));
   OK(rlock_lock_try_acquire(w, 0, 0)); /* fine once the reads are gone */
   OK(rlock_lock_release(w));
-  rlock_lock_free(w);
-  rlock_lock_free(r);
-  rlock_client_free(c);
+  FX_FREE((w, r), (c));
 }
 
 static void test_layout_matches_redisson(void **state) {
@@ -283,10 +274,7 @@ static void test_messages_wake_readers_and_writers(void **state) {
   pthread_join(wt, NULL);
   OK(wj.rc);
   ASSERT_BETWEEN(atomic_load(&wj.got_at) - t0, 0, 300);
-  rlock_lock_free(w);
-  rlock_lock_free(r);
-  rlock_client_free(a);
-  rlock_client_free(b);
+  FX_FREE((w, r), (a, b));
 }
 
 static void test_read_release_keeps_write_renewal(void **state) {
@@ -311,9 +299,7 @@ static void test_read_release_keeps_write_renewal(void **state) {
   OK(rlock_lock_release(r));
   OK(rlock_lock_release(w));
   assert_int_equal(rt_cmd_int(srv, "EXISTS rw:renew"), 0);
-  rlock_lock_free(w);
-  rlock_lock_free(r);
-  rlock_client_free(c);
+  FX_FREE((w, r), (c));
 }
 
 static void test_crashed_reader_expires_while_others_renew(void **state) {
@@ -355,9 +341,7 @@ static void test_crashed_reader_expires_while_others_renew(void **state) {
   assert_int_equal(rt_cmd_int(srv, "EXISTS rw:zombie"), 0);
   OK(rlock_lock_try_acquire(w, 0, 0));
   OK(rlock_lock_release(w));
-  rlock_lock_free(r);
-  rlock_lock_free(w);
-  rlock_client_free(c);
+  FX_FREE((r, w), (c));
 }
 
 static void test_force_release_and_queries(void **state) {
@@ -392,11 +376,7 @@ static void test_force_release_and_queries(void **state) {
   OK(rlock_lock_hold_count(&n, rb));
   assert_int_equal(n, 0);
   OK(rlock_lock_release(w));
-  rlock_lock_free(r);
-  rlock_lock_free(rb);
-  rlock_lock_free(w);
-  rlock_client_free(a);
-  rlock_client_free(b);
+  FX_FREE((r, rb, w), (a, b));
 }
 
 /* Read holds each keep their own lease: after the later one is released,
@@ -419,8 +399,7 @@ static void test_check_follows_read_levels(void **state) {
   RC(rlock_lock_check(r), RLOCK_ELOST);
   assert_int_equal(rt_cmd_int(srv, "EXISTS rw:levels"), 0);
   RC(rlock_lock_release(r), RLOCK_ELOST);
-  rlock_lock_free(r);
-  rlock_client_free(c);
+  FX_FREE((r), (c));
 }
 
 static void test_bad_input(void **state) {
@@ -446,9 +425,7 @@ static void test_bad_input(void **state) {
   freeReplyObject(v);
   RC(rlock_lock_try_acquire(r, -5, 0), RLOCK_EINVAL);
   RC(rlock_lock_try_acquire(w, 0, -5), RLOCK_EINVAL);
-  rlock_lock_free(r);
-  rlock_lock_free(w);
-  rlock_client_free(c);
+  FX_FREE((r, w), (c));
 }
 
 /* Several processes read and write at random; each records the interval
@@ -526,9 +503,7 @@ static int child_main(int argc, char **argv) {
     freeReplyObject(redisCommand(raw, "RPUSH %s:log %s", argv[2], entry));
   }
   redisFree(raw);
-  rlock_lock_free(r);
-  rlock_lock_free(w);
-  rlock_client_free(c);
+  FX_FREE((r, w), (c));
   return 0;
 }
 

@@ -76,39 +76,27 @@ static void wait_subscribed(const char *channel) {
 
 /* ---- calls, synchronous on every driver ---------------------------------- */
 
+/* A call answered by dk_on_cb (its argument the sk: `cb` comes first),
+ * or by sk_permit_cb. */
 typedef struct sk {
-  atomic_int done;
-  int rc;
-  int64_t value;
+  dk_cb cb;
   char id[RLOCK_PERMIT_ID_LEN + 1];
-  char msg[256];
   pthread_t thread;
   void *obj;
   int64_t arg, wait;
 } sk;
 
-static void sk_cb(void *arg, int rc, int64_t value) {
-  sk *k = arg;
-  k->value = value;
-  dk_answered(&k->done, &k->rc, k->msg, sizeof k->msg, rc);
-}
-
 static void sk_permit_cb(void *arg, int rc, const char *id) {
   sk *k = arg;
   if (id != NULL)
     snprintf(k->id, sizeof k->id, "%s", id);
-  sk_cb(arg, rc, 0);
+  dk_on_cb(arg, rc, 0);
 }
 
 /* A loop call's answer: `rc` is what the _async call returned. */
 static int sk_wait(sk *k, int rc) {
-  if (rc != RLOCK_OK)
-    return rc;
-  dk_wait(dk_pred_answered, &k->done, 15000 + (k->wait > 0 ? k->wait : 0),
-          "an answer");
-  if (k->rc != RLOCK_OK)
-    rlock_loop_error(k->rc, k->msg);
-  return k->rc;
+  return dk_cb_wait(&k->cb, rc, 15000 + (k->wait > 0 ? k->wait : 0),
+                    "an answer");
 }
 
 /* SYNC_CALL's `out_` for the calls that give no value. */
@@ -122,17 +110,17 @@ static int64_t *const none = NULL;
     sk k_ = {0};                                                               \
     int rc_ = sk_wait(&k_, (async_call));                                      \
     if (rc_ == RLOCK_OK && (out_) != NULL)                                     \
-      *(out_) = k_.value;                                                      \
+      *(out_) = k_.cb.value;                                                   \
     return rc_;                                                                \
   } while (0)
 
 static int s_acquire(rlock_semaphore *s, int64_t n, int64_t wait) {
   SYNC_CALL(none, rlock_semaphore_acquire(s, n, wait, NULL),
-            rlock_semaphore_acquire_async(s, n, wait, sk_cb, &k_, NULL));
+            rlock_semaphore_acquire_async(s, n, wait, dk_on_cb, &k_, NULL));
 }
 static int s_release(rlock_semaphore *s, int64_t n) {
   SYNC_CALL(none, rlock_semaphore_release(s, n),
-            rlock_semaphore_release_async(s, n, sk_cb, &k_));
+            rlock_semaphore_release_async(s, n, dk_on_cb, &k_));
 }
 static int s_try_set(int64_t *set, rlock_semaphore *s, int64_t n) {
   int flag = 0;
@@ -141,23 +129,23 @@ static int s_try_set(int64_t *set, rlock_semaphore *s, int64_t n) {
     *set = flag;
     return rc;
   }
-  SYNC_CALL(set, 0, rlock_semaphore_try_set_permits_async(s, n, sk_cb, &k_));
+  SYNC_CALL(set, 0, rlock_semaphore_try_set_permits_async(s, n, dk_on_cb, &k_));
 }
 static int s_set(rlock_semaphore *s, int64_t n) {
   SYNC_CALL(none, rlock_semaphore_set_permits(s, n),
-            rlock_semaphore_set_permits_async(s, n, sk_cb, &k_));
+            rlock_semaphore_set_permits_async(s, n, dk_on_cb, &k_));
 }
 static int s_add(rlock_semaphore *s, int64_t d) {
   SYNC_CALL(none, rlock_semaphore_add_permits(s, d),
-            rlock_semaphore_add_permits_async(s, d, sk_cb, &k_));
+            rlock_semaphore_add_permits_async(s, d, dk_on_cb, &k_));
 }
 static int s_available(int64_t *n, rlock_semaphore *s) {
   SYNC_CALL(n, rlock_semaphore_available(n, s),
-            rlock_semaphore_available_async(s, sk_cb, &k_));
+            rlock_semaphore_available_async(s, dk_on_cb, &k_));
 }
 static int s_drain(int64_t *n, rlock_semaphore *s) {
   SYNC_CALL(n, rlock_semaphore_drain(n, s),
-            rlock_semaphore_drain_async(s, sk_cb, &k_));
+            rlock_semaphore_drain_async(s, dk_on_cb, &k_));
 }
 
 static int p_acquire(char *id, rlock_psemaphore *s, int64_t wait,
@@ -174,66 +162,51 @@ static int p_acquire(char *id, rlock_psemaphore *s, int64_t wait,
 }
 static int p_release(rlock_psemaphore *s, const char *id) {
   SYNC_CALL(none, rlock_psemaphore_release(s, id),
-            rlock_psemaphore_release_async(s, id, sk_cb, &k_));
+            rlock_psemaphore_release_async(s, id, dk_on_cb, &k_));
 }
 static int p_update(rlock_psemaphore *s, const char *id, int64_t lease) {
   SYNC_CALL(none, rlock_psemaphore_update_lease(s, id, lease),
-            rlock_psemaphore_update_lease_async(s, id, lease, sk_cb, &k_));
+            rlock_psemaphore_update_lease_async(s, id, lease, dk_on_cb, &k_));
 }
 static int p_try_set(rlock_psemaphore *s, int64_t n) {
   SYNC_CALL(none, rlock_psemaphore_try_set_permits(NULL, s, n),
-            rlock_psemaphore_try_set_permits_async(s, n, sk_cb, &k_));
+            rlock_psemaphore_try_set_permits_async(s, n, dk_on_cb, &k_));
 }
 static int p_set(rlock_psemaphore *s, int64_t n) {
   SYNC_CALL(none, rlock_psemaphore_set_permits(s, n),
-            rlock_psemaphore_set_permits_async(s, n, sk_cb, &k_));
+            rlock_psemaphore_set_permits_async(s, n, dk_on_cb, &k_));
 }
 static int p_available(int64_t *n, rlock_psemaphore *s) {
   SYNC_CALL(n, rlock_psemaphore_available(n, s),
-            rlock_psemaphore_available_async(s, sk_cb, &k_));
+            rlock_psemaphore_available_async(s, dk_on_cb, &k_));
 }
 static int p_permits(int64_t *n, rlock_psemaphore *s) {
   SYNC_CALL(n, rlock_psemaphore_permits(n, s),
-            rlock_psemaphore_permits_async(s, sk_cb, &k_));
+            rlock_psemaphore_permits_async(s, dk_on_cb, &k_));
 }
 static int p_lease(int64_t *n, rlock_psemaphore *s, const char *id) {
   SYNC_CALL(n, rlock_psemaphore_lease_ms(n, s, id),
-            rlock_psemaphore_lease_ms_async(s, id, sk_cb, &k_));
+            rlock_psemaphore_lease_ms_async(s, id, dk_on_cb, &k_));
 }
 
 typedef struct pk {
-  atomic_int done;
-  int rc;
+  dk_cb cb; /* first: the callback's argument is the pk */
   rlock_permits_info *info;
-  char msg[256];
 } pk;
 
 static void pk_cb(void *arg, int rc, rlock_permits_info *info) {
-  pk *k = arg;
-  k->rc = rc;
-  k->info = info;
-  snprintf(k->msg, sizeof k->msg, "%s",
-           rc == RLOCK_OK ? "" : rlock_error_last()->message);
-  atomic_store(&k->done, 1);
-}
-
-static bool pk_pred(void *arg, char *why, size_t cap) {
-  snprintf(why, cap, "no snapshot yet");
-  return atomic_load(&((pk *)arg)->done);
+  ((pk *)arg)->info = info;
+  dk_on_cb(arg, rc, 0);
 }
 
 static int p_inspect(rlock_permits_info **out, rlock_psemaphore *s) {
   if (!dk_loop())
     return rlock_psemaphore_inspect(out, s);
   pk k = {0};
-  int rc = rlock_psemaphore_inspect_async(s, pk_cb, &k);
-  if (rc != RLOCK_OK)
-    return rc;
-  dk_wait(pk_pred, &k, 15000, "a snapshot");
+  int rc = dk_cb_wait(&k.cb, rlock_psemaphore_inspect_async(s, pk_cb, &k),
+                      15000, "a snapshot");
   *out = k.info;
-  if (k.rc != RLOCK_OK)
-    rlock_loop_error(k.rc, k.msg);
-  return k.rc;
+  return rc;
 }
 
 typedef struct p_check_arg {
@@ -259,18 +232,19 @@ static int p_check(rlock_psemaphore *s, const char *id) {
 
 static int l_try_set(rlock_latch *x, int64_t n) {
   SYNC_CALL(none, rlock_latch_try_set_count(NULL, x, n),
-            rlock_latch_try_set_count_async(x, n, sk_cb, &k_));
+            rlock_latch_try_set_count_async(x, n, dk_on_cb, &k_));
 }
 static int l_down(rlock_latch *x) {
   SYNC_CALL(none, rlock_latch_count_down(x),
-            rlock_latch_count_down_async(x, sk_cb, &k_));
+            rlock_latch_count_down_async(x, dk_on_cb, &k_));
 }
 static int l_count(int64_t *n, rlock_latch *x) {
-  SYNC_CALL(n, rlock_latch_count(n, x), rlock_latch_count_async(x, sk_cb, &k_));
+  SYNC_CALL(n, rlock_latch_count(n, x),
+            rlock_latch_count_async(x, dk_on_cb, &k_));
 }
 static int l_await(rlock_latch *x, int64_t wait) {
   SYNC_CALL(none, rlock_latch_await(x, wait, NULL),
-            rlock_latch_await_async(x, wait, sk_cb, &k_, NULL));
+            rlock_latch_await_async(x, wait, dk_on_cb, &k_, NULL));
 }
 static int l_delete(int64_t *deleted, rlock_latch *x) {
   int flag = 0;
@@ -279,7 +253,7 @@ static int l_delete(int64_t *deleted, rlock_latch *x) {
     *deleted = flag;
     return rc;
   }
-  SYNC_CALL(deleted, 0, rlock_latch_delete_async(x, sk_cb, &k_));
+  SYNC_CALL(deleted, 0, rlock_latch_delete_async(x, dk_on_cb, &k_));
 }
 
 /* ---- a wait in the background ------------------------------------------- */
@@ -295,7 +269,7 @@ static void *bg_main(void *arg) {
     rc = rlock_psemaphore_acquire(k->id, k->obj, k->wait, 5000, NULL);
   else
     rc = rlock_latch_await(k->obj, k->wait, NULL);
-  sk_cb(k, rc, 0);
+  dk_on_cb(k, rc, 0);
   return NULL;
 }
 
@@ -310,20 +284,18 @@ static void bg_start(sk *k, int what, void *obj, int64_t wait) {
     return;
   }
   if (what == BG_SEM)
-    OK(rlock_semaphore_acquire_async(obj, 1, wait, sk_cb, k, NULL));
+    OK(rlock_semaphore_acquire_async(obj, 1, wait, dk_on_cb, k, NULL));
   else if (what == BG_PSEM)
     OK(rlock_psemaphore_acquire_async(obj, wait, 5000, sk_permit_cb, k, NULL));
   else
-    OK(rlock_latch_await_async(obj, wait, sk_cb, k, NULL));
+    OK(rlock_latch_await_async(obj, wait, dk_on_cb, k, NULL));
 }
 
 static int bg_end(sk *k) {
-  dk_wait(dk_pred_answered, &k->done, 10000, "the background wait");
+  int rc = dk_cb_wait(&k->cb, RLOCK_OK, 10000, "the background wait");
   if (!dk_loop())
     pthread_join(k->thread, NULL);
-  if (k->rc != RLOCK_OK)
-    rlock_loop_error(k->rc, k->msg);
-  return k->rc;
+  return rc;
 }
 
 /* ---- the Java side ------------------------------------------------------- */
@@ -601,7 +573,7 @@ static void test_cancel(void **state) {
   } else {
     sk k = {0};
     rlock_op *op;
-    OK(rlock_semaphore_acquire_async(s, 1, 20000, sk_cb, &k, &op));
+    OK(rlock_semaphore_acquire_async(s, 1, 20000, dk_on_cb, &k, &op));
     wait_subscribed(channel);
     OK(rlock_op_cancel(op));
     RC(sk_wait(&k, RLOCK_OK), RLOCK_ECANCELED);
@@ -922,16 +894,7 @@ static void test_psemaphore_redisson_state(void **state) {
 
 /* Scripts a server ran since its CONFIG RESETSTAT (EVAL or EVALSHA). */
 static long long scripts_run(rt_server *s) {
-  redisReply *r = rt_cmd(s, "INFO commandstats");
-  long long n = 0;
-  for (const char *k = r->str;
-       k != NULL && (k = strstr(k, "cmdstat_eval")) != NULL; k++) {
-    const char *c = strstr(k, ":calls=");
-    if (c != NULL && (k[12] == ':' || strncmp(k + 12, "sha:", 4) == 0))
-      n += atoll(c + 7);
-  }
-  freeReplyObject(r);
-  return n;
+  return fx_calls(s, "eval") + fx_calls(s, "evalsha");
 }
 
 /* A waiter looked before it subscribed and once subscribed: asleep. */
@@ -1062,11 +1025,7 @@ static void test_replica_wait(void **state) {
   sen = grp;
   char name[128];
   fresh(name, sizeof name, "wait");
-  rlock_config *cfg;
-  OK(rlock_config_new(&cfg));
-  OK(rlock_config_set_url(cfg, rt_sentinel_url(grp)));
-  OK(rlock_config_set_connect_timeout_ms(cfg, 1000));
-  OK(rlock_config_set_command_timeout_ms(cfg, 2000));
+  rlock_config *cfg = fx_config(rt_sentinel_url(grp), 0, NULL, NULL);
   OK(rlock_config_set_replica_sync_timeout_ms(cfg, 200));
   rlock_client *c = dk_client_cfg(cfg);
   rlock_config_free(cfg);

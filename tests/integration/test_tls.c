@@ -56,13 +56,8 @@ static const char *tls_url(char *buf, size_t size, int port, const char *ca,
 /* A client of the running driver (a blocking one in the cases that run
  * on it alone). */
 static rlock_client *client_for(const char *url, int64_t watchdog) {
-  rlock_config *cfg;
-  OK(rlock_config_new(&cfg));
-  OK(rlock_config_set_url(cfg, url));
+  rlock_config *cfg = fx_config(url, watchdog, NULL, NULL);
   OK(rlock_config_set_connect_timeout_ms(cfg, CONNECT_MS));
-  OK(rlock_config_set_command_timeout_ms(cfg, 2000));
-  if (watchdog > 0)
-    OK(rlock_config_set_watchdog_timeout_ms(cfg, watchdog));
   rlock_client *c = dk_client_cfg(cfg);
   rlock_config_free(cfg);
   return c;
@@ -123,8 +118,7 @@ static void test_lock_wait_watchdog(void **state) {
   assert_true(st.connects >= 2); /* a command connection, the subscriber */
   assert_int_equal(st.disconnects, 0);
   rlock_lock_free(lw);
-  rlock_lock_free(l);
-  dk_free(holder);
+  DK_FREE((l), (holder));
   dk_free(wc);
 }
 
@@ -149,8 +143,7 @@ static void test_redlock(void **state) {
     assert_int_equal(rt_cmd_int(tls_srv[i], "EXISTS tls:red"), 0);
   rlock_redlock_free(rl);
   for (int i = 0; i < 3; i++) {
-    rlock_lock_free(m[i]);
-    rlock_client_free(c[i]);
+    FX_FREE((m[i]), (c[i]));
   }
 }
 
@@ -193,8 +186,7 @@ static int expect_refused_waiting(const char *url, const char *what,
     fail_msg("%s: status %d, message '%s', wanted '%s'", url, rc,
              rlock_error_last()->message, what);
   ASSERT_BETWEEN(ms, 0, bound_ms + 500);
-  rlock_lock_free(l);
-  dk_free(c);
+  DK_FREE((l), (c));
   return rc;
 }
 
@@ -323,8 +315,7 @@ static void test_client_certificate(void **state) {
   rlock_lock *l = fx_lock(c, "tls:mtls");
   OK(rlock_lock_acquire(l));
   OK(rlock_lock_release(l));
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l), (c));
 }
 
 /* Files and options that cannot work fail at rlock_client_new. */
@@ -535,8 +526,7 @@ static void test_sentinel(void **state) {
     rt_sleep_ms(50);
   }
   OK(rlock_lock_release(l));
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l), (c));
   rt_sentinel_free(g);
 }
 

@@ -70,10 +70,7 @@ static void test_wait_bounds_a_hung_server(void **state) {
     ASSERT_BETWEEN(ms, 390, 400 + MARGIN_MS);
   }
   rt_server_thaw(srv);
-  rlock_lock_free(lc);
-  rlock_lock_free(lw);
-  dk_free(cold);
-  dk_free(warm);
+  DK_FREE((lc, lw), (cold, warm));
 }
 
 /* Connections `srv` has taken so far. The PING first: the server takes
@@ -142,8 +139,7 @@ static void test_try_once_bounded_by_command_timeout(void **state) {
   RC(rc, RLOCK_ETIMEOUT);
   ASSERT_BETWEEN(ms, 1900, 2000 + MARGIN_MS);
   rt_server_thaw(srv);
-  rlock_lock_free(l);
-  rlock_client_free(c);
+  FX_FREE((l), (c));
 }
 
 typedef struct canceled_wait {
@@ -183,8 +179,7 @@ static void test_cancel_ends_a_read(void **state) {
   ASSERT_BETWEEN(atomic_load(&w.ended_ms) - fired, 0, 150);
   rt_server_thaw(srv);
   rlock_cancel_free(w.token);
-  rlock_lock_free(w.l);
-  rlock_client_free(c);
+  FX_FREE((w.l), (c));
 }
 
 /* A MultiLock's wait bounds all its members' together. */
@@ -203,9 +198,7 @@ static void test_multilock_wait_bounded(void **state) {
   ASSERT_BETWEEN(ms, 390, 400 + 2 * MARGIN_MS);
   rt_server_thaw(srv);
   rlock_multilock_free(m);
-  rlock_lock_free(m1);
-  rlock_lock_free(m2);
-  rlock_client_free(c);
+  FX_FREE((m1, m2), (c));
 }
 
 static const dk_case cases[] = {

@@ -409,7 +409,7 @@ void rt_cluster_wait_ok(rt_cluster *c, int64_t timeout_ms) {
 static void start_node(rt_cluster *c, int i) {
   char timeout[16];
   snprintf(timeout, sizeof timeout, "%d", RT_CLUSTER_NODE_TIMEOUT_MS);
-  const char *const args[] = {
+  const char *args[4 + RT_TLS_ARGS + 4] = {
       "--cluster-node-timeout",
       timeout,
       /* No 5 s wait before a replica's first full sync. */
@@ -417,37 +417,15 @@ static void start_node(rt_cluster *c, int i) {
       "0",
       NULL,
   };
-  const char *const *use = args;
   char port[16];
-  if (c->tls) {
-    c->tls_port[i] = rt_free_port();
-    snprintf(port, sizeof port, "%d", c->tls_port[i]);
-    static const char *tls_args[32];
-    const char *const more[] = {"--tls-port",
-                                port,
-                                "--tls-cert-file",
-                                c->tls->server_crt,
-                                "--tls-key-file",
-                                c->tls->server_key,
-                                "--tls-ca-cert-file",
-                                c->tls->ca,
-                                "--tls-auth-clients",
-                                "no",
-                                "--tls-cluster",
-                                "yes",
-                                "--tls-replication",
-                                "yes",
-                                NULL};
-    size_t k = 0;
-    for (size_t j = 0; args[j]; j++)
-      tls_args[k++] = args[j];
-    for (size_t j = 0; more[j]; j++)
-      tls_args[k++] = more[j];
-    tls_args[k] = NULL;
-    use = tls_args;
+  if (c->tls) { /* the cluster bus and replication on TLS too */
+    const char *const more[] = {"--tls-cluster", "yes", "--tls-replication",
+                                "yes", NULL};
+    rt_tls_args(c->tls, &c->tls_port[i], port, "no", args + 4);
+    memcpy(args + 4 + RT_TLS_ARGS - 1, more, sizeof more);
   }
   c->srv[i] = rt_server_start_opts(
-      &(rt_server_opts){.extra_args = use,
+      &(rt_server_opts){.extra_args = args,
                         .cluster = true,
                         .host = c->host[i],
                         .prefix = c->prefix ? c->prefix[i] : NULL});

@@ -119,7 +119,8 @@ static void set_error(rt_fake *f, const char *fmt, ...) {
 enum wait_result { WAIT_READY, WAIT_STOP, WAIT_TIMEOUT, WAIT_ERROR };
 
 /* Wait until fd has `events` (fd < 0: only sleep), the stop pipe is
-   readable, or timeout_ms (< 0: no limit) passes. */
+   readable, or timeout_ms (< 0: no limit) passes. WAIT_ERROR: poll()
+   failed, the error recorded. */
 static enum wait_result wait_fd(rt_fake *f, int fd, short events,
                                 int timeout_ms) {
   struct pollfd p[2] = {
@@ -136,8 +137,10 @@ static enum wait_result wait_fd(rt_fake *f, int fd, short events,
     int n = poll(p, 2, left);
     if (n < 0 && errno == EINTR)
       continue;
-    if (n < 0)
+    if (n < 0) {
+      set_error(f, "poll: %s", strerror(errno));
       return WAIT_ERROR;
+    }
     if (p[0].revents)
       return WAIT_STOP;
     if (n == 0)
@@ -150,15 +153,7 @@ static enum wait_result wait_fd(rt_fake *f, int fd, short events,
 /* Wait (without limit) until fd has `events`: false if the fake is being
    stopped or poll() fails (then with an error recorded). */
 static bool await_fd(rt_fake *f, int fd, short events) {
-  switch (wait_fd(f, fd, events, -1)) {
-  case WAIT_READY:
-    return true;
-  case WAIT_ERROR:
-    set_error(f, "poll: %s", strerror(errno));
-    return false;
-  default:
-    return false;
-  }
+  return wait_fd(f, fd, events, -1) == WAIT_READY;
 }
 
 static int current_fd(const rt_fake *f) {
@@ -318,9 +313,6 @@ static bool step_trickle(rt_fake *f, const char *data, int ms) {
         break;
       case WAIT_READY:
         return step_close(f); /* the client hung up */
-      case WAIT_ERROR:
-        set_error(f, "poll: %s", strerror(errno));
-        return false;
       default:
         return false;
       }
@@ -354,15 +346,7 @@ static bool step_flood(rt_fake *f, const char *unit) {
 }
 
 static bool step_sleep(rt_fake *f, int ms) {
-  switch (wait_fd(f, -1, 0, ms > 0 ? ms : 0)) {
-  case WAIT_TIMEOUT:
-    return true;
-  case WAIT_ERROR:
-    set_error(f, "poll: %s", strerror(errno));
-    return false;
-  default:
-    return false;
-  }
+  return wait_fd(f, -1, 0, ms > 0 ? ms : 0) == WAIT_TIMEOUT;
 }
 
 static bool run_step(rt_fake *f, const rt_fake_step *st) {

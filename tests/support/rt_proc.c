@@ -437,3 +437,35 @@ void rt_proc_init(void) {
 }
 
 void rt_proc_disown(void) { atomic_store(&g_owner, -1); }
+
+/* In the child of rt_proc_start_to_files: a process group of its own and
+   the signals the programs under test handle at their defaults. */
+static void own_group_defaults(void) {
+  setpgid(0, 0);
+  const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+  struct sigaction sa = {.sa_handler = SIG_DFL};
+  sigemptyset(&sa.sa_mask);
+  for (int i = 0; i < 3; i++)
+    sigaction(sigs[i], &sa, NULL);
+  sigprocmask(SIG_SETMASK, &sa.sa_mask, NULL);
+}
+
+pid_t rt_proc_start_to_files(const char *const *argv, const char *out,
+                             const char *err, bool own_group) {
+  pid_t pid = fork();
+  if (pid != 0) {
+    if (pid > 0 && own_group)
+      setpgid(pid, pid); /* either of the two calls wins; both mean the same */
+    return pid;
+  }
+  int in = open("/dev/null", O_RDONLY);
+  int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (in < 0 || o < 0 || e < 0 || dup2(in, STDIN_FILENO) < 0 ||
+      dup2(o, STDOUT_FILENO) < 0 || dup2(e, STDERR_FILENO) < 0)
+    _exit(126);
+  if (own_group)
+    own_group_defaults();
+  execv(argv[0], (char *const *)argv);
+  _exit(127);
+}

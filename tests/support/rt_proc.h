@@ -65,6 +65,15 @@ bool rt_proc_wait_exit(int slot, pid_t pid, int timeout_ms, int *status);
    death never touches the parent's children (rt_forked_child()). */
 void rt_proc_disown(void);
 
+/* fork() + execv(argv[0], argv) on the calling thread, stdin /dev/null,
+   stdout and stderr to the files `out` and `err` (made or truncated); with
+   `own_group`, in a process group of its own with SIGINT, SIGTERM and
+   SIGHUP at their defaults and no signal blocked. The child of a threaded
+   process makes only async-signal-safe calls before execv: the caller
+   builds the arguments. Returns the pid, or -1 (errno set). */
+pid_t rt_proc_start_to_files(const char *const *argv, const char *out,
+                             const char *err, bool own_group);
+
 /* rm -rf dir, not following symlinks. */
 void rt_proc_remove_tree(const char *dir);
 

@@ -277,23 +277,10 @@ static void start_sentinels(rt_sentinel_group *g, int sentinels) {
       (size_t)snprintf(g->tls_url, sizeof g->tls_url, "redis-sentinel://");
   for (int i = 0; i < sentinels; i++) {
     char port[16];
+    const char *tls_args[RT_TLS_ARGS];
     const char *const *args = NULL;
     if (g->tls) {
-      g->tls_port[i] = rt_free_port();
-      snprintf(port, sizeof port, "%d", g->tls_port[i]);
-      static const char *tls_args[16];
-      const char *const a[] = {"--tls-port",
-                               port,
-                               "--tls-cert-file",
-                               g->tls->server_crt,
-                               "--tls-key-file",
-                               g->tls->server_key,
-                               "--tls-ca-cert-file",
-                               g->tls->ca,
-                               "--tls-auth-clients",
-                               "no",
-                               NULL};
-      memcpy(tls_args, a, sizeof a);
+      rt_tls_args(g->tls, &g->tls_port[i], port, "no", tls_args);
       args = tls_args;
       tlen +=
           (size_t)snprintf(g->tls_url + tlen, sizeof g->tls_url - tlen,

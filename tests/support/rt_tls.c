@@ -84,21 +84,28 @@ void rt_tls_remove(rt_tls *t) {
   t->dir[0] = '\0';
 }
 
+void rt_tls_args(const rt_tls *t, int *tls_port, char port[16],
+                 const char *auth_clients, const char **out) {
+  *tls_port = rt_free_port();
+  snprintf(port, 16, "%d", *tls_port);
+  const char *const args[RT_TLS_ARGS] = {"--tls-port",
+                                         port,
+                                         "--tls-cert-file",
+                                         t->server_crt,
+                                         "--tls-key-file",
+                                         t->server_key,
+                                         "--tls-ca-cert-file",
+                                         t->ca,
+                                         "--tls-auth-clients",
+                                         auth_clients,
+                                         NULL};
+  memcpy(out, args, sizeof args);
+}
+
 rt_server *rt_tls_server_start(const rt_tls *t, int *tls_port,
                                const char *auth_clients) {
-  char portbuf[16];
-  *tls_port = rt_free_port();
-  snprintf(portbuf, sizeof portbuf, "%d", *tls_port);
-  const char *args[] = {"--tls-port",
-                        portbuf,
-                        "--tls-cert-file",
-                        t->server_crt,
-                        "--tls-key-file",
-                        t->server_key,
-                        "--tls-ca-cert-file",
-                        t->ca,
-                        "--tls-auth-clients",
-                        auth_clients,
-                        NULL};
+  char port[16];
+  const char *args[RT_TLS_ARGS];
+  rt_tls_args(t, tls_port, port, auth_clients, args);
   return rt_server_start(args);
 }

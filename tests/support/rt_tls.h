@@ -24,9 +24,15 @@ typedef struct rt_tls {
  * openssl command is missing or fails. */
 void rt_tls_make(rt_tls *t);
 
-/* Start a redis-server (rt_server.h) with a TLS port too, on a free port
- * written to *tls_port, with t's server certificate and CA; client
- * certificates required when `auth_clients` is "yes". */
+/* The arguments that give a redis-server a TLS port too: a free port,
+ * written to *tls_port and as text to `port`, with t's server
+ * certificate and CA; client certificates required when `auth_clients`
+ * is "yes". RT_TLS_ARGS entries of `out`, the last NULL. */
+#define RT_TLS_ARGS 11
+void rt_tls_args(const rt_tls *t, int *tls_port, char port[16],
+                 const char *auth_clients, const char **out);
+
+/* Start a redis-server (rt_server.h) with those arguments. */
 struct rt_server;
 struct rt_server *rt_tls_server_start(const rt_tls *t, int *tls_port,
                                       const char *auth_clients);

@@ -33,4 +33,8 @@ int64_t rt_scaled_ms(int64_t ms);
  */
 int rt_free_port(void);
 
+/* Whether the process runs under valgrind (where threads take turns and
+ * some bounds cannot be asked for); 0 where valgrind.h was not found. */
+int rt_on_valgrind(void);
+
 #endif /* RT_UTIL_H */

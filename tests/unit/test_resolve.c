@@ -13,6 +13,7 @@
 
 #include "common.h"
 #include "resolve.h"
+#include "rt_util.h"
 
 /* The port of the first address, checking every address has `family`
  * when it is not AF_UNSPEC. */
@@ -80,15 +81,6 @@ static void test_name_that_does_not_resolve(void **state) {
 /* With the deadline already past, the caller gives up at once and the
  * lookup thread frees what it shares with the caller when it finishes
  * (ASan/valgrind check that nothing leaks or is touched after free). */
-#if defined(__has_include)
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#endif
-#endif
-#ifndef RUNNING_ON_VALGRIND
-#define RUNNING_ON_VALGRIND 0
-#endif
-
 static void test_lookup_given_up(void **state) {
   (void)state;
   int timeouts = 0;
@@ -108,7 +100,7 @@ static void test_lookup_given_up(void **state) {
   }
   /* valgrind runs one thread at a time: the lookup thread may finish
    * before the caller looks at its deadline, every time. */
-  if (!RUNNING_ON_VALGRIND)
+  if (!rt_on_valgrind())
     assert_true(timeouts > 0);
 }
 
