@@ -8,6 +8,10 @@
 #     pipelined connection, N acquisitions in flight over 1000 locks, then
 #     handoffs to an async waiter), three rounds at 16 and at 256 in
 #     flight, alternating with the ceilings;
+#   - the same loop run at 16 in flight on libevent (--driver event), for
+#     the adapters side by side: pairs/s, handoffs (p50 and worst, the
+#     waiter fresh and asleep 5-105 ms) and 2 ms bounded waits (the
+#     client's timer);
 #   - rlock-bench many (16 threads on a blocking client) for reference.
 # Prints one table; 2 x pairs/s is the script rate the server sees.
 #
@@ -33,11 +37,23 @@ field() { # json key
 }
 
 declare -a C1 C50 L16 L256 H16 M
+declare -A AD # "<figure> <driver>": the rounds' values
+adapter() { # driver json: keep the adapters' figures
+  local k
+  for k in pairs_per_s handoff_p50_us handoff_max_us handoff_asleep_p50_us \
+    handoff_asleep_max_us bounded_2ms_p50_us bounded_2ms_max_us; do
+    AD["$k $1"]+="$(field "$2" "$k") "
+  done
+}
 for round in 1 2 3; do
   C1+=("$(ceiling 1)")
   j=$("$BENCH" -u "$URL" --json loop --threads 16 --seconds "$SECS" --ops 5000)
   L16+=("$(field "$j" pairs_per_s)")
   H16+=("$(field "$j" handoff_p50_us)")
+  adapter uv "$j"
+  j=$("$BENCH" -u "$URL" --json loop --driver event --threads 16 \
+    --seconds "$SECS" --ops 5000)
+  adapter event "$j"
   C50+=("$(ceiling 50)")
   j=$("$BENCH" -u "$URL" --json loop --threads 256 --seconds "$SECS" --ops 1000)
   L256+=("$(field "$j" pairs_per_s)")
@@ -62,3 +78,14 @@ echo "| handoff to an async waiter, p50 (us) | ${H16[*]} | $(median "${H16[@]}")
 echo "| 2 x loop pairs/s (256) / 1-connection ceiling | | $(ratio "$l256" "$c1") |"
 echo "| 2 x loop pairs/s (256) / 50-connection ceiling | | $(ratio "$l256" "$c50") |"
 echo "| loop (256) / blocking many (16 threads) | | $(python3 -c "print(f'{float(\"$l256\")/float(\"$m\"):.2f}')") |"
+echo
+echo "| Adapter, 16 in flight (3 rounds, median; worst: the rounds' max) | libuv | libevent |"
+echo "|---|---|---|"
+worst() { printf '%s\n' "$@" | sort -g | tail -1; }
+for k in pairs_per_s handoff_p50_us handoff_max_us handoff_asleep_p50_us \
+  handoff_asleep_max_us bounded_2ms_p50_us bounded_2ms_max_us; do
+  pick=median
+  case $k in *max_us) pick=worst ;; esac
+  # shellcheck disable=SC2086 # the rounds' values, split on purpose
+  echo "| $k | ${AD["$k uv"]}-> $($pick ${AD["$k uv"]}) | ${AD["$k event"]}-> $($pick ${AD["$k event"]}) |"
+done

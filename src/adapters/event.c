@@ -1,13 +1,24 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * event.c - rlock_loop on libevent: a persistent event per socket, one
- * timer event, and an eventfd of the adapter's own for wake-ups from other
- * threads (event_active() is only thread-safe on a base made with
- * threading support; an eventfd needs none).
+ * event.c - rlock_loop on libevent: a persistent event per socket, a
+ * timerfd of the adapter's own for the client's one timer, and an eventfd
+ * of its own for wake-ups from other threads (event_active() is only
+ * thread-safe on a base made with threading support; an eventfd needs
+ * none).
+ *
+ * Why a timerfd and not an evtimer: a base made without
+ * EVENT_BASE_FLAG_PRECISE_TIMER (event_base_new()'s default) keeps time
+ * on Linux with CLOCK_MONOTONIC_COARSE, one kernel tick (4 ms at HZ=250):
+ * an evtimer of 2 ms fires after 2 to 8 ms, and one added in a callback
+ * counts from the turn's cached time, so it can fire early too. A
+ * timerfd counts on CLOCK_MONOTONIC, the library's clock, from the
+ * moment it is armed, whatever the base's flags: it fires no earlier
+ * than asked, and late only by the loop's own delays.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "rlock/errors.h"
@@ -21,8 +32,9 @@ typedef struct watched {
 typedef struct evad {
   struct event_base *base;
   rlock_client *client;
-  struct event *timer;
+  struct event *timer; /* reads timer_fd */
   struct event *waker;
+  int timer_fd;
   int wake_fd;
   /* A loop client has two connections per server it meets (a cluster's
    nodes, Sentinel's masters) and two to sentinels: as many as needed. */
@@ -87,20 +99,26 @@ static int ad_watch(void *data, int fd, int events) {
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg) {
-  (void)fd, (void)what;
+  (void)what;
   evad *a = arg;
+  uint64_t expirations;
+  if (read((int)fd, &expirations, sizeof expirations) < 0)
+    return; /* EAGAIN: disarmed or re-armed since it was seen readable */
   rlock_loop_timer(a->client);
 }
 
+/* Arm the timerfd `after_ms` from now (relative, CLOCK_MONOTONIC), or
+ * disarm it when negative. A zero it_value disarms a timerfd, so "now" is
+ * 1 ns. Re-arming discards an expiration not yet read. */
 static void ad_timer(void *data, int64_t after_ms) {
   evad *a = data;
-  if (after_ms < 0) {
-    evtimer_del(a->timer);
-    return;
-  }
-  struct timeval tv = {(time_t)(after_ms / 1000),
-                       (suseconds_t)(after_ms % 1000) * 1000};
-  evtimer_add(a->timer, &tv);
+  struct itimerspec its = {{0, 0}, {0, 0}};
+  if (after_ms == 0)
+    its.it_value.tv_nsec = 1;
+  else if (after_ms > 0)
+    its.it_value = (struct timespec){(time_t)(after_ms / 1000),
+                                     (long)(after_ms % 1000) * 1000000L};
+  timerfd_settime(a->timer_fd, 0, &its, NULL);
 }
 
 static void on_wake(evutil_socket_t fd, short what, void *arg) {
@@ -130,10 +148,25 @@ static void ad_free(evad *a) {
     event_free(a->waker);
   if (a->wake_fd >= 0)
     close(a->wake_fd);
+  if (a->timer_fd >= 0)
+    close(a->timer_fd);
   free(a);
 }
 
 static void ad_detach(void *data) { ad_free(data); }
+
+/* The persistent read events of the timerfd and the eventfd: 0 or -1
+ * (either fd missing, or libevent refused an event). */
+static int add_fd_events(evad *a) {
+  if (a->timer_fd < 0 || a->wake_fd < 0)
+    return -1;
+  a->timer = event_new(a->base, a->timer_fd, EV_READ | EV_PERSIST, on_timer, a);
+  a->waker = event_new(a->base, a->wake_fd, EV_READ | EV_PERSIST, on_wake, a);
+  if (a->timer == NULL || a->waker == NULL)
+    return -1;
+  return event_add(a->timer, NULL) == 0 && event_add(a->waker, NULL) == 0 ? 0
+                                                                          : -1;
+}
 
 int rlock_client_new_event(rlock_client **out, const rlock_config *cfg,
                            struct event_base *base) {
@@ -146,14 +179,11 @@ int rlock_client_new_event(rlock_client **out, const rlock_config *cfg,
     return rlock_loop_error(RLOCK_ENOMEM, "out of memory");
   a->base = base;
   a->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  a->timer = evtimer_new(base, on_timer, a);
-  a->waker = a->wake_fd < 0 ? NULL
-                            : event_new(base, a->wake_fd, EV_READ | EV_PERSIST,
-                                        on_wake, a);
-  if (a->timer == NULL || a->waker == NULL || event_add(a->waker, NULL) != 0) {
+  a->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+  if (add_fd_events(a) != 0) {
     ad_free(a);
-    return rlock_loop_error(RLOCK_EIO, "libevent: no eventfd, or an event "
-                                       "could not be added");
+    return rlock_loop_error(RLOCK_EIO, "libevent: no eventfd or timerfd, or "
+                                       "an event could not be added");
   }
   rlock_loop table = {.version = RLOCK_LOOP_VERSION,
                       .data = a,

@@ -89,6 +89,7 @@ typedef struct bench_args {
   int expirable;        /* semaphore --kind expirable (else plain) */
   int permits;          /* semaphore: permits (with --procs) */
   int ping_pong;        /* semaphore --ping-pong: strict turns */
+  int driver_event;     /* loop --driver event (else uv) */
 } bench_args;
 
 /* ---- workloads (bench_<name>.c); each returns an exit status -------- */

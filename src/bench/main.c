@@ -62,11 +62,17 @@ static const char USAGE[] =
     "  tls [--ops K]             -u redis://... -u rediss://... (one\n"
     "                            server): lock+unlock pairs and a fresh\n"
     "                            client's first PING over TCP vs TLS\n"
-    "  loop [--threads N] [--locks L] [--seconds S] [--ops K]\n"
-    "                            one libuv loop thread, one loop client:\n"
-    "                            N acquisitions in flight over L locks for\n"
-    "                            S s (pairs/s), then K handoffs to an\n"
-    "                            async waiter (defaults 16, 1000, 5, 20000)\n"
+    "  loop [--driver uv|event] [--threads N] [--locks L] [--seconds S]\n"
+    "       [--ops K]\n"
+    "                            one loop thread (libuv, or libevent with\n"
+    "                            event), one loop client: N acquisitions\n"
+    "                            in flight over L locks for S s (pairs/s),\n"
+    "                            then K handoffs to an async waiter that\n"
+    "                            started waiting 2 ms before, then\n"
+    "                            max(20, K/200) to one asleep 5-105 ms,\n"
+    "                            then max(20, K/100) 2 ms bounded waits\n"
+    "                            on a held lock (the client's timer)\n"
+    "                            (defaults uv, 16, 1000, 5, 20000)\n"
     "  handoff [--procs N] [--ops K] [--rounds R] [--hold-us H]\n"
     "          [--hold-max-us M]\n"
     "                            N processes in a ping-pong, each holding\n"
@@ -183,6 +189,7 @@ typedef struct parsed {
   int help;
   const char *script; /* --script NAME */
   const char *kind;   /* semaphore --kind */
+  const char *driver; /* loop --driver */
 } parsed;
 
 static int usage_error(const char *fmt, ...)
@@ -263,6 +270,8 @@ static int parse_word(parsed *p, int argc, char **argv, int *i) {
     return p->args.ping_pong = 1, 0;
   if (is_opt(w, "--kind"))
     return take_value(argc, argv, i, "--kind", &p->kind);
+  if (is_opt(w, "--driver"))
+    return take_value(argc, argv, i, "--driver", &p->driver);
   if (is_opt(w, "--script"))
     return take_value(argc, argv, i, "--script", &p->script);
   if (strcmp(w, "-u") == 0 || is_opt(w, "--url")) {
@@ -329,6 +338,12 @@ static int check_combination(parsed *p) {
                        p->val[O_THREADS]);
   if ((p->kind != NULL || p->args.ping_pong) && p->workload != W_SEMAPHORE)
     return usage_error("--kind and --ping-pong apply to semaphore only");
+  if (p->driver != NULL && p->workload != W_LOOP)
+    return usage_error("--driver applies to loop only");
+  if (p->driver != NULL && strcmp(p->driver, "uv") != 0 &&
+      strcmp(p->driver, "event") != 0)
+    return usage_error("--driver takes uv or event (got '%s')", p->driver);
+  p->args.driver_event = p->driver != NULL && strcmp(p->driver, "event") == 0;
   if (p->workload == W_RW)
     return check_rw(p);
   if (p->workload == W_HANDOFF && p->given[O_PROCS] && p->val[O_PROCS] < 2)
