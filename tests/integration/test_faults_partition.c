@@ -16,6 +16,9 @@
  *    the cut, ends with RLOCK_ETIMEOUT: either within its wait;
  *  - one_way: the server's packets to the holder dropped, the holder's to
  *    the server arriving (seen with MONITOR): the same promises;
+ *  - connect_unanswered: the server's packets to A dropped from the start,
+ *    so every connect from A times out: a holder there waiting 5 s rides
+ *    that out and takes the lock once the drop is healed;
  *  - silent_sub: the waiter's subscriber connection silenced without being
  *    closed: the waiter wakes by the lock's TTL, and its health check
  *    drops the silent connection when a new subscription is not confirmed.
@@ -685,6 +688,43 @@ IN_BOTH_DRIVERS(client_cut, holder_partition(mode, false))
 
 IN_BOTH_DRIVERS(one_way, holder_partition(mode, true))
 
+/* ---- direct scenario: no answer to a connect ---------------------------- */
+
+/* The server's packets to A dropped from the start, so a client in A
+ * that connects gets no SYN-ACK: each connect times out (the roles'
+ * connect timeout is 500 ms). A holder started there with a 5 s wait
+ * rides this outage out as it rides out a refused connection
+ * (rlock_config_set_unreachable_retry_ms), saying nothing during the
+ * CUT_MS the drop lasts, and takes the lock once it is healed. */
+static void connect_unanswered(fk_mode mode) {
+  freeReplyObject(rt_cmd(lsrv, "FLUSHALL"));
+  rt_netns_drop(net, NS_S, NS_A, true);
+  prog h = run_in(NS_A, (const char *[]){"holder", mode_name(mode),
+                                         rt_server_url(lsrv), "-", LOCK, NULL});
+  struct pollfd pf = {.fd = h.out, .events = POLLIN};
+  int64_t end = rt_now_ms() + CUT_MS, left;
+  while ((left = end - rt_now_ms()) > 0 && poll(&pf, 1, (int)left) <= 0)
+    ;
+  long long v[5];
+  if (left > 0) { /* it said something during the outage: show it */
+    expect_line(&h, "held", v, 1000);
+    fail_msg("the %s holder took the lock through a one-way drop",
+             mode_name(mode));
+  }
+  rt_netns_heal(net);
+  int64_t healed = rt_now_us();
+  expect_line(&h, "held", v, 5000);
+  print_message("[ PARTITION] connects unanswered %s: held %lld ms after "
+                "the heal\n",
+                mode_name(mode), (long long)(rt_now_us() - healed) / 1000);
+  assert_int_equal(write(h.in, "r\n", 2), 2);
+  expect_line(&h, "released", v, 5000);
+  assert_int_equal(v[0], RLOCK_OK);
+  prog_end(&h);
+}
+
+IN_BOTH_DRIVERS(connect_unanswered, connect_unanswered(mode))
+
 /* ---- direct scenario: a subscriber gone silent -------------------------- */
 
 /* Through the relay: a holder in A holds LOCK and LOCK2; a waiter in B
@@ -1135,6 +1175,7 @@ IN_BOTH_DRIVERS(kit_cluster, kit_cluster(mode))
   X(proxy)                                                                     \
   X(client_cut)                                                                \
   X(one_way)                                                                   \
+  X(connect_unanswered)                                                        \
   X(silent_sub)                                                                \
   X(kit_cut)                                                                   \
   X(kit_one_way)                                                               \
