@@ -16,6 +16,9 @@
  *    the cut, ends with RLOCK_ETIMEOUT: either within its wait;
  *  - one_way: the server's packets to the holder dropped, the holder's to
  *    the server arriving (seen with MONITOR): the same promises;
+ *  - connect_unanswered: the server's packets to A dropped from the start,
+ *    so every connect from A times out: a holder there waiting 5 s rides
+ *    that out and takes the lock once the drop is healed;
  *  - silent_sub: the waiter's subscriber connection silenced without being
  *    closed: the waiter wakes by the lock's TTL, and its health check
  *    drops the silent connection when a new subscription is not confirmed.
@@ -319,6 +322,8 @@ static int inner_teardown(void **state) {
 typedef struct prog {
   pid_t pid;
   int in, out;
+  char what[24];  /* its role and mode, for failure messages */
+  char last[256]; /* the last line it said */
 } prog;
 
 static prog run_in(int ns, const char *const *args) {
@@ -327,8 +332,10 @@ static prog run_in(int ns, const char *const *args) {
   for (int i = 0; args[i] != NULL && n < 15; i++)
     argv[n++] = args[i];
   argv[n] = NULL;
-  prog p;
+  prog p = {0};
   p.pid = rt_netns_spawn(net, ns, argv, &p.in, &p.out);
+  snprintf(p.what, sizeof p.what, "%s %s", args[0],
+           args[1] != NULL ? args[1] : "");
   return p;
 }
 
@@ -339,11 +346,54 @@ static void prog_end(prog *p) {
   close(p->out);
 }
 
+/* What the program is doing, for a failure message: exited (how) or its
+ * scheduler state and where it sleeps in the kernel. */
+static void prog_state(const prog *p, char *buf, size_t size) {
+  int status;
+  pid_t got = waitpid(p->pid, &status, WNOHANG);
+  if (got == p->pid) {
+    snprintf(buf, size, "exited %d",
+             WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    return;
+  }
+  char path[64], stat[256] = "", wchan[64] = "";
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)p->pid);
+  FILE *f = fopen(path, "r");
+  if (f != NULL && fgets(stat, sizeof stat, f) == NULL)
+    stat[0] = '\0';
+  if (f != NULL)
+    fclose(f);
+  snprintf(path, sizeof path, "/proc/%d/wchan", (int)p->pid);
+  f = fopen(path, "r");
+  if (f != NULL && fgets(wchan, sizeof wchan, f) == NULL)
+    wchan[0] = '\0';
+  if (f != NULL)
+    fclose(f);
+  const char *st = strrchr(stat, ')'); /* after "PID (COMM)" */
+  snprintf(buf, size, "running, state %c, in %s", st && st[1] ? st[2] : '?',
+           wchan[0] ? wchan : "?");
+}
+
 /* Read the program's next line, which must start with `word`; the numbers
- * after it into v (up to 5). */
+ * after it into v (up to 5). When none comes within `ms` (scaled), the
+ * failure says which program, what it said last and what it is doing. */
 static void expect_line(prog *p, const char *word, long long v[5], int64_t ms) {
   char line[256];
+  struct pollfd pf = {.fd = p->out, .events = POLLIN};
+  int64_t deadline = rt_now_ms() + rt_scaled_ms(ms), left;
+  while ((left = deadline - rt_now_ms()) > 0 && poll(&pf, 1, (int)left) < 0 &&
+         errno == EINTR)
+    ;
+  if (left <= 0 || !(pf.revents & (POLLIN | POLLHUP))) {
+    char state[160];
+    prog_state(p, state, sizeof state);
+    fail_msg("no '%s' line from the %s client (pid %d) within %lld ms; it "
+             "last said '%s'; %s",
+             word, p->what, (int)p->pid, (long long)rt_scaled_ms(ms), p->last,
+             state);
+  }
   fx_read_line(p->out, line, sizeof line, rt_scaled_ms(ms));
+  snprintf(p->last, sizeof p->last, "%s", line);
   size_t wl = strlen(word);
   if (strncmp(line, word, wl) != 0 || (line[wl] != ' ' && line[wl] != '\0'))
     fail_msg("expected '%s ...' from the client, got '%s'", word, line);
@@ -499,26 +549,66 @@ static void wait_renewed(rt_server *s, const char *key) {
   rt_wait_until(pred_renewed, &w, rt_scaled_ms(5000), "a renewal");
 }
 
-/* Send the end mark through the harness's connection and count the
- * MONITOR lines before it that came from `addr`. */
+/* The MONITOR lines after the "part-monitor-cut" mark (cut_begin's) and
+ * before the end mark (sent now through the harness's connection) that
+ * came from `addr`: requests the server ran while its answers to `addr`
+ * were being dropped. */
 static int monitor_count_from(fx_monitor *m, const char *addr) {
   freeReplyObject(rt_cmd(lsrv, "ECHO part-monitor-end"));
   char who[40];
   snprintf(who, sizeof who, " %s:", addr);
   int n = 0;
+  bool cut = false;
   for (;;) {
     redisReply *r = NULL;
     if (redisGetReply(m->c, (void **)&r) != REDIS_OK || r == NULL)
       fail_msg("MONITOR: no end mark");
-    bool end = r->type == REDIS_REPLY_STATUS &&
-               strstr(r->str, "part-monitor-end") != NULL;
-    n += r->type == REDIS_REPLY_STATUS && strstr(r->str, who) != NULL;
+    bool status = r->type == REDIS_REPLY_STATUS;
+    bool end = status && strstr(r->str, "part-monitor-end") != NULL;
+    n += cut && status && strstr(r->str, who) != NULL;
+    cut = cut || (status && strstr(r->str, "part-monitor-cut") != NULL);
     freeReplyObject(r);
     if (end)
       break;
   }
   redisFree(m->c);
   return n;
+}
+
+/* Cut A from the server: both ways, or (one_way) only the server's
+ * packets to A, with a MONITOR started before the rule and a mark sent
+ * after it (monitor_count_from counts what A sent after the mark). The
+ * rule is a program run in the router (rt_netns_drop), which can take a
+ * while on a loaded machine: *asked is when it was asked for, the
+ * returned time when it was in place; the cut began in between. */
+static int64_t cut_begin(bool one_way, fx_monitor *mon, int64_t *asked) {
+  if (one_way)
+    fx_monitor_start(mon, lsrv);
+  *asked = rt_now_us();
+  if (one_way)
+    rt_netns_drop(net, NS_S, NS_A, true);
+  else
+    rt_netns_cut(net, NS_A, NS_S, true);
+  int64_t in_place = rt_now_us();
+  if (one_way)
+    freeReplyObject(rt_cmd(lsrv, "ECHO part-monitor-cut"));
+  return in_place;
+}
+
+/* The holder, told at `told` (µs) that it lost the lock: one lease after
+ * its last confirmed renewal, which was sent at most a renewal period
+ * before the cut began (between `asked` and `in_place`) and answered
+ * before it. */
+static void told_within(int64_t told, int64_t asked, int64_t in_place) {
+  long long after_asked = (told - asked) / 1000;
+  long long after_in_place = (told - in_place) / 1000;
+  if (after_asked < LEASE_MS / 2 ||
+      after_in_place > rt_scaled_ms(LEASE_MS + SLACK_MS))
+    fail_msg("the holder was told %lld ms after the cut was asked for and "
+             "%lld ms after it was in place: expected at least %d ms after "
+             "the first, at most %lld ms after the second",
+             after_asked, after_in_place, LEASE_MS / 2,
+             (long long)rt_scaled_ms(LEASE_MS + SLACK_MS));
 }
 
 /* A holder in A, a waiter in B and one in A (both waiting, subscribed);
@@ -542,18 +632,12 @@ static void holder_partition(fk_mode mode, bool one_way) {
       NS_A, (const char *[]){"waiter", m, url, "-", wa_wait, LOCK, NULL});
   wait_subscribers(CHANNEL(LOCK), 2);
   wait_renewed(lsrv, LOCK);
-  int64_t cut = rt_now_us();
   fx_monitor mon;
-  if (one_way) {
-    rt_netns_drop(net, NS_S, NS_A, true);
-    fx_monitor_start(&mon, lsrv); /* what A sends from now on */
-  } else {
-    rt_netns_cut(net, NS_A, NS_S, true);
-  }
+  int64_t asked, cut = cut_begin(one_way, &mon, &asked);
   expect_line(&h, "told", v, LEASE_MS + 2000);
   assert_int_equal(v[0], RLOCK_ELOST);
   long long told_ms = (v[1] - cut) / 1000, last_ok = v[2];
-  ASSERT_BETWEEN(told_ms, LEASE_MS / 2, LEASE_MS + SLACK_MS);
+  told_within(v[1], asked, cut);
   expect_line(&wb, "acquired", v, 5000 + 2000);
   assert_int_equal(v[0], RLOCK_OK);
   ASSERT_BETWEEN(v[2], 0, 5000 + SLACK_MS);
@@ -583,10 +667,11 @@ static void holder_partition(fk_mode mode, bool one_way) {
   assert_true(v[2] != 0); /* the lost-lock callback ran */
   long long cb_ms = (v[2] - cut) / 1000;
   ASSERT_BETWEEN(cb_ms, 0, LEASE_MS + LEASE_MS / 3 + SLACK_MS);
-  print_message("[ PARTITION] %s %s: holder told after %lld ms (callback "
-                "%lld ms), waiter B got the lock after %lld ms, waiter A "
-                "%s %lld ms after the %s",
-                one_way ? "one-way" : "client-cut", m, told_ms, cb_ms, b_ms,
+  print_message("[ PARTITION] %s %s: cut in place after %lld ms; holder "
+                "told after %lld ms (callback %lld ms), waiter B got the "
+                "lock after %lld ms, waiter A %s %lld ms after the %s",
+                one_way ? "one-way" : "client-cut", m,
+                (long long)(cut - asked) / 1000, told_ms, cb_ms, b_ms,
                 a_rc == RLOCK_OK ? "got it" : "timed out (RLOCK_ETIMEOUT)",
                 a_ms, a_rc == RLOCK_OK ? "heal" : "cut");
   if (one_way)
@@ -602,6 +687,43 @@ static void holder_partition(fk_mode mode, bool one_way) {
 IN_BOTH_DRIVERS(client_cut, holder_partition(mode, false))
 
 IN_BOTH_DRIVERS(one_way, holder_partition(mode, true))
+
+/* ---- direct scenario: no answer to a connect ---------------------------- */
+
+/* The server's packets to A dropped from the start, so a client in A
+ * that connects gets no SYN-ACK: each connect times out (the roles'
+ * connect timeout is 500 ms). A holder started there with a 5 s wait
+ * rides this outage out as it rides out a refused connection
+ * (rlock_config_set_unreachable_retry_ms), saying nothing during the
+ * CUT_MS the drop lasts, and takes the lock once it is healed. */
+static void connect_unanswered(fk_mode mode) {
+  freeReplyObject(rt_cmd(lsrv, "FLUSHALL"));
+  rt_netns_drop(net, NS_S, NS_A, true);
+  prog h = run_in(NS_A, (const char *[]){"holder", mode_name(mode),
+                                         rt_server_url(lsrv), "-", LOCK, NULL});
+  struct pollfd pf = {.fd = h.out, .events = POLLIN};
+  int64_t end = rt_now_ms() + CUT_MS, left;
+  while ((left = end - rt_now_ms()) > 0 && poll(&pf, 1, (int)left) <= 0)
+    ;
+  long long v[5];
+  if (left > 0) { /* it said something during the outage: show it */
+    expect_line(&h, "held", v, 1000);
+    fail_msg("the %s holder took the lock through a one-way drop",
+             mode_name(mode));
+  }
+  rt_netns_heal(net);
+  int64_t healed = rt_now_us();
+  expect_line(&h, "held", v, 5000);
+  print_message("[ PARTITION] connects unanswered %s: held %lld ms after "
+                "the heal\n",
+                mode_name(mode), (long long)(rt_now_us() - healed) / 1000);
+  assert_int_equal(write(h.in, "r\n", 2), 2);
+  expect_line(&h, "released", v, 5000);
+  assert_int_equal(v[0], RLOCK_OK);
+  prog_end(&h);
+}
+
+IN_BOTH_DRIVERS(connect_unanswered, connect_unanswered(mode))
 
 /* ---- direct scenario: a subscriber gone silent -------------------------- */
 
@@ -1053,6 +1175,7 @@ IN_BOTH_DRIVERS(kit_cluster, kit_cluster(mode))
   X(proxy)                                                                     \
   X(client_cut)                                                                \
   X(one_way)                                                                   \
+  X(connect_unanswered)                                                        \
   X(silent_sub)                                                                \
   X(kit_cut)                                                                   \
   X(kit_one_way)                                                               \

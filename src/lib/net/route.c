@@ -38,7 +38,15 @@ int rlock__node_replicas(rlock__node *node) {
   rlock__reply *r = NULL;
   rlock__saved_error saved;
   rlock__error_save(&saved);
-  int rc = rlock__topo_node_call(node, 2, argv, &r);
+  rlock__conn *conn;
+  int rc = rlock__pool_get(&node->pool, &conn);
+  if (rc == RLOCK_ETIMEOUT || rc == RLOCK_ECANCELED)
+    return -1; /* not connected in time: nothing was sent, so the call
+                  fails as unsent, an outage its caller may ride out */
+  if (rc == RLOCK_OK) {
+    rc = rlock__conn_call(conn, 2, argv, NULL, &r);
+    rlock__pool_put(&node->pool, conn);
+  }
   if (rc == RLOCK_ETIMEOUT || rc == RLOCK_ECANCELED) {
     /* No answer: the call's own would not come either, a command timeout
      * later (or its caller gave up). Not an outage to ride out, as a

@@ -147,7 +147,9 @@ int rlock__topo_sharded(rlock__topo *t);
  * plain-text port never answers), which the call would only meet again,
  * or when the node did not answer in time (RLOCK_ETIMEOUT: a hung server
  * would keep the call's own answer as long; never retried as an outage,
- * like a call that timed out after it was sent). */
+ * like a call that timed out after it was sent). A connect that timed out
+ * (or was canceled) sent nothing: -1 with that error, not made final, so
+ * the call fails as unsent and a waiting acquisition rides it out. */
 int rlock__node_replicas(rlock__node *node);
 
 /* The count as last asked, without I/O: -1 when it must be asked again
