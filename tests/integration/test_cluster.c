@@ -744,8 +744,9 @@ static void test_wake_auto(void **state) {
 static struct {
   int slot; /* -1: nothing to undo */
   int home, away;
-  bool moved; /* the migration was finished: the slot is `away`'s */
-} mig = {-1, 0, 0, false};
+  bool moved;        /* the migration was finished: the slot is `away`'s */
+  char stranger[64]; /* a key the case planted in the slot */
+} mig = {-1, 0, 0, false, ""};
 
 static int mig_home(void **state) {
   (void)state;
@@ -756,6 +757,7 @@ static int mig_home(void **state) {
   if (!mig.moved) /* close the open migration the way it was going */
     rt_cluster_migrate_finish(cl, slot, mig.home, mig.away);
   rt_cluster_migrate_slot(cl, slot, mig.away, mig.home);
+  freeReplyObject(rt_cmd(node(mig.home), "DEL %s", mig.stranger));
   return 0;
 }
 
@@ -797,9 +799,9 @@ static void test_migration_under_locks(void **state) {
   dk_acquire_start(&wop, wl, w, rt_scaled_ms(60000), 30000);
   wait_subs(ch, 1, from, 1, 10000);
   dk_bg_measure_from_now();
-  char stranger[64];
+  char *stranger = mig.stranger;
   rt_cluster_key_in_slot(slot, "rlock:client:stranger-", stranger,
-                         sizeof stranger);
+                         sizeof mig.stranger);
   rt_cmd_ok(node(from), "SET %s rlock-client PX %lld", stranger,
             (long long)rt_scaled_ms(30000));
 
