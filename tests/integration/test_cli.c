@@ -1050,9 +1050,11 @@ static int64_t del_until_lost(proc *p, const char *name, const char *label) {
   return p->ended - t0;
 }
 
-/* The key deleted while COMMAND runs: within one renewal period (200 ms
+/* The key deleted while COMMAND runs: at the next renewal (every 200 ms
  * with --watchdog 600ms) COMMAND gets SIGTERM, one line names the lock,
- * and rlock exits 76. */
+ * and rlock exits 76. The bound allows a loaded machine a second's delay
+ * (600 ms seen with load 13 on 2 cores); a loss noticed only at the end
+ * would never end COMMAND. */
 static void test_exec_lost_lock_terminates_command(void **state) {
   (void)state;
   const char *name = "cli:lost";
@@ -1060,7 +1062,7 @@ static void test_exec_lost_lock_terminates_command(void **state) {
   proc p;
   idle_start(&p, &x, "lost", "exit 9",
              ON_URL("--watchdog", "600ms", "exec", name));
-  ASSERT_BETWEEN(del_until_lost(&p, name, "exec"), 0, 200 + 300);
+  ASSERT_BETWEEN(del_until_lost(&p, name, "exec"), 0, 200 + SCALED(1000));
   assert_string_equal(fx_slurp(x.got), "term\n");
   assert_int_equal(count_rlock_lines(p.out[1]), 1);
   assert_non_null(strstr(p.out[1], "lock 'cli:lost' was lost"));
