@@ -203,6 +203,29 @@ static void wait_subs(const char *ch, int sharded, int owner, long long n,
   dk_wait(pred_subs, &w, ms, "waiter's subscription");
 }
 
+typedef struct waiter_subs {
+  subs_want w;
+  dk_op *op;
+} waiter_subs;
+
+/* The waiter's subscription is there; a waiter that ended instead says
+ * why (its status, not only the missing subscription). */
+static bool pred_waiter_subs(void *arg, char *why, size_t cap) {
+  waiter_subs *ws = arg;
+  if (pred_subs(&ws->w, why, cap))
+    return true;
+  if (dk_op_done(ws->op))
+    fail_msg("the waiter ended before it subscribed: %d %s", ws->op->r.rc,
+             ws->op->r.msg);
+  return false;
+}
+
+/* wait_subs for the waiter `op` of `ch` on its owner (sharded). */
+static void wait_waiter_subs(dk_op *op, const char *ch, int owner, int64_t ms) {
+  waiter_subs ws = {{ch, 1, owner, 1, -1}, op};
+  dk_wait(pred_waiter_subs, &ws, ms, "waiter's subscription");
+}
+
 /* Whether the subscription is (or becomes within ms) as wanted; false with
  * the reason in why. `also` as in subs_want. */
 static bool subs_within(const char *ch, int owner, int also, int64_t ms,
@@ -1216,11 +1239,11 @@ static void test_stopped_master_subscriber(void **state) {
   }
   static dk_op wa, w1, w2;
   dk_acquire_start(&wa, la, rlock_owner_new(), rt_scaled_ms(60000), 30000);
-  wait_subs(cha, 1, 0, 1, 10000);
+  wait_waiter_subs(&wa, cha, 0, 10000);
   long long scripts0 = calls_on(1, "evalsha") + calls_on(1, "eval");
   dk_acquire_start(&w1, lb, o1, rt_scaled_ms(60000), 30000);
   dk_acquire_start(&w2, lb, o2, rt_scaled_ms(60000), 30000);
-  wait_subs(chb, 1, 1, 1, 10000);
+  wait_waiter_subs(&w1, chb, 1, 10000);
   int64_t t0 = rt_now_ms();
   while (calls_on(1, "evalsha") + calls_on(1, "eval") < scripts0 + 2) {
     if (rt_now_ms() - t0 > rt_scaled_ms(10000))
