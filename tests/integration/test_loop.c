@@ -913,6 +913,51 @@ static void test_bad_input(void **state) {
   lock_done(c, l);
 }
 
+static bool pred_key_exists(void *arg, char *why, size_t cap) {
+  redisReply *r = rt_cmd(srv, "EXISTS %s", (const char *)arg);
+  bool there = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+  freeReplyObject(r);
+  snprintf(why, cap, "'%s' not on the server", (const char *)arg);
+  return there;
+}
+
+/* The loop's thread kept away past the command timeout (another process
+ * had the CPU, or a callback ran long) while the answer came: the answer
+ * waiting in the socket is read and the call succeeds, never failed "no
+ * answer in time" by the connection's timer (libuv runs the timers due
+ * before it polls the sockets). */
+static void test_late_loop_reads_answer(void **state) {
+  (void)state;
+  rlock_config *cfg;
+  OK(rlock_config_new(&cfg));
+  OK(rlock_config_set_url(cfg, rt_server_url(srv)));
+  OK(rlock_config_set_command_timeout_ms(cfg, 300));
+  rlock_client *c = loop_client_cfg(cfg);
+  rlock_config_free(cfg);
+  rlock_lock *l = fx_lock(c, "loop:late");
+  uint64_t me = rlock_owner_new();
+  result r = {0};
+  start_acquire(l, me, 0, 30000, &r, NULL); /* connected, script loaded */
+  await_rc(&r, RLOCK_OK, 5000, "the first acquisition");
+  OK(rlock_lock_release_async(l, me, on_done, &r));
+  await_rc(&r, RLOCK_OK, 5000, "its release"); /* done: 2 */
+  start_acquire(l, me, 0, 30000, &r, NULL);
+  /* Sent without the loop running: the server ran it. */
+  rt_wait_until(pred_key_exists, (void *)"loop:late", rt_scaled_ms(5000),
+                "the acquisition sent");
+  /* The loop thread late: the command timeout passes before it runs. */
+  int64_t until = rt_now_ms() + 300 + 200;
+  while (rt_now_ms() < until)
+    rt_sleep_ms(until - rt_now_ms());
+  run_until(&r.done, 3, 5000, "the late acquisition");
+  if (r.rc != RLOCK_OK)
+    fail_msg("the answer in the socket was not read: %d %s", r.rc, r.msg);
+  OK(rlock_lock_release_async(l, me, on_done, &r));
+  run_until(&r.done, 4, 5000, "its release");
+  RC(r.rc, RLOCK_OK);
+  lock_done(c, l);
+}
+
 /* A bad adapter table; every topology is accepted (a cluster's seeds are
  * asked on the loop, later), by the adapters' constructors under both
  * their names. */
@@ -970,6 +1015,7 @@ static const dk_case cases[] = {
     DK_CASE(test_cancel_while_called, DK_LOOPS),
     DK_CASE(test_bad_input, DK_LOOPS),
     DK_CASE(test_bad_table, DK_LOOPS),
+    DK_CASE(test_late_loop_reads_answer, DK_LOOPS),
 };
 
 DK_MAIN(cases, NULL)

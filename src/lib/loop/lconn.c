@@ -93,20 +93,28 @@ static int64_t earliest_bound(const rlock__lconn *k) {
 
 static void on_readable(rlock_client *c, rlock__lconn *k);
 
+/* Before a ready connection is failed for want of an answer, the
+ * answers that did come are read: a loop thread that ran late (kept off
+ * a CPU, or a loop whose driver runs its timers before it polls, as
+ * libuv does) must not cut a connection whose replies wait in its
+ * socket. 1 when the connection is no longer the timer's to look after:
+ * failed or closed meanwhile, or every answer in. */
+static int read_first(rlock_client *c, rlock__lconn *k) {
+  on_readable(c, k);
+  if (k->fd < 0 || k->state != RLOCK__LCONN_READY || c->loop->doomed)
+    return 1;
+  return k->due == 0; /* all answered: expect() arms the timer again */
+}
+
 /* A caller's bound passed before its answer came: the connection fails
- * as at its own timeout (the server may still run what it was sent). The
- * answers that did come are read first: a loop thread that ran late must
- * not cut a connection whose replies wait in its socket. 1 when the
- * connection is no longer this timer's to look after. */
+ * as at its own timeout (the server may still run what it was sent), its
+ * answers read first (read_first). 1 when the connection is no longer
+ * this timer's to look after. */
 static int cut_short(rlock_client *c, rlock__lconn *k, int64_t now,
                      int64_t *next) {
-  if (k->state == RLOCK__LCONN_READY && earliest_bound(k) <= now) {
-    on_readable(c, k);
-    if (k->fd < 0 || k->state != RLOCK__LCONN_READY || c->loop->doomed)
-      return 1;
-    if (k->due == 0)
-      return 1; /* all answered: expect() arms the timer again */
-  }
+  if (k->state == RLOCK__LCONN_READY && earliest_bound(k) <= now &&
+      read_first(c, k))
+    return 1;
   int64_t bound = earliest_bound(k);
   if (now < bound) {
     *next = *next < bound ? *next : bound;
@@ -139,8 +147,12 @@ static void on_timer(rlock_client *c, rlock__ltimer *t) {
   int64_t next = own_until(c, k);
   if (cut_short(c, k, now, &next))
     return;
+  if (now >= own_until(c, k) && k->state == RLOCK__LCONN_READY &&
+      read_first(c, k))
+    return;
   if (now < own_until(c, k)) { /* answers may have come meanwhile */
-    rlock__ltimer_at(c, t, next);
+    int64_t bound = earliest_bound(k), at = own_until(c, k);
+    rlock__ltimer_at(c, t, bound < at ? bound : at);
     return;
   }
   if (k->state == RLOCK__LCONN_CONNECTING)
