@@ -209,6 +209,18 @@ static inline long long fx_evalsha_calls(rt_server *s) {
   return fx_calls(s, "evalsha");
 }
 
+/* Connections `s` has taken so far. The PING first: the server takes what
+ * waits in its listen queue (connections made while it was stopped or
+ * frozen) no later than in the turn that reads the PING, so the INFO
+ * after it counts them all. */
+static inline long long fx_connections_taken(rt_server *s) {
+  freeReplyObject(rt_cmd(s, "PING"));
+  char v[32];
+  assert_true(rt_server_info_field(s, "stats", "total_connections_received", v,
+                                   sizeof v));
+  return atoll(v);
+}
+
 /* ---- waiting for conditions, not for time ------------------------------
  * A test that needs another thread or process to have got somewhere waits
  * for what shows it (a subscription, a key, a file, a call count, a flag),

@@ -346,18 +346,6 @@ static int child_main(int argc, char **argv) {
     pause();
 }
 
-/* Connections `srv` has taken so far. The PING first: the server takes
- * what waits in its listen queue (connections made while it was stopped)
- * no later than in the turn that reads the PING, so the INFO after it
- * counts them all. */
-static long long connections_taken(void) {
-  freeReplyObject(rt_cmd(srv, "PING"));
-  char v[32];
-  assert_true(rt_server_info_field(srv, "stats", "total_connections_received",
-                                   v, sizeof v));
-  return atoll(v);
-}
-
 /* A watchdog hold on a server that stops (SIGSTOP) for 2.5 s while
  * renewals tick every 300 ms and each renewal gives up after 250 ms (the
  * command timeout): every tick and every retry after a failure (75 ms
@@ -382,12 +370,12 @@ static void test_stopped_server_not_redialled_per_tick(void **state) {
   rlock_lock *l = fx_lock(c, "wd:stopped");
   uint64_t me = dk_me();
   OK(dk_acquire(l, me, 0, RLOCK_LEASE_WATCHDOG));
-  long long before = connections_taken();
+  long long before = fx_connections_taken(srv);
   rt_server_freeze(srv);
   /* Time is the point: ticks must come and go while it is stopped. */
   dk_let_time_pass(2500);
   rt_server_thaw(srv);
-  long long opened = connections_taken() - before;
+  long long opened = fx_connections_taken(srv) - before;
   print_message("%s: %lld connections made to the stopped server\n", dk_name(),
                 opened);
   if (opened > 3)

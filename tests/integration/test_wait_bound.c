@@ -73,18 +73,6 @@ static void test_wait_bounds_a_hung_server(void **state) {
   DK_FREE((lc, lw), (cold, warm));
 }
 
-/* Connections `srv` has taken so far. The PING first: the server takes
- * what waits in its listen queue (connections made while it was frozen)
- * no later than in the turn that reads the PING, so the INFO after it
- * counts them all. */
-static long long connections_taken(void) {
-  freeReplyObject(rt_cmd(srv, "PING"));
-  char v[32];
-  assert_true(rt_server_info_field(srv, "stats", "total_connections_received",
-                                   v, sizeof v));
-  return atoll(v);
-}
-
 /* An acquisition of `l` waiting `wait_ms` on the frozen server ends with
  * RLOCK_ETIMEOUT saying no answer came (never "cannot connect": the
  * kernel still takes connections), within `bound_ms` and the margin. */
@@ -114,13 +102,13 @@ static void test_frozen_server_no_answer(void **state) {
   uint64_t me = dk_me();
   OK(dk_acquire(l, me, 0, 5000)); /* connected, the script loaded */
   OK(dk_release(l, me));
-  long long before = connections_taken();
+  long long before = fx_connections_taken(srv);
   rt_server_freeze(srv);
   expect_no_answer(l, 0, 2000, "a try on the open connection");
   expect_no_answer(l, 1000, 1000, "a wait shorter than the command timeout");
   expect_no_answer(l, 0, 2000, "a try on a new connection");
   rt_server_thaw(srv);
-  long long opened = connections_taken() - before;
+  long long opened = fx_connections_taken(srv) - before;
   if (opened > 2)
     fail_msg("%lld connections for 2 calls after the first failed", opened);
   rlock_lock_free(l);
