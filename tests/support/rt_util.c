@@ -4,6 +4,8 @@
  */
 #include "rt_util.h"
 
+#include "resolve.h"
+
 #include <errno.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -102,4 +104,10 @@ int rt_free_port(void) {
   }
   errno = EADDRNOTAVAIL;
   return -1;
+}
+
+void rt_lookups_drain(void) {
+  int64_t due = rt_now_ms() + 90 * 1000;
+  while (rlock__resolve_running() > 0 && rt_now_ms() < due)
+    rt_sleep_ms(10);
 }

@@ -37,4 +37,11 @@ int rt_free_port(void);
  * some bounds cannot be asked for); 0 where valgrind.h was not found. */
 int rt_on_valgrind(void);
 
+/* Wait (at most 90 s, longer than glibc's retries against a silent DNS
+ * server) until no name-lookup thread of the library is still inside
+ * getaddrinfo: a lookup given up on runs on, and a process that exits
+ * under one leaves the resolver's buffers to the leak checkers (valgrind,
+ * LeakSanitizer). Call before exiting a test that looked a name up. */
+void rt_lookups_drain(void);
+
 #endif /* RT_UTIL_H */

@@ -112,12 +112,6 @@ int main(void) {
       cmocka_unit_test(test_lookup_given_up),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
-  /* Lookups given up on (or timed out with no DNS server answering) run
-   * on: exiting under one would leave LeakSanitizer the resolver's
-   * buffers of a thread cut off mid-query. Waited for, within a bound
-   * longer than glibc's default retries against a silent server. */
-  int64_t due = rlock__deadline_after_ms(90 * 1000);
-  while (rlock__resolve_running() > 0 && rlock__now_us() < due)
-    rlock__sleep_ms(10);
+  rt_lookups_drain(); /* lookups given up on run on */
   return failed;
 }
