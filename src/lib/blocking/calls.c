@@ -84,7 +84,6 @@ int rlock_lock_release_owner(rlock_lock *l, uint64_t owner_number) {
   int64_t keep_ms;
   /* Stop renewal first: a release must never be outlived by renewal. */
   rlock__hold_pop(l->client, l->name, field, &state, &keep_ms);
-  keep_ms = rlock__release_keep(l, field, state, keep_ms);
   rlock__latch latch;
   rlock__release_latch(l, &latch, id);
   rlock__call call;

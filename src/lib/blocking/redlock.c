@@ -154,10 +154,8 @@ static void release_prepare(release_set *s, rlock_redlock *r, size_t i,
   s->idx[k] = i;
   s->state[k] = RLOCK__HOLD_NONE;
   rlock__owner_as(l->client, owner, s->owner[k]);
-  if (recorded) {
+  if (recorded)
     rlock__hold_pop(l->client, l->name, s->owner[k], &s->state[k], &keep_ms);
-    keep_ms = rlock__release_keep(l, s->owner[k], s->state[k], keep_ms);
-  }
   s->keep_ms[k] = keep_ms;
   s->locks[k] = l;
 }

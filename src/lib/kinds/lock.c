@@ -386,14 +386,6 @@ void rlock__owner_as(const rlock_client *c, uint64_t owner, char *buf) {
     snprintf(buf, RLOCK_OWNER_MAX, "%s:%" PRIu64, c->id, owner);
 }
 
-int64_t rlock__release_keep(rlock_lock *l, const char *field, int state,
-                            int64_t keep_ms) {
-  if (state == RLOCK__HOLD_NONE) /* no record: one level, as Redisson */
-    return keep_ms;
-  return rlock__hold_depth(l->client, l->name, field) > 0 ? keep_ms
-                                                          : RLOCK__KEEP_NONE;
-}
-
 /* Interpret a release script's answer given what we knew locally about
  * the hold of `field`. */
 int rlock__release_result(rlock_lock *l, const rlock__call *call,

@@ -317,26 +317,6 @@ int64_t rlock__cleanup_bound(void);
 int64_t rlock__outage_until(const rlock_client *c, int64_t since_us,
                             int64_t deadline_us);
 
-/* The "lease to keep" a release sends once this client records no level
- * of the hold any more (rlock__hold_pop took the last one, or found the
- * hold lost): the owner's levels on the server all go then, the lock is
- * deleted and a waiter told. A level the server still counts beyond the
- * client's record was left there by a release that never reached it
- * (RLOCK_EIO, the server down), or by an acquisition whose answer was
- * lost; re-entered, it would keep the lock held after the owner's last
- * release, for as long as the owner takes the lock again within its lease.
- * The scripts of the kinds that count levels read it: holdcheck.lua's
- * (reentrant, spin, fenced, fair lock, election), write_release.lua and
- * read_release.lua (which reads only this value of the lease to keep:
- * each read level has a lease of its own). */
-#define RLOCK__KEEP_NONE (-1)
-
-/* `keep_ms` as rlock__hold_pop gave it for `field`'s hold of `l` (its
- * answer `state`), or RLOCK__KEEP_NONE when the client held it and now
- * records no level of it. */
-int64_t rlock__release_keep(rlock_lock *l, const char *field, int state,
-                            int64_t keep_ms);
-
 /* A release script's answer `r` to `call` (after its run), given what
  * this client knew of the hold of `field` (enum rlock__hold_state):
  * RLOCK_OK, RLOCK_ENOTHELD, RLOCK_ELOST, RLOCK_EPROTO, or RLOCK_EREPLICA

@@ -298,6 +298,7 @@ void rlock__hold_pop(rlock_client *c, const char *name, const char *owner,
     h->expires_us = now + *keep_lease_ms * 1000;
     h->gen = ++wd->next_gen;
     if (h->depth == 0 || h->lost) {
+      *keep_lease_ms = RLOCK__KEEP_NONE; /* no level left here */
       rlock__map_del(&wd->holds, key, klen);
       hold_drop(wd, h, h->lost ? -1 : now - h->since_us);
     }

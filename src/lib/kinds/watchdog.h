@@ -123,15 +123,30 @@ int rlock__hold_push_owned(rlock_client *c, const char *name, const char *owner,
 
 /* Remove one level. *state tells what was known; *keep_lease_ms is the
  * lease the remaining holds should keep (the level below's lease, or the
- * watchdog timeout). When this removes the last watchdog level of a
- * record that a renewal in flight names, waits until that renewal's
- * answer is in: otherwise its PEXPIRE could reach the server after the
- * release script and stretch what is left (fixed-lease levels, or a new
- * hold of the same owner) to the watchdog lease; only where the driver
- * asks for it (rlock__driver.release_waits_renewal). Call from the
+ * watchdog timeout; RLOCK__KEEP_NONE when the record held no level more,
+ * or was lost: the release then takes every level of the owner). When this
+ * removes the last watchdog level of a record that a renewal in flight names,
+ * waits until that renewal's answer is in: otherwise its PEXPIRE could reach
+ * the server after the release script and stretch what is left (fixed-lease
+ * levels, or a new hold of the same owner) to the watchdog lease; only where
+ * the driver asks for it (rlock__driver.release_waits_renewal). Call from the
  * holder's thread, never from the lost-lock callback. */
 void rlock__hold_pop(rlock_client *c, const char *name, const char *owner,
                      int *state, int64_t *keep_lease_ms);
+
+/* The "lease to keep" a release sends once this client records no level
+ * of the hold any more (rlock__hold_pop took the last one, or found the
+ * hold lost): the owner's levels on the server all go then, the lock is
+ * deleted and a waiter told. A level the server still counts beyond the
+ * client's record was left there by a release that never reached it
+ * (RLOCK_EIO, the server down), or by an acquisition whose answer was
+ * lost; re-entered, it would keep the lock held after the owner's last
+ * release, for as long as the owner takes the lock again within its lease.
+ * The scripts of the kinds that count levels read it: holdcheck.lua's
+ * (reentrant, spin, fenced, fair lock, election), write_release.lua and
+ * read_release.lua (which reads only this value of the lease to keep:
+ * each read level has a lease of its own). */
+#define RLOCK__KEEP_NONE (-1)
 
 /* The lock's TTL was just set to `lease_ms` (> 0) by a request sent at
  * `sent_us`, by the holder itself (a MultiLock giving every member its

@@ -180,7 +180,6 @@ void rlock__lrelease_start(rlock_op *op) {
   char field[RLOCK_FIELD_MAX];
   rlock__field(l, op->owner, field);
   rlock__hold_pop(op->c, l->name, field, &op->hold_state, &op->keep_ms);
-  op->keep_ms = rlock__release_keep(l, field, op->hold_state, op->keep_ms);
   rlock__release_latch(l, &op->latch, op->latch_id);
   release_send(op);
 }
