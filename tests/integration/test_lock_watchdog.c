@@ -357,12 +357,8 @@ static int child_main(int argc, char **argv) {
  * after the other), and one to spare. */
 static void test_stopped_server_not_redialled_per_tick(void **state) {
   (void)state;
-  rlock_config *cfg;
-  OK(rlock_config_new(&cfg));
-  OK(rlock_config_set_url(cfg, rt_server_url(srv)));
-  OK(rlock_config_set_connect_timeout_ms(cfg, 1000));
+  rlock_config *cfg = fx_config(rt_server_url(srv), 900, NULL, NULL);
   OK(rlock_config_set_command_timeout_ms(cfg, 250));
-  OK(rlock_config_set_watchdog_timeout_ms(cfg, 900));
   /* No registry record: its write, racing the stop, is no renewal's. */
   OK(rlock_config_set_registry_period(cfg, 0));
   rlock_client *c = dk_client_cfg(cfg);

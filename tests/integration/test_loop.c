@@ -928,9 +928,7 @@ static bool pred_key_exists(void *arg, char *why, size_t cap) {
  * before it polls the sockets). */
 static void test_late_loop_reads_answer(void **state) {
   (void)state;
-  rlock_config *cfg;
-  OK(rlock_config_new(&cfg));
-  OK(rlock_config_set_url(cfg, rt_server_url(srv)));
+  rlock_config *cfg = fx_config(rt_server_url(srv), 0, NULL, NULL);
   OK(rlock_config_set_command_timeout_ms(cfg, 300));
   rlock_client *c = loop_client_cfg(cfg);
   rlock_config_free(cfg);
